@@ -1,0 +1,125 @@
+package core
+
+import (
+	"context"
+	"crypto/subtle"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// ApprovalRequest asks an owner to decide something.
+type ApprovalRequest struct {
+	OwnerID   string
+	Kind      ApprovalKind
+	Requester string // who asks: client name, agent name, host name
+	Summary   string // one line shown in the inbox
+	Details   any    // what exactly is asked (scopes, fax details, …), JSON
+	// Binding is the exact thing approved; its hash is stored and a
+	// decision must present the same hash.
+	Binding    any
+	RequiresUV bool
+	TTL        time.Duration
+}
+
+// BindingHash commits to v (its JSON encoding).
+func BindingHash(v any) string { return hashRequest(v) }
+
+// RequestApproval records a pending approval for the owner's inbox.
+func (s *Service) RequestApproval(ctx context.Context, r ApprovalRequest) (*Approval, error) {
+	details, err := json.Marshal(r.Details)
+	if err != nil {
+		return nil, fmt.Errorf("encode approval details: %w", err)
+	}
+	if r.TTL <= 0 {
+		r.TTL = 10 * time.Minute
+	}
+	now := s.now()
+	a := &Approval{
+		ID: NewID(PrefixApproval), OwnerID: r.OwnerID, Kind: r.Kind, Requester: truncate(r.Requester, 200),
+		Summary: truncate(r.Summary, 500), Details: details, BindingHash: BindingHash(r.Binding),
+		RequiresUV: r.RequiresUV, Status: ApprovalPending, CreatedAt: now, ExpiresAt: now.Add(r.TTL),
+	}
+	if err := s.Store.CreateApproval(ctx, a); err != nil {
+		return nil, fmt.Errorf("create approval: %w", err)
+	}
+	return a, nil
+}
+
+// GetApproval returns one of the owner's approvals; expired pending ones
+// read as expired.
+func (s *Service) GetApproval(ctx context.Context, ownerID, id string) (*Approval, error) {
+	a, err := s.Store.GetApproval(ctx, ownerID, id)
+	if err != nil {
+		return nil, storeErr(err, "approval")
+	}
+	if a.Status == ApprovalPending && s.now().After(a.ExpiresAt) {
+		a.Status = ApprovalExpired
+	}
+	return a, nil
+}
+
+// PendingApprovals lists what the owner still has to decide.
+func (s *Service) PendingApprovals(ctx context.Context, ownerID string) ([]Approval, error) {
+	all, err := s.Store.ListApprovals(ctx, ownerID, ApprovalPending, 200)
+	if err != nil {
+		return nil, fmt.Errorf("list approvals: %w", err)
+	}
+	now := s.now()
+	out := all[:0]
+	for _, a := range all {
+		if now.Before(a.ExpiresAt) {
+			out = append(out, a)
+		}
+	}
+	return out, nil
+}
+
+// Decision is an owner's answer to an approval.
+type Decision struct {
+	Approve bool
+	// BindingHash must equal the approval's: the owner decided on exactly
+	// what was asked.
+	BindingHash string
+	// UserVerified is set only by the passkey adapter after a WebAuthn
+	// assertion with user verification over this approval's challenge.
+	UserVerified bool
+	// Data records decision details (e.g. narrowed scopes).
+	Data any
+}
+
+// DecideApproval records the owner's decision once. Approvals that require
+// user verification cannot be approved without it; declining never needs it.
+func (s *Service) DecideApproval(ctx context.Context, ownerID, id string, d Decision) (*Approval, error) {
+	a, err := s.GetApproval(ctx, ownerID, id)
+	if err != nil {
+		return nil, err
+	}
+	if a.Status != ApprovalPending {
+		return nil, Errorf(KindConflict, CodeApprovalState, "this request is already %s", a.Status).With("status", string(a.Status))
+	}
+	if subtle.ConstantTimeCompare([]byte(d.BindingHash), []byte(a.BindingHash)) != 1 {
+		return nil, Errorf(KindConflict, CodeApprovalBinding, "the request changed since it was shown; reload and decide again")
+	}
+	status := ApprovalDeclined
+	if d.Approve {
+		if a.RequiresUV && !d.UserVerified {
+			return nil, Errorf(KindForbidden, "user_verification_required", "approving this needs your passkey with user verification")
+		}
+		status = ApprovalApproved
+	}
+	var data []byte
+	if d.Data != nil {
+		if data, err = json.Marshal(d.Data); err != nil {
+			return nil, fmt.Errorf("encode decision: %w", err)
+		}
+	}
+	if err := s.Store.DecideApproval(ctx, ownerID, id, status, data, s.now()); err != nil {
+		if errors.Is(err, ErrConflict) {
+			return nil, Errorf(KindConflict, CodeApprovalState, "this request was decided already or expired")
+		}
+		return nil, storeErr(err, "approval")
+	}
+	return s.GetApproval(ctx, ownerID, id)
+}

@@ -1,0 +1,219 @@
+package core
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"time"
+)
+
+// Deliver makes one delivery attempt for an order; the queue calls it for
+// each delivery job. It is safe to call again for the same order (a job
+// retried after a crash): terminal orders are left alone, and an attempt
+// interrupted before its outcome was recorded is closed as failed before a
+// new one starts.
+//
+// Retryable failures schedule a new delivery job (with backoff) in the same
+// transaction that records them, so a retry is never lost or doubled.
+func (s *Service) Deliver(ctx context.Context, orderID string) error {
+	o, attempt, err := s.startAttempt(ctx, orderID)
+	if err != nil || attempt == nil {
+		return err
+	}
+	provider := s.Providers[o.Mode]
+	if provider == nil {
+		return fmt.Errorf("no fax provider for mode %s", o.Mode)
+	}
+	doc, err := s.Store.GetDocument(ctx, o.OwnerID, o.Mode, o.DocumentID)
+	if err != nil {
+		return fmt.Errorf("load document of %s: %w", o.ID, err)
+	}
+	started := s.now()
+	res, sendErr := provider.Send(ctx, ProviderRequest{
+		OrderID: o.ID, AttemptID: attempt.ID, Attempt: attempt.Number, To: o.To, Pages: o.Pages,
+		PDF: func(ctx context.Context) (io.ReadCloser, error) { return s.Blobs.Open(ctx, doc.PDFKey) },
+	})
+	if sendErr != nil {
+		if ctx.Err() != nil {
+			// Shutting down: leave the attempt open; the job is retried and
+			// the interrupted attempt is closed then.
+			return ctx.Err()
+		}
+		res = ProviderResult{Status: AttemptFailed, FailureCode: "provider_error", FailureReason: sendErr.Error(), Retryable: true}
+	}
+	if res.Duration == 0 {
+		res.Duration = s.now().Sub(started)
+	}
+	return s.recordOutcome(context.WithoutCancel(ctx), o.ID, attempt.ID, res)
+}
+
+// startAttempt moves a queued order to sending and opens an attempt. It
+// returns a nil attempt when there is nothing to do.
+func (s *Service) startAttempt(ctx context.Context, orderID string) (*Order, *Attempt, error) {
+	var order *Order
+	var attempt *Attempt
+	err := s.Store.InTx(ctx, func(tx Tx) error {
+		o, err := tx.GetOrderByID(ctx, orderID)
+		if err != nil {
+			return fmt.Errorf("load order %s: %w", orderID, err)
+		}
+		now := s.now()
+		switch o.Status {
+		case OrderQueued:
+			if o.NextAttemptAt != nil && now.Before(*o.NextAttemptAt) {
+				// A stale job ran early; the scheduled one will do it.
+				return nil
+			}
+		case OrderSending:
+			last, err := tx.LatestAttempt(ctx, o.ID)
+			if err != nil && !errors.Is(err, ErrNoRows) {
+				return err
+			}
+			if last != nil && last.Status == AttemptSending {
+				if last.ProviderRef != "" {
+					return nil // the provider has it; its outcome arrives separately
+				}
+				fin := now
+				last.Status, last.FailureCode, last.FailureReason, last.FinishedAt = AttemptFailed, "interrupted", "the worker stopped before the provider answered", &fin
+				if err := tx.UpdateAttempt(ctx, last); err != nil {
+					return err
+				}
+			}
+		default:
+			return nil // terminal
+		}
+		from := o.Status
+		o.Attempts++
+		o.Status, o.UpdatedAt, o.NextAttemptAt = OrderSending, now, nil
+		if err := tx.UpdateOrder(ctx, o, from); err != nil {
+			if errors.Is(err, ErrConflict) {
+				return nil // another worker took it
+			}
+			return err
+		}
+		a := &Attempt{ID: NewID(PrefixAttempt), OrderID: o.ID, Number: o.Attempts, Provider: s.providerName(o.Mode), Status: AttemptSending, StartedAt: now}
+		if err := tx.CreateAttempt(ctx, a); err != nil {
+			return err
+		}
+		order, attempt = o, a
+		return nil
+	})
+	return order, attempt, err
+}
+
+func (s *Service) providerName(m Mode) string {
+	if p := s.Providers[m]; p != nil {
+		return p.Name()
+	}
+	return "none"
+}
+
+// RecordProviderOutcome records the end of an attempt reported
+// asynchronously by a provider (a signed webhook).
+func (s *Service) RecordProviderOutcome(ctx context.Context, orderID, attemptID string, res ProviderResult) error {
+	return s.recordOutcome(ctx, orderID, attemptID, res)
+}
+
+func (s *Service) recordOutcome(ctx context.Context, orderID, attemptID string, res ProviderResult) error {
+	return s.Store.InTx(ctx, func(tx Tx) error {
+		o, err := tx.GetOrderByID(ctx, orderID)
+		if err != nil {
+			return fmt.Errorf("load order %s: %w", orderID, err)
+		}
+		a, err := tx.LatestAttempt(ctx, orderID)
+		if err != nil {
+			return fmt.Errorf("load attempt of %s: %w", orderID, err)
+		}
+		if a.ID != attemptID || a.Status != AttemptSending || o.Status != OrderSending {
+			return nil // stale or duplicate report
+		}
+		now := s.now()
+		a.Status, a.ProviderRef, a.PagesSent = res.Status, res.ProviderRef, res.PagesSent
+		a.FailureCode, a.FailureReason, a.Retryable = res.FailureCode, truncate(res.FailureReason, 500), res.Retryable
+		a.DurationMS = res.Duration.Milliseconds()
+		if res.Status != AttemptSending {
+			a.FinishedAt = &now
+		}
+		if err := tx.UpdateAttempt(ctx, a); err != nil {
+			return err
+		}
+		o.UpdatedAt = now
+		switch res.Status {
+		case AttemptSending:
+			return nil
+		case AttemptDelivered:
+			o.Status, o.PagesSent, o.CompletedAt = OrderDelivered, o.Pages, &now
+			o.FailureCode, o.FailureReason = "", ""
+			if err := tx.UpdateOrder(ctx, o, OrderSending); err != nil {
+				return err
+			}
+			return s.settle(ctx, tx, o, LedgerCapture)
+		case AttemptPartial:
+			o.Status, o.PagesSent, o.CompletedAt = OrderPartial, res.PagesSent, &now
+			o.FailureCode, o.FailureReason = a.FailureCode, a.FailureReason
+			if err := tx.UpdateOrder(ctx, o, OrderSending); err != nil {
+				return err
+			}
+			if err := s.settle(ctx, tx, o, LedgerCapture); err != nil {
+				return err
+			}
+			return s.refundUnsentPages(ctx, tx, o)
+		case AttemptFailed:
+			if a.Retryable && o.Attempts < s.cfg.MaxAttempts {
+				at := now.Add(s.backoff(o.Attempts))
+				o.Status, o.NextAttemptAt = OrderQueued, &at
+				o.FailureCode, o.FailureReason = a.FailureCode, a.FailureReason
+				if err := tx.UpdateOrder(ctx, o, OrderSending); err != nil {
+					return err
+				}
+				return s.Queue.EnqueueDelivery(ctx, tx, o.ID, at)
+			}
+			o.Status, o.CompletedAt = OrderFailed, &now
+			o.FailureCode, o.FailureReason = a.FailureCode, a.FailureReason
+			if err := tx.UpdateOrder(ctx, o, OrderSending); err != nil {
+				return err
+			}
+			return s.settle(ctx, tx, o, LedgerRelease)
+		}
+		return fmt.Errorf("provider reported unknown status %q", res.Status)
+	})
+}
+
+// backoff is the wait after the nth failed attempt: base, 4×base, 16×base…
+func (s *Service) backoff(n int) time.Duration {
+	d := s.cfg.RetryBackoff
+	for i := 1; i < n; i++ {
+		d *= 4
+	}
+	return d
+}
+
+// refundUnsentPages credits back the price of pages a partial delivery did
+// not send: the owner pays for what arrived (the cover page counts as sent).
+func (s *Service) refundUnsentPages(ctx context.Context, tx Tx, o *Order) error {
+	if o.PaymentMethod != PayCredits || o.PagesSent >= o.Pages {
+		return nil
+	}
+	e164, country, err := s.Destination.Check(o.To)
+	if err != nil {
+		return fmt.Errorf("re-price partial fax %s: %w", o.ID, err)
+	}
+	fair := int64(0)
+	if o.PagesSent > 0 {
+		q, err := s.Prices.Quote(e164, country, o.PagesSent, o.Cover)
+		if err != nil {
+			return fmt.Errorf("re-price partial fax %s: %w", o.ID, err)
+		}
+		fair = q.AmountMicros
+	}
+	refund := o.PriceMicros - fair
+	if refund <= 0 {
+		return nil
+	}
+	return tx.AppendLedger(ctx, &LedgerEntry{
+		ID: NewID(PrefixLedger), OwnerID: o.OwnerID, Mode: o.Mode, Kind: LedgerRefund, AmountMicros: refund,
+		OrderID: &o.ID, Reason: fmt.Sprintf("refund for %d of %d pages not delivered (fax %s)", o.Pages-o.PagesSent, o.Pages, o.ID),
+		CreatedAt: s.now(),
+	})
+}

@@ -1,0 +1,354 @@
+package core
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+)
+
+// SendFaxRequest is the body of sendFax: a destination and a document named
+// either by the upload token it was uploaded with or by its id.
+type SendFaxRequest struct {
+	To          string `json:"to"`
+	UploadToken string `json:"uploadToken,omitempty"`
+	DocumentID  string `json:"documentId,omitempty"`
+	Cover       bool   `json:"cover,omitempty"`
+	CoverText   string `json:"coverText,omitempty"`
+}
+
+// MaxCoverText bounds the cover page note.
+const MaxCoverText = 2000
+
+// MaxIdempotencyKey bounds Idempotency-Key values.
+const MaxIdempotencyKey = 255
+
+// QuoteRequest prices a fax without side effects.
+type QuoteRequest struct {
+	To    string
+	Pages int
+	Cover bool
+}
+
+// Quote checks a destination and prices pages to it. It needs no principal
+// (the machine validate endpoint is public).
+func (s *Service) Quote(ctx context.Context, r QuoteRequest) (Quote, error) {
+	e164, country, err := s.Destination.Check(r.To)
+	if err != nil {
+		return Quote{}, err
+	}
+	if r.Pages > s.cfg.MaxPages {
+		return Quote{}, Errorf(KindUnprocessable, CodeTooManyPages, "at most %d pages can be sent", s.cfg.MaxPages)
+	}
+	return s.Prices.Quote(e164, country, r.Pages, r.Cover)
+}
+
+func (s *Service) resolveDocument(ctx context.Context, p Principal, uploadToken, documentID string) (*Document, error) {
+	switch {
+	case uploadToken != "" && documentID != "":
+		return nil, Errorf(KindInvalid, CodeInvalidRequest, "give uploadToken or documentId, not both")
+	case uploadToken != "":
+		return s.documentFromToken(ctx, p, uploadToken)
+	case documentID != "":
+		d, err := s.Store.GetDocument(ctx, p.OwnerID, p.Mode, documentID)
+		return d, storeErr(err, "document")
+	}
+	return nil, Errorf(KindInvalid, CodeInvalidRequest, "uploadToken or documentId is required")
+}
+
+func checkCover(cover bool, text string) error {
+	if len(text) > MaxCoverText {
+		return Errorf(KindInvalid, CodeInvalidRequest, "coverText is longer than %d characters", MaxCoverText)
+	}
+	if text != "" && !cover {
+		return Errorf(KindInvalid, CodeInvalidRequest, "coverText needs cover: true")
+	}
+	return nil
+}
+
+// SendFax pays for a fax with the principal's credits and queues it. The
+// order, its credit hold, its delivery job and its idempotency record are
+// written in one transaction: concurrent requests with one key yield exactly
+// one order and one hold. replayed is true when the stored response of an
+// earlier identical request is returned.
+func (s *Service) SendFax(ctx context.Context, p Principal, idemKey string, r SendFaxRequest) (order *Order, replayed bool, err error) {
+	if err := Authorize(p, OpSendFax); err != nil {
+		return nil, false, err
+	}
+	if idemKey == "" {
+		return nil, false, Errorf(KindInvalid, CodeIdempotencyKeyRequired, "the Idempotency-Key header is required; use a fresh random value per fax")
+	}
+	if len(idemKey) > MaxIdempotencyKey {
+		return nil, false, Errorf(KindInvalid, CodeInvalidRequest, "Idempotency-Key is longer than %d characters", MaxIdempotencyKey)
+	}
+	scope := fmt.Sprintf("%s:%s:send_fax", p.OwnerID, p.Mode)
+	reqHash := hashRequest(r)
+	if o, ok, err := s.replay(ctx, scope, idemKey, reqHash); ok || err != nil {
+		return o, ok, err
+	}
+
+	if err := s.allow(ctx, "send:"+p.OwnerID+":"+string(p.Mode), s.cfg.SendInterval, s.cfg.SendBurst); err != nil {
+		return nil, false, err
+	}
+	if err := checkCover(r.Cover, r.CoverText); err != nil {
+		return nil, false, err
+	}
+	e164, country, err := s.Destination.Check(r.To)
+	if err != nil {
+		return nil, false, err
+	}
+	doc, err := s.resolveDocument(ctx, p, r.UploadToken, r.DocumentID)
+	if err != nil {
+		return nil, false, err
+	}
+	q, err := s.Prices.Quote(e164, country, doc.Pages, r.Cover)
+	if err != nil {
+		return nil, false, err
+	}
+
+	now := s.now()
+	o := &Order{
+		ID: NewID(PrefixOrder), OwnerID: p.OwnerID, Mode: p.Mode, Status: OrderQueued, To: e164,
+		DocumentID: doc.ID, Pages: doc.Pages, Cover: r.Cover, CoverText: r.CoverText,
+		PriceMicros: q.AmountMicros, Currency: Currency, PaymentMethod: PayCredits,
+		CreatedAt: now, UpdatedAt: now,
+	}
+	s.present(o, nil)
+	resp, err := json.Marshal(o)
+	if err != nil {
+		return nil, false, fmt.Errorf("encode order: %w", err)
+	}
+	err = s.Store.InTx(ctx, func(tx Tx) error {
+		if err := tx.CreateOrder(ctx, o); err != nil {
+			return fmt.Errorf("create order: %w", err)
+		}
+		hold := &LedgerEntry{
+			ID: NewID(PrefixLedger), OwnerID: p.OwnerID, Mode: p.Mode, Kind: LedgerHold,
+			AmountMicros: -q.AmountMicros, OrderID: &o.ID, Reason: "hold for fax " + o.ID + " to " + e164, CreatedAt: now,
+		}
+		if err := tx.PlaceHold(ctx, hold); err != nil {
+			return err
+		}
+		if err := s.Queue.EnqueueDelivery(ctx, tx, o.ID, now); err != nil {
+			return fmt.Errorf("enqueue delivery: %w", err)
+		}
+		return tx.InsertIdempotency(ctx, &IdempotencyRecord{
+			Scope: scope, Key: idemKey, RequestHash: reqHash, ResponseCode: 200, Response: resp, CreatedAt: now,
+		})
+	})
+	switch {
+	case errors.Is(err, ErrExists):
+		// A concurrent request with the same key won; answer as it did.
+		if o, ok, err := s.replay(ctx, scope, idemKey, reqHash); ok || err != nil {
+			return o, ok, err
+		}
+		return nil, false, fmt.Errorf("idempotency record vanished for key")
+	case errors.Is(err, ErrInsufficientFunds):
+		bal, berr := s.Store.GetBalance(ctx, p.OwnerID, p.Mode)
+		e := Errorf(KindPaymentRequired, CodeInsufficientCredits, "this fax costs %s USD but only %s USD of %s credits are available", q.Amount, FormatUSD(balanceOrZero(bal, berr)), p.Mode).
+			With("price", q.Amount).With("available", FormatUSD(balanceOrZero(bal, berr))).With("checkoutPath", "/api/v1/credits/checkout")
+		return nil, false, e
+	case err != nil:
+		return nil, false, err
+	}
+	s.Logger.InfoContext(ctx, "fax queued", "order_id", o.ID, "owner_id", o.OwnerID, "mode", o.Mode, "pages", o.Pages, "price", o.Price)
+	return o, false, nil
+}
+
+func balanceOrZero(b *Balance, err error) int64 {
+	if err != nil || b == nil {
+		return 0
+	}
+	return b.AvailableMicros
+}
+
+// replay answers from a stored idempotency record: ok is true when the
+// record exists and matches; a different request under the same key is a
+// conflict.
+func (s *Service) replay(ctx context.Context, scope, key, reqHash string) (*Order, bool, error) {
+	rec, err := s.Store.GetIdempotency(ctx, scope, key)
+	if errors.Is(err, ErrNoRows) {
+		return nil, false, nil
+	} else if err != nil {
+		return nil, false, fmt.Errorf("read idempotency record: %w", err)
+	}
+	if rec.RequestHash != reqHash {
+		return nil, false, Errorf(KindConflict, CodeIdempotencyConflict, "this Idempotency-Key was already used with a different request")
+	}
+	var o Order
+	if err := json.Unmarshal(rec.Response, &o); err != nil {
+		return nil, false, fmt.Errorf("decode stored response: %w", err)
+	}
+	return &o, true, nil
+}
+
+// hashRequest fingerprints a request for idempotency comparison.
+func hashRequest(v any) string {
+	b, _ := json.Marshal(v)
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:])
+}
+
+// allow applies a shared GCRA limit, turning refusal into a 429 *Error.
+func (s *Service) allow(ctx context.Context, key string, interval time.Duration, burst int) error {
+	ok, wait, err := s.Store.AllowRate(ctx, key, s.now(), interval, burst)
+	if err != nil {
+		return fmt.Errorf("rate limit %s: %w", key, err)
+	}
+	if !ok {
+		secs := int((wait + time.Second - 1) / time.Second)
+		e := Errorf(KindRateLimited, CodeRateLimited, "too many requests; retry in %d s", max(secs, 1))
+		e.RetryAfterSeconds = max(secs, 1)
+		return e
+	}
+	return nil
+}
+
+// present fills an order's response-only fields.
+func (s *Service) present(o *Order, latest *Attempt) {
+	o.Price, o.PriceCents, o.LatestAttempt = FormatUSD(o.PriceMicros), CentsUp(o.PriceMicros), latest
+}
+
+// GetFax returns one of the principal's orders with its latest attempt.
+func (s *Service) GetFax(ctx context.Context, p Principal, id string) (*Order, error) {
+	if err := Authorize(p, OpGetFax); err != nil {
+		return nil, err
+	}
+	o, err := s.Store.GetOrder(ctx, p.OwnerID, p.Mode, id)
+	if err != nil {
+		return nil, storeErr(err, "fax")
+	}
+	a, err := s.Store.LatestAttempt(ctx, o.ID)
+	if err != nil && !errors.Is(err, ErrNoRows) {
+		return nil, fmt.Errorf("latest attempt: %w", err)
+	}
+	s.present(o, a)
+	return o, nil
+}
+
+// FaxAttempts lists every attempt of one of the principal's orders.
+func (s *Service) FaxAttempts(ctx context.Context, p Principal, id string) ([]Attempt, error) {
+	if _, err := s.GetFax(ctx, p, id); err != nil {
+		return nil, err
+	}
+	return s.Store.ListAttempts(ctx, id)
+}
+
+// Page is one page of a cursor-paginated list.
+type Page[T any] struct {
+	Data    []T    `json:"data"`
+	HasMore bool   `json:"hasMore"`
+	Next    string `json:"nextCursor,omitempty"`
+}
+
+// ListLimits bound list page sizes.
+const (
+	DefaultListLimit = 20
+	MaxListLimit     = 100
+)
+
+func checkLimit(limit int) (int, error) {
+	switch {
+	case limit == 0:
+		return DefaultListLimit, nil
+	case limit < 0 || limit > MaxListLimit:
+		return 0, Errorf(KindInvalid, CodeInvalidRequest, "limit must be between 1 and %d", MaxListLimit)
+	}
+	return limit, nil
+}
+
+// ListFaxes lists the principal's orders, newest first. The latest attempt
+// is not included in lists (use GetFax).
+func (s *Service) ListFaxes(ctx context.Context, p Principal, status string, startingAfter string, limit int) (*Page[Order], error) {
+	if err := Authorize(p, OpListFaxes); err != nil {
+		return nil, err
+	}
+	limit, err := checkLimit(limit)
+	if err != nil {
+		return nil, err
+	}
+	if status != "" && !slices.Contains(OrderStatuses, OrderStatus(status)) {
+		return nil, Errorf(KindInvalid, CodeInvalidRequest, "status must be one of %s", joinStatuses())
+	}
+	if startingAfter != "" {
+		if _, err := s.Store.GetOrder(ctx, p.OwnerID, p.Mode, startingAfter); err != nil {
+			if errors.Is(err, ErrNoRows) {
+				return nil, Errorf(KindInvalid, CodeInvalidRequest, "starting_after names no fax of yours")
+			}
+			return nil, err
+		}
+	}
+	orders, err := s.Store.ListOrders(ctx, OrderFilter{OwnerID: p.OwnerID, Mode: p.Mode, Status: OrderStatus(status), StartingAfter: startingAfter, Limit: limit + 1})
+	if err != nil {
+		return nil, fmt.Errorf("list orders: %w", err)
+	}
+	page := &Page[Order]{Data: orders}
+	if len(orders) > limit {
+		page.Data, page.HasMore = orders[:limit], true
+		page.Next = page.Data[limit-1].ID
+	}
+	for i := range page.Data {
+		s.present(&page.Data[i], nil)
+	}
+	if page.Data == nil {
+		page.Data = []Order{}
+	}
+	return page, nil
+}
+
+func joinStatuses() string {
+	parts := make([]string, len(OrderStatuses))
+	for i, st := range OrderStatuses {
+		parts[i] = string(st)
+	}
+	return strings.Join(parts, ", ")
+}
+
+// CancelFax cancels a queued order and releases its hold. Once sending has
+// started a fax cannot be called back.
+func (s *Service) CancelFax(ctx context.Context, p Principal, id string) (*Order, error) {
+	if err := Authorize(p, OpCancelFax); err != nil {
+		return nil, err
+	}
+	err := s.Store.InTx(ctx, func(tx Tx) error {
+		o, err := tx.GetOrder(ctx, p.OwnerID, p.Mode, id)
+		if err != nil {
+			return storeErr(err, "fax")
+		}
+		if o.Status != OrderQueued {
+			return Errorf(KindConflict, CodeOrderNotCancelable, "a fax that is %s can no longer be canceled", o.Status)
+		}
+		now := s.now()
+		o.Status, o.UpdatedAt, o.CompletedAt, o.NextAttemptAt = OrderCanceled, now, &now, nil
+		o.FailureCode, o.FailureReason = "canceled", "canceled by the owner"
+		if err := tx.UpdateOrder(ctx, o, OrderQueued); err != nil {
+			if errors.Is(err, ErrConflict) {
+				return Errorf(KindConflict, CodeOrderNotCancelable, "the fax started sending and can no longer be canceled")
+			}
+			return err
+		}
+		return s.settle(ctx, tx, o, LedgerRelease)
+	})
+	if err != nil {
+		return nil, err
+	}
+	return s.GetFax(ctx, p, id)
+}
+
+// settle captures or releases the order's credit hold; orders paid another
+// way have none.
+func (s *Service) settle(ctx context.Context, tx Tx, o *Order, kind LedgerKind) error {
+	if o.PaymentMethod != PayCredits {
+		return nil
+	}
+	_, err := tx.SettleHold(ctx, o.ID, kind, s.now())
+	if err != nil {
+		return fmt.Errorf("settle hold of %s (%s): %w", o.ID, kind, err)
+	}
+	return nil
+}

@@ -1,0 +1,56 @@
+package core
+
+import (
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/base32"
+	"encoding/hex"
+	"strings"
+)
+
+// ID prefixes name what an identifier points at, so a pasted id explains
+// itself in logs and support requests.
+const (
+	PrefixOwner      = "own_"
+	PrefixAPIKey     = "key_"
+	PrefixUpload     = "upl_"
+	PrefixDocument   = "doc_"
+	PrefixDraft      = "drf_"
+	PrefixOrder      = "fax_"
+	PrefixAttempt    = "att_"
+	PrefixLedger     = "led_"
+	PrefixApproval   = "apr_"
+	PrefixCheckout   = "chk_"
+	PrefixSession    = "ses_"
+	PrefixIdempotent = "idm_"
+)
+
+var idEncoding = base32.NewEncoding("0123456789abcdefghjkmnpqrstvwxyz").WithPadding(base32.NoPadding)
+
+// NewID returns prefix followed by 128 random bits in Crockford-style base32.
+func NewID(prefix string) string {
+	return prefix + RandomString(16)
+}
+
+// RandomString returns n random bytes encoded in lowercase base32.
+func RandomString(n int) string {
+	b := make([]byte, n)
+	if _, err := rand.Read(b); err != nil {
+		// crypto/rand never fails on supported platforms (Go 1.24+ panics
+		// itself); keep the signature simple for callers.
+		panic(err)
+	}
+	return idEncoding.EncodeToString(b)
+}
+
+// HashSecret is how every bearer secret (API keys, session ids, tokens) is
+// stored: secrets are high-entropy random strings, so one SHA-256 is enough
+// and lets the store look them up by hash.
+func HashSecret(secret string) string {
+	sum := sha256.Sum256([]byte(secret))
+	return hex.EncodeToString(sum[:])
+}
+
+// HasPrefix reports whether id carries the given prefix; a cheap first check
+// before a store lookup.
+func HasPrefix(id, prefix string) bool { return strings.HasPrefix(id, prefix) && len(id) > len(prefix) }

@@ -1,0 +1,336 @@
+package core
+
+import (
+	"encoding/json"
+	"time"
+)
+
+// Owner is an account holder. Everything in faxhub belongs to one owner.
+type Owner struct {
+	ID              string     `json:"id" db:"id"`
+	Email           string     `json:"email" db:"email"`
+	Name            string     `json:"name" db:"name"`
+	EmailVerifiedAt *time.Time `json:"emailVerifiedAt,omitempty" db:"email_verified_at"`
+	CreatedAt       time.Time  `json:"createdAt" db:"created_at"`
+}
+
+// APIKey is a backend credential. The secret is shown once at creation and
+// only its hash is stored.
+type APIKey struct {
+	ID         string     `json:"id" db:"id"`
+	OwnerID    string     `json:"ownerId" db:"owner_id"`
+	Mode       Mode       `json:"mode" db:"mode"`
+	Name       string     `json:"name" db:"name"`
+	Hash       string     `json:"-" db:"hash"`
+	Hint       string     `json:"hint" db:"hint"` // prefix and last four characters, for recognition
+	CreatedAt  time.Time  `json:"createdAt" db:"created_at"`
+	LastUsedAt *time.Time `json:"lastUsedAt,omitempty" db:"last_used_at"`
+	RevokedAt  *time.Time `json:"revokedAt,omitempty" db:"revoked_at"`
+}
+
+// Session is a first-party browser session of an owner. The cookie holds the
+// secret; the store holds its hash.
+type Session struct {
+	ID         string    `db:"id"`
+	Hash       string    `db:"hash"`
+	OwnerID    string    `db:"owner_id"`
+	CreatedAt  time.Time `db:"created_at"`
+	LastSeenAt time.Time `db:"last_seen_at"`
+	ExpiresAt  time.Time `db:"expires_at"` // absolute expiry
+	UserAgent  string    `db:"user_agent"`
+}
+
+// Upload is the server side of an upload capability: the token names it, the
+// row makes it single-use.
+type Upload struct {
+	ID          string     `db:"id"`
+	OwnerID     string     `db:"owner_id"`
+	Mode        Mode       `db:"mode"`
+	ContentType string     `db:"content_type"`
+	MaxBytes    int64      `db:"max_bytes"`
+	CreatedAt   time.Time  `db:"created_at"`
+	ExpiresAt   time.Time  `db:"expires_at"`
+	ClaimedAt   *time.Time `db:"claimed_at"`
+	DocumentID  *string    `db:"document_id"`
+}
+
+// Document is a stored, fax-ready PDF and what it was made from.
+type Document struct {
+	ID          string    `json:"id" db:"id"`
+	OwnerID     string    `json:"-" db:"owner_id"`
+	Mode        Mode      `json:"mode" db:"mode"`
+	SourceType  string    `json:"sourceType" db:"source_type"` // detected media type of the original
+	SourceBytes int64     `json:"sourceBytes" db:"source_bytes"`
+	SourceKey   string    `json:"-" db:"source_key"` // blob key of the original
+	PDFKey      string    `json:"-" db:"pdf_key"`    // blob key of the fax-ready PDF
+	PDFBytes    int64     `json:"pdfBytes" db:"pdf_bytes"`
+	Pages       int       `json:"pages" db:"pages"`
+	SHA256      string    `json:"sha256" db:"sha256"` // of the original bytes
+	CreatedAt   time.Time `json:"createdAt" db:"created_at"`
+}
+
+// Quote is a price for sending a number of pages to one destination.
+type Quote struct {
+	To           string `json:"to"`
+	Country      string `json:"country"` // ISO 3166-1 alpha-2
+	Pages        int    `json:"pages"`
+	Cover        bool   `json:"cover"`
+	BilledPages  int    `json:"billedPages"` // pages plus the cover page
+	Currency     string `json:"currency"`
+	AmountMicros int64  `json:"-"`
+	// Amount is the decimal USD string ("0.21"); Cents is the same in cents.
+	Amount string `json:"amount"`
+	Cents  int64  `json:"amountCents"`
+	Tariff string `json:"tariff"`
+}
+
+// DraftStatus is where a draft stands.
+type DraftStatus string
+
+const (
+	DraftOpen     DraftStatus = "open"
+	DraftOrdered  DraftStatus = "ordered"
+	DraftCanceled DraftStatus = "canceled"
+	DraftExpired  DraftStatus = "expired"
+)
+
+// Draft is a document, a destination and a quote, not yet paid.
+type Draft struct {
+	ID          string      `json:"id" db:"id"`
+	OwnerID     string      `json:"-" db:"owner_id"`
+	Mode        Mode        `json:"mode" db:"mode"`
+	DocumentID  string      `json:"documentId" db:"document_id"`
+	To          string      `json:"to" db:"destination"`
+	Cover       bool        `json:"cover" db:"cover"`
+	CoverText   string      `json:"coverText,omitempty" db:"cover_text"`
+	Pages       int         `json:"pages" db:"pages"`
+	PriceMicros int64       `json:"-" db:"price_micros"`
+	Status      DraftStatus `json:"status" db:"status"`
+	OrderID     *string     `json:"orderId,omitempty" db:"order_id"`
+	CreatedAt   time.Time   `json:"createdAt" db:"created_at"`
+	ExpiresAt   time.Time   `json:"expiresAt" db:"expires_at"`
+}
+
+// OrderStatus is the state of a fax order.
+//
+//	queued → sending → delivered | partial | failed
+//	queued → canceled; sending → queued (retryable failure, retry scheduled)
+type OrderStatus string
+
+const (
+	OrderQueued    OrderStatus = "queued"
+	OrderSending   OrderStatus = "sending"
+	OrderDelivered OrderStatus = "delivered"
+	OrderPartial   OrderStatus = "partial"
+	OrderFailed    OrderStatus = "failed"
+	OrderCanceled  OrderStatus = "canceled"
+)
+
+// Terminal reports whether no further transition can happen.
+func (s OrderStatus) Terminal() bool {
+	switch s {
+	case OrderDelivered, OrderPartial, OrderFailed, OrderCanceled:
+		return true
+	}
+	return false
+}
+
+// OrderStatuses lists every state, for validation of filters.
+var OrderStatuses = []OrderStatus{OrderQueued, OrderSending, OrderDelivered, OrderPartial, OrderFailed, OrderCanceled}
+
+// PaymentMethod says how an order was paid.
+type PaymentMethod string
+
+const (
+	PayCredits  PaymentMethod = "credits"
+	PayCheckout PaymentMethod = "checkout"
+	PayMachine  PaymentMethod = "machine"
+)
+
+// Order is a paid fax.
+type Order struct {
+	ID            string        `json:"id" db:"id"`
+	OwnerID       string        `json:"-" db:"owner_id"`
+	Mode          Mode          `json:"mode" db:"mode"`
+	Status        OrderStatus   `json:"status" db:"status"`
+	To            string        `json:"to" db:"destination"`
+	DocumentID    string        `json:"documentId" db:"document_id"`
+	Pages         int           `json:"pages" db:"pages"`
+	Cover         bool          `json:"cover" db:"cover"`
+	CoverText     string        `json:"coverText,omitempty" db:"cover_text"`
+	PriceMicros   int64         `json:"-" db:"price_micros"`
+	Currency      string        `json:"currency" db:"currency"`
+	PaymentMethod PaymentMethod `json:"paymentMethod" db:"payment_method"`
+	PagesSent     int           `json:"pagesSent" db:"pages_sent"`
+	Attempts      int           `json:"attemptCount" db:"attempts"`
+	FailureCode   string        `json:"failureCode,omitempty" db:"failure_code"`
+	FailureReason string        `json:"failureReason,omitempty" db:"failure_reason"`
+	DraftID       *string       `json:"draftId,omitempty" db:"draft_id"`
+	CreatedAt     time.Time     `json:"createdAt" db:"created_at"`
+	UpdatedAt     time.Time     `json:"updatedAt" db:"updated_at"`
+	CompletedAt   *time.Time    `json:"completedAt,omitempty" db:"completed_at"`
+	NextAttemptAt *time.Time    `json:"nextAttemptAt,omitempty" db:"next_attempt_at"`
+
+	// Filled by the service for responses, not stored on the row.
+	Price         string   `json:"price" db:"-"`
+	PriceCents    int64    `json:"priceCents" db:"-"`
+	LatestAttempt *Attempt `json:"latestAttempt" db:"-"`
+}
+
+// AttemptStatus is the outcome of one provider try.
+type AttemptStatus string
+
+const (
+	AttemptSending   AttemptStatus = "sending"
+	AttemptDelivered AttemptStatus = "delivered"
+	AttemptPartial   AttemptStatus = "partial"
+	AttemptFailed    AttemptStatus = "failed"
+)
+
+// Attempt is one try at a provider.
+type Attempt struct {
+	ID            string        `json:"id" db:"id"`
+	OrderID       string        `json:"-" db:"order_id"`
+	Number        int           `json:"number" db:"number"`
+	Provider      string        `json:"provider" db:"provider"`
+	ProviderRef   string        `json:"providerRef,omitempty" db:"provider_ref"`
+	Status        AttemptStatus `json:"status" db:"status"`
+	FailureCode   string        `json:"failureCode,omitempty" db:"failure_code"`
+	FailureReason string        `json:"failureReason,omitempty" db:"failure_reason"`
+	Retryable     bool          `json:"retryable" db:"retryable"`
+	PagesSent     int           `json:"pagesSent" db:"pages_sent"`
+	DurationMS    int64         `json:"durationMs" db:"duration_ms"`
+	StartedAt     time.Time     `json:"startedAt" db:"started_at"`
+	FinishedAt    *time.Time    `json:"finishedAt,omitempty" db:"finished_at"`
+}
+
+// LedgerKind names a ledger entry's purpose.
+type LedgerKind string
+
+const (
+	// LedgerGrant adds credits by an operator (admin credits grant).
+	LedgerGrant LedgerKind = "grant"
+	// LedgerPurchase adds credits bought through a checkout.
+	LedgerPurchase LedgerKind = "purchase"
+	// LedgerHold reserves credits for an order (negative amount).
+	LedgerHold LedgerKind = "hold"
+	// LedgerCapture makes a hold final (zero amount; references the hold).
+	LedgerCapture LedgerKind = "capture"
+	// LedgerRelease returns a hold (positive amount; references the hold).
+	LedgerRelease LedgerKind = "release"
+	// LedgerRefund returns part of a captured charge (positive amount), for
+	// pages a partial delivery did not send.
+	LedgerRefund LedgerKind = "refund"
+)
+
+// LedgerEntry is one append-only line of an owner's credit account in one
+// mode. The available balance is the sum of AmountMicros.
+type LedgerEntry struct {
+	ID           string     `json:"id" db:"id"`
+	OwnerID      string     `json:"-" db:"owner_id"`
+	Mode         Mode       `json:"mode" db:"mode"`
+	Kind         LedgerKind `json:"kind" db:"kind"`
+	AmountMicros int64      `json:"-" db:"amount_micros"`
+	OrderID      *string    `json:"orderId,omitempty" db:"order_id"`
+	HoldID       *string    `json:"holdId,omitempty" db:"hold_id"`
+	Reason       string     `json:"reason" db:"reason"`
+	CreatedAt    time.Time  `json:"createdAt" db:"created_at"`
+
+	Amount      string `json:"amount" db:"-"`
+	AmountCents int64  `json:"amountCents" db:"-"`
+}
+
+// Balance is an owner's credit position in one mode.
+type Balance struct {
+	Mode            Mode   `json:"mode"`
+	Currency        string `json:"currency"`
+	AvailableMicros int64  `json:"-"`
+	HeldMicros      int64  `json:"-"`
+	Available       string `json:"available"`
+	AvailableCents  int64  `json:"availableCents"`
+	Held            string `json:"held"`
+	HeldCents       int64  `json:"heldCents"`
+}
+
+// IdempotencyRecord remembers the response to a request made with an
+// idempotency key.
+type IdempotencyRecord struct {
+	Scope        string    `db:"scope"` // owner, mode and operation
+	Key          string    `db:"key"`
+	RequestHash  string    `db:"request_hash"`
+	ResponseCode int       `db:"response_code"`
+	Response     []byte    `db:"response"`
+	CreatedAt    time.Time `db:"created_at"`
+}
+
+// ApprovalKind names what an owner is asked to decide.
+type ApprovalKind string
+
+const (
+	ApprovalOAuthConsent   ApprovalKind = "oauth_consent"
+	ApprovalAgentClaim     ApprovalKind = "agent_claim"
+	ApprovalDevice         ApprovalKind = "device_authorization"
+	ApprovalVerifiedAction ApprovalKind = "verified_action"
+)
+
+// ApprovalStatus is where an approval stands.
+type ApprovalStatus string
+
+const (
+	ApprovalPending  ApprovalStatus = "pending"
+	ApprovalApproved ApprovalStatus = "approved"
+	ApprovalDeclined ApprovalStatus = "declined"
+	ApprovalExpired  ApprovalStatus = "expired"
+)
+
+// Approval is a pending owner decision. BindingHash commits to the exact
+// thing approved: a decision on a different hash is refused.
+type Approval struct {
+	ID          string          `json:"id" db:"id"`
+	OwnerID     string          `json:"-" db:"owner_id"`
+	Kind        ApprovalKind    `json:"kind" db:"kind"`
+	Requester   string          `json:"requester" db:"requester"`
+	Summary     string          `json:"summary" db:"summary"`
+	Details     json.RawMessage `json:"details" db:"details"`
+	BindingHash string          `json:"bindingHash" db:"binding_hash"`
+	RequiresUV  bool            `json:"requiresUserVerification" db:"requires_uv"`
+	Status      ApprovalStatus  `json:"status" db:"status"`
+	Decision    json.RawMessage `json:"decision,omitempty" db:"decision"`
+	CreatedAt   time.Time       `json:"createdAt" db:"created_at"`
+	ExpiresAt   time.Time       `json:"expiresAt" db:"expires_at"`
+	DecidedAt   *time.Time      `json:"decidedAt,omitempty" db:"decided_at"`
+}
+
+// CheckoutKind says what a checkout pays for.
+type CheckoutKind string
+
+const (
+	CheckoutCreditPack CheckoutKind = "credit_pack"
+	CheckoutDraft      CheckoutKind = "draft"
+)
+
+// CheckoutStatus is where a checkout stands.
+type CheckoutStatus string
+
+const (
+	CheckoutOpen    CheckoutStatus = "open"
+	CheckoutPaid    CheckoutStatus = "paid"
+	CheckoutExpired CheckoutStatus = "expired"
+)
+
+// Checkout is a hosted payment page session: a credit pack or a draft.
+type Checkout struct {
+	ID           string         `db:"id"`
+	OwnerID      string         `db:"owner_id"`
+	Mode         Mode           `db:"mode"`
+	Kind         CheckoutKind   `db:"kind"`
+	PackID       string         `db:"pack_id"`
+	DraftID      *string        `db:"draft_id"`
+	AmountMicros int64          `db:"amount_micros"` // what is charged
+	CreditMicros int64          `db:"credit_micros"` // what is credited (packs)
+	Status       CheckoutStatus `db:"status"`
+	ExternalID   string         `db:"external_id"` // e.g. the Stripe Checkout session id
+	CreatedAt    time.Time      `db:"created_at"`
+	ExpiresAt    time.Time      `db:"expires_at"`
+	PaidAt       *time.Time     `db:"paid_at"`
+}

@@ -1,0 +1,100 @@
+package core
+
+import (
+	"context"
+	"io"
+	"time"
+)
+
+// BlobStore keeps document bytes: files in the data dir by default, an
+// S3-compatible bucket at scale.
+type BlobStore interface {
+	// Put streams r to key; it never buffers the whole body in memory.
+	Put(ctx context.Context, key string, r io.Reader, contentType string) (int64, error)
+	Open(ctx context.Context, key string) (io.ReadCloser, error)
+	Delete(ctx context.Context, key string) error
+}
+
+// FileKind is what a file is, judged by its magic bytes.
+type FileKind string
+
+const (
+	KindPDF  FileKind = "application/pdf"
+	KindPNG  FileKind = "image/png"
+	KindJPEG FileKind = "image/jpeg"
+	KindTIFF FileKind = "image/tiff"
+	KindGIF  FileKind = "image/gif"
+	KindDOC  FileKind = "application/msword"
+	KindDOCX FileKind = "application/vnd.openxmlformats-officedocument.wordprocessingml.document"
+	KindXLS  FileKind = "application/vnd.ms-excel"
+	KindXLSX FileKind = "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet"
+	KindODT  FileKind = "application/vnd.oasis.opendocument.text"
+	KindODS  FileKind = "application/vnd.oasis.opendocument.spreadsheet"
+	KindRTF  FileKind = "application/rtf"
+)
+
+// Converter turns an uploaded file into a fax-ready PDF and counts its pages.
+// It works on files on local disk because LibreOffice and pdfcpu do.
+type Converter interface {
+	// Detect names the kind of the file at path by its content; an
+	// unsupported file is a *Error with CodeUnsupportedType.
+	Detect(ctx context.Context, path string) (FileKind, error)
+	// ToPDF converts src (of kind) into a PDF at dst and returns its page
+	// count. A PDF source is validated and copied. Errors are *Error with
+	// CodeCorruptDocument, CodeEncryptedDocument, CodeConversionFailed or
+	// CodeLibreOfficeMissing.
+	ToPDF(ctx context.Context, src string, kind FileKind, dst string) (pages int, err error)
+}
+
+// DestinationChecker validates a destination fax number.
+type DestinationChecker interface {
+	// Check parses an E.164 number and returns it normalised with its ISO
+	// country; *Error with CodeInvalidDestination, CodePremiumDestination or
+	// CodeUnsupportedDestination otherwise.
+	Check(number string) (e164, country string, err error)
+}
+
+// FaxProvider sends one fax attempt.
+type FaxProvider interface {
+	Name() string
+	// Send transmits the PDF to req.To and reports the outcome. A provider
+	// that completes asynchronously returns AttemptSending with a
+	// ProviderRef and reports the end through Service.RecordProviderOutcome.
+	Send(ctx context.Context, req ProviderRequest) (ProviderResult, error)
+}
+
+// ProviderRequest is one attempt to send.
+type ProviderRequest struct {
+	OrderID   string
+	AttemptID string
+	Attempt   int
+	To        string
+	Pages     int
+	// PDF opens the fax-ready document.
+	PDF func(ctx context.Context) (io.ReadCloser, error)
+}
+
+// ProviderResult is what a provider reports for one attempt.
+type ProviderResult struct {
+	Status        AttemptStatus
+	ProviderRef   string
+	PagesSent     int
+	FailureCode   string // e.g. busy, no_answer, not_a_fax_machine, provider_error
+	FailureReason string
+	Retryable     bool
+	Duration      time.Duration
+}
+
+// Queue schedules delivery work durably.
+type Queue interface {
+	// EnqueueDelivery schedules the delivery of orderID inside tx, so the
+	// order row and its job commit or vanish together.
+	EnqueueDelivery(ctx context.Context, tx Tx, orderID string, at time.Time) error
+}
+
+// CheckoutGateway starts a hosted payment for a checkout. In test mode it is
+// our own test page; in live mode Stripe Checkout.
+type CheckoutGateway interface {
+	// Start returns the URL the payer opens and an external id, if any.
+	Start(ctx context.Context, c *Checkout, description string) (url, externalID string, err error)
+}

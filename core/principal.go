@@ -1,0 +1,164 @@
+package core
+
+import (
+	"context"
+	"slices"
+	"strings"
+)
+
+// Mode separates live money and real faxes from test data. Test mode always
+// uses the simulated provider and test payments; the two never mix.
+type Mode string
+
+const (
+	ModeLive Mode = "live"
+	ModeTest Mode = "test"
+)
+
+// ParseMode accepts "live" or "test".
+func ParseMode(s string) (Mode, error) {
+	switch Mode(s) {
+	case ModeLive, ModeTest:
+		return Mode(s), nil
+	}
+	return "", Errorf(KindInvalid, CodeInvalidRequest, "mode must be live or test, got %q", s)
+}
+
+// Scope is a permission a principal carries.
+type Scope string
+
+const (
+	ScopeFaxRead         Scope = "fax:read"
+	ScopeFaxDraft        Scope = "fax:draft"
+	ScopeFaxSend         Scope = "fax:send"
+	ScopeInboxRead       Scope = "inbox:read"
+	ScopeCreditsRead     Scope = "credits:read"
+	ScopeCreditsCheckout Scope = "credits:checkout"
+)
+
+// FaxScopes are the six product scopes, in documentation order.
+var FaxScopes = []Scope{ScopeFaxRead, ScopeFaxDraft, ScopeFaxSend, ScopeInboxRead, ScopeCreditsRead, ScopeCreditsCheckout}
+
+// ParseScopes splits a space-separated scope string, keeping only known
+// product scopes when strict is false, or refusing unknown ones when true.
+func ParseScopes(s string, strict bool) ([]Scope, error) {
+	var out []Scope
+	for _, f := range strings.Fields(s) {
+		sc := Scope(f)
+		if !slices.Contains(FaxScopes, sc) {
+			if strict {
+				return nil, Errorf(KindInvalid, CodeInvalidRequest, "unknown scope %q", f)
+			}
+			continue
+		}
+		if !slices.Contains(out, sc) {
+			out = append(out, sc)
+		}
+	}
+	return out, nil
+}
+
+// JoinScopes renders scopes space-separated, the OAuth form.
+func JoinScopes(scopes []Scope) string {
+	parts := make([]string, len(scopes))
+	for i, s := range scopes {
+		parts[i] = string(s)
+	}
+	return strings.Join(parts, " ")
+}
+
+// PrincipalKind says how a caller authenticated.
+type PrincipalKind string
+
+const (
+	PrincipalAPIKey       PrincipalKind = "api_key"
+	PrincipalOAuthGrant   PrincipalKind = "oauth_grant"
+	PrincipalAgent        PrincipalKind = "agent_registration"
+	PrincipalDelegated    PrincipalKind = "delegated_agent"
+	PrincipalMachinePayer PrincipalKind = "machine_payer"
+	PrincipalOwnerSession PrincipalKind = "owner_session"
+)
+
+// Principal is who is calling. Every core operation takes one and checks it
+// with Authorize; adapters only build it.
+type Principal struct {
+	OwnerID string
+	Kind    PrincipalKind
+	Mode    Mode
+	Scopes  []Scope
+	// SubjectID is the credential's own id (API key id, grant id,
+	// registration id, …): for audit and last-used tracking, never a secret.
+	SubjectID string
+	// ClientID is the OAuth client or agent name, when there is one.
+	ClientID string
+	// Audience is the resource an access token was issued for, if any.
+	Audience string
+}
+
+// Has reports whether p carries scope s.
+func (p Principal) Has(s Scope) bool { return slices.Contains(p.Scopes, s) }
+
+// Operation is a core operation gated by a scope.
+type Operation string
+
+const (
+	OpCreateUpload   Operation = "create_upload"
+	OpGetDocument    Operation = "get_document"
+	OpQuote          Operation = "quote"
+	OpCreateDraft    Operation = "create_draft"
+	OpGetDraft       Operation = "get_draft"
+	OpSendFax        Operation = "send_fax"
+	OpGetFax         Operation = "get_fax"
+	OpListFaxes      Operation = "list_faxes"
+	OpCancelFax      Operation = "cancel_fax"
+	OpListInbox      Operation = "list_inbox"
+	OpGetCredits     Operation = "get_credits"
+	OpCreditCheckout Operation = "create_credit_checkout"
+)
+
+// ScopeFor is the one table that says which scope gates which operation.
+// Every adapter's authorization goes through it (via Authorize), so MCP tools,
+// A2A skills, delegated capabilities and REST endpoints cannot disagree.
+var ScopeFor = map[Operation]Scope{
+	OpCreateUpload:   ScopeFaxDraft,
+	OpGetDocument:    ScopeFaxDraft,
+	OpQuote:          ScopeFaxDraft,
+	OpCreateDraft:    ScopeFaxDraft,
+	OpGetDraft:       ScopeFaxDraft,
+	OpSendFax:        ScopeFaxSend,
+	OpGetFax:         ScopeFaxRead,
+	OpListFaxes:      ScopeFaxRead,
+	OpCancelFax:      ScopeFaxSend,
+	OpListInbox:      ScopeInboxRead,
+	OpGetCredits:     ScopeCreditsRead,
+	OpCreditCheckout: ScopeCreditsCheckout,
+}
+
+// Authorize checks that p may perform op. It is the only authorization check
+// in faxhub.
+func Authorize(p Principal, op Operation) error {
+	if p.OwnerID == "" {
+		return Errorf(KindUnauthenticated, CodeUnauthenticated, "authentication required")
+	}
+	need, ok := ScopeFor[op]
+	if !ok {
+		return Errorf(KindForbidden, CodeInsufficientScope, "operation %q is not permitted", op)
+	}
+	if !p.Has(need) {
+		return Errorf(KindForbidden, CodeInsufficientScope, "this credential lacks the %s scope", need).With("required_scope", string(need))
+	}
+	return nil
+}
+
+type principalKey struct{}
+
+// WithPrincipal stores p in ctx; authentication middleware calls it.
+func WithPrincipal(ctx context.Context, p Principal) context.Context {
+	return context.WithValue(ctx, principalKey{}, p)
+}
+
+// PrincipalFrom returns the principal stored by WithPrincipal.
+func PrincipalFrom(ctx context.Context) (Principal, bool) {
+	p, ok := ctx.Value(principalKey{}).(Principal)
+	return p, ok
+}

@@ -1,0 +1,125 @@
+package core
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"time"
+)
+
+// Config holds the service's tunables; zero values take the defaults below.
+type Config struct {
+	// BaseURL is the main origin; APIURL serves /api/v1 too (defaults to
+	// BaseURL). Both without a trailing slash.
+	BaseURL string
+	APIURL  string
+	// UploadSecret signs upload capability tokens; every replica needs the
+	// same one (cmd/faxhub keeps it in the database).
+	UploadSecret []byte
+	// TempDir is where uploads are spooled and converted.
+	TempDir string
+
+	MaxUploadBytes int64         // default 50 MB
+	MaxPages       int           // default 350
+	UploadTTL      time.Duration // default 1 hour
+	DraftTTL       time.Duration // default 24 hours
+	CheckoutTTL    time.Duration // default 1 hour
+
+	// Delivery retries: at most MaxAttempts provider tries, waiting
+	// RetryBackoff*4^(n-1) after the nth retryable failure.
+	MaxAttempts  int           // default 3
+	RetryBackoff time.Duration // default 30 s; 0 is allowed via NoRetryDelay
+	NoRetryDelay bool
+
+	// SendRate limits fax creation per owner and mode: Burst at once, one
+	// more every SendInterval.
+	SendInterval time.Duration // default 100 ms (10/s sustained)
+	SendBurst    int           // default 20
+
+	// Now is the clock; tests replace it.
+	Now func() time.Time
+}
+
+func (c *Config) setDefaults() {
+	c.APIURL = cmp.Or(c.APIURL, c.BaseURL)
+	c.TempDir = cmp.Or(c.TempDir, os.TempDir())
+	c.MaxUploadBytes = cmp.Or(c.MaxUploadBytes, 50<<20)
+	c.MaxPages = cmp.Or(c.MaxPages, 350)
+	c.UploadTTL = cmp.Or(c.UploadTTL, time.Hour)
+	c.DraftTTL = cmp.Or(c.DraftTTL, 24*time.Hour)
+	c.CheckoutTTL = cmp.Or(c.CheckoutTTL, time.Hour)
+	c.MaxAttempts = cmp.Or(c.MaxAttempts, 3)
+	if c.RetryBackoff == 0 && !c.NoRetryDelay {
+		c.RetryBackoff = 30 * time.Second
+	}
+	c.SendInterval = cmp.Or(c.SendInterval, 100*time.Millisecond)
+	c.SendBurst = cmp.Or(c.SendBurst, 20)
+	if c.Now == nil {
+		c.Now = time.Now
+	}
+}
+
+// Deps are the ports the service drives.
+type Deps struct {
+	Store       Store
+	Blobs       BlobStore
+	Converter   Converter
+	Destination DestinationChecker
+	Queue       Queue
+	// Providers maps each mode to its fax provider. Test mode must be the
+	// simulated provider.
+	Providers map[Mode]FaxProvider
+	// Checkout maps each mode to its hosted payment gateway; a missing live
+	// gateway makes live checkouts answer checkout_not_configured.
+	Checkout map[Mode]CheckoutGateway
+	Prices   *PriceTable
+	Logger   *slog.Logger
+}
+
+// Service is faxhub's core: every adapter calls it with a Principal.
+type Service struct {
+	cfg Config
+	Deps
+}
+
+// New checks deps and returns a Service.
+func New(cfg Config, deps Deps) (*Service, error) {
+	cfg.setDefaults()
+	switch {
+	case deps.Store == nil:
+		return nil, errors.New("core: Store is required")
+	case len(cfg.UploadSecret) < 32:
+		return nil, errors.New("core: UploadSecret must be at least 32 bytes")
+	case cfg.BaseURL == "":
+		return nil, errors.New("core: BaseURL is required")
+	}
+	if deps.Prices == nil {
+		deps.Prices = DefaultPriceTable()
+	}
+	if deps.Logger == nil {
+		deps.Logger = slog.New(slog.DiscardHandler)
+	}
+	return &Service{cfg: cfg, Deps: deps}, nil
+}
+
+// Config returns the effective configuration (defaults applied).
+func (s *Service) Config() Config { return s.cfg }
+
+func (s *Service) now() time.Time { return s.cfg.Now().UTC() }
+
+// storeErr translates a store sentinel into a caller-facing *Error for what.
+func storeErr(err error, what string) error {
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, ErrNoRows):
+		return notFound(what)
+	}
+	return fmt.Errorf("%s: %w", what, err)
+}
+
+// Ready reports whether the service can serve (database up, migrated).
+func (s *Service) Ready(ctx context.Context) error { return s.Store.Ready(ctx) }

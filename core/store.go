@@ -1,0 +1,140 @@
+package core
+
+import (
+	"context"
+	"time"
+)
+
+// Store is the persistence port. One implementation (core/store) serves
+// SQLite and PostgreSQL; conformance/storetest holds the suite both pass.
+//
+// Every method returns ErrNoRows when a looked-up row is absent, ErrExists on
+// a unique violation and ErrConflict when a compare-and-set finds the row in
+// another state; services turn those into *Error.
+type Store interface {
+	Queries
+	// InTx runs fn in one transaction: committed when fn returns nil, rolled
+	// back otherwise. On SQLite the transaction takes the write lock at
+	// BEGIN (immediate), so a read-then-write inside fn cannot race.
+	InTx(ctx context.Context, fn func(tx Tx) error) error
+	// Ping checks the database is reachable; Ready also checks that every
+	// migration is applied.
+	Ping(ctx context.Context) error
+	Ready(ctx context.Context) error
+	// Secret returns the named server secret, creating it (32 random bytes)
+	// on first use; every replica gets the same value.
+	Secret(ctx context.Context, name string) ([]byte, error)
+	Close() error
+}
+
+// Tx is a Store bound to one transaction. Adapters that must write in the
+// same transaction (the job queue) reach the driver's transaction through
+// an interface they define on their side.
+type Tx interface {
+	Queries
+}
+
+// Queries are the data operations, available on a Store and inside a Tx.
+type Queries interface {
+	CreateOwner(ctx context.Context, o *Owner) error
+	GetOwner(ctx context.Context, id string) (*Owner, error)
+	GetOwnerByEmail(ctx context.Context, email string) (*Owner, error)
+
+	CreateAPIKey(ctx context.Context, k *APIKey) error
+	GetAPIKeyByHash(ctx context.Context, hash string) (*APIKey, error)
+	ListAPIKeys(ctx context.Context, ownerID string) ([]APIKey, error)
+	// RevokeAPIKey sets revoked_at once; ErrNoRows if the owner has no such
+	// live key.
+	RevokeAPIKey(ctx context.Context, ownerID, id string, at time.Time) error
+	TouchAPIKey(ctx context.Context, id string, at time.Time) error
+
+	CreateSession(ctx context.Context, s *Session) error
+	GetSessionByHash(ctx context.Context, hash string) (*Session, error)
+	TouchSession(ctx context.Context, id string, at time.Time) error
+	DeleteSession(ctx context.Context, id string) error
+	DeleteOwnerSessions(ctx context.Context, ownerID string) error
+
+	CreateUpload(ctx context.Context, u *Upload) error
+	GetUpload(ctx context.Context, id string) (*Upload, error)
+	// ClaimUpload marks an unclaimed upload claimed; ErrConflict if it was
+	// claimed already. Exactly one of many concurrent callers succeeds.
+	ClaimUpload(ctx context.Context, id string, at time.Time) error
+	// ReleaseUpload undoes a claim whose PUT failed, so the owner can retry
+	// with the same token while it is valid.
+	ReleaseUpload(ctx context.Context, id string) error
+	CompleteUpload(ctx context.Context, id, documentID string) error
+
+	CreateDocument(ctx context.Context, d *Document) error
+	GetDocument(ctx context.Context, ownerID string, mode Mode, id string) (*Document, error)
+
+	CreateDraft(ctx context.Context, d *Draft) error
+	GetDraft(ctx context.Context, ownerID string, mode Mode, id string) (*Draft, error)
+	// MarkDraftOrdered moves an open draft to ordered; ErrConflict otherwise.
+	MarkDraftOrdered(ctx context.Context, id, orderID string) error
+
+	CreateOrder(ctx context.Context, o *Order) error
+	GetOrder(ctx context.Context, ownerID string, mode Mode, id string) (*Order, error)
+	// GetOrderByID reads an order for the delivery worker (no owner filter).
+	GetOrderByID(ctx context.Context, id string) (*Order, error)
+	ListOrders(ctx context.Context, f OrderFilter) ([]Order, error)
+	// UpdateOrder writes o's mutable fields if the stored status is one of
+	// from; ErrConflict otherwise.
+	UpdateOrder(ctx context.Context, o *Order, from ...OrderStatus) error
+
+	CreateAttempt(ctx context.Context, a *Attempt) error
+	UpdateAttempt(ctx context.Context, a *Attempt) error
+	LatestAttempt(ctx context.Context, orderID string) (*Attempt, error)
+	ListAttempts(ctx context.Context, orderID string) ([]Attempt, error)
+
+	// AppendLedger appends a credit (grant, purchase) or a capture or
+	// release. Holds go through PlaceHold.
+	AppendLedger(ctx context.Context, e *LedgerEntry) error
+	// PlaceHold appends a hold entry (negative amount) only if the available
+	// balance covers it, atomically; ErrInsufficientFunds otherwise.
+	PlaceHold(ctx context.Context, e *LedgerEntry) error
+	// SettleHold appends a capture or release for the order's open hold, once:
+	// ErrConflict if the hold is already settled, ErrNoRows if none exists.
+	SettleHold(ctx context.Context, orderID string, kind LedgerKind, at time.Time) (*LedgerEntry, error)
+	GetBalance(ctx context.Context, ownerID string, mode Mode) (*Balance, error)
+	ListLedger(ctx context.Context, f LedgerFilter) ([]LedgerEntry, error)
+
+	// InsertIdempotency stores r; ErrExists if (scope, key) is taken.
+	InsertIdempotency(ctx context.Context, r *IdempotencyRecord) error
+	GetIdempotency(ctx context.Context, scope, key string) (*IdempotencyRecord, error)
+
+	CreateApproval(ctx context.Context, a *Approval) error
+	GetApproval(ctx context.Context, ownerID, id string) (*Approval, error)
+	ListApprovals(ctx context.Context, ownerID string, status ApprovalStatus, limit int) ([]Approval, error)
+	// DecideApproval moves a pending, unexpired approval to status once;
+	// ErrConflict if it is no longer pending.
+	DecideApproval(ctx context.Context, ownerID, id string, status ApprovalStatus, decision []byte, at time.Time) error
+
+	CreateCheckout(ctx context.Context, c *Checkout) error
+	GetCheckout(ctx context.Context, id string) (*Checkout, error)
+	// MarkCheckoutPaid moves an open checkout to paid once; ErrConflict
+	// otherwise.
+	MarkCheckoutPaid(ctx context.Context, id string, at time.Time) error
+
+	// AllowRate is a GCRA limiter shared by every replica: it admits one
+	// event for key if fewer than burst events are outstanding, where one
+	// event drains every interval. When refused it reports how long to wait.
+	AllowRate(ctx context.Context, key string, now time.Time, interval time.Duration, burst int) (ok bool, retryAfter time.Duration, err error)
+}
+
+// OrderFilter selects orders for listing, newest first, with cursor
+// pagination by id.
+type OrderFilter struct {
+	OwnerID       string
+	Mode          Mode
+	Status        OrderStatus // empty: any
+	StartingAfter string      // order id; list continues after it
+	Limit         int
+}
+
+// LedgerFilter selects ledger entries, newest first.
+type LedgerFilter struct {
+	OwnerID       string
+	Mode          Mode
+	StartingAfter string
+	Limit         int
+}

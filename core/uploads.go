@@ -1,0 +1,247 @@
+package core
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"mime"
+	"os"
+	"path/filepath"
+	"time"
+)
+
+// UploadCapability is the response of createUpload: exactly the fields of
+// the interface contract.
+type UploadCapability struct {
+	UploadToken string    `json:"uploadToken"`
+	UploadURL   string    `json:"uploadUrl"`
+	Method      string    `json:"method"`
+	Key         string    `json:"key"`
+	ContentType string    `json:"contentType,omitempty"`
+	MaxBytes    int64     `json:"maxBytes"`
+	ExpiresAt   time.Time `json:"expiresAt"`
+}
+
+// supportedUploadTypes are the content types a capability may be limited to.
+var supportedUploadTypes = map[FileKind]bool{
+	KindPDF: true, KindPNG: true, KindJPEG: true, KindTIFF: true, KindGIF: true,
+	KindDOC: true, KindDOCX: true, KindXLS: true, KindXLSX: true, KindODT: true, KindODS: true, KindRTF: true,
+}
+
+// SupportedUploadTypes lists accepted media types, for documentation.
+func SupportedUploadTypes() []FileKind {
+	out := make([]FileKind, 0, len(supportedUploadTypes))
+	for k := range supportedUploadTypes {
+		out = append(out, k)
+	}
+	return out
+}
+
+// CreateUpload issues a short-lived, single-use upload capability. maxBytes
+// 0 means the server maximum; larger is refused. contentType, if given,
+// limits what the PUT may carry.
+func (s *Service) CreateUpload(ctx context.Context, p Principal, contentType string, maxBytes int64) (*UploadCapability, error) {
+	if err := Authorize(p, OpCreateUpload); err != nil {
+		return nil, err
+	}
+	if contentType != "" {
+		mt, _, err := mime.ParseMediaType(contentType)
+		if err != nil || !supportedUploadTypes[FileKind(mt)] {
+			return nil, Errorf(KindUnsupportedMedia, CodeUnsupportedType, "contentType %q is not a supported document type", contentType).
+				With("supported", SupportedUploadTypes())
+		}
+		contentType = mt
+	}
+	switch {
+	case maxBytes < 0:
+		return nil, Errorf(KindInvalid, CodeInvalidRequest, "maxBytes must be positive")
+	case maxBytes == 0:
+		maxBytes = s.cfg.MaxUploadBytes
+	case maxBytes > s.cfg.MaxUploadBytes:
+		return nil, Errorf(KindTooLarge, CodeFileTooLarge, "maxBytes may be at most %d", s.cfg.MaxUploadBytes).With("limit", s.cfg.MaxUploadBytes)
+	}
+	now := s.now()
+	u := &Upload{
+		ID: NewID(PrefixUpload), OwnerID: p.OwnerID, Mode: p.Mode, ContentType: contentType,
+		MaxBytes: maxBytes, CreatedAt: now, ExpiresAt: now.Add(s.cfg.UploadTTL).Truncate(time.Second),
+	}
+	if err := s.Store.CreateUpload(ctx, u); err != nil {
+		return nil, fmt.Errorf("create upload: %w", err)
+	}
+	token := signUploadToken(s.cfg.UploadSecret, UploadClaims{
+		UploadID: u.ID, OwnerID: u.OwnerID, Mode: u.Mode, ContentType: contentType,
+		MaxBytes: maxBytes, ExpiresAt: u.ExpiresAt.Unix(),
+	})
+	return &UploadCapability{
+		UploadToken: token, UploadURL: s.cfg.APIURL + "/api/v1/uploads/" + token, Method: "PUT",
+		Key: u.ID, ContentType: contentType, MaxBytes: maxBytes, ExpiresAt: u.ExpiresAt,
+	}, nil
+}
+
+// ReceiveUpload is the PUT of an upload capability: no other credential is
+// needed. It spools body to disk (never whole in memory), detects the type by
+// content, converts it to PDF, counts pages and stores a Document. A failed
+// PUT leaves the token usable until it expires; a successful one uses it up.
+func (s *Service) ReceiveUpload(ctx context.Context, token string, body io.Reader) (*Document, error) {
+	c, err := verifyUploadToken(s.cfg.UploadSecret, token)
+	if err != nil {
+		return nil, err
+	}
+	now := s.now()
+	if c.expired(now) {
+		return nil, Errorf(KindGone, CodeUploadExpired, "the upload token expired at %s; create a new upload", time.Unix(c.ExpiresAt, 0).UTC().Format(time.RFC3339))
+	}
+	if err := s.Store.ClaimUpload(ctx, c.UploadID, now); err != nil {
+		if errors.Is(err, ErrConflict) {
+			return nil, Errorf(KindConflict, CodeUploadUsed, "this upload token has already been used (or an upload with it is in progress)")
+		}
+		return nil, storeErr(err, "upload")
+	}
+	doc, err := s.storeUpload(ctx, c, body)
+	if err != nil {
+		// Give the token back so the client can retry the PUT; use a fresh
+		// context so a cancelled request still releases it.
+		if rerr := s.Store.ReleaseUpload(context.WithoutCancel(ctx), c.UploadID); rerr != nil {
+			s.Logger.ErrorContext(ctx, "release upload", "upload_id", c.UploadID, "err", rerr)
+		}
+		return nil, err
+	}
+	return doc, nil
+}
+
+func (s *Service) storeUpload(ctx context.Context, c UploadClaims, body io.Reader) (*Document, error) {
+	dir, err := os.MkdirTemp(s.cfg.TempDir, "faxhub-upload-")
+	if err != nil {
+		return nil, fmt.Errorf("spool upload: %w", err)
+	}
+	defer os.RemoveAll(dir)
+
+	src := filepath.Join(dir, "source")
+	n, sum, err := spool(src, body, c.MaxBytes)
+	if err != nil {
+		return nil, err
+	}
+	if n == 0 {
+		return nil, Errorf(KindInvalid, CodeEmptyFile, "the upload body is empty")
+	}
+	kind, err := s.Converter.Detect(ctx, src)
+	if err != nil {
+		return nil, err
+	}
+	if c.ContentType != "" && FileKind(c.ContentType) != kind {
+		return nil, Errorf(KindUnsupportedMedia, CodeContentTypeMismatch, "this upload was created for %s but the file is %s", c.ContentType, kind).
+			With("detected", string(kind))
+	}
+	pdf := filepath.Join(dir, "document.pdf")
+	pages, err := s.Converter.ToPDF(ctx, src, kind, pdf)
+	if err != nil {
+		return nil, err
+	}
+	if pages > s.cfg.MaxPages {
+		return nil, Errorf(KindUnprocessable, CodeTooManyPages, "the document has %d pages; the limit is %d", pages, s.cfg.MaxPages).
+			With("pages", pages).With("limit", s.cfg.MaxPages)
+	}
+	if pages < 1 {
+		return nil, Errorf(KindUnprocessable, CodeCorruptDocument, "the document has no pages")
+	}
+
+	doc := &Document{
+		ID: NewID(PrefixDocument), OwnerID: c.OwnerID, Mode: c.Mode, SourceType: string(kind),
+		SourceBytes: n, Pages: pages, SHA256: sum, CreatedAt: s.now(),
+	}
+	base := fmt.Sprintf("%s/%s/%s/", c.OwnerID, c.Mode, doc.ID)
+	doc.SourceKey, doc.PDFKey = base+"source", base+"document.pdf"
+	if err := s.putFile(ctx, doc.SourceKey, src, string(kind)); err != nil {
+		return nil, err
+	}
+	if kind == KindPDF {
+		// The validated original is the fax document; don't store it twice.
+		doc.PDFKey, doc.PDFBytes = doc.SourceKey, n
+	} else {
+		if err := s.putFile(ctx, doc.PDFKey, pdf, string(KindPDF)); err != nil {
+			return nil, err
+		}
+		st, err := os.Stat(pdf)
+		if err != nil {
+			return nil, fmt.Errorf("stat converted pdf: %w", err)
+		}
+		doc.PDFBytes = st.Size()
+	}
+	err = s.Store.InTx(ctx, func(tx Tx) error {
+		if err := tx.CreateDocument(ctx, doc); err != nil {
+			return fmt.Errorf("create document: %w", err)
+		}
+		return tx.CompleteUpload(ctx, c.UploadID, doc.ID)
+	})
+	if err != nil {
+		return nil, err
+	}
+	return doc, nil
+}
+
+// spool copies at most max bytes of r to path and hashes them; a longer body
+// is refused without reading it all.
+func spool(path string, r io.Reader, max int64) (int64, string, error) {
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o600)
+	if err != nil {
+		return 0, "", fmt.Errorf("spool upload: %w", err)
+	}
+	defer f.Close()
+	h := sha256.New()
+	n, err := io.Copy(io.MultiWriter(f, h), io.LimitReader(r, max+1))
+	if err != nil {
+		return 0, "", Errorf(KindInvalid, CodeInvalidRequest, "reading the upload body failed: %v", err)
+	}
+	if n > max {
+		return 0, "", Errorf(KindTooLarge, CodeFileTooLarge, "the file is larger than this upload allows (%d bytes)", max).With("limit", max)
+	}
+	if err := f.Close(); err != nil {
+		return 0, "", fmt.Errorf("spool upload: %w", err)
+	}
+	return n, hex.EncodeToString(h.Sum(nil)), nil
+}
+
+func (s *Service) putFile(ctx context.Context, key, path, contentType string) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return fmt.Errorf("open %s: %w", filepath.Base(path), err)
+	}
+	defer f.Close()
+	if _, err := s.Blobs.Put(ctx, key, f, contentType); err != nil {
+		return fmt.Errorf("store blob %s: %w", key, err)
+	}
+	return nil
+}
+
+// documentFromToken resolves an upload token to its completed document, for
+// sending by uploadToken. The token's PUT window does not limit this.
+func (s *Service) documentFromToken(ctx context.Context, p Principal, token string) (*Document, error) {
+	c, err := verifyUploadToken(s.cfg.UploadSecret, token)
+	if err != nil {
+		return nil, err
+	}
+	if c.OwnerID != p.OwnerID || c.Mode != p.Mode {
+		return nil, notFound("upload")
+	}
+	u, err := s.Store.GetUpload(ctx, c.UploadID)
+	if err != nil {
+		return nil, storeErr(err, "upload")
+	}
+	if u.DocumentID == nil {
+		return nil, Errorf(KindConflict, CodeUploadPending, "nothing has been uploaded with this token yet; PUT the file to uploadUrl first")
+	}
+	d, err := s.Store.GetDocument(ctx, p.OwnerID, p.Mode, *u.DocumentID)
+	return d, storeErr(err, "document")
+}
+
+// GetDocument returns one of the principal's documents.
+func (s *Service) GetDocument(ctx context.Context, p Principal, id string) (*Document, error) {
+	if err := Authorize(p, OpGetDocument); err != nil {
+		return nil, err
+	}
+	d, err := s.Store.GetDocument(ctx, p.OwnerID, p.Mode, id)
+	return d, storeErr(err, "document")
+}

@@ -1,0 +1,191 @@
+// Package web is the HTTP plumbing every faxhub adapter shares: RFC 9457
+// problem+json errors with stable codes, strict JSON bodies, bearer tokens.
+// Keeping it in one place is what makes a 404 or a 429 look the same on
+// every endpoint.
+package web
+
+import (
+	"encoding/json"
+	"errors"
+	"io"
+	"log/slog"
+	"mime"
+	"net/http"
+	"strconv"
+	"strings"
+
+	"github.com/faxhub/faxhub/core"
+)
+
+// Status maps a core error kind to its HTTP status.
+func Status(k core.Kind) int {
+	switch k {
+	case core.KindInvalid:
+		return http.StatusBadRequest
+	case core.KindUnauthenticated:
+		return http.StatusUnauthorized
+	case core.KindForbidden:
+		return http.StatusForbidden
+	case core.KindNotFound:
+		return http.StatusNotFound
+	case core.KindConflict:
+		return http.StatusConflict
+	case core.KindPaymentRequired:
+		return http.StatusPaymentRequired
+	case core.KindRateLimited:
+		return http.StatusTooManyRequests
+	case core.KindTooLarge:
+		return http.StatusRequestEntityTooLarge
+	case core.KindUnsupportedMedia:
+		return http.StatusUnsupportedMediaType
+	case core.KindUnprocessable:
+		return http.StatusUnprocessableEntity
+	case core.KindUnavailable:
+		return http.StatusServiceUnavailable
+	case core.KindGone:
+		return http.StatusGone
+	}
+	return http.StatusInternalServerError
+}
+
+// Problem is an RFC 9457 problem details object. Code is faxhub's stable
+// machine-readable error code; Fields carry details such as required_scope.
+type Problem struct {
+	Type     string         `json:"type"`
+	Title    string         `json:"title"`
+	Status   int            `json:"status"`
+	Detail   string         `json:"detail,omitempty"`
+	Code     string         `json:"code"`
+	Instance string         `json:"instance,omitempty"`
+	Fields   map[string]any `json:"-"`
+}
+
+// MarshalJSON inlines Fields as extension members.
+func (p Problem) MarshalJSON() ([]byte, error) {
+	m := make(map[string]any, len(p.Fields)+6)
+	for k, v := range p.Fields {
+		m[k] = v
+	}
+	m["type"], m["title"], m["status"], m["code"] = p.Type, p.Title, p.Status, p.Code
+	if p.Detail != "" {
+		m["detail"] = p.Detail
+	}
+	if p.Instance != "" {
+		m["instance"] = p.Instance
+	}
+	return json.Marshal(m)
+}
+
+// ProblemType is the type URI of a code.
+func ProblemType(code string) string { return "urn:faxhub:error:" + code }
+
+// ProblemFor turns err into a Problem. Internal errors keep their text out of
+// the response.
+func ProblemFor(err error) Problem {
+	e := core.AsError(err)
+	st := Status(e.Kind)
+	p := Problem{Type: ProblemType(e.Code), Title: http.StatusText(st), Status: st, Code: e.Code, Detail: e.Message, Fields: e.Fields}
+	if e.Kind == core.KindInternal {
+		p.Detail = "an internal error occurred; it has been logged"
+		p.Fields = nil
+	}
+	return p
+}
+
+// WriteError writes err as problem+json; internal errors are logged (with
+// the request's method and path, never its headers or body).
+func WriteError(w http.ResponseWriter, r *http.Request, log *slog.Logger, err error) {
+	e := core.AsError(err)
+	p := ProblemFor(err)
+	p.Instance = r.URL.Path
+	if e.Kind == core.KindInternal && log != nil {
+		log.ErrorContext(r.Context(), "request failed", "method", r.Method, "path", redactPath(r.URL.Path), "err", err)
+	}
+	if e.Kind == core.KindRateLimited && e.RetryAfterSeconds > 0 {
+		w.Header().Set("Retry-After", strconv.Itoa(e.RetryAfterSeconds))
+	}
+	WriteProblem(w, p)
+}
+
+// WriteProblem writes p with its status.
+func WriteProblem(w http.ResponseWriter, p Problem) {
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(p.Status)
+	_ = json.NewEncoder(w).Encode(p)
+}
+
+// redactPath hides capability tokens carried in paths (upload tokens).
+func redactPath(p string) string {
+	if i := strings.Index(p, "/uploads/"); i >= 0 && len(p) > i+len("/uploads/") {
+		return p[:i+len("/uploads/")] + "…"
+	}
+	return p
+}
+
+// RedactPath is redactPath for access logs.
+func RedactPath(p string) string { return redactPath(p) }
+
+// WriteJSON writes v as JSON with status.
+func WriteJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(v)
+}
+
+// DefaultMaxJSON bounds JSON request bodies.
+const DefaultMaxJSON = 1 << 20
+
+// DecodeJSON reads a JSON object body strictly: the content type must be
+// JSON, unknown fields and trailing data are refused, the size is bounded.
+// An empty body decodes to the zero value when allowEmpty is true.
+func DecodeJSON(w http.ResponseWriter, r *http.Request, v any, allowEmpty bool) error {
+	if r.ContentLength == 0 && allowEmpty {
+		return nil
+	}
+	if ct := r.Header.Get("Content-Type"); ct != "" {
+		mt, _, err := mime.ParseMediaType(ct)
+		if err != nil || (mt != "application/json" && !strings.HasSuffix(mt, "+json")) {
+			return core.Errorf(core.KindUnsupportedMedia, "unsupported_content_type", "send the body as application/json")
+		}
+	}
+	body := http.MaxBytesReader(w, r.Body, DefaultMaxJSON)
+	dec := json.NewDecoder(body)
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		var mbe *http.MaxBytesError
+		switch {
+		case errors.As(err, &mbe):
+			return core.Errorf(core.KindTooLarge, core.CodeInvalidRequest, "the JSON body is larger than %d bytes", DefaultMaxJSON)
+		case errors.Is(err, io.EOF):
+			if allowEmpty {
+				return nil
+			}
+			return core.Errorf(core.KindInvalid, core.CodeInvalidRequest, "a JSON body is required")
+		}
+		return core.Errorf(core.KindInvalid, core.CodeInvalidRequest, "the JSON body is invalid: %s", jsonErrorText(err))
+	}
+	if dec.More() {
+		return core.Errorf(core.KindInvalid, core.CodeInvalidRequest, "the JSON body has trailing data")
+	}
+	return nil
+}
+
+func jsonErrorText(err error) string {
+	var te *json.UnmarshalTypeError
+	if errors.As(err, &te) {
+		return "field " + te.Field + " must be " + te.Type.String()
+	}
+	return strings.TrimPrefix(err.Error(), "json: ")
+}
+
+// BearerToken returns the token of an Authorization: Bearer header.
+func BearerToken(r *http.Request) (string, bool) {
+	h := r.Header.Get("Authorization")
+	scheme, tok, ok := strings.Cut(h, " ")
+	if !ok || !strings.EqualFold(scheme, "Bearer") {
+		return "", false
+	}
+	tok = strings.TrimSpace(tok)
+	return tok, tok != ""
+}
