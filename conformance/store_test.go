@@ -1,0 +1,47 @@
+package conformance_test
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/faxhub/faxhub/conformance/storetest"
+	"github.com/faxhub/faxhub/core"
+	"github.com/faxhub/faxhub/core/store"
+)
+
+// openStore opens and migrates a store at dsn, closed when t ends.
+func openStore(t *testing.T, dsn string) core.Store {
+	t.Helper()
+	ctx := context.Background()
+	db, err := store.Open(ctx, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := db.Close(); err != nil {
+			t.Errorf("close store: %v", err)
+		}
+	})
+	if err := db.Migrate(ctx); err != nil {
+		t.Fatal(err)
+	}
+	return db
+}
+
+func TestStoreSQLite(t *testing.T) {
+	storetest.RunTests(t, func(t *testing.T) core.Store {
+		return openStore(t, filepath.Join(t.TempDir(), "faxhub.db"))
+	})
+}
+
+func TestStorePostgres(t *testing.T) {
+	base := os.Getenv(storetest.EnvPostgresURL)
+	if base == "" {
+		t.Skipf("%s is not set: skipping the PostgreSQL store suite (set it to e.g. postgres://postgres@127.0.0.1:5432/test?sslmode=disable)", storetest.EnvPostgresURL)
+	}
+	storetest.RunTests(t, func(t *testing.T) core.Store {
+		return openStore(t, storetest.OpenPostgresSchema(t, base))
+	})
+}

@@ -1,0 +1,193 @@
+// Package storetest is the conformance suite for core.Store: every
+// implementation (SQLite and PostgreSQL through core/store) must pass it.
+// It talks to the store only through core.Store, with real databases.
+package storetest
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"reflect"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/faxhub/faxhub/core"
+)
+
+// RunTests runs every conformance test. newStore must return a fresh,
+// migrated, empty store and arrange for it to be closed when t ends; each
+// subtest gets its own.
+func RunTests(t *testing.T, newStore func(t *testing.T) core.Store) {
+	for _, tc := range []struct {
+		name string
+		run  func(t *testing.T, s core.Store)
+	}{
+		{"PingReady", testPingReady},
+		{"Owners", testOwners},
+		{"APIKeys", testAPIKeys},
+		{"Sessions", testSessions},
+		{"Uploads", testUploads},
+		{"Documents", testDocuments},
+		{"Drafts", testDrafts},
+		{"Orders", testOrders},
+		{"ListOrders", testListOrders},
+		{"Attempts", testAttempts},
+		{"Ledger", testLedger},
+		{"ListLedger", testListLedger},
+		{"LedgerConcurrent", testLedgerConcurrent},
+		{"Idempotency", testIdempotency},
+		{"IdempotencyConcurrent", testIdempotencyConcurrent},
+		{"Approvals", testApprovals},
+		{"Checkouts", testCheckouts},
+		{"ClaimOnce", testClaimOnce},
+		{"TimeRoundTrip", testTimeRoundTrip},
+		{"RateLimit", testRateLimit},
+		{"RateLimitConcurrent", testRateLimitConcurrent},
+		{"InTx", testInTx},
+		{"InTxConcurrent", testInTxConcurrent},
+		{"Secret", testSecret},
+	} {
+		t.Run(tc.name, func(t *testing.T) { tc.run(t, newStore(t)) })
+	}
+}
+
+// concurrency is how many goroutines the race tests start at once.
+const concurrency = 50
+
+// at returns a fixed instant plus sec seconds. It is UTC and has whole
+// microseconds, so values the store returns compare equal to it.
+func at(sec int) time.Time {
+	return time.Date(2026, 3, 14, 15, 9, 26, 535897000, time.UTC).Add(time.Duration(sec) * time.Second)
+}
+
+func ptr[T any](v T) *T { return &v }
+
+func must(t *testing.T, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// wantErr fails unless err matches want (nil means success).
+func wantErr(t *testing.T, what string, err, want error) {
+	t.Helper()
+	switch {
+	case want == nil && err != nil:
+		t.Fatalf("%s: unexpected error %v", what, err)
+	case want != nil && !errors.Is(err, want):
+		t.Fatalf("%s: got error %v, want %v", what, err, want)
+	}
+}
+
+// wantEqual compares with reflect.DeepEqual, printing both on mismatch.
+func wantEqual[T any](t *testing.T, what string, got, want T) {
+	t.Helper()
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("%s:\n got %s\nwant %s", what, dump(got), dump(want))
+	}
+}
+
+func dump(v any) string {
+	b, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return fmt.Sprintf("%+v", v)
+	}
+	return string(b)
+}
+
+// race runs fn(i) for i in [0, n) in n goroutines released together and
+// returns their errors.
+func race(n int, fn func(i int) error) []error {
+	errs := make([]error, n)
+	start := make(chan struct{})
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() {
+			<-start
+			errs[i] = fn(i)
+		})
+	}
+	close(start)
+	wg.Wait()
+	return errs
+}
+
+// countErrs counts nil errors and errors matching want; anything else fails
+// the test.
+func countErrs(t *testing.T, what string, errs []error, want error) (ok, matched int) {
+	t.Helper()
+	for _, err := range errs {
+		switch {
+		case err == nil:
+			ok++
+		case errors.Is(err, want):
+			matched++
+		default:
+			t.Errorf("%s: unexpected error %v", what, err)
+		}
+	}
+	return ok, matched
+}
+
+func testPingReady(t *testing.T, s core.Store) {
+	ctx := t.Context()
+	must(t, s.Ping(ctx))
+	must(t, s.Ready(ctx))
+}
+
+// ---- fixtures
+
+func newOwner(t *testing.T, s core.Store) *core.Owner {
+	t.Helper()
+	id := core.NewID(core.PrefixOwner)
+	o := &core.Owner{ID: id, Email: id + "@example.com", Name: "Owner " + id, CreatedAt: at(0)}
+	must(t, s.CreateOwner(t.Context(), o))
+	return o
+}
+
+func newDocument(t *testing.T, s core.Store, o *core.Owner, mode core.Mode) *core.Document {
+	t.Helper()
+	id := core.NewID(core.PrefixDocument)
+	d := &core.Document{
+		ID: id, OwnerID: o.ID, Mode: mode, SourceType: string(core.KindPDF), SourceBytes: 12345,
+		SourceKey: o.ID + "/" + id + "/source", PDFKey: o.ID + "/" + id + "/source", PDFBytes: 12345, Pages: 3,
+		SHA256: "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08", CreatedAt: at(1),
+	}
+	must(t, s.CreateDocument(t.Context(), d))
+	return d
+}
+
+// orderOf builds (without storing) a queued credit order for doc.
+func orderOf(doc *core.Document, created time.Time) *core.Order {
+	return &core.Order{
+		ID: core.NewID(core.PrefixOrder), OwnerID: doc.OwnerID, Mode: doc.Mode, Status: core.OrderQueued,
+		To: "+14155550123", DocumentID: doc.ID, Pages: doc.Pages, PriceMicros: 210_000, Currency: core.Currency,
+		PaymentMethod: core.PayCredits, CreatedAt: created, UpdatedAt: created,
+	}
+}
+
+func newOrder(t *testing.T, s core.Store, doc *core.Document) *core.Order {
+	t.Helper()
+	o := orderOf(doc, at(2))
+	must(t, s.CreateOrder(t.Context(), o))
+	return o
+}
+
+func grant(t *testing.T, s core.Store, o *core.Owner, mode core.Mode, micros int64) *core.LedgerEntry {
+	t.Helper()
+	e := &core.LedgerEntry{
+		ID: core.NewID(core.PrefixLedger), OwnerID: o.ID, Mode: mode, Kind: core.LedgerGrant,
+		AmountMicros: micros, Reason: "test grant", CreatedAt: at(0),
+	}
+	must(t, s.AppendLedger(t.Context(), e))
+	return e
+}
+
+func holdFor(o *core.Order, micros int64) *core.LedgerEntry {
+	return &core.LedgerEntry{
+		ID: core.NewID(core.PrefixLedger), OwnerID: o.OwnerID, Mode: o.Mode, Kind: core.LedgerHold,
+		AmountMicros: -micros, OrderID: &o.ID, Reason: "hold for fax " + o.ID, CreatedAt: at(3),
+	}
+}

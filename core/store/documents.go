@@ -1,0 +1,117 @@
+package store
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/faxhub/faxhub/core"
+)
+
+const uploadCols = "id, owner_id, mode, content_type, max_bytes, created_at, expires_at, claimed_at, document_id"
+
+func (x q) CreateUpload(ctx context.Context, u *core.Upload) error {
+	err := x.insert(ctx, `INSERT INTO uploads (`+uploadCols+`)
+		VALUES (:id, :owner_id, :mode, :content_type, :max_bytes, :created_at, :expires_at, :claimed_at, :document_id)
+		ON CONFLICT DO NOTHING`, u)
+	if err != nil {
+		return fmt.Errorf("create upload: %w", err)
+	}
+	return nil
+}
+
+func (x q) GetUpload(ctx context.Context, id string) (*core.Upload, error) {
+	var u core.Upload
+	if err := x.get(ctx, x.reader(), &u, "SELECT "+uploadCols+" FROM uploads WHERE id = ?", id); err != nil {
+		return nil, fmt.Errorf("get upload: %w", err)
+	}
+	return &u, nil
+}
+
+func (x q) ClaimUpload(ctx context.Context, id string, at time.Time) error {
+	n, err := x.exec(ctx, "UPDATE uploads SET claimed_at = ? WHERE id = ? AND claimed_at IS NULL AND document_id IS NULL", at, id)
+	if err == nil && n == 0 {
+		err = x.missingOrConflict(ctx, "uploads", "id = ?", id)
+	}
+	if err != nil {
+		return fmt.Errorf("claim upload: %w", err)
+	}
+	return nil
+}
+
+// ReleaseUpload clears the claim of an upload that has no document yet;
+// ErrConflict once it is completed.
+func (x q) ReleaseUpload(ctx context.Context, id string) error {
+	n, err := x.exec(ctx, "UPDATE uploads SET claimed_at = NULL WHERE id = ? AND document_id IS NULL", id)
+	if err == nil && n == 0 {
+		err = x.missingOrConflict(ctx, "uploads", "id = ?", id)
+	}
+	if err != nil {
+		return fmt.Errorf("release upload: %w", err)
+	}
+	return nil
+}
+
+// CompleteUpload records the document of a claimed upload; ErrConflict if
+// the upload is not claimed or already completed.
+func (x q) CompleteUpload(ctx context.Context, id, documentID string) error {
+	n, err := x.exec(ctx, "UPDATE uploads SET document_id = ? WHERE id = ? AND claimed_at IS NOT NULL AND document_id IS NULL", documentID, id)
+	if err == nil && n == 0 {
+		err = x.missingOrConflict(ctx, "uploads", "id = ?", id)
+	}
+	if err != nil {
+		return fmt.Errorf("complete upload: %w", err)
+	}
+	return nil
+}
+
+const documentCols = "id, owner_id, mode, source_type, source_bytes, source_key, pdf_key, pdf_bytes, pages, sha256, created_at"
+
+func (x q) CreateDocument(ctx context.Context, d *core.Document) error {
+	err := x.insert(ctx, `INSERT INTO documents (`+documentCols+`)
+		VALUES (:id, :owner_id, :mode, :source_type, :source_bytes, :source_key, :pdf_key, :pdf_bytes, :pages, :sha256, :created_at)
+		ON CONFLICT DO NOTHING`, d)
+	if err != nil {
+		return fmt.Errorf("create document: %w", err)
+	}
+	return nil
+}
+
+func (x q) GetDocument(ctx context.Context, ownerID string, mode core.Mode, id string) (*core.Document, error) {
+	var d core.Document
+	if err := x.get(ctx, x.reader(), &d, "SELECT "+documentCols+" FROM documents WHERE id = ? AND owner_id = ? AND mode = ?", id, ownerID, mode); err != nil {
+		return nil, fmt.Errorf("get document: %w", err)
+	}
+	return &d, nil
+}
+
+const draftCols = "id, owner_id, mode, document_id, destination, cover, cover_text, pages, price_micros, status, order_id, created_at, expires_at"
+
+func (x q) CreateDraft(ctx context.Context, d *core.Draft) error {
+	err := x.insert(ctx, `INSERT INTO drafts (`+draftCols+`)
+		VALUES (:id, :owner_id, :mode, :document_id, :destination, :cover, :cover_text, :pages, :price_micros, :status, :order_id, :created_at, :expires_at)
+		ON CONFLICT DO NOTHING`, d)
+	if err != nil {
+		return fmt.Errorf("create draft: %w", err)
+	}
+	return nil
+}
+
+func (x q) GetDraft(ctx context.Context, ownerID string, mode core.Mode, id string) (*core.Draft, error) {
+	var d core.Draft
+	if err := x.get(ctx, x.reader(), &d, "SELECT "+draftCols+" FROM drafts WHERE id = ? AND owner_id = ? AND mode = ?", id, ownerID, mode); err != nil {
+		return nil, fmt.Errorf("get draft: %w", err)
+	}
+	return &d, nil
+}
+
+func (x q) MarkDraftOrdered(ctx context.Context, id, orderID string) error {
+	n, err := x.exec(ctx, "UPDATE drafts SET status = ?, order_id = ? WHERE id = ? AND status = ?", core.DraftOrdered, orderID, id, core.DraftOpen)
+	if err == nil && n == 0 {
+		err = x.missingOrConflict(ctx, "drafts", "id = ?", id)
+	}
+	if err != nil {
+		return fmt.Errorf("mark draft ordered: %w", err)
+	}
+	return nil
+}

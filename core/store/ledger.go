@@ -1,0 +1,198 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/faxhub/faxhub/core"
+)
+
+// The ledger is append-only. credit_balances caches, per owner and mode,
+// available_micros (the sum of all entries) and held_micros (the holds not
+// yet settled); every entry updates it in the same transaction, so reading a
+// balance never sums the ledger and a hold can be checked against it in one
+// conditional UPDATE.
+
+const ledgerCols = "id, owner_id, mode, kind, amount_micros, order_id, hold_id, reason, created_at"
+
+func (x q) insertEntry(ctx context.Context, e *core.LedgerEntry) error {
+	return x.insert(ctx, `INSERT INTO ledger_entries (`+ledgerCols+`)
+		VALUES (:id, :owner_id, :mode, :kind, :amount_micros, :order_id, :hold_id, :reason, :created_at)
+		ON CONFLICT DO NOTHING`, e)
+}
+
+// AppendLedger appends a credit (grant, purchase, refund: positive amounts)
+// or the capture or release of the hold named by e.HoldID.
+func (x q) AppendLedger(ctx context.Context, e *core.LedgerEntry) error {
+	var err error
+	switch e.Kind {
+	case core.LedgerGrant, core.LedgerPurchase, core.LedgerRefund:
+		if e.AmountMicros <= 0 {
+			return fmt.Errorf("append ledger: a %s must be positive, got %d", e.Kind, e.AmountMicros)
+		}
+		err = x.atomic(ctx, func(x q) error {
+			if err := x.insertEntry(ctx, e); err != nil {
+				return err
+			}
+			_, err := x.exec(ctx, `INSERT INTO credit_balances (owner_id, mode, available_micros, held_micros) VALUES (?, ?, ?, 0)
+				ON CONFLICT (owner_id, mode) DO UPDATE SET available_micros = credit_balances.available_micros + excluded.available_micros`,
+				e.OwnerID, e.Mode, e.AmountMicros)
+			return err
+		})
+	case core.LedgerCapture, core.LedgerRelease:
+		if e.HoldID == nil {
+			return fmt.Errorf("append ledger: a %s needs the hold it settles", e.Kind)
+		}
+		err = x.atomic(ctx, func(x q) error {
+			var hold core.LedgerEntry
+			if err := x.get(ctx, x.reader(), &hold, "SELECT "+ledgerCols+" FROM ledger_entries WHERE id = ? AND kind = ?", *e.HoldID, core.LedgerHold); err != nil {
+				return fmt.Errorf("hold %s: %w", *e.HoldID, err)
+			}
+			return x.settle(ctx, &hold, e)
+		})
+	case core.LedgerHold:
+		return errors.New("append ledger: holds are placed with PlaceHold")
+	default:
+		return fmt.Errorf("append ledger: unknown kind %q", e.Kind)
+	}
+	if err != nil {
+		return fmt.Errorf("append ledger: %w", err)
+	}
+	return nil
+}
+
+// PlaceHold reserves -e.AmountMicros of the available balance. The
+// conditional UPDATE is the check: it matches only while the balance covers
+// the hold, so concurrent holds cannot overdraw on either database.
+func (x q) PlaceHold(ctx context.Context, e *core.LedgerEntry) error {
+	if e.Kind == "" {
+		e.Kind = core.LedgerHold
+	}
+	if e.Kind != core.LedgerHold || e.AmountMicros >= 0 {
+		return fmt.Errorf("place hold: want a %s with a negative amount, got %s %d", core.LedgerHold, e.Kind, e.AmountMicros)
+	}
+	amount := -e.AmountMicros
+	err := x.atomic(ctx, func(x q) error {
+		if _, err := x.exec(ctx, `INSERT INTO credit_balances (owner_id, mode, available_micros, held_micros) VALUES (?, ?, 0, 0)
+			ON CONFLICT (owner_id, mode) DO NOTHING`, e.OwnerID, e.Mode); err != nil {
+			return err
+		}
+		n, err := x.exec(ctx, `UPDATE credit_balances SET available_micros = available_micros - ?, held_micros = held_micros + ?
+			WHERE owner_id = ? AND mode = ? AND available_micros >= ?`, amount, amount, e.OwnerID, e.Mode, amount)
+		if err != nil {
+			return err
+		}
+		if n == 0 {
+			return core.ErrInsufficientFunds
+		}
+		return x.insertEntry(ctx, e)
+	})
+	if err != nil {
+		return fmt.Errorf("place hold: %w", err)
+	}
+	return nil
+}
+
+// SettleHold captures or releases the hold of orderID, once.
+func (x q) SettleHold(ctx context.Context, orderID string, kind core.LedgerKind, at time.Time) (*core.LedgerEntry, error) {
+	var e *core.LedgerEntry
+	err := x.atomic(ctx, func(x q) error {
+		var hold core.LedgerEntry
+		if err := x.get(ctx, x.reader(), &hold, "SELECT "+ledgerCols+" FROM ledger_entries WHERE order_id = ? AND kind = ?", orderID, core.LedgerHold); err != nil {
+			return err
+		}
+		e = &core.LedgerEntry{
+			ID: core.NewID(core.PrefixLedger), OwnerID: hold.OwnerID, Mode: hold.Mode, Kind: kind,
+			OrderID: hold.OrderID, HoldID: &hold.ID, Reason: fmt.Sprintf("%s of the hold for fax %s", kind, orderID),
+			CreatedAt: at,
+		}
+		return x.settle(ctx, &hold, e)
+	})
+	if err != nil {
+		return nil, fmt.Errorf("settle hold of %s: %w", orderID, err)
+	}
+	e.CreatedAt = e.CreatedAt.UTC().Truncate(time.Microsecond)
+	return e, nil
+}
+
+// settle appends e, the capture or release of hold, and moves the amount out
+// of held (back to available for a release). The unique index on settled
+// holds makes it happen once however many callers race.
+func (x q) settle(ctx context.Context, hold, e *core.LedgerEntry) error {
+	amount := -hold.AmountMicros
+	var want, back int64
+	switch e.Kind {
+	case core.LedgerCapture:
+	case core.LedgerRelease:
+		want, back = amount, amount
+	default:
+		return fmt.Errorf("a hold is settled by %s or %s, not %q", core.LedgerCapture, core.LedgerRelease, e.Kind)
+	}
+	if e.AmountMicros != 0 && e.AmountMicros != want {
+		return fmt.Errorf("a %s of hold %s is %d, not %d", e.Kind, hold.ID, want, e.AmountMicros)
+	}
+	if (e.OwnerID != "" && e.OwnerID != hold.OwnerID) || (e.Mode != "" && e.Mode != hold.Mode) {
+		return fmt.Errorf("hold %s belongs to another account", hold.ID)
+	}
+	e.AmountMicros, e.OwnerID, e.Mode = want, hold.OwnerID, hold.Mode
+	if e.OrderID == nil {
+		e.OrderID = hold.OrderID
+	}
+	if err := x.insertEntry(ctx, e); err != nil {
+		if !errors.Is(err, core.ErrExists) {
+			return err
+		}
+		var n int
+		if err := x.get(ctx, x.reader(), &n, "SELECT count(*) FROM ledger_entries WHERE hold_id = ? AND kind IN (?, ?)",
+			hold.ID, core.LedgerCapture, core.LedgerRelease); err != nil {
+			return err
+		}
+		if n > 0 {
+			return fmt.Errorf("hold %s is already settled: %w", hold.ID, core.ErrConflict)
+		}
+		return err
+	}
+	n, err := x.exec(ctx, `UPDATE credit_balances SET held_micros = held_micros - ?, available_micros = available_micros + ?
+		WHERE owner_id = ? AND mode = ?`, amount, back, hold.OwnerID, hold.Mode)
+	if err != nil {
+		return err
+	}
+	if n != 1 {
+		return fmt.Errorf("no balance row for the account of hold %s", hold.ID)
+	}
+	return nil
+}
+
+func (x q) GetBalance(ctx context.Context, ownerID string, mode core.Mode) (*core.Balance, error) {
+	var row struct {
+		Available int64 `db:"available_micros"`
+		Held      int64 `db:"held_micros"`
+	}
+	err := x.get(ctx, x.reader(), &row, "SELECT available_micros, held_micros FROM credit_balances WHERE owner_id = ? AND mode = ?", ownerID, mode)
+	if err != nil && !errors.Is(err, core.ErrNoRows) {
+		return nil, fmt.Errorf("get balance: %w", err)
+	}
+	return &core.Balance{Mode: mode, Currency: core.Currency, AvailableMicros: row.Available, HeldMicros: row.Held}, nil
+}
+
+// ListLedger lists newest first; StartingAfter must name an entry of the
+// same owner and mode (ErrNoRows otherwise).
+func (x q) ListLedger(ctx context.Context, f core.LedgerFilter) ([]core.LedgerEntry, error) {
+	where, args := "owner_id = ? AND mode = ?", []any{f.OwnerID, f.Mode}
+	if f.StartingAfter != "" {
+		var c cursor
+		if err := x.get(ctx, x.reader(), &c, "SELECT created_at, id FROM ledger_entries WHERE id = ? AND owner_id = ? AND mode = ?",
+			f.StartingAfter, f.OwnerID, f.Mode); err != nil {
+			return nil, fmt.Errorf("list ledger: cursor: %w", err)
+		}
+		where += " AND (created_at < ? OR (created_at = ? AND id < ?))"
+		args = append(args, c.CreatedAt, c.CreatedAt, c.ID)
+	}
+	var out []core.LedgerEntry
+	if err := x.sel(ctx, &out, "SELECT "+ledgerCols+" FROM ledger_entries WHERE "+where+" ORDER BY created_at DESC, id DESC"+limit(f.Limit), args...); err != nil {
+		return nil, fmt.Errorf("list ledger: %w", err)
+	}
+	return out, nil
+}

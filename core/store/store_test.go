@@ -1,0 +1,306 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"io/fs"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/faxhub/faxhub/conformance/storetest"
+	"github.com/faxhub/faxhub/core"
+)
+
+func TestDialectOf(t *testing.T) {
+	for _, tc := range []struct {
+		dsn  string
+		want string
+	}{
+		{"postgres://u@h:5432/db?sslmode=disable", DialectPostgres},
+		{"postgresql://u@h/db", DialectPostgres},
+		{"POSTGRES://u@h/db", DialectPostgres},
+		{"  postgres://u@h/db", DialectPostgres},
+		{"/var/lib/faxhub/faxhub.db", DialectSQLite},
+		{"faxhub.db", DialectSQLite},
+		{"file:/tmp/faxhub.db?cache=shared", DialectSQLite},
+		{"file:postgres.db", DialectSQLite},
+		{"./postgres://not-a-url.db", DialectSQLite},
+	} {
+		if got := dialectOf(tc.dsn); got != tc.want {
+			t.Errorf("dialectOf(%q) = %q, want %q", tc.dsn, got, tc.want)
+		}
+	}
+}
+
+func TestSQLiteDSN(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		dsn      string
+		readOnly bool
+		want     map[string]string // "" means absent
+	}{
+		{
+			name: "writer defaults", dsn: "/data/faxhub.db",
+			want: map[string]string{"_txlock": "immediate", "_foreign_keys": "1", "_journal_mode": "WAL", "_busy_timeout": sqliteBusyTimeout, "_query_only": ""},
+		},
+		{
+			name: "reader is query-only", dsn: "/data/faxhub.db", readOnly: true,
+			want: map[string]string{"_txlock": "immediate", "_query_only": "1", "_journal_mode": ""},
+		},
+		{
+			name: "caller's busy timeout and other keys kept, integrity settings forced",
+			dsn:  "file:/data/faxhub.db?_busy_timeout=50&_fk=0&_txlock=deferred&cache=private",
+			want: map[string]string{"_busy_timeout": "50", "_fk": "", "_foreign_keys": "1", "_txlock": "immediate", "cache": "private"},
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := sqliteDSN(tc.dsn, tc.readOnly)
+			if err != nil {
+				t.Fatal(err)
+			}
+			base, query, _ := strings.Cut(got, "?")
+			if want, _, _ := strings.Cut(tc.dsn, "?"); base != want {
+				t.Errorf("base = %q, want %q", base, want)
+			}
+			v, err := url.ParseQuery(query)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for k, want := range tc.want {
+				if got := v.Get(k); got != want {
+					t.Errorf("%s = %q, want %q (dsn %s)", k, got, want, got)
+				}
+			}
+		})
+	}
+}
+
+func TestOpenSQLite(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "faxhub.db")
+	db, err := Open(ctx, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if db.Dialect() != DialectSQLite {
+		t.Errorf("Dialect() = %q", db.Dialect())
+	}
+	if err := db.Ready(ctx); err == nil {
+		t.Error("Ready before Migrate: want an error")
+	}
+	for range 2 { // migrating twice is a no-op
+		if err := db.Migrate(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := db.Ready(ctx); err != nil {
+		t.Errorf("Ready after Migrate: %v", err)
+	}
+	var mode string
+	if err := db.SQL().QueryRowContext(ctx, "PRAGMA journal_mode").Scan(&mode); err != nil || mode != "wal" {
+		t.Errorf("journal_mode = %q, %v; want wal", mode, err)
+	}
+	var fk int
+	if err := db.r.QueryRowContext(ctx, "PRAGMA foreign_keys").Scan(&fk); err != nil || fk != 1 {
+		t.Errorf("reader foreign_keys = %d, %v; want 1", fk, err)
+	}
+	if _, err := db.r.ExecContext(ctx, "DELETE FROM secrets"); err == nil {
+		t.Error("a write on the read pool succeeded; want it refused")
+	}
+}
+
+// TestSQLiteWritersQueue checks that concurrent transactions, each reading
+// then writing, wait for the single writer instead of failing with
+// SQLITE_BUSY, and that they really are serialized (no lost update).
+func TestSQLiteWritersQueue(t *testing.T) {
+	ctx := context.Background()
+	db, err := Open(ctx, filepath.Join(t.TempDir(), "faxhub.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if err := db.Migrate(ctx); err != nil {
+		t.Fatal(err)
+	}
+	const n = 50
+	var wg sync.WaitGroup
+	errs := make(chan error, n)
+	for range n {
+		wg.Go(func() {
+			errs <- db.InTx(ctx, func(tx core.Tx) error {
+				sqlTx := tx.(interface{ SQLTx() *sql.Tx }).SQLTx()
+				var v int64
+				err := sqlTx.QueryRowContext(ctx, "SELECT tat FROM rate_limits WHERE key = 'counter'").Scan(&v)
+				if err != nil && !errors.Is(err, sql.ErrNoRows) {
+					return err
+				}
+				// Give another transaction the chance to interleave, were
+				// it not serialized.
+				time.Sleep(time.Millisecond)
+				_, err = sqlTx.ExecContext(ctx, "INSERT INTO rate_limits (key, tat) VALUES ('counter', ?) ON CONFLICT (key) DO UPDATE SET tat = excluded.tat", v+1)
+				return err
+			})
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Errorf("InTx: %v", err)
+		}
+	}
+	var v int64
+	if err := db.SQL().QueryRowContext(ctx, "SELECT tat FROM rate_limits WHERE key = 'counter'").Scan(&v); err != nil {
+		t.Fatal(err)
+	}
+	if v != n {
+		t.Errorf("counter = %d after %d serialized increments", v, n)
+	}
+}
+
+func postgresURL(t *testing.T) string {
+	u := os.Getenv(storetest.EnvPostgresURL)
+	if u == "" {
+		t.Skipf("%s is not set: skipping the PostgreSQL tests (e.g. %s='postgres://postgres@127.0.0.1:5432/test?sslmode=disable')",
+			storetest.EnvPostgresURL, storetest.EnvPostgresURL)
+	}
+	return u
+}
+
+// TestPostgresConcurrentMigrate is several replicas starting at once on a
+// fresh schema: the advisory lock makes one migrate and the others find
+// nothing left to do.
+func TestPostgresConcurrentMigrate(t *testing.T) {
+	dsn := storetest.OpenPostgresSchema(t, postgresURL(t))
+	ctx := context.Background()
+	const replicas = 4
+	dbs := make([]*DB, replicas)
+	for i := range dbs {
+		db, err := Open(ctx, dsn)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { db.Close() })
+		if db.Dialect() != DialectPostgres {
+			t.Fatalf("Dialect() = %q", db.Dialect())
+		}
+		dbs[i] = db
+	}
+	if err := dbs[0].Ready(ctx); err == nil {
+		t.Error("Ready before Migrate: want an error")
+	}
+	var wg sync.WaitGroup
+	errs := make([]error, replicas)
+	for i, db := range dbs {
+		wg.Go(func() { errs[i] = db.Migrate(ctx) })
+	}
+	wg.Wait()
+	for i, err := range errs {
+		if err != nil {
+			t.Errorf("replica %d: Migrate: %v", i, err)
+		}
+	}
+	for i, db := range dbs {
+		if err := db.Ready(ctx); err != nil {
+			t.Errorf("replica %d: Ready: %v", i, err)
+		}
+	}
+	var applied int
+	if err := dbs[0].SQL().QueryRowContext(ctx, "SELECT count(*) FROM goose_db_version WHERE version_id > 0").Scan(&applied); err != nil {
+		t.Fatal(err)
+	}
+	if applied != len(mustSources(t)) {
+		t.Errorf("%d migrations recorded, want each of %d once", applied, len(mustSources(t)))
+	}
+}
+
+func mustSources(t *testing.T) []string {
+	fsys, _, err := (&DB{dialect: DialectPostgres}).migrationsFS()
+	if err != nil {
+		t.Fatal(err)
+	}
+	names, err := fs.Glob(fsys, "*.sql")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return names
+}
+
+func TestPoolSize(t *testing.T) {
+	for _, tc := range []struct {
+		dsn     string
+		wantDSN string
+		want    int
+		wantErr bool
+	}{
+		{"postgres://u@h/db?sslmode=disable", "postgres://u@h/db?sslmode=disable", pgMaxConns, false},
+		{"postgres://u@h/db?pool_max_conns=40&sslmode=disable", "postgres://u@h/db?sslmode=disable", 40, false},
+		{"postgres://u@h/db?pool_max_conns=0", "", 0, true},
+		{"postgres://u@h/db?pool_max_conns=lots", "", 0, true},
+	} {
+		dsn, n, err := poolSize(tc.dsn)
+		if (err != nil) != tc.wantErr || dsn != tc.wantDSN || n != tc.want {
+			t.Errorf("poolSize(%q) = %q, %d, %v; want %q, %d, error %v", tc.dsn, dsn, n, err, tc.wantDSN, tc.want, tc.wantErr)
+		}
+	}
+}
+
+// TestMigrateDownUp checks that the down migrations undo the up ones
+// cleanly (on PostgreSQL too when it is configured), so a release can be
+// rolled back.
+func TestMigrateDownUp(t *testing.T) {
+	dsns := map[string]string{DialectSQLite: filepath.Join(t.TempDir(), "faxhub.db")}
+	if u := os.Getenv(storetest.EnvPostgresURL); u != "" {
+		dsns[DialectPostgres] = storetest.OpenPostgresSchema(t, u)
+	}
+	for dialect, dsn := range dsns {
+		t.Run(dialect, func(t *testing.T) {
+			ctx := context.Background()
+			db, err := Open(ctx, dsn)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer db.Close()
+			if err := db.Migrate(ctx); err != nil {
+				t.Fatal(err)
+			}
+			// Rows with every foreign key in place, including the cycle
+			// between drafts and orders.
+			o := &core.Owner{ID: "own_1", Email: "a@example.com", CreatedAt: time.Now()}
+			d := &core.Document{ID: "doc_1", OwnerID: o.ID, Mode: core.ModeTest, CreatedAt: time.Now()}
+			dr := &core.Draft{ID: "drf_1", OwnerID: o.ID, Mode: core.ModeTest, DocumentID: d.ID, Status: core.DraftOpen}
+			ord := &core.Order{ID: "fax_1", OwnerID: o.ID, Mode: core.ModeTest, DocumentID: d.ID, Status: core.OrderQueued, DraftID: &dr.ID}
+			for _, err := range []error{
+				db.CreateOwner(ctx, o), db.CreateDocument(ctx, d), db.CreateDraft(ctx, dr), db.CreateOrder(ctx, ord),
+				db.MarkDraftOrdered(ctx, dr.ID, ord.ID),
+			} {
+				if err != nil {
+					t.Fatal(err)
+				}
+			}
+			p, err := db.provider(db.w.DB, true)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := p.DownTo(ctx, 0); err != nil {
+				t.Fatalf("down: %v", err)
+			}
+			if err := db.Ready(ctx); err == nil {
+				t.Fatal("Ready after migrating down: want an error")
+			}
+			if err := db.Migrate(ctx); err != nil {
+				t.Fatalf("up again: %v", err)
+			}
+			if err := db.Ready(ctx); err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+}
