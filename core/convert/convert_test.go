@@ -1,0 +1,254 @@
+package convert
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"errors"
+	"hash/crc32"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/faxhub/faxhub/core"
+)
+
+func wantCode(t *testing.T, err error, kind core.Kind, code string) {
+	t.Helper()
+	var ce *core.Error
+	if !errors.As(err, &ce) {
+		t.Fatalf("got %v (%T), want *core.Error %s", err, err, code)
+	}
+	if ce.Code != code || ce.Kind != kind {
+		t.Fatalf("got kind %d code %s (%s), want kind %d code %s", ce.Kind, ce.Code, ce.Message, kind, code)
+	}
+}
+
+func randomBytes(n int) []byte {
+	r := rand.New(rand.NewPCG(1, 2))
+	b := make([]byte, n)
+	for i := range b {
+		b[i] = byte(r.Uint32())
+	}
+	return b
+}
+
+func TestDetect(t *testing.T) {
+	t.Parallel()
+	onePage := pdfBytes(t, pdfSpec{pages: 1})
+	tests := []struct {
+		name string
+		data []byte
+		want core.FileKind // empty: unsupported
+	}{
+		{"pdf", onePage, core.KindPDF},
+		{"pdf with junk before the header", pdfBytes(t, pdfSpec{pages: 1, junk: "From scanner\r\n"}), core.KindPDF},
+		{"truncated pdf is still a pdf", onePage[:200], core.KindPDF},
+		{"png", pngBytes(t), core.KindPNG},
+		{"jpeg", jpegBytes(t), core.KindJPEG},
+		{"gif", gifBytes(t), core.KindGIF},
+		{"tiff little-endian", tiffBytes(t), core.KindTIFF},
+		{"tiff big-endian", append([]byte("MM\x00*"), make([]byte, 100)...), core.KindTIFF},
+		{"rtf", []byte(`{\rtf1\ansi Hello}`), core.KindRTF},
+		{"docx", docxBytes(t, 1), core.KindDOCX},
+		{"xlsx", xlsxBytes(t), core.KindXLSX},
+		{"odt", odtBytes(t), core.KindODT},
+		{"ods", odsBytes(t), core.KindODS},
+		{"doc", cfbBytes([]string{"\x01CompObj", "WordDocument", "1Table"}, nil), core.KindDOC},
+		{"xls (BIFF8)", cfbBytes([]string{"Workbook", "\x05SummaryInformation"}, nil), core.KindXLS},
+		{"xls (BIFF5)", cfbBytes([]string{"Book"}, nil), core.KindXLS},
+		{"doc with an embedded workbook", cfbBytes([]string{"WordDocument"}, []string{"Workbook"}), core.KindDOC},
+		{"many directory sectors", cfbBytes([]string{"a", "b", "c", "d", "e", "f", "g", "h", "i", "Workbook"}, nil), core.KindXLS},
+		{"ole2 with only a nested workbook", cfbBytes(nil, []string{"Workbook"}), ""},
+		{"powerpoint", cfbBytes([]string{"PowerPoint Document"}, nil), ""},
+		{"truncated ole2", cfbMagic, ""},
+		{"plain zip", zipBytes(t, zipEntry{"notes.txt", "hello"}), ""},
+		{"zip with word/ but no content types", zipBytes(t, zipEntry{"word/document.xml", "<x/>"}), ""},
+		{"odp presentation", odfBytes(t, "application/vnd.oasis.opendocument.presentation", ""), ""},
+		{"broken zip", []byte("PK\x03\x04garbage"), ""},
+		{"random bytes", randomBytes(8192), ""},
+		{"plain text", []byte("just some text\n"), ""},
+		{"html", []byte("<!doctype html><html></html>"), ""},
+		{"one byte", []byte{0x89}, ""},
+	}
+	c := New(Options{})
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			got, err := c.Detect(context.Background(), writeTemp(t, "upload", tt.data))
+			if tt.want == "" {
+				wantCode(t, err, core.KindUnsupportedMedia, core.CodeUnsupportedType)
+				var ce *core.Error
+				errors.As(err, &ce)
+				if !bytes.Contains([]byte(ce.Message), []byte("PDF, PNG, JPEG, TIFF, GIF, DOC, DOCX, XLS, XLSX, ODT, ODS, RTF")) {
+					t.Errorf("message does not list what is supported: %s", ce.Message)
+				}
+				if len(ce.Fields["supported"].([]string)) != 12 {
+					t.Errorf("supported field: %v", ce.Fields["supported"])
+				}
+				return
+			}
+			if err != nil || got != tt.want {
+				t.Fatalf("Detect = %q, %v; want %q", got, err, tt.want)
+			}
+		})
+	}
+}
+
+func TestToPDF(t *testing.T) {
+	t.Parallel()
+	three := pdfBytes(t, pdfSpec{pages: 3})
+	tests := []struct {
+		name  string
+		data  []byte
+		kind  core.FileKind
+		pages int
+		code  string // error code, if the conversion must fail
+	}{
+		{"one page", pdfBytes(t, pdfSpec{pages: 1}), core.KindPDF, 1, ""},
+		{"three pages", three, core.KindPDF, 3, ""},
+		{"indirect lengths", pdfBytes(t, pdfSpec{pages: 4, indirectLengths: true, imageBytes: 20000}), core.KindPDF, 4, ""},
+		{"large streams", pdfBytes(t, pdfSpec{pages: 2, imageBytes: 300000}), core.KindPDF, 2, ""},
+		{"junk before header", pdfBytes(t, pdfSpec{pages: 2, junk: "%%%junk\n"}), core.KindPDF, 2, ""},
+		{"xref stream and object streams", rewritePDF(t, pdfBytes(t, pdfSpec{pages: 5, imageBytes: 10000})), core.KindPDF, 5, ""},
+		{"incremental update", appendUpdate(t, three), core.KindPDF, 3, ""},
+		{"truncated in the middle", three[:len(three)/2], core.KindPDF, 0, core.CodeCorruptDocument},
+		// Every object is intact and pdfcpu alone would rebuild the xref, but
+		// we refuse damaged files (see pdfPages).
+		{"trailer cut off", three[:len(three)-40], core.KindPDF, 0, core.CodeCorruptDocument},
+		{"header only", []byte("%PDF-1.7\n"), core.KindPDF, 0, core.CodeCorruptDocument},
+		{"pdf header then random bytes", append([]byte("%PDF-1.4\n"), randomBytes(20000)...), core.KindPDF, 0, core.CodeCorruptDocument},
+		{"encrypted with a user password", encryptPDF(t, three, "user-secret"), core.KindPDF, 0, core.CodeEncryptedDocument},
+		{"encrypted, owner password only", encryptPDF(t, three, ""), core.KindPDF, 0, core.CodeEncryptedDocument},
+		{"png", pngBytes(t), core.KindPNG, 1, ""},
+		{"jpeg", jpegBytes(t), core.KindJPEG, 1, ""},
+		{"gif", gifBytes(t), core.KindGIF, 1, ""},
+		{"tiff", tiffBytes(t), core.KindTIFF, 1, ""},
+		{"multi-page tiff", multiPageTIFF(3, 40, 60), core.KindTIFF, 3, ""},
+		{"truncated png", pngBytes(t)[:60], core.KindPNG, 0, core.CodeCorruptDocument},
+		{"truncated jpeg", jpegBytes(t)[:100], core.KindJPEG, 0, core.CodeCorruptDocument},
+		{"png header only", []byte("\x89PNG\r\n\x1a\n"), core.KindPNG, 0, core.CodeCorruptDocument},
+	}
+	c := New(Options{})
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			src := writeTemp(t, "source", tt.data)
+			if kind, err := c.Detect(context.Background(), src); err != nil || kind != tt.kind {
+				t.Fatalf("Detect = %q, %v; want %q", kind, err, tt.kind)
+			}
+			dst := filepath.Join(t.TempDir(), "document.pdf")
+			pages, err := c.ToPDF(context.Background(), src, tt.kind, dst)
+			if tt.code != "" {
+				wantCode(t, err, core.KindUnprocessable, tt.code)
+				if _, err := os.Stat(dst); !os.IsNotExist(err) {
+					t.Errorf("a failed conversion left %s behind", dst)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if pages != tt.pages {
+				t.Errorf("pages = %d, want %d", pages, tt.pages)
+			}
+			out, err := os.ReadFile(dst)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if tt.kind == core.KindPDF && !bytes.Equal(out, tt.data) {
+				t.Error("a valid PDF must be copied unchanged")
+			}
+			// Whatever we produced must pass our own validation again.
+			if n, err := pdfPages(context.Background(), dst); err != nil || n != tt.pages {
+				t.Errorf("re-validating the output: %d pages, %v", n, err)
+			}
+		})
+	}
+}
+
+func TestImageTooLarge(t *testing.T) {
+	t.Parallel()
+	// A PNG header claiming 20000×20000 pixels: refused before decoding.
+	b := pngBytes(t)
+	b[16], b[17], b[18], b[19] = 0, 0, 0x4e, 0x20
+	b[20], b[21], b[22], b[23] = 0, 0, 0x4e, 0x20
+	binary.BigEndian.PutUint32(b[29:], crc32.ChecksumIEEE(b[12:29]))
+	src := writeTemp(t, "big.png", b)
+	_, err := New(Options{}).ToPDF(context.Background(), src, core.KindPNG, filepath.Join(t.TempDir(), "out.pdf"))
+	wantCode(t, err, core.KindUnprocessable, core.CodeConversionFailed)
+}
+
+// pdfcpu checks the first page of a TIFF only; a later page claiming huge
+// dimensions must be refused before anything is decoded.
+func TestTIFFLaterPageTooLarge(t *testing.T) {
+	t.Parallel()
+	src := writeTemp(t, "pages.tif", multiPageTIFF(3, 40, 60, 30000, 30000))
+	_, err := New(Options{}).ToPDF(context.Background(), src, core.KindTIFF, filepath.Join(t.TempDir(), "out.pdf"))
+	wantCode(t, err, core.KindUnprocessable, core.CodeConversionFailed)
+}
+
+func TestUnsupportedKind(t *testing.T) {
+	t.Parallel()
+	src := writeTemp(t, "x", []byte("x"))
+	_, err := New(Options{}).ToPDF(context.Background(), src, core.FileKind("text/plain"), filepath.Join(t.TempDir(), "out.pdf"))
+	wantCode(t, err, core.KindUnsupportedMedia, core.CodeUnsupportedType)
+}
+
+// Mangled PDFs must come back as corrupt_document, never as a panic or an
+// internal error.
+func TestPDFNeverPanics(t *testing.T) {
+	t.Parallel()
+	base := rewritePDF(t, pdfBytes(t, pdfSpec{pages: 3, imageBytes: 5000}))
+	classic := pdfBytes(t, pdfSpec{pages: 3, imageBytes: 5000, indirectLengths: true})
+	r := rand.New(rand.NewPCG(7, 11))
+	c := New(Options{})
+	for i := 0; i < 300; i++ {
+		src := base
+		if i%2 == 1 {
+			src = classic
+		}
+		b := bytes.Clone(src)
+		for j := 0; j < 1+r.IntN(8); j++ {
+			b[r.IntN(len(b))] = byte(r.Uint32())
+		}
+		p := writeTemp(t, "fuzzed.pdf", b)
+		pages, err := c.ToPDF(context.Background(), p, core.KindPDF, p+".out")
+		if err == nil {
+			if pages < 1 {
+				t.Fatalf("case %d: %d pages without an error", i, pages)
+			}
+			continue
+		}
+		var ce *core.Error
+		if !errors.As(err, &ce) || (ce.Code != core.CodeCorruptDocument && ce.Code != core.CodeEncryptedDocument) {
+			t.Fatalf("case %d: %v", i, err)
+		}
+	}
+}
+
+// FuzzPDFPages: go test -fuzz=FuzzPDFPages ./core/convert
+func FuzzPDFPages(f *testing.F) {
+	f.Add(pdfBytes(f, pdfSpec{pages: 2}))
+	f.Add(pdfBytes(f, pdfSpec{pages: 2, imageBytes: 5000, indirectLengths: true}))
+	f.Add(rewritePDF(f, pdfBytes(f, pdfSpec{pages: 2, imageBytes: 5000})))
+	f.Add(appendUpdate(f, pdfBytes(f, pdfSpec{pages: 1})))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		p := filepath.Join(t.TempDir(), "f.pdf")
+		if err := os.WriteFile(p, b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		pages, err := pdfPages(context.Background(), p)
+		if err == nil {
+			if pages < 1 {
+				t.Fatalf("%d pages without an error", pages)
+			}
+			return
+		}
+		var ce *core.Error
+		if !errors.As(err, &ce) || (ce.Code != core.CodeCorruptDocument && ce.Code != core.CodeEncryptedDocument) {
+			t.Fatalf("%v", err)
+		}
+	})
+}
