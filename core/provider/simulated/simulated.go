@@ -1,0 +1,226 @@
+// Package simulated is the fax provider of test mode: nothing is dialled,
+// and the outcome of a fax is chosen by its destination number, so every
+// path of delivery (retries, partial pages, permanent failures) can be
+// exercised on purpose. Transmission takes about as long as a real fax would,
+// scaled by Options.TimeScale.
+package simulated
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/faxhub/faxhub/core"
+)
+
+// Name is the provider name recorded on attempts.
+const Name = "simulated"
+
+// Outcome is what the simulated network does with a fax.
+type Outcome string
+
+const (
+	// OutcomeDelivered: every page arrives.
+	OutcomeDelivered Outcome = "delivered"
+	// OutcomeBusy: the line is busy; retryable.
+	OutcomeBusy Outcome = "busy"
+	// OutcomeNoAnswer: it rings out; retryable.
+	OutcomeNoAnswer Outcome = "no_answer"
+	// OutcomeNotAFax: a person or voicemail answers; final.
+	OutcomeNotAFax Outcome = "not_a_fax_machine"
+	// OutcomePartial: the call drops half way; final, with the pages sent.
+	OutcomePartial Outcome = "partial"
+	// OutcomeProviderErrorOnce: the provider's API fails on the first
+	// attempt and the retry is delivered.
+	OutcomeProviderErrorOnce Outcome = "provider_error_once"
+	// OutcomeProviderError: the provider's API fails on every attempt, so
+	// the order fails once its attempts are used up.
+	OutcomeProviderError Outcome = "provider_error"
+)
+
+// TestNumber is one documented destination with a fixed outcome.
+type TestNumber struct {
+	Number      string // E.164
+	Outcome     Outcome
+	Description string
+}
+
+// testNumbers are 555-01xx numbers in New York's 212 area code: valid to
+// libphonenumber (unlike +1 555…), reserved for fiction, so never a real
+// line. Every other valid number is delivered.
+var testNumbers = [...]TestNumber{
+	{"+12125550100", OutcomeDelivered, "Delivered: every page arrives (as does any number not listed here)."},
+	{"+12125550101", OutcomeBusy, "Line busy: the attempt fails with failure code busy and is retried."},
+	{"+12125550102", OutcomeNoAnswer, "No answer: it rings out; failure code no_answer, retried."},
+	{"+12125550103", OutcomeNotAFax, "A person answers, not a fax machine: failure code not_a_fax_machine, not retried; the order fails."},
+	{"+12125550104", OutcomePartial, "The call drops half way: half the pages (rounded down, at least one of two or more) are sent; the order ends partial with failure code call_dropped."},
+	{"+12125550105", OutcomeProviderErrorOnce, "The provider's API errors on the first attempt; the retry is delivered."},
+	{"+12125550106", OutcomeProviderError, "The provider's API errors on every attempt; the order fails after its last retry."},
+}
+
+// TestNumbers returns the documented test destinations, in number order.
+func TestNumbers() []TestNumber {
+	return append([]TestNumber(nil), testNumbers[:]...)
+}
+
+// OutcomeFor returns what the simulated network does with a fax to number.
+func OutcomeFor(number string) Outcome {
+	for _, n := range testNumbers {
+		if n.Number == number {
+			return n.Outcome
+		}
+	}
+	return OutcomeDelivered
+}
+
+// Real-world durations of a G3 fax call at 14.4 kbit/s, before TimeScale.
+const (
+	connectTime   = 15 * time.Second // dial, ring, T.30 handshake
+	perPageTime   = 30 * time.Second
+	busyTime      = 5 * time.Second
+	noAnswerTime  = 60 * time.Second // about ten rings
+	notAFaxTime   = 35 * time.Second // T.30 timer T1 runs out
+	apiErrorTime  = 500 * time.Millisecond
+	hangupTime    = 2 * time.Second
+	pdfHeaderSize = 5
+)
+
+// Options tune the simulation.
+type Options struct {
+	// TimeScale multiplies real-world durations: 1 is real time (a 3-page
+	// fax takes about 1m45s), 0.01 makes it about a second, 0 is instant.
+	TimeScale float64
+	// Delay, if set, does the waiting instead of a timer (tests record the
+	// durations). It must return ctx's error if ctx ends first.
+	Delay func(ctx context.Context, d time.Duration) error
+}
+
+// Provider is the simulated fax provider.
+type Provider struct {
+	scale float64
+	delay func(ctx context.Context, d time.Duration) error
+}
+
+var _ core.FaxProvider = (*Provider)(nil)
+
+// New returns a simulated provider.
+func New(opts Options) *Provider {
+	p := &Provider{scale: max(opts.TimeScale, 0), delay: opts.Delay}
+	if p.delay == nil {
+		p.delay = sleep
+	}
+	return p
+}
+
+// Name is "simulated".
+func (p *Provider) Name() string { return Name }
+
+// Send simulates one fax call. It reads the document as a real provider
+// would upload it, waits for the simulated call and reports its outcome.
+func (p *Provider) Send(ctx context.Context, req core.ProviderRequest) (core.ProviderResult, error) {
+	pages := max(req.Pages, 1)
+	outcome := OutcomeFor(req.To)
+	if outcome == OutcomeProviderError || outcome == OutcomeProviderErrorOnce && req.Attempt <= 1 {
+		if err := p.wait(ctx, apiErrorTime); err != nil {
+			return core.ProviderResult{}, fmt.Errorf("simulated fax to %s: %w", req.To, err)
+		}
+		return core.ProviderResult{}, fmt.Errorf("simulated provider error: the fax API answered 503 Service Unavailable for %s (attempt %d)", req.To, req.Attempt)
+	}
+
+	if res, ok, err := p.checkDocument(ctx, req); err != nil || !ok {
+		return res, err
+	}
+
+	ref := newRef()
+	var d time.Duration
+	res := core.ProviderResult{ProviderRef: ref, Status: core.AttemptFailed}
+	switch outcome {
+	case OutcomeBusy:
+		d = busyTime
+		res.FailureCode, res.FailureReason, res.Retryable = "busy", "the line was busy", true
+	case OutcomeNoAnswer:
+		d = noAnswerTime
+		res.FailureCode, res.FailureReason, res.Retryable = "no_answer", "no one answered after ten rings", true
+	case OutcomeNotAFax:
+		d = notAFaxTime
+		res.FailureCode, res.FailureReason = "not_a_fax_machine", "the call was answered, but not by a fax machine"
+	case OutcomePartial:
+		sent := pages / 2
+		if pages > 1 {
+			sent = max(sent, 1)
+		}
+		d = connectTime + time.Duration(sent)*perPageTime + hangupTime
+		res.Status, res.PagesSent = core.AttemptPartial, sent
+		res.FailureCode, res.FailureReason = "call_dropped", fmt.Sprintf("the call dropped after page %d of %d", sent, pages)
+	default:
+		d = connectTime + time.Duration(pages)*perPageTime + hangupTime
+		res.Status, res.PagesSent = core.AttemptDelivered, pages
+	}
+	if err := p.wait(ctx, d); err != nil {
+		return core.ProviderResult{}, fmt.Errorf("simulated fax to %s: %w", req.To, err)
+	}
+	res.Duration = p.scaled(d)
+	return res, nil
+}
+
+// checkDocument opens and reads the PDF as an upload would. A document that
+// cannot be opened is an infrastructure error (retried); one that is not a
+// PDF is refused for good, as a real provider would.
+func (p *Provider) checkDocument(ctx context.Context, req core.ProviderRequest) (core.ProviderResult, bool, error) {
+	if req.PDF == nil {
+		return core.ProviderResult{}, false, fmt.Errorf("simulated fax to %s: no document to send", req.To)
+	}
+	rc, err := req.PDF(ctx)
+	if err != nil {
+		return core.ProviderResult{}, false, fmt.Errorf("simulated fax to %s: open document: %w", req.To, err)
+	}
+	defer rc.Close()
+	head := make([]byte, pdfHeaderSize)
+	n, err := io.ReadFull(rc, head)
+	if err != nil && !errors.Is(err, io.ErrUnexpectedEOF) && !errors.Is(err, io.EOF) {
+		return core.ProviderResult{}, false, fmt.Errorf("simulated fax to %s: read document: %w", req.To, err)
+	}
+	if !bytes.Equal(head[:n], []byte("%PDF-")) {
+		return core.ProviderResult{
+			Status: core.AttemptFailed, FailureCode: "invalid_document",
+			FailureReason: "the document is not a PDF",
+		}, false, nil
+	}
+	if _, err := io.Copy(io.Discard, rc); err != nil {
+		return core.ProviderResult{}, false, fmt.Errorf("simulated fax to %s: read document: %w", req.To, err)
+	}
+	return core.ProviderResult{}, true, nil
+}
+
+func (p *Provider) scaled(d time.Duration) time.Duration {
+	return time.Duration(float64(d) * p.scale)
+}
+
+func (p *Provider) wait(ctx context.Context, d time.Duration) error {
+	if s := p.scaled(d); s > 0 {
+		return p.delay(ctx, s)
+	}
+	return ctx.Err()
+}
+
+func sleep(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+func newRef() string {
+	b := make([]byte, 8)
+	_, _ = rand.Read(b)
+	return "simfax_" + hex.EncodeToString(b)
+}

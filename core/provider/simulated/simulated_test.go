@@ -1,0 +1,234 @@
+package simulated_test
+
+import (
+	"context"
+	"errors"
+	"io"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/nyaruka/phonenumbers"
+
+	"github.com/faxhub/faxhub/core"
+	"github.com/faxhub/faxhub/core/provider/simulated"
+)
+
+const minimalPDF = "%PDF-1.4\n1 0 obj<</Type/Catalog/Pages 2 0 R>>endobj\n2 0 obj<</Type/Pages/Kids[]/Count 0>>endobj\ntrailer<</Root 1 0 R>>\n%%EOF\n"
+
+// doc serves a document and remembers whether it was closed.
+type doc struct {
+	body   string
+	err    error
+	mu     sync.Mutex
+	opened int
+	closed int
+}
+
+type closeCounter struct {
+	io.Reader
+	d *doc
+}
+
+func (c closeCounter) Close() error {
+	c.d.mu.Lock()
+	defer c.d.mu.Unlock()
+	c.d.closed++
+	return nil
+}
+
+func (d *doc) open(context.Context) (io.ReadCloser, error) {
+	if d.err != nil {
+		return nil, d.err
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.opened++
+	return closeCounter{strings.NewReader(d.body), d}, nil
+}
+
+func request(to string, pages, attempt int, d *doc) core.ProviderRequest {
+	return core.ProviderRequest{OrderID: "ord_1", AttemptID: "att_1", Attempt: attempt, To: to, Pages: pages, PDF: d.open}
+}
+
+func TestTestNumbersAreValidUSNumbers(t *testing.T) {
+	nums := simulated.TestNumbers()
+	if len(nums) == 0 {
+		t.Fatal("no test numbers")
+	}
+	seen := map[simulated.Outcome]bool{}
+	for _, n := range nums {
+		p, err := phonenumbers.Parse(n.Number, "")
+		if err != nil {
+			t.Fatalf("%s: %v", n.Number, err)
+		}
+		if !phonenumbers.IsValidNumber(p) {
+			t.Errorf("%s is not a valid number to libphonenumber", n.Number)
+		}
+		if region := phonenumbers.GetRegionCodeForNumber(p); region != "US" {
+			t.Errorf("%s is in %s, want US", n.Number, region)
+		}
+		if e164 := phonenumbers.Format(p, phonenumbers.E164); e164 != n.Number {
+			t.Errorf("%s is not in E.164 form (%s)", n.Number, e164)
+		}
+		if n.Description == "" {
+			t.Errorf("%s has no description", n.Number)
+		}
+		if seen[n.Outcome] {
+			t.Errorf("outcome %s is listed twice", n.Outcome)
+		}
+		seen[n.Outcome] = true
+	}
+	// The table is a copy: changing it changes nothing.
+	nums[1].Outcome = simulated.OutcomeDelivered
+	if simulated.OutcomeFor(simulated.TestNumbers()[1].Number) == simulated.OutcomeDelivered {
+		t.Error("TestNumbers exposes the provider's own table")
+	}
+}
+
+func TestOutcomes(t *testing.T) {
+	p := simulated.New(simulated.Options{})
+	if p.Name() != "simulated" {
+		t.Fatalf("Name = %q", p.Name())
+	}
+	cases := []struct {
+		name      string
+		to        string
+		pages     int
+		attempt   int
+		wantErr   bool
+		status    core.AttemptStatus
+		pagesSent int
+		code      string
+		retryable bool
+	}{
+		{"listed delivered", "+12125550100", 3, 1, false, core.AttemptDelivered, 3, "", false},
+		{"any other number", "+14155550123", 2, 1, false, core.AttemptDelivered, 2, "", false},
+		{"foreign number", "+442079460958", 1, 1, false, core.AttemptDelivered, 1, "", false},
+		{"busy", "+12125550101", 3, 1, false, core.AttemptFailed, 0, "busy", true},
+		{"no answer", "+12125550102", 3, 2, false, core.AttemptFailed, 0, "no_answer", true},
+		{"not a fax", "+12125550103", 3, 1, false, core.AttemptFailed, 0, "not_a_fax_machine", false},
+		{"partial of 5", "+12125550104", 5, 1, false, core.AttemptPartial, 2, "call_dropped", false},
+		{"partial of 4", "+12125550104", 4, 1, false, core.AttemptPartial, 2, "call_dropped", false},
+		{"partial of 3", "+12125550104", 3, 1, false, core.AttemptPartial, 1, "call_dropped", false},
+		{"partial of 2", "+12125550104", 2, 1, false, core.AttemptPartial, 1, "call_dropped", false},
+		{"partial of 1", "+12125550104", 1, 1, false, core.AttemptPartial, 0, "call_dropped", false},
+		{"error once, first attempt", "+12125550105", 2, 1, true, "", 0, "", false},
+		{"error once, retry", "+12125550105", 2, 2, false, core.AttemptDelivered, 2, "", false},
+		{"always error, first", "+12125550106", 2, 1, true, "", 0, "", false},
+		{"always error, third", "+12125550106", 2, 3, true, "", 0, "", false},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			d := &doc{body: minimalPDF}
+			res, err := p.Send(t.Context(), request(c.to, c.pages, c.attempt, d))
+			if c.wantErr {
+				if err == nil {
+					t.Fatalf("want a provider error, got %+v", res)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res.Status != c.status || res.PagesSent != c.pagesSent || res.FailureCode != c.code || res.Retryable != c.retryable {
+				t.Fatalf("got status=%s pagesSent=%d code=%q retryable=%v, want %s %d %q %v",
+					res.Status, res.PagesSent, res.FailureCode, res.Retryable, c.status, c.pagesSent, c.code, c.retryable)
+			}
+			if c.code != "" && res.FailureReason == "" {
+				t.Error("failure without a reason")
+			}
+			if !strings.HasPrefix(res.ProviderRef, "simfax_") {
+				t.Errorf("ProviderRef = %q", res.ProviderRef)
+			}
+			if d.opened != 1 || d.closed != 1 {
+				t.Errorf("document opened %d and closed %d times, want 1 and 1", d.opened, d.closed)
+			}
+		})
+	}
+}
+
+func TestTimings(t *testing.T) {
+	var mu sync.Mutex
+	var waited []time.Duration
+	record := func(ctx context.Context, d time.Duration) error {
+		mu.Lock()
+		defer mu.Unlock()
+		waited = append(waited, d)
+		return ctx.Err()
+	}
+	cases := []struct {
+		to    string
+		pages int
+		scale float64
+		want  time.Duration
+	}{
+		// Connect 15 s + 30 s a page + 2 s hang-up.
+		{"+12125550100", 3, 1, 107 * time.Second},
+		{"+12125550100", 3, 0.01, 1070 * time.Millisecond},
+		{"+12125550104", 4, 1, 77 * time.Second}, // two of four pages
+		{"+12125550101", 3, 1, 5 * time.Second},
+		{"+12125550102", 3, 1, 60 * time.Second},
+		{"+12125550103", 3, 1, 35 * time.Second},
+	}
+	for _, c := range cases {
+		waited = nil
+		p := simulated.New(simulated.Options{TimeScale: c.scale, Delay: record})
+		res, err := p.Send(t.Context(), request(c.to, c.pages, 1, &doc{body: minimalPDF}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(waited) != 1 || waited[0] != c.want {
+			t.Errorf("%s, %d pages, scale %v: waited %v, want [%s]", c.to, c.pages, c.scale, waited, c.want)
+		}
+		if res.Duration != c.want {
+			t.Errorf("%s: Duration = %s, want %s", c.to, res.Duration, c.want)
+		}
+	}
+}
+
+func TestCancelWhileTransmitting(t *testing.T) {
+	p := simulated.New(simulated.Options{TimeScale: 1})
+	ctx, cancel := context.WithCancel(t.Context())
+	time.AfterFunc(20*time.Millisecond, cancel)
+	start := time.Now()
+	_, err := p.Send(ctx, request("+12125550100", 10, 1, &doc{body: minimalPDF}))
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("err = %v, want context.Canceled", err)
+	}
+	if d := time.Since(start); d > 5*time.Second {
+		t.Fatalf("Send took %s after its context was cancelled", d)
+	}
+}
+
+func TestDocumentProblems(t *testing.T) {
+	p := simulated.New(simulated.Options{})
+
+	_, err := p.Send(t.Context(), request("+12125550100", 1, 1, &doc{err: errors.New("blob store down")}))
+	if err == nil || !strings.Contains(err.Error(), "blob store down") {
+		t.Fatalf("unopenable document: err = %v", err)
+	}
+
+	d := &doc{body: "PK\x03\x04 this is a zip"}
+	res, err := p.Send(t.Context(), request("+12125550100", 1, 1, d))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Status != core.AttemptFailed || res.FailureCode != "invalid_document" || res.Retryable {
+		t.Fatalf("non-PDF: %+v", res)
+	}
+	if d.closed != 1 {
+		t.Fatalf("document closed %d times", d.closed)
+	}
+
+	if _, err := p.Send(t.Context(), request("+12125550100", 1, 1, &doc{body: ""})); err != nil {
+		t.Fatal(err)
+	}
+
+	req := request("+12125550100", 1, 1, nil)
+	req.PDF = nil
+	if _, err := p.Send(t.Context(), req); err == nil {
+		t.Fatal("request without a document accepted")
+	}
+}

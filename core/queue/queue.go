@@ -1,0 +1,310 @@
+// Package queue is faxhub's durable job queue: River on SQLite (the embedded
+// default) or PostgreSQL, behind core.Queue.
+//
+// Both databases are reached through database/sql so that a delivery job is
+// inserted with the very *sql.Tx the store uses for the order: the order row
+// and its job commit or vanish together. Neither database/sql driver of River
+// can LISTEN, so workers find new jobs by polling; the poll interval and the
+// fetch cooldown below are what bound latency and throughput.
+package queue
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/riverqueue/river"
+	"github.com/riverqueue/river/riverdriver"
+	"github.com/riverqueue/river/riverdriver/riverdatabasesql"
+	"github.com/riverqueue/river/riverdriver/riversqlite"
+	"github.com/riverqueue/river/rivertype"
+
+	"github.com/faxhub/faxhub/core"
+)
+
+// Dialects accepted by New and Migrate.
+const (
+	DialectSQLite   = "sqlite"
+	DialectPostgres = "postgres"
+)
+
+// KindDeliverFax is the River job kind of a delivery. It is stored in every
+// job row, so it must never change.
+const KindDeliverFax = "deliver_fax"
+
+// Defaults, chosen by measurement (see the package tests' throughput log).
+const (
+	// On SQLite every write is serialised on one writer, so the database,
+	// not the queue, bounds throughput: 100 workers fetched at most every
+	// 2 ms could start 50,000 jobs a second. Idle workers poll every 50 ms
+	// (a cheap UPDATE that matches nothing); that is the delay between a
+	// commit and the start of its delivery, since a job inserted in the
+	// store's transaction cannot wake the workers itself.
+	defaultWorkersSQLite       = 100
+	defaultPollIntervalSQLite  = 50 * time.Millisecond
+	defaultFetchCooldownSQLite = 2 * time.Millisecond
+
+	// On PostgreSQL each replica polls the shared database, so the interval
+	// is a little longer; the cooldown bounds throughput per replica at
+	// Workers/FetchCooldown jobs per second.
+	defaultWorkersPostgres       = 50
+	defaultPollIntervalPostgres  = 100 * time.Millisecond
+	defaultFetchCooldownPostgres = 5 * time.Millisecond
+
+	defaultMaxAttempts = 25
+	// A synchronous provider holds the job for the whole transmission (the
+	// simulated one at real-time scale: 15 s + 30 s a page), so a delivery
+	// may legitimately run long. The timeout also sets how soon a job left
+	// running by a crashed process is run again (timeout + rescueMargin).
+	defaultJobTimeout = time.Hour
+	rescueMargin      = 15 * time.Minute
+
+	// River's scheduler promotes scheduled jobs to available every 5 s (not
+	// configurable in v0.31.0); River itself inserts shorter snoozes and
+	// retries as available-with-a-future-scheduled_at, and so do we.
+	riverSchedulerInterval = 5 * time.Second
+)
+
+// Options tune the queue; zero values take the defaults for the dialect.
+type Options struct {
+	// Workers is how many deliveries this process runs at once.
+	Workers int
+	// PollInterval is how often an idle worker pool looks for new jobs; it
+	// is the worst-case latency between a commit and the start of delivery.
+	PollInterval time.Duration
+	// FetchCooldown is the minimum gap between two fetches; a busy pool
+	// fetches at most Workers jobs per cooldown.
+	FetchCooldown time.Duration
+	// MaxAttempts bounds how often River retries a job whose delivery
+	// returned an error (infrastructure trouble, not a fax failure: those
+	// are retried by core with new jobs).
+	MaxAttempts int
+	// JobTimeout cancels a delivery that runs longer than this (default
+	// 1 h). A job left running by a crashed process is run again 15 minutes
+	// after its timeout.
+	JobTimeout time.Duration
+	// InsertOnly builds a queue that only enqueues (for `faxhub migrate` and
+	// admin commands): Start and Stop do nothing and deliver may be nil.
+	InsertOnly bool
+}
+
+// Queue implements core.Queue on River.
+type Queue struct {
+	client     *river.Client[*sql.Tx]
+	insertOnly bool
+	logger     *slog.Logger
+}
+
+var _ core.Queue = (*Queue)(nil)
+
+// SQLTxer is what EnqueueDelivery needs from a core.Tx: the database/sql
+// transaction underneath, so the job commits with the order.
+type SQLTxer interface {
+	SQLTx() *sql.Tx
+}
+
+// New builds a queue on db. River's tables must exist (Migrate). On SQLite
+// the DSN must set WAL, a busy_timeout and _txlock=immediate; River advises
+// a single open connection (db.SetMaxOpenConns(1)), and with that DSN more
+// connections also work, because no transaction ever upgrades a read lock.
+func New(db *sql.DB, dialect string, deliver func(ctx context.Context, orderID string) error, opts Options, logger *slog.Logger) (*Queue, error) {
+	if db == nil {
+		return nil, errors.New("new queue: nil database")
+	}
+	if logger == nil {
+		logger = slog.Default()
+	}
+	driver, err := newDriver(db, dialect)
+	if err != nil {
+		return nil, fmt.Errorf("new queue: %w", err)
+	}
+	if !opts.InsertOnly && deliver == nil {
+		return nil, errors.New("new queue: a working queue needs a deliver function")
+	}
+	opts = withDefaults(opts, dialect)
+
+	workers := river.NewWorkers()
+	// Registered even when insert-only, so River rejects an unknown kind at
+	// insert time rather than leaving a job no worker can run.
+	if err := river.AddWorkerSafely(workers, &deliverWorker{deliver: deliver}); err != nil {
+		return nil, fmt.Errorf("new queue: register worker: %w", err)
+	}
+	cfg := &river.Config{
+		Logger:        logger.With("component", "river"),
+		Workers:       workers,
+		MaxAttempts:   opts.MaxAttempts,
+		JobTimeout:    opts.JobTimeout,
+		FetchCooldown: opts.FetchCooldown,
+		// A job running longer than this is presumed orphaned by a crashed
+		// process and run again, so it must exceed JobTimeout.
+		RescueStuckJobsAfter: opts.JobTimeout + rescueMargin,
+		FetchPollInterval:    opts.PollInterval,
+		// Orders and attempts are the record of a delivery; a completed job
+		// row is only clutter, and at a thousand jobs a second a day's worth
+		// would swell the SQLite file.
+		CompletedJobRetentionPeriod: time.Hour,
+		Middleware:                  []rivertype.Middleware{river.JobInsertMiddlewareFunc(availableSoon)},
+	}
+	if !opts.InsertOnly {
+		cfg.Queues = map[string]river.QueueConfig{river.QueueDefault: {MaxWorkers: opts.Workers}}
+	}
+	client, err := river.NewClient(driver, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("new queue: river client: %w", err)
+	}
+	return &Queue{client: client, insertOnly: opts.InsertOnly, logger: logger}, nil
+}
+
+func newDriver(db *sql.DB, dialect string) (riverdriver.Driver[*sql.Tx], error) {
+	switch dialect {
+	case DialectSQLite:
+		return riversqlite.New(db), nil
+	case DialectPostgres:
+		return riverdatabasesql.New(db), nil
+	}
+	return nil, fmt.Errorf("unknown dialect %q (want %q or %q)", dialect, DialectSQLite, DialectPostgres)
+}
+
+func withDefaults(o Options, dialect string) Options {
+	workers, poll, cooldown := defaultWorkersPostgres, defaultPollIntervalPostgres, defaultFetchCooldownPostgres
+	if dialect == DialectSQLite {
+		workers, poll, cooldown = defaultWorkersSQLite, defaultPollIntervalSQLite, defaultFetchCooldownSQLite
+	}
+	if o.Workers <= 0 {
+		o.Workers = workers
+	}
+	if o.PollInterval <= 0 {
+		o.PollInterval = poll
+	}
+	if o.FetchCooldown <= 0 {
+		o.FetchCooldown = min(cooldown, o.PollInterval)
+	}
+	if o.MaxAttempts <= 0 {
+		o.MaxAttempts = defaultMaxAttempts
+	}
+	if o.JobTimeout <= 0 {
+		o.JobTimeout = defaultJobTimeout
+	}
+	return o
+}
+
+// Start starts the workers and returns. They run until Stop, not until ctx
+// ends: a cancelled context would abort in-flight faxes, and shutdown should
+// let them finish (Stop decides how long to wait).
+func (q *Queue) Start(ctx context.Context) error {
+	if q.insertOnly {
+		return nil
+	}
+	if err := q.client.Start(context.WithoutCancel(ctx)); err != nil {
+		return fmt.Errorf("start queue: %w", err)
+	}
+	return nil
+}
+
+// Stop stops fetching jobs and waits for running deliveries to finish. If ctx
+// ends first, running deliveries are cancelled (their jobs run again on the
+// next start) and Stop waits a few more seconds for them to record that.
+func (q *Queue) Stop(ctx context.Context) error {
+	if q.insertOnly {
+		return nil
+	}
+	err := q.client.Stop(ctx)
+	if err == nil {
+		return nil
+	}
+	q.logger.WarnContext(ctx, "queue: graceful stop timed out; cancelling running deliveries", "error", err)
+	hardCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	defer cancel()
+	if err := q.client.StopAndCancel(hardCtx); err != nil {
+		return fmt.Errorf("stop queue: running deliveries did not return after cancellation: %w", err)
+	}
+	return fmt.Errorf("stop queue: running deliveries were cancelled: %w", err)
+}
+
+// EnqueueDelivery inserts a deliver_fax job in tx, due at at (now if at is
+// not in the future). tx must expose its *sql.Tx (SQLTxer).
+func (q *Queue) EnqueueDelivery(ctx context.Context, tx core.Tx, orderID string, at time.Time) error {
+	txer, ok := tx.(SQLTxer)
+	if !ok {
+		return fmt.Errorf("enqueue delivery of %s: transaction %T does not expose its *sql.Tx (SQLTx method)", orderID, tx)
+	}
+	sqlTx := txer.SQLTx()
+	if sqlTx == nil {
+		return fmt.Errorf("enqueue delivery of %s: transaction has no *sql.Tx", orderID)
+	}
+	if orderID == "" {
+		return errors.New("enqueue delivery: empty order id")
+	}
+	opts := &river.InsertOpts{}
+	if at.After(time.Now()) {
+		// SQLite keeps milliseconds and rounds to the nearest one; rounding
+		// up means the job never comes due before the order's
+		// next_attempt_at, which core.Deliver would read as a stale job.
+		opts.ScheduledAt = ceilMillisecond(at)
+	}
+	if _, err := q.client.InsertTx(ctx, sqlTx, deliverArgs{OrderID: orderID}, opts); err != nil {
+		return fmt.Errorf("enqueue delivery of %s: %w", orderID, err)
+	}
+	return nil
+}
+
+func ceilMillisecond(t time.Time) time.Time {
+	if c := t.Truncate(time.Millisecond); !c.Equal(t) {
+		return c.Add(time.Millisecond)
+	}
+	return t
+}
+
+// availableSoon inserts a delivery due within River's scheduler interval as
+// available with a future scheduled_at instead of scheduled: fetches skip it
+// until it is due, so a short retry backoff is honoured within a poll
+// interval rather than up to five seconds late. River does the same for its
+// own short snoozes and retries.
+func availableSoon(ctx context.Context, params []*rivertype.JobInsertParams, doInner func(context.Context) ([]*rivertype.JobInsertResult, error)) ([]*rivertype.JobInsertResult, error) {
+	for _, p := range params {
+		if p.Kind == KindDeliverFax && p.State == rivertype.JobStateScheduled && p.ScheduledAt != nil &&
+			time.Until(*p.ScheduledAt) <= riverSchedulerInterval {
+			p.State = rivertype.JobStateAvailable
+		}
+	}
+	return doInner(ctx)
+}
+
+// deliverArgs are a deliver_fax job's arguments. Everything else about the
+// delivery lives on the order row, read fresh when the job runs.
+type deliverArgs struct {
+	OrderID string `json:"order_id"`
+}
+
+func (deliverArgs) Kind() string { return KindDeliverFax }
+
+type deliverWorker struct {
+	river.WorkerDefaults[deliverArgs]
+	deliver func(ctx context.Context, orderID string) error
+}
+
+func (w *deliverWorker) Work(ctx context.Context, job *river.Job[deliverArgs]) error {
+	if job.Args.OrderID == "" {
+		return river.JobCancel(errors.New("deliver_fax job without an order_id"))
+	}
+	// The database's clock said the job is due; core compares the order's
+	// next_attempt_at with this process's clock, and a job it sees as early
+	// is dropped as stale. Wait for our clock to agree (it can lag another
+	// replica's or the database's by a few milliseconds).
+	if wait := time.Until(job.ScheduledAt); wait > 0 {
+		return river.JobSnooze(wait + time.Millisecond)
+	}
+	err := w.deliver(ctx, job.Args.OrderID)
+	if err == nil {
+		return nil
+	}
+	if errors.Is(err, context.Canceled) && ctx.Err() != nil && !errors.Is(context.Cause(ctx), rivertype.ErrJobCancelledRemotely) {
+		// Shutdown interrupted the delivery: not a failure, so it must not
+		// use up one of the job's attempts. It runs again on the next start.
+		return river.JobSnooze(time.Second)
+	}
+	return fmt.Errorf("deliver order %s: %w", job.Args.OrderID, err)
+}
