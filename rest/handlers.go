@@ -1,0 +1,254 @@
+package rest
+
+import (
+	"net/http"
+	"net/url"
+	"slices"
+	"strconv"
+
+	"github.com/faxhub/faxhub/core"
+	"github.com/faxhub/faxhub/core/web"
+)
+
+func (a *api) createUpload(w http.ResponseWriter, r *http.Request, p core.Principal) error {
+	var body struct {
+		ContentType string `json:"contentType"`
+		MaxBytes    int64  `json:"maxBytes"`
+	}
+	if err := web.DecodeJSON(w, r, &body, true); err != nil {
+		return err
+	}
+	capability, err := a.svc.CreateUpload(r.Context(), p, body.ContentType, body.MaxBytes)
+	if err != nil {
+		return err
+	}
+	web.WriteJSON(w, http.StatusOK, capability)
+	return nil
+}
+
+// uploadResult is the response of the upload PUT. It repeats only the
+// token the client sent (so it can go straight on to sendFax) and the
+// document's public fields; blob keys and the owner stay inside.
+type uploadResult struct {
+	Stored      bool           `json:"stored"`
+	UploadToken string         `json:"uploadToken"`
+	Document    *core.Document `json:"document"`
+}
+
+// putUpload needs no Authorization header: the HMAC token in the path is
+// the capability. Any Content-Type is accepted because the service detects
+// the file type from its bytes.
+func (a *api) putUpload(w http.ResponseWriter, r *http.Request) error {
+	token := r.PathValue("token")
+	// Refusing a declared oversize body before reading it spares both sides
+	// the transfer; bodies of unknown length are bounded by the service
+	// (the token's maxBytes) while it streams them to disk.
+	if limit := a.svc.Config().MaxUploadBytes; r.ContentLength > limit {
+		return core.Errorf(core.KindTooLarge, core.CodeFileTooLarge,
+			"the body is %d bytes; this server accepts at most %d", r.ContentLength, limit).With("limit", limit)
+	}
+	doc, err := a.svc.ReceiveUpload(r.Context(), token, r.Body)
+	if err != nil {
+		return err
+	}
+	web.WriteJSON(w, http.StatusOK, uploadResult{Stored: true, UploadToken: token, Document: doc})
+	return nil
+}
+
+func (a *api) sendFax(w http.ResponseWriter, r *http.Request, p core.Principal) error {
+	var req core.SendFaxRequest
+	if err := web.DecodeJSON(w, r, &req, false); err != nil {
+		return err
+	}
+	order, replayed, err := a.svc.SendFax(r.Context(), p, r.Header.Get("Idempotency-Key"), req)
+	if err != nil {
+		return err
+	}
+	if replayed {
+		w.Header().Set("Idempotent-Replayed", "true")
+	}
+	web.WriteJSON(w, http.StatusOK, order)
+	return nil
+}
+
+func (a *api) listFaxes(w http.ResponseWriter, r *http.Request, p core.Principal) error {
+	q, limit, err := listQuery(r, "status")
+	if err != nil {
+		return err
+	}
+	page, err := a.svc.ListFaxes(r.Context(), p, q.Get("status"), q.Get("starting_after"), limit)
+	if err != nil {
+		return err
+	}
+	web.WriteJSON(w, http.StatusOK, page)
+	return nil
+}
+
+func (a *api) getFax(w http.ResponseWriter, r *http.Request, p core.Principal) error {
+	order, err := a.svc.GetFax(r.Context(), p, r.PathValue("id"))
+	if err != nil {
+		return err
+	}
+	web.WriteJSON(w, http.StatusOK, order)
+	return nil
+}
+
+// listData wraps an unpaginated list, so that every list response has the
+// same `data` member and pagination could be added without breaking it.
+type listData[T any] struct {
+	Data []T `json:"data"`
+}
+
+func (a *api) listAttempts(w http.ResponseWriter, r *http.Request, p core.Principal) error {
+	attempts, err := a.svc.FaxAttempts(r.Context(), p, r.PathValue("id"))
+	if err != nil {
+		return err
+	}
+	if attempts == nil {
+		attempts = []core.Attempt{}
+	}
+	web.WriteJSON(w, http.StatusOK, listData[core.Attempt]{Data: attempts})
+	return nil
+}
+
+func (a *api) cancelFax(w http.ResponseWriter, r *http.Request, p core.Principal) error {
+	order, err := a.svc.CancelFax(r.Context(), p, r.PathValue("id"))
+	if err != nil {
+		return err
+	}
+	web.WriteJSON(w, http.StatusOK, order)
+	return nil
+}
+
+func (a *api) getCredits(w http.ResponseWriter, r *http.Request, p core.Principal) error {
+	q, limit, err := listQuery(r)
+	if err != nil {
+		return err
+	}
+	credits, err := a.svc.GetCredits(r.Context(), p, q.Get("starting_after"), limit)
+	if err != nil {
+		return err
+	}
+	web.WriteJSON(w, http.StatusOK, credits)
+	return nil
+}
+
+// listPacks is gated like getCredits: core has no operation of its own for
+// reading the price list.
+func (a *api) listPacks(w http.ResponseWriter, r *http.Request, p core.Principal) error {
+	if err := core.Authorize(p, core.OpGetCredits); err != nil {
+		return err
+	}
+	packs := a.svc.CreditPacks()
+	if packs == nil {
+		packs = []core.CreditPack{}
+	}
+	web.WriteJSON(w, http.StatusOK, listData[core.CreditPack]{Data: packs})
+	return nil
+}
+
+func (a *api) createCheckout(w http.ResponseWriter, r *http.Request, p core.Principal) error {
+	var body struct {
+		PackID string `json:"packId"`
+	}
+	if err := web.DecodeJSON(w, r, &body, false); err != nil {
+		return err
+	}
+	session, err := a.svc.CreateCreditCheckout(r.Context(), p, body.PackID)
+	if err != nil {
+		return err
+	}
+	web.WriteJSON(w, http.StatusOK, session)
+	return nil
+}
+
+// quoteBody is the JSON form of core.QuoteRequest, which has no JSON tags.
+type quoteBody struct {
+	To    string `json:"to"`
+	Pages int    `json:"pages"`
+	Cover bool   `json:"cover"`
+}
+
+func (a *api) decodeQuote(w http.ResponseWriter, r *http.Request) (core.Quote, error) {
+	var body quoteBody
+	if err := web.DecodeJSON(w, r, &body, false); err != nil {
+		return core.Quote{}, err
+	}
+	return a.svc.Quote(r.Context(), core.QuoteRequest{To: body.To, Pages: body.Pages, Cover: body.Cover})
+}
+
+// quote is the authenticated twin of the machine validate endpoint: core's
+// Quote is principal-free, so the scope check happens here.
+func (a *api) quote(w http.ResponseWriter, r *http.Request, p core.Principal) error {
+	if err := core.Authorize(p, core.OpQuote); err != nil {
+		return err
+	}
+	q, err := a.decodeQuote(w, r)
+	if err != nil {
+		return err
+	}
+	web.WriteJSON(w, http.StatusOK, q)
+	return nil
+}
+
+func (a *api) machinePaymentsOff() error {
+	return core.Errorf(core.KindUnavailable, core.CodeMachinePaymentsOff,
+		"machine payments are disabled on this server; use an API key with prepaid credits (see %s/llms.txt)", a.opts.BaseURL)
+}
+
+// validateMachineFax prices a fax for a paying machine without side effects;
+// it needs no credential because it spends nothing.
+func (a *api) validateMachineFax(w http.ResponseWriter, r *http.Request) error {
+	if !a.opts.MachinePayments {
+		return a.machinePaymentsOff()
+	}
+	q, err := a.decodeQuote(w, r)
+	if err != nil {
+		return err
+	}
+	web.WriteJSON(w, http.StatusOK, q)
+	return nil
+}
+
+// createMachineFax is a placeholder until the MPP payment methods land:
+// answering 402 with a challenge nobody can pay would be a lie, so it says
+// plainly that paying is not possible here yet.
+func (a *api) createMachineFax(w http.ResponseWriter, r *http.Request) error {
+	if !a.opts.MachinePayments {
+		return a.machinePaymentsOff()
+	}
+	web.WriteProblem(w, web.Problem{
+		Type: web.ProblemType(codeMachinePaymentsNotHere), Title: http.StatusText(http.StatusNotImplemented),
+		Status: http.StatusNotImplemented, Code: codeMachinePaymentsNotHere, Instance: r.URL.Path,
+		Detail: "machine payments are enabled but no payment method is configured on this server yet, so a fax cannot be paid per request; use an API key with prepaid credits",
+	})
+	return nil
+}
+
+// listQuery reads the pagination parameters (limit, starting_after) and
+// the extra ones named. Unknown or repeated parameters are refused so that
+// a misspelt filter fails loudly instead of silently listing everything.
+func listQuery(r *http.Request, extra ...string) (url.Values, int, error) {
+	q, err := url.ParseQuery(r.URL.RawQuery)
+	if err != nil {
+		return nil, 0, core.Errorf(core.KindInvalid, core.CodeInvalidRequest, "the query string is malformed")
+	}
+	allowed := append([]string{"limit", "starting_after"}, extra...)
+	for name, values := range q {
+		if !slices.Contains(allowed, name) {
+			return nil, 0, core.Errorf(core.KindInvalid, core.CodeInvalidRequest, "unknown query parameter %q; this endpoint takes %v", name, allowed).With("parameter", name)
+		}
+		if len(values) > 1 {
+			return nil, 0, core.Errorf(core.KindInvalid, core.CodeInvalidRequest, "query parameter %q is given more than once", name).With("parameter", name)
+		}
+	}
+	limit := 0 // the service's default
+	if q.Has("limit") {
+		n, err := strconv.Atoi(q.Get("limit"))
+		if err != nil || n < 1 || n > core.MaxListLimit {
+			return nil, 0, core.Errorf(core.KindInvalid, core.CodeInvalidRequest, "limit must be an integer from 1 to %d", core.MaxListLimit).With("parameter", "limit")
+		}
+		limit = n
+	}
+	return q, limit, nil
+}

@@ -1,0 +1,61 @@
+package rest
+
+import (
+	"fmt"
+	"strings"
+)
+
+// llmsText is /llms.txt (llmstxt.org): a short orientation for LLM agents
+// that points at the machine-readable description instead of repeating it.
+func llmsText(opts Options) []byte {
+	base, apiURL := opts.BaseURL, opts.APIURL
+	var b strings.Builder
+	fmt.Fprintf(&b, `# faxhub
+
+> faxhub sends faxes to fax numbers worldwide on behalf of an account owner. A backend or agent
+> uploads a document (PDF, Word, Excel, image), names an E.164 destination, and pays from the
+> owner's prepaid credits.
+
+Everything below is described precisely in the OpenAPI 3.1 document: %[1]s/openapi.json
+
+## API
+
+- REST under %[2]s/api/v1 (also served at %[1]s/api/v1). JSON in, JSON out.
+- Errors are application/problem+json with a stable "code" (e.g. insufficient_credits, invalid_destination,
+  idempotency_conflict); switch on code, show "detail" to people.
+- Lists are newest first with cursor pagination: limit (1-100), starting_after=<nextCursor>.
+
+## Authentication
+
+- Send "Authorization: Bearer <API key>". The owner creates keys in the faxhub console; fxk_live_… keys
+  send real faxes and spend real credits, fxk_test_… keys use a simulated provider and test credits.
+  Test and live data never mix.
+- Never put a key in a URL: api_key, key and access_token query parameters are refused.
+- Agents without an API key (MCP, A2A, agent registration, delegated hosts): %[1]s/auth.md
+
+## Sending a fax
+
+1. POST /api/v1/uploads -> {uploadToken, uploadUrl, expiresAt}.
+2. PUT the raw file bytes to uploadUrl. No Authorization header: the token in the URL is the capability,
+   valid once. The file type is detected from its content, so any Content-Type is fine.
+3. POST /api/v1/faxes with header "Idempotency-Key: <fresh UUID>" and {"to": "+12125550100", "uploadToken": "…"}.
+   Retrying with the same key and body returns the same order (Idempotent-Replayed: true), never a second fax.
+   402 insufficient_credits: buy credits with POST /api/v1/credits/checkout {"packId": …} (a person pays at checkoutUrl).
+   429: wait Retry-After seconds.
+4. GET /api/v1/faxes/{id} until status is delivered, partial, failed or canceled; latestAttempt says what
+   the provider reported. A queued fax can be canceled with POST /api/v1/faxes/{id}/cancel.
+
+Price first without sending: POST /api/v1/quote {"to", "pages", "cover"}. Balance and ledger: GET /api/v1/credits.
+
+## Testing
+
+With a test key nothing is really sent. The destination number chooses the simulated outcome (delivered,
+busy, no answer, not a fax machine, partial pages, …): see docs/test-numbers.md in the faxhub repository.
+
+## Links
+
+- OpenAPI: %[1]s/openapi.json
+- Authentication for agents: %[1]s/auth.md
+`, base, apiURL)
+	return []byte(b.String())
+}

@@ -1,0 +1,203 @@
+package rest
+
+import (
+	"encoding/json"
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"net/http"
+	"net/http/httptest"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+func servedOpenAPI(t *testing.T, a *api) map[string]any {
+	t.Helper()
+	rec := a.do(t, req{method: "GET", path: "/openapi.json"})
+	if rec.Code != http.StatusOK || rec.Header().Get("Content-Type") != "application/json" {
+		t.Fatalf("/openapi.json: %d %s", rec.Code, rec.Header().Get("Content-Type"))
+	}
+	var doc map[string]any
+	if err := json.Unmarshal(rec.Body.Bytes(), &doc); err != nil {
+		t.Fatal(err)
+	}
+	return doc
+}
+
+var httpMethods = []string{"get", "put", "post", "delete", "options", "head", "patch", "trace"}
+
+// TestOpenAPIMatchesRoutes fails when an endpoint is registered without
+// being documented, or documented without being served.
+func TestOpenAPIMatchesRoutes(t *testing.T) {
+	a := newUnitAPI(t, false)
+	doc := servedOpenAPI(t, a)
+
+	documented := map[string]bool{}
+	for path, item := range doc["paths"].(map[string]any) {
+		for method := range item.(map[string]any) {
+			if slices.Contains(httpMethods, method) {
+				documented[strings.ToUpper(method)+" "+path] = true
+			}
+		}
+	}
+	registered := map[string]bool{}
+	for _, rt := range a.routes {
+		registered[rt.method+" "+rt.path] = true
+	}
+	for op := range registered {
+		if !documented[op] {
+			t.Errorf("%s is served but missing from /openapi.json", op)
+		}
+	}
+	for op := range documented {
+		if !registered[op] {
+			t.Errorf("%s is in /openapi.json but not served", op)
+		}
+		// Ask the mux itself, so the route table cannot drift from what
+		// was actually registered.
+		method, path, _ := strings.Cut(op, " ")
+		concrete := strings.NewReplacer("{token}", "u1.a.b", "{id}", "fax_1").Replace(path)
+		if _, pattern := a.mux.Handler(httptest.NewRequest(method, concrete, nil)); pattern != op {
+			t.Errorf("%s %s is routed to %q, want %q", method, concrete, pattern, op)
+		}
+	}
+	if len(registered) < 15 {
+		t.Errorf("only %d routes registered", len(registered))
+	}
+}
+
+func TestOpenAPIDocument(t *testing.T) {
+	a := newUnitAPI(t, false)
+	doc := servedOpenAPI(t, a)
+
+	if doc["openapi"] != "3.1.0" || doc["info"].(map[string]any)["version"] != "1.0.0" {
+		t.Errorf("openapi/info.version wrong: %v %v", doc["openapi"], doc["info"])
+	}
+	var servers []string
+	for _, s := range doc["servers"].([]any) {
+		servers = append(servers, s.(map[string]any)["url"].(string))
+	}
+	if !slices.Equal(servers, []string{unitBaseURL, unitAPIURL}) {
+		t.Errorf("servers = %v", servers)
+	}
+
+	// Every $ref resolves.
+	components := doc["components"].(map[string]any)
+	var walk func(v any)
+	walk = func(v any) {
+		switch v := v.(type) {
+		case map[string]any:
+			if r, ok := v["$ref"].(string); ok {
+				parts := strings.Split(strings.TrimPrefix(r, "#/components/"), "/")
+				section, _ := components[parts[0]].(map[string]any)
+				if len(parts) != 2 || section == nil || section[parts[1]] == nil {
+					t.Errorf("unresolved $ref %s", r)
+				}
+			}
+			for _, x := range v {
+				walk(x)
+			}
+		case []any:
+			for _, x := range v {
+				walk(x)
+			}
+		}
+	}
+	walk(doc)
+
+	// Operations: unique ids, the right security, documented problems.
+	enum := map[string]bool{}
+	for _, c := range components["schemas"].(map[string]any)["Problem"].(map[string]any)["properties"].(map[string]any)["code"].(map[string]any)["enum"].([]any) {
+		enum[c.(string)] = true
+	}
+	public := map[string]bool{"putUpload": true, "validateMachineFax": true, "createMachineFax": true, "getOpenAPI": true, "getLLMsTxt": true}
+	ids := map[string]bool{}
+	for path, item := range doc["paths"].(map[string]any) {
+		for method, o := range item.(map[string]any) {
+			op := o.(map[string]any)
+			id, _ := op["operationId"].(string)
+			if id == "" || ids[id] {
+				t.Errorf("%s %s: missing or duplicate operationId %q", method, path, id)
+			}
+			ids[id] = true
+			sec, hasSec := op["security"].([]any)
+			if public[id] != (hasSec && len(sec) == 0) {
+				t.Errorf("%s: security = %v", id, op["security"])
+			}
+			for status, r := range op["responses"].(map[string]any) {
+				code, _ := strconv.Atoi(status)
+				content, _ := r.(map[string]any)["content"].(map[string]any)
+				pj, ok := content["application/problem+json"].(map[string]any)
+				if code >= 400 && !ok {
+					t.Errorf("%s %s: error response is not problem+json", id, status)
+				}
+				if !ok {
+					continue
+				}
+				for c := range pj["examples"].(map[string]any) {
+					if !enum[c] {
+						t.Errorf("%s %s: code %s is not in the Problem enum", id, status, c)
+					}
+				}
+			}
+		}
+	}
+	for _, must := range []string{"createUpload", "putUpload", "sendFax", "listFaxes", "getFax", "getCredits", "createCreditCheckout", "validateMachineFax", "createMachineFax"} {
+		if !ids[must] {
+			t.Errorf("operation %s (named by the interface contract) is missing", must)
+		}
+	}
+	send := doc["paths"].(map[string]any)["/api/v1/faxes"].(map[string]any)["post"].(map[string]any)
+	for _, status := range []string{"200", "400", "402", "409", "429"} {
+		if send["responses"].(map[string]any)[status] == nil {
+			t.Errorf("sendFax does not document %s", status)
+		}
+	}
+	if p := send["parameters"].([]any)[0].(map[string]any)["$ref"]; p != "#/components/parameters/IdempotencyKey" {
+		t.Errorf("sendFax parameters = %v", send["parameters"])
+	}
+}
+
+// TestProblemCodesCoverCore reads core/errors.go so that a code added there
+// must be either documented for these routes or listed here as one they
+// cannot return.
+func TestProblemCodesCoverCore(t *testing.T) {
+	notREST := map[string]string{
+		"checkout_not_payable":      "paying a checkout happens on the checkout page, not in /api/v1",
+		"draft_not_payable":         "drafts are made by MCP/A2A, not by /api/v1",
+		"approval_not_pending":      "approvals are decided in the owner console",
+		"approval_binding_mismatch": "approvals are decided in the owner console",
+	}
+	f, err := parser.ParseFile(token.NewFileSet(), "../core/errors.go", nil, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	details := problemDetails()
+	found := 0
+	ast.Inspect(f, func(n ast.Node) bool {
+		vs, ok := n.(*ast.ValueSpec)
+		if !ok || len(vs.Names) != 1 || !strings.HasPrefix(vs.Names[0].Name, "Code") || len(vs.Values) != 1 {
+			return true
+		}
+		lit, ok := vs.Values[0].(*ast.BasicLit)
+		if !ok || lit.Kind != token.STRING {
+			return true
+		}
+		code, _ := strconv.Unquote(lit.Value)
+		found++
+		_, documented := details[code]
+		_, excluded := notREST[code]
+		switch {
+		case documented && excluded:
+			t.Errorf("%s is both documented and excluded", code)
+		case !documented && !excluded:
+			t.Errorf("core code %s (%s) is neither in the OpenAPI enum nor excluded with a reason", code, vs.Names[0].Name)
+		}
+		return true
+	})
+	if found < 30 {
+		t.Fatalf("found only %d codes in core/errors.go; did its layout change?", found)
+	}
+}

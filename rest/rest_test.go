@@ -1,0 +1,368 @@
+package rest
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/faxhub/faxhub/core"
+)
+
+// keyStore knows API keys and nothing else: the embedded nil Store makes
+// any other call panic, which proves these tests need no database.
+type keyStore struct {
+	core.Store
+	keys map[string]*core.APIKey // by hash
+}
+
+func (s *keyStore) GetAPIKeyByHash(_ context.Context, hash string) (*core.APIKey, error) {
+	if k, ok := s.keys[hash]; ok {
+		return k, nil
+	}
+	return nil, core.ErrNoRows
+}
+
+func (s *keyStore) TouchAPIKey(context.Context, string, time.Time) error { return nil }
+
+// destinations accepts one US number and refuses a premium one, enough to
+// exercise the quote endpoints.
+type destinations struct{}
+
+func (destinations) Check(n string) (string, string, error) {
+	switch n {
+	case "+12125550100":
+		return n, "US", nil
+	case "+19005550100":
+		return "", "", core.Errorf(core.KindUnprocessable, core.CodePremiumDestination, "premium-rate numbers cannot be faxed")
+	}
+	return "", "", core.Errorf(core.KindUnprocessable, core.CodeInvalidDestination, "%q is not a valid fax number", n)
+}
+
+const (
+	testKey    = "fxk_test_unitunitunitunitunitunit"
+	revokedKey = "fxk_test_revokedrevokedrevoked"
+	// liveLooking has a live prefix but is stored as a test key: a key
+	// whose prefix lies about its mode must not authenticate.
+	liveLooking = "fxk_live_mislabelledmislabelled"
+	unitBaseURL = "https://faxhub.example"
+	unitAPIURL  = "https://api.faxhub.example"
+)
+
+func newUnitAPI(t *testing.T, machine bool) *api {
+	t.Helper()
+	now := time.Now()
+	revoked := now.Add(-time.Hour)
+	st := &keyStore{keys: map[string]*core.APIKey{
+		core.HashSecret(testKey):     {ID: "key_a", OwnerID: "own_a", Mode: core.ModeTest, LastUsedAt: &now},
+		core.HashSecret(revokedKey):  {ID: "key_r", OwnerID: "own_a", Mode: core.ModeTest, LastUsedAt: &now, RevokedAt: &revoked},
+		core.HashSecret(liveLooking): {ID: "key_m", OwnerID: "own_a", Mode: core.ModeTest, LastUsedAt: &now},
+	}}
+	svc, err := core.New(core.Config{
+		BaseURL: unitBaseURL, APIURL: unitAPIURL, UploadSecret: bytes.Repeat([]byte{1}, 32), MaxUploadBytes: 1 << 20,
+	}, core.Deps{Store: st, Destination: destinations{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return newAPI(svc, Options{MachinePayments: machine}, nil)
+}
+
+type req struct {
+	method, path, key, body string
+	header                  map[string]string
+}
+
+func (a *api) do(t *testing.T, r req) *httptest.ResponseRecorder {
+	t.Helper()
+	var body io.Reader = http.NoBody
+	if r.body != "" {
+		body = strings.NewReader(r.body)
+	}
+	hr := httptest.NewRequest(r.method, r.path, body)
+	if r.body != "" {
+		hr.Header.Set("Content-Type", "application/json")
+	}
+	if r.key != "" {
+		hr.Header.Set("Authorization", "Bearer "+r.key)
+	}
+	for k, v := range r.header {
+		hr.Header.Set(k, v)
+	}
+	rec := httptest.NewRecorder()
+	a.ServeHTTP(rec, hr)
+	return rec
+}
+
+// problem checks that rec is a problem+json response with status and code,
+// that the code is one /openapi.json documents, and returns the body.
+func problem(t *testing.T, rec *httptest.ResponseRecorder, status int, code string) map[string]any {
+	t.Helper()
+	if rec.Code != status {
+		t.Fatalf("status = %d, want %d; body %s", rec.Code, status, rec.Body)
+	}
+	if ct := rec.Header().Get("Content-Type"); ct != "application/problem+json" {
+		t.Fatalf("Content-Type = %q, want application/problem+json", ct)
+	}
+	var p map[string]any
+	if err := json.Unmarshal(rec.Body.Bytes(), &p); err != nil {
+		t.Fatalf("problem body: %v", err)
+	}
+	if p["code"] != code {
+		t.Fatalf("code = %v, want %s; body %s", p["code"], code, rec.Body)
+	}
+	if p["type"] != "urn:faxhub:error:"+code || p["status"] != float64(status) || p["title"] == "" {
+		t.Fatalf("malformed problem %s", rec.Body)
+	}
+	if _, ok := problemDetails()[code]; !ok {
+		t.Fatalf("code %s is not in the OpenAPI code enum", code)
+	}
+	return p
+}
+
+func TestAuthentication(t *testing.T) {
+	a := newUnitAPI(t, false)
+	cases := []struct {
+		name, authorization, code, challenge string
+	}{
+		{"missing", "", core.CodeUnauthenticated, `Bearer realm="faxhub"`},
+		{"other scheme", "Basic Zm9vOmJhcg==", core.CodeUnauthenticated, `Bearer realm="faxhub"`},
+		{"empty bearer", "Bearer ", core.CodeUnauthenticated, `Bearer realm="faxhub"`},
+		{"no key prefix", "Bearer sk_live_123", core.CodeInvalidAPIKey, `Bearer realm="faxhub", error="invalid_token"`},
+		{"unknown key", "Bearer fxk_test_doesnotexist", core.CodeInvalidAPIKey, `Bearer realm="faxhub", error="invalid_token"`},
+		{"revoked key", "Bearer " + revokedKey, core.CodeInvalidAPIKey, `Bearer realm="faxhub", error="invalid_token"`},
+		{"prefix disagrees with mode", "Bearer " + liveLooking, core.CodeInvalidAPIKey, `Bearer realm="faxhub", error="invalid_token"`},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			rec := a.do(t, req{method: "GET", path: "/api/v1/credits/packs", header: map[string]string{"Authorization": c.authorization}})
+			problem(t, rec, http.StatusUnauthorized, c.code)
+			if got := rec.Header().Get("WWW-Authenticate"); got != c.challenge {
+				t.Errorf("WWW-Authenticate = %q, want %q", got, c.challenge)
+			}
+			if got := rec.Header().Get("Cache-Control"); got != "no-store" {
+				t.Errorf("Cache-Control = %q", got)
+			}
+		})
+	}
+
+	t.Run("valid key", func(t *testing.T) {
+		for _, scheme := range []string{"Bearer", "bearer"} {
+			rec := a.do(t, req{method: "GET", path: "/api/v1/credits/packs", header: map[string]string{"Authorization": scheme + " " + testKey}})
+			if rec.Code != http.StatusOK {
+				t.Fatalf("%s: status %d: %s", scheme, rec.Code, rec.Body)
+			}
+			if got := rec.Header().Get("Cache-Control"); got != "no-store" {
+				t.Errorf("Cache-Control = %q on an authenticated response", got)
+			}
+			var packs struct{ Data []core.CreditPack }
+			if err := json.Unmarshal(rec.Body.Bytes(), &packs); err != nil || len(packs.Data) == 0 {
+				t.Fatalf("packs: %v %s", err, rec.Body)
+			}
+		}
+	})
+}
+
+func TestPrincipalReachesHandler(t *testing.T) {
+	a := newUnitAPI(t, false)
+	var got core.Principal
+	h := a.authed(func(w http.ResponseWriter, r *http.Request, p core.Principal) error {
+		fromCtx, ok := core.PrincipalFrom(r.Context())
+		if !ok || fromCtx.SubjectID != p.SubjectID {
+			t.Errorf("principal not in context: %+v", fromCtx)
+		}
+		got = p
+		return nil
+	})
+	r := httptest.NewRequest("GET", "/x", nil)
+	r.Header.Set("Authorization", "Bearer "+testKey)
+	h.ServeHTTP(httptest.NewRecorder(), r)
+	if got.OwnerID != "own_a" || got.Mode != core.ModeTest || got.Kind != core.PrincipalAPIKey {
+		t.Fatalf("principal = %+v", got)
+	}
+}
+
+func TestCredentialsInQueryRefused(t *testing.T) {
+	a := newUnitAPI(t, true)
+	for _, path := range []string{
+		"/api/v1/faxes?api_key=" + testKey,
+		"/api/v1/faxes?limit=2&access_token=abc",
+		"/api/v1/credits?key=x",
+		"/api/v1/uploads/u1.x.y?api_key=z",
+		"/api/v1/machine/faxes/validate?access_token=abc",
+		"/api/v1/nowhere?api_key=z",
+	} {
+		method := "GET"
+		switch {
+		case strings.HasPrefix(path, "/api/v1/uploads/"):
+			method = "PUT"
+		case strings.HasPrefix(path, "/api/v1/machine/"):
+			method = "POST"
+		}
+		// Refused even with a valid header: the key in the URL has leaked.
+		rec := a.do(t, req{method: method, path: path, key: testKey})
+		p := problem(t, rec, http.StatusBadRequest, core.CodeInvalidRequest)
+		if d, _ := p["detail"].(string); !strings.Contains(d, "Authorization: Bearer") {
+			t.Errorf("%s: detail does not point to the header: %q", path, d)
+		}
+	}
+}
+
+func TestNotFoundAndMethodNotAllowed(t *testing.T) {
+	a := newUnitAPI(t, false)
+	for _, path := range []string{"/api/v1", "/api/v1/", "/api/v1/nope", "/api/v1/faxes/fax_1/nope", "/api/v1/uploads/", "/api/v2/faxes"} {
+		rec := a.do(t, req{method: "GET", path: path, key: testKey})
+		if path == "/api/v2/faxes" {
+			// Outside /api/v1 this handler makes no promises about shape.
+			if rec.Code != http.StatusNotFound {
+				t.Errorf("%s: status %d", path, rec.Code)
+			}
+			continue
+		}
+		problem(t, rec, http.StatusNotFound, core.CodeNotFound)
+		if rec.Header().Get("Cache-Control") != "no-store" {
+			t.Errorf("%s: no Cache-Control", path)
+		}
+	}
+
+	cases := []struct{ method, path, allow string }{
+		{"DELETE", "/api/v1/faxes", "GET, HEAD, POST"},
+		{"PUT", "/api/v1/faxes/fax_1", "GET, HEAD"},
+		{"GET", "/api/v1/uploads", "POST"},
+		{"GET", "/api/v1/uploads/u1.a.b", "PUT"},
+		{"GET", "/api/v1/faxes/fax_1/cancel", "POST"},
+		{"GET", "/api/v1/machine/faxes", "POST"},
+		{"POST", "/api/v1/credits", "GET, HEAD"},
+	}
+	for _, c := range cases {
+		rec := a.do(t, req{method: c.method, path: c.path})
+		p := problem(t, rec, http.StatusMethodNotAllowed, codeMethodNotAllowed)
+		if got := rec.Header().Get("Allow"); got != c.allow {
+			t.Errorf("%s %s: Allow = %q, want %q", c.method, c.path, got, c.allow)
+		}
+		if p["allow"] == nil {
+			t.Errorf("%s %s: problem lacks allow", c.method, c.path)
+		}
+	}
+}
+
+func TestMachineEndpoints(t *testing.T) {
+	body := `{"to":"+12125550100","pages":2,"cover":true}`
+	t.Run("disabled", func(t *testing.T) {
+		a := newUnitAPI(t, false)
+		for _, path := range []string{"/api/v1/machine/faxes", "/api/v1/machine/faxes/validate"} {
+			problem(t, a.do(t, req{method: "POST", path: path, body: body}), http.StatusServiceUnavailable, core.CodeMachinePaymentsOff)
+		}
+	})
+	t.Run("enabled", func(t *testing.T) {
+		a := newUnitAPI(t, true)
+		rec := a.do(t, req{method: "POST", path: "/api/v1/machine/faxes/validate", body: body})
+		if rec.Code != http.StatusOK {
+			t.Fatalf("validate: %d %s", rec.Code, rec.Body)
+		}
+		var q core.Quote
+		if err := json.Unmarshal(rec.Body.Bytes(), &q); err != nil || q.To != "+12125550100" || q.BilledPages != 3 || q.Amount == "" {
+			t.Fatalf("quote %v %s", err, rec.Body)
+		}
+		problem(t, a.do(t, req{method: "POST", path: "/api/v1/machine/faxes/validate", body: `{"to":"+19005550100","pages":1}`}),
+			http.StatusUnprocessableEntity, core.CodePremiumDestination)
+		problem(t, a.do(t, req{method: "POST", path: "/api/v1/machine/faxes/validate", body: `{"to":"+12125550100","pages":1,"base64":"x"}`}),
+			http.StatusBadRequest, core.CodeInvalidRequest)
+
+		// Never a fake 402: paying is not possible here yet, and it says so.
+		rec = a.do(t, req{method: "POST", path: "/api/v1/machine/faxes", body: `{"to":"+12125550100","base64":"JVBERg==","request_id":"r1"}`})
+		problem(t, rec, http.StatusNotImplemented, codeMachinePaymentsNotHere)
+		if rec.Header().Get("WWW-Authenticate") != "" {
+			t.Error("a payment challenge was offered")
+		}
+	})
+}
+
+func TestQuoteNeedsKey(t *testing.T) {
+	a := newUnitAPI(t, false)
+	body := `{"to":"+12125550100","pages":1}`
+	problem(t, a.do(t, req{method: "POST", path: "/api/v1/quote", body: body}), http.StatusUnauthorized, core.CodeUnauthenticated)
+	rec := a.do(t, req{method: "POST", path: "/api/v1/quote", body: body, key: testKey})
+	if rec.Code != http.StatusOK {
+		t.Fatalf("quote: %d %s", rec.Code, rec.Body)
+	}
+	rec = a.do(t, req{method: "POST", path: "/api/v1/quote", body: body, key: testKey, header: map[string]string{"Content-Type": "text/plain"}})
+	problem(t, rec, http.StatusUnsupportedMediaType, codeUnsupportedContentType)
+}
+
+func TestIdempotencyKeyRequired(t *testing.T) {
+	a := newUnitAPI(t, false)
+	rec := a.do(t, req{method: "POST", path: "/api/v1/faxes", key: testKey, body: `{"to":"+12125550100","documentId":"doc_1"}`})
+	problem(t, rec, http.StatusBadRequest, core.CodeIdempotencyKeyRequired)
+}
+
+func TestListQueryValidation(t *testing.T) {
+	a := newUnitAPI(t, false)
+	for _, q := range []string{
+		"limit=0", "limit=101", "limit=-1", "limit=ten", "limit=", "limit=2&limit=3",
+		"startingAfter=fax_1", "state=queued", "status=queued&status=failed",
+	} {
+		for _, path := range []string{"/api/v1/faxes?", "/api/v1/credits?"} {
+			if path == "/api/v1/credits?" && strings.HasPrefix(q, "status") {
+				continue
+			}
+			problem(t, a.do(t, req{method: "GET", path: path + q, key: testKey}), http.StatusBadRequest, core.CodeInvalidRequest)
+		}
+	}
+	// status is a fax filter, not a ledger one.
+	problem(t, a.do(t, req{method: "GET", path: "/api/v1/credits?status=queued", key: testKey}), http.StatusBadRequest, core.CodeInvalidRequest)
+}
+
+// unreadable fails the test if the handler reads the body.
+type unreadable struct{ t *testing.T }
+
+func (u unreadable) Read([]byte) (int, error) {
+	u.t.Error("the oversize body was read")
+	return 0, io.EOF
+}
+
+func TestPutUpload(t *testing.T) {
+	a := newUnitAPI(t, false)
+	limit := a.svc.Config().MaxUploadBytes
+
+	t.Run("declared too large is refused unread", func(t *testing.T) {
+		r := httptest.NewRequest("PUT", "/api/v1/uploads/u1.x.y", unreadable{t})
+		r.ContentLength = limit + 1
+		rec := httptest.NewRecorder()
+		a.ServeHTTP(rec, r)
+		p := problem(t, rec, http.StatusRequestEntityTooLarge, core.CodeFileTooLarge)
+		if p["limit"] != float64(limit) {
+			t.Errorf("limit = %v", p["limit"])
+		}
+	})
+
+	t.Run("no Authorization needed, bad token refused", func(t *testing.T) {
+		r := httptest.NewRequest("PUT", "/api/v1/uploads/u1.bogus.token", strings.NewReader("%PDF-1.4"))
+		r.Header.Set("Content-Type", "application/octet-stream")
+		rec := httptest.NewRecorder()
+		a.ServeHTTP(rec, r)
+		// 403 from the token check, not 401: the handler never asked for a key.
+		problem(t, rec, http.StatusForbidden, core.CodeUploadInvalid)
+		if rec.Header().Get("WWW-Authenticate") != "" {
+			t.Error("the upload PUT challenged for a bearer token")
+		}
+	})
+}
+
+func TestLLMsTxt(t *testing.T) {
+	a := newUnitAPI(t, false)
+	rec := a.do(t, req{method: "GET", path: "/llms.txt"})
+	if rec.Code != http.StatusOK || !strings.HasPrefix(rec.Header().Get("Content-Type"), "text/plain") {
+		t.Fatalf("llms.txt: %d %s", rec.Code, rec.Header().Get("Content-Type"))
+	}
+	body := rec.Body.String()
+	for _, want := range []string{"# faxhub", unitBaseURL + "/openapi.json", unitBaseURL + "/auth.md", unitAPIURL + "/api/v1", "Idempotency-Key", "test-numbers"} {
+		if !strings.Contains(body, want) {
+			t.Errorf("llms.txt lacks %q", want)
+		}
+	}
+}
