@@ -30,6 +30,9 @@ func (s *Service) CreateDraft(ctx context.Context, p Principal, r CreateDraftReq
 	if err := checkCover(r.Cover, r.CoverText); err != nil {
 		return nil, err
 	}
+	if err := s.checkProvider(p.Mode); err != nil {
+		return nil, err
+	}
 	e164, country, err := s.Destination.Check(r.To)
 	if err != nil {
 		return nil, err

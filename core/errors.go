@@ -62,6 +62,7 @@ const (
 	CodeApprovalState          = "approval_not_pending"
 	CodeApprovalBinding        = "approval_binding_mismatch"
 	CodeOrderNotCancelable     = "order_not_cancelable"
+	CodeProviderUnavailable    = "provider_not_configured"
 )
 
 // Error is the one error type services return for anything a caller can act

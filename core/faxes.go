@@ -86,6 +86,9 @@ func (s *Service) SendFax(ctx context.Context, p Principal, idemKey string, r Se
 	if len(idemKey) > MaxIdempotencyKey {
 		return nil, false, Errorf(KindInvalid, CodeInvalidRequest, "Idempotency-Key is longer than %d characters", MaxIdempotencyKey)
 	}
+	if err := s.checkProvider(p.Mode); err != nil {
+		return nil, false, err
+	}
 	scope := fmt.Sprintf("%s:%s:send_fax", p.OwnerID, p.Mode)
 	reqHash := hashRequest(r)
 	if o, ok, err := s.replay(ctx, scope, idemKey, reqHash); ok || err != nil {
@@ -158,6 +161,15 @@ func (s *Service) SendFax(ctx context.Context, p Principal, idemKey string, r Se
 	}
 	s.Logger.InfoContext(ctx, "fax queued", "order_id", o.ID, "owner_id", o.OwnerID, "mode", o.Mode, "pages", o.Pages, "price", o.Price)
 	return o, false, nil
+}
+
+// checkProvider refuses to take money for faxes nobody can send: live mode
+// needs a configured provider.
+func (s *Service) checkProvider(m Mode) error {
+	if s.Providers[m] == nil {
+		return Errorf(KindUnavailable, CodeProviderUnavailable, "%s-mode faxing is not configured on this server", m)
+	}
+	return nil
 }
 
 func balanceOrZero(b *Balance, err error) int64 {

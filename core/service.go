@@ -108,7 +108,9 @@ func New(cfg Config, deps Deps) (*Service, error) {
 // Config returns the effective configuration (defaults applied).
 func (s *Service) Config() Config { return s.cfg }
 
-func (s *Service) now() time.Time { return s.cfg.Now().UTC() }
+// now is the service clock in UTC at the stores' microsecond precision, so a
+// stored idempotent response and a later read show the same instants.
+func (s *Service) now() time.Time { return s.cfg.Now().UTC().Truncate(time.Microsecond) }
 
 // storeErr translates a store sentinel into a caller-facing *Error for what.
 func storeErr(err error, what string) error {

@@ -10,6 +10,7 @@ import (
 	"mime"
 	"os"
 	"path/filepath"
+	"slices"
 	"time"
 )
 
@@ -37,6 +38,7 @@ func SupportedUploadTypes() []FileKind {
 	for k := range supportedUploadTypes {
 		out = append(out, k)
 	}
+	slices.Sort(out) // stable order for docs and error details
 	return out
 }
 

@@ -1,0 +1,186 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+
+	"github.com/faxhub/faxhub/core"
+)
+
+func migrate(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	var c config
+	fs := flag.NewFlagSet("migrate", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	commonFlags(fs, &c)
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	if err := c.finish(); err != nil {
+		return err
+	}
+	db, err := openDB(ctx, c)
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	fmt.Fprintln(stdout, "migrations applied")
+	return nil
+}
+
+func parse(fs *flag.FlagSet, args []string) error {
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return err
+		}
+		return usageError{err.Error()}
+	}
+	if fs.NArg() > 0 {
+		return usageError{fmt.Sprintf("unexpected argument %q", fs.Arg(0))}
+	}
+	return nil
+}
+
+// admin runs operator commands. They use the database directly, so only
+// someone with database access can run them.
+func admin(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	if len(args) >= 1 && args[0] == "demo" {
+		return adminCmd(ctx, "demo", args[1:], stdout, stderr)
+	}
+	if len(args) < 2 {
+		return usageError{"usage: faxhub admin owner|apikey|credits|session create|grant …"}
+	}
+	return adminCmd(ctx, args[0]+" "+args[1], args[2:], stdout, stderr)
+}
+
+func adminCmd(ctx context.Context, name string, args []string, stdout, stderr io.Writer) error {
+	var c config
+	fs := flag.NewFlagSet("admin "+name, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	commonFlags(fs, &c)
+	email := fs.String("email", "", "owner email")
+	owner := fs.String("owner", "", "owner email")
+	ownerName := fs.String("name", "", "display name (owner) or key name (apikey)")
+	mode := fs.String("mode", "", "test or live")
+	usd := fs.String("usd", "", "amount in USD, e.g. 10 or 2.50")
+	reason := fs.String("reason", "", "why credits are granted (recorded in the ledger)")
+	switch name {
+	case "owner create", "apikey create", "credits grant", "session create", "demo":
+	default:
+		return usageError{fmt.Sprintf("unknown admin command %q", name)}
+	}
+	if err := parse(fs, args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return nil
+		}
+		return err
+	}
+	if err := c.finish(); err != nil {
+		return err
+	}
+	log := newLogger(c, os.Stderr)
+	a, err := build(ctx, c, log, false)
+	if err != nil {
+		return err
+	}
+	defer a.close()
+	svc := a.svc
+
+	findOwner := func() (*core.Owner, error) {
+		if *owner == "" {
+			return nil, usageError{"--owner EMAIL is required"}
+		}
+		return svc.OwnerByEmail(ctx, *owner)
+	}
+	parseMode := func() (core.Mode, error) {
+		m, err := core.ParseMode(*mode)
+		if err != nil {
+			return "", usageError{"--mode test|live is required"}
+		}
+		return m, nil
+	}
+
+	switch name {
+	case "owner create":
+		if *email == "" {
+			return usageError{"--email is required"}
+		}
+		o, err := svc.CreateOwner(ctx, *email, *ownerName, true)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintln(stdout, o.ID)
+	case "apikey create":
+		o, err := findOwner()
+		if err != nil {
+			return err
+		}
+		m, err := parseMode()
+		if err != nil {
+			return err
+		}
+		secret, k, err := svc.CreateAPIKey(ctx, o.ID, m, *ownerName)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintln(stdout, secret)
+		fmt.Fprintf(stderr, "created %s key %s for %s; the key is shown once, store it now\n", m, k.ID, o.Email)
+	case "credits grant":
+		o, err := findOwner()
+		if err != nil {
+			return err
+		}
+		m, err := parseMode()
+		if err != nil {
+			return err
+		}
+		micros, err := core.ParseUSD(*usd)
+		if err != nil || micros <= 0 {
+			return usageError{"--usd must be a positive amount such as 10 or 2.50"}
+		}
+		r := *reason
+		if r == "" {
+			r = "operator grant"
+		}
+		e, err := svc.GrantCredits(ctx, o.ID, m, micros, r)
+		if err != nil {
+			return err
+		}
+		b, err := svc.Balance(ctx, o.ID, m)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(stdout, "%s\n", e.ID)
+		fmt.Fprintf(stderr, "granted %s USD of %s credits to %s; available now %s USD\n", e.Amount, m, o.Email, b.Available)
+	case "session create":
+		o, err := findOwner()
+		if err != nil {
+			return err
+		}
+		secret, _, err := svc.CreateSession(ctx, o.ID, "faxhub admin session create")
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(stdout, "%s=%s\n", core.SessionCookieName, secret)
+	case "demo":
+		o, err := svc.OwnerByEmail(ctx, demoEmail)
+		if core.ErrorKind(err) == core.KindNotFound {
+			o, err = svc.CreateOwner(ctx, demoEmail, "Demo Owner", true)
+		}
+		if err != nil {
+			return err
+		}
+		secret, _, err := svc.CreateAPIKey(ctx, o.ID, core.ModeTest, "demo")
+		if err != nil {
+			return err
+		}
+		if _, err := svc.GrantCredits(ctx, o.ID, core.ModeTest, 10*core.MicrosPerDollar, "demo credits"); err != nil {
+			return err
+		}
+		fmt.Fprintf(stdout, "demo owner: %s\ntest API key (shown once): %s\ntest credits: +10.00 USD\n\nTry:\n  curl -s -X POST %s/api/v1/uploads -H 'Authorization: Bearer %s'\n", o.Email, secret, c.APIURL, secret)
+	}
+	return nil
+}

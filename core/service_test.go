@@ -1,0 +1,634 @@
+package core_test
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/faxhub/faxhub/core"
+	"github.com/faxhub/faxhub/internal/testenv"
+)
+
+var ctx = context.Background()
+
+// upload stores a PDF of n pages for p and returns its upload token.
+func upload(t *testing.T, e *testenv.Env, p core.Principal, pages int) string {
+	t.Helper()
+	capa, err := e.Svc.CreateUpload(ctx, p, "", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.Svc.ReceiveUpload(ctx, capa.UploadToken, bytes.NewReader(testenv.MinimalPDF(pages))); err != nil {
+		t.Fatal(err)
+	}
+	return capa.UploadToken
+}
+
+func wantCode(t *testing.T, err error, code string) {
+	t.Helper()
+	if err == nil {
+		t.Fatalf("want error %s, got nil", code)
+	}
+	if got := core.ErrorCode(err); got != code {
+		t.Fatalf("want error code %s, got %s (%v)", code, got, err)
+	}
+}
+
+func balance(t *testing.T, e *testenv.Env, p core.Principal) *core.Credits {
+	t.Helper()
+	c, err := e.Svc.GetCredits(ctx, p, "", 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+func TestSendFaxIsDeliveredAndCaptured(t *testing.T) {
+	e := testenv.New(t)
+	p := e.Principal(t, e.KeyATest)
+	tok := upload(t, e, p, 3)
+
+	o, replayed, err := e.Svc.SendFax(ctx, p, "k1", core.SendFaxRequest{To: "+12125550100", UploadToken: tok})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if replayed || o.Status != core.OrderQueued || o.Pages != 3 || o.PriceMicros != 210_000 || o.Price != "0.21" {
+		t.Fatalf("unexpected queued order: %+v", o)
+	}
+	e.DrainQueue(t)
+
+	got, err := e.Svc.GetFax(ctx, p, o.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Status != core.OrderDelivered || got.PagesSent != 3 || got.CompletedAt == nil {
+		t.Fatalf("want delivered, got %+v", got)
+	}
+	if got.LatestAttempt == nil || got.LatestAttempt.Status != core.AttemptDelivered || got.LatestAttempt.Provider != "simulated" {
+		t.Fatalf("latest attempt: %+v", got.LatestAttempt)
+	}
+	c := balance(t, e, p)
+	if c.AvailableMicros != 10*core.MicrosPerDollar-210_000 || c.HeldMicros != 0 {
+		t.Fatalf("balance after capture: available %s held %s", c.Available, c.Held)
+	}
+	kinds := []core.LedgerKind{}
+	for _, le := range c.Ledger.Data {
+		kinds = append(kinds, le.Kind)
+	}
+	if fmt.Sprint(kinds) != "[capture hold grant]" {
+		t.Fatalf("ledger kinds newest first: %v", kinds)
+	}
+}
+
+// Every simulated outcome ends in the documented state with the right money.
+func TestDeliveryOutcomes(t *testing.T) {
+	e := testenv.New(t)
+	p := e.Principal(t, e.KeyATest)
+	tests := []struct {
+		to        string
+		status    core.OrderStatus
+		attempts  int
+		failure   string
+		pagesSent int
+		charged   int64 // micro-USD finally paid
+	}{
+		{"+12125550100", core.OrderDelivered, 1, "", 4, 280_000},
+		{"+12125550101", core.OrderFailed, 3, "busy", 0, 0},
+		{"+12125550102", core.OrderFailed, 3, "no_answer", 0, 0},
+		{"+12125550103", core.OrderFailed, 1, "not_a_fax_machine", 0, 0},
+		{"+12125550104", core.OrderPartial, 1, "call_dropped", 2, 140_000},
+		{"+12125550105", core.OrderDelivered, 2, "", 4, 280_000},
+		{"+12125550106", core.OrderFailed, 3, "provider_error", 0, 0},
+	}
+	for _, tc := range tests {
+		t.Run(tc.to, func(t *testing.T) {
+			before := balance(t, e, p).AvailableMicros
+			o, _, err := e.Svc.SendFax(ctx, p, "outcome-"+tc.to, core.SendFaxRequest{To: tc.to, UploadToken: upload(t, e, p, 4)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			e.DrainQueue(t)
+			got, err := e.Svc.GetFax(ctx, p, o.ID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got.Status != tc.status || got.Attempts != tc.attempts || got.FailureCode != tc.failure || got.PagesSent != tc.pagesSent {
+				t.Fatalf("got status=%s attempts=%d failure=%q pagesSent=%d", got.Status, got.Attempts, got.FailureCode, got.PagesSent)
+			}
+			atts, err := e.Svc.FaxAttempts(ctx, p, o.ID)
+			if err != nil || len(atts) != tc.attempts {
+				t.Fatalf("attempts: %d, %v", len(atts), err)
+			}
+			c := balance(t, e, p)
+			if paid := before - c.AvailableMicros; paid != tc.charged || c.HeldMicros != 0 {
+				t.Fatalf("paid %d micros (held %d), want %d", paid, c.HeldMicros, tc.charged)
+			}
+		})
+	}
+}
+
+// Fifty concurrent requests with one key make one order and one hold.
+func TestIdempotentConcurrentSend(t *testing.T) {
+	e := testenv.New(t, testenv.WithoutWorkers(), testenv.WithConfig(func(c *core.Config) { c.SendBurst = 1000 }))
+	p := e.Principal(t, e.KeyATest)
+	req := core.SendFaxRequest{To: "+12125550100", UploadToken: upload(t, e, p, 1)}
+	var wg sync.WaitGroup
+	ids := make([]string, 50)
+	errs := make([]error, 50)
+	for i := range 50 {
+		wg.Go(func() {
+			o, _, err := e.Svc.SendFax(ctx, p, "same-key", req)
+			errs[i] = err
+			if o != nil {
+				ids[i] = o.ID
+			}
+		})
+	}
+	wg.Wait()
+	for i := range 50 {
+		if errs[i] != nil {
+			t.Fatalf("request %d: %v", i, errs[i])
+		}
+		if ids[i] != ids[0] {
+			t.Fatalf("request %d got order %s, request 0 got %s", i, ids[i], ids[0])
+		}
+	}
+	page, err := e.Svc.ListFaxes(ctx, p, "", "", 100)
+	if err != nil || len(page.Data) != 1 {
+		t.Fatalf("want exactly one order, got %d (%v)", len(page.Data), err)
+	}
+	c := balance(t, e, p)
+	if c.HeldMicros != 100_000 { // one page to the US is the 0.10 minimum
+		t.Fatalf("want exactly one hold of 0.10, held %s", c.Held)
+	}
+	o, replayed, err := e.Svc.SendFax(ctx, p, "same-key", req)
+	if err != nil || !replayed || o.ID != ids[0] || o.Status != core.OrderQueued {
+		t.Fatalf("replay: %+v replayed=%v err=%v", o, replayed, err)
+	}
+	_, _, err = e.Svc.SendFax(ctx, p, "same-key", core.SendFaxRequest{To: "+12125550101", UploadToken: req.UploadToken})
+	wantCode(t, err, core.CodeIdempotencyConflict)
+}
+
+func TestSendFaxErrors(t *testing.T) {
+	e := testenv.New(t, testenv.WithoutWorkers(), testenv.WithConfig(func(c *core.Config) { c.SendBurst = 1000 }))
+	p := e.Principal(t, e.KeyATest)
+	tok := upload(t, e, p, 1)
+	noSend := p
+	noSend.Scopes = []core.Scope{core.ScopeFaxRead}
+	tests := []struct {
+		name string
+		p    core.Principal
+		key  string
+		req  core.SendFaxRequest
+		code string
+	}{
+		{"missing key", p, "", core.SendFaxRequest{To: "+12125550100", UploadToken: tok}, core.CodeIdempotencyKeyRequired},
+		{"long key", p, strings.Repeat("k", 256), core.SendFaxRequest{To: "+12125550100", UploadToken: tok}, core.CodeInvalidRequest},
+		{"scope", noSend, "s1", core.SendFaxRequest{To: "+12125550100", UploadToken: tok}, core.CodeInsufficientScope},
+		{"not e164", p, "s2", core.SendFaxRequest{To: "212 555 0100", UploadToken: tok}, core.CodeInvalidDestination},
+		{"invalid number", p, "s3", core.SendFaxRequest{To: "+15555550100", UploadToken: tok}, core.CodeInvalidDestination},
+		{"premium", p, "s4", core.SendFaxRequest{To: "+19005550100", UploadToken: tok}, core.CodePremiumDestination},
+		{"no document", p, "s5", core.SendFaxRequest{To: "+12125550100"}, core.CodeInvalidRequest},
+		{"both documents", p, "s6", core.SendFaxRequest{To: "+12125550100", UploadToken: tok, DocumentID: "doc_x"}, core.CodeInvalidRequest},
+		{"unknown document", p, "s7", core.SendFaxRequest{To: "+12125550100", DocumentID: "doc_x"}, core.CodeNotFound},
+		{"forged token", p, "s8", core.SendFaxRequest{To: "+12125550100", UploadToken: tok[:len(tok)-2] + "xx"}, core.CodeUploadInvalid},
+		{"cover text without cover", p, "s9", core.SendFaxRequest{To: "+12125550100", UploadToken: tok, CoverText: "hi"}, core.CodeInvalidRequest},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			_, _, err := e.Svc.SendFax(ctx, tc.p, tc.key, tc.req)
+			wantCode(t, err, tc.code)
+		})
+	}
+	t.Run("upload not completed", func(t *testing.T) {
+		capa, err := e.Svc.CreateUpload(ctx, p, "", 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, _, err = e.Svc.SendFax(ctx, p, "s10", core.SendFaxRequest{To: "+12125550100", UploadToken: capa.UploadToken})
+		wantCode(t, err, core.CodeUploadPending)
+	})
+}
+
+func TestInsufficientCreditsStoresNothing(t *testing.T) {
+	e := testenv.New(t, testenv.WithoutCredits(), testenv.WithoutWorkers())
+	p := e.Principal(t, e.KeyATest)
+	req := core.SendFaxRequest{To: "+12125550100", UploadToken: upload(t, e, p, 1)}
+	_, _, err := e.Svc.SendFax(ctx, p, "k", req)
+	wantCode(t, err, core.CodeInsufficientCredits)
+	if ce := core.AsError(err); ce.Kind != core.KindPaymentRequired || ce.Fields["price"] != "0.10" {
+		t.Fatalf("error details: %+v", ce)
+	}
+	page, _ := e.Svc.ListFaxes(ctx, p, "", "", 10)
+	if len(page.Data) != 0 {
+		t.Fatalf("a refused send left %d orders", len(page.Data))
+	}
+	if _, err := e.Svc.GrantCredits(ctx, p.OwnerID, core.ModeTest, 1_000_000, "top up"); err != nil {
+		t.Fatal(err)
+	}
+	if _, replayed, err := e.Svc.SendFax(ctx, p, "k", req); err != nil || replayed {
+		t.Fatalf("retry with the same key after top-up: replayed=%v err=%v", replayed, err)
+	}
+}
+
+func TestSendRateLimit(t *testing.T) {
+	e := testenv.New(t, testenv.WithoutWorkers(), testenv.WithConfig(func(c *core.Config) {
+		c.SendBurst, c.SendInterval = 3, time.Hour
+	}))
+	p := e.Principal(t, e.KeyATest)
+	tok := upload(t, e, p, 1)
+	for i := range 3 {
+		if _, _, err := e.Svc.SendFax(ctx, p, fmt.Sprint("r", i), core.SendFaxRequest{To: "+12125550100", UploadToken: tok}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	_, _, err := e.Svc.SendFax(ctx, p, "r3", core.SendFaxRequest{To: "+12125550100", UploadToken: tok})
+	wantCode(t, err, core.CodeRateLimited)
+	if ce := core.AsError(err); ce.RetryAfterSeconds < 1 {
+		t.Fatalf("RetryAfterSeconds = %d", ce.RetryAfterSeconds)
+	}
+	// Another owner has its own allowance.
+	pb := e.Principal(t, e.KeyBTest)
+	if _, _, err := e.Svc.SendFax(ctx, pb, "r0", core.SendFaxRequest{To: "+12125550100", UploadToken: upload(t, e, pb, 1)}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestUploadErrors(t *testing.T) {
+	now := time.Now()
+	clock := func() time.Time { return now }
+	e := testenv.New(t, testenv.WithConfig(func(c *core.Config) { c.Now = func() time.Time { return clock() }; c.MaxPages = 5 }))
+	p := e.Principal(t, e.KeyATest)
+	newCap := func(ct string, max int64) *core.UploadCapability {
+		c, err := e.Svc.CreateUpload(ctx, p, ct, max)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c
+	}
+	put := func(token string, body []byte) error {
+		_, err := e.Svc.ReceiveUpload(ctx, token, bytes.NewReader(body))
+		return err
+	}
+
+	t.Run("single use", func(t *testing.T) {
+		c := newCap("", 0)
+		if err := put(c.UploadToken, testenv.MinimalPDF(1)); err != nil {
+			t.Fatal(err)
+		}
+		wantCode(t, put(c.UploadToken, testenv.MinimalPDF(1)), core.CodeUploadUsed)
+	})
+	t.Run("failed put leaves token usable", func(t *testing.T) {
+		c := newCap("", 0)
+		wantCode(t, put(c.UploadToken, []byte("%PDF-1.4 truncated")), core.CodeCorruptDocument)
+		if err := put(c.UploadToken, testenv.MinimalPDF(2)); err != nil {
+			t.Fatalf("retry after a failed PUT: %v", err)
+		}
+	})
+	t.Run("too large for maxBytes", func(t *testing.T) {
+		c := newCap("", 100)
+		wantCode(t, put(c.UploadToken, testenv.MinimalPDF(1)), core.CodeFileTooLarge)
+	})
+	t.Run("maxBytes above server limit", func(t *testing.T) {
+		_, err := e.Svc.CreateUpload(ctx, p, "", 51<<20)
+		wantCode(t, err, core.CodeFileTooLarge)
+	})
+	t.Run("too many pages", func(t *testing.T) {
+		wantCode(t, put(newCap("", 0).UploadToken, testenv.MinimalPDF(6)), core.CodeTooManyPages)
+	})
+	t.Run("empty", func(t *testing.T) {
+		wantCode(t, put(newCap("", 0).UploadToken, nil), core.CodeEmptyFile)
+	})
+	t.Run("unsupported", func(t *testing.T) {
+		wantCode(t, put(newCap("", 0).UploadToken, []byte("just some text, not a document")), core.CodeUnsupportedType)
+	})
+	t.Run("content type mismatch", func(t *testing.T) {
+		wantCode(t, put(newCap("image/png", 0).UploadToken, testenv.MinimalPDF(1)), core.CodeContentTypeMismatch)
+	})
+	t.Run("unsupported declared type", func(t *testing.T) {
+		_, err := e.Svc.CreateUpload(ctx, p, "text/plain", 0)
+		wantCode(t, err, core.CodeUnsupportedType)
+	})
+	t.Run("forged", func(t *testing.T) {
+		c := newCap("", 0)
+		wantCode(t, put(strings.Replace(c.UploadToken, ".", ".x", 1), testenv.MinimalPDF(1)), core.CodeUploadInvalid)
+	})
+	t.Run("expired", func(t *testing.T) {
+		c := newCap("", 0)
+		clock = func() time.Time { return now.Add(2 * time.Hour) }
+		defer func() { clock = func() time.Time { return now } }()
+		wantCode(t, put(c.UploadToken, testenv.MinimalPDF(1)), core.CodeUploadExpired)
+	})
+	t.Run("concurrent puts store one document", func(t *testing.T) {
+		c := newCap("", 0)
+		var wg sync.WaitGroup
+		var mu sync.Mutex
+		ok, used := 0, 0
+		for range 10 {
+			wg.Go(func() {
+				err := put(c.UploadToken, testenv.MinimalPDF(1))
+				mu.Lock()
+				defer mu.Unlock()
+				switch {
+				case err == nil:
+					ok++
+				case core.ErrorCode(err) == core.CodeUploadUsed:
+					used++
+				default:
+					t.Error(err)
+				}
+			})
+		}
+		wg.Wait()
+		if ok != 1 || used != 9 {
+			t.Fatalf("ok=%d used=%d", ok, used)
+		}
+	})
+}
+
+func TestOwnersAndModesAreIsolated(t *testing.T) {
+	e := testenv.New(t, testenv.WithoutWorkers())
+	a := e.Principal(t, e.KeyATest)
+	b := e.Principal(t, e.KeyBTest)
+	aLive := e.Principal(t, e.KeyALive)
+	tok := upload(t, e, a, 1)
+	o, _, err := e.Svc.SendFax(ctx, a, "k", core.SendFaxRequest{To: "+12125550100", UploadToken: tok})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, p := range map[string]core.Principal{"other owner": b, "live key of the same owner": aLive} {
+		t.Run(name, func(t *testing.T) {
+			_, err := e.Svc.GetFax(ctx, p, o.ID)
+			wantCode(t, err, core.CodeNotFound)
+			_, err = e.Svc.CancelFax(ctx, p, o.ID)
+			wantCode(t, err, core.CodeNotFound)
+			page, err := e.Svc.ListFaxes(ctx, p, "", "", 10)
+			if err != nil || len(page.Data) != 0 {
+				t.Fatalf("listed %d foreign orders (%v)", len(page.Data), err)
+			}
+			_, err = e.Svc.CreateDraft(ctx, p, core.CreateDraftRequest{To: "+12125550100", UploadToken: tok})
+			if p.Mode == core.ModeLive {
+				wantCode(t, err, core.CodeProviderUnavailable)
+			} else {
+				wantCode(t, err, core.CodeNotFound)
+			}
+		})
+	}
+	_, _, err = e.Svc.SendFax(ctx, b, "k", core.SendFaxRequest{To: "+12125550100", UploadToken: tok})
+	wantCode(t, err, core.CodeNotFound)
+	_, _, err = e.Svc.SendFax(ctx, aLive, "k", core.SendFaxRequest{To: "+12125550100", UploadToken: tok})
+	wantCode(t, err, core.CodeProviderUnavailable)
+}
+
+func TestListFaxesPagination(t *testing.T) {
+	e := testenv.New(t, testenv.WithoutWorkers(), testenv.WithConfig(func(c *core.Config) { c.SendBurst = 100 }))
+	p := e.Principal(t, e.KeyATest)
+	tok := upload(t, e, p, 1)
+	var ids []string
+	for i := range 5 {
+		o, _, err := e.Svc.SendFax(ctx, p, fmt.Sprint("p", i), core.SendFaxRequest{To: "+12125550100", UploadToken: tok})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids = append([]string{o.ID}, ids...) // newest first
+	}
+	var got []string
+	cursor := ""
+	for {
+		page, err := e.Svc.ListFaxes(ctx, p, "", cursor, 2)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, o := range page.Data {
+			got = append(got, o.ID)
+		}
+		if !page.HasMore {
+			break
+		}
+		cursor = page.Next
+	}
+	if fmt.Sprint(got) != fmt.Sprint(ids) {
+		t.Fatalf("pages gave %v, want %v", got, ids)
+	}
+	if _, err := e.Svc.CancelFax(ctx, p, ids[0]); err != nil {
+		t.Fatal(err)
+	}
+	page, err := e.Svc.ListFaxes(ctx, p, "canceled", "", 10)
+	if err != nil || len(page.Data) != 1 || page.Data[0].ID != ids[0] {
+		t.Fatalf("status filter: %+v %v", page, err)
+	}
+	_, err = e.Svc.ListFaxes(ctx, p, "lost", "", 10)
+	wantCode(t, err, core.CodeInvalidRequest)
+	_, err = e.Svc.ListFaxes(ctx, p, "", "", 101)
+	wantCode(t, err, core.CodeInvalidRequest)
+	_, err = e.Svc.ListFaxes(ctx, e.Principal(t, e.KeyBTest), "", ids[0], 10)
+	wantCode(t, err, core.CodeInvalidRequest)
+}
+
+func TestCancelReleasesHold(t *testing.T) {
+	e := testenv.New(t, testenv.WithoutWorkers())
+	p := e.Principal(t, e.KeyATest)
+	o, _, err := e.Svc.SendFax(ctx, p, "k", core.SendFaxRequest{To: "+12125550100", UploadToken: upload(t, e, p, 1)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := e.Svc.CancelFax(ctx, p, o.ID)
+	if err != nil || got.Status != core.OrderCanceled {
+		t.Fatalf("cancel: %+v %v", got, err)
+	}
+	c := balance(t, e, p)
+	if c.AvailableMicros != 10*core.MicrosPerDollar || c.HeldMicros != 0 {
+		t.Fatalf("after cancel: available %s held %s", c.Available, c.Held)
+	}
+	_, err = e.Svc.CancelFax(ctx, p, o.ID)
+	wantCode(t, err, core.CodeOrderNotCancelable)
+	// The job still runs later and leaves the canceled order alone.
+	if err := e.Svc.Deliver(ctx, o.ID); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := e.Svc.GetFax(ctx, p, o.ID); got.Status != core.OrderCanceled || got.Attempts != 0 {
+		t.Fatalf("delivery touched a canceled order: %+v", got)
+	}
+}
+
+func TestDraftCheckoutQueuesExactlyOneOrder(t *testing.T) {
+	e := testenv.New(t, testenv.WithoutCredits())
+	p := e.Principal(t, e.KeyATest)
+	d, err := e.Svc.CreateDraft(ctx, p, core.CreateDraftRequest{To: "+12125550100", UploadToken: upload(t, e, p, 2), Cover: true, CoverText: "For Dr. Who"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d.Quote.BilledPages != 3 || d.Quote.Amount != "0.21" || d.Status != core.DraftOpen {
+		t.Fatalf("draft: %+v", d)
+	}
+	cs, err := e.Svc.CreateDraftCheckout(ctx, p, d.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(cs.CheckoutURL, "http://faxhub.test/checkout/test/") || cs.Amount != "0.21" {
+		t.Fatalf("checkout: %+v", cs)
+	}
+	var wg sync.WaitGroup
+	for range 10 {
+		wg.Go(func() {
+			if _, err := e.Svc.CompleteCheckout(ctx, cs.ID); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	wg.Wait()
+	e.DrainQueue(t)
+	page, err := e.Svc.ListFaxes(ctx, p, "", "", 10)
+	if err != nil || len(page.Data) != 1 {
+		t.Fatalf("want one order, got %d (%v)", len(page.Data), err)
+	}
+	o := page.Data[0]
+	if o.Status != core.OrderDelivered || o.PaymentMethod != core.PayCheckout || *o.DraftID != d.ID || o.CoverText != "For Dr. Who" {
+		t.Fatalf("order from draft: %+v", o)
+	}
+	if c := balance(t, e, p); c.AvailableMicros != 0 || len(c.Ledger.Data) != 0 {
+		t.Fatalf("a checkout-paid fax touched credits: %+v", c)
+	}
+	_, err = e.Svc.CreateDraftCheckout(ctx, p, d.ID)
+	wantCode(t, err, core.CodeDraftState)
+}
+
+func TestCreditPackCheckout(t *testing.T) {
+	e := testenv.New(t, testenv.WithoutCredits())
+	p := e.Principal(t, e.KeyATest)
+	_, err := e.Svc.CreateCreditCheckout(ctx, p, "pack_1000000")
+	wantCode(t, err, core.CodeUnknownPack)
+	cs, err := e.Svc.CreateCreditCheckout(ctx, p, "pack_100")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cs.Amount != "100.00" || cs.Credit != "105.00" {
+		t.Fatalf("pack checkout: %+v", cs)
+	}
+	for range 3 {
+		if _, err := e.Svc.CompleteCheckout(ctx, cs.ID); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if c := balance(t, e, p); c.Available != "105.00" || len(c.Ledger.Data) != 1 || c.Ledger.Data[0].Kind != core.LedgerPurchase {
+		t.Fatalf("after purchase: %+v", c)
+	}
+	_, err = e.Svc.CreateCreditCheckout(ctx, e.Principal(t, e.KeyALive), "pack_10")
+	wantCode(t, err, core.CodeCheckoutUnavailable)
+}
+
+func TestApprovals(t *testing.T) {
+	e := testenv.New(t, testenv.WithoutWorkers())
+	binding := map[string]any{"to": "+12125550100", "pages": 2}
+	newApproval := func(uv bool) *core.Approval {
+		a, err := e.Svc.RequestApproval(ctx, core.ApprovalRequest{
+			OwnerID: e.OwnerA.ID, Kind: core.ApprovalVerifiedAction, Requester: "agent x",
+			Summary: "send a fax", Details: binding, Binding: binding, RequiresUV: uv,
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return a
+	}
+	a := newApproval(true)
+	pending, err := e.Svc.PendingApprovals(ctx, e.OwnerA.ID)
+	if err != nil || len(pending) != 1 {
+		t.Fatalf("pending: %d %v", len(pending), err)
+	}
+	if other, _ := e.Svc.PendingApprovals(ctx, e.OwnerB.ID); len(other) != 0 {
+		t.Fatal("owner B sees owner A's approvals")
+	}
+	_, err = e.Svc.DecideApproval(ctx, e.OwnerB.ID, a.ID, core.Decision{Approve: true, BindingHash: a.BindingHash, UserVerified: true})
+	wantCode(t, err, core.CodeNotFound)
+	_, err = e.Svc.DecideApproval(ctx, e.OwnerA.ID, a.ID, core.Decision{Approve: true, BindingHash: core.BindingHash(map[string]any{"to": "+12125550101"}), UserVerified: true})
+	wantCode(t, err, core.CodeApprovalBinding)
+	_, err = e.Svc.DecideApproval(ctx, e.OwnerA.ID, a.ID, core.Decision{Approve: true, BindingHash: a.BindingHash})
+	wantCode(t, err, "user_verification_required")
+
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	wins := 0
+	for range 20 {
+		wg.Go(func() {
+			_, err := e.Svc.DecideApproval(ctx, e.OwnerA.ID, a.ID, core.Decision{Approve: true, BindingHash: a.BindingHash, UserVerified: true})
+			if err == nil {
+				mu.Lock()
+				wins++
+				mu.Unlock()
+			} else if core.ErrorCode(err) != core.CodeApprovalState {
+				t.Error(err)
+			}
+		})
+	}
+	wg.Wait()
+	if wins != 1 {
+		t.Fatalf("%d decisions won, want 1", wins)
+	}
+	got, err := e.Svc.GetApproval(ctx, e.OwnerA.ID, a.ID)
+	if err != nil || got.Status != core.ApprovalApproved || got.DecidedAt == nil {
+		t.Fatalf("after approval: %+v %v", got, err)
+	}
+	// Declining never needs user verification.
+	d := newApproval(true)
+	if got, err := e.Svc.DecideApproval(ctx, e.OwnerA.ID, d.ID, core.Decision{Approve: false, BindingHash: d.BindingHash}); err != nil || got.Status != core.ApprovalDeclined {
+		t.Fatalf("decline: %+v %v", got, err)
+	}
+}
+
+func TestAPIKeys(t *testing.T) {
+	e := testenv.New(t, testenv.WithoutWorkers())
+	secret, k, err := e.Svc.CreateAPIKey(ctx, e.OwnerA.ID, core.ModeTest, "ci")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(secret, "fxk_test_") || k.Hash == secret || strings.Contains(k.Hint, secret[9:len(secret)-4]) {
+		t.Fatalf("key %s stored as %+v", secret, k)
+	}
+	p, err := e.Svc.AuthenticateAPIKey(ctx, secret)
+	if err != nil || p.OwnerID != e.OwnerA.ID || p.Mode != core.ModeTest || len(p.Scopes) != 6 {
+		t.Fatalf("principal %+v %v", p, err)
+	}
+	for _, bad := range []string{"", "fxk_test_nope", "fxk_live_" + secret[9:], "Bearer " + secret} {
+		_, err := e.Svc.AuthenticateAPIKey(ctx, bad)
+		wantCode(t, err, core.CodeInvalidAPIKey)
+	}
+	keys, _ := e.Svc.ListAPIKeys(ctx, e.OwnerA.ID)
+	var found *core.APIKey
+	for i := range keys {
+		if keys[i].ID == k.ID {
+			found = &keys[i]
+		}
+	}
+	if found == nil || found.LastUsedAt == nil {
+		t.Fatalf("last used not recorded: %+v", found)
+	}
+	wantCode(t, e.Svc.RevokeAPIKey(ctx, e.OwnerB.ID, k.ID), core.CodeNotFound)
+	if err := e.Svc.RevokeAPIKey(ctx, e.OwnerA.ID, k.ID); err != nil {
+		t.Fatal(err)
+	}
+	_, err = e.Svc.AuthenticateAPIKey(ctx, secret)
+	wantCode(t, err, core.CodeInvalidAPIKey)
+}
+
+func TestSessions(t *testing.T) {
+	e := testenv.New(t, testenv.WithoutWorkers())
+	secret, s, err := e.Svc.CreateSession(ctx, e.OwnerA.ID, "test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := e.Svc.AuthenticateSession(ctx, secret)
+	if err != nil || got.ID != s.ID || got.OwnerID != e.OwnerA.ID {
+		t.Fatalf("session: %+v %v", got, err)
+	}
+	if err := e.Svc.EndAllSessions(ctx, e.OwnerA.ID); err != nil {
+		t.Fatal(err)
+	}
+	_, err = e.Svc.AuthenticateSession(ctx, secret)
+	if core.ErrorCode(err) != core.CodeUnauthenticated {
+		t.Fatalf("ended session still valid: %v", err)
+	}
+}

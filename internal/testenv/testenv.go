@@ -1,0 +1,201 @@
+// Package testenv builds a real, fully wired faxhub service for tests: a
+// SQLite database in a temp dir (or PostgreSQL with WithPostgres), file
+// blobs, the real converter and destination checker, the River queue with
+// workers, the simulated provider at zero delay and the test checkout. Two
+// owners with keys and test credits are ready to use.
+package testenv
+
+import (
+	"bytes"
+	"context"
+	"database/sql"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/faxhub/faxhub/conformance/storetest"
+	"github.com/faxhub/faxhub/core"
+	"github.com/faxhub/faxhub/core/blob"
+	"github.com/faxhub/faxhub/core/convert"
+	"github.com/faxhub/faxhub/core/payments"
+	"github.com/faxhub/faxhub/core/phone"
+	"github.com/faxhub/faxhub/core/provider/simulated"
+	"github.com/faxhub/faxhub/core/queue"
+	"github.com/faxhub/faxhub/core/store"
+)
+
+// Env is a running service and its fixtures.
+type Env struct {
+	Svc    *core.Service
+	Store  core.Store
+	DB     *store.DB
+	Queue  *queue.Queue
+	Server *httptest.Server
+
+	OwnerA, OwnerB               *core.Owner
+	KeyATest, KeyALive, KeyBTest string
+
+	t *testing.T
+}
+
+type options struct {
+	credits  bool
+	postgres string
+	cfg      func(*core.Config)
+	workers  bool
+}
+
+// Option changes how New builds the environment.
+type Option func(*options)
+
+// WithoutCredits leaves both owners with a zero balance.
+func WithoutCredits() Option { return func(o *options) { o.credits = false } }
+
+// WithConfig adjusts the service configuration before it is built.
+func WithConfig(f func(*core.Config)) Option { return func(o *options) { o.cfg = f } }
+
+// WithPostgres runs on a fresh schema of the PostgreSQL server at baseURL.
+func WithPostgres(baseURL string) Option { return func(o *options) { o.postgres = baseURL } }
+
+// WithoutWorkers builds an insert-only queue: jobs wait until the test
+// delivers them with DeliverAll.
+func WithoutWorkers() Option { return func(o *options) { o.workers = false } }
+
+// New builds and starts the environment; everything stops at test cleanup.
+func New(t testing.TB, opts ...Option) *Env {
+	tt, _ := t.(*testing.T)
+	o := options{credits: true, workers: true}
+	for _, f := range opts {
+		f(&o)
+	}
+	ctx := context.Background()
+	dir := t.TempDir()
+	dsn := filepath.Join(dir, "faxhub.db")
+	if o.postgres != "" {
+		dsn = storetest.OpenPostgresSchema(tt, o.postgres)
+	}
+	db, err := store.Open(ctx, dsn)
+	must(t, err)
+	t.Cleanup(func() { db.Close() })
+	must(t, db.Migrate(ctx))
+	must(t, queue.Migrate(ctx, db.SQL(), db.Dialect()))
+
+	blobs, err := blob.Open(ctx, "file://"+filepath.ToSlash(filepath.Join(dir, "blobs")))
+	must(t, err)
+	tmp := filepath.Join(dir, "tmp")
+	must(t, os.MkdirAll(tmp, 0o700))
+
+	var svc *core.Service
+	deliver := func(ctx context.Context, id string) error { return svc.Deliver(ctx, id) }
+	log := slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	q, err := queue.New(db.SQL(), db.Dialect(), deliver, queue.Options{InsertOnly: !o.workers, PollInterval: 20 * time.Millisecond}, log)
+	must(t, err)
+
+	cfg := core.Config{
+		BaseURL: "http://faxhub.test", UploadSecret: bytes.Repeat([]byte{7}, 32), TempDir: tmp,
+		NoRetryDelay: true,
+	}
+	if o.cfg != nil {
+		o.cfg(&cfg)
+	}
+	svc, err = core.New(cfg, core.Deps{
+		Store: db, Blobs: blobs, Converter: convert.New(convert.Options{TempDir: tmp}),
+		Destination: phone.New(), Queue: q,
+		Providers: map[core.Mode]core.FaxProvider{core.ModeTest: simulated.New(simulated.Options{TimeScale: 0})},
+		Checkout:  map[core.Mode]core.CheckoutGateway{core.ModeTest: payments.NewTestGateway(cfg.BaseURL)},
+		Logger:    log,
+	})
+	must(t, err)
+	if o.workers {
+		qctx, cancel := context.WithCancel(ctx)
+		must(t, q.Start(qctx))
+		t.Cleanup(func() {
+			sctx, scancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer scancel()
+			_ = q.Stop(sctx)
+			cancel()
+		})
+	}
+
+	e := &Env{Svc: svc, Store: db, DB: db, Queue: q, t: tt}
+	e.OwnerA, e.KeyATest, e.KeyALive = e.owner(t, "a@example.com", o.credits)
+	e.OwnerB, e.KeyBTest, _ = e.owner(t, "b@example.com", o.credits)
+	return e
+}
+
+func (e *Env) owner(t testing.TB, email string, credits bool) (*core.Owner, string, string) {
+	ctx := context.Background()
+	o, err := e.Svc.CreateOwner(ctx, email, "Owner "+email, true)
+	must(t, err)
+	test, _, err := e.Svc.CreateAPIKey(ctx, o.ID, core.ModeTest, "test")
+	must(t, err)
+	live, _, err := e.Svc.CreateAPIKey(ctx, o.ID, core.ModeLive, "live")
+	must(t, err)
+	if credits {
+		_, err = e.Svc.GrantCredits(ctx, o.ID, core.ModeTest, 10*core.MicrosPerDollar, "test fixture")
+		must(t, err)
+	}
+	return o, test, live
+}
+
+// Principal returns the principal of an API key secret.
+func (e *Env) Principal(t testing.TB, key string) core.Principal {
+	p, err := e.Svc.AuthenticateAPIKey(context.Background(), key)
+	must(t, err)
+	return p
+}
+
+// Serve starts h on an httptest server (closed at cleanup).
+func (e *Env) Serve(h http.Handler) *httptest.Server {
+	e.Server = httptest.NewServer(h)
+	e.t.Cleanup(e.Server.Close)
+	return e.Server
+}
+
+// DrainQueue waits until no delivery job is waiting or running (scheduled
+// retries included), failing the test after 20 seconds.
+func (e *Env) DrainQueue(t testing.TB) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		n, err := PendingJobs(context.Background(), e.DB.SQL())
+		must(t, err)
+		if n == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("queue still has %d pending jobs after 20s", n)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// PendingJobs counts River jobs that will still run.
+func PendingJobs(ctx context.Context, db *sql.DB) (int, error) {
+	var n int
+	err := db.QueryRowContext(ctx, `SELECT count(*) FROM river_job WHERE state IN ('available', 'running', 'retryable', 'scheduled', 'pending')`).Scan(&n)
+	if err != nil {
+		return 0, fmt.Errorf("count pending jobs: %w", err)
+	}
+	return n, nil
+}
+
+func must(t testing.TB, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// testWriter sends log lines to the test log.
+type testWriter struct{ t testing.TB }
+
+func (w testWriter) Write(p []byte) (int, error) {
+	w.t.Log(string(bytes.TrimRight(p, "\n")))
+	return len(p), nil
+}
