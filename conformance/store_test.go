@@ -9,6 +9,7 @@ import (
 	"github.com/faxhub/faxhub/conformance/storetest"
 	"github.com/faxhub/faxhub/core"
 	"github.com/faxhub/faxhub/core/store"
+	"github.com/faxhub/faxhub/internal/require"
 )
 
 // openStore opens and migrates a store at dsn, closed when t ends.
@@ -39,7 +40,7 @@ func TestStoreSQLite(t *testing.T) {
 func TestStorePostgres(t *testing.T) {
 	base := os.Getenv(storetest.EnvPostgresURL)
 	if base == "" {
-		t.Skipf("%s is not set: skipping the PostgreSQL store suite (set it to e.g. postgres://postgres@127.0.0.1:5432/test?sslmode=disable)", storetest.EnvPostgresURL)
+		require.Missing(t, "PostgreSQL", storetest.EnvPostgresURL+" is not set (e.g. postgres://postgres@127.0.0.1:5432/test?sslmode=disable)")
 	}
 	storetest.RunTests(t, func(t *testing.T) core.Store {
 		return openStore(t, storetest.OpenPostgresSchema(t, base))

@@ -51,8 +51,10 @@ func (s *Service) Deliver(ctx context.Context, orderID string) error {
 // startAttempt moves a queued order to sending and opens an attempt. It
 // returns a nil attempt when there is nothing to do.
 func (s *Service) startAttempt(ctx context.Context, orderID string) (*Order, *Attempt, error) {
-	var order *Order
-	var attempt *Attempt
+	var (
+		order   *Order
+		attempt *Attempt
+	)
 	err := s.Store.InTx(ctx, func(tx Tx) error {
 		o, err := tx.GetOrderByID(ctx, orderID)
 		if err != nil {
@@ -62,8 +64,9 @@ func (s *Service) startAttempt(ctx context.Context, orderID string) (*Order, *At
 		switch o.Status {
 		case OrderQueued:
 			if o.NextAttemptAt != nil && now.Before(*o.NextAttemptAt) {
-				// A stale job ran early; the scheduled one will do it.
-				return nil
+				// Early (clock skew between replicas): ask the queue to run
+				// the job again at the scheduled time rather than drop it.
+				return &NotBeforeError{At: *o.NextAttemptAt}
 			}
 		case OrderSending:
 			last, err := tx.LatestAttempt(ctx, o.ID)
@@ -76,9 +79,21 @@ func (s *Service) startAttempt(ctx context.Context, orderID string) (*Order, *At
 				}
 				fin := now
 				last.Status, last.FailureCode, last.FailureReason, last.FinishedAt = AttemptFailed, "interrupted", "the worker stopped before the provider answered", &fin
+				last.Retryable = true
 				if err := tx.UpdateAttempt(ctx, last); err != nil {
 					return err
 				}
+			}
+			if o.Attempts >= s.cfg.MaxAttempts {
+				// Interrupted on its last attempt (a crash loop, or a
+				// provider that never answers): fail it and give the money
+				// back rather than leave it sending forever.
+				o.Status, o.CompletedAt = OrderFailed, &now
+				o.FailureCode, o.FailureReason, o.UpdatedAt = "interrupted", "delivery was interrupted on the last attempt", now
+				if err := tx.UpdateOrder(ctx, o, OrderSending); err != nil {
+					return err
+				}
+				return s.settle(ctx, tx, o, LedgerRelease)
 			}
 		default:
 			return nil // terminal
@@ -150,6 +165,19 @@ func (s *Service) recordOutcome(ctx context.Context, orderID, attemptID string, 
 			}
 			return s.settle(ctx, tx, o, LedgerCapture)
 		case AttemptPartial:
+			if res.PagesSent <= 0 {
+				// Nothing arrived: that is a failure, not a partial fax.
+				res.Status, a.Status = AttemptFailed, AttemptFailed
+				if err := tx.UpdateAttempt(ctx, a); err != nil {
+					return err
+				}
+				o.Status, o.CompletedAt = OrderFailed, &now
+				o.FailureCode, o.FailureReason = a.FailureCode, a.FailureReason
+				if err := tx.UpdateOrder(ctx, o, OrderSending); err != nil {
+					return err
+				}
+				return s.settle(ctx, tx, o, LedgerRelease)
+			}
 			o.Status, o.PagesSent, o.CompletedAt = OrderPartial, res.PagesSent, &now
 			o.FailureCode, o.FailureReason = a.FailureCode, a.FailureReason
 			if err := tx.UpdateOrder(ctx, o, OrderSending); err != nil {
@@ -178,6 +206,14 @@ func (s *Service) recordOutcome(ctx context.Context, orderID, attemptID string, 
 		}
 		return fmt.Errorf("provider reported unknown status %q", res.Status)
 	})
+}
+
+// NotBeforeError tells the queue a delivery job ran before its order's
+// scheduled attempt time; the queue runs it again at At.
+type NotBeforeError struct{ At time.Time }
+
+func (e *NotBeforeError) Error() string {
+	return "delivery is scheduled for " + e.At.Format(time.RFC3339Nano)
 }
 
 // backoff is the wait after the nth failed attempt: base, 4×base, 16×base…

@@ -3,6 +3,7 @@ package core_test
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"sync"
@@ -631,4 +632,97 @@ func TestSessions(t *testing.T) {
 	if core.ErrorCode(err) != core.CodeUnauthenticated {
 		t.Fatalf("ended session still valid: %v", err)
 	}
+}
+
+func TestDeliveryEdges(t *testing.T) {
+	e := testenv.New(t, testenv.WithoutWorkers())
+	p := e.Principal(t, e.KeyATest)
+	send := func(to string, pages int) *core.Order {
+		t.Helper()
+		o, _, err := e.Svc.SendFax(ctx, p, to+fmt.Sprint(pages, time.Now().UnixNano()), core.SendFaxRequest{To: to, UploadToken: upload(t, e, p, pages)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return o
+	}
+	full := int64(10 * core.MicrosPerDollar)
+
+	t.Run("partial with nothing sent is a failure", func(t *testing.T) {
+		o := send("+12125550104", 1)
+		if err := e.Svc.Deliver(ctx, o.ID); err != nil {
+			t.Fatal(err)
+		}
+		got, _ := e.Svc.GetFax(ctx, p, o.ID)
+		if got.Status != core.OrderFailed || got.PagesSent != 0 || got.LatestAttempt.Status != core.AttemptFailed {
+			t.Fatalf("got %+v / %+v", got, got.LatestAttempt)
+		}
+		if c := balance(t, e, p); c.AvailableMicros != full || c.HeldMicros != 0 {
+			t.Fatalf("money not returned: %s held %s", c.Available, c.Held)
+		}
+	})
+
+	t.Run("early job is deferred, not dropped", func(t *testing.T) {
+		o := send("+12125550100", 1)
+		stored, err := e.Store.GetOrderByID(ctx, o.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		at := time.Now().Add(time.Hour).UTC().Truncate(time.Microsecond)
+		stored.NextAttemptAt = &at
+		if err := e.Store.UpdateOrder(ctx, stored, core.OrderQueued); err != nil {
+			t.Fatal(err)
+		}
+		err = e.Svc.Deliver(ctx, o.ID)
+		var nb *core.NotBeforeError
+		if !errors.As(err, &nb) || !nb.At.Equal(at) {
+			t.Fatalf("want NotBeforeError at %v, got %v", at, err)
+		}
+	})
+
+	t.Run("interrupted last attempt fails and releases", func(t *testing.T) {
+		o := send("+12125550100", 1)
+		stored, err := e.Store.GetOrderByID(ctx, o.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// Simulate a worker that died mid-send on the third attempt.
+		stored.Status, stored.Attempts = core.OrderSending, 3
+		if err := e.Store.UpdateOrder(ctx, stored, core.OrderQueued); err != nil {
+			t.Fatal(err)
+		}
+		if err := e.Store.CreateAttempt(ctx, &core.Attempt{ID: core.NewID(core.PrefixAttempt), OrderID: o.ID, Number: 3, Provider: "simulated", Status: core.AttemptSending, StartedAt: time.Now().UTC()}); err != nil {
+			t.Fatal(err)
+		}
+		heldBefore := balance(t, e, p).HeldMicros
+		if err := e.Svc.Deliver(ctx, o.ID); err != nil {
+			t.Fatal(err)
+		}
+		got, _ := e.Svc.GetFax(ctx, p, o.ID)
+		if got.Status != core.OrderFailed || got.FailureCode != "interrupted" || got.LatestAttempt.FailureCode != "interrupted" {
+			t.Fatalf("got %+v / %+v", got, got.LatestAttempt)
+		}
+		if c := balance(t, e, p); heldBefore-c.HeldMicros != o.PriceMicros {
+			t.Fatalf("hold not released: held %s before, %s after", core.FormatUSD(heldBefore), c.Held)
+		}
+	})
+
+	t.Run("interrupted earlier attempt is retried", func(t *testing.T) {
+		o := send("+12125550100", 1)
+		stored, _ := e.Store.GetOrderByID(ctx, o.ID)
+		stored.Status, stored.Attempts = core.OrderSending, 1
+		if err := e.Store.UpdateOrder(ctx, stored, core.OrderQueued); err != nil {
+			t.Fatal(err)
+		}
+		if err := e.Store.CreateAttempt(ctx, &core.Attempt{ID: core.NewID(core.PrefixAttempt), OrderID: o.ID, Number: 1, Provider: "simulated", Status: core.AttemptSending, StartedAt: time.Now().UTC()}); err != nil {
+			t.Fatal(err)
+		}
+		if err := e.Svc.Deliver(ctx, o.ID); err != nil {
+			t.Fatal(err)
+		}
+		got, _ := e.Svc.GetFax(ctx, p, o.ID)
+		atts, _ := e.Svc.FaxAttempts(ctx, p, o.ID)
+		if got.Status != core.OrderDelivered || got.Attempts != 2 || len(atts) != 2 || atts[0].FailureCode != "interrupted" && atts[1].FailureCode != "interrupted" {
+			t.Fatalf("got %+v, attempts %+v", got, atts)
+		}
+	})
 }

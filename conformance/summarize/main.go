@@ -21,21 +21,60 @@ type event struct {
 	Output  string
 }
 
-type counts struct{ pass, fail, skip int; pkgFail bool }
-
-func main() {
-	os.Exit(run(os.Stdin, os.Stdout))
+type counts struct {
+	pass, fail, skip int
+	pkgFail          bool
 }
 
-func run(in io.Reader, out io.Writer) int {
+// Usage: summarize [LABEL=FILE ...]; with no arguments it reads stdin. A
+// label tells apart two runs of the same packages (sqlite, postgres).
+func main() {
+	var inputs []input
+	for _, a := range os.Args[1:] {
+		label, path, ok := strings.Cut(a, "=")
+		if !ok {
+			fmt.Fprintln(os.Stderr, "usage: summarize [LABEL=FILE ...]")
+			os.Exit(2)
+		}
+		f, err := os.Open(path)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "summarize:", err)
+			os.Exit(1)
+		}
+		defer f.Close()
+		inputs = append(inputs, input{label, f})
+	}
+	if len(inputs) == 0 {
+		inputs = []input{{"", os.Stdin}}
+	}
+	os.Exit(run(inputs, os.Stdout))
+}
+
+type input struct {
+	label string
+	r     io.Reader
+}
+
+func run(inputs []input, out io.Writer) int {
 	suites := map[string]*counts{}
 	var failedTests []string
-	sc := bufio.NewScanner(in)
+	for _, in := range inputs {
+		failedTests = scan(in, suites, failedTests)
+	}
+	return report(suites, failedTests, out)
+}
+
+func scan(in input, suites map[string]*counts, failedTests []string) []string {
+	sc := bufio.NewScanner(in.r)
 	sc.Buffer(make([]byte, 1<<20), 16<<20)
 	for sc.Scan() {
 		var e event
 		if err := json.Unmarshal(sc.Bytes(), &e); err != nil || e.Package == "" {
 			continue
+		}
+		e.Package = strings.TrimPrefix(e.Package, "github.com/faxhub/faxhub/")
+		if in.label != "" {
+			e.Package = in.label + ": " + e.Package
 		}
 		c := suites[e.Package]
 		if c == nil {
@@ -61,6 +100,10 @@ func run(in io.Reader, out io.Writer) int {
 			c.skip++
 		}
 	}
+	return failedTests
+}
+
+func report(suites map[string]*counts, failedTests []string, out io.Writer) int {
 	names := make([]string, 0, len(suites))
 	for n, c := range suites {
 		if c.pass+c.fail+c.skip > 0 || c.pkgFail {
@@ -77,7 +120,7 @@ func run(in io.Reader, out io.Writer) int {
 			f = 1 // build failure or a panic outside a test
 			failedTests = append(failedTests, n+" (package)")
 		}
-		fmt.Fprintf(out, "%-60s %7d %7d %7d\n", strings.TrimPrefix(n, "github.com/faxhub/faxhub/"), c.pass, f, c.skip)
+		fmt.Fprintf(out, "%-60s %7d %7d %7d\n", n, c.pass, f, c.skip)
 		tp, tf, ts = tp+c.pass, tf+f, ts+c.skip
 	}
 	for _, f := range failedTests {

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/faxhub/faxhub/core"
+	"github.com/faxhub/faxhub/internal/require"
 )
 
 func needSoffice(t *testing.T) string {
@@ -23,7 +24,7 @@ func needSoffice(t *testing.T) string {
 			return p
 		}
 	}
-	t.Skip("LibreOffice is not installed (apt-get install libreoffice-writer-nogui libreoffice-calc-nogui); skipping office conversions")
+	require.Missing(t, "LibreOffice", "apt-get install libreoffice-writer-nogui libreoffice-calc-nogui")
 	return ""
 }
 

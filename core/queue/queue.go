@@ -301,6 +301,10 @@ func (w *deliverWorker) Work(ctx context.Context, job *river.Job[deliverArgs]) e
 	if err == nil {
 		return nil
 	}
+	var early *core.NotBeforeError
+	if errors.As(err, &early) {
+		return river.JobSnooze(max(time.Until(early.At), 0) + time.Millisecond)
+	}
 	if errors.Is(err, context.Canceled) && ctx.Err() != nil && !errors.Is(context.Cause(ctx), rivertype.ErrJobCancelledRemotely) {
 		// Shutdown interrupted the delivery: not a failure, so it must not
 		// use up one of the job's attempts. It runs again on the next start.

@@ -20,6 +20,7 @@ import (
 
 	"github.com/faxhub/faxhub/core"
 	"github.com/faxhub/faxhub/core/queue"
+	"github.com/faxhub/faxhub/internal/require"
 )
 
 // The real service's Deliver is what cmd/faxhub passes to New.
@@ -43,6 +44,8 @@ func backends(t *testing.T) []backend {
 	bs := []backend{{queue.DialectSQLite, openSQLite}}
 	if os.Getenv("FAXHUB_TEST_POSTGRES_URL") != "" {
 		bs = append(bs, backend{queue.DialectPostgres, openPostgres})
+	} else if os.Getenv(require.EnvRequireAll) == "1" {
+		t.Fatal("PostgreSQL is required by make check but FAXHUB_TEST_POSTGRES_URL is not set")
 	} else {
 		t.Log("FAXHUB_TEST_POSTGRES_URL is not set: PostgreSQL cases skipped")
 	}

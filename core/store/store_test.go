@@ -15,6 +15,7 @@ import (
 
 	"github.com/faxhub/faxhub/conformance/storetest"
 	"github.com/faxhub/faxhub/core"
+	"github.com/faxhub/faxhub/internal/require"
 )
 
 func TestDialectOf(t *testing.T) {
@@ -168,8 +169,7 @@ func TestSQLiteWritersQueue(t *testing.T) {
 func postgresURL(t *testing.T) string {
 	u := os.Getenv(storetest.EnvPostgresURL)
 	if u == "" {
-		t.Skipf("%s is not set: skipping the PostgreSQL tests (e.g. %s='postgres://postgres@127.0.0.1:5432/test?sslmode=disable')",
-			storetest.EnvPostgresURL, storetest.EnvPostgresURL)
+		require.Missing(t, "PostgreSQL", storetest.EnvPostgresURL+" is not set (e.g. postgres://postgres@127.0.0.1:5432/test?sslmode=disable)")
 	}
 	return u
 }

@@ -29,6 +29,9 @@ import (
 	"github.com/faxhub/faxhub/core/store"
 )
 
+// EnvPostgres names the variable that moves every Env onto PostgreSQL.
+const EnvPostgres = "FAXHUB_TESTENV_POSTGRES"
+
 // Env is a running service and its fixtures.
 type Env struct {
 	Svc    *core.Service
@@ -40,7 +43,7 @@ type Env struct {
 	OwnerA, OwnerB               *core.Owner
 	KeyATest, KeyALive, KeyBTest string
 
-	t *testing.T
+	t testing.TB
 }
 
 type options struct {
@@ -68,8 +71,9 @@ func WithoutWorkers() Option { return func(o *options) { o.workers = false } }
 
 // New builds and starts the environment; everything stops at test cleanup.
 func New(t testing.TB, opts ...Option) *Env {
-	tt, _ := t.(*testing.T)
-	o := options{credits: true, workers: true}
+	// FAXHUB_TESTENV_POSTGRES runs every testenv-based suite on PostgreSQL;
+	// make check does so in a second pass.
+	o := options{credits: true, workers: true, postgres: os.Getenv(EnvPostgres)}
 	for _, f := range opts {
 		f(&o)
 	}
@@ -77,7 +81,7 @@ func New(t testing.TB, opts ...Option) *Env {
 	dir := t.TempDir()
 	dsn := filepath.Join(dir, "faxhub.db")
 	if o.postgres != "" {
-		dsn = storetest.OpenPostgresSchema(tt, o.postgres)
+		dsn = storetest.OpenPostgresSchema(t, o.postgres)
 	}
 	db, err := store.Open(ctx, dsn)
 	must(t, err)
@@ -122,7 +126,7 @@ func New(t testing.TB, opts ...Option) *Env {
 		})
 	}
 
-	e := &Env{Svc: svc, Store: db, DB: db, Queue: q, t: tt}
+	e := &Env{Svc: svc, Store: db, DB: db, Queue: q, t: t}
 	e.OwnerA, e.KeyATest, e.KeyALive = e.owner(t, "a@example.com", o.credits)
 	e.OwnerB, e.KeyBTest, _ = e.owner(t, "b@example.com", o.credits)
 	return e
