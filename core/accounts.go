@@ -52,7 +52,7 @@ func (s *Service) CreateOwner(ctx context.Context, email, name string, verified 
 	}
 	if err := s.Store.CreateOwner(ctx, o); err != nil {
 		if errors.Is(err, ErrExists) {
-			return nil, Errorf(KindConflict, "owner_exists", "an owner with email %s already exists", email)
+			return nil, Errorf(KindConflict, CodeOwnerExists, "an owner with email %s already exists", email)
 		}
 		return nil, fmt.Errorf("create owner: %w", err)
 	}

@@ -105,7 +105,7 @@ func (s *Service) DecideApproval(ctx context.Context, ownerID, id string, d Deci
 	status := ApprovalDeclined
 	if d.Approve {
 		if a.RequiresUV && !d.UserVerified {
-			return nil, Errorf(KindForbidden, "user_verification_required", "approving this needs your passkey with user verification")
+			return nil, Errorf(KindForbidden, CodeUserVerification, "approving this needs your passkey with user verification")
 		}
 		status = ApprovalApproved
 	}

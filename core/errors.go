@@ -63,6 +63,14 @@ const (
 	CodeApprovalBinding        = "approval_binding_mismatch"
 	CodeOrderNotCancelable     = "order_not_cancelable"
 	CodeProviderUnavailable    = "provider_not_configured"
+	CodeOwnerExists            = "owner_exists"
+	CodeUserVerification       = "user_verification_required"
+	CodeUnsupportedContentType = "unsupported_content_type"
+	CodeMethodNotAllowed       = "method_not_allowed"
+	CodeNotReady               = "not_ready"
+	// CodeMachinePaymentsMissing: machine payments are switched on but no
+	// payment method is wired yet (the machine-payments issue adds them).
+	CodeMachinePaymentsMissing = "machine_payments_not_available"
 )
 
 // Error is the one error type services return for anything a caller can act

@@ -548,7 +548,7 @@ func TestApprovals(t *testing.T) {
 	_, err = e.Svc.DecideApproval(ctx, e.OwnerA.ID, a.ID, core.Decision{Approve: true, BindingHash: core.BindingHash(map[string]any{"to": "+12125550101"}), UserVerified: true})
 	wantCode(t, err, core.CodeApprovalBinding)
 	_, err = e.Svc.DecideApproval(ctx, e.OwnerA.ID, a.ID, core.Decision{Approve: true, BindingHash: a.BindingHash})
-	wantCode(t, err, "user_verification_required")
+	wantCode(t, err, core.CodeUserVerification)
 
 	var wg sync.WaitGroup
 	var mu sync.Mutex

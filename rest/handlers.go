@@ -218,8 +218,8 @@ func (a *api) createMachineFax(w http.ResponseWriter, r *http.Request) error {
 		return a.machinePaymentsOff()
 	}
 	web.WriteProblem(w, web.Problem{
-		Type: web.ProblemType(codeMachinePaymentsNotHere), Title: http.StatusText(http.StatusNotImplemented),
-		Status: http.StatusNotImplemented, Code: codeMachinePaymentsNotHere, Instance: r.URL.Path,
+		Type: web.ProblemType(core.CodeMachinePaymentsMissing), Title: http.StatusText(http.StatusNotImplemented),
+		Status: http.StatusNotImplemented, Code: core.CodeMachinePaymentsMissing, Instance: r.URL.Path,
 		Detail: "machine payments are enabled but no payment method is configured on this server yet, so a fax cannot be paid per request; use an API key with prepaid credits",
 	})
 	return nil

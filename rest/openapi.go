@@ -24,8 +24,8 @@ func problemDetails() map[string]string {
 		core.CodeInvalidAPIKey:          "the API key is not valid or has been revoked",
 		core.CodeInsufficientScope:      "this credential lacks the fax:send scope",
 		core.CodeNotFound:               "fax not found",
-		codeMethodNotAllowed:            "DELETE is not allowed here; use GET, HEAD",
-		codeUnsupportedContentType:      "send the body as application/json",
+		core.CodeMethodNotAllowed:       "DELETE is not allowed here; use GET, HEAD",
+		core.CodeUnsupportedContentType: "send the body as application/json",
 		core.CodeIdempotencyKeyRequired: "the Idempotency-Key header is required; use a fresh random value per fax",
 		core.CodeIdempotencyConflict:    "this Idempotency-Key was already used with a different request",
 		core.CodeInsufficientCredits:    "this fax costs 0.14 USD but only 0.05 USD of test credits are available",
@@ -51,7 +51,7 @@ func problemDetails() map[string]string {
 		core.CodeProviderUnavailable:    "live-mode faxing is not configured on this server",
 		core.CodeOrderNotCancelable:     "a fax that is sending can no longer be canceled",
 		core.CodeMachinePaymentsOff:     "machine payments are disabled on this server; use an API key with prepaid credits",
-		codeMachinePaymentsNotHere:      "machine payments are enabled but no payment method is configured on this server yet",
+		core.CodeMachinePaymentsMissing: "machine payments are enabled but no payment method is configured on this server yet",
 	}
 }
 
@@ -194,7 +194,7 @@ func openAPIDocument(opts Options, cfg core.Config) obj {
 	idempotencyKey := obj{"$ref": "#/components/parameters/IdempotencyKey"}
 	limit := queryParam("limit", fmt.Sprintf("page size, 1 to %d (default %d)", core.MaxListLimit, core.DefaultListLimit),
 		obj{"type": "integer", "minimum": 1, "maximum": core.MaxListLimit, "default": core.DefaultListLimit})
-	quoteErrs := []errs{e(415, codeUnsupportedContentType),
+	quoteErrs := []errs{e(415, core.CodeUnsupportedContentType),
 		e(422, core.CodeInvalidDestination, core.CodePremiumDestination, core.CodeUnsupportedDestination, core.CodeTooManyPages)}
 
 	paths := obj{
@@ -206,7 +206,7 @@ func openAPIDocument(opts Options, cfg core.Config) obj {
 			"responses": s.responses(s.jsonResponse("the upload capability", "UploadCapability", obj{
 				"uploadToken": token, "uploadUrl": opts.APIURL + "/api/v1/uploads/" + token, "method": "PUT",
 				"key": "upl_2d4f6h8k0m2p4r6t8v0x2z4b6d", "contentType": "application/pdf", "maxBytes": exampleMax, "expiresAt": "2026-01-02T16:04:05Z",
-			}), authErrs(), []errs{e(413, core.CodeFileTooLarge, core.CodeInvalidRequest), e(415, core.CodeUnsupportedType, codeUnsupportedContentType)}),
+			}), authErrs(), []errs{e(413, core.CodeFileTooLarge, core.CodeInvalidRequest), e(415, core.CodeUnsupportedType, core.CodeUnsupportedContentType)}),
 		}},
 		"/api/v1/uploads/{token}": obj{"put": obj{
 			"operationId": "putUpload", "tags": []string{"uploads"},
@@ -234,7 +234,7 @@ func openAPIDocument(opts Options, cfg core.Config) obj {
 					r := s.responses(s.jsonResponse("the queued order (or, on replay, the order the key created)", "Order", queued), authErrs(), []errs{
 						e(400, core.CodeIdempotencyKeyRequired), e(402, core.CodeInsufficientCredits),
 						e(403, core.CodeUploadInvalid), e(404, core.CodeNotFound),
-						e(409, core.CodeIdempotencyConflict, core.CodeUploadPending), e(415, codeUnsupportedContentType),
+						e(409, core.CodeIdempotencyConflict, core.CodeUploadPending), e(415, core.CodeUnsupportedContentType),
 						e(422, core.CodeInvalidDestination, core.CodePremiumDestination, core.CodeUnsupportedDestination),
 						e(429, core.CodeRateLimited), e(503, core.CodeProviderUnavailable),
 					})
@@ -302,7 +302,7 @@ func openAPIDocument(opts Options, cfg core.Config) obj {
 			"responses": s.responses(s.jsonResponse("the checkout session", "CheckoutSession", obj{
 				"id": "chk_0a2c4e6g8j0l2n4q6s8u0w2y4a", "checkoutUrl": opts.BaseURL + "/checkout/test/chk_0a2c4e6g8j0l2n4q6s8u0w2y4a",
 				"expiresAt": "2026-01-02T16:04:05Z", "amount": "10.00", "amountCents": 1000, "currency": "usd", "packId": "pack_10", "credit": "10.00",
-			}), authErrs(), []errs{e(400, core.CodeUnknownPack), e(415, codeUnsupportedContentType), e(503, core.CodeCheckoutUnavailable)}),
+			}), authErrs(), []errs{e(400, core.CodeUnknownPack), e(415, core.CodeUnsupportedContentType), e(503, core.CodeCheckoutUnavailable)}),
 		}},
 		"/api/v1/quote": obj{"post": obj{
 			"operationId": "quoteFax", "tags": []string{"faxes"},
@@ -326,7 +326,7 @@ func openAPIDocument(opts Options, cfg core.Config) obj {
 			"security":    noAuth(),
 			"requestBody": jsonRequest("MachineFaxRequest", true, obj{"to": number, "base64": "JVBERi0xLjQK…", "request_id": "8f14e45f-ceea-467f-a8f4-1c1b5b5c2e3d"}),
 			"responses": func() obj {
-				r := s.responses(obj{"description": "not returned yet"}, commonErrs(), []errs{e(501, codeMachinePaymentsNotHere), e(503, core.CodeMachinePaymentsOff)})
+				r := s.responses(obj{"description": "not returned yet"}, commonErrs(), []errs{e(501, core.CodeMachinePaymentsMissing), e(503, core.CodeMachinePaymentsOff)})
 				delete(r, "200")
 				return r
 			}(),

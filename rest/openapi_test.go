@@ -165,10 +165,13 @@ func TestOpenAPIDocument(t *testing.T) {
 // cannot return.
 func TestProblemCodesCoverCore(t *testing.T) {
 	notREST := map[string]string{
-		"checkout_not_payable":      "paying a checkout happens on the checkout page, not in /api/v1",
-		"draft_not_payable":         "drafts are made by MCP/A2A, not by /api/v1",
-		"approval_not_pending":      "approvals are decided in the owner console",
-		"approval_binding_mismatch": "approvals are decided in the owner console",
+		"checkout_not_payable":       "paying a checkout happens on the checkout page, not in /api/v1",
+		"draft_not_payable":          "drafts are made by MCP/A2A, not by /api/v1",
+		"approval_not_pending":       "approvals are decided in the owner console",
+		"approval_binding_mismatch":  "approvals are decided in the owner console",
+		"owner_exists":               "owners are created by the operator command and the console sign-up",
+		"user_verification_required": "passkey approvals happen in the owner console",
+		"not_ready":                  "answered by /readyz, outside /api/v1",
 	}
 	f, err := parser.ParseFile(token.NewFileSet(), "../core/errors.go", nil, 0)
 	if err != nil {

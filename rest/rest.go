@@ -31,16 +31,6 @@ type Options struct {
 	MachinePayments bool
 }
 
-// Error codes this adapter writes itself. They belong with the others in
-// core/errors.go; until they move there they are spelled once, here.
-const (
-	codeMethodNotAllowed       = "method_not_allowed"
-	codeMachinePaymentsNotHere = "machine_payments_not_available"
-	// codeUnsupportedContentType is what web.DecodeJSON answers for a
-	// non-JSON body; it is listed here so the OpenAPI enum names it.
-	codeUnsupportedContentType = "unsupported_content_type"
-)
-
 const (
 	apiPrefix = "/api/v1"
 	// Catch-all patterns turn ServeMux's plain-text 404/405 into problems.
@@ -170,8 +160,8 @@ func (a *api) notRouted(w http.ResponseWriter, r *http.Request) {
 	allowed := strings.Join(allow, ", ")
 	w.Header().Set("Allow", allowed)
 	web.WriteProblem(w, web.Problem{
-		Type: web.ProblemType(codeMethodNotAllowed), Title: http.StatusText(http.StatusMethodNotAllowed),
-		Status: http.StatusMethodNotAllowed, Code: codeMethodNotAllowed, Instance: r.URL.Path,
+		Type: web.ProblemType(core.CodeMethodNotAllowed), Title: http.StatusText(http.StatusMethodNotAllowed),
+		Status: http.StatusMethodNotAllowed, Code: core.CodeMethodNotAllowed, Instance: r.URL.Path,
 		Detail: fmt.Sprintf("%s is not allowed here; use %s", r.Method, allowed),
 		Fields: map[string]any{"allow": allow},
 	})

@@ -1,5 +1,3 @@
-
-
 // End-to-end tests of the REST adapter against a fully wired service
 // (internal/testenv). They sit behind the e2e build tag until the store,
 // converter and queue packages testenv wires have landed; then the tag can

@@ -240,7 +240,7 @@ func TestNotFoundAndMethodNotAllowed(t *testing.T) {
 	}
 	for _, c := range cases {
 		rec := a.do(t, req{method: c.method, path: c.path})
-		p := problem(t, rec, http.StatusMethodNotAllowed, codeMethodNotAllowed)
+		p := problem(t, rec, http.StatusMethodNotAllowed, core.CodeMethodNotAllowed)
 		if got := rec.Header().Get("Allow"); got != c.allow {
 			t.Errorf("%s %s: Allow = %q, want %q", c.method, c.path, got, c.allow)
 		}
@@ -275,7 +275,7 @@ func TestMachineEndpoints(t *testing.T) {
 
 		// Never a fake 402: paying is not possible here yet, and it says so.
 		rec = a.do(t, req{method: "POST", path: "/api/v1/machine/faxes", body: `{"to":"+12125550100","base64":"JVBERg==","request_id":"r1"}`})
-		problem(t, rec, http.StatusNotImplemented, codeMachinePaymentsNotHere)
+		problem(t, rec, http.StatusNotImplemented, core.CodeMachinePaymentsMissing)
 		if rec.Header().Get("WWW-Authenticate") != "" {
 			t.Error("a payment challenge was offered")
 		}
@@ -291,7 +291,7 @@ func TestQuoteNeedsKey(t *testing.T) {
 		t.Fatalf("quote: %d %s", rec.Code, rec.Body)
 	}
 	rec = a.do(t, req{method: "POST", path: "/api/v1/quote", body: body, key: testKey, header: map[string]string{"Content-Type": "text/plain"}})
-	problem(t, rec, http.StatusUnsupportedMediaType, codeUnsupportedContentType)
+	problem(t, rec, http.StatusUnsupportedMediaType, core.CodeUnsupportedContentType)
 }
 
 func TestIdempotencyKeyRequired(t *testing.T) {

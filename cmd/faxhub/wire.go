@@ -145,7 +145,7 @@ func (a *app) handler() http.Handler {
 		defer cancel()
 		if err := a.svc.Ready(ctx); err != nil {
 			a.log.WarnContext(ctx, "not ready", "err", err)
-			web.WriteProblem(w, web.Problem{Type: web.ProblemType("not_ready"), Title: "Service Unavailable", Status: http.StatusServiceUnavailable, Code: "not_ready", Detail: "the database is unreachable or not migrated"})
+			web.WriteProblem(w, web.Problem{Type: web.ProblemType(core.CodeNotReady), Title: "Service Unavailable", Status: http.StatusServiceUnavailable, Code: core.CodeNotReady, Detail: "the database is unreachable or not migrated"})
 			return
 		}
 		web.WriteJSON(w, http.StatusOK, map[string]string{"status": "ready"})

@@ -146,7 +146,7 @@ func DecodeJSON(w http.ResponseWriter, r *http.Request, v any, allowEmpty bool) 
 	if ct := r.Header.Get("Content-Type"); ct != "" {
 		mt, _, err := mime.ParseMediaType(ct)
 		if err != nil || (mt != "application/json" && !strings.HasSuffix(mt, "+json")) {
-			return core.Errorf(core.KindUnsupportedMedia, "unsupported_content_type", "send the body as application/json")
+			return core.Errorf(core.KindUnsupportedMedia, core.CodeUnsupportedContentType, "send the body as application/json")
 		}
 	}
 	body := http.MaxBytesReader(w, r.Body, DefaultMaxJSON)
