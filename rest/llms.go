@@ -49,13 +49,25 @@ Price first without sending: POST /api/v1/quote {"to", "pages", "cover"}. Balanc
 
 ## Testing
 
-With a test key nothing is really sent. The destination number chooses the simulated outcome (delivered,
-busy, no answer, not a fax machine, partial pages, …): see docs/test-numbers.md in the faxhub repository.
+With a test key nothing is really sent. The destination number chooses the simulated outcome; any other
+valid number is delivered:
 
+%[3]s
 ## Links
 
 - OpenAPI: %[1]s/openapi.json
 - Authentication for agents: %[1]s/auth.md
-`, base, apiURL)
+`, base, apiURL, testNumberLines(opts.TestNumbers))
 	return []byte(b.String())
+}
+
+// TestNumber is a documented test destination and what it does.
+type TestNumber struct{ Number, Description string }
+
+func testNumberLines(ns []TestNumber) string {
+	var b strings.Builder
+	for _, n := range ns {
+		fmt.Fprintf(&b, "- %s: %s\n", n.Number, n.Description)
+	}
+	return b.String()
 }

@@ -29,6 +29,9 @@ type Options struct {
 	// MachinePayments enables /api/v1/machine/…; when false those endpoints
 	// answer 503 machine_payments_disabled.
 	MachinePayments bool
+	// TestNumbers are the simulated provider's documented destinations,
+	// listed in llms.txt.
+	TestNumbers []TestNumber
 }
 
 const (

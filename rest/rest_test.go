@@ -69,7 +69,7 @@ func newUnitAPI(t *testing.T, machine bool) *api {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return newAPI(svc, Options{MachinePayments: machine}, nil)
+	return newAPI(svc, Options{MachinePayments: machine, TestNumbers: []TestNumber{{"+12125550103", "not a fax machine answers"}}}, nil)
 }
 
 type req struct {
@@ -360,7 +360,7 @@ func TestLLMsTxt(t *testing.T) {
 		t.Fatalf("llms.txt: %d %s", rec.Code, rec.Header().Get("Content-Type"))
 	}
 	body := rec.Body.String()
-	for _, want := range []string{"# faxhub", unitBaseURL + "/openapi.json", unitBaseURL + "/auth.md", unitAPIURL + "/api/v1", "Idempotency-Key", "test-numbers"} {
+	for _, want := range []string{"# faxhub", unitBaseURL + "/openapi.json", unitBaseURL + "/auth.md", unitAPIURL + "/api/v1", "Idempotency-Key", "+12125550103: not a fax"} {
 		if !strings.Contains(body, want) {
 			t.Errorf("llms.txt lacks %q", want)
 		}

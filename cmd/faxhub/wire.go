@@ -150,7 +150,11 @@ func (a *app) handler() http.Handler {
 		}
 		web.WriteJSON(w, http.StatusOK, map[string]string{"status": "ready"})
 	})
-	api := rest.New(a.svc, rest.Options{BaseURL: a.cfg.BaseURL, APIURL: a.cfg.APIURL, MachinePayments: a.cfg.MachinePayments}, a.log)
+	var numbers []rest.TestNumber
+	for _, n := range simulated.TestNumbers() {
+		numbers = append(numbers, rest.TestNumber{Number: n.Number, Description: n.Description})
+	}
+	api := rest.New(a.svc, rest.Options{BaseURL: a.cfg.BaseURL, APIURL: a.cfg.APIURL, MachinePayments: a.cfg.MachinePayments, TestNumbers: numbers}, a.log)
 	mux.Handle("/api/v1/", api)
 	mux.Handle("/openapi.json", api)
 	mux.Handle("/llms.txt", api)
