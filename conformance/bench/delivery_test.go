@@ -1,0 +1,190 @@
+//go:build bench
+
+package bench
+
+import (
+	"bytes"
+	"context"
+	"database/sql"
+	"fmt"
+	"os"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/faxhub/faxhub/conformance/storetest"
+	"github.com/faxhub/faxhub/core"
+	"github.com/faxhub/faxhub/core/queue"
+	"github.com/faxhub/faxhub/internal/testenv"
+)
+
+const (
+	deliveryOrders   = 10_000
+	deliveryTarget   = 1000 // orders/s on SQLite
+	deliveryTimeout  = 10 * time.Minute
+	deliveryCreators = 8
+)
+
+func benchDeliverySQLite(t *testing.T, rep *report) {
+	rate, note := deliveryRate(t, "")
+	rep.add(fmt.Sprintf("delivery %s orders, simulated provider at 0 delay, SQLite", group(deliveryOrders, 0)), "orders/s",
+		rate, nan, atLeast(deliveryTarget, "orders/s"), 0, note)
+}
+
+func benchDeliveryPostgres(t *testing.T, rep *report) {
+	name := fmt.Sprintf("delivery %s orders, simulated provider at 0 delay, PostgreSQL", group(deliveryOrders, 0))
+	url := os.Getenv(storetest.EnvPostgresURL)
+	if url == "" {
+		rep.skipped(name, storetest.EnvPostgresURL+" is not set (make bench sets it)")
+		t.Skip(storetest.EnvPostgresURL + " is not set")
+	}
+	rate, note := deliveryRate(t, url)
+	rep.add(name, "orders/s", rate, nan, noTarget(), 0, note)
+}
+
+// deliveryRate creates deliveryOrders orders with Service.SendFax (not
+// timed), then starts a queue with workers on the same database and times
+// until every order is delivered: no River job pending and every order in
+// status delivered.
+func deliveryRate(t *testing.T, postgres string) (float64, string) {
+	ctx := t.Context()
+	env := benchEnv(t, postgres, nil)
+	db := env.DB.SQL()
+	p := env.Principal(t, env.KeyATest)
+	up, err := env.Svc.CreateUpload(ctx, p, "", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc, err := env.Svc.ReceiveUpload(ctx, up.UploadToken, bytes.NewReader(testenv.MinimalPDF(1)))
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	// The orders, from a few goroutines (one per order would only queue on
+	// the SQLite writer).
+	cctx, cancel := context.WithTimeout(ctx, deliveryTimeout)
+	defer cancel()
+	start := time.Now()
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	errs := make(chan error, deliveryCreators)
+	for range deliveryCreators {
+		wg.Go(func() {
+			for {
+				i := next.Add(1)
+				if i > deliveryOrders {
+					return
+				}
+				if _, _, err := env.Svc.SendFax(cctx, p, fmt.Sprintf("delivery-%d", i), core.SendFaxRequest{To: "+12125550100", DocumentID: doc.ID}); err != nil {
+					errs <- fmt.Errorf("create order %d: %w", i, err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	created := time.Since(start)
+	pending, err := testenv.PendingJobs(ctx, db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if pending != deliveryOrders {
+		t.Fatalf("%d jobs pending after creating %d orders", pending, deliveryOrders)
+	}
+	t.Logf("created %d orders in %s (not timed)", deliveryOrders, created.Round(time.Millisecond))
+
+	// Deliveries are counted as they return so that the database is polled
+	// only at the end: on SQLite db is the single writer connection, and
+	// polling it would take turns from the workers.
+	var returned atomic.Int64
+	deliver := func(ctx context.Context, orderID string) error {
+		err := env.Svc.Deliver(ctx, orderID)
+		if err == nil {
+			returned.Add(1)
+		}
+		return err
+	}
+	q, err := queue.New(db, env.DB.Dialect(), deliver, queue.Options{}, testLogger(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dctx, dcancel := context.WithTimeout(ctx, deliveryTimeout)
+	defer dcancel()
+	start = time.Now()
+	if err := q.Start(dctx); err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+		defer cancel()
+		if err := q.Stop(sctx); err != nil {
+			t.Errorf("stop queue: %v", err)
+		}
+	}()
+	tick := time.NewTicker(2 * time.Millisecond)
+	defer tick.Stop()
+	wait := func(what string, done func() (bool, error)) {
+		for {
+			ok, err := done()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if ok {
+				return
+			}
+			select {
+			case <-tick.C:
+			case <-dctx.Done():
+				t.Fatalf("%s not reached after %s: %d deliveries returned; orders by status: %s", what, deliveryTimeout, returned.Load(), statusCounts(context.WithoutCancel(ctx), db))
+			}
+		}
+	}
+	wait("every delivery returned", func() (bool, error) { return returned.Load() >= deliveryOrders, nil })
+	allReturned := time.Since(start)
+	wait("no job pending and every order delivered", func() (bool, error) {
+		n, err := testenv.PendingJobs(dctx, db)
+		if err != nil || n > 0 {
+			return false, err
+		}
+		var delivered int
+		if err := db.QueryRowContext(dctx, "SELECT count(*) FROM orders WHERE status = 'delivered'").Scan(&delivered); err != nil {
+			return false, err
+		}
+		return delivered == deliveryOrders, nil
+	})
+	elapsed := time.Since(start)
+	rate := deliveryOrders / elapsed.Seconds()
+	t.Logf("delivered %d orders in %s = %.0f/s (last delivery returned at %s); orders by status: %s",
+		deliveryOrders, elapsed.Round(time.Millisecond), rate, allReturned.Round(time.Millisecond), statusCounts(ctx, db))
+	return rate, fmt.Sprintf("delivery (%s): %s orders delivered in %s by a queue with default options, timed until no River job is pending "+
+		"and every order is delivered; creating them with SendFax took %s and is not counted.",
+		env.DB.Dialect(), group(deliveryOrders, 0), elapsed.Round(time.Millisecond), created.Round(100*time.Millisecond))
+}
+
+// statusCounts lists how many orders are in each status.
+func statusCounts(ctx context.Context, db *sql.DB) string {
+	rows, err := db.QueryContext(ctx, "SELECT status, count(*) FROM orders GROUP BY status ORDER BY status")
+	if err != nil {
+		return err.Error()
+	}
+	defer rows.Close()
+	var parts []string
+	for rows.Next() {
+		var status string
+		var n int
+		if err := rows.Scan(&status, &n); err != nil {
+			return err.Error()
+		}
+		parts = append(parts, fmt.Sprintf("%s %d", status, n))
+	}
+	if err := rows.Err(); err != nil {
+		return err.Error()
+	}
+	return strings.Join(parts, ", ")
+}

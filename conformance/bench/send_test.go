@@ -1,0 +1,170 @@
+//go:build bench
+
+package bench
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"net/http"
+	"net/http/httptest"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/faxhub/faxhub/core"
+	"github.com/faxhub/faxhub/internal/testenv"
+	"github.com/faxhub/faxhub/rest"
+)
+
+const (
+	httpClients  = 32
+	sendDuration = 10 * time.Second
+	getDuration  = 5 * time.Second
+	warmUp       = time.Second
+)
+
+// apiServer serves rest.New for env on a loopback httptest server whose
+// own URL is the API's base URL.
+func apiServer(t *testing.T, env *testenv.Env) *httptest.Server {
+	var h http.Handler
+	srv := serve(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { h.ServeHTTP(w, r) }))
+	h = rest.New(env.Svc, rest.Options{BaseURL: srv.URL, APIURL: srv.URL}, testLogger(t))
+	return srv
+}
+
+// newUpload creates an upload capability over HTTP and returns its token.
+func newUpload(ctx context.Context, c *http.Client, srv *httptest.Server, key string) (string, error) {
+	req, err := http.NewRequestWithContext(ctx, "POST", srv.URL+"/api/v1/uploads", bytes.NewReader([]byte("{}")))
+	if err != nil {
+		return "", err
+	}
+	req.Header.Set("Authorization", "Bearer "+key)
+	req.Header.Set("Content-Type", "application/json")
+	var up struct {
+		UploadToken string `json:"uploadToken"`
+	}
+	if err := call(c, req, &up); err != nil {
+		return "", err
+	}
+	if up.UploadToken == "" {
+		return "", fmt.Errorf("createUpload answered without an uploadToken")
+	}
+	return up.UploadToken, nil
+}
+
+// benchEnv is a service for the HTTP benchmarks: SQLite whatever
+// FAXHUB_TESTENV_POSTGRES says, no delivery workers (orders stay queued),
+// a rate limit that never refuses, and a million USD of test credits.
+func benchEnv(t *testing.T, postgres string, cfg func(*core.Config)) *testenv.Env {
+	env := testenv.New(t, testenv.WithPostgres(postgres), testenv.WithoutWorkers(), testenv.WithConfig(func(c *core.Config) {
+		c.SendBurst = 1 << 30
+		c.SendInterval = time.Microsecond
+		if cfg != nil {
+			cfg(c)
+		}
+	}))
+	if _, err := env.Svc.GrantCredits(t.Context(), env.OwnerA.ID, core.ModeTest, 1_000_000*core.MicrosPerDollar, "benchmark"); err != nil {
+		t.Fatal(err)
+	}
+	return env
+}
+
+// benchSendAndGet measures POST /api/v1/faxes and then GET
+// /api/v1/faxes/{id} of the orders it created, each against its baseline.
+func benchSendAndGet(t *testing.T, rep *report) {
+	ctx := t.Context()
+	env := benchEnv(t, "", nil)
+	srv := apiServer(t, env)
+	base := newBaseline(t)
+	baseSrv := serve(t, base.handler(testLogger(t)))
+	client := newClient(httpClients)
+	defer client.CloseIdleConnections()
+
+	token, err := newUpload(ctx, client, srv, env.KeyATest)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req, err := http.NewRequestWithContext(ctx, "PUT", srv.URL+"/api/v1/uploads/"+token, bytes.NewReader(testenv.MinimalPDF(1)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := call(client, req, nil); err != nil {
+		t.Fatal(err)
+	}
+	body := []byte(fmt.Sprintf(`{"to":"+12125550100","uploadToken":%q}`, token))
+
+	var seq atomic.Int64
+	post := func(url string, ids *idSample) func(ctx context.Context, c int) error {
+		return func(ctx context.Context, c int) error {
+			req, err := http.NewRequestWithContext(ctx, "POST", url, bytes.NewReader(body))
+			if err != nil {
+				return err
+			}
+			req.Header.Set("Authorization", "Bearer "+env.KeyATest)
+			req.Header.Set("Content-Type", "application/json")
+			req.Header.Set("Idempotency-Key", fmt.Sprintf("bench-%d", seq.Add(1)))
+			var out struct {
+				ID string `json:"id"`
+			}
+			if err := call(client, req, &out); err != nil {
+				return err
+			}
+			if out.ID == "" {
+				return fmt.Errorf("POST %s answered 200 without an id", req.URL.Path)
+			}
+			ids.add(out.ID)
+			return nil
+		}
+	}
+	faxIDs, rowIDs := &idSample{max: 5000}, &idSample{max: 5000}
+	fx, err := hammer(ctx, httpClients, warmUp, sendDuration, post(srv.URL+"/api/v1/faxes", faxIDs))
+	if err != nil {
+		t.Fatalf("faxhub sendFax: %v", err)
+	}
+	bl, err := hammer(ctx, httpClients, warmUp, sendDuration, post(baseSrv.URL+"/baseline/faxes", rowIDs))
+	if err != nil {
+		t.Fatalf("baseline insert: %v", err)
+	}
+	t.Logf("sendFax: faxhub %d requests in %s, baseline %d in %s", fx.requests, fx.elapsed.Round(time.Millisecond), bl.requests, bl.elapsed.Round(time.Millisecond))
+	rep.add(fmt.Sprintf("sendFax  POST /api/v1/faxes, SQLite, %d clients, %s", httpClients, sendDuration), "req/s",
+		fx.perSecond(), bl.perSecond(), ratioAtLeast(0.5), 0,
+		"sendFax: API-key lookup, idempotency lookup, rate-limit upsert (a write), destination check, upload and document lookups, "+
+			"then one transaction writing the order, credit hold and balance, River job and idempotency record. "+
+			"Baseline: one INSERT in an immediate transaction. Clients share the 2 CPUs with the servers, equally for both.")
+
+	get := func(prefix string, ids []string) func(ctx context.Context, c int) error {
+		return func(ctx context.Context, c int) error {
+			id := ids[rand.IntN(len(ids))]
+			req, err := http.NewRequestWithContext(ctx, "GET", prefix+id, nil)
+			if err != nil {
+				return err
+			}
+			req.Header.Set("Authorization", "Bearer "+env.KeyATest)
+			var out struct {
+				ID string `json:"id"`
+			}
+			if err := call(client, req, &out); err != nil {
+				return err
+			}
+			if out.ID != id {
+				return fmt.Errorf("GET %s answered id %q", req.URL.Path, out.ID)
+			}
+			return nil
+		}
+	}
+	fg, err := hammer(ctx, httpClients, warmUp, getDuration, get(srv.URL+"/api/v1/faxes/", faxIDs.get()))
+	if err != nil {
+		t.Fatalf("faxhub getFax: %v", err)
+	}
+	bg, err := hammer(ctx, httpClients, warmUp, getDuration, get(baseSrv.URL+"/baseline/faxes/", rowIDs.get()))
+	if err != nil {
+		t.Fatalf("baseline select: %v", err)
+	}
+	t.Logf("getFax: faxhub %d requests in %s, baseline %d in %s", fg.requests, fg.elapsed.Round(time.Millisecond), bg.requests, bg.elapsed.Round(time.Millisecond))
+	rep.add(fmt.Sprintf("getFax   GET /api/v1/faxes/{id}, SQLite, %d clients, %s", httpClients, getDuration), "req/s",
+		fg.perSecond(), bg.perSecond(), ratioAtLeast(0.6), 0,
+		"getFax: API-key lookup, order by id and owner, latest attempt. Baseline: one primary-key SELECT through a read-only pool "+
+			"with the store's reader settings and size.")
+}
