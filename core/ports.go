@@ -15,6 +15,14 @@ type BlobStore interface {
 	Delete(ctx context.Context, key string) error
 }
 
+// FileBlobStore is a BlobStore that can take a local file whole. A store on
+// the same file system as the spool directory moves the file instead of
+// copying it (an upload is written once, not twice). The file at path is
+// gone afterwards whether it was moved or copied.
+type FileBlobStore interface {
+	PutFile(ctx context.Context, key, path, contentType string) (int64, error)
+}
+
 // FileKind is what a file is, judged by its magic bytes.
 type FileKind string
 
@@ -40,7 +48,8 @@ type Converter interface {
 	// unsupported file is a *Error with CodeUnsupportedType.
 	Detect(ctx context.Context, path string) (FileKind, error)
 	// ToPDF converts src (of kind) into a PDF at dst and returns its page
-	// count. A PDF source is validated and copied. Errors are *Error with
+	// count. A PDF source is validated in place and dst is not written: the
+	// caller uses src. Errors are *Error with
 	// CodeCorruptDocument, CodeEncryptedDocument, CodeConversionFailed or
 	// CodeLibreOfficeMissing.
 	ToPDF(ctx context.Context, src string, kind FileKind, dst string) (pages int, err error)

@@ -156,21 +156,16 @@ func (s *Service) storeUpload(ctx context.Context, c UploadClaims, body io.Reade
 	}
 	base := fmt.Sprintf("%s/%s/%s/", c.OwnerID, c.Mode, doc.ID)
 	doc.SourceKey, doc.PDFKey = base+"source", base+"document.pdf"
-	if err := s.putFile(ctx, doc.SourceKey, src, string(kind)); err != nil {
+	if _, err := s.putFile(ctx, doc.SourceKey, src, string(kind)); err != nil {
 		return nil, err
 	}
 	if kind == KindPDF {
 		// The validated original is the fax document; don't store it twice.
 		doc.PDFKey, doc.PDFBytes = doc.SourceKey, n
 	} else {
-		if err := s.putFile(ctx, doc.PDFKey, pdf, string(KindPDF)); err != nil {
+		if doc.PDFBytes, err = s.putFile(ctx, doc.PDFKey, pdf, string(KindPDF)); err != nil {
 			return nil, err
 		}
-		st, err := os.Stat(pdf)
-		if err != nil {
-			return nil, fmt.Errorf("stat converted pdf: %w", err)
-		}
-		doc.PDFBytes = st.Size()
 	}
 	err = s.Store.InTx(ctx, func(tx Tx) error {
 		if err := tx.CreateDocument(ctx, doc); err != nil {
@@ -206,16 +201,26 @@ func spool(path string, r io.Reader, max int64) (int64, string, error) {
 	return n, hex.EncodeToString(h.Sum(nil)), nil
 }
 
-func (s *Service) putFile(ctx context.Context, key, path, contentType string) error {
+// putFile stores a spooled file under key, by move where the blob store
+// can, and reports its size. The file is consumed.
+func (s *Service) putFile(ctx context.Context, key, path, contentType string) (int64, error) {
+	if fb, ok := s.Blobs.(FileBlobStore); ok {
+		n, err := fb.PutFile(ctx, key, path, contentType)
+		if err != nil {
+			return 0, fmt.Errorf("store blob %s: %w", key, err)
+		}
+		return n, nil
+	}
 	f, err := os.Open(path)
 	if err != nil {
-		return fmt.Errorf("open %s: %w", filepath.Base(path), err)
+		return 0, fmt.Errorf("open %s: %w", filepath.Base(path), err)
 	}
 	defer f.Close()
-	if _, err := s.Blobs.Put(ctx, key, f, contentType); err != nil {
-		return fmt.Errorf("store blob %s: %w", key, err)
+	n, err := s.Blobs.Put(ctx, key, f, contentType)
+	if err != nil {
+		return 0, fmt.Errorf("store blob %s: %w", key, err)
 	}
-	return nil
+	return n, nil
 }
 
 // documentFromToken resolves an upload token to its completed document, for

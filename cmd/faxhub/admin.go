@@ -9,6 +9,7 @@ import (
 	"os"
 
 	"github.com/faxhub/faxhub/core"
+	"github.com/faxhub/faxhub/internal/app"
 )
 
 func migrate(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -22,7 +23,7 @@ func migrate(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if err := c.finish(); err != nil {
 		return err
 	}
-	db, err := openDB(ctx, c)
+	db, err := app.OpenDB(ctx, c.DataDir, c.Database)
 	if err != nil {
 		return err
 	}
@@ -86,8 +87,8 @@ func adminCmd(ctx context.Context, name string, args []string, stdout, stderr io
 	if err != nil {
 		return err
 	}
-	defer a.close()
-	svc := a.svc
+	defer a.Close()
+	svc := a.Svc
 
 	findOwner := func() (*core.Owner, error) {
 		if *owner == "" {

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/faxhub/faxhub/core"
+	"github.com/faxhub/faxhub/internal/app"
 )
 
 // demoEmail is the owner `faxhub admin demo` creates.
@@ -35,26 +36,26 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	defer a.close()
+	defer a.Close()
 
 	ln, err := net.Listen("tcp", c.Addr)
 	if err != nil {
 		return fmt.Errorf("listen on %s: %w", c.Addr, err)
 	}
 	srv := &http.Server{
-		Handler:           a.handler(),
+		Handler:           a.Handler(app.HTTPOptions{MachinePayments: c.MachinePayments, MCPOAuth: c.MCPOAuth}),
 		ReadHeaderTimeout: 10 * time.Second,
 		IdleTimeout:       2 * time.Minute,
 		// No WriteTimeout/ReadTimeout: uploads of 50 MB over slow links
 		// must not be cut; handlers bound their own work.
 	}
-	if err := a.queue.Start(ctx); err != nil {
+	if err := a.Queue.Start(ctx); err != nil {
 		return fmt.Errorf("start job queue: %w", err)
 	}
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
 	log.Info("faxhub ready", "addr", ln.Addr().String(), "base_url", c.BaseURL, "database", dbKind(c.Database), "startup", time.Since(start).Round(time.Millisecond))
-	a.banner(ctx, stdout)
+	banner(ctx, a, c, stdout)
 
 	select {
 	case err := <-errc:
@@ -65,7 +66,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	sctx, cancel := context.WithTimeout(context.Background(), shutdownGrace)
 	defer cancel()
 	err = srv.Shutdown(sctx)
-	if qerr := a.queue.Stop(sctx); qerr != nil {
+	if qerr := a.Queue.Stop(sctx); qerr != nil {
 		log.Warn("stop job queue", "err", qerr)
 	}
 	return err
@@ -83,18 +84,18 @@ func isPostgres(dsn string) bool {
 }
 
 // banner tells a new operator where things are and how to get a key.
-func (a *app) banner(ctx context.Context, w io.Writer) {
-	fmt.Fprintf(w, "\nfaxhub is running at %s\n", a.cfg.BaseURL)
-	fmt.Fprintf(w, "  API       %s/api/v1/   (OpenAPI: %s/openapi.json)\n", a.cfg.APIURL, a.cfg.BaseURL)
-	fmt.Fprintf(w, "  data dir  %s\n\n", a.cfg.DataDir)
-	if a.cfg.Dev {
-		if _, err := a.svc.OwnerByEmail(ctx, demoEmail); errors.Is(err, nil) {
+func banner(ctx context.Context, a *app.App, c config, w io.Writer) {
+	fmt.Fprintf(w, "\nfaxhub is running at %s\n", c.BaseURL)
+	fmt.Fprintf(w, "  API       %s/api/v1/   (OpenAPI: %s/openapi.json)\n", c.APIURL, c.BaseURL)
+	fmt.Fprintf(w, "  data dir  %s\n\n", c.DataDir)
+	if c.Dev {
+		if _, err := a.Svc.OwnerByEmail(ctx, demoEmail); errors.Is(err, nil) {
 			fmt.Fprintf(w, "Demo owner %s exists. A new test key: faxhub admin apikey create --owner %s --mode test\n\n", demoEmail, demoEmail)
 			return
 		} else if core.ErrorKind(err) != core.KindNotFound {
 			return
 		}
-		fmt.Fprintf(w, "Dev mode: create a demo owner with a test API key and 10 USD of test credits with\n  %s admin demo --data %s\n\n", selfName(), a.cfg.DataDir)
+		fmt.Fprintf(w, "Dev mode: create a demo owner with a test API key and 10 USD of test credits with\n  %s admin demo --data %s\n\n", selfName(), c.DataDir)
 		return
 	}
 	fmt.Fprintf(w, "To get a test API key:\n  %s admin owner create --email you@example.com\n  %s admin apikey create --owner you@example.com --mode test\n  %s admin credits grant --owner you@example.com --mode test --usd 10\n\n", selfName(), selfName(), selfName())

@@ -222,3 +222,49 @@ func TestOpenURLs(t *testing.T) {
 		t.Errorf("file bucket directory not created: %v", err)
 	}
 }
+
+func TestPutFileMovesIntoFileBucket(t *testing.T) {
+	ctx := context.Background()
+	root := t.TempDir()
+	b, err := Open(ctx, "file://"+filepath.ToSlash(filepath.Join(root, "blobs")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	tests := []struct {
+		name, key string
+		moved     bool
+	}{
+		{"plain key is renamed", "own_x/test/doc_y/source", true},
+		{"key fileblob escapes is streamed", "own_x//double-slash", false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			src := filepath.Join(root, "spool-"+tc.name)
+			data := bytes.Repeat([]byte("fax"), 1000)
+			if err := os.WriteFile(src, data, 0o600); err != nil {
+				t.Fatal(err)
+			}
+			n, err := b.PutFile(ctx, tc.key, src, "application/pdf")
+			if err != nil || n != int64(len(data)) {
+				t.Fatalf("PutFile = %d, %v", n, err)
+			}
+			if _, err := os.Stat(src); !os.IsNotExist(err) {
+				t.Fatalf("spool file still there: %v", err)
+			}
+			_, err = os.Stat(filepath.Join(root, "blobs", filepath.FromSlash(tc.key)))
+			if moved := err == nil; moved != tc.moved {
+				t.Fatalf("moved into place = %v, want %v", moved, tc.moved)
+			}
+			r, err := b.Open(ctx, tc.key)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, _ := io.ReadAll(r)
+			r.Close()
+			if !bytes.Equal(got, data) {
+				t.Fatal("content differs after PutFile")
+			}
+		})
+	}
+}

@@ -55,14 +55,9 @@ func New(opts Options) *Converter {
 func (c *Converter) ToPDF(ctx context.Context, src string, kind core.FileKind, dst string) (int, error) {
 	switch kind {
 	case core.KindPDF:
-		pages, err := pdfPages(ctx, src)
-		if err != nil {
-			return 0, err
-		}
-		if err := copyFile(src, dst); err != nil {
-			return 0, err
-		}
-		return pages, nil
+		// Validated in place: the original is the fax document, and a copy
+		// of up to 50 MB would only cost a write (core.Converter's contract).
+		return pdfPages(ctx, src)
 	case core.KindPNG, core.KindJPEG, core.KindTIFF, core.KindGIF:
 		return imageToPDF(ctx, src, kind, dst)
 	case core.KindDOC, core.KindDOCX, core.KindXLS, core.KindXLSX, core.KindODT, core.KindODS, core.KindRTF:

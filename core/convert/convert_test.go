@@ -153,12 +153,12 @@ func TestToPDF(t *testing.T) {
 			if pages != tt.pages {
 				t.Errorf("pages = %d, want %d", pages, tt.pages)
 			}
-			out, err := os.ReadFile(dst)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if tt.kind == core.KindPDF && !bytes.Equal(out, tt.data) {
-				t.Error("a valid PDF must be copied unchanged")
+			if tt.kind == core.KindPDF {
+				// Validated in place: the caller stores the original.
+				if _, err := os.Stat(dst); !os.IsNotExist(err) {
+					t.Errorf("a PDF source must not be copied to dst (%v)", err)
+				}
+				return
 			}
 			// Whatever we produced must pass our own validation again.
 			if n, err := pdfPages(context.Background(), dst); err != nil || n != tt.pages {

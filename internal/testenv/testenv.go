@@ -14,19 +14,14 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
-	"path/filepath"
 	"testing"
 	"time"
 
 	"github.com/faxhub/faxhub/conformance/storetest"
 	"github.com/faxhub/faxhub/core"
-	"github.com/faxhub/faxhub/core/blob"
-	"github.com/faxhub/faxhub/core/convert"
-	"github.com/faxhub/faxhub/core/payments"
-	"github.com/faxhub/faxhub/core/phone"
-	"github.com/faxhub/faxhub/core/provider/simulated"
 	"github.com/faxhub/faxhub/core/queue"
 	"github.com/faxhub/faxhub/core/store"
+	"github.com/faxhub/faxhub/internal/app"
 )
 
 // EnvPostgres names the variable that moves every Env onto PostgreSQL.
@@ -79,52 +74,33 @@ func New(t testing.TB, opts ...Option) *Env {
 	}
 	ctx := context.Background()
 	dir := t.TempDir()
-	dsn := filepath.Join(dir, "faxhub.db")
+	dsn := ""
 	if o.postgres != "" {
 		dsn = storetest.OpenPostgresSchema(t, o.postgres)
 	}
-	db, err := store.Open(ctx, dsn)
-	must(t, err)
-	t.Cleanup(func() { db.Close() })
-	must(t, db.Migrate(ctx))
-	must(t, queue.Migrate(ctx, db.SQL(), db.Dialect()))
-
-	blobs, err := blob.Open(ctx, "file://"+filepath.ToSlash(filepath.Join(dir, "blobs")))
-	must(t, err)
-	tmp := filepath.Join(dir, "tmp")
-	must(t, os.MkdirAll(tmp, 0o700))
-
-	var svc *core.Service
-	deliver := func(ctx context.Context, id string) error { return svc.Deliver(ctx, id) }
 	log := slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	q, err := queue.New(db.SQL(), db.Dialect(), deliver, queue.Options{InsertOnly: !o.workers, PollInterval: 20 * time.Millisecond}, log)
-	must(t, err)
-
-	cfg := core.Config{
-		BaseURL: "http://faxhub.test", UploadSecret: bytes.Repeat([]byte{7}, 32), TempDir: tmp,
-		NoRetryDelay: true,
-	}
-	if o.cfg != nil {
-		o.cfg(&cfg)
-	}
-	svc, err = core.New(cfg, core.Deps{
-		Store: db, Blobs: blobs, Converter: convert.New(convert.Options{TempDir: tmp}),
-		Destination: phone.New(), Queue: q,
-		Providers: map[core.Mode]core.FaxProvider{core.ModeTest: simulated.New(simulated.Options{TimeScale: 0})},
-		Checkout:  map[core.Mode]core.CheckoutGateway{core.ModeTest: payments.NewTestGateway(cfg.BaseURL)},
-		Logger:    log,
+	a, err := app.Open(ctx, app.Options{
+		BaseURL: "http://faxhub.test", DataDir: dir, Database: dsn,
+		SimTimeScale: 0, PollInterval: 20 * time.Millisecond, InsertOnly: !o.workers,
+		Core: func(c *core.Config) {
+			c.NoRetryDelay = true
+			if o.cfg != nil {
+				o.cfg(c)
+			}
+		},
+		Logger: log,
 	})
 	must(t, err)
+	t.Cleanup(func() { a.Close() })
 	if o.workers {
-		qctx, cancel := context.WithCancel(ctx)
-		must(t, q.Start(qctx))
+		must(t, a.Queue.Start(ctx))
 		t.Cleanup(func() {
-			sctx, scancel := context.WithTimeout(context.Background(), 10*time.Second)
-			defer scancel()
-			_ = q.Stop(sctx)
-			cancel()
+			sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			_ = a.Queue.Stop(sctx)
 		})
 	}
+	db, q, svc := a.DB, a.Queue, a.Svc
 
 	e := &Env{Svc: svc, Store: db, DB: db, Queue: q, t: t}
 	e.OwnerA, e.KeyATest, e.KeyALive = e.owner(t, "a@example.com", o.credits)

@@ -1,0 +1,172 @@
+// Package app wires faxhub together: the database and its migrations, the
+// job queue, blobs, the converter, the destination checker, the providers,
+// the checkout gateways, the core service and the HTTP surface. The binary
+// (cmd/faxhub) and the test environment (internal/testenv) both build
+// through it, so tests exercise the production wiring, not a copy of it.
+package app
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/faxhub/faxhub/core"
+	"github.com/faxhub/faxhub/core/blob"
+	"github.com/faxhub/faxhub/core/convert"
+	"github.com/faxhub/faxhub/core/payments"
+	"github.com/faxhub/faxhub/core/phone"
+	"github.com/faxhub/faxhub/core/provider/simulated"
+	"github.com/faxhub/faxhub/core/queue"
+	"github.com/faxhub/faxhub/core/store"
+)
+
+// Options configure a faxhub process. Zero values take the defaults of the
+// packages they are passed to.
+type Options struct {
+	BaseURL, APIURL string
+	// DataDir holds the SQLite file (unless Database is set), the blobs
+	// (unless BlobURL is set) and the spool directory.
+	DataDir  string
+	Database string // postgres://… or a SQLite path
+	BlobURL  string // file:///… or s3://…
+	Prices   *core.PriceTable
+
+	MaxUploadBytes int64
+	MaxPages       int
+	SimTimeScale   float64 // simulated provider: 1 real time, 0 instant
+	Soffice        string  // LibreOffice binary; empty: looked up on PATH
+
+	// Queue: InsertOnly builds a queue without workers (admin commands;
+	// tests that deliver by hand).
+	Workers      int
+	PollInterval time.Duration
+	InsertOnly   bool
+
+	// Core adjusts the service configuration last (tests: clocks, limits).
+	Core   func(*core.Config)
+	Logger *slog.Logger
+}
+
+// App is a wired process. Start runs the delivery workers; Close releases
+// the database.
+type App struct {
+	Options
+	DB    *store.DB
+	Queue *queue.Queue
+	Svc   *core.Service
+}
+
+// OpenDB creates the data dir, opens the database and applies faxhub's and
+// River's migrations (both safe to run from many replicas at once).
+func OpenDB(ctx context.Context, dataDir, dsn string) (*store.DB, error) {
+	if err := os.MkdirAll(dataDir, 0o700); err != nil {
+		return nil, fmt.Errorf("create data dir: %w", err)
+	}
+	db, err := store.Open(ctx, dsn)
+	if err != nil {
+		return nil, fmt.Errorf("open database: %w", err)
+	}
+	if err := db.Migrate(ctx); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("migrate: %w", err)
+	}
+	if err := queue.Migrate(ctx, db.SQL(), db.Dialect()); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("migrate job queue: %w", err)
+	}
+	return db, nil
+}
+
+// Open wires everything. The caller must Close the App.
+func Open(ctx context.Context, o Options) (*App, error) {
+	if o.DataDir == "" {
+		return nil, errors.New("app: DataDir is required")
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	if o.Database == "" {
+		o.Database = filepath.Join(o.DataDir, "faxhub.db")
+	}
+	if o.BlobURL == "" {
+		o.BlobURL = "file://" + filepath.ToSlash(filepath.Join(o.DataDir, "blobs"))
+	}
+	db, err := OpenDB(ctx, o.DataDir, o.Database)
+	if err != nil {
+		return nil, err
+	}
+	a := &App{Options: o, DB: db}
+	if err := a.wire(ctx); err != nil {
+		db.Close()
+		return nil, err
+	}
+	return a, nil
+}
+
+func (a *App) wire(ctx context.Context) error {
+	o := a.Options
+	secret, err := a.DB.Secret(ctx, "upload-token")
+	if err != nil {
+		return fmt.Errorf("upload secret: %w", err)
+	}
+	blobs, err := blob.Open(ctx, o.BlobURL)
+	if err != nil {
+		return fmt.Errorf("open blob store: %w", err)
+	}
+	tmp := filepath.Join(o.DataDir, "tmp")
+	if err := os.MkdirAll(tmp, 0o700); err != nil {
+		return fmt.Errorf("create spool dir: %w", err)
+	}
+
+	// The queue calls the service and the service enqueues on the queue.
+	var svc *core.Service
+	deliver := func(ctx context.Context, orderID string) error { return svc.Deliver(ctx, orderID) }
+	q, err := queue.New(a.DB.SQL(), a.DB.Dialect(), deliver, queue.Options{
+		Workers: o.Workers, PollInterval: o.PollInterval, InsertOnly: o.InsertOnly,
+	}, o.Logger)
+	if err != nil {
+		return fmt.Errorf("job queue: %w", err)
+	}
+
+	cfg := core.Config{
+		BaseURL: o.BaseURL, APIURL: o.APIURL, UploadSecret: secret, TempDir: tmp,
+		MaxUploadBytes: o.MaxUploadBytes, MaxPages: o.MaxPages,
+	}
+	if o.Core != nil {
+		o.Core(&cfg)
+	}
+	svc, err = core.New(cfg, core.Deps{
+		Store:       a.DB,
+		Blobs:       blobs,
+		Converter:   convert.New(convert.Options{SofficePath: o.Soffice, TempDir: tmp}),
+		Destination: phone.New(),
+		Queue:       q,
+		// Live faxing needs a real provider account; until one is
+		// configured, live sends answer provider_not_configured.
+		Providers: map[core.Mode]core.FaxProvider{core.ModeTest: simulated.New(simulated.Options{TimeScale: o.SimTimeScale})},
+		Checkout:  map[core.Mode]core.CheckoutGateway{core.ModeTest: payments.NewTestGateway(o.BaseURL)},
+		Prices:    o.Prices,
+		Logger:    o.Logger,
+	})
+	if err != nil {
+		return err
+	}
+	a.Queue, a.Svc = q, svc
+	return nil
+}
+
+// Ready reports whether the database is reachable and every migration of
+// faxhub and of the job queue is applied.
+func (a *App) Ready(ctx context.Context) error {
+	if err := a.Svc.Ready(ctx); err != nil {
+		return err
+	}
+	return queue.Validate(ctx, a.DB.SQL(), a.DB.Dialect())
+}
+
+// Close releases the database.
+func (a *App) Close() error { return a.DB.Close() }

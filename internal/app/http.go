@@ -1,0 +1,92 @@
+package app
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/faxhub/faxhub/core"
+	"github.com/faxhub/faxhub/core/payments"
+	"github.com/faxhub/faxhub/core/provider/simulated"
+	"github.com/faxhub/faxhub/core/web"
+	"github.com/faxhub/faxhub/rest"
+)
+
+// HTTPOptions are the feature switches of the HTTP surface.
+type HTTPOptions struct {
+	MachinePayments bool
+	MCPOAuth        bool
+}
+
+// Handler is the whole HTTP surface of a process.
+func (a *App) Handler(h HTTPOptions) http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
+		web.WriteJSON(w, http.StatusOK, map[string]string{"status": "ok"})
+	})
+	mux.HandleFunc("GET /readyz", a.readyz)
+
+	var numbers []rest.TestNumber
+	for _, n := range simulated.TestNumbers() {
+		numbers = append(numbers, rest.TestNumber{Number: n.Number, Description: n.Description})
+	}
+	api := rest.New(a.Svc, rest.Options{
+		BaseURL: a.BaseURL, APIURL: a.Svc.Config().APIURL, MachinePayments: h.MachinePayments, TestNumbers: numbers,
+	}, a.Logger)
+	mux.Handle("/api/v1/", api)
+	mux.Handle("/openapi.json", api)
+	mux.Handle("/llms.txt", api)
+	mux.Handle(payments.TestCheckoutPath, payments.TestCheckoutPage(a.Svc, a.Logger))
+	mux.HandleFunc("GET /{$}", a.home)
+	return accessLog(a.Logger, mux)
+}
+
+func (a *App) readyz(w http.ResponseWriter, r *http.Request) {
+	ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
+	defer cancel()
+	if err := a.Ready(ctx); err != nil {
+		a.Logger.WarnContext(ctx, "not ready", "err", err)
+		web.WriteProblem(w, web.Problem{
+			Type: web.ProblemType(core.CodeNotReady), Title: http.StatusText(http.StatusServiceUnavailable),
+			Status: http.StatusServiceUnavailable, Code: core.CodeNotReady,
+			Detail: "the database is unreachable or a migration is missing",
+		})
+		return
+	}
+	web.WriteJSON(w, http.StatusOK, map[string]string{"status": "ready"})
+}
+
+// home answers the bare origin with where to go next.
+func (a *App) home(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	api := a.Svc.Config().APIURL
+	fmt.Fprintf(w, "faxhub is running.\n\nAPI:      %s/api/v1/\nOpenAPI:  %s/openapi.json\nFor LLMs: %s/llms.txt\n", api, a.BaseURL, a.BaseURL)
+}
+
+// statusRecorder captures the status for the access log.
+type statusRecorder struct {
+	http.ResponseWriter
+	status int
+}
+
+func (s *statusRecorder) WriteHeader(code int)        { s.status = code; s.ResponseWriter.WriteHeader(code) }
+func (s *statusRecorder) Unwrap() http.ResponseWriter { return s.ResponseWriter }
+
+// accessLog logs method, path (capability tokens redacted), status and
+// duration; never headers or bodies, which carry secrets.
+func accessLog(log *slog.Logger, next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		start := time.Now()
+		rec := &statusRecorder{ResponseWriter: w, status: http.StatusOK}
+		next.ServeHTTP(rec, r)
+		if strings.HasPrefix(r.URL.Path, "/healthz") || strings.HasPrefix(r.URL.Path, "/readyz") {
+			return
+		}
+		log.LogAttrs(r.Context(), slog.LevelInfo, "http",
+			slog.String("method", r.Method), slog.String("path", web.RedactPath(r.URL.Path)),
+			slog.Int("status", rec.status), slog.Duration("dur", time.Since(start)))
+	})
+}
