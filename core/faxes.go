@@ -95,9 +95,6 @@ func (s *Service) SendFax(ctx context.Context, p Principal, idemKey string, r Se
 		return o, ok, err
 	}
 
-	if err := s.allow(ctx, "send:"+p.OwnerID+":"+string(p.Mode), s.cfg.SendInterval, s.cfg.SendBurst); err != nil {
-		return nil, false, err
-	}
 	if err := checkCover(r.Cover, r.CoverText); err != nil {
 		return nil, false, err
 	}
@@ -127,6 +124,12 @@ func (s *Service) SendFax(ctx context.Context, p Principal, idemKey string, r Se
 		return nil, false, fmt.Errorf("encode order: %w", err)
 	}
 	err = s.Store.InTx(ctx, func(tx Tx) error {
+		// The limiter is charged in the order's transaction: one commit
+		// less per fax, and a send that fails (402) does not use up the
+		// owner's allowance.
+		if err := s.allow(ctx, tx, "send:"+p.OwnerID+":"+string(p.Mode), s.cfg.SendInterval, s.cfg.SendBurst); err != nil {
+			return err
+		}
 		if err := tx.CreateOrder(ctx, o); err != nil {
 			return fmt.Errorf("create order: %w", err)
 		}
@@ -206,9 +209,10 @@ func hashRequest(v any) string {
 	return hex.EncodeToString(sum[:])
 }
 
-// allow applies a shared GCRA limit, turning refusal into a 429 *Error.
-func (s *Service) allow(ctx context.Context, key string, interval time.Duration, burst int) error {
-	ok, wait, err := s.Store.AllowRate(ctx, key, s.now(), interval, burst)
+// allow applies a shared GCRA limit on q (the store or a transaction),
+// turning refusal into a 429 *Error.
+func (s *Service) allow(ctx context.Context, q Queries, key string, interval time.Duration, burst int) error {
+	ok, wait, err := q.AllowRate(ctx, key, s.now(), interval, burst)
 	if err != nil {
 		return fmt.Errorf("rate limit %s: %w", key, err)
 	}

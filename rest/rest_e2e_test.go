@@ -368,17 +368,21 @@ func TestE2EInsufficientCredits(t *testing.T) {
 func TestE2ERateLimited(t *testing.T) {
 	h := newHarness(t, testenv.WithConfig(func(c *core.Config) { c.SendBurst, c.SendInterval = 3, time.Hour }))
 	key := h.env.KeyATest
-	// Refused sends count too: the limit protects the service, not credits.
+	doc := h.upload(key, testenv.MinimalPDF(1)).Document
+	// The limit counts faxes created (it is charged in the order's
+	// transaction): a refused request does not use up the allowance.
+	h.send(key, "bad", core.SendFaxRequest{To: invalid, DocumentID: doc.ID}).problem(http.StatusUnprocessableEntity, core.CodeInvalidDestination)
 	for i := range 3 {
-		h.send(key, fmt.Sprint("k", i), core.SendFaxRequest{To: invalid, DocumentID: "doc_x"}).problem(http.StatusUnprocessableEntity, core.CodeInvalidDestination)
+		h.send(key, fmt.Sprint("k", i), core.SendFaxRequest{To: deliverable, DocumentID: doc.ID}).status(http.StatusOK)
 	}
-	res := h.send(key, "k-last", core.SendFaxRequest{To: invalid, DocumentID: "doc_x"})
+	res := h.send(key, "k-last", core.SendFaxRequest{To: deliverable, DocumentID: doc.ID})
 	res.problem(http.StatusTooManyRequests, core.CodeRateLimited)
 	if n, err := strconv.Atoi(res.header.Get("Retry-After")); err != nil || n < 1 {
 		t.Fatalf("Retry-After %q", res.header.Get("Retry-After"))
 	}
 	// Per owner: B is not slowed down by A.
-	h.send(h.env.KeyBTest, "k", core.SendFaxRequest{To: invalid, DocumentID: "doc_x"}).problem(http.StatusUnprocessableEntity, core.CodeInvalidDestination)
+	docB := h.upload(h.env.KeyBTest, testenv.MinimalPDF(1)).Document
+	h.send(h.env.KeyBTest, "k", core.SendFaxRequest{To: deliverable, DocumentID: docB.ID}).status(http.StatusOK)
 }
 
 func TestE2EUploadErrors(t *testing.T) {

@@ -130,8 +130,8 @@ func benchSendAndGet(t *testing.T, rep *report) {
 	t.Logf("sendFax: faxhub %d requests in %s, baseline %d in %s", fx.requests, fx.elapsed.Round(time.Millisecond), bl.requests, bl.elapsed.Round(time.Millisecond))
 	rep.add(fmt.Sprintf("sendFax  POST /api/v1/faxes, SQLite, %d clients, %s", httpClients, sendDuration), "req/s",
 		fx.perSecond(), bl.perSecond(), ratioAtLeast(0.5), 0,
-		"sendFax: API-key lookup, idempotency lookup, rate-limit upsert (a write), destination check, upload and document lookups, "+
-			"then one transaction writing the order, credit hold and balance, River job and idempotency record. "+
+		"sendFax: API-key lookup, idempotency lookup, destination check, document lookup, "+
+			"then one transaction charging the rate limiter and writing the order, credit hold and balance, River job and idempotency record. "+
 			"Baseline: one INSERT in an immediate transaction. Clients share the 2 CPUs with the servers, equally for both.")
 
 	get := func(prefix string, ids []string) func(ctx context.Context, c int) error {

@@ -213,7 +213,7 @@ func benchUpload(t *testing.T, rep *report) {
 	name := fmt.Sprintf("upload   PUT of a %d MB PDF (median of %d)", size>>20, uploadRuns)
 	rep.add(name, "MB/s", median(fxRates), median(blRates), ratioAtLeast(0.5), 0,
 		"upload: faxhub spools the body to disk while hashing it (SHA-256), checks the magic bytes, indexes and validates the PDF "+
-			"(pdfcpu) and counts pages, copies it to a converted-PDF file (unused for a PDF), copies it into the blob store and records the document. "+
+			"(pdfcpu) in place and counts pages, moves the spooled file into the file blob store and records the document. "+
 			"Baseline: io.Copy of the body to a file. Every PUT starts after a sync. MB = 2^20 bytes.")
 	if rssOK {
 		rep.add("upload   peak RSS growth during the faxhub PUT", "MB", float64(peakGrowKB)/1024, nan, atMost(rssTargetMB, "MB"), 1,

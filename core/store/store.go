@@ -157,10 +157,7 @@ func openSQLite(ctx context.Context, dsn string) (*DB, error) {
 	if err != nil {
 		return nil, err
 	}
-	w, err := sqlx.Open("sqlite", wdsn)
-	if err != nil {
-		return nil, fmt.Errorf("open sqlite: %w", err)
-	}
+	w := openCachedSQLite(wdsn)
 	w.SetMaxOpenConns(1)
 	w.SetMaxIdleConns(1)
 	w.SetConnMaxLifetime(0)
@@ -181,11 +178,7 @@ func openSQLite(ctx context.Context, dsn string) (*DB, error) {
 		w.Close()
 		return nil, err
 	}
-	r, err := sqlx.Open("sqlite", rdsn)
-	if err != nil {
-		w.Close()
-		return nil, fmt.Errorf("open sqlite: %w", err)
-	}
+	r := openCachedSQLite(rdsn)
 	n := max(4, runtime.NumCPU())
 	r.SetMaxOpenConns(n)
 	r.SetMaxIdleConns(n)
