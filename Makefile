@@ -30,15 +30,15 @@ deps:
 # The full gate: vet, gofmt, every test with the race detector and every
 # part required (FAXHUB_REQUIRE_ALL=1: PostgreSQL, LibreOffice), the store
 # suite on PostgreSQL, the service and REST suites a second time on
-# PostgreSQL, and the memory-bound tests without the race detector (it
-# distorts RSS). Ends with a table and "N passed, N failed".
+# PostgreSQL, and the memory and throughput measurements without the race
+# detector (it distorts both). Ends with a table and "N passed, N failed".
 CHECK_ENV := FAXHUB_TEST_POSTGRES_URL='$(PG_URL)' FAXHUB_REQUIRE_ALL=1
 check: deps vet fmt-check
 	@mkdir -p $(OUT)
 	@status=0; \
 	$(CHECK_ENV) $(GO) test -race -count=1 -timeout 20m -json ./... > $(OUT)/test-sqlite.json || status=1; \
 	$(CHECK_ENV) FAXHUB_TESTENV_POSTGRES='$(PG_URL)' $(GO) test -race -count=1 -timeout 20m -json ./core/ ./rest/ ./cmd/... > $(OUT)/test-postgres.json || status=1; \
-	$(CHECK_ENV) $(GO) test -count=1 -timeout 10m -json -run 'Memory' ./core/convert/ > $(OUT)/test-memory.json || status=1; \
+	$(CHECK_ENV) $(GO) test -count=1 -timeout 10m -json -run 'Memory|Throughput$$' ./core/convert/ ./core/queue/ > $(OUT)/test-memory.json || status=1; \
 	$(GO) run ./conformance/summarize all=$(OUT)/test-sqlite.json postgres=$(OUT)/test-postgres.json no-race=$(OUT)/test-memory.json || status=1; \
 	exit $$status
 
