@@ -37,10 +37,13 @@ func presentBalance(b *Balance) {
 	b.Held, b.HeldCents = FormatUSD(b.HeldMicros), CentsUp(b.HeldMicros)
 }
 
-// Credits is the response of getCredits.
+// Credits is the response of getCredits: the balance and one page of the
+// ledger, newest first.
 type Credits struct {
 	Balance
-	Ledger Page[LedgerEntry] `json:"ledger"`
+	Ledger  []LedgerEntry `json:"ledger"`
+	HasMore bool          `json:"hasMore"`
+	Next    string        `json:"nextCursor,omitempty"`
 }
 
 // GetCredits returns the principal's balance in its mode and a page of its
@@ -64,16 +67,16 @@ func (s *Service) GetCredits(ctx context.Context, p Principal, startingAfter str
 	} else if err != nil {
 		return nil, fmt.Errorf("list ledger: %w", err)
 	}
-	c := &Credits{Balance: *b, Ledger: Page[LedgerEntry]{Data: entries}}
+	c := &Credits{Balance: *b, Ledger: entries}
 	if len(entries) > limit {
-		c.Ledger.Data, c.Ledger.HasMore = entries[:limit], true
-		c.Ledger.Next = c.Ledger.Data[limit-1].ID
+		c.Ledger, c.HasMore = entries[:limit], true
+		c.Next = c.Ledger[limit-1].ID
 	}
-	for i := range c.Ledger.Data {
-		presentEntry(&c.Ledger.Data[i])
+	for i := range c.Ledger {
+		presentEntry(&c.Ledger[i])
 	}
-	if c.Ledger.Data == nil {
-		c.Ledger.Data = []LedgerEntry{}
+	if c.Ledger == nil {
+		c.Ledger = []LedgerEntry{}
 	}
 	return c, nil
 }

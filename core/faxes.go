@@ -157,7 +157,7 @@ func (s *Service) SendFax(ctx context.Context, p Principal, idemKey string, r Se
 	case errors.Is(err, ErrInsufficientFunds):
 		bal, berr := s.Store.GetBalance(ctx, p.OwnerID, p.Mode)
 		e := Errorf(KindPaymentRequired, CodeInsufficientCredits, "this fax costs %s USD but only %s USD of %s credits are available", q.Amount, FormatUSD(balanceOrZero(bal, berr)), p.Mode).
-			With("price", q.Amount).With("available", FormatUSD(balanceOrZero(bal, berr))).With("checkoutPath", "/api/v1/credits/checkout")
+			With("price", q.Amount).With("balance", FormatUSD(balanceOrZero(bal, berr))).With("checkoutPath", "/api/v1/credits/checkout")
 		return nil, false, e
 	case err != nil:
 		return nil, false, err

@@ -246,10 +246,13 @@ type Balance struct {
 	Currency        string `json:"currency"`
 	AvailableMicros int64  `json:"-"`
 	HeldMicros      int64  `json:"-"`
-	Available       string `json:"available"`
-	AvailableCents  int64  `json:"availableCents"`
-	Held            string `json:"held"`
-	HeldCents       int64  `json:"heldCents"`
+	// Available (JSON "balance") is what can be spent now; Held is
+	// reserved for faxes in flight (captured when delivered, returned when
+	// they fail).
+	Available      string `json:"balance"`
+	AvailableCents int64  `json:"balanceCents"`
+	Held           string `json:"held"`
+	HeldCents      int64  `json:"heldCents"`
 }
 
 // IdempotencyRecord remembers the response to a request made with an

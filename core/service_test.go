@@ -77,7 +77,7 @@ func TestSendFaxIsDeliveredAndCaptured(t *testing.T) {
 		t.Fatalf("balance after capture: available %s held %s", c.Available, c.Held)
 	}
 	kinds := []core.LedgerKind{}
-	for _, le := range c.Ledger.Data {
+	for _, le := range c.Ledger {
 		kinds = append(kinds, le.Kind)
 	}
 	if fmt.Sprint(kinds) != "[capture hold grant]" {
@@ -491,7 +491,7 @@ func TestDraftCheckoutQueuesExactlyOneOrder(t *testing.T) {
 	if o.Status != core.OrderDelivered || o.PaymentMethod != core.PayCheckout || *o.DraftID != d.ID || o.CoverText != "For Dr. Who" {
 		t.Fatalf("order from draft: %+v", o)
 	}
-	if c := balance(t, e, p); c.AvailableMicros != 0 || len(c.Ledger.Data) != 0 {
+	if c := balance(t, e, p); c.AvailableMicros != 0 || len(c.Ledger) != 0 {
 		t.Fatalf("a checkout-paid fax touched credits: %+v", c)
 	}
 	_, err = e.Svc.CreateDraftCheckout(ctx, p, d.ID)
@@ -515,7 +515,7 @@ func TestCreditPackCheckout(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if c := balance(t, e, p); c.Available != "105.00" || len(c.Ledger.Data) != 1 || c.Ledger.Data[0].Kind != core.LedgerPurchase {
+	if c := balance(t, e, p); c.Available != "105.00" || len(c.Ledger) != 1 || c.Ledger[0].Kind != core.LedgerPurchase {
 		t.Fatalf("after purchase: %+v", c)
 	}
 	_, err = e.Svc.CreateCreditCheckout(ctx, e.Principal(t, e.KeyALive), "pack_10")

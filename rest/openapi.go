@@ -280,12 +280,12 @@ func openAPIDocument(opts Options, cfg core.Config) obj {
 		"/api/v1/credits": obj{"get": obj{
 			"operationId": "getCredits", "tags": []string{"credits"},
 			"summary":     "Get the credit balance and ledger",
-			"description": "The balance and ledger of the key's mode. available is what can be spent; held is reserved for faxes in flight. The ledger is newest first, paginated like listFaxes.",
+			"description": "The balance and ledger of the key's mode. balance is what can be spent; held is reserved for faxes in flight. The ledger is newest first, paginated like listFaxes (hasMore, nextCursor).",
 			"parameters": []any{limit,
-				queryParam("starting_after", "the id of the last ledger entry of the previous page (ledger.nextCursor)", obj{"type": "string"})},
+				queryParam("starting_after", "the id of the last ledger entry of the previous page (nextCursor)", obj{"type": "string"})},
 			"responses": s.responses(s.jsonResponse("balance and a page of the ledger", "Credits", obj{
-				"mode": "test", "currency": "usd", "available": "9.86", "availableCents": 986, "held": "0.14", "heldCents": 14,
-				"ledger": obj{"data": []any{ledgerHold}, "hasMore": false},
+				"mode": "test", "currency": "usd", "balance": "9.86", "balanceCents": 986, "held": "0.14", "heldCents": 14,
+				"ledger": []any{ledgerHold}, "hasMore": false,
 			}), authErrs()),
 		}},
 		"/api/v1/credits/packs": obj{"get": obj{
@@ -438,12 +438,13 @@ func openAPIDocument(opts Options, cfg core.Config) obj {
 			"orderId": obj{"type": "string"}, "holdId": obj{"type": "string"}, "reason": obj{"type": "string"}, "createdAt": dateTime,
 			"amount": str("signed decimal USD; holds are negative, captures zero"), "amountCents": obj{"type": "integer"},
 		}),
-		"LedgerPage": page("LedgerEntry"),
-		"Credits": object([]string{"mode", "currency", "available", "availableCents", "held", "heldCents", "ledger"}, obj{
+		"Credits": object([]string{"mode", "currency", "balance", "balanceCents", "held", "heldCents", "ledger", "hasMore"}, obj{
 			"mode": modeSchema, "currency": obj{"type": "string", "enum": []string{core.Currency}},
-			"available": str("decimal USD that can be spent"), "availableCents": obj{"type": "integer"},
+			"balance": str("decimal USD that can be spent now"), "balanceCents": obj{"type": "integer"},
 			"held": str("decimal USD reserved for faxes in flight"), "heldCents": obj{"type": "integer"},
-			"ledger": ref("LedgerPage"),
+			"ledger":     obj{"type": "array", "items": ref("LedgerEntry"), "description": "newest first"},
+			"hasMore":    obj{"type": "boolean"},
+			"nextCursor": str("pass as starting_after for the next page; absent on the last page"),
 		}),
 		"CreditPack": object([]string{"id", "name", "price", "credit"}, obj{
 			"id": obj{"type": "string"}, "name": obj{"type": "string"},

@@ -288,7 +288,7 @@ func TestE2EUploadSendDeliver(t *testing.T) {
 		t.Fatalf("balance before %+v after %+v, price %d cents", before.Balance, after.Balance, o.PriceCents)
 	}
 	kinds := map[core.LedgerKind]bool{}
-	for _, e := range after.Ledger.Data {
+	for _, e := range after.Ledger {
 		if e.OrderID != nil && *e.OrderID == o.ID {
 			kinds[e.Kind] = true
 		}
@@ -339,7 +339,7 @@ func TestE2EIdempotency(t *testing.T) {
 		t.Fatalf("%d orders, want 2", n)
 	}
 	holds := 0
-	for _, e := range h.credits(key, "?limit=100").Ledger.Data {
+	for _, e := range h.credits(key, "?limit=100").Ledger {
 		if e.Kind == core.LedgerHold {
 			holds++
 		}
@@ -354,13 +354,13 @@ func TestE2EInsufficientCredits(t *testing.T) {
 	key := h.env.KeyATest
 	doc := h.upload(key, testenv.MinimalPDF(1)).Document
 	p := h.send(key, "k", core.SendFaxRequest{To: deliverable, DocumentID: doc.ID}).problem(http.StatusPaymentRequired, core.CodeInsufficientCredits)
-	if p["price"] == nil || p["available"] == nil || p["checkoutPath"] != "/api/v1/credits/checkout" {
+	if p["price"] == nil || p["balance"] == nil || p["checkoutPath"] != "/api/v1/credits/checkout" {
 		t.Errorf("402 details %v", p)
 	}
 	if n := len(h.list(key, "").Data); n != 0 {
 		t.Fatalf("%d orders after a refused send", n)
 	}
-	if c := h.credits(key, ""); len(c.Ledger.Data) != 0 || c.AvailableCents != 0 {
+	if c := h.credits(key, ""); len(c.Ledger) != 0 || c.AvailableCents != 0 {
 		t.Fatalf("credits after refusal %+v", c)
 	}
 }
@@ -464,7 +464,7 @@ func TestE2EDestinations(t *testing.T) {
 	h.send(key, "k2", core.SendFaxRequest{To: premium, DocumentID: doc.ID}).problem(http.StatusUnprocessableEntity, core.CodePremiumDestination)
 	h.do(key, "POST", "/api/v1/quote", map[string]any{"to": premium, "pages": 1}, nil).problem(http.StatusUnprocessableEntity, core.CodePremiumDestination)
 	h.do(key, "POST", "/api/v1/quote", map[string]any{"to": invalid, "pages": 1}, nil).problem(http.StatusUnprocessableEntity, core.CodeInvalidDestination)
-	if after := h.credits(key, ""); after.AvailableCents != before.AvailableCents || len(after.Ledger.Data) != len(before.Ledger.Data) {
+	if after := h.credits(key, ""); after.AvailableCents != before.AvailableCents || len(after.Ledger) != len(before.Ledger) {
 		t.Fatalf("refused sends touched credits: %+v → %+v", before.Balance, after.Balance)
 	}
 }
@@ -525,11 +525,11 @@ func TestE2EListFaxes(t *testing.T) {
 
 	// The ledger pages the same way.
 	c := h.credits(key, "?limit=1")
-	if len(c.Ledger.Data) != 1 || !c.Ledger.HasMore {
+	if len(c.Ledger) != 1 || !c.HasMore {
 		t.Fatalf("ledger page %+v", c.Ledger)
 	}
-	c2 := h.credits(key, "?limit=1&starting_after="+c.Ledger.Next)
-	if len(c2.Ledger.Data) != 1 || c2.Ledger.Data[0].ID == c.Ledger.Data[0].ID {
+	c2 := h.credits(key, "?limit=1&starting_after="+c.Next)
+	if len(c2.Ledger) != 1 || c2.Ledger[0].ID == c.Ledger[0].ID {
 		t.Fatalf("ledger second page %+v", c2.Ledger)
 	}
 }
@@ -558,7 +558,7 @@ func TestE2ECancel(t *testing.T) {
 		t.Fatalf("queued list %+v", p.Data)
 	}
 	released := false
-	for _, e := range h.credits(key, "").Ledger.Data {
+	for _, e := range h.credits(key, "").Ledger {
 		released = released || (e.Kind == core.LedgerRelease && e.OrderID != nil && *e.OrderID == drop.ID)
 	}
 	if !released {
@@ -585,7 +585,7 @@ func TestE2EIsolation(t *testing.T) {
 		h.send(b, "k1", core.SendFaxRequest{To: deliverable, UploadToken: up.UploadToken}).problem(http.StatusNotFound, core.CodeNotFound)
 		h.send(b, "k2", core.SendFaxRequest{To: deliverable, DocumentID: up.Document.ID}).problem(http.StatusNotFound, core.CodeNotFound)
 		h.do(b, "GET", "/api/v1/faxes?starting_after="+fax.ID, nil, nil).problem(http.StatusBadRequest, core.CodeInvalidRequest)
-		for _, e := range h.credits(b, "?limit=100").Ledger.Data {
+		for _, e := range h.credits(b, "?limit=100").Ledger {
 			if e.OrderID != nil && *e.OrderID == fax.ID {
 				t.Fatal("B sees A's ledger entry")
 			}
@@ -597,7 +597,7 @@ func TestE2EIsolation(t *testing.T) {
 		if p := h.list(aLive, ""); len(p.Data) != 0 {
 			t.Fatalf("the live key lists %d test faxes", len(p.Data))
 		}
-		if c := h.credits(aLive, ""); c.Mode != core.ModeLive || c.AvailableCents != 0 || len(c.Ledger.Data) != 0 {
+		if c := h.credits(aLive, ""); c.Mode != core.ModeLive || c.AvailableCents != 0 || len(c.Ledger) != 0 {
 			t.Fatalf("the live key sees test credits: %+v", c)
 		}
 		// Live data made with the live key is invisible to the test key.
@@ -614,7 +614,7 @@ func TestE2ECredits(t *testing.T) {
 	h := newHarness(t)
 	key := h.env.KeyATest
 	c := h.credits(key, "")
-	if c.Mode != core.ModeTest || c.Currency != "usd" || c.Available != "10.00" || c.AvailableCents != 1000 || len(c.Ledger.Data) != 1 || c.Ledger.Data[0].Kind != core.LedgerGrant {
+	if c.Mode != core.ModeTest || c.Currency != "usd" || c.Available != "10.00" || c.AvailableCents != 1000 || len(c.Ledger) != 1 || c.Ledger[0].Kind != core.LedgerGrant {
 		t.Fatalf("credits %+v", c)
 	}
 
@@ -649,7 +649,7 @@ func TestE2EMachineEndpoints(t *testing.T) {
 	}
 	on.do("", "POST", "/api/v1/machine/faxes", map[string]any{"to": deliverable, "base64": "JVBERg==", "request_id": "r"}, nil).problem(http.StatusNotImplemented, "machine_payments_not_available")
 	// Validating has no side effects.
-	if c := on.credits(on.env.KeyATest, ""); len(c.Ledger.Data) != 1 {
+	if c := on.credits(on.env.KeyATest, ""); len(c.Ledger) != 1 {
 		t.Fatalf("ledger changed: %+v", c.Ledger)
 	}
 }
