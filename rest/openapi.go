@@ -322,7 +322,7 @@ func openAPIDocument(opts Options, cfg core.Config) obj {
 		"/api/v1/machine/faxes": obj{"post": obj{
 			"operationId": "createMachineFax", "tags": []string{"machine"},
 			"summary":     "Send a fax paid per request (not available yet)",
-			"description": "Per-request payment (an HTTP 402 challenge) is not implemented on this server yet: when machine payments are enabled this answers 501 machine_payments_not_available, and 503 machine_payments_disabled when they are off. Use an API key with prepaid credits.",
+			"description": "Per-request payment (an HTTP 402 challenge) is not available on this server yet: when machine payments are enabled this answers 501 machine_payments_not_available, and 503 machine_payments_disabled when they are off. Use an API key with prepaid credits.",
 			"security":    noAuth(),
 			"requestBody": jsonRequest("MachineFaxRequest", true, obj{"to": number, "base64": "JVBERi0xLjQK…", "request_id": "8f14e45f-ceea-467f-a8f4-1c1b5b5c2e3d"}),
 			"responses": func() obj {
