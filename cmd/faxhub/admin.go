@@ -167,21 +167,28 @@ func adminCmd(ctx context.Context, name string, args []string, stdout, stderr io
 		}
 		fmt.Fprintf(stdout, "%s=%s\n", core.SessionCookieName, secret)
 	case "demo":
-		o, err := svc.OwnerByEmail(ctx, demoEmail)
-		if core.ErrorKind(err) == core.KindNotFound {
-			o, err = svc.CreateOwner(ctx, demoEmail, "Demo Owner", true)
-		}
-		if err != nil {
-			return err
-		}
-		secret, _, err := svc.CreateAPIKey(ctx, o.ID, core.ModeTest, "demo")
-		if err != nil {
-			return err
-		}
-		if _, err := svc.GrantCredits(ctx, o.ID, core.ModeTest, 10*core.MicrosPerDollar, "demo credits"); err != nil {
-			return err
-		}
-		fmt.Fprintf(stdout, "demo owner: %s\ntest API key (shown once): %s\ntest credits: +10.00 USD\n\nTry:\n  curl -s -X POST %s/api/v1/uploads -H 'Authorization: Bearer %s'\n", o.Email, secret, c.APIURL, secret)
+		return createDemo(ctx, svc, c.APIURL, stdout)
 	}
+	return nil
+}
+
+// createDemo makes (or reuses) the demo owner, gives it a new test key and
+// 10 USD of test credits, and prints the key once.
+func createDemo(ctx context.Context, svc *core.Service, apiURL string, w io.Writer) error {
+	o, err := svc.OwnerByEmail(ctx, demoEmail)
+	if core.ErrorKind(err) == core.KindNotFound {
+		o, err = svc.CreateOwner(ctx, demoEmail, "Demo Owner", true)
+	}
+	if err != nil {
+		return err
+	}
+	secret, _, err := svc.CreateAPIKey(ctx, o.ID, core.ModeTest, "demo")
+	if err != nil {
+		return err
+	}
+	if _, err := svc.GrantCredits(ctx, o.ID, core.ModeTest, 10*core.MicrosPerDollar, "demo credits"); err != nil {
+		return err
+	}
+	fmt.Fprintf(w, "demo owner: %s\ntest API key (shown once): %s\ntest credits: +10.00 USD\n\nTry:\n  curl -s -X POST %s/api/v1/uploads -H 'Authorization: Bearer %s'\n", o.Email, secret, apiURL, secret)
 	return nil
 }

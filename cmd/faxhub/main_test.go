@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -103,7 +104,7 @@ func TestServeStartsMigratesAndStops(t *testing.T) {
 	ln.Close()
 	base := "http://" + addr
 	ctx, cancel := context.WithCancel(context.Background())
-	var out bytes.Buffer
+	var out syncBuffer
 	done := make(chan error, 1)
 	args := append([]string{"serve", "--addr", addr, "--base-url", base, "--dev", "--sim-timescale", "0"}, dataArgs(t)...)
 	go func() { done <- run(ctx, args, &out, &bytes.Buffer{}) }()
@@ -169,4 +170,22 @@ func TestConfigFromEnvironment(t *testing.T) {
 	if err := fs.Parse([]string{"--machine-payments", "maybe"}); err == nil {
 		t.Fatal("on|off flag accepted maybe")
 	}
+}
+
+// syncBuffer is written by serve's banner goroutine and read by the test.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
 }

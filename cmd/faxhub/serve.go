@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bufio"
 	"context"
 	"errors"
 	"flag"
@@ -9,7 +10,10 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"strings"
 	"time"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/faxhub/faxhub/core"
 	"github.com/faxhub/faxhub/internal/app"
@@ -55,7 +59,9 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
 	log.Info("faxhub ready", "addr", ln.Addr().String(), "base_url", c.BaseURL, "database", dbKind(c.Database), "startup", time.Since(start).Round(time.Millisecond))
-	banner(ctx, a, c, stdout)
+	// The banner may ask a question on a terminal: never let that hold up
+	// serving or shutting down.
+	go banner(ctx, a, c, stdout)
 
 	select {
 	case err := <-errc:
@@ -95,6 +101,16 @@ func banner(ctx context.Context, a *app.App, c config, w io.Writer) {
 		} else if core.ErrorKind(err) != core.KindNotFound {
 			return
 		}
+		if offer, answer := stdinIsTerminal(); offer {
+			fmt.Fprintf(w, "Dev mode: create a demo owner with a test API key and 10 USD of test credits? [Y/n] ")
+			if yes(answer()) {
+				if err := createDemo(ctx, a.Svc, c.APIURL, w); err != nil {
+					fmt.Fprintf(w, "could not create the demo owner: %v\n", err)
+				}
+				fmt.Fprintln(w)
+				return
+			}
+		}
 		fmt.Fprintf(w, "Dev mode: create a demo owner with a test API key and 10 USD of test credits with\n  %s admin demo --data %s\n\n", selfName(), c.DataDir)
 		return
 	}
@@ -106,4 +122,27 @@ func selfName() string {
 		return os.Args[0]
 	}
 	return "faxhub"
+}
+
+// stdinIsTerminal reports whether a person can answer a question on stdin,
+// and returns how to read one line of answer.
+func stdinIsTerminal() (bool, func() string) {
+	// A terminal answers TCGETS; /dev/null (CI's stdin) is a character
+	// device too but does not, and must never be read as a "yes".
+	if _, err := unix.IoctlGetTermios(int(os.Stdin.Fd()), unix.TCGETS); err != nil {
+		return false, nil
+	}
+	return true, func() string {
+		line, _ := bufio.NewReader(os.Stdin).ReadString('\n')
+		return line
+	}
+}
+
+// yes reads a [Y/n] answer: empty means yes.
+func yes(answer string) bool {
+	switch strings.ToLower(strings.TrimSpace(answer)) {
+	case "", "y", "yes":
+		return true
+	}
+	return false
 }
