@@ -1,0 +1,352 @@
+package passkeys
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/url"
+	"slices"
+	"sort"
+	"strings"
+
+	"github.com/go-webauthn/webauthn/protocol"
+	"github.com/go-webauthn/webauthn/webauthn"
+
+	"github.com/faxhub/faxhub/core"
+)
+
+// approvalView is an approval as the inbox shows it.
+type approvalView struct {
+	core.Approval
+	KindLabel string
+	Consent   *consentView
+	Facts     []fact
+	Decided   bool
+	CSRF      string
+	Return    string
+}
+
+type consentView struct {
+	core.ConsentDetails
+	RedirectHost string
+	ScopeList    []scopeInfo
+}
+
+type fact struct{ Label, Value string }
+
+var kindLabels = map[core.ApprovalKind]string{
+	core.ApprovalOAuthConsent:   "App access",
+	core.ApprovalAgentClaim:     "Agent claim",
+	core.ApprovalDevice:         "Device sign-in",
+	core.ApprovalVerifiedAction: "Action to confirm",
+}
+
+func (c *Console) view(a core.Approval, csrf, ret string) approvalView {
+	v := approvalView{Approval: a, KindLabel: kindLabels[a.Kind], CSRF: csrf, Return: ret, Decided: a.Status != core.ApprovalPending}
+	if v.KindLabel == "" {
+		v.KindLabel = strings.ReplaceAll(string(a.Kind), "_", " ")
+	}
+	if a.Kind == core.ApprovalOAuthConsent {
+		var d core.ConsentDetails
+		if err := json.Unmarshal(a.Details, &d); err == nil {
+			cv := &consentView{ConsentDetails: d, ScopeList: describeScopes(d.Scopes)}
+			if u, err := url.Parse(d.RedirectURI); err == nil {
+				cv.RedirectHost = u.Host
+			}
+			v.Consent = cv
+			return v
+		}
+	}
+	v.Facts = facts(a.Details)
+	return v
+}
+
+// facts flattens an approval's details into labelled lines, so that every
+// kind (including ones added later) shows exactly what is asked.
+func facts(raw json.RawMessage) []fact {
+	var m map[string]any
+	if len(raw) == 0 || json.Unmarshal(raw, &m) != nil {
+		if len(raw) > 0 && string(raw) != "null" {
+			return []fact{{"Details", string(raw)}}
+		}
+		return nil
+	}
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	out := make([]fact, 0, len(keys))
+	for _, k := range keys {
+		out = append(out, fact{Label: humanKey(k), Value: humanValue(m[k])})
+	}
+	return out
+}
+
+func humanKey(k string) string {
+	var b strings.Builder
+	for i, r := range k {
+		switch {
+		case r == '_' || r == '-':
+			b.WriteRune(' ')
+		case r >= 'A' && r <= 'Z' && i > 0:
+			b.WriteRune(' ')
+			b.WriteRune(r + ('a' - 'A'))
+		case i == 0 && r >= 'a' && r <= 'z':
+			b.WriteRune(r - ('a' - 'A'))
+		default:
+			b.WriteRune(r)
+		}
+	}
+	return b.String()
+}
+
+func humanValue(v any) string {
+	switch x := v.(type) {
+	case nil:
+		return "—"
+	case string:
+		return x
+	case bool:
+		if x {
+			return "yes"
+		}
+		return "no"
+	case []any:
+		parts := make([]string, len(x))
+		for i, e := range x {
+			parts[i] = humanValue(e)
+		}
+		return strings.Join(parts, ", ")
+	case float64:
+		return fmt.Sprint(x)
+	}
+	b, _ := json.Marshal(v)
+	return string(b)
+}
+
+type approvalsBody struct{ Approvals []approvalView }
+
+func (c *Console) approvalsPage(w http.ResponseWriter, r *http.Request, s *signedIn) {
+	pending, err := c.svc.PendingApprovals(r.Context(), s.owner.ID)
+	if err != nil {
+		c.fail(w, r, err)
+		return
+	}
+	b := approvalsBody{}
+	for _, a := range pending {
+		b.Approvals = append(b.Approvals, c.view(a, s.csrf, ""))
+	}
+	d := c.page(s, "Approvals", "approvals", b)
+	d.Pending = len(pending)
+	switch r.URL.Query().Get("done") {
+	case "approved":
+		d.Notice = "Approved."
+	case "declined":
+		d.Notice = "Declined."
+	}
+	c.render(w, r, http.StatusOK, "approvals", d)
+}
+
+func (c *Console) approvalPage(w http.ResponseWriter, r *http.Request, s *signedIn) {
+	a, err := c.svc.GetApproval(r.Context(), s.owner.ID, r.PathValue("id"))
+	if err != nil {
+		c.fail(w, r, err)
+		return
+	}
+	c.render(w, r, http.StatusOK, "approval", c.page(s, "Approval request", "approvals",
+		struct{ Approval approvalView }{c.view(*a, s.csrf, approvalReturn(r.URL.Query().Get("return")))}))
+}
+
+// decisionData is what the owner granted. For a consent it is the scopes
+// the owner left ticked: a subset of what the app asked, never more.
+func decisionData(a *core.Approval, scopes []string) (any, error) {
+	if a.Kind != core.ApprovalOAuthConsent {
+		return nil, nil
+	}
+	var d core.ConsentDetails
+	if err := json.Unmarshal(a.Details, &d); err != nil {
+		return nil, fmt.Errorf("decode consent details: %w", err)
+	}
+	for _, s := range scopes {
+		if !slices.Contains(d.Scopes, s) {
+			return nil, core.Errorf(core.KindInvalid, core.CodeInsufficientScope,
+				"%s did not ask for %q: you can narrow what an app asks for, never widen it", d.ClientName, s).With("scope", s)
+		}
+	}
+	granted := make([]string, 0, len(d.Scopes))
+	for _, s := range d.Scopes { // the app's order, without duplicates
+		if slices.Contains(scopes, s) && !slices.Contains(granted, s) {
+			granted = append(granted, s)
+		}
+	}
+	if len(granted) == 0 {
+		return nil, core.Errorf(core.KindInvalid, core.CodeInvalidRequest, "tick at least one permission, or decline")
+	}
+	return core.ConsentDecision{Scopes: granted}, nil
+}
+
+func afterDecision(ret string, approved bool) string {
+	if p := approvalReturn(ret); p != "" {
+		return p
+	}
+	if approved {
+		return "/console/approvals?done=approved"
+	}
+	return "/console/approvals?done=declined"
+}
+
+// decide is the no-JavaScript path: declining anything, and approving what
+// does not need user verification.
+func (c *Console) decide(w http.ResponseWriter, r *http.Request, s *signedIn) {
+	ctx := r.Context()
+	id := r.PathValue("id")
+	a, err := c.svc.GetApproval(ctx, s.owner.ID, id)
+	if err != nil {
+		c.fail(w, r, err)
+		return
+	}
+	var approve bool
+	switch r.PostFormValue("decision") {
+	case "approve":
+		approve = true
+	case "decline":
+	default:
+		c.fail(w, r, core.Errorf(core.KindInvalid, core.CodeInvalidRequest, "choose approve or decline"))
+		return
+	}
+	d := core.Decision{Approve: approve, BindingHash: r.PostFormValue("binding")}
+	if approve {
+		if a.RequiresUV {
+			c.fail(w, r, core.Errorf(core.KindForbidden, core.CodeUserVerification, "approving this needs your passkey: use the “Approve with passkey” button"))
+			return
+		}
+		if d.Data, err = decisionData(a, r.PostForm["scope"]); err != nil {
+			c.fail(w, r, err)
+			return
+		}
+	}
+	if _, err := c.svc.DecideApproval(ctx, s.owner.ID, id, d); err != nil {
+		c.fail(w, r, err)
+		return
+	}
+	http.Redirect(w, r, afterDecision(r.PostFormValue("return"), approve), http.StatusSeeOther)
+}
+
+// approvalBegin issues a challenge for exactly this approval as the owner
+// saw it: purpose approval:<id>, bound to the binding hash on the page.
+func (c *Console) approvalBegin(w http.ResponseWriter, r *http.Request, s *signedIn) {
+	ctx := r.Context()
+	req, err := readCeremony(w, r)
+	if err != nil {
+		c.fail(w, r, err)
+		return
+	}
+	a, err := c.svc.GetApproval(ctx, s.owner.ID, r.PathValue("id"))
+	if err != nil {
+		c.fail(w, r, err)
+		return
+	}
+	if err := pendingAndBound(a, req.Binding); err != nil {
+		c.fail(w, r, err)
+		return
+	}
+	u, err := c.loadOwner(ctx, s.owner.ID)
+	if err != nil {
+		c.fail(w, r, err)
+		return
+	}
+	if len(u.keys) == 0 {
+		c.fail(w, r, core.Errorf(core.KindForbidden, core.CodeUserVerification, "your account has no passkey; add one on the account page first"))
+		return
+	}
+	assertion, sd, err := c.wa.BeginLogin(u, webauthn.WithUserVerification(protocol.VerificationRequired))
+	if err != nil {
+		c.fail(w, r, fmt.Errorf("begin approval assertion: %w", err))
+		return
+	}
+	if err := c.saveChallenge(ctx, sd, core.ApprovalChallengePurpose(a.ID), &s.owner.ID, a.BindingHash); err != nil {
+		c.fail(w, r, err)
+		return
+	}
+	writeOptions(w, assertion)
+}
+
+func pendingAndBound(a *core.Approval, binding string) error {
+	if a.Status != core.ApprovalPending {
+		return core.Errorf(core.KindConflict, core.CodeApprovalState, "this request is already %s", a.Status)
+	}
+	if !sameString(binding, a.BindingHash) {
+		return core.Errorf(core.KindConflict, core.CodeApprovalBinding, "the request changed since it was shown; reload and decide again")
+	}
+	return nil
+}
+
+// approvalFinish approves with a WebAuthn assertion: made with user
+// verification, by one of the owner's passkeys, over a challenge issued for
+// this approval while it had the binding hash it still has.
+func (c *Console) approvalFinish(w http.ResponseWriter, r *http.Request, s *signedIn) {
+	ctx := r.Context()
+	id := r.PathValue("id")
+	req, err := readCeremony(w, r)
+	if err != nil {
+		c.fail(w, r, err)
+		return
+	}
+	parsed, err := parseAssertion(req.Credential)
+	if err != nil {
+		c.fail(w, r, err)
+		return
+	}
+	ch, sd, err := c.claimChallenge(ctx, parsed.Response.CollectedClientData.Challenge, core.ApprovalChallengePurpose(id))
+	if err != nil {
+		c.fail(w, r, err)
+		return
+	}
+	if ch.OwnerID == nil || !sameString(*ch.OwnerID, s.owner.ID) {
+		c.fail(w, r, core.Errorf(core.KindForbidden, codeChallengeUnknown, "this passkey prompt was issued to another account; start again"))
+		return
+	}
+	a, err := c.svc.GetApproval(ctx, s.owner.ID, id)
+	if err != nil {
+		c.fail(w, r, err)
+		return
+	}
+	if err := pendingAndBound(a, ch.Binding); err != nil {
+		c.fail(w, r, err)
+		return
+	}
+	if err := requireUV(parsed.Response.AuthenticatorData.Flags); err != nil {
+		c.fail(w, r, err)
+		return
+	}
+	u, err := c.loadOwner(ctx, s.owner.ID)
+	if err != nil {
+		c.fail(w, r, err)
+		return
+	}
+	cred, err := c.wa.ValidateLogin(u, sd, parsed)
+	if err != nil {
+		c.fail(w, r, c.passkeyError(ctx, "approval", err))
+		return
+	}
+	pk, err := c.recordUse(ctx, cred)
+	if err != nil {
+		c.fail(w, r, err)
+		return
+	}
+	data, err := decisionData(a, req.Scopes)
+	if err != nil {
+		c.fail(w, r, err)
+		return
+	}
+	if _, err := c.svc.DecideApproval(ctx, s.owner.ID, id, core.Decision{
+		Approve: true, BindingHash: ch.Binding, UserVerified: true, Data: data,
+	}); err != nil {
+		c.fail(w, r, err)
+		return
+	}
+	c.log.InfoContext(ctx, "approval approved with passkey", "owner_id", s.owner.ID, "approval_id", id, "passkey_id", pk.ID,
+		"kind", string(a.Kind))
+	writeRedirect(w, afterDecision(req.Return, true))
+}
