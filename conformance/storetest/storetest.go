@@ -47,6 +47,13 @@ func RunTests(t *testing.T, newStore func(t *testing.T) core.Store) {
 		{"InTx", testInTx},
 		{"InTxConcurrent", testInTxConcurrent},
 		{"Secret", testSecret},
+		{"OAuthClients", testOAuthClients},
+		{"OAuthGrants", testOAuthGrants},
+		{"OAuthTokens", testOAuthTokens},
+		{"OAuthRotateConcurrent", testOAuthRotateConcurrent},
+		{"OAuthConsents", testOAuthConsents},
+		{"OAuthKeys", testOAuthKeys},
+		{"Passkeys", RunPasskeyTests},
 	} {
 		t.Run(tc.name, func(t *testing.T) { tc.run(t, newStore(t)) })
 	}

@@ -1,0 +1,410 @@
+package oauth
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/ory/fosite"
+	"github.com/ory/fosite/token/jwt"
+
+	"github.com/faxhub/faxhub/core"
+)
+
+// consentBinding is the exact authorization request an owner approves; its
+// hash is the approval's binding, checked again when the request resumes.
+type consentBinding struct {
+	ClientID      string   `json:"client_id"`
+	RedirectURI   string   `json:"redirect_uri"`
+	Scopes        []string `json:"scopes"`
+	Resource      string   `json:"resource"`
+	State         string   `json:"state"`
+	Nonce         string   `json:"nonce"`
+	CodeChallenge string   `json:"code_challenge"`
+}
+
+// issWriter adds the RFC 9207 iss parameter to fosite's authorization
+// redirects, successful or not.
+type issWriter struct {
+	http.ResponseWriter
+	iss string
+}
+
+func (w issWriter) WriteHeader(code int) {
+	if code >= 300 && code < 400 {
+		if loc, err := url.Parse(w.Header().Get("Location")); err == nil && loc.Fragment == "" {
+			q := loc.Query()
+			q.Set("iss", w.iss)
+			loc.RawQuery = q.Encode()
+			w.Header().Set("Location", loc.String())
+		}
+	}
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (s *Server) writeAuthorizeError(ctx context.Context, w http.ResponseWriter, ar fosite.AuthorizeRequester, err error) {
+	var rfc *fosite.RFC6749Error
+	if errors.As(err, &rfc) && rfc.CodeField >= 500 {
+		s.log.ErrorContext(ctx, "authorize", "err", err, "debug", rfc.DebugField)
+	}
+	if ar == nil {
+		writeError(w, http.StatusBadRequest, "invalid_request", "the authorization request is not valid")
+		return
+	}
+	s.provider.WriteAuthorizeError(ctx, issWriter{w, s.issuer}, ar, err)
+}
+
+func errInvalidTarget(hint string) *fosite.RFC6749Error {
+	return &fosite.RFC6749Error{
+		ErrorField: "invalid_target", DescriptionField: "The requested resource is invalid, unknown, or malformed.",
+		HintField: hint, CodeField: http.StatusBadRequest,
+	}
+}
+
+func mcpOAuthOff(w http.ResponseWriter, s *Server) {
+	writeError(w, http.StatusForbidden, "access_denied", "MCP OAuth is disabled on this server (--mcp-oauth off); use an API key or agent registration (see "+s.opts.BaseURL+PathAuthGuide+")")
+}
+
+// checkAuthorize applies faxhub's rules that fosite leaves open: one
+// known resource (RFC 8707), PKCE S256 checked before the owner is
+// bothered, the query response mode (where iss goes), no prompt=none (an
+// owner always decides). It returns the resource.
+func (s *Server) checkAuthorize(ar fosite.AuthorizeRequester) (string, error) {
+	form := ar.GetRequestForm()
+	switch m := form.Get("code_challenge_method"); {
+	case form.Get("code_challenge") == "":
+		return "", fosite.ErrInvalidRequest.WithHint("PKCE is required: send code_challenge with code_challenge_method=S256.")
+	case m != "S256":
+		return "", fosite.ErrInvalidRequest.WithHintf("code_challenge_method must be S256, got %q.", m)
+	}
+	if rm := form.Get("response_mode"); rm != "" && rm != "query" {
+		return "", fosite.ErrInvalidRequest.WithHint("Only response_mode=query is supported.")
+	}
+	if slices.Contains(strings.Fields(form.Get("prompt")), "none") {
+		return "", fosite.ErrConsentRequired.WithHint("The owner must approve every authorization; prompt=none cannot be honoured.")
+	}
+	res := form["resource"]
+	switch {
+	case len(res) == 0:
+		// Clients that predate RFC 8707 in MCP get the MCP server.
+		return s.resources[0], nil
+	case len(res) > 1:
+		return "", errInvalidTarget("Request exactly one resource.")
+	case !slices.Contains(s.resources, res[0]):
+		return "", errInvalidTarget(fmt.Sprintf("Unknown resource %q; use %s.", res[0], strings.Join(s.resources, " or ")))
+	}
+	return res[0], nil
+}
+
+// requestedScopes are the request's scopes, or the defaults when it names
+// none.
+func requestedScopes(ar fosite.AuthorizeRequester) []string {
+	var out []string
+	for _, sc := range ar.GetRequestedScopes() {
+		if sc != "" && !slices.Contains(out, sc) {
+			out = append(out, sc)
+		}
+	}
+	if len(out) == 0 {
+		return defaultScopes()
+	}
+	return out
+}
+
+func (s *Server) bindingOf(ar fosite.AuthorizeRequester, resource string) consentBinding {
+	f := ar.GetRequestForm()
+	return consentBinding{
+		ClientID: ar.GetClient().GetID(), RedirectURI: f.Get("redirect_uri"), Scopes: requestedScopes(ar),
+		Resource: resource, State: f.Get("state"), Nonce: f.Get("nonce"), CodeChallenge: f.Get("code_challenge"),
+	}
+}
+
+// ownerSession returns the signed-in owner's session, or nil.
+func (s *Server) ownerSession(r *http.Request) (*core.Session, error) {
+	c, err := r.Cookie(core.SessionCookieName)
+	if err != nil || c.Value == "" {
+		return nil, nil
+	}
+	sess, err := s.svc.AuthenticateSession(r.Context(), c.Value)
+	if core.ErrorKind(err) == core.KindUnauthenticated {
+		return nil, nil
+	}
+	return sess, err
+}
+
+func redirectToSignIn(w http.ResponseWriter, r *http.Request) {
+	next := r.URL.EscapedPath()
+	if r.Method == http.MethodPost {
+		// The request continues as a GET with the same parameters.
+		next += "?" + r.Form.Encode()
+	} else if r.URL.RawQuery != "" {
+		next += "?" + r.URL.RawQuery
+	}
+	w.Header().Set("Cache-Control", "no-store")
+	http.Redirect(w, r, signInPath+"?next="+url.QueryEscape(next), http.StatusSeeOther)
+}
+
+func consentURL(approvalID string) string {
+	ret := PathAuthorizeResume + "?approval=" + url.QueryEscape(approvalID)
+	return consolePathApprovals + url.PathEscape(approvalID) + "?return=" + url.QueryEscape(ret)
+}
+
+// authorize validates the request, sends an owner who is not signed in to
+// sign in, and parks the request behind an oauth_consent approval.
+func (s *Server) authorize(w http.ResponseWriter, r *http.Request) {
+	ctx := r.Context()
+	if !s.opts.MCPOAuth {
+		mcpOAuthOff(w, s)
+		return
+	}
+	ar, err := s.provider.NewAuthorizeRequest(ctx, r)
+	if err != nil {
+		s.writeAuthorizeError(ctx, w, ar, err)
+		return
+	}
+	resource, err := s.checkAuthorize(ar)
+	if err != nil {
+		s.writeAuthorizeError(ctx, w, ar, err)
+		return
+	}
+	sess, err := s.ownerSession(r)
+	if err != nil {
+		s.writeAuthorizeError(ctx, w, ar, fosite.ErrServerError.WithWrap(err))
+		return
+	}
+	if sess == nil {
+		redirectToSignIn(w, r)
+		return
+	}
+	c, err := s.store.GetOAuthClient(ctx, ar.GetClient().GetID())
+	if err != nil {
+		s.writeAuthorizeError(ctx, w, ar, fosite.ErrServerError.WithWrap(err))
+		return
+	}
+	b := s.bindingOf(ar, resource)
+	name := c.Name
+	if name == "" {
+		name = c.ID
+	}
+	a, err := s.svc.RequestApproval(ctx, core.ApprovalRequest{
+		OwnerID: sess.OwnerID, Kind: core.ApprovalOAuthConsent, Requester: name,
+		Summary: fmt.Sprintf("%s asks to use your faxhub account through %s (%s)", name, resource, strings.Join(b.Scopes, " ")),
+		Details: core.ConsentDetails{
+			ClientID: c.ID, ClientName: name, ClientURI: c.URI, LogoURI: c.LogoURI, RedirectURI: b.RedirectURI,
+			Scopes: b.Scopes, Resource: resource,
+		},
+		Binding: b, TTL: consentTTL,
+	})
+	if err != nil {
+		s.writeAuthorizeError(ctx, w, ar, fosite.ErrServerError.WithWrap(err))
+		return
+	}
+	now := s.now()
+	if err := s.store.CreateOAuthConsent(ctx, &core.OAuthConsent{
+		ApprovalID: a.ID, OwnerID: sess.OwnerID, ClientID: c.ID, Query: ar.GetRequestForm().Encode(),
+		CreatedAt: now, ExpiresAt: now.Add(consentTTL + time.Minute),
+	}); err != nil {
+		s.writeAuthorizeError(ctx, w, ar, fosite.ErrServerError.WithWrap(err))
+		return
+	}
+	w.Header().Set("Cache-Control", "no-store")
+	http.Redirect(w, r, consentURL(a.ID), http.StatusSeeOther)
+}
+
+// resume finishes an authorization once the owner has decided its consent.
+func (s *Server) resume(w http.ResponseWriter, r *http.Request) {
+	ctx := r.Context()
+	if !s.opts.MCPOAuth {
+		mcpOAuthOff(w, s)
+		return
+	}
+	id := r.URL.Query().Get("approval")
+	sess, err := s.ownerSession(r)
+	if err != nil {
+		s.log.ErrorContext(ctx, "resume: session", "err", err)
+		writeError(w, http.StatusInternalServerError, "server_error", "the session could not be checked")
+		return
+	}
+	if sess == nil {
+		redirectToSignIn(w, r)
+		return
+	}
+	unknown := func() {
+		writeError(w, http.StatusBadRequest, "invalid_request", "this authorization request is unknown, was completed already, or belongs to another account; start again from the app")
+	}
+	// Both lookups are by owner: another owner's approval reads as unknown.
+	pending, err := s.store.GetOAuthConsent(ctx, sess.OwnerID, id)
+	if errors.Is(err, core.ErrNoRows) {
+		unknown()
+		return
+	} else if err != nil {
+		s.log.ErrorContext(ctx, "resume: consent", "err", err)
+		writeError(w, http.StatusInternalServerError, "server_error", "the authorization request could not be read")
+		return
+	}
+	a, err := s.svc.GetApproval(ctx, sess.OwnerID, id)
+	if err != nil || a.Kind != core.ApprovalOAuthConsent {
+		unknown()
+		return
+	}
+	// Rebuild the parked request and let fosite validate it again: the
+	// client may have changed its redirect URIs meanwhile.
+	q, err := url.ParseQuery(pending.Query)
+	if err != nil {
+		unknown()
+		return
+	}
+	replay := r.Clone(ctx)
+	replay.Method, replay.Body, replay.Form, replay.PostForm = http.MethodGet, http.NoBody, nil, nil
+	replay.URL.RawQuery = q.Encode()
+	ar, err := s.provider.NewAuthorizeRequest(ctx, replay)
+	if err != nil {
+		s.writeAuthorizeError(ctx, w, ar, err)
+		return
+	}
+	resource, err := s.checkAuthorize(ar)
+	if err != nil {
+		s.writeAuthorizeError(ctx, w, ar, err)
+		return
+	}
+	b := s.bindingOf(ar, resource)
+	if core.BindingHash(b) != a.BindingHash {
+		s.writeAuthorizeError(ctx, w, ar, fosite.ErrAccessDenied.WithHint("The request changed since the owner decided it."))
+		return
+	}
+	switch a.Status {
+	case core.ApprovalPending:
+		w.Header().Set("Cache-Control", "no-store")
+		http.Redirect(w, r, consentURL(a.ID), http.StatusSeeOther)
+		return
+	case core.ApprovalApproved, core.ApprovalDeclined, core.ApprovalExpired:
+	default:
+		unknown()
+		return
+	}
+	// One decision, one answer: a replayed resume finds nothing.
+	if err := s.store.DeleteOAuthConsent(ctx, sess.OwnerID, id); errors.Is(err, core.ErrNoRows) {
+		unknown()
+		return
+	} else if err != nil {
+		s.writeAuthorizeError(ctx, w, ar, fosite.ErrServerError.WithWrap(err))
+		return
+	}
+	switch a.Status {
+	case core.ApprovalDeclined:
+		s.writeAuthorizeError(ctx, w, ar, fosite.ErrAccessDenied.WithHint("The owner declined the request."))
+		return
+	case core.ApprovalExpired:
+		s.writeAuthorizeError(ctx, w, ar, fosite.ErrAccessDenied.WithHint("The owner did not decide in time."))
+		return
+	}
+	granted := narrow(b.Scopes, a.Decision)
+	g, err := s.upsertGrant(ctx, sess.OwnerID, b.ClientID, resource, granted)
+	if err != nil {
+		s.writeAuthorizeError(ctx, w, ar, fosite.ErrServerError.WithWrap(err))
+		return
+	}
+	for _, sc := range granted {
+		ar.GrantScope(sc)
+	}
+	ar.GrantAudience(resource)
+	fs, err := s.newOwnerSession(ctx, sess, g, granted)
+	if err != nil {
+		s.writeAuthorizeError(ctx, w, ar, fosite.ErrServerError.WithWrap(err))
+		return
+	}
+	resp, err := s.provider.NewAuthorizeResponse(ctx, ar, fs)
+	if err != nil {
+		s.writeAuthorizeError(ctx, w, ar, err)
+		return
+	}
+	s.provider.WriteAuthorizeResponse(ctx, issWriter{w, s.issuer}, ar, resp)
+}
+
+// narrow returns the requested scopes the owner kept. A decision without
+// data approves what was asked; a decision can only remove scopes.
+func narrow(requested []string, decision json.RawMessage) []string {
+	if len(decision) == 0 || string(decision) == "null" {
+		return requested
+	}
+	var d core.ConsentDecision
+	if err := json.Unmarshal(decision, &d); err != nil || d.Scopes == nil {
+		return requested
+	}
+	var out []string
+	for _, sc := range requested {
+		if slices.Contains(d.Scopes, sc) {
+			out = append(out, sc)
+		}
+	}
+	return out
+}
+
+// upsertGrant records the owner's consent: the live grant for the client
+// and resource takes the newly granted scopes, or a new grant is made.
+func (s *Server) upsertGrant(ctx context.Context, ownerID, clientID, resource string, scopes []string) (*core.OAuthGrant, error) {
+	now := s.now()
+	for range 2 {
+		g, err := s.store.FindOAuthGrant(ctx, ownerID, clientID, resource)
+		switch {
+		case err == nil:
+			if err := s.store.UpdateOAuthGrantScopes(ctx, g.ID, scopes, now); err != nil && !errors.Is(err, core.ErrNoRows) {
+				return nil, err
+			} else if err == nil {
+				g.Scopes = scopes
+				return g, nil
+			}
+			// Revoked meanwhile: make a new one.
+		case !errors.Is(err, core.ErrNoRows):
+			return nil, err
+		}
+		g = &core.OAuthGrant{
+			ID: core.NewID(grantIDPrefix), OwnerID: ownerID, ClientID: clientID, Scopes: scopes, Resource: resource,
+			CreatedAt: now, UpdatedAt: now,
+		}
+		err = s.store.CreateOAuthGrant(ctx, g)
+		if err == nil {
+			return g, nil
+		}
+		if !errors.Is(err, core.ErrExists) {
+			return nil, err
+		}
+		// A concurrent consent created it: update that one.
+	}
+	return nil, errors.New("grant changed concurrently")
+}
+
+const grantIDPrefix = "grt_"
+
+// newOwnerSession builds the fosite session of an authorization: the owner,
+// the grant, and id_token claims limited to the granted profile and email
+// scopes.
+func (s *Server) newOwnerSession(ctx context.Context, sess *core.Session, g *core.OAuthGrant, scopes []string) (*session, error) {
+	owner, err := s.svc.Store.GetOwner(ctx, sess.OwnerID)
+	if err != nil {
+		return nil, fmt.Errorf("owner: %w", err)
+	}
+	now := time.Now().UTC()
+	extra := map[string]interface{}{}
+	if slices.Contains(scopes, ScopeProfile) && owner.Name != "" {
+		extra["name"] = owner.Name
+	}
+	if slices.Contains(scopes, ScopeEmail) {
+		extra["email"] = owner.Email
+		extra["email_verified"] = owner.EmailVerifiedAt != nil
+	}
+	fs := newSession()
+	fs.OwnerID, fs.GrantID = owner.ID, g.ID
+	fs.Subject = owner.ID
+	fs.Claims = &jwt.IDTokenClaims{
+		Subject: owner.ID, Issuer: s.issuer, AuthTime: sess.CreatedAt.UTC(), RequestedAt: now, IssuedAt: now, Extra: extra,
+	}
+	fs.Headers = &jwt.Headers{Extra: map[string]interface{}{}}
+	return fs, nil
+}

@@ -1,0 +1,412 @@
+package oauth
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/netip"
+	"net/url"
+	"slices"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/ory/fosite"
+
+	"github.com/faxhub/faxhub/core"
+)
+
+const (
+	clientIDPrefix = "oac_"
+	// maxMetadataBytes bounds registration bodies and fetched documents.
+	maxMetadataBytes = 5 << 10
+	metadataTimeout  = 5 * time.Second
+)
+
+// clientMetadata is the RFC 7591 / client ID metadata document subset
+// faxhub accepts. Anything else is refused by name (see knownMetadata).
+type clientMetadata struct {
+	ClientID                string   `json:"client_id,omitempty"`
+	RedirectURIs            []string `json:"redirect_uris"`
+	TokenEndpointAuthMethod string   `json:"token_endpoint_auth_method,omitempty"`
+	GrantTypes              []string `json:"grant_types,omitempty"`
+	ResponseTypes           []string `json:"response_types,omitempty"`
+	ClientName              string   `json:"client_name,omitempty"`
+	ClientURI               string   `json:"client_uri,omitempty"`
+	LogoURI                 string   `json:"logo_uri,omitempty"`
+	Scope                   string   `json:"scope,omitempty"`
+	Contacts                []string `json:"contacts,omitempty"`
+	TOSURI                  string   `json:"tos_uri,omitempty"`
+	PolicyURI               string   `json:"policy_uri,omitempty"`
+	SoftwareID              string   `json:"software_id,omitempty"`
+	SoftwareVersion         string   `json:"software_version,omitempty"`
+	ApplicationType         string   `json:"application_type,omitempty"`
+}
+
+// knownMetadata are the fields of clientMetadata. Security-relevant fields
+// faxhub does not support (jwks, jwks_uri, client_secret, request_uris,
+// sector_identifier_uri, software_statement, …) and unknown fields are
+// refused rather than silently ignored, so a client never believes it
+// registered something it did not.
+func knownMetadata() []string {
+	return []string{"client_id", "redirect_uris", "token_endpoint_auth_method", "grant_types", "response_types",
+		"client_name", "client_uri", "logo_uri", "scope", "contacts", "tos_uri", "policy_uri", "software_id",
+		"software_version", "application_type"}
+}
+
+// metadataError is an RFC 7591 error (invalid_client_metadata or
+// invalid_redirect_uri).
+type metadataError struct{ code, desc string }
+
+func (e *metadataError) Error() string { return e.code + ": " + e.desc }
+
+func badMetadata(format string, args ...any) error {
+	return &metadataError{"invalid_client_metadata", fmt.Sprintf(format, args...)}
+}
+
+func badRedirect(format string, args ...any) error {
+	return &metadataError{"invalid_redirect_uri", fmt.Sprintf(format, args...)}
+}
+
+// parseMetadata decodes and checks a registration request or document.
+func (s *Server) parseMetadata(body []byte) (*clientMetadata, error) {
+	var raw map[string]json.RawMessage
+	if err := json.Unmarshal(body, &raw); err != nil {
+		return nil, badMetadata("the body is not a JSON object: %v", err)
+	}
+	for k := range raw {
+		if !slices.Contains(knownMetadata(), k) {
+			return nil, badMetadata("client metadata %q is not supported", k)
+		}
+	}
+	var m clientMetadata
+	if err := json.Unmarshal(body, &m); err != nil {
+		return nil, badMetadata("client metadata has the wrong type: %v", err)
+	}
+	if len(m.RedirectURIs) == 0 {
+		return nil, badRedirect("redirect_uris is required")
+	}
+	if len(m.RedirectURIs) > 10 {
+		return nil, badRedirect("at most 10 redirect_uris")
+	}
+	for _, u := range m.RedirectURIs {
+		if err := checkRedirectURI(u); err != nil {
+			return nil, err
+		}
+	}
+	switch m.TokenEndpointAuthMethod {
+	case "", "none":
+		m.TokenEndpointAuthMethod = "none"
+	default:
+		return nil, badMetadata("token_endpoint_auth_method must be none: faxhub registers public clients only (PKCE S256)")
+	}
+	if len(m.GrantTypes) == 0 {
+		m.GrantTypes = []string{"authorization_code", "refresh_token"}
+	}
+	for _, g := range m.GrantTypes {
+		if g != "authorization_code" && g != "refresh_token" {
+			return nil, badMetadata("grant type %q is not supported; use authorization_code and refresh_token", g)
+		}
+	}
+	if !slices.Contains(m.GrantTypes, "authorization_code") {
+		return nil, badMetadata("grant_types must include authorization_code")
+	}
+	if len(m.ResponseTypes) == 0 {
+		m.ResponseTypes = []string{"code"}
+	}
+	if len(m.ResponseTypes) != 1 || m.ResponseTypes[0] != "code" {
+		return nil, badMetadata("response_types must be [\"code\"]")
+	}
+	if m.ApplicationType != "" && m.ApplicationType != "web" && m.ApplicationType != "native" {
+		return nil, badMetadata("application_type must be web or native")
+	}
+	for _, sc := range strings.Fields(m.Scope) {
+		if !slices.Contains(supportedScopes(), sc) {
+			return nil, badMetadata("scope %q is not supported", sc)
+		}
+	}
+	for name, u := range map[string]string{"client_uri": m.ClientURI, "logo_uri": m.LogoURI, "tos_uri": m.TOSURI, "policy_uri": m.PolicyURI} {
+		if u == "" {
+			continue
+		}
+		if p, err := url.Parse(u); err != nil || p.Scheme != "https" || p.Host == "" || p.User != nil {
+			return nil, badMetadata("%s must be an https URL", name)
+		}
+	}
+	if len(m.ClientName) > 100 {
+		return nil, badMetadata("client_name is longer than 100 characters")
+	}
+	if strings.ContainsFunc(m.ClientName, func(r rune) bool { return r < 0x20 || r == 0x7f }) {
+		return nil, badMetadata("client_name contains control characters")
+	}
+	return &m, nil
+}
+
+// checkRedirectURI accepts https URIs and http loopback URIs (RFC 8252:
+// 127.0.0.1, [::1] or localhost, any port), without fragments or
+// credentials.
+func checkRedirectURI(raw string) error {
+	u, err := url.Parse(raw)
+	if err != nil || !u.IsAbs() || u.Host == "" {
+		return badRedirect("redirect URI %q is not an absolute URL", raw)
+	}
+	if u.Fragment != "" || strings.Contains(raw, "#") {
+		return badRedirect("redirect URI %q must not have a fragment", raw)
+	}
+	if u.User != nil {
+		return badRedirect("redirect URI %q must not carry credentials", raw)
+	}
+	switch u.Scheme {
+	case "https":
+		return nil
+	case "http":
+		switch u.Hostname() {
+		case "127.0.0.1", "::1", "localhost":
+			return nil
+		}
+		return badRedirect("redirect URI %q: http is allowed only for loopback (127.0.0.1, [::1], localhost)", raw)
+	}
+	return badRedirect("redirect URI %q must use https (or http on loopback)", raw)
+}
+
+// clientResponse is the RFC 7591 registration response.
+type clientResponse struct {
+	ClientID                string   `json:"client_id"`
+	ClientIDIssuedAt        int64    `json:"client_id_issued_at"`
+	ClientName              string   `json:"client_name,omitempty"`
+	ClientURI               string   `json:"client_uri,omitempty"`
+	LogoURI                 string   `json:"logo_uri,omitempty"`
+	RedirectURIs            []string `json:"redirect_uris"`
+	GrantTypes              []string `json:"grant_types"`
+	ResponseTypes           []string `json:"response_types"`
+	TokenEndpointAuthMethod string   `json:"token_endpoint_auth_method"`
+	Scope                   string   `json:"scope,omitempty"`
+}
+
+// clientIP is the rate-limit key of a request: the peer address. Behind a
+// proxy the lead's wiring must put the real client address in RemoteAddr.
+func clientIP(r *http.Request) string {
+	host, _, err := net.SplitHostPort(r.RemoteAddr)
+	if err != nil {
+		return r.RemoteAddr
+	}
+	return host
+}
+
+func (s *Server) register(w http.ResponseWriter, r *http.Request) {
+	ctx := r.Context()
+	if !s.opts.MCPOAuth {
+		writeError(w, http.StatusForbidden, "access_denied", "MCP OAuth is disabled on this server (--mcp-oauth off): dynamic client registration is not available; use an API key or agent registration (see "+s.opts.BaseURL+PathAuthGuide+")")
+		return
+	}
+	if ct := r.Header.Get("Content-Type"); !strings.HasPrefix(strings.ToLower(ct), "application/json") {
+		writeError(w, http.StatusBadRequest, "invalid_client_metadata", "the registration request must be application/json")
+		return
+	}
+	ok, retry, err := s.svc.Store.AllowRate(ctx, "oauth-register:"+clientIP(r), s.now(), s.opts.RegisterInterval, s.opts.RegisterBurst)
+	if err != nil {
+		s.log.ErrorContext(ctx, "register rate limit", "err", err)
+		writeError(w, http.StatusServiceUnavailable, "temporarily_unavailable", "registration is unavailable right now; retry shortly")
+		return
+	}
+	if !ok {
+		w.Header().Set("Retry-After", fmt.Sprint(int(retry.Seconds())+1))
+		writeError(w, http.StatusTooManyRequests, "rate_limited", "too many client registrations from this address; retry later")
+		return
+	}
+	body, err := io.ReadAll(io.LimitReader(r.Body, maxMetadataBytes+1))
+	if err != nil {
+		writeError(w, http.StatusBadRequest, "invalid_client_metadata", "the request body could not be read")
+		return
+	}
+	if len(body) > maxMetadataBytes {
+		writeError(w, http.StatusBadRequest, "invalid_client_metadata", "the registration request is larger than 5 KB")
+		return
+	}
+	m, err := s.parseMetadata(body)
+	if err == nil && m.ClientID != "" {
+		err = badMetadata("client_id is issued by the server; to use your own URL as client_id, publish a client ID metadata document instead of registering")
+	}
+	var me *metadataError
+	if errors.As(err, &me) {
+		writeError(w, http.StatusBadRequest, me.code, me.desc)
+		return
+	}
+	now := s.now()
+	c := &core.OAuthClient{
+		ID: core.NewID(clientIDPrefix), Kind: core.OAuthClientDynamic, Name: m.ClientName, URI: m.ClientURI, LogoURI: m.LogoURI,
+		RedirectURIs: m.RedirectURIs, GrantTypes: m.GrantTypes, ResponseTypes: m.ResponseTypes, Scope: m.Scope,
+		Metadata: body, CreatedAt: now, UpdatedAt: now,
+	}
+	if err := s.store.CreateOAuthClient(ctx, c); err != nil {
+		s.log.ErrorContext(ctx, "register client", "err", err)
+		writeError(w, http.StatusInternalServerError, "server_error", "the client could not be registered")
+		return
+	}
+	writeJSON(w, http.StatusCreated, clientResponse{
+		ClientID: c.ID, ClientIDIssuedAt: now.Unix(), ClientName: c.Name, ClientURI: c.URI, LogoURI: c.LogoURI,
+		RedirectURIs: c.RedirectURIs, GrantTypes: c.GrantTypes, ResponseTypes: c.ResponseTypes,
+		TokenEndpointAuthMethod: "none", Scope: c.Scope,
+	})
+}
+
+// isMetadataDocumentID reports whether a client_id names a client ID
+// metadata document: an https URL.
+func isMetadataDocumentID(id string) bool { return strings.HasPrefix(id, "https://") }
+
+// client returns a registered client, or fetches (and caches in the store)
+// the metadata document an https client_id names.
+func (s *Server) client(ctx context.Context, id string) (*core.OAuthClient, error) {
+	if !isMetadataDocumentID(id) {
+		c, err := s.store.GetOAuthClient(ctx, id)
+		if errors.Is(err, core.ErrNoRows) {
+			return nil, fosite.ErrNotFound
+		}
+		return c, err
+	}
+	c, err := s.store.GetOAuthClient(ctx, id)
+	switch {
+	case err == nil && s.now().Sub(c.UpdatedAt) < s.opts.MetadataCacheTTL:
+		return c, nil
+	case err != nil && !errors.Is(err, core.ErrNoRows):
+		return nil, err
+	}
+	if !s.opts.MCPOAuth {
+		// No outbound fetches while chat-app OAuth is off.
+		return nil, fosite.ErrNotFound
+	}
+	m, body, err := s.fetchMetadataDocument(ctx, id)
+	if err != nil {
+		s.log.InfoContext(ctx, "client metadata document refused", "client_id", id, "err", err)
+		return nil, fosite.ErrNotFound.WithWrap(err)
+	}
+	now := s.now()
+	c = &core.OAuthClient{
+		ID: id, Kind: core.OAuthClientMetadataDocument, Name: m.ClientName, URI: m.ClientURI, LogoURI: m.LogoURI,
+		RedirectURIs: m.RedirectURIs, GrantTypes: m.GrantTypes, ResponseTypes: m.ResponseTypes, Scope: m.Scope,
+		Metadata: body, CreatedAt: now, UpdatedAt: now,
+	}
+	if err := s.store.PutOAuthClient(ctx, c); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// checkMetadataDocumentURL applies the client ID metadata document rules:
+// https, a host, a path, no fragment, credentials or dot segments.
+func checkMetadataDocumentURL(id string) error {
+	u, err := url.Parse(id)
+	if err != nil || u.Scheme != "https" || u.Host == "" || u.User != nil || u.Fragment != "" || strings.Contains(id, "#") {
+		return errors.New("a metadata document client_id must be an https URL without credentials or fragment")
+	}
+	if u.Path == "" || u.Path == "/" {
+		return errors.New("a metadata document client_id must have a path")
+	}
+	for _, seg := range strings.Split(u.Path, "/") {
+		if seg == "." || seg == ".." {
+			return errors.New("a metadata document client_id must not have dot segments")
+		}
+	}
+	return nil
+}
+
+func (s *Server) fetchMetadataDocument(ctx context.Context, id string) (*clientMetadata, []byte, error) {
+	if err := checkMetadataDocumentURL(id); err != nil {
+		return nil, nil, err
+	}
+	ctx, cancel := context.WithTimeout(ctx, metadataTimeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, id, nil)
+	if err != nil {
+		return nil, nil, err
+	}
+	req.Header.Set("Accept", "application/json")
+	resp, err := s.http.Do(req)
+	if err != nil {
+		return nil, nil, fmt.Errorf("fetch: %w", err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return nil, nil, fmt.Errorf("fetch: status %d", resp.StatusCode)
+	}
+	body, err := io.ReadAll(io.LimitReader(resp.Body, maxMetadataBytes+1))
+	if err != nil {
+		return nil, nil, fmt.Errorf("read: %w", err)
+	}
+	if len(body) > maxMetadataBytes {
+		return nil, nil, errors.New("document larger than 5 KB")
+	}
+	m, err := s.parseMetadata(body)
+	if err != nil {
+		return nil, nil, err
+	}
+	if m.ClientID != id {
+		return nil, nil, fmt.Errorf("document client_id %q differs from its URL", m.ClientID)
+	}
+	return m, bytes.Clone(body), nil
+}
+
+// newMetadataClient fetches metadata documents without following
+// redirects and refuses to connect to anything but public unicast
+// addresses, checked after DNS resolution on the address actually dialed
+// (so DNS rebinding cannot reach internal services).
+func newMetadataClient() *http.Client {
+	d := &net.Dialer{
+		Timeout: metadataTimeout,
+		Control: func(network, address string, _ syscall.RawConn) error {
+			ap, err := netip.ParseAddrPort(address)
+			if err != nil {
+				return fmt.Errorf("refusing to dial %s: %w", address, err)
+			}
+			if !publicAddr(ap.Addr()) {
+				return fmt.Errorf("refusing to dial non-public address %s", ap.Addr())
+			}
+			return nil
+		},
+	}
+	return &http.Client{
+		Timeout: metadataTimeout,
+		Transport: &http.Transport{
+			Proxy:                  nil,
+			DialContext:            d.DialContext,
+			TLSHandshakeTimeout:    metadataTimeout,
+			ResponseHeaderTimeout:  metadataTimeout,
+			MaxResponseHeaderBytes: 16 << 10,
+		},
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+	}
+}
+
+// publicAddr reports whether a is a global unicast address outside the
+// private, loopback, link-local, CGNAT, unique-local and documentation
+// ranges.
+func publicAddr(a netip.Addr) bool {
+	a = a.Unmap()
+	if !a.IsGlobalUnicast() || a.IsPrivate() || a.IsLoopback() || a.IsLinkLocalUnicast() || a.IsUnspecified() {
+		return false
+	}
+	for _, p := range []string{"100.64.0.0/10", "192.0.0.0/24", "192.0.2.0/24", "198.18.0.0/15", "198.51.100.0/24",
+		"203.0.113.0/24", "240.0.0.0/4", "64:ff9b::/96", "2001:db8::/32", "fc00::/7"} {
+		if netip.MustParsePrefix(p).Contains(a) {
+			return false
+		}
+	}
+	return true
+}
+
+// fositeClient is a client as fosite sees it: public, PKCE, allowed every
+// supported scope (consent decides what is granted) and both resources.
+func (s *Server) fositeClient(c *core.OAuthClient) fosite.Client {
+	return &fosite.DefaultOpenIDConnectClient{
+		DefaultClient: &fosite.DefaultClient{
+			ID: c.ID, RedirectURIs: c.RedirectURIs, GrantTypes: c.GrantTypes, ResponseTypes: c.ResponseTypes,
+			Scopes: supportedScopes(), Audience: s.resources, Public: true,
+		},
+		TokenEndpointAuthMethod: "none",
+	}
+}

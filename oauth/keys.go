@@ -1,0 +1,236 @@
+package oauth
+
+import (
+	"context"
+	"crypto"
+	"crypto/aes"
+	"crypto/cipher"
+	"crypto/ed25519"
+	"crypto/hmac"
+	"crypto/rand"
+	"crypto/rsa"
+	"crypto/sha256"
+	"crypto/x509"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	jose "github.com/go-jose/go-jose/v3"
+
+	"github.com/faxhub/faxhub/core"
+)
+
+// Signing algorithms: EdDSA for identity assertions (agent registration),
+// RS256 for OpenID Connect id_tokens (what every OIDC client verifies).
+const (
+	AlgEdDSA = "EdDSA"
+	AlgRS256 = "RS256"
+)
+
+// keyPublishWindow is how long a retired key stays in the JWKS: longer
+// than anything it signed lives (id_tokens an hour, identity assertions up
+// to 30 days).
+const keyPublishWindow = 31 * 24 * time.Hour
+
+// keyCacheTTL bounds how long a replica signs with a key another replica
+// has rotated away.
+const keyCacheTTL = time.Minute
+
+// sealInfo separates the sealing key from any other use of the secret.
+const sealInfo = "faxhub oauth signing keys v1"
+
+// keyring holds the signing keys, loaded from the store and cached
+// briefly so that a rotation on any replica reaches all of them.
+type keyring struct {
+	store  core.OAuthStore
+	secret func(ctx context.Context) ([]byte, error)
+	now    func() time.Time
+
+	mu       sync.Mutex
+	loadedAt time.Time
+	active   map[string]*jose.JSONWebKey // alg → newest private key
+	public   jose.JSONWebKeySet
+}
+
+func (k *keyring) aead(ctx context.Context) (cipher.AEAD, error) {
+	secret, err := k.secret(ctx)
+	if err != nil {
+		return nil, err
+	}
+	m := hmac.New(sha256.New, secret)
+	m.Write([]byte(sealInfo))
+	block, err := aes.NewCipher(m.Sum(nil))
+	if err != nil {
+		return nil, err
+	}
+	return cipher.NewGCM(block)
+}
+
+// seal encrypts a PKCS#8 private key; the kid and alg are authenticated
+// data, so a sealed key cannot be moved to another row.
+func (k *keyring) seal(ctx context.Context, kid, alg string, der []byte) ([]byte, error) {
+	a, err := k.aead(ctx)
+	if err != nil {
+		return nil, err
+	}
+	nonce := make([]byte, a.NonceSize(), a.NonceSize()+len(der)+a.Overhead())
+	if _, err := rand.Read(nonce); err != nil {
+		return nil, err
+	}
+	return a.Seal(nonce, nonce, der, []byte(kid+"\x00"+alg)), nil
+}
+
+func (k *keyring) open(ctx context.Context, kid, alg string, sealed []byte) ([]byte, error) {
+	a, err := k.aead(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if len(sealed) < a.NonceSize() {
+		return nil, errors.New("sealed key too short")
+	}
+	return a.Open(nil, sealed[:a.NonceSize()], sealed[a.NonceSize():], []byte(kid+"\x00"+alg))
+}
+
+// create generates, seals and stores a key of alg and retires the others
+// of that alg (they stay published for keyPublishWindow).
+func (k *keyring) create(ctx context.Context, alg string) error {
+	var priv crypto.Signer
+	var err error
+	switch alg {
+	case AlgEdDSA:
+		_, priv, err = ed25519.GenerateKey(rand.Reader)
+	case AlgRS256:
+		priv, err = rsa.GenerateKey(rand.Reader, 2048)
+	default:
+		return fmt.Errorf("unknown signing algorithm %q", alg)
+	}
+	if err != nil {
+		return fmt.Errorf("generate %s key: %w", alg, err)
+	}
+	pub := jose.JSONWebKey{Key: priv.Public(), Algorithm: alg, Use: "sig"}
+	tp, err := pub.Thumbprint(crypto.SHA256)
+	if err != nil {
+		return fmt.Errorf("thumbprint: %w", err)
+	}
+	pub.KeyID = base64.RawURLEncoding.EncodeToString(tp)
+	pubJSON, err := json.Marshal(pub)
+	if err != nil {
+		return fmt.Errorf("encode public key: %w", err)
+	}
+	der, err := x509.MarshalPKCS8PrivateKey(priv)
+	if err != nil {
+		return fmt.Errorf("encode private key: %w", err)
+	}
+	sealed, err := k.seal(ctx, pub.KeyID, alg, der)
+	if err != nil {
+		return fmt.Errorf("seal private key: %w", err)
+	}
+	now := k.now().UTC().Truncate(time.Microsecond)
+	if err := k.store.CreateOAuthKey(ctx, &core.OAuthKey{ID: pub.KeyID, Alg: alg, PublicJWK: pubJSON, Sealed: sealed, CreatedAt: now}); err != nil {
+		return fmt.Errorf("store %s key: %w", alg, err)
+	}
+	if err := k.store.RetireOAuthKeys(ctx, alg, pub.KeyID, now); err != nil {
+		return err
+	}
+	k.mu.Lock()
+	k.loadedAt = time.Time{}
+	k.mu.Unlock()
+	return nil
+}
+
+// load refreshes the cache when it is older than keyCacheTTL, creating
+// the first key of an algorithm that has none.
+func (k *keyring) load(ctx context.Context) error {
+	k.mu.Lock()
+	fresh := !k.loadedAt.IsZero() && k.now().Sub(k.loadedAt) < keyCacheTTL
+	k.mu.Unlock()
+	if fresh {
+		return nil
+	}
+	for range 2 {
+		keys, err := k.store.ListOAuthKeys(ctx, k.now().Add(-keyPublishWindow))
+		if err != nil {
+			return err
+		}
+		active := map[string]*jose.JSONWebKey{}
+		var set jose.JSONWebKeySet
+		for _, row := range keys {
+			var pub jose.JSONWebKey
+			if err := json.Unmarshal(row.PublicJWK, &pub); err != nil {
+				return fmt.Errorf("decode public key %s: %w", row.ID, err)
+			}
+			set.Keys = append(set.Keys, pub)
+			// Keys are newest first: the first unretired key of an alg
+			// signs. Two replicas creating a first key at once leave two
+			// active ones; the newer wins everywhere.
+			if row.RetiredAt != nil || active[row.Alg] != nil {
+				continue
+			}
+			der, err := k.open(ctx, row.ID, row.Alg, row.Sealed)
+			if err != nil {
+				return fmt.Errorf("open private key %s: %w", row.ID, err)
+			}
+			priv, err := x509.ParsePKCS8PrivateKey(der)
+			if err != nil {
+				return fmt.Errorf("parse private key %s: %w", row.ID, err)
+			}
+			active[row.Alg] = &jose.JSONWebKey{Key: priv, KeyID: row.ID, Algorithm: row.Alg, Use: "sig"}
+		}
+		var missing bool
+		for _, alg := range []string{AlgEdDSA, AlgRS256} {
+			if active[alg] == nil {
+				missing = true
+				if err := k.create(ctx, alg); err != nil {
+					return err
+				}
+			}
+		}
+		if missing {
+			continue
+		}
+		k.mu.Lock()
+		k.active, k.public, k.loadedAt = active, set, k.now()
+		k.mu.Unlock()
+		return nil
+	}
+	return errors.New("signing keys: no active key after creating one")
+}
+
+// signingKey returns the private JWK that signs with alg.
+func (k *keyring) signingKey(ctx context.Context, alg string) (*jose.JSONWebKey, error) {
+	if err := k.load(ctx); err != nil {
+		return nil, fmt.Errorf("signing keys: %w", err)
+	}
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	key := k.active[alg]
+	if key == nil {
+		return nil, fmt.Errorf("no %s signing key", alg)
+	}
+	return key, nil
+}
+
+// jwks returns the published public keys.
+func (k *keyring) jwks(ctx context.Context) (jose.JSONWebKeySet, error) {
+	if err := k.load(ctx); err != nil {
+		return jose.JSONWebKeySet{}, fmt.Errorf("signing keys: %w", err)
+	}
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return k.public, nil
+}
+
+// RotateSigningKeys creates a new EdDSA and a new RS256 key; the old ones
+// stop signing at once on this replica (within a minute on others) and
+// stay in the JWKS for 31 days.
+func (s *Server) RotateSigningKeys(ctx context.Context) error {
+	for _, alg := range []string{AlgEdDSA, AlgRS256} {
+		if err := s.keys.create(ctx, alg); err != nil {
+			return err
+		}
+	}
+	return nil
+}

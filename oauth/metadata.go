@@ -1,0 +1,166 @@
+package oauth
+
+import (
+	_ "embed"
+	"encoding/json"
+	"net/http"
+	"strings"
+)
+
+// writeJSON writes v with the no-store headers every OAuth answer carries.
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	w.Header().Set("Pragma", "no-cache")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(v)
+}
+
+// writeError writes an RFC 6749 error object.
+func writeError(w http.ResponseWriter, status int, code, description string) {
+	writeJSON(w, status, map[string]string{"error": code, "error_description": description})
+}
+
+// writePublic writes a public document: cacheable for a few minutes.
+func writePublic(w http.ResponseWriter, contentType string, body []byte) {
+	w.Header().Set("Content-Type", contentType)
+	w.Header().Set("Cache-Control", "public, max-age=300")
+	_, _ = w.Write(body)
+}
+
+// ASMetadata is the RFC 8414 authorization server metadata.
+type ASMetadata struct {
+	Issuer                                 string    `json:"issuer"`
+	AuthorizationEndpoint                  string    `json:"authorization_endpoint"`
+	TokenEndpoint                          string    `json:"token_endpoint"`
+	RegistrationEndpoint                   string    `json:"registration_endpoint"`
+	RevocationEndpoint                     string    `json:"revocation_endpoint"`
+	JWKSURI                                string    `json:"jwks_uri"`
+	ScopesSupported                        []string  `json:"scopes_supported"`
+	ResponseTypesSupported                 []string  `json:"response_types_supported"`
+	ResponseModesSupported                 []string  `json:"response_modes_supported"`
+	GrantTypesSupported                    []string  `json:"grant_types_supported"`
+	CodeChallengeMethodsSupported          []string  `json:"code_challenge_methods_supported"`
+	TokenEndpointAuthMethodsSupported      []string  `json:"token_endpoint_auth_methods_supported"`
+	RevocationEndpointAuthMethodsSupported []string  `json:"revocation_endpoint_auth_methods_supported"`
+	ClientIDMetadataDocumentSupported      bool      `json:"client_id_metadata_document_supported"`
+	AuthorizationResponseIssParameter      bool      `json:"authorization_response_iss_parameter_supported"`
+	SubjectTypesSupported                  []string  `json:"subject_types_supported"`
+	IDTokenSigningAlgValuesSupported       []string  `json:"id_token_signing_alg_values_supported"`
+	ClaimsSupported                        []string  `json:"claims_supported"`
+	ServiceDocumentation                   string    `json:"service_documentation"`
+	AgentAuth                              AgentAuth `json:"agent_auth"`
+}
+
+// AgentAuth points agents at the guide that explains how to get authority.
+type AgentAuth struct {
+	Skill string `json:"skill"`
+}
+
+// Metadata returns the authorization server metadata.
+func (s *Server) Metadata() ASMetadata {
+	return ASMetadata{
+		Issuer:                                 s.issuer,
+		AuthorizationEndpoint:                  s.opts.APIURL + PathAuthorize,
+		TokenEndpoint:                          s.opts.APIURL + PathToken,
+		RegistrationEndpoint:                   s.opts.APIURL + PathRegister,
+		RevocationEndpoint:                     s.opts.APIURL + PathRevoke,
+		JWKSURI:                                s.opts.APIURL + PathJWKS,
+		ScopesSupported:                        supportedScopes(),
+		ResponseTypesSupported:                 []string{"code"},
+		ResponseModesSupported:                 []string{"query"},
+		GrantTypesSupported:                    []string{"authorization_code", "refresh_token"},
+		CodeChallengeMethodsSupported:          []string{"S256"},
+		TokenEndpointAuthMethodsSupported:      []string{"none"},
+		RevocationEndpointAuthMethodsSupported: []string{"none"},
+		ClientIDMetadataDocumentSupported:      true,
+		AuthorizationResponseIssParameter:      true,
+		SubjectTypesSupported:                  []string{"public"},
+		IDTokenSigningAlgValuesSupported:       []string{AlgRS256},
+		ClaimsSupported:                        []string{"sub", "iss", "aud", "exp", "iat", "auth_time", "nonce", "name", "email", "email_verified"},
+		ServiceDocumentation:                   s.opts.BaseURL + PathAuthGuide,
+		AgentAuth:                              AgentAuth{Skill: s.opts.BaseURL + PathAuthGuide},
+	}
+}
+
+func (s *Server) serveASMetadata(w http.ResponseWriter, r *http.Request) {
+	b, _ := json.Marshal(s.Metadata())
+	writePublic(w, "application/json", b)
+}
+
+// ProtectedResourceMetadata is the RFC 9728 document of a resource.
+type ProtectedResourceMetadata struct {
+	Resource               string   `json:"resource"`
+	AuthorizationServers   []string `json:"authorization_servers"`
+	ScopesSupported        []string `json:"scopes_supported"`
+	BearerMethodsSupported []string `json:"bearer_methods_supported"`
+	ResourceName           string   `json:"resource_name,omitempty"`
+	ResourceDocumentation  string   `json:"resource_documentation,omitempty"`
+}
+
+// ProtectedResource returns the metadata of the resource at BaseURL+path
+// ("" for the origin, "/mcp", "/a2a").
+func (s *Server) ProtectedResource(path string) ProtectedResourceMetadata {
+	name := "faxhub"
+	switch path {
+	case "/mcp":
+		name = "faxhub MCP server"
+	case "/a2a":
+		name = "faxhub A2A agent"
+	}
+	return ProtectedResourceMetadata{
+		Resource:               s.opts.BaseURL + path,
+		AuthorizationServers:   []string{s.issuer},
+		ScopesSupported:        supportedScopes(),
+		BearerMethodsSupported: []string{"header"},
+		ResourceName:           name,
+		ResourceDocumentation:  s.opts.BaseURL + PathAuthGuide,
+	}
+}
+
+// ResourceMetadataURL is what a 401 from the resource at path names in
+// WWW-Authenticate: Bearer resource_metadata="…".
+func (s *Server) ResourceMetadataURL(path string) string {
+	return s.opts.BaseURL + PathProtectedResource + path
+}
+
+func (s *Server) servePRM(path string) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := json.Marshal(s.ProtectedResource(path))
+		writePublic(w, "application/json", b)
+	})
+}
+
+func (s *Server) serveJWKS(w http.ResponseWriter, r *http.Request) {
+	set, err := s.keys.jwks(r.Context())
+	if err != nil {
+		s.log.ErrorContext(r.Context(), "jwks", "err", err)
+		writeError(w, http.StatusServiceUnavailable, "temporarily_unavailable", "the signing keys cannot be read right now")
+		return
+	}
+	b, err := json.Marshal(set)
+	if err != nil {
+		s.log.ErrorContext(r.Context(), "jwks", "err", err)
+		writeError(w, http.StatusInternalServerError, "server_error", "the signing keys cannot be encoded")
+		return
+	}
+	w.Header().Set("Access-Control-Allow-Origin", "*")
+	writePublic(w, "application/jwk-set+json", b)
+}
+
+//go:embed auth.md
+var authGuide string
+
+// Guide returns auth.md with this deployment's URLs.
+func (s *Server) Guide() string {
+	return strings.NewReplacer(
+		"{base_url}", s.opts.BaseURL,
+		"{api_url}", s.opts.APIURL,
+		"{issuer}", s.issuer,
+		"{mcp_url}", s.opts.BaseURL+"/mcp",
+	).Replace(authGuide)
+}
+
+func (s *Server) serveGuide(w http.ResponseWriter, r *http.Request) {
+	writePublic(w, "text/markdown; charset=utf-8", []byte(s.Guide()))
+}

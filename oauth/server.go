@@ -1,0 +1,283 @@
+// Package oauth is faxhub's OAuth 2.1 authorization server for chat apps
+// (MCP and A2A clients), built on ory/fosite: RFC 8414 and RFC 9728
+// metadata, RFC 7591 dynamic registration and client ID metadata
+// documents, authorization code with PKCE (S256) whose consent is an owner
+// Approval, opaque access tokens bound to one resource (RFC 8707),
+// rotating refresh tokens, RFC 7009 revocation, OpenID Connect id_tokens
+// and the JWKS. It implements core.TokenVerifier and core.GrantDirectory.
+//
+// See docs/oauth.md for the endpoints and the decisions behind them.
+package oauth
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/ory/fosite"
+	"github.com/ory/fosite/compose"
+	"github.com/ory/fosite/handler/oauth2"
+	"github.com/ory/fosite/handler/openid"
+	"github.com/ory/fosite/token/jwt"
+
+	"github.com/faxhub/faxhub/core"
+)
+
+// Paths, relative to either origin. The issuer is {api_url}/api/auth.
+const (
+	IssuerPath                   = "/api/auth"
+	PathASMetadata               = "/.well-known/oauth-authorization-server"
+	PathASMetadataIssuer         = "/.well-known/oauth-authorization-server" + IssuerPath
+	PathOIDCMetadataIssuer       = "/.well-known/openid-configuration" + IssuerPath
+	PathOIDCMetadataAppended     = IssuerPath + "/.well-known/openid-configuration"
+	PathProtectedResource        = "/.well-known/oauth-protected-resource"
+	PathProtectedResourceMCP     = "/.well-known/oauth-protected-resource/mcp"
+	PathProtectedResourceA2A     = "/.well-known/oauth-protected-resource/a2a"
+	PathRegister                 = IssuerPath + "/oauth2/register"
+	PathAuthorize                = IssuerPath + "/oauth2/authorize"
+	PathAuthorizeResume          = IssuerPath + "/oauth2/authorize/resume"
+	PathToken                    = IssuerPath + "/oauth2/token"
+	PathRevoke                   = IssuerPath + "/oauth2/revoke"
+	PathJWKS                     = IssuerPath + "/jwks"
+	PathAuthGuide                = "/auth.md"
+	signInPath                   = "/signin"
+	consolePathApprovals         = "/console/approvals/"
+	defaultAccessTokenLifespan   = time.Hour
+	defaultRefreshTokenLifespan  = 30 * 24 * time.Hour
+	defaultAuthorizeCodeLifespan = 10 * time.Minute
+	consentTTL                   = 10 * time.Minute
+)
+
+// Scopes beyond the six fax scopes that chat apps may ask for.
+const (
+	ScopeOpenID        = "openid"
+	ScopeProfile       = "profile"
+	ScopeEmail         = "email"
+	ScopeOfflineAccess = "offline_access"
+)
+
+// Options configure a Server.
+type Options struct {
+	// BaseURL is the main origin ({base_url}: /mcp, /a2a, auth.md);
+	// APIURL the API origin (defaults to BaseURL). The issuer is
+	// APIURL + "/api/auth". Both without a trailing slash.
+	BaseURL string
+	APIURL  string
+	// MCPOAuth enables dynamic registration and authorization for chat
+	// apps (--mcp-oauth). When off, both answer access_denied saying so;
+	// metadata, token, revocation and JWKS keep working.
+	MCPOAuth bool
+	Logger   *slog.Logger
+	// HTTPClient fetches client ID metadata documents. The default
+	// refuses private, loopback and link-local addresses, redirects,
+	// bodies over 5 KB and takes at most 5 s; tests inject their own.
+	HTTPClient *http.Client
+	// AccessTokenLifespan is at most one hour (the default).
+	AccessTokenLifespan time.Duration
+	// RegisterInterval and RegisterBurst rate-limit dynamic registration
+	// per client IP: RegisterBurst at once, one more every
+	// RegisterInterval (defaults 10 and 6 minutes: 10 per hour).
+	RegisterInterval time.Duration
+	RegisterBurst    int
+	// MetadataCacheTTL is how long a fetched client metadata document is
+	// used before it is fetched again (default 5 minutes).
+	MetadataCacheTTL time.Duration
+	// Now is the clock (tests); defaults to time.Now.
+	Now func() time.Time
+}
+
+// Server is the authorization server. It is safe for concurrent use.
+type Server struct {
+	svc      *core.Service
+	store    core.OAuthStore
+	opts     Options
+	log      *slog.Logger
+	issuer   string
+	cfg      *fosite.Config
+	provider fosite.OAuth2Provider
+	keys     *keyring
+	tokens   *oauth2.HMACSHAStrategy
+	http     *http.Client
+	// resources are the protected resources a token may be issued for
+	// (RFC 8707): the MCP server and the A2A endpoint.
+	resources []string
+}
+
+var (
+	_ core.TokenVerifier  = (*Server)(nil)
+	_ core.GrantDirectory = (*Server)(nil)
+)
+
+// New builds the server, creating signing keys on first use.
+func New(svc *core.Service, store core.OAuthStore, opts Options) (*Server, error) {
+	if svc == nil || store == nil {
+		return nil, errors.New("oauth: a service and a store are required")
+	}
+	opts.BaseURL = strings.TrimRight(opts.BaseURL, "/")
+	opts.APIURL = strings.TrimRight(cmp.Or(opts.APIURL, opts.BaseURL), "/")
+	if opts.BaseURL == "" {
+		return nil, errors.New("oauth: BaseURL is required")
+	}
+	for _, u := range []string{opts.BaseURL, opts.APIURL} {
+		p, err := url.Parse(u)
+		if err != nil || (p.Scheme != "https" && p.Scheme != "http") || p.Host == "" {
+			return nil, fmt.Errorf("oauth: %q is not an http(s) origin", u)
+		}
+	}
+	opts.AccessTokenLifespan = cmp.Or(opts.AccessTokenLifespan, defaultAccessTokenLifespan)
+	if opts.AccessTokenLifespan > time.Hour {
+		return nil, errors.New("oauth: access tokens live at most one hour")
+	}
+	opts.RegisterInterval = cmp.Or(opts.RegisterInterval, 6*time.Minute)
+	opts.RegisterBurst = cmp.Or(opts.RegisterBurst, 10)
+	opts.MetadataCacheTTL = cmp.Or(opts.MetadataCacheTTL, 5*time.Minute)
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	s := &Server{
+		svc: svc, store: store, opts: opts, log: opts.Logger, issuer: opts.APIURL + IssuerPath,
+		http:      cmp.Or(opts.HTTPClient, newMetadataClient()),
+		resources: []string{opts.BaseURL + "/mcp", opts.BaseURL + "/a2a"},
+	}
+	ctx := context.Background()
+	hmacSecret, err := svc.Store.Secret(ctx, "oauth-hmac")
+	if err != nil {
+		return nil, fmt.Errorf("oauth: %w", err)
+	}
+	s.keys = &keyring{
+		store:  store,
+		secret: func(ctx context.Context) ([]byte, error) { return svc.Store.Secret(ctx, "oauth-keys") },
+		now:    opts.Now,
+	}
+	if err := s.keys.load(ctx); err != nil {
+		return nil, fmt.Errorf("oauth: %w", err)
+	}
+	s.cfg = &fosite.Config{
+		AccessTokenLifespan:   opts.AccessTokenLifespan,
+		RefreshTokenLifespan:  defaultRefreshTokenLifespan,
+		AuthorizeCodeLifespan: defaultAuthorizeCodeLifespan,
+		IDTokenLifespan:       time.Hour,
+		IDTokenIssuer:         s.issuer,
+		AccessTokenIssuer:     s.issuer,
+		TokenURL:              s.issuer + "/oauth2/token",
+		GlobalSecret:          hmacSecret,
+		// PKCE S256 for every client; plain is refused.
+		EnforcePKCE:                    true,
+		EnforcePKCEForPublicClients:    true,
+		EnablePKCEPlainChallengeMethod: false,
+		// A refresh token only for offline_access.
+		RefreshTokenScopes: []string{ScopeOfflineAccess},
+		ScopeStrategy:      fosite.ExactScopeStrategy,
+		AudienceMatchingStrategy: func(haystack []string, needle []string) error {
+			for _, n := range needle {
+				if !slices.Contains(haystack, n) {
+					return fosite.ErrInvalidRequest.WithHintf("Resource %q is not served here.", n)
+				}
+			}
+			return nil
+		},
+		SendDebugMessagesToClients: false,
+	}
+	signer := &jwt.DefaultSigner{GetPrivateKey: func(ctx context.Context) (interface{}, error) {
+		return s.keys.signingKey(ctx, AlgRS256)
+	}}
+	s.tokens = compose.NewOAuth2HMACStrategy(s.cfg)
+	strategy := &compose.CommonStrategy{
+		CoreStrategy:               s.tokens,
+		OpenIDConnectTokenStrategy: &openid.DefaultStrategy{Signer: signer, Config: s.cfg},
+		Signer:                     signer,
+	}
+	s.provider = compose.Compose(s.cfg, storage{s}, strategy,
+		compose.OAuth2AuthorizeExplicitFactory,
+		compose.OAuth2RefreshTokenGrantFactory,
+		compose.OAuth2PKCEFactory,
+		compose.OAuth2TokenRevocationFactory,
+		compose.OAuth2TokenIntrospectionFactory,
+		compose.OpenIDConnectExplicitFactory,
+	)
+	return s, nil
+}
+
+// Issuer is {api_url}/api/auth.
+func (s *Server) Issuer() string { return s.issuer }
+
+// now is the clock at the stores' precision.
+func (s *Server) now() time.Time { return s.opts.Now().UTC().Truncate(time.Microsecond) }
+
+// Handler serves every path listed in docs/oauth.md (the Path constants);
+// mount it for those paths on both origins.
+func (s *Server) Handler() http.Handler {
+	mux := http.NewServeMux()
+	meta := cors(methods(http.HandlerFunc(s.serveASMetadata), http.MethodGet))
+	for _, p := range []string{PathASMetadata, PathASMetadataIssuer, PathOIDCMetadataIssuer, PathOIDCMetadataAppended} {
+		mux.Handle(p, meta)
+	}
+	mux.Handle(PathProtectedResource, cors(methods(s.servePRM(""), http.MethodGet)))
+	mux.Handle(PathProtectedResourceMCP, cors(methods(s.servePRM("/mcp"), http.MethodGet)))
+	mux.Handle(PathProtectedResourceA2A, cors(methods(s.servePRM("/a2a"), http.MethodGet)))
+	mux.Handle(PathRegister, cors(methods(http.HandlerFunc(s.register), http.MethodPost)))
+	// The browser endpoints get no CORS: they are navigated to, never fetched.
+	mux.Handle(PathAuthorize, methods(http.HandlerFunc(s.authorize), http.MethodGet, http.MethodPost))
+	mux.Handle(PathAuthorizeResume, methods(http.HandlerFunc(s.resume), http.MethodGet))
+	mux.Handle(PathToken, cors(methods(http.HandlerFunc(s.token), http.MethodPost)))
+	mux.Handle(PathRevoke, cors(methods(http.HandlerFunc(s.revoke), http.MethodPost)))
+	mux.Handle(PathJWKS, cors(methods(http.HandlerFunc(s.serveJWKS), http.MethodGet)))
+	mux.Handle(PathAuthGuide, methods(http.HandlerFunc(s.serveGuide), http.MethodGet))
+	return mux
+}
+
+// cors lets browser-based clients (MCP Inspector, web chat apps) read the
+// metadata and call the token endpoints. No credentials: these endpoints
+// never use cookies.
+func cors(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		h := w.Header()
+		h.Set("Access-Control-Allow-Origin", "*")
+		if r.Method == http.MethodOptions {
+			h.Set("Access-Control-Allow-Methods", "GET, POST, OPTIONS")
+			h.Set("Access-Control-Allow-Headers", "Authorization, Content-Type, MCP-Protocol-Version")
+			h.Set("Access-Control-Max-Age", "86400")
+			w.WriteHeader(http.StatusNoContent)
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// methods answers 405 with an OAuth error for any other method.
+func methods(next http.Handler, allowed ...string) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if slices.Contains(allowed, r.Method) || (r.Method == http.MethodHead && slices.Contains(allowed, http.MethodGet)) {
+			next.ServeHTTP(w, r)
+			return
+		}
+		w.Header().Set("Allow", strings.Join(allowed, ", "))
+		writeError(w, http.StatusMethodNotAllowed, "invalid_request", "method "+r.Method+" is not allowed here")
+	})
+}
+
+// supportedScopes are the scopes a chat app may request, in the order the
+// metadata lists them.
+func supportedScopes() []string {
+	out := []string{ScopeOpenID, ScopeProfile, ScopeEmail, ScopeOfflineAccess}
+	for _, sc := range core.FaxScopes {
+		out = append(out, string(sc))
+	}
+	return out
+}
+
+// defaultScopes are granted when a request names none: read-only, as for
+// agent registrations.
+func defaultScopes() []string {
+	return []string{string(core.ScopeFaxRead), string(core.ScopeCreditsRead)}
+}
