@@ -32,6 +32,7 @@ type config struct {
 	MaxUploadMB     int64
 	MaxPages        int
 	Workers         int
+	SMTPURL         string
 }
 
 func env(name, def string) string { return cmp.Or(os.Getenv(name), def) }
@@ -100,6 +101,7 @@ func serveFlags(c *config, stderr io.Writer) *flag.FlagSet {
 	fs.IntVar(&c.MaxPages, "max-pages", maxPages, "most pages per fax [FAXHUB_MAX_PAGES]")
 	workers, _ := strconv.Atoi(env("FAXHUB_WORKERS", "0"))
 	fs.IntVar(&c.Workers, "workers", workers, "delivery workers per process [FAXHUB_WORKERS] (0: the queue's default)")
+	fs.StringVar(&c.SMTPURL, "smtp", os.Getenv("FAXHUB_SMTP_URL"), "owner mail over SMTP: smtp://user:pass@host:587?from=… [FAXHUB_SMTP_URL] (default: dev mailbox and log)")
 	return fs
 }
 

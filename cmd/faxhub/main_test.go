@@ -102,7 +102,8 @@ func TestServeStartsMigratesAndStops(t *testing.T) {
 	}
 	addr := ln.Addr().String()
 	ln.Close()
-	base := "http://" + addr
+	// WebAuthn needs a host name: the console refuses an IP base URL.
+	base := "http://localhost:" + addr[strings.LastIndexByte(addr, ':')+1:]
 	ctx, cancel := context.WithCancel(context.Background())
 	var out syncBuffer
 	done := make(chan error, 1)
@@ -121,7 +122,11 @@ func TestServeStartsMigratesAndStops(t *testing.T) {
 		if time.Now().After(deadline) {
 			t.Fatalf("not ready after 10s (%v)", err)
 		}
-		time.Sleep(5 * time.Millisecond)
+		select {
+		case err := <-done:
+			t.Fatalf("serve stopped before it was ready: %v", err)
+		case <-time.After(5 * time.Millisecond):
+		}
 	}
 	for path, want := range map[string]int{"/healthz": 200, "/openapi.json": 200, "/llms.txt": 200, "/api/v1/faxes": 401, "/": 200} {
 		resp, err := http.Get(base + path)

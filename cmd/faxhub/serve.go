@@ -47,7 +47,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return fmt.Errorf("listen on %s: %w", c.Addr, err)
 	}
 	srv := &http.Server{
-		Handler:           a.Handler(app.HTTPOptions{MachinePayments: c.MachinePayments, MCPOAuth: c.MCPOAuth}),
+		Handler:           a.Handler(),
 		ReadHeaderTimeout: 10 * time.Second,
 		IdleTimeout:       2 * time.Minute,
 		// No WriteTimeout/ReadTimeout: uploads of 50 MB over slow links

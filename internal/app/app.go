@@ -17,11 +17,14 @@ import (
 	"github.com/faxhub/faxhub/core"
 	"github.com/faxhub/faxhub/core/blob"
 	"github.com/faxhub/faxhub/core/convert"
+	"github.com/faxhub/faxhub/core/mail"
 	"github.com/faxhub/faxhub/core/payments"
 	"github.com/faxhub/faxhub/core/phone"
 	"github.com/faxhub/faxhub/core/provider/simulated"
 	"github.com/faxhub/faxhub/core/queue"
 	"github.com/faxhub/faxhub/core/store"
+	"github.com/faxhub/faxhub/oauth"
+	"github.com/faxhub/faxhub/passkeys"
 )
 
 // Options configure a faxhub process. Zero values take the defaults of the
@@ -46,6 +49,15 @@ type Options struct {
 	PollInterval time.Duration
 	InsertOnly   bool
 
+	// Feature switches: machine payment endpoints, OAuth for chat apps,
+	// and developer mode (the console shows a dev mailbox).
+	MachinePayments bool
+	MCPOAuth        bool
+	Dev             bool
+	// SMTPURL sends owner mail over SMTP (smtp://user:pass@host:587?from=…);
+	// empty keeps mail in the dev mailbox and the log.
+	SMTPURL string
+
 	// Core adjusts the service configuration last (tests: clocks, limits).
 	Core   func(*core.Config)
 	Logger *slog.Logger
@@ -55,9 +67,11 @@ type Options struct {
 // the database.
 type App struct {
 	Options
-	DB    *store.DB
-	Queue *queue.Queue
-	Svc   *core.Service
+	DB      *store.DB
+	Queue   *queue.Queue
+	Svc     *core.Service
+	OAuth   *oauth.Server
+	Console *passkeys.Console
 }
 
 // OpenDB creates the data dir, opens the database and applies faxhub's and
@@ -156,6 +170,39 @@ func (a *App) wire(ctx context.Context) error {
 		return err
 	}
 	a.Queue, a.Svc = q, svc
+	return a.wireOwners()
+}
+
+// wireOwners builds the owner side: the OAuth server (a TokenVerifier for
+// resources and the GrantDirectory of the console) and the console.
+func (a *App) wireOwners() error {
+	o := a.Options
+	srv, err := oauth.New(a.Svc, a.DB, oauth.Options{
+		BaseURL: o.BaseURL, APIURL: a.Svc.Config().APIURL, MCPOAuth: o.MCPOAuth, Logger: o.Logger,
+	})
+	if err != nil {
+		return fmt.Errorf("oauth server: %w", err)
+	}
+	var mailer core.Mailer = mail.NewMailbox(o.Logger, 50)
+	if o.SMTPURL != "" {
+		cfg, err := mail.ParseSMTPURL(o.SMTPURL)
+		if err != nil {
+			return fmt.Errorf("smtp: %w", err)
+		}
+		mailer = mail.NewSMTP(cfg, o.Logger)
+	} else if !o.Dev {
+		o.Logger.Warn("no SMTP configured (FAXHUB_SMTP_URL): sign-up and recovery mails are only logged, without their links")
+	}
+	con := passkeys.New(a.Svc, a.DB, passkeys.Options{
+		BaseURL: o.BaseURL, DevMailbox: o.Dev, Mailer: mailer, Grants: srv, Logger: o.Logger,
+	})
+	if err := con.Err(); err != nil {
+		// The API still serves; the console pages say they are
+		// misconfigured (e.g. a base URL on an IP address, which WebAuthn
+		// refuses: use a host name such as localhost).
+		o.Logger.Error("owner console disabled: passkeys need the base URL to be a host name, not an IP address", "err", err)
+	}
+	a.OAuth, a.Console = srv, con
 	return nil
 }
 

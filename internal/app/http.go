@@ -2,7 +2,6 @@ package app
 
 import (
 	"context"
-	"fmt"
 	"log/slog"
 	"net/http"
 	"strings"
@@ -12,17 +11,14 @@ import (
 	"github.com/faxhub/faxhub/core/payments"
 	"github.com/faxhub/faxhub/core/provider/simulated"
 	"github.com/faxhub/faxhub/core/web"
+	"github.com/faxhub/faxhub/oauth"
+	"github.com/faxhub/faxhub/passkeys"
 	"github.com/faxhub/faxhub/rest"
 )
 
-// HTTPOptions are the feature switches of the HTTP surface.
-type HTTPOptions struct {
-	MachinePayments bool
-	MCPOAuth        bool
-}
-
-// Handler is the whole HTTP surface of a process.
-func (a *App) Handler(h HTTPOptions) http.Handler {
+// Handler is the whole HTTP surface of a process. Both origins (base and
+// API) are served by it.
+func (a *App) Handler() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
 		web.WriteJSON(w, http.StatusOK, map[string]string{"status": "ok"})
@@ -34,13 +30,32 @@ func (a *App) Handler(h HTTPOptions) http.Handler {
 		numbers = append(numbers, rest.TestNumber{Number: n.Number, Description: n.Description})
 	}
 	api := rest.New(a.Svc, rest.Options{
-		BaseURL: a.BaseURL, APIURL: a.Svc.Config().APIURL, MachinePayments: h.MachinePayments, TestNumbers: numbers,
+		BaseURL: a.BaseURL, APIURL: a.Svc.Config().APIURL, MachinePayments: a.MachinePayments, TestNumbers: numbers,
 	}, a.Logger)
 	mux.Handle("/api/v1/", api)
 	mux.Handle("/openapi.json", api)
 	mux.Handle("/llms.txt", api)
 	mux.Handle(payments.TestCheckoutPath, payments.TestCheckoutPage(a.Svc, a.Logger))
-	mux.HandleFunc("GET /{$}", a.home)
+
+	// The authorization server owns its discovery documents and /api/auth
+	// endpoints; later issues add agent registration beside them.
+	as := a.OAuth.Handler()
+	for _, p := range []string{
+		oauth.PathASMetadata, oauth.PathASMetadataIssuer, oauth.PathOIDCMetadataIssuer, oauth.PathOIDCMetadataAppended,
+		oauth.PathProtectedResource, oauth.PathProtectedResourceMCP, oauth.PathProtectedResourceA2A,
+		oauth.PathRegister, oauth.PathAuthorize, oauth.PathAuthorizeResume, oauth.PathToken, oauth.PathRevoke,
+		oauth.PathJWKS, oauth.PathAuthGuide,
+	} {
+		mux.Handle(p, as)
+	}
+	console := a.Console.Handler()
+	for _, p := range passkeys.Paths() {
+		mux.Handle(p, console)
+	}
+	mux.HandleFunc("GET /{$}", func(w http.ResponseWriter, r *http.Request) {
+		// People land on the console; programs find the API below it.
+		http.Redirect(w, r, "/console", http.StatusSeeOther)
+	})
 	return accessLog(a.Logger, mux)
 }
 
@@ -57,13 +72,6 @@ func (a *App) readyz(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	web.WriteJSON(w, http.StatusOK, map[string]string{"status": "ready"})
-}
-
-// home answers the bare origin with where to go next.
-func (a *App) home(w http.ResponseWriter, r *http.Request) {
-	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
-	api := a.Svc.Config().APIURL
-	fmt.Fprintf(w, "faxhub is running.\n\nAPI:      %s/api/v1/\nOpenAPI:  %s/openapi.json\nFor LLMs: %s/llms.txt\n", api, a.BaseURL, a.BaseURL)
 }
 
 // statusRecorder captures the status for the access log.
