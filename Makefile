@@ -37,7 +37,7 @@ check: deps vet fmt-check
 	@mkdir -p $(OUT)
 	@status=0; \
 	$(CHECK_ENV) $(GO) test -race -count=1 -timeout 20m -json ./... > $(OUT)/test-sqlite.json || status=1; \
-	$(CHECK_ENV) FAXHUB_TESTENV_POSTGRES='$(PG_URL)' $(GO) test -race -count=1 -timeout 20m -json ./core/ ./rest/ ./cmd/... ./oauth/ ./passkeys/ > $(OUT)/test-postgres.json || status=1; \
+	$(CHECK_ENV) FAXHUB_TESTENV_POSTGRES='$(PG_URL)' $(GO) test -race -count=1 -timeout 20m -json ./core/ ./rest/ ./cmd/... ./oauth/ ./passkeys/ ./internal/app/ > $(OUT)/test-postgres.json || status=1; \
 	$(CHECK_ENV) $(GO) test -count=1 -timeout 10m -json -run 'Memory|Throughput$$' ./core/convert/ ./core/queue/ > $(OUT)/test-memory.json || status=1; \
 	$(GO) run ./conformance/summarize all=$(OUT)/test-sqlite.json postgres=$(OUT)/test-postgres.json no-race=$(OUT)/test-memory.json || status=1; \
 	exit $$status
