@@ -172,6 +172,8 @@ func (c *Console) Handler() http.Handler {
 	mux.HandleFunc("POST /console/approvals/{id}", c.withOwner(c.decide))
 	mux.HandleFunc("POST /console/approvals/{id}/passkey/begin", c.withOwner(c.approvalBegin))
 	mux.HandleFunc("POST /console/approvals/{id}/passkey/finish", c.withOwner(c.approvalFinish))
+	mux.HandleFunc("GET /console/drafts/{id}", c.withOwner(c.draftPage))
+	mux.HandleFunc("POST /console/drafts/{id}/pay", c.withOwner(c.payDraft))
 	mux.HandleFunc("GET /console/account", c.withOwner(c.accountPage))
 	mux.HandleFunc("POST /console/account/passkeys/begin", c.withOwner(c.addPasskeyBegin))
 	mux.HandleFunc("POST /console/account/passkeys/finish", c.withOwner(c.addPasskeyFinish))

@@ -25,6 +25,7 @@ import (
 	"github.com/faxhub/faxhub/core/store"
 	"github.com/faxhub/faxhub/oauth"
 	"github.com/faxhub/faxhub/passkeys"
+	mcpserver "github.com/faxhub/faxhub/protocols/mcp"
 )
 
 // Options configure a faxhub process. Zero values take the defaults of the
@@ -54,6 +55,10 @@ type Options struct {
 	MachinePayments bool
 	MCPOAuth        bool
 	Dev             bool
+	// MCPMode is the mode chat-app (MCP) principals act in; empty means
+	// test with Dev (no live provider is configured there) and live
+	// otherwise (docs/mcp.md).
+	MCPMode core.Mode
 	// SMTPURL sends owner mail over SMTP (smtp://user:pass@host:587?from=…);
 	// empty keeps mail in the dev mailbox and the log.
 	SMTPURL string
@@ -72,6 +77,7 @@ type App struct {
 	Svc     *core.Service
 	OAuth   *oauth.Server
 	Console *passkeys.Console
+	MCP     *mcpserver.Handler
 }
 
 // OpenDB creates the data dir, opens the database and applies faxhub's and
@@ -203,6 +209,11 @@ func (a *App) wireOwners() error {
 		o.Logger.Error("owner console disabled: passkeys need the base URL to be a host name, not an IP address", "err", err)
 	}
 	a.OAuth, a.Console = srv, con
+	mode := o.MCPMode
+	if mode == "" && o.Dev {
+		mode = core.ModeTest
+	}
+	a.MCP = mcpserver.New(a.Svc, srv, mcpserver.Options{BaseURL: o.BaseURL, Enabled: o.MCPOAuth, Mode: mode, Logger: o.Logger})
 	return nil
 }
 

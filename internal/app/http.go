@@ -13,6 +13,7 @@ import (
 	"github.com/faxhub/faxhub/core/web"
 	"github.com/faxhub/faxhub/oauth"
 	"github.com/faxhub/faxhub/passkeys"
+	mcpserver "github.com/faxhub/faxhub/protocols/mcp"
 	"github.com/faxhub/faxhub/rest"
 )
 
@@ -48,6 +49,11 @@ func (a *App) Handler() http.Handler {
 	} {
 		mux.Handle(p, as)
 	}
+	// The MCP server (Streamable HTTP, stateless) and the page where a
+	// person uploads a file for a chat app.
+	mux.Handle("/mcp", a.MCP)
+	mux.Handle(mcpserver.UploadPagePath, mcpserver.UploadPage(a.Svc.Config().APIURL))
+	mux.Handle(mcpserver.UploadPagePath+"/", mcpserver.UploadPage(a.Svc.Config().APIURL))
 	console := a.Console.Handler()
 	for _, p := range passkeys.Paths() {
 		mux.Handle(p, console)

@@ -1,0 +1,143 @@
+package core
+
+import (
+	"context"
+	"errors"
+	"fmt"
+)
+
+// GetDraft returns one of the principal's drafts with its quote.
+func (s *Service) GetDraft(ctx context.Context, p Principal, id string) (*DraftView, error) {
+	if err := Authorize(p, OpGetDraft); err != nil {
+		return nil, err
+	}
+	d, err := s.Store.GetDraft(ctx, p.OwnerID, p.Mode, id)
+	if err != nil {
+		return nil, storeErr(err, "draft")
+	}
+	country := ""
+	if _, c, err := s.Destination.Check(d.To); err == nil {
+		country = c
+	}
+	q, err := s.Prices.Quote(d.To, country, d.Pages, d.Cover)
+	if err != nil {
+		// The price was fixed when the draft was made; show that one.
+		q = Quote{To: d.To, Pages: d.Pages, Cover: d.Cover, Currency: Currency}
+	}
+	q.AmountMicros, q.Amount, q.Cents = d.PriceMicros, FormatUSD(d.PriceMicros), CentsUp(d.PriceMicros)
+	if d.Status == DraftOpen && s.now().After(d.ExpiresAt) {
+		d.Status = DraftExpired
+	}
+	return &DraftView{Draft: *d, Quote: q}, nil
+}
+
+// SendDraft pays for a draft with the principal's credits and queues it, in
+// one transaction with the credit hold and the delivery job. It is
+// idempotent by draft: a draft is ordered at most once (the store moves it
+// from open to ordered conditionally), so a retried call — or a call after
+// the draft was paid at its checkout — returns the existing order with
+// replayed true and never charges twice.
+func (s *Service) SendDraft(ctx context.Context, p Principal, draftID string) (order *Order, replayed bool, err error) {
+	if err := Authorize(p, OpSendFax); err != nil {
+		return nil, false, err
+	}
+	if err := s.checkProvider(p.Mode); err != nil {
+		return nil, false, err
+	}
+	d, err := s.Store.GetDraft(ctx, p.OwnerID, p.Mode, draftID)
+	if err != nil {
+		return nil, false, storeErr(err, "draft")
+	}
+	if o, ok, err := s.draftOrder(ctx, p, d); ok || err != nil {
+		return o, ok, err
+	}
+	if d.Status != DraftOpen || s.now().After(d.ExpiresAt) {
+		st := d.Status
+		if st == DraftOpen {
+			st = DraftExpired
+		}
+		return nil, false, Errorf(KindConflict, CodeDraftState, "the draft is %s and cannot be sent; create a new draft", st)
+	}
+	now := s.now()
+	o := &Order{
+		ID: NewID(PrefixOrder), OwnerID: p.OwnerID, Mode: p.Mode, Status: OrderQueued, To: d.To,
+		DocumentID: d.DocumentID, Pages: d.Pages, Cover: d.Cover, CoverText: d.CoverText,
+		PriceMicros: d.PriceMicros, Currency: Currency, PaymentMethod: PayCredits, DraftID: &d.ID,
+		CreatedAt: now, UpdatedAt: now,
+	}
+	err = s.Store.InTx(ctx, func(tx Tx) error {
+		if err := s.allow(ctx, tx, "send:"+p.OwnerID+":"+string(p.Mode), s.cfg.SendInterval, s.cfg.SendBurst); err != nil {
+			return err
+		}
+		if err := tx.CreateOrder(ctx, o); err != nil {
+			return fmt.Errorf("create order: %w", err)
+		}
+		if err := tx.MarkDraftOrdered(ctx, d.ID, o.ID); err != nil {
+			return err
+		}
+		hold := &LedgerEntry{
+			ID: NewID(PrefixLedger), OwnerID: p.OwnerID, Mode: p.Mode, Kind: LedgerHold,
+			AmountMicros: -d.PriceMicros, OrderID: &o.ID, Reason: "hold for fax " + o.ID + " to " + d.To, CreatedAt: now,
+		}
+		if err := tx.PlaceHold(ctx, hold); err != nil {
+			return err
+		}
+		if err := s.Queue.EnqueueDelivery(ctx, tx, o.ID, now); err != nil {
+			return fmt.Errorf("enqueue delivery: %w", err)
+		}
+		return nil
+	})
+	switch {
+	case errors.Is(err, ErrConflict):
+		// Ordered concurrently (another call, or its checkout): answer
+		// with that order.
+		d, gerr := s.Store.GetDraft(ctx, p.OwnerID, p.Mode, draftID)
+		if gerr != nil {
+			return nil, false, storeErr(gerr, "draft")
+		}
+		if o, ok, err := s.draftOrder(ctx, p, d); ok || err != nil {
+			return o, ok, err
+		}
+		return nil, false, Errorf(KindConflict, CodeDraftState, "the draft changed while it was being sent; try again")
+	case errors.Is(err, ErrInsufficientFunds):
+		bal, berr := s.Store.GetBalance(ctx, p.OwnerID, p.Mode)
+		price := FormatUSD(d.PriceMicros)
+		return nil, false, Errorf(KindPaymentRequired, CodeInsufficientCredits, "this fax costs %s USD but only %s USD of %s credits are available", price, FormatUSD(balanceOrZero(bal, berr)), p.Mode).
+			With("price", price).With("balance", FormatUSD(balanceOrZero(bal, berr))).With("draftId", d.ID).With("mode", string(p.Mode))
+	case err != nil:
+		return nil, false, err
+	}
+	s.Logger.InfoContext(ctx, "fax queued from draft", "order_id", o.ID, "draft_id", d.ID, "owner_id", o.OwnerID, "mode", o.Mode, "pages", o.Pages)
+	s.present(o, nil)
+	return o, false, nil
+}
+
+// draftOrder returns the order of an already ordered draft.
+func (s *Service) draftOrder(ctx context.Context, p Principal, d *Draft) (*Order, bool, error) {
+	if d.Status != DraftOrdered || d.OrderID == nil {
+		return nil, false, nil
+	}
+	o, err := s.Store.GetOrder(ctx, p.OwnerID, p.Mode, *d.OrderID)
+	if err != nil {
+		return nil, false, storeErr(err, "fax")
+	}
+	s.present(o, nil)
+	return o, true, nil
+}
+
+// ListInbox lists received faxes. Inbound fax does not exist yet, so the
+// list is always empty, but the operation and its scope are real.
+func (s *Service) ListInbox(ctx context.Context, p Principal) ([]InboundFax, error) {
+	if err := Authorize(p, OpListInbox); err != nil {
+		return nil, err
+	}
+	return []InboundFax{}, nil
+}
+
+// InboundFax is a received fax (none exist yet).
+type InboundFax struct {
+	ID         string `json:"id"`
+	From       string `json:"from"`
+	Pages      int    `json:"pages"`
+	ReceivedAt string `json:"receivedAt"`
+}

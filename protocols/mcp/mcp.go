@@ -1,0 +1,199 @@
+// Package mcp is faxhub's MCP server: Streamable HTTP at {base}/mcp on the
+// official go-sdk, stateless (any replica answers any request), with OAuth
+// bearer tokens verified by the core TokenVerifier. It is a thin mapping of
+// tools onto core.Service; every authorization goes through core.Authorize.
+// See docs/mcp.md.
+package mcp
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"strings"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/faxhub/faxhub/core"
+	"github.com/faxhub/faxhub/core/web"
+)
+
+// Path is where the MCP endpoint is mounted; the resource (token audience)
+// is BaseURL+Path.
+const Path = "/mcp"
+
+// ResourceMetadataPath is the RFC 9728 document of the MCP resource.
+const ResourceMetadataPath = "/.well-known/oauth-protected-resource/mcp"
+
+// MaxRequestBytes bounds one JSON-RPC request body (an inline upload of
+// MaxInlineBytes fits with room to spare).
+const MaxRequestBytes = 1 << 20
+
+// Options configure the MCP server.
+type Options struct {
+	// BaseURL is the public origin without a trailing slash: the MCP
+	// resource is BaseURL+"/mcp", the pages (upload, draft checkout) live
+	// under it.
+	BaseURL string
+	// Enabled is --mcp-oauth: when false every request but server/discover
+	// answers 503.
+	Enabled bool
+	// Mode, when set, is the mode chat-app principals act in, overriding
+	// the verifier's (live). Live mode needs a configured fax provider and
+	// payment gateway; a --dev process without them sets test.
+	Mode core.Mode
+	// Version is reported as the server version.
+	Version string
+	Logger  *slog.Logger
+}
+
+// Handler is the MCP endpoint.
+type Handler struct {
+	svc      *core.Service
+	verifier core.TokenVerifier
+	opts     Options
+	sdk      http.Handler
+	server   *mcp.Server
+}
+
+// New builds the MCP endpoint for POST {base}/mcp.
+func New(svc *core.Service, verifier core.TokenVerifier, opts Options) *Handler {
+	opts.BaseURL = strings.TrimRight(opts.BaseURL, "/")
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	if opts.Version == "" {
+		opts.Version = "1.0.0"
+	}
+	h := &Handler{svc: svc, verifier: verifier, opts: opts}
+	h.server = mcp.NewServer(&mcp.Implementation{Name: "faxhub", Title: "faxhub — send faxes", Version: opts.Version},
+		&mcp.ServerOptions{Instructions: Instructions, Logger: opts.Logger})
+	h.addTools(h.server)
+	h.sdk = mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return h.server }, &mcp.StreamableHTTPOptions{
+		Stateless: true, JSONResponse: true, Logger: opts.Logger,
+		// Requests arrive on the public host name through proxies; tokens,
+		// not the Host header, protect this endpoint.
+		DisableLocalhostProtection: true,
+	})
+	return h
+}
+
+// Resource is the MCP resource identifier (the token audience).
+func (h *Handler) Resource() string { return h.opts.BaseURL + Path }
+
+func (h *Handler) resourceMetadataURL() string { return h.opts.BaseURL + ResourceMetadataPath }
+
+// rpcPeek is what the gate needs from a JSON-RPC message.
+type rpcPeek struct {
+	Method string `json:"method"`
+	Params struct {
+		Name string `json:"name"`
+	} `json:"params"`
+}
+
+// ServeHTTP authenticates, then hands the request to the go-sdk handler.
+func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	for _, k := range []string{"access_token", "api_key", "apiKey", "key", "token"} {
+		if q.Has(k) {
+			h.problem(w, http.StatusBadRequest, core.CodeInvalidRequest,
+				"credentials are never accepted in the query string; send an OAuth access token in the Authorization header (Bearer)", "")
+			return
+		}
+	}
+	var peek rpcPeek
+	if r.Method == http.MethodPost {
+		body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxRequestBytes))
+		if err != nil {
+			h.problem(w, http.StatusRequestEntityTooLarge, core.CodeInvalidRequest,
+				fmt.Sprintf("the request is larger than %d bytes; upload files with create_upload's uploadUrl instead of inline", MaxRequestBytes), "")
+			return
+		}
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		// A batch (an array) never counts as discovery.
+		_ = json.Unmarshal(body, &peek)
+		if peek.Method == "server/discover" {
+			h.sdk.ServeHTTP(w, r)
+			return
+		}
+	}
+	if !h.opts.Enabled {
+		h.problem(w, http.StatusServiceUnavailable, "mcp_disabled",
+			"the MCP server is turned off on this server (--mcp-oauth off); only server/discover is answered", "")
+		return
+	}
+	scheme, tok, _ := strings.Cut(r.Header.Get("Authorization"), " ")
+	tok = strings.TrimSpace(tok)
+	switch {
+	case strings.EqualFold(scheme, "DPoP"):
+		h.challenge(w, http.StatusUnauthorized, "invalid_token",
+			"DPoP-bound access tokens are not supported by this server; obtain a plain Bearer token (without a DPoP proof) and send it as Authorization: Bearer", "")
+		return
+	case scheme == "" || tok == "":
+		h.challenge(w, http.StatusUnauthorized, "", "an OAuth access token is required: discover the authorization server from resource_metadata, then send Authorization: Bearer <token>", "")
+		return
+	case !strings.EqualFold(scheme, "Bearer"):
+		h.challenge(w, http.StatusUnauthorized, "invalid_token", "unsupported authorization scheme "+scheme+"; use Bearer", "")
+		return
+	}
+	p, err := h.verifier.VerifyAccessToken(r.Context(), tok, h.Resource())
+	if err != nil {
+		if core.ErrorKind(err) == core.KindUnauthenticated {
+			msg := core.AsError(err).Message
+			if strings.HasPrefix(tok, "fxk_") {
+				msg = "API keys are not accepted by the MCP server; connect with OAuth (the chat app's sign-in flow)"
+			}
+			h.challenge(w, http.StatusUnauthorized, "invalid_token", msg, "")
+			return
+		}
+		h.opts.Logger.ErrorContext(r.Context(), "mcp: verify token", "err", err)
+		h.problem(w, http.StatusInternalServerError, core.CodeInternal, "the token could not be checked; try again", "")
+		return
+	}
+	if h.opts.Mode != "" && p.Kind == core.PrincipalOAuthGrant {
+		p.Mode = h.opts.Mode
+	}
+	// A single tools/call whose tool needs a scope the token lacks is
+	// refused at the HTTP level (RFC 6750 insufficient_scope), so clients
+	// can step up their authorization; the tool itself checks again.
+	if peek.Method == "tools/call" {
+		if op, ok := toolOps[peek.Params.Name]; ok {
+			if err := core.Authorize(p, op); err != nil && core.ErrorKind(err) == core.KindForbidden {
+				need := string(core.ScopeFor[op])
+				h.challenge(w, http.StatusForbidden, "insufficient_scope",
+					fmt.Sprintf("the tool %s needs the %s scope, which this token lacks; ask the owner to authorize it", peek.Params.Name, need), need)
+				return
+			}
+		}
+	}
+	h.sdk.ServeHTTP(w, r.WithContext(core.WithPrincipal(r.Context(), p)))
+}
+
+// challenge answers 401/403 with the RFC 6750/9728 WWW-Authenticate header.
+// scope defaults to every product scope.
+func (h *Handler) challenge(w http.ResponseWriter, status int, errCode, desc, scope string) {
+	if scope == "" {
+		scope = core.JoinScopes(core.FaxScopes)
+	}
+	parts := []string{fmt.Sprintf("resource_metadata=%q", h.resourceMetadataURL()), fmt.Sprintf("scope=%q", scope)}
+	if errCode != "" {
+		parts = append(parts, fmt.Sprintf("error=%q", errCode), fmt.Sprintf("error_description=%q", strings.ReplaceAll(desc, `"`, "'")))
+	}
+	w.Header().Set("WWW-Authenticate", "Bearer "+strings.Join(parts, ", "))
+	code := errCode
+	if code == "" {
+		code = core.CodeUnauthenticated
+	}
+	h.problem(w, status, code, desc, scope)
+}
+
+func (h *Handler) problem(w http.ResponseWriter, status int, code, detail, scope string) {
+	p := web.Problem{Type: web.ProblemType(code), Title: http.StatusText(status), Status: status, Code: code, Detail: detail}
+	if status == http.StatusForbidden && scope != "" {
+		p.Fields = map[string]any{"required_scope": scope}
+	}
+	w.Header().Set("Cache-Control", "no-store")
+	web.WriteProblem(w, p)
+}

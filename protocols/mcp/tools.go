@@ -1,0 +1,448 @@
+package mcp
+
+import (
+	"bytes"
+	"context"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/faxhub/faxhub/core"
+)
+
+// MaxInlineBytes is the largest file create_upload takes inline as base64
+// (decoded size). Anything larger goes through uploadUrl or uploadPageUrl.
+const MaxInlineBytes = 256 << 10
+
+const phiWarning = " Never send protected health information (PHI) through this tool or any MCP call: faxhub's MCP server is not a HIPAA channel."
+
+// Instructions are the server instructions every client receives.
+const Instructions = `faxhub sends faxes for the signed-in owner. Typical flow:
+1. create_upload → give the user uploadPageUrl (a page where they pick the file), or PUT the bytes to uploadUrl yourself (no Authorization header; the token in the URL is the credential), or pass a tiny file inline as contentBase64 (at most 256 KB).
+2. create_fax_draft {to, uploadToken} → a priced draft and a checkoutUrl where the owner can review and pay for exactly this fax.
+3. Either the owner pays at checkoutUrl, or send_fax {draftId} pays with account credits (needs fax:send).
+4. get_fax_status {faxId} until the status is delivered, partial or failed.
+validate_fax prices a destination without side effects; get_credits shows the balance; create_credit_checkout sells credit packs.
+Protected health information (PHI) must never be sent through MCP: do not put PHI in tool arguments, inline files or cover text. Documents with PHI must be sent by the owner from the faxhub console or API, not through a chat app.`
+
+// toolOps maps each tool to the core operation (and so the scope) that
+// gates it; the HTTP layer uses it for 403 insufficient_scope.
+var toolOps = map[string]core.Operation{
+	"create_upload":          core.OpCreateUpload,
+	"create_fax_draft":       core.OpCreateDraft,
+	"validate_fax":           core.OpQuote,
+	"send_fax":               core.OpSendFax,
+	"get_fax_status":         core.OpGetFax,
+	"list_faxes":             core.OpListFaxes,
+	"get_credits":            core.OpGetCredits,
+	"create_credit_checkout": core.OpCreditCheckout,
+	"list_inbox":             core.OpListInbox,
+}
+
+func boolp(b bool) *bool { return &b }
+
+func ann(title string, readOnly, destructive, idempotent, openWorld bool) *mcp.ToolAnnotations {
+	a := &mcp.ToolAnnotations{Title: title, ReadOnlyHint: readOnly, IdempotentHint: idempotent, OpenWorldHint: boolp(openWorld)}
+	if !readOnly {
+		a.DestructiveHint = boolp(destructive)
+	}
+	return a
+}
+
+func scopeNote(tool string) string {
+	return fmt.Sprintf(" Requires the %s scope.", core.ScopeFor[toolOps[tool]])
+}
+
+// ---- inputs and outputs (schemas are inferred from these types)
+
+type createUploadIn struct {
+	ContentType   string `json:"contentType,omitempty" jsonschema:"optional media type the file must have, e.g. application/pdf; omit to accept any supported document or image"`
+	FileName      string `json:"fileName,omitempty" jsonschema:"optional file name, only shown to the user"`
+	ContentBase64 string `json:"contentBase64,omitempty" jsonschema:"optional: the whole file base64-encoded, for tiny files only (at most 256 KB decoded); larger files must be PUT to uploadUrl"`
+}
+
+type uploadOut struct {
+	UploadURL     string `json:"uploadUrl" jsonschema:"PUT the raw file bytes here, without an Authorization header"`
+	UploadToken   string `json:"uploadToken" jsonschema:"pass to create_fax_draft once the file is uploaded"`
+	UploadPageURL string `json:"uploadPageUrl" jsonschema:"a web page where a person can pick or drop the file; give it to the user"`
+	Method        string `json:"method"`
+	ExpiresAt     string `json:"expiresAt" jsonschema:"RFC 3339 time after which the upload URL no longer accepts a file"`
+	MaxBytes      int64  `json:"maxBytes"`
+	Uploaded      bool   `json:"uploaded" jsonschema:"true when the file was given inline and is already stored"`
+	Pages         int    `json:"pages,omitempty" jsonschema:"pages of the stored document, when uploaded"`
+}
+
+type createDraftIn struct {
+	To          string `json:"to" jsonschema:"destination fax number in international format, e.g. +14155550123"`
+	UploadToken string `json:"uploadToken" jsonschema:"the uploadToken of a completed upload"`
+	Cover       bool   `json:"cover,omitempty" jsonschema:"add a cover page"`
+	CoverText   string `json:"coverText,omitempty" jsonschema:"short note for the cover page (needs cover true); never PHI"`
+}
+
+type quoteOut struct {
+	To          string `json:"to" jsonschema:"the destination in E.164"`
+	Country     string `json:"country"`
+	Pages       int    `json:"pages"`
+	Cover       bool   `json:"cover"`
+	BilledPages int    `json:"billedPages"`
+	Amount      string `json:"amount" jsonschema:"price in USD, decimal"`
+	AmountCents int64  `json:"amountCents"`
+	Currency    string `json:"currency"`
+	Tariff      string `json:"tariff"`
+}
+
+type draftOut struct {
+	DraftID     string   `json:"draftId"`
+	Mode        string   `json:"mode"`
+	Status      string   `json:"status"`
+	To          string   `json:"to"`
+	Pages       int      `json:"pages"`
+	Cover       bool     `json:"cover"`
+	Quote       quoteOut `json:"quote"`
+	CheckoutURL string   `json:"checkoutUrl" jsonschema:"page where the signed-in owner reviews and pays for exactly this fax"`
+	ExpiresAt   string   `json:"expiresAt"`
+}
+
+type validateIn struct {
+	To    string `json:"to" jsonschema:"destination fax number in international format"`
+	Pages int    `json:"pages,omitempty" jsonschema:"number of pages to price (default 1)"`
+	Cover bool   `json:"cover,omitempty" jsonschema:"add a cover page"`
+}
+
+type sendIn struct {
+	DraftID string `json:"draftId" jsonschema:"the draftId from create_fax_draft"`
+}
+
+type faxOut struct {
+	FaxID          string `json:"faxId"`
+	Status         string `json:"status" jsonschema:"queued, sending, delivered, partial, failed or canceled"`
+	To             string `json:"to"`
+	Pages          int    `json:"pages"`
+	PagesSent      int    `json:"pagesSent"`
+	Price          string `json:"price"`
+	Currency       string `json:"currency"`
+	PaymentMethod  string `json:"paymentMethod"`
+	DraftID        string `json:"draftId,omitempty"`
+	Attempts       int    `json:"attempts"`
+	FailureCode    string `json:"failureCode,omitempty"`
+	FailureReason  string `json:"failureReason,omitempty"`
+	CreatedAt      string `json:"createdAt"`
+	CompletedAt    string `json:"completedAt,omitempty"`
+	AlreadyOrdered bool   `json:"alreadyOrdered,omitempty" jsonschema:"send_fax only: the draft had been ordered before; nothing new was charged"`
+}
+
+type getFaxIn struct {
+	FaxID string `json:"faxId" jsonschema:"the faxId returned by send_fax or list_faxes"`
+}
+
+type listFaxesIn struct {
+	Status        string `json:"status,omitempty" jsonschema:"only faxes in this status"`
+	StartingAfter string `json:"startingAfter,omitempty" jsonschema:"nextCursor of the previous page"`
+	Limit         int    `json:"limit,omitempty" jsonschema:"page size, 1 to 100 (default 20)"`
+}
+
+type listFaxesOut struct {
+	Faxes      []faxOut `json:"faxes"`
+	HasMore    bool     `json:"hasMore"`
+	NextCursor string   `json:"nextCursor,omitempty"`
+}
+
+type empty struct{}
+
+type creditsOut struct {
+	Mode           string `json:"mode"`
+	Available      string `json:"available" jsonschema:"USD available to spend"`
+	AvailableCents int64  `json:"availableCents"`
+	Held           string `json:"held" jsonschema:"USD held for faxes being sent"`
+	Currency       string `json:"currency"`
+}
+
+type checkoutIn struct {
+	PackID string `json:"packId" jsonschema:"the credit pack to buy"`
+}
+
+type checkoutOut struct {
+	CheckoutURL string `json:"checkoutUrl" jsonschema:"give this to the owner; they pay there"`
+	PackID      string `json:"packId"`
+	Amount      string `json:"amount"`
+	Credit      string `json:"credit"`
+	Currency    string `json:"currency"`
+	ExpiresAt   string `json:"expiresAt"`
+}
+
+type inboxOut struct {
+	Faxes []core.InboundFax `json:"faxes"`
+}
+
+// ---- tools
+
+func (h *Handler) addTools(s *mcp.Server) {
+	mcp.AddTool(s, &mcp.Tool{Name: "create_upload", Annotations: ann("Create an upload", false, false, false, false),
+		Description: "Start uploading a document to fax (PDF, image or office file). Returns uploadPageUrl — give it to the user so they can pick the file in their browser — and uploadUrl, where a client can PUT the raw bytes itself without any Authorization header. Tiny files (at most 256 KB) may be passed inline as contentBase64 instead; the result then says uploaded: true. Then call create_fax_draft with the uploadToken." + scopeNote("create_upload") + phiWarning},
+		h.createUpload)
+	mcp.AddTool(s, &mcp.Tool{Name: "create_fax_draft", Annotations: ann("Draft a fax", false, false, false, false),
+		Description: "Price a fax of an uploaded document to a destination, without paying. Returns the draft, its quote and checkoutUrl, a page where the signed-in owner reviews destination, pages and price and pays for exactly this fax. Alternatively send_fax pays the draft with account credits." + scopeNote("create_fax_draft") + phiWarning},
+		h.createDraft)
+	mcp.AddTool(s, &mcp.Tool{Name: "validate_fax", Annotations: ann("Check a destination and price", true, false, true, false),
+		Description: "Check that a fax number can be reached and price a number of pages to it. No side effects." + scopeNote("validate_fax") + phiWarning},
+		h.validate)
+	mcp.AddTool(s, &mcp.Tool{Name: "send_fax", Annotations: ann("Send a drafted fax with credits", false, true, true, true),
+		Description: "Send a draft now, paying with the owner's account credits, and queue it for delivery. Spends money: confirm with the user first. Calling again for the same draft never charges twice (it returns the existing fax). If the credits do not cover the price the call fails with insufficient_credits; then give the user the draft's checkoutUrl, or a credit pack from create_credit_checkout." + scopeNote("send_fax") + phiWarning},
+		h.sendFax)
+	mcp.AddTool(s, &mcp.Tool{Name: "get_fax_status", Annotations: ann("Get a fax's status", true, false, true, false),
+		Description: "Get one fax's delivery status (queued, sending, delivered, partial, failed, canceled), pages sent and failure reason." + scopeNote("get_fax_status") + phiWarning},
+		h.getFax)
+	mcp.AddTool(s, &mcp.Tool{Name: "list_faxes", Annotations: ann("List sent faxes", true, false, true, false),
+		Description: "List the owner's sent faxes, newest first, optionally by status; page with startingAfter = nextCursor." + scopeNote("list_faxes") + phiWarning},
+		h.listFaxes)
+	mcp.AddTool(s, &mcp.Tool{Name: "get_credits", Annotations: ann("Get the credit balance", true, false, true, false),
+		Description: "Get the owner's fax credit balance (USD available and held)." + scopeNote("get_credits") + phiWarning},
+		h.getCredits)
+	packs := make([]string, 0, len(h.svc.CreditPacks()))
+	for _, p := range h.svc.CreditPacks() {
+		packs = append(packs, fmt.Sprintf("%s (%s, $%s for $%s of credit)", p.ID, p.Name, core.FormatUSD(p.PriceMicros), core.FormatUSD(p.CreditMicros)))
+	}
+	mcp.AddTool(s, &mcp.Tool{Name: "create_credit_checkout", Annotations: ann("Buy credits", false, false, false, true),
+		Description: "Create a checkout page for a credit pack; give checkoutUrl to the owner, who pays there. Packs: " + strings.Join(packs, "; ") + "." + scopeNote("create_credit_checkout") + phiWarning},
+		h.creditCheckout)
+	mcp.AddTool(s, &mcp.Tool{Name: "list_inbox", Annotations: ann("List received faxes", true, false, true, false),
+		Description: "List faxes received by the owner. Receiving faxes is not available yet, so the list is empty." + scopeNote("list_inbox") + phiWarning},
+		h.listInbox)
+}
+
+func principal(ctx context.Context) (core.Principal, error) {
+	p, ok := core.PrincipalFrom(ctx)
+	if !ok {
+		return core.Principal{}, core.Errorf(core.KindUnauthenticated, core.CodeUnauthenticated, "authentication required")
+	}
+	return p, nil
+}
+
+// toolError turns a core error into the text an LLM reads: the code, the
+// message and what to do.
+func (h *Handler) toolError(ctx context.Context, tool string, err error) error {
+	e := core.AsError(err)
+	if e.Kind == core.KindInternal {
+		h.opts.Logger.ErrorContext(ctx, "mcp tool failed", "tool", tool, "err", err)
+		return errors.New("internal_error: something went wrong on faxhub's side; try again in a moment")
+	}
+	msg := e.Code + ": " + e.Message
+	switch e.Code {
+	case core.CodeInsufficientScope:
+		msg += fmt.Sprintf(". The tool %s needs the %s scope; the owner must authorize this app again with it.", tool, core.ScopeFor[toolOps[tool]])
+	case core.CodeInsufficientCredits:
+		if id, _ := e.Fields["draftId"].(string); id != "" {
+			mode, _ := e.Fields["mode"].(string)
+			msg += ". Nothing was charged. The owner can pay for this fax directly at " + h.draftURL(id, core.Mode(mode)) + " or buy credits with create_credit_checkout."
+		}
+	case core.CodeUnknownPack:
+		msg += fmt.Sprintf(" (packs: %v)", e.Fields["packs"])
+	case core.CodeProviderUnavailable:
+		msg += ". This server cannot send faxes in this mode yet."
+	}
+	return errors.New(msg)
+}
+
+func rfc3339(t time.Time) string { return t.UTC().Format(time.RFC3339) }
+
+func (h *Handler) draftURL(id string, mode core.Mode) string {
+	u := h.opts.BaseURL + "/console/drafts/" + url.PathEscape(id)
+	if mode != "" {
+		u += "?mode=" + string(mode)
+	}
+	return u
+}
+
+func (h *Handler) createUpload(ctx context.Context, _ *mcp.CallToolRequest, in createUploadIn) (*mcp.CallToolResult, uploadOut, error) {
+	const tool = "create_upload"
+	p, err := principal(ctx)
+	if err != nil {
+		return nil, uploadOut{}, h.toolError(ctx, tool, err)
+	}
+	var data []byte
+	if in.ContentBase64 != "" {
+		if base64.StdEncoding.DecodedLen(len(in.ContentBase64)) > MaxInlineBytes+2 {
+			return nil, uploadOut{}, fmt.Errorf("file_too_large: inline files are limited to %d bytes (256 KB); call create_upload without contentBase64 and PUT the file to uploadUrl, or give the user uploadPageUrl", MaxInlineBytes)
+		}
+		data, err = base64.StdEncoding.DecodeString(in.ContentBase64)
+		if err != nil {
+			return nil, uploadOut{}, errors.New("invalid_request: contentBase64 is not valid standard base64")
+		}
+		if len(data) > MaxInlineBytes {
+			return nil, uploadOut{}, fmt.Errorf("file_too_large: inline files are limited to %d bytes (256 KB); PUT larger files to uploadUrl", MaxInlineBytes)
+		}
+	}
+	c, err := h.svc.CreateUpload(ctx, p, in.ContentType, 0)
+	if err != nil {
+		return nil, uploadOut{}, h.toolError(ctx, tool, err)
+	}
+	out := uploadOut{
+		UploadURL: c.UploadURL, UploadToken: c.UploadToken, UploadPageURL: h.opts.BaseURL + UploadPagePath + "#" + c.UploadToken,
+		Method: c.Method, ExpiresAt: rfc3339(c.ExpiresAt), MaxBytes: c.MaxBytes,
+	}
+	if data != nil {
+		doc, err := h.svc.ReceiveUpload(ctx, c.UploadToken, bytes.NewReader(data))
+		if err != nil {
+			return nil, uploadOut{}, h.toolError(ctx, tool, err)
+		}
+		out.Uploaded, out.Pages = true, doc.Pages
+	}
+	return nil, out, nil
+}
+
+func quoteView(q core.Quote) quoteOut {
+	return quoteOut{To: q.To, Country: q.Country, Pages: q.Pages, Cover: q.Cover, BilledPages: q.BilledPages,
+		Amount: q.Amount, AmountCents: q.Cents, Currency: q.Currency, Tariff: q.Tariff}
+}
+
+func (h *Handler) createDraft(ctx context.Context, _ *mcp.CallToolRequest, in createDraftIn) (*mcp.CallToolResult, draftOut, error) {
+	const tool = "create_fax_draft"
+	p, err := principal(ctx)
+	if err != nil {
+		return nil, draftOut{}, h.toolError(ctx, tool, err)
+	}
+	if in.UploadToken == "" {
+		return nil, draftOut{}, errors.New("invalid_request: uploadToken is required; call create_upload first and upload the file")
+	}
+	d, err := h.svc.CreateDraft(ctx, p, core.CreateDraftRequest{To: in.To, UploadToken: in.UploadToken, Cover: in.Cover, CoverText: in.CoverText})
+	if err != nil {
+		return nil, draftOut{}, h.toolError(ctx, tool, err)
+	}
+	return nil, h.draftView(d), nil
+}
+
+func (h *Handler) draftView(d *core.DraftView) draftOut {
+	return draftOut{
+		DraftID: d.ID, Mode: string(d.Mode), Status: string(d.Status), To: d.To, Pages: d.Pages, Cover: d.Cover,
+		Quote: quoteView(d.Quote), CheckoutURL: h.draftURL(d.ID, d.Mode), ExpiresAt: rfc3339(d.ExpiresAt),
+	}
+}
+
+func (h *Handler) validate(ctx context.Context, _ *mcp.CallToolRequest, in validateIn) (*mcp.CallToolResult, quoteOut, error) {
+	const tool = "validate_fax"
+	p, err := principal(ctx)
+	if err == nil {
+		err = core.Authorize(p, core.OpQuote)
+	}
+	if err != nil {
+		return nil, quoteOut{}, h.toolError(ctx, tool, err)
+	}
+	if in.Pages == 0 {
+		in.Pages = 1
+	}
+	if in.Pages < 0 {
+		return nil, quoteOut{}, errors.New("invalid_request: pages must be positive")
+	}
+	q, err := h.svc.Quote(ctx, core.QuoteRequest{To: in.To, Pages: in.Pages, Cover: in.Cover})
+	if err != nil {
+		return nil, quoteOut{}, h.toolError(ctx, tool, err)
+	}
+	return nil, quoteView(q), nil
+}
+
+func faxView(o *core.Order) faxOut {
+	f := faxOut{
+		FaxID: o.ID, Status: string(o.Status), To: o.To, Pages: o.Pages, PagesSent: o.PagesSent, Price: o.Price,
+		Currency: o.Currency, PaymentMethod: string(o.PaymentMethod), Attempts: o.Attempts,
+		FailureCode: o.FailureCode, FailureReason: o.FailureReason, CreatedAt: rfc3339(o.CreatedAt),
+	}
+	if o.DraftID != nil {
+		f.DraftID = *o.DraftID
+	}
+	if o.CompletedAt != nil {
+		f.CompletedAt = rfc3339(*o.CompletedAt)
+	}
+	return f
+}
+
+func (h *Handler) sendFax(ctx context.Context, _ *mcp.CallToolRequest, in sendIn) (*mcp.CallToolResult, faxOut, error) {
+	const tool = "send_fax"
+	p, err := principal(ctx)
+	if err != nil {
+		return nil, faxOut{}, h.toolError(ctx, tool, err)
+	}
+	if in.DraftID == "" {
+		return nil, faxOut{}, errors.New("invalid_request: draftId is required; call create_fax_draft first")
+	}
+	o, replayed, err := h.svc.SendDraft(ctx, p, in.DraftID)
+	if err != nil {
+		return nil, faxOut{}, h.toolError(ctx, tool, err)
+	}
+	out := faxView(o)
+	out.AlreadyOrdered = replayed
+	return nil, out, nil
+}
+
+func (h *Handler) getFax(ctx context.Context, _ *mcp.CallToolRequest, in getFaxIn) (*mcp.CallToolResult, faxOut, error) {
+	const tool = "get_fax_status"
+	p, err := principal(ctx)
+	if err != nil {
+		return nil, faxOut{}, h.toolError(ctx, tool, err)
+	}
+	o, err := h.svc.GetFax(ctx, p, in.FaxID)
+	if err != nil {
+		return nil, faxOut{}, h.toolError(ctx, tool, err)
+	}
+	return nil, faxView(o), nil
+}
+
+func (h *Handler) listFaxes(ctx context.Context, _ *mcp.CallToolRequest, in listFaxesIn) (*mcp.CallToolResult, listFaxesOut, error) {
+	const tool = "list_faxes"
+	p, err := principal(ctx)
+	if err != nil {
+		return nil, listFaxesOut{}, h.toolError(ctx, tool, err)
+	}
+	page, err := h.svc.ListFaxes(ctx, p, in.Status, in.StartingAfter, in.Limit)
+	if err != nil {
+		return nil, listFaxesOut{}, h.toolError(ctx, tool, err)
+	}
+	out := listFaxesOut{Faxes: make([]faxOut, 0, len(page.Data)), HasMore: page.HasMore, NextCursor: page.Next}
+	for i := range page.Data {
+		out.Faxes = append(out.Faxes, faxView(&page.Data[i]))
+	}
+	return nil, out, nil
+}
+
+func (h *Handler) getCredits(ctx context.Context, _ *mcp.CallToolRequest, _ empty) (*mcp.CallToolResult, creditsOut, error) {
+	const tool = "get_credits"
+	p, err := principal(ctx)
+	if err != nil {
+		return nil, creditsOut{}, h.toolError(ctx, tool, err)
+	}
+	c, err := h.svc.GetCredits(ctx, p, "", 1)
+	if err != nil {
+		return nil, creditsOut{}, h.toolError(ctx, tool, err)
+	}
+	return nil, creditsOut{Mode: string(p.Mode), Available: c.Available, AvailableCents: c.AvailableCents, Held: c.Held, Currency: c.Currency}, nil
+}
+
+func (h *Handler) creditCheckout(ctx context.Context, _ *mcp.CallToolRequest, in checkoutIn) (*mcp.CallToolResult, checkoutOut, error) {
+	const tool = "create_credit_checkout"
+	p, err := principal(ctx)
+	if err != nil {
+		return nil, checkoutOut{}, h.toolError(ctx, tool, err)
+	}
+	cs, err := h.svc.CreateCreditCheckout(ctx, p, in.PackID)
+	if err != nil {
+		return nil, checkoutOut{}, h.toolError(ctx, tool, err)
+	}
+	return nil, checkoutOut{CheckoutURL: cs.CheckoutURL, PackID: cs.PackID, Amount: cs.Amount, Credit: cs.Credit, Currency: cs.Currency, ExpiresAt: rfc3339(cs.ExpiresAt)}, nil
+}
+
+func (h *Handler) listInbox(ctx context.Context, _ *mcp.CallToolRequest, _ empty) (*mcp.CallToolResult, inboxOut, error) {
+	const tool = "list_inbox"
+	p, err := principal(ctx)
+	if err != nil {
+		return nil, inboxOut{}, h.toolError(ctx, tool, err)
+	}
+	faxes, err := h.svc.ListInbox(ctx, p)
+	if err != nil {
+		return nil, inboxOut{}, h.toolError(ctx, tool, err)
+	}
+	return nil, inboxOut{Faxes: faxes}, nil
+}
