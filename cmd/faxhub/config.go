@@ -10,6 +10,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/faxhub/faxhub/core"
 )
 
 // config is every setting of the process, from flags with environment
@@ -33,6 +35,7 @@ type config struct {
 	MaxPages        int
 	Workers         int
 	SMTPURL         string
+	MCPMode         string
 }
 
 func env(name, def string) string { return cmp.Or(os.Getenv(name), def) }
@@ -101,6 +104,7 @@ func serveFlags(c *config, stderr io.Writer) *flag.FlagSet {
 	fs.IntVar(&c.MaxPages, "max-pages", maxPages, "most pages per fax [FAXHUB_MAX_PAGES]")
 	workers, _ := strconv.Atoi(env("FAXHUB_WORKERS", "0"))
 	fs.IntVar(&c.Workers, "workers", workers, "delivery workers per process [FAXHUB_WORKERS] (0: the queue's default)")
+	fs.StringVar(&c.MCPMode, "mcp-mode", os.Getenv("FAXHUB_MCP_MODE"), "test|live: the mode chat apps act in over MCP [FAXHUB_MCP_MODE] (default: test with --dev, else live)")
 	fs.StringVar(&c.SMTPURL, "smtp", os.Getenv("FAXHUB_SMTP_URL"), "owner mail over SMTP: smtp://user:pass@host:587?from=… [FAXHUB_SMTP_URL] (default: dev mailbox and log)")
 	return fs
 }
@@ -116,6 +120,11 @@ func (c *config) finish() error {
 	c.DataDir = abs
 	if c.Database == "" {
 		c.Database = filepath.Join(c.DataDir, "faxhub.db")
+	}
+	if c.MCPMode != "" {
+		if _, err := core.ParseMode(c.MCPMode); err != nil {
+			return usageError{"--mcp-mode must be test or live"}
+		}
 	}
 	if c.BlobURL == "" {
 		c.BlobURL = "file://" + filepath.ToSlash(filepath.Join(c.DataDir, "blobs"))
