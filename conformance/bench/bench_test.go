@@ -119,6 +119,7 @@ func TestBench(t *testing.T) {
 	run("delivery-sqlite", benchDeliverySQLite)
 	run("delivery-postgres", benchDeliveryPostgres)
 	run("start", benchStart)
+	run("mcp", benchMCP)
 
 	table := rep.render(time.Since(started))
 	fmt.Print(table)

@@ -1,0 +1,212 @@
+//go:build bench
+
+package bench
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"runtime"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"golang.org/x/oauth2"
+
+	"github.com/faxhub/faxhub/core"
+	"github.com/faxhub/faxhub/internal/app"
+	"github.com/faxhub/faxhub/oauth"
+)
+
+const (
+	mcpClients  = 16
+	mcpDuration = 5 * time.Second
+	mcpCalls    = 10_000
+)
+
+// benchMCP measures tools/call get_credits per second through faxhub's MCP
+// server with a real OAuth token (verification, scope check, the core call)
+// against a go-sdk server with one trivial tool and no auth, both stateless
+// Streamable HTTP on loopback; and the faxhub process's heap at idle and
+// after 10,000 calls.
+func benchMCP(t *testing.T, rep *report) {
+	ctx := t.Context()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	base := fmt.Sprintf("http://localhost:%d", ln.Addr().(*net.TCPAddr).Port)
+	a, err := app.Open(ctx, app.Options{BaseURL: base, DataDir: t.TempDir(), Database: "", Dev: true, MCPOAuth: true,
+		InsertOnly: true, Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	srv := httptest.NewUnstartedServer(a.Handler())
+	srv.Listener.Close()
+	srv.Listener = ln
+	srv.Start()
+	defer srv.Close()
+
+	tok := mcpToken(t, a, base)
+	runtime.GC()
+	idle := heapMB()
+
+	fx := loadMCP(t, base+"/mcp", tok, "get_credits")
+	runtime.GC()
+	after := heapMB()
+
+	plain := httptest.NewServer(trivialMCPServer())
+	defer plain.Close()
+	bl := loadMCP(t, plain.URL, "", "ping")
+
+	rep.add(fmt.Sprintf("mcp      tools/call get_credits, %d clients, %s", mcpClients, mcpDuration), "calls/s", fx, bl, ratioAtLeast(0.5), 0,
+		"mcp: stateless Streamable HTTP with a real OAuth access token (hash lookup, audience and scope checks) and the credits query; "+
+			"baseline: a go-sdk server with one trivial tool and no auth, same transport and client.")
+	rep.add("mcp      server heap at idle (after start and one OAuth flow)", "MB", idle, nan, noTarget(), 1, "")
+	rep.add(fmt.Sprintf("mcp      server heap after %d+ calls", mcpCalls), "MB", after, nan, noTarget(), 1,
+		"mcp heap: runtime HeapInuse after a GC; the process also holds the benchmark clients.")
+}
+
+func heapMB() float64 {
+	var m runtime.MemStats
+	runtime.ReadMemStats(&m)
+	return float64(m.HeapInuse) / (1 << 20)
+}
+
+// trivialMCPServer is the baseline: one tool returning a constant.
+func trivialMCPServer() http.Handler {
+	s := mcp.NewServer(&mcp.Implementation{Name: "baseline", Version: "1"}, nil)
+	type out struct {
+		OK bool `json:"ok"`
+	}
+	mcp.AddTool(s, &mcp.Tool{Name: "ping", Description: "answers ok"}, func(ctx context.Context, req *mcp.CallToolRequest, in struct{}) (*mcp.CallToolResult, out, error) {
+		return nil, out{OK: true}, nil
+	})
+	return mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s }, &mcp.StreamableHTTPOptions{Stateless: true})
+}
+
+// loadMCP runs mcpClients sessions calling tool for mcpDuration (and at
+// least mcpCalls calls in all) and returns calls per second.
+func loadMCP(t *testing.T, endpoint, tok, tool string) float64 {
+	ctx := t.Context()
+	var sessions []*mcp.ClientSession
+	for range mcpClients {
+		c := mcp.NewClient(&mcp.Implementation{Name: "bench", Version: "1"}, nil)
+		cs, err := c.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: endpoint, HTTPClient: &http.Client{Transport: bearerRT{tok}},
+			DisableStandaloneSSE: true, MaxRetries: -1}, nil)
+		if err != nil {
+			t.Fatalf("connect %s: %v", endpoint, err)
+		}
+		defer cs.Close()
+		sessions = append(sessions, cs)
+	}
+	var calls atomic.Int64
+	var failed atomic.Value
+	deadline := time.Now().Add(mcpDuration)
+	start := time.Now()
+	var wg sync.WaitGroup
+	for _, cs := range sessions {
+		wg.Go(func() {
+			for time.Now().Before(deadline) || calls.Load() < mcpCalls {
+				res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: tool, Arguments: map[string]any{}})
+				if err != nil || res.IsError {
+					failed.Store(fmt.Sprint(err, res))
+					return
+				}
+				calls.Add(1)
+			}
+		})
+	}
+	wg.Wait()
+	if f := failed.Load(); f != nil {
+		t.Fatalf("tools/call %s failed: %v", tool, f)
+	}
+	return float64(calls.Load()) / time.Since(start).Seconds()
+}
+
+type bearerRT struct{ tok string }
+
+func (b bearerRT) RoundTrip(r *http.Request) (*http.Response, error) {
+	if b.tok != "" {
+		r = r.Clone(r.Context())
+		r.Header.Set("Authorization", "Bearer "+b.tok)
+	}
+	return http.DefaultTransport.RoundTrip(r)
+}
+
+// mcpToken runs the chat-app OAuth flow (DCR, PKCE authorize for the MCP
+// resource, the owner's consent as the console records it, code exchange).
+func mcpToken(t *testing.T, a *app.App, base string) string {
+	ctx := t.Context()
+	o, err := a.Svc.CreateOwner(ctx, "bench@example.com", "Bench", true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	secret, _, err := a.Svc.CreateSession(ctx, o.ID, "bench")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cookie := core.SessionCookieName + "=" + secret
+	const redirect = "http://127.0.0.1:9/callback"
+	meta, _ := json.Marshal(map[string]any{"client_name": "Bench Chat", "redirect_uris": []string{redirect},
+		"grant_types": []string{"authorization_code"}, "token_endpoint_auth_method": "none"})
+	resp, err := http.Post(base+oauth.PathRegister, "application/json", bytes.NewReader(meta))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var reg map[string]any
+	_ = json.NewDecoder(resp.Body).Decode(&reg)
+	resp.Body.Close()
+	clientID, _ := reg["client_id"].(string)
+	if clientID == "" {
+		t.Fatalf("register: %d %v", resp.StatusCode, reg)
+	}
+	cfg := &oauth2.Config{ClientID: clientID, RedirectURL: redirect, Scopes: []string{"credits:read"},
+		Endpoint: oauth2.Endpoint{AuthURL: base + oauth.PathAuthorize, TokenURL: base + oauth.PathToken, AuthStyle: oauth2.AuthStyleInParams}}
+	v := oauth2.GenerateVerifier()
+	noRedirect := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	get := func(u string) *http.Response {
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
+		req.Header.Set("Cookie", cookie)
+		resp, err := noRedirect.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		return resp
+	}
+	r := get(cfg.AuthCodeURL("bench-state-1", oauth2.S256ChallengeOption(v), oauth2.SetAuthURLParam("resource", base+"/mcp")))
+	loc, err := r.Location()
+	if err != nil || !strings.HasPrefix(loc.Path, "/console/approvals/") {
+		t.Fatalf("authorize: %d %v", r.StatusCode, err)
+	}
+	id := strings.TrimPrefix(loc.Path, "/console/approvals/")
+	apr, err := a.Svc.GetApproval(ctx, o.ID, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.Svc.DecideApproval(ctx, o.ID, id, core.Decision{Approve: true, BindingHash: apr.BindingHash}); err != nil {
+		t.Fatal(err)
+	}
+	r = get(base + loc.Query().Get("return"))
+	cb, err := r.Location()
+	if err != nil || cb.Query().Get("code") == "" {
+		t.Fatalf("resume: %d %v", r.StatusCode, err)
+	}
+	tok, err := cfg.Exchange(ctx, cb.Query().Get("code"), oauth2.VerifierOption(v), oauth2.SetAuthURLParam("resource", base+"/mcp"))
+	if err != nil {
+		t.Fatalf("exchange: %v", err)
+	}
+	return tok.AccessToken
+}
