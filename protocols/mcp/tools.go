@@ -156,8 +156,8 @@ type empty struct{}
 
 type creditsOut struct {
 	Mode           string `json:"mode"`
-	Available      string `json:"available" jsonschema:"USD available to spend"`
-	AvailableCents int64  `json:"availableCents"`
+	Available      string `json:"balance" jsonschema:"USD that can be spent now"`
+	AvailableCents int64  `json:"balanceCents"`
 	Held           string `json:"held" jsonschema:"USD held for faxes being sent"`
 	Currency       string `json:"currency"`
 }
@@ -201,7 +201,7 @@ func (h *Handler) addTools(s *mcp.Server) {
 		Description: "List the owner's sent faxes, newest first, optionally by status; page with startingAfter = nextCursor." + scopeNote("list_faxes") + phiWarning},
 		h.listFaxes)
 	mcp.AddTool(s, &mcp.Tool{Name: "get_credits", Annotations: ann("Get the credit balance", true, false, true, false),
-		Description: "Get the owner's fax credit balance (USD available and held)." + scopeNote("get_credits") + phiWarning},
+		Description: "Get the owner's fax credit balance: USD that can be spent now (balance) and USD held for faxes in flight (held)." + scopeNote("get_credits") + phiWarning},
 		h.getCredits)
 	packs := make([]string, 0, len(h.svc.CreditPacks()))
 	for _, p := range h.svc.CreditPacks() {
