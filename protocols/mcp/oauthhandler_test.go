@@ -80,3 +80,21 @@ func TestGoSDKOAuthHandler(t *testing.T) {
 		t.Fatalf("credits %v after %d consents", credits, consents)
 	}
 }
+
+// Older clients start with initialize and name their protocol version; the
+// server answers in that version from 2025-03-26 on.
+func TestInitializeOlderProtocolVersions(t *testing.T) {
+	e := newEnv(t, nil)
+	owner, cookie := e.owner("old@example.com")
+	tok := e.token(owner, cookie, []string{"fax:read"}, e.base+"/mcp")
+	for _, v := range []string{"2025-03-26", "2025-06-18", "2025-11-25"} {
+		t.Run(v, func(t *testing.T) {
+			body := `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"` + v +
+				`","capabilities":{},"clientInfo":{"name":"old","version":"1"}}}`
+			resp, out := rawPost(t, e.base+"/mcp", "Bearer "+tok, body)
+			if resp.StatusCode != http.StatusOK || !strings.Contains(out, `"protocolVersion":"`+v+`"`) {
+				t.Fatalf("initialize %s: %d %s", v, resp.StatusCode, out)
+			}
+		})
+	}
+}
