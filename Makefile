@@ -22,24 +22,31 @@ vet:
 fmt-check:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 
-# Installs what `make check` needs: PostgreSQL and LibreOffice from Debian
-# (when root), and starts PostgreSQL if it is stopped.
+# Installs what `make check` needs: PostgreSQL, LibreOffice, Node.js and
+# Chromium from Debian (when root), the pinned npm packages of the
+# conformance suites (npm ci into conformance/node_modules), and starts
+# PostgreSQL if it is stopped.
 deps:
 	./conformance/deps.sh
 
 # The full gate: vet, gofmt, every test with the race detector and every
 # part required (FAXHUB_REQUIRE_ALL=1: PostgreSQL, LibreOffice), the store
 # suite on PostgreSQL, the service and REST suites a second time on
-# PostgreSQL, and the memory and throughput measurements without the race
-# detector (it distorts both). Ends with a table and "N passed, N failed".
+# PostgreSQL, the memory and throughput measurements without the race
+# detector (it distorts both), then the third-party-client and browser
+# suites against a real `faxhub serve` (conformance/run-suites.sh; known
+# failures in conformance/baseline.yml). Ends with a table and
+# "N passed, N failed".
+SUITES := oauth browser
 CHECK_ENV := FAXHUB_TEST_POSTGRES_URL='$(PG_URL)' FAXHUB_REQUIRE_ALL=1
 check: deps vet fmt-check
 	@mkdir -p $(OUT)
 	@status=0; \
 	$(CHECK_ENV) $(GO) test -race -count=1 -timeout 20m -json ./... > $(OUT)/test-sqlite.json || status=1; \
-	$(CHECK_ENV) FAXHUB_TESTENV_POSTGRES='$(PG_URL)' $(GO) test -race -count=1 -timeout 20m -json ./core/ ./rest/ ./cmd/... ./oauth/ ./passkeys/ ./internal/app/ > $(OUT)/test-postgres.json || status=1; \
+	$(CHECK_ENV) FAXHUB_TESTENV_POSTGRES='$(PG_URL)' $(GO) test -race -count=1 -timeout 20m -json ./core/ ./rest/ ./cmd/... ./oauth/ ./passkeys/ ./internal/app/ ./protocols/... > $(OUT)/test-postgres.json || status=1; \
 	$(CHECK_ENV) $(GO) test -count=1 -timeout 10m -json -run 'Memory|Throughput$$' ./core/convert/ ./core/queue/ > $(OUT)/test-memory.json || status=1; \
-	$(GO) run ./conformance/summarize all=$(OUT)/test-sqlite.json postgres=$(OUT)/test-postgres.json no-race=$(OUT)/test-memory.json || status=1; \
+	GO='$(GO)' ./conformance/run-suites.sh $(SUITES) || status=1; \
+	$(GO) run ./conformance/summarize -baseline conformance/baseline.yml all=$(OUT)/test-sqlite.json postgres=$(OUT)/test-postgres.json no-race=$(OUT)/test-memory.json $(foreach s,$(SUITES),$(s)=$(OUT)/$(s).tap) || status=1; \
 	exit $$status
 
 # Throughput, memory and start-up figures against baselines measured in the

@@ -7,6 +7,11 @@ need_pkgs=()
 command -v psql >/dev/null 2>&1 && ls /usr/lib/postgresql/*/bin/postgres >/dev/null 2>&1 || need_pkgs+=(postgresql)
 command -v soffice >/dev/null 2>&1 || need_pkgs+=(libreoffice-writer-nogui libreoffice-calc-nogui)
 command -v pdftoppm >/dev/null 2>&1 || need_pkgs+=(poppler-utils)
+# The third-party-client and browser suites (conformance/run-suites.sh):
+# Node's test runner and Debian's Chromium (never a browser download).
+command -v node >/dev/null 2>&1 || need_pkgs+=(nodejs)
+command -v npm >/dev/null 2>&1 || need_pkgs+=(npm)
+[ -x "${FAXHUB_CHROMIUM:-/usr/bin/chromium}" ] || need_pkgs+=(chromium)
 
 if [ ${#need_pkgs[@]} -gt 0 ]; then
   if [ "$(id -u)" -ne 0 ]; then
@@ -18,6 +23,22 @@ if [ ${#need_pkgs[@]} -gt 0 ]; then
   apt-get update -qq
   apt-get install -y -qq --no-install-recommends "${need_pkgs[@]}" >/dev/null
 fi
+
+# Node 20 or newer (node --test with per-reporter destinations).
+node_major=$(node -p 'process.versions.node.split(".")[0]')
+[ "$node_major" -ge 20 ] || { echo "deps: node $(node --version) is too old; the suites need Node 20 or newer" >&2; exit 1; }
+
+# npm packages, pinned in conformance/package-lock.json, into the
+# git-ignored conformance/node_modules. `npm ci` runs when the lock file
+# changed since the last install (a copy of it is kept as a stamp).
+conf=$(cd "$(dirname "$0")" && pwd)
+if ! cmp -s "$conf/package-lock.json" "$conf/node_modules/.faxhub-lock"; then
+  echo "deps: npm ci in conformance/"
+  (cd "$conf" && npm ci --no-audit --no-fund --loglevel=error)
+  cp "$conf/package-lock.json" "$conf/node_modules/.faxhub-lock"
+fi
+(cd "$conf" && node -e 'for (const p of ["oauth4webapi","jose","playwright-core"]) require.resolve(p)' 2>/dev/null) \
+  || { echo "deps: npm packages missing in conformance/node_modules (npm ci failed?)" >&2; exit 1; }
 
 # PostgreSQL: start the local cluster if it is not accepting connections.
 if ! pg_isready -h 127.0.0.1 -p 5432 -q 2>/dev/null; then
@@ -33,4 +54,4 @@ pg_isready -h 127.0.0.1 -p 5432 -q || { echo "deps: PostgreSQL is not reachable 
 # The suite connects as postgres to database test with trust auth.
 psql -h 127.0.0.1 -U postgres -d postgres -tAc "SELECT 1 FROM pg_database WHERE datname='test'" | grep -q 1 \
   || psql -h 127.0.0.1 -U postgres -d postgres -c "CREATE DATABASE test" >/dev/null
-echo "deps: ok (PostgreSQL ready, LibreOffice $(soffice --version 2>/dev/null | awk '{print $2}' | head -n1))"
+echo "deps: ok (PostgreSQL ready, LibreOffice $(soffice --version 2>/dev/null | awk '{print $2}' | head -n1), node $(node --version), $("${FAXHUB_CHROMIUM:-/usr/bin/chromium}" --version 2>/dev/null | head -n1))"

@@ -138,6 +138,11 @@ func TestServeStartsMigratesAndStops(t *testing.T) {
 			t.Errorf("GET %s = %d, want %d", path, resp.StatusCode, want)
 		}
 	}
+	// The banner is printed by its own goroutine: wait for it (bounded)
+	// before stopping, or cancelling could cut it short.
+	for i := 0; i < 500 && !strings.Contains(out.String(), "admin demo"); i++ {
+		time.Sleep(10 * time.Millisecond)
+	}
 	cancel()
 	select {
 	case err := <-done:

@@ -1,0 +1,207 @@
+// The owner's browser: Debian Chromium (headless, driven by playwright-core)
+// with a CDP virtual WebAuthn authenticator, against a real `faxhub serve`.
+// Every page is saved as a screenshot to conformance/out/browser-NN-*.png.
+// Tests run in order and share one browser context (one owner).
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import path from 'node:path';
+import { chromium } from 'playwright-core';
+import * as oauth from 'oauth4webapi';
+import { BASE, ISSUER, MCP, OUT, env, registerClient } from '../node/lib.mjs';
+
+const CHROMIUM = env('FAXHUB_CHROMIUM');
+const EMAIL = 'grace@example.com';
+const REDIRECT = 'http://127.0.0.1:53683/callback';
+const insecure = { [oauth.allowInsecureRequests]: true };
+
+let browser, context, page, cdp, authenticatorId, profile;
+let shot = 0;
+
+async function screenshot(name) {
+  shot++;
+  await page.screenshot({ path: path.join(OUT, `browser-${String(shot).padStart(2, '0')}-${name}.png`), fullPage: true });
+}
+
+before(async () => {
+  assert.ok(fs.existsSync(CHROMIUM), `Chromium is missing at ${CHROMIUM} (make deps installs Debian's chromium)`);
+  for (const f of fs.readdirSync(OUT)) if (/^browser-.*\.png$/.test(f)) fs.rmSync(path.join(OUT, f));
+  profile = fs.mkdtempSync(path.join(process.env.TMPDIR ?? '/tmp', 'faxhub-chromium-'));
+  // launchPersistentContext gives the fresh --user-data-dir the machine needs.
+  context = await chromium.launchPersistentContext(profile, {
+    executablePath: CHROMIUM, headless: true, timeout: 60000,
+    args: ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking',
+      '--disable-component-update', '--disable-sync'],
+  });
+  context.setDefaultTimeout(20000);
+  page = context.pages()[0] ?? await context.newPage();
+  // The OAuth client's redirect URI: nothing listens there; the browser
+  // lands on a stub so the callback URL can be read.
+  await context.route('http://127.0.0.1:53683/**', (route) => route.fulfill({ status: 200, contentType: 'text/plain', body: 'client callback' }));
+  cdp = await context.newCDPSession(page);
+  await cdp.send('WebAuthn.enable');
+  ({ authenticatorId } = await cdp.send('WebAuthn.addVirtualAuthenticator', {
+    options: { protocol: 'ctap2', transport: 'internal', hasResidentKey: true, hasUserVerification: true, isUserVerified: true, automaticPresenceSimulation: true },
+  }));
+});
+
+after(async () => {
+  await context?.close();
+  if (profile) fs.rmSync(profile, { recursive: true, force: true });
+});
+
+async function credentials() {
+  return (await cdp.send('WebAuthn.getCredentials', { authenticatorId })).credentials;
+}
+
+test('sign up with a passkey (verification link from the dev mailbox)', async () => {
+  await page.goto(`${BASE}/signup`);
+  await screenshot('signup');
+  await page.fill('#email', EMAIL);
+  await page.fill('#name', 'Grace Hopper');
+  await page.click('button[type=submit]:has-text("Send verification link")');
+  await page.waitForSelector('text=Check your email');
+  await screenshot('signup-sent');
+
+  await page.goto(`${BASE}/console/mailbox`);
+  await screenshot('mailbox');
+  const card = page.locator('li.card', { hasText: `To ${EMAIL}` }).first();
+  const link = await card.locator('a[href*="/verify?token="]').first().getAttribute('href');
+  assert.ok(link?.startsWith(`${BASE}/verify?token=`), `verification link ${link}`);
+
+  await page.goto(link);
+  await page.fill('#passkey-name', 'Virtual authenticator');
+  await screenshot('verify');
+  await page.click('button:has-text("Create passkey")');
+  await page.waitForURL(`${BASE}/console`);
+  await page.waitForSelector('h1:has-text("Dashboard")');
+  await screenshot('dashboard');
+  const creds = await credentials();
+  assert.equal(creds.length, 1, 'one passkey on the authenticator');
+  assert.equal(creds[0].isResidentCredential, true, 'the passkey is discoverable');
+  assert.equal(creds[0].rpId, 'localhost');
+});
+
+test('sign out, then sign in with the discoverable passkey', async () => {
+  await page.click('form.signout button');
+  await page.waitForLoadState();
+  await page.goto(`${BASE}/console`);
+  await page.waitForURL(/\/signin/);
+  await screenshot('signin');
+  await page.click('button:has-text("Sign in with a passkey")');
+  await page.waitForURL(`${BASE}/console`);
+  await page.goto(`${BASE}/console/account`);
+  await page.waitForSelector(`text=${EMAIL}`);
+  await screenshot('account');
+});
+
+test('create an API key; it works on the API', async () => {
+  await page.goto(`${BASE}/console/keys`);
+  await page.fill('#key-name', 'browser suite');
+  await page.check('input[name=mode][value=test]');
+  await page.click('button:has-text("Create key")');
+  const secret = await page.locator('#secret').inputValue();
+  await screenshot('api-key');
+  assert.match(secret, /^fxk_test_[A-Za-z0-9_]+$/);
+  const res = await fetch(`${BASE}/api/v1/credits`, { headers: { authorization: `Bearer ${secret}` } });
+  assert.equal(res.status, 200, `GET /api/v1/credits with the new key: ${res.status}`);
+  await page.goto(`${BASE}/console/keys`);
+  assert.ok(!(await page.content()).includes(secret), 'the keys page shows the secret again');
+});
+
+// An OAuth client (DCR and token calls from node with oauth4webapi); the
+// authorization request runs in the signed-in browser.
+let as, client;
+async function startAuthorization() {
+  if (!as) {
+    as = await oauth.processDiscoveryResponse(new URL(ISSUER), await oauth.discoveryRequest(new URL(ISSUER), { algorithm: 'oauth2', ...insecure }));
+    const reg = await registerClient(as.registration_endpoint, 'Conformance Browser App', REDIRECT);
+    client = { client_id: reg.client_id, token_endpoint_auth_method: 'none' };
+  }
+  const verifier = oauth.generateRandomCodeVerifier();
+  const state = oauth.generateRandomState();
+  const u = new URL(as.authorization_endpoint);
+  for (const [k, v] of Object.entries({
+    response_type: 'code', client_id: client.client_id, redirect_uri: REDIRECT, scope: 'fax:read credits:read',
+    state, code_challenge: await oauth.calculatePKCECodeChallenge(verifier), code_challenge_method: 'S256', resource: MCP,
+  })) u.searchParams.set(k, v);
+  await page.goto(u.href);
+  await page.waitForURL(/\/console\/approvals\//);
+  await page.waitForSelector('text=Conformance Browser App');
+  return { verifier, state };
+}
+
+test('approve an OAuth consent (narrowed to one scope)', async () => {
+  const { verifier, state } = await startAuthorization();
+  await screenshot('consent');
+  await page.uncheck('input[name=scope][value="credits:read"]');
+  await page.click('button[name=decision][value=approve]');
+  await page.waitForURL((u) => u.href.startsWith(REDIRECT));
+  await screenshot('consent-callback');
+  const cb = new URL(page.url());
+  const params = oauth.validateAuthResponse(as, client, cb, state);
+  const res = await oauth.authorizationCodeGrantRequest(as, client, oauth.None(), params, REDIRECT, verifier, insecure);
+  const tok = await oauth.processAuthorizationCodeResponse(as, client, res);
+  assert.equal(tok.scope, 'fax:read', 'the owner unticked credits:read');
+  await page.goto(`${BASE}/console/apps`);
+  await page.waitForSelector('text=Conformance Browser App');
+  await screenshot('apps');
+});
+
+test('decline an OAuth consent: the client gets access_denied', async () => {
+  const { state } = await startAuthorization();
+  await page.click('button[name=decision][value=decline]');
+  await page.waitForURL((u) => u.href.startsWith(REDIRECT));
+  const cb = new URL(page.url());
+  assert.equal(cb.searchParams.get('iss'), ISSUER);
+  assert.throws(() => oauth.validateAuthResponse(as, client, cb, state),
+    (err) => err instanceof oauth.AuthorizationResponseError && err.error === 'access_denied');
+});
+
+// Agent registration (issue 4, later): "approve an agent claim by entering
+// its code" goes here once the registration endpoints exist.
+
+// Chromium itself refuses the ceremony (faxhub requires userVerification),
+// so this proves the whole chain ends signed out; the server's own check of
+// the UV flag is covered by the Go tests with a software authenticator.
+test('sign-in fails when the authenticator cannot verify the user', async () => {
+  await page.goto(`${BASE}/console`);
+  await page.click('form.signout button');
+  await page.waitForLoadState();
+  await cdp.send('WebAuthn.setUserVerified', { authenticatorId, isUserVerified: false });
+  try {
+    await page.goto(`${BASE}/signin`);
+    await page.click('button:has-text("Sign in with a passkey")');
+    const status = page.locator('[data-webauthn-status].error');
+    await status.waitFor();
+    await screenshot('signin-no-uv');
+    assert.ok((await status.textContent()).trim().length > 0, 'an error is shown');
+    const res = await page.goto(`${BASE}/console`);
+    assert.match(page.url(), /\/signin/, 'still signed out');
+    assert.ok(res);
+  } finally {
+    await cdp.send('WebAuthn.setUserVerified', { authenticatorId, isUserVerified: true });
+  }
+  await page.click('button:has-text("Sign in with a passkey")');
+  await page.waitForURL(`${BASE}/console`);
+});
+
+test('a user-verification-required approval is refused when the authenticator reports no UV', async () => {
+  // No public interface creates a requires_uv approval yet (the delegated
+  // send_fax of the MCP/agent issues will). Baselined in
+  // conformance/baseline.yml; when this passes, remove the entry.
+  await page.goto(`${BASE}/console/approvals`);
+  await screenshot('approvals');
+  const uv = page.locator('button[data-webauthn="approve"]');
+  assert.ok(await uv.count() > 0, 'no public flow creates a requires_uv approval until the delegated-host issue');
+  await cdp.send('WebAuthn.setUserVerified', { authenticatorId, isUserVerified: false });
+  try {
+    await uv.first().click();
+    const status = page.locator('[data-webauthn-status].error');
+    await status.waitFor();
+    await screenshot('approval-no-uv');
+    assert.equal(await page.locator('button[data-webauthn="approve"]').count() > 0, true, 'the approval is still pending');
+  } finally {
+    await cdp.send('WebAuthn.setUserVerified', { authenticatorId, isUserVerified: true });
+  }
+});

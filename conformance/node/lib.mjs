@@ -1,0 +1,49 @@
+// Shared by the conformance suites: the server under test (started by
+// conformance/run-suites.sh) and small HTML helpers for the console's
+// server-rendered pages.
+import assert from 'node:assert/strict';
+
+export function env(name) {
+  const v = process.env[name];
+  if (!v) throw new Error(`${name} is not set: run the suites through conformance/run-suites.sh`);
+  return v;
+}
+
+export const BASE = env('FAXHUB_BASE_URL');
+export const OUT = env('FAXHUB_OUT');
+export const ISSUER = `${BASE}/api/auth`;
+export const MCP = `${BASE}/mcp`;
+export const A2A = `${BASE}/a2a`;
+
+const entities = { amp: '&', lt: '<', gt: '>', quot: '"', apos: "'" };
+export function unescapeHTML(s) {
+  return s.replace(/&(#x[0-9a-f]+|#[0-9]+|[a-z]+);/gi, (m, e) => {
+    if (e[0] === '#') return String.fromCodePoint(e[1].toLowerCase() === 'x' ? parseInt(e.slice(2), 16) : parseInt(e.slice(1), 10));
+    return entities[e.toLowerCase()] ?? m;
+  });
+}
+
+// hiddenField reads <input type="hidden" name=NAME value=…> from a page.
+export function hiddenField(html, name) {
+  const m = html.match(new RegExp(`name="${name}" value="([^"]*)"`));
+  assert.ok(m, `the page has no ${name} field`);
+  return unescapeHTML(m[1]);
+}
+
+// A public client registered by RFC 7591 dynamic client registration.
+export async function registerClient(registrationEndpoint, name, redirectURI) {
+  const res = await fetch(registrationEndpoint, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', accept: 'application/json' },
+    body: JSON.stringify({
+      client_name: name, redirect_uris: [redirectURI], token_endpoint_auth_method: 'none',
+      grant_types: ['authorization_code', 'refresh_token'], response_types: ['code'],
+    }),
+  });
+  const body = await res.json();
+  assert.equal(res.status, 201, `registration: ${res.status} ${JSON.stringify(body)}`);
+  assert.ok(body.client_id, 'registration returned no client_id');
+  assert.equal(body.token_endpoint_auth_method, 'none');
+  assert.deepEqual(body.redirect_uris, [redirectURI]);
+  return body;
+}

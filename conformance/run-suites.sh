@@ -1,0 +1,75 @@
+#!/usr/bin/env bash
+# Runs the third-party-client and browser suites (Node's test runner) against
+# a real `faxhub serve` started for the run on loopback, and writes one TAP
+# file per suite to conformance/out/<suite>.tap for conformance/summarize.
+#
+#   conformance/run-suites.sh            # every suite
+#   conformance/run-suites.sh oauth      # one suite (oauth, browser)
+#
+# It never skips: a missing node, npm package or Chromium is a failure (run
+# `make deps` first). The exit status is 0 even when tests fail: the
+# summarizer decides, with conformance/baseline.yml. It is non-zero when the
+# harness itself cannot run (build, start-up).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+ROOT=$PWD
+OUT=$ROOT/conformance/out
+mkdir -p "$OUT"
+
+# Each suite: name → test file. Later suites (mcp, agent registration) are
+# added here and nowhere else.
+declare -A SUITES=(
+  [oauth]=conformance/node/oauth.test.mjs
+  [browser]=conformance/browser/browser.test.mjs
+)
+ORDER=(oauth browser)
+if [ $# -gt 0 ]; then ORDER=("$@"); fi
+for s in "${ORDER[@]}"; do
+  [ -n "${SUITES[$s]:-}" ] || { echo "run-suites: unknown suite $s (have: ${!SUITES[*]})" >&2; exit 2; }
+done
+
+command -v node >/dev/null || { echo "run-suites: node is missing (make deps)" >&2; exit 1; }
+[ -d conformance/node_modules/oauth4webapi ] || { echo "run-suites: npm packages missing (make deps)" >&2; exit 1; }
+export FAXHUB_CHROMIUM=${FAXHUB_CHROMIUM:-/usr/bin/chromium}
+
+GO=${GO:-go}
+BIN=$OUT/faxhub
+$GO build -o "$BIN" ./cmd/faxhub
+
+DATA=$(mktemp -d "${TMPDIR:-/tmp}/faxhub-conformance.XXXXXX")
+PORT=$(node -e 'const s=require("net").createServer().listen(0,"127.0.0.1",()=>{console.log(s.address().port);s.close()})')
+BASE=http://localhost:$PORT
+SERVER_PID=
+cleanup() {
+  if [ -n "$SERVER_PID" ]; then kill "$SERVER_PID" 2>/dev/null || true; wait "$SERVER_PID" 2>/dev/null || true; fi
+  rm -rf "$DATA"
+}
+trap cleanup EXIT
+
+# The OAuth suite's owner, signed in without a browser: an admin-made owner
+# and session (before serve starts, so SQLite has one writer at a time).
+OWNER=conformance@example.com
+"$BIN" admin owner create --data "$DATA" --base-url "$BASE" --email "$OWNER" --name "Conformance Owner" --log-level error >/dev/null
+SESSION_COOKIE=$("$BIN" admin session create --data "$DATA" --base-url "$BASE" --owner "$OWNER" --log-level error)
+
+"$BIN" serve --dev --sim-timescale 0 --data "$DATA" --addr "127.0.0.1:$PORT" --base-url "$BASE" \
+  --log-level warn >"$OUT/server.log" 2>&1 &
+SERVER_PID=$!
+for _ in $(seq 1 100); do
+  if curl -fsS "http://127.0.0.1:$PORT/readyz" >/dev/null 2>&1; then break; fi
+  kill -0 "$SERVER_PID" 2>/dev/null || { echo "run-suites: faxhub serve exited; see $OUT/server.log" >&2; cat "$OUT/server.log" >&2; exit 1; }
+  sleep 0.1
+done
+curl -fsS "http://127.0.0.1:$PORT/readyz" >/dev/null || { echo "run-suites: /readyz never answered" >&2; exit 1; }
+echo "run-suites: faxhub serve on $BASE (data $DATA)"
+
+export FAXHUB_BASE_URL=$BASE FAXHUB_SESSION_COOKIE=$SESSION_COOKIE FAXHUB_OUT=$OUT
+for s in "${ORDER[@]}"; do
+  echo "run-suites: $s (${SUITES[$s]})"
+  rm -f "$OUT/$s.tap" # a suite that dies before writing must not count an old run
+  # The TAP file is what the summarizer counts; the spec reporter is for people.
+  node --test --test-concurrency=1 --test-timeout=120000 \
+    --test-reporter=tap --test-reporter-destination="$OUT/$s.tap" \
+    --test-reporter=spec --test-reporter-destination=stdout \
+    "${SUITES[$s]}" || true
+done
