@@ -69,7 +69,7 @@ func (s *Server) Metadata() ASMetadata {
 		ScopesSupported:                        supportedScopes(),
 		ResponseTypesSupported:                 []string{"code"},
 		ResponseModesSupported:                 []string{"query"},
-		GrantTypesSupported:                    []string{"authorization_code", "refresh_token"},
+		GrantTypesSupported:                    []string{"authorization_code", "refresh_token", GrantTypeAgentClaim, GrantTypeJWTBearer},
 		CodeChallengeMethodsSupported:          []string{"S256"},
 		TokenEndpointAuthMethodsSupported:      []string{"none"},
 		RevocationEndpointAuthMethodsSupported: []string{"none"},

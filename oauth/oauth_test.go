@@ -552,7 +552,7 @@ func TestMetadataDocuments(t *testing.T) {
 			"response_types_supported":              {"code"},
 			"code_challenge_methods_supported":      {"S256"},
 			"token_endpoint_auth_methods_supported": {"none"},
-			"grant_types_supported":                 {"authorization_code", "refresh_token"},
+			"grant_types_supported":                 {"authorization_code", "refresh_token", oauth.GrantTypeAgentClaim, oauth.GrantTypeJWTBearer},
 			"scopes_supported": {"openid", "profile", "email", "offline_access", "fax:read", "fax:draft", "fax:send",
 				"inbox:read", "credits:read", "credits:checkout"},
 		} {

@@ -233,6 +233,12 @@ func (s *Server) Handler() http.Handler {
 	mux.Handle(PathRevoke, cors(methods(http.HandlerFunc(s.revoke), http.MethodPost)))
 	mux.Handle(PathJWKS, cors(methods(http.HandlerFunc(s.serveJWKS), http.MethodGet)))
 	mux.Handle(PathAuthGuide, methods(http.HandlerFunc(s.serveGuide), http.MethodGet))
+	// Agent registration (agents.go). manage uses the owner's cookie, so
+	// it gets no CORS; the agent endpoints are called by programs.
+	mux.Handle(PathAgentManage, methods(http.HandlerFunc(s.manage), http.MethodPost))
+	mux.Handle(PathAgentIdentity, cors(methods(http.HandlerFunc(s.identity), http.MethodPost)))
+	mux.Handle(PathAgentClaim, cors(methods(http.HandlerFunc(s.claim), http.MethodPost)))
+	mux.Handle(PathAgentRevoke, cors(methods(http.HandlerFunc(s.revokeIdentity), http.MethodPost)))
 	return mux
 }
 

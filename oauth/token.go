@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net/http"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/ory/fosite"
@@ -41,8 +42,12 @@ func (s *Server) token(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, "invalid_request", "grant_type is required")
 		return
 	case "authorization_code", "refresh_token":
+	case GrantTypeAgentClaim, GrantTypeJWTBearer:
+		// Agent registration grants (agents.go), served without fosite.
+		s.agentToken(w, r, gt)
+		return
 	default:
-		writeError(w, http.StatusBadRequest, "unsupported_grant_type", "grant type "+gt+" is not supported here; use authorization_code or refresh_token")
+		writeError(w, http.StatusBadRequest, "unsupported_grant_type", "grant type "+gt+" is not supported here; use authorization_code, refresh_token, "+GrantTypeAgentClaim+" or "+GrantTypeJWTBearer)
 		return
 	}
 	ar, err := s.provider.NewAccessRequest(ctx, r, newSession())
@@ -112,6 +117,10 @@ func (s *Server) revoke(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, "invalid_request", "token is required")
 		return
 	}
+	if strings.HasPrefix(token, prefixAgentAccess) {
+		s.revokeAgentToken(ctx, w, token)
+		return
+	}
 	if _, _, basic := r.BasicAuth(); !basic && r.PostForm.Get("client_id") == "" {
 		clientID, err := s.tokenClient(ctx, token)
 		if err != nil {
@@ -160,6 +169,9 @@ func invalidToken(msg string) error {
 func (s *Server) VerifyAccessToken(ctx context.Context, token, audience string) (core.Principal, error) {
 	if token == "" {
 		return core.Principal{}, invalidToken("an access token is required")
+	}
+	if strings.HasPrefix(token, prefixAgentAccess) {
+		return s.verifyAgentToken(ctx, token, audience)
 	}
 	_, ar, err := s.provider.IntrospectToken(ctx, token, fosite.AccessToken, newSession())
 	if err != nil {
@@ -240,5 +252,13 @@ func (s *Server) RevokeGrant(ctx context.Context, ownerID, grantID string) error
 func (s *Server) PurgeExpired(ctx context.Context) (int64, error) {
 	// Refresh tokens expire after 30 days; inactive ones are kept until
 	// then so that reuse is recognised.
-	return s.store.DeleteExpiredOAuth(ctx, s.now())
+	n, err := s.store.DeleteExpiredOAuth(ctx, s.now())
+	if err != nil {
+		return n, err
+	}
+	if a := s.agentStore(); a != nil {
+		m, err := a.DeleteExpiredAgentTokens(ctx, s.now())
+		return n + m, err
+	}
+	return n, nil
 }

@@ -215,6 +215,12 @@ func (c *Console) decide(w http.ResponseWriter, r *http.Request, s *signedIn) {
 		c.fail(w, r, core.Errorf(core.KindInvalid, core.CodeInvalidRequest, "choose approve or decline"))
 		return
 	}
+	if a.Kind == core.ApprovalAgentClaim {
+		if err := c.agentClaimInboxDecision(r, s, a, approve); err != nil {
+			c.fail(w, r, err)
+			return
+		}
+	}
 	d := core.Decision{Approve: approve, BindingHash: r.PostFormValue("binding")}
 	if approve {
 		if a.RequiresUV {

@@ -48,6 +48,9 @@ type Options struct {
 	// Grants lists and revokes OAuth grants; nil until the OAuth server is
 	// wired (the apps page then says no apps are connected).
 	Grants core.GrantDirectory
+	// Agents is agent registration (the Agent access page and claim
+	// links); nil until the OAuth server is wired.
+	Agents core.AgentDirectory
 	Logger *slog.Logger
 }
 
@@ -131,7 +134,7 @@ func (c *Console) Err() error { return c.err }
 // Paths are the URL patterns the console answers; mount Handler on each
 // (they do not collide with /api/, /.well-known/ or /healthz).
 func Paths() []string {
-	return []string{"/signup", "/signin", "/signin/", "/signout", "/verify", "/verify/", "/recover", "/console", "/console/"}
+	return []string{"/signup", "/signin", "/signin/", "/signout", "/verify", "/verify/", "/recover", "/console", "/console/", ClaimPathPrefix}
 }
 
 // Handler serves every path of Paths.
@@ -167,6 +170,12 @@ func (c *Console) Handler() http.Handler {
 	mux.HandleFunc("POST /console/keys/{id}/revoke", c.withOwner(c.revokeKey))
 	mux.HandleFunc("GET /console/apps", c.withOwner(c.appsPage))
 	mux.HandleFunc("POST /console/apps/{id}/revoke", c.withOwner(c.revokeApp))
+	mux.HandleFunc("GET /console/agents", c.withOwner(c.agentsPage))
+	mux.HandleFunc("POST /console/agents", c.withOwner(c.createEnrollment))
+	mux.HandleFunc("POST /console/agents/enrollments/{id}/revoke", c.withOwner(c.revokeEnrollment))
+	mux.HandleFunc("POST /console/agents/registrations/{id}/revoke", c.withOwner(c.revokeRegistration))
+	mux.HandleFunc("GET "+ClaimPathPrefix+"{token}", c.withOwner(c.claimPage))
+	mux.HandleFunc("POST "+ClaimPathPrefix+"{token}", c.withOwner(c.decideClaim))
 	mux.HandleFunc("GET /console/approvals", c.withOwner(c.approvalsPage))
 	mux.HandleFunc("GET /console/approvals/{id}", c.withOwner(c.approvalPage))
 	mux.HandleFunc("POST /console/approvals/{id}", c.withOwner(c.decide))

@@ -54,6 +54,7 @@ func RunTests(t *testing.T, newStore func(t *testing.T) core.Store) {
 		{"OAuthConsents", testOAuthConsents},
 		{"OAuthKeys", testOAuthKeys},
 		{"Passkeys", RunPasskeyTests},
+		{"Agents", RunAgentTests},
 	} {
 		t.Run(tc.name, func(t *testing.T) { tc.run(t, newStore(t)) })
 	}

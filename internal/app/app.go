@@ -200,7 +200,7 @@ func (a *App) wireOwners() error {
 		o.Logger.Warn("no SMTP configured (FAXHUB_SMTP_URL): sign-up and recovery mails are only logged, without their links")
 	}
 	con := passkeys.New(a.Svc, a.DB, passkeys.Options{
-		BaseURL: o.BaseURL, DevMailbox: o.Dev, Mailer: mailer, Grants: srv, Logger: o.Logger,
+		BaseURL: o.BaseURL, DevMailbox: o.Dev, Mailer: mailer, Grants: srv, Agents: srv, Logger: o.Logger,
 	})
 	if err := con.Err(); err != nil {
 		// The API still serves; the console pages say they are

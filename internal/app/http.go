@@ -46,6 +46,7 @@ func (a *App) Handler() http.Handler {
 		oauth.PathProtectedResource, oauth.PathProtectedResourceMCP, oauth.PathProtectedResourceA2A,
 		oauth.PathRegister, oauth.PathAuthorize, oauth.PathAuthorizeResume, oauth.PathToken, oauth.PathRevoke,
 		oauth.PathJWKS, oauth.PathAuthGuide,
+		oauth.PathAgentManage, oauth.PathAgentIdentity, oauth.PathAgentClaim, oauth.PathAgentRevoke,
 	} {
 		mux.Handle(p, as)
 	}
@@ -100,7 +101,16 @@ func accessLog(log *slog.Logger, next http.Handler) http.Handler {
 			return
 		}
 		log.LogAttrs(r.Context(), slog.LevelInfo, "http",
-			slog.String("method", r.Method), slog.String("path", web.RedactPath(r.URL.Path)),
+			slog.String("method", r.Method), slog.String("path", redactPath(r.URL.Path)),
 			slog.Int("status", rec.status), slog.Duration("dur", time.Since(start)))
 	})
+}
+
+// redactPath hides the secrets some paths carry (upload tokens, the
+// claim-attempt token of an agent claim link) from access logs.
+func redactPath(p string) string {
+	if rest, ok := strings.CutPrefix(p, oauth.PathAgentClaimPage); ok && rest != "" {
+		return oauth.PathAgentClaimPage + "…"
+	}
+	return web.RedactPath(p)
 }

@@ -1,0 +1,260 @@
+package storetest
+
+import (
+	"errors"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/faxhub/faxhub/core"
+)
+
+func agentStore(t *testing.T, s core.Store) core.AgentStore {
+	t.Helper()
+	a, ok := s.(core.AgentStore)
+	if !ok {
+		t.Fatalf("%T does not implement core.AgentStore", s)
+	}
+	return a
+}
+
+func newEnrollment(ownerID string, sec int) *core.AgentEnrollment {
+	return &core.AgentEnrollment{
+		ID: core.NewID("aen_"), OwnerID: ownerID, Name: "Build bot", Scopes: []string{"fax:read", "credits:read"},
+		TokenHash: core.NewID("h_"), CreatedAt: at(sec), ExpiresAt: at(sec).Add(core.AgentEnrollmentTTL),
+	}
+}
+
+func registerAgent(t *testing.T, s core.AgentStore, e *core.AgentEnrollment, sec int) (*core.AgentRegistration, *core.AgentClaim) {
+	t.Helper()
+	r := &core.AgentRegistration{ID: core.NewID("agr_"), OwnerID: e.OwnerID, Type: core.AgentRegistrationService, Name: e.Name,
+		Scopes: e.Scopes, Status: core.AgentActive, CreatedAt: at(sec)}
+	c := &core.AgentClaim{RegistrationID: r.ID, OwnerID: e.OwnerID, TokenHash: core.NewID("ct_"), UserCodeHash: "code1",
+		AttemptHash: core.NewID("att_"), Scopes: e.Scopes, Status: core.AgentClaimPending, CreatedAt: at(sec),
+		ExpiresAt: at(sec).Add(core.AgentClaimTTL), Interval: core.AgentClaimInterval}
+	must(t, s.RegisterAgent(t.Context(), e.ID, r, c))
+	return r, c
+}
+
+// testAgentEnrollments: issuance limit, listing, revocation, claim-once
+// consumption, and expiry.
+func testAgentEnrollments(t *testing.T, st core.Store) {
+	ctx, s := t.Context(), agentStore(t, st)
+	o := newOwner(t, st)
+	var es []*core.AgentEnrollment
+	for i := range core.AgentMaxLiveEnrollments {
+		e := newEnrollment(o.ID, i)
+		must(t, s.CreateAgentEnrollment(ctx, e, core.AgentMaxLiveEnrollments))
+		es = append(es, e)
+	}
+	wantErr(t, "sixth live token", s.CreateAgentEnrollment(ctx, newEnrollment(o.ID, 10), core.AgentMaxLiveEnrollments), core.ErrConflict)
+	got, err := s.GetAgentEnrollmentByHash(ctx, es[0].TokenHash)
+	must(t, err)
+	wantEqual(t, "GetAgentEnrollmentByHash", got, es[0])
+	list, err := s.ListAgentEnrollments(ctx, o.ID, at(10))
+	must(t, err)
+	if len(list) != core.AgentMaxLiveEnrollments {
+		t.Fatalf("live tokens = %d", len(list))
+	}
+	// Revoking one frees a slot; a revoked token cannot register.
+	must(t, s.RevokeAgentEnrollment(ctx, o.ID, es[0].ID, at(11)))
+	wantErr(t, "revoke twice", s.RevokeAgentEnrollment(ctx, o.ID, es[0].ID, at(11)), core.ErrNoRows)
+	must(t, s.CreateAgentEnrollment(ctx, newEnrollment(o.ID, 12), core.AgentMaxLiveEnrollments))
+	r := &core.AgentRegistration{ID: core.NewID("agr_"), OwnerID: o.ID, Type: core.AgentRegistrationAnon, Name: "x", Status: core.AgentActive, CreatedAt: at(13)}
+	c := &core.AgentClaim{RegistrationID: r.ID, OwnerID: o.ID, TokenHash: "t1", Status: core.AgentClaimPending, CreatedAt: at(13), ExpiresAt: at(600), Interval: 5}
+	wantErr(t, "register with revoked token", s.RegisterAgent(ctx, es[0].ID, r, c), core.ErrConflict)
+	// Consumed once; a second registration with it fails and leaves nothing.
+	r1, _ := registerAgent(t, s, es[1], 13)
+	r2 := *r1
+	r2.ID = core.NewID("agr_")
+	c2 := &core.AgentClaim{RegistrationID: r2.ID, OwnerID: o.ID, TokenHash: "t2", Status: core.AgentClaimPending, CreatedAt: at(13), ExpiresAt: at(600), Interval: 5}
+	wantErr(t, "reuse consumed token", s.RegisterAgent(ctx, es[1].ID, &r2, c2), core.ErrConflict)
+	_, err = s.GetAgentRegistration(ctx, r2.ID)
+	wantErr(t, "failed registration left a row", err, core.ErrNoRows)
+	got, err = s.GetAgentEnrollmentByHash(ctx, es[1].TokenHash)
+	must(t, err)
+	if got.ConsumedAt == nil || got.RegistrationID != r1.ID {
+		t.Fatalf("consumed token = %+v", got)
+	}
+	// Expired tokens neither count nor register.
+	wantErr(t, "register with expired token", s.RegisterAgent(ctx, es[2].ID,
+		&core.AgentRegistration{ID: "agr_late", OwnerID: o.ID, Type: core.AgentRegistrationAnon, Name: "x", Status: core.AgentActive, CreatedAt: at(2000)},
+		&core.AgentClaim{RegistrationID: "agr_late", OwnerID: o.ID, TokenHash: "t3", Status: core.AgentClaimPending, CreatedAt: at(2000), ExpiresAt: at(2600), Interval: 5}), core.ErrConflict)
+	list, err = s.ListAgentEnrollments(ctx, o.ID, at(2000))
+	must(t, err)
+	if len(list) != 0 {
+		t.Fatalf("expired tokens listed: %d", len(list))
+	}
+}
+
+// testAgentEnrollmentsConcurrent: many concurrent issuances never exceed
+// the live limit.
+func testAgentEnrollmentsConcurrent(t *testing.T, st core.Store) {
+	ctx, s := t.Context(), agentStore(t, st)
+	o := newOwner(t, st)
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	ok := 0
+	for i := range concurrency {
+		wg.Go(func() {
+			err := s.CreateAgentEnrollment(ctx, newEnrollment(o.ID, i%3), core.AgentMaxLiveEnrollments)
+			if err != nil && !errors.Is(err, core.ErrConflict) {
+				t.Error(err)
+			}
+			if err == nil {
+				mu.Lock()
+				ok++
+				mu.Unlock()
+			}
+		})
+	}
+	wg.Wait()
+	if ok != core.AgentMaxLiveEnrollments {
+		t.Fatalf("%d tokens issued, want %d", ok, core.AgentMaxLiveEnrollments)
+	}
+}
+
+// testAgentClaims: polling, slow_down growth, attempts, decisions, expiry,
+// redemption, tokens and registration revocation.
+func testAgentClaims(t *testing.T, st core.Store) {
+	ctx, s := t.Context(), agentStore(t, st)
+	o := newOwner(t, st)
+	e := newEnrollment(o.ID, 0)
+	must(t, s.CreateAgentEnrollment(ctx, e, core.AgentMaxLiveEnrollments))
+	r, c := registerAgent(t, s, e, 1)
+	got, err := s.GetAgentRegistration(ctx, r.ID)
+	must(t, err)
+	wantEqual(t, "GetAgentRegistration", got, r)
+
+	p, err := s.PollAgentClaim(ctx, c.TokenHash, at(2))
+	must(t, err)
+	if p.SlowDown || p.Claim.Status != core.AgentClaimPending || p.Claim.Interval != 5 {
+		t.Fatalf("first poll = %+v", p)
+	}
+	p, err = s.PollAgentClaim(ctx, c.TokenHash, at(4))
+	must(t, err)
+	if !p.SlowDown || p.Claim.Interval != 10 {
+		t.Fatalf("fast poll = %+v", p)
+	}
+	p, err = s.PollAgentClaim(ctx, c.TokenHash, at(14))
+	must(t, err)
+	if p.SlowDown || p.Claim.Interval != 10 {
+		t.Fatalf("poll after interval = %+v", p)
+	}
+	cl, err := s.GetAgentClaimByToken(ctx, c.TokenHash)
+	must(t, err)
+	if cl.Interval != 10 || cl.LastPollAt == nil || !cl.LastPollAt.Equal(at(14)) {
+		t.Fatalf("stored claim = %+v", cl)
+	}
+
+	// A new attempt replaces the old link and resets the tries.
+	n, err := s.AddAgentClaimTry(ctx, c.AttemptHash)
+	must(t, err)
+	wantEqual(t, "tries", n, 1)
+	must(t, s.StartAgentClaimAttempt(ctx, r.ID, "att2", "code2", "apr_1"))
+	_, err = s.GetAgentClaimByAttempt(ctx, c.AttemptHash)
+	wantErr(t, "old link", err, core.ErrNoRows)
+	cl, err = s.GetAgentClaimByAttempt(ctx, "att2")
+	must(t, err)
+	if cl.Tries != 0 || cl.UserCodeHash != "code2" || cl.ApprovalID != "apr_1" {
+		t.Fatalf("new attempt = %+v", cl)
+	}
+
+	// A pre-claim token is deleted on redemption.
+	pre := &core.AgentToken{TokenHash: "pre", RegistrationID: r.ID, OwnerID: o.ID, Scopes: []string{}, Resource: "https://x/mcp", CreatedAt: at(20), ExpiresAt: at(3620)}
+	must(t, s.CreateAgentToken(ctx, pre))
+	gt, err := s.GetAgentToken(ctx, "pre")
+	must(t, err)
+	wantEqual(t, "GetAgentToken", gt, pre)
+
+	wantErr(t, "redeem pending", s.RedeemAgentClaim(ctx, r.ID), core.ErrConflict)
+	must(t, s.DecideAgentClaim(ctx, r.ID, true, []string{"fax:read"}, at(30)))
+	wantErr(t, "decide twice", s.DecideAgentClaim(ctx, r.ID, false, nil, at(31)), core.ErrConflict)
+	p, err = s.PollAgentClaim(ctx, c.TokenHash, at(40))
+	must(t, err)
+	if p.Claim.Status != core.AgentClaimApproved || len(p.Claim.Scopes) != 1 {
+		t.Fatalf("approved poll = %+v", p)
+	}
+	must(t, s.RedeemAgentClaim(ctx, r.ID))
+	wantErr(t, "redeem twice", s.RedeemAgentClaim(ctx, r.ID), core.ErrConflict)
+	_, err = s.GetAgentToken(ctx, "pre")
+	wantErr(t, "pre-claim token", err, core.ErrNoRows)
+	got, err = s.GetAgentRegistration(ctx, r.ID)
+	must(t, err)
+	if !got.Claimed || len(got.Scopes) != 1 || got.Scopes[0] != "fax:read" {
+		t.Fatalf("claimed registration = %+v", got)
+	}
+
+	must(t, s.SetAgentAssertion(ctx, r.ID, "jti1", at(41)))
+	must(t, s.TouchAgentRegistration(ctx, r.ID, at(42)))
+	must(t, s.CreateAgentToken(ctx, &core.AgentToken{TokenHash: "post", RegistrationID: r.ID, OwnerID: o.ID, Scopes: []string{"fax:read"}, Resource: "r", CreatedAt: at(42), ExpiresAt: at(3642)}))
+	must(t, s.DeleteAgentToken(ctx, "post"))
+	must(t, s.DeleteAgentToken(ctx, "post"))
+	must(t, s.CreateAgentToken(ctx, &core.AgentToken{TokenHash: "post2", RegistrationID: r.ID, OwnerID: o.ID, Scopes: []string{"fax:read"}, Resource: "r", CreatedAt: at(42), ExpiresAt: at(3642)}))
+	purged, err := s.DeleteExpiredAgentTokens(ctx, at(3643))
+	must(t, err)
+	wantEqual(t, "expired tokens deleted", purged, int64(1))
+	must(t, s.CreateAgentToken(ctx, &core.AgentToken{TokenHash: "post2", RegistrationID: r.ID, OwnerID: o.ID, Scopes: []string{"fax:read"}, Resource: "r", CreatedAt: at(42), ExpiresAt: at(3642)}))
+	regs, err := s.ListAgentRegistrations(ctx, o.ID)
+	must(t, err)
+	if len(regs) != 1 || regs[0].AssertionJTI != "jti1" || regs[0].LastUsedAt == nil {
+		t.Fatalf("registrations = %+v", regs)
+	}
+	wantErr(t, "revoke other owner's", s.RevokeAgentRegistration(ctx, "own_other", r.ID, at(50)), core.ErrNoRows)
+	must(t, s.RevokeAgentRegistration(ctx, o.ID, r.ID, at(50)))
+	wantErr(t, "revoke twice", s.RevokeAgentRegistration(ctx, "", r.ID, at(51)), core.ErrNoRows)
+	_, err = s.GetAgentToken(ctx, "post2")
+	wantErr(t, "token after registration revoke", err, core.ErrNoRows)
+	wantErr(t, "assertion after revoke", s.SetAgentAssertion(ctx, r.ID, "jti2", at(52)), core.ErrNoRows)
+
+	// Decline and expiry.
+	e2 := newEnrollment(o.ID, 100)
+	must(t, s.CreateAgentEnrollment(ctx, e2, core.AgentMaxLiveEnrollments))
+	r2, c2 := registerAgent(t, s, e2, 100)
+	must(t, s.DecideAgentClaim(ctx, r2.ID, false, nil, at(110)))
+	p, err = s.PollAgentClaim(ctx, c2.TokenHash, at(120))
+	must(t, err)
+	wantEqual(t, "declined", p.Claim.Status, core.AgentClaimDenied)
+	e3 := newEnrollment(o.ID, 200)
+	must(t, s.CreateAgentEnrollment(ctx, e3, core.AgentMaxLiveEnrollments))
+	r3, c3 := registerAgent(t, s, e3, 200)
+	wantErr(t, "approve expired", s.DecideAgentClaim(ctx, r3.ID, true, nil, at(200).Add(core.AgentClaimTTL)), core.ErrConflict)
+	p, err = s.PollAgentClaim(ctx, c3.TokenHash, at(200).Add(core.AgentClaimTTL+time.Second))
+	must(t, err)
+	wantEqual(t, "expired", p.Claim.Status, core.AgentClaimExpired)
+	_, err = s.PollAgentClaim(ctx, "nope", at(1))
+	wantErr(t, "unknown claim", err, core.ErrNoRows)
+}
+
+// testAgentPollConcurrent: concurrent polls grow the interval once each
+// after the first, never lose an update.
+func testAgentPollConcurrent(t *testing.T, st core.Store) {
+	ctx, s := t.Context(), agentStore(t, st)
+	o := newOwner(t, st)
+	e := newEnrollment(o.ID, 0)
+	must(t, s.CreateAgentEnrollment(ctx, e, core.AgentMaxLiveEnrollments))
+	_, c := registerAgent(t, s, e, 0)
+	var wg sync.WaitGroup
+	const n = 10
+	for range n {
+		wg.Go(func() {
+			if _, err := s.PollAgentClaim(ctx, c.TokenHash, at(1)); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	wg.Wait()
+	cl, err := s.GetAgentClaimByToken(ctx, c.TokenHash)
+	must(t, err)
+	if want := core.AgentClaimInterval + (n-1)*core.AgentClaimSlowDownStep; cl.Interval != want {
+		t.Fatalf("interval = %d, want %d", cl.Interval, want)
+	}
+}
+
+// RunAgentTests runs the agent-registration conformance tests on one store.
+func RunAgentTests(t *testing.T, st core.Store) {
+	t.Run("Enrollments", func(t *testing.T) { testAgentEnrollments(t, st) })
+	t.Run("EnrollmentsConcurrent", func(t *testing.T) { testAgentEnrollmentsConcurrent(t, st) })
+	t.Run("Claims", func(t *testing.T) { testAgentClaims(t, st) })
+	t.Run("PollConcurrent", func(t *testing.T) { testAgentPollConcurrent(t, st) })
+}

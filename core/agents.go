@@ -1,0 +1,224 @@
+package core
+
+import (
+	"context"
+	"time"
+)
+
+// Agent registration with owner approval (spec, Authentication section 3):
+// an owner issues an enrollment token, an agent registers with it, and the
+// owner approves the agent's claim. oauth/ implements the endpoints;
+// core/store keeps the state. Every secret (enrollment token, claim token,
+// claim-attempt token, user code, access token) reaches the store only as a
+// SHA-256 hash computed by the caller.
+
+// Limits of agent registration.
+const (
+	AgentEnrollmentTTL       = 10 * time.Minute
+	AgentMaxLiveEnrollments  = 5
+	AgentClaimTTL            = 10 * time.Minute
+	AgentClaimInterval       = 5 // seconds
+	AgentClaimSlowDownStep   = 5 // seconds
+	AgentClaimMaxTries       = 5
+	AgentAccessTokenTTL      = time.Hour
+	AgentAssertionTTL        = 30 * 24 * time.Hour
+	AgentRegistrationService = "service_auth"
+	AgentRegistrationAnon    = "anonymous"
+)
+
+// Agent claim states.
+const (
+	AgentClaimPending  = "pending"
+	AgentClaimApproved = "approved"
+	AgentClaimDenied   = "denied"
+	AgentClaimExpired  = "expired"
+	// AgentClaimRedeemed is an approved claim whose token was handed out by
+	// a poll: later polls are refused.
+	AgentClaimRedeemed = "redeemed"
+)
+
+// Agent registration states.
+const (
+	AgentActive  = "active"
+	AgentRevoked = "revoked"
+)
+
+// AgentEnrollment is an owner-issued enrollment token (hashed).
+type AgentEnrollment struct {
+	ID             string     `db:"id" json:"id"`
+	OwnerID        string     `db:"owner_id" json:"-"`
+	Name           string     `db:"name" json:"name"`
+	Scopes         []string   `db:"-" json:"scopes"`
+	TokenHash      string     `db:"token_hash" json:"-"`
+	CreatedAt      time.Time  `db:"created_at" json:"createdAt"`
+	ExpiresAt      time.Time  `db:"expires_at" json:"expiresAt"`
+	ConsumedAt     *time.Time `db:"consumed_at" json:"consumedAt,omitempty"`
+	RevokedAt      *time.Time `db:"revoked_at" json:"revokedAt,omitempty"`
+	RegistrationID string     `db:"registration_id" json:"registrationId,omitempty"`
+}
+
+// Live reports whether the token can still register an agent at now.
+func (e *AgentEnrollment) Live(now time.Time) bool {
+	return e.ConsumedAt == nil && e.RevokedAt == nil && now.Before(e.ExpiresAt)
+}
+
+// AgentRegistration is one registered agent.
+type AgentRegistration struct {
+	ID         string     `db:"id" json:"id"`
+	OwnerID    string     `db:"owner_id" json:"-"`
+	Type       string     `db:"type" json:"type"`
+	Name       string     `db:"name" json:"name"`
+	Scopes     []string   `db:"-" json:"scopes"`
+	Status     string     `db:"status" json:"status"`
+	Claimed    bool       `db:"claimed" json:"claimed"`
+	CreatedAt  time.Time  `db:"created_at" json:"createdAt"`
+	LastUsedAt *time.Time `db:"last_used_at" json:"lastUsedAt,omitempty"`
+	RevokedAt  *time.Time `db:"revoked_at" json:"revokedAt,omitempty"`
+	// AssertionJTI is the jti of the one identity assertion that is
+	// currently valid; issuing a new one invalidates the previous.
+	AssertionJTI      string     `db:"assertion_jti" json:"-"`
+	AssertionIssuedAt *time.Time `db:"assertion_issued_at" json:"-"`
+}
+
+// AgentClaim is the owner-approval state of a registration (one per
+// registration).
+type AgentClaim struct {
+	RegistrationID string `db:"registration_id"`
+	OwnerID        string `db:"owner_id"`
+	TokenHash      string `db:"token_hash"`
+	// UserCodeHash and AttemptHash belong to the current claim attempt; a
+	// new attempt replaces both (the old link stops working).
+	UserCodeHash string     `db:"user_code_hash"`
+	AttemptHash  string     `db:"attempt_hash"`
+	ApprovalID   string     `db:"approval_id"`
+	Scopes       []string   `db:"-"` // requested, then approved
+	Status       string     `db:"status"`
+	CreatedAt    time.Time  `db:"created_at"`
+	ExpiresAt    time.Time  `db:"expires_at"`
+	Interval     int        `db:"interval_seconds"`
+	LastPollAt   *time.Time `db:"last_poll_at"`
+	Tries        int        `db:"tries"`
+}
+
+// AgentToken is an agent access token (hashed).
+type AgentToken struct {
+	TokenHash      string    `db:"token_hash"`
+	RegistrationID string    `db:"registration_id"`
+	OwnerID        string    `db:"owner_id"`
+	Scopes         []string  `db:"-"`
+	Resource       string    `db:"resource"`
+	CreatedAt      time.Time `db:"created_at"`
+	ExpiresAt      time.Time `db:"expires_at"`
+}
+
+// AgentPoll is the outcome of one claim-grant poll.
+type AgentPoll struct {
+	Claim *AgentClaim
+	// SlowDown is set when the poll came sooner than the interval; the
+	// stored interval has grown by AgentClaimSlowDownStep.
+	SlowDown bool
+}
+
+// AgentStore persists agent registration. core/store implements it beside
+// core.Store. Errors follow core.Store: ErrNoRows, ErrExists, ErrConflict.
+type AgentStore interface {
+	// CreateAgentEnrollment stores a token unless the owner already has
+	// max live unused tokens at e.CreatedAt (ErrConflict); the check and
+	// the insert are atomic across replicas.
+	CreateAgentEnrollment(ctx context.Context, e *AgentEnrollment, max int) error
+	GetAgentEnrollmentByHash(ctx context.Context, hash string) (*AgentEnrollment, error)
+	// ListAgentEnrollments lists the owner's live unused tokens at now.
+	ListAgentEnrollments(ctx context.Context, ownerID string, now time.Time) ([]AgentEnrollment, error)
+	// RevokeAgentEnrollment revokes a live unused token; ErrNoRows if none.
+	RevokeAgentEnrollment(ctx context.Context, ownerID, id string, at time.Time) error
+
+	// RegisterAgent consumes the enrollment enrollmentID (ErrConflict if it
+	// is not live and unused at r.CreatedAt) and creates the registration
+	// and its claim, in one transaction.
+	RegisterAgent(ctx context.Context, enrollmentID string, r *AgentRegistration, c *AgentClaim) error
+	GetAgentRegistration(ctx context.Context, id string) (*AgentRegistration, error)
+	ListAgentRegistrations(ctx context.Context, ownerID string) ([]AgentRegistration, error)
+	// RevokeAgentRegistration revokes an active registration (of ownerID
+	// unless ownerID is empty), deletes its access tokens and ends its
+	// pending claim; ErrNoRows if there is no active one.
+	RevokeAgentRegistration(ctx context.Context, ownerID, id string, at time.Time) error
+	// SetAgentAssertion records the registration's current assertion.
+	SetAgentAssertion(ctx context.Context, id, jti string, at time.Time) error
+	TouchAgentRegistration(ctx context.Context, id string, at time.Time) error
+
+	GetAgentClaimByToken(ctx context.Context, tokenHash string) (*AgentClaim, error)
+	GetAgentClaimByAttempt(ctx context.Context, attemptHash string) (*AgentClaim, error)
+	// StartAgentClaimAttempt replaces a pending claim's attempt (new link,
+	// new code, tries reset, approval id); ErrConflict if not pending.
+	StartAgentClaimAttempt(ctx context.Context, registrationID, attemptHash, codeHash, approvalID string) error
+	// AddAgentClaimTry counts one wrong code on the attempt and returns
+	// the tries so far.
+	AddAgentClaimTry(ctx context.Context, attemptHash string) (int, error)
+	// DecideAgentClaim moves a pending claim to approved (with scopes,
+	// also written to the registration) or denied; ErrConflict if it is
+	// not pending.
+	DecideAgentClaim(ctx context.Context, registrationID string, approve bool, scopes []string, at time.Time) error
+	// PollAgentClaim records a poll at now: an expired pending claim
+	// becomes expired; a poll sooner than the interval after the last one
+	// grows the interval (SlowDown). Atomic across replicas.
+	PollAgentClaim(ctx context.Context, tokenHash string, now time.Time) (*AgentPoll, error)
+	// RedeemAgentClaim moves approved to redeemed once (ErrConflict
+	// otherwise).
+	RedeemAgentClaim(ctx context.Context, registrationID string) error
+
+	CreateAgentToken(ctx context.Context, t *AgentToken) error
+	GetAgentToken(ctx context.Context, hash string) (*AgentToken, error)
+	DeleteAgentToken(ctx context.Context, hash string) error
+	// DeleteExpiredAgentTokens removes access tokens that expired before t.
+	DeleteExpiredAgentTokens(ctx context.Context, t time.Time) (int64, error)
+}
+
+// AgentEnrollmentSecret is a newly issued enrollment token: the secret is
+// shown to the owner once.
+type AgentEnrollmentSecret struct {
+	EnrollmentToken string    `json:"enrollment_token"`
+	ID              string    `json:"id"`
+	Name            string    `json:"name"`
+	Scopes          []string  `json:"scopes"`
+	ExpiresAt       time.Time `json:"expires_at"`
+}
+
+// AgentClaimView is what the owner sees on the claim page.
+type AgentClaimView struct {
+	RegistrationID string
+	Name           string
+	Type           string
+	Scopes         []string // requested: the owner may narrow them
+	ExpiresAt      time.Time
+	TriesLeft      int
+}
+
+// Error codes of the owner's claim page.
+const (
+	CodeClaimLinkInvalid  = "claim_link_invalid" // unknown or superseded link
+	CodeClaimWrongOwner   = "claim_wrong_account"
+	CodeClaimExpired      = "claim_expired"
+	CodeClaimDecided      = "claim_decided"
+	CodeClaimWrongCode    = "claim_wrong_code"
+	CodeClaimTooManyTries = "claim_too_many_tries"
+	CodeClaimScopeWiden   = "claim_scope_not_permitted"
+)
+
+// AgentDirectory is the owner's side of agent registration, implemented
+// by oauth/ and used by the console (passkeys/).
+type AgentDirectory interface {
+	CreateEnrollment(ctx context.Context, ownerID, name string, scopes []string) (*AgentEnrollmentSecret, error)
+	ListEnrollments(ctx context.Context, ownerID string) ([]AgentEnrollment, error)
+	RevokeEnrollment(ctx context.Context, ownerID, id string) error
+	ListRegistrations(ctx context.Context, ownerID string) ([]AgentRegistration, error)
+	RevokeRegistration(ctx context.Context, ownerID, id string) error
+	// AgentClaim returns the claim behind a claim link for the signed-in
+	// owner; the errors carry the Code* constants above.
+	AgentClaim(ctx context.Context, ownerID, attemptToken string) (*AgentClaimView, error)
+	// DecideAgentClaim checks the six-digit code (approval only) and
+	// approves with scopes (a subset of the requested ones) or declines.
+	DecideAgentClaim(ctx context.Context, ownerID, attemptToken, userCode string, approve bool, scopes []string) error
+	// DeclineAgentClaim declines the owner's pending claim of a
+	// registration (the approval inbox's Decline); nil if not pending.
+	DeclineAgentClaim(ctx context.Context, ownerID, registrationID string) error
+}

@@ -1,0 +1,247 @@
+package passkeys
+
+import (
+	"encoding/json"
+	"net/http"
+	"slices"
+	"strings"
+
+	"github.com/faxhub/faxhub/core"
+)
+
+// Agent access (spec, Authentication section 3): the console page where
+// the owner issues enrollment tokens and manages agent registrations, and
+// the claim page at the verification_uri an agent hands its owner.
+
+// ClaimPathPrefix is where claim links point: the rest of the path is the
+// secret claim-attempt token (never the user code).
+const ClaimPathPrefix = "/agent/claim/"
+
+type agentsBody struct {
+	Secret        *core.AgentEnrollmentSecret
+	SecretScopes  []scopeInfo
+	AllScopes     []scopeInfo
+	Enrollments   []enrollmentView
+	Registrations []registrationView
+}
+
+type enrollmentView struct {
+	core.AgentEnrollment
+	ScopeList []scopeInfo
+}
+
+type registrationView struct {
+	core.AgentRegistration
+	ScopeList []scopeInfo
+}
+
+func fixedScopes() []string {
+	out := make([]string, len(core.FaxScopes))
+	for i, s := range core.FaxScopes {
+		out[i] = string(s)
+	}
+	return out
+}
+
+func (c *Console) agentsUnavailable(w http.ResponseWriter, r *http.Request) bool {
+	if c.opts.Agents == nil {
+		c.fail(w, r, core.Errorf(core.KindUnavailable, "unavailable", "agent access is not available on this server"))
+		return true
+	}
+	return false
+}
+
+func (c *Console) agentsPage(w http.ResponseWriter, r *http.Request, s *signedIn) {
+	c.showAgents(w, r, s, http.StatusOK, nil, "", "")
+}
+
+func (c *Console) showAgents(w http.ResponseWriter, r *http.Request, s *signedIn, status int, secret *core.AgentEnrollmentSecret, notice, errMsg string) {
+	if c.agentsUnavailable(w, r) {
+		return
+	}
+	ctx := r.Context()
+	body := agentsBody{Secret: secret, AllScopes: describeScopes(fixedScopes())}
+	if secret != nil {
+		body.SecretScopes = describeScopes(secret.Scopes)
+	}
+	es, err := c.opts.Agents.ListEnrollments(ctx, s.owner.ID)
+	if err != nil {
+		c.fail(w, r, err)
+		return
+	}
+	for _, e := range es {
+		body.Enrollments = append(body.Enrollments, enrollmentView{e, describeScopes(e.Scopes)})
+	}
+	rs, err := c.opts.Agents.ListRegistrations(ctx, s.owner.ID)
+	if err != nil {
+		c.fail(w, r, err)
+		return
+	}
+	for _, g := range rs {
+		body.Registrations = append(body.Registrations, registrationView{g, describeScopes(g.Scopes)})
+	}
+	d := c.page(s, "Agent access", "agents", body)
+	d.Notice, d.Error = notice, errMsg
+	c.render(w, r, status, "agents", d)
+}
+
+func (c *Console) createEnrollment(w http.ResponseWriter, r *http.Request, s *signedIn) {
+	if c.agentsUnavailable(w, r) {
+		return
+	}
+	secret, err := c.opts.Agents.CreateEnrollment(r.Context(), s.owner.ID, r.PostFormValue("name"), r.PostForm["scope"])
+	if err != nil {
+		if e := core.AsError(err); e.Kind != core.KindInternal {
+			if e.RetryAfterSeconds > 0 {
+				w.Header().Set("Retry-After", itoa(e.RetryAfterSeconds))
+			}
+			c.showAgents(w, r, s, statusOf(e.Kind), nil, "", e.Message)
+			return
+		}
+		c.fail(w, r, err)
+		return
+	}
+	c.showAgents(w, r, s, http.StatusOK, secret, "", "")
+}
+
+func itoa(n int) string {
+	b, _ := json.Marshal(n)
+	return string(b)
+}
+
+func (c *Console) revokeEnrollment(w http.ResponseWriter, r *http.Request, s *signedIn) {
+	if c.agentsUnavailable(w, r) {
+		return
+	}
+	if err := c.opts.Agents.RevokeEnrollment(r.Context(), s.owner.ID, r.PathValue("id")); err != nil {
+		c.fail(w, r, err)
+		return
+	}
+	http.Redirect(w, r, "/console/agents?revoked=token", http.StatusSeeOther)
+}
+
+func (c *Console) revokeRegistration(w http.ResponseWriter, r *http.Request, s *signedIn) {
+	if c.agentsUnavailable(w, r) {
+		return
+	}
+	if err := c.opts.Agents.RevokeRegistration(r.Context(), s.owner.ID, r.PathValue("id")); err != nil {
+		c.fail(w, r, err)
+		return
+	}
+	http.Redirect(w, r, "/console/agents?revoked=agent", http.StatusSeeOther)
+}
+
+type claimBody struct {
+	Action    string
+	View      *core.AgentClaimView
+	ScopeList []scopeInfo
+	Done      string // "approved" or "declined"
+}
+
+// claimError renders the claim page's clear error pages.
+func (c *Console) claimError(w http.ResponseWriter, r *http.Request, s *signedIn, err error) {
+	e := core.AsError(err)
+	if e.Kind == core.KindInternal {
+		c.fail(w, r, err)
+		return
+	}
+	title := map[string]string{
+		core.CodeClaimLinkInvalid:  "This link no longer works",
+		core.CodeClaimWrongOwner:   "Wrong account",
+		core.CodeClaimExpired:      "This request expired",
+		core.CodeClaimDecided:      "Already decided",
+		core.CodeClaimTooManyTries: "Too many wrong codes",
+	}[e.Code]
+	if title == "" {
+		title = titleFor(statusOf(e.Kind))
+	}
+	d := c.page(s, title, "agents", nil)
+	d.ErrorTitle, d.Error = title, e.Message
+	c.render(w, r, statusOf(e.Kind), "error", d)
+}
+
+func (c *Console) claimPage(w http.ResponseWriter, r *http.Request, s *signedIn) {
+	if c.agentsUnavailable(w, r) {
+		return
+	}
+	c.showClaim(w, r, s, http.StatusOK, "")
+}
+
+func (c *Console) showClaim(w http.ResponseWriter, r *http.Request, s *signedIn, status int, errMsg string) {
+	tok := r.PathValue("token")
+	v, err := c.opts.Agents.AgentClaim(r.Context(), s.owner.ID, tok)
+	if err != nil {
+		c.claimError(w, r, s, err)
+		return
+	}
+	d := c.page(s, "Approve agent "+v.Name, "agents", claimBody{Action: ClaimPathPrefix + tok, View: v, ScopeList: describeScopes(v.Scopes)})
+	d.Error = errMsg
+	c.render(w, r, status, "agentclaim", d)
+}
+
+func (c *Console) decideClaim(w http.ResponseWriter, r *http.Request, s *signedIn) {
+	if c.agentsUnavailable(w, r) {
+		return
+	}
+	tok := r.PathValue("token")
+	var approve bool
+	switch r.PostFormValue("decision") {
+	case "approve":
+		approve = true
+	case "decline":
+	default:
+		c.showClaim(w, r, s, http.StatusBadRequest, "Choose approve or decline.")
+		return
+	}
+	scopes := r.PostForm["scope"]
+	if approve && len(scopes) == 0 {
+		c.showClaim(w, r, s, http.StatusBadRequest, "Tick at least one permission, or decline.")
+		return
+	}
+	code := strings.TrimSpace(r.PostFormValue("user_code"))
+	err := c.opts.Agents.DecideAgentClaim(r.Context(), s.owner.ID, tok, code, approve, scopes)
+	if err != nil {
+		switch core.ErrorCode(err) {
+		case core.CodeClaimWrongCode, core.CodeClaimScopeWiden:
+			c.showClaim(w, r, s, statusOf(core.ErrorKind(err)), core.AsError(err).Message)
+		default:
+			c.claimError(w, r, s, err)
+		}
+		return
+	}
+	done := "declined"
+	if approve {
+		done = "approved"
+	}
+	d := c.page(s, "Agent "+done, "agents", claimBody{Done: done})
+	if approve {
+		d.Notice = "Approved. The agent receives its access on its next poll."
+	} else {
+		d.Notice = "Declined. The agent gets no access."
+	}
+	c.render(w, r, http.StatusOK, "agentclaim", d)
+}
+
+// agentClaimInboxDecision keeps the inbox honest for agent_claim
+// approvals: approving needs the code at the agent's link; declining
+// declines the claim too.
+func (c *Console) agentClaimInboxDecision(r *http.Request, s *signedIn, a *core.Approval, approve bool) error {
+	if approve {
+		return core.Errorf(core.KindInvalid, core.CodeInvalidRequest,
+			"to approve an agent, open the link the agent gave you and enter its six-digit code")
+	}
+	var d struct {
+		RegistrationID string `json:"registrationId"`
+	}
+	if c.opts.Agents == nil || json.Unmarshal(a.Details, &d) != nil || d.RegistrationID == "" {
+		return nil
+	}
+	regs, err := c.opts.Agents.ListRegistrations(r.Context(), s.owner.ID)
+	if err != nil {
+		return err
+	}
+	if !slices.ContainsFunc(regs, func(g core.AgentRegistration) bool { return g.ID == d.RegistrationID }) {
+		return nil
+	}
+	return c.opts.Agents.DeclineAgentClaim(r.Context(), s.owner.ID, d.RegistrationID)
+}
