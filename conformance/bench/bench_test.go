@@ -120,6 +120,7 @@ func TestBench(t *testing.T) {
 	run("delivery-postgres", benchDeliveryPostgres)
 	run("start", benchStart)
 	run("mcp", benchMCP)
+	run("agents", benchAgentExchange)
 
 	table := rep.render(time.Since(started))
 	fmt.Print(table)
