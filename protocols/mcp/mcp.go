@@ -40,7 +40,7 @@ type Options struct {
 	// Enabled is --mcp-oauth: when false every request but server/discover
 	// answers 503.
 	Enabled bool
-	// Mode, when set, is the mode chat-app principals act in, overriding
+	// Mode, when set, is the mode chat-app and agent principals act in, overriding
 	// the verifier's (live). Live mode needs a configured fax provider and
 	// payment gateway; a --dev process without them sets test.
 	Mode core.Mode
@@ -152,7 +152,10 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		h.problem(w, http.StatusInternalServerError, core.CodeInternal, "the token could not be checked; try again", "")
 		return
 	}
-	if h.opts.Mode != "" && p.Kind == core.PrincipalOAuthGrant {
+	// Chat apps and registered agents both act in the configured mode
+	// (test under --dev), or their tokens would land in live mode, where no
+	// provider is configured yet.
+	if h.opts.Mode != "" && (p.Kind == core.PrincipalOAuthGrant || p.Kind == core.PrincipalAgent) {
 		p.Mode = h.opts.Mode
 	}
 	// A single tools/call whose tool needs a scope the token lacks is
