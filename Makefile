@@ -37,7 +37,7 @@ deps:
 # suites against a real `faxhub serve` (conformance/run-suites.sh; known
 # failures in conformance/baseline.yml). Ends with a table and
 # "N passed, N failed".
-SUITES := oauth browser mcp mcp-inspector mcp-conformance
+SUITES := oauth browser mcp mcp-inspector mcp-conformance agents
 CHECK_ENV := FAXHUB_TEST_POSTGRES_URL='$(PG_URL)' FAXHUB_REQUIRE_ALL=1
 check: deps vet fmt-check
 	@mkdir -p $(OUT)

@@ -4,7 +4,7 @@
 # file per suite to conformance/out/<suite>.tap for conformance/summarize.
 #
 #   conformance/run-suites.sh            # every suite
-#   conformance/run-suites.sh oauth      # one suite (oauth, browser, mcp, mcp-inspector, mcp-conformance)
+#   conformance/run-suites.sh oauth      # one suite (oauth, browser, mcp, mcp-inspector, mcp-conformance, agents)
 #
 # It never skips: a missing node, npm package or Chromium is a failure (run
 # `make deps` first). The exit status is 0 even when tests fail: the
@@ -24,8 +24,9 @@ declare -A SUITES=(
   [mcp]=conformance/node/mcp.test.mjs
   [mcp-inspector]=conformance/node/mcp-inspector.test.mjs
   [mcp-conformance]=conformance/node/mcp-conformance.test.mjs
+  [agents]=conformance/node/agents.test.mjs
 )
-ORDER=(oauth browser mcp mcp-inspector mcp-conformance)
+ORDER=(oauth browser mcp mcp-inspector mcp-conformance agents)
 if [ $# -gt 0 ]; then ORDER=("$@"); fi
 for s in "${ORDER[@]}"; do
   [ -n "${SUITES[$s]:-}" ] || { echo "run-suites: unknown suite $s (have: ${!SUITES[*]})" >&2; exit 2; }

@@ -158,8 +158,46 @@ test('decline an OAuth consent: the client gets access_denied', async () => {
     (err) => err instanceof oauth.AuthorizationResponseError && err.error === 'access_denied');
 });
 
-// Agent registration (issue 4, later): "approve an agent claim by entering
-// its code" goes here once the registration endpoints exist.
+// Agent registration (docs/agents.md): the enrollment token is created over
+// HTTP with the browser's own session cookie (same-origin), the agent
+// registers from node, and the owner approves in Chromium by typing the
+// code on the claim page.
+test('approve an agent claim by entering its code', async () => {
+  const cookie = (await context.cookies(BASE)).map((c) => `${c.name}=${c.value}`).join('; ');
+  const post = async (p, body, headers = {}) => {
+    const res = await fetch(`${BASE}${p}`, { method: 'POST', body: JSON.stringify(body), headers: { 'content-type': 'application/json', ...headers } });
+    return { status: res.status, body: await res.json() };
+  };
+  const en = await post('/api/auth/agent/identity/manage', { action: 'enroll', name: 'Browser agent', scopes: ['fax:read', 'credits:read'] },
+    { cookie, origin: BASE, 'sec-fetch-site': 'same-origin' });
+  assert.equal(en.status, 201, `enroll: ${en.status} ${JSON.stringify(en.body)}`);
+  const reg = await post('/api/auth/agent/identity', { type: 'service_auth', enrollment_token: en.body.enrollment_token, login_hint: EMAIL });
+  assert.equal(reg.status, 201, `register: ${reg.status} ${JSON.stringify(reg.body)}`);
+  const { user_code: userCode, verification_uri: verificationURI } = reg.body.claim;
+  const poll = async () => {
+    const res = await fetch(`${ISSUER}/oauth2/token`, {
+      method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' },
+      body: new URLSearchParams({ grant_type: 'urn:faxhub:agent-auth:grant-type:claim', claim_token: reg.body.claim_token, resource: MCP }),
+    });
+    return { status: res.status, body: await res.json() };
+  };
+  const pending = await poll();
+  assert.equal(pending.body.error, 'authorization_pending', `poll before approval: ${pending.status} ${JSON.stringify(pending.body)}`);
+
+  await page.goto(verificationURI);
+  await page.waitForSelector('text=Approve agent Browser agent');
+  await page.fill('#user-code', userCode);
+  await screenshot('agent-claim');
+  await page.click('button[name=decision][value=approve]');
+  await page.waitForSelector('h1:has-text("Agent approved")');
+  await screenshot('agent-approved');
+
+  const r = await poll();
+  assert.equal(r.status, 200, `poll after approval: ${r.status} ${JSON.stringify(r.body)}`);
+  assert.match(r.body.access_token, /^fxa_/);
+  assert.equal(r.body.scope, 'credits:read fax:read');
+  assert.ok(r.body.identity_assertion, 'identity_assertion');
+});
 
 // Chromium itself refuses the ceremony (faxhub requires userVerification),
 // so this proves the whole chain ends signed out; the server's own check of
