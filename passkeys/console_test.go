@@ -3,10 +3,6 @@ package passkeys_test
 import (
 	"bytes"
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
-	"crypto/x509"
 	"encoding/json"
 	"html"
 	"io"
@@ -24,6 +20,7 @@ import (
 
 	"github.com/faxhub/faxhub/core"
 	"github.com/faxhub/faxhub/core/mail"
+	"github.com/faxhub/faxhub/internal/passkeytest"
 	"github.com/faxhub/faxhub/internal/testenv"
 	"github.com/faxhub/faxhub/passkeys"
 )
@@ -148,38 +145,9 @@ func (b *browser) csrf() string {
 }
 
 // device is a software authenticator holding one passkey.
-type device struct {
-	auth virtualwebauthn.Authenticator
-	cred virtualwebauthn.Credential
-}
+type device = passkeytest.Device
 
-func newDevice() *device {
-	return &device{auth: virtualwebauthn.NewAuthenticator(), cred: newCredential()}
-}
-
-// newCredential makes a P-256 passkey whose coordinates have no leading
-// zero byte: virtualwebauthn encodes them with big.Int.Bytes (unpadded),
-// which go-webauthn rightly refuses, so one key in 128 would fail a test.
-func newCredential() virtualwebauthn.Credential {
-	for {
-		key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-		if err != nil {
-			panic(err)
-		}
-		pub, err := key.PublicKey.Bytes()
-		if err != nil {
-			panic(err)
-		}
-		if pub[1] == 0 || pub[33] == 0 {
-			continue
-		}
-		der, err := x509.MarshalPKCS8PrivateKey(key)
-		if err != nil {
-			panic(err)
-		}
-		return virtualwebauthn.NewCredentialWithImportedKey(virtualwebauthn.KeyTypeEC2, der)
-	}
-}
+func newDevice() *device { return passkeytest.NewDevice() }
 
 // register runs a registration ceremony on begin/finish.
 func (b *browser) register(d *device, begin, finish string, extra map[string]any, csrf string) reply {
@@ -196,15 +164,15 @@ func (b *browser) register(d *device, begin, finish string, extra map[string]any
 	if !strings.Contains(opts.body, `"residentKey":"required"`) || !strings.Contains(opts.body, `"userVerification":"required"`) {
 		t.Fatalf("registration does not require a resident key and user verification: %s", opts.body)
 	}
-	att := virtualwebauthn.CreateAttestationResponse(rp, d.auth, d.cred, *ao)
+	att := virtualwebauthn.CreateAttestationResponse(rp, d.Auth, d.Cred, *ao)
 	body := map[string]any{"credential": json.RawMessage(att)}
 	for k, v := range extra {
 		body[k] = v
 	}
 	r := b.postJSON(finish, body, csrf)
 	if r.status == 200 {
-		d.auth.AddCredential(d.cred)
-		d.auth.Options.UserHandle = []byte(ao.UserID)
+		d.Auth.AddCredential(d.Cred)
+		d.Auth.Options.UserHandle = []byte(ao.UserID)
 	}
 	return r
 }
@@ -224,7 +192,7 @@ func (b *browser) assertion(d *device, begin string, extra map[string]any, csrf 
 	if err != nil {
 		t.Fatalf("parse assertion options: %v\n%s", err, opts.body)
 	}
-	return json.RawMessage(virtualwebauthn.CreateAssertionResponse(rp, d.auth, d.cred, *ao)), opts
+	return json.RawMessage(virtualwebauthn.CreateAssertionResponse(rp, d.Auth, d.Cred, *ao)), opts
 }
 
 func (b *browser) signIn(d *device) reply {
@@ -357,7 +325,7 @@ func TestSessionCookieAttributes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	att := virtualwebauthn.CreateAttestationResponse(rp, d.auth, d.cred, *ao)
+	att := virtualwebauthn.CreateAttestationResponse(rp, d.Auth, d.Cred, *ao)
 	r := b.postJSON("/verify/finish", map[string]any{"token": tokenOf(link), "credential": json.RawMessage(att)}, "")
 	wantStatus(t, "finish", r, 200)
 	ck := r.header.Get("Set-Cookie")
@@ -602,7 +570,7 @@ func TestUVApprovalRefusesNoUVAssertion(t *testing.T) {
 	a := h.verifiedAction(owner)
 	begin, finish := approvalPaths(a.ID)
 
-	d.auth.Options.UserNotVerified = true
+	d.Auth.Options.UserNotVerified = true
 	assertion, _ := b.assertion(d, begin, map[string]any{"binding": a.BindingHash}, csrf)
 	r := b.postJSON(finish, map[string]any{"credential": assertion}, csrf)
 	wantCode(t, "no-UV assertion", r, http.StatusForbidden, core.CodeUserVerification)
@@ -613,7 +581,7 @@ func TestUVApprovalRefusesNoUVAssertion(t *testing.T) {
 		t.Fatal("approved without user verification")
 	}
 	// The challenge is spent: the same prompt cannot be retried with UV.
-	d.auth.Options.UserNotVerified = false
+	d.Auth.Options.UserNotVerified = false
 	r = b.postJSON(finish, map[string]any{"credential": assertion}, csrf)
 	wantCode(t, "retry of a spent challenge", r, http.StatusConflict, "webauthn_challenge_used")
 	// A new prompt with UV works.
@@ -621,7 +589,7 @@ func TestUVApprovalRefusesNoUVAssertion(t *testing.T) {
 	wantStatus(t, "approve with UV", b.postJSON(finish, map[string]any{"credential": assertion}, csrf), 200)
 
 	// Sign-in without UV is refused too.
-	d.auth.Options.UserNotVerified = true
+	d.Auth.Options.UserNotVerified = true
 	wantCode(t, "no-UV sign-in", h.browser().signIn(d), http.StatusForbidden, core.CodeUserVerification)
 }
 
@@ -936,7 +904,7 @@ func TestOwnersAreIsolated(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	forged := virtualwebauthn.CreateAssertionResponse(rp, aliceDev.auth, aliceDev.cred, *ao)
+	forged := virtualwebauthn.CreateAssertionResponse(rp, aliceDev.Auth, aliceDev.Cred, *ao)
 	r = bob.postJSON(bFinish, map[string]any{"credential": json.RawMessage(forged)}, bobCSRF)
 	wantCode(t, "alice's passkey on bob's approval", r, http.StatusForbidden, "passkey_invalid")
 	for _, id := range []string{apr.ID, con.ID} {

@@ -2,10 +2,6 @@ package app_test
 
 import (
 	"bytes"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
-	"crypto/x509"
 	"encoding/json"
 	"fmt"
 	"html"
@@ -28,6 +24,7 @@ import (
 	"github.com/faxhub/faxhub/conformance/storetest"
 	"github.com/faxhub/faxhub/core"
 	"github.com/faxhub/faxhub/internal/app"
+	"github.com/faxhub/faxhub/internal/passkeytest"
 	"github.com/faxhub/faxhub/internal/testenv"
 	"github.com/faxhub/faxhub/oauth"
 )
@@ -187,38 +184,9 @@ func csrfOf(t *testing.T, r reply) string {
 }
 
 // device is a software authenticator holding one passkey.
-type device struct {
-	auth virtualwebauthn.Authenticator
-	cred virtualwebauthn.Credential
-}
+type device = passkeytest.Device
 
-func newDevice() *device {
-	return &device{auth: virtualwebauthn.NewAuthenticator(), cred: newCredential()}
-}
-
-// newCredential makes a P-256 passkey whose coordinates have no leading
-// zero byte (virtualwebauthn encodes them unpadded, which go-webauthn
-// refuses).
-func newCredential() virtualwebauthn.Credential {
-	for {
-		key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-		if err != nil {
-			panic(err)
-		}
-		pub, err := key.PublicKey.Bytes()
-		if err != nil {
-			panic(err)
-		}
-		if pub[1] == 0 || pub[33] == 0 {
-			continue
-		}
-		der, err := x509.MarshalPKCS8PrivateKey(key)
-		if err != nil {
-			panic(err)
-		}
-		return virtualwebauthn.NewCredentialWithImportedKey(virtualwebauthn.KeyTypeEC2, der)
-	}
-}
+func newDevice() *device { return passkeytest.NewDevice() }
 
 // register runs a registration ceremony on begin/finish.
 func (b *browser) register(d *device, begin, finish string, extra map[string]any, csrf string) reply {
@@ -235,15 +203,15 @@ func (b *browser) register(d *device, begin, finish string, extra map[string]any
 	if err != nil {
 		t.Fatalf("parse attestation options: %v\n%s", err, opts.body)
 	}
-	att := virtualwebauthn.CreateAttestationResponse(b.e.rp, d.auth, d.cred, *ao)
+	att := virtualwebauthn.CreateAttestationResponse(b.e.rp, d.Auth, d.Cred, *ao)
 	body := map[string]any{"credential": json.RawMessage(att)}
 	for k, v := range extra {
 		body[k] = v
 	}
 	r := b.postJSON(finish, body, csrf)
 	if r.status == 200 {
-		d.auth.AddCredential(d.cred)
-		d.auth.Options.UserHandle = []byte(ao.UserID)
+		d.Auth.AddCredential(d.Cred)
+		d.Auth.Options.UserHandle = []byte(ao.UserID)
 	}
 	return r
 }
@@ -266,7 +234,7 @@ func (b *browser) signIn(d *device) reply {
 	if err != nil {
 		t.Fatalf("parse assertion options: %v\n%s", err, opts.body)
 	}
-	a := virtualwebauthn.CreateAssertionResponse(b.e.rp, d.auth, d.cred, *ao)
+	a := virtualwebauthn.CreateAssertionResponse(b.e.rp, d.Auth, d.Cred, *ao)
 	return b.postJSON("/signin/finish", map[string]any{"credential": json.RawMessage(a)}, "")
 }
 
@@ -514,7 +482,7 @@ func TestOwnerAndChatAppEndToEnd(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			as := virtualwebauthn.CreateAssertionResponse(e.rp, dev.auth, dev.cred, *ao)
+			as := virtualwebauthn.CreateAssertionResponse(e.rp, dev.Auth, dev.Cred, *ao)
 			fin := owner.postJSON("/signin/finish", map[string]any{"credential": json.RawMessage(as), "next": next}, "")
 			wantStatus(t, "sign-in finish", fin, 200)
 			if got := fin.json(t)["redirect"]; got != next {
