@@ -58,7 +58,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
-	log.Info("faxhub ready", "addr", ln.Addr().String(), "base_url", c.BaseURL, "database", dbKind(c.Database), "startup", time.Since(start).Round(time.Millisecond))
+	log.Info("faxhub ready", "addr", ln.Addr().String(), "base_url", c.BaseURL, "database", a.DB.Dialect(), "startup", time.Since(start).Round(time.Millisecond))
 	// The banner may ask a question on a terminal: never let that hold up
 	// serving or shutting down.
 	go banner(ctx, a, c, stdout)
@@ -76,17 +76,6 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		log.Warn("stop job queue", "err", qerr)
 	}
 	return err
-}
-
-func dbKind(dsn string) string {
-	if isPostgres(dsn) {
-		return "postgres"
-	}
-	return "sqlite:" + dsn
-}
-
-func isPostgres(dsn string) bool {
-	return len(dsn) > 11 && (dsn[:11] == "postgres://" || (len(dsn) > 13 && dsn[:13] == "postgresql://"))
 }
 
 // banner tells a new operator where things are and how to get a key.
