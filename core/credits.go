@@ -165,7 +165,7 @@ func (s *Service) GetCheckout(ctx context.Context, id string) (*Checkout, error)
 
 // CompleteCheckout records that a checkout was paid (by the test page or a
 // verified payment webhook) and delivers what it bought: credits for a pack,
-// a queued order for a draft. It is idempotent: a second completion of the
+// a queued fax for a draft. It is idempotent: a second completion of the
 // same checkout changes nothing and reports the first result.
 func (s *Service) CompleteCheckout(ctx context.Context, id string) (*Checkout, error) {
 	var out *Checkout
@@ -198,7 +198,7 @@ func (s *Service) CompleteCheckout(ctx context.Context, id string) (*Checkout, e
 				Reason: "credit pack " + c.PackID + " (checkout " + c.ID + ")", CreatedAt: now,
 			})
 		case CheckoutDraft:
-			return s.orderDraft(ctx, tx, c)
+			return s.faxFromDraft(ctx, tx, c)
 		}
 		return fmt.Errorf("checkout %s has unknown kind %q", c.ID, c.Kind)
 	})

@@ -8,16 +8,16 @@ import (
 	"time"
 )
 
-// Deliver makes one delivery attempt for an order; the queue calls it for
-// each delivery job. It is safe to call again for the same order (a job
-// retried after a crash): terminal orders are left alone, and an attempt
+// Deliver makes one delivery attempt for a fax; the queue calls it for
+// each delivery job. It is safe to call again for the same fax (a job
+// retried after a crash): terminal faxes are left alone, and an attempt
 // interrupted before its outcome was recorded is closed as failed before a
 // new one starts.
 //
 // Retryable failures schedule a new delivery job (with backoff) in the same
 // transaction that records them, so a retry is never lost or doubled.
-func (s *Service) Deliver(ctx context.Context, orderID string) error {
-	o, attempt, err := s.startAttempt(ctx, orderID)
+func (s *Service) Deliver(ctx context.Context, faxID string) error {
+	o, attempt, err := s.startAttempt(ctx, faxID)
 	if err != nil || attempt == nil {
 		return err
 	}
@@ -31,7 +31,7 @@ func (s *Service) Deliver(ctx context.Context, orderID string) error {
 	}
 	started := s.now()
 	res, sendErr := provider.Send(ctx, ProviderRequest{
-		OrderID: o.ID, AttemptID: attempt.ID, Attempt: attempt.Number, To: o.To, Pages: o.Pages,
+		FaxID: o.ID, AttemptID: attempt.ID, Attempt: attempt.Number, To: o.To, Pages: o.Pages,
 		PDF: func(ctx context.Context) (io.ReadCloser, error) { return s.Blobs.Open(ctx, doc.PDFKey) },
 	})
 	if sendErr != nil {
@@ -48,27 +48,27 @@ func (s *Service) Deliver(ctx context.Context, orderID string) error {
 	return s.recordOutcome(context.WithoutCancel(ctx), o.ID, attempt.ID, res)
 }
 
-// startAttempt moves a queued order to sending and opens an attempt. It
+// startAttempt moves a queued fax to sending and opens an attempt. It
 // returns a nil attempt when there is nothing to do.
-func (s *Service) startAttempt(ctx context.Context, orderID string) (*Order, *Attempt, error) {
+func (s *Service) startAttempt(ctx context.Context, faxID string) (*Fax, *Attempt, error) {
 	var (
-		order   *Order
+		fax     *Fax
 		attempt *Attempt
 	)
 	err := s.Store.InTx(ctx, func(tx Tx) error {
-		o, err := tx.GetOrderByID(ctx, orderID)
+		o, err := tx.GetFaxByID(ctx, faxID)
 		if err != nil {
-			return fmt.Errorf("load order %s: %w", orderID, err)
+			return fmt.Errorf("load fax %s: %w", faxID, err)
 		}
 		now := s.now()
 		switch o.Status {
-		case OrderQueued:
+		case FaxQueued:
 			if o.NextAttemptAt != nil && now.Before(*o.NextAttemptAt) {
 				// Early (clock skew between replicas): ask the queue to run
 				// the job again at the scheduled time rather than drop it.
 				return &NotBeforeError{At: *o.NextAttemptAt}
 			}
-		case OrderSending:
+		case FaxSending:
 			last, err := tx.LatestAttempt(ctx, o.ID)
 			if err != nil && !errors.Is(err, ErrNoRows) {
 				return err
@@ -88,9 +88,9 @@ func (s *Service) startAttempt(ctx context.Context, orderID string) (*Order, *At
 				// Interrupted on its last attempt (a crash loop, or a
 				// provider that never answers): fail it and give the money
 				// back rather than leave it sending forever.
-				o.Status, o.CompletedAt = OrderFailed, &now
+				o.Status, o.CompletedAt = FaxFailed, &now
 				o.FailureCode, o.FailureReason, o.UpdatedAt = "interrupted", "delivery was interrupted on the last attempt", now
-				if err := tx.UpdateOrder(ctx, o, OrderSending); err != nil {
+				if err := tx.UpdateFax(ctx, o, FaxSending); err != nil {
 					return err
 				}
 				return s.settle(ctx, tx, o, LedgerRelease)
@@ -100,21 +100,21 @@ func (s *Service) startAttempt(ctx context.Context, orderID string) (*Order, *At
 		}
 		from := o.Status
 		o.Attempts++
-		o.Status, o.UpdatedAt, o.NextAttemptAt = OrderSending, now, nil
-		if err := tx.UpdateOrder(ctx, o, from); err != nil {
+		o.Status, o.UpdatedAt, o.NextAttemptAt = FaxSending, now, nil
+		if err := tx.UpdateFax(ctx, o, from); err != nil {
 			if errors.Is(err, ErrConflict) {
 				return nil // another worker took it
 			}
 			return err
 		}
-		a := &Attempt{ID: NewID(PrefixAttempt), OrderID: o.ID, Number: o.Attempts, Provider: s.providerName(o.Mode), Status: AttemptSending, StartedAt: now}
+		a := &Attempt{ID: NewID(PrefixAttempt), FaxID: o.ID, Number: o.Attempts, Provider: s.providerName(o.Mode), Status: AttemptSending, StartedAt: now}
 		if err := tx.CreateAttempt(ctx, a); err != nil {
 			return err
 		}
-		order, attempt = o, a
+		fax, attempt = o, a
 		return nil
 	})
-	return order, attempt, err
+	return fax, attempt, err
 }
 
 func (s *Service) providerName(m Mode) string {
@@ -126,21 +126,21 @@ func (s *Service) providerName(m Mode) string {
 
 // RecordProviderOutcome records the end of an attempt reported
 // asynchronously by a provider (a signed webhook).
-func (s *Service) RecordProviderOutcome(ctx context.Context, orderID, attemptID string, res ProviderResult) error {
-	return s.recordOutcome(ctx, orderID, attemptID, res)
+func (s *Service) RecordProviderOutcome(ctx context.Context, faxID, attemptID string, res ProviderResult) error {
+	return s.recordOutcome(ctx, faxID, attemptID, res)
 }
 
-func (s *Service) recordOutcome(ctx context.Context, orderID, attemptID string, res ProviderResult) error {
+func (s *Service) recordOutcome(ctx context.Context, faxID, attemptID string, res ProviderResult) error {
 	return s.Store.InTx(ctx, func(tx Tx) error {
-		o, err := tx.GetOrderByID(ctx, orderID)
+		o, err := tx.GetFaxByID(ctx, faxID)
 		if err != nil {
-			return fmt.Errorf("load order %s: %w", orderID, err)
+			return fmt.Errorf("load fax %s: %w", faxID, err)
 		}
-		a, err := tx.LatestAttempt(ctx, orderID)
+		a, err := tx.LatestAttempt(ctx, faxID)
 		if err != nil {
-			return fmt.Errorf("load attempt of %s: %w", orderID, err)
+			return fmt.Errorf("load attempt of %s: %w", faxID, err)
 		}
-		if a.ID != attemptID || a.Status != AttemptSending || o.Status != OrderSending {
+		if a.ID != attemptID || a.Status != AttemptSending || o.Status != FaxSending {
 			return nil // stale or duplicate report
 		}
 		now := s.now()
@@ -158,9 +158,9 @@ func (s *Service) recordOutcome(ctx context.Context, orderID, attemptID string, 
 		case AttemptSending:
 			return nil
 		case AttemptDelivered:
-			o.Status, o.PagesSent, o.CompletedAt = OrderDelivered, o.Pages, &now
+			o.Status, o.PagesSent, o.CompletedAt = FaxDelivered, o.Pages, &now
 			o.FailureCode, o.FailureReason = "", ""
-			if err := tx.UpdateOrder(ctx, o, OrderSending); err != nil {
+			if err := tx.UpdateFax(ctx, o, FaxSending); err != nil {
 				return err
 			}
 			return s.settle(ctx, tx, o, LedgerCapture)
@@ -171,16 +171,16 @@ func (s *Service) recordOutcome(ctx context.Context, orderID, attemptID string, 
 				if err := tx.UpdateAttempt(ctx, a); err != nil {
 					return err
 				}
-				o.Status, o.CompletedAt = OrderFailed, &now
+				o.Status, o.CompletedAt = FaxFailed, &now
 				o.FailureCode, o.FailureReason = a.FailureCode, a.FailureReason
-				if err := tx.UpdateOrder(ctx, o, OrderSending); err != nil {
+				if err := tx.UpdateFax(ctx, o, FaxSending); err != nil {
 					return err
 				}
 				return s.settle(ctx, tx, o, LedgerRelease)
 			}
-			o.Status, o.PagesSent, o.CompletedAt = OrderPartial, res.PagesSent, &now
+			o.Status, o.PagesSent, o.CompletedAt = FaxPartial, res.PagesSent, &now
 			o.FailureCode, o.FailureReason = a.FailureCode, a.FailureReason
-			if err := tx.UpdateOrder(ctx, o, OrderSending); err != nil {
+			if err := tx.UpdateFax(ctx, o, FaxSending); err != nil {
 				return err
 			}
 			if err := s.settle(ctx, tx, o, LedgerCapture); err != nil {
@@ -190,16 +190,16 @@ func (s *Service) recordOutcome(ctx context.Context, orderID, attemptID string, 
 		case AttemptFailed:
 			if a.Retryable && o.Attempts < s.cfg.MaxAttempts {
 				at := now.Add(s.backoff(o.Attempts))
-				o.Status, o.NextAttemptAt = OrderQueued, &at
+				o.Status, o.NextAttemptAt = FaxQueued, &at
 				o.FailureCode, o.FailureReason = a.FailureCode, a.FailureReason
-				if err := tx.UpdateOrder(ctx, o, OrderSending); err != nil {
+				if err := tx.UpdateFax(ctx, o, FaxSending); err != nil {
 					return err
 				}
 				return s.Queue.EnqueueDelivery(ctx, tx, o.ID, at)
 			}
-			o.Status, o.CompletedAt = OrderFailed, &now
+			o.Status, o.CompletedAt = FaxFailed, &now
 			o.FailureCode, o.FailureReason = a.FailureCode, a.FailureReason
-			if err := tx.UpdateOrder(ctx, o, OrderSending); err != nil {
+			if err := tx.UpdateFax(ctx, o, FaxSending); err != nil {
 				return err
 			}
 			return s.settle(ctx, tx, o, LedgerRelease)
@@ -208,7 +208,7 @@ func (s *Service) recordOutcome(ctx context.Context, orderID, attemptID string, 
 	})
 }
 
-// NotBeforeError tells the queue a delivery job ran before its order's
+// NotBeforeError tells the queue a delivery job ran before its fax's
 // scheduled attempt time; the queue runs it again at At.
 type NotBeforeError struct{ At time.Time }
 
@@ -227,7 +227,7 @@ func (s *Service) backoff(n int) time.Duration {
 
 // refundUnsentPages credits back the price of pages a partial delivery did
 // not send: the owner pays for what arrived (the cover page counts as sent).
-func (s *Service) refundUnsentPages(ctx context.Context, tx Tx, o *Order) error {
+func (s *Service) refundUnsentPages(ctx context.Context, tx Tx, o *Fax) error {
 	if o.PaymentMethod != PayCredits || o.PagesSent >= o.Pages {
 		return nil
 	}
@@ -249,7 +249,7 @@ func (s *Service) refundUnsentPages(ctx context.Context, tx Tx, o *Order) error 
 	}
 	return tx.AppendLedger(ctx, &LedgerEntry{
 		ID: NewID(PrefixLedger), OwnerID: o.OwnerID, Mode: o.Mode, Kind: LedgerRefund, AmountMicros: refund,
-		OrderID: &o.ID, Reason: fmt.Sprintf("refund for %d of %d pages not delivered (fax %s)", o.Pages-o.PagesSent, o.Pages, o.ID),
+		FaxID: &o.ID, Reason: fmt.Sprintf("refund for %d of %d pages not delivered (fax %s)", o.Pages-o.PagesSent, o.Pages, o.ID),
 		CreatedAt: s.now(),
 	})
 }

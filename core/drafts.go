@@ -77,25 +77,25 @@ func (s *Service) CreateDraftCheckout(ctx context.Context, p Principal, draftID 
 	return s.startCheckout(ctx, c, fmt.Sprintf("Fax of %d page(s) to %s", d.Pages, d.To))
 }
 
-// orderDraft turns a paid draft into a queued order inside tx.
-func (s *Service) orderDraft(ctx context.Context, tx Tx, c *Checkout) error {
+// faxFromDraft turns a paid draft into a queued fax inside tx.
+func (s *Service) faxFromDraft(ctx context.Context, tx Tx, c *Checkout) error {
 	d, err := tx.GetDraft(ctx, c.OwnerID, c.Mode, *c.DraftID)
 	if err != nil {
 		return storeErr(err, "draft")
 	}
 	now := s.now()
-	o := &Order{
-		ID: NewID(PrefixOrder), OwnerID: d.OwnerID, Mode: d.Mode, Status: OrderQueued, To: d.To,
+	o := &Fax{
+		ID: NewID(PrefixFax), OwnerID: d.OwnerID, Mode: d.Mode, Status: FaxQueued, To: d.To,
 		DocumentID: d.DocumentID, Pages: d.Pages, Cover: d.Cover, CoverText: d.CoverText,
 		PriceMicros: c.AmountMicros, Currency: Currency, PaymentMethod: PayCheckout, DraftID: &d.ID,
 		CreatedAt: now, UpdatedAt: now,
 	}
-	if err := tx.CreateOrder(ctx, o); err != nil {
-		return fmt.Errorf("create order: %w", err)
+	if err := tx.CreateFax(ctx, o); err != nil {
+		return fmt.Errorf("create fax: %w", err)
 	}
-	if err := tx.MarkDraftOrdered(ctx, d.ID, o.ID); err != nil {
+	if err := tx.MarkDraftPaid(ctx, d.ID, o.ID); err != nil {
 		if errors.Is(err, ErrConflict) {
-			return Errorf(KindConflict, CodeDraftState, "the draft was already ordered")
+			return Errorf(KindConflict, CodeDraftState, "the draft was already paid")
 		}
 		return err
 	}

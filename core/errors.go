@@ -61,7 +61,7 @@ const (
 	CodeMachinePaymentsOff     = "machine_payments_disabled"
 	CodeApprovalState          = "approval_not_pending"
 	CodeApprovalBinding        = "approval_binding_mismatch"
-	CodeOrderNotCancelable     = "order_not_cancelable"
+	CodeFaxNotCancelable       = "fax_not_cancelable"
 	CodeProviderUnavailable    = "provider_not_configured"
 	CodeOwnerExists            = "owner_exists"
 	CodeUserVerification       = "user_verification_required"

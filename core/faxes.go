@@ -72,11 +72,11 @@ func checkCover(cover bool, text string) error {
 }
 
 // SendFax pays for a fax with the principal's credits and queues it. The
-// order, its credit hold, its delivery job and its idempotency record are
+// fax, its credit hold, its delivery job and its idempotency record are
 // written in one transaction: concurrent requests with one key yield exactly
-// one order and one hold. replayed is true when the stored response of an
+// one fax and one hold. replayed is true when the stored response of an
 // earlier identical request is returned.
-func (s *Service) SendFax(ctx context.Context, p Principal, idemKey string, r SendFaxRequest) (order *Order, replayed bool, err error) {
+func (s *Service) SendFax(ctx context.Context, p Principal, idemKey string, r SendFaxRequest) (fax *Fax, replayed bool, err error) {
 	if err := Authorize(p, OpSendFax); err != nil {
 		return nil, false, err
 	}
@@ -112,8 +112,8 @@ func (s *Service) SendFax(ctx context.Context, p Principal, idemKey string, r Se
 	}
 
 	now := s.now()
-	o := &Order{
-		ID: NewID(PrefixOrder), OwnerID: p.OwnerID, Mode: p.Mode, Status: OrderQueued, To: e164,
+	o := &Fax{
+		ID: NewID(PrefixFax), OwnerID: p.OwnerID, Mode: p.Mode, Status: FaxQueued, To: e164,
 		DocumentID: doc.ID, Pages: doc.Pages, Cover: r.Cover, CoverText: r.CoverText,
 		PriceMicros: q.AmountMicros, Currency: Currency, PaymentMethod: PayCredits,
 		CreatedAt: now, UpdatedAt: now,
@@ -121,21 +121,21 @@ func (s *Service) SendFax(ctx context.Context, p Principal, idemKey string, r Se
 	s.present(o, nil)
 	resp, err := json.Marshal(o)
 	if err != nil {
-		return nil, false, fmt.Errorf("encode order: %w", err)
+		return nil, false, fmt.Errorf("encode fax: %w", err)
 	}
 	err = s.Store.InTx(ctx, func(tx Tx) error {
-		// The limiter is charged in the order's transaction: one commit
+		// The limiter is charged in the fax's transaction: one commit
 		// less per fax, and a send that fails (402) does not use up the
 		// owner's allowance.
 		if err := s.allow(ctx, tx, "send:"+p.OwnerID+":"+string(p.Mode), s.cfg.SendInterval, s.cfg.SendBurst); err != nil {
 			return err
 		}
-		if err := tx.CreateOrder(ctx, o); err != nil {
-			return fmt.Errorf("create order: %w", err)
+		if err := tx.CreateFax(ctx, o); err != nil {
+			return fmt.Errorf("create fax: %w", err)
 		}
 		hold := &LedgerEntry{
 			ID: NewID(PrefixLedger), OwnerID: p.OwnerID, Mode: p.Mode, Kind: LedgerHold,
-			AmountMicros: -q.AmountMicros, OrderID: &o.ID, Reason: "hold for fax " + o.ID + " to " + e164, CreatedAt: now,
+			AmountMicros: -q.AmountMicros, FaxID: &o.ID, Reason: "hold for fax " + o.ID + " to " + e164, CreatedAt: now,
 		}
 		if err := tx.PlaceHold(ctx, hold); err != nil {
 			return err
@@ -162,7 +162,7 @@ func (s *Service) SendFax(ctx context.Context, p Principal, idemKey string, r Se
 	case err != nil:
 		return nil, false, err
 	}
-	s.Logger.InfoContext(ctx, "fax queued", "order_id", o.ID, "owner_id", o.OwnerID, "mode", o.Mode, "pages", o.Pages, "price", o.Price)
+	s.Logger.InfoContext(ctx, "fax queued", "fax_id", o.ID, "owner_id", o.OwnerID, "mode", o.Mode, "pages", o.Pages, "price", o.Price)
 	return o, false, nil
 }
 
@@ -185,7 +185,7 @@ func balanceOrZero(b *Balance, err error) int64 {
 // replay answers from a stored idempotency record: ok is true when the
 // record exists and matches; a different request under the same key is a
 // conflict.
-func (s *Service) replay(ctx context.Context, scope, key, reqHash string) (*Order, bool, error) {
+func (s *Service) replay(ctx context.Context, scope, key, reqHash string) (*Fax, bool, error) {
 	rec, err := s.Store.GetIdempotency(ctx, scope, key)
 	if errors.Is(err, ErrNoRows) {
 		return nil, false, nil
@@ -195,7 +195,7 @@ func (s *Service) replay(ctx context.Context, scope, key, reqHash string) (*Orde
 	if rec.RequestHash != reqHash {
 		return nil, false, Errorf(KindConflict, CodeIdempotencyConflict, "this Idempotency-Key was already used with a different request")
 	}
-	var o Order
+	var o Fax
 	if err := json.Unmarshal(rec.Response, &o); err != nil {
 		return nil, false, fmt.Errorf("decode stored response: %w", err)
 	}
@@ -225,17 +225,17 @@ func (s *Service) allow(ctx context.Context, q Queries, key string, interval tim
 	return nil
 }
 
-// present fills an order's response-only fields.
-func (s *Service) present(o *Order, latest *Attempt) {
+// present fills a fax's response-only fields.
+func (s *Service) present(o *Fax, latest *Attempt) {
 	o.Price, o.PriceCents, o.LatestAttempt = FormatUSD(o.PriceMicros), CentsUp(o.PriceMicros), latest
 }
 
-// GetFax returns one of the principal's orders with its latest attempt.
-func (s *Service) GetFax(ctx context.Context, p Principal, id string) (*Order, error) {
+// GetFax returns one of the principal's faxes with its latest attempt.
+func (s *Service) GetFax(ctx context.Context, p Principal, id string) (*Fax, error) {
 	if err := Authorize(p, OpGetFax); err != nil {
 		return nil, err
 	}
-	o, err := s.Store.GetOrder(ctx, p.OwnerID, p.Mode, id)
+	o, err := s.Store.GetFax(ctx, p.OwnerID, p.Mode, id)
 	if err != nil {
 		return nil, storeErr(err, "fax")
 	}
@@ -247,7 +247,7 @@ func (s *Service) GetFax(ctx context.Context, p Principal, id string) (*Order, e
 	return o, nil
 }
 
-// FaxAttempts lists every attempt of one of the principal's orders.
+// FaxAttempts lists every attempt of one of the principal's faxes.
 func (s *Service) FaxAttempts(ctx context.Context, p Principal, id string) ([]Attempt, error) {
 	if _, err := s.GetFax(ctx, p, id); err != nil {
 		return nil, err
@@ -278,9 +278,9 @@ func checkLimit(limit int) (int, error) {
 	return limit, nil
 }
 
-// ListFaxes lists the principal's orders, newest first. The latest attempt
+// ListFaxes lists the principal's faxes, newest first. The latest attempt
 // is not included in lists (use GetFax).
-func (s *Service) ListFaxes(ctx context.Context, p Principal, status string, startingAfter string, limit int) (*Page[Order], error) {
+func (s *Service) ListFaxes(ctx context.Context, p Principal, status string, startingAfter string, limit int) (*Page[Fax], error) {
 	if err := Authorize(p, OpListFaxes); err != nil {
 		return nil, err
 	}
@@ -288,63 +288,63 @@ func (s *Service) ListFaxes(ctx context.Context, p Principal, status string, sta
 	if err != nil {
 		return nil, err
 	}
-	if status != "" && !slices.Contains(OrderStatuses, OrderStatus(status)) {
+	if status != "" && !slices.Contains(FaxStatuses, FaxStatus(status)) {
 		return nil, Errorf(KindInvalid, CodeInvalidRequest, "status must be one of %s", joinStatuses())
 	}
 	if startingAfter != "" {
-		if _, err := s.Store.GetOrder(ctx, p.OwnerID, p.Mode, startingAfter); err != nil {
+		if _, err := s.Store.GetFax(ctx, p.OwnerID, p.Mode, startingAfter); err != nil {
 			if errors.Is(err, ErrNoRows) {
 				return nil, Errorf(KindInvalid, CodeInvalidRequest, "starting_after names no fax of yours")
 			}
 			return nil, err
 		}
 	}
-	orders, err := s.Store.ListOrders(ctx, OrderFilter{OwnerID: p.OwnerID, Mode: p.Mode, Status: OrderStatus(status), StartingAfter: startingAfter, Limit: limit + 1})
+	faxes, err := s.Store.ListFaxes(ctx, FaxFilter{OwnerID: p.OwnerID, Mode: p.Mode, Status: FaxStatus(status), StartingAfter: startingAfter, Limit: limit + 1})
 	if err != nil {
-		return nil, fmt.Errorf("list orders: %w", err)
+		return nil, fmt.Errorf("list faxes: %w", err)
 	}
-	page := &Page[Order]{Data: orders}
-	if len(orders) > limit {
-		page.Data, page.HasMore = orders[:limit], true
+	page := &Page[Fax]{Data: faxes}
+	if len(faxes) > limit {
+		page.Data, page.HasMore = faxes[:limit], true
 		page.Next = page.Data[limit-1].ID
 	}
 	for i := range page.Data {
 		s.present(&page.Data[i], nil)
 	}
 	if page.Data == nil {
-		page.Data = []Order{}
+		page.Data = []Fax{}
 	}
 	return page, nil
 }
 
 func joinStatuses() string {
-	parts := make([]string, len(OrderStatuses))
-	for i, st := range OrderStatuses {
+	parts := make([]string, len(FaxStatuses))
+	for i, st := range FaxStatuses {
 		parts[i] = string(st)
 	}
 	return strings.Join(parts, ", ")
 }
 
-// CancelFax cancels a queued order and releases its hold. Once sending has
+// CancelFax cancels a queued fax and releases its hold. Once sending has
 // started a fax cannot be called back.
-func (s *Service) CancelFax(ctx context.Context, p Principal, id string) (*Order, error) {
+func (s *Service) CancelFax(ctx context.Context, p Principal, id string) (*Fax, error) {
 	if err := Authorize(p, OpCancelFax); err != nil {
 		return nil, err
 	}
 	err := s.Store.InTx(ctx, func(tx Tx) error {
-		o, err := tx.GetOrder(ctx, p.OwnerID, p.Mode, id)
+		o, err := tx.GetFax(ctx, p.OwnerID, p.Mode, id)
 		if err != nil {
 			return storeErr(err, "fax")
 		}
-		if o.Status != OrderQueued {
-			return Errorf(KindConflict, CodeOrderNotCancelable, "a fax that is %s can no longer be canceled", o.Status)
+		if o.Status != FaxQueued {
+			return Errorf(KindConflict, CodeFaxNotCancelable, "a fax that is %s can no longer be canceled", o.Status)
 		}
 		now := s.now()
-		o.Status, o.UpdatedAt, o.CompletedAt, o.NextAttemptAt = OrderCanceled, now, &now, nil
+		o.Status, o.UpdatedAt, o.CompletedAt, o.NextAttemptAt = FaxCanceled, now, &now, nil
 		o.FailureCode, o.FailureReason = "canceled", "canceled by the owner"
-		if err := tx.UpdateOrder(ctx, o, OrderQueued); err != nil {
+		if err := tx.UpdateFax(ctx, o, FaxQueued); err != nil {
 			if errors.Is(err, ErrConflict) {
-				return Errorf(KindConflict, CodeOrderNotCancelable, "the fax started sending and can no longer be canceled")
+				return Errorf(KindConflict, CodeFaxNotCancelable, "the fax started sending and can no longer be canceled")
 			}
 			return err
 		}
@@ -356,9 +356,9 @@ func (s *Service) CancelFax(ctx context.Context, p Principal, id string) (*Order
 	return s.GetFax(ctx, p, id)
 }
 
-// settle captures or releases the order's credit hold; orders paid another
+// settle captures or releases the fax's credit hold; faxes paid another
 // way have none.
-func (s *Service) settle(ctx context.Context, tx Tx, o *Order, kind LedgerKind) error {
+func (s *Service) settle(ctx context.Context, tx Tx, o *Fax, kind LedgerKind) error {
 	if o.PaymentMethod != PayCredits {
 		return nil
 	}

@@ -16,7 +16,7 @@ const (
 	PrefixUpload     = "upl_"
 	PrefixDocument   = "doc_"
 	PrefixDraft      = "drf_"
-	PrefixOrder      = "fax_"
+	PrefixFax        = "fax_"
 	PrefixAttempt    = "att_"
 	PrefixLedger     = "led_"
 	PrefixApproval   = "apr_"

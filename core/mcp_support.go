@@ -33,11 +33,11 @@ func (s *Service) GetDraft(ctx context.Context, p Principal, id string) (*DraftV
 
 // SendDraft pays for a draft with the principal's credits and queues it, in
 // one transaction with the credit hold and the delivery job. It is
-// idempotent by draft: a draft is ordered at most once (the store moves it
-// from open to ordered conditionally), so a retried call — or a call after
-// the draft was paid at its checkout — returns the existing order with
+// idempotent by draft: a draft is paid at most once (the store moves it
+// from open to paid conditionally), so a retried call — or a call after
+// the draft was paid at its checkout — returns the existing fax with
 // replayed true and never charges twice.
-func (s *Service) SendDraft(ctx context.Context, p Principal, draftID string) (order *Order, replayed bool, err error) {
+func (s *Service) SendDraft(ctx context.Context, p Principal, draftID string) (fax *Fax, replayed bool, err error) {
 	if err := Authorize(p, OpSendFax); err != nil {
 		return nil, false, err
 	}
@@ -48,7 +48,7 @@ func (s *Service) SendDraft(ctx context.Context, p Principal, draftID string) (o
 	if err != nil {
 		return nil, false, storeErr(err, "draft")
 	}
-	if o, ok, err := s.draftOrder(ctx, p, d); ok || err != nil {
+	if o, ok, err := s.draftFax(ctx, p, d); ok || err != nil {
 		return o, ok, err
 	}
 	if d.Status != DraftOpen || s.now().After(d.ExpiresAt) {
@@ -59,8 +59,8 @@ func (s *Service) SendDraft(ctx context.Context, p Principal, draftID string) (o
 		return nil, false, Errorf(KindConflict, CodeDraftState, "the draft is %s and cannot be sent; create a new draft", st)
 	}
 	now := s.now()
-	o := &Order{
-		ID: NewID(PrefixOrder), OwnerID: p.OwnerID, Mode: p.Mode, Status: OrderQueued, To: d.To,
+	o := &Fax{
+		ID: NewID(PrefixFax), OwnerID: p.OwnerID, Mode: p.Mode, Status: FaxQueued, To: d.To,
 		DocumentID: d.DocumentID, Pages: d.Pages, Cover: d.Cover, CoverText: d.CoverText,
 		PriceMicros: d.PriceMicros, Currency: Currency, PaymentMethod: PayCredits, DraftID: &d.ID,
 		CreatedAt: now, UpdatedAt: now,
@@ -69,15 +69,15 @@ func (s *Service) SendDraft(ctx context.Context, p Principal, draftID string) (o
 		if err := s.allow(ctx, tx, "send:"+p.OwnerID+":"+string(p.Mode), s.cfg.SendInterval, s.cfg.SendBurst); err != nil {
 			return err
 		}
-		if err := tx.CreateOrder(ctx, o); err != nil {
-			return fmt.Errorf("create order: %w", err)
+		if err := tx.CreateFax(ctx, o); err != nil {
+			return fmt.Errorf("create fax: %w", err)
 		}
-		if err := tx.MarkDraftOrdered(ctx, d.ID, o.ID); err != nil {
+		if err := tx.MarkDraftPaid(ctx, d.ID, o.ID); err != nil {
 			return err
 		}
 		hold := &LedgerEntry{
 			ID: NewID(PrefixLedger), OwnerID: p.OwnerID, Mode: p.Mode, Kind: LedgerHold,
-			AmountMicros: -d.PriceMicros, OrderID: &o.ID, Reason: "hold for fax " + o.ID + " to " + d.To, CreatedAt: now,
+			AmountMicros: -d.PriceMicros, FaxID: &o.ID, Reason: "hold for fax " + o.ID + " to " + d.To, CreatedAt: now,
 		}
 		if err := tx.PlaceHold(ctx, hold); err != nil {
 			return err
@@ -89,13 +89,13 @@ func (s *Service) SendDraft(ctx context.Context, p Principal, draftID string) (o
 	})
 	switch {
 	case errors.Is(err, ErrConflict):
-		// Ordered concurrently (another call, or its checkout): answer
-		// with that order.
+		// Paid concurrently (another call, or its checkout): answer
+		// with that fax.
 		d, gerr := s.Store.GetDraft(ctx, p.OwnerID, p.Mode, draftID)
 		if gerr != nil {
 			return nil, false, storeErr(gerr, "draft")
 		}
-		if o, ok, err := s.draftOrder(ctx, p, d); ok || err != nil {
+		if o, ok, err := s.draftFax(ctx, p, d); ok || err != nil {
 			return o, ok, err
 		}
 		return nil, false, Errorf(KindConflict, CodeDraftState, "the draft changed while it was being sent; try again")
@@ -107,17 +107,17 @@ func (s *Service) SendDraft(ctx context.Context, p Principal, draftID string) (o
 	case err != nil:
 		return nil, false, err
 	}
-	s.Logger.InfoContext(ctx, "fax queued from draft", "order_id", o.ID, "draft_id", d.ID, "owner_id", o.OwnerID, "mode", o.Mode, "pages", o.Pages)
+	s.Logger.InfoContext(ctx, "fax queued from draft", "fax_id", o.ID, "draft_id", d.ID, "owner_id", o.OwnerID, "mode", o.Mode, "pages", o.Pages)
 	s.present(o, nil)
 	return o, false, nil
 }
 
-// draftOrder returns the order of an already ordered draft.
-func (s *Service) draftOrder(ctx context.Context, p Principal, d *Draft) (*Order, bool, error) {
-	if d.Status != DraftOrdered || d.OrderID == nil {
+// draftFax returns the fax of an already paid draft.
+func (s *Service) draftFax(ctx context.Context, p Principal, d *Draft) (*Fax, bool, error) {
+	if d.Status != DraftPaid || d.FaxID == nil {
 		return nil, false, nil
 	}
-	o, err := s.Store.GetOrder(ctx, p.OwnerID, p.Mode, *d.OrderID)
+	o, err := s.Store.GetFax(ctx, p.OwnerID, p.Mode, *d.FaxID)
 	if err != nil {
 		return nil, false, storeErr(err, "fax")
 	}

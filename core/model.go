@@ -89,7 +89,7 @@ type DraftStatus string
 
 const (
 	DraftOpen     DraftStatus = "open"
-	DraftOrdered  DraftStatus = "ordered"
+	DraftPaid     DraftStatus = "paid"
 	DraftCanceled DraftStatus = "canceled"
 	DraftExpired  DraftStatus = "expired"
 )
@@ -106,39 +106,39 @@ type Draft struct {
 	Pages       int         `json:"pages" db:"pages"`
 	PriceMicros int64       `json:"-" db:"price_micros"`
 	Status      DraftStatus `json:"status" db:"status"`
-	OrderID     *string     `json:"orderId,omitempty" db:"order_id"`
+	FaxID       *string     `json:"faxId,omitempty" db:"fax_id"`
 	CreatedAt   time.Time   `json:"createdAt" db:"created_at"`
 	ExpiresAt   time.Time   `json:"expiresAt" db:"expires_at"`
 }
 
-// OrderStatus is the state of a fax order.
+// FaxStatus is the state of a fax.
 //
 //	queued → sending → delivered | partial | failed
 //	queued → canceled; sending → queued (retryable failure, retry scheduled)
-type OrderStatus string
+type FaxStatus string
 
 const (
-	OrderQueued    OrderStatus = "queued"
-	OrderSending   OrderStatus = "sending"
-	OrderDelivered OrderStatus = "delivered"
-	OrderPartial   OrderStatus = "partial"
-	OrderFailed    OrderStatus = "failed"
-	OrderCanceled  OrderStatus = "canceled"
+	FaxQueued    FaxStatus = "queued"
+	FaxSending   FaxStatus = "sending"
+	FaxDelivered FaxStatus = "delivered"
+	FaxPartial   FaxStatus = "partial"
+	FaxFailed    FaxStatus = "failed"
+	FaxCanceled  FaxStatus = "canceled"
 )
 
 // Terminal reports whether no further transition can happen.
-func (s OrderStatus) Terminal() bool {
+func (s FaxStatus) Terminal() bool {
 	switch s {
-	case OrderDelivered, OrderPartial, OrderFailed, OrderCanceled:
+	case FaxDelivered, FaxPartial, FaxFailed, FaxCanceled:
 		return true
 	}
 	return false
 }
 
-// OrderStatuses lists every state, for validation of filters.
-var OrderStatuses = []OrderStatus{OrderQueued, OrderSending, OrderDelivered, OrderPartial, OrderFailed, OrderCanceled}
+// FaxStatuses lists every state, for validation of filters.
+var FaxStatuses = []FaxStatus{FaxQueued, FaxSending, FaxDelivered, FaxPartial, FaxFailed, FaxCanceled}
 
-// PaymentMethod says how an order was paid.
+// PaymentMethod says how a fax was paid.
 type PaymentMethod string
 
 const (
@@ -147,12 +147,12 @@ const (
 	PayMachine  PaymentMethod = "machine"
 )
 
-// Order is a paid fax.
-type Order struct {
+// Fax is a paid fax.
+type Fax struct {
 	ID            string        `json:"id" db:"id"`
 	OwnerID       string        `json:"-" db:"owner_id"`
 	Mode          Mode          `json:"mode" db:"mode"`
-	Status        OrderStatus   `json:"status" db:"status"`
+	Status        FaxStatus     `json:"status" db:"status"`
 	To            string        `json:"to" db:"destination"`
 	DocumentID    string        `json:"documentId" db:"document_id"`
 	Pages         int           `json:"pages" db:"pages"`
@@ -190,7 +190,7 @@ const (
 // Attempt is one try at a provider.
 type Attempt struct {
 	ID            string        `json:"id" db:"id"`
-	OrderID       string        `json:"-" db:"order_id"`
+	FaxID         string        `json:"-" db:"fax_id"`
 	Number        int           `json:"number" db:"number"`
 	Provider      string        `json:"provider" db:"provider"`
 	ProviderRef   string        `json:"providerRef,omitempty" db:"provider_ref"`
@@ -212,7 +212,7 @@ const (
 	LedgerGrant LedgerKind = "grant"
 	// LedgerPurchase adds credits bought through a checkout.
 	LedgerPurchase LedgerKind = "purchase"
-	// LedgerHold reserves credits for an order (negative amount).
+	// LedgerHold reserves credits for a fax (negative amount).
 	LedgerHold LedgerKind = "hold"
 	// LedgerCapture makes a hold final (zero amount; references the hold).
 	LedgerCapture LedgerKind = "capture"
@@ -231,7 +231,7 @@ type LedgerEntry struct {
 	Mode         Mode       `json:"mode" db:"mode"`
 	Kind         LedgerKind `json:"kind" db:"kind"`
 	AmountMicros int64      `json:"-" db:"amount_micros"`
-	OrderID      *string    `json:"orderId,omitempty" db:"order_id"`
+	FaxID        *string    `json:"faxId,omitempty" db:"fax_id"`
 	HoldID       *string    `json:"holdId,omitempty" db:"hold_id"`
 	Reason       string     `json:"reason" db:"reason"`
 	CreatedAt    time.Time  `json:"createdAt" db:"created_at"`

@@ -74,7 +74,7 @@ type FaxProvider interface {
 
 // ProviderRequest is one attempt to send.
 type ProviderRequest struct {
-	OrderID   string
+	FaxID     string
 	AttemptID string
 	Attempt   int
 	To        string
@@ -96,9 +96,9 @@ type ProviderResult struct {
 
 // Queue schedules delivery work durably.
 type Queue interface {
-	// EnqueueDelivery schedules the delivery of orderID inside tx, so the
-	// order row and its job commit or vanish together.
-	EnqueueDelivery(ctx context.Context, tx Tx, orderID string, at time.Time) error
+	// EnqueueDelivery schedules the delivery of faxID inside tx, so the
+	// fax row and its job commit or vanish together.
+	EnqueueDelivery(ctx context.Context, tx Tx, faxID string, at time.Time) error
 }
 
 // CheckoutGateway starts a hosted payment for a checkout. In test mode it is

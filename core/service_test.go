@@ -57,8 +57,8 @@ func TestSendFaxIsDeliveredAndCaptured(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if replayed || o.Status != core.OrderQueued || o.Pages != 3 || o.PriceMicros != 210_000 || o.Price != "0.21" {
-		t.Fatalf("unexpected queued order: %+v", o)
+	if replayed || o.Status != core.FaxQueued || o.Pages != 3 || o.PriceMicros != 210_000 || o.Price != "0.21" {
+		t.Fatalf("unexpected queued fax: %+v", o)
 	}
 	e.DrainQueue(t)
 
@@ -66,7 +66,7 @@ func TestSendFaxIsDeliveredAndCaptured(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got.Status != core.OrderDelivered || got.PagesSent != 3 || got.CompletedAt == nil {
+	if got.Status != core.FaxDelivered || got.PagesSent != 3 || got.CompletedAt == nil {
 		t.Fatalf("want delivered, got %+v", got)
 	}
 	if got.LatestAttempt == nil || got.LatestAttempt.Status != core.AttemptDelivered || got.LatestAttempt.Provider != "simulated" {
@@ -91,19 +91,19 @@ func TestDeliveryOutcomes(t *testing.T) {
 	p := e.Principal(t, e.KeyATest)
 	tests := []struct {
 		to        string
-		status    core.OrderStatus
+		status    core.FaxStatus
 		attempts  int
 		failure   string
 		pagesSent int
 		charged   int64 // micro-USD finally paid
 	}{
-		{"+12125550100", core.OrderDelivered, 1, "", 4, 280_000},
-		{"+12125550101", core.OrderFailed, 3, "busy", 0, 0},
-		{"+12125550102", core.OrderFailed, 3, "no_answer", 0, 0},
-		{"+12125550103", core.OrderFailed, 1, "not_a_fax_machine", 0, 0},
-		{"+12125550104", core.OrderPartial, 1, "call_dropped", 2, 140_000},
-		{"+12125550105", core.OrderDelivered, 2, "", 4, 280_000},
-		{"+12125550106", core.OrderFailed, 3, "provider_error", 0, 0},
+		{"+12125550100", core.FaxDelivered, 1, "", 4, 280_000},
+		{"+12125550101", core.FaxFailed, 3, "busy", 0, 0},
+		{"+12125550102", core.FaxFailed, 3, "no_answer", 0, 0},
+		{"+12125550103", core.FaxFailed, 1, "not_a_fax_machine", 0, 0},
+		{"+12125550104", core.FaxPartial, 1, "call_dropped", 2, 140_000},
+		{"+12125550105", core.FaxDelivered, 2, "", 4, 280_000},
+		{"+12125550106", core.FaxFailed, 3, "provider_error", 0, 0},
 	}
 	for _, tc := range tests {
 		t.Run(tc.to, func(t *testing.T) {
@@ -132,7 +132,7 @@ func TestDeliveryOutcomes(t *testing.T) {
 	}
 }
 
-// Fifty concurrent requests with one key make one order and one hold.
+// Fifty concurrent requests with one key make one fax and one hold.
 func TestIdempotentConcurrentSend(t *testing.T) {
 	e := testenv.New(t, testenv.WithoutWorkers(), testenv.WithConfig(func(c *core.Config) { c.SendBurst = 1000 }))
 	p := e.Principal(t, e.KeyATest)
@@ -155,19 +155,19 @@ func TestIdempotentConcurrentSend(t *testing.T) {
 			t.Fatalf("request %d: %v", i, errs[i])
 		}
 		if ids[i] != ids[0] {
-			t.Fatalf("request %d got order %s, request 0 got %s", i, ids[i], ids[0])
+			t.Fatalf("request %d got fax %s, request 0 got %s", i, ids[i], ids[0])
 		}
 	}
 	page, err := e.Svc.ListFaxes(ctx, p, "", "", 100)
 	if err != nil || len(page.Data) != 1 {
-		t.Fatalf("want exactly one order, got %d (%v)", len(page.Data), err)
+		t.Fatalf("want exactly one fax, got %d (%v)", len(page.Data), err)
 	}
 	c := balance(t, e, p)
 	if c.HeldMicros != 100_000 { // one page to the US is the 0.10 minimum
 		t.Fatalf("want exactly one hold of 0.10, held %s", c.Held)
 	}
 	o, replayed, err := e.Svc.SendFax(ctx, p, "same-key", req)
-	if err != nil || !replayed || o.ID != ids[0] || o.Status != core.OrderQueued {
+	if err != nil || !replayed || o.ID != ids[0] || o.Status != core.FaxQueued {
 		t.Fatalf("replay: %+v replayed=%v err=%v", o, replayed, err)
 	}
 	_, _, err = e.Svc.SendFax(ctx, p, "same-key", core.SendFaxRequest{To: "+12125550101", UploadToken: req.UploadToken})
@@ -226,7 +226,7 @@ func TestInsufficientCreditsStoresNothing(t *testing.T) {
 	}
 	page, _ := e.Svc.ListFaxes(ctx, p, "", "", 10)
 	if len(page.Data) != 0 {
-		t.Fatalf("a refused send left %d orders", len(page.Data))
+		t.Fatalf("a refused send left %d faxes", len(page.Data))
 	}
 	if _, err := e.Svc.GrantCredits(ctx, p.OwnerID, core.ModeTest, 1_000_000, "top up"); err != nil {
 		t.Fatal(err)
@@ -369,7 +369,7 @@ func TestOwnersAndModesAreIsolated(t *testing.T) {
 			wantCode(t, err, core.CodeNotFound)
 			page, err := e.Svc.ListFaxes(ctx, p, "", "", 10)
 			if err != nil || len(page.Data) != 0 {
-				t.Fatalf("listed %d foreign orders (%v)", len(page.Data), err)
+				t.Fatalf("listed %d foreign faxes (%v)", len(page.Data), err)
 			}
 			_, err = e.Svc.CreateDraft(ctx, p, core.CreateDraftRequest{To: "+12125550100", UploadToken: tok})
 			if p.Mode == core.ModeLive {
@@ -438,7 +438,7 @@ func TestCancelReleasesHold(t *testing.T) {
 		t.Fatal(err)
 	}
 	got, err := e.Svc.CancelFax(ctx, p, o.ID)
-	if err != nil || got.Status != core.OrderCanceled {
+	if err != nil || got.Status != core.FaxCanceled {
 		t.Fatalf("cancel: %+v %v", got, err)
 	}
 	c := balance(t, e, p)
@@ -446,17 +446,17 @@ func TestCancelReleasesHold(t *testing.T) {
 		t.Fatalf("after cancel: available %s held %s", c.Available, c.Held)
 	}
 	_, err = e.Svc.CancelFax(ctx, p, o.ID)
-	wantCode(t, err, core.CodeOrderNotCancelable)
-	// The job still runs later and leaves the canceled order alone.
+	wantCode(t, err, core.CodeFaxNotCancelable)
+	// The job still runs later and leaves the canceled fax alone.
 	if err := e.Svc.Deliver(ctx, o.ID); err != nil {
 		t.Fatal(err)
 	}
-	if got, _ := e.Svc.GetFax(ctx, p, o.ID); got.Status != core.OrderCanceled || got.Attempts != 0 {
-		t.Fatalf("delivery touched a canceled order: %+v", got)
+	if got, _ := e.Svc.GetFax(ctx, p, o.ID); got.Status != core.FaxCanceled || got.Attempts != 0 {
+		t.Fatalf("delivery touched a canceled fax: %+v", got)
 	}
 }
 
-func TestDraftCheckoutQueuesExactlyOneOrder(t *testing.T) {
+func TestDraftCheckoutQueuesExactlyOneFax(t *testing.T) {
 	e := testenv.New(t, testenv.WithoutCredits())
 	p := e.Principal(t, e.KeyATest)
 	d, err := e.Svc.CreateDraft(ctx, p, core.CreateDraftRequest{To: "+12125550100", UploadToken: upload(t, e, p, 2), Cover: true, CoverText: "For Dr. Who"})
@@ -485,11 +485,11 @@ func TestDraftCheckoutQueuesExactlyOneOrder(t *testing.T) {
 	e.DrainQueue(t)
 	page, err := e.Svc.ListFaxes(ctx, p, "", "", 10)
 	if err != nil || len(page.Data) != 1 {
-		t.Fatalf("want one order, got %d (%v)", len(page.Data), err)
+		t.Fatalf("want one fax, got %d (%v)", len(page.Data), err)
 	}
 	o := page.Data[0]
-	if o.Status != core.OrderDelivered || o.PaymentMethod != core.PayCheckout || *o.DraftID != d.ID || o.CoverText != "For Dr. Who" {
-		t.Fatalf("order from draft: %+v", o)
+	if o.Status != core.FaxDelivered || o.PaymentMethod != core.PayCheckout || *o.DraftID != d.ID || o.CoverText != "For Dr. Who" {
+		t.Fatalf("fax from draft: %+v", o)
 	}
 	if c := balance(t, e, p); c.AvailableMicros != 0 || len(c.Ledger) != 0 {
 		t.Fatalf("a checkout-paid fax touched credits: %+v", c)
@@ -637,7 +637,7 @@ func TestSessions(t *testing.T) {
 func TestDeliveryEdges(t *testing.T) {
 	e := testenv.New(t, testenv.WithoutWorkers())
 	p := e.Principal(t, e.KeyATest)
-	send := func(to string, pages int) *core.Order {
+	send := func(to string, pages int) *core.Fax {
 		t.Helper()
 		o, _, err := e.Svc.SendFax(ctx, p, to+fmt.Sprint(pages, time.Now().UnixNano()), core.SendFaxRequest{To: to, UploadToken: upload(t, e, p, pages)})
 		if err != nil {
@@ -653,7 +653,7 @@ func TestDeliveryEdges(t *testing.T) {
 			t.Fatal(err)
 		}
 		got, _ := e.Svc.GetFax(ctx, p, o.ID)
-		if got.Status != core.OrderFailed || got.PagesSent != 0 || got.LatestAttempt.Status != core.AttemptFailed {
+		if got.Status != core.FaxFailed || got.PagesSent != 0 || got.LatestAttempt.Status != core.AttemptFailed {
 			t.Fatalf("got %+v / %+v", got, got.LatestAttempt)
 		}
 		if c := balance(t, e, p); c.AvailableMicros != full || c.HeldMicros != 0 {
@@ -663,13 +663,13 @@ func TestDeliveryEdges(t *testing.T) {
 
 	t.Run("early job is deferred, not dropped", func(t *testing.T) {
 		o := send("+12125550100", 1)
-		stored, err := e.Store.GetOrderByID(ctx, o.ID)
+		stored, err := e.Store.GetFaxByID(ctx, o.ID)
 		if err != nil {
 			t.Fatal(err)
 		}
 		at := time.Now().Add(time.Hour).UTC().Truncate(time.Microsecond)
 		stored.NextAttemptAt = &at
-		if err := e.Store.UpdateOrder(ctx, stored, core.OrderQueued); err != nil {
+		if err := e.Store.UpdateFax(ctx, stored, core.FaxQueued); err != nil {
 			t.Fatal(err)
 		}
 		err = e.Svc.Deliver(ctx, o.ID)
@@ -681,16 +681,16 @@ func TestDeliveryEdges(t *testing.T) {
 
 	t.Run("interrupted last attempt fails and releases", func(t *testing.T) {
 		o := send("+12125550100", 1)
-		stored, err := e.Store.GetOrderByID(ctx, o.ID)
+		stored, err := e.Store.GetFaxByID(ctx, o.ID)
 		if err != nil {
 			t.Fatal(err)
 		}
 		// Simulate a worker that died mid-send on the third attempt.
-		stored.Status, stored.Attempts = core.OrderSending, 3
-		if err := e.Store.UpdateOrder(ctx, stored, core.OrderQueued); err != nil {
+		stored.Status, stored.Attempts = core.FaxSending, 3
+		if err := e.Store.UpdateFax(ctx, stored, core.FaxQueued); err != nil {
 			t.Fatal(err)
 		}
-		if err := e.Store.CreateAttempt(ctx, &core.Attempt{ID: core.NewID(core.PrefixAttempt), OrderID: o.ID, Number: 3, Provider: "simulated", Status: core.AttemptSending, StartedAt: time.Now().UTC()}); err != nil {
+		if err := e.Store.CreateAttempt(ctx, &core.Attempt{ID: core.NewID(core.PrefixAttempt), FaxID: o.ID, Number: 3, Provider: "simulated", Status: core.AttemptSending, StartedAt: time.Now().UTC()}); err != nil {
 			t.Fatal(err)
 		}
 		heldBefore := balance(t, e, p).HeldMicros
@@ -698,7 +698,7 @@ func TestDeliveryEdges(t *testing.T) {
 			t.Fatal(err)
 		}
 		got, _ := e.Svc.GetFax(ctx, p, o.ID)
-		if got.Status != core.OrderFailed || got.FailureCode != "interrupted" || got.LatestAttempt.FailureCode != "interrupted" {
+		if got.Status != core.FaxFailed || got.FailureCode != "interrupted" || got.LatestAttempt.FailureCode != "interrupted" {
 			t.Fatalf("got %+v / %+v", got, got.LatestAttempt)
 		}
 		if c := balance(t, e, p); heldBefore-c.HeldMicros != o.PriceMicros {
@@ -708,12 +708,12 @@ func TestDeliveryEdges(t *testing.T) {
 
 	t.Run("interrupted earlier attempt is retried", func(t *testing.T) {
 		o := send("+12125550100", 1)
-		stored, _ := e.Store.GetOrderByID(ctx, o.ID)
-		stored.Status, stored.Attempts = core.OrderSending, 1
-		if err := e.Store.UpdateOrder(ctx, stored, core.OrderQueued); err != nil {
+		stored, _ := e.Store.GetFaxByID(ctx, o.ID)
+		stored.Status, stored.Attempts = core.FaxSending, 1
+		if err := e.Store.UpdateFax(ctx, stored, core.FaxQueued); err != nil {
 			t.Fatal(err)
 		}
-		if err := e.Store.CreateAttempt(ctx, &core.Attempt{ID: core.NewID(core.PrefixAttempt), OrderID: o.ID, Number: 1, Provider: "simulated", Status: core.AttemptSending, StartedAt: time.Now().UTC()}); err != nil {
+		if err := e.Store.CreateAttempt(ctx, &core.Attempt{ID: core.NewID(core.PrefixAttempt), FaxID: o.ID, Number: 1, Provider: "simulated", Status: core.AttemptSending, StartedAt: time.Now().UTC()}); err != nil {
 			t.Fatal(err)
 		}
 		if err := e.Svc.Deliver(ctx, o.ID); err != nil {
@@ -721,7 +721,7 @@ func TestDeliveryEdges(t *testing.T) {
 		}
 		got, _ := e.Svc.GetFax(ctx, p, o.ID)
 		atts, _ := e.Svc.FaxAttempts(ctx, p, o.ID)
-		if got.Status != core.OrderDelivered || got.Attempts != 2 || len(atts) != 2 || atts[0].FailureCode != "interrupted" && atts[1].FailureCode != "interrupted" {
+		if got.Status != core.FaxDelivered || got.Attempts != 2 || len(atts) != 2 || atts[0].FailureCode != "interrupted" && atts[1].FailureCode != "interrupted" {
 			t.Fatalf("got %+v, attempts %+v", got, atts)
 		}
 	})

@@ -69,22 +69,22 @@ type Queries interface {
 
 	CreateDraft(ctx context.Context, d *Draft) error
 	GetDraft(ctx context.Context, ownerID string, mode Mode, id string) (*Draft, error)
-	// MarkDraftOrdered moves an open draft to ordered; ErrConflict otherwise.
-	MarkDraftOrdered(ctx context.Context, id, orderID string) error
+	// MarkDraftPaid moves an open draft to paid; ErrConflict otherwise.
+	MarkDraftPaid(ctx context.Context, id, faxID string) error
 
-	CreateOrder(ctx context.Context, o *Order) error
-	GetOrder(ctx context.Context, ownerID string, mode Mode, id string) (*Order, error)
-	// GetOrderByID reads an order for the delivery worker (no owner filter).
-	GetOrderByID(ctx context.Context, id string) (*Order, error)
-	ListOrders(ctx context.Context, f OrderFilter) ([]Order, error)
-	// UpdateOrder writes o's mutable fields if the stored status is one of
+	CreateFax(ctx context.Context, o *Fax) error
+	GetFax(ctx context.Context, ownerID string, mode Mode, id string) (*Fax, error)
+	// GetFaxByID reads a fax for the delivery worker (no owner filter).
+	GetFaxByID(ctx context.Context, id string) (*Fax, error)
+	ListFaxes(ctx context.Context, f FaxFilter) ([]Fax, error)
+	// UpdateFax writes o's mutable fields if the stored status is one of
 	// from; ErrConflict otherwise.
-	UpdateOrder(ctx context.Context, o *Order, from ...OrderStatus) error
+	UpdateFax(ctx context.Context, o *Fax, from ...FaxStatus) error
 
 	CreateAttempt(ctx context.Context, a *Attempt) error
 	UpdateAttempt(ctx context.Context, a *Attempt) error
-	LatestAttempt(ctx context.Context, orderID string) (*Attempt, error)
-	ListAttempts(ctx context.Context, orderID string) ([]Attempt, error)
+	LatestAttempt(ctx context.Context, faxID string) (*Attempt, error)
+	ListAttempts(ctx context.Context, faxID string) ([]Attempt, error)
 
 	// AppendLedger appends a credit (grant, purchase) or a capture or
 	// release. Holds go through PlaceHold.
@@ -92,9 +92,9 @@ type Queries interface {
 	// PlaceHold appends a hold entry (negative amount) only if the available
 	// balance covers it, atomically; ErrInsufficientFunds otherwise.
 	PlaceHold(ctx context.Context, e *LedgerEntry) error
-	// SettleHold appends a capture or release for the order's open hold, once:
+	// SettleHold appends a capture or release for the fax's open hold, once:
 	// ErrConflict if the hold is already settled, ErrNoRows if none exists.
-	SettleHold(ctx context.Context, orderID string, kind LedgerKind, at time.Time) (*LedgerEntry, error)
+	SettleHold(ctx context.Context, faxID string, kind LedgerKind, at time.Time) (*LedgerEntry, error)
 	GetBalance(ctx context.Context, ownerID string, mode Mode) (*Balance, error)
 	ListLedger(ctx context.Context, f LedgerFilter) ([]LedgerEntry, error)
 
@@ -121,13 +121,13 @@ type Queries interface {
 	AllowRate(ctx context.Context, key string, now time.Time, interval time.Duration, burst int) (ok bool, retryAfter time.Duration, err error)
 }
 
-// OrderFilter selects orders for listing, newest first, with cursor
+// FaxFilter selects faxes for listing, newest first, with cursor
 // pagination by id.
-type OrderFilter struct {
+type FaxFilter struct {
 	OwnerID       string
 	Mode          Mode
-	Status        OrderStatus // empty: any
-	StartingAfter string      // order id; list continues after it
+	Status        FaxStatus // empty: any
+	StartingAfter string    // fax id; list continues after it
 	Limit         int
 }
 

@@ -38,7 +38,7 @@ func SupportedUploadTypes() []FileKind {
 	for k := range supportedUploadTypes {
 		out = append(out, k)
 	}
-	slices.Sort(out) // stable order for docs and error details
+	slices.Sort(out) // stable fax for docs and error details
 	return out
 }
 

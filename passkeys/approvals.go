@@ -175,7 +175,7 @@ func decisionData(a *core.Approval, scopes []string) (any, error) {
 		}
 	}
 	granted := make([]string, 0, len(d.Scopes))
-	for _, s := range d.Scopes { // the app's order, without duplicates
+	for _, s := range d.Scopes { // the app's fax, without duplicates
 		if slices.Contains(scopes, s) && !slices.Contains(granted, s) {
 			granted = append(granted, s)
 		}

@@ -62,7 +62,7 @@ func (c *Console) payDraft(w http.ResponseWriter, r *http.Request, s *signedIn) 
 		c.fail(w, r, err)
 		return
 	}
-	if d.Status == core.DraftOrdered {
+	if d.Status == core.DraftPaid {
 		http.Redirect(w, r, "/console/drafts/"+d.ID+"?mode="+string(d.Mode), http.StatusSeeOther)
 		return
 	}

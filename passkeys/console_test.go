@@ -820,7 +820,7 @@ func TestAPIKeysAndDashboard(t *testing.T) {
 	if _, err := h.env.Svc.GrantCredits(t.Context(), owner, core.ModeTest, 12_340_000, "test"); err != nil {
 		t.Fatal(err)
 	}
-	fax := h.order(owner, core.ModeTest, core.OrderDelivered)
+	fax := h.fax(owner, core.ModeTest, core.FaxDelivered)
 	r = b.get("/console?mode=test")
 	r.body = html.UnescapeString(r.body)
 	for _, want := range []string{"$12.34", fax.ID, "state-delivered", "+14155550123"} {
@@ -835,8 +835,8 @@ func TestAPIKeysAndDashboard(t *testing.T) {
 	wantStatus(t, "bad mode", b.get("/console?mode=prod"), http.StatusBadRequest)
 }
 
-// order stores a fax order directly, as the send path would have.
-func (h *harness) order(ownerID string, mode core.Mode, status core.OrderStatus) *core.Order {
+// fax stores a fax directly, as the send path would have.
+func (h *harness) fax(ownerID string, mode core.Mode, status core.FaxStatus) *core.Fax {
 	h.t.Helper()
 	ctx := h.t.Context()
 	now := time.Now().UTC().Truncate(time.Microsecond)
@@ -845,10 +845,10 @@ func (h *harness) order(ownerID string, mode core.Mode, status core.OrderStatus)
 	if err := h.env.Store.CreateDocument(ctx, doc); err != nil {
 		h.t.Fatal(err)
 	}
-	o := &core.Order{ID: core.NewID(core.PrefixOrder), OwnerID: ownerID, Mode: mode, Status: status, To: "+14155550123",
+	o := &core.Fax{ID: core.NewID(core.PrefixFax), OwnerID: ownerID, Mode: mode, Status: status, To: "+14155550123",
 		DocumentID: doc.ID, Pages: 2, PriceMicros: 420_000, Currency: core.Currency, PaymentMethod: core.PayCredits,
 		CreatedAt: now, UpdatedAt: now}
-	if err := h.env.Store.CreateOrder(ctx, o); err != nil {
+	if err := h.env.Store.CreateFax(ctx, o); err != nil {
 		h.t.Fatal(err)
 	}
 	return o
@@ -863,7 +863,7 @@ func TestOwnersAreIsolated(t *testing.T) {
 
 	apr := h.verifiedAction(aliceID)
 	con := h.consent(aliceID, false)
-	fax := h.order(aliceID, core.ModeTest, core.OrderQueued)
+	fax := h.fax(aliceID, core.ModeTest, core.FaxQueued)
 	alice.form("/console/keys", url.Values{"csrf": {alice.csrf()}, "mode": {"live"}, "name": {"alice-secret-key"}})
 	aliceKeys, _ := h.env.Svc.ListAPIKeys(t.Context(), aliceID)
 	h.grants.add(core.Grant{ID: "grt_alice", OwnerID: aliceID, ClientName: "Alice's Chat", Scopes: []string{"fax:read"}})

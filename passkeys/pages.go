@@ -16,7 +16,7 @@ func (c *Console) page(s *signedIn, title, nav string, body any) pageData {
 type dashboardBody struct {
 	Mode     core.Mode
 	Balances []core.Balance
-	Faxes    []core.Order
+	Faxes    []core.Fax
 	Pending  int
 }
 

@@ -60,14 +60,14 @@ func (a *api) sendFax(w http.ResponseWriter, r *http.Request, p core.Principal) 
 	if err := web.DecodeJSON(w, r, &req, false); err != nil {
 		return err
 	}
-	order, replayed, err := a.svc.SendFax(r.Context(), p, r.Header.Get("Idempotency-Key"), req)
+	fax, replayed, err := a.svc.SendFax(r.Context(), p, r.Header.Get("Idempotency-Key"), req)
 	if err != nil {
 		return err
 	}
 	if replayed {
 		w.Header().Set("Idempotent-Replayed", "true")
 	}
-	web.WriteJSON(w, http.StatusOK, order)
+	web.WriteJSON(w, http.StatusOK, fax)
 	return nil
 }
 
@@ -85,11 +85,11 @@ func (a *api) listFaxes(w http.ResponseWriter, r *http.Request, p core.Principal
 }
 
 func (a *api) getFax(w http.ResponseWriter, r *http.Request, p core.Principal) error {
-	order, err := a.svc.GetFax(r.Context(), p, r.PathValue("id"))
+	fax, err := a.svc.GetFax(r.Context(), p, r.PathValue("id"))
 	if err != nil {
 		return err
 	}
-	web.WriteJSON(w, http.StatusOK, order)
+	web.WriteJSON(w, http.StatusOK, fax)
 	return nil
 }
 
@@ -112,11 +112,11 @@ func (a *api) listAttempts(w http.ResponseWriter, r *http.Request, p core.Princi
 }
 
 func (a *api) cancelFax(w http.ResponseWriter, r *http.Request, p core.Principal) error {
-	order, err := a.svc.CancelFax(r.Context(), p, r.PathValue("id"))
+	fax, err := a.svc.CancelFax(r.Context(), p, r.PathValue("id"))
 	if err != nil {
 		return err
 	}
-	web.WriteJSON(w, http.StatusOK, order)
+	web.WriteJSON(w, http.StatusOK, fax)
 	return nil
 }
 

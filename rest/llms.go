@@ -39,7 +39,7 @@ Everything below is described precisely in the OpenAPI 3.1 document: %[1]s/opena
 2. PUT the raw file bytes to uploadUrl. No Authorization header: the token in the URL is the capability,
    valid once. The file type is detected from its content, so any Content-Type is fine.
 3. POST /api/v1/faxes with header "Idempotency-Key: <fresh UUID>" and {"to": "+12125550100", "uploadToken": "…"}.
-   Retrying with the same key and body returns the same order (Idempotent-Replayed: true), never a second fax.
+   Retrying with the same key and body returns the same fax (Idempotent-Replayed: true), never a second fax.
    402 insufficient_credits: buy credits with POST /api/v1/credits/checkout {"packId": …} (a person pays at checkoutUrl).
    429: wait Retry-After seconds.
 4. GET /api/v1/faxes/{id} until status is delivered, partial, failed or canceled; latestAttempt says what

@@ -49,7 +49,7 @@ func problemDetails() map[string]string {
 		core.CodeUnknownPack:            `unknown credit pack "pack_7"`,
 		core.CodeCheckoutUnavailable:    "live-mode checkout is not configured on this server (set the Stripe settings to enable it)",
 		core.CodeProviderUnavailable:    "live-mode faxing is not configured on this server",
-		core.CodeOrderNotCancelable:     "a fax that is sending can no longer be canceled",
+		core.CodeFaxNotCancelable:       "a fax that is sending can no longer be canceled",
 		core.CodeMachinePaymentsOff:     "machine payments are disabled on this server; use an API key with prepaid credits",
 		core.CodeMachinePaymentsMissing: "machine payments are enabled but no payment method is configured on this server yet",
 	}
@@ -175,7 +175,7 @@ func openAPIDocument(opts Options, cfg core.Config) obj {
 	delivered := maps.Clone(queued)
 	delivered["status"], delivered["pagesSent"], delivered["attemptCount"] = "delivered", 2, 1
 	delivered["completedAt"], delivered["updatedAt"], delivered["latestAttempt"] = "2026-01-02T15:04:46Z", "2026-01-02T15:04:46Z", attempt
-	ledgerHold := obj{"id": "led_1a3c5e7g9j1l3n5q7s9u1w3y5a", "mode": "test", "kind": "hold", "orderId": faxID,
+	ledgerHold := obj{"id": "led_1a3c5e7g9j1l3n5q7s9u1w3y5a", "mode": "test", "kind": "hold", "faxId": faxID,
 		"reason": "hold for fax " + faxID + " to " + number, "createdAt": ts, "amount": "-0.14", "amountCents": -14}
 	quote := obj{"to": number, "country": "US", "pages": 2, "cover": true, "billedPages": 3, "currency": "usd",
 		"amount": "0.21", "amountCents": 21, "tariff": "nanp"}
@@ -185,8 +185,8 @@ func openAPIDocument(opts Options, cfg core.Config) obj {
 		uploadTypes = append(uploadTypes, string(k))
 	}
 	slices.Sort(uploadTypes)
-	statuses := make([]string, len(core.OrderStatuses))
-	for i, st := range core.OrderStatuses {
+	statuses := make([]string, len(core.FaxStatuses))
+	for i, st := range core.FaxStatuses {
 		statuses[i] = string(st)
 	}
 	codes := slices.Sorted(maps.Keys(s.details))
@@ -227,11 +227,11 @@ func openAPIDocument(opts Options, cfg core.Config) obj {
 			"post": obj{
 				"operationId": "sendFax", "tags": []string{"faxes"},
 				"summary":     "Send a fax, paid with prepaid credits",
-				"description": "Queues a fax of an uploaded document (uploadToken after its PUT, or documentId) and places a hold on credits for its price; the hold is captured when the fax is delivered and released if it fails or is canceled. Idempotency-Key is required: repeating a request with the same key and body returns the original order with Idempotent-Replayed: true instead of sending again; the same key with a different body is a 409.",
+				"description": "Queues a fax of an uploaded document (uploadToken after its PUT, or documentId) and places a hold on credits for its price; the hold is captured when the fax is delivered and released if it fails or is canceled. Idempotency-Key is required: repeating a request with the same key and body returns the original fax with Idempotent-Replayed: true instead of sending again; the same key with a different body is a 409.",
 				"parameters":  []any{idempotencyKey},
 				"requestBody": jsonRequest("SendFaxRequest", true, obj{"to": number, "uploadToken": token}),
 				"responses": func() obj {
-					r := s.responses(s.jsonResponse("the queued order (or, on replay, the order the key created)", "Order", queued), authErrs(), []errs{
+					r := s.responses(s.jsonResponse("the queued fax (or, on replay, the fax the key created)", "Fax", queued), authErrs(), []errs{
 						e(400, core.CodeIdempotencyKeyRequired), e(402, core.CodeInsufficientCredits),
 						e(403, core.CodeUploadInvalid), e(404, core.CodeNotFound),
 						e(409, core.CodeIdempotencyConflict, core.CodeUploadPending), e(415, core.CodeUnsupportedContentType),
@@ -245,37 +245,37 @@ func openAPIDocument(opts Options, cfg core.Config) obj {
 			"get": obj{
 				"operationId": "listFaxes", "tags": []string{"faxes"},
 				"summary":     "List faxes, newest first",
-				"description": "Cursor pagination: pass nextCursor as starting_after to get the next page. Orders in lists have latestAttempt null; use getFax for it. Only the caller's own orders in the key's mode (test or live) are listed.",
+				"description": "Cursor pagination: pass nextCursor as starting_after to get the next page. Faxes in lists have latestAttempt null; use getFax for it. Only the caller's own faxes in the key's mode (test or live) are listed.",
 				"parameters": []any{limit,
-					queryParam("starting_after", "the id of the last order of the previous page (its nextCursor)", obj{"type": "string"}),
-					queryParam("status", "only orders in this status", obj{"type": "string", "enum": statuses}),
+					queryParam("starting_after", "the id of the last fax of the previous page (its nextCursor)", obj{"type": "string"}),
+					queryParam("status", "only faxes in this status", obj{"type": "string", "enum": statuses}),
 				},
-				"responses": s.responses(s.jsonResponse("a page of orders", "OrderList", obj{"data": []any{queued}, "hasMore": true, "nextCursor": faxID}), authErrs()),
+				"responses": s.responses(s.jsonResponse("a page of faxes", "FaxList", obj{"data": []any{queued}, "hasMore": true, "nextCursor": faxID}), authErrs()),
 			},
 		},
 		"/api/v1/faxes/{id}": obj{"get": obj{
 			"operationId": "getFax", "tags": []string{"faxes"},
-			"summary":    "Get a fax order with its latest provider attempt",
-			"parameters": []any{pathParam("id", "the order id (fax_…)")},
-			"responses":  s.responses(s.jsonResponse("the order", "Order", delivered), authErrs(), []errs{e(404, core.CodeNotFound)}),
+			"summary":    "Get a fax with its latest provider attempt",
+			"parameters": []any{pathParam("id", "the fax id (fax_…)")},
+			"responses":  s.responses(s.jsonResponse("the fax", "Fax", delivered), authErrs(), []errs{e(404, core.CodeNotFound)}),
 		}},
 		"/api/v1/faxes/{id}/attempts": obj{"get": obj{
 			"operationId": "listFaxAttempts", "tags": []string{"faxes"},
 			"summary":     "List every provider attempt of a fax, oldest first",
-			"description": "Not paginated: an order has at most a few attempts.",
-			"parameters":  []any{pathParam("id", "the order id (fax_…)")},
+			"description": "Not paginated: a fax has at most a few attempts.",
+			"parameters":  []any{pathParam("id", "the fax id (fax_…)")},
 			"responses":   s.responses(s.jsonResponse("the attempts", "AttemptList", obj{"data": []any{attempt}}), authErrs(), []errs{e(404, core.CodeNotFound)}),
 		}},
 		"/api/v1/faxes/{id}/cancel": obj{"post": obj{
 			"operationId": "cancelFax", "tags": []string{"faxes"},
 			"summary":     "Cancel a queued fax",
-			"description": "Only a queued fax can be canceled; its credit hold is released. Once sending has started a fax cannot be called back (409 order_not_cancelable).",
-			"parameters":  []any{pathParam("id", "the order id (fax_…)")},
-			"responses": s.responses(s.jsonResponse("the canceled order", "Order", func() obj {
+			"description": "Only a queued fax can be canceled; its credit hold is released. Once sending has started a fax cannot be called back (409 fax_not_cancelable).",
+			"parameters":  []any{pathParam("id", "the fax id (fax_…)")},
+			"responses": s.responses(s.jsonResponse("the canceled fax", "Fax", func() obj {
 				o := maps.Clone(queued)
 				o["status"], o["failureCode"], o["failureReason"], o["completedAt"] = "canceled", "canceled", "canceled by the owner", ts
 				return o
-			}()), authErrs(), []errs{e(404, core.CodeNotFound), e(409, core.CodeOrderNotCancelable)}),
+			}()), authErrs(), []errs{e(404, core.CodeNotFound), e(409, core.CodeFaxNotCancelable)}),
 		}},
 		"/api/v1/credits": obj{"get": obj{
 			"operationId": "getCredits", "tags": []string{"credits"},
@@ -404,7 +404,7 @@ func openAPIDocument(opts Options, cfg core.Config) obj {
 				"coverText":   obj{"type": "string", "maxLength": core.MaxCoverText, "description": "note on the cover page; needs cover: true"},
 			},
 		},
-		"Order": object([]string{"id", "mode", "status", "to", "documentId", "pages", "cover", "currency", "paymentMethod", "pagesSent", "attemptCount", "createdAt", "updatedAt", "price", "priceCents", "latestAttempt"}, obj{
+		"Fax": object([]string{"id", "mode", "status", "to", "documentId", "pages", "cover", "currency", "paymentMethod", "pagesSent", "attemptCount", "createdAt", "updatedAt", "price", "priceCents", "latestAttempt"}, obj{
 			"id": str("fax_…"), "mode": modeSchema,
 			"status":        obj{"type": "string", "enum": statuses, "description": "queued → sending → delivered | partial | failed; queued → canceled"},
 			"to":            str("E.164 destination"),
@@ -430,12 +430,12 @@ func openAPIDocument(opts Options, cfg core.Config) obj {
 			"failureCode": obj{"type": "string"}, "failureReason": obj{"type": "string"}, "retryable": obj{"type": "boolean"},
 			"pagesSent": obj{"type": "integer"}, "durationMs": obj{"type": "integer"}, "startedAt": dateTime, "finishedAt": dateTime,
 		}),
-		"OrderList":   page("Order"),
+		"FaxList":     page("Fax"),
 		"AttemptList": list("Attempt"),
 		"LedgerEntry": object([]string{"id", "mode", "kind", "reason", "createdAt", "amount", "amountCents"}, obj{
 			"id": str("led_…"), "mode": modeSchema,
-			"kind":    obj{"type": "string", "enum": []string{string(core.LedgerGrant), string(core.LedgerPurchase), string(core.LedgerHold), string(core.LedgerCapture), string(core.LedgerRelease), string(core.LedgerRefund)}},
-			"orderId": obj{"type": "string"}, "holdId": obj{"type": "string"}, "reason": obj{"type": "string"}, "createdAt": dateTime,
+			"kind":  obj{"type": "string", "enum": []string{string(core.LedgerGrant), string(core.LedgerPurchase), string(core.LedgerHold), string(core.LedgerCapture), string(core.LedgerRelease), string(core.LedgerRefund)}},
+			"faxId": obj{"type": "string"}, "holdId": obj{"type": "string"}, "reason": obj{"type": "string"}, "createdAt": dateTime,
 			"amount": str("signed decimal USD; holds are negative, captures zero"), "amountCents": obj{"type": "integer"},
 		}),
 		"Credits": object([]string{"mode", "currency", "balance", "balanceCents", "held", "heldCents", "ledger", "hasMore"}, obj{

@@ -208,9 +208,9 @@ func (h *harness) send(key, idem string, body any) *result {
 	return h.do(key, "POST", "/api/v1/faxes", body, hdr)
 }
 
-func (h *harness) sendOK(key string, body any) core.Order {
+func (h *harness) sendOK(key string, body any) core.Fax {
 	h.t.Helper()
-	var o core.Order
+	var o core.Fax
 	h.send(key, core.RandomString(8), body).status(http.StatusOK).decode(&o)
 	return o
 }
@@ -222,9 +222,9 @@ func (h *harness) credits(key, query string) core.Credits {
 	return c
 }
 
-func (h *harness) list(key, query string) core.Page[core.Order] {
+func (h *harness) list(key, query string) core.Page[core.Fax] {
 	h.t.Helper()
-	var p core.Page[core.Order]
+	var p core.Page[core.Fax]
 	h.do(key, "GET", "/api/v1/faxes"+query, nil, nil).status(http.StatusOK).decode(&p)
 	return p
 }
@@ -263,19 +263,19 @@ func TestE2EUploadSendDeliver(t *testing.T) {
 	if res.header.Get("Idempotent-Replayed") != "" {
 		t.Error("a first request was marked replayed")
 	}
-	var o core.Order
+	var o core.Fax
 	res.decode(&o)
-	if o.Status != core.OrderQueued || o.To != deliverable || o.Pages != 2 || o.Price != q.Amount || o.PaymentMethod != core.PayCredits || o.DocumentID != d.ID {
-		t.Fatalf("queued order %s", res.body)
+	if o.Status != core.FaxQueued || o.To != deliverable || o.Pages != 2 || o.Price != q.Amount || o.PaymentMethod != core.PayCredits || o.DocumentID != d.ID {
+		t.Fatalf("queued fax %s", res.body)
 	}
 
 	h.env.DrainQueue(t)
 
-	var got core.Order
+	var got core.Fax
 	h.do(key, "GET", "/api/v1/faxes/"+o.ID, nil, nil).status(http.StatusOK).decode(&got)
-	if got.Status != core.OrderDelivered || got.PagesSent != 2 || got.CompletedAt == nil || got.LatestAttempt == nil ||
+	if got.Status != core.FaxDelivered || got.PagesSent != 2 || got.CompletedAt == nil || got.LatestAttempt == nil ||
 		got.LatestAttempt.Status != core.AttemptDelivered || got.LatestAttempt.Number != 1 {
-		t.Fatalf("delivered order %+v (attempt %+v)", got, got.LatestAttempt)
+		t.Fatalf("delivered fax %+v (attempt %+v)", got, got.LatestAttempt)
 	}
 	var attempts struct{ Data []core.Attempt }
 	h.do(key, "GET", "/api/v1/faxes/"+o.ID+"/attempts", nil, nil).status(http.StatusOK).decode(&attempts)
@@ -289,7 +289,7 @@ func TestE2EUploadSendDeliver(t *testing.T) {
 	}
 	kinds := map[core.LedgerKind]bool{}
 	for _, e := range after.Ledger {
-		if e.OrderID != nil && *e.OrderID == o.ID {
+		if e.FaxID != nil && *e.FaxID == o.ID {
 			kinds[e.Kind] = true
 		}
 	}
@@ -306,7 +306,7 @@ func TestE2EIdempotency(t *testing.T) {
 
 	h.send(key, "", body).problem(http.StatusBadRequest, core.CodeIdempotencyKeyRequired)
 
-	var first, again core.Order
+	var first, again core.Fax
 	h.send(key, "k-1", body).status(http.StatusOK).decode(&first)
 	res := h.send(key, "k-1", body).status(http.StatusOK)
 	res.decode(&again)
@@ -315,14 +315,14 @@ func TestE2EIdempotency(t *testing.T) {
 	}
 	h.send(key, "k-1", core.SendFaxRequest{To: deliverable, DocumentID: doc.ID, Cover: true}).problem(http.StatusConflict, core.CodeIdempotencyConflict)
 
-	// Concurrent duplicates: one order, one hold.
+	// Concurrent duplicates: one fax, one hold.
 	var wg sync.WaitGroup
 	ids := make([]string, 6)
 	for i := range ids {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			var o core.Order
+			var o core.Fax
 			if r := h.send(key, "k-2", body); r.code == http.StatusOK {
 				r.decode(&o)
 			}
@@ -336,7 +336,7 @@ func TestE2EIdempotency(t *testing.T) {
 		}
 	}
 	if n := len(h.list(key, "").Data); n != 2 {
-		t.Fatalf("%d orders, want 2", n)
+		t.Fatalf("%d faxes, want 2", n)
 	}
 	holds := 0
 	for _, e := range h.credits(key, "?limit=100").Ledger {
@@ -358,7 +358,7 @@ func TestE2EInsufficientCredits(t *testing.T) {
 		t.Errorf("402 details %v", p)
 	}
 	if n := len(h.list(key, "").Data); n != 0 {
-		t.Fatalf("%d orders after a refused send", n)
+		t.Fatalf("%d faxes after a refused send", n)
 	}
 	if c := h.credits(key, ""); len(c.Ledger) != 0 || c.AvailableCents != 0 {
 		t.Fatalf("credits after refusal %+v", c)
@@ -369,7 +369,7 @@ func TestE2ERateLimited(t *testing.T) {
 	h := newHarness(t, testenv.WithConfig(func(c *core.Config) { c.SendBurst, c.SendInterval = 3, time.Hour }))
 	key := h.env.KeyATest
 	doc := h.upload(key, testenv.MinimalPDF(1)).Document
-	// The limit counts faxes created (it is charged in the order's
+	// The limit counts faxes created (it is charged in the fax's
 	// transaction): a refused request does not use up the allowance.
 	h.send(key, "bad", core.SendFaxRequest{To: invalid, DocumentID: doc.ID}).problem(http.StatusUnprocessableEntity, core.CodeInvalidDestination)
 	for i := range 3 {
@@ -535,7 +535,7 @@ func TestE2EListFaxes(t *testing.T) {
 }
 
 func TestE2ECancel(t *testing.T) {
-	// Without workers orders stay queued until the test says otherwise.
+	// Without workers faxes stay queued until the test says otherwise.
 	h := newHarness(t, testenv.WithoutWorkers())
 	key := h.env.KeyATest
 	doc := h.upload(key, testenv.MinimalPDF(1)).Document
@@ -543,12 +543,12 @@ func TestE2ECancel(t *testing.T) {
 	drop := h.sendOK(key, core.SendFaxRequest{To: deliverable, DocumentID: doc.ID})
 
 	h.do(h.env.KeyBTest, "POST", "/api/v1/faxes/"+drop.ID+"/cancel", nil, nil).problem(http.StatusNotFound, core.CodeNotFound)
-	var o core.Order
+	var o core.Fax
 	h.do(key, "POST", "/api/v1/faxes/"+drop.ID+"/cancel", nil, nil).status(http.StatusOK).decode(&o)
-	if o.Status != core.OrderCanceled || o.ID != drop.ID {
+	if o.Status != core.FaxCanceled || o.ID != drop.ID {
 		t.Fatalf("canceled %+v", o)
 	}
-	h.do(key, "POST", "/api/v1/faxes/"+drop.ID+"/cancel", nil, nil).problem(http.StatusConflict, core.CodeOrderNotCancelable)
+	h.do(key, "POST", "/api/v1/faxes/"+drop.ID+"/cancel", nil, nil).problem(http.StatusConflict, core.CodeFaxNotCancelable)
 	h.do(key, "POST", "/api/v1/faxes/fax_nope/cancel", nil, nil).problem(http.StatusNotFound, core.CodeNotFound)
 
 	if p := h.list(key, "?status=canceled"); len(p.Data) != 1 || p.Data[0].ID != drop.ID {
@@ -559,7 +559,7 @@ func TestE2ECancel(t *testing.T) {
 	}
 	released := false
 	for _, e := range h.credits(key, "").Ledger {
-		released = released || (e.Kind == core.LedgerRelease && e.OrderID != nil && *e.OrderID == drop.ID)
+		released = released || (e.Kind == core.LedgerRelease && e.FaxID != nil && *e.FaxID == drop.ID)
 	}
 	if !released {
 		t.Fatal("the canceled fax's hold was not released")
@@ -586,7 +586,7 @@ func TestE2EIsolation(t *testing.T) {
 		h.send(b, "k2", core.SendFaxRequest{To: deliverable, DocumentID: up.Document.ID}).problem(http.StatusNotFound, core.CodeNotFound)
 		h.do(b, "GET", "/api/v1/faxes?starting_after="+fax.ID, nil, nil).problem(http.StatusBadRequest, core.CodeInvalidRequest)
 		for _, e := range h.credits(b, "?limit=100").Ledger {
-			if e.OrderID != nil && *e.OrderID == fax.ID {
+			if e.FaxID != nil && *e.FaxID == fax.ID {
 				t.Fatal("B sees A's ledger entry")
 			}
 		}

@@ -4,7 +4,7 @@
 // compared with a baseline measured in the same run on the same machine,
 // so the ratios mean something on any hardware. Nothing here fails for
 // being slow: a benchmark fails only on a real error (a non-200 response,
-// an order that was not delivered, a server that did not start). The
+// a fax that was not delivered, a server that did not start). The
 // results are printed as a table and written to conformance/out/bench.json.
 package bench
 

@@ -21,32 +21,32 @@ import (
 )
 
 const (
-	deliveryOrders   = 10_000
-	deliveryTarget   = 1000 // orders/s on SQLite
+	deliveryFaxes    = 10_000
+	deliveryTarget   = 1000 // faxes/s on SQLite
 	deliveryTimeout  = 10 * time.Minute
 	deliveryCreators = 8
 )
 
 func benchDeliverySQLite(t *testing.T, rep *report) {
 	rate, note := deliveryRate(t, "")
-	rep.add(fmt.Sprintf("delivery %s orders, simulated provider at 0 delay, SQLite", group(deliveryOrders, 0)), "orders/s",
-		rate, nan, atLeast(deliveryTarget, "orders/s"), 0, note)
+	rep.add(fmt.Sprintf("delivery %s faxes, simulated provider at 0 delay, SQLite", group(deliveryFaxes, 0)), "faxes/s",
+		rate, nan, atLeast(deliveryTarget, "faxes/s"), 0, note)
 }
 
 func benchDeliveryPostgres(t *testing.T, rep *report) {
-	name := fmt.Sprintf("delivery %s orders, simulated provider at 0 delay, PostgreSQL", group(deliveryOrders, 0))
+	name := fmt.Sprintf("delivery %s faxes, simulated provider at 0 delay, PostgreSQL", group(deliveryFaxes, 0))
 	url := os.Getenv(storetest.EnvPostgresURL)
 	if url == "" {
 		rep.skipped(name, storetest.EnvPostgresURL+" is not set (make bench sets it)")
 		t.Skip(storetest.EnvPostgresURL + " is not set")
 	}
 	rate, note := deliveryRate(t, url)
-	rep.add(name, "orders/s", rate, nan, noTarget(), 0, note)
+	rep.add(name, "faxes/s", rate, nan, noTarget(), 0, note)
 }
 
-// deliveryRate creates deliveryOrders orders with Service.SendFax (not
+// deliveryRate creates deliveryFaxes faxes with Service.SendFax (not
 // timed), then starts a queue with workers on the same database and times
-// until every order is delivered: no River job pending and every order in
+// until every fax is delivered: no River job pending and every fax in
 // status delivered.
 func deliveryRate(t *testing.T, postgres string) (float64, string) {
 	ctx := t.Context()
@@ -62,7 +62,7 @@ func deliveryRate(t *testing.T, postgres string) (float64, string) {
 		t.Fatal(err)
 	}
 
-	// The orders, from a few goroutines (one per order would only queue on
+	// The faxes, from a few goroutines (one per fax would only queue on
 	// the SQLite writer).
 	cctx, cancel := context.WithTimeout(ctx, deliveryTimeout)
 	defer cancel()
@@ -74,11 +74,11 @@ func deliveryRate(t *testing.T, postgres string) (float64, string) {
 		wg.Go(func() {
 			for {
 				i := next.Add(1)
-				if i > deliveryOrders {
+				if i > deliveryFaxes {
 					return
 				}
 				if _, _, err := env.Svc.SendFax(cctx, p, fmt.Sprintf("delivery-%d", i), core.SendFaxRequest{To: "+12125550100", DocumentID: doc.ID}); err != nil {
-					errs <- fmt.Errorf("create order %d: %w", i, err)
+					errs <- fmt.Errorf("create fax %d: %w", i, err)
 					return
 				}
 			}
@@ -94,17 +94,17 @@ func deliveryRate(t *testing.T, postgres string) (float64, string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if pending != deliveryOrders {
-		t.Fatalf("%d jobs pending after creating %d orders", pending, deliveryOrders)
+	if pending != deliveryFaxes {
+		t.Fatalf("%d jobs pending after creating %d faxes", pending, deliveryFaxes)
 	}
-	t.Logf("created %d orders in %s (not timed)", deliveryOrders, created.Round(time.Millisecond))
+	t.Logf("created %d faxes in %s (not timed)", deliveryFaxes, created.Round(time.Millisecond))
 
 	// Deliveries are counted as they return so that the database is polled
 	// only at the end: on SQLite db is the single writer connection, and
 	// polling it would take turns from the workers.
 	var returned atomic.Int64
-	deliver := func(ctx context.Context, orderID string) error {
-		err := env.Svc.Deliver(ctx, orderID)
+	deliver := func(ctx context.Context, faxID string) error {
+		err := env.Svc.Deliver(ctx, faxID)
 		if err == nil {
 			returned.Add(1)
 		}
@@ -141,35 +141,35 @@ func deliveryRate(t *testing.T, postgres string) (float64, string) {
 			select {
 			case <-tick.C:
 			case <-dctx.Done():
-				t.Fatalf("%s not reached after %s: %d deliveries returned; orders by status: %s", what, deliveryTimeout, returned.Load(), statusCounts(context.WithoutCancel(ctx), db))
+				t.Fatalf("%s not reached after %s: %d deliveries returned; faxes by status: %s", what, deliveryTimeout, returned.Load(), statusCounts(context.WithoutCancel(ctx), db))
 			}
 		}
 	}
-	wait("every delivery returned", func() (bool, error) { return returned.Load() >= deliveryOrders, nil })
+	wait("every delivery returned", func() (bool, error) { return returned.Load() >= deliveryFaxes, nil })
 	allReturned := time.Since(start)
-	wait("no job pending and every order delivered", func() (bool, error) {
+	wait("no job pending and every fax delivered", func() (bool, error) {
 		n, err := testenv.PendingJobs(dctx, db)
 		if err != nil || n > 0 {
 			return false, err
 		}
 		var delivered int
-		if err := db.QueryRowContext(dctx, "SELECT count(*) FROM orders WHERE status = 'delivered'").Scan(&delivered); err != nil {
+		if err := db.QueryRowContext(dctx, "SELECT count(*) FROM faxes WHERE status = 'delivered'").Scan(&delivered); err != nil {
 			return false, err
 		}
-		return delivered == deliveryOrders, nil
+		return delivered == deliveryFaxes, nil
 	})
 	elapsed := time.Since(start)
-	rate := deliveryOrders / elapsed.Seconds()
-	t.Logf("delivered %d orders in %s = %.0f/s (last delivery returned at %s); orders by status: %s",
-		deliveryOrders, elapsed.Round(time.Millisecond), rate, allReturned.Round(time.Millisecond), statusCounts(ctx, db))
-	return rate, fmt.Sprintf("delivery (%s): %s orders delivered in %s by a queue with default options, timed until no River job is pending "+
-		"and every order is delivered; creating them with SendFax took %s and is not counted.",
-		env.DB.Dialect(), group(deliveryOrders, 0), elapsed.Round(time.Millisecond), created.Round(100*time.Millisecond))
+	rate := deliveryFaxes / elapsed.Seconds()
+	t.Logf("delivered %d faxes in %s = %.0f/s (last delivery returned at %s); faxes by status: %s",
+		deliveryFaxes, elapsed.Round(time.Millisecond), rate, allReturned.Round(time.Millisecond), statusCounts(ctx, db))
+	return rate, fmt.Sprintf("delivery (%s): %s faxes delivered in %s by a queue with default options, timed until no River job is pending "+
+		"and every fax is delivered; creating them with SendFax took %s and is not counted.",
+		env.DB.Dialect(), group(deliveryFaxes, 0), elapsed.Round(time.Millisecond), created.Round(100*time.Millisecond))
 }
 
-// statusCounts lists how many orders are in each status.
+// statusCounts lists how many faxes are in each status.
 func statusCounts(ctx context.Context, db *sql.DB) string {
-	rows, err := db.QueryContext(ctx, "SELECT status, count(*) FROM orders GROUP BY status ORDER BY status")
+	rows, err := db.QueryContext(ctx, "SELECT status, count(*) FROM faxes GROUP BY status ORDER BY status")
 	if err != nil {
 		return err.Error()
 	}

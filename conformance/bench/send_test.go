@@ -55,7 +55,7 @@ func newUpload(ctx context.Context, c *http.Client, srv *httptest.Server, key st
 }
 
 // benchEnv is a service for the HTTP benchmarks: SQLite whatever
-// FAXHUB_TESTENV_POSTGRES says, no delivery workers (orders stay queued),
+// FAXHUB_TESTENV_POSTGRES says, no delivery workers (faxes stay queued),
 // a rate limit that never refuses, and a million USD of test credits.
 func benchEnv(t *testing.T, postgres string, cfg func(*core.Config)) *testenv.Env {
 	env := testenv.New(t, testenv.WithPostgres(postgres), testenv.WithoutWorkers(), testenv.WithConfig(func(c *core.Config) {
@@ -72,7 +72,7 @@ func benchEnv(t *testing.T, postgres string, cfg func(*core.Config)) *testenv.En
 }
 
 // benchSendAndGet measures POST /api/v1/faxes and then GET
-// /api/v1/faxes/{id} of the orders it created, each against its baseline.
+// /api/v1/faxes/{id} of the faxes it created, each against its baseline.
 func benchSendAndGet(t *testing.T, rep *report) {
 	ctx := t.Context()
 	env := benchEnv(t, "", nil)
@@ -131,7 +131,7 @@ func benchSendAndGet(t *testing.T, rep *report) {
 	rep.add(fmt.Sprintf("sendFax  POST /api/v1/faxes, SQLite, %d clients, %s", httpClients, sendDuration), "req/s",
 		fx.perSecond(), bl.perSecond(), ratioAtLeast(0.5), 0,
 		"sendFax: API-key lookup, idempotency lookup, destination check, document lookup, "+
-			"then one transaction charging the rate limiter and writing the order, credit hold and balance, River job and idempotency record. "+
+			"then one transaction charging the rate limiter and writing the fax, credit hold and balance, River job and idempotency record. "+
 			"Baseline: one INSERT in an immediate transaction. Clients share the 2 CPUs with the servers, equally for both.")
 
 	get := func(prefix string, ids []string) func(ctx context.Context, c int) error {
@@ -165,6 +165,6 @@ func benchSendAndGet(t *testing.T, rep *report) {
 	t.Logf("getFax: faxhub %d requests in %s, baseline %d in %s", fg.requests, fg.elapsed.Round(time.Millisecond), bg.requests, bg.elapsed.Round(time.Millisecond))
 	rep.add(fmt.Sprintf("getFax   GET /api/v1/faxes/{id}, SQLite, %d clients, %s", httpClients, getDuration), "req/s",
 		fg.perSecond(), bg.perSecond(), ratioAtLeast(0.6), 0,
-		"getFax: API-key lookup, order by id and owner, latest attempt. Baseline: one primary-key SELECT through a read-only pool "+
+		"getFax: API-key lookup, fax by id and owner, latest attempt. Baseline: one primary-key SELECT through a read-only pool "+
 			"with the store's reader settings and size.")
 }

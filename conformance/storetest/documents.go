@@ -101,14 +101,14 @@ func testDrafts(t *testing.T, s core.Store) {
 	wantErr(t, "GetDraft of another owner", err, core.ErrNoRows)
 	wantErr(t, "draft with a taken id", s.CreateDraft(ctx, d), core.ErrExists)
 
-	order := orderOf(doc, at(5))
-	order.PaymentMethod, order.DraftID = core.PayCheckout, &d.ID
-	must(t, s.CreateOrder(ctx, order))
-	must(t, s.MarkDraftOrdered(ctx, d.ID, order.ID))
-	d.Status, d.OrderID = core.DraftOrdered, &order.ID
+	fax := faxOf(doc, at(5))
+	fax.PaymentMethod, fax.DraftID = core.PayCheckout, &d.ID
+	must(t, s.CreateFax(ctx, fax))
+	must(t, s.MarkDraftPaid(ctx, d.ID, fax.ID))
+	d.Status, d.FaxID = core.DraftPaid, &fax.ID
 	got, err = s.GetDraft(ctx, o.ID, core.ModeTest, d.ID)
 	must(t, err)
-	wantEqual(t, "ordered draft", got, d)
-	wantErr(t, "MarkDraftOrdered twice", s.MarkDraftOrdered(ctx, d.ID, order.ID), core.ErrConflict)
-	wantErr(t, "MarkDraftOrdered of a missing draft", s.MarkDraftOrdered(ctx, "drf_missing", order.ID), core.ErrNoRows)
+	wantEqual(t, "paid draft", got, d)
+	wantErr(t, "MarkDraftPaid twice", s.MarkDraftPaid(ctx, d.ID, fax.ID), core.ErrConflict)
+	wantErr(t, "MarkDraftPaid of a missing draft", s.MarkDraftPaid(ctx, "drf_missing", fax.ID), core.ErrNoRows)
 }

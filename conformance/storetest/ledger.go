@@ -60,9 +60,9 @@ func testLedger(t *testing.T, s core.Store) {
 	ctx := t.Context()
 	o := newOwner(t, s)
 	doc := newDocument(t, s, o, core.ModeLive)
-	orders := make([]*core.Order, 5)
-	for i := range orders {
-		orders[i] = newOrder(t, s, doc)
+	faxes := make([]*core.Fax, 5)
+	for i := range faxes {
+		faxes[i] = newFax(t, s, doc)
 	}
 
 	wantBalance(t, s, o, core.ModeLive, 0, 0)
@@ -72,39 +72,39 @@ func testLedger(t *testing.T, s core.Store) {
 	wantBalance(t, s, o, core.ModeLive, 10_000_000, 0)
 	wantBalance(t, s, o, core.ModeTest, 0, 0)
 
-	h0 := holdFor(orders[0], 3_000_000)
+	h0 := holdFor(faxes[0], 3_000_000)
 	must(t, s.PlaceHold(ctx, h0))
 	wantBalance(t, s, o, core.ModeLive, 7_000_000, 3_000_000)
 
-	wantErr(t, "hold larger than the balance", s.PlaceHold(ctx, holdFor(orders[1], 7_000_001)), core.ErrInsufficientFunds)
+	wantErr(t, "hold larger than the balance", s.PlaceHold(ctx, holdFor(faxes[1], 7_000_001)), core.ErrInsufficientFunds)
 	wantErr(t, "hold in a mode without credits", s.PlaceHold(ctx, func() *core.LedgerEntry {
-		o := orderOf(newDocument(t, s, o, core.ModeTest), at(2))
-		must(t, s.CreateOrder(ctx, o))
+		o := faxOf(newDocument(t, s, o, core.ModeTest), at(2))
+		must(t, s.CreateFax(ctx, o))
 		return holdFor(o, 1)
 	}()), core.ErrInsufficientFunds)
-	wantErr(t, "second hold for one order", s.PlaceHold(ctx, holdFor(orders[0], 1_000)), core.ErrExists)
+	wantErr(t, "second hold for one fax", s.PlaceHold(ctx, holdFor(faxes[0], 1_000)), core.ErrExists)
 	wantBalance(t, s, o, core.ModeLive, 7_000_000, 3_000_000)
-	_, err := s.SettleHold(ctx, orders[1].ID, core.LedgerRelease, at(9))
+	_, err := s.SettleHold(ctx, faxes[1].ID, core.LedgerRelease, at(9))
 	wantErr(t, "SettleHold of a refused hold", err, core.ErrNoRows)
 
-	capture, err := s.SettleHold(ctx, orders[0].ID, core.LedgerCapture, at(20))
+	capture, err := s.SettleHold(ctx, faxes[0].ID, core.LedgerCapture, at(20))
 	must(t, err)
 	if capture.Kind != core.LedgerCapture || capture.AmountMicros != 0 || capture.HoldID == nil || *capture.HoldID != h0.ID ||
-		capture.OrderID == nil || *capture.OrderID != orders[0].ID || capture.OwnerID != o.ID || capture.Mode != core.ModeLive ||
+		capture.FaxID == nil || *capture.FaxID != faxes[0].ID || capture.OwnerID != o.ID || capture.Mode != core.ModeLive ||
 		!capture.CreatedAt.Equal(at(20)) || capture.ID == "" {
 		t.Fatalf("capture entry: %s", dump(capture))
 	}
 	wantBalance(t, s, o, core.ModeLive, 7_000_000, 0)
-	_, err = s.SettleHold(ctx, orders[0].ID, core.LedgerRelease, at(21))
+	_, err = s.SettleHold(ctx, faxes[0].ID, core.LedgerRelease, at(21))
 	wantErr(t, "release after capture", err, core.ErrConflict)
-	_, err = s.SettleHold(ctx, orders[0].ID, core.LedgerCapture, at(21))
+	_, err = s.SettleHold(ctx, faxes[0].ID, core.LedgerCapture, at(21))
 	wantErr(t, "capture twice", err, core.ErrConflict)
 	wantBalance(t, s, o, core.ModeLive, 7_000_000, 0)
 
-	h2 := holdFor(orders[2], 7_000_000) // exactly the balance
+	h2 := holdFor(faxes[2], 7_000_000) // exactly the balance
 	must(t, s.PlaceHold(ctx, h2))
 	wantBalance(t, s, o, core.ModeLive, 0, 7_000_000)
-	release, err := s.SettleHold(ctx, orders[2].ID, core.LedgerRelease, at(30))
+	release, err := s.SettleHold(ctx, faxes[2].ID, core.LedgerRelease, at(30))
 	must(t, err)
 	if release.Kind != core.LedgerRelease || release.AmountMicros != 7_000_000 || release.HoldID == nil || *release.HoldID != h2.ID {
 		t.Fatalf("release entry: %s", dump(release))
@@ -113,7 +113,7 @@ func testLedger(t *testing.T, s core.Store) {
 
 	// A partial delivery's refund, and a purchase.
 	for _, e := range []*core.LedgerEntry{
-		{ID: core.NewID(core.PrefixLedger), OwnerID: o.ID, Mode: core.ModeLive, Kind: core.LedgerRefund, AmountMicros: 70_000, OrderID: &orders[0].ID, Reason: "2 pages not sent", CreatedAt: at(40)},
+		{ID: core.NewID(core.PrefixLedger), OwnerID: o.ID, Mode: core.ModeLive, Kind: core.LedgerRefund, AmountMicros: 70_000, FaxID: &faxes[0].ID, Reason: "2 pages not sent", CreatedAt: at(40)},
 		{ID: core.NewID(core.PrefixLedger), OwnerID: o.ID, Mode: core.ModeLive, Kind: core.LedgerPurchase, AmountMicros: 25_000_000, Reason: "pack", CreatedAt: at(41)},
 	} {
 		must(t, s.AppendLedger(ctx, e))
@@ -121,11 +121,11 @@ func testLedger(t *testing.T, s core.Store) {
 	wantBalance(t, s, o, core.ModeLive, 32_070_000, 0)
 
 	// A capture appended directly names its hold.
-	h3 := holdFor(orders[3], 2_000_000)
+	h3 := holdFor(faxes[3], 2_000_000)
 	must(t, s.PlaceHold(ctx, h3))
 	must(t, s.AppendLedger(ctx, &core.LedgerEntry{ID: core.NewID(core.PrefixLedger), OwnerID: o.ID, Mode: core.ModeLive, Kind: core.LedgerCapture, HoldID: &h3.ID, Reason: "delivered", CreatedAt: at(50)}))
 	wantBalance(t, s, o, core.ModeLive, 30_070_000, 0)
-	_, err = s.SettleHold(ctx, orders[3].ID, core.LedgerRelease, at(51))
+	_, err = s.SettleHold(ctx, faxes[3].ID, core.LedgerRelease, at(51))
 	wantErr(t, "SettleHold of a hold captured through AppendLedger", err, core.ErrConflict)
 	wantErr(t, "AppendLedger capture of a settled hold",
 		s.AppendLedger(ctx, &core.LedgerEntry{ID: core.NewID(core.PrefixLedger), OwnerID: o.ID, Mode: core.ModeLive, Kind: core.LedgerRelease, AmountMicros: 2_000_000, HoldID: &h3.ID, CreatedAt: at(52)}),
@@ -144,19 +144,19 @@ func testLedger(t *testing.T, s core.Store) {
 			t.Errorf("AppendLedger of a %s: want an error", name)
 		}
 	}
-	if err := s.PlaceHold(ctx, &core.LedgerEntry{ID: core.NewID(core.PrefixLedger), OwnerID: o.ID, Mode: core.ModeLive, Kind: core.LedgerHold, AmountMicros: 5, OrderID: &orders[4].ID, CreatedAt: at(60)}); err == nil || errors.Is(err, core.ErrInsufficientFunds) {
+	if err := s.PlaceHold(ctx, &core.LedgerEntry{ID: core.NewID(core.PrefixLedger), OwnerID: o.ID, Mode: core.ModeLive, Kind: core.LedgerHold, AmountMicros: 5, FaxID: &faxes[4].ID, CreatedAt: at(60)}); err == nil || errors.Is(err, core.ErrInsufficientFunds) {
 		t.Errorf("PlaceHold of a positive amount: got %v, want a plain error", err)
 	}
 	grantDup := grant(t, s, o, core.ModeLive, 1)
 	wantErr(t, "entry with a taken id", s.AppendLedger(ctx, grantDup), core.ErrExists)
 	wantBalance(t, s, o, core.ModeLive, 30_070_001, 0)
 	_, err = s.SettleHold(ctx, "fax_missing", core.LedgerCapture, at(70))
-	wantErr(t, "SettleHold of an order without a hold", err, core.ErrNoRows)
+	wantErr(t, "SettleHold of a fax without a hold", err, core.ErrNoRows)
 
 	// A hold inside a transaction that rolls back leaves nothing.
 	rollback := errors.New("roll back")
 	err = s.InTx(ctx, func(tx core.Tx) error {
-		if err := tx.PlaceHold(ctx, holdFor(orders[4], 1_000_000)); err != nil {
+		if err := tx.PlaceHold(ctx, holdFor(faxes[4], 1_000_000)); err != nil {
 			return err
 		}
 		return rollback
@@ -224,9 +224,9 @@ func testLedgerConcurrent(t *testing.T, s core.Store) {
 	doc := newDocument(t, s, o, core.ModeLive)
 	const price, covered, spare = 1_000_000, 10, 500_000
 	grant(t, s, o, core.ModeLive, covered*price+spare)
-	orders := make([]*core.Order, concurrency)
-	for i := range orders {
-		orders[i] = newOrder(t, s, doc)
+	faxes := make([]*core.Fax, concurrency)
+	for i := range faxes {
+		faxes[i] = newFax(t, s, doc)
 	}
 
 	// Readers watch the balance while holds race; it must never go
@@ -254,7 +254,7 @@ func testLedgerConcurrent(t *testing.T, s core.Store) {
 	}()
 
 	errs := race(concurrency, func(i int) error {
-		h := holdFor(orders[i], price)
+		h := holdFor(faxes[i], price)
 		if i%2 == 0 {
 			return s.PlaceHold(ctx, h)
 		}
@@ -270,13 +270,13 @@ func testLedgerConcurrent(t *testing.T, s core.Store) {
 	}
 	wantBalance(t, s, o, core.ModeLive, spare, covered*price)
 
-	// Each held order gets five racing settlements, captures and releases
+	// Each held fax gets five racing settlements, captures and releases
 	// mixed; exactly one per hold may win.
 	const per = 5
-	var held []*core.Order
+	var held []*core.Fax
 	for i, err := range errs {
 		if err == nil {
-			held = append(held, orders[i])
+			held = append(held, faxes[i])
 		}
 	}
 	type result struct {
@@ -289,16 +289,16 @@ func testLedgerConcurrent(t *testing.T, s core.Store) {
 		if i%2 == 1 {
 			kind = core.LedgerRelease
 		}
-		order := held[i/per]
+		fax := held[i/per]
 		var e *core.LedgerEntry
 		var err error
 		if i%3 == 0 {
 			err = s.InTx(ctx, func(tx core.Tx) error {
-				e, err = tx.SettleHold(ctx, order.ID, kind, at(100))
+				e, err = tx.SettleHold(ctx, fax.ID, kind, at(100))
 				return err
 			})
 		} else {
-			e, err = s.SettleHold(ctx, order.ID, kind, at(100))
+			e, err = s.SettleHold(ctx, fax.ID, kind, at(100))
 		}
 		results[i] = result{e, err}
 		return err

@@ -39,7 +39,7 @@ func testIdempotency(t *testing.T, s core.Store) {
 }
 
 // testIdempotencyConcurrent races requests with one key, each writing an
-// order and the record in one transaction as SendFax does: one wins, the
+// fax and the record in one transaction as SendFax does: one wins, the
 // others get ErrExists and leave nothing behind.
 func testIdempotencyConcurrent(t *testing.T, s core.Store) {
 	ctx := t.Context()
@@ -48,8 +48,8 @@ func testIdempotencyConcurrent(t *testing.T, s core.Store) {
 	scope := o.ID + ":live:send_fax"
 	errs := race(concurrency, func(i int) error {
 		return s.InTx(ctx, func(tx core.Tx) error {
-			ord := orderOf(doc, at(i))
-			if err := tx.CreateOrder(ctx, ord); err != nil {
+			ord := faxOf(doc, at(i))
+			if err := tx.CreateFax(ctx, ord); err != nil {
 				return err
 			}
 			return tx.InsertIdempotency(ctx, &core.IdempotencyRecord{
@@ -61,12 +61,12 @@ func testIdempotencyConcurrent(t *testing.T, s core.Store) {
 	if ok != 1 || exists != concurrency-1 {
 		t.Fatalf("InsertIdempotency: %d succeeded and %d got ErrExists, want 1 and %d", ok, exists, concurrency-1)
 	}
-	orders, err := s.ListOrders(ctx, core.OrderFilter{OwnerID: o.ID, Mode: core.ModeLive})
+	faxes, err := s.ListFaxes(ctx, core.FaxFilter{OwnerID: o.ID, Mode: core.ModeLive})
 	must(t, err)
 	rec, err := s.GetIdempotency(ctx, scope, "same-key")
 	must(t, err)
-	if len(orders) != 1 || string(rec.Response) != orders[0].ID {
-		t.Fatalf("after the race: %d orders, record for %q; want exactly the winner's order", len(orders), rec.Response)
+	if len(faxes) != 1 || string(rec.Response) != faxes[0].ID {
+		t.Fatalf("after the race: %d faxes, record for %q; want exactly the winner's fax", len(faxes), rec.Response)
 	}
 }
 
@@ -236,7 +236,7 @@ func testClaimOnce(t *testing.T, s core.Store) {
 		}},
 		{"SettleHold", func(t *testing.T) func(core.Queries, int) error {
 			grant(t, s, o, core.ModeTest, 1_000_000)
-			ord := newOrder(t, s, doc)
+			ord := newFax(t, s, doc)
 			must(t, s.PlaceHold(ctx, holdFor(ord, 1_000_000)))
 			return func(q core.Queries, i int) error {
 				kind := core.LedgerCapture
@@ -247,12 +247,12 @@ func testClaimOnce(t *testing.T, s core.Store) {
 				return err
 			}
 		}},
-		{"MarkDraftOrdered", func(t *testing.T) func(core.Queries, int) error {
+		{"MarkDraftPaid", func(t *testing.T) func(core.Queries, int) error {
 			d := newDraft(t, s, doc)
-			ord := orderOf(doc, at(1))
+			ord := faxOf(doc, at(1))
 			ord.DraftID = &d.ID
-			must(t, s.CreateOrder(ctx, ord))
-			return func(q core.Queries, i int) error { return q.MarkDraftOrdered(ctx, d.ID, ord.ID) }
+			must(t, s.CreateFax(ctx, ord))
+			return func(q core.Queries, i int) error { return q.MarkDraftPaid(ctx, d.ID, ord.ID) }
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -8,107 +8,107 @@ import (
 	"github.com/faxhub/faxhub/core"
 )
 
-func testOrders(t *testing.T, s core.Store) {
+func testFaxes(t *testing.T, s core.Store) {
 	ctx := t.Context()
 	o, other := newOwner(t, s), newOwner(t, s)
 	doc := newDocument(t, s, o, core.ModeLive)
-	order := orderOf(doc, at(2))
-	order.Cover, order.CoverText = true, "Attn: Claims"
-	must(t, s.CreateOrder(ctx, order))
-	wantErr(t, "order with a taken id", s.CreateOrder(ctx, order), core.ErrExists)
+	fax := faxOf(doc, at(2))
+	fax.Cover, fax.CoverText = true, "Attn: Claims"
+	must(t, s.CreateFax(ctx, fax))
+	wantErr(t, "fax with a taken id", s.CreateFax(ctx, fax), core.ErrExists)
 
-	get := func(what string, want *core.Order) {
+	get := func(what string, want *core.Fax) {
 		t.Helper()
-		got, err := s.GetOrder(ctx, o.ID, core.ModeLive, order.ID)
+		got, err := s.GetFax(ctx, o.ID, core.ModeLive, fax.ID)
 		must(t, err)
-		wantEqual(t, what+" (GetOrder)", got, want)
-		got, err = s.GetOrderByID(ctx, order.ID)
+		wantEqual(t, what+" (GetFax)", got, want)
+		got, err = s.GetFaxByID(ctx, fax.ID)
 		must(t, err)
-		wantEqual(t, what+" (GetOrderByID)", got, want)
+		wantEqual(t, what+" (GetFaxByID)", got, want)
 	}
-	get("created order", order)
-	_, err := s.GetOrder(ctx, o.ID, core.ModeTest, order.ID)
-	wantErr(t, "GetOrder in the other mode", err, core.ErrNoRows)
-	_, err = s.GetOrder(ctx, other.ID, core.ModeLive, order.ID)
-	wantErr(t, "GetOrder of another owner", err, core.ErrNoRows)
-	_, err = s.GetOrderByID(ctx, "fax_missing")
-	wantErr(t, "GetOrderByID of a missing order", err, core.ErrNoRows)
+	get("created fax", fax)
+	_, err := s.GetFax(ctx, o.ID, core.ModeTest, fax.ID)
+	wantErr(t, "GetFax in the other mode", err, core.ErrNoRows)
+	_, err = s.GetFax(ctx, other.ID, core.ModeLive, fax.ID)
+	wantErr(t, "GetFax of another owner", err, core.ErrNoRows)
+	_, err = s.GetFaxByID(ctx, "fax_missing")
+	wantErr(t, "GetFaxByID of a missing fax", err, core.ErrNoRows)
 
 	// queued → sending
-	next := *order
-	next.Status, next.Attempts, next.UpdatedAt = core.OrderSending, 1, at(10)
-	must(t, s.UpdateOrder(ctx, &next, core.OrderQueued))
-	get("sending order", &next)
-	wantErr(t, "UpdateOrder from a status it is not in", s.UpdateOrder(ctx, &next, core.OrderQueued), core.ErrConflict)
+	next := *fax
+	next.Status, next.Attempts, next.UpdatedAt = core.FaxSending, 1, at(10)
+	must(t, s.UpdateFax(ctx, &next, core.FaxQueued))
+	get("sending fax", &next)
+	wantErr(t, "UpdateFax from a status it is not in", s.UpdateFax(ctx, &next, core.FaxQueued), core.ErrConflict)
 
 	// sending → queued with a retry scheduled; several from states allowed
-	next.Status, next.FailureCode, next.FailureReason, next.NextAttemptAt, next.UpdatedAt = core.OrderQueued, "busy", "line busy", ptr(at(40)), at(11)
-	must(t, s.UpdateOrder(ctx, &next, core.OrderQueued, core.OrderSending))
+	next.Status, next.FailureCode, next.FailureReason, next.NextAttemptAt, next.UpdatedAt = core.FaxQueued, "busy", "line busy", ptr(at(40)), at(11)
+	must(t, s.UpdateFax(ctx, &next, core.FaxQueued, core.FaxSending))
 	get("queued for retry", &next)
 
 	// queued → delivered: nullable fields set and cleared, immutable
 	// fields left alone even if the caller's copy differs.
-	next.Status, next.PagesSent, next.Attempts, next.CompletedAt, next.NextAttemptAt = core.OrderDelivered, 3, 2, ptr(at(50)), nil
+	next.Status, next.PagesSent, next.Attempts, next.CompletedAt, next.NextAttemptAt = core.FaxDelivered, 3, 2, ptr(at(50)), nil
 	next.FailureCode, next.FailureReason, next.UpdatedAt = "", "", at(50)
 	changed := next
 	changed.PriceMicros, changed.To, changed.Pages = 1, "+442079460000", 99
-	must(t, s.UpdateOrder(ctx, &changed, core.OrderQueued))
-	get("delivered order", &next)
+	must(t, s.UpdateFax(ctx, &changed, core.FaxQueued))
+	get("delivered fax", &next)
 
 	missing := next
 	missing.ID = "fax_missing"
-	wantErr(t, "UpdateOrder of a missing order", s.UpdateOrder(ctx, &missing, core.OrderDelivered), core.ErrNoRows)
+	wantErr(t, "UpdateFax of a missing fax", s.UpdateFax(ctx, &missing, core.FaxDelivered), core.ErrNoRows)
 }
 
-func testListOrders(t *testing.T, s core.Store) {
+func testListFaxes(t *testing.T, s core.Store) {
 	ctx := t.Context()
 	o, other := newOwner(t, s), newOwner(t, s)
 	live, test := newDocument(t, s, o, core.ModeLive), newDocument(t, s, o, core.ModeTest)
-	var mine []core.Order
+	var mine []core.Fax
 	for i := range 25 {
-		// Three orders share each instant, so the id breaks ties.
-		ord := orderOf(live, at(100+i/3))
+		// Three faxes share each instant, so the id breaks ties.
+		ord := faxOf(live, at(100+i/3))
 		if i%4 == 0 {
-			ord.Status = core.OrderDelivered
+			ord.Status = core.FaxDelivered
 		}
-		must(t, s.CreateOrder(ctx, ord))
+		must(t, s.CreateFax(ctx, ord))
 		mine = append(mine, *ord)
 	}
 	for range 2 {
-		must(t, s.CreateOrder(ctx, orderOf(test, at(200))))
-		must(t, s.CreateOrder(ctx, orderOf(newDocument(t, s, other, core.ModeLive), at(200))))
+		must(t, s.CreateFax(ctx, faxOf(test, at(200))))
+		must(t, s.CreateFax(ctx, faxOf(newDocument(t, s, other, core.ModeLive), at(200))))
 	}
-	slices.SortFunc(mine, func(a, b core.Order) int {
+	slices.SortFunc(mine, func(a, b core.Fax) int {
 		if c := b.CreatedAt.Compare(a.CreatedAt); c != 0 {
 			return c
 		}
 		return cmp.Compare(b.ID, a.ID)
 	})
-	delivered := slices.DeleteFunc(slices.Clone(mine), func(o core.Order) bool { return o.Status != core.OrderDelivered })
+	delivered := slices.DeleteFunc(slices.Clone(mine), func(o core.Fax) bool { return o.Status != core.FaxDelivered })
 
 	for _, tc := range []struct {
 		name   string
-		status core.OrderStatus
+		status core.FaxStatus
 		limit  int
-		want   []core.Order
+		want   []core.Fax
 	}{
 		{"all, pages of 7", "", 7, mine},
 		{"all, pages of 1", "", 1, mine},
 		{"all, one page", "", 0, mine},
-		{"delivered, pages of 2", core.OrderDelivered, 2, delivered},
-		{"failed, none", core.OrderFailed, 5, nil},
+		{"delivered, pages of 2", core.FaxDelivered, 2, delivered},
+		{"failed, none", core.FaxFailed, 5, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			var got []core.Order
+			var got []core.Fax
 			after := ""
 			for page := 0; ; page++ {
 				if page > len(mine)+1 {
 					t.Fatal("pagination does not end")
 				}
-				p, err := s.ListOrders(ctx, core.OrderFilter{OwnerID: o.ID, Mode: core.ModeLive, Status: tc.status, StartingAfter: after, Limit: tc.limit})
+				p, err := s.ListFaxes(ctx, core.FaxFilter{OwnerID: o.ID, Mode: core.ModeLive, Status: tc.status, StartingAfter: after, Limit: tc.limit})
 				must(t, err)
 				if tc.limit > 0 && len(p) > tc.limit {
-					t.Fatalf("page of %d orders with limit %d", len(p), tc.limit)
+					t.Fatalf("page of %d faxes with limit %d", len(p), tc.limit)
 				}
 				got = append(got, p...)
 				if len(p) == 0 || tc.limit == 0 || len(p) < tc.limit {
@@ -116,37 +116,37 @@ func testListOrders(t *testing.T, s core.Store) {
 				}
 				after = p[len(p)-1].ID
 			}
-			wantEqual(t, "orders, newest first", got, tc.want)
+			wantEqual(t, "faxes, newest first", got, tc.want)
 		})
 	}
 
-	_, err := s.ListOrders(ctx, core.OrderFilter{OwnerID: o.ID, Mode: core.ModeLive, StartingAfter: "fax_missing", Limit: 5})
-	wantErr(t, "ListOrders after a missing order", err, core.ErrNoRows)
-	_, err = s.ListOrders(ctx, core.OrderFilter{OwnerID: other.ID, Mode: core.ModeLive, StartingAfter: mine[0].ID, Limit: 5})
-	wantErr(t, "ListOrders after another owner's order", err, core.ErrNoRows)
-	got, err := s.ListOrders(ctx, core.OrderFilter{OwnerID: o.ID, Mode: core.ModeTest, Limit: 10})
+	_, err := s.ListFaxes(ctx, core.FaxFilter{OwnerID: o.ID, Mode: core.ModeLive, StartingAfter: "fax_missing", Limit: 5})
+	wantErr(t, "ListFaxes after a missing fax", err, core.ErrNoRows)
+	_, err = s.ListFaxes(ctx, core.FaxFilter{OwnerID: other.ID, Mode: core.ModeLive, StartingAfter: mine[0].ID, Limit: 5})
+	wantErr(t, "ListFaxes after another owner's fax", err, core.ErrNoRows)
+	got, err := s.ListFaxes(ctx, core.FaxFilter{OwnerID: o.ID, Mode: core.ModeTest, Limit: 10})
 	must(t, err)
 	if len(got) != 2 {
-		t.Fatalf("test-mode orders: got %d, want 2", len(got))
+		t.Fatalf("test-mode faxes: got %d, want 2", len(got))
 	}
 }
 
 func testAttempts(t *testing.T, s core.Store) {
 	ctx := t.Context()
 	o := newOwner(t, s)
-	order := newOrder(t, s, newDocument(t, s, o, core.ModeTest))
+	fax := newFax(t, s, newDocument(t, s, o, core.ModeTest))
 
-	_, err := s.LatestAttempt(ctx, order.ID)
+	_, err := s.LatestAttempt(ctx, fax.ID)
 	wantErr(t, "LatestAttempt without attempts", err, core.ErrNoRows)
-	list, err := s.ListAttempts(ctx, order.ID)
+	list, err := s.ListAttempts(ctx, fax.ID)
 	must(t, err)
 	if len(list) != 0 {
 		t.Fatalf("ListAttempts without attempts: %d", len(list))
 	}
 
-	a1 := &core.Attempt{ID: core.NewID(core.PrefixAttempt), OrderID: order.ID, Number: 1, Provider: "simulated", Status: core.AttemptSending, StartedAt: at(10)}
+	a1 := &core.Attempt{ID: core.NewID(core.PrefixAttempt), FaxID: fax.ID, Number: 1, Provider: "simulated", Status: core.AttemptSending, StartedAt: at(10)}
 	must(t, s.CreateAttempt(ctx, a1))
-	latest, err := s.LatestAttempt(ctx, order.ID)
+	latest, err := s.LatestAttempt(ctx, fax.ID)
 	must(t, err)
 	wantEqual(t, "LatestAttempt", latest, a1)
 
@@ -154,12 +154,12 @@ func testAttempts(t *testing.T, s core.Store) {
 	a1.Retryable, a1.PagesSent, a1.DurationMS, a1.FinishedAt = true, 1, 4200, ptr(at(15))
 	must(t, s.UpdateAttempt(ctx, a1))
 
-	a2 := &core.Attempt{ID: core.NewID(core.PrefixAttempt), OrderID: order.ID, Number: 2, Provider: "simulated", Status: core.AttemptSending, StartedAt: at(45)}
+	a2 := &core.Attempt{ID: core.NewID(core.PrefixAttempt), FaxID: fax.ID, Number: 2, Provider: "simulated", Status: core.AttemptSending, StartedAt: at(45)}
 	must(t, s.CreateAttempt(ctx, a2))
-	latest, err = s.LatestAttempt(ctx, order.ID)
+	latest, err = s.LatestAttempt(ctx, fax.ID)
 	must(t, err)
 	wantEqual(t, "LatestAttempt after a retry", latest, a2)
-	list, err = s.ListAttempts(ctx, order.ID)
+	list, err = s.ListAttempts(ctx, fax.ID)
 	must(t, err)
 	wantEqual(t, "ListAttempts, first first", list, []core.Attempt{*a1, *a2})
 

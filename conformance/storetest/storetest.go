@@ -30,8 +30,8 @@ func RunTests(t *testing.T, newStore func(t *testing.T) core.Store) {
 		{"Uploads", testUploads},
 		{"Documents", testDocuments},
 		{"Drafts", testDrafts},
-		{"Orders", testOrders},
-		{"ListOrders", testListOrders},
+		{"Faxes", testFaxes},
+		{"ListFaxes", testListFaxes},
 		{"Attempts", testAttempts},
 		{"Ledger", testLedger},
 		{"ListLedger", testListLedger},
@@ -167,19 +167,19 @@ func newDocument(t *testing.T, s core.Store, o *core.Owner, mode core.Mode) *cor
 	return d
 }
 
-// orderOf builds (without storing) a queued credit order for doc.
-func orderOf(doc *core.Document, created time.Time) *core.Order {
-	return &core.Order{
-		ID: core.NewID(core.PrefixOrder), OwnerID: doc.OwnerID, Mode: doc.Mode, Status: core.OrderQueued,
+// faxOf builds (without storing) a queued credit fax for doc.
+func faxOf(doc *core.Document, created time.Time) *core.Fax {
+	return &core.Fax{
+		ID: core.NewID(core.PrefixFax), OwnerID: doc.OwnerID, Mode: doc.Mode, Status: core.FaxQueued,
 		To: "+14155550123", DocumentID: doc.ID, Pages: doc.Pages, PriceMicros: 210_000, Currency: core.Currency,
 		PaymentMethod: core.PayCredits, CreatedAt: created, UpdatedAt: created,
 	}
 }
 
-func newOrder(t *testing.T, s core.Store, doc *core.Document) *core.Order {
+func newFax(t *testing.T, s core.Store, doc *core.Document) *core.Fax {
 	t.Helper()
-	o := orderOf(doc, at(2))
-	must(t, s.CreateOrder(t.Context(), o))
+	o := faxOf(doc, at(2))
+	must(t, s.CreateFax(t.Context(), o))
 	return o
 }
 
@@ -193,9 +193,9 @@ func grant(t *testing.T, s core.Store, o *core.Owner, mode core.Mode, micros int
 	return e
 }
 
-func holdFor(o *core.Order, micros int64) *core.LedgerEntry {
+func holdFor(o *core.Fax, micros int64) *core.LedgerEntry {
 	return &core.LedgerEntry{
 		ID: core.NewID(core.PrefixLedger), OwnerID: o.OwnerID, Mode: o.Mode, Kind: core.LedgerHold,
-		AmountMicros: -micros, OrderID: &o.ID, Reason: "hold for fax " + o.ID, CreatedAt: at(3),
+		AmountMicros: -micros, FaxID: &o.ID, Reason: "hold for fax " + o.ID, CreatedAt: at(3),
 	}
 }

@@ -52,21 +52,21 @@ func testTimeRoundTrip(t *testing.T, s core.Store) {
 	o := newOwner(t, s)
 	doc := newDocument(t, s, o, core.ModeLive)
 	noon := time.Date(2026, 5, 5, 12, 0, 0, 0, time.UTC)
-	a := orderOf(doc, noon.In(east))                         // 17:30 on the wall
-	b := orderOf(doc, noon.Add(time.Hour).In(west))          // 06:00 on the wall
-	c := orderOf(doc, noon.Add(30*time.Minute).In(time.UTC)) // 12:30 on the wall
-	for _, ord := range []*core.Order{a, b, c} {
-		must(t, s.CreateOrder(ctx, ord))
+	a := faxOf(doc, noon.In(east))                         // 17:30 on the wall
+	b := faxOf(doc, noon.Add(time.Hour).In(west))          // 06:00 on the wall
+	c := faxOf(doc, noon.Add(30*time.Minute).In(time.UTC)) // 12:30 on the wall
+	for _, ord := range []*core.Fax{a, b, c} {
+		must(t, s.CreateFax(ctx, ord))
 	}
-	list, err := s.ListOrders(ctx, core.OrderFilter{OwnerID: o.ID, Mode: core.ModeLive})
+	list, err := s.ListFaxes(ctx, core.FaxFilter{OwnerID: o.ID, Mode: core.ModeLive})
 	must(t, err)
 	if len(list) != 3 || list[0].ID != b.ID || list[1].ID != c.ID || list[2].ID != a.ID {
-		t.Fatalf("orders given in mixed zones are not listed by instant: %s", dump(list))
+		t.Fatalf("faxes given in mixed zones are not listed by instant: %s", dump(list))
 	}
-	page, err := s.ListOrders(ctx, core.OrderFilter{OwnerID: o.ID, Mode: core.ModeLive, StartingAfter: c.ID})
+	page, err := s.ListFaxes(ctx, core.FaxFilter{OwnerID: o.ID, Mode: core.ModeLive, StartingAfter: c.ID})
 	must(t, err)
 	if len(page) != 1 || page[0].ID != a.ID {
-		t.Fatalf("orders after %s: %s", c.ID, dump(page))
+		t.Fatalf("faxes after %s: %s", c.ID, dump(page))
 	}
 
 	ap := &core.Approval{
@@ -168,8 +168,8 @@ func testInTx(t *testing.T, s core.Store) {
 		if got, err := tx.GetOwner(ctx, owner.ID); err != nil || got.ID != owner.ID {
 			return fmt.Errorf("transaction does not read its own write: %v", err)
 		}
-		ord := orderOf(doc, at(5))
-		if err := tx.CreateOrder(ctx, ord); err != nil {
+		ord := faxOf(doc, at(5))
+		if err := tx.CreateFax(ctx, ord); err != nil {
 			return err
 		}
 		if err := tx.PlaceHold(ctx, holdFor(ord, 400_000)); err != nil {
@@ -198,10 +198,10 @@ func testInTx(t *testing.T, s core.Store) {
 		wantErr(t, "owner of a rolled back transaction", err, core.ErrNoRows)
 		_, err = s.GetIdempotency(ctx, "s", "rollback")
 		wantErr(t, "record of a rolled back transaction", err, core.ErrNoRows)
-		orders, err := s.ListOrders(ctx, core.OrderFilter{OwnerID: o.ID, Mode: core.ModeLive})
+		faxes, err := s.ListFaxes(ctx, core.FaxFilter{OwnerID: o.ID, Mode: core.ModeLive})
 		must(t, err)
-		if len(orders) != 0 {
-			t.Fatalf("%d orders after rollback", len(orders))
+		if len(faxes) != 0 {
+			t.Fatalf("%d faxes after rollback", len(faxes))
 		}
 		wantBalance(t, s, o, core.ModeLive, 1_000_000, 0)
 		if ok, _, err := s.AllowRate(ctx, "tx:rollback", at(5), time.Hour, 1); err != nil || !ok {
@@ -241,15 +241,15 @@ func testInTx(t *testing.T, s core.Store) {
 	// nothing (PostgreSQL would otherwise abort the whole transaction).
 	t.Run("handled store errors leave the transaction usable", func(t *testing.T) {
 		owner := &core.Owner{ID: core.NewID(core.PrefixOwner), Email: "handled@example.com", CreatedAt: at(5)}
-		ord, held := orderOf(doc, at(6)), orderOf(doc, at(6))
-		must(t, s.CreateOrder(ctx, ord))
-		must(t, s.CreateOrder(ctx, held))
+		ord, held := faxOf(doc, at(6)), faxOf(doc, at(6))
+		must(t, s.CreateFax(ctx, ord))
+		must(t, s.CreateFax(ctx, held))
 		must(t, s.PlaceHold(ctx, holdFor(held, 50_000)))
 		err := s.InTx(ctx, func(tx core.Tx) error {
 			// Refused after the balance row was already updated: the
 			// update must be undone with the call.
 			if err := tx.PlaceHold(ctx, holdFor(held, 20_000)); !errors.Is(err, core.ErrExists) {
-				return fmt.Errorf("second hold for an order: got %v, want ErrExists", err)
+				return fmt.Errorf("second hold for a fax: got %v, want ErrExists", err)
 			}
 			if err := tx.InsertIdempotency(ctx, &core.IdempotencyRecord{Scope: "s", Key: "commit", RequestHash: "h", ResponseCode: 200, CreatedAt: at(6)}); !errors.Is(err, core.ErrExists) {
 				return fmt.Errorf("duplicate record: got %v, want ErrExists", err)

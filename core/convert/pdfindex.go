@@ -536,7 +536,7 @@ func (ix *indexer) scanStreams(ctx context.Context) error {
 			nrs = append(nrs, nr)
 		}
 	}
-	// Offset order reads the file front to back, which the page cache likes.
+	// Offset fax reads the file front to back, which the page cache likes.
 	sort.Slice(nrs, func(i, j int) bool { return ix.entries[nrs[i]] < ix.entries[nrs[j]] })
 	for i, nr := range nrs {
 		if i%1024 == 0 {

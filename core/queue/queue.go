@@ -2,7 +2,7 @@
 // default) or PostgreSQL, behind core.Queue.
 //
 // Both databases are reached through database/sql so that a delivery job is
-// inserted with the very *sql.Tx the store uses for the order: the order row
+// inserted with the very *sql.Tx the store uses for the fax: the fax row
 // and its job commit or vanish together. Neither database/sql driver of River
 // can LISTEN, so workers find new jobs by polling; the poll interval and the
 // fetch cooldown below are what bound latency and throughput.
@@ -101,7 +101,7 @@ type Queue struct {
 var _ core.Queue = (*Queue)(nil)
 
 // SQLTxer is what EnqueueDelivery needs from a core.Tx: the database/sql
-// transaction underneath, so the job commits with the order.
+// transaction underneath, so the job commits with the fax.
 type SQLTxer interface {
 	SQLTx() *sql.Tx
 }
@@ -110,7 +110,7 @@ type SQLTxer interface {
 // the DSN must set WAL, a busy_timeout and _txlock=immediate; River advises
 // a single open connection (db.SetMaxOpenConns(1)), and with that DSN more
 // connections also work, because no transaction ever upgrades a read lock.
-func New(db *sql.DB, dialect string, deliver func(ctx context.Context, orderID string) error, opts Options, logger *slog.Logger) (*Queue, error) {
+func New(db *sql.DB, dialect string, deliver func(ctx context.Context, faxID string) error, opts Options, logger *slog.Logger) (*Queue, error) {
 	if db == nil {
 		return nil, errors.New("new queue: nil database")
 	}
@@ -142,7 +142,7 @@ func New(db *sql.DB, dialect string, deliver func(ctx context.Context, orderID s
 		// process and run again, so it must exceed JobTimeout.
 		RescueStuckJobsAfter: opts.JobTimeout + rescueMargin,
 		FetchPollInterval:    opts.PollInterval,
-		// Orders and attempts are the record of a delivery; a completed job
+		// Faxes and attempts are the record of a delivery; a completed job
 		// row is only clutter, and at a thousand jobs a second a day's worth
 		// would swell the SQLite file.
 		CompletedJobRetentionPeriod: time.Hour,
@@ -226,27 +226,27 @@ func (q *Queue) Stop(ctx context.Context) error {
 
 // EnqueueDelivery inserts a deliver_fax job in tx, due at at (now if at is
 // not in the future). tx must expose its *sql.Tx (SQLTxer).
-func (q *Queue) EnqueueDelivery(ctx context.Context, tx core.Tx, orderID string, at time.Time) error {
+func (q *Queue) EnqueueDelivery(ctx context.Context, tx core.Tx, faxID string, at time.Time) error {
 	txer, ok := tx.(SQLTxer)
 	if !ok {
-		return fmt.Errorf("enqueue delivery of %s: transaction %T does not expose its *sql.Tx (SQLTx method)", orderID, tx)
+		return fmt.Errorf("enqueue delivery of %s: transaction %T does not expose its *sql.Tx (SQLTx method)", faxID, tx)
 	}
 	sqlTx := txer.SQLTx()
 	if sqlTx == nil {
-		return fmt.Errorf("enqueue delivery of %s: transaction has no *sql.Tx", orderID)
+		return fmt.Errorf("enqueue delivery of %s: transaction has no *sql.Tx", faxID)
 	}
-	if orderID == "" {
-		return errors.New("enqueue delivery: empty order id")
+	if faxID == "" {
+		return errors.New("enqueue delivery: empty fax id")
 	}
 	opts := &river.InsertOpts{}
 	if at.After(time.Now()) {
 		// SQLite keeps milliseconds and rounds to the nearest one; rounding
-		// up means the job never comes due before the order's
+		// up means the job never comes due before the fax's
 		// next_attempt_at, which core.Deliver would read as a stale job.
 		opts.ScheduledAt = ceilMillisecond(at)
 	}
-	if _, err := q.client.InsertTx(ctx, sqlTx, deliverArgs{OrderID: orderID}, opts); err != nil {
-		return fmt.Errorf("enqueue delivery of %s: %w", orderID, err)
+	if _, err := q.client.InsertTx(ctx, sqlTx, deliverArgs{FaxID: faxID}, opts); err != nil {
+		return fmt.Errorf("enqueue delivery of %s: %w", faxID, err)
 	}
 	return nil
 }
@@ -274,30 +274,36 @@ func availableSoon(ctx context.Context, params []*rivertype.JobInsertParams, doI
 }
 
 // deliverArgs are a deliver_fax job's arguments. Everything else about the
-// delivery lives on the order row, read fresh when the job runs.
+// delivery lives on the fax row, read fresh when the job runs.
 type deliverArgs struct {
-	OrderID string `json:"order_id"`
+	FaxID string `json:"fax_id"`
+	// LegacyOrderID is the key jobs queued before the rename (migration
+	// 00005) carry; such jobs are delivered like new ones.
+	LegacyOrderID string `json:"order_id,omitempty"`
 }
 
 func (deliverArgs) Kind() string { return KindDeliverFax }
 
 type deliverWorker struct {
 	river.WorkerDefaults[deliverArgs]
-	deliver func(ctx context.Context, orderID string) error
+	deliver func(ctx context.Context, faxID string) error
 }
 
 func (w *deliverWorker) Work(ctx context.Context, job *river.Job[deliverArgs]) error {
-	if job.Args.OrderID == "" {
-		return river.JobCancel(errors.New("deliver_fax job without an order_id"))
+	if job.Args.FaxID == "" {
+		job.Args.FaxID = job.Args.LegacyOrderID
 	}
-	// The database's clock said the job is due; core compares the order's
+	if job.Args.FaxID == "" {
+		return river.JobCancel(errors.New("deliver_fax job without a fax_id"))
+	}
+	// The database's clock said the job is due; core compares the fax's
 	// next_attempt_at with this process's clock, and a job it sees as early
 	// is dropped as stale. Wait for our clock to agree (it can lag another
 	// replica's or the database's by a few milliseconds).
 	if wait := time.Until(job.ScheduledAt); wait > 0 {
 		return river.JobSnooze(wait + time.Millisecond)
 	}
-	err := w.deliver(ctx, job.Args.OrderID)
+	err := w.deliver(ctx, job.Args.FaxID)
 	if err == nil {
 		return nil
 	}
@@ -310,5 +316,5 @@ func (w *deliverWorker) Work(ctx context.Context, job *river.Job[deliverArgs]) e
 		// use up one of the job's attempts. It runs again on the next start.
 		return river.JobSnooze(time.Second)
 	}
-	return fmt.Errorf("deliver order %s: %w", job.Args.OrderID, err)
+	return fmt.Errorf("deliver fax %s: %w", job.Args.FaxID, err)
 }

@@ -130,37 +130,37 @@ func newRecorder() *recorder {
 	return &recorder{calls: map[string][]time.Time{}, seen: make(chan string, 10_000)}
 }
 
-func (r *recorder) deliver(_ context.Context, orderID string) error {
+func (r *recorder) deliver(_ context.Context, faxID string) error {
 	r.mu.Lock()
-	r.calls[orderID] = append(r.calls[orderID], time.Now())
+	r.calls[faxID] = append(r.calls[faxID], time.Now())
 	r.mu.Unlock()
-	r.seen <- orderID
+	r.seen <- faxID
 	return nil
 }
 
-func (r *recorder) count(orderID string) int {
+func (r *recorder) count(faxID string) int {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return len(r.calls[orderID])
+	return len(r.calls[faxID])
 }
 
-func (r *recorder) first(orderID string) time.Time {
+func (r *recorder) first(faxID string) time.Time {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return r.calls[orderID][0]
+	return r.calls[faxID][0]
 }
 
-func (r *recorder) waitFor(t *testing.T, orderID string, within time.Duration) {
+func (r *recorder) waitFor(t *testing.T, faxID string, within time.Duration) {
 	t.Helper()
 	deadline := time.After(within)
 	for {
-		if r.count(orderID) > 0 {
+		if r.count(faxID) > 0 {
 			return
 		}
 		select {
 		case <-r.seen:
 		case <-deadline:
-			t.Fatalf("order %s was not delivered within %s", orderID, within)
+			t.Fatalf("fax %s was not delivered within %s", faxID, within)
 		}
 	}
 }
@@ -185,14 +185,14 @@ func startQueue(t *testing.T, db *sql.DB, dialect string, deliver func(context.C
 }
 
 // enqueue inserts one job in its own transaction and commits or rolls back.
-func enqueue(t *testing.T, db *sql.DB, q *queue.Queue, orderID string, at time.Time, commit bool) {
+func enqueue(t *testing.T, db *sql.DB, q *queue.Queue, faxID string, at time.Time, commit bool) {
 	t.Helper()
 	ctx := t.Context()
 	tx, err := db.BeginTx(ctx, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := q.EnqueueDelivery(ctx, sqlTx{tx: tx}, orderID, at); err != nil {
+	if err := q.EnqueueDelivery(ctx, sqlTx{tx: tx}, faxID, at); err != nil {
 		_ = tx.Rollback()
 		t.Fatal(err)
 	}
@@ -301,7 +301,7 @@ func TestDeliverErrorIsRetriedByRiver(t *testing.T) {
 		var mu sync.Mutex
 		calls := 0
 		done := make(chan struct{})
-		deliver := func(ctx context.Context, orderID string) error {
+		deliver := func(ctx context.Context, faxID string) error {
 			mu.Lock()
 			defer mu.Unlock()
 			calls++
@@ -454,7 +454,7 @@ func TestStopIsGraceful(t *testing.T) {
 		release := make(chan struct{})
 		var finished sync.WaitGroup
 		finished.Add(1)
-		deliver := func(ctx context.Context, orderID string) error {
+		deliver := func(ctx context.Context, faxID string) error {
 			close(started)
 			select {
 			case <-release:
@@ -492,7 +492,7 @@ func TestStopIsGraceful(t *testing.T) {
 func TestStopDeadlineCancelsWithoutUsingAnAttempt(t *testing.T) {
 	forEach(t, func(t *testing.T, db *sql.DB, dialect string) {
 		started := make(chan struct{}, 1)
-		deliver := func(ctx context.Context, orderID string) error {
+		deliver := func(ctx context.Context, faxID string) error {
 			started <- struct{}{}
 			<-ctx.Done()
 			return ctx.Err()

@@ -16,9 +16,9 @@ import (
 )
 
 // storeLoad imitates what core.Service.Deliver does to the database for one
-// delivered order with an instant provider: one transaction that reads the
-// order, moves it to sending and opens an attempt, then one that closes the
-// attempt, completes the order and writes a ledger line. It lets the
+// delivered fax with an instant provider: one transaction that reads the
+// fax, moves it to sending and opens an attempt, then one that closes the
+// attempt, completes the fax and writes a ledger line. It lets the
 // throughput figure include the store's share of the single SQLite writer.
 type storeLoad struct {
 	db      *sql.DB
@@ -27,9 +27,9 @@ type storeLoad struct {
 
 func newStoreLoad(t testing.TB, db *sql.DB, dialect string) *storeLoad {
 	for _, stmt := range []string{
-		"CREATE TABLE sim_order (id TEXT PRIMARY KEY, status TEXT NOT NULL, attempts INTEGER NOT NULL, updated_at TEXT)",
-		"CREATE TABLE sim_attempt (id TEXT PRIMARY KEY, order_id TEXT NOT NULL, status TEXT NOT NULL)",
-		"CREATE TABLE sim_ledger (id TEXT PRIMARY KEY, order_id TEXT NOT NULL, amount INTEGER NOT NULL)",
+		"CREATE TABLE sim_fax (id TEXT PRIMARY KEY, status TEXT NOT NULL, attempts INTEGER NOT NULL, updated_at TEXT)",
+		"CREATE TABLE sim_attempt (id TEXT PRIMARY KEY, fax_id TEXT NOT NULL, status TEXT NOT NULL)",
+		"CREATE TABLE sim_ledger (id TEXT PRIMARY KEY, fax_id TEXT NOT NULL, amount INTEGER NOT NULL)",
 	} {
 		if _, err := db.Exec(stmt); err != nil {
 			t.Fatal(err)
@@ -59,12 +59,12 @@ func (s *storeLoad) q(query string) string {
 	return b.String()
 }
 
-func (s *storeLoad) createOrder(ctx context.Context, tx *sql.Tx, id string) error {
-	_, err := tx.ExecContext(ctx, s.q("INSERT INTO sim_order (id, status, attempts, updated_at) VALUES (?, 'queued', 0, ?)"), id, time.Now().UTC().Format(time.RFC3339Nano))
+func (s *storeLoad) createFax(ctx context.Context, tx *sql.Tx, id string) error {
+	_, err := tx.ExecContext(ctx, s.q("INSERT INTO sim_fax (id, status, attempts, updated_at) VALUES (?, 'queued', 0, ?)"), id, time.Now().UTC().Format(time.RFC3339Nano))
 	return err
 }
 
-func (s *storeLoad) deliver(ctx context.Context, orderID string) error {
+func (s *storeLoad) deliver(ctx context.Context, faxID string) error {
 	inTx := func(fn func(tx *sql.Tx) error) error {
 		tx, err := s.db.BeginTx(ctx, nil)
 		if err != nil {
@@ -80,13 +80,13 @@ func (s *storeLoad) deliver(ctx context.Context, orderID string) error {
 	err := inTx(func(tx *sql.Tx) error {
 		var status string
 		var attempts int
-		if err := tx.QueryRowContext(ctx, s.q("SELECT status, attempts FROM sim_order WHERE id = ?"), orderID).Scan(&status, &attempts); err != nil {
+		if err := tx.QueryRowContext(ctx, s.q("SELECT status, attempts FROM sim_fax WHERE id = ?"), faxID).Scan(&status, &attempts); err != nil {
 			return err
 		}
-		if _, err := tx.ExecContext(ctx, s.q("UPDATE sim_order SET status = 'sending', attempts = ?, updated_at = ? WHERE id = ? AND status = ?"), attempts+1, now(), orderID, status); err != nil {
+		if _, err := tx.ExecContext(ctx, s.q("UPDATE sim_fax SET status = 'sending', attempts = ?, updated_at = ? WHERE id = ? AND status = ?"), attempts+1, now(), faxID, status); err != nil {
 			return err
 		}
-		_, err := tx.ExecContext(ctx, s.q("INSERT INTO sim_attempt (id, order_id, status) VALUES (?, ?, 'sending')"), orderID+"_a1", orderID)
+		_, err := tx.ExecContext(ctx, s.q("INSERT INTO sim_attempt (id, fax_id, status) VALUES (?, ?, 'sending')"), faxID+"_a1", faxID)
 		return err
 	})
 	if err != nil {
@@ -94,16 +94,16 @@ func (s *storeLoad) deliver(ctx context.Context, orderID string) error {
 	}
 	return inTx(func(tx *sql.Tx) error {
 		var status string
-		if err := tx.QueryRowContext(ctx, s.q("SELECT status FROM sim_order WHERE id = ?"), orderID).Scan(&status); err != nil {
+		if err := tx.QueryRowContext(ctx, s.q("SELECT status FROM sim_fax WHERE id = ?"), faxID).Scan(&status); err != nil {
 			return err
 		}
-		if _, err := tx.ExecContext(ctx, s.q("UPDATE sim_attempt SET status = 'delivered' WHERE id = ?"), orderID+"_a1"); err != nil {
+		if _, err := tx.ExecContext(ctx, s.q("UPDATE sim_attempt SET status = 'delivered' WHERE id = ?"), faxID+"_a1"); err != nil {
 			return err
 		}
-		if _, err := tx.ExecContext(ctx, s.q("UPDATE sim_order SET status = 'delivered', updated_at = ? WHERE id = ? AND status = 'sending'"), now(), orderID); err != nil {
+		if _, err := tx.ExecContext(ctx, s.q("UPDATE sim_fax SET status = 'delivered', updated_at = ? WHERE id = ? AND status = 'sending'"), now(), faxID); err != nil {
 			return err
 		}
-		_, err := tx.ExecContext(ctx, s.q("INSERT INTO sim_ledger (id, order_id, amount) VALUES (?, ?, 0)"), orderID+"_capture", orderID)
+		_, err := tx.ExecContext(ctx, s.q("INSERT INTO sim_ledger (id, fax_id, amount) VALUES (?, ?, 0)"), faxID+"_capture", faxID)
 		return err
 	})
 }
@@ -117,10 +117,10 @@ func (r rateResult) String() string {
 	return fmt.Sprintf("%d jobs in %s = %.0f jobs/s", r.jobs, r.elapsed.Round(time.Millisecond), float64(r.jobs)/r.elapsed.Seconds())
 }
 
-// measure enqueues n orders, each in its own transaction as the API does,
+// measure enqueues n faxes, each in its own transaction as the API does,
 // from several goroutines while the workers run, and times until the last
 // delivery returns. With withStore each delivery also does the store work;
-// with backlog the orders are all committed before the workers start and
+// with backlog the faxes are all committed before the workers start and
 // only the draining is timed.
 func measure(t testing.TB, db *sql.DB, dialect string, n int, opts queue.Options, withStore, backlog bool) rateResult {
 	ctx := context.Background()
@@ -130,9 +130,9 @@ func measure(t testing.TB, db *sql.DB, dialect string, n int, opts queue.Options
 	}
 	var delivered atomic.Int64
 	all := make(chan struct{})
-	deliver := func(ctx context.Context, orderID string) error {
+	deliver := func(ctx context.Context, faxID string) error {
 		if load != nil {
-			if err := load.deliver(ctx, orderID); err != nil {
+			if err := load.deliver(ctx, faxID); err != nil {
 				return err
 			}
 		}
@@ -170,7 +170,7 @@ func measure(t testing.TB, db *sql.DB, dialect string, n int, opts queue.Options
 					return
 				}
 				if load != nil {
-					if err := load.createOrder(ctx, tx, id); err != nil {
+					if err := load.createFax(ctx, tx, id); err != nil {
 						_ = tx.Rollback()
 						errs <- err
 						return
@@ -207,7 +207,7 @@ func measure(t testing.TB, db *sql.DB, dialect string, n int, opts queue.Options
 	return rateResult{jobs: n, elapsed: time.Since(start)}
 }
 
-// TestThroughput logs how fast 1,000 orders are delivered: enqueued while
+// TestThroughput logs how fast 1,000 faxes are delivered: enqueued while
 // the workers run (each in its own transaction, from 8 goroutines), and
 // drained from a committed backlog; each with an instant deliver and with
 // two store transactions per delivery. It asserts nothing about speed

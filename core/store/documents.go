@@ -85,11 +85,11 @@ func (x q) GetDocument(ctx context.Context, ownerID string, mode core.Mode, id s
 	return &d, nil
 }
 
-const draftCols = "id, owner_id, mode, document_id, destination, cover, cover_text, pages, price_micros, status, order_id, created_at, expires_at"
+const draftCols = "id, owner_id, mode, document_id, destination, cover, cover_text, pages, price_micros, status, fax_id, created_at, expires_at"
 
 func (x q) CreateDraft(ctx context.Context, d *core.Draft) error {
 	err := x.insert(ctx, `INSERT INTO drafts (`+draftCols+`)
-		VALUES (:id, :owner_id, :mode, :document_id, :destination, :cover, :cover_text, :pages, :price_micros, :status, :order_id, :created_at, :expires_at)
+		VALUES (:id, :owner_id, :mode, :document_id, :destination, :cover, :cover_text, :pages, :price_micros, :status, :fax_id, :created_at, :expires_at)
 		ON CONFLICT DO NOTHING`, d)
 	if err != nil {
 		return fmt.Errorf("create draft: %w", err)
@@ -105,13 +105,13 @@ func (x q) GetDraft(ctx context.Context, ownerID string, mode core.Mode, id stri
 	return &d, nil
 }
 
-func (x q) MarkDraftOrdered(ctx context.Context, id, orderID string) error {
-	n, err := x.exec(ctx, "UPDATE drafts SET status = ?, order_id = ? WHERE id = ? AND status = ?", core.DraftOrdered, orderID, id, core.DraftOpen)
+func (x q) MarkDraftPaid(ctx context.Context, id, faxID string) error {
+	n, err := x.exec(ctx, "UPDATE drafts SET status = ?, fax_id = ? WHERE id = ? AND status = ?", core.DraftPaid, faxID, id, core.DraftOpen)
 	if err == nil && n == 0 {
 		err = x.missingOrConflict(ctx, "drafts", "id = ?", id)
 	}
 	if err != nil {
-		return fmt.Errorf("mark draft ordered: %w", err)
+		return fmt.Errorf("mark draft paid: %w", err)
 	}
 	return nil
 }

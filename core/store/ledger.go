@@ -15,11 +15,11 @@ import (
 // balance never sums the ledger and a hold can be checked against it in one
 // conditional UPDATE.
 
-const ledgerCols = "id, owner_id, mode, kind, amount_micros, order_id, hold_id, reason, created_at"
+const ledgerCols = "id, owner_id, mode, kind, amount_micros, fax_id, hold_id, reason, created_at"
 
 func (x q) insertEntry(ctx context.Context, e *core.LedgerEntry) error {
 	return x.insert(ctx, `INSERT INTO ledger_entries (`+ledgerCols+`)
-		VALUES (:id, :owner_id, :mode, :kind, :amount_micros, :order_id, :hold_id, :reason, :created_at)
+		VALUES (:id, :owner_id, :mode, :kind, :amount_micros, :fax_id, :hold_id, :reason, :created_at)
 		ON CONFLICT DO NOTHING`, e)
 }
 
@@ -95,23 +95,23 @@ func (x q) PlaceHold(ctx context.Context, e *core.LedgerEntry) error {
 	return nil
 }
 
-// SettleHold captures or releases the hold of orderID, once.
-func (x q) SettleHold(ctx context.Context, orderID string, kind core.LedgerKind, at time.Time) (*core.LedgerEntry, error) {
+// SettleHold captures or releases the hold of faxID, once.
+func (x q) SettleHold(ctx context.Context, faxID string, kind core.LedgerKind, at time.Time) (*core.LedgerEntry, error) {
 	var e *core.LedgerEntry
 	err := x.atomic(ctx, func(x q) error {
 		var hold core.LedgerEntry
-		if err := x.get(ctx, x.reader(), &hold, "SELECT "+ledgerCols+" FROM ledger_entries WHERE order_id = ? AND kind = ?", orderID, core.LedgerHold); err != nil {
+		if err := x.get(ctx, x.reader(), &hold, "SELECT "+ledgerCols+" FROM ledger_entries WHERE fax_id = ? AND kind = ?", faxID, core.LedgerHold); err != nil {
 			return err
 		}
 		e = &core.LedgerEntry{
 			ID: core.NewID(core.PrefixLedger), OwnerID: hold.OwnerID, Mode: hold.Mode, Kind: kind,
-			OrderID: hold.OrderID, HoldID: &hold.ID, Reason: fmt.Sprintf("%s of the hold for fax %s", kind, orderID),
+			FaxID: hold.FaxID, HoldID: &hold.ID, Reason: fmt.Sprintf("%s of the hold for fax %s", kind, faxID),
 			CreatedAt: at,
 		}
 		return x.settle(ctx, &hold, e)
 	})
 	if err != nil {
-		return nil, fmt.Errorf("settle hold of %s: %w", orderID, err)
+		return nil, fmt.Errorf("settle hold of %s: %w", faxID, err)
 	}
 	e.CreatedAt = e.CreatedAt.UTC().Truncate(time.Microsecond)
 	return e, nil
@@ -137,8 +137,8 @@ func (x q) settle(ctx context.Context, hold, e *core.LedgerEntry) error {
 		return fmt.Errorf("hold %s belongs to another account", hold.ID)
 	}
 	e.AmountMicros, e.OwnerID, e.Mode = want, hold.OwnerID, hold.Mode
-	if e.OrderID == nil {
-		e.OrderID = hold.OrderID
+	if e.FaxID == nil {
+		e.FaxID = hold.FaxID
 	}
 	if err := x.insertEntry(ctx, e); err != nil {
 		if !errors.Is(err, core.ErrExists) {

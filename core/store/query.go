@@ -127,7 +127,7 @@ func (x q) atomic(ctx context.Context, fn func(q) error) error {
 }
 
 // sqliteTime is how times are written on SQLite: fixed width, so that text
-// order is time order, and UTC, with the microseconds PostgreSQL keeps.
+// fax is time order, and UTC, with the microseconds PostgreSQL keeps.
 const sqliteTime = "2006-01-02 15:04:05.000000Z"
 
 // args converts query arguments to what both drivers store the same way:

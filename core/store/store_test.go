@@ -272,14 +272,14 @@ func TestMigrateDownUp(t *testing.T) {
 				t.Fatal(err)
 			}
 			// Rows with every foreign key in place, including the cycle
-			// between drafts and orders.
+			// between drafts and faxes.
 			o := &core.Owner{ID: "own_1", Email: "a@example.com", CreatedAt: time.Now()}
 			d := &core.Document{ID: "doc_1", OwnerID: o.ID, Mode: core.ModeTest, CreatedAt: time.Now()}
 			dr := &core.Draft{ID: "drf_1", OwnerID: o.ID, Mode: core.ModeTest, DocumentID: d.ID, Status: core.DraftOpen}
-			ord := &core.Order{ID: "fax_1", OwnerID: o.ID, Mode: core.ModeTest, DocumentID: d.ID, Status: core.OrderQueued, DraftID: &dr.ID}
+			ord := &core.Fax{ID: "fax_1", OwnerID: o.ID, Mode: core.ModeTest, DocumentID: d.ID, Status: core.FaxQueued, DraftID: &dr.ID}
 			for _, err := range []error{
-				db.CreateOwner(ctx, o), db.CreateDocument(ctx, d), db.CreateDraft(ctx, dr), db.CreateOrder(ctx, ord),
-				db.MarkDraftOrdered(ctx, dr.ID, ord.ID),
+				db.CreateOwner(ctx, o), db.CreateDocument(ctx, d), db.CreateDraft(ctx, dr), db.CreateFax(ctx, ord),
+				db.MarkDraftPaid(ctx, dr.ID, ord.ID),
 			} {
 				if err != nil {
 					t.Fatal(err)

@@ -144,7 +144,7 @@ func (a *App) wire(ctx context.Context) error {
 
 	// The queue calls the service and the service enqueues on the queue.
 	var svc *core.Service
-	deliver := func(ctx context.Context, orderID string) error { return svc.Deliver(ctx, orderID) }
+	deliver := func(ctx context.Context, faxID string) error { return svc.Deliver(ctx, faxID) }
 	q, err := queue.New(a.DB.SQL(), a.DB.Dialect(), deliver, queue.Options{
 		Workers: o.Workers, PollInterval: o.PollInterval, InsertOnly: o.InsertOnly,
 	}, o.Logger)

@@ -342,7 +342,7 @@ type draftOut struct {
 
 type faxOut struct {
 	FaxID, Status, DraftID, PaymentMethod string
-	AlreadyOrdered                        bool
+	AlreadyPaid                           bool
 }
 
 func TestToolsAndJourney(t *testing.T) {
@@ -429,10 +429,10 @@ func TestToolsAndJourney(t *testing.T) {
 		t.Fatalf("test card: %d %s", code, body)
 	}
 
-	// The draft is now an order; send_fax on it charges nothing more.
+	// The draft is now a fax; send_fax on it charges nothing more.
 	var f faxOut
 	mustOK(t, "send_fax", call(t, cs, "send_fax", map[string]any{"draftId": d.DraftID}, &f))
-	if !f.AlreadyOrdered || f.PaymentMethod != "checkout" || f.Status != "queued" {
+	if !f.AlreadyPaid || f.PaymentMethod != "checkout" || f.Status != "queued" {
 		t.Fatalf("send after checkout = %+v", f)
 	}
 	if err := e.a.Svc.Deliver(ctx, f.FaxID); err != nil {
@@ -454,7 +454,7 @@ func TestToolsAndJourney(t *testing.T) {
 	var f1, f2 faxOut
 	mustOK(t, "send_fax", call(t, cs, "send_fax", map[string]any{"draftId": d2.DraftID}, &f1))
 	mustOK(t, "send_fax", call(t, cs, "send_fax", map[string]any{"draftId": d2.DraftID}, &f2))
-	if f1.FaxID != f2.FaxID || f1.AlreadyOrdered || !f2.AlreadyOrdered || f1.PaymentMethod != "credits" {
+	if f1.FaxID != f2.FaxID || f1.AlreadyPaid || !f2.AlreadyPaid || f1.PaymentMethod != "credits" {
 		t.Fatalf("send twice: %+v %+v", f1, f2)
 	}
 	var cr struct{ Held string }

@@ -119,21 +119,21 @@ type sendIn struct {
 }
 
 type faxOut struct {
-	FaxID          string `json:"faxId"`
-	Status         string `json:"status" jsonschema:"queued, sending, delivered, partial, failed or canceled"`
-	To             string `json:"to"`
-	Pages          int    `json:"pages"`
-	PagesSent      int    `json:"pagesSent"`
-	Price          string `json:"price"`
-	Currency       string `json:"currency"`
-	PaymentMethod  string `json:"paymentMethod"`
-	DraftID        string `json:"draftId,omitempty"`
-	Attempts       int    `json:"attempts"`
-	FailureCode    string `json:"failureCode,omitempty"`
-	FailureReason  string `json:"failureReason,omitempty"`
-	CreatedAt      string `json:"createdAt"`
-	CompletedAt    string `json:"completedAt,omitempty"`
-	AlreadyOrdered bool   `json:"alreadyOrdered,omitempty" jsonschema:"send_fax only: the draft had been ordered before; nothing new was charged"`
+	FaxID         string `json:"faxId"`
+	Status        string `json:"status" jsonschema:"queued, sending, delivered, partial, failed or canceled"`
+	To            string `json:"to"`
+	Pages         int    `json:"pages"`
+	PagesSent     int    `json:"pagesSent"`
+	Price         string `json:"price"`
+	Currency      string `json:"currency"`
+	PaymentMethod string `json:"paymentMethod"`
+	DraftID       string `json:"draftId,omitempty"`
+	Attempts      int    `json:"attempts"`
+	FailureCode   string `json:"failureCode,omitempty"`
+	FailureReason string `json:"failureReason,omitempty"`
+	CreatedAt     string `json:"createdAt"`
+	CompletedAt   string `json:"completedAt,omitempty"`
+	AlreadyPaid   bool   `json:"alreadyPaid,omitempty" jsonschema:"send_fax only: the draft had been paid before; nothing new was charged"`
 }
 
 type getFaxIn struct {
@@ -345,7 +345,7 @@ func (h *Handler) validate(ctx context.Context, _ *mcp.CallToolRequest, in valid
 	return nil, quoteView(q), nil
 }
 
-func faxView(o *core.Order) faxOut {
+func faxView(o *core.Fax) faxOut {
 	f := faxOut{
 		FaxID: o.ID, Status: string(o.Status), To: o.To, Pages: o.Pages, PagesSent: o.PagesSent, Price: o.Price,
 		Currency: o.Currency, PaymentMethod: string(o.PaymentMethod), Attempts: o.Attempts,
@@ -374,7 +374,7 @@ func (h *Handler) sendFax(ctx context.Context, _ *mcp.CallToolRequest, in sendIn
 		return nil, faxOut{}, h.toolError(ctx, tool, err)
 	}
 	out := faxView(o)
-	out.AlreadyOrdered = replayed
+	out.AlreadyPaid = replayed
 	return nil, out, nil
 }
 

@@ -39,7 +39,7 @@ const (
 	// attempt and the retry is delivered.
 	OutcomeProviderErrorOnce Outcome = "provider_error_once"
 	// OutcomeProviderError: the provider's API fails on every attempt, so
-	// the order fails once its attempts are used up.
+	// the fax fails once its attempts are used up.
 	OutcomeProviderError Outcome = "provider_error"
 )
 
@@ -57,13 +57,13 @@ var testNumbers = [...]TestNumber{
 	{"+12125550100", OutcomeDelivered, "Delivered: every page arrives (as does any number not listed here)."},
 	{"+12125550101", OutcomeBusy, "Line busy: the attempt fails with failure code busy and is retried."},
 	{"+12125550102", OutcomeNoAnswer, "No answer: it rings out; failure code no_answer, retried."},
-	{"+12125550103", OutcomeNotAFax, "A person answers, not a fax machine: failure code not_a_fax_machine, not retried; the order fails."},
-	{"+12125550104", OutcomePartial, "The call drops half way: half the pages (rounded down, at least one of two or more) are sent; the order ends partial with failure code call_dropped."},
+	{"+12125550103", OutcomeNotAFax, "A person answers, not a fax machine: failure code not_a_fax_machine, not retried; the fax fails."},
+	{"+12125550104", OutcomePartial, "The call drops half way: half the pages (rounded down, at least one of two or more) are sent; the fax ends partial with failure code call_dropped."},
 	{"+12125550105", OutcomeProviderErrorOnce, "The provider's API errors on the first attempt; the retry is delivered."},
-	{"+12125550106", OutcomeProviderError, "The provider's API errors on every attempt; the order fails after its last retry."},
+	{"+12125550106", OutcomeProviderError, "The provider's API errors on every attempt; the fax fails after its last retry."},
 }
 
-// TestNumbers returns the documented test destinations, in number order.
+// TestNumbers returns the documented test destinations, in number fax.
 func TestNumbers() []TestNumber {
 	return append([]TestNumber(nil), testNumbers[:]...)
 }

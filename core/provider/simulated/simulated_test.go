@@ -49,7 +49,7 @@ func (d *doc) open(context.Context) (io.ReadCloser, error) {
 }
 
 func request(to string, pages, attempt int, d *doc) core.ProviderRequest {
-	return core.ProviderRequest{OrderID: "ord_1", AttemptID: "att_1", Attempt: attempt, To: to, Pages: pages, PDF: d.open}
+	return core.ProviderRequest{FaxID: "ord_1", AttemptID: "att_1", Attempt: attempt, To: to, Pages: pages, PDF: d.open}
 }
 
 func TestTestNumbersAreValidUSNumbers(t *testing.T) {

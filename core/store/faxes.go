@@ -1,0 +1,139 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/faxhub/faxhub/core"
+)
+
+const faxCols = `id, owner_id, mode, status, destination, document_id, pages, cover, cover_text, price_micros, currency,
+	payment_method, pages_sent, attempts, failure_code, failure_reason, draft_id, created_at, updated_at, completed_at,
+	next_attempt_at`
+
+func (x q) CreateFax(ctx context.Context, o *core.Fax) error {
+	err := x.insert(ctx, `INSERT INTO faxes (`+faxCols+`)
+		VALUES (:id, :owner_id, :mode, :status, :destination, :document_id, :pages, :cover, :cover_text, :price_micros,
+			:currency, :payment_method, :pages_sent, :attempts, :failure_code, :failure_reason, :draft_id, :created_at,
+			:updated_at, :completed_at, :next_attempt_at)
+		ON CONFLICT DO NOTHING`, o)
+	if err != nil {
+		return fmt.Errorf("create fax: %w", err)
+	}
+	return nil
+}
+
+func (x q) GetFax(ctx context.Context, ownerID string, mode core.Mode, id string) (*core.Fax, error) {
+	var o core.Fax
+	if err := x.get(ctx, x.reader(), &o, "SELECT "+faxCols+" FROM faxes WHERE id = ? AND owner_id = ? AND mode = ?", id, ownerID, mode); err != nil {
+		return nil, fmt.Errorf("get fax: %w", err)
+	}
+	return &o, nil
+}
+
+func (x q) GetFaxByID(ctx context.Context, id string) (*core.Fax, error) {
+	var o core.Fax
+	if err := x.get(ctx, x.reader(), &o, "SELECT "+faxCols+" FROM faxes WHERE id = ?", id); err != nil {
+		return nil, fmt.Errorf("get fax: %w", err)
+	}
+	return &o, nil
+}
+
+// cursor is the sort key of the item a page starts after.
+type cursor struct {
+	CreatedAt time.Time `db:"created_at"`
+	ID        string    `db:"id"`
+}
+
+// ListFaxes lists newest first. StartingAfter must name a fax of the
+// same owner and mode (ErrNoRows otherwise); the page holds the faxes after
+// it in that fax.
+func (x q) ListFaxes(ctx context.Context, f core.FaxFilter) ([]core.Fax, error) {
+	where, args := "owner_id = ? AND mode = ?", []any{f.OwnerID, f.Mode}
+	if f.Status != "" {
+		where += " AND status = ?"
+		args = append(args, f.Status)
+	}
+	if f.StartingAfter != "" {
+		var c cursor
+		if err := x.get(ctx, x.reader(), &c, "SELECT created_at, id FROM faxes WHERE id = ? AND owner_id = ? AND mode = ?",
+			f.StartingAfter, f.OwnerID, f.Mode); err != nil {
+			return nil, fmt.Errorf("list faxes: cursor: %w", err)
+		}
+		where += " AND (created_at < ? OR (created_at = ? AND id < ?))"
+		args = append(args, c.CreatedAt, c.CreatedAt, c.ID)
+	}
+	var out []core.Fax
+	if err := x.sel(ctx, &out, "SELECT "+faxCols+" FROM faxes WHERE "+where+" ORDER BY created_at DESC, id DESC"+limit(f.Limit), args...); err != nil {
+		return nil, fmt.Errorf("list faxes: %w", err)
+	}
+	return out, nil
+}
+
+// UpdateFax writes o's mutable fields if the stored status is one of from:
+// ErrConflict if it is not, ErrNoRows if there is no such fax.
+func (x q) UpdateFax(ctx context.Context, o *core.Fax, from ...core.FaxStatus) error {
+	if len(from) == 0 {
+		return errors.New("update fax: no expected status given")
+	}
+	args := []any{o.Status, o.PagesSent, o.Attempts, o.FailureCode, o.FailureReason, o.UpdatedAt, o.CompletedAt, o.NextAttemptAt, o.ID}
+	for _, s := range from {
+		args = append(args, s)
+	}
+	n, err := x.exec(ctx, `UPDATE faxes SET status = ?, pages_sent = ?, attempts = ?, failure_code = ?, failure_reason = ?,
+		updated_at = ?, completed_at = ?, next_attempt_at = ? WHERE id = ? AND status IN (`+placeholders(len(from))+`)`, args...)
+	if err == nil && n == 0 {
+		err = x.missingOrConflict(ctx, "faxes", "id = ?", o.ID)
+	}
+	if err != nil {
+		return fmt.Errorf("update fax: %w", err)
+	}
+	return nil
+}
+
+const attemptCols = `id, fax_id, number, provider, provider_ref, status, failure_code, failure_reason, retryable,
+	pages_sent, duration_ms, started_at, finished_at`
+
+func (x q) CreateAttempt(ctx context.Context, a *core.Attempt) error {
+	err := x.insert(ctx, `INSERT INTO attempts (`+attemptCols+`)
+		VALUES (:id, :fax_id, :number, :provider, :provider_ref, :status, :failure_code, :failure_reason, :retryable,
+			:pages_sent, :duration_ms, :started_at, :finished_at)
+		ON CONFLICT DO NOTHING`, a)
+	if err != nil {
+		return fmt.Errorf("create attempt: %w", err)
+	}
+	return nil
+}
+
+// UpdateAttempt writes the outcome fields of an attempt.
+func (x q) UpdateAttempt(ctx context.Context, a *core.Attempt) error {
+	n, err := x.exec(ctx, `UPDATE attempts SET provider_ref = ?, status = ?, failure_code = ?, failure_reason = ?,
+		retryable = ?, pages_sent = ?, duration_ms = ?, finished_at = ? WHERE id = ?`,
+		a.ProviderRef, a.Status, a.FailureCode, a.FailureReason, a.Retryable, a.PagesSent, a.DurationMS, a.FinishedAt, a.ID)
+	if err != nil {
+		return fmt.Errorf("update attempt: %w", err)
+	}
+	if n == 0 {
+		return fmt.Errorf("update attempt: %w", core.ErrNoRows)
+	}
+	return nil
+}
+
+func (x q) LatestAttempt(ctx context.Context, faxID string) (*core.Attempt, error) {
+	var a core.Attempt
+	if err := x.get(ctx, x.reader(), &a, "SELECT "+attemptCols+" FROM attempts WHERE fax_id = ? ORDER BY number DESC LIMIT 1", faxID); err != nil {
+		return nil, fmt.Errorf("latest attempt: %w", err)
+	}
+	return &a, nil
+}
+
+// ListAttempts lists a fax's attempts, first first.
+func (x q) ListAttempts(ctx context.Context, faxID string) ([]core.Attempt, error) {
+	var out []core.Attempt
+	if err := x.sel(ctx, &out, "SELECT "+attemptCols+" FROM attempts WHERE fax_id = ? ORDER BY number", faxID); err != nil {
+		return nil, fmt.Errorf("list attempts: %w", err)
+	}
+	return out, nil
+}
