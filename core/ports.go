@@ -27,18 +27,18 @@ type FileBlobStore interface {
 type FileKind string
 
 const (
-	KindPDF  FileKind = "application/pdf"
-	KindPNG  FileKind = "image/png"
-	KindJPEG FileKind = "image/jpeg"
-	KindTIFF FileKind = "image/tiff"
-	KindGIF  FileKind = "image/gif"
-	KindDOC  FileKind = "application/msword"
-	KindDOCX FileKind = "application/vnd.openxmlformats-officedocument.wordprocessingml.document"
-	KindXLS  FileKind = "application/vnd.ms-excel"
-	KindXLSX FileKind = "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet"
-	KindODT  FileKind = "application/vnd.oasis.opendocument.text"
-	KindODS  FileKind = "application/vnd.oasis.opendocument.spreadsheet"
-	KindRTF  FileKind = "application/rtf"
+	FilePDF  FileKind = "application/pdf"
+	FilePNG  FileKind = "image/png"
+	FileJPEG FileKind = "image/jpeg"
+	FileTIFF FileKind = "image/tiff"
+	FileGIF  FileKind = "image/gif"
+	FileDOC  FileKind = "application/msword"
+	FileDOCX FileKind = "application/vnd.openxmlformats-officedocument.wordprocessingml.document"
+	FileXLS  FileKind = "application/vnd.ms-excel"
+	FileXLSX FileKind = "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet"
+	FileODT  FileKind = "application/vnd.oasis.opendocument.text"
+	FileODS  FileKind = "application/vnd.oasis.opendocument.spreadsheet"
+	FileRTF  FileKind = "application/rtf"
 )
 
 // Converter turns an uploaded file into a fax-ready PDF and counts its pages.

@@ -28,8 +28,8 @@ type UploadCapability struct {
 
 // supportedUploadTypes are the content types a capability may be limited to.
 var supportedUploadTypes = map[FileKind]bool{
-	KindPDF: true, KindPNG: true, KindJPEG: true, KindTIFF: true, KindGIF: true,
-	KindDOC: true, KindDOCX: true, KindXLS: true, KindXLSX: true, KindODT: true, KindODS: true, KindRTF: true,
+	FilePDF: true, FilePNG: true, FileJPEG: true, FileTIFF: true, FileGIF: true,
+	FileDOC: true, FileDOCX: true, FileXLS: true, FileXLSX: true, FileODT: true, FileODS: true, FileRTF: true,
 }
 
 // SupportedUploadTypes lists accepted media types, for documentation.
@@ -159,11 +159,11 @@ func (s *Service) storeUpload(ctx context.Context, c UploadClaims, body io.Reade
 	if _, err := s.putFile(ctx, doc.SourceKey, src, string(kind)); err != nil {
 		return nil, err
 	}
-	if kind == KindPDF {
+	if kind == FilePDF {
 		// The validated original is the fax document; don't store it twice.
 		doc.PDFKey, doc.PDFBytes = doc.SourceKey, n
 	} else {
-		if doc.PDFBytes, err = s.putFile(ctx, doc.PDFKey, pdf, string(KindPDF)); err != nil {
+		if doc.PDFBytes, err = s.putFile(ctx, doc.PDFKey, pdf, string(FilePDF)); err != nil {
 			return nil, err
 		}
 	}

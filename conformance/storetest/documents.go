@@ -9,7 +9,7 @@ import (
 func newUpload(t *testing.T, s core.Store, o *core.Owner) *core.Upload {
 	t.Helper()
 	u := &core.Upload{
-		ID: core.NewID(core.PrefixUpload), OwnerID: o.ID, Mode: core.ModeTest, ContentType: string(core.KindPDF),
+		ID: core.NewID(core.PrefixUpload), OwnerID: o.ID, Mode: core.ModeTest, ContentType: string(core.FilePDF),
 		MaxBytes: 50 << 20, CreatedAt: at(0), ExpiresAt: at(3600),
 	}
 	must(t, s.CreateUpload(t.Context(), u))

@@ -159,7 +159,7 @@ func newDocument(t *testing.T, s core.Store, o *core.Owner, mode core.Mode) *cor
 	t.Helper()
 	id := core.NewID(core.PrefixDocument)
 	d := &core.Document{
-		ID: id, OwnerID: o.ID, Mode: mode, SourceType: string(core.KindPDF), SourceBytes: 12345,
+		ID: id, OwnerID: o.ID, Mode: mode, SourceType: string(core.FilePDF), SourceBytes: 12345,
 		SourceKey: o.ID + "/" + id + "/source", PDFKey: o.ID + "/" + id + "/source", PDFBytes: 12345, Pages: 3,
 		SHA256: "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08", CreatedAt: at(1),
 	}

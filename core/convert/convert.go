@@ -54,13 +54,13 @@ func New(opts Options) *Converter {
 // ToPDF implements core.Converter.
 func (c *Converter) ToPDF(ctx context.Context, src string, kind core.FileKind, dst string) (int, error) {
 	switch kind {
-	case core.KindPDF:
+	case core.FilePDF:
 		// Validated in place: the original is the fax document, and a copy
 		// of up to 50 MB would only cost a write (core.Converter's contract).
 		return pdfPages(ctx, src)
-	case core.KindPNG, core.KindJPEG, core.KindTIFF, core.KindGIF:
+	case core.FilePNG, core.FileJPEG, core.FileTIFF, core.FileGIF:
 		return imageToPDF(ctx, src, kind, dst)
-	case core.KindDOC, core.KindDOCX, core.KindXLS, core.KindXLSX, core.KindODT, core.KindODS, core.KindRTF:
+	case core.FileDOC, core.FileDOCX, core.FileXLS, core.FileXLSX, core.FileODT, core.FileODS, core.FileRTF:
 		return c.officeToPDF(ctx, src, kind, dst)
 	}
 	return 0, unsupported("files of type %q cannot be converted", kind)

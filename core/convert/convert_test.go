@@ -42,24 +42,24 @@ func TestDetect(t *testing.T) {
 		data []byte
 		want core.FileKind // empty: unsupported
 	}{
-		{"pdf", onePage, core.KindPDF},
-		{"pdf with junk before the header", pdfBytes(t, pdfSpec{pages: 1, junk: "From scanner\r\n"}), core.KindPDF},
-		{"truncated pdf is still a pdf", onePage[:200], core.KindPDF},
-		{"png", pngBytes(t), core.KindPNG},
-		{"jpeg", jpegBytes(t), core.KindJPEG},
-		{"gif", gifBytes(t), core.KindGIF},
-		{"tiff little-endian", tiffBytes(t), core.KindTIFF},
-		{"tiff big-endian", append([]byte("MM\x00*"), make([]byte, 100)...), core.KindTIFF},
-		{"rtf", []byte(`{\rtf1\ansi Hello}`), core.KindRTF},
-		{"docx", docxBytes(t, 1), core.KindDOCX},
-		{"xlsx", xlsxBytes(t), core.KindXLSX},
-		{"odt", odtBytes(t), core.KindODT},
-		{"ods", odsBytes(t), core.KindODS},
-		{"doc", cfbBytes([]string{"\x01CompObj", "WordDocument", "1Table"}, nil), core.KindDOC},
-		{"xls (BIFF8)", cfbBytes([]string{"Workbook", "\x05SummaryInformation"}, nil), core.KindXLS},
-		{"xls (BIFF5)", cfbBytes([]string{"Book"}, nil), core.KindXLS},
-		{"doc with an embedded workbook", cfbBytes([]string{"WordDocument"}, []string{"Workbook"}), core.KindDOC},
-		{"many directory sectors", cfbBytes([]string{"a", "b", "c", "d", "e", "f", "g", "h", "i", "Workbook"}, nil), core.KindXLS},
+		{"pdf", onePage, core.FilePDF},
+		{"pdf with junk before the header", pdfBytes(t, pdfSpec{pages: 1, junk: "From scanner\r\n"}), core.FilePDF},
+		{"truncated pdf is still a pdf", onePage[:200], core.FilePDF},
+		{"png", pngBytes(t), core.FilePNG},
+		{"jpeg", jpegBytes(t), core.FileJPEG},
+		{"gif", gifBytes(t), core.FileGIF},
+		{"tiff little-endian", tiffBytes(t), core.FileTIFF},
+		{"tiff big-endian", append([]byte("MM\x00*"), make([]byte, 100)...), core.FileTIFF},
+		{"rtf", []byte(`{\rtf1\ansi Hello}`), core.FileRTF},
+		{"docx", docxBytes(t, 1), core.FileDOCX},
+		{"xlsx", xlsxBytes(t), core.FileXLSX},
+		{"odt", odtBytes(t), core.FileODT},
+		{"ods", odsBytes(t), core.FileODS},
+		{"doc", cfbBytes([]string{"\x01CompObj", "WordDocument", "1Table"}, nil), core.FileDOC},
+		{"xls (BIFF8)", cfbBytes([]string{"Workbook", "\x05SummaryInformation"}, nil), core.FileXLS},
+		{"xls (BIFF5)", cfbBytes([]string{"Book"}, nil), core.FileXLS},
+		{"doc with an embedded workbook", cfbBytes([]string{"WordDocument"}, []string{"Workbook"}), core.FileDOC},
+		{"many directory sectors", cfbBytes([]string{"a", "b", "c", "d", "e", "f", "g", "h", "i", "Workbook"}, nil), core.FileXLS},
 		{"ole2 with only a nested workbook", cfbBytes(nil, []string{"Workbook"}), ""},
 		{"powerpoint", cfbBytes([]string{"PowerPoint Document"}, nil), ""},
 		{"truncated ole2", cfbMagic, ""},
@@ -106,29 +106,29 @@ func TestToPDF(t *testing.T) {
 		pages int
 		code  string // error code, if the conversion must fail
 	}{
-		{"one page", pdfBytes(t, pdfSpec{pages: 1}), core.KindPDF, 1, ""},
-		{"three pages", three, core.KindPDF, 3, ""},
-		{"indirect lengths", pdfBytes(t, pdfSpec{pages: 4, indirectLengths: true, imageBytes: 20000}), core.KindPDF, 4, ""},
-		{"large streams", pdfBytes(t, pdfSpec{pages: 2, imageBytes: 300000}), core.KindPDF, 2, ""},
-		{"junk before header", pdfBytes(t, pdfSpec{pages: 2, junk: "%%%junk\n"}), core.KindPDF, 2, ""},
-		{"xref stream and object streams", rewritePDF(t, pdfBytes(t, pdfSpec{pages: 5, imageBytes: 10000})), core.KindPDF, 5, ""},
-		{"incremental update", appendUpdate(t, three), core.KindPDF, 3, ""},
-		{"truncated in the middle", three[:len(three)/2], core.KindPDF, 0, core.CodeCorruptDocument},
+		{"one page", pdfBytes(t, pdfSpec{pages: 1}), core.FilePDF, 1, ""},
+		{"three pages", three, core.FilePDF, 3, ""},
+		{"indirect lengths", pdfBytes(t, pdfSpec{pages: 4, indirectLengths: true, imageBytes: 20000}), core.FilePDF, 4, ""},
+		{"large streams", pdfBytes(t, pdfSpec{pages: 2, imageBytes: 300000}), core.FilePDF, 2, ""},
+		{"junk before header", pdfBytes(t, pdfSpec{pages: 2, junk: "%%%junk\n"}), core.FilePDF, 2, ""},
+		{"xref stream and object streams", rewritePDF(t, pdfBytes(t, pdfSpec{pages: 5, imageBytes: 10000})), core.FilePDF, 5, ""},
+		{"incremental update", appendUpdate(t, three), core.FilePDF, 3, ""},
+		{"truncated in the middle", three[:len(three)/2], core.FilePDF, 0, core.CodeCorruptDocument},
 		// Every object is intact and pdfcpu alone would rebuild the xref, but
 		// we refuse damaged files (see pdfPages).
-		{"trailer cut off", three[:len(three)-40], core.KindPDF, 0, core.CodeCorruptDocument},
-		{"header only", []byte("%PDF-1.7\n"), core.KindPDF, 0, core.CodeCorruptDocument},
-		{"pdf header then random bytes", append([]byte("%PDF-1.4\n"), randomBytes(20000)...), core.KindPDF, 0, core.CodeCorruptDocument},
-		{"encrypted with a user password", encryptPDF(t, three, "user-secret"), core.KindPDF, 0, core.CodeEncryptedDocument},
-		{"encrypted, owner password only", encryptPDF(t, three, ""), core.KindPDF, 0, core.CodeEncryptedDocument},
-		{"png", pngBytes(t), core.KindPNG, 1, ""},
-		{"jpeg", jpegBytes(t), core.KindJPEG, 1, ""},
-		{"gif", gifBytes(t), core.KindGIF, 1, ""},
-		{"tiff", tiffBytes(t), core.KindTIFF, 1, ""},
-		{"multi-page tiff", multiPageTIFF(3, 40, 60), core.KindTIFF, 3, ""},
-		{"truncated png", pngBytes(t)[:60], core.KindPNG, 0, core.CodeCorruptDocument},
-		{"truncated jpeg", jpegBytes(t)[:100], core.KindJPEG, 0, core.CodeCorruptDocument},
-		{"png header only", []byte("\x89PNG\r\n\x1a\n"), core.KindPNG, 0, core.CodeCorruptDocument},
+		{"trailer cut off", three[:len(three)-40], core.FilePDF, 0, core.CodeCorruptDocument},
+		{"header only", []byte("%PDF-1.7\n"), core.FilePDF, 0, core.CodeCorruptDocument},
+		{"pdf header then random bytes", append([]byte("%PDF-1.4\n"), randomBytes(20000)...), core.FilePDF, 0, core.CodeCorruptDocument},
+		{"encrypted with a user password", encryptPDF(t, three, "user-secret"), core.FilePDF, 0, core.CodeEncryptedDocument},
+		{"encrypted, owner password only", encryptPDF(t, three, ""), core.FilePDF, 0, core.CodeEncryptedDocument},
+		{"png", pngBytes(t), core.FilePNG, 1, ""},
+		{"jpeg", jpegBytes(t), core.FileJPEG, 1, ""},
+		{"gif", gifBytes(t), core.FileGIF, 1, ""},
+		{"tiff", tiffBytes(t), core.FileTIFF, 1, ""},
+		{"multi-page tiff", multiPageTIFF(3, 40, 60), core.FileTIFF, 3, ""},
+		{"truncated png", pngBytes(t)[:60], core.FilePNG, 0, core.CodeCorruptDocument},
+		{"truncated jpeg", jpegBytes(t)[:100], core.FileJPEG, 0, core.CodeCorruptDocument},
+		{"png header only", []byte("\x89PNG\r\n\x1a\n"), core.FilePNG, 0, core.CodeCorruptDocument},
 	}
 	c := New(Options{})
 	for _, tt := range tests {
@@ -153,7 +153,7 @@ func TestToPDF(t *testing.T) {
 			if pages != tt.pages {
 				t.Errorf("pages = %d, want %d", pages, tt.pages)
 			}
-			if tt.kind == core.KindPDF {
+			if tt.kind == core.FilePDF {
 				// Validated in place: the caller stores the original.
 				if _, err := os.Stat(dst); !os.IsNotExist(err) {
 					t.Errorf("a PDF source must not be copied to dst (%v)", err)
@@ -176,7 +176,7 @@ func TestImageTooLarge(t *testing.T) {
 	b[20], b[21], b[22], b[23] = 0, 0, 0x4e, 0x20
 	binary.BigEndian.PutUint32(b[29:], crc32.ChecksumIEEE(b[12:29]))
 	src := writeTemp(t, "big.png", b)
-	_, err := New(Options{}).ToPDF(context.Background(), src, core.KindPNG, filepath.Join(t.TempDir(), "out.pdf"))
+	_, err := New(Options{}).ToPDF(context.Background(), src, core.FilePNG, filepath.Join(t.TempDir(), "out.pdf"))
 	wantCode(t, err, core.KindUnprocessable, core.CodeConversionFailed)
 }
 
@@ -185,7 +185,7 @@ func TestImageTooLarge(t *testing.T) {
 func TestTIFFLaterPageTooLarge(t *testing.T) {
 	t.Parallel()
 	src := writeTemp(t, "pages.tif", multiPageTIFF(3, 40, 60, 30000, 30000))
-	_, err := New(Options{}).ToPDF(context.Background(), src, core.KindTIFF, filepath.Join(t.TempDir(), "out.pdf"))
+	_, err := New(Options{}).ToPDF(context.Background(), src, core.FileTIFF, filepath.Join(t.TempDir(), "out.pdf"))
 	wantCode(t, err, core.KindUnprocessable, core.CodeConversionFailed)
 }
 
@@ -214,7 +214,7 @@ func TestPDFNeverPanics(t *testing.T) {
 			b[r.IntN(len(b))] = byte(r.Uint32())
 		}
 		p := writeTemp(t, "fuzzed.pdf", b)
-		pages, err := c.ToPDF(context.Background(), p, core.KindPDF, p+".out")
+		pages, err := c.ToPDF(context.Background(), p, core.FilePDF, p+".out")
 		if err == nil {
 			if pages < 1 {
 				t.Fatalf("case %d: %d pages without an error", i, pages)

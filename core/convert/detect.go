@@ -20,9 +20,9 @@ var supported = [...]struct {
 	kind core.FileKind
 	name string
 }{
-	{core.KindPDF, "PDF"}, {core.KindPNG, "PNG"}, {core.KindJPEG, "JPEG"}, {core.KindTIFF, "TIFF"}, {core.KindGIF, "GIF"},
-	{core.KindDOC, "DOC"}, {core.KindDOCX, "DOCX"}, {core.KindXLS, "XLS"}, {core.KindXLSX, "XLSX"},
-	{core.KindODT, "ODT"}, {core.KindODS, "ODS"}, {core.KindRTF, "RTF"},
+	{core.FilePDF, "PDF"}, {core.FilePNG, "PNG"}, {core.FileJPEG, "JPEG"}, {core.FileTIFF, "TIFF"}, {core.FileGIF, "GIF"},
+	{core.FileDOC, "DOC"}, {core.FileDOCX, "DOCX"}, {core.FileXLS, "XLS"}, {core.FileXLSX, "XLSX"},
+	{core.FileODT, "ODT"}, {core.FileODS, "ODS"}, {core.FileRTF, "RTF"},
 }
 
 func unsupported(format string, args ...any) *core.Error {
@@ -52,15 +52,15 @@ func (c *Converter) Detect(ctx context.Context, path string) (core.FileKind, err
 	head = head[:n]
 	switch {
 	case bytes.HasPrefix(head, []byte("\x89PNG\r\n\x1a\n")):
-		return core.KindPNG, nil
+		return core.FilePNG, nil
 	case bytes.HasPrefix(head, []byte{0xFF, 0xD8, 0xFF}):
-		return core.KindJPEG, nil
+		return core.FileJPEG, nil
 	case bytes.HasPrefix(head, []byte("II*\x00")), bytes.HasPrefix(head, []byte("MM\x00*")):
-		return core.KindTIFF, nil
+		return core.FileTIFF, nil
 	case bytes.HasPrefix(head, []byte("GIF87a")), bytes.HasPrefix(head, []byte("GIF89a")):
-		return core.KindGIF, nil
+		return core.FileGIF, nil
 	case bytes.HasPrefix(head, []byte(`{\rtf`)):
-		return core.KindRTF, nil
+		return core.FileRTF, nil
 	case bytes.HasPrefix(head, cfbMagic):
 		return detectCFB(f)
 	case bytes.HasPrefix(head, []byte("PK\x03\x04")):
@@ -68,7 +68,7 @@ func (c *Converter) Detect(ctx context.Context, path string) (core.FileKind, err
 	case bytes.Contains(head[:min(len(head), 1024)], []byte("%PDF-")):
 		// Readers accept the header anywhere in the first 1024 bytes, and
 		// some mail gateways and scanners do put junk before it.
-		return core.KindPDF, nil
+		return core.FilePDF, nil
 	}
 	return "", unsupported("the file is not a supported document type")
 }
@@ -92,9 +92,9 @@ func detectZip(f *os.File) (core.FileKind, error) {
 			if mt, err := readSmallEntry(e, 128); err == nil {
 				switch strings.TrimSpace(mt) {
 				case "application/vnd.oasis.opendocument.text":
-					return core.KindODT, nil
+					return core.FileODT, nil
 				case "application/vnd.oasis.opendocument.spreadsheet":
-					return core.KindODS, nil
+					return core.FileODS, nil
 				}
 			}
 		case e.Name == "[Content_Types].xml":
@@ -107,9 +107,9 @@ func detectZip(f *os.File) (core.FileKind, error) {
 	}
 	switch {
 	case contentTypes && word:
-		return core.KindDOCX, nil
+		return core.FileDOCX, nil
 	case contentTypes && xl:
-		return core.KindXLSX, nil
+		return core.FileXLSX, nil
 	}
 	return "", unsupported("the file is a ZIP archive but not a DOCX, XLSX, ODT or ODS document")
 }
@@ -152,9 +152,9 @@ func detectCFB(f *os.File) (core.FileKind, error) {
 	}
 	switch {
 	case names["WordDocument"]:
-		return core.KindDOC, nil
+		return core.FileDOC, nil
 	case names["Workbook"], names["Book"]:
-		return core.KindXLS, nil
+		return core.FileXLS, nil
 	}
 	return "", unsupported("the file is an OLE2 compound document but neither a Word (DOC) nor an Excel (XLS) file")
 }

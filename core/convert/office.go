@@ -19,8 +19,8 @@ import (
 // officeExt names the input file for LibreOffice: it detects formats by
 // content, but the extension picks the import filter it tries first.
 var officeExt = map[core.FileKind]string{
-	core.KindDOC: ".doc", core.KindDOCX: ".docx", core.KindXLS: ".xls", core.KindXLSX: ".xlsx",
-	core.KindODT: ".odt", core.KindODS: ".ods", core.KindRTF: ".rtf",
+	core.FileDOC: ".doc", core.FileDOCX: ".docx", core.FileXLS: ".xls", core.FileXLSX: ".xlsx",
+	core.FileODT: ".odt", core.FileODS: ".ods", core.FileRTF: ".rtf",
 }
 
 func (c *Converter) soffice() (string, error) {

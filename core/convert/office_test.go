@@ -57,15 +57,15 @@ func TestOfficeToPDF(t *testing.T) {
 		kind  core.FileKind
 		pages int
 	}{
-		{"docx with two page breaks", func(*testing.T) string { return docx }, core.KindDOCX, 3},
-		{"xlsx", func(*testing.T) string { return xlsx }, core.KindXLSX, 1},
-		{"odt", func(t *testing.T) string { return writeTemp(t, "a.odt", odtBytes(t)) }, core.KindODT, 1},
-		{"ods", func(t *testing.T) string { return writeTemp(t, "a.ods", odsBytes(t)) }, core.KindODS, 1},
+		{"docx with two page breaks", func(*testing.T) string { return docx }, core.FileDOCX, 3},
+		{"xlsx", func(*testing.T) string { return xlsx }, core.FileXLSX, 1},
+		{"odt", func(t *testing.T) string { return writeTemp(t, "a.odt", odtBytes(t)) }, core.FileODT, 1},
+		{"ods", func(t *testing.T) string { return writeTemp(t, "a.ods", odsBytes(t)) }, core.FileODS, 1},
 		{"rtf with a page break", func(t *testing.T) string {
 			return writeTemp(t, "a.rtf", []byte(`{\rtf1\ansi\deff0 {\fonttbl {\f0 Times New Roman;}}\f0\fs24 First page.\par\page Second page.\par}`))
-		}, core.KindRTF, 2},
-		{"doc", func(t *testing.T) string { return sofficeConvert(t, bin, docx, "doc:MS Word 97") }, core.KindDOC, 3},
-		{"xls", func(t *testing.T) string { return sofficeConvert(t, bin, xlsx, "xls:MS Excel 97") }, core.KindXLS, 1},
+		}, core.FileRTF, 2},
+		{"doc", func(t *testing.T) string { return sofficeConvert(t, bin, docx, "doc:MS Word 97") }, core.FileDOC, 3},
+		{"xls", func(t *testing.T) string { return sofficeConvert(t, bin, xlsx, "xls:MS Excel 97") }, core.FileXLS, 1},
 	}
 	c := New(Options{})
 	for _, tt := range tests {
@@ -119,7 +119,7 @@ func TestOfficeBrokenDocument(t *testing.T) {
 	src := writeTemp(t, "source", b)
 	c := New(Options{})
 	kind, err := c.Detect(context.Background(), src)
-	if err != nil || kind != core.KindDOCX {
+	if err != nil || kind != core.FileDOCX {
 		t.Fatalf("Detect = %q, %v", kind, err)
 	}
 	_, err = c.ToPDF(context.Background(), src, kind, filepath.Join(t.TempDir(), "out.pdf"))
@@ -140,7 +140,7 @@ func TestOfficeConcurrent(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			pages[i], errs[i] = c.ToPDF(context.Background(), src, core.KindDOCX, filepath.Join(t.TempDir(), "out.pdf"))
+			pages[i], errs[i] = c.ToPDF(context.Background(), src, core.FileDOCX, filepath.Join(t.TempDir(), "out.pdf"))
 		}()
 	}
 	wg.Wait()
@@ -155,7 +155,7 @@ func TestOfficeMissingLibreOffice(t *testing.T) {
 	t.Parallel()
 	c := New(Options{SofficePath: filepath.Join(t.TempDir(), "no", "soffice")})
 	src := writeTemp(t, "source", docxBytes(t, 1))
-	_, err := c.ToPDF(context.Background(), src, core.KindDOCX, filepath.Join(t.TempDir(), "out.pdf"))
+	_, err := c.ToPDF(context.Background(), src, core.FileDOCX, filepath.Join(t.TempDir(), "out.pdf"))
 	wantCode(t, err, core.KindUnsupportedMedia, core.CodeLibreOfficeMissing)
 	if !strings.Contains(err.Error(), "LibreOffice, which is not installed on this server") {
 		t.Errorf("message: %v", err)
@@ -176,7 +176,7 @@ func TestOfficeTimeoutKillsProcessGroup(t *testing.T) {
 	c := New(Options{SofficePath: script, Timeout: 500 * time.Millisecond})
 	src := writeTemp(t, "source", docxBytes(t, 1))
 	start := time.Now()
-	_, err := c.ToPDF(context.Background(), src, core.KindDOCX, filepath.Join(t.TempDir(), "out.pdf"))
+	_, err := c.ToPDF(context.Background(), src, core.FileDOCX, filepath.Join(t.TempDir(), "out.pdf"))
 	wantCode(t, err, core.KindUnprocessable, core.CodeConversionFailed)
 	if d := time.Since(start); d > 10*time.Second {
 		t.Errorf("took %s to give up", d)
@@ -226,14 +226,14 @@ func TestOfficeCancelledWhileWaitingForASlot(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	first := make(chan error, 1)
 	go func() {
-		_, err := c.ToPDF(ctx, src, core.KindDOCX, filepath.Join(dir, "a.pdf"))
+		_, err := c.ToPDF(ctx, src, core.FileDOCX, filepath.Join(dir, "a.pdf"))
 		first <- err
 	}()
 	// Let the first job take the only slot, then queue a second.
 	time.Sleep(200 * time.Millisecond)
 	second := make(chan error, 1)
 	go func() {
-		_, err := c.ToPDF(ctx, src, core.KindDOCX, filepath.Join(dir, "b.pdf"))
+		_, err := c.ToPDF(ctx, src, core.FileDOCX, filepath.Join(dir, "b.pdf"))
 		second <- err
 	}()
 	time.Sleep(100 * time.Millisecond)

@@ -98,7 +98,7 @@ func TestLargeDamagedPDF(t *testing.T) {
 		t.Fatal(err)
 	}
 	f.Close()
-	_, err = New(Options{}).ToPDF(context.Background(), p, core.KindPDF, p+".out")
+	_, err = New(Options{}).ToPDF(context.Background(), p, core.FilePDF, p+".out")
 	wantCode(t, err, core.KindUnprocessable, core.CodeCorruptDocument)
 }
 
