@@ -3,7 +3,7 @@ GO        ?= go
 PG_URL    ?= postgres://postgres@127.0.0.1:5432/test?sslmode=disable
 OUT       := conformance/out
 
-.PHONY: run build test check deps bench vet fmt-check clean
+.PHONY: run build test check deps bench vet lint tidy-check fmt-check clean
 
 run:
 	$(GO) run ./cmd/faxhub serve --dev --sim-timescale 0.1
@@ -18,6 +18,16 @@ test:
 
 vet:
 	$(GO) vet ./...
+	$(GO) vet -tags bench ./...
+
+# staticcheck is pinned as a tool in go.mod (go tool staticcheck).
+lint:
+	$(GO) tool staticcheck ./...
+	$(GO) tool staticcheck -tags bench ./...
+
+# go.mod and go.sum say exactly what the code imports.
+tidy-check:
+	@$(GO) mod tidy -diff || { echo "go.mod/go.sum are not tidy: run go mod tidy"; exit 1; }
 
 fmt-check:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
@@ -39,7 +49,7 @@ deps:
 # "N passed, N failed".
 SUITES := oauth browser mcp mcp-inspector mcp-conformance agents
 CHECK_ENV := FAXHUB_TEST_POSTGRES_URL='$(PG_URL)' FAXHUB_REQUIRE_ALL=1
-check: deps vet fmt-check
+check: deps tidy-check vet lint fmt-check
 	@mkdir -p $(OUT)
 	@status=0; \
 	$(CHECK_ENV) $(GO) test -race -count=1 -timeout 20m -json ./... > $(OUT)/test-sqlite.json || status=1; \

@@ -408,11 +408,11 @@ func TestToolsAndJourney(t *testing.T) {
 	wantErr(t, "send_fax", call(t, cs, "send_fax", map[string]any{"draftId": "drf_nope"}, nil), "not_found")
 
 	// Pay the draft on the checkout page as the owner.
-	code, loc, page := e.browse(http.MethodGet, d.CheckoutURL, cookie, nil)
+	code, _, page := e.browse(http.MethodGet, d.CheckoutURL, cookie, nil)
 	if code != 200 || !strings.Contains(page, "12125550100") || !strings.Contains(page, d.Quote.Amount) {
 		t.Fatalf("draft page: %d %s", code, page)
 	}
-	if code, loc, _ = e.browse(http.MethodGet, d.CheckoutURL, "", nil); code != http.StatusSeeOther || !strings.HasPrefix(loc.Path, "/signin") {
+	if code, loc, _ := e.browse(http.MethodGet, d.CheckoutURL, "", nil); code != http.StatusSeeOther || !strings.HasPrefix(loc.Path, "/signin") {
 		t.Fatalf("signed out: %d %v", code, loc)
 	}
 	csrf := regexp.MustCompile(`name="csrf" value="([^"]+)"`).FindStringSubmatch(page)
@@ -424,7 +424,7 @@ func TestToolsAndJourney(t *testing.T) {
 	if code != http.StatusSeeOther || loc == nil || !strings.Contains(loc.Path, "/checkout/test/") {
 		t.Fatalf("pay: %d %v %s", code, loc, body)
 	}
-	code, loc, body = e.browse(http.MethodPost, loc.String(), "", url.Values{"card_number": {"4242 4242 4242 4242"}, "expiry": {"12/40"}, "cvc": {"123"}})
+	code, _, body = e.browse(http.MethodPost, loc.String(), "", url.Values{"card_number": {"4242 4242 4242 4242"}, "expiry": {"12/40"}, "cvc": {"123"}})
 	if code != http.StatusSeeOther {
 		t.Fatalf("test card: %d %s", code, body)
 	}
