@@ -23,6 +23,9 @@ const (
 	PrefixCheckout   = "chk_"
 	PrefixSession    = "ses_"
 	PrefixIdempotent = "idm_"
+	// PrefixPasskey names a stored passkey (the row, not the WebAuthn
+	// credential id, which is long and chosen by the authenticator).
+	PrefixPasskey = "pky_"
 )
 
 var idEncoding = base32.NewEncoding("0123456789abcdefghjkmnpqrstvwxyz").WithPadding(base32.NoPadding)

@@ -15,6 +15,7 @@ import (
 	"github.com/ory/fosite/token/jwt"
 
 	"github.com/faxhub/faxhub/core"
+	"github.com/faxhub/faxhub/core/authstate"
 )
 
 // consentBinding is the exact authorization request an owner approves; its
@@ -206,7 +207,7 @@ func (s *Server) authorize(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	now := s.now()
-	if err := s.store.CreateOAuthConsent(ctx, &core.OAuthConsent{
+	if err := s.store.CreateOAuthConsent(ctx, &authstate.OAuthConsent{
 		ApprovalID: a.ID, OwnerID: sess.OwnerID, ClientID: c.ID, Query: ar.GetRequestForm().Encode(),
 		CreatedAt: now, ExpiresAt: now.Add(consentTTL + time.Minute),
 	}); err != nil {
@@ -348,7 +349,7 @@ func narrow(requested []string, decision json.RawMessage) []string {
 
 // upsertGrant records the owner's consent: the live grant for the client
 // and resource takes the newly granted scopes, or a new grant is made.
-func (s *Server) upsertGrant(ctx context.Context, ownerID, clientID, resource string, scopes []string) (*core.OAuthGrant, error) {
+func (s *Server) upsertGrant(ctx context.Context, ownerID, clientID, resource string, scopes []string) (*authstate.OAuthGrant, error) {
 	now := s.now()
 	for range 2 {
 		g, err := s.store.FindOAuthGrant(ctx, ownerID, clientID, resource)
@@ -364,7 +365,7 @@ func (s *Server) upsertGrant(ctx context.Context, ownerID, clientID, resource st
 		case !errors.Is(err, core.ErrNoRows):
 			return nil, err
 		}
-		g = &core.OAuthGrant{
+		g = &authstate.OAuthGrant{
 			ID: core.NewID(grantIDPrefix), OwnerID: ownerID, ClientID: clientID, Scopes: scopes, Resource: resource,
 			CreatedAt: now, UpdatedAt: now,
 		}
@@ -385,7 +386,7 @@ const grantIDPrefix = "grt_"
 // newOwnerSession builds the fosite session of an authorization: the owner,
 // the grant, and id_token claims limited to the granted profile and email
 // scopes.
-func (s *Server) newOwnerSession(ctx context.Context, sess *core.Session, g *core.OAuthGrant, scopes []string) (*session, error) {
+func (s *Server) newOwnerSession(ctx context.Context, sess *core.Session, g *authstate.OAuthGrant, scopes []string) (*session, error) {
 	owner, err := s.svc.Store.GetOwner(ctx, sess.OwnerID)
 	if err != nil {
 		return nil, fmt.Errorf("owner: %w", err)

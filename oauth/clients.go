@@ -19,6 +19,7 @@ import (
 	"github.com/ory/fosite"
 
 	"github.com/faxhub/faxhub/core"
+	"github.com/faxhub/faxhub/core/authstate"
 )
 
 const (
@@ -238,8 +239,8 @@ func (s *Server) register(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	now := s.now()
-	c := &core.OAuthClient{
-		ID: core.NewID(clientIDPrefix), Kind: core.OAuthClientDynamic, Name: m.ClientName, URI: m.ClientURI, LogoURI: m.LogoURI,
+	c := &authstate.OAuthClient{
+		ID: core.NewID(clientIDPrefix), Kind: authstate.OAuthClientDynamic, Name: m.ClientName, URI: m.ClientURI, LogoURI: m.LogoURI,
 		RedirectURIs: m.RedirectURIs, GrantTypes: m.GrantTypes, ResponseTypes: m.ResponseTypes, Scope: m.Scope,
 		Metadata: body, CreatedAt: now, UpdatedAt: now,
 	}
@@ -261,7 +262,7 @@ func isMetadataDocumentID(id string) bool { return strings.HasPrefix(id, "https:
 
 // client returns a registered client, or fetches (and caches in the store)
 // the metadata document an https client_id names.
-func (s *Server) client(ctx context.Context, id string) (*core.OAuthClient, error) {
+func (s *Server) client(ctx context.Context, id string) (*authstate.OAuthClient, error) {
 	if !isMetadataDocumentID(id) {
 		c, err := s.store.GetOAuthClient(ctx, id)
 		if errors.Is(err, core.ErrNoRows) {
@@ -286,8 +287,8 @@ func (s *Server) client(ctx context.Context, id string) (*core.OAuthClient, erro
 		return nil, fosite.ErrNotFound.WithWrap(err)
 	}
 	now := s.now()
-	c = &core.OAuthClient{
-		ID: id, Kind: core.OAuthClientMetadataDocument, Name: m.ClientName, URI: m.ClientURI, LogoURI: m.LogoURI,
+	c = &authstate.OAuthClient{
+		ID: id, Kind: authstate.OAuthClientMetadataDocument, Name: m.ClientName, URI: m.ClientURI, LogoURI: m.LogoURI,
 		RedirectURIs: m.RedirectURIs, GrantTypes: m.GrantTypes, ResponseTypes: m.ResponseTypes, Scope: m.Scope,
 		Metadata: body, CreatedAt: now, UpdatedAt: now,
 	}
@@ -401,7 +402,7 @@ func publicAddr(a netip.Addr) bool {
 
 // fositeClient is a client as fosite sees it: public, PKCE, allowed every
 // supported scope (consent decides what is granted) and both resources.
-func (s *Server) fositeClient(c *core.OAuthClient) fosite.Client {
+func (s *Server) fositeClient(c *authstate.OAuthClient) fosite.Client {
 	return &fosite.DefaultOpenIDConnectClient{
 		DefaultClient: &fosite.DefaultClient{
 			ID: c.ID, RedirectURIs: c.RedirectURIs, GrantTypes: c.GrantTypes, ResponseTypes: c.ResponseTypes,

@@ -18,9 +18,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/faxhub/faxhub/core/authstate"
 	jose "github.com/go-jose/go-jose/v3"
-
-	"github.com/faxhub/faxhub/core"
 )
 
 // Signing algorithms: EdDSA for identity assertions (agent registration),
@@ -45,7 +44,7 @@ const sealInfo = "faxhub oauth signing keys v1"
 // keyring holds the signing keys, loaded from the store and cached
 // briefly so that a rotation on any replica reaches all of them.
 type keyring struct {
-	store  core.OAuthStore
+	store  authstate.OAuthStore
 	secret func(ctx context.Context) ([]byte, error)
 	now    func() time.Time
 
@@ -129,7 +128,7 @@ func (k *keyring) create(ctx context.Context, alg string) error {
 		return fmt.Errorf("seal private key: %w", err)
 	}
 	now := k.now().UTC().Truncate(time.Microsecond)
-	if err := k.store.CreateOAuthKey(ctx, &core.OAuthKey{ID: pub.KeyID, Alg: alg, PublicJWK: pubJSON, Sealed: sealed, CreatedAt: now}); err != nil {
+	if err := k.store.CreateOAuthKey(ctx, &authstate.OAuthKey{ID: pub.KeyID, Alg: alg, PublicJWK: pubJSON, Sealed: sealed, CreatedAt: now}); err != nil {
 		return fmt.Errorf("store %s key: %w", alg, err)
 	}
 	if err := k.store.RetireOAuthKeys(ctx, alg, pub.KeyID, now); err != nil {

@@ -28,6 +28,7 @@ import (
 	"github.com/ory/fosite/token/jwt"
 
 	"github.com/faxhub/faxhub/core"
+	"github.com/faxhub/faxhub/core/authstate"
 )
 
 // Paths, relative to either origin. The issuer is {api_url}/api/auth.
@@ -96,7 +97,7 @@ type Options struct {
 // Server is the authorization server. It is safe for concurrent use.
 type Server struct {
 	svc      *core.Service
-	store    core.OAuthStore
+	store    authstate.OAuthStore
 	opts     Options
 	log      *slog.Logger
 	issuer   string
@@ -116,7 +117,7 @@ var (
 )
 
 // New builds the server, creating signing keys on first use.
-func New(svc *core.Service, store core.OAuthStore, opts Options) (*Server, error) {
+func New(svc *core.Service, store authstate.OAuthStore, opts Options) (*Server, error) {
 	if svc == nil || store == nil {
 		return nil, errors.New("oauth: a service and a store are required")
 	}

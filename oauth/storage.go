@@ -16,6 +16,7 @@ import (
 	"github.com/ory/fosite/handler/pkce"
 
 	"github.com/faxhub/faxhub/core"
+	"github.com/faxhub/faxhub/core/authstate"
 )
 
 // session is what every fosite request of faxhub carries: the OpenID
@@ -68,7 +69,7 @@ type storedRequest struct {
 	Session           json.RawMessage `json:"session"`
 }
 
-// storage adapts core.OAuthStore to fosite's storage interfaces.
+// storage adapts authstate.OAuthStore to fosite's storage interfaces.
 type storage struct{ s *Server }
 
 var (
@@ -103,7 +104,7 @@ func (st storage) SetClientAssertionJWT(context.Context, string, time.Time) erro
 	return fosite.ErrServerError.WithHint("Client assertions are not supported.")
 }
 
-func (st storage) create(ctx context.Context, kind core.OAuthTokenKind, key, accessSig string, req fosite.Requester, exp time.Time) error {
+func (st storage) create(ctx context.Context, kind authstate.OAuthTokenKind, key, accessSig string, req fosite.Requester, exp time.Time) error {
 	sess, _ := req.GetSession().(*session)
 	sr := storedRequest{
 		ID: req.GetID(), RequestedAt: req.GetRequestedAt(), ClientID: req.GetClient().GetID(),
@@ -128,7 +129,7 @@ func (st storage) create(ctx context.Context, kind core.OAuthTokenKind, key, acc
 	if exp.IsZero() {
 		exp = now.Add(st.s.cfg.RefreshTokenLifespan)
 	}
-	t := &core.OAuthToken{
+	t := &authstate.OAuthToken{
 		Kind: kind, Signature: hashKey(key), RequestID: req.GetID(), ClientID: sr.ClientID, Active: true,
 		Request: data, CreatedAt: now, ExpiresAt: exp,
 	}
@@ -144,7 +145,7 @@ func (st storage) create(ctx context.Context, kind core.OAuthTokenKind, key, acc
 // get loads a row and rebuilds its request into sess (a fresh session when
 // fosite passes none). Inactive rows are returned with their request so
 // that fosite can revoke what they produced.
-func (st storage) get(ctx context.Context, kind core.OAuthTokenKind, key string, sess fosite.Session) (fosite.Requester, bool, error) {
+func (st storage) get(ctx context.Context, kind authstate.OAuthTokenKind, key string, sess fosite.Session) (fosite.Requester, bool, error) {
 	t, err := st.s.store.GetOAuthToken(ctx, kind, hashKey(key))
 	if errors.Is(err, core.ErrNoRows) {
 		return nil, false, fosite.ErrNotFound
@@ -177,11 +178,11 @@ func (st storage) get(ctx context.Context, kind core.OAuthTokenKind, key string,
 }
 
 func (st storage) CreateAuthorizeCodeSession(ctx context.Context, sig string, req fosite.Requester) error {
-	return st.create(ctx, core.OAuthAuthorizeCode, sig, "", req, req.GetSession().GetExpiresAt(fosite.AuthorizeCode))
+	return st.create(ctx, authstate.OAuthAuthorizeCode, sig, "", req, req.GetSession().GetExpiresAt(fosite.AuthorizeCode))
 }
 
 func (st storage) GetAuthorizeCodeSession(ctx context.Context, sig string, sess fosite.Session) (fosite.Requester, error) {
-	r, active, err := st.get(ctx, core.OAuthAuthorizeCode, sig, sess)
+	r, active, err := st.get(ctx, authstate.OAuthAuthorizeCode, sig, sess)
 	if err == nil && !active {
 		return r, fosite.ErrInvalidatedAuthorizeCode
 	}
@@ -189,7 +190,7 @@ func (st storage) GetAuthorizeCodeSession(ctx context.Context, sig string, sess 
 }
 
 func (st storage) InvalidateAuthorizeCodeSession(ctx context.Context, sig string) error {
-	err := st.s.store.DeactivateOAuthToken(ctx, core.OAuthAuthorizeCode, hashKey(sig))
+	err := st.s.store.DeactivateOAuthToken(ctx, authstate.OAuthAuthorizeCode, hashKey(sig))
 	switch {
 	case errors.Is(err, core.ErrNoRows):
 		return fosite.ErrNotFound
@@ -205,24 +206,24 @@ func (st storage) CreateAccessTokenSession(ctx context.Context, sig string, req 
 	if exp.IsZero() {
 		exp = st.s.now().Add(st.s.cfg.AccessTokenLifespan)
 	}
-	return st.create(ctx, core.OAuthAccessToken, sig, "", req, exp)
+	return st.create(ctx, authstate.OAuthAccessToken, sig, "", req, exp)
 }
 
 func (st storage) GetAccessTokenSession(ctx context.Context, sig string, sess fosite.Session) (fosite.Requester, error) {
-	r, _, err := st.get(ctx, core.OAuthAccessToken, sig, sess)
+	r, _, err := st.get(ctx, authstate.OAuthAccessToken, sig, sess)
 	return r, err
 }
 
 func (st storage) DeleteAccessTokenSession(ctx context.Context, sig string) error {
-	return st.s.store.DeleteOAuthToken(ctx, core.OAuthAccessToken, hashKey(sig))
+	return st.s.store.DeleteOAuthToken(ctx, authstate.OAuthAccessToken, hashKey(sig))
 }
 
 func (st storage) CreateRefreshTokenSession(ctx context.Context, sig, accessSig string, req fosite.Requester) error {
-	return st.create(ctx, core.OAuthRefreshToken, sig, accessSig, req, req.GetSession().GetExpiresAt(fosite.RefreshToken))
+	return st.create(ctx, authstate.OAuthRefreshToken, sig, accessSig, req, req.GetSession().GetExpiresAt(fosite.RefreshToken))
 }
 
 func (st storage) GetRefreshTokenSession(ctx context.Context, sig string, sess fosite.Session) (fosite.Requester, error) {
-	r, active, err := st.get(ctx, core.OAuthRefreshToken, sig, sess)
+	r, active, err := st.get(ctx, authstate.OAuthRefreshToken, sig, sess)
 	if err == nil && !active {
 		return r, fosite.ErrInactiveToken
 	}
@@ -230,7 +231,7 @@ func (st storage) GetRefreshTokenSession(ctx context.Context, sig string, sess f
 }
 
 func (st storage) DeleteRefreshTokenSession(ctx context.Context, sig string) error {
-	return st.s.store.DeleteOAuthToken(ctx, core.OAuthRefreshToken, hashKey(sig))
+	return st.s.store.DeleteOAuthToken(ctx, authstate.OAuthRefreshToken, hashKey(sig))
 }
 
 func (st storage) RotateRefreshToken(ctx context.Context, requestID, sig string) error {
@@ -257,27 +258,27 @@ func (st storage) RevokeAccessToken(ctx context.Context, requestID string) error
 }
 
 func (st storage) CreatePKCERequestSession(ctx context.Context, sig string, req fosite.Requester) error {
-	return st.create(ctx, core.OAuthPKCE, sig, "", req, st.s.now().Add(st.s.cfg.AuthorizeCodeLifespan))
+	return st.create(ctx, authstate.OAuthPKCE, sig, "", req, st.s.now().Add(st.s.cfg.AuthorizeCodeLifespan))
 }
 
 func (st storage) GetPKCERequestSession(ctx context.Context, sig string, sess fosite.Session) (fosite.Requester, error) {
-	r, _, err := st.get(ctx, core.OAuthPKCE, sig, sess)
+	r, _, err := st.get(ctx, authstate.OAuthPKCE, sig, sess)
 	return r, err
 }
 
 func (st storage) DeletePKCERequestSession(ctx context.Context, sig string) error {
-	return st.s.store.DeleteOAuthToken(ctx, core.OAuthPKCE, hashKey(sig))
+	return st.s.store.DeleteOAuthToken(ctx, authstate.OAuthPKCE, hashKey(sig))
 }
 
 func (st storage) CreateOpenIDConnectSession(ctx context.Context, code string, req fosite.Requester) error {
-	return st.create(ctx, core.OAuthOIDC, code, "", req, st.s.now().Add(st.s.cfg.AuthorizeCodeLifespan))
+	return st.create(ctx, authstate.OAuthOIDC, code, "", req, st.s.now().Add(st.s.cfg.AuthorizeCodeLifespan))
 }
 
 func (st storage) GetOpenIDConnectSession(ctx context.Context, code string, _ fosite.Requester) (fosite.Requester, error) {
-	r, _, err := st.get(ctx, core.OAuthOIDC, code, nil)
+	r, _, err := st.get(ctx, authstate.OAuthOIDC, code, nil)
 	return r, err
 }
 
 func (st storage) DeleteOpenIDConnectSession(ctx context.Context, code string) error {
-	return st.s.store.DeleteOAuthToken(ctx, core.OAuthOIDC, hashKey(code))
+	return st.s.store.DeleteOAuthToken(ctx, authstate.OAuthOIDC, hashKey(code))
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/ory/fosite"
 
 	"github.com/faxhub/faxhub/core"
+	"github.com/faxhub/faxhub/core/authstate"
 )
 
 // grantTouchEvery bounds last-used writes to one per minute per grant.
@@ -95,7 +96,7 @@ func (s *Server) grantedAudience(ctx context.Context, ar fosite.AccessRequester)
 		return ar.GetGrantedAudience(), nil
 	}
 	sig := s.tokens.AuthorizeCodeSignature(ctx, ar.GetRequestForm().Get("code"))
-	req, _, err := storage{s}.get(ctx, core.OAuthAuthorizeCode, sig, nil)
+	req, _, err := storage{s}.get(ctx, authstate.OAuthAuthorizeCode, sig, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -145,9 +146,9 @@ func (s *Server) revoke(w http.ResponseWriter, r *http.Request) {
 func (s *Server) tokenClient(ctx context.Context, token string) (string, error) {
 	h := s.tokens
 	for _, k := range []struct {
-		kind core.OAuthTokenKind
+		kind authstate.OAuthTokenKind
 		sig  string
-	}{{core.OAuthAccessToken, h.AccessTokenSignature(ctx, token)}, {core.OAuthRefreshToken, h.RefreshTokenSignature(ctx, token)}} {
+	}{{authstate.OAuthAccessToken, h.AccessTokenSignature(ctx, token)}, {authstate.OAuthRefreshToken, h.RefreshTokenSignature(ctx, token)}} {
 		t, err := s.store.GetOAuthToken(ctx, k.kind, hashKey(k.sig))
 		if errors.Is(err, core.ErrNoRows) {
 			continue

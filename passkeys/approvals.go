@@ -13,6 +13,7 @@ import (
 	"github.com/go-webauthn/webauthn/webauthn"
 
 	"github.com/faxhub/faxhub/core"
+	"github.com/faxhub/faxhub/core/authstate"
 )
 
 // approvalView is an approval as the inbox shows it.
@@ -271,7 +272,7 @@ func (c *Console) approvalBegin(w http.ResponseWriter, r *http.Request, s *signe
 		c.fail(w, r, fmt.Errorf("begin approval assertion: %w", err))
 		return
 	}
-	if err := c.saveChallenge(ctx, sd, core.ApprovalChallengePurpose(a.ID), &s.owner.ID, a.BindingHash); err != nil {
+	if err := c.saveChallenge(ctx, sd, authstate.ApprovalChallengePurpose(a.ID), &s.owner.ID, a.BindingHash); err != nil {
 		c.fail(w, r, err)
 		return
 	}
@@ -304,7 +305,7 @@ func (c *Console) approvalFinish(w http.ResponseWriter, r *http.Request, s *sign
 		c.fail(w, r, err)
 		return
 	}
-	ch, sd, err := c.claimChallenge(ctx, parsed.Response.CollectedClientData.Challenge, core.ApprovalChallengePurpose(id))
+	ch, sd, err := c.claimChallenge(ctx, parsed.Response.CollectedClientData.Challenge, authstate.ApprovalChallengePurpose(id))
 	if err != nil {
 		c.fail(w, r, err)
 		return

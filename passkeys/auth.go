@@ -13,6 +13,7 @@ import (
 	"github.com/go-webauthn/webauthn/webauthn"
 
 	"github.com/faxhub/faxhub/core"
+	"github.com/faxhub/faxhub/core/authstate"
 )
 
 // mailRate bounds verification and recovery mails per address: three at
@@ -119,7 +120,7 @@ func (c *Console) allowMail(ctx context.Context, email string) error {
 func (c *Console) issueToken(ctx context.Context, purpose, email, name string, ownerID *string) (string, error) {
 	secret := "fxe_" + core.RandomString(32)
 	now := c.now()
-	err := c.store.CreateEmailToken(ctx, &core.EmailToken{
+	err := c.store.CreateEmailToken(ctx, &authstate.EmailToken{
 		Hash: core.HashSecret(secret), Purpose: purpose, Email: email, Name: name, OwnerID: ownerID,
 		CreatedAt: now, ExpiresAt: now.Add(emailTokenTTL),
 	})
@@ -130,7 +131,7 @@ func (c *Console) issueToken(ctx context.Context, purpose, email, name string, o
 }
 
 func (c *Console) sendSignup(ctx context.Context, email, name string) error {
-	link, err := c.issueToken(ctx, core.EmailTokenSignup, email, name, nil)
+	link, err := c.issueToken(ctx, authstate.EmailTokenSignup, email, name, nil)
 	if err != nil {
 		return err
 	}
@@ -149,7 +150,7 @@ The link works once and expires in 30 minutes. If you did not ask for a faxhub a
 }
 
 func (c *Console) sendRecovery(ctx context.Context, o *core.Owner, why string) error {
-	link, err := c.issueToken(ctx, core.EmailTokenRecovery, o.Email, o.Name, &o.ID)
+	link, err := c.issueToken(ctx, authstate.EmailTokenRecovery, o.Email, o.Name, &o.ID)
 	if err != nil {
 		return err
 	}
@@ -172,7 +173,7 @@ func (c *Console) send(ctx context.Context, m core.Mail) error {
 }
 
 // tokenFor looks up a link's token and explains why it cannot be used.
-func (c *Console) tokenFor(ctx context.Context, secret string) (*core.EmailToken, error) {
+func (c *Console) tokenFor(ctx context.Context, secret string) (*authstate.EmailToken, error) {
 	if !strings.HasPrefix(secret, "fxe_") {
 		return nil, core.Errorf(core.KindNotFound, codeLinkInvalid, "this link is not valid; check that you copied all of it, or request a new one")
 	}
@@ -205,14 +206,14 @@ func (c *Console) verifyPage(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	c.render(w, r, http.StatusOK, "verify", pageData{Title: "Create your passkey", Body: verifyBody{
-		Token: secret, Email: t.Email, Name: t.Name, Recovery: t.Purpose == core.EmailTokenRecovery,
+		Token: secret, Email: t.Email, Name: t.Name, Recovery: t.Purpose == authstate.EmailTokenRecovery,
 	}})
 }
 
 // ownerForToken returns the owner a link acts for. A sign-up link creates
 // its owner (email verified: the link proves it) the first time a passkey
 // ceremony starts, so the passkey's user handle can be the owner id.
-func (c *Console) ownerForToken(ctx context.Context, t *core.EmailToken) (string, error) {
+func (c *Console) ownerForToken(ctx context.Context, t *authstate.EmailToken) (string, error) {
 	if t.OwnerID != nil {
 		return *t.OwnerID, nil
 	}
@@ -233,11 +234,11 @@ func (c *Console) ownerForToken(ctx context.Context, t *core.EmailToken) (string
 	return o.ID, nil
 }
 
-func tokenPurpose(t *core.EmailToken) string {
-	if t.Purpose == core.EmailTokenRecovery {
-		return core.ChallengeRecovery
+func tokenPurpose(t *authstate.EmailToken) string {
+	if t.Purpose == authstate.EmailTokenRecovery {
+		return authstate.ChallengeRecovery
 	}
-	return core.ChallengeSignup
+	return authstate.ChallengeSignup
 }
 
 func (c *Console) verifyBegin(w http.ResponseWriter, r *http.Request) {
@@ -317,7 +318,7 @@ func (c *Console) verifyFinish(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	pk := c.newPasskey(u.o.ID, req.Name, cred)
-	err = c.inTx(ctx, func(ps core.PasskeyStore) error {
+	err = c.store.InPasskeyTx(ctx, func(ps authstate.PasskeyQueries) error {
 		if _, err := ps.ClaimEmailToken(ctx, t.Hash, t.Purpose, c.now()); err != nil {
 			if errors.Is(err, core.ErrConflict) {
 				return core.Errorf(core.KindGone, codeLinkInvalid, "this link was used already; sign in with your passkey, or request a new link")
@@ -330,7 +331,7 @@ func (c *Console) verifyFinish(w http.ResponseWriter, r *http.Request) {
 		c.fail(w, r, err)
 		return
 	}
-	if t.Purpose == core.EmailTokenRecovery {
+	if t.Purpose == authstate.EmailTokenRecovery {
 		// Whoever holds the lost device is signed out.
 		if err := c.svc.EndAllSessions(ctx, u.o.ID); err != nil {
 			c.fail(w, r, err)
@@ -345,7 +346,7 @@ func (c *Console) verifyFinish(w http.ResponseWriter, r *http.Request) {
 	writeRedirect(w, "/console")
 }
 
-func (c *Console) storePasskey(ctx context.Context, ps core.PasskeyStore, pk *core.Passkey) error {
+func (c *Console) storePasskey(ctx context.Context, ps authstate.PasskeyQueries, pk *authstate.Passkey) error {
 	if err := ps.CreatePasskey(ctx, pk); err != nil {
 		if errors.Is(err, core.ErrExists) {
 			return core.Errorf(core.KindConflict, codePasskeyInvalid, "this passkey is registered already")
@@ -353,22 +354,6 @@ func (c *Console) storePasskey(ctx context.Context, ps core.PasskeyStore, pk *co
 		return err
 	}
 	return nil
-}
-
-// inTx runs fn in one database transaction when the passkey store is the
-// service's database (as wired), so that spending a link and storing the
-// passkey happen together.
-func (c *Console) inTx(ctx context.Context, fn func(core.PasskeyStore) error) error {
-	if any(c.store) != any(c.svc.Store) {
-		return fn(c.store)
-	}
-	return c.svc.Store.InTx(ctx, func(tx core.Tx) error {
-		ps, ok := tx.(core.PasskeyStore)
-		if !ok {
-			return errors.New("passkeys: the store's transactions do not implement core.PasskeyStore")
-		}
-		return fn(ps)
-	})
 }
 
 type signinBody struct{ Next string }
@@ -406,7 +391,7 @@ func (c *Console) signinBegin(w http.ResponseWriter, r *http.Request) {
 		c.fail(w, r, fmt.Errorf("begin login: %w", err))
 		return
 	}
-	if err := c.saveChallenge(r.Context(), sd, core.ChallengeLogin, nil, ""); err != nil {
+	if err := c.saveChallenge(r.Context(), sd, authstate.ChallengeLogin, nil, ""); err != nil {
 		c.fail(w, r, err)
 		return
 	}
@@ -425,7 +410,7 @@ func (c *Console) signinFinish(w http.ResponseWriter, r *http.Request) {
 		c.fail(w, r, err)
 		return
 	}
-	_, sd, err := c.claimChallenge(ctx, parsed.Response.CollectedClientData.Challenge, core.ChallengeLogin)
+	_, sd, err := c.claimChallenge(ctx, parsed.Response.CollectedClientData.Challenge, authstate.ChallengeLogin)
 	if err != nil {
 		c.fail(w, r, err)
 		return

@@ -15,6 +15,7 @@ import (
 	"github.com/go-webauthn/webauthn/webauthn"
 
 	"github.com/faxhub/faxhub/core"
+	"github.com/faxhub/faxhub/core/authstate"
 	"github.com/faxhub/faxhub/core/web"
 )
 
@@ -31,7 +32,7 @@ const (
 // id: random, stable, and free of personal data.
 type owner struct {
 	o    *core.Owner
-	keys []core.Passkey
+	keys []authstate.Passkey
 }
 
 func (u *owner) WebAuthnID() []byte          { return []byte(u.o.ID) }
@@ -55,7 +56,7 @@ func (u *owner) descriptors() []protocol.CredentialDescriptor {
 	return out
 }
 
-func credentialOf(k core.Passkey) (webauthn.Credential, error) {
+func credentialOf(k authstate.Passkey) (webauthn.Credential, error) {
 	id, err := base64.RawURLEncoding.DecodeString(k.CredentialID)
 	if err != nil {
 		return webauthn.Credential{}, fmt.Errorf("passkey %s: credential id: %w", k.ID, err)
@@ -106,7 +107,7 @@ func (c *Console) saveChallenge(ctx context.Context, sd *webauthn.SessionData, p
 	if err != nil {
 		return fmt.Errorf("encode webauthn session: %w", err)
 	}
-	return c.store.CreateChallenge(ctx, &core.WebAuthnChallenge{
+	return c.store.CreateChallenge(ctx, &authstate.WebAuthnChallenge{
 		Hash: core.HashSecret(sd.Challenge), Purpose: purpose, OwnerID: ownerID, Binding: binding,
 		Session: b, CreatedAt: now, ExpiresAt: now.Add(challengeTTL),
 	})
@@ -115,7 +116,7 @@ func (c *Console) saveChallenge(ctx context.Context, sd *webauthn.SessionData, p
 // claimChallenge consumes the challenge the authenticator signed (as the
 // client reported it) if it was issued for purpose. A failed verification
 // afterwards does not give it back: every challenge is tried at most once.
-func (c *Console) claimChallenge(ctx context.Context, clientChallenge, purpose string) (*core.WebAuthnChallenge, webauthn.SessionData, error) {
+func (c *Console) claimChallenge(ctx context.Context, clientChallenge, purpose string) (*authstate.WebAuthnChallenge, webauthn.SessionData, error) {
 	var sd webauthn.SessionData
 	if clientChallenge == "" {
 		return nil, sd, core.Errorf(core.KindInvalid, codeChallengeUnknown, "the passkey response carries no challenge")
@@ -206,7 +207,7 @@ func parseAssertion(raw json.RawMessage) (*protocol.ParsedCredentialAssertionDat
 }
 
 // newPasskey turns a verified credential into a stored passkey.
-func (c *Console) newPasskey(ownerID, name string, cred *webauthn.Credential) *core.Passkey {
+func (c *Console) newPasskey(ownerID, name string, cred *webauthn.Credential) *authstate.Passkey {
 	var transports []string
 	for _, t := range cred.Transport {
 		transports = append(transports, string(t))
@@ -216,7 +217,7 @@ func (c *Console) newPasskey(ownerID, name string, cred *webauthn.Credential) *c
 		name = name[:100]
 	}
 	now := c.now()
-	return &core.Passkey{
+	return &authstate.Passkey{
 		ID: core.NewID(core.PrefixPasskey), OwnerID: ownerID, CredentialID: base64.RawURLEncoding.EncodeToString(cred.ID),
 		Name: cmp.Or(name, "Passkey added "+now.Format("2 Jan 2006")), PublicKey: cred.PublicKey,
 		AttestationType: cred.AttestationType, AAGUID: cred.Authenticator.AAGUID, SignCount: int64(cred.Authenticator.SignCount),
@@ -227,7 +228,7 @@ func (c *Console) newPasskey(ownerID, name string, cred *webauthn.Credential) *c
 
 // recordUse stores the counter after an assertion; a counter that went
 // backwards means a cloned authenticator, and the assertion is refused.
-func (c *Console) recordUse(ctx context.Context, cred *webauthn.Credential) (*core.Passkey, error) {
+func (c *Console) recordUse(ctx context.Context, cred *webauthn.Credential) (*authstate.Passkey, error) {
 	pk, err := c.store.GetPasskeyByCredentialID(ctx, base64.RawURLEncoding.EncodeToString(cred.ID))
 	if err != nil {
 		return nil, fmt.Errorf("load passkey: %w", err)

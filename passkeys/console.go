@@ -26,6 +26,7 @@ import (
 	"github.com/go-webauthn/webauthn/webauthn"
 
 	"github.com/faxhub/faxhub/core"
+	"github.com/faxhub/faxhub/core/authstate"
 	"github.com/faxhub/faxhub/core/mail"
 )
 
@@ -63,7 +64,7 @@ const (
 // Console serves the owner pages.
 type Console struct {
 	svc   *core.Service
-	store core.PasskeyStore
+	store authstate.PasskeyStore
 	opts  Options
 	log   *slog.Logger
 	wa    *webauthn.WebAuthn
@@ -81,7 +82,7 @@ var staticFS embed.FS
 
 // New builds the console. A configuration error (an unusable BaseURL) is
 // reported by Err, and the handler then answers 500.
-func New(svc *core.Service, store core.PasskeyStore, opts Options) *Console {
+func New(svc *core.Service, store authstate.PasskeyStore, opts Options) *Console {
 	c := &Console{svc: svc, store: store, opts: opts, log: opts.Logger}
 	if c.log == nil {
 		c.log = slog.New(slog.DiscardHandler)

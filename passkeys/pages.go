@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/faxhub/faxhub/core"
+	"github.com/faxhub/faxhub/core/authstate"
 	"github.com/faxhub/faxhub/core/mail"
 )
 
@@ -173,7 +174,7 @@ func (c *Console) revokeApp(w http.ResponseWriter, r *http.Request, s *signedIn)
 
 type accountBody struct {
 	Owner    *core.Owner
-	Passkeys []core.Passkey
+	Passkeys []authstate.Passkey
 }
 
 func (c *Console) accountPage(w http.ResponseWriter, r *http.Request, s *signedIn) {
@@ -248,7 +249,7 @@ func (c *Console) addPasskeyBegin(w http.ResponseWriter, r *http.Request, s *sig
 		c.fail(w, r, err)
 		return
 	}
-	if err := c.saveChallenge(ctx, sd, core.ChallengeRegistration, &s.owner.ID, ""); err != nil {
+	if err := c.saveChallenge(ctx, sd, authstate.ChallengeRegistration, &s.owner.ID, ""); err != nil {
 		c.fail(w, r, err)
 		return
 	}
@@ -267,7 +268,7 @@ func (c *Console) addPasskeyFinish(w http.ResponseWriter, r *http.Request, s *si
 		c.fail(w, r, err)
 		return
 	}
-	ch, sd, err := c.claimChallenge(ctx, parsed.Response.CollectedClientData.Challenge, core.ChallengeRegistration)
+	ch, sd, err := c.claimChallenge(ctx, parsed.Response.CollectedClientData.Challenge, authstate.ChallengeRegistration)
 	if err != nil {
 		c.fail(w, r, err)
 		return

@@ -5,23 +5,24 @@ import (
 	"testing"
 
 	"github.com/faxhub/faxhub/core"
+	"github.com/faxhub/faxhub/core/authstate"
 )
 
-// oauthStore returns s as a core.OAuthStore: faxhub's one store
+// oauthStore returns s as a authstate.OAuthStore: faxhub's one store
 // implements both ports.
-func oauthStore(t *testing.T, s core.Store) core.OAuthStore {
+func oauthStore(t *testing.T, s core.Store) authstate.OAuthStore {
 	t.Helper()
-	o, ok := s.(core.OAuthStore)
+	o, ok := s.(authstate.OAuthStore)
 	if !ok {
-		t.Fatalf("%T does not implement core.OAuthStore", s)
+		t.Fatalf("%T does not implement authstate.OAuthStore", s)
 	}
 	return o
 }
 
-func newOAuthClient(t *testing.T, s core.OAuthStore) *core.OAuthClient {
+func newOAuthClient(t *testing.T, s authstate.OAuthStore) *authstate.OAuthClient {
 	t.Helper()
-	c := &core.OAuthClient{
-		ID: core.NewID("oac_"), Kind: core.OAuthClientDynamic, Name: "Chat app", URI: "https://chat.example",
+	c := &authstate.OAuthClient{
+		ID: core.NewID("oac_"), Kind: authstate.OAuthClientDynamic, Name: "Chat app", URI: "https://chat.example",
 		RedirectURIs: []string{"https://chat.example/cb", "http://127.0.0.1:8123/cb?x=1"}, GrantTypes: []string{"authorization_code", "refresh_token"},
 		ResponseTypes: []string{"code"}, Scope: "fax:read openid", Metadata: json.RawMessage(`{"client_name":"Chat app"}`),
 		CreatedAt: at(0), UpdatedAt: at(0),
@@ -43,8 +44,8 @@ func testOAuthClients(t *testing.T, st core.Store) {
 	wantErr(t, "GetOAuthClient of a missing id", err, core.ErrNoRows)
 
 	// A metadata document is inserted, then replaced when fetched again.
-	doc := &core.OAuthClient{
-		ID: "https://app.example/oauth/client.json", Kind: core.OAuthClientMetadataDocument, Name: "Doc app",
+	doc := &authstate.OAuthClient{
+		ID: "https://app.example/oauth/client.json", Kind: authstate.OAuthClientMetadataDocument, Name: "Doc app",
 		RedirectURIs: []string{"https://app.example/cb"}, GrantTypes: []string{"authorization_code"}, ResponseTypes: []string{"code"},
 		CreatedAt: at(1), UpdatedAt: at(1),
 	}
@@ -59,9 +60,9 @@ func testOAuthClients(t *testing.T, st core.Store) {
 	wantEqual(t, "client after PutOAuthClient", got, &want)
 }
 
-func newGrant(t *testing.T, s core.OAuthStore, o *core.Owner, c *core.OAuthClient, resource string) *core.OAuthGrant {
+func newGrant(t *testing.T, s authstate.OAuthStore, o *core.Owner, c *authstate.OAuthClient, resource string) *authstate.OAuthGrant {
 	t.Helper()
-	g := &core.OAuthGrant{
+	g := &authstate.OAuthGrant{
 		ID: core.NewID("grt_"), OwnerID: o.ID, ClientID: c.ID, Scopes: []string{"fax:read", "offline_access"},
 		Resource: resource, CreatedAt: at(2), UpdatedAt: at(2),
 	}
@@ -70,9 +71,9 @@ func newGrant(t *testing.T, s core.OAuthStore, o *core.Owner, c *core.OAuthClien
 	return g
 }
 
-func newToken(t *testing.T, s core.OAuthStore, kind core.OAuthTokenKind, requestID string, g *core.OAuthGrant) *core.OAuthToken {
+func newToken(t *testing.T, s authstate.OAuthStore, kind authstate.OAuthTokenKind, requestID string, g *authstate.OAuthGrant) *authstate.OAuthToken {
 	t.Helper()
-	tok := &core.OAuthToken{
+	tok := &authstate.OAuthToken{
 		Kind: kind, Signature: core.HashSecret(core.RandomString(16)), RequestID: requestID, GrantID: g.ID, ClientID: g.ClientID,
 		OwnerID: g.OwnerID, Active: true, Request: []byte(`{"id":"` + requestID + `"}`), CreatedAt: at(3), ExpiresAt: at(3603),
 	}
@@ -116,15 +117,15 @@ func testOAuthGrants(t *testing.T, st core.Store) {
 		t.Fatalf("ListOAuthGrants(a) = %s, want two grants of %q", dump(list), c.Name)
 	}
 
-	access := newToken(t, s, core.OAuthAccessToken, "req-1", g)
-	refresh := newToken(t, s, core.OAuthRefreshToken, "req-1", g)
-	other := newToken(t, s, core.OAuthAccessToken, "req-b", gb)
+	access := newToken(t, s, authstate.OAuthAccessToken, "req-1", g)
+	refresh := newToken(t, s, authstate.OAuthRefreshToken, "req-1", g)
+	other := newToken(t, s, authstate.OAuthAccessToken, "req-b", gb)
 
 	// Owner B cannot revoke A's grant.
 	wantErr(t, "RevokeOAuthGrant by another owner", s.RevokeOAuthGrant(ctx, b.ID, g.ID, at(20)), core.ErrNoRows)
 	must(t, s.RevokeOAuthGrant(ctx, a.ID, g.ID, at(20)))
 	wantErr(t, "RevokeOAuthGrant twice", s.RevokeOAuthGrant(ctx, a.ID, g.ID, at(21)), core.ErrNoRows)
-	for _, tok := range []*core.OAuthToken{access, refresh} {
+	for _, tok := range []*authstate.OAuthToken{access, refresh} {
 		_, err = s.GetOAuthToken(ctx, tok.Kind, tok.Signature)
 		wantErr(t, "token of a revoked grant", err, core.ErrNoRows)
 	}
@@ -149,12 +150,12 @@ func testOAuthTokens(t *testing.T, st core.Store) {
 	o := newOwner(t, st)
 	g := newGrant(t, s, o, newOAuthClient(t, s), "https://faxhub.example/mcp")
 
-	code := newToken(t, s, core.OAuthAuthorizeCode, "req-1", g)
+	code := newToken(t, s, authstate.OAuthAuthorizeCode, "req-1", g)
 	got, err := s.GetOAuthToken(ctx, code.Kind, code.Signature)
 	must(t, err)
 	wantEqual(t, "GetOAuthToken", got, code)
 	wantErr(t, "CreateOAuthToken twice", s.CreateOAuthToken(ctx, code), core.ErrExists)
-	_, err = s.GetOAuthToken(ctx, core.OAuthAccessToken, code.Signature)
+	_, err = s.GetOAuthToken(ctx, authstate.OAuthAccessToken, code.Signature)
 	wantErr(t, "GetOAuthToken of another kind", err, core.ErrNoRows)
 
 	must(t, s.DeactivateOAuthToken(ctx, code.Kind, code.Signature))
@@ -166,13 +167,13 @@ func testOAuthTokens(t *testing.T, st core.Store) {
 
 	// Revoking a request deletes its access tokens and deactivates its
 	// refresh tokens; other requests are untouched.
-	a1 := newToken(t, s, core.OAuthAccessToken, "req-1", g)
-	a2 := newToken(t, s, core.OAuthAccessToken, "req-1", g)
-	r1 := newToken(t, s, core.OAuthRefreshToken, "req-1", g)
-	keep := newToken(t, s, core.OAuthAccessToken, "req-2", g)
+	a1 := newToken(t, s, authstate.OAuthAccessToken, "req-1", g)
+	a2 := newToken(t, s, authstate.OAuthAccessToken, "req-1", g)
+	r1 := newToken(t, s, authstate.OAuthRefreshToken, "req-1", g)
+	keep := newToken(t, s, authstate.OAuthAccessToken, "req-2", g)
 	must(t, s.RevokeOAuthRequest(ctx, "req-1"))
 	must(t, s.RevokeOAuthRequest(ctx, "req-1"))
-	for _, tok := range []*core.OAuthToken{a1, a2} {
+	for _, tok := range []*authstate.OAuthToken{a1, a2} {
 		_, err = s.GetOAuthToken(ctx, tok.Kind, tok.Signature)
 		wantErr(t, "access token of a revoked request", err, core.ErrNoRows)
 	}
@@ -184,8 +185,8 @@ func testOAuthTokens(t *testing.T, st core.Store) {
 
 	// Rotation: the used refresh token goes inactive and the request's
 	// access tokens go; a second rotation with the same token conflicts.
-	a3 := newToken(t, s, core.OAuthAccessToken, "req-3", g)
-	r3 := newToken(t, s, core.OAuthRefreshToken, "req-3", g)
+	a3 := newToken(t, s, authstate.OAuthAccessToken, "req-3", g)
+	r3 := newToken(t, s, authstate.OAuthRefreshToken, "req-3", g)
 	must(t, s.RotateOAuthRefresh(ctx, "req-3", r3.Signature))
 	_, err = s.GetOAuthToken(ctx, a3.Kind, a3.Signature)
 	wantErr(t, "access token after rotation", err, core.ErrNoRows)
@@ -198,7 +199,7 @@ func testOAuthTokens(t *testing.T, st core.Store) {
 	wantErr(t, "deleted token", err, core.ErrNoRows)
 
 	// Expiry sweep.
-	old := &core.OAuthToken{Kind: core.OAuthPKCE, Signature: "old", RequestID: "req-4", ClientID: g.ClientID, Active: true,
+	old := &authstate.OAuthToken{Kind: authstate.OAuthPKCE, Signature: "old", RequestID: "req-4", ClientID: g.ClientID, Active: true,
 		Request: []byte("{}"), CreatedAt: at(0), ExpiresAt: at(5)}
 	must(t, s.CreateOAuthToken(ctx, old))
 	n, err := s.DeleteExpiredOAuth(ctx, at(100))
@@ -217,7 +218,7 @@ func testOAuthTokens(t *testing.T, st core.Store) {
 func testOAuthRotateConcurrent(t *testing.T, st core.Store) {
 	ctx, s := t.Context(), oauthStore(t, st)
 	g := newGrant(t, s, newOwner(t, st), newOAuthClient(t, s), "https://faxhub.example/mcp")
-	r := newToken(t, s, core.OAuthRefreshToken, "req-1", g)
+	r := newToken(t, s, authstate.OAuthRefreshToken, "req-1", g)
 	errs := race(concurrency, func(int) error { return s.RotateOAuthRefresh(ctx, "req-1", r.Signature) })
 	ok, conflicts := countErrs(t, "RotateOAuthRefresh", errs, core.ErrConflict)
 	if ok != 1 || conflicts != concurrency-1 {
@@ -233,7 +234,7 @@ func testOAuthConsents(t *testing.T, st core.Store) {
 		Status: core.ApprovalPending, CreatedAt: at(0), ExpiresAt: at(600),
 	}
 	must(t, st.CreateApproval(ctx, ap))
-	c := &core.OAuthConsent{ApprovalID: ap.ID, OwnerID: a.ID, ClientID: "oac_x", Query: "client_id=oac_x&state=abc%20def",
+	c := &authstate.OAuthConsent{ApprovalID: ap.ID, OwnerID: a.ID, ClientID: "oac_x", Query: "client_id=oac_x&state=abc%20def",
 		CreatedAt: at(0), ExpiresAt: at(600)}
 	must(t, s.CreateOAuthConsent(ctx, c))
 	wantErr(t, "CreateOAuthConsent twice", s.CreateOAuthConsent(ctx, c), core.ErrExists)
@@ -249,8 +250,8 @@ func testOAuthConsents(t *testing.T, st core.Store) {
 
 func testOAuthKeys(t *testing.T, st core.Store) {
 	ctx, s := t.Context(), oauthStore(t, st)
-	mk := func(id, alg string, sec int) *core.OAuthKey {
-		k := &core.OAuthKey{ID: id, Alg: alg, PublicJWK: []byte(`{"kid":"` + id + `"}`), Sealed: []byte{0, 1, 2, 0xff}, CreatedAt: at(sec)}
+	mk := func(id, alg string, sec int) *authstate.OAuthKey {
+		k := &authstate.OAuthKey{ID: id, Alg: alg, PublicJWK: []byte(`{"kid":"` + id + `"}`), Sealed: []byte{0, 1, 2, 0xff}, CreatedAt: at(sec)}
 		must(t, s.CreateOAuthKey(ctx, k))
 		return k
 	}
@@ -263,8 +264,8 @@ func testOAuthKeys(t *testing.T, st core.Store) {
 	keys, err := s.ListOAuthKeys(ctx, at(0))
 	must(t, err)
 	e1.RetiredAt = ptr(at(3))
-	wantEqual(t, "keys published", keys, []core.OAuthKey{*e2, *r1, *e1})
+	wantEqual(t, "keys published", keys, []authstate.OAuthKey{*e2, *r1, *e1})
 	keys, err = s.ListOAuthKeys(ctx, at(3))
 	must(t, err)
-	wantEqual(t, "keys after the retired key's window", keys, []core.OAuthKey{*e2, *r1})
+	wantEqual(t, "keys after the retired key's window", keys, []authstate.OAuthKey{*e2, *r1})
 }

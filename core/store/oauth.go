@@ -8,22 +8,23 @@ import (
 	"time"
 
 	"github.com/faxhub/faxhub/core"
+	"github.com/faxhub/faxhub/core/authstate"
 )
 
-var _ core.OAuthStore = (*DB)(nil)
+var _ authstate.OAuthStore = (*DB)(nil)
 
 // oauthClientRow reads the list and JSON columns as text: they are stored
 // as JSON arrays so that any URI survives, and SQLite returns TEXT as a
 // string that database/sql will not put into a slice.
 type oauthClientRow struct {
-	core.OAuthClient
+	authstate.OAuthClient
 	RawRedirectURIs  string `db:"raw_redirect_uris"`
 	RawGrantTypes    string `db:"raw_grant_types"`
 	RawResponseTypes string `db:"raw_response_types"`
 	RawMetadata      []byte `db:"raw_metadata"`
 }
 
-func (r *oauthClientRow) client() (*core.OAuthClient, error) {
+func (r *oauthClientRow) client() (*authstate.OAuthClient, error) {
 	c := r.OAuthClient
 	for _, f := range []struct {
 		raw string
@@ -49,7 +50,7 @@ func jsonList(v []string) (string, error) {
 	return string(b), err
 }
 
-func oauthClientArgs(c *core.OAuthClient) ([]any, error) {
+func oauthClientArgs(c *authstate.OAuthClient) ([]any, error) {
 	var lists [3]string
 	for i, v := range [][]string{c.RedirectURIs, c.GrantTypes, c.ResponseTypes} {
 		s, err := jsonList(v)
@@ -64,7 +65,7 @@ func oauthClientArgs(c *core.OAuthClient) ([]any, error) {
 const oauthClientInsert = `INSERT INTO oauth_clients (id, kind, name, uri, logo_uri, redirect_uris, grant_types,
 	response_types, scope, metadata, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
 
-func (x q) CreateOAuthClient(ctx context.Context, c *core.OAuthClient) error {
+func (x q) CreateOAuthClient(ctx context.Context, c *authstate.OAuthClient) error {
 	args, err := oauthClientArgs(c)
 	if err != nil {
 		return fmt.Errorf("create oauth client: %w", err)
@@ -79,7 +80,7 @@ func (x q) CreateOAuthClient(ctx context.Context, c *core.OAuthClient) error {
 	return nil
 }
 
-func (x q) PutOAuthClient(ctx context.Context, c *core.OAuthClient) error {
+func (x q) PutOAuthClient(ctx context.Context, c *authstate.OAuthClient) error {
 	args, err := oauthClientArgs(c)
 	if err != nil {
 		return fmt.Errorf("put oauth client: %w", err)
@@ -94,7 +95,7 @@ func (x q) PutOAuthClient(ctx context.Context, c *core.OAuthClient) error {
 	return nil
 }
 
-func (x q) GetOAuthClient(ctx context.Context, id string) (*core.OAuthClient, error) {
+func (x q) GetOAuthClient(ctx context.Context, id string) (*authstate.OAuthClient, error) {
 	var r oauthClientRow
 	if err := x.get(ctx, x.reader(), &r, oauthClientSelect+" WHERE id = ?", id); err != nil {
 		return nil, fmt.Errorf("get oauth client: %w", err)
@@ -103,11 +104,11 @@ func (x q) GetOAuthClient(ctx context.Context, id string) (*core.OAuthClient, er
 }
 
 type oauthGrantRow struct {
-	core.OAuthGrant
+	authstate.OAuthGrant
 	RawScopes string `db:"raw_scopes"`
 }
 
-func (r *oauthGrantRow) grant() core.OAuthGrant {
+func (r *oauthGrantRow) grant() authstate.OAuthGrant {
 	g := r.OAuthGrant
 	g.Scopes = strings.Fields(r.RawScopes)
 	if g.Scopes == nil {
@@ -120,7 +121,7 @@ const oauthGrantSelect = `SELECT g.id, g.owner_id, g.client_id, g.scopes AS raw_
 	g.last_used_at, g.revoked_at, c.name AS client_name, c.uri AS client_uri
 	FROM oauth_grants g JOIN oauth_clients c ON c.id = g.client_id`
 
-func (x q) CreateOAuthGrant(ctx context.Context, g *core.OAuthGrant) error {
+func (x q) CreateOAuthGrant(ctx context.Context, g *authstate.OAuthGrant) error {
 	n, err := x.exec(ctx, `INSERT INTO oauth_grants (id, owner_id, client_id, scopes, resource, created_at, updated_at,
 			last_used_at, revoked_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`,
 		g.ID, g.OwnerID, g.ClientID, strings.Join(g.Scopes, " "), g.Resource, g.CreatedAt, g.UpdatedAt, g.LastUsedAt, g.RevokedAt)
@@ -133,7 +134,7 @@ func (x q) CreateOAuthGrant(ctx context.Context, g *core.OAuthGrant) error {
 	return nil
 }
 
-func (x q) getGrant(ctx context.Context, where string, args ...any) (*core.OAuthGrant, error) {
+func (x q) getGrant(ctx context.Context, where string, args ...any) (*authstate.OAuthGrant, error) {
 	var r oauthGrantRow
 	if err := x.get(ctx, x.reader(), &r, oauthGrantSelect+" WHERE "+where, args...); err != nil {
 		return nil, err
@@ -142,7 +143,7 @@ func (x q) getGrant(ctx context.Context, where string, args ...any) (*core.OAuth
 	return &g, nil
 }
 
-func (x q) GetOAuthGrant(ctx context.Context, id string) (*core.OAuthGrant, error) {
+func (x q) GetOAuthGrant(ctx context.Context, id string) (*authstate.OAuthGrant, error) {
 	g, err := x.getGrant(ctx, "g.id = ?", id)
 	if err != nil {
 		return nil, fmt.Errorf("get oauth grant: %w", err)
@@ -150,7 +151,7 @@ func (x q) GetOAuthGrant(ctx context.Context, id string) (*core.OAuthGrant, erro
 	return g, nil
 }
 
-func (x q) FindOAuthGrant(ctx context.Context, ownerID, clientID, resource string) (*core.OAuthGrant, error) {
+func (x q) FindOAuthGrant(ctx context.Context, ownerID, clientID, resource string) (*authstate.OAuthGrant, error) {
 	g, err := x.getGrant(ctx, "g.owner_id = ? AND g.client_id = ? AND g.resource = ? AND g.revoked_at IS NULL", ownerID, clientID, resource)
 	if err != nil {
 		return nil, fmt.Errorf("find oauth grant: %w", err)
@@ -170,12 +171,12 @@ func (x q) UpdateOAuthGrantScopes(ctx context.Context, id string, scopes []strin
 	return nil
 }
 
-func (x q) ListOAuthGrants(ctx context.Context, ownerID string) ([]core.OAuthGrant, error) {
+func (x q) ListOAuthGrants(ctx context.Context, ownerID string) ([]authstate.OAuthGrant, error) {
 	var rows []oauthGrantRow
 	if err := x.sel(ctx, &rows, oauthGrantSelect+" WHERE g.owner_id = ? AND g.revoked_at IS NULL ORDER BY g.created_at DESC, g.id DESC", ownerID); err != nil {
 		return nil, fmt.Errorf("list oauth grants: %w", err)
 	}
-	out := make([]core.OAuthGrant, len(rows))
+	out := make([]authstate.OAuthGrant, len(rows))
 	for i := range rows {
 		out[i] = rows[i].grant()
 	}
@@ -210,7 +211,7 @@ func (x q) RevokeOAuthGrant(ctx context.Context, ownerID, id string, at time.Tim
 const oauthTokenCols = `kind, signature, request_id, grant_id, client_id, owner_id, active, access_signature, request,
 	created_at, expires_at`
 
-func (x q) CreateOAuthToken(ctx context.Context, t *core.OAuthToken) error {
+func (x q) CreateOAuthToken(ctx context.Context, t *authstate.OAuthToken) error {
 	err := x.insert(ctx, `INSERT INTO oauth_tokens (`+oauthTokenCols+`) VALUES (:kind, :signature, :request_id, :grant_id,
 		:client_id, :owner_id, :active, :access_signature, :request, :created_at, :expires_at) ON CONFLICT DO NOTHING`, t)
 	if err != nil {
@@ -219,22 +220,22 @@ func (x q) CreateOAuthToken(ctx context.Context, t *core.OAuthToken) error {
 	return nil
 }
 
-func (x q) GetOAuthToken(ctx context.Context, kind core.OAuthTokenKind, signature string) (*core.OAuthToken, error) {
-	var t core.OAuthToken
+func (x q) GetOAuthToken(ctx context.Context, kind authstate.OAuthTokenKind, signature string) (*authstate.OAuthToken, error) {
+	var t authstate.OAuthToken
 	if err := x.get(ctx, x.reader(), &t, "SELECT "+oauthTokenCols+" FROM oauth_tokens WHERE kind = ? AND signature = ?", kind, signature); err != nil {
 		return nil, fmt.Errorf("get oauth %s: %w", kind, err)
 	}
 	return &t, nil
 }
 
-func (x q) DeleteOAuthToken(ctx context.Context, kind core.OAuthTokenKind, signature string) error {
+func (x q) DeleteOAuthToken(ctx context.Context, kind authstate.OAuthTokenKind, signature string) error {
 	if _, err := x.exec(ctx, "DELETE FROM oauth_tokens WHERE kind = ? AND signature = ?", kind, signature); err != nil {
 		return fmt.Errorf("delete oauth %s: %w", kind, err)
 	}
 	return nil
 }
 
-func (x q) DeactivateOAuthToken(ctx context.Context, kind core.OAuthTokenKind, signature string) error {
+func (x q) DeactivateOAuthToken(ctx context.Context, kind authstate.OAuthTokenKind, signature string) error {
 	n, err := x.exec(ctx, "UPDATE oauth_tokens SET active = FALSE WHERE kind = ? AND signature = ? AND active", kind, signature)
 	if err == nil && n == 0 {
 		err = x.missingOrConflict(ctx, "oauth_tokens", "kind = ? AND signature = ?", kind, signature)
@@ -246,10 +247,10 @@ func (x q) DeactivateOAuthToken(ctx context.Context, kind core.OAuthTokenKind, s
 }
 
 func (x q) revokeRequest(ctx context.Context, requestID string) error {
-	if _, err := x.exec(ctx, "DELETE FROM oauth_tokens WHERE request_id = ? AND kind = ?", requestID, core.OAuthAccessToken); err != nil {
+	if _, err := x.exec(ctx, "DELETE FROM oauth_tokens WHERE request_id = ? AND kind = ?", requestID, authstate.OAuthAccessToken); err != nil {
 		return err
 	}
-	_, err := x.exec(ctx, "UPDATE oauth_tokens SET active = FALSE WHERE request_id = ? AND kind = ? AND active", requestID, core.OAuthRefreshToken)
+	_, err := x.exec(ctx, "UPDATE oauth_tokens SET active = FALSE WHERE request_id = ? AND kind = ? AND active", requestID, authstate.OAuthRefreshToken)
 	return err
 }
 
@@ -263,12 +264,12 @@ func (x q) RevokeOAuthRequest(ctx context.Context, requestID string) error {
 func (x q) RotateOAuthRefresh(ctx context.Context, requestID, signature string) error {
 	err := x.atomic(ctx, func(x q) error {
 		n, err := x.exec(ctx, "UPDATE oauth_tokens SET active = FALSE WHERE kind = ? AND signature = ? AND request_id = ? AND active",
-			core.OAuthRefreshToken, signature, requestID)
+			authstate.OAuthRefreshToken, signature, requestID)
 		if err != nil {
 			return err
 		}
 		if n == 0 {
-			return x.missingOrConflict(ctx, "oauth_tokens", "kind = ? AND signature = ? AND request_id = ?", core.OAuthRefreshToken, signature, requestID)
+			return x.missingOrConflict(ctx, "oauth_tokens", "kind = ? AND signature = ? AND request_id = ?", authstate.OAuthRefreshToken, signature, requestID)
 		}
 		return x.revokeRequest(ctx, requestID)
 	})
@@ -299,7 +300,7 @@ func (x q) DeleteExpiredOAuth(ctx context.Context, t time.Time) (int64, error) {
 
 const oauthConsentCols = "approval_id, owner_id, client_id, query, created_at, expires_at"
 
-func (x q) CreateOAuthConsent(ctx context.Context, c *core.OAuthConsent) error {
+func (x q) CreateOAuthConsent(ctx context.Context, c *authstate.OAuthConsent) error {
 	err := x.insert(ctx, `INSERT INTO oauth_consents (`+oauthConsentCols+`)
 		VALUES (:approval_id, :owner_id, :client_id, :query, :created_at, :expires_at) ON CONFLICT DO NOTHING`, c)
 	if err != nil {
@@ -308,8 +309,8 @@ func (x q) CreateOAuthConsent(ctx context.Context, c *core.OAuthConsent) error {
 	return nil
 }
 
-func (x q) GetOAuthConsent(ctx context.Context, ownerID, approvalID string) (*core.OAuthConsent, error) {
-	var c core.OAuthConsent
+func (x q) GetOAuthConsent(ctx context.Context, ownerID, approvalID string) (*authstate.OAuthConsent, error) {
+	var c authstate.OAuthConsent
 	if err := x.get(ctx, x.reader(), &c, "SELECT "+oauthConsentCols+" FROM oauth_consents WHERE approval_id = ? AND owner_id = ?", approvalID, ownerID); err != nil {
 		return nil, fmt.Errorf("get oauth consent: %w", err)
 	}
@@ -328,13 +329,13 @@ func (x q) DeleteOAuthConsent(ctx context.Context, ownerID, approvalID string) e
 }
 
 type oauthKeyRow struct {
-	core.OAuthKey
+	authstate.OAuthKey
 	RawPublicJWK string `db:"raw_public_jwk"`
 }
 
 const oauthKeySelect = "SELECT id, alg, public_jwk AS raw_public_jwk, sealed_private, created_at, retired_at FROM oauth_keys"
 
-func (x q) CreateOAuthKey(ctx context.Context, k *core.OAuthKey) error {
+func (x q) CreateOAuthKey(ctx context.Context, k *authstate.OAuthKey) error {
 	n, err := x.exec(ctx, `INSERT INTO oauth_keys (id, alg, public_jwk, sealed_private, created_at, retired_at)
 		VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`, k.ID, k.Alg, string(k.PublicJWK), k.Sealed, k.CreatedAt, k.RetiredAt)
 	if err == nil && n == 0 {
@@ -346,12 +347,12 @@ func (x q) CreateOAuthKey(ctx context.Context, k *core.OAuthKey) error {
 	return nil
 }
 
-func (x q) ListOAuthKeys(ctx context.Context, retiredAfter time.Time) ([]core.OAuthKey, error) {
+func (x q) ListOAuthKeys(ctx context.Context, retiredAfter time.Time) ([]authstate.OAuthKey, error) {
 	var rows []oauthKeyRow
 	if err := x.sel(ctx, &rows, oauthKeySelect+" WHERE retired_at IS NULL OR retired_at > ? ORDER BY created_at DESC, id DESC", retiredAfter); err != nil {
 		return nil, fmt.Errorf("list oauth keys: %w", err)
 	}
-	out := make([]core.OAuthKey, len(rows))
+	out := make([]authstate.OAuthKey, len(rows))
 	for i, r := range rows {
 		out[i] = r.OAuthKey
 		out[i].PublicJWK = []byte(r.RawPublicJWK)

@@ -5,15 +5,26 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/jmoiron/sqlx"
+
 	"github.com/faxhub/faxhub/core"
+	"github.com/faxhub/faxhub/core/authstate"
 )
 
-var _ core.PasskeyStore = (*DB)(nil)
+var (
+	_ authstate.PasskeyStore   = (*DB)(nil)
+	_ authstate.PasskeyQueries = (*Tx)(nil)
+)
+
+// InPasskeyTx runs fn in one transaction, like InTx.
+func (db *DB) InPasskeyTx(ctx context.Context, fn func(authstate.PasskeyQueries) error) error {
+	return db.inTx(ctx, func(t *sqlx.Tx) error { return fn(&Tx{q: q{db: db, tx: t}}) })
+}
 
 const passkeyCols = `id, owner_id, credential_id, name, public_key, attestation_type, aaguid, sign_count, transports,
 	user_verified, backup_eligible, backup_state, created_at, last_used_at`
 
-func (x q) CreatePasskey(ctx context.Context, p *core.Passkey) error {
+func (x q) CreatePasskey(ctx context.Context, p *authstate.Passkey) error {
 	err := x.insert(ctx, `INSERT INTO passkeys (`+passkeyCols+`)
 		VALUES (:id, :owner_id, :credential_id, :name, :public_key, :attestation_type, :aaguid, :sign_count, :transports,
 			:user_verified, :backup_eligible, :backup_state, :created_at, :last_used_at)
@@ -24,16 +35,16 @@ func (x q) CreatePasskey(ctx context.Context, p *core.Passkey) error {
 	return nil
 }
 
-func (x q) GetPasskeyByCredentialID(ctx context.Context, credentialID string) (*core.Passkey, error) {
-	var p core.Passkey
+func (x q) GetPasskeyByCredentialID(ctx context.Context, credentialID string) (*authstate.Passkey, error) {
+	var p authstate.Passkey
 	if err := x.get(ctx, x.reader(), &p, "SELECT "+passkeyCols+" FROM passkeys WHERE credential_id = ?", credentialID); err != nil {
 		return nil, fmt.Errorf("get passkey: %w", err)
 	}
 	return &p, nil
 }
 
-func (x q) ListPasskeys(ctx context.Context, ownerID string) ([]core.Passkey, error) {
-	var ps []core.Passkey
+func (x q) ListPasskeys(ctx context.Context, ownerID string) ([]authstate.Passkey, error) {
+	var ps []authstate.Passkey
 	if err := x.sel(ctx, &ps, "SELECT "+passkeyCols+" FROM passkeys WHERE owner_id = ? ORDER BY created_at, id", ownerID); err != nil {
 		return nil, fmt.Errorf("list passkeys: %w", err)
 	}
@@ -97,7 +108,7 @@ func (x q) RecordPasskeyUse(ctx context.Context, id string, signCount int64, bac
 
 const challengeCols = "hash, purpose, owner_id, binding, session, created_at, expires_at, used_at"
 
-func (x q) CreateChallenge(ctx context.Context, c *core.WebAuthnChallenge) error {
+func (x q) CreateChallenge(ctx context.Context, c *authstate.WebAuthnChallenge) error {
 	err := x.insert(ctx, `INSERT INTO webauthn_challenges (`+challengeCols+`)
 		VALUES (:hash, :purpose, :owner_id, :binding, :session, :created_at, :expires_at, :used_at) ON CONFLICT DO NOTHING`, c)
 	if err != nil {
@@ -108,8 +119,8 @@ func (x q) CreateChallenge(ctx context.Context, c *core.WebAuthnChallenge) error
 
 // ClaimChallenge is a compare-and-set on used_at followed by a read of the
 // row, both in one transaction (or savepoint).
-func (x q) ClaimChallenge(ctx context.Context, hash, purpose string, at time.Time) (*core.WebAuthnChallenge, error) {
-	var c core.WebAuthnChallenge
+func (x q) ClaimChallenge(ctx context.Context, hash, purpose string, at time.Time) (*authstate.WebAuthnChallenge, error) {
+	var c authstate.WebAuthnChallenge
 	err := x.atomic(ctx, func(x q) error {
 		n, err := x.exec(ctx, `UPDATE webauthn_challenges SET used_at = ?
 			WHERE hash = ? AND purpose = ? AND used_at IS NULL AND expires_at > ?`, at, hash, purpose, at)
@@ -129,7 +140,7 @@ func (x q) ClaimChallenge(ctx context.Context, hash, purpose string, at time.Tim
 
 const emailTokenCols = "hash, purpose, email, name, owner_id, created_at, expires_at, used_at"
 
-func (x q) CreateEmailToken(ctx context.Context, t *core.EmailToken) error {
+func (x q) CreateEmailToken(ctx context.Context, t *authstate.EmailToken) error {
 	err := x.insert(ctx, `INSERT INTO email_tokens (`+emailTokenCols+`)
 		VALUES (:hash, :purpose, :email, :name, :owner_id, :created_at, :expires_at, :used_at) ON CONFLICT DO NOTHING`, t)
 	if err != nil {
@@ -138,8 +149,8 @@ func (x q) CreateEmailToken(ctx context.Context, t *core.EmailToken) error {
 	return nil
 }
 
-func (x q) GetEmailToken(ctx context.Context, hash string) (*core.EmailToken, error) {
-	var t core.EmailToken
+func (x q) GetEmailToken(ctx context.Context, hash string) (*authstate.EmailToken, error) {
+	var t authstate.EmailToken
 	if err := x.get(ctx, x.reader(), &t, "SELECT "+emailTokenCols+" FROM email_tokens WHERE hash = ?", hash); err != nil {
 		return nil, fmt.Errorf("get email token: %w", err)
 	}
@@ -157,8 +168,8 @@ func (x q) SetEmailTokenOwner(ctx context.Context, hash, ownerID string) error {
 	return nil
 }
 
-func (x q) ClaimEmailToken(ctx context.Context, hash, purpose string, at time.Time) (*core.EmailToken, error) {
-	var t core.EmailToken
+func (x q) ClaimEmailToken(ctx context.Context, hash, purpose string, at time.Time) (*authstate.EmailToken, error) {
+	var t authstate.EmailToken
 	err := x.atomic(ctx, func(x q) error {
 		n, err := x.exec(ctx, `UPDATE email_tokens SET used_at = ?
 			WHERE hash = ? AND purpose = ? AND used_at IS NULL AND expires_at > ?`, at, hash, purpose, at)

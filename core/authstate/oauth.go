@@ -1,11 +1,18 @@
-package core
+// Package authstate is the persistence port of the owner-facing
+// authentication adapters: the OAuth server's fosite state (clients,
+// grants, token sessions, consent hand-offs, signing keys) and the
+// console's WebAuthn state (passkeys, ceremony challenges, email links).
+// These shapes follow the libraries (fosite, go-webauthn), not the fax
+// domain, so they live beside core rather than in it. core/store
+// implements both ports; conformance/storetest checks them on every
+// backend.
+package authstate
 
 import (
 	"context"
 	"encoding/json"
 	"time"
 )
-
 // OAuthStore persists the OAuth authorization server's state (oauth/):
 // clients, grants, token sessions, consent hand-offs and signing keys.
 // core/store implements it beside core.Store; it is a separate port because

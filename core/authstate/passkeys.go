@@ -1,4 +1,4 @@
-package core
+package authstate
 
 import (
 	"context"
@@ -9,10 +9,6 @@ import (
 // every replica can finish a ceremony another one began, and so that
 // single-use rules hold across replicas. core/store implements
 // PasskeyStore; conformance/storetest checks it on every backend.
-
-// PrefixPasskey names a stored passkey (the row, not the WebAuthn
-// credential id, which is long and chosen by the authenticator).
-const PrefixPasskey = "pky_"
 
 // Passkey is a WebAuthn credential an owner signs in with.
 type Passkey struct {
@@ -90,8 +86,18 @@ type EmailToken struct {
 }
 
 // PasskeyStore persists passkeys, WebAuthn challenges and email tokens.
-// Errors follow Store: ErrNoRows, ErrExists, ErrConflict.
+// Errors follow core.Store: ErrNoRows, ErrExists, ErrConflict.
 type PasskeyStore interface {
+	PasskeyQueries
+	// InPasskeyTx runs fn in one transaction (committed when fn returns
+	// nil), so that spending an email link and storing the passkey it
+	// registers happen together.
+	InPasskeyTx(ctx context.Context, fn func(PasskeyQueries) error) error
+}
+
+// PasskeyQueries are PasskeyStore's operations, on the store or inside a
+// transaction.
+type PasskeyQueries interface {
 	// CreatePasskey stores a new passkey; ErrExists if its credential id is
 	// registered already (to anyone).
 	CreatePasskey(ctx context.Context, p *Passkey) error
