@@ -9,10 +9,6 @@ import (
 	"time"
 )
 
-// SessionCookieName is the first-party session cookie; the console sets it
-// and `faxhub admin session create` prints one for scripts.
-const SessionCookieName = "faxhub_session"
-
 // Session lifetimes: a session ends after IdleTimeout without use or
 // AbsoluteTimeout after sign-in, whichever comes first.
 const (

@@ -16,6 +16,7 @@ import (
 
 	"github.com/faxhub/faxhub/core"
 	"github.com/faxhub/faxhub/core/authstate"
+	"github.com/faxhub/faxhub/core/web"
 )
 
 // consentBinding is the exact authorization request an owner approves; its
@@ -128,15 +129,7 @@ func (s *Server) bindingOf(ar fosite.AuthorizeRequester, resource string) consen
 
 // ownerSession returns the signed-in owner's session, or nil.
 func (s *Server) ownerSession(r *http.Request) (*core.Session, error) {
-	c, err := r.Cookie(core.SessionCookieName)
-	if err != nil || c.Value == "" {
-		return nil, nil
-	}
-	sess, err := s.svc.AuthenticateSession(r.Context(), c.Value)
-	if core.ErrorKind(err) == core.KindUnauthenticated {
-		return nil, nil
-	}
-	return sess, err
+	return web.OwnerSession(r, s.svc)
 }
 
 func redirectToSignIn(w http.ResponseWriter, r *http.Request) {

@@ -22,6 +22,7 @@ import (
 	"golang.org/x/oauth2"
 
 	"github.com/faxhub/faxhub/core"
+	"github.com/faxhub/faxhub/core/web"
 	"github.com/faxhub/faxhub/internal/testenv"
 	"github.com/faxhub/faxhub/oauth"
 )
@@ -149,7 +150,7 @@ func (h *harness) cookie(owner *core.Owner) string {
 	if err != nil {
 		h.t.Fatal(err)
 	}
-	return core.SessionCookieName + "=" + secret
+	return web.SessionCookieName + "=" + secret
 }
 
 // browse GETs a URL (absolute or a local path) with the session cookie and

@@ -28,6 +28,7 @@ import (
 	"github.com/faxhub/faxhub/core"
 	"github.com/faxhub/faxhub/core/authstate"
 	"github.com/faxhub/faxhub/core/mail"
+	"github.com/faxhub/faxhub/core/web"
 )
 
 // Options configure the console.
@@ -255,17 +256,11 @@ func csrfToken(secret string) string {
 }
 
 func (c *Console) currentSession(r *http.Request) (*signedIn, error) {
-	ck, err := r.Cookie(core.SessionCookieName)
-	if err != nil || ck.Value == "" {
-		return nil, nil
-	}
-	sess, err := c.svc.AuthenticateSession(r.Context(), ck.Value)
-	if err != nil {
-		if core.ErrorKind(err) == core.KindUnauthenticated {
-			return nil, nil
-		}
+	sess, err := web.OwnerSession(r, c.svc)
+	if sess == nil || err != nil {
 		return nil, err
 	}
+	ck, _ := r.Cookie(web.SessionCookieName)
 	o, err := c.svc.Store.GetOwner(r.Context(), sess.OwnerID)
 	if err != nil {
 		return nil, fmt.Errorf("load owner of session: %w", err)
@@ -309,14 +304,14 @@ func (c *Console) withOwner(h ownerHandler) http.HandlerFunc {
 
 func (c *Console) setSessionCookie(w http.ResponseWriter, secret string) {
 	http.SetCookie(w, &http.Cookie{
-		Name: core.SessionCookieName, Value: secret, Path: "/", HttpOnly: true, Secure: c.secure,
+		Name: web.SessionCookieName, Value: secret, Path: "/", HttpOnly: true, Secure: c.secure,
 		SameSite: http.SameSiteLaxMode, MaxAge: int(core.SessionAbsoluteTimeout / time.Second),
 	})
 }
 
 func (c *Console) clearSessionCookie(w http.ResponseWriter) {
 	http.SetCookie(w, &http.Cookie{
-		Name: core.SessionCookieName, Value: "", Path: "/", HttpOnly: true, Secure: c.secure,
+		Name: web.SessionCookieName, Value: "", Path: "/", HttpOnly: true, Secure: c.secure,
 		SameSite: http.SameSiteLaxMode, MaxAge: -1,
 	})
 }

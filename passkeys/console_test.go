@@ -20,6 +20,7 @@ import (
 
 	"github.com/faxhub/faxhub/core"
 	"github.com/faxhub/faxhub/core/mail"
+	"github.com/faxhub/faxhub/core/web"
 	"github.com/faxhub/faxhub/internal/passkeytest"
 	"github.com/faxhub/faxhub/internal/testenv"
 	"github.com/faxhub/faxhub/passkeys"
@@ -329,7 +330,7 @@ func TestSessionCookieAttributes(t *testing.T) {
 	r := b.postJSON("/verify/finish", map[string]any{"token": tokenOf(link), "credential": json.RawMessage(att)}, "")
 	wantStatus(t, "finish", r, 200)
 	ck := r.header.Get("Set-Cookie")
-	for _, want := range []string{core.SessionCookieName + "=fxs_", "Path=/", "HttpOnly", "Secure", "SameSite=Lax"} {
+	for _, want := range []string{web.SessionCookieName + "=fxs_", "Path=/", "HttpOnly", "Secure", "SameSite=Lax"} {
 		if !strings.Contains(ck, want) {
 			t.Errorf("Set-Cookie %q lacks %q", ck, want)
 		}

@@ -118,26 +118,13 @@ func (a *api) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		h := w.Header()
 		h.Set("Cache-Control", "no-store")
 		h.Set("X-Content-Type-Options", "nosniff")
-		if name, ok := credentialInQuery(r); ok {
+		if name, ok := web.CredentialInQuery(r); ok {
 			web.WriteError(w, r, a.log, core.Errorf(core.KindInvalid, core.CodeInvalidRequest,
 				"credentials are never accepted in the query string (found %q); send the API key as \"Authorization: Bearer <API key>\", and rotate a key that has appeared in a URL because URLs get logged", name))
 			return
 		}
 	}
 	a.mux.ServeHTTP(w, r)
-}
-
-// credentialInQuery names a query parameter that looks like a credential.
-// Refusing them (rather than ignoring them) tells the client its key has
-// leaked into URLs and logs.
-func credentialInQuery(r *http.Request) (string, bool) {
-	q := r.URL.Query()
-	for _, name := range []string{"api_key", "key", "access_token"} {
-		if q.Has(name) {
-			return name, true
-		}
-	}
-	return "", false
 }
 
 // notRouted answers requests that matched no endpoint. The mux itself is
@@ -193,7 +180,12 @@ const wwwAuthenticate = `Bearer realm="faxhub"`
 // by core for each operation.
 func (a *api) authed(h authedFunc) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		secret, ok := web.BearerToken(r)
+		authz, err := web.ParseAuthorization(r)
+		if err != nil {
+			web.WriteError(w, r, a.log, err)
+			return
+		}
+		secret, ok := authz.Credentials, authz.IsBearer()
 		if !ok {
 			w.Header().Set("WWW-Authenticate", wwwAuthenticate)
 			web.WriteError(w, r, a.log, core.Errorf(core.KindUnauthenticated, core.CodeUnauthenticated,

@@ -9,6 +9,7 @@ import (
 	"os"
 
 	"github.com/faxhub/faxhub/core"
+	"github.com/faxhub/faxhub/core/web"
 	"github.com/faxhub/faxhub/internal/app"
 )
 
@@ -165,7 +166,7 @@ func adminCmd(ctx context.Context, name string, args []string, stdout, stderr io
 		if err != nil {
 			return err
 		}
-		fmt.Fprintf(stdout, "%s=%s\n", core.SessionCookieName, secret)
+		fmt.Fprintf(stdout, "%s=%s\n", web.SessionCookieName, secret)
 	case "demo":
 		return createDemo(ctx, svc, c.APIURL, stdout)
 	}

@@ -24,6 +24,7 @@ import (
 
 	"github.com/faxhub/faxhub/core"
 	"github.com/faxhub/faxhub/core/store"
+	"github.com/faxhub/faxhub/core/web"
 	"github.com/faxhub/faxhub/internal/app"
 	"github.com/faxhub/faxhub/oauth"
 )
@@ -124,7 +125,7 @@ func approvedAssertion(t *testing.T, a *app.App, base string) string {
 		return m
 	}
 	enr := post(oauth.PathAgentManage, map[string]any{"action": "enroll", "name": "bench agent", "scopes": []string{"fax:read", "credits:read"}},
-		core.SessionCookieName+"="+secret)
+		web.SessionCookieName+"="+secret)
 	reg := post(oauth.PathAgentIdentity, map[string]any{"type": "service_auth", "enrollment_token": enr["enrollment_token"], "login_hint": o.Email}, "")
 	claim, _ := reg["claim"].(map[string]any)
 	uri, _ := claim["verification_uri"].(string)

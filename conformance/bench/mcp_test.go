@@ -23,6 +23,7 @@ import (
 	"golang.org/x/oauth2"
 
 	"github.com/faxhub/faxhub/core"
+	"github.com/faxhub/faxhub/core/web"
 	"github.com/faxhub/faxhub/internal/app"
 	"github.com/faxhub/faxhub/oauth"
 )
@@ -156,7 +157,7 @@ func mcpToken(t *testing.T, a *app.App, base string) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cookie := core.SessionCookieName + "=" + secret
+	cookie := web.SessionCookieName + "=" + secret
 	const redirect = "http://127.0.0.1:9/callback"
 	meta, _ := json.Marshal(map[string]any{"client_name": "Bench Chat", "redirect_uris": []string{redirect},
 		"grant_types": []string{"authorization_code"}, "token_endpoint_auth_method": "none"})

@@ -137,9 +137,15 @@ func WriteJSON(w http.ResponseWriter, status int, v any) {
 const DefaultMaxJSON = 1 << 20
 
 // DecodeJSON reads a JSON object body strictly: the content type must be
-// JSON, unknown fields and trailing data are refused, the size is bounded.
-// An empty body decodes to the zero value when allowEmpty is true.
+// JSON, unknown fields and trailing data are refused, the size is bounded
+// by DefaultMaxJSON. An empty body decodes to the zero value when
+// allowEmpty is true.
 func DecodeJSON(w http.ResponseWriter, r *http.Request, v any, allowEmpty bool) error {
+	return DecodeJSONLimit(w, r, v, DefaultMaxJSON, allowEmpty)
+}
+
+// DecodeJSONLimit is DecodeJSON with its own size bound.
+func DecodeJSONLimit(w http.ResponseWriter, r *http.Request, v any, limit int64, allowEmpty bool) error {
 	if r.ContentLength == 0 && allowEmpty {
 		return nil
 	}
@@ -149,14 +155,14 @@ func DecodeJSON(w http.ResponseWriter, r *http.Request, v any, allowEmpty bool) 
 			return core.Errorf(core.KindUnsupportedMedia, core.CodeUnsupportedContentType, "send the body as application/json")
 		}
 	}
-	body := http.MaxBytesReader(w, r.Body, DefaultMaxJSON)
+	body := http.MaxBytesReader(w, r.Body, limit)
 	dec := json.NewDecoder(body)
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
 		var mbe *http.MaxBytesError
 		switch {
 		case errors.As(err, &mbe):
-			return core.Errorf(core.KindTooLarge, core.CodeInvalidRequest, "the JSON body is larger than %d bytes", DefaultMaxJSON)
+			return core.Errorf(core.KindTooLarge, core.CodeInvalidRequest, "the JSON body is larger than %d bytes", limit)
 		case errors.Is(err, io.EOF):
 			if allowEmpty {
 				return nil
@@ -179,13 +185,3 @@ func jsonErrorText(err error) string {
 	return strings.TrimPrefix(err.Error(), "json: ")
 }
 
-// BearerToken returns the token of an Authorization: Bearer header.
-func BearerToken(r *http.Request) (string, bool) {
-	h := r.Header.Get("Authorization")
-	scheme, tok, ok := strings.Cut(h, " ")
-	if !ok || !strings.EqualFold(scheme, "Bearer") {
-		return "", false
-	}
-	tok = strings.TrimSpace(tok)
-	return tok, tok != ""
-}

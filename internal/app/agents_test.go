@@ -13,6 +13,7 @@ import (
 
 	"github.com/faxhub/faxhub/conformance/storetest"
 	"github.com/faxhub/faxhub/core"
+	"github.com/faxhub/faxhub/core/web"
 	"github.com/faxhub/faxhub/internal/app"
 	"github.com/faxhub/faxhub/internal/testenv"
 	"github.com/faxhub/faxhub/oauth"
@@ -54,7 +55,7 @@ func TestAgentRegistrationTwoReplicas(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cookie := core.SessionCookieName + "=" + secret
+	cookie := web.SessionCookieName + "=" + secret
 	post := func(i int, path, ct, body, cookie string) (int, map[string]any) {
 		t.Helper()
 		req, _ := http.NewRequest(http.MethodPost, srvs[i].URL+path, strings.NewReader(body))

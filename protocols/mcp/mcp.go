@@ -95,13 +95,10 @@ type rpcPeek struct {
 
 // ServeHTTP authenticates, then hands the request to the go-sdk handler.
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	q := r.URL.Query()
-	for _, k := range []string{"access_token", "api_key", "apiKey", "key", "token"} {
-		if q.Has(k) {
-			h.problem(w, http.StatusBadRequest, core.CodeInvalidRequest,
-				"credentials are never accepted in the query string; send an OAuth access token in the Authorization header (Bearer)", "")
-			return
-		}
+	if _, ok := web.CredentialInQuery(r); ok {
+		h.problem(w, http.StatusBadRequest, core.CodeInvalidRequest,
+			"credentials are never accepted in the query string; send an OAuth access token in the Authorization header (Bearer)", "")
+		return
 	}
 	var peek rpcPeek
 	if r.Method == http.MethodPost {
@@ -124,8 +121,12 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			"the MCP server is turned off on this server (--mcp-oauth off); only server/discover is answered", "")
 		return
 	}
-	scheme, tok, _ := strings.Cut(r.Header.Get("Authorization"), " ")
-	tok = strings.TrimSpace(tok)
+	authz, err := web.ParseAuthorization(r)
+	if err != nil {
+		h.challenge(w, http.StatusBadRequest, "invalid_request", core.AsError(err).Message, "")
+		return
+	}
+	scheme, tok := authz.Scheme, authz.Credentials
 	switch {
 	case strings.EqualFold(scheme, "DPoP"):
 		h.challenge(w, http.StatusUnauthorized, "invalid_token",

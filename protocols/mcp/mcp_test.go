@@ -20,6 +20,7 @@ import (
 	"golang.org/x/oauth2"
 
 	"github.com/faxhub/faxhub/core"
+	"github.com/faxhub/faxhub/core/web"
 	"github.com/faxhub/faxhub/internal/app"
 	"github.com/faxhub/faxhub/internal/testenv"
 	"github.com/faxhub/faxhub/oauth"
@@ -73,7 +74,7 @@ func (e *env) owner(email string) (*core.Owner, string) {
 	if err != nil {
 		e.t.Fatal(err)
 	}
-	return o, core.SessionCookieName + "=" + secret
+	return o, web.SessionCookieName + "=" + secret
 }
 
 func (e *env) browse(method, target, cookie string, form url.Values) (int, *url.URL, string) {
