@@ -14,10 +14,9 @@ import (
 const (
 	SessionIdleTimeout     = 24 * time.Hour
 	SessionAbsoluteTimeout = 14 * 24 * time.Hour
-	// sessionTouchEvery bounds last-seen writes to one per minute per session.
-	sessionTouchEvery = time.Minute
-	// apiKeyTouchEvery bounds last-used writes to one per minute per key.
-	apiKeyTouchEvery = time.Minute
+	// touchEvery bounds last-used writes (sessions, API keys, grants,
+	// agent registrations) to one per minute per credential.
+	touchEvery = time.Minute
 )
 
 // NormalizeEmail lower-cases and checks an address.
@@ -46,7 +45,7 @@ func (s *Service) CreateOwner(ctx context.Context, email, name string, verified 
 		t := o.CreatedAt
 		o.EmailVerifiedAt = &t
 	}
-	if err := s.Store.CreateOwner(ctx, o); err != nil {
+	if err := s.d.Store.CreateOwner(ctx, o); err != nil {
 		if errors.Is(err, ErrExists) {
 			return nil, Errorf(KindConflict, CodeOwnerExists, "an owner with email %s already exists", email)
 		}
@@ -61,12 +60,12 @@ func (s *Service) OwnerByEmail(ctx context.Context, email string) (*Owner, error
 	if err != nil {
 		return nil, err
 	}
-	o, err := s.Store.GetOwnerByEmail(ctx, email)
+	o, err := s.d.Store.GetOwnerByEmail(ctx, email)
 	return o, storeErr(err, "owner")
 }
 
 // APIKeyPrefix returns the visible prefix of keys of a mode.
-func APIKeyPrefix(m Mode) string { return "fxk_" + string(m) + "_" }
+func APIKeyPrefix(m Mode) string { return SecretAPIKey + string(m) + "_" }
 
 // CreateAPIKey issues a key for an owner and returns its secret, which is
 // never stored or shown again.
@@ -83,7 +82,7 @@ func (s *Service) CreateAPIKey(ctx context.Context, ownerID string, mode Mode, n
 		Hash: HashSecret(secret), Hint: APIKeyPrefix(mode) + "…" + secret[len(secret)-4:],
 		CreatedAt: s.now(),
 	}
-	if err := s.Store.CreateAPIKey(ctx, key); err != nil {
+	if err := s.d.Store.CreateAPIKey(ctx, key); err != nil {
 		return "", nil, fmt.Errorf("create api key: %w", err)
 	}
 	return secret, key, nil
@@ -91,7 +90,7 @@ func (s *Service) CreateAPIKey(ctx context.Context, ownerID string, mode Mode, n
 
 // ListAPIKeys lists an owner's keys (without secrets).
 func (s *Service) ListAPIKeys(ctx context.Context, ownerID string) ([]APIKey, error) {
-	keys, err := s.Store.ListAPIKeys(ctx, ownerID)
+	keys, err := s.d.Store.ListAPIKeys(ctx, ownerID)
 	if err != nil {
 		return nil, fmt.Errorf("list api keys: %w", err)
 	}
@@ -101,7 +100,7 @@ func (s *Service) ListAPIKeys(ctx context.Context, ownerID string) ([]APIKey, er
 // RevokeAPIKey revokes one of the owner's keys; further use is refused at
 // once on every replica.
 func (s *Service) RevokeAPIKey(ctx context.Context, ownerID, id string) error {
-	return storeErr(s.Store.RevokeAPIKey(ctx, ownerID, id, s.now()), "api key")
+	return storeErr(s.d.Store.RevokeAPIKey(ctx, ownerID, id, s.now()), "api key")
 }
 
 // AuthenticateAPIKey turns a presented secret into a Principal. API keys
@@ -117,7 +116,7 @@ func (s *Service) AuthenticateAPIKey(ctx context.Context, secret string) (Princi
 	default:
 		return Principal{}, bad
 	}
-	k, err := s.Store.GetAPIKeyByHash(ctx, HashSecret(secret))
+	k, err := s.d.Store.GetAPIKeyByHash(ctx, HashSecret(secret))
 	if errors.Is(err, ErrNoRows) {
 		return Principal{}, bad
 	} else if err != nil {
@@ -127,28 +126,25 @@ func (s *Service) AuthenticateAPIKey(ctx context.Context, secret string) (Princi
 		return Principal{}, bad
 	}
 	now := s.now()
-	if k.LastUsedAt == nil || now.Sub(*k.LastUsedAt) > apiKeyTouchEvery {
+	if k.LastUsedAt == nil || now.Sub(*k.LastUsedAt) > touchEvery {
 		// Best effort: a failed last-used write must not fail the request.
-		if err := s.Store.TouchAPIKey(ctx, k.ID, now); err != nil {
-			s.Logger.WarnContext(ctx, "touch api key", "key_id", k.ID, "err", err)
+		if err := s.d.Store.TouchAPIKey(ctx, k.ID, now); err != nil {
+			s.d.Logger.WarnContext(ctx, "touch api key", "key_id", k.ID, "err", err)
 		}
 	}
-	return Principal{
-		OwnerID: k.OwnerID, Kind: PrincipalAPIKey, Mode: k.Mode,
-		Scopes: append([]Scope(nil), FaxScopes...), SubjectID: k.ID,
-	}, nil
+	return s.principal(PrincipalAPIKey, k.OwnerID, FaxScopes(), k.ID, "", "", k.Mode), nil
 }
 
 // CreateSession signs an owner in and returns the cookie secret.
 func (s *Service) CreateSession(ctx context.Context, ownerID, userAgent string) (secret string, sess *Session, err error) {
-	secret = "fxs_" + RandomString(32)
+	secret = SecretSession + RandomString(32)
 	now := s.now()
 	sess = &Session{
 		ID: NewID(PrefixSession), Hash: HashSecret(secret), OwnerID: ownerID,
 		CreatedAt: now, LastSeenAt: now, ExpiresAt: now.Add(SessionAbsoluteTimeout),
 		UserAgent: truncate(userAgent, 255),
 	}
-	if err := s.Store.CreateSession(ctx, sess); err != nil {
+	if err := s.d.Store.CreateSession(ctx, sess); err != nil {
 		return "", nil, fmt.Errorf("create session: %w", err)
 	}
 	return secret, sess, nil
@@ -157,10 +153,10 @@ func (s *Service) CreateSession(ctx context.Context, ownerID, userAgent string) 
 // AuthenticateSession returns the live session for a cookie secret.
 func (s *Service) AuthenticateSession(ctx context.Context, secret string) (*Session, error) {
 	bad := Errorf(KindUnauthenticated, CodeUnauthenticated, "not signed in")
-	if !strings.HasPrefix(secret, "fxs_") {
+	if !strings.HasPrefix(secret, SecretSession) {
 		return nil, bad
 	}
-	sess, err := s.Store.GetSessionByHash(ctx, HashSecret(secret))
+	sess, err := s.d.Store.GetSessionByHash(ctx, HashSecret(secret))
 	if errors.Is(err, ErrNoRows) {
 		return nil, bad
 	} else if err != nil {
@@ -168,12 +164,12 @@ func (s *Service) AuthenticateSession(ctx context.Context, secret string) (*Sess
 	}
 	now := s.now()
 	if now.After(sess.ExpiresAt) || now.Sub(sess.LastSeenAt) > SessionIdleTimeout {
-		_ = s.Store.DeleteSession(ctx, sess.ID)
+		_ = s.d.Store.DeleteSession(ctx, sess.ID)
 		return nil, bad
 	}
-	if now.Sub(sess.LastSeenAt) > sessionTouchEvery {
-		if err := s.Store.TouchSession(ctx, sess.ID, now); err != nil {
-			s.Logger.WarnContext(ctx, "touch session", "session_id", sess.ID, "err", err)
+	if now.Sub(sess.LastSeenAt) > touchEvery {
+		if err := s.d.Store.TouchSession(ctx, sess.ID, now); err != nil {
+			s.d.Logger.WarnContext(ctx, "touch session", "session_id", sess.ID, "err", err)
 		}
 	}
 	return sess, nil
@@ -182,12 +178,12 @@ func (s *Service) AuthenticateSession(ctx context.Context, secret string) (*Sess
 // EndSession signs one session out; EndAllSessions signs the owner out
 // everywhere.
 func (s *Service) EndSession(ctx context.Context, id string) error {
-	return s.Store.DeleteSession(ctx, id)
+	return s.d.Store.DeleteSession(ctx, id)
 }
 
 // EndAllSessions deletes every session of the owner.
 func (s *Service) EndAllSessions(ctx context.Context, ownerID string) error {
-	return s.Store.DeleteOwnerSessions(ctx, ownerID)
+	return s.d.Store.DeleteOwnerSessions(ctx, ownerID)
 }
 
 func truncate(s string, n int) string {

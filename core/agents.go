@@ -7,10 +7,11 @@ import (
 
 // Agent registration with owner approval (spec, Authentication section 3):
 // an owner issues an enrollment token, an agent registers with it, and the
-// owner approves the agent's claim. oauth/ implements the endpoints;
+// owner approves the agent's claim. The rules are core's (agentreg.go);
+// oauth/ serves the HTTP endpoints and signs identity assertions;
 // core/store keeps the state. Every secret (enrollment token, claim token,
 // claim-attempt token, user code, access token) reaches the store only as a
-// SHA-256 hash computed by the caller.
+// SHA-256 hash.
 
 // Limits of agent registration.
 const (
@@ -50,11 +51,11 @@ type AgentEnrollment struct {
 	Name           string     `db:"name" json:"name"`
 	Scopes         []string   `db:"-" json:"scopes"`
 	TokenHash      string     `db:"token_hash" json:"-"`
-	CreatedAt      time.Time  `db:"created_at" json:"createdAt"`
-	ExpiresAt      time.Time  `db:"expires_at" json:"expiresAt"`
-	ConsumedAt     *time.Time `db:"consumed_at" json:"consumedAt,omitempty"`
-	RevokedAt      *time.Time `db:"revoked_at" json:"revokedAt,omitempty"`
-	RegistrationID string     `db:"registration_id" json:"registrationId,omitempty"`
+	CreatedAt      time.Time  `db:"created_at" json:"created_at"`
+	ExpiresAt      time.Time  `db:"expires_at" json:"expires_at"`
+	ConsumedAt     *time.Time `db:"consumed_at" json:"consumed_at,omitempty"`
+	RevokedAt      *time.Time `db:"revoked_at" json:"revoked_at,omitempty"`
+	RegistrationID string     `db:"registration_id" json:"registration_id,omitempty"`
 }
 
 // Live reports whether the token can still register an agent at now.
@@ -71,9 +72,9 @@ type AgentRegistration struct {
 	Scopes     []string   `db:"-" json:"scopes"`
 	Status     string     `db:"status" json:"status"`
 	Claimed    bool       `db:"claimed" json:"claimed"`
-	CreatedAt  time.Time  `db:"created_at" json:"createdAt"`
-	LastUsedAt *time.Time `db:"last_used_at" json:"lastUsedAt,omitempty"`
-	RevokedAt  *time.Time `db:"revoked_at" json:"revokedAt,omitempty"`
+	CreatedAt  time.Time  `db:"created_at" json:"created_at"`
+	LastUsedAt *time.Time `db:"last_used_at" json:"last_used_at,omitempty"`
+	RevokedAt  *time.Time `db:"revoked_at" json:"revoked_at,omitempty"`
 	// AssertionJTI is the jti of the one identity assertion that is
 	// currently valid; issuing a new one invalidates the previous.
 	AssertionJTI      string     `db:"assertion_jti" json:"-"`
@@ -109,14 +110,6 @@ type AgentToken struct {
 	Resource       string    `db:"resource"`
 	CreatedAt      time.Time `db:"created_at"`
 	ExpiresAt      time.Time `db:"expires_at"`
-}
-
-// AgentPoll is the outcome of one claim-grant poll.
-type AgentPoll struct {
-	Claim *AgentClaim
-	// SlowDown is set when the poll came sooner than the interval; the
-	// stored interval has grown by AgentClaimSlowDownStep.
-	SlowDown bool
 }
 
 // AgentStore persists agent registration. core/store implements it beside
@@ -158,10 +151,12 @@ type AgentStore interface {
 	// also written to the registration) or denied; ErrConflict if it is
 	// not pending.
 	DecideAgentClaim(ctx context.Context, registrationID string, approve bool, scopes []string, at time.Time) error
-	// PollAgentClaim records a poll at now: an expired pending claim
-	// becomes expired; a poll sooner than the interval after the last one
-	// grows the interval (SlowDown). Atomic across replicas.
-	PollAgentClaim(ctx context.Context, tokenHash string, now time.Time) (*AgentPoll, error)
+	// LockAgentClaim reads a claim by its token for update: inside a
+	// transaction, concurrent polls of one claim (on any replica) queue.
+	LockAgentClaim(ctx context.Context, tokenHash string) (*AgentClaim, error)
+	// RecordAgentClaimPoll stores a poll's outcome: the status (pending or
+	// expired), the interval and when the poll happened.
+	RecordAgentClaimPoll(ctx context.Context, registrationID, status string, interval int, at time.Time) error
 	// RedeemAgentClaim moves approved to redeemed once (ErrConflict
 	// otherwise).
 	RedeemAgentClaim(ctx context.Context, registrationID string) error
@@ -171,54 +166,4 @@ type AgentStore interface {
 	DeleteAgentToken(ctx context.Context, hash string) error
 	// DeleteExpiredAgentTokens removes access tokens that expired before t.
 	DeleteExpiredAgentTokens(ctx context.Context, t time.Time) (int64, error)
-}
-
-// AgentEnrollmentSecret is a newly issued enrollment token: the secret is
-// shown to the owner once.
-type AgentEnrollmentSecret struct {
-	EnrollmentToken string    `json:"enrollment_token"`
-	ID              string    `json:"id"`
-	Name            string    `json:"name"`
-	Scopes          []string  `json:"scopes"`
-	ExpiresAt       time.Time `json:"expires_at"`
-}
-
-// AgentClaimView is what the owner sees on the claim page.
-type AgentClaimView struct {
-	RegistrationID string
-	Name           string
-	Type           string
-	Scopes         []string // requested: the owner may narrow them
-	ExpiresAt      time.Time
-	TriesLeft      int
-}
-
-// Error codes of the owner's claim page.
-const (
-	CodeClaimLinkInvalid  = "claim_link_invalid" // unknown or superseded link
-	CodeClaimWrongOwner   = "claim_wrong_account"
-	CodeClaimExpired      = "claim_expired"
-	CodeClaimDecided      = "claim_decided"
-	CodeClaimWrongCode    = "claim_wrong_code"
-	CodeClaimTooManyTries = "claim_too_many_tries"
-	CodeClaimScopeWiden   = "claim_scope_not_permitted"
-)
-
-// AgentDirectory is the owner's side of agent registration, implemented
-// by oauth/ and used by the console (passkeys/).
-type AgentDirectory interface {
-	CreateEnrollment(ctx context.Context, ownerID, name string, scopes []string) (*AgentEnrollmentSecret, error)
-	ListEnrollments(ctx context.Context, ownerID string) ([]AgentEnrollment, error)
-	RevokeEnrollment(ctx context.Context, ownerID, id string) error
-	ListRegistrations(ctx context.Context, ownerID string) ([]AgentRegistration, error)
-	RevokeRegistration(ctx context.Context, ownerID, id string) error
-	// AgentClaim returns the claim behind a claim link for the signed-in
-	// owner; the errors carry the Code* constants above.
-	AgentClaim(ctx context.Context, ownerID, attemptToken string) (*AgentClaimView, error)
-	// DecideAgentClaim checks the six-digit code (approval only) and
-	// approves with scopes (a subset of the requested ones) or declines.
-	DecideAgentClaim(ctx context.Context, ownerID, attemptToken, userCode string, approve bool, scopes []string) error
-	// DeclineAgentClaim declines the owner's pending claim of a
-	// registration (the approval inbox's Decline); nil if not pending.
-	DeclineAgentClaim(ctx context.Context, ownerID, registrationID string) error
 }

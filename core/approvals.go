@@ -41,7 +41,7 @@ func (s *Service) RequestApproval(ctx context.Context, r ApprovalRequest) (*Appr
 		Summary: truncate(r.Summary, 500), Details: details, BindingHash: BindingHash(r.Binding),
 		RequiresUV: r.RequiresUV, Status: ApprovalPending, CreatedAt: now, ExpiresAt: now.Add(r.TTL),
 	}
-	if err := s.Store.CreateApproval(ctx, a); err != nil {
+	if err := s.d.Store.CreateApproval(ctx, a); err != nil {
 		return nil, fmt.Errorf("create approval: %w", err)
 	}
 	return a, nil
@@ -50,7 +50,7 @@ func (s *Service) RequestApproval(ctx context.Context, r ApprovalRequest) (*Appr
 // GetApproval returns one of the owner's approvals; expired pending ones
 // read as expired.
 func (s *Service) GetApproval(ctx context.Context, ownerID, id string) (*Approval, error) {
-	a, err := s.Store.GetApproval(ctx, ownerID, id)
+	a, err := s.d.Store.GetApproval(ctx, ownerID, id)
 	if err != nil {
 		return nil, storeErr(err, "approval")
 	}
@@ -62,7 +62,7 @@ func (s *Service) GetApproval(ctx context.Context, ownerID, id string) (*Approva
 
 // PendingApprovals lists what the owner still has to decide.
 func (s *Service) PendingApprovals(ctx context.Context, ownerID string) ([]Approval, error) {
-	all, err := s.Store.ListApprovals(ctx, ownerID, ApprovalPending, 200)
+	all, err := s.d.Store.ListApprovals(ctx, ownerID, ApprovalPending, 200)
 	if err != nil {
 		return nil, fmt.Errorf("list approvals: %w", err)
 	}
@@ -115,7 +115,7 @@ func (s *Service) DecideApproval(ctx context.Context, ownerID, id string, d Deci
 			return nil, fmt.Errorf("encode decision: %w", err)
 		}
 	}
-	if err := s.Store.DecideApproval(ctx, ownerID, id, status, data, s.now()); err != nil {
+	if err := s.d.Store.DecideApproval(ctx, ownerID, id, status, data, s.now()); err != nil {
 		if errors.Is(err, ErrConflict) {
 			return nil, Errorf(KindConflict, CodeApprovalState, "this request was decided already or expired")
 		}

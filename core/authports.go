@@ -18,9 +18,6 @@ type TokenVerifier interface {
 	VerifyAccessToken(ctx context.Context, token, audience string) (Principal, error)
 }
 
-// CodeInvalidToken is the error code of a bad access token (RFC 6750).
-const CodeInvalidToken = "invalid_token"
-
 // Grant is an owner's standing authorization of an OAuth client (a chat
 // app): what it may do and when it was last used.
 type Grant struct {
@@ -54,12 +51,6 @@ type Mail struct {
 // implementations must not log them outside the dev mailbox.
 type Mailer interface {
 	Send(ctx context.Context, m Mail) error
-}
-
-// OwnerPrincipal is the owner acting in the console with a first-party
-// session: every scope, in the mode the page shows.
-func OwnerPrincipal(ownerID string, mode Mode) Principal {
-	return Principal{OwnerID: ownerID, Kind: PrincipalOwnerSession, Mode: mode, Scopes: append([]Scope(nil), FaxScopes...)}
 }
 
 // ConsentDetails is what an oauth_consent approval asks the owner

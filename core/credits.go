@@ -20,7 +20,7 @@ func (s *Service) GrantCredits(ctx context.Context, ownerID string, mode Mode, m
 		return nil, Errorf(KindInvalid, CodeInvalidRequest, "a grant needs a reason")
 	}
 	e := &LedgerEntry{ID: NewID(PrefixLedger), OwnerID: ownerID, Mode: mode, Kind: LedgerGrant, AmountMicros: micros, Reason: truncate(reason, 500), CreatedAt: s.now()}
-	if err := s.Store.AppendLedger(ctx, e); err != nil {
+	if err := s.d.Store.AppendLedger(ctx, e); err != nil {
 		return nil, fmt.Errorf("grant credits: %w", err)
 	}
 	presentEntry(e)
@@ -56,12 +56,12 @@ func (s *Service) GetCredits(ctx context.Context, p Principal, startingAfter str
 	if err != nil {
 		return nil, err
 	}
-	b, err := s.Store.GetBalance(ctx, p.OwnerID, p.Mode)
+	b, err := s.d.Store.GetBalance(ctx, p.OwnerID, p.Mode)
 	if err != nil {
 		return nil, fmt.Errorf("get balance: %w", err)
 	}
 	presentBalance(b)
-	entries, err := s.Store.ListLedger(ctx, LedgerFilter{OwnerID: p.OwnerID, Mode: p.Mode, StartingAfter: startingAfter, Limit: limit + 1})
+	entries, err := s.d.Store.ListLedger(ctx, LedgerFilter{OwnerID: p.OwnerID, Mode: p.Mode, StartingAfter: startingAfter, Limit: limit + 1})
 	if errors.Is(err, ErrNoRows) {
 		return nil, Errorf(KindInvalid, CodeInvalidRequest, "starting_after names no ledger entry of yours")
 	} else if err != nil {
@@ -83,7 +83,7 @@ func (s *Service) GetCredits(ctx context.Context, p Principal, startingAfter str
 
 // Balance returns an owner's balance in one mode (for the console).
 func (s *Service) Balance(ctx context.Context, ownerID string, mode Mode) (*Balance, error) {
-	b, err := s.Store.GetBalance(ctx, ownerID, mode)
+	b, err := s.d.Store.GetBalance(ctx, ownerID, mode)
 	if err != nil {
 		return nil, fmt.Errorf("get balance: %w", err)
 	}
@@ -105,17 +105,17 @@ type CheckoutSession struct {
 }
 
 // CreditPacks lists the packs on sale.
-func (s *Service) CreditPacks() []CreditPack { return s.Prices.Packs }
+func (s *Service) CreditPacks() []CreditPack { return s.d.Prices.Packs }
 
 // CreateCreditCheckout starts a hosted checkout for a credit pack.
 func (s *Service) CreateCreditCheckout(ctx context.Context, p Principal, packID string) (*CheckoutSession, error) {
 	if err := Authorize(p, OpCreditCheckout); err != nil {
 		return nil, err
 	}
-	pack, ok := s.Prices.Pack(packID)
+	pack, ok := s.d.Prices.Pack(packID)
 	if !ok {
-		ids := make([]string, len(s.Prices.Packs))
-		for i, pk := range s.Prices.Packs {
+		ids := make([]string, len(s.d.Prices.Packs))
+		for i, pk := range s.d.Prices.Packs {
 			ids[i] = pk.ID
 		}
 		return nil, Errorf(KindInvalid, CodeUnknownPack, "unknown credit pack %q", packID).With("packs", ids)
@@ -133,7 +133,7 @@ func (s *Service) CreateCreditCheckout(ctx context.Context, p Principal, packID 
 }
 
 func (s *Service) startCheckout(ctx context.Context, c *Checkout, description string) (*CheckoutSession, error) {
-	gw := s.Checkout[c.Mode]
+	gw := s.d.Checkout[c.Mode]
 	if gw == nil {
 		return nil, Errorf(KindUnavailable, CodeCheckoutUnavailable, "%s-mode checkout is not configured on this server (set the Stripe settings to enable it)", c.Mode)
 	}
@@ -144,7 +144,7 @@ func (s *Service) startCheckout(ctx context.Context, c *Checkout, description st
 		return nil, fmt.Errorf("start %s checkout: %w", c.Mode, err)
 	}
 	c.ExternalID = ext
-	if err := s.Store.CreateCheckout(ctx, c); err != nil {
+	if err := s.d.Store.CreateCheckout(ctx, c); err != nil {
 		return nil, fmt.Errorf("create checkout: %w", err)
 	}
 	cs := &CheckoutSession{
@@ -159,7 +159,7 @@ func (s *Service) startCheckout(ctx context.Context, c *Checkout, description st
 
 // GetCheckout reads a checkout for its payment page.
 func (s *Service) GetCheckout(ctx context.Context, id string) (*Checkout, error) {
-	c, err := s.Store.GetCheckout(ctx, id)
+	c, err := s.d.Store.GetCheckout(ctx, id)
 	return c, storeErr(err, "checkout")
 }
 
@@ -169,7 +169,7 @@ func (s *Service) GetCheckout(ctx context.Context, id string) (*Checkout, error)
 // same checkout changes nothing and reports the first result.
 func (s *Service) CompleteCheckout(ctx context.Context, id string) (*Checkout, error) {
 	var out *Checkout
-	err := s.Store.InTx(ctx, func(tx Tx) error {
+	err := s.d.Store.InTx(ctx, func(tx Tx) error {
 		c, err := tx.GetCheckout(ctx, id)
 		if err != nil {
 			return storeErr(err, "checkout")

@@ -21,18 +21,18 @@ func (s *Service) Deliver(ctx context.Context, faxID string) error {
 	if err != nil || attempt == nil {
 		return err
 	}
-	provider := s.Providers[o.Mode]
+	provider := s.d.Providers[o.Mode]
 	if provider == nil {
 		return fmt.Errorf("no fax provider for mode %s", o.Mode)
 	}
-	doc, err := s.Store.GetDocument(ctx, o.OwnerID, o.Mode, o.DocumentID)
+	doc, err := s.d.Store.GetDocument(ctx, o.OwnerID, o.Mode, o.DocumentID)
 	if err != nil {
 		return fmt.Errorf("load document of %s: %w", o.ID, err)
 	}
 	started := s.now()
 	res, sendErr := provider.Send(ctx, ProviderRequest{
 		FaxID: o.ID, AttemptID: attempt.ID, Attempt: attempt.Number, To: o.To, Pages: o.Pages,
-		PDF: func(ctx context.Context) (io.ReadCloser, error) { return s.Blobs.Open(ctx, doc.PDFKey) },
+		PDF: func(ctx context.Context) (io.ReadCloser, error) { return s.d.Blobs.Open(ctx, doc.PDFKey) },
 	})
 	if sendErr != nil {
 		if ctx.Err() != nil {
@@ -55,7 +55,7 @@ func (s *Service) startAttempt(ctx context.Context, faxID string) (*Fax, *Attemp
 		fax     *Fax
 		attempt *Attempt
 	)
-	err := s.Store.InTx(ctx, func(tx Tx) error {
+	err := s.d.Store.InTx(ctx, func(tx Tx) error {
 		o, err := tx.GetFaxByID(ctx, faxID)
 		if err != nil {
 			return fmt.Errorf("load fax %s: %w", faxID, err)
@@ -118,7 +118,7 @@ func (s *Service) startAttempt(ctx context.Context, faxID string) (*Fax, *Attemp
 }
 
 func (s *Service) providerName(m Mode) string {
-	if p := s.Providers[m]; p != nil {
+	if p := s.d.Providers[m]; p != nil {
 		return p.Name()
 	}
 	return "none"
@@ -131,7 +131,7 @@ func (s *Service) RecordProviderOutcome(ctx context.Context, faxID, attemptID st
 }
 
 func (s *Service) recordOutcome(ctx context.Context, faxID, attemptID string, res ProviderResult) error {
-	return s.Store.InTx(ctx, func(tx Tx) error {
+	return s.d.Store.InTx(ctx, func(tx Tx) error {
 		o, err := tx.GetFaxByID(ctx, faxID)
 		if err != nil {
 			return fmt.Errorf("load fax %s: %w", faxID, err)
@@ -195,7 +195,7 @@ func (s *Service) recordOutcome(ctx context.Context, faxID, attemptID string, re
 				if err := tx.UpdateFax(ctx, o, FaxSending); err != nil {
 					return err
 				}
-				return s.Queue.EnqueueDelivery(ctx, tx, o.ID, at)
+				return s.d.Queue.EnqueueDelivery(ctx, tx, o.ID, at)
 			}
 			o.Status, o.CompletedAt = FaxFailed, &now
 			o.FailureCode, o.FailureReason = a.FailureCode, a.FailureReason
@@ -231,13 +231,13 @@ func (s *Service) refundUnsentPages(ctx context.Context, tx Tx, o *Fax) error {
 	if o.PaymentMethod != PayCredits || o.PagesSent >= o.Pages {
 		return nil
 	}
-	e164, country, err := s.Destination.Check(o.To)
+	e164, country, err := s.d.Destination.Check(o.To)
 	if err != nil {
 		return fmt.Errorf("re-price partial fax %s: %w", o.ID, err)
 	}
 	fair := int64(0)
 	if o.PagesSent > 0 {
-		q, err := s.Prices.Quote(e164, country, o.PagesSent, o.Cover)
+		q, err := s.d.Prices.Quote(e164, country, o.PagesSent, o.Cover)
 		if err != nil {
 			return fmt.Errorf("re-price partial fax %s: %w", o.ID, err)
 		}

@@ -33,7 +33,7 @@ func (s *Service) CreateDraft(ctx context.Context, p Principal, r CreateDraftReq
 	if err := s.checkProvider(p.Mode); err != nil {
 		return nil, err
 	}
-	e164, country, err := s.Destination.Check(r.To)
+	e164, country, err := s.d.Destination.Check(r.To)
 	if err != nil {
 		return nil, err
 	}
@@ -41,7 +41,7 @@ func (s *Service) CreateDraft(ctx context.Context, p Principal, r CreateDraftReq
 	if err != nil {
 		return nil, err
 	}
-	q, err := s.Prices.Quote(e164, country, doc.Pages, r.Cover)
+	q, err := s.d.Prices.Quote(e164, country, doc.Pages, r.Cover)
 	if err != nil {
 		return nil, err
 	}
@@ -51,7 +51,7 @@ func (s *Service) CreateDraft(ctx context.Context, p Principal, r CreateDraftReq
 		Cover: r.Cover, CoverText: r.CoverText, Pages: doc.Pages, PriceMicros: q.AmountMicros,
 		Status: DraftOpen, CreatedAt: now, ExpiresAt: now.Add(s.cfg.DraftTTL),
 	}
-	if err := s.Store.CreateDraft(ctx, d); err != nil {
+	if err := s.d.Store.CreateDraft(ctx, d); err != nil {
 		return nil, fmt.Errorf("create draft: %w", err)
 	}
 	return &DraftView{Draft: *d, Quote: q}, nil
@@ -63,7 +63,7 @@ func (s *Service) CreateDraftCheckout(ctx context.Context, p Principal, draftID 
 	if err := Authorize(p, OpGetDraft); err != nil {
 		return nil, err
 	}
-	d, err := s.Store.GetDraft(ctx, p.OwnerID, p.Mode, draftID)
+	d, err := s.d.Store.GetDraft(ctx, p.OwnerID, p.Mode, draftID)
 	if err != nil {
 		return nil, storeErr(err, "draft")
 	}
@@ -99,5 +99,5 @@ func (s *Service) faxFromDraft(ctx context.Context, tx Tx, c *Checkout) error {
 		}
 		return err
 	}
-	return s.Queue.EnqueueDelivery(ctx, tx, o.ID, now)
+	return s.d.Queue.EnqueueDelivery(ctx, tx, o.ID, now)
 }

@@ -28,11 +28,13 @@ const (
 // Stable, machine-readable error codes. They are part of the public API:
 // clients switch on them, so never rename one.
 const (
-	CodeInternal               = "internal_error"
-	CodeInvalidRequest         = "invalid_request"
-	CodeUnauthenticated        = "unauthenticated"
-	CodeInvalidAPIKey          = "invalid_api_key"
-	CodeInsufficientScope      = "insufficient_scope"
+	CodeInternal          = "internal_error"
+	CodeInvalidRequest    = "invalid_request"
+	CodeUnauthenticated   = "unauthenticated"
+	CodeInvalidAPIKey     = "invalid_api_key"
+	CodeInsufficientScope = "insufficient_scope"
+	// CodeInvalidToken is a bad access token (RFC 6750).
+	CodeInvalidToken           = "invalid_token"
 	CodeNotFound               = "not_found"
 	CodeIdempotencyKeyRequired = "idempotency_key_required"
 	CodeIdempotencyConflict    = "idempotency_conflict"
@@ -73,6 +75,35 @@ const (
 	CodeMachinePaymentsMissing = "machine_payments_not_available"
 )
 
+// Error codes of agent registration (spec, Errors) and of the claim and
+// jwt-bearer grants (RFC 6749 section 5.2, RFC 8628 section 3.5): the OAuth
+// adapter sends them as the "error" member.
+const (
+	CodeEnrollmentRequired   = "enrollment_required"
+	CodeInvalidEnrollment    = "invalid_enrollment"
+	CodeLoginHintMismatch    = "login_hint_mismatch"
+	CodeEmailMismatch        = "email_mismatch"
+	CodeTooManyEnrollments   = "too_many_enrollments"
+	CodeInvalidScope         = "invalid_scope"
+	CodeInvalidGrant         = "invalid_grant"
+	CodeInvalidTarget        = "invalid_target"
+	CodeAuthorizationPending = "authorization_pending"
+	CodeSlowDown             = "slow_down"
+	CodeExpiredToken         = "expired_token"
+	CodeAccessDenied         = "access_denied"
+)
+
+// Error codes of the owner's claim page.
+const (
+	CodeClaimLinkInvalid  = "claim_link_invalid" // unknown or superseded link
+	CodeClaimWrongOwner   = "claim_wrong_account"
+	CodeClaimExpired      = "claim_expired"
+	CodeClaimDecided      = "claim_decided"
+	CodeClaimWrongCode    = "claim_wrong_code"
+	CodeClaimTooManyTries = "claim_too_many_tries"
+	CodeClaimScopeWiden   = "claim_scope_not_permitted"
+)
+
 // Error is the one error type services return for anything a caller can act
 // on. Internal failures are plain wrapped errors and surface as KindInternal
 // without their text.
@@ -111,6 +142,13 @@ func (e *Error) With(key string, value any) *Error {
 		c.Fields[k] = v
 	}
 	c.Fields[key] = value
+	return &c
+}
+
+// WithRetryAfter returns a copy of e that tells the client when to retry.
+func (e *Error) WithRetryAfter(seconds int) *Error {
+	c := *e
+	c.RetryAfterSeconds = seconds
 	return &c
 }
 

@@ -38,14 +38,14 @@ type QuoteRequest struct {
 // Quote checks a destination and prices pages to it. It needs no principal
 // (the machine validate endpoint is public).
 func (s *Service) Quote(ctx context.Context, r QuoteRequest) (Quote, error) {
-	e164, country, err := s.Destination.Check(r.To)
+	e164, country, err := s.d.Destination.Check(r.To)
 	if err != nil {
 		return Quote{}, err
 	}
 	if r.Pages > s.cfg.MaxPages {
 		return Quote{}, Errorf(KindUnprocessable, CodeTooManyPages, "at most %d pages can be sent", s.cfg.MaxPages)
 	}
-	return s.Prices.Quote(e164, country, r.Pages, r.Cover)
+	return s.d.Prices.Quote(e164, country, r.Pages, r.Cover)
 }
 
 func (s *Service) resolveDocument(ctx context.Context, p Principal, uploadToken, documentID string) (*Document, error) {
@@ -55,7 +55,7 @@ func (s *Service) resolveDocument(ctx context.Context, p Principal, uploadToken,
 	case uploadToken != "":
 		return s.documentFromToken(ctx, p, uploadToken)
 	case documentID != "":
-		d, err := s.Store.GetDocument(ctx, p.OwnerID, p.Mode, documentID)
+		d, err := s.d.Store.GetDocument(ctx, p.OwnerID, p.Mode, documentID)
 		return d, storeErr(err, "document")
 	}
 	return nil, Errorf(KindInvalid, CodeInvalidRequest, "uploadToken or documentId is required")
@@ -98,7 +98,7 @@ func (s *Service) SendFax(ctx context.Context, p Principal, idemKey string, r Se
 	if err := checkCover(r.Cover, r.CoverText); err != nil {
 		return nil, false, err
 	}
-	e164, country, err := s.Destination.Check(r.To)
+	e164, country, err := s.d.Destination.Check(r.To)
 	if err != nil {
 		return nil, false, err
 	}
@@ -106,7 +106,7 @@ func (s *Service) SendFax(ctx context.Context, p Principal, idemKey string, r Se
 	if err != nil {
 		return nil, false, err
 	}
-	q, err := s.Prices.Quote(e164, country, doc.Pages, r.Cover)
+	q, err := s.d.Prices.Quote(e164, country, doc.Pages, r.Cover)
 	if err != nil {
 		return nil, false, err
 	}
@@ -123,7 +123,7 @@ func (s *Service) SendFax(ctx context.Context, p Principal, idemKey string, r Se
 	if err != nil {
 		return nil, false, fmt.Errorf("encode fax: %w", err)
 	}
-	err = s.Store.InTx(ctx, func(tx Tx) error {
+	err = s.d.Store.InTx(ctx, func(tx Tx) error {
 		// The limiter is charged in the fax's transaction: one commit
 		// less per fax, and a send that fails (402) does not use up the
 		// owner's allowance.
@@ -140,7 +140,7 @@ func (s *Service) SendFax(ctx context.Context, p Principal, idemKey string, r Se
 		if err := tx.PlaceHold(ctx, hold); err != nil {
 			return err
 		}
-		if err := s.Queue.EnqueueDelivery(ctx, tx, o.ID, now); err != nil {
+		if err := s.d.Queue.EnqueueDelivery(ctx, tx, o.ID, now); err != nil {
 			return fmt.Errorf("enqueue delivery: %w", err)
 		}
 		return tx.InsertIdempotency(ctx, &IdempotencyRecord{
@@ -155,21 +155,21 @@ func (s *Service) SendFax(ctx context.Context, p Principal, idemKey string, r Se
 		}
 		return nil, false, fmt.Errorf("idempotency record vanished for key")
 	case errors.Is(err, ErrInsufficientFunds):
-		bal, berr := s.Store.GetBalance(ctx, p.OwnerID, p.Mode)
+		bal, berr := s.d.Store.GetBalance(ctx, p.OwnerID, p.Mode)
 		e := Errorf(KindPaymentRequired, CodeInsufficientCredits, "this fax costs %s USD but only %s USD of %s credits are available", q.Amount, FormatUSD(balanceOrZero(bal, berr)), p.Mode).
 			With("price", q.Amount).With("balance", FormatUSD(balanceOrZero(bal, berr))).With("checkoutPath", "/api/v1/credits/checkout")
 		return nil, false, e
 	case err != nil:
 		return nil, false, err
 	}
-	s.Logger.InfoContext(ctx, "fax queued", "fax_id", o.ID, "owner_id", o.OwnerID, "mode", o.Mode, "pages", o.Pages, "price", o.Price)
+	s.d.Logger.InfoContext(ctx, "fax queued", "fax_id", o.ID, "owner_id", o.OwnerID, "mode", o.Mode, "pages", o.Pages, "price", o.Price)
 	return o, false, nil
 }
 
 // checkProvider refuses to take money for faxes nobody can send: live mode
 // needs a configured provider.
 func (s *Service) checkProvider(m Mode) error {
-	if s.Providers[m] == nil {
+	if s.d.Providers[m] == nil {
 		return Errorf(KindUnavailable, CodeProviderUnavailable, "%s-mode faxing is not configured on this server", m)
 	}
 	return nil
@@ -186,7 +186,7 @@ func balanceOrZero(b *Balance, err error) int64 {
 // record exists and matches; a different request under the same key is a
 // conflict.
 func (s *Service) replay(ctx context.Context, scope, key, reqHash string) (*Fax, bool, error) {
-	rec, err := s.Store.GetIdempotency(ctx, scope, key)
+	rec, err := s.d.Store.GetIdempotency(ctx, scope, key)
 	if errors.Is(err, ErrNoRows) {
 		return nil, false, nil
 	} else if err != nil {
@@ -235,11 +235,11 @@ func (s *Service) GetFax(ctx context.Context, p Principal, id string) (*Fax, err
 	if err := Authorize(p, OpGetFax); err != nil {
 		return nil, err
 	}
-	o, err := s.Store.GetFax(ctx, p.OwnerID, p.Mode, id)
+	o, err := s.d.Store.GetFax(ctx, p.OwnerID, p.Mode, id)
 	if err != nil {
 		return nil, storeErr(err, "fax")
 	}
-	a, err := s.Store.LatestAttempt(ctx, o.ID)
+	a, err := s.d.Store.LatestAttempt(ctx, o.ID)
 	if err != nil && !errors.Is(err, ErrNoRows) {
 		return nil, fmt.Errorf("latest attempt: %w", err)
 	}
@@ -252,7 +252,7 @@ func (s *Service) FaxAttempts(ctx context.Context, p Principal, id string) ([]At
 	if _, err := s.GetFax(ctx, p, id); err != nil {
 		return nil, err
 	}
-	return s.Store.ListAttempts(ctx, id)
+	return s.d.Store.ListAttempts(ctx, id)
 }
 
 // Page is one page of a cursor-paginated list.
@@ -292,14 +292,14 @@ func (s *Service) ListFaxes(ctx context.Context, p Principal, status string, sta
 		return nil, Errorf(KindInvalid, CodeInvalidRequest, "status must be one of %s", joinStatuses())
 	}
 	if startingAfter != "" {
-		if _, err := s.Store.GetFax(ctx, p.OwnerID, p.Mode, startingAfter); err != nil {
+		if _, err := s.d.Store.GetFax(ctx, p.OwnerID, p.Mode, startingAfter); err != nil {
 			if errors.Is(err, ErrNoRows) {
 				return nil, Errorf(KindInvalid, CodeInvalidRequest, "starting_after names no fax of yours")
 			}
 			return nil, err
 		}
 	}
-	faxes, err := s.Store.ListFaxes(ctx, FaxFilter{OwnerID: p.OwnerID, Mode: p.Mode, Status: FaxStatus(status), StartingAfter: startingAfter, Limit: limit + 1})
+	faxes, err := s.d.Store.ListFaxes(ctx, FaxFilter{OwnerID: p.OwnerID, Mode: p.Mode, Status: FaxStatus(status), StartingAfter: startingAfter, Limit: limit + 1})
 	if err != nil {
 		return nil, fmt.Errorf("list faxes: %w", err)
 	}
@@ -331,7 +331,7 @@ func (s *Service) CancelFax(ctx context.Context, p Principal, id string) (*Fax, 
 	if err := Authorize(p, OpCancelFax); err != nil {
 		return nil, err
 	}
-	err := s.Store.InTx(ctx, func(tx Tx) error {
+	err := s.d.Store.InTx(ctx, func(tx Tx) error {
 		o, err := tx.GetFax(ctx, p.OwnerID, p.Mode, id)
 		if err != nil {
 			return storeErr(err, "fax")

@@ -4,28 +4,47 @@ import (
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/base32"
+	"encoding/base64"
 	"encoding/hex"
+	"fmt"
+	"math/big"
 	"strings"
 )
 
 // ID prefixes name what an identifier points at, so a pasted id explains
 // itself in logs and support requests.
 const (
-	PrefixOwner      = "own_"
-	PrefixAPIKey     = "key_"
-	PrefixUpload     = "upl_"
-	PrefixDocument   = "doc_"
-	PrefixDraft      = "drf_"
-	PrefixFax        = "fax_"
-	PrefixAttempt    = "att_"
-	PrefixLedger     = "led_"
-	PrefixApproval   = "apr_"
-	PrefixCheckout   = "chk_"
-	PrefixSession    = "ses_"
-	PrefixIdempotent = "idm_"
+	PrefixOwner             = "own_"
+	PrefixAPIKey            = "key_"
+	PrefixUpload            = "upl_"
+	PrefixDocument          = "doc_"
+	PrefixDraft             = "drf_"
+	PrefixFax               = "fax_"
+	PrefixAttempt           = "att_"
+	PrefixLedger            = "led_"
+	PrefixApproval          = "apr_"
+	PrefixCheckout          = "chk_"
+	PrefixSession           = "ses_"
+	PrefixIdempotent        = "idm_"
+	PrefixAgentEnrollment   = "aen_"
+	PrefixAgentRegistration = "agr_"
+	PrefixJWTID             = "jti_"
+	PrefixOAuthGrant        = "grt_"
 	// PrefixPasskey names a stored passkey (the row, not the WebAuthn
 	// credential id, which is long and chosen by the authenticator).
 	PrefixPasskey = "pky_"
+)
+
+// Secret prefixes: a bearer secret says what it is, so a leaked one can be
+// recognised (secret scanners, logs) and a verifier can route it without a
+// lookup. The API key prefix adds the mode (APIKeyPrefix).
+const (
+	SecretAPIKey       = "fxk_"
+	SecretSession      = "fxs_"
+	SecretEnrollment   = "fxe_"
+	SecretClaim        = "fxc_"
+	SecretClaimAttempt = "fxt_"
+	SecretAgentAccess  = "fxa_"
 )
 
 var idEncoding = base32.NewEncoding("0123456789abcdefghjkmnpqrstvwxyz").WithPadding(base32.NoPadding)
@@ -44,6 +63,24 @@ func RandomString(n int) string {
 		panic(err)
 	}
 	return idEncoding.EncodeToString(b)
+}
+
+// NewSecret returns prefix followed by 256 random bits, base64url.
+func NewSecret(prefix string) string {
+	b := make([]byte, 32)
+	if _, err := rand.Read(b); err != nil {
+		panic(err)
+	}
+	return prefix + base64.RawURLEncoding.EncodeToString(b)
+}
+
+// NewUserCode returns a random six-digit code for a person to type.
+func NewUserCode() string {
+	n, err := rand.Int(rand.Reader, big.NewInt(1_000_000))
+	if err != nil {
+		panic(err)
+	}
+	return fmt.Sprintf("%06d", n.Int64())
 }
 
 // HashSecret is how every bearer secret (API keys, session ids, tokens) is

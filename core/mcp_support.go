@@ -11,15 +11,15 @@ func (s *Service) GetDraft(ctx context.Context, p Principal, id string) (*DraftV
 	if err := Authorize(p, OpGetDraft); err != nil {
 		return nil, err
 	}
-	d, err := s.Store.GetDraft(ctx, p.OwnerID, p.Mode, id)
+	d, err := s.d.Store.GetDraft(ctx, p.OwnerID, p.Mode, id)
 	if err != nil {
 		return nil, storeErr(err, "draft")
 	}
 	country := ""
-	if _, c, err := s.Destination.Check(d.To); err == nil {
+	if _, c, err := s.d.Destination.Check(d.To); err == nil {
 		country = c
 	}
-	q, err := s.Prices.Quote(d.To, country, d.Pages, d.Cover)
+	q, err := s.d.Prices.Quote(d.To, country, d.Pages, d.Cover)
 	if err != nil {
 		// The price was fixed when the draft was made; show that one.
 		q = Quote{To: d.To, Pages: d.Pages, Cover: d.Cover, Currency: Currency}
@@ -44,7 +44,7 @@ func (s *Service) SendDraft(ctx context.Context, p Principal, draftID string) (f
 	if err := s.checkProvider(p.Mode); err != nil {
 		return nil, false, err
 	}
-	d, err := s.Store.GetDraft(ctx, p.OwnerID, p.Mode, draftID)
+	d, err := s.d.Store.GetDraft(ctx, p.OwnerID, p.Mode, draftID)
 	if err != nil {
 		return nil, false, storeErr(err, "draft")
 	}
@@ -65,7 +65,7 @@ func (s *Service) SendDraft(ctx context.Context, p Principal, draftID string) (f
 		PriceMicros: d.PriceMicros, Currency: Currency, PaymentMethod: PayCredits, DraftID: &d.ID,
 		CreatedAt: now, UpdatedAt: now,
 	}
-	err = s.Store.InTx(ctx, func(tx Tx) error {
+	err = s.d.Store.InTx(ctx, func(tx Tx) error {
 		if err := s.allow(ctx, tx, "send:"+p.OwnerID+":"+string(p.Mode), s.cfg.SendInterval, s.cfg.SendBurst); err != nil {
 			return err
 		}
@@ -82,7 +82,7 @@ func (s *Service) SendDraft(ctx context.Context, p Principal, draftID string) (f
 		if err := tx.PlaceHold(ctx, hold); err != nil {
 			return err
 		}
-		if err := s.Queue.EnqueueDelivery(ctx, tx, o.ID, now); err != nil {
+		if err := s.d.Queue.EnqueueDelivery(ctx, tx, o.ID, now); err != nil {
 			return fmt.Errorf("enqueue delivery: %w", err)
 		}
 		return nil
@@ -91,7 +91,7 @@ func (s *Service) SendDraft(ctx context.Context, p Principal, draftID string) (f
 	case errors.Is(err, ErrConflict):
 		// Paid concurrently (another call, or its checkout): answer
 		// with that fax.
-		d, gerr := s.Store.GetDraft(ctx, p.OwnerID, p.Mode, draftID)
+		d, gerr := s.d.Store.GetDraft(ctx, p.OwnerID, p.Mode, draftID)
 		if gerr != nil {
 			return nil, false, storeErr(gerr, "draft")
 		}
@@ -100,14 +100,14 @@ func (s *Service) SendDraft(ctx context.Context, p Principal, draftID string) (f
 		}
 		return nil, false, Errorf(KindConflict, CodeDraftState, "the draft changed while it was being sent; try again")
 	case errors.Is(err, ErrInsufficientFunds):
-		bal, berr := s.Store.GetBalance(ctx, p.OwnerID, p.Mode)
+		bal, berr := s.d.Store.GetBalance(ctx, p.OwnerID, p.Mode)
 		price := FormatUSD(d.PriceMicros)
 		return nil, false, Errorf(KindPaymentRequired, CodeInsufficientCredits, "this fax costs %s USD but only %s USD of %s credits are available", price, FormatUSD(balanceOrZero(bal, berr)), p.Mode).
 			With("price", price).With("balance", FormatUSD(balanceOrZero(bal, berr))).With("draftId", d.ID).With("mode", string(p.Mode))
 	case err != nil:
 		return nil, false, err
 	}
-	s.Logger.InfoContext(ctx, "fax queued from draft", "fax_id", o.ID, "draft_id", d.ID, "owner_id", o.OwnerID, "mode", o.Mode, "pages", o.Pages)
+	s.d.Logger.InfoContext(ctx, "fax queued from draft", "fax_id", o.ID, "draft_id", d.ID, "owner_id", o.OwnerID, "mode", o.Mode, "pages", o.Pages)
 	s.present(o, nil)
 	return o, false, nil
 }
@@ -117,7 +117,7 @@ func (s *Service) draftFax(ctx context.Context, p Principal, d *Draft) (*Fax, bo
 	if d.Status != DraftPaid || d.FaxID == nil {
 		return nil, false, nil
 	}
-	o, err := s.Store.GetFax(ctx, p.OwnerID, p.Mode, *d.FaxID)
+	o, err := s.d.Store.GetFax(ctx, p.OwnerID, p.Mode, *d.FaxID)
 	if err != nil {
 		return nil, false, storeErr(err, "fax")
 	}

@@ -36,8 +36,11 @@ const (
 	ScopeCreditsCheckout Scope = "credits:checkout"
 )
 
-// FaxScopes are the six product scopes, in documentation order.
-var FaxScopes = []Scope{ScopeFaxRead, ScopeFaxDraft, ScopeFaxSend, ScopeInboxRead, ScopeCreditsRead, ScopeCreditsCheckout}
+// FaxScopes returns the six product scopes, in documentation order (a new
+// slice each call: callers may keep or change it).
+func FaxScopes() []Scope {
+	return []Scope{ScopeFaxRead, ScopeFaxDraft, ScopeFaxSend, ScopeInboxRead, ScopeCreditsRead, ScopeCreditsCheckout}
+}
 
 // ParseScopes splits a space-separated scope string, keeping only known
 // product scopes when strict is false, or refusing unknown ones when true.
@@ -45,7 +48,7 @@ func ParseScopes(s string, strict bool) ([]Scope, error) {
 	var out []Scope
 	for _, f := range strings.Fields(s) {
 		sc := Scope(f)
-		if !slices.Contains(FaxScopes, sc) {
+		if !slices.Contains(FaxScopes(), sc) {
 			if strict {
 				return nil, Errorf(KindInvalid, CodeInvalidRequest, "unknown scope %q", f)
 			}
@@ -116,10 +119,10 @@ const (
 	OpCreditCheckout Operation = "create_credit_checkout"
 )
 
-// ScopeFor is the one table that says which scope gates which operation.
+// scopeFor is the one table that says which scope gates which operation.
 // Every adapter's authorization goes through it (via Authorize), so MCP tools,
 // A2A skills, delegated capabilities and REST endpoints cannot disagree.
-var ScopeFor = map[Operation]Scope{
+var scopeFor = map[Operation]Scope{
 	OpCreateUpload:   ScopeFaxDraft,
 	OpGetDocument:    ScopeFaxDraft,
 	OpQuote:          ScopeFaxDraft,
@@ -134,13 +137,16 @@ var ScopeFor = map[Operation]Scope{
 	OpCreditCheckout: ScopeCreditsCheckout,
 }
 
+// ScopeFor returns the scope that gates op ("" for an unknown operation).
+func ScopeFor(op Operation) Scope { return scopeFor[op] }
+
 // Authorize checks that p may perform op. It is the only authorization check
 // in faxhub.
 func Authorize(p Principal, op Operation) error {
 	if p.OwnerID == "" {
 		return Errorf(KindUnauthenticated, CodeUnauthenticated, "authentication required")
 	}
-	need, ok := ScopeFor[op]
+	need, ok := scopeFor[op]
 	if !ok {
 		return Errorf(KindForbidden, CodeInsufficientScope, "operation %q is not permitted", op)
 	}
@@ -148,6 +154,44 @@ func Authorize(p Principal, op Operation) error {
 		return Errorf(KindForbidden, CodeInsufficientScope, "this credential lacks the %s scope", need).With("required_scope", string(need))
 	}
 	return nil
+}
+
+// principal builds a Principal. It is the one place where a principal's
+// mode is decided: an API key and an owner session carry their own (own),
+// a machine payer the mode of its payment; every agent kind (OAuth grant,
+// agent registration, delegated agent) acts in Config.AgentMode.
+func (s *Service) principal(kind PrincipalKind, ownerID string, scopes []Scope, subjectID, clientID, audience string, own Mode) Principal {
+	mode := own
+	switch kind {
+	case PrincipalOAuthGrant, PrincipalAgent, PrincipalDelegated:
+		mode = s.cfg.AgentMode
+	}
+	return Principal{OwnerID: ownerID, Kind: kind, Mode: mode, Scopes: slices.Clone(scopes),
+		SubjectID: subjectID, ClientID: clientID, Audience: audience}
+}
+
+// GrantAccess is what an OAuth access token stands for, as the OAuth
+// server verified it.
+type GrantAccess struct {
+	OwnerID  string
+	GrantID  string
+	ClientID string
+	Audience string
+	// Scopes are the token's product scopes within what the grant allows
+	// now.
+	Scopes []Scope
+}
+
+// GrantPrincipal is the Principal of a verified chat-app (OAuth grant)
+// access token.
+func (s *Service) GrantPrincipal(g GrantAccess) Principal {
+	return s.principal(PrincipalOAuthGrant, g.OwnerID, g.Scopes, g.GrantID, g.ClientID, g.Audience, "")
+}
+
+// OwnerPrincipal is the owner acting in the console with a first-party
+// session: every scope, in the mode the page shows.
+func OwnerPrincipal(ownerID string, mode Mode) Principal {
+	return Principal{OwnerID: ownerID, Kind: PrincipalOwnerSession, Mode: mode, Scopes: FaxScopes()}
 }
 
 type principalKey struct{}

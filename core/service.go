@@ -39,6 +39,11 @@ type Config struct {
 	SendInterval time.Duration // default 100 ms (10/s sustained)
 	SendBurst    int           // default 20
 
+	// AgentMode is the mode every agent principal acts in: OAuth grants
+	// (chat apps), agent registrations, delegated agents. API keys carry
+	// their own mode and owners pick theirs on each page. Default live.
+	AgentMode Mode
+
 	// Now is the clock; tests replace it.
 	Now func() time.Time
 }
@@ -60,6 +65,7 @@ func (c *Config) setDefaults() {
 	if c.Now == nil {
 		c.Now = time.Now
 	}
+	c.AgentMode = cmp.Or(c.AgentMode, ModeLive)
 }
 
 // Deps are the ports the service drives.
@@ -79,10 +85,11 @@ type Deps struct {
 	Logger   *slog.Logger
 }
 
-// Service is faxhub's core: every adapter calls it with a Principal.
+// Service is faxhub's core: every adapter calls it with a Principal. Its
+// ports stay inside: adapters ask the service, never the store.
 type Service struct {
 	cfg Config
-	Deps
+	d   Deps
 }
 
 // New checks deps and returns a Service.
@@ -102,11 +109,39 @@ func New(cfg Config, deps Deps) (*Service, error) {
 	if deps.Logger == nil {
 		deps.Logger = slog.New(slog.DiscardHandler)
 	}
-	return &Service{cfg: cfg, Deps: deps}, nil
+	return &Service{cfg: cfg, d: deps}, nil
 }
 
 // Config returns the effective configuration (defaults applied).
 func (s *Service) Config() Config { return s.cfg }
+
+// Now is the service clock (UTC, microseconds): adapters that stamp or
+// compare times use it, so one clock governs a process and its tests.
+func (s *Service) Now() time.Time { return s.now() }
+
+// ResourceMCP is the MCP server's resource identifier (token audience).
+func (s *Service) ResourceMCP() string { return s.cfg.BaseURL + "/mcp" }
+
+// ResourceA2A is the A2A endpoint's resource identifier (token audience).
+func (s *Service) ResourceA2A() string { return s.cfg.BaseURL + "/a2a" }
+
+// Owner returns an owner by id.
+func (s *Service) Owner(ctx context.Context, id string) (*Owner, error) {
+	o, err := s.d.Store.GetOwner(ctx, id)
+	return o, storeErr(err, "owner")
+}
+
+// Secret returns the named server secret, shared by every replica.
+func (s *Service) Secret(ctx context.Context, name string) ([]byte, error) {
+	return s.d.Store.Secret(ctx, name)
+}
+
+// Allow charges one event to the shared limiter under key: burst at once,
+// one more every interval. A refusal is a KindRateLimited *Error with
+// RetryAfterSeconds.
+func (s *Service) Allow(ctx context.Context, key string, interval time.Duration, burst int) error {
+	return s.allow(ctx, s.d.Store, key, interval, burst)
+}
 
 // now is the service clock in UTC at the stores' microsecond precision, so a
 // stored idempotent response and a later read show the same instants.
@@ -124,4 +159,4 @@ func storeErr(err error, what string) error {
 }
 
 // Ready reports whether the service can serve (database up, migrated).
-func (s *Service) Ready(ctx context.Context) error { return s.Store.Ready(ctx) }
+func (s *Service) Ready(ctx context.Context) error { return s.d.Store.Ready(ctx) }

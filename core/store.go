@@ -36,6 +36,8 @@ type Tx interface {
 
 // Queries are the data operations, available on a Store and inside a Tx.
 type Queries interface {
+	AgentStore
+
 	CreateOwner(ctx context.Context, o *Owner) error
 	GetOwner(ctx context.Context, id string) (*Owner, error)
 	GetOwnerByEmail(ctx context.Context, email string) (*Owner, error)

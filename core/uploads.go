@@ -70,7 +70,7 @@ func (s *Service) CreateUpload(ctx context.Context, p Principal, contentType str
 		ID: NewID(PrefixUpload), OwnerID: p.OwnerID, Mode: p.Mode, ContentType: contentType,
 		MaxBytes: maxBytes, CreatedAt: now, ExpiresAt: now.Add(s.cfg.UploadTTL).Truncate(time.Second),
 	}
-	if err := s.Store.CreateUpload(ctx, u); err != nil {
+	if err := s.d.Store.CreateUpload(ctx, u); err != nil {
 		return nil, fmt.Errorf("create upload: %w", err)
 	}
 	token := signUploadToken(s.cfg.UploadSecret, UploadClaims{
@@ -96,7 +96,7 @@ func (s *Service) ReceiveUpload(ctx context.Context, token string, body io.Reade
 	if c.expired(now) {
 		return nil, Errorf(KindGone, CodeUploadExpired, "the upload token expired at %s; create a new upload", time.Unix(c.ExpiresAt, 0).UTC().Format(time.RFC3339))
 	}
-	if err := s.Store.ClaimUpload(ctx, c.UploadID, now); err != nil {
+	if err := s.d.Store.ClaimUpload(ctx, c.UploadID, now); err != nil {
 		if errors.Is(err, ErrConflict) {
 			return nil, Errorf(KindConflict, CodeUploadUsed, "this upload token has already been used (or an upload with it is in progress)")
 		}
@@ -106,8 +106,8 @@ func (s *Service) ReceiveUpload(ctx context.Context, token string, body io.Reade
 	if err != nil {
 		// Give the token back so the client can retry the PUT; use a fresh
 		// context so a cancelled request still releases it.
-		if rerr := s.Store.ReleaseUpload(context.WithoutCancel(ctx), c.UploadID); rerr != nil {
-			s.Logger.ErrorContext(ctx, "release upload", "upload_id", c.UploadID, "err", rerr)
+		if rerr := s.d.Store.ReleaseUpload(context.WithoutCancel(ctx), c.UploadID); rerr != nil {
+			s.d.Logger.ErrorContext(ctx, "release upload", "upload_id", c.UploadID, "err", rerr)
 		}
 		return nil, err
 	}
@@ -129,7 +129,7 @@ func (s *Service) storeUpload(ctx context.Context, c UploadClaims, body io.Reade
 	if n == 0 {
 		return nil, Errorf(KindInvalid, CodeEmptyFile, "the upload body is empty")
 	}
-	kind, err := s.Converter.Detect(ctx, src)
+	kind, err := s.d.Converter.Detect(ctx, src)
 	if err != nil {
 		return nil, err
 	}
@@ -138,7 +138,7 @@ func (s *Service) storeUpload(ctx context.Context, c UploadClaims, body io.Reade
 			With("detected", string(kind))
 	}
 	pdf := filepath.Join(dir, "document.pdf")
-	pages, err := s.Converter.ToPDF(ctx, src, kind, pdf)
+	pages, err := s.d.Converter.ToPDF(ctx, src, kind, pdf)
 	if err != nil {
 		return nil, err
 	}
@@ -167,7 +167,7 @@ func (s *Service) storeUpload(ctx context.Context, c UploadClaims, body io.Reade
 			return nil, err
 		}
 	}
-	err = s.Store.InTx(ctx, func(tx Tx) error {
+	err = s.d.Store.InTx(ctx, func(tx Tx) error {
 		if err := tx.CreateDocument(ctx, doc); err != nil {
 			return fmt.Errorf("create document: %w", err)
 		}
@@ -204,7 +204,7 @@ func spool(path string, r io.Reader, max int64) (int64, string, error) {
 // putFile stores a spooled file under key, by move where the blob store
 // can, and reports its size. The file is consumed.
 func (s *Service) putFile(ctx context.Context, key, path, contentType string) (int64, error) {
-	if fb, ok := s.Blobs.(FileBlobStore); ok {
+	if fb, ok := s.d.Blobs.(FileBlobStore); ok {
 		n, err := fb.PutFile(ctx, key, path, contentType)
 		if err != nil {
 			return 0, fmt.Errorf("store blob %s: %w", key, err)
@@ -216,7 +216,7 @@ func (s *Service) putFile(ctx context.Context, key, path, contentType string) (i
 		return 0, fmt.Errorf("open %s: %w", filepath.Base(path), err)
 	}
 	defer f.Close()
-	n, err := s.Blobs.Put(ctx, key, f, contentType)
+	n, err := s.d.Blobs.Put(ctx, key, f, contentType)
 	if err != nil {
 		return 0, fmt.Errorf("store blob %s: %w", key, err)
 	}
@@ -233,14 +233,14 @@ func (s *Service) documentFromToken(ctx context.Context, p Principal, token stri
 	if c.OwnerID != p.OwnerID || c.Mode != p.Mode {
 		return nil, notFound("upload")
 	}
-	u, err := s.Store.GetUpload(ctx, c.UploadID)
+	u, err := s.d.Store.GetUpload(ctx, c.UploadID)
 	if err != nil {
 		return nil, storeErr(err, "upload")
 	}
 	if u.DocumentID == nil {
 		return nil, Errorf(KindConflict, CodeUploadPending, "nothing has been uploaded with this token yet; PUT the file to uploadUrl first")
 	}
-	d, err := s.Store.GetDocument(ctx, p.OwnerID, p.Mode, *u.DocumentID)
+	d, err := s.d.Store.GetDocument(ctx, p.OwnerID, p.Mode, *u.DocumentID)
 	return d, storeErr(err, "document")
 }
 
@@ -249,6 +249,6 @@ func (s *Service) GetDocument(ctx context.Context, p Principal, id string) (*Doc
 	if err := Authorize(p, OpGetDocument); err != nil {
 		return nil, err
 	}
-	d, err := s.Store.GetDocument(ctx, p.OwnerID, p.Mode, id)
+	d, err := s.d.Store.GetDocument(ctx, p.OwnerID, p.Mode, id)
 	return d, storeErr(err, "document")
 }

@@ -38,7 +38,7 @@ type agentHarness struct {
 
 func newAgentHarness(t *testing.T) *agentHarness {
 	c := &clock{t: time.Now().UTC()}
-	h := newHarness(t, func(o *oauth.Options) { o.Now = c.now })
+	h := newHarness(t, func(o *oauth.Options) { o.Now = c.now }, testenv.WithConfig(func(cfg *core.Config) { cfg.Now = c.now }))
 	return &agentHarness{harness: h, clock: c}
 }
 
@@ -97,7 +97,7 @@ func (h *agentHarness) exchange(assertion string) (int, map[string]any) {
 // attemptOf returns the secret attempt token inside a verification_uri.
 func attemptOf(t *testing.T, uri string) string {
 	t.Helper()
-	_, tok, ok := strings.Cut(uri, oauth.PathAgentClaimPage)
+	_, tok, ok := strings.Cut(uri, core.AgentClaimPagePath)
 	if !ok || tok == "" {
 		t.Fatalf("verification_uri %q has no attempt token", uri)
 	}
@@ -199,9 +199,9 @@ func TestAgentEnrollmentRateLimited(t *testing.T) {
 func TestAgentRegisterMissingToken(t *testing.T) {
 	h := newAgentHarness(t)
 	code, m := h.registerService("", h.env.OwnerA.Email)
-	wantOAuthErr(t, "no token", code, m, oauth.CodeEnrollmentRequired)
+	wantOAuthErr(t, "no token", code, m, core.CodeEnrollmentRequired)
 	code, m = h.registerService("fxe_unknown", h.env.OwnerA.Email)
-	wantOAuthErr(t, "unknown token", code, m, oauth.CodeInvalidEnrollment)
+	wantOAuthErr(t, "unknown token", code, m, core.CodeInvalidEnrollment)
 }
 
 func TestAgentTokenReuseAfterSuccess(t *testing.T) {
@@ -211,14 +211,14 @@ func TestAgentTokenReuseAfterSuccess(t *testing.T) {
 		t.Fatalf("register: %d %v", code, m)
 	}
 	code, m := h.registerService(tok, h.env.OwnerA.Email)
-	wantOAuthErr(t, "reuse", code, m, oauth.CodeInvalidEnrollment)
+	wantOAuthErr(t, "reuse", code, m, core.CodeInvalidEnrollment)
 }
 
 func TestAgentFailedRegistrationDoesNotConsume(t *testing.T) {
 	h := newAgentHarness(t)
 	tok := h.enroll(h.env.OwnerA, "Bot", nil)
 	code, m := h.registerService(tok, h.env.OwnerB.Email)
-	wantOAuthErr(t, "wrong login_hint", code, m, oauth.CodeLoginHintMismatch)
+	wantOAuthErr(t, "wrong login_hint", code, m, core.CodeLoginHintMismatch)
 	code, m, _ = h.jsonReq(oauth.PathAgentIdentity, map[string]any{"type": "other", "enrollment_token": tok}, "", "")
 	wantOAuthErr(t, "bad type", code, m, "invalid_request")
 	if code, m := h.registerService(tok, strings.ToUpper(h.env.OwnerA.Email)); code != http.StatusCreated {
@@ -231,7 +231,7 @@ func TestAgentEnrollmentExpired(t *testing.T) {
 	tok := h.enroll(h.env.OwnerA, "Bot", nil)
 	h.clock.add(core.AgentEnrollmentTTL + time.Second)
 	code, m := h.registerService(tok, h.env.OwnerA.Email)
-	wantOAuthErr(t, "expired token", code, m, oauth.CodeInvalidEnrollment)
+	wantOAuthErr(t, "expired token", code, m, core.CodeInvalidEnrollment)
 }
 
 func TestAgentEnrollmentRevoked(t *testing.T) {
@@ -249,7 +249,7 @@ func TestAgentEnrollmentRevoked(t *testing.T) {
 		t.Fatalf("revoke: %d %v", code, r)
 	}
 	code, m = h.registerService(tok, h.env.OwnerA.Email)
-	wantOAuthErr(t, "revoked token", code, m, oauth.CodeInvalidEnrollment)
+	wantOAuthErr(t, "revoked token", code, m, core.CodeInvalidEnrollment)
 }
 
 func TestAgentClaimPendingAndSlowDown(t *testing.T) {
@@ -278,8 +278,8 @@ func TestAgentClaimApproveWithNarrowing(t *testing.T) {
 	h := newAgentHarness(t)
 	ct, attempt, userCode := h.serviceAgent([]string{"fax:read", "credits:read", "fax:draft"})
 	ctx := context.Background()
-	v, err := h.srv.AgentClaim(ctx, h.env.OwnerA.ID, attempt)
-	if err != nil || v.Name != "Build bot" || len(v.Scopes) != 3 {
+	v, err := h.env.Svc.AgentClaimForOwner(ctx, h.env.OwnerA.ID, attempt)
+	if err != nil || v.Registration.Name != "Build bot" || len(v.Scopes) != 3 {
 		t.Fatalf("claim view = %+v, %v", v, err)
 	}
 	// The approval is in the inbox.
@@ -287,7 +287,7 @@ func TestAgentClaimApproveWithNarrowing(t *testing.T) {
 	if err != nil || len(pend) != 1 || pend[0].Kind != core.ApprovalAgentClaim {
 		t.Fatalf("inbox = %+v, %v", pend, err)
 	}
-	if err := h.srv.DecideAgentClaim(ctx, h.env.OwnerA.ID, attempt, userCode, true, []string{"fax:read"}); err != nil {
+	if err := h.env.Svc.DecideAgentClaim(ctx, h.env.OwnerA.ID, attempt, userCode, true, []string{"fax:read"}); err != nil {
 		t.Fatal(err)
 	}
 	code, m := h.poll(ct)
@@ -313,7 +313,7 @@ func TestAgentClaimApproveWithNarrowing(t *testing.T) {
 func TestAgentClaimWideningRefused(t *testing.T) {
 	h := newAgentHarness(t)
 	_, attempt, userCode := h.serviceAgent(nil)
-	err := h.srv.DecideAgentClaim(context.Background(), h.env.OwnerA.ID, attempt, userCode, true, []string{"fax:send"})
+	err := h.env.Svc.DecideAgentClaim(context.Background(), h.env.OwnerA.ID, attempt, userCode, true, []string{"fax:send"})
 	if core.ErrorCode(err) != core.CodeClaimScopeWiden {
 		t.Fatalf("widening: %v", err)
 	}
@@ -323,10 +323,10 @@ func TestAgentClaimWrongCodeAndAccount(t *testing.T) {
 	h := newAgentHarness(t)
 	_, attempt, userCode := h.serviceAgent(nil)
 	ctx := context.Background()
-	if _, err := h.srv.AgentClaim(ctx, h.env.OwnerB.ID, attempt); core.ErrorCode(err) != core.CodeClaimWrongOwner {
+	if _, err := h.env.Svc.AgentClaimForOwner(ctx, h.env.OwnerB.ID, attempt); core.ErrorCode(err) != core.CodeClaimWrongOwner {
 		t.Fatalf("wrong account: %v", err)
 	}
-	if err := h.srv.DecideAgentClaim(ctx, h.env.OwnerB.ID, attempt, userCode, true, nil); core.ErrorCode(err) != core.CodeClaimWrongOwner {
+	if err := h.env.Svc.DecideAgentClaim(ctx, h.env.OwnerB.ID, attempt, userCode, true, nil); core.ErrorCode(err) != core.CodeClaimWrongOwner {
 		t.Fatalf("wrong account decides: %v", err)
 	}
 	wrong := "000000"
@@ -334,14 +334,14 @@ func TestAgentClaimWrongCodeAndAccount(t *testing.T) {
 		wrong = "111111"
 	}
 	for i := 1; i < core.AgentClaimMaxTries; i++ {
-		if err := h.srv.DecideAgentClaim(ctx, h.env.OwnerA.ID, attempt, wrong, true, nil); core.ErrorCode(err) != core.CodeClaimWrongCode {
+		if err := h.env.Svc.DecideAgentClaim(ctx, h.env.OwnerA.ID, attempt, wrong, true, nil); core.ErrorCode(err) != core.CodeClaimWrongCode {
 			t.Fatalf("wrong code %d: %v", i, err)
 		}
 	}
-	if err := h.srv.DecideAgentClaim(ctx, h.env.OwnerA.ID, attempt, wrong, true, nil); core.ErrorCode(err) != core.CodeClaimTooManyTries {
+	if err := h.env.Svc.DecideAgentClaim(ctx, h.env.OwnerA.ID, attempt, wrong, true, nil); core.ErrorCode(err) != core.CodeClaimTooManyTries {
 		t.Fatalf("last wrong code: %v", err)
 	}
-	if err := h.srv.DecideAgentClaim(ctx, h.env.OwnerA.ID, attempt, userCode, true, nil); core.ErrorCode(err) != core.CodeClaimTooManyTries {
+	if err := h.env.Svc.DecideAgentClaim(ctx, h.env.OwnerA.ID, attempt, userCode, true, nil); core.ErrorCode(err) != core.CodeClaimTooManyTries {
 		t.Fatalf("right code after the limit: %v", err)
 	}
 }
@@ -349,12 +349,12 @@ func TestAgentClaimWrongCodeAndAccount(t *testing.T) {
 func TestAgentClaimDecline(t *testing.T) {
 	h := newAgentHarness(t)
 	ct, attempt, _ := h.serviceAgent(nil)
-	if err := h.srv.DecideAgentClaim(context.Background(), h.env.OwnerA.ID, attempt, "", false, nil); err != nil {
+	if err := h.env.Svc.DecideAgentClaim(context.Background(), h.env.OwnerA.ID, attempt, "", false, nil); err != nil {
 		t.Fatal(err)
 	}
 	code, m := h.poll(ct)
 	wantOAuthErr(t, "after decline", code, m, "access_denied")
-	if _, err := h.srv.AgentClaim(context.Background(), h.env.OwnerA.ID, attempt); core.ErrorCode(err) != core.CodeClaimLinkInvalid {
+	if _, err := h.env.Svc.AgentClaimForOwner(context.Background(), h.env.OwnerA.ID, attempt); core.ErrorCode(err) != core.CodeClaimLinkInvalid {
 		t.Fatalf("link after decline: %v", err)
 	}
 }
@@ -363,7 +363,7 @@ func TestAgentClaimExpiry(t *testing.T) {
 	h := newAgentHarness(t)
 	ct, attempt, userCode := h.serviceAgent(nil)
 	h.clock.add(core.AgentClaimTTL + time.Second)
-	if err := h.srv.DecideAgentClaim(context.Background(), h.env.OwnerA.ID, attempt, userCode, true, nil); core.ErrorCode(err) != core.CodeClaimExpired {
+	if err := h.env.Svc.DecideAgentClaim(context.Background(), h.env.OwnerA.ID, attempt, userCode, true, nil); core.ErrorCode(err) != core.CodeClaimExpired {
 		t.Fatalf("approve expired: %v", err)
 	}
 	code, m := h.poll(ct)
@@ -376,7 +376,7 @@ func TestAgentNewAttemptInvalidatesOldLink(t *testing.T) {
 	h := newAgentHarness(t)
 	ct, attempt, _ := h.serviceAgent(nil)
 	code, m, _ := h.jsonReq(oauth.PathAgentClaim, map[string]any{"claim_token": ct, "email": h.env.OwnerB.Email}, "", "")
-	wantOAuthErr(t, "wrong email", code, m, oauth.CodeEmailMismatch)
+	wantOAuthErr(t, "wrong email", code, m, core.CodeEmailMismatch)
 	code, m, hdr := h.jsonReq(oauth.PathAgentClaim, map[string]any{"claim_token": ct, "email": h.env.OwnerA.Email}, "", "")
 	if code != 200 || hdr.Get("Cache-Control") != "no-store" {
 		t.Fatalf("claim: %d %v", code, m)
@@ -384,10 +384,10 @@ func TestAgentNewAttemptInvalidatesOldLink(t *testing.T) {
 	att := m["claim_attempt"].(map[string]any)
 	newAttempt := attemptOf(t, att["verification_uri"].(string))
 	ctx := context.Background()
-	if _, err := h.srv.AgentClaim(ctx, h.env.OwnerA.ID, attempt); core.ErrorCode(err) != core.CodeClaimLinkInvalid {
+	if _, err := h.env.Svc.AgentClaimForOwner(ctx, h.env.OwnerA.ID, attempt); core.ErrorCode(err) != core.CodeClaimLinkInvalid {
 		t.Fatalf("old link: %v", err)
 	}
-	if err := h.srv.DecideAgentClaim(ctx, h.env.OwnerA.ID, newAttempt, att["user_code"].(string), true, nil); err != nil {
+	if err := h.env.Svc.DecideAgentClaim(ctx, h.env.OwnerA.ID, newAttempt, att["user_code"].(string), true, nil); err != nil {
 		t.Fatal(err)
 	}
 	if code, m := h.poll(ct); code != 200 {
@@ -422,7 +422,7 @@ func TestAgentAnonymousEmptyScope(t *testing.T) {
 		t.Fatalf("claim: %d %v", code, m)
 	}
 	att := m["claim_attempt"].(map[string]any)
-	if err := h.srv.DecideAgentClaim(context.Background(), h.env.OwnerA.ID, attemptOf(t, att["verification_uri"].(string)), att["user_code"].(string), true, nil); err != nil {
+	if err := h.env.Svc.DecideAgentClaim(context.Background(), h.env.OwnerA.ID, attemptOf(t, att["verification_uri"].(string)), att["user_code"].(string), true, nil); err != nil {
 		t.Fatal(err)
 	}
 	code, m = h.poll(ct)
@@ -444,7 +444,7 @@ func TestAgentAnonymousEmptyScope(t *testing.T) {
 func (h *agentHarness) approved() map[string]any {
 	h.t.Helper()
 	ct, attempt, userCode := h.serviceAgent(nil)
-	if err := h.srv.DecideAgentClaim(context.Background(), h.env.OwnerA.ID, attempt, userCode, true, nil); err != nil {
+	if err := h.env.Svc.DecideAgentClaim(context.Background(), h.env.OwnerA.ID, attempt, userCode, true, nil); err != nil {
 		h.t.Fatal(err)
 	}
 	code, m := h.poll(ct)
@@ -551,7 +551,7 @@ func TestAgentRegistrationRevokeStopsBoth(t *testing.T) {
 func TestAgentOwnerRevokesRegistration(t *testing.T) {
 	h := newAgentHarness(t)
 	m := h.approved()
-	regs, err := h.srv.ListRegistrations(context.Background(), h.env.OwnerA.ID)
+	regs, err := h.env.Svc.ListAgentRegistrations(context.Background(), h.env.OwnerA.ID)
 	if err != nil || len(regs) != 1 || !regs[0].Claimed || regs[0].LastUsedAt == nil {
 		t.Fatalf("registrations = %+v, %v", regs, err)
 	}

@@ -359,7 +359,7 @@ func (s *Server) upsertGrant(ctx context.Context, ownerID, clientID, resource st
 			return nil, err
 		}
 		g = &authstate.OAuthGrant{
-			ID: core.NewID(grantIDPrefix), OwnerID: ownerID, ClientID: clientID, Scopes: scopes, Resource: resource,
+			ID: core.NewID(core.PrefixOAuthGrant), OwnerID: ownerID, ClientID: clientID, Scopes: scopes, Resource: resource,
 			CreatedAt: now, UpdatedAt: now,
 		}
 		err = s.store.CreateOAuthGrant(ctx, g)
@@ -374,13 +374,11 @@ func (s *Server) upsertGrant(ctx context.Context, ownerID, clientID, resource st
 	return nil, errors.New("grant changed concurrently")
 }
 
-const grantIDPrefix = "grt_"
-
 // newOwnerSession builds the fosite session of an authorization: the owner,
 // the grant, and id_token claims limited to the granted profile and email
 // scopes.
 func (s *Server) newOwnerSession(ctx context.Context, sess *core.Session, g *authstate.OAuthGrant, scopes []string) (*session, error) {
-	owner, err := s.svc.Store.GetOwner(ctx, sess.OwnerID)
+	owner, err := s.svc.Owner(ctx, sess.OwnerID)
 	if err != nil {
 		return nil, fmt.Errorf("owner: %w", err)
 	}

@@ -12,6 +12,7 @@ import (
 	"net/netip"
 	"net/url"
 	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -209,15 +210,14 @@ func (s *Server) register(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, "invalid_client_metadata", "the registration request must be application/json")
 		return
 	}
-	ok, retry, err := s.svc.Store.AllowRate(ctx, "oauth-register:"+clientIP(r), s.now(), s.opts.RegisterInterval, s.opts.RegisterBurst)
-	if err != nil {
+	if err := s.svc.Allow(ctx, "oauth-register:"+clientIP(r), s.opts.RegisterInterval, s.opts.RegisterBurst); err != nil {
+		if e := core.AsError(err); e.Kind == core.KindRateLimited {
+			w.Header().Set("Retry-After", strconv.Itoa(e.RetryAfterSeconds))
+			writeError(w, http.StatusTooManyRequests, "rate_limited", "too many client registrations from this address; retry later")
+			return
+		}
 		s.log.ErrorContext(ctx, "register rate limit", "err", err)
 		writeError(w, http.StatusServiceUnavailable, "temporarily_unavailable", "registration is unavailable right now; retry shortly")
-		return
-	}
-	if !ok {
-		w.Header().Set("Retry-After", fmt.Sprint(int(retry.Seconds())+1))
-		writeError(w, http.StatusTooManyRequests, "rate_limited", "too many client registrations from this address; retry later")
 		return
 	}
 	body, err := io.ReadAll(io.LimitReader(r.Body, maxMetadataBytes+1))

@@ -41,9 +41,8 @@ type harness struct {
 	noRedirect *http.Client
 }
 
-func newHarness(t *testing.T, mod func(*oauth.Options)) *harness {
+func newHarness(t *testing.T, mod func(*oauth.Options), envOpts ...testenv.Option) *harness {
 	t.Helper()
-	env := testenv.New(t, testenv.WithoutWorkers())
 	var (
 		mu sync.RWMutex
 		h  http.Handler = http.NotFoundHandler()
@@ -54,6 +53,10 @@ func newHarness(t *testing.T, mod func(*oauth.Options)) *harness {
 		h.ServeHTTP(w, r)
 	}))
 	t.Cleanup(ts.Close)
+	// The service and the server share the origins (the MCP resource, claim
+	// links).
+	envOpts = append([]testenv.Option{testenv.WithoutWorkers(), testenv.WithConfig(func(c *core.Config) { c.BaseURL, c.APIURL = ts.URL, ts.URL })}, envOpts...)
+	env := testenv.New(t, envOpts...)
 	opts := oauth.Options{BaseURL: ts.URL, APIURL: ts.URL, MCPOAuth: true, RegisterBurst: 100}
 	if mod != nil {
 		mod(&opts)

@@ -151,13 +151,13 @@ func New(svc *core.Service, store authstate.OAuthStore, opts Options) (*Server, 
 		resources: []string{opts.BaseURL + "/mcp", opts.BaseURL + "/a2a"},
 	}
 	ctx := context.Background()
-	hmacSecret, err := svc.Store.Secret(ctx, "oauth-hmac")
+	hmacSecret, err := svc.Secret(ctx, "oauth-hmac")
 	if err != nil {
 		return nil, fmt.Errorf("oauth: %w", err)
 	}
 	s.keys = &keyring{
 		store:  store,
-		secret: func(ctx context.Context) ([]byte, error) { return svc.Store.Secret(ctx, "oauth-keys") },
+		secret: func(ctx context.Context) ([]byte, error) { return svc.Secret(ctx, "oauth-keys") },
 		now:    opts.Now,
 	}
 	if err := s.keys.load(ctx); err != nil {
@@ -215,31 +215,65 @@ func (s *Server) Issuer() string { return s.issuer }
 // now is the clock at the stores' precision.
 func (s *Server) now() time.Time { return s.opts.Now().UTC().Truncate(time.Microsecond) }
 
-// Handler serves every path listed in docs/oauth.md (the Path constants);
-// mount it for those paths on both origins.
+// routes are the server's endpoints: path, methods, and whether programs
+// in browsers may call it (CORS). The browser endpoints (authorize) and the
+// owner's cookie endpoint (agent manage) get no CORS: they are navigated
+// to, or called by our own pages.
+func (s *Server) routes() []route {
+	meta := http.HandlerFunc(s.serveASMetadata)
+	return []route{
+		{PathASMetadata, meta, true, get},
+		{PathASMetadataIssuer, meta, true, get},
+		{PathOIDCMetadataIssuer, meta, true, get},
+		{PathOIDCMetadataAppended, meta, true, get},
+		{PathProtectedResource, s.servePRM(""), true, get},
+		{PathProtectedResourceMCP, s.servePRM("/mcp"), true, get},
+		{PathProtectedResourceA2A, s.servePRM("/a2a"), true, get},
+		{PathRegister, http.HandlerFunc(s.register), true, post},
+		{PathAuthorize, http.HandlerFunc(s.authorize), false, []string{http.MethodGet, http.MethodPost}},
+		{PathAuthorizeResume, http.HandlerFunc(s.resume), false, get},
+		{PathToken, http.HandlerFunc(s.token), true, post},
+		{PathRevoke, http.HandlerFunc(s.revoke), true, post},
+		{PathJWKS, http.HandlerFunc(s.serveJWKS), true, get},
+		{PathAuthGuide, http.HandlerFunc(s.serveGuide), false, get},
+		{PathAgentManage, http.HandlerFunc(s.manage), false, post},
+		{PathAgentIdentity, http.HandlerFunc(s.identity), true, post},
+		{PathAgentClaim, http.HandlerFunc(s.claim), true, post},
+		{PathAgentRevoke, http.HandlerFunc(s.revokeIdentity), true, post},
+	}
+}
+
+type route struct {
+	path    string
+	handler http.Handler
+	cors    bool
+	methods []string
+}
+
+var (
+	get  = []string{http.MethodGet}
+	post = []string{http.MethodPost}
+)
+
+// Paths are the paths Handler serves; mount it on each, on both origins.
+func Paths() []string {
+	var out []string
+	for _, r := range (&Server{}).routes() {
+		out = append(out, r.path)
+	}
+	return out
+}
+
+// Handler serves every path of Paths (docs/oauth.md lists them).
 func (s *Server) Handler() http.Handler {
 	mux := http.NewServeMux()
-	meta := cors(methods(http.HandlerFunc(s.serveASMetadata), http.MethodGet))
-	for _, p := range []string{PathASMetadata, PathASMetadataIssuer, PathOIDCMetadataIssuer, PathOIDCMetadataAppended} {
-		mux.Handle(p, meta)
+	for _, rt := range s.routes() {
+		h := methods(rt.handler, rt.methods...)
+		if rt.cors {
+			h = cors(h)
+		}
+		mux.Handle(rt.path, h)
 	}
-	mux.Handle(PathProtectedResource, cors(methods(s.servePRM(""), http.MethodGet)))
-	mux.Handle(PathProtectedResourceMCP, cors(methods(s.servePRM("/mcp"), http.MethodGet)))
-	mux.Handle(PathProtectedResourceA2A, cors(methods(s.servePRM("/a2a"), http.MethodGet)))
-	mux.Handle(PathRegister, cors(methods(http.HandlerFunc(s.register), http.MethodPost)))
-	// The browser endpoints get no CORS: they are navigated to, never fetched.
-	mux.Handle(PathAuthorize, methods(http.HandlerFunc(s.authorize), http.MethodGet, http.MethodPost))
-	mux.Handle(PathAuthorizeResume, methods(http.HandlerFunc(s.resume), http.MethodGet))
-	mux.Handle(PathToken, cors(methods(http.HandlerFunc(s.token), http.MethodPost)))
-	mux.Handle(PathRevoke, cors(methods(http.HandlerFunc(s.revoke), http.MethodPost)))
-	mux.Handle(PathJWKS, cors(methods(http.HandlerFunc(s.serveJWKS), http.MethodGet)))
-	mux.Handle(PathAuthGuide, methods(http.HandlerFunc(s.serveGuide), http.MethodGet))
-	// Agent registration (agents.go). manage uses the owner's cookie, so
-	// it gets no CORS; the agent endpoints are called by programs.
-	mux.Handle(PathAgentManage, methods(http.HandlerFunc(s.manage), http.MethodPost))
-	mux.Handle(PathAgentIdentity, cors(methods(http.HandlerFunc(s.identity), http.MethodPost)))
-	mux.Handle(PathAgentClaim, cors(methods(http.HandlerFunc(s.claim), http.MethodPost)))
-	mux.Handle(PathAgentRevoke, cors(methods(http.HandlerFunc(s.revokeIdentity), http.MethodPost)))
 	return mux
 }
 
@@ -277,7 +311,7 @@ func methods(next http.Handler, allowed ...string) http.Handler {
 // metadata lists them.
 func supportedScopes() []string {
 	out := []string{ScopeOpenID, ScopeProfile, ScopeEmail, ScopeOfflineAccess}
-	for _, sc := range core.FaxScopes {
+	for _, sc := range core.FaxScopes() {
 		out = append(out, string(sc))
 	}
 	return out
@@ -285,6 +319,4 @@ func supportedScopes() []string {
 
 // defaultScopes are granted when a request names none: read-only, as for
 // agent registrations.
-func defaultScopes() []string {
-	return []string{string(core.ScopeFaxRead), string(core.ScopeCreditsRead)}
-}
+func defaultScopes() []string { return core.DefaultAgentScopes() }

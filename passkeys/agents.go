@@ -3,8 +3,8 @@ package passkeys
 import (
 	"encoding/json"
 	"net/http"
-	"slices"
 	"strings"
+	"time"
 
 	"github.com/faxhub/faxhub/core"
 )
@@ -15,7 +15,7 @@ import (
 
 // ClaimPathPrefix is where claim links point: the rest of the path is the
 // secret claim-attempt token (never the user code).
-const ClaimPathPrefix = "/agent/claim/"
+const ClaimPathPrefix = core.AgentClaimPagePath
 
 type agentsBody struct {
 	Secret        *core.AgentEnrollmentSecret
@@ -36,19 +36,19 @@ type registrationView struct {
 }
 
 func fixedScopes() []string {
-	out := make([]string, len(core.FaxScopes))
-	for i, s := range core.FaxScopes {
-		out[i] = string(s)
+	var out []string
+	for _, s := range core.FaxScopes() {
+		out = append(out, string(s))
 	}
 	return out
 }
 
-func (c *Console) agentsUnavailable(w http.ResponseWriter, r *http.Request) bool {
-	if c.opts.Agents == nil {
-		c.fail(w, r, core.Errorf(core.KindUnavailable, "unavailable", "agent access is not available on this server"))
-		return true
-	}
-	return false
+// claimView is what the claim page shows.
+type claimView struct {
+	Name      string
+	Type      string
+	ExpiresAt time.Time
+	TriesLeft int
 }
 
 func (c *Console) agentsPage(w http.ResponseWriter, r *http.Request, s *signedIn) {
@@ -56,15 +56,12 @@ func (c *Console) agentsPage(w http.ResponseWriter, r *http.Request, s *signedIn
 }
 
 func (c *Console) showAgents(w http.ResponseWriter, r *http.Request, s *signedIn, status int, secret *core.AgentEnrollmentSecret, notice, errMsg string) {
-	if c.agentsUnavailable(w, r) {
-		return
-	}
 	ctx := r.Context()
 	body := agentsBody{Secret: secret, AllScopes: describeScopes(fixedScopes())}
 	if secret != nil {
 		body.SecretScopes = describeScopes(secret.Scopes)
 	}
-	es, err := c.opts.Agents.ListEnrollments(ctx, s.owner.ID)
+	es, err := c.svc.ListAgentEnrollments(ctx, s.owner.ID)
 	if err != nil {
 		c.fail(w, r, err)
 		return
@@ -72,7 +69,7 @@ func (c *Console) showAgents(w http.ResponseWriter, r *http.Request, s *signedIn
 	for _, e := range es {
 		body.Enrollments = append(body.Enrollments, enrollmentView{e, describeScopes(e.Scopes)})
 	}
-	rs, err := c.opts.Agents.ListRegistrations(ctx, s.owner.ID)
+	rs, err := c.svc.ListAgentRegistrations(ctx, s.owner.ID)
 	if err != nil {
 		c.fail(w, r, err)
 		return
@@ -86,10 +83,7 @@ func (c *Console) showAgents(w http.ResponseWriter, r *http.Request, s *signedIn
 }
 
 func (c *Console) createEnrollment(w http.ResponseWriter, r *http.Request, s *signedIn) {
-	if c.agentsUnavailable(w, r) {
-		return
-	}
-	secret, err := c.opts.Agents.CreateEnrollment(r.Context(), s.owner.ID, r.PostFormValue("name"), r.PostForm["scope"])
+	secret, err := c.svc.CreateAgentEnrollment(r.Context(), s.owner.ID, r.PostFormValue("name"), r.PostForm["scope"])
 	if err != nil {
 		if e := core.AsError(err); e.Kind != core.KindInternal {
 			if e.RetryAfterSeconds > 0 {
@@ -110,10 +104,7 @@ func itoa(n int) string {
 }
 
 func (c *Console) revokeEnrollment(w http.ResponseWriter, r *http.Request, s *signedIn) {
-	if c.agentsUnavailable(w, r) {
-		return
-	}
-	if err := c.opts.Agents.RevokeEnrollment(r.Context(), s.owner.ID, r.PathValue("id")); err != nil {
+	if err := c.svc.RevokeAgentEnrollment(r.Context(), s.owner.ID, r.PathValue("id")); err != nil {
 		c.fail(w, r, err)
 		return
 	}
@@ -121,10 +112,7 @@ func (c *Console) revokeEnrollment(w http.ResponseWriter, r *http.Request, s *si
 }
 
 func (c *Console) revokeRegistration(w http.ResponseWriter, r *http.Request, s *signedIn) {
-	if c.agentsUnavailable(w, r) {
-		return
-	}
-	if err := c.opts.Agents.RevokeRegistration(r.Context(), s.owner.ID, r.PathValue("id")); err != nil {
+	if err := c.svc.RevokeAgentRegistration(r.Context(), s.owner.ID, r.PathValue("id")); err != nil {
 		c.fail(w, r, err)
 		return
 	}
@@ -133,7 +121,7 @@ func (c *Console) revokeRegistration(w http.ResponseWriter, r *http.Request, s *
 
 type claimBody struct {
 	Action    string
-	View      *core.AgentClaimView
+	View      *claimView
 	ScopeList []scopeInfo
 	Done      string // "approved" or "declined"
 }
@@ -161,28 +149,23 @@ func (c *Console) claimError(w http.ResponseWriter, r *http.Request, s *signedIn
 }
 
 func (c *Console) claimPage(w http.ResponseWriter, r *http.Request, s *signedIn) {
-	if c.agentsUnavailable(w, r) {
-		return
-	}
 	c.showClaim(w, r, s, http.StatusOK, "")
 }
 
 func (c *Console) showClaim(w http.ResponseWriter, r *http.Request, s *signedIn, status int, errMsg string) {
 	tok := r.PathValue("token")
-	v, err := c.opts.Agents.AgentClaim(r.Context(), s.owner.ID, tok)
+	req, err := c.svc.AgentClaimForOwner(r.Context(), s.owner.ID, tok)
 	if err != nil {
 		c.claimError(w, r, s, err)
 		return
 	}
-	d := c.page(s, "Approve agent "+v.Name, "agents", claimBody{Action: ClaimPathPrefix + tok, View: v, ScopeList: describeScopes(v.Scopes)})
+	v := &claimView{Name: req.Registration.Name, Type: req.Registration.Type, ExpiresAt: req.ExpiresAt, TriesLeft: req.TriesLeft}
+	d := c.page(s, "Approve agent "+v.Name, "agents", claimBody{Action: ClaimPathPrefix + tok, View: v, ScopeList: describeScopes(req.Scopes)})
 	d.Error = errMsg
 	c.render(w, r, status, "agentclaim", d)
 }
 
 func (c *Console) decideClaim(w http.ResponseWriter, r *http.Request, s *signedIn) {
-	if c.agentsUnavailable(w, r) {
-		return
-	}
 	tok := r.PathValue("token")
 	var approve bool
 	switch r.PostFormValue("decision") {
@@ -199,7 +182,7 @@ func (c *Console) decideClaim(w http.ResponseWriter, r *http.Request, s *signedI
 		return
 	}
 	code := strings.TrimSpace(r.PostFormValue("user_code"))
-	err := c.opts.Agents.DecideAgentClaim(r.Context(), s.owner.ID, tok, code, approve, scopes)
+	err := c.svc.DecideAgentClaim(r.Context(), s.owner.ID, tok, code, approve, scopes)
 	if err != nil {
 		switch core.ErrorCode(err) {
 		case core.CodeClaimWrongCode, core.CodeClaimScopeWiden:
@@ -233,15 +216,8 @@ func (c *Console) agentClaimInboxDecision(r *http.Request, s *signedIn, a *core.
 	var d struct {
 		RegistrationID string `json:"registrationId"`
 	}
-	if c.opts.Agents == nil || json.Unmarshal(a.Details, &d) != nil || d.RegistrationID == "" {
+	if json.Unmarshal(a.Details, &d) != nil || d.RegistrationID == "" {
 		return nil
 	}
-	regs, err := c.opts.Agents.ListRegistrations(r.Context(), s.owner.ID)
-	if err != nil {
-		return err
-	}
-	if !slices.ContainsFunc(regs, func(g core.AgentRegistration) bool { return g.ID == d.RegistrationID }) {
-		return nil
-	}
-	return c.opts.Agents.DeclineAgentClaim(r.Context(), s.owner.ID, d.RegistrationID)
+	return c.svc.DeclineAgentClaim(r.Context(), s.owner.ID, d.RegistrationID)
 }

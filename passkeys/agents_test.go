@@ -26,7 +26,7 @@ func newAgentsHarness(t *testing.T) (*harness, http.Handler) {
 	}
 	h := &harness{t: t, env: env, mailbox: mail.NewMailbox(nil, 0), grants: &grantDir{}}
 	con := passkeys.New(env.Svc, env.DB, passkeys.Options{
-		BaseURL: baseURL, DevMailbox: true, Mailer: h.mailbox, Grants: h.grants, Agents: srv,
+		BaseURL: baseURL, DevMailbox: true, Mailer: h.mailbox, Grants: h.grants,
 	})
 	if err := con.Err(); err != nil {
 		t.Fatal(err)

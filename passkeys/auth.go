@@ -61,11 +61,11 @@ func (c *Console) signup(w http.ResponseWriter, r *http.Request) {
 		c.render(w, r, http.StatusTooManyRequests, "signup", pageData{Title: "Create account", Nav: "signup", Error: core.AsError(err).Message, Body: f})
 		return
 	}
-	o, err := c.svc.Store.GetOwnerByEmail(ctx, email)
+	o, err := c.svc.OwnerByEmail(ctx, email)
 	switch {
 	case err == nil:
 		err = c.sendRecovery(ctx, o, "Someone (hopefully you) tried to create a faxhub account with this address, which already has one.")
-	case errors.Is(err, core.ErrNoRows):
+	case core.ErrorKind(err) == core.KindNotFound:
 		err = c.sendSignup(ctx, email, f.Name)
 	}
 	if err != nil {
@@ -90,11 +90,11 @@ func (c *Console) recover(w http.ResponseWriter, r *http.Request) {
 		c.render(w, r, http.StatusTooManyRequests, "recover", pageData{Title: "Recover your account", Nav: "signin", Error: core.AsError(err).Message, Body: f})
 		return
 	}
-	o, err := c.svc.Store.GetOwnerByEmail(ctx, email)
+	o, err := c.svc.OwnerByEmail(ctx, email)
 	switch {
 	case err == nil:
 		err = c.sendRecovery(ctx, o, "You asked to recover your faxhub account.")
-	case errors.Is(err, core.ErrNoRows):
+	case core.ErrorKind(err) == core.KindNotFound:
 		err = nil // the page must not tell
 	}
 	if err != nil {
@@ -106,14 +106,11 @@ func (c *Console) recover(w http.ResponseWriter, r *http.Request) {
 }
 
 func (c *Console) allowMail(ctx context.Context, email string) error {
-	ok, wait, err := c.svc.Store.AllowRate(ctx, "console-mail:"+core.HashSecret(email), c.now(), mailInterval, mailBurst)
-	if err != nil {
-		return err
+	err := c.svc.Allow(ctx, "console-mail:"+core.HashSecret(email), mailInterval, mailBurst)
+	if e := core.AsError(err); err != nil && e.Kind == core.KindRateLimited {
+		return core.Errorf(core.KindRateLimited, core.CodeRateLimited, "we sent several mails to this address recently; wait %d minutes and try again", e.RetryAfterSeconds/60+1)
 	}
-	if !ok {
-		return core.Errorf(core.KindRateLimited, core.CodeRateLimited, "we sent several mails to this address recently; wait %d minutes and try again", int(wait.Minutes())+1)
-	}
-	return nil
+	return err
 }
 
 // issueToken stores a new one-time link's hash and returns the link.

@@ -50,9 +50,6 @@ type Options struct {
 	// Grants lists and revokes OAuth grants; nil until the OAuth server is
 	// wired (the apps page then says no apps are connected).
 	Grants core.GrantDirectory
-	// Agents is agent registration (the Agent access page and claim
-	// links); nil until the OAuth server is wired.
-	Agents core.AgentDirectory
 	Logger *slog.Logger
 }
 
@@ -261,7 +258,7 @@ func (c *Console) currentSession(r *http.Request) (*signedIn, error) {
 		return nil, err
 	}
 	ck, _ := r.Cookie(web.SessionCookieName)
-	o, err := c.svc.Store.GetOwner(r.Context(), sess.OwnerID)
+	o, err := c.svc.Owner(r.Context(), sess.OwnerID)
 	if err != nil {
 		return nil, fmt.Errorf("load owner of session: %w", err)
 	}

@@ -35,7 +35,7 @@ type config struct {
 	MaxPages        int
 	Workers         int
 	SMTPURL         string
-	MCPMode         string
+	AgentMode       string
 }
 
 func env(name, def string) string { return cmp.Or(os.Getenv(name), def) }
@@ -104,7 +104,9 @@ func serveFlags(c *config, stderr io.Writer) *flag.FlagSet {
 	fs.IntVar(&c.MaxPages, "max-pages", maxPages, "most pages per fax [FAXHUB_MAX_PAGES]")
 	workers, _ := strconv.Atoi(env("FAXHUB_WORKERS", "0"))
 	fs.IntVar(&c.Workers, "workers", workers, "delivery workers per process [FAXHUB_WORKERS] (0: the queue's default)")
-	fs.StringVar(&c.MCPMode, "mcp-mode", os.Getenv("FAXHUB_MCP_MODE"), "test|live: the mode chat apps act in over MCP [FAXHUB_MCP_MODE] (default: test with --dev, else live)")
+	fs.StringVar(&c.AgentMode, "agent-mode", cmp.Or(os.Getenv("FAXHUB_AGENT_MODE"), os.Getenv("FAXHUB_MCP_MODE")),
+		"test|live: the mode every agent acts in: chat apps (MCP, A2A), registered and delegated agents [FAXHUB_AGENT_MODE] (default: test with --dev, else live)")
+	fs.StringVar(&c.AgentMode, "mcp-mode", c.AgentMode, "the former name of --agent-mode [FAXHUB_MCP_MODE]")
 	fs.StringVar(&c.SMTPURL, "smtp", os.Getenv("FAXHUB_SMTP_URL"), "owner mail over SMTP: smtp://user:pass@host:587?from=… [FAXHUB_SMTP_URL] (default: dev mailbox and log)")
 	return fs
 }
@@ -121,9 +123,9 @@ func (c *config) finish() error {
 	if c.Database == "" {
 		c.Database = filepath.Join(c.DataDir, "faxhub.db")
 	}
-	if c.MCPMode != "" {
-		if _, err := core.ParseMode(c.MCPMode); err != nil {
-			return usageError{"--mcp-mode must be test or live"}
+	if c.AgentMode != "" {
+		if _, err := core.ParseMode(c.AgentMode); err != nil {
+			return usageError{"--agent-mode must be test or live"}
 		}
 	}
 	if c.BlobURL == "" {

@@ -38,7 +38,7 @@ func build(ctx context.Context, c config, log *slog.Logger, workers bool) (*app.
 		Prices: prices, MaxUploadBytes: c.MaxUploadMB << 20, MaxPages: c.MaxPages,
 		SimTimeScale: c.SimTimeScale, Soffice: c.Soffice, Workers: c.Workers, InsertOnly: !workers,
 		MachinePayments: c.MachinePayments, MCPOAuth: c.MCPOAuth, Dev: c.Dev, SMTPURL: c.SMTPURL,
-		MCPMode: core.Mode(c.MCPMode),
-		Logger:  log,
+		AgentMode: core.Mode(c.AgentMode),
+		Logger:    log,
 	})
 }

@@ -9,25 +9,18 @@ import (
 	"github.com/faxhub/faxhub/core"
 )
 
-func agentStore(t *testing.T, s core.Store) core.AgentStore {
-	t.Helper()
-	a, ok := s.(core.AgentStore)
-	if !ok {
-		t.Fatalf("%T does not implement core.AgentStore", s)
-	}
-	return a
-}
+func agentStore(t *testing.T, s core.Store) core.AgentStore { return s }
 
 func newEnrollment(ownerID string, sec int) *core.AgentEnrollment {
 	return &core.AgentEnrollment{
-		ID: core.NewID("aen_"), OwnerID: ownerID, Name: "Build bot", Scopes: []string{"fax:read", "credits:read"},
+		ID: core.NewID(core.PrefixAgentEnrollment), OwnerID: ownerID, Name: "Build bot", Scopes: []string{"fax:read", "credits:read"},
 		TokenHash: core.NewID("h_"), CreatedAt: at(sec), ExpiresAt: at(sec).Add(core.AgentEnrollmentTTL),
 	}
 }
 
 func registerAgent(t *testing.T, s core.AgentStore, e *core.AgentEnrollment, sec int) (*core.AgentRegistration, *core.AgentClaim) {
 	t.Helper()
-	r := &core.AgentRegistration{ID: core.NewID("agr_"), OwnerID: e.OwnerID, Type: core.AgentRegistrationService, Name: e.Name,
+	r := &core.AgentRegistration{ID: core.NewID(core.PrefixAgentRegistration), OwnerID: e.OwnerID, Type: core.AgentRegistrationService, Name: e.Name,
 		Scopes: e.Scopes, Status: core.AgentActive, CreatedAt: at(sec)}
 	c := &core.AgentClaim{RegistrationID: r.ID, OwnerID: e.OwnerID, TokenHash: core.NewID("ct_"), UserCodeHash: "code1",
 		AttemptHash: core.NewID("att_"), Scopes: e.Scopes, Status: core.AgentClaimPending, CreatedAt: at(sec),
@@ -60,13 +53,13 @@ func testAgentEnrollments(t *testing.T, st core.Store) {
 	must(t, s.RevokeAgentEnrollment(ctx, o.ID, es[0].ID, at(11)))
 	wantErr(t, "revoke twice", s.RevokeAgentEnrollment(ctx, o.ID, es[0].ID, at(11)), core.ErrNoRows)
 	must(t, s.CreateAgentEnrollment(ctx, newEnrollment(o.ID, 12), core.AgentMaxLiveEnrollments))
-	r := &core.AgentRegistration{ID: core.NewID("agr_"), OwnerID: o.ID, Type: core.AgentRegistrationAnon, Name: "x", Status: core.AgentActive, CreatedAt: at(13)}
+	r := &core.AgentRegistration{ID: core.NewID(core.PrefixAgentRegistration), OwnerID: o.ID, Type: core.AgentRegistrationAnon, Name: "x", Status: core.AgentActive, CreatedAt: at(13)}
 	c := &core.AgentClaim{RegistrationID: r.ID, OwnerID: o.ID, TokenHash: "t1", Status: core.AgentClaimPending, CreatedAt: at(13), ExpiresAt: at(600), Interval: 5}
 	wantErr(t, "register with revoked token", s.RegisterAgent(ctx, es[0].ID, r, c), core.ErrConflict)
 	// Consumed once; a second registration with it fails and leaves nothing.
 	r1, _ := registerAgent(t, s, es[1], 13)
 	r2 := *r1
-	r2.ID = core.NewID("agr_")
+	r2.ID = core.NewID(core.PrefixAgentRegistration)
 	c2 := &core.AgentClaim{RegistrationID: r2.ID, OwnerID: o.ID, TokenHash: "t2", Status: core.AgentClaimPending, CreatedAt: at(13), ExpiresAt: at(600), Interval: 5}
 	wantErr(t, "reuse consumed token", s.RegisterAgent(ctx, es[1].ID, &r2, c2), core.ErrConflict)
 	_, err = s.GetAgentRegistration(ctx, r2.ID)
@@ -126,26 +119,16 @@ func testAgentClaims(t *testing.T, st core.Store) {
 	must(t, err)
 	wantEqual(t, "GetAgentRegistration", got, r)
 
-	p, err := s.PollAgentClaim(ctx, c.TokenHash, at(2))
+	locked, err := s.LockAgentClaim(ctx, c.TokenHash)
 	must(t, err)
-	if p.SlowDown || p.Claim.Status != core.AgentClaimPending || p.Claim.Interval != 5 {
-		t.Fatalf("first poll = %+v", p)
-	}
-	p, err = s.PollAgentClaim(ctx, c.TokenHash, at(4))
-	must(t, err)
-	if !p.SlowDown || p.Claim.Interval != 10 {
-		t.Fatalf("fast poll = %+v", p)
-	}
-	p, err = s.PollAgentClaim(ctx, c.TokenHash, at(14))
-	must(t, err)
-	if p.SlowDown || p.Claim.Interval != 10 {
-		t.Fatalf("poll after interval = %+v", p)
-	}
+	wantEqual(t, "LockAgentClaim", locked.RegistrationID, r.ID)
+	must(t, s.RecordAgentClaimPoll(ctx, r.ID, core.AgentClaimPending, 10, at(14)))
 	cl, err := s.GetAgentClaimByToken(ctx, c.TokenHash)
 	must(t, err)
-	if cl.Interval != 10 || cl.LastPollAt == nil || !cl.LastPollAt.Equal(at(14)) {
+	if cl.Interval != 10 || cl.LastPollAt == nil || !cl.LastPollAt.Equal(at(14)) || cl.AttemptHash != c.AttemptHash {
 		t.Fatalf("stored claim = %+v", cl)
 	}
+	wantErr(t, "record a poll of a missing claim", s.RecordAgentClaimPoll(ctx, "agr_missing", core.AgentClaimPending, 5, at(15)), core.ErrNoRows)
 
 	// A new attempt replaces the old link and resets the tries.
 	n, err := s.AddAgentClaimTry(ctx, c.AttemptHash)
@@ -170,10 +153,10 @@ func testAgentClaims(t *testing.T, st core.Store) {
 	wantErr(t, "redeem pending", s.RedeemAgentClaim(ctx, r.ID), core.ErrConflict)
 	must(t, s.DecideAgentClaim(ctx, r.ID, true, []string{"fax:read"}, at(30)))
 	wantErr(t, "decide twice", s.DecideAgentClaim(ctx, r.ID, false, nil, at(31)), core.ErrConflict)
-	p, err = s.PollAgentClaim(ctx, c.TokenHash, at(40))
+	cl, err = s.GetAgentClaimByToken(ctx, c.TokenHash)
 	must(t, err)
-	if p.Claim.Status != core.AgentClaimApproved || len(p.Claim.Scopes) != 1 {
-		t.Fatalf("approved poll = %+v", p)
+	if cl.Status != core.AgentClaimApproved || len(cl.Scopes) != 1 || cl.AttemptHash != "" {
+		t.Fatalf("approved claim = %+v", cl)
 	}
 	must(t, s.RedeemAgentClaim(ctx, r.ID))
 	wantErr(t, "redeem twice", s.RedeemAgentClaim(ctx, r.ID), core.ErrConflict)
@@ -212,22 +195,25 @@ func testAgentClaims(t *testing.T, st core.Store) {
 	must(t, s.CreateAgentEnrollment(ctx, e2, core.AgentMaxLiveEnrollments))
 	r2, c2 := registerAgent(t, s, e2, 100)
 	must(t, s.DecideAgentClaim(ctx, r2.ID, false, nil, at(110)))
-	p, err = s.PollAgentClaim(ctx, c2.TokenHash, at(120))
+	cl, err = s.GetAgentClaimByToken(ctx, c2.TokenHash)
 	must(t, err)
-	wantEqual(t, "declined", p.Claim.Status, core.AgentClaimDenied)
+	wantEqual(t, "declined", cl.Status, core.AgentClaimDenied)
 	e3 := newEnrollment(o.ID, 200)
 	must(t, s.CreateAgentEnrollment(ctx, e3, core.AgentMaxLiveEnrollments))
 	r3, c3 := registerAgent(t, s, e3, 200)
 	wantErr(t, "approve expired", s.DecideAgentClaim(ctx, r3.ID, true, nil, at(200).Add(core.AgentClaimTTL)), core.ErrConflict)
-	p, err = s.PollAgentClaim(ctx, c3.TokenHash, at(200).Add(core.AgentClaimTTL+time.Second))
+	must(t, s.RecordAgentClaimPoll(ctx, r3.ID, core.AgentClaimExpired, 5, at(200).Add(core.AgentClaimTTL+time.Second)))
+	cl, err = s.GetAgentClaimByToken(ctx, c3.TokenHash)
 	must(t, err)
-	wantEqual(t, "expired", p.Claim.Status, core.AgentClaimExpired)
-	_, err = s.PollAgentClaim(ctx, "nope", at(1))
+	if cl.Status != core.AgentClaimExpired || cl.AttemptHash != "" {
+		t.Fatalf("expired claim = %+v", cl)
+	}
+	_, err = s.LockAgentClaim(ctx, "nope")
 	wantErr(t, "unknown claim", err, core.ErrNoRows)
 }
 
-// testAgentPollConcurrent: concurrent polls grow the interval once each
-// after the first, never lose an update.
+// testAgentPollConcurrent: LockAgentClaim inside transactions serialises
+// concurrent read-modify-write polls of one claim: no update is lost.
 func testAgentPollConcurrent(t *testing.T, st core.Store) {
 	ctx, s := t.Context(), agentStore(t, st)
 	o := newOwner(t, st)
@@ -238,7 +224,14 @@ func testAgentPollConcurrent(t *testing.T, st core.Store) {
 	const n = 10
 	for range n {
 		wg.Go(func() {
-			if _, err := s.PollAgentClaim(ctx, c.TokenHash, at(1)); err != nil {
+			err := st.InTx(ctx, func(tx core.Tx) error {
+				cl, err := tx.LockAgentClaim(ctx, c.TokenHash)
+				if err != nil {
+					return err
+				}
+				return tx.RecordAgentClaimPoll(ctx, cl.RegistrationID, cl.Status, cl.Interval+core.AgentClaimSlowDownStep, at(1))
+			})
+			if err != nil {
 				t.Error(err)
 			}
 		})
@@ -246,7 +239,7 @@ func testAgentPollConcurrent(t *testing.T, st core.Store) {
 	wg.Wait()
 	cl, err := s.GetAgentClaimByToken(ctx, c.TokenHash)
 	must(t, err)
-	if want := core.AgentClaimInterval + (n-1)*core.AgentClaimSlowDownStep; cl.Interval != want {
+	if want := core.AgentClaimInterval + n*core.AgentClaimSlowDownStep; cl.Interval != want {
 		t.Fatalf("interval = %d, want %d", cl.Interval, want)
 	}
 }

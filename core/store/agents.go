@@ -309,39 +309,25 @@ func (x q) DecideAgentClaim(ctx context.Context, registrationID string, approve 
 	return nil
 }
 
-func (x q) PollAgentClaim(ctx context.Context, tokenHash string, now time.Time) (*core.AgentPoll, error) {
-	var out *core.AgentPoll
-	err := x.atomic(ctx, func(x q) error {
-		c, err := x.getClaim(ctx, true, "token_hash = ?", tokenHash)
-		if err != nil {
-			return err
-		}
-		p := &core.AgentPoll{Claim: c}
-		if c.Status == core.AgentClaimPending && !now.Before(c.ExpiresAt) {
-			c.Status = core.AgentClaimExpired
-			if _, err := x.exec(ctx, "UPDATE agent_claims SET status = ?, attempt_hash = '' WHERE registration_id = ?",
-				c.Status, c.RegistrationID); err != nil {
-				return err
-			}
-		} else if c.Status == core.AgentClaimPending {
-			if c.LastPollAt != nil && now.Before(c.LastPollAt.Add(time.Duration(c.Interval)*time.Second)) {
-				p.SlowDown = true
-				c.Interval += core.AgentClaimSlowDownStep
-			}
-			t := now
-			c.LastPollAt = &t
-			if _, err := x.exec(ctx, "UPDATE agent_claims SET interval_seconds = ?, last_poll_at = ? WHERE registration_id = ?",
-				c.Interval, now, c.RegistrationID); err != nil {
-				return err
-			}
-		}
-		out = p
-		return nil
-	})
+func (x q) LockAgentClaim(ctx context.Context, tokenHash string) (*core.AgentClaim, error) {
+	c, err := x.getClaim(ctx, true, "token_hash = ?", tokenHash)
 	if err != nil {
-		return nil, fmt.Errorf("poll agent claim: %w", err)
+		return nil, fmt.Errorf("lock agent claim: %w", err)
 	}
-	return out, nil
+	return c, nil
+}
+
+func (x q) RecordAgentClaimPoll(ctx context.Context, registrationID, status string, interval int, at time.Time) error {
+	n, err := x.exec(ctx, `UPDATE agent_claims SET status = ?, interval_seconds = ?, last_poll_at = ?,
+		attempt_hash = CASE WHEN ? = ? THEN attempt_hash ELSE '' END WHERE registration_id = ?`,
+		status, interval, at, status, core.AgentClaimPending, registrationID)
+	if err == nil && n == 0 {
+		err = core.ErrNoRows
+	}
+	if err != nil {
+		return fmt.Errorf("record agent claim poll: %w", err)
+	}
+	return nil
 }
 
 func (x q) RedeemAgentClaim(ctx context.Context, registrationID string) error {

@@ -115,10 +115,16 @@ func WriteProblem(w http.ResponseWriter, p Problem) {
 	_ = json.NewEncoder(w).Encode(p)
 }
 
-// redactPath hides capability tokens carried in paths (upload tokens).
+// secretPaths are path prefixes whose rest is a secret: upload
+// capabilities and the claim-attempt token of an agent claim link.
+var secretPaths = [...]string{"/uploads/", core.AgentClaimPagePath}
+
+// redactPath hides the capability tokens some paths carry.
 func redactPath(p string) string {
-	if i := strings.Index(p, "/uploads/"); i >= 0 && len(p) > i+len("/uploads/") {
-		return p[:i+len("/uploads/")] + "…"
+	for _, prefix := range secretPaths {
+		if i := strings.Index(p, prefix); i >= 0 && len(p) > i+len(prefix) {
+			return p[:i+len(prefix)] + "…"
+		}
 	}
 	return p
 }
@@ -184,4 +190,3 @@ func jsonErrorText(err error) string {
 	}
 	return strings.TrimPrefix(err.Error(), "json: ")
 }
-

@@ -90,7 +90,7 @@ func TestAgentRegistrationTwoReplicas(t *testing.T) {
 		t.Fatalf("register on replica 2: %d %v", code, m)
 	}
 	code, r := post(0, oauth.PathAgentIdentity, "application/json", js(map[string]any{"type": "service_auth", "enrollment_token": tokens[0], "login_hint": owner.Email}), "")
-	if r["error"] != oauth.CodeInvalidEnrollment {
+	if r["error"] != core.CodeInvalidEnrollment {
 		t.Fatalf("reuse on replica 1: %d %v", code, r)
 	}
 	form := url.Values{"grant_type": {oauth.GrantTypeAgentClaim}, "claim_token": {m["claim_token"].(string)}, "resource": {base + "/mcp"}}.Encode()
@@ -121,7 +121,7 @@ func TestAgentTokenAtMCP(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	secret, err := a.OAuth.CreateEnrollment(ctx, owner.ID, "MCP bot", []string{"fax:read", "credits:read"})
+	secret, err := a.Svc.CreateAgentEnrollment(ctx, owner.ID, "MCP bot", []string{"fax:read", "credits:read"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -155,8 +155,8 @@ func TestAgentTokenAtMCP(t *testing.T) {
 		} `json:"claim"`
 	}
 	_ = json.Unmarshal([]byte(body), &reg)
-	_, attempt, _ := strings.Cut(reg.Claim.VerificationURI, oauth.PathAgentClaimPage)
-	if err := a.OAuth.DecideAgentClaim(ctx, owner.ID, attempt, reg.Claim.UserCode, true, []string{"credits:read"}); err != nil {
+	_, attempt, _ := strings.Cut(reg.Claim.VerificationURI, core.AgentClaimPagePath)
+	if err := a.Svc.DecideAgentClaim(ctx, owner.ID, attempt, reg.Claim.UserCode, true, []string{"credits:read"}); err != nil {
 		t.Fatal(err)
 	}
 	code, body = do(oauth.PathToken, "application/x-www-form-urlencoded", "", url.Values{"grant_type": {oauth.GrantTypeAgentClaim},

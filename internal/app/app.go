@@ -55,10 +55,11 @@ type Options struct {
 	MachinePayments bool
 	MCPOAuth        bool
 	Dev             bool
-	// MCPMode is the mode chat-app (MCP) principals act in; empty means
+	// AgentMode is the mode every agent principal acts in (chat apps,
+	// registered and delegated agents: core.Config.AgentMode); empty means
 	// test with Dev (no live provider is configured there) and live
-	// otherwise (docs/mcp.md).
-	MCPMode core.Mode
+	// otherwise (docs/design.md).
+	AgentMode core.Mode
 	// SMTPURL sends owner mail over SMTP (smtp://user:pass@host:587?from=…);
 	// empty keeps mail in the dev mailbox and the log.
 	SMTPURL string
@@ -154,7 +155,10 @@ func (a *App) wire(ctx context.Context) error {
 
 	cfg := core.Config{
 		BaseURL: o.BaseURL, APIURL: o.APIURL, UploadSecret: secret, TempDir: tmp,
-		MaxUploadBytes: o.MaxUploadBytes, MaxPages: o.MaxPages,
+		MaxUploadBytes: o.MaxUploadBytes, MaxPages: o.MaxPages, AgentMode: o.AgentMode,
+	}
+	if cfg.AgentMode == "" && o.Dev {
+		cfg.AgentMode = core.ModeTest
 	}
 	if o.Core != nil {
 		o.Core(&cfg)
@@ -200,7 +204,7 @@ func (a *App) wireOwners() error {
 		o.Logger.Warn("no SMTP configured (FAXHUB_SMTP_URL): sign-up and recovery mails are only logged, without their links")
 	}
 	con := passkeys.New(a.Svc, a.DB, passkeys.Options{
-		BaseURL: o.BaseURL, DevMailbox: o.Dev, Mailer: mailer, Grants: srv, Agents: srv, Logger: o.Logger,
+		BaseURL: o.BaseURL, DevMailbox: o.Dev, Mailer: mailer, Grants: srv, Logger: o.Logger,
 	})
 	if err := con.Err(); err != nil {
 		// The API still serves; the console pages say they are
@@ -209,11 +213,7 @@ func (a *App) wireOwners() error {
 		o.Logger.Error("owner console disabled: passkeys need the base URL to be a host name, not an IP address", "err", err)
 	}
 	a.OAuth, a.Console = srv, con
-	mode := o.MCPMode
-	if mode == "" && o.Dev {
-		mode = core.ModeTest
-	}
-	a.MCP = mcpserver.New(a.Svc, srv, mcpserver.Options{BaseURL: o.BaseURL, Enabled: o.MCPOAuth, Mode: mode, Logger: o.Logger})
+	a.MCP = mcpserver.New(a.Svc, srv, mcpserver.Options{BaseURL: o.BaseURL, Enabled: o.MCPOAuth, Logger: o.Logger})
 	return nil
 }
 

@@ -41,13 +41,7 @@ func (a *App) Handler() http.Handler {
 	// The authorization server owns its discovery documents and /api/auth
 	// endpoints; later issues add agent registration beside them.
 	as := a.OAuth.Handler()
-	for _, p := range []string{
-		oauth.PathASMetadata, oauth.PathASMetadataIssuer, oauth.PathOIDCMetadataIssuer, oauth.PathOIDCMetadataAppended,
-		oauth.PathProtectedResource, oauth.PathProtectedResourceMCP, oauth.PathProtectedResourceA2A,
-		oauth.PathRegister, oauth.PathAuthorize, oauth.PathAuthorizeResume, oauth.PathToken, oauth.PathRevoke,
-		oauth.PathJWKS, oauth.PathAuthGuide,
-		oauth.PathAgentManage, oauth.PathAgentIdentity, oauth.PathAgentClaim, oauth.PathAgentRevoke,
-	} {
+	for _, p := range oauth.Paths() {
 		mux.Handle(p, as)
 	}
 	// The MCP server (Streamable HTTP, stateless) and the page where a
@@ -101,16 +95,7 @@ func accessLog(log *slog.Logger, next http.Handler) http.Handler {
 			return
 		}
 		log.LogAttrs(r.Context(), slog.LevelInfo, "http",
-			slog.String("method", r.Method), slog.String("path", redactPath(r.URL.Path)),
+			slog.String("method", r.Method), slog.String("path", web.RedactPath(r.URL.Path)),
 			slog.Int("status", rec.status), slog.Duration("dur", time.Since(start)))
 	})
-}
-
-// redactPath hides the secrets some paths carry (upload tokens, the
-// claim-attempt token of an agent claim link) from access logs.
-func redactPath(p string) string {
-	if rest, ok := strings.CutPrefix(p, oauth.PathAgentClaimPage); ok && rest != "" {
-		return oauth.PathAgentClaimPage + "…"
-	}
-	return web.RedactPath(p)
 }

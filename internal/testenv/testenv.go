@@ -55,7 +55,17 @@ type Option func(*options)
 func WithoutCredits() Option { return func(o *options) { o.credits = false } }
 
 // WithConfig adjusts the service configuration before it is built.
-func WithConfig(f func(*core.Config)) Option { return func(o *options) { o.cfg = f } }
+func WithConfig(f func(*core.Config)) Option {
+	return func(o *options) {
+		prev := o.cfg
+		o.cfg = func(c *core.Config) {
+			if prev != nil {
+				prev(c)
+			}
+			f(c)
+		}
+	}
+}
 
 // WithPostgres runs on a fresh schema of the PostgreSQL server at baseURL.
 func WithPostgres(baseURL string) Option { return func(o *options) { o.postgres = baseURL } }

@@ -40,10 +40,6 @@ type Options struct {
 	// Enabled is --mcp-oauth: when false every request but server/discover
 	// answers 503.
 	Enabled bool
-	// Mode, when set, is the mode chat-app and agent principals act in, overriding
-	// the verifier's (live). Live mode needs a configured fax provider and
-	// payment gateway; a --dev process without them sets test.
-	Mode core.Mode
 	// Version is reported as the server version.
 	Version string
 	Logger  *slog.Logger
@@ -153,19 +149,13 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		h.problem(w, http.StatusInternalServerError, core.CodeInternal, "the token could not be checked; try again", "")
 		return
 	}
-	// Chat apps and registered agents both act in the configured mode
-	// (test under --dev), or their tokens would land in live mode, where no
-	// provider is configured yet.
-	if h.opts.Mode != "" && (p.Kind == core.PrincipalOAuthGrant || p.Kind == core.PrincipalAgent) {
-		p.Mode = h.opts.Mode
-	}
 	// A single tools/call whose tool needs a scope the token lacks is
 	// refused at the HTTP level (RFC 6750 insufficient_scope), so clients
 	// can step up their authorization; the tool itself checks again.
 	if peek.Method == "tools/call" {
 		if op, ok := toolOps[peek.Params.Name]; ok {
 			if err := core.Authorize(p, op); err != nil && core.ErrorKind(err) == core.KindForbidden {
-				need := string(core.ScopeFor[op])
+				need := string(core.ScopeFor(op))
 				h.challenge(w, http.StatusForbidden, "insufficient_scope",
 					fmt.Sprintf("the tool %s needs the %s scope, which this token lacks; ask the owner to authorize it", peek.Params.Name, need), need)
 				return
@@ -179,7 +169,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // scope defaults to every product scope.
 func (h *Handler) challenge(w http.ResponseWriter, status int, errCode, desc, scope string) {
 	if scope == "" {
-		scope = core.JoinScopes(core.FaxScopes)
+		scope = core.JoinScopes(core.FaxScopes())
 	}
 	parts := []string{fmt.Sprintf("resource_metadata=%q", h.resourceMetadataURL()), fmt.Sprintf("scope=%q", scope)}
 	if errCode != "" {

@@ -244,7 +244,7 @@ func TestDiscoverAndChallenges(t *testing.T) {
 		t.Fatal("tools/list without a token succeeded")
 	}
 
-	allScopes := core.JoinScopes(core.FaxScopes)
+	allScopes := core.JoinScopes(core.FaxScopes())
 	wantHeader := fmt.Sprintf(`Bearer resource_metadata="%s/.well-known/oauth-protected-resource/mcp", scope="%s"`, e.base, allScopes)
 	resp, _ := rawPost(t, e.base+"/mcp", "", listTools)
 	if resp.StatusCode != http.StatusUnauthorized || resp.Header.Get("WWW-Authenticate") != wantHeader {

@@ -55,7 +55,7 @@ func ann(title string, readOnly, destructive, idempotent, openWorld bool) *mcp.T
 }
 
 func scopeNote(tool string) string {
-	return fmt.Sprintf(" Requires the %s scope.", core.ScopeFor[toolOps[tool]])
+	return fmt.Sprintf(" Requires the %s scope.", core.ScopeFor(toolOps[tool]))
 }
 
 // ---- inputs and outputs (schemas are inferred from these types)
@@ -234,7 +234,7 @@ func (h *Handler) toolError(ctx context.Context, tool string, err error) error {
 	msg := e.Code + ": " + e.Message
 	switch e.Code {
 	case core.CodeInsufficientScope:
-		msg += fmt.Sprintf(". The tool %s needs the %s scope; the owner must authorize this app again with it.", tool, core.ScopeFor[toolOps[tool]])
+		msg += fmt.Sprintf(". The tool %s needs the %s scope; the owner must authorize this app again with it.", tool, core.ScopeFor(toolOps[tool]))
 	case core.CodeInsufficientCredits:
 		if id, _ := e.Fields["draftId"].(string); id != "" {
 			mode, _ := e.Fields["mode"].(string)

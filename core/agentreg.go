@@ -1,0 +1,627 @@
+package core
+
+import (
+	"context"
+	"crypto/subtle"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+)
+
+// Agent registration with owner approval: every rule of it (spec,
+// Authentication section 3, and its state tables). oauth/ turns HTTP into
+// these calls, writes the JSON shapes and signs the identity assertions; it
+// decides nothing itself.
+
+// AgentClaimPagePath is where claim links point (the console serves it): the
+// rest of the path is the secret claim-attempt token, never the user code.
+const AgentClaimPagePath = "/agent/claim/"
+
+// Enrollment issuance is limited per owner, across replicas.
+const (
+	agentEnrollInterval = 30 * time.Second
+	agentEnrollBurst    = 10
+	agentNameMax        = 100
+)
+
+// DefaultAgentScopes are granted when an enrollment names none: read-only.
+func DefaultAgentScopes() []string {
+	return []string{string(ScopeFaxRead), string(ScopeCreditsRead)}
+}
+
+// AgentEnrollmentSecret is a newly issued enrollment token: the secret is
+// shown to the owner once.
+type AgentEnrollmentSecret struct {
+	EnrollmentToken string    `json:"enrollment_token"`
+	ID              string    `json:"id"`
+	Name            string    `json:"name"`
+	Scopes          []string  `json:"scopes"`
+	ExpiresAt       time.Time `json:"expires_at"`
+}
+
+// normalizeScopes checks that every scope is a product scope and returns
+// them sorted, without duplicates.
+func normalizeScopes(scopes []string) ([]string, error) {
+	for _, sc := range scopes {
+		if !slices.Contains(FaxScopes(), Scope(sc)) {
+			return nil, Errorf(KindInvalid, CodeInvalidScope, "scopes must be among %v", FaxScopes())
+		}
+	}
+	return slices.Compact(slices.Sorted(slices.Values(scopes))), nil
+}
+
+// CreateAgentEnrollment issues an enrollment token for ownerID: rate
+// limited per owner across replicas, at most AgentMaxLiveEnrollments live
+// unused at once, scopes defaulting to DefaultAgentScopes.
+func (s *Service) CreateAgentEnrollment(ctx context.Context, ownerID, name string, scopes []string) (*AgentEnrollmentSecret, error) {
+	name = strings.TrimSpace(name)
+	if name == "" || len(name) > agentNameMax {
+		return nil, Errorf(KindInvalid, CodeInvalidRequest, "the agent name is required (at most %d characters)", agentNameMax)
+	}
+	if len(scopes) == 0 {
+		scopes = DefaultAgentScopes()
+	}
+	scopes, err := normalizeScopes(scopes)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.allow(ctx, s.d.Store, "agent-enroll:"+ownerID, agentEnrollInterval, agentEnrollBurst); err != nil {
+		if e := AsError(err); e.Kind == KindRateLimited {
+			return nil, Errorf(KindRateLimited, CodeRateLimited, "too many enrollment tokens; retry in %d s", e.RetryAfterSeconds).WithRetryAfter(e.RetryAfterSeconds)
+		}
+		return nil, err
+	}
+	now := s.now()
+	secret := NewSecret(SecretEnrollment)
+	e := &AgentEnrollment{ID: NewID(PrefixAgentEnrollment), OwnerID: ownerID, Name: name, Scopes: scopes, TokenHash: HashSecret(secret),
+		CreatedAt: now, ExpiresAt: now.Add(AgentEnrollmentTTL)}
+	if err := s.d.Store.CreateAgentEnrollment(ctx, e, AgentMaxLiveEnrollments); errors.Is(err, ErrConflict) {
+		return nil, Errorf(KindConflict, CodeTooManyEnrollments, "you already have %d live unused enrollment tokens; revoke one or wait for it to expire", AgentMaxLiveEnrollments)
+	} else if err != nil {
+		return nil, fmt.Errorf("create agent enrollment: %w", err)
+	}
+	return &AgentEnrollmentSecret{EnrollmentToken: secret, ID: e.ID, Name: name, Scopes: scopes, ExpiresAt: e.ExpiresAt}, nil
+}
+
+// ListAgentEnrollments lists the owner's live unused enrollment tokens.
+func (s *Service) ListAgentEnrollments(ctx context.Context, ownerID string) ([]AgentEnrollment, error) {
+	es, err := s.d.Store.ListAgentEnrollments(ctx, ownerID, s.now())
+	if err != nil {
+		return nil, fmt.Errorf("list agent enrollments: %w", err)
+	}
+	return nonNil(es), nil
+}
+
+// RevokeAgentEnrollment revokes a live unused enrollment token.
+func (s *Service) RevokeAgentEnrollment(ctx context.Context, ownerID, id string) error {
+	err := s.d.Store.RevokeAgentEnrollment(ctx, ownerID, id, s.now())
+	if errors.Is(err, ErrNoRows) {
+		return Errorf(KindNotFound, CodeNotFound, "no live enrollment token with that id")
+	}
+	return err
+}
+
+// ListAgentRegistrations lists the owner's agent registrations.
+func (s *Service) ListAgentRegistrations(ctx context.Context, ownerID string) ([]AgentRegistration, error) {
+	rs, err := s.d.Store.ListAgentRegistrations(ctx, ownerID)
+	if err != nil {
+		return nil, fmt.Errorf("list agent registrations: %w", err)
+	}
+	return nonNil(rs), nil
+}
+
+// RevokeAgentRegistration revokes one of the owner's registrations (any
+// owner's when ownerID is empty: the agent revoking itself with a verified
+// assertion): its access tokens and further assertion exchanges stop.
+func (s *Service) RevokeAgentRegistration(ctx context.Context, ownerID, id string) error {
+	err := s.d.Store.RevokeAgentRegistration(ctx, ownerID, id, s.now())
+	if errors.Is(err, ErrNoRows) {
+		return Errorf(KindNotFound, CodeNotFound, "no active agent registration with that id")
+	}
+	return err
+}
+
+// AgentRegisterRequest is the body of the registration call.
+type AgentRegisterRequest struct {
+	Type            string
+	EnrollmentToken string
+	LoginHint       string
+}
+
+// AgentClaimAttempt is one claim attempt: a link to the owner's claim page
+// (carrying a secret attempt token) and the six-digit code the owner types
+// there.
+type AgentClaimAttempt struct {
+	VerificationURI string    `json:"verification_uri"`
+	UserCode        string    `json:"user_code,omitempty"`
+	Interval        int       `json:"interval,omitempty"`
+	Expires         time.Time `json:"expires"`
+}
+
+// AgentRegistered is the result of a registration. Attempt is set for
+// service_auth; an anonymous registration gets an identity assertion from
+// the adapter instead.
+type AgentRegistered struct {
+	Registration *AgentRegistration
+	ClaimToken   string
+	ClaimExpires time.Time
+	Attempt      *AgentClaimAttempt
+}
+
+// RegisterAgent registers an agent with an owner's enrollment token. The
+// token is consumed only by a registration that succeeds.
+func (s *Service) RegisterAgent(ctx context.Context, r AgentRegisterRequest) (*AgentRegistered, error) {
+	if r.EnrollmentToken == "" {
+		return nil, Errorf(KindInvalid, CodeEnrollmentRequired, "an enrollment token from the owner's Agent access page is required")
+	}
+	invalid := Errorf(KindInvalid, CodeInvalidEnrollment, "the enrollment token is unknown, expired, revoked or already used")
+	now := s.now()
+	e, err := s.d.Store.GetAgentEnrollmentByHash(ctx, HashSecret(r.EnrollmentToken))
+	if errors.Is(err, ErrNoRows) || (err == nil && !e.Live(now)) {
+		return nil, invalid
+	} else if err != nil {
+		return nil, fmt.Errorf("agent registration: %w", err)
+	}
+	if r.Type != AgentRegistrationService && r.Type != AgentRegistrationAnon {
+		return nil, Errorf(KindInvalid, CodeInvalidRequest, "type must be service_auth or anonymous")
+	}
+	owner, err := s.d.Store.GetOwner(ctx, e.OwnerID)
+	if err != nil {
+		return nil, fmt.Errorf("agent registration: %w", err)
+	}
+	if r.Type == AgentRegistrationService && !strings.EqualFold(strings.TrimSpace(r.LoginHint), owner.Email) {
+		return nil, Errorf(KindInvalid, CodeLoginHintMismatch, "login_hint must be the email of the account that issued the enrollment token")
+	}
+	claimToken := NewSecret(SecretClaim)
+	reg := &AgentRegistration{ID: NewID(PrefixAgentRegistration), OwnerID: e.OwnerID, Type: r.Type, Name: e.Name, Scopes: e.Scopes,
+		Status: AgentActive, CreatedAt: now}
+	c := &AgentClaim{RegistrationID: reg.ID, OwnerID: e.OwnerID, TokenHash: HashSecret(claimToken), Scopes: e.Scopes,
+		Status: AgentClaimPending, CreatedAt: now, ExpiresAt: now.Add(AgentClaimTTL), Interval: AgentClaimInterval}
+	if err := s.d.Store.RegisterAgent(ctx, e.ID, reg, c); errors.Is(err, ErrConflict) {
+		return nil, invalid
+	} else if err != nil {
+		return nil, fmt.Errorf("agent registration: %w", err)
+	}
+	out := &AgentRegistered{Registration: reg, ClaimToken: claimToken, ClaimExpires: c.ExpiresAt}
+	if r.Type == AgentRegistrationService {
+		if out.Attempt, err = s.startClaimAttempt(ctx, c, reg); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// AgentClaimDetails is what an agent_claim approval shows (Approval.Details).
+type AgentClaimDetails struct {
+	RegistrationID string   `json:"registrationId"`
+	Name           string   `json:"name"`
+	Type           string   `json:"type"`
+	Scopes         []string `json:"scopes"`
+}
+
+// startClaimAttempt opens a new claim attempt (new link, new code, an inbox
+// approval); the previous link stops working.
+func (s *Service) startClaimAttempt(ctx context.Context, c *AgentClaim, reg *AgentRegistration) (*AgentClaimAttempt, error) {
+	attempt, code := NewSecret(SecretClaimAttempt), NewUserCode()
+	appr, err := s.RequestApproval(ctx, ApprovalRequest{
+		OwnerID: c.OwnerID, Kind: ApprovalAgentClaim, Requester: reg.Name,
+		Summary: "Agent " + reg.Name + " asks for access: " + strings.Join(c.Scopes, " "),
+		Details: AgentClaimDetails{RegistrationID: reg.ID, Name: reg.Name, Type: reg.Type, Scopes: c.Scopes},
+		Binding: reg.ID, TTL: c.ExpiresAt.Sub(s.now()),
+	})
+	if err != nil {
+		return nil, err
+	}
+	if err := s.d.Store.StartAgentClaimAttempt(ctx, c.RegistrationID, HashSecret(attempt), HashSecret(code), appr.ID); errors.Is(err, ErrConflict) {
+		return nil, Errorf(KindInvalid, CodeInvalidGrant, "the claim is no longer pending")
+	} else if err != nil {
+		return nil, fmt.Errorf("start agent claim attempt: %w", err)
+	}
+	if c.ApprovalID != "" {
+		// The previous attempt's inbox item is superseded.
+		if _, err := s.DecideApproval(ctx, c.OwnerID, c.ApprovalID, Decision{BindingHash: BindingHash(reg.ID)}); err != nil && ErrorKind(err) != KindConflict {
+			s.d.Logger.WarnContext(ctx, "agent claim: close superseded approval", "approval_id", c.ApprovalID, "err", err)
+		}
+	}
+	return &AgentClaimAttempt{VerificationURI: s.cfg.BaseURL + AgentClaimPagePath + attempt, UserCode: code, Interval: c.Interval, Expires: c.ExpiresAt}, nil
+}
+
+// claimStateError is the error of a claim that cannot proceed; expiry is
+// checked first. Nil for a pending, unexpired claim.
+func claimStateError(c *AgentClaim, now time.Time) error {
+	switch {
+	case c.Status == AgentClaimExpired || (c.Status == AgentClaimPending && !now.Before(c.ExpiresAt)):
+		return Errorf(KindInvalid, CodeExpiredToken, "the claim expired; register again with a new enrollment token")
+	case c.Status == AgentClaimDenied:
+		return Errorf(KindInvalid, CodeAccessDenied, "the owner declined")
+	case c.Status == AgentClaimApproved, c.Status == AgentClaimRedeemed:
+		return Errorf(KindInvalid, CodeInvalidGrant, "the claim was approved already")
+	}
+	return nil
+}
+
+var errBadClaimToken = Errorf(KindInvalid, CodeInvalidGrant, "the claim token is not valid")
+
+// StartAgentClaim starts a new claim attempt for the agent holding
+// claimToken; email must be the enrolling owner's.
+func (s *Service) StartAgentClaim(ctx context.Context, claimToken, email string) (*AgentClaimAttempt, error) {
+	if claimToken == "" {
+		return nil, errBadClaimToken
+	}
+	c, err := s.d.Store.GetAgentClaimByToken(ctx, HashSecret(claimToken))
+	if errors.Is(err, ErrNoRows) {
+		return nil, errBadClaimToken
+	} else if err != nil {
+		return nil, fmt.Errorf("agent claim: %w", err)
+	}
+	if err := claimStateError(c, s.now()); err != nil {
+		return nil, err
+	}
+	owner, err := s.d.Store.GetOwner(ctx, c.OwnerID)
+	if err != nil {
+		return nil, fmt.Errorf("agent claim: %w", err)
+	}
+	if !strings.EqualFold(strings.TrimSpace(email), owner.Email) {
+		return nil, Errorf(KindInvalid, CodeEmailMismatch, "email must be the email of the account that issued the enrollment token")
+	}
+	reg, err := s.d.Store.GetAgentRegistration(ctx, c.RegistrationID)
+	if err != nil {
+		return nil, fmt.Errorf("agent claim: %w", err)
+	}
+	return s.startClaimAttempt(ctx, c, reg)
+}
+
+// AgentTokens is what the claim and jwt-bearer grants hand out: an opaque
+// access token (shown once) for Resource with Scopes. For a grant that
+// needs a new identity assertion, NewAssertion is set and the adapter signs
+// one and records it with RecordAgentAssertion.
+type AgentTokens struct {
+	Registration *AgentRegistration
+	AccessToken  string
+	ExpiresIn    time.Duration
+	Scopes       []string
+	NewAssertion bool
+}
+
+// agentResource checks the resource an agent token is asked for: the MCP
+// server (the default).
+func (s *Service) agentResource(resource string) (string, error) {
+	mcp := s.ResourceMCP()
+	if resource == "" {
+		return mcp, nil
+	}
+	if resource != mcp {
+		return "", Errorf(KindInvalid, CodeInvalidTarget, "agent tokens are issued for %s only", mcp)
+	}
+	return resource, nil
+}
+
+// PollAgentClaim is one poll of the claim grant: authorization_pending
+// (slow_down, with a longer interval, when it comes sooner than the
+// interval after the last poll), expired_token, access_denied, or, once
+// the owner approved, the agent's tokens (handed out once).
+func (s *Service) PollAgentClaim(ctx context.Context, claimToken, resource string) (*AgentTokens, error) {
+	resource, err := s.agentResource(resource)
+	if err != nil {
+		return nil, err
+	}
+	if claimToken == "" {
+		return nil, Errorf(KindInvalid, CodeInvalidRequest, "claim_token is required")
+	}
+	var c *AgentClaim
+	var slowDown bool
+	now := s.now()
+	err = s.d.Store.InTx(ctx, func(tx Tx) error {
+		var err error
+		if c, err = tx.LockAgentClaim(ctx, HashSecret(claimToken)); err != nil {
+			return err
+		}
+		switch {
+		case c.Status == AgentClaimPending && !now.Before(c.ExpiresAt):
+			c.Status = AgentClaimExpired
+		case c.Status == AgentClaimPending:
+			if c.LastPollAt != nil && now.Before(c.LastPollAt.Add(time.Duration(c.Interval)*time.Second)) {
+				slowDown = true
+				c.Interval += AgentClaimSlowDownStep
+			}
+		default:
+			return nil
+		}
+		return tx.RecordAgentClaimPoll(ctx, c.RegistrationID, c.Status, c.Interval, now)
+	})
+	if errors.Is(err, ErrNoRows) {
+		return nil, errBadClaimToken
+	} else if err != nil {
+		return nil, fmt.Errorf("poll agent claim: %w", err)
+	}
+	switch c.Status {
+	case AgentClaimExpired:
+		return nil, Errorf(KindInvalid, CodeExpiredToken, "the claim expired; register again with a new enrollment token")
+	case AgentClaimDenied:
+		return nil, Errorf(KindInvalid, CodeAccessDenied, "the owner declined")
+	case AgentClaimRedeemed:
+		return nil, Errorf(KindInvalid, CodeInvalidGrant, "the claim was redeemed already; exchange the identity assertion")
+	case AgentClaimPending:
+		if slowDown {
+			return nil, Errorf(KindInvalid, CodeSlowDown, "polling too fast").With("interval", c.Interval)
+		}
+		return nil, Errorf(KindInvalid, CodeAuthorizationPending, "the owner has not approved yet").With("interval", c.Interval)
+	}
+	// Approved: hand out the token once.
+	if err := s.d.Store.RedeemAgentClaim(ctx, c.RegistrationID); errors.Is(err, ErrConflict) {
+		return nil, Errorf(KindInvalid, CodeInvalidGrant, "the claim was redeemed already")
+	} else if err != nil {
+		return nil, fmt.Errorf("redeem agent claim: %w", err)
+	}
+	reg, err := s.d.Store.GetAgentRegistration(ctx, c.RegistrationID)
+	if err != nil {
+		return nil, fmt.Errorf("redeem agent claim: %w", err)
+	}
+	if reg.Status != AgentActive {
+		return nil, Errorf(KindInvalid, CodeInvalidGrant, "the registration was revoked")
+	}
+	return s.issueAgentTokens(ctx, reg, reg.Scopes, resource, true)
+}
+
+// ExchangeAgentAssertion is the jwt-bearer grant after the adapter verified
+// the assertion's signature and claims: the registration must be active and
+// jti its current assertion. An unclaimed (anonymous, pre-claim) assertion
+// yields a token with no scope and no account access.
+func (s *Service) ExchangeAgentAssertion(ctx context.Context, registrationID, jti, resource string) (*AgentTokens, error) {
+	resource, err := s.agentResource(resource)
+	if err != nil {
+		return nil, err
+	}
+	reg, err := s.activeAssertion(ctx, registrationID, jti)
+	if err != nil {
+		return nil, err
+	}
+	scopes := reg.Scopes
+	if !reg.Claimed {
+		scopes = []string{}
+	}
+	return s.issueAgentTokens(ctx, reg, scopes, resource, false)
+}
+
+// ErrAgentAssertion is the refusal of an identity assertion that is not
+// (or no longer) valid.
+var ErrAgentAssertion = Errorf(KindInvalid, CodeInvalidGrant, "the identity assertion is not valid, has expired or was superseded")
+
+func (s *Service) activeAssertion(ctx context.Context, registrationID, jti string) (*AgentRegistration, error) {
+	reg, err := s.d.Store.GetAgentRegistration(ctx, registrationID)
+	if errors.Is(err, ErrNoRows) {
+		return nil, ErrAgentAssertion
+	} else if err != nil {
+		return nil, fmt.Errorf("agent assertion: %w", err)
+	}
+	if reg.Status != AgentActive || subtle.ConstantTimeCompare([]byte(reg.AssertionJTI), []byte(jti)) != 1 {
+		return nil, ErrAgentAssertion
+	}
+	return reg, nil
+}
+
+// RevokeAgentByAssertion revokes the registration of a verified, current
+// identity assertion (the agent's own revoke call).
+func (s *Service) RevokeAgentByAssertion(ctx context.Context, registrationID, jti string) (*AgentRegistration, error) {
+	reg, err := s.activeAssertion(ctx, registrationID, jti)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.d.Store.RevokeAgentRegistration(ctx, "", reg.ID, s.now()); err != nil && !errors.Is(err, ErrNoRows) {
+		return nil, fmt.Errorf("revoke agent registration: %w", err)
+	}
+	return reg, nil
+}
+
+// RecordAgentAssertion makes jti the registration's one current identity
+// assertion; earlier assertions stop being exchangeable.
+func (s *Service) RecordAgentAssertion(ctx context.Context, registrationID, jti string) error {
+	if err := s.d.Store.SetAgentAssertion(ctx, registrationID, jti, s.now()); err != nil {
+		return fmt.Errorf("record agent assertion: %w", err)
+	}
+	return nil
+}
+
+func (s *Service) issueAgentTokens(ctx context.Context, reg *AgentRegistration, scopes []string, resource string, newAssertion bool) (*AgentTokens, error) {
+	now := s.now()
+	token := NewSecret(SecretAgentAccess)
+	ownerID := reg.OwnerID
+	if !reg.Claimed && reg.Type == AgentRegistrationAnon && !newAssertion {
+		ownerID = "" // a pre-claim anonymous token carries no account access
+	}
+	if err := s.d.Store.CreateAgentToken(ctx, &AgentToken{TokenHash: HashSecret(token), RegistrationID: reg.ID, OwnerID: ownerID,
+		Scopes: scopes, Resource: resource, CreatedAt: now, ExpiresAt: now.Add(AgentAccessTokenTTL)}); err != nil {
+		return nil, fmt.Errorf("create agent token: %w", err)
+	}
+	if err := s.d.Store.TouchAgentRegistration(ctx, reg.ID, now); err != nil {
+		s.d.Logger.WarnContext(ctx, "touch agent registration", "registration_id", reg.ID, "err", err)
+	}
+	return &AgentTokens{Registration: reg, AccessToken: token, ExpiresIn: AgentAccessTokenTTL, Scopes: nonNil(scopes), NewAssertion: newAssertion}, nil
+}
+
+// IsAgentAccessToken tells an agent access token from other bearer tokens
+// by its prefix, without a lookup.
+func IsAgentAccessToken(token string) bool { return strings.HasPrefix(token, SecretAgentAccess) }
+
+// RevokeAgentAccessToken revokes one agent access token; revoking an
+// unknown or revoked token is not an error (RFC 7009).
+func (s *Service) RevokeAgentAccessToken(ctx context.Context, token string) error {
+	if err := s.d.Store.DeleteAgentToken(ctx, HashSecret(token)); err != nil {
+		return fmt.Errorf("revoke agent token: %w", err)
+	}
+	return nil
+}
+
+// AgentTokenPrincipal turns an agent access token presented to audience
+// into its Principal: the token's scopes within what the registration
+// allows now, in the agent mode.
+func (s *Service) AgentTokenPrincipal(ctx context.Context, token, audience string) (Principal, error) {
+	t, err := s.d.Store.GetAgentToken(ctx, HashSecret(token))
+	if errors.Is(err, ErrNoRows) {
+		return Principal{}, invalidToken("the access token is not valid, has expired or was revoked")
+	} else if err != nil {
+		return Principal{}, fmt.Errorf("look up agent token: %w", err)
+	}
+	now := s.now()
+	if !now.Before(t.ExpiresAt) {
+		return Principal{}, invalidToken("the access token has expired; exchange the identity assertion for a new one")
+	}
+	if audience == "" || t.Resource != audience {
+		return Principal{}, invalidToken("the access token was issued for another resource")
+	}
+	reg, err := s.d.Store.GetAgentRegistration(ctx, t.RegistrationID)
+	if err != nil || reg.Status != AgentActive {
+		return Principal{}, invalidToken("the agent registration was revoked")
+	}
+	var scopes []Scope
+	for _, sc := range t.Scopes {
+		if slices.Contains(reg.Scopes, sc) {
+			scopes = append(scopes, Scope(sc))
+		}
+	}
+	if reg.LastUsedAt == nil || now.Sub(*reg.LastUsedAt) > touchEvery {
+		if err := s.d.Store.TouchAgentRegistration(ctx, reg.ID, now); err != nil {
+			s.d.Logger.WarnContext(ctx, "touch agent registration", "registration_id", reg.ID, "err", err)
+		}
+	}
+	return s.principal(PrincipalAgent, t.OwnerID, scopes, reg.ID, reg.Name, audience, ""), nil
+}
+
+func invalidToken(msg string) error {
+	return Errorf(KindUnauthenticated, CodeInvalidToken, "%s", msg)
+}
+
+// ---- The owner's side: the claim page ----
+
+// AgentClaimRequest is what the owner decides on the claim page.
+type AgentClaimRequest struct {
+	Registration *AgentRegistration
+	// Scopes are the requested ones: the owner may narrow them.
+	Scopes    []string
+	ExpiresAt time.Time
+	TriesLeft int
+}
+
+// ownClaim finds the pending claim behind a claim link and checks that the
+// signed-in owner is its enrolling, verified account.
+func (s *Service) ownClaim(ctx context.Context, ownerID, attemptToken string) (*AgentClaim, error) {
+	if attemptToken == "" {
+		return nil, Errorf(KindNotFound, CodeClaimLinkInvalid, "this claim link is not valid")
+	}
+	c, err := s.d.Store.GetAgentClaimByAttempt(ctx, HashSecret(attemptToken))
+	if errors.Is(err, ErrNoRows) {
+		return nil, Errorf(KindNotFound, CodeClaimLinkInvalid,
+			"this claim link is no longer valid: the agent started a newer attempt, or the claim was decided already")
+	} else if err != nil {
+		return nil, fmt.Errorf("agent claim: %w", err)
+	}
+	if c.OwnerID != ownerID {
+		return nil, Errorf(KindForbidden, CodeClaimWrongOwner,
+			"this agent was enrolled by another account; sign in with the account that created the enrollment token")
+	}
+	if o, err := s.d.Store.GetOwner(ctx, ownerID); err != nil {
+		return nil, fmt.Errorf("agent claim: %w", err)
+	} else if o.EmailVerifiedAt == nil {
+		return nil, Errorf(KindForbidden, CodeClaimWrongOwner, "verify your email address before approving agents")
+	}
+	if c.Status == AgentClaimExpired || (c.Status == AgentClaimPending && !s.now().Before(c.ExpiresAt)) {
+		return nil, Errorf(KindConflict, CodeClaimExpired, "this claim expired; the agent has to register again with a new enrollment token")
+	}
+	if c.Status != AgentClaimPending {
+		return nil, Errorf(KindConflict, CodeClaimDecided, "this claim was %s already", c.Status)
+	}
+	return c, nil
+}
+
+// AgentClaimForOwner returns what the claim link asks the signed-in owner.
+func (s *Service) AgentClaimForOwner(ctx context.Context, ownerID, attemptToken string) (*AgentClaimRequest, error) {
+	c, err := s.ownClaim(ctx, ownerID, attemptToken)
+	if err != nil {
+		return nil, err
+	}
+	reg, err := s.d.Store.GetAgentRegistration(ctx, c.RegistrationID)
+	if err != nil {
+		return nil, fmt.Errorf("agent claim: %w", err)
+	}
+	return &AgentClaimRequest{Registration: reg, Scopes: c.Scopes, ExpiresAt: c.ExpiresAt, TriesLeft: max(AgentClaimMaxTries-c.Tries, 0)}, nil
+}
+
+// DecideAgentClaim records the owner's decision on a claim link: approval
+// needs the six-digit code (AgentClaimMaxTries wrong codes end the attempt)
+// and may narrow the requested scopes, never widen them.
+func (s *Service) DecideAgentClaim(ctx context.Context, ownerID, attemptToken, userCode string, approve bool, scopes []string) error {
+	c, err := s.ownClaim(ctx, ownerID, attemptToken)
+	if err != nil {
+		return err
+	}
+	tooMany := Errorf(KindForbidden, CodeClaimTooManyTries, "too many wrong codes; the agent has to start a new claim attempt")
+	if approve {
+		if c.Tries >= AgentClaimMaxTries {
+			return tooMany
+		}
+		if subtle.ConstantTimeCompare([]byte(HashSecret(userCode)), []byte(c.UserCodeHash)) != 1 {
+			tries, err := s.d.Store.AddAgentClaimTry(ctx, HashSecret(attemptToken))
+			if err != nil {
+				return fmt.Errorf("agent claim: %w", err)
+			}
+			if tries >= AgentClaimMaxTries {
+				return tooMany
+			}
+			return Errorf(KindInvalid, CodeClaimWrongCode, "the code does not match; %d tries left", AgentClaimMaxTries-tries)
+		}
+		if scopes == nil {
+			scopes = c.Scopes
+		}
+		for _, sc := range scopes {
+			if !slices.Contains(c.Scopes, sc) {
+				return Errorf(KindForbidden, CodeClaimScopeWiden, "the scope %s was not permitted by the enrollment; scopes can only be narrowed", sc)
+			}
+		}
+		scopes = slices.Compact(slices.Sorted(slices.Values(scopes)))
+	} else {
+		scopes = c.Scopes
+	}
+	if err := s.d.Store.DecideAgentClaim(ctx, c.RegistrationID, approve, scopes, s.now()); errors.Is(err, ErrConflict) {
+		return Errorf(KindConflict, CodeClaimDecided, "this claim was decided already or expired")
+	} else if err != nil {
+		return fmt.Errorf("decide agent claim: %w", err)
+	}
+	// The inbox item follows the decision.
+	if c.ApprovalID != "" {
+		if _, err := s.DecideApproval(ctx, ownerID, c.ApprovalID, Decision{Approve: approve,
+			BindingHash: BindingHash(c.RegistrationID), Data: map[string]any{"scopes": scopes}}); err != nil {
+			s.d.Logger.WarnContext(ctx, "agent claim: decide inbox approval", "approval_id", c.ApprovalID, "err", err)
+		}
+	}
+	return nil
+}
+
+// DeclineAgentClaim declines the owner's pending claim of a registration
+// (the approval inbox's Decline); nothing happens if it is not pending or
+// not the owner's.
+func (s *Service) DeclineAgentClaim(ctx context.Context, ownerID, registrationID string) error {
+	reg, err := s.d.Store.GetAgentRegistration(ctx, registrationID)
+	if errors.Is(err, ErrNoRows) || (err == nil && reg.OwnerID != ownerID) {
+		return nil
+	} else if err != nil {
+		return fmt.Errorf("decline agent claim: %w", err)
+	}
+	if err := s.d.Store.DecideAgentClaim(ctx, registrationID, false, reg.Scopes, s.now()); err != nil && !errors.Is(err, ErrConflict) && !errors.Is(err, ErrNoRows) {
+		return fmt.Errorf("decline agent claim: %w", err)
+	}
+	return nil
+}
+
+// PurgeExpiredAgentTokens deletes agent access tokens that have expired.
+func (s *Service) PurgeExpiredAgentTokens(ctx context.Context) (int64, error) {
+	return s.d.Store.DeleteExpiredAgentTokens(ctx, s.now())
+}
+
+func nonNil[T any](v []T) []T {
+	if v == nil {
+		return []T{}
+	}
+	return v
+}

@@ -1,0 +1,332 @@
+package core_test
+
+import (
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/faxhub/faxhub/core"
+	"github.com/faxhub/faxhub/internal/testenv"
+)
+
+// clock is an adjustable test clock.
+type clock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func newClock() *clock                   { return &clock{t: time.Date(2026, 11, 1, 12, 0, 0, 0, time.UTC)} }
+func (c *clock) now() time.Time          { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
+func (c *clock) advance(d time.Duration) { c.mu.Lock(); c.t = c.t.Add(d); c.mu.Unlock() }
+
+func agentEnv(t *testing.T) (*testenv.Env, *clock) {
+	clk := newClock()
+	return testenv.New(t, testenv.WithoutWorkers(), testenv.WithConfig(func(c *core.Config) { c.Now = clk.now })), clk
+}
+
+// registerService enrolls and registers a service_auth agent of owner A.
+func registerService(t *testing.T, e *testenv.Env, scopes []string) *core.AgentRegistered {
+	t.Helper()
+	en, err := e.Svc.CreateAgentEnrollment(ctx, e.OwnerA.ID, "Build bot", scopes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg, err := e.Svc.RegisterAgent(ctx, core.AgentRegisterRequest{Type: core.AgentRegistrationService, EnrollmentToken: en.EnrollmentToken, LoginHint: e.OwnerA.Email})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return reg
+}
+
+func attemptToken(t *testing.T, a *core.AgentClaimAttempt) string {
+	t.Helper()
+	_, tok, ok := strings.Cut(a.VerificationURI, core.AgentClaimPagePath)
+	if !ok || tok == "" || strings.Contains(a.VerificationURI, a.UserCode) {
+		t.Fatalf("verification_uri %q", a.VerificationURI)
+	}
+	return tok
+}
+
+func TestAgentEnrollmentRules(t *testing.T) {
+	e, clk := agentEnv(t)
+	owner := e.OwnerA.ID
+	// Scopes default to read-only, are validated and normalised.
+	en, err := e.Svc.CreateAgentEnrollment(ctx, owner, " Bot ", nil)
+	if err != nil || en.Name != "Bot" || strings.Join(en.Scopes, " ") != "credits:read fax:read" || !strings.HasPrefix(en.EnrollmentToken, core.SecretEnrollment) {
+		t.Fatalf("default enrollment = %+v, %v", en, err)
+	}
+	if !en.ExpiresAt.Equal(clk.now().Add(core.AgentEnrollmentTTL)) {
+		t.Fatalf("expires %v", en.ExpiresAt)
+	}
+	_, err = e.Svc.CreateAgentEnrollment(ctx, owner, "Bot", []string{"fax:send", "fax:send", "fax:read"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		name   string
+		scopes []string
+		code   string
+	}{{"", nil, core.CodeInvalidRequest}, {strings.Repeat("x", 101), nil, core.CodeInvalidRequest}, {"Bot", []string{"admin"}, core.CodeInvalidScope}} {
+		_, err := e.Svc.CreateAgentEnrollment(ctx, owner, c.name, c.scopes)
+		wantCode(t, err, c.code)
+	}
+	// Five live unused at most; a revoked one frees a slot.
+	for range core.AgentMaxLiveEnrollments - 2 {
+		if _, err := e.Svc.CreateAgentEnrollment(ctx, owner, "Bot", nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	_, err = e.Svc.CreateAgentEnrollment(ctx, owner, "Bot", nil)
+	wantCode(t, err, core.CodeTooManyEnrollments)
+	if err := e.Svc.RevokeAgentEnrollment(ctx, owner, en.ID); err != nil {
+		t.Fatal(err)
+	}
+	wantCode(t, e.Svc.RevokeAgentEnrollment(ctx, owner, en.ID), core.CodeNotFound)
+	if _, err := e.Svc.CreateAgentEnrollment(ctx, owner, "Bot", nil); err != nil {
+		t.Fatal(err)
+	}
+	// Expired tokens free their slots too.
+	clk.advance(core.AgentEnrollmentTTL + time.Second)
+	if _, err := e.Svc.CreateAgentEnrollment(ctx, owner, "Bot", nil); err != nil {
+		t.Fatal(err)
+	}
+	// Issuance is rate limited per owner: a burst of ten at one instant
+	// (each revoked at once, so the live-token limit is not what stops it).
+	var n int
+	for {
+		en, err := e.Svc.CreateAgentEnrollment(ctx, e.OwnerB.ID, "Bot", nil)
+		if err != nil {
+			wantCode(t, err, core.CodeRateLimited)
+			if core.AsError(err).RetryAfterSeconds < 1 {
+				t.Fatalf("no Retry-After: %v", err)
+			}
+			break
+		}
+		if err := e.Svc.RevokeAgentEnrollment(ctx, e.OwnerB.ID, en.ID); err != nil {
+			t.Fatal(err)
+		}
+		n++
+	}
+	if n != 10 {
+		t.Fatalf("%d enrollments before the rate limit, want 10", n)
+	}
+}
+
+func TestAgentRegistrationRules(t *testing.T) {
+	e, clk := agentEnv(t)
+	_, err := e.Svc.RegisterAgent(ctx, core.AgentRegisterRequest{Type: core.AgentRegistrationService})
+	wantCode(t, err, core.CodeEnrollmentRequired)
+	_, err = e.Svc.RegisterAgent(ctx, core.AgentRegisterRequest{Type: core.AgentRegistrationService, EnrollmentToken: "fxe_unknown"})
+	wantCode(t, err, core.CodeInvalidEnrollment)
+
+	en, err := e.Svc.CreateAgentEnrollment(ctx, e.OwnerA.ID, "Bot", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Failures do not consume the token.
+	_, err = e.Svc.RegisterAgent(ctx, core.AgentRegisterRequest{Type: "oidc", EnrollmentToken: en.EnrollmentToken})
+	wantCode(t, err, core.CodeInvalidRequest)
+	_, err = e.Svc.RegisterAgent(ctx, core.AgentRegisterRequest{Type: core.AgentRegistrationService, EnrollmentToken: en.EnrollmentToken, LoginHint: e.OwnerB.Email})
+	wantCode(t, err, core.CodeLoginHintMismatch)
+	reg, err := e.Svc.RegisterAgent(ctx, core.AgentRegisterRequest{Type: core.AgentRegistrationService, EnrollmentToken: en.EnrollmentToken, LoginHint: strings.ToUpper(e.OwnerA.Email)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if reg.Attempt == nil || reg.Attempt.Interval != core.AgentClaimInterval || len(reg.Attempt.UserCode) != 6 || reg.Registration.Name != "Bot" {
+		t.Fatalf("registration = %+v", reg)
+	}
+	// Consumed.
+	_, err = e.Svc.RegisterAgent(ctx, core.AgentRegisterRequest{Type: core.AgentRegistrationService, EnrollmentToken: en.EnrollmentToken, LoginHint: e.OwnerA.Email})
+	wantCode(t, err, core.CodeInvalidEnrollment)
+	// Expired.
+	en2, _ := e.Svc.CreateAgentEnrollment(ctx, e.OwnerA.ID, "Bot", nil)
+	clk.advance(core.AgentEnrollmentTTL)
+	_, err = e.Svc.RegisterAgent(ctx, core.AgentRegisterRequest{Type: core.AgentRegistrationAnon, EnrollmentToken: en2.EnrollmentToken})
+	wantCode(t, err, core.CodeInvalidEnrollment)
+	// Anonymous: no claim attempt, no account access before the claim.
+	en3, _ := e.Svc.CreateAgentEnrollment(ctx, e.OwnerA.ID, "Anon", []string{"fax:read"})
+	anon, err := e.Svc.RegisterAgent(ctx, core.AgentRegisterRequest{Type: core.AgentRegistrationAnon, EnrollmentToken: en3.EnrollmentToken})
+	if err != nil || anon.Attempt != nil {
+		t.Fatalf("anonymous = %+v, %v", anon, err)
+	}
+	if err := e.Svc.RecordAgentAssertion(ctx, anon.Registration.ID, "jti_1"); err != nil {
+		t.Fatal(err)
+	}
+	tok, err := e.Svc.ExchangeAgentAssertion(ctx, anon.Registration.ID, "jti_1", "")
+	if err != nil || len(tok.Scopes) != 0 {
+		t.Fatalf("pre-claim exchange = %+v, %v", tok, err)
+	}
+	p, err := e.Svc.AgentTokenPrincipal(ctx, tok.AccessToken, e.Svc.ResourceMCP())
+	if err != nil || p.OwnerID != "" || len(p.Scopes) != 0 {
+		t.Fatalf("pre-claim principal = %+v, %v", p, err)
+	}
+	wantCode(t, core.Authorize(p, core.OpGetCredits), core.CodeUnauthenticated)
+	_, err = e.Svc.ExchangeAgentAssertion(ctx, anon.Registration.ID, "jti_old", "")
+	wantCode(t, err, core.CodeInvalidGrant)
+}
+
+func TestAgentClaimStates(t *testing.T) {
+	e, clk := agentEnv(t)
+	reg := registerService(t, e, []string{"fax:read", "credits:read", "fax:draft"})
+	ct := reg.ClaimToken
+
+	// pending → authorization_pending, and slow_down (+5 s) when too fast.
+	_, err := e.Svc.PollAgentClaim(ctx, ct, "")
+	wantCode(t, err, core.CodeAuthorizationPending)
+	if core.AsError(err).Fields["interval"] != 5 {
+		t.Fatalf("interval: %v", core.AsError(err).Fields)
+	}
+	clk.advance(2 * time.Second)
+	_, err = e.Svc.PollAgentClaim(ctx, ct, "")
+	wantCode(t, err, core.CodeSlowDown)
+	if core.AsError(err).Fields["interval"] != 10 {
+		t.Fatalf("slow_down interval: %v", core.AsError(err).Fields)
+	}
+	clk.advance(10 * time.Second)
+	_, err = e.Svc.PollAgentClaim(ctx, ct, "")
+	wantCode(t, err, core.CodeAuthorizationPending)
+	_, err = e.Svc.PollAgentClaim(ctx, ct, "https://elsewhere.example/mcp")
+	wantCode(t, err, core.CodeInvalidTarget)
+	_, err = e.Svc.PollAgentClaim(ctx, "fxc_unknown", "")
+	wantCode(t, err, core.CodeInvalidGrant)
+
+	// A new attempt invalidates the old link; the email must match.
+	_, err = e.Svc.StartAgentClaim(ctx, ct, e.OwnerB.Email)
+	wantCode(t, err, core.CodeEmailMismatch)
+	old := attemptToken(t, reg.Attempt)
+	att, err := e.Svc.StartAgentClaim(ctx, ct, e.OwnerA.Email)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = e.Svc.AgentClaimForOwner(ctx, e.OwnerA.ID, old)
+	wantCode(t, err, core.CodeClaimLinkInvalid)
+	link := attemptToken(t, att)
+
+	// Only the enrolling owner; wrong codes are counted.
+	_, err = e.Svc.AgentClaimForOwner(ctx, e.OwnerB.ID, link)
+	wantCode(t, err, core.CodeClaimWrongOwner)
+	wantCode(t, e.Svc.DecideAgentClaim(ctx, e.OwnerA.ID, link, "000000x", true, nil), core.CodeClaimWrongCode)
+	req, err := e.Svc.AgentClaimForOwner(ctx, e.OwnerA.ID, link)
+	if err != nil || req.TriesLeft != core.AgentClaimMaxTries-1 || len(req.Scopes) != 3 {
+		t.Fatalf("claim request = %+v, %v", req, err)
+	}
+	// Narrowing only.
+	wantCode(t, e.Svc.DecideAgentClaim(ctx, e.OwnerA.ID, link, att.UserCode, true, []string{"fax:send"}), core.CodeClaimScopeWiden)
+	if err := e.Svc.DecideAgentClaim(ctx, e.OwnerA.ID, link, att.UserCode, true, []string{"fax:read"}); err != nil {
+		t.Fatal(err)
+	}
+	wantCode(t, e.Svc.DecideAgentClaim(ctx, e.OwnerA.ID, link, att.UserCode, true, nil), core.CodeClaimLinkInvalid)
+
+	// approved → the next poll hands out the tokens once, with a new
+	// assertion; then redeemed.
+	clk.advance(time.Minute)
+	tok, err := e.Svc.PollAgentClaim(ctx, ct, "")
+	if err != nil || !tok.NewAssertion || strings.Join(tok.Scopes, " ") != "fax:read" || tok.ExpiresIn != time.Hour {
+		t.Fatalf("approved poll = %+v, %v", tok, err)
+	}
+	_, err = e.Svc.PollAgentClaim(ctx, ct, "")
+	wantCode(t, err, core.CodeInvalidGrant)
+	p, err := e.Svc.AgentTokenPrincipal(ctx, tok.AccessToken, e.Svc.ResourceMCP())
+	if err != nil || p.OwnerID != e.OwnerA.ID || p.Kind != core.PrincipalAgent || len(p.Scopes) != 1 {
+		t.Fatalf("principal = %+v, %v", p, err)
+	}
+	_, err = e.Svc.AgentTokenPrincipal(ctx, tok.AccessToken, e.Svc.ResourceA2A())
+	wantCode(t, err, core.CodeInvalidToken)
+	// The token lives one hour.
+	clk.advance(time.Hour)
+	_, err = e.Svc.AgentTokenPrincipal(ctx, tok.AccessToken, e.Svc.ResourceMCP())
+	wantCode(t, err, core.CodeInvalidToken)
+}
+
+func TestAgentClaimDeclineAndExpiry(t *testing.T) {
+	e, clk := agentEnv(t)
+	declined := registerService(t, e, nil)
+	if err := e.Svc.DecideAgentClaim(ctx, e.OwnerA.ID, attemptToken(t, declined.Attempt), "", false, nil); err != nil {
+		t.Fatal(err)
+	}
+	_, err := e.Svc.PollAgentClaim(ctx, declined.ClaimToken, "")
+	wantCode(t, err, core.CodeAccessDenied)
+	_, err = e.Svc.StartAgentClaim(ctx, declined.ClaimToken, e.OwnerA.Email)
+	wantCode(t, err, core.CodeAccessDenied)
+
+	expiring := registerService(t, e, nil)
+	clk.advance(core.AgentClaimTTL)
+	wantCode(t, e.Svc.DecideAgentClaim(ctx, e.OwnerA.ID, attemptToken(t, expiring.Attempt), expiring.Attempt.UserCode, true, nil), core.CodeClaimExpired)
+	_, err = e.Svc.PollAgentClaim(ctx, expiring.ClaimToken, "")
+	wantCode(t, err, core.CodeExpiredToken)
+	_, err = e.Svc.PollAgentClaim(ctx, expiring.ClaimToken, "")
+	wantCode(t, err, core.CodeExpiredToken)
+}
+
+func TestAgentRevocation(t *testing.T) {
+	e, _ := agentEnv(t)
+	reg := registerService(t, e, []string{"credits:read"})
+	if err := e.Svc.DecideAgentClaim(ctx, e.OwnerA.ID, attemptToken(t, reg.Attempt), reg.Attempt.UserCode, true, nil); err != nil {
+		t.Fatal(err)
+	}
+	tok, err := e.Svc.PollAgentClaim(ctx, reg.ClaimToken, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := e.Svc.RecordAgentAssertion(ctx, reg.Registration.ID, "jti_a"); err != nil {
+		t.Fatal(err)
+	}
+	// Revoking one token leaves the assertion exchangeable (idempotently).
+	for range 2 {
+		if err := e.Svc.RevokeAgentAccessToken(ctx, tok.AccessToken); err != nil {
+			t.Fatal(err)
+		}
+	}
+	_, err = e.Svc.AgentTokenPrincipal(ctx, tok.AccessToken, e.Svc.ResourceMCP())
+	wantCode(t, err, core.CodeInvalidToken)
+	tok2, err := e.Svc.ExchangeAgentAssertion(ctx, reg.Registration.ID, "jti_a", "")
+	if err != nil || strings.Join(tok2.Scopes, " ") != "credits:read" || tok2.NewAssertion {
+		t.Fatalf("re-exchange = %+v, %v", tok2, err)
+	}
+	// Revoking the registration stops tokens and exchanges.
+	if _, err := e.Svc.RevokeAgentByAssertion(ctx, reg.Registration.ID, "jti_a"); err != nil {
+		t.Fatal(err)
+	}
+	_, err = e.Svc.AgentTokenPrincipal(ctx, tok2.AccessToken, e.Svc.ResourceMCP())
+	wantCode(t, err, core.CodeInvalidToken)
+	_, err = e.Svc.ExchangeAgentAssertion(ctx, reg.Registration.ID, "jti_a", "")
+	wantCode(t, err, core.CodeInvalidGrant)
+	wantCode(t, e.Svc.RevokeAgentRegistration(ctx, e.OwnerA.ID, reg.Registration.ID), core.CodeNotFound)
+}
+
+// TestPrincipalModes: every kind of principal gets its mode where it is
+// built, from one setting (Config.AgentMode) for the agent kinds.
+func TestPrincipalModes(t *testing.T) {
+	for _, setting := range []core.Mode{core.ModeLive, core.ModeTest} {
+		t.Run(string(setting), func(t *testing.T) {
+			e := testenv.New(t, testenv.WithoutWorkers(), testenv.WithConfig(func(c *core.Config) { c.AgentMode = setting }))
+			// API keys keep their own mode whatever the setting.
+			for key, want := range map[string]core.Mode{e.KeyATest: core.ModeTest, e.KeyALive: core.ModeLive} {
+				if p := e.Principal(t, key); p.Mode != want || p.Kind != core.PrincipalAPIKey {
+					t.Errorf("API key principal %+v, want mode %s", p, want)
+				}
+			}
+			// Owner sessions act in the mode the page shows.
+			if p := core.OwnerPrincipal(e.OwnerA.ID, core.ModeTest); p.Mode != core.ModeTest {
+				t.Errorf("owner principal %+v", p)
+			}
+			// Chat apps (OAuth grants) and registered agents act in the
+			// setting.
+			if p := e.Svc.GrantPrincipal(core.GrantAccess{OwnerID: e.OwnerA.ID, GrantID: "grt_1", Scopes: []core.Scope{core.ScopeFaxRead}}); p.Mode != setting || p.Kind != core.PrincipalOAuthGrant {
+				t.Errorf("grant principal %+v, want mode %s", p, setting)
+			}
+			reg := registerService(t, e, nil)
+			if err := e.Svc.DecideAgentClaim(ctx, e.OwnerA.ID, attemptToken(t, reg.Attempt), reg.Attempt.UserCode, true, nil); err != nil {
+				t.Fatal(err)
+			}
+			tok, err := e.Svc.PollAgentClaim(ctx, reg.ClaimToken, "")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if p, err := e.Svc.AgentTokenPrincipal(ctx, tok.AccessToken, e.Svc.ResourceMCP()); err != nil || p.Mode != setting {
+				t.Errorf("agent principal %+v (%v), want mode %s", p, err, setting)
+			}
+		})
+	}
+}

@@ -1,0 +1,198 @@
+package oauth
+
+import (
+	"context"
+	"net/http"
+	"strconv"
+
+	"github.com/faxhub/faxhub/core"
+	"github.com/faxhub/faxhub/core/web"
+)
+
+// The HTTP endpoints of agent registration (spec, Authentication section
+// 3; docs/agents.md): JSON in, JSON out, every rule in core (agentreg.go).
+// The claim and jwt-bearer grants are grants of the token endpoint
+// (grant_claim.go, grant_jwtbearer.go).
+const (
+	PathAgentManage   = "/api/auth/agent/identity/manage"
+	PathAgentIdentity = "/api/auth/agent/identity"
+	PathAgentClaim    = "/api/auth/agent/identity/claim"
+	PathAgentRevoke   = "/api/auth/agent/identity/revoke"
+
+	GrantTypeAgentClaim = "urn:faxhub:agent-auth:grant-type:claim"
+	GrantTypeJWTBearer  = "urn:ietf:params:oauth:grant-type:jwt-bearer"
+
+	maxAgentJSONBytes = 16 << 10
+)
+
+// readAgentJSON decodes a strict JSON body; false once an error is written.
+func readAgentJSON(w http.ResponseWriter, r *http.Request, v any) bool {
+	if err := web.DecodeJSONLimit(w, r, v, maxAgentJSONBytes, false); err != nil {
+		writeCoreError(w, err)
+		return false
+	}
+	return true
+}
+
+// writeCoreError writes a core error in the RFC 6749 error shape, with the
+// status core's kind maps to; internal errors keep their text out.
+func writeCoreError(w http.ResponseWriter, err error) {
+	e := core.AsError(err)
+	status := web.Status(e.Kind)
+	if e.Kind == core.KindRateLimited && e.RetryAfterSeconds > 0 {
+		w.Header().Set("Retry-After", strconv.Itoa(e.RetryAfterSeconds))
+	}
+	if e.Kind == core.KindInternal {
+		writeError(w, status, "server_error", "the request failed; it has been logged")
+		return
+	}
+	body := map[string]any{"error": e.Code, "error_description": e.Message}
+	for k, v := range e.Fields {
+		body[k] = v
+	}
+	writeJSON(w, status, body)
+}
+
+// fail logs an internal error (never its request) and writes err.
+func (s *Server) fail(ctx context.Context, w http.ResponseWriter, what string, err error) {
+	if core.ErrorKind(err) == core.KindInternal {
+		s.log.ErrorContext(ctx, what, "err", err)
+	}
+	writeCoreError(w, err)
+}
+
+var crossOrigin = http.NewCrossOriginProtection()
+
+// manage is POST /api/auth/agent/identity/manage with the owner session.
+func (s *Server) manage(w http.ResponseWriter, r *http.Request) {
+	ctx := r.Context()
+	if err := crossOrigin.Check(r); err != nil {
+		writeError(w, http.StatusForbidden, "invalid_request", "cross-origin requests are refused")
+		return
+	}
+	sess, err := s.ownerSession(r)
+	if err != nil {
+		s.fail(ctx, w, "session check", err)
+		return
+	}
+	if sess == nil {
+		writeError(w, http.StatusUnauthorized, "login_required", "sign in to the console first")
+		return
+	}
+	var req struct {
+		Action string   `json:"action"`
+		Name   string   `json:"name"`
+		Scopes []string `json:"scopes"`
+		ID     string   `json:"id"`
+		Kind   string   `json:"kind"` // revoke: "enrollment" (default) or "registration"
+	}
+	if !readAgentJSON(w, r, &req) {
+		return
+	}
+	switch req.Action {
+	case "enroll":
+		res, err := s.svc.CreateAgentEnrollment(ctx, sess.OwnerID, req.Name, req.Scopes)
+		if err != nil {
+			s.fail(ctx, w, "enroll agent", err)
+			return
+		}
+		writeJSON(w, http.StatusCreated, res)
+	case "list":
+		es, err := s.svc.ListAgentEnrollments(ctx, sess.OwnerID)
+		if err != nil {
+			s.fail(ctx, w, "list enrollments", err)
+			return
+		}
+		rs, err := s.svc.ListAgentRegistrations(ctx, sess.OwnerID)
+		if err != nil {
+			s.fail(ctx, w, "list registrations", err)
+			return
+		}
+		writeJSON(w, http.StatusOK, map[string]any{"enrollments": es, "registrations": rs})
+	case "revoke":
+		if req.Kind == "registration" {
+			err = s.svc.RevokeAgentRegistration(ctx, sess.OwnerID, req.ID)
+		} else {
+			err = s.svc.RevokeAgentEnrollment(ctx, sess.OwnerID, req.ID)
+		}
+		if err != nil {
+			s.fail(ctx, w, "revoke", err)
+			return
+		}
+		writeJSON(w, http.StatusOK, map[string]any{"revoked": req.ID})
+	default:
+		writeError(w, http.StatusBadRequest, "invalid_request", "action must be enroll, list or revoke")
+	}
+}
+
+// identity is POST /api/auth/agent/identity: register with an enrollment
+// token. An anonymous registration gets its identity assertion at once.
+func (s *Server) identity(w http.ResponseWriter, r *http.Request) {
+	ctx := r.Context()
+	var req struct {
+		Type            string `json:"type"`
+		EnrollmentToken string `json:"enrollment_token"`
+		LoginHint       string `json:"login_hint"`
+	}
+	if !readAgentJSON(w, r, &req) {
+		return
+	}
+	reg, err := s.svc.RegisterAgent(ctx, core.AgentRegisterRequest{Type: req.Type, EnrollmentToken: req.EnrollmentToken, LoginHint: req.LoginHint})
+	if err != nil {
+		s.fail(ctx, w, "agent registration", err)
+		return
+	}
+	if reg.Attempt == nil {
+		assertion, _, err := s.issueAssertion(ctx, reg.Registration)
+		if err != nil {
+			s.fail(ctx, w, "agent registration", err)
+			return
+		}
+		writeJSON(w, http.StatusCreated, map[string]any{"registration_id": reg.Registration.ID, "identity_assertion": assertion, "claim_token": reg.ClaimToken})
+		return
+	}
+	writeJSON(w, http.StatusCreated, map[string]any{
+		"registration_id": reg.Registration.ID, "claim_token": reg.ClaimToken, "expiry": reg.ClaimExpires,
+		"claim": map[string]any{"user_code": reg.Attempt.UserCode, "verification_uri": reg.Attempt.VerificationURI, "interval": core.AgentClaimInterval},
+	})
+}
+
+// claim is POST /api/auth/agent/identity/claim: a new claim attempt.
+func (s *Server) claim(w http.ResponseWriter, r *http.Request) {
+	ctx := r.Context()
+	var req struct {
+		ClaimToken string `json:"claim_token"`
+		Email      string `json:"email"`
+	}
+	if !readAgentJSON(w, r, &req) {
+		return
+	}
+	att, err := s.svc.StartAgentClaim(ctx, req.ClaimToken, req.Email)
+	if err != nil {
+		s.fail(ctx, w, "agent claim", err)
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"claim_attempt": att})
+}
+
+// revokeIdentity is POST /api/auth/agent/identity/revoke.
+func (s *Server) revokeIdentity(w http.ResponseWriter, r *http.Request) {
+	ctx := r.Context()
+	var req struct {
+		IdentityAssertion string `json:"identity_assertion"`
+	}
+	if !readAgentJSON(w, r, &req) {
+		return
+	}
+	a, err := s.verifyAssertion(ctx, req.IdentityAssertion)
+	if err != nil {
+		s.fail(ctx, w, "revoke registration", err)
+		return
+	}
+	reg, err := s.svc.RevokeAgentByAssertion(ctx, a.registrationID, a.jti)
+	if err != nil {
+		s.fail(ctx, w, "revoke registration", err)
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"revoked": reg.ID})
+}

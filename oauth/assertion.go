@@ -1,0 +1,110 @@
+package oauth
+
+import (
+	"context"
+	"crypto/ed25519"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	jose "github.com/go-jose/go-jose/v3"
+
+	"github.com/faxhub/faxhub/core"
+)
+
+// AssertionType is the JWT typ of an identity assertion (spec:
+// oauth-id-jag+jwt). Assertions are EdDSA, iss = aud = the issuer, keys at
+// {issuer}/jwks.
+const AssertionType = "oauth-id-jag+jwt"
+
+type assertionClaims struct {
+	Iss      string `json:"iss"`
+	Aud      string `json:"aud"`
+	Sub      string `json:"sub"`
+	ClientID string `json:"client_id"`
+	JTI      string `json:"jti"`
+	IAT      int64  `json:"iat"`
+	Exp      int64  `json:"exp"`
+}
+
+// issueAssertion signs a new identity assertion for reg and makes it the
+// registration's current one: earlier assertions of reg stop being
+// exchangeable.
+func (s *Server) issueAssertion(ctx context.Context, reg *core.AgentRegistration) (string, time.Time, error) {
+	key, err := s.keys.signingKey(ctx, AlgEdDSA)
+	if err != nil {
+		return "", time.Time{}, err
+	}
+	now := s.now()
+	exp := now.Add(core.AgentAssertionTTL)
+	cl := assertionClaims{Iss: s.issuer, Aud: s.issuer, Sub: reg.ID, ClientID: reg.ID, JTI: core.NewID(core.PrefixJWTID), IAT: now.Unix(), Exp: exp.Unix()}
+	signer, err := jose.NewSigner(jose.SigningKey{Algorithm: jose.EdDSA, Key: key},
+		(&jose.SignerOptions{}).WithType(AssertionType).WithHeader("kid", key.KeyID))
+	if err != nil {
+		return "", time.Time{}, fmt.Errorf("assertion signer: %w", err)
+	}
+	payload, err := json.Marshal(cl)
+	if err != nil {
+		return "", time.Time{}, err
+	}
+	obj, err := signer.Sign(payload)
+	if err != nil {
+		return "", time.Time{}, fmt.Errorf("sign assertion: %w", err)
+	}
+	jws, err := obj.CompactSerialize()
+	if err != nil {
+		return "", time.Time{}, err
+	}
+	if err := s.svc.RecordAgentAssertion(ctx, reg.ID, cl.JTI); err != nil {
+		return "", time.Time{}, err
+	}
+	return jws, exp, nil
+}
+
+// verifiedAssertion is an assertion whose signature and claims checked out;
+// core decides whether it is still current.
+type verifiedAssertion struct{ registrationID, jti string }
+
+// verifyAssertion checks the signature, type and claims of an identity
+// assertion this server issued. External assertions are refused.
+func (s *Server) verifyAssertion(ctx context.Context, assertion string) (verifiedAssertion, error) {
+	foreign := core.Errorf(core.KindInvalid, core.CodeInvalidGrant, "identity assertions of other issuers are not accepted")
+	if assertion == "" {
+		return verifiedAssertion{}, core.Errorf(core.KindInvalid, core.CodeInvalidRequest, "assertion is required")
+	}
+	obj, err := jose.ParseSigned(assertion)
+	if err != nil || len(obj.Signatures) != 1 {
+		return verifiedAssertion{}, core.ErrAgentAssertion
+	}
+	h := obj.Signatures[0].Header
+	if h.Algorithm != string(jose.EdDSA) || h.ExtraHeaders["typ"] != AssertionType {
+		return verifiedAssertion{}, core.ErrAgentAssertion
+	}
+	set, err := s.keys.jwks(ctx)
+	if err != nil {
+		return verifiedAssertion{}, err
+	}
+	keys := set.Key(h.KeyID)
+	if len(keys) == 0 {
+		return verifiedAssertion{}, foreign
+	}
+	pub, ok := keys[0].Key.(ed25519.PublicKey)
+	if !ok {
+		return verifiedAssertion{}, core.ErrAgentAssertion
+	}
+	payload, err := obj.Verify(pub)
+	if err != nil {
+		return verifiedAssertion{}, core.ErrAgentAssertion
+	}
+	var cl assertionClaims
+	if err := json.Unmarshal(payload, &cl); err != nil {
+		return verifiedAssertion{}, core.ErrAgentAssertion
+	}
+	if cl.Iss != s.issuer || cl.Aud != s.issuer {
+		return verifiedAssertion{}, foreign
+	}
+	if s.now().Unix() >= cl.Exp {
+		return verifiedAssertion{}, core.Errorf(core.KindInvalid, core.CodeInvalidGrant, "the identity assertion expired; register again")
+	}
+	return verifiedAssertion{registrationID: cl.Sub, jti: cl.JTI}, nil
+}
