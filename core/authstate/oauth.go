@@ -13,6 +13,7 @@ import (
 	"encoding/json"
 	"time"
 )
+
 // OAuthStore persists the OAuth authorization server's state (oauth/):
 // clients, grants, token sessions, consent hand-offs and signing keys.
 // core/store implements it beside core.Store; it is a separate port because
