@@ -57,6 +57,129 @@ func (s *Service) CreateDraft(ctx context.Context, p Principal, r CreateDraftReq
 	return &DraftView{Draft: *d, Quote: q}, nil
 }
 
+// draftStatus is a draft's status as of now: an open draft past its expiry
+// is expired.
+func (s *Service) draftStatus(d *Draft) DraftStatus {
+	if d.Status == DraftOpen && !s.now().Before(d.ExpiresAt) {
+		return DraftExpired
+	}
+	return d.Status
+}
+
+// draftPayable is the one draft status rule, for credits and checkouts
+// alike: only an open draft that has not expired can be paid.
+func (s *Service) draftPayable(d *Draft) error {
+	switch st := s.draftStatus(d); st {
+	case DraftOpen:
+		return nil
+	case DraftPaid:
+		e := Errorf(KindConflict, CodeDraftState, "this fax was paid already; nothing more is charged").With("draftStatus", string(st))
+		if d.FaxID != nil {
+			e = e.With("faxId", *d.FaxID)
+		}
+		return e
+	case DraftExpired:
+		return Errorf(KindConflict, CodeDraftState, "the draft expired and cannot be paid; create a new draft").With("draftStatus", string(st))
+	default:
+		return Errorf(KindConflict, CodeDraftState, "the draft is %s and cannot be paid; create a new draft", st).With("draftStatus", string(st))
+	}
+}
+
+// GetDraft returns one of the principal's drafts with its quote.
+func (s *Service) GetDraft(ctx context.Context, p Principal, id string) (*DraftView, error) {
+	if err := Authorize(p, OpGetDraft); err != nil {
+		return nil, err
+	}
+	d, err := s.d.Store.GetDraft(ctx, p.OwnerID, p.Mode, id)
+	if err != nil {
+		return nil, storeErr(err, "draft")
+	}
+	country := ""
+	if _, c, err := s.d.Destination.Check(d.To); err == nil {
+		country = c
+	}
+	q, err := s.d.Prices.Quote(d.To, country, d.Pages, d.Cover)
+	if err != nil {
+		// The price was fixed when the draft was made; show that one.
+		q = Quote{To: d.To, Pages: d.Pages, Cover: d.Cover, Currency: Currency}
+	}
+	q.AmountMicros, q.Amount, q.Cents = d.PriceMicros, FormatUSD(d.PriceMicros), CentsUp(d.PriceMicros)
+	d.Status = s.draftStatus(d)
+	return &DraftView{Draft: *d, Quote: q}, nil
+}
+
+// SendDraft pays for a draft with the principal's credits and queues it
+// (createFax: the fax, its credit hold, its delivery job and the draft's
+// move to paid in one transaction). It is idempotent by draft: a retried
+// call, or a call after the draft was paid at its checkout, returns the
+// existing fax with replayed true and never charges twice.
+func (s *Service) SendDraft(ctx context.Context, p Principal, draftID string) (fax *Fax, replayed bool, err error) {
+	if err := Authorize(p, OpSendFax); err != nil {
+		return nil, false, err
+	}
+	if err := s.checkProvider(p.Mode); err != nil {
+		return nil, false, err
+	}
+	d, err := s.d.Store.GetDraft(ctx, p.OwnerID, p.Mode, draftID)
+	if err != nil {
+		return nil, false, storeErr(err, "draft")
+	}
+	if f, ok, err := s.draftFax(ctx, p, d); ok || err != nil {
+		return f, ok, err
+	}
+	if err := s.draftPayable(d); err != nil {
+		return nil, false, err
+	}
+	f := s.faxOfDraft(d, PayCredits)
+	err = s.d.Store.InTx(ctx, func(tx Tx) error {
+		return s.createFax(ctx, tx, newFax{fax: f, draft: d})
+	})
+	switch {
+	case errors.Is(err, ErrConflict):
+		// Paid concurrently (another call, or its checkout): answer with
+		// that fax.
+		d, gerr := s.d.Store.GetDraft(ctx, p.OwnerID, p.Mode, draftID)
+		if gerr != nil {
+			return nil, false, storeErr(gerr, "draft")
+		}
+		if f, ok, err := s.draftFax(ctx, p, d); ok || err != nil {
+			return f, ok, err
+		}
+		return nil, false, s.draftPayable(d)
+	case isInsufficient(err):
+		return nil, false, s.insufficientCredits(ctx, p, d.PriceMicros).With("draftId", d.ID).With("mode", string(p.Mode))
+	case err != nil:
+		return nil, false, err
+	}
+	s.d.Logger.InfoContext(ctx, "fax queued from draft", "fax_id", f.ID, "draft_id", d.ID, "owner_id", f.OwnerID, "mode", f.Mode, "pages", f.Pages)
+	s.present(f, nil)
+	return f, false, nil
+}
+
+// faxOfDraft is the fax a draft becomes when paid by method.
+func (s *Service) faxOfDraft(d *Draft, method PaymentMethod) *Fax {
+	now := s.now()
+	return &Fax{
+		ID: NewID(PrefixFax), OwnerID: d.OwnerID, Mode: d.Mode, Status: FaxQueued, To: d.To,
+		DocumentID: d.DocumentID, Pages: d.Pages, Cover: d.Cover, CoverText: d.CoverText,
+		PriceMicros: d.PriceMicros, Currency: Currency, PaymentMethod: method, DraftID: &d.ID,
+		CreatedAt: now, UpdatedAt: now,
+	}
+}
+
+// draftFax returns the fax of an already paid draft.
+func (s *Service) draftFax(ctx context.Context, p Principal, d *Draft) (*Fax, bool, error) {
+	if d.Status != DraftPaid || d.FaxID == nil {
+		return nil, false, nil
+	}
+	f, err := s.d.Store.GetFax(ctx, p.OwnerID, p.Mode, *d.FaxID)
+	if err != nil {
+		return nil, false, storeErr(err, "fax")
+	}
+	s.present(f, nil)
+	return f, true, nil
+}
+
 // CreateDraftCheckout starts the hosted checkout that pays for exactly this
 // draft and queues it.
 func (s *Service) CreateDraftCheckout(ctx context.Context, p Principal, draftID string) (*CheckoutSession, error) {
@@ -67,8 +190,8 @@ func (s *Service) CreateDraftCheckout(ctx context.Context, p Principal, draftID 
 	if err != nil {
 		return nil, storeErr(err, "draft")
 	}
-	if d.Status != DraftOpen || s.now().After(d.ExpiresAt) {
-		return nil, Errorf(KindConflict, CodeDraftState, "the draft is %s and cannot be paid", d.Status)
+	if err := s.draftPayable(d); err != nil {
+		return nil, err
 	}
 	c := &Checkout{
 		ID: NewID(PrefixCheckout), OwnerID: p.OwnerID, Mode: p.Mode, Kind: CheckoutDraft, DraftID: &d.ID,
@@ -77,27 +200,22 @@ func (s *Service) CreateDraftCheckout(ctx context.Context, p Principal, draftID 
 	return s.startCheckout(ctx, c, fmt.Sprintf("Fax of %d page(s) to %s", d.Pages, d.To))
 }
 
-// faxFromDraft turns a paid draft into a queued fax inside tx.
-func (s *Service) faxFromDraft(ctx context.Context, tx Tx, c *Checkout) error {
+// payDraftAtCheckout turns the draft of a paid checkout into a queued fax
+// inside tx.
+func (s *Service) payDraftAtCheckout(ctx context.Context, tx Tx, c *Checkout) error {
 	d, err := tx.GetDraft(ctx, c.OwnerID, c.Mode, *c.DraftID)
 	if err != nil {
 		return storeErr(err, "draft")
 	}
-	now := s.now()
-	o := &Fax{
-		ID: NewID(PrefixFax), OwnerID: d.OwnerID, Mode: d.Mode, Status: FaxQueued, To: d.To,
-		DocumentID: d.DocumentID, Pages: d.Pages, Cover: d.Cover, CoverText: d.CoverText,
-		PriceMicros: c.AmountMicros, Currency: Currency, PaymentMethod: PayCheckout, DraftID: &d.ID,
-		CreatedAt: now, UpdatedAt: now,
-	}
-	if err := tx.CreateFax(ctx, o); err != nil {
-		return fmt.Errorf("create fax: %w", err)
-	}
-	if err := tx.MarkDraftPaid(ctx, d.ID, o.ID); err != nil {
-		if errors.Is(err, ErrConflict) {
-			return Errorf(KindConflict, CodeDraftState, "the draft was already paid")
-		}
+	if err := s.draftPayable(d); err != nil {
 		return err
 	}
-	return s.d.Queue.EnqueueDelivery(ctx, tx, o.ID, now)
+	f := s.faxOfDraft(d, PayCheckout)
+	f.PriceMicros = c.AmountMicros
+	if err := s.createFax(ctx, tx, newFax{fax: f, draft: d}); errors.Is(err, ErrConflict) {
+		return Errorf(KindConflict, CodeDraftState, "this fax was paid already; nothing more is charged")
+	} else if err != nil {
+		return err
+	}
+	return nil
 }

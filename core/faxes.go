@@ -112,40 +112,17 @@ func (s *Service) SendFax(ctx context.Context, p Principal, idemKey string, r Se
 	}
 
 	now := s.now()
-	o := &Fax{
+	f := &Fax{
 		ID: NewID(PrefixFax), OwnerID: p.OwnerID, Mode: p.Mode, Status: FaxQueued, To: e164,
 		DocumentID: doc.ID, Pages: doc.Pages, Cover: r.Cover, CoverText: r.CoverText,
 		PriceMicros: q.AmountMicros, Currency: Currency, PaymentMethod: PayCredits,
 		CreatedAt: now, UpdatedAt: now,
 	}
-	s.present(o, nil)
-	resp, err := json.Marshal(o)
-	if err != nil {
-		return nil, false, fmt.Errorf("encode fax: %w", err)
-	}
+	s.present(f, nil)
 	err = s.d.Store.InTx(ctx, func(tx Tx) error {
-		// The limiter is charged in the fax's transaction: one commit
-		// less per fax, and a send that fails (402) does not use up the
-		// owner's allowance.
-		if err := s.allow(ctx, tx, "send:"+p.OwnerID+":"+string(p.Mode), s.cfg.SendInterval, s.cfg.SendBurst); err != nil {
-			return err
-		}
-		if err := tx.CreateFax(ctx, o); err != nil {
-			return fmt.Errorf("create fax: %w", err)
-		}
-		hold := &LedgerEntry{
-			ID: NewID(PrefixLedger), OwnerID: p.OwnerID, Mode: p.Mode, Kind: LedgerHold,
-			AmountMicros: -q.AmountMicros, FaxID: &o.ID, Reason: "hold for fax " + o.ID + " to " + e164, CreatedAt: now,
-		}
-		if err := tx.PlaceHold(ctx, hold); err != nil {
-			return err
-		}
-		if err := s.d.Queue.EnqueueDelivery(ctx, tx, o.ID, now); err != nil {
-			return fmt.Errorf("enqueue delivery: %w", err)
-		}
-		return tx.InsertIdempotency(ctx, &IdempotencyRecord{
-			Scope: scope, Key: idemKey, RequestHash: reqHash, ResponseCode: 200, Response: resp, CreatedAt: now,
-		})
+		return s.createFax(ctx, tx, newFax{fax: f, idempotency: &IdempotencyRecord{
+			Scope: scope, Key: idemKey, RequestHash: reqHash, ResponseCode: 200, CreatedAt: now,
+		}})
 	})
 	switch {
 	case errors.Is(err, ErrExists):
@@ -154,16 +131,13 @@ func (s *Service) SendFax(ctx context.Context, p Principal, idemKey string, r Se
 			return o, ok, err
 		}
 		return nil, false, fmt.Errorf("idempotency record vanished for key")
-	case errors.Is(err, ErrInsufficientFunds):
-		bal, berr := s.d.Store.GetBalance(ctx, p.OwnerID, p.Mode)
-		e := Errorf(KindPaymentRequired, CodeInsufficientCredits, "this fax costs %s USD but only %s USD of %s credits are available", q.Amount, FormatUSD(balanceOrZero(bal, berr)), p.Mode).
-			With("price", q.Amount).With("balance", FormatUSD(balanceOrZero(bal, berr))).With("checkoutPath", "/api/v1/credits/checkout")
-		return nil, false, e
+	case isInsufficient(err):
+		return nil, false, s.insufficientCredits(ctx, p, f.PriceMicros).With("checkoutPath", "/api/v1/credits/checkout")
 	case err != nil:
 		return nil, false, err
 	}
-	s.d.Logger.InfoContext(ctx, "fax queued", "fax_id", o.ID, "owner_id", o.OwnerID, "mode", o.Mode, "pages", o.Pages, "price", o.Price)
-	return o, false, nil
+	s.d.Logger.InfoContext(ctx, "fax queued", "fax_id", f.ID, "owner_id", f.OwnerID, "mode", f.Mode, "pages", f.Pages, "price", f.Price)
+	return f, false, nil
 }
 
 // checkProvider refuses to take money for faxes nobody can send: live mode
@@ -173,13 +147,6 @@ func (s *Service) checkProvider(m Mode) error {
 		return Errorf(KindUnavailable, CodeProviderUnavailable, "%s-mode faxing is not configured on this server", m)
 	}
 	return nil
-}
-
-func balanceOrZero(b *Balance, err error) int64 {
-	if err != nil || b == nil {
-		return 0
-	}
-	return b.AvailableMicros
 }
 
 // replay answers from a stored idempotency record: ok is true when the

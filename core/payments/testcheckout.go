@@ -53,6 +53,7 @@ func (g *TestGateway) Start(ctx context.Context, c *core.Checkout, description s
 // CheckoutService is what the page needs from core (*core.Service has it).
 type CheckoutService interface {
 	GetCheckout(ctx context.Context, id string) (*core.Checkout, error)
+	CheckoutPayable(ctx context.Context, c *core.Checkout) error
 	CompleteCheckout(ctx context.Context, id string) (*core.Checkout, error)
 }
 
@@ -178,6 +179,12 @@ func (p *checkoutPage) load(w http.ResponseWriter, r *http.Request) (*core.Check
 		p.renderGone(w)
 		return nil, false
 	}
+	// A draft paid another way in the meantime (sent with credits), or
+	// expired: the card form must not be offered.
+	if err := p.svc.CheckoutPayable(r.Context(), c); err != nil {
+		p.fail(w, r, c.ID, err)
+		return nil, false
+	}
 	return c, true
 }
 
@@ -187,6 +194,9 @@ func (p *checkoutPage) fail(w http.ResponseWriter, r *http.Request, id string, e
 		p.renderNotFound(w)
 	case core.KindGone:
 		p.renderGone(w)
+	case core.KindConflict:
+		p.render(w, http.StatusConflict, view{Kind: "problem", Title: "Nothing to pay",
+			Message: core.AsError(err).Message + "."})
 	default:
 		p.logger.ErrorContext(r.Context(), "test checkout failed", "checkout", id, "error", err)
 		p.render(w, http.StatusInternalServerError, view{Kind: "problem", Title: "Something went wrong",

@@ -26,10 +26,22 @@ type checkouts struct {
 	byID      map[string]*core.Checkout
 	completed map[string]int
 	getErr    error
+	// unpayable makes CheckoutPayable (and CompleteCheckout) refuse a
+	// checkout, as core does for a draft paid another way.
+	unpayable map[string]error
+}
+
+func (s *checkouts) CheckoutPayable(_ context.Context, c *core.Checkout) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if c.Status == core.CheckoutPaid {
+		return nil
+	}
+	return s.unpayable[c.ID]
 }
 
 func newCheckouts(cs ...*core.Checkout) *checkouts {
-	s := &checkouts{byID: map[string]*core.Checkout{}, completed: map[string]int{}}
+	s := &checkouts{byID: map[string]*core.Checkout{}, completed: map[string]int{}, unpayable: map[string]error{}}
 	for _, c := range cs {
 		s.byID[c.ID] = c
 	}
@@ -60,6 +72,9 @@ func (s *checkouts) CompleteCheckout(_ context.Context, id string) (*core.Checko
 	if c.Status == core.CheckoutPaid {
 		cp := *c
 		return &cp, nil
+	}
+	if err := s.unpayable[id]; err != nil {
+		return nil, err
 	}
 	now := time.Now()
 	if now.After(c.ExpiresAt) {
@@ -349,5 +364,25 @@ func TestCrossOriginPostRefused(t *testing.T) {
 				t.Fatalf("a cross-origin POST completed the checkout (%d)", n)
 			}
 		})
+	}
+}
+
+// A draft that was sent with credits while its checkout page was open: the
+// page no longer offers the card form and a submitted form says the fax is
+// paid already (409), charging nothing.
+func TestDraftPaidElsewhere(t *testing.T) {
+	svc := newCheckouts(draftCheckout("chk_draft"))
+	srv := serve(t, svc)
+	svc.unpayable["chk_draft"] = core.Errorf(core.KindConflict, core.CodeDraftState, "this fax was paid already; nothing more is charged")
+	p := get(t, srv, "chk_draft")
+	if p.status != http.StatusConflict || !strings.Contains(p.body, "paid already") || strings.Contains(p.body, "card_number") {
+		t.Fatalf("GET: %d %s", p.status, p.body)
+	}
+	p = post(t, srv, "chk_draft", testCardForm())
+	if p.status != http.StatusConflict || !strings.Contains(p.body, "paid already") {
+		t.Fatalf("POST: %d %s", p.status, p.body)
+	}
+	if svc.completed["chk_draft"] != 0 {
+		t.Fatal("completed a checkout of a paid draft")
 	}
 }

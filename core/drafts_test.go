@@ -1,0 +1,186 @@
+package core_test
+
+import (
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/faxhub/faxhub/core"
+	"github.com/faxhub/faxhub/internal/testenv"
+)
+
+func newDraft(t *testing.T, e *testenv.Env, p core.Principal, pages int) *core.DraftView {
+	t.Helper()
+	d, err := e.Svc.CreateDraft(ctx, p, core.CreateDraftRequest{To: "+12125550100", UploadToken: upload(t, e, p, pages)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d
+}
+
+func TestSendDraft(t *testing.T) {
+	e, clk := agentEnv(t)
+	p := e.Principal(t, e.KeyATest)
+
+	t.Run("success and retry", func(t *testing.T) {
+		d := newDraft(t, e, p, 3)
+		f, replayed, err := e.Svc.SendDraft(ctx, p, d.ID)
+		if err != nil || replayed || f.Status != core.FaxQueued || f.PaymentMethod != core.PayCredits || *f.DraftID != d.ID || f.PriceMicros != d.PriceMicros {
+			t.Fatalf("send = %+v replayed=%v %v", f, replayed, err)
+		}
+		again, replayed, err := e.Svc.SendDraft(ctx, p, d.ID)
+		if err != nil || !replayed || again.ID != f.ID {
+			t.Fatalf("retry = %+v replayed=%v %v", again, replayed, err)
+		}
+		got, _ := e.Svc.GetDraft(ctx, p, d.ID)
+		if got.Status != core.DraftPaid || *got.FaxID != f.ID {
+			t.Fatalf("draft after send = %+v", got)
+		}
+		// Its checkout can no longer be started.
+		_, err = e.Svc.CreateDraftCheckout(ctx, p, d.ID)
+		wantCode(t, err, core.CodeDraftState)
+		if !strings.Contains(core.AsError(err).Message, "paid already") {
+			t.Fatalf("message: %v", err)
+		}
+	})
+
+	t.Run("expired", func(t *testing.T) {
+		d := newDraft(t, e, p, 1)
+		clk.advance(25 * time.Hour)
+		_, _, err := e.Svc.SendDraft(ctx, p, d.ID)
+		wantCode(t, err, core.CodeDraftState)
+		if !strings.Contains(core.AsError(err).Message, "expired") {
+			t.Fatalf("message: %v", err)
+		}
+		_, err = e.Svc.CreateDraftCheckout(ctx, p, d.ID)
+		wantCode(t, err, core.CodeDraftState)
+		if !strings.Contains(core.AsError(err).Message, "expired") {
+			t.Fatalf("checkout message: %v", err)
+		}
+		got, _ := e.Svc.GetDraft(ctx, p, d.ID)
+		if got.Status != core.DraftExpired {
+			t.Fatalf("status %s", got.Status)
+		}
+	})
+
+	t.Run("insufficient credits charge nothing", func(t *testing.T) {
+		pb := e.Principal(t, e.KeyBTest)
+		big := newDraft(t, e, pb, 300)
+		before := balance(t, e, pb)
+		_, _, err := e.Svc.SendDraft(ctx, pb, big.ID)
+		wantCode(t, err, core.CodeInsufficientCredits)
+		if f := core.AsError(err).Fields; f["draftId"] != big.ID || f["price"] == nil || f["balance"] == nil {
+			t.Fatalf("fields: %v", f)
+		}
+		after := balance(t, e, pb)
+		if after.AvailableMicros != before.AvailableMicros || after.HeldMicros != 0 {
+			t.Fatalf("balance moved: %+v", after)
+		}
+		got, _ := e.Svc.GetDraft(ctx, pb, big.ID)
+		if got.Status != core.DraftOpen {
+			t.Fatalf("draft after a refused send: %s", got.Status)
+		}
+	})
+
+	t.Run("not found and scope", func(t *testing.T) {
+		_, _, err := e.Svc.SendDraft(ctx, p, "drf_nope")
+		wantCode(t, err, core.CodeNotFound)
+		_, _, err = e.Svc.SendDraft(ctx, core.Principal{OwnerID: e.OwnerA.ID, Mode: core.ModeTest, Scopes: []core.Scope{core.ScopeFaxDraft}}, "drf_nope")
+		wantCode(t, err, core.CodeInsufficientScope)
+	})
+}
+
+// Twenty concurrent sends of one draft: one fax, one hold.
+func TestSendDraftConcurrent(t *testing.T) {
+	e := testenv.New(t, testenv.WithoutWorkers(), testenv.WithConfig(func(c *core.Config) { c.SendBurst = 1000 }))
+	p := e.Principal(t, e.KeyATest)
+	d := newDraft(t, e, p, 1)
+	var wg sync.WaitGroup
+	ids := make([]string, 20)
+	for i := range ids {
+		wg.Go(func() {
+			f, _, err := e.Svc.SendDraft(ctx, p, d.ID)
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			ids[i] = f.ID
+		})
+	}
+	wg.Wait()
+	for _, id := range ids {
+		if id != ids[0] {
+			t.Fatalf("two faxes: %v", ids)
+		}
+	}
+	page, err := e.Svc.ListFaxes(ctx, p, "", "", 100)
+	if err != nil || len(page.Data) != 1 {
+		t.Fatalf("want one fax, got %d (%v)", len(page.Data), err)
+	}
+	c := balance(t, e, p)
+	holds := 0
+	for _, le := range c.Ledger {
+		if le.Kind == core.LedgerHold {
+			holds++
+		}
+	}
+	if holds != 1 || c.HeldMicros != d.PriceMicros {
+		t.Fatalf("holds %d, held %s", holds, c.Held)
+	}
+}
+
+// A draft's checkout page was open when the draft was sent with credits:
+// the checkout says the fax is paid and completing it charges nothing.
+func TestCheckoutOfDraftSentWithCredits(t *testing.T) {
+	e := testenv.New(t, testenv.WithoutWorkers())
+	p := e.Principal(t, e.KeyATest)
+	d := newDraft(t, e, p, 1)
+	cs, err := e.Svc.CreateDraftCheckout(ctx, p, d.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, _, err := e.Svc.SendDraft(ctx, p, d.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := e.Svc.GetCheckout(ctx, cs.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantCode(t, e.Svc.CheckoutPayable(ctx, c), core.CodeDraftState)
+	_, err = e.Svc.CompleteCheckout(ctx, cs.ID)
+	wantCode(t, err, core.CodeDraftState)
+	if core.ErrorKind(err) != core.KindConflict {
+		t.Fatalf("kind %v", core.ErrorKind(err))
+	}
+	c, _ = e.Svc.GetCheckout(ctx, cs.ID)
+	if c.Status != core.CheckoutOpen {
+		t.Fatalf("checkout marked %s", c.Status)
+	}
+	page, _ := e.Svc.ListFaxes(ctx, p, "", "", 10)
+	if len(page.Data) != 1 || page.Data[0].ID != f.ID {
+		t.Fatalf("faxes: %+v", page.Data)
+	}
+}
+
+// Paying a draft at checkout is rate limited like the other two ways of
+// sending: it shares the owner's send allowance.
+func TestCheckoutSharesTheSendRate(t *testing.T) {
+	e := testenv.New(t, testenv.WithoutWorkers(), testenv.WithConfig(func(c *core.Config) { c.SendBurst, c.SendInterval = 1, time.Hour }))
+	p := e.Principal(t, e.KeyATest)
+	d1, d2 := newDraft(t, e, p, 1), newDraft(t, e, p, 1)
+	cs, err := e.Svc.CreateDraftCheckout(ctx, p, d2.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := e.Svc.SendDraft(ctx, p, d1.ID); err != nil {
+		t.Fatal(err)
+	}
+	_, err = e.Svc.CompleteCheckout(ctx, cs.ID)
+	wantCode(t, err, core.CodeRateLimited)
+	c, _ := e.Svc.GetCheckout(ctx, cs.ID)
+	if c.Status != core.CheckoutOpen {
+		t.Fatalf("a refused checkout was marked %s", c.Status)
+	}
+}

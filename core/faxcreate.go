@@ -1,0 +1,101 @@
+package core
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+)
+
+// newFax is a fax about to be created, with how it is paid. Every way of
+// paying (credits by API key, a draft sent with credits, a draft paid at
+// its checkout, and the machine payments to come) creates its fax through
+// createFax, so the rules below hold for all of them.
+type newFax struct {
+	fax *Fax
+	// draft, when set, moves from open to paid in the same transaction:
+	// a draft becomes at most one fax.
+	draft *Draft
+	// idempotency, when set, is stored with the fax as its response; a
+	// concurrent request with the same key makes the transaction fail with
+	// ErrExists.
+	idempotency *IdempotencyRecord
+	// holdReason describes a credit hold in the ledger.
+	holdReason string
+}
+
+// createFax is the one step that creates a fax, inside tx: it charges the
+// owner's send rate, writes the fax, moves its draft to paid, places its
+// payment entry (a credit hold for PayCredits; a checkout payment is the
+// checkout row the caller marks paid in the same transaction), schedules
+// its delivery and stores its idempotency record. Either all of it commits
+// or none of it does.
+func (s *Service) createFax(ctx context.Context, tx Tx, n newFax) error {
+	f := n.fax
+	// The limiter is charged in the fax's transaction: one commit less per
+	// fax, and a send that fails (402) does not use up the allowance.
+	if err := s.allow(ctx, tx, sendRateKey(f.OwnerID, f.Mode), s.cfg.SendInterval, s.cfg.SendBurst); err != nil {
+		return err
+	}
+	if err := tx.CreateFax(ctx, f); err != nil {
+		return fmt.Errorf("create fax: %w", err)
+	}
+	if n.draft != nil {
+		if err := tx.MarkDraftPaid(ctx, n.draft.ID, f.ID); err != nil {
+			return fmt.Errorf("mark draft %s paid: %w", n.draft.ID, err)
+		}
+	}
+	switch f.PaymentMethod {
+	case PayCredits:
+		hold := &LedgerEntry{
+			ID: NewID(PrefixLedger), OwnerID: f.OwnerID, Mode: f.Mode, Kind: LedgerHold,
+			AmountMicros: -f.PriceMicros, FaxID: &f.ID, Reason: cmpReason(n.holdReason, "hold for fax "+f.ID+" to "+f.To), CreatedAt: f.CreatedAt,
+		}
+		if err := tx.PlaceHold(ctx, hold); err != nil {
+			return err
+		}
+	case PayCheckout:
+		// Paid at the checkout the caller marks paid in this transaction.
+	default:
+		return fmt.Errorf("create fax: payment method %q has no payment entry", f.PaymentMethod)
+	}
+	if err := s.d.Queue.EnqueueDelivery(ctx, tx, f.ID, f.CreatedAt); err != nil {
+		return fmt.Errorf("enqueue delivery: %w", err)
+	}
+	if n.idempotency != nil {
+		resp, err := json.Marshal(f)
+		if err != nil {
+			return fmt.Errorf("encode fax: %w", err)
+		}
+		n.idempotency.Response = resp
+		if err := tx.InsertIdempotency(ctx, n.idempotency); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func cmpReason(reason, def string) string {
+	if reason == "" {
+		return def
+	}
+	return reason
+}
+
+func sendRateKey(ownerID string, mode Mode) string { return "send:" + ownerID + ":" + string(mode) }
+
+// insufficientCredits is the 402 of a credit payment that the balance does
+// not cover, with the figures a client needs.
+func (s *Service) insufficientCredits(ctx context.Context, p Principal, priceMicros int64) *Error {
+	bal, err := s.d.Store.GetBalance(ctx, p.OwnerID, p.Mode)
+	available := int64(0)
+	if err == nil && bal != nil {
+		available = bal.AvailableMicros
+	}
+	price := FormatUSD(priceMicros)
+	return Errorf(KindPaymentRequired, CodeInsufficientCredits, "this fax costs %s USD but only %s USD of %s credits are available", price, FormatUSD(available), p.Mode).
+		With("price", price).With("balance", FormatUSD(available))
+}
+
+// isInsufficient reports a credit hold the balance did not cover.
+func isInsufficient(err error) bool { return errors.Is(err, ErrInsufficientFunds) }
