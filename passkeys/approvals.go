@@ -300,44 +300,15 @@ func (c *Console) approvalFinish(w http.ResponseWriter, r *http.Request, s *sign
 		c.fail(w, r, err)
 		return
 	}
-	parsed, err := parseAssertion(req.Credential)
-	if err != nil {
-		c.fail(w, r, err)
-		return
-	}
-	ch, sd, err := c.claimChallenge(ctx, parsed.Response.CollectedClientData.Challenge, authstate.ApprovalChallengePurpose(id))
-	if err != nil {
-		c.fail(w, r, err)
-		return
-	}
-	if ch.OwnerID == nil || !sameString(*ch.OwnerID, s.owner.ID) {
-		c.fail(w, r, core.Errorf(core.KindForbidden, codeChallengeUnknown, "this passkey prompt was issued to another account; start again"))
-		return
-	}
-	a, err := c.svc.GetApproval(ctx, s.owner.ID, id)
-	if err != nil {
-		c.fail(w, r, err)
-		return
-	}
-	if err := pendingAndBound(a, ch.Binding); err != nil {
-		c.fail(w, r, err)
-		return
-	}
-	if err := requireUV(parsed.Response.AuthenticatorData.Flags); err != nil {
-		c.fail(w, r, err)
-		return
-	}
-	u, err := c.loadOwner(ctx, s.owner.ID)
-	if err != nil {
-		c.fail(w, r, err)
-		return
-	}
-	cred, err := c.wa.ValidateLogin(u, sd, parsed)
-	if err != nil {
-		c.fail(w, r, c.passkeyError(ctx, "approval", err))
-		return
-	}
-	pk, err := c.recordUse(ctx, cred)
+	var a *core.Approval
+	_, ch, pk, err := c.finishAssertion(ctx, req, ceremony{purpose: authstate.ApprovalChallengePurpose(id), owner: s.owner.ID, what: "approval",
+		bound: func(ch *authstate.WebAuthnChallenge) error {
+			var err error
+			if a, err = c.svc.GetApproval(ctx, s.owner.ID, id); err != nil {
+				return err
+			}
+			return pendingAndBound(a, ch.Binding)
+		}})
 	if err != nil {
 		c.fail(w, r, err)
 		return

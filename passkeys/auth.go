@@ -286,32 +286,15 @@ func (c *Console) verifyFinish(w http.ResponseWriter, r *http.Request) {
 		c.fail(w, r, err)
 		return
 	}
-	parsed, err := parseAttestation(req.Credential)
+	u, cred, err := c.finishRegistration(ctx, req, ceremony{purpose: tokenPurpose(t), what: "registration",
+		bound: func(ch *authstate.WebAuthnChallenge) error {
+			if !sameString(ch.Binding, t.Hash) || ch.OwnerID == nil {
+				return core.Errorf(core.KindForbidden, codeChallengeUnknown, "this passkey prompt was issued for another link; start again")
+			}
+			return nil
+		}})
 	if err != nil {
 		c.fail(w, r, err)
-		return
-	}
-	ch, sd, err := c.claimChallenge(ctx, parsed.Response.CollectedClientData.Challenge, tokenPurpose(t))
-	if err != nil {
-		c.fail(w, r, err)
-		return
-	}
-	if !sameString(ch.Binding, t.Hash) || ch.OwnerID == nil {
-		c.fail(w, r, core.Errorf(core.KindForbidden, codeChallengeUnknown, "this passkey prompt was issued for another link; start again"))
-		return
-	}
-	if err := requireUV(parsed.Response.AttestationObject.AuthData.Flags); err != nil {
-		c.fail(w, r, err)
-		return
-	}
-	u, err := c.loadOwner(ctx, *ch.OwnerID)
-	if err != nil {
-		c.fail(w, r, err)
-		return
-	}
-	cred, err := c.wa.CreateCredential(u, sd, parsed)
-	if err != nil {
-		c.fail(w, r, c.passkeyError(ctx, "registration", err))
 		return
 	}
 	pk := c.newPasskey(u.o.ID, req.Name, cred)
@@ -402,47 +385,8 @@ func (c *Console) signinFinish(w http.ResponseWriter, r *http.Request) {
 		c.fail(w, r, err)
 		return
 	}
-	parsed, err := parseAssertion(req.Credential)
+	found, _, _, err := c.finishAssertion(ctx, req, ceremony{purpose: authstate.ChallengeLogin, what: "login"})
 	if err != nil {
-		c.fail(w, r, err)
-		return
-	}
-	_, sd, err := c.claimChallenge(ctx, parsed.Response.CollectedClientData.Challenge, authstate.ChallengeLogin)
-	if err != nil {
-		c.fail(w, r, err)
-		return
-	}
-	if err := requireUV(parsed.Response.AuthenticatorData.Flags); err != nil {
-		c.fail(w, r, err)
-		return
-	}
-	var found *owner
-	var unknown bool
-	lookup := func(rawID, userHandle []byte) (webauthn.User, error) {
-		pk, err := c.store.GetPasskeyByCredentialID(ctx, b64(rawID))
-		if errors.Is(err, core.ErrNoRows) || (err == nil && !sameString(string(userHandle), pk.OwnerID)) {
-			unknown = true
-			return nil, errors.New("unknown passkey")
-		} else if err != nil {
-			return nil, err
-		}
-		u, err := c.loadOwner(ctx, pk.OwnerID)
-		if err != nil {
-			return nil, err
-		}
-		found = u
-		return u, nil
-	}
-	_, cred, err := c.wa.ValidatePasskeyLogin(lookup, sd, parsed)
-	if unknown {
-		c.fail(w, r, core.Errorf(core.KindForbidden, codePasskeyInvalid, "this passkey is not registered with faxhub (it may have been removed); use another passkey or recover your account"))
-		return
-	}
-	if err != nil {
-		c.fail(w, r, c.passkeyError(ctx, "login", err))
-		return
-	}
-	if _, err := c.recordUse(ctx, cred); err != nil {
 		c.fail(w, r, err)
 		return
 	}

@@ -263,32 +263,9 @@ func (c *Console) addPasskeyFinish(w http.ResponseWriter, r *http.Request, s *si
 		c.fail(w, r, err)
 		return
 	}
-	parsed, err := parseAttestation(req.Credential)
+	_, cred, err := c.finishRegistration(ctx, req, ceremony{purpose: authstate.ChallengeRegistration, owner: s.owner.ID, what: "registration"})
 	if err != nil {
 		c.fail(w, r, err)
-		return
-	}
-	ch, sd, err := c.claimChallenge(ctx, parsed.Response.CollectedClientData.Challenge, authstate.ChallengeRegistration)
-	if err != nil {
-		c.fail(w, r, err)
-		return
-	}
-	if ch.OwnerID == nil || !sameString(*ch.OwnerID, s.owner.ID) {
-		c.fail(w, r, core.Errorf(core.KindForbidden, codeChallengeUnknown, "this passkey prompt was issued to another account; start again"))
-		return
-	}
-	if err := requireUV(parsed.Response.AttestationObject.AuthData.Flags); err != nil {
-		c.fail(w, r, err)
-		return
-	}
-	u, err := c.loadOwner(ctx, s.owner.ID)
-	if err != nil {
-		c.fail(w, r, err)
-		return
-	}
-	cred, err := c.wa.CreateCredential(u, sd, parsed)
-	if err != nil {
-		c.fail(w, r, c.passkeyError(ctx, "registration", err))
 		return
 	}
 	pk := c.newPasskey(s.owner.ID, req.Name, cred)
