@@ -30,6 +30,7 @@ const (
 	PrefixAgentRegistration = "agr_"
 	PrefixJWTID             = "jti_"
 	PrefixOAuthGrant        = "grt_"
+	PrefixOAuthClient       = "oac_"
 	// PrefixPasskey names a stored passkey (the row, not the WebAuthn
 	// credential id, which is long and chosen by the authenticator).
 	PrefixPasskey = "pky_"
@@ -45,6 +46,8 @@ const (
 	SecretClaim        = "fxc_"
 	SecretClaimAttempt = "fxt_"
 	SecretAgentAccess  = "fxa_"
+	// SecretEmailLink is the one-time token of a sign-up or recovery link.
+	SecretEmailLink = "fxm_"
 )
 
 var idEncoding = base32.NewEncoding("0123456789abcdefghjkmnpqrstvwxyz").WithPadding(base32.NoPadding)

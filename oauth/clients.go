@@ -24,7 +24,7 @@ import (
 )
 
 const (
-	clientIDPrefix = "oac_"
+	clientIDPrefix = core.PrefixOAuthClient
 	// maxMetadataBytes bounds registration bodies and fetched documents.
 	maxMetadataBytes = 5 << 10
 	metadataTimeout  = 5 * time.Second

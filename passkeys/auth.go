@@ -115,7 +115,7 @@ func (c *Console) allowMail(ctx context.Context, email string) error {
 
 // issueToken stores a new one-time link's hash and returns the link.
 func (c *Console) issueToken(ctx context.Context, purpose, email, name string, ownerID *string) (string, error) {
-	secret := "fxe_" + core.RandomString(32)
+	secret := core.SecretEmailLink + core.RandomString(32)
 	now := c.now()
 	err := c.store.CreateEmailToken(ctx, &authstate.EmailToken{
 		Hash: core.HashSecret(secret), Purpose: purpose, Email: email, Name: name, OwnerID: ownerID,
@@ -171,7 +171,7 @@ func (c *Console) send(ctx context.Context, m core.Mail) error {
 
 // tokenFor looks up a link's token and explains why it cannot be used.
 func (c *Console) tokenFor(ctx context.Context, secret string) (*authstate.EmailToken, error) {
-	if !strings.HasPrefix(secret, "fxe_") {
+	if !strings.HasPrefix(secret, core.SecretEmailLink) {
 		return nil, core.Errorf(core.KindNotFound, codeLinkInvalid, "this link is not valid; check that you copied all of it, or request a new one")
 	}
 	t, err := c.store.GetEmailToken(ctx, core.HashSecret(secret))

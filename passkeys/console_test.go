@@ -368,7 +368,7 @@ func TestSignUpErrorsAndEnumeration(t *testing.T) {
 	r = b.form("/recover", url.Values{"email": {"a@example.com"}})
 	wantStatus(t, "fourth mail", r, http.StatusTooManyRequests)
 	// Bad and garbled links.
-	wantStatus(t, "garbled link", b.get("/verify?token=fxe_nope"), http.StatusNotFound)
+	wantStatus(t, "garbled link", b.get("/verify?token=fxm_nope"), http.StatusNotFound)
 	wantStatus(t, "no token", b.get("/verify"), http.StatusNotFound)
 	// The dev mailbox shows the links.
 	r = b.get("/console/mailbox")

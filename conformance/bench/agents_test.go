@@ -129,11 +129,11 @@ func approvedAssertion(t *testing.T, a *app.App, base string) string {
 	reg := post(oauth.PathAgentIdentity, map[string]any{"type": "service_auth", "enrollment_token": enr["enrollment_token"], "login_hint": o.Email}, "")
 	claim, _ := reg["claim"].(map[string]any)
 	uri, _ := claim["verification_uri"].(string)
-	_, attempt, ok := strings.Cut(uri, oauth.PathAgentClaimPage)
+	_, attempt, ok := strings.Cut(uri, core.AgentClaimPagePath)
 	if !ok {
 		t.Fatalf("registration: %v", reg)
 	}
-	if err := a.OAuth.DecideAgentClaim(ctx, o.ID, attempt, claim["user_code"].(string), true, nil); err != nil {
+	if err := a.Svc.DecideAgentClaim(ctx, o.ID, attempt, claim["user_code"].(string), true, nil); err != nil {
 		t.Fatal(err)
 	}
 	resp, err := http.PostForm(base+oauth.PathToken, url.Values{"grant_type": {oauth.GrantTypeAgentClaim},

@@ -22,7 +22,7 @@ func oauthStore(t *testing.T, s core.Store) authstate.OAuthStore {
 func newOAuthClient(t *testing.T, s authstate.OAuthStore) *authstate.OAuthClient {
 	t.Helper()
 	c := &authstate.OAuthClient{
-		ID: core.NewID("oac_"), Kind: authstate.OAuthClientDynamic, Name: "Chat app", URI: "https://chat.example",
+		ID: core.NewID(core.PrefixOAuthClient), Kind: authstate.OAuthClientDynamic, Name: "Chat app", URI: "https://chat.example",
 		RedirectURIs: []string{"https://chat.example/cb", "http://127.0.0.1:8123/cb?x=1"}, GrantTypes: []string{"authorization_code", "refresh_token"},
 		ResponseTypes: []string{"code"}, Scope: "fax:read openid", Metadata: json.RawMessage(`{"client_name":"Chat app"}`),
 		CreatedAt: at(0), UpdatedAt: at(0),
@@ -63,7 +63,7 @@ func testOAuthClients(t *testing.T, st core.Store) {
 func newGrant(t *testing.T, s authstate.OAuthStore, o *core.Owner, c *authstate.OAuthClient, resource string) *authstate.OAuthGrant {
 	t.Helper()
 	g := &authstate.OAuthGrant{
-		ID: core.NewID("grt_"), OwnerID: o.ID, ClientID: c.ID, Scopes: []string{"fax:read", "offline_access"},
+		ID: core.NewID(core.PrefixOAuthGrant), OwnerID: o.ID, ClientID: c.ID, Scopes: []string{"fax:read", "offline_access"},
 		Resource: resource, CreatedAt: at(2), UpdatedAt: at(2),
 	}
 	must(t, s.CreateOAuthGrant(t.Context(), g))
@@ -92,7 +92,7 @@ func testOAuthGrants(t *testing.T, st core.Store) {
 	wantEqual(t, "GetOAuthGrant", got, g)
 
 	dup := *g
-	dup.ID = core.NewID("grt_")
+	dup.ID = core.NewID(core.PrefixOAuthGrant)
 	wantErr(t, "second live grant for owner, client and resource", s.CreateOAuthGrant(ctx, &dup), core.ErrExists)
 	newGrant(t, s, a, c, "https://faxhub.example/a2a")
 	gb := newGrant(t, s, b, c, mcp)

@@ -139,7 +139,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if err != nil {
 		if core.ErrorKind(err) == core.KindUnauthenticated {
 			msg := core.AsError(err).Message
-			if strings.HasPrefix(tok, "fxk_") {
+			if strings.HasPrefix(tok, core.SecretAPIKey) {
 				msg = "API keys are not accepted by the MCP server; connect with OAuth (the chat app's sign-in flow)"
 			}
 			h.challenge(w, http.StatusUnauthorized, "invalid_token", msg, "")
