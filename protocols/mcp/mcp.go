@@ -8,6 +8,7 @@ package mcp
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -30,6 +31,17 @@ const ResourceMetadataPath = "/.well-known/oauth-protected-resource/mcp"
 // MaxRequestBytes bounds one JSON-RPC request body (an inline upload of
 // MaxInlineBytes fits with room to spare).
 const MaxRequestBytes = 1 << 20
+
+// MaxBatch bounds the messages of one JSON-RPC batch. Batches exist only
+// up to protocol 2025-03-26 (later versions removed them, and go-sdk
+// refuses them there); an unbounded batch lets one small request ask for
+// thousands of responses.
+const MaxBatch = 10
+
+// MaxResponseBytes bounds one response: ten tools/list results fit many
+// times over. A response that would exceed it is cut off and the
+// connection closed rather than held in memory.
+const MaxResponseBytes = 4 << 20
 
 // Options configure the MCP server.
 type Options struct {
@@ -105,6 +117,10 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		r.Body = io.NopCloser(bytes.NewReader(body))
+		if n, ok := batchLen(body); ok && n > MaxBatch {
+			rpcError(w, -32600, fmt.Sprintf("a JSON-RPC batch may hold at most %d messages (this one has %d); send them separately, or use protocol 2025-06-18 or later, which has no batches", MaxBatch, n))
+			return
+		}
 		// A batch (an array) never counts as discovery.
 		_ = json.Unmarshal(body, &peek)
 		if peek.Method == "server/discover" {
@@ -162,7 +178,65 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			}
 		}
 	}
-	h.sdk.ServeHTTP(w, r.WithContext(core.WithPrincipal(r.Context(), p)))
+	h.sdk.ServeHTTP(&cappedWriter{ResponseWriter: w, left: MaxResponseBytes}, r.WithContext(core.WithPrincipal(r.Context(), p)))
+}
+
+// batchLen counts the messages of a JSON-RPC batch without decoding them;
+// ok is false when body is not an array.
+func batchLen(body []byte) (n int, ok bool) {
+	body = bytes.TrimLeft(body, " \t\r\n")
+	if len(body) == 0 || body[0] != '[' {
+		return 0, false
+	}
+	dec := json.NewDecoder(bytes.NewReader(body))
+	if _, err := dec.Token(); err != nil {
+		return 0, false
+	}
+	for dec.More() {
+		var skip json.RawMessage
+		if err := dec.Decode(&skip); err != nil {
+			return n, true
+		}
+		n++
+		if n > MaxBatch {
+			return n, true // enough to refuse; no need to count them all
+		}
+	}
+	return n, true
+}
+
+// rpcError answers with a JSON-RPC error that belongs to no request.
+func rpcError(w http.ResponseWriter, code int, msg string) {
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(http.StatusBadRequest)
+	_ = json.NewEncoder(w).Encode(map[string]any{"jsonrpc": "2.0", "id": nil, "error": map[string]any{"code": code, "message": msg}})
+}
+
+// cappedWriter stops a response at a size bound: past it, writes fail (the
+// SDK gives up on the response), so no response can grow without limit.
+type cappedWriter struct {
+	http.ResponseWriter
+	left int
+}
+
+var errResponseTooLarge = errors.New("mcp: the response exceeds MaxResponseBytes")
+
+func (c *cappedWriter) Write(b []byte) (int, error) {
+	if len(b) > c.left {
+		c.left = 0
+		return 0, errResponseTooLarge
+	}
+	c.left -= len(b)
+	return c.ResponseWriter.Write(b)
+}
+
+func (c *cappedWriter) Unwrap() http.ResponseWriter { return c.ResponseWriter }
+
+func (c *cappedWriter) Flush() {
+	if f, ok := c.ResponseWriter.(http.Flusher); ok {
+		f.Flush()
+	}
 }
 
 // challenge answers 401/403 with the RFC 6750/9728 WWW-Authenticate header.

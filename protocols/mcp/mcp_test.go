@@ -503,3 +503,50 @@ func TestToolsAndJourney(t *testing.T) {
 	}
 	_ = context.Background
 }
+
+// A batch of many requests is refused before the SDK answers any of them
+// (20,000 tools/list in one 1 MB batch once made a 262 MB response), with
+// any token, even one without scopes; a small batch is still served.
+func TestBatchAmplification(t *testing.T) {
+	e := newEnv(t, nil)
+	owner, cookie := e.owner("batch@example.com")
+	tok := e.token(owner, cookie, []string{"fax:read"}, e.base+"/mcp")
+	post := func(body []byte) (int, []byte) {
+		req, _ := http.NewRequest(http.MethodPost, e.base+"/mcp", bytes.NewReader(body))
+		req.Header.Set("Authorization", "Bearer "+tok)
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, b
+	}
+	batch := func(n int) []byte {
+		var b bytes.Buffer
+		b.WriteString("[")
+		for i := range n {
+			if i > 0 {
+				b.WriteString(",")
+			}
+			fmt.Fprintf(&b, `{"jsonrpc":"2.0","id":%d,"method":"tools/list"}`, i)
+		}
+		b.WriteString("]")
+		return b.Bytes()
+	}
+	code, body := post(batch(20_000))
+	if code != http.StatusBadRequest || len(body) > 1<<10 || !strings.Contains(string(body), `"code":-32600`) {
+		t.Fatalf("huge batch: %d, %d bytes: %.300s", code, len(body), body)
+	}
+	code, body = post(batch(mcpserver.MaxBatch + 1))
+	if code != http.StatusBadRequest {
+		t.Fatalf("batch of %d: %d %.300s", mcpserver.MaxBatch+1, code, body)
+	}
+	code, body = post(batch(mcpserver.MaxBatch))
+	var out []map[string]any
+	if code != http.StatusOK || json.Unmarshal(body, &out) != nil || len(out) != mcpserver.MaxBatch {
+		t.Fatalf("batch of %d: %d %.300s", mcpserver.MaxBatch, code, body)
+	}
+}
