@@ -10,9 +10,12 @@ import (
 
 // Deliver makes one delivery attempt for a fax; the queue calls it for
 // each delivery job. It is safe to call again for the same fax (a job
-// retried after a crash): terminal faxes are left alone, and an attempt
-// interrupted before its outcome was recorded is closed as failed before a
-// new one starts.
+// rescued after its process died): terminal faxes are left alone, an
+// attempt the provider accepted (its reference is recorded) waits for its
+// outcome, and an attempt interrupted before the provider's answer was
+// recorded is resumed: sent again under the same attempt id, the provider's
+// idempotency key, if it started less than ResumeWindow ago, or else closed
+// as interrupted before a new one starts.
 //
 // Retryable failures schedule a new delivery job (with backoff) in the same
 // transaction that records them, so a retry is never lost or doubled.
@@ -76,6 +79,10 @@ func (s *Service) startAttempt(ctx context.Context, faxID string) (*Fax, *Attemp
 			if last != nil && last.Status == AttemptSending {
 				if last.ProviderRef != "" {
 					return nil // the provider has it; its outcome arrives separately
+				}
+				if now.Sub(last.StartedAt) < ResumeWindow {
+					fax, attempt = o, last
+					return nil
 				}
 				fin := now
 				last.Status, last.FailureCode, last.FailureReason, last.FinishedAt = AttemptFailed, "interrupted", "the worker stopped before the provider answered", &fin
@@ -207,6 +214,12 @@ func (s *Service) recordOutcome(ctx context.Context, faxID, attemptID string, re
 		return fmt.Errorf("provider reported unknown status %q", res.Status)
 	})
 }
+
+// ResumeWindow is how long after its start an attempt interrupted before
+// the provider's answer was recorded is resumed under its own id; later
+// (a crash loop) it is closed as interrupted and a new attempt counts
+// against MaxAttempts.
+const ResumeWindow = 10 * time.Minute
 
 // NotBeforeError tells the queue a delivery job ran before its fax's
 // scheduled attempt time; the queue runs it again at At.

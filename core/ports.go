@@ -66,9 +66,13 @@ type DestinationChecker interface {
 // FaxProvider sends one fax attempt.
 type FaxProvider interface {
 	Name() string
-	// Send transmits the PDF to req.To and reports the outcome. A provider
-	// that completes asynchronously returns AttemptSending with a
-	// ProviderRef and reports the end through Service.RecordProviderOutcome.
+	// Send hands the PDF for req.To to the provider and returns quickly: a
+	// provider that completes asynchronously (they all do, fax calls take
+	// minutes) returns AttemptSending with a ProviderRef and reports the
+	// end through Service.RecordProviderOutcome; a final result may also be
+	// returned at once. req.AttemptID is the attempt's idempotency key: a
+	// delivery resumed after a crash sends the same attempt again, and a
+	// provider that can must accept it only once.
 	Send(ctx context.Context, req ProviderRequest) (ProviderResult, error)
 }
 
@@ -83,15 +87,16 @@ type ProviderRequest struct {
 	PDF func(ctx context.Context) (io.ReadCloser, error)
 }
 
-// ProviderResult is what a provider reports for one attempt.
+// ProviderResult is what a provider reports for one attempt. It is stored
+// in jobs (a scheduled outcome), hence the JSON names.
 type ProviderResult struct {
-	Status        AttemptStatus
-	ProviderRef   string
-	PagesSent     int
-	FailureCode   string // e.g. busy, no_answer, not_a_fax_machine, provider_error
-	FailureReason string
-	Retryable     bool
-	Duration      time.Duration
+	Status        AttemptStatus `json:"status"`
+	ProviderRef   string        `json:"provider_ref,omitempty"`
+	PagesSent     int           `json:"pages_sent,omitempty"`
+	FailureCode   string        `json:"failure_code,omitempty"` // e.g. busy, no_answer, not_a_fax_machine, provider_error
+	FailureReason string        `json:"failure_reason,omitempty"`
+	Retryable     bool          `json:"retryable,omitempty"`
+	Duration      time.Duration `json:"duration_ns,omitempty"`
 }
 
 // Queue schedules delivery work durably.

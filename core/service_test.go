@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/faxhub/faxhub/core"
+	"github.com/faxhub/faxhub/core/provider/simulated"
 	"github.com/faxhub/faxhub/internal/testenv"
 )
 
@@ -679,20 +680,66 @@ func TestDeliveryEdges(t *testing.T) {
 		}
 	})
 
-	t.Run("interrupted last attempt fails and releases", func(t *testing.T) {
-		o := send("+12125550100", 1)
+	// interrupted puts o in the state a worker that died mid-send leaves:
+	// sending, with attempt n open and no provider reference, started at
+	// startedAt.
+	interrupted := func(t *testing.T, o *core.Fax, n int, startedAt time.Time) string {
+		t.Helper()
 		stored, err := e.Store.GetFaxByID(ctx, o.ID)
 		if err != nil {
 			t.Fatal(err)
 		}
-		// Simulate a worker that died mid-send on the third attempt.
-		stored.Status, stored.Attempts = core.FaxSending, 3
+		stored.Status, stored.Attempts = core.FaxSending, n
 		if err := e.Store.UpdateFax(ctx, stored, core.FaxQueued); err != nil {
 			t.Fatal(err)
 		}
-		if err := e.Store.CreateAttempt(ctx, &core.Attempt{ID: core.NewID(core.PrefixAttempt), FaxID: o.ID, Number: 3, Provider: "simulated", Status: core.AttemptSending, StartedAt: time.Now().UTC()}); err != nil {
+		id := core.NewID(core.PrefixAttempt)
+		if err := e.Store.CreateAttempt(ctx, &core.Attempt{ID: id, FaxID: o.ID, Number: n, Provider: "simulated", Status: core.AttemptSending, StartedAt: startedAt.UTC().Truncate(time.Microsecond)}); err != nil {
 			t.Fatal(err)
 		}
+		return id
+	}
+
+	t.Run("interrupted attempt is resumed under its own id", func(t *testing.T) {
+		o := send("+12125550100", 1)
+		id := interrupted(t, o, 1, time.Now())
+		if err := e.Svc.Deliver(ctx, o.ID); err != nil {
+			t.Fatal(err)
+		}
+		got, _ := e.Svc.GetFax(ctx, p, o.ID)
+		atts, _ := e.Svc.FaxAttempts(ctx, p, o.ID)
+		if got.Status != core.FaxDelivered || got.Attempts != 1 || len(atts) != 1 || atts[0].ID != id || atts[0].ProviderRef != simulated.Ref(id) {
+			t.Fatalf("got %+v, attempts %+v", got, atts)
+		}
+	})
+
+	t.Run("attempt accepted by the provider is not sent again", func(t *testing.T) {
+		o := send("+12125550100", 1)
+		id := interrupted(t, o, 1, time.Now())
+		a, _ := e.Store.LatestAttempt(ctx, o.ID)
+		a.ProviderRef = "simfax_accepted"
+		if err := e.Store.UpdateAttempt(ctx, a); err != nil {
+			t.Fatal(err)
+		}
+		if err := e.Svc.Deliver(ctx, o.ID); err != nil {
+			t.Fatal(err)
+		}
+		got, _ := e.Svc.GetFax(ctx, p, o.ID)
+		if got.Status != core.FaxSending || got.LatestAttempt.ID != id || got.LatestAttempt.ProviderRef != "simfax_accepted" {
+			t.Fatalf("got %+v / %+v", got, got.LatestAttempt)
+		}
+		// Its outcome arrives as the provider reports it.
+		if err := e.Svc.RecordProviderOutcome(ctx, o.ID, id, core.ProviderResult{Status: core.AttemptDelivered, ProviderRef: "simfax_accepted", PagesSent: 1}); err != nil {
+			t.Fatal(err)
+		}
+		if got, _ := e.Svc.GetFax(ctx, p, o.ID); got.Status != core.FaxDelivered {
+			t.Fatalf("after the report: %+v", got)
+		}
+	})
+
+	t.Run("interrupted last attempt past the resume window fails and releases", func(t *testing.T) {
+		o := send("+12125550100", 1)
+		interrupted(t, o, 3, time.Now().Add(-core.ResumeWindow-time.Minute))
 		heldBefore := balance(t, e, p).HeldMicros
 		if err := e.Svc.Deliver(ctx, o.ID); err != nil {
 			t.Fatal(err)
@@ -706,16 +753,9 @@ func TestDeliveryEdges(t *testing.T) {
 		}
 	})
 
-	t.Run("interrupted earlier attempt is retried", func(t *testing.T) {
+	t.Run("interrupted earlier attempt past the resume window is retried", func(t *testing.T) {
 		o := send("+12125550100", 1)
-		stored, _ := e.Store.GetFaxByID(ctx, o.ID)
-		stored.Status, stored.Attempts = core.FaxSending, 1
-		if err := e.Store.UpdateFax(ctx, stored, core.FaxQueued); err != nil {
-			t.Fatal(err)
-		}
-		if err := e.Store.CreateAttempt(ctx, &core.Attempt{ID: core.NewID(core.PrefixAttempt), FaxID: o.ID, Number: 1, Provider: "simulated", Status: core.AttemptSending, StartedAt: time.Now().UTC()}); err != nil {
-			t.Fatal(err)
-		}
+		interrupted(t, o, 1, time.Now().Add(-core.ResumeWindow-time.Minute))
 		if err := e.Svc.Deliver(ctx, o.ID); err != nil {
 			t.Fatal(err)
 		}

@@ -110,7 +110,7 @@ func deliveryRate(t *testing.T, postgres string) (float64, string) {
 		}
 		return err
 	}
-	q, err := queue.New(db, env.DB.Dialect(), deliver, queue.Options{}, testLogger(t))
+	q, err := queue.New(db, env.DB.Dialect(), queue.Handlers{Deliver: deliver, Outcome: env.Svc.RecordProviderOutcome}, queue.Options{}, testLogger(t))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -31,9 +31,15 @@ const (
 	DialectPostgres = "postgres"
 )
 
-// KindDeliverFax is the River job kind of a delivery. It is stored in every
-// job row, so it must never change.
-const KindDeliverFax = "deliver_fax"
+// River job kinds. They are stored in every job row, so they must never
+// change.
+const (
+	// KindDeliverFax hands one attempt of a fax to its provider.
+	KindDeliverFax = "deliver_fax"
+	// KindProviderOutcome records an outcome a provider reported (the
+	// simulated provider schedules its own for the end of each call).
+	KindProviderOutcome = "provider_outcome"
+)
 
 // Defaults, chosen by measurement (see the package tests' throughput log).
 const (
@@ -55,12 +61,15 @@ const (
 	defaultFetchCooldownPostgres = 5 * time.Millisecond
 
 	defaultMaxAttempts = 25
-	// A synchronous provider holds the job for the whole transmission (the
-	// simulated one at real-time scale: 15 s + 30 s a page), so a delivery
-	// may legitimately run long. The timeout also sets how soon a job left
-	// running by a crashed process is run again (timeout + rescueMargin).
-	defaultJobTimeout = time.Hour
-	rescueMargin      = 15 * time.Minute
+	// A delivery job only hands the fax to the provider (providers are
+	// asynchronous: the call's outcome arrives later, as a webhook or a
+	// provider_outcome job), so it is short. The timeout also sets how soon
+	// a job left running by a crashed process is run again: River's rescuer
+	// (every 30 s, on the elected leader) takes jobs running longer than
+	// timeout + rescueMargin, so a dead process's deliveries resume within
+	// about 70 s of their start.
+	defaultJobTimeout = 30 * time.Second
+	rescueMargin      = 10 * time.Second
 
 	// River's scheduler promotes scheduled jobs to available every 5 s (not
 	// configurable in v0.31.0); River itself inserts shorter snoozes and
@@ -82,9 +91,9 @@ type Options struct {
 	// returned an error (infrastructure trouble, not a fax failure: those
 	// are retried by core with new jobs).
 	MaxAttempts int
-	// JobTimeout cancels a delivery that runs longer than this (default
-	// 1 h). A job left running by a crashed process is run again 15 minutes
-	// after its timeout.
+	// JobTimeout cancels a job that runs longer than this (default 30 s).
+	// A job left running by a crashed process is run again 10 s after its
+	// timeout, at the rescuer's next pass.
 	JobTimeout time.Duration
 	// InsertOnly builds a queue that only enqueues (for `faxhub migrate` and
 	// admin commands): Start and Stop do nothing and deliver may be nil.
@@ -106,11 +115,18 @@ type SQLTxer interface {
 	SQLTx() *sql.Tx
 }
 
+// Handlers are what the jobs call (core.Service's Deliver and
+// RecordProviderOutcome). An insert-only queue needs none.
+type Handlers struct {
+	Deliver func(ctx context.Context, faxID string) error
+	Outcome func(ctx context.Context, faxID, attemptID string, res core.ProviderResult) error
+}
+
 // New builds a queue on db. River's tables must exist (Migrate). On SQLite
 // the DSN must set WAL, a busy_timeout and _txlock=immediate; River advises
 // a single open connection (db.SetMaxOpenConns(1)), and with that DSN more
 // connections also work, because no transaction ever upgrades a read lock.
-func New(db *sql.DB, dialect string, deliver func(ctx context.Context, faxID string) error, opts Options, logger *slog.Logger) (*Queue, error) {
+func New(db *sql.DB, dialect string, h Handlers, opts Options, logger *slog.Logger) (*Queue, error) {
 	if db == nil {
 		return nil, errors.New("new queue: nil database")
 	}
@@ -121,15 +137,18 @@ func New(db *sql.DB, dialect string, deliver func(ctx context.Context, faxID str
 	if err != nil {
 		return nil, fmt.Errorf("new queue: %w", err)
 	}
-	if !opts.InsertOnly && deliver == nil {
-		return nil, errors.New("new queue: a working queue needs a deliver function")
+	if !opts.InsertOnly && (h.Deliver == nil || h.Outcome == nil) {
+		return nil, errors.New("new queue: a working queue needs its handlers")
 	}
 	opts = withDefaults(opts, dialect)
 
 	workers := river.NewWorkers()
 	// Registered even when insert-only, so River rejects an unknown kind at
 	// insert time rather than leaving a job no worker can run.
-	if err := river.AddWorkerSafely(workers, &deliverWorker{deliver: deliver}); err != nil {
+	if err := river.AddWorkerSafely(workers, &deliverWorker{deliver: h.Deliver}); err != nil {
+		return nil, fmt.Errorf("new queue: register worker: %w", err)
+	}
+	if err := river.AddWorkerSafely(workers, &outcomeWorker{record: h.Outcome}); err != nil {
 		return nil, fmt.Errorf("new queue: register worker: %w", err)
 	}
 	cfg := &river.Config{
@@ -251,6 +270,19 @@ func (q *Queue) EnqueueDelivery(ctx context.Context, tx core.Tx, faxID string, a
 	return nil
 }
 
+// ScheduleOutcome inserts a provider_outcome job due at at: the outcome of
+// an accepted attempt, recorded then by whichever process runs it.
+func (q *Queue) ScheduleOutcome(ctx context.Context, at time.Time, faxID, attemptID string, res core.ProviderResult) error {
+	opts := &river.InsertOpts{}
+	if at.After(time.Now()) {
+		opts.ScheduledAt = ceilMillisecond(at)
+	}
+	if _, err := q.client.Insert(ctx, outcomeArgs{FaxID: faxID, AttemptID: attemptID, Result: res}, opts); err != nil {
+		return fmt.Errorf("schedule outcome of %s: %w", attemptID, err)
+	}
+	return nil
+}
+
 func ceilMillisecond(t time.Time) time.Time {
 	if c := t.Truncate(time.Millisecond); !c.Equal(t) {
 		return c.Add(time.Millisecond)
@@ -265,7 +297,7 @@ func ceilMillisecond(t time.Time) time.Time {
 // own short snoozes and retries.
 func availableSoon(ctx context.Context, params []*rivertype.JobInsertParams, doInner func(context.Context) ([]*rivertype.JobInsertResult, error)) ([]*rivertype.JobInsertResult, error) {
 	for _, p := range params {
-		if p.Kind == KindDeliverFax && p.State == rivertype.JobStateScheduled && p.ScheduledAt != nil &&
+		if (p.Kind == KindDeliverFax || p.Kind == KindProviderOutcome) && p.State == rivertype.JobStateScheduled && p.ScheduledAt != nil &&
 			time.Until(*p.ScheduledAt) <= riverSchedulerInterval {
 			p.State = rivertype.JobStateAvailable
 		}
@@ -317,4 +349,31 @@ func (w *deliverWorker) Work(ctx context.Context, job *river.Job[deliverArgs]) e
 		return river.JobSnooze(time.Second)
 	}
 	return fmt.Errorf("deliver fax %s: %w", job.Args.FaxID, err)
+}
+
+// outcomeArgs are a provider_outcome job's arguments.
+type outcomeArgs struct {
+	FaxID     string              `json:"fax_id"`
+	AttemptID string              `json:"attempt_id"`
+	Result    core.ProviderResult `json:"result"`
+}
+
+func (outcomeArgs) Kind() string { return KindProviderOutcome }
+
+type outcomeWorker struct {
+	river.WorkerDefaults[outcomeArgs]
+	record func(ctx context.Context, faxID, attemptID string, res core.ProviderResult) error
+}
+
+func (w *outcomeWorker) Work(ctx context.Context, job *river.Job[outcomeArgs]) error {
+	if job.Args.FaxID == "" || job.Args.AttemptID == "" {
+		return river.JobCancel(errors.New("provider_outcome job without fax_id or attempt_id"))
+	}
+	if wait := time.Until(job.ScheduledAt); wait > 0 {
+		return river.JobSnooze(wait + time.Millisecond)
+	}
+	if err := w.record(ctx, job.Args.FaxID, job.Args.AttemptID, job.Args.Result); err != nil {
+		return fmt.Errorf("record outcome of %s: %w", job.Args.AttemptID, err)
+	}
+	return nil
 }

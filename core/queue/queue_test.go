@@ -167,7 +167,7 @@ func (r *recorder) waitFor(t *testing.T, faxID string, within time.Duration) {
 
 func startQueue(t *testing.T, db *sql.DB, dialect string, deliver func(context.Context, string) error, opts queue.Options) *queue.Queue {
 	t.Helper()
-	q, err := queue.New(db, dialect, deliver, opts, testLogger(t))
+	q, err := queue.New(db, dialect, queue.Handlers{Deliver: deliver, Outcome: ignoreOutcome}, opts, testLogger(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -336,7 +336,7 @@ func TestEnqueueNeedsSQLTx(t *testing.T) {
 	if err := queue.Migrate(t.Context(), db, queue.DialectSQLite); err != nil {
 		t.Fatal(err)
 	}
-	q, err := queue.New(db, queue.DialectSQLite, nil, queue.Options{InsertOnly: true}, testLogger(t))
+	q, err := queue.New(db, queue.DialectSQLite, queue.Handlers{}, queue.Options{InsertOnly: true}, testLogger(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -350,10 +350,10 @@ func TestEnqueueNeedsSQLTx(t *testing.T) {
 
 func TestNewRejectsBadInput(t *testing.T) {
 	db := openSQLite(t)
-	if _, err := queue.New(db, "mysql", nil, queue.Options{InsertOnly: true}, nil); err == nil {
+	if _, err := queue.New(db, "mysql", queue.Handlers{}, queue.Options{InsertOnly: true}, nil); err == nil {
 		t.Error("unknown dialect accepted")
 	}
-	if _, err := queue.New(db, queue.DialectSQLite, nil, queue.Options{}, nil); err == nil {
+	if _, err := queue.New(db, queue.DialectSQLite, queue.Handlers{}, queue.Options{}, nil); err == nil {
 		t.Error("working queue without a deliver function accepted")
 	}
 	if err := queue.Migrate(t.Context(), db, "mysql"); err == nil {
@@ -363,7 +363,7 @@ func TestNewRejectsBadInput(t *testing.T) {
 
 func TestInsertOnlyQueue(t *testing.T) {
 	forEach(t, func(t *testing.T, db *sql.DB, dialect string) {
-		admin, err := queue.New(db, dialect, nil, queue.Options{InsertOnly: true}, testLogger(t))
+		admin, err := queue.New(db, dialect, queue.Handlers{}, queue.Options{InsertOnly: true}, testLogger(t))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -464,7 +464,7 @@ func TestStopIsGraceful(t *testing.T) {
 			finished.Done()
 			return nil
 		}
-		q, err := queue.New(db, dialect, deliver, queue.Options{}, testLogger(t))
+		q, err := queue.New(db, dialect, queue.Handlers{Deliver: deliver, Outcome: ignoreOutcome}, queue.Options{}, testLogger(t))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -497,7 +497,7 @@ func TestStopDeadlineCancelsWithoutUsingAnAttempt(t *testing.T) {
 			<-ctx.Done()
 			return ctx.Err()
 		}
-		q, err := queue.New(db, dialect, deliver, queue.Options{}, testLogger(t))
+		q, err := queue.New(db, dialect, queue.Handlers{Deliver: deliver, Outcome: ignoreOutcome}, queue.Options{}, testLogger(t))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -527,5 +527,42 @@ func TestStopDeadlineCancelsWithoutUsingAnAttempt(t *testing.T) {
 		rec := newRecorder()
 		startQueue(t, db, dialect, rec.deliver, queue.Options{})
 		rec.waitFor(t, "ord_stuck", 10*time.Second)
+	})
+}
+
+func ignoreOutcome(context.Context, string, string, core.ProviderResult) error { return nil }
+
+// A scheduled provider outcome is recorded by a worker once it is due, and
+// not before.
+func TestScheduleOutcome(t *testing.T) {
+	forEach(t, func(t *testing.T, db *sql.DB, dialect string) {
+		got := make(chan time.Time, 1)
+		record := func(_ context.Context, faxID, attemptID string, res core.ProviderResult) error {
+			if faxID != "fax_1" || attemptID != "att_1" || res.Status != core.AttemptDelivered || res.PagesSent != 3 || res.Duration != 2*time.Second {
+				t.Errorf("recorded %s %s %+v", faxID, attemptID, res)
+			}
+			got <- time.Now()
+			return nil
+		}
+		q, err := queue.New(db, dialect, queue.Handlers{Deliver: func(context.Context, string) error { return nil }, Outcome: record}, queue.Options{}, testLogger(t))
+		if err != nil {
+			t.Fatal(err)
+		}
+		due := time.Now().Add(300 * time.Millisecond)
+		if err := q.ScheduleOutcome(t.Context(), due, "fax_1", "att_1", core.ProviderResult{Status: core.AttemptDelivered, PagesSent: 3, Duration: 2 * time.Second, ProviderRef: "simfax_1"}); err != nil {
+			t.Fatal(err)
+		}
+		if err := q.Start(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = q.Stop(context.Background()) })
+		select {
+		case at := <-got:
+			if at.Before(due) {
+				t.Fatalf("recorded at %v, before it was due at %v", at, due)
+			}
+		case <-time.After(15 * time.Second):
+			t.Fatal("the outcome was not recorded")
+		}
 	})
 }

@@ -141,7 +141,7 @@ func measure(t testing.TB, db *sql.DB, dialect string, n int, opts queue.Options
 		}
 		return nil
 	}
-	q, err := queue.New(db, dialect, deliver, opts, nil)
+	q, err := queue.New(db, dialect, queue.Handlers{Deliver: deliver, Outcome: ignoreOutcome}, opts, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

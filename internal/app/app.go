@@ -145,8 +145,12 @@ func (a *App) wire(ctx context.Context) error {
 
 	// The queue calls the service and the service enqueues on the queue.
 	var svc *core.Service
-	deliver := func(ctx context.Context, faxID string) error { return svc.Deliver(ctx, faxID) }
-	q, err := queue.New(a.DB.SQL(), a.DB.Dialect(), deliver, queue.Options{
+	q, err := queue.New(a.DB.SQL(), a.DB.Dialect(), queue.Handlers{
+		Deliver: func(ctx context.Context, faxID string) error { return svc.Deliver(ctx, faxID) },
+		Outcome: func(ctx context.Context, faxID, attemptID string, res core.ProviderResult) error {
+			return svc.RecordProviderOutcome(ctx, faxID, attemptID, res)
+		},
+	}, queue.Options{
 		Workers: o.Workers, PollInterval: o.PollInterval, InsertOnly: o.InsertOnly,
 	}, o.Logger)
 	if err != nil {
@@ -171,7 +175,7 @@ func (a *App) wire(ctx context.Context) error {
 		Queue:       q,
 		// Live faxing needs a real provider account; until one is
 		// configured, live sends answer provider_not_configured.
-		Providers: map[core.Mode]core.FaxProvider{core.ModeTest: simulated.New(simulated.Options{TimeScale: o.SimTimeScale})},
+		Providers: map[core.Mode]core.FaxProvider{core.ModeTest: simulated.New(simulated.Options{TimeScale: o.SimTimeScale, Report: q.ScheduleOutcome})},
 		Checkout:  map[core.Mode]core.CheckoutGateway{core.ModeTest: payments.NewTestGateway(o.BaseURL)},
 		Prices:    o.Prices,
 		Logger:    o.Logger,

@@ -3,12 +3,21 @@
 // path of delivery (retries, partial pages, permanent failures) can be
 // exercised on purpose. Transmission takes about as long as a real fax would,
 // scaled by Options.TimeScale.
+//
+// Like a real provider it is asynchronous: Send accepts the fax at once and
+// the outcome is reported when the simulated call ends, through
+// Options.Report, which must be durable (the job queue), so a process that
+// dies mid-call loses nothing: the report arrives on whichever replica
+// runs it. A call of zero duration (TimeScale 0) reports its outcome as
+// Send's result. The attempt id is the idempotency key of a call: sending
+// the same attempt again (a delivery resumed after a crash) accepts it
+// under the same reference, as a real provider's idempotency key would.
 package simulated
 
 import (
 	"bytes"
 	"context"
-	"crypto/rand"
+	"crypto/sha256"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -95,24 +104,29 @@ type Options struct {
 	// TimeScale multiplies real-world durations: 1 is real time (a 3-page
 	// fax takes about 1m45s), 0.01 makes it about a second, 0 is instant.
 	TimeScale float64
-	// Delay, if set, does the waiting instead of a timer (tests record the
-	// durations). It must return ctx's error if ctx ends first.
-	Delay func(ctx context.Context, d time.Duration) error
+	// Report schedules the outcome of an accepted call for the moment the
+	// call ends. It must be durable; reporting one attempt twice is
+	// harmless (core ignores a duplicate report). Needed when TimeScale is
+	// above 0.
+	Report func(ctx context.Context, at time.Time, faxID, attemptID string, res core.ProviderResult) error
+	// Now is the clock (default time.Now).
+	Now func() time.Time
 }
 
 // Provider is the simulated fax provider.
 type Provider struct {
-	scale float64
-	delay func(ctx context.Context, d time.Duration) error
+	scale  float64
+	report func(ctx context.Context, at time.Time, faxID, attemptID string, res core.ProviderResult) error
+	now    func() time.Time
 }
 
 var _ core.FaxProvider = (*Provider)(nil)
 
 // New returns a simulated provider.
 func New(opts Options) *Provider {
-	p := &Provider{scale: max(opts.TimeScale, 0), delay: opts.Delay}
-	if p.delay == nil {
-		p.delay = sleep
+	p := &Provider{scale: max(opts.TimeScale, 0), report: opts.Report, now: opts.Now}
+	if p.now == nil {
+		p.now = time.Now
 	}
 	return p
 }
@@ -121,14 +135,13 @@ func New(opts Options) *Provider {
 func (p *Provider) Name() string { return Name }
 
 // Send simulates one fax call. It reads the document as a real provider
-// would upload it, waits for the simulated call and reports its outcome.
+// would fetch it, accepts the call under a reference derived from the
+// attempt id, and schedules the call's outcome (or, for a call of zero
+// duration, returns it).
 func (p *Provider) Send(ctx context.Context, req core.ProviderRequest) (core.ProviderResult, error) {
 	pages := max(req.Pages, 1)
 	outcome := OutcomeFor(req.To)
 	if outcome == OutcomeProviderError || outcome == OutcomeProviderErrorOnce && req.Attempt <= 1 {
-		if err := p.wait(ctx, apiErrorTime); err != nil {
-			return core.ProviderResult{}, fmt.Errorf("simulated fax to %s: %w", req.To, err)
-		}
 		return core.ProviderResult{}, fmt.Errorf("simulated provider error: the fax API answered 503 Service Unavailable for %s (attempt %d)", req.To, req.Attempt)
 	}
 
@@ -136,9 +149,8 @@ func (p *Provider) Send(ctx context.Context, req core.ProviderRequest) (core.Pro
 		return res, err
 	}
 
-	ref := newRef()
 	var d time.Duration
-	res := core.ProviderResult{ProviderRef: ref, Status: core.AttemptFailed}
+	res := core.ProviderResult{ProviderRef: Ref(req.AttemptID), Status: core.AttemptFailed}
 	switch outcome {
 	case OutcomeBusy:
 		d = busyTime
@@ -161,11 +173,24 @@ func (p *Provider) Send(ctx context.Context, req core.ProviderRequest) (core.Pro
 		d = connectTime + time.Duration(pages)*perPageTime + hangupTime
 		res.Status, res.PagesSent = core.AttemptDelivered, pages
 	}
-	if err := p.wait(ctx, d); err != nil {
-		return core.ProviderResult{}, fmt.Errorf("simulated fax to %s: %w", req.To, err)
-	}
 	res.Duration = p.scaled(d)
-	return res, nil
+	if res.Duration <= 0 {
+		return res, nil
+	}
+	if p.report == nil {
+		return core.ProviderResult{}, errors.New("simulated provider: no Report function to deliver outcomes with")
+	}
+	if err := p.report(ctx, p.now().Add(res.Duration), req.FaxID, req.AttemptID, res); err != nil {
+		return core.ProviderResult{}, fmt.Errorf("simulated fax to %s: schedule its outcome: %w", req.To, err)
+	}
+	return core.ProviderResult{Status: core.AttemptSending, ProviderRef: res.ProviderRef}, nil
+}
+
+// Ref is the simulated provider's reference of the call of an attempt:
+// the same attempt always gets the same reference.
+func Ref(attemptID string) string {
+	sum := sha256.Sum256([]byte(attemptID))
+	return "simfax_" + hex.EncodeToString(sum[:8])
 }
 
 // checkDocument opens and reads the PDF as an upload would. A document that
@@ -199,28 +224,4 @@ func (p *Provider) checkDocument(ctx context.Context, req core.ProviderRequest) 
 
 func (p *Provider) scaled(d time.Duration) time.Duration {
 	return time.Duration(float64(d) * p.scale)
-}
-
-func (p *Provider) wait(ctx context.Context, d time.Duration) error {
-	if s := p.scaled(d); s > 0 {
-		return p.delay(ctx, s)
-	}
-	return ctx.Err()
-}
-
-func sleep(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-}
-
-func newRef() string {
-	b := make([]byte, 8)
-	_, _ = rand.Read(b)
-	return "simfax_" + hex.EncodeToString(b)
 }

@@ -149,56 +149,93 @@ func TestOutcomes(t *testing.T) {
 	}
 }
 
-func TestTimings(t *testing.T) {
-	var mu sync.Mutex
-	var waited []time.Duration
-	record := func(ctx context.Context, d time.Duration) error {
-		mu.Lock()
-		defer mu.Unlock()
-		waited = append(waited, d)
-		return ctx.Err()
+// reports records what the simulator schedules.
+type reports struct {
+	mu   sync.Mutex
+	at   []time.Time
+	ids  []string
+	res  []core.ProviderResult
+	fail error
+}
+
+func (r *reports) report(_ context.Context, at time.Time, faxID, attemptID string, res core.ProviderResult) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.fail != nil {
+		return r.fail
 	}
+	r.at, r.ids, r.res = append(r.at, at), append(r.ids, faxID+"/"+attemptID), append(r.res, res)
+	return nil
+}
+
+// Above scale 0 a call is accepted at once and its outcome scheduled for
+// when the call ends: connect 15 s + 30 s a page + 2 s hang-up, scaled.
+func TestAsyncTimings(t *testing.T) {
+	now := time.Date(2026, 11, 1, 12, 0, 0, 0, time.UTC)
 	cases := []struct {
-		to    string
-		pages int
-		scale float64
-		want  time.Duration
+		to     string
+		pages  int
+		scale  float64
+		want   time.Duration
+		status core.AttemptStatus
 	}{
-		// Connect 15 s + 30 s a page + 2 s hang-up.
-		{"+12125550100", 3, 1, 107 * time.Second},
-		{"+12125550100", 3, 0.01, 1070 * time.Millisecond},
-		{"+12125550104", 4, 1, 77 * time.Second}, // two of four pages
-		{"+12125550101", 3, 1, 5 * time.Second},
-		{"+12125550102", 3, 1, 60 * time.Second},
-		{"+12125550103", 3, 1, 35 * time.Second},
+		{"+12125550100", 3, 1, 107 * time.Second, core.AttemptDelivered},
+		{"+12125550100", 3, 0.01, 1070 * time.Millisecond, core.AttemptDelivered},
+		{"+12125550104", 4, 1, 77 * time.Second, core.AttemptPartial}, // two of four pages
+		{"+12125550101", 3, 1, 5 * time.Second, core.AttemptFailed},
+		{"+12125550102", 3, 1, 60 * time.Second, core.AttemptFailed},
+		{"+12125550103", 3, 1, 35 * time.Second, core.AttemptFailed},
 	}
 	for _, c := range cases {
-		waited = nil
-		p := simulated.New(simulated.Options{TimeScale: c.scale, Delay: record})
+		r := &reports{}
+		p := simulated.New(simulated.Options{TimeScale: c.scale, Report: r.report, Now: func() time.Time { return now }})
 		res, err := p.Send(t.Context(), request(c.to, c.pages, 1, &doc{body: minimalPDF}))
 		if err != nil {
 			t.Fatal(err)
 		}
-		if len(waited) != 1 || waited[0] != c.want {
-			t.Errorf("%s, %d pages, scale %v: waited %v, want [%s]", c.to, c.pages, c.scale, waited, c.want)
+		if res.Status != core.AttemptSending || res.ProviderRef != simulated.Ref("att_1") {
+			t.Errorf("%s: accepted as %+v", c.to, res)
 		}
-		if res.Duration != c.want {
-			t.Errorf("%s: Duration = %s, want %s", c.to, res.Duration, c.want)
+		if len(r.at) != 1 || !r.at[0].Equal(now.Add(c.want)) || r.ids[0] != "ord_1/att_1" {
+			t.Fatalf("%s, %d pages, scale %v: scheduled %v %v, want one at +%s", c.to, c.pages, c.scale, r.at, r.ids, c.want)
+		}
+		if r.res[0].Status != c.status || r.res[0].Duration != c.want || r.res[0].ProviderRef != res.ProviderRef {
+			t.Errorf("%s: scheduled outcome %+v", c.to, r.res[0])
 		}
 	}
 }
 
-func TestCancelWhileTransmitting(t *testing.T) {
-	p := simulated.New(simulated.Options{TimeScale: 1})
-	ctx, cancel := context.WithCancel(t.Context())
-	time.AfterFunc(20*time.Millisecond, cancel)
-	start := time.Now()
-	_, err := p.Send(ctx, request("+12125550100", 10, 1, &doc{body: minimalPDF}))
-	if !errors.Is(err, context.Canceled) {
-		t.Fatalf("err = %v, want context.Canceled", err)
+// The attempt id is the call's idempotency key: the same attempt gets the
+// same reference; another attempt another.
+func TestAttemptIsIdempotencyKey(t *testing.T) {
+	r := &reports{}
+	p := simulated.New(simulated.Options{TimeScale: 1, Report: r.report})
+	a, err := p.Send(t.Context(), request("+12125550100", 1, 1, &doc{body: minimalPDF}))
+	if err != nil {
+		t.Fatal(err)
 	}
-	if d := time.Since(start); d > 5*time.Second {
-		t.Fatalf("Send took %s after its context was cancelled", d)
+	b, err := p.Send(t.Context(), request("+12125550100", 1, 1, &doc{body: minimalPDF}))
+	if err != nil || a.ProviderRef != b.ProviderRef {
+		t.Fatalf("resent attempt: %v %v %v", a, b, err)
+	}
+	other := request("+12125550100", 1, 2, &doc{body: minimalPDF})
+	other.AttemptID = "att_2"
+	c, _ := p.Send(t.Context(), other)
+	if c.ProviderRef == a.ProviderRef {
+		t.Fatal("two attempts share a reference")
+	}
+}
+
+// A call that cannot be scheduled is not accepted.
+func TestReportFailure(t *testing.T) {
+	r := &reports{fail: errors.New("database down")}
+	p := simulated.New(simulated.Options{TimeScale: 1, Report: r.report})
+	if _, err := p.Send(t.Context(), request("+12125550100", 1, 1, &doc{body: minimalPDF})); err == nil || !strings.Contains(err.Error(), "database down") {
+		t.Fatalf("err = %v", err)
+	}
+	p = simulated.New(simulated.Options{TimeScale: 1})
+	if _, err := p.Send(t.Context(), request("+12125550100", 1, 1, &doc{body: minimalPDF})); err == nil {
+		t.Fatal("accepted a call with nowhere to report its outcome")
 	}
 }
 
