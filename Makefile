@@ -43,7 +43,8 @@ deps:
 # part required (FAXHUB_REQUIRE_ALL=1: PostgreSQL, LibreOffice), the store
 # suite on PostgreSQL, the service and REST suites a second time on
 # PostgreSQL, the memory and throughput measurements without the race
-# detector (it distorts both), then the third-party-client and browser
+# detector (it distorts both), the crash test (kill -9 of a real `faxhub
+# serve` mid-burst, on SQLite and on PostgreSQL), then the third-party-client and browser
 # suites against a real `faxhub serve` (conformance/run-suites.sh; known
 # failures in conformance/baseline.yml). Ends with a table and
 # "N passed, N failed".
@@ -55,8 +56,10 @@ check: deps tidy-check vet lint fmt-check
 	$(CHECK_ENV) $(GO) test -race -count=1 -timeout 20m -json ./... > $(OUT)/test-sqlite.json || status=1; \
 	$(CHECK_ENV) FAXHUB_TESTENV_POSTGRES='$(PG_URL)' $(GO) test -race -count=1 -timeout 20m -json ./core/ ./rest/ ./cmd/... ./oauth/ ./passkeys/ ./internal/app/ ./protocols/... > $(OUT)/test-postgres.json || status=1; \
 	$(CHECK_ENV) $(GO) test -count=1 -timeout 10m -json -run 'Memory|Throughput$$' ./core/convert/ ./core/queue/ > $(OUT)/test-memory.json || status=1; \
+	$(CHECK_ENV) FAXHUB_CRASH_TEST=1 $(GO) test -count=1 -timeout 10m -json -run 'CrashRecovery' ./cmd/faxhub/ > $(OUT)/test-crash-sqlite.json || status=1; \
+	$(CHECK_ENV) FAXHUB_CRASH_TEST=1 FAXHUB_TESTENV_POSTGRES='$(PG_URL)' $(GO) test -count=1 -timeout 10m -json -run 'CrashRecovery' ./cmd/faxhub/ > $(OUT)/test-crash-postgres.json || status=1; \
 	GO='$(GO)' ./conformance/run-suites.sh $(SUITES) || status=1; \
-	$(GO) run ./conformance/summarize -baseline conformance/baseline.yml all=$(OUT)/test-sqlite.json postgres=$(OUT)/test-postgres.json no-race=$(OUT)/test-memory.json $(foreach s,$(SUITES),$(s)=$(OUT)/$(s).tap) || status=1; \
+	$(GO) run ./conformance/summarize -baseline conformance/baseline.yml all=$(OUT)/test-sqlite.json postgres=$(OUT)/test-postgres.json no-race=$(OUT)/test-memory.json crash-sqlite=$(OUT)/test-crash-sqlite.json crash-postgres=$(OUT)/test-crash-postgres.json $(foreach s,$(SUITES),$(s)=$(OUT)/$(s).tap) || status=1; \
 	exit $$status
 
 # Throughput, memory and start-up figures against baselines measured in the

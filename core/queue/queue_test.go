@@ -11,6 +11,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -564,5 +565,35 @@ func TestScheduleOutcome(t *testing.T) {
 		case <-time.After(15 * time.Second):
 			t.Fatal("the outcome was not recorded")
 		}
+	})
+}
+
+// A delivery job left running by a process that died (kill -9) is run
+// again by the next process within about a minute of its start, not after
+// an hour.
+func TestOrphanedJobIsRescued(t *testing.T) {
+	forEach(t, func(t *testing.T, db *sql.DB, dialect string) {
+		admin, err := queue.New(db, dialect, queue.Handlers{}, queue.Options{InsertOnly: true}, testLogger(t))
+		if err != nil {
+			t.Fatal(err)
+		}
+		enqueue(t, db, admin, "fax_orphan", time.Time{}, true)
+		// What a worker that died mid-job leaves: running, attempted 45 s
+		// ago (past the 30 s timeout and the 10 s margin).
+		q := "UPDATE river_job SET state = 'running', attempt = 1, attempted_at = ? WHERE kind = 'deliver_fax'"
+		arg := any(time.Now().Add(-45 * time.Second).UTC())
+		if dialect == queue.DialectPostgres {
+			q = strings.Replace(q, "?", "$1", 1)
+		} else {
+			arg = time.Now().Add(-45 * time.Second).UTC().Format("2006-01-02 15:04:05.000000")
+		}
+		if _, err := db.ExecContext(t.Context(), q, arg); err != nil {
+			t.Fatal(err)
+		}
+		r := newRecorder()
+		start := time.Now()
+		startQueue(t, db, dialect, r.deliver, queue.Options{})
+		r.waitFor(t, "fax_orphan", 40*time.Second)
+		t.Logf("rescued and run %s after the restart", time.Since(start).Round(100*time.Millisecond))
 	})
 }

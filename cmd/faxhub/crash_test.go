@@ -1,0 +1,273 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"math/big"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/faxhub/faxhub/internal/testenv"
+)
+
+// EnvCrashTest runs TestCrashRecovery: it builds the binary, kills a real
+// `faxhub serve` with SIGKILL mid-burst and takes a few minutes, so `make
+// check` runs it (on SQLite and on PostgreSQL) and `make test` does not.
+const EnvCrashTest = "FAXHUB_CRASH_TEST"
+
+// TestCrashRecovery: bursts of sends from several owners, kill -9 in the
+// middle, restart; then every fax the server accepted (answered 200) is
+// delivered exactly once within two minutes, each owner's balance is the
+// sum of their ledger, and no credit hold is left open.
+func TestCrashRecovery(t *testing.T) {
+	if os.Getenv(EnvCrashTest) == "" {
+		t.Skipf("set %s=1 to run the crash test (make check does)", EnvCrashTest)
+	}
+	bin := filepath.Join(t.TempDir(), "faxhub")
+	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
+		t.Fatalf("build: %v\n%s", err, out)
+	}
+	data := filepath.Join(t.TempDir(), "data")
+	args := []string{"--data", data}
+	if pg := os.Getenv(testenv.EnvPostgres); pg != "" {
+		args = append(args, "--database", testenvSchema(t, pg))
+	}
+	admin := func(a ...string) string {
+		t.Helper()
+		out, err := exec.Command(bin, append(a, args...)...).Output()
+		if err != nil {
+			t.Fatalf("faxhub %s: %v", strings.Join(a, " "), err)
+		}
+		return strings.TrimSpace(string(out))
+	}
+	const owners = 4
+	keys := make([]string, owners)
+	for i := range keys {
+		email := fmt.Sprintf("crash%d@example.com", i)
+		admin("admin", "owner", "create", "--email", email)
+		keys[i] = admin("admin", "apikey", "create", "--owner", email, "--mode", "test")
+		admin("admin", "credits", "grant", "--owner", email, "--mode", "test", "--usd", "500", "--reason", "crash test")
+	}
+
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	base := "http://" + addr
+	start := func() *exec.Cmd {
+		t.Helper()
+		// A 1-page fax's simulated call takes about a second.
+		cmd := exec.Command(bin, append([]string{"serve", "--addr", addr, "--base-url", "http://localhost:" + strings.Split(addr, ":")[1], "--sim-timescale", "0.02"}, args...)...)
+		cmd.Stdout, cmd.Stderr = io.Discard, io.Discard
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = cmd.Process.Kill(); _, _ = cmd.Process.Wait() })
+		deadline := time.Now().Add(30 * time.Second)
+		for {
+			if resp, err := http.Get(base + "/readyz"); err == nil {
+				resp.Body.Close()
+				if resp.StatusCode == http.StatusOK {
+					return cmd
+				}
+			}
+			if time.Now().After(deadline) {
+				t.Fatal("faxhub serve did not become ready")
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
+	srv := start()
+
+	client := &http.Client{Timeout: 10 * time.Second}
+	call := func(method, path, key string, body []byte, hdr map[string]string) (int, map[string]any, error) {
+		req, err := http.NewRequest(method, base+path, bytes.NewReader(body))
+		if err != nil {
+			return 0, nil, err
+		}
+		req.Header.Set("Authorization", "Bearer "+key)
+		if body != nil {
+			req.Header.Set("Content-Type", "application/json")
+		}
+		for k, v := range hdr {
+			req.Header.Set(k, v)
+		}
+		resp, err := client.Do(req)
+		if err != nil {
+			return 0, nil, err
+		}
+		defer resp.Body.Close()
+		var m map[string]any
+		_ = json.NewDecoder(resp.Body).Decode(&m)
+		return resp.StatusCode, m, nil
+	}
+	// One document per owner, sent many times.
+	docs := make([]string, owners)
+	for i, key := range keys {
+		code, up, err := call(http.MethodPost, "/api/v1/uploads", key, nil, nil)
+		if err != nil || code != 200 {
+			t.Fatalf("upload capability: %d %v %v", code, up, err)
+		}
+		req, _ := http.NewRequest(http.MethodPut, up["uploadUrl"].(string), bytes.NewReader(testenv.MinimalPDF(1)))
+		resp, err := client.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var put map[string]any
+		_ = json.NewDecoder(resp.Body).Decode(&put)
+		resp.Body.Close()
+		if resp.StatusCode != 200 {
+			t.Fatalf("PUT: %d %v", resp.StatusCode, put)
+		}
+		docs[i] = put["document"].(map[string]any)["id"].(string)
+	}
+
+	// Bursts from every owner; the server is killed in the middle.
+	var (
+		mu       sync.Mutex
+		accepted = map[string]int{} // fax id → owner
+	)
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	for i := range keys {
+		wg.Go(func() {
+			for n := 0; ; n++ {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				body, _ := json.Marshal(map[string]any{"to": "+12125550100", "documentId": docs[i]})
+				code, f, err := call(http.MethodPost, "/api/v1/faxes", keys[i], body, map[string]string{"Idempotency-Key": fmt.Sprintf("crash-%d-%d", i, n)})
+				if err != nil {
+					continue // the server is down: this one is not accepted
+				}
+				if code == 200 {
+					mu.Lock()
+					accepted[f["id"].(string)] = i
+					mu.Unlock()
+				} else if code != http.StatusTooManyRequests {
+					t.Errorf("send: %d %v", code, f)
+				}
+			}
+		})
+	}
+	time.Sleep(1500 * time.Millisecond) // let sends and deliveries pile up
+	if err := srv.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	_, _ = srv.Process.Wait()
+	killedAt := time.Now()
+	time.Sleep(300 * time.Millisecond)
+	close(stop)
+	wg.Wait()
+	mu.Lock()
+	n := len(accepted)
+	mu.Unlock()
+	if n < 20 {
+		t.Fatalf("only %d faxes were accepted before the kill; the burst did not happen", n)
+	}
+	t.Logf("%d faxes accepted before kill -9", n)
+
+	start()
+	recovered := time.Now()
+	deadline := killedAt.Add(2 * time.Minute)
+	for id, i := range accepted {
+		for {
+			code, f, err := call(http.MethodGet, "/api/v1/faxes/"+id, keys[i], nil, nil)
+			if err == nil && code == 200 && f["status"] == "delivered" {
+				break
+			}
+			if err == nil && code == 200 && f["status"] != "queued" && f["status"] != "sending" {
+				t.Fatalf("fax %s ended %v", id, f)
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("fax %s not delivered two minutes after the kill: %d %v %v", id, code, f, err)
+			}
+			time.Sleep(200 * time.Millisecond)
+		}
+		code, atts, err := call(http.MethodGet, "/api/v1/faxes/"+id+"/attempts", keys[i], nil, nil)
+		data, _ := atts["data"].([]any)
+		if err != nil || code != 200 || len(data) != 1 || data[0].(map[string]any)["status"] != "delivered" {
+			t.Fatalf("fax %s was not delivered exactly once: %d %v %v", id, code, atts, err)
+		}
+	}
+	t.Logf("every accepted fax delivered exactly once, %s after the restart", time.Since(recovered).Round(time.Second))
+
+	// Wait for every fax (accepted or not) to settle, then check the books.
+	for i, key := range keys {
+		for {
+			code, page, err := call(http.MethodGet, "/api/v1/faxes?status=sending", key, nil, nil)
+			q, _, _ := call(http.MethodGet, "/api/v1/faxes?status=queued", key, nil, nil)
+			if err == nil && code == 200 && q == 200 && len(page["data"].([]any)) == 0 {
+				code, page, _ = call(http.MethodGet, "/api/v1/faxes?status=queued", key, nil, nil)
+				if len(page["data"].([]any)) == 0 {
+					break
+				}
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("owner %d still has faxes in flight two minutes after the kill", i)
+			}
+			time.Sleep(200 * time.Millisecond)
+		}
+		sum, balance, held := ledgerOf(t, func(path string) (int, map[string]any) {
+			code, m, err := call(http.MethodGet, path, key, nil, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return code, m
+		})
+		if held.Sign() != 0 {
+			t.Errorf("owner %d: %s USD still held", i, held.FloatString(6))
+		}
+		if sum.Cmp(balance) != 0 {
+			t.Errorf("owner %d: balance %s USD but the ledger sums to %s", i, balance.FloatString(6), sum.FloatString(6))
+		}
+	}
+}
+
+// ledgerOf reads an owner's balance and whole ledger through the API.
+func ledgerOf(t *testing.T, get func(path string) (int, map[string]any)) (sum, balance, held *big.Rat) {
+	t.Helper()
+	sum = new(big.Rat)
+	path := "/api/v1/credits?limit=100"
+	for {
+		code, c := get(path)
+		if code != 200 {
+			t.Fatalf("credits: %d %v", code, c)
+		}
+		if balance == nil {
+			balance, held = rat(t, c["balance"]), rat(t, c["held"])
+		}
+		for _, e := range c["ledger"].([]any) {
+			sum.Add(sum, rat(t, e.(map[string]any)["amount"]))
+		}
+		if c["hasMore"] != true {
+			return sum, balance, held
+		}
+		path = "/api/v1/credits?limit=100&starting_after=" + c["nextCursor"].(string)
+	}
+}
+
+func rat(t *testing.T, v any) *big.Rat {
+	t.Helper()
+	s, _ := v.(string)
+	r, ok := new(big.Rat).SetString(s)
+	if !ok {
+		t.Fatalf("not a decimal amount: %v", v)
+	}
+	return r
+}
+
