@@ -49,6 +49,10 @@ deps:
 # failures in conformance/baseline.yml). Ends with a table and
 # "N passed, N failed".
 SUITES := oauth browser mcp mcp-inspector mcp-conformance agents
+# Every Go fuzz target runs FUZZTIME in make check (conformance/fuzz.sh);
+# those that drive HTTP handlers on a database run again on PostgreSQL.
+FUZZTIME ?= 15s
+FUZZ_HANDLERS := rest|oauth|protocols|internal/app|passkeys
 CHECK_ENV := FAXHUB_TEST_POSTGRES_URL='$(PG_URL)' FAXHUB_REQUIRE_ALL=1
 check: deps tidy-check vet lint fmt-check
 	@mkdir -p $(OUT)
@@ -58,8 +62,10 @@ check: deps tidy-check vet lint fmt-check
 	$(CHECK_ENV) $(GO) test -count=1 -timeout 10m -json -run 'Memory|Throughput$$' ./core/convert/ ./core/queue/ > $(OUT)/test-memory.json || status=1; \
 	$(CHECK_ENV) FAXHUB_CRASH_TEST=1 $(GO) test -count=1 -timeout 10m -json -run 'CrashRecovery' ./cmd/faxhub/ > $(OUT)/test-crash-sqlite.json || status=1; \
 	$(CHECK_ENV) FAXHUB_CRASH_TEST=1 FAXHUB_TESTENV_POSTGRES='$(PG_URL)' $(GO) test -count=1 -timeout 10m -json -run 'CrashRecovery' ./cmd/faxhub/ > $(OUT)/test-crash-postgres.json || status=1; \
+	$(CHECK_ENV) GO='$(GO)' FUZZTIME=$(FUZZTIME) ./conformance/fuzz.sh $(OUT)/fuzz.tap || status=1; \
+	$(CHECK_ENV) GO='$(GO)' FUZZTIME=$(FUZZTIME) FAXHUB_TESTENV_POSTGRES='$(PG_URL)' ./conformance/fuzz.sh $(OUT)/fuzz-postgres.tap '$(FUZZ_HANDLERS)' || status=1; \
 	GO='$(GO)' ./conformance/run-suites.sh $(SUITES) || status=1; \
-	$(GO) run ./conformance/summarize -baseline conformance/baseline.yml all=$(OUT)/test-sqlite.json postgres=$(OUT)/test-postgres.json no-race=$(OUT)/test-memory.json crash-sqlite=$(OUT)/test-crash-sqlite.json crash-postgres=$(OUT)/test-crash-postgres.json $(foreach s,$(SUITES),$(s)=$(OUT)/$(s).tap) || status=1; \
+	$(GO) run ./conformance/summarize -baseline conformance/baseline.yml all=$(OUT)/test-sqlite.json postgres=$(OUT)/test-postgres.json no-race=$(OUT)/test-memory.json crash-sqlite=$(OUT)/test-crash-sqlite.json crash-postgres=$(OUT)/test-crash-postgres.json fuzz=$(OUT)/fuzz.tap fuzz-postgres=$(OUT)/fuzz-postgres.tap $(foreach s,$(SUITES),$(s)=$(OUT)/$(s).tap) || status=1; \
 	exit $$status
 
 # Throughput, memory and start-up figures against baselines measured in the

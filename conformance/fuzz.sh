@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# Runs every Go native fuzz target (func FuzzXxx in a _test.go file) for a
+# bounded time and writes one TAP line per target for conformance/summarize.
+#
+#   conformance/fuzz.sh OUT.tap [DIR-REGEX] # FUZZTIME per target (default 15s);
+#                                           # only packages whose dir matches
+#
+# Targets that exercise HTTP handlers on internal/testenv run on the store
+# FAXHUB_TESTENV_POSTGRES names, so `make check` runs this twice: on SQLite
+# and on PostgreSQL. A target fails when go test -fuzz finds a crasher (its
+# input is written under the package's testdata/fuzz/, as Go does); 0 × 500
+# is the bar, which the targets assert themselves.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+out=${1:?usage: fuzz.sh OUT.tap [DIR-REGEX]}
+only=${2:-.}
+fuzztime=${FUZZTIME:-15s}
+GO=${GO:-go}
+mkdir -p "$(dirname "$out")"
+: > "$out"
+n=0
+while IFS= read -r file; do
+  dir=./$(dirname "$file")
+  [[ $dir =~ $only ]] || continue
+  for name in $(sed -n 's/^func \(Fuzz[A-Za-z0-9_]*\)(.*$/\1/p' "$file"); do
+    n=$((n + 1))
+    log=$(mktemp)
+    if $GO test -run '^$' -fuzz "^${name}\$" -fuzztime "$fuzztime" "$dir" > "$log" 2>&1; then
+      echo "ok $n - ${dir#./} $name" >> "$out"
+    else
+      echo "not ok $n - ${dir#./} $name" >> "$out"
+      sed 's/^/# /' "$log" | tail -n 40 >> "$out"
+    fi
+    rm -f "$log"
+  done
+done < <(git ls-files '*_test.go' | xargs grep -l '^func Fuzz' | sort)
+echo "1..$n" >> "$out"
+echo "fuzz: $n targets, $fuzztime each" >&2
