@@ -286,16 +286,15 @@ type AgentTokens struct {
 }
 
 // agentResource checks the resource an agent token is asked for: the MCP
-// server (the default).
+// server (the default) or the A2A endpoint.
 func (s *Service) agentResource(resource string) (string, error) {
-	mcp := s.ResourceMCP()
-	if resource == "" {
-		return mcp, nil
+	switch resource {
+	case "":
+		return s.ResourceMCP(), nil
+	case s.ResourceMCP(), s.ResourceA2A():
+		return resource, nil
 	}
-	if resource != mcp {
-		return "", Errorf(KindInvalid, CodeInvalidTarget, "agent tokens are issued for %s only", mcp)
-	}
-	return resource, nil
+	return "", Errorf(KindInvalid, CodeInvalidTarget, "agent tokens are issued for %s or %s", s.ResourceMCP(), s.ResourceA2A())
 }
 
 // PollAgentClaim is one poll of the claim grant: authorization_pending

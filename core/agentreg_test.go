@@ -233,6 +233,19 @@ func TestAgentClaimStates(t *testing.T) {
 	}
 	_, err = e.Svc.AgentTokenPrincipal(ctx, tok.AccessToken, e.Svc.ResourceA2A())
 	wantCode(t, err, core.CodeInvalidToken)
+	// A token for the A2A endpoint is for it alone.
+	if err := e.Svc.RecordAgentAssertion(ctx, tok.Registration.ID, "jti_a2a"); err != nil {
+		t.Fatal(err)
+	}
+	a2a, err := e.Svc.ExchangeAgentAssertion(ctx, tok.Registration.ID, "jti_a2a", e.Svc.ResourceA2A())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.Svc.AgentTokenPrincipal(ctx, a2a.AccessToken, e.Svc.ResourceA2A()); err != nil {
+		t.Fatalf("a2a token at /a2a: %v", err)
+	}
+	_, err = e.Svc.AgentTokenPrincipal(ctx, a2a.AccessToken, e.Svc.ResourceMCP())
+	wantCode(t, err, core.CodeInvalidToken)
 	// The token lives one hour.
 	clk.advance(time.Hour)
 	_, err = e.Svc.AgentTokenPrincipal(ctx, tok.AccessToken, e.Svc.ResourceMCP())

@@ -18,6 +18,17 @@ type TokenVerifier interface {
 	VerifyAccessToken(ctx context.Context, token, audience string) (Principal, error)
 }
 
+// Signer signs JWTs with the issuer's current EdDSA signing key (oauth/
+// implements it), so what faxhub asserts to an agent (an AP2 cart mandate,
+// an identity assertion) verifies against the keys at {issuer}/jwks.
+type Signer interface {
+	// SignJWT signs claims as a compact JWS whose header carries typ and
+	// the key's kid.
+	SignJWT(ctx context.Context, typ string, claims any) (string, error)
+	// JWKSURL is where the verification keys are published.
+	JWKSURL() string
+}
+
 // Grant is an owner's standing authorization of an OAuth client (a chat
 // app): what it may do and when it was last used.
 type Grant struct {

@@ -37,6 +37,7 @@ type Tx interface {
 // Queries are the data operations, available on a Store and inside a Tx.
 type Queries interface {
 	AgentStore
+	ChargeStore
 
 	CreateOwner(ctx context.Context, o *Owner) error
 	GetOwner(ctx context.Context, id string) (*Owner, error)

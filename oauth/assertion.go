@@ -31,27 +31,10 @@ type assertionClaims struct {
 // registration's current one: earlier assertions of reg stop being
 // exchangeable.
 func (s *Server) issueAssertion(ctx context.Context, reg *core.AgentRegistration) (string, time.Time, error) {
-	key, err := s.keys.signingKey(ctx, AlgEdDSA)
-	if err != nil {
-		return "", time.Time{}, err
-	}
 	now := s.now()
 	exp := now.Add(core.AgentAssertionTTL)
 	cl := assertionClaims{Iss: s.issuer, Aud: s.issuer, Sub: reg.ID, ClientID: reg.ID, JTI: core.NewID(core.PrefixJWTID), IAT: now.Unix(), Exp: exp.Unix()}
-	signer, err := jose.NewSigner(jose.SigningKey{Algorithm: jose.EdDSA, Key: key},
-		(&jose.SignerOptions{}).WithType(AssertionType).WithHeader("kid", key.KeyID))
-	if err != nil {
-		return "", time.Time{}, fmt.Errorf("assertion signer: %w", err)
-	}
-	payload, err := json.Marshal(cl)
-	if err != nil {
-		return "", time.Time{}, err
-	}
-	obj, err := signer.Sign(payload)
-	if err != nil {
-		return "", time.Time{}, fmt.Errorf("sign assertion: %w", err)
-	}
-	jws, err := obj.CompactSerialize()
+	jws, err := s.SignJWT(ctx, AssertionType, cl)
 	if err != nil {
 		return "", time.Time{}, err
 	}
@@ -60,6 +43,33 @@ func (s *Server) issueAssertion(ctx context.Context, reg *core.AgentRegistration
 	}
 	return jws, exp, nil
 }
+
+var _ core.Signer = (*Server)(nil)
+
+// SignJWT implements core.Signer with the current EdDSA key.
+func (s *Server) SignJWT(ctx context.Context, typ string, claims any) (string, error) {
+	key, err := s.keys.signingKey(ctx, AlgEdDSA)
+	if err != nil {
+		return "", err
+	}
+	signer, err := jose.NewSigner(jose.SigningKey{Algorithm: jose.EdDSA, Key: key},
+		(&jose.SignerOptions{}).WithType(jose.ContentType(typ)).WithHeader("kid", key.KeyID))
+	if err != nil {
+		return "", fmt.Errorf("jwt signer: %w", err)
+	}
+	payload, err := json.Marshal(claims)
+	if err != nil {
+		return "", fmt.Errorf("encode jwt claims: %w", err)
+	}
+	obj, err := signer.Sign(payload)
+	if err != nil {
+		return "", fmt.Errorf("sign jwt: %w", err)
+	}
+	return obj.CompactSerialize()
+}
+
+// JWKSURL implements core.Signer.
+func (s *Server) JWKSURL() string { return s.issuer + "/jwks" }
 
 // verifiedAssertion is an assertion whose signature and claims checked out;
 // core decides whether it is still current.

@@ -31,6 +31,7 @@ func RunTests(t *testing.T, newStore func(t *testing.T) core.Store) {
 		{"Documents", testDocuments},
 		{"Drafts", testDrafts},
 		{"Faxes", testFaxes},
+		{"Charges", testCharges},
 		{"ListFaxes", testListFaxes},
 		{"Attempts", testAttempts},
 		{"Ledger", testLedger},

@@ -18,7 +18,7 @@ import (
 	"github.com/faxhub/faxhub/core/blob"
 	"github.com/faxhub/faxhub/core/convert"
 	"github.com/faxhub/faxhub/core/mail"
-	"github.com/faxhub/faxhub/core/payments"
+	"github.com/faxhub/faxhub/core/payments/testcheckout"
 	"github.com/faxhub/faxhub/core/phone"
 	"github.com/faxhub/faxhub/core/provider/simulated"
 	"github.com/faxhub/faxhub/core/queue"
@@ -176,7 +176,7 @@ func (a *App) wire(ctx context.Context) error {
 		// Live faxing needs a real provider account; until one is
 		// configured, live sends answer provider_not_configured.
 		Providers: map[core.Mode]core.FaxProvider{core.ModeTest: simulated.New(simulated.Options{TimeScale: o.SimTimeScale, Report: q.ScheduleOutcome})},
-		Checkout:  map[core.Mode]core.CheckoutGateway{core.ModeTest: payments.NewTestGateway(o.BaseURL)},
+		Checkout:  map[core.Mode]core.CheckoutGateway{core.ModeTest: testcheckout.NewTestGateway(o.BaseURL)},
 		Prices:    o.Prices,
 		Logger:    o.Logger,
 	})

@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/faxhub/faxhub/core"
-	"github.com/faxhub/faxhub/core/payments"
+	"github.com/faxhub/faxhub/core/payments/testcheckout"
 	"github.com/faxhub/faxhub/core/provider/simulated"
 	"github.com/faxhub/faxhub/core/web"
 	"github.com/faxhub/faxhub/oauth"
@@ -36,7 +36,7 @@ func (a *App) Handler() http.Handler {
 	mux.Handle("/api/v1/", api)
 	mux.Handle("/openapi.json", api)
 	mux.Handle("/llms.txt", api)
-	mux.Handle(payments.TestCheckoutPath, payments.TestCheckoutPage(a.Svc, a.Logger))
+	mux.Handle(testcheckout.TestCheckoutPath, testcheckout.TestCheckoutPage(a.Svc, a.Logger))
 
 	// The authorization server owns its discovery documents and /api/auth
 	// endpoints; later issues add agent registration beside them.

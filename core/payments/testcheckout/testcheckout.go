@@ -1,8 +1,7 @@
-// Package payments holds faxhub's payment adapters. This file is test mode's
-// hosted checkout: a gateway that sends payers to our own page, and that
-// page, which takes a documented test card and completes the checkout
-// without moving money.
-package payments
+// Package testcheckout is test mode's hosted checkout: a gateway that sends
+// payers to our own page, and that page, which takes a documented test card
+// and completes the checkout without moving money.
+package testcheckout
 
 import (
 	"context"

@@ -1,4 +1,4 @@
-package payments_test
+package testcheckout_test
 
 import (
 	"context"
@@ -13,11 +13,11 @@ import (
 	"time"
 
 	"github.com/faxhub/faxhub/core"
-	"github.com/faxhub/faxhub/core/payments"
+	"github.com/faxhub/faxhub/core/payments/testcheckout"
 )
 
 // The real service is what cmd/faxhub passes to the page.
-var _ payments.CheckoutService = (*core.Service)(nil)
+var _ testcheckout.CheckoutService = (*core.Service)(nil)
 
 // checkouts is a hand-written CheckoutService with core's semantics:
 // not found, expiry (410) and idempotent completion.
@@ -108,9 +108,9 @@ func draftCheckout(id string) *core.Checkout {
 	}
 }
 
-func serve(t *testing.T, svc payments.CheckoutService) *httptest.Server {
+func serve(t *testing.T, svc testcheckout.CheckoutService) *httptest.Server {
 	mux := http.NewServeMux()
-	mux.Handle(payments.TestCheckoutPath, payments.TestCheckoutPage(svc, nil))
+	mux.Handle(testcheckout.TestCheckoutPath, testcheckout.TestCheckoutPage(svc, nil))
 	srv := httptest.NewServer(mux)
 	t.Cleanup(srv.Close)
 	return srv
@@ -138,7 +138,7 @@ func do(t *testing.T, srv *httptest.Server, req *http.Request) page {
 
 func get(t *testing.T, srv *httptest.Server, id string) page {
 	t.Helper()
-	req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, srv.URL+payments.TestCheckoutPath+id, nil)
+	req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, srv.URL+testcheckout.TestCheckoutPath+id, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -152,7 +152,7 @@ func testCardForm() url.Values {
 // post submits the form as a same-origin browser would.
 func post(t *testing.T, srv *httptest.Server, id string, form url.Values) page {
 	t.Helper()
-	req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, srv.URL+payments.TestCheckoutPath+id, strings.NewReader(form.Encode()))
+	req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, srv.URL+testcheckout.TestCheckoutPath+id, strings.NewReader(form.Encode()))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -172,7 +172,7 @@ func wantContains(t *testing.T, p page, parts ...string) {
 }
 
 func TestGateway(t *testing.T) {
-	g := payments.NewTestGateway("https://fax.example/")
+	g := testcheckout.NewTestGateway("https://fax.example/")
 	u, ext, err := g.Start(t.Context(), packCheckout("chk_abc"), "25 USD of fax credits")
 	if err != nil {
 		t.Fatal(err)

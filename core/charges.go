@@ -1,0 +1,68 @@
+package core
+
+import (
+	"context"
+	"time"
+)
+
+// A Charge is money faxhub took through a payment method (core/payments):
+// a paying machine's fax (MPP), a credit pack an agent bought under an AP2
+// mandate. Credit packs paid at a hosted checkout are Checkouts, and
+// credit sends are ledger holds; a Charge is the record of everything else,
+// written in the transaction that delivers what it paid for.
+
+// ChargePurpose says what a charge paid for.
+type ChargePurpose string
+
+const (
+	ChargeMachineFax ChargePurpose = "machine_fax"
+	ChargeCreditPack ChargePurpose = "credit_pack"
+)
+
+// ChargeStatus is where a charge stands.
+type ChargeStatus string
+
+const (
+	ChargeSucceeded ChargeStatus = "succeeded"
+	ChargeRefunded  ChargeStatus = "refunded"
+)
+
+// PrefixCharge names a charge.
+const PrefixCharge = "chg_"
+
+// Charge is one settled payment.
+type Charge struct {
+	ID string `db:"id" json:"id"`
+	// OwnerID is empty for a paying machine, which has no account.
+	OwnerID string        `db:"owner_id" json:"-"`
+	Mode    Mode          `db:"mode" json:"mode"`
+	Method  string        `db:"method" json:"method"`
+	Purpose ChargePurpose `db:"purpose" json:"purpose"`
+	// IdempotencyKey is what the method settled under (unique): a charge
+	// is recorded once however often it is retried.
+	IdempotencyKey string       `db:"idempotency_key" json:"-"`
+	AmountMicros   int64        `db:"amount_micros" json:"-"`
+	Currency       string       `db:"currency" json:"currency"`
+	Reference      string       `db:"reference" json:"reference"`
+	Status         ChargeStatus `db:"status" json:"status"`
+	FaxID          *string      `db:"fax_id" json:"faxId,omitempty"`
+	PackID         string       `db:"pack_id" json:"packId,omitempty"`
+	// Subject is what authorised the charge: a payment challenge id, an
+	// approval id.
+	Subject         string     `db:"subject" json:"-"`
+	CreatedAt       time.Time  `db:"created_at" json:"createdAt"`
+	RefundedAt      *time.Time `db:"refunded_at" json:"refundedAt,omitempty"`
+	RefundReference string     `db:"refund_reference" json:"refundReference,omitempty"`
+}
+
+// ChargeStore persists charges; part of core.Store. Errors follow Store.
+type ChargeStore interface {
+	// CreateCharge records a charge; ErrExists if its idempotency key is
+	// recorded already.
+	CreateCharge(ctx context.Context, c *Charge) error
+	GetCharge(ctx context.Context, id string) (*Charge, error)
+	GetChargeByKey(ctx context.Context, idempotencyKey string) (*Charge, error)
+	// MarkChargeRefunded moves a succeeded charge to refunded once;
+	// ErrConflict otherwise.
+	MarkChargeRefunded(ctx context.Context, id, reference string, at time.Time) error
+}
