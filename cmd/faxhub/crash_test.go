@@ -208,14 +208,16 @@ func TestCrashRecovery(t *testing.T) {
 
 	// Wait for every fax (accepted or not) to settle, then check the books.
 	for i, key := range keys {
+		inFlight := func(status string) int {
+			code, page, err := call(http.MethodGet, "/api/v1/faxes?status="+status, key, nil, nil)
+			if err != nil || code != 200 {
+				return -1
+			}
+			return len(page["data"].([]any))
+		}
 		for {
-			code, page, err := call(http.MethodGet, "/api/v1/faxes?status=sending", key, nil, nil)
-			q, _, _ := call(http.MethodGet, "/api/v1/faxes?status=queued", key, nil, nil)
-			if err == nil && code == 200 && q == 200 && len(page["data"].([]any)) == 0 {
-				code, page, _ = call(http.MethodGet, "/api/v1/faxes?status=queued", key, nil, nil)
-				if len(page["data"].([]any)) == 0 {
-					break
-				}
+			if inFlight("sending") == 0 && inFlight("queued") == 0 {
+				break
 			}
 			if time.Now().After(deadline) {
 				t.Fatalf("owner %d still has faxes in flight two minutes after the kill", i)
