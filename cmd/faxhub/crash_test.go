@@ -272,4 +272,3 @@ func rat(t *testing.T, v any) *big.Rat {
 	}
 	return r
 }
-
