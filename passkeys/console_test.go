@@ -34,6 +34,7 @@ type harness struct {
 	t       *testing.T
 	env     *testenv.Env
 	srv     *httptest.Server
+	console *passkeys.Console
 	mailbox *mail.Mailbox
 	grants  *grantDir
 }
@@ -48,6 +49,7 @@ func newHarness(t *testing.T) *harness {
 	if err := con.Err(); err != nil {
 		t.Fatal(err)
 	}
+	h.console = con
 	mux := http.NewServeMux()
 	for _, p := range passkeys.Paths() {
 		mux.Handle(p, con.Handler())
@@ -375,6 +377,17 @@ func TestSignUpErrorsAndEnumeration(t *testing.T) {
 	wantStatus(t, "mailbox", r, 200)
 	if !strings.Contains(r.body, `<a href="https://faxhub.test/verify?token=`) {
 		t.Fatalf("mailbox lacks the link:\n%s", r.body)
+	}
+	// Nobody but this machine reads it: the links take over accounts.
+	for _, peer := range []string{"203.0.113.9:4000", "[2001:db8::1]:4000", "10.0.0.2:1"} {
+		req := httptest.NewRequest("GET", "/console/mailbox", nil)
+		req.RemoteAddr = peer
+		req.Header.Set("X-Forwarded-For", "127.0.0.1")
+		rec := httptest.NewRecorder()
+		h.console.Handler().ServeHTTP(rec, req)
+		if rec.Code != http.StatusNotFound || strings.Contains(rec.Body.String(), "verify?token=") {
+			t.Fatalf("mailbox from %s: %d\n%s", peer, rec.Code, rec.Body)
+		}
 	}
 }
 

@@ -2,7 +2,9 @@ package passkeys
 
 import (
 	"errors"
+	"net"
 	"net/http"
+	"net/netip"
 	"strings"
 
 	"github.com/faxhub/faxhub/core"
@@ -279,9 +281,26 @@ func (c *Console) addPasskeyFinish(w http.ResponseWriter, r *http.Request, s *si
 type mailboxBody struct{ Messages []mail.Message }
 
 func (c *Console) mailboxPage(w http.ResponseWriter, r *http.Request) {
+	// The mailbox holds sign-in and recovery links: whoever reads it can
+	// take over the accounts in it. Only a peer on this machine may, judged
+	// by the socket's address, never by a forwarded header.
+	if !loopbackPeer(r) {
+		http.NotFound(w, r)
+		return
+	}
 	var msgs []mail.Message
 	if mb, ok := c.opts.Mailer.(interface{ Messages() []mail.Message }); ok {
 		msgs = mb.Messages()
 	}
 	c.render(w, r, http.StatusOK, "mailbox", pageData{Title: "Dev mailbox", Nav: "mailbox", Body: mailboxBody{Messages: msgs}})
+}
+
+// loopbackPeer reports whether the request's direct peer is this machine.
+func loopbackPeer(r *http.Request) bool {
+	host, _, err := net.SplitHostPort(r.RemoteAddr)
+	if err != nil {
+		host = r.RemoteAddr
+	}
+	ip, err := netip.ParseAddr(host)
+	return err == nil && ip.Unmap().IsLoopback()
 }

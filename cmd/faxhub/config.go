@@ -5,6 +5,8 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -27,6 +29,7 @@ type config struct {
 	MachinePayments bool
 	MCPOAuth        bool
 	Dev             bool
+	DevAnyAddr      bool
 	LogFormat       string
 	LogLevel        string
 	SimTimeScale    float64
@@ -91,10 +94,11 @@ func serveFlags(c *config, stderr io.Writer) *flag.FlagSet {
 	fs.StringVar(&c.BlobURL, "blobs", os.Getenv("FAXHUB_BLOB_URL"), "blob store URL: file:///dir or s3://bucket?region=… [FAXHUB_BLOB_URL] (default: files in the data dir)")
 	fs.StringVar(&c.PriceTable, "price-table", os.Getenv("FAXHUB_PRICE_TABLE"), "JSON price table replacing the embedded one [FAXHUB_PRICE_TABLE]")
 	c.MachinePayments = envBool("FAXHUB_MACHINE_PAYMENTS", true)
-	fs.Var(onOff{&c.MachinePayments}, "machine-payments", "on|off: machine payment endpoints [FAXHUB_MACHINE_PAYMENTS] (default on)")
+	fs.Var(onOff{&c.MachinePayments}, "machine-payments", "on|off: machine payment endpoints [FAXHUB_MACHINE_PAYMENTS]")
 	c.MCPOAuth = envBool("FAXHUB_MCP_OAUTH", true)
-	fs.Var(onOff{&c.MCPOAuth}, "mcp-oauth", "on|off: OAuth for MCP chat apps [FAXHUB_MCP_OAUTH] (default on)")
-	fs.BoolVar(&c.Dev, "dev", envBool("FAXHUB_DEV", false), "developer mode: offers a demo owner on first start [FAXHUB_DEV]")
+	fs.Var(onOff{&c.MCPOAuth}, "mcp-oauth", "on|off: OAuth for MCP chat apps [FAXHUB_MCP_OAUTH]")
+	fs.BoolVar(&c.Dev, "dev", envBool("FAXHUB_DEV", false), "developer mode: offers a demo owner on first start, test mode for agents, and a mailbox page at /console/mailbox showing sign-in and recovery links to loopback peers only; refused with a non-loopback --addr unless --dev-any-addr [FAXHUB_DEV]")
+	fs.BoolVar(&c.DevAnyAddr, "dev-any-addr", envBool("FAXHUB_DEV_ANY_ADDR", false), "allow --dev on a non-loopback listen address (the dev mailbox still answers loopback peers only) [FAXHUB_DEV_ANY_ADDR]")
 	scale, _ := strconv.ParseFloat(env("FAXHUB_SIM_TIMESCALE", "1"), 64)
 	fs.Float64Var(&c.SimTimeScale, "sim-timescale", scale, "simulated provider timing multiplier; 0 delivers instantly [FAXHUB_SIM_TIMESCALE]")
 	fs.StringVar(&c.Soffice, "soffice", os.Getenv("FAXHUB_SOFFICE"), "path of LibreOffice's soffice [FAXHUB_SOFFICE] (default: looked up on PATH)")
@@ -132,6 +136,43 @@ func (c *config) finish() error {
 		c.BlobURL = "file://" + filepath.ToSlash(filepath.Join(c.DataDir, "blobs"))
 	}
 	return nil
+}
+
+// checkDevAddr refuses developer mode on an address other machines reach:
+// dev mode creates a demo owner with test credits and keeps account-recovery
+// links in a mailbox page.
+func (c *config) checkDevAddr() error {
+	if !c.Dev || c.DevAnyAddr || loopbackAddr(c.Addr) {
+		return nil
+	}
+	return usageError{fmt.Sprintf("--dev listens on loopback addresses only (got --addr %s): use --addr 127.0.0.1:PORT, or --dev-any-addr if this machine is yours alone", c.Addr)}
+}
+
+// loopbackAddr reports whether a listen address only accepts this machine.
+// An empty host (":8080") listens on every interface.
+func loopbackAddr(addr string) bool {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil || host == "" {
+		return false
+	}
+	if host == "localhost" {
+		return true
+	}
+	ip, err := netip.ParseAddr(host)
+	return err == nil && ip.IsLoopback()
+}
+
+// dataFlag is the --data argument that points another command at this
+// server's data, for the hints serve prints.
+func (c *config) dataFlag() string {
+	return "--data " + shellQuote(c.DataDir)
+}
+
+func shellQuote(s string) string {
+	if s != "" && strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_./:=+@,") == "" {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
 
 // shutdownGrace bounds how long serve waits for requests and jobs to finish.

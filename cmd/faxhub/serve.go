@@ -10,12 +10,14 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
 	"golang.org/x/sys/unix"
 
 	"github.com/faxhub/faxhub/core"
+	"github.com/faxhub/faxhub/core/convert"
 	"github.com/faxhub/faxhub/internal/app"
 )
 
@@ -34,6 +36,9 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if err := c.finish(); err != nil {
 		return err
 	}
+	if err := c.checkDevAddr(); err != nil {
+		return err
+	}
 	log := newLogger(c, os.Stderr)
 	start := time.Now()
 	a, err := build(ctx, c, log, true)
@@ -42,6 +47,11 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	defer a.Close()
 
+	if bin, err := convert.New(convert.Options{SofficePath: c.Soffice}).OfficePath(); err != nil {
+		log.Warn("LibreOffice not found: Word, Excel, ODF and RTF uploads will be refused (415 libreoffice_missing) until it is installed or --soffice names it", "err", err)
+	} else {
+		log.Debug("LibreOffice found", "path", bin)
+	}
 	ln, err := net.Listen("tcp", c.Addr)
 	if err != nil {
 		return fmt.Errorf("listen on %s: %w", c.Addr, err)
@@ -85,7 +95,7 @@ func banner(ctx context.Context, a *app.App, c config, w io.Writer) {
 	fmt.Fprintf(w, "  data dir  %s\n\n", c.DataDir)
 	if c.Dev {
 		if _, err := a.Svc.OwnerByEmail(ctx, demoEmail); errors.Is(err, nil) {
-			fmt.Fprintf(w, "Demo owner %s exists. A new test key: faxhub admin apikey create --owner %s --mode test\n\n", demoEmail, demoEmail)
+			fmt.Fprintf(w, "Demo owner %s exists. A new test key:\n  %s admin apikey create %s --owner %s --mode test\n\n", demoEmail, selfName(), c.dataFlag(), demoEmail)
 			return
 		} else if core.ErrorKind(err) != core.KindNotFound {
 			return
@@ -100,17 +110,34 @@ func banner(ctx context.Context, a *app.App, c config, w io.Writer) {
 				return
 			}
 		}
-		fmt.Fprintf(w, "Dev mode: create a demo owner with a test API key and 10 USD of test credits with\n  %s admin demo --data %s\n\n", selfName(), c.DataDir)
+		fmt.Fprintf(w, "Dev mode: create a demo owner with a test API key and 10 USD of test credits with\n  %s admin demo %s\n\n", selfName(), c.dataFlag())
 		return
 	}
-	fmt.Fprintf(w, "To get a test API key:\n  %s admin owner create --email you@example.com\n  %s admin apikey create --owner you@example.com --mode test\n  %s admin credits grant --owner you@example.com --mode test --usd 10\n\n", selfName(), selfName(), selfName())
+	self, data := selfName(), c.dataFlag()
+	fmt.Fprintf(w, "To get a test API key:\n  %s admin owner create %s --email you@example.com\n  %s admin apikey create %s --owner you@example.com --mode test\n  %s admin credits grant %s --owner you@example.com --mode test --usd 10\n\n", self, data, self, data, self, data)
 }
 
+// selfName is how the operator runs this binary again: under `go run` (as
+// `make run` does) os.Args[0] is a temporary build that is gone once the
+// server stops, so the hint says `go run ./cmd/faxhub` instead.
 func selfName() string {
-	if len(os.Args) > 0 && os.Args[0] != "" {
-		return os.Args[0]
+	return commandName(os.Args[0], os.TempDir())
+}
+
+func commandName(arg0, tmp string) string {
+	switch {
+	case arg0 == "":
+		return "faxhub"
+	case strings.Contains(arg0, string(filepath.Separator)+"go-build") && strings.HasPrefix(arg0, tmp):
+		return "go run ./cmd/faxhub"
+	case !strings.ContainsRune(arg0, filepath.Separator):
+		// Found on PATH: the name alone works.
+		return arg0
 	}
-	return "faxhub"
+	if abs, err := filepath.Abs(arg0); err == nil {
+		return abs
+	}
+	return arg0
 }
 
 // stdinIsTerminal reports whether a person can answer a question on stdin,
