@@ -28,6 +28,7 @@ func RunTests(t *testing.T, newStore func(t *testing.T) core.Store) {
 		{"APIKeys", testAPIKeys},
 		{"Sessions", testSessions},
 		{"Uploads", testUploads},
+		{"UploadLease", testUploadLease},
 		{"Documents", testDocuments},
 		{"Drafts", testDrafts},
 		{"Faxes", testFaxes},
