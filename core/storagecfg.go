@@ -17,8 +17,9 @@ type StorageConfig struct {
 
 	// Upload capabilities per owner and mode (GCRA): a burst, then one per
 	// interval. Test mode is stricter: test keys are handed around in
-	// scripts and CI, and test uploads cost nothing. Defaults: live 30 at
-	// once then 2/s; test 10 at once then 1/s.
+	// scripts and CI, and test uploads cost nothing. Every fax needs an
+	// upload, so neither is stricter than the send rate. Defaults: live 100
+	// at once then 20/s; test 50 at once then 10/s.
 	UploadInterval     time.Duration
 	UploadBurst        int
 	TestUploadInterval time.Duration
@@ -51,10 +52,10 @@ type StorageConfig struct {
 
 func (c *StorageConfig) setDefaults() {
 	c.UploadLease = cmp.Or(c.UploadLease, time.Minute)
-	c.UploadInterval = cmp.Or(c.UploadInterval, 500*time.Millisecond)
-	c.UploadBurst = cmp.Or(c.UploadBurst, 30)
-	c.TestUploadInterval = cmp.Or(c.TestUploadInterval, time.Second)
-	c.TestUploadBurst = cmp.Or(c.TestUploadBurst, 10)
+	c.UploadInterval = cmp.Or(c.UploadInterval, 50*time.Millisecond)
+	c.UploadBurst = cmp.Or(c.UploadBurst, 100)
+	c.TestUploadInterval = cmp.Or(c.TestUploadInterval, 100*time.Millisecond)
+	c.TestUploadBurst = cmp.Or(c.TestUploadBurst, 50)
 	c.QuotaBytes = cmp.Or(c.QuotaBytes, 1<<30)
 	c.UnsentRetention = cmp.Or(c.UnsentRetention, 7*24*time.Hour)
 	c.SentRetention = cmp.Or(c.SentRetention, 7*24*time.Hour)

@@ -76,6 +76,10 @@ type Queries interface {
 
 	CreateDocument(ctx context.Context, d *Document) error
 	GetDocument(ctx context.Context, ownerID string, mode Mode, id string) (*Document, error)
+	// DocumentUsage is the bytes of the owner's unsent documents in mode:
+	// originals plus converted PDFs of documents that no fax uses and whose
+	// blobs are not purged.
+	DocumentUsage(ctx context.Context, ownerID string, mode Mode) (int64, error)
 
 	CreateDraft(ctx context.Context, d *Draft) error
 	GetDraft(ctx context.Context, ownerID string, mode Mode, id string) (*Draft, error)

@@ -65,6 +65,14 @@ func (s *Service) CreateUpload(ctx context.Context, p Principal, contentType str
 	case maxBytes > s.cfg.MaxUploadBytes:
 		return nil, Errorf(KindTooLarge, CodeFileTooLarge, "maxBytes may be at most %d", s.cfg.MaxUploadBytes).With("limit", s.cfg.MaxUploadBytes)
 	}
+	if err := s.allowUpload(ctx, p); err != nil {
+		return nil, err
+	}
+	// Refuse early when the quota is used up already; the PUT checks again
+	// with the file's size.
+	if err := s.checkQuota(ctx, p.OwnerID, p.Mode, 1); err != nil {
+		return nil, err
+	}
 	now := s.now()
 	u := &Upload{
 		ID: NewID(PrefixUpload), OwnerID: p.OwnerID, Mode: p.Mode, ContentType: contentType,
@@ -181,6 +189,18 @@ func (s *Service) storeUpload(ctx context.Context, c UploadClaims, claimID strin
 	}
 	if pages < 1 {
 		return nil, Errorf(KindUnprocessable, CodeCorruptDocument, "the document has no pages")
+	}
+
+	stored := n
+	if kind != FilePDF {
+		fi, err := os.Stat(pdf)
+		if err != nil {
+			return nil, fmt.Errorf("converted document: %w", err)
+		}
+		stored += fi.Size()
+	}
+	if err := s.checkQuota(ctx, c.OwnerID, c.Mode, stored); err != nil {
+		return nil, err
 	}
 
 	doc := &Document{

@@ -144,3 +144,29 @@ func testDrafts(t *testing.T, s core.Store) {
 	wantErr(t, "MarkDraftPaid twice", s.MarkDraftPaid(ctx, d.ID, fax.ID), core.ErrConflict)
 	wantErr(t, "MarkDraftPaid of a missing draft", s.MarkDraftPaid(ctx, "drf_missing", fax.ID), core.ErrNoRows)
 }
+
+// testDocumentUsage: the quota counts an owner's unsent documents in one
+// mode, original plus converted PDF (once when they are the same blob).
+func testDocumentUsage(t *testing.T, s core.Store) {
+	ctx := t.Context()
+	o, other := newOwner(t, s), newOwner(t, s)
+	usage := func(what string, o *core.Owner, mode core.Mode, want int64) {
+		t.Helper()
+		got, err := s.DocumentUsage(ctx, o.ID, mode)
+		must(t, err)
+		wantEqual(t, what, got, want)
+	}
+	usage("no documents", o, core.ModeTest, 0)
+	pdf := newDocument(t, s, o, core.ModeTest) // a PDF: one blob of 12345 bytes
+	usage("one PDF", o, core.ModeTest, 12345)
+	conv := *pdf
+	conv.ID = core.NewID(core.PrefixDocument)
+	conv.SourceType, conv.SourceKey, conv.PDFKey, conv.SourceBytes, conv.PDFBytes = string(core.FileDOCX), conv.ID+"/source", conv.ID+"/document.pdf", 1000, 500
+	must(t, s.CreateDocument(ctx, &conv))
+	usage("a PDF, a converted file and its PDF", o, core.ModeTest, 12345+1500)
+	newDocument(t, s, o, core.ModeLive)
+	newDocument(t, s, other, core.ModeTest)
+	usage("other modes and owners do not count", o, core.ModeTest, 12345+1500)
+	newFax(t, s, pdf)
+	usage("a sent document does not count", o, core.ModeTest, 1500)
+}

@@ -30,6 +30,7 @@ func RunTests(t *testing.T, newStore func(t *testing.T) core.Store) {
 		{"Uploads", testUploads},
 		{"UploadLease", testUploadLease},
 		{"Documents", testDocuments},
+		{"DocumentUsage", testDocumentUsage},
 		{"Drafts", testDrafts},
 		{"Faxes", testFaxes},
 		{"Charges", testCharges},

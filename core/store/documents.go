@@ -108,6 +108,17 @@ func (x q) GetDocument(ctx context.Context, ownerID string, mode core.Mode, id s
 	return &d, nil
 }
 
+func (x q) DocumentUsage(ctx context.Context, ownerID string, mode core.Mode) (int64, error) {
+	var n int64
+	err := x.get(ctx, x.reader(), &n, `SELECT CAST(COALESCE(SUM(d.source_bytes + CASE WHEN d.pdf_key <> d.source_key THEN d.pdf_bytes ELSE 0 END), 0) AS BIGINT)
+		FROM documents d WHERE d.owner_id = ? AND d.mode = ? AND d.purged_at IS NULL
+		AND NOT EXISTS (SELECT 1 FROM faxes f WHERE f.document_id = d.id)`, ownerID, mode)
+	if err != nil {
+		return 0, fmt.Errorf("document usage: %w", err)
+	}
+	return n, nil
+}
+
 const draftCols = "id, owner_id, mode, document_id, destination, cover, cover_text, pages, price_micros, status, fax_id, created_at, expires_at"
 
 func (x q) CreateDraft(ctx context.Context, d *core.Draft) error {
