@@ -61,6 +61,9 @@ func RunTests(t *testing.T, newStore func(t *testing.T) core.Store) {
 	} {
 		t.Run(tc.name, func(t *testing.T) { tc.run(t, newStore(t)) })
 	}
+	for _, tc := range purgeTests {
+		t.Run(tc.name, func(t *testing.T) { tc.run(t, newStore(t)) })
+	}
 }
 
 // concurrency is how many goroutines the race tests start at once.
