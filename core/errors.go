@@ -48,6 +48,9 @@ const (
 	CodeUploadUsed             = "upload_token_used"
 	CodeUploadPending          = "upload_not_completed"
 	CodeFileTooLarge           = "file_too_large"
+	// CodeStorageQuota: the owner's unsent documents would exceed the
+	// storage quota (413); send or let them expire first.
+	CodeStorageQuota           = "storage_quota_exceeded"
 	CodeEmptyFile              = "empty_file"
 	CodeTooManyPages           = "too_many_pages"
 	CodeUnsupportedType        = "unsupported_file_type"

@@ -44,6 +44,9 @@ type Config struct {
 	// their own mode and owners pick theirs on each page. Default live.
 	AgentMode Mode
 
+	// Storage: upload leases, upload rate, quota, retention, GC.
+	Storage StorageConfig
+
 	// Now is the clock; tests replace it.
 	Now func() time.Time
 }
@@ -66,6 +69,7 @@ func (c *Config) setDefaults() {
 		c.Now = time.Now
 	}
 	c.AgentMode = cmp.Or(c.AgentMode, ModeLive)
+	c.Storage.setDefaults()
 }
 
 // Deps are the ports the service drives.

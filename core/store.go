@@ -13,6 +13,7 @@ import (
 // another state; services turn those into *Error.
 type Store interface {
 	Queries
+	PurgeStore
 	// InTx runs fn in one transaction: committed when fn returns nil, rolled
 	// back otherwise. On SQLite the transaction takes the write lock at
 	// BEGIN (immediate), so a read-then-write inside fn cannot race.
@@ -59,16 +60,27 @@ type Queries interface {
 
 	CreateUpload(ctx context.Context, u *Upload) error
 	GetUpload(ctx context.Context, id string) (*Upload, error)
-	// ClaimUpload marks an unclaimed upload claimed; ErrConflict if it was
-	// claimed already. Exactly one of many concurrent callers succeeds.
-	ClaimUpload(ctx context.Context, id string, at time.Time) error
-	// ReleaseUpload undoes a claim whose PUT failed, so the owner can retry
-	// with the same token while it is valid.
-	ReleaseUpload(ctx context.Context, id string) error
-	CompleteUpload(ctx context.Context, id, documentID string) error
+	// ClaimUpload leases an upload for one PUT, named by claimID, until
+	// until. It succeeds when the upload has no document and nobody holds
+	// it, or its last lease lapsed at or before at (the PUT's process died);
+	// ErrConflict otherwise. Exactly one of many concurrent callers wins.
+	ClaimUpload(ctx context.Context, id, claimID string, at, until time.Time) error
+	// RenewUpload extends claimID's lease while its PUT streams;
+	// ErrConflict if another claim took the upload over or it is complete.
+	RenewUpload(ctx context.Context, id, claimID string, until time.Time) error
+	// ReleaseUpload undoes claimID's claim when its PUT failed, so the owner
+	// can retry with the same token while it is valid.
+	ReleaseUpload(ctx context.Context, id, claimID string) error
+	// CompleteUpload records the document of the upload claimID holds;
+	// ErrConflict if claimID no longer holds it or it is complete.
+	CompleteUpload(ctx context.Context, id, claimID, documentID string) error
 
 	CreateDocument(ctx context.Context, d *Document) error
 	GetDocument(ctx context.Context, ownerID string, mode Mode, id string) (*Document, error)
+	// DocumentUsage is the bytes of the owner's unsent documents in mode:
+	// originals plus converted PDFs of documents that no fax uses and whose
+	// blobs are not purged.
+	DocumentUsage(ctx context.Context, ownerID string, mode Mode) (int64, error)
 
 	CreateDraft(ctx context.Context, d *Draft) error
 	GetDraft(ctx context.Context, ownerID string, mode Mode, id string) (*Draft, error)

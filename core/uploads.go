@@ -65,6 +65,14 @@ func (s *Service) CreateUpload(ctx context.Context, p Principal, contentType str
 	case maxBytes > s.cfg.MaxUploadBytes:
 		return nil, Errorf(KindTooLarge, CodeFileTooLarge, "maxBytes may be at most %d", s.cfg.MaxUploadBytes).With("limit", s.cfg.MaxUploadBytes)
 	}
+	if err := s.allowUpload(ctx, p); err != nil {
+		return nil, err
+	}
+	// Refuse early when the quota is used up already; the PUT checks again
+	// with the file's size.
+	if err := s.checkQuota(ctx, p.OwnerID, p.Mode, 1); err != nil {
+		return nil, err
+	}
 	now := s.now()
 	u := &Upload{
 		ID: NewID(PrefixUpload), OwnerID: p.OwnerID, Mode: p.Mode, ContentType: contentType,
@@ -87,6 +95,12 @@ func (s *Service) CreateUpload(ctx context.Context, p Principal, contentType str
 // needed. It spools body to disk (never whole in memory), detects the type by
 // content, converts it to PDF, counts pages and stores a Document. A failed
 // PUT leaves the token usable until it expires; a successful one uses it up.
+//
+// The PUT holds the upload by a lease (Config.Storage.UploadLease), renewed
+// while it runs: a second PUT meanwhile gets 409 upload_token_used, and if
+// the process dies the token is usable again once the lease lapses. A PUT
+// that loses its lease (its renewals failed for a whole lease and another
+// PUT took over) stops and stores nothing.
 func (s *Service) ReceiveUpload(ctx context.Context, token string, body io.Reader) (*Document, error) {
 	c, err := verifyUploadToken(s.cfg.UploadSecret, token)
 	if err != nil {
@@ -96,17 +110,40 @@ func (s *Service) ReceiveUpload(ctx context.Context, token string, body io.Reade
 	if c.expired(now) {
 		return nil, Errorf(KindGone, CodeUploadExpired, "the upload token expired at %s; create a new upload", time.Unix(c.ExpiresAt, 0).UTC().Format(time.RFC3339))
 	}
-	if err := s.d.Store.ClaimUpload(ctx, c.UploadID, now); err != nil {
+	claimID, err := newLeaseID()
+	if err != nil {
+		return nil, err
+	}
+	lease := s.cfg.Storage.UploadLease
+	if err := s.d.Store.ClaimUpload(ctx, c.UploadID, claimID, now, now.Add(lease)); err != nil {
 		if errors.Is(err, ErrConflict) {
-			return nil, Errorf(KindConflict, CodeUploadUsed, "this upload token has already been used (or an upload with it is in progress)")
+			return nil, uploadInUse()
 		}
 		return nil, storeErr(err, "upload")
 	}
-	doc, err := s.storeUpload(ctx, c, body)
+	putCtx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	stop := keepLease(putCtx, lease/3, func(ctx context.Context) error {
+		err := s.d.Store.RenewUpload(ctx, c.UploadID, claimID, s.now().Add(lease))
+		if errors.Is(err, ErrConflict) || errors.Is(err, ErrNoRows) {
+			cancel(errLeaseLost)
+			return err
+		}
+		if err != nil {
+			// Try again at the next beat; the lease outlives two misses.
+			s.d.Logger.WarnContext(ctx, "renew upload lease", "upload_id", c.UploadID, "err", err)
+		}
+		return nil
+	})
+	doc, err := s.storeUpload(putCtx, c, claimID, ctxReader{putCtx, body})
+	stop()
 	if err != nil {
+		if errors.Is(context.Cause(putCtx), errLeaseLost) || errors.Is(err, errLeaseLost) {
+			return nil, uploadInUse()
+		}
 		// Give the token back so the client can retry the PUT; use a fresh
 		// context so a cancelled request still releases it.
-		if rerr := s.d.Store.ReleaseUpload(context.WithoutCancel(ctx), c.UploadID); rerr != nil {
+		if rerr := s.d.Store.ReleaseUpload(context.WithoutCancel(ctx), c.UploadID, claimID); rerr != nil && !errors.Is(rerr, ErrConflict) {
 			s.d.Logger.ErrorContext(ctx, "release upload", "upload_id", c.UploadID, "err", rerr)
 		}
 		return nil, err
@@ -114,7 +151,11 @@ func (s *Service) ReceiveUpload(ctx context.Context, token string, body io.Reade
 	return doc, nil
 }
 
-func (s *Service) storeUpload(ctx context.Context, c UploadClaims, body io.Reader) (*Document, error) {
+func uploadInUse() error {
+	return Errorf(KindConflict, CodeUploadUsed, "this upload token has already been used (or an upload with it is in progress)")
+}
+
+func (s *Service) storeUpload(ctx context.Context, c UploadClaims, claimID string, body io.Reader) (*Document, error) {
 	dir, err := os.MkdirTemp(s.cfg.TempDir, "faxhub-upload-")
 	if err != nil {
 		return nil, fmt.Errorf("spool upload: %w", err)
@@ -150,6 +191,18 @@ func (s *Service) storeUpload(ctx context.Context, c UploadClaims, body io.Reade
 		return nil, Errorf(KindUnprocessable, CodeCorruptDocument, "the document has no pages")
 	}
 
+	stored := n
+	if kind != FilePDF {
+		fi, err := os.Stat(pdf)
+		if err != nil {
+			return nil, fmt.Errorf("converted document: %w", err)
+		}
+		stored += fi.Size()
+	}
+	if err := s.checkQuota(ctx, c.OwnerID, c.Mode, stored); err != nil {
+		return nil, err
+	}
+
 	doc := &Document{
 		ID: NewID(PrefixDocument), OwnerID: c.OwnerID, Mode: c.Mode, SourceType: string(kind),
 		SourceBytes: n, Pages: pages, SHA256: sum, CreatedAt: s.now(),
@@ -171,9 +224,19 @@ func (s *Service) storeUpload(ctx context.Context, c UploadClaims, body io.Reade
 		if err := tx.CreateDocument(ctx, doc); err != nil {
 			return fmt.Errorf("create document: %w", err)
 		}
-		return tx.CompleteUpload(ctx, c.UploadID, doc.ID)
+		if err := tx.CompleteUpload(ctx, c.UploadID, claimID, doc.ID); err != nil {
+			if errors.Is(err, ErrConflict) {
+				// Another PUT holds the upload now: this one lost its lease.
+				return errLeaseLost
+			}
+			return err
+		}
+		return nil
 	})
 	if err != nil {
+		if derr := s.deleteBlobs(context.WithoutCancel(ctx), doc); derr != nil {
+			s.d.Logger.WarnContext(ctx, "delete blobs of an upload that was not stored", "err", derr)
+		}
 		return nil, err
 	}
 	return doc, nil

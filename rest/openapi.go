@@ -38,6 +38,7 @@ func problemDetails() map[string]string {
 		core.CodeUploadUsed:             "this upload token has already been used (or an upload with it is in progress)",
 		core.CodeUploadPending:          "nothing has been uploaded with this token yet; PUT the file to uploadUrl first",
 		core.CodeFileTooLarge:           "the file is larger than this upload allows (1048576 bytes)",
+		core.CodeStorageQuota:           "your unsent documents use 1073000000 of 1073741824 bytes; this file needs 1048576 more. Send them, or wait: unsent documents are deleted 7 days after upload",
 		core.CodeEmptyFile:              "the upload body is empty",
 		core.CodeTooManyPages:           "the document has 400 pages; the limit is 350",
 		core.CodeUnsupportedType:        "this file type is not supported; send a PDF, an image or an office document",
@@ -206,7 +207,7 @@ func openAPIDocument(opts Options, cfg core.Config) obj {
 			"responses": s.responses(s.jsonResponse("the upload capability", "UploadCapability", obj{
 				"uploadToken": token, "uploadUrl": opts.APIURL + "/api/v1/uploads/" + token, "method": "PUT",
 				"key": "upl_2d4f6h8k0m2p4r6t8v0x2z4b6d", "contentType": "application/pdf", "maxBytes": exampleMax, "expiresAt": "2026-01-02T16:04:05Z",
-			}), authErrs(), []errs{e(413, core.CodeFileTooLarge, core.CodeInvalidRequest), e(415, core.CodeUnsupportedType, core.CodeUnsupportedContentType)}),
+			}), authErrs(), []errs{e(413, core.CodeFileTooLarge, core.CodeStorageQuota, core.CodeInvalidRequest), e(415, core.CodeUnsupportedType, core.CodeUnsupportedContentType), e(429, core.CodeRateLimited)}),
 		}},
 		"/api/v1/uploads/{token}": obj{"put": obj{
 			"operationId": "putUpload", "tags": []string{"uploads"},
@@ -219,7 +220,7 @@ func openAPIDocument(opts Options, cfg core.Config) obj {
 				obj{"stored": true, "uploadToken": token, "document": document}),
 				commonErrs(), []errs{
 					e(400, core.CodeEmptyFile), e(403, core.CodeUploadInvalid), e(409, core.CodeUploadUsed), e(410, core.CodeUploadExpired),
-					e(413, core.CodeFileTooLarge), e(415, core.CodeUnsupportedType, core.CodeContentTypeMismatch, core.CodeLibreOfficeMissing),
+					e(413, core.CodeFileTooLarge, core.CodeStorageQuota), e(415, core.CodeUnsupportedType, core.CodeContentTypeMismatch, core.CodeLibreOfficeMissing),
 					e(422, core.CodeCorruptDocument, core.CodeEncryptedDocument, core.CodeTooManyPages, core.CodeConversionFailed),
 				}),
 		}},

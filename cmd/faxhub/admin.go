@@ -52,6 +52,9 @@ func admin(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if len(args) >= 1 && args[0] == "demo" {
 		return adminCmd(ctx, "demo", args[1:], stdout, stderr)
 	}
+	if len(args) >= 1 && args[0] == "purge" {
+		return adminPurge(ctx, args[1:], stdout, stderr)
+	}
 	if len(args) < 2 {
 		return usageError{"usage: faxhub admin owner|apikey|credits|session create|grant …"}
 	}
@@ -192,4 +195,35 @@ func createDemo(ctx context.Context, svc *core.Service, apiURL string, w io.Writ
 	}
 	fmt.Fprintf(w, "demo owner: %s\ntest API key (shown once): %s\ntest credits: +10.00 USD\n\nTry:\n  curl -s -X POST %s/api/v1/uploads -H 'Authorization: Bearer %s'\n", o.Email, secret, apiURL, secret)
 	return nil
+}
+
+// adminPurge runs the garbage collector once, with the retention the flags
+// give (the server's defaults unless told otherwise), and prints how many
+// of each kind it removed, one "kind count" line each.
+func adminPurge(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	var c config
+	fs := flag.NewFlagSet("admin purge", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	commonFlags(fs, &c)
+	storageFlags(fs, &c)
+	fs.StringVar(&c.BlobURL, "blobs", os.Getenv("FAXHUB_BLOB_URL"), "blob store URL, as for serve [FAXHUB_BLOB_URL] (default: files in the data dir)")
+	if err := parse(fs, args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return nil
+		}
+		return err
+	}
+	if err := c.finish(); err != nil {
+		return err
+	}
+	a, err := build(ctx, c, newLogger(c, os.Stderr), false)
+	if err != nil {
+		return err
+	}
+	defer a.Close()
+	counts, err := a.Svc.Purge(ctx)
+	for _, pc := range counts {
+		fmt.Fprintf(stdout, "%s %d\n", pc.What, pc.N)
+	}
+	return err
 }

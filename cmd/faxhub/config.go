@@ -39,6 +39,11 @@ type config struct {
 	Workers         int
 	SMTPURL         string
 	AgentMode       string
+	// Storage: quota, retention and garbage collection (core.StorageConfig).
+	StorageQuotaMB int64
+	Retention      time.Duration
+	SentRetention  time.Duration
+	GCInterval     time.Duration
 }
 
 func env(name, def string) string { return cmp.Or(os.Getenv(name), def) }
@@ -111,8 +116,33 @@ func serveFlags(c *config, stderr io.Writer) *flag.FlagSet {
 	fs.StringVar(&c.AgentMode, "agent-mode", cmp.Or(os.Getenv("FAXHUB_AGENT_MODE"), os.Getenv("FAXHUB_MCP_MODE")),
 		"test|live: the mode every agent acts in: chat apps (MCP, A2A), registered and delegated agents [FAXHUB_AGENT_MODE] (default: test with --dev, else live)")
 	fs.StringVar(&c.AgentMode, "mcp-mode", c.AgentMode, "the former name of --agent-mode [FAXHUB_MCP_MODE]")
+	storageFlags(fs, c)
 	fs.StringVar(&c.SMTPURL, "smtp", os.Getenv("FAXHUB_SMTP_URL"), "owner mail over SMTP: smtp://user:pass@host:587?from=… [FAXHUB_SMTP_URL] (default: dev mailbox and log)")
 	return fs
+}
+
+// storageFlags registers the storage settings: serve and admin purge share
+// them (the purge applies the same retention as the server's collector).
+func storageFlags(fs *flag.FlagSet, c *config) {
+	quota, _ := strconv.ParseInt(env("FAXHUB_STORAGE_QUOTA_MB", "1024"), 10, 64)
+	fs.Int64Var(&c.StorageQuotaMB, "storage-quota-mb", quota, "unsent documents per owner and mode, in MB; -1: no quota [FAXHUB_STORAGE_QUOTA_MB]")
+	ret, _ := time.ParseDuration(env("FAXHUB_RETENTION", "168h"))
+	fs.DurationVar(&c.Retention, "retention", ret, "unsent documents are deleted this long after upload [FAXHUB_RETENTION]")
+	sent, _ := time.ParseDuration(env("FAXHUB_SENT_RETENTION", "168h"))
+	fs.DurationVar(&c.SentRetention, "sent-retention", sent, "a sent document's pages are deleted this long after its fax ended [FAXHUB_SENT_RETENTION]")
+	gc, _ := time.ParseDuration(env("FAXHUB_GC_INTERVAL", "10m"))
+	fs.DurationVar(&c.GCInterval, "gc-interval", gc, "how often expired rows and documents are purged [FAXHUB_GC_INTERVAL]")
+}
+
+// storage is the core storage configuration the flags ask for.
+func (c config) storage(s *core.StorageConfig) {
+	switch {
+	case c.StorageQuotaMB < 0:
+		s.QuotaBytes = -1
+	case c.StorageQuotaMB > 0:
+		s.QuotaBytes = c.StorageQuotaMB << 20
+	}
+	s.UnsentRetention, s.SentRetention, s.GCInterval = c.Retention, c.SentRetention, c.GCInterval
 }
 
 // finish derives defaults that depend on other settings.

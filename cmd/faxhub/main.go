@@ -24,6 +24,7 @@ Usage:
   faxhub admin credits grant  --owner E --mode test|live --usd AMOUNT [--reason R]
   faxhub admin session create --owner E
   faxhub admin demo                      create a demo owner with a test key and test credits
+  faxhub admin purge [--retention D]     delete what outlived its retention, once; prints counts
 
 Common flags (environment variable in brackets):
   --data DIR          data directory [FAXHUB_DATA] (default ./faxhub-data)

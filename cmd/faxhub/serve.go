@@ -63,6 +63,10 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		// No WriteTimeout/ReadTimeout: uploads of 50 MB over slow links
 		// must not be cut; handlers bound their own work.
 	}
+	purge := func(ctx context.Context) error { _, err := a.Svc.Purge(ctx); return err }
+	if err := a.Queue.SchedulePurge(purge, a.Svc.Config().Storage.GCInterval); err != nil {
+		return err
+	}
 	if err := a.Queue.Start(ctx); err != nil {
 		return fmt.Errorf("start job queue: %w", err)
 	}

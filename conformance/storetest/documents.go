@@ -29,34 +29,66 @@ func testUploads(t *testing.T, s core.Store) {
 	get("GetUpload", u)
 	wantErr(t, "upload with a taken id", s.CreateUpload(ctx, u), core.ErrExists)
 
-	wantErr(t, "CompleteUpload before a claim", s.CompleteUpload(ctx, u.ID, "doc_x"), core.ErrConflict)
+	wantErr(t, "CompleteUpload before a claim", s.CompleteUpload(ctx, u.ID, "put1", "doc_x"), core.ErrConflict)
 
-	must(t, s.ClaimUpload(ctx, u.ID, at(10)))
+	// A PUT leases the upload for a minute.
+	must(t, s.ClaimUpload(ctx, u.ID, "put1", at(10), at(70)))
 	u.ClaimedAt = ptr(at(10))
 	get("claimed upload", u)
-	wantErr(t, "ClaimUpload twice", s.ClaimUpload(ctx, u.ID, at(11)), core.ErrConflict)
+	wantErr(t, "ClaimUpload during the lease", s.ClaimUpload(ctx, u.ID, "put2", at(11), at(71)), core.ErrConflict)
 
-	// A failed PUT gives the token back; it can be claimed again.
-	must(t, s.ReleaseUpload(ctx, u.ID))
+	// A failed PUT gives the token back; it can be claimed again. Only the
+	// claim that holds it can give it back.
+	wantErr(t, "ReleaseUpload by another claim", s.ReleaseUpload(ctx, u.ID, "put2"), core.ErrConflict)
+	must(t, s.ReleaseUpload(ctx, u.ID, "put1"))
 	u.ClaimedAt = nil
 	get("released upload", u)
-	must(t, s.ClaimUpload(ctx, u.ID, at(12)))
+	must(t, s.ClaimUpload(ctx, u.ID, "put3", at(12), at(72)))
 	u.ClaimedAt = ptr(at(12))
 
 	doc := newDocument(t, s, o, core.ModeTest)
-	must(t, s.CompleteUpload(ctx, u.ID, doc.ID))
+	wantErr(t, "CompleteUpload by a released claim", s.CompleteUpload(ctx, u.ID, "put1", doc.ID), core.ErrConflict)
+	must(t, s.CompleteUpload(ctx, u.ID, "put3", doc.ID))
 	u.DocumentID = &doc.ID
 	get("completed upload", u)
-	wantErr(t, "CompleteUpload twice", s.CompleteUpload(ctx, u.ID, doc.ID), core.ErrConflict)
-	wantErr(t, "ReleaseUpload after completion", s.ReleaseUpload(ctx, u.ID), core.ErrConflict)
-	wantErr(t, "ClaimUpload after completion", s.ClaimUpload(ctx, u.ID, at(13)), core.ErrConflict)
+	wantErr(t, "CompleteUpload twice", s.CompleteUpload(ctx, u.ID, "put3", doc.ID), core.ErrConflict)
+	wantErr(t, "ReleaseUpload after completion", s.ReleaseUpload(ctx, u.ID, "put3"), core.ErrConflict)
+	wantErr(t, "RenewUpload after completion", s.RenewUpload(ctx, u.ID, "put3", at(100)), core.ErrConflict)
+	wantErr(t, "ClaimUpload after completion", s.ClaimUpload(ctx, u.ID, "put4", at(13), at(73)), core.ErrConflict)
+	wantErr(t, "ClaimUpload after completion and lapsed lease", s.ClaimUpload(ctx, u.ID, "put4", at(200), at(260)), core.ErrConflict)
 	get("completed upload after refused changes", u)
 
 	_, err := s.GetUpload(ctx, "upl_missing")
 	wantErr(t, "GetUpload of a missing upload", err, core.ErrNoRows)
-	wantErr(t, "ClaimUpload of a missing upload", s.ClaimUpload(ctx, "upl_missing", at(1)), core.ErrNoRows)
-	wantErr(t, "ReleaseUpload of a missing upload", s.ReleaseUpload(ctx, "upl_missing"), core.ErrNoRows)
-	wantErr(t, "CompleteUpload of a missing upload", s.CompleteUpload(ctx, "upl_missing", doc.ID), core.ErrNoRows)
+	wantErr(t, "ClaimUpload of a missing upload", s.ClaimUpload(ctx, "upl_missing", "put", at(1), at(61)), core.ErrNoRows)
+	wantErr(t, "RenewUpload of a missing upload", s.RenewUpload(ctx, "upl_missing", "put", at(61)), core.ErrNoRows)
+	wantErr(t, "ReleaseUpload of a missing upload", s.ReleaseUpload(ctx, "upl_missing", "put"), core.ErrNoRows)
+	wantErr(t, "CompleteUpload of a missing upload", s.CompleteUpload(ctx, "upl_missing", "put", doc.ID), core.ErrNoRows)
+}
+
+// testUploadLease: a PUT's claim is a lease. While it is renewed nobody else
+// gets the upload; once it lapses (the PUT's process died) the next PUT
+// does, and the PUT that lost it can neither renew nor complete.
+func testUploadLease(t *testing.T, s core.Store) {
+	ctx := t.Context()
+	o := newOwner(t, s)
+	u := newUpload(t, s, o)
+
+	must(t, s.ClaimUpload(ctx, u.ID, "dead", at(10), at(70)))
+	must(t, s.RenewUpload(ctx, u.ID, "dead", at(90)))
+	wantErr(t, "ClaimUpload before the renewed lease lapses", s.ClaimUpload(ctx, u.ID, "next", at(89), at(149)), core.ErrConflict)
+	// The process died after its last renewal: at 90 the lease has lapsed.
+	must(t, s.ClaimUpload(ctx, u.ID, "next", at(90), at(150)))
+	got, err := s.GetUpload(ctx, u.ID)
+	must(t, err)
+	wantEqual(t, "claimed_at of the new claim", got.ClaimedAt, ptr(at(90)))
+
+	wantErr(t, "RenewUpload by the lapsed claim", s.RenewUpload(ctx, u.ID, "dead", at(200)), core.ErrConflict)
+	wantErr(t, "ReleaseUpload by the lapsed claim", s.ReleaseUpload(ctx, u.ID, "dead"), core.ErrConflict)
+	doc := newDocument(t, s, o, core.ModeTest)
+	wantErr(t, "CompleteUpload by the lapsed claim", s.CompleteUpload(ctx, u.ID, "dead", doc.ID), core.ErrConflict)
+	must(t, s.RenewUpload(ctx, u.ID, "next", at(210)))
+	must(t, s.CompleteUpload(ctx, u.ID, "next", doc.ID))
 }
 
 func testDocuments(t *testing.T, s core.Store) {
@@ -111,4 +143,30 @@ func testDrafts(t *testing.T, s core.Store) {
 	wantEqual(t, "paid draft", got, d)
 	wantErr(t, "MarkDraftPaid twice", s.MarkDraftPaid(ctx, d.ID, fax.ID), core.ErrConflict)
 	wantErr(t, "MarkDraftPaid of a missing draft", s.MarkDraftPaid(ctx, "drf_missing", fax.ID), core.ErrNoRows)
+}
+
+// testDocumentUsage: the quota counts an owner's unsent documents in one
+// mode, original plus converted PDF (once when they are the same blob).
+func testDocumentUsage(t *testing.T, s core.Store) {
+	ctx := t.Context()
+	o, other := newOwner(t, s), newOwner(t, s)
+	usage := func(what string, o *core.Owner, mode core.Mode, want int64) {
+		t.Helper()
+		got, err := s.DocumentUsage(ctx, o.ID, mode)
+		must(t, err)
+		wantEqual(t, what, got, want)
+	}
+	usage("no documents", o, core.ModeTest, 0)
+	pdf := newDocument(t, s, o, core.ModeTest) // a PDF: one blob of 12345 bytes
+	usage("one PDF", o, core.ModeTest, 12345)
+	conv := *pdf
+	conv.ID = core.NewID(core.PrefixDocument)
+	conv.SourceType, conv.SourceKey, conv.PDFKey, conv.SourceBytes, conv.PDFBytes = string(core.FileDOCX), conv.ID+"/source", conv.ID+"/document.pdf", 1000, 500
+	must(t, s.CreateDocument(ctx, &conv))
+	usage("a PDF, a converted file and its PDF", o, core.ModeTest, 12345+1500)
+	newDocument(t, s, o, core.ModeLive)
+	newDocument(t, s, other, core.ModeTest)
+	usage("other modes and owners do not count", o, core.ModeTest, 12345+1500)
+	newFax(t, s, pdf)
+	usage("a sent document does not count", o, core.ModeTest, 1500)
 }

@@ -218,7 +218,9 @@ func testClaimOnce(t *testing.T, s core.Store) {
 	}{
 		{"ClaimUpload", func(t *testing.T) func(core.Queries, int) error {
 			u := newUpload(t, s, o)
-			return func(q core.Queries, i int) error { return q.ClaimUpload(ctx, u.ID, at(i)) }
+			return func(q core.Queries, i int) error {
+				return q.ClaimUpload(ctx, u.ID, fmt.Sprint("put", i), at(i), at(i+60))
+			}
 		}},
 		{"MarkCheckoutPaid", func(t *testing.T) func(core.Queries, int) error {
 			c := newCheckout(t, s, o, nil)

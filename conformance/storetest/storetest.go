@@ -28,7 +28,9 @@ func RunTests(t *testing.T, newStore func(t *testing.T) core.Store) {
 		{"APIKeys", testAPIKeys},
 		{"Sessions", testSessions},
 		{"Uploads", testUploads},
+		{"UploadLease", testUploadLease},
 		{"Documents", testDocuments},
+		{"DocumentUsage", testDocumentUsage},
 		{"Drafts", testDrafts},
 		{"Faxes", testFaxes},
 		{"Charges", testCharges},
@@ -57,6 +59,9 @@ func RunTests(t *testing.T, newStore func(t *testing.T) core.Store) {
 		{"Passkeys", RunPasskeyTests},
 		{"Agents", RunAgentTests},
 	} {
+		t.Run(tc.name, func(t *testing.T) { tc.run(t, newStore(t)) })
+	}
+	for _, tc := range purgeTests {
 		t.Run(tc.name, func(t *testing.T) { tc.run(t, newStore(t)) })
 	}
 }

@@ -105,6 +105,7 @@ type Queue struct {
 	client     *river.Client[*sql.Tx]
 	insertOnly bool
 	logger     *slog.Logger
+	purge      *purgeWorker
 }
 
 var _ core.Queue = (*Queue)(nil)
@@ -151,6 +152,10 @@ func New(db *sql.DB, dialect string, h Handlers, opts Options, logger *slog.Logg
 	if err := river.AddWorkerSafely(workers, &outcomeWorker{record: h.Outcome}); err != nil {
 		return nil, fmt.Errorf("new queue: register worker: %w", err)
 	}
+	purge := &purgeWorker{}
+	if err := river.AddWorkerSafely(workers, purge); err != nil {
+		return nil, fmt.Errorf("new queue: register worker: %w", err)
+	}
 	cfg := &river.Config{
 		Logger:        logger.With("component", "river"),
 		Workers:       workers,
@@ -174,7 +179,7 @@ func New(db *sql.DB, dialect string, h Handlers, opts Options, logger *slog.Logg
 	if err != nil {
 		return nil, fmt.Errorf("new queue: river client: %w", err)
 	}
-	return &Queue{client: client, insertOnly: opts.InsertOnly, logger: logger}, nil
+	return &Queue{client: client, insertOnly: opts.InsertOnly, logger: logger, purge: purge}, nil
 }
 
 func newDriver(db *sql.DB, dialect string) (riverdriver.Driver[*sql.Tx], error) {

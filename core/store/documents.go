@@ -28,8 +28,14 @@ func (x q) GetUpload(ctx context.Context, id string) (*core.Upload, error) {
 	return &u, nil
 }
 
-func (x q) ClaimUpload(ctx context.Context, id string, at time.Time) error {
-	n, err := x.exec(ctx, "UPDATE uploads SET claimed_at = ? WHERE id = ? AND claimed_at IS NULL AND document_id IS NULL", at, id)
+// ClaimUpload leases an upload without a document to claimID until until.
+// It succeeds when nobody holds the upload or the last lease lapsed at or
+// before at (its PUT died); the condition and the write are one statement,
+// so of concurrent claimers exactly one wins.
+func (x q) ClaimUpload(ctx context.Context, id, claimID string, at, until time.Time) error {
+	n, err := x.exec(ctx, `UPDATE uploads SET claimed_at = ?, claim_id = ?, lease_until = ?
+		WHERE id = ? AND document_id IS NULL AND (claimed_at IS NULL OR lease_until IS NULL OR lease_until <= ?)`,
+		at, claimID, until, id, at)
 	if err == nil && n == 0 {
 		err = x.missingOrConflict(ctx, "uploads", "id = ?", id)
 	}
@@ -39,10 +45,25 @@ func (x q) ClaimUpload(ctx context.Context, id string, at time.Time) error {
 	return nil
 }
 
-// ReleaseUpload clears the claim of an upload that has no document yet;
-// ErrConflict once it is completed.
-func (x q) ReleaseUpload(ctx context.Context, id string) error {
-	n, err := x.exec(ctx, "UPDATE uploads SET claimed_at = NULL WHERE id = ? AND document_id IS NULL", id)
+// RenewUpload moves claimID's lease to until; ErrConflict once another
+// claim took the upload over or it is complete.
+func (x q) RenewUpload(ctx context.Context, id, claimID string, until time.Time) error {
+	n, err := x.exec(ctx, "UPDATE uploads SET lease_until = ? WHERE id = ? AND claim_id = ? AND claimed_at IS NOT NULL AND document_id IS NULL",
+		until, id, claimID)
+	if err == nil && n == 0 {
+		err = x.missingOrConflict(ctx, "uploads", "id = ?", id)
+	}
+	if err != nil {
+		return fmt.Errorf("renew upload lease: %w", err)
+	}
+	return nil
+}
+
+// ReleaseUpload clears claimID's claim of an upload that has no document
+// yet; ErrConflict once it is completed or claimed by another PUT.
+func (x q) ReleaseUpload(ctx context.Context, id, claimID string) error {
+	n, err := x.exec(ctx, `UPDATE uploads SET claimed_at = NULL, claim_id = '', lease_until = NULL
+		WHERE id = ? AND claim_id = ? AND document_id IS NULL`, id, claimID)
 	if err == nil && n == 0 {
 		err = x.missingOrConflict(ctx, "uploads", "id = ?", id)
 	}
@@ -52,10 +73,12 @@ func (x q) ReleaseUpload(ctx context.Context, id string) error {
 	return nil
 }
 
-// CompleteUpload records the document of a claimed upload; ErrConflict if
-// the upload is not claimed or already completed.
-func (x q) CompleteUpload(ctx context.Context, id, documentID string) error {
-	n, err := x.exec(ctx, "UPDATE uploads SET document_id = ? WHERE id = ? AND claimed_at IS NOT NULL AND document_id IS NULL", documentID, id)
+// CompleteUpload records the document of an upload claimed by claimID;
+// ErrConflict if it is not claimed, claimed by another PUT (this one's
+// lease lapsed and was taken over) or already completed.
+func (x q) CompleteUpload(ctx context.Context, id, claimID, documentID string) error {
+	n, err := x.exec(ctx, `UPDATE uploads SET document_id = ?, lease_until = NULL
+		WHERE id = ? AND claim_id = ? AND claimed_at IS NOT NULL AND document_id IS NULL`, documentID, id, claimID)
 	if err == nil && n == 0 {
 		err = x.missingOrConflict(ctx, "uploads", "id = ?", id)
 	}
@@ -77,12 +100,25 @@ func (x q) CreateDocument(ctx context.Context, d *core.Document) error {
 	return nil
 }
 
+// GetDocument reads a document whose blobs are still there: a purged one
+// is ErrNoRows, so nothing new can use it.
 func (x q) GetDocument(ctx context.Context, ownerID string, mode core.Mode, id string) (*core.Document, error) {
 	var d core.Document
-	if err := x.get(ctx, x.reader(), &d, "SELECT "+documentCols+" FROM documents WHERE id = ? AND owner_id = ? AND mode = ?", id, ownerID, mode); err != nil {
+	if err := x.get(ctx, x.reader(), &d, "SELECT "+documentCols+" FROM documents WHERE id = ? AND owner_id = ? AND mode = ? AND purged_at IS NULL", id, ownerID, mode); err != nil {
 		return nil, fmt.Errorf("get document: %w", err)
 	}
 	return &d, nil
+}
+
+func (x q) DocumentUsage(ctx context.Context, ownerID string, mode core.Mode) (int64, error) {
+	var n int64
+	err := x.get(ctx, x.reader(), &n, `SELECT CAST(COALESCE(SUM(d.source_bytes + CASE WHEN d.pdf_key <> d.source_key THEN d.pdf_bytes ELSE 0 END), 0) AS BIGINT)
+		FROM documents d WHERE d.owner_id = ? AND d.mode = ? AND d.purged_at IS NULL
+		AND NOT EXISTS (SELECT 1 FROM faxes f WHERE f.document_id = d.id)`, ownerID, mode)
+	if err != nil {
+		return 0, fmt.Errorf("document usage: %w", err)
+	}
+	return n, nil
 }
 
 const draftCols = "id, owner_id, mode, document_id, destination, cover, cover_text, pages, price_micros, status, fax_id, created_at, expires_at"

@@ -1,0 +1,136 @@
+package core
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// PurgeStore is what the garbage collector deletes. Every method deletes in
+// one statement and reports how many rows went, so replicas may run it at
+// once.
+type PurgeStore interface {
+	// PurgeIdempotency deletes idempotency records created before before.
+	PurgeIdempotency(ctx context.Context, before time.Time) (int64, error)
+	// PurgeSessions deletes owner sessions that expired before now.
+	PurgeSessions(ctx context.Context, now time.Time) (int64, error)
+	// PurgeApprovals deletes approvals that expired undecided before
+	// expiredBefore or were decided before decidedBefore (not those an OAuth
+	// consent hand-off still refers to).
+	PurgeApprovals(ctx context.Context, expiredBefore, decidedBefore time.Time) (int64, error)
+	// PurgeUploads deletes upload capabilities that expired unused with no
+	// PUT holding them, and those whose document was purged.
+	PurgeUploads(ctx context.Context, now time.Time) (int64, error)
+	// PurgeCheckouts deletes unpaid checkouts that expired before before.
+	PurgeCheckouts(ctx context.Context, before time.Time) (int64, error)
+	// PurgeAgentClaims and PurgeAgentEnrollments delete agent claims and
+	// enrollment tokens that expired before before.
+	PurgeAgentClaims(ctx context.Context, before time.Time) (int64, error)
+	PurgeAgentEnrollments(ctx context.Context, before time.Time) (int64, error)
+	// PurgeRateLimits deletes limiter rows that no longer limit anything.
+	PurgeRateLimits(ctx context.Context, now time.Time) (int64, error)
+	// PurgeableDocuments lists up to n documents whose blobs are due for
+	// deletion: unsent (no fax, no live draft) and uploaded before
+	// unsentBefore, or sent with every fax ended before sentBefore.
+	PurgeableDocuments(ctx context.Context, now, unsentBefore, sentBefore time.Time, n int) ([]Document, error)
+	// MarkDocumentPurged marks a document purged if it is still due;
+	// ErrConflict if a fax started using it meanwhile. A purged document
+	// is not found by GetDocument.
+	MarkDocumentPurged(ctx context.Context, id string, now, unsentBefore, sentBefore time.Time) error
+}
+
+// oauthPurger is the OAuth server's expired token sessions and consent
+// hand-offs (core/authstate), kept in the same database: when the store
+// holds them, Purge clears them too.
+type oauthPurger interface {
+	DeleteExpiredOAuth(ctx context.Context, t time.Time) (int64, error)
+}
+
+// decidedApprovalRetention is how long a decided approval stays in the
+// owner's approval history.
+const decidedApprovalRetention = 30 * 24 * time.Hour
+
+// PurgeCount is how many rows (or documents) one purge step removed.
+type PurgeCount struct {
+	What string
+	N    int64
+}
+
+// Purge is one run of the garbage collector: it deletes what has outlived
+// its retention (docs/design.md, Retention) and returns counts in a fixed
+// order. Steps are independent: one failing does not stop the others, and
+// the errors are joined. The periodic job (core/queue) and `faxhub admin
+// purge` both call it.
+func (s *Service) Purge(ctx context.Context) ([]PurgeCount, error) {
+	now := s.now()
+	c := s.cfg.Storage
+	expired := now.Add(-c.ExpiredRetention)
+	var out []PurgeCount
+	var errs []error
+	step := func(what string, f func() (int64, error)) {
+		n, err := f()
+		if err != nil {
+			errs = append(errs, fmt.Errorf("purge %s: %w", what, err))
+		}
+		out = append(out, PurgeCount{What: what, N: n})
+	}
+	st := s.d.Store
+	// Documents first: their uploads go in the same run.
+	step("documents", func() (int64, error) { return s.purgeDocuments(ctx, now) })
+	step("uploads", func() (int64, error) { return st.PurgeUploads(ctx, now) })
+	step("idempotency_records", func() (int64, error) { return st.PurgeIdempotency(ctx, now.Add(-c.IdempotencyRetention)) })
+	step("sessions", func() (int64, error) { return st.PurgeSessions(ctx, now) })
+	step("checkouts", func() (int64, error) { return st.PurgeCheckouts(ctx, expired) })
+	if op, ok := st.(oauthPurger); ok {
+		// Before approvals: a consent hand-off keeps its approval.
+		step("oauth_tokens_and_consents", func() (int64, error) { return op.DeleteExpiredOAuth(ctx, now) })
+	}
+	step("approvals", func() (int64, error) { return st.PurgeApprovals(ctx, expired, now.Add(-decidedApprovalRetention)) })
+	step("agent_claims", func() (int64, error) { return st.PurgeAgentClaims(ctx, expired) })
+	step("agent_enrollments", func() (int64, error) { return st.PurgeAgentEnrollments(ctx, expired) })
+	step("agent_tokens", func() (int64, error) { return st.DeleteExpiredAgentTokens(ctx, now) })
+	step("rate_limits", func() (int64, error) { return st.PurgeRateLimits(ctx, now) })
+
+	attrs := make([]any, 0, 2*len(out)+2)
+	for _, pc := range out {
+		attrs = append(attrs, pc.What, pc.N)
+	}
+	err := errors.Join(errs...)
+	if err != nil {
+		attrs = append(attrs, "err", err)
+		s.d.Logger.WarnContext(ctx, "purge finished with errors", attrs...)
+	} else {
+		s.d.Logger.InfoContext(ctx, "purge", attrs...)
+	}
+	return out, err
+}
+
+// purgeDocuments deletes the blobs of documents past their retention, at
+// most GCBatch per run. A document is marked purged first (if it is still
+// due), so no new fax can pick it up, then its blobs go. A blob that cannot
+// be deleted is logged and left behind.
+func (s *Service) purgeDocuments(ctx context.Context, now time.Time) (int64, error) {
+	c := s.cfg.Storage
+	unsent, sent := now.Add(-c.UnsentRetention), now.Add(-c.SentRetention)
+	docs, err := s.d.Store.PurgeableDocuments(ctx, now, unsent, sent, c.GCBatch)
+	if err != nil {
+		return 0, err
+	}
+	var n int64
+	var errs []error
+	for i := range docs {
+		d := &docs[i]
+		if err := s.d.Store.MarkDocumentPurged(ctx, d.ID, now, unsent, sent); err != nil {
+			if !errors.Is(err, ErrConflict) && !errors.Is(err, ErrNoRows) {
+				errs = append(errs, err)
+			}
+			continue
+		}
+		if err := s.deleteBlobs(ctx, d); err != nil {
+			s.d.Logger.WarnContext(ctx, "purge: blob left behind", "document_id", d.ID, "err", err)
+		}
+		n++
+	}
+	return n, errors.Join(errs...)
+}

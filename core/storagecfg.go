@@ -1,0 +1,66 @@
+package core
+
+import (
+	"cmp"
+	"time"
+)
+
+// StorageConfig bounds what owners keep on faxhub and for how long: upload
+// leases, the upload rate, the storage quota of unsent documents, and the
+// retention the garbage collector (Service.Purge) enforces. docs/design.md
+// (Limits, Retention) documents every value; zero values take the defaults.
+type StorageConfig struct {
+	// UploadLease is how long a PUT holds its upload without renewing; it
+	// renews every third of it. A PUT whose process died frees its token
+	// this long after its last renewal. Default 60 s.
+	UploadLease time.Duration
+
+	// Upload capabilities per owner and mode (GCRA): a burst, then one per
+	// interval. Test mode is stricter: test keys are handed around in
+	// scripts and CI, and test uploads cost nothing. Every fax needs an
+	// upload, so neither is stricter than the send rate. Defaults: live 100
+	// at once then 20/s; test 50 at once then 10/s.
+	UploadInterval     time.Duration
+	UploadBurst        int
+	TestUploadInterval time.Duration
+	TestUploadBurst    int
+
+	// QuotaBytes bounds the bytes of an owner's unsent documents per mode
+	// (originals plus converted PDFs not yet used by a fax). Default 1 GiB;
+	// negative means no quota.
+	QuotaBytes int64
+
+	// UnsentRetention: a document no fax uses has its blobs deleted this
+	// long after upload. SentRetention: a sent document's blobs are deleted
+	// this long after its last fax ended (delivered, partial, failed or
+	// canceled) — the fax record stays, the pages do not (PHI
+	// minimisation). Defaults 7 days each.
+	UnsentRetention time.Duration
+	SentRetention   time.Duration
+	// IdempotencyRetention is how long an Idempotency-Key is remembered.
+	// Default 24 hours.
+	IdempotencyRetention time.Duration
+	// ExpiredRetention is how long expired rows (approvals, agent claims and
+	// enrollments, open checkouts) stay visible after they expire, so that
+	// late pollers and the console still see "expired". Default 24 hours.
+	ExpiredRetention time.Duration
+	// GCInterval is how often the garbage collector runs. Default 10 min.
+	GCInterval time.Duration
+	// GCBatch bounds the documents purged per run. Default 500.
+	GCBatch int
+}
+
+func (c *StorageConfig) setDefaults() {
+	c.UploadLease = cmp.Or(c.UploadLease, time.Minute)
+	c.UploadInterval = cmp.Or(c.UploadInterval, 50*time.Millisecond)
+	c.UploadBurst = cmp.Or(c.UploadBurst, 100)
+	c.TestUploadInterval = cmp.Or(c.TestUploadInterval, 100*time.Millisecond)
+	c.TestUploadBurst = cmp.Or(c.TestUploadBurst, 50)
+	c.QuotaBytes = cmp.Or(c.QuotaBytes, 1<<30)
+	c.UnsentRetention = cmp.Or(c.UnsentRetention, 7*24*time.Hour)
+	c.SentRetention = cmp.Or(c.SentRetention, 7*24*time.Hour)
+	c.IdempotencyRetention = cmp.Or(c.IdempotencyRetention, 24*time.Hour)
+	c.ExpiredRetention = cmp.Or(c.ExpiredRetention, 24*time.Hour)
+	c.GCInterval = cmp.Or(c.GCInterval, 10*time.Minute)
+	c.GCBatch = cmp.Or(c.GCBatch, 500)
+}

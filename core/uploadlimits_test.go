@@ -1,0 +1,130 @@
+package core_test
+
+import (
+	"bytes"
+	"testing"
+	"time"
+
+	"github.com/faxhub/faxhub/core"
+	"github.com/faxhub/faxhub/internal/testenv"
+)
+
+// TestUploadRateLimit: upload capabilities are limited per owner and mode,
+// more strictly in test mode; a refusal says when to retry and the
+// allowance comes back with time (injected clock).
+func TestUploadRateLimit(t *testing.T) {
+	clock := newTestClock()
+	e := testenv.New(t, testenv.WithConfig(func(c *core.Config) {
+		c.Now = clock.Now
+		c.Storage.UploadBurst, c.Storage.UploadInterval = 5, time.Second
+		c.Storage.TestUploadBurst, c.Storage.TestUploadInterval = 3, 10*time.Second
+	}))
+	for _, tc := range []struct {
+		name  string
+		key   string
+		burst int
+		wait  time.Duration
+	}{
+		{"test key", e.KeyATest, 3, 10 * time.Second},
+		{"live key", e.KeyALive, 5, time.Second},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := e.Principal(t, tc.key)
+			for i := range tc.burst {
+				if _, err := e.Svc.CreateUpload(ctx, p, "", 0); err != nil {
+					t.Fatalf("upload %d of the burst: %v", i+1, err)
+				}
+			}
+			_, err := e.Svc.CreateUpload(ctx, p, "", 0)
+			wantCode(t, err, core.CodeRateLimited)
+			if got := core.AsError(err).RetryAfterSeconds; got != int(tc.wait/time.Second) {
+				t.Fatalf("RetryAfterSeconds = %d, want %d", got, int(tc.wait/time.Second))
+			}
+			clock.Advance(tc.wait)
+			if _, err := e.Svc.CreateUpload(ctx, p, "", 0); err != nil {
+				t.Fatalf("upload after waiting: %v", err)
+			}
+		})
+	}
+	// Another owner has its own allowance.
+	if _, err := e.Svc.CreateUpload(ctx, e.Principal(t, e.KeyBTest), "", 0); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestUploadRateDefaults: test mode is stricter than live, and neither is
+// stricter than the send rate (every fax needs an upload).
+func TestUploadRateDefaults(t *testing.T) {
+	e := testenv.New(t)
+	c := e.Svc.Config()
+	s := c.Storage
+	if s.TestUploadBurst >= s.UploadBurst || s.TestUploadInterval <= s.UploadInterval {
+		t.Fatalf("test mode (%d, %v) is not stricter than live (%d, %v)", s.TestUploadBurst, s.TestUploadInterval, s.UploadBurst, s.UploadInterval)
+	}
+	if s.TestUploadBurst < c.SendBurst || s.TestUploadInterval > c.SendInterval {
+		t.Fatalf("test upload rate (%d, %v) is stricter than the send rate (%d, %v)", s.TestUploadBurst, s.TestUploadInterval, c.SendBurst, c.SendInterval)
+	}
+}
+
+// TestStorageQuota: unsent documents count against the owner's quota per
+// mode; past it a PUT (and a new capability once it is used up) gets 413
+// storage_quota_exceeded, and sending a document frees its share.
+func TestStorageQuota(t *testing.T) {
+	one := int64(len(testenv.MinimalPDF(1)))
+	e := testenv.New(t, testenv.WithoutWorkers(), testenv.WithConfig(func(c *core.Config) {
+		c.Storage.QuotaBytes = 2*one + one/2
+	}))
+	p := e.Principal(t, e.KeyATest)
+	put := func() (string, error) {
+		t.Helper()
+		c, err := e.Svc.CreateUpload(ctx, p, "", 0)
+		if err != nil {
+			return "", err
+		}
+		_, err = e.Svc.ReceiveUpload(ctx, c.UploadToken, bytes.NewReader(testenv.MinimalPDF(1)))
+		return c.UploadToken, err
+	}
+	first, err := put()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := put(); err != nil {
+		t.Fatal(err)
+	}
+	_, err = put()
+	wantCode(t, err, core.CodeStorageQuota)
+	if ce := core.AsError(err); ce.Kind != core.KindTooLarge || ce.Fields["used"] != 2*one || ce.Fields["limit"] != 2*one+one/2 {
+		t.Fatalf("quota error: kind %v fields %v", ce.Kind, ce.Fields)
+	}
+
+	// Live mode and other owners have their own quota.
+	pl := e.Principal(t, e.KeyALive)
+	if c, err := e.Svc.CreateUpload(ctx, pl, "", 0); err != nil {
+		t.Fatal(err)
+	} else if _, err := e.Svc.ReceiveUpload(ctx, c.UploadToken, bytes.NewReader(testenv.MinimalPDF(1))); err != nil {
+		t.Fatalf("live upload: %v", err)
+	}
+
+	// Sending a document takes it out of the unsent bytes.
+	if _, _, err := e.Svc.SendFax(ctx, p, "q1", core.SendFaxRequest{To: "+12125550100", UploadToken: first}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := put(); err != nil {
+		t.Fatalf("upload after sending one document: %v", err)
+	}
+	// Now the quota is full (two unsent): a new capability is refused at once.
+	if _, err := put(); core.ErrorCode(err) != core.CodeStorageQuota {
+		t.Fatalf("third unsent document: %v", err)
+	}
+}
+
+// TestStorageQuotaRefusesCapabilityWhenFull: once the quota is used up a
+// new capability is refused before anything is uploaded.
+func TestStorageQuotaRefusesCapabilityWhenFull(t *testing.T) {
+	one := int64(len(testenv.MinimalPDF(1)))
+	e := testenv.New(t, testenv.WithConfig(func(c *core.Config) { c.Storage.QuotaBytes = one }))
+	p := e.Principal(t, e.KeyATest)
+	upload(t, e, p, 1)
+	_, err := e.Svc.CreateUpload(ctx, p, "", 0)
+	wantCode(t, err, core.CodeStorageQuota)
+}
