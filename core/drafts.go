@@ -51,7 +51,13 @@ func (s *Service) CreateDraft(ctx context.Context, p Principal, r CreateDraftReq
 		Cover: r.Cover, CoverText: r.CoverText, Pages: doc.Pages, PriceMicros: q.AmountMicros,
 		Status: DraftOpen, CreatedAt: now, ExpiresAt: now.Add(s.cfg.DraftTTL),
 	}
-	if err := s.d.Store.CreateDraft(ctx, d); err != nil {
+	err = s.d.Store.InTx(ctx, func(tx Tx) error {
+		if err := tx.UseDocument(ctx, d.DocumentID, now); err != nil {
+			return storeErr(err, "document")
+		}
+		return tx.CreateDraft(ctx, d)
+	})
+	if err != nil {
 		return nil, fmt.Errorf("create draft: %w", err)
 	}
 	return &DraftView{Draft: *d, Quote: q}, nil

@@ -37,6 +37,9 @@ func (s *Service) createFax(ctx context.Context, tx Tx, n newFax) error {
 	if err := s.allow(ctx, tx, sendRateKey(f.OwnerID, f.Mode), s.cfg.SendInterval, s.cfg.SendBurst); err != nil {
 		return err
 	}
+	if err := tx.UseDocument(ctx, f.DocumentID, f.CreatedAt); err != nil {
+		return storeErr(err, "document")
+	}
 	if err := tx.CreateFax(ctx, f); err != nil {
 		return fmt.Errorf("create fax: %w", err)
 	}

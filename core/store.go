@@ -77,6 +77,12 @@ type Queries interface {
 
 	CreateDocument(ctx context.Context, d *Document) error
 	GetDocument(ctx context.Context, ownerID string, mode Mode, id string) (*Document, error)
+	// UseDocument records that a fax or draft is being made from the
+	// document, in that fax's or draft's transaction; ErrNoRows if the
+	// document has been purged. Writing the row is what keeps the garbage
+	// collector from purging it concurrently (MarkDocumentPurged rechecks
+	// used_at on the row it updates).
+	UseDocument(ctx context.Context, id string, at time.Time) error
 	// DocumentUsage is the bytes of the owner's unsent documents in mode:
 	// originals plus converted PDFs of documents that no fax uses and whose
 	// blobs are not purged.

@@ -247,6 +247,20 @@ func testPurgeDocuments(t *testing.T, s core.Store) {
 	got, err = s.PurgeableDocuments(ctx, now, at(1000), at(1000), 0)
 	must(t, err)
 	wantEqual(t, "purgeable after one was purged", ids(got), []string{delivered.ID})
+
+	// A fax or draft being made from a document writes its row: the purge
+	// of that row then finds it used and leaves it, and a purged document
+	// cannot be used.
+	must(t, s.UseDocument(ctx, delivered.ID, at(9_999)))
+	wantErr(t, "MarkDocumentPurged of a document just used", s.MarkDocumentPurged(ctx, delivered.ID, now, at(1000), at(1000)), core.ErrConflict)
+	got, err = s.PurgeableDocuments(ctx, now, at(1000), at(1000), 0)
+	must(t, err)
+	wantEqual(t, "purgeable after a use", len(got), 0)
+	got, err = s.PurgeableDocuments(ctx, at(30_000), at(20_000), at(20_000), 0)
+	must(t, err)
+	wantEqual(t, "purgeable once the use is old", ids(got), sorted(delivered.ID, young.ID))
+	wantErr(t, "UseDocument of a purged document", s.UseDocument(ctx, unsent.ID, now), core.ErrNoRows)
+	wantErr(t, "UseDocument of a missing document", s.UseDocument(ctx, "doc_missing", now), core.ErrNoRows)
 }
 
 func sorted(s ...string) []string {

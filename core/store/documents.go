@@ -123,6 +123,17 @@ func (x q) DocumentUsage(ctx context.Context, ownerID string, mode core.Mode) (i
 
 const draftCols = "id, owner_id, mode, document_id, destination, cover, cover_text, pages, price_micros, status, fax_id, created_at, expires_at"
 
+func (x q) UseDocument(ctx context.Context, id string, at time.Time) error {
+	n, err := x.exec(ctx, "UPDATE documents SET used_at = ? WHERE id = ? AND purged_at IS NULL", at, id)
+	if err == nil && n == 0 {
+		err = core.ErrNoRows
+	}
+	if err != nil {
+		return fmt.Errorf("use document %s: %w", id, err)
+	}
+	return nil
+}
+
 func (x q) CreateDraft(ctx context.Context, d *core.Draft) error {
 	err := x.insert(ctx, `INSERT INTO drafts (`+draftCols+`)
 		VALUES (:id, :owner_id, :mode, :document_id, :destination, :cover, :cover_text, :pages, :price_micros, :status, :fax_id, :created_at, :expires_at)

@@ -70,18 +70,21 @@ func (x q) PurgeRateLimits(ctx context.Context, now time.Time) (int64, error) {
 // unsent (no fax uses it, no open draft that has not expired) and uploaded
 // before unsentBefore; or sent, with every fax that uses it ended before
 // sentBefore.
+// used_at is on the document's own row so that the recheck PostgreSQL makes
+// of a row a concurrent transaction updated (READ COMMITTED) sees a fax or
+// draft made from it meanwhile: the subqueries alone would not.
 const purgeableDocument = `d.purged_at IS NULL AND (
-	(d.created_at < ?
+	(d.created_at < ? AND (d.used_at IS NULL OR d.used_at < ?)
 		AND NOT EXISTS (SELECT 1 FROM faxes f WHERE f.document_id = d.id)
 		AND NOT EXISTS (SELECT 1 FROM drafts r WHERE r.document_id = d.id AND r.status = 'open' AND r.expires_at > ?))
-	OR (EXISTS (SELECT 1 FROM faxes f WHERE f.document_id = d.id)
+	OR ((d.used_at IS NULL OR d.used_at < ?) AND EXISTS (SELECT 1 FROM faxes f WHERE f.document_id = d.id)
 		AND NOT EXISTS (SELECT 1 FROM faxes f WHERE f.document_id = d.id
 			AND (f.status NOT IN ('delivered', 'partial', 'failed', 'canceled') OR f.completed_at IS NULL OR f.completed_at >= ?))))`
 
 func (x q) PurgeableDocuments(ctx context.Context, now, unsentBefore, sentBefore time.Time, n int) ([]core.Document, error) {
 	var out []core.Document
 	err := x.sel(ctx, &out, "SELECT "+prefixed("d.", documentCols)+" FROM documents d WHERE "+purgeableDocument+
-		" ORDER BY d.created_at, d.id"+limit(n), unsentBefore, now, sentBefore)
+		" ORDER BY d.created_at, d.id"+limit(n), unsentBefore, unsentBefore, now, sentBefore, sentBefore)
 	if err != nil {
 		return nil, fmt.Errorf("list purgeable documents: %w", err)
 	}
@@ -93,7 +96,7 @@ func (x q) PurgeableDocuments(ctx context.Context, now, unsentBefore, sentBefore
 // started using it meanwhile).
 func (x q) MarkDocumentPurged(ctx context.Context, id string, now, unsentBefore, sentBefore time.Time) error {
 	n, err := x.exec(ctx, "UPDATE documents SET purged_at = ? WHERE id = ? AND EXISTS (SELECT 1 FROM documents d WHERE d.id = documents.id AND "+purgeableDocument+")",
-		now, id, unsentBefore, now, sentBefore)
+		now, id, unsentBefore, unsentBefore, now, sentBefore, sentBefore)
 	if err == nil && n == 0 {
 		err = x.missingOrConflict(ctx, "documents", "id = ?", id)
 	}

@@ -5,12 +5,14 @@
 -- lease_until is when it lapses unless renewed, so a PUT whose process died
 -- does not keep the token busy until it expires. A document whose blobs were
 -- deleted keeps its row (faxes, drafts and uploads refer to it) with
--- purged_at set.
+-- purged_at set. used_at is when a fax or draft was last made from a
+-- document, written in that transaction so a concurrent purge sees it.
 
 -- +goose Up
 ALTER TABLE uploads ADD COLUMN claim_id TEXT NOT NULL DEFAULT '';
 ALTER TABLE uploads ADD COLUMN lease_until TIMESTAMP;
 ALTER TABLE documents ADD COLUMN purged_at TIMESTAMP;
+ALTER TABLE documents ADD COLUMN used_at TIMESTAMP;
 CREATE INDEX uploads_expires ON uploads (expires_at);
 CREATE INDEX documents_unpurged ON documents (created_at) WHERE purged_at IS NULL;
 CREATE INDEX faxes_document ON faxes (document_id);
@@ -35,6 +37,7 @@ DROP INDEX drafts_document;
 DROP INDEX faxes_document;
 DROP INDEX documents_unpurged;
 DROP INDEX uploads_expires;
+ALTER TABLE documents DROP COLUMN used_at;
 ALTER TABLE documents DROP COLUMN purged_at;
 ALTER TABLE uploads DROP COLUMN lease_until;
 ALTER TABLE uploads DROP COLUMN claim_id;
