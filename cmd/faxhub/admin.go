@@ -52,6 +52,9 @@ func admin(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if len(args) >= 1 && args[0] == "demo" {
 		return adminCmd(ctx, "demo", args[1:], stdout, stderr)
 	}
+	if len(args) >= 2 && args[0] == "keys" && args[1] == "rotate" {
+		return adminKeysRotate(ctx, args[2:], stdout, stderr)
+	}
 	if len(args) < 2 {
 		return usageError{"usage: faxhub admin owner|apikey|credits|session create|grant …"}
 	}
@@ -191,5 +194,40 @@ func createDemo(ctx context.Context, svc *core.Service, apiURL string, w io.Writ
 		return err
 	}
 	fmt.Fprintf(w, "demo owner: %s\ntest API key (shown once): %s\ntest credits: +10.00 USD\n\nTry:\n  curl -s -X POST %s/api/v1/uploads -H 'Authorization: Bearer %s'\n", o.Email, secret, apiURL, secret)
+	return nil
+}
+
+// adminKeysRotate is `faxhub admin keys rotate`: new EdDSA and RS256
+// signing keys of the OAuth server become the active ones at once (on other
+// replicas within a minute). The old keys stay in the JWKS and keep
+// verifying what they signed for 31 days (docs/oauth.md, "Signing keys").
+// It prints one "alg kid" line per new key.
+func adminKeysRotate(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	var c config
+	fs := flag.NewFlagSet("admin keys rotate", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	commonFlags(fs, &c)
+	if err := parse(fs, args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return nil
+		}
+		return err
+	}
+	if err := c.finish(); err != nil {
+		return err
+	}
+	a, err := build(ctx, c, newLogger(c, os.Stderr), false)
+	if err != nil {
+		return err
+	}
+	defer a.Close()
+	keys, err := a.OAuth.RotateSigningKeys(ctx)
+	if err != nil {
+		return err
+	}
+	for _, k := range keys {
+		fmt.Fprintf(stdout, "%s %s\n", k.Alg, k.KeyID)
+	}
+	fmt.Fprintln(stderr, "new signing keys are active; the previous keys stay published and accepted for 31 days")
 	return nil
 }
