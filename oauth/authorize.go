@@ -189,6 +189,10 @@ func (s *Server) authorize(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, "invalid_request", p)
 		return
 	}
+	if err := s.resolveClient(ctx, r.Form.Get("client_id")); err != nil {
+		writeCoreError(w, err)
+		return
+	}
 	ar, err := s.provider.NewAuthorizeRequest(ctx, r)
 	if err != nil {
 		s.writeAuthorizeError(ctx, w, ar, err)

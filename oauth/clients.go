@@ -387,13 +387,29 @@ func (s *Server) client(ctx context.Context, id string) (*authstate.OAuthClient,
 	case err != nil && !errors.Is(err, core.ErrNoRows):
 		return nil, err
 	}
+	stale := c // a copy older than the cache TTL, or nil
 	if !s.opts.MCPOAuth {
 		// No outbound fetches while chat-app OAuth is off.
 		return nil, fosite.ErrNotFound
 	}
+	if reason, failed := s.failed.get(id, s.now()); failed {
+		return nil, fosite.ErrNotFound.WithHintf("The client ID metadata document could not be used (%s); it is not fetched again for a while.", reason)
+	}
+	if err := s.allowFetch(ctx); err != nil {
+		if core.ErrorKind(err) != core.KindRateLimited {
+			return nil, err
+		}
+		if stale != nil {
+			// Better the document as it was minutes ago than no client.
+			return stale, nil
+		}
+		return nil, errFetchRateLimited(err)
+	}
 	m, body, err := s.fetchMetadataDocument(ctx, id)
 	if err != nil {
 		s.log.InfoContext(ctx, "client metadata document refused", "client_id", id, "err", err)
+		now := s.now()
+		s.failed.put(id, err.Error(), now.Add(s.opts.MetadataFailureTTL), now)
 		return nil, fosite.ErrNotFound.WithWrap(err)
 	}
 	now := s.now()
