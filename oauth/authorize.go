@@ -254,6 +254,10 @@ func (s *Server) resume(w http.ResponseWriter, r *http.Request) {
 		mcpOAuthOff(w, s)
 		return
 	}
+	if p := formProblem(r.URL.Query()); p != "" {
+		writeError(w, http.StatusBadRequest, "invalid_request", p)
+		return
+	}
 	id := r.URL.Query().Get("approval")
 	sess, err := s.ownerSession(r)
 	if err != nil {

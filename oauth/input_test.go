@@ -220,6 +220,8 @@ func TestBadTextInParameters(t *testing.T) {
 		{"revoke invalid UTF-8 client_id", http.MethodPost, oauth.PathRevoke, formType, "token=x&client_id=%c3%28", "UTF-8"},
 		{"authorize NUL client_id", http.MethodGet, oauth.PathAuthorize + "?response_type=code&client_id=oac_%00&state=state-0123456789", "", "", "NUL"},
 		{"authorize invalid UTF-8 state", http.MethodGet, oauth.PathAuthorize + "?response_type=code&client_id=" + clientID + "&state=%ff%ff%ff%ff%ff%ff%ff%ff", "", "", "UTF-8"},
+		{"resume NUL approval", http.MethodGet, oauth.PathAuthorizeResume + "?approval=apr_%00", "", "", "NUL"},
+		{"resume approval twice", http.MethodGet, oauth.PathAuthorizeResume + "?approval=a&approval=b", "", "", "more than once"},
 		{"authorize NUL metadata document id", http.MethodGet, oauth.PathAuthorize + "?response_type=code&client_id=https://app.example/%00&state=state-0123456789", "", "", "NUL"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
