@@ -67,7 +67,7 @@ func decodeAgentJSON(w http.ResponseWriter, r *http.Request, v any) error {
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
-		return core.Errorf(core.KindInvalid, core.CodeInvalidRequest, "%s", decodeProblem(err))
+		return core.Errorf(core.KindInvalid, core.CodeInvalidRequest, "%s", decodeProblem(err, v))
 	}
 	if dec.More() {
 		return core.Errorf(core.KindInvalid, core.CodeInvalidRequest, "the JSON body has trailing data after the object")

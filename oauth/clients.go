@@ -86,7 +86,7 @@ func (s *Server) parseMetadata(body []byte) (*clientMetadata, error) {
 	}
 	var raw map[string]json.RawMessage
 	if err := json.Unmarshal(body, &raw); err != nil {
-		return nil, badMetadata("the body is not a JSON object: %s", decodeProblem(err))
+		return nil, badMetadata("the body is not a JSON object: %s", decodeProblem(err, nil))
 	}
 	for k := range raw {
 		if !slices.Contains(knownMetadata(), k) {
@@ -95,7 +95,7 @@ func (s *Server) parseMetadata(body []byte) (*clientMetadata, error) {
 	}
 	var m clientMetadata
 	if err := json.Unmarshal(body, &m); err != nil {
-		return nil, badMetadata("client metadata has the wrong type: %s", decodeProblem(err))
+		return nil, badMetadata("client metadata has the wrong type: %s", decodeProblem(err, &m))
 	}
 	if len(m.RedirectURIs) == 0 {
 		return nil, badRedirect("redirect_uris is required")

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/url"
+	"reflect"
 	"slices"
 	"sort"
 	"strings"
@@ -176,13 +177,18 @@ func jsonTypeName(goType string) string {
 }
 
 // decodeProblem describes a json.Unmarshal error for a client: the field
-// and the type it must have, rather than "not valid JSON".
-func decodeProblem(err error) string {
+// and the type it must have, rather than "not valid JSON". target is what
+// was decoded into (a pointer to a struct), to name a field's whole type
+// when an element of it was wrong.
+func decodeProblem(err error, target any) string {
 	var te *json.UnmarshalTypeError
 	if errors.As(err, &te) {
 		field := te.Field
 		if field == "" {
 			return "the body must be " + jsonTypeName(te.Type.String())
+		}
+		if ft, ok := jsonFieldType(target, field); ok && ft != te.Type {
+			return fmt.Sprintf("the field %s must be %s (an element is %s)", field, jsonTypeName(ft.String()), jsonValueName(te.Value))
 		}
 		return fmt.Sprintf("the field %s must be %s, not %s", field, jsonTypeName(te.Type.String()), jsonValueName(te.Value))
 	}
@@ -197,6 +203,26 @@ func decodeProblem(err error) string {
 		return "the body is not complete JSON"
 	}
 	return "the body is not valid JSON: " + strings.TrimPrefix(err.Error(), "json: ")
+}
+
+// jsonFieldType finds the Go type of a top-level field of the struct
+// target points to, by its JSON name.
+func jsonFieldType(target any, name string) (reflect.Type, bool) {
+	t := reflect.TypeOf(target)
+	for t != nil && t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	if t == nil || t.Kind() != reflect.Struct {
+		return nil, false
+	}
+	for i := range t.NumField() {
+		f := t.Field(i)
+		tag, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+		if tag == name || (tag == "" && strings.EqualFold(f.Name, name)) {
+			return f.Type, true
+		}
+	}
+	return nil, false
 }
 
 // jsonValueName is the JSON kind encoding/json reports in a type error.

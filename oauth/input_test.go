@@ -245,6 +245,7 @@ func TestAgentJSONErrors(t *testing.T) {
 		mention                  string
 	}{
 		{"scopes a string", oauth.PathAgentManage, `{"action":"enroll","name":"Bot","scopes":"fax:read"}`, cookie, 400, "the field scopes must be an array of strings, not a string"},
+		{"scopes with a number", oauth.PathAgentManage, `{"action":"enroll","name":"Bot","scopes":["fax:read",1]}`, cookie, 400, "the field scopes must be an array of strings (an element is a number)"},
 		{"name a number", oauth.PathAgentManage, `{"action":"enroll","name":5}`, cookie, 400, "the field name must be a string, not a number"},
 		{"body an array", oauth.PathAgentIdentity, `[{"type":"anonymous"}]`, "", 400, "the body must be an object"},
 		{"type an object", oauth.PathAgentIdentity, `{"type":{"x":1}}`, "", 400, "the field type must be a string, not an object"},
