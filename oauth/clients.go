@@ -434,6 +434,9 @@ func checkMetadataDocumentURL(id string) error {
 	if u.Path == "" || u.Path == "/" {
 		return errors.New("a metadata document client_id must have a path")
 	}
+	if msg := uriProblem(id, u); msg != "" {
+		return errors.New("a metadata document client_id " + msg)
+	}
 	for _, seg := range strings.Split(u.Path, "/") {
 		if seg == "." || seg == ".." {
 			return errors.New("a metadata document client_id must not have dot segments")
