@@ -184,31 +184,33 @@ func checkMetadataText(m *clientMetadata) error {
 	if len(m.Contacts) > maxContacts {
 		return badMetadata("at most %d contacts", maxContacts)
 	}
-	short := map[string]string{"software_id": m.SoftwareID, "software_version": m.SoftwareVersion, "scope": m.Scope,
-		"token_endpoint_auth_method": m.TokenEndpointAuthMethod, "application_type": m.ApplicationType}
+	// In a fixed order, so that a request always names the same problem.
+	type field struct{ name, value string }
+	short := []field{{"software_id", m.SoftwareID}, {"software_version", m.SoftwareVersion}, {"scope", m.Scope},
+		{"token_endpoint_auth_method", m.TokenEndpointAuthMethod}, {"application_type", m.ApplicationType}}
 	for i, c := range m.Contacts {
-		short[fmt.Sprintf("contacts[%d]", i)] = c
+		short = append(short, field{fmt.Sprintf("contacts[%d]", i), c})
 	}
 	for i, g := range m.GrantTypes {
-		short[fmt.Sprintf("grant_types[%d]", i)] = g
+		short = append(short, field{fmt.Sprintf("grant_types[%d]", i), g})
 	}
 	for i, rt := range m.ResponseTypes {
-		short[fmt.Sprintf("response_types[%d]", i)] = rt
+		short = append(short, field{fmt.Sprintf("response_types[%d]", i), rt})
 	}
-	for name, v := range short {
-		if p := textProblem(v); p != "" {
-			return badMetadata("%s %s", name, p)
+	for _, f := range short {
+		if p := textProblem(f.value); p != "" {
+			return badMetadata("%s %s", f.name, p)
 		}
-		if name != "scope" && utf8.RuneCountInString(v) > maxShortText {
-			return badMetadata("%s is longer than %d characters", name, maxShortText)
+		if f.name != "scope" && utf8.RuneCountInString(f.value) > maxShortText {
+			return badMetadata("%s is longer than %d characters", f.name, maxShortText)
 		}
 	}
-	for name, u := range map[string]string{"client_uri": m.ClientURI, "logo_uri": m.LogoURI, "tos_uri": m.TOSURI, "policy_uri": m.PolicyURI, "client_id": m.ClientID} {
-		if len(u) > maxURILength {
-			return badMetadata("%s is longer than %d characters", name, maxURILength)
+	for _, f := range []field{{"client_id", m.ClientID}, {"client_uri", m.ClientURI}, {"logo_uri", m.LogoURI}, {"tos_uri", m.TOSURI}, {"policy_uri", m.PolicyURI}} {
+		if len(f.value) > maxURILength {
+			return badMetadata("%s is longer than %d characters", f.name, maxURILength)
 		}
-		if p := textProblem(u); p != "" {
-			return badMetadata("%s %s", name, p)
+		if p := textProblem(f.value); p != "" {
+			return badMetadata("%s %s", f.name, p)
 		}
 	}
 	return nil
