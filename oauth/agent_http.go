@@ -1,9 +1,15 @@
 package oauth
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"mime"
 	"net/http"
 	"strconv"
+	"strings"
 
 	"github.com/faxhub/faxhub/core"
 	"github.com/faxhub/faxhub/core/web"
@@ -27,11 +33,46 @@ const (
 
 // readAgentJSON decodes a strict JSON body; false once an error is written.
 func readAgentJSON(w http.ResponseWriter, r *http.Request, v any) bool {
-	if err := web.DecodeJSONLimit(w, r, v, maxAgentJSONBytes, false); err != nil {
+	if err := decodeAgentJSON(w, r, v); err != nil {
 		writeCoreError(w, err)
 		return false
 	}
 	return true
+}
+
+// decodeAgentJSON reads an agent endpoint's JSON object: application/json,
+// at most maxAgentJSONBytes, no duplicate members, no unknown fields, text
+// without NUL, control or bidirectional formatting characters, and errors
+// that name the field and the type it must have.
+func decodeAgentJSON(w http.ResponseWriter, r *http.Request, v any) error {
+	if ct := r.Header.Get("Content-Type"); ct != "" {
+		mt, _, err := mime.ParseMediaType(ct)
+		if err != nil || (mt != "application/json" && !strings.HasSuffix(mt, "+json")) {
+			return core.Errorf(core.KindUnsupportedMedia, core.CodeUnsupportedContentType, "send the body as application/json")
+		}
+	}
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxAgentJSONBytes))
+	if err != nil {
+		if mbe := (*http.MaxBytesError)(nil); errors.As(err, &mbe) {
+			return core.Errorf(core.KindTooLarge, core.CodeInvalidRequest, "the JSON body is larger than %d bytes", maxAgentJSONBytes)
+		}
+		return core.Errorf(core.KindInvalid, core.CodeInvalidRequest, "the body could not be read")
+	}
+	if len(bytes.TrimSpace(body)) == 0 {
+		return core.Errorf(core.KindInvalid, core.CodeInvalidRequest, "a JSON body is required")
+	}
+	if p, err := jsonProblem(body); err == nil && p != "" {
+		return core.Errorf(core.KindInvalid, core.CodeInvalidRequest, "%s", p)
+	}
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return core.Errorf(core.KindInvalid, core.CodeInvalidRequest, "%s", decodeProblem(err, v))
+	}
+	if dec.More() {
+		return core.Errorf(core.KindInvalid, core.CodeInvalidRequest, "the JSON body has trailing data after the object")
+	}
+	return nil
 }
 
 // writeCoreError writes a core error in the RFC 6749 error shape, with the

@@ -96,7 +96,13 @@ func (s *Server) verifyAssertion(ctx context.Context, assertion string) (verifie
 	}
 	keys := set.Key(h.KeyID)
 	if len(keys) == 0 {
-		return verifiedAssertion{}, foreign
+		// A key another replica created in the last minute.
+		if set, err = s.keys.reloadForUnknownKid(ctx); err != nil {
+			return verifiedAssertion{}, err
+		}
+		if keys = set.Key(h.KeyID); len(keys) == 0 {
+			return verifiedAssertion{}, foreign
+		}
 	}
 	pub, ok := keys[0].Key.(ed25519.PublicKey)
 	if !ok {

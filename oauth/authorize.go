@@ -79,11 +79,13 @@ func mcpOAuthOff(w http.ResponseWriter, s *Server) {
 // owner always decides). It returns the resource.
 func (s *Server) checkAuthorize(ar fosite.AuthorizeRequester) (string, error) {
 	form := ar.GetRequestForm()
-	switch m := form.Get("code_challenge_method"); {
-	case form.Get("code_challenge") == "":
+	switch m, c := form.Get("code_challenge_method"), form.Get("code_challenge"); {
+	case c == "":
 		return "", fosite.ErrInvalidRequest.WithHint("PKCE is required: send code_challenge with code_challenge_method=S256.")
 	case m != "S256":
 		return "", fosite.ErrInvalidRequest.WithHintf("code_challenge_method must be S256, got %q.", m)
+	case !validCodeChallenge(c):
+		return "", fosite.ErrInvalidRequest.WithHint("code_challenge must be 43 to 128 characters of A-Z, a-z, 0-9, '-', '.', '_' and '~' (RFC 7636 section 4.2: the base64url SHA-256 of the verifier).")
 	}
 	if rm := form.Get("response_mode"); rm != "" && rm != "query" {
 		return "", fosite.ErrInvalidRequest.WithHint("Only response_mode=query is supported.")
@@ -102,6 +104,24 @@ func (s *Server) checkAuthorize(ar fosite.AuthorizeRequester) (string, error) {
 		return "", errInvalidTarget(fmt.Sprintf("Unknown resource %q; use %s.", res[0], strings.Join(s.resources, " or ")))
 	}
 	return res[0], nil
+}
+
+// validCodeChallenge applies RFC 7636's syntax for a code challenge (and
+// verifier): 43 to 128 unreserved characters. An S256 challenge is 43
+// base64url characters; anything else could never match a verifier, so the
+// owner is not asked to approve it.
+func validCodeChallenge(c string) bool {
+	if len(c) < 43 || len(c) > 128 {
+		return false
+	}
+	for i := 0; i < len(c); i++ {
+		switch b := c[i]; {
+		case b >= 'A' && b <= 'Z', b >= 'a' && b <= 'z', b >= '0' && b <= '9', b == '-', b == '.', b == '_', b == '~':
+		default:
+			return false
+		}
+	}
+	return true
 }
 
 // requestedScopes are the request's scopes, or the defaults when it names
@@ -155,6 +175,22 @@ func (s *Server) authorize(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
 	if !s.opts.MCPOAuth {
 		mcpOAuthOff(w, s)
+		return
+	}
+	// Checked before fosite reads the request: with a parameter given
+	// twice (client_id, redirect_uri, …) it is unclear where an error
+	// could be redirected, so the answer is a JSON error here.
+	r.Body = http.MaxBytesReader(w, r.Body, maxFormBytes)
+	if err := r.ParseForm(); err != nil {
+		writeError(w, http.StatusBadRequest, "invalid_request", "the authorization request's parameters cannot be read (a form of at most 64 KB)")
+		return
+	}
+	if p := formProblem(r.Form, "resource"); p != "" {
+		writeError(w, http.StatusBadRequest, "invalid_request", p)
+		return
+	}
+	if err := s.resolveClient(ctx, r.Form.Get("client_id")); err != nil {
+		writeCoreError(w, err)
 		return
 	}
 	ar, err := s.provider.NewAuthorizeRequest(ctx, r)
@@ -216,6 +252,10 @@ func (s *Server) resume(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
 	if !s.opts.MCPOAuth {
 		mcpOAuthOff(w, s)
+		return
+	}
+	if p := formProblem(r.URL.Query()); p != "" {
+		writeError(w, http.StatusBadRequest, "invalid_request", p)
 		return
 	}
 	id := r.URL.Query().Get("approval")

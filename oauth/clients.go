@@ -16,6 +16,7 @@ import (
 	"strings"
 	"syscall"
 	"time"
+	"unicode/utf8"
 
 	"github.com/ory/fosite"
 
@@ -77,9 +78,15 @@ func badRedirect(format string, args ...any) error {
 
 // parseMetadata decodes and checks a registration request or document.
 func (s *Server) parseMetadata(body []byte) (*clientMetadata, error) {
+	if p, err := jsonProblem(body); err == nil && p != "" {
+		if strings.HasPrefix(p, "the member redirect_uris[") {
+			return nil, badRedirect("%s", p)
+		}
+		return nil, badMetadata("%s", p)
+	}
 	var raw map[string]json.RawMessage
 	if err := json.Unmarshal(body, &raw); err != nil {
-		return nil, badMetadata("the body is not a JSON object: %v", err)
+		return nil, badMetadata("the body is not a JSON object: %s", decodeProblem(err, nil))
 	}
 	for k := range raw {
 		if !slices.Contains(knownMetadata(), k) {
@@ -88,13 +95,16 @@ func (s *Server) parseMetadata(body []byte) (*clientMetadata, error) {
 	}
 	var m clientMetadata
 	if err := json.Unmarshal(body, &m); err != nil {
-		return nil, badMetadata("client metadata has the wrong type: %v", err)
+		return nil, badMetadata("client metadata has the wrong type: %s", decodeProblem(err, &m))
 	}
 	if len(m.RedirectURIs) == 0 {
 		return nil, badRedirect("redirect_uris is required")
 	}
-	if len(m.RedirectURIs) > 10 {
-		return nil, badRedirect("at most 10 redirect_uris")
+	if len(m.RedirectURIs) > maxRedirectURIs {
+		return nil, badRedirect("at most %d redirect_uris", maxRedirectURIs)
+	}
+	if err := checkMetadataText(&m); err != nil {
+		return nil, err
 	}
 	for _, u := range m.RedirectURIs {
 		if err := checkRedirectURI(u); err != nil {
@@ -136,26 +146,128 @@ func (s *Server) parseMetadata(body []byte) (*clientMetadata, error) {
 		if u == "" {
 			continue
 		}
-		if p, err := url.Parse(u); err != nil || p.Scheme != "https" || p.Host == "" || p.User != nil {
+		p, err := url.Parse(u)
+		if err != nil || p.Scheme != "https" || p.Host == "" || p.User != nil {
 			return nil, badMetadata("%s must be an https URL", name)
 		}
-	}
-	if len(m.ClientName) > 100 {
-		return nil, badMetadata("client_name is longer than 100 characters")
-	}
-	if strings.ContainsFunc(m.ClientName, func(r rune) bool { return r < 0x20 || r == 0x7f }) {
-		return nil, badMetadata("client_name contains control characters")
+		if msg := uriProblem(u, p); msg != "" {
+			return nil, badMetadata("%s %s", name, msg)
+		}
 	}
 	return &m, nil
+}
+
+// Bounds of client metadata (docs/oauth.md, "Clients"). The whole document
+// is at most maxMetadataBytes.
+const (
+	maxRedirectURIs    = 10
+	maxURILength       = 2000
+	maxHostLength      = 253 // a DNS name
+	maxClientNameRunes = 100
+	maxScopeLength     = 1000
+	maxContacts        = 10
+	maxShortText       = 200 // contacts, software_id, software_version
+)
+
+// checkMetadataText bounds every string of client metadata and refuses
+// NUL, control and bidirectional formatting characters in any of them.
+func checkMetadataText(m *clientMetadata) error {
+	if p := textProblem(m.ClientName); p != "" {
+		return badMetadata("client_name %s", p)
+	}
+	if n := utf8.RuneCountInString(m.ClientName); n > maxClientNameRunes {
+		return badMetadata("client_name is longer than %d characters", maxClientNameRunes)
+	}
+	if len(m.Scope) > maxScopeLength {
+		return badMetadata("scope is longer than %d characters", maxScopeLength)
+	}
+	if len(m.Contacts) > maxContacts {
+		return badMetadata("at most %d contacts", maxContacts)
+	}
+	// In a fixed order, so that a request always names the same problem.
+	type field struct{ name, value string }
+	short := []field{{"software_id", m.SoftwareID}, {"software_version", m.SoftwareVersion}, {"scope", m.Scope},
+		{"token_endpoint_auth_method", m.TokenEndpointAuthMethod}, {"application_type", m.ApplicationType}}
+	for i, c := range m.Contacts {
+		short = append(short, field{fmt.Sprintf("contacts[%d]", i), c})
+	}
+	for i, g := range m.GrantTypes {
+		short = append(short, field{fmt.Sprintf("grant_types[%d]", i), g})
+	}
+	for i, rt := range m.ResponseTypes {
+		short = append(short, field{fmt.Sprintf("response_types[%d]", i), rt})
+	}
+	for _, f := range short {
+		if p := textProblem(f.value); p != "" {
+			return badMetadata("%s %s", f.name, p)
+		}
+		if f.name != "scope" && utf8.RuneCountInString(f.value) > maxShortText {
+			return badMetadata("%s is longer than %d characters", f.name, maxShortText)
+		}
+	}
+	for _, f := range []field{{"client_id", m.ClientID}, {"client_uri", m.ClientURI}, {"logo_uri", m.LogoURI}, {"tos_uri", m.TOSURI}, {"policy_uri", m.PolicyURI}} {
+		if len(f.value) > maxURILength {
+			return badMetadata("%s is longer than %d characters", f.name, maxURILength)
+		}
+		if p := textProblem(f.value); p != "" {
+			return badMetadata("%s %s", f.name, p)
+		}
+	}
+	return nil
+}
+
+// uriProblem describes what is wrong with a parsed absolute URI beyond its
+// scheme, or returns "": longer than maxURILength, characters outside
+// printable ASCII (an IRI's Unicode, including bidirectional controls, must
+// be percent-encoded; hosts in punycode), a host longer than a DNS name
+// or with an empty or over-long label, or a port outside 1–65535.
+func uriProblem(raw string, u *url.URL) string {
+	if len(raw) > maxURILength {
+		return fmt.Sprintf("is longer than %d characters", maxURILength)
+	}
+	for i := 0; i < len(raw); i++ {
+		if raw[i] <= 0x20 || raw[i] >= 0x7f {
+			return "must be printable ASCII (percent-encode other characters, punycode for host names)"
+		}
+	}
+	host := u.Hostname()
+	if len(host) > maxHostLength {
+		return fmt.Sprintf("has a host longer than %d characters", maxHostLength)
+	}
+	if !strings.Contains(host, ":") { // not an IPv6 literal
+		for _, label := range strings.Split(strings.TrimSuffix(host, "."), ".") {
+			if label == "" || len(label) > 63 {
+				return "has a host name with an empty label or one longer than 63 characters"
+			}
+		}
+	}
+	if p := u.Port(); p != "" {
+		n, err := strconv.Atoi(p)
+		if err != nil || n < 1 || n > 65535 {
+			return fmt.Sprintf("has port %s, which is not between 1 and 65535", p)
+		}
+	} else if strings.HasSuffix(u.Host, ":") {
+		return "has an empty port"
+	}
+	return ""
 }
 
 // checkRedirectURI accepts https URIs and http loopback URIs (RFC 8252:
 // 127.0.0.1, [::1] or localhost, any port), without fragments or
 // credentials.
 func checkRedirectURI(raw string) error {
+	if len(raw) > maxURILength {
+		return badRedirect("a redirect URI is longer than %d characters", maxURILength)
+	}
+	if p := textProblem(raw); p != "" {
+		return badRedirect("a redirect URI %s", p)
+	}
 	u, err := url.Parse(raw)
 	if err != nil || !u.IsAbs() || u.Host == "" {
 		return badRedirect("redirect URI %q is not an absolute URL", raw)
+	}
+	if msg := uriProblem(raw, u); msg != "" {
+		return badRedirect("redirect URI %q %s", raw, msg)
 	}
 	if u.Fragment != "" || strings.Contains(raw, "#") {
 		return badRedirect("redirect URI %q must not have a fragment", raw)
@@ -277,13 +389,29 @@ func (s *Server) client(ctx context.Context, id string) (*authstate.OAuthClient,
 	case err != nil && !errors.Is(err, core.ErrNoRows):
 		return nil, err
 	}
+	stale := c // a copy older than the cache TTL, or nil
 	if !s.opts.MCPOAuth {
 		// No outbound fetches while chat-app OAuth is off.
 		return nil, fosite.ErrNotFound
 	}
+	if reason, failed := s.failed.get(id, s.now()); failed {
+		return nil, fosite.ErrNotFound.WithHintf("The client ID metadata document could not be used (%s); it is not fetched again for a while.", reason)
+	}
+	if err := s.allowFetch(ctx); err != nil {
+		if core.ErrorKind(err) != core.KindRateLimited {
+			return nil, err
+		}
+		if stale != nil {
+			// Better the document as it was minutes ago than no client.
+			return stale, nil
+		}
+		return nil, errFetchRateLimited(err)
+	}
 	m, body, err := s.fetchMetadataDocument(ctx, id)
 	if err != nil {
 		s.log.InfoContext(ctx, "client metadata document refused", "client_id", id, "err", err)
+		now := s.now()
+		s.failed.put(id, err.Error(), now.Add(s.opts.MetadataFailureTTL), now)
 		return nil, fosite.ErrNotFound.WithWrap(err)
 	}
 	now := s.now()
@@ -307,6 +435,9 @@ func checkMetadataDocumentURL(id string) error {
 	}
 	if u.Path == "" || u.Path == "/" {
 		return errors.New("a metadata document client_id must have a path")
+	}
+	if msg := uriProblem(id, u); msg != "" {
+		return errors.New("a metadata document client_id " + msg)
 	}
 	for _, seg := range strings.Split(u.Path, "/") {
 		if seg == "." || seg == ".." {

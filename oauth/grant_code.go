@@ -21,6 +21,9 @@ func asFosite(err error, target **fosite.RFC6749Error) bool { return errors.As(e
 
 func (g fositeGrant) exchange(ctx context.Context, r *http.Request) (map[string]any, error) {
 	s := g.s
+	if err := s.resolveClient(ctx, r.PostForm.Get("client_id")); err != nil {
+		return nil, err
+	}
 	ar, err := s.provider.NewAccessRequest(ctx, r, newSession())
 	if err != nil {
 		return nil, err

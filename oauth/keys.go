@@ -38,6 +38,9 @@ const keyPublishWindow = 31 * 24 * time.Hour
 // has rotated away.
 const keyCacheTTL = time.Minute
 
+// keyReloadInterval spaces the reloads an unknown kid forces.
+const keyReloadInterval = 5 * time.Second
+
 // sealInfo separates the sealing key from any other use of the secret.
 const sealInfo = "faxhub oauth signing keys v1"
 
@@ -50,6 +53,7 @@ type keyring struct {
 
 	mu       sync.Mutex
 	loadedAt time.Time
+	forcedAt time.Time                   // last reload forced by an unknown kid
 	active   map[string]*jose.JSONWebKey // alg → newest private key
 	public   jose.JSONWebKeySet
 }
@@ -94,8 +98,9 @@ func (k *keyring) open(ctx context.Context, kid, alg string, sealed []byte) ([]b
 }
 
 // create generates, seals and stores a key of alg and retires the others
-// of that alg (they stay published for keyPublishWindow).
-func (k *keyring) create(ctx context.Context, alg string) error {
+// of that alg (they stay published for keyPublishWindow). It returns the
+// new key's kid.
+func (k *keyring) create(ctx context.Context, alg string) (string, error) {
 	var priv crypto.Signer
 	var err error
 	switch alg {
@@ -104,40 +109,40 @@ func (k *keyring) create(ctx context.Context, alg string) error {
 	case AlgRS256:
 		priv, err = rsa.GenerateKey(rand.Reader, 2048)
 	default:
-		return fmt.Errorf("unknown signing algorithm %q", alg)
+		return "", fmt.Errorf("unknown signing algorithm %q", alg)
 	}
 	if err != nil {
-		return fmt.Errorf("generate %s key: %w", alg, err)
+		return "", fmt.Errorf("generate %s key: %w", alg, err)
 	}
 	pub := jose.JSONWebKey{Key: priv.Public(), Algorithm: alg, Use: "sig"}
 	tp, err := pub.Thumbprint(crypto.SHA256)
 	if err != nil {
-		return fmt.Errorf("thumbprint: %w", err)
+		return "", fmt.Errorf("thumbprint: %w", err)
 	}
 	pub.KeyID = base64.RawURLEncoding.EncodeToString(tp)
 	pubJSON, err := json.Marshal(pub)
 	if err != nil {
-		return fmt.Errorf("encode public key: %w", err)
+		return "", fmt.Errorf("encode public key: %w", err)
 	}
 	der, err := x509.MarshalPKCS8PrivateKey(priv)
 	if err != nil {
-		return fmt.Errorf("encode private key: %w", err)
+		return "", fmt.Errorf("encode private key: %w", err)
 	}
 	sealed, err := k.seal(ctx, pub.KeyID, alg, der)
 	if err != nil {
-		return fmt.Errorf("seal private key: %w", err)
+		return "", fmt.Errorf("seal private key: %w", err)
 	}
 	now := k.now().UTC().Truncate(time.Microsecond)
 	if err := k.store.CreateOAuthKey(ctx, &authstate.OAuthKey{ID: pub.KeyID, Alg: alg, PublicJWK: pubJSON, Sealed: sealed, CreatedAt: now}); err != nil {
-		return fmt.Errorf("store %s key: %w", alg, err)
+		return "", fmt.Errorf("store %s key: %w", alg, err)
 	}
 	if err := k.store.RetireOAuthKeys(ctx, alg, pub.KeyID, now); err != nil {
-		return err
+		return "", fmt.Errorf("retire older %s keys: %w", alg, err)
 	}
 	k.mu.Lock()
 	k.loadedAt = time.Time{}
 	k.mu.Unlock()
-	return nil
+	return pub.KeyID, nil
 }
 
 // load refreshes the cache when it is older than keyCacheTTL, creating
@@ -182,7 +187,7 @@ func (k *keyring) load(ctx context.Context) error {
 		for _, alg := range []string{AlgEdDSA, AlgRS256} {
 			if active[alg] == nil {
 				missing = true
-				if err := k.create(ctx, alg); err != nil {
+				if _, err := k.create(ctx, alg); err != nil {
 					return err
 				}
 			}
@@ -222,14 +227,42 @@ func (k *keyring) jwks(ctx context.Context) (jose.JSONWebKeySet, error) {
 	return k.public, nil
 }
 
-// RotateSigningKeys creates a new EdDSA and a new RS256 key; the old ones
-// stop signing at once on this replica (within a minute on others) and
-// stay in the JWKS for 31 days.
-func (s *Server) RotateSigningKeys(ctx context.Context) error {
+// SigningKey names one signing key.
+type SigningKey struct {
+	Alg   string
+	KeyID string
+}
+
+// RotateSigningKeys creates a new EdDSA and a new RS256 key and returns
+// them. The old ones stop signing at once on this replica (within
+// keyCacheTTL, a minute, on others) and stay in the JWKS, and accepted for
+// verification, for keyPublishWindow (31 days: longer than the longest
+// lifetime of what they signed, a 30-day identity assertion). `faxhub admin
+// keys rotate` runs it.
+func (s *Server) RotateSigningKeys(ctx context.Context) ([]SigningKey, error) {
+	var out []SigningKey
 	for _, alg := range []string{AlgEdDSA, AlgRS256} {
-		if err := s.keys.create(ctx, alg); err != nil {
-			return err
+		kid, err := s.keys.create(ctx, alg)
+		if err != nil {
+			return out, fmt.Errorf("rotate signing keys: %w", err)
 		}
+		out = append(out, SigningKey{Alg: alg, KeyID: kid})
 	}
-	return nil
+	return out, nil
+}
+
+// reloadForUnknownKid refreshes the cached keys when a token names a kid
+// the cache does not know: another replica may have rotated in the last
+// keyCacheTTL. At most once per keyReloadInterval, so that made-up kids
+// cannot turn every request into a key read.
+func (k *keyring) reloadForUnknownKid(ctx context.Context) (jose.JSONWebKeySet, error) {
+	k.mu.Lock()
+	if k.now().Sub(k.forcedAt) < keyReloadInterval {
+		set := k.public
+		k.mu.Unlock()
+		return set, nil
+	}
+	k.forcedAt, k.loadedAt = k.now(), time.Time{}
+	k.mu.Unlock()
+	return k.jwks(ctx)
 }

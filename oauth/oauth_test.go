@@ -923,7 +923,7 @@ func TestKeyRotationAndStorage(t *testing.T) {
 	ctx := context.Background()
 	var before jose.JSONWebKeySet
 	h.getJSON(h.base+oauth.PathJWKS, &before)
-	if err := h.srv.RotateSigningKeys(ctx); err != nil {
+	if _, err := h.srv.RotateSigningKeys(ctx); err != nil {
 		t.Fatal(err)
 	}
 	var after jose.JSONWebKeySet

@@ -90,6 +90,15 @@ type Options struct {
 	// MetadataCacheTTL is how long a fetched client metadata document is
 	// used before it is fetched again (default 5 minutes).
 	MetadataCacheTTL time.Duration
+	// MetadataFailureTTL is how long a failed metadata document fetch is
+	// remembered, per replica, before the URL is fetched again (default 5
+	// minutes).
+	MetadataFailureTTL time.Duration
+	// MetadataFetchInterval and MetadataFetchBurst rate-limit metadata
+	// document fetches per client IP: MetadataFetchBurst at once, one more
+	// every MetadataFetchInterval (defaults 10 and 6 s: 10 a minute).
+	MetadataFetchInterval time.Duration
+	MetadataFetchBurst    int
 	// Now is the clock (tests); defaults to time.Now.
 	Now func() time.Time
 }
@@ -106,6 +115,8 @@ type Server struct {
 	keys     *keyring
 	tokens   *oauth2.HMACSHAStrategy
 	http     *http.Client
+	// failed remembers metadata document fetches that failed.
+	failed *failedDocuments
 	// resources are the protected resources a token may be issued for
 	// (RFC 8707): the MCP server and the A2A endpoint.
 	resources []string
@@ -139,6 +150,9 @@ func New(svc *core.Service, store authstate.OAuthStore, opts Options) (*Server, 
 	opts.RegisterInterval = cmp.Or(opts.RegisterInterval, 6*time.Minute)
 	opts.RegisterBurst = cmp.Or(opts.RegisterBurst, 10)
 	opts.MetadataCacheTTL = cmp.Or(opts.MetadataCacheTTL, 5*time.Minute)
+	opts.MetadataFailureTTL = cmp.Or(opts.MetadataFailureTTL, 5*time.Minute)
+	opts.MetadataFetchInterval = cmp.Or(opts.MetadataFetchInterval, 6*time.Second)
+	opts.MetadataFetchBurst = cmp.Or(opts.MetadataFetchBurst, 10)
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
@@ -147,7 +161,7 @@ func New(svc *core.Service, store authstate.OAuthStore, opts Options) (*Server, 
 	}
 	s := &Server{
 		svc: svc, store: store, opts: opts, log: opts.Logger, issuer: opts.APIURL + IssuerPath,
-		http:      cmp.Or(opts.HTTPClient, newMetadataClient()),
+		http: cmp.Or(opts.HTTPClient, newMetadataClient()), failed: &failedDocuments{},
 		resources: []string{opts.BaseURL + "/mcp", opts.BaseURL + "/a2a"},
 	}
 	ctx := context.Background()
@@ -274,7 +288,7 @@ func (s *Server) Handler() http.Handler {
 		}
 		mux.Handle(rt.path, h)
 	}
-	return mux
+	return withClientIP(mux)
 }
 
 // cors lets browser-based clients (MCP Inspector, web chat apps) read the

@@ -48,16 +48,16 @@ func (s *Server) grantTypes() []string {
 }
 
 // readForm parses a form body of at most maxFormBytes into r.PostForm.
-// Parameters may appear at most once (RFC 6749 section 3.1).
+// Parameters may appear at most once (RFC 6749 section 3.1) and must be
+// valid text (no NUL, control characters or invalid UTF-8: they would
+// otherwise reach the store, where PostgreSQL refuses them).
 func readForm(w http.ResponseWriter, r *http.Request) error {
 	r.Body = http.MaxBytesReader(w, r.Body, maxFormBytes)
 	if err := r.ParseForm(); err != nil {
 		return core.Errorf(core.KindInvalid, core.CodeInvalidRequest, "the body must be an application/x-www-form-urlencoded form of at most 64 KB")
 	}
-	for name, vs := range r.PostForm {
-		if len(vs) > 1 {
-			return core.Errorf(core.KindInvalid, core.CodeInvalidRequest, "the parameter %s is given more than once", name)
-		}
+	if p := formProblem(r.PostForm); p != "" {
+		return core.Errorf(core.KindInvalid, core.CodeInvalidRequest, "%s", p)
 	}
 	return nil
 }

@@ -83,7 +83,21 @@ func (c *Console) showAgents(w http.ResponseWriter, r *http.Request, s *signedIn
 }
 
 func (c *Console) createEnrollment(w http.ResponseWriter, r *http.Request, s *signedIn) {
-	secret, err := c.svc.CreateAgentEnrollment(r.Context(), s.owner.ID, r.PostFormValue("name"), r.PostForm["scope"])
+	name := r.PostFormValue("name")
+	problem := ""
+	if p := textProblem(name); p != "" {
+		problem = "The agent name " + p + "; use plain text."
+	}
+	for _, sc := range r.PostForm["scope"] {
+		if p := textProblem(sc); p != "" && problem == "" {
+			problem = "A scope " + p + "."
+		}
+	}
+	if problem != "" {
+		c.showAgents(w, r, s, http.StatusBadRequest, nil, "", problem)
+		return
+	}
+	secret, err := c.svc.CreateAgentEnrollment(r.Context(), s.owner.ID, name, r.PostForm["scope"])
 	if err != nil {
 		if e := core.AsError(err); e.Kind != core.KindInternal {
 			if e.RetryAfterSeconds > 0 {

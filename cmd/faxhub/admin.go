@@ -55,8 +55,11 @@ func admin(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if len(args) >= 1 && args[0] == "purge" {
 		return adminPurge(ctx, args[1:], stdout, stderr)
 	}
+	if len(args) >= 2 && args[0] == "keys" && args[1] == "rotate" {
+		return adminKeysRotate(ctx, args[2:], stdout, stderr)
+	}
 	if len(args) < 2 {
-		return usageError{"usage: faxhub admin owner|apikey|credits|session create|grant …"}
+		return usageError{"usage: faxhub admin owner|apikey|credits|session create|grant …, admin demo, admin purge, admin keys rotate"}
 	}
 	return adminCmd(ctx, args[0]+" "+args[1], args[2:], stdout, stderr)
 }
@@ -226,4 +229,39 @@ func adminPurge(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		fmt.Fprintf(stdout, "%s %d\n", pc.What, pc.N)
 	}
 	return err
+}
+
+// adminKeysRotate is `faxhub admin keys rotate`: new EdDSA and RS256
+// signing keys of the OAuth server become the active ones at once (on other
+// replicas within a minute). The old keys stay in the JWKS and keep
+// verifying what they signed for 31 days (docs/oauth.md, "Signing keys").
+// It prints one "alg kid" line per new key.
+func adminKeysRotate(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	var c config
+	fs := flag.NewFlagSet("admin keys rotate", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	commonFlags(fs, &c)
+	if err := parse(fs, args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return nil
+		}
+		return err
+	}
+	if err := c.finish(); err != nil {
+		return err
+	}
+	a, err := build(ctx, c, newLogger(c, os.Stderr), false)
+	if err != nil {
+		return err
+	}
+	defer a.Close()
+	keys, err := a.OAuth.RotateSigningKeys(ctx)
+	if err != nil {
+		return err
+	}
+	for _, k := range keys {
+		fmt.Fprintf(stdout, "%s %s\n", k.Alg, k.KeyID)
+	}
+	fmt.Fprintln(stderr, "new signing keys are active; the previous keys stay published and accepted for 31 days")
+	return nil
 }
