@@ -72,6 +72,10 @@ func imageToPDF(ctx context.Context, req core.ConvertRequest) (pages int, err er
 	r := io.NewSectionReader(ctxReaderAt{ctx, f}, 0, st.Size())
 	src, err := openImage(r, req.Kind, req.MaxPages)
 	if err != nil {
+		if ctx.Err() != nil {
+			// A read refused at the deadline, not a damaged file.
+			return 0, fmt.Errorf("read image: %w", ctx.Err())
+		}
 		return 0, err
 	}
 	if err := src.check(req.Kind); err != nil {
