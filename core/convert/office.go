@@ -46,14 +46,14 @@ func (c *Converter) officeToPDF(ctx context.Context, req core.ConvertRequest) (p
 		return 0, e
 	}
 	err = c.withSlot(ctx, c.office, req.OwnerID, func(ctx context.Context) (err error) {
-		pages, err = c.runOffice(ctx, bin, req.Src, req.Kind, req.Dst)
+		pages, err = c.runOffice(ctx, bin, req.Src, req.Kind, req.Dst, req.MaxPages)
 		return err
 	})
 	return pages, err
 }
 
 // runOffice converts in a slot of its own.
-func (c *Converter) runOffice(ctx context.Context, bin, src string, kind core.FileKind, dst string) (int, error) {
+func (c *Converter) runOffice(ctx context.Context, bin, src string, kind core.FileKind, dst string, maxPages int) (int, error) {
 	job, err := os.MkdirTemp(c.opts.TempDir, "faxhub-soffice-")
 	if err != nil {
 		return 0, fmt.Errorf("create conversion directory: %w", err)
@@ -77,9 +77,14 @@ func (c *Converter) runOffice(ctx context.Context, bin, src string, kind core.Fi
 	if st, err := os.Stat(result); err != nil || st.Size() == 0 {
 		return 0, conversionFailed(err, "LibreOffice could not convert the %s document; check that it opens in an office application", kindName(kind))
 	}
-	pages, err := pdfPages(ctx, result)
+	// A short document can lay out to thousands of pages: refuse them
+	// before pdfcpu reads them all.
+	pages, err := pdfPagesLimit(ctx, result, maxPages)
 	if err != nil {
 		var ce *core.Error
+		if errors.As(err, &ce) && ce.Code == core.CodeTooManyPages {
+			return 0, err
+		}
 		if errors.As(err, &ce) {
 			// Our converter produced a PDF we cannot read: that is a failed
 			// conversion, not a damaged upload.

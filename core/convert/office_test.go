@@ -249,3 +249,26 @@ func TestOfficeCancelledWhileWaitingForASlot(t *testing.T) {
 		}
 	}
 }
+
+// A document LibreOffice lays out to more pages than the limit is refused
+// with too_many_pages (from the result's page tree, before pdfcpu reads
+// it), not as a failed conversion. The stand-in for soffice writes a
+// 40-page PDF.
+func TestOfficeTooManyPages(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	many := writeTemp(t, "many.pdf", pdfBytes(t, pdfSpec{pages: 40}))
+	script := filepath.Join(dir, "soffice")
+	body := "#!/bin/sh\nwhile [ $# -gt 0 ]; do if [ \"$1\" = --outdir ]; then out=$2; fi; shift; done\ncp " + many + " \"$out/document.pdf\"\n"
+	if err := os.WriteFile(script, []byte(body), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	c := New(Options{SofficePath: script})
+	src := writeTemp(t, "source", docxBytes(t, 1))
+	dst := filepath.Join(dir, "out.pdf")
+	_, err := c.ToPDF(context.Background(), core.ConvertRequest{Src: src, Kind: core.FileDOCX, Dst: dst, MaxPages: 30})
+	wantCode(t, err, core.KindUnprocessable, core.CodeTooManyPages)
+	if pages, err := c.ToPDF(context.Background(), core.ConvertRequest{Src: src, Kind: core.FileDOCX, Dst: dst, MaxPages: 40}); err != nil || pages != 40 {
+		t.Fatalf("at the limit: %d pages, %v", pages, err)
+	}
+}
