@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"regexp"
 	"sort"
 	"strconv"
 
@@ -117,6 +118,43 @@ func indexPDF(ctx context.Context, r io.ReaderAt, size int64) (*pdfIndex, error)
 	return &ix.idx, nil
 }
 
+// objectStreamData reads and decodes an object stream of at most
+// maxXRefStreamBytes, encoded and decoded.
+func (ix *indexer) objectStreamData(o object) ([]byte, bool) {
+	length, ok := o.val.int("Length")
+	if lv := o.val.dict["Length"]; lv.kind == valRef {
+		if loff, found := ix.entries[lv.num]; found && loff != inObjectStream {
+			if lo, err := ix.lookup(loff); err == nil && lo.val.kind == valInt {
+				length, ok = lo.val.num, true
+			}
+		}
+	}
+	if !ok || length < 0 || length > maxXRefStreamBytes || o.bodyOffset+length > ix.size {
+		return nil, false
+	}
+	raw := make([]byte, length)
+	if _, err := ix.r.ReadAt(raw, o.bodyOffset); err != nil {
+		return nil, false
+	}
+	data, err := decodeStream(o.val, raw)
+	return data, err == nil
+}
+
+// pageTypeRE matches a page dictionary's type entry (not /Pages).
+var pageTypeRE = regexp.MustCompile(`/Type\s*/Page(?:[^A-Za-z0-9#_.-]|$)`)
+
+// countPagesInObjectStream counts the page objects an object stream holds,
+// by their /Type entries: a page tree can hide its kids there behind a
+// small /Count. A stream the index cannot decode counts nothing; pdfcpu
+// judges it.
+func (ix *indexer) countPagesInObjectStream(o object) int {
+	data, ok := ix.objectStreamData(o)
+	if !ok {
+		return 0
+	}
+	return len(pageTypeRE.FindAllIndex(data, -1))
+}
+
 // declaredPages resolves /Root /Pages /Count, or returns -1.
 func (ix *indexer) declaredPages() int {
 	catalog, ok := ix.resolve(ix.root)
@@ -153,25 +191,10 @@ func (ix *indexer) resolve(nr int64) (pdfVal, bool) {
 	if err != nil || !o.isStream || o.val.name("Type") != "ObjStm" {
 		return pdfVal{}, false
 	}
-	length, ok := o.val.int("Length")
-	if lv := o.val.dict["Length"]; lv.kind == valRef {
-		if loff, found := ix.entries[lv.num]; found && loff != inObjectStream {
-			if lo, err := ix.lookup(loff); err == nil && lo.val.kind == valInt {
-				length, ok = lo.val.num, true
-			}
-		}
-	}
+	data, ok := ix.objectStreamData(o)
 	n, _ := o.val.int("N")
 	first, _ := o.val.int("First")
-	if !ok || length < 0 || length > maxXRefStreamBytes || o.bodyOffset+length > ix.size || n < 0 || first < 0 {
-		return pdfVal{}, false
-	}
-	raw := make([]byte, length)
-	if _, err := ix.r.ReadAt(raw, o.bodyOffset); err != nil {
-		return pdfVal{}, false
-	}
-	data, err := decodeStream(o.val, raw)
-	if err != nil || first > int64(len(data)) {
+	if !ok || n < 0 || first < 0 || first > int64(len(data)) {
 		return pdfVal{}, false
 	}
 	// The header is N pairs of object number and offset from /First.
@@ -655,8 +678,12 @@ func (ix *indexer) scanStreams(ctx context.Context) error {
 		if o.nr != nr {
 			return fmt.Errorf("cross-reference entry for object %d points at object %d", nr, o.nr)
 		}
-		if o.val.kind == valDict && o.val.name("Type") == "Page" {
+		switch {
+		case o.val.kind != valDict:
+		case o.val.name("Type") == "Page":
 			ix.idx.pageObjects++
+		case o.isStream && o.val.name("Type") == "ObjStm":
+			ix.idx.pageObjects += ix.countPagesInObjectStream(o)
 		}
 		if !o.isStream {
 			continue

@@ -217,6 +217,11 @@ func TestPDFPageLimitBeforeValidation(t *testing.T) {
 			if idx.declaredPages != tt.declared {
 				t.Errorf("declared pages = %d, want %d", idx.declaredPages, tt.declared)
 			}
+			// Page objects are counted at offsets and in object streams
+			// alike, in case /Count lies.
+			if idx.pageObjects != tt.declared {
+				t.Errorf("page objects = %d, want %d", idx.pageObjects, tt.declared)
+			}
 			p := writeTemp(t, "doc.pdf", tt.data)
 			pages, err := New(Options{}).ToPDF(context.Background(), core.ConvertRequest{Src: p, Kind: core.FilePDF, Dst: p + ".out", MaxPages: 30})
 			if tt.code != "" {
@@ -228,4 +233,14 @@ func TestPDFPageLimitBeforeValidation(t *testing.T) {
 			}
 		})
 	}
+}
+
+// A page tree whose /Count understates its kids is refused by its page
+// objects.
+func TestPDFPageLimitLyingCount(t *testing.T) {
+	t.Parallel()
+	b := bytes.Replace(pdfBytes(t, pdfSpec{pages: 40}), []byte("/Count 40"), []byte("/Count 1 "), 1)
+	p := writeTemp(t, "doc.pdf", b)
+	_, err := New(Options{}).ToPDF(context.Background(), core.ConvertRequest{Src: p, Kind: core.FilePDF, Dst: p + ".out", MaxPages: 30})
+	wantCode(t, err, core.KindUnprocessable, core.CodeTooManyPages)
 }
