@@ -26,10 +26,12 @@ const (
 	// are embedded without decoding, but the fax back end decodes them.
 	maxPagePixels = 100_000_000
 	// maxPageDecodeBytes bounds what decoding one PNG, GIF or TIFF page may
-	// allocate (see decodeBytes): a 300 dpi grey Letter scan needs 8.4 MB,
-	// a colour one 34 MB. With the garbage of the page before it this keeps
-	// a conversion within 64 MB.
-	maxPageDecodeBytes = 24 << 20
+	// allocate (see tiffPage.decodeBytes, pngDecodeBytes): a 300 dpi grey
+	// Letter scan needs 8.4 MB, a colour one 34 MB. Pages are collected
+	// between (gcAfterPageBytes), so with the decoder's buffer growth and
+	// the output stream a conversion stays within 64 MB (measured: at most
+	// 52 MB, TestConvertWorstCasesMemory).
+	maxPageDecodeBytes = 40 << 20
 	// maxDocumentPixels bounds a document's pages together: 350 Letter pages
 	// scanned at 300 dpi.
 	maxDocumentPixels = 3_000_000_000

@@ -36,11 +36,11 @@ func TestImageLimits(t *testing.T) {
 		// gigapixels (minutes of CPU) are not.
 		{"TIFF over the document's pixels", deflateTIFF(t, 200, 4800, 4800, 64, false), core.FileTIFF, 350, 0, 0, core.CodeConversionFailed},
 		{"one-strip TIFF page whose strip alone is too large", deflateTIFF(t, 1, 4000, 4000, 4000, false), core.FileTIFF, 0, 0, 0, core.CodeConversionFailed},
-		{"RGB PNG over the decode bound", withPNGSize(pngBytes(t), 3000, 3000), core.FilePNG, 0, 0, 0, core.CodeConversionFailed},
+		{"RGB PNG over the decode bound", withPNGSize(pngBytes(t), 3300, 3300), core.FilePNG, 0, 0, 0, core.CodeConversionFailed},
 		{"PNG over the pixel bound", withPNGSize(pngBytes(t), 10001, 10000), core.FilePNG, 0, 0, 0, core.CodeConversionFailed},
 		{"JPEG over the pixel bound", withJPEGSize(t, jpegBytes(t), 10001, 10000), core.FileJPEG, 0, 0, 0, core.CodeConversionFailed},
 		{"JPEG at the pixel bound is embedded, not decoded", withJPEGSize(t, jpegBytes(t), 10000, 10000), core.FileJPEG, 0, 0, 1, ""},
-		{"GIF over the decode bound", withGIFSize(gifBytes(t), 6000, 6000), core.FileGIF, 0, 0, 0, core.CodeConversionFailed},
+		{"GIF over the decode bound", withGIFSize(gifBytes(t), 6500, 6500), core.FileGIF, 0, 0, 0, core.CodeConversionFailed},
 		{"conversion past the timeout", deflateTIFF(t, 3, 2000, 2000, 64, false), core.FileTIFF, 0, time.Nanosecond, 0, core.CodeConversionFailed},
 	}
 	for _, tt := range tests {
