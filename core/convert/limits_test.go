@@ -77,11 +77,6 @@ func TestImageLayouts(t *testing.T) {
 	if err := jpeg.Encode(&greyJPEG, image.NewGray(image.Rect(0, 0, 30, 20)), nil); err != nil {
 		t.Fatal(err)
 	}
-	cmyk := image.NewCMYK(image.Rect(0, 0, 30, 20))
-	var cmykJPEG bytes.Buffer
-	if err := jpeg.Encode(&cmykJPEG, cmyk, nil); err != nil {
-		t.Fatal(err)
-	}
 	tests := []struct {
 		name string
 		data []byte
