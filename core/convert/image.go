@@ -139,11 +139,16 @@ func loadPage(p imagePage, kind core.FileKind) (img pageImage, err error) {
 func (s *imageSource) check(kind core.FileKind) error {
 	var total int64
 	for i, p := range s.pages {
+		if p.width <= 0 || p.height <= 0 {
+			return corrupt(fmt.Errorf("page %d: %dx%d", i+1, p.width, p.height), "the %s image has no pixels", kindName(kind))
+		}
+		// Each side first: two 32-bit sides can overflow the product.
 		px := int64(p.width) * int64(p.height)
+		if p.width > maxPagePixels || p.height > maxPagePixels {
+			px = maxPagePixels + 1
+		}
 		total += px
 		switch {
-		case p.width <= 0 || p.height <= 0:
-			return corrupt(fmt.Errorf("page %d: %dx%d", i+1, p.width, p.height), "the %s image has no pixels", kindName(kind))
 		case px > maxPagePixels:
 			return imageTooLarge(i, p, fmt.Sprintf("the limit is %d megapixels a page", maxPagePixels/1_000_000))
 		case p.decodeBytes > maxPageDecodeBytes:
@@ -221,7 +226,7 @@ func openImage(r *io.SectionReader, kind core.FileKind, maxPages int) (*imageSou
 			return nil, corrupt(err, "the %s image cannot be read: no header", name)
 		}
 		be := binary.BigEndian
-		w, h := int(be.Uint32(ihdr[16:])&0x7fffffff), int(be.Uint32(ihdr[20:])&0x7fffffff)
+		w, h := int(be.Uint32(ihdr[16:])), int(be.Uint32(ihdr[20:]))
 		return &imageSource{pages: []imagePage{{width: w, height: h, decodeBytes: pngDecodeBytes(w, h, ihdr[24], ihdr[25], ihdr[28]),
 			load: func() (pageImage, error) {
 				img, err := png.Decode(io.NewSectionReader(r, 0, r.Size()))

@@ -41,6 +41,11 @@ func TestImageLimits(t *testing.T) {
 		{"JPEG over the pixel bound", withJPEGSize(t, jpegBytes(t), 10001, 10000), core.FileJPEG, 0, 0, 0, core.CodeConversionFailed},
 		{"JPEG at the pixel bound is embedded, not decoded", withJPEGSize(t, jpegBytes(t), 10000, 10000), core.FileJPEG, 0, 0, 1, ""},
 		{"GIF over the decode bound", withGIFSize(gifBytes(t), 6500, 6500), core.FileGIF, 0, 0, 0, core.CodeConversionFailed},
+		// The directory walk once read LONGs as signed and masked them: this
+		// page looked 1 pixel wide and the decoder allocated 2 GB for it.
+		{"TIFF width above 2^31", multiPageTIFF(1, 4, 6, 0x80000001, 1), core.FileTIFF, 0, 0, 0, core.CodeConversionFailed},
+		{"TIFF sides whose product overflows", multiPageTIFF(1, 4, 6, 0xffffffff, 0xffffffff), core.FileTIFF, 0, 0, 0, core.CodeConversionFailed},
+		{"PNG width above 2^31", withPNGSize(pngBytes(t), 0x80000001, 1), core.FilePNG, 0, 0, 0, core.CodeConversionFailed},
 		{"conversion past the timeout", deflateTIFF(t, 3, 2000, 2000, 64, false), core.FileTIFF, 0, time.Nanosecond, 0, core.CodeConversionFailed},
 	}
 	for _, tt := range tests {

@@ -140,7 +140,9 @@ func firstTIFFValue(r io.ReaderAt, bo binary.ByteOrder, entry []byte) (int, erro
 	if size == 2 {
 		return int(bo.Uint16(v)), nil
 	}
-	return int(int32(bo.Uint32(v)) & 0x7fffffff), nil
+	// As the decoder reads it: a LONG above 2^31 is a huge width, not a
+	// small one.
+	return int(bo.Uint32(v)), nil
 }
 
 // decodeBytes estimates the memory the decoder needs for the page: the
