@@ -61,7 +61,7 @@ func FuzzTIFF(f *testing.F) {
 		}
 		var pixels int64
 		for _, p := range pages {
-			if p.decodeBytes() < 0 {
+			if p.decodeBytes(0) < 0 {
 				t.Fatalf("negative estimate for %+v", p)
 			}
 			pixels += int64(max(p.width, 0)) * int64(max(p.height, 0))

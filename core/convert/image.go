@@ -26,12 +26,14 @@ const (
 	// are embedded without decoding, but the fax back end decodes them.
 	maxPagePixels = 100_000_000
 	// maxPageDecodeBytes bounds what decoding one PNG, GIF or TIFF page may
-	// allocate (see tiffPage.decodeBytes, pngDecodeBytes): a 300 dpi grey
-	// Letter scan needs 8.4 MB, a colour one 34 MB. Pages are collected
-	// between (gcAfterPageBytes), so with the decoder's buffer growth and
-	// the output stream a conversion stays within 64 MB (measured: at most
-	// 52 MB, TestConvertWorstCasesMemory).
-	maxPageDecodeBytes = 40 << 20
+	// allocate (see tiffPage.decodeBytes, pngDecodeBytes): about 24 MP
+	// grey or 6 MP colour (a 300 dpi grey Letter scan needs 8.4 MB, a
+	// colour one 34 MB and is refused: JPEGs, which most colour scans
+	// are, are not decoded). Pages are collected between
+	// (gcAfterPageBytes), but the heap may still reach twice the live page
+	// while the collector runs: measured up to 82 MB for a 40 MB page on a
+	// loaded machine, so this keeps a conversion within 64 MB.
+	maxPageDecodeBytes = 24 << 20
 	// maxDocumentPixels bounds a document's pages together: 350 Letter pages
 	// scanned at 300 dpi.
 	maxDocumentPixels = 3_000_000_000
@@ -188,9 +190,19 @@ func openImage(r *io.SectionReader, kind core.FileKind, maxPages int) (*imageSou
 			return nil, corrupt(err, "the TIFF image cannot be read: %v", err)
 		}
 		src := &imageSource{}
-		for _, d := range dirs {
-			src.pages = append(src.pages, imagePage{width: d.width, height: d.height, decodeBytes: d.decodeBytes(),
+		for i, d := range dirs {
+			src.pages = append(src.pages, imagePage{width: d.width, height: d.height, decodeBytes: d.decodeBytes(0),
 				load: func() (pageImage, error) {
+					// What the strips really expand to, now that the page
+					// is next: the layout alone may understate it.
+					block, err := d.largestBlock(r, maxPageDecodeBytes)
+					if err != nil {
+						return pageImage{}, err
+					}
+					if n := d.decodeBytes(block); n > maxPageDecodeBytes {
+						return pageImage{}, imageTooLarge(i, imagePage{width: d.width, height: d.height},
+							fmt.Sprintf("its strips expand to %d MB, the limit for decoding a page is %d MB", (n+1<<20-1)>>20, maxPageDecodeBytes>>20))
+					}
 					img, err := tiff.DecodeAt(r, d.ifd)
 					if err != nil {
 						return pageImage{}, err

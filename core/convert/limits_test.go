@@ -46,6 +46,8 @@ func TestImageLimits(t *testing.T) {
 		{"TIFF width above 2^31", multiPageTIFF(1, 4, 6, 0x80000001, 1), core.FileTIFF, 0, 0, 0, core.CodeConversionFailed},
 		{"TIFF sides whose product overflows", multiPageTIFF(1, 4, 6, 0xffffffff, 0xffffffff), core.FileTIFF, 0, 0, 0, core.CodeConversionFailed},
 		{"PNG width above 2^31", withPNGSize(pngBytes(t), 0x80000001, 1), core.FilePNG, 0, 0, 0, core.CodeConversionFailed},
+		{"TIFF strips that inflate past their rows", deflateTIFF(t, 1, 2000, 2000, 2000, false, 8), core.FileTIFF, 0, 0, 0, core.CodeConversionFailed},
+		{"TIFF strips that inflate a little (the decoder ignores the rest)", deflateTIFF(t, 1, 300, 300, 100, false, 2), core.FileTIFF, 0, 0, 1, ""},
 		{"conversion past the timeout", deflateTIFF(t, 3, 2000, 2000, 64, false), core.FileTIFF, 0, time.Nanosecond, 0, core.CodeConversionFailed},
 	}
 	for _, tt := range tests {

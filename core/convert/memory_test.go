@@ -25,8 +25,15 @@ import (
 // if rgb), Deflate-compressed in strips of rowsPerStrip rows. Mostly white
 // with a stripe pattern: it compresses about a thousandfold, as the
 // adversary's file did (3.5 MB for 100 pages of 6000×6000).
-func deflateTIFF(t testing.TB, pages, w, h, rowsPerStrip int, rgb bool) []byte {
+//
+// inflate, if given, makes every strip decompress to that many times its
+// rows: a decompression bomb inside a plausible layout.
+func deflateTIFF(t testing.TB, pages, w, h, rowsPerStrip int, rgb bool, inflate ...int) []byte {
 	t.Helper()
+	factor := 1
+	if len(inflate) == 1 {
+		factor = inflate[0]
+	}
 	spp := 1
 	if rgb {
 		spp = 3
@@ -41,7 +48,7 @@ func deflateTIFF(t testing.TB, pages, w, h, rowsPerStrip int, rgb bool) []byte {
 		for x := 0; x < len(row); x += 97 {
 			row[x] = 0
 		}
-		for range rows {
+		for range rows * factor {
 			zw.Write(row)
 		}
 		zw.Close()
@@ -215,11 +222,15 @@ func TestConvertWorstCasesMemory(t *testing.T) {
 	}{
 		{"adversary's TIFF: 100 pages of 6000x6000, one strip each", write("adversary.tif", deflateTIFF(t, 100, 6000, 6000, 6000, false)), core.FileTIFF, 0, core.CodeConversionFailed},
 		{"2000 tiny TIFF pages", write("pages.tif", deflateTIFF(t, 2000, 8, 8, 8, false)), core.FileTIFF, 0, core.CodeTooManyPages},
-		{"40 grey TIFF pages at the decode bound", write("grey.tif", deflateTIFF(t, 40, 6300, 6300, 64, false)), core.FileTIFF, 40, ""},
-		{"12 RGB TIFF pages at the decode bound", write("rgb.tif", deflateTIFF(t, 12, 3200, 3200, 16, true)), core.FileTIFF, 12, ""},
-		{"3 one-strip RGB TIFF pages at the decode bound", write("strip.tif", deflateTIFF(t, 3, 2000, 2000, 2000, true)), core.FileTIFF, 3, ""},
-		{"RGB PNG at the decode bound", write("rgb.png", noisyPNG(t, 3200, 3200)), core.FilePNG, 1, ""},
-		{"grey PNG at the decode bound", write("grey.png", greyPNG(t, 6300, 6300)), core.FilePNG, 1, ""},
+		{"40 grey TIFF pages at the decode bound", write("grey.tif", deflateTIFF(t, 40, 4800, 4800, 64, false)), core.FileTIFF, 40, ""},
+		{"12 RGB TIFF pages at the decode bound", write("rgb.tif", deflateTIFF(t, 12, 2400, 2400, 16, true)), core.FileTIFF, 12, ""},
+		{"3 one-strip RGB TIFF pages at the decode bound", write("strip.tif", deflateTIFF(t, 3, 1200, 1200, 1200, true)), core.FileTIFF, 3, ""},
+		// 3000x3000 grey in one strip looks like 27 MB to decode, but the
+		// strip inflates to 8 bytes a pixel, which the decoder reads whole.
+		{"TIFF strip that inflates eightfold", write("strip-bomb.tif", deflateTIFF(t, 2, 3000, 3000, 3000, false, 8)), core.FileTIFF, 0, core.CodeConversionFailed},
+		{"3 one-strip TIFF pages inflating to the decoder's own limit", write("strip-bomb-ok.tif", deflateTIFF(t, 3, 800, 800, 800, false, 8)), core.FileTIFF, 3, ""},
+		{"RGB PNG at the decode bound", write("rgb.png", noisyPNG(t, 2500, 2400)), core.FilePNG, 1, ""},
+		{"grey PNG at the decode bound", write("grey.png", greyPNG(t, 4800, 4800)), core.FilePNG, 1, ""},
 		{"PNG header claiming 60000x60000", write("bomb.png", withPNGSize(greyPNG(t, 64, 64), 60000, 60000)), core.FilePNG, 0, core.CodeConversionFailed},
 		{"PNG header claiming 9000x9000 (under the pixel bound)", write("bomb2.png", withPNGSize(noisyPNG(t, 64, 64), 9000, 9000)), core.FilePNG, 0, core.CodeConversionFailed},
 		{"JPEG header claiming 65000x65000", write("bomb.jpg", withJPEGSize(t, jpegBytes(t), 65000, 65000)), core.FileJPEG, 0, core.CodeConversionFailed},

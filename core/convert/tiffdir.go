@@ -1,10 +1,14 @@
 package convert
 
 import (
+	"bufio"
+	"compress/zlib"
 	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
+
+	"golang.org/x/image/tiff/lzw"
 )
 
 // tiffPage is what a TIFF image file directory says about one page, read
@@ -17,6 +21,11 @@ type tiffPage struct {
 	compression           int
 	photometric           int
 	blockWidth, blockRows int // one strip or tile: what the decoder holds besides the image
+	// byteOrder and the raw directory entries of the strip (or tile)
+	// offsets and byte counts, read only when the page is about to be
+	// decoded (largestBlock).
+	byteOrder             binary.ByteOrder
+	offsetsTag, countsTag []byte
 }
 
 // maxTIFFPages bounds the directory walk whatever the caller's page limit.
@@ -37,6 +46,10 @@ const (
 	tagRowsPerStrip    = 278
 	tagTileWidth       = 322
 	tagTileLength      = 323
+	tagStripOffsets    = 273
+	tagStripByteCounts = 279
+	tagTileOffsets     = 324
+	tagTileByteCounts  = 325
 )
 
 // tiffPages walks a TIFF's chain of image file directories and describes
@@ -75,7 +88,7 @@ func tiffPages(r io.ReaderAt, limit int) ([]tiffPage, error) {
 		if _, err := r.ReadAt(entries, int64(off)+2); err != nil {
 			return nil, fmt.Errorf("read directory: %w", err)
 		}
-		p := tiffPage{ifd: int64(off), bitsPerSample: 1, samplesPerPixel: 1, compression: 1}
+		p := tiffPage{ifd: int64(off), bitsPerSample: 1, samplesPerPixel: 1, compression: 1, byteOrder: bo}
 		var rowsPerStrip int
 		for e := 0; e+12 <= len(entries)-4; e += 12 {
 			v, err := firstTIFFValue(r, bo, entries[e:e+12])
@@ -101,6 +114,10 @@ func tiffPages(r io.ReaderAt, limit int) ([]tiffPage, error) {
 				p.blockWidth = v
 			case tagTileLength:
 				p.blockRows = v
+			case tagStripOffsets, tagTileOffsets:
+				p.offsetsTag = entries[e : e+12]
+			case tagStripByteCounts, tagTileByteCounts:
+				p.countsTag = entries[e : e+12]
 			}
 		}
 		if p.blockWidth == 0 || p.blockRows == 0 {
@@ -148,9 +165,14 @@ func firstTIFFValue(r io.ReaderAt, bo binary.ByteOrder, entry []byte) (int, erro
 // decodeBytes estimates the memory the decoder needs for the page: the
 // decoded image (github.com/hhrutter/tiff decodes RGB into RGBA, 16-bit
 // samples into 16-bit images, everything else at a byte a pixel) plus one
-// strip or tile, which it reads into a growing buffer (up to twice its size)
-// and, for JPEG compression, decodes into an image of its own.
-func (p tiffPage) decodeBytes() int64 {
+// strip or tile, which it reads into a buffer grown by doubling: up to
+// twice the block, with the outgrown buffers as garbage beside it, so four
+// times (measured: a 1500x1500 one-strip page whose strip fills the
+// decoder's 18 MB grew RSS by 68 MB at twice). For JPEG compression the
+// block is also decoded into an image of its own.
+// block is the largest strip or tile's decoded size in bytes; before
+// largestBlock has measured it, pass 0 to assume what the layout implies.
+func (p tiffPage) decodeBytes(block int64) int64 {
 	var perPixel int64 = 1
 	switch p.photometric {
 	case 2, 5: // RGB, CMYK
@@ -164,10 +186,164 @@ func (p tiffPage) decodeBytes() int64 {
 	// Directories say anything; clamped, no product below overflows, and
 	// every clamped value is far past the limits anyway.
 	c := func(v int) int64 { return int64(min(max(v, 1), 1<<20)) }
-	rowBytes := (c(p.blockWidth)*min(c(p.samplesPerPixel), 64)*min(c(p.bitsPerSample), 64) + 7) / 8
-	block := 2 * rowBytes * c(p.blockRows)
-	if p.compression == 6 || p.compression == 7 { // JPEG
-		block += 4 * c(p.blockWidth) * c(p.blockRows)
+	if block <= 0 {
+		block = (c(p.blockWidth)*min(c(p.samplesPerPixel), 64)*min(c(p.bitsPerSample), 64) + 7) / 8 * c(p.blockRows)
 	}
-	return c(p.width)*c(p.height)*perPixel + block
+	n := 4 * block
+	if p.compression == 6 || p.compression == 7 { // JPEG
+		n += 4 * c(p.blockWidth) * c(p.blockRows)
+	}
+	return c(p.width)*c(p.height)*perPixel + n
+}
+
+// maxTIFFBlocks bounds the strips or tiles of one page.
+const maxTIFFBlocks = 1 << 20
+
+// largestBlock returns the size of the page's largest strip or tile as the
+// decoder will hold it. The decoder reads a compressed block up to 8 bytes a
+// pixel of the block, whatever the layout says, so a Deflate, LZW or
+// PackBits block is decompressed here first, into a counter (no memory):
+// a small strip can expand to far more than its rows. CCITT output is bounded
+// by the rows; uncompressed blocks are their byte counts. It stops at
+// limit: the caller refuses the page anyway.
+func (p tiffPage) largestBlock(r io.ReaderAt, limit int64) (int64, error) {
+	switch p.compression {
+	case 2, 3, 4: // CCITT: a bit a pixel, bounded by the block's rows
+		return 0, nil
+	}
+	if p.offsetsTag == nil || p.countsTag == nil {
+		return 0, errors.New("no strip offsets or byte counts")
+	}
+	// The decoder stops reading a block there, so counting need not go on.
+	c := func(v int) int64 { return int64(min(max(v, 1), 1<<20)) }
+	decoderLimit := 8 * c(p.blockWidth) * c(p.blockRows)
+	limit = min(limit, decoderLimit)
+	offsets, err := tiffArray(r, p.byteOrder, p.offsetsTag)
+	if err != nil {
+		return 0, err
+	}
+	counts, err := tiffArray(r, p.byteOrder, p.countsTag)
+	if err != nil {
+		return 0, err
+	}
+	var largest int64
+	// One inflater for every block: each new one is ~45 KB of garbage,
+	// megabytes on a page of thin strips.
+	var inflater io.ReadCloser
+	defer func() {
+		if inflater != nil {
+			inflater.Close()
+		}
+	}()
+	for i := range min(len(offsets), len(counts)) {
+		var n int64
+		sr := io.NewSectionReader(r, offsets[i], counts[i])
+		var dec io.Reader
+		switch p.compression {
+		case 1: // none
+			n = counts[i]
+		case 8, 32946: // Deflate
+			var err error
+			if inflater == nil {
+				inflater, err = zlib.NewReader(sr)
+			} else {
+				err = inflater.(zlib.Resetter).Reset(sr, nil)
+			}
+			if err != nil {
+				var ce ctxError
+				if errors.As(err, &ce) {
+					return 0, err
+				}
+				inflater = nil
+				continue // a damaged block is the decoder's to refuse
+			}
+			dec = inflater
+		case 5: // LZW
+			dec = lzw.NewReader(sr, lzw.MSB, 8)
+		case 32773: // PackBits
+			dec = &packBitsCounter{r: bufio.NewReader(sr)}
+		default:
+			// JPEG and anything else: assume the decoder's own bound.
+			return decoderLimit, nil
+		}
+		if dec != nil {
+			n, err = io.Copy(io.Discard, io.LimitReader(dec, limit+1))
+			if c, ok := dec.(io.Closer); ok && dec != inflater {
+				c.Close()
+			}
+			// A damaged block is the decoder's to refuse; only a read
+			// refused at the deadline stops the count.
+			var ce ctxError
+			if errors.As(err, &ce) {
+				return 0, err
+			}
+		}
+		largest = max(largest, min(n, decoderLimit))
+		if largest > limit {
+			break
+		}
+	}
+	return largest, nil
+}
+
+// tiffArray reads the SHORT or LONG values of a directory entry.
+func tiffArray(r io.ReaderAt, bo binary.ByteOrder, entry []byte) ([]int64, error) {
+	typ, count := bo.Uint16(entry[2:]), bo.Uint32(entry[4:])
+	size := map[uint16]int{3: 2, 4: 4}[typ]
+	if size == 0 || count > maxTIFFBlocks {
+		return nil, fmt.Errorf("strip table of type %d with %d entries", typ, count)
+	}
+	b := entry[8:12]
+	if int(count)*size > 4 {
+		b = make([]byte, int(count)*size)
+		if _, err := r.ReadAt(b, int64(bo.Uint32(entry[8:]))); err != nil {
+			return nil, fmt.Errorf("read strip table: %w", err)
+		}
+	}
+	vals := make([]int64, count)
+	for i := range vals {
+		if size == 2 {
+			vals[i] = int64(bo.Uint16(b[2*i:]))
+		} else {
+			vals[i] = int64(bo.Uint32(b[4*i:]))
+		}
+	}
+	return vals, nil
+}
+
+// packBitsCounter decodes PackBits (TIFF 6.0, section 9) and yields the
+// decoded bytes as zeros: only their number matters here.
+type packBitsCounter struct {
+	r       *bufio.Reader
+	pending int  // bytes of the current run still to yield
+	literal bool // whether they are read from r (a literal run)
+}
+
+func (p *packBitsCounter) Read(b []byte) (int, error) {
+	for p.pending == 0 {
+		h, err := p.r.ReadByte()
+		if err != nil {
+			return 0, err
+		}
+		switch n := int8(h); {
+		case n >= 0:
+			p.pending, p.literal = int(n)+1, true
+		case n != -128:
+			if _, err := p.r.ReadByte(); err != nil {
+				return 0, err
+			}
+			p.pending, p.literal = 1-int(n), false
+		}
+	}
+	n := min(len(b), p.pending)
+	if p.literal {
+		var err error
+		if n, err = p.r.Read(b[:n]); err != nil {
+			return n, err
+		}
+	} else {
+		clear(b[:n])
+	}
+	p.pending -= n
+	return n, nil
 }
