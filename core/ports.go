@@ -47,12 +47,26 @@ type Converter interface {
 	// Detect names the kind of the file at path by its content; an
 	// unsupported file is a *Error with CodeUnsupportedType.
 	Detect(ctx context.Context, path string) (FileKind, error)
-	// ToPDF converts src (of kind) into a PDF at dst and returns its page
-	// count. A PDF source is validated in place and dst is not written: the
-	// caller uses src. Errors are *Error with
-	// CodeCorruptDocument, CodeEncryptedDocument, CodeConversionFailed or
-	// CodeLibreOfficeMissing.
-	ToPDF(ctx context.Context, src string, kind FileKind, dst string) (pages int, err error)
+	// ToPDF converts req.Src (of req.Kind) into a PDF at req.Dst and
+	// returns its page count. A PDF source is validated in place and Dst is
+	// not written: the caller uses Src. Errors are *Error with
+	// CodeCorruptDocument, CodeEncryptedDocument, CodeConversionFailed,
+	// CodeTooManyPages, CodeLibreOfficeMissing or (too many conversions of
+	// one owner waiting) CodeRateLimited.
+	ToPDF(ctx context.Context, req ConvertRequest) (pages int, err error)
+}
+
+// ConvertRequest is one conversion for Converter.ToPDF.
+type ConvertRequest struct {
+	Src  string
+	Kind FileKind
+	Dst  string
+	// OwnerID is whose upload this is: conversions queue fairly per owner,
+	// so one owner's slow files cannot hold every slot.
+	OwnerID string
+	// MaxPages refuses a longer document with CodeTooManyPages, before
+	// its pages are decoded where the format allows; 0 means no limit.
+	MaxPages int
 }
 
 // DestinationChecker validates a destination fax number.

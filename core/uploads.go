@@ -179,7 +179,7 @@ func (s *Service) storeUpload(ctx context.Context, c UploadClaims, claimID strin
 			With("detected", string(kind))
 	}
 	pdf := filepath.Join(dir, "document.pdf")
-	pages, err := s.d.Converter.ToPDF(ctx, src, kind, pdf)
+	pages, err := s.d.Converter.ToPDF(ctx, ConvertRequest{Src: src, Kind: kind, Dst: pdf, OwnerID: c.OwnerID, MaxPages: s.cfg.MaxPages})
 	if err != nil {
 		return nil, err
 	}

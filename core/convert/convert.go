@@ -21,12 +21,19 @@ type Options struct {
 	// "libreoffice", looked up on PATH at each conversion, so installing
 	// LibreOffice needs no restart.
 	SofficePath string
-	// Timeout bounds one LibreOffice conversion (default 60s); the whole
-	// process group is killed when it expires.
+	// Timeout bounds one conversion's work (default 60s), not its wait for
+	// a slot: a LibreOffice run (its whole process group is killed when it
+	// expires), an image conversion or a PDF validation.
 	Timeout time.Duration
 	// MaxConcurrent bounds simultaneous LibreOffice conversions (default 2):
 	// each one is a full office suite in memory.
 	MaxConcurrent int
+	// MaxConcurrentImages bounds simultaneous image conversions and PDF
+	// validations (default 4). Each stays within about 64 MB (docs/limits.md).
+	MaxConcurrentImages int
+	// MaxQueuedPerOwner bounds one owner's conversions waiting for a slot
+	// of either kind (default 4); more are refused with 429 rate_limited.
+	MaxQueuedPerOwner int
 	// TempDir holds per-conversion work directories (default os.TempDir()).
 	TempDir string
 }
@@ -34,11 +41,17 @@ type Options struct {
 // Converter implements core.Converter.
 type Converter struct {
 	opts Options
-	// slots is a semaphore of LibreOffice conversions.
-	slots chan struct{}
+	// office and images are the slots of LibreOffice runs and of image and
+	// PDF work, shared fairly between owners.
+	office, images *fairSlots
 }
 
 var _ core.Converter = (*Converter)(nil)
+
+// retryAfterSeconds is what a client refused for a full queue is told to
+// wait: short conversions free a slot within seconds, LibreOffice ones
+// within the timeout.
+const retryAfterSeconds = 10
 
 // New returns a Converter with opts' defaults filled in.
 func New(opts Options) *Converter {
@@ -48,22 +61,85 @@ func New(opts Options) *Converter {
 	if opts.MaxConcurrent <= 0 {
 		opts.MaxConcurrent = 2
 	}
-	return &Converter{opts: opts, slots: make(chan struct{}, opts.MaxConcurrent)}
+	if opts.MaxConcurrentImages <= 0 {
+		opts.MaxConcurrentImages = 4
+	}
+	if opts.MaxQueuedPerOwner <= 0 {
+		opts.MaxQueuedPerOwner = 4
+	}
+	// One owner gets at most half the slots (at least one), so another
+	// owner always finds one without waiting for the first owner's jobs.
+	perOwner := func(slots int) int { return max(1, slots/2) }
+	return &Converter{
+		opts:   opts,
+		office: newFairSlots(opts.MaxConcurrent, perOwner(opts.MaxConcurrent), opts.MaxQueuedPerOwner),
+		images: newFairSlots(opts.MaxConcurrentImages, perOwner(opts.MaxConcurrentImages), opts.MaxQueuedPerOwner),
+	}
 }
 
 // ToPDF implements core.Converter.
-func (c *Converter) ToPDF(ctx context.Context, src string, kind core.FileKind, dst string) (int, error) {
-	switch kind {
+func (c *Converter) ToPDF(ctx context.Context, req core.ConvertRequest) (int, error) {
+	var pages int
+	var err error
+	switch req.Kind {
 	case core.FilePDF:
 		// Validated in place: the original is the fax document, and a copy
 		// of up to 50 MB would only cost a write (core.Converter's contract).
-		return pdfPages(ctx, src)
+		err = c.withSlot(ctx, c.images, req.OwnerID, func(ctx context.Context) (err error) {
+			pages, err = pdfPagesLimit(ctx, req.Src, req.MaxPages)
+			return err
+		})
 	case core.FilePNG, core.FileJPEG, core.FileTIFF, core.FileGIF:
-		return imageToPDF(ctx, src, kind, dst)
+		err = c.withSlot(ctx, c.images, req.OwnerID, func(ctx context.Context) (err error) {
+			pages, err = imageToPDF(ctx, req)
+			return err
+		})
 	case core.FileDOC, core.FileDOCX, core.FileXLS, core.FileXLSX, core.FileODT, core.FileODS, core.FileRTF:
-		return c.officeToPDF(ctx, src, kind, dst)
+		pages, err = c.officeToPDF(ctx, req)
+	default:
+		return 0, unsupported("files of type %q cannot be converted", req.Kind)
 	}
-	return 0, unsupported("files of type %q cannot be converted", kind)
+	if err != nil {
+		return 0, err
+	}
+	if req.MaxPages > 0 && pages > req.MaxPages {
+		if req.Kind != core.FilePDF {
+			os.Remove(req.Dst)
+		}
+		return 0, tooManyPages(pages, req.MaxPages)
+	}
+	return pages, nil
+}
+
+// withSlot runs work in a slot of pool under the conversion timeout. The
+// timeout starts once the slot is held: waiting is bounded by the queue
+// limit and the caller's context, work by the timeout.
+func (c *Converter) withSlot(ctx context.Context, pool *fairSlots, owner string, work func(context.Context) error) error {
+	release, err := pool.acquire(ctx, owner)
+	if errors.Is(err, errQueueFull) {
+		return core.Errorf(core.KindRateLimited, core.CodeRateLimited,
+			"%d of your conversions are already waiting; retry in %d s", c.opts.MaxQueuedPerOwner, retryAfterSeconds).
+			With("limit", c.opts.MaxQueuedPerOwner).WithRetryAfter(retryAfterSeconds)
+	}
+	if err != nil {
+		return fmt.Errorf("wait for a conversion slot: %w", err)
+	}
+	defer release()
+	wctx, cancel := context.WithTimeout(ctx, c.opts.Timeout)
+	defer cancel()
+	err = work(wctx)
+	if err != nil && ctx.Err() == nil && errors.Is(wctx.Err(), context.DeadlineExceeded) {
+		var ce *core.Error
+		if !errors.As(err, &ce) || ce.Kind != core.KindUnprocessable {
+			return conversionFailed(err, "the document could not be converted within %s; simplify it or split it and upload the parts", c.opts.Timeout)
+		}
+	}
+	return err
+}
+
+func tooManyPages(pages, limit int) *core.Error {
+	return core.Errorf(core.KindUnprocessable, core.CodeTooManyPages, "the document has %d pages; the limit is %d", pages, limit).
+		With("pages", pages).With("limit", limit)
 }
 
 // copyFile streams src to a new file at dst.

@@ -139,7 +139,7 @@ func TestToPDF(t *testing.T) {
 				t.Fatalf("Detect = %q, %v; want %q", kind, err, tt.kind)
 			}
 			dst := filepath.Join(t.TempDir(), "document.pdf")
-			pages, err := c.ToPDF(context.Background(), src, tt.kind, dst)
+			pages, err := c.ToPDF(context.Background(), core.ConvertRequest{Src: src, Kind: tt.kind, Dst: dst})
 			if tt.code != "" {
 				wantCode(t, err, core.KindUnprocessable, tt.code)
 				if _, err := os.Stat(dst); !os.IsNotExist(err) {
@@ -176,7 +176,7 @@ func TestImageTooLarge(t *testing.T) {
 	b[20], b[21], b[22], b[23] = 0, 0, 0x4e, 0x20
 	binary.BigEndian.PutUint32(b[29:], crc32.ChecksumIEEE(b[12:29]))
 	src := writeTemp(t, "big.png", b)
-	_, err := New(Options{}).ToPDF(context.Background(), src, core.FilePNG, filepath.Join(t.TempDir(), "out.pdf"))
+	_, err := New(Options{}).ToPDF(context.Background(), core.ConvertRequest{Src: src, Kind: core.FilePNG, Dst: filepath.Join(t.TempDir(), "out.pdf")})
 	wantCode(t, err, core.KindUnprocessable, core.CodeConversionFailed)
 }
 
@@ -185,14 +185,14 @@ func TestImageTooLarge(t *testing.T) {
 func TestTIFFLaterPageTooLarge(t *testing.T) {
 	t.Parallel()
 	src := writeTemp(t, "pages.tif", multiPageTIFF(3, 40, 60, 30000, 30000))
-	_, err := New(Options{}).ToPDF(context.Background(), src, core.FileTIFF, filepath.Join(t.TempDir(), "out.pdf"))
+	_, err := New(Options{}).ToPDF(context.Background(), core.ConvertRequest{Src: src, Kind: core.FileTIFF, Dst: filepath.Join(t.TempDir(), "out.pdf")})
 	wantCode(t, err, core.KindUnprocessable, core.CodeConversionFailed)
 }
 
 func TestUnsupportedKind(t *testing.T) {
 	t.Parallel()
 	src := writeTemp(t, "x", []byte("x"))
-	_, err := New(Options{}).ToPDF(context.Background(), src, core.FileKind("text/plain"), filepath.Join(t.TempDir(), "out.pdf"))
+	_, err := New(Options{}).ToPDF(context.Background(), core.ConvertRequest{Src: src, Kind: core.FileKind("text/plain"), Dst: filepath.Join(t.TempDir(), "out.pdf")})
 	wantCode(t, err, core.KindUnsupportedMedia, core.CodeUnsupportedType)
 }
 
@@ -214,7 +214,7 @@ func TestPDFNeverPanics(t *testing.T) {
 			b[r.IntN(len(b))] = byte(r.Uint32())
 		}
 		p := writeTemp(t, "fuzzed.pdf", b)
-		pages, err := c.ToPDF(context.Background(), p, core.FilePDF, p+".out")
+		pages, err := c.ToPDF(context.Background(), core.ConvertRequest{Src: p, Kind: core.FilePDF, Dst: p + ".out"})
 		if err == nil {
 			if pages < 1 {
 				t.Fatalf("case %d: %d pages without an error", i, pages)

@@ -37,21 +37,23 @@ func (c *Converter) soffice() (string, error) {
 // officeToPDF converts an office document with LibreOffice in headless mode.
 // Each job gets its own profile directory: LibreOffice refuses to run twice on
 // one profile, and a shared profile would serialise every conversion.
-func (c *Converter) officeToPDF(ctx context.Context, src string, kind core.FileKind, dst string) (int, error) {
+func (c *Converter) officeToPDF(ctx context.Context, req core.ConvertRequest) (pages int, err error) {
 	bin, err := c.soffice()
 	if err != nil {
 		e := core.Errorf(core.KindUnsupportedMedia, core.CodeLibreOfficeMissing,
-			"converting %s documents needs LibreOffice, which is not installed on this server; upload a PDF or an image instead", kindName(kind))
+			"converting %s documents needs LibreOffice, which is not installed on this server; upload a PDF or an image instead", kindName(req.Kind))
 		e.Err = err
 		return 0, e
 	}
-	select {
-	case c.slots <- struct{}{}:
-		defer func() { <-c.slots }()
-	case <-ctx.Done():
-		return 0, fmt.Errorf("wait for a conversion slot: %w", ctx.Err())
-	}
+	err = c.withSlot(ctx, c.office, req.OwnerID, func(ctx context.Context) (err error) {
+		pages, err = c.runOffice(ctx, bin, req.Src, req.Kind, req.Dst, req.MaxPages)
+		return err
+	})
+	return pages, err
+}
 
+// runOffice converts in a slot of its own.
+func (c *Converter) runOffice(ctx context.Context, bin, src string, kind core.FileKind, dst string, maxPages int) (int, error) {
 	job, err := os.MkdirTemp(c.opts.TempDir, "faxhub-soffice-")
 	if err != nil {
 		return 0, fmt.Errorf("create conversion directory: %w", err)
@@ -75,9 +77,14 @@ func (c *Converter) officeToPDF(ctx context.Context, src string, kind core.FileK
 	if st, err := os.Stat(result); err != nil || st.Size() == 0 {
 		return 0, conversionFailed(err, "LibreOffice could not convert the %s document; check that it opens in an office application", kindName(kind))
 	}
-	pages, err := pdfPages(ctx, result)
+	// A short document can lay out to thousands of pages: refuse them
+	// before pdfcpu reads them all.
+	pages, err := pdfPagesLimit(ctx, result, maxPages)
 	if err != nil {
 		var ce *core.Error
+		if errors.As(err, &ce) && ce.Code == core.CodeTooManyPages {
+			return 0, err
+		}
 		if errors.As(err, &ce) {
 			// Our converter produced a PDF we cannot read: that is a failed
 			// conversion, not a damaged upload.
@@ -113,10 +120,10 @@ func (c *Converter) runSoffice(ctx context.Context, bin, job, profile, out, inpu
 	// soffice.bin), and killing it then could hit a reused process group id.
 	err := cmd.Run()
 	switch {
+	case errors.Is(tctx.Err(), context.DeadlineExceeded):
+		return conversionFailed(tctx.Err(), "LibreOffice did not finish converting the %s document within %s", kindName(kind), c.opts.Timeout)
 	case ctx.Err() != nil:
 		return fmt.Errorf("convert %s: %w", kindName(kind), ctx.Err())
-	case tctx.Err() != nil:
-		return conversionFailed(tctx.Err(), "LibreOffice did not finish converting the %s document within %s", kindName(kind), c.opts.Timeout)
 	case err != nil:
 		return conversionFailed(fmt.Errorf("%w: %s", err, output.String()),
 			"LibreOffice could not convert the %s document; check that it opens in an office application", kindName(kind))

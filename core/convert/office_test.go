@@ -83,7 +83,7 @@ func TestOfficeToPDF(t *testing.T) {
 				t.Fatalf("Detect = %q, %v; want %q", kind, err, tt.kind)
 			}
 			dst := filepath.Join(t.TempDir(), "document.pdf")
-			pages, err := c.ToPDF(context.Background(), src, kind, dst)
+			pages, err := c.ToPDF(context.Background(), core.ConvertRequest{Src: src, Kind: kind, Dst: dst})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -122,7 +122,7 @@ func TestOfficeBrokenDocument(t *testing.T) {
 	if err != nil || kind != core.FileDOCX {
 		t.Fatalf("Detect = %q, %v", kind, err)
 	}
-	_, err = c.ToPDF(context.Background(), src, kind, filepath.Join(t.TempDir(), "out.pdf"))
+	_, err = c.ToPDF(context.Background(), core.ConvertRequest{Src: src, Kind: kind, Dst: filepath.Join(t.TempDir(), "out.pdf")})
 	wantCode(t, err, core.KindUnprocessable, core.CodeConversionFailed)
 }
 
@@ -140,7 +140,7 @@ func TestOfficeConcurrent(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			pages[i], errs[i] = c.ToPDF(context.Background(), src, core.FileDOCX, filepath.Join(t.TempDir(), "out.pdf"))
+			pages[i], errs[i] = c.ToPDF(context.Background(), core.ConvertRequest{Src: src, Kind: core.FileDOCX, Dst: filepath.Join(t.TempDir(), "out.pdf")})
 		}()
 	}
 	wg.Wait()
@@ -155,7 +155,7 @@ func TestOfficeMissingLibreOffice(t *testing.T) {
 	t.Parallel()
 	c := New(Options{SofficePath: filepath.Join(t.TempDir(), "no", "soffice")})
 	src := writeTemp(t, "source", docxBytes(t, 1))
-	_, err := c.ToPDF(context.Background(), src, core.FileDOCX, filepath.Join(t.TempDir(), "out.pdf"))
+	_, err := c.ToPDF(context.Background(), core.ConvertRequest{Src: src, Kind: core.FileDOCX, Dst: filepath.Join(t.TempDir(), "out.pdf")})
 	wantCode(t, err, core.KindUnsupportedMedia, core.CodeLibreOfficeMissing)
 	if !strings.Contains(err.Error(), "LibreOffice, which is not installed on this server") {
 		t.Errorf("message: %v", err)
@@ -176,7 +176,7 @@ func TestOfficeTimeoutKillsProcessGroup(t *testing.T) {
 	c := New(Options{SofficePath: script, Timeout: 500 * time.Millisecond})
 	src := writeTemp(t, "source", docxBytes(t, 1))
 	start := time.Now()
-	_, err := c.ToPDF(context.Background(), src, core.FileDOCX, filepath.Join(t.TempDir(), "out.pdf"))
+	_, err := c.ToPDF(context.Background(), core.ConvertRequest{Src: src, Kind: core.FileDOCX, Dst: filepath.Join(t.TempDir(), "out.pdf")})
 	wantCode(t, err, core.KindUnprocessable, core.CodeConversionFailed)
 	if d := time.Since(start); d > 10*time.Second {
 		t.Errorf("took %s to give up", d)
@@ -226,14 +226,14 @@ func TestOfficeCancelledWhileWaitingForASlot(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	first := make(chan error, 1)
 	go func() {
-		_, err := c.ToPDF(ctx, src, core.FileDOCX, filepath.Join(dir, "a.pdf"))
+		_, err := c.ToPDF(ctx, core.ConvertRequest{Src: src, Kind: core.FileDOCX, Dst: filepath.Join(dir, "a.pdf")})
 		first <- err
 	}()
 	// Let the first job take the only slot, then queue a second.
 	time.Sleep(200 * time.Millisecond)
 	second := make(chan error, 1)
 	go func() {
-		_, err := c.ToPDF(ctx, src, core.FileDOCX, filepath.Join(dir, "b.pdf"))
+		_, err := c.ToPDF(ctx, core.ConvertRequest{Src: src, Kind: core.FileDOCX, Dst: filepath.Join(dir, "b.pdf")})
 		second <- err
 	}()
 	time.Sleep(100 * time.Millisecond)
@@ -247,5 +247,28 @@ func TestOfficeCancelledWhileWaitingForASlot(t *testing.T) {
 		case <-time.After(10 * time.Second):
 			t.Fatal("cancellation did not stop the conversion")
 		}
+	}
+}
+
+// A document LibreOffice lays out to more pages than the limit is refused
+// with too_many_pages (from the result's page tree, before pdfcpu reads
+// it), not as a failed conversion. The stand-in for soffice writes a
+// 40-page PDF.
+func TestOfficeTooManyPages(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	many := writeTemp(t, "many.pdf", pdfBytes(t, pdfSpec{pages: 40}))
+	script := filepath.Join(dir, "soffice")
+	body := "#!/bin/sh\nwhile [ $# -gt 0 ]; do if [ \"$1\" = --outdir ]; then out=$2; fi; shift; done\ncp " + many + " \"$out/document.pdf\"\n"
+	if err := os.WriteFile(script, []byte(body), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	c := New(Options{SofficePath: script})
+	src := writeTemp(t, "source", docxBytes(t, 1))
+	dst := filepath.Join(dir, "out.pdf")
+	_, err := c.ToPDF(context.Background(), core.ConvertRequest{Src: src, Kind: core.FileDOCX, Dst: dst, MaxPages: 30})
+	wantCode(t, err, core.KindUnprocessable, core.CodeTooManyPages)
+	if pages, err := c.ToPDF(context.Background(), core.ConvertRequest{Src: src, Kind: core.FileDOCX, Dst: dst, MaxPages: 40}); err != nil || pages != 40 {
+		t.Fatalf("at the limit: %d pages, %v", pages, err)
 	}
 }

@@ -48,6 +48,13 @@ const maxDecodeBytes = 32 << 20
 // pdfPages validates the PDF at path and returns its page count, in memory
 // bounded by the file's structure rather than its size (see pdfindex.go).
 func pdfPages(ctx context.Context, path string) (int, error) {
+	return pdfPagesLimit(ctx, path, 0)
+}
+
+// pdfPagesLimit is pdfPages refusing, before pdfcpu reads it, a document
+// whose page tree or page objects show more than maxPages pages (0: no
+// limit).
+func pdfPagesLimit(ctx context.Context, path string, maxPages int) (int, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return 0, fmt.Errorf("open pdf: %w", err)
@@ -73,6 +80,8 @@ func pdfPages(ctx context.Context, path string) (int, error) {
 		return 0, corrupt(err, "the PDF is damaged or truncated (%s); re-save or re-export it and upload it again", firstLine(err.Error()))
 	case idx.encrypted:
 		return 0, encrypted()
+	case maxPages > 0 && max(idx.declaredPages, idx.pageObjects) > maxPages:
+		return 0, tooManyPages(max(idx.declaredPages, idx.pageObjects), maxPages)
 	}
 	return validateWithPDFCPU(ctx, &patchedReader{r: f, size: st.Size(), patches: idx.patches}, st.Size())
 }

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"regexp"
 	"sort"
 	"strconv"
 
@@ -66,6 +67,12 @@ type patch struct {
 type pdfIndex struct {
 	encrypted bool
 	patches   []patch // sorted by offset
+	// declaredPages is the page tree root's /Count, or -1 when the index
+	// could not resolve it; pageObjects counts the /Type /Page objects
+	// stored at an offset (those in object streams are not looked at).
+	// Either one above the page limit refuses the file before pdfcpu
+	// builds its object graph, at ~7 KB a page.
+	declaredPages, pageObjects int
 }
 
 type indexer struct {
@@ -74,11 +81,16 @@ type indexer struct {
 	header int64 // offset of "%PDF-"; some files carry junk before it
 	// entries maps object numbers to offsets (or inObjectStream).
 	entries map[int64]int64
-	idx     pdfIndex
+	// objStm maps objects stored in object streams to their stream.
+	objStm map[int64]int64
+	// root is the catalog's object number from the newest trailer, 0 if
+	// none was found.
+	root int64
+	idx  pdfIndex
 }
 
 func indexPDF(ctx context.Context, r io.ReaderAt, size int64) (*pdfIndex, error) {
-	ix := &indexer{r: r, size: size, entries: map[int64]int64{}}
+	ix := &indexer{r: r, size: size, entries: map[int64]int64{}, objStm: map[int64]int64{}, idx: pdfIndex{declaredPages: -1}}
 	head := make([]byte, min(size, 1024))
 	if _, err := r.ReadAt(head, 0); err != nil && !errors.Is(err, io.EOF) {
 		return nil, fmt.Errorf("read header: %w", err)
@@ -102,7 +114,111 @@ func indexPDF(ctx context.Context, r io.ReaderAt, size int64) (*pdfIndex, error)
 		return nil, err
 	}
 	sort.Slice(ix.idx.patches, func(i, j int) bool { return ix.idx.patches[i].off < ix.idx.patches[j].off })
+	ix.idx.declaredPages = ix.declaredPages()
 	return &ix.idx, nil
+}
+
+// objectStreamData reads and decodes an object stream of at most
+// maxXRefStreamBytes, encoded and decoded.
+func (ix *indexer) objectStreamData(o object) ([]byte, bool) {
+	length, ok := o.val.int("Length")
+	if lv := o.val.dict["Length"]; lv.kind == valRef {
+		if loff, found := ix.entries[lv.num]; found && loff != inObjectStream {
+			if lo, err := ix.lookup(loff); err == nil && lo.val.kind == valInt {
+				length, ok = lo.val.num, true
+			}
+		}
+	}
+	if !ok || length < 0 || length > maxXRefStreamBytes || o.bodyOffset+length > ix.size {
+		return nil, false
+	}
+	raw := make([]byte, length)
+	if _, err := ix.r.ReadAt(raw, o.bodyOffset); err != nil {
+		return nil, false
+	}
+	data, err := decodeStream(o.val, raw)
+	return data, err == nil
+}
+
+// pageTypeRE matches a page dictionary's type entry (not /Pages).
+var pageTypeRE = regexp.MustCompile(`/Type\s*/Page(?:[^A-Za-z0-9#_.-]|$)`)
+
+// countPagesInObjectStream counts the page objects an object stream holds,
+// by their /Type entries: a page tree can hide its kids there behind a
+// small /Count. A stream the index cannot decode counts nothing; pdfcpu
+// judges it.
+func (ix *indexer) countPagesInObjectStream(o object) int {
+	data, ok := ix.objectStreamData(o)
+	if !ok {
+		return 0
+	}
+	return len(pageTypeRE.FindAllIndex(data, -1))
+}
+
+// declaredPages resolves /Root /Pages /Count, or returns -1.
+func (ix *indexer) declaredPages() int {
+	catalog, ok := ix.resolve(ix.root)
+	if !ok || catalog.kind != valDict || catalog.dict["Pages"].kind != valRef {
+		return -1
+	}
+	pages, ok := ix.resolve(catalog.dict["Pages"].num)
+	if !ok || pages.kind != valDict {
+		return -1
+	}
+	n, ok := pages.int("Count")
+	if !ok || n < 0 {
+		return -1
+	}
+	return int(min(n, 1<<30))
+}
+
+// resolve returns the value of object nr, stored at an offset or in an
+// object stream.
+func (ix *indexer) resolve(nr int64) (pdfVal, bool) {
+	if off, ok := ix.entries[nr]; ok && off != inObjectStream {
+		o, err := ix.lookup(off)
+		return o.val, err == nil && o.nr == nr
+	}
+	stm, ok := ix.objStm[nr]
+	if !ok {
+		return pdfVal{}, false
+	}
+	off, ok := ix.entries[stm]
+	if !ok || off == inObjectStream {
+		return pdfVal{}, false
+	}
+	o, err := ix.lookup(off)
+	if err != nil || !o.isStream || o.val.name("Type") != "ObjStm" {
+		return pdfVal{}, false
+	}
+	data, ok := ix.objectStreamData(o)
+	n, _ := o.val.int("N")
+	first, _ := o.val.int("First")
+	if !ok || n < 0 || first < 0 || first > int64(len(data)) {
+		return pdfVal{}, false
+	}
+	// The header is N pairs of object number and offset from /First.
+	l := &lexer{b: data[:first], atEOF: true}
+	for range min(n, 1<<20) {
+		t1, _, err1 := l.token()
+		t2, _, err2 := l.token()
+		if err1 != nil || err2 != nil {
+			return pdfVal{}, false
+		}
+		onr, ok1 := parseInt(t1)
+		rel, ok2 := parseInt(t2)
+		if !ok1 || !ok2 {
+			return pdfVal{}, false
+		}
+		if onr == nr {
+			if rel < 0 || first+rel >= int64(len(data)) {
+				return pdfVal{}, false
+			}
+			v, err := (&lexer{b: data[first+rel:], atEOF: true}).value(0)
+			return v, err == nil
+		}
+	}
+	return pdfVal{}, false
 }
 
 // startXRef finds the last "startxref" near the end of the file.
@@ -155,6 +271,9 @@ func (ix *indexer) readXRefChain(ctx context.Context, start int64) error {
 		}
 		if err != nil {
 			return fmt.Errorf("cross-reference section at %d: %w", off, err)
+		}
+		if r := trailer.dict["Root"]; r.kind == valRef && ix.root == 0 {
+			ix.root = r.num
 		}
 		if _, ok := trailer.dict["Encrypt"]; ok {
 			ix.idx.encrypted = true
@@ -458,7 +577,11 @@ func (ix *indexer) readXRefStream(off int64) (pdfVal, error) {
 					err = ix.define(first+j, f2)
 				}
 			case 2:
-				err = ix.define(first+j, inObjectStream)
+				if err = ix.define(first+j, inObjectStream); err == nil {
+					if _, ok := ix.objStm[first+j]; !ok {
+						ix.objStm[first+j] = f2
+					}
+				}
 			}
 			if err != nil {
 				return pdfVal{}, err
@@ -554,6 +677,13 @@ func (ix *indexer) scanStreams(ctx context.Context) error {
 		}
 		if o.nr != nr {
 			return fmt.Errorf("cross-reference entry for object %d points at object %d", nr, o.nr)
+		}
+		switch {
+		case o.val.kind != valDict:
+		case o.val.name("Type") == "Page":
+			ix.idx.pageObjects++
+		case o.isStream && o.val.name("Type") == "ObjStm":
+			ix.idx.pageObjects += ix.countPagesInObjectStream(o)
 		}
 		if !o.isStream {
 			continue

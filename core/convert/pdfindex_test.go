@@ -98,7 +98,7 @@ func TestLargeDamagedPDF(t *testing.T) {
 		t.Fatal(err)
 	}
 	f.Close()
-	_, err = New(Options{}).ToPDF(context.Background(), p, core.FilePDF, p+".out")
+	_, err = New(Options{}).ToPDF(context.Background(), core.ConvertRequest{Src: p, Kind: core.FilePDF, Dst: p + ".out"})
 	wantCode(t, err, core.KindUnprocessable, core.CodeCorruptDocument)
 }
 
@@ -188,4 +188,59 @@ func peakRSSKB(t *testing.T) int {
 	}
 	t.Skip("no VmHWM")
 	return 0
+}
+
+// A PDF with more pages than the limit is refused from its page tree before
+// pdfcpu builds its object graph (~7 KB a page: 150 MB for 20,000 pages
+// before the check), whether the catalog is stored at an offset or in an
+// object stream.
+func TestPDFPageLimitBeforeValidation(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name     string
+		data     []byte
+		declared int
+		code     string
+	}{
+		{"classic xref, over the limit", pdfBytes(t, pdfSpec{pages: 40}), 40, core.CodeTooManyPages},
+		{"object streams, over the limit", rewritePDF(t, pdfBytes(t, pdfSpec{pages: 40})), 40, core.CodeTooManyPages},
+		{"at the limit", pdfBytes(t, pdfSpec{pages: 30}), 30, ""},
+		{"object streams, at the limit", rewritePDF(t, pdfBytes(t, pdfSpec{pages: 30})), 30, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			idx, err := indexPDF(context.Background(), bytes.NewReader(tt.data), int64(len(tt.data)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if idx.declaredPages != tt.declared {
+				t.Errorf("declared pages = %d, want %d", idx.declaredPages, tt.declared)
+			}
+			// Page objects are counted at offsets and in object streams
+			// alike, in case /Count lies.
+			if idx.pageObjects != tt.declared {
+				t.Errorf("page objects = %d, want %d", idx.pageObjects, tt.declared)
+			}
+			p := writeTemp(t, "doc.pdf", tt.data)
+			pages, err := New(Options{}).ToPDF(context.Background(), core.ConvertRequest{Src: p, Kind: core.FilePDF, Dst: p + ".out", MaxPages: 30})
+			if tt.code != "" {
+				wantCode(t, err, core.KindUnprocessable, tt.code)
+				return
+			}
+			if err != nil || pages != tt.declared {
+				t.Fatalf("pages = %d, %v", pages, err)
+			}
+		})
+	}
+}
+
+// A page tree whose /Count understates its kids is refused by its page
+// objects.
+func TestPDFPageLimitLyingCount(t *testing.T) {
+	t.Parallel()
+	b := bytes.Replace(pdfBytes(t, pdfSpec{pages: 40}), []byte("/Count 40"), []byte("/Count 1 "), 1)
+	p := writeTemp(t, "doc.pdf", b)
+	_, err := New(Options{}).ToPDF(context.Background(), core.ConvertRequest{Src: p, Kind: core.FilePDF, Dst: p + ".out", MaxPages: 30})
+	wantCode(t, err, core.KindUnprocessable, core.CodeTooManyPages)
 }
