@@ -5,6 +5,7 @@
 package web
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"io"
@@ -161,24 +162,30 @@ func DecodeJSONLimit(w http.ResponseWriter, r *http.Request, v any, limit int64,
 			return core.Errorf(core.KindUnsupportedMedia, core.CodeUnsupportedContentType, "send the body as application/json")
 		}
 	}
-	body := http.MaxBytesReader(w, r.Body, limit)
-	dec := json.NewDecoder(body)
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, limit))
+	if err != nil {
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			return core.Errorf(core.KindTooLarge, core.CodeInvalidRequest, "the JSON body is larger than %d bytes", limit)
+		}
+		return core.Errorf(core.KindInvalid, core.CodeInvalidRequest, "the JSON body could not be read: %v", err)
+	}
+	if len(bytes.TrimSpace(body)) == 0 {
+		if allowEmpty {
+			return nil
+		}
+		return core.Errorf(core.KindInvalid, core.CodeInvalidRequest, "a JSON body is required")
+	}
+	if err := CheckJSONText(body); err != nil {
+		return err
+	}
+	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
-		var mbe *http.MaxBytesError
-		switch {
-		case errors.As(err, &mbe):
-			return core.Errorf(core.KindTooLarge, core.CodeInvalidRequest, "the JSON body is larger than %d bytes", limit)
-		case errors.Is(err, io.EOF):
-			if allowEmpty {
-				return nil
-			}
-			return core.Errorf(core.KindInvalid, core.CodeInvalidRequest, "a JSON body is required")
-		}
 		return core.Errorf(core.KindInvalid, core.CodeInvalidRequest, "the JSON body is invalid: %s", jsonErrorText(err))
 	}
-	if dec.More() {
-		return core.Errorf(core.KindInvalid, core.CodeInvalidRequest, "the JSON body has trailing data")
+	if len(bytes.TrimSpace(body[dec.InputOffset():])) != 0 {
+		return core.Errorf(core.KindInvalid, core.CodeInvalidRequest, "the JSON body has trailing data after its object")
 	}
 	return nil
 }

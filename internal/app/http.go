@@ -57,7 +57,7 @@ func (a *App) Handler() http.Handler {
 		// People land on the console; programs find the API below it.
 		http.Redirect(w, r, "/console", http.StatusSeeOther)
 	})
-	return accessLog(a.Logger, mux)
+	return accessLog(a.Logger, web.RefuseInvalidText(mux, refuseInvalidText(a.Logger)))
 }
 
 func (a *App) readyz(w http.ResponseWriter, r *http.Request) {

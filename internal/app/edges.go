@@ -1,0 +1,29 @@
+package app
+
+import (
+	"log/slog"
+	"net/http"
+	"strings"
+
+	"github.com/faxhub/faxhub/core"
+	"github.com/faxhub/faxhub/core/web"
+	mcpserver "github.com/faxhub/faxhub/protocols/mcp"
+)
+
+// refuseInvalidText answers a request whose text cannot be stored (invalid
+// UTF-8, NUL: web.RefuseInvalidText) in its protocol's error shape: MCP
+// gets JSON-RPC invalid params, the authorization server and the agent
+// endpoints an OAuth invalid_request, everything else problem+json.
+func refuseInvalidText(log *slog.Logger) web.Refuser {
+	return func(w http.ResponseWriter, r *http.Request, body []byte, err error) {
+		msg := core.AsError(err).Message
+		switch p := r.URL.Path; {
+		case p == mcpserver.Path:
+			mcpserver.WriteInvalidParams(w, body, msg)
+		case strings.HasPrefix(p, "/api/auth/") || strings.HasPrefix(p, "/.well-known/"):
+			web.WriteOAuthError(w, http.StatusBadRequest, core.CodeInvalidRequest, msg)
+		default:
+			web.WriteError(w, r, log, err)
+		}
+	}
+}

@@ -1,0 +1,148 @@
+package app_test
+
+import (
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/url"
+	"strings"
+	"testing"
+
+	"github.com/faxhub/faxhub/core"
+	"github.com/faxhub/faxhub/core/web"
+)
+
+// TestInvalidTextRefusedAtEveryEdge sends a NUL and invalid UTF-8 in every
+// place a client's text reaches the service. PostgreSQL refuses both in
+// text columns, which used to make these 500s there (and 404s or 200s on
+// SQLite); each must be a 400 in its protocol's shape on both databases
+// (FAXHUB_TESTENV_POSTGRES runs this on PostgreSQL).
+func TestInvalidTextRefusedAtEveryEdge(t *testing.T) {
+	e := newE2E(t)
+	ctx := t.Context()
+	o, err := e.a.Svc.CreateOwner(ctx, "text@example.com", "Text", true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	key, _, err := e.a.Svc.CreateAPIKey(ctx, o.ID, core.ModeTest, "text")
+	if err != nil {
+		t.Fatal(err)
+	}
+	session, _, err := e.a.Svc.CreateSession(ctx, o.ID, "edges test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	bearer := http.Header{"Authorization": {"Bearer " + key}}
+	cookie := http.Header{"Cookie": {web.SessionCookieName + "=" + session}}
+	withIdem := http.Header{"Authorization": {"Bearer " + key}, "Idempotency-Key": {"k1"}}
+
+	type shape int
+	const (
+		problem  shape = iota // problem+json, code invalid_request
+		oauthErr              // {"error": "invalid_request"}
+		jsonRPC               // JSON-RPC error -32602 answering id 7
+	)
+	for _, bad := range []struct {
+		name string
+		esc  string // in a URL or form
+		raw  string // inside a JSON string
+	}{
+		{"NUL", "%00", `\u0000`},
+		{"invalid UTF-8", "%FF", "\xff\xfe"},
+	} {
+		j := bad.raw
+		cases := []struct {
+			name, method, path, ctype, body string
+			hdr                             http.Header
+			want                            shape
+		}{
+			{"fax id", "GET", "/api/v1/faxes/fax_" + bad.esc, "", "", bearer, problem},
+			{"fax attempts id", "GET", "/api/v1/faxes/fax_" + bad.esc + "/attempts", "", "", bearer, problem},
+			{"cancel id", "POST", "/api/v1/faxes/fax_" + bad.esc + "/cancel", "", "", bearer, problem},
+			{"fax cursor", "GET", "/api/v1/faxes?starting_after=fax_" + bad.esc, "", "", bearer, problem},
+			{"status filter", "GET", "/api/v1/faxes?status=" + bad.esc, "", "", bearer, problem},
+			{"ledger cursor", "GET", "/api/v1/credits?starting_after=led_" + bad.esc, "", "", bearer, problem},
+			{"upload token", "PUT", "/api/v1/uploads/upl_" + bad.esc, "application/pdf", "%PDF-1.4", nil, problem},
+			{"cover text", "POST", "/api/v1/faxes", "application/json", `{"to":"+12125550100","documentId":"doc_x","cover":true,"coverText":"a` + j + `"}`, withIdem, problem},
+			{"cover text, no content type", "POST", "/api/v1/faxes", "", `{"to":"+12125550100","documentId":"doc_x","cover":true,"coverText":"a` + j + `"}`, withIdem, problem},
+			{"document id", "POST", "/api/v1/faxes", "application/json", `{"to":"+12125550100","documentId":"doc_` + j + `"}`, withIdem, problem},
+			{"upload content type", "POST", "/api/v1/uploads", "application/json", `{"contentType":"application/pdf` + j + `"}`, bearer, problem},
+			{"checkout pack", "POST", "/api/v1/credits/checkout", "application/json", `{"packId":"pack_` + j + `"}`, bearer, problem},
+			{"machine quote", "POST", "/api/v1/machine/faxes/validate", "application/json", `{"to":"+1212555010` + j + `","pages":1}`, nil, problem},
+			{"DCR metadata", "POST", "/api/auth/oauth2/register", "application/json", `{"client_name":"x` + j + `","redirect_uris":["http://127.0.0.1:5000/cb"],"token_endpoint_auth_method":"none"}`, nil, oauthErr},
+			{"enrollment name", "POST", "/api/auth/agent/identity/manage", "application/json", `{"action":"enroll","name":"bot` + j + `","scopes":["fax:read"]}`, cookie, oauthErr},
+			{"agent identity", "POST", "/api/auth/agent/identity", "application/json", `{"type":"anonymous","enrollment_token":"fxe_` + j + `"}`, nil, oauthErr},
+			{"agent claim", "POST", "/api/auth/agent/identity/claim", "application/json", `{"claim_token":"x` + j + `","email":"text@example.com"}`, nil, oauthErr},
+			{"token form", "POST", "/api/auth/oauth2/token", "application/x-www-form-urlencoded", "grant_type=urn%3Afaxhub%3Aagent-auth%3Agrant-type%3Aclaim&claim_token=x" + bad.esc, nil, oauthErr},
+			{"revoke form", "POST", "/api/auth/oauth2/revoke", "application/x-www-form-urlencoded", "token=x" + bad.esc + "&token_type_hint=access_token&client_id=c", nil, oauthErr},
+			{"console enrollment name", "POST", "/console/agents", "application/x-www-form-urlencoded", "name=bot" + bad.esc + "&scope=fax%3Aread", cookie, problem},
+			{"console path", "GET", "/console/approvals/apr_" + bad.esc, "", "", cookie, problem},
+			{"console draft path", "GET", "/console/drafts/drf_" + bad.esc, "", "", cookie, problem},
+			{"MCP tool arguments", "POST", "/mcp", "application/json", `{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"get_fax","arguments":{"faxId":"fax_` + j + `"}}}`, nil, jsonRPC},
+		}
+		if bad.esc == "%FF" {
+			// Go's server refuses a NUL in any header itself; bytes above
+			// 0x7F it lets through.
+			cases = append(cases, struct {
+				name, method, path, ctype, body string
+				hdr                             http.Header
+				want                            shape
+			}{"Idempotency-Key", "POST", "/api/v1/faxes", "application/json", `{"to":"+12125550100","documentId":"doc_x"}`,
+				http.Header{"Authorization": {"Bearer " + key}, "Idempotency-Key": {"k\xff"}}, problem})
+		}
+		for _, c := range cases {
+			t.Run(bad.name+"/"+c.name, func(t *testing.T) {
+				req, err := http.NewRequest(c.method, e.base+c.path, strings.NewReader(c.body))
+				if err != nil {
+					t.Fatal(err)
+				}
+				for k, v := range c.hdr {
+					req.Header[k] = v
+				}
+				if c.ctype != "" {
+					req.Header.Set("Content-Type", c.ctype)
+				}
+				res, err := http.DefaultClient.Do(req)
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer res.Body.Close()
+				raw, _ := io.ReadAll(res.Body)
+				if res.StatusCode != http.StatusBadRequest {
+					t.Fatalf("status %d, want 400: %s", res.StatusCode, raw)
+				}
+				var m map[string]any
+				if err := json.Unmarshal(raw, &m); err != nil {
+					t.Fatalf("not JSON: %s", raw)
+				}
+				switch c.want {
+				case problem:
+					if ct := res.Header.Get("Content-Type"); ct != "application/problem+json" || m["code"] != core.CodeInvalidRequest {
+						t.Fatalf("want problem+json invalid_request, got %s %s", ct, raw)
+					}
+				case oauthErr:
+					if m["error"] != "invalid_request" || m["error_description"] == "" {
+						t.Fatalf("want OAuth invalid_request, got %s", raw)
+					}
+				case jsonRPC:
+					rpcErr, _ := m["error"].(map[string]any)
+					if rpcErr == nil || rpcErr["code"] != float64(-32602) || m["id"] != float64(7) {
+						t.Fatalf("want JSON-RPC -32602 for id 7, got %s", raw)
+					}
+				}
+			})
+		}
+	}
+	// The same places with good text still work: the guard refuses only
+	// what it must.
+	req, _ := http.NewRequest("GET", e.base+"/api/v1/faxes?status="+url.QueryEscape("queued"), nil)
+	req.Header.Set("Authorization", "Bearer "+key)
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close()
+	if res.StatusCode != http.StatusOK {
+		t.Fatalf("a valid list request: status %d", res.StatusCode)
+	}
+}
