@@ -51,7 +51,10 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		ReadHeaderTimeout: 10 * time.Second,
 		IdleTimeout:       2 * time.Minute,
 		// No WriteTimeout/ReadTimeout: uploads of 50 MB over slow links
-		// must not be cut; handlers bound their own work.
+		// must not be cut; handlers bound their own work. Bodies are
+		// bounded per request instead (web.ReadDeadlines, wired in
+		// app.Handler): 30 s for a JSON or form body, uploads at 64 KiB/s
+		// on average after 30 s.
 	}
 	if err := a.Queue.Start(ctx); err != nil {
 		return fmt.Errorf("start job queue: %w", err)

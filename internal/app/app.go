@@ -23,6 +23,7 @@ import (
 	"github.com/faxhub/faxhub/core/provider/simulated"
 	"github.com/faxhub/faxhub/core/queue"
 	"github.com/faxhub/faxhub/core/store"
+	"github.com/faxhub/faxhub/core/web"
 	"github.com/faxhub/faxhub/oauth"
 	"github.com/faxhub/faxhub/passkeys"
 	mcpserver "github.com/faxhub/faxhub/protocols/mcp"
@@ -63,6 +64,11 @@ type Options struct {
 	// SMTPURL sends owner mail over SMTP (smtp://user:pass@host:587?from=…);
 	// empty keeps mail in the dev mailbox and the log.
 	SMTPURL string
+
+	// Body bounds how long request bodies may take to arrive (zero values:
+	// web's defaults, 30 s for a whole JSON or form body, uploads at
+	// 64 KiB/s on average after 30 s). Tests shorten it.
+	Body web.BodyDeadlines
 
 	// Core adjusts the service configuration last (tests: clocks, limits).
 	Core   func(*core.Config)

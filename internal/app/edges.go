@@ -27,3 +27,9 @@ func refuseInvalidText(log *slog.Logger) web.Refuser {
 		}
 	}
 }
+
+// isUpload reports the upload PUT, the one request whose body is a file
+// streamed at the client's pace (rest's PUT /api/v1/uploads/{token}).
+func isUpload(r *http.Request) bool {
+	return r.Method == http.MethodPut && strings.HasPrefix(r.URL.Path, "/api/v1/uploads/")
+}

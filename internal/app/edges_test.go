@@ -1,15 +1,22 @@
 package app_test
 
 import (
+	"bytes"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/url"
+	"os"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/faxhub/faxhub/core"
 	"github.com/faxhub/faxhub/core/web"
+	"github.com/faxhub/faxhub/internal/app"
 )
 
 // TestInvalidTextRefusedAtEveryEdge sends a NUL and invalid UTF-8 in every
@@ -144,5 +151,44 @@ func TestInvalidTextRefusedAtEveryEdge(t *testing.T) {
 	res.Body.Close()
 	if res.StatusCode != http.StatusOK {
 		t.Fatalf("a valid list request: status %d", res.StatusCode)
+	}
+}
+
+// TestStalledBodiesAreCut sends the first byte of a body to each endpoint
+// that used to stay open past 150 s for a body trickled at 1 byte / 8 s,
+// then nothing more. With a short configured deadline the server must
+// answer or close the connection; the client's own 10 s read deadline is
+// only a safety net that fails the test.
+func TestStalledBodiesAreCut(t *testing.T) {
+	e := newE2E(t, func(o *app.Options) {
+		o.MachinePayments = true
+		o.Body = web.BodyDeadlines{Body: 200 * time.Millisecond, StreamGrace: 200 * time.Millisecond, StreamMinRate: 1 << 20}
+	})
+	addr := strings.TrimPrefix(e.base, "http://")
+	for _, c := range []struct{ method, path, ctype string }{
+		{"POST", "/api/auth/oauth2/token", "application/x-www-form-urlencoded"},
+		{"POST", "/api/auth/oauth2/register", "application/json"},
+		{"POST", "/api/auth/agent/identity", "application/json"},
+		{"POST", "/mcp", "application/json"},
+		{"POST", "/api/v1/machine/faxes/validate", "application/json"},
+		{"PUT", "/api/v1/uploads/upl_x", "application/pdf"},
+	} {
+		t.Run(c.path, func(t *testing.T) {
+			conn, err := net.Dial("tcp", addr)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer conn.Close()
+			fmt.Fprintf(conn, "%s %s HTTP/1.1\r\nHost: %s\r\nContent-Type: %s\r\nAccept: application/json, text/event-stream\r\nContent-Length: 1000\r\n\r\n{",
+				c.method, c.path, addr, c.ctype)
+			_ = conn.SetReadDeadline(time.Now().Add(10 * time.Second))
+			got, err := io.ReadAll(conn)
+			if errors.Is(err, os.ErrDeadlineExceeded) {
+				t.Fatalf("the connection stayed open with a stalled body; read %q", got)
+			}
+			if len(got) > 0 && bytes.Contains(got, []byte(" 500 ")) {
+				t.Fatalf("a stalled body is the client's fault, not a 500: %q", got)
+			}
+		})
 	}
 }

@@ -57,7 +57,11 @@ func (a *App) Handler() http.Handler {
 		// People land on the console; programs find the API below it.
 		http.Redirect(w, r, "/console", http.StatusSeeOther)
 	})
-	return accessLog(a.Logger, web.RefuseInvalidText(mux, refuseInvalidText(a.Logger)))
+	body := a.Body
+	if body.Stream == nil {
+		body.Stream = isUpload
+	}
+	return accessLog(a.Logger, web.ReadDeadlines(web.RefuseInvalidText(mux, refuseInvalidText(a.Logger)), body))
 }
 
 func (a *App) readyz(w http.ResponseWriter, r *http.Request) {
