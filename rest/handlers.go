@@ -56,11 +56,15 @@ func (a *api) putUpload(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (a *api) sendFax(w http.ResponseWriter, r *http.Request, p core.Principal) error {
+	key, err := web.SingleHeader(r, "Idempotency-Key")
+	if err != nil {
+		return err
+	}
 	var req core.SendFaxRequest
 	if err := web.DecodeJSON(w, r, &req, false); err != nil {
 		return err
 	}
-	fax, replayed, err := a.svc.SendFax(r.Context(), p, r.Header.Get("Idempotency-Key"), req)
+	fax, replayed, err := a.svc.SendFax(r.Context(), p, key, req)
 	if err != nil {
 		return err
 	}

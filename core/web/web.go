@@ -12,6 +12,7 @@ import (
 	"log/slog"
 	"mime"
 	"net/http"
+	"reflect"
 	"strconv"
 	"strings"
 
@@ -144,8 +145,9 @@ func WriteJSON(w http.ResponseWriter, status int, v any) {
 const DefaultMaxJSON = 1 << 20
 
 // DecodeJSON reads a JSON object body strictly: the content type must be
-// JSON, unknown fields and trailing data are refused, the size is bounded
-// by DefaultMaxJSON. An empty body decodes to the zero value when
+// JSON, the text UTF-8 without NUL; unknown fields, names that match a
+// field only when case is ignored, duplicate names and trailing data are
+// refused; the size is bounded by DefaultMaxJSON. An empty body decodes to the zero value when
 // allowEmpty is true.
 func DecodeJSON(w http.ResponseWriter, r *http.Request, v any, allowEmpty bool) error {
 	return DecodeJSONLimit(w, r, v, DefaultMaxJSON, allowEmpty)
@@ -177,6 +179,9 @@ func DecodeJSONLimit(w http.ResponseWriter, r *http.Request, v any, limit int64,
 		return core.Errorf(core.KindInvalid, core.CodeInvalidRequest, "a JSON body is required")
 	}
 	if err := CheckJSONText(body); err != nil {
+		return err
+	}
+	if err := checkJSONNames(body, reflect.TypeOf(v)); err != nil {
 		return err
 	}
 	dec := json.NewDecoder(bytes.NewReader(body))
