@@ -6,6 +6,7 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/faxhub/faxhub/core"
 	"github.com/faxhub/faxhub/core/web"
@@ -100,5 +101,32 @@ func TestCheckBodyKeepsTheBody(t *testing.T) {
 				t.Fatalf("the handler would read %d bytes, not the %d sent", len(got), len(c.body))
 			}
 		})
+	}
+}
+
+func TestLogPath(t *testing.T) {
+	long := "/api/v1/faxes/" + strings.Repeat("é", 200)
+	for _, c := range []struct{ in, want string }{
+		{"/api/v1/faxes/fax_1", "/api/v1/faxes/fax_1"},
+		{"/api/v1/uploads/upl_secret", "/api/v1/uploads/…"},
+		{"/agent/claim/cat_secret", "/agent/claim/…"},
+		{"/checkout/test/chk_secret", "/checkout/test/…"},
+		{"/x/\xff", "/x/\uFFFD"},
+		{long, long[:256] + "…"},      // 14 + 2×121: 256 falls on a boundary
+		{long + "x", long[:256] + "…"}, // still cut at the limit
+		{"/" + strings.Repeat("a", 300), "/" + strings.Repeat("a", 255) + "…"},
+	} {
+		got := web.LogPath(c.in)
+		if got != c.want {
+			t.Errorf("LogPath(%.40q…) = %.60q…, want %.60q…", c.in, got, c.want)
+		}
+		if len(got) > web.MaxLoggedPath+len("…") || !utf8.ValidString(got) {
+			t.Errorf("LogPath(%.40q…) is %d bytes or not UTF-8", c.in, len(got))
+		}
+	}
+	// A cut inside a character backs up to its start.
+	odd := "/" + strings.Repeat("é", 200)
+	if got := web.LogPath(odd); got != odd[:255]+"…" {
+		t.Errorf("odd cut: %q", got[len(got)-8:])
 	}
 }

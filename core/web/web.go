@@ -15,6 +15,7 @@ import (
 	"reflect"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/faxhub/faxhub/core"
 )
@@ -101,7 +102,7 @@ func WriteError(w http.ResponseWriter, r *http.Request, log *slog.Logger, err er
 	p := ProblemFor(err)
 	p.Instance = r.URL.Path
 	if e.Kind == core.KindInternal && log != nil {
-		log.ErrorContext(r.Context(), "request failed", "method", r.Method, "path", redactPath(r.URL.Path), "err", err)
+		log.ErrorContext(r.Context(), "request failed", "method", r.Method, "path", LogPath(r.URL.Path), "err", err)
 	}
 	if e.Kind == core.KindRateLimited && e.RetryAfterSeconds > 0 {
 		w.Header().Set("Retry-After", strconv.Itoa(e.RetryAfterSeconds))
@@ -118,8 +119,14 @@ func WriteProblem(w http.ResponseWriter, p Problem) {
 }
 
 // secretPaths are path prefixes whose rest is a secret: upload
-// capabilities and the claim-attempt token of an agent claim link.
-var secretPaths = [...]string{"/uploads/", core.AgentClaimPagePath}
+// capabilities, the claim-attempt token of an agent claim link, and the
+// test checkout page's id (testcheckout.TestCheckoutPath: whoever has the
+// link can pay the checkout, so it is a capability too).
+var secretPaths = [...]string{"/uploads/", core.AgentClaimPagePath, "/checkout/test/"}
+
+// MaxLoggedPath bounds a path in the logs: a 100 KB path is an attack or a
+// mistake, and either way its first bytes say enough.
+const MaxLoggedPath = 256
 
 // redactPath hides the capability tokens some paths carry.
 func redactPath(p string) string {
@@ -133,6 +140,21 @@ func redactPath(p string) string {
 
 // RedactPath is redactPath for access logs.
 func RedactPath(p string) string { return redactPath(p) }
+
+// LogPath is a path as logs show it: capability tokens redacted, at most
+// MaxLoggedPath bytes (cut at a character boundary, marked with "…"),
+// invalid UTF-8 replaced.
+func LogPath(p string) string {
+	p = strings.ToValidUTF8(redactPath(p), "\uFFFD")
+	if len(p) <= MaxLoggedPath {
+		return p
+	}
+	cut := MaxLoggedPath
+	for cut > 0 && !utf8.RuneStart(p[cut]) {
+		cut--
+	}
+	return p[:cut] + "…"
+}
 
 // WriteJSON writes v as JSON with status.
 func WriteJSON(w http.ResponseWriter, status int, v any) {

@@ -6,15 +6,18 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"net/url"
 	"os"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/faxhub/faxhub/core"
+	"github.com/faxhub/faxhub/core/payments/testcheckout"
 	"github.com/faxhub/faxhub/core/web"
 	"github.com/faxhub/faxhub/internal/app"
 )
@@ -190,5 +193,59 @@ func TestStalledBodiesAreCut(t *testing.T) {
 				t.Fatalf("a stalled body is the client's fault, not a 500: %q", got)
 			}
 		})
+	}
+}
+
+// lockedBuffer is a log sink safe for the server's goroutines.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// TestAccessLogPaths: the access log used to write whole 100 KB paths and
+// the ids of test checkout links (which are capabilities: whoever has the
+// link can pay).
+func TestAccessLogPaths(t *testing.T) {
+	var logs lockedBuffer
+	e := newE2E(t, func(o *app.Options) {
+		o.Logger = slog.New(slog.NewJSONHandler(&logs, nil))
+	})
+	long := "/api/v1/faxes/" + strings.Repeat("a", 100_000)
+	checkout := testcheckout.TestCheckoutPath + "chk_secretsecret"
+	for _, p := range []string{long, checkout} {
+		res, err := http.Get(e.base + p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res.Body.Close()
+	}
+	var seen int
+	for _, line := range strings.Split(logs.String(), "\n") {
+		var rec struct{ Msg, Path string }
+		if json.Unmarshal([]byte(line), &rec) != nil || rec.Msg != "http" {
+			continue
+		}
+		seen++
+		if len(rec.Path) > web.MaxLoggedPath+len("…") {
+			t.Errorf("a %d-byte path in the access log", len(rec.Path))
+		}
+		if strings.Contains(rec.Path, "chk_secret") {
+			t.Errorf("a checkout id in the access log: %s", rec.Path)
+		}
+	}
+	if seen != 2 {
+		t.Fatalf("%d access log lines, want 2:\n%.2000s", seen, logs.String())
 	}
 }

@@ -88,8 +88,9 @@ type statusRecorder struct {
 func (s *statusRecorder) WriteHeader(code int)        { s.status = code; s.ResponseWriter.WriteHeader(code) }
 func (s *statusRecorder) Unwrap() http.ResponseWriter { return s.ResponseWriter }
 
-// accessLog logs method, path (capability tokens redacted), status and
-// duration; never headers or bodies, which carry secrets.
+// accessLog logs method, path (capability tokens redacted, cut at
+// web.MaxLoggedPath bytes), status and duration; never headers or bodies,
+// which carry secrets.
 func accessLog(log *slog.Logger, next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
@@ -99,7 +100,7 @@ func accessLog(log *slog.Logger, next http.Handler) http.Handler {
 			return
 		}
 		log.LogAttrs(r.Context(), slog.LevelInfo, "http",
-			slog.String("method", r.Method), slog.String("path", web.RedactPath(r.URL.Path)),
+			slog.String("method", r.Method), slog.String("path", web.LogPath(r.URL.Path)),
 			slog.Int("status", rec.status), slog.Duration("dur", time.Since(start)))
 	})
 }
