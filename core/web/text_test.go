@@ -112,7 +112,7 @@ func TestLogPath(t *testing.T) {
 		{"/agent/claim/cat_secret", "/agent/claim/…"},
 		{"/checkout/test/chk_secret", "/checkout/test/…"},
 		{"/x/\xff", "/x/\uFFFD"},
-		{long, long[:256] + "…"},      // 14 + 2×121: 256 falls on a boundary
+		{long, long[:256] + "…"},       // 14 + 2×121: 256 falls on a boundary
 		{long + "x", long[:256] + "…"}, // still cut at the limit
 		{"/" + strings.Repeat("a", 300), "/" + strings.Repeat("a", 255) + "…"},
 	} {
