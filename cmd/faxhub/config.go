@@ -36,6 +36,7 @@ type config struct {
 	Workers         int
 	SMTPURL         string
 	AgentMode       string
+	TrustedProxies  string
 }
 
 func env(name, def string) string { return cmp.Or(os.Getenv(name), def) }
@@ -107,6 +108,7 @@ func serveFlags(c *config, stderr io.Writer) *flag.FlagSet {
 	fs.StringVar(&c.AgentMode, "agent-mode", cmp.Or(os.Getenv("FAXHUB_AGENT_MODE"), os.Getenv("FAXHUB_MCP_MODE")),
 		"test|live: the mode every agent acts in: chat apps (MCP, A2A), registered and delegated agents [FAXHUB_AGENT_MODE] (default: test with --dev, else live)")
 	fs.StringVar(&c.AgentMode, "mcp-mode", c.AgentMode, "the former name of --agent-mode [FAXHUB_MCP_MODE]")
+	fs.StringVar(&c.TrustedProxies, "trusted-proxies", os.Getenv("FAXHUB_TRUSTED_PROXIES"), "comma-separated CIDRs of reverse proxies whose X-Forwarded-For names the client (rate limits and logs key on that address) [FAXHUB_TRUSTED_PROXIES] (default: none, the direct peer is the client)")
 	fs.StringVar(&c.SMTPURL, "smtp", os.Getenv("FAXHUB_SMTP_URL"), "owner mail over SMTP: smtp://user:pass@host:587?from=… [FAXHUB_SMTP_URL] (default: dev mailbox and log)")
 	return fs
 }

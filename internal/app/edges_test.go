@@ -229,6 +229,9 @@ func TestAccessLogPaths(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		// The whole answer has been sent, so the handler (and its log
+		// line) is done.
+		_, _ = io.Copy(io.Discard, res.Body)
 		res.Body.Close()
 	}
 	var seen int
@@ -247,5 +250,42 @@ func TestAccessLogPaths(t *testing.T) {
 	}
 	if seen != 2 {
 		t.Fatalf("%d access log lines, want 2:\n%.2000s", seen, logs.String())
+	}
+}
+
+// TestAccessLogClientBehindProxies: with --trusted-proxies naming the
+// peer, the log keys on the client X-Forwarded-For names; without it the
+// header is ignored (anyone can send it).
+func TestAccessLogClientBehindProxies(t *testing.T) {
+	for _, c := range []struct{ trusted, want string }{
+		{"", "127.0.0.1"},
+		{"10.0.0.0/8", "127.0.0.1"},
+		{"10.0.0.0/8, 127.0.0.1/32", "198.51.100.9"},
+	} {
+		var logs lockedBuffer
+		e := newE2E(t, func(o *app.Options) {
+			o.Logger = slog.New(slog.NewJSONHandler(&logs, nil))
+			o.TrustedProxies = c.trusted
+		})
+		req, _ := http.NewRequest("GET", e.base+"/api/v1/credits", nil)
+		req.Header.Set("X-Forwarded-For", "6.6.6.6, 198.51.100.9")
+		res, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, _ = io.Copy(io.Discard, res.Body)
+		res.Body.Close()
+		var rec struct{ Msg, Client string }
+		for _, line := range strings.Split(logs.String(), "\n") {
+			if json.Unmarshal([]byte(line), &rec) == nil && rec.Msg == "http" {
+				break
+			}
+		}
+		if rec.Client != c.want {
+			t.Errorf("trusted %q: client %q, want %q", c.trusted, rec.Client, c.want)
+		}
+	}
+	if _, err := app.Open(t.Context(), app.Options{DataDir: t.TempDir(), TrustedProxies: "10.0.0.0/33"}); err == nil {
+		t.Fatal("an invalid --trusted-proxies was accepted")
 	}
 }

@@ -61,7 +61,8 @@ func (a *App) Handler() http.Handler {
 	if body.Stream == nil {
 		body.Stream = isUpload
 	}
-	return accessLog(a.Logger, web.ReadDeadlines(web.RefuseInvalidText(mux, refuseInvalidText(a.Logger)), body))
+	h := web.ReadDeadlines(web.RefuseInvalidText(mux, refuseInvalidText(a.Logger)), body)
+	return web.RealClientIP(accessLog(a.Logger, h), a.proxies)
 }
 
 func (a *App) readyz(w http.ResponseWriter, r *http.Request) {
@@ -89,7 +90,8 @@ func (s *statusRecorder) WriteHeader(code int)        { s.status = code; s.Respo
 func (s *statusRecorder) Unwrap() http.ResponseWriter { return s.ResponseWriter }
 
 // accessLog logs method, path (capability tokens redacted, cut at
-// web.MaxLoggedPath bytes), status and duration; never headers or bodies,
+// web.MaxLoggedPath bytes), the client address (web.ClientIP), status and
+// duration; never headers or bodies,
 // which carry secrets.
 func accessLog(log *slog.Logger, next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -100,7 +102,7 @@ func accessLog(log *slog.Logger, next http.Handler) http.Handler {
 			return
 		}
 		log.LogAttrs(r.Context(), slog.LevelInfo, "http",
-			slog.String("method", r.Method), slog.String("path", web.LogPath(r.URL.Path)),
+			slog.String("method", r.Method), slog.String("path", web.LogPath(r.URL.Path)), slog.String("client", web.ClientIP(r)),
 			slog.Int("status", rec.status), slog.Duration("dur", time.Since(start)))
 	})
 }
