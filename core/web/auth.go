@@ -75,6 +75,11 @@ func SingleHeader(r *http.Request, name string) (string, error) {
 	if len(hs) == 0 {
 		return "", nil
 	}
+	// Checked here as well as at the edge (RefuseInvalidText): the value
+	// becomes data (a stored key) in whatever handler asks for it.
+	if err := ValidText("the "+name+" header", hs[0]); err != nil {
+		return "", err
+	}
 	return hs[0], nil
 }
 

@@ -3,6 +3,7 @@ package web
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"reflect"
 	"strings"
 
@@ -22,14 +23,22 @@ var unmarshalerType = reflect.TypeFor[json.Unmarshaler]()
 // left to the decoder, which says what is wrong with it.
 func checkJSONNames(body []byte, t reflect.Type) error {
 	dec := json.NewDecoder(bytes.NewReader(body))
-	return walkJSON(dec, t, "")
+	if err := walkJSON(dec, t, ""); err != errMalformed {
+		return err
+	}
+	return nil
 }
+
+// errMalformed stops the walk at the first syntax error (the decoder's
+// More keeps answering true after a failed Token, so the walk must not go
+// on); checkJSONNames leaves the error to the decoder.
+var errMalformed = errors.New("malformed JSON")
 
 func walkJSON(dec *json.Decoder, t reflect.Type, at string) error {
 	t = jsonTarget(t)
 	tok, err := dec.Token()
 	if err != nil {
-		return nil
+		return errMalformed
 	}
 	switch tok {
 	case json.Delim('{'):
@@ -47,7 +56,7 @@ func walkJSON(dec *json.Decoder, t reflect.Type, at string) error {
 		for dec.More() {
 			kt, err := dec.Token()
 			if err != nil {
-				return nil
+				return errMalformed
 			}
 			name, _ := kt.(string)
 			if seen[name] {
@@ -70,7 +79,9 @@ func walkJSON(dec *json.Decoder, t reflect.Type, at string) error {
 				return err
 			}
 		}
-		_, _ = dec.Token()
+		if _, err := dec.Token(); err != nil {
+			return errMalformed
+		}
 	case json.Delim('['):
 		var elem reflect.Type
 		if t != nil && (t.Kind() == reflect.Slice || t.Kind() == reflect.Array) {
@@ -81,7 +92,9 @@ func walkJSON(dec *json.Decoder, t reflect.Type, at string) error {
 				return err
 			}
 		}
-		_, _ = dec.Token()
+		if _, err := dec.Token(); err != nil {
+			return errMalformed
+		}
 	}
 	return nil
 }

@@ -69,6 +69,8 @@ func TestDecodeJSON(t *testing.T) {
 		{"case-folded name", "application/json", `{"TO":"x"}`, false, 0, core.KindInvalid},
 		{"case-folded nested name", "application/json", `{"to":"x","items":[{"Name":"y"}]}`, false, 0, core.KindInvalid},
 		{"nested ok", "application/json", `{"to":"x","items":[{"name":"y"}],"meta":{"Any":1}}`, false, 0, core.KindInternal},
+		{"malformed inside an array (hung the name check)", "application/json", `{"to":"x","items":[{"name":"a"},{"2}]}`, false, 0, core.KindInvalid},
+		{"malformed object", "application/json", `{"to":"x",,}`, false, 0, core.KindInvalid},
 		{"duplicate name", "application/json", `{"to":"x","to":"y"}`, false, 0, core.KindInvalid},
 		{"duplicate in a map", "application/json", `{"to":"x","meta":{"a":1,"a":2}}`, false, 0, core.KindInvalid},
 		{"same name in two objects", "application/json", `{"to":"x","items":[{"name":"a"},{"name":"b"}]}`, false, 0, core.KindInternal},
