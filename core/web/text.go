@@ -188,10 +188,16 @@ type Refuser func(w http.ResponseWriter, r *http.Request, body []byte, err error
 
 // RefuseInvalidText refuses requests whose path, query, data headers or
 // JSON/form body carry invalid UTF-8 or NUL, before any handler sees them.
-func RefuseInvalidText(next http.Handler, refuse Refuser) http.Handler {
+// The bodies of requests files reports (uploads: bytes, whatever their
+// declared Content-Type) are not read.
+func RefuseInvalidText(next http.Handler, refuse Refuser, files func(*http.Request) bool) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if err := CheckRequest(r); err != nil {
 			refuse(w, r, nil, err)
+			return
+		}
+		if files != nil && files(r) {
+			next.ServeHTTP(w, r)
 			return
 		}
 		body, err := CheckBody(r)

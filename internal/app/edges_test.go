@@ -143,11 +143,24 @@ func TestInvalidTextRefusedAtEveryEdge(t *testing.T) {
 			})
 		}
 	}
+	// An upload is bytes, whatever Content-Type it declares: its body is
+	// not read as text (the token decides, here 403 for a made-up one).
+	req, _ := http.NewRequest("PUT", e.base+"/api/v1/uploads/upl_madeup", strings.NewReader("{\"a\":\"\xff\u0000\"}"))
+	req.Header.Set("Content-Type", "application/json")
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, _ := io.ReadAll(res.Body)
+	res.Body.Close()
+	if bytes.Contains(raw, []byte("UTF-8")) || bytes.Contains(raw, []byte("NUL")) {
+		t.Fatalf("an upload body was checked as text: %d %s", res.StatusCode, raw)
+	}
 	// The same places with good text still work: the guard refuses only
 	// what it must.
-	req, _ := http.NewRequest("GET", e.base+"/api/v1/faxes?status="+url.QueryEscape("queued"), nil)
+	req, _ = http.NewRequest("GET", e.base+"/api/v1/faxes?status="+url.QueryEscape("queued"), nil)
 	req.Header.Set("Authorization", "Bearer "+key)
-	res, err := http.DefaultClient.Do(req)
+	res, err = http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}

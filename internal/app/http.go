@@ -61,7 +61,7 @@ func (a *App) Handler() http.Handler {
 	if body.Stream == nil {
 		body.Stream = isUpload
 	}
-	h := web.ReadDeadlines(web.RefuseInvalidText(mux, refuseInvalidText(a.Logger)), body)
+	h := web.ReadDeadlines(web.RefuseInvalidText(mux, refuseInvalidText(a.Logger), isUpload), body)
 	return web.RealClientIP(accessLog(a.Logger, h), a.proxies)
 }
 
