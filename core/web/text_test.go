@@ -1,6 +1,7 @@
 package web_test
 
 import (
+	"encoding/json"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -128,5 +129,26 @@ func TestLogPath(t *testing.T) {
 	odd := "/" + strings.Repeat("é", 200)
 	if got := web.LogPath(odd); got != odd[:255]+"…" {
 		t.Errorf("odd cut: %q", got[len(got)-8:])
+	}
+}
+
+func TestWriteJSONRPCInvalidParams(t *testing.T) {
+	for body, want := range map[string]string{
+		`{"jsonrpc":"2.0","id":7,"method":"x"}`:     `7`,
+		`{"jsonrpc":"2.0","id":"a-1","method":"x"}`: `"a-1"`,
+		`{"jsonrpc":"2.0","id":{"x":1}}`:            `null`,
+		"{\"id\":\"\xff\"}":                         `null`,
+		`[{"jsonrpc":"2.0","id":1}]`:                `null`,
+		``:                                          `null`,
+	} {
+		rec := httptest.NewRecorder()
+		web.WriteJSONRPCInvalidParams(rec, []byte(body), "bad text")
+		var m struct {
+			ID    json.RawMessage
+			Error struct{ Code int }
+		}
+		if err := json.Unmarshal(rec.Body.Bytes(), &m); err != nil || rec.Code != 400 || m.Error.Code != -32602 || string(m.ID) != want {
+			t.Errorf("%q: %d %s", body, rec.Code, rec.Body)
+		}
 	}
 }

@@ -10,16 +10,20 @@ import (
 	mcpserver "github.com/faxhub/faxhub/protocols/mcp"
 )
 
+// a2aPath is the A2A JSON-RPC endpoint of the contract ({base_url}/a2a):
+// its refusals are JSON-RPC errors too once the adapter is mounted.
+const a2aPath = "/a2a"
+
 // refuseInvalidText answers a request whose text cannot be stored (invalid
 // UTF-8, NUL: web.RefuseInvalidText) in its protocol's error shape: MCP
-// gets JSON-RPC invalid params, the authorization server and the agent
+// (and A2A) get JSON-RPC invalid params, the authorization server and the agent
 // endpoints an OAuth invalid_request, everything else problem+json.
 func refuseInvalidText(log *slog.Logger) web.Refuser {
 	return func(w http.ResponseWriter, r *http.Request, body []byte, err error) {
 		msg := core.AsError(err).Message
 		switch p := r.URL.Path; {
-		case p == mcpserver.Path:
-			mcpserver.WriteInvalidParams(w, body, msg)
+		case p == mcpserver.Path || p == a2aPath:
+			web.WriteJSONRPCInvalidParams(w, body, msg)
 		case strings.HasPrefix(p, "/api/auth/") || strings.HasPrefix(p, "/.well-known/"):
 			web.WriteOAuthError(w, http.StatusBadRequest, core.CodeInvalidRequest, msg)
 		default:

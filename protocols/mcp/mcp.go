@@ -207,40 +207,10 @@ func batchLen(body []byte) (n int, ok bool) {
 
 // rpcError answers with a JSON-RPC error that belongs to no request.
 func rpcError(w http.ResponseWriter, code int, msg string) {
-	rpcErrorFor(w, nil, code, msg)
-}
-
-// rpcErrorFor answers with a JSON-RPC error for the request id (nil: no
-// request, as for a batch or an unreadable body).
-func rpcErrorFor(w http.ResponseWriter, id json.RawMessage, code int, msg string) {
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Cache-Control", "no-store")
 	w.WriteHeader(http.StatusBadRequest)
-	var rid any
-	if len(id) > 0 {
-		rid = id
-	}
-	_ = json.NewEncoder(w).Encode(map[string]any{"jsonrpc": "2.0", "id": rid, "error": map[string]any{"code": code, "message": msg}})
-}
-
-// CodeInvalidParams is JSON-RPC's "invalid params" error code.
-const CodeInvalidParams = -32602
-
-// WriteInvalidParams refuses a request to /mcp whose text cannot be used
-// (invalid UTF-8, NUL characters: web.RefuseInvalidText) with JSON-RPC's
-// invalid params, answering the request's id when body is one message
-// with a usable id.
-func WriteInvalidParams(w http.ResponseWriter, body []byte, msg string) {
-	var env struct {
-		ID json.RawMessage `json:"id"`
-	}
-	_ = json.Unmarshal(body, &env)
-	id := env.ID
-	// Only numbers and valid strings make ids; anything else answers null.
-	if s := bytes.TrimSpace(id); len(s) == 0 || !(s[0] == '"' || s[0] == '-' || (s[0] >= '0' && s[0] <= '9')) || web.CheckJSONText(s) != nil {
-		id = nil
-	}
-	rpcErrorFor(w, id, CodeInvalidParams, msg)
+	_ = json.NewEncoder(w).Encode(map[string]any{"jsonrpc": "2.0", "id": nil, "error": map[string]any{"code": code, "message": msg}})
 }
 
 // cappedWriter stops a response at a size bound: past it, writes fail (the
