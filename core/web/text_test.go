@@ -152,3 +152,20 @@ func TestWriteJSONRPCInvalidParams(t *testing.T) {
 		}
 	}
 }
+
+// Error bodies used to repeat the whole path: a 100 KB path came back
+// whole, an upload token came back in every failed upload's answer.
+func TestWriteErrorInstance(t *testing.T) {
+	for path, want := range map[string]string{
+		"/api/v1/faxes/fax_1":                "/api/v1/faxes/fax_1",
+		"/api/v1/uploads/upl_secret":         "/api/v1/uploads/…",
+		"/x/" + strings.Repeat("a", 100_000): "/x/" + strings.Repeat("a", web.MaxLoggedPath-3) + "…",
+	} {
+		rec := httptest.NewRecorder()
+		web.WriteError(rec, httptest.NewRequest(http.MethodGet, path, nil), nil, core.Errorf(core.KindNotFound, core.CodeNotFound, "no"))
+		var p struct{ Instance string }
+		if err := json.Unmarshal(rec.Body.Bytes(), &p); err != nil || p.Instance != want {
+			t.Errorf("%.40s…: instance %.60q…", path, p.Instance)
+		}
+	}
+}

@@ -100,7 +100,10 @@ func ProblemFor(err error) Problem {
 func WriteError(w http.ResponseWriter, r *http.Request, log *slog.Logger, err error) {
 	e := core.AsError(err)
 	p := ProblemFor(err)
-	p.Instance = r.URL.Path
+	// The instance is the path as logs show it: clients log error bodies,
+	// so a capability token in the path is not repeated there, and a
+	// 100 KB path is not sent back whole.
+	p.Instance = LogPath(r.URL.Path)
 	if e.Kind == core.KindInternal && log != nil {
 		log.ErrorContext(r.Context(), "request failed", "method", r.Method, "path", LogPath(r.URL.Path), "err", err)
 	}
