@@ -26,13 +26,17 @@ func (s *Service) GrantCredits(ctx context.Context, ownerID string, mode Mode, m
 	return e, nil
 }
 
+// presentEntry and presentBalance fill the display fields. Money the owner
+// has (the available balance, a credit to the ledger) is rounded down to
+// the cent and money taken (a hold, what is held) up, so the cents never
+// show more to spend than there is.
 func presentEntry(e *LedgerEntry) {
-	e.Amount, e.AmountCents = FormatUSD(e.AmountMicros), CentsUp(e.AmountMicros)
+	e.Amount, e.AmountCents = FormatUSD(e.AmountMicros), CentsDown(e.AmountMicros)
 }
 
 func presentBalance(b *Balance) {
 	b.Currency = Currency
-	b.Available, b.AvailableCents = FormatUSD(b.AvailableMicros), CentsUp(b.AvailableMicros)
+	b.Available, b.AvailableCents = FormatUSD(b.AvailableMicros), CentsDown(b.AvailableMicros)
 	b.Held, b.HeldCents = FormatUSD(b.HeldMicros), CentsUp(b.HeldMicros)
 }
 

@@ -69,3 +69,13 @@ func CentsUp(m int64) int64 {
 	}
 	return (m + MicrosPerCent - 1) / MicrosPerCent
 }
+
+// CentsDown converts micro-USD to cents, rounding down (toward minus
+// infinity): a balance shown in cents never shows money the owner does
+// not have (a 0.001 USD grant is 0 cents, not 1).
+func CentsDown(m int64) int64 {
+	if m < 0 {
+		return -CentsUp(-m)
+	}
+	return m / MicrosPerCent
+}

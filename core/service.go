@@ -147,6 +147,21 @@ func (s *Service) Allow(ctx context.Context, key string, interval time.Duration,
 	return s.allow(ctx, s.d.Store, key, interval, burst)
 }
 
+// Unauthenticated endpoints that do work (pricing a machine fax) are
+// bounded per client address: a burst of publicBurst, then one request per
+// publicInterval.
+const (
+	publicBurst    = 60
+	publicInterval = time.Second
+)
+
+// AllowPublic charges one request of an unauthenticated endpoint to the
+// client address ip (web.ClientIP); KindRateLimited with a retry time when
+// it is spent.
+func (s *Service) AllowPublic(ctx context.Context, endpoint, ip string) error {
+	return s.allow(ctx, s.d.Store, "public:"+endpoint+":"+ip, publicInterval, publicBurst)
+}
+
 // now is the service clock in UTC at the stores' microsecond precision, so a
 // stored idempotent response and a later read show the same instants.
 func (s *Service) now() time.Time { return s.cfg.Now().UTC().Truncate(time.Microsecond) }

@@ -56,11 +56,15 @@ func (a *api) putUpload(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (a *api) sendFax(w http.ResponseWriter, r *http.Request, p core.Principal) error {
+	key, err := web.SingleHeader(r, "Idempotency-Key")
+	if err != nil {
+		return err
+	}
 	var req core.SendFaxRequest
 	if err := web.DecodeJSON(w, r, &req, false); err != nil {
 		return err
 	}
-	fax, replayed, err := a.svc.SendFax(r.Context(), p, r.Header.Get("Idempotency-Key"), req)
+	fax, replayed, err := a.svc.SendFax(r.Context(), p, key, req)
 	if err != nil {
 		return err
 	}
@@ -201,6 +205,9 @@ func (a *api) machinePaymentsOff() error {
 func (a *api) validateMachineFax(w http.ResponseWriter, r *http.Request) error {
 	if !a.opts.MachinePayments {
 		return a.machinePaymentsOff()
+	}
+	if err := a.svc.AllowPublic(r.Context(), "machine-validate", web.ClientIP(r)); err != nil {
+		return err
 	}
 	q, err := a.decodeQuote(w, r)
 	if err != nil {

@@ -212,7 +212,7 @@ func openAPIDocument(opts Options, cfg core.Config) obj {
 		"/api/v1/uploads/{token}": obj{"put": obj{
 			"operationId": "putUpload", "tags": []string{"uploads"},
 			"summary":     "Upload the file of an upload capability",
-			"description": fmt.Sprintf("Needs no Authorization header: the token in the path is the capability, and it can be used once. The body is the raw file bytes; any Content-Type header is accepted because the type is detected from the content (PDF, PNG, JPEG, TIFF, GIF, DOC, DOCX, XLS, XLSX, ODT, ODS, RTF). Office files and images are converted to PDF. A body whose Content-Length exceeds %d bytes is refused before it is read; otherwise the token's maxBytes is enforced while streaming. Documents may have at most %d pages. A failed PUT leaves the token usable until it expires.", cfg.MaxUploadBytes, cfg.MaxPages),
+			"description": fmt.Sprintf("Needs no Authorization header: the token in the path is the capability, and it can be used once. The body is the raw file bytes; any Content-Type header is accepted because the type is detected from the content (PDF, PNG, JPEG, TIFF, GIF, DOC, DOCX, XLS, XLSX, ODT, ODS, RTF). Office files and images are converted to PDF. A body whose Content-Length exceeds %d bytes is refused before it is read; otherwise the token's maxBytes is enforced while streaming. Documents may have at most %d pages. A failed PUT leaves the token usable until it expires. A PUT in progress holds the token (409 upload_token_used to a second PUT); if its connection or process dies the token is usable again within a minute. The body must arrive at 64 KiB/s on average after 30 s. Conversions are queued fairly per owner: more than 4 waiting for one owner answer 429 rate_limited with Retry-After.", cfg.MaxUploadBytes, cfg.MaxPages),
 			"security":    noAuth(),
 			"parameters":  []any{pathParam("token", "the uploadToken from createUpload")},
 			"requestBody": obj{"required": true, "content": obj{"*/*": obj{"schema": obj{"type": "string", "contentMediaType": "application/octet-stream"}}}},
@@ -222,6 +222,7 @@ func openAPIDocument(opts Options, cfg core.Config) obj {
 					e(400, core.CodeEmptyFile), e(403, core.CodeUploadInvalid), e(409, core.CodeUploadUsed), e(410, core.CodeUploadExpired),
 					e(413, core.CodeFileTooLarge, core.CodeStorageQuota), e(415, core.CodeUnsupportedType, core.CodeContentTypeMismatch, core.CodeLibreOfficeMissing),
 					e(422, core.CodeCorruptDocument, core.CodeEncryptedDocument, core.CodeTooManyPages, core.CodeConversionFailed),
+					e(429, core.CodeRateLimited),
 				}),
 		}},
 		"/api/v1/faxes": obj{
@@ -318,7 +319,7 @@ func openAPIDocument(opts Options, cfg core.Config) obj {
 			"description": "No credential and no side effects: returns the quote a paying machine would be charged. Answers 503 machine_payments_disabled when machine payments are off on this server.",
 			"security":    noAuth(),
 			"requestBody": jsonRequest("QuoteRequest", true, obj{"to": number, "pages": 2, "cover": false}),
-			"responses":   s.responses(s.jsonResponse("the quote", "Quote", quote), commonErrs(), quoteErrs, []errs{e(503, core.CodeMachinePaymentsOff)}),
+			"responses":   s.responses(s.jsonResponse("the quote", "Quote", quote), commonErrs(), quoteErrs, []errs{e(429, core.CodeRateLimited), e(503, core.CodeMachinePaymentsOff)}),
 		}},
 		"/api/v1/machine/faxes": obj{"post": obj{
 			"operationId": "createMachineFax", "tags": []string{"machine"},
@@ -437,12 +438,12 @@ func openAPIDocument(opts Options, cfg core.Config) obj {
 			"id": str("led_…"), "mode": modeSchema,
 			"kind":  obj{"type": "string", "enum": []string{string(core.LedgerGrant), string(core.LedgerPurchase), string(core.LedgerHold), string(core.LedgerCapture), string(core.LedgerRelease), string(core.LedgerRefund)}},
 			"faxId": obj{"type": "string"}, "holdId": obj{"type": "string"}, "reason": obj{"type": "string"}, "createdAt": dateTime,
-			"amount": str("signed decimal USD; holds are negative, captures zero"), "amountCents": obj{"type": "integer"},
+			"amount": str("signed decimal USD; holds are negative, captures zero"), "amountCents": obj{"type": "integer", "description": "rounded down (toward minus infinity)"},
 		}),
 		"Credits": object([]string{"mode", "currency", "balance", "balanceCents", "held", "heldCents", "ledger", "hasMore"}, obj{
 			"mode": modeSchema, "currency": obj{"type": "string", "enum": []string{core.Currency}},
-			"balance": str("decimal USD that can be spent now"), "balanceCents": obj{"type": "integer"},
-			"held": str("decimal USD reserved for faxes in flight"), "heldCents": obj{"type": "integer"},
+			"balance": str("decimal USD that can be spent now"), "balanceCents": obj{"type": "integer", "description": "the balance in cents, rounded down"},
+			"held": str("decimal USD reserved for faxes in flight"), "heldCents": obj{"type": "integer", "description": "rounded up"},
 			"ledger":     obj{"type": "array", "items": ref("LedgerEntry"), "description": "newest first"},
 			"hasMore":    obj{"type": "boolean"},
 			"nextCursor": str("pass as starting_after for the next page; absent on the last page"),

@@ -652,6 +652,22 @@ func TestE2EMachineEndpoints(t *testing.T) {
 	if c := on.credits(on.env.KeyATest, ""); len(c.Ledger) != 1 {
 		t.Fatalf("ledger changed: %+v", c.Ledger)
 	}
+	// It needs no credential, so it is bounded per client address: a burst
+	// of 60, then one a second.
+	for i := 0; ; i++ {
+		res := on.do("", "POST", "/api/v1/machine/faxes/validate", quote, nil)
+		if res.code == http.StatusTooManyRequests {
+			res.problem(http.StatusTooManyRequests, core.CodeRateLimited)
+			if i < 59 {
+				t.Fatalf("refused after %d requests", i)
+			}
+			break
+		}
+		res.status(http.StatusOK)
+		if i > 150 {
+			t.Fatal("150 unauthenticated validations from one address were not rate limited")
+		}
+	}
 }
 
 func TestE2EProtocolErrors(t *testing.T) {

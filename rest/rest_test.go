@@ -30,6 +30,11 @@ func (s *keyStore) GetAPIKeyByHash(_ context.Context, hash string) (*core.APIKey
 
 func (s *keyStore) TouchAPIKey(context.Context, string, time.Time) error { return nil }
 
+// AllowRate never limits: the rate limits are tested end to end on real stores.
+func (s *keyStore) AllowRate(context.Context, string, time.Time, time.Duration, int) (bool, time.Duration, error) {
+	return true, 0, nil
+}
+
 // destinations accepts one US number and refuses a premium one, enough to
 // exercise the quote endpoints.
 type destinations struct{}

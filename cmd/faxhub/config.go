@@ -39,6 +39,7 @@ type config struct {
 	Workers         int
 	SMTPURL         string
 	AgentMode       string
+	TrustedProxies  string
 	// Storage: quota, retention and garbage collection (core.StorageConfig).
 	StorageQuotaMB int64
 	Retention      time.Duration
@@ -117,6 +118,7 @@ func serveFlags(c *config, stderr io.Writer) *flag.FlagSet {
 		"test|live: the mode every agent acts in: chat apps (MCP, A2A), registered and delegated agents [FAXHUB_AGENT_MODE] (default: test with --dev, else live)")
 	fs.StringVar(&c.AgentMode, "mcp-mode", c.AgentMode, "the former name of --agent-mode [FAXHUB_MCP_MODE]")
 	storageFlags(fs, c)
+	fs.StringVar(&c.TrustedProxies, "trusted-proxies", os.Getenv("FAXHUB_TRUSTED_PROXIES"), "comma-separated CIDRs of reverse proxies whose X-Forwarded-For names the client (rate limits and logs key on that address) [FAXHUB_TRUSTED_PROXIES] (default: none, the direct peer is the client)")
 	fs.StringVar(&c.SMTPURL, "smtp", os.Getenv("FAXHUB_SMTP_URL"), "owner mail over SMTP: smtp://user:pass@host:587?from=… [FAXHUB_SMTP_URL] (default: dev mailbox and log)")
 	return fs
 }

@@ -138,6 +138,15 @@ func TestServeStartsMigratesAndStops(t *testing.T) {
 			t.Errorf("GET %s = %d, want %d", path, resp.StatusCode, want)
 		}
 	}
+	// A request line or headers past maxHeaderBytes never reach a handler.
+	if resp, err := http.Get(base + "/api/v1/faxes/" + strings.Repeat("a", 100<<10)); err != nil {
+		t.Fatal(err)
+	} else {
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusRequestHeaderFieldsTooLarge {
+			t.Errorf("GET of a 100 KB path = %d, want 431", resp.StatusCode)
+		}
+	}
 	// The banner is printed by its own goroutine: wait for it (bounded)
 	// before stopping, or cancelling could cut it short.
 	for i := 0; i < 500 && !strings.Contains(out.String(), "admin demo"); i++ {

@@ -60,8 +60,14 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		Handler:           a.Handler(),
 		ReadHeaderTimeout: 10 * time.Second,
 		IdleTimeout:       2 * time.Minute,
+		// No header of ours comes near this; a 100 KB path or cookie is
+		// refused (431) before any handler or log line sees it.
+		MaxHeaderBytes: maxHeaderBytes,
 		// No WriteTimeout/ReadTimeout: uploads of 50 MB over slow links
-		// must not be cut; handlers bound their own work.
+		// must not be cut; handlers bound their own work. Bodies are
+		// bounded per request instead (web.ReadDeadlines, wired in
+		// app.Handler): 30 s for a JSON or form body, uploads at 64 KiB/s
+		// on average after 30 s.
 	}
 	purge := func(ctx context.Context) error { _, err := a.Svc.Purge(ctx); return err }
 	if err := a.Queue.SchedulePurge(purge, a.Svc.Config().Storage.GCInterval); err != nil {
@@ -91,6 +97,9 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	return err
 }
+
+// maxHeaderBytes bounds a request's line and headers together.
+const maxHeaderBytes = 64 << 10
 
 // banner tells a new operator where things are and how to get a key.
 func banner(ctx context.Context, a *app.App, c config, w io.Writer) {

@@ -63,6 +63,26 @@ func ParseAuthorization(r *http.Request) (Authorization, error) {
 	return Authorization{Scheme: scheme, Credentials: strings.TrimSpace(cred)}, nil
 }
 
+// SingleHeader returns the value of a header that must appear at most
+// once (Idempotency-Key): two of them are refused rather than one picked,
+// since the client and a proxy could each mean a different one. Empty when
+// absent.
+func SingleHeader(r *http.Request, name string) (string, error) {
+	hs := r.Header.Values(name)
+	if len(hs) > 1 {
+		return "", core.Errorf(core.KindInvalid, core.CodeInvalidRequest, "send exactly one %s header (this request has %d)", name, len(hs))
+	}
+	if len(hs) == 0 {
+		return "", nil
+	}
+	// Checked here as well as at the edge (RefuseInvalidText): the value
+	// becomes data (a stored key) in whatever handler asks for it.
+	if err := ValidText("the "+name+" header", hs[0]); err != nil {
+		return "", err
+	}
+	return hs[0], nil
+}
+
 // BearerToken returns the token of an Authorization: Bearer header; false
 // when there is none, another scheme, or more than one header.
 func BearerToken(r *http.Request) (string, bool) {

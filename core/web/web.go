@@ -5,14 +5,17 @@
 package web
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"io"
 	"log/slog"
 	"mime"
 	"net/http"
+	"reflect"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/faxhub/faxhub/core"
 )
@@ -97,9 +100,12 @@ func ProblemFor(err error) Problem {
 func WriteError(w http.ResponseWriter, r *http.Request, log *slog.Logger, err error) {
 	e := core.AsError(err)
 	p := ProblemFor(err)
-	p.Instance = r.URL.Path
+	// The instance is the path as logs show it: clients log error bodies,
+	// so a capability token in the path is not repeated there, and a
+	// 100 KB path is not sent back whole.
+	p.Instance = LogPath(r.URL.Path)
 	if e.Kind == core.KindInternal && log != nil {
-		log.ErrorContext(r.Context(), "request failed", "method", r.Method, "path", redactPath(r.URL.Path), "err", err)
+		log.ErrorContext(r.Context(), "request failed", "method", r.Method, "path", LogPath(r.URL.Path), "err", err)
 	}
 	if e.Kind == core.KindRateLimited && e.RetryAfterSeconds > 0 {
 		w.Header().Set("Retry-After", strconv.Itoa(e.RetryAfterSeconds))
@@ -116,8 +122,14 @@ func WriteProblem(w http.ResponseWriter, p Problem) {
 }
 
 // secretPaths are path prefixes whose rest is a secret: upload
-// capabilities and the claim-attempt token of an agent claim link.
-var secretPaths = [...]string{"/uploads/", core.AgentClaimPagePath}
+// capabilities, the claim-attempt token of an agent claim link, and the
+// test checkout page's id (testcheckout.TestCheckoutPath: whoever has the
+// link can pay the checkout, so it is a capability too).
+var secretPaths = [...]string{"/uploads/", core.AgentClaimPagePath, "/checkout/test/"}
+
+// MaxLoggedPath bounds a path in the logs: a 100 KB path is an attack or a
+// mistake, and either way its first bytes say enough.
+const MaxLoggedPath = 256
 
 // redactPath hides the capability tokens some paths carry.
 func redactPath(p string) string {
@@ -132,6 +144,21 @@ func redactPath(p string) string {
 // RedactPath is redactPath for access logs.
 func RedactPath(p string) string { return redactPath(p) }
 
+// LogPath is a path as logs show it: capability tokens redacted, at most
+// MaxLoggedPath bytes (cut at a character boundary, marked with "…"),
+// invalid UTF-8 replaced.
+func LogPath(p string) string {
+	p = strings.ToValidUTF8(redactPath(p), "\uFFFD")
+	if len(p) <= MaxLoggedPath {
+		return p
+	}
+	cut := MaxLoggedPath
+	for cut > 0 && !utf8.RuneStart(p[cut]) {
+		cut--
+	}
+	return p[:cut] + "…"
+}
+
 // WriteJSON writes v as JSON with status.
 func WriteJSON(w http.ResponseWriter, status int, v any) {
 	w.Header().Set("Content-Type", "application/json")
@@ -143,8 +170,9 @@ func WriteJSON(w http.ResponseWriter, status int, v any) {
 const DefaultMaxJSON = 1 << 20
 
 // DecodeJSON reads a JSON object body strictly: the content type must be
-// JSON, unknown fields and trailing data are refused, the size is bounded
-// by DefaultMaxJSON. An empty body decodes to the zero value when
+// JSON, the text UTF-8 without NUL; unknown fields, names that match a
+// field only when case is ignored, duplicate names and trailing data are
+// refused; the size is bounded by DefaultMaxJSON. An empty body decodes to the zero value when
 // allowEmpty is true.
 func DecodeJSON(w http.ResponseWriter, r *http.Request, v any, allowEmpty bool) error {
 	return DecodeJSONLimit(w, r, v, DefaultMaxJSON, allowEmpty)
@@ -161,24 +189,33 @@ func DecodeJSONLimit(w http.ResponseWriter, r *http.Request, v any, limit int64,
 			return core.Errorf(core.KindUnsupportedMedia, core.CodeUnsupportedContentType, "send the body as application/json")
 		}
 	}
-	body := http.MaxBytesReader(w, r.Body, limit)
-	dec := json.NewDecoder(body)
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, limit))
+	if err != nil {
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			return core.Errorf(core.KindTooLarge, core.CodeInvalidRequest, "the JSON body is larger than %d bytes", limit)
+		}
+		return core.Errorf(core.KindInvalid, core.CodeInvalidRequest, "the JSON body could not be read: %v", err)
+	}
+	if len(bytes.TrimSpace(body)) == 0 {
+		if allowEmpty {
+			return nil
+		}
+		return core.Errorf(core.KindInvalid, core.CodeInvalidRequest, "a JSON body is required")
+	}
+	if err := CheckJSONText(body); err != nil {
+		return err
+	}
+	if err := checkJSONNames(body, reflect.TypeOf(v)); err != nil {
+		return err
+	}
+	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
-		var mbe *http.MaxBytesError
-		switch {
-		case errors.As(err, &mbe):
-			return core.Errorf(core.KindTooLarge, core.CodeInvalidRequest, "the JSON body is larger than %d bytes", limit)
-		case errors.Is(err, io.EOF):
-			if allowEmpty {
-				return nil
-			}
-			return core.Errorf(core.KindInvalid, core.CodeInvalidRequest, "a JSON body is required")
-		}
 		return core.Errorf(core.KindInvalid, core.CodeInvalidRequest, "the JSON body is invalid: %s", jsonErrorText(err))
 	}
-	if dec.More() {
-		return core.Errorf(core.KindInvalid, core.CodeInvalidRequest, "the JSON body has trailing data")
+	if len(bytes.TrimSpace(body[dec.InputOffset():])) != 0 {
+		return core.Errorf(core.KindInvalid, core.CodeInvalidRequest, "the JSON body has trailing data after its object")
 	}
 	return nil
 }

@@ -46,8 +46,13 @@ type errorString string
 func (e errorString) Error() string { return string(e) }
 
 func TestDecodeJSON(t *testing.T) {
+	type inner struct {
+		Name string `json:"name"`
+	}
 	type body struct {
-		To string `json:"to"`
+		To    string         `json:"to"`
+		Items []inner        `json:"items,omitempty"`
+		Meta  map[string]any `json:"meta,omitempty"`
 	}
 	for _, c := range []struct {
 		name, ctype, body string
@@ -59,6 +64,18 @@ func TestDecodeJSON(t *testing.T) {
 		{"problem+json suffix", "application/merge-patch+json", `{"to":"x"}`, false, 0, core.KindInternal},
 		{"unknown field", "application/json", `{"from":"x"}`, false, 0, core.KindInvalid},
 		{"trailing data", "application/json", `{"to":"x"} {}`, false, 0, core.KindInvalid},
+		{"trailing bracket", "application/json", `{"to":"x"}]`, false, 0, core.KindInvalid},
+		{"trailing space", "application/json", "{\"to\":\"x\"} \n", false, 0, core.KindInternal},
+		{"case-folded name", "application/json", `{"TO":"x"}`, false, 0, core.KindInvalid},
+		{"case-folded nested name", "application/json", `{"to":"x","items":[{"Name":"y"}]}`, false, 0, core.KindInvalid},
+		{"nested ok", "application/json", `{"to":"x","items":[{"name":"y"}],"meta":{"Any":1}}`, false, 0, core.KindInternal},
+		{"malformed inside an array (hung the name check)", "application/json", `{"to":"x","items":[{"name":"a"},{"2}]}`, false, 0, core.KindInvalid},
+		{"malformed object", "application/json", `{"to":"x",,}`, false, 0, core.KindInvalid},
+		{"duplicate name", "application/json", `{"to":"x","to":"y"}`, false, 0, core.KindInvalid},
+		{"duplicate in a map", "application/json", `{"to":"x","meta":{"a":1,"a":2}}`, false, 0, core.KindInvalid},
+		{"same name in two objects", "application/json", `{"to":"x","items":[{"name":"a"},{"name":"b"}]}`, false, 0, core.KindInternal},
+		{"NUL in a value", "application/json", `{"to":"x\u0000"}`, false, 0, core.KindInvalid},
+		{"invalid UTF-8", "", "{\"to\":\"\xff\"}", false, 0, core.KindInvalid},
 		{"wrong type", "application/json", `{"to":1}`, false, 0, core.KindInvalid},
 		{"not json", "text/plain", `{"to":"x"}`, false, 0, core.KindUnsupportedMedia},
 		{"empty refused", "application/json", ``, false, 0, core.KindInvalid},

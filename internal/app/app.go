@@ -23,6 +23,7 @@ import (
 	"github.com/faxhub/faxhub/core/provider/simulated"
 	"github.com/faxhub/faxhub/core/queue"
 	"github.com/faxhub/faxhub/core/store"
+	"github.com/faxhub/faxhub/core/web"
 	"github.com/faxhub/faxhub/oauth"
 	"github.com/faxhub/faxhub/passkeys"
 	mcpserver "github.com/faxhub/faxhub/protocols/mcp"
@@ -64,6 +65,16 @@ type Options struct {
 	// empty keeps mail in the dev mailbox and the log.
 	SMTPURL string
 
+	// Body bounds how long request bodies may take to arrive (zero values:
+	// web's defaults, 30 s for a whole JSON or form body, uploads at
+	// 64 KiB/s on average after 30 s). Tests shorten it.
+	Body web.BodyDeadlines
+
+	// TrustedProxies lists the CIDRs of the reverse proxies whose
+	// X-Forwarded-For names the client (--trusted-proxies); empty: none,
+	// the direct peer is the client.
+	TrustedProxies string
+
 	// Core adjusts the service configuration last (tests: clocks, limits).
 	Core   func(*core.Config)
 	Logger *slog.Logger
@@ -79,6 +90,8 @@ type App struct {
 	OAuth   *oauth.Server
 	Console *passkeys.Console
 	MCP     *mcpserver.Handler
+
+	proxies web.TrustedProxies
 }
 
 // OpenDB creates the data dir, opens the database and applies faxhub's and
@@ -113,6 +126,10 @@ func Open(ctx context.Context, o Options) (*App, error) {
 	if o.Database == "" {
 		o.Database = filepath.Join(o.DataDir, "faxhub.db")
 	}
+	proxies, err := web.ParseTrustedProxies(o.TrustedProxies)
+	if err != nil {
+		return nil, fmt.Errorf("app: %w", err)
+	}
 	if o.BlobURL == "" {
 		o.BlobURL = "file://" + filepath.ToSlash(filepath.Join(o.DataDir, "blobs"))
 	}
@@ -120,7 +137,7 @@ func Open(ctx context.Context, o Options) (*App, error) {
 	if err != nil {
 		return nil, err
 	}
-	a := &App{Options: o, DB: db}
+	a := &App{Options: o, DB: db, proxies: proxies}
 	if err := a.wire(ctx); err != nil {
 		db.Close()
 		return nil, err

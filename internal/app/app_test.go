@@ -38,7 +38,7 @@ type e2e struct {
 	rp   virtualwebauthn.RelyingParty
 }
 
-func newE2E(t *testing.T) *e2e {
+func newE2E(t *testing.T, opts ...func(*app.Options)) *e2e {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -51,10 +51,14 @@ func newE2E(t *testing.T) *e2e {
 		dsn = storetest.OpenPostgresSchema(t, pg)
 	}
 	log := slog.New(slog.NewTextHandler(testLog{t}, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	a, err := app.Open(t.Context(), app.Options{
+	o := app.Options{
 		BaseURL: base, DataDir: t.TempDir(), Database: dsn,
 		Dev: true, MCPOAuth: true, SimTimeScale: 0, InsertOnly: true, Logger: log,
-	})
+	}
+	for _, f := range opts {
+		f(&o)
+	}
+	a, err := app.Open(t.Context(), o)
 	if err != nil {
 		ln.Close()
 		t.Fatal(err)

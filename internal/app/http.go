@@ -57,7 +57,12 @@ func (a *App) Handler() http.Handler {
 		// People land on the console; programs find the API below it.
 		http.Redirect(w, r, "/console", http.StatusSeeOther)
 	})
-	return accessLog(a.Logger, mux)
+	body := a.Body
+	if body.Stream == nil {
+		body.Stream = isUpload
+	}
+	h := web.ReadDeadlines(web.RefuseInvalidText(mux, refuseInvalidText(a.Logger), isUpload), body)
+	return web.RealClientIP(accessLog(a.Logger, h), a.proxies)
 }
 
 func (a *App) readyz(w http.ResponseWriter, r *http.Request) {
@@ -84,8 +89,10 @@ type statusRecorder struct {
 func (s *statusRecorder) WriteHeader(code int)        { s.status = code; s.ResponseWriter.WriteHeader(code) }
 func (s *statusRecorder) Unwrap() http.ResponseWriter { return s.ResponseWriter }
 
-// accessLog logs method, path (capability tokens redacted), status and
-// duration; never headers or bodies, which carry secrets.
+// accessLog logs method, path (capability tokens redacted, cut at
+// web.MaxLoggedPath bytes), the client address (web.ClientIP), status and
+// duration; never headers or bodies,
+// which carry secrets.
 func accessLog(log *slog.Logger, next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
@@ -95,7 +102,7 @@ func accessLog(log *slog.Logger, next http.Handler) http.Handler {
 			return
 		}
 		log.LogAttrs(r.Context(), slog.LevelInfo, "http",
-			slog.String("method", r.Method), slog.String("path", web.RedactPath(r.URL.Path)),
+			slog.String("method", r.Method), slog.String("path", web.LogPath(r.URL.Path)), slog.String("client", web.ClientIP(r)),
 			slog.Int("status", rec.status), slog.Duration("dur", time.Since(start)))
 	})
 }

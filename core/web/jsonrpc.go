@@ -1,0 +1,30 @@
+package web
+
+import (
+	"bytes"
+	"encoding/json"
+	"net/http"
+)
+
+// JSONRPCInvalidParams is JSON-RPC 2.0's "invalid params" error code.
+const JSONRPCInvalidParams = -32602
+
+// WriteJSONRPCInvalidParams refuses a JSON-RPC request (MCP, A2A) whose
+// text cannot be used (RefuseInvalidText) with HTTP 400 and JSON-RPC's
+// invalid params, answering the request's id when body is one message
+// with a usable id (a number or a valid string), else null.
+func WriteJSONRPCInvalidParams(w http.ResponseWriter, body []byte, msg string) {
+	var env struct {
+		ID json.RawMessage `json:"id"`
+	}
+	_ = json.Unmarshal(body, &env)
+	var id any
+	if s := bytes.TrimSpace(env.ID); len(s) > 0 && (s[0] == '"' || s[0] == '-' || (s[0] >= '0' && s[0] <= '9')) && CheckJSONText(s) == nil {
+		id = json.RawMessage(s)
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(http.StatusBadRequest)
+	_ = json.NewEncoder(w).Encode(map[string]any{"jsonrpc": "2.0", "id": id,
+		"error": map[string]any{"code": JSONRPCInvalidParams, "message": msg}})
+}

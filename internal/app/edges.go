@@ -1,0 +1,39 @@
+package app
+
+import (
+	"log/slog"
+	"net/http"
+	"strings"
+
+	"github.com/faxhub/faxhub/core"
+	"github.com/faxhub/faxhub/core/web"
+	mcpserver "github.com/faxhub/faxhub/protocols/mcp"
+)
+
+// a2aPath is the A2A JSON-RPC endpoint of the contract ({base_url}/a2a):
+// its refusals are JSON-RPC errors too once the adapter is mounted.
+const a2aPath = "/a2a"
+
+// refuseInvalidText answers a request whose text cannot be stored (invalid
+// UTF-8, NUL: web.RefuseInvalidText) in its protocol's error shape: MCP
+// (and A2A) get JSON-RPC invalid params, the authorization server and the agent
+// endpoints an OAuth invalid_request, everything else problem+json.
+func refuseInvalidText(log *slog.Logger) web.Refuser {
+	return func(w http.ResponseWriter, r *http.Request, body []byte, err error) {
+		msg := core.AsError(err).Message
+		switch p := r.URL.Path; {
+		case p == mcpserver.Path || p == a2aPath:
+			web.WriteJSONRPCInvalidParams(w, body, msg)
+		case strings.HasPrefix(p, "/api/auth/") || strings.HasPrefix(p, "/.well-known/"):
+			web.WriteOAuthError(w, http.StatusBadRequest, core.CodeInvalidRequest, msg)
+		default:
+			web.WriteError(w, r, log, err)
+		}
+	}
+}
+
+// isUpload reports the upload PUT, the one request whose body is a file
+// streamed at the client's pace (rest's PUT /api/v1/uploads/{token}).
+func isUpload(r *http.Request) bool {
+	return r.Method == http.MethodPut && strings.HasPrefix(r.URL.Path, "/api/v1/uploads/")
+}
