@@ -22,6 +22,7 @@ import (
 
 	"github.com/faxhub/faxhub/core"
 	"github.com/faxhub/faxhub/core/authstate"
+	"github.com/faxhub/faxhub/core/web"
 )
 
 const (
@@ -172,7 +173,7 @@ const (
 // checkMetadataText bounds every string of client metadata and refuses
 // NUL, control and bidirectional formatting characters in any of them.
 func checkMetadataText(m *clientMetadata) error {
-	if p := textProblem(m.ClientName); p != "" {
+	if p := web.DisplayTextProblem(m.ClientName); p != "" {
 		return badMetadata("client_name %s", p)
 	}
 	if n := utf8.RuneCountInString(m.ClientName); n > maxClientNameRunes {
@@ -198,7 +199,7 @@ func checkMetadataText(m *clientMetadata) error {
 		short = append(short, field{fmt.Sprintf("response_types[%d]", i), rt})
 	}
 	for _, f := range short {
-		if p := textProblem(f.value); p != "" {
+		if p := web.DisplayTextProblem(f.value); p != "" {
 			return badMetadata("%s %s", f.name, p)
 		}
 		if f.name != "scope" && utf8.RuneCountInString(f.value) > maxShortText {
@@ -209,7 +210,7 @@ func checkMetadataText(m *clientMetadata) error {
 		if len(f.value) > maxURILength {
 			return badMetadata("%s is longer than %d characters", f.name, maxURILength)
 		}
-		if p := textProblem(f.value); p != "" {
+		if p := web.DisplayTextProblem(f.value); p != "" {
 			return badMetadata("%s %s", f.name, p)
 		}
 	}
@@ -259,7 +260,7 @@ func checkRedirectURI(raw string) error {
 	if len(raw) > maxURILength {
 		return badRedirect("a redirect URI is longer than %d characters", maxURILength)
 	}
-	if p := textProblem(raw); p != "" {
+	if p := web.DisplayTextProblem(raw); p != "" {
 		return badRedirect("a redirect URI %s", p)
 	}
 	u, err := url.Parse(raw)

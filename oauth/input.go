@@ -12,6 +12,8 @@ import (
 	"sort"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/faxhub/faxhub/core/web"
 )
 
 // Checks every OAuth and agent-registration input passes before it reaches
@@ -19,41 +21,7 @@ import (
 // 3.1), JSON objects have no duplicate members, and text is valid UTF-8
 // without NUL, control or bidirectional-formatting characters (PostgreSQL
 // refuses NUL and invalid UTF-8 in text; the others let a name or URI
-// display as something it is not). A small local check: core/web is
-// getting a shared validator (edges helper), which this can move to.
-
-// textProblem says what is wrong with s as a single-line text value, or
-// "" if nothing is.
-func textProblem(s string) string {
-	if !utf8.ValidString(s) {
-		return "is not valid UTF-8"
-	}
-	for _, r := range s {
-		switch {
-		case r == 0:
-			return "contains a NUL character"
-		case r < 0x20 || (r >= 0x7f && r < 0xa0):
-			return "contains a control character"
-		case isBidiControl(r):
-			return "contains a bidirectional formatting character"
-		}
-	}
-	return ""
-}
-
-// isBidiControl reports the Unicode bidirectional formatting characters
-// (embeddings, overrides, isolates and marks) that reorder displayed text.
-func isBidiControl(r rune) bool {
-	switch {
-	case r == 0x061c, r == 0x200e, r == 0x200f:
-		return true
-	case r >= 0x202a && r <= 0x202e:
-		return true
-	case r >= 0x2066 && r <= 0x2069:
-		return true
-	}
-	return false
-}
+// display as something it is not): web.DisplayTextProblem.
 
 // formProblem checks a parsed form: each parameter at most once (except
 // the names in repeatable) and every name and value valid text. It returns
@@ -65,7 +33,7 @@ func formProblem(form url.Values, repeatable ...string) string {
 	}
 	sort.Strings(names) // the same request always names the same problem
 	for _, name := range names {
-		if p := textProblem(name); p != "" {
+		if p := web.DisplayTextProblem(name); p != "" {
 			return fmt.Sprintf("a parameter name %s", p)
 		}
 		vs := form[name]
@@ -73,7 +41,7 @@ func formProblem(form url.Values, repeatable ...string) string {
 			return fmt.Sprintf("the parameter %s is given more than once", name)
 		}
 		for _, v := range vs {
-			if p := textProblem(v); p != "" {
+			if p := web.DisplayTextProblem(v); p != "" {
 				return fmt.Sprintf("the parameter %s %s", name, p)
 			}
 		}
@@ -124,7 +92,7 @@ func walkJSON(dec *json.Decoder, path string) (string, error) {
 				if path != "" {
 					member = path + "." + key
 				}
-				if p := textProblem(key); p != "" {
+				if p := web.DisplayTextProblem(key); p != "" {
 					return "a member name " + p, nil
 				}
 				if seen[key] {
@@ -146,7 +114,7 @@ func walkJSON(dec *json.Decoder, path string) (string, error) {
 			return "", err
 		}
 	case string:
-		if p := textProblem(t); p != "" {
+		if p := web.DisplayTextProblem(t); p != "" {
 			if path == "" {
 				return "the body " + p, nil
 			}

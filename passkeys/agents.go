@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/faxhub/faxhub/core"
+	"github.com/faxhub/faxhub/core/web"
 )
 
 // Agent access (spec, Authentication section 3): the console page where
@@ -85,11 +86,11 @@ func (c *Console) showAgents(w http.ResponseWriter, r *http.Request, s *signedIn
 func (c *Console) createEnrollment(w http.ResponseWriter, r *http.Request, s *signedIn) {
 	name := r.PostFormValue("name")
 	problem := ""
-	if p := textProblem(name); p != "" {
+	if p := web.DisplayTextProblem(name); p != "" {
 		problem = "The agent name " + p + "; use plain text."
 	}
 	for _, sc := range r.PostForm["scope"] {
-		if p := textProblem(sc); p != "" && problem == "" {
+		if p := web.DisplayTextProblem(sc); p != "" && problem == "" {
 			problem = "A scope " + p + "."
 		}
 	}

@@ -228,3 +228,38 @@ func printable(s string) string {
 	}
 	return fmt.Sprintf("%q", strings.ToValidUTF8(s, "\uFFFD"))
 }
+
+// DisplayTextProblem says what is wrong with s as a single-line text a
+// person reads (a name, a client's metadata), or "": besides what
+// ValidText refuses, control characters and the bidirectional formatting
+// characters that make a name or URI display as something it is not.
+func DisplayTextProblem(s string) string {
+	if !utf8.ValidString(s) {
+		return "is not valid UTF-8"
+	}
+	for _, r := range s {
+		switch {
+		case r == 0:
+			return "contains a NUL character"
+		case r < 0x20 || (r >= 0x7f && r < 0xa0):
+			return "contains a control character"
+		case isBidiControl(r):
+			return "contains a bidirectional formatting character"
+		}
+	}
+	return ""
+}
+
+// isBidiControl reports the Unicode bidirectional formatting characters
+// (embeddings, overrides, isolates and marks) that reorder displayed text.
+func isBidiControl(r rune) bool {
+	switch {
+	case r == 0x061c, r == 0x200e, r == 0x200f:
+		return true
+	case r >= 0x202a && r <= 0x202e:
+		return true
+	case r >= 0x2066 && r <= 0x2069:
+		return true
+	}
+	return false
+}

@@ -169,3 +169,22 @@ func TestWriteErrorInstance(t *testing.T) {
 		}
 	}
 }
+
+func TestDisplayTextProblem(t *testing.T) {
+	for _, tc := range []struct {
+		in, want string
+	}{
+		{"Ada's fax bot", ""},
+		{"Zoë — 東京", ""},
+		{"a\x00b", "contains a NUL character"},
+		{"a\xffb", "is not valid UTF-8"},
+		{"line\nbreak", "contains a control character"},
+		{"del\x7f", "contains a control character"},
+		{"evil\u202egpj.exe", "contains a bidirectional formatting character"},
+		{"iso\u2066late", "contains a bidirectional formatting character"},
+	} {
+		if got := web.DisplayTextProblem(tc.in); got != tc.want {
+			t.Errorf("DisplayTextProblem(%q) = %q, want %q", tc.in, got, tc.want)
+		}
+	}
+}
