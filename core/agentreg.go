@@ -270,8 +270,21 @@ func (s *Service) StartAgentClaim(ctx context.Context, claimToken, email string)
 	if err != nil {
 		return nil, fmt.Errorf("agent claim: %w", err)
 	}
+	// Each attempt puts an item in the owner's inbox (superseding the last)
+	// and mails nothing, but it is still the owner's attention: bounded
+	// per registration.
+	if err := s.allow(ctx, s.d.Store, "agent-claim-attempt:"+c.RegistrationID, agentClaimAttemptInterval, agentClaimAttemptBurst); err != nil {
+		return nil, err
+	}
 	return s.startClaimAttempt(ctx, c, reg)
 }
+
+// New claim attempts per registration: a burst of agentClaimAttemptBurst,
+// then one per agentClaimAttemptInterval.
+const (
+	agentClaimAttemptBurst    = 5
+	agentClaimAttemptInterval = 30 * time.Second
+)
 
 // AgentTokens is what the claim and jwt-bearer grants hand out: an opaque
 // access token (shown once) for Resource with Scopes. For a grant that

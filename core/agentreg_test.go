@@ -201,6 +201,15 @@ func TestAgentClaimStates(t *testing.T) {
 	}
 	_, err = e.Svc.AgentClaimForOwner(ctx, e.OwnerA.ID, old)
 	wantCode(t, err, core.CodeClaimLinkInvalid)
+	// New attempts are bounded per registration: five at once, then one
+	// every 30 s.
+	for range 4 {
+		if att, err = e.Svc.StartAgentClaim(ctx, ct, e.OwnerA.Email); err != nil {
+			t.Fatal(err)
+		}
+	}
+	_, err = e.Svc.StartAgentClaim(ctx, ct, e.OwnerA.Email)
+	wantCode(t, err, core.CodeRateLimited)
 	link := attemptToken(t, att)
 
 	// Only the enrolling owner; wrong codes are counted.
