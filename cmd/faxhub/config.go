@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/faxhub/faxhub/core"
+	"github.com/faxhub/faxhub/core/convert"
 )
 
 // config is every setting of the process, from flags with environment
@@ -40,6 +41,7 @@ type config struct {
 	SMTPURL         string
 	AgentMode       string
 	TrustedProxies  string
+	Convert         convert.Options
 	// Storage: quota, retention and garbage collection (core.StorageConfig).
 	StorageQuotaMB int64
 	Retention      time.Duration
@@ -118,6 +120,7 @@ func serveFlags(c *config, stderr io.Writer) *flag.FlagSet {
 		"test|live: the mode every agent acts in: chat apps (MCP, A2A), registered and delegated agents [FAXHUB_AGENT_MODE] (default: test with --dev, else live)")
 	fs.StringVar(&c.AgentMode, "mcp-mode", c.AgentMode, "the former name of --agent-mode [FAXHUB_MCP_MODE]")
 	storageFlags(fs, c)
+	convertFlags(fs, c)
 	fs.StringVar(&c.TrustedProxies, "trusted-proxies", os.Getenv("FAXHUB_TRUSTED_PROXIES"), "comma-separated CIDRs of reverse proxies whose X-Forwarded-For names the client (rate limits and logs key on that address) [FAXHUB_TRUSTED_PROXIES] (default: none, the direct peer is the client)")
 	fs.StringVar(&c.SMTPURL, "smtp", os.Getenv("FAXHUB_SMTP_URL"), "owner mail over SMTP: smtp://user:pass@host:587?from=… [FAXHUB_SMTP_URL] (default: dev mailbox and log)")
 	return fs
@@ -134,6 +137,18 @@ func storageFlags(fs *flag.FlagSet, c *config) {
 	fs.DurationVar(&c.SentRetention, "sent-retention", sent, "a sent document's pages are deleted this long after its fax ended [FAXHUB_SENT_RETENTION]")
 	gc, _ := time.ParseDuration(env("FAXHUB_GC_INTERVAL", "10m"))
 	fs.DurationVar(&c.GCInterval, "gc-interval", gc, "how often expired rows and documents are purged [FAXHUB_GC_INTERVAL]")
+}
+
+// convertFlags set the bounds of document conversion (docs/conversion.md).
+func convertFlags(fs *flag.FlagSet, c *config) {
+	timeout, _ := time.ParseDuration(env("FAXHUB_CONVERT_TIMEOUT", "60s"))
+	fs.DurationVar(&c.Convert.Timeout, "convert-timeout", timeout, "work one conversion may take (LibreOffice, images, PDF checks) [FAXHUB_CONVERT_TIMEOUT]")
+	slots, _ := strconv.Atoi(env("FAXHUB_CONVERT_SLOTS", "2"))
+	fs.IntVar(&c.Convert.MaxConcurrent, "convert-slots", slots, "LibreOffice conversions at once per process; an owner gets at most half while others wait [FAXHUB_CONVERT_SLOTS]")
+	images, _ := strconv.Atoi(env("FAXHUB_CONVERT_IMAGE_SLOTS", "4"))
+	fs.IntVar(&c.Convert.MaxConcurrentImages, "convert-image-slots", images, "image conversions and PDF checks at once per process [FAXHUB_CONVERT_IMAGE_SLOTS]")
+	queued, _ := strconv.Atoi(env("FAXHUB_CONVERT_QUEUE_PER_OWNER", "4"))
+	fs.IntVar(&c.Convert.MaxQueuedPerOwner, "convert-queue-per-owner", queued, "conversions one owner may have waiting for a slot; more get 429 [FAXHUB_CONVERT_QUEUE_PER_OWNER]")
 }
 
 // storage is the core storage configuration the flags ask for.

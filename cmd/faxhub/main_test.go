@@ -171,10 +171,14 @@ func TestServeStartsMigratesAndStops(t *testing.T) {
 func TestConfigFromEnvironment(t *testing.T) {
 	t.Setenv("FAXHUB_BASE_URL", "https://fax.example.com/")
 	t.Setenv("FAXHUB_MACHINE_PAYMENTS", "off")
+	t.Setenv("FAXHUB_CONVERT_SLOTS", "3")
 	var c config
 	fs := serveFlags(&c, &bytes.Buffer{})
-	if err := fs.Parse([]string{"--mcp-oauth", "off"}); err != nil {
+	if err := fs.Parse([]string{"--mcp-oauth", "off", "--convert-timeout", "90s"}); err != nil {
 		t.Fatal(err)
+	}
+	if cv := c.Convert; cv.MaxConcurrent != 3 || cv.Timeout != 90*time.Second || cv.MaxConcurrentImages != 4 || cv.MaxQueuedPerOwner != 4 {
+		t.Fatalf("conversion bounds: %+v", cv)
 	}
 	if err := c.finish(); err != nil {
 		t.Fatal(err)

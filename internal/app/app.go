@@ -44,6 +44,9 @@ type Options struct {
 	MaxPages       int
 	SimTimeScale   float64 // simulated provider: 1 real time, 0 instant
 	Soffice        string  // LibreOffice binary; empty: looked up on PATH
+	// Convert bounds conversions (timeout, slots, queue per owner); zero
+	// fields take convert's defaults. SofficePath and TempDir are set here.
+	Convert convert.Options
 
 	// Queue: InsertOnly builds a queue without workers (admin commands;
 	// tests that deliver by hand).
@@ -187,7 +190,7 @@ func (a *App) wire(ctx context.Context) error {
 	svc, err = core.New(cfg, core.Deps{
 		Store:       a.DB,
 		Blobs:       blobs,
-		Converter:   convert.New(convert.Options{SofficePath: o.Soffice, TempDir: tmp}),
+		Converter:   convert.New(convertOptions(o.Convert, o.Soffice, tmp)),
 		Destination: phone.New(),
 		Queue:       q,
 		// Live faxing needs a real provider account; until one is
@@ -249,3 +252,10 @@ func (a *App) Ready(ctx context.Context) error {
 
 // Close releases the database.
 func (a *App) Close() error { return a.DB.Close() }
+
+// convertOptions is the converter's configuration: the operator's bounds
+// with the binary and work directory this app decides.
+func convertOptions(o convert.Options, soffice, tmp string) convert.Options {
+	o.SofficePath, o.TempDir = soffice, tmp
+	return o
+}
