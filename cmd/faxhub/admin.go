@@ -200,16 +200,16 @@ func createDemo(ctx context.Context, svc *core.Service, apiURL string, w io.Writ
 	return nil
 }
 
-// adminPurge runs the garbage collector once, with the retention the flags
-// give (the server's defaults unless told otherwise), and prints how many
-// of each kind it removed, one "kind count" line each.
-func adminPurge(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+// withApp parses an admin command's flags (the common ones plus those
+// extra adds), builds the app without delivery workers and runs fn on it.
+func withApp(ctx context.Context, name string, args []string, stderr io.Writer, extra func(*flag.FlagSet, *config), fn func(*app.App) error) error {
 	var c config
-	fs := flag.NewFlagSet("admin purge", flag.ContinueOnError)
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	commonFlags(fs, &c)
-	storageFlags(fs, &c)
-	fs.StringVar(&c.BlobURL, "blobs", os.Getenv("FAXHUB_BLOB_URL"), "blob store URL, as for serve [FAXHUB_BLOB_URL] (default: files in the data dir)")
+	if extra != nil {
+		extra(fs, &c)
+	}
 	if err := parse(fs, args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return nil
@@ -224,11 +224,24 @@ func adminPurge(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		return err
 	}
 	defer a.Close()
-	counts, err := a.Svc.Purge(ctx)
-	for _, pc := range counts {
-		fmt.Fprintf(stdout, "%s %d\n", pc.What, pc.N)
+	return fn(a)
+}
+
+// adminPurge runs the garbage collector once, with the retention the flags
+// give (the server's defaults unless told otherwise), and prints how many
+// of each kind it removed, one "kind count" line each.
+func adminPurge(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	flags := func(fs *flag.FlagSet, c *config) {
+		storageFlags(fs, c)
+		fs.StringVar(&c.BlobURL, "blobs", os.Getenv("FAXHUB_BLOB_URL"), "blob store URL, as for serve [FAXHUB_BLOB_URL] (default: files in the data dir)")
 	}
-	return err
+	return withApp(ctx, "admin purge", args, stderr, flags, func(a *app.App) error {
+		counts, err := a.Svc.Purge(ctx)
+		for _, pc := range counts {
+			fmt.Fprintf(stdout, "%s %d\n", pc.What, pc.N)
+		}
+		return err
+	})
 }
 
 // adminKeysRotate is `faxhub admin keys rotate`: new EdDSA and RS256
@@ -237,31 +250,15 @@ func adminPurge(ctx context.Context, args []string, stdout, stderr io.Writer) er
 // verifying what they signed for 31 days (docs/oauth.md, "Signing keys").
 // It prints one "alg kid" line per new key.
 func adminKeysRotate(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	var c config
-	fs := flag.NewFlagSet("admin keys rotate", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	commonFlags(fs, &c)
-	if err := parse(fs, args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return nil
+	return withApp(ctx, "admin keys rotate", args, stderr, nil, func(a *app.App) error {
+		keys, err := a.OAuth.RotateSigningKeys(ctx)
+		if err != nil {
+			return err
 		}
-		return err
-	}
-	if err := c.finish(); err != nil {
-		return err
-	}
-	a, err := build(ctx, c, newLogger(c, os.Stderr), false)
-	if err != nil {
-		return err
-	}
-	defer a.Close()
-	keys, err := a.OAuth.RotateSigningKeys(ctx)
-	if err != nil {
-		return err
-	}
-	for _, k := range keys {
-		fmt.Fprintf(stdout, "%s %s\n", k.Alg, k.KeyID)
-	}
-	fmt.Fprintln(stderr, "new signing keys are active; the previous keys stay published and accepted for 31 days")
-	return nil
+		for _, k := range keys {
+			fmt.Fprintf(stdout, "%s %s\n", k.Alg, k.KeyID)
+		}
+		fmt.Fprintln(stderr, "new signing keys are active; the previous keys stay published and accepted for 31 days")
+		return nil
+	})
 }
