@@ -329,7 +329,9 @@ func (s *Server) register(w http.ResponseWriter, r *http.Request) {
 			writeError(w, http.StatusTooManyRequests, "rate_limited", "too many client registrations from this address; retry later")
 			return
 		}
-		s.log.ErrorContext(ctx, "register rate limit", "err", err)
+		if ctx.Err() == nil { // else the client hung up: nothing to log
+			s.log.ErrorContext(ctx, "register rate limit", "err", err)
+		}
 		writeError(w, http.StatusServiceUnavailable, "temporarily_unavailable", "registration is unavailable right now; retry shortly")
 		return
 	}

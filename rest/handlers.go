@@ -206,11 +206,11 @@ func (a *api) validateMachineFax(w http.ResponseWriter, r *http.Request) error {
 	if !a.opts.MachinePayments {
 		return a.machinePaymentsOff()
 	}
-	if err := a.svc.AllowPublic(r.Context(), "machine-validate", web.ClientIP(r)); err != nil {
-		return err
-	}
 	q, err := a.decodeQuote(w, r)
 	if err != nil {
+		return err
+	}
+	if err := a.svc.AllowPublic(r.Context(), "machine-validate", web.ClientIP(r)); err != nil {
 		return err
 	}
 	web.WriteJSON(w, http.StatusOK, q)

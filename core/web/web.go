@@ -6,6 +6,7 @@ package web
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"io"
@@ -98,6 +99,7 @@ func ProblemFor(err error) Problem {
 // WriteError writes err as problem+json; internal errors are logged (with
 // the request's method and path, never its headers or body).
 func WriteError(w http.ResponseWriter, r *http.Request, log *slog.Logger, err error) {
+	err = clientGone(r, err)
 	e := core.AsError(err)
 	p := ProblemFor(err)
 	// The instance is the path as logs show it: clients log error bodies,
@@ -111,6 +113,20 @@ func WriteError(w http.ResponseWriter, r *http.Request, log *slog.Logger, err er
 		w.Header().Set("Retry-After", strconv.Itoa(e.RetryAfterSeconds))
 	}
 	WriteProblem(w, p)
+}
+
+// clientGone turns an error that only says the request's context ended
+// (the client hung up, or its body missed its read deadline and the server
+// closed the connection) into the client's failure: nobody is left to read
+// a 500, and it is not the server's to log as one.
+func clientGone(r *http.Request, err error) error {
+	if r.Context().Err() == nil || core.ErrorKind(err) != core.KindInternal ||
+		!(errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)) {
+		return err
+	}
+	e := core.Errorf(core.KindInvalid, core.CodeInvalidRequest, "the request ended before it was answered (the connection closed or the body did not arrive in time)")
+	e.Err = err
+	return e
 }
 
 // WriteProblem writes p with its status.

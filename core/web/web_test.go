@@ -1,8 +1,11 @@
 package web_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -171,5 +174,26 @@ func TestOwnerSession(t *testing.T) {
 		if got != c.want {
 			t.Fatalf("%q: owner %q, want %q", c.cookie, got, c.want)
 		}
+	}
+}
+
+// A request whose context ended (the client hung up, its body timed out)
+// is not a 500 and not logged as one.
+func TestWriteErrorClientGone(t *testing.T) {
+	var logs bytes.Buffer
+	log := slog.New(slog.NewTextHandler(&logs, nil))
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	r := httptest.NewRequest("POST", "/api/v1/faxes", nil).WithContext(ctx)
+	rec := httptest.NewRecorder()
+	web.WriteError(rec, r, log, fmt.Errorf("rate limit: %w", context.Canceled))
+	if rec.Code != http.StatusBadRequest || logs.Len() != 0 {
+		t.Fatalf("client gone: %d, logged %q", rec.Code, logs.String())
+	}
+	// The same error while the request is alive is the server's.
+	rec = httptest.NewRecorder()
+	web.WriteError(rec, httptest.NewRequest("POST", "/api/v1/faxes", nil), log, fmt.Errorf("rate limit: %w", context.Canceled))
+	if rec.Code != http.StatusInternalServerError || logs.Len() == 0 {
+		t.Fatalf("live request: %d, logged %q", rec.Code, logs.String())
 	}
 }
