@@ -12,7 +12,10 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
+	"net/netip"
+	"net/url"
 	"strings"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -77,12 +80,18 @@ func New(svc *core.Service, verifier core.TokenVerifier, opts Options) *Handler 
 	}
 	h := &Handler{svc: svc, verifier: verifier, opts: opts}
 	h.server = mcp.NewServer(&mcp.Implementation{Name: "faxhub", Title: "faxhub — send faxes", Version: opts.Version},
-		&mcp.ServerOptions{Instructions: Instructions, Logger: opts.Logger})
+		&mcp.ServerOptions{Instructions: Instructions, Logger: opts.Logger,
+			// The SDK answers prompts/list (with no prompts) whatever is
+			// declared; declaring the capability keeps discover, initialize
+			// and that answer telling one story. Stateless: no list-changed
+			// notifications.
+			Capabilities: &mcp.ServerCapabilities{Logging: &mcp.LoggingCapabilities{}, Prompts: &mcp.PromptCapabilities{}}})
 	h.addTools(h.server)
 	h.sdk = mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return h.server }, &mcp.StreamableHTTPOptions{
 		Stateless: true, JSONResponse: true, Logger: opts.Logger,
-		// Requests arrive on the public host name through proxies; tokens,
-		// not the Host header, protect this endpoint.
+		// The SDK's check would refuse a reverse proxy on this machine that
+		// forwards the public host name; checkHostOrigin does the same job
+		// knowing that name.
 		DisableLocalhostProtection: true,
 	})
 	return h
@@ -103,6 +112,10 @@ type rpcPeek struct {
 
 // ServeHTTP authenticates, then hands the request to the go-sdk handler.
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if msg := h.checkHostOrigin(r); msg != "" {
+		h.problem(w, http.StatusForbidden, "invalid_origin", msg, "")
+		return
+	}
 	if _, ok := web.CredentialInQuery(r); ok {
 		h.problem(w, http.StatusBadRequest, core.CodeInvalidRequest,
 			"credentials are never accepted in the query string; send an OAuth access token in the Authorization header (Bearer)", "")
@@ -264,4 +277,51 @@ func (h *Handler) problem(w http.ResponseWriter, status int, code, detail, scope
 	}
 	w.Header().Set("Cache-Control", "no-store")
 	web.WriteProblem(w, p)
+}
+
+// checkHostOrigin is the DNS-rebinding guard the MCP transport spec asks
+// for. A request that reached a loopback address must name this machine or
+// the configured public host in Host (a rebinding page names its own
+// domain; a reverse proxy here forwards the public name). A browser's
+// Origin, when sent, must be the public origin (or, for a server whose
+// public name is itself loopback, any loopback origin). It returns why a
+// request is refused, or "".
+func (h *Handler) checkHostOrigin(r *http.Request) string {
+	base, err := url.Parse(h.opts.BaseURL)
+	if err != nil {
+		return ""
+	}
+	if local, ok := r.Context().Value(http.LocalAddrContextKey).(net.Addr); ok && local != nil && loopbackHost(local.String()) {
+		if !loopbackHost(r.Host) && !strings.EqualFold(hostOnly(r.Host), base.Hostname()) {
+			return fmt.Sprintf("the Host %q is not this server's (%s): refused as a DNS-rebinding attempt", r.Host, base.Host)
+		}
+	}
+	if origin := r.Header.Get("Origin"); origin != "" {
+		o, err := url.Parse(origin)
+		switch {
+		case err == nil && strings.EqualFold(o.Scheme+"://"+o.Host, base.Scheme+"://"+base.Host):
+		case err == nil && loopbackHost(o.Host) && loopbackHost(base.Host):
+		default:
+			return fmt.Sprintf("the Origin %q is not this server's (%s://%s): browsers may call this endpoint only from its own origin", origin, base.Scheme, base.Host)
+		}
+	}
+	return ""
+}
+
+// hostOnly is a host[:port]'s host, without brackets.
+func hostOnly(hostport string) string {
+	if h, _, err := net.SplitHostPort(hostport); err == nil {
+		return h
+	}
+	return strings.Trim(hostport, "[]")
+}
+
+// loopbackHost reports whether a host[:port] names this machine.
+func loopbackHost(hostport string) bool {
+	h := hostOnly(hostport)
+	if strings.EqualFold(h, "localhost") {
+		return true
+	}
+	ip, err := netip.ParseAddr(h)
+	return err == nil && ip.Unmap().IsLoopback()
 }

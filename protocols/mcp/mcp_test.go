@@ -550,3 +550,57 @@ func TestBatchAmplification(t *testing.T) {
 		t.Fatalf("batch of %d: %d %.300s", mcpserver.MaxBatch, code, body)
 	}
 }
+
+// The transport spec's DNS-rebinding guard: on a loopback listener a
+// foreign Host is refused, the public host name (a reverse proxy here) is
+// not; a browser Origin must be the server's own. The prompts capability is
+// declared, as prompts/list is answered (with none).
+func TestHostOriginAndPrompts(t *testing.T) {
+	e := newEnv(t, nil)
+	owner, cookie := e.owner("rebind@example.com")
+	tok := e.token(owner, cookie, []string{"fax:read"}, e.base+"/mcp")
+	port := strings.TrimPrefix(e.base, "http://localhost:")
+	call := func(host, origin, body string) (int, string) {
+		req, _ := http.NewRequest(http.MethodPost, "http://127.0.0.1:"+port+"/mcp", strings.NewReader(body))
+		req.Host = host
+		if origin != "" {
+			req.Header.Set("Origin", origin)
+		}
+		req.Header.Set("Authorization", "Bearer "+tok)
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	list := `{"jsonrpc":"2.0","id":1,"method":"tools/list"}`
+	for _, c := range []struct {
+		name, host, origin string
+		want               int
+	}{
+		{"the public host", "localhost:" + port, "", 200},
+		{"a loopback address", "127.0.0.1:" + port, "", 200},
+		{"a rebinding domain", "evil.example:" + port, "", 403},
+		{"the server's own origin", "localhost:" + port, e.base, 200},
+		{"a loopback origin of a loopback server", "localhost:" + port, "http://127.0.0.1:9999", 200},
+		{"a foreign origin", "localhost:" + port, "https://evil.example", 403},
+		{"a malformed origin", "localhost:" + port, "::nonsense", 403},
+	} {
+		code, body := call(c.host, c.origin, list)
+		if code != c.want {
+			t.Errorf("%s: %d, want %d: %.300s", c.name, code, c.want, body)
+		}
+	}
+	code, body := call("localhost:"+port, "", `{"jsonrpc":"2.0","id":7,"method":"prompts/list"}`)
+	if code != 200 || !strings.Contains(body, `"prompts":[]`) {
+		t.Fatalf("prompts/list: %d %s", code, body)
+	}
+	code, body = call("localhost:"+port, "", `{"jsonrpc":"2.0","id":8,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`)
+	if code != 200 || !strings.Contains(body, `"prompts":{`) {
+		t.Fatalf("initialize must declare the prompts it answers: %d %.500s", code, body)
+	}
+}
