@@ -85,7 +85,13 @@ func New(svc *core.Service, verifier core.TokenVerifier, opts Options) *Handler 
 			// declared; declaring the capability keeps discover, initialize
 			// and that answer telling one story. Stateless: no list-changed
 			// notifications.
-			Capabilities: &mcp.ServerCapabilities{Logging: &mcp.LoggingCapabilities{}, Prompts: &mcp.PromptCapabilities{}}})
+			Capabilities: &mcp.ServerCapabilities{
+				// The SDK's default, kept while clients older than
+				// 2026-07-28 (which deprecates logging) call logging/setLevel.
+				//lint:ignore SA1019 still part of the protocol versions faxhub serves
+				Logging: &mcp.LoggingCapabilities{},
+				Prompts: &mcp.PromptCapabilities{},
+			}})
 	h.addTools(h.server)
 	h.sdk = mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return h.server }, &mcp.StreamableHTTPOptions{
 		Stateless: true, JSONResponse: true, Logger: opts.Logger,
