@@ -2,14 +2,13 @@ package passkeys
 
 import (
 	"errors"
-	"net"
 	"net/http"
-	"net/netip"
 	"strings"
 
 	"github.com/faxhub/faxhub/core"
 	"github.com/faxhub/faxhub/core/authstate"
 	"github.com/faxhub/faxhub/core/mail"
+	"github.com/faxhub/faxhub/core/web"
 )
 
 func (c *Console) page(s *signedIn, title, nav string, body any) pageData {
@@ -283,8 +282,9 @@ type mailboxBody struct{ Messages []mail.Message }
 func (c *Console) mailboxPage(w http.ResponseWriter, r *http.Request) {
 	// The mailbox holds sign-in and recovery links: whoever reads it can
 	// take over the accounts in it. Only a peer on this machine may, judged
-	// by the socket's address, never by a forwarded header.
-	if !loopbackPeer(r) {
+	// by the client address (the socket's, or a trusted proxy's
+	// X-Forwarded-For: web.ClientIP), never by a header anyone can send.
+	if !web.LoopbackHost(r.RemoteAddr) {
 		http.NotFound(w, r)
 		return
 	}
@@ -293,14 +293,4 @@ func (c *Console) mailboxPage(w http.ResponseWriter, r *http.Request) {
 		msgs = mb.Messages()
 	}
 	c.render(w, r, http.StatusOK, "mailbox", pageData{Title: "Dev mailbox", Nav: "mailbox", Body: mailboxBody{Messages: msgs}})
-}
-
-// loopbackPeer reports whether the request's direct peer is this machine.
-func loopbackPeer(r *http.Request) bool {
-	host, _, err := net.SplitHostPort(r.RemoteAddr)
-	if err != nil {
-		host = r.RemoteAddr
-	}
-	ip, err := netip.ParseAddr(host)
-	return err == nil && ip.Unmap().IsLoopback()
 }

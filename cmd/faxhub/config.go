@@ -5,8 +5,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"net"
-	"net/netip"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -15,6 +13,7 @@ import (
 
 	"github.com/faxhub/faxhub/core"
 	"github.com/faxhub/faxhub/core/convert"
+	"github.com/faxhub/faxhub/core/web"
 )
 
 // config is every setting of the process, from flags with environment
@@ -189,24 +188,10 @@ func (c *config) finish() error {
 // dev mode creates a demo owner with test credits and keeps account-recovery
 // links in a mailbox page.
 func (c *config) checkDevAddr() error {
-	if !c.Dev || c.DevAnyAddr || loopbackAddr(c.Addr) {
+	if !c.Dev || c.DevAnyAddr || web.LoopbackHost(c.Addr) {
 		return nil
 	}
 	return usageError{fmt.Sprintf("--dev listens on loopback addresses only (got --addr %s): use --addr 127.0.0.1:PORT, or --dev-any-addr if this machine is yours alone", c.Addr)}
-}
-
-// loopbackAddr reports whether a listen address only accepts this machine.
-// An empty host (":8080") listens on every interface.
-func loopbackAddr(addr string) bool {
-	host, _, err := net.SplitHostPort(addr)
-	if err != nil || host == "" {
-		return false
-	}
-	if host == "localhost" {
-		return true
-	}
-	ip, err := netip.ParseAddr(host)
-	return err == nil && ip.IsLoopback()
 }
 
 // dataFlag is the --data argument that points another command at this

@@ -197,3 +197,14 @@ func TestWriteErrorClientGone(t *testing.T) {
 		t.Fatalf("live request: %d, logged %q", rec.Code, logs.String())
 	}
 }
+
+func TestLoopbackHost(t *testing.T) {
+	for in, want := range map[string]bool{
+		"127.0.0.1:8080": true, "[::1]:443": true, "localhost": true, "LOCALHOST:1": true, "::ffff:127.0.0.1": true,
+		":8080": false, "0.0.0.0:8080": false, "evil.example:80": false, "192.0.2.1": false, "": false,
+	} {
+		if got := web.LoopbackHost(in); got != want {
+			t.Errorf("LoopbackHost(%q) = %v, want %v", in, got, want)
+		}
+	}
+}

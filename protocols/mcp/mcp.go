@@ -14,7 +14,6 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"net/netip"
 	"net/url"
 	"strings"
 
@@ -297,8 +296,8 @@ func (h *Handler) checkHostOrigin(r *http.Request) string {
 	if err != nil {
 		return ""
 	}
-	if local, ok := r.Context().Value(http.LocalAddrContextKey).(net.Addr); ok && local != nil && loopbackHost(local.String()) {
-		if !loopbackHost(r.Host) && !strings.EqualFold(hostOnly(r.Host), base.Hostname()) {
+	if local, ok := r.Context().Value(http.LocalAddrContextKey).(net.Addr); ok && local != nil && web.LoopbackHost(local.String()) {
+		if !web.LoopbackHost(r.Host) && !strings.EqualFold(web.Hostname(r.Host), base.Hostname()) {
 			return fmt.Sprintf("the Host %q is not this server's (%s): refused as a DNS-rebinding attempt", r.Host, base.Host)
 		}
 	}
@@ -306,28 +305,10 @@ func (h *Handler) checkHostOrigin(r *http.Request) string {
 		o, err := url.Parse(origin)
 		switch {
 		case err == nil && strings.EqualFold(o.Scheme+"://"+o.Host, base.Scheme+"://"+base.Host):
-		case err == nil && loopbackHost(o.Host) && loopbackHost(base.Host):
+		case err == nil && web.LoopbackHost(o.Host) && web.LoopbackHost(base.Host):
 		default:
 			return fmt.Sprintf("the Origin %q is not this server's (%s://%s): browsers may call this endpoint only from its own origin", origin, base.Scheme, base.Host)
 		}
 	}
 	return ""
-}
-
-// hostOnly is a host[:port]'s host, without brackets.
-func hostOnly(hostport string) string {
-	if h, _, err := net.SplitHostPort(hostport); err == nil {
-		return h
-	}
-	return strings.Trim(hostport, "[]")
-}
-
-// loopbackHost reports whether a host[:port] names this machine.
-func loopbackHost(hostport string) bool {
-	h := hostOnly(hostport)
-	if strings.EqualFold(h, "localhost") {
-		return true
-	}
-	ip, err := netip.ParseAddr(h)
-	return err == nil && ip.Unmap().IsLoopback()
 }
