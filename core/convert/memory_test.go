@@ -12,7 +12,6 @@ import (
 	"image/color"
 	"image/png"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -239,24 +238,13 @@ func TestConvertWorstCasesMemory(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			cmd := exec.Command(os.Args[0], "-test.run=^TestMeasureConvertChild$", "-test.v")
-			cmd.Env = append(os.Environ(), measureConvertEnv+"="+string(tt.kind)+"|"+tt.path)
-			out, err := cmd.CombinedOutput()
-			if err != nil {
-				t.Fatalf("child: %v\n%s", err, out)
+			rest, out := measureInChild(t, "TestMeasureConvertChild", measureConvertEnv+"="+string(tt.kind)+"|"+tt.path)
+			if rest == "" {
+				t.Fatalf("child printed no measurement:\n%s", out)
 			}
 			var pages, grewKB int
 			var code string
-			found := false
-			for _, line := range strings.Split(string(out), "\n") {
-				if rest, ok := strings.CutPrefix(strings.TrimSpace(line), "MEASURE "); ok {
-					fmt.Sscanf(rest, "pages=%d grew_kb=%d code=%s", &pages, &grewKB, &code)
-					found = true
-				}
-			}
-			if !found {
-				t.Fatalf("child printed no measurement:\n%s", out)
-			}
+			fmt.Sscanf(rest, "pages=%d grew_kb=%d code=%s", &pages, &grewKB, &code)
 			st, _ := os.Stat(tt.path)
 			t.Logf("%d KB upload: pages=%d code=%s, peak RSS grew by %d KB", st.Size()>>10, pages, code, grewKB)
 			if code == "-" {

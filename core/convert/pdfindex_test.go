@@ -125,17 +125,8 @@ func TestPDFMemoryBounded(t *testing.T) {
 	f.Close()
 
 	measure := func(mode string) (pages, grewKB int) {
-		cmd := exec.Command(os.Args[0], "-test.run=^TestMeasurePDFChild$", "-test.v")
-		cmd.Env = append(os.Environ(), measureEnv+"="+mode+":"+p)
-		out, err := cmd.CombinedOutput()
-		if err != nil {
-			t.Fatalf("child: %v\n%s", err, out)
-		}
-		for _, line := range strings.Split(string(out), "\n") {
-			if rest, ok := strings.CutPrefix(strings.TrimSpace(line), "MEASURE "); ok {
-				fmt.Sscanf(rest, "pages=%d grew_kb=%d", &pages, &grewKB)
-			}
-		}
+		rest, _ := measureInChild(t, "TestMeasurePDFChild", measureEnv+"="+mode+":"+p)
+		fmt.Sscanf(rest, "pages=%d grew_kb=%d", &pages, &grewKB)
 		t.Logf("%s: %d MB PDF, %d pages: peak RSS grew by %d KB", mode, st.Size()>>20, pages, grewKB)
 		return pages, grewKB
 	}
@@ -173,6 +164,25 @@ func TestMeasurePDFChild(t *testing.T) {
 		t.Fatal(err)
 	}
 	fmt.Printf("MEASURE pages=%d grew_kb=%d\n", pages, peakRSSKB(t)-before)
+}
+
+// measureInChild runs the test named child in a new process of this test
+// binary with env set, so that its peak RSS is its own, and returns the
+// rest of the "MEASURE " line it printed ("" and the output if none).
+func measureInChild(t *testing.T, child, env string) (rest string, out []byte) {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], "-test.run=^"+child+"$", "-test.v")
+	cmd.Env = append(os.Environ(), env)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("child: %v\n%s", err, out)
+	}
+	for _, line := range strings.Split(string(out), "\n") {
+		if r, ok := strings.CutPrefix(strings.TrimSpace(line), "MEASURE "); ok {
+			rest = r
+		}
+	}
+	return rest, out
 }
 
 func peakRSSKB(t *testing.T) int {
