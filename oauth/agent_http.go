@@ -84,7 +84,7 @@ func writeCoreError(w http.ResponseWriter, err error) {
 		w.Header().Set("Retry-After", strconv.Itoa(e.RetryAfterSeconds))
 	}
 	if e.Kind == core.KindInternal {
-		writeError(w, status, "server_error", "the request failed; it has been logged")
+		web.WriteOAuthError(w, status, "server_error", "the request failed; it has been logged")
 		return
 	}
 	body := map[string]any{"error": e.Code, "error_description": e.Message}
@@ -108,7 +108,7 @@ var crossOrigin = http.NewCrossOriginProtection()
 func (s *Server) manage(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
 	if err := crossOrigin.Check(r); err != nil {
-		writeError(w, http.StatusForbidden, "invalid_request", "cross-origin requests are refused")
+		web.WriteOAuthError(w, http.StatusForbidden, "invalid_request", "cross-origin requests are refused")
 		return
 	}
 	sess, err := s.ownerSession(r)
@@ -117,7 +117,7 @@ func (s *Server) manage(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if sess == nil {
-		writeError(w, http.StatusUnauthorized, "login_required", "sign in to the console first")
+		web.WriteOAuthError(w, http.StatusUnauthorized, "login_required", "sign in to the console first")
 		return
 	}
 	var req struct {
@@ -162,7 +162,7 @@ func (s *Server) manage(w http.ResponseWriter, r *http.Request) {
 		}
 		writeJSON(w, http.StatusOK, map[string]any{"revoked": req.ID})
 	default:
-		writeError(w, http.StatusBadRequest, "invalid_request", "action must be enroll, list or revoke")
+		web.WriteOAuthError(w, http.StatusBadRequest, "invalid_request", "action must be enroll, list or revoke")
 	}
 }
 

@@ -56,7 +56,7 @@ func (s *Server) writeAuthorizeError(ctx context.Context, w http.ResponseWriter,
 		s.log.ErrorContext(ctx, "authorize", "err", err, "debug", rfc.DebugField)
 	}
 	if ar == nil {
-		writeError(w, http.StatusBadRequest, "invalid_request", "the authorization request is not valid")
+		web.WriteOAuthError(w, http.StatusBadRequest, "invalid_request", "the authorization request is not valid")
 		return
 	}
 	s.provider.WriteAuthorizeError(ctx, issWriter{w, s.issuer}, ar, err)
@@ -70,7 +70,7 @@ func errInvalidTarget(hint string) *fosite.RFC6749Error {
 }
 
 func mcpOAuthOff(w http.ResponseWriter, s *Server) {
-	writeError(w, http.StatusForbidden, "access_denied", "MCP OAuth is disabled on this server (--mcp-oauth off); use an API key or agent registration (see "+s.opts.BaseURL+PathAuthGuide+")")
+	web.WriteOAuthError(w, http.StatusForbidden, "access_denied", "MCP OAuth is disabled on this server (--mcp-oauth off); use an API key or agent registration (see "+s.opts.BaseURL+PathAuthGuide+")")
 }
 
 // checkAuthorize applies faxhub's rules that fosite leaves open: one
@@ -182,11 +182,11 @@ func (s *Server) authorize(w http.ResponseWriter, r *http.Request) {
 	// could be redirected, so the answer is a JSON error here.
 	r.Body = http.MaxBytesReader(w, r.Body, maxFormBytes)
 	if err := r.ParseForm(); err != nil {
-		writeError(w, http.StatusBadRequest, "invalid_request", "the authorization request's parameters cannot be read (a form of at most 64 KB)")
+		web.WriteOAuthError(w, http.StatusBadRequest, "invalid_request", "the authorization request's parameters cannot be read (a form of at most 64 KB)")
 		return
 	}
 	if p := formProblem(r.Form, "resource"); p != "" {
-		writeError(w, http.StatusBadRequest, "invalid_request", p)
+		web.WriteOAuthError(w, http.StatusBadRequest, "invalid_request", p)
 		return
 	}
 	if err := s.resolveClient(ctx, r.Form.Get("client_id")); err != nil {
@@ -255,14 +255,14 @@ func (s *Server) resume(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if p := formProblem(r.URL.Query()); p != "" {
-		writeError(w, http.StatusBadRequest, "invalid_request", p)
+		web.WriteOAuthError(w, http.StatusBadRequest, "invalid_request", p)
 		return
 	}
 	id := r.URL.Query().Get("approval")
 	sess, err := s.ownerSession(r)
 	if err != nil {
 		s.log.ErrorContext(ctx, "resume: session", "err", err)
-		writeError(w, http.StatusInternalServerError, "server_error", "the session could not be checked")
+		web.WriteOAuthError(w, http.StatusInternalServerError, "server_error", "the session could not be checked")
 		return
 	}
 	if sess == nil {
@@ -270,7 +270,7 @@ func (s *Server) resume(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	unknown := func() {
-		writeError(w, http.StatusBadRequest, "invalid_request", "this authorization request is unknown, was completed already, or belongs to another account; start again from the app")
+		web.WriteOAuthError(w, http.StatusBadRequest, "invalid_request", "this authorization request is unknown, was completed already, or belongs to another account; start again from the app")
 	}
 	// Both lookups are by owner: another owner's approval reads as unknown.
 	pending, err := s.store.GetOAuthConsent(ctx, sess.OwnerID, id)
@@ -279,7 +279,7 @@ func (s *Server) resume(w http.ResponseWriter, r *http.Request) {
 		return
 	} else if err != nil {
 		s.log.ErrorContext(ctx, "resume: consent", "err", err)
-		writeError(w, http.StatusInternalServerError, "server_error", "the authorization request could not be read")
+		web.WriteOAuthError(w, http.StatusInternalServerError, "server_error", "the authorization request could not be read")
 		return
 	}
 	a, err := s.svc.GetApproval(ctx, sess.OwnerID, id)

@@ -316,32 +316,32 @@ func clientIP(r *http.Request) string {
 func (s *Server) register(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
 	if !s.opts.MCPOAuth {
-		writeError(w, http.StatusForbidden, "access_denied", "MCP OAuth is disabled on this server (--mcp-oauth off): dynamic client registration is not available; use an API key or agent registration (see "+s.opts.BaseURL+PathAuthGuide+")")
+		web.WriteOAuthError(w, http.StatusForbidden, "access_denied", "MCP OAuth is disabled on this server (--mcp-oauth off): dynamic client registration is not available; use an API key or agent registration (see "+s.opts.BaseURL+PathAuthGuide+")")
 		return
 	}
 	if ct := r.Header.Get("Content-Type"); !strings.HasPrefix(strings.ToLower(ct), "application/json") {
-		writeError(w, http.StatusBadRequest, "invalid_client_metadata", "the registration request must be application/json")
+		web.WriteOAuthError(w, http.StatusBadRequest, "invalid_client_metadata", "the registration request must be application/json")
 		return
 	}
 	if err := s.svc.Allow(ctx, "oauth-register:"+clientIP(r), s.opts.RegisterInterval, s.opts.RegisterBurst); err != nil {
 		if e := core.AsError(err); e.Kind == core.KindRateLimited {
 			w.Header().Set("Retry-After", strconv.Itoa(e.RetryAfterSeconds))
-			writeError(w, http.StatusTooManyRequests, "rate_limited", "too many client registrations from this address; retry later")
+			web.WriteOAuthError(w, http.StatusTooManyRequests, "rate_limited", "too many client registrations from this address; retry later")
 			return
 		}
 		if ctx.Err() == nil { // else the client hung up: nothing to log
 			s.log.ErrorContext(ctx, "register rate limit", "err", err)
 		}
-		writeError(w, http.StatusServiceUnavailable, "temporarily_unavailable", "registration is unavailable right now; retry shortly")
+		web.WriteOAuthError(w, http.StatusServiceUnavailable, "temporarily_unavailable", "registration is unavailable right now; retry shortly")
 		return
 	}
 	body, err := io.ReadAll(io.LimitReader(r.Body, maxMetadataBytes+1))
 	if err != nil {
-		writeError(w, http.StatusBadRequest, "invalid_client_metadata", "the request body could not be read")
+		web.WriteOAuthError(w, http.StatusBadRequest, "invalid_client_metadata", "the request body could not be read")
 		return
 	}
 	if len(body) > maxMetadataBytes {
-		writeError(w, http.StatusBadRequest, "invalid_client_metadata", "the registration request is larger than 5 KB")
+		web.WriteOAuthError(w, http.StatusBadRequest, "invalid_client_metadata", "the registration request is larger than 5 KB")
 		return
 	}
 	m, err := s.parseMetadata(body)
@@ -350,7 +350,7 @@ func (s *Server) register(w http.ResponseWriter, r *http.Request) {
 	}
 	var me *metadataError
 	if errors.As(err, &me) {
-		writeError(w, http.StatusBadRequest, me.code, me.desc)
+		web.WriteOAuthError(w, http.StatusBadRequest, me.code, me.desc)
 		return
 	}
 	now := s.now()
@@ -361,7 +361,7 @@ func (s *Server) register(w http.ResponseWriter, r *http.Request) {
 	}
 	if err := s.store.CreateOAuthClient(ctx, c); err != nil {
 		s.log.ErrorContext(ctx, "register client", "err", err)
-		writeError(w, http.StatusInternalServerError, "server_error", "the client could not be registered")
+		web.WriteOAuthError(w, http.StatusInternalServerError, "server_error", "the client could not be registered")
 		return
 	}
 	writeJSON(w, http.StatusCreated, clientResponse{

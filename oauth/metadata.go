@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"net/http"
 	"strings"
+
+	"github.com/faxhub/faxhub/core/web"
 )
 
 // writeJSON writes v with the no-store headers every OAuth answer carries.
@@ -14,11 +16,6 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 	w.Header().Set("Pragma", "no-cache")
 	w.WriteHeader(status)
 	_ = json.NewEncoder(w).Encode(v)
-}
-
-// writeError writes an RFC 6749 error object.
-func writeError(w http.ResponseWriter, status int, code, description string) {
-	writeJSON(w, status, map[string]string{"error": code, "error_description": description})
 }
 
 // writePublic writes a public document: cacheable for a few minutes.
@@ -135,13 +132,13 @@ func (s *Server) serveJWKS(w http.ResponseWriter, r *http.Request) {
 	set, err := s.keys.jwks(r.Context())
 	if err != nil {
 		s.log.ErrorContext(r.Context(), "jwks", "err", err)
-		writeError(w, http.StatusServiceUnavailable, "temporarily_unavailable", "the signing keys cannot be read right now")
+		web.WriteOAuthError(w, http.StatusServiceUnavailable, "temporarily_unavailable", "the signing keys cannot be read right now")
 		return
 	}
 	b, err := json.Marshal(set)
 	if err != nil {
 		s.log.ErrorContext(r.Context(), "jwks", "err", err)
-		writeError(w, http.StatusInternalServerError, "server_error", "the signing keys cannot be encoded")
+		web.WriteOAuthError(w, http.StatusInternalServerError, "server_error", "the signing keys cannot be encoded")
 		return
 	}
 	w.Header().Set("Access-Control-Allow-Origin", "*")

@@ -7,6 +7,7 @@ import (
 
 	"github.com/faxhub/faxhub/core"
 	"github.com/faxhub/faxhub/core/authstate"
+	"github.com/faxhub/faxhub/core/web"
 )
 
 // revoke is RFC 7009 revocation for every kind of token this server issues.
@@ -21,7 +22,7 @@ func (s *Server) revoke(w http.ResponseWriter, r *http.Request) {
 	}
 	token := r.PostForm.Get("token")
 	if token == "" {
-		writeError(w, http.StatusBadRequest, "invalid_request", "token is required")
+		web.WriteOAuthError(w, http.StatusBadRequest, "invalid_request", "token is required")
 		return
 	}
 	if core.IsAgentAccessToken(token) {
@@ -36,7 +37,7 @@ func (s *Server) revoke(w http.ResponseWriter, r *http.Request) {
 		clientID, err := s.tokenClient(ctx, token)
 		if err != nil {
 			s.log.ErrorContext(ctx, "revoke: look up token", "err", err)
-			writeError(w, http.StatusServiceUnavailable, "temporarily_unavailable", "revocation is unavailable right now; retry shortly")
+			web.WriteOAuthError(w, http.StatusServiceUnavailable, "temporarily_unavailable", "revocation is unavailable right now; retry shortly")
 			return
 		}
 		if clientID == "" {

@@ -29,6 +29,7 @@ import (
 
 	"github.com/faxhub/faxhub/core"
 	"github.com/faxhub/faxhub/core/authstate"
+	"github.com/faxhub/faxhub/core/web"
 )
 
 // Paths, relative to either origin. The issuer is {api_url}/api/auth.
@@ -317,7 +318,7 @@ func methods(next http.Handler, allowed ...string) http.Handler {
 			return
 		}
 		w.Header().Set("Allow", strings.Join(allowed, ", "))
-		writeError(w, http.StatusMethodNotAllowed, "invalid_request", "method "+r.Method+" is not allowed here")
+		web.WriteOAuthError(w, http.StatusMethodNotAllowed, "invalid_request", "method "+r.Method+" is not allowed here")
 	})
 }
 

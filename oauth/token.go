@@ -9,6 +9,7 @@ import (
 	"github.com/ory/fosite"
 
 	"github.com/faxhub/faxhub/core"
+	"github.com/faxhub/faxhub/core/web"
 )
 
 // maxFormBytes bounds token and revocation request bodies.
@@ -96,10 +97,10 @@ func (s *Server) writeTokenError(ctx context.Context, w http.ResponseWriter, err
 	if rfc := (*fosite.RFC6749Error)(nil); asFosite(err, &rfc) {
 		if rfc.CodeField >= 500 {
 			s.log.ErrorContext(ctx, "token", "err", err, "debug", rfc.DebugField)
-			writeError(w, rfc.CodeField, rfc.ErrorField, "the request failed; it has been logged")
+			web.WriteOAuthError(w, rfc.CodeField, rfc.ErrorField, "the request failed; it has been logged")
 			return
 		}
-		writeError(w, rfc.CodeField, rfc.ErrorField, rfc.GetDescription())
+		web.WriteOAuthError(w, rfc.CodeField, rfc.ErrorField, rfc.GetDescription())
 		return
 	}
 	s.fail(ctx, w, "token", err)

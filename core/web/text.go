@@ -213,6 +213,7 @@ func RefuseInvalidText(next http.Handler, refuse Refuser, files func(*http.Reque
 func WriteOAuthError(w http.ResponseWriter, status int, code, description string) {
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Cache-Control", "no-store")
+	w.Header().Set("Pragma", "no-cache") // RFC 6749 section 5.1
 	w.WriteHeader(status)
 	_ = json.NewEncoder(w).Encode(map[string]string{"error": code, "error_description": description})
 }
