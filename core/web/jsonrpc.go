@@ -10,10 +10,15 @@ import (
 const JSONRPCInvalidParams = -32602
 
 // WriteJSONRPCInvalidParams refuses a JSON-RPC request (MCP, A2A) whose
-// text cannot be used (RefuseInvalidText) with HTTP 400 and JSON-RPC's
-// invalid params, answering the request's id when body is one message
-// with a usable id (a number or a valid string), else null.
+// text cannot be used (RefuseInvalidText) with JSON-RPC's invalid params.
 func WriteJSONRPCInvalidParams(w http.ResponseWriter, body []byte, msg string) {
+	WriteJSONRPCError(w, body, JSONRPCInvalidParams, msg)
+}
+
+// WriteJSONRPCError refuses a JSON-RPC request before any handler read it,
+// with HTTP 400 and the error code, answering the request's id when body is
+// one message with a usable id (a number or a valid string), else null.
+func WriteJSONRPCError(w http.ResponseWriter, body []byte, code int, msg string) {
 	var env struct {
 		ID json.RawMessage `json:"id"`
 	}
@@ -26,5 +31,5 @@ func WriteJSONRPCInvalidParams(w http.ResponseWriter, body []byte, msg string) {
 	w.Header().Set("Cache-Control", "no-store")
 	w.WriteHeader(http.StatusBadRequest)
 	_ = json.NewEncoder(w).Encode(map[string]any{"jsonrpc": "2.0", "id": id,
-		"error": map[string]any{"code": JSONRPCInvalidParams, "message": msg}})
+		"error": map[string]any{"code": code, "message": msg}})
 }

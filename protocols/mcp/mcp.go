@@ -136,7 +136,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		r.Body = io.NopCloser(bytes.NewReader(body))
 		if n, ok := batchLen(body); ok && n > MaxBatch {
-			rpcError(w, -32600, fmt.Sprintf("a JSON-RPC batch may hold at most %d messages (this one has %d); send them separately, or use protocol 2025-06-18 or later, which has no batches", MaxBatch, n))
+			web.WriteJSONRPCError(w, nil, -32600, fmt.Sprintf("a JSON-RPC batch may hold at most %d messages (this one has %d); send them separately, or use protocol 2025-06-18 or later, which has no batches", MaxBatch, n))
 			return
 		}
 		// A batch (an array) never counts as discovery.
@@ -221,14 +221,6 @@ func batchLen(body []byte) (n int, ok bool) {
 		}
 	}
 	return n, true
-}
-
-// rpcError answers with a JSON-RPC error that belongs to no request.
-func rpcError(w http.ResponseWriter, code int, msg string) {
-	w.Header().Set("Content-Type", "application/json")
-	w.Header().Set("Cache-Control", "no-store")
-	w.WriteHeader(http.StatusBadRequest)
-	_ = json.NewEncoder(w).Encode(map[string]any{"jsonrpc": "2.0", "id": nil, "error": map[string]any{"code": code, "message": msg}})
 }
 
 // cappedWriter stops a response at a size bound: past it, writes fail (the
