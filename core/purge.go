@@ -40,10 +40,10 @@ type PurgeStore interface {
 	MarkDocumentPurged(ctx context.Context, id string, now, unsentBefore, sentBefore time.Time) error
 }
 
-// oauthPurger is the OAuth server's expired token sessions and consent
-// hand-offs (core/authstate), kept in the same database: when the store
-// holds them, Purge clears them too.
-type oauthPurger interface {
+// AuthStatePurger deletes the authorization server's expired token
+// sessions and consent hand-offs (core/authstate, in the same database);
+// Deps.AuthState hands it to the garbage collector.
+type AuthStatePurger interface {
 	DeleteExpiredOAuth(ctx context.Context, t time.Time) (int64, error)
 }
 
@@ -82,7 +82,7 @@ func (s *Service) Purge(ctx context.Context) ([]PurgeCount, error) {
 	step("idempotency_records", func() (int64, error) { return st.PurgeIdempotency(ctx, now.Add(-c.IdempotencyRetention)) })
 	step("sessions", func() (int64, error) { return st.PurgeSessions(ctx, now) })
 	step("checkouts", func() (int64, error) { return st.PurgeCheckouts(ctx, expired) })
-	if op, ok := st.(oauthPurger); ok {
+	if op := s.d.AuthState; op != nil {
 		// Before approvals: a consent hand-off keeps its approval.
 		step("oauth_tokens_and_consents", func() (int64, error) { return op.DeleteExpiredOAuth(ctx, now) })
 	}

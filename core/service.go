@@ -87,6 +87,9 @@ type Deps struct {
 	Checkout map[Mode]CheckoutGateway
 	Prices   *PriceTable
 	Logger   *slog.Logger
+	// AuthState, when an authorization server keeps its state in the same
+	// database, lets the garbage collector purge it too.
+	AuthState AuthStatePurger
 }
 
 // Service is faxhub's core: every adapter calls it with a Principal. Its

@@ -189,6 +189,7 @@ func (a *App) wire(ctx context.Context) error {
 	}
 	svc, err = core.New(cfg, core.Deps{
 		Store:       a.DB,
+		AuthState:   a.DB,
 		Blobs:       blobs,
 		Converter:   convert.New(convertOptions(o.Convert, o.Soffice, tmp)),
 		Destination: phone.New(),
