@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/faxhub/faxhub/core"
+	"github.com/faxhub/faxhub/core/web"
 )
 
 // Client ID metadata documents are fetched from URLs anyone can name in an
@@ -72,7 +73,7 @@ type clientIPKey struct{}
 // withClientIP puts the peer address into every request's context.
 func withClientIP(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), clientIPKey{}, clientIP(r))))
+		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), clientIPKey{}, web.ClientIP(r))))
 	})
 }
 

@@ -303,16 +303,6 @@ type clientResponse struct {
 	Scope                   string   `json:"scope,omitempty"`
 }
 
-// clientIP is the rate-limit key of a request: the peer address. Behind a
-// proxy the lead's wiring must put the real client address in RemoteAddr.
-func clientIP(r *http.Request) string {
-	host, _, err := net.SplitHostPort(r.RemoteAddr)
-	if err != nil {
-		return r.RemoteAddr
-	}
-	return host
-}
-
 func (s *Server) register(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
 	if !s.opts.MCPOAuth {
@@ -323,7 +313,7 @@ func (s *Server) register(w http.ResponseWriter, r *http.Request) {
 		web.WriteOAuthError(w, http.StatusBadRequest, "invalid_client_metadata", "the registration request must be application/json")
 		return
 	}
-	if err := s.svc.Allow(ctx, "oauth-register:"+clientIP(r), s.opts.RegisterInterval, s.opts.RegisterBurst); err != nil {
+	if err := s.svc.Allow(ctx, "oauth-register:"+web.ClientIP(r), s.opts.RegisterInterval, s.opts.RegisterBurst); err != nil {
 		if e := core.AsError(err); e.Kind == core.KindRateLimited {
 			w.Header().Set("Retry-After", strconv.Itoa(e.RetryAfterSeconds))
 			web.WriteOAuthError(w, http.StatusTooManyRequests, "rate_limited", "too many client registrations from this address; retry later")
