@@ -75,19 +75,8 @@ func TestCrashRecovery(t *testing.T) {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { _ = cmd.Process.Kill(); _, _ = cmd.Process.Wait() })
-		deadline := time.Now().Add(30 * time.Second)
-		for {
-			if resp, err := http.Get(base + "/readyz"); err == nil {
-				resp.Body.Close()
-				if resp.StatusCode == http.StatusOK {
-					return cmd
-				}
-			}
-			if time.Now().After(deadline) {
-				t.Fatal("faxhub serve did not become ready")
-			}
-			time.Sleep(50 * time.Millisecond)
-		}
+		waitReady(t, base)
+		return cmd
 	}
 	srv := start()
 
