@@ -135,6 +135,9 @@ var scopeFor = map[Operation]Scope{
 	OpListInbox:      ScopeInboxRead,
 	OpGetCredits:     ScopeCreditsRead,
 	OpCreditCheckout: ScopeCreditsCheckout,
+	OpGetTask:        ScopeFaxRead,
+	OpCancelTask:     ScopeFaxDraft,
+	OpBuyCredits:     ScopeCreditsCheckout,
 }
 
 // ScopeFor returns the scope that gates op ("" for an unknown operation).
