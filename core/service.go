@@ -8,6 +8,8 @@ import (
 	"log/slog"
 	"os"
 	"time"
+
+	"github.com/faxhub/faxhub/core/payments"
 )
 
 // Config holds the service's tunables; zero values take the defaults below.
@@ -87,6 +89,14 @@ type Deps struct {
 	Checkout map[Mode]CheckoutGateway
 	Prices   *PriceTable
 	Logger   *slog.Logger
+	// Signer signs what faxhub asserts to agents (AP2 cart mandates) with
+	// the issuer's key; without it AP2 purchases answer
+	// payment_method_not_configured.
+	Signer Signer
+	// PaymentMethods maps each mode to the method that charges AP2 payment
+	// credentials (a card token): the test card in test mode, Stripe in
+	// live mode once configured (payments issue).
+	PaymentMethods map[Mode]payments.PaymentMethod
 	// AuthState, when an authorization server keeps its state in the same
 	// database, lets the garbage collector purge it too.
 	AuthState AuthStatePurger
