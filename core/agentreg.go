@@ -498,7 +498,9 @@ func (s *Service) AgentTokenPrincipal(ctx context.Context, token, audience strin
 			s.d.Logger.WarnContext(ctx, "touch agent registration", "registration_id", reg.ID, "err", err)
 		}
 	}
-	return s.principal(PrincipalAgent, t.OwnerID, scopes, reg.ID, reg.Name, audience, ""), nil
+	p := s.principal(PrincipalAgent, t.OwnerID, scopes, reg.ID, reg.Name, audience, "")
+	p.ClientName = reg.Name
+	return p, nil
 }
 
 func invalidToken(msg string) error {

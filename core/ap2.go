@@ -292,10 +292,7 @@ func (s *Service) SubmitPaymentMandate(ctx context.Context, p Principal, taskID 
 		return nil, err
 	}
 	pack, _ := s.d.Prices.Pack(c.PackID)
-	requester := "an agent"
-	if p.ClientID != "" {
-		requester = p.ClientID
-	}
+	requester := cmp.Or(p.ClientName, p.ClientID, "an agent")
 	details := map[string]string{
 		"pack": cmp.Or(pack.Name, c.PackID), "amount": FormatUSD(c.AmountMicros) + " USD", "credit": FormatUSD(c.CreditMicros) + " USD",
 		"cartId": c.ID, "paymentMandateId": m.ID, "method": method.Name(),

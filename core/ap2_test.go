@@ -110,6 +110,8 @@ func newAP2Env(t *testing.T) *ap2Env {
 		t.Fatal(err)
 	}
 	ae.svc, ae.p = svc, e.Principal(t, e.KeyATest)
+	// An agent as the owner knows it: the approval names it.
+	ae.p.ClientID, ae.p.ClientName = "oac_test", "Claude Desktop"
 	return ae
 }
 
@@ -241,7 +243,7 @@ func TestCreditPurchaseApprovedWithPasskey(t *testing.T) {
 	}
 	if a.Kind != core.ApprovalCreditPurchase || !a.RequiresUV || a.Status != core.ApprovalPending ||
 		a.BindingHash != core.BindingHash(map[string]any{"cartId": cartID, "amountMicros": int64(10_000_000), "packId": "pack_10", "paymentMandateId": "pm_1"}) ||
-		a.Summary != "Buy 10 USD of fax credits for $10.00" || !a.ExpiresAt.Equal(e.clk.now().Add(core.PurchaseApprovalTTL)) {
+		a.Summary != "Buy 10 USD of fax credits for $10.00" || a.Requester != "Claude Desktop" || !a.ExpiresAt.Equal(e.clk.now().Add(core.PurchaseApprovalTTL)) {
 		t.Fatalf("approval %+v", a)
 	}
 	var details map[string]string

@@ -1,6 +1,7 @@
 package core
 
 import (
+	"cmp"
 	"context"
 	"slices"
 	"strings"
@@ -92,8 +93,11 @@ type Principal struct {
 	// SubjectID is the credential's own id (API key id, grant id,
 	// registration id, …): for audit and last-used tracking, never a secret.
 	SubjectID string
-	// ClientID is the OAuth client or agent name, when there is one.
-	ClientID string
+	// ClientID is the OAuth client id or the agent's name, when there is
+	// one; ClientName is how the owner knows it (the app's client_name, the
+	// agent's name), for approvals and audit lines.
+	ClientID   string
+	ClientName string
 	// Audience is the resource an access token was issued for, if any.
 	Audience string
 }
@@ -179,7 +183,9 @@ type GrantAccess struct {
 	OwnerID  string
 	GrantID  string
 	ClientID string
-	Audience string
+	// ClientName is the app's registered client_name.
+	ClientName string
+	Audience   string
 	// Scopes are the token's product scopes within what the grant allows
 	// now.
 	Scopes []Scope
@@ -188,7 +194,9 @@ type GrantAccess struct {
 // GrantPrincipal is the Principal of a verified chat-app (OAuth grant)
 // access token.
 func (s *Service) GrantPrincipal(g GrantAccess) Principal {
-	return s.principal(PrincipalOAuthGrant, g.OwnerID, g.Scopes, g.GrantID, g.ClientID, g.Audience, "")
+	p := s.principal(PrincipalOAuthGrant, g.OwnerID, g.Scopes, g.GrantID, g.ClientID, g.Audience, "")
+	p.ClientName = cmp.Or(g.ClientName, g.ClientID)
+	return p
 }
 
 // OwnerPrincipal is the owner acting in the console with a first-party
