@@ -400,7 +400,7 @@ func TestChatAppFlow(t *testing.T) {
 		t.Fatalf("ListGrants(A) = %v, %v", grants, err)
 	}
 	want := core.Principal{OwnerID: h.env.OwnerA.ID, Kind: core.PrincipalOAuthGrant, Mode: core.ModeLive,
-		Scopes: []core.Scope{core.ScopeFaxRead, core.ScopeFaxDraft, core.ScopeCreditsRead}, SubjectID: grants[0].ID, ClientID: clientID, Audience: h.mcp()}
+		Scopes: []core.Scope{core.ScopeFaxRead, core.ScopeFaxDraft, core.ScopeCreditsRead}, SubjectID: grants[0].ID, ClientID: clientID, ClientName: "Test Chat", Audience: h.mcp()}
 	if fmt.Sprint(p) != fmt.Sprint(want) {
 		t.Fatalf("principal = %+v\nwant        %+v", p, want)
 	}
