@@ -55,8 +55,8 @@ type (
 		StartingAfter string `json:"startingAfter"`
 		Limit         int    `json:"limit"`
 	}
-	noArgs     struct{}
-	packArgs   struct {
+	noArgs   struct{}
+	packArgs struct {
 		PackID string `json:"packId"`
 	}
 	buyCreditsArgs struct {
