@@ -186,7 +186,7 @@ func TestAuthentication(t *testing.T) {
 	// An agent-registration token for the A2A resource works too.
 	agent := w.agentToken([]string{"credits:read"}, e.base+"/a2a")
 	d := call(t, e.client(agent), skillMsg("get_credits", nil))
-	if d["currency"] != "USD" || d["mode"] != "test" {
+	if !strings.EqualFold(d["currency"].(string), "usd") || d["mode"] != "test" {
 		t.Fatalf("get_credits with an agent token: %v", d)
 	}
 	// Credentials in the query string are refused, not ignored.
