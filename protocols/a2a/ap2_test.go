@@ -129,7 +129,7 @@ func TestAP2Purchase(t *testing.T) {
 	e := newEnv(t)
 	w := e.owner("ap2@example.com")
 	w.addPasskey()
-	tok := w.token([]string{"fax:read", "credits:read", "credits:checkout"}, e.base+"/a2a")
+	tok := w.token([]string{"fax:read", "fax:draft", "credits:read", "credits:checkout"}, e.base+"/a2a")
 	pack := e.a.Svc.CreditPacks()[0]
 
 	// Without the extension: -32008 naming it; no task.
