@@ -64,6 +64,9 @@ func (rh *requestHandler) SendMessage(ctx context.Context, req *a2a.SendMessageR
 		}
 		return nil, invalidParams(fmt.Sprintf("the message has %d parts: %s", n, expected), map[string]any{"skills": rh.h.skillIDs(), "parts": n})
 	}
+	if msg.Parts[0] == nil {
+		return nil, invalidParams("the message's part is null: "+expected, map[string]any{"skills": rh.h.skillIDs()})
+	}
 	data, ok := msg.Parts[0].Content.(a2a.Data)
 	if !ok {
 		return nil, invalidParams(fmt.Sprintf("the message's part is %s, not data: %s", partKind(msg.Parts[0]), expected), map[string]any{"skills": rh.h.skillIDs(), "part": partKind(msg.Parts[0])})
