@@ -156,7 +156,8 @@ func renderTask(tv *core.TaskView) *a2a.Task {
 				map[string]any{keyCartMandate: tv.CartMandate}))
 			current = map[string]any{keyCartMandate: tv.CartMandate}
 		}
-		if tv.ApprovalURL != "" && tv.State == core.TaskInputRequired && tv.Purchase != nil && tv.Purchase.Status == core.PurchaseAwaitingApproval {
+		// Waiting for the owner's approval, or approved and being charged.
+		if tv.ApprovalURL != "" && tv.Purchase != nil && tv.Purchase.Status == core.PurchaseAwaitingApproval {
 			current = approvalOut{CartID: tv.Purchase.ID, PackID: tv.Purchase.PackID, ApprovalURL: tv.ApprovalURL, ExpiresAt: rfc3339(tv.Purchase.ExpiresAt)}
 		}
 		if tv.Receipt != nil {
