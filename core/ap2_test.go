@@ -65,11 +65,22 @@ type countingCard struct {
 	charges   atomic.Int64
 	failFirst atomic.Int64
 	keys      sync.Map
+	refunds   atomic.Int64
+	// during, when set, runs inside Charge (a race with the charge).
+	during func()
+}
+
+func (c *countingCard) Refund(ctx context.Context, r payments.RefundRequest) (payments.Result, error) {
+	c.refunds.Add(1)
+	return c.Method.Refund(ctx, r)
 }
 
 func (c *countingCard) Charge(ctx context.Context, r payments.ChargeRequest) (payments.Result, error) {
 	c.charges.Add(1)
 	c.keys.Store(r.IdempotencyKey, true)
+	if c.during != nil {
+		c.during()
+	}
 	if c.failFirst.Add(-1) >= 0 {
 		return payments.Result{}, errors.New("processor unreachable")
 	}
@@ -543,5 +554,35 @@ func TestCreditPurchaseProductionWiring(t *testing.T) {
 	var cl map[string]any
 	if err := json.Unmarshal(obj.UnsafePayloadWithoutVerification(), &cl); err != nil || cl["iss"] != "http://faxhub.test/api/auth" {
 		t.Fatalf("claims %v %v", cl, err)
+	}
+}
+
+// A purchase canceled while its card is being charged gets its money back
+// and no credits.
+func TestCreditPurchaseCanceledDuringCharge(t *testing.T) {
+	e := newAP2Env(t)
+	before, _ := e.purchases(t)
+	v := e.start(t, "pack_10")
+	w, a := e.submit(t, v, mandateFor(v, "pm_cancel_race", testcard.TokenVisa))
+	e.card.during = func() {
+		c := *w.Purchase
+		c.Status, c.FailureCode, c.Credential = core.PurchaseCanceled, "canceled", nil
+		if err := e.Store.UpdateCreditPurchase(ctx, &c, core.PurchaseAwaitingApproval); err != nil {
+			t.Error(err)
+		}
+	}
+	if _, err := e.svc.DecideApproval(ctx, e.OwnerA.ID, a.ID, approve(true, a)); err != nil {
+		t.Fatal(err)
+	}
+	e.card.during = nil
+	if got := e.task(t, v.ID); got.State != core.TaskCanceled {
+		t.Fatalf("after the race: %s", got.State)
+	}
+	if e.card.charges.Load() != 1 || e.card.refunds.Load() != 1 {
+		t.Fatalf("%d charges, %d refunds", e.card.charges.Load(), e.card.refunds.Load())
+	}
+	e.wantNoCharge(t, v.Purchase.ID)
+	if after, n := e.purchases(t); after != before || n != 0 {
+		t.Fatalf("credits after a canceled charge: %d → %d, %d entries", before, after, n)
 	}
 }
