@@ -89,6 +89,7 @@ func TestInvalidTextRefusedAtEveryEdge(t *testing.T) {
 			{"console path", "GET", "/console/approvals/apr_" + bad.esc, "", "", cookie, problem},
 			{"console draft path", "GET", "/console/drafts/drf_" + bad.esc, "", "", cookie, problem},
 			{"MCP tool arguments", "POST", "/mcp", "application/json", `{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"get_fax","arguments":{"faxId":"fax_` + j + `"}}}`, nil, jsonRPC},
+			{"A2A skill arguments", "POST", "/a2a", "application/json", `{"jsonrpc":"2.0","id":7,"method":"SendMessage","params":{"message":{"messageId":"m","role":"ROLE_USER","parts":[{"data":{"skill":"get_fax","arguments":{"faxId":"fax_` + j + `"}}}]}}}`, nil, jsonRPC},
 		}
 		if bad.esc == "%FF" {
 			// Go's server refuses a NUL in any header itself; bytes above
