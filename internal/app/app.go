@@ -26,6 +26,7 @@ import (
 	"github.com/faxhub/faxhub/core/web"
 	"github.com/faxhub/faxhub/oauth"
 	"github.com/faxhub/faxhub/passkeys"
+	a2aserver "github.com/faxhub/faxhub/protocols/a2a"
 	mcpserver "github.com/faxhub/faxhub/protocols/mcp"
 )
 
@@ -93,6 +94,7 @@ type App struct {
 	OAuth   *oauth.Server
 	Console *passkeys.Console
 	MCP     *mcpserver.Handler
+	A2A     *a2aserver.Handler
 
 	proxies web.TrustedProxies
 }
@@ -239,6 +241,13 @@ func (a *App) wireOwners() error {
 	}
 	a.OAuth, a.Console = srv, con
 	a.MCP = mcpserver.New(a.Svc, srv, mcpserver.Options{BaseURL: o.BaseURL, Enabled: o.MCPOAuth, Logger: o.Logger})
+	// The agent card names the authorization server's endpoints; they come
+	// from its metadata so the two cannot disagree.
+	md := srv.Metadata()
+	a.A2A = a2aserver.New(a.Svc, srv, a2aserver.Options{
+		BaseURL: o.BaseURL, ASMetadataURL: a.Svc.Config().APIURL + oauth.PathASMetadataIssuer,
+		AuthorizationURL: md.AuthorizationEndpoint, TokenURL: md.TokenEndpoint, Logger: o.Logger,
+	})
 	return nil
 }
 

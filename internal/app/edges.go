@@ -7,12 +7,9 @@ import (
 
 	"github.com/faxhub/faxhub/core"
 	"github.com/faxhub/faxhub/core/web"
+	a2aserver "github.com/faxhub/faxhub/protocols/a2a"
 	mcpserver "github.com/faxhub/faxhub/protocols/mcp"
 )
-
-// a2aPath is the A2A JSON-RPC endpoint of the contract ({base_url}/a2a):
-// its refusals are JSON-RPC errors too once the adapter is mounted.
-const a2aPath = "/a2a"
 
 // refuseInvalidText answers a request whose text cannot be stored (invalid
 // UTF-8, NUL: web.RefuseInvalidText) in its protocol's error shape: MCP
@@ -22,7 +19,7 @@ func refuseInvalidText(log *slog.Logger) web.Refuser {
 	return func(w http.ResponseWriter, r *http.Request, body []byte, err error) {
 		msg := core.AsError(err).Message
 		switch p := r.URL.Path; {
-		case p == mcpserver.Path || p == a2aPath:
+		case p == mcpserver.Path || p == a2aserver.Path:
 			web.WriteJSONRPCInvalidParams(w, body, msg)
 		case strings.HasPrefix(p, "/api/auth/") || strings.HasPrefix(p, "/.well-known/"):
 			web.WriteOAuthError(w, http.StatusBadRequest, core.CodeInvalidRequest, msg)

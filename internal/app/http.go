@@ -13,6 +13,7 @@ import (
 	"github.com/faxhub/faxhub/core/web"
 	"github.com/faxhub/faxhub/oauth"
 	"github.com/faxhub/faxhub/passkeys"
+	a2aserver "github.com/faxhub/faxhub/protocols/a2a"
 	mcpserver "github.com/faxhub/faxhub/protocols/mcp"
 	"github.com/faxhub/faxhub/rest"
 )
@@ -49,6 +50,10 @@ func (a *App) Handler() http.Handler {
 	mux.Handle("/mcp", a.MCP)
 	mux.Handle(mcpserver.UploadPagePath, mcpserver.UploadPage(a.Svc.Config().APIURL))
 	mux.Handle(mcpserver.UploadPagePath+"/", mcpserver.UploadPage(a.Svc.Config().APIURL))
+	// The A2A endpoint (JSON-RPC, 1.0 and 0.3 method names) and its card,
+	// served on both origins without a token.
+	mux.Handle(a2aserver.Path, a.A2A)
+	mux.HandleFunc("GET "+a2aserver.CardPath, a.A2A.ServeCard)
 	console := a.Console.Handler()
 	for _, p := range passkeys.Paths() {
 		mux.Handle(p, console)

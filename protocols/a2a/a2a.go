@@ -1,0 +1,309 @@
+// Package a2a is faxhub's A2A endpoint: JSON-RPC 2.0 at {base}/a2a over
+// a2a-go's JSON-RPC transports (the 1.0 method names and the 0.3 ones,
+// dispatched by method name), with OAuth bearer tokens verified by the core
+// TokenVerifier and a hand-written A2A 1.0 agent card. Tasks live in core
+// (their state is derived on every read), so any replica answers; this
+// package parses a message, calls one core.Service method and renders the
+// result. See docs/a2a.md.
+package a2a
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"slices"
+	"strings"
+
+	"github.com/a2aproject/a2a-go/v2/a2a"
+	"github.com/a2aproject/a2a-go/v2/a2acompat/a2av0"
+	"github.com/a2aproject/a2a-go/v2/a2asrv"
+
+	"github.com/faxhub/faxhub/core"
+	"github.com/faxhub/faxhub/core/web"
+)
+
+// Path is where the endpoint is mounted; the resource (token audience) is
+// BaseURL+Path.
+const Path = "/a2a"
+
+// CardPath is the well-known agent card (A2A 1.0 §8.2).
+const CardPath = "/.well-known/agent-card.json"
+
+// ResourceMetadataPath is the RFC 9728 document of the A2A resource.
+const ResourceMetadataPath = "/.well-known/oauth-protected-resource/a2a"
+
+// MaxRequestBytes bounds one JSON-RPC request: a message with one data
+// part (skill arguments or an AP2 mandate) is a few KiB; files never travel
+// through A2A (create_upload gives an upload URL).
+const MaxRequestBytes = 256 << 10
+
+// Header names of A2A 1.0 §3.2 (and the 0.3 extensions header).
+const (
+	HeaderVersion          = "A2A-Version"
+	HeaderExtensions       = "A2A-Extensions"
+	HeaderLegacyExtensions = "X-A2A-Extensions"
+)
+
+// Extension URIs: AP2 v0.1 (and the URI its samples use, accepted for
+// activation) and our own, which publishes each skill's argument schema.
+const (
+	ExtensionAP2       = "https://github.com/google-agentic-commerce/ap2/tree/v0.1"
+	ExtensionAP2Sample = "https://github.com/google-agentic-commerce/ap2/v1"
+	// ExtensionSkillArgumentsPath is appended to BaseURL.
+	ExtensionSkillArgumentsPath = Path + "/extensions/skill-arguments/v1"
+)
+
+// Options configure the endpoint. The OAuth URLs come from the
+// authorization server's metadata (internal/app passes them; this package
+// does not import oauth).
+type Options struct {
+	// BaseURL is the public origin without a trailing slash.
+	BaseURL string
+	// Version is the agent card's version.
+	Version string
+	// ASMetadataURL is the RFC 8414 metadata of the authorization server;
+	// AuthorizationURL and TokenURL are its endpoints.
+	ASMetadataURL, AuthorizationURL, TokenURL string
+	Logger                                    *slog.Logger
+}
+
+// Handler is the A2A endpoint (POST {base}/a2a) and the agent card.
+type Handler struct {
+	svc      *core.Service
+	verifier core.TokenVerifier
+	opts     Options
+	v1, v03  http.Handler
+	card     []byte
+	skills   []skill
+}
+
+// New builds the endpoint.
+func New(svc *core.Service, verifier core.TokenVerifier, opts Options) *Handler {
+	opts.BaseURL = strings.TrimRight(opts.BaseURL, "/")
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	if opts.Version == "" {
+		opts.Version = "1.0.0"
+	}
+	h := &Handler{svc: svc, verifier: verifier, opts: opts, skills: skillTable(svc.CreditPacks())}
+	rh := &requestHandler{h: h}
+	h.v1 = a2asrv.NewJSONRPCHandler(rh)
+	h.v03 = a2av0.NewJSONRPCHandler(rh)
+	card, err := json.Marshal(h.Card())
+	if err != nil {
+		panic("a2a: the agent card does not encode: " + err.Error()) // a programming error, caught by every test
+	}
+	h.card = card
+	return h
+}
+
+// Resource is the A2A resource identifier (the token audience).
+func (h *Handler) Resource() string { return h.opts.BaseURL + Path }
+
+func (h *Handler) resourceMetadataURL() string { return h.opts.BaseURL + ResourceMetadataPath }
+
+func (h *Handler) skillArgumentsURI() string { return h.opts.BaseURL + ExtensionSkillArgumentsPath }
+
+// The JSON-RPC method names of each protocol version. Streaming and
+// resubscription are answered here (UnsupportedOperation) so no SSE stream
+// is ever opened.
+var (
+	methodsV1 = []string{"SendMessage", "GetTask", "CancelTask", "ListTasks",
+		"GetTaskPushNotificationConfig", "CreateTaskPushNotificationConfig", "ListTaskPushNotificationConfigs",
+		"DeleteTaskPushNotificationConfig", "GetExtendedAgentCard"}
+	methodsV03 = []string{"message/send", "tasks/get", "tasks/cancel",
+		"tasks/pushNotificationConfig/get", "tasks/pushNotificationConfig/set", "tasks/pushNotificationConfig/list",
+		"tasks/pushNotificationConfig/delete", "agent/getAuthenticatedExtendedCard"}
+	methodsStreaming = []string{"SendStreamingMessage", "SubscribeToTask", "message/stream", "tasks/resubscribe"}
+)
+
+// ServeHTTP authenticates, checks the transport (size, batch, version,
+// extensions) and hands the request to the a2a-go handler of its protocol
+// version.
+func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Cache-Control", "no-store")
+	if r.Method != http.MethodPost {
+		w.Header().Set("Allow", http.MethodPost)
+		writeRPCError(w, http.StatusMethodNotAllowed, nil, a2a.ErrInvalidRequest,
+			"the A2A endpoint takes JSON-RPC 2.0 requests by POST; the agent card is at "+h.opts.BaseURL+CardPath, nil)
+		return
+	}
+	if _, ok := web.CredentialInQuery(r); ok {
+		writeRPCError(w, http.StatusBadRequest, nil, a2a.ErrInvalidRequest,
+			"credentials are never accepted in the query string; send an OAuth access token in the Authorization header (Bearer)", nil)
+		return
+	}
+	p, ok := h.authenticate(w, r)
+	if !ok {
+		return
+	}
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxRequestBytes))
+	if err != nil {
+		writeRPCError(w, http.StatusRequestEntityTooLarge, nil, a2a.ErrInvalidRequest,
+			fmt.Sprintf("the request is larger than %d bytes; files never travel through A2A: use create_upload's uploadUrl", MaxRequestBytes), nil)
+		return
+	}
+	trimmed := bytes.TrimLeft(body, " \t\r\n")
+	if len(trimmed) > 0 && trimmed[0] == '[' {
+		writeRPCError(w, http.StatusBadRequest, nil, a2a.ErrInvalidRequest,
+			"JSON-RPC batches are not accepted here; send one request per HTTP POST", nil)
+		return
+	}
+	var peek struct {
+		ID     json.RawMessage `json:"id"`
+		Method string          `json:"method"`
+	}
+	if err := json.Unmarshal(body, &peek); err != nil {
+		writeRPCError(w, http.StatusBadRequest, nil, a2a.ErrParseError, "the body is not a JSON-RPC 2.0 request object: "+err.Error(), nil)
+		return
+	}
+	id := rpcID(peek.ID)
+	if v := r.Header.Values(HeaderVersion); !versionSupported(v) {
+		writeRPCError(w, http.StatusBadRequest, id, a2a.ErrVersionNotSupported,
+			fmt.Sprintf("A2A-Version %q is not supported; send 1.0 (or 0.3, or no header for 0.3)", strings.Join(v, ",")),
+			map[string]any{"supportedVersions": []string{"1.0", "0.3"}})
+		return
+	}
+	active := h.activeExtensions(r)
+	if len(active) > 0 {
+		// Written before a2a-go writes the body.
+		w.Header().Set(HeaderExtensions, strings.Join(active, ", "))
+	}
+	ctx := withCall(r.Context(), callInfo{extensions: active})
+	r = r.WithContext(core.WithPrincipal(ctx, p))
+	r.Body = io.NopCloser(bytes.NewReader(body))
+	switch {
+	case slices.Contains(methodsV1, peek.Method):
+		h.v1.ServeHTTP(w, r)
+	case slices.Contains(methodsV03, peek.Method):
+		h.v03.ServeHTTP(w, r)
+	case slices.Contains(methodsStreaming, peek.Method):
+		writeRPCError(w, http.StatusOK, id, a2a.ErrUnsupportedOperation,
+			"streaming is not offered (capabilities.streaming is false); send SendMessage and poll GetTask", nil)
+	default:
+		writeRPCError(w, http.StatusOK, id, a2a.ErrMethodNotFound,
+			fmt.Sprintf("unknown method %q; this agent answers SendMessage, GetTask and CancelTask (0.3: message/send, tasks/get, tasks/cancel)", peek.Method), nil)
+	}
+}
+
+// versionSupported reads A2A-Version: absent or empty means 0.3 (A2A 1.0
+// §3.2.6); several values are refused rather than one picked.
+func versionSupported(values []string) bool {
+	switch len(values) {
+	case 0:
+		return true
+	case 1:
+		switch strings.TrimSpace(values[0]) {
+		case "", "0.3", "1.0":
+			return true
+		}
+	}
+	return false
+}
+
+// activeExtensions splits the A2A-Extensions headers (comma lists, several
+// headers allowed; X-A2A-Extensions from 0.3 clients too) and keeps the
+// URIs this agent supports, in the order requested.
+func (h *Handler) activeExtensions(r *http.Request) []string {
+	supported := []string{ExtensionAP2, ExtensionAP2Sample, h.skillArgumentsURI()}
+	var out []string
+	for _, name := range []string{HeaderExtensions, HeaderLegacyExtensions} {
+		for _, v := range r.Header.Values(name) {
+			for _, uri := range strings.Split(v, ",") {
+				uri = strings.TrimSpace(uri)
+				if slices.Contains(supported, uri) && !slices.Contains(out, uri) {
+					out = append(out, uri)
+				}
+			}
+		}
+	}
+	return out
+}
+
+// callInfo is what the transport learned about a request that the request
+// handler needs.
+type callInfo struct {
+	extensions []string
+}
+
+type callKey struct{}
+
+func withCall(ctx context.Context, c callInfo) context.Context {
+	return context.WithValue(ctx, callKey{}, c)
+}
+
+func callFrom(ctx context.Context) callInfo {
+	c, _ := ctx.Value(callKey{}).(callInfo)
+	return c
+}
+
+// ap2Active reports whether the request activated the AP2 extension.
+func ap2Active(ctx context.Context) bool {
+	ext := callFrom(ctx).extensions
+	return slices.Contains(ext, ExtensionAP2) || slices.Contains(ext, ExtensionAP2Sample)
+}
+
+// authenticate verifies the bearer token for this resource; on failure it
+// has answered 401 with the RFC 6750/9728 challenge and a JSON-RPC error.
+func (h *Handler) authenticate(w http.ResponseWriter, r *http.Request) (core.Principal, bool) {
+	authz, err := web.ParseAuthorization(r)
+	if err != nil {
+		h.challenge(w, "invalid_request", core.AsError(err).Message)
+		return core.Principal{}, false
+	}
+	scheme, tok := authz.Scheme, authz.Credentials
+	const dpop = "DPoP-bound access tokens are not accepted here; obtain a plain Bearer token for " + Path + " (without a DPoP proof) and send it as Authorization: Bearer"
+	switch {
+	case strings.EqualFold(scheme, "DPoP"), len(r.Header.Values("DPoP")) > 0:
+		h.challenge(w, "invalid_token", dpop)
+		return core.Principal{}, false
+	case scheme == "" || tok == "":
+		h.challenge(w, "", "an OAuth access token is required: discover the authorization server from resource_metadata, get a token for the resource "+h.Resource()+", then send Authorization: Bearer <token>")
+		return core.Principal{}, false
+	case !strings.EqualFold(scheme, "Bearer"):
+		h.challenge(w, "invalid_token", "unsupported authorization scheme "+scheme+"; use Bearer")
+		return core.Principal{}, false
+	}
+	p, err := h.verifier.VerifyAccessToken(r.Context(), tok, h.Resource())
+	if err != nil {
+		if core.ErrorKind(err) == core.KindUnauthenticated {
+			msg := core.AsError(err).Message
+			if strings.HasPrefix(tok, core.SecretAPIKey) {
+				msg = "API keys are not accepted by the A2A endpoint; get an OAuth access token for " + h.Resource()
+			}
+			h.challenge(w, "invalid_token", msg)
+			return core.Principal{}, false
+		}
+		h.opts.Logger.ErrorContext(r.Context(), "a2a: verify token", "err", err)
+		writeRPCError(w, http.StatusServiceUnavailable, nil, a2a.ErrInternalError, "the token could not be checked; try again", nil)
+		return core.Principal{}, false
+	}
+	return p, true
+}
+
+// challenge answers 401 with WWW-Authenticate and a JSON-RPC error body.
+func (h *Handler) challenge(w http.ResponseWriter, errCode, desc string) {
+	parts := []string{fmt.Sprintf("resource_metadata=%q", h.resourceMetadataURL())}
+	if errCode != "" {
+		parts = append(parts, fmt.Sprintf("error=%q", errCode), fmt.Sprintf("error_description=%q", strings.ReplaceAll(desc, `"`, "'")))
+	}
+	w.Header().Set("WWW-Authenticate", "Bearer "+strings.Join(parts, ", "))
+	status := http.StatusUnauthorized
+	if errCode == "invalid_request" {
+		status = http.StatusBadRequest
+	}
+	writeRPCError(w, status, nil, a2a.ErrUnauthenticated, desc, map[string]any{"resourceMetadata": h.resourceMetadataURL()})
+}
+
+// ServeCard serves the agent card (GET, no token).
+func (h *Handler) ServeCard(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "public, max-age=300")
+	w.Header().Set("Access-Control-Allow-Origin", "*")
+	_, _ = w.Write(h.card)
+}

@@ -1,0 +1,207 @@
+package a2a
+
+import (
+	"encoding/json"
+	"time"
+
+	"github.com/a2aproject/a2a-go/v2/a2a"
+
+	"github.com/faxhub/faxhub/core"
+)
+
+// Data part keys of AP2 v0.1 (docs/a2a-extension.md).
+const (
+	keyIntentMandate  = "ap2.mandates.IntentMandate"
+	keyCartMandate    = "ap2.mandates.CartMandate"
+	keyPaymentMandate = "ap2.mandates.PaymentMandate"
+)
+
+// Artifact names (and ids: a task has at most one of each).
+const (
+	artifactFaxDraft = "fax-draft"
+	artifactFax      = "fax"
+	artifactCart     = keyCartMandate
+	artifactReceipt  = "receipt"
+)
+
+var taskStates = map[core.TaskState]a2a.TaskState{
+	core.TaskSubmitted:     a2a.TaskStateSubmitted,
+	core.TaskWorking:       a2a.TaskStateWorking,
+	core.TaskInputRequired: a2a.TaskStateInputRequired,
+	core.TaskCompleted:     a2a.TaskStateCompleted,
+	core.TaskFailed:        a2a.TaskStateFailed,
+	core.TaskCanceled:      a2a.TaskStateCanceled,
+	core.TaskRejected:      a2a.TaskStateRejected,
+}
+
+// Results of the skills and of tasks, in the JSON the docs show.
+type (
+	quoteOut struct {
+		To          string `json:"to"`
+		Country     string `json:"country"`
+		Pages       int    `json:"pages"`
+		Cover       bool   `json:"cover"`
+		BilledPages int    `json:"billedPages"`
+		Amount      string `json:"amount"`
+		AmountCents int64  `json:"amountCents"`
+		Currency    string `json:"currency"`
+		Tariff      string `json:"tariff"`
+	}
+	draftOut struct {
+		DraftID     string   `json:"draftId"`
+		Quote       quoteOut `json:"quote"`
+		CheckoutURL string   `json:"checkoutUrl"`
+		ExpiresAt   string   `json:"expiresAt"`
+	}
+	attemptOut struct {
+		Number        int    `json:"number"`
+		Status        string `json:"status"`
+		PagesSent     int    `json:"pagesSent"`
+		FailureCode   string `json:"failureCode,omitempty"`
+		FailureReason string `json:"failureReason,omitempty"`
+		StartedAt     string `json:"startedAt"`
+		FinishedAt    string `json:"finishedAt,omitempty"`
+	}
+	faxOut struct {
+		FaxID         string      `json:"faxId"`
+		Status        string      `json:"status"`
+		To            string      `json:"to"`
+		Pages         int         `json:"pages"`
+		PagesSent     int         `json:"pagesSent"`
+		Price         string      `json:"price"`
+		Currency      string      `json:"currency"`
+		PaymentMethod string      `json:"paymentMethod"`
+		DraftID       string      `json:"draftId,omitempty"`
+		Attempts      int         `json:"attempts"`
+		FailureCode   string      `json:"failureCode,omitempty"`
+		FailureReason string      `json:"failureReason,omitempty"`
+		CreatedAt     string      `json:"createdAt"`
+		CompletedAt   string      `json:"completedAt,omitempty"`
+		LatestAttempt *attemptOut `json:"latestAttempt,omitempty"`
+	}
+	approvalOut struct {
+		CartID      string `json:"cartId"`
+		PackID      string `json:"packId"`
+		ApprovalURL string `json:"approvalUrl"`
+		ExpiresAt   string `json:"expiresAt"`
+	}
+	failureOut struct {
+		FailureCode   string `json:"failureCode"`
+		FailureReason string `json:"failureReason,omitempty"`
+	}
+)
+
+func rfc3339(t time.Time) string { return t.UTC().Format(time.RFC3339) }
+
+func quoteView(q core.Quote) quoteOut {
+	return quoteOut{To: q.To, Country: q.Country, Pages: q.Pages, Cover: q.Cover, BilledPages: q.BilledPages,
+		Amount: q.Amount, AmountCents: q.Cents, Currency: q.Currency, Tariff: q.Tariff}
+}
+
+func faxView(o *core.Fax) faxOut {
+	f := faxOut{
+		FaxID: o.ID, Status: string(o.Status), To: o.To, Pages: o.Pages, PagesSent: o.PagesSent, Price: o.Price,
+		Currency: o.Currency, PaymentMethod: string(o.PaymentMethod), Attempts: o.Attempts,
+		FailureCode: o.FailureCode, FailureReason: o.FailureReason, CreatedAt: rfc3339(o.CreatedAt),
+	}
+	if o.DraftID != nil {
+		f.DraftID = *o.DraftID
+	}
+	if o.CompletedAt != nil {
+		f.CompletedAt = rfc3339(*o.CompletedAt)
+	}
+	if a := o.LatestAttempt; a != nil {
+		f.LatestAttempt = &attemptOut{Number: a.Number, Status: string(a.Status), PagesSent: a.PagesSent,
+			FailureCode: a.FailureCode, FailureReason: a.FailureReason, StartedAt: rfc3339(a.StartedAt)}
+		if a.FinishedAt != nil {
+			f.LatestAttempt.FinishedAt = rfc3339(*a.FinishedAt)
+		}
+	}
+	return f
+}
+
+// renderTask maps a core task onto an A2A task: the status message says
+// in words and data where the task stands (the draft and its checkout, the
+// fax, the cart, the approval, the receipt, the failure); artifacts hold
+// what the task produced so far.
+func renderTask(tv *core.TaskView) *a2a.Task {
+	state, ok := taskStates[tv.State]
+	if !ok {
+		state = a2a.TaskStateUnspecified
+	}
+	t := &a2a.Task{ID: a2a.TaskID(tv.ID), ContextID: tv.ContextID, Metadata: map[string]any{"skill": tv.Skill}}
+
+	var current any
+	switch tv.Kind {
+	case core.TaskFax:
+		if d := tv.Draft; d != nil {
+			draft := draftOut{DraftID: d.ID, Quote: quoteView(d.Quote), CheckoutURL: tv.CheckoutURL, ExpiresAt: rfc3339(d.ExpiresAt)}
+			t.Artifacts = append(t.Artifacts, artifact(artifactFaxDraft, "the drafted fax, its price and the page where the owner pays for it", draft))
+			current = draft
+		}
+		if tv.Fax != nil {
+			fax := faxView(tv.Fax)
+			if tv.State == core.TaskCompleted {
+				desc := "the fax as delivered"
+				if tv.Fax.Status == core.FaxPartial {
+					desc = "the fax, partly delivered: see pagesSent"
+				}
+				t.Artifacts = append(t.Artifacts, artifact(artifactFax, desc, fax))
+			}
+			current = fax
+		}
+	case core.TaskCreditPurchase:
+		if tv.CartMandate != nil {
+			t.Artifacts = append(t.Artifacts, artifact(artifactCart, "the cart faxhub offers, signed by faxhub (verify merchant_authorization at the issuer's JWKS)",
+				map[string]any{keyCartMandate: tv.CartMandate}))
+			current = map[string]any{keyCartMandate: tv.CartMandate}
+		}
+		if tv.ApprovalURL != "" && tv.State == core.TaskInputRequired && tv.Purchase != nil && tv.Purchase.Status == core.PurchaseAwaitingApproval {
+			current = approvalOut{CartID: tv.Purchase.ID, PackID: tv.Purchase.PackID, ApprovalURL: tv.ApprovalURL, ExpiresAt: rfc3339(tv.Purchase.ExpiresAt)}
+		}
+		if tv.Receipt != nil {
+			t.Artifacts = append(t.Artifacts, artifact(artifactReceipt, "the receipt of the charge; the credits are in the balance", tv.Receipt))
+			current = tv.Receipt
+		}
+	}
+	if tv.FailureCode != "" && (tv.State == core.TaskFailed || tv.State == core.TaskCanceled || tv.State == core.TaskRejected) {
+		f := failureOut{FailureCode: tv.FailureCode}
+		if tv.Purchase != nil {
+			f.FailureReason = tv.Purchase.FailureReason
+		}
+		current = f
+	}
+
+	msg := &a2a.Message{ID: tv.ID + "-" + string(tv.State), Role: a2a.MessageRoleAgent, TaskID: t.ID, ContextID: tv.ContextID}
+	if tv.Message != "" {
+		msg.Parts = append(msg.Parts, a2a.NewTextPart(tv.Message))
+	}
+	if current != nil {
+		msg.Parts = append(msg.Parts, dataPart(current))
+	}
+	ts := tv.UpdatedAt
+	if ts.IsZero() {
+		ts = tv.CreatedAt
+	}
+	ts = ts.UTC()
+	t.Status = a2a.TaskStatus{State: state, Timestamp: &ts}
+	if len(msg.Parts) > 0 {
+		t.Status.Message = msg
+	}
+	return t
+}
+
+func artifact(name, desc string, data any) *a2a.Artifact {
+	return &a2a.Artifact{ID: a2a.ArtifactID(name), Name: name, Description: desc, Parts: a2a.ContentParts{dataPart(data)}}
+}
+
+// dataPart renders v as a data part holding a JSON object (0.3 clients
+// get a plain DataPart only for objects).
+func dataPart(v any) *a2a.Part {
+	b, err := json.Marshal(v)
+	var m map[string]any
+	if err != nil || json.Unmarshal(b, &m) != nil {
+		m = map[string]any{}
+	}
+	return a2a.NewDataPart(m)
+}
