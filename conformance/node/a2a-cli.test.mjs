@@ -4,6 +4,12 @@
 // send the data parts of the fax task with a bearer token from the real
 // OAuth flow, get the task until COMPLETED after the owner pays, cancel,
 // and refusals. Tests run in order and share state.
+//
+// a2a-go v2.4.0 cannot parse a spec-shaped (ProtoJSON) agent card
+// (securityRequirements {"name": {"list": [...]}}: a2aproject/a2a-go#430), so
+// `discover` fails against faxhub (baselined in conformance/baseline.yml) and
+// the other commands are given the endpoint with --transport jsonrpc, which
+// the CLI offers to skip card resolution.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
@@ -29,7 +35,8 @@ async function a2aJSON(...args) {
   return JSON.parse(r.stdout);
 }
 const parts = (skill, args = {}) => JSON.stringify([{ data: { skill, arguments: args } }]);
-const sendSkill = (skill, args, ...extra) => a2aJSON('send', BASE, '--auth', `Bearer ${s.token}`, '--parts', parts(skill, args), ...extra);
+const JSONRPC = ['--transport', 'jsonrpc'];
+const sendSkill = (skill, args, ...extra) => a2aJSON('send', A2A, ...JSONRPC, '--auth', `Bearer ${s.token}`, '--parts', parts(skill, args), ...extra);
 
 async function newFaxTask() {
   const up = await sendSkill('create_upload', { contentType: 'application/pdf', fileName: 'sample-letter.pdf' });
@@ -68,7 +75,7 @@ test('send create_upload and create_fax (data parts, --auth Bearer): INPUT_REQUI
 test('get task until COMPLETED after the owner pays', async () => {
   assert.ok(s.task, 'no task from the previous test');
   await payDraft(s.draft.checkoutUrl);
-  const done = await until(`task ${s.task.id} COMPLETED`, () => a2aJSON('get', 'task', BASE, s.task.id, '--auth', `Bearer ${s.token}`),
+  const done = await until(`task ${s.task.id} COMPLETED`, () => a2aJSON('get', 'task', A2A, s.task.id, ...JSONRPC, '--auth', `Bearer ${s.token}`),
     (t) => ['TASK_STATE_COMPLETED', 'TASK_STATE_FAILED'].includes(t.status?.state), { tries: 60, every: 250 });
   assert.equal(done.status.state, 'TASK_STATE_COMPLETED', JSON.stringify(done.status));
   assert.equal(artifactData(done, 'fax')?.status, 'delivered', JSON.stringify(done.artifacts));
@@ -76,7 +83,7 @@ test('get task until COMPLETED after the owner pays', async () => {
 
 test('cancel an unpaid fax task: CANCELED', async () => {
   const task = await newFaxTask();
-  const canceled = await a2aJSON('cancel', BASE, task.id, '--auth', `Bearer ${s.token}`);
+  const canceled = await a2aJSON('cancel', A2A, task.id, ...JSONRPC, '--auth', `Bearer ${s.token}`);
   assert.equal(canceled.status.state, 'TASK_STATE_CANCELED', JSON.stringify(canceled));
 });
 
@@ -88,10 +95,10 @@ test('buy_credits with --svc-param A2A-Extensions (AP2): INPUT_REQUIRED with the
 });
 
 test('refused: free text, and a bad token', async () => {
-  const text = await a2a('send', BASE, 'please fax my letter', '--auth', `Bearer ${s.token}`);
+  const text = await a2a('send', A2A, 'please fax my letter', ...JSONRPC, '--auth', `Bearer ${s.token}`);
   assert.notEqual(text.code, 0, `free text was accepted: ${text.stdout}`);
   assert.match(text.stderr, /skill/i, `the CLI shows the server's explanation: ${text.stderr}`);
-  const bad = await a2a('send', BASE, '--auth', 'Bearer fxo_not_a_token', '--parts', parts('get_credits'));
+  const bad = await a2a('send', A2A, ...JSONRPC, '--auth', 'Bearer fxo_not_a_token', '--parts', parts('get_credits'));
   assert.notEqual(bad.code, 0, `a bad token was accepted: ${bad.stdout}`);
   assert.match(bad.stderr, /401|unauthenticated|unauthorized/i, bad.stderr);
 });
