@@ -100,6 +100,12 @@ func (s *Service) GetDraft(ctx context.Context, p Principal, id string) (*DraftV
 	if err != nil {
 		return nil, storeErr(err, "draft")
 	}
+	return s.draftView(d), nil
+}
+
+// draftView is a stored draft as of now, with its quote at the price fixed
+// when it was made.
+func (s *Service) draftView(d *Draft) *DraftView {
 	country := ""
 	if _, c, err := s.d.Destination.Check(d.To); err == nil {
 		country = c
@@ -110,8 +116,9 @@ func (s *Service) GetDraft(ctx context.Context, p Principal, id string) (*DraftV
 		q = Quote{To: d.To, Pages: d.Pages, Cover: d.Cover, Currency: Currency}
 	}
 	q.AmountMicros, q.Amount, q.Cents = d.PriceMicros, FormatUSD(d.PriceMicros), CentsUp(d.PriceMicros)
-	d.Status = s.draftStatus(d)
-	return &DraftView{Draft: *d, Quote: q}, nil
+	dv := &DraftView{Draft: *d, Quote: q}
+	dv.Status = s.draftStatus(d)
+	return dv
 }
 
 // SendDraft pays for a draft with the principal's credits and queues it

@@ -202,6 +202,12 @@ func (s *Service) GetFax(ctx context.Context, p Principal, id string) (*Fax, err
 	if err := Authorize(p, OpGetFax); err != nil {
 		return nil, err
 	}
+	return s.getFax(ctx, p, id)
+}
+
+// getFax reads one of p's faxes with its latest attempt, as GetFax
+// presents it, for callers that authorised another operation.
+func (s *Service) getFax(ctx context.Context, p Principal, id string) (*Fax, error) {
 	o, err := s.d.Store.GetFax(ctx, p.OwnerID, p.Mode, id)
 	if err != nil {
 		return nil, storeErr(err, "fax")
@@ -298,7 +304,18 @@ func (s *Service) CancelFax(ctx context.Context, p Principal, id string) (*Fax, 
 	if err := Authorize(p, OpCancelFax); err != nil {
 		return nil, err
 	}
-	err := s.d.Store.InTx(ctx, func(tx Tx) error {
+	if err := s.cancelQueuedFax(ctx, p, id); err != nil {
+		return nil, err
+	}
+	return s.getFax(ctx, p, id)
+}
+
+// cancelQueuedFax is the one rule for calling a fax back, for CancelFax
+// (fax:send) and CancelTask (fax:draft) alike: only a queued fax can be
+// canceled, and what was paid returns to the owner (settle) in the same
+// transaction. Otherwise a fax_not_cancelable *Error saying why.
+func (s *Service) cancelQueuedFax(ctx context.Context, p Principal, id string) error {
+	return s.d.Store.InTx(ctx, func(tx Tx) error {
 		o, err := tx.GetFax(ctx, p.OwnerID, p.Mode, id)
 		if err != nil {
 			return storeErr(err, "fax")
@@ -317,10 +334,6 @@ func (s *Service) CancelFax(ctx context.Context, p Principal, id string) (*Fax, 
 		}
 		return s.settle(ctx, tx, o, LedgerRelease)
 	})
-	if err != nil {
-		return nil, err
-	}
-	return s.GetFax(ctx, p, id)
 }
 
 // settle captures or releases the fax's credit hold; faxes paid another

@@ -30,6 +30,14 @@ type PurgeStore interface {
 	PurgeAgentEnrollments(ctx context.Context, before time.Time) (int64, error)
 	// PurgeRateLimits deletes limiter rows that no longer limit anything.
 	PurgeRateLimits(ctx context.Context, now time.Time) (int64, error)
+	// PurgeCreditPurchases deletes AP2 purchases that ended (completed,
+	// declined, failed, canceled, expired) before before, and those whose
+	// cart expired before before without anyone ending them.
+	PurgeCreditPurchases(ctx context.Context, before time.Time) (int64, error)
+	// PurgeAgentTasks deletes agent tasks created before before, except
+	// those whose subject is still live: an open draft that has not
+	// expired by before, a queued or sending fax, a purchase not ended.
+	PurgeAgentTasks(ctx context.Context, before time.Time) (int64, error)
 	// PurgeableDocuments lists up to n documents whose blobs are due for
 	// deletion: unsent (no fax, no live draft) and uploaded before
 	// unsentBefore, or sent with every fax ended before sentBefore.
@@ -91,6 +99,11 @@ func (s *Service) Purge(ctx context.Context) ([]PurgeCount, error) {
 	step("agent_enrollments", func() (int64, error) { return st.PurgeAgentEnrollments(ctx, expired) })
 	step("agent_tokens", func() (int64, error) { return st.DeleteExpiredAgentTokens(ctx, now) })
 	step("rate_limits", func() (int64, error) { return st.PurgeRateLimits(ctx, now) })
+	// Agent tasks follow drafts and purchases; a task whose subject is gone
+	// reads as failed, so the order of these two does not matter.
+	unsent := now.Add(-c.UnsentRetention)
+	step("credit_purchases", func() (int64, error) { return st.PurgeCreditPurchases(ctx, unsent) })
+	step("agent_tasks", func() (int64, error) { return st.PurgeAgentTasks(ctx, unsent) })
 
 	attrs := make([]any, 0, 2*len(out)+2)
 	for _, pc := range out {

@@ -39,6 +39,7 @@ type Tx interface {
 type Queries interface {
 	AgentStore
 	ChargeStore
+	TaskStore
 
 	CreateOwner(ctx context.Context, o *Owner) error
 	GetOwner(ctx context.Context, id string) (*Owner, error)

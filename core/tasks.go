@@ -3,10 +3,19 @@ package core
 import (
 	"context"
 	"errors"
+	"fmt"
+	"time"
 )
 
-// errNotBuilt marks the task operations while they are being built.
-var errNotBuilt = errors.New("core: agent tasks are not built yet")
+// PrefixContext names a conversation (A2A contextId) that faxhub started
+// because the agent sent none.
+const PrefixContext = "ctx_"
+
+// Bounds of what an adapter records on a task.
+const (
+	MaxTaskSkill     = 64
+	MaxTaskContextID = 256
+)
 
 // StartFaxTask validates and prices a fax (CreateDraft), stores the draft
 // and returns the task that follows it: input_required, with the draft's
@@ -15,13 +24,48 @@ var errNotBuilt = errors.New("core: agent tasks are not built yet")
 // record); contextID is the conversation the task belongs to (generated
 // when empty).
 func (s *Service) StartFaxTask(ctx context.Context, p Principal, skill, contextID string, r CreateDraftRequest) (*TaskView, error) {
-	return nil, errNotBuilt
+	if len(skill) > MaxTaskSkill {
+		return nil, Errorf(KindInvalid, CodeInvalidRequest, "skill is longer than %d characters", MaxTaskSkill)
+	}
+	if len(contextID) > MaxTaskContextID {
+		return nil, Errorf(KindInvalid, CodeInvalidRequest, "contextId is longer than %d characters", MaxTaskContextID)
+	}
+	// CreateDraft authorises fax:draft and checks everything about the fax.
+	d, err := s.CreateDraft(ctx, p, r)
+	if err != nil {
+		return nil, err
+	}
+	if contextID == "" {
+		contextID = NewID(PrefixContext)
+	}
+	t := &AgentTask{
+		ID: NewID(PrefixTask), OwnerID: p.OwnerID, Mode: p.Mode, Kind: TaskFax, Skill: skill,
+		ContextID: contextID, SubjectID: d.ID, CreatedAt: s.now(),
+	}
+	if err := s.d.Store.CreateAgentTask(ctx, t); err != nil {
+		return nil, fmt.Errorf("create fax task: %w", err)
+	}
+	s.d.Logger.InfoContext(ctx, "fax task started", "task_id", t.ID, "draft_id", d.ID, "owner_id", t.OwnerID, "mode", t.Mode)
+	return s.faxTaskView(ctx, p, t)
 }
 
 // GetTask returns one of p's tasks as of now (needs fax:read). Another
 // owner's task answers not_found exactly like an unknown id.
 func (s *Service) GetTask(ctx context.Context, p Principal, id string) (*TaskView, error) {
-	return nil, errNotBuilt
+	if err := Authorize(p, OpGetTask); err != nil {
+		return nil, err
+	}
+	t, err := s.agentTask(ctx, p, id)
+	if err != nil {
+		return nil, err
+	}
+	switch t.Kind {
+	case TaskFax:
+		return s.faxTaskView(ctx, p, t)
+	case TaskCreditPurchase:
+		return s.purchaseTaskView(ctx, p, t)
+	}
+	return nil, fmt.Errorf("task %s has unknown kind %q", t.ID, t.Kind)
 }
 
 // CancelTask cancels a task while that is possible: an unpaid draft, a
@@ -29,11 +73,183 @@ func (s *Service) GetTask(ctx context.Context, p Principal, id string) (*TaskVie
 // not yet charged. Otherwise a KindConflict *Error with code
 // task_not_cancelable.
 func (s *Service) CancelTask(ctx context.Context, p Principal, id string) (*TaskView, error) {
-	return nil, errNotBuilt
+	if err := Authorize(p, OpCancelTask); err != nil {
+		return nil, err
+	}
+	t, err := s.agentTask(ctx, p, id)
+	if err != nil {
+		return nil, err
+	}
+	switch t.Kind {
+	case TaskFax:
+		return s.cancelFaxTask(ctx, p, t)
+	case TaskCreditPurchase:
+		return s.cancelPurchaseTask(ctx, p, t)
+	}
+	return nil, fmt.Errorf("task %s has unknown kind %q", t.ID, t.Kind)
 }
 
 // DraftCheckoutURL is the page where the owner reviews and pays for
 // exactly this draft.
 func (s *Service) DraftCheckoutURL(d *Draft) string {
 	return s.cfg.BaseURL + "/console/drafts/" + d.ID + "?mode=" + string(d.Mode)
+}
+
+// agentTask reads one of p's tasks in p's mode: another owner's task, or
+// one made in the other mode (live and test never mix), is not found
+// exactly like an unknown id.
+func (s *Service) agentTask(ctx context.Context, p Principal, id string) (*AgentTask, error) {
+	t, err := s.d.Store.GetAgentTask(ctx, p.OwnerID, id)
+	if err != nil {
+		return nil, storeErr(err, "task")
+	}
+	if t.Mode != p.Mode {
+		return nil, notFound("task")
+	}
+	return t, nil
+}
+
+// taskDraft reads the draft a fax task follows; nil when it is gone (the
+// subject was purged), which the task reads as expired.
+func (s *Service) taskDraft(ctx context.Context, p Principal, t *AgentTask) (*Draft, error) {
+	d, err := s.d.Store.GetDraft(ctx, p.OwnerID, p.Mode, t.SubjectID)
+	if errors.Is(err, ErrNoRows) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("draft of task %s: %w", t.ID, err)
+	}
+	return d, nil
+}
+
+// faxTaskView derives a fax task's state from its draft and, once paid,
+// its fax.
+func (s *Service) faxTaskView(ctx context.Context, p Principal, t *AgentTask) (*TaskView, error) {
+	d, err := s.taskDraft(ctx, p, t)
+	if err != nil {
+		return nil, err
+	}
+	v := &TaskView{AgentTask: *t, UpdatedAt: t.CreatedAt}
+	if d == nil {
+		v.State, v.FailureCode = TaskFailed, "draft_expired"
+		v.Message = "The draft of this fax is no longer available; nothing was charged. Create a new fax."
+		return v, nil
+	}
+	dv := s.draftView(d)
+	v.Draft, v.UpdatedAt = dv, latest(v.UpdatedAt, d.CreatedAt)
+	switch dv.Status {
+	case DraftOpen:
+		v.State, v.CheckoutURL = TaskInputRequired, s.DraftCheckoutURL(d)
+		v.Message = fmt.Sprintf("This fax of %d page(s) to %s costs %s %s. The owner pays for it at %s (until %s); "+
+			"nothing is charged to account credits. Poll GetTask to follow it.",
+			d.Pages, d.To, dv.Quote.Amount, Currency, v.CheckoutURL, d.ExpiresAt.UTC().Format(time.RFC3339))
+	case DraftExpired:
+		v.State, v.FailureCode, v.UpdatedAt = TaskFailed, "draft_expired", latest(v.UpdatedAt, d.ExpiresAt)
+		v.Message = "The draft expired before the owner paid for it; nothing was charged. Create a new fax."
+	case DraftCanceled:
+		v.State, v.FailureCode = TaskCanceled, "canceled"
+		v.Message = "The fax was canceled before it was paid; nothing was charged."
+	case DraftPaid:
+		if d.FaxID == nil {
+			return nil, fmt.Errorf("task %s: draft %s is paid but names no fax", t.ID, d.ID)
+		}
+		f, err := s.getFax(ctx, p, *d.FaxID)
+		if err != nil {
+			return nil, fmt.Errorf("fax of task %s: %w", t.ID, err)
+		}
+		v.Fax, v.UpdatedAt = f, latest(v.UpdatedAt, f.UpdatedAt)
+		if f.CompletedAt != nil {
+			v.UpdatedAt = latest(v.UpdatedAt, *f.CompletedAt)
+		}
+		faxTaskState(v, f)
+	default:
+		return nil, fmt.Errorf("task %s: draft %s has unknown status %q", t.ID, d.ID, dv.Status)
+	}
+	return v, nil
+}
+
+// faxTaskState sets the state and message of a task whose draft was paid
+// from its fax.
+func faxTaskState(v *TaskView, f *Fax) {
+	switch f.Status {
+	case FaxQueued:
+		v.State = TaskWorking
+		v.Message = fmt.Sprintf("The fax %s to %s is paid and queued for sending. Poll GetTask to follow it.", f.ID, f.To)
+		if f.Attempts > 0 {
+			v.Message = fmt.Sprintf("The fax %s to %s is paid; attempt %d did not get through and a retry is scheduled. Poll GetTask to follow it.", f.ID, f.To, f.Attempts)
+		}
+	case FaxSending:
+		v.State = TaskWorking
+		v.Message = fmt.Sprintf("The fax %s to %s is being sent. Poll GetTask to follow it.", f.ID, f.To)
+	case FaxDelivered:
+		v.State = TaskCompleted
+		v.Message = fmt.Sprintf("The fax %s was delivered to %s: all %d page(s).", f.ID, f.To, f.Pages)
+	case FaxPartial:
+		v.State = TaskCompleted
+		v.Message = fmt.Sprintf("The fax %s to %s was partly delivered: %d of %d pages delivered. The unsent pages were returned to the owner's credits.",
+			f.ID, f.To, f.PagesSent, f.Pages)
+	case FaxFailed:
+		v.State, v.FailureCode = TaskFailed, f.FailureCode
+		v.Message = fmt.Sprintf("The fax %s to %s failed (%s); what was paid was returned to the owner's credits.", f.ID, f.To, f.FailureCode)
+	case FaxCanceled:
+		v.State, v.FailureCode = TaskCanceled, cmpReason(f.FailureCode, "canceled")
+		v.Message = fmt.Sprintf("The fax %s to %s was canceled before sending; what was paid was returned to the owner's credits.", f.ID, f.To)
+	default:
+		v.State, v.Message = TaskWorking, fmt.Sprintf("The fax %s is %s.", f.ID, f.Status)
+	}
+}
+
+// cancelFaxTask cancels an unpaid draft, or the queued fax it became.
+func (s *Service) cancelFaxTask(ctx context.Context, p Principal, t *AgentTask) (*TaskView, error) {
+	// Twice at most: a draft paid while we cancel it is looked at again as
+	// the fax it became.
+	for range 2 {
+		d, err := s.taskDraft(ctx, p, t)
+		if err != nil {
+			return nil, err
+		}
+		if d == nil {
+			return nil, notCancelable("the draft of this fax is no longer available; nothing was charged")
+		}
+		switch st := s.draftStatus(d); st {
+		case DraftOpen:
+			err := s.d.Store.CancelDraft(ctx, p.OwnerID, p.Mode, d.ID)
+			if errors.Is(err, ErrConflict) {
+				continue
+			}
+			if err != nil {
+				return nil, fmt.Errorf("cancel task %s: %w", t.ID, err)
+			}
+			s.d.Logger.InfoContext(ctx, "fax task canceled", "task_id", t.ID, "draft_id", d.ID, "owner_id", p.OwnerID)
+			return s.faxTaskView(ctx, p, t)
+		case DraftPaid:
+			if d.FaxID == nil {
+				return nil, fmt.Errorf("task %s: draft %s is paid but names no fax", t.ID, d.ID)
+			}
+			err := s.cancelQueuedFax(ctx, p, *d.FaxID)
+			var e *Error
+			if errors.As(err, &e) && e.Code == CodeFaxNotCancelable {
+				return nil, notCancelable("%s", e.Message).With("faxId", *d.FaxID)
+			}
+			if err != nil {
+				return nil, err
+			}
+			s.d.Logger.InfoContext(ctx, "fax task canceled", "task_id", t.ID, "fax_id", *d.FaxID, "owner_id", p.OwnerID)
+			return s.faxTaskView(ctx, p, t)
+		default:
+			return nil, notCancelable("the task is already final: its draft is %s", st)
+		}
+	}
+	return nil, fmt.Errorf("cancel task %s: the draft kept changing", t.ID)
+}
+
+func notCancelable(format string, args ...any) *Error {
+	return Errorf(KindConflict, CodeTaskNotCancelable, format, args...)
+}
+
+func latest(a, b time.Time) time.Time {
+	if b.After(a) {
+		return b
+	}
+	return a
 }

@@ -24,6 +24,7 @@ var purgeTests = []struct {
 	{"PurgeAgentEnrollments", testPurgeAgentEnrollments},
 	{"PurgeRateLimits", testPurgeRateLimits},
 	{"PurgeDocuments", testPurgeDocuments},
+	{"PurgeAgentTasks", testPurgeAgentTasks},
 }
 
 func wantPurged(t *testing.T, what string, n int64, err error, want int64) {

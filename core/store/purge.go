@@ -66,6 +66,30 @@ func (x q) PurgeRateLimits(ctx context.Context, now time.Time) (int64, error) {
 	return x.purge(ctx, "rate limits", "DELETE FROM rate_limits WHERE tat < CAST(? AS BIGINT)", now.UnixMicro())
 }
 
+// PurgeCreditPurchases deletes purchases that ended before before, and
+// those whose cart expired before before while still open (nothing can
+// move them any more).
+func (x q) PurgeCreditPurchases(ctx context.Context, before time.Time) (int64, error) {
+	return x.purge(ctx, "credit purchases", `DELETE FROM credit_purchases
+		WHERE (status IN (?, ?, ?, ?, ?) AND updated_at < ?)
+		OR (status IN (?, ?) AND expires_at < ?)`,
+		core.PurchaseCompleted, core.PurchaseDeclined, core.PurchaseFailed, core.PurchaseCanceled, core.PurchaseExpired, before,
+		core.PurchaseCartOffered, core.PurchaseAwaitingApproval, before)
+}
+
+// PurgeAgentTasks deletes tasks created before before unless what they
+// follow is still live: an open draft not expired by before, the queued or
+// sending fax of a paid draft, a purchase that has not ended.
+func (x q) PurgeAgentTasks(ctx context.Context, before time.Time) (int64, error) {
+	return x.purge(ctx, "agent tasks", `DELETE FROM agent_tasks WHERE created_at < ?
+		AND NOT EXISTS (SELECT 1 FROM drafts d WHERE d.id = agent_tasks.subject_id AND d.status = 'open' AND d.expires_at >= ?)
+		AND NOT EXISTS (SELECT 1 FROM drafts d JOIN faxes f ON f.id = d.fax_id
+			WHERE d.id = agent_tasks.subject_id AND f.status IN ('queued', 'sending'))
+		AND NOT EXISTS (SELECT 1 FROM credit_purchases c WHERE c.id = agent_tasks.subject_id
+			AND c.status IN (?, ?) AND c.expires_at >= ?)`,
+		before, before, core.PurchaseCartOffered, core.PurchaseAwaitingApproval, before)
+}
+
 // purgeableDocument is the condition for deleting a document's blobs:
 // unsent (no fax uses it, no open draft that has not expired) and uploaded
 // before unsentBefore; or sent, with every fax that uses it ended before
