@@ -40,6 +40,7 @@ var kindLabels = map[core.ApprovalKind]string{
 	core.ApprovalAgentClaim:     "Agent claim",
 	core.ApprovalDevice:         "Device sign-in",
 	core.ApprovalVerifiedAction: "Action to confirm",
+	core.ApprovalCreditPurchase: "Credit purchase",
 }
 
 func (c *Console) view(a core.Approval, csrf, ret string) approvalView {

@@ -18,6 +18,8 @@ import (
 	"github.com/faxhub/faxhub/core/blob"
 	"github.com/faxhub/faxhub/core/convert"
 	"github.com/faxhub/faxhub/core/mail"
+	"github.com/faxhub/faxhub/core/payments"
+	"github.com/faxhub/faxhub/core/payments/testcard"
 	"github.com/faxhub/faxhub/core/payments/testcheckout"
 	"github.com/faxhub/faxhub/core/phone"
 	"github.com/faxhub/faxhub/core/provider/simulated"
@@ -97,6 +99,30 @@ type App struct {
 	A2A     *a2aserver.Handler
 
 	proxies web.TrustedProxies
+	// signer forwards core's signing to the OAuth server, which is built
+	// after the service (it needs it); wireOwners sets it once.
+	signer *issuerSigner
+}
+
+// issuerSigner is core.Deps.Signer: the OAuth server's key, which exists
+// only once wireOwners has built the server. Until then (never while
+// serving) signing fails instead of using some other key.
+type issuerSigner struct{ srv *oauth.Server }
+
+var _ core.Signer = (*issuerSigner)(nil)
+
+func (s *issuerSigner) SignJWT(ctx context.Context, typ string, claims any) (string, error) {
+	if s.srv == nil {
+		return "", errors.New("app: the OAuth server is not wired yet")
+	}
+	return s.srv.SignJWT(ctx, typ, claims)
+}
+
+func (s *issuerSigner) JWKSURL() string {
+	if s.srv == nil {
+		return ""
+	}
+	return s.srv.JWKSURL()
 }
 
 // OpenDB creates the data dir, opens the database and applies faxhub's and
@@ -189,6 +215,7 @@ func (a *App) wire(ctx context.Context) error {
 	if o.Core != nil {
 		o.Core(&cfg)
 	}
+	a.signer = &issuerSigner{}
 	svc, err = core.New(cfg, core.Deps{
 		Store:       a.DB,
 		AuthState:   a.DB,
@@ -200,8 +227,12 @@ func (a *App) wire(ctx context.Context) error {
 		// configured, live sends answer provider_not_configured.
 		Providers: map[core.Mode]core.FaxProvider{core.ModeTest: simulated.New(simulated.Options{TimeScale: o.SimTimeScale, Report: q.ScheduleOutcome})},
 		Checkout:  map[core.Mode]core.CheckoutGateway{core.ModeTest: testcheckout.NewTestGateway(o.BaseURL)},
-		Prices:    o.Prices,
-		Logger:    o.Logger,
+		// AP2 credit purchases: the test card in test mode; live card
+		// charges come with the payments issue.
+		PaymentMethods: map[core.Mode]payments.PaymentMethod{core.ModeTest: testcard.New()},
+		Signer:         a.signer,
+		Prices:         o.Prices,
+		Logger:         o.Logger,
 	})
 	if err != nil {
 		return err
@@ -240,6 +271,7 @@ func (a *App) wireOwners() error {
 		o.Logger.Error("owner console disabled: passkeys need the base URL to be a host name, not an IP address", "err", err)
 	}
 	a.OAuth, a.Console = srv, con
+	a.signer.srv = srv
 	a.MCP = mcpserver.New(a.Svc, srv, mcpserver.Options{BaseURL: o.BaseURL, Enabled: o.MCPOAuth, Logger: o.Logger})
 	// The agent card names the authorization server's endpoints; they come
 	// from its metadata so the two cannot disagree.
