@@ -240,8 +240,9 @@ func (s *Service) backoff(n int) time.Duration {
 
 // refundUnsentPages credits back the price of pages a partial delivery did
 // not send: the owner pays for what arrived (the cover page counts as sent).
+// A fax paid at its checkout gets the same refund as account credits.
 func (s *Service) refundUnsentPages(ctx context.Context, tx Tx, o *Fax) error {
-	if o.PaymentMethod != PayCredits || o.PagesSent >= o.Pages {
+	if (o.PaymentMethod != PayCredits && o.PaymentMethod != PayCheckout) || o.PagesSent >= o.Pages {
 		return nil
 	}
 	e164, country, err := s.d.Destination.Check(o.To)

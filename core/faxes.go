@@ -336,15 +336,28 @@ func (s *Service) cancelQueuedFax(ctx context.Context, p Principal, id string) e
 	})
 }
 
-// settle captures or releases the fax's credit hold; faxes paid another
-// way have none.
+// settle captures or releases what was paid for the fax, in the
+// transaction that ends it. A credit fax's hold is captured or released. A
+// fax paid at its checkout has no hold: released (canceled, failed), its
+// whole price returns to the owner as account credits (a refund entry);
+// captured, nothing moves. A machine's fax has no account to return to.
 func (s *Service) settle(ctx context.Context, tx Tx, o *Fax, kind LedgerKind) error {
-	if o.PaymentMethod != PayCredits {
-		return nil
-	}
-	_, err := tx.SettleHold(ctx, o.ID, kind, s.now())
-	if err != nil {
-		return fmt.Errorf("settle hold of %s (%s): %w", o.ID, kind, err)
+	switch o.PaymentMethod {
+	case PayCredits:
+		if _, err := tx.SettleHold(ctx, o.ID, kind, s.now()); err != nil {
+			return fmt.Errorf("settle hold of %s (%s): %w", o.ID, kind, err)
+		}
+	case PayCheckout:
+		if kind != LedgerRelease || o.PriceMicros <= 0 {
+			return nil
+		}
+		err := tx.AppendLedger(ctx, &LedgerEntry{
+			ID: NewID(PrefixLedger), OwnerID: o.OwnerID, Mode: o.Mode, Kind: LedgerRefund, AmountMicros: o.PriceMicros,
+			FaxID: &o.ID, Reason: fmt.Sprintf("refund as credits of fax %s paid at checkout (%s)", o.ID, o.Status), CreatedAt: s.now(),
+		})
+		if err != nil {
+			return fmt.Errorf("refund fax %s paid at checkout: %w", o.ID, err)
+		}
 	}
 	return nil
 }

@@ -218,8 +218,9 @@ const (
 	LedgerCapture LedgerKind = "capture"
 	// LedgerRelease returns a hold (positive amount; references the hold).
 	LedgerRelease LedgerKind = "release"
-	// LedgerRefund returns part of a captured charge (positive amount), for
-	// pages a partial delivery did not send.
+	// LedgerRefund returns what was paid for a fax (positive amount): the
+	// pages a partial delivery did not send, or the whole price of a fax
+	// paid at its checkout that was canceled or failed.
 	LedgerRefund LedgerKind = "refund"
 )
 

@@ -3,8 +3,10 @@ package core_test
 import (
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/faxhub/faxhub/core"
+	"github.com/faxhub/faxhub/core/store"
 	"github.com/faxhub/faxhub/internal/testenv"
 )
 
@@ -37,6 +39,21 @@ func getTask(t *testing.T, e *testenv.Env, p core.Principal, id string) *core.Ta
 		t.Fatal(err)
 	}
 	return v
+}
+
+// wantRefund finds exactly one refund entry of the fax in the ledger, of
+// micros.
+func wantRefund(t *testing.T, c *core.Credits, faxID string, micros int64) {
+	t.Helper()
+	var found []core.LedgerEntry
+	for _, le := range c.Ledger {
+		if le.Kind == core.LedgerRefund && le.FaxID != nil && *le.FaxID == faxID {
+			found = append(found, le)
+		}
+	}
+	if len(found) != 1 || found[0].AmountMicros != micros {
+		t.Fatalf("refunds of %s: %+v, want one of %d micros", faxID, found, micros)
+	}
 }
 
 func wantState(t *testing.T, what string, v *core.TaskView, state core.TaskState, failure string) {
@@ -78,4 +95,254 @@ func TestFaxTaskDelivered(t *testing.T) {
 	if got.Fax.Status != core.FaxDelivered || got.Fax.LatestAttempt == nil || got.Fax.Price == "" {
 		t.Fatalf("fax %+v", got.Fax)
 	}
+}
+
+// Every way a paid fax task ends, with what returns to the owner's credits
+// (the fax was paid at its checkout, so the balance only moves by refunds).
+func TestFaxTaskOutcomes(t *testing.T) {
+	e := testenv.New(t)
+	p := e.Principal(t, e.KeyATest)
+	tests := []struct {
+		name     string
+		to       string
+		state    core.TaskState
+		failure  string
+		message  string
+		refunded int64 // micro-USD returned as credits
+	}{
+		{"delivered", "+12125550100", core.TaskCompleted, "", "all 4 page(s)", 0},
+		{"partial", "+12125550104", core.TaskCompleted, "", "2 of 4 pages delivered", 140_000},
+		{"failed", "+12125550103", core.TaskFailed, "not_a_fax_machine", "failed (not_a_fax_machine)", 280_000},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			v := startFaxTask(t, e, p, tc.to, 4)
+			before := balance(t, e, p).AvailableMicros
+			payTask(t, e, p, v)
+			e.DrainQueue(t)
+			got := getTask(t, e, p, v.ID)
+			wantState(t, tc.name, got, tc.state, tc.failure)
+			if !strings.Contains(got.Message, tc.message) || got.Fax == nil || got.Fax.LatestAttempt == nil {
+				t.Fatalf("message %q (want %q), fax %+v", got.Message, tc.message, got.Fax)
+			}
+			if !got.UpdatedAt.Equal(*got.Fax.CompletedAt) {
+				t.Fatalf("updatedAt %v, fax completed %v", got.UpdatedAt, got.Fax.CompletedAt)
+			}
+			c := balance(t, e, p)
+			if back := c.AvailableMicros - before; back != tc.refunded || c.HeldMicros != 0 {
+				t.Fatalf("%d micros came back (held %d), want %d", back, c.HeldMicros, tc.refunded)
+			}
+			if tc.refunded > 0 {
+				wantRefund(t, c, got.Fax.ID, tc.refunded)
+			}
+		})
+	}
+}
+
+// An unpaid draft expires: the task fails with draft_expired and nothing
+// can be paid or canceled any more.
+func TestFaxTaskDraftExpired(t *testing.T) {
+	e, clk := agentEnv(t)
+	p := e.Principal(t, e.KeyATest)
+	v := startFaxTask(t, e, p, "+12125550100", 1)
+	clk.advance(23 * time.Hour)
+	wantState(t, "before expiry", getTask(t, e, p, v.ID), core.TaskInputRequired, "")
+	clk.advance(time.Hour)
+	got := getTask(t, e, p, v.ID)
+	wantState(t, "expired", got, core.TaskFailed, "draft_expired")
+	if !got.UpdatedAt.Equal(got.Draft.ExpiresAt) || got.CheckoutURL != "" {
+		t.Fatalf("updatedAt %v (draft expires %v), checkout %q", got.UpdatedAt, got.Draft.ExpiresAt, got.CheckoutURL)
+	}
+	_, err := e.Svc.CancelTask(ctx, p, v.ID)
+	wantCode(t, err, core.CodeTaskNotCancelable)
+}
+
+// A task whose draft row is gone reads as failed, not as an error.
+func TestFaxTaskSubjectGone(t *testing.T) {
+	e, _ := agentEnv(t)
+	p := e.Principal(t, e.KeyATest)
+	v := startFaxTask(t, e, p, "+12125550100", 1)
+	del := "DELETE FROM drafts WHERE id = ?"
+	if e.DB.Dialect() == store.DialectPostgres {
+		del = "DELETE FROM drafts WHERE id = $1"
+	}
+	if _, err := e.DB.SQL().ExecContext(ctx, del, v.SubjectID); err != nil {
+		t.Fatal(err)
+	}
+	wantState(t, "draft gone", getTask(t, e, p, v.ID), core.TaskFailed, "draft_expired")
+	_, err := e.Svc.CancelTask(ctx, p, v.ID)
+	wantCode(t, err, core.CodeTaskNotCancelable)
+}
+
+// Another owner's task, a task of the other mode and an unknown id all
+// answer the same not_found.
+func TestFaxTaskNotFound(t *testing.T) {
+	e, _ := agentEnv(t)
+	p := e.Principal(t, e.KeyATest)
+	v := startFaxTask(t, e, p, "+12125550100", 1)
+	_, unknown := e.Svc.GetTask(ctx, p, "tsk_unknown")
+	wantCode(t, unknown, core.CodeNotFound)
+	for name, q := range map[string]core.Principal{
+		"other owner": e.Principal(t, e.KeyBTest),
+		"other mode":  e.Principal(t, e.KeyALive),
+	} {
+		_, err := e.Svc.GetTask(ctx, q, v.ID)
+		wantCode(t, err, core.CodeNotFound)
+		if err.Error() != unknown.Error() {
+			t.Fatalf("%s: %v, unknown id: %v", name, err, unknown)
+		}
+		_, err = e.Svc.CancelTask(ctx, q, v.ID)
+		if err == nil || err.Error() != unknown.Error() {
+			t.Fatalf("%s: cancel: %v, unknown id: %v", name, err, unknown)
+		}
+	}
+	wantState(t, "still open for its owner", getTask(t, e, p, v.ID), core.TaskInputRequired, "")
+}
+
+// GetTask needs fax:read; StartFaxTask and CancelTask need fax:draft.
+func TestFaxTaskScopes(t *testing.T) {
+	e, _ := agentEnv(t)
+	p := e.Principal(t, e.KeyATest)
+	v := startFaxTask(t, e, p, "+12125550100", 1)
+	only := func(scopes ...core.Scope) core.Principal {
+		q := p
+		q.Scopes = scopes
+		return q
+	}
+	draftOnly, readOnly := only(core.ScopeFaxDraft), only(core.ScopeFaxRead, core.ScopeFaxSend)
+	tok := upload(t, e, p, 1)
+	tests := []struct {
+		name string
+		call func() error
+	}{
+		{"GetTask without fax:read", func() error { _, err := e.Svc.GetTask(ctx, draftOnly, v.ID); return err }},
+		{"StartFaxTask without fax:draft", func() error {
+			_, err := e.Svc.StartFaxTask(ctx, readOnly, "create_fax", "", core.CreateDraftRequest{To: "+12125550100", UploadToken: tok})
+			return err
+		}},
+		{"CancelTask without fax:draft", func() error { _, err := e.Svc.CancelTask(ctx, readOnly, v.ID); return err }},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			wantCode(t, tc.call(), core.CodeInsufficientScope)
+		})
+	}
+	wantState(t, "untouched", getTask(t, e, p, v.ID), core.TaskInputRequired, "")
+	// fax:draft alone is enough to cancel.
+	got, err := e.Svc.CancelTask(ctx, draftOnly, v.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantState(t, "canceled with fax:draft", got, core.TaskCanceled, "canceled")
+}
+
+// StartFaxTask keeps the agent's context id and bounds what it records.
+func TestStartFaxTaskInputs(t *testing.T) {
+	e, _ := agentEnv(t)
+	p := e.Principal(t, e.KeyATest)
+	v, err := e.Svc.StartFaxTask(ctx, p, "create_fax", "conversation-7", core.CreateDraftRequest{To: "+12125550100", UploadToken: upload(t, e, p, 1)})
+	if err != nil || v.ContextID != "conversation-7" {
+		t.Fatalf("task %+v, %v", v, err)
+	}
+	tok := upload(t, e, p, 1)
+	for _, tc := range []struct{ skill, contextID string }{
+		{strings.Repeat("s", core.MaxTaskSkill+1), ""},
+		{"create_fax", strings.Repeat("c", core.MaxTaskContextID+1)},
+	} {
+		_, err := e.Svc.StartFaxTask(ctx, p, tc.skill, tc.contextID, core.CreateDraftRequest{To: "+12125550100", UploadToken: tok})
+		wantCode(t, err, core.CodeInvalidRequest)
+	}
+	_, err = e.Svc.StartFaxTask(ctx, p, "create_fax", "", core.CreateDraftRequest{To: "+19005550100", UploadToken: tok})
+	wantCode(t, err, core.CodePremiumDestination)
+}
+
+// Cancel: an open draft and a queued fax can be called back (the queued
+// fax's price returns as credits); once sending has started or the task is
+// final, task_not_cancelable says why.
+func TestCancelFaxTask(t *testing.T) {
+	e, _ := agentEnv(t) // no workers: a paid fax stays queued
+	p := e.Principal(t, e.KeyATest)
+
+	t.Run("open draft", func(t *testing.T) {
+		v := startFaxTask(t, e, p, "+12125550100", 1)
+		before := balance(t, e, p).AvailableMicros
+		got, err := e.Svc.CancelTask(ctx, p, v.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		wantState(t, "canceled", got, core.TaskCanceled, "canceled")
+		wantState(t, "read back", getTask(t, e, p, v.ID), core.TaskCanceled, "canceled")
+		if after := balance(t, e, p).AvailableMicros; after != before {
+			t.Fatalf("balance moved by %d", after-before)
+		}
+		_, err = e.Svc.CancelTask(ctx, p, v.ID)
+		wantCode(t, err, core.CodeTaskNotCancelable)
+		if !strings.Contains(core.AsError(err).Message, "already final") {
+			t.Fatalf("message: %v", err)
+		}
+		// Its checkout can no longer be paid.
+		_, err = e.Svc.CreateDraftCheckout(ctx, p, v.SubjectID)
+		wantCode(t, err, core.CodeDraftState)
+	})
+
+	t.Run("queued fax", func(t *testing.T) {
+		v := startFaxTask(t, e, p, "+12125550100", 3)
+		payTask(t, e, p, v)
+		wantState(t, "paid", getTask(t, e, p, v.ID), core.TaskWorking, "")
+		before := balance(t, e, p).AvailableMicros
+		got, err := e.Svc.CancelTask(ctx, p, v.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		wantState(t, "canceled", got, core.TaskCanceled, "canceled")
+		if got.Fax == nil || got.Fax.Status != core.FaxCanceled {
+			t.Fatalf("fax %+v", got.Fax)
+		}
+		c := balance(t, e, p)
+		if back := c.AvailableMicros - before; back != got.Fax.PriceMicros || back != 210_000 {
+			t.Fatalf("%d micros came back, want the fax's price %d", back, got.Fax.PriceMicros)
+		}
+		wantRefund(t, c, got.Fax.ID, 210_000)
+		_, err = e.Svc.CancelTask(ctx, p, v.ID)
+		wantCode(t, err, core.CodeTaskNotCancelable)
+	})
+
+	t.Run("sending", func(t *testing.T) {
+		v := startFaxTask(t, e, p, "+12125550100", 1)
+		payTask(t, e, p, v)
+		f := getTask(t, e, p, v.ID).Fax
+		f.Status = core.FaxSending
+		if err := e.Store.UpdateFax(ctx, f, core.FaxQueued); err != nil {
+			t.Fatal(err)
+		}
+		wantState(t, "sending", getTask(t, e, p, v.ID), core.TaskWorking, "")
+		before := balance(t, e, p).AvailableMicros
+		_, err := e.Svc.CancelTask(ctx, p, v.ID)
+		wantCode(t, err, core.CodeTaskNotCancelable)
+		if e := core.AsError(err); e.Kind != core.KindConflict || !strings.Contains(e.Message, "sending") || e.Fields["faxId"] != f.ID {
+			t.Fatalf("error %+v", e)
+		}
+		if after := balance(t, e, p).AvailableMicros; after != before {
+			t.Fatalf("balance moved by %d", after-before)
+		}
+	})
+}
+
+// CancelFax (fax:send) of a fax paid at its checkout returns its price as
+// credits too: one rule for both ways of canceling.
+func TestCancelFaxPaidAtCheckoutRefundsCredits(t *testing.T) {
+	e, _ := agentEnv(t)
+	p := e.Principal(t, e.KeyATest)
+	v := startFaxTask(t, e, p, "+12125550100", 1)
+	payTask(t, e, p, v)
+	f := getTask(t, e, p, v.ID).Fax
+	before := balance(t, e, p).AvailableMicros
+	got, err := e.Svc.CancelFax(ctx, p, f.ID)
+	if err != nil || got.Status != core.FaxCanceled {
+		t.Fatalf("cancel = %+v, %v", got, err)
+	}
+	if back := balance(t, e, p).AvailableMicros - before; back != f.PriceMicros {
+		t.Fatalf("%d micros came back, want %d", back, f.PriceMicros)
+	}
+	wantState(t, "task", getTask(t, e, p, v.ID), core.TaskCanceled, "canceled")
 }
