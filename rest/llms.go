@@ -47,6 +47,16 @@ Everything below is described precisely in the OpenAPI 3.1 document: %[1]s/opena
 
 Price first without sending: POST /api/v1/quote {"to", "pages", "cover"}. Balance and ledger: GET /api/v1/credits.
 
+## A2A agents
+
+- Card: %[1]s/.well-known/agent-card.json. JSON-RPC at %[1]s/a2a (SendMessage, GetTask, CancelTask; 0.3 names too),
+  with an OAuth token for the resource %[1]s/a2a (see auth.md) and "A2A-Version: 1.0".
+- Send one data part {"skill": <id>, "arguments": {…}}; free text is not interpreted. create_upload, PUT the file,
+  then create_fax {"to", "uploadToken"}: a task in TASK_STATE_INPUT_REQUIRED whose checkoutUrl the owner pays at
+  (A2A never spends account credits). Poll GetTask until COMPLETED (the fax artifact) or FAILED.
+- buy_credits buys a credit pack under AP2 (extension https://github.com/google-agentic-commerce/ap2/tree/v0.1);
+  the owner approves each charge with a passkey.
+
 ## Testing
 
 With a test key nothing is really sent. The destination number chooses the simulated outcome; any other
@@ -57,6 +67,7 @@ valid number is delivered:
 
 - OpenAPI: %[1]s/openapi.json
 - Authentication for agents: %[1]s/auth.md
+- A2A agent card: %[1]s/.well-known/agent-card.json
 `, base, apiURL, testNumberLines(opts.TestNumbers))
 	return []byte(b.String())
 }
