@@ -151,7 +151,7 @@ test('GetTask of an unknown task is TaskNotFound (-32001)', async () => {
     (err) => err.envelopeCode === -32001 || assert.fail(`${err}`));
 });
 
-test('refused: a free-text message is InvalidParams (-32602) naming the skills, and creates no task', async () => {
+test('refused: a free-text message, an unknown skill, missing arguments are InvalidParams (-32602) naming the skills or the field', async () => {
   const msg = sdkMessage('x');
   msg.parts = [{ content: { $case: 'text', value: 'please fax my letter to +12125550100' }, metadata: undefined, filename: '', mediaType: '' }];
   await assert.rejects(s.client.sendMessage({ tenant: '', message: msg, configuration: undefined, metadata: undefined }, auth()), (err) => {
