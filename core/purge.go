@@ -35,9 +35,10 @@ type PurgeStore interface {
 	// cart expired before before without anyone ending them.
 	PurgeCreditPurchases(ctx context.Context, before time.Time) (int64, error)
 	// PurgeAgentTasks deletes agent tasks created before before, except
-	// those whose subject is still live: an open draft that has not
-	// expired by before, a queued or sending fax, a purchase not ended.
-	PurgeAgentTasks(ctx context.Context, before time.Time) (int64, error)
+	// those whose subject is still live at now: an open draft that has not
+	// expired, a queued or sending fax, a purchase whose cart has not
+	// expired and that has not ended.
+	PurgeAgentTasks(ctx context.Context, now, before time.Time) (int64, error)
 	// PurgeableDocuments lists up to n documents whose blobs are due for
 	// deletion: unsent (no fax, no live draft) and uploaded before
 	// unsentBefore, or sent with every fax ended before sentBefore.
@@ -103,7 +104,7 @@ func (s *Service) Purge(ctx context.Context) ([]PurgeCount, error) {
 	// reads as failed, so the order of these two does not matter.
 	unsent := now.Add(-c.UnsentRetention)
 	step("credit_purchases", func() (int64, error) { return st.PurgeCreditPurchases(ctx, unsent) })
-	step("agent_tasks", func() (int64, error) { return st.PurgeAgentTasks(ctx, unsent) })
+	step("agent_tasks", func() (int64, error) { return st.PurgeAgentTasks(ctx, now, unsent) })
 
 	attrs := make([]any, 0, 2*len(out)+2)
 	for _, pc := range out {

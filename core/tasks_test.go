@@ -346,3 +346,39 @@ func TestCancelFaxPaidAtCheckoutRefundsCredits(t *testing.T) {
 	}
 	wantState(t, "task", getTask(t, e, p, v.ID), core.TaskCanceled, "canceled")
 }
+
+// The garbage collector deletes tasks older than the unsent retention once
+// what they follow has ended; a recent task stays, and a task of the
+// retention's age whose fax is still queued stays too.
+func TestPurgeFaxTasks(t *testing.T) {
+	clock := newTestClock()
+	e := testenv.New(t, testenv.WithConfig(func(c *core.Config) { c.Now = clock.Now }))
+	p := e.Principal(t, e.KeyATest)
+	delivered := startFaxTask(t, e, p, "+12125550100", 1)
+	payTask(t, e, p, delivered)
+	e.DrainQueue(t)
+	abandoned := startFaxTask(t, e, p, "+12125550100", 1)
+	clock.Advance(6 * 24 * time.Hour)
+	recent := startFaxTask(t, e, p, "+12125550100", 1)
+
+	got, err := e.Svc.Purge(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c := counts(got); c["agent_tasks"] != 0 || c["credit_purchases"] != 0 {
+		t.Fatalf("after 6 days: %v", c)
+	}
+	clock.Advance(24*time.Hour + time.Minute)
+	got, err = e.Svc.Purge(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c := counts(got); c["agent_tasks"] != 2 {
+		t.Fatalf("after 7 days: %v, want 2 agent tasks", c)
+	}
+	for _, v := range []*core.TaskView{delivered, abandoned} {
+		_, err := e.Svc.GetTask(ctx, p, v.ID)
+		wantCode(t, err, core.CodeNotFound)
+	}
+	wantState(t, "recent task", getTask(t, e, p, recent.ID), core.TaskFailed, "draft_expired")
+}

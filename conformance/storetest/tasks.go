@@ -191,6 +191,12 @@ func testPurgeAgentTasks(t *testing.T, s core.Store) {
 	oldEnded := task(core.TaskFax, ended.ID, 0)
 	oldQueued := task(core.TaskFax, queued.ID, 0)
 	recent := task(core.TaskFax, newDraft(t, s, doc).ID, 200)
+	// Old tasks of unpaid drafts: one still payable at now, one expired.
+	oldOpen := task(core.TaskFax, newDraft(t, s, doc).ID, 0)
+	lapsed := newDraft(t, s, doc)
+	lapsed.ID, lapsed.ExpiresAt = core.NewID(core.PrefixDraft), at(500)
+	must(t, s.CreateDraft(ctx, lapsed))
+	oldLapsed := task(core.TaskFax, lapsed.ID, 0)
 
 	// Purchases: ended long ago, still awaiting approval, recent and ended.
 	oldDone := newPurchase(t, s, o, 0)
@@ -209,16 +215,16 @@ func testPurgeAgentTasks(t *testing.T, s core.Store) {
 	oldPurchaseTask := task(core.TaskCreditPurchase, oldDone.ID, 0)
 	livePurchaseTask := task(core.TaskCreditPurchase, live.ID, 0)
 
-	cutoff := at(100)
+	now, cutoff := at(1000), at(100)
 	n, err := s.PurgeCreditPurchases(ctx, cutoff)
 	wantPurged(t, "ended purchases", n, err, 2)
-	n, err = s.PurgeAgentTasks(ctx, cutoff)
-	wantPurged(t, "agent tasks", n, err, 2)
-	for _, gone := range []*core.AgentTask{oldEnded, oldPurchaseTask} {
+	n, err = s.PurgeAgentTasks(ctx, now, cutoff)
+	wantPurged(t, "agent tasks", n, err, 3)
+	for _, gone := range []*core.AgentTask{oldEnded, oldPurchaseTask, oldLapsed} {
 		_, err := s.GetAgentTask(ctx, o.ID, gone.ID)
 		wantErr(t, "purged task", err, core.ErrNoRows)
 	}
-	for _, kept := range []*core.AgentTask{oldQueued, recent, livePurchaseTask} {
+	for _, kept := range []*core.AgentTask{oldQueued, recent, livePurchaseTask, oldOpen} {
 		_, err := s.GetAgentTask(ctx, o.ID, kept.ID)
 		must(t, err)
 	}
@@ -232,6 +238,6 @@ func testPurgeAgentTasks(t *testing.T, s core.Store) {
 	}
 	n, err = s.PurgeCreditPurchases(ctx, cutoff)
 	wantPurged(t, "second run, purchases", n, err, 0)
-	n, err = s.PurgeAgentTasks(ctx, cutoff)
+	n, err = s.PurgeAgentTasks(ctx, now, cutoff)
 	wantPurged(t, "second run, tasks", n, err, 0)
 }

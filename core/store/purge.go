@@ -78,16 +78,17 @@ func (x q) PurgeCreditPurchases(ctx context.Context, before time.Time) (int64, e
 }
 
 // PurgeAgentTasks deletes tasks created before before unless what they
-// follow is still live: an open draft not expired by before, the queued or
-// sending fax of a paid draft, a purchase that has not ended.
-func (x q) PurgeAgentTasks(ctx context.Context, before time.Time) (int64, error) {
+// follow is still live at now: an open draft that has not expired, the
+// queued or sending fax of a paid draft, a purchase that has not ended and
+// whose cart has not expired.
+func (x q) PurgeAgentTasks(ctx context.Context, now, before time.Time) (int64, error) {
 	return x.purge(ctx, "agent tasks", `DELETE FROM agent_tasks WHERE created_at < ?
-		AND NOT EXISTS (SELECT 1 FROM drafts d WHERE d.id = agent_tasks.subject_id AND d.status = 'open' AND d.expires_at >= ?)
+		AND NOT EXISTS (SELECT 1 FROM drafts d WHERE d.id = agent_tasks.subject_id AND d.status = 'open' AND d.expires_at > ?)
 		AND NOT EXISTS (SELECT 1 FROM drafts d JOIN faxes f ON f.id = d.fax_id
 			WHERE d.id = agent_tasks.subject_id AND f.status IN ('queued', 'sending'))
 		AND NOT EXISTS (SELECT 1 FROM credit_purchases c WHERE c.id = agent_tasks.subject_id
-			AND c.status IN (?, ?) AND c.expires_at >= ?)`,
-		before, before, core.PurchaseCartOffered, core.PurchaseAwaitingApproval, before)
+			AND c.status IN (?, ?) AND c.expires_at > ?)`,
+		before, now, core.PurchaseCartOffered, core.PurchaseAwaitingApproval, now)
 }
 
 // purgeableDocument is the condition for deleting a document's blobs:

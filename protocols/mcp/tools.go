@@ -6,7 +6,6 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
-	"net/url"
 	"strings"
 	"time"
 
@@ -238,7 +237,7 @@ func (h *Handler) toolError(ctx context.Context, tool string, err error) error {
 	case core.CodeInsufficientCredits:
 		if id, _ := e.Fields["draftId"].(string); id != "" {
 			mode, _ := e.Fields["mode"].(string)
-			msg += ". Nothing was charged. The owner can pay for this fax directly at " + h.draftURL(id, core.Mode(mode)) + " or buy credits with create_credit_checkout."
+			msg += ". Nothing was charged. The owner can pay for this fax directly at " + h.svc.DraftCheckoutURL(&core.Draft{ID: id, Mode: core.Mode(mode)}) + " or buy credits with create_credit_checkout."
 		}
 	case core.CodeUnknownPack:
 		msg += fmt.Sprintf(" (packs: %v)", e.Fields["packs"])
@@ -249,14 +248,6 @@ func (h *Handler) toolError(ctx context.Context, tool string, err error) error {
 }
 
 func rfc3339(t time.Time) string { return t.UTC().Format(time.RFC3339) }
-
-func (h *Handler) draftURL(id string, mode core.Mode) string {
-	u := h.opts.BaseURL + "/console/drafts/" + url.PathEscape(id)
-	if mode != "" {
-		u += "?mode=" + string(mode)
-	}
-	return u
-}
 
 func (h *Handler) createUpload(ctx context.Context, _ *mcp.CallToolRequest, in createUploadIn) (*mcp.CallToolResult, uploadOut, error) {
 	const tool = "create_upload"
@@ -319,7 +310,7 @@ func (h *Handler) createDraft(ctx context.Context, _ *mcp.CallToolRequest, in cr
 func (h *Handler) draftView(d *core.DraftView) draftOut {
 	return draftOut{
 		DraftID: d.ID, Mode: string(d.Mode), Status: string(d.Status), To: d.To, Pages: d.Pages, Cover: d.Cover,
-		Quote: quoteView(d.Quote), CheckoutURL: h.draftURL(d.ID, d.Mode), ExpiresAt: rfc3339(d.ExpiresAt),
+		Quote: quoteView(d.Quote), CheckoutURL: h.svc.DraftCheckoutURL(&d.Draft), ExpiresAt: rfc3339(d.ExpiresAt),
 	}
 }
 
