@@ -1,13 +1,250 @@
 package core
 
-import "context"
+import (
+	"bytes"
+	"context"
+	"crypto/aes"
+	"crypto/cipher"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/faxhub/faxhub/core/payments"
+)
+
+// AP2 v0.1 credit purchases. We are the merchant: we offer a cart (a
+// CartMandate we sign), the agent answers with a PaymentMandate for exactly
+// that cart, the owner approves that exact charge with a passkey, and only
+// then is the card charged and the credits granted, in one transaction.
+// Every charge has its own approval and its own idempotency key ("ap2:" +
+// the cart id), so a retry on any replica charges at most once.
+
+const (
+	// CartTTL is how long an offered cart can be paid.
+	CartTTL = 15 * time.Minute
+	// PurchaseApprovalTTL is how long the owner has to approve a charge.
+	PurchaseApprovalTTL = 15 * time.Minute
+	// CartMandateType is the JWT typ of a cart's merchant_authorization.
+	CartMandateType = "JWT"
+	// MerchantName is the merchant_name of our carts.
+	MerchantName = "faxhub"
+
+	// credentialSecret names the server secret that seals payment
+	// credentials while a purchase waits for its approval.
+	credentialSecret = "ap2-credential"
+	// maxCredentialBytes bounds a mandate's payment_response.details.
+	maxCredentialBytes = 4 << 10
+	maxMandateIDLen    = 128
+)
+
+// Failure codes of purchases (TaskView.FailureCode, CreditPurchase
+// FailureCode).
+const (
+	FailureCartExpired      = "cart_expired"
+	FailureApprovalDeclined = "approval_declined"
+	FailureApprovalExpired  = "approval_expired"
+	FailurePaymentDeclined  = "payment_declined"
+	FailurePaymentInvalid   = "payment_invalid"
+	FailureCanceled         = "canceled"
+	FailurePurchaseGone     = "purchase_not_found"
+)
+
+// AP2 v0.1 CartContents and the W3C PaymentRequest parts we use, with the
+// JSON names of src/ap2/types/mandate.py and payment_request.py.
+type (
+	cartContents struct {
+		ID                           string         `json:"id"`
+		UserCartConfirmationRequired bool           `json:"user_cart_confirmation_required"`
+		PaymentRequest               paymentRequest `json:"payment_request"`
+		CartExpiry                   string         `json:"cart_expiry"`
+		MerchantName                 string         `json:"merchant_name"`
+	}
+	paymentRequest struct {
+		MethodData []paymentMethodData `json:"method_data"`
+		Details    paymentDetailsInit  `json:"details"`
+	}
+	paymentMethodData struct {
+		SupportedMethods string         `json:"supported_methods"`
+		Data             map[string]any `json:"data"`
+	}
+	paymentDetailsInit struct {
+		ID           string        `json:"id"`
+		DisplayItems []paymentItem `json:"display_items"`
+		Total        paymentItem   `json:"total"`
+	}
+	paymentItem struct {
+		Label  string                `json:"label"`
+		Amount paymentCurrencyAmount `json:"amount"`
+	}
+	paymentCurrencyAmount struct {
+		Currency string      `json:"currency"`
+		Value    json.Number `json:"value"`
+	}
+)
+
+// cartClaims are the claims of a cart's merchant_authorization.
+type cartClaims struct {
+	Iss      string `json:"iss"`
+	Sub      string `json:"sub"`
+	IAT      int64  `json:"iat"`
+	Exp      int64  `json:"exp"`
+	JTI      string `json:"jti"`
+	CartHash string `json:"cart_hash"`
+}
 
 // StartCreditPurchase offers the pack packID to an agent under AP2 (needs
 // credits:checkout): it records a purchase whose id is the cart id, signs
 // the CartMandate with the issuer's key (Deps.Signer) and returns the task,
 // input_required until a PaymentMandate arrives.
 func (s *Service) StartCreditPurchase(ctx context.Context, p Principal, skill, contextID, packID string) (*TaskView, error) {
-	return nil, errNotBuilt
+	if err := Authorize(p, OpBuyCredits); err != nil {
+		return nil, err
+	}
+	if len(skill) > MaxTaskSkill {
+		return nil, Errorf(KindInvalid, CodeInvalidRequest, "skill is longer than %d characters", MaxTaskSkill)
+	}
+	if len(contextID) > MaxTaskContextID {
+		return nil, Errorf(KindInvalid, CodeInvalidRequest, "contextId is longer than %d characters", MaxTaskContextID)
+	}
+	pack, ok := s.d.Prices.Pack(packID)
+	if !ok {
+		return nil, s.unknownPack(packID)
+	}
+	if _, err := s.paymentMethod(p.Mode); err != nil {
+		return nil, err
+	}
+	now := s.now()
+	c := &CreditPurchase{
+		ID: NewID(PrefixCart), OwnerID: p.OwnerID, Mode: p.Mode, TaskID: NewID(PrefixTask), PackID: pack.ID,
+		AmountMicros: pack.PriceMicros, CreditMicros: pack.CreditMicros, Currency: Currency,
+		Status: PurchaseCartOffered, ExpiresAt: now.Add(CartTTL).Truncate(time.Second), CreatedAt: now, UpdatedAt: now,
+	}
+	contents, err := s.cartContents(c)
+	if err != nil {
+		return nil, err
+	}
+	sum := sha256.Sum256(contents)
+	jws, err := s.d.Signer.SignJWT(ctx, CartMandateType, cartClaims{
+		Iss: s.merchantIssuer(), Sub: c.ID, IAT: now.Unix(), Exp: c.ExpiresAt.Unix(), JTI: NewID(PrefixJWTID),
+		CartHash: base64.RawURLEncoding.EncodeToString(sum[:]),
+	})
+	if err != nil {
+		return nil, fmt.Errorf("sign cart mandate: %w", err)
+	}
+	c.CartJWS = jws
+	if contextID == "" {
+		contextID = NewID(PrefixContext)
+	}
+	t := &AgentTask{
+		ID: c.TaskID, OwnerID: p.OwnerID, Mode: p.Mode, Kind: TaskCreditPurchase, Skill: skill,
+		ContextID: contextID, SubjectID: c.ID, CreatedAt: now,
+	}
+	err = s.d.Store.InTx(ctx, func(tx Tx) error {
+		if err := tx.CreateCreditPurchase(ctx, c); err != nil {
+			return fmt.Errorf("create credit purchase: %w", err)
+		}
+		if err := tx.CreateAgentTask(ctx, t); err != nil {
+			return fmt.Errorf("create purchase task: %w", err)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return s.purchaseView(ctx, t, c, contents)
+}
+
+func (s *Service) unknownPack(packID string) error {
+	ids := make([]string, len(s.d.Prices.Packs))
+	for i, pk := range s.d.Prices.Packs {
+		ids[i] = pk.ID
+	}
+	return Errorf(KindInvalid, CodeUnknownPack, "unknown credit pack %q", packID).With("packs", ids)
+}
+
+// paymentMethod is the method charging AP2 credentials in mode; AP2 needs
+// a signer too.
+func (s *Service) paymentMethod(mode Mode) (payments.PaymentMethod, error) {
+	m := s.d.PaymentMethods[mode]
+	if m == nil || s.d.Signer == nil {
+		return nil, Errorf(KindUnavailable, CodePaymentUnavailable, "%s-mode AP2 payments are not configured on this server", mode)
+	}
+	return m, nil
+}
+
+// merchantIssuer is the iss of our cart mandates: the OAuth issuer, whose
+// keys verify them at {issuer}/jwks.
+func (s *Service) merchantIssuer() string {
+	if s.d.Signer == nil {
+		return s.cfg.APIURL + "/api/auth"
+	}
+	return strings.TrimSuffix(s.d.Signer.JWKSURL(), "/jwks")
+}
+
+// cartContents renders the CartContents of c in canonical JSON (RFC 8785
+// JCS for what we put in it: ASCII keys sorted, no insignificant space,
+// numbers in their shortest form, no HTML escaping). It is derived from the
+// purchase row alone, so the contents shown later are byte for byte those
+// whose hash was signed.
+func (s *Service) cartContents(c *CreditPurchase) ([]byte, error) {
+	label := c.PackID
+	if pack, ok := s.d.Prices.Pack(c.PackID); ok {
+		label = pack.Name
+	}
+	amount := paymentCurrencyAmount{Currency: strings.ToUpper(c.Currency), Value: json.Number(decimalValue(c.AmountMicros))}
+	cc := cartContents{
+		ID: c.ID, UserCartConfirmationRequired: true,
+		PaymentRequest: paymentRequest{
+			MethodData: []paymentMethodData{{SupportedMethods: "CARD", Data: map[string]any{
+				"network": []string{"mastercard", "visa"}, "mode": string(c.Mode),
+			}}},
+			Details: paymentDetailsInit{
+				ID:           c.ID,
+				DisplayItems: []paymentItem{{Label: label, Amount: amount}},
+				Total:        paymentItem{Label: "Total", Amount: amount},
+			},
+		},
+		CartExpiry:   c.ExpiresAt.UTC().Format(time.RFC3339),
+		MerchantName: MerchantName,
+	}
+	return canonicalJSON(cc)
+}
+
+// canonicalJSON encodes v, then decodes and re-encodes it as a tree so that
+// object keys come out sorted (JCS orders by UTF-16 code units, which for
+// our ASCII keys is Go's byte order).
+func canonicalJSON(v any) ([]byte, error) {
+	raw, err := json.Marshal(v)
+	if err != nil {
+		return nil, fmt.Errorf("encode cart: %w", err)
+	}
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	var tree any
+	if err := dec.Decode(&tree); err != nil {
+		return nil, fmt.Errorf("decode cart: %w", err)
+	}
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(tree); err != nil {
+		return nil, fmt.Errorf("canonicalize cart: %w", err)
+	}
+	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
+}
+
+// decimalValue renders micro-USD as the shortest decimal ("10", "4.5",
+// "0.07"), the JCS form of a JSON number.
+func decimalValue(m int64) string {
+	s := FormatUSD(m)
+	s = strings.TrimRight(s, "0")
+	return strings.TrimSuffix(s, ".")
 }
 
 // SubmitPaymentMandate takes the agent's PaymentMandate for the cart of
@@ -18,5 +255,445 @@ func (s *Service) StartCreditPurchase(ctx context.Context, p Principal, skill, c
 // passkey with user verification, and the task stays input_required until
 // the owner decides; the charge happens when they approve (DecideApproval).
 func (s *Service) SubmitPaymentMandate(ctx context.Context, p Principal, taskID string, m PaymentMandate) (*TaskView, error) {
-	return nil, errNotBuilt
+	if err := Authorize(p, OpBuyCredits); err != nil {
+		return nil, err
+	}
+	t, err := s.agentTask(ctx, p, taskID)
+	if err != nil {
+		return nil, err
+	}
+	if t.Kind != TaskCreditPurchase {
+		return nil, notFound("task")
+	}
+	c, err := s.d.Store.GetCreditPurchase(ctx, p.OwnerID, t.SubjectID)
+	if err != nil {
+		return nil, storeErr(err, "credit purchase")
+	}
+	if c.Status != PurchaseCartOffered && c.PaymentMandateID != nil && *c.PaymentMandateID == m.ID {
+		// The same mandate again (a retried message): where it stands.
+		return s.purchaseTaskView(ctx, p, t)
+	}
+	if c.Status != PurchaseCartOffered {
+		return nil, Errorf(KindConflict, CodePurchaseState, "cart %s already has a payment mandate or has ended (%s); start a new purchase", c.ID, c.Status).With("status", string(c.Status))
+	}
+	if !s.now().Before(c.ExpiresAt) {
+		return nil, Errorf(KindGone, CodeCartExpired, "cart %s expired at %s; start a new purchase", c.ID, c.ExpiresAt.Format(time.RFC3339))
+	}
+	if err := checkMandate(c, m); err != nil {
+		return nil, err
+	}
+	method, err := s.paymentMethod(c.Mode)
+	if err != nil {
+		return nil, err
+	}
+	sealed, err := s.sealCredential(ctx, c.ID, m.Details)
+	if err != nil {
+		return nil, err
+	}
+	pack, _ := s.d.Prices.Pack(c.PackID)
+	requester := "an agent"
+	if p.ClientID != "" {
+		requester = p.ClientID
+	}
+	details := map[string]string{
+		"pack": cmpOr(pack.Name, c.PackID), "amount": FormatUSD(c.AmountMicros) + " USD", "credit": FormatUSD(c.CreditMicros) + " USD",
+		"cartId": c.ID, "paymentMandateId": m.ID, "method": method.Name(),
+	}
+	if m.UserAuthorization != "" {
+		sum := sha256.Sum256([]byte(m.UserAuthorization))
+		details["userAuthorizationSha256"] = base64.RawURLEncoding.EncodeToString(sum[:])
+	}
+	detailsJSON, err := json.Marshal(details)
+	if err != nil {
+		return nil, fmt.Errorf("encode approval details: %w", err)
+	}
+	now := s.now()
+	a := &Approval{
+		ID: NewID(PrefixApproval), OwnerID: c.OwnerID, Kind: ApprovalCreditPurchase, Requester: truncate(requester, 200),
+		Summary: truncate(fmt.Sprintf("Buy %s credits for $%s", c.PackID, FormatUSD(c.AmountMicros)), 500),
+		Details: detailsJSON, BindingHash: BindingHash(purchaseBinding(c, m.ID)), RequiresUV: true,
+		Status: ApprovalPending, CreatedAt: now, ExpiresAt: now.Add(PurchaseApprovalTTL),
+	}
+	next := *c
+	next.Status, next.PaymentMandateID, next.PaymentMethod = PurchaseAwaitingApproval, &m.ID, method.Name()
+	next.Credential, next.ApprovalID, next.UpdatedAt = sealed, &a.ID, now
+	err = s.d.Store.InTx(ctx, func(tx Tx) error {
+		if err := tx.CreateApproval(ctx, a); err != nil {
+			return fmt.Errorf("create purchase approval: %w", err)
+		}
+		return tx.UpdateCreditPurchase(ctx, &next, PurchaseCartOffered)
+	})
+	switch {
+	case errors.Is(err, ErrExists):
+		return nil, Errorf(KindConflict, CodeMandateReplayed, "payment mandate %q was used already; every purchase needs a new mandate", m.ID)
+	case errors.Is(err, ErrConflict):
+		return nil, Errorf(KindConflict, CodePurchaseState, "cart %s already has a payment mandate or has ended; start a new purchase", c.ID)
+	case err != nil:
+		return nil, fmt.Errorf("record payment mandate: %w", err)
+	}
+	return s.purchaseTaskView(ctx, p, t)
+}
+
+// purchaseBinding is what the owner approves: this cart, this amount, this
+// pack, under this mandate.
+func purchaseBinding(c *CreditPurchase, mandateID string) map[string]any {
+	return map[string]any{"cartId": c.ID, "amountMicros": c.AmountMicros, "packId": c.PackID, "paymentMandateId": mandateID}
+}
+
+// checkMandate refuses a mandate that does not pay exactly cart c.
+func checkMandate(c *CreditPurchase, m PaymentMandate) error {
+	mismatch := func(field, format string, args ...any) error {
+		return Errorf(KindInvalid, CodeCartMismatch, format, args...).With("field", field)
+	}
+	if m.ID == "" || len(m.ID) > maxMandateIDLen || !utf8.ValidString(m.ID) || strings.ContainsFunc(m.ID, isControl) {
+		return Errorf(KindInvalid, CodeInvalidRequest, "payment_mandate_id must be 1 to %d printable characters", maxMandateIDLen).With("field", "payment_mandate_contents.payment_mandate_id")
+	}
+	if m.CartID != c.ID {
+		return mismatch("payment_mandate_contents.payment_details_id", "the payment mandate pays cart %q, not this task's cart %s", truncate(m.CartID, 100), c.ID)
+	}
+	if !strings.EqualFold(m.Currency, c.Currency) {
+		return mismatch("payment_mandate_contents.payment_details_total.amount.currency", "the payment mandate is in %q; cart %s is in USD", truncate(m.Currency, 10), c.ID)
+	}
+	if v, err := ParseUSD(m.Value); err != nil || v != c.AmountMicros {
+		return mismatch("payment_mandate_contents.payment_details_total.amount.value", "the payment mandate pays %q; cart %s costs %s USD", truncate(m.Value, 40), c.ID, decimalValue(c.AmountMicros))
+	}
+	if m.MethodName != "" && !strings.EqualFold(m.MethodName, "CARD") {
+		return mismatch("payment_mandate_contents.payment_response.method_name", "the payment mandate uses method %q; cart %s accepts CARD", truncate(m.MethodName, 40), c.ID)
+	}
+	d := bytes.TrimSpace(m.Details)
+	if len(d) == 0 || string(d) == "null" {
+		return Errorf(KindInvalid, CodeInvalidRequest, "payment_response.details must carry the card credential").With("field", "payment_mandate_contents.payment_response.details")
+	}
+	if len(d) > maxCredentialBytes {
+		return Errorf(KindInvalid, CodeInvalidRequest, "payment_response.details is larger than %d bytes", maxCredentialBytes).With("field", "payment_mandate_contents.payment_response.details")
+	}
+	return nil
+}
+
+func isControl(r rune) bool { return r < 0x20 || r == 0x7f }
+
+func cmpOr(a, b string) string {
+	if a != "" {
+		return a
+	}
+	return b
+}
+
+// sealCredential encrypts a payment credential with AES-256-GCM under the
+// shared server secret, bound to its cart (the additional data), so a
+// database reader sees no card token and a sealed credential cannot be
+// moved to another purchase.
+func (s *Service) sealCredential(ctx context.Context, cartID string, plain []byte) ([]byte, error) {
+	aead, err := s.credentialAEAD(ctx)
+	if err != nil {
+		return nil, err
+	}
+	nonce := make([]byte, aead.NonceSize())
+	if _, err := rand.Read(nonce); err != nil {
+		return nil, fmt.Errorf("seal credential: %w", err)
+	}
+	return aead.Seal(nonce, nonce, plain, []byte(cartID)), nil
+}
+
+func (s *Service) openCredential(ctx context.Context, cartID string, sealed []byte) ([]byte, error) {
+	aead, err := s.credentialAEAD(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if len(sealed) < aead.NonceSize() {
+		return nil, errors.New("open credential: too short")
+	}
+	plain, err := aead.Open(nil, sealed[:aead.NonceSize()], sealed[aead.NonceSize():], []byte(cartID))
+	if err != nil {
+		return nil, fmt.Errorf("open credential: %w", err)
+	}
+	return plain, nil
+}
+
+func (s *Service) credentialAEAD(ctx context.Context) (cipher.AEAD, error) {
+	key, err := s.d.Store.Secret(ctx, credentialSecret)
+	if err != nil {
+		return nil, fmt.Errorf("credential key: %w", err)
+	}
+	if len(key) < 32 {
+		return nil, fmt.Errorf("credential key: %d bytes, need 32", len(key))
+	}
+	block, err := aes.NewCipher(key[:32])
+	if err != nil {
+		return nil, fmt.Errorf("credential cipher: %w", err)
+	}
+	return cipher.NewGCM(block)
+}
+
+// purchaseTaskView derives a credit-purchase task's state from its
+// purchase (and the purchase's approval). An approval the owner approved
+// whose charge has not happened yet (the process died, the charge failed
+// to reach a verdict) is charged now: reading the task finishes it.
+func (s *Service) purchaseTaskView(ctx context.Context, p Principal, t *AgentTask) (*TaskView, error) {
+	c, err := s.d.Store.GetCreditPurchase(ctx, t.OwnerID, t.SubjectID)
+	if errors.Is(err, ErrNoRows) {
+		// Purged (it ended, or its cart expired, days ago); the task goes
+		// in the same garbage-collection run.
+		return &TaskView{AgentTask: *t, State: TaskFailed, FailureCode: FailurePurchaseGone, UpdatedAt: t.CreatedAt,
+			Message: "This purchase is no longer on record; read the account's credits to see whether it was paid."}, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("credit purchase of task %s: %w", t.ID, err)
+	}
+	if c.Status == PurchaseAwaitingApproval && c.ApprovalID != nil {
+		a, err := s.GetApproval(ctx, c.OwnerID, *c.ApprovalID)
+		if err != nil {
+			return nil, err
+		}
+		if a.Status != ApprovalPending {
+			if err := s.finishPurchase(ctx, a.ID); err != nil {
+				s.d.Logger.Error("finish credit purchase", "cart", c.ID, "approval", a.ID, "err", err)
+			} else if c, err = s.d.Store.GetCreditPurchase(ctx, t.OwnerID, t.SubjectID); err != nil {
+				return nil, storeErr(err, "credit purchase")
+			}
+		}
+	}
+	var contents []byte
+	if c.Status == PurchaseCartOffered {
+		if contents, err = s.cartContents(c); err != nil {
+			return nil, err
+		}
+	}
+	return s.purchaseView(ctx, t, c, contents)
+}
+
+// purchaseView renders a task from its purchase as stored; contents are
+// the cart's canonical contents while it is offered.
+func (s *Service) purchaseView(ctx context.Context, t *AgentTask, c *CreditPurchase, contents []byte) (*TaskView, error) {
+	v := &TaskView{AgentTask: *t, Purchase: c, UpdatedAt: c.UpdatedAt}
+	amount := decimalValue(c.AmountMicros) + " USD"
+	switch c.Status {
+	case PurchaseCartOffered:
+		if !s.now().Before(c.ExpiresAt) {
+			v.State, v.FailureCode = TaskFailed, FailureCartExpired
+			v.Message = fmt.Sprintf("Cart %s expired at %s without a payment mandate; nothing was charged. Start a new purchase.", c.ID, c.ExpiresAt.Format(time.RFC3339))
+			break
+		}
+		v.State = TaskInputRequired
+		v.CartMandate = &CartMandate{Contents: contents, MerchantAuthorization: c.CartJWS}
+		v.Message = fmt.Sprintf("Send an AP2 PaymentMandate for cart %s (%s) in a message on this task before %s; the owner then approves the charge.", c.ID, amount, c.ExpiresAt.Format(time.RFC3339))
+	case PurchaseAwaitingApproval:
+		v.ApprovalURL = s.approvalURL(c)
+		v.State = TaskInputRequired
+		v.Message = fmt.Sprintf("The owner must approve this %s charge with their passkey in their faxhub approval inbox (%s); nothing is charged before. Poll GetTask to follow it.", amount, v.ApprovalURL)
+		if c.ApprovalID != nil {
+			if a, err := s.GetApproval(ctx, c.OwnerID, *c.ApprovalID); err == nil && a.Status == ApprovalApproved {
+				v.State = TaskWorking
+				v.Message = fmt.Sprintf("The owner approved the %s charge; it is being completed. Poll GetTask to follow it.", amount)
+			}
+		}
+	case PurchaseCompleted:
+		v.State = TaskCompleted
+		r, err := s.receipt(ctx, c)
+		if err != nil {
+			return nil, err
+		}
+		v.Receipt = r
+		v.Message = fmt.Sprintf("Paid %s; %s USD of credits were added to the account.", amount, r.Credit)
+	case PurchaseDeclined:
+		v.State, v.FailureCode = TaskFailed, cmpOr(c.FailureCode, FailureApprovalDeclined)
+		v.Message = "The owner declined this purchase; nothing was charged."
+	case PurchaseExpired:
+		v.State, v.FailureCode = TaskFailed, cmpOr(c.FailureCode, FailureApprovalExpired)
+		v.Message = "The owner did not approve this purchase in time; nothing was charged."
+	case PurchaseFailed:
+		v.State, v.FailureCode = TaskFailed, c.FailureCode
+		v.Message = "The charge failed; nothing was charged."
+		if c.FailureReason != "" {
+			v.Message = "The charge failed (" + c.FailureReason + "); nothing was charged."
+		}
+	case PurchaseCanceled:
+		v.State, v.FailureCode = TaskCanceled, cmpOr(c.FailureCode, FailureCanceled)
+		v.Message = "This purchase was canceled; nothing was charged."
+	default:
+		return nil, fmt.Errorf("credit purchase %s has unknown status %q", c.ID, c.Status)
+	}
+	return v, nil
+}
+
+func (s *Service) approvalURL(c *CreditPurchase) string {
+	if c.ApprovalID == nil {
+		return ""
+	}
+	return s.cfg.BaseURL + "/console/approvals/" + *c.ApprovalID
+}
+
+func (s *Service) receipt(ctx context.Context, c *CreditPurchase) (*PurchaseReceipt, error) {
+	if c.ChargeID == nil {
+		return nil, fmt.Errorf("completed credit purchase %s has no charge", c.ID)
+	}
+	ch, err := s.d.Store.GetCharge(ctx, *c.ChargeID)
+	if err != nil {
+		return nil, fmt.Errorf("read charge of %s: %w", c.ID, err)
+	}
+	return &PurchaseReceipt{
+		CartID: c.ID, ChargeID: ch.ID, PackID: c.PackID, Amount: FormatUSD(c.AmountMicros), Currency: Currency,
+		Credit: FormatUSD(c.CreditMicros), Method: ch.Method, Reference: ch.Reference, PaidAt: ch.CreatedAt,
+	}, nil
+}
+
+// finishPurchase carries out the owner's decision on a purchase approval:
+// approved → charge and grant the credits; declined or expired → the
+// purchase ends and its credential is wiped. It is idempotent and safe to
+// run concurrently (the owner's request and an agent reading the task):
+// the charge's idempotency key and the purchase's compare-and-set make one
+// charge and one ledger entry.
+func (s *Service) finishPurchase(ctx context.Context, approvalID string) error {
+	c, err := s.d.Store.GetCreditPurchaseByApproval(ctx, approvalID)
+	if err != nil {
+		return fmt.Errorf("read purchase of approval %s: %w", approvalID, err)
+	}
+	if c.Status != PurchaseAwaitingApproval {
+		return nil // completed, failed or canceled already
+	}
+	a, err := s.GetApproval(ctx, c.OwnerID, approvalID)
+	if err != nil {
+		return err
+	}
+	switch a.Status {
+	case ApprovalPending:
+		return nil
+	case ApprovalDeclined:
+		return s.endPurchase(ctx, c, PurchaseDeclined, FailureApprovalDeclined, "")
+	case ApprovalExpired:
+		return s.endPurchase(ctx, c, PurchaseExpired, FailureApprovalExpired, "")
+	}
+	// Approved: charge the exact cart the approval is bound to.
+	if a.BindingHash != BindingHash(purchaseBinding(c, deref(c.PaymentMandateID))) {
+		return fmt.Errorf("approval %s is not bound to purchase %s as stored", a.ID, c.ID)
+	}
+	method, err := s.paymentMethod(c.Mode)
+	if err != nil {
+		return err
+	}
+	cred, err := s.openCredential(ctx, c.ID, c.Credential)
+	if err != nil {
+		return err
+	}
+	key := "ap2:" + c.ID
+	res, err := method.Charge(ctx, payments.ChargeRequest{
+		IdempotencyKey: key, Amount: CentsUp(c.AmountMicros), Currency: Currency, Credential: cred,
+		Description: "faxhub credit pack " + c.PackID,
+		Metadata:    map[string]string{"cart_id": c.ID, "approval_id": a.ID, "payment_mandate_id": deref(c.PaymentMandateID)},
+	})
+	if err != nil {
+		return fmt.Errorf("charge cart %s: %w", c.ID, err)
+	}
+	switch res.Status {
+	case payments.StatusSucceeded:
+	case payments.StatusDeclined:
+		return s.endPurchase(ctx, c, PurchaseFailed, FailurePaymentDeclined, res.Message)
+	default:
+		return s.endPurchase(ctx, c, PurchaseFailed, FailurePaymentInvalid, cmpOr(res.Message, string(res.Status)))
+	}
+	now := s.now()
+	ch := &Charge{
+		ID: NewID(PrefixCharge), OwnerID: c.OwnerID, Mode: c.Mode, Method: method.Name(), Purpose: ChargeCreditPack,
+		IdempotencyKey: key, AmountMicros: c.AmountMicros, Currency: Currency, Reference: res.Reference,
+		Status: ChargeSucceeded, PackID: c.PackID, Subject: a.ID, CreatedAt: now,
+	}
+	done := *c
+	done.Status, done.ChargeID, done.Credential, done.UpdatedAt = PurchaseCompleted, &ch.ID, nil, now
+	// errSettled: another request recorded this charge (same idempotency
+	// key, same processor charge). errEnded: the purchase ended without a
+	// charge meanwhile (the agent canceled it): the money goes back.
+	errSettled, errEnded := errors.New("settled by another request"), errors.New("purchase ended meanwhile")
+	err = s.d.Store.InTx(ctx, func(tx Tx) error {
+		if err := tx.CreateCharge(ctx, ch); errors.Is(err, ErrExists) {
+			return errSettled
+		} else if err != nil {
+			return fmt.Errorf("record charge: %w", err)
+		}
+		if err := tx.AppendLedger(ctx, &LedgerEntry{
+			ID: NewID(PrefixLedger), OwnerID: c.OwnerID, Mode: c.Mode, Kind: LedgerPurchase, AmountMicros: c.CreditMicros,
+			Reason: "credit pack " + c.PackID + " (AP2 cart " + c.ID + ", charge " + ch.ID + ")", CreatedAt: now,
+		}); err != nil {
+			return fmt.Errorf("grant purchased credits: %w", err)
+		}
+		if err := tx.UpdateCreditPurchase(ctx, &done, PurchaseAwaitingApproval); errors.Is(err, ErrConflict) {
+			return errEnded
+		} else if err != nil {
+			return fmt.Errorf("complete purchase: %w", err)
+		}
+		return nil
+	})
+	switch {
+	case errors.Is(err, errSettled):
+		return nil
+	case errors.Is(err, errEnded):
+		r, err := method.Refund(ctx, payments.RefundRequest{
+			IdempotencyKey: "ap2-refund:" + c.ID, Reference: res.Reference, Amount: CentsUp(c.AmountMicros),
+			Reason: "the purchase was canceled before the charge was recorded",
+		})
+		if err != nil || r.Status != payments.StatusSucceeded {
+			return fmt.Errorf("refund charge %s of canceled cart %s (status %q): %w", res.Reference, c.ID, r.Status, err)
+		}
+		s.d.Logger.Warn("refunded the charge of a credit purchase canceled while it was charged", "cart", c.ID, "refund", r.Reference)
+		return nil
+	}
+	return err
+}
+
+// endPurchase moves an awaiting purchase to a final status without a
+// charge and wipes its credential; a purchase someone else ended is left
+// as it is.
+func (s *Service) endPurchase(ctx context.Context, c *CreditPurchase, status PurchaseStatus, code, reason string) error {
+	end := *c
+	end.Status, end.FailureCode, end.FailureReason = status, code, truncate(reason, 500)
+	end.Credential, end.UpdatedAt = nil, s.now()
+	err := s.d.Store.UpdateCreditPurchase(ctx, &end, c.Status)
+	if err != nil && !errors.Is(err, ErrConflict) {
+		return fmt.Errorf("end purchase %s: %w", c.ID, err)
+	}
+	return nil
+}
+
+func deref(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
+}
+
+// cancelPurchaseTask cancels a purchase not yet charged: an offered cart or
+// one waiting for the owner's approval (an approval decided later finds the
+// purchase canceled and charges nothing).
+func (s *Service) cancelPurchaseTask(ctx context.Context, p Principal, t *AgentTask) (*TaskView, error) {
+	v, err := s.purchaseTaskView(ctx, p, t)
+	if err != nil {
+		return nil, err
+	}
+	c := v.Purchase
+	notCancelable := Errorf(KindConflict, CodeTaskNotCancelable, "this purchase is %s and can no longer be canceled", v.State).With("state", string(v.State))
+	if v.State.Terminal() || (c.Status != PurchaseCartOffered && c.Status != PurchaseAwaitingApproval) {
+		return nil, notCancelable
+	}
+	if v.State == TaskWorking {
+		// Approved and being charged: the charge may already be under way.
+		return nil, notCancelable
+	}
+	if err := s.endPurchase(ctx, c, PurchaseCanceled, FailureCanceled, ""); err != nil {
+		return nil, err
+	}
+	if c.ApprovalID != nil {
+		// Take the request out of the owner's inbox; approving it later
+		// would charge nothing anyway.
+		err := s.d.Store.DecideApproval(ctx, c.OwnerID, *c.ApprovalID, ApprovalDeclined, []byte(`{"canceledBy":"agent"}`), s.now())
+		if err != nil && !errors.Is(err, ErrConflict) {
+			s.d.Logger.Error("close the approval of a canceled purchase", "cart", c.ID, "err", err)
+		}
+	}
+	v, err = s.purchaseTaskView(ctx, p, t)
+	if err != nil {
+		return nil, err
+	}
+	if v.State != TaskCanceled {
+		return nil, Errorf(KindConflict, CodeTaskNotCancelable, "this purchase moved on to %s and can no longer be canceled", v.State).With("state", string(v.State))
+	}
+	return v, nil
 }

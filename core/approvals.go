@@ -121,5 +121,12 @@ func (s *Service) DecideApproval(ctx context.Context, ownerID, id string, d Deci
 		}
 		return nil, storeErr(err, "approval")
 	}
+	if a.Kind == ApprovalCreditPurchase {
+		// The decision stands whatever happens to the charge: a charge
+		// that fails to reach a verdict is retried when the task is read.
+		if err := s.finishPurchase(ctx, id); err != nil {
+			s.d.Logger.Error("finish credit purchase after the owner's decision", "approval", id, "err", err)
+		}
+	}
 	return s.GetApproval(ctx, ownerID, id)
 }
