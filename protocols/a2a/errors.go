@@ -88,7 +88,12 @@ func toA2AError(err error, target errorTarget) *a2a.Error {
 	case core.KindUnauthenticated:
 		sentinel = a2a.ErrUnauthenticated
 	case core.KindForbidden:
-		sentinel = a2a.ErrUnauthorized
+		// A missing scope is a permission; anything else forbidden (an
+		// upload token of another owner) is an argument the agent must fix.
+		sentinel = a2a.ErrInvalidParams
+		if e.Code == core.CodeInsufficientScope {
+			sentinel = a2a.ErrUnauthorized
+		}
 	case core.KindUnavailable:
 		sentinel = a2a.ErrUnsupportedOperation
 	case core.KindRateLimited:

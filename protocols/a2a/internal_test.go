@@ -37,6 +37,7 @@ func TestToA2AError(t *testing.T) {
 		{"unsupported media", core.Errorf(core.KindUnsupportedMedia, core.CodeUnsupportedType, "no"), targetSkill, a2a.ErrUnsupportedContentType, core.CodeUnsupportedType, "no"},
 		{"unauthenticated", core.Errorf(core.KindUnauthenticated, core.CodeUnauthenticated, "who"), targetSkill, a2a.ErrUnauthenticated, core.CodeUnauthenticated, "who"},
 		{"scope", scope, targetSkill, a2a.ErrUnauthorized, core.CodeInsufficientScope, "authorize this agent again with the fax:draft scope"},
+		{"forbidden, not a scope", core.Errorf(core.KindForbidden, core.CodeUploadInvalid, "bad token"), targetSkill, a2a.ErrInvalidParams, core.CodeUploadInvalid, "bad token"},
 		{"unavailable", core.Errorf(core.KindUnavailable, core.CodeProviderUnavailable, "no provider"), targetSkill, a2a.ErrUnsupportedOperation, core.CodeProviderUnavailable, "no provider"},
 		{"rate limited", core.Errorf(core.KindRateLimited, core.CodeRateLimited, "slow").WithRetryAfter(3), targetSkill, a2a.ErrServerError, core.CodeRateLimited, "slow"},
 		{"internal", fmt.Errorf("select: %w", errors.New("disk on fire")), targetSkill, a2a.ErrInternalError, core.CodeInternal, "something went wrong"},
