@@ -269,12 +269,15 @@ async function purchase(packId) {
 }
 
 test('AP2: a credit purchase over A2A approved with the passkey (UV): COMPLETED, balance up', async () => {
-  ap2.token = await a2aToken({
-    clientName: 'Conformance AP2 agent', redirect: REDIRECT, scope: 'credits:checkout credits:read fax:read',
+  // The OAuth client of the consent tests (DCR is rate-limited per address).
+  assert.ok(client, 'no OAuth client from the consent tests');
+  ap2.token = await a2aToken({ ...client, clientName: 'Conformance Browser App', redirect: REDIRECT }, {
+    scope: 'credits:checkout credits:read fax:read',
     consentIn: async (u) => {
       await page.goto(u.href);
       await page.waitForURL(/\/console\/approvals\//);
-      await page.waitForSelector('text=Conformance AP2 agent');
+      await page.waitForSelector('text=Conformance Browser App');
+      await page.waitForSelector(`text=${BASE}/a2a`);
       await page.click('button[name=decision][value=approve]');
       await page.waitForURL((x) => x.href.startsWith(REDIRECT));
       return new URL(page.url());

@@ -14,7 +14,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
 import { A2A, BASE } from './lib.mjs';
-import { AP2, FAX_TO, SKILLS, a2aToken, artifactData, dataOf, payDraft, until, uploadSample } from './a2a-lib.mjs';
+import { AP2, FAX_TO, SKILLS, a2aClient, a2aToken, artifactData, dataOf, payDraft, until, uploadSample } from './a2a-lib.mjs';
 
 const ROOT = new URL('../..', import.meta.url).pathname;
 const GO = process.env.GO || 'go';
@@ -52,7 +52,7 @@ test('go tool a2a runs, and an access token for /a2a by OAuth', async () => {
   const help = await a2a('--help');
   assert.equal(help.code, 0, help.stderr);
   assert.match(help.stdout, /discover/);
-  s.token = await a2aToken({ clientName: 'Conformance a2a-go CLI', redirect: REDIRECT, scope: 'fax:draft fax:read credits:read credits:checkout' });
+  s.token = await a2aToken(await a2aClient('Conformance a2a-go CLI', REDIRECT), { scope: 'fax:draft fax:read credits:read credits:checkout' });
 });
 
 test('discover -o json: the card with the JSON-RPC 1.0 interface and the skills', async () => {

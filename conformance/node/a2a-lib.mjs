@@ -17,16 +17,29 @@ export const SAMPLE_PDF = new URL('../../docs/sample-letter.pdf', import.meta.ur
 const insecure = { [oauth.allowInsecureRequests]: true }; // http on loopback only
 let as;
 
-// a2aToken runs the chat-app flow for the A2A resource with oauth4webapi:
-// RFC 8414 discovery, RFC 7591 registration, authorize with PKCE S256 and
+async function authorizationServer() {
+  if (!as) as = await oauth.processDiscoveryResponse(new URL(ISSUER), await oauth.discoveryRequest(new URL(ISSUER), { algorithm: 'oauth2', ...insecure }));
+  return as;
+}
+
+// a2aClient registers a public client by RFC 7591 (RFC 8414 discovery
+// first). Registration is rate-limited per address (10 an hour) and every
+// suite of a run talks to one server from one address, so a suite
+// registers once and gets all its tokens through that client.
+export async function a2aClient(clientName, redirect) {
+  const reg = await registerClient((await authorizationServer()).registration_endpoint, clientName, redirect);
+  return { client_id: reg.client_id, token_endpoint_auth_method: 'none', clientName, redirect };
+}
+
+// a2aToken runs the chat-app flow for the A2A resource with oauth4webapi
+// for client (from a2aClient): authorize with PKCE S256 and
 // resource={base}/a2a, the owner's consent in the console (the admin-made
 // session unless cookie is given), and the code exchange. consentIn, when
 // given, plays the consent instead (the browser suite uses Chromium) and
 // returns the callback URL.
-export async function a2aToken({ clientName, redirect, scope, cookie, consentIn } = {}) {
-  if (!as) as = await oauth.processDiscoveryResponse(new URL(ISSUER), await oauth.discoveryRequest(new URL(ISSUER), { algorithm: 'oauth2', ...insecure }));
-  const reg = await registerClient(as.registration_endpoint, clientName, redirect);
-  const client = { client_id: reg.client_id, token_endpoint_auth_method: 'none' };
+export async function a2aToken(client, { scope, cookie, consentIn } = {}) {
+  const as = await authorizationServer();
+  const { clientName, redirect } = client;
   const verifier = oauth.generateRandomCodeVerifier();
   const state = oauth.generateRandomState();
   const u = new URL(as.authorization_endpoint);

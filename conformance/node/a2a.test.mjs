@@ -12,7 +12,7 @@ import { ClientFactory } from '@a2a-js/sdk/client';
 import { Role, TaskState } from '@a2a-js/sdk';
 import { A2A, BASE, ISSUER } from './lib.mjs';
 import {
-  AP2, FAX_TO, SKILLS, a2aToken, artifactData, dataOf, payDraft, rpc, skillPart, textOf, until, uploadSample, userMessage,
+  AP2, FAX_TO, SKILLS, a2aClient, a2aToken, artifactData, dataOf, payDraft, rpc, skillPart, textOf, until, uploadSample, userMessage,
 } from './a2a-lib.mjs';
 
 const REDIRECT = 'http://127.0.0.1:53684/a2a-sdk';
@@ -55,10 +55,28 @@ function rpcError(r, code) {
   return r.body.error;
 }
 
-test('an access token for /a2a by OAuth (DCR, PKCE S256, resource=/a2a, consent in the console)', async () => {
-  s.token = await a2aToken({ clientName: 'Conformance A2A SDK', redirect: REDIRECT, scope: FULL });
-  s.narrow = await a2aToken({ clientName: 'Conformance A2A SDK (read-only)', redirect: REDIRECT, scope: 'credits:read' });
-  assert.notEqual(s.token, s.narrow);
+// One registered client (DCR is rate-limited per address): the owner first
+// authorizes it for credits:read only, then again with the fax and
+// checkout scopes, as the first token's refusal asks.
+test('a token for /a2a by OAuth (DCR, PKCE S256, resource, consent) with credits:read only: get_credits works, create_upload is refused naming fax:draft', async () => {
+  s.oauthClient = await a2aClient('Conformance A2A SDK', REDIRECT);
+  const narrow = await a2aToken(s.oauthClient, { scope: 'credits:read' });
+  const ok = await rpc('SendMessage', { message: userMessage([skillPart('get_credits')]) }, { token: narrow });
+  assert.ok('balance' in (dataOf(ok.body?.result?.message?.parts) ?? {}), `get_credits with credits:read: ${ok.status} ${JSON.stringify(ok.body)}`);
+  const r = await rpc('SendMessage', { message: userMessage([skillPart('create_upload', {})]) }, { token: narrow });
+  if (r.status === 403) {
+    assert.match(r.headers.get('www-authenticate') ?? '', /insufficient_scope/);
+    assert.match(r.headers.get('www-authenticate') ?? '', /fax:draft/);
+  } else {
+    assert.equal(r.status, 200, `${r.status} ${JSON.stringify(r.body)}`);
+    assert.ok(r.body.error, `create_upload without fax:draft succeeded: ${JSON.stringify(r.body)}`);
+    assert.ok(JSON.stringify(r.body.error).includes('fax:draft'), `the error names the scope: ${JSON.stringify(r.body.error)}`);
+  }
+});
+
+test('the owner authorizes the client again with the fax and credit scopes: a token for /a2a (PKCE S256, resource, consent in the console)', async () => {
+  assert.ok(s.oauthClient, 'no registered client from the previous test');
+  s.token = await a2aToken(s.oauthClient, { scope: FULL });
 });
 
 test('the agent card through the SDK resolver (ClientFactory.createFromUrl)', async (t) => {
@@ -187,22 +205,6 @@ test('refused: a DPoP proof or the DPoP scheme is 401 (DPoP-bound tokens are not
     assert.equal(r.status, 401, `${JSON.stringify(Object.keys(headers))}: ${r.status} ${JSON.stringify(r.body)}`);
     const www = r.headers.get('www-authenticate') ?? '';
     assert.match(www, /DPoP/, `the challenge says DPoP is not accepted: ${www}`);
-  }
-});
-
-test('refused: a token without the skill\'s scope', async () => {
-  // The narrow token works for what it covers…
-  const ok = await send('get_credits', {}, s.narrow);
-  assert.ok('balance' in (dataOf(ok.parts) ?? {}), `get_credits with credits:read: ${JSON.stringify(ok)}`);
-  // …and not for create_upload (fax:draft).
-  const r = await rpc('SendMessage', { message: userMessage([skillPart('create_upload', {})]) }, { token: s.narrow });
-  if (r.status === 403) {
-    assert.match(r.headers.get('www-authenticate') ?? '', /insufficient_scope/);
-    assert.match(r.headers.get('www-authenticate') ?? '', /fax:draft/);
-  } else {
-    assert.equal(r.status, 200, `${r.status} ${JSON.stringify(r.body)}`);
-    assert.ok(r.body.error, `create_upload without fax:draft succeeded: ${JSON.stringify(r.body)}`);
-    assert.ok(JSON.stringify(r.body.error).includes('fax:draft'), `the error names the scope: ${JSON.stringify(r.body.error)}`);
   }
 });
 
