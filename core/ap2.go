@@ -2,6 +2,7 @@ package core
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/aes"
 	"crypto/cipher"
@@ -296,7 +297,7 @@ func (s *Service) SubmitPaymentMandate(ctx context.Context, p Principal, taskID 
 		requester = p.ClientID
 	}
 	details := map[string]string{
-		"pack": cmpOr(pack.Name, c.PackID), "amount": FormatUSD(c.AmountMicros) + " USD", "credit": FormatUSD(c.CreditMicros) + " USD",
+		"pack": cmp.Or(pack.Name, c.PackID), "amount": FormatUSD(c.AmountMicros) + " USD", "credit": FormatUSD(c.CreditMicros) + " USD",
 		"cartId": c.ID, "paymentMandateId": m.ID, "method": method.Name(),
 	}
 	if m.UserAuthorization != "" {
@@ -310,7 +311,7 @@ func (s *Service) SubmitPaymentMandate(ctx context.Context, p Principal, taskID 
 	now := s.now()
 	a := &Approval{
 		ID: NewID(PrefixApproval), OwnerID: c.OwnerID, Kind: ApprovalCreditPurchase, Requester: truncate(requester, 200),
-		Summary: truncate(fmt.Sprintf("Buy %s credits for $%s", c.PackID, FormatUSD(c.AmountMicros)), 500),
+		Summary: truncate(fmt.Sprintf("Buy %s for $%s", cmp.Or(pack.Name, c.PackID+" credits"), FormatUSD(c.AmountMicros)), 500),
 		Details: detailsJSON, BindingHash: BindingHash(purchaseBinding(c, m.ID)), RequiresUV: true,
 		Status: ApprovalPending, CreatedAt: now, ExpiresAt: now.Add(PurchaseApprovalTTL),
 	}
@@ -371,13 +372,6 @@ func checkMandate(c *CreditPurchase, m PaymentMandate) error {
 }
 
 func isControl(r rune) bool { return r < 0x20 || r == 0x7f }
-
-func cmpOr(a, b string) string {
-	if a != "" {
-		return a
-	}
-	return b
-}
 
 // sealCredential encrypts a payment credential with AES-256-GCM under the
 // shared server secret, bound to its cart (the additional data), so a
@@ -470,7 +464,7 @@ func (s *Service) purchaseView(ctx context.Context, t *AgentTask, c *CreditPurch
 	switch c.Status {
 	case PurchaseCartOffered:
 		if !s.now().Before(c.ExpiresAt) {
-			v.State, v.FailureCode = TaskFailed, FailureCartExpired
+			v.State, v.FailureCode, v.UpdatedAt = TaskFailed, FailureCartExpired, latest(c.UpdatedAt, c.ExpiresAt)
 			v.Message = fmt.Sprintf("Cart %s expired at %s without a payment mandate; nothing was charged. Start a new purchase.", c.ID, c.ExpiresAt.Format(time.RFC3339))
 			break
 		}
@@ -496,10 +490,10 @@ func (s *Service) purchaseView(ctx context.Context, t *AgentTask, c *CreditPurch
 		v.Receipt = r
 		v.Message = fmt.Sprintf("Paid %s; %s USD of credits were added to the account.", amount, r.Credit)
 	case PurchaseDeclined:
-		v.State, v.FailureCode = TaskFailed, cmpOr(c.FailureCode, FailureApprovalDeclined)
+		v.State, v.FailureCode = TaskFailed, cmp.Or(c.FailureCode, FailureApprovalDeclined)
 		v.Message = "The owner declined this purchase; nothing was charged."
 	case PurchaseExpired:
-		v.State, v.FailureCode = TaskFailed, cmpOr(c.FailureCode, FailureApprovalExpired)
+		v.State, v.FailureCode = TaskFailed, cmp.Or(c.FailureCode, FailureApprovalExpired)
 		v.Message = "The owner did not approve this purchase in time; nothing was charged."
 	case PurchaseFailed:
 		v.State, v.FailureCode = TaskFailed, c.FailureCode
@@ -508,7 +502,7 @@ func (s *Service) purchaseView(ctx context.Context, t *AgentTask, c *CreditPurch
 			v.Message = "The charge failed (" + c.FailureReason + "); nothing was charged."
 		}
 	case PurchaseCanceled:
-		v.State, v.FailureCode = TaskCanceled, cmpOr(c.FailureCode, FailureCanceled)
+		v.State, v.FailureCode = TaskCanceled, cmp.Or(c.FailureCode, FailureCanceled)
 		v.Message = "This purchase was canceled; nothing was charged."
 	default:
 		return nil, fmt.Errorf("credit purchase %s has unknown status %q", c.ID, c.Status)
@@ -589,7 +583,7 @@ func (s *Service) finishPurchase(ctx context.Context, approvalID string) error {
 	case payments.StatusDeclined:
 		return s.endPurchase(ctx, c, PurchaseFailed, FailurePaymentDeclined, res.Message)
 	default:
-		return s.endPurchase(ctx, c, PurchaseFailed, FailurePaymentInvalid, cmpOr(res.Message, string(res.Status)))
+		return s.endPurchase(ctx, c, PurchaseFailed, FailurePaymentInvalid, cmp.Or(res.Message, string(res.Status)))
 	}
 	now := s.now()
 	ch := &Charge{

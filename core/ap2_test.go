@@ -230,7 +230,7 @@ func TestCreditPurchaseApprovedWithPasskey(t *testing.T) {
 	}
 	if a.Kind != core.ApprovalCreditPurchase || !a.RequiresUV || a.Status != core.ApprovalPending ||
 		a.BindingHash != core.BindingHash(map[string]any{"cartId": cartID, "amountMicros": int64(10_000_000), "packId": "pack_10", "paymentMandateId": "pm_1"}) ||
-		a.Summary != "Buy pack_10 credits for $10.00" || !a.ExpiresAt.Equal(e.clk.now().Add(core.PurchaseApprovalTTL)) {
+		a.Summary != "Buy 10 USD of fax credits for $10.00" || !a.ExpiresAt.Equal(e.clk.now().Add(core.PurchaseApprovalTTL)) {
 		t.Fatalf("approval %+v", a)
 	}
 	var details map[string]string

@@ -192,12 +192,12 @@ func TestProblemCodesCoverCore(t *testing.T) {
 		"claim_wrong_code":              "agent claims are decided in the owner console",
 		"claim_too_many_tries":          "agent claims are decided in the owner console",
 		"claim_scope_not_permitted":     "agent claims are decided in the owner console",
-		"task_not_cancelable":           "agent tasks are A2A's (CancelTask), not /api/v1's",
-		"payment_mandate_mismatch":      "AP2 mandates arrive over A2A",
-		"payment_mandate_replayed":      "AP2 mandates arrive over A2A",
-		"cart_expired":                  "AP2 carts are offered over A2A",
-		"purchase_not_open":             "AP2 purchases are A2A's",
-		"payment_method_not_configured": "AP2 charges are A2A's",
+		"task_not_cancelable":           "agent tasks are A2A's (/a2a tasks/cancel), not /api/v1's",
+		"payment_mandate_mismatch":      "AP2 purchases are made over A2A, not /api/v1",
+		"payment_mandate_replayed":      "AP2 purchases are made over A2A, not /api/v1",
+		"cart_expired":                  "AP2 purchases are made over A2A, not /api/v1",
+		"purchase_not_open":             "AP2 purchases are made over A2A, not /api/v1",
+		"payment_method_not_configured": "AP2 purchases are made over A2A, not /api/v1",
 	}
 	f, err := parser.ParseFile(token.NewFileSet(), "../core/errors.go", nil, 0)
 	if err != nil {

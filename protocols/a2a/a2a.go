@@ -158,8 +158,12 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		ID     json.RawMessage `json:"id"`
 		Method string          `json:"method"`
 	}
+	if !json.Valid(body) {
+		writeRPCError(w, http.StatusBadRequest, nil, a2a.ErrParseError, "the body is not JSON; send one JSON-RPC 2.0 request object", nil)
+		return
+	}
 	if err := json.Unmarshal(body, &peek); err != nil {
-		writeRPCError(w, http.StatusBadRequest, nil, a2a.ErrParseError, "the body is not a JSON-RPC 2.0 request object: "+err.Error(), nil)
+		writeRPCError(w, http.StatusBadRequest, nil, a2a.ErrInvalidRequest, "the body is not a JSON-RPC 2.0 request object (method must be a string)", nil)
 		return
 	}
 	id := rpcID(peek.ID)

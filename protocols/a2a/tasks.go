@@ -166,8 +166,11 @@ func renderTask(tv *core.TaskView) *a2a.Task {
 	}
 	if tv.FailureCode != "" && (tv.State == core.TaskFailed || tv.State == core.TaskCanceled || tv.State == core.TaskRejected) {
 		f := failureOut{FailureCode: tv.FailureCode}
-		if tv.Purchase != nil {
+		switch {
+		case tv.Purchase != nil:
 			f.FailureReason = tv.Purchase.FailureReason
+		case tv.Fax != nil:
+			f.FailureReason = tv.Fax.FailureReason
 		}
 		current = f
 	}

@@ -218,3 +218,44 @@ func TestFaxTask(t *testing.T) {
 		t.Fatal("a refused create_fax created a task")
 	}
 }
+
+// Delivery outcomes as task states: a partial delivery completes and says
+// how many pages went; a failed fax fails with its failure code.
+func TestFaxTaskOutcomes(t *testing.T) {
+	e := newEnv(t)
+	w := e.owner("outcomes@example.com")
+	c := e.client(w.token(allScopes, e.base+"/a2a"))
+	tok := upload(t, c, 2)
+	for _, o := range []struct {
+		to, code string
+		state    a2a.TaskState
+		text     string
+	}{
+		{"+12125550104", "", a2a.TaskStateCompleted, "1 of 2 pages"},
+		{"+12125550103", "not_a_fax_machine", a2a.TaskStateFailed, "failed"},
+	} {
+		res, err := c.SendMessage(t.Context(), skillMsg("create_fax", map[string]any{"to": o.to, "uploadToken": tok}))
+		task := asTask(t, res, err)
+		w.pay(artifactData(task, "fax-draft")["checkoutUrl"].(string))
+		_, data := statusData(t, getTask(t, c, task.ID))
+		if err := e.a.Svc.Deliver(t.Context(), data["faxId"].(string)); err != nil {
+			t.Fatal(err)
+		}
+		got := getTask(t, c, task.ID)
+		text, data := statusData(t, got)
+		if got.Status.State != o.state || !strings.Contains(text, o.text) {
+			t.Errorf("%s: %s %q", o.to, got.Status.State, text)
+		}
+		switch o.state {
+		case a2a.TaskStateCompleted:
+			fax := artifactData(got, "fax")
+			if fax == nil || fax["status"] != "partial" || fax["pagesSent"] != float64(1) {
+				t.Errorf("%s: fax artifact %v", o.to, fax)
+			}
+		case a2a.TaskStateFailed:
+			if data["failureCode"] != o.code || artifactData(got, "fax") != nil {
+				t.Errorf("%s: data %v, artifacts %+v", o.to, data, got.Artifacts)
+			}
+		}
+	}
+}

@@ -65,7 +65,9 @@ func TestTransport(t *testing.T) {
 		want       string
 	}{
 		{"a batch", "[" + credits + "]", 400, -32600, "batches"},
-		{"not JSON", "{", 400, -32700, "JSON-RPC"},
+		{"not JSON", "{", 400, -32700, "not JSON"},
+		{"not a request object", `{"jsonrpc":"2.0","id":1,"method":5}`, 400, -32600, "request object"},
+		{"a JSON string", `"SendMessage"`, 400, -32600, "request object"},
 		{"streaming (1.0)", strings.Replace(credits, "SendMessage", "SendStreamingMessage", 1), 200, -32004, "streaming"},
 		{"streaming (0.3)", strings.Replace(credits03, "message/send", "message/stream", 1), 200, -32004, "streaming"},
 		{"resubscribe", `{"jsonrpc":"2.0","id":1,"method":"SubscribeToTask","params":{"id":"tsk_x"}}`, 200, -32004, "streaming"},
