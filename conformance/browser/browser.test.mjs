@@ -247,7 +247,7 @@ async function balance() {
 
 // purchase runs buy_credits and the PaymentMandate and returns the task id
 // and the approval page the owner must open.
-async function purchase(packId) {
+async function purchase(packId, credential = 'tok_visa') {
   let r = await rpc('SendMessage', { message: userMessage([skillPart('buy_credits', { packId })]) }, { token: ap2.token, extensions: AP2 });
   const task = r.body?.result?.task;
   assert.ok(task, `buy_credits: ${r.status} ${JSON.stringify(r.body)}`);
@@ -256,7 +256,7 @@ async function purchase(packId) {
   const cart = artifactData(task, 'ap2.mandates.CartMandate')?.['ap2.mandates.CartMandate'];
   assert.ok(cart?.contents && cart.merchant_authorization, `CartMandate artifact: ${JSON.stringify(task.artifacts)}`);
   r = await rpc('SendMessage', {
-    message: userMessage([{ data: { 'ap2.mandates.PaymentMandate': paymentMandate(cart, 'tok_visa') } }], { taskId: task.id, contextId: task.contextId }),
+    message: userMessage([{ data: { 'ap2.mandates.PaymentMandate': paymentMandate(cart, credential) } }], { taskId: task.id, contextId: task.contextId }),
   }, { token: ap2.token, extensions: AP2 });
   const waiting = r.body?.result?.task;
   assert.ok(waiting, `PaymentMandate: ${r.status} ${JSON.stringify(r.body)}`);
@@ -324,4 +324,21 @@ test('AP2: a purchase approval is refused when the authenticator reports no UV; 
   // The approval is still pending: a reload offers the passkey again.
   await page.goto(approvalUrl);
   await page.locator('button[data-webauthn="approve"]').waitFor();
+});
+
+test('AP2: a declined test card (tok_chargeDeclined), approved with the passkey: FAILED payment_declined, nothing charged', async () => {
+  assert.ok(ap2.token, 'no A2A token from the earlier test');
+  const before = await balance();
+  const { id, approvalUrl } = await purchase('pack_10', 'tok_chargeDeclined');
+  await page.goto(approvalUrl);
+  const approve = page.locator('button[data-webauthn="approve"]');
+  await approve.waitFor();
+  await approve.click();
+  await page.waitForURL((u) => u.href !== approvalUrl);
+  await screenshot('ap2-declined');
+  const done = await until(`task ${id} final`, () => getTask(id), (t) => t.status.state !== 'TASK_STATE_INPUT_REQUIRED' && t.status.state !== 'TASK_STATE_WORKING');
+  assert.equal(done.status.state, 'TASK_STATE_FAILED', JSON.stringify(done.status));
+  assert.equal(dataOf(done.status.message?.parts)?.failureCode, 'payment_declined', JSON.stringify(done.status.message));
+  assert.equal(artifactData(done, 'receipt'), undefined, 'no receipt');
+  assert.equal(await balance(), before, 'nothing was credited');
 });
