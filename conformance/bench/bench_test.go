@@ -121,6 +121,7 @@ func TestBench(t *testing.T) {
 	run("start", benchStart)
 	run("mcp", benchMCP)
 	run("agents", benchAgentExchange)
+	run("a2a", benchA2A)
 
 	table := rep.render(time.Since(started))
 	fmt.Print(table)

@@ -58,7 +58,7 @@ func benchMCP(t *testing.T, rep *report) {
 	srv.Start()
 	defer srv.Close()
 
-	tok := mcpToken(t, a, base)
+	tok := oauthToken(t, a, base, base+"/mcp", "credits:read")
 	runtime.GC()
 	idle := heapMB()
 
@@ -145,9 +145,10 @@ func (b bearerRT) RoundTrip(r *http.Request) (*http.Response, error) {
 	return http.DefaultTransport.RoundTrip(r)
 }
 
-// mcpToken runs the chat-app OAuth flow (DCR, PKCE authorize for the MCP
-// resource, the owner's consent as the console records it, code exchange).
-func mcpToken(t *testing.T, a *app.App, base string) string {
+// oauthToken runs the chat-app OAuth flow (DCR, PKCE authorize for
+// resource, the owner's consent as the console records it, code exchange)
+// and returns an access token with scopes.
+func oauthToken(t *testing.T, a *app.App, base, resource string, scopes ...string) string {
 	ctx := t.Context()
 	o, err := a.Svc.CreateOwner(ctx, "bench@example.com", "Bench", true)
 	if err != nil {
@@ -172,7 +173,7 @@ func mcpToken(t *testing.T, a *app.App, base string) string {
 	if clientID == "" {
 		t.Fatalf("register: %d %v", resp.StatusCode, reg)
 	}
-	cfg := &oauth2.Config{ClientID: clientID, RedirectURL: redirect, Scopes: []string{"credits:read"},
+	cfg := &oauth2.Config{ClientID: clientID, RedirectURL: redirect, Scopes: scopes,
 		Endpoint: oauth2.Endpoint{AuthURL: base + oauth.PathAuthorize, TokenURL: base + oauth.PathToken, AuthStyle: oauth2.AuthStyleInParams}}
 	v := oauth2.GenerateVerifier()
 	noRedirect := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
@@ -187,7 +188,7 @@ func mcpToken(t *testing.T, a *app.App, base string) string {
 		resp.Body.Close()
 		return resp
 	}
-	r := get(cfg.AuthCodeURL("bench-state-1", oauth2.S256ChallengeOption(v), oauth2.SetAuthURLParam("resource", base+"/mcp")))
+	r := get(cfg.AuthCodeURL("bench-state-1", oauth2.S256ChallengeOption(v), oauth2.SetAuthURLParam("resource", resource)))
 	loc, err := r.Location()
 	if err != nil || !strings.HasPrefix(loc.Path, "/console/approvals/") {
 		t.Fatalf("authorize: %d %v", r.StatusCode, err)
@@ -205,7 +206,7 @@ func mcpToken(t *testing.T, a *app.App, base string) string {
 	if err != nil || cb.Query().Get("code") == "" {
 		t.Fatalf("resume: %d %v", r.StatusCode, err)
 	}
-	tok, err := cfg.Exchange(ctx, cb.Query().Get("code"), oauth2.VerifierOption(v), oauth2.SetAuthURLParam("resource", base+"/mcp"))
+	tok, err := cfg.Exchange(ctx, cb.Query().Get("code"), oauth2.VerifierOption(v), oauth2.SetAuthURLParam("resource", resource))
 	if err != nil {
 		t.Fatalf("exchange: %v", err)
 	}

@@ -9,6 +9,7 @@ import path from 'node:path';
 import { chromium } from 'playwright-core';
 import * as oauth from 'oauth4webapi';
 import { BASE, ISSUER, MCP, OUT, env, registerClient } from '../node/lib.mjs';
+import { AP2, a2aToken, artifactData, dataOf, paymentMandate, rpc, skillPart, textOf, until, userMessage } from '../node/a2a-lib.mjs';
 
 const CHROMIUM = env('FAXHUB_CHROMIUM');
 const EMAIL = 'grace@example.com';
@@ -224,22 +225,120 @@ test('sign-in fails when the authenticator cannot verify the user', async () => 
   await page.waitForURL(`${BASE}/console`);
 });
 
-test('a user-verification-required approval is refused when the authenticator reports no UV', async () => {
-  // No public interface creates a requires_uv approval yet (the delegated
-  // send_fax of the MCP/agent issues will). Baselined in
-  // conformance/baseline.yml; when this passes, remove the entry.
-  await page.goto(`${BASE}/console/approvals`);
-  await screenshot('approvals');
-  const uv = page.locator('button[data-webauthn="approve"]');
-  assert.ok(await uv.count() > 0, 'no public flow creates a requires_uv approval until the delegated-host issue');
+// AP2 (docs/a2a-design): an agent buys credits over A2A JSON-RPC (plain
+// fetch, token with credits:checkout, the AP2 extension activated):
+// buy_credits → CartMandate → PaymentMandate (tok_visa) → INPUT_REQUIRED
+// with an approvalUrl that the owner opens in Chromium and approves with
+// the passkey, user verification required.
+const ap2 = {};
+
+async function getTask(id) {
+  const r = await rpc('GetTask', { id }, { token: ap2.token, extensions: AP2 });
+  assert.ok(r.body?.result, `GetTask: ${r.status} ${JSON.stringify(r.body)}`);
+  return r.body.result;
+}
+
+async function balance() {
+  const r = await rpc('SendMessage', { message: userMessage([skillPart('get_credits')]) }, { token: ap2.token });
+  const credits = dataOf(r.body?.result?.message?.parts);
+  assert.ok(credits && 'balance' in credits, `get_credits: ${r.status} ${JSON.stringify(r.body)}`);
+  return Number(credits.balance);
+}
+
+// purchase runs buy_credits and the PaymentMandate and returns the task id
+// and the approval page the owner must open.
+async function purchase(packId, credential = 'tok_visa') {
+  let r = await rpc('SendMessage', { message: userMessage([skillPart('buy_credits', { packId })]) }, { token: ap2.token, extensions: AP2 });
+  const task = r.body?.result?.task;
+  assert.ok(task, `buy_credits: ${r.status} ${JSON.stringify(r.body)}`);
+  assert.ok((r.headers.get('a2a-extensions') ?? '').includes(AP2), `the AP2 extension is echoed: ${r.headers.get('a2a-extensions')}`);
+  assert.equal(task.status.state, 'TASK_STATE_INPUT_REQUIRED');
+  const cart = artifactData(task, 'ap2.mandates.CartMandate')?.['ap2.mandates.CartMandate'];
+  assert.ok(cart?.contents && cart.merchant_authorization, `CartMandate artifact: ${JSON.stringify(task.artifacts)}`);
+  r = await rpc('SendMessage', {
+    message: userMessage([{ data: { 'ap2.mandates.PaymentMandate': paymentMandate(cart, credential) } }], { taskId: task.id, contextId: task.contextId }),
+  }, { token: ap2.token, extensions: AP2 });
+  const waiting = r.body?.result?.task;
+  assert.ok(waiting, `PaymentMandate: ${r.status} ${JSON.stringify(r.body)}`);
+  assert.equal(waiting.id, task.id);
+  assert.equal(waiting.status.state, 'TASK_STATE_INPUT_REQUIRED', JSON.stringify(waiting.status));
+  const parts = waiting.status.message?.parts;
+  const approvalUrl = dataOf(parts)?.approvalUrl ?? textOf(parts).match(/https?:\/\/\S+\/console\/approvals\/[A-Za-z0-9_-]+/)?.[0];
+  assert.ok(approvalUrl?.startsWith(`${BASE}/console/approvals/`), `approvalUrl in the status message: ${JSON.stringify(waiting.status.message)}`);
+  return { id: task.id, approvalUrl };
+}
+
+test('AP2: a credit purchase over A2A approved with the passkey (UV): COMPLETED, balance up', async () => {
+  // The OAuth client of the consent tests (DCR is rate-limited per address).
+  assert.ok(client, 'no OAuth client from the consent tests');
+  ap2.token = await a2aToken({ ...client, clientName: 'Conformance Browser App', redirect: REDIRECT }, {
+    scope: 'credits:checkout credits:read fax:read',
+    consentIn: async (u) => {
+      await page.goto(u.href);
+      await page.waitForURL(/\/console\/approvals\//);
+      await page.waitForSelector('text=Conformance Browser App');
+      await page.waitForSelector(`text=${BASE}/a2a`);
+      await page.click('button[name=decision][value=approve]');
+      await page.waitForURL((x) => x.href.startsWith(REDIRECT));
+      return new URL(page.url());
+    },
+  });
+  const before = await balance();
+  const { id, approvalUrl } = await purchase('pack_10');
+  await page.goto(approvalUrl);
+  const approve = page.locator('button[data-webauthn="approve"]');
+  await approve.waitFor();
+  await screenshot('ap2-approval');
+  await approve.click();
+  await page.waitForURL((u) => u.href !== approvalUrl);
+  await screenshot('ap2-approved');
+  const done = await until(`task ${id} COMPLETED`, () => getTask(id), (t) => t.status.state !== 'TASK_STATE_INPUT_REQUIRED' && t.status.state !== 'TASK_STATE_WORKING');
+  assert.equal(done.status.state, 'TASK_STATE_COMPLETED', JSON.stringify(done.status));
+  const receipt = artifactData(done, 'receipt');
+  assert.ok(receipt?.chargeId && receipt.cartId, `receipt artifact: ${JSON.stringify(done.artifacts)}`);
+  assert.equal(receipt.packId, 'pack_10');
+  assert.equal(await balance(), before + Number(receipt.credit), 'the balance went up by the pack\'s credit');
+});
+
+test('AP2: a purchase approval is refused when the authenticator reports no UV; the task stays INPUT_REQUIRED', async () => {
+  assert.ok(ap2.token, 'no A2A token from the previous test');
+  const before = await balance();
+  const { id, approvalUrl } = await purchase('pack_10');
+  await page.goto(approvalUrl);
+  const approve = page.locator('button[data-webauthn="approve"]');
+  await approve.waitFor();
   await cdp.send('WebAuthn.setUserVerified', { authenticatorId, isUserVerified: false });
   try {
-    await uv.first().click();
+    await approve.click();
     const status = page.locator('[data-webauthn-status].error');
     await status.waitFor();
-    await screenshot('approval-no-uv');
-    assert.equal(await page.locator('button[data-webauthn="approve"]').count() > 0, true, 'the approval is still pending');
+    await screenshot('ap2-approval-no-uv');
+    assert.ok((await status.textContent()).trim().length > 0, 'the page shows the error');
+    assert.equal(page.url(), approvalUrl, 'the page stays on the approval');
   } finally {
     await cdp.send('WebAuthn.setUserVerified', { authenticatorId, isUserVerified: true });
   }
+  const t = await getTask(id);
+  assert.equal(t.status.state, 'TASK_STATE_INPUT_REQUIRED', JSON.stringify(t.status));
+  assert.equal(await balance(), before, 'nothing was charged');
+  // The approval is still pending: a reload offers the passkey again.
+  await page.goto(approvalUrl);
+  await page.locator('button[data-webauthn="approve"]').waitFor();
+});
+
+test('AP2: a declined test card (tok_chargeDeclined), approved with the passkey: FAILED payment_declined, nothing charged', async () => {
+  assert.ok(ap2.token, 'no A2A token from the earlier test');
+  const before = await balance();
+  const { id, approvalUrl } = await purchase('pack_10', 'tok_chargeDeclined');
+  await page.goto(approvalUrl);
+  const approve = page.locator('button[data-webauthn="approve"]');
+  await approve.waitFor();
+  await approve.click();
+  await page.waitForURL((u) => u.href !== approvalUrl);
+  await screenshot('ap2-declined');
+  const done = await until(`task ${id} final`, () => getTask(id), (t) => t.status.state !== 'TASK_STATE_INPUT_REQUIRED' && t.status.state !== 'TASK_STATE_WORKING');
+  assert.equal(done.status.state, 'TASK_STATE_FAILED', JSON.stringify(done.status));
+  assert.equal(dataOf(done.status.message?.parts)?.failureCode, 'payment_declined', JSON.stringify(done.status.message));
+  assert.equal(artifactData(done, 'receipt'), undefined, 'no receipt');
+  assert.equal(await balance(), before, 'nothing was credited');
 });

@@ -47,3 +47,37 @@ export async function registerClient(registrationEndpoint, name, redirectURI) {
   assert.deepEqual(body.redirect_uris, [redirectURI]);
   return body;
 }
+
+// consent drives one authorization request as the signed-in owner (cookie:
+// the session, by default the admin-made FAXHUB_SESSION_COOKIE): the
+// authorize redirect, the consent page, the form post (csrf, binding,
+// return, ticked scopes, Origin) and the resume redirect. The page must name
+// the client and the resource the token is for. It returns the URL the
+// browser would land on at the client.
+export async function consent(authURL, clientName, redirectURI, { cookie = env('FAXHUB_SESSION_COOKIE'), resource = MCP } = {}) {
+  let res = await fetch(authURL, { headers: { cookie }, redirect: 'manual' });
+  assert.equal(res.status, 303, `authorize: ${res.status} ${await res.text()}`);
+  const consentURL = new URL(res.headers.get('location'), BASE);
+  assert.match(consentURL.pathname, /^\/console\/approvals\/[^/]+$/, `authorize redirects to ${consentURL}`);
+  const ret = consentURL.searchParams.get('return');
+  res = await fetch(consentURL, { headers: { cookie } });
+  const page = await res.text();
+  assert.equal(res.status, 200, `consent page: ${res.status}`);
+  assert.ok(page.includes(clientName), `the consent page names the client ${clientName}`);
+  assert.ok(page.includes(resource), `the consent page names the resource ${resource}`);
+  const form = new URLSearchParams({
+    csrf: hiddenField(page, 'csrf'), binding: hiddenField(page, 'binding'), return: hiddenField(page, 'return'),
+    decision: 'approve',
+  });
+  for (const m of page.matchAll(/name="scope" value="([^"]+)" checked/g)) form.append('scope', m[1]);
+  res = await fetch(new URL(consentURL.pathname, BASE), {
+    method: 'POST', redirect: 'manual', body: form,
+    headers: { cookie, origin: BASE, 'sec-fetch-site': 'same-origin', 'content-type': 'application/x-www-form-urlencoded' },
+  });
+  assert.equal(res.status, 303, `consent post: ${res.status} ${await res.text()}`);
+  res = await fetch(new URL(ret, BASE), { headers: { cookie }, redirect: 'manual' });
+  assert.equal(res.status, 303, `resume: ${res.status} ${await res.text()}`);
+  const cb = new URL(res.headers.get('location'));
+  assert.equal(`${cb.origin}${cb.pathname}`, redirectURI, `resume redirects to ${cb}`);
+  return cb;
+}

@@ -1,43 +1,10 @@
-// Shared by the MCP suites: the owner's consent through the console's real
-// endpoints (as oauth.test.mjs does, for any client name), an OAuth client
-// provider for the MCP TypeScript SDKs whose "browser" is that consent, and
-// a minimal one-page PDF.
+// Shared by the MCP suites: an OAuth client provider for the MCP TypeScript
+// SDKs whose "browser" is the owner's consent in the console (consent in
+// lib.mjs), and a minimal PDF.
 import assert from 'node:assert/strict';
-import { BASE, MCP, env, hiddenField } from './lib.mjs';
+import { BASE, MCP, env, consent } from './lib.mjs';
 
 export const COOKIE = env('FAXHUB_SESSION_COOKIE');
-
-// consent drives one authorization request as the signed-in owner: the
-// authorize redirect, the consent page, the form post (csrf, binding,
-// return, ticked scopes, Origin) and the resume redirect. It returns the
-// URL the browser would land on at the client.
-export async function consent(authURL, clientName, redirectURI) {
-  let res = await fetch(authURL, { headers: { cookie: COOKIE }, redirect: 'manual' });
-  assert.equal(res.status, 303, `authorize: ${res.status} ${await res.text()}`);
-  const consentURL = new URL(res.headers.get('location'), BASE);
-  assert.match(consentURL.pathname, /^\/console\/approvals\/[^/]+$/, `authorize redirects to ${consentURL}`);
-  const ret = consentURL.searchParams.get('return');
-  res = await fetch(consentURL, { headers: { cookie: COOKIE } });
-  const page = await res.text();
-  assert.equal(res.status, 200, `consent page: ${res.status}`);
-  assert.ok(page.includes(clientName), `the consent page names the client ${clientName}`);
-  assert.ok(page.includes(MCP), 'the consent page names the resource');
-  const form = new URLSearchParams({
-    csrf: hiddenField(page, 'csrf'), binding: hiddenField(page, 'binding'), return: hiddenField(page, 'return'),
-    decision: 'approve',
-  });
-  for (const m of page.matchAll(/name="scope" value="([^"]+)" checked/g)) form.append('scope', m[1]);
-  res = await fetch(new URL(consentURL.pathname, BASE), {
-    method: 'POST', redirect: 'manual', body: form,
-    headers: { cookie: COOKIE, origin: BASE, 'sec-fetch-site': 'same-origin', 'content-type': 'application/x-www-form-urlencoded' },
-  });
-  assert.equal(res.status, 303, `consent post: ${res.status} ${await res.text()}`);
-  res = await fetch(new URL(ret, BASE), { headers: { cookie: COOKIE }, redirect: 'manual' });
-  assert.equal(res.status, 303, `resume: ${res.status} ${await res.text()}`);
-  const cb = new URL(res.headers.get('location'));
-  assert.equal(`${cb.origin}${cb.pathname}`, redirectURI, `resume redirects to ${cb}`);
-  return cb;
-}
 
 // ConsoleOAuthProvider implements the SDKs' OAuthClientProvider interface
 // (the same shape in @modelcontextprotocol/sdk 1.x and

@@ -1,0 +1,244 @@
+// A2A conformance: faxhub's A2A endpoint ({base}/a2a, JSON-RPC) driven by
+// the official JavaScript SDK, @a2a-js/sdk 1.3.0 (A2A 1.0), against a real
+// `faxhub serve --dev`: the agent card through the SDK's resolver, the fax
+// task from upload to delivery (the owner pays at the draft's checkout),
+// cancel, and the refusals. What an SDK would never send (no token, DPoP,
+// raw 0.3 calls, an unknown A2A-Version) goes over plain fetch. The access
+// tokens come from the real OAuth flow with the owner's consent in the
+// console. Tests run in order and share state.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { ClientFactory } from '@a2a-js/sdk/client';
+import { Role, TaskState } from '@a2a-js/sdk';
+import { A2A, BASE, ISSUER } from './lib.mjs';
+import {
+  AP2, FAX_TO, SKILLS, a2aClient, a2aToken, artifactData, dataOf, payDraft, rpc, skillPart, textOf, until, uploadSample, userMessage,
+} from './a2a-lib.mjs';
+
+const REDIRECT = 'http://127.0.0.1:53684/a2a-sdk';
+const FULL = 'fax:draft fax:read credits:read credits:checkout';
+const s = {}; // shared between tests
+
+const auth = (token = s.token) => ({ serviceParameters: { Authorization: `Bearer ${token}` } });
+
+// send sends one SDK message whose only part is the data part of a skill.
+function sdkMessage(skill, args = {}, extra = {}) {
+  return {
+    messageId: crypto.randomUUID(), role: Role.ROLE_USER, contextId: '', taskId: '', metadata: undefined, extensions: [], referenceTaskIds: [],
+    parts: [{ content: { $case: 'data', value: { skill, arguments: args } }, metadata: undefined, filename: '', mediaType: '' }],
+    ...extra,
+  };
+}
+async function send(skill, args, token) {
+  return s.client.sendMessage({ tenant: '', message: sdkMessage(skill, args), configuration: undefined, metadata: undefined }, auth(token));
+}
+const isTask = (r) => r && 'status' in r && 'id' in r;
+
+// newFaxTask runs create_upload → PUT → create_fax and returns the task.
+async function newFaxTask() {
+  const up = await send('create_upload', { contentType: 'application/pdf', fileName: 'sample-letter.pdf' });
+  assert.ok(!isTask(up), `create_upload answers with a message, not a task: ${JSON.stringify(up)}`);
+  const u = dataOf(up.parts);
+  await uploadSample(u);
+  const task = await send('create_fax', { to: FAX_TO, uploadToken: u.uploadToken });
+  assert.ok(isTask(task), `create_fax answers with a task: ${JSON.stringify(task)}`);
+  return task;
+}
+
+// rpcError asserts a JSON-RPC error response and returns its error (the
+// HTTP status is not part of the contract: a2a-go's handlers answer 200,
+// faxhub's transport checks 4xx; the SDKs read both).
+function rpcError(r, code) {
+  assert.ok(r.status === 200 || (r.status >= 400 && r.status < 500), `HTTP ${r.status} ${JSON.stringify(r.body)}`);
+  assert.ok(r.body?.error, `expected error ${code}, got ${JSON.stringify(r.body)}`);
+  assert.equal(r.body.error.code, code, JSON.stringify(r.body.error));
+  return r.body.error;
+}
+
+// One registered client (DCR is rate-limited per address): the owner first
+// authorizes it for credits:read only, then again with the fax and
+// checkout scopes, as the first token's refusal asks.
+test('a token for /a2a by OAuth (DCR, PKCE S256, resource, consent) with credits:read only: get_credits works, create_upload is refused naming fax:draft', async () => {
+  s.oauthClient = await a2aClient('Conformance A2A SDK', REDIRECT);
+  const narrow = await a2aToken(s.oauthClient, { scope: 'credits:read' });
+  const ok = await rpc('SendMessage', { message: userMessage([skillPart('get_credits')]) }, { token: narrow });
+  assert.ok('balance' in (dataOf(ok.body?.result?.message?.parts) ?? {}), `get_credits with credits:read: ${ok.status} ${JSON.stringify(ok.body)}`);
+  const r = await rpc('SendMessage', { message: userMessage([skillPart('create_upload', {})]) }, { token: narrow });
+  if (r.status === 403) {
+    assert.match(r.headers.get('www-authenticate') ?? '', /insufficient_scope/);
+    assert.match(r.headers.get('www-authenticate') ?? '', /fax:draft/);
+  } else {
+    assert.equal(r.status, 200, `${r.status} ${JSON.stringify(r.body)}`);
+    assert.ok(r.body.error, `create_upload without fax:draft succeeded: ${JSON.stringify(r.body)}`);
+    assert.ok(JSON.stringify(r.body.error).includes('fax:draft'), `the error names the scope: ${JSON.stringify(r.body.error)}`);
+  }
+});
+
+test('the owner authorizes the client again with the fax and credit scopes: a token for /a2a (PKCE S256, resource, consent in the console)', async () => {
+  assert.ok(s.oauthClient, 'no registered client from the previous test');
+  s.token = await a2aToken(s.oauthClient, { scope: FULL });
+});
+
+test('the agent card through the SDK resolver (ClientFactory.createFromUrl)', async (t) => {
+  s.client = await new ClientFactory().createFromUrl(BASE);
+  const card = await s.client.getAgentCard();
+  assert.equal(s.client.protocolVersion, '1.0', 'the SDK picks the 1.0 interface');
+  const ifaces = card.supportedInterfaces.map((i) => `${i.protocolBinding} ${i.protocolVersion} ${i.url}`);
+  t.diagnostic(`interfaces: ${ifaces.join('; ')}`);
+  assert.ok(ifaces.includes(`JSONRPC 1.0 ${A2A}`), `supportedInterfaces: ${ifaces}`);
+  assert.ok(ifaces.includes(`JSONRPC 0.3 ${A2A}`), `supportedInterfaces: ${ifaces}`);
+  const ids = card.skills.map((k) => k.id);
+  for (const id of SKILLS) assert.ok(ids.includes(id), `skill ${id} missing from ${ids}`);
+  for (const k of card.skills) assert.ok(k.id && k.name && k.description, `skill ${JSON.stringify(k)}`);
+  assert.equal(card.capabilities?.streaming ?? false, false, 'streaming is not offered');
+  assert.equal(card.capabilities?.pushNotifications ?? false, false, 'push notifications are not offered');
+  const ap2 = (card.capabilities?.extensions ?? []).find((e) => e.uri === AP2);
+  assert.ok(ap2, `the AP2 extension is declared: ${JSON.stringify(card.capabilities?.extensions)}`);
+  assert.equal(ap2.required, false);
+  // The SDK read securityRequirements as ProtoJSON ({schemes: {name: {list}}}).
+  assert.ok(card.securityRequirements.length > 0, 'securityRequirements');
+  for (const req of card.securityRequirements) {
+    for (const [name, scopes] of Object.entries(req.schemes)) {
+      assert.ok(card.securitySchemes[name], `requirement names the unknown scheme ${name}`);
+      assert.ok(Array.isArray(scopes.list), `requirement ${name}: ${JSON.stringify(scopes)}`);
+    }
+  }
+  // The wire form itself: ProtoJSON, not the 0.3 list of maps of arrays.
+  const raw = await (await fetch(`${BASE}/.well-known/agent-card.json`)).json();
+  assert.ok(Array.isArray(raw.securityRequirements), `wire securityRequirements: ${JSON.stringify(raw.securityRequirements)}`);
+  for (const req of raw.securityRequirements) {
+    for (const v of Object.values(req.schemes)) assert.ok(Array.isArray(v.list), `wire requirement: ${JSON.stringify(req)}`);
+  }
+  const oauthScheme = Object.values(raw.securitySchemes).find((x) => x.oauth2SecurityScheme);
+  assert.ok(oauthScheme, `an OAuth 2 scheme: ${JSON.stringify(raw.securitySchemes)}`);
+  assert.ok(JSON.stringify(oauthScheme).includes(ISSUER), 'the OAuth scheme names faxhub\'s issuer');
+});
+
+test('create_upload, PUT a PDF, create_fax: INPUT_REQUIRED with a checkoutUrl', async () => {
+  assert.ok(s.client && s.token, 'no client or token from the earlier tests');
+  const task = await newFaxTask();
+  assert.match(task.id, /^tsk_/);
+  assert.ok(task.contextId, 'the task has a contextId');
+  assert.equal(task.status.state, TaskState.TASK_STATE_INPUT_REQUIRED);
+  const draft = artifactData(task, 'fax-draft');
+  assert.ok(draft?.draftId && draft.quote && draft.checkoutUrl && draft.expiresAt, `fax-draft artifact: ${JSON.stringify(task.artifacts)}`);
+  assert.equal(draft.quote.to, FAX_TO);
+  const status = dataOf(task.status.message?.parts);
+  assert.equal(status?.checkoutUrl, draft.checkoutUrl, 'the status message carries the checkoutUrl');
+  assert.ok(textOf(task.status.message.parts), 'the status message has a text line');
+  s.task = task;
+  s.draft = draft;
+});
+
+test('the owner pays at the checkout; GetTask reaches COMPLETED with the fax', async () => {
+  assert.ok(s.task, 'no task from the previous test');
+  const before = await s.client.getTask({ tenant: '', id: s.task.id }, auth());
+  assert.equal(before.status.state, TaskState.TASK_STATE_INPUT_REQUIRED);
+  await payDraft(s.draft.checkoutUrl);
+  const done = await until(`task ${s.task.id} COMPLETED`, () => s.client.getTask({ tenant: '', id: s.task.id }, auth()),
+    (t) => t.status.state === TaskState.TASK_STATE_COMPLETED || t.status.state === TaskState.TASK_STATE_FAILED);
+  assert.equal(done.status.state, TaskState.TASK_STATE_COMPLETED, `final state: ${JSON.stringify(done.status)}`);
+  const fax = artifactData(done, 'fax');
+  assert.ok(fax?.faxId, `fax artifact: ${JSON.stringify(done.artifacts)}`);
+  assert.equal(fax.status, 'delivered');
+  assert.equal(fax.to, FAX_TO);
+  // get_fax (fax:read) sees the same fax.
+  const got = await send('get_fax', { faxId: fax.faxId });
+  assert.equal(dataOf(got.parts)?.status, 'delivered');
+  s.completed = done;
+});
+
+test('CancelTask on an unpaid fax task: CANCELED; a final task is not cancelable', async () => {
+  assert.ok(s.client, 'no client');
+  const task = await newFaxTask();
+  assert.equal(task.status.state, TaskState.TASK_STATE_INPUT_REQUIRED);
+  const canceled = await s.client.cancelTask({ tenant: '', id: task.id, metadata: undefined }, auth());
+  assert.equal(canceled.status.state, TaskState.TASK_STATE_CANCELED);
+  const again = await s.client.getTask({ tenant: '', id: task.id }, auth());
+  assert.equal(again.status.state, TaskState.TASK_STATE_CANCELED);
+  await assert.rejects(s.client.cancelTask({ tenant: '', id: task.id, metadata: undefined }, auth()),
+    (err) => err.envelopeCode === -32002 || assert.fail(`cancel twice: ${err}`));
+  if (s.completed) {
+    await assert.rejects(s.client.cancelTask({ tenant: '', id: s.completed.id, metadata: undefined }, auth()),
+      (err) => err.envelopeCode === -32002 || assert.fail(`cancel a completed task: ${err}`));
+  }
+});
+
+test('GetTask of an unknown task is TaskNotFound (-32001)', async () => {
+  await assert.rejects(s.client.getTask({ tenant: '', id: 'tsk_doesnotexist' }, auth()),
+    (err) => err.envelopeCode === -32001 || assert.fail(`${err}`));
+});
+
+test('refused: a free-text message, an unknown skill, missing arguments are InvalidParams (-32602) naming the skills or the field', async () => {
+  const msg = sdkMessage('x');
+  msg.parts = [{ content: { $case: 'text', value: 'please fax my letter to +12125550100' }, metadata: undefined, filename: '', mediaType: '' }];
+  await assert.rejects(s.client.sendMessage({ tenant: '', message: msg, configuration: undefined, metadata: undefined }, auth()), (err) => {
+    assert.equal(err.envelopeCode, -32602, `${err}`);
+    const said = `${err.message} ${JSON.stringify(err.data)}`;
+    assert.ok(said.includes('create_fax') && said.includes('skill'), `the error names the skills: ${said}`);
+    return true;
+  });
+  // An unknown skill and bad arguments are refused the same way.
+  await assert.rejects(send('send_everything', {}), (err) => err.envelopeCode === -32602 || assert.fail(`${err}`));
+  await assert.rejects(send('create_fax', { to: FAX_TO }), (err) => {
+    assert.equal(err.envelopeCode, -32602, `${err}`);
+    assert.ok(`${err.message} ${JSON.stringify(err.data)}`.includes('uploadToken'), `the error names the field: ${err.message} ${JSON.stringify(err.data)}`);
+    return true;
+  });
+});
+
+test('refused: no token is 401 with a Bearer resource_metadata challenge', async () => {
+  const r = await rpc('SendMessage', { message: userMessage([skillPart('get_credits')]) });
+  assert.equal(r.status, 401);
+  const www = r.headers.get('www-authenticate') ?? '';
+  assert.match(www, /^Bearer /);
+  assert.ok(www.includes(`resource_metadata="${BASE}/.well-known/oauth-protected-resource/a2a"`), `WWW-Authenticate: ${www}`);
+  const bad = await rpc('SendMessage', { message: userMessage([skillPart('get_credits')]) }, { token: 'fxo_not_a_token' });
+  assert.equal(bad.status, 401);
+  assert.match(bad.headers.get('www-authenticate') ?? '', /error="invalid_token"/);
+});
+
+test('refused: a DPoP proof or the DPoP scheme is 401 (DPoP-bound tokens are not accepted)', async () => {
+  const proof = 'eyJhbGciOiJFUzI1NiIsInR5cCI6ImRwb3Arand0In0.e30.sig';
+  for (const headers of [{ dpop: proof }, { authorization: `DPoP ${s.token}`, dpop: proof }]) {
+    const r = await rpc('SendMessage', { message: userMessage([skillPart('get_credits')]) }, { token: headers.authorization ? undefined : s.token, headers });
+    assert.equal(r.status, 401, `${JSON.stringify(Object.keys(headers))}: ${r.status} ${JSON.stringify(r.body)}`);
+    const www = r.headers.get('www-authenticate') ?? '';
+    assert.match(www, /DPoP/, `the challenge says DPoP is not accepted: ${www}`);
+  }
+});
+
+test('refused: buy_credits without the AP2 extension is ExtensionSupportRequired (-32008) naming it', async () => {
+  const r = await rpc('SendMessage', { message: userMessage([skillPart('buy_credits', { packId: 'pack_10' })]) }, { token: s.token });
+  const e = rpcError(r, -32008);
+  assert.ok(JSON.stringify(e).includes(AP2), `the error names ${AP2}: ${JSON.stringify(e)}`);
+});
+
+test('an unsupported A2A-Version is VersionNotSupported (-32009)', async () => {
+  const r = await rpc('GetTask', { id: s.task?.id ?? 'tsk_x' }, { token: s.token, version: '2.0' });
+  rpcError(r, -32009);
+});
+
+test('0.3 raw message/send and tasks/get (A2A-Version 0.3, and absent)', async () => {
+  for (const version of ['0.3', undefined]) {
+    const credits = await rpc('message/send', {
+      message: { kind: 'message', messageId: crypto.randomUUID(), role: 'user', parts: [{ kind: 'data', data: { skill: 'get_credits', arguments: {} } }] },
+    }, { token: s.token, version });
+    assert.equal(credits.status, 200, JSON.stringify(credits.body));
+    assert.equal(credits.body.result?.kind, 'message', `0.3 result: ${JSON.stringify(credits.body)}`);
+    const part = credits.body.result.parts.find((p) => p.kind === 'data');
+    assert.ok(part && 'balance' in part.data, `0.3 data part: ${JSON.stringify(credits.body.result.parts)}`);
+
+    assert.ok(s.completed, 'no completed task from the fax journey');
+    const got = await rpc('tasks/get', { id: s.completed.id }, { token: s.token, version });
+    assert.equal(got.status, 200, JSON.stringify(got.body));
+    assert.equal(got.body.result?.kind, 'task', `0.3 task: ${JSON.stringify(got.body)}`);
+    assert.equal(got.body.result.id, s.completed.id);
+    assert.equal(got.body.result.status.state, 'completed');
+
+    const text = await rpc('message/send', {
+      message: { kind: 'message', messageId: crypto.randomUUID(), role: 'user', parts: [{ kind: 'text', text: 'hello' }] },
+    }, { token: s.token, version });
+    rpcError(text, -32602);
+  }
+});
