@@ -47,7 +47,7 @@ func (s *Service) CreateDraft(ctx context.Context, p Principal, r CreateDraftReq
 	}
 	now := s.now()
 	d := &Draft{
-		ID: NewID(PrefixDraft), OwnerID: p.OwnerID, Mode: p.Mode, DocumentID: doc.ID, To: e164,
+		ID: NewID(PrefixDraft), OwnerID: p.OwnerID, Mode: p.Mode, DocumentID: doc.ID, To: e164, Country: country,
 		Cover: r.Cover, CoverText: r.CoverText, Pages: doc.Pages, PriceMicros: q.AmountMicros,
 		Status: DraftOpen, CreatedAt: now, ExpiresAt: now.Add(s.cfg.DraftTTL),
 	}
@@ -106,9 +106,11 @@ func (s *Service) GetDraft(ctx context.Context, p Principal, id string) (*DraftV
 // draftView is a stored draft as of now, with its quote at the price fixed
 // when it was made.
 func (s *Service) draftView(d *Draft) *DraftView {
-	country := ""
-	if _, c, err := s.d.Destination.Check(d.To); err == nil {
-		country = c
+	country := d.Country
+	if country == "" { // a draft made before drafts kept their country
+		if _, c, err := s.d.Destination.Check(d.To); err == nil {
+			country = c
+		}
 	}
 	q, err := s.d.Prices.Quote(d.To, country, d.Pages, d.Cover)
 	if err != nil {

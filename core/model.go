@@ -96,11 +96,13 @@ const (
 
 // Draft is a document, a destination and a quote, not yet paid.
 type Draft struct {
-	ID          string      `json:"id" db:"id"`
-	OwnerID     string      `json:"-" db:"owner_id"`
-	Mode        Mode        `json:"mode" db:"mode"`
-	DocumentID  string      `json:"documentId" db:"document_id"`
-	To          string      `json:"to" db:"destination"`
+	ID         string `json:"id" db:"id"`
+	OwnerID    string `json:"-" db:"owner_id"`
+	Mode       Mode   `json:"mode" db:"mode"`
+	DocumentID string `json:"documentId" db:"document_id"`
+	To         string `json:"to" db:"destination"`
+	// Country is the ISO region the destination was priced in.
+	Country     string      `json:"-" db:"country"`
 	Cover       bool        `json:"cover" db:"cover"`
 	CoverText   string      `json:"coverText,omitempty" db:"cover_text"`
 	Pages       int         `json:"pages" db:"pages"`

@@ -163,10 +163,16 @@ func (st storage) get(ctx context.Context, kind authstate.OAuthTokenKind, key st
 		return nil, false, fmt.Errorf("decode oauth session: %w", err)
 	}
 	// The stored row stands for the client as it was: no metadata
-	// document is fetched again to read a token.
-	c, err := st.s.store.GetOAuthClient(ctx, sr.ClientID)
-	if err != nil {
-		return nil, false, fmt.Errorf("client of oauth request: %w", err)
+	// document is fetched again to read a token. An access token is read
+	// on every resource request, and what fosite does with it
+	// (introspection, revocation) compares only the client's id, so its
+	// client is not read at all: the grant the resource checks next joins
+	// the client row, so a token of a deleted client still fails there.
+	c := &authstate.OAuthClient{ID: sr.ClientID}
+	if kind != authstate.OAuthAccessToken {
+		if c, err = st.s.store.GetOAuthClient(ctx, sr.ClientID); err != nil {
+			return nil, false, fmt.Errorf("client of oauth request: %w", err)
+		}
 	}
 	r := &fosite.Request{
 		ID: sr.ID, RequestedAt: sr.RequestedAt, Client: st.s.fositeClient(c),

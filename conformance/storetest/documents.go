@@ -111,7 +111,7 @@ func testDocuments(t *testing.T, s core.Store) {
 func newDraft(t *testing.T, s core.Store, doc *core.Document) *core.Draft {
 	t.Helper()
 	d := &core.Draft{
-		ID: core.NewID(core.PrefixDraft), OwnerID: doc.OwnerID, Mode: doc.Mode, DocumentID: doc.ID, To: "+14155550123",
+		ID: core.NewID(core.PrefixDraft), OwnerID: doc.OwnerID, Mode: doc.Mode, DocumentID: doc.ID, To: "+14155550123", Country: "US",
 		Cover: true, CoverText: "Attn: Billing", Pages: doc.Pages, PriceMicros: 280_000, Status: core.DraftOpen,
 		CreatedAt: at(0), ExpiresAt: at(86400),
 	}

@@ -44,6 +44,11 @@ CREATE INDEX credit_purchases_approval ON credit_purchases (approval_id);
 CREATE INDEX credit_purchases_task ON credit_purchases (task_id);
 CREATE INDEX credit_purchases_updated ON credit_purchases (updated_at);
 
+-- A draft keeps the country its destination was priced in, so reading
+-- it back (a task polled every few seconds) does not parse the number again.
+ALTER TABLE drafts ADD COLUMN country TEXT NOT NULL DEFAULT '';
+
 -- +goose Down
+ALTER TABLE drafts DROP COLUMN country;
 DROP TABLE credit_purchases;
 DROP TABLE agent_tasks;
