@@ -442,7 +442,15 @@ func TestCartAndApprovalExpire(t *testing.T) {
 func TestCancelCreditPurchase(t *testing.T) {
 	e := newAP2Env(t)
 	v := e.start(t, "pack_10")
-	got, err := e.svc.CancelTask(ctx, e.p, v.ID)
+	// Canceling needs the scope that started the task: an agent that may
+	// buy credits but not draft faxes cancels its purchase; one that may
+	// only draft faxes cannot.
+	buyer, drafter := e.p, e.p
+	buyer.Scopes = []core.Scope{core.ScopeCreditsCheckout}
+	drafter.Scopes = []core.Scope{core.ScopeFaxDraft}
+	_, err := e.svc.CancelTask(ctx, drafter, v.ID)
+	wantCode(t, err, core.CodeInsufficientScope)
+	got, err := e.svc.CancelTask(ctx, buyer, v.ID)
 	if err != nil || got.State != core.TaskCanceled {
 		t.Fatalf("cancel offered cart: %+v %v", got, err)
 	}

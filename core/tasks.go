@@ -73,11 +73,21 @@ func (s *Service) GetTask(ctx context.Context, p Principal, id string) (*TaskVie
 // not yet charged. Otherwise a KindConflict *Error with code
 // task_not_cancelable.
 func (s *Service) CancelTask(ctx context.Context, p Principal, id string) (*TaskView, error) {
-	if err := Authorize(p, OpCancelTask); err != nil {
-		return nil, err
+	// Canceling needs the scope that started the task: fax:draft for a fax,
+	// credits:checkout for a credit purchase. A credential with neither is
+	// refused before any task is read.
+	if !p.Has(ScopeFaxDraft) && !p.Has(ScopeCreditsCheckout) {
+		return nil, Authorize(p, OpCancelTask)
 	}
 	t, err := s.agentTask(ctx, p, id)
 	if err != nil {
+		return nil, err
+	}
+	op := OpCancelTask
+	if t.Kind == TaskCreditPurchase {
+		op = OpBuyCredits
+	}
+	if err := Authorize(p, op); err != nil {
 		return nil, err
 	}
 	switch t.Kind {
