@@ -26,6 +26,9 @@ type session struct {
 	*openid.DefaultSession
 	OwnerID string `json:"owner_id"`
 	GrantID string `json:"grant_id"`
+	// grant is the grant GrantID names, as read with an access token
+	// (storage.get); never stored.
+	grant *authstate.OAuthGrant
 }
 
 func newSession() *session {
@@ -146,7 +149,19 @@ func (st storage) create(ctx context.Context, kind authstate.OAuthTokenKind, key
 // fosite passes none). Inactive rows are returned with their request so
 // that fosite can revoke what they produced.
 func (st storage) get(ctx context.Context, kind authstate.OAuthTokenKind, key string, sess fosite.Session) (fosite.Requester, bool, error) {
-	t, err := st.s.store.GetOAuthToken(ctx, kind, hashKey(key))
+	// An access token is read with its grant in one query (a resource
+	// verifies one on every request); the grant rides on the session for
+	// VerifyAccessToken. A token whose grant is gone reads as unknown.
+	var (
+		t     *authstate.OAuthToken
+		grant *authstate.OAuthGrant
+		err   error
+	)
+	if kind == authstate.OAuthAccessToken {
+		t, grant, err = st.s.store.GetOAuthAccessToken(ctx, hashKey(key))
+	} else {
+		t, err = st.s.store.GetOAuthToken(ctx, kind, hashKey(key))
+	}
 	if errors.Is(err, core.ErrNoRows) {
 		return nil, false, fosite.ErrNotFound
 	} else if err != nil {
@@ -161,6 +176,9 @@ func (st storage) get(ctx context.Context, kind authstate.OAuthTokenKind, key st
 	}
 	if err := json.Unmarshal(sr.Session, sess); err != nil {
 		return nil, false, fmt.Errorf("decode oauth session: %w", err)
+	}
+	if fs, ok := sess.(*session); ok {
+		fs.grant = grant
 	}
 	// The stored row stands for the client as it was: no metadata
 	// document is fetched again to read a token. An access token is read

@@ -45,11 +45,17 @@ func (s *Server) VerifyAccessToken(ctx context.Context, token, audience string) 
 	if audience == "" || !ar.GetGrantedAudience().Has(audience) {
 		return core.Principal{}, invalidToken("the access token was issued for another resource")
 	}
-	g, err := s.store.GetOAuthGrant(ctx, fs.GrantID)
-	if errors.Is(err, core.ErrNoRows) {
-		return core.Principal{}, invalidToken("the access token is not valid")
-	} else if err != nil {
-		return core.Principal{}, err
+	// The grant was read with the token (storage.get); read it here only
+	// if it was not.
+	g := fs.grant
+	if g == nil || g.ID != fs.GrantID {
+		var err error
+		g, err = s.store.GetOAuthGrant(ctx, fs.GrantID)
+		if errors.Is(err, core.ErrNoRows) {
+			return core.Principal{}, invalidToken("the access token is not valid")
+		} else if err != nil {
+			return core.Principal{}, err
+		}
 	}
 	if g.RevokedAt != nil {
 		return core.Principal{}, invalidToken("the owner revoked this app's access")

@@ -121,6 +121,17 @@ func testOAuthGrants(t *testing.T, st core.Store) {
 	refresh := newToken(t, s, authstate.OAuthRefreshToken, "req-1", g)
 	other := newToken(t, s, authstate.OAuthAccessToken, "req-b", gb)
 
+	// An access token and its grant (with the client's name) in one read;
+	// a refresh token is not an access token.
+	gotTok, gotGrant, err := s.GetOAuthAccessToken(ctx, access.Signature)
+	must(t, err)
+	wantEqual(t, "GetOAuthAccessToken token", gotTok, access)
+	wantGrant, err := s.GetOAuthGrant(ctx, g.ID)
+	must(t, err)
+	wantEqual(t, "GetOAuthAccessToken grant", gotGrant, wantGrant)
+	_, _, err = s.GetOAuthAccessToken(ctx, refresh.Signature)
+	wantErr(t, "GetOAuthAccessToken of a refresh token", err, core.ErrNoRows)
+
 	// Owner B cannot revoke A's grant.
 	wantErr(t, "RevokeOAuthGrant by another owner", s.RevokeOAuthGrant(ctx, b.ID, g.ID, at(20)), core.ErrNoRows)
 	must(t, s.RevokeOAuthGrant(ctx, a.ID, g.ID, at(20)))
@@ -129,6 +140,8 @@ func testOAuthGrants(t *testing.T, st core.Store) {
 		_, err = s.GetOAuthToken(ctx, tok.Kind, tok.Signature)
 		wantErr(t, "token of a revoked grant", err, core.ErrNoRows)
 	}
+	_, _, err = s.GetOAuthAccessToken(ctx, access.Signature)
+	wantErr(t, "GetOAuthAccessToken of a revoked grant", err, core.ErrNoRows)
 	_, err = s.GetOAuthToken(ctx, other.Kind, other.Signature)
 	must(t, err)
 	got, err = s.GetOAuthGrant(ctx, g.ID)

@@ -55,6 +55,11 @@ type OAuthStore interface {
 	// GetOAuthToken returns a session by kind and signature hash, active
 	// or not.
 	GetOAuthToken(ctx context.Context, kind OAuthTokenKind, signature string) (*OAuthToken, error)
+	// GetOAuthAccessToken returns an access token session with the grant it
+	// acts under and that grant's client name, in one read (a resource
+	// verifies a token on every request); ErrNoRows when the token, its
+	// grant or the grant's client is missing.
+	GetOAuthAccessToken(ctx context.Context, signature string) (*OAuthToken, *OAuthGrant, error)
 	// DeleteOAuthToken deletes one session; deleting a missing one is not
 	// an error.
 	DeleteOAuthToken(ctx context.Context, kind OAuthTokenKind, signature string) error

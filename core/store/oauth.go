@@ -366,3 +366,32 @@ func (x q) RetireOAuthKeys(ctx context.Context, alg, keepID string, at time.Time
 	}
 	return nil
 }
+
+// oauthAccessRow is an access token with its grant (and the grant's client
+// name), read in one query: the grant's columns are aliased "g.<column>".
+type oauthAccessRow struct {
+	authstate.OAuthToken
+	Grant oauthGrantRow `db:"g"`
+}
+
+var oauthAccessSelect = func() string {
+	cols := strings.Split(strings.Join(strings.Fields(oauthTokenCols), ""), ",")
+	for i, c := range cols {
+		cols[i] = "t." + c
+	}
+	return "SELECT " + strings.Join(cols, ", ") + `,
+	g.id AS "g.id", g.owner_id AS "g.owner_id", g.client_id AS "g.client_id", g.scopes AS "g.raw_scopes",
+	g.resource AS "g.resource", g.created_at AS "g.created_at", g.updated_at AS "g.updated_at",
+	g.last_used_at AS "g.last_used_at", g.revoked_at AS "g.revoked_at", c.name AS "g.client_name", c.uri AS "g.client_uri"
+	FROM oauth_tokens t JOIN oauth_grants g ON g.id = t.grant_id JOIN oauth_clients c ON c.id = g.client_id
+	WHERE t.kind = ? AND t.signature = ?`
+}()
+
+func (x q) GetOAuthAccessToken(ctx context.Context, signature string) (*authstate.OAuthToken, *authstate.OAuthGrant, error) {
+	var r oauthAccessRow
+	if err := x.get(ctx, x.reader(), &r, oauthAccessSelect, authstate.OAuthAccessToken, signature); err != nil {
+		return nil, nil, fmt.Errorf("get oauth access token: %w", err)
+	}
+	g := r.Grant.grant()
+	return &r.OAuthToken, &g, nil
+}
