@@ -1,3 +1,4 @@
+	FAXHUB_SUITES_POSTGRES='$(PG_URL)' GO='$(GO)' ./conformance/run-suites.sh $(PG_SUITES) || status=1; \
 # faxhub — see README.md. `make run` and `make test` need only Go.
 GO        ?= go
 PG_URL    ?= postgres://postgres@127.0.0.1:5432/test?sslmode=disable
@@ -49,6 +50,9 @@ deps:
 # failures in conformance/baseline.yml). Ends with a table and
 # "N passed, N failed".
 SUITES := oauth browser mcp mcp-inspector mcp-conformance agents a2a a2a-cli
+# The protocol suites run a second time against a serve on PostgreSQL
+# (results named <suite>-postgres).
+PG_SUITES := oauth mcp agents a2a a2a-cli
 # Every Go fuzz target runs FUZZTIME in make check (conformance/fuzz.sh);
 # those that drive HTTP handlers on a database run again on PostgreSQL.
 FUZZTIME ?= 15s
@@ -65,7 +69,8 @@ check: deps tidy-check vet lint fmt-check
 	$(CHECK_ENV) GO='$(GO)' FUZZTIME=$(FUZZTIME) ./conformance/fuzz.sh $(OUT)/fuzz.tap || status=1; \
 	$(CHECK_ENV) GO='$(GO)' FUZZTIME=$(FUZZTIME) FAXHUB_TESTENV_POSTGRES='$(PG_URL)' ./conformance/fuzz.sh $(OUT)/fuzz-postgres.tap '$(FUZZ_HANDLERS)' || status=1; \
 	GO='$(GO)' ./conformance/run-suites.sh $(SUITES) || status=1; \
-	$(GO) run ./conformance/summarize -baseline conformance/baseline.yml all=$(OUT)/test-sqlite.json postgres=$(OUT)/test-postgres.json no-race=$(OUT)/test-memory.json crash-sqlite=$(OUT)/test-crash-sqlite.json crash-postgres=$(OUT)/test-crash-postgres.json fuzz=$(OUT)/fuzz.tap fuzz-postgres=$(OUT)/fuzz-postgres.tap $(foreach s,$(SUITES),$(s)=$(OUT)/$(s).tap) || status=1; \
+	FAXHUB_SUITES_POSTGRES='$(PG_URL)' GO='$(GO)' ./conformance/run-suites.sh $(PG_SUITES) || status=1; \
+	$(GO) run ./conformance/summarize -baseline conformance/baseline.yml all=$(OUT)/test-sqlite.json postgres=$(OUT)/test-postgres.json no-race=$(OUT)/test-memory.json crash-sqlite=$(OUT)/test-crash-sqlite.json crash-postgres=$(OUT)/test-crash-postgres.json fuzz=$(OUT)/fuzz.tap fuzz-postgres=$(OUT)/fuzz-postgres.tap $(foreach s,$(SUITES),$(s)=$(OUT)/$(s).tap) $(foreach s,$(PG_SUITES),$(s)-postgres=$(OUT)/$(s)-postgres.tap) || status=1; \
 	exit $$status
 
 # Throughput, memory and start-up figures against baselines measured in the

@@ -56,9 +56,24 @@ DATA=$(mktemp -d "${TMPDIR:-/tmp}/faxhub-conformance.XXXXXX")
 PORT=$(node -e 'const s=require("net").createServer().listen(0,"127.0.0.1",()=>{console.log(s.address().port);s.close()})')
 BASE=http://localhost:$PORT
 SERVER_PID=
+
+# FAXHUB_SUITES_POSTGRES=postgres://… runs the suites against a serve on a
+# fresh PostgreSQL schema (dropped afterwards) instead of SQLite; their TAP
+# files are then named <suite>-postgres.tap.
+TAG=
+SCHEMA=
+if [ -n "${FAXHUB_SUITES_POSTGRES:-}" ]; then
+  command -v psql >/dev/null || { echo "run-suites: psql is missing (make deps)" >&2; exit 1; }
+  SCHEMA=faxhub_suites_$(od -An -N6 -tx1 /dev/urandom | tr -d ' \n')
+  psql -q "$FAXHUB_SUITES_POSTGRES" -c "CREATE SCHEMA $SCHEMA" >/dev/null
+  case "$FAXHUB_SUITES_POSTGRES" in *\?*) sep='&' ;; *) sep='?' ;; esac
+  export FAXHUB_DATABASE_URL="$FAXHUB_SUITES_POSTGRES${sep}search_path=$SCHEMA"
+  TAG=-postgres
+fi
 cleanup() {
   if [ -n "$SERVER_PID" ]; then kill "$SERVER_PID" 2>/dev/null || true; wait "$SERVER_PID" 2>/dev/null || true; fi
   rm -rf "$DATA"
+  if [ -n "$SCHEMA" ]; then psql -q "$FAXHUB_SUITES_POSTGRES" -c "DROP SCHEMA $SCHEMA CASCADE" >/dev/null 2>&1 || true; fi
 }
 trap cleanup EXIT
 
@@ -69,23 +84,23 @@ OWNER=conformance@example.com
 SESSION_COOKIE=$("$BIN" admin session create --data "$DATA" --base-url "$BASE" --owner "$OWNER" --log-level error)
 
 "$BIN" serve --dev --sim-timescale 0 --data "$DATA" --addr "127.0.0.1:$PORT" --base-url "$BASE" \
-  --log-level warn >"$OUT/server.log" 2>&1 &
+  --log-level warn >"$OUT/server$TAG.log" 2>&1 &
 SERVER_PID=$!
 for _ in $(seq 1 100); do
   if curl -fsS "http://127.0.0.1:$PORT/readyz" >/dev/null 2>&1; then break; fi
-  kill -0 "$SERVER_PID" 2>/dev/null || { echo "run-suites: faxhub serve exited; see $OUT/server.log" >&2; cat "$OUT/server.log" >&2; exit 1; }
+  kill -0 "$SERVER_PID" 2>/dev/null || { echo "run-suites: faxhub serve exited; see $OUT/server$TAG.log" >&2; cat "$OUT/server$TAG.log" >&2; exit 1; }
   sleep 0.1
 done
 curl -fsS "http://127.0.0.1:$PORT/readyz" >/dev/null || { echo "run-suites: /readyz never answered" >&2; exit 1; }
-echo "run-suites: faxhub serve on $BASE (data $DATA)"
+echo "run-suites: faxhub serve on $BASE (data $DATA${SCHEMA:+, PostgreSQL schema $SCHEMA})"
 
 export FAXHUB_BASE_URL=$BASE FAXHUB_SESSION_COOKIE=$SESSION_COOKIE FAXHUB_OUT=$OUT
 for s in "${ORDER[@]}"; do
   echo "run-suites: $s (${SUITES[$s]})"
-  rm -f "$OUT/$s.tap" # a suite that dies before writing must not count an old run
+  rm -f "$OUT/$s$TAG.tap" # a suite that dies before writing must not count an old run
   # The TAP file is what the summarizer counts; the spec reporter is for people.
   node --test --test-concurrency=1 --test-timeout=120000 \
-    --test-reporter=tap --test-reporter-destination="$OUT/$s.tap" \
+    --test-reporter=tap --test-reporter-destination="$OUT/$s$TAG.tap" \
     --test-reporter=spec --test-reporter-destination=stdout \
     "${SUITES[$s]}" || true
 done
