@@ -3,13 +3,9 @@ package oauth
 import (
 	"context"
 	"crypto"
-	"crypto/aes"
-	"crypto/cipher"
 	"crypto/ed25519"
-	"crypto/hmac"
 	"crypto/rand"
 	"crypto/rsa"
-	"crypto/sha256"
 	"crypto/x509"
 	"encoding/base64"
 	"encoding/json"
@@ -19,6 +15,7 @@ import (
 	"time"
 
 	"github.com/faxhub/faxhub/core/authstate"
+	"github.com/faxhub/faxhub/core/seal"
 	jose "github.com/go-jose/go-jose/v3"
 )
 
@@ -58,43 +55,22 @@ type keyring struct {
 	public   jose.JSONWebKeySet
 }
 
-func (k *keyring) aead(ctx context.Context) (cipher.AEAD, error) {
+// seal encrypts a PKCS#8 private key; the kid and alg are authenticated
+// data, so a sealed key cannot be moved to another row.
+func (k *keyring) seal(ctx context.Context, kid, alg string, der []byte) ([]byte, error) {
 	secret, err := k.secret(ctx)
 	if err != nil {
 		return nil, err
 	}
-	m := hmac.New(sha256.New, secret)
-	m.Write([]byte(sealInfo))
-	block, err := aes.NewCipher(m.Sum(nil))
-	if err != nil {
-		return nil, err
-	}
-	return cipher.NewGCM(block)
-}
-
-// seal encrypts a PKCS#8 private key; the kid and alg are authenticated
-// data, so a sealed key cannot be moved to another row.
-func (k *keyring) seal(ctx context.Context, kid, alg string, der []byte) ([]byte, error) {
-	a, err := k.aead(ctx)
-	if err != nil {
-		return nil, err
-	}
-	nonce := make([]byte, a.NonceSize(), a.NonceSize()+len(der)+a.Overhead())
-	if _, err := rand.Read(nonce); err != nil {
-		return nil, err
-	}
-	return a.Seal(nonce, nonce, der, []byte(kid+"\x00"+alg)), nil
+	return seal.Seal(secret, sealInfo, []byte(kid+"\x00"+alg), der)
 }
 
 func (k *keyring) open(ctx context.Context, kid, alg string, sealed []byte) ([]byte, error) {
-	a, err := k.aead(ctx)
+	secret, err := k.secret(ctx)
 	if err != nil {
 		return nil, err
 	}
-	if len(sealed) < a.NonceSize() {
-		return nil, errors.New("sealed key too short")
-	}
-	return a.Open(nil, sealed[:a.NonceSize()], sealed[a.NonceSize():], []byte(kid+"\x00"+alg))
+	return seal.Open(secret, sealInfo, []byte(kid+"\x00"+alg), sealed)
 }
 
 // create generates, seals and stores a key of alg and retires the others
