@@ -4,9 +4,6 @@ import (
 	"bytes"
 	"cmp"
 	"context"
-	"crypto/aes"
-	"crypto/cipher"
-	"crypto/rand"
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/json"
@@ -17,6 +14,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/faxhub/faxhub/core/payments"
+	"github.com/faxhub/faxhub/core/seal"
 )
 
 // AP2 v0.1 credit purchases. We are the merchant: we offer a cart (a
@@ -39,6 +37,8 @@ const (
 	// credentialSecret names the server secret that seals payment
 	// credentials while a purchase waits for its approval.
 	credentialSecret = "ap2-credential"
+	// credentialPurpose separates the sealing key from other uses of it.
+	credentialPurpose = "faxhub ap2 payment credentials v1"
 	// maxCredentialBytes bounds a mandate's payment_response.details.
 	maxCredentialBytes = 4 << 10
 	maxMandateIDLen    = 128
@@ -107,11 +107,9 @@ func (s *Service) StartCreditPurchase(ctx context.Context, p Principal, skill, c
 	if err := Authorize(p, OpBuyCredits); err != nil {
 		return nil, err
 	}
-	if len(skill) > MaxTaskSkill {
-		return nil, Errorf(KindInvalid, CodeInvalidRequest, "skill is longer than %d characters", MaxTaskSkill)
-	}
-	if len(contextID) > MaxTaskContextID {
-		return nil, Errorf(KindInvalid, CodeInvalidRequest, "contextId is longer than %d characters", MaxTaskContextID)
+	contextID, err := taskLabels(skill, contextID)
+	if err != nil {
+		return nil, err
 	}
 	pack, ok := s.d.Prices.Pack(packID)
 	if !ok {
@@ -139,9 +137,6 @@ func (s *Service) StartCreditPurchase(ctx context.Context, p Principal, skill, c
 		return nil, fmt.Errorf("sign cart mandate: %w", err)
 	}
 	c.CartJWS = jws
-	if contextID == "" {
-		contextID = NewID(PrefixContext)
-	}
 	t := &AgentTask{
 		ID: c.TaskID, OwnerID: p.OwnerID, Mode: p.Mode, Kind: TaskCreditPurchase, Skill: skill,
 		ContextID: contextID, SubjectID: c.ID, CreatedAt: now,
@@ -159,14 +154,6 @@ func (s *Service) StartCreditPurchase(ctx context.Context, p Principal, skill, c
 		return nil, err
 	}
 	return s.purchaseView(ctx, t, c, contents)
-}
-
-func (s *Service) unknownPack(packID string) error {
-	ids := make([]string, len(s.d.Prices.Packs))
-	for i, pk := range s.d.Prices.Packs {
-		ids[i] = pk.ID
-	}
-	return Errorf(KindInvalid, CodeUnknownPack, "unknown credit pack %q", packID).With("packs", ids)
 }
 
 // paymentMethod is the method charging AP2 credentials in mode; AP2 needs
@@ -370,50 +357,27 @@ func checkMandate(c *CreditPurchase, m PaymentMandate) error {
 
 func isControl(r rune) bool { return r < 0x20 || r == 0x7f }
 
-// sealCredential encrypts a payment credential with AES-256-GCM under the
-// shared server secret, bound to its cart (the additional data), so a
-// database reader sees no card token and a sealed credential cannot be
-// moved to another purchase.
+// sealCredential encrypts a payment credential under the shared server
+// secret (core/seal), bound to its cart, so a database reader sees no card
+// token and a sealed credential cannot be moved to another purchase.
 func (s *Service) sealCredential(ctx context.Context, cartID string, plain []byte) ([]byte, error) {
-	aead, err := s.credentialAEAD(ctx)
-	if err != nil {
-		return nil, err
-	}
-	nonce := make([]byte, aead.NonceSize())
-	if _, err := rand.Read(nonce); err != nil {
-		return nil, fmt.Errorf("seal credential: %w", err)
-	}
-	return aead.Seal(nonce, nonce, plain, []byte(cartID)), nil
-}
-
-func (s *Service) openCredential(ctx context.Context, cartID string, sealed []byte) ([]byte, error) {
-	aead, err := s.credentialAEAD(ctx)
-	if err != nil {
-		return nil, err
-	}
-	if len(sealed) < aead.NonceSize() {
-		return nil, errors.New("open credential: too short")
-	}
-	plain, err := aead.Open(nil, sealed[:aead.NonceSize()], sealed[aead.NonceSize():], []byte(cartID))
-	if err != nil {
-		return nil, fmt.Errorf("open credential: %w", err)
-	}
-	return plain, nil
-}
-
-func (s *Service) credentialAEAD(ctx context.Context) (cipher.AEAD, error) {
 	key, err := s.d.Store.Secret(ctx, credentialSecret)
 	if err != nil {
 		return nil, fmt.Errorf("credential key: %w", err)
 	}
-	if len(key) < 32 {
-		return nil, fmt.Errorf("credential key: %d bytes, need 32", len(key))
-	}
-	block, err := aes.NewCipher(key[:32])
+	return seal.Seal(key, credentialPurpose, []byte(cartID), plain)
+}
+
+func (s *Service) openCredential(ctx context.Context, cartID string, sealed []byte) ([]byte, error) {
+	key, err := s.d.Store.Secret(ctx, credentialSecret)
 	if err != nil {
-		return nil, fmt.Errorf("credential cipher: %w", err)
+		return nil, fmt.Errorf("credential key: %w", err)
 	}
-	return cipher.NewGCM(block)
+	plain, err := seal.Open(key, credentialPurpose, []byte(cartID), sealed)
+	if err != nil {
+		return nil, fmt.Errorf("open credential: %w", err)
+	}
+	return plain, nil
 }
 
 // purchaseTaskView derives a credit-purchase task's state from its

@@ -104,11 +104,7 @@ func (s *Service) CreateCreditCheckout(ctx context.Context, p Principal, packID 
 	}
 	pack, ok := s.d.Prices.Pack(packID)
 	if !ok {
-		ids := make([]string, len(s.d.Prices.Packs))
-		for i, pk := range s.d.Prices.Packs {
-			ids[i] = pk.ID
-		}
-		return nil, Errorf(KindInvalid, CodeUnknownPack, "unknown credit pack %q", packID).With("packs", ids)
+		return nil, s.unknownPack(packID)
 	}
 	c := &Checkout{
 		ID: NewID(PrefixCheckout), OwnerID: p.OwnerID, Mode: p.Mode, Kind: CheckoutCreditPack, PackID: pack.ID,
@@ -120,4 +116,13 @@ func (s *Service) CreateCreditCheckout(ctx context.Context, p Principal, packID 
 	}
 	cs.PackID, cs.Credit = pack.ID, pack.Credit
 	return cs, nil
+}
+
+// unknownPack refuses a pack id that is not on sale, listing those that are.
+func (s *Service) unknownPack(packID string) error {
+	ids := make([]string, len(s.d.Prices.Packs))
+	for i, pk := range s.d.Prices.Packs {
+		ids[i] = pk.ID
+	}
+	return Errorf(KindInvalid, CodeUnknownPack, "unknown credit pack %q", packID).With("packs", ids)
 }

@@ -17,6 +17,21 @@ const (
 	MaxTaskContextID = 256
 )
 
+// taskLabels checks what an adapter records on a new task and names the
+// conversation when the agent sent none.
+func taskLabels(skill, contextID string) (string, error) {
+	if len(skill) > MaxTaskSkill {
+		return "", Errorf(KindInvalid, CodeInvalidRequest, "skill is longer than %d characters", MaxTaskSkill)
+	}
+	if len(contextID) > MaxTaskContextID {
+		return "", Errorf(KindInvalid, CodeInvalidRequest, "contextId is longer than %d characters", MaxTaskContextID)
+	}
+	if contextID == "" {
+		contextID = NewID(PrefixContext)
+	}
+	return contextID, nil
+}
+
 // StartFaxTask validates and prices a fax (CreateDraft), stores the draft
 // and returns the task that follows it: input_required, with the draft's
 // quote and its hosted checkoutUrl. It never spends account credits: the
@@ -24,19 +39,14 @@ const (
 // record); contextID is the conversation the task belongs to (generated
 // when empty).
 func (s *Service) StartFaxTask(ctx context.Context, p Principal, skill, contextID string, r CreateDraftRequest) (*TaskView, error) {
-	if len(skill) > MaxTaskSkill {
-		return nil, Errorf(KindInvalid, CodeInvalidRequest, "skill is longer than %d characters", MaxTaskSkill)
-	}
-	if len(contextID) > MaxTaskContextID {
-		return nil, Errorf(KindInvalid, CodeInvalidRequest, "contextId is longer than %d characters", MaxTaskContextID)
+	contextID, err := taskLabels(skill, contextID)
+	if err != nil {
+		return nil, err
 	}
 	// CreateDraft authorises fax:draft and checks everything about the fax.
 	d, err := s.CreateDraft(ctx, p, r)
 	if err != nil {
 		return nil, err
-	}
-	if contextID == "" {
-		contextID = NewID(PrefixContext)
 	}
 	t := &AgentTask{
 		ID: NewID(PrefixTask), OwnerID: p.OwnerID, Mode: p.Mode, Kind: TaskFax, Skill: skill,
