@@ -1,0 +1,529 @@
+package core
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"time"
+)
+
+// Delegated hosts and agents (spec, Authentication section 4; Agent Auth
+// Protocol 1.0-draft). A host is an agent runtime the owner provisioned
+// from the console; it holds its own Ed25519 key pair and registers agents,
+// each with a key pair of its own. An agent acts with the capabilities the
+// owner granted by device approval; every send_fax waits for the owner's
+// passkey with user verification.
+//
+// hostagent/ verifies the host and agent JWTs (signature, typ, alg, aud,
+// time, replay through UseJWTID) and turns HTTP into the calls below; every
+// rule about hosts, agents, grants, approvals and money is here.
+
+// Lifetimes and bounds of the delegated flow.
+const (
+	// HostEnrollmentTTL is how long a host enrollment token (host create
+	// without a public key) may be used.
+	HostEnrollmentTTL = time.Hour
+	// DeviceApprovalTTL is how long a device code (user code and
+	// verification link) stays valid; POST …/agent/device/code re-issues.
+	DeviceApprovalTTL = 10 * time.Minute
+	// DeviceInterval is the polling interval of GET …/agent/status, in
+	// seconds.
+	DeviceInterval = 5
+	// DeviceMaxTries wrong user codes end a device code; the host has to
+	// re-issue one.
+	DeviceMaxTries = 5
+	// DelegatedSendTTL is how long a send_fax approval waits for the owner.
+	DelegatedSendTTL = 15 * time.Minute
+	// MaxHostsPerOwner bounds the hosts (any status but revoked) of one
+	// owner; MaxAgentsPerHost the agents (pending or active) of one host.
+	MaxHostsPerOwner = 50
+	MaxAgentsPerHost = 100
+	// DelegatedJWTMaxLifetime is the largest exp − iat of a host or agent
+	// JWT; DelegatedJWTSkew the clock skew allowed on iat and exp. A jti is
+	// remembered until exp + skew.
+	DelegatedJWTMaxLifetime = 60 * time.Second
+	DelegatedJWTSkew        = 30 * time.Second
+)
+
+// ID prefixes and secret prefixes of the delegated flow.
+const (
+	PrefixHost           = "hst_"
+	PrefixDelegatedAgent = "dag_"
+	PrefixDelegatedSend  = "dsn_"
+	// SecretHostEnrollment prefixes a host enrollment token.
+	SecretHostEnrollment = "fxh_"
+)
+
+// DevicePagePath is the owner's device verification page (the console
+// serves it): verification_uri is {base_url}+DevicePagePath and
+// verification_uri_complete adds ?agent_id=…&code=….
+const DevicePagePath = "/console/device"
+
+// Error codes of the delegated flow (Agent Auth Protocol §5.13, plus ours).
+// hostagent sends them as the "error" member of {error, message}.
+const (
+	CodeInvalidJWT           = "invalid_jwt"
+	CodeAgentPending         = "agent_pending"
+	CodeAgentRevoked         = "agent_revoked"
+	CodeAgentRejected        = "agent_rejected"
+	CodeAgentExpired         = "agent_expired"
+	CodeHostRevoked          = "host_revoked"
+	CodeCapabilityNotGranted = "capability_not_granted"
+	CodeAgentExists          = "agent_exists"
+	CodeAgentNotFound        = "agent_not_found"
+	CodeHostNotFound         = "host_not_found"
+	// CodeHostKeyInUse: the public key is another host's (or an agent's):
+	// every host and agent has a key pair of its own.
+	CodeHostKeyInUse = "key_in_use"
+	// CodeInvalidPublicKey: not an Ed25519 public JWK.
+	CodeInvalidPublicKey = "invalid_public_key"
+	// CodeJWTReplayed: a host or agent JWT's jti was seen before.
+	CodeJWTReplayed = "jwt_replayed"
+	// CodeTooManyHosts / CodeTooManyAgents: MaxHostsPerOwner /
+	// MaxAgentsPerHost reached.
+	CodeTooManyHosts  = "too_many_hosts"
+	CodeTooManyAgents = "too_many_agents"
+	// Device page codes (the owner's side).
+	CodeDeviceWrongCode    = "device_wrong_code"
+	CodeDeviceTooManyTries = "device_too_many_tries"
+	CodeDeviceExpired      = "device_code_expired"
+	CodeDeviceDecided      = "device_decided"
+	// CodeCapabilityWiden: the owner may narrow what an agent asked for,
+	// never add to it.
+	CodeCapabilityWiden = "capability_not_requested"
+	// CodeUnknownCapability: a capability name faxhub does not have.
+	CodeUnknownCapability = "unknown_capability"
+)
+
+// errNotBuilt marks a delegated-flow method whose implementation has not
+// landed yet (removed when it has).
+var errNotBuilt = errors.New("core: delegated hosts are not built yet")
+
+// Capability is a delegated capability (spec: validate_fax, send_fax,
+// get_fax_status, get_credits, create_credit_checkout; faxhub adds
+// create_upload, how a delegated agent supplies a document larger than an
+// inline file).
+type Capability string
+
+const (
+	CapValidateFax          Capability = "validate_fax"
+	CapCreateUpload         Capability = "create_upload"
+	CapSendFax              Capability = "send_fax"
+	CapGetFaxStatus         Capability = "get_fax_status"
+	CapGetCredits           Capability = "get_credits"
+	CapCreateCreditCheckout Capability = "create_credit_checkout"
+)
+
+// capabilityOps is the one table of what each capability lets an agent do:
+// the core operation (and so, through scopeFor, the scope) it stands for.
+// A delegated agent's Principal carries exactly the scopes of its granted
+// capabilities.
+var capabilityOps = map[Capability]Operation{
+	CapValidateFax:          OpQuote,
+	CapCreateUpload:         OpCreateUpload,
+	CapSendFax:              OpSendFax,
+	CapGetFaxStatus:         OpGetFax,
+	CapGetCredits:           OpGetCredits,
+	CapCreateCreditCheckout: OpCreditCheckout,
+}
+
+// Capabilities lists every delegated capability in documentation order (a
+// new slice each call).
+func Capabilities() []Capability {
+	return []Capability{CapValidateFax, CapCreateUpload, CapSendFax, CapGetFaxStatus, CapGetCredits, CapCreateCreditCheckout}
+}
+
+// CapabilityOperation is the core operation a capability stands for; false
+// for an unknown capability.
+func CapabilityOperation(c Capability) (Operation, bool) {
+	op, ok := capabilityOps[c]
+	return op, ok
+}
+
+// HostStatus is where a host stands.
+//
+//	pending_enrollment → active (enrolled with its key) → revoked
+//	pending_enrollment → revoked (token revoked) ; an expired token reads as expired
+type HostStatus string
+
+const (
+	HostPendingEnrollment HostStatus = "pending_enrollment"
+	HostActive            HostStatus = "active"
+	HostRevoked           HostStatus = "revoked"
+)
+
+// Host is an agent runtime an owner provisioned. PublicKey is the host's
+// Ed25519 public JWK in canonical form (PublicJWK.JSON); Thumbprint its
+// RFC 7638 SHA-256 thumbprint, which the host may use as iss.
+type Host struct {
+	ID                  string       `db:"id" json:"hostId"`
+	OwnerID             string       `db:"owner_id" json:"-"`
+	Name                string       `db:"name" json:"name"`
+	PublicKey           *string      `db:"public_key" json:"publicKey,omitempty"`
+	Thumbprint          *string      `db:"thumbprint" json:"thumbprint,omitempty"`
+	DefaultCapabilities []Capability `db:"-" json:"defaultCapabilities"`
+	Status              HostStatus   `db:"status" json:"status"`
+	EnrollmentHash      *string      `db:"enrollment_hash" json:"-"`
+	EnrollmentExpiresAt *time.Time   `db:"enrollment_expires_at" json:"enrollmentExpiresAt,omitempty"`
+	CreatedAt           time.Time    `db:"created_at" json:"createdAt"`
+	EnrolledAt          *time.Time   `db:"enrolled_at" json:"enrolledAt,omitempty"`
+	RevokedAt           *time.Time   `db:"revoked_at" json:"revokedAt,omitempty"`
+	LastUsedAt          *time.Time   `db:"last_used_at" json:"lastUsedAt,omitempty"`
+}
+
+// DelegatedAgentStatus is where a delegated agent stands.
+//
+//	pending → active (owner approved) | rejected (owner declined)
+//	pending past its device code's expiry reads as expired until re-issued
+//	pending | active → revoked (owner, its host, or its host's revocation)
+type DelegatedAgentStatus string
+
+const (
+	DelegatedPending  DelegatedAgentStatus = "pending"
+	DelegatedActive   DelegatedAgentStatus = "active"
+	DelegatedRejected DelegatedAgentStatus = "rejected"
+	DelegatedRevoked  DelegatedAgentStatus = "revoked"
+	DelegatedExpired  DelegatedAgentStatus = "expired"
+)
+
+// DelegatedAgent is an agent a host registered. Requested is what it asked
+// for, Granted what the owner approved (a subset).
+type DelegatedAgent struct {
+	ID         string               `db:"id" json:"agent_id"`
+	HostID     string               `db:"host_id" json:"host_id"`
+	OwnerID    string               `db:"owner_id" json:"-"`
+	Name       string               `db:"name" json:"name"`
+	PublicKey  string               `db:"public_key" json:"-"` // canonical public JWK
+	Thumbprint string               `db:"thumbprint" json:"-"`
+	Requested  []Capability         `db:"-" json:"requested_capabilities"`
+	Granted    []Capability         `db:"-" json:"granted_capabilities"`
+	Status     DelegatedAgentStatus `db:"status" json:"status"`
+	// The current device code: its hash, expiry, wrong tries and the inbox
+	// approval that mirrors it. Re-issuing replaces all four.
+	UserCodeHash  string     `db:"user_code_hash" json:"-"`
+	DeviceExpires time.Time  `db:"device_expires_at" json:"-"`
+	DeviceTries   int        `db:"device_tries" json:"-"`
+	ApprovalID    string     `db:"approval_id" json:"-"`
+	CreatedAt     time.Time  `db:"created_at" json:"created_at"`
+	ActivatedAt   *time.Time `db:"activated_at" json:"activated_at,omitempty"`
+	RevokedAt     *time.Time `db:"revoked_at" json:"revoked_at,omitempty"`
+	LastUsedAt    *time.Time `db:"last_used_at" json:"last_used_at,omitempty"`
+}
+
+// PublicJWK is a parsed Ed25519 public JWK: JSON is its canonical form
+// (kty, crv, x only; what is stored), Thumbprint its RFC 7638 thumbprint
+// (base64url SHA-256), Key the 32 raw key bytes.
+type PublicJWK struct {
+	JSON       string
+	Thumbprint string
+	Key        []byte
+}
+
+// ParsePublicJWK accepts an Ed25519 public JWK ({"kty":"OKP","crv":
+// "Ed25519","x":…}, optional kid/alg/use) and refuses anything else,
+// including a JWK that carries a private part ("d"): a host must never send
+// its private key. Errors are KindInvalid with CodeInvalidPublicKey.
+func ParsePublicJWK(raw json.RawMessage) (PublicJWK, error) {
+	return PublicJWK{}, errNotBuilt
+}
+
+// HostCreateRequest is POST /api/auth/host/create (owner session) and the
+// console's Hosts form. Without PublicKey the host is created
+// pending_enrollment with a one-use enrollment token.
+type HostCreateRequest struct {
+	Name                string
+	PublicKey           json.RawMessage // optional public JWK
+	DefaultCapabilities []Capability
+}
+
+// HostCreated is a new host; EnrollmentToken (shown once, stored hashed)
+// is set when it was created without a key.
+type HostCreated struct {
+	Host            *Host
+	EnrollmentToken string
+}
+
+// CreateHost provisions a host for the owner (rate limited per owner
+// across replicas; at most MaxHostsPerOwner live hosts).
+func (s *Service) CreateHost(ctx context.Context, ownerID string, r HostCreateRequest) (*HostCreated, error) {
+	return nil, errNotBuilt
+}
+
+// EnrollHost completes a host created without a key: the token is
+// consumed in the same transaction that records the key, so a failed
+// enrollment (bad key, key in use) leaves it usable; a used, expired or
+// revoked token is refused with CodeInvalidEnrollment.
+func (s *Service) EnrollHost(ctx context.Context, token string, publicKey json.RawMessage, name string) (*Host, error) {
+	return nil, errNotBuilt
+}
+
+// HostWithAgents is one host as the owner's Hosts page lists it.
+type HostWithAgents struct {
+	Host   Host
+	Agents []DelegatedAgent
+}
+
+// ListHosts lists the owner's hosts (revoked ones too, newest first) with
+// their agents.
+func (s *Service) ListHosts(ctx context.Context, ownerID string) ([]HostWithAgents, error) {
+	return nil, errNotBuilt
+}
+
+// RevokeHost revokes one of the owner's hosts and every agent it
+// registered, at once and for every replica.
+func (s *Service) RevokeHost(ctx context.Context, ownerID, hostID string) error {
+	return errNotBuilt
+}
+
+// HostForJWT finds the host a host or agent JWT names in iss: its host id
+// or the RFC 7638 thumbprint of its key. Only an enrolled host has a key:
+// unknown and pending_enrollment hosts are CodeInvalidJWT (KindUnauthenticated),
+// a revoked one CodeHostRevoked (KindForbidden).
+func (s *Service) HostForJWT(ctx context.Context, iss string) (*Host, error) {
+	return nil, errNotBuilt
+}
+
+// UseJWTID records a verified JWT's jti for issuer (a host id) until
+// expires (exp + DelegatedJWTSkew) in the shared store; a jti seen before,
+// on any replica, is CodeJWTReplayed (KindUnauthenticated).
+func (s *Service) UseJWTID(ctx context.Context, issuer, jti string, expires time.Time) error {
+	return errNotBuilt
+}
+
+// DelegatedAgentRequest is POST /api/auth/agent/register after the host
+// JWT verified. AgentKey is the agent_public_key claim, parsed.
+type DelegatedAgentRequest struct {
+	Name            string
+	Mode            string // must be "delegated"
+	PreferredMethod string // "" or "device_authorization"
+	Capabilities    []Capability
+	ForceApproval   bool
+	AgentKey        PublicJWK
+}
+
+// DeviceApproval is the approval object of a pending agent (Agent Auth
+// Protocol §7, RFC 8628 §3.2 names).
+type DeviceApproval struct {
+	Method                  string `json:"method"` // device_authorization
+	VerificationURI         string `json:"verification_uri"`
+	VerificationURIComplete string `json:"verification_uri_complete"`
+	UserCode                string `json:"user_code"`
+	ExpiresIn               int    `json:"expires_in"`
+	Interval                int    `json:"interval"`
+}
+
+// DelegatedAgentView is what register, status and device/code answer.
+// Approval is set while the agent is pending and its code was just issued
+// (register, device/code); status never repeats the user code.
+type DelegatedAgentView struct {
+	Agent    *DelegatedAgent
+	Approval *DeviceApproval
+}
+
+// RegisterDelegatedAgent registers an agent for a verified host. The
+// agent's key must not be the host's (nor any other host's or agent's). A
+// retry by the same host with the same agent key while the agent is pending
+// answers the same agent (idempotent; a fresh device code if the old one
+// expired); otherwise a known key is CodeAgentExists. Requested
+// capabilities that the host's default capabilities cover are granted at
+// once unless ForceApproval; anything else waits for the owner's device
+// approval (pending, with a DeviceApproval).
+func (s *Service) RegisterDelegatedAgent(ctx context.Context, host *Host, r DelegatedAgentRequest) (*DelegatedAgentView, error) {
+	return nil, errNotBuilt
+}
+
+// DelegatedAgentStatus reads one of host's agents (CodeAgentNotFound for
+// an agent of another host, exactly as for an unknown id).
+func (s *Service) DelegatedAgentStatus(ctx context.Context, host *Host, agentID string) (*DelegatedAgent, error) {
+	return nil, errNotBuilt
+}
+
+// ReissueDeviceCode issues a new device code for one of host's pending
+// (or expired-pending) agents; the old code and its inbox approval stop
+// working. It never registers anything: an unknown agent is
+// CodeAgentNotFound, an active/rejected/revoked one a conflict.
+func (s *Service) ReissueDeviceCode(ctx context.Context, host *Host, agentID string) (*DelegatedAgentView, error) {
+	return nil, errNotBuilt
+}
+
+// RevokeDelegatedAgent revokes an agent, by its host (hostID set) or by
+// its owner (ownerID set, the console or the owner's session).
+func (s *Service) RevokeDelegatedAgent(ctx context.Context, ownerID, hostID, agentID string) (*DelegatedAgent, error) {
+	return nil, errNotBuilt
+}
+
+// DelegatedAgentForJWT is the agent an agent JWT (iss = host, sub = agent)
+// names, checked for use: host active, agent of that host, agent active.
+// Otherwise CodeInvalidJWT (unknown), CodeHostRevoked, CodeAgentPending,
+// CodeAgentRejected, CodeAgentExpired or CodeAgentRevoked.
+func (s *Service) DelegatedAgentForJWT(ctx context.Context, host *Host, agentID string) (*DelegatedAgent, error) {
+	return nil, errNotBuilt
+}
+
+// DelegatedPrincipal is the Principal of an active agent: the owner's, in
+// Config.AgentMode, with exactly the scopes of its granted capabilities.
+func (s *Service) DelegatedPrincipal(host *Host, a *DelegatedAgent) Principal {
+	return Principal{}
+}
+
+// AuthorizeCapability checks that the agent was granted c
+// (CodeCapabilityNotGranted, KindForbidden) and that c is known
+// (CodeUnknownCapability, KindInvalid), then the one scope check.
+func AuthorizeCapability(p Principal, a *DelegatedAgent, c Capability) error {
+	return errNotBuilt
+}
+
+// DeviceRequest is what the owner's device page shows.
+type DeviceRequest struct {
+	Host      *Host
+	Agent     *DelegatedAgent
+	ExpiresAt time.Time
+	TriesLeft int
+}
+
+// DeviceRequestForOwner returns the pending agent behind a device link for
+// the signed-in owner (only the host's owner may see it; CodeAgentNotFound
+// otherwise, and CodeDeviceExpired / CodeDeviceDecided for a code past its
+// life or an agent no longer pending). The user code is checked by
+// DecideDevice, not here.
+func (s *Service) DeviceRequestForOwner(ctx context.Context, ownerID, agentID string) (*DeviceRequest, error) {
+	return nil, errNotBuilt
+}
+
+// DecideDevice records the owner's decision on a device code: approving
+// needs the user code (DeviceMaxTries wrong codes end it) and grants caps,
+// a non-empty subset of what the agent asked for (CodeCapabilityWiden
+// otherwise); declining rejects the agent. The inbox approval follows.
+func (s *Service) DecideDevice(ctx context.Context, ownerID, agentID, userCode string, approve bool, caps []Capability) (*DelegatedAgent, error) {
+	return nil, errNotBuilt
+}
+
+// DeclineDevice is the approval inbox's Decline of a device approval.
+func (s *Service) DeclineDevice(ctx context.Context, ownerID, agentID string) error {
+	return errNotBuilt
+}
+
+// DelegatedSendRequest is a send_fax capability call: a document already
+// uploaded (DocumentID, or the UploadToken of a completed upload) and its
+// destination. The adapter uploads an inline base64 file first
+// (MaxInlineDocumentBytes) and passes the resulting document id.
+type DelegatedSendRequest struct {
+	To          string
+	DocumentID  string
+	UploadToken string
+	Cover       bool
+	CoverText   string
+}
+
+// MaxInlineDocumentBytes bounds a document passed inline (base64) to a
+// delegated capability, decoded; larger files go through create_upload.
+const MaxInlineDocumentBytes = 256 << 10
+
+// DelegatedSendStatus is where a send_fax request stands, derived on every
+// read: pending (the owner has not decided), sent (the fax exists: follow
+// it), declined, expired.
+type DelegatedSendStatus string
+
+const (
+	DelegatedSendPending  DelegatedSendStatus = "pending"
+	DelegatedSendSent     DelegatedSendStatus = "sent"
+	DelegatedSendDeclined DelegatedSendStatus = "declined"
+	DelegatedSendExpired  DelegatedSendStatus = "expired"
+)
+
+// DelegatedSend is one send_fax request: exactly the fax the owner is
+// asked to approve (document and its digest, destination, pages, cover,
+// price). The fax is created only when the owner approves with a passkey
+// and user verification, in the approval's transaction.
+type DelegatedSend struct {
+	ID           string              `db:"id" json:"id"`
+	OwnerID      string              `db:"owner_id" json:"-"`
+	Mode         Mode                `db:"mode" json:"mode"`
+	HostID       string              `db:"host_id" json:"-"`
+	AgentID      string              `db:"agent_id" json:"agent_id"`
+	ApprovalID   string              `db:"approval_id" json:"-"`
+	DocumentID   string              `db:"document_id" json:"document_id"`
+	DocumentSHA  string              `db:"document_sha256" json:"document_sha256"`
+	To           string              `db:"to_number" json:"to"`
+	Country      string              `db:"country" json:"country"`
+	Pages        int                 `db:"pages" json:"pages"`
+	Cover        bool                `db:"cover" json:"cover"`
+	CoverText    string              `db:"cover_text" json:"-"`
+	PriceMicros  int64               `db:"price_micros" json:"-"`
+	Price        string              `db:"-" json:"price"`
+	Currency     string              `db:"currency" json:"currency"`
+	FaxID        *string             `db:"fax_id" json:"fax_id,omitempty"`
+	Status       DelegatedSendStatus `db:"-" json:"status"`
+	CreatedAt    time.Time           `db:"created_at" json:"created_at"`
+	ExpiresAt    time.Time           `db:"expires_at" json:"expires_at"`
+	ApprovalPath string              `db:"-" json:"-"` // the owner's inbox page of it
+}
+
+// RequestDelegatedSend checks the send (scope fax:send through the
+// send_fax grant, provider, cover, destination, document, quote) and asks
+// the owner: an approval of kind ApprovalFaxSend, requires_uv, bound to
+// this exact fax. Nothing is charged or queued.
+func (s *Service) RequestDelegatedSend(ctx context.Context, p Principal, a *DelegatedAgent, r DelegatedSendRequest) (*DelegatedSend, error) {
+	return nil, errNotBuilt
+}
+
+// GetDelegatedSend reads one of agent a's send requests with its status
+// derived (and the fax when sent); another agent's reads as not found.
+func (s *Service) GetDelegatedSend(ctx context.Context, p Principal, a *DelegatedAgent, id string) (*DelegatedSend, *Fax, error) {
+	return nil, nil, errNotBuilt
+}
+
+// ApprovalFaxSend is a delegated agent's send_fax waiting for the owner's
+// passkey (requires_uv, binding = the exact fax).
+const ApprovalFaxSend ApprovalKind = "fax_send"
+
+// HostStore is the persistence of hosts, delegated agents, their send
+// requests and the replay store of their JWT ids.
+type HostStore interface {
+	// CreateHost inserts h unless the owner has max live (not revoked)
+	// hosts already (ErrConflict); ErrExists when h.Thumbprint is taken.
+	CreateHost(ctx context.Context, h *Host, max int) error
+	GetHost(ctx context.Context, id string) (*Host, error)
+	GetHostByThumbprint(ctx context.Context, thumbprint string) (*Host, error)
+	GetHostByEnrollment(ctx context.Context, tokenHash string) (*Host, error)
+	// EnrollHost records the key of a pending_enrollment host whose token
+	// is tokenHash and unexpired at at, and clears the token: ErrConflict
+	// when no such host (used, expired, revoked), ErrExists when the
+	// thumbprint is taken.
+	EnrollHost(ctx context.Context, tokenHash string, name, publicKey, thumbprint string, at time.Time) (*Host, error)
+	ListHosts(ctx context.Context, ownerID string) ([]Host, error)
+	// RevokeHost revokes the owner's host and its pending/active agents;
+	// ErrNoRows if the owner has no such unrevoked host.
+	RevokeHost(ctx context.Context, ownerID, id string, at time.Time) error
+	TouchHost(ctx context.Context, id string, at time.Time) error
+
+	// CreateDelegatedAgent inserts a unless its host has max pending or
+	// active agents (ErrConflict); ErrExists when a.Thumbprint is taken.
+	CreateDelegatedAgent(ctx context.Context, a *DelegatedAgent, max int) error
+	GetDelegatedAgent(ctx context.Context, id string) (*DelegatedAgent, error)
+	GetDelegatedAgentByThumbprint(ctx context.Context, thumbprint string) (*DelegatedAgent, error)
+	ListDelegatedAgents(ctx context.Context, ownerID string) ([]DelegatedAgent, error)
+	// ReissueDevice replaces a pending agent's device code; ErrConflict if
+	// it is no longer pending.
+	ReissueDevice(ctx context.Context, id, userCodeHash, approvalID string, expires time.Time) error
+	// AddDeviceTry counts a wrong user code and returns the tries so far.
+	AddDeviceTry(ctx context.Context, id string) (int, error)
+	// DecideDelegatedAgent moves a pending agent to active with granted
+	// (approve) or to rejected; ErrConflict if it is no longer pending.
+	DecideDelegatedAgent(ctx context.Context, id string, approve bool, granted []Capability, at time.Time) error
+	// RevokeDelegatedAgent revokes a pending or active agent; ErrConflict
+	// if it is rejected or revoked already.
+	RevokeDelegatedAgent(ctx context.Context, id string, at time.Time) error
+	TouchDelegatedAgent(ctx context.Context, id string, at time.Time) error
+
+	CreateDelegatedSend(ctx context.Context, d *DelegatedSend) error
+	GetDelegatedSend(ctx context.Context, id string) (*DelegatedSend, error)
+	GetDelegatedSendByApproval(ctx context.Context, approvalID string) (*DelegatedSend, error)
+	// MarkDelegatedSendSent records the fax of an approved send, once;
+	// ErrConflict if it has one already.
+	MarkDelegatedSendSent(ctx context.Context, id, faxID string) error
+
+	// InsertJWTID records (issuer, jti) until expires; ErrExists when it is
+	// recorded already and has not expired.
+	InsertJWTID(ctx context.Context, issuer, jti string, expires time.Time) error
+}
