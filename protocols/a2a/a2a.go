@@ -255,39 +255,21 @@ func ap2Active(ctx context.Context) bool {
 // authenticate verifies the bearer token for this resource; on failure it
 // has answered 401 with the RFC 6750/9728 challenge and a JSON-RPC error.
 func (h *Handler) authenticate(w http.ResponseWriter, r *http.Request) (core.Principal, bool) {
-	authz, err := web.ParseAuthorization(r)
-	if err != nil {
-		h.challenge(w, "invalid_request", core.AsError(err).Message)
+	p, refusal := web.AuthenticateBearer(r, h.verifier, web.BearerResource{
+		Name: "the A2A endpoint", URL: h.Resource(),
+		Hint:       "discover the authorization server from resource_metadata, get a token for the resource " + h.Resource() + ", then send Authorization: Bearer <token>",
+		APIKeyHint: "get an OAuth access token for " + h.Resource(),
+	})
+	if refusal == nil {
+		return p, true
+	}
+	if refusal.Err != nil {
+		h.opts.Logger.ErrorContext(r.Context(), "a2a: verify token", "err", refusal.Err)
+		writeRPCError(w, refusal.Status, nil, a2a.ErrInternalError, refusal.Description, nil)
 		return core.Principal{}, false
 	}
-	scheme, tok := authz.Scheme, authz.Credentials
-	const dpop = "DPoP-bound access tokens are not accepted here; obtain a plain Bearer token for " + Path + " (without a DPoP proof) and send it as Authorization: Bearer"
-	switch {
-	case strings.EqualFold(scheme, "DPoP"), len(r.Header.Values("DPoP")) > 0:
-		h.challenge(w, "invalid_token", dpop)
-		return core.Principal{}, false
-	case scheme == "" || tok == "":
-		h.challenge(w, "", "an OAuth access token is required: discover the authorization server from resource_metadata, get a token for the resource "+h.Resource()+", then send Authorization: Bearer <token>")
-		return core.Principal{}, false
-	case !strings.EqualFold(scheme, "Bearer"):
-		h.challenge(w, "invalid_token", "unsupported authorization scheme "+scheme+"; use Bearer")
-		return core.Principal{}, false
-	}
-	p, err := h.verifier.VerifyAccessToken(r.Context(), tok, h.Resource())
-	if err != nil {
-		if core.ErrorKind(err) == core.KindUnauthenticated {
-			msg := core.AsError(err).Message
-			if strings.HasPrefix(tok, core.SecretAPIKey) {
-				msg = "API keys are not accepted by the A2A endpoint; get an OAuth access token for " + h.Resource()
-			}
-			h.challenge(w, "invalid_token", msg)
-			return core.Principal{}, false
-		}
-		h.opts.Logger.ErrorContext(r.Context(), "a2a: verify token", "err", err)
-		writeRPCError(w, http.StatusServiceUnavailable, nil, a2a.ErrInternalError, "the token could not be checked; try again", nil)
-		return core.Principal{}, false
-	}
-	return p, true
+	h.challenge(w, refusal.Error, refusal.Description)
+	return core.Principal{}, false
 }
 
 // challenge answers 401 with WWW-Authenticate and a JSON-RPC error body.

@@ -151,36 +151,18 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			"the MCP server is turned off on this server (--mcp-oauth off); only server/discover is answered", "")
 		return
 	}
-	authz, err := web.ParseAuthorization(r)
-	if err != nil {
-		h.challenge(w, http.StatusBadRequest, "invalid_request", core.AsError(err).Message, "")
-		return
-	}
-	scheme, tok := authz.Scheme, authz.Credentials
-	switch {
-	case strings.EqualFold(scheme, "DPoP"):
-		h.challenge(w, http.StatusUnauthorized, "invalid_token",
-			"DPoP-bound access tokens are not supported by this server; obtain a plain Bearer token (without a DPoP proof) and send it as Authorization: Bearer", "")
-		return
-	case scheme == "" || tok == "":
-		h.challenge(w, http.StatusUnauthorized, "", "an OAuth access token is required: discover the authorization server from resource_metadata, then send Authorization: Bearer <token>", "")
-		return
-	case !strings.EqualFold(scheme, "Bearer"):
-		h.challenge(w, http.StatusUnauthorized, "invalid_token", "unsupported authorization scheme "+scheme+"; use Bearer", "")
-		return
-	}
-	p, err := h.verifier.VerifyAccessToken(r.Context(), tok, h.Resource())
-	if err != nil {
-		if core.ErrorKind(err) == core.KindUnauthenticated {
-			msg := core.AsError(err).Message
-			if strings.HasPrefix(tok, core.SecretAPIKey) {
-				msg = "API keys are not accepted by the MCP server; connect with OAuth (the chat app's sign-in flow)"
-			}
-			h.challenge(w, http.StatusUnauthorized, "invalid_token", msg, "")
+	p, refusal := web.AuthenticateBearer(r, h.verifier, web.BearerResource{
+		Name: "the MCP server", URL: h.Resource(),
+		Hint:       "discover the authorization server from resource_metadata, then send Authorization: Bearer <token>",
+		APIKeyHint: "connect with OAuth (the chat app's sign-in flow)",
+	})
+	if refusal != nil {
+		if refusal.Err != nil {
+			h.opts.Logger.ErrorContext(r.Context(), "mcp: verify token", "err", refusal.Err)
+			h.problem(w, refusal.Status, refusal.Error, refusal.Description, "")
 			return
 		}
-		h.opts.Logger.ErrorContext(r.Context(), "mcp: verify token", "err", err)
-		h.problem(w, http.StatusInternalServerError, core.CodeInternal, "the token could not be checked; try again", "")
+		h.challenge(w, refusal.Status, refusal.Error, refusal.Description, "")
 		return
 	}
 	// A single tools/call whose tool needs a scope the token lacks is
