@@ -219,6 +219,14 @@ func DecodeJSONLimit(w http.ResponseWriter, r *http.Request, v any, limit int64,
 		}
 		return core.Errorf(core.KindInvalid, core.CodeInvalidRequest, "a JSON body is required")
 	}
+	return DecodeStrictJSON(body, v)
+}
+
+// DecodeStrictJSON decodes one JSON document into v the strict way every
+// JSON body is read: text only (UTF-8, no NUL), each name once and spelled
+// as the field is (case-sensitive), no unknown names, nothing after the
+// value. Errors are KindInvalid with a message that names the field.
+func DecodeStrictJSON(body []byte, v any) error {
 	if err := CheckJSONText(body); err != nil {
 		return err
 	}
