@@ -251,8 +251,10 @@ func TestCommittedJobRunsExactlyOnce(t *testing.T) {
 		enqueue(t, db, q, "ord_committed", time.Time{}, true)
 		rec.waitFor(t, "ord_committed", 10*time.Second)
 		waitState(t, db, map[string]int{"completed": 1}, 5*time.Second)
-		// Several poll intervals later it has still run once.
-		time.Sleep(300 * time.Millisecond)
+		// A job enqueued after it completed is worked only by a later
+		// fetch: by then a second run of the first would have happened.
+		enqueue(t, db, q, "ord_later", time.Time{}, true)
+		rec.waitFor(t, "ord_later", 10*time.Second)
 		if n := rec.count("ord_committed"); n != 1 {
 			t.Fatalf("delivered %d times, want 1", n)
 		}
@@ -268,7 +270,6 @@ func TestRolledBackJobNeverRuns(t *testing.T) {
 		// would have been seen if it existed.
 		enqueue(t, db, q, "ord_sentinel", time.Time{}, true)
 		rec.waitFor(t, "ord_sentinel", 10*time.Second)
-		time.Sleep(300 * time.Millisecond)
 		if n := rec.count("ord_rolled_back"); n != 0 {
 			t.Fatalf("rolled-back job delivered %d times", n)
 		}
