@@ -28,6 +28,12 @@ func BindingHash(v any) string { return hashRequest(v) }
 
 // RequestApproval records a pending approval for the owner's inbox.
 func (s *Service) RequestApproval(ctx context.Context, r ApprovalRequest) (*Approval, error) {
+	return s.requestApproval(ctx, s.d.Store, r)
+}
+
+// requestApproval records a pending approval through q (the store or a
+// transaction that writes it together with what it approves).
+func (s *Service) requestApproval(ctx context.Context, q Queries, r ApprovalRequest) (*Approval, error) {
 	details, err := json.Marshal(r.Details)
 	if err != nil {
 		return nil, fmt.Errorf("encode approval details: %w", err)
@@ -41,7 +47,7 @@ func (s *Service) RequestApproval(ctx context.Context, r ApprovalRequest) (*Appr
 		Summary: truncate(r.Summary, 500), Details: details, BindingHash: BindingHash(r.Binding),
 		RequiresUV: r.RequiresUV, Status: ApprovalPending, CreatedAt: now, ExpiresAt: now.Add(r.TTL),
 	}
-	if err := s.d.Store.CreateApproval(ctx, a); err != nil {
+	if err := q.CreateApproval(ctx, a); err != nil {
 		return nil, fmt.Errorf("create approval: %w", err)
 	}
 	return a, nil
@@ -115,11 +121,28 @@ func (s *Service) DecideApproval(ctx context.Context, ownerID, id string, d Deci
 			return nil, fmt.Errorf("encode decision: %w", err)
 		}
 	}
+	if a.Kind == ApprovalDevice && d.Approve {
+		if err := s.deviceApprovedOnPage(ctx, a); err != nil {
+			return nil, err
+		}
+	}
+	if a.Kind == ApprovalFaxSend && d.Approve {
+		// Consuming the approval, creating the fax and paying for it are
+		// one transaction.
+		if err := s.approveDelegatedSend(ctx, ownerID, a, data); err != nil {
+			return nil, err
+		}
+		return s.GetApproval(ctx, ownerID, id)
+	}
 	if err := s.d.Store.DecideApproval(ctx, ownerID, id, status, data, s.now()); err != nil {
 		if errors.Is(err, ErrConflict) {
 			return nil, Errorf(KindConflict, CodeApprovalState, "this request was decided already or expired")
 		}
 		return nil, storeErr(err, "approval")
+	}
+	if a.Kind == ApprovalDevice && !d.Approve {
+		// Declined in the inbox: the agent is rejected too.
+		s.rejectDeviceAgent(ctx, a)
 	}
 	if a.Kind == ApprovalCreditPurchase {
 		// The decision stands whatever happens to the charge: a charge
