@@ -81,8 +81,6 @@ func parsedJWK(t *testing.T) core.PublicJWK {
 	return k
 }
 
-var hostIDRe = regexp.MustCompile(`hst_[A-Za-z0-9]+`)
-
 // addHost creates a host through the Hosts form and returns the page.
 func (b *browser) addHost(name, key string, caps ...core.Capability) reply {
 	b.h.t.Helper()
