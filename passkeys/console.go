@@ -1,8 +1,9 @@
 // Package passkeys is the owner's side of faxhub in a browser: sign-up with
 // email verification and a passkey, discoverable passkey sign-in, account
 // recovery, server-side sessions, and the owner console (dashboard, API
-// keys, connected apps, the approval inbox with passkey-verified
-// approvals, account). Pages are server-rendered; JavaScript runs only the
+// keys, connected apps, agent access, delegated hosts and their agents'
+// device page, the approval inbox with passkey-verified approvals,
+// account). Pages are server-rendered; JavaScript runs only the
 // WebAuthn ceremonies. See docs/console.md.
 package passkeys
 
@@ -164,6 +165,7 @@ func (c *Console) Handler() http.Handler {
 
 	mux.HandleFunc("GET /console", c.withOwner(c.dashboard))
 	mux.HandleFunc("GET /console/{$}", c.withOwner(c.dashboard))
+	mux.HandleFunc("POST /console/credits", c.withOwner(c.buyCredits))
 	mux.HandleFunc("GET /console/keys", c.withOwner(c.keysPage))
 	mux.HandleFunc("POST /console/keys", c.withOwner(c.createKey))
 	mux.HandleFunc("POST /console/keys/{id}/revoke", c.withOwner(c.revokeKey))
@@ -173,6 +175,12 @@ func (c *Console) Handler() http.Handler {
 	mux.HandleFunc("POST /console/agents", c.withOwner(c.createEnrollment))
 	mux.HandleFunc("POST /console/agents/enrollments/{id}/revoke", c.withOwner(c.revokeEnrollment))
 	mux.HandleFunc("POST /console/agents/registrations/{id}/revoke", c.withOwner(c.revokeRegistration))
+	mux.HandleFunc("GET /console/hosts", c.withOwner(c.hostsPage))
+	mux.HandleFunc("POST /console/hosts", c.withOwner(c.createHost))
+	mux.HandleFunc("POST /console/hosts/{id}/revoke", c.withOwner(c.revokeHost))
+	mux.HandleFunc("POST /console/hosts/agents/{id}/revoke", c.withOwner(c.revokeDelegatedAgent))
+	mux.HandleFunc("GET "+core.DevicePagePath, c.withOwner(c.devicePage))
+	mux.HandleFunc("POST "+core.DevicePagePath, c.withOwner(c.decideDevice))
 	mux.HandleFunc("GET "+ClaimPathPrefix+"{token}", c.withOwner(c.claimPage))
 	mux.HandleFunc("POST "+ClaimPathPrefix+"{token}", c.withOwner(c.decideClaim))
 	mux.HandleFunc("GET /console/approvals", c.withOwner(c.approvalsPage))
