@@ -185,8 +185,11 @@ func TestDeviceApproval(t *testing.T) {
 	_, err = e.Svc.DelegatedAgentForJWT(ctx, h, v2.Agent.ID)
 	wantCode(t, err, core.CodeAgentExpired)
 	re, err = e.Svc.ReissueDeviceCode(ctx, h, v2.Agent.ID)
-	if err != nil {
-		t.Fatal(err)
+	if err != nil || re.Approval.ExpiresIn != int(core.DeviceApprovalTTL/time.Second) {
+		t.Fatalf("reissue after expiry = %+v, %v", re, err)
+	}
+	if st, err := e.Svc.DelegatedAgentStatus(ctx, h, v2.Agent.ID); err != nil || st.Status != core.DelegatedPending {
+		t.Fatalf("status after reissue = %+v, %v", st, err)
 	}
 	// Declining (no code needed) rejects the agent.
 	if err := e.Svc.DeclineDevice(ctx, e.OwnerA.ID, v2.Agent.ID); err != nil {
