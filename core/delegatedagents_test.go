@@ -244,3 +244,22 @@ func TestRevokeDelegatedAgent(t *testing.T) {
 	_, err = e.Svc.DeviceRequestForOwner(ctx, e.OwnerA.ID, v.Agent.ID)
 	wantCode(t, err, core.CodeDeviceDecided)
 }
+
+func TestDeviceApprovalInInbox(t *testing.T) {
+	e, _ := agentEnv(t)
+	h := newHost(t, e)
+	v := register(t, e, h, core.CapGetCredits)
+	appr, err := e.Svc.GetApproval(ctx, e.OwnerA.ID, v.Agent.ApprovalID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Approving the inbox item alone is refused: the code is on the page.
+	_, err = e.Svc.DecideApproval(ctx, e.OwnerA.ID, appr.ID, core.Decision{Approve: true, BindingHash: appr.BindingHash})
+	wantCode(t, err, core.CodeInvalidRequest)
+	// Declining it rejects the agent.
+	if _, err := e.Svc.DecideApproval(ctx, e.OwnerA.ID, appr.ID, core.Decision{BindingHash: appr.BindingHash}); err != nil {
+		t.Fatal(err)
+	}
+	_, err = e.Svc.DelegatedAgentForJWT(ctx, h, v.Agent.ID)
+	wantCode(t, err, core.CodeAgentRejected)
+}
