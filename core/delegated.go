@@ -14,7 +14,7 @@ import (
 // passkey with user verification.
 //
 // hostagent/ verifies the host and agent JWTs (signature, typ, alg, aud,
-// time, replay through UseJWTID) and turns HTTP into the calls below; every
+// time, replay through AcceptDelegatedJWT) and turns HTTP into the calls below; every
 // rule about hosts, agents, grants, approvals and money is here.
 
 // Lifetimes and bounds of the delegated flow.
@@ -366,8 +366,10 @@ type HostStore interface {
 	// AddDeviceTry counts a wrong user code and returns the tries so far.
 	AddDeviceTry(ctx context.Context, id string) (int, error)
 	// DecideDelegatedAgent moves a pending agent to active with granted
-	// (approve) or to rejected; ErrConflict if it is no longer pending.
-	DecideDelegatedAgent(ctx context.Context, id string, approve bool, granted []Capability, at time.Time) error
+	// (approve) or to rejected; ErrConflict if it is no longer pending or,
+	// when codeHash is set, its device code is no longer that one (a
+	// re-issue raced the owner's decision on the old code).
+	DecideDelegatedAgent(ctx context.Context, id, codeHash string, approve bool, granted []Capability, at time.Time) error
 	// RevokeDelegatedAgent revokes a pending or active agent; ErrConflict
 	// if it is rejected or revoked already.
 	RevokeDelegatedAgent(ctx context.Context, id string, at time.Time) error

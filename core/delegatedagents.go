@@ -362,11 +362,6 @@ func (s *Service) DelegatedAgentForJWT(ctx context.Context, host *Host, agentID 
 	default:
 		return nil, Errorf(KindForbidden, CodeAgentRevoked, "this agent was revoked")
 	}
-	if a.LastUsedAt == nil || now.Sub(*a.LastUsedAt) > touchEvery {
-		if err := s.d.Store.TouchDelegatedAgent(ctx, a.ID, now); err != nil {
-			s.d.Logger.WarnContext(ctx, "touch delegated agent", "agent_id", a.ID, "err", err)
-		}
-	}
 	return a, nil
 }
 
@@ -500,7 +495,13 @@ func (s *Service) DecideDevice(ctx context.Context, ownerID, agentID, userCode s
 
 // decideDevice moves the agent (compare-and-set), then its inbox approval.
 func (s *Service) decideDevice(ctx context.Context, a *DelegatedAgent, approve bool, granted []Capability) error {
-	if err := s.d.Store.DecideDelegatedAgent(ctx, a.ID, approve, granted, s.now()); errors.Is(err, ErrConflict) {
+	// Approval is bound to the code the owner entered (a.UserCodeHash, as
+	// read when it was checked): a code re-issued meanwhile makes it fail.
+	codeHash := ""
+	if approve {
+		codeHash = a.UserCodeHash
+	}
+	if err := s.d.Store.DecideDelegatedAgent(ctx, a.ID, codeHash, approve, granted, s.now()); errors.Is(err, ErrConflict) {
 		return Errorf(KindConflict, CodeDeviceDecided, "this agent was decided already")
 	} else if err != nil {
 		return fmt.Errorf("decide device: %w", err)
@@ -575,7 +576,7 @@ func (s *Service) rejectDeviceAgent(ctx context.Context, a *Approval) {
 	if err != nil || ag.OwnerID != a.OwnerID || ag.ApprovalID != a.ID {
 		return
 	}
-	if err := s.d.Store.DecideDelegatedAgent(ctx, id, false, nil, s.now()); err != nil && !errors.Is(err, ErrConflict) {
+	if err := s.d.Store.DecideDelegatedAgent(ctx, id, "", false, nil, s.now()); err != nil && !errors.Is(err, ErrConflict) {
 		s.d.Logger.WarnContext(ctx, "device approval declined: reject agent", "agent_id", id, "err", err)
 	}
 }

@@ -311,31 +311,76 @@ func (s *Service) HostForJWT(ctx context.Context, iss string) (*Host, error) {
 	if h.PublicKey == nil {
 		return nil, invalidJWT("this host has no key")
 	}
-	now := s.now()
-	if h.LastUsedAt == nil || now.Sub(*h.LastUsedAt) > touchEvery {
-		if err := s.d.Store.TouchHost(ctx, h.ID, now); err != nil {
-			s.d.Logger.WarnContext(ctx, "touch host", "host_id", h.ID, "err", err)
-		}
-	}
 	return h, nil
 }
 
-// UseJWTID records a verified JWT's jti for issuer (a host id) until
-// expires (exp + DelegatedJWTSkew) in the shared store; a jti seen before,
-// on any replica, is CodeJWTReplayed (KindUnauthenticated).
-func (s *Service) UseJWTID(ctx context.Context, issuer, jti string, expires time.Time) error {
-	if jti == "" || len(jti) > maxJTILength {
-		return invalidJWT(fmt.Sprintf("jti is required (at most %d characters)", maxJTILength))
-	}
-	if issuer == "" || len(issuer) > 200 {
+// RateLimit is a shared-limiter charge (core's GCRA limiter, every
+// replica): one event admitted if fewer than Burst are outstanding, one
+// draining every Interval.
+type RateLimit struct {
+	Key      string
+	Interval time.Duration
+	Burst    int
+}
+
+// JWTUse is a host or agent JWT whose signature and times checked out.
+type JWTUse struct {
+	Host  *Host
+	Agent *DelegatedAgent // nil for a host JWT
+	// JTI is remembered until Expires (exp + DelegatedJWTSkew).
+	JTI     string
+	Expires time.Time
+	// Limit, when set, is charged in the same commit: a refused call
+	// leaves the jti unused.
+	Limit *RateLimit
+}
+
+// AcceptDelegatedJWT accepts a verified host or agent JWT in one commit:
+// its jti recorded for its host in the shared store (a jti seen before, on
+// any replica, is CodeJWTReplayed, KindUnauthenticated), the caller's rate
+// limit charged, and the host's and agent's last use brought up to date.
+// Only a JWT whose signature verified gets here, so nobody can spend a
+// host's jtis or touch its last use without its key.
+func (s *Service) AcceptDelegatedJWT(ctx context.Context, u JWTUse) error {
+	if u.Host == nil || u.Host.ID == "" {
 		return invalidJWT("iss is required")
 	}
-	err := s.d.Store.InsertJWTID(ctx, issuer, jti, s.now(), expires)
+	if u.JTI == "" || len(u.JTI) > maxJTILength {
+		return invalidJWT(fmt.Sprintf("jti is required (at most %d characters)", maxJTILength))
+	}
+	now := s.now()
+	err := s.d.Store.InTx(ctx, func(tx Tx) error {
+		if l := u.Limit; l != nil {
+			if err := s.allow(ctx, tx, l.Key, l.Interval, l.Burst); err != nil {
+				return err
+			}
+		}
+		if err := tx.InsertJWTID(ctx, u.Host.ID, u.JTI, now, u.Expires); err != nil {
+			return err
+		}
+		if stale(u.Host.LastUsedAt, now) {
+			if err := tx.TouchHost(ctx, u.Host.ID, now); err != nil {
+				return fmt.Errorf("touch host: %w", err)
+			}
+		}
+		if u.Agent != nil && stale(u.Agent.LastUsedAt, now) {
+			if err := tx.TouchDelegatedAgent(ctx, u.Agent.ID, now); err != nil {
+				return fmt.Errorf("touch delegated agent: %w", err)
+			}
+		}
+		return nil
+	})
 	if errors.Is(err, ErrExists) {
 		return Errorf(KindUnauthenticated, CodeJWTReplayed, "this JWT was used already: sign a new one with a fresh jti")
 	}
-	if err != nil {
-		return fmt.Errorf("record jwt id: %w", err)
+	if err != nil && ErrorKind(err) == KindInternal {
+		return fmt.Errorf("accept delegated jwt: %w", err)
 	}
-	return nil
+	return err
+}
+
+// stale reports whether a last-used time is due for an update (at most one
+// write a minute per credential).
+func stale(last *time.Time, now time.Time) bool {
+	return last == nil || now.Sub(*last) > touchEvery
 }

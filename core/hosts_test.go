@@ -177,7 +177,7 @@ func TestHostsListRevokeAndJWTIDs(t *testing.T) {
 		{"long jti", "hst_a", strings.Repeat("j", 256), core.CodeInvalidJWT},
 		{"longest jti", "hst_a", strings.Repeat("j", 255), ""},
 	} {
-		err := e.Svc.UseJWTID(ctx, tc.iss, tc.jti, exp)
+		err := e.Svc.AcceptDelegatedJWT(ctx, core.JWTUse{Host: &core.Host{ID: tc.iss}, JTI: tc.jti, Expires: exp})
 		if tc.code == "" && err != nil {
 			t.Fatalf("%s: %v", tc.name, err)
 		} else if tc.code != "" {
@@ -185,7 +185,52 @@ func TestHostsListRevokeAndJWTIDs(t *testing.T) {
 		}
 	}
 	clk.advance(core.DelegatedJWTMaxLifetime + core.DelegatedJWTSkew + time.Second)
-	if err := e.Svc.UseJWTID(ctx, "hst_a", "j1", clk.now().Add(time.Minute)); err != nil {
+	if err := e.Svc.AcceptDelegatedJWT(ctx, core.JWTUse{Host: &core.Host{ID: "hst_a"}, JTI: "j1", Expires: clk.now().Add(time.Minute)}); err != nil {
 		t.Fatalf("a forgotten jti: %v", err)
 	}
+}
+
+// Accepting a verified JWT records its jti, charges the caller's limit and
+// brings last use up to date in one commit; a refused limit spends no jti;
+// looking a host or agent up (before any signature is checked) writes
+// nothing.
+func TestAcceptDelegatedJWT(t *testing.T) {
+	e, clk := agentEnv(t)
+	h := newHost(t, e)
+	a := approveAgent(t, e, h, core.CapGetCredits)
+	lastUsed := func() (*time.Time, *time.Time) {
+		t.Helper()
+		list, err := e.Svc.ListHosts(ctx, e.OwnerA.ID)
+		if err != nil || len(list) != 1 || len(list[0].Agents) != 1 {
+			t.Fatalf("hosts: %+v %v", list, err)
+		}
+		return list[0].Host.LastUsedAt, list[0].Agents[0].LastUsedAt
+	}
+	// Lookups alone leave no trace.
+	if _, err := e.Svc.HostForJWT(ctx, h.ID); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.Svc.DelegatedAgentForJWT(ctx, h, a.ID); err != nil {
+		t.Fatal(err)
+	}
+	if hu, au := lastUsed(); hu != nil || au != nil {
+		t.Fatalf("a lookup touched last use: host %v agent %v", hu, au)
+	}
+	exp := clk.now().Add(time.Minute)
+	limit := &core.RateLimit{Key: "test:" + a.ID, Interval: time.Hour, Burst: 1}
+	if err := e.Svc.AcceptDelegatedJWT(ctx, core.JWTUse{Host: h, Agent: a, JTI: "j1", Expires: exp, Limit: limit}); err != nil {
+		t.Fatal(err)
+	}
+	if hu, au := lastUsed(); hu == nil || au == nil || !hu.Equal(clk.now()) || !au.Equal(clk.now()) {
+		t.Fatalf("last use after an accepted JWT: host %v agent %v, want %v", hu, au, clk.now())
+	}
+	// Over the limit: refused, and its jti stays unused.
+	err := e.Svc.AcceptDelegatedJWT(ctx, core.JWTUse{Host: h, Agent: a, JTI: "j2", Expires: exp, Limit: limit})
+	if core.ErrorKind(err) != core.KindRateLimited {
+		t.Fatalf("over the limit: %v", err)
+	}
+	if err := e.Svc.AcceptDelegatedJWT(ctx, core.JWTUse{Host: h, Agent: a, JTI: "j2", Expires: exp}); err != nil {
+		t.Fatalf("a jti refused by the limiter was spent: %v", err)
+	}
+	wantCode(t, e.Svc.AcceptDelegatedJWT(ctx, core.JWTUse{Host: h, JTI: "j2", Expires: exp}), core.CodeJWTReplayed)
 }

@@ -10,22 +10,32 @@ import (
 	"github.com/faxhub/faxhub/core"
 )
 
-// verifyHost verifies the request's host JWT.
-func (h *Handler) verifyHost(r *http.Request) (*VerifiedHost, error) {
+// verifyHost verifies the request's host JWT; limited endpoints charge
+// the host's allowance in the same commit as its jti.
+func (h *Handler) verifyHost(r *http.Request, limited bool) (*VerifiedHost, error) {
 	raw, err := bearerJWT(r)
 	if err != nil {
 		return nil, err
 	}
-	return h.verify.Host(r.Context(), raw)
+	var limit *core.RateLimit
+	if limited {
+		limit = &core.RateLimit{Key: "hostagent:register:", Interval: h.opts.RegisterInterval, Burst: h.opts.RegisterBurst}
+	}
+	return h.verify.Host(r.Context(), raw, limit)
 }
 
-// verifyAgent verifies the request's agent JWT.
-func (h *Handler) verifyAgent(r *http.Request) (*VerifiedAgent, error) {
+// verifyAgent verifies the request's agent JWT; limited endpoints charge
+// the agent's allowance in the same commit as its jti.
+func (h *Handler) verifyAgent(r *http.Request, limited bool) (*VerifiedAgent, error) {
 	raw, err := bearerJWT(r)
 	if err != nil {
 		return nil, err
 	}
-	return h.verify.Agent(r.Context(), raw)
+	var limit *core.RateLimit
+	if limited {
+		limit = &core.RateLimit{Key: "hostagent:execute:", Interval: h.opts.ExecuteInterval, Burst: h.opts.ExecuteBurst}
+	}
+	return h.verify.Agent(r.Context(), raw, limit)
 }
 
 // grant is one entry of agent_capability_grants (protocol §5.3): active
@@ -129,7 +139,7 @@ func (req *registerRequest) capabilities() ([]core.Capability, error) {
 // agent_public_key.
 func (h *Handler) register(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
-	vh, err := h.verifyHost(r)
+	vh, err := h.verifyHost(r, true)
 	if err != nil {
 		h.writeError(w, r, err)
 		return
@@ -166,10 +176,6 @@ func (h *Handler) register(w http.ResponseWriter, r *http.Request) {
 		h.writeError(w, r, err)
 		return
 	}
-	if err := h.svc.Allow(ctx, "hostagent:register:"+vh.Host.ID, h.opts.RegisterInterval, h.opts.RegisterBurst); err != nil {
-		h.writeError(w, r, err)
-		return
-	}
 	view, err := h.svc.RegisterDelegatedAgent(ctx, vh.Host, core.DelegatedAgentRequest{
 		Name: req.Name, Mode: "delegated", PreferredMethod: req.PreferredMethod, Capabilities: caps,
 		ForceApproval: req.ForceApproval, AgentKey: key,
@@ -183,7 +189,7 @@ func (h *Handler) register(w http.ResponseWriter, r *http.Request) {
 
 // status is GET /api/auth/agent/status?agent_id= with a fresh host JWT.
 func (h *Handler) status(w http.ResponseWriter, r *http.Request) {
-	vh, err := h.verifyHost(r)
+	vh, err := h.verifyHost(r, false)
 	if err != nil {
 		h.writeError(w, r, err)
 		return
@@ -209,7 +215,7 @@ type agentIDRequest struct {
 // a registered pending agent (the old one stops working).
 func (h *Handler) deviceCode(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
-	vh, err := h.verifyHost(r)
+	vh, err := h.verifyHost(r, true)
 	if err != nil {
 		h.writeError(w, r, err)
 		return
@@ -221,10 +227,6 @@ func (h *Handler) deviceCode(w http.ResponseWriter, r *http.Request) {
 	}
 	if req.AgentID == "" {
 		h.writeError(w, r, core.Errorf(core.KindInvalid, core.CodeInvalidRequest, "agent_id is required"))
-		return
-	}
-	if err := h.svc.Allow(ctx, "hostagent:register:"+vh.Host.ID, h.opts.RegisterInterval, h.opts.RegisterBurst); err != nil {
-		h.writeError(w, r, err)
 		return
 	}
 	view, err := h.svc.ReissueDeviceCode(ctx, vh.Host, req.AgentID)
@@ -241,7 +243,7 @@ func (h *Handler) revoke(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
 	var ownerID, hostID string
 	if len(r.Header.Values("Authorization")) > 0 {
-		vh, err := h.verifyHost(r)
+		vh, err := h.verifyHost(r, false)
 		if err != nil {
 			h.writeError(w, r, err)
 			return

@@ -43,7 +43,7 @@ type verifierDeps interface {
 	Now() time.Time
 	HostForJWT(ctx context.Context, iss string) (*core.Host, error)
 	DelegatedAgentForJWT(ctx context.Context, host *core.Host, agentID string) (*core.DelegatedAgent, error)
-	UseJWTID(ctx context.Context, issuer, jti string, expires time.Time) error
+	AcceptDelegatedJWT(ctx context.Context, u core.JWTUse) error
 }
 
 // verifier checks host and agent JWTs against the configured API origin.
@@ -213,10 +213,23 @@ func (v *verifier) times(c *jwtClaims) error {
 	return nil
 }
 
-// useJTI records the jti in the shared store (every replica) until exp +
-// skew; a replay is invalid_jwt.
-func (v *verifier) useJTI(ctx context.Context, hostID string, c *jwtClaims) error {
-	err := v.deps.UseJWTID(ctx, hostID, c.ID, c.Expiry.Time().Add(core.DelegatedJWTSkew))
+// accept records the jti in the shared store (every replica) until exp +
+// skew, charges limit and updates last use, in one commit; a replay is
+// invalid_jwt.
+//
+// limit's key is completed with the id of the credential it limits: the
+// agent's for an agent JWT, the host's for a host JWT.
+func (v *verifier) accept(ctx context.Context, h *core.Host, a *core.DelegatedAgent, c *jwtClaims, limit *core.RateLimit) error {
+	if limit != nil {
+		l := *limit
+		if a != nil {
+			l.Key += a.ID
+		} else {
+			l.Key += h.ID
+		}
+		limit = &l
+	}
+	err := v.deps.AcceptDelegatedJWT(ctx, core.JWTUse{Host: h, Agent: a, JTI: c.ID, Expires: c.Expiry.Time().Add(core.DelegatedJWTSkew), Limit: limit})
 	if core.AsError(err).Code == core.CodeJWTReplayed {
 		return core.Errorf(core.KindUnauthenticated, core.CodeInvalidJWT, "this jti was used before; every JWT needs a fresh jti").With("reason", core.CodeJWTReplayed)
 	}
@@ -227,7 +240,7 @@ func (v *verifier) useJTI(ctx context.Context, hostID string, c *jwtClaims) erro
 // names (active, enrolled), the signature with the host's key, the
 // host_public_key claim if sent, the times, and last the jti (recorded only
 // once the signature has checked, so a forger cannot use up jtis).
-func (v *verifier) Host(ctx context.Context, raw string) (*VerifiedHost, error) {
+func (v *verifier) Host(ctx context.Context, raw string, limit *core.RateLimit) (*VerifiedHost, error) {
 	tok, c, err := parse(raw, typHostJWT)
 	if err != nil {
 		return nil, err
@@ -258,7 +271,7 @@ func (v *verifier) Host(ctx context.Context, raw string) (*VerifiedHost, error) 
 	if err := v.times(c); err != nil {
 		return nil, err
 	}
-	if err := v.useJTI(ctx, h.ID, c); err != nil {
+	if err := v.accept(ctx, h, nil, c, limit); err != nil {
 		return nil, err
 	}
 	return &VerifiedHost{Host: h, AgentPublicKey: c.AgentPublicKey}, nil
@@ -267,7 +280,7 @@ func (v *verifier) Host(ctx context.Context, raw string) (*VerifiedHost, error) 
 // Agent verifies an agent JWT: typ agent+jwt, aud, iss = its host, sub =
 // an active agent of that host, the signature with the AGENT's key (never
 // the host's), the times and the jti.
-func (v *verifier) Agent(ctx context.Context, raw string) (*VerifiedAgent, error) {
+func (v *verifier) Agent(ctx context.Context, raw string, limit *core.RateLimit) (*VerifiedAgent, error) {
 	tok, c, err := parse(raw, typAgentJWT)
 	if err != nil {
 		return nil, err
@@ -296,7 +309,7 @@ func (v *verifier) Agent(ctx context.Context, raw string) (*VerifiedAgent, error
 	if err := v.times(c); err != nil {
 		return nil, err
 	}
-	if err := v.useJTI(ctx, h.ID, c); err != nil {
+	if err := v.accept(ctx, h, a, c, limit); err != nil {
 		return nil, err
 	}
 	return &VerifiedAgent{Host: h, Agent: a, Capabilities: c.Capabilities}, nil

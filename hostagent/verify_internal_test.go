@@ -109,11 +109,12 @@ func (f *fakeDeps) DelegatedAgentForJWT(_ context.Context, h *core.Host, id stri
 	return a, nil
 }
 
-func (f *fakeDeps) UseJWTID(_ context.Context, issuer, jti string, _ time.Time) error {
-	if f.jtis[issuer+"\x00"+jti] {
+func (f *fakeDeps) AcceptDelegatedJWT(_ context.Context, u core.JWTUse) error {
+	key := u.Host.ID + "\x00" + u.JTI
+	if f.jtis[key] {
 		return core.Errorf(core.KindUnauthenticated, core.CodeJWTReplayed, "replayed")
 	}
-	f.jtis[issuer+"\x00"+jti] = true
+	f.jtis[key] = true
 	return nil
 }
 
@@ -279,9 +280,9 @@ func TestVerifier(t *testing.T) {
 			raw := r.jwt(d)
 			var err error
 			if r.agent {
-				_, err = v.Agent(t.Context(), raw)
+				_, err = v.Agent(t.Context(), raw, nil)
 			} else {
-				_, err = v.Host(t.Context(), raw)
+				_, err = v.Host(t.Context(), raw, nil)
 			}
 			if r.code == "" {
 				if err != nil {
@@ -311,10 +312,10 @@ func TestVerifierForgedJWTDoesNotBurnJTI(t *testing.T) {
 	d := &fakeDeps{now: now, jtis: map[string]bool{}, hosts: map[string]*core.Host{"hst_1": {ID: "hst_1", PublicKey: &hk.jwk, Thumbprint: &hk.tp, Status: core.HostActive}}}
 	v := newVerifier(d, testAPI)
 	c := map[string]any{"iss": "hst_1", "aud": testAPI, "iat": now.Unix(), "exp": now.Add(time.Minute).Unix(), "jti": "j1"}
-	if _, err := v.Host(t.Context(), sign(t, forger.priv, jose.EdDSA, typHostJWT, c, nil)); err == nil {
+	if _, err := v.Host(t.Context(), sign(t, forger.priv, jose.EdDSA, typHostJWT, c, nil), nil); err == nil {
 		t.Fatal("forged JWT accepted")
 	}
-	if _, err := v.Host(t.Context(), sign(t, hk.priv, jose.EdDSA, typHostJWT, c, nil)); err != nil {
+	if _, err := v.Host(t.Context(), sign(t, hk.priv, jose.EdDSA, typHostJWT, c, nil), nil); err != nil {
 		t.Fatalf("real JWT with the same jti refused: %v", err)
 	}
 }

@@ -178,9 +178,11 @@ func testDelegatedAgents(t *testing.T, s core.Store) {
 	if got.DeviceTries != 0 || got.UserCodeHash != "uc2" || got.ApprovalID != "apr_2" || !got.DeviceExpires.Equal(at(900)) {
 		t.Fatalf("after reissue: %s", dump(got))
 	}
-	// Decide once: concurrent approvals, one wins.
+	// An approval on the code before the re-issue is refused.
 	grant := []core.Capability{core.CapValidateFax}
-	errs = race(concurrency, func(i int) error { return s.DecideDelegatedAgent(ctx, a.ID, true, grant, at(10)) })
+	wantErr(t, "approve with a replaced code", s.DecideDelegatedAgent(ctx, a.ID, a.UserCodeHash, true, grant, at(10)), core.ErrConflict)
+	// Decide once: concurrent approvals, one wins.
+	errs = race(concurrency, func(i int) error { return s.DecideDelegatedAgent(ctx, a.ID, "uc2", true, grant, at(10)) })
 	if ok, _ := countErrs(t, "concurrent decide", errs, core.ErrConflict); ok != 1 {
 		t.Fatalf("%d decisions won", ok)
 	}
@@ -193,7 +195,7 @@ func testDelegatedAgents(t *testing.T, s core.Store) {
 	wantErr(t, "reissue an active agent", s.ReissueDevice(ctx, a.ID, "uc3", "apr_3", at(900)), core.ErrConflict)
 	_, err = s.AddDeviceTry(ctx, a.ID)
 	wantErr(t, "try on an active agent", err, core.ErrNoRows)
-	must(t, s.DecideDelegatedAgent(ctx, b.ID, false, grant, at(11)))
+	must(t, s.DecideDelegatedAgent(ctx, b.ID, "", false, grant, at(11)))
 	got, err = s.GetDelegatedAgent(ctx, b.ID)
 	must(t, err)
 	if got.Status != core.DelegatedRejected || len(got.Granted) != 0 {
@@ -205,7 +207,7 @@ func testDelegatedAgents(t *testing.T, s core.Store) {
 	wantErr(t, "revoke twice", s.RevokeDelegatedAgent(ctx, a.ID, at(14)), core.ErrConflict)
 	wantErr(t, "revoke rejected", s.RevokeDelegatedAgent(ctx, b.ID, at(14)), core.ErrConflict)
 	wantErr(t, "revoke unknown", s.RevokeDelegatedAgent(ctx, "dag_nope", at(14)), core.ErrNoRows)
-	wantErr(t, "decide unknown", s.DecideDelegatedAgent(ctx, "dag_nope", true, grant, at(14)), core.ErrNoRows)
+	wantErr(t, "decide unknown", s.DecideDelegatedAgent(ctx, "dag_nope", "", true, grant, at(14)), core.ErrNoRows)
 	list, err := s.ListDelegatedAgents(ctx, o.ID)
 	must(t, err)
 	if len(list) != 5 {

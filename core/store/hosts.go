@@ -281,15 +281,20 @@ func (x q) AddDeviceTry(ctx context.Context, id string) (int, error) {
 	return n, nil
 }
 
-func (x q) DecideDelegatedAgent(ctx context.Context, id string, approve bool, granted []core.Capability, at time.Time) error {
+func (x q) DecideDelegatedAgent(ctx context.Context, id, codeHash string, approve bool, granted []core.Capability, at time.Time) error {
 	status, activated := core.DelegatedRejected, (*time.Time)(nil)
 	if approve {
 		status, activated = core.DelegatedActive, &at
 	} else {
 		granted = nil
 	}
-	n, err := x.exec(ctx, "UPDATE delegated_agents SET status = ?, granted = ?, activated_at = ? WHERE id = ? AND status = ?",
-		status, joinCaps(granted), activated, id, core.DelegatedPending)
+	query := "UPDATE delegated_agents SET status = ?, granted = ?, activated_at = ? WHERE id = ? AND status = ?"
+	args := []any{status, joinCaps(granted), activated, id, core.DelegatedPending}
+	if codeHash != "" {
+		query += " AND user_code_hash = ?"
+		args = append(args, codeHash)
+	}
+	n, err := x.exec(ctx, query, args...)
 	if err == nil && n == 0 {
 		err = x.missingOrConflict(ctx, "delegated_agents", "id = ?", id)
 	}
