@@ -45,6 +45,10 @@ type PurgeStore interface {
 	// PurgeDelegatedSends deletes delegated send requests created before
 	// before whose approval window also ended before before.
 	PurgeDelegatedSends(ctx context.Context, before time.Time) (int64, error)
+	// PurgeUnenrolledHosts deletes hosts that never enrolled a key and
+	// whose enrollment token expired before before (no agent can belong
+	// to them).
+	PurgeUnenrolledHosts(ctx context.Context, before time.Time) (int64, error)
 	// PurgeableDocuments lists up to n documents whose blobs are due for
 	// deletion: unsent (no fax, no live draft) and uploaded before
 	// unsentBefore, or sent with every fax ended before sentBefore.
@@ -113,6 +117,7 @@ func (s *Service) Purge(ctx context.Context) ([]PurgeCount, error) {
 	step("agent_tasks", func() (int64, error) { return st.PurgeAgentTasks(ctx, now, unsent) })
 	step("jwt_ids", func() (int64, error) { return st.PurgeJWTIDs(ctx, now) })
 	step("delegated_sends", func() (int64, error) { return st.PurgeDelegatedSends(ctx, unsent) })
+	step("unenrolled_hosts", func() (int64, error) { return st.PurgeUnenrolledHosts(ctx, unsent) })
 
 	attrs := make([]any, 0, 2*len(out)+2)
 	for _, pc := range out {

@@ -313,3 +313,20 @@ func testPurgeDelegatedSends(t *testing.T, s core.Store) {
 	_, err = s.GetDelegatedSend(ctx, young.ID)
 	must(t, err)
 }
+
+func testPurgeUnenrolledHosts(t *testing.T, s core.Store) {
+	ctx := t.Context()
+	o := newOwner(t, s)
+	stale, fresh, enrolled := pendingHost(o, 0), pendingHost(o, 9000), activeHost(o, 0)
+	for _, h := range []*core.Host{stale, fresh, enrolled} {
+		must(t, s.CreateHost(ctx, h, core.MaxHostsPerOwner))
+	}
+	n, err := s.PurgeUnenrolledHosts(ctx, at(0).Add(core.HostEnrollmentTTL+time.Second))
+	wantPurged(t, "unenrolled hosts", n, err, 1)
+	_, err = s.GetHost(ctx, stale.ID)
+	wantErr(t, "purged host", err, core.ErrNoRows)
+	for _, h := range []*core.Host{fresh, enrolled} {
+		_, err := s.GetHost(ctx, h.ID)
+		must(t, err)
+	}
+}

@@ -27,6 +27,7 @@ var purgeTests = []struct {
 	{"PurgeAgentTasks", testPurgeAgentTasks},
 	{"PurgeJWTIDs", testPurgeJWTIDs},
 	{"PurgeDelegatedSends", testPurgeDelegatedSends},
+	{"PurgeUnenrolledHosts", testPurgeUnenrolledHosts},
 }
 
 func wantPurged(t *testing.T, what string, n int64, err error, want int64) {

@@ -404,3 +404,9 @@ func (x q) PurgeJWTIDs(ctx context.Context, now time.Time) (int64, error) {
 func (x q) PurgeDelegatedSends(ctx context.Context, before time.Time) (int64, error) {
 	return x.purge(ctx, "delegated sends", "DELETE FROM delegated_sends WHERE created_at < ? AND expires_at < ?", before, before)
 }
+
+// PurgeUnenrolledHosts deletes hosts still waiting for enrollment whose
+// token expired before before.
+func (x q) PurgeUnenrolledHosts(ctx context.Context, before time.Time) (int64, error) {
+	return x.purge(ctx, "unenrolled hosts", "DELETE FROM hosts WHERE status = ? AND enrollment_expires_at < ?", core.HostPendingEnrollment, before)
+}
