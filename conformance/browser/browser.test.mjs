@@ -10,6 +10,7 @@ import { chromium } from 'playwright-core';
 import * as oauth from 'oauth4webapi';
 import { BASE, ISSUER, MCP, OUT, env, registerClient } from '../node/lib.mjs';
 import { AP2, a2aToken, artifactData, dataOf, paymentMandate, rpc, skillPart, textOf, until, userMessage } from '../node/a2a-lib.mjs';
+import { agentJWT, agentStatus, call, checkApproval, execute, faxArgs, keyPair, register } from '../node/hostagent-lib.mjs';
 
 const CHROMIUM = env('FAXHUB_CHROMIUM');
 const EMAIL = 'grace@example.com';
@@ -341,4 +342,111 @@ test('AP2: a declined test card (tok_chargeDeclined), approved with the passkey:
   assert.equal(dataOf(done.status.message?.parts)?.failureCode, 'payment_declined', JSON.stringify(done.status.message));
   assert.equal(artifactData(done, 'receipt'), undefined, 'no receipt');
   assert.equal(await balance(), before, 'nothing was credited');
+});
+
+// Delegated hosts and agents (docs/hostagent.md): the owner provisions a
+// host on /console/hosts by pasting the public JWK a host client (this test
+// process, jose) generated; the host registers an agent; Chromium opens the
+// device link and approves; the agent reads credits on its own; every
+// send_fax waits for the owner's passkey with user verification.
+const dh = {};
+
+async function sendStatus(id) {
+  const r = await execute(dh.host, dh.agent, 'get_fax_status', { id });
+  assert.equal(r.status, 200, `get_fax_status: ${r.status} ${r.text}`);
+  return r.body.data;
+}
+
+// sendCard is the inbox card of the send_fax approval for id (its
+// destination and the agent's name are on it).
+async function sendCard(id) {
+  await page.goto(`${BASE}/console/approvals`);
+  const card = page.locator('article.approval', { hasText: 'Browser delegated agent' }).filter({ has: page.locator('button[data-webauthn="approve"]') }).first();
+  await card.waitFor();
+  return card;
+}
+
+test('delegated: the owner creates a host on /console/hosts by pasting the host\'s public JWK', async () => {
+  dh.host = await keyPair();
+  await page.goto(`${BASE}/console/hosts`);
+  await page.fill('#host-name', 'Browser host');
+  await page.fill('#host-public-key', JSON.stringify(dh.host.jwk));
+  await screenshot('hosts-create');
+  await page.click('button:has-text("Create host")');
+  await page.waitForSelector('text=Browser host');
+  await screenshot('hosts-created');
+  dh.host.id = (await page.content()).match(/hst_[A-Za-z0-9_-]+/)?.[0];
+  assert.ok(dh.host.id, 'the page shows the host id');
+});
+
+test('delegated: the host registers an agent; Chromium opens verification_uri_complete and approves', async () => {
+  const { agent, r } = await register(dh.host, 'Browser delegated agent', ['get_credits', 'validate_fax', 'send_fax', 'get_fax_status']);
+  assert.ok(r.status === 200 || r.status === 201, `register: ${r.status} ${r.text}`);
+  assert.equal(r.body.status, 'pending');
+  checkApproval(r.body.approval, agent.id);
+  dh.agent = agent;
+  await page.goto(r.body.approval.verification_uri_complete);
+  await page.waitForSelector('text=Browser delegated agent');
+  await page.waitForSelector('text=Browser host');
+  await screenshot('device');
+  await page.click('button[name=decision][value=approve]');
+  await page.waitForSelector('text=approved');
+  await screenshot('device-approved');
+  const st = await agentStatus(dh.host, agent.id);
+  assert.equal(st.body.status, 'active', `status: ${st.text}`);
+});
+
+test('delegated: the agent executes get_credits on its own', async () => {
+  const r = await execute(dh.host, dh.agent, 'get_credits');
+  assert.equal(r.status, 200, `get_credits: ${r.status} ${r.text}`);
+  assert.ok('balance' in (r.body.data ?? {}), r.text);
+  dh.balance = Number(r.body.data.balance);
+});
+
+test('delegated: send_fax → 202; approved in the inbox with the passkey (UV) → sent, with the fax', async () => {
+  const r = await execute(dh.host, dh.agent, 'send_fax', faxArgs());
+  assert.equal(r.status, 202, `send_fax: ${r.status} ${r.text}`);
+  assert.equal(r.body.status, 'pending');
+  const id = r.body.id ?? r.body.data?.id;
+  assert.ok(id, `send id: ${r.text}`);
+  assert.equal((await sendStatus(id)).status, 'pending');
+  const card = await sendCard(id);
+  await screenshot('fax-send-approval');
+  const here = page.url();
+  await card.locator('button[data-webauthn="approve"]').click();
+  await page.waitForURL((u) => u.href !== here);
+  await screenshot('fax-send-approved');
+  const done = await until(`send ${id} sent`, () => sendStatus(id), (d) => d.status !== 'pending');
+  assert.equal(done.status, 'sent', JSON.stringify(done));
+  assert.ok(done.fax_id, `the fax: ${JSON.stringify(done)}`);
+  if (r.body.status_url) {
+    const st = await call('GET', r.body.status_url, { bearer: await agentJWT(dh.host, dh.agent) });
+    assert.equal(st.status, 200, `status_url: ${st.status} ${st.text}`);
+    assert.ok(st.text.includes(done.fax_id), `status_url names the fax: ${st.text}`);
+  }
+});
+
+test('delegated: a send_fax approval without UV is refused (stays pending), then declined: nothing sent', async () => {
+  const r = await execute(dh.host, dh.agent, 'send_fax', faxArgs());
+  assert.equal(r.status, 202, `send_fax: ${r.status} ${r.text}`);
+  const id = r.body.id ?? r.body.data?.id;
+  const card = await sendCard(id);
+  await cdp.send('WebAuthn.setUserVerified', { authenticatorId, isUserVerified: false });
+  try {
+    await card.locator('button[data-webauthn="approve"]').click();
+    const status = card.locator('[data-webauthn-status].error');
+    await status.waitFor();
+    await screenshot('fax-send-no-uv');
+    assert.ok((await status.textContent()).trim().length > 0, 'the page shows the error');
+  } finally {
+    await cdp.send('WebAuthn.setUserVerified', { authenticatorId, isUserVerified: true });
+  }
+  assert.equal((await sendStatus(id)).status, 'pending', 'still pending after the refused approval');
+  const again = await sendCard(id);
+  await again.locator('button[name=decision][value=decline]').click();
+  await page.waitForLoadState();
+  await screenshot('fax-send-declined');
+  const d = await sendStatus(id);
+  assert.equal(d.status, 'declined', JSON.stringify(d));
+  assert.equal(d.fax_id, undefined, 'no fax');
 });
