@@ -25,6 +25,12 @@ type approvalView struct {
 	Decided   bool
 	CSRF      string
 	Return    string
+	// DevicePath is set on a delegated agent's device approval: approving
+	// happens on that page, with the agent's code.
+	DevicePath string
+	// FaxSend is set on a delegated agent's send_fax: approved only with
+	// the passkey, and paid from credits then.
+	FaxSend *faxSendView
 }
 
 type consentView struct {
@@ -38,7 +44,8 @@ type fact struct{ Label, Value string }
 var kindLabels = map[core.ApprovalKind]string{
 	core.ApprovalOAuthConsent:   "App access",
 	core.ApprovalAgentClaim:     "Agent claim",
-	core.ApprovalDevice:         "Device sign-in",
+	core.ApprovalDevice:         "Agent device approval",
+	core.ApprovalFaxSend:        "Fax to send",
 	core.ApprovalVerifiedAction: "Action to confirm",
 	core.ApprovalCreditPurchase: "Credit purchase",
 }
@@ -58,6 +65,15 @@ func (c *Console) view(a core.Approval, csrf, ret string) approvalView {
 			v.Consent = cv
 			return v
 		}
+	}
+	switch a.Kind {
+	case core.ApprovalDevice:
+		if id := deviceAgentID(&a); id != "" {
+			v.DevicePath = devicePath(id)
+		}
+	case core.ApprovalFaxSend:
+		v.FaxSend, v.Facts = faxSendFacts(a.Details)
+		return v
 	}
 	v.Facts = facts(a.Details)
 	return v
@@ -217,9 +233,20 @@ func (c *Console) decide(w http.ResponseWriter, r *http.Request, s *signedIn) {
 		c.fail(w, r, core.Errorf(core.KindInvalid, core.CodeInvalidRequest, "choose approve or decline"))
 		return
 	}
-	if a.Kind == core.ApprovalAgentClaim {
+	switch a.Kind {
+	case core.ApprovalAgentClaim:
 		if err := c.agentClaimInboxDecision(r, s, a, approve); err != nil {
 			c.fail(w, r, err)
+			return
+		}
+	case core.ApprovalDevice:
+		if err := c.deviceInboxDecision(r, s, a, approve); err != nil {
+			c.fail(w, r, err)
+			return
+		}
+		// Declining the agent closes its inbox approval too.
+		if got, err := c.svc.GetApproval(ctx, s.owner.ID, id); err == nil && got.Status != core.ApprovalPending {
+			http.Redirect(w, r, afterDecision(r.PostFormValue("return"), false), http.StatusSeeOther)
 			return
 		}
 	}
@@ -322,7 +349,7 @@ func (c *Console) approvalFinish(w http.ResponseWriter, r *http.Request, s *sign
 	if _, err := c.svc.DecideApproval(ctx, s.owner.ID, id, core.Decision{
 		Approve: true, BindingHash: ch.Binding, UserVerified: true, Data: data,
 	}); err != nil {
-		c.fail(w, r, err)
+		c.fail(w, r, insufficientCredits(a, err))
 		return
 	}
 	c.log.InfoContext(ctx, "approval approved with passkey", "owner_id", s.owner.ID, "approval_id", id, "passkey_id", pk.ID,

@@ -20,6 +20,7 @@ type dashboardBody struct {
 	Balances []core.Balance
 	Faxes    []core.Fax
 	Pending  int
+	Packs    []core.CreditPack
 }
 
 func (c *Console) dashboard(w http.ResponseWriter, r *http.Request, s *signedIn) {
@@ -33,7 +34,7 @@ func (c *Console) dashboard(w http.ResponseWriter, r *http.Request, s *signedIn)
 		}
 		mode = pm
 	}
-	b := dashboardBody{Mode: mode}
+	b := dashboardBody{Mode: mode, Packs: c.svc.CreditPacks()}
 	for _, m := range []core.Mode{core.ModeTest, core.ModeLive} {
 		bal, err := c.svc.Balance(ctx, s.owner.ID, m)
 		if err != nil {
@@ -57,6 +58,22 @@ func (c *Console) dashboard(w http.ResponseWriter, r *http.Request, s *signedIn)
 	d := c.page(s, "Dashboard", "dashboard", b)
 	d.Pending = b.Pending
 	c.render(w, r, http.StatusOK, "dashboard", d)
+}
+
+// buyCredits starts a hosted checkout for a credit pack in the chosen
+// mode (where a fax approval the balance does not cover sends the owner).
+func (c *Console) buyCredits(w http.ResponseWriter, r *http.Request, s *signedIn) {
+	mode, err := core.ParseMode(r.PostFormValue("mode"))
+	if err != nil {
+		c.fail(w, r, err)
+		return
+	}
+	cs, err := c.svc.CreateCreditCheckout(r.Context(), core.OwnerPrincipal(s.owner.ID, mode), r.PostFormValue("pack"))
+	if err != nil {
+		c.fail(w, r, err)
+		return
+	}
+	http.Redirect(w, r, cs.CheckoutURL, http.StatusSeeOther)
 }
 
 type keysBody struct {

@@ -25,7 +25,12 @@
     var res = await fetch(url, { method: "POST", headers: headers, body: JSON.stringify(body || {}), credentials: "same-origin" });
     var data = {};
     try { data = await res.json(); } catch (e) { /* not JSON */ }
-    if (!res.ok) throw new Error(data.detail || ("The server answered " + res.status + "."));
+    if (!res.ok) {
+      var err = new Error(data.detail || ("The server answered " + res.status + "."));
+      // A fax approval the balance does not cover links to adding credits.
+      if (typeof data.buy_credits_url === "string" && data.buy_credits_url.charAt(0) === "/") err.link = data.buy_credits_url;
+      throw err;
+    }
     return data;
   }
 
@@ -111,6 +116,13 @@
       window.location.assign(done.redirect || "/console");
     } catch (err) {
       say(explain(err), true);
+      if (err && err.link && status) {
+        var a = document.createElement("a");
+        a.href = err.link;
+        a.textContent = "Add credits";
+        status.appendChild(document.createTextNode(" "));
+        status.appendChild(a);
+      }
       btn.disabled = false;
     }
   }
