@@ -120,11 +120,24 @@ export async function execute(host, agent, capability, args = {}, claims) {
   return call('POST', `${API}/api/auth/capability/execute`, { bearer: await agentJWT(host, agent, claims), json: { capability, arguments: args } });
 }
 
-// sendFaxArgs are the send_fax (and validate_fax) arguments for the sample
-// letter, passed inline (base64; docs/hostagent.md).
+// faxArgs are send_fax's arguments for the sample letter, passed inline
+// (content_base64, a tiny file; docs/hostagent.md: it needs create_upload
+// granted too, larger files go through create_upload and document_id).
 export function faxArgs(to = FAX_TO) {
-  const pdf = fs.readFileSync(SAMPLE_PDF);
-  return { to, document: { filename: 'letter.pdf', content_type: 'application/pdf', content_base64: pdf.toString('base64') } };
+  return { to, content_base64: fs.readFileSync(SAMPLE_PDF).toString('base64') };
+}
+
+// sendStatus reads a send_fax request at its status URL with a fresh agent
+// JWT: {status: pending|sent|declined|expired, id, send, data (the fax)}.
+export async function sendStatus(host, agent, statusURL) {
+  const r = await call('GET', statusURL, { bearer: await agentJWT(host, agent) });
+  assert.equal(r.status, 200, `send status: ${r.status} ${r.text}`);
+  return r.body;
+}
+
+// granted lists the capabilities an agent answer shows as active.
+export function granted(body) {
+  return (body.agent_capability_grants ?? []).filter((g) => g.status === 'active').map((g) => g.capability).sort();
 }
 
 // checkApproval checks the approval object of a pending registration.

@@ -86,3 +86,17 @@ export async function declineInbox(cookie, match) {
   const r = await postForm(cookie, f.action, `${BASE}/console/approvals`, form);
   assert.equal(r.status, 303, `inbox decline: ${r.status} ${r.text.slice(0, 400)}`);
 }
+
+// revokeHostInConsole revokes a host from the Hosts page (the confirm box
+// ticked), as the owner does.
+export async function revokeHostInConsole(cookie, hostID) {
+  const res = await fetch(`${BASE}/console/hosts`, { headers: { cookie } });
+  const page = await res.text();
+  assert.equal(res.status, 200, `hosts page: ${res.status}`);
+  const f = forms(page).find((x) => x.action === `/console/hosts/${hostID}/revoke`);
+  assert.ok(f, `the hosts page has the revoke form of ${hostID}`);
+  const form = new URLSearchParams(f.hidden);
+  form.set('confirm', 'yes');
+  const r = await postForm(cookie, f.action, `${BASE}/console/hosts`, form);
+  assert.ok(r.status === 303 || r.status === 200, `host revoke: ${r.status} ${r.text.slice(0, 400)}`);
+}
