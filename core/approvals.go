@@ -28,6 +28,12 @@ func BindingHash(v any) string { return hashRequest(v) }
 
 // RequestApproval records a pending approval for the owner's inbox.
 func (s *Service) RequestApproval(ctx context.Context, r ApprovalRequest) (*Approval, error) {
+	return s.requestApproval(ctx, s.d.Store, r)
+}
+
+// requestApproval records a pending approval through q (the store or a
+// transaction that writes it together with what it approves).
+func (s *Service) requestApproval(ctx context.Context, q Queries, r ApprovalRequest) (*Approval, error) {
 	details, err := json.Marshal(r.Details)
 	if err != nil {
 		return nil, fmt.Errorf("encode approval details: %w", err)
@@ -41,7 +47,7 @@ func (s *Service) RequestApproval(ctx context.Context, r ApprovalRequest) (*Appr
 		Summary: truncate(r.Summary, 500), Details: details, BindingHash: BindingHash(r.Binding),
 		RequiresUV: r.RequiresUV, Status: ApprovalPending, CreatedAt: now, ExpiresAt: now.Add(r.TTL),
 	}
-	if err := s.d.Store.CreateApproval(ctx, a); err != nil {
+	if err := q.CreateApproval(ctx, a); err != nil {
 		return nil, fmt.Errorf("create approval: %w", err)
 	}
 	return a, nil

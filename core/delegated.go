@@ -3,7 +3,6 @@ package core
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"time"
 )
 
@@ -94,10 +93,6 @@ const (
 	// CodeUnknownCapability: a capability name faxhub does not have.
 	CodeUnknownCapability = "unknown_capability"
 )
-
-// errNotBuilt marks a delegated-flow method whose implementation has not
-// landed yet (removed when it has).
-var errNotBuilt = errors.New("core: delegated hosts are not built yet")
 
 // Capability is a delegated capability (spec: validate_fax, send_fax,
 // get_fax_status, get_credits, create_credit_checkout; faxhub adds
@@ -219,14 +214,6 @@ type PublicJWK struct {
 	Key        []byte
 }
 
-// ParsePublicJWK accepts an Ed25519 public JWK ({"kty":"OKP","crv":
-// "Ed25519","x":…}, optional kid/alg/use) and refuses anything else,
-// including a JWK that carries a private part ("d"): a host must never send
-// its private key. Errors are KindInvalid with CodeInvalidPublicKey.
-func ParsePublicJWK(raw json.RawMessage) (PublicJWK, error) {
-	return PublicJWK{}, errNotBuilt
-}
-
 // HostCreateRequest is POST /api/auth/host/create (owner session) and the
 // console's Hosts form. Without PublicKey the host is created
 // pending_enrollment with a one-use enrollment token.
@@ -243,51 +230,10 @@ type HostCreated struct {
 	EnrollmentToken string
 }
 
-// CreateHost provisions a host for the owner (rate limited per owner
-// across replicas; at most MaxHostsPerOwner live hosts).
-func (s *Service) CreateHost(ctx context.Context, ownerID string, r HostCreateRequest) (*HostCreated, error) {
-	return nil, errNotBuilt
-}
-
-// EnrollHost completes a host created without a key: the token is
-// consumed in the same transaction that records the key, so a failed
-// enrollment (bad key, key in use) leaves it usable; a used, expired or
-// revoked token is refused with CodeInvalidEnrollment.
-func (s *Service) EnrollHost(ctx context.Context, token string, publicKey json.RawMessage, name string) (*Host, error) {
-	return nil, errNotBuilt
-}
-
 // HostWithAgents is one host as the owner's Hosts page lists it.
 type HostWithAgents struct {
 	Host   Host
 	Agents []DelegatedAgent
-}
-
-// ListHosts lists the owner's hosts (revoked ones too, newest first) with
-// their agents.
-func (s *Service) ListHosts(ctx context.Context, ownerID string) ([]HostWithAgents, error) {
-	return nil, errNotBuilt
-}
-
-// RevokeHost revokes one of the owner's hosts and every agent it
-// registered, at once and for every replica.
-func (s *Service) RevokeHost(ctx context.Context, ownerID, hostID string) error {
-	return errNotBuilt
-}
-
-// HostForJWT finds the host a host or agent JWT names in iss: its host id
-// or the RFC 7638 thumbprint of its key. Only an enrolled host has a key:
-// unknown and pending_enrollment hosts are CodeInvalidJWT (KindUnauthenticated),
-// a revoked one CodeHostRevoked (KindForbidden).
-func (s *Service) HostForJWT(ctx context.Context, iss string) (*Host, error) {
-	return nil, errNotBuilt
-}
-
-// UseJWTID records a verified JWT's jti for issuer (a host id) until
-// expires (exp + DelegatedJWTSkew) in the shared store; a jti seen before,
-// on any replica, is CodeJWTReplayed (KindUnauthenticated).
-func (s *Service) UseJWTID(ctx context.Context, issuer, jti string, expires time.Time) error {
-	return errNotBuilt
 }
 
 // DelegatedAgentRequest is POST /api/auth/agent/register after the host
@@ -320,87 +266,12 @@ type DelegatedAgentView struct {
 	Approval *DeviceApproval
 }
 
-// RegisterDelegatedAgent registers an agent for a verified host. The
-// agent's key must not be the host's (nor any other host's or agent's). A
-// retry by the same host with the same agent key while the agent is pending
-// answers the same agent (idempotent; a fresh device code if the old one
-// expired); otherwise a known key is CodeAgentExists. Requested
-// capabilities that the host's default capabilities cover are granted at
-// once unless ForceApproval; anything else waits for the owner's device
-// approval (pending, with a DeviceApproval).
-func (s *Service) RegisterDelegatedAgent(ctx context.Context, host *Host, r DelegatedAgentRequest) (*DelegatedAgentView, error) {
-	return nil, errNotBuilt
-}
-
-// DelegatedAgentStatus reads one of host's agents (CodeAgentNotFound for
-// an agent of another host, exactly as for an unknown id).
-func (s *Service) DelegatedAgentStatus(ctx context.Context, host *Host, agentID string) (*DelegatedAgent, error) {
-	return nil, errNotBuilt
-}
-
-// ReissueDeviceCode issues a new device code for one of host's pending
-// (or expired-pending) agents; the old code and its inbox approval stop
-// working. It never registers anything: an unknown agent is
-// CodeAgentNotFound, an active/rejected/revoked one a conflict.
-func (s *Service) ReissueDeviceCode(ctx context.Context, host *Host, agentID string) (*DelegatedAgentView, error) {
-	return nil, errNotBuilt
-}
-
-// RevokeDelegatedAgent revokes an agent, by its host (hostID set) or by
-// its owner (ownerID set, the console or the owner's session).
-func (s *Service) RevokeDelegatedAgent(ctx context.Context, ownerID, hostID, agentID string) (*DelegatedAgent, error) {
-	return nil, errNotBuilt
-}
-
-// DelegatedAgentForJWT is the agent an agent JWT (iss = host, sub = agent)
-// names, checked for use: host active, agent of that host, agent active.
-// Otherwise CodeInvalidJWT (unknown), CodeHostRevoked, CodeAgentPending,
-// CodeAgentRejected, CodeAgentExpired or CodeAgentRevoked.
-func (s *Service) DelegatedAgentForJWT(ctx context.Context, host *Host, agentID string) (*DelegatedAgent, error) {
-	return nil, errNotBuilt
-}
-
-// DelegatedPrincipal is the Principal of an active agent: the owner's, in
-// Config.AgentMode, with exactly the scopes of its granted capabilities.
-func (s *Service) DelegatedPrincipal(host *Host, a *DelegatedAgent) Principal {
-	return Principal{}
-}
-
-// AuthorizeCapability checks that the agent was granted c
-// (CodeCapabilityNotGranted, KindForbidden) and that c is known
-// (CodeUnknownCapability, KindInvalid), then the one scope check.
-func AuthorizeCapability(p Principal, a *DelegatedAgent, c Capability) error {
-	return errNotBuilt
-}
-
 // DeviceRequest is what the owner's device page shows.
 type DeviceRequest struct {
 	Host      *Host
 	Agent     *DelegatedAgent
 	ExpiresAt time.Time
 	TriesLeft int
-}
-
-// DeviceRequestForOwner returns the pending agent behind a device link for
-// the signed-in owner (only the host's owner may see it; CodeAgentNotFound
-// otherwise, and CodeDeviceExpired / CodeDeviceDecided for a code past its
-// life or an agent no longer pending). The user code is checked by
-// DecideDevice, not here.
-func (s *Service) DeviceRequestForOwner(ctx context.Context, ownerID, agentID string) (*DeviceRequest, error) {
-	return nil, errNotBuilt
-}
-
-// DecideDevice records the owner's decision on a device code: approving
-// needs the user code (DeviceMaxTries wrong codes end it) and grants caps,
-// a non-empty subset of what the agent asked for (CodeCapabilityWiden
-// otherwise); declining rejects the agent. The inbox approval follows.
-func (s *Service) DecideDevice(ctx context.Context, ownerID, agentID, userCode string, approve bool, caps []Capability) (*DelegatedAgent, error) {
-	return nil, errNotBuilt
-}
-
-// DeclineDevice is the approval inbox's Decline of a device approval.
-func (s *Service) DeclineDevice(ctx context.Context, ownerID, agentID string) error {
-	return errNotBuilt
 }
 
 // DelegatedSendRequest is a send_fax capability call: a document already
@@ -459,20 +330,6 @@ type DelegatedSend struct {
 	ApprovalPath string              `db:"-" json:"-"` // the owner's inbox page of it
 }
 
-// RequestDelegatedSend checks the send (scope fax:send through the
-// send_fax grant, provider, cover, destination, document, quote) and asks
-// the owner: an approval of kind ApprovalFaxSend, requires_uv, bound to
-// this exact fax. Nothing is charged or queued.
-func (s *Service) RequestDelegatedSend(ctx context.Context, p Principal, a *DelegatedAgent, r DelegatedSendRequest) (*DelegatedSend, error) {
-	return nil, errNotBuilt
-}
-
-// GetDelegatedSend reads one of agent a's send requests with its status
-// derived (and the fax when sent); another agent's reads as not found.
-func (s *Service) GetDelegatedSend(ctx context.Context, p Principal, a *DelegatedAgent, id string) (*DelegatedSend, *Fax, error) {
-	return nil, nil, errNotBuilt
-}
-
 // ApprovalFaxSend is a delegated agent's send_fax waiting for the owner's
 // passkey (requires_uv, binding = the exact fax).
 const ApprovalFaxSend ApprovalKind = "fax_send"
@@ -523,7 +380,12 @@ type HostStore interface {
 	// ErrConflict if it has one already.
 	MarkDelegatedSendSent(ctx context.Context, id, faxID string) error
 
+	// CountPendingDelegatedSends counts agentID's sends without a fax whose
+	// approval is pending and unexpired at now.
+	CountPendingDelegatedSends(ctx context.Context, agentID string, now time.Time) (int, error)
+
 	// InsertJWTID records (issuer, jti) until expires; ErrExists when it is
-	// recorded already and has not expired.
-	InsertJWTID(ctx context.Context, issuer, jti string, expires time.Time) error
+	// recorded already and has not expired at now (an expired record is
+	// taken over). Of concurrent inserts exactly one succeeds.
+	InsertJWTID(ctx context.Context, issuer, jti string, now, expires time.Time) error
 }

@@ -39,6 +39,12 @@ type PurgeStore interface {
 	// expired, a queued or sending fax, a purchase whose cart has not
 	// expired and that has not ended.
 	PurgeAgentTasks(ctx context.Context, now, before time.Time) (int64, error)
+	// PurgeJWTIDs deletes replay records of host and agent JWTs that
+	// expired at or before now.
+	PurgeJWTIDs(ctx context.Context, now time.Time) (int64, error)
+	// PurgeDelegatedSends deletes delegated send requests created before
+	// before whose approval window also ended before before.
+	PurgeDelegatedSends(ctx context.Context, before time.Time) (int64, error)
 	// PurgeableDocuments lists up to n documents whose blobs are due for
 	// deletion: unsent (no fax, no live draft) and uploaded before
 	// unsentBefore, or sent with every fax ended before sentBefore.
@@ -105,6 +111,8 @@ func (s *Service) Purge(ctx context.Context) ([]PurgeCount, error) {
 	unsent := now.Add(-c.UnsentRetention)
 	step("credit_purchases", func() (int64, error) { return st.PurgeCreditPurchases(ctx, unsent) })
 	step("agent_tasks", func() (int64, error) { return st.PurgeAgentTasks(ctx, now, unsent) })
+	step("jwt_ids", func() (int64, error) { return st.PurgeJWTIDs(ctx, now) })
+	step("delegated_sends", func() (int64, error) { return st.PurgeDelegatedSends(ctx, unsent) })
 
 	attrs := make([]any, 0, 2*len(out)+2)
 	for _, pc := range out {

@@ -40,6 +40,7 @@ type Queries interface {
 	AgentStore
 	ChargeStore
 	TaskStore
+	HostStore
 
 	CreateOwner(ctx context.Context, o *Owner) error
 	GetOwner(ctx context.Context, id string) (*Owner, error)

@@ -26,6 +26,7 @@ import (
 	"github.com/faxhub/faxhub/core/queue"
 	"github.com/faxhub/faxhub/core/store"
 	"github.com/faxhub/faxhub/core/web"
+	"github.com/faxhub/faxhub/hostagent"
 	"github.com/faxhub/faxhub/oauth"
 	"github.com/faxhub/faxhub/passkeys"
 	a2aserver "github.com/faxhub/faxhub/protocols/a2a"
@@ -97,6 +98,8 @@ type App struct {
 	Console *passkeys.Console
 	MCP     *mcpserver.Handler
 	A2A     *a2aserver.Handler
+	// HostAgent is the delegated host/agent adapter (Agent Auth Protocol).
+	HostAgent *hostagent.Handler
 
 	proxies web.TrustedProxies
 	// signer forwards core's signing to the OAuth server, which is built
@@ -280,6 +283,7 @@ func (a *App) wireOwners() error {
 		BaseURL: o.BaseURL, ASMetadataURL: a.Svc.Config().APIURL + oauth.PathASMetadataIssuer,
 		AuthorizationURL: md.AuthorizationEndpoint, TokenURL: md.TokenEndpoint, Logger: o.Logger,
 	})
+	a.HostAgent = hostagent.New(a.Svc, hostagent.Options{BaseURL: o.BaseURL, APIURL: a.Svc.Config().APIURL, Logger: o.Logger})
 	return nil
 }
 

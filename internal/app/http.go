@@ -11,6 +11,7 @@ import (
 	"github.com/faxhub/faxhub/core/payments/testcheckout"
 	"github.com/faxhub/faxhub/core/provider/simulated"
 	"github.com/faxhub/faxhub/core/web"
+	"github.com/faxhub/faxhub/hostagent"
 	"github.com/faxhub/faxhub/oauth"
 	"github.com/faxhub/faxhub/passkeys"
 	a2aserver "github.com/faxhub/faxhub/protocols/a2a"
@@ -54,6 +55,11 @@ func (a *App) Handler() http.Handler {
 	// served on both origins without a token.
 	mux.Handle(a2aserver.Path, a.A2A)
 	mux.HandleFunc("GET "+a2aserver.CardPath, a.A2A.ServeCard)
+	// Delegated hosts and agents (discovery, host create/enroll, agent
+	// registration, device codes, status, revoke, capability execute).
+	for _, p := range hostagent.Paths() {
+		mux.Handle(p, a.HostAgent)
+	}
 	console := a.Console.Handler()
 	for _, p := range passkeys.Paths() {
 		mux.Handle(p, console)

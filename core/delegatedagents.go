@@ -1,0 +1,539 @@
+package core
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/subtle"
+	"errors"
+	"fmt"
+	"math/big"
+	"net/url"
+	"slices"
+	"strings"
+	"time"
+)
+
+// Delegated agents: registration by a verified host, the owner's device
+// approval (RFC 8628 shape), status, re-issue and revocation.
+
+// userCodeAlphabet has no vowels (no words) and no look-alikes (RFC 8628
+// §6.1); eight of them are about 34 bits, and DeviceMaxTries wrong codes
+// end a code.
+const (
+	userCodeAlphabet = "BCDFGHJKLMNPQRSTVWXZ"
+	userCodeLen      = 8
+)
+
+// newDeviceUserCode returns a user code as shown: XXXX-XXXX.
+func newDeviceUserCode() string {
+	b := make([]byte, userCodeLen)
+	for i := range b {
+		n, err := rand.Int(rand.Reader, big.NewInt(int64(len(userCodeAlphabet))))
+		if err != nil {
+			panic(err)
+		}
+		b[i] = userCodeAlphabet[n.Int64()]
+	}
+	return string(b[:4]) + "-" + string(b[4:])
+}
+
+// normalizeUserCode is how a typed code is compared: case, dashes and
+// spaces do not matter.
+func normalizeUserCode(code string) string {
+	code = strings.ToUpper(code)
+	return strings.Map(func(r rune) rune {
+		if r == '-' || r == ' ' || r == '\t' {
+			return -1
+		}
+		return r
+	}, code)
+}
+
+func hashUserCode(code string) string { return HashSecret("device:" + normalizeUserCode(code)) }
+
+// effectiveStatus is the agent's status as callers see it: a pending agent
+// whose device code has lapsed reads as expired until re-issued.
+func (a *DelegatedAgent) effectiveStatus(now time.Time) DelegatedAgentStatus {
+	if a.Status == DelegatedPending && !now.Before(a.DeviceExpires) {
+		return DelegatedExpired
+	}
+	return a.Status
+}
+
+// DeviceApprovalDetails is what a device_authorization approval shows in
+// the inbox (Approval.Details).
+type DeviceApprovalDetails struct {
+	HostID          string       `json:"hostId"`
+	HostName        string       `json:"hostName"`
+	AgentID         string       `json:"agentId"`
+	AgentName       string       `json:"agentName"`
+	Capabilities    []Capability `json:"capabilities"`
+	VerificationURI string       `json:"verificationUri"`
+}
+
+func (s *Service) verificationURI() string { return s.cfg.BaseURL + DevicePagePath }
+
+// newDeviceCode writes a new pending approval for a through q and returns
+// the code and the approval; the caller stores both on the agent.
+func (s *Service) newDeviceCode(ctx context.Context, q Queries, host *Host, a *DelegatedAgent) (string, *Approval, error) {
+	code := newDeviceUserCode()
+	appr, err := s.requestApproval(ctx, q, ApprovalRequest{
+		OwnerID: a.OwnerID, Kind: ApprovalDevice, Requester: a.Name + " on " + host.Name,
+		Summary: "Agent " + a.Name + " on " + host.Name + " asks for: " + joinCapabilities(a.Requested),
+		Details: DeviceApprovalDetails{HostID: host.ID, HostName: host.Name, AgentID: a.ID, AgentName: a.Name,
+			Capabilities: a.Requested, VerificationURI: s.verificationURI() + "?agent_id=" + url.QueryEscape(a.ID)},
+		Binding: a.ID, TTL: DeviceApprovalTTL,
+	})
+	if err != nil {
+		return "", nil, err
+	}
+	return code, appr, nil
+}
+
+func (s *Service) deviceApproval(a *DelegatedAgent, code string) *DeviceApproval {
+	v := url.Values{"agent_id": {a.ID}, "code": {code}}
+	return &DeviceApproval{
+		Method: "device_authorization", VerificationURI: s.verificationURI(),
+		VerificationURIComplete: s.verificationURI() + "?" + v.Encode(),
+		UserCode:                code, ExpiresIn: max(int(a.DeviceExpires.Sub(s.now())/time.Second), 0), Interval: DeviceInterval,
+	}
+}
+
+func joinCapabilities(cs []Capability) string {
+	parts := make([]string, len(cs))
+	for i, c := range cs {
+		parts[i] = string(c)
+	}
+	return strings.Join(parts, ", ")
+}
+
+// RegisterDelegatedAgent registers an agent for a verified host. The
+// agent's key must not be the host's (nor any other host's or agent's). A
+// retry by the same host with the same agent key while the agent is pending
+// answers the same agent (idempotent); otherwise a known key is
+// CodeAgentExists. Requested capabilities that the host's default
+// capabilities cover are granted at once unless ForceApproval; anything
+// else waits for the owner's device approval (pending, with a
+// DeviceApproval).
+//
+// A pending retry cannot repeat the user code (only its hash is stored):
+// it re-issues a fresh code and retires the old one, answering the same
+// agent_id, exactly as POST …/agent/device/code would.
+func (s *Service) RegisterDelegatedAgent(ctx context.Context, host *Host, r DelegatedAgentRequest) (*DelegatedAgentView, error) {
+	if host == nil || host.Status != HostActive || host.Thumbprint == nil {
+		return nil, invalidJWT("the host is not active")
+	}
+	if r.Mode != "delegated" {
+		return nil, Errorf(KindInvalid, CodeInvalidRequest, "mode must be \"delegated\"; autonomous agents are not offered here: every agent acts for its owner")
+	}
+	if r.PreferredMethod != "" && r.PreferredMethod != "device_authorization" {
+		return nil, Errorf(KindInvalid, CodeInvalidRequest, "preferred_method must be \"device_authorization\", the only approval method offered")
+	}
+	name := strings.TrimSpace(r.Name)
+	if name == "" || len([]rune(name)) > agentNameMax {
+		return nil, Errorf(KindInvalid, CodeInvalidRequest, "the agent name is required (at most %d characters)", agentNameMax)
+	}
+	if len(r.Capabilities) == 0 {
+		return nil, Errorf(KindInvalid, CodeInvalidRequest, "capabilities must name at least one capability: %v", Capabilities())
+	}
+	if len(r.Capabilities) > 4*len(capabilityOps) {
+		return nil, Errorf(KindInvalid, CodeInvalidRequest, "too many capabilities")
+	}
+	caps, err := normalizeCapabilities(r.Capabilities)
+	if err != nil {
+		return nil, err
+	}
+	if r.AgentKey.Thumbprint == "" || r.AgentKey.JSON == "" {
+		return nil, Errorf(KindInvalid, CodeInvalidPublicKey, "agent_public_key is required")
+	}
+	if r.AgentKey.Thumbprint == *host.Thumbprint {
+		return nil, Errorf(KindInvalid, CodeInvalidRequest, "the agent key must not be the host's key: give each agent a key pair of its own")
+	}
+	if _, err := s.d.Store.GetHostByThumbprint(ctx, r.AgentKey.Thumbprint); err == nil {
+		return nil, errKeyInUse
+	} else if !errors.Is(err, ErrNoRows) {
+		return nil, fmt.Errorf("register agent: %w", err)
+	}
+	if old, err := s.d.Store.GetDelegatedAgentByThumbprint(ctx, r.AgentKey.Thumbprint); err == nil {
+		return s.retryRegistration(ctx, host, old)
+	} else if !errors.Is(err, ErrNoRows) {
+		return nil, fmt.Errorf("register agent: %w", err)
+	}
+
+	now := s.now()
+	a := &DelegatedAgent{ID: NewID(PrefixDelegatedAgent), HostID: host.ID, OwnerID: host.OwnerID, Name: name,
+		PublicKey: r.AgentKey.JSON, Thumbprint: r.AgentKey.Thumbprint, Requested: caps, Granted: []Capability{},
+		Status: DelegatedPending, DeviceExpires: now.Add(DeviceApprovalTTL), CreatedAt: now}
+	preApproved := !r.ForceApproval
+	for _, c := range caps {
+		if !slices.Contains(host.DefaultCapabilities, c) {
+			preApproved = false
+		}
+	}
+	var code string
+	if preApproved {
+		// The host's owner granted these in advance. send_fax among them
+		// still sends nothing without the owner's passkey per fax.
+		a.Status, a.Granted, a.ActivatedAt, a.DeviceExpires = DelegatedActive, caps, &now, now
+	}
+	err = s.d.Store.InTx(ctx, func(tx Tx) error {
+		if !preApproved {
+			var appr *Approval
+			var err error
+			if code, appr, err = s.newDeviceCode(ctx, tx, host, a); err != nil {
+				return err
+			}
+			a.UserCodeHash, a.ApprovalID = hashUserCode(code), appr.ID
+		}
+		return tx.CreateDelegatedAgent(ctx, a, MaxAgentsPerHost)
+	})
+	switch {
+	case errors.Is(err, ErrConflict):
+		return nil, Errorf(KindConflict, CodeTooManyAgents, "this host has %d pending or active agents already; revoke one first", MaxAgentsPerHost)
+	case errors.Is(err, ErrExists):
+		// A concurrent registration with the same key won.
+		if old, gerr := s.d.Store.GetDelegatedAgentByThumbprint(ctx, r.AgentKey.Thumbprint); gerr == nil {
+			return s.retryRegistration(ctx, host, old)
+		}
+		return nil, Errorf(KindConflict, CodeAgentExists, "an agent with this key is registered already")
+	case err != nil:
+		return nil, fmt.Errorf("register agent: %w", err)
+	}
+	v := &DelegatedAgentView{Agent: a}
+	if !preApproved {
+		v.Approval = s.deviceApproval(a, code)
+	}
+	return v, nil
+}
+
+// retryRegistration answers a registration with a key that is an agent's
+// already: the same host's pending agent gets a fresh code (idempotent
+// retry), anything else is CodeAgentExists.
+func (s *Service) retryRegistration(ctx context.Context, host *Host, old *DelegatedAgent) (*DelegatedAgentView, error) {
+	if old.HostID != host.ID || old.Status != DelegatedPending {
+		return nil, Errorf(KindConflict, CodeAgentExists, "an agent with this key is registered already; use a new key pair for a new agent")
+	}
+	return s.reissue(ctx, host, old)
+}
+
+// reissue gives a pending agent a new code and inbox approval, and retires
+// the old approval, in one transaction.
+func (s *Service) reissue(ctx context.Context, host *Host, a *DelegatedAgent) (*DelegatedAgentView, error) {
+	now := s.now()
+	oldApproval := a.ApprovalID
+	var code string
+	err := s.d.Store.InTx(ctx, func(tx Tx) error {
+		a.DeviceExpires, a.DeviceTries = now.Add(DeviceApprovalTTL), 0
+		var appr *Approval
+		var err error
+		if code, appr, err = s.newDeviceCode(ctx, tx, host, a); err != nil {
+			return err
+		}
+		a.UserCodeHash, a.ApprovalID = hashUserCode(code), appr.ID
+		if err := tx.ReissueDevice(ctx, a.ID, a.UserCodeHash, a.ApprovalID, a.DeviceExpires); err != nil {
+			return err
+		}
+		if oldApproval != "" {
+			// Pending and unexpired only; an old one that lapsed or was
+			// decided already stays as it is.
+			if err := tx.DecideApproval(ctx, a.OwnerID, oldApproval, ApprovalExpired, nil, now); err != nil &&
+				!errors.Is(err, ErrConflict) && !errors.Is(err, ErrNoRows) {
+				return err
+			}
+		}
+		return nil
+	})
+	if errors.Is(err, ErrConflict) {
+		return nil, notPendingError(a.ID)
+	} else if err != nil {
+		return nil, fmt.Errorf("reissue device code: %w", err)
+	}
+	return &DelegatedAgentView{Agent: a, Approval: s.deviceApproval(a, code)}, nil
+}
+
+func notPendingError(agentID string) error {
+	return Errorf(KindConflict, CodeDeviceDecided, "agent %s is no longer pending: only a pending agent gets a device code", agentID)
+}
+
+func agentNotFound() error {
+	return Errorf(KindNotFound, CodeAgentNotFound, "no agent with that id")
+}
+
+// hostAgent reads agentID if it is host's.
+func (s *Service) hostAgent(ctx context.Context, host *Host, agentID string) (*DelegatedAgent, error) {
+	if host == nil || !HasPrefix(agentID, PrefixDelegatedAgent) || len(agentID) > 100 {
+		return nil, agentNotFound()
+	}
+	a, err := s.d.Store.GetDelegatedAgent(ctx, agentID)
+	if errors.Is(err, ErrNoRows) || (err == nil && a.HostID != host.ID) {
+		return nil, agentNotFound()
+	} else if err != nil {
+		return nil, fmt.Errorf("read agent: %w", err)
+	}
+	return a, nil
+}
+
+// DelegatedAgentStatus reads one of host's agents (CodeAgentNotFound for
+// an agent of another host, exactly as for an unknown id).
+func (s *Service) DelegatedAgentStatus(ctx context.Context, host *Host, agentID string) (*DelegatedAgent, error) {
+	a, err := s.hostAgent(ctx, host, agentID)
+	if err != nil {
+		return nil, err
+	}
+	a.Status = a.effectiveStatus(s.now())
+	return a, nil
+}
+
+// ReissueDeviceCode issues a new device code for one of host's pending
+// (or expired-pending) agents; the old code and its inbox approval stop
+// working. It never registers anything: an unknown agent is
+// CodeAgentNotFound, an active/rejected/revoked one a conflict.
+func (s *Service) ReissueDeviceCode(ctx context.Context, host *Host, agentID string) (*DelegatedAgentView, error) {
+	a, err := s.hostAgent(ctx, host, agentID)
+	if err != nil {
+		return nil, err
+	}
+	if a.Status != DelegatedPending {
+		return nil, notPendingError(a.ID)
+	}
+	return s.reissue(ctx, host, a)
+}
+
+// RevokeDelegatedAgent revokes an agent, by its host (hostID set) or by
+// its owner (ownerID set, the console or the owner's session). Revoking a
+// revoked agent answers it again.
+func (s *Service) RevokeDelegatedAgent(ctx context.Context, ownerID, hostID, agentID string) (*DelegatedAgent, error) {
+	if (ownerID == "" && hostID == "") || !HasPrefix(agentID, PrefixDelegatedAgent) || len(agentID) > 100 {
+		return nil, agentNotFound()
+	}
+	a, err := s.d.Store.GetDelegatedAgent(ctx, agentID)
+	if errors.Is(err, ErrNoRows) || (err == nil && ((ownerID != "" && a.OwnerID != ownerID) || (hostID != "" && a.HostID != hostID))) {
+		return nil, agentNotFound()
+	} else if err != nil {
+		return nil, fmt.Errorf("revoke agent: %w", err)
+	}
+	now := s.now()
+	if err := s.d.Store.RevokeDelegatedAgent(ctx, a.ID, now); err != nil && !errors.Is(err, ErrConflict) {
+		return nil, fmt.Errorf("revoke agent: %w", err)
+	}
+	if a.Status == DelegatedPending && a.ApprovalID != "" {
+		// Its device approval leaves the inbox.
+		if err := s.d.Store.DecideApproval(ctx, a.OwnerID, a.ApprovalID, ApprovalExpired, nil, now); err != nil &&
+			!errors.Is(err, ErrConflict) && !errors.Is(err, ErrNoRows) {
+			s.d.Logger.WarnContext(ctx, "revoke agent: retire device approval", "approval_id", a.ApprovalID, "err", err)
+		}
+	}
+	if a, err = s.d.Store.GetDelegatedAgent(ctx, a.ID); err != nil {
+		return nil, fmt.Errorf("revoke agent: %w", err)
+	}
+	return a, nil
+}
+
+// DelegatedAgentForJWT is the agent an agent JWT (iss = host, sub = agent)
+// names, checked for use: host active, agent of that host, agent active.
+// Otherwise CodeInvalidJWT (unknown), CodeHostRevoked, CodeAgentPending,
+// CodeAgentRejected, CodeAgentExpired or CodeAgentRevoked.
+func (s *Service) DelegatedAgentForJWT(ctx context.Context, host *Host, agentID string) (*DelegatedAgent, error) {
+	if host == nil {
+		return nil, invalidJWT("iss names no registered host")
+	}
+	if host.Status == HostRevoked {
+		return nil, Errorf(KindForbidden, CodeHostRevoked, "this agent's host was revoked by its owner")
+	}
+	if host.Status != HostActive {
+		return nil, invalidJWT("this host has not enrolled a key yet")
+	}
+	a, err := s.hostAgent(ctx, host, agentID)
+	if ErrorKind(err) == KindNotFound {
+		return nil, invalidJWT("sub names no agent of this host")
+	} else if err != nil {
+		return nil, err
+	}
+	now := s.now()
+	switch a.effectiveStatus(now) {
+	case DelegatedActive:
+	case DelegatedPending:
+		return nil, Errorf(KindForbidden, CodeAgentPending, "the owner has not approved this agent yet")
+	case DelegatedExpired:
+		return nil, Errorf(KindForbidden, CodeAgentExpired, "the device code expired before the owner approved; the host can request a new one")
+	case DelegatedRejected:
+		return nil, Errorf(KindForbidden, CodeAgentRejected, "the owner declined this agent")
+	default:
+		return nil, Errorf(KindForbidden, CodeAgentRevoked, "this agent was revoked")
+	}
+	if a.LastUsedAt == nil || now.Sub(*a.LastUsedAt) > touchEvery {
+		if err := s.d.Store.TouchDelegatedAgent(ctx, a.ID, now); err != nil {
+			s.d.Logger.WarnContext(ctx, "touch delegated agent", "agent_id", a.ID, "err", err)
+		}
+	}
+	return a, nil
+}
+
+// DelegatedPrincipal is the Principal of an active agent: the owner's, in
+// Config.AgentMode, with exactly the scopes of its granted capabilities.
+func (s *Service) DelegatedPrincipal(host *Host, a *DelegatedAgent) Principal {
+	var scopes []Scope
+	for _, c := range a.Granted {
+		if op, ok := capabilityOps[c]; ok {
+			if sc := ScopeFor(op); sc != "" && !slices.Contains(scopes, sc) {
+				scopes = append(scopes, sc)
+			}
+		}
+	}
+	p := s.principal(PrincipalDelegated, a.OwnerID, scopes, a.ID, a.ID, s.cfg.APIURL, "")
+	hostName := ""
+	if host != nil {
+		hostName = host.Name
+	}
+	p.ClientName = a.Name + " on " + hostName
+	return p
+}
+
+// AuthorizeCapability checks that the agent was granted c
+// (CodeCapabilityNotGranted, KindForbidden) and that c is known
+// (CodeUnknownCapability, KindInvalid), then the one scope check.
+func AuthorizeCapability(p Principal, a *DelegatedAgent, c Capability) error {
+	op, ok := capabilityOps[c]
+	if !ok {
+		return Errorf(KindInvalid, CodeUnknownCapability, "unknown capability %q", truncate(string(c), 64))
+	}
+	if a == nil || !slices.Contains(a.Granted, c) {
+		return Errorf(KindForbidden, CodeCapabilityNotGranted, "the owner has not granted this agent %s", c)
+	}
+	return Authorize(p, op)
+}
+
+// ownDevice reads the agent behind a device link for the signed-in owner
+// and checks it can still be decided.
+func (s *Service) ownDevice(ctx context.Context, ownerID, agentID string) (*DelegatedAgent, *Host, error) {
+	if ownerID == "" || !HasPrefix(agentID, PrefixDelegatedAgent) || len(agentID) > 100 {
+		return nil, nil, agentNotFound()
+	}
+	a, err := s.d.Store.GetDelegatedAgent(ctx, agentID)
+	if errors.Is(err, ErrNoRows) || (err == nil && a.OwnerID != ownerID) {
+		return nil, nil, agentNotFound()
+	} else if err != nil {
+		return nil, nil, fmt.Errorf("device request: %w", err)
+	}
+	h, err := s.d.Store.GetHost(ctx, a.HostID)
+	if err != nil {
+		return nil, nil, fmt.Errorf("device request: %w", err)
+	}
+	if h.OwnerID != ownerID {
+		return nil, nil, agentNotFound()
+	}
+	switch a.effectiveStatus(s.now()) {
+	case DelegatedPending:
+	case DelegatedExpired:
+		return nil, nil, Errorf(KindConflict, CodeDeviceExpired, "this device code expired; the host has to request a new one")
+	default:
+		return nil, nil, Errorf(KindConflict, CodeDeviceDecided, "this agent is %s already", a.Status)
+	}
+	return a, h, nil
+}
+
+// DeviceRequestForOwner returns the pending agent behind a device link for
+// the signed-in owner (only the host's owner may see it; CodeAgentNotFound
+// otherwise, and CodeDeviceExpired / CodeDeviceDecided for a code past its
+// life or an agent no longer pending). The user code is checked by
+// DecideDevice, not here.
+func (s *Service) DeviceRequestForOwner(ctx context.Context, ownerID, agentID string) (*DeviceRequest, error) {
+	a, h, err := s.ownDevice(ctx, ownerID, agentID)
+	if err != nil {
+		return nil, err
+	}
+	return &DeviceRequest{Host: h, Agent: a, ExpiresAt: a.DeviceExpires, TriesLeft: max(DeviceMaxTries-a.DeviceTries, 0)}, nil
+}
+
+// DecideDevice records the owner's decision on a device code: approving
+// needs the user code (DeviceMaxTries wrong codes end it) and grants caps,
+// a non-empty subset of what the agent asked for (CodeCapabilityWiden
+// otherwise; nil means all of it); declining rejects the agent and needs
+// no code (the owner is signed in). The inbox approval follows.
+func (s *Service) DecideDevice(ctx context.Context, ownerID, agentID, userCode string, approve bool, caps []Capability) (*DelegatedAgent, error) {
+	a, _, err := s.ownDevice(ctx, ownerID, agentID)
+	if err != nil {
+		return nil, err
+	}
+	tooMany := Errorf(KindForbidden, CodeDeviceTooManyTries, "too many wrong codes; the host has to request a new device code")
+	var granted []Capability
+	if approve {
+		if a.DeviceTries >= DeviceMaxTries {
+			return nil, tooMany
+		}
+		if len(userCode) > 64 || subtle.ConstantTimeCompare([]byte(hashUserCode(userCode)), []byte(a.UserCodeHash)) != 1 {
+			tries, err := s.d.Store.AddDeviceTry(ctx, a.ID)
+			if errors.Is(err, ErrNoRows) {
+				return nil, Errorf(KindConflict, CodeDeviceDecided, "this agent was decided already")
+			} else if err != nil {
+				return nil, fmt.Errorf("decide device: %w", err)
+			}
+			if tries >= DeviceMaxTries {
+				return nil, tooMany
+			}
+			return nil, Errorf(KindInvalid, CodeDeviceWrongCode, "the code does not match; %d tries left", DeviceMaxTries-tries).With("tries_left", DeviceMaxTries-tries)
+		}
+		if caps == nil {
+			caps = a.Requested
+		}
+		if len(caps) == 0 {
+			return nil, Errorf(KindInvalid, CodeInvalidRequest, "approve at least one capability, or decline the agent")
+		}
+		if len(caps) > 4*len(capabilityOps) {
+			return nil, Errorf(KindInvalid, CodeInvalidRequest, "too many capabilities")
+		}
+		for _, c := range caps {
+			if !slices.Contains(a.Requested, c) {
+				return nil, Errorf(KindForbidden, CodeCapabilityWiden, "the agent did not ask for %s; capabilities can only be narrowed", truncate(string(c), 64))
+			}
+		}
+		if granted, err = normalizeCapabilities(caps); err != nil {
+			return nil, err
+		}
+	}
+	if err := s.decideDevice(ctx, a, approve, granted); err != nil {
+		return nil, err
+	}
+	return s.d.Store.GetDelegatedAgent(ctx, a.ID)
+}
+
+// decideDevice moves the agent (compare-and-set), then its inbox approval.
+func (s *Service) decideDevice(ctx context.Context, a *DelegatedAgent, approve bool, granted []Capability) error {
+	if err := s.d.Store.DecideDelegatedAgent(ctx, a.ID, approve, granted, s.now()); errors.Is(err, ErrConflict) {
+		return Errorf(KindConflict, CodeDeviceDecided, "this agent was decided already")
+	} else if err != nil {
+		return fmt.Errorf("decide device: %w", err)
+	}
+	if a.ApprovalID != "" {
+		if _, err := s.DecideApproval(ctx, a.OwnerID, a.ApprovalID, Decision{Approve: approve,
+			BindingHash: BindingHash(a.ID), Data: map[string]any{"capabilities": nonNil(granted)}}); err != nil && ErrorKind(err) != KindConflict {
+			s.d.Logger.WarnContext(ctx, "device approval: decide inbox approval", "approval_id", a.ApprovalID, "err", err)
+		}
+	}
+	return nil
+}
+
+// DeclineDevice is the approval inbox's Decline of a device approval: the
+// agent is rejected. Another owner's or an unknown agent is
+// CodeAgentNotFound; an agent no longer pending is left as it is.
+func (s *Service) DeclineDevice(ctx context.Context, ownerID, agentID string) error {
+	a, _, err := s.ownDevice(ctx, ownerID, agentID)
+	if err != nil {
+		if c := AsError(err).Code; c == CodeDeviceDecided || c == CodeDeviceExpired {
+			if c == CodeDeviceExpired {
+				// An expired-pending agent can still be turned down.
+				if a, gerr := s.d.Store.GetDelegatedAgent(ctx, agentID); gerr == nil {
+					if err := s.decideDevice(ctx, a, false, nil); err != nil && AsError(err).Code != CodeDeviceDecided {
+						return err
+					}
+				}
+			}
+			return nil
+		}
+		return err
+	}
+	if err := s.decideDevice(ctx, a, false, nil); err != nil && AsError(err).Code != CodeDeviceDecided {
+		return err
+	}
+	return nil
+}

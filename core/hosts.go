@@ -1,0 +1,341 @@
+package core
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+)
+
+// Hosts: provisioning by the owner, enrollment of a host's key, lookup of
+// the host a JWT names, and the shared replay store of JWT ids.
+
+// Bounds of host input.
+const (
+	maxPublicJWKBytes = 2 << 10
+	hostNameMax       = 100
+	maxJTILength      = 255
+	// Host creation is limited per owner across replicas (the same shape
+	// as agent enrollment tokens).
+	hostCreateInterval = 30 * time.Second
+	hostCreateBurst    = 10
+)
+
+func invalidPublicKey(msg string) error {
+	return Errorf(KindInvalid, CodeInvalidPublicKey, "%s", msg)
+}
+
+// ParsePublicJWK accepts an Ed25519 public JWK ({"kty":"OKP","crv":
+// "Ed25519","x":…}, optional kid/alg/use) and refuses anything else,
+// including a JWK that carries a private part ("d"): a host must never send
+// its private key. Errors are KindInvalid with CodeInvalidPublicKey.
+func ParsePublicJWK(raw json.RawMessage) (PublicJWK, error) {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) == 0 || bytes.Equal(raw, []byte("null")) {
+		return PublicJWK{}, invalidPublicKey("a public key (an Ed25519 public JWK) is required")
+	}
+	if len(raw) > maxPublicJWKBytes {
+		return PublicJWK{}, invalidPublicKey(fmt.Sprintf("the public key is larger than %d bytes", maxPublicJWKBytes))
+	}
+	// Members are read loosely (unknown ones ignored) but with their JSON
+	// types checked: a number where a string belongs is not a key.
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &m); err != nil || m == nil {
+		return PublicJWK{}, invalidPublicKey("the public key must be a JSON object (a JWK)")
+	}
+	if _, ok := m["d"]; ok {
+		return PublicJWK{}, invalidPublicKey("the JWK carries a private key (\"d\"); send only the public key, and treat this key pair as exposed")
+	}
+	str := func(name string) (string, bool) {
+		v, ok := m[name]
+		if !ok {
+			return "", false
+		}
+		var s string
+		if json.Unmarshal(v, &s) != nil {
+			return "", false
+		}
+		return s, true
+	}
+	if kty, _ := str("kty"); kty != "OKP" {
+		return PublicJWK{}, invalidPublicKey(`the key must be an Ed25519 public JWK: "kty" must be "OKP"`)
+	}
+	if crv, _ := str("crv"); crv != "Ed25519" {
+		return PublicJWK{}, invalidPublicKey(`the key must be an Ed25519 public JWK: "crv" must be "Ed25519"`)
+	}
+	if _, ok := m["alg"]; ok {
+		if a, _ := str("alg"); a != "EdDSA" && a != "Ed25519" {
+			return PublicJWK{}, invalidPublicKey(`"alg" of an Ed25519 key must be "EdDSA" (or "Ed25519")`)
+		}
+	}
+	x, ok := str("x")
+	if !ok || x == "" || strings.ContainsAny(x, "=+/") {
+		return PublicJWK{}, invalidPublicKey(`"x" must be the 32-byte public key in base64url without padding`)
+	}
+	key, err := base64.RawURLEncoding.Strict().DecodeString(x)
+	if err != nil || len(key) != 32 {
+		return PublicJWK{}, invalidPublicKey(`"x" must be the 32-byte public key in base64url without padding`)
+	}
+	// RFC 7638: the required members in lexicographic order, no spaces; x
+	// re-encoded from the bytes so there is one form of each key.
+	canonical := `{"crv":"Ed25519","kty":"OKP","x":"` + base64.RawURLEncoding.EncodeToString(key) + `"}`
+	sum := sha256.Sum256([]byte(canonical))
+	return PublicJWK{JSON: canonical, Thumbprint: base64.RawURLEncoding.EncodeToString(sum[:]), Key: key}, nil
+}
+
+// normalizeCapabilities checks every capability is known and returns them
+// without duplicates, in documentation order.
+func normalizeCapabilities(cs []Capability) ([]Capability, error) {
+	for _, c := range cs {
+		if _, ok := capabilityOps[c]; !ok {
+			return nil, Errorf(KindInvalid, CodeUnknownCapability, "unknown capability %q; capabilities are %v", truncate(string(c), 64), Capabilities())
+		}
+	}
+	out := []Capability{}
+	for _, c := range Capabilities() {
+		if slices.Contains(cs, c) {
+			out = append(out, c)
+		}
+	}
+	return out, nil
+}
+
+func hostName(name string) (string, error) {
+	name = strings.TrimSpace(name)
+	if name == "" || len([]rune(name)) > hostNameMax {
+		return "", Errorf(KindInvalid, CodeInvalidRequest, "the host name is required (at most %d characters)", hostNameMax)
+	}
+	return name, nil
+}
+
+var errKeyInUse = Errorf(KindConflict, CodeHostKeyInUse, "this public key is already registered to a host or an agent; every host and agent needs a key pair of its own")
+
+// keyFree checks that no host and no agent has the key (the store enforces
+// uniqueness within each table; this covers across them).
+func (s *Service) keyFree(ctx context.Context, q Queries, thumbprint string) error {
+	if _, err := q.GetHostByThumbprint(ctx, thumbprint); err == nil {
+		return errKeyInUse
+	} else if !errors.Is(err, ErrNoRows) {
+		return fmt.Errorf("check key: %w", err)
+	}
+	if _, err := q.GetDelegatedAgentByThumbprint(ctx, thumbprint); err == nil {
+		return errKeyInUse
+	} else if !errors.Is(err, ErrNoRows) {
+		return fmt.Errorf("check key: %w", err)
+	}
+	return nil
+}
+
+// CreateHost provisions a host for the owner (rate limited per owner
+// across replicas; at most MaxHostsPerOwner live hosts). Default
+// capabilities are what the host's agents get without device approval
+// (each send_fax still waits for the owner's passkey).
+func (s *Service) CreateHost(ctx context.Context, ownerID string, r HostCreateRequest) (*HostCreated, error) {
+	name, err := hostName(r.Name)
+	if err != nil {
+		return nil, err
+	}
+	if len(r.DefaultCapabilities) > 2*len(capabilityOps) {
+		return nil, Errorf(KindInvalid, CodeInvalidRequest, "too many default capabilities")
+	}
+	caps, err := normalizeCapabilities(r.DefaultCapabilities)
+	if err != nil {
+		return nil, err
+	}
+	var key *PublicJWK
+	if len(bytes.TrimSpace(r.PublicKey)) > 0 && !bytes.Equal(bytes.TrimSpace(r.PublicKey), []byte("null")) {
+		k, err := ParsePublicJWK(r.PublicKey)
+		if err != nil {
+			return nil, err
+		}
+		key = &k
+		if err := s.keyFree(ctx, s.d.Store, k.Thumbprint); err != nil {
+			return nil, err
+		}
+	}
+	if err := s.allow(ctx, s.d.Store, "host-create:"+ownerID, hostCreateInterval, hostCreateBurst); err != nil {
+		if e := AsError(err); e.Kind == KindRateLimited {
+			return nil, Errorf(KindRateLimited, CodeRateLimited, "too many hosts created; retry in %d s", e.RetryAfterSeconds).WithRetryAfter(e.RetryAfterSeconds)
+		}
+		return nil, err
+	}
+	now := s.now()
+	h := &Host{ID: NewID(PrefixHost), OwnerID: ownerID, Name: name, DefaultCapabilities: caps, CreatedAt: now}
+	out := &HostCreated{Host: h}
+	if key != nil {
+		h.PublicKey, h.Thumbprint, h.Status, h.EnrolledAt = &key.JSON, &key.Thumbprint, HostActive, &now
+	} else {
+		out.EnrollmentToken = NewSecret(SecretHostEnrollment)
+		hash, exp := HashSecret(out.EnrollmentToken), now.Add(HostEnrollmentTTL)
+		h.Status, h.EnrollmentHash, h.EnrollmentExpiresAt = HostPendingEnrollment, &hash, &exp
+	}
+	switch err := s.d.Store.CreateHost(ctx, h, MaxHostsPerOwner); {
+	case errors.Is(err, ErrConflict):
+		return nil, Errorf(KindConflict, CodeTooManyHosts, "you have %d hosts already; revoke one first", MaxHostsPerOwner)
+	case errors.Is(err, ErrExists):
+		return nil, errKeyInUse
+	case err != nil:
+		return nil, fmt.Errorf("create host: %w", err)
+	}
+	return out, nil
+}
+
+// EnrollHost completes a host created without a key: the token is
+// consumed in the same transaction that records the key, so a failed
+// enrollment (bad key, key in use) leaves it usable; a used, expired or
+// revoked token is refused with CodeInvalidEnrollment.
+func (s *Service) EnrollHost(ctx context.Context, token string, publicKey json.RawMessage, name string) (*Host, error) {
+	// The key first: a bad key does not touch the token.
+	key, err := ParsePublicJWK(publicKey)
+	if err != nil {
+		return nil, err
+	}
+	if name = strings.TrimSpace(name); name != "" {
+		if name, err = hostName(name); err != nil {
+			return nil, err
+		}
+	}
+	invalid := Errorf(KindInvalid, CodeInvalidEnrollment, "the host enrollment token is unknown, expired, revoked or already used")
+	if !strings.HasPrefix(token, SecretHostEnrollment) || len(token) > 200 {
+		return nil, invalid
+	}
+	now := s.now()
+	hash := HashSecret(token)
+	h, err := s.d.Store.GetHostByEnrollment(ctx, hash)
+	if errors.Is(err, ErrNoRows) {
+		return nil, invalid
+	} else if err != nil {
+		return nil, fmt.Errorf("enroll host: %w", err)
+	}
+	if h.Status != HostPendingEnrollment || h.EnrollmentExpiresAt == nil || !now.Before(*h.EnrollmentExpiresAt) {
+		return nil, invalid
+	}
+	if err := s.keyFree(ctx, s.d.Store, key.Thumbprint); err != nil {
+		return nil, err
+	}
+	h, err = s.d.Store.EnrollHost(ctx, hash, name, key.JSON, key.Thumbprint, now)
+	switch {
+	case errors.Is(err, ErrConflict):
+		return nil, invalid
+	case errors.Is(err, ErrExists):
+		return nil, errKeyInUse
+	case err != nil:
+		return nil, fmt.Errorf("enroll host: %w", err)
+	}
+	return h, nil
+}
+
+// ListHosts lists the owner's hosts (revoked ones too, newest first) with
+// their agents; pending agents past their device code read as expired.
+func (s *Service) ListHosts(ctx context.Context, ownerID string) ([]HostWithAgents, error) {
+	hosts, err := s.d.Store.ListHosts(ctx, ownerID)
+	if err != nil {
+		return nil, fmt.Errorf("list hosts: %w", err)
+	}
+	agents, err := s.d.Store.ListDelegatedAgents(ctx, ownerID)
+	if err != nil {
+		return nil, fmt.Errorf("list hosts: %w", err)
+	}
+	now := s.now()
+	out := make([]HostWithAgents, len(hosts))
+	idx := make(map[string]int, len(hosts))
+	for i, h := range hosts {
+		out[i] = HostWithAgents{Host: h, Agents: []DelegatedAgent{}}
+		idx[h.ID] = i
+	}
+	for _, a := range agents {
+		i, ok := idx[a.HostID]
+		if !ok {
+			continue
+		}
+		a.Status = a.effectiveStatus(now)
+		out[i].Agents = append(out[i].Agents, a)
+	}
+	return out, nil
+}
+
+// RevokeHost revokes one of the owner's hosts and every agent it
+// registered, at once and for every replica.
+func (s *Service) RevokeHost(ctx context.Context, ownerID, hostID string) error {
+	err := s.d.Store.RevokeHost(ctx, ownerID, hostID, s.now())
+	if errors.Is(err, ErrNoRows) {
+		h, gerr := s.d.Store.GetHost(ctx, hostID)
+		if gerr == nil && h.OwnerID == ownerID && h.Status == HostRevoked {
+			return nil // revoked already: the owner's intent holds
+		}
+		return Errorf(KindNotFound, CodeHostNotFound, "no host with that id")
+	}
+	if err != nil {
+		return fmt.Errorf("revoke host: %w", err)
+	}
+	return nil
+}
+
+func invalidJWT(msg string) error {
+	return Errorf(KindUnauthenticated, CodeInvalidJWT, "%s", msg)
+}
+
+// HostForJWT finds the host a host or agent JWT names in iss: its host id
+// or the RFC 7638 thumbprint of its key. Only an enrolled host has a key:
+// unknown and pending_enrollment hosts are CodeInvalidJWT (KindUnauthenticated),
+// a revoked one CodeHostRevoked (KindForbidden).
+func (s *Service) HostForJWT(ctx context.Context, iss string) (*Host, error) {
+	if iss == "" || len(iss) > 200 {
+		return nil, invalidJWT("iss must name a registered host (its host id or its key's thumbprint)")
+	}
+	var h *Host
+	var err error
+	if HasPrefix(iss, PrefixHost) {
+		h, err = s.d.Store.GetHost(ctx, iss)
+	} else {
+		h, err = s.d.Store.GetHostByThumbprint(ctx, iss)
+	}
+	if errors.Is(err, ErrNoRows) {
+		return nil, invalidJWT("iss names no registered host")
+	} else if err != nil {
+		return nil, fmt.Errorf("look up host: %w", err)
+	}
+	switch h.Status {
+	case HostRevoked:
+		return nil, Errorf(KindForbidden, CodeHostRevoked, "this host was revoked by its owner")
+	case HostActive:
+	default:
+		return nil, invalidJWT("this host has not enrolled a key yet")
+	}
+	if h.PublicKey == nil {
+		return nil, invalidJWT("this host has no key")
+	}
+	now := s.now()
+	if h.LastUsedAt == nil || now.Sub(*h.LastUsedAt) > touchEvery {
+		if err := s.d.Store.TouchHost(ctx, h.ID, now); err != nil {
+			s.d.Logger.WarnContext(ctx, "touch host", "host_id", h.ID, "err", err)
+		}
+	}
+	return h, nil
+}
+
+// UseJWTID records a verified JWT's jti for issuer (a host id) until
+// expires (exp + DelegatedJWTSkew) in the shared store; a jti seen before,
+// on any replica, is CodeJWTReplayed (KindUnauthenticated).
+func (s *Service) UseJWTID(ctx context.Context, issuer, jti string, expires time.Time) error {
+	if jti == "" || len(jti) > maxJTILength {
+		return invalidJWT(fmt.Sprintf("jti is required (at most %d characters)", maxJTILength))
+	}
+	if issuer == "" || len(issuer) > 200 {
+		return invalidJWT("iss is required")
+	}
+	err := s.d.Store.InsertJWTID(ctx, issuer, jti, s.now(), expires)
+	if errors.Is(err, ErrExists) {
+		return Errorf(KindUnauthenticated, CodeJWTReplayed, "this JWT was used already: sign a new one with a fresh jti")
+	}
+	if err != nil {
+		return fmt.Errorf("record jwt id: %w", err)
+	}
+	return nil
+}

@@ -1,0 +1,401 @@
+package store
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/faxhub/faxhub/core"
+)
+
+var _ core.HostStore = (*DB)(nil)
+
+// Capability lists are stored space-joined (migration 00010).
+func joinCaps(cs []core.Capability) string {
+	parts := make([]string, len(cs))
+	for i, c := range cs {
+		parts[i] = string(c)
+	}
+	return strings.Join(parts, " ")
+}
+
+func splitCaps(s string) []core.Capability {
+	f := fields(s)
+	out := make([]core.Capability, len(f))
+	for i, c := range f {
+		out[i] = core.Capability(c)
+	}
+	return out
+}
+
+type hostRow struct {
+	core.Host
+	RawCaps string `db:"raw_caps"`
+}
+
+const hostSelect = `SELECT id, owner_id, name, public_key, thumbprint, default_capabilities AS raw_caps, status,
+	enrollment_hash, enrollment_expires_at, created_at, enrolled_at, revoked_at, last_used_at FROM hosts`
+
+func (r hostRow) host() *core.Host {
+	h := r.Host
+	h.DefaultCapabilities = splitCaps(r.RawCaps)
+	return &h
+}
+
+func (x q) getHost(ctx context.Context, where string, args ...any) (*core.Host, error) {
+	var r hostRow
+	if err := x.get(ctx, x.reader(), &r, hostSelect+" WHERE "+where, args...); err != nil {
+		return nil, err
+	}
+	return r.host(), nil
+}
+
+// CreateHost serialises the owner's host creations on the owner's row, so
+// that the count and the insert do not interleave with another replica's.
+// An unenrolled host whose token expired does not count.
+func (x q) CreateHost(ctx context.Context, h *core.Host, max int) error {
+	err := x.atomic(ctx, func(x q) error {
+		var id string
+		if err := x.get(ctx, x.writer(), &id, "SELECT id FROM owners WHERE id = ?"+x.forUpdate(), h.OwnerID); err != nil {
+			return err
+		}
+		var n int
+		if err := x.get(ctx, x.writer(), &n, `SELECT COUNT(*) FROM hosts WHERE owner_id = ? AND status <> ?
+			AND NOT (status = ? AND enrollment_expires_at <= ?)`,
+			h.OwnerID, core.HostRevoked, core.HostPendingEnrollment, h.CreatedAt); err != nil {
+			return err
+		}
+		if n >= max {
+			return core.ErrConflict
+		}
+		n64, err := x.exec(ctx, `INSERT INTO hosts (id, owner_id, name, public_key, thumbprint, default_capabilities, status,
+			enrollment_hash, enrollment_expires_at, created_at, enrolled_at, revoked_at, last_used_at)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`,
+			h.ID, h.OwnerID, h.Name, h.PublicKey, h.Thumbprint, joinCaps(h.DefaultCapabilities), h.Status,
+			h.EnrollmentHash, h.EnrollmentExpiresAt, h.CreatedAt, h.EnrolledAt, h.RevokedAt, h.LastUsedAt)
+		if err == nil && n64 == 0 {
+			err = core.ErrExists
+		}
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("create host: %w", err)
+	}
+	return nil
+}
+
+func (x q) GetHost(ctx context.Context, id string) (*core.Host, error) {
+	h, err := x.getHost(ctx, "id = ?", id)
+	if err != nil {
+		return nil, fmt.Errorf("get host: %w", err)
+	}
+	return h, nil
+}
+
+func (x q) GetHostByThumbprint(ctx context.Context, thumbprint string) (*core.Host, error) {
+	h, err := x.getHost(ctx, "thumbprint = ?", thumbprint)
+	if err != nil {
+		return nil, fmt.Errorf("get host by thumbprint: %w", err)
+	}
+	return h, nil
+}
+
+func (x q) GetHostByEnrollment(ctx context.Context, tokenHash string) (*core.Host, error) {
+	h, err := x.getHost(ctx, "enrollment_hash = ?", tokenHash)
+	if err != nil {
+		return nil, fmt.Errorf("get host by enrollment: %w", err)
+	}
+	return h, nil
+}
+
+// EnrollHost is one compare-and-set on the token's row: the key goes in
+// and the token out together, so a token enrols at most one key. It runs
+// under a savepoint: a taken thumbprint (ErrExists) leaves a caller's
+// transaction usable on PostgreSQL.
+func (x q) EnrollHost(ctx context.Context, tokenHash string, name, publicKey, thumbprint string, at time.Time) (*core.Host, error) {
+	var h *core.Host
+	err := x.atomic(ctx, func(x q) error {
+		n, err := x.exec(ctx, `UPDATE hosts SET public_key = ?, thumbprint = ?, name = COALESCE(NULLIF(?, ''), name),
+			status = ?, enrolled_at = ?, enrollment_hash = NULL
+			WHERE enrollment_hash = ? AND status = ? AND enrollment_expires_at > ?`,
+			publicKey, thumbprint, name, core.HostActive, at, tokenHash, core.HostPendingEnrollment, at)
+		if err != nil {
+			return err
+		}
+		if n == 0 {
+			return core.ErrConflict
+		}
+		var r hostRow
+		if err := x.get(ctx, x.writer(), &r, hostSelect+" WHERE thumbprint = ?", thumbprint); err != nil {
+			return err
+		}
+		h = r.host()
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("enroll host: %w", err)
+	}
+	return h, nil
+}
+
+func (x q) ListHosts(ctx context.Context, ownerID string) ([]core.Host, error) {
+	var rows []hostRow
+	if err := x.sel(ctx, &rows, hostSelect+" WHERE owner_id = ? ORDER BY created_at DESC, id DESC", ownerID); err != nil {
+		return nil, fmt.Errorf("list hosts: %w", err)
+	}
+	out := make([]core.Host, len(rows))
+	for i, r := range rows {
+		out[i] = *r.host()
+	}
+	return out, nil
+}
+
+// RevokeHost revokes the host and, in the same transaction, its pending
+// and active agents: no replica can see a live agent of a revoked host.
+func (x q) RevokeHost(ctx context.Context, ownerID, id string, at time.Time) error {
+	err := x.atomic(ctx, func(x q) error {
+		n, err := x.exec(ctx, "UPDATE hosts SET status = ?, revoked_at = ? WHERE id = ? AND owner_id = ? AND status <> ?",
+			core.HostRevoked, at, id, ownerID, core.HostRevoked)
+		if err != nil {
+			return err
+		}
+		if n == 0 {
+			return core.ErrNoRows
+		}
+		_, err = x.exec(ctx, "UPDATE delegated_agents SET status = ?, revoked_at = ? WHERE host_id = ? AND status IN (?, ?)",
+			core.DelegatedRevoked, at, id, core.DelegatedPending, core.DelegatedActive)
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("revoke host: %w", err)
+	}
+	return nil
+}
+
+func (x q) TouchHost(ctx context.Context, id string, at time.Time) error {
+	if _, err := x.exec(ctx, "UPDATE hosts SET last_used_at = ? WHERE id = ?", at, id); err != nil {
+		return fmt.Errorf("touch host: %w", err)
+	}
+	return nil
+}
+
+type delegatedAgentRow struct {
+	core.DelegatedAgent
+	RawRequested string `db:"raw_requested"`
+	RawGranted   string `db:"raw_granted"`
+}
+
+const delegatedAgentSelect = `SELECT id, host_id, owner_id, name, public_key, thumbprint, requested AS raw_requested,
+	granted AS raw_granted, status, user_code_hash, device_expires_at, device_tries, approval_id, created_at,
+	activated_at, revoked_at, last_used_at FROM delegated_agents`
+
+func (r delegatedAgentRow) agent() *core.DelegatedAgent {
+	a := r.DelegatedAgent
+	a.Requested, a.Granted = splitCaps(r.RawRequested), splitCaps(r.RawGranted)
+	return &a
+}
+
+// CreateDelegatedAgent serialises a host's registrations on the host's row
+// for the count.
+func (x q) CreateDelegatedAgent(ctx context.Context, a *core.DelegatedAgent, max int) error {
+	err := x.atomic(ctx, func(x q) error {
+		var id string
+		if err := x.get(ctx, x.writer(), &id, "SELECT id FROM hosts WHERE id = ?"+x.forUpdate(), a.HostID); err != nil {
+			return err
+		}
+		var n int
+		if err := x.get(ctx, x.writer(), &n, "SELECT COUNT(*) FROM delegated_agents WHERE host_id = ? AND status IN (?, ?)",
+			a.HostID, core.DelegatedPending, core.DelegatedActive); err != nil {
+			return err
+		}
+		if n >= max {
+			return core.ErrConflict
+		}
+		n64, err := x.exec(ctx, `INSERT INTO delegated_agents (id, host_id, owner_id, name, public_key, thumbprint, requested,
+			granted, status, user_code_hash, device_expires_at, device_tries, approval_id, created_at, activated_at,
+			revoked_at, last_used_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`,
+			a.ID, a.HostID, a.OwnerID, a.Name, a.PublicKey, a.Thumbprint, joinCaps(a.Requested), joinCaps(a.Granted),
+			a.Status, a.UserCodeHash, a.DeviceExpires, a.DeviceTries, a.ApprovalID, a.CreatedAt, a.ActivatedAt,
+			a.RevokedAt, a.LastUsedAt)
+		if err == nil && n64 == 0 {
+			err = core.ErrExists
+		}
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("create delegated agent: %w", err)
+	}
+	return nil
+}
+
+func (x q) GetDelegatedAgent(ctx context.Context, id string) (*core.DelegatedAgent, error) {
+	var r delegatedAgentRow
+	if err := x.get(ctx, x.reader(), &r, delegatedAgentSelect+" WHERE id = ?", id); err != nil {
+		return nil, fmt.Errorf("get delegated agent: %w", err)
+	}
+	return r.agent(), nil
+}
+
+func (x q) GetDelegatedAgentByThumbprint(ctx context.Context, thumbprint string) (*core.DelegatedAgent, error) {
+	var r delegatedAgentRow
+	if err := x.get(ctx, x.reader(), &r, delegatedAgentSelect+" WHERE thumbprint = ?", thumbprint); err != nil {
+		return nil, fmt.Errorf("get delegated agent by thumbprint: %w", err)
+	}
+	return r.agent(), nil
+}
+
+func (x q) ListDelegatedAgents(ctx context.Context, ownerID string) ([]core.DelegatedAgent, error) {
+	var rows []delegatedAgentRow
+	if err := x.sel(ctx, &rows, delegatedAgentSelect+" WHERE owner_id = ? ORDER BY created_at DESC, id DESC", ownerID); err != nil {
+		return nil, fmt.Errorf("list delegated agents: %w", err)
+	}
+	out := make([]core.DelegatedAgent, len(rows))
+	for i, r := range rows {
+		out[i] = *r.agent()
+	}
+	return out, nil
+}
+
+func (x q) ReissueDevice(ctx context.Context, id, userCodeHash, approvalID string, expires time.Time) error {
+	n, err := x.exec(ctx, `UPDATE delegated_agents SET user_code_hash = ?, approval_id = ?, device_expires_at = ?,
+		device_tries = 0 WHERE id = ? AND status = ?`, userCodeHash, approvalID, expires, id, core.DelegatedPending)
+	if err == nil && n == 0 {
+		err = x.missingOrConflict(ctx, "delegated_agents", "id = ?", id)
+	}
+	if err != nil {
+		return fmt.Errorf("reissue device code: %w", err)
+	}
+	return nil
+}
+
+// AddDeviceTry counts in one statement, so concurrent wrong codes are all
+// counted.
+func (x q) AddDeviceTry(ctx context.Context, id string) (int, error) {
+	var n int
+	err := x.get(ctx, x.writer(), &n, `UPDATE delegated_agents SET device_tries = device_tries + 1
+		WHERE id = ? AND status = ? RETURNING device_tries`, id, core.DelegatedPending)
+	if err != nil {
+		return 0, fmt.Errorf("add device try: %w", err)
+	}
+	return n, nil
+}
+
+func (x q) DecideDelegatedAgent(ctx context.Context, id string, approve bool, granted []core.Capability, at time.Time) error {
+	status, activated := core.DelegatedRejected, (*time.Time)(nil)
+	if approve {
+		status, activated = core.DelegatedActive, &at
+	} else {
+		granted = nil
+	}
+	n, err := x.exec(ctx, "UPDATE delegated_agents SET status = ?, granted = ?, activated_at = ? WHERE id = ? AND status = ?",
+		status, joinCaps(granted), activated, id, core.DelegatedPending)
+	if err == nil && n == 0 {
+		err = x.missingOrConflict(ctx, "delegated_agents", "id = ?", id)
+	}
+	if err != nil {
+		return fmt.Errorf("decide delegated agent: %w", err)
+	}
+	return nil
+}
+
+func (x q) RevokeDelegatedAgent(ctx context.Context, id string, at time.Time) error {
+	n, err := x.exec(ctx, "UPDATE delegated_agents SET status = ?, revoked_at = ? WHERE id = ? AND status IN (?, ?)",
+		core.DelegatedRevoked, at, id, core.DelegatedPending, core.DelegatedActive)
+	if err == nil && n == 0 {
+		err = x.missingOrConflict(ctx, "delegated_agents", "id = ?", id)
+	}
+	if err != nil {
+		return fmt.Errorf("revoke delegated agent: %w", err)
+	}
+	return nil
+}
+
+func (x q) TouchDelegatedAgent(ctx context.Context, id string, at time.Time) error {
+	if _, err := x.exec(ctx, "UPDATE delegated_agents SET last_used_at = ? WHERE id = ?", at, id); err != nil {
+		return fmt.Errorf("touch delegated agent: %w", err)
+	}
+	return nil
+}
+
+const delegatedSendCols = `id, owner_id, mode, host_id, agent_id, approval_id, document_id, document_sha256, to_number,
+	country, pages, cover, cover_text, price_micros, currency, fax_id, created_at, expires_at`
+
+func (x q) CreateDelegatedSend(ctx context.Context, d *core.DelegatedSend) error {
+	err := x.insert(ctx, `INSERT INTO delegated_sends (`+delegatedSendCols+`)
+		VALUES (:id, :owner_id, :mode, :host_id, :agent_id, :approval_id, :document_id, :document_sha256, :to_number,
+			:country, :pages, :cover, :cover_text, :price_micros, :currency, :fax_id, :created_at, :expires_at)
+		ON CONFLICT DO NOTHING`, d)
+	if err != nil {
+		return fmt.Errorf("create delegated send: %w", err)
+	}
+	return nil
+}
+
+func (x q) GetDelegatedSend(ctx context.Context, id string) (*core.DelegatedSend, error) {
+	var d core.DelegatedSend
+	if err := x.get(ctx, x.reader(), &d, "SELECT "+delegatedSendCols+" FROM delegated_sends WHERE id = ?", id); err != nil {
+		return nil, fmt.Errorf("get delegated send: %w", err)
+	}
+	return &d, nil
+}
+
+func (x q) GetDelegatedSendByApproval(ctx context.Context, approvalID string) (*core.DelegatedSend, error) {
+	var d core.DelegatedSend
+	if err := x.get(ctx, x.reader(), &d, "SELECT "+delegatedSendCols+" FROM delegated_sends WHERE approval_id = ?", approvalID); err != nil {
+		return nil, fmt.Errorf("get delegated send by approval: %w", err)
+	}
+	return &d, nil
+}
+
+// CountPendingDelegatedSends counts agentID's sends that have no fax, have
+// not expired at now and whose approval is still pending.
+func (x q) CountPendingDelegatedSends(ctx context.Context, agentID string, now time.Time) (int, error) {
+	var n int
+	err := x.get(ctx, x.reader(), &n, `SELECT COUNT(*) FROM delegated_sends d JOIN approvals a ON a.id = d.approval_id
+		WHERE d.agent_id = ? AND d.fax_id IS NULL AND d.expires_at > ? AND a.status = ?`, agentID, now, core.ApprovalPending)
+	if err != nil {
+		return 0, fmt.Errorf("count pending delegated sends: %w", err)
+	}
+	return n, nil
+}
+
+func (x q) MarkDelegatedSendSent(ctx context.Context, id, faxID string) error {
+	n, err := x.exec(ctx, "UPDATE delegated_sends SET fax_id = ? WHERE id = ? AND fax_id IS NULL", faxID, id)
+	if err == nil && n == 0 {
+		err = x.missingOrConflict(ctx, "delegated_sends", "id = ?", id)
+	}
+	if err != nil {
+		return fmt.Errorf("mark delegated send sent: %w", err)
+	}
+	return nil
+}
+
+// InsertJWTID is one statement: a fresh (issuer, jti) is inserted, a row
+// that expired at or before now is taken over, a live one is left alone
+// and reported as ErrExists. Of concurrent inserts exactly one changes a
+// row (PostgreSQL makes the loser wait on the winner's row and re-check the
+// WHERE; SQLite serialises writers).
+func (x q) InsertJWTID(ctx context.Context, issuer, jti string, now, expires time.Time) error {
+	n, err := x.exec(ctx, `INSERT INTO jwt_ids (issuer, jti, expires_at) VALUES (?, ?, ?)
+		ON CONFLICT (issuer, jti) DO UPDATE SET expires_at = excluded.expires_at WHERE jwt_ids.expires_at <= ?`,
+		issuer, jti, expires, now)
+	if err == nil && n == 0 {
+		err = core.ErrExists
+	}
+	if err != nil {
+		return fmt.Errorf("insert jwt id: %w", err)
+	}
+	return nil
+}
+
+func (x q) PurgeJWTIDs(ctx context.Context, now time.Time) (int64, error) {
+	return x.purge(ctx, "jwt ids", "DELETE FROM jwt_ids WHERE expires_at <= ?", now)
+}
+
+// PurgeDelegatedSends deletes send requests created before before whose
+// approval window ended before before too: sent, declined or expired long
+// ago. The fax a sent one made is a row of its own and stays.
+func (x q) PurgeDelegatedSends(ctx context.Context, before time.Time) (int64, error) {
+	return x.purge(ctx, "delegated sends", "DELETE FROM delegated_sends WHERE created_at < ? AND expires_at < ?", before, before)
+}

@@ -1,0 +1,416 @@
+package hostagent_test
+
+import (
+	"bytes"
+	"crypto"
+	"crypto/ed25519"
+	"crypto/rand"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"html"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/http/cookiejar"
+	"net/http/httptest"
+	"net/url"
+	"os"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/descope/virtualwebauthn"
+	"github.com/go-jose/go-jose/v4"
+
+	"github.com/faxhub/faxhub/conformance/storetest"
+	"github.com/faxhub/faxhub/core"
+	"github.com/faxhub/faxhub/core/web"
+	"github.com/faxhub/faxhub/hostagent"
+	"github.com/faxhub/faxhub/internal/app"
+	"github.com/faxhub/faxhub/internal/passkeytest"
+	"github.com/faxhub/faxhub/internal/testenv"
+)
+
+// clock is the injected service clock (core.Config.Now).
+type clock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func (c *clock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.t
+}
+
+func (c *clock) Advance(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.t = c.t.Add(d)
+}
+
+// env is a whole faxhub (internal/app's production wiring) on a loopback
+// listener named localhost (passkeys need a host name), on SQLite or, with
+// FAXHUB_TESTENV_POSTGRES, on PostgreSQL. Its API origin is the same
+// listener under 127.0.0.1.
+type env struct {
+	t     *testing.T
+	a     *app.App
+	base  string
+	api   string
+	clock *clock
+	rp    virtualwebauthn.RelyingParty
+}
+
+func newEnv(t *testing.T) *env {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := ln.Addr().(*net.TCPAddr).Port
+	base := fmt.Sprintf("http://localhost:%d", port)
+	dsn := ""
+	if pg := os.Getenv(testenv.EnvPostgres); pg != "" {
+		dsn = storetest.OpenPostgresSchema(t, pg)
+	}
+	clk := &clock{t: time.Now().UTC().Truncate(time.Second)}
+	a, err := app.Open(t.Context(), app.Options{
+		BaseURL: base, APIURL: fmt.Sprintf("http://127.0.0.1:%d", port), DataDir: t.TempDir(), Database: dsn,
+		Dev: true, SimTimeScale: 0, InsertOnly: true,
+		Core:   func(c *core.Config) { c.Now = clk.Now },
+		Logger: slog.New(slog.NewTextHandler(testLog{t}, &slog.HandlerOptions{Level: slog.LevelWarn})),
+	})
+	if err != nil {
+		ln.Close()
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { a.Close() })
+	srv := httptest.NewUnstartedServer(a.Handler())
+	srv.Listener.Close()
+	srv.Listener = ln
+	srv.Start()
+	t.Cleanup(srv.Close)
+	return &env{t: t, a: a, base: base, api: a.Svc.Config().APIURL, clock: clk,
+		rp: virtualwebauthn.RelyingParty{ID: "localhost", Name: "faxhub", Origin: base}}
+}
+
+type testLog struct{ t *testing.T }
+
+func (w testLog) Write(p []byte) (int, error) {
+	w.t.Log(string(bytes.TrimRight(p, "\n")))
+	return len(p), nil
+}
+
+type reply struct {
+	status int
+	header http.Header
+	body   map[string]any
+	raw    string
+}
+
+func (r reply) str(k string) string { s, _ := r.body[k].(string); return s }
+
+// call sends a request (body JSON-encoded unless it is a string).
+func call(t *testing.T, c *http.Client, method, target string, body any, h http.Header) reply {
+	t.Helper()
+	var rd io.Reader
+	switch b := body.(type) {
+	case nil:
+	case string:
+		rd = strings.NewReader(b)
+	default:
+		raw, _ := json.Marshal(b)
+		rd = bytes.NewReader(raw)
+	}
+	req, err := http.NewRequest(method, target, rd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rd != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	for k, v := range h {
+		req.Header[k] = v
+	}
+	if c == nil {
+		c = http.DefaultClient
+	}
+	res, err := c.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	raw, _ := io.ReadAll(res.Body)
+	var m map[string]any
+	_ = json.Unmarshal(raw, &m)
+	return reply{status: res.StatusCode, header: res.Header, body: m, raw: string(raw)}
+}
+
+func bearer(jwt string) http.Header { return http.Header{"Authorization": {"Bearer " + jwt}} }
+
+// key is an Ed25519 key pair as a host or agent holds it.
+type key struct {
+	priv ed25519.PrivateKey
+	jwk  map[string]any
+	tp   string
+}
+
+func newKey(t *testing.T) key {
+	pub, priv, err := ed25519.GenerateKey(rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tp, _ := (&jose.JSONWebKey{Key: pub}).Thumbprint(crypto.SHA256)
+	return key{priv: priv, tp: base64.RawURLEncoding.EncodeToString(tp),
+		jwk: map[string]any{"kty": "OKP", "crv": "Ed25519", "x": base64.RawURLEncoding.EncodeToString(pub)}}
+}
+
+// jwt signs claims as typ with k (EdDSA).
+func (k key) jwt(t *testing.T, typ string, claims map[string]any) string {
+	t.Helper()
+	s, err := jose.NewSigner(jose.SigningKey{Algorithm: jose.EdDSA, Key: k.priv}, (&jose.SignerOptions{}).WithType(jose.ContentType(typ)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, _ := json.Marshal(claims)
+	jws, err := s.Sign(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, _ := jws.CompactSerialize()
+	return out
+}
+
+// owner is an account with a console session (a cookie jar).
+type owner struct {
+	e  *env
+	o  *core.Owner
+	c  *http.Client
+	dv *passkeytest.Device
+}
+
+func (e *env) owner(email string) *owner {
+	e.t.Helper()
+	o, err := e.a.Svc.CreateOwner(e.t.Context(), email, "Owner", true)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	secret, _, err := e.a.Svc.CreateSession(e.t.Context(), o.ID, "test")
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	jar, _ := cookiejar.New(nil)
+	for _, origin := range []string{e.base, e.api} {
+		u, _ := url.Parse(origin)
+		jar.SetCookies(u, []*http.Cookie{{Name: web.SessionCookieName, Value: secret, Path: "/"}})
+	}
+	return &owner{e: e, o: o, c: &http.Client{Jar: jar, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}}
+}
+
+// post is a same-origin owner request to the base origin.
+func (w *owner) post(path string, body any, csrf string) reply {
+	h := http.Header{"Origin": {w.e.base}, "Sec-Fetch-Site": {"same-origin"}}
+	if csrf != "" {
+		h.Set("X-CSRF-Token", csrf)
+	}
+	return call(w.e.t, w.c, http.MethodPost, w.e.base+path, body, h)
+}
+
+var csrfMeta = regexp.MustCompile(`<meta name="csrf-token" content="([^"]+)">`)
+
+func (w *owner) csrf() string {
+	t := w.e.t
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodGet, w.e.base+"/console/account", nil)
+	res, err := w.c.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	b, _ := io.ReadAll(res.Body)
+	m := csrfMeta.FindStringSubmatch(string(b))
+	if res.StatusCode != 200 || m == nil {
+		t.Fatalf("no form token (status %d)", res.StatusCode)
+	}
+	return html.UnescapeString(m[1])
+}
+
+// addPasskey registers a software passkey on the owner's account.
+func (w *owner) addPasskey() {
+	t := w.e.t
+	t.Helper()
+	csrf := w.csrf()
+	d := passkeytest.NewDevice()
+	opts := w.post("/console/account/passkeys/begin", map[string]any{"name": "Laptop"}, csrf)
+	if opts.status != 200 {
+		t.Fatalf("passkey begin: %d %s", opts.status, opts.raw)
+	}
+	ao, err := virtualwebauthn.ParseAttestationOptions(opts.raw)
+	if err != nil {
+		t.Fatalf("attestation options: %v", err)
+	}
+	att := virtualwebauthn.CreateAttestationResponse(w.e.rp, d.Auth, d.Cred, *ao)
+	r := w.post("/console/account/passkeys/finish", map[string]any{"name": "Laptop", "credential": json.RawMessage(att)}, csrf)
+	if r.status != 200 {
+		t.Fatalf("passkey finish: %d %s", r.status, r.raw)
+	}
+	d.Auth.AddCredential(d.Cred)
+	d.Auth.Options.UserHandle = []byte(ao.UserID)
+	w.dv = d
+}
+
+// approve answers approval id with the owner's passkey through the
+// console's endpoints; uv false makes the authenticator skip user
+// verification.
+func (w *owner) approve(id string, uv bool) reply {
+	t := w.e.t
+	t.Helper()
+	apr, err := w.e.a.Svc.GetApproval(t.Context(), w.o.ID, id)
+	if err != nil {
+		t.Fatalf("approval %s: %v", id, err)
+	}
+	csrf := w.csrf()
+	opts := w.post("/console/approvals/"+id+"/passkey/begin", map[string]any{"binding": apr.BindingHash}, csrf)
+	if opts.status != 200 {
+		return opts
+	}
+	ao, err := virtualwebauthn.ParseAssertionOptions(opts.raw)
+	if err != nil {
+		t.Fatalf("assertion options: %v\n%s", err, opts.raw)
+	}
+	w.dv.Auth.Options.UserNotVerified = !uv
+	defer func() { w.dv.Auth.Options.UserNotVerified = false }()
+	as := virtualwebauthn.CreateAssertionResponse(w.e.rp, w.dv.Auth, w.dv.Cred, *ao)
+	return w.post("/console/approvals/"+id+"/passkey/finish", map[string]any{"credential": json.RawMessage(as)}, csrf)
+}
+
+// host is a provisioned host with its key.
+type host struct {
+	e   *env
+	id  string
+	key key
+}
+
+// createHost provisions a host with its key through the owner's session.
+func (w *owner) createHost(defaults ...string) *host {
+	t := w.e.t
+	t.Helper()
+	k := newKey(t)
+	if defaults == nil {
+		defaults = []string{}
+	}
+	r := w.post(hostagent.PathHostCreate, map[string]any{"name": "Laptop agent runtime", "public_key": k.jwk, "default_capabilities": defaults}, "")
+	if r.status != http.StatusCreated || r.str("hostId") == "" {
+		t.Fatalf("host create: %d %s", r.status, r.raw)
+	}
+	return &host{e: w.e, id: r.str("hostId"), key: k}
+}
+
+// claims are fresh host JWT claims (iat now, exp +60 s, a new jti).
+func (h *host) claims(extra map[string]any) map[string]any {
+	now := h.e.clock.Now()
+	c := map[string]any{"iss": h.id, "aud": h.e.api, "iat": now.Unix(), "exp": now.Add(time.Minute).Unix(), "jti": core.RandomString(16)}
+	for k, v := range extra {
+		if v == nil {
+			delete(c, k)
+			continue
+		}
+		c[k] = v
+	}
+	return c
+}
+
+func (h *host) jwt(extra map[string]any) string {
+	return h.key.jwt(h.e.t, "host+jwt", h.claims(extra))
+}
+
+// register registers an agent with a new key; it returns the key and the
+// answer.
+func (h *host) register(caps []string, force bool) (key, reply) {
+	k := newKey(h.e.t)
+	r := call(h.e.t, nil, http.MethodPost, h.e.api+hostagent.PathRegister,
+		map[string]any{"name": "Fax helper", "mode": "delegated", "capabilities": caps, "preferred_method": "device_authorization", "force_approval": force},
+		bearer(h.jwt(map[string]any{"agent_public_key": k.jwk})))
+	return k, r
+}
+
+// agent is a registered agent with its key.
+type agent struct {
+	h   *host
+	id  string
+	key key
+}
+
+func (a *agent) jwt(extra map[string]any) string {
+	now := a.h.e.clock.Now()
+	c := map[string]any{"iss": a.h.id, "sub": a.id, "aud": a.h.e.api, "iat": now.Unix(), "exp": now.Add(time.Minute).Unix(), "jti": core.RandomString(16)}
+	for k, v := range extra {
+		if v == nil {
+			delete(c, k)
+			continue
+		}
+		c[k] = v
+	}
+	return a.key.jwt(a.h.e.t, "agent+jwt", c)
+}
+
+func (a *agent) execute(capability string, args any) reply {
+	body := map[string]any{"capability": capability}
+	if args != nil {
+		body["arguments"] = args
+	}
+	return call(a.h.e.t, nil, http.MethodPost, a.h.e.api+hostagent.PathExecute, body, bearer(a.jwt(nil)))
+}
+
+// approval reads the device approval object of a register/device answer.
+func approvalOf(t *testing.T, r reply) (userCode, complete string) {
+	t.Helper()
+	ap, _ := r.body["approval"].(map[string]any)
+	if ap == nil {
+		t.Fatalf("no approval object: %s", r.raw)
+	}
+	userCode, _ = ap["user_code"].(string)
+	complete, _ = ap["verification_uri_complete"].(string)
+	return
+}
+
+// activeAgent registers an agent for caps and has the owner approve all of
+// them on the device page (core, as the console does).
+func (w *owner) activeAgent(h *host, caps ...string) *agent {
+	t := w.e.t
+	t.Helper()
+	k, r := h.register(caps, false)
+	if r.status != http.StatusOK || r.str("status") != "pending" {
+		t.Fatalf("register: %d %s", r.status, r.raw)
+	}
+	code, _ := approvalOf(t, r)
+	var granted []core.Capability
+	for _, c := range caps {
+		granted = append(granted, core.Capability(c))
+	}
+	if _, err := w.e.a.Svc.DecideDevice(t.Context(), w.o.ID, r.str("agent_id"), code, true, granted); err != nil {
+		t.Fatalf("approve device: %v", err)
+	}
+	return &agent{h: h, id: r.str("agent_id"), key: k}
+}
+
+func wantError(t *testing.T, what string, r reply, status int, code string) {
+	t.Helper()
+	if r.status != status || r.str("error") != code {
+		t.Fatalf("%s: got %d %s, want %d %s", what, r.status, r.raw, status, code)
+	}
+	if r.str("message") == "" {
+		t.Fatalf("%s: no message: %s", what, r.raw)
+	}
+	if r.header.Get("Cache-Control") != "no-store" {
+		t.Fatalf("%s: Cache-Control %q", what, r.header.Get("Cache-Control"))
+	}
+	if code == core.CodeInvalidJWT && !strings.Contains(r.header.Get("WWW-Authenticate"), `AgentAuth discovery="`) {
+		t.Fatalf("%s: WWW-Authenticate %q", what, r.header.Get("WWW-Authenticate"))
+	}
+}

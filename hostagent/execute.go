@@ -1,0 +1,305 @@
+package hostagent
+
+import (
+	"bytes"
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"net/url"
+	"reflect"
+	"slices"
+	"time"
+
+	"github.com/faxhub/faxhub/core"
+)
+
+func rfc3339(t time.Time) string { return t.UTC().Format(time.RFC3339) }
+
+// readExecute reads POST …/capability/execute strictly: the capability
+// name first (to know its argument struct), then the whole body again with
+// core/web's strict decoder into {capability, arguments: *argsStruct}, so
+// an unknown, case-folded or duplicate argument is refused by name.
+func (h *Handler) readExecute(w http.ResponseWriter, r *http.Request) (capability, any, error) {
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxExecuteBytes))
+	if err != nil {
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			return capability{}, nil, core.Errorf(core.KindTooLarge, core.CodeInvalidRequest,
+				"the body is larger than %d bytes; upload larger documents with create_upload", maxExecuteBytes)
+		}
+		return capability{}, nil, core.Errorf(core.KindInvalid, core.CodeInvalidRequest, "the body could not be read")
+	}
+	var peek struct {
+		Capability string `json:"capability"`
+	}
+	_ = json.Unmarshal(body, &peek)
+	c, ok := h.capability(peek.Capability)
+	if !ok {
+		if peek.Capability == "" {
+			return capability{}, nil, core.Errorf(core.KindInvalid, core.CodeInvalidRequest, "capability is required")
+		}
+		return capability{}, nil, core.Errorf(core.KindNotFound, codeCapabilityNotFound, "faxhub has no capability %q (see discovery)", peek.Capability)
+	}
+	args := c.newArgs()
+	env := reflect.New(reflect.StructOf([]reflect.StructField{
+		{Name: "Capability", Type: reflect.TypeFor[string](), Tag: `json:"capability"`},
+		{Name: "Arguments", Type: reflect.TypeOf(args), Tag: `json:"arguments"`},
+	}))
+	env.Elem().Field(1).Set(reflect.ValueOf(args))
+	r.Body, r.ContentLength = io.NopCloser(bytes.NewReader(body)), int64(len(body))
+	if err := decode(w, r, env.Interface(), maxExecuteBytes); err != nil {
+		return capability{}, nil, err
+	}
+	if a := env.Elem().Field(1).Interface(); !reflect.ValueOf(a).IsNil() {
+		args = a
+	}
+	return c, args, nil
+}
+
+// execute is POST /api/auth/capability/execute with an agent JWT.
+func (h *Handler) execute(w http.ResponseWriter, r *http.Request) {
+	ctx := r.Context()
+	va, err := h.verifyAgent(r)
+	if err != nil {
+		h.writeError(w, r, err)
+		return
+	}
+	if err := h.svc.Allow(ctx, "hostagent:execute:"+va.Agent.ID, executeInterval, executeBurst); err != nil {
+		h.writeError(w, r, err)
+		return
+	}
+	c, args, err := h.readExecute(w, r)
+	if err != nil {
+		h.writeError(w, r, err)
+		return
+	}
+	if va.Capabilities != nil && !slices.Contains(va.Capabilities, string(c.Name)) {
+		h.writeError(w, r, core.Errorf(core.KindForbidden, core.CodeCapabilityNotGranted, "this agent JWT is restricted to %v (its capabilities claim)", va.Capabilities))
+		return
+	}
+	p := h.svc.DelegatedPrincipal(va.Host, va.Agent)
+	if err := core.AuthorizeCapability(p, va.Agent, c.Name); err != nil {
+		h.writeError(w, r, err)
+		return
+	}
+	if c.Name == core.CapSendFax {
+		h.sendFax(w, r, p, va.Agent, args.(*sendFaxArgs))
+		return
+	}
+	data, err := h.run(ctx, p, c.Name, args)
+	if err != nil {
+		h.writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"data": data})
+}
+
+func required(name, v string) error {
+	if v == "" {
+		return core.Errorf(core.KindInvalid, core.CodeInvalidRequest, "the argument %s is required", name).With("field", name)
+	}
+	return nil
+}
+
+// run executes a synchronous capability through core.
+func (h *Handler) run(ctx context.Context, p core.Principal, c core.Capability, args any) (any, error) {
+	switch c {
+	case core.CapValidateFax:
+		return h.validateFax(ctx, p, args.(*validateFaxArgs))
+	case core.CapCreateUpload:
+		a := args.(*createUploadArgs)
+		u, err := h.svc.CreateUpload(ctx, p, a.ContentType, a.MaxBytes)
+		if err != nil {
+			return nil, err
+		}
+		out := map[string]any{"upload_url": u.UploadURL, "upload_token": u.UploadToken, "method": u.Method, "expires_at": rfc3339(u.ExpiresAt), "max_bytes": u.MaxBytes}
+		if u.ContentType != "" {
+			out["content_type"] = u.ContentType
+		}
+		return out, nil
+	case core.CapGetFaxStatus:
+		a := args.(*getFaxStatusArgs)
+		if err := required("fax_id", a.FaxID); err != nil {
+			return nil, err
+		}
+		f, err := h.svc.GetFax(ctx, p, a.FaxID)
+		if err != nil {
+			return nil, err
+		}
+		return faxJSON(f), nil
+	case core.CapGetCredits:
+		cr, err := h.svc.GetCredits(ctx, p, "", 1)
+		if err != nil {
+			return nil, err
+		}
+		return map[string]any{"mode": cr.Mode, "balance": cr.Available, "balance_cents": cr.AvailableCents, "held": cr.Held, "held_cents": cr.HeldCents, "currency": cr.Currency}, nil
+	case core.CapCreateCreditCheckout:
+		a := args.(*checkoutArgs)
+		if err := required("pack", a.Pack); err != nil {
+			return nil, err
+		}
+		cs, err := h.svc.CreateCreditCheckout(ctx, p, a.Pack)
+		if err != nil {
+			return nil, err
+		}
+		return map[string]any{"checkout_url": cs.CheckoutURL, "pack": cs.PackID, "amount": cs.Amount, "credit": cs.Credit, "currency": cs.Currency, "expires_at": rfc3339(cs.ExpiresAt)}, nil
+	}
+	return nil, core.Errorf(core.KindNotFound, codeCapabilityNotFound, "capability %q cannot be executed", c)
+}
+
+// validateFax prices pages, or an uploaded document's pages. It never
+// takes a file: a quote has no side effects, and storing an inline file
+// would be one (docs/hostagent.md).
+func (h *Handler) validateFax(ctx context.Context, p core.Principal, a *validateFaxArgs) (any, error) {
+	if err := required("to", a.To); err != nil {
+		return nil, err
+	}
+	pages := 1
+	if a.Pages != nil {
+		pages = *a.Pages
+		if pages < 1 || pages > h.svc.Config().MaxPages {
+			return nil, core.Errorf(core.KindInvalid, core.CodeInvalidRequest, "pages must be between 1 and %d", h.svc.Config().MaxPages).With("field", "pages")
+		}
+	}
+	if a.DocumentID != "" {
+		if a.Pages != nil {
+			return nil, core.Errorf(core.KindInvalid, core.CodeInvalidRequest, "give pages or document_id, not both").With("field", "pages")
+		}
+		doc, err := h.svc.GetDocument(ctx, p, a.DocumentID)
+		if err != nil {
+			return nil, err
+		}
+		pages = doc.Pages
+	}
+	q, err := h.svc.Quote(ctx, core.QuoteRequest{To: a.To, Pages: pages, Cover: a.Cover})
+	if err != nil {
+		return nil, err
+	}
+	return map[string]any{"to": q.To, "country": q.Country, "pages": q.Pages, "cover": q.Cover, "billed_pages": q.BilledPages,
+		"amount": q.Amount, "amount_cents": q.Cents, "currency": q.Currency, "tariff": q.Tariff}, nil
+}
+
+func faxJSON(f *core.Fax) map[string]any {
+	out := map[string]any{"fax_id": f.ID, "status": f.Status, "to": f.To, "pages": f.Pages, "pages_sent": f.PagesSent,
+		"price": f.Price, "currency": f.Currency, "attempts": f.Attempts, "created_at": rfc3339(f.CreatedAt)}
+	if f.FailureCode != "" {
+		out["failure_code"], out["failure_reason"] = f.FailureCode, f.FailureReason
+	}
+	if f.CompletedAt != nil {
+		out["completed_at"] = rfc3339(*f.CompletedAt)
+	}
+	return out
+}
+
+// inlineDocument stores a tiny inline file the way an agent's PUT would
+// (create an upload, receive it) and returns its document id.
+func (h *Handler) inlineDocument(ctx context.Context, p core.Principal, agent *core.DelegatedAgent, b64 string) (string, error) {
+	if err := core.AuthorizeCapability(p, agent, core.CapCreateUpload); err != nil {
+		return "", core.Errorf(core.KindForbidden, core.CodeCapabilityNotGranted,
+			"content_base64 is an upload: the agent needs the create_upload capability as well (or pass document_id / upload_token)")
+	}
+	if base64.StdEncoding.DecodedLen(len(b64)) > core.MaxInlineDocumentBytes+2 {
+		return "", core.Errorf(core.KindTooLarge, core.CodeFileTooLarge, "inline files are limited to %d bytes decoded; use create_upload and PUT the file", core.MaxInlineDocumentBytes)
+	}
+	data, err := base64.StdEncoding.DecodeString(b64)
+	if err != nil {
+		return "", core.Errorf(core.KindInvalid, core.CodeInvalidRequest, "content_base64 is not valid standard base64").With("field", "content_base64")
+	}
+	if len(data) > core.MaxInlineDocumentBytes {
+		return "", core.Errorf(core.KindTooLarge, core.CodeFileTooLarge, "inline files are limited to %d bytes decoded; use create_upload and PUT the file", core.MaxInlineDocumentBytes)
+	}
+	u, err := h.svc.CreateUpload(ctx, p, "", int64(len(data)))
+	if err != nil {
+		return "", err
+	}
+	doc, err := h.svc.ReceiveUpload(ctx, u.UploadToken, bytes.NewReader(data))
+	if err != nil {
+		return "", err
+	}
+	return doc.ID, nil
+}
+
+// statusURL is where an agent polls a send request.
+func (h *Handler) statusURL(id string) string {
+	return h.opts.APIURL + PathCapabilityStat + "?id=" + url.QueryEscape(id)
+}
+
+// sendFax asks the owner (core: an approval requiring user verification,
+// bound to this exact fax) and answers 202 pending with the status URL.
+func (h *Handler) sendFax(w http.ResponseWriter, r *http.Request, p core.Principal, agent *core.DelegatedAgent, a *sendFaxArgs) {
+	ctx := r.Context()
+	if err := required("to", a.To); err != nil {
+		h.writeError(w, r, err)
+		return
+	}
+	n := 0
+	for _, s := range []string{a.DocumentID, a.UploadToken, a.ContentBase64} {
+		if s != "" {
+			n++
+		}
+	}
+	if n != 1 {
+		h.writeError(w, r, core.Errorf(core.KindInvalid, core.CodeInvalidRequest, "give exactly one of document_id, upload_token or content_base64"))
+		return
+	}
+	docID := a.DocumentID
+	if a.ContentBase64 != "" {
+		var err error
+		if docID, err = h.inlineDocument(ctx, p, agent, a.ContentBase64); err != nil {
+			h.writeError(w, r, err)
+			return
+		}
+	}
+	ds, err := h.svc.RequestDelegatedSend(ctx, p, agent, core.DelegatedSendRequest{To: a.To, DocumentID: docID, UploadToken: a.UploadToken, Cover: a.Cover, CoverText: a.CoverText})
+	if err != nil {
+		h.writeError(w, r, err)
+		return
+	}
+	su := h.statusURL(ds.ID)
+	w.Header().Set("Location", su)
+	writeJSON(w, http.StatusAccepted, map[string]any{
+		"status": "pending", "status_url": su, "id": ds.ID, "approval_id": ds.ApprovalID, "expires_at": rfc3339(ds.ExpiresAt),
+		"send": sendJSON(ds),
+	})
+}
+
+// sendJSON is what the owner is asked to approve, as the agent sees it.
+func sendJSON(ds *core.DelegatedSend) map[string]any {
+	return map[string]any{"id": ds.ID, "to": ds.To, "country": ds.Country, "pages": ds.Pages, "cover": ds.Cover,
+		"document_id": ds.DocumentID, "document_sha256": ds.DocumentSHA, "price": ds.Price, "currency": ds.Currency,
+		"created_at": rfc3339(ds.CreatedAt), "expires_at": rfc3339(ds.ExpiresAt)}
+}
+
+// sendStatus is GET /api/auth/capability/status?id=dsn_… with a fresh
+// agent JWT of the agent that asked: pending, sent (data is the fax),
+// declined or expired.
+func (h *Handler) sendStatus(w http.ResponseWriter, r *http.Request) {
+	ctx := r.Context()
+	va, err := h.verifyAgent(r)
+	if err != nil {
+		h.writeError(w, r, err)
+		return
+	}
+	id := r.URL.Query().Get("id")
+	if id == "" {
+		h.writeError(w, r, core.Errorf(core.KindInvalid, core.CodeInvalidRequest, "id is required (the send request's id)"))
+		return
+	}
+	p := h.svc.DelegatedPrincipal(va.Host, va.Agent)
+	ds, fax, err := h.svc.GetDelegatedSend(ctx, p, va.Agent, id)
+	if err != nil {
+		h.writeError(w, r, err)
+		return
+	}
+	out := map[string]any{"status": ds.Status, "id": ds.ID, "send": sendJSON(ds)}
+	if ds.Status == core.DelegatedSendPending {
+		out["status_url"] = h.statusURL(ds.ID)
+	}
+	if fax != nil {
+		out["data"] = faxJSON(fax)
+	}
+	writeJSON(w, http.StatusOK, out)
+}

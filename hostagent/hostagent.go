@@ -1,0 +1,112 @@
+// Package hostagent is the delegated host/agent adapter (Agent Auth
+// Protocol 1.0-draft; spec, Authentication section 4; docs/hostagent.md):
+// discovery, host create/enroll, agent registration with device approval,
+// status, revoke, and capability execution. It verifies host and agent JWTs
+// (verify.go) and turns HTTP into core calls; every rule about hosts,
+// agents, grants, approvals and money is core's (core/delegated.go).
+package hostagent
+
+import (
+	"log/slog"
+	"net/http"
+	"time"
+
+	"github.com/faxhub/faxhub/core"
+)
+
+// The paths this adapter serves (on both origins; the issuer is {api_url}).
+const (
+	PathConfiguration  = "/.well-known/agent-configuration"
+	PathHostCreate     = "/api/auth/host/create"
+	PathHostEnroll     = "/api/auth/host/enroll"
+	PathRegister       = "/api/auth/agent/register"
+	PathStatus         = "/api/auth/agent/status"
+	PathDeviceCode     = "/api/auth/agent/device/code"
+	PathRevoke         = "/api/auth/agent/revoke"
+	PathExecute        = "/api/auth/capability/execute"
+	PathCapabilityStat = "/api/auth/capability/status"
+)
+
+// Body limits: a small JSON body everywhere, and room for an inline
+// document (core.MaxInlineDocumentBytes, base64) on execute.
+const (
+	maxJSONBytes    = 16 << 10
+	maxExecuteBytes = 512 << 10
+)
+
+// Rate limits (shared across replicas through core's limiter): agent
+// registration and device codes per host, capability calls per agent.
+const (
+	registerBurst    = 20
+	registerInterval = 6 * time.Second
+	executeBurst     = 120
+	executeInterval  = 500 * time.Millisecond // 120 a minute
+)
+
+// Paths lists every path Handler serves; internal/app mounts each.
+func Paths() []string {
+	return []string{PathConfiguration, PathHostCreate, PathHostEnroll, PathRegister, PathStatus, PathDeviceCode, PathRevoke, PathExecute, PathCapabilityStat}
+}
+
+// Options configure the adapter.
+type Options struct {
+	// BaseURL is the owner-facing origin; APIURL the issuer and the only
+	// audience of host and agent JWTs (never taken from a request).
+	BaseURL, APIURL string
+	// ProviderName and Description fill discovery (defaults: faxhub).
+	ProviderName, Description string
+	Logger                    *slog.Logger
+}
+
+// Handler serves the delegated endpoints.
+type Handler struct {
+	svc    *core.Service
+	opts   Options
+	log    *slog.Logger
+	verify *verifier
+	// crossOrigin guards the owner-session endpoints (host create, revoke
+	// by the owner) exactly like the other owner endpoints.
+	crossOrigin *http.CrossOriginProtection
+	caps        []capability
+	mux         *http.ServeMux
+}
+
+// New builds the adapter over svc.
+func New(svc *core.Service, opts Options) *Handler {
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	if opts.ProviderName == "" {
+		opts.ProviderName = "faxhub"
+	}
+	if opts.Description == "" {
+		opts.Description = "faxhub sends faxes for its owners: price a fax, upload a document, send it with the owner's passkey approval, follow its delivery, read and buy credits."
+	}
+	h := &Handler{svc: svc, opts: opts, log: opts.Logger, verify: newVerifier(svc, opts.APIURL),
+		crossOrigin: http.NewCrossOriginProtection(), caps: capabilityTable(svc.CreditPacks())}
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET "+PathConfiguration, h.configuration)
+	mux.HandleFunc("OPTIONS "+PathConfiguration, h.preflight)
+	mux.HandleFunc("POST "+PathHostCreate, h.hostCreate)
+	mux.HandleFunc("POST "+PathHostEnroll, h.hostEnroll)
+	mux.HandleFunc("POST "+PathRegister, h.register)
+	mux.HandleFunc("GET "+PathStatus, h.status)
+	mux.HandleFunc("POST "+PathDeviceCode, h.deviceCode)
+	mux.HandleFunc("POST "+PathRevoke, h.revoke)
+	mux.HandleFunc("POST "+PathExecute, h.execute)
+	mux.HandleFunc("GET "+PathCapabilityStat, h.sendStatus)
+	h.mux = mux
+	return h
+}
+
+// ServeHTTP answers every path of Paths; a wrong method is 405 in the
+// protocol's error shape.
+func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if _, pattern := h.mux.Handler(r); pattern == "" {
+		w.Header().Set("Cache-Control", "no-store")
+		e := core.Errorf(core.KindInvalid, core.CodeMethodNotAllowed, "%s is not allowed on %s", r.Method, r.URL.Path)
+		writeJSON(w, http.StatusMethodNotAllowed, map[string]any{"error": e.Code, "message": e.Message})
+		return
+	}
+	h.mux.ServeHTTP(w, r)
+}
