@@ -15,7 +15,7 @@ import {
   API, CAPABILITIES, agentJWT, agentStatus, call, checkApproval, createHost, execute, expectError,
   expectInvalidJWT, faxArgs, granted, hostJWT, hs256, keyPair, register, sendStatus, sign, unsigned,
 } from './hostagent-lib.mjs';
-import { approveDevice, declineInbox, revokeHostInConsole } from './hostagent-owner.mjs';
+import { approveDevice, declineInbox, inboxCard, revokeHostInConsole } from './hostagent-owner.mjs';
 
 const COOKIE = env('FAXHUB_SESSION_COOKIE');
 const s = {}; // state passed between tests
@@ -147,7 +147,7 @@ test('status: pending with host id and with the key thumbprint as iss; never rep
   expectError(await agentStatus(s.enrolled, s.agent.id), 404, 'agent_not_found', 'another host\'s agent');
 });
 
-test('host JWT refusals: replayed jti, exp − iat = 61 s, expired, future iat, wrong aud, Host-header aud, typ swap, alg none, HS256, unknown iss, wrong key', async () => {
+test('host JWT refusals: replayed jti, exp − iat = 61 s, expired, future iat, wrong aud, Host-header aud, typ swap, alg none, HS256, unknown iss, wrong key, wrong kid', async () => {
   const url = `${API}/api/auth/agent/status?agent_id=${s.agent.id}`;
   const get = (bearer) => call('GET', url, { bearer });
   const jwt = await hostJWT(s.host);
@@ -167,6 +167,9 @@ test('host JWT refusals: replayed jti, exp − iat = 61 s, expired, future iat, 
   expectInvalidJWT(await get(await hostJWT(s.host, { iss: 'hst_unknown' })), 'unknown host');
   expectInvalidJWT(await get(await hostJWT({ ...(await keyPair()), id: s.host.id })), 'signed by another key');
   expectInvalidJWT(await get('not.a.jwt'), 'garbage');
+  // kid, when sent, is the key's RFC 7638 thumbprint.
+  assert.equal((await get(await hostJWT(s.host, {}, { header: { kid: s.host.thumbprint } }))).status, 200, 'kid = the key thumbprint');
+  expectInvalidJWT(await get(await hostJWT(s.host, {}, { header: { kid: 'another-key' } })), 'kid of another key');
   const none = await call('GET', url);
   assert.equal(none.status, 401, `no bearer: ${none.status} ${none.text}`);
   assert.match(none.headers.get('www-authenticate') ?? '', /^AgentAuth /);
@@ -185,6 +188,13 @@ test('device/code re-issues the code: the old link stops working; an unknown age
   // The old code cannot approve.
   await assert.rejects(approveDevice(COOKIE, s.oldApproval.verification_uri_complete, s.oldApproval.user_code), 'the old link still approves');
   assert.equal((await agentStatus(s.host, s.agent.id)).body.status, 'pending');
+});
+
+test('the device approval is in the inbox too, linking to the device page without the code', async () => {
+  const card = await inboxCard(COOKIE, new RegExp(`agent_id=${s.agent.id}`));
+  assert.match(card.html, /Agent device approval/);
+  assert.ok(card.html.includes(`href="/console/device?agent_id=${s.agent.id}"`), 'the card links to the device page');
+  assert.ok(!card.html.includes(s.approval.user_code), 'the inbox does not show the user code');
 });
 
 test('a pending agent cannot execute: agent_pending', async () => {
@@ -213,7 +223,7 @@ test('execute get_credits and validate_fax on its own (agent JWT, jose EdDSA)', 
   expectError(r, 403, 'capability_not_granted', 'a capability the agent was not granted');
 });
 
-test('agent JWT refusals: replayed jti, typ swap, wrong sub, wrong aud, 61 s, alg none, thumbprint-less host id', async () => {
+test('agent JWT refusals: replayed jti, typ swap, wrong sub, wrong aud, 61 s, alg none, host key, wrong kid; iss = host thumbprint accepted', async () => {
   const url = `${API}/api/auth/capability/execute`;
   const post = (bearer) => call('POST', url, { bearer, json: { capability: 'get_credits', arguments: {} } });
   const jwt = await agentJWT(s.host, s.agent);
@@ -225,6 +235,8 @@ test('agent JWT refusals: replayed jti, typ swap, wrong sub, wrong aud, 61 s, al
   expectInvalidJWT(await post(await agentJWT(s.host, s.agent, {}, { lifetime: 61 })), 'exp − iat = 61 s');
   expectInvalidJWT(await post(unsigned('agent+jwt', { iss: s.host.id, sub: s.agent.id })), 'alg none');
   expectInvalidJWT(await post(await agentJWT(s.host, { ...s.host, id: s.agent.id })), 'agent JWT signed with the host key');
+  expectInvalidJWT(await post(await agentJWT(s.host, s.agent, {}, { header: { kid: s.host.thumbprint } })), 'agent JWT with the host key\'s kid');
+  assert.equal((await post(await agentJWT(s.host, s.agent, {}, { header: { kid: s.agent.thumbprint } }))).status, 200, 'kid = the agent key thumbprint');
   // The host's thumbprint as iss is accepted for agent JWTs too.
   const r = await post(await agentJWT(s.host, s.agent, { iss: s.host.thumbprint }));
   assert.equal(r.status, 200, `iss = host thumbprint: ${r.status} ${r.text}`);
