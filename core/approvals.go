@@ -121,6 +121,14 @@ func (s *Service) DecideApproval(ctx context.Context, ownerID, id string, d Deci
 			return nil, fmt.Errorf("encode decision: %w", err)
 		}
 	}
+	if a.Kind == ApprovalFaxSend && d.Approve {
+		// Consuming the approval, creating the fax and paying for it are
+		// one transaction.
+		if err := s.approveDelegatedSend(ctx, ownerID, a, data); err != nil {
+			return nil, err
+		}
+		return s.GetApproval(ctx, ownerID, id)
+	}
 	if err := s.d.Store.DecideApproval(ctx, ownerID, id, status, data, s.now()); err != nil {
 		if errors.Is(err, ErrConflict) {
 			return nil, Errorf(KindConflict, CodeApprovalState, "this request was decided already or expired")

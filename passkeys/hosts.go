@@ -1,6 +1,7 @@
 package passkeys
 
 import (
+	"bytes"
 	"encoding/json"
 	"net/http"
 	"slices"
@@ -83,6 +84,9 @@ type delegatedAgentView struct {
 	Live        bool
 	GrantedList []capInfo
 	AskedList   []capInfo
+	// DevicePath is the device page of a pending agent (the owner types
+	// the code the agent shows).
+	DevicePath string
 }
 
 type hostsBody struct {
@@ -147,6 +151,7 @@ func (c *Console) hostView(h core.HostWithAgents, now time.Time) hostView {
 			av.StatusLabel, av.StatusClass, av.Live = "active", "approved", true
 		case core.DelegatedPending:
 			av.StatusLabel, av.StatusClass, av.Live = "waiting for your approval", "pending", true
+			av.DevicePath = devicePath(a.ID)
 		case core.DelegatedExpired:
 			av.StatusLabel, av.StatusClass, av.Live = "approval code expired", "expired", true
 		case core.DelegatedRejected:
@@ -250,12 +255,20 @@ func hostErrorText(e *core.Error) string {
 // enrollCommand is the call to paste on the host: the token, the host's
 // public key (to fill in) and the name, as one shell-quoted JSON body.
 func enrollCommand(apiURL, token, name string) string {
-	body, _ := json.Marshal(map[string]any{
-		"token":      token,
-		"name":       name,
-		"public_key": map[string]string{"kty": "OKP", "crv": "Ed25519", "x": "<the host's public key, base64url>"},
-	})
-	return "curl -sS -X POST " + shellQuote(apiURL+"/api/auth/host/enroll") + " \\\n  -H 'Content-Type: application/json' \\\n  -d " + shellQuote(string(body))
+	type jwk struct {
+		Kty string `json:"kty"`
+		Crv string `json:"crv"`
+		X   string `json:"x"`
+	}
+	var body bytes.Buffer
+	enc := json.NewEncoder(&body)
+	enc.SetEscapeHTML(false) // the page escapes; the shell must get < and > as typed
+	_ = enc.Encode(struct {
+		Token     string `json:"token"`
+		Name      string `json:"name"`
+		PublicKey jwk    `json:"public_key"`
+	}{token, name, jwk{"OKP", "Ed25519", "<HOST_PUBLIC_KEY_X>"}})
+	return "curl -sS -X POST " + shellQuote(apiURL+"/api/auth/host/enroll") + " \\\n  -H 'Content-Type: application/json' \\\n  -d " + shellQuote(strings.TrimSpace(body.String()))
 }
 
 // shellQuote single-quotes s for a POSIX shell.

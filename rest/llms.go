@@ -57,6 +57,13 @@ Price first without sending: POST /api/v1/quote {"to", "pages", "cover"}. Balanc
 - buy_credits buys a credit pack under AP2 (extension https://github.com/google-agentic-commerce/ap2/tree/v0.1);
   the owner approves each charge with a passkey.
 
+## Delegated hosts and agents
+
+- Agent runtimes with their own Ed25519 keys (Agent Auth Protocol 1.0-draft): discovery at
+  %[2]s/.well-known/agent-configuration, the flow in %[1]s/auth.md (section 4). The owner provisions the host;
+  agents register with a signed host+jwt, the owner approves by device code, capabilities run with agent+jwt
+  at %[2]s/api/auth/capability/execute. send_fax always waits for the owner's passkey (202 pending).
+
 ## Testing
 
 With a test key nothing is really sent. The destination number chooses the simulated outcome; any other
@@ -68,6 +75,7 @@ valid number is delivered:
 - OpenAPI: %[1]s/openapi.json
 - Authentication for agents: %[1]s/auth.md
 - A2A agent card: %[1]s/.well-known/agent-card.json
+- Delegated hosts and agents: %[2]s/.well-known/agent-configuration
 `, base, apiURL, testNumberLines(opts.TestNumbers))
 	return []byte(b.String())
 }

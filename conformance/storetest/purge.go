@@ -25,6 +25,8 @@ var purgeTests = []struct {
 	{"PurgeRateLimits", testPurgeRateLimits},
 	{"PurgeDocuments", testPurgeDocuments},
 	{"PurgeAgentTasks", testPurgeAgentTasks},
+	{"PurgeJWTIDs", testPurgeJWTIDs},
+	{"PurgeDelegatedSends", testPurgeDelegatedSends},
 }
 
 func wantPurged(t *testing.T, what string, n int64, err error, want int64) {

@@ -61,6 +61,7 @@ func RunTests(t *testing.T, newStore func(t *testing.T) core.Store) {
 		{"OAuthKeys", testOAuthKeys},
 		{"Passkeys", RunPasskeyTests},
 		{"Agents", RunAgentTests},
+		{"Hosts", RunHostTests},
 	} {
 		t.Run(tc.name, func(t *testing.T) { tc.run(t, newStore(t)) })
 	}

@@ -1,0 +1,210 @@
+package core_test
+
+import (
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/faxhub/faxhub/core"
+	"github.com/faxhub/faxhub/internal/testenv"
+)
+
+// delegatedEnv is a service whose agents act in test mode, on a test clock.
+func delegatedEnv(t *testing.T, opts ...testenv.Option) (*testenv.Env, *clock) {
+	clk := newClock()
+	opts = append([]testenv.Option{testenv.WithoutWorkers(), testenv.WithConfig(func(c *core.Config) {
+		c.Now = clk.now
+		c.AgentMode = core.ModeTest
+	})}, opts...)
+	return testenv.New(t, opts...), clk
+}
+
+// sender is an active agent with send_fax and get_fax_status, and its
+// principal.
+func sender(t *testing.T, e *testenv.Env) (*core.Host, *core.DelegatedAgent, core.Principal) {
+	t.Helper()
+	h := newHost(t, e)
+	a := approveAgent(t, e, h, core.CapSendFax, core.CapGetFaxStatus)
+	return h, a, e.Svc.DelegatedPrincipal(h, a)
+}
+
+func requestSend(t *testing.T, e *testenv.Env, p core.Principal, a *core.DelegatedAgent) *core.DelegatedSend {
+	t.Helper()
+	tok := upload(t, e, e.Principal(t, e.KeyATest), 2)
+	d, err := e.Svc.RequestDelegatedSend(ctx, p, a, core.DelegatedSendRequest{To: "+12125550100", UploadToken: tok, Cover: true, CoverText: "hi"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d
+}
+
+func sendStatus(t *testing.T, e *testenv.Env, p core.Principal, a *core.DelegatedAgent, id string) (core.DelegatedSendStatus, *core.Fax) {
+	t.Helper()
+	d, f, err := e.Svc.GetDelegatedSend(ctx, p, a, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d.Status, f
+}
+
+func faxCount(t *testing.T, e *testenv.Env) int {
+	t.Helper()
+	fs, err := e.Store.ListFaxes(ctx, core.FaxFilter{OwnerID: e.OwnerA.ID, Mode: core.ModeTest, Limit: 100})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return len(fs)
+}
+
+func TestDelegatedSendApproval(t *testing.T) {
+	e, _ := delegatedEnv(t)
+	_, a, p := sender(t, e)
+	before := balance(t, e, e.Principal(t, e.KeyATest)).AvailableMicros
+	d := requestSend(t, e, p, a)
+	if d.Status != core.DelegatedSendPending || d.Pages != 2 || !d.Cover || d.DocumentSHA == "" || d.ApprovalPath == "" {
+		t.Fatalf("send = %+v", d)
+	}
+	appr, err := e.Svc.GetApproval(ctx, e.OwnerA.ID, d.ApprovalID)
+	if err != nil || appr.Kind != core.ApprovalFaxSend || !appr.RequiresUV {
+		t.Fatalf("approval = %+v, %v", appr, err)
+	}
+	// Nothing is charged while it waits.
+	if got := balance(t, e, e.Principal(t, e.KeyATest)).AvailableMicros; got != before || faxCount(t, e) != 0 {
+		t.Fatalf("charged before approval: %d → %d", before, got)
+	}
+	// Without user verification: refused, still pending.
+	_, err = e.Svc.DecideApproval(ctx, e.OwnerA.ID, appr.ID, core.Decision{Approve: true, BindingHash: appr.BindingHash})
+	wantCode(t, err, core.CodeUserVerification)
+	// Concurrent approvals with UV: exactly one fax and one hold.
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	wins := 0
+	for range 10 {
+		wg.Go(func() {
+			_, err := e.Svc.DecideApproval(ctx, e.OwnerA.ID, appr.ID, core.Decision{Approve: true, BindingHash: appr.BindingHash, UserVerified: true})
+			if err == nil {
+				mu.Lock()
+				wins++
+				mu.Unlock()
+			} else if core.ErrorCode(err) != core.CodeApprovalState {
+				t.Error(err)
+			}
+		})
+	}
+	wg.Wait()
+	if wins != 1 || faxCount(t, e) != 1 {
+		t.Fatalf("%d approvals won, %d faxes", wins, faxCount(t, e))
+	}
+	st, f := sendStatus(t, e, p, a, d.ID)
+	if st != core.DelegatedSendSent || f == nil || f.To != d.To || f.Pages != 2 || f.PriceMicros != d.PriceMicros {
+		t.Fatalf("status %s, fax %+v", st, f)
+	}
+	if got := balance(t, e, e.Principal(t, e.KeyATest)).AvailableMicros; got != before-d.PriceMicros {
+		t.Fatalf("balance %d, want %d", got, before-d.PriceMicros)
+	}
+	// A replayed decision is refused.
+	_, err = e.Svc.DecideApproval(ctx, e.OwnerA.ID, appr.ID, core.Decision{Approve: true, BindingHash: appr.BindingHash, UserVerified: true})
+	wantCode(t, err, core.CodeApprovalState)
+	// Another agent cannot read it.
+	h2 := newHost(t, e)
+	other := approveAgent(t, e, h2, core.CapSendFax)
+	_, _, err = e.Svc.GetDelegatedSend(ctx, e.Svc.DelegatedPrincipal(h2, other), other, d.ID)
+	wantCode(t, err, core.CodeNotFound)
+}
+
+func TestDelegatedSendRefusals(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		opts   []testenv.Option
+		before func(t *testing.T, e *testenv.Env, clk *clock, h *core.Host, a *core.DelegatedAgent)
+		decide bool // approve (true) or decline
+		code   string
+		status core.DelegatedSendStatus
+	}{
+		{name: "declined", status: core.DelegatedSendDeclined},
+		{name: "expired", decide: true, code: core.CodeApprovalState, status: core.DelegatedSendExpired,
+			before: func(t *testing.T, e *testenv.Env, clk *clock, h *core.Host, a *core.DelegatedAgent) {
+				clk.advance(core.DelegatedSendTTL + time.Second)
+			}},
+		{name: "agent revoked", decide: true, code: core.CodeAgentRevoked, status: core.DelegatedSendPending,
+			before: func(t *testing.T, e *testenv.Env, clk *clock, h *core.Host, a *core.DelegatedAgent) {
+				if _, err := e.Svc.RevokeDelegatedAgent(ctx, e.OwnerA.ID, "", a.ID); err != nil {
+					t.Fatal(err)
+				}
+			}},
+		{name: "host revoked", decide: true, code: core.CodeAgentRevoked, status: core.DelegatedSendPending,
+			before: func(t *testing.T, e *testenv.Env, clk *clock, h *core.Host, a *core.DelegatedAgent) {
+				if err := e.Svc.RevokeHost(ctx, e.OwnerA.ID, h.ID); err != nil {
+					t.Fatal(err)
+				}
+			}},
+		{name: "insufficient credits", opts: []testenv.Option{testenv.WithoutCredits()}, decide: true,
+			code: core.CodeInsufficientCredits, status: core.DelegatedSendPending},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e, clk := delegatedEnv(t, tc.opts...)
+			h, a, p := sender(t, e)
+			d := requestSend(t, e, p, a)
+			if tc.before != nil {
+				tc.before(t, e, clk, h, a)
+			}
+			appr, err := e.Store.GetApproval(ctx, e.OwnerA.ID, d.ApprovalID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, err = e.Svc.DecideApproval(ctx, e.OwnerA.ID, appr.ID, core.Decision{Approve: tc.decide, BindingHash: appr.BindingHash, UserVerified: true})
+			if tc.code != "" {
+				wantCode(t, err, tc.code)
+			} else if err != nil {
+				t.Fatal(err)
+			}
+			if n := faxCount(t, e); n != 0 {
+				t.Fatalf("%d faxes", n)
+			}
+			if st, _ := sendStatus(t, e, p, a, d.ID); st != tc.status {
+				t.Fatalf("status %s, want %s", st, tc.status)
+			}
+			if tc.name == "insufficient credits" {
+				// Top up and approve again: the approval stayed pending.
+				if _, err := e.Svc.GrantCredits(ctx, e.OwnerA.ID, core.ModeTest, 10_000_000, "top up"); err != nil {
+					t.Fatal(err)
+				}
+				if _, err := e.Svc.DecideApproval(ctx, e.OwnerA.ID, appr.ID, core.Decision{Approve: true, BindingHash: appr.BindingHash, UserVerified: true}); err != nil {
+					t.Fatal(err)
+				}
+				if st, f := sendStatus(t, e, p, a, d.ID); st != core.DelegatedSendSent || f == nil {
+					t.Fatalf("after top up: %s", st)
+				}
+			}
+		})
+	}
+}
+
+func TestDelegatedSendRequestErrors(t *testing.T) {
+	e, _ := delegatedEnv(t)
+	h, a, p := sender(t, e)
+	reader := approveAgent(t, e, h, core.CapGetCredits)
+	tok := upload(t, e, e.Principal(t, e.KeyATest), 1)
+	for _, tc := range []struct {
+		name string
+		a    *core.DelegatedAgent
+		r    core.DelegatedSendRequest
+		code string
+	}{
+		{"not granted", reader, core.DelegatedSendRequest{To: "+12125550100", UploadToken: tok}, core.CodeCapabilityNotGranted},
+		{"no document", a, core.DelegatedSendRequest{To: "+12125550100"}, core.CodeInvalidRequest},
+		{"both", a, core.DelegatedSendRequest{To: "+12125550100", UploadToken: tok, DocumentID: "doc_x"}, core.CodeInvalidRequest},
+		{"bad destination", a, core.DelegatedSendRequest{To: "12", UploadToken: tok}, core.CodeInvalidDestination},
+		{"cover text without cover", a, core.DelegatedSendRequest{To: "+12125550100", UploadToken: tok, CoverText: "x"}, core.CodeInvalidRequest},
+		{"unknown document", a, core.DelegatedSendRequest{To: "+12125550100", DocumentID: "doc_nope"}, core.CodeNotFound},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			pp := p
+			if tc.a == reader {
+				pp = e.Svc.DelegatedPrincipal(h, reader)
+			}
+			_, err := e.Svc.RequestDelegatedSend(ctx, pp, tc.a, tc.r)
+			wantCode(t, err, tc.code)
+		})
+	}
+}
