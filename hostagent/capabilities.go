@@ -81,7 +81,7 @@ func capabilityTable(packs []core.CreditPack) []capability {
 	to := str("destination fax number in international (E.164) format, e.g. +14155550123")
 	cover := map[string]any{"type": "boolean", "default": false, "description": "add a cover page"}
 	coverText := map[string]any{"type": "string", "maxLength": 1000, "description": "short note for the cover page (needs cover true); never PHI"}
-	docID := str("id of a document already uploaded (the answer of the PUT to upload_url)")
+	docID := str("id of a document already uploaded (document.id in the answer of the PUT to upload_url)")
 	quote := outObject(map[string]any{
 		"to": str("the destination in E.164"), "country": str("ISO 3166-1 alpha-2"), "pages": map[string]any{"type": "integer"},
 		"cover": map[string]any{"type": "boolean"}, "billed_pages": map[string]any{"type": "integer"},
@@ -110,7 +110,7 @@ func capabilityTable(packs []core.CreditPack) []capability {
 		},
 		{
 			Name:        core.CapCreateUpload,
-			Description: "Create a one-use upload for a document to fax (PDF, image or office file). PUT the raw bytes to upload_url with no Authorization header (the token in the URL is the credential); the answer is the stored document, whose id is send_fax's document_id. Or pass upload_token to send_fax once the PUT has completed." + phiNote,
+			Description: "Create a one-use upload for a document to fax (PDF, image or office file). PUT the raw bytes to upload_url with no Authorization header (the token in the URL is the credential); its answer's document.id is send_fax's document_id. Or pass upload_token to send_fax once the PUT has completed." + phiNote,
 			Input: object(nil, map[string]any{
 				"content_type": str("optional media type the file must have, e.g. application/pdf"),
 				"max_bytes":    map[string]any{"type": "integer", "minimum": 1, "description": "optional bound on the file size (default and maximum: the server's upload limit)"},

@@ -414,3 +414,8 @@ func wantError(t *testing.T, what string, r reply, status int, code string) {
 		t.Fatalf("%s: WWW-Authenticate %q", what, r.header.Get("WWW-Authenticate"))
 	}
 }
+
+func jsonDecode(res *http.Response, v any) error {
+	defer res.Body.Close()
+	return json.NewDecoder(res.Body).Decode(v)
+}

@@ -262,7 +262,9 @@ func (h *Handler) sendFax(w http.ResponseWriter, r *http.Request, p core.Princip
 	w.Header().Set("Location", su)
 	writeJSON(w, http.StatusAccepted, map[string]any{
 		"status": "pending", "status_url": su, "id": ds.ID, "approval_id": ds.ApprovalID, "expires_at": rfc3339(ds.ExpiresAt),
-		"send": sendJSON(ds),
+		// Where the owner approves it (their inbox shows it too).
+		"approval_url": h.opts.BaseURL + ds.ApprovalPath,
+		"send":         sendJSON(ds),
 	})
 }
 

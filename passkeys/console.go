@@ -1,8 +1,9 @@
 // Package passkeys is the owner's side of faxhub in a browser: sign-up with
 // email verification and a passkey, discoverable passkey sign-in, account
 // recovery, server-side sessions, and the owner console (dashboard, API
-// keys, connected apps, the approval inbox with passkey-verified
-// approvals, account). Pages are server-rendered; JavaScript runs only the
+// keys, connected apps, agent access, delegated hosts and their agents'
+// device page, the approval inbox with passkey-verified approvals,
+// account). Pages are server-rendered; JavaScript runs only the
 // WebAuthn ceremonies. See docs/console.md.
 package passkeys
 

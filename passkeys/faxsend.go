@@ -3,6 +3,7 @@ package passkeys
 import (
 	"encoding/json"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/faxhub/faxhub/core"
@@ -40,19 +41,40 @@ var faxSendOrder = []faxSendFact{
 	{"Agent id", []string{"agent_id", "agentId"}},
 	{"On host", []string{"host_name", "host", "hostName"}},
 	{"Host id", []string{"host_id", "hostId"}},
-	{"Document", []string{"document_id", "documentId", "document"}},
+	{"Document", []string{"document_id", "documentId"}},
+	{"Document type", []string{"document_type", "sourceType"}},
+	{"Document size", []string{"document_bytes", "bytes"}},
 	{"Document SHA-256", []string{"document_sha256", "documentSha256", "sha256"}},
 	{"Cover page", []string{"cover"}},
 	{"Cover text", []string{"cover_text", "coverText"}},
+	{"Request id", []string{"send_id", "sendId"}},
 }
 
 // faxSendFacts reads a fax_send approval's details: the known facts in
 // faxSendOrder, then anything else core put there, so that nothing asked
-// is hidden.
-func faxSendFacts(raw json.RawMessage) (*faxSendView, []fact) {
+// is hidden. mode is whose credits pay when the details do not say (core
+// runs every agent in Config.AgentMode).
+func faxSendFacts(raw json.RawMessage, mode core.Mode) (*faxSendView, []fact) {
 	var m map[string]any
 	if len(raw) == 0 || json.Unmarshal(raw, &m) != nil {
-		return &faxSendView{BuyCredits: buyCreditsPath("")}, facts(raw)
+		return &faxSendView{Mode: string(mode), BuyCredits: buyCreditsPath(string(mode))}, facts(raw)
+	}
+	// The document is an object in core's details: its members become
+	// facts of their own.
+	if doc, ok := m["document"].(map[string]any); ok {
+		delete(m, "document")
+		for k, v := range map[string]string{"id": "document_id", "sha256": "document_sha256", "sourceType": "document_type", "bytes": "document_bytes"} {
+			if x, ok := doc[k]; ok {
+				m[v] = x
+				delete(doc, k)
+			}
+		}
+		for k, x := range doc {
+			m["document_"+k] = x
+		}
+	}
+	if _, ok := m["mode"]; !ok && mode != "" {
+		m["mode"] = string(mode)
 	}
 	str := func(k string) string {
 		if v, ok := m[k]; ok && v != nil {
@@ -72,8 +94,13 @@ func faxSendFacts(raw json.RawMessage) (*faxSendView, []fact) {
 			}
 			used[k] = true
 			s := humanValue(val)
+			if f.label == "Document size" {
+				if n, ok := val.(float64); ok {
+					s = humanBytes(int64(n))
+				}
+			}
 			if f.label == "Price" && v.Currency != "" {
-				s += " " + v.Currency
+				s = "$" + strings.TrimPrefix(s, "$") + " " + v.Currency
 				if v.Mode != "" {
 					s += " from your " + v.Mode + " credits"
 				}
@@ -105,13 +132,24 @@ func buyCreditsPath(mode string) string {
 
 // insufficientCredits makes the 402 of a fax_send approval that the
 // balance does not cover say what to do, with the link to add credits.
-func insufficientCredits(a *core.Approval, err error) error {
+func insufficientCredits(a *core.Approval, mode core.Mode, err error) error {
 	e := core.AsError(err)
 	if a == nil || a.Kind != core.ApprovalFaxSend || e.Code != core.CodeInsufficientCredits {
 		return err
 	}
-	fs, _ := faxSendFacts(a.Details)
+	fs, _ := faxSendFacts(a.Details, mode)
 	out := *e
 	out.Message = strings.TrimRight(e.Message, ".") + ". Add credits, then approve again: the request waits until it expires."
 	return out.With("buy_credits_url", fs.BuyCredits)
+}
+
+// humanBytes is a size as people read it.
+func humanBytes(n int64) string {
+	switch {
+	case n >= 1<<20:
+		return strconv.FormatFloat(float64(n)/(1<<20), 'f', 1, 64) + " MB"
+	case n >= 1<<10:
+		return strconv.FormatFloat(float64(n)/(1<<10), 'f', 1, 64) + " KB"
+	}
+	return strconv.FormatInt(n, 10) + " bytes"
 }

@@ -58,36 +58,53 @@ func TestEnrollCommand(t *testing.T) {
 }
 
 func TestFaxSendFacts(t *testing.T) {
-	raw := json.RawMessage(`{"zeta":"z","price":"0.42","currency":"usd","mode":"live","pages":2,"to":"+14155550123","agent_name":"Sender","host_name":"Box","document_id":"doc_1","document_sha256":"ab12","cover":false}`)
-	v, fs := faxSendFacts(raw)
-	if v.Mode != "live" || v.BuyCredits != "/console?mode=live#credits-h" {
-		t.Fatalf("view %+v", v)
+	for _, tc := range []struct {
+		name, raw string
+		mode      core.Mode
+		want      []string
+		buy       string
+	}{
+		{"core's details", `{"sendId":"dsn_1","hostId":"hst_1","hostName":"Box","agentId":"dag_1","agentName":"Sender","to":"+14155550123","country":"US","pages":2,"cover":false,"price":"0.42","currency":"usd","document":{"id":"doc_1","sha256":"ab12","sourceType":"application/pdf","bytes":2048}}`,
+			core.ModeTest,
+			[]string{"Destination=+14155550123", "Country=US", "Pages=2", "Price=$0.42 USD from your test credits", "Agent=Sender", "Agent id=dag_1", "On host=Box", "Host id=hst_1",
+				"Document=doc_1", "Document type=application/pdf", "Document size=2.0 KB", "Document SHA-256=ab12", "Cover page=no", "Request id=dsn_1"},
+			"/console?mode=test#credits-h"},
+		{"mode in details, unknown keys last", `{"zeta":"z","price":"0.42","currency":"usd","mode":"live","to":"+1","document":{"id":"doc_2","extra":"x"}}`,
+			core.ModeTest,
+			[]string{"Destination=+1", "Price=$0.42 USD from your live credits", "Document=doc_2", "Document extra=x", "Zeta=z"},
+			"/console?mode=live#credits-h"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			v, fs := faxSendFacts(json.RawMessage(tc.raw), tc.mode)
+			if v.BuyCredits != tc.buy {
+				t.Errorf("buy link %s, want %s", v.BuyCredits, tc.buy)
+			}
+			var got []string
+			for _, f := range fs {
+				got = append(got, f.Label+"="+f.Value)
+			}
+			if strings.Join(got, "|") != strings.Join(tc.want, "|") {
+				t.Fatalf("facts\n got %v\nwant %v", got, tc.want)
+			}
+		})
 	}
-	var labels []string
-	for _, f := range fs {
-		labels = append(labels, f.Label+"="+f.Value)
-	}
-	want := []string{"Destination=+14155550123", "Pages=2", "Price=0.42 USD from your live credits", "Agent=Sender", "On host=Box", "Document=doc_1", "Document SHA-256=ab12", "Cover page=no", "Zeta=z"}
-	if strings.Join(labels, "|") != strings.Join(want, "|") {
-		t.Fatalf("facts\n got %v\nwant %v", labels, want)
-	}
-	if v, fs := faxSendFacts(json.RawMessage(`not json`)); v.BuyCredits == "" || len(fs) != 1 {
+	if v, fs := faxSendFacts(json.RawMessage(`not json`), core.ModeLive); v.BuyCredits != "/console?mode=live#credits-h" || len(fs) != 1 {
 		t.Fatalf("bad details: %+v %+v", v, fs)
 	}
 }
 
 func TestInsufficientCreditsLinks(t *testing.T) {
-	apr := &core.Approval{Kind: core.ApprovalFaxSend, Details: json.RawMessage(`{"mode":"test"}`)}
+	apr := &core.Approval{Kind: core.ApprovalFaxSend, Details: json.RawMessage(`{"to":"+1"}`)}
 	base := core.Errorf(core.KindPaymentRequired, core.CodeInsufficientCredits, "this fax costs 0.42 USD but only 0.00 USD of test credits are available").With("price", "0.42")
-	e := core.AsError(insufficientCredits(apr, base))
+	e := core.AsError(insufficientCredits(apr, core.ModeTest, base))
 	if e.Code != core.CodeInsufficientCredits || e.Kind != core.KindPaymentRequired || e.Fields["buy_credits_url"] != "/console?mode=test#credits-h" || e.Fields["price"] != "0.42" || !strings.Contains(e.Message, "Add credits") {
 		t.Fatalf("error %+v", e)
 	}
 	other := errors.New("boom")
-	if got := insufficientCredits(apr, other); got != other {
+	if got := insufficientCredits(apr, core.ModeTest, other); got != other {
 		t.Fatal("another error was rewritten")
 	}
-	if got := insufficientCredits(&core.Approval{Kind: core.ApprovalVerifiedAction}, base); core.AsError(got).Fields["buy_credits_url"] != nil {
+	if got := insufficientCredits(&core.Approval{Kind: core.ApprovalVerifiedAction}, core.ModeTest, base); core.AsError(got).Fields["buy_credits_url"] != nil {
 		t.Fatal("another kind got the link")
 	}
 }

@@ -81,8 +81,6 @@ func parsedJWK(t *testing.T) core.PublicJWK {
 	return k
 }
 
-var hostIDRe = regexp.MustCompile(`hst_[A-Za-z0-9]+`)
-
 // addHost creates a host through the Hosts form and returns the page.
 func (b *browser) addHost(name, key string, caps ...core.Capability) reply {
 	b.h.t.Helper()
@@ -212,6 +210,18 @@ func TestHostsPageCreateAndList(t *testing.T) {
 	}
 	if _, err := h.env.Svc.EnrollHost(t.Context(), tok, json.RawMessage(publicJWK(t)), "Laptop"); err != nil {
 		t.Fatalf("enroll with the shown token: %v", err)
+	}
+	if r := b.get("/console/hosts"); strings.Contains(r.body, "waiting for enrollment") {
+		t.Error("the enrolled host still reads as waiting")
+	}
+
+	// Revoking a host that waits for enrollment kills its token.
+	r = b.addHost("Spare", "")
+	spareTok := regexp.MustCompile(regexp.QuoteMeta(core.SecretHostEnrollment) + `[A-Za-z0-9_-]+`).FindString(r.body)
+	spare := h.hostNamed(owner, "Spare").Host
+	wantStatus(t, "revoke pending host", b.form("/console/hosts/"+spare.ID+"/revoke", url.Values{"csrf": {b.csrf()}, "confirm": {"yes"}}), http.StatusSeeOther)
+	if _, err := h.env.Svc.EnrollHost(t.Context(), spareTok, json.RawMessage(publicJWK(t)), "Spare"); err == nil {
+		t.Fatal("the token of a revoked host still enrolls")
 	}
 }
 
@@ -512,5 +522,30 @@ func TestDeviceApprovalInInbox(t *testing.T) {
 	}
 	if h.status(owner, a.ID) == core.ApprovalPending {
 		t.Fatal("the inbox approval is still pending")
+	}
+}
+
+func TestHostsPageRateLimitAndExpiredToken(t *testing.T) {
+	clk := newClock()
+	h := newHostsHarness(t, testenv.WithConfig(func(c *core.Config) { c.Now = clk.Now }))
+	b, _ := h.signUp("ada@example.com", "Ada")
+	wantStatus(t, "first host", b.addHost("Pending one", ""), http.StatusOK)
+
+	// An enrollment token past its hour reads as expired.
+	clk.Add(core.HostEnrollmentTTL + time.Minute)
+	if r := b.get("/console/hosts"); !strings.Contains(r.body, "enrollment token expired") {
+		t.Fatalf("expired token not shown:\n%s", r.body)
+	}
+
+	// Core's rate limit re-renders the form with its message and Retry-After.
+	var r reply
+	for i := range 30 {
+		r = b.addHost("Host "+string(rune('A'+i)), "")
+		if r.status != http.StatusOK {
+			break
+		}
+	}
+	if r.status != http.StatusTooManyRequests || r.header.Get("Retry-After") == "" || !strings.Contains(r.body, `role="alert"`) || !strings.Contains(r.body, "too many hosts created") {
+		t.Fatalf("rate limit: %d Retry-After %q\n%s", r.status, r.header.Get("Retry-After"), r.body)
 	}
 }

@@ -1,0 +1,243 @@
+package core_test
+
+import (
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/faxhub/faxhub/core"
+)
+
+func TestRegisterDelegatedAgentRules(t *testing.T) {
+	e, _ := agentEnv(t)
+	h := newHost(t, e, core.CapGetCredits, core.CapValidateFax)
+	other := newHost(t, e)
+	ok := func() core.DelegatedAgentRequest {
+		return core.DelegatedAgentRequest{Name: "Mailer", Mode: "delegated", Capabilities: []core.Capability{core.CapGetCredits},
+			ForceApproval: true, AgentKey: parseJWK(t, newJWK(t))}
+	}
+	active := register(t, e, other, core.CapGetCredits)
+	if _, err := e.Svc.DecideDevice(ctx, e.OwnerA.ID, active.Agent.ID, active.Approval.UserCode, true, nil); err != nil {
+		t.Fatal(err)
+	}
+	activeKey := parseJWK(t, []byte(active.Agent.PublicKey))
+	for _, tc := range []struct {
+		name string
+		edit func(r *core.DelegatedAgentRequest)
+		code string
+	}{
+		{"autonomous", func(r *core.DelegatedAgentRequest) { r.Mode = "autonomous" }, core.CodeInvalidRequest},
+		{"no mode", func(r *core.DelegatedAgentRequest) { r.Mode = "" }, core.CodeInvalidRequest},
+		{"ciba", func(r *core.DelegatedAgentRequest) { r.PreferredMethod = "ciba" }, core.CodeInvalidRequest},
+		{"no name", func(r *core.DelegatedAgentRequest) { r.Name = " " }, core.CodeInvalidRequest},
+		{"no capabilities", func(r *core.DelegatedAgentRequest) { r.Capabilities = nil }, core.CodeInvalidRequest},
+		{"unknown capability", func(r *core.DelegatedAgentRequest) { r.Capabilities = []core.Capability{"fly"} }, core.CodeUnknownCapability},
+		{"no key", func(r *core.DelegatedAgentRequest) { r.AgentKey = core.PublicJWK{} }, core.CodeInvalidPublicKey},
+		{"host's own key", func(r *core.DelegatedAgentRequest) { r.AgentKey = parseJWK(t, []byte(*h.PublicKey)) }, core.CodeInvalidRequest},
+		{"another host's key", func(r *core.DelegatedAgentRequest) { r.AgentKey = parseJWK(t, []byte(*other.PublicKey)) }, core.CodeHostKeyInUse},
+		{"another host's agent", func(r *core.DelegatedAgentRequest) { r.AgentKey = activeKey }, core.CodeAgentExists},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := ok()
+			tc.edit(&r)
+			_, err := e.Svc.RegisterDelegatedAgent(ctx, h, r)
+			wantCode(t, err, tc.code)
+		})
+	}
+	// The same key on its own host, once active: agent_exists.
+	_, err := e.Svc.RegisterDelegatedAgent(ctx, other, core.DelegatedAgentRequest{Name: "x", Mode: "delegated",
+		Capabilities: []core.Capability{core.CapGetCredits}, AgentKey: activeKey})
+	wantCode(t, err, core.CodeAgentExists)
+
+	// Covered by the host's defaults: active at once, no approval.
+	r := ok()
+	r.ForceApproval = false
+	r.Capabilities = []core.Capability{core.CapValidateFax, core.CapGetCredits, core.CapGetCredits}
+	v, err := e.Svc.RegisterDelegatedAgent(ctx, h, r)
+	if err != nil || v.Approval != nil || v.Agent.Status != core.DelegatedActive ||
+		!slices.Equal(v.Agent.Granted, []core.Capability{core.CapValidateFax, core.CapGetCredits}) {
+		t.Fatalf("pre-approved = %+v, %v", v, err)
+	}
+	// Anything beyond the defaults, or force_approval, waits.
+	for _, edit := range []func(*core.DelegatedAgentRequest){
+		func(r *core.DelegatedAgentRequest) { r.Capabilities = append(r.Capabilities, core.CapSendFax) },
+		func(r *core.DelegatedAgentRequest) { r.ForceApproval = true },
+	} {
+		r := ok()
+		r.ForceApproval = false
+		edit(&r)
+		v, err := e.Svc.RegisterDelegatedAgent(ctx, h, r)
+		if err != nil || v.Approval == nil || v.Agent.Status != core.DelegatedPending || len(v.Agent.Granted) != 0 {
+			t.Fatalf("pending = %+v, %v", v, err)
+		}
+	}
+
+	// A pending retry answers the same agent with a fresh code; the old
+	// code and its inbox approval stop working.
+	r = ok()
+	first, err := e.Svc.RegisterDelegatedAgent(ctx, h, r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	again, err := e.Svc.RegisterDelegatedAgent(ctx, h, r)
+	if err != nil || again.Agent.ID != first.Agent.ID || again.Approval == nil || again.Approval.UserCode == first.Approval.UserCode {
+		t.Fatalf("retry = %+v, %v", again, err)
+	}
+	if a, err := e.Svc.GetApproval(ctx, e.OwnerA.ID, first.Agent.ApprovalID); err != nil || a.Status != core.ApprovalExpired {
+		t.Fatalf("old approval = %+v, %v", a, err)
+	}
+	_, err = e.Svc.DecideDevice(ctx, e.OwnerA.ID, first.Agent.ID, first.Approval.UserCode, true, nil)
+	wantCode(t, err, core.CodeDeviceWrongCode)
+	if _, err := e.Svc.DecideDevice(ctx, e.OwnerA.ID, first.Agent.ID, again.Approval.UserCode, true, nil); err != nil {
+		t.Fatal(err)
+	}
+	// Another host presenting the same key cannot take it over.
+	_, err = e.Svc.RegisterDelegatedAgent(ctx, other, r)
+	wantCode(t, err, core.CodeAgentExists)
+}
+
+func TestDeviceApproval(t *testing.T) {
+	e, clk := agentEnv(t)
+	h := newHost(t, e)
+	requested := []core.Capability{core.CapValidateFax, core.CapSendFax, core.CapGetCredits}
+	v := register(t, e, h, requested...)
+	id, code := v.Agent.ID, v.Approval.UserCode
+	if len(code) != 9 || code[4] != '-' || v.Approval.ExpiresIn != int(core.DeviceApprovalTTL/time.Second) || v.Approval.Interval != core.DeviceInterval {
+		t.Fatalf("approval = %+v", v.Approval)
+	}
+	// The inbox shows it too.
+	appr, err := e.Svc.GetApproval(ctx, e.OwnerA.ID, v.Agent.ApprovalID)
+	if err != nil || appr.Kind != core.ApprovalDevice || appr.Status != core.ApprovalPending {
+		t.Fatalf("inbox = %+v, %v", appr, err)
+	}
+	// Only the host's owner sees it.
+	_, err = e.Svc.DeviceRequestForOwner(ctx, e.OwnerB.ID, id)
+	wantCode(t, err, core.CodeAgentNotFound)
+	_, err = e.Svc.DecideDevice(ctx, e.OwnerB.ID, id, code, true, nil)
+	wantCode(t, err, core.CodeAgentNotFound)
+	req, err := e.Svc.DeviceRequestForOwner(ctx, e.OwnerA.ID, id)
+	if err != nil || req.Host.ID != h.ID || req.TriesLeft != core.DeviceMaxTries || !slices.Equal(req.Agent.Requested, requested) {
+		t.Fatalf("request = %+v, %v", req, err)
+	}
+	for _, tc := range []struct {
+		name string
+		code string
+		caps []core.Capability
+		want string
+	}{
+		{"widen", code, []core.Capability{core.CapCreateCreditCheckout}, core.CodeCapabilityWiden},
+		{"empty", code, []core.Capability{}, core.CodeInvalidRequest},
+		{"wrong code", "BBBB-BBBB", nil, core.CodeDeviceWrongCode},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := e.Svc.DecideDevice(ctx, e.OwnerA.ID, id, tc.code, true, tc.caps)
+			wantCode(t, err, tc.want)
+		})
+	}
+	// Narrowed, with the code typed loosely.
+	loose := " " + code[:4] + " " + code[5:] + " "
+	a, err := e.Svc.DecideDevice(ctx, e.OwnerA.ID, id, loose, true, []core.Capability{core.CapGetCredits, core.CapValidateFax})
+	if err != nil || a.Status != core.DelegatedActive || !slices.Equal(a.Granted, []core.Capability{core.CapValidateFax, core.CapGetCredits}) {
+		t.Fatalf("approve = %+v, %v", a, err)
+	}
+	if appr, _ := e.Svc.GetApproval(ctx, e.OwnerA.ID, v.Agent.ApprovalID); appr.Status != core.ApprovalApproved {
+		t.Fatalf("inbox after approval: %s", appr.Status)
+	}
+	_, err = e.Svc.DecideDevice(ctx, e.OwnerA.ID, id, code, true, nil)
+	wantCode(t, err, core.CodeDeviceDecided)
+	_, err = e.Svc.ReissueDeviceCode(ctx, h, id)
+	wantCode(t, err, core.CodeDeviceDecided)
+	p := e.Svc.DelegatedPrincipal(h, a)
+	if p.Kind != core.PrincipalDelegated || p.OwnerID != e.OwnerA.ID || p.SubjectID != id || p.ClientName != "Mailer on Laptop" ||
+		!slices.Equal(p.Scopes, []core.Scope{core.ScopeFaxDraft, core.ScopeCreditsRead}) {
+		t.Fatalf("principal = %+v", p)
+	}
+	wantCode(t, core.AuthorizeCapability(p, a, "fly"), core.CodeUnknownCapability)
+	wantCode(t, core.AuthorizeCapability(p, a, core.CapSendFax), core.CodeCapabilityNotGranted)
+
+	// Too many wrong codes end the code; a re-issue starts over.
+	v2 := register(t, e, h, core.CapGetCredits)
+	for i := 1; i < core.DeviceMaxTries; i++ {
+		_, err := e.Svc.DecideDevice(ctx, e.OwnerA.ID, v2.Agent.ID, "BBBB-BBBB", true, nil)
+		wantCode(t, err, core.CodeDeviceWrongCode)
+	}
+	_, err = e.Svc.DecideDevice(ctx, e.OwnerA.ID, v2.Agent.ID, "BBBB-BBBB", true, nil)
+	wantCode(t, err, core.CodeDeviceTooManyTries)
+	_, err = e.Svc.DecideDevice(ctx, e.OwnerA.ID, v2.Agent.ID, v2.Approval.UserCode, true, nil)
+	wantCode(t, err, core.CodeDeviceTooManyTries)
+	re, err := e.Svc.ReissueDeviceCode(ctx, h, v2.Agent.ID)
+	if err != nil || re.Agent.ID != v2.Agent.ID || re.Approval == nil {
+		t.Fatalf("reissue = %+v, %v", re, err)
+	}
+	_, err = e.Svc.ReissueDeviceCode(ctx, newHost(t, e), v2.Agent.ID)
+	wantCode(t, err, core.CodeAgentNotFound)
+	_, err = e.Svc.ReissueDeviceCode(ctx, h, "dag_unknown")
+	wantCode(t, err, core.CodeAgentNotFound)
+
+	// Expiry: the page says expired, the status reads expired, the agent
+	// cannot act; a re-issue revives it.
+	clk.advance(core.DeviceApprovalTTL)
+	_, err = e.Svc.DecideDevice(ctx, e.OwnerA.ID, v2.Agent.ID, re.Approval.UserCode, true, nil)
+	wantCode(t, err, core.CodeDeviceExpired)
+	if st, err := e.Svc.DelegatedAgentStatus(ctx, h, v2.Agent.ID); err != nil || st.Status != core.DelegatedExpired {
+		t.Fatalf("status = %+v, %v", st, err)
+	}
+	_, err = e.Svc.DelegatedAgentForJWT(ctx, h, v2.Agent.ID)
+	wantCode(t, err, core.CodeAgentExpired)
+	re, err = e.Svc.ReissueDeviceCode(ctx, h, v2.Agent.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Declining (no code needed) rejects the agent.
+	if err := e.Svc.DeclineDevice(ctx, e.OwnerA.ID, v2.Agent.ID); err != nil {
+		t.Fatal(err)
+	}
+	_, err = e.Svc.DelegatedAgentForJWT(ctx, h, v2.Agent.ID)
+	wantCode(t, err, core.CodeAgentRejected)
+	if err := e.Svc.DeclineDevice(ctx, e.OwnerA.ID, v2.Agent.ID); err != nil {
+		t.Fatalf("decline twice: %v", err)
+	}
+	wantCode(t, e.Svc.DeclineDevice(ctx, e.OwnerB.ID, v2.Agent.ID), core.CodeAgentNotFound)
+}
+
+func TestRevokeDelegatedAgent(t *testing.T) {
+	e, _ := agentEnv(t)
+	h := newHost(t, e)
+	other := newHost(t, e)
+	a := approveAgent(t, e, h, core.CapGetCredits)
+	for _, tc := range []struct {
+		name                   string
+		ownerID, hostID, agent string
+	}{
+		{"nobody", "", "", a.ID},
+		{"another owner", e.OwnerB.ID, "", a.ID},
+		{"another host", "", other.ID, a.ID},
+		{"unknown", e.OwnerA.ID, "", "dag_unknown"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := e.Svc.RevokeDelegatedAgent(ctx, tc.ownerID, tc.hostID, tc.agent)
+			wantCode(t, err, core.CodeAgentNotFound)
+		})
+	}
+	_, err := e.Svc.DelegatedAgentForJWT(ctx, other, a.ID)
+	wantCode(t, err, core.CodeInvalidJWT)
+	got, err := e.Svc.RevokeDelegatedAgent(ctx, "", h.ID, a.ID)
+	if err != nil || got.Status != core.DelegatedRevoked || got.RevokedAt == nil {
+		t.Fatalf("revoke = %+v, %v", got, err)
+	}
+	if got, err := e.Svc.RevokeDelegatedAgent(ctx, e.OwnerA.ID, "", a.ID); err != nil || got.Status != core.DelegatedRevoked {
+		t.Fatalf("revoke again = %+v, %v", got, err)
+	}
+	_, err = e.Svc.DelegatedAgentForJWT(ctx, h, a.ID)
+	wantCode(t, err, core.CodeAgentRevoked)
+	// A pending agent's inbox approval leaves the inbox with it.
+	v := register(t, e, h, core.CapGetCredits)
+	if _, err := e.Svc.RevokeDelegatedAgent(ctx, e.OwnerA.ID, "", v.Agent.ID); err != nil {
+		t.Fatal(err)
+	}
+	if appr, _ := e.Svc.GetApproval(ctx, e.OwnerA.ID, v.Agent.ApprovalID); appr.Status != core.ApprovalExpired {
+		t.Fatalf("inbox after revoke: %s", appr.Status)
+	}
+	_, err = e.Svc.DeviceRequestForOwner(ctx, e.OwnerA.ID, v.Agent.ID)
+	wantCode(t, err, core.CodeDeviceDecided)
+}
