@@ -410,7 +410,11 @@ test('delegated: send_fax â†’ 202; approved in the inbox with the passkey (UV) â
   assert.equal(r.body.status, 'pending');
   const url = r.body.status_url;
   assert.equal((await sendStatus(dh.host, dh.agent, url)).status, 'pending');
-  const card = await sendCard();
+  // The owner follows the approval link (the agent would show it).
+  assert.ok(r.body.approval_url?.startsWith(`${BASE}/console/approvals/`), `approval_url: ${r.text}`);
+  await page.goto(r.body.approval_url);
+  const card = page.locator('article.approval', { hasText: 'Fax to send' });
+  await card.locator('button[data-webauthn="approve"]').waitFor();
   await screenshot('fax-send-approval');
   const here = page.url();
   await card.locator('button[data-webauthn="approve"]').click();

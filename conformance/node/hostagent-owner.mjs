@@ -64,23 +64,23 @@ export async function approveDevice(cookie, link, userCode, { capabilities, deci
   return r.text;
 }
 
-// inboxCard finds the first undecided approval card in the inbox whose
-// text matches.
-export async function inboxCard(cookie, match) {
-  const res = await fetch(`${BASE}/console/approvals`, { headers: { cookie } });
-  const page = await res.text();
+// inboxCard finds the first undecided approval card in the inbox (or on
+// page, e.g. one approval's own page) whose text matches.
+export async function inboxCard(cookie, match, page = `${BASE}/console/approvals`) {
+  const res = await fetch(page, { headers: { cookie } });
+  const html = await res.text();
   assert.equal(res.status, 200, `inbox: ${res.status}`);
-  const cards = page.split('<article class="card approval"').slice(1);
+  const cards = html.split('<article class="card approval"').slice(1);
   const card = cards.find((c) => match.test(c) && /<form method="post"/.test(c));
   assert.ok(card, `no undecided approval matching ${match} in the inbox`);
   const f = forms(`<article${card}`)[0];
   return { ...f, html: card };
 }
 
-// declineInbox declines the undecided approval in the inbox that names the
-// agent (or matches).
-export async function declineInbox(cookie, match) {
-  const f = await inboxCard(cookie, match instanceof RegExp ? match : new RegExp(match));
+// declineInbox declines the undecided approval that matches, in the inbox
+// or on page.
+export async function declineInbox(cookie, match, page) {
+  const f = await inboxCard(cookie, match instanceof RegExp ? match : new RegExp(match), page);
   const form = new URLSearchParams(f.hidden);
   form.set('decision', 'decline');
   const r = await postForm(cookie, f.action, `${BASE}/console/approvals`, form);

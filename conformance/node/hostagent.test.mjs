@@ -250,6 +250,7 @@ test('send_fax is never autonomous: 202 pending with a status location bound to 
   assert.match(r.body.id ?? '', /^dsn_/);
   assert.equal(r.body.status_url, `${API}/api/auth/capability/status?id=${r.body.id}`);
   assert.equal(r.headers.get('location'), r.body.status_url);
+  assert.match(r.body.approval_url ?? '', new RegExp(`^${BASE}/console/approvals/[A-Za-z0-9_-]+$`), `approval_url: ${r.text}`);
   const send = r.body.send;
   assert.equal(send?.to, '+12125550100', r.text);
   assert.equal(send.pages, 1, r.text);
@@ -267,8 +268,12 @@ test('send_fax is never autonomous: 202 pending with a status location bound to 
   // the narrowed agent below.
 });
 
-test('the owner declines the send_fax in the inbox: declined, nothing sent', async () => {
-  await declineInbox(COOKIE, /Fax to send/);
+test('the owner declines the send_fax on its approval page: declined, nothing sent', async () => {
+  const card = await inboxCard(COOKIE, /Fax to send/, s.send.approval_url);
+  assert.ok(card.html.includes(s.send.send.document_sha256), 'the approval shows the document digest');
+  assert.match(card.html, /data-webauthn="approve"/, 'approving needs the passkey');
+  assert.doesNotMatch(card.html, /name="decision" value="approve"/, 'no plain approve button');
+  await declineInbox(COOKIE, /Fax to send/, s.send.approval_url);
   const st = await sendStatus(s.host, s.agent, s.send.status_url);
   assert.equal(st.status, 'declined', JSON.stringify(st));
   assert.equal(st.data, undefined, 'no fax');
