@@ -279,6 +279,47 @@ test('the owner declines the send_fax on its approval page: declined, nothing se
   assert.equal(st.data, undefined, 'no fax');
 });
 
+test('never a 500: malformed JWTs, bodies and arguments are 4xx in the {error, message} shape', async () => {
+  const exec = `${API}/api/auth/capability/execute`;
+  const cases = [
+    ['oversized JWT', () => call('POST', exec, { bearer: 'a'.repeat(20000), json: { capability: 'get_credits', arguments: {} } })],
+    ['JWT with a broken base64 header', () => call('POST', exec, { bearer: '!!!.e30.sig', json: { capability: 'get_credits', arguments: {} } })],
+    ['JWT whose claims are an array', async () => {
+      const b64 = (o) => Buffer.from(JSON.stringify(o)).toString('base64url');
+      return call('POST', exec, { bearer: `${b64({ alg: 'EdDSA', typ: 'agent+jwt' })}.${b64([1, 2])}.${'A'.repeat(86)}`, json: { capability: 'get_credits', arguments: {} } });
+    }],
+    ['two Authorization headers', async () => {
+      const res = await fetch(exec, { method: 'POST', headers: [['authorization', 'Bearer a.b.c'], ['authorization', 'Bearer d.e.f'], ['content-type', 'application/json']], body: '{}' });
+      return { status: res.status, body: await res.json().catch(() => ({})), text: '' };
+    }],
+    ['unknown capability', async () => call('POST', exec, { bearer: await agentJWT(s.host, s.agent), json: { capability: 'launch', arguments: {} } })],
+    ['unknown argument', async () => execute(s.host, s.agent, 'get_credits', { extra: 1 })],
+    ['arguments not an object', async () => call('POST', exec, { bearer: await agentJWT(s.host, s.agent), json: { capability: 'get_credits', arguments: [1] } })],
+    ['body not JSON', async () => {
+      const res = await fetch(exec, { method: 'POST', headers: { authorization: `Bearer ${await agentJWT(s.host, s.agent)}`, 'content-type': 'application/json' }, body: '{"capability":' });
+      return { status: res.status, body: await res.json().catch(() => ({})), text: '' };
+    }],
+    ['invalid base64 document', async () => execute(s.host, s.agent, 'send_fax', { to: '+12125550100', content_base64: '***not base64***' })],
+    ['not a PDF', async () => execute(s.host, s.agent, 'send_fax', { to: '+12125550100', content_base64: Buffer.from('hello').toString('base64') })],
+    ['invalid destination', async () => execute(s.host, s.agent, 'validate_fax', { to: '12345', pages: 1 })],
+    ['zero pages', async () => execute(s.host, s.agent, 'validate_fax', { to: '+12125550100', pages: 0 })],
+    ['unknown fax id', async () => execute(s.host, s.agent, 'get_fax_status', { fax_id: 'fax_nope' })],
+    ['unknown send id', async () => call('GET', `${API}/api/auth/capability/status?id=dsn_nope`, { bearer: await agentJWT(s.host, s.agent) })],
+    ['status without agent_id', async () => call('GET', `${API}/api/auth/agent/status`, { bearer: await hostJWT(s.host) })],
+    ['enroll with a made-up token', () => call('POST', `${API}/api/auth/host/enroll`, { json: { token: 'fxh_nope', public_key: { kty: 'OKP', crv: 'Ed25519', x: 'AA' }, name: 'x' } })],
+    ['register with an empty capability list', async () => (await register(s.host, 'Empty', [])).r],
+    ['register with agent_public_key not a JWK', async () => call('POST', `${API}/api/auth/agent/register`, {
+      bearer: await hostJWT(s.host, { agent_public_key: 'nope' }), json: { name: 'x', mode: 'delegated', capabilities: ['get_credits'] },
+    })],
+    ['host create with an unknown default capability', () => call('POST', `${BASE}/api/auth/host/create`, { cookie: COOKIE, json: { name: 'x', public_key: null, default_capabilities: ['launch'] } })],
+  ];
+  for (const [what, run] of cases) {
+    const r = await run();
+    assert.ok(r.status >= 400 && r.status < 500, `${what}: want 4xx, got ${r.status} ${JSON.stringify(r.body).slice(0, 300)}`);
+    assert.equal(typeof r.body.error, 'string', `${what}: {error, message}: ${JSON.stringify(r.body).slice(0, 300)}`);
+  }
+});
+
 test('narrowing: the owner grants less than asked; the rest is capability_not_granted', async () => {
   const { agent, r } = await register(s.host, 'Narrow agent', ['get_credits', 'validate_fax', 'send_fax']);
   assert.equal(r.body.status, 'pending', r.text);
