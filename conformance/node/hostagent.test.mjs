@@ -131,6 +131,12 @@ test('register: refusals (host key as agent key, anonymous/external identity, no
     bearer: await hostJWT(s.host), json: { name: 'No key', mode: 'delegated', capabilities: ['get_credits'], preferred_method: 'device_authorization' },
   });
   assert.ok(res.status === 400 || res.status === 401, `no agent_public_key: ${res.status} ${res.text}`);
+  // Another host's key as the agent key: every key pair is used once.
+  ({ r } = await register(s.host, 'Other host key', ['get_credits'], { agent: { ...s.enrolled, id: undefined } }));
+  assert.ok(r.status === 400 || r.status === 409, `another host's key as the agent key: ${r.status} ${r.text}`);
+  // An agent's key cannot become a host's either.
+  const hk = await call('POST', `${BASE}/api/auth/host/create`, { cookie: COOKIE, json: { name: 'Agent key host', public_key: s.agent.jwk, default_capabilities: [] } });
+  assert.ok(hk.status === 400 || hk.status === 409, `an agent's key as a host key: ${hk.status} ${hk.text}`);
   // Another host registering the same agent key: the key is taken.
   ({ r } = await register(s.enrolled, 'Stolen key', ['get_credits'], { agent: { ...s.agent } }));
   expectError(r, 409, 'agent_exists', 'agent key of another host\'s agent');
