@@ -166,7 +166,7 @@ func (h *Handler) register(w http.ResponseWriter, r *http.Request) {
 		h.writeError(w, r, err)
 		return
 	}
-	if err := h.svc.Allow(ctx, "hostagent:register:"+vh.Host.ID, registerInterval, registerBurst); err != nil {
+	if err := h.svc.Allow(ctx, "hostagent:register:"+vh.Host.ID, h.opts.RegisterInterval, h.opts.RegisterBurst); err != nil {
 		h.writeError(w, r, err)
 		return
 	}
@@ -223,7 +223,7 @@ func (h *Handler) deviceCode(w http.ResponseWriter, r *http.Request) {
 		h.writeError(w, r, core.Errorf(core.KindInvalid, core.CodeInvalidRequest, "agent_id is required"))
 		return
 	}
-	if err := h.svc.Allow(ctx, "hostagent:register:"+vh.Host.ID, registerInterval, registerBurst); err != nil {
+	if err := h.svc.Allow(ctx, "hostagent:register:"+vh.Host.ID, h.opts.RegisterInterval, h.opts.RegisterBurst); err != nil {
 		h.writeError(w, r, err)
 		return
 	}

@@ -35,7 +35,18 @@ func (h *Handler) readExecute(w http.ResponseWriter, r *http.Request) (capabilit
 	var peek struct {
 		Capability string `json:"capability"`
 	}
-	_ = json.Unmarshal(body, &peek)
+	if err := json.Unmarshal(body, &peek); err != nil {
+		// Not a JSON object with a string capability: the strict decoder
+		// says what is wrong with it.
+		var generic struct {
+			Capability string          `json:"capability"`
+			Arguments  json.RawMessage `json:"arguments"`
+		}
+		r.Body, r.ContentLength = io.NopCloser(bytes.NewReader(body)), int64(len(body))
+		if err := decode(w, r, &generic, maxExecuteBytes); err != nil {
+			return capability{}, nil, err
+		}
+	}
 	c, ok := h.capability(peek.Capability)
 	if !ok {
 		if peek.Capability == "" {
@@ -67,7 +78,7 @@ func (h *Handler) execute(w http.ResponseWriter, r *http.Request) {
 		h.writeError(w, r, err)
 		return
 	}
-	if err := h.svc.Allow(ctx, "hostagent:execute:"+va.Agent.ID, executeInterval, executeBurst); err != nil {
+	if err := h.svc.Allow(ctx, "hostagent:execute:"+va.Agent.ID, h.opts.ExecuteInterval, h.opts.ExecuteBurst); err != nil {
 		h.writeError(w, r, err)
 		return
 	}

@@ -7,6 +7,7 @@
 package hostagent
 
 import (
+	"cmp"
 	"log/slog"
 	"net/http"
 	"time"
@@ -34,13 +35,14 @@ const (
 	maxExecuteBytes = 512 << 10
 )
 
-// Rate limits (shared across replicas through core's limiter): agent
-// registration and device codes per host, capability calls per agent.
+// Default rate limits (shared across replicas through core's limiter):
+// agent registration and device codes per host, capability calls per
+// agent. Options override them (benchmarks).
 const (
-	registerBurst    = 20
-	registerInterval = 6 * time.Second
-	executeBurst     = 120
-	executeInterval  = 500 * time.Millisecond // 120 a minute
+	DefaultRegisterBurst    = 20
+	DefaultRegisterInterval = 6 * time.Second
+	DefaultExecuteBurst     = 120
+	DefaultExecuteInterval  = 500 * time.Millisecond // 120 a minute
 )
 
 // Paths lists every path Handler serves; internal/app mounts each.
@@ -55,7 +57,12 @@ type Options struct {
 	BaseURL, APIURL string
 	// ProviderName and Description fill discovery (defaults: faxhub).
 	ProviderName, Description string
-	Logger                    *slog.Logger
+	// RegisterBurst/RegisterInterval bound register and device/code per
+	// host, ExecuteBurst/ExecuteInterval capability calls per agent; zero
+	// takes the defaults above.
+	RegisterBurst, ExecuteBurst       int
+	RegisterInterval, ExecuteInterval time.Duration
+	Logger                            *slog.Logger
 }
 
 // Handler serves the delegated endpoints.
@@ -76,6 +83,10 @@ func New(svc *core.Service, opts Options) *Handler {
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
+	opts.RegisterBurst = cmp.Or(opts.RegisterBurst, DefaultRegisterBurst)
+	opts.RegisterInterval = cmp.Or(opts.RegisterInterval, DefaultRegisterInterval)
+	opts.ExecuteBurst = cmp.Or(opts.ExecuteBurst, DefaultExecuteBurst)
+	opts.ExecuteInterval = cmp.Or(opts.ExecuteInterval, DefaultExecuteInterval)
 	if opts.ProviderName == "" {
 		opts.ProviderName = "faxhub"
 	}
