@@ -61,6 +61,20 @@ test('discovery: /.well-known/agent-configuration on both origins, issuer = {api
   }
 });
 
+test('discovery points at the docs: /auth.md (section 4) and /llms.txt describe the delegated flow', async () => {
+  const doc = s.discovery.documentation ?? `${BASE}/auth.md`;
+  let res = await fetch(doc);
+  const auth = await res.text();
+  assert.equal(res.status, 200, `${doc}: ${res.status}`);
+  for (const want of ['host+jwt', 'agent+jwt', '/.well-known/agent-configuration', '/api/auth/agent/register', 'send_fax']) {
+    assert.ok(auth.includes(want), `${doc} mentions ${want}`);
+  }
+  res = await fetch(`${BASE}/llms.txt`);
+  const llms = await res.text();
+  assert.equal(res.status, 200);
+  assert.ok(llms.includes('/.well-known/agent-configuration'), '/llms.txt names the discovery document');
+});
+
 test('host create: refused without the owner session, cross-origin, or with a private key', async () => {
   const k = await keyPair();
   const body = { name: 'no session', public_key: k.jwk, default_capabilities: [] };
