@@ -121,6 +121,11 @@ func (s *Service) DecideApproval(ctx context.Context, ownerID, id string, d Deci
 			return nil, fmt.Errorf("encode decision: %w", err)
 		}
 	}
+	if a.Kind == ApprovalDevice && d.Approve {
+		if err := s.deviceApprovedOnPage(ctx, a); err != nil {
+			return nil, err
+		}
+	}
 	if a.Kind == ApprovalFaxSend && d.Approve {
 		// Consuming the approval, creating the fax and paying for it are
 		// one transaction.
@@ -134,6 +139,10 @@ func (s *Service) DecideApproval(ctx context.Context, ownerID, id string, d Deci
 			return nil, Errorf(KindConflict, CodeApprovalState, "this request was decided already or expired")
 		}
 		return nil, storeErr(err, "approval")
+	}
+	if a.Kind == ApprovalDevice && !d.Approve {
+		// Declined in the inbox: the agent is rejected too.
+		s.rejectDeviceAgent(ctx, a)
 	}
 	if a.Kind == ApprovalCreditPurchase {
 		// The decision stands whatever happens to the charge: a charge

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"crypto/subtle"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math/big"
@@ -536,4 +537,45 @@ func (s *Service) DeclineDevice(ctx context.Context, ownerID, agentID string) er
 		return err
 	}
 	return nil
+}
+
+// deviceAgentID is the agent a device_authorization approval is about.
+func deviceAgentID(a *Approval) string {
+	var d DeviceApprovalDetails
+	if json.Unmarshal(a.Details, &d) != nil {
+		return ""
+	}
+	return d.AgentID
+}
+
+// deviceApprovedOnPage keeps the inbox honest: a device approval is
+// approved only through DecideDevice (the user code on the device page),
+// which moves the agent first; approving the inbox item alone is refused.
+func (s *Service) deviceApprovedOnPage(ctx context.Context, a *Approval) error {
+	refuse := Errorf(KindInvalid, CodeInvalidRequest, "to approve an agent, open the link its host shows and enter the code it gives you")
+	id := deviceAgentID(a)
+	if id == "" {
+		return refuse
+	}
+	ag, err := s.d.Store.GetDelegatedAgent(ctx, id)
+	if err != nil || ag.OwnerID != a.OwnerID || ag.Status != DelegatedActive || ag.ApprovalID != a.ID {
+		return refuse
+	}
+	return nil
+}
+
+// rejectDeviceAgent rejects the pending agent of a device approval the
+// owner declined in the inbox (nothing if it is no longer pending).
+func (s *Service) rejectDeviceAgent(ctx context.Context, a *Approval) {
+	id := deviceAgentID(a)
+	if id == "" {
+		return
+	}
+	ag, err := s.d.Store.GetDelegatedAgent(ctx, id)
+	if err != nil || ag.OwnerID != a.OwnerID || ag.ApprovalID != a.ID {
+		return
+	}
+	if err := s.d.Store.DecideDelegatedAgent(ctx, id, false, nil, s.now()); err != nil && !errors.Is(err, ErrConflict) {
+		s.d.Logger.WarnContext(ctx, "device approval declined: reject agent", "agent_id", id, "err", err)
+	}
 }

@@ -185,8 +185,11 @@ func TestDeviceApproval(t *testing.T) {
 	_, err = e.Svc.DelegatedAgentForJWT(ctx, h, v2.Agent.ID)
 	wantCode(t, err, core.CodeAgentExpired)
 	re, err = e.Svc.ReissueDeviceCode(ctx, h, v2.Agent.ID)
-	if err != nil {
-		t.Fatal(err)
+	if err != nil || re.Approval.ExpiresIn != int(core.DeviceApprovalTTL/time.Second) {
+		t.Fatalf("reissue after expiry = %+v, %v", re, err)
+	}
+	if st, err := e.Svc.DelegatedAgentStatus(ctx, h, v2.Agent.ID); err != nil || st.Status != core.DelegatedPending {
+		t.Fatalf("status after reissue = %+v, %v", st, err)
 	}
 	// Declining (no code needed) rejects the agent.
 	if err := e.Svc.DeclineDevice(ctx, e.OwnerA.ID, v2.Agent.ID); err != nil {
@@ -240,4 +243,23 @@ func TestRevokeDelegatedAgent(t *testing.T) {
 	}
 	_, err = e.Svc.DeviceRequestForOwner(ctx, e.OwnerA.ID, v.Agent.ID)
 	wantCode(t, err, core.CodeDeviceDecided)
+}
+
+func TestDeviceApprovalInInbox(t *testing.T) {
+	e, _ := agentEnv(t)
+	h := newHost(t, e)
+	v := register(t, e, h, core.CapGetCredits)
+	appr, err := e.Svc.GetApproval(ctx, e.OwnerA.ID, v.Agent.ApprovalID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Approving the inbox item alone is refused: the code is on the page.
+	_, err = e.Svc.DecideApproval(ctx, e.OwnerA.ID, appr.ID, core.Decision{Approve: true, BindingHash: appr.BindingHash})
+	wantCode(t, err, core.CodeInvalidRequest)
+	// Declining it rejects the agent.
+	if _, err := e.Svc.DecideApproval(ctx, e.OwnerA.ID, appr.ID, core.Decision{BindingHash: appr.BindingHash}); err != nil {
+		t.Fatal(err)
+	}
+	_, err = e.Svc.DelegatedAgentForJWT(ctx, h, v.Agent.ID)
+	wantCode(t, err, core.CodeAgentRejected)
 }

@@ -3,6 +3,7 @@ package hostagent
 import (
 	"encoding/json"
 	"net/http"
+	"slices"
 	"strconv"
 
 	"github.com/faxhub/faxhub/core"
@@ -81,4 +82,14 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 	w.Header().Set("Cache-Control", "no-store")
 	w.WriteHeader(status)
 	_ = json.NewEncoder(w).Encode(v)
+}
+
+// IsPath reports a path this adapter serves (the edge's text refusal
+// answers those in the protocol's shape).
+func IsPath(p string) bool { return slices.Contains(Paths(), p) }
+
+// WriteInvalidRequest writes a 400 invalid_request in the protocol's
+// {error, message} shape, for refusals made before the adapter runs.
+func WriteInvalidRequest(w http.ResponseWriter, message string) {
+	writeJSON(w, http.StatusBadRequest, map[string]any{"error": core.CodeInvalidRequest, "message": message})
 }

@@ -548,4 +548,26 @@ func TestHostsPageRateLimitAndExpiredToken(t *testing.T) {
 	if r.status != http.StatusTooManyRequests || r.header.Get("Retry-After") == "" || !strings.Contains(r.body, `role="alert"`) || !strings.Contains(r.body, "too many hosts created") {
 		t.Fatalf("rate limit: %d Retry-After %q\n%s", r.status, r.header.Get("Retry-After"), r.body)
 	}
+	// MaxHostsPerOwner live hosts: the form says to revoke one first.
+	owner := h.ownerID("ada@example.com")
+	for range core.MaxHostsPerOwner { // bounded: each round adds up to ten
+		hs, err := h.env.Svc.ListHosts(t.Context(), owner)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(hs) >= core.MaxHostsPerOwner {
+			break
+		}
+		clk.Add(10 * time.Minute)
+		for range 10 {
+			if _, err := h.env.Svc.CreateHost(t.Context(), owner, core.HostCreateRequest{Name: "Filler"}); err != nil {
+				break
+			}
+		}
+	}
+	clk.Add(10 * time.Minute)
+	r = b.addHost("One too many", publicJWK(t))
+	if r.status != http.StatusConflict || !strings.Contains(r.body, "Revoke a host you no longer use first") {
+		t.Fatalf("too many hosts: %d\n%s", r.status, r.body)
+	}
 }

@@ -7,13 +7,15 @@ import (
 
 	"github.com/faxhub/faxhub/core"
 	"github.com/faxhub/faxhub/core/web"
+	"github.com/faxhub/faxhub/hostagent"
 	a2aserver "github.com/faxhub/faxhub/protocols/a2a"
 	mcpserver "github.com/faxhub/faxhub/protocols/mcp"
 )
 
 // refuseInvalidText answers a request whose text cannot be stored (invalid
 // UTF-8, NUL: web.RefuseInvalidText) in its protocol's error shape: MCP
-// (and A2A) get JSON-RPC invalid params, the authorization server and the agent
+// (and A2A) get JSON-RPC invalid params, the delegated host/agent endpoints
+// the Agent Auth {error, message}, the authorization server and the agent
 // endpoints an OAuth invalid_request, everything else problem+json.
 func refuseInvalidText(log *slog.Logger) web.Refuser {
 	return func(w http.ResponseWriter, r *http.Request, body []byte, err error) {
@@ -21,6 +23,8 @@ func refuseInvalidText(log *slog.Logger) web.Refuser {
 		switch p := r.URL.Path; {
 		case p == mcpserver.Path || p == a2aserver.Path:
 			web.WriteJSONRPCInvalidParams(w, body, msg)
+		case hostagent.IsPath(p):
+			hostagent.WriteInvalidRequest(w, msg)
 		case strings.HasPrefix(p, "/api/auth/") || strings.HasPrefix(p, "/.well-known/"):
 			web.WriteOAuthError(w, http.StatusBadRequest, core.CodeInvalidRequest, msg)
 		default:

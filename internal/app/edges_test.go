@@ -48,9 +48,10 @@ func TestInvalidTextRefusedAtEveryEdge(t *testing.T) {
 
 	type shape int
 	const (
-		problem  shape = iota // problem+json, code invalid_request
-		oauthErr              // {"error": "invalid_request"}
-		jsonRPC               // JSON-RPC error -32602 answering id 7
+		problem   shape = iota // problem+json, code invalid_request
+		oauthErr               // {"error": "invalid_request"}
+		jsonRPC                // JSON-RPC error -32602 answering id 7
+		agentAuth              // {"error": "invalid_request", "message": …}
 	)
 	for _, bad := range []struct {
 		name string
@@ -85,6 +86,10 @@ func TestInvalidTextRefusedAtEveryEdge(t *testing.T) {
 			{"agent claim", "POST", "/api/auth/agent/identity/claim", "application/json", `{"claim_token":"x` + j + `","email":"text@example.com"}`, nil, oauthErr},
 			{"token form", "POST", "/api/auth/oauth2/token", "application/x-www-form-urlencoded", "grant_type=urn%3Afaxhub%3Aagent-auth%3Agrant-type%3Aclaim&claim_token=x" + bad.esc, nil, oauthErr},
 			{"revoke form", "POST", "/api/auth/oauth2/revoke", "application/x-www-form-urlencoded", "token=x" + bad.esc + "&token_type_hint=access_token&client_id=c", nil, oauthErr},
+			{"host create name", "POST", "/api/auth/host/create", "application/json", `{"name":"h` + j + `","default_capabilities":[]}`, cookie, agentAuth},
+			{"agent register", "POST", "/api/auth/agent/register", "application/json", `{"name":"a` + j + `","capabilities":["get_credits"]}`, nil, agentAuth},
+			{"agent status id", "GET", "/api/auth/agent/status?agent_id=dag_" + bad.esc, "", "", nil, agentAuth},
+			{"capability arguments", "POST", "/api/auth/capability/execute", "application/json", `{"capability":"get_fax_status","arguments":{"fax_id":"fax_` + j + `"}}`, nil, agentAuth},
 			{"console enrollment name", "POST", "/console/agents", "application/x-www-form-urlencoded", "name=bot" + bad.esc + "&scope=fax%3Aread", cookie, problem},
 			{"console path", "GET", "/console/approvals/apr_" + bad.esc, "", "", cookie, problem},
 			{"console draft path", "GET", "/console/drafts/drf_" + bad.esc, "", "", cookie, problem},
@@ -134,6 +139,10 @@ func TestInvalidTextRefusedAtEveryEdge(t *testing.T) {
 				case oauthErr:
 					if m["error"] != "invalid_request" || m["error_description"] == "" {
 						t.Fatalf("want OAuth invalid_request, got %s", raw)
+					}
+				case agentAuth:
+					if m["error"] != "invalid_request" || m["message"] == "" || res.Header.Get("Cache-Control") != "no-store" {
+						t.Fatalf("want Agent Auth invalid_request, got %s", raw)
 					}
 				case jsonRPC:
 					rpcErr, _ := m["error"].(map[string]any)
