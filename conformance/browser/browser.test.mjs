@@ -455,3 +455,23 @@ test('delegated: a send_fax approval without UV is refused (stays pending), then
   assert.equal(d.status, 'declined', JSON.stringify(d));
   assert.equal(d.data, undefined, 'no fax');
 });
+
+test('delegated: the Hosts page lists the agent with its grants; revoking the host stops its agent', async () => {
+  await page.goto(`${BASE}/console/hosts`);
+  const card = page.locator('article.card', { has: page.locator(`h3:has-text("Browser host")`) }).first();
+  const row = card.locator('tr', { hasText: dh.agent.id });
+  await row.waitFor();
+  assert.match(await row.textContent(), /active/);
+  for (const c of DH_ASKED) assert.ok((await row.textContent()).includes(c), `granted ${c} is listed`);
+  await screenshot('hosts-agents');
+  await card.locator('input[name=confirm]').check();
+  await card.locator('button:has-text("Revoke host Browser host")').click();
+  await page.waitForLoadState();
+  await page.locator('article.card', { has: page.locator('h3:has-text("Browser host")') }).first().locator('text=revoked').first().waitFor();
+  await screenshot('hosts-revoked');
+  const r = await execute(dh.host, dh.agent, 'get_credits');
+  assert.equal(r.status, 403, `after the host's revocation: ${r.status} ${r.text}`);
+  assert.ok(['host_revoked', 'agent_revoked'].includes(r.body.error), r.text);
+  const st = await agentStatus(dh.host, dh.agent.id);
+  assert.equal(st.body.error, 'host_revoked', `host JWT after revocation: ${st.text}`);
+});
