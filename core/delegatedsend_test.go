@@ -116,25 +116,32 @@ func TestDelegatedSendRefusals(t *testing.T) {
 	for _, tc := range []struct {
 		name   string
 		opts   []testenv.Option
-		before func(t *testing.T, e *testenv.Env, clk *clock, h *core.Host, a *core.DelegatedAgent)
+		before func(t *testing.T, e *testenv.Env, clk *clock, h *core.Host, a *core.DelegatedAgent, d *core.DelegatedSend)
 		decide bool // approve (true) or decline
 		code   string
 		status core.DelegatedSendStatus
 	}{
 		{name: "declined", status: core.DelegatedSendDeclined},
 		{name: "expired", decide: true, code: core.CodeApprovalState, status: core.DelegatedSendExpired,
-			before: func(t *testing.T, e *testenv.Env, clk *clock, h *core.Host, a *core.DelegatedAgent) {
+			before: func(t *testing.T, e *testenv.Env, clk *clock, h *core.Host, a *core.DelegatedAgent, d *core.DelegatedSend) {
 				clk.advance(core.DelegatedSendTTL + time.Second)
 			}},
 		{name: "agent revoked", decide: true, code: core.CodeAgentRevoked, status: core.DelegatedSendPending,
-			before: func(t *testing.T, e *testenv.Env, clk *clock, h *core.Host, a *core.DelegatedAgent) {
+			before: func(t *testing.T, e *testenv.Env, clk *clock, h *core.Host, a *core.DelegatedAgent, d *core.DelegatedSend) {
 				if _, err := e.Svc.RevokeDelegatedAgent(ctx, e.OwnerA.ID, "", a.ID); err != nil {
 					t.Fatal(err)
 				}
 			}},
 		{name: "host revoked", decide: true, code: core.CodeAgentRevoked, status: core.DelegatedSendPending,
-			before: func(t *testing.T, e *testenv.Env, clk *clock, h *core.Host, a *core.DelegatedAgent) {
+			before: func(t *testing.T, e *testenv.Env, clk *clock, h *core.Host, a *core.DelegatedAgent, d *core.DelegatedSend) {
 				if err := e.Svc.RevokeHost(ctx, e.OwnerA.ID, h.ID); err != nil {
+					t.Fatal(err)
+				}
+			}},
+		{name: "document gone", decide: true, code: core.CodeApprovalBinding, status: core.DelegatedSendPending,
+			before: func(t *testing.T, e *testenv.Env, clk *clock, h *core.Host, a *core.DelegatedAgent, d *core.DelegatedSend) {
+				later := clk.now().Add(time.Hour)
+				if err := e.Store.MarkDocumentPurged(ctx, d.DocumentID, clk.now(), later, later); err != nil {
 					t.Fatal(err)
 				}
 			}},
@@ -146,7 +153,7 @@ func TestDelegatedSendRefusals(t *testing.T) {
 			h, a, p := sender(t, e)
 			d := requestSend(t, e, p, a)
 			if tc.before != nil {
-				tc.before(t, e, clk, h, a)
+				tc.before(t, e, clk, h, a, d)
 			}
 			appr, err := e.Store.GetApproval(ctx, e.OwnerA.ID, d.ApprovalID)
 			if err != nil {
@@ -206,5 +213,23 @@ func TestDelegatedSendRequestErrors(t *testing.T) {
 			_, err := e.Svc.RequestDelegatedSend(ctx, pp, tc.a, tc.r)
 			wantCode(t, err, tc.code)
 		})
+	}
+}
+
+func TestDelegatedSendPendingLimit(t *testing.T) {
+	e, clk := delegatedEnv(t)
+	_, a, p := sender(t, e)
+	first := requestSend(t, e, p, a)
+	for range 19 {
+		if _, err := e.Svc.RequestDelegatedSend(ctx, p, a, core.DelegatedSendRequest{To: "+12125550100", DocumentID: first.DocumentID}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	_, err := e.Svc.RequestDelegatedSend(ctx, p, a, core.DelegatedSendRequest{To: "+12125550100", DocumentID: first.DocumentID})
+	wantCode(t, err, core.CodeRateLimited)
+	// Once they expire the agent may ask again.
+	clk.advance(core.DelegatedSendTTL)
+	if _, err := e.Svc.RequestDelegatedSend(ctx, p, a, core.DelegatedSendRequest{To: "+12125550100", DocumentID: first.DocumentID}); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -60,7 +60,11 @@ func TestDiscovery(t *testing.T) {
 			}
 		}
 	}
-	r := call(t, nil, http.MethodPost, e.api+hostagent.PathConfiguration, "{}", nil)
+	r := call(t, nil, http.MethodOptions, e.api+hostagent.PathConfiguration, nil, http.Header{"Origin": {"https://elsewhere.test"}, "Access-Control-Request-Method": {"GET"}})
+	if r.status != http.StatusNoContent || r.header.Get("Access-Control-Allow-Origin") != "*" {
+		t.Fatalf("preflight: %d %v", r.status, r.header)
+	}
+	r = call(t, nil, http.MethodPost, e.api+hostagent.PathConfiguration, "{}", nil)
 	if r.status != http.StatusMethodNotAllowed {
 		t.Fatalf("POST discovery: %d", r.status)
 	}
@@ -85,6 +89,13 @@ func TestHostCreateAndEnroll(t *testing.T) {
 	bad := map[string]any{"name": "CI", "public_key": map[string]any{"kty": "OKP", "crv": "Ed25519", "x": k.jwk["x"], "d": "secret"}, "default_capabilities": []string{}}
 	wantError(t, "private key", w.post(hostagent.PathHostCreate, bad, ""), 400, core.CodeInvalidPublicKey)
 	wantError(t, "unknown field", w.post(hostagent.PathHostCreate, map[string]any{"name": "x", "default_capabilities": []string{}, "pubkey": 1}, ""), 400, "invalid_request")
+
+	// The API origin serves host create too (same-origin there).
+	r = call(t, w.c, http.MethodPost, e.api+hostagent.PathHostCreate, map[string]any{"name": "API", "public_key": newKey(t).jwk, "default_capabilities": []string{}},
+		http.Header{"Origin": {e.api}, "Sec-Fetch-Site": {"same-origin"}})
+	if r.status != http.StatusCreated || r.str("hostId") == "" {
+		t.Fatalf("host create on the API origin: %d %s", r.status, r.raw)
+	}
 
 	// Without a key: an enrollment token, once.
 	r = w.post(hostagent.PathHostCreate, map[string]any{"name": "Server", "default_capabilities": []string{}}, "")
