@@ -4,7 +4,7 @@
 # file per suite to conformance/out/<suite>.tap for conformance/summarize.
 #
 #   conformance/run-suites.sh            # every suite
-#   conformance/run-suites.sh oauth      # one suite (oauth, browser, mcp, mcp-inspector, mcp-conformance, agents, a2a, a2a-cli)
+#   conformance/run-suites.sh oauth      # one suite (oauth, browser, mcp, mcp-inspector, mcp-conformance, agents, a2a, a2a-cli, hostagent)
 #
 # It never skips: a missing node, npm package or Chromium is a failure (run
 # `make deps` first). The exit status is 0 even when tests fail: the
@@ -27,8 +27,9 @@ declare -A SUITES=(
   [agents]=conformance/node/agents.test.mjs
   [a2a]=conformance/node/a2a.test.mjs
   [a2a-cli]=conformance/node/a2a-cli.test.mjs
+  [hostagent]=conformance/node/hostagent.test.mjs
 )
-ORDER=(oauth browser mcp mcp-inspector mcp-conformance agents a2a a2a-cli)
+ORDER=(oauth browser mcp mcp-inspector mcp-conformance agents a2a a2a-cli hostagent)
 if [ $# -gt 0 ]; then ORDER=("$@"); fi
 for s in "${ORDER[@]}"; do
   [ -n "${SUITES[$s]:-}" ] || { echo "run-suites: unknown suite $s (have: ${!SUITES[*]})" >&2; exit 2; }

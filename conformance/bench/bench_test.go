@@ -122,6 +122,7 @@ func TestBench(t *testing.T) {
 	run("mcp", benchMCP)
 	run("agents", benchAgentExchange)
 	run("a2a", benchA2A)
+	run("hostagent", benchHostAgentExecute)
 
 	table := rep.render(time.Since(started))
 	fmt.Print(table)

@@ -10,6 +10,7 @@ import { chromium } from 'playwright-core';
 import * as oauth from 'oauth4webapi';
 import { BASE, ISSUER, MCP, OUT, env, registerClient } from '../node/lib.mjs';
 import { AP2, a2aToken, artifactData, dataOf, paymentMandate, rpc, skillPart, textOf, until, userMessage } from '../node/a2a-lib.mjs';
+import { agentStatus, checkApproval, execute, faxArgs, granted, keyPair, register, sendStatus } from '../node/hostagent-lib.mjs';
 
 const CHROMIUM = env('FAXHUB_CHROMIUM');
 const EMAIL = 'grace@example.com';
@@ -341,4 +342,136 @@ test('AP2: a declined test card (tok_chargeDeclined), approved with the passkey:
   assert.equal(dataOf(done.status.message?.parts)?.failureCode, 'payment_declined', JSON.stringify(done.status.message));
   assert.equal(artifactData(done, 'receipt'), undefined, 'no receipt');
   assert.equal(await balance(), before, 'nothing was credited');
+});
+
+// Delegated hosts and agents (docs/hostagent.md): the owner provisions a
+// host on /console/hosts by pasting the public JWK a host client (this test
+// process, jose) generated; the host registers an agent; Chromium opens the
+// device link and approves; the agent reads credits on its own; every
+// send_fax waits for the owner's passkey with user verification.
+const dh = {};
+const DH_ASKED = ['create_upload', 'get_credits', 'get_fax_status', 'send_fax', 'validate_fax'];
+
+// sendCard is the inbox card of the pending send_fax approval (one at a
+// time in this suite), found by its kind label and the passkey button.
+async function sendCard() {
+  await page.goto(`${BASE}/console/approvals`);
+  const card = page.locator('article.approval', { hasText: 'Fax to send' }).filter({ has: page.locator('button[data-webauthn="approve"]') }).first();
+  await card.waitFor();
+  return card;
+}
+
+test('delegated: the owner creates a host on /console/hosts by pasting the host\'s public JWK', async () => {
+  dh.host = await keyPair();
+  await page.goto(`${BASE}/console/hosts`);
+  await page.fill('#host-name', 'Browser host');
+  await page.fill('#host-key', JSON.stringify(dh.host.jwk));
+  await screenshot('hosts-create');
+  await page.click('button:has-text("Add host")');
+  await page.waitForSelector('#new-host h2:has-text("Host Browser host created")');
+  await screenshot('hosts-created');
+  dh.host.id = (await page.locator('#new-host dd.mono').first().textContent()).trim();
+  assert.match(dh.host.id, /^hst_/, 'the page shows the host id');
+  assert.equal((await page.locator('#new-host dd.mono').nth(1).textContent()).trim(), dh.host.thumbprint, 'the key thumbprint jose computes');
+});
+
+test('delegated: the host registers an agent; Chromium opens verification_uri_complete and approves', async () => {
+  const { agent, r } = await register(dh.host, 'Browser delegated agent', DH_ASKED);
+  assert.ok(r.status === 200 || r.status === 201, `register: ${r.status} ${r.text}`);
+  assert.equal(r.body.status, 'pending');
+  checkApproval(r.body.approval, agent.id);
+  dh.agent = agent;
+  await page.goto(r.body.approval.verification_uri_complete);
+  await page.waitForSelector('h1:has-text("Approve agent Browser delegated agent")');
+  await page.waitForSelector('text=Browser host');
+  assert.equal(await page.inputValue('#user-code'), r.body.approval.user_code, 'the link fills in the code');
+  for (const c of DH_ASKED) {
+    assert.ok(await page.isChecked(`input[name=capability][value=${c}]`), `${c} is ticked`);
+  }
+  await screenshot('device');
+  await page.click('button[name=decision][value=approve]');
+  await page.waitForSelector('h1:has-text("Agent approved")');
+  await screenshot('device-approved');
+  const st = await agentStatus(dh.host, agent.id);
+  assert.equal(st.body.status, 'active', `status: ${st.text}`);
+  assert.deepEqual(granted(st.body), DH_ASKED, 'nothing narrowed');
+});
+
+test('delegated: the agent executes get_credits on its own', async () => {
+  const r = await execute(dh.host, dh.agent, 'get_credits');
+  assert.equal(r.status, 200, `get_credits: ${r.status} ${r.text}`);
+  assert.ok('balance' in (r.body.data ?? {}), r.text);
+  dh.balance = Number(r.body.data.balance);
+});
+
+test('delegated: send_fax → 202; approved in the inbox with the passkey (UV) → sent, with the fax', async () => {
+  const r = await execute(dh.host, dh.agent, 'send_fax', faxArgs());
+  assert.equal(r.status, 202, `send_fax: ${r.status} ${r.text}`);
+  assert.equal(r.body.status, 'pending');
+  const url = r.body.status_url;
+  assert.equal((await sendStatus(dh.host, dh.agent, url)).status, 'pending');
+  // The owner follows the approval link (the agent would show it).
+  assert.ok(r.body.approval_url?.startsWith(`${BASE}/console/approvals/`), `approval_url: ${r.text}`);
+  await page.goto(r.body.approval_url);
+  const card = page.locator('article.approval', { hasText: 'Fax to send' });
+  await card.locator('button[data-webauthn="approve"]').waitFor();
+  await screenshot('fax-send-approval');
+  const here = page.url();
+  await card.locator('button[data-webauthn="approve"]').click();
+  await page.waitForURL((u) => u.href !== here);
+  await screenshot('fax-send-approved');
+  const done = await until(`send ${r.body.id} sent`, () => sendStatus(dh.host, dh.agent, url), (d) => d.status !== 'pending');
+  assert.equal(done.status, 'sent', JSON.stringify(done));
+  assert.match(done.data?.fax_id ?? '', /^fax_/, `the fax: ${JSON.stringify(done)}`);
+  assert.equal(done.data.to, '+12125550100');
+  const fax = await execute(dh.host, dh.agent, 'get_fax_status', { fax_id: done.data.fax_id });
+  assert.equal(fax.status, 200, `get_fax_status: ${fax.status} ${fax.text}`);
+  assert.equal(fax.body.data?.fax_id, done.data.fax_id);
+  const after = await execute(dh.host, dh.agent, 'get_credits');
+  assert.ok(Number(after.body.data.balance) + Number(after.body.data.held ?? 0) < dh.balance + 1e-9, `the fax was paid: ${after.text}`);
+});
+
+test('delegated: a send_fax approval without UV is refused (stays pending), then declined: nothing sent', async () => {
+  const r = await execute(dh.host, dh.agent, 'send_fax', faxArgs());
+  assert.equal(r.status, 202, `send_fax: ${r.status} ${r.text}`);
+  const url = r.body.status_url;
+  const card = await sendCard();
+  await cdp.send('WebAuthn.setUserVerified', { authenticatorId, isUserVerified: false });
+  try {
+    await card.locator('button[data-webauthn="approve"]').click();
+    const status = card.locator('[data-webauthn-status].error');
+    await status.waitFor();
+    await screenshot('fax-send-no-uv');
+    assert.ok((await status.textContent()).trim().length > 0, 'the page shows the error');
+  } finally {
+    await cdp.send('WebAuthn.setUserVerified', { authenticatorId, isUserVerified: true });
+  }
+  assert.equal((await sendStatus(dh.host, dh.agent, url)).status, 'pending', 'still pending after the refused approval');
+  const again = await sendCard();
+  await again.locator('button[name=decision][value=decline]').click();
+  await page.waitForLoadState();
+  await screenshot('fax-send-declined');
+  const d = await sendStatus(dh.host, dh.agent, url);
+  assert.equal(d.status, 'declined', JSON.stringify(d));
+  assert.equal(d.data, undefined, 'no fax');
+});
+
+test('delegated: the Hosts page lists the agent with its grants; revoking the host stops its agent', async () => {
+  await page.goto(`${BASE}/console/hosts`);
+  const card = page.locator('article.card', { has: page.locator(`h3:has-text("Browser host")`) }).first();
+  const row = card.locator('tr', { hasText: dh.agent.id });
+  await row.waitFor();
+  assert.match(await row.textContent(), /active/);
+  for (const c of DH_ASKED) assert.ok((await row.textContent()).includes(c), `granted ${c} is listed`);
+  await screenshot('hosts-agents');
+  await card.locator('input[name=confirm]').check();
+  await card.locator('button:has-text("Revoke host Browser host")').click();
+  await page.waitForLoadState();
+  await page.locator('article.card', { has: page.locator('h3:has-text("Browser host")') }).first().locator('text=revoked').first().waitFor();
+  await screenshot('hosts-revoked');
+  const r = await execute(dh.host, dh.agent, 'get_credits');
+  assert.equal(r.status, 403, `after the host's revocation: ${r.status} ${r.text}`);
+  assert.ok(['host_revoked', 'agent_revoked'].includes(r.body.error), r.text);
+  const st = await agentStatus(dh.host, dh.agent.id);
+  assert.equal(st.body.error, 'host_revoked', `host JWT after revocation: ${st.text}`);
 });
