@@ -84,6 +84,15 @@ func (s *Service) GetCredits(ctx context.Context, p Principal, startingAfter str
 	return c, nil
 }
 
+// CreditBalance returns the principal's balance in its mode, without the
+// ledger (scope credits:read).
+func (s *Service) CreditBalance(ctx context.Context, p Principal) (*Balance, error) {
+	if err := Authorize(p, OpGetCredits); err != nil {
+		return nil, err
+	}
+	return s.Balance(ctx, p.OwnerID, p.Mode)
+}
+
 // Balance returns an owner's balance in one mode (for the console).
 func (s *Service) Balance(ctx context.Context, ownerID string, mode Mode) (*Balance, error) {
 	b, err := s.d.Store.GetBalance(ctx, ownerID, mode)

@@ -359,6 +359,8 @@ type HostStore interface {
 	CreateDelegatedAgent(ctx context.Context, a *DelegatedAgent, max int) error
 	GetDelegatedAgent(ctx context.Context, id string) (*DelegatedAgent, error)
 	GetDelegatedAgentByThumbprint(ctx context.Context, thumbprint string) (*DelegatedAgent, error)
+	// GetDelegatedAgentWithHost reads an agent and its host in one query.
+	GetDelegatedAgentWithHost(ctx context.Context, agentID string) (*DelegatedAgent, *Host, error)
 	ListDelegatedAgents(ctx context.Context, ownerID string) ([]DelegatedAgent, error)
 	// ReissueDevice replaces a pending agent's device code; ErrConflict if
 	// it is no longer pending.

@@ -338,11 +338,8 @@ func (s *Service) DelegatedAgentForJWT(ctx context.Context, host *Host, agentID 
 	if host == nil {
 		return nil, invalidJWT("iss names no registered host")
 	}
-	if host.Status == HostRevoked {
-		return nil, Errorf(KindForbidden, CodeHostRevoked, "this agent's host was revoked by its owner")
-	}
-	if host.Status != HostActive {
-		return nil, invalidJWT("this host has not enrolled a key yet")
+	if err := hostUsable(host); err != nil {
+		return nil, err
 	}
 	a, err := s.hostAgent(ctx, host, agentID)
 	if ErrorKind(err) == KindNotFound {
@@ -350,19 +347,65 @@ func (s *Service) DelegatedAgentForJWT(ctx context.Context, host *Host, agentID 
 	} else if err != nil {
 		return nil, err
 	}
-	now := s.now()
-	switch a.effectiveStatus(now) {
-	case DelegatedActive:
-	case DelegatedPending:
-		return nil, Errorf(KindForbidden, CodeAgentPending, "the owner has not approved this agent yet")
-	case DelegatedExpired:
-		return nil, Errorf(KindForbidden, CodeAgentExpired, "the device code expired before the owner approved; the host can request a new one")
-	case DelegatedRejected:
-		return nil, Errorf(KindForbidden, CodeAgentRejected, "the owner declined this agent")
-	default:
-		return nil, Errorf(KindForbidden, CodeAgentRevoked, "this agent was revoked")
+	if err := agentUsable(a, s.now()); err != nil {
+		return nil, err
 	}
 	return a, nil
+}
+
+// AgentForJWT is DelegatedAgentForJWT from the claims alone, in one read:
+// the agent sub names and its host, which iss must name (by id or key
+// thumbprint). It is what the verifier of agent JWTs uses; the signature
+// is checked by the caller with the agent's key.
+func (s *Service) AgentForJWT(ctx context.Context, iss, sub string) (*Host, *DelegatedAgent, error) {
+	if iss == "" || len(iss) > 200 {
+		return nil, nil, invalidJWT("iss must name a registered host (its host id or its key's thumbprint)")
+	}
+	if !HasPrefix(sub, PrefixDelegatedAgent) || len(sub) > 100 {
+		return nil, nil, invalidJWT("sub names no agent of this host")
+	}
+	a, h, err := s.d.Store.GetDelegatedAgentWithHost(ctx, sub)
+	if errors.Is(err, ErrNoRows) {
+		return nil, nil, invalidJWT("sub names no agent of this host")
+	} else if err != nil {
+		return nil, nil, fmt.Errorf("read agent: %w", err)
+	}
+	if iss != h.ID && (h.Thumbprint == nil || iss != *h.Thumbprint) {
+		return nil, nil, invalidJWT("sub names no agent of this host")
+	}
+	if err := hostUsable(h); err != nil {
+		return nil, nil, err
+	}
+	if err := agentUsable(a, s.now()); err != nil {
+		return nil, nil, err
+	}
+	return h, a, nil
+}
+
+// hostUsable refuses a revoked host and one without a key.
+func hostUsable(h *Host) error {
+	switch {
+	case h.Status == HostRevoked:
+		return Errorf(KindForbidden, CodeHostRevoked, "this host was revoked by its owner")
+	case h.Status != HostActive || h.PublicKey == nil:
+		return invalidJWT("this host has not enrolled a key yet")
+	}
+	return nil
+}
+
+// agentUsable refuses an agent that may not act (yet, or any more).
+func agentUsable(a *DelegatedAgent, now time.Time) error {
+	switch a.effectiveStatus(now) {
+	case DelegatedActive:
+		return nil
+	case DelegatedPending:
+		return Errorf(KindForbidden, CodeAgentPending, "the owner has not approved this agent yet")
+	case DelegatedExpired:
+		return Errorf(KindForbidden, CodeAgentExpired, "the device code expired before the owner approved; the host can request a new one")
+	case DelegatedRejected:
+		return Errorf(KindForbidden, CodeAgentRejected, "the owner declined this agent")
+	}
+	return Errorf(KindForbidden, CodeAgentRevoked, "this agent was revoked")
 }
 
 // DelegatedPrincipal is the Principal of an active agent: the owner's, in

@@ -301,15 +301,8 @@ func (s *Service) HostForJWT(ctx context.Context, iss string) (*Host, error) {
 	} else if err != nil {
 		return nil, fmt.Errorf("look up host: %w", err)
 	}
-	switch h.Status {
-	case HostRevoked:
-		return nil, Errorf(KindForbidden, CodeHostRevoked, "this host was revoked by its owner")
-	case HostActive:
-	default:
-		return nil, invalidJWT("this host has not enrolled a key yet")
-	}
-	if h.PublicKey == nil {
-		return nil, invalidJWT("this host has no key")
+	if err := hostUsable(h); err != nil {
+		return nil, err
 	}
 	return h, nil
 }

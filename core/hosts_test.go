@@ -234,3 +234,38 @@ func TestAcceptDelegatedJWT(t *testing.T) {
 	}
 	wantCode(t, e.Svc.AcceptDelegatedJWT(ctx, core.JWTUse{Host: h, JTI: "j2", Expires: exp}), core.CodeJWTReplayed)
 }
+
+// AgentForJWT reads the agent and its host from the claims in one query and
+// refuses exactly as HostForJWT and DelegatedAgentForJWT do.
+func TestAgentForJWT(t *testing.T) {
+	e, _ := agentEnv(t)
+	h, other := newHost(t, e), newHost(t, e)
+	a := approveAgent(t, e, h, core.CapGetCredits)
+	pending := register(t, e, h, core.CapGetCredits).Agent
+	for _, tc := range []struct {
+		name, iss, sub, code string
+	}{
+		{"host id", h.ID, a.ID, ""},
+		{"host key thumbprint", *h.Thumbprint, a.ID, ""},
+		{"another host's id", other.ID, a.ID, core.CodeInvalidJWT},
+		{"another host's thumbprint", *other.Thumbprint, a.ID, core.CodeInvalidJWT},
+		{"unknown agent", h.ID, "dag_nope", core.CodeInvalidJWT},
+		{"not an agent id", h.ID, h.ID, core.CodeInvalidJWT},
+		{"empty iss", "", a.ID, core.CodeInvalidJWT},
+		{"pending agent", h.ID, pending.ID, core.CodeAgentPending},
+	} {
+		gh, ga, err := e.Svc.AgentForJWT(ctx, tc.iss, tc.sub)
+		if tc.code == "" {
+			if err != nil || gh.ID != h.ID || ga.ID != a.ID {
+				t.Fatalf("%s: %v %v %v", tc.name, gh, ga, err)
+			}
+			continue
+		}
+		wantCode(t, err, tc.code)
+	}
+	if err := e.Svc.RevokeHost(ctx, e.OwnerA.ID, h.ID); err != nil {
+		t.Fatal(err)
+	}
+	_, _, err := e.Svc.AgentForJWT(ctx, h.ID, a.ID)
+	wantCode(t, err, core.CodeHostRevoked)
+}

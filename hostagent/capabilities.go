@@ -135,6 +135,8 @@ func capabilityTable(packs []core.CreditPack) []capability {
 			Output: outObject(map[string]any{
 				"status": map[string]any{"type": "string", "enum": []string{"pending"}}, "status_url": str("poll with a fresh agent JWT"),
 				"id": str("the send request id (dsn_…)"), "approval_id": str("the owner's approval"), "expires_at": str("RFC 3339: the owner must decide before"),
+				"approval_url": str("the owner's page of the approval (their inbox lists it too): show it to the owner"),
+				"send":         map[string]any{"type": "object", "description": "what the owner is asked to approve: id, to, country, pages, cover, document_id, document_sha256, price, currency, created_at, expires_at"},
 			}),
 			newArgs: func() any { return &sendFaxArgs{} },
 		},

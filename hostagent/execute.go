@@ -138,7 +138,7 @@ func (h *Handler) run(ctx context.Context, p core.Principal, c core.Capability, 
 		}
 		return faxJSON(f), nil
 	case core.CapGetCredits:
-		cr, err := h.svc.GetCredits(ctx, p, "", 1)
+		cr, err := h.svc.CreditBalance(ctx, p)
 		if err != nil {
 			return nil, err
 		}

@@ -42,7 +42,7 @@ var allowedAlgs = []jose.SignatureAlgorithm{jose.EdDSA}
 type verifierDeps interface {
 	Now() time.Time
 	HostForJWT(ctx context.Context, iss string) (*core.Host, error)
-	DelegatedAgentForJWT(ctx context.Context, host *core.Host, agentID string) (*core.DelegatedAgent, error)
+	AgentForJWT(ctx context.Context, iss, sub string) (*core.Host, *core.DelegatedAgent, error)
 	AcceptDelegatedJWT(ctx context.Context, u core.JWTUse) error
 }
 
@@ -291,11 +291,7 @@ func (v *verifier) Agent(ctx context.Context, raw string, limit *core.RateLimit)
 	if err := audience(c, v.agentAud); err != nil {
 		return nil, err
 	}
-	h, err := v.deps.HostForJWT(ctx, c.Issuer)
-	if err != nil {
-		return nil, err
-	}
-	a, err := v.deps.DelegatedAgentForJWT(ctx, h, c.Subject)
+	h, a, err := v.deps.AgentForJWT(ctx, c.Issuer, c.Subject)
 	if err != nil {
 		return nil, err
 	}

@@ -95,7 +95,16 @@ func (f *fakeDeps) HostForJWT(_ context.Context, iss string) (*core.Host, error)
 	return nil, core.Errorf(core.KindUnauthenticated, core.CodeInvalidJWT, "unknown host")
 }
 
-func (f *fakeDeps) DelegatedAgentForJWT(_ context.Context, h *core.Host, id string) (*core.DelegatedAgent, error) {
+func (f *fakeDeps) AgentForJWT(ctx context.Context, iss, sub string) (*core.Host, *core.DelegatedAgent, error) {
+	h, err := f.HostForJWT(ctx, iss)
+	if err != nil {
+		return nil, nil, err
+	}
+	a, err := f.agentOf(h, sub)
+	return h, a, err
+}
+
+func (f *fakeDeps) agentOf(h *core.Host, id string) (*core.DelegatedAgent, error) {
 	a, ok := f.agents[id]
 	if !ok || a.HostID != h.ID {
 		return nil, core.Errorf(core.KindUnauthenticated, core.CodeInvalidJWT, "unknown agent")

@@ -100,7 +100,7 @@ func faxSendFacts(raw json.RawMessage, mode core.Mode) (*faxSendView, []fact) {
 				}
 			}
 			if f.label == "Price" && v.Currency != "" {
-				s = "$" + strings.TrimPrefix(s, "$") + " " + v.Currency
+				s = strings.TrimPrefix(s, "$") + " " + strings.ToUpper(v.Currency)
 				if v.Mode != "" {
 					s += " from your " + v.Mode + " credits"
 				}

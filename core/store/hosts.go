@@ -410,3 +410,29 @@ func (x q) PurgeDelegatedSends(ctx context.Context, before time.Time) (int64, er
 func (x q) PurgeUnenrolledHosts(ctx context.Context, before time.Time) (int64, error) {
 	return x.purge(ctx, "unenrolled hosts", "DELETE FROM hosts WHERE status = ? AND enrollment_expires_at < ?", core.HostPendingEnrollment, before)
 }
+
+// agentHostRow is an agent and its host read together (one query for the
+// verifier of agent JWTs).
+type agentHostRow struct {
+	Agent delegatedAgentRow `db:"a"`
+	Host  hostRow           `db:"h"`
+}
+
+const agentHostSelect = `SELECT a.id AS "a.id", a.host_id AS "a.host_id", a.owner_id AS "a.owner_id", a.name AS "a.name",
+	a.public_key AS "a.public_key", a.thumbprint AS "a.thumbprint", a.requested AS "a.raw_requested", a.granted AS "a.raw_granted",
+	a.status AS "a.status", a.user_code_hash AS "a.user_code_hash", a.device_expires_at AS "a.device_expires_at",
+	a.device_tries AS "a.device_tries", a.approval_id AS "a.approval_id", a.created_at AS "a.created_at",
+	a.activated_at AS "a.activated_at", a.revoked_at AS "a.revoked_at", a.last_used_at AS "a.last_used_at",
+	h.id AS "h.id", h.owner_id AS "h.owner_id", h.name AS "h.name", h.public_key AS "h.public_key", h.thumbprint AS "h.thumbprint",
+	h.default_capabilities AS "h.raw_caps", h.status AS "h.status", h.enrollment_hash AS "h.enrollment_hash",
+	h.enrollment_expires_at AS "h.enrollment_expires_at", h.created_at AS "h.created_at", h.enrolled_at AS "h.enrolled_at",
+	h.revoked_at AS "h.revoked_at", h.last_used_at AS "h.last_used_at"
+	FROM delegated_agents a JOIN hosts h ON h.id = a.host_id`
+
+func (x q) GetDelegatedAgentWithHost(ctx context.Context, agentID string) (*core.DelegatedAgent, *core.Host, error) {
+	var r agentHostRow
+	if err := x.get(ctx, x.reader(), &r, agentHostSelect+" WHERE a.id = ?", agentID); err != nil {
+		return nil, nil, fmt.Errorf("get delegated agent with host: %w", err)
+	}
+	return r.Agent.agent(), r.Host.host(), nil
+}
