@@ -545,6 +545,9 @@ func (s *Service) decideDevice(ctx context.Context, a *DelegatedAgent, approve b
 		codeHash = a.UserCodeHash
 	}
 	if err := s.d.Store.DecideDelegatedAgent(ctx, a.ID, codeHash, approve, granted, s.now()); errors.Is(err, ErrConflict) {
+		if cur, err := s.d.Store.GetDelegatedAgent(ctx, a.ID); err == nil && cur.Status == DelegatedPending {
+			return Errorf(KindConflict, CodeDeviceExpired, "the host asked for a new code for this agent meanwhile; open the new link it shows")
+		}
 		return Errorf(KindConflict, CodeDeviceDecided, "this agent was decided already")
 	} else if err != nil {
 		return fmt.Errorf("decide device: %w", err)
