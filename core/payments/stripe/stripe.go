@@ -22,6 +22,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"regexp"
 	"strconv"
 	"strings"
 	"time"
@@ -389,16 +390,22 @@ func clip(s string) string {
 
 // scrubber removes the secret key and the token from text that came from
 // Stripe or from net/http (Stripe's messages quote the id they refuse:
-// "No such shared_payment_granted_token: 'spt_…'").
+// "No such shared_payment_granted_token: 'spt_…'"), and, in case an
+// answer quotes others, anything shaped like a token or an API key.
 func (m *Method) scrubber(spt string) func(string) string {
 	return func(s string) string {
 		s = strings.ReplaceAll(s, m.secret, "[secret key]")
 		if spt != "" {
 			s = strings.ReplaceAll(s, spt, "spt_[redacted]")
 		}
+		s = secretShaped.ReplaceAllString(s, "${1}[redacted]")
 		return s
 	}
 }
+
+// secretShaped matches Stripe secrets and tokens: API keys (sk_, rk_, in
+// either mode) and shared payment tokens. Compiled once, never mutated.
+var secretShaped = regexp.MustCompile(`\b((?:sk|rk)_(?:live|test)_|spt_)[A-Za-z0-9_]+`)
 
 // post makes one form call. Transport failures and timeouts are errors; an
 // HTTP answer of any status is a response.
