@@ -432,7 +432,7 @@ func (m *Method) post(ctx context.Context, path, key string, form url.Values) (r
 		return response{}, fmt.Errorf("reading Stripe's answer to %s: %w", path, err)
 	}
 	if len(body) > maxResponse {
-		return response{}, fmt.Errorf("Stripe's answer to %s is larger than %d bytes", path, maxResponse)
+		return response{}, fmt.Errorf("the answer of Stripe to %s is larger than %d bytes", path, maxResponse)
 	}
 	// Idempotent-Replayed: true needs no branch: a replay is the first
 	// answer to this key, and Charge's verdict on it is the same (see

@@ -236,10 +236,16 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	writeRaw(w, status, body)
 }
 
-// authenticate accepts test-mode keys only: this stand-in never moves money.
+// authenticate accepts test-mode keys only (this stand-in never moves
+// money), sent as Stripe takes them: "Bearer <key>" or HTTP Basic with the
+// key as the user name and no password (mppx mints SPTs with Basic).
 func authenticate(r *http.Request) (string, *apiError) {
-	h := r.Header.Get("Authorization")
-	key, ok := strings.CutPrefix(h, "Bearer ")
+	key, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+	if !ok {
+		if user, pass, basic := r.BasicAuth(); basic && pass == "" {
+			key, ok = user, true
+		}
+	}
 	if !ok || key == "" {
 		return "", &apiError{status: http.StatusUnauthorized, Type: "invalid_request_error", Message: "You did not provide an API key. You need to provide your API key in the Authorization header, using Bearer auth (e.g. 'Authorization: Bearer YOUR_SECRET_KEY')."}
 	}
@@ -250,6 +256,10 @@ func authenticate(r *http.Request) (string, *apiError) {
 }
 
 func (s *Server) postToken(r *http.Request, f url.Values) (int, any, *apiError) {
+	// Stripe's preview spec knows no metadata here: mppx sends
+	// metadata[…] when it has some and, told "Received unknown parameter",
+	// mints again without it; seller_details[network_id] is what mppx sends
+	// in test mode and is accepted.
 	if e := allowOnly(f, "payment_method", "usage_limits[currency]", "usage_limits[max_amount]", "usage_limits[expires_at]", "seller_details[network_id]", "customer", "shared_metadata[*]", "expand[*]"); e != nil {
 		return 0, nil, e
 	}

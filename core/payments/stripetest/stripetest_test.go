@@ -1,6 +1,7 @@
 package stripetest_test
 
 import (
+	"encoding/base64"
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
@@ -79,6 +80,9 @@ func TestMintEndpoint(t *testing.T) {
 		{"bad amount", url.Values{"payment_method": {"pm_card_visa"}, "usage_limits[currency]": {"usd"}, "usage_limits[max_amount]": {"-1"}}, nil, 400, "parameter_invalid_integer"},
 		{"expired", url.Values{"payment_method": {"pm_card_visa"}, "usage_limits[currency]": {"usd"}, "usage_limits[max_amount]": {"1"}, "usage_limits[expires_at]": {"1000"}}, nil, 400, "parameter_invalid_integer"},
 		{"unknown param", url.Values{"payment_method": {"pm_card_visa"}, "usage_limits[currency]": {"usd"}, "usage_limits[max_amount]": {"1"}, "colour": {"red"}}, nil, 400, "parameter_unknown"},
+		{"basic auth, as mppx", url.Values{"payment_method": {"pm_card_visa"}, "usage_limits[currency]": {"usd"}, "usage_limits[max_amount]": {"100"}}, map[string]string{"Authorization": "Basic " + base64.StdEncoding.EncodeToString([]byte("sk_test_123:"))}, 200, ""},
+		{"metadata is unknown here", url.Values{"payment_method": {"pm_card_visa"}, "usage_limits[currency]": {"usd"}, "usage_limits[max_amount]": {"50"}, "metadata[a]": {"b"}}, nil, 400, "parameter_unknown"},
+		{"basic auth with a password", url.Values{}, map[string]string{"Authorization": "Basic " + base64.StdEncoding.EncodeToString([]byte("sk_test_123:pw"))}, 401, ""},
 		{"no key", url.Values{}, map[string]string{"Authorization": ""}, 401, ""},
 		{"live key", url.Values{}, map[string]string{"Authorization": "Bearer sk_live_1"}, 401, ""},
 	} {
