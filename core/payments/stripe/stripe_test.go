@@ -377,3 +377,22 @@ func TestTimeout(t *testing.T) {
 		noSecrets(t, err.Error(), "spt_test_abc")
 	})
 }
+
+// TestInProcess: the stand-in's Transport serves the method without a
+// listener, as test mode may wire it.
+func TestInProcess(t *testing.T) {
+	st := stripetest.New()
+	m := newMethod(t, "https://api.stripe.test", func(o *stripe.Options) { o.HTTPClient = &http.Client{Transport: st.Transport()} })
+	spt, err := st.Mint("pm_card_visa", 100, "usd")
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := m.Charge(context.Background(), charge("k", 100, cred(spt)))
+	if err != nil || res.Status != payments.StatusSucceeded {
+		t.Fatalf("= %+v, %v", res, err)
+	}
+	re, err := m.Refund(context.Background(), payments.RefundRequest{IdempotencyKey: "r", Reference: res.Reference})
+	if err != nil || re.Status != payments.StatusSucceeded {
+		t.Fatalf("refund = %+v, %v", re, err)
+	}
+}
