@@ -15,6 +15,9 @@
 // 200 and 402, as Stripe documents), an SPT's usage limits (currency,
 // max_amount, expires_at) and single use.
 //
+// A usd PaymentIntent under 50 cents is refused (amount_too_small), as
+// Stripe refuses it; other currencies' minimums are not modelled.
+//
 // Test payment methods, as Stripe names them: pm_card_visa and
 // pm_card_mastercard mint tokens that succeed; pm_card_chargeDeclined and
 // pm_card_insufficientFunds decline (402 card_error); pm_card_authenticationRequired
@@ -51,6 +54,7 @@ const (
 	maxMetaKeys    = 50
 	maxMetaKey     = 40
 	maxMetaValue   = 500
+	minUSD         = 50 // cents: Stripe refuses smaller usd charges
 )
 
 // Option configures a Server.
@@ -347,6 +351,10 @@ func (s *Server) postIntent(r *http.Request, f url.Values) (int, any, *apiError)
 	currency := f.Get("currency")
 	if !validCurrency(currency) {
 		return 0, nil, invalid(http.StatusBadRequest, "parameter_invalid_string", "currency", "Invalid currency: "+currency)
+	}
+	// Stripe's minimum charge (only usd's here; the method offers usd).
+	if currency == "usd" && amount < minUSD {
+		return 0, nil, invalid(http.StatusBadRequest, "amount_too_small", "amount", fmt.Sprintf("Amount must be at least $0.%d usd", minUSD))
 	}
 	if f.Get("confirm") != "true" {
 		return 0, nil, invalid(http.StatusBadRequest, "", "confirm", "This test backend settles shared payment tokens only with confirm=true.")

@@ -141,12 +141,13 @@ func TestPaymentIntents(t *testing.T) {
 		{"other currency", func() url.Values { f := piForm(mint("pm_card_visa", 100, "eur"), "100"); return f }(), nil, 400, "invalid_request_error", "shared_payment_granted_token_usage_limit_exceeded", ""},
 		{"used up", piForm(used, "100"), nil, 400, "invalid_request_error", "shared_payment_granted_token_consumed", ""},
 		{"unknown token", piForm("spt_test_nope", "100"), nil, 400, "invalid_request_error", "resource_missing", ""},
+		{"under Stripe's minimum", piForm(mint("pm_card_visa", 100, "usd"), "49"), nil, 400, "invalid_request_error", "amount_too_small", ""},
 		{"no version", piForm(expiring, "100"), map[string]string{"Stripe-Version": ""}, 400, "invalid_request_error", "", ""},
 		{"bad key", piForm(expiring, "100"), map[string]string{"Authorization": "Bearer nope"}, 401, "invalid_request_error", "", ""},
-		{"no amount", func() url.Values { f := piForm(expiring, "1"); f.Del("amount"); return f }(), nil, 400, "invalid_request_error", "parameter_missing", ""},
-		{"unknown param", func() url.Values { f := piForm(expiring, "1"); f.Set("customer", "cus_1"); return f }(), nil, 400, "invalid_request_error", "parameter_unknown", ""},
+		{"no amount", func() url.Values { f := piForm(expiring, "100"); f.Del("amount"); return f }(), nil, 400, "invalid_request_error", "parameter_missing", ""},
+		{"unknown param", func() url.Values { f := piForm(expiring, "100"); f.Set("customer", "cus_1"); return f }(), nil, 400, "invalid_request_error", "parameter_unknown", ""},
 		{"redirects without return_url", func() url.Values {
-			f := piForm(expiring, "1")
+			f := piForm(expiring, "100")
 			f.Del("automatic_payment_methods[allow_redirects]")
 			return f
 		}(), nil, 400, "invalid_request_error", "", ""},
