@@ -176,6 +176,11 @@ func TestChargeOutcomes(t *testing.T) {
 			}
 		})
 	}
+	// Under Stripe's minimum is our pricing's bug, not the payer's: an
+	// error, no verdict.
+	if res, err := m.Charge(context.Background(), charge("k-small", 49, cred(b.mint(t, "pm_card_visa", 100, "usd")))); err == nil || !strings.Contains(err.Error(), "amount_too_small") {
+		t.Errorf("49 cents = %+v, %v", res, err)
+	}
 	if n := b.st.Charges(); n != 2 {
 		t.Errorf("charges = %d, want 2", n)
 	}
