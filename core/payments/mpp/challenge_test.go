@@ -266,7 +266,7 @@ func TestExpired(t *testing.T) {
 
 func TestProblems(t *testing.T) {
 	seen := map[string]bool{}
-	for _, p := range ProblemTypes {
+	for _, p := range AllProblemTypes() {
 		name := strings.TrimPrefix(string(p), ProblemBase)
 		if name == string(p) || seen[name] {
 			t.Fatalf("bad or duplicate type %s", p)
@@ -298,4 +298,27 @@ func TestProblems(t *testing.T) {
 	if pr := err.(*Error).Problem("c1"); pr.ChallengeID != "c1" || pr.Status != 402 {
 		t.Fatalf("%+v", pr)
 	}
+}
+
+func FuzzParseChallenges(f *testing.F) {
+	c := sample()
+	if err := c.Bind(secret); err != nil {
+		f.Fatal(err)
+	}
+	h, _ := c.Header()
+	for _, s := range []string{h, `Bearer realm="x", ` + h, "Basic abc==, Payment id=a", `Payment id="\"`, ", ,", "Payment a=b, c"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		chs, err := ParseChallenges([]string{s})
+		if err != nil {
+			if ProblemOf(err) != ProblemInvalidChallenge {
+				t.Fatalf("untyped error %v", err)
+			}
+			return
+		}
+		for _, ch := range chs {
+			ch.Verify(secret)
+		}
+	})
 }

@@ -26,11 +26,13 @@ const (
 	ProblemPaymentActionRequired ProblemType = ProblemBase + "payment-action-required"
 )
 
-// ProblemTypes lists every problem type, for tests and documentation.
-var ProblemTypes = [...]ProblemType{
-	ProblemPaymentRequired, ProblemPaymentInsufficient, ProblemPaymentExpired,
-	ProblemVerificationFailed, ProblemMalformedCredential, ProblemInvalidChallenge,
-	ProblemMethodUnsupported, ProblemPaymentActionRequired,
+// AllProblemTypes lists every problem type, for tests and documentation.
+func AllProblemTypes() []ProblemType {
+	return []ProblemType{
+		ProblemPaymentRequired, ProblemPaymentInsufficient, ProblemPaymentExpired,
+		ProblemVerificationFailed, ProblemMalformedCredential, ProblemInvalidChallenge,
+		ProblemMethodUnsupported, ProblemPaymentActionRequired,
+	}
 }
 
 // Title is the short human-readable summary of the problem type.
@@ -103,8 +105,11 @@ func (e *Error) Problem(challengeID string) Problem {
 }
 
 // ProblemOf returns the problem type of err, or "" when err is not a
-// protocol error.
+// protocol error (ErrMultipleCredentials is none: it is a plain 400).
 func ProblemOf(err error) ProblemType {
+	if errors.Is(err, ErrNoCredential) {
+		return ProblemPaymentRequired
+	}
 	if e, ok := errors.AsType[*Error](err); ok {
 		return e.Type
 	}
@@ -118,7 +123,7 @@ var ErrMultipleCredentials = errors.New("mpp: more than one Payment credential")
 
 // ErrNoCredential: the request carried no Payment credential; answer with
 // the challenges (payment-required).
-var ErrNoCredential = &Error{Type: ProblemPaymentRequired, Detail: "payment is required"}
+var ErrNoCredential = errors.New("mpp: no Payment credential")
 
 func malformed(detail string, err error) *Error {
 	return &Error{Type: ProblemMalformedCredential, Detail: detail, Err: err}
