@@ -84,6 +84,15 @@ func (c *Challenge) Expired(now time.Time) bool {
 // syntax of method and intent, a realm, header-safe text, a JSON object
 // request and the size bound.
 func (c *Challenge) Validate() error {
+	if err := c.validateFields(); err != nil {
+		return err
+	}
+	_, _, err := c.encodedSlots()
+	return err
+}
+
+// validateFields checks everything but the JSON slots.
+func (c *Challenge) validateFields() error {
 	if !isLowerToken(c.Method) {
 		return invalidChallenge("method must be 1-64 lowercase letters a-z", nil)
 	}
@@ -93,37 +102,37 @@ func (c *Challenge) Validate() error {
 	if c.Realm == "" {
 		return invalidChallenge("realm is required", nil)
 	}
-	for name, v := range map[string]string{"realm": c.Realm, "digest": c.Digest, "description": c.Description, "id": c.ID} {
-		if len(v) > maxParamLen || !headerSafe(v) {
-			return invalidChallenge(name+" is too long or has control characters", nil)
+	for _, f := range [...]struct{ name, v string }{
+		{"id", c.ID}, {"realm", c.Realm}, {"digest", c.Digest}, {"description", c.Description},
+	} {
+		if len(f.v) > maxParamLen || !headerSafe(f.v) {
+			return invalidChallenge(f.name+" is too long or has control characters", nil)
 		}
 	}
-	if _, err := c.RequestB64(); err != nil {
-		return err
-	}
-	if _, err := c.OpaqueB64(); err != nil {
-		return err
-	}
 	return nil
+}
+
+// encodedSlots canonicalizes request and opaque once for binding and
+// rendering (the 402 path does both per offer).
+func (c *Challenge) encodedSlots() (request, opaque string, err error) {
+	if request, err = c.RequestB64(); err != nil {
+		return "", "", err
+	}
+	if opaque, err = c.OpaqueB64(); err != nil {
+		return "", "", err
+	}
+	return request, opaque, nil
 }
 
 // bindingID computes the HMAC over the seven slots
 // realm|method|intent|request_b64|expires|digest|opaque_b64, absent ones
 // empty, as every SDK of the draft does, so ids are portable across them.
-func (c *Challenge) bindingID(secret []byte) (string, error) {
-	req, err := c.RequestB64()
-	if err != nil {
-		return "", err
-	}
-	opaque, err := c.OpaqueB64()
-	if err != nil {
-		return "", err
-	}
+func (c *Challenge) bindingID(secret []byte, request, opaque string) string {
 	mac := hmac.New(sha256.New, secret)
 	mac.Write([]byte(strings.Join([]string{
-		c.Realm, c.Method, c.Intent, req, c.ExpiresParam(), c.Digest, opaque,
+		c.Realm, c.Method, c.Intent, request, c.ExpiresParam(), c.Digest, opaque,
 	}, "|")))
-	return b64.EncodeToString(mac.Sum(nil)), nil
+	return b64.EncodeToString(mac.Sum(nil))
 }
 
 // Bind validates the challenge and sets ID to its HMAC binding under
@@ -134,14 +143,14 @@ func (c *Challenge) Bind(secret []byte) error {
 		return errors.New("mpp: bind: empty secret")
 	}
 	c.ID = ""
-	if err := c.Validate(); err != nil {
+	if err := c.validateFields(); err != nil {
 		return err
 	}
-	id, err := c.bindingID(secret)
+	req, opaque, err := c.encodedSlots()
 	if err != nil {
 		return err
 	}
-	c.ID = id
+	c.ID = c.bindingID(secret, req, opaque)
 	return nil
 }
 
@@ -151,10 +160,11 @@ func (c *Challenge) Verify(secret []byte) bool {
 	if len(secret) == 0 || c.ID == "" {
 		return false
 	}
-	want, err := c.bindingID(secret)
+	req, opaque, err := c.encodedSlots()
 	if err != nil {
 		return false
 	}
+	want := c.bindingID(secret, req, opaque)
 	return hmac.Equal([]byte(want), []byte(c.ID))
 }
 
@@ -162,14 +172,16 @@ func (c *Challenge) Verify(secret []byte) bool {
 // challenge must have been bound (or validated); a field that cannot be
 // rendered is an error rather than a broken header.
 func (c *Challenge) Header() (string, error) {
-	if err := c.Validate(); err != nil {
-		return "", err
-	}
 	if c.ID == "" {
 		return "", invalidChallenge("challenge is not bound", nil)
 	}
-	req, _ := c.RequestB64()
-	opaque, _ := c.OpaqueB64()
+	if err := c.validateFields(); err != nil {
+		return "", err
+	}
+	req, opaque, err := c.encodedSlots()
+	if err != nil {
+		return "", err
+	}
 	var b strings.Builder
 	b.WriteString(Scheme)
 	b.WriteByte(' ')

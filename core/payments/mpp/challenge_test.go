@@ -322,3 +322,18 @@ func FuzzParseChallenges(f *testing.F) {
 		}
 	})
 }
+
+// BenchmarkChallenge402 is the per-offer cost of the unpaid 402 path:
+// bind one challenge and render its header.
+func BenchmarkChallenge402(b *testing.B) {
+	c := sample()
+	b.ReportAllocs()
+	for b.Loop() {
+		if err := c.Bind(secret); err != nil {
+			b.Fatal(err)
+		}
+		if _, err := c.Header(); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
