@@ -13,6 +13,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/faxhub/faxhub/core/jcs"
 	"github.com/faxhub/faxhub/core/payments"
 	"github.com/faxhub/faxhub/core/seal"
 )
@@ -204,27 +205,14 @@ func (s *Service) cartContents(c *CreditPurchase) ([]byte, error) {
 	return canonicalJSON(cc)
 }
 
-// canonicalJSON encodes v, then decodes and re-encodes it as a tree so that
-// object keys come out sorted (JCS orders by UTF-16 code units, which for
-// our ASCII keys is Go's byte order).
+// canonicalJSON renders the cart in JCS (RFC 8785), the byte form the
+// mandate signatures cover.
 func canonicalJSON(v any) ([]byte, error) {
-	raw, err := json.Marshal(v)
+	out, err := jcs.Marshal(v)
 	if err != nil {
-		return nil, fmt.Errorf("encode cart: %w", err)
-	}
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.UseNumber()
-	var tree any
-	if err := dec.Decode(&tree); err != nil {
-		return nil, fmt.Errorf("decode cart: %w", err)
-	}
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(tree); err != nil {
 		return nil, fmt.Errorf("canonicalize cart: %w", err)
 	}
-	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
+	return out, nil
 }
 
 // decimalValue renders micro-USD as the shortest decimal ("10", "4.5",

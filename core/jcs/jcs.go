@@ -1,0 +1,159 @@
+// Package jcs renders JSON in the JSON Canonicalization Scheme (RFC 8785):
+// object members sorted by their UTF-16 code units, no insignificant
+// whitespace, strings escaped only where JSON requires it (no HTML
+// escaping, U+2028/U+2029 left as they are) and numbers in their shortest
+// ECMAScript form. Signatures and HMACs over JSON (AP2 carts, MPP
+// challenge requests) need one byte form per value; this is it.
+package jcs
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"math"
+	"slices"
+	"strconv"
+	"unicode/utf16"
+	"unicode/utf8"
+)
+
+// Marshal encodes v with encoding/json and returns its canonical form.
+func Marshal(v any) ([]byte, error) {
+	raw, err := json.Marshal(v)
+	if err != nil {
+		return nil, fmt.Errorf("jcs: encode: %w", err)
+	}
+	return Canonicalize(raw)
+}
+
+// Canonicalize returns the canonical form of one JSON text. Invalid JSON,
+// invalid UTF-8 and numbers outside the IEEE 754 double range are refused
+// (RFC 8785 §3.2.2.3 has no form for them).
+func Canonicalize(raw []byte) ([]byte, error) {
+	if !utf8.Valid(raw) {
+		return nil, fmt.Errorf("jcs: invalid UTF-8")
+	}
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	var tree any
+	if err := dec.Decode(&tree); err != nil {
+		return nil, fmt.Errorf("jcs: decode: %w", err)
+	}
+	if dec.More() {
+		return nil, fmt.Errorf("jcs: trailing data after the JSON value")
+	}
+	var buf bytes.Buffer
+	if err := write(&buf, tree); err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
+}
+
+func write(b *bytes.Buffer, v any) error {
+	switch v := v.(type) {
+	case nil:
+		b.WriteString("null")
+	case bool:
+		b.WriteString(strconv.FormatBool(v))
+	case json.Number:
+		s, err := number(string(v))
+		if err != nil {
+			return err
+		}
+		b.WriteString(s)
+	case string:
+		writeString(b, v)
+	case []any:
+		b.WriteByte('[')
+		for i, e := range v {
+			if i > 0 {
+				b.WriteByte(',')
+			}
+			if err := write(b, e); err != nil {
+				return err
+			}
+		}
+		b.WriteByte(']')
+	case map[string]any:
+		keys := make([]string, 0, len(v))
+		for k := range v {
+			keys = append(keys, k)
+		}
+		slices.SortFunc(keys, compareUTF16)
+		b.WriteByte('{')
+		for i, k := range keys {
+			if i > 0 {
+				b.WriteByte(',')
+			}
+			writeString(b, k)
+			b.WriteByte(':')
+			if err := write(b, v[k]); err != nil {
+				return err
+			}
+		}
+		b.WriteByte('}')
+	default:
+		return fmt.Errorf("jcs: unexpected %T", v)
+	}
+	return nil
+}
+
+// number renders a JSON number as ECMAScript's Number.prototype.toString
+// does for its double value; encoding/json's float64 encoder implements
+// exactly that algorithm (shortest round-trip digits, exponent form below
+// 1e-6 and from 1e21).
+func number(lit string) (string, error) {
+	f, err := strconv.ParseFloat(lit, 64)
+	if err != nil || math.IsInf(f, 0) || math.IsNaN(f) {
+		return "", fmt.Errorf("jcs: number %q out of range", lit)
+	}
+	if f == 0 {
+		return "0", nil // -0 too
+	}
+	out, err := json.Marshal(f)
+	if err != nil {
+		return "", fmt.Errorf("jcs: number %q: %w", lit, err)
+	}
+	return string(out), nil
+}
+
+const hex = "0123456789abcdef"
+
+func writeString(b *bytes.Buffer, s string) {
+	b.WriteByte('"')
+	for _, r := range s {
+		switch r {
+		case '"':
+			b.WriteString(`\"`)
+		case '\\':
+			b.WriteString(`\\`)
+		case '\b':
+			b.WriteString(`\b`)
+		case '\f':
+			b.WriteString(`\f`)
+		case '\n':
+			b.WriteString(`\n`)
+		case '\r':
+			b.WriteString(`\r`)
+		case '\t':
+			b.WriteString(`\t`)
+		default:
+			if r < 0x20 {
+				b.WriteString(`\u00`)
+				b.WriteByte(hex[r>>4])
+				b.WriteByte(hex[r&0xf])
+				continue
+			}
+			b.WriteRune(r)
+		}
+	}
+	b.WriteByte('"')
+}
+
+// compareUTF16 orders strings by UTF-16 code units (RFC 8785 §3.2.3); it
+// differs from Go's byte order only between supplementary-plane characters
+// and U+E000..U+FFFF.
+func compareUTF16(a, b string) int {
+	ua, ub := utf16.Encode([]rune(a)), utf16.Encode([]rune(b))
+	return slices.Compare(ua, ub)
+}
