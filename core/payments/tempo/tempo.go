@@ -199,31 +199,48 @@ func (m *Method) Token() string { return m.token }
 // ChainID is the configured chain for offers' methodDetails.chainId.
 func (m *Method) ChainID() uint64 { return m.chainID }
 
-// credential is the MPP tempo push payload.
-type credential struct {
-	Type string `json:"type"`
-	Hash string `json:"hash"`
-}
-
 // parseCredential is strict: exactly {"type":"hash","hash":"0x" + 64 hex},
-// no other members. It returns the lowercase hash, or "" when malformed.
+// each member once, spelled exactly so (encoding/json would match "Hash"
+// and take the last of duplicate keys), nothing else. It returns the
+// lowercase hash, or "" when malformed.
 func parseCredential(raw json.RawMessage) string {
 	if len(raw) == 0 || len(raw) > maxCredential {
 		return ""
 	}
 	dec := json.NewDecoder(strings.NewReader(string(raw)))
-	dec.DisallowUnknownFields()
-	var c credential
-	if err := dec.Decode(&c); err != nil {
+	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
+		return ""
+	}
+	members := map[string]string{}
+	for dec.More() {
+		k, err := dec.Token()
+		if err != nil {
+			return ""
+		}
+		key, _ := k.(string)
+		if _, dup := members[key]; dup || (key != "type" && key != "hash") {
+			return ""
+		}
+		v, err := dec.Token()
+		if err != nil {
+			return ""
+		}
+		val, ok := v.(string)
+		if !ok {
+			return ""
+		}
+		members[key] = val
+	}
+	if t, err := dec.Token(); err != nil || t != json.Delim('}') {
 		return ""
 	}
 	if _, err := dec.Token(); err != io.EOF {
 		return ""
 	}
-	if c.Type != "hash" || !isHex(c.Hash, 64) {
+	if members["type"] != "hash" || !isHex(members["hash"], 64) {
 		return ""
 	}
-	return strings.ToLower(c.Hash)
+	return strings.ToLower(members["hash"])
 }
 
 // Charge implements payments.PaymentMethod for push mode.
