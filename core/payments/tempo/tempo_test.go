@@ -400,3 +400,13 @@ func TestNew(t *testing.T) {
 		}
 	}
 }
+
+func TestThroughInProcessTransport(t *testing.T) {
+	st := tempotest.New(tempo.DefaultChainID)
+	st.AddTransfer(hash('a'), payer, recipient, token, big.NewInt(500_000), true)
+	m := newMethod(t, "http://tempo.test/rpc", func(o *tempo.Options) { o.HTTPClient = &http.Client{Transport: st.Transport()} })
+	res, err := m.Charge(context.Background(), charge(500_000, cred(hash('a'))))
+	if err != nil || res.Status != payments.StatusSucceeded || res.Reference != hash('a') {
+		t.Fatalf("%+v %v", res, err)
+	}
+}
