@@ -12,7 +12,14 @@
 // single use of a hash across replicas is core's, through UsedHashes.
 //
 // Pull mode (a signed 0x76 transaction the server broadcasts) is not
-// implemented; offers must advertise supportedModes ["push"] only.
+// implemented; offers must advertise supportedModes ["push"] only, and
+// carry Recipient, Token (as the currency) and ChainID.
+//
+// Known limit of push mode as verified here: a transfer is not bound to a
+// challenge (no memo, no block-time check), so whoever first presents the
+// hash of an unused transfer to the recipient is served by it, including
+// someone who read it on chain before its payer retried. Binding (a
+// TIP-20 transferWithMemo carrying the challenge id) is future work.
 package tempo
 
 import (
@@ -56,10 +63,19 @@ const (
 	maxMessage    = 300
 )
 
-// TransferTopic is keccak256("Transfer(address,address,uint256)"), topic0
-// of an ERC-20/TIP-20 Transfer log, computed once at init from the
-// signature (tested against the well-known value).
-var TransferTopic = "0x" + hex.EncodeToString(keccak256([]byte("Transfer(address,address,uint256)")))
+// transferTopic is keccak256("Transfer(address,address,uint256)"), topic0
+// of an ERC-20/TIP-20 Transfer log, computed once from the signature and
+// never changed (see TransferTopic).
+var transferTopic = "0x" + hex.EncodeToString(keccak256([]byte("Transfer(address,address,uint256)")))
+
+// TransferTopic is topic0 of a Transfer log (0xddf252ad…), lowercase.
+func TransferTopic() string { return transferTopic }
+
+// ErrNotMined is wrapped by Charge's error when the node has no receipt for
+// the hash: not mined yet, or unknown. It is no verdict: core keeps the
+// challenge open and tells the payer to retry the same credential shortly
+// (e.g. a 402 with Retry-After), rather than to pay again.
+var ErrNotMined = errors.New("tempo: the transaction is not mined yet (or unknown to the node)")
 
 func keccak256(b []byte) []byte {
 	h := sha3.NewLegacyKeccak256()
@@ -255,7 +271,8 @@ func parseCredential(raw json.RawMessage) string {
 // the node has no receipt for. Unknown and not-yet-mined look the same over
 // JSON-RPC (a null receipt), and a transfer broadcast a second ago is the
 // normal case in push mode, so refusing it would make the payer pay again;
-// core keeps the challenge open and the payer retries shortly. Also errors:
+// the error wraps ErrNotMined, core keeps the challenge open and the payer
+// retries shortly. Also errors:
 // RPC failures (transport, timeout, non-200, a JSON-RPC error, an answer
 // that is not JSON-RPC), an RPC on another chain, a UsedHashes failure.
 //
@@ -286,7 +303,7 @@ func (m *Method) Charge(ctx context.Context, r payments.ChargeRequest) (payments
 		return payments.Result{}, fmt.Errorf("tempo charge: %w", err)
 	}
 	if rc == nil {
-		return payments.Result{}, fmt.Errorf("tempo charge: transaction %s is not mined yet (or unknown to the node); retry shortly", hash)
+		return payments.Result{}, fmt.Errorf("tempo charge: transaction %s: %w; retry shortly", hash, ErrNotMined)
 	}
 	if rc.TransactionHash != "" && !strings.EqualFold(rc.TransactionHash, hash) {
 		return payments.Result{}, fmt.Errorf("tempo charge: the node answered the receipt of %s for %s", clip(rc.TransactionHash), hash)
@@ -341,7 +358,7 @@ func (m *Method) paid(logs []txLog, want *big.Int) bool {
 		if l.Removed || !strings.EqualFold(l.Address, m.token) || len(l.Topics) != 3 {
 			continue
 		}
-		if !strings.EqualFold(l.Topics[0], TransferTopic) {
+		if !strings.EqualFold(l.Topics[0], transferTopic) {
 			continue
 		}
 		to, ok := topicAddress(l.Topics[2])

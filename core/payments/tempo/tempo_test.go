@@ -50,8 +50,8 @@ func newMethod(t *testing.T, rpc string, mod ...func(*tempo.Options)) *tempo.Met
 
 func TestTransferTopic(t *testing.T) {
 	const want = "0xddf252ad1be2c89b69c2b068fc378daa952ba7f163c4a11628f55a4df523b3ef"
-	if tempo.TransferTopic != want {
-		t.Fatalf("TransferTopic = %s, want %s", tempo.TransferTopic, want)
+	if got := tempo.TransferTopic(); got != want {
+		t.Fatalf("TransferTopic = %s, want %s", got, want)
 	}
 }
 
@@ -118,6 +118,9 @@ func TestCharge(t *testing.T) {
 			if tc.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
 					t.Fatalf("err = %v, want %q (result %+v)", err, tc.wantErr, res)
+				}
+				if !errors.Is(err, tempo.ErrNotMined) {
+					t.Errorf("err = %v, want it to wrap ErrNotMined", err)
 				}
 				return
 			}
