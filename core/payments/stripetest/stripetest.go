@@ -39,13 +39,14 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"net/http/httptest"
 	"net/url"
 	"sort"
 	"strconv"
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/faxhub/faxhub/core/payments/internal/inproc"
 )
 
 const (
@@ -585,25 +586,4 @@ func writeRaw(w http.ResponseWriter, status int, body []byte) {
 // listener: test mode can give the stripe method
 // &http.Client{Transport: s.Transport()} and any base URL. The request's
 // context is honoured before the call; the answer is whole when returned.
-func (s *Server) Transport() http.RoundTripper { return transport{s} }
-
-type transport struct{ s *Server }
-
-func (t transport) RoundTrip(r *http.Request) (*http.Response, error) {
-	if err := r.Context().Err(); err != nil {
-		return nil, err
-	}
-	// A RoundTripper must not change the request and must close its
-	// body; the handler parses (and so changes) a clone.
-	in := r.Clone(r.Context())
-	if in.Body == nil {
-		in.Body = http.NoBody
-	} else {
-		defer r.Body.Close()
-	}
-	rec := httptest.NewRecorder()
-	t.s.ServeHTTP(rec, in)
-	res := rec.Result()
-	res.Request = r
-	return res, nil
-}
+func (s *Server) Transport() http.RoundTripper { return inproc.Transport(s) }

@@ -23,12 +23,13 @@ import (
 	"io"
 	"math/big"
 	"net/http"
-	"net/http/httptest"
 	"strconv"
 	"strings"
 	"sync"
 
 	"golang.org/x/crypto/sha3"
+
+	"github.com/faxhub/faxhub/core/payments/internal/inproc"
 )
 
 const maxBody = 64 << 10
@@ -219,24 +220,4 @@ func write(w http.ResponseWriter, v any) {
 
 // Transport serves the stand-in in process, for an http.Client that needs
 // no listener (a test mode, or tests): any URL reaches the server.
-func (s *Server) Transport() http.RoundTripper { return transport{s} }
-
-type transport struct{ s *Server }
-
-func (t transport) RoundTrip(r *http.Request) (*http.Response, error) {
-	if err := r.Context().Err(); err != nil {
-		return nil, err
-	}
-	// A RoundTripper must not change the request and must close its body.
-	in := r.Clone(r.Context())
-	if in.Body == nil {
-		in.Body = http.NoBody
-	} else {
-		defer r.Body.Close()
-	}
-	rec := httptest.NewRecorder()
-	t.s.ServeHTTP(rec, in)
-	res := rec.Result()
-	res.Request = r
-	return res, nil
-}
+func (s *Server) Transport() http.RoundTripper { return inproc.Transport(s) }
