@@ -23,30 +23,8 @@ import (
 // PostgreSQL schema: the live-token limit and the claim polling state
 // (slow_down) hold across them.
 func TestAgentRegistrationTwoReplicas(t *testing.T) {
-	pg := os.Getenv(testenv.EnvPostgres)
-	if pg == "" {
-		pg = os.Getenv(storetest.EnvPostgresURL)
-	}
-	if pg == "" {
-		t.Skip("set " + testenv.EnvPostgres + " or " + storetest.EnvPostgresURL + " to run two replicas on PostgreSQL")
-	}
-	dsn := storetest.OpenPostgresSchema(t, pg)
 	const base = "http://faxhub.test"
-	var srvs []*httptest.Server
-	var apps []*app.App
-	for range 2 {
-		a, err := app.Open(t.Context(), app.Options{
-			BaseURL: base, DataDir: t.TempDir(), Database: dsn, MCPOAuth: true, SimTimeScale: 0, InsertOnly: true,
-			Logger: slog.New(slog.NewTextHandler(testLog{t}, &slog.HandlerOptions{Level: slog.LevelWarn})),
-		})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { a.Close() })
-		s := httptest.NewServer(a.Handler())
-		t.Cleanup(s.Close)
-		apps, srvs = append(apps, a), append(srvs, s)
-	}
+	apps, srvs := replicas(t, 2, base, func(o *app.Options) { o.MCPOAuth = true })
 	owner, err := apps[0].Svc.CreateOwner(t.Context(), "agents@example.com", "Agents", true)
 	if err != nil {
 		t.Fatal(err)
@@ -185,4 +163,39 @@ func TestAgentTokenAtMCP(t *testing.T) {
 	if code, body := call("list_faxes"); code != http.StatusForbidden {
 		t.Fatalf("list_faxes without fax:read: %d %s", code, body)
 	}
+}
+
+// replicas opens n app.Open instances on one fresh PostgreSQL schema, each
+// behind its own test server, all with base URL base; it skips the test
+// when no PostgreSQL is configured. mod adjusts the options of each.
+func replicas(t *testing.T, n int, base string, mod func(*app.Options)) ([]*app.App, []*httptest.Server) {
+	t.Helper()
+	pg := os.Getenv(testenv.EnvPostgres)
+	if pg == "" {
+		pg = os.Getenv(storetest.EnvPostgresURL)
+	}
+	if pg == "" {
+		t.Skip("set " + testenv.EnvPostgres + " or " + storetest.EnvPostgresURL + " to run replicas on PostgreSQL")
+	}
+	dsn := storetest.OpenPostgresSchema(t, pg)
+	var srvs []*httptest.Server
+	var apps []*app.App
+	for range n {
+		o := app.Options{
+			BaseURL: base, DataDir: t.TempDir(), Database: dsn, SimTimeScale: 0, InsertOnly: true,
+			Logger: slog.New(slog.NewTextHandler(testLog{t}, &slog.HandlerOptions{Level: slog.LevelWarn})),
+		}
+		if mod != nil {
+			mod(&o)
+		}
+		a, err := app.Open(t.Context(), o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { a.Close() })
+		s := httptest.NewServer(a.Handler())
+		t.Cleanup(s.Close)
+		apps, srvs = append(apps, a), append(srvs, s)
+	}
+	return apps, srvs
 }

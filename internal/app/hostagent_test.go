@@ -6,50 +6,22 @@ import (
 	"crypto/rand"
 	"encoding/base64"
 	"encoding/json"
-	"log/slog"
 	"net/http"
-	"net/http/httptest"
-	"os"
 	"testing"
 	"time"
 
 	"github.com/go-jose/go-jose/v4"
 
-	"github.com/faxhub/faxhub/conformance/storetest"
 	"github.com/faxhub/faxhub/core"
 	"github.com/faxhub/faxhub/hostagent"
-	"github.com/faxhub/faxhub/internal/app"
-	"github.com/faxhub/faxhub/internal/testenv"
 )
 
 // TestHostAgentTwoReplicas runs two app.Open instances on one PostgreSQL
 // schema: a host JWT's jti used on A is refused on B; an agent registered
 // on A is approved on B and reads active on A.
 func TestHostAgentTwoReplicas(t *testing.T) {
-	pg := os.Getenv(testenv.EnvPostgres)
-	if pg == "" {
-		pg = os.Getenv(storetest.EnvPostgresURL)
-	}
-	if pg == "" {
-		t.Skip("set " + testenv.EnvPostgres + " or " + storetest.EnvPostgresURL + " to run two replicas on PostgreSQL")
-	}
-	dsn := storetest.OpenPostgresSchema(t, pg)
 	const base = "http://faxhub.test"
-	var srvs []*httptest.Server
-	var apps []*app.App
-	for range 2 {
-		a, err := app.Open(t.Context(), app.Options{
-			BaseURL: base, DataDir: t.TempDir(), Database: dsn, SimTimeScale: 0, InsertOnly: true,
-			Logger: slog.New(slog.NewTextHandler(testLog{t}, &slog.HandlerOptions{Level: slog.LevelWarn})),
-		})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { a.Close() })
-		s := httptest.NewServer(a.Handler())
-		t.Cleanup(s.Close)
-		apps, srvs = append(apps, a), append(srvs, s)
-	}
+	apps, srvs := replicas(t, 2, base, nil)
 	ctx := t.Context()
 	owner, err := apps[0].Svc.CreateOwner(ctx, "hosts@example.com", "Hosts", true)
 	if err != nil {
