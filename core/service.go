@@ -49,6 +49,9 @@ type Config struct {
 	// Storage: upload leases, upload rate, quota, retention, GC.
 	Storage StorageConfig
 
+	// Machine: paying machines over HTTP 402 (core/machine.go).
+	Machine MachineConfig
+
 	// Now is the clock; tests replace it.
 	Now func() time.Time
 }
@@ -72,6 +75,10 @@ func (c *Config) setDefaults() {
 	}
 	c.AgentMode = cmp.Or(c.AgentMode, ModeLive)
 	c.Storage.setDefaults()
+	c.Machine.ChallengeTTL = cmp.Or(c.Machine.ChallengeTTL, 5*time.Minute)
+	c.Machine.SettleLease = cmp.Or(c.Machine.SettleLease, 2*time.Minute)
+	c.Machine.StatusTTL = cmp.Or(c.Machine.StatusTTL, 30*24*time.Hour)
+	c.Machine.MaxPDFBytes = cmp.Or(c.Machine.MaxPDFBytes, 10<<20)
 }
 
 // Deps are the ports the service drives.
@@ -97,6 +104,10 @@ type Deps struct {
 	// credentials (a card token): the test card in test mode, Stripe in
 	// live mode once configured (payments issue).
 	PaymentMethods map[Mode]payments.PaymentMethod
+	// Machine lists the methods paying machines can use, in the order
+	// they are offered (core/machine.go); empty with machine payments on,
+	// the machine endpoint answers machine_payments_not_available.
+	Machine []MachineMethod
 	// AuthState, when an authorization server keeps its state in the same
 	// database, lets the garbage collector purge it too.
 	AuthState AuthStatePurger
