@@ -7,32 +7,19 @@ import (
 	"crypto/rand"
 	"encoding/base64"
 	"encoding/json"
-	"fmt"
-	"html"
 	"io"
-	"log/slog"
-	"net"
 	"net/http"
-	"net/http/cookiejar"
-	"net/http/httptest"
-	"net/url"
-	"os"
-	"regexp"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
-	"github.com/descope/virtualwebauthn"
 	"github.com/go-jose/go-jose/v4"
 
-	"github.com/faxhub/faxhub/conformance/storetest"
 	"github.com/faxhub/faxhub/core"
-	"github.com/faxhub/faxhub/core/web"
 	"github.com/faxhub/faxhub/hostagent"
 	"github.com/faxhub/faxhub/internal/app"
-	"github.com/faxhub/faxhub/internal/passkeytest"
-	"github.com/faxhub/faxhub/internal/testenv"
+	"github.com/faxhub/faxhub/internal/consoletest"
 )
 
 // clock is the injected service clock (core.Config.Now).
@@ -60,50 +47,22 @@ func (c *clock) Advance(d time.Duration) {
 type env struct {
 	t     *testing.T
 	a     *app.App
+	site  *consoletest.Site
 	base  string
 	api   string
 	clock *clock
-	rp    virtualwebauthn.RelyingParty
 }
 
 func newEnv(t *testing.T) *env {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	port := ln.Addr().(*net.TCPAddr).Port
-	base := fmt.Sprintf("http://localhost:%d", port)
-	dsn := ""
-	if pg := os.Getenv(testenv.EnvPostgres); pg != "" {
-		dsn = storetest.OpenPostgresSchema(t, pg)
-	}
 	clk := &clock{t: time.Now().UTC().Truncate(time.Second)}
-	a, err := app.Open(t.Context(), app.Options{
-		BaseURL: base, APIURL: fmt.Sprintf("http://127.0.0.1:%d", port), DataDir: t.TempDir(), Database: dsn,
-		Dev: true, SimTimeScale: 0, InsertOnly: true,
-		Core:   func(c *core.Config) { c.Now = clk.Now },
-		Logger: slog.New(slog.NewTextHandler(testLog{t}, &slog.HandlerOptions{Level: slog.LevelWarn})),
+	site := consoletest.Start(t, func(base, loopback string) app.Options {
+		return app.Options{BaseURL: base, APIURL: loopback, DataDir: t.TempDir(), Database: consoletest.Database(t),
+			Dev: true, SimTimeScale: 0, InsertOnly: true,
+			Core:   func(c *core.Config) { c.Now = clk.Now },
+			Logger: consoletest.Logger(t)}
 	})
-	if err != nil {
-		ln.Close()
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { a.Close() })
-	srv := httptest.NewUnstartedServer(a.Handler())
-	srv.Listener.Close()
-	srv.Listener = ln
-	srv.Start()
-	t.Cleanup(srv.Close)
-	return &env{t: t, a: a, base: base, api: a.Svc.Config().APIURL, clock: clk,
-		rp: virtualwebauthn.RelyingParty{ID: "localhost", Name: "faxhub", Origin: base}}
-}
-
-type testLog struct{ t *testing.T }
-
-func (w testLog) Write(p []byte) (int, error) {
-	w.t.Log(string(bytes.TrimRight(p, "\n")))
-	return len(p), nil
+	return &env{t: t, a: site.App, site: site, base: site.Base, api: site.App.Svc.Config().APIURL, clock: clk}
 }
 
 type reply struct {
@@ -114,6 +73,13 @@ type reply struct {
 }
 
 func (r reply) str(k string) string { s, _ := r.body[k].(string); return s }
+
+// decoded is r with its JSON body decoded.
+func decoded(r consoletest.Reply) reply {
+	var m map[string]any
+	_ = json.Unmarshal([]byte(r.Body), &m)
+	return reply{status: r.Status, header: r.Header, body: m, raw: r.Body}
+}
 
 // call sends a request (body JSON-encoded unless it is a string).
 func call(t *testing.T, c *http.Client, method, target string, body any, h http.Header) reply {
@@ -186,107 +152,23 @@ func (k key) jwt(t *testing.T, typ string, claims map[string]any) string {
 	return out
 }
 
-// owner is an account with a console session (a cookie jar).
+// owner is an account with a console session, signed in at both origins
+// (the console's endpoints answer on the API origin too).
 type owner struct {
-	e  *env
-	o  *core.Owner
-	c  *http.Client
-	dv *passkeytest.Device
+	*consoletest.Owner
+	e *env
 }
 
 func (e *env) owner(email string) *owner {
 	e.t.Helper()
-	o, err := e.a.Svc.CreateOwner(e.t.Context(), email, "Owner", true)
-	if err != nil {
-		e.t.Fatal(err)
-	}
-	secret, _, err := e.a.Svc.CreateSession(e.t.Context(), o.ID, "test")
-	if err != nil {
-		e.t.Fatal(err)
-	}
-	jar, _ := cookiejar.New(nil)
-	for _, origin := range []string{e.base, e.api} {
-		u, _ := url.Parse(origin)
-		jar.SetCookies(u, []*http.Cookie{{Name: web.SessionCookieName, Value: secret, Path: "/"}})
-	}
-	return &owner{e: e, o: o, c: &http.Client{Jar: jar, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}}
+	return &owner{Owner: e.site.Owner(e.t, email, e.api), e: e}
 }
 
-// post is a same-origin owner request to the base origin.
+// post is a same-origin owner request to the base origin, its answer
+// decoded as the host and agent endpoints' are.
 func (w *owner) post(path string, body any, csrf string) reply {
-	h := http.Header{"Origin": {w.e.base}, "Sec-Fetch-Site": {"same-origin"}}
-	if csrf != "" {
-		h.Set("X-CSRF-Token", csrf)
-	}
-	return call(w.e.t, w.c, http.MethodPost, w.e.base+path, body, h)
-}
-
-var csrfMeta = regexp.MustCompile(`<meta name="csrf-token" content="([^"]+)">`)
-
-func (w *owner) csrf() string {
-	t := w.e.t
-	t.Helper()
-	req, _ := http.NewRequest(http.MethodGet, w.e.base+"/console/account", nil)
-	res, err := w.c.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer res.Body.Close()
-	b, _ := io.ReadAll(res.Body)
-	m := csrfMeta.FindStringSubmatch(string(b))
-	if res.StatusCode != 200 || m == nil {
-		t.Fatalf("no form token (status %d)", res.StatusCode)
-	}
-	return html.UnescapeString(m[1])
-}
-
-// addPasskey registers a software passkey on the owner's account.
-func (w *owner) addPasskey() {
-	t := w.e.t
-	t.Helper()
-	csrf := w.csrf()
-	d := passkeytest.NewDevice()
-	opts := w.post("/console/account/passkeys/begin", map[string]any{"name": "Laptop"}, csrf)
-	if opts.status != 200 {
-		t.Fatalf("passkey begin: %d %s", opts.status, opts.raw)
-	}
-	ao, err := virtualwebauthn.ParseAttestationOptions(opts.raw)
-	if err != nil {
-		t.Fatalf("attestation options: %v", err)
-	}
-	att := virtualwebauthn.CreateAttestationResponse(w.e.rp, d.Auth, d.Cred, *ao)
-	r := w.post("/console/account/passkeys/finish", map[string]any{"name": "Laptop", "credential": json.RawMessage(att)}, csrf)
-	if r.status != 200 {
-		t.Fatalf("passkey finish: %d %s", r.status, r.raw)
-	}
-	d.Auth.AddCredential(d.Cred)
-	d.Auth.Options.UserHandle = []byte(ao.UserID)
-	w.dv = d
-}
-
-// approve answers approval id with the owner's passkey through the
-// console's endpoints; uv false makes the authenticator skip user
-// verification.
-func (w *owner) approve(id string, uv bool) reply {
-	t := w.e.t
-	t.Helper()
-	apr, err := w.e.a.Svc.GetApproval(t.Context(), w.o.ID, id)
-	if err != nil {
-		t.Fatalf("approval %s: %v", id, err)
-	}
-	csrf := w.csrf()
-	opts := w.post("/console/approvals/"+id+"/passkey/begin", map[string]any{"binding": apr.BindingHash}, csrf)
-	if opts.status != 200 {
-		return opts
-	}
-	ao, err := virtualwebauthn.ParseAssertionOptions(opts.raw)
-	if err != nil {
-		t.Fatalf("assertion options: %v\n%s", err, opts.raw)
-	}
-	w.dv.Auth.Options.UserNotVerified = !uv
-	defer func() { w.dv.Auth.Options.UserNotVerified = false }()
-	as := virtualwebauthn.CreateAssertionResponse(w.e.rp, w.dv.Auth, w.dv.Cred, *ao)
-	return w.post("/console/approvals/"+id+"/passkey/finish", map[string]any{"credential": json.RawMessage(as)}, csrf)
+	w.e.t.Helper()
+	return decoded(w.PostJSON(w.e.t, path, body, csrf))
 }
 
 // host is a provisioned host with its key.
@@ -393,7 +275,7 @@ func (w *owner) activeAgent(h *host, caps ...string) *agent {
 	for _, c := range caps {
 		granted = append(granted, core.Capability(c))
 	}
-	if _, err := w.e.a.Svc.DecideDevice(t.Context(), w.o.ID, r.str("agent_id"), code, true, granted); err != nil {
+	if _, err := w.e.a.Svc.DecideDevice(t.Context(), w.Account.ID, r.str("agent_id"), code, true, granted); err != nil {
 		t.Fatalf("approve device: %v", err)
 	}
 	return &agent{h: h, id: r.str("agent_id"), key: k}

@@ -84,14 +84,14 @@ func TestHostCreateAndEnroll(t *testing.T) {
 	k := newKey(t)
 	body := map[string]any{"name": "CI", "public_key": k.jwk, "default_capabilities": []string{}}
 	wantError(t, "no session", call(t, nil, http.MethodPost, e.base+hostagent.PathHostCreate, body, nil), 401, "authentication_required")
-	r := call(t, w.c, http.MethodPost, e.base+hostagent.PathHostCreate, body, http.Header{"Origin": {"https://evil.test"}, "Sec-Fetch-Site": {"cross-site"}})
+	r := call(t, w.Client, http.MethodPost, e.base+hostagent.PathHostCreate, body, http.Header{"Origin": {"https://evil.test"}, "Sec-Fetch-Site": {"cross-site"}})
 	wantError(t, "cross-origin", r, 403, "unauthorized")
 	bad := map[string]any{"name": "CI", "public_key": map[string]any{"kty": "OKP", "crv": "Ed25519", "x": k.jwk["x"], "d": "secret"}, "default_capabilities": []string{}}
 	wantError(t, "private key", w.post(hostagent.PathHostCreate, bad, ""), 400, core.CodeInvalidPublicKey)
 	wantError(t, "unknown field", w.post(hostagent.PathHostCreate, map[string]any{"name": "x", "default_capabilities": []string{}, "pubkey": 1}, ""), 400, "invalid_request")
 
 	// The API origin serves host create too (same-origin there).
-	r = call(t, w.c, http.MethodPost, e.api+hostagent.PathHostCreate, map[string]any{"name": "API", "public_key": newKey(t).jwk, "default_capabilities": []string{}},
+	r = call(t, w.Client, http.MethodPost, e.api+hostagent.PathHostCreate, map[string]any{"name": "API", "public_key": newKey(t).jwk, "default_capabilities": []string{}},
 		http.Header{"Origin": {e.api}, "Sec-Fetch-Site": {"same-origin"}})
 	if r.status != http.StatusCreated || r.str("hostId") == "" {
 		t.Fatalf("host create on the API origin: %d %s", r.status, r.raw)
@@ -207,7 +207,7 @@ func TestRegisterDeviceApproval(t *testing.T) {
 		if old == code3 {
 			continue
 		}
-		if _, err := e.a.Svc.DecideDevice(t.Context(), w.o.ID, id, old, true, []core.Capability{"get_credits"}); err == nil {
+		if _, err := e.a.Svc.DecideDevice(t.Context(), w.Account.ID, id, old, true, []core.Capability{"get_credits"}); err == nil {
 			t.Fatal("an old device code approved the agent")
 		}
 	}
@@ -215,7 +215,7 @@ func TestRegisterDeviceApproval(t *testing.T) {
 	wantError(t, "device code unknown agent", call(t, nil, http.MethodPost, e.api+hostagent.PathDeviceCode, map[string]any{"agent_id": "dag_nope"}, bearer(h.jwt(nil))), 404, core.CodeAgentNotFound)
 
 	// The owner narrows: only validate_fax and get_credits.
-	if _, err := e.a.Svc.DecideDevice(t.Context(), w.o.ID, id, code3, true, []core.Capability{"validate_fax", "get_credits"}); err != nil {
+	if _, err := e.a.Svc.DecideDevice(t.Context(), w.Account.ID, id, code3, true, []core.Capability{"validate_fax", "get_credits"}); err != nil {
 		t.Fatalf("approve: %v", err)
 	}
 	st := call(t, nil, http.MethodGet, e.api+hostagent.PathStatus+"?agent_id="+id, nil, bearer(h.jwt(nil)))
@@ -286,7 +286,7 @@ func TestDeclineExpiryRevoke(t *testing.T) {
 	// Declined: rejected, and its JWTs refused.
 	k, r := h.register([]string{"get_credits"}, false)
 	id := r.str("agent_id")
-	if err := e.a.Svc.DeclineDevice(t.Context(), w.o.ID, id); err != nil {
+	if err := e.a.Svc.DeclineDevice(t.Context(), w.Account.ID, id); err != nil {
 		t.Fatal(err)
 	}
 	st := call(t, nil, http.MethodGet, e.api+hostagent.PathStatus+"?agent_id="+id, nil, bearer(h.jwt(nil)))
@@ -306,7 +306,7 @@ func TestDeclineExpiryRevoke(t *testing.T) {
 	wantError(t, "expired agent", (&agent{h: h, id: id2, key: k2}).execute("get_credits", nil), 403, core.CodeAgentExpired)
 	r = call(t, nil, http.MethodPost, e.api+hostagent.PathDeviceCode, map[string]any{"agent_id": id2}, bearer(h.jwt(nil)))
 	code, _ := approvalOf(t, r)
-	if _, err := e.a.Svc.DecideDevice(t.Context(), w.o.ID, id2, code, true, []core.Capability{"get_credits"}); err != nil {
+	if _, err := e.a.Svc.DecideDevice(t.Context(), w.Account.ID, id2, code, true, []core.Capability{"get_credits"}); err != nil {
 		t.Fatalf("approve after re-issue: %v", err)
 	}
 	ag := &agent{h: h, id: id2, key: k2}
@@ -325,7 +325,7 @@ func TestDeclineExpiryRevoke(t *testing.T) {
 	wantError(t, "revoked agent", ag.execute("get_credits", nil), 403, core.CodeAgentRevoked)
 
 	ag3 := w.activeAgent(h, "get_credits")
-	wantError(t, "owner revoke cross-origin", call(t, w.c, http.MethodPost, e.base+hostagent.PathRevoke, map[string]any{"agent_id": ag3.id},
+	wantError(t, "owner revoke cross-origin", call(t, w.Client, http.MethodPost, e.base+hostagent.PathRevoke, map[string]any{"agent_id": ag3.id},
 		http.Header{"Origin": {"https://evil.test"}, "Sec-Fetch-Site": {"cross-site"}}), 403, "unauthorized")
 	r = w.post(hostagent.PathRevoke, map[string]any{"agent_id": ag3.id}, "")
 	if r.status != 200 || r.str("status") != "revoked" {
@@ -335,7 +335,7 @@ func TestDeclineExpiryRevoke(t *testing.T) {
 
 	// Revoking the host stops every agent at once.
 	ag4 := w.activeAgent(h, "get_credits")
-	if err := e.a.Svc.RevokeHost(t.Context(), w.o.ID, h.id); err != nil {
+	if err := e.a.Svc.RevokeHost(t.Context(), w.Account.ID, h.id); err != nil {
 		t.Fatal(err)
 	}
 	wantError(t, "agent of revoked host", ag4.execute("get_credits", nil), 403, core.CodeHostRevoked)

@@ -17,10 +17,10 @@ import (
 func sendEnv(t *testing.T) (*env, *owner, *agent) {
 	e := newEnv(t)
 	w := e.owner("send@example.com")
-	if _, err := e.a.Svc.GrantCredits(t.Context(), w.o.ID, core.ModeTest, 10*core.MicrosPerDollar, "test fixture"); err != nil {
+	if _, err := e.a.Svc.GrantCredits(t.Context(), w.Account.ID, core.ModeTest, 10*core.MicrosPerDollar, "test fixture"); err != nil {
 		t.Fatal(err)
 	}
-	w.addPasskey()
+	w.AddPasskey(t)
 	h := w.createHost()
 	return e, w, w.activeAgent(h, "validate_fax", "create_upload", "send_fax", "get_fax_status", "get_credits")
 }
@@ -68,16 +68,16 @@ func TestSendFaxApprovedWithUV(t *testing.T) {
 	}
 
 	// Without user verification: refused, nothing sent.
-	if res := w.approve(approvalID, false); res.status == 200 {
-		t.Fatalf("approved without UV: %s", res.raw)
+	if res := w.Approve(t, approvalID, false); res.Status == 200 {
+		t.Fatalf("approved without UV: %s", res.Body)
 	}
 	if st := ag.sendStatus(t, statusURL); st.str("status") != "pending" {
 		t.Fatalf("after a refused approval: %s", st.raw)
 	}
 
 	// With UV: sent and paid once.
-	if res := w.approve(approvalID, true); res.status != 200 {
-		t.Fatalf("approve with UV: %d %s", res.status, res.raw)
+	if res := w.Approve(t, approvalID, true); res.Status != 200 {
+		t.Fatalf("approve with UV: %d %s", res.Status, res.Body)
 	}
 	st := ag.sendStatus(t, statusURL)
 	data, _ := st.body["data"].(map[string]any)
@@ -94,8 +94,8 @@ func TestSendFaxApprovedWithUV(t *testing.T) {
 	}
 
 	// A replayed approval is refused and charges nothing more.
-	if res := w.approve(approvalID, true); res.status == 200 {
-		t.Fatalf("replayed approval accepted: %s", res.raw)
+	if res := w.Approve(t, approvalID, true); res.Status == 200 {
+		t.Fatalf("replayed approval accepted: %s", res.Body)
 	}
 	if ag.balanceCents(t) != after {
 		t.Fatal("charged twice")
@@ -140,11 +140,11 @@ func TestSendFaxDeclinedExpiredChanged(t *testing.T) {
 	if r.status != http.StatusAccepted {
 		t.Fatalf("send: %d %s", r.status, r.raw)
 	}
-	apr, err := e.a.Svc.GetApproval(t.Context(), w.o.ID, r.str("approval_id"))
+	apr, err := e.a.Svc.GetApproval(t.Context(), w.Account.ID, r.str("approval_id"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := e.a.Svc.DecideApproval(t.Context(), w.o.ID, apr.ID, core.Decision{Approve: false, BindingHash: apr.BindingHash}); err != nil {
+	if _, err := e.a.Svc.DecideApproval(t.Context(), w.Account.ID, apr.ID, core.Decision{Approve: false, BindingHash: apr.BindingHash}); err != nil {
 		t.Fatalf("decline: %v", err)
 	}
 	if st := ag.sendStatus(t, r.str("status_url")); st.str("status") != "declined" || st.body["data"] != nil {
@@ -156,8 +156,8 @@ func TestSendFaxDeclinedExpiredChanged(t *testing.T) {
 	if _, err := e.a.DB.SQL().ExecContext(t.Context(), "UPDATE documents SET sha256 = 'changed' WHERE id = '"+doc.ID+"'"); err != nil {
 		t.Fatal(err)
 	}
-	if res := w.approve(r.str("approval_id"), true); res.status == 200 {
-		t.Fatalf("approved a changed document: %s", res.raw)
+	if res := w.Approve(t, r.str("approval_id"), true); res.Status == 200 {
+		t.Fatalf("approved a changed document: %s", res.Body)
 	}
 	if st := ag.sendStatus(t, r.str("status_url")); st.str("status") == "sent" {
 		t.Fatalf("changed document sent: %s", st.raw)
@@ -169,8 +169,8 @@ func TestSendFaxDeclinedExpiredChanged(t *testing.T) {
 	if st := ag.sendStatus(t, r.str("status_url")); st.str("status") != "expired" {
 		t.Fatalf("expired: %s", st.raw)
 	}
-	if res := w.approve(r.str("approval_id"), true); res.status == 200 {
-		t.Fatalf("approved an expired send: %s", res.raw)
+	if res := w.Approve(t, r.str("approval_id"), true); res.Status == 200 {
+		t.Fatalf("approved an expired send: %s", res.Body)
 	}
 	if ag.balanceCents(t) != before {
 		t.Fatal("something was charged")

@@ -147,9 +147,9 @@ func TestAuthentication(t *testing.T) {
 	w := e.owner("auth@example.com")
 	get := `{"jsonrpc":"2.0","id":1,"method":"GetTask","params":{"id":"tsk_nope"}}`
 	prm := e.base + "/.well-known/oauth-protected-resource/a2a"
-	mcpTok := w.token([]string{"fax:read"}, e.base+"/mcp")
-	a2aTok := w.token([]string{"fax:read"}, e.base+"/a2a")
-	key, _, err := e.a.Svc.CreateAPIKey(t.Context(), w.o.ID, core.ModeTest, "k")
+	mcpTok := w.Token(t, []string{"fax:read"}, e.base+"/mcp")
+	a2aTok := w.Token(t, []string{"fax:read"}, e.base+"/a2a")
+	key, _, err := e.a.Svc.CreateAPIKey(t.Context(), w.Account.ID, core.ModeTest, "k")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -184,7 +184,7 @@ func TestAuthentication(t *testing.T) {
 		t.Fatalf("GetTask with the token: %d %v", status, body)
 	}
 	// An agent-registration token for the A2A resource works too.
-	agent := w.agentToken([]string{"credits:read"}, e.base+"/a2a")
+	agent := w.AgentToken(t, []string{"credits:read"}, e.base+"/a2a")
 	d := call(t, e.client(agent), skillMsg("get_credits", nil))
 	if !strings.EqualFold(d["currency"].(string), "usd") || d["mode"] != "test" {
 		t.Fatalf("get_credits with an agent token: %v", d)

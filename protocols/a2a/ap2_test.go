@@ -128,8 +128,8 @@ func verifyCart(t *testing.T, e *env, c cart) {
 func TestAP2Purchase(t *testing.T) {
 	e := newEnv(t)
 	w := e.owner("ap2@example.com")
-	w.addPasskey()
-	tok := w.token([]string{"fax:read", "fax:draft", "credits:read", "credits:checkout"}, e.base+"/a2a")
+	w.AddPasskey(t)
+	tok := w.Token(t, []string{"fax:read", "fax:draft", "credits:read", "credits:checkout"}, e.base+"/a2a")
 	pack := e.a.Svc.CreditPacks()[0]
 
 	// Without the extension: -32008 naming it; no task.
@@ -138,7 +138,7 @@ func TestAP2Purchase(t *testing.T) {
 		t.Fatalf("details %v", d)
 	}
 	// Without the scope: core refuses, naming it.
-	noScope := e.client(w.token([]string{"fax:read", "credits:read"}, e.base+"/a2a"), a2aserver.ExtensionAP2)
+	noScope := e.client(w.Token(t, []string{"fax:read", "credits:read"}, e.base+"/a2a"), a2aserver.ExtensionAP2)
 	_, err = noScope.SendMessage(t.Context(), skillMsg("buy_credits", map[string]any{"packId": pack.ID}))
 	a2aErr(t, "no scope", err, a2a.ErrUnauthorized, "credits:checkout")
 	if n := countTasks(t, e); n != 0 {
@@ -191,14 +191,14 @@ func TestAP2Purchase(t *testing.T) {
 	before := call(t, c, skillMsg("get_credits", nil))["balance"]
 
 	// Without user verification the approval is refused and nothing moves.
-	if r := w.approve(approvalURL, false); r.status != http.StatusForbidden || !strings.Contains(r.body, core.CodeUserVerification) {
-		t.Fatalf("approval without UV: %d %s", r.status, r.body)
+	if r := w.Approve(t, approvalURL, false); r.Status != http.StatusForbidden || !strings.Contains(r.Body, core.CodeUserVerification) {
+		t.Fatalf("approval without UV: %d %s", r.Status, r.Body)
 	}
 	if got := getTask(t, c, task.ID); got.Status.State != a2a.TaskStateInputRequired {
 		t.Fatalf("after a refused approval %+v", got.Status)
 	}
-	if r := w.approve(approvalURL, true); r.status != 200 {
-		t.Fatalf("approval: %d %s", r.status, r.body)
+	if r := w.Approve(t, approvalURL, true); r.Status != 200 {
+		t.Fatalf("approval: %d %s", r.Status, r.Body)
 	}
 	done := getTask(t, c, task.ID)
 	receipt := artifactData(done, "receipt")
@@ -220,8 +220,8 @@ func TestAP2Purchase(t *testing.T) {
 	// A declined card: the owner approves, the charge fails.
 	res, err = c.SendMessage(t.Context(), mandateMsg(t2.ID, mandate(cartOf(t, t2), "pm_declined", "tok_chargeDeclined")))
 	_, data = statusData(t, asTask(t, res, err))
-	if r := w.approve(data["approvalUrl"].(string), true); r.status != 200 {
-		t.Fatalf("approval: %d %s", r.status, r.body)
+	if r := w.Approve(t, data["approvalUrl"].(string), true); r.Status != 200 {
+		t.Fatalf("approval: %d %s", r.Status, r.Body)
 	}
 	failed := getTask(t, c, t2.ID)
 	if _, data := statusData(t, failed); failed.Status.State != a2a.TaskStateFailed || data["failureCode"] != "payment_declined" {
@@ -233,11 +233,11 @@ func TestAP2Purchase(t *testing.T) {
 	res, err = c.SendMessage(t.Context(), mandateMsg(t3.ID, mandate(cartOf(t, t3), "pm_3", "tok_visa")))
 	_, data = statusData(t, asTask(t, res, err))
 	id := data["approvalUrl"].(string)[strings.LastIndex(data["approvalUrl"].(string), "/")+1:]
-	apr, err := e.a.Svc.GetApproval(t.Context(), w.o.ID, id)
+	apr, err := e.a.Svc.GetApproval(t.Context(), w.Account.ID, id)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := e.a.Svc.DecideApproval(t.Context(), w.o.ID, id, core.Decision{Approve: false, BindingHash: apr.BindingHash}); err != nil {
+	if _, err := e.a.Svc.DecideApproval(t.Context(), w.Account.ID, id, core.Decision{Approve: false, BindingHash: apr.BindingHash}); err != nil {
 		t.Fatal(err)
 	}
 	declined := getTask(t, c, t3.ID)

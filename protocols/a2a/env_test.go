@@ -1,322 +1,48 @@
 package a2a_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
-	"html"
 	"io"
-	"log/slog"
-	"net"
 	"net/http"
-	"net/http/cookiejar"
-	"net/http/httptest"
-	"net/url"
-	"os"
-	"regexp"
 	"strings"
 	"testing"
 
 	"github.com/a2aproject/a2a-go/v2/a2a"
 	"github.com/a2aproject/a2a-go/v2/a2aclient"
 	"github.com/a2aproject/a2a-go/v2/a2aclient/agentcard"
-	"github.com/descope/virtualwebauthn"
-	"golang.org/x/oauth2"
 
-	"github.com/faxhub/faxhub/conformance/storetest"
-	"github.com/faxhub/faxhub/core"
-	"github.com/faxhub/faxhub/core/web"
 	"github.com/faxhub/faxhub/internal/app"
-	"github.com/faxhub/faxhub/internal/passkeytest"
-	"github.com/faxhub/faxhub/internal/testenv"
-	"github.com/faxhub/faxhub/oauth"
+	"github.com/faxhub/faxhub/internal/consoletest"
 )
-
-const redirectURI = "http://127.0.0.1:53682/callback"
 
 // env is a whole faxhub (internal/app's production wiring) on a loopback
 // listener named localhost (passkeys need a host name), on SQLite or, with
 // FAXHUB_TESTENV_POSTGRES, on PostgreSQL. Its API origin is the same
 // listener under 127.0.0.1, so both origins can be asked for the card.
 type env struct {
-	t        *testing.T
-	a        *app.App
-	base     string
-	api      string
-	rp       virtualwebauthn.RelyingParty
-	noFollow *http.Client
+	t    *testing.T
+	a    *app.App
+	site *consoletest.Site
+	base string
+	api  string
 }
 
 func newEnv(t *testing.T) *env {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	port := ln.Addr().(*net.TCPAddr).Port
-	base := fmt.Sprintf("http://localhost:%d", port)
-	dsn := ""
-	if pg := os.Getenv(testenv.EnvPostgres); pg != "" {
-		dsn = storetest.OpenPostgresSchema(t, pg)
-	}
-	a, err := app.Open(t.Context(), app.Options{
-		BaseURL: base, APIURL: fmt.Sprintf("http://127.0.0.1:%d", port), DataDir: t.TempDir(), Database: dsn,
-		Dev: true, MCPOAuth: true, SimTimeScale: 0, InsertOnly: true,
-		Logger: slog.New(slog.NewTextHandler(testLog{t}, &slog.HandlerOptions{Level: slog.LevelWarn})),
+	site := consoletest.Start(t, func(base, loopback string) app.Options {
+		return app.Options{BaseURL: base, APIURL: loopback, DataDir: t.TempDir(), Database: consoletest.Database(t),
+			Dev: true, MCPOAuth: true, SimTimeScale: 0, InsertOnly: true, Logger: consoletest.Logger(t)}
 	})
-	if err != nil {
-		ln.Close()
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { a.Close() })
-	srv := httptest.NewUnstartedServer(a.Handler())
-	srv.Listener.Close()
-	srv.Listener = ln
-	srv.Start()
-	t.Cleanup(srv.Close)
-	return &env{t: t, a: a, base: base, api: a.Svc.Config().APIURL,
-		rp:       virtualwebauthn.RelyingParty{ID: "localhost", Name: "faxhub", Origin: base},
-		noFollow: &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}}
+	return &env{t: t, a: site.App, site: site, base: site.Base, api: site.App.Svc.Config().APIURL}
 }
 
-type testLog struct{ t *testing.T }
-
-func (w testLog) Write(p []byte) (int, error) {
-	w.t.Log(string(bytes.TrimRight(p, "\n")))
-	return len(p), nil
-}
-
-// owner is an account with a console session (a cookie jar).
-type owner struct {
-	e  *env
-	o  *core.Owner
-	c  *http.Client
-	dv *passkeytest.Device
-}
-
-func (e *env) owner(email string) *owner {
+// owner is an account with a console session, signed in at the console
+// origin only.
+func (e *env) owner(email string) *consoletest.Owner {
 	e.t.Helper()
-	o, err := e.a.Svc.CreateOwner(e.t.Context(), email, "Owner", true)
-	if err != nil {
-		e.t.Fatal(err)
-	}
-	secret, _, err := e.a.Svc.CreateSession(e.t.Context(), o.ID, "test")
-	if err != nil {
-		e.t.Fatal(err)
-	}
-	jar, _ := cookiejar.New(nil)
-	u, _ := url.Parse(e.base)
-	jar.SetCookies(u, []*http.Cookie{{Name: web.SessionCookieName, Value: secret, Path: "/"}})
-	return &owner{e: e, o: o, c: &http.Client{Jar: jar, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}}
-}
-
-type reply struct {
-	status int
-	header http.Header
-	body   string
-}
-
-func (w *owner) do(method, target string, body io.Reader, ct string, extra http.Header) reply {
-	t := w.e.t
-	t.Helper()
-	if strings.HasPrefix(target, "/") {
-		target = w.e.base + target
-	}
-	req, err := http.NewRequest(method, target, body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if method != http.MethodGet {
-		req.Header.Set("Origin", w.e.base)
-		req.Header.Set("Sec-Fetch-Site", "same-origin")
-	}
-	if ct != "" {
-		req.Header.Set("Content-Type", ct)
-	}
-	for k, v := range extra {
-		req.Header[k] = v
-	}
-	res, err := w.c.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer res.Body.Close()
-	b, _ := io.ReadAll(res.Body)
-	return reply{status: res.StatusCode, header: res.Header, body: string(b)}
-}
-
-func (w *owner) postJSON(path string, v any, csrf string) reply {
-	raw, _ := json.Marshal(v)
-	h := http.Header{}
-	if csrf != "" {
-		h.Set("X-CSRF-Token", csrf)
-	}
-	return w.do(http.MethodPost, path, bytes.NewReader(raw), "application/json", h)
-}
-
-func (w *owner) form(path string, v url.Values) reply {
-	return w.do(http.MethodPost, path, strings.NewReader(v.Encode()), "application/x-www-form-urlencoded", nil)
-}
-
-var csrfMeta = regexp.MustCompile(`<meta name="csrf-token" content="([^"]+)">`)
-
-func (w *owner) csrf() string {
-	w.e.t.Helper()
-	r := w.do(http.MethodGet, "/console/account", nil, "", nil)
-	m := csrfMeta.FindStringSubmatch(r.body)
-	if r.status != 200 || m == nil {
-		w.e.t.Fatalf("no form token (status %d)", r.status)
-	}
-	return html.UnescapeString(m[1])
-}
-
-// addPasskey registers a software passkey on the owner's account.
-func (w *owner) addPasskey() {
-	t := w.e.t
-	t.Helper()
-	csrf := w.csrf()
-	d := passkeytest.NewDevice()
-	opts := w.postJSON("/console/account/passkeys/begin", map[string]any{"name": "Laptop"}, csrf)
-	if opts.status != 200 {
-		t.Fatalf("passkey begin: %d %s", opts.status, opts.body)
-	}
-	ao, err := virtualwebauthn.ParseAttestationOptions(opts.body)
-	if err != nil {
-		t.Fatalf("attestation options: %v", err)
-	}
-	att := virtualwebauthn.CreateAttestationResponse(w.e.rp, d.Auth, d.Cred, *ao)
-	r := w.postJSON("/console/account/passkeys/finish", map[string]any{"name": "Laptop", "credential": json.RawMessage(att)}, csrf)
-	if r.status != 200 {
-		t.Fatalf("passkey finish: %d %s", r.status, r.body)
-	}
-	d.Auth.AddCredential(d.Cred)
-	d.Auth.Options.UserHandle = []byte(ao.UserID)
-	w.dv = d
-}
-
-// approve answers the approval at approvalURL with the owner's passkey;
-// uv false makes the authenticator skip user verification.
-func (w *owner) approve(approvalURL string, uv bool) reply {
-	t := w.e.t
-	t.Helper()
-	id := approvalURL[strings.LastIndex(approvalURL, "/")+1:]
-	apr, err := w.e.a.Svc.GetApproval(t.Context(), w.o.ID, id)
-	if err != nil {
-		t.Fatalf("approval %s: %v", id, err)
-	}
-	csrf := w.csrf()
-	begin, finish := "/console/approvals/"+id+"/passkey/begin", "/console/approvals/"+id+"/passkey/finish"
-	opts := w.postJSON(begin, map[string]any{"binding": apr.BindingHash}, csrf)
-	if opts.status != 200 {
-		return opts
-	}
-	ao, err := virtualwebauthn.ParseAssertionOptions(opts.body)
-	if err != nil {
-		t.Fatalf("assertion options: %v\n%s", err, opts.body)
-	}
-	w.dv.Auth.Options.UserNotVerified = !uv
-	defer func() { w.dv.Auth.Options.UserNotVerified = false }()
-	as := virtualwebauthn.CreateAssertionResponse(w.e.rp, w.dv.Auth, w.dv.Cred, *ao)
-	return w.postJSON(finish, map[string]any{"credential": json.RawMessage(as)}, csrf)
-}
-
-// token runs the chat-app OAuth flow (DCR, authorize with PKCE for
-// resource, consent decided as the console does, code exchange).
-func (w *owner) token(scopes []string, resource string) string {
-	e, t := w.e, w.e.t
-	t.Helper()
-	ctx := t.Context()
-	meta, _ := json.Marshal(map[string]any{"client_name": "Test Agent", "redirect_uris": []string{redirectURI},
-		"grant_types": []string{"authorization_code", "refresh_token"}, "token_endpoint_auth_method": "none"})
-	resp, err := http.Post(e.base+oauth.PathRegister, "application/json", bytes.NewReader(meta))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var reg map[string]any
-	_ = json.NewDecoder(resp.Body).Decode(&reg)
-	resp.Body.Close()
-	clientID, _ := reg["client_id"].(string)
-	if clientID == "" {
-		t.Fatalf("register: %d %v", resp.StatusCode, reg)
-	}
-	cfg := &oauth2.Config{ClientID: clientID, RedirectURL: redirectURI, Scopes: scopes,
-		Endpoint: oauth2.Endpoint{AuthURL: e.base + oauth.PathAuthorize, TokenURL: e.base + oauth.PathToken, AuthStyle: oauth2.AuthStyleInParams}}
-	v := oauth2.GenerateVerifier()
-	authURL := cfg.AuthCodeURL("state-"+core.RandomString(8), oauth2.S256ChallengeOption(v), oauth2.SetAuthURLParam("resource", resource))
-	r := w.do(http.MethodGet, authURL, nil, "", nil)
-	loc, _ := url.Parse(r.header.Get("Location"))
-	if r.status != http.StatusSeeOther || loc == nil || !strings.HasPrefix(loc.Path, "/console/approvals/") {
-		t.Fatalf("authorize: %d %v %s", r.status, loc, r.body)
-	}
-	id := strings.TrimPrefix(loc.Path, "/console/approvals/")
-	ret := loc.Query().Get("return")
-	apr, err := e.a.Svc.GetApproval(ctx, w.o.ID, id)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := e.a.Svc.DecideApproval(ctx, w.o.ID, id, core.Decision{Approve: true, BindingHash: apr.BindingHash}); err != nil {
-		t.Fatal(err)
-	}
-	r = w.do(http.MethodGet, ret, nil, "", nil)
-	loc, _ = url.Parse(r.header.Get("Location"))
-	if r.status != http.StatusSeeOther || loc == nil || loc.Query().Get("code") == "" {
-		t.Fatalf("resume: %d %v %s", r.status, loc, r.body)
-	}
-	tok, err := cfg.Exchange(ctx, loc.Query().Get("code"), oauth2.VerifierOption(v), oauth2.SetAuthURLParam("resource", resource))
-	if err != nil {
-		t.Fatalf("exchange: %v", err)
-	}
-	return tok.AccessToken
-}
-
-// agentToken registers an agent (service_auth with an enrollment token),
-// lets the owner approve its claim and polls a token for resource.
-func (w *owner) agentToken(scopes []string, resource string) string {
-	e, t := w.e, w.e.t
-	t.Helper()
-	ctx := t.Context()
-	secret, err := e.a.Svc.CreateAgentEnrollment(ctx, w.o.ID, "A2A bot", scopes)
-	if err != nil {
-		t.Fatal(err)
-	}
-	post := func(path, ct, body string) (int, string) {
-		resp, err := http.Post(e.base+path, ct, strings.NewReader(body))
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		b, _ := io.ReadAll(resp.Body)
-		return resp.StatusCode, string(b)
-	}
-	code, body := post(oauth.PathAgentIdentity, "application/json",
-		`{"type":"service_auth","enrollment_token":"`+secret.EnrollmentToken+`","login_hint":"`+w.o.Email+`"}`)
-	if code != http.StatusCreated {
-		t.Fatalf("register agent: %d %s", code, body)
-	}
-	var reg struct {
-		ClaimToken string `json:"claim_token"`
-		Claim      struct {
-			UserCode        string `json:"user_code"`
-			VerificationURI string `json:"verification_uri"`
-		} `json:"claim"`
-	}
-	_ = json.Unmarshal([]byte(body), &reg)
-	_, attempt, _ := strings.Cut(reg.Claim.VerificationURI, core.AgentClaimPagePath)
-	if err := e.a.Svc.DecideAgentClaim(ctx, w.o.ID, attempt, reg.Claim.UserCode, true, scopes); err != nil {
-		t.Fatal(err)
-	}
-	code, body = post(oauth.PathToken, "application/x-www-form-urlencoded", url.Values{"grant_type": {oauth.GrantTypeAgentClaim},
-		"claim_token": {reg.ClaimToken}, "resource": {resource}}.Encode())
-	if code != 200 {
-		t.Fatalf("claim token: %d %s", code, body)
-	}
-	var tok struct {
-		AccessToken string `json:"access_token"`
-	}
-	_ = json.Unmarshal([]byte(body), &tok)
-	return tok.AccessToken
+	return e.site.Owner(e.t, email)
 }
 
 // headers adds fixed headers to every request of an http.Client.

@@ -17,7 +17,7 @@ import (
 func TestImmediateSkills(t *testing.T) {
 	e := newEnv(t)
 	w := e.owner("skills@example.com")
-	c := e.client(w.token(allScopes, e.base+"/a2a"))
+	c := e.client(w.Token(t, allScopes, e.base+"/a2a"))
 
 	q := call(t, c, skillMsg("validate_fax", map[string]any{"to": "+12125550100", "pages": 3, "cover": true}))
 	if q["to"] != "+12125550100" || q["pages"] != float64(3) || q["billedPages"] != float64(4) || q["amount"] == "" || !strings.EqualFold(q["currency"].(string), "usd") {
@@ -69,11 +69,11 @@ func TestImmediateSkills(t *testing.T) {
 	}
 
 	// A fax in the store shows up in get_fax and list_faxes.
-	key, _, err := e.a.Svc.CreateAPIKey(t.Context(), w.o.ID, core.ModeTest, "k")
+	key, _, err := e.a.Svc.CreateAPIKey(t.Context(), w.Account.ID, core.ModeTest, "k")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := e.a.Svc.GrantCredits(t.Context(), w.o.ID, core.ModeTest, 10*core.MicrosPerDollar, "test"); err != nil {
+	if _, err := e.a.Svc.GrantCredits(t.Context(), w.Account.ID, core.ModeTest, 10*core.MicrosPerDollar, "test"); err != nil {
 		t.Fatal(err)
 	}
 	p, err := e.a.Svc.AuthenticateAPIKey(t.Context(), key)
@@ -118,7 +118,7 @@ func sendFaxWithCredits(t *testing.T, e *env, p core.Principal) *core.Fax {
 func TestRefusedMessages(t *testing.T) {
 	e := newEnv(t)
 	w := e.owner("refused@example.com")
-	c := e.client(w.token(allScopes, e.base+"/a2a"))
+	c := e.client(w.Token(t, allScopes, e.base+"/a2a"))
 	data := func(v map[string]any) *a2a.SendMessageRequest {
 		return &a2a.SendMessageRequest{Message: a2a.NewMessage(a2a.MessageRoleUser, a2a.NewDataPart(v))}
 	}
@@ -162,7 +162,7 @@ func TestRefusedMessages(t *testing.T) {
 	}
 
 	// The same refusals over 0.3, raw.
-	auth := "Bearer " + w.token(allScopes, e.base+"/a2a")
+	auth := "Bearer " + w.Token(t, allScopes, e.base+"/a2a")
 	_, _, body := e.rpc(auth, nil, `{"jsonrpc":"2.0","id":1,"method":"message/send","params":{"message":{"kind":"message","messageId":"m","role":"user","parts":[{"kind":"text","text":"send a fax"}]}}}`)
 	if code, msg, _ := rpcError(t, body); code != -32602 || !strings.Contains(msg, `{"skill": <skill id>`) {
 		t.Fatalf("0.3 text: %v", body)
@@ -173,7 +173,7 @@ func TestRefusedMessages(t *testing.T) {
 func TestScopeRefused(t *testing.T) {
 	e := newEnv(t)
 	w := e.owner("scope@example.com")
-	c := e.client(w.token([]string{"fax:read"}, e.base+"/a2a"))
+	c := e.client(w.Token(t, []string{"fax:read"}, e.base+"/a2a"))
 	for skill, scope := range map[string]string{"validate_fax": "fax:draft", "create_upload": "fax:draft", "get_credits": "credits:read", "create_credit_checkout": "credits:checkout"} {
 		args := map[string]any{}
 		switch skill {
@@ -189,7 +189,7 @@ func TestScopeRefused(t *testing.T) {
 		}
 	}
 	// The raw code is -31403.
-	_, _, body := e.rpc("Bearer "+w.token([]string{"fax:read"}, e.base+"/a2a"), http.Header{"A2A-Version": {"1.0"}},
+	_, _, body := e.rpc("Bearer "+w.Token(t, []string{"fax:read"}, e.base+"/a2a"), http.Header{"A2A-Version": {"1.0"}},
 		`{"jsonrpc":"2.0","id":1,"method":"SendMessage","params":{"message":{"messageId":"m","role":"ROLE_USER","parts":[{"data":{"skill":"get_credits","arguments":{}}}]}}}`)
 	if code, msg, _ := rpcError(t, body); code != -31403 || !strings.Contains(msg, "credits:read") {
 		t.Fatalf("raw scope error %v", body)

@@ -11,6 +11,7 @@ import (
 	"github.com/a2aproject/a2a-go/v2/a2a"
 	"github.com/a2aproject/a2a-go/v2/a2aclient"
 
+	"github.com/faxhub/faxhub/internal/consoletest"
 	"github.com/faxhub/faxhub/internal/testenv"
 )
 
@@ -75,23 +76,22 @@ func getTask(t *testing.T, c *a2aclient.Client, id a2a.TaskID) *a2a.Task {
 
 // pay pays a draft at its checkout page as the owner (the console's draft
 // page, then the test card on the test checkout).
-func (w *owner) pay(checkoutURL string) {
-	t := w.e.t
+func pay(t *testing.T, w *consoletest.Owner, checkoutURL string) {
 	t.Helper()
-	page := w.do(http.MethodGet, checkoutURL, nil, "", nil)
-	csrf := regexp.MustCompile(`name="csrf" value="([^"]+)"`).FindStringSubmatch(page.body)
-	action := regexp.MustCompile(`action="(/console/drafts/[^"]+/pay[^"]*)"`).FindStringSubmatch(page.body)
-	if page.status != 200 || csrf == nil || action == nil {
-		t.Fatalf("draft page: %d %s", page.status, page.body)
+	page := w.Do(t, http.MethodGet, checkoutURL, nil, "", nil)
+	csrf := regexp.MustCompile(`name="csrf" value="([^"]+)"`).FindStringSubmatch(page.Body)
+	action := regexp.MustCompile(`action="(/console/drafts/[^"]+/pay[^"]*)"`).FindStringSubmatch(page.Body)
+	if page.Status != 200 || csrf == nil || action == nil {
+		t.Fatalf("draft page: %d %s", page.Status, page.Body)
 	}
-	r := w.form(strings.ReplaceAll(action[1], "&amp;", "&"), url.Values{"csrf": {csrf[1]}})
-	loc := r.header.Get("Location")
-	if r.status != http.StatusSeeOther || !strings.Contains(loc, "/checkout/test/") {
-		t.Fatalf("pay: %d %q %s", r.status, loc, r.body)
+	r := w.Form(t, strings.ReplaceAll(action[1], "&amp;", "&"), url.Values{"csrf": {csrf[1]}})
+	loc := r.Header.Get("Location")
+	if r.Status != http.StatusSeeOther || !strings.Contains(loc, "/checkout/test/") {
+		t.Fatalf("pay: %d %q %s", r.Status, loc, r.Body)
 	}
-	r = w.form(loc, url.Values{"card_number": {"4242 4242 4242 4242"}, "expiry": {"12/40"}, "cvc": {"123"}})
-	if r.status != http.StatusSeeOther {
-		t.Fatalf("test card: %d %s", r.status, r.body)
+	r = w.Form(t, loc, url.Values{"card_number": {"4242 4242 4242 4242"}, "expiry": {"12/40"}, "cvc": {"123"}})
+	if r.Status != http.StatusSeeOther {
+		t.Fatalf("test card: %d %s", r.Status, r.Body)
 	}
 }
 
@@ -101,7 +101,7 @@ func (w *owner) pay(checkoutURL string) {
 func TestFaxTask(t *testing.T) {
 	e := newEnv(t)
 	w := e.owner("task@example.com")
-	c := e.client(w.token(allScopes, e.base+"/a2a"))
+	c := e.client(w.Token(t, allScopes, e.base+"/a2a"))
 	tok := upload(t, c, 2)
 
 	req := skillMsg("create_fax", map[string]any{"to": "+12125550100", "uploadToken": tok})
@@ -125,7 +125,7 @@ func TestFaxTask(t *testing.T) {
 	}
 
 	// Another owner's token: TaskNotFound, word for word as an unknown id.
-	other := e.client(e.owner("other@example.com").token(allScopes, e.base+"/a2a"))
+	other := e.client(e.owner("other@example.com").Token(t, allScopes, e.base+"/a2a"))
 	_, errOther := other.GetTask(t.Context(), &a2a.GetTaskRequest{ID: task.ID})
 	_, errUnknown := other.GetTask(t.Context(), &a2a.GetTaskRequest{ID: "tsk_unknown"})
 	a2aErr(t, "another owner's task", errOther, a2a.ErrTaskNotFound, "not found")
@@ -136,12 +136,12 @@ func TestFaxTask(t *testing.T) {
 	a2aErr(t, "cancel another owner's task", err, a2a.ErrTaskNotFound, "not found")
 
 	// GetTask needs fax:read.
-	noRead := e.client(w.token([]string{"fax:draft"}, e.base+"/a2a"))
+	noRead := e.client(w.Token(t, []string{"fax:draft"}, e.base+"/a2a"))
 	_, err = noRead.GetTask(t.Context(), &a2a.GetTaskRequest{ID: task.ID})
 	a2aErr(t, "GetTask without fax:read", err, a2a.ErrUnauthorized, "fax:read")
 
 	// The owner pays at the checkout page: the task works, then completes.
-	w.pay(checkout)
+	pay(t, w, checkout)
 	paid := getTask(t, c, task.ID)
 	_, data = statusData(t, paid)
 	faxID, _ := data["faxId"].(string)
@@ -181,7 +181,7 @@ func TestFaxTask(t *testing.T) {
 	// Cancel a paid, queued fax: its price returns as credits.
 	res, err = c.SendMessage(t.Context(), skillMsg("create_fax", map[string]any{"to": "+12125550100", "uploadToken": tok}))
 	t3 := asTask(t, res, err)
-	w.pay(artifactData(t3, "fax-draft")["checkoutUrl"].(string))
+	pay(t, w, artifactData(t3, "fax-draft")["checkoutUrl"].(string))
 	before := call(t, c, skillMsg("get_credits", nil))["balance"]
 	canceled, err = c.CancelTask(t.Context(), &a2a.CancelTaskRequest{ID: t3.ID})
 	if err != nil || canceled.Status.State != a2a.TaskStateCanceled {
@@ -192,7 +192,7 @@ func TestFaxTask(t *testing.T) {
 	}
 
 	// 0.3: tasks/get and tasks/cancel with 0.3 names and shapes.
-	auth := "Bearer " + w.token(allScopes, e.base+"/a2a")
+	auth := "Bearer " + w.Token(t, allScopes, e.base+"/a2a")
 	_, _, body := e.rpc(auth, nil, `{"jsonrpc":"2.0","id":3,"method":"tasks/get","params":{"id":"`+string(task.ID)+`"}}`)
 	r, _ := body["result"].(map[string]any)
 	if r["kind"] != "task" || r["status"].(map[string]any)["state"] != "completed" || r["artifacts"] == nil {
@@ -224,7 +224,7 @@ func TestFaxTask(t *testing.T) {
 func TestFaxTaskOutcomes(t *testing.T) {
 	e := newEnv(t)
 	w := e.owner("outcomes@example.com")
-	c := e.client(w.token(allScopes, e.base+"/a2a"))
+	c := e.client(w.Token(t, allScopes, e.base+"/a2a"))
 	tok := upload(t, c, 2)
 	for _, o := range []struct {
 		to, code string
@@ -236,7 +236,7 @@ func TestFaxTaskOutcomes(t *testing.T) {
 	} {
 		res, err := c.SendMessage(t.Context(), skillMsg("create_fax", map[string]any{"to": o.to, "uploadToken": tok}))
 		task := asTask(t, res, err)
-		w.pay(artifactData(task, "fax-draft")["checkoutUrl"].(string))
+		pay(t, w, artifactData(task, "fax-draft")["checkoutUrl"].(string))
 		_, data := statusData(t, getTask(t, c, task.ID))
 		if err := e.a.Svc.Deliver(t.Context(), data["faxId"].(string)); err != nil {
 			t.Fatal(err)

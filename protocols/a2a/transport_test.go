@@ -15,7 +15,7 @@ import (
 func TestTransport(t *testing.T) {
 	e := newEnv(t)
 	w := e.owner("transport@example.com")
-	auth := "Bearer " + w.token([]string{"credits:read"}, e.base+"/a2a")
+	auth := "Bearer " + w.Token(t, []string{"credits:read"}, e.base+"/a2a")
 	credits := `{"jsonrpc":"2.0","id":7,"method":"SendMessage","params":{"message":{"messageId":"m1","role":"ROLE_USER","parts":[{"data":{"skill":"get_credits","arguments":{}}}]}}}`
 	credits03 := `{"jsonrpc":"2.0","id":"x","method":"message/send","params":{"message":{"kind":"message","messageId":"m1","role":"user","parts":[{"kind":"data","data":{"skill":"get_credits","arguments":{}}}]}}}`
 

@@ -8,30 +8,25 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
 	"net/http"
-	"net/http/httptest"
 	"net/url"
 	"regexp"
 	"strings"
 	"testing"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
-	"golang.org/x/oauth2"
 
 	"github.com/faxhub/faxhub/core"
-	"github.com/faxhub/faxhub/core/web"
 	"github.com/faxhub/faxhub/internal/app"
+	"github.com/faxhub/faxhub/internal/consoletest"
 	"github.com/faxhub/faxhub/internal/testenv"
-	"github.com/faxhub/faxhub/oauth"
 	mcpserver "github.com/faxhub/faxhub/protocols/mcp"
 )
-
-const redirectURI = "http://127.0.0.1:53682/callback"
 
 type env struct {
 	t    *testing.T
 	a    *app.App
+	site *consoletest.Site
 	base string
 	// noRedirect shows redirects instead of following them.
 	noRedirect *http.Client
@@ -39,42 +34,25 @@ type env struct {
 
 func newEnv(t *testing.T, mod func(*app.Options)) *env {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	base := fmt.Sprintf("http://localhost:%d", ln.Addr().(*net.TCPAddr).Port)
-	o := app.Options{BaseURL: base, DataDir: t.TempDir(), Dev: true, MCPOAuth: true, SimTimeScale: 0, InsertOnly: true,
-		Logger: slog.New(slog.DiscardHandler)}
-	if mod != nil {
-		mod(&o)
-	}
-	a, err := app.Open(t.Context(), o)
-	if err != nil {
-		ln.Close()
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { a.Close() })
-	srv := httptest.NewUnstartedServer(a.Handler())
-	srv.Listener.Close()
-	srv.Listener = ln
-	srv.Start()
-	t.Cleanup(srv.Close)
-	return &env{t: t, a: a, base: base,
+	site := consoletest.Start(t, func(base, _ string) app.Options {
+		o := app.Options{BaseURL: base, DataDir: t.TempDir(), Dev: true, MCPOAuth: true, SimTimeScale: 0, InsertOnly: true,
+			Logger: slog.New(slog.DiscardHandler)}
+		if mod != nil {
+			mod(&o)
+		}
+		return o
+	})
+	return &env{t: t, a: site.App, site: site, base: site.Base,
 		noRedirect: &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}}
 }
 
-func (e *env) owner(email string) (*core.Owner, string) {
+// owner is an account with a console session; its OAuth client is a chat
+// app.
+func (e *env) owner(email string) *consoletest.Owner {
 	e.t.Helper()
-	o, err := e.a.Svc.CreateOwner(e.t.Context(), email, "Owner", true)
-	if err != nil {
-		e.t.Fatal(err)
-	}
-	secret, _, err := e.a.Svc.CreateSession(e.t.Context(), o.ID, "test")
-	if err != nil {
-		e.t.Fatal(err)
-	}
-	return o, web.SessionCookieName + "=" + secret
+	w := e.site.Owner(e.t, email)
+	w.ClientName = "Test Chat"
+	return w
 }
 
 func (e *env) browse(method, target, cookie string, form url.Values) (int, *url.URL, string) {
@@ -102,52 +80,6 @@ func (e *env) browse(method, target, cookie string, form url.Values) (int, *url.
 	b, _ := io.ReadAll(resp.Body)
 	loc, _ := resp.Location()
 	return resp.StatusCode, loc, string(b)
-}
-
-// token runs the chat-app OAuth flow (DCR, authorize with PKCE and the MCP
-// resource, owner consent decided as the console does, code exchange).
-func (e *env) token(owner *core.Owner, cookie string, scopes []string, resource string) string {
-	e.t.Helper()
-	ctx := e.t.Context()
-	meta, _ := json.Marshal(map[string]any{"client_name": "Test Chat", "redirect_uris": []string{redirectURI},
-		"grant_types": []string{"authorization_code", "refresh_token"}, "token_endpoint_auth_method": "none"})
-	resp, err := http.Post(e.base+oauth.PathRegister, "application/json", bytes.NewReader(meta))
-	if err != nil {
-		e.t.Fatal(err)
-	}
-	var reg map[string]any
-	_ = json.NewDecoder(resp.Body).Decode(&reg)
-	resp.Body.Close()
-	clientID, _ := reg["client_id"].(string)
-	if clientID == "" {
-		e.t.Fatalf("register: %d %v", resp.StatusCode, reg)
-	}
-	cfg := &oauth2.Config{ClientID: clientID, RedirectURL: redirectURI, Scopes: scopes,
-		Endpoint: oauth2.Endpoint{AuthURL: e.base + oauth.PathAuthorize, TokenURL: e.base + oauth.PathToken, AuthStyle: oauth2.AuthStyleInParams}}
-	v := oauth2.GenerateVerifier()
-	authURL := cfg.AuthCodeURL("state-"+core.RandomString(8), oauth2.S256ChallengeOption(v), oauth2.SetAuthURLParam("resource", resource))
-	code, loc, body := e.browse(http.MethodGet, authURL, cookie, nil)
-	if code != http.StatusSeeOther || loc == nil || !strings.HasPrefix(loc.Path, "/console/approvals/") {
-		e.t.Fatalf("authorize: %d %v %s", code, loc, body)
-	}
-	id := strings.TrimPrefix(loc.Path, "/console/approvals/")
-	ret := loc.Query().Get("return")
-	apr, err := e.a.Svc.GetApproval(ctx, owner.ID, id)
-	if err != nil {
-		e.t.Fatal(err)
-	}
-	if _, err := e.a.Svc.DecideApproval(ctx, owner.ID, id, core.Decision{Approve: true, BindingHash: apr.BindingHash}); err != nil {
-		e.t.Fatal(err)
-	}
-	code, loc, body = e.browse(http.MethodGet, ret, cookie, nil)
-	if code != http.StatusSeeOther || loc == nil || loc.Query().Get("code") == "" {
-		e.t.Fatalf("resume: %d %v %s", code, loc, body)
-	}
-	tok, err := cfg.Exchange(ctx, loc.Query().Get("code"), oauth2.VerifierOption(v), oauth2.SetAuthURLParam("resource", resource))
-	if err != nil {
-		e.t.Fatalf("exchange: %v", err)
-	}
-	return tok.AccessToken
 }
 
 type bearer struct{ tok string }
@@ -263,8 +195,8 @@ func TestDiscoverAndChallenges(t *testing.T) {
 		t.Fatalf("query token: %d %s", resp.StatusCode, body)
 	}
 	// An API key is never an MCP credential.
-	o, _ := e.owner("keys@example.com")
-	key, _, err := e.a.Svc.CreateAPIKey(t.Context(), o.ID, core.ModeTest, "k")
+	o := e.owner("keys@example.com")
+	key, _, err := e.a.Svc.CreateAPIKey(t.Context(), o.Account.ID, core.ModeTest, "k")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -288,14 +220,14 @@ func TestMCPOff(t *testing.T) {
 
 func TestAudienceAndScopes(t *testing.T) {
 	e := newEnv(t, nil)
-	o, cookie := e.owner("aud@example.com")
-	a2a := e.token(o, cookie, []string{"fax:read", "credits:read"}, e.base+"/a2a")
+	o := e.owner("aud@example.com")
+	a2a := o.Token(t, []string{"fax:read", "credits:read"}, e.base+"/a2a")
 	resp, _ := rawPost(t, e.base+"/mcp", "Bearer "+a2a, listTools)
 	if resp.StatusCode != http.StatusUnauthorized || !strings.Contains(resp.Header.Get("WWW-Authenticate"), `error="invalid_token"`) {
 		t.Fatalf("a2a token at /mcp: %d %q", resp.StatusCode, resp.Header.Get("WWW-Authenticate"))
 	}
 
-	tok := e.token(o, cookie, []string{"fax:read", "credits:read"}, e.base+"/mcp")
+	tok := o.Token(t, []string{"fax:read", "credits:read"}, e.base+"/mcp")
 	cs := e.connect(tok)
 	tools, err := cs.ListTools(t.Context(), nil)
 	if err != nil {
@@ -349,8 +281,8 @@ type faxOut struct {
 func TestToolsAndJourney(t *testing.T) {
 	e := newEnv(t, nil)
 	ctx := t.Context()
-	o, cookie := e.owner("journey@example.com")
-	tok := e.token(o, cookie, allScopes, e.base+"/mcp")
+	o := e.owner("journey@example.com")
+	tok := o.Token(t, allScopes, e.base+"/mcp")
 	cs := e.connect(tok)
 
 	// create_upload, then PUT the file with no OAuth header.
@@ -409,7 +341,7 @@ func TestToolsAndJourney(t *testing.T) {
 	wantErr(t, "send_fax", call(t, cs, "send_fax", map[string]any{"draftId": "drf_nope"}, nil), "not_found")
 
 	// Pay the draft on the checkout page as the owner.
-	code, _, page := e.browse(http.MethodGet, d.CheckoutURL, cookie, nil)
+	code, _, page := e.browse(http.MethodGet, d.CheckoutURL, o.Cookie(), nil)
 	if code != 200 || !strings.Contains(page, "12125550100") || !strings.Contains(page, d.Quote.Amount) {
 		t.Fatalf("draft page: %d %s", code, page)
 	}
@@ -421,7 +353,7 @@ func TestToolsAndJourney(t *testing.T) {
 	if csrf == nil || action == nil {
 		t.Fatalf("no pay form in %s", page)
 	}
-	code, loc, body := e.browse(http.MethodPost, strings.ReplaceAll(action[1], "&amp;", "&"), cookie, url.Values{"csrf": {csrf[1]}})
+	code, loc, body := e.browse(http.MethodPost, strings.ReplaceAll(action[1], "&amp;", "&"), o.Cookie(), url.Values{"csrf": {csrf[1]}})
 	if code != http.StatusSeeOther || loc == nil || !strings.Contains(loc.Path, "/checkout/test/") {
 		t.Fatalf("pay: %d %v %s", code, loc, body)
 	}
@@ -447,7 +379,7 @@ func TestToolsAndJourney(t *testing.T) {
 	wantErr(t, "get_fax_status", call(t, cs, "get_fax_status", map[string]any{"faxId": "ord_nope"}, nil), "not_found")
 
 	// With credits, send_fax pays a fresh draft exactly once.
-	if _, err := e.a.Svc.GrantCredits(ctx, o.ID, core.ModeTest, 10*core.MicrosPerDollar, "test"); err != nil {
+	if _, err := e.a.Svc.GrantCredits(ctx, o.Account.ID, core.ModeTest, 10*core.MicrosPerDollar, "test"); err != nil {
 		t.Fatal(err)
 	}
 	var d2 draftOut
@@ -489,8 +421,8 @@ func TestToolsAndJourney(t *testing.T) {
 	}
 
 	// Another owner's token sees none of it.
-	o2, cookie2 := e.owner("other@example.com")
-	cs2 := e.connect(e.token(o2, cookie2, allScopes, e.base+"/mcp"))
+	o2 := e.owner("other@example.com")
+	cs2 := e.connect(o2.Token(t, allScopes, e.base+"/mcp"))
 	wantErr(t, "get_fax_status", call(t, cs2, "get_fax_status", map[string]any{"faxId": f.FaxID}, nil), "not_found")
 	wantErr(t, "send_fax", call(t, cs2, "send_fax", map[string]any{"draftId": d2.DraftID}, nil), "not_found")
 	wantErr(t, "create_fax_draft", call(t, cs2, "create_fax_draft", map[string]any{"to": "+12125550100", "uploadToken": up.UploadToken}, nil), "not_found")
@@ -498,7 +430,7 @@ func TestToolsAndJourney(t *testing.T) {
 	if len(lf.Faxes) != 0 {
 		t.Fatalf("other owner lists %d faxes", len(lf.Faxes))
 	}
-	if code, _, _ := e.browse(http.MethodGet, d2.CheckoutURL, cookie2, nil); code != http.StatusNotFound {
+	if code, _, _ := e.browse(http.MethodGet, d2.CheckoutURL, o2.Cookie(), nil); code != http.StatusNotFound {
 		t.Fatalf("other owner's draft page: %d", code)
 	}
 	_ = context.Background
@@ -509,8 +441,8 @@ func TestToolsAndJourney(t *testing.T) {
 // any token, even one without scopes; a small batch is still served.
 func TestBatchAmplification(t *testing.T) {
 	e := newEnv(t, nil)
-	owner, cookie := e.owner("batch@example.com")
-	tok := e.token(owner, cookie, []string{"fax:read"}, e.base+"/mcp")
+	owner := e.owner("batch@example.com")
+	tok := owner.Token(t, []string{"fax:read"}, e.base+"/mcp")
 	post := func(body []byte) (int, []byte) {
 		req, _ := http.NewRequest(http.MethodPost, e.base+"/mcp", bytes.NewReader(body))
 		req.Header.Set("Authorization", "Bearer "+tok)
@@ -557,8 +489,8 @@ func TestBatchAmplification(t *testing.T) {
 // declared, as prompts/list is answered (with none).
 func TestHostOriginAndPrompts(t *testing.T) {
 	e := newEnv(t, nil)
-	owner, cookie := e.owner("rebind@example.com")
-	tok := e.token(owner, cookie, []string{"fax:read"}, e.base+"/mcp")
+	owner := e.owner("rebind@example.com")
+	tok := owner.Token(t, []string{"fax:read"}, e.base+"/mcp")
 	port := strings.TrimPrefix(e.base, "http://localhost:")
 	call := func(host, origin, body string) (int, string) {
 		req, _ := http.NewRequest(http.MethodPost, "http://127.0.0.1:"+port+"/mcp", strings.NewReader(body))

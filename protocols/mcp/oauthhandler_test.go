@@ -12,6 +12,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/oauthex"
 
 	"github.com/faxhub/faxhub/core"
+	"github.com/faxhub/faxhub/internal/consoletest"
 )
 
 // TestGoSDKOAuthHandler connects with the go-sdk client's own OAuth
@@ -22,26 +23,26 @@ import (
 // the console does.
 func TestGoSDKOAuthHandler(t *testing.T) {
 	e := newEnv(t, nil)
-	owner, cookie := e.owner("sdk@example.com")
-	if _, err := e.a.Svc.GrantCredits(t.Context(), owner.ID, core.ModeTest, 5*core.MicrosPerDollar, "test"); err != nil {
+	owner := e.owner("sdk@example.com")
+	if _, err := e.a.Svc.GrantCredits(t.Context(), owner.Account.ID, core.ModeTest, 5*core.MicrosPerDollar, "test"); err != nil {
 		t.Fatal(err)
 	}
 	consents := 0
 	fetch := func(ctx context.Context, args *auth.AuthorizationArgs) (*auth.AuthorizationResult, error) {
-		code, loc, body := e.browse(http.MethodGet, args.URL, cookie, nil)
+		code, loc, body := e.browse(http.MethodGet, args.URL, owner.Cookie(), nil)
 		if code != http.StatusSeeOther || loc == nil || !strings.HasPrefix(loc.Path, "/console/approvals/") {
 			return nil, fmt.Errorf("authorize: %d %v %s", code, loc, body)
 		}
 		id := strings.TrimPrefix(loc.Path, "/console/approvals/")
-		apr, err := e.a.Svc.GetApproval(ctx, owner.ID, id)
+		apr, err := e.a.Svc.GetApproval(ctx, owner.Account.ID, id)
 		if err != nil {
 			return nil, err
 		}
-		if _, err := e.a.Svc.DecideApproval(ctx, owner.ID, id, core.Decision{Approve: true, BindingHash: apr.BindingHash}); err != nil {
+		if _, err := e.a.Svc.DecideApproval(ctx, owner.Account.ID, id, core.Decision{Approve: true, BindingHash: apr.BindingHash}); err != nil {
 			return nil, err
 		}
 		consents++
-		code, loc, body = e.browse(http.MethodGet, loc.Query().Get("return"), cookie, nil)
+		code, loc, body = e.browse(http.MethodGet, loc.Query().Get("return"), owner.Cookie(), nil)
 		if code != http.StatusSeeOther || loc == nil {
 			return nil, fmt.Errorf("resume: %d %v %s", code, loc, body)
 		}
@@ -50,10 +51,10 @@ func TestGoSDKOAuthHandler(t *testing.T) {
 	}
 	h, err := auth.NewAuthorizationCodeHandler(&auth.AuthorizationCodeHandlerConfig{
 		DynamicClientRegistrationConfig: &auth.DynamicClientRegistrationConfig{Metadata: &oauthex.ClientRegistrationMetadata{
-			ClientName: "go-sdk chat", RedirectURIs: []string{redirectURI},
+			ClientName: "go-sdk chat", RedirectURIs: []string{consoletest.RedirectURI},
 			GrantTypes: []string{"authorization_code", "refresh_token"}, TokenEndpointAuthMethod: "none",
 		}},
-		RedirectURL:              redirectURI,
+		RedirectURL:              consoletest.RedirectURI,
 		AuthorizationCodeFetcher: fetch,
 		RequestRefreshToken:      true,
 	})
@@ -85,8 +86,8 @@ func TestGoSDKOAuthHandler(t *testing.T) {
 // server answers in that version from 2025-03-26 on.
 func TestInitializeOlderProtocolVersions(t *testing.T) {
 	e := newEnv(t, nil)
-	owner, cookie := e.owner("old@example.com")
-	tok := e.token(owner, cookie, []string{"fax:read"}, e.base+"/mcp")
+	owner := e.owner("old@example.com")
+	tok := owner.Token(t, []string{"fax:read"}, e.base+"/mcp")
 	for _, v := range []string{"2025-03-26", "2025-06-18", "2025-11-25"} {
 		t.Run(v, func(t *testing.T) {
 			body := `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"` + v +
