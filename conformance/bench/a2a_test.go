@@ -7,8 +7,6 @@ import (
 	"context"
 	"fmt"
 	"iter"
-	"log/slog"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"runtime"
@@ -22,7 +20,6 @@ import (
 	"github.com/a2aproject/a2a-go/v2/a2asrv"
 	"github.com/a2aproject/a2a-go/v2/a2asrv/taskstore"
 
-	"github.com/faxhub/faxhub/internal/app"
 	"github.com/faxhub/faxhub/internal/testenv"
 )
 
@@ -40,24 +37,10 @@ const (
 // same a2a-go client; and the faxhub process's heap after 10,000+ calls.
 func benchA2A(t *testing.T, rep *report) {
 	ctx := t.Context()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	base := fmt.Sprintf("http://localhost:%d", ln.Addr().(*net.TCPAddr).Port)
-	a, err := app.Open(ctx, app.Options{BaseURL: base, DataDir: t.TempDir(), Database: "", Dev: true, MCPOAuth: true,
-		InsertOnly: true, Logger: slog.New(slog.DiscardHandler)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer a.Close()
-	srv := httptest.NewUnstartedServer(a.Handler())
-	srv.Listener.Close()
-	srv.Listener = ln
-	srv.Start()
-	defer srv.Close()
+	site := serveApp(t, true)
+	base := site.Base
 
-	tok := oauthToken(t, a, base, base+"/a2a", "fax:draft", "fax:read")
+	tok := oauthToken(t, site, base+"/a2a", "fax:draft", "fax:read")
 	taskID := a2aFaxTask(t, base+"/a2a", tok)
 	fx := loadA2A(t, base+"/a2a", tok, taskID)
 	runtime.GC()

@@ -9,8 +9,6 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
-	"log/slog"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -40,22 +38,8 @@ const (
 // and inserts one token row.
 func benchAgentExchange(t *testing.T, rep *report) {
 	ctx := t.Context()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	base := fmt.Sprintf("http://localhost:%d", ln.Addr().(*net.TCPAddr).Port)
-	a, err := app.Open(ctx, app.Options{BaseURL: base, DataDir: t.TempDir(), Dev: true, MCPOAuth: true,
-		InsertOnly: true, Logger: slog.New(slog.DiscardHandler)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer a.Close()
-	srv := httptest.NewUnstartedServer(a.Handler())
-	srv.Listener.Close()
-	srv.Listener = ln
-	srv.Start()
-	defer srv.Close()
+	site := serveApp(t, true)
+	a, base := site.App, site.Base
 
 	assertion := approvedAssertion(t, a, base)
 	client := newClient(agentClients)

@@ -9,8 +9,6 @@ import (
 	"crypto/rand"
 	"encoding/json"
 	"fmt"
-	"log/slog"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -39,22 +37,8 @@ const (
 // sides pay the client's signing.
 func benchHostAgentExecute(t *testing.T, rep *report) {
 	ctx := t.Context()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	base := fmt.Sprintf("http://localhost:%d", ln.Addr().(*net.TCPAddr).Port)
-	a, err := app.Open(ctx, app.Options{BaseURL: base, DataDir: t.TempDir(), Dev: true,
-		InsertOnly: true, Logger: slog.New(slog.DiscardHandler)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer a.Close()
-	srv := httptest.NewUnstartedServer(a.Handler())
-	srv.Listener.Close()
-	srv.Listener = ln
-	srv.Start()
-	defer srv.Close()
+	site := serveApp(t, false)
+	a, base := site.App, site.Base
 
 	pool := activeAgents(t, a, base)
 	client := newClient(hostAgentClients)

@@ -24,6 +24,8 @@ import (
 	"time"
 
 	"github.com/faxhub/faxhub/core/store"
+	"github.com/faxhub/faxhub/internal/app"
+	"github.com/faxhub/faxhub/internal/consoletest"
 )
 
 // loadResult is what a timed load phase achieved.
@@ -263,6 +265,19 @@ func serve(t *testing.T, h http.Handler) *httptest.Server {
 	s := httptest.NewServer(h)
 	t.Cleanup(s.Close)
 	return s
+}
+
+// serveApp opens a whole faxhub (internal/app's production wiring, dev
+// mode, SQLite) and serves it on a loopback listener named localhost until
+// the bench ends; mcpOAuth turns on the chat-app OAuth the MCP and A2A
+// endpoints need.
+func serveApp(t *testing.T, mcpOAuth bool) *consoletest.Site {
+	t.Helper()
+	site := consoletest.Start(t, func(base, _ string) app.Options {
+		return app.Options{BaseURL: base, DataDir: t.TempDir(), Dev: true, MCPOAuth: mcpOAuth,
+			InsertOnly: true, Logger: slog.New(slog.DiscardHandler)}
+	})
+	return site
 }
 
 func randomHex(n int) string {

@@ -3,29 +3,19 @@
 package bench
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
-	"io"
-	"log/slog"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"runtime"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
-	"golang.org/x/oauth2"
 
-	"github.com/faxhub/faxhub/core"
-	"github.com/faxhub/faxhub/core/web"
-	"github.com/faxhub/faxhub/internal/app"
-	"github.com/faxhub/faxhub/oauth"
+	"github.com/faxhub/faxhub/internal/consoletest"
 )
 
 const (
@@ -40,25 +30,10 @@ const (
 // Streamable HTTP on loopback; and the faxhub process's heap at idle and
 // after 10,000 calls.
 func benchMCP(t *testing.T, rep *report) {
-	ctx := t.Context()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	base := fmt.Sprintf("http://localhost:%d", ln.Addr().(*net.TCPAddr).Port)
-	a, err := app.Open(ctx, app.Options{BaseURL: base, DataDir: t.TempDir(), Database: "", Dev: true, MCPOAuth: true,
-		InsertOnly: true, Logger: slog.New(slog.DiscardHandler)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer a.Close()
-	srv := httptest.NewUnstartedServer(a.Handler())
-	srv.Listener.Close()
-	srv.Listener = ln
-	srv.Start()
-	defer srv.Close()
+	site := serveApp(t, true)
+	base := site.Base
 
-	tok := oauthToken(t, a, base, base+"/mcp", "credits:read")
+	tok := oauthToken(t, site, base+"/mcp", "credits:read")
 	runtime.GC()
 	idle := heapMB()
 
@@ -146,69 +121,12 @@ func (b bearerRT) RoundTrip(r *http.Request) (*http.Response, error) {
 }
 
 // oauthToken runs the chat-app OAuth flow (DCR, PKCE authorize for
-// resource, the owner's consent as the console records it, code exchange)
-// and returns an access token with scopes.
-func oauthToken(t *testing.T, a *app.App, base, resource string, scopes ...string) string {
-	ctx := t.Context()
-	o, err := a.Svc.CreateOwner(ctx, "bench@example.com", "Bench", true)
-	if err != nil {
-		t.Fatal(err)
-	}
-	secret, _, err := a.Svc.CreateSession(ctx, o.ID, "bench")
-	if err != nil {
-		t.Fatal(err)
-	}
-	cookie := web.SessionCookieName + "=" + secret
-	const redirect = "http://127.0.0.1:9/callback"
-	meta, _ := json.Marshal(map[string]any{"client_name": "Bench Chat", "redirect_uris": []string{redirect},
-		"grant_types": []string{"authorization_code"}, "token_endpoint_auth_method": "none"})
-	resp, err := http.Post(base+oauth.PathRegister, "application/json", bytes.NewReader(meta))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var reg map[string]any
-	_ = json.NewDecoder(resp.Body).Decode(&reg)
-	resp.Body.Close()
-	clientID, _ := reg["client_id"].(string)
-	if clientID == "" {
-		t.Fatalf("register: %d %v", resp.StatusCode, reg)
-	}
-	cfg := &oauth2.Config{ClientID: clientID, RedirectURL: redirect, Scopes: scopes,
-		Endpoint: oauth2.Endpoint{AuthURL: base + oauth.PathAuthorize, TokenURL: base + oauth.PathToken, AuthStyle: oauth2.AuthStyleInParams}}
-	v := oauth2.GenerateVerifier()
-	noRedirect := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
-	get := func(u string) *http.Response {
-		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
-		req.Header.Set("Cookie", cookie)
-		resp, err := noRedirect.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		io.Copy(io.Discard, resp.Body)
-		resp.Body.Close()
-		return resp
-	}
-	r := get(cfg.AuthCodeURL("bench-state-1", oauth2.S256ChallengeOption(v), oauth2.SetAuthURLParam("resource", resource)))
-	loc, err := r.Location()
-	if err != nil || !strings.HasPrefix(loc.Path, "/console/approvals/") {
-		t.Fatalf("authorize: %d %v", r.StatusCode, err)
-	}
-	id := strings.TrimPrefix(loc.Path, "/console/approvals/")
-	apr, err := a.Svc.GetApproval(ctx, o.ID, id)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := a.Svc.DecideApproval(ctx, o.ID, id, core.Decision{Approve: true, BindingHash: apr.BindingHash}); err != nil {
-		t.Fatal(err)
-	}
-	r = get(base + loc.Query().Get("return"))
-	cb, err := r.Location()
-	if err != nil || cb.Query().Get("code") == "" {
-		t.Fatalf("resume: %d %v", r.StatusCode, err)
-	}
-	tok, err := cfg.Exchange(ctx, cb.Query().Get("code"), oauth2.VerifierOption(v), oauth2.SetAuthURLParam("resource", resource))
-	if err != nil {
-		t.Fatalf("exchange: %v", err)
-	}
-	return tok.AccessToken
+// resource, the owner's consent as the console records it, code exchange;
+// consoletest.Owner.Token) as a new owner and returns an access token with
+// scopes.
+func oauthToken(t *testing.T, site *consoletest.Site, resource string, scopes ...string) string {
+	t.Helper()
+	w := site.Owner(t, "bench@example.com")
+	w.ClientName = "Bench Chat"
+	return w.Token(t, scopes, resource)
 }
