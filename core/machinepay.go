@@ -245,6 +245,15 @@ func (s *Service) MachineFax(ctx context.Context, r MachineFaxRequest) (*Machine
 		return s.challengeResult(req, r.AcceptPayment, mpp.ProblemOf(credErr), protocolDetail(credErr), 0)
 	}
 	ch, m, problem, detail := s.checkCredential(cred, r, secret)
+	if problem == mpp.ProblemPaymentExpired {
+		// A challenge claimed while it was live is finished however late
+		// its payer comes back: the payment may have been taken.
+		if _, err := s.d.Store.GetMachineClaim(ctx, ch.ID); err == nil {
+			problem = ""
+		} else if !errors.Is(err, ErrNoRows) {
+			return nil, err
+		}
+	}
 	if problem != "" {
 		return s.challengeResult(req, r.AcceptPayment, problem, detail, 0)
 	}
@@ -443,14 +452,16 @@ func (s *Service) checkCredential(cred *mpp.Credential, r MachineFaxRequest, sec
 	if !ok || ch.Intent != m.intent() {
 		return ch, MachineMethod{}, mpp.ProblemMethodUnsupported, fmt.Sprintf("the method %q is not offered here", ch.Method)
 	}
-	if ch.Expired(s.now()) {
-		return ch, m, mpp.ProblemPaymentExpired, "the challenge expired; pay one of the fresh challenges"
-	}
 	if ch.Digest != r.BodyDigest {
 		return ch, m, mpp.ProblemVerificationFailed, "the body differs from the one the challenge was issued for"
 	}
 	if ch.Opaque["request_id"] != r.RequestID {
 		return ch, m, mpp.ProblemVerificationFailed, "the challenge was issued for another request_id"
+	}
+	// Last, so that a caller may let an expired but claimed challenge
+	// through knowing everything else holds.
+	if ch.Expired(s.now()) {
+		return ch, m, mpp.ProblemPaymentExpired, "the challenge expired; pay one of the fresh challenges"
 	}
 	return ch, m, "", ""
 }
@@ -492,7 +503,15 @@ func (s *Service) payMachine(ctx context.Context, r MachineFaxRequest, req *Mach
 	if err != nil || res != nil {
 		return res, err
 	}
-	return s.settleClaim(ctx, claim, cred.Payload, r.AcceptPayment)
+	payload := cred.Payload
+	if claim.IdempotencyKey != machineIdempotencyKey(ch.ID, cred.Payload) {
+		// Taken over from an interrupted settlement of another
+		// credential: finish that one, under its own key.
+		if payload, err = s.openMachineCredential(ctx, claim.ChallengeID, claim.Credential); err != nil {
+			return nil, err
+		}
+	}
+	return s.settleClaim(ctx, claim, payload, r.AcceptPayment)
 }
 
 // claimChallenge stores the document and claims the challenge in one
@@ -524,20 +543,35 @@ func (s *Service) claimChallenge(ctx context.Context, r MachineFaxRequest, req *
 		LeaseUntil: now.Add(s.cfg.Machine.SettleLease), DocumentID: doc.ID, CreatedAt: now, UpdatedAt: now,
 	}
 	err = s.d.Store.InTx(ctx, func(tx Tx) error {
+		err := tx.InsertMachineClaim(ctx, claim)
+		if errors.Is(err, ErrExists) {
+			if err = tx.TakeOverMachineClaim(ctx, claim, now); err != nil {
+				return err
+			}
+			cur, err := tx.GetMachineClaim(ctx, ch.ID)
+			if err != nil {
+				return err
+			}
+			claim = cur
+		} else if err != nil {
+			return err
+		}
+		if claim.DocumentID != doc.ID {
+			return nil // an interrupted settlement's own document stays
+		}
 		if err := tx.CreateDocument(ctx, doc); err != nil {
 			return fmt.Errorf("create document: %w", err)
 		}
-		err := tx.InsertMachineClaim(ctx, claim)
-		if errors.Is(err, ErrExists) {
-			err = tx.TakeOverMachineClaim(ctx, claim, now)
-		}
-		return err
+		return nil
 	})
-	if err == nil {
+	if err == nil && claim.DocumentID == doc.ID {
 		return claim, nil, nil
 	}
 	if derr := s.deleteBlobs(context.WithoutCancel(ctx), doc); derr != nil {
 		s.d.Logger.WarnContext(ctx, "delete blobs of a machine document that was not stored", "err", derr)
+	}
+	if err == nil {
+		return claim, nil, nil
 	}
 	if !errors.Is(err, ErrConflict) {
 		return nil, nil, err

@@ -580,10 +580,19 @@ func TestMachineSweepFinishesInterruptedClaim(t *testing.T) {
 	_, err := m.svc.MachineFax(ctx, r)
 	wantCode(t, err, core.CodePaymentInProgress)
 
+	// The sweeper and a retry race for the lapsed claim: one settles it
+	// (replaying the first charge), both end with the same fax.
 	m.clk.advance(5 * time.Minute)
-	if err := m.svc.SweepMachinePayments(ctx); err != nil {
-		t.Fatal(err)
-	}
+	var wg sync.WaitGroup
+	var retried *core.MachineFaxResult
+	var retryErr error
+	wg.Go(func() {
+		if err := m.svc.SweepMachinePayments(ctx); err != nil {
+			t.Errorf("sweep: %v", err)
+		}
+	})
+	wg.Go(func() { retried, retryErr = m.svc.MachineFax(ctx, r) })
+	wg.Wait()
 	if err := m.svc.SweepMachinePayments(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -593,6 +602,35 @@ func TestMachineSweepFinishesInterruptedClaim(t *testing.T) {
 	out := m.fax(t, r)
 	if out.Order == nil {
 		t.Fatalf("retry after the sweep: %+v", out.Problem)
+	}
+	if retryErr == nil && (retried.Order == nil || retried.Order.ID != out.Order.ID) {
+		t.Fatalf("racing retry: %+v", retried)
+	} else if retryErr != nil && core.ErrorCode(retryErr) != core.CodePaymentInProgress {
+		t.Fatalf("racing retry: %v", retryErr)
+	}
+}
+
+// A retry with another credential that takes over an interrupted claim
+// finishes the interrupted settlement (under its key), never charging the
+// new credential too.
+func TestMachineTakeOverKeepsTheFirstCredential(t *testing.T) {
+	m := newMachineEnv(t)
+	r := machineBody(deliverable, "req-takeover", 1)
+	ch := challenge(t, m.fax(t, r), "stripe")
+	first := m.spt(t, "pm_card_visa")
+	r.Authorization = []string{credential(t, ch, first)}
+	m.crashAfterCharge(t, r, ch, first)
+	m.clk.advance(3 * time.Minute)
+	r.Authorization = []string{credential(t, ch, m.spt(t, "pm_card_mastercard"))}
+	out := m.fax(t, r)
+	if out.Order == nil {
+		t.Fatalf("take-over: %+v", out.Problem)
+	}
+	if m.stripe.Charges() != 1 || m.count(t, "SELECT count(*) FROM charges") != 1 {
+		t.Fatalf("charges %d", m.stripe.Charges())
+	}
+	if n := m.count(t, "SELECT count(*) FROM machine_claims WHERE credential IS NOT NULL"); n != 0 {
+		t.Fatalf("%d paid claims keep their credential", n)
 	}
 }
 

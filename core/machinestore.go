@@ -119,12 +119,14 @@ type MachineStore interface {
 	// InsertMachineClaim claims a challenge; ErrExists if it was claimed.
 	InsertMachineClaim(ctx context.Context, c *MachineClaim) error
 	GetMachineClaim(ctx context.Context, challengeID string) (*MachineClaim, error)
-	// TakeOverMachineClaim gives a claim to c's caller: a settling claim
-	// whose lease ended at or before at, or a failed one when c brings
-	// another idempotency key (another credential); it writes c's key,
-	// amount, credential, document and lease and moves it to settling.
-	// ErrConflict when the claim is paid, leased, or failed under the
-	// same key; ErrNoRows when there is none.
+	// TakeOverMachineClaim gives a claim to c's caller until
+	// c.LeaseUntil: a settling claim whose lease ended at or before at
+	// keeps its own key, amount, credential and document (the method may
+	// have charged under them); a failed one, when c brings another
+	// idempotency key (another credential), takes c's and moves to
+	// settling. The caller reads the claim back. ErrConflict when the
+	// claim is paid, leased, or failed under the same key; ErrNoRows when
+	// there is none.
 	TakeOverMachineClaim(ctx context.Context, c *MachineClaim, at time.Time) error
 	// RenewMachineClaim extends the lease of a settling claim (the sweeper
 	// taking a stale one) if it still ends at leaseWas; ErrConflict

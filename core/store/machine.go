@@ -81,13 +81,20 @@ func (x q) GetMachineClaim(ctx context.Context, id string) (*core.MachineClaim, 
 }
 
 func (x q) TakeOverMachineClaim(ctx context.Context, c *core.MachineClaim, at time.Time) error {
-	n, err := x.exec(ctx, `UPDATE machine_claims SET idempotency_key = ?, amount = ?, currency = ?, credential = ?, state = ?,
-			lease_until = ?, document_id = ?, failure = '', updated_at = ?
-		WHERE challenge_id = ? AND (
-			(state = ? AND lease_until <= ?) OR
-			(state = ? AND idempotency_key <> ?))`,
-		c.IdempotencyKey, c.Amount, c.Currency, c.Credential, core.MachineClaimSettling, c.LeaseUntil, c.DocumentID, at,
-		c.ChallengeID, core.MachineClaimSettling, at, core.MachineClaimFailed, c.IdempotencyKey)
+	// A lapsed settling claim keeps its key, amount and credential: the
+	// method may have charged under them, and only they replay it.
+	n, err := x.exec(ctx, `UPDATE machine_claims SET lease_until = ?, updated_at = ?
+		WHERE challenge_id = ? AND state = ? AND lease_until <= ?`,
+		c.LeaseUntil, at, c.ChallengeID, core.MachineClaimSettling, at)
+	if err == nil && n == 0 {
+		// A failed claim (nothing moved) is settled again under the new
+		// credential.
+		n, err = x.exec(ctx, `UPDATE machine_claims SET idempotency_key = ?, amount = ?, currency = ?, credential = ?, state = ?,
+				lease_until = ?, document_id = ?, failure = '', updated_at = ?
+			WHERE challenge_id = ? AND state = ? AND idempotency_key <> ?`,
+			c.IdempotencyKey, c.Amount, c.Currency, c.Credential, core.MachineClaimSettling, c.LeaseUntil, c.DocumentID, at,
+			c.ChallengeID, core.MachineClaimFailed, c.IdempotencyKey)
+	}
 	if err == nil && n == 0 {
 		err = x.missingOrConflict(ctx, "machine_claims", "challenge_id = ?", c.ChallengeID)
 	}
