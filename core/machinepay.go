@@ -781,12 +781,7 @@ func (s *Service) finishPaid(ctx context.Context, claim *MachineClaim, m Machine
 			Reference: res.Reference, Status: ChargeSucceeded, FaxID: &f.ID, Subject: claim.ChallengeID, CreatedAt: now,
 			RequestID: claim.RequestID, AmountUnits: claim.Amount,
 		}
-		if err := tx.CreateCharge(ctx, c); errors.Is(err, ErrExists) {
-			if _, kerr := tx.GetChargeByKey(ctx, c.IdempotencyKey); kerr == nil {
-				return errChargeRecorded
-			}
-			return errChargeReferenceUsed
-		} else if err != nil {
+		if err := recordMachineCharge(ctx, tx, c); err != nil {
 			return err
 		}
 		if err := tx.FinishMachineClaim(ctx, claim.ChallengeID, MachineClaimPaid, &f.ID, "", now); err != nil {
@@ -850,12 +845,7 @@ func (s *Service) recordDoublePayment(ctx context.Context, tx Tx, claim *Machine
 		Reference: res.Reference, Status: ChargeSucceeded, Subject: claim.ChallengeID, CreatedAt: now,
 		RequestID: claim.RequestID, AmountUnits: claim.Amount, RefundState: state, RefundDueUnits: due,
 	}
-	if err := tx.CreateCharge(ctx, c); errors.Is(err, ErrExists) {
-		if _, kerr := tx.GetChargeByKey(ctx, c.IdempotencyKey); kerr == nil {
-			return errChargeRecorded
-		}
-		return errChargeReferenceUsed
-	} else if err != nil {
+	if err := recordMachineCharge(ctx, tx, c); err != nil {
 		return err
 	}
 	if err := tx.FinishMachineClaim(ctx, claim.ChallengeID, MachineClaimFailed, nil, "the request was paid by another challenge; this payment is refunded where the method can", now); err != nil {
@@ -863,6 +853,20 @@ func (s *Service) recordDoublePayment(ctx context.Context, tx Tx, claim *Machine
 	}
 	s.d.Logger.WarnContext(ctx, "machine request paid twice", "request_id", claim.RequestID, "challenge_id", claim.ChallengeID, "refund", state)
 	return nil
+}
+
+// recordMachineCharge records c in tx. A clash is errChargeRecorded when a
+// concurrent finisher recorded this very charge (its idempotency key), and
+// errChargeReferenceUsed when the method's reference paid for another.
+func recordMachineCharge(ctx context.Context, tx Tx, c *Charge) error {
+	err := tx.CreateCharge(ctx, c)
+	if !errors.Is(err, ErrExists) {
+		return err
+	}
+	if _, kerr := tx.GetChargeByKey(ctx, c.IdempotencyKey); kerr == nil {
+		return errChargeRecorded
+	}
+	return errChargeReferenceUsed
 }
 
 // machineOrder is the payer's view of a paid machine fax.
