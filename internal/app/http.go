@@ -33,11 +33,15 @@ func (a *App) Handler() http.Handler {
 		numbers = append(numbers, rest.TestNumber{Number: n.Number, Description: n.Description})
 	}
 	api := rest.New(a.Svc, rest.Options{
-		BaseURL: a.BaseURL, APIURL: a.Svc.Config().APIURL, MachinePayments: a.MachinePayments, TestNumbers: numbers,
+		BaseURL: a.BaseURL, APIURL: a.Svc.Config().APIURL, MachineOffers: a.machineOffers, TestNumbers: numbers,
+		StripeTestMintPath: a.stripeTestMintPath(),
 	}, a.Logger)
 	mux.Handle("/api/v1/", api)
 	mux.Handle("/openapi.json", api)
 	mux.Handle("/llms.txt", api)
+	if a.stripeTest != nil {
+		mux.Handle("POST "+StripeTestMintPath, a.stripeTestMint())
+	}
 	mux.Handle(testcheckout.TestCheckoutPath, testcheckout.TestCheckoutPage(a.Svc, a.Logger))
 
 	// The authorization server owns its discovery documents and /api/auth
