@@ -428,3 +428,32 @@ func TestLLMsTxt(t *testing.T) {
 		}
 	}
 }
+
+// TestLLMsTxtMachine: with methods on offer llms.txt walks through the 402
+// flow, and names the test mint only when the built-in backend serves it.
+func TestLLMsTxtMachine(t *testing.T) {
+	svc := newUnitAPI(t, true).svc
+	get := func(o Options) string {
+		rec := newAPI(svc, o, nil).do(t, req{method: "GET", path: "/llms.txt"})
+		return rec.Body.String()
+	}
+	if body := get(Options{}); strings.Contains(body, "HTTP 402") {
+		t.Error("llms.txt explains machine payments though no method is on offer")
+	}
+	offers := []MachineOffer{{"stripe", "charge", "usd"}}
+	body := get(Options{MachineOffers: offers})
+	for _, want := range []string{"HTTP 402", "/api/v1/machine/faxes/validate", "request_id", "WWW-Authenticate: Payment", "Authorization: Payment", "Payment-Receipt", "statusUrl", "stripe/charge", "409 request_id_conflict"} {
+		if !strings.Contains(body, want) {
+			t.Errorf("llms.txt lacks %q", want)
+		}
+	}
+	if strings.Contains(body, "pm_card_visa") {
+		t.Error("llms.txt offers the test mint without the built-in backend")
+	}
+	body = get(Options{MachineOffers: offers, StripeTestMintPath: "/test/stripe/v1/test_helpers/shared_payment/granted_tokens"})
+	for _, want := range []string{unitAPIURL + "/test/stripe/v1/test_helpers/shared_payment/granted_tokens", "pm_card_visa", "pm_card_chargeDeclined", "MPPX_STRIPE_SPT_URL=" + unitAPIURL, "mppx " + unitAPIURL + "/api/v1/machine/faxes"} {
+		if !strings.Contains(body, want) {
+			t.Errorf("llms.txt lacks %q", want)
+		}
+	}
+}

@@ -74,7 +74,7 @@ func (a *App) Handler() http.Handler {
 	})
 	body := a.Body
 	if body.Stream == nil {
-		body.Stream = isUpload
+		body.Stream = isStreamedBody
 	}
 	h := web.ReadDeadlines(web.RefuseInvalidText(mux, refuseInvalidText(a.Logger), isUpload), body)
 	return web.RealClientIP(accessLog(a.Logger, h), a.proxies)
