@@ -196,6 +196,11 @@ func (c *config) finish() error {
 			return usageError{"--agent-mode must be test or live"}
 		}
 	}
+	if v := os.Getenv("FAXHUB_TEMPO_CHAIN_ID"); v != "" {
+		if _, err := strconv.ParseUint(v, 10, 64); err != nil {
+			return usageError{fmt.Sprintf("FAXHUB_TEMPO_CHAIN_ID must be a chain id (a positive integer), got %q", v)}
+		}
+	}
 	if c.BlobURL == "" {
 		c.BlobURL = "file://" + filepath.ToSlash(filepath.Join(c.DataDir, "blobs"))
 	}

@@ -76,7 +76,10 @@ func (a *App) Handler() http.Handler {
 	if body.Stream == nil {
 		body.Stream = isStreamedBody
 	}
-	h := web.ReadDeadlines(web.RefuseInvalidText(mux, refuseInvalidText(a.Logger), isUpload), body)
+	// Bodies carrying a document are not read ahead for the text check:
+	// uploads are bytes, and the machine endpoints check their JSON text
+	// themselves while decoding (a 413 must come before a 14 MB read).
+	h := web.ReadDeadlines(web.RefuseInvalidText(mux, refuseInvalidText(a.Logger), isStreamedBody), body)
 	return web.RealClientIP(accessLog(a.Logger, h), a.proxies)
 }
 
