@@ -65,6 +65,10 @@ func (a *api) readMachineBody(w http.ResponseWriter, r *http.Request, v any) ([]
 			limit, a.svc.Config().Machine.MaxPDFBytes).With("limit", limit)
 	}
 	if r.ContentLength > limit {
+		// Closing the connection after the answer spares reading the body
+		// at all: otherwise net/http drains up to 256 KiB of it before it
+		// writes the 413, and a client sending its body first waits.
+		w.Header().Set("Connection", "close")
 		return nil, tooLarge()
 	}
 	if ct := r.Header.Get("Content-Type"); ct != "" {
