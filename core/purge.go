@@ -70,6 +70,12 @@ type AuthStatePurger interface {
 // owner's approval history.
 const decidedApprovalRetention = 30 * 24 * time.Hour
 
+// Retention of machine payments' bookkeeping (docs/design.md, Retention).
+const (
+	machineRequestRetention = 24 * time.Hour
+	failedClaimRetention    = 7 * 24 * time.Hour
+)
+
 // PurgeCount is how many rows (or documents) one purge step removed.
 type PurgeCount struct {
 	What string
@@ -118,6 +124,11 @@ func (s *Service) Purge(ctx context.Context) ([]PurgeCount, error) {
 	step("jwt_ids", func() (int64, error) { return st.PurgeJWTIDs(ctx, now) })
 	step("delegated_sends", func() (int64, error) { return st.PurgeDelegatedSends(ctx, unsent) })
 	step("unenrolled_hosts", func() (int64, error) { return st.PurgeUnenrolledHosts(ctx, unsent) })
+	// Machine payments: unpaid requests a day after their challenges
+	// expired (a payer that comes back later starts over); refused claims
+	// after a week (they answer replays of a refused credential meanwhile).
+	step("machine_requests", func() (int64, error) { return st.PurgeMachineRequests(ctx, now.Add(-machineRequestRetention)) })
+	step("machine_claims", func() (int64, error) { return st.PurgeMachineClaims(ctx, now.Add(-failedClaimRetention)) })
 
 	attrs := make([]any, 0, 2*len(out)+2)
 	for _, pc := range out {

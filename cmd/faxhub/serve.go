@@ -73,6 +73,9 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if err := a.Queue.SchedulePurge(purge, a.Svc.Config().Storage.GCInterval); err != nil {
 		return err
 	}
+	if err := a.Queue.ScheduleMachineSweep(a.Svc.SweepMachinePayments, time.Minute); err != nil {
+		return err
+	}
 	if err := a.Queue.Start(ctx); err != nil {
 		return fmt.Errorf("start job queue: %w", err)
 	}

@@ -34,6 +34,7 @@ func RunTests(t *testing.T, newStore func(t *testing.T) core.Store) {
 		{"Drafts", testDrafts},
 		{"Faxes", testFaxes},
 		{"Charges", testCharges},
+		{"Machine", testMachine},
 		{"AgentTasks", testAgentTasks},
 		{"CreditPurchases", testCreditPurchases},
 		{"CancelDraft", testCancelDraft},

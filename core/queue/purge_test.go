@@ -9,9 +9,22 @@ import (
 	"github.com/faxhub/faxhub/core/queue"
 )
 
-// TestSchedulePurgeRunsPeriodically: a started queue runs the purge when it
-// becomes the leader and again every interval, on both databases.
-func TestSchedulePurgeRunsPeriodically(t *testing.T) {
+// periodic names each Schedule method of the queue.
+var periodic = map[string]func(q *queue.Queue, run func(context.Context) error, every time.Duration) error{
+	queue.KindPurge:                (*queue.Queue).SchedulePurge,
+	queue.KindSweepMachinePayments: (*queue.Queue).ScheduleMachineSweep,
+}
+
+// TestScheduleRunsPeriodically: a started queue runs a periodic job (the
+// purge, the machine-payments sweep) when it becomes the leader and again
+// every interval, on both databases.
+func TestScheduleRunsPeriodically(t *testing.T) {
+	for kind, schedule := range periodic {
+		t.Run(kind, func(t *testing.T) { testSchedule(t, schedule) })
+	}
+}
+
+func testSchedule(t *testing.T, schedule func(q *queue.Queue, run func(context.Context) error, every time.Duration) error) {
 	forEach(t, func(t *testing.T, db *sql.DB, dialect string) {
 		q, err := queue.New(db, dialect, queue.Handlers{Deliver: newRecorder().deliver, Outcome: ignoreOutcome},
 			queue.Options{PollInterval: 20 * time.Millisecond}, testLogger(t))
@@ -19,7 +32,7 @@ func TestSchedulePurgeRunsPeriodically(t *testing.T) {
 			t.Fatal(err)
 		}
 		runs := make(chan struct{}, 100)
-		if err := q.SchedulePurge(func(context.Context) error { runs <- struct{}{}; return nil }, time.Second); err != nil {
+		if err := schedule(q, func(context.Context) error { runs <- struct{}{}; return nil }, time.Second); err != nil {
 			t.Fatal(err)
 		}
 		if err := q.Start(t.Context()); err != nil {
@@ -37,15 +50,15 @@ func TestSchedulePurgeRunsPeriodically(t *testing.T) {
 			select {
 			case <-runs:
 			case <-deadline:
-				t.Fatalf("purge ran %d times within 60 s, want 2 (on leadership and one interval later)", i)
+				t.Fatalf("ran %d times within 60 s, want 2 (on leadership and one interval later)", i)
 			}
 		}
 	})
 }
 
-// TestSchedulePurgeNeedsWorkers: an insert-only queue (admin commands)
-// cannot run purges, and says so.
-func TestSchedulePurgeNeedsWorkers(t *testing.T) {
+// TestScheduleNeedsWorkers: an insert-only queue (admin commands)
+// cannot run periodic jobs, and says so.
+func TestScheduleNeedsWorkers(t *testing.T) {
 	db := openSQLite(t)
 	if err := queue.Migrate(t.Context(), db, queue.DialectSQLite); err != nil {
 		t.Fatal(err)
@@ -54,7 +67,9 @@ func TestSchedulePurgeNeedsWorkers(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := q.SchedulePurge(func(context.Context) error { return nil }, time.Minute); err == nil {
-		t.Fatal("an insert-only queue accepted a purge schedule")
+	for kind, schedule := range periodic {
+		if err := schedule(q, func(context.Context) error { return nil }, time.Minute); err == nil {
+			t.Fatalf("an insert-only queue accepted a %s schedule", kind)
+		}
 	}
 }

@@ -105,7 +105,8 @@ type Queue struct {
 	client     *river.Client[*sql.Tx]
 	insertOnly bool
 	logger     *slog.Logger
-	purge      *purgeWorker
+	purge      *periodicWorker[purgeArgs]
+	sweep      *periodicWorker[sweepArgs]
 }
 
 var _ core.Queue = (*Queue)(nil)
@@ -152,8 +153,11 @@ func New(db *sql.DB, dialect string, h Handlers, opts Options, logger *slog.Logg
 	if err := river.AddWorkerSafely(workers, &outcomeWorker{record: h.Outcome}); err != nil {
 		return nil, fmt.Errorf("new queue: register worker: %w", err)
 	}
-	purge := &purgeWorker{}
+	purge, sweep := &periodicWorker[purgeArgs]{}, &periodicWorker[sweepArgs]{}
 	if err := river.AddWorkerSafely(workers, purge); err != nil {
+		return nil, fmt.Errorf("new queue: register worker: %w", err)
+	}
+	if err := river.AddWorkerSafely(workers, sweep); err != nil {
 		return nil, fmt.Errorf("new queue: register worker: %w", err)
 	}
 	cfg := &river.Config{
@@ -179,7 +183,7 @@ func New(db *sql.DB, dialect string, h Handlers, opts Options, logger *slog.Logg
 	if err != nil {
 		return nil, fmt.Errorf("new queue: river client: %w", err)
 	}
-	return &Queue{client: client, insertOnly: opts.InsertOnly, logger: logger, purge: purge}, nil
+	return &Queue{client: client, insertOnly: opts.InsertOnly, logger: logger, purge: purge, sweep: sweep}, nil
 }
 
 func newDriver(db *sql.DB, dialect string) (riverdriver.Driver[*sql.Tx], error) {
