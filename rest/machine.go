@@ -146,7 +146,7 @@ func (a *api) validateMachineFax(w http.ResponseWriter, r *http.Request) error {
 	if err := required("to", body.To); err != nil {
 		return err
 	}
-	req := core.MachineQuoteRequest{To: body.To, Cover: body.Cover}
+	req := core.MachineQuoteRequest{To: body.To, Cover: body.Cover, ClientIP: web.ClientIP(r)}
 	switch {
 	case (body.Base64 == nil) == (body.Pages == nil):
 		return core.Errorf(core.KindInvalid, core.CodeInvalidRequest, "give exactly one of base64 (the PDF) and pages (its page count)")
