@@ -28,7 +28,9 @@ import (
 // SQLite); each must be a 400 in its protocol's shape on both databases
 // (FAXHUB_TESTENV_POSTGRES runs this on PostgreSQL).
 func TestInvalidTextRefusedAtEveryEdge(t *testing.T) {
-	e := newE2E(t)
+	// Machine payments on: the machine endpoints check their JSON text
+	// while decoding, after the switch.
+	e := newE2E(t, func(o *app.Options) { o.MachinePayments = true })
 	ctx := t.Context()
 	o, err := e.a.Svc.CreateOwner(ctx, "text@example.com", "Text", true)
 	if err != nil {
