@@ -40,7 +40,12 @@ type config struct {
 	SMTPURL         string
 	AgentMode       string
 	TrustedProxies  string
-	Convert         convert.Options
+	// Stripe, from the environment only (secrets do not belong in a
+	// process's arguments, which any local user can list).
+	StripeSecretKey     string // FAXHUB_STRIPE_SECRET_KEY
+	StripeWebhookSecret string // FAXHUB_STRIPE_WEBHOOK_SECRET
+	StripeAPIURL        string // FAXHUB_STRIPE_API_URL (stripe-mock; default Stripe's)
+	Convert             convert.Options
 	// Storage: quota, retention and garbage collection (core.StorageConfig).
 	StorageQuotaMB int64
 	Retention      time.Duration
@@ -91,6 +96,9 @@ func commonFlags(fs *flag.FlagSet, c *config) {
 	fs.StringVar(&c.APIURL, "api-url", os.Getenv("FAXHUB_API_URL"), "public API origin [FAXHUB_API_URL] (default: the base URL)")
 	fs.StringVar(&c.LogFormat, "log-format", env("FAXHUB_LOG_FORMAT", "text"), "text or json [FAXHUB_LOG_FORMAT]")
 	fs.StringVar(&c.LogLevel, "log-level", env("FAXHUB_LOG_LEVEL", "info"), "debug, info, warn or error [FAXHUB_LOG_LEVEL]")
+	c.StripeSecretKey = os.Getenv("FAXHUB_STRIPE_SECRET_KEY")
+	c.StripeWebhookSecret = os.Getenv("FAXHUB_STRIPE_WEBHOOK_SECRET")
+	c.StripeAPIURL = os.Getenv("FAXHUB_STRIPE_API_URL")
 }
 
 func serveFlags(c *config, stderr io.Writer) *flag.FlagSet {
