@@ -425,7 +425,7 @@ func TestWebhookRefundedPack(t *testing.T) {
 		e.deliver(t, refundEvent(c, core.CentsUp(c.AmountMicros)))
 		e.deliver(t, refundEvent(c, core.CentsUp(c.AmountMicros)))
 		rev := e.ledger(t)[core.LedgerReversal]
-		if len(rev) != 1 || rev[0].AmountMicros != -(c.CreditMicros - held) {
+		if len(rev) != 1 || rev[0].AmountMicros != -(c.CreditMicros-held) {
 			t.Fatalf("reversals %+v, want one of %d", rev, -(c.CreditMicros - held))
 		}
 		if got := e.available(t); got != 0 {
