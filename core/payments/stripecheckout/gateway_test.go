@@ -54,7 +54,14 @@ func stripeMock(t *testing.T) string {
 	if err != nil {
 		t.Fatalf("%s=1 but the go command is not on PATH to run stripe-mock: %v", EnvStripeMock, err)
 	}
-	cmd := exec.Command(goBin, "tool", "stripe-mock", "-http-port", strconv.Itoa(port))
+	// `go tool -n` builds the tool and prints its binary, which is run
+	// directly: killing a `go tool` process would leave its child running.
+	bin, err := exec.Command(goBin, "tool", "-n", "stripe-mock").Output()
+	if err != nil {
+		t.Fatalf("build stripe-mock: %v", err)
+	}
+	cmd := exec.Command(strings.TrimSpace(string(bin)), "-http-port", strconv.Itoa(port))
+	cmd.WaitDelay = 5 * time.Second
 	out, w := io.Pipe()
 	cmd.Stdout, cmd.Stderr = w, w
 	if err := cmd.Start(); err != nil {
