@@ -56,7 +56,9 @@ PG_SUITES := oauth mcp agents a2a a2a-cli hostagent
 # those that drive HTTP handlers on a database run again on PostgreSQL.
 FUZZTIME ?= 15s
 FUZZ_HANDLERS := rest|oauth|protocols|internal/app|passkeys
-CHECK_ENV := FAXHUB_TEST_POSTGRES_URL='$(PG_URL)' FAXHUB_REQUIRE_ALL=1
+# FAXHUB_STRIPE_MOCK=1: the Stripe Checkout tests start stripe-mock (a go.mod
+# tool) and fail, never skip, when it cannot run.
+CHECK_ENV := FAXHUB_TEST_POSTGRES_URL='$(PG_URL)' FAXHUB_REQUIRE_ALL=1 FAXHUB_STRIPE_MOCK=1
 check: deps tidy-check vet lint fmt-check
 	@mkdir -p $(OUT)
 	@status=0; \

@@ -224,6 +224,10 @@ const (
 	// pages a partial delivery did not send, or the whole price of a fax
 	// paid at its checkout that was canceled or failed.
 	LedgerRefund LedgerKind = "refund"
+	// LedgerReversal takes back credits of a credit pack whose payment was
+	// refunded at the processor (negative amount), at most what is
+	// available (docs/payments.md).
+	LedgerReversal LedgerKind = "reversal"
 )
 
 // LedgerEntry is one append-only line of an owner's credit account in one
@@ -322,6 +326,9 @@ const (
 	CheckoutOpen    CheckoutStatus = "open"
 	CheckoutPaid    CheckoutStatus = "paid"
 	CheckoutExpired CheckoutStatus = "expired"
+	// CheckoutFailed: the payer's asynchronous payment (a bank debit)
+	// did not go through; nothing was paid.
+	CheckoutFailed CheckoutStatus = "failed"
 )
 
 // Checkout is a hosted payment page session: a credit pack or a draft.
@@ -339,4 +346,14 @@ type Checkout struct {
 	CreatedAt    time.Time      `db:"created_at"`
 	ExpiresAt    time.Time      `db:"expires_at"`
 	PaidAt       *time.Time     `db:"paid_at"`
+	// PaymentRef is the processor's id of the payment that settled the
+	// checkout (a Stripe PaymentIntent), so a refund finds it.
+	PaymentRef string `db:"payment_ref"`
+	// RefundedCents is how much of the payment the processor refunded
+	// (cumulative, as it reports it); ReversedMicros is the credit that
+	// took back from the owner's balance (packs), which can be less when
+	// the credits were spent already. RefundedAt is the latest refund.
+	RefundedCents  int64      `db:"refunded_cents"`
+	ReversedMicros int64      `db:"reversed_micros"`
+	RefundedAt     *time.Time `db:"refunded_at"`
 }

@@ -425,7 +425,7 @@ func openAPIDocument(opts Options, cfg core.Config, machine machineLimits) obj {
 		"AttemptList": list("Attempt"),
 		"LedgerEntry": object([]string{"id", "mode", "kind", "reason", "createdAt", "amount", "amountCents"}, obj{
 			"id": str("led_…"), "mode": modeSchema,
-			"kind":  obj{"type": "string", "enum": []string{string(core.LedgerGrant), string(core.LedgerPurchase), string(core.LedgerHold), string(core.LedgerCapture), string(core.LedgerRelease), string(core.LedgerRefund)}},
+			"kind":  obj{"type": "string", "enum": []string{string(core.LedgerGrant), string(core.LedgerPurchase), string(core.LedgerHold), string(core.LedgerCapture), string(core.LedgerRelease), string(core.LedgerRefund), string(core.LedgerReversal)}},
 			"faxId": obj{"type": "string"}, "holdId": obj{"type": "string"}, "reason": obj{"type": "string"}, "createdAt": dateTime,
 			"amount": str("signed decimal USD; holds are negative, captures zero"), "amountCents": obj{"type": "integer", "description": "rounded down (toward minus infinity)"},
 		}),

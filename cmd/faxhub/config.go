@@ -42,8 +42,13 @@ type config struct {
 	AgentMode       string
 	TrustedProxies  string
 	Convert         convert.Options
-	// Machine: the payment methods of machine payments (docs/payments.md).
+	// Machine: the payment methods of machine payments (docs/payments.md);
+	// its Stripe key and API URL also serve the owners' live Checkout.
 	Machine app.MachineOptions
+	// StripeWebhookSecret signs Stripe's webhooks, from the environment
+	// only (secrets do not belong in a process's arguments, which any local
+	// user can list).
+	StripeWebhookSecret string // FAXHUB_STRIPE_WEBHOOK_SECRET
 	// Storage: quota, retention and garbage collection (core.StorageConfig).
 	StorageQuotaMB int64
 	Retention      time.Duration
@@ -94,6 +99,7 @@ func commonFlags(fs *flag.FlagSet, c *config) {
 	fs.StringVar(&c.APIURL, "api-url", os.Getenv("FAXHUB_API_URL"), "public API origin [FAXHUB_API_URL] (default: the base URL)")
 	fs.StringVar(&c.LogFormat, "log-format", env("FAXHUB_LOG_FORMAT", "text"), "text or json [FAXHUB_LOG_FORMAT]")
 	fs.StringVar(&c.LogLevel, "log-level", env("FAXHUB_LOG_LEVEL", "info"), "debug, info, warn or error [FAXHUB_LOG_LEVEL]")
+	c.StripeWebhookSecret = os.Getenv("FAXHUB_STRIPE_WEBHOOK_SECRET")
 }
 
 func serveFlags(c *config, stderr io.Writer) *flag.FlagSet {

@@ -202,6 +202,61 @@ func testCheckouts(t *testing.T, s core.Store) {
 	wantEqual(t, "paid checkout", got, pack)
 	wantErr(t, "MarkCheckoutPaid twice", s.MarkCheckoutPaid(ctx, pack.ID, at(61)), core.ErrConflict)
 	wantErr(t, "MarkCheckoutPaid of a missing checkout", s.MarkCheckoutPaid(ctx, "chk_missing", at(61)), core.ErrNoRows)
+
+	// A processor's payment settles a checkout that ended locally too.
+	live := newCheckout(t, s, o, nil)
+	must(t, s.EndCheckout(ctx, live.ID, core.CheckoutExpired))
+	wantErr(t, "EndCheckout twice", s.EndCheckout(ctx, live.ID, core.CheckoutFailed), core.ErrConflict)
+	wantErr(t, "EndCheckout of a missing checkout", s.EndCheckout(ctx, "chk_missing", core.CheckoutExpired), core.ErrNoRows)
+	must(t, s.SettleCheckout(ctx, live.ID, "pi_"+live.ID, at(70)))
+	wantErr(t, "SettleCheckout twice", s.SettleCheckout(ctx, live.ID, "pi_other", at(71)), core.ErrConflict)
+	wantErr(t, "EndCheckout of a paid checkout", s.EndCheckout(ctx, live.ID, core.CheckoutExpired), core.ErrConflict)
+	live.Status, live.PaidAt, live.PaymentRef = core.CheckoutPaid, ptr(at(70)), "pi_"+live.ID
+	got, err = s.GetCheckoutByPaymentRef(ctx, "pi_"+live.ID)
+	must(t, err)
+	wantEqual(t, "GetCheckoutByPaymentRef", got, live)
+	_, err = s.GetCheckoutByPaymentRef(ctx, "")
+	wantErr(t, "GetCheckoutByPaymentRef of no payment", err, core.ErrNoRows)
+
+	must(t, s.RecordCheckoutRefund(ctx, live.ID, 1000, 5_000_000, at(80)))
+	wantErr(t, "RecordCheckoutRefund of the same amount", s.RecordCheckoutRefund(ctx, live.ID, 1000, 5_000_000, at(81)), core.ErrConflict)
+	wantErr(t, "RecordCheckoutRefund of less", s.RecordCheckoutRefund(ctx, live.ID, 500, 1, at(81)), core.ErrConflict)
+	must(t, s.RecordCheckoutRefund(ctx, live.ID, 2500, 1_000_000, at(82)))
+	live.RefundedCents, live.ReversedMicros, live.RefundedAt = 2500, 6_000_000, ptr(at(82))
+	got, err = s.GetCheckout(ctx, live.ID)
+	must(t, err)
+	wantEqual(t, "refunded checkout", got, live)
+	wantErr(t, "RecordCheckoutRefund of an unpaid checkout", s.RecordCheckoutRefund(ctx, forDraft.ID, 1, 0, at(83)), core.ErrConflict)
+}
+
+func testReverseCredits(t *testing.T, s core.Store) {
+	ctx := t.Context()
+	o := newOwner(t, s)
+	reversal := func(amount int64) *core.LedgerEntry {
+		return &core.LedgerEntry{ID: core.NewID(core.PrefixLedger), OwnerID: o.ID, Mode: core.ModeLive, Kind: core.LedgerReversal,
+			AmountMicros: -amount, Reason: "refund", CreatedAt: at(1)}
+	}
+	took, err := s.ReverseCredits(ctx, reversal(1_000_000))
+	must(t, err)
+	if took != 0 {
+		t.Fatalf("reversed %d of an empty balance", took)
+	}
+	grant(t, s, o, core.ModeLive, 3_000_000)
+	for _, want := range []int64{2_000_000, 1_000_000, 0} { // asks 2 each time: takes what is left
+		took, err := s.ReverseCredits(ctx, reversal(2_000_000))
+		must(t, err)
+		if took != want {
+			t.Fatalf("reversed %d, want %d", took, want)
+		}
+	}
+	b, err := s.GetBalance(ctx, o.ID, core.ModeLive)
+	must(t, err)
+	if b.AvailableMicros != 0 {
+		t.Fatalf("balance %d after the reversals, want 0", b.AvailableMicros)
+	}
+	if _, err := s.ReverseCredits(ctx, &core.LedgerEntry{ID: core.NewID(core.PrefixLedger), OwnerID: o.ID, Mode: core.ModeLive, Kind: core.LedgerRefund, AmountMicros: -1}); err == nil {
+		t.Fatal("ReverseCredits took a refund entry")
+	}
 }
 
 // testClaimOnce races many callers at each single-use transition: exactly

@@ -47,6 +47,7 @@ func RunTests(t *testing.T, newStore func(t *testing.T) core.Store) {
 		{"IdempotencyConcurrent", testIdempotencyConcurrent},
 		{"Approvals", testApprovals},
 		{"Checkouts", testCheckouts},
+		{"ReverseCredits", testReverseCredits},
 		{"ClaimOnce", testClaimOnce},
 		{"TimeRoundTrip", testTimeRoundTrip},
 		{"RateLimit", testRateLimit},

@@ -95,6 +95,52 @@ func (x q) PlaceHold(ctx context.Context, e *core.LedgerEntry) error {
 	return nil
 }
 
+// ReverseCredits takes back what it can of a reversal. The balance row's
+// available amount is read and then lowered only if it is still that
+// amount (a compare-and-set), so a concurrent hold or credit makes it read
+// again instead of taking more than is there.
+func (x q) ReverseCredits(ctx context.Context, e *core.LedgerEntry) (int64, error) {
+	if e.Kind != core.LedgerReversal || e.AmountMicros >= 0 {
+		return 0, fmt.Errorf("reverse credits: want a %s with a negative amount, got %s %d", core.LedgerReversal, e.Kind, e.AmountMicros)
+	}
+	want := -e.AmountMicros
+	var took int64
+	err := x.atomic(ctx, func(x q) error {
+		for range 10 {
+			var avail int64
+			err := x.get(ctx, x.reader(), &avail, "SELECT available_micros FROM credit_balances WHERE owner_id = ? AND mode = ?", e.OwnerID, e.Mode)
+			if errors.Is(err, core.ErrNoRows) {
+				return nil
+			} else if err != nil {
+				return err
+			}
+			amount := min(want, avail)
+			if amount <= 0 {
+				return nil
+			}
+			n, err := x.exec(ctx, "UPDATE credit_balances SET available_micros = available_micros - ? WHERE owner_id = ? AND mode = ? AND available_micros = ?",
+				amount, e.OwnerID, e.Mode, avail)
+			if err != nil {
+				return err
+			}
+			if n == 1 {
+				entry := *e
+				entry.AmountMicros = -amount
+				if err := x.insertEntry(ctx, &entry); err != nil {
+					return err
+				}
+				took, *e = amount, entry
+				return nil
+			}
+		}
+		return errors.New("the balance kept changing")
+	})
+	if err != nil {
+		return 0, fmt.Errorf("reverse credits: %w", err)
+	}
+	return took, nil
+}
+
 // SettleHold captures or releases the hold of faxID, once.
 func (x q) SettleHold(ctx context.Context, faxID string, kind core.LedgerKind, at time.Time) (*core.LedgerEntry, error) {
 	var e *core.LedgerEntry

@@ -102,12 +102,12 @@ func (x q) DecideApproval(ctx context.Context, ownerID, id string, status core.A
 }
 
 const checkoutCols = `id, owner_id, mode, kind, pack_id, draft_id, amount_micros, credit_micros, status, external_id,
-	created_at, expires_at, paid_at`
+	created_at, expires_at, paid_at, payment_ref, refunded_cents, reversed_micros, refunded_at`
 
 func (x q) CreateCheckout(ctx context.Context, c *core.Checkout) error {
 	err := x.insert(ctx, `INSERT INTO checkouts (`+checkoutCols+`)
 		VALUES (:id, :owner_id, :mode, :kind, :pack_id, :draft_id, :amount_micros, :credit_micros, :status, :external_id,
-			:created_at, :expires_at, :paid_at)
+			:created_at, :expires_at, :paid_at, :payment_ref, :refunded_cents, :reversed_micros, :refunded_at)
 		ON CONFLICT DO NOTHING`, c)
 	if err != nil {
 		return fmt.Errorf("create checkout: %w", err)
@@ -130,6 +130,55 @@ func (x q) MarkCheckoutPaid(ctx context.Context, id string, at time.Time) error 
 	}
 	if err != nil {
 		return fmt.Errorf("mark checkout paid: %w", err)
+	}
+	return nil
+}
+
+func (x q) SettleCheckout(ctx context.Context, id, paymentRef string, at time.Time) error {
+	n, err := x.exec(ctx, "UPDATE checkouts SET status = ?, paid_at = ?, payment_ref = ? WHERE id = ? AND status IN (?, ?, ?)",
+		core.CheckoutPaid, at, paymentRef, id, core.CheckoutOpen, core.CheckoutExpired, core.CheckoutFailed)
+	if err == nil && n == 0 {
+		err = x.missingOrConflict(ctx, "checkouts", "id = ?", id)
+	}
+	if err != nil {
+		return fmt.Errorf("settle checkout: %w", err)
+	}
+	return nil
+}
+
+func (x q) EndCheckout(ctx context.Context, id string, status core.CheckoutStatus) error {
+	if status != core.CheckoutExpired && status != core.CheckoutFailed {
+		return fmt.Errorf("end checkout: a checkout ends expired or failed, not %q", status)
+	}
+	n, err := x.exec(ctx, "UPDATE checkouts SET status = ? WHERE id = ? AND status = ?", status, id, core.CheckoutOpen)
+	if err == nil && n == 0 {
+		err = x.missingOrConflict(ctx, "checkouts", "id = ?", id)
+	}
+	if err != nil {
+		return fmt.Errorf("end checkout: %w", err)
+	}
+	return nil
+}
+
+func (x q) GetCheckoutByPaymentRef(ctx context.Context, paymentRef string) (*core.Checkout, error) {
+	if paymentRef == "" {
+		return nil, fmt.Errorf("get checkout by payment: %w", core.ErrNoRows)
+	}
+	var c core.Checkout
+	if err := x.get(ctx, x.reader(), &c, "SELECT "+checkoutCols+" FROM checkouts WHERE payment_ref = ?", paymentRef); err != nil {
+		return nil, fmt.Errorf("get checkout by payment: %w", err)
+	}
+	return &c, nil
+}
+
+func (x q) RecordCheckoutRefund(ctx context.Context, id string, refundedCents, reversedMicros int64, at time.Time) error {
+	n, err := x.exec(ctx, `UPDATE checkouts SET refunded_cents = ?, reversed_micros = reversed_micros + ?, refunded_at = ?
+		WHERE id = ? AND status = ? AND refunded_cents < ?`, refundedCents, reversedMicros, at, id, core.CheckoutPaid, refundedCents)
+	if err == nil && n == 0 {
+		err = x.missingOrConflict(ctx, "checkouts", "id = ?", id)
+	}
+	if err != nil {
+		return fmt.Errorf("record checkout refund: %w", err)
 	}
 	return nil
 }

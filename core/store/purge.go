@@ -49,7 +49,8 @@ func (x q) PurgeUploads(ctx context.Context, now time.Time) (int64, error) {
 // PurgeCheckouts deletes checkouts that expired unpaid before before; paid
 // ones are the record of a payment and stay.
 func (x q) PurgeCheckouts(ctx context.Context, before time.Time) (int64, error) {
-	return x.purge(ctx, "checkouts", "DELETE FROM checkouts WHERE status = ? AND expires_at < ?", core.CheckoutOpen, before)
+	return x.purge(ctx, "checkouts", "DELETE FROM checkouts WHERE status IN (?, ?, ?) AND expires_at < ?",
+		core.CheckoutOpen, core.CheckoutExpired, core.CheckoutFailed, before)
 }
 
 func (x q) PurgeAgentClaims(ctx context.Context, before time.Time) (int64, error) {

@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/http"
 	"os"
 	"path/filepath"
 	"time"
@@ -19,6 +20,7 @@ import (
 	"github.com/faxhub/faxhub/core/convert"
 	"github.com/faxhub/faxhub/core/mail"
 	"github.com/faxhub/faxhub/core/payments"
+	"github.com/faxhub/faxhub/core/payments/stripecheckout"
 	"github.com/faxhub/faxhub/core/payments/stripetest"
 	"github.com/faxhub/faxhub/core/payments/testcard"
 	"github.com/faxhub/faxhub/core/payments/testcheckout"
@@ -87,9 +89,26 @@ type Options struct {
 	// the direct peer is the client.
 	TrustedProxies string
 
+	// Stripe configures live card payments; without a secret key live
+	// checkouts answer checkout_not_configured.
+	Stripe StripeOptions
+
 	// Core adjusts the service configuration last (tests: clocks, limits).
 	Core   func(*core.Config)
 	Logger *slog.Logger
+}
+
+// StripeOptions configure Stripe (docs/payments.md). With SecretKey and
+// WebhookSecret, live credit packs and drafts are paid through Stripe
+// Checkout and POST /webhooks/stripe learns their outcome; test mode keeps
+// faxhub's own test checkout page whatever the key (an sk_test_ key makes
+// live checkouts use Stripe's test mode, for a staging server).
+type StripeOptions struct {
+	SecretKey     string // FAXHUB_STRIPE_SECRET_KEY
+	WebhookSecret string // FAXHUB_STRIPE_WEBHOOK_SECRET (whsec_…)
+	// APIURL replaces https://api.stripe.com (stripe-mock in tests).
+	APIURL     string
+	HTTPClient *http.Client
 }
 
 // App is a wired process. Start runs the delivery workers; Close releases
@@ -112,6 +131,9 @@ type App struct {
 	// backend when no Stripe key is configured (its SPT mint is served).
 	machineOffers []rest.MachineOffer
 	stripeTest    *stripetest.Server
+	// stripeWebhook serves POST /webhooks/stripe; nil when Stripe is not
+	// configured.
+	stripeWebhook *stripecheckout.Webhook
 	// signer forwards core's signing to the OAuth server, which is built
 	// after the service (it needs it); wireOwners sets it once.
 	signer *issuerSigner
@@ -218,6 +240,15 @@ func (a *App) wire(ctx context.Context) error {
 		return fmt.Errorf("job queue: %w", err)
 	}
 
+	checkouts := map[core.Mode]core.CheckoutGateway{core.ModeTest: testcheckout.NewTestGateway(o.BaseURL)}
+	live, err := liveCheckout(o)
+	if err != nil {
+		return err
+	}
+	if live != nil {
+		checkouts[core.ModeLive] = live
+	}
+
 	cfg := core.Config{
 		BaseURL: o.BaseURL, APIURL: o.APIURL, UploadSecret: secret, TempDir: tmp,
 		MaxUploadBytes: o.MaxUploadBytes, MaxPages: o.MaxPages, AgentMode: o.AgentMode,
@@ -247,7 +278,7 @@ func (a *App) wire(ctx context.Context) error {
 		// Live faxing needs a real provider account; until one is
 		// configured, live sends answer provider_not_configured.
 		Providers: map[core.Mode]core.FaxProvider{core.ModeTest: simulated.New(simulated.Options{TimeScale: o.SimTimeScale, Report: q.ScheduleOutcome})},
-		Checkout:  map[core.Mode]core.CheckoutGateway{core.ModeTest: testcheckout.NewTestGateway(o.BaseURL)},
+		Checkout:  checkouts,
 		// AP2 credit purchases: the test card in test mode; live card
 		// charges come with the payments issue.
 		PaymentMethods: map[core.Mode]payments.PaymentMethod{core.ModeTest: testcard.New()},
@@ -260,7 +291,35 @@ func (a *App) wire(ctx context.Context) error {
 		return err
 	}
 	a.Queue, a.Svc = q, svc
+	if live != nil {
+		if a.stripeWebhook, err = stripecheckout.NewWebhook(svc, o.Stripe.WebhookSecret, o.Logger); err != nil {
+			return err
+		}
+	}
 	return a.wireOwners()
+}
+
+// liveCheckout is the live-mode checkout gateway: Stripe Checkout when a
+// secret key is configured, nil otherwise. A key without the webhook's
+// signing secret is refused: Stripe would take payments that faxhub never
+// learns of.
+func liveCheckout(o Options) (core.CheckoutGateway, error) {
+	st := o.Stripe
+	switch {
+	case st.SecretKey == "" && st.WebhookSecret == "":
+		return nil, nil
+	case st.SecretKey == "":
+		return nil, errors.New("app: FAXHUB_STRIPE_WEBHOOK_SECRET is set without FAXHUB_STRIPE_SECRET_KEY: set both to take live card payments, or neither")
+	case st.WebhookSecret == "":
+		return nil, errors.New("app: FAXHUB_STRIPE_SECRET_KEY is set without FAXHUB_STRIPE_WEBHOOK_SECRET: live checkouts need the signed webhook (POST /webhooks/stripe) to learn that a payment went through; set the endpoint's signing secret (whsec_…)")
+	}
+	gw, err := stripecheckout.New(stripecheckout.Options{
+		SecretKey: st.SecretKey, BaseURL: o.BaseURL, APIURL: st.APIURL, HTTPClient: st.HTTPClient,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("app: %w", err)
+	}
+	return gw, nil
 }
 
 // wireOwners builds the owner side: the OAuth server (a TokenVerifier for

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/faxhub/faxhub/core"
+	"github.com/faxhub/faxhub/core/payments/stripecheckout"
 	"github.com/faxhub/faxhub/core/payments/testcheckout"
 	"github.com/faxhub/faxhub/core/provider/simulated"
 	"github.com/faxhub/faxhub/core/web"
@@ -43,6 +44,8 @@ func (a *App) Handler() http.Handler {
 		mux.Handle("POST "+StripeTestMintPath, a.stripeTestMint())
 	}
 	mux.Handle(testcheckout.TestCheckoutPath, testcheckout.TestCheckoutPage(a.Svc, a.Logger))
+	// Stripe's signed events (live checkouts), on both origins.
+	mux.Handle(stripecheckout.WebhookPath, a.stripeWebhookHandler())
 
 	// The authorization server owns its discovery documents and /api/auth
 	// endpoints; later issues add agent registration beside them.
@@ -81,6 +84,21 @@ func (a *App) Handler() http.Handler {
 	// themselves while decoding (a 413 must come before a 14 MB read).
 	h := web.ReadDeadlines(web.RefuseInvalidText(mux, refuseInvalidText(a.Logger), isStreamedBody), body)
 	return web.RealClientIP(accessLog(a.Logger, h), a.proxies)
+}
+
+// stripeWebhookHandler is the Stripe webhook, or, without Stripe
+// configured, a 503 that says so (an event sent there changes nothing).
+func (a *App) stripeWebhookHandler() http.Handler {
+	if a.stripeWebhook != nil {
+		return a.stripeWebhook
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		web.WriteProblem(w, web.Problem{
+			Type: web.ProblemType(core.CodeCheckoutUnavailable), Title: http.StatusText(http.StatusServiceUnavailable),
+			Status: http.StatusServiceUnavailable, Code: core.CodeCheckoutUnavailable,
+			Detail: "Stripe is not configured on this server (FAXHUB_STRIPE_SECRET_KEY and FAXHUB_STRIPE_WEBHOOK_SECRET)",
+		})
+	})
 }
 
 func (a *App) readyz(w http.ResponseWriter, r *http.Request) {

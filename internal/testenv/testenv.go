@@ -29,6 +29,8 @@ const EnvPostgres = "FAXHUB_TESTENV_POSTGRES"
 
 // Env is a running service and its fixtures.
 type Env struct {
+	// App is the wired process (its Handler is the whole HTTP surface).
+	App    *app.App
 	Svc    *core.Service
 	Store  core.Store
 	DB     *store.DB
@@ -47,6 +49,7 @@ type options struct {
 	cfg      func(*core.Config)
 	workers  bool
 	machine  bool
+	stripe   app.StripeOptions
 }
 
 // Option changes how New builds the environment.
@@ -70,6 +73,10 @@ func WithConfig(f func(*core.Config)) Option {
 
 // WithPostgres runs on a fresh schema of the PostgreSQL server at baseURL.
 func WithPostgres(baseURL string) Option { return func(o *options) { o.postgres = baseURL } }
+
+// WithStripe configures Stripe (live checkouts through Stripe Checkout and
+// its webhook), usually against stripe-mock or a stand-in.
+func WithStripe(st app.StripeOptions) Option { return func(o *options) { o.stripe = st } }
 
 // WithoutWorkers builds an insert-only queue: jobs wait until the test
 // delivers them with DeliverAll.
@@ -103,6 +110,7 @@ func New(t testing.TB, opts ...Option) *Env {
 				o.cfg(c)
 			}
 		},
+		Stripe: o.stripe,
 		Logger: log,
 	})
 	must(t, err)
@@ -117,7 +125,7 @@ func New(t testing.TB, opts ...Option) *Env {
 	}
 	db, q, svc := a.DB, a.Queue, a.Svc
 
-	e := &Env{Svc: svc, Store: db, DB: db, Queue: q, t: t}
+	e := &Env{App: a, Svc: svc, Store: db, DB: db, Queue: q, t: t}
 	e.OwnerA, e.KeyATest, e.KeyALive = e.owner(t, "a@example.com", o.credits)
 	e.OwnerB, e.KeyBTest, _ = e.owner(t, "b@example.com", o.credits)
 	return e
