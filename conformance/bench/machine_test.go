@@ -122,7 +122,7 @@ func benchMachine(t *testing.T, rep *report) {
 		if err != nil {
 			return err
 		}
-		spt, err := mint(ctx, client, base, ch)
+		spt, err := mint(ctx, client, base, ch, ip)
 		if err != nil {
 			return err
 		}
@@ -195,8 +195,9 @@ func challenge(ctx context.Context, c *http.Client, url string, body []byte, ip 
 }
 
 // mint gets a test SPT for the challenge's amount from faxhub's built-in
-// test mint, as mppx does (form body, Basic auth with a test key).
-func mint(ctx context.Context, c *http.Client, base string, ch mpp.Challenge) (string, error) {
+// test mint, as mppx does (form body, Basic auth with a test key), for
+// the client address ip.
+func mint(ctx context.Context, c *http.Client, base string, ch mpp.Challenge, ip string) (string, error) {
 	var r struct {
 		Amount   string `json:"amount"`
 		Currency string `json:"currency"`
@@ -209,6 +210,7 @@ func mint(ctx context.Context, c *http.Client, base string, ch mpp.Challenge) (s
 	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, base+pathTestMint, strings.NewReader(form.Encode()))
 	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
 	req.SetBasicAuth("sk_test_bench", "")
+	req.Header.Set("X-Forwarded-For", ip) // the mint is limited per address too
 	var out struct {
 		ID string `json:"id"`
 	}

@@ -12,8 +12,9 @@
 // share state; nothing here reaches beyond loopback.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { execFile } from 'node:child_process';
-import { mkdtempSync } from 'node:fs';
+import { execFile, spawn } from 'node:child_process';
+import { mkdtempSync, openSync, rmSync } from 'node:fs';
+import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { Challenge, Credential, Receipt } from 'mppx';
 import { BASE, OUT } from './lib.mjs';
@@ -28,6 +29,10 @@ const PROBLEMS = 'https://paymentauth.org/problems/';
 const DELIVERED = '+12125550100';
 const NOT_A_FAX = '+12125550103'; // fails at once, not retried
 const PDF = minimalPDF(1).toString('base64');
+// A Tempo offer for the ordering test: Moderato testnet's pathUSD and a
+// recipient no one holds.
+const TEMPO_TOKEN = '0x20c0000000000000000000000000000000000000';
+const TEMPO_RECIPIENT = '0x000000000000000000000000000000000000fa11';
 const s = {}; // state passed between tests
 
 // mppx's own state (config, update cache) goes to the run's output, not
@@ -54,8 +59,8 @@ function body(requestID, { to = DELIVERED, ...extra } = {}) {
 
 function rid(name) { return `conformance-${name}-${Date.now().toString(36)}`; }
 
-async function post(payload, headers = {}) {
-  const res = await fetch(FAXES, {
+async function post(payload, headers = {}, url = FAXES) {
+  const res = await fetch(url, {
     method: 'POST', body: payload,
     headers: { 'content-type': 'application/json', accept: 'application/json', ...headers },
   });
@@ -121,6 +126,30 @@ function paidOrder(r, what) {
   // mppx prints the body after the headers; the order is its JSON.
   const order = JSON.parse(last.text.slice(last.text.indexOf('{'), last.text.lastIndexOf('}') + 1));
   return { order, receipt, responses: all };
+}
+
+// startServe runs a second `faxhub serve` (the binary run-suites.sh built)
+// with extra environment on its own loopback port and SQLite data dir,
+// stopped when the test ends; it returns its base URL.
+async function startServe(t, extraEnv) {
+  const port = await new Promise((resolve) => {
+    const srv = createServer().listen(0, '127.0.0.1', () => { const p = srv.address().port; srv.close(() => resolve(p)); });
+  });
+  const base = `http://localhost:${port}`;
+  const data = mkdtempSync(join(OUT, 'mpp-serve-'));
+  const env = { ...process.env, ...extraEnv };
+  delete env.FAXHUB_DATABASE_URL; // its own SQLite, whatever the suites' serve uses
+  const log = openSync(join(OUT, `mpp-serve-${port}.log`), 'w');
+  const child = spawn(join(OUT, 'faxhub'), ['serve', '--dev', '--sim-timescale', '0', '--data', data,
+    '--addr', `127.0.0.1:${port}`, '--base-url', base, '--log-level', 'warn'], { env, stdio: ['ignore', log, log] });
+  t.after(() => { child.kill('SIGTERM'); rmSync(data, { recursive: true, force: true }); });
+  const end = Date.now() + 15000;
+  for (;;) {
+    if (child.exitCode !== null) assert.fail(`the second serve exited ${child.exitCode}; see ${join(OUT, `mpp-serve-${port}.log`)}`);
+    try { if ((await fetch(`http://127.0.0.1:${port}/readyz`)).status === 200) return base; } catch { /* not up yet */ }
+    if (Date.now() > end) assert.fail('the second serve never answered /readyz');
+    await new Promise((r) => setTimeout(r, 100));
+  }
 }
 
 // poll GETs url until done(body) or the deadline, never sleeping blindly.
@@ -209,23 +238,40 @@ test('same request_id and body while the challenge is live → the same challeng
   assert.deepEqual(chs.map((c) => c.id), s.unpaid.challenges.map((c) => c.id));
 });
 
-test('Accept-Payment filters and orders the offers (raw fetch)', async () => {
-  const offered = s.unpaid.challenges.map((c) => c.method);
-  // Only stripe/charge acceptable → only the stripe offer.
-  let r = await post(s.unpaid.body, { 'accept-payment': 'stripe/charge' });
-  let chs = expect402(r, 'payment-required', 'Accept-Payment: stripe/charge');
+test('Accept-Payment filters and orders the offers (raw fetch; a second serve that also offers tempo)', async (t) => {
+  // The suites' serve offers stripe only (no Tempo configured), so order
+  // is seen on a serve of its own that offers both; its Tempo RPC is a
+  // closed loopback port, never called for an unpaid request.
+  const tempo = await startServe(t, {
+    FAXHUB_TEMPO_RPC_URL: 'http://127.0.0.1:9/', FAXHUB_TEMPO_RECIPIENT: TEMPO_RECIPIENT, FAXHUB_TEMPO_TOKEN: TEMPO_TOKEN,
+  });
+  const url = `${tempo}/api/v1/machine/faxes`;
+  const payload = body(rid('accept'));
+  const methods = async (accept) => {
+    const r = await post(payload, accept === undefined ? {} : { 'accept-payment': accept }, url);
+    return expect402(r, 'payment-required', `Accept-Payment: ${accept}`);
+  };
+  let chs = await methods(undefined);
+  assert.deepEqual(chs.map((c) => c.method), ['stripe', 'tempo'], 'no preference: the configured order');
+  const tc = chs.find((c) => c.method === 'tempo');
+  assert.equal(tc.request.currency.toLowerCase(), TEMPO_TOKEN.toLowerCase());
+  assert.equal(tc.request.recipient.toLowerCase(), TEMPO_RECIPIENT.toLowerCase());
+  assert.equal(tc.request.methodDetails?.chainId, 42431);
+  assert.deepEqual(tc.request.methodDetails?.supportedModes, ['push']);
+  assert.match(tc.request.amount, /^[1-9][0-9]*$/, 'token base units');
+  chs = await methods('tempo/charge, stripe/charge;q=0.5');
+  assert.deepEqual(chs.map((c) => c.method), ['tempo', 'stripe']);
+  chs = await methods('stripe/charge, tempo/charge;q=0.1');
+  assert.deepEqual(chs.map((c) => c.method), ['stripe', 'tempo']);
+  chs = await methods('tempo/charge');
+  assert.deepEqual(chs.map((c) => c.method), ['tempo']);
+  chs = await methods('stripe/charge');
   assert.deepEqual(chs.map((c) => c.method), ['stripe']);
-  // A preferred method that is not offered does not hide the others; q
-  // orders what is offered.
-  r = await post(s.unpaid.body, { 'accept-payment': 'tempo/charge, stripe/charge;q=0.5' });
-  chs = expect402(r, 'payment-required', 'Accept-Payment: tempo/charge, stripe/charge;q=0.5');
-  const want = offered.includes('tempo') ? ['tempo', 'stripe'] : ['stripe'];
-  assert.deepEqual(chs.map((c) => c.method), want, `order for ${offered}`);
-  if (offered.includes('tempo')) {
-    r = await post(s.unpaid.body, { 'accept-payment': 'stripe/charge, tempo/charge;q=0.1' });
-    chs = expect402(r, 'payment-required', 'stripe first');
-    assert.deepEqual(chs.map((c) => c.method), ['stripe', 'tempo']);
-  }
+  chs = await methods('stripe/*;q=0, */*');
+  assert.deepEqual(chs.map((c) => c.method), ['tempo'], 'q=0 excludes');
+  // And on the suites' serve: stripe/charge keeps the stripe offer.
+  const r = await post(s.unpaid.body, { 'accept-payment': 'stripe/charge' });
+  assert.deepEqual(expect402(r, 'payment-required', 'main serve').map((c) => c.method), ['stripe']);
 });
 
 test('a malformed credential → a fresh 402 (malformed-credential), not a 500', async () => {
