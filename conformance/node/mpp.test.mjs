@@ -178,7 +178,10 @@ test('discovery: /openapi.json declares the machine operation with its 402 and x
   const offers = op['x-payment-info']?.offers;
   assert.ok(Array.isArray(offers) && offers.length > 0, `x-payment-info: ${JSON.stringify(op['x-payment-info'])}`);
   const stripe = offers.find((o) => o.method === 'stripe');
-  assert.deepEqual(stripe, { intent: 'charge', method: 'stripe', amount: null, currency: 'usd' }, 'priced per destination: amount null');
+  assert.ok(stripe, `a stripe offer in ${JSON.stringify(offers)}`);
+  assert.equal(stripe.intent, 'charge');
+  assert.equal(stripe.currency, 'usd');
+  assert.equal(stripe.amount, null, 'priced per destination: amount null');
   res = await fetch(`${BASE}/llms.txt`);
   const llms = await res.text();
   assert.equal(res.status, 200);
