@@ -61,6 +61,10 @@ func (s *Service) OwnerByEmail(ctx context.Context, email string) (*Owner, error
 		return nil, err
 	}
 	o, err := s.d.Store.GetOwnerByEmail(ctx, email)
+	if err == nil && o.ID == MachineOwnerID {
+		// The paying machines' owner is no one's to sign in as or claim.
+		return nil, notFound("owner")
+	}
 	return o, storeErr(err, "owner")
 }
 

@@ -53,12 +53,22 @@ type Charge struct {
 	CreatedAt       time.Time  `db:"created_at" json:"createdAt"`
 	RefundedAt      *time.Time `db:"refunded_at" json:"refundedAt,omitempty"`
 	RefundReference string     `db:"refund_reference" json:"refundReference,omitempty"`
+	// Machine charges: the request_id paid for, the amount in the
+	// method's units (cents, token base units), and what a failed or
+	// partial fax is owed back (RefundState: "", due, refunded,
+	// not_refundable) with a lease so one replica performs it.
+	RequestID        string     `db:"request_id" json:"-"`
+	AmountUnits      int64      `db:"amount_units" json:"-"`
+	RefundState      string     `db:"refund_state" json:"-"`
+	RefundDueUnits   int64      `db:"refund_due_units" json:"-"`
+	RefundLeaseUntil *time.Time `db:"refund_lease_until" json:"-"`
 }
 
 // ChargeStore persists charges; part of core.Store. Errors follow Store.
 type ChargeStore interface {
 	// CreateCharge records a charge; ErrExists if its idempotency key is
-	// recorded already.
+	// recorded already, or its (method, reference) when the reference is
+	// not empty (a transaction hash pays once).
 	CreateCharge(ctx context.Context, c *Charge) error
 	GetCharge(ctx context.Context, id string) (*Charge, error)
 	GetChargeByKey(ctx context.Context, idempotencyKey string) (*Charge, error)

@@ -240,9 +240,10 @@ func (s *Service) backoff(n int) time.Duration {
 
 // refundUnsentPages credits back the price of pages a partial delivery did
 // not send: the owner pays for what arrived (the cover page counts as sent).
-// A fax paid at its checkout gets the same refund as account credits.
+// A fax paid at its checkout gets the same refund as account credits; a
+// machine's fax is owed the same share back through its method.
 func (s *Service) refundUnsentPages(ctx context.Context, tx Tx, o *Fax) error {
-	if (o.PaymentMethod != PayCredits && o.PaymentMethod != PayCheckout) || o.PagesSent >= o.Pages {
+	if o.PagesSent >= o.Pages {
 		return nil
 	}
 	e164, country, err := s.d.Destination.Check(o.To)
@@ -260,6 +261,9 @@ func (s *Service) refundUnsentPages(ctx context.Context, tx Tx, o *Fax) error {
 	refund := o.PriceMicros - fair
 	if refund <= 0 {
 		return nil
+	}
+	if o.PaymentMethod == PayMachine {
+		return s.owePayer(ctx, tx, o, refund)
 	}
 	return tx.AppendLedger(ctx, &LedgerEntry{
 		ID: NewID(PrefixLedger), OwnerID: o.OwnerID, Mode: o.Mode, Kind: LedgerRefund, AmountMicros: refund,

@@ -33,9 +33,14 @@ type newFax struct {
 func (s *Service) createFax(ctx context.Context, tx Tx, n newFax) error {
 	f := n.fax
 	// The limiter is charged in the fax's transaction: one commit less per
-	// fax, and a send that fails (402) does not use up the allowance.
-	if err := s.allow(ctx, tx, sendRateKey(f.OwnerID, f.Mode), s.cfg.SendInterval, s.cfg.SendBurst); err != nil {
-		return err
+	// fax, and a send that fails (402) does not use up the allowance. A
+	// machine's fax is paid already when it is created (refusing it now
+	// would keep the money), and every machine shares one owner: paying
+	// machines are bounded per client address before they pay instead.
+	if f.PaymentMethod != PayMachine {
+		if err := s.allow(ctx, tx, sendRateKey(f.OwnerID, f.Mode), s.cfg.SendInterval, s.cfg.SendBurst); err != nil {
+			return err
+		}
 	}
 	if err := tx.UseDocument(ctx, f.DocumentID, f.CreatedAt); err != nil {
 		return storeErr(err, "document")
@@ -59,6 +64,9 @@ func (s *Service) createFax(ctx context.Context, tx Tx, n newFax) error {
 		}
 	case PayCheckout:
 		// Paid at the checkout the caller marks paid in this transaction.
+	case PayMachine:
+		// Paid by the machine's charge the caller records in this
+		// transaction (core/machinepay.go).
 	default:
 		return fmt.Errorf("create fax: payment method %q has no payment entry", f.PaymentMethod)
 	}

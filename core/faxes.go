@@ -340,9 +340,12 @@ func (s *Service) cancelQueuedFax(ctx context.Context, p Principal, id string) e
 // transaction that ends it. A credit fax's hold is captured or released. A
 // fax paid at its checkout has no hold: released (canceled, failed), its
 // whole price returns to the owner as account credits (a refund entry);
-// captured, nothing moves. A machine's fax has no account to return to.
+// captured, nothing moves. A machine's fax has no account to return to:
+// released, its charge is owed back through its method (settleMachine).
 func (s *Service) settle(ctx context.Context, tx Tx, o *Fax, kind LedgerKind) error {
 	switch o.PaymentMethod {
+	case PayMachine:
+		return s.settleMachine(ctx, tx, o, kind)
 	case PayCredits:
 		if _, err := tx.SettleHold(ctx, o.ID, kind, s.now()); err != nil {
 			return fmt.Errorf("settle hold of %s (%s): %w", o.ID, kind, err)

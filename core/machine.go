@@ -1,8 +1,6 @@
 package core
 
 import (
-	"context"
-	"errors"
 	"time"
 
 	"github.com/faxhub/faxhub/core/payments"
@@ -120,6 +118,9 @@ type MachineQuoteRequest struct {
 	PDF   []byte // decoded; when nil, Pages is used
 	Pages int
 	Cover bool
+	// ClientIP (web.ClientIP) queues the PDF's page count fairly among
+	// clients.
+	ClientIP string
 }
 
 // MachineQuote is the answer of POST /api/v1/machine/faxes/validate: the
@@ -197,28 +198,6 @@ type MachineOrder struct {
 	CompletedAt   *time.Time `json:"completedAt,omitempty"`
 }
 
-var errMachineNotBuilt = errors.New("core: machine payments are not built yet")
-
-// MachineQuote prices a machine fax without side effects (validate).
-func (s *Service) MachineQuote(ctx context.Context, r MachineQuoteRequest) (*MachineQuote, error) {
-	return nil, errMachineNotBuilt
-}
-
-// MachineFax answers one POST /api/v1/machine/faxes. Client mistakes are
-// *Error (400 invalid, 409 request_id_conflict, 400
-// multiple_payment_credentials, 413/415/422 document, 429, 503 disabled or
-// payment_processor_unavailable); everything the payer can pay or retry is a
-// MachineFaxResult.
-func (s *Service) MachineFax(ctx context.Context, r MachineFaxRequest) (*MachineFaxResult, error) {
-	return nil, errMachineNotBuilt
-}
-
-// MachineFaxStatus reads a paid machine fax through the capability token of
-// its status URL.
-func (s *Service) MachineFaxStatus(ctx context.Context, token string) (*MachineOrder, error) {
-	return nil, errMachineNotBuilt
-}
-
 // MachineEnabled reports --machine-payments.
 func (s *Service) MachineEnabled() bool { return s.cfg.Machine.Enabled }
 
@@ -226,13 +205,4 @@ func (s *Service) MachineEnabled() bool { return s.cfg.Machine.Enabled }
 // MaxPDFBytes plus room for the other fields.
 func (s *Service) MachineMaxBodyBytes() int64 {
 	return (s.cfg.Machine.MaxPDFBytes+2)/3*4 + 4<<10
-}
-
-// SweepMachinePayments finishes what interrupted machine payments left:
-// claimed challenges whose settlement stopped (it settles them again with
-// the same idempotency key and creates their fax, or records the refusal)
-// and refunds that are due. It runs on a schedule on every replica; each
-// item is taken by one.
-func (s *Service) SweepMachinePayments(ctx context.Context) error {
-	return errMachineNotBuilt
 }

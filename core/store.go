@@ -39,6 +39,7 @@ type Tx interface {
 type Queries interface {
 	AgentStore
 	ChargeStore
+	MachineStore
 	TaskStore
 	HostStore
 

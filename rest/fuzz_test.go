@@ -3,9 +3,13 @@ package rest_test
 import (
 	"bytes"
 	"context"
+	"encoding/base64"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"testing"
+
+	"github.com/faxhub/faxhub/core"
 
 	"github.com/faxhub/faxhub/internal/testenv"
 	"github.com/faxhub/faxhub/rest"
@@ -47,6 +51,49 @@ func FuzzSendFax(f *testing.F) {
 		h.ServeHTTP(rec, req)
 		if rec.Code >= 500 {
 			t.Fatalf("%q with key %q: %d %s", body, key, rec.Code, rec.Body)
+		}
+	})
+}
+
+// FuzzMachineFax drives POST /api/v1/machine/faxes (and its validate twin)
+// on the fully wired service with machine payments on, with any body and
+// any Authorization and Accept-Payment headers: the decoder and what
+// follows it never answer a 5xx, and a 402 always carries a challenge.
+func FuzzMachineFax(f *testing.F) {
+	env := testenv.New(f, testenv.WithoutWorkers(), testenv.WithMachinePayments(), testenv.WithConfig(func(c *core.Config) {
+		c.Machine.MaxPDFBytes = 32 << 10
+	}))
+	pdf := base64.StdEncoding.EncodeToString(testenv.MinimalPDF(1))
+	for _, s := range []struct{ body, authz, accept string }{
+		{`{"to":"` + deliverable + `","base64":"` + pdf + `","request_id":"f-1"}`, "", ""},
+		{`{"to":"` + deliverable + `","base64":"` + pdf + `","request_id":"f-2","cover":true}`, "Payment e30", "stripe/charge"},
+		{`{"to":"` + deliverable + `","base64":"` + strings.TrimRight(pdf, "=") + `","request_id":"f-3"}`, "Payment eyJjaGFsbGVuZ2UiOnt9fQ", "tempo/charge;q=0.5, */*"},
+		{`{"to":"` + deliverable + `","base64":"JVBERg==","request_id":"f-4"}`, "Payment a, Payment b", ""},
+		{`{"to":"+1555","base64":"%%%","request_id":""}`, "Bearer x", "*/*;q=2"},
+		{`{"to":"` + deliverable + `","pages":3}`, "", ""},
+		{`{"to":"x","to":"y","base64":1}`, "Payment \xff", "\x00"},
+	} {
+		f.Add([]byte(s.body), s.authz, s.accept)
+	}
+	h := rest.New(env.Svc, rest.Options{}, nil)
+	f.Fuzz(func(t *testing.T, body []byte, authz, accept string) {
+		for _, path := range []string{"/api/v1/machine/faxes", "/api/v1/machine/faxes/validate"} {
+			req := httptest.NewRequest(http.MethodPost, path, bytes.NewReader(body))
+			req.Header.Set("Content-Type", "application/json")
+			if authz != "" {
+				req.Header["Authorization"] = []string{authz}
+			}
+			if accept != "" {
+				req.Header["Accept-Payment"] = []string{accept}
+			}
+			rec := httptest.NewRecorder()
+			h.ServeHTTP(rec, req)
+			if rec.Code >= 500 && rec.Code != http.StatusServiceUnavailable {
+				t.Fatalf("%s %q (Authorization %q, Accept-Payment %q): %d %s", path, body, authz, accept, rec.Code, rec.Body)
+			}
+			if rec.Code == http.StatusPaymentRequired && rec.Header().Get("WWW-Authenticate") == "" {
+				t.Fatalf("%s: a 402 without a challenge: %s", path, rec.Body)
+			}
 		}
 	})
 }

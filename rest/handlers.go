@@ -200,38 +200,6 @@ func (a *api) machinePaymentsOff() error {
 		"machine payments are disabled on this server; use an API key with prepaid credits (see %s/llms.txt)", a.opts.BaseURL)
 }
 
-// validateMachineFax prices a fax for a paying machine without side effects;
-// it needs no credential because it spends nothing.
-func (a *api) validateMachineFax(w http.ResponseWriter, r *http.Request) error {
-	if !a.opts.MachinePayments {
-		return a.machinePaymentsOff()
-	}
-	q, err := a.decodeQuote(w, r)
-	if err != nil {
-		return err
-	}
-	if err := a.svc.AllowPublic(r.Context(), "machine-validate", web.ClientIP(r)); err != nil {
-		return err
-	}
-	web.WriteJSON(w, http.StatusOK, q)
-	return nil
-}
-
-// createMachineFax is a placeholder until the MPP payment methods land:
-// answering 402 with a challenge nobody can pay would be a lie, so it says
-// plainly that paying is not possible here yet.
-func (a *api) createMachineFax(w http.ResponseWriter, r *http.Request) error {
-	if !a.opts.MachinePayments {
-		return a.machinePaymentsOff()
-	}
-	web.WriteProblem(w, web.Problem{
-		Type: web.ProblemType(core.CodeMachinePaymentsMissing), Title: http.StatusText(http.StatusNotImplemented),
-		Status: http.StatusNotImplemented, Code: core.CodeMachinePaymentsMissing, Instance: r.URL.Path,
-		Detail: "machine payments are enabled but no payment method is configured on this server yet, so a fax cannot be paid per request; use an API key with prepaid credits",
-	})
-	return nil
-}
-
 // listQuery reads the pagination parameters (limit, starting_after) and
 // the extra ones named. Unknown or repeated parameters are refused so that
 // a misspelt filter fails loudly instead of silently listing everything.

@@ -47,6 +47,7 @@ Everything below is described precisely in the OpenAPI 3.1 document: %[1]s/opena
 
 Price first without sending: POST /api/v1/quote {"to", "pages", "cover"}. Balance and ledger: GET /api/v1/credits.
 
+%[4]s
 ## A2A agents
 
 - Card: %[1]s/.well-known/agent-card.json. JSON-RPC at %[1]s/a2a (SendMessage, GetTask, CancelTask; 0.3 names too),
@@ -76,7 +77,7 @@ valid number is delivered:
 - Authentication for agents: %[1]s/auth.md
 - A2A agent card: %[1]s/.well-known/agent-card.json
 - Delegated hosts and agents: %[2]s/.well-known/agent-configuration
-`, base, apiURL, testNumberLines(opts.TestNumbers))
+`, base, apiURL, testNumberLines(opts.TestNumbers), machineSection(opts))
 	return []byte(b.String())
 }
 
@@ -89,4 +90,64 @@ func testNumberLines(ns []TestNumber) string {
 		fmt.Fprintf(&b, "- %s: %s\n", n.Number, n.Description)
 	}
 	return b.String()
+}
+
+// machineSection explains paying per request (HTTP 402) when machine
+// payments offer a method, with the test mint when the built-in Stripe
+// test backend is in use.
+func machineSection(opts Options) string {
+	if len(opts.MachineOffers) == 0 {
+		return ""
+	}
+	var methods []string
+	for _, o := range opts.MachineOffers {
+		methods = append(methods, o.Method+"/"+o.Intent)
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, `## Paying per request, without an account (HTTP 402)
+
+A machine with no API key pays for one fax per request with the Machine Payments Protocol
+(draft-ryan-httpauth-payment). Methods on offer here: %[2]s. The PDF goes inline as base64.
+
+1. Optional: POST %[1]s/api/v1/machine/faxes/validate {"to", "base64" | "pages", "cover"} -> the quote and, per
+   method, the amount it will charge (base units: cents for stripe, 10^-6 token units for tempo; stripe
+   charges at least 50 cents). No side effects.
+2. POST %[1]s/api/v1/machine/faxes {"to": "+12125550100", "base64": "<PDF, standard base64>",
+   "request_id": "<fresh UUID>", "cover": false}. Optional header "Accept-Payment: stripe/charge, tempo/charge;q=0.5"
+   filters and orders the offers.
+3. 402 Payment Required: one "WWW-Authenticate: Payment id=…, realm=…, method=…, intent="charge", request=…,
+   expires=…, digest=…, opaque=…" per method. The challenge's request (base64url JSON) has the authoritative
+   amount and currency. The body is problem+json {type, title, status, detail, challengeId, code}.
+4. Pay one challenge: stripe with a card shared payment token (SPT) minted for the challenge's amount and
+   methodDetails.networkId; tempo by pushing a transfer of at least the amount of the token (currency) to the
+   recipient, then presenting its transaction hash.
+5. Send the SAME body with the SAME request_id again, with "Authorization: Payment <base64url credential>"
+   (exactly one credential). The challenge is bound to the body's digest: another body is refused.
+6. 200: the order {id, status, amount, currency, price, method, statusUrl, …} and a "Payment-Receipt" header
+   (base64url JSON {status, method, timestamp, reference, challengeId}).
+7. GET statusUrl (no credentials: the URL is the capability) until status is delivered, partial or failed.
+   A failed fax is refunded to the card (refund: "refunded"); a tempo transfer cannot be refunded
+   (refund: "not_refundable").
+
+Rules: the same request_id and body get the same challenges while they live, and once paid the stored 200 with
+its receipt (never a second charge); the same request_id with another body is 409 request_id_conflict. A failed
+payment (declined card, expired challenge, malformed credential) gets a fresh 402 whose type says why. Two
+credentials are a 400; 409 payment_in_progress means a concurrent request is settling the same credential:
+retry after Retry-After. The MCP endpoint never takes these payments.
+`, opts.APIURL, strings.Join(methods, ", "))
+	if opts.StripeTestMintPath != "" {
+		fmt.Fprintf(&b, `
+This server pays stripe challenges in test mode against a built-in test backend (nothing is charged, faxes go
+to the simulated provider). Mint a test SPT at POST %[1]s%[2]s
+(form: payment_method, usage_limits[currency], usage_limits[max_amount], usage_limits[expires_at]; any
+"sk_test_…" key as HTTP Basic user). Test payment methods: pm_card_visa and pm_card_mastercard succeed,
+pm_card_chargeDeclined and pm_card_insufficientFunds are declined, pm_card_authenticationRequired needs action.
+With the mppx CLI (npm package mppx):
+
+    MPPX_STRIPE_SECRET_KEY=sk_test_x MPPX_STRIPE_SPT_URL=%[1]s%[2]s \
+      mppx %[1]s/api/v1/machine/faxes -H 'Accept-Payment: stripe/charge' -M paymentMethod=pm_card_visa \
+      -J '{"to":"+12125550100","base64":"<PDF base64>","request_id":"<fresh UUID>"}'
+`, opts.APIURL, opts.StripeTestMintPath)
+	}
+	return b.String() + "\n"
 }

@@ -17,43 +17,51 @@ type obj = map[string]any
 // schema's code enum and of the per-response examples; the package tests
 // hold it against core/errors.go so a new core code cannot go unmentioned.
 func problemDetails() map[string]string {
-	return map[string]string{
-		core.CodeInternal:               "an internal error occurred; it has been logged",
-		core.CodeInvalidRequest:         "limit must be an integer from 1 to 100",
-		core.CodeUnauthenticated:        `send your API key as "Authorization: Bearer <API key>"`,
-		core.CodeInvalidAPIKey:          "the API key is not valid or has been revoked",
-		core.CodeInsufficientScope:      "this credential lacks the fax:send scope",
-		core.CodeNotFound:               "fax not found",
-		core.CodeMethodNotAllowed:       "DELETE is not allowed here; use GET, HEAD",
-		core.CodeUnsupportedContentType: "send the body as application/json",
-		core.CodeIdempotencyKeyRequired: "the Idempotency-Key header is required; use a fresh random value per fax",
-		core.CodeIdempotencyConflict:    "this Idempotency-Key was already used with a different request",
-		core.CodeInsufficientCredits:    "this fax costs 0.14 USD but only 0.05 USD of test credits are available",
-		core.CodeRateLimited:            "too many requests; retry in 1 s",
-		core.CodeInvalidDestination:     `"+1555" is not a valid fax number; give it in E.164 form, e.g. +12125550100`,
-		core.CodePremiumDestination:     "premium-rate numbers cannot be faxed",
-		core.CodeUnsupportedDestination: "faxhub does not send to AQ yet",
-		core.CodeUploadInvalid:          "the upload token is not valid",
-		core.CodeUploadExpired:          "the upload token expired at 2026-01-02T16:04:05Z; create a new upload",
-		core.CodeUploadUsed:             "this upload token has already been used (or an upload with it is in progress)",
-		core.CodeUploadPending:          "nothing has been uploaded with this token yet; PUT the file to uploadUrl first",
-		core.CodeFileTooLarge:           "the file is larger than this upload allows (1048576 bytes)",
-		core.CodeStorageQuota:           "your unsent documents use 1073000000 of 1073741824 bytes; this file needs 1048576 more. Send them, or wait: unsent documents are deleted 7 days after upload",
-		core.CodeEmptyFile:              "the upload body is empty",
-		core.CodeTooManyPages:           "the document has 400 pages; the limit is 350",
-		core.CodeUnsupportedType:        "this file type is not supported; send a PDF, an image or an office document",
-		core.CodeContentTypeMismatch:    "this upload was created for application/pdf but the file is image/png",
-		core.CodeLibreOfficeMissing:     "converting Word and Excel files needs LibreOffice, which is not installed on this server",
-		core.CodeConversionFailed:       "the document could not be converted to PDF",
-		core.CodeCorruptDocument:        "the PDF is damaged and cannot be read",
-		core.CodeEncryptedDocument:      "the PDF is password-protected; upload an unprotected copy",
-		core.CodeUnknownPack:            `unknown credit pack "pack_7"`,
-		core.CodeCheckoutUnavailable:    "live-mode checkout is not configured on this server (set the Stripe settings to enable it)",
-		core.CodeProviderUnavailable:    "live-mode faxing is not configured on this server",
-		core.CodeFaxNotCancelable:       "a fax that is sending can no longer be canceled",
-		core.CodeMachinePaymentsOff:     "machine payments are disabled on this server; use an API key with prepaid credits",
-		core.CodeMachinePaymentsMissing: "machine payments are enabled but no payment method is configured on this server yet",
+	m := map[string]string{
+		core.CodeInternal:                    "an internal error occurred; it has been logged",
+		core.CodeInvalidRequest:              "limit must be an integer from 1 to 100",
+		core.CodeUnauthenticated:             `send your API key as "Authorization: Bearer <API key>"`,
+		core.CodeInvalidAPIKey:               "the API key is not valid or has been revoked",
+		core.CodeInsufficientScope:           "this credential lacks the fax:send scope",
+		core.CodeNotFound:                    "fax not found",
+		core.CodeMethodNotAllowed:            "DELETE is not allowed here; use GET, HEAD",
+		core.CodeUnsupportedContentType:      "send the body as application/json",
+		core.CodeIdempotencyKeyRequired:      "the Idempotency-Key header is required; use a fresh random value per fax",
+		core.CodeIdempotencyConflict:         "this Idempotency-Key was already used with a different request",
+		core.CodeInsufficientCredits:         "this fax costs 0.14 USD but only 0.05 USD of test credits are available",
+		core.CodeRateLimited:                 "too many requests; retry in 1 s",
+		core.CodeInvalidDestination:          `"+1555" is not a valid fax number; give it in E.164 form, e.g. +12125550100`,
+		core.CodePremiumDestination:          "premium-rate numbers cannot be faxed",
+		core.CodeUnsupportedDestination:      "faxhub does not send to AQ yet",
+		core.CodeUploadInvalid:               "the upload token is not valid",
+		core.CodeUploadExpired:               "the upload token expired at 2026-01-02T16:04:05Z; create a new upload",
+		core.CodeUploadUsed:                  "this upload token has already been used (or an upload with it is in progress)",
+		core.CodeUploadPending:               "nothing has been uploaded with this token yet; PUT the file to uploadUrl first",
+		core.CodeFileTooLarge:                "the file is larger than this upload allows (1048576 bytes)",
+		core.CodeStorageQuota:                "your unsent documents use 1073000000 of 1073741824 bytes; this file needs 1048576 more. Send them, or wait: unsent documents are deleted 7 days after upload",
+		core.CodeEmptyFile:                   "the upload body is empty",
+		core.CodeTooManyPages:                "the document has 400 pages; the limit is 350",
+		core.CodeUnsupportedType:             "this file type is not supported; send a PDF, an image or an office document",
+		core.CodeContentTypeMismatch:         "this upload was created for application/pdf but the file is image/png",
+		core.CodeLibreOfficeMissing:          "converting Word and Excel files needs LibreOffice, which is not installed on this server",
+		core.CodeConversionFailed:            "the document could not be converted to PDF",
+		core.CodeCorruptDocument:             "the PDF is damaged and cannot be read",
+		core.CodeEncryptedDocument:           "the PDF is password-protected; upload an unprotected copy",
+		core.CodeUnknownPack:                 `unknown credit pack "pack_7"`,
+		core.CodeCheckoutUnavailable:         "live-mode checkout is not configured on this server (set the Stripe settings to enable it)",
+		core.CodeProviderUnavailable:         "live-mode faxing is not configured on this server",
+		core.CodeFaxNotCancelable:            "a fax that is sending can no longer be canceled",
+		core.CodeMachinePaymentsOff:          "machine payments are disabled on this server; use an API key with prepaid credits",
+		core.CodeMachinePaymentsMissing:      "machine payments are enabled but no payment method is configured on this server",
+		CodeInvalidBase64:                    "base64 is not valid standard base64",
+		core.CodeRequestIDConflict:           "this request_id was used with another body; use a fresh request_id for another fax",
+		core.CodeMultipleCredentials:         "send one Payment credential, not 2",
+		core.CodePaymentInProgress:           "a request with this credential is being settled; retry in 1 s to get its answer",
+		core.CodePaymentProcessorUnavailable: "the payment processor did not answer; retry the same request with the same credential",
+		core.CodeMachineStatusToken:          "this status link is not valid or has expired",
 	}
+	maps.Copy(m, machinePaymentCodes())
+	return m
 }
 
 // errs is one documented error status and the codes it can carry.
@@ -150,7 +158,7 @@ func queryParam(name, desc string, schema obj) obj {
 // noAuth marks an operation that needs no credential.
 func noAuth() []any { return []any{} }
 
-func openAPIDocument(opts Options, cfg core.Config) obj {
+func openAPIDocument(opts Options, cfg core.Config, machine machineLimits) obj {
 	s := &specBuilder{details: problemDetails(), examples: obj{}}
 
 	servers := []any{obj{"url": opts.BaseURL, "description": "main origin"}}
@@ -313,26 +321,6 @@ func openAPIDocument(opts Options, cfg core.Config) obj {
 			"requestBody": jsonRequest("QuoteRequest", true, obj{"to": number, "pages": 2, "cover": true}),
 			"responses":   s.responses(s.jsonResponse("the quote", "Quote", quote), authErrs(), quoteErrs),
 		}},
-		"/api/v1/machine/faxes/validate": obj{"post": obj{
-			"operationId": "validateMachineFax", "tags": []string{"machine"},
-			"summary":     "Validate and price a machine-paid fax",
-			"description": "No credential and no side effects: returns the quote a paying machine would be charged. Answers 503 machine_payments_disabled when machine payments are off on this server.",
-			"security":    noAuth(),
-			"requestBody": jsonRequest("QuoteRequest", true, obj{"to": number, "pages": 2, "cover": false}),
-			"responses":   s.responses(s.jsonResponse("the quote", "Quote", quote), commonErrs(), quoteErrs, []errs{e(429, core.CodeRateLimited), e(503, core.CodeMachinePaymentsOff)}),
-		}},
-		"/api/v1/machine/faxes": obj{"post": obj{
-			"operationId": "createMachineFax", "tags": []string{"machine"},
-			"summary":     "Send a fax paid per request (not available yet)",
-			"description": "Per-request payment (an HTTP 402 challenge) is not available on this server yet: when machine payments are enabled this answers 501 machine_payments_not_available, and 503 machine_payments_disabled when they are off. Use an API key with prepaid credits.",
-			"security":    noAuth(),
-			"requestBody": jsonRequest("MachineFaxRequest", true, obj{"to": number, "base64": "JVBERi0xLjQK…", "request_id": "8f14e45f-ceea-467f-a8f4-1c1b5b5c2e3d"}),
-			"responses": func() obj {
-				r := s.responses(obj{"description": "not returned yet"}, commonErrs(), []errs{e(501, core.CodeMachinePaymentsMissing), e(503, core.CodeMachinePaymentsOff)})
-				delete(r, "200")
-				return r
-			}(),
-		}},
 		"/openapi.json": obj{"get": obj{
 			"operationId": "getOpenAPI", "tags": []string{"meta"}, "summary": "This document", "security": noAuth(),
 			"responses": obj{"200": obj{"description": "the OpenAPI 3.1 description", "content": obj{"application/json": obj{"schema": obj{"type": "object"}}}}},
@@ -342,6 +330,7 @@ func openAPIDocument(opts Options, cfg core.Config) obj {
 			"responses": obj{"200": obj{"description": "plain text", "content": obj{"text/plain": obj{"schema": obj{"type": "string"}}}}},
 		}},
 	}
+	maps.Copy(paths, s.machinePaths(opts, machine, quote))
 
 	str := func(desc string) obj { return obj{"type": "string", "description": desc} }
 	dateTime := obj{"type": "string", "format": "date-time"}
@@ -469,17 +458,19 @@ func openAPIDocument(opts Options, cfg core.Config) obj {
 			"billedPages": integer("pages plus the cover page"), "currency": obj{"type": "string", "enum": []string{core.Currency}},
 			"amount": str("decimal USD"), "amountCents": obj{"type": "integer"}, "tariff": obj{"type": "string"},
 		}),
-		"MachineFaxRequest": obj{"type": "object", "required": []string{"to", "base64", "request_id"}, "properties": obj{
-			"to": str("destination fax number, E.164"), "base64": str("the PDF, base64-encoded"),
-			"request_id": str("client idempotency key covering the challenge and the charge"), "cover": obj{"type": "boolean"},
-		}},
 	}
+
+	maps.Copy(schemas, machineSchemas())
 
 	return obj{
 		"openapi": "3.1.0",
+		// x-service-info (draft-payment-discovery): where the guide is.
+		"x-service-info": obj{"categories": []string{"communication", "fax"}, "docs": obj{
+			"apiReference": opts.BaseURL + "/openapi.json", "llms": opts.BaseURL + "/llms.txt", "homepage": opts.BaseURL,
+		}},
 		"info": obj{
 			"title": "faxhub API", "version": "1.0.0",
-			"description": "Send faxes paid with prepaid credits. Authenticate with \"Authorization: Bearer <API key>\" (fxk_live_… or fxk_test_…; test keys use a simulated provider and test credits and never see live data). Errors are application/problem+json with a stable code. A guide for agents is at " + opts.BaseURL + "/llms.txt.",
+			"description": "Send faxes paid with prepaid credits, or per request over HTTP 402 without an account (the machine operations). Authenticate with \"Authorization: Bearer <API key>\" (fxk_live_… or fxk_test_…; test keys use a simulated provider and test credits and never see live data). Errors are application/problem+json with a stable code. A guide for agents is at " + opts.BaseURL + "/llms.txt.",
 		},
 		"servers":  servers,
 		"security": []any{obj{"apiKey": []string{}}},

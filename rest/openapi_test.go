@@ -112,7 +112,7 @@ func TestOpenAPIDocument(t *testing.T) {
 	for _, c := range components["schemas"].(map[string]any)["Problem"].(map[string]any)["properties"].(map[string]any)["code"].(map[string]any)["enum"].([]any) {
 		enum[c.(string)] = true
 	}
-	public := map[string]bool{"putUpload": true, "validateMachineFax": true, "createMachineFax": true, "getOpenAPI": true, "getLLMsTxt": true}
+	public := map[string]bool{"putUpload": true, "validateMachineFax": true, "createMachineFax": true, "getMachineFaxStatus": true, "getOpenAPI": true, "getLLMsTxt": true}
 	ids := map[string]bool{}
 	for path, item := range doc["paths"].(map[string]any) {
 		for method, o := range item.(map[string]any) {
@@ -144,7 +144,7 @@ func TestOpenAPIDocument(t *testing.T) {
 			}
 		}
 	}
-	for _, must := range []string{"createUpload", "putUpload", "sendFax", "listFaxes", "getFax", "getCredits", "createCreditCheckout", "validateMachineFax", "createMachineFax"} {
+	for _, must := range []string{"createUpload", "putUpload", "sendFax", "listFaxes", "getFax", "getCredits", "createCreditCheckout", "validateMachineFax", "createMachineFax", "getMachineFaxStatus"} {
 		if !ids[must] {
 			t.Errorf("operation %s (named by the interface contract) is missing", must)
 		}
@@ -228,5 +228,75 @@ func TestProblemCodesCoverCore(t *testing.T) {
 	})
 	if found < 30 {
 		t.Fatalf("found only %d codes in core/errors.go; did its layout change?", found)
+	}
+}
+
+// TestOpenAPIMachinePayments: the discovery document mppx and other
+// clients read (draft-payment-discovery): x-payment-info offers built from
+// the configured methods with a null amount, a declared 402 with the
+// payment problem and its headers, and the receipt header of the 200.
+func TestOpenAPIMachinePayments(t *testing.T) {
+	a := newUnitAPI(t, true)
+	offers := []MachineOffer{{"stripe", "charge", "usd"}, {"tempo", "charge", "0x20c0000000000000000000000000000000000000"}}
+	withOffers := newAPI(a.svc, Options{MachineOffers: offers}, nil)
+	doc := servedOpenAPI(t, withOffers)
+	paths := doc["paths"].(map[string]any)
+	create := paths["/api/v1/machine/faxes"].(map[string]any)["post"].(map[string]any)
+	info, _ := create["x-payment-info"].(map[string]any)
+	got, _ := info["offers"].([]any)
+	if len(got) != 2 {
+		t.Fatalf("x-payment-info = %v", create["x-payment-info"])
+	}
+	for i, o := range got {
+		m := o.(map[string]any)
+		amount, present := m["amount"]
+		if m["method"] != offers[i].Method || m["intent"] != "charge" || m["currency"] != offers[i].Currency || !present || amount != nil {
+			t.Errorf("offer %d = %v", i, m)
+		}
+		for k := range m {
+			if !slices.Contains([]string{"amount", "currency", "description", "intent", "method"}, k) {
+				t.Errorf("offer %d has %s, which discovery does not define", i, k)
+			}
+		}
+	}
+	responses := create["responses"].(map[string]any)
+	pay, _ := responses["402"].(map[string]any)
+	if pay == nil {
+		t.Fatal("no 402 response")
+	}
+	headers := pay["headers"].(map[string]any)
+	for _, h := range []string{"WWW-Authenticate", "Cache-Control", "Retry-After"} {
+		if headers[h] == nil {
+			t.Errorf("402 does not declare %s", h)
+		}
+	}
+	pj := pay["content"].(map[string]any)["application/problem+json"].(map[string]any)
+	if pj["schema"].(map[string]any)["$ref"] != "#/components/schemas/PaymentProblem" {
+		t.Errorf("402 schema %v", pj["schema"])
+	}
+	for _, code := range []string{"payment-required", "payment-expired", "verification-failed", "malformed-credential", "invalid-challenge", "payment-action-required"} {
+		ex, _ := pj["examples"].(map[string]any)[code].(map[string]any)
+		v, _ := ex["value"].(map[string]any)
+		if v["type"] != "https://paymentauth.org/problems/"+code || v["code"] != code || v["status"] != float64(402) {
+			t.Errorf("402 example %s = %v", code, ex)
+		}
+	}
+	if responses["200"].(map[string]any)["headers"].(map[string]any)["Payment-Receipt"] == nil {
+		t.Error("200 does not declare Payment-Receipt")
+	}
+	for _, status := range []string{"400", "409", "413", "415", "422", "429", "503"} {
+		if responses[status] == nil {
+			t.Errorf("createMachineFax does not document %s", status)
+		}
+	}
+	if si, _ := doc["x-service-info"].(map[string]any); si["docs"].(map[string]any)["llms"] != unitBaseURL+"/llms.txt" {
+		t.Errorf("x-service-info = %v", doc["x-service-info"])
+	}
+
+	// Without configured methods there is nothing to offer: no
+	// x-payment-info (discovery wants at least one offer).
+	bare := servedOpenAPI(t, a)["paths"].(map[string]any)["/api/v1/machine/faxes"].(map[string]any)["post"].(map[string]any)
+	if bare["x-payment-info"] != nil {
+		t.Errorf("x-payment-info without methods: %v", bare["x-payment-info"])
 	}
 }

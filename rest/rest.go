@@ -26,9 +26,14 @@ type Options struct {
 	// /llms.txt. Empty values fall back to the service configuration.
 	BaseURL string
 	APIURL  string
-	// MachinePayments enables /api/v1/machine/…; when false those endpoints
-	// answer 503 machine_payments_disabled.
-	MachinePayments bool
+	// MachineOffers are the payment methods machine payments offer, in
+	// the server's order, for the x-payment-info of /openapi.json. Whether
+	// machine payments are on is core's (Service.MachineEnabled).
+	MachineOffers []MachineOffer
+	// StripeTestMintPath, when the built-in Stripe test backend is in use,
+	// is the path (on both origins) of its public test SPT mint, which
+	// llms.txt explains.
+	StripeTestMintPath string
 	// TestNumbers are the simulated provider's documented destinations,
 	// listed in llms.txt.
 	TestNumbers []TestNumber
@@ -80,7 +85,10 @@ func newAPI(svc *core.Service, opts Options, logger *slog.Logger) *api {
 	a.mux.HandleFunc(catchAllRoot, a.notRouted)
 	a.mux.HandleFunc(catchAllSubtree, a.notRouted)
 
-	doc, err := json.Marshal(openAPIDocument(opts, cfg))
+	doc, err := json.Marshal(openAPIDocument(opts, cfg, machineLimits{
+		maxPDF: cfg.Machine.MaxPDFBytes, maxBody: svc.MachineMaxBodyBytes(), maxPages: cfg.MaxPages,
+		challengeTTL: int(cfg.Machine.ChallengeTTL.Minutes()), statusTTL: int(cfg.Machine.StatusTTL.Hours() / 24),
+	}))
 	if err != nil {
 		// The document is built from literals; failing here is a programming
 		// error that the package tests catch.
@@ -106,6 +114,7 @@ func (a *api) routeTable() []route {
 		{"POST", "/api/v1/quote", a.authed(a.quote)},
 		{"POST", "/api/v1/machine/faxes/validate", a.public(a.validateMachineFax)},
 		{"POST", "/api/v1/machine/faxes", a.public(a.createMachineFax)},
+		{"GET", "/api/v1/machine/faxes/status/{token}", a.public(a.getMachineFaxStatus)},
 		{"GET", "/openapi.json", http.HandlerFunc(a.serveOpenAPI)},
 		{"GET", "/llms.txt", http.HandlerFunc(a.serveLLMs)},
 	}

@@ -635,41 +635,6 @@ func TestE2ECredits(t *testing.T) {
 	h.do(h.env.KeyALive, "POST", "/api/v1/credits/checkout", map[string]string{"packId": pack.ID}, nil).problem(http.StatusServiceUnavailable, core.CodeCheckoutUnavailable)
 }
 
-func TestE2EMachineEndpoints(t *testing.T) {
-	off := newHarness(t)
-	quote := map[string]any{"to": deliverable, "pages": 1}
-	off.do("", "POST", "/api/v1/machine/faxes/validate", quote, nil).problem(http.StatusServiceUnavailable, core.CodeMachinePaymentsOff)
-	off.do("", "POST", "/api/v1/machine/faxes", map[string]any{"to": deliverable, "base64": "JVBERg==", "request_id": "r"}, nil).problem(http.StatusServiceUnavailable, core.CodeMachinePaymentsOff)
-
-	on := newHarnessWith(t, rest.Options{MachinePayments: true})
-	var q core.Quote
-	on.do("", "POST", "/api/v1/machine/faxes/validate", quote, nil).status(http.StatusOK).decode(&q)
-	if q.To != deliverable || q.Amount == "" {
-		t.Fatalf("quote %+v", q)
-	}
-	on.do("", "POST", "/api/v1/machine/faxes", map[string]any{"to": deliverable, "base64": "JVBERg==", "request_id": "r"}, nil).problem(http.StatusNotImplemented, "machine_payments_not_available")
-	// Validating has no side effects.
-	if c := on.credits(on.env.KeyATest, ""); len(c.Ledger) != 1 {
-		t.Fatalf("ledger changed: %+v", c.Ledger)
-	}
-	// It needs no credential, so it is bounded per client address: a burst
-	// of 60, then one a second.
-	for i := 0; ; i++ {
-		res := on.do("", "POST", "/api/v1/machine/faxes/validate", quote, nil)
-		if res.code == http.StatusTooManyRequests {
-			res.problem(http.StatusTooManyRequests, core.CodeRateLimited)
-			if i < 59 {
-				t.Fatalf("refused after %d requests", i)
-			}
-			break
-		}
-		res.status(http.StatusOK)
-		if i > 150 {
-			t.Fatal("150 unauthenticated validations from one address were not rate limited")
-		}
-	}
-}
-
 func TestE2EProtocolErrors(t *testing.T) {
 	h := newHarness(t)
 	h.do("", "GET", "/api/v1/faxes", nil, nil).problem(http.StatusUnauthorized, core.CodeUnauthenticated)

@@ -70,11 +70,12 @@ func newUnitAPI(t *testing.T, machine bool) *api {
 	}}
 	svc, err := core.New(core.Config{
 		BaseURL: unitBaseURL, APIURL: unitAPIURL, UploadSecret: bytes.Repeat([]byte{1}, 32), MaxUploadBytes: 1 << 20,
+		Machine: core.MachineConfig{Enabled: machine, MaxPDFBytes: 3 << 10},
 	}, core.Deps{Store: st, Destination: destinations{}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	return newAPI(svc, Options{MachinePayments: machine, TestNumbers: []TestNumber{{"+12125550103", "not a fax machine answers"}}}, nil)
+	return newAPI(svc, Options{TestNumbers: []TestNumber{{"+12125550103", "not a fax machine answers"}}}, nil)
 }
 
 type req struct {
@@ -262,29 +263,85 @@ func TestMachineEndpoints(t *testing.T) {
 		for _, path := range []string{"/api/v1/machine/faxes", "/api/v1/machine/faxes/validate"} {
 			problem(t, a.do(t, req{method: "POST", path: path, body: body}), http.StatusServiceUnavailable, core.CodeMachinePaymentsOff)
 		}
+		problem(t, a.do(t, req{method: "GET", path: "/api/v1/machine/faxes/status/ms1.x.y"}), http.StatusServiceUnavailable, core.CodeMachinePaymentsOff)
 	})
-	t.Run("enabled", func(t *testing.T) {
+	// What the adapter refuses itself, before core is asked: each answer a
+	// 4xx problem with a code and never a payment challenge.
+	t.Run("bodies", func(t *testing.T) {
 		a := newUnitAPI(t, true)
-		rec := a.do(t, req{method: "POST", path: "/api/v1/machine/faxes/validate", body: body})
-		if rec.Code != http.StatusOK {
-			t.Fatalf("validate: %d %s", rec.Code, rec.Body)
-		}
-		var q core.Quote
-		if err := json.Unmarshal(rec.Body.Bytes(), &q); err != nil || q.To != "+12125550100" || q.BilledPages != 3 || q.Amount == "" {
-			t.Fatalf("quote %v %s", err, rec.Body)
-		}
-		problem(t, a.do(t, req{method: "POST", path: "/api/v1/machine/faxes/validate", body: `{"to":"+19005550100","pages":1}`}),
-			http.StatusUnprocessableEntity, core.CodePremiumDestination)
-		problem(t, a.do(t, req{method: "POST", path: "/api/v1/machine/faxes/validate", body: `{"to":"+12125550100","pages":1,"base64":"x"}`}),
-			http.StatusBadRequest, core.CodeInvalidRequest)
-
-		// Never a fake 402: paying is not possible here yet, and it says so.
-		rec = a.do(t, req{method: "POST", path: "/api/v1/machine/faxes", body: `{"to":"+12125550100","base64":"JVBERg==","request_id":"r1"}`})
-		problem(t, rec, http.StatusNotImplemented, core.CodeMachinePaymentsMissing)
-		if rec.Header().Get("WWW-Authenticate") != "" {
-			t.Error("a payment challenge was offered")
+		big := `{"to":"+12125550100","request_id":"r","base64":"` + strings.Repeat("A", 8<<10) + `"}`
+		for _, c := range []struct {
+			path, body, ctype string
+			status            int
+			code              string
+		}{
+			{"/api/v1/machine/faxes", `{"to":"+12125550100","base64":"JVBERg==","request_id":"r","x":1}`, "", 400, core.CodeInvalidRequest},
+			{"/api/v1/machine/faxes", `{"to":"+12125550100","base64":"JVBERg==","request_id":"r","to":"+12125550100"}`, "", 400, core.CodeInvalidRequest},
+			{"/api/v1/machine/faxes", `{"to":"+12125550100","base64":"JVBERg==","Request_ID":"r"}`, "", 400, core.CodeInvalidRequest},
+			{"/api/v1/machine/faxes", `{"to":"+12125550100","base64":1,"request_id":"r"}`, "", 400, core.CodeInvalidRequest},
+			{"/api/v1/machine/faxes", `{"to":"+12125550100","base64":"JVBERg=="}`, "", 400, core.CodeInvalidRequest},
+			{"/api/v1/machine/faxes", `{"base64":"JVBERg==","request_id":"r"}`, "", 400, core.CodeInvalidRequest},
+			{"/api/v1/machine/faxes", `{"to":"+12125550100","base64":"","request_id":"r"}`, "", 400, core.CodeEmptyFile},
+			{"/api/v1/machine/faxes", `{"to":"+12125550100","base64":"JVB*Rg==","request_id":"r"}`, "", 400, CodeInvalidBase64},
+			{"/api/v1/machine/faxes", `{"to":"+12125550100","base64":"data:application/pdf;base64,JVBERg==","request_id":"r"}`, "", 400, CodeInvalidBase64},
+			{"/api/v1/machine/faxes", `{"to":"+12125550100","base64":"_-_-","request_id":"r"}`, "", 400, CodeInvalidBase64},
+			{"/api/v1/machine/faxes", ``, "", 400, core.CodeInvalidRequest},
+			{"/api/v1/machine/faxes", `{}`, "text/plain", 415, core.CodeUnsupportedContentType},
+			{"/api/v1/machine/faxes", big, "", 413, core.CodeFileTooLarge},
+			{"/api/v1/machine/faxes/validate", `{"to":"+12125550100"}`, "", 400, core.CodeInvalidRequest},
+			{"/api/v1/machine/faxes/validate", `{"to":"+12125550100","pages":1,"base64":"JVBERg=="}`, "", 400, core.CodeInvalidRequest},
+			{"/api/v1/machine/faxes/validate", `{"to":"+12125550100","pages":0}`, "", 400, core.CodeInvalidRequest},
+			{"/api/v1/machine/faxes/validate", `{"to":"+12125550100","base64":"%%%"}`, "", 400, CodeInvalidBase64},
+			{"/api/v1/machine/faxes/validate", `{"pages":1}`, "", 400, core.CodeInvalidRequest},
+			{"/api/v1/machine/faxes/validate", big, "", 413, core.CodeFileTooLarge},
+		} {
+			r := req{method: "POST", path: c.path, body: c.body}
+			if c.ctype != "" {
+				r.header = map[string]string{"Content-Type": c.ctype}
+			}
+			rec := a.do(t, r)
+			problem(t, rec, c.status, c.code)
+			if rec.Header().Get("WWW-Authenticate") != "" {
+				t.Errorf("%s %s: a payment challenge was offered", c.path, c.body)
+			}
 		}
 	})
+}
+
+func TestDecodeDocument(t *testing.T) {
+	pdf := []byte("%PDF-1.4\n%\xe2\xe3")
+	for _, c := range []struct {
+		in   string
+		want []byte
+		code string
+	}{
+		{"JVBERi0xLjQKJeLj", pdf, ""},
+		{"JVBERi0xLjQKJeLj\nJVBE", nil, ""}, // decoded below
+		{"JVBERg==", []byte("%PDF"), ""},
+		{"JVBERg", []byte("%PDF"), ""},     // unpadded
+		{"JVBER\ng==", []byte("%PDF"), ""}, // wrapped lines
+		{"JVBERg=", nil, CodeInvalidBase64},
+		{"JVBE Rg==", nil, CodeInvalidBase64},
+		{"JVBERg-_", nil, CodeInvalidBase64},
+		{"", nil, core.CodeEmptyFile},
+		{"  ", nil, core.CodeEmptyFile},
+		{"=", nil, CodeInvalidBase64},
+	} {
+		got, err := decodeDocument(c.in)
+		if c.code != "" {
+			if core.AsError(err).Code != c.code {
+				t.Errorf("%q: err %v, want code %s", c.in, err, c.code)
+			}
+			continue
+		}
+		if err != nil {
+			t.Errorf("%q: %v", c.in, err)
+			continue
+		}
+		if c.want != nil && !bytes.Equal(got, c.want) {
+			t.Errorf("%q = %q, want %q", c.in, got, c.want)
+		}
+	}
 }
 
 func TestQuoteNeedsKey(t *testing.T) {
@@ -366,6 +423,35 @@ func TestLLMsTxt(t *testing.T) {
 	}
 	body := rec.Body.String()
 	for _, want := range []string{"# faxhub", unitBaseURL + "/openapi.json", unitBaseURL + "/auth.md", unitAPIURL + "/api/v1", "Idempotency-Key", "+12125550103: not a fax"} {
+		if !strings.Contains(body, want) {
+			t.Errorf("llms.txt lacks %q", want)
+		}
+	}
+}
+
+// TestLLMsTxtMachine: with methods on offer llms.txt walks through the 402
+// flow, and names the test mint only when the built-in backend serves it.
+func TestLLMsTxtMachine(t *testing.T) {
+	svc := newUnitAPI(t, true).svc
+	get := func(o Options) string {
+		rec := newAPI(svc, o, nil).do(t, req{method: "GET", path: "/llms.txt"})
+		return rec.Body.String()
+	}
+	if body := get(Options{}); strings.Contains(body, "HTTP 402") {
+		t.Error("llms.txt explains machine payments though no method is on offer")
+	}
+	offers := []MachineOffer{{"stripe", "charge", "usd"}}
+	body := get(Options{MachineOffers: offers})
+	for _, want := range []string{"HTTP 402", "/api/v1/machine/faxes/validate", "request_id", "WWW-Authenticate: Payment", "Authorization: Payment", "Payment-Receipt", "statusUrl", "stripe/charge", "409 request_id_conflict"} {
+		if !strings.Contains(body, want) {
+			t.Errorf("llms.txt lacks %q", want)
+		}
+	}
+	if strings.Contains(body, "pm_card_visa") {
+		t.Error("llms.txt offers the test mint without the built-in backend")
+	}
+	body = get(Options{MachineOffers: offers, StripeTestMintPath: "/test/stripe/v1/test_helpers/shared_payment/granted_tokens"})
+	for _, want := range []string{unitAPIURL + "/test/stripe/v1/test_helpers/shared_payment/granted_tokens", "pm_card_visa", "pm_card_chargeDeclined", "MPPX_STRIPE_SPT_URL=" + unitAPIURL, "mppx " + unitAPIURL + "/api/v1/machine/faxes"} {
 		if !strings.Contains(body, want) {
 			t.Errorf("llms.txt lacks %q", want)
 		}

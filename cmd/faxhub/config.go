@@ -14,6 +14,7 @@ import (
 	"github.com/faxhub/faxhub/core"
 	"github.com/faxhub/faxhub/core/convert"
 	"github.com/faxhub/faxhub/core/web"
+	"github.com/faxhub/faxhub/internal/app"
 )
 
 // config is every setting of the process, from flags with environment
@@ -41,6 +42,8 @@ type config struct {
 	AgentMode       string
 	TrustedProxies  string
 	Convert         convert.Options
+	// Machine: the payment methods of machine payments (docs/payments.md).
+	Machine app.MachineOptions
 	// Storage: quota, retention and garbage collection (core.StorageConfig).
 	StorageQuotaMB int64
 	Retention      time.Duration
@@ -101,7 +104,8 @@ func serveFlags(c *config, stderr io.Writer) *flag.FlagSet {
 	fs.StringVar(&c.BlobURL, "blobs", os.Getenv("FAXHUB_BLOB_URL"), "blob store URL: file:///dir or s3://bucket?region=… [FAXHUB_BLOB_URL] (default: files in the data dir)")
 	fs.StringVar(&c.PriceTable, "price-table", os.Getenv("FAXHUB_PRICE_TABLE"), "JSON price table replacing the embedded one [FAXHUB_PRICE_TABLE]")
 	c.MachinePayments = envBool("FAXHUB_MACHINE_PAYMENTS", true)
-	fs.Var(onOff{&c.MachinePayments}, "machine-payments", "on|off: machine payment endpoints [FAXHUB_MACHINE_PAYMENTS]")
+	fs.Var(onOff{&c.MachinePayments}, "machine-payments", "on|off: machine payment endpoints (HTTP 402, docs/payments.md) [FAXHUB_MACHINE_PAYMENTS]")
+	machineFlags(fs, c)
 	c.MCPOAuth = envBool("FAXHUB_MCP_OAUTH", true)
 	fs.Var(onOff{&c.MCPOAuth}, "mcp-oauth", "on|off: OAuth for MCP chat apps [FAXHUB_MCP_OAUTH]")
 	fs.BoolVar(&c.Dev, "dev", envBool("FAXHUB_DEV", false), "developer mode: offers a demo owner on first start, test mode for agents, and a mailbox page at /console/mailbox showing sign-in and recovery links to loopback peers only; refused with a non-loopback --addr unless --dev-any-addr [FAXHUB_DEV]")
@@ -123,6 +127,20 @@ func serveFlags(c *config, stderr io.Writer) *flag.FlagSet {
 	fs.StringVar(&c.TrustedProxies, "trusted-proxies", os.Getenv("FAXHUB_TRUSTED_PROXIES"), "comma-separated CIDRs of reverse proxies whose X-Forwarded-For names the client (rate limits and logs key on that address) [FAXHUB_TRUSTED_PROXIES] (default: none, the direct peer is the client)")
 	fs.StringVar(&c.SMTPURL, "smtp", os.Getenv("FAXHUB_SMTP_URL"), "owner mail over SMTP: smtp://user:pass@host:587?from=… [FAXHUB_SMTP_URL] (default: dev mailbox and log)")
 	return fs
+}
+
+// machineFlags register the payment methods of machine payments. The
+// Stripe secret key is read from the environment only: a flag would show
+// it in the process list.
+func machineFlags(fs *flag.FlagSet, c *config) {
+	c.Machine.StripeSecretKey = os.Getenv("FAXHUB_STRIPE_SECRET_KEY")
+	fs.StringVar(&c.Machine.StripeNetworkID, "stripe-network-id", os.Getenv("FAXHUB_STRIPE_NETWORK_ID"), "Stripe profile (profile_…) offered to paying machines; required with FAXHUB_STRIPE_SECRET_KEY [FAXHUB_STRIPE_NETWORK_ID]")
+	fs.StringVar(&c.Machine.StripeAPIURL, "stripe-api-url", os.Getenv("FAXHUB_STRIPE_API_URL"), "Stripe API origin, for stand-ins [FAXHUB_STRIPE_API_URL] (default: https://api.stripe.com)")
+	fs.StringVar(&c.Machine.TempoRPCURL, "tempo-rpc-url", os.Getenv("FAXHUB_TEMPO_RPC_URL"), "Tempo JSON-RPC endpoint verifying push transfers; Tempo is offered when this, --tempo-recipient and --tempo-token are all set [FAXHUB_TEMPO_RPC_URL]")
+	fs.StringVar(&c.Machine.TempoRecipient, "tempo-recipient", os.Getenv("FAXHUB_TEMPO_RECIPIENT"), "address (0x…) Tempo transfers must pay [FAXHUB_TEMPO_RECIPIENT]")
+	fs.StringVar(&c.Machine.TempoToken, "tempo-token", os.Getenv("FAXHUB_TEMPO_TOKEN"), "TIP-20 token address (0x…) Tempo transfers must be of [FAXHUB_TEMPO_TOKEN]")
+	chain, _ := strconv.ParseUint(os.Getenv("FAXHUB_TEMPO_CHAIN_ID"), 10, 64)
+	fs.Uint64Var(&c.Machine.TempoChainID, "tempo-chain-id", chain, "Tempo chain id; 42431 (Moderato testnet) pays for test-mode faxes, any other for live ones [FAXHUB_TEMPO_CHAIN_ID] (default 42431)")
 }
 
 // storageFlags registers the storage settings: serve and admin purge share
@@ -176,6 +194,11 @@ func (c *config) finish() error {
 	if c.AgentMode != "" {
 		if _, err := core.ParseMode(c.AgentMode); err != nil {
 			return usageError{"--agent-mode must be test or live"}
+		}
+	}
+	if v := os.Getenv("FAXHUB_TEMPO_CHAIN_ID"); v != "" {
+		if _, err := strconv.ParseUint(v, 10, 64); err != nil {
+			return usageError{fmt.Sprintf("FAXHUB_TEMPO_CHAIN_ID must be a chain id (a positive integer), got %q", v)}
 		}
 	}
 	if c.BlobURL == "" {

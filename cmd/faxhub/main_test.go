@@ -212,3 +212,42 @@ func (s *syncBuffer) String() string {
 	defer s.mu.Unlock()
 	return s.b.String()
 }
+
+// TestMachinePaymentConfig: the machine payment settings come from the
+// environment (the Stripe key from there only) and flags, and a partial
+// Tempo configuration stops serve at startup with the missing names.
+func TestMachinePaymentConfig(t *testing.T) {
+	t.Setenv("FAXHUB_STRIPE_SECRET_KEY", "sk_test_fromenv")
+	t.Setenv("FAXHUB_STRIPE_NETWORK_ID", "profile_env")
+	t.Setenv("FAXHUB_TEMPO_RPC_URL", "https://rpc.example")
+	t.Setenv("FAXHUB_TEMPO_CHAIN_ID", "4217")
+	var c config
+	fs := serveFlags(&c, &bytes.Buffer{})
+	if err := fs.Parse([]string{"--tempo-recipient", "0x1111111111111111111111111111111111111111", "--stripe-api-url", "http://127.0.0.1:12111"}); err != nil {
+		t.Fatal(err)
+	}
+	m := c.Machine
+	if m.StripeSecretKey != "sk_test_fromenv" || m.StripeNetworkID != "profile_env" || m.StripeAPIURL != "http://127.0.0.1:12111" ||
+		m.TempoRPCURL != "https://rpc.example" || m.TempoRecipient == "" || m.TempoToken != "" || m.TempoChainID != 4217 {
+		t.Fatalf("machine config %+v", m)
+	}
+	if fs.Lookup("stripe-secret-key") != nil {
+		t.Error("the Stripe secret key has a flag (it would show in the process list)")
+	}
+
+	// Tempo without its token: serve refuses to start and says what is missing.
+	d := dataArgs(t)
+	_, err := faxhub(t, append([]string{"serve", "--addr", "127.0.0.1:0"}, d...)...)
+	if err == nil || !strings.Contains(err.Error(), "FAXHUB_TEMPO_TOKEN") {
+		t.Fatalf("serve with a partial Tempo configuration: %v", err)
+	}
+	if strings.Contains(err.Error(), "sk_test_fromenv") {
+		t.Errorf("the error repeats the Stripe key: %v", err)
+	}
+	t.Setenv("FAXHUB_TEMPO_CHAIN_ID", "moderato")
+	var bad config
+	_ = serveFlags(&bad, &bytes.Buffer{}).Parse(nil)
+	if err := bad.finish(); err == nil || !strings.Contains(err.Error(), "FAXHUB_TEMPO_CHAIN_ID") {
+		t.Fatalf("a chain id that is no number: %v", err)
+	}
+}

@@ -37,7 +37,7 @@ func build(ctx context.Context, c config, log *slog.Logger, workers bool) (*app.
 		BaseURL: c.BaseURL, APIURL: c.APIURL, DataDir: c.DataDir, Database: c.Database, BlobURL: c.BlobURL,
 		Prices: prices, MaxUploadBytes: c.MaxUploadMB << 20, MaxPages: c.MaxPages,
 		SimTimeScale: c.SimTimeScale, Soffice: c.Soffice, Workers: c.Workers, InsertOnly: !workers,
-		MachinePayments: c.MachinePayments, MCPOAuth: c.MCPOAuth, Dev: c.Dev, SMTPURL: c.SMTPURL, TrustedProxies: c.TrustedProxies,
+		MachinePayments: c.MachinePayments, Machine: c.Machine, MCPOAuth: c.MCPOAuth, Dev: c.Dev, SMTPURL: c.SMTPURL, TrustedProxies: c.TrustedProxies,
 		AgentMode: core.Mode(c.AgentMode),
 		Convert:   c.Convert,
 		Core:      func(cfg *core.Config) { c.storage(&cfg.Storage) },

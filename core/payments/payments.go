@@ -79,5 +79,10 @@ type Result struct {
 	Message string
 }
 
+// ErrPending is wrapped by Charge's error when the payment exists but is
+// not settled yet (a transfer not mined): no verdict, and the payer should
+// retry the same credential shortly rather than pay again.
+var ErrPending = errors.New("payments: the payment is not settled yet")
+
 // ErrRefundUnsupported is Refund's answer where the method cannot refund.
 var ErrRefundUnsupported = errors.New("payments: this method cannot refund")

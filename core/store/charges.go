@@ -12,12 +12,14 @@ import (
 var _ core.ChargeStore = (*DB)(nil)
 
 const chargeCols = `id, owner_id, mode, method, purpose, idempotency_key, amount_micros, currency, reference, status,
-	fax_id, pack_id, subject, created_at, refunded_at, refund_reference`
+	fax_id, pack_id, subject, created_at, refunded_at, refund_reference,
+	request_id, amount_units, refund_state, refund_due_units, refund_lease_until`
 
 func (x q) CreateCharge(ctx context.Context, c *core.Charge) error {
 	err := x.insert(ctx, `INSERT INTO charges (`+chargeCols+`)
 		VALUES (:id, :owner_id, :mode, :method, :purpose, :idempotency_key, :amount_micros, :currency, :reference, :status,
-			:fax_id, :pack_id, :subject, :created_at, :refunded_at, :refund_reference)
+			:fax_id, :pack_id, :subject, :created_at, :refunded_at, :refund_reference,
+			:request_id, :amount_units, :refund_state, :refund_due_units, :refund_lease_until)
 		ON CONFLICT DO NOTHING`, c)
 	if err != nil && !errors.Is(err, core.ErrExists) {
 		return fmt.Errorf("create charge: %w", err)

@@ -112,6 +112,7 @@ func TestLogPath(t *testing.T) {
 		{"/api/v1/uploads/upl_secret", "/api/v1/uploads/…"},
 		{"/agent/claim/cat_secret", "/agent/claim/…"},
 		{"/checkout/test/chk_secret", "/checkout/test/…"},
+		{"/api/v1/machine/faxes/status/ms1.secret", "/api/v1/machine/faxes/status/…"},
 		{"/x/\xff", "/x/\uFFFD"},
 		{long, long[:256] + "…"},       // 14 + 2×121: 256 falls on a boundary
 		{long + "x", long[:256] + "…"}, // still cut at the limit

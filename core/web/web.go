@@ -109,7 +109,9 @@ func WriteError(w http.ResponseWriter, r *http.Request, log *slog.Logger, err er
 	if e.Kind == core.KindInternal && log != nil {
 		log.ErrorContext(r.Context(), "request failed", "method", r.Method, "path", LogPath(r.URL.Path), "err", err)
 	}
-	if e.Kind == core.KindRateLimited && e.RetryAfterSeconds > 0 {
+	// Rate limits, and conflicts that clear by themselves (a payment being
+	// settled by a concurrent request), say when to retry.
+	if e.RetryAfterSeconds > 0 {
 		w.Header().Set("Retry-After", strconv.Itoa(e.RetryAfterSeconds))
 	}
 	WriteProblem(w, p)
@@ -138,10 +140,11 @@ func WriteProblem(w http.ResponseWriter, p Problem) {
 }
 
 // secretPaths are path prefixes whose rest is a secret: upload
-// capabilities, the claim-attempt token of an agent claim link, and the
-// test checkout page's id (testcheckout.TestCheckoutPath: whoever has the
-// link can pay the checkout, so it is a capability too).
-var secretPaths = [...]string{"/uploads/", core.AgentClaimPagePath, "/checkout/test/"}
+// capabilities, the claim-attempt token of an agent claim link, the test
+// checkout page's id (testcheckout.TestCheckoutPath: whoever has the link
+// can pay the checkout, so it is a capability too) and the status link of
+// a machine-paid fax (the token is the payer's only credential).
+var secretPaths = [...]string{"/uploads/", core.AgentClaimPagePath, "/checkout/test/", "/machine/faxes/status/"}
 
 // MaxLoggedPath bounds a path in the logs: a 100 KB path is an attack or a
 // mistake, and either way its first bytes say enough.

@@ -19,6 +19,7 @@ import (
 	"github.com/faxhub/faxhub/core/convert"
 	"github.com/faxhub/faxhub/core/mail"
 	"github.com/faxhub/faxhub/core/payments"
+	"github.com/faxhub/faxhub/core/payments/stripetest"
 	"github.com/faxhub/faxhub/core/payments/testcard"
 	"github.com/faxhub/faxhub/core/payments/testcheckout"
 	"github.com/faxhub/faxhub/core/phone"
@@ -31,6 +32,7 @@ import (
 	"github.com/faxhub/faxhub/passkeys"
 	a2aserver "github.com/faxhub/faxhub/protocols/a2a"
 	mcpserver "github.com/faxhub/faxhub/protocols/mcp"
+	"github.com/faxhub/faxhub/rest"
 )
 
 // Options configure a faxhub process. Zero values take the defaults of the
@@ -62,7 +64,10 @@ type Options struct {
 	// and developer mode (the console shows a dev mailbox).
 	MachinePayments bool
 	MCPOAuth        bool
-	Dev             bool
+	// Machine configures the payment methods of machine payments (read
+	// only with MachinePayments on).
+	Machine MachineOptions
+	Dev     bool
 	// AgentMode is the mode every agent principal acts in (chat apps,
 	// registered and delegated agents: core.Config.AgentMode); empty means
 	// test with Dev (no live provider is configured there) and live
@@ -102,6 +107,11 @@ type App struct {
 	HostAgent *hostagent.Handler
 
 	proxies web.TrustedProxies
+	// machineOffers are the configured machine payment methods as
+	// /openapi.json lists them; stripeTest is the built-in Stripe test
+	// backend when no Stripe key is configured (its SPT mint is served).
+	machineOffers []rest.MachineOffer
+	stripeTest    *stripetest.Server
 	// signer forwards core's signing to the OAuth server, which is built
 	// after the service (it needs it); wireOwners sets it once.
 	signer *issuerSigner
@@ -212,6 +222,14 @@ func (a *App) wire(ctx context.Context) error {
 		BaseURL: o.BaseURL, APIURL: o.APIURL, UploadSecret: secret, TempDir: tmp,
 		MaxUploadBytes: o.MaxUploadBytes, MaxPages: o.MaxPages, AgentMode: o.AgentMode,
 	}
+	cfg.Machine.Enabled = o.MachinePayments
+	var machine []core.MachineMethod
+	if o.MachinePayments {
+		if machine, a.stripeTest, err = machineMethods(o.Machine); err != nil {
+			return err
+		}
+		a.machineOffers = machineOffers(machine)
+	}
 	if cfg.AgentMode == "" && o.Dev {
 		cfg.AgentMode = core.ModeTest
 	}
@@ -233,6 +251,7 @@ func (a *App) wire(ctx context.Context) error {
 		// AP2 credit purchases: the test card in test mode; live card
 		// charges come with the payments issue.
 		PaymentMethods: map[core.Mode]payments.PaymentMethod{core.ModeTest: testcard.New()},
+		Machine:        machine,
 		Signer:         a.signer,
 		Prices:         o.Prices,
 		Logger:         o.Logger,

@@ -38,3 +38,11 @@ func refuseInvalidText(log *slog.Logger) web.Refuser {
 func isUpload(r *http.Request) bool {
 	return r.Method == http.MethodPut && strings.HasPrefix(r.URL.Path, "/api/v1/uploads/")
 }
+
+// isStreamedBody reports the requests whose bodies carry a whole document
+// and so arrive at the client's pace (web.BodyDeadlines' stream rate, not
+// the 30 s of a small JSON body): the upload PUT, and the machine
+// endpoints' JSON with a base64 PDF of up to ~13 MiB.
+func isStreamedBody(r *http.Request) bool {
+	return isUpload(r) || (r.Method == http.MethodPost && strings.HasPrefix(r.URL.Path, "/api/v1/machine/faxes"))
+}

@@ -33,11 +33,15 @@ func (a *App) Handler() http.Handler {
 		numbers = append(numbers, rest.TestNumber{Number: n.Number, Description: n.Description})
 	}
 	api := rest.New(a.Svc, rest.Options{
-		BaseURL: a.BaseURL, APIURL: a.Svc.Config().APIURL, MachinePayments: a.MachinePayments, TestNumbers: numbers,
+		BaseURL: a.BaseURL, APIURL: a.Svc.Config().APIURL, MachineOffers: a.machineOffers, TestNumbers: numbers,
+		StripeTestMintPath: a.stripeTestMintPath(),
 	}, a.Logger)
 	mux.Handle("/api/v1/", api)
 	mux.Handle("/openapi.json", api)
 	mux.Handle("/llms.txt", api)
+	if a.stripeTest != nil {
+		mux.Handle("POST "+StripeTestMintPath, a.stripeTestMint())
+	}
 	mux.Handle(testcheckout.TestCheckoutPath, testcheckout.TestCheckoutPage(a.Svc, a.Logger))
 
 	// The authorization server owns its discovery documents and /api/auth
@@ -70,9 +74,12 @@ func (a *App) Handler() http.Handler {
 	})
 	body := a.Body
 	if body.Stream == nil {
-		body.Stream = isUpload
+		body.Stream = isStreamedBody
 	}
-	h := web.ReadDeadlines(web.RefuseInvalidText(mux, refuseInvalidText(a.Logger), isUpload), body)
+	// Bodies carrying a document are not read ahead for the text check:
+	// uploads are bytes, and the machine endpoints check their JSON text
+	// themselves while decoding (a 413 must come before a 14 MB read).
+	h := web.ReadDeadlines(web.RefuseInvalidText(mux, refuseInvalidText(a.Logger), isStreamedBody), body)
 	return web.RealClientIP(accessLog(a.Logger, h), a.proxies)
 }
 

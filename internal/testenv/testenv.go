@@ -46,6 +46,7 @@ type options struct {
 	postgres string
 	cfg      func(*core.Config)
 	workers  bool
+	machine  bool
 }
 
 // Option changes how New builds the environment.
@@ -74,6 +75,10 @@ func WithPostgres(baseURL string) Option { return func(o *options) { o.postgres 
 // delivers them with DeliverAll.
 func WithoutWorkers() Option { return func(o *options) { o.workers = false } }
 
+// WithMachinePayments turns machine payments on, with the embedded
+// default methods (the built-in Stripe test backend).
+func WithMachinePayments() Option { return func(o *options) { o.machine = true } }
+
 // New builds and starts the environment; everything stops at test cleanup.
 func New(t testing.TB, opts ...Option) *Env {
 	// FAXHUB_TESTENV_POSTGRES runs every testenv-based suite on PostgreSQL;
@@ -91,7 +96,7 @@ func New(t testing.TB, opts ...Option) *Env {
 	log := slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	a, err := app.Open(ctx, app.Options{
 		BaseURL: "http://faxhub.test", DataDir: dir, Database: dsn,
-		SimTimeScale: 0, PollInterval: 20 * time.Millisecond, InsertOnly: !o.workers,
+		SimTimeScale: 0, PollInterval: 20 * time.Millisecond, InsertOnly: !o.workers, MachinePayments: o.machine,
 		Core: func(c *core.Config) {
 			c.NoRetryDelay = true
 			if o.cfg != nil {

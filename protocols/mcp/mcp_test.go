@@ -403,8 +403,14 @@ func TestToolsAndJourney(t *testing.T) {
 		t.Fatalf("draft = %+v", d)
 	}
 
-	// send_fax without credits: a clear error naming the checkout.
-	wantErr(t, "send_fax", call(t, cs, "send_fax", map[string]any{"draftId": d.DraftID}, nil), "insufficient_credits")
+	// send_fax without credits: a clear error naming the checkout. It is
+	// the tool's own error (call fails the test on a JSON-RPC error), never
+	// a -32042 payment challenge: MCP takes no machine payments.
+	noCredits := call(t, cs, "send_fax", map[string]any{"draftId": d.DraftID}, nil)
+	wantErr(t, "send_fax", noCredits, "insufficient_credits")
+	if strings.Contains(noCredits, "-32042") || strings.Contains(noCredits, "paymentauth") || strings.Contains(noCredits, "org.paymentauth") {
+		t.Fatalf("send_fax offered a machine payment: %q", noCredits)
+	}
 	wantErr(t, "send_fax", call(t, cs, "send_fax", map[string]any{"draftId": d.DraftID}, nil), d.CheckoutURL)
 	wantErr(t, "send_fax", call(t, cs, "send_fax", map[string]any{"draftId": "drf_nope"}, nil), "not_found")
 

@@ -118,6 +118,13 @@ func (s *Server) Charges() int {
 	return s.charges
 }
 
+// Refunds is the number of refunds made (money returned).
+func (s *Server) Refunds() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.refunds)
+}
+
 // Mint mints a test SPT for tests in Go, as the test helper endpoint does:
 // paymentMethod is one of the pm_card_… test methods, max and currency
 // its usage limits; it expires in an hour.

@@ -9,7 +9,10 @@
 // It speaks JSON-RPC with the standard library and computes keccak256 with
 // golang.org/x/crypto/sha3 (no go-ethereum). It never imports core: core
 // decides the amount (in token base units) and what the payment buys; the
-// single use of a hash across replicas is core's, through UsedHashes.
+// single use of a hash across replicas is core's: its charges are unique by
+// (method, reference) in the transaction that records what the hash paid
+// for (Options.Used is then nil), or, for a caller without such a record,
+// through UsedHashes.
 //
 // Pull mode (a signed 0x76 transaction the server broadcasts) is not
 // implemented; offers must advertise supportedModes ["push"] only, and
@@ -26,7 +29,6 @@ import (
 	"context"
 	"encoding/hex"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"math/big"
@@ -75,7 +77,8 @@ func TransferTopic() string { return transferTopic }
 // the hash: not mined yet, or unknown. It is no verdict: core keeps the
 // challenge open and tells the payer to retry the same credential shortly
 // (e.g. a 402 with Retry-After), rather than to pay again.
-var ErrNotMined = errors.New("tempo: the transaction is not mined yet (or unknown to the node)")
+// It wraps payments.ErrPending, which is what core looks for.
+var ErrNotMined = fmt.Errorf("tempo: the transaction is not mined yet (or unknown to the node): %w", payments.ErrPending)
 
 func keccak256(b []byte) []byte {
 	h := sha3.NewLegacyKeccak256()
@@ -141,8 +144,11 @@ type Options struct {
 	HTTPClient *http.Client
 	// Timeout bounds each RPC call. Default DefaultTimeout.
 	Timeout time.Duration
-	// Used records spent hashes. Required: without it a hash could pay
-	// twice.
+	// Used records spent hashes. Optional: nil leaves the single use of a
+	// hash to the caller, which must record each paying hash uniquely (core
+	// does: a charge's (method, reference) is unique in the transaction
+	// that records what it paid for). With Used nil, Charge is idempotent
+	// per hash: a second call with the same hash reports success again.
 	Used UsedHashes
 }
 
@@ -177,9 +183,6 @@ func New(o Options) (*Method, error) {
 	}
 	if !validAddress(o.Token) {
 		return nil, fmt.Errorf("tempo payment method: token %q is not an address (0x + 40 hex)", o.Token)
-	}
-	if o.Used == nil {
-		return nil, errors.New("tempo payment method: a UsedHashes store is required (a hash must pay once)")
 	}
 	m := &Method{
 		rpc: o.RPCURL, recipient: strings.ToLower(o.Recipient), token: strings.ToLower(o.Token),
@@ -320,6 +323,9 @@ func (m *Method) Charge(ctx context.Context, r payments.ChargeRequest) (payments
 		return payments.Result{Status: payments.StatusInvalid, Reference: hash, Message: fmt.Sprintf(
 			"no transfer of at least %s (%d base units) of token %s to the recipient %s in this transaction",
 			m.units(want), r.Amount, m.token, m.recipient)}, nil
+	}
+	if m.used == nil {
+		return payments.Result{Status: payments.StatusSucceeded, Reference: hash}, nil
 	}
 	first, err := m.used.Claim(ctx, hash)
 	if err != nil {

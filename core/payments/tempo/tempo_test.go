@@ -393,7 +393,6 @@ func TestNew(t *testing.T) {
 		"recipient no 0x":   func(o *tempo.Options) { o.Recipient = "00" + recipient[2:] },
 		"recipient not hex": func(o *tempo.Options) { o.Recipient = "0x" + strings.Repeat("z", 40) },
 		"token missing":     func(o *tempo.Options) { o.Token = "" },
-		"no used store":     func(o *tempo.Options) { o.Used = nil },
 		"negative decimals": func(o *tempo.Options) { o.Decimals = -1 },
 	} {
 		o := good
@@ -401,6 +400,26 @@ func TestNew(t *testing.T) {
 		if _, err := tempo.New(o); err == nil {
 			t.Errorf("%s: no error", name)
 		}
+	}
+}
+
+// Without a UsedHashes store the single use of a hash is the caller's (core
+// records charges unique by method and reference): Charge is idempotent per
+// hash and reports success for it every time.
+func TestWithoutUsedStore(t *testing.T) {
+	st := tempotest.New(tempo.DefaultChainID)
+	st.AddTransfer(hash('b'), payer, recipient, token, big.NewInt(500_000), true)
+	m := newMethod(t, "http://tempo.test/rpc", func(o *tempo.Options) {
+		o.HTTPClient, o.Used = &http.Client{Transport: st.Transport()}, nil
+	})
+	for range 2 {
+		res, err := m.Charge(context.Background(), charge(500_000, cred(hash('b'))))
+		if err != nil || res.Status != payments.StatusSucceeded || res.Reference != hash('b') {
+			t.Fatalf("%+v %v", res, err)
+		}
+	}
+	if _, err := m.Charge(context.Background(), charge(500_001, cred(hash('b')))); err != nil {
+		t.Fatal(err)
 	}
 }
 

@@ -1,0 +1,876 @@
+package core
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/faxhub/faxhub/core/payments"
+	"github.com/faxhub/faxhub/core/payments/mpp"
+	"github.com/faxhub/faxhub/core/seal"
+)
+
+// Machine payments, the implementation of core/machine.go's design.
+
+const (
+	// machineChallengeSecret names the server secret challenges are bound
+	// under (HMAC): every replica verifies what another offered.
+	machineChallengeSecret = "mpp-challenge"
+	// machineCredentialSecret seals a claim's credential while it settles.
+	machineCredentialSecret  = "mpp-credential"
+	machineCredentialPurpose = "faxhub machine payment credentials v1"
+	// maxRequestIDLen bounds request_id: 1-200 printable ASCII.
+	maxRequestIDLen = 200
+	// machineIntent is the only MPP intent offered.
+	machineIntent = "charge"
+	// notMinedRetryAfter is the Retry-After of a transfer the node has
+	// not seen mined yet.
+	notMinedRetryAfter = 2
+	// paymentInProgressRetryAfter is the Retry-After of a retry racing
+	// the one that settles.
+	paymentInProgressRetryAfter = 1
+)
+
+// errChargeReferenceUsed ends a settlement transaction whose charge was
+// refused because the method's reference (a transaction hash) paid for
+// another charge already.
+var errChargeReferenceUsed = errors.New("core: the payment reference paid for another charge already")
+
+// errChargeRecorded ends a settlement transaction that found the charge
+// recorded by a concurrent winner.
+var errChargeRecorded = errors.New("core: the charge was recorded concurrently")
+
+// machineOn refuses machine calls while --machine-payments is off or no
+// method is configured.
+func (s *Service) machineOn() error {
+	if !s.cfg.Machine.Enabled {
+		return Errorf(KindUnavailable, CodeMachinePaymentsOff, "machine payments are disabled on this server; use an API key with prepaid credits")
+	}
+	if len(s.machineOffers()) == 0 {
+		return Errorf(KindUnavailable, CodeMachinePaymentsMissing, "machine payments are enabled but no payment method is configured on this server")
+	}
+	return nil
+}
+
+// machineOffers are the methods on offer now: a method is offered only
+// while a fax provider of its mode is configured (no money for faxes
+// nobody can send).
+func (s *Service) machineOffers() []MachineMethod {
+	var out []MachineMethod
+	for _, m := range s.d.Machine {
+		if m.Method != nil && s.d.Providers[m.Mode] != nil {
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
+func (s *Service) machineMethod(name string) (MachineMethod, bool) {
+	for _, m := range s.machineOffers() {
+		if m.Method.Name() == name {
+			return m, true
+		}
+	}
+	return MachineMethod{}, false
+}
+
+func (m MachineMethod) intent() string {
+	if m.Intent == "" {
+		return machineIntent
+	}
+	return m.Intent
+}
+
+// amount converts a price into the method's base units, rounded up to a
+// whole unit and raised to the method's minimum.
+func (m MachineMethod) amount(priceMicros int64) (units int64, minimum bool) {
+	per := max(m.UnitsPerUSD, 1)
+	units = (priceMicros*per + MicrosPerDollar - 1) / MicrosPerDollar
+	if units < m.MinAmount {
+		return m.MinAmount, true
+	}
+	return max(units, 1), false
+}
+
+func (m MachineMethod) offer(priceMicros int64) MachineOfferView {
+	units, minimum := m.amount(priceMicros)
+	return MachineOfferView{
+		Method: m.Method.Name(), Intent: m.intent(), Amount: strconv.FormatInt(units, 10), Currency: m.Currency,
+		Mode: m.Mode, Minimum: minimum, Refunds: m.Refunds,
+	}
+}
+
+// MachineQuote prices a machine fax without side effects (validate).
+func (s *Service) MachineQuote(ctx context.Context, r MachineQuoteRequest) (*MachineQuote, error) {
+	if err := s.machineOn(); err != nil {
+		return nil, err
+	}
+	pages := r.Pages
+	if r.PDF != nil {
+		n, err := s.machinePages(ctx, r.PDF, r.ClientIP, nil)
+		if err != nil {
+			return nil, err
+		}
+		pages = n
+	}
+	if pages < 1 {
+		return nil, Errorf(KindInvalid, CodeInvalidRequest, "give the document (base64) or its page count (pages ≥ 1)")
+	}
+	q, err := s.Quote(ctx, QuoteRequest{To: r.To, Pages: pages, Cover: r.Cover})
+	if err != nil {
+		return nil, err
+	}
+	out := &MachineQuote{Quote: q, Offers: []MachineOfferView{}}
+	for _, m := range s.machineOffers() {
+		out.Offers = append(out.Offers, m.offer(q.AmountMicros))
+	}
+	return out, nil
+}
+
+// machinePages checks that pdf is a PDF within the limits and counts its
+// pages. With keep set, the checked file stays at *keep (the caller
+// removes its directory); otherwise it is removed.
+func (s *Service) machinePages(ctx context.Context, pdf []byte, clientIP string, keep *string) (int, error) {
+	if len(pdf) == 0 {
+		return 0, Errorf(KindInvalid, CodeEmptyFile, "the document is empty")
+	}
+	if int64(len(pdf)) > s.cfg.Machine.MaxPDFBytes {
+		return 0, Errorf(KindTooLarge, CodeFileTooLarge, "the document may be at most %d bytes", s.cfg.Machine.MaxPDFBytes).
+			With("limit", s.cfg.Machine.MaxPDFBytes)
+	}
+	dir, err := os.MkdirTemp(s.cfg.TempDir, "faxhub-machine-")
+	if err != nil {
+		return 0, fmt.Errorf("spool machine document: %w", err)
+	}
+	if keep == nil {
+		defer os.RemoveAll(dir)
+	}
+	src := filepath.Join(dir, "document.pdf")
+	if err := os.WriteFile(src, pdf, 0o600); err != nil {
+		os.RemoveAll(dir)
+		return 0, fmt.Errorf("spool machine document: %w", err)
+	}
+	fail := func(err error) (int, error) {
+		if keep != nil {
+			os.RemoveAll(dir)
+		}
+		return 0, err
+	}
+	kind, err := s.d.Converter.Detect(ctx, src)
+	if err != nil && ErrorCode(err) != CodeUnsupportedType {
+		return fail(err)
+	}
+	if err != nil || kind != FilePDF {
+		return fail(Errorf(KindUnsupportedMedia, CodeUnsupportedType, "the machine endpoint takes a PDF").With("supported", []FileKind{FilePDF}))
+	}
+	pages, err := s.d.Converter.ToPDF(ctx, ConvertRequest{
+		Src: src, Kind: FilePDF, Dst: filepath.Join(dir, "converted.pdf"), OwnerID: "machine:" + clientIP, MaxPages: s.cfg.MaxPages,
+	})
+	if err != nil {
+		return fail(err)
+	}
+	switch {
+	case pages > s.cfg.MaxPages:
+		return fail(Errorf(KindUnprocessable, CodeTooManyPages, "the document has %d pages; the limit is %d", pages, s.cfg.MaxPages).
+			With("pages", pages).With("limit", s.cfg.MaxPages))
+	case pages < 1:
+		return fail(Errorf(KindUnprocessable, CodeCorruptDocument, "the document has no pages"))
+	}
+	if keep != nil {
+		*keep = src
+	}
+	return pages, nil
+}
+
+// validRequestID: 1-200 printable ASCII characters.
+func validRequestID(id string) bool {
+	if id == "" || len(id) > maxRequestIDLen {
+		return false
+	}
+	for i := 0; i < len(id); i++ {
+		if id[i] < 0x21 || id[i] > 0x7e {
+			return false
+		}
+	}
+	return true
+}
+
+// MachineFax answers one POST /api/v1/machine/faxes. Client mistakes are
+// *Error (400 invalid, 409 request_id_conflict, 400
+// multiple_payment_credentials, 413/415/422 document, 429, 503 disabled or
+// payment_processor_unavailable); everything the payer can pay or retry is a
+// MachineFaxResult.
+func (s *Service) MachineFax(ctx context.Context, r MachineFaxRequest) (*MachineFaxResult, error) {
+	if err := s.machineOn(); err != nil {
+		return nil, err
+	}
+	if err := s.AllowPublic(ctx, "machine-fax", r.ClientIP); err != nil {
+		return nil, err
+	}
+	if !validRequestID(r.RequestID) {
+		return nil, Errorf(KindInvalid, CodeInvalidRequest, "request_id must be 1-%d printable ASCII characters without spaces", maxRequestIDLen)
+	}
+	if r.BodyDigest == "" {
+		return nil, errors.New("machine fax: the adapter gave no body digest")
+	}
+	cred, credErr := mpp.ParseAuthorization(r.Authorization)
+	if errors.Is(credErr, mpp.ErrMultipleCredentials) {
+		return nil, Errorf(KindInvalid, CodeMultipleCredentials, "send exactly one Authorization: Payment credential")
+	}
+	secret, err := s.d.Store.Secret(ctx, machineChallengeSecret)
+	if err != nil {
+		return nil, fmt.Errorf("challenge secret: %w", err)
+	}
+
+	req, err := s.machineRequest(ctx, r, secret)
+	if err != nil {
+		return nil, err
+	}
+	if req.Status == MachineRequestPaid {
+		return s.storedOrder(ctx, req)
+	}
+	if errors.Is(credErr, mpp.ErrNoCredential) {
+		return s.challengeResult(req, r.AcceptPayment, mpp.ProblemPaymentRequired, "this fax costs "+FormatUSD(req.PriceMicros)+" USD; pay with one of the offered methods", 0)
+	}
+	if credErr != nil {
+		return s.challengeResult(req, r.AcceptPayment, mpp.ProblemOf(credErr), protocolDetail(credErr), 0)
+	}
+	ch, m, problem, detail := s.checkCredential(cred, r, secret)
+	if problem != "" {
+		return s.challengeResult(req, r.AcceptPayment, problem, detail, 0)
+	}
+	return s.payMachine(ctx, r, req, cred, ch, m)
+}
+
+func protocolDetail(err error) string {
+	if e, ok := errors.AsType[*mpp.Error](err); ok {
+		return e.Detail
+	}
+	return "the credential could not be read"
+}
+
+// machineRequest finds or records the request_id: the same body gets its
+// row (with challenges re-issued when they expired), another body a 409,
+// a new id a quote and fresh challenges.
+func (s *Service) machineRequest(ctx context.Context, r MachineFaxRequest, secret []byte) (*MachineRequest, error) {
+	for range 3 {
+		req, err := s.d.Store.GetMachineRequest(ctx, r.RequestID)
+		switch {
+		case errors.Is(err, ErrNoRows):
+			req, err = s.newMachineRequest(ctx, r, secret)
+			if errors.Is(err, ErrExists) {
+				continue // a concurrent request recorded it: read it
+			}
+			return req, err
+		case err != nil:
+			return nil, err
+		}
+		if req.BodyDigest != r.BodyDigest {
+			return nil, Errorf(KindConflict, CodeRequestIDConflict, "this request_id was used with a different body; use a fresh request_id per fax")
+		}
+		if req.Status == MachineRequestPaid || s.now().Before(req.ChallengesExpireAt) {
+			return req, nil
+		}
+		req, err = s.reissueChallenges(ctx, req, secret)
+		if errors.Is(err, ErrConflict) {
+			continue // a concurrent request re-issued them: read them
+		}
+		return req, err
+	}
+	return nil, fmt.Errorf("machine request %q: changed concurrently three times", r.RequestID)
+}
+
+func (s *Service) newMachineRequest(ctx context.Context, r MachineFaxRequest, secret []byte) (*MachineRequest, error) {
+	e164, country, err := s.d.Destination.Check(r.To)
+	if err != nil {
+		return nil, err
+	}
+	pages, err := s.machinePages(ctx, r.PDF, r.ClientIP, nil)
+	if err != nil {
+		return nil, err
+	}
+	q, err := s.Quote(ctx, QuoteRequest{To: e164, Pages: pages, Cover: r.Cover})
+	if err != nil {
+		return nil, err
+	}
+	now := s.now()
+	req := &MachineRequest{
+		RequestID: r.RequestID, BodyDigest: r.BodyDigest, Destination: e164, Country: country, Pages: pages, Cover: r.Cover,
+		PriceMicros: q.AmountMicros, Status: MachineRequestOpen, CreatedAt: now, UpdatedAt: now,
+	}
+	if err := s.issueChallenges(req, secret); err != nil {
+		return nil, err
+	}
+	if err := s.d.Store.CreateMachineRequest(ctx, req); err != nil {
+		return nil, err
+	}
+	return req, nil
+}
+
+func (s *Service) reissueChallenges(ctx context.Context, req *MachineRequest, secret []byte) (*MachineRequest, error) {
+	next := *req
+	next.Generation++
+	next.UpdatedAt = s.now()
+	if err := s.issueChallenges(&next, secret); err != nil {
+		return nil, err
+	}
+	if err := s.d.Store.ReissueMachineChallenges(ctx, &next); err != nil {
+		return nil, err
+	}
+	return &next, nil
+}
+
+// issueChallenges binds one challenge per method on offer for req, expiring
+// ChallengeTTL from now.
+func (s *Service) issueChallenges(req *MachineRequest, secret []byte) error {
+	now := s.now()
+	expires := now.Add(s.cfg.Machine.ChallengeTTL).Truncate(time.Second)
+	realm := s.machineRealm()
+	opaque := map[string]string{"request_id": req.RequestID}
+	if req.Generation > 0 {
+		opaque["generation"] = strconv.Itoa(req.Generation)
+	}
+	var out []StoredChallenge
+	for _, m := range s.machineOffers() {
+		units, _ := m.amount(req.PriceMicros)
+		request := map[string]any{
+			"amount": strconv.FormatInt(units, 10), "currency": m.Currency,
+			"description": fmt.Sprintf("fax of %d page(s) to %s", req.Pages, req.Destination), "externalId": req.RequestID,
+		}
+		if m.Recipient != "" {
+			request["recipient"] = m.Recipient
+		}
+		if len(m.MethodDetails) > 0 {
+			request["methodDetails"] = m.MethodDetails
+		}
+		raw, err := json.Marshal(request)
+		if err != nil {
+			return fmt.Errorf("encode challenge request: %w", err)
+		}
+		c := mpp.Challenge{
+			Realm: realm, Method: m.Method.Name(), Intent: m.intent(), Request: raw, Expires: expires,
+			Digest: req.BodyDigest, Opaque: opaque,
+		}
+		if err := c.Bind(secret); err != nil {
+			return fmt.Errorf("bind %s challenge: %w", m.Method.Name(), err)
+		}
+		h, err := c.Header()
+		if err != nil {
+			return fmt.Errorf("render %s challenge: %w", m.Method.Name(), err)
+		}
+		out = append(out, StoredChallenge{ID: c.ID, Method: c.Method, Intent: c.Intent, Header: h})
+	}
+	raw, err := json.Marshal(out)
+	if err != nil {
+		return fmt.Errorf("encode challenges: %w", err)
+	}
+	req.Challenges, req.ChallengesExpireAt = raw, expires
+	return nil
+}
+
+// machineRealm is the host of the API origin.
+func (s *Service) machineRealm() string {
+	if u, err := url.Parse(s.cfg.APIURL); err == nil && u.Host != "" {
+		return u.Host
+	}
+	return s.cfg.APIURL
+}
+
+// challengeResult answers with req's challenges, filtered and ordered by
+// Accept-Payment (all of them when the client accepts none), and a
+// problem of type t about the first.
+func (s *Service) challengeResult(req *MachineRequest, accept []string, t mpp.ProblemType, detail string, retryAfter int) (*MachineFaxResult, error) {
+	var stored []StoredChallenge
+	if err := json.Unmarshal(req.Challenges, &stored); err != nil {
+		return nil, fmt.Errorf("decode stored challenges: %w", err)
+	}
+	offers := make([]mpp.Offer, len(stored))
+	for i, c := range stored {
+		offers[i] = mpp.Offer{Method: c.Method, Intent: c.Intent}
+	}
+	ordered := mpp.ParseAcceptPayment(accept).Order(offers)
+	if len(ordered) == 0 {
+		ordered = offers
+	}
+	res := &MachineFaxResult{RetryAfter: retryAfter}
+	for _, o := range ordered {
+		for _, c := range stored {
+			if c.Method == o.Method && c.Intent == o.Intent {
+				res.Challenges = append(res.Challenges, c.Header)
+				break
+			}
+		}
+	}
+	first := ""
+	for _, c := range stored {
+		if len(ordered) > 0 && c.Method == ordered[0].Method && c.Intent == ordered[0].Intent {
+			first = c.ID
+		}
+	}
+	if t == "" {
+		t = mpp.ProblemMalformedCredential
+	}
+	p := mpp.NewProblem(t, detail, first)
+	res.Problem = &p
+	return res, nil
+}
+
+// checkCredential verifies what a credential claims: our binding, our
+// realm, a method on offer, not expired, this body and this request_id.
+// The amount and currency are the echoed request's: the binding proves we
+// offered them.
+func (s *Service) checkCredential(cred *mpp.Credential, r MachineFaxRequest, secret []byte) (mpp.Challenge, MachineMethod, mpp.ProblemType, string) {
+	ch, err := cred.Challenge()
+	if err != nil {
+		return ch, MachineMethod{}, cmpProblem(mpp.ProblemOf(err), mpp.ProblemInvalidChallenge), protocolDetail(err)
+	}
+	if !ch.Verify(secret) {
+		return ch, MachineMethod{}, mpp.ProblemInvalidChallenge, "the challenge was not issued by this server (or was altered)"
+	}
+	if ch.Realm != s.machineRealm() {
+		return ch, MachineMethod{}, mpp.ProblemInvalidChallenge, "the challenge is for another realm"
+	}
+	m, ok := s.machineMethod(ch.Method)
+	if !ok || ch.Intent != m.intent() {
+		return ch, MachineMethod{}, mpp.ProblemMethodUnsupported, fmt.Sprintf("the method %q is not offered here", ch.Method)
+	}
+	if ch.Expired(s.now()) {
+		return ch, m, mpp.ProblemPaymentExpired, "the challenge expired; pay one of the fresh challenges"
+	}
+	if ch.Digest != r.BodyDigest {
+		return ch, m, mpp.ProblemVerificationFailed, "the body differs from the one the challenge was issued for"
+	}
+	if ch.Opaque["request_id"] != r.RequestID {
+		return ch, m, mpp.ProblemVerificationFailed, "the challenge was issued for another request_id"
+	}
+	return ch, m, "", ""
+}
+
+func cmpProblem(t, def mpp.ProblemType) mpp.ProblemType {
+	if t == "" {
+		return def
+	}
+	return t
+}
+
+// chargeRequest is the part of a challenge's request a charge needs.
+type chargeRequest struct {
+	Amount   string `json:"amount"`
+	Currency string `json:"currency"`
+}
+
+// machineIdempotencyKey is what a method settles a claim under: the
+// challenge and a hash of the credential (never the credential), so a
+// retry with the same credential replays and another credential is
+// another charge.
+func machineIdempotencyKey(challengeID string, payload []byte) string {
+	sum := sha256.Sum256(payload)
+	return "mpp_" + challengeID + "_" + hex.EncodeToString(sum[:])[:32]
+}
+
+// payMachine claims the challenge, settles it with the method and, if it
+// pays, records charge, fax, job and answer in one transaction.
+func (s *Service) payMachine(ctx context.Context, r MachineFaxRequest, req *MachineRequest, cred *mpp.Credential, ch mpp.Challenge, m MachineMethod) (*MachineFaxResult, error) {
+	var cr chargeRequest
+	if err := json.Unmarshal(ch.Request, &cr); err != nil {
+		return s.challengeResult(req, r.AcceptPayment, mpp.ProblemInvalidChallenge, "the challenge request is not a charge request", 0)
+	}
+	amount, err := strconv.ParseInt(cr.Amount, 10, 64)
+	if err != nil || amount <= 0 || cr.Currency == "" {
+		return s.challengeResult(req, r.AcceptPayment, mpp.ProblemInvalidChallenge, "the challenge request has no valid amount and currency", 0)
+	}
+	claim, res, err := s.claimChallenge(ctx, r, req, cred, ch, m, amount, cr.Currency)
+	if err != nil || res != nil {
+		return res, err
+	}
+	return s.settleClaim(ctx, claim, cred.Payload, r.AcceptPayment)
+}
+
+// claimChallenge stores the document and claims the challenge in one
+// transaction. It answers res (and no claim) where the claim is not this
+// request's to settle.
+func (s *Service) claimChallenge(ctx context.Context, r MachineFaxRequest, req *MachineRequest, cred *mpp.Credential, ch mpp.Challenge, m MachineMethod, amount int64, currency string) (*MachineClaim, *MachineFaxResult, error) {
+	key := machineIdempotencyKey(ch.ID, cred.Payload)
+	sealed, err := s.sealMachineCredential(ctx, ch.ID, cred.Payload)
+	if err != nil {
+		return nil, nil, err
+	}
+	// A claim that exists already is answered without storing the
+	// document again.
+	if prev, err := s.d.Store.GetMachineClaim(ctx, ch.ID); err == nil {
+		if res, err := s.existingClaim(ctx, prev, r, req, key); res != nil || err != nil {
+			return nil, res, err
+		}
+	} else if !errors.Is(err, ErrNoRows) {
+		return nil, nil, err
+	}
+	doc, err := s.machineDocument(ctx, r, m.Mode, req.Pages)
+	if err != nil {
+		return nil, nil, err
+	}
+	now := s.now()
+	claim := &MachineClaim{
+		ChallengeID: ch.ID, RequestID: r.RequestID, Method: m.Method.Name(), Mode: m.Mode, IdempotencyKey: key,
+		Amount: amount, Currency: currency, Credential: sealed, State: MachineClaimSettling,
+		LeaseUntil: now.Add(s.cfg.Machine.SettleLease), DocumentID: doc.ID, CreatedAt: now, UpdatedAt: now,
+	}
+	err = s.d.Store.InTx(ctx, func(tx Tx) error {
+		if err := tx.CreateDocument(ctx, doc); err != nil {
+			return fmt.Errorf("create document: %w", err)
+		}
+		err := tx.InsertMachineClaim(ctx, claim)
+		if errors.Is(err, ErrExists) {
+			err = tx.TakeOverMachineClaim(ctx, claim, now)
+		}
+		return err
+	})
+	if err == nil {
+		return claim, nil, nil
+	}
+	if derr := s.deleteBlobs(context.WithoutCancel(ctx), doc); derr != nil {
+		s.d.Logger.WarnContext(ctx, "delete blobs of a machine document that was not stored", "err", derr)
+	}
+	if !errors.Is(err, ErrConflict) {
+		return nil, nil, err
+	}
+	// Lost the race for the claim: answer as its state says.
+	prev, gerr := s.d.Store.GetMachineClaim(ctx, ch.ID)
+	if gerr != nil {
+		return nil, nil, gerr
+	}
+	res, err := s.existingClaim(ctx, prev, r, req, key)
+	if res == nil && err == nil {
+		err = paymentInProgress()
+	}
+	return nil, res, err
+}
+
+func paymentInProgress() error {
+	return Errorf(KindConflict, CodePaymentInProgress, "a request with this credential is settling it; retry shortly for its answer").
+		WithRetryAfter(paymentInProgressRetryAfter)
+}
+
+// existingClaim answers a retry whose challenge was claimed before: the
+// stored 200 when it paid this request, a refusal when it paid another,
+// payment_in_progress while another request settles it. It returns
+// nothing when the caller may take the claim over (a lapsed lease, or a
+// failed claim and another credential).
+func (s *Service) existingClaim(ctx context.Context, prev *MachineClaim, r MachineFaxRequest, req *MachineRequest, key string) (*MachineFaxResult, error) {
+	switch prev.State {
+	case MachineClaimPaid:
+		if prev.RequestID == r.RequestID {
+			paid, err := s.d.Store.GetMachineRequest(ctx, r.RequestID)
+			if err != nil {
+				return nil, err
+			}
+			return s.storedOrder(ctx, paid)
+		}
+		return s.challengeResult(req, r.AcceptPayment, mpp.ProblemInvalidChallenge, "this challenge was already used", 0)
+	case MachineClaimFailed:
+		if prev.IdempotencyKey == key {
+			t, msg := failureProblem(prev.Failure)
+			return s.challengeResult(req, r.AcceptPayment, t, cmpReason(msg, "this credential was refused"), 0)
+		}
+		return nil, nil
+	}
+	if s.now().Before(prev.LeaseUntil) {
+		return nil, paymentInProgress()
+	}
+	return nil, nil
+}
+
+// machineDocument stores the PDF's blob and returns its document row, for
+// the claim's transaction to insert.
+func (s *Service) machineDocument(ctx context.Context, r MachineFaxRequest, mode Mode, pages int) (*Document, error) {
+	dir, err := os.MkdirTemp(s.cfg.TempDir, "faxhub-machine-")
+	if err != nil {
+		return nil, fmt.Errorf("spool machine document: %w", err)
+	}
+	defer os.RemoveAll(dir)
+	src := filepath.Join(dir, "document.pdf")
+	if err := os.WriteFile(src, r.PDF, 0o600); err != nil {
+		return nil, fmt.Errorf("spool machine document: %w", err)
+	}
+	sum := sha256.Sum256(r.PDF)
+	doc := &Document{
+		ID: NewID(PrefixDocument), OwnerID: MachineOwnerID, Mode: mode, SourceType: string(FilePDF),
+		SourceBytes: int64(len(r.PDF)), Pages: pages, SHA256: hex.EncodeToString(sum[:]), CreatedAt: s.now(),
+	}
+	doc.SourceKey = fmt.Sprintf("%s/%s/%s/source", MachineOwnerID, mode, doc.ID)
+	doc.PDFKey = doc.SourceKey
+	if doc.PDFBytes, err = s.putFile(ctx, doc.SourceKey, src, string(FilePDF)); err != nil {
+		return nil, err
+	}
+	return doc, nil
+}
+
+func (s *Service) sealMachineCredential(ctx context.Context, challengeID string, payload []byte) ([]byte, error) {
+	key, err := s.d.Store.Secret(ctx, machineCredentialSecret)
+	if err != nil {
+		return nil, fmt.Errorf("credential key: %w", err)
+	}
+	return seal.Seal(key, machineCredentialPurpose, []byte(challengeID), payload)
+}
+
+func (s *Service) openMachineCredential(ctx context.Context, challengeID string, sealed []byte) ([]byte, error) {
+	key, err := s.d.Store.Secret(ctx, machineCredentialSecret)
+	if err != nil {
+		return nil, fmt.Errorf("credential key: %w", err)
+	}
+	plain, err := seal.Open(key, machineCredentialPurpose, []byte(challengeID), sealed)
+	if err != nil {
+		return nil, fmt.Errorf("open machine credential: %w", err)
+	}
+	return plain, nil
+}
+
+// settleClaim asks the method to settle a claim this process holds and
+// finishes it as the verdict says. The sweeper calls it too (with no
+// Accept-Payment), for claims whose settlement was interrupted.
+func (s *Service) settleClaim(ctx context.Context, claim *MachineClaim, payload json.RawMessage, accept []string) (*MachineFaxResult, error) {
+	m, ok := s.machineMethod(claim.Method)
+	if !ok {
+		return nil, Errorf(KindUnavailable, CodePaymentProcessorUnavailable, "the payment method %q is no longer configured", claim.Method)
+	}
+	res, err := m.Method.Charge(ctx, payments.ChargeRequest{
+		IdempotencyKey: claim.IdempotencyKey, Amount: claim.Amount, Currency: claim.Currency, Credential: payload,
+		Description: "faxhub fax, request " + claim.RequestID,
+		Metadata:    map[string]string{"challenge_id": claim.ChallengeID, "request_id": claim.RequestID},
+	})
+	bg := context.WithoutCancel(ctx)
+	if err != nil {
+		if rerr := s.d.Store.ReleaseMachineClaim(bg, claim.ChallengeID, s.now()); rerr != nil {
+			s.d.Logger.WarnContext(ctx, "release machine claim", "challenge_id", claim.ChallengeID, "err", rerr)
+		}
+		if errors.Is(err, payments.ErrPending) {
+			req, gerr := s.d.Store.GetMachineRequest(bg, claim.RequestID)
+			if gerr != nil {
+				return nil, gerr
+			}
+			return s.challengeResult(req, accept, mpp.ProblemVerificationFailed,
+				"the payment is not settled yet (the transaction is not mined); retry the same credential shortly", notMinedRetryAfter)
+		}
+		s.d.Logger.WarnContext(ctx, "machine payment: no verdict", "challenge_id", claim.ChallengeID, "method", claim.Method, "err", err)
+		return nil, Errorf(KindUnavailable, CodePaymentProcessorUnavailable, "the payment processor could not be reached; retry the same credential").
+			WithRetryAfter(paymentInProgressRetryAfter)
+	}
+	if res.Status != payments.StatusSucceeded {
+		return s.refuseClaim(bg, claim, res, accept)
+	}
+	return s.finishPaid(bg, claim, m, res)
+}
+
+// actionRequiredPrefix marks a stored claim failure whose credential needs
+// its holder's action, so a replay answers the same problem type.
+const actionRequiredPrefix = "action required: "
+
+// failureProblem reads a stored claim failure back into its problem.
+func failureProblem(failure string) (mpp.ProblemType, string) {
+	if msg, ok := strings.CutPrefix(failure, actionRequiredPrefix); ok {
+		return mpp.ProblemPaymentActionRequired, msg
+	}
+	return mpp.ProblemVerificationFailed, failure
+}
+
+// refuseClaim records a method's refusal and answers a fresh 402.
+func (s *Service) refuseClaim(ctx context.Context, claim *MachineClaim, res payments.Result, accept []string) (*MachineFaxResult, error) {
+	t := mpp.ProblemVerificationFailed
+	msg := cmpReason(truncate(res.Message, 300), "the payment method refused the credential ("+string(res.Status)+")")
+	stored := msg
+	if res.Status == payments.StatusRequiresAction {
+		t, stored = mpp.ProblemPaymentActionRequired, actionRequiredPrefix+msg
+	}
+	if err := s.d.Store.FinishMachineClaim(ctx, claim.ChallengeID, MachineClaimFailed, nil, stored, s.now()); err != nil && !errors.Is(err, ErrConflict) {
+		return nil, err
+	}
+	s.d.Logger.InfoContext(ctx, "machine payment refused", "challenge_id", claim.ChallengeID, "method", claim.Method, "status", res.Status)
+	req, err := s.d.Store.GetMachineRequest(ctx, claim.RequestID)
+	if err != nil {
+		return nil, err
+	}
+	if req.Status == MachineRequestPaid {
+		return s.storedOrder(ctx, req)
+	}
+	return s.challengeResult(req, accept, t, msg, 0)
+}
+
+// finishPaid records a settled claim: the charge, the fax and its
+// delivery job, the claim paid and the request's stored answer, in one
+// transaction. A concurrent finisher of the same claim wins quietly; a
+// reference that paid for another charge (a reused transaction hash)
+// fails the claim.
+func (s *Service) finishPaid(ctx context.Context, claim *MachineClaim, m MachineMethod, res payments.Result) (*MachineFaxResult, error) {
+	var (
+		stored *MachineRequest
+		double bool
+	)
+	err := s.d.Store.InTx(ctx, func(tx Tx) error {
+		stored, double = nil, false
+		cur, err := tx.GetMachineClaim(ctx, claim.ChallengeID)
+		if err != nil {
+			return err
+		}
+		if cur.State != MachineClaimSettling || cur.IdempotencyKey != claim.IdempotencyKey {
+			return errChargeRecorded
+		}
+		req, err := tx.GetMachineRequest(ctx, claim.RequestID)
+		if err != nil {
+			return err
+		}
+		if req.Status == MachineRequestPaid {
+			// Another challenge of this request paid first (the payer paid
+			// twice): this charge is recorded and refunded in whole.
+			double = true
+			return s.recordDoublePayment(ctx, tx, claim, m, res, req)
+		}
+		now := s.now()
+		f := &Fax{
+			ID: NewID(PrefixFax), OwnerID: MachineOwnerID, Mode: claim.Mode, Status: FaxQueued, To: req.Destination,
+			DocumentID: claim.DocumentID, Pages: req.Pages, Cover: req.Cover, PriceMicros: req.PriceMicros, Currency: Currency,
+			PaymentMethod: PayMachine, CreatedAt: now, UpdatedAt: now,
+		}
+		if err := s.createFax(ctx, tx, newFax{fax: f}); err != nil {
+			return err
+		}
+		c := &Charge{
+			ID: NewID(PrefixCharge), Mode: claim.Mode, Method: claim.Method, Purpose: ChargeMachineFax,
+			IdempotencyKey: claim.IdempotencyKey, AmountMicros: max(req.PriceMicros, 1), Currency: claim.Currency,
+			Reference: res.Reference, Status: ChargeSucceeded, FaxID: &f.ID, Subject: claim.ChallengeID, CreatedAt: now,
+			RequestID: claim.RequestID, AmountUnits: claim.Amount,
+		}
+		if err := tx.CreateCharge(ctx, c); errors.Is(err, ErrExists) {
+			if _, kerr := tx.GetChargeByKey(ctx, c.IdempotencyKey); kerr == nil {
+				return errChargeRecorded
+			}
+			return errChargeReferenceUsed
+		} else if err != nil {
+			return err
+		}
+		if err := tx.FinishMachineClaim(ctx, claim.ChallengeID, MachineClaimPaid, &f.ID, "", now); err != nil {
+			return err
+		}
+		s.present(f, nil)
+		order := s.machineOrder(f, req, c, claim.Method)
+		rcpt, err := mpp.Receipt{Status: "success", Method: claim.Method, Timestamp: now, Reference: cmpReason(res.Reference, c.ID),
+			ChallengeID: claim.ChallengeID, ExternalID: claim.RequestID}.Encode()
+		if err != nil {
+			return err
+		}
+		resp, err := json.Marshal(order)
+		if err != nil {
+			return fmt.Errorf("encode machine order: %w", err)
+		}
+		if err := tx.MarkMachineRequestPaid(ctx, req.RequestID, f.ID, resp, rcpt, now); err != nil {
+			return err
+		}
+		req.Status, req.FaxID, req.Response, req.Receipt = MachineRequestPaid, &f.ID, resp, rcpt
+		stored = req
+		return nil
+	})
+	switch {
+	case err == nil && double:
+		req, gerr := s.d.Store.GetMachineRequest(ctx, claim.RequestID)
+		if gerr != nil {
+			return nil, gerr
+		}
+		return s.storedOrder(ctx, req)
+	case err == nil:
+		s.d.Logger.InfoContext(ctx, "machine fax paid", "fax_id", *stored.FaxID, "request_id", claim.RequestID, "method", claim.Method, "mode", claim.Mode)
+		return s.storedOrder(ctx, stored)
+	case errors.Is(err, errChargeRecorded):
+		req, gerr := s.d.Store.GetMachineRequest(ctx, claim.RequestID)
+		if gerr != nil {
+			return nil, gerr
+		}
+		if req.Status == MachineRequestPaid {
+			return s.storedOrder(ctx, req)
+		}
+		return nil, paymentInProgress()
+	case errors.Is(err, errChargeReferenceUsed):
+		return s.refuseClaim(ctx, claim, payments.Result{Status: payments.StatusInvalid, Message: "this payment (" + res.Reference + ") paid for something already"}, nil)
+	}
+	return nil, err
+}
+
+// recordDoublePayment records a charge for a request another challenge
+// paid already, owed back in whole, and closes its claim; the caller
+// answers the request's stored 200.
+func (s *Service) recordDoublePayment(ctx context.Context, tx Tx, claim *MachineClaim, m MachineMethod, res payments.Result, req *MachineRequest) error {
+	now := s.now()
+	state, due := RefundDue, claim.Amount
+	if !m.Refunds {
+		state, due = RefundNotRefundable, 0
+	}
+	c := &Charge{
+		ID: NewID(PrefixCharge), Mode: claim.Mode, Method: claim.Method, Purpose: ChargeMachineFax,
+		IdempotencyKey: claim.IdempotencyKey, AmountMicros: max(req.PriceMicros, 1), Currency: claim.Currency,
+		Reference: res.Reference, Status: ChargeSucceeded, Subject: claim.ChallengeID, CreatedAt: now,
+		RequestID: claim.RequestID, AmountUnits: claim.Amount, RefundState: state, RefundDueUnits: due,
+	}
+	if err := tx.CreateCharge(ctx, c); errors.Is(err, ErrExists) {
+		if _, kerr := tx.GetChargeByKey(ctx, c.IdempotencyKey); kerr == nil {
+			return errChargeRecorded
+		}
+		return errChargeReferenceUsed
+	} else if err != nil {
+		return err
+	}
+	if err := tx.FinishMachineClaim(ctx, claim.ChallengeID, MachineClaimFailed, nil, "the request was paid by another challenge; this payment is refunded where the method can", now); err != nil {
+		return err
+	}
+	s.d.Logger.WarnContext(ctx, "machine request paid twice", "request_id", claim.RequestID, "challenge_id", claim.ChallengeID, "refund", state)
+	return nil
+}
+
+// machineOrder is the payer's view of a paid machine fax.
+func (s *Service) machineOrder(f *Fax, req *MachineRequest, c *Charge, method string) MachineOrder {
+	return MachineOrder{
+		ID: f.ID, Status: f.Status, To: f.To, Pages: f.Pages, Cover: f.Cover, Mode: f.Mode,
+		Amount: strconv.FormatInt(c.AmountUnits, 10), Currency: c.Currency, Price: FormatUSD(f.PriceMicros), Method: method,
+		RequestID: req.RequestID, StatusURL: "", PagesSent: f.PagesSent, FailureCode: f.FailureCode, FailureReason: f.FailureReason,
+		Refund: c.RefundState, CreatedAt: f.CreatedAt, CompletedAt: f.CompletedAt,
+	}
+}
+
+// storedOrder answers a paid request's stored 200, with the fax's current
+// status and refund, and a fresh status link.
+func (s *Service) storedOrder(ctx context.Context, req *MachineRequest) (*MachineFaxResult, error) {
+	var o MachineOrder
+	if err := json.Unmarshal(req.Response, &o); err != nil {
+		return nil, fmt.Errorf("decode stored machine order: %w", err)
+	}
+	if err := s.refreshOrder(ctx, &o); err != nil {
+		return nil, err
+	}
+	return &MachineFaxResult{Order: &o, Receipt: req.Receipt}, nil
+}
+
+// refreshOrder brings an order's status fields up to date and links its
+// status URL.
+func (s *Service) refreshOrder(ctx context.Context, o *MachineOrder) error {
+	f, err := s.d.Store.GetFaxByID(ctx, o.ID)
+	if err != nil {
+		return storeErr(err, "fax")
+	}
+	o.Status, o.PagesSent, o.FailureCode, o.FailureReason, o.CompletedAt = f.Status, f.PagesSent, f.FailureCode, f.FailureReason, f.CompletedAt
+	if c, err := s.d.Store.GetChargeByFax(ctx, f.ID); err == nil {
+		o.Refund = c.RefundState
+	} else if !errors.Is(err, ErrNoRows) {
+		return err
+	}
+	url, err := s.machineStatusURL(ctx, f.ID)
+	if err != nil {
+		return err
+	}
+	o.StatusURL = url
+	return nil
+}

@@ -1,0 +1,191 @@
+package core
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/faxhub/faxhub/core/payments"
+)
+
+// Refunds of machine faxes and the sweeper that finishes interrupted
+// machine payments.
+
+const (
+	// machineSweepBatch bounds the items one sweep takes of each kind.
+	machineSweepBatch = 50
+	// refundLease is how long a replica owns a refund it performs.
+	refundLease = 2 * time.Minute
+	// machineGiveUp: a claim no settlement could reach a verdict on for a
+	// day is failed (and logged for operators) instead of retried forever.
+	machineGiveUp = 24 * time.Hour
+)
+
+// settleMachine records what a machine fax that ended is owed back, in the
+// transaction that ends it: a failed or canceled fax its whole charge, a
+// partial one the unsent pages' share (the refundUnsentPages rule, in the
+// method's units, rounded down), a delivered one nothing. Where the method
+// cannot refund (a pushed transfer) it records not_refundable.
+func (s *Service) settleMachine(ctx context.Context, tx Tx, o *Fax, kind LedgerKind) error {
+	if kind != LedgerRelease {
+		return nil // delivered; a partial fax is settled by refundUnsentPages
+	}
+	return s.owePayer(ctx, tx, o, o.PriceMicros)
+}
+
+// owePayer records that refundMicros of the fax's price (all of it, or the
+// unsent pages' share) goes back to the payer.
+func (s *Service) owePayer(ctx context.Context, tx Tx, o *Fax, refundMicros int64) error {
+	if refundMicros <= 0 || o.PriceMicros <= 0 {
+		return nil
+	}
+	c, err := tx.GetChargeByFax(ctx, o.ID)
+	if err != nil {
+		return fmt.Errorf("charge of machine fax %s: %w", o.ID, err)
+	}
+	due := c.AmountUnits
+	if refundMicros < o.PriceMicros {
+		due = c.AmountUnits * refundMicros / o.PriceMicros // rounded down
+	}
+	if due <= 0 {
+		return nil
+	}
+	state := RefundDue
+	if m, ok := s.machineMethodAny(c.Method); !ok || !m.Refunds {
+		state, due = RefundNotRefundable, 0
+	}
+	if err := tx.SetChargeRefund(ctx, c.ID, state, due); err != nil && !errors.Is(err, ErrConflict) {
+		return fmt.Errorf("record refund of machine fax %s: %w", o.ID, err)
+	}
+	return nil
+}
+
+// machineMethodAny finds a configured method by name, offered or not (a
+// refund is owed even while the method's mode has no provider).
+func (s *Service) machineMethodAny(name string) (MachineMethod, bool) {
+	for _, m := range s.d.Machine {
+		if m.Method != nil && m.Method.Name() == name {
+			return m, true
+		}
+	}
+	return MachineMethod{}, false
+}
+
+// SweepMachinePayments finishes what interrupted machine payments left:
+// claimed challenges whose settlement stopped (it settles them again with
+// the same idempotency key and creates their fax, or records the refusal)
+// and refunds that are due. It runs on a schedule on every replica; each
+// item is taken by one (a compare-and-set on its lease).
+func (s *Service) SweepMachinePayments(ctx context.Context) error {
+	if len(s.d.Machine) == 0 {
+		return nil
+	}
+	return errors.Join(s.sweepClaims(ctx), s.sweepRefunds(ctx))
+}
+
+// sweepClaims settles claims whose lease lapsed SettleLease ago or more:
+// a retry of the payer would have taken them over by then if it came.
+func (s *Service) sweepClaims(ctx context.Context) error {
+	now := s.now()
+	stale, err := s.d.Store.StaleMachineClaims(ctx, now.Add(-s.cfg.Machine.SettleLease), machineSweepBatch)
+	if err != nil {
+		return fmt.Errorf("sweep machine claims: %w", err)
+	}
+	var errs []error
+	for i := range stale {
+		if err := s.sweepClaim(ctx, &stale[i]); err != nil {
+			errs = append(errs, fmt.Errorf("sweep claim %s: %w", stale[i].ChallengeID, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func (s *Service) sweepClaim(ctx context.Context, c *MachineClaim) error {
+	now := s.now()
+	until := now.Add(s.cfg.Machine.SettleLease)
+	if err := s.d.Store.RenewMachineClaim(ctx, c.ChallengeID, c.LeaseUntil, until); err != nil {
+		if errors.Is(err, ErrConflict) {
+			return nil // another replica or a retry took it
+		}
+		return err
+	}
+	c.LeaseUntil = until
+	payload, err := s.openMachineCredential(ctx, c.ChallengeID, c.Credential)
+	if err != nil {
+		return s.giveUpClaim(ctx, c, err)
+	}
+	_, err = s.settleClaim(ctx, c, payload, nil)
+	if err == nil || ErrorKind(err) != KindUnavailable {
+		return err
+	}
+	return s.giveUpClaim(ctx, c, err)
+}
+
+// giveUpClaim leaves a claim that got no verdict for the next sweep, or
+// fails it once it is a day old (an operator must look: the method may
+// have taken money without faxhub knowing).
+func (s *Service) giveUpClaim(ctx context.Context, c *MachineClaim, cause error) error {
+	if s.now().Sub(c.CreatedAt) < machineGiveUp {
+		if err := s.d.Store.ReleaseMachineClaim(ctx, c.ChallengeID, s.now()); err != nil {
+			return err
+		}
+		return nil
+	}
+	s.d.Logger.ErrorContext(ctx, "machine payment abandoned after a day without a verdict; check the method's records",
+		"challenge_id", c.ChallengeID, "request_id", c.RequestID, "method", c.Method, "idempotency_key", c.IdempotencyKey, "err", cause)
+	err := s.d.Store.FinishMachineClaim(ctx, c.ChallengeID, MachineClaimFailed, nil, "no verdict from the payment method within a day", s.now())
+	if errors.Is(err, ErrConflict) {
+		return nil
+	}
+	return err
+}
+
+// sweepRefunds performs due refunds through their methods.
+func (s *Service) sweepRefunds(ctx context.Context) error {
+	due, err := s.d.Store.DueRefunds(ctx, s.now(), machineSweepBatch)
+	if err != nil {
+		return fmt.Errorf("sweep refunds: %w", err)
+	}
+	var errs []error
+	for i := range due {
+		if err := s.refund(ctx, &due[i]); err != nil {
+			errs = append(errs, fmt.Errorf("refund charge %s: %w", due[i].ID, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func (s *Service) refund(ctx context.Context, c *Charge) error {
+	now := s.now()
+	if err := s.d.Store.LeaseRefund(ctx, c.ID, now, now.Add(refundLease)); err != nil {
+		if errors.Is(err, ErrConflict) {
+			return nil
+		}
+		return err
+	}
+	m, ok := s.machineMethodAny(c.Method)
+	if !ok {
+		return fmt.Errorf("method %q is not configured; the refund waits", c.Method)
+	}
+	res, err := m.Method.Refund(ctx, payments.RefundRequest{
+		IdempotencyKey: "refund_" + c.ID, Reference: c.Reference, Amount: c.RefundDueUnits,
+		Reason: "the fax paid for was not (fully) delivered",
+	})
+	if errors.Is(err, payments.ErrRefundUnsupported) {
+		return s.d.Store.FinishRefund(ctx, c.ID, RefundNotRefundable, "", s.now())
+	}
+	if err != nil {
+		return err // the lease lapses; the next sweep retries with the same key
+	}
+	if res.Status != payments.StatusSucceeded {
+		s.d.Logger.ErrorContext(ctx, "machine refund refused; check the method's records", "charge_id", c.ID, "status", res.Status, "message", res.Message)
+		return fmt.Errorf("refund refused (%s)", res.Status)
+	}
+	s.d.Logger.InfoContext(ctx, "machine charge refunded", "charge_id", c.ID, "amount", c.RefundDueUnits, "currency", c.Currency)
+	err = s.d.Store.FinishRefund(ctx, c.ID, RefundDone, res.Reference, s.now())
+	if errors.Is(err, ErrConflict) {
+		return nil
+	}
+	return err
+}

@@ -1,0 +1,259 @@
+package rest
+
+import (
+	"bytes"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"io"
+	"mime"
+	"net/http"
+	"path"
+	"strconv"
+	"strings"
+
+	"github.com/faxhub/faxhub/core"
+	"github.com/faxhub/faxhub/core/payments/mpp"
+	"github.com/faxhub/faxhub/core/web"
+)
+
+// Machine payments (docs/payments.md): a machine without an account pays
+// for one fax per request over HTTP 402. Core decides the price, the
+// challenges, the credential's verdict and the order; this file only reads
+// the body and the payment headers, and writes core's answer as HTTP.
+
+// CodeInvalidBase64 is the problem code of a machine request whose base64
+// member does not decode: a property of this adapter's JSON encoding of
+// the document, so it is named here rather than in core.
+const CodeInvalidBase64 = "invalid_base64"
+
+// MachineOffer is a payment method on offer, for the x-payment-info of
+// /openapi.json (the amount is priced per destination, so it is null
+// there; the 402 challenge carries the authoritative amount).
+type MachineOffer struct {
+	Method   string // "stripe", "tempo"
+	Intent   string // "charge"
+	Currency string // "usd", or a token address
+}
+
+// machineFaxBody is the JSON body of POST /api/v1/machine/faxes.
+type machineFaxBody struct {
+	To        string `json:"to"`
+	Base64    string `json:"base64"`
+	RequestID string `json:"request_id"`
+	Cover     bool   `json:"cover"`
+}
+
+// machineValidateBody is the JSON body of the validate endpoint: the
+// document itself (base64) or just its page count (pages).
+type machineValidateBody struct {
+	To     string  `json:"to"`
+	Base64 *string `json:"base64"`
+	Pages  *int    `json:"pages"`
+	Cover  bool    `json:"cover"`
+}
+
+// readMachineBody reads the raw body of a machine request, bounded by the
+// service's limit for a base64 document (a declared oversize body is
+// refused before a byte is read), and decodes it strictly into v. The raw
+// bytes are returned because the challenge binds their digest.
+func (a *api) readMachineBody(w http.ResponseWriter, r *http.Request, v any) ([]byte, error) {
+	limit := a.svc.MachineMaxBodyBytes()
+	tooLarge := func() error {
+		return core.Errorf(core.KindTooLarge, core.CodeFileTooLarge,
+			"the body is larger than %d bytes, the most this server accepts for a base64 document of %d bytes",
+			limit, a.svc.Config().Machine.MaxPDFBytes).With("limit", limit)
+	}
+	if r.ContentLength > limit {
+		return nil, tooLarge()
+	}
+	if ct := r.Header.Get("Content-Type"); ct != "" {
+		mt, _, err := mime.ParseMediaType(ct)
+		if err != nil || (mt != "application/json" && !strings.HasSuffix(mt, "+json")) {
+			return nil, core.Errorf(core.KindUnsupportedMedia, core.CodeUnsupportedContentType, "send the body as application/json")
+		}
+	}
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, limit))
+	if err != nil {
+		if _, ok := errors.AsType[*http.MaxBytesError](err); ok {
+			return nil, tooLarge()
+		}
+		return nil, core.Errorf(core.KindInvalid, core.CodeInvalidRequest, "the JSON body could not be read: %v", err)
+	}
+	if len(bytes.TrimSpace(body)) == 0 {
+		return nil, core.Errorf(core.KindInvalid, core.CodeInvalidRequest, "a JSON body is required")
+	}
+	if err := web.DecodeStrictJSON(body, v); err != nil {
+		return nil, err
+	}
+	return body, nil
+}
+
+// decodeDocument decodes the base64 member: standard base64 (RFC 4648
+// section 4) with or without its "=" padding; line breaks are ignored, as
+// wrapping encoders (base64(1)) insert them. The URL-safe alphabet and data:
+// URIs are refused with a message saying so.
+func decodeDocument(s string) ([]byte, error) {
+	if strings.TrimSpace(s) == "" {
+		return nil, core.Errorf(core.KindInvalid, core.CodeEmptyFile, "base64 is empty; put the PDF's bytes in it, base64-encoded").With("field", "base64")
+	}
+	if strings.HasPrefix(s, "data:") {
+		return nil, core.Errorf(core.KindInvalid, CodeInvalidBase64, "base64 must be the bare base64 of the PDF, not a data: URI; drop everything up to and including the comma").With("field", "base64")
+	}
+	pdf, err := base64.StdEncoding.DecodeString(s)
+	if err != nil && !strings.Contains(s, "=") {
+		pdf, err = base64.RawStdEncoding.DecodeString(s)
+	}
+	if err != nil {
+		hint := ""
+		if strings.ContainsAny(s, "-_") {
+			hint = " (it contains - or _: that is the URL-safe alphabet; use standard base64 with + and /)"
+		}
+		return nil, core.Errorf(core.KindInvalid, CodeInvalidBase64, "base64 is not valid standard base64%s", hint).With("field", "base64")
+	}
+	if len(pdf) == 0 {
+		return nil, core.Errorf(core.KindInvalid, core.CodeEmptyFile, "base64 decodes to no bytes; put the PDF's bytes in it").With("field", "base64")
+	}
+	return pdf, nil
+}
+
+func required(name, value string) error {
+	if value == "" {
+		return core.Errorf(core.KindInvalid, core.CodeInvalidRequest, "%s is required", name).With("field", name)
+	}
+	return nil
+}
+
+// validateMachineFax prices a fax for a paying machine without side effects;
+// it needs no credential because it spends nothing.
+func (a *api) validateMachineFax(w http.ResponseWriter, r *http.Request) error {
+	if !a.svc.MachineEnabled() {
+		return a.machinePaymentsOff()
+	}
+	// Before the body is read: a page count of a base64 PDF is work, and
+	// anyone may ask for it.
+	if err := a.svc.AllowPublic(r.Context(), "machine-validate", web.ClientIP(r)); err != nil {
+		return err
+	}
+	var body machineValidateBody
+	if _, err := a.readMachineBody(w, r, &body); err != nil {
+		return err
+	}
+	if err := required("to", body.To); err != nil {
+		return err
+	}
+	req := core.MachineQuoteRequest{To: body.To, Cover: body.Cover}
+	switch {
+	case (body.Base64 == nil) == (body.Pages == nil):
+		return core.Errorf(core.KindInvalid, core.CodeInvalidRequest, "give exactly one of base64 (the PDF) and pages (its page count)")
+	case body.Base64 != nil:
+		pdf, err := decodeDocument(*body.Base64)
+		if err != nil {
+			return err
+		}
+		req.PDF = pdf
+	default:
+		if *body.Pages < 1 {
+			return core.Errorf(core.KindInvalid, core.CodeInvalidRequest, "pages must be at least 1").With("field", "pages")
+		}
+		req.Pages = *body.Pages
+	}
+	q, err := a.svc.MachineQuote(r.Context(), req)
+	if err != nil {
+		return err
+	}
+	web.WriteJSON(w, http.StatusOK, q)
+	return nil
+}
+
+// createMachineFax is POST /api/v1/machine/faxes: unpaid, a 402 with the
+// challenges; paid, the order with its receipt.
+func (a *api) createMachineFax(w http.ResponseWriter, r *http.Request) error {
+	if !a.svc.MachineEnabled() {
+		return a.machinePaymentsOff()
+	}
+	var body machineFaxBody
+	raw, err := a.readMachineBody(w, r, &body)
+	if err != nil {
+		return err
+	}
+	for _, f := range [...]struct{ name, value string }{{"to", body.To}, {"request_id", body.RequestID}} {
+		if err := required(f.name, f.value); err != nil {
+			return err
+		}
+	}
+	pdf, err := decodeDocument(body.Base64)
+	if err != nil {
+		return err
+	}
+	res, err := a.svc.MachineFax(r.Context(), core.MachineFaxRequest{
+		To: body.To, PDF: pdf, RequestID: body.RequestID, Cover: body.Cover,
+		BodyDigest:    mpp.ContentDigest(raw),
+		Authorization: r.Header.Values("Authorization"),
+		AcceptPayment: r.Header.Values(mpp.AcceptHeader),
+		ClientIP:      web.ClientIP(r),
+	})
+	if err != nil {
+		return err
+	}
+	return writeMachineResult(w, r, res)
+}
+
+// paymentProblem is the problem+json body of a payment answer: the
+// protocol's members (type, title, status, detail, challengeId) plus the
+// house code, the last segment of the type, so a REST client switches on
+// code here as everywhere else.
+type paymentProblem struct {
+	mpp.Problem
+	Code     string `json:"code"`
+	Instance string `json:"instance,omitempty"`
+}
+
+// paymentCode is the code of a protocol problem type
+// ("…/problems/payment-expired" → "payment-expired").
+func paymentCode(t mpp.ProblemType) string { return path.Base(string(t)) }
+
+func writeMachineResult(w http.ResponseWriter, r *http.Request, res *core.MachineFaxResult) error {
+	h := w.Header()
+	switch {
+	case res.Order != nil:
+		if res.Receipt != "" {
+			h.Set(mpp.ReceiptHeader, res.Receipt)
+		}
+		// A receipt is the payer's own: no shared cache may keep it.
+		h.Set("Cache-Control", "private")
+		web.WriteJSON(w, http.StatusOK, res.Order)
+		return nil
+	case res.Problem != nil:
+		for _, c := range res.Challenges {
+			h.Add("WWW-Authenticate", c)
+		}
+		if res.RetryAfter > 0 {
+			h.Set("Retry-After", strconv.Itoa(res.RetryAfter))
+		}
+		p := *res.Problem
+		if p.Status == 0 {
+			p.Status = p.Type.Status()
+		}
+		h.Set("Content-Type", "application/problem+json")
+		h.Set("Cache-Control", "no-store")
+		w.WriteHeader(p.Status)
+		_ = json.NewEncoder(w).Encode(paymentProblem{Problem: p, Code: paymentCode(p.Type), Instance: web.LogPath(r.URL.Path)})
+		return nil
+	}
+	return errors.New("rest: machine payment answered neither an order nor a problem")
+}
+
+// getMachineFaxStatus is the status URL of a paid order: the token in the
+// path is its capability, so it needs no credential.
+func (a *api) getMachineFaxStatus(w http.ResponseWriter, r *http.Request) error {
+	if !a.svc.MachineEnabled() {
+		return a.machinePaymentsOff()
+	}
+	o, err := a.svc.MachineFaxStatus(r.Context(), r.PathValue("token"))
+	if err != nil {
+		return err
+	}
+	web.WriteJSON(w, http.StatusOK, o)
+	return nil
+}
