@@ -48,10 +48,10 @@ deps:
 # suites against a real `faxhub serve` (conformance/run-suites.sh; known
 # failures in conformance/baseline.yml). Ends with a table and
 # "N passed, N failed".
-SUITES := oauth browser mcp mcp-inspector mcp-conformance agents a2a a2a-cli hostagent
+SUITES := oauth browser mcp mcp-inspector mcp-conformance agents a2a a2a-cli hostagent mpp
 # The protocol suites run a second time against a serve on PostgreSQL
 # (results named <suite>-postgres).
-PG_SUITES := oauth mcp agents a2a a2a-cli hostagent
+PG_SUITES := oauth mcp agents a2a a2a-cli hostagent mpp
 # Every Go fuzz target runs FUZZTIME in make check (conformance/fuzz.sh);
 # those that drive HTTP handlers on a database run again on PostgreSQL.
 FUZZTIME ?= 15s

@@ -123,6 +123,7 @@ func TestBench(t *testing.T) {
 	run("agents", benchAgentExchange)
 	run("a2a", benchA2A)
 	run("hostagent", benchHostAgentExecute)
+	run("machine", benchMachine)
 
 	table := rep.render(time.Since(started))
 	fmt.Print(table)
