@@ -86,6 +86,9 @@ OWNER=conformance@example.com
 "$BIN" admin owner create --data "$DATA" --base-url "$BASE" --email "$OWNER" --name "Conformance Owner" --log-level error >/dev/null
 SESSION_COOKIE=$("$BIN" admin session create --data "$DATA" --base-url "$BASE" --owner "$OWNER" --log-level error)
 
+# The machine-payments sweep runs every 2 s here, so the mpp suite can wait
+# (with a deadline) for a failed fax's refund instead of a minute.
+export FAXHUB_MACHINE_SWEEP_INTERVAL=2s FAXHUB_MPP_REFUND_DEADLINE_MS=30000
 "$BIN" serve --dev --sim-timescale 0 --data "$DATA" --addr "127.0.0.1:$PORT" --base-url "$BASE" \
   --log-level warn >"$OUT/server$TAG.log" 2>&1 &
 SERVER_PID=$!

@@ -386,10 +386,11 @@ func (s *Service) issueChallenges(req *MachineRequest, secret []byte) error {
 	return nil
 }
 
-// machineRealm is the host of the API origin.
+// machineRealm is the host name of the API origin, without a port: MPP
+// clients (mppx validate) compare the realm with the server's host name.
 func (s *Service) machineRealm() string {
-	if u, err := url.Parse(s.cfg.APIURL); err == nil && u.Host != "" {
-		return u.Host
+	if u, err := url.Parse(s.cfg.APIURL); err == nil && u.Hostname() != "" {
+		return u.Hostname()
 	}
 	return s.cfg.APIURL
 }

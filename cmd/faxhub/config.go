@@ -49,6 +49,9 @@ type config struct {
 	// only (secrets do not belong in a process's arguments, which any local
 	// user can list).
 	StripeWebhookSecret string // FAXHUB_STRIPE_WEBHOOK_SECRET
+	// MachineSweep is how often interrupted machine payments are finished
+	// and due refunds performed (core.Service.SweepMachinePayments).
+	MachineSweep time.Duration
 	// Storage: quota, retention and garbage collection (core.StorageConfig).
 	StorageQuotaMB int64
 	Retention      time.Duration
@@ -145,6 +148,8 @@ func machineFlags(fs *flag.FlagSet, c *config) {
 	fs.StringVar(&c.Machine.TempoRPCURL, "tempo-rpc-url", os.Getenv("FAXHUB_TEMPO_RPC_URL"), "Tempo JSON-RPC endpoint verifying push transfers; Tempo is offered when this, --tempo-recipient and --tempo-token are all set [FAXHUB_TEMPO_RPC_URL]")
 	fs.StringVar(&c.Machine.TempoRecipient, "tempo-recipient", os.Getenv("FAXHUB_TEMPO_RECIPIENT"), "address (0x…) Tempo transfers must pay [FAXHUB_TEMPO_RECIPIENT]")
 	fs.StringVar(&c.Machine.TempoToken, "tempo-token", os.Getenv("FAXHUB_TEMPO_TOKEN"), "TIP-20 token address (0x…) Tempo transfers must be of [FAXHUB_TEMPO_TOKEN]")
+	sweep, _ := time.ParseDuration(env("FAXHUB_MACHINE_SWEEP_INTERVAL", "1m"))
+	fs.DurationVar(&c.MachineSweep, "machine-sweep-interval", sweep, "how often interrupted machine payments are finished and due refunds paid back [FAXHUB_MACHINE_SWEEP_INTERVAL]")
 	chain, _ := strconv.ParseUint(os.Getenv("FAXHUB_TEMPO_CHAIN_ID"), 10, 64)
 	fs.Uint64Var(&c.Machine.TempoChainID, "tempo-chain-id", chain, "Tempo chain id; 42431 (Moderato testnet) pays for test-mode faxes, any other for live ones [FAXHUB_TEMPO_CHAIN_ID] (default 42431)")
 }

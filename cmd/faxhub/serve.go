@@ -73,7 +73,10 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if err := a.Queue.SchedulePurge(purge, a.Svc.Config().Storage.GCInterval); err != nil {
 		return err
 	}
-	if err := a.Queue.ScheduleMachineSweep(a.Svc.SweepMachinePayments, time.Minute); err != nil {
+	if c.MachineSweep < time.Second {
+		return fmt.Errorf("--machine-sweep-interval %s: must be at least 1s", c.MachineSweep)
+	}
+	if err := a.Queue.ScheduleMachineSweep(a.Svc.SweepMachinePayments, c.MachineSweep); err != nil {
 		return err
 	}
 	if err := a.Queue.Start(ctx); err != nil {

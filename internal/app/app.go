@@ -299,10 +299,13 @@ func (a *App) wire(ctx context.Context) error {
 	return a.wireOwners()
 }
 
-// liveCheckout is the live-mode checkout gateway: Stripe Checkout when a
-// secret key is configured, nil otherwise. A key without the webhook's
-// signing secret is refused: Stripe would take payments that faxhub never
-// learns of.
+// liveCheckout is the live-mode checkout gateway: Stripe Checkout when the
+// secret key and the webhook's signing secret are configured, nil
+// otherwise. A key alone still pays machine payments (an SPT settles in one
+// synchronous call), but it does not switch on live Checkout: Stripe would
+// take payments that faxhub never learns of, so live checkouts keep
+// answering checkout_not_configured and the log says why. A signing secret
+// without a key is a mistake and refused.
 func liveCheckout(o Options) (core.CheckoutGateway, error) {
 	st := o.Stripe
 	switch {
@@ -311,7 +314,10 @@ func liveCheckout(o Options) (core.CheckoutGateway, error) {
 	case st.SecretKey == "":
 		return nil, errors.New("app: FAXHUB_STRIPE_WEBHOOK_SECRET is set without FAXHUB_STRIPE_SECRET_KEY: set both to take live card payments, or neither")
 	case st.WebhookSecret == "":
-		return nil, errors.New("app: FAXHUB_STRIPE_SECRET_KEY is set without FAXHUB_STRIPE_WEBHOOK_SECRET: live checkouts need the signed webhook (POST /webhooks/stripe) to learn that a payment went through; set the endpoint's signing secret (whsec_…)")
+		if o.Logger != nil {
+			o.Logger.Warn("FAXHUB_STRIPE_SECRET_KEY is set without FAXHUB_STRIPE_WEBHOOK_SECRET: machine payments use the key, but live checkouts stay off (503 checkout_not_configured) until the signed webhook (POST /webhooks/stripe) is configured with its signing secret (whsec_…)")
+		}
+		return nil, nil
 	}
 	gw, err := stripecheckout.New(stripecheckout.Options{
 		SecretKey: st.SecretKey, BaseURL: o.BaseURL, APIURL: st.APIURL, HTTPClient: st.HTTPClient,
