@@ -112,6 +112,15 @@ type MachineConfig struct {
 	MaxPDFBytes int64
 }
 
+// MachinePaymentOffer is one method on offer as discovery lists it; it has
+// no amount because the price depends on the request (the 402 challenge
+// carries it).
+type MachinePaymentOffer struct {
+	Method   string // "stripe", "tempo"
+	Intent   string // "charge"
+	Currency string // "usd", or a token address
+}
+
 // MachineQuoteRequest prices a machine fax: a PDF or a page count.
 type MachineQuoteRequest struct {
 	To    string

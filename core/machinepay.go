@@ -74,6 +74,16 @@ func (s *Service) machineOffers() []MachineMethod {
 	return out
 }
 
+// MachinePaymentOffers lists the methods on offer now, in offer order, as
+// discovery (/openapi.json's x-payment-info, /llms.txt) names them.
+func (s *Service) MachinePaymentOffers() []MachinePaymentOffer {
+	var out []MachinePaymentOffer
+	for _, m := range s.machineOffers() {
+		out = append(out, MachinePaymentOffer{Method: m.Method.Name(), Intent: m.intent(), Currency: m.Currency})
+	}
+	return out
+}
+
 func (s *Service) machineMethod(name string) (MachineMethod, bool) {
 	for _, m := range s.machineOffers() {
 		if m.Method.Name() == name {

@@ -75,8 +75,9 @@ func (s *Service) machineMethodAny(name string) (MachineMethod, bool) {
 // SweepMachinePayments finishes what interrupted machine payments left:
 // claimed challenges whose settlement stopped (it settles them again with
 // the same idempotency key and creates their fax, or records the refusal)
-// and refunds that are due. It runs on a schedule on every replica; each
-// item is taken by one (a compare-and-set on its lease).
+// and refunds that are due. The job queue runs it periodically on one
+// replica at a time; each item is still taken by a compare-and-set on its
+// lease, so a run that overlaps another (or a payer's retry) is harmless.
 func (s *Service) SweepMachinePayments(ctx context.Context) error {
 	if len(s.d.Machine) == 0 {
 		return nil

@@ -34,7 +34,6 @@ import (
 	"github.com/faxhub/faxhub/passkeys"
 	a2aserver "github.com/faxhub/faxhub/protocols/a2a"
 	mcpserver "github.com/faxhub/faxhub/protocols/mcp"
-	"github.com/faxhub/faxhub/rest"
 )
 
 // Options configure a faxhub process. Zero values take the defaults of the
@@ -126,11 +125,9 @@ type App struct {
 	HostAgent *hostagent.Handler
 
 	proxies web.TrustedProxies
-	// machineOffers are the configured machine payment methods as
-	// /openapi.json lists them; stripeTest is the built-in Stripe test
-	// backend when no Stripe key is configured (its SPT mint is served).
-	machineOffers []rest.MachineOffer
-	stripeTest    *stripetest.Server
+	// stripeTest is the built-in Stripe test backend when no Stripe key is
+	// configured (its SPT mint is served).
+	stripeTest *stripetest.Server
 	// stripeWebhook serves POST /webhooks/stripe; nil when Stripe is not
 	// configured.
 	stripeWebhook *stripecheckout.Webhook
@@ -259,7 +256,6 @@ func (a *App) wire(ctx context.Context) error {
 		if machine, a.stripeTest, err = machineMethods(o.Machine); err != nil {
 			return err
 		}
-		a.machineOffers = machineOffers(machine)
 	}
 	if cfg.AgentMode == "" && o.Dev {
 		cfg.AgentMode = core.ModeTest

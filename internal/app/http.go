@@ -34,7 +34,7 @@ func (a *App) Handler() http.Handler {
 		numbers = append(numbers, rest.TestNumber{Number: n.Number, Description: n.Description})
 	}
 	api := rest.New(a.Svc, rest.Options{
-		BaseURL: a.BaseURL, APIURL: a.Svc.Config().APIURL, MachineOffers: a.machineOffers, TestNumbers: numbers,
+		BaseURL: a.BaseURL, APIURL: a.Svc.Config().APIURL, MachineOffers: machineOffers(a.Svc), TestNumbers: numbers,
 		StripeTestMintPath: a.stripeTestMintPath(),
 	}, a.Logger)
 	mux.Handle("/api/v1/", api)

@@ -153,12 +153,12 @@ func tempoMethod(o MachineOptions) (core.MachineMethod, bool, error) {
 	}, true, nil
 }
 
-// machineOffers are the methods as /openapi.json's x-payment-info lists
-// them.
-func machineOffers(methods []core.MachineMethod) []rest.MachineOffer {
-	offers := make([]rest.MachineOffer, 0, len(methods))
-	for _, m := range methods {
-		offers = append(offers, rest.MachineOffer{Method: m.Method.Name(), Intent: cmp.Or(m.Intent, "charge"), Currency: m.Currency})
+// machineOffers are the methods core offers, as /openapi.json's
+// x-payment-info and /llms.txt list them.
+func machineOffers(svc *core.Service) []rest.MachineOffer {
+	var offers []rest.MachineOffer
+	for _, o := range svc.MachinePaymentOffers() {
+		offers = append(offers, rest.MachineOffer{Method: o.Method, Intent: o.Intent, Currency: o.Currency})
 	}
 	return offers
 }
