@@ -79,8 +79,8 @@ func (s *Service) GetCheckout(ctx context.Context, id string) (*Checkout, error)
 	return c, storeErr(err, "checkout")
 }
 
-// CompleteCheckout records that a checkout was paid (by the test page or a
-// verified payment webhook) and delivers what it bought: credits for a pack,
+// CompleteCheckout records that a checkout was paid on the test page and
+// delivers what it bought: credits for a pack,
 // a queued fax for a draft. It is idempotent: a second completion of the
 // same checkout changes nothing and reports the first result.
 func (s *Service) CompleteCheckout(ctx context.Context, id string) (*Checkout, error) {
@@ -109,16 +109,22 @@ func (s *Service) CompleteCheckout(ctx context.Context, id string) (*Checkout, e
 		out = c
 		switch c.Kind {
 		case CheckoutCreditPack:
-			return tx.AppendLedger(ctx, &LedgerEntry{
-				ID: NewID(PrefixLedger), OwnerID: c.OwnerID, Mode: c.Mode, Kind: LedgerPurchase, AmountMicros: c.CreditMicros,
-				Reason: "credit pack " + c.PackID + " (checkout " + c.ID + ")", CreatedAt: now,
-			})
+			return grantPack(ctx, tx, c, now)
 		case CheckoutDraft:
 			return s.payDraftAtCheckout(ctx, tx, c)
 		}
 		return fmt.Errorf("checkout %s has unknown kind %q", c.ID, c.Kind)
 	})
 	return out, err
+}
+
+// grantPack adds a paid pack's credits, inside the transaction that marks
+// its checkout paid.
+func grantPack(ctx context.Context, tx Tx, c *Checkout, now time.Time) error {
+	return tx.AppendLedger(ctx, &LedgerEntry{
+		ID: NewID(PrefixLedger), OwnerID: c.OwnerID, Mode: c.Mode, Kind: LedgerPurchase, AmountMicros: c.CreditMicros,
+		Reason: "credit pack " + c.PackID + " (checkout " + c.ID + ")", CreatedAt: now,
+	})
 }
 
 // PaymentRef is what a verified processor event says was paid for a
@@ -179,10 +185,7 @@ func (s *Service) CompleteCheckoutPaid(ctx context.Context, id string, ref Payme
 		c.Status, c.PaidAt, c.PaymentRef = CheckoutPaid, &now, ref.PaymentIntent
 		switch c.Kind {
 		case CheckoutCreditPack:
-			return tx.AppendLedger(ctx, &LedgerEntry{
-				ID: NewID(PrefixLedger), OwnerID: c.OwnerID, Mode: c.Mode, Kind: LedgerPurchase, AmountMicros: c.CreditMicros,
-				Reason: "credit pack " + c.PackID + " (checkout " + c.ID + ")", CreatedAt: now,
-			})
+			return grantPack(ctx, tx, c, now)
 		case CheckoutDraft:
 			d, err := tx.GetDraft(ctx, c.OwnerID, c.Mode, *c.DraftID)
 			if err != nil {
