@@ -1,20 +1,181 @@
 package core
 
-import "context"
+import (
+	"context"
+	"io"
+	"time"
+)
 
-// ListInbox lists received faxes. Inbound fax does not exist yet, so the
-// list is always empty, but the operation and its scope are real.
-func (s *Service) ListInbox(ctx context.Context, p Principal) ([]InboundFax, error) {
-	if err := Authorize(p, OpListInbox); err != nil {
-		return nil, err
-	}
-	return []InboundFax{}, nil
+// The inbox: faxes received on an owner's numbers. A provider tells core a
+// fax arrived (ReceiveFax: a webhook, or the simulator); core records it as
+// receiving and enqueues its processing in the same transaction, so a
+// webhook is acknowledged only once the fax cannot be lost, and a duplicate
+// notice (same provider reference) changes nothing. ProcessInboundFax, a
+// job, fetches the document (bounded like an upload), checks it and counts
+// its pages with the Converter, keeps it in the blob store and extracts its
+// text (TextExtractor: the text layer where there is one, OCR for scanned
+// pages when tesseract is installed), then marks the entry received. Agents
+// read the text; the PDF is downloaded through a short-lived signed link.
+
+// InboxStatus is where a received fax stands.
+type InboxStatus string
+
+const (
+	// InboxReceiving: the provider reported it; its document is being
+	// fetched and read.
+	InboxReceiving InboxStatus = "receiving"
+	// InboxReceived: the document is stored and its text extracted.
+	InboxReceived InboxStatus = "received"
+	// InboxFailed: the document could not be fetched or read (FailureReason).
+	InboxFailed InboxStatus = "failed"
+)
+
+// TextStatus says how much of a received fax's text could be read.
+type TextStatus string
+
+const (
+	// TextExtracted: every page's text was read (from its text layer or
+	// by OCR).
+	TextExtracted TextStatus = "extracted"
+	// TextOCRUnavailable: some pages are images and OCR (tesseract) is not
+	// installed; Text holds what the text layer gave.
+	TextOCRUnavailable TextStatus = "ocr_unavailable"
+	// TextEmpty: the pages hold no readable text.
+	TextEmpty TextStatus = "empty"
+	// TextFailed: extraction failed (timeout, tool error); TextNote says why.
+	TextFailed TextStatus = "failed"
+	// TextTruncated: the text was longer than MaxInboxText and was cut.
+	TextTruncated TextStatus = "truncated"
+)
+
+// PrefixInbound names a received fax.
+const PrefixInbound = "inb_"
+
+// Bounds of the inbox.
+const (
+	// MaxInboxText is the most text kept per received fax (bytes).
+	MaxInboxText = 256 << 10
+	// InboxPreviewChars is how much of the text a list shows.
+	InboxPreviewChars = 280
+	// InboxDownloadTTL is how long a signed download link works.
+	InboxDownloadTTL = 5 * time.Minute
+)
+
+// Error codes of the inbox.
+const (
+	CodeTestModeOnly       = "test_mode_only"
+	CodeInboxDownloadLink  = "inbox_download_link_invalid"
+	CodeNumberNotReceiving = "number_not_receiving"
+)
+
+// InboundFax is a received fax.
+type InboundFax struct {
+	ID       string      `json:"id" db:"id"`
+	OwnerID  string      `json:"-" db:"owner_id"`
+	Mode     Mode        `json:"mode" db:"mode"`
+	NumberID string      `json:"numberId" db:"number_id"`
+	From     string      `json:"from" db:"from_number"`
+	To       string      `json:"to" db:"to_number"`
+	Pages    int         `json:"pages" db:"pages"`
+	Status   InboxStatus `json:"status" db:"status"`
+	// Provider and ProviderRef identify the fax at its provider: unique,
+	// so a notice delivered twice is recorded once.
+	Provider    string `json:"provider" db:"provider"`
+	ProviderRef string `json:"-" db:"provider_ref"`
+	// MediaURL is where the provider serves the document until it is
+	// fetched (never shown: it may carry a credential).
+	MediaURL    string `json:"-" db:"media_url"`
+	DocumentKey string `json:"-" db:"document_key"`
+	Bytes       int64  `json:"bytes" db:"bytes"`
+	// Text is the fax's text (GetInboxFax only; lists carry TextPreview).
+	Text       string     `json:"text,omitempty" db:"text"`
+	TextStatus TextStatus `json:"textStatus,omitempty" db:"text_status"`
+	// TextMethod: text (a text layer), ocr, text+ocr, or none.
+	TextMethod    string     `json:"textMethod,omitempty" db:"text_method"`
+	TextNote      string     `json:"textNote,omitempty" db:"text_note"`
+	FailureReason string     `json:"failureReason,omitempty" db:"failure_reason"`
+	ReceivedAt    time.Time  `json:"receivedAt" db:"received_at"`
+	CreatedAt     time.Time  `json:"createdAt" db:"created_at"`
+	UpdatedAt     time.Time  `json:"updatedAt" db:"updated_at"`
+	ProcessedAt   *time.Time `json:"processedAt,omitempty" db:"processed_at"`
+
+	// Filled by the service for lists, not stored.
+	TextPreview string `json:"textPreview,omitempty" db:"-"`
 }
 
-// InboundFax is a received fax (none exist yet).
-type InboundFax struct {
-	ID         string `json:"id"`
-	From       string `json:"from"`
-	Pages      int    `json:"pages"`
-	ReceivedAt string `json:"receivedAt"`
+// InboundNotice is what a provider reports about a fax it received.
+type InboundNotice struct {
+	Provider    string
+	ProviderRef string
+	// To is the number it arrived on (E.164), From the sender (E.164 or
+	// whatever caller id the network gave, possibly empty).
+	To, From string
+	// MediaURL is where to fetch the document (empty when DocumentKey is
+	// set: the simulator stores it first).
+	MediaURL    string
+	DocumentKey string
+	Pages       int
+	ReceivedAt  time.Time
+}
+
+// InboundMedia fetches a received fax's document from its provider; a
+// FaxProvider that receives faxes implements it.
+type InboundMedia interface {
+	FetchInbound(ctx context.Context, f *InboundFax) (io.ReadCloser, error)
+}
+
+// TextExtractor reads the text of a PDF for agents.
+type TextExtractor interface {
+	// Extract returns the text of the PDF at path (pages long): the text
+	// layer of pages that have one, OCR of those that do not when OCR is
+	// available. It bounds its own time and output.
+	Extract(ctx context.Context, path string, pages int) (ExtractedText, error)
+}
+
+// ExtractedText is what a TextExtractor read.
+type ExtractedText struct {
+	Text   string
+	Status TextStatus
+	// Method: text, ocr, text+ocr or none.
+	Method string
+	// Note says what was not possible (OCR not installed, pages that timed
+	// out), for people.
+	Note string
+}
+
+// InboxStore persists received faxes; part of core.Store.
+type InboxStore interface {
+	// CreateInboundFax inserts f; ErrExists when (provider, provider_ref)
+	// is recorded already.
+	CreateInboundFax(ctx context.Context, f *InboundFax) error
+	GetInboundFax(ctx context.Context, ownerID string, mode Mode, id string) (*InboundFax, error)
+	// GetInboundFaxByID reads one for the processing job (no owner).
+	GetInboundFaxByID(ctx context.Context, id string) (*InboundFax, error)
+	GetInboundFaxByRef(ctx context.Context, provider, providerRef string) (*InboundFax, error)
+	// ListInboundFaxes lists newest first, after the cursor id; Text is
+	// cut to InboxPreviewChars.
+	ListInboundFaxes(ctx context.Context, f InboxFilter) ([]InboundFax, error)
+	// UpdateInboundFax writes f's mutable fields if the stored status is
+	// one of from; ErrConflict otherwise.
+	UpdateInboundFax(ctx context.Context, f *InboundFax, from ...InboxStatus) error
+}
+
+// InboxFilter selects received faxes.
+type InboxFilter struct {
+	OwnerID       string
+	Mode          Mode
+	NumberID      string // empty: every number
+	StartingAfter string
+	Limit         int
+}
+
+// TestInboundFax is a fax the simulator delivers to a test number.
+type TestInboundFax struct {
+	// To is the owned test number: its id or E.164.
+	To string
+	// From is the sender shown (default +12125550100).
+	From string
+	// Path is the file to deliver (any kind the Converter reads); it is
+	// consumed.
+	Path string
 }

@@ -52,6 +52,9 @@ type Config struct {
 	// Machine: paying machines over HTTP 402 (core/machine.go).
 	Machine MachineConfig
 
+	// Numbers: renting fax numbers (core/numbers.go).
+	Numbers NumberConfig
+
 	// Now is the clock; tests replace it.
 	Now func() time.Time
 }
@@ -75,6 +78,7 @@ func (c *Config) setDefaults() {
 	}
 	c.AgentMode = cmp.Or(c.AgentMode, ModeLive)
 	c.Storage.setDefaults()
+	c.Numbers.setDefaults()
 	c.Machine.ChallengeTTL = cmp.Or(c.Machine.ChallengeTTL, 5*time.Minute)
 	c.Machine.SettleLease = cmp.Or(c.Machine.SettleLease, 2*time.Minute)
 	c.Machine.StatusTTL = cmp.Or(c.Machine.StatusTTL, 30*24*time.Hour)
@@ -108,6 +112,12 @@ type Deps struct {
 	// they are offered (core/machine.go); empty with machine payments on,
 	// the machine endpoint answers machine_payments_not_available.
 	Machine []MachineMethod
+	// Numbers maps each mode to the provider that rents its numbers (the
+	// simulator in test mode, Telnyx live); a mode without one answers
+	// numbers_not_configured.
+	Numbers map[Mode]NumberProvider
+	// Text reads received faxes for agents (pdftotext, tesseract).
+	Text TextExtractor
 	// AuthState, when an authorization server keeps its state in the same
 	// database, lets the garbage collector purge it too.
 	AuthState AuthStatePurger

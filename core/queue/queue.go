@@ -107,6 +107,8 @@ type Queue struct {
 	logger     *slog.Logger
 	purge      *periodicWorker[purgeArgs]
 	sweep      *periodicWorker[sweepArgs]
+	// numberSweep runs core.Service.SweepNumbers.
+	numberSweep *periodicWorker[numberSweepArgs]
 }
 
 var _ core.Queue = (*Queue)(nil)
@@ -122,6 +124,11 @@ type SQLTxer interface {
 type Handlers struct {
 	Deliver func(ctx context.Context, faxID string) error
 	Outcome func(ctx context.Context, faxID, attemptID string, res core.ProviderResult) error
+	// Numbers and the inbox (optional: a process without them leaves
+	// their jobs to one that has them).
+	OrderNumber    func(ctx context.Context, numberID string) error
+	NumberOutcome  func(ctx context.Context, provider, orderRef string, res core.NumberOrderResult) error
+	ProcessInbound func(ctx context.Context, inboundID string, lastAttempt bool) error
 }
 
 // New builds a queue on db. River's tables must exist (Migrate). On SQLite
@@ -160,6 +167,10 @@ func New(db *sql.DB, dialect string, h Handlers, opts Options, logger *slog.Logg
 	if err := river.AddWorkerSafely(workers, sweep); err != nil {
 		return nil, fmt.Errorf("new queue: register worker: %w", err)
 	}
+	numberSweep := &periodicWorker[numberSweepArgs]{}
+	if err := addNumberWorkers(workers, h, numberSweep); err != nil {
+		return nil, fmt.Errorf("new queue: %w", err)
+	}
 	cfg := &river.Config{
 		Logger:        logger.With("component", "river"),
 		Workers:       workers,
@@ -183,7 +194,7 @@ func New(db *sql.DB, dialect string, h Handlers, opts Options, logger *slog.Logg
 	if err != nil {
 		return nil, fmt.Errorf("new queue: river client: %w", err)
 	}
-	return &Queue{client: client, insertOnly: opts.InsertOnly, logger: logger, purge: purge, sweep: sweep}, nil
+	return &Queue{client: client, insertOnly: opts.InsertOnly, logger: logger, purge: purge, sweep: sweep, numberSweep: numberSweep}, nil
 }
 
 func newDriver(db *sql.DB, dialect string) (riverdriver.Driver[*sql.Tx], error) {
@@ -306,7 +317,7 @@ func ceilMillisecond(t time.Time) time.Time {
 // own short snoozes and retries.
 func availableSoon(ctx context.Context, params []*rivertype.JobInsertParams, doInner func(context.Context) ([]*rivertype.JobInsertResult, error)) ([]*rivertype.JobInsertResult, error) {
 	for _, p := range params {
-		if (p.Kind == KindDeliverFax || p.Kind == KindProviderOutcome) && p.State == rivertype.JobStateScheduled && p.ScheduledAt != nil &&
+		if (p.Kind == KindDeliverFax || p.Kind == KindProviderOutcome || p.Kind == KindNumberOutcome) && p.State == rivertype.JobStateScheduled && p.ScheduledAt != nil &&
 			time.Until(*p.ScheduledAt) <= riverSchedulerInterval {
 			p.State = rivertype.JobStateAvailable
 		}

@@ -1,0 +1,243 @@
+package core
+
+import (
+	"context"
+	"time"
+)
+
+// Fax numbers: an owner rents a number from the provider of a mode (the
+// simulator in test mode, Telnyx live) to receive faxes on and to send
+// from. Core decides everything about them, here and in numberflow.go:
+//
+//   - search: the provider's inventory, less the numbers someone here holds,
+//     each priced per month from the price table (Tariff.NumberMonthly);
+//   - buying: a number is reserved for its buyer (awaiting_payment) for
+//     CheckoutTTL and paid for at a hosted checkout, like a draft; the paid
+//     checkout moves it to pending and enqueues its order at the provider in
+//     the same transaction; the provider reports active or failed (a
+//     failed order returns the month as account credits);
+//   - renewal: the month is paid for again from the owner's credits in its
+//     mode when paid_through passes (SweepNumbers); without enough credits
+//     the number goes past_due (it still receives) and is released when
+//     NumberGrace passes unpaid, with a clear failure code on the number;
+//   - release: the owner gives a number back at any time; the rest of the
+//     month is not refunded.
+//
+// One number is held by at most one owner at a time: a partial unique index
+// over (mode, e164) for the statuses that hold it.
+
+// NumberStatus is where a rented number stands.
+type NumberStatus string
+
+const (
+	// NumberAwaitingPayment: reserved for its buyer until ReservedUntil,
+	// waiting for the first month to be paid at the checkout.
+	NumberAwaitingPayment NumberStatus = "awaiting_payment"
+	// NumberPending: paid; the provider is provisioning it.
+	NumberPending NumberStatus = "pending"
+	// NumberActive: receives and sends.
+	NumberActive NumberStatus = "active"
+	// NumberPastDue: the renewal could not be paid from credits; it still
+	// works until paid_through + NumberGrace, then it is released.
+	NumberPastDue NumberStatus = "past_due"
+	// NumberFailed: the provider could not provision it; the month paid
+	// returned to the owner as credits.
+	NumberFailed NumberStatus = "failed"
+	// NumberCanceled: never paid (the reservation lapsed or the owner or
+	// agent canceled it).
+	NumberCanceled NumberStatus = "canceled"
+	// NumberReleased: given back to the provider.
+	NumberReleased NumberStatus = "released"
+)
+
+// Holds reports whether a number in this status keeps the number from
+// anyone else.
+func (s NumberStatus) Holds() bool {
+	switch s {
+	case NumberAwaitingPayment, NumberPending, NumberActive, NumberPastDue:
+		return true
+	}
+	return false
+}
+
+// Receives reports whether faxes to the number are accepted.
+func (s NumberStatus) Receives() bool { return s == NumberActive || s == NumberPastDue }
+
+// PrefixNumber names a rented number.
+const PrefixNumber = "num_"
+
+// Error codes of numbers.
+const (
+	// CodeNumberUnavailable: the number is not in the provider's inventory
+	// or someone holds it.
+	CodeNumberUnavailable = "number_unavailable"
+	// CodeNumberState: the operation does not apply to the number as it
+	// stands (releasing a released number, paying a canceled one).
+	CodeNumberState = "number_not_in_state"
+	// CodeNumbersNotOffered: numbers are not sold in that country.
+	CodeNumbersNotOffered = "numbers_not_offered"
+	// CodeTooManyNumbers: the owner holds MaxNumbersPerOwner numbers, or
+	// MaxUnpaidNumbers awaiting payment.
+	CodeTooManyNumbers = "too_many_numbers"
+	// CodeFromNumberNotOwned: a send's from is not one of the owner's
+	// active numbers in its mode.
+	CodeFromNumberNotOwned = "from_number_not_owned"
+	// CodeNumbersNotConfigured: the mode's provider rents no numbers.
+	CodeNumbersNotConfigured = "numbers_not_configured"
+	// Renewal failure codes recorded on a number.
+	CodeRenewalInsufficientCredits = "renewal_insufficient_credits"
+)
+
+// NumberConfig tunes numbers; zero values take the defaults.
+type NumberConfig struct {
+	// Grace is how long a past_due number keeps working (default 7 days).
+	Grace time.Duration
+	// MaxPerOwner bounds the numbers an owner holds in a mode (default 20);
+	// MaxUnpaid those awaiting payment (default 3).
+	MaxPerOwner int
+	MaxUnpaid   int
+	// SearchLimit bounds one search's results (default 20, at most 50).
+	SearchLimit int
+}
+
+func (c *NumberConfig) setDefaults() {
+	if c.Grace <= 0 {
+		c.Grace = 7 * 24 * time.Hour
+	}
+	if c.MaxPerOwner <= 0 {
+		c.MaxPerOwner = 20
+	}
+	if c.MaxUnpaid <= 0 {
+		c.MaxUnpaid = 3
+	}
+	if c.SearchLimit <= 0 || c.SearchLimit > MaxNumberSearchLimit {
+		c.SearchLimit = 20
+	}
+}
+
+// MaxNumberSearchLimit is the most results one search returns.
+const MaxNumberSearchLimit = 50
+
+// Number is a number an owner rents (or tried to).
+type Number struct {
+	ID       string       `json:"id" db:"id"`
+	OwnerID  string       `json:"-" db:"owner_id"`
+	Mode     Mode         `json:"mode" db:"mode"`
+	E164     string       `json:"number" db:"e164"`
+	Country  string       `json:"country" db:"country"`
+	Region   string       `json:"region,omitempty" db:"region"`
+	Locality string       `json:"locality,omitempty" db:"locality"`
+	Status   NumberStatus `json:"status" db:"status"`
+	// Provider is the provider the number is rented from; ProviderRef its
+	// id of the number and OrderRef of the order that provisioned it.
+	Provider      string `json:"provider" db:"provider"`
+	ProviderRef   string `json:"-" db:"provider_ref"`
+	OrderRef      string `json:"-" db:"order_ref"`
+	MonthlyMicros int64  `json:"-" db:"monthly_micros"`
+	// ReservedUntil: an awaiting_payment number is freed after it.
+	ReservedUntil *time.Time `json:"reservedUntil,omitempty" db:"reserved_until"`
+	// PaidThrough: the end of the month paid for; renewal is due then.
+	PaidThrough   *time.Time `json:"paidThrough,omitempty" db:"paid_through"`
+	FailureCode   string     `json:"failureCode,omitempty" db:"failure_code"`
+	FailureReason string     `json:"failureReason,omitempty" db:"failure_reason"`
+	CreatedAt     time.Time  `json:"createdAt" db:"created_at"`
+	UpdatedAt     time.Time  `json:"updatedAt" db:"updated_at"`
+	ActivatedAt   *time.Time `json:"activatedAt,omitempty" db:"activated_at"`
+	ReleasedAt    *time.Time `json:"releasedAt,omitempty" db:"released_at"`
+
+	// Filled by the service for responses, not stored on the row.
+	MonthlyPrice string `json:"monthlyPrice" db:"-"`
+	MonthlyCents int64  `json:"monthlyCents" db:"-"`
+	Currency     string `json:"currency" db:"-"`
+	// CheckoutURL is the page where the owner pays for an awaiting_payment
+	// number.
+	CheckoutURL string `json:"checkoutUrl,omitempty" db:"-"`
+}
+
+// NumberSearch asks a provider for numbers that can be rented.
+type NumberSearch struct {
+	// Country is ISO 3166-1 alpha-2 (default US).
+	Country string `json:"country,omitempty"`
+	// AreaCode is the national destination code (NANP area code, UK area
+	// code without its leading 0), digits only.
+	AreaCode string `json:"areaCode,omitempty"`
+	// Locality matches the city or town, case-insensitively, by prefix.
+	Locality string `json:"locality,omitempty"`
+	Limit    int    `json:"limit,omitempty"`
+}
+
+// Bounds of a number search.
+const (
+	MaxAreaCode = 6
+	MaxLocality = 64
+)
+
+// AvailableNumber is one number a provider offers.
+type AvailableNumber struct {
+	E164     string `json:"number"`
+	Country  string `json:"country"`
+	Region   string `json:"region,omitempty"`
+	Locality string `json:"locality,omitempty"`
+	// Filled by the service.
+	MonthlyPrice string `json:"monthlyPrice"`
+	MonthlyCents int64  `json:"monthlyCents"`
+	Currency     string `json:"currency"`
+}
+
+// NumberOrder asks a provider to provision one number. NumberID is the
+// idempotency key: an order retried after a crash must not order twice.
+type NumberOrder struct {
+	NumberID string
+	E164     string
+}
+
+// NumberOrderResult is a provider's answer to an order, at once or later
+// (RecordNumberOrder): pending with an OrderRef while provisioning, then
+// active (with ProviderRef) or failed (with a reason).
+type NumberOrderResult struct {
+	Status        NumberStatus `json:"status"`
+	OrderRef      string       `json:"order_ref,omitempty"`
+	ProviderRef   string       `json:"provider_ref,omitempty"`
+	FailureReason string       `json:"failure_reason,omitempty"`
+}
+
+// NumberProvider rents numbers: the simulator in test mode, Telnyx live.
+// A FaxProvider that rents numbers implements it too.
+type NumberProvider interface {
+	// SearchNumbers lists numbers the provider offers (fax capable) that
+	// match q, at most q.Limit.
+	SearchNumbers(ctx context.Context, q NumberSearch) ([]AvailableNumber, error)
+	// OrderNumber orders o.E164. It returns quickly: pending with an
+	// OrderRef when provisioning goes on (the outcome arrives through
+	// Service.RecordNumberOrder), or active/failed at once.
+	OrderNumber(ctx context.Context, o NumberOrder) (NumberOrderResult, error)
+	// ReleaseNumber gives the number back; releasing one already released
+	// is not an error.
+	ReleaseNumber(ctx context.Context, n *Number) error
+}
+
+// NumberStore persists numbers; part of core.Store.
+type NumberStore interface {
+	// CreateNumber inserts n; ErrExists when someone holds n.E164 in n.Mode.
+	CreateNumber(ctx context.Context, n *Number) error
+	GetNumber(ctx context.Context, ownerID string, mode Mode, id string) (*Number, error)
+	// GetNumberByID reads a number for workers and webhooks (no owner).
+	GetNumberByID(ctx context.Context, id string) (*Number, error)
+	// GetNumberByOrderRef finds the number an order provisions.
+	GetNumberByOrderRef(ctx context.Context, provider, orderRef string) (*Number, error)
+	// GetHeldNumber finds the number that holds e164 in mode (any owner).
+	GetHeldNumber(ctx context.Context, mode Mode, e164 string) (*Number, error)
+	// ListNumbers lists an owner's numbers in mode, newest first; released,
+	// failed and canceled ones only when all is set.
+	ListNumbers(ctx context.Context, ownerID string, mode Mode, all bool) ([]Number, error)
+	// HeldNumbers reports which of e164s someone holds in mode.
+	HeldNumbers(ctx context.Context, mode Mode, e164s []string) (map[string]bool, error)
+	// CountNumbers counts an owner's numbers in mode by holding status.
+	CountNumbers(ctx context.Context, ownerID string, mode Mode) (map[NumberStatus]int, error)
+	// UpdateNumber writes n's mutable fields if the stored status is one of
+	// from; ErrConflict otherwise.
+	UpdateNumber(ctx context.Context, n *Number, from ...NumberStatus) error
+	// DueNumbers lists up to limit numbers the sweeper must act on at now:
+	// reservations lapsed, renewals due, grace ended.
+	DueNumbers(ctx context.Context, now time.Time, grace time.Duration, limit int) ([]Number, error)
+}

@@ -1,0 +1,168 @@
+package queue
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/riverqueue/river"
+
+	"github.com/faxhub/faxhub/core"
+)
+
+// Job kinds of numbers and the inbox. Stored in job rows: never change them.
+const (
+	// KindOrderNumber orders a paid number at its provider
+	// (core.Service.OrderNumber).
+	KindOrderNumber = "order_number"
+	// KindNumberOutcome records a provider's answer to a number order that
+	// the simulator scheduled for later (core.Service.RecordNumberOrder).
+	KindNumberOutcome = "number_outcome"
+	// KindProcessInbound fetches, stores and reads a received fax
+	// (core.Service.ProcessInboundFax).
+	KindProcessInbound = "process_inbound"
+	// KindSweepNumbers runs core.Service.SweepNumbers (reservations,
+	// renewals, releases) every ScheduleNumberSweep interval.
+	KindSweepNumbers = "sweep_numbers"
+)
+
+// inboundMaxAttempts: fetching a received fax is retried with River's
+// backoff for about a day before the fax is marked failed by its handler
+// (core decides on the last attempt).
+const inboundMaxAttempts = 20
+
+type orderNumberArgs struct {
+	NumberID string `json:"number_id"`
+}
+
+func (orderNumberArgs) Kind() string { return KindOrderNumber }
+
+type numberOutcomeArgs struct {
+	Provider string                 `json:"provider"`
+	OrderRef string                 `json:"order_ref"`
+	Result   core.NumberOrderResult `json:"result"`
+}
+
+func (numberOutcomeArgs) Kind() string { return KindNumberOutcome }
+
+type inboundArgs struct {
+	InboundID string `json:"inbound_id"`
+}
+
+func (inboundArgs) Kind() string { return KindProcessInbound }
+
+func (inboundArgs) InsertOpts() river.InsertOpts {
+	return river.InsertOpts{MaxAttempts: inboundMaxAttempts}
+}
+
+type numberSweepArgs struct{}
+
+func (numberSweepArgs) Kind() string { return KindSweepNumbers }
+
+func (numberSweepArgs) InsertOpts() river.InsertOpts {
+	return river.InsertOpts{MaxAttempts: periodicMaxAttempts}
+}
+
+// funcWorker runs one handler for jobs of kind T; a process without the
+// handler (an admin command) fails the job, which River retries on a
+// replica that has it.
+type funcWorker[T river.JobArgs] struct {
+	river.WorkerDefaults[T]
+	run func(ctx context.Context, job *river.Job[T]) error
+}
+
+func (w *funcWorker[T]) Work(ctx context.Context, job *river.Job[T]) error {
+	if w.run == nil {
+		return fmt.Errorf("%s: this process has no handler", job.Kind)
+	}
+	if wait := time.Until(job.ScheduledAt); wait > 0 {
+		return river.JobSnooze(wait + time.Millisecond)
+	}
+	return w.run(ctx, job)
+}
+
+func addNumberWorkers(workers *river.Workers, h Handlers, sweep *periodicWorker[numberSweepArgs]) error {
+	order := &funcWorker[orderNumberArgs]{}
+	if h.OrderNumber != nil {
+		order.run = func(ctx context.Context, job *river.Job[orderNumberArgs]) error {
+			if job.Args.NumberID == "" {
+				return river.JobCancel(errors.New("order_number job without a number_id"))
+			}
+			return h.OrderNumber(ctx, job.Args.NumberID)
+		}
+	}
+	outcome := &funcWorker[numberOutcomeArgs]{}
+	if h.NumberOutcome != nil {
+		outcome.run = func(ctx context.Context, job *river.Job[numberOutcomeArgs]) error {
+			return h.NumberOutcome(ctx, job.Args.Provider, job.Args.OrderRef, job.Args.Result)
+		}
+	}
+	inbound := &funcWorker[inboundArgs]{}
+	if h.ProcessInbound != nil {
+		inbound.run = func(ctx context.Context, job *river.Job[inboundArgs]) error {
+			if job.Args.InboundID == "" {
+				return river.JobCancel(errors.New("process_inbound job without an inbound_id"))
+			}
+			return h.ProcessInbound(ctx, job.Args.InboundID, job.Attempt >= job.MaxAttempts)
+		}
+	}
+	for _, add := range []func() error{
+		func() error { return river.AddWorkerSafely(workers, order) },
+		func() error { return river.AddWorkerSafely(workers, outcome) },
+		func() error { return river.AddWorkerSafely(workers, inbound) },
+		func() error { return river.AddWorkerSafely(workers, sweep) },
+	} {
+		if err := add(); err != nil {
+			return fmt.Errorf("register worker: %w", err)
+		}
+	}
+	return nil
+}
+
+func (q *Queue) insertTx(ctx context.Context, tx core.Tx, args river.JobArgs) error {
+	txer, ok := tx.(SQLTxer)
+	if !ok || txer.SQLTx() == nil {
+		return fmt.Errorf("enqueue %s: transaction %T does not expose its *sql.Tx", args.Kind(), tx)
+	}
+	if _, err := q.client.InsertTx(ctx, txer.SQLTx(), args, nil); err != nil {
+		return fmt.Errorf("enqueue %s: %w", args.Kind(), err)
+	}
+	return nil
+}
+
+// EnqueueNumberOrder inserts an order_number job in tx.
+func (q *Queue) EnqueueNumberOrder(ctx context.Context, tx core.Tx, numberID string) error {
+	if numberID == "" {
+		return errors.New("enqueue number order: empty number id")
+	}
+	return q.insertTx(ctx, tx, orderNumberArgs{NumberID: numberID})
+}
+
+// EnqueueInbound inserts a process_inbound job in tx.
+func (q *Queue) EnqueueInbound(ctx context.Context, tx core.Tx, inboundID string) error {
+	if inboundID == "" {
+		return errors.New("enqueue inbound: empty id")
+	}
+	return q.insertTx(ctx, tx, inboundArgs{InboundID: inboundID})
+}
+
+// ScheduleNumberOutcome inserts a number_outcome job due at at: the
+// simulator's answer to an order, recorded then by whichever process runs it.
+func (q *Queue) ScheduleNumberOutcome(ctx context.Context, at time.Time, provider, orderRef string, res core.NumberOrderResult) error {
+	opts := &river.InsertOpts{}
+	if at.After(time.Now()) {
+		opts.ScheduledAt = ceilMillisecond(at)
+	}
+	if _, err := q.client.Insert(ctx, numberOutcomeArgs{Provider: provider, OrderRef: orderRef, Result: res}, opts); err != nil {
+		return fmt.Errorf("schedule number outcome of %s: %w", orderRef, err)
+	}
+	return nil
+}
+
+// ScheduleNumberSweep makes the queue run the numbers sweeper every
+// interval, and once when this process becomes the leader. Call it before
+// Start.
+func (q *Queue) ScheduleNumberSweep(run func(context.Context) error, every time.Duration) error {
+	return schedule(q, q.numberSweep, numberSweepArgs{}, run, every)
+}
