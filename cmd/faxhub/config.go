@@ -52,6 +52,9 @@ type config struct {
 	// MachineSweep is how often interrupted machine payments are finished
 	// and due refunds performed (core.Service.SweepMachinePayments).
 	MachineSweep time.Duration
+	// NumberSweep is how often number reservations, renewals and
+	// releases are acted on (core.Service.SweepNumbers).
+	NumberSweep time.Duration
 	// Storage: quota, retention and garbage collection (core.StorageConfig).
 	StorageQuotaMB int64
 	Retention      time.Duration
@@ -150,6 +153,8 @@ func machineFlags(fs *flag.FlagSet, c *config) {
 	fs.StringVar(&c.Machine.TempoToken, "tempo-token", os.Getenv("FAXHUB_TEMPO_TOKEN"), "TIP-20 token address (0x…) Tempo transfers must be of [FAXHUB_TEMPO_TOKEN]")
 	sweep, _ := time.ParseDuration(env("FAXHUB_MACHINE_SWEEP_INTERVAL", "1m"))
 	fs.DurationVar(&c.MachineSweep, "machine-sweep-interval", sweep, "how often interrupted machine payments are finished and due refunds paid back [FAXHUB_MACHINE_SWEEP_INTERVAL]")
+	numberSweep, _ := time.ParseDuration(env("FAXHUB_NUMBER_SWEEP_INTERVAL", "1m"))
+	fs.DurationVar(&c.NumberSweep, "number-sweep-interval", numberSweep, "how often lapsed number reservations are freed, months renewed from credits and unpaid numbers released [FAXHUB_NUMBER_SWEEP_INTERVAL]")
 	chain, _ := strconv.ParseUint(os.Getenv("FAXHUB_TEMPO_CHAIN_ID"), 10, 64)
 	fs.Uint64Var(&c.Machine.TempoChainID, "tempo-chain-id", chain, "Tempo chain id; 42431 (Moderato testnet) pays for test-mode faxes, any other for live ones [FAXHUB_TEMPO_CHAIN_ID] (default 42431)")
 }
