@@ -36,7 +36,7 @@ type env struct {
 func newEnv(t *testing.T, mod func(*app.Options)) *env {
 	t.Helper()
 	site := consoletest.Start(t, func(base, _ string) app.Options {
-		o := app.Options{BaseURL: base, DataDir: t.TempDir(), Dev: true, MCPOAuth: true, SimTimeScale: 0, InsertOnly: true,
+		o := app.Options{BaseURL: base, DataDir: t.TempDir(), Database: consoletest.Database(t), Dev: true, MCPOAuth: true, SimTimeScale: 0, InsertOnly: true,
 			Logger: slog.New(slog.DiscardHandler)}
 		if mod != nil {
 			mod(&o)
