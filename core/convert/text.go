@@ -217,18 +217,30 @@ func (r *TextReader) ocrPages(ctx context.Context, path string, doc []page, scan
 	defer os.RemoveAll(dir)
 
 	todo := scanned[:min(len(scanned), r.opts.MaxOCRPages)]
+	// A page tesseract cannot read does not stop the others; running out
+	// of time or language data does.
+	var bad []int
+	var why string
 	for n, i := range todo {
 		text, err := r.ocrPage(ctx, ppm, tess, dir, path, i+1)
-		if err != nil {
-			why := toolFailure(ctx, "OCR", r.opts.Timeout, err)
-			if ctx.Err() != nil {
-				return ocrOutcome{core.TextFailed, fmt.Sprintf("OCR of %s stopped: %s", pageList(todo[n:]), why)}
+		switch {
+		case err == nil:
+			if nonSpace(text) > 0 {
+				doc[i].text, doc[i].ocr = text, true
 			}
-			return ocrOutcome{core.TextFailed, fmt.Sprintf("OCR of page %d failed: %s", i+1, why)}
+			continue
+		case ctx.Err() != nil:
+			return ocrOutcome{core.TextFailed, fmt.Sprintf("OCR of %s stopped: %s", pageList(todo[n:]), toolFailure(ctx, "OCR", r.opts.Timeout, err))}
+		case noLanguage(err):
+			return ocrOutcome{core.TextOCRUnavailable, fmt.Sprintf("OCR is not available: tesseract has no data for language %q (Debian package tesseract-ocr-%s), so %s without a text layer %s no text",
+				r.opts.OCRLang, strings.ReplaceAll(r.opts.OCRLang, "+", " tesseract-ocr-"), pagesWord(len(scanned)), hasHave(len(scanned)))}
 		}
-		if nonSpace(text) > 0 {
-			doc[i].text, doc[i].ocr = text, true
+		if bad = append(bad, i); len(bad) == 1 {
+			why = toolFailure(ctx, "OCR", r.opts.Timeout, err)
 		}
+	}
+	if len(bad) > 0 {
+		return ocrOutcome{core.TextFailed, fmt.Sprintf("OCR of %s failed: %s", pageList(bad), why)}
 	}
 	if rest := scanned[len(todo):]; len(rest) > 0 {
 		return ocrOutcome{core.TextTruncated, fmt.Sprintf("%s without a text layer %s not read: OCR reads at most %s of a fax",
@@ -315,6 +327,12 @@ func runTool(ctx context.Context, bin string, limit int64, args ...string) (out 
 	return out, false, nil
 }
 
+// noLanguage says whether tesseract failed for want of its language data.
+func noLanguage(err error) bool {
+	msg := err.Error()
+	return strings.Contains(msg, "Failed loading language") || strings.Contains(msg, "Error opening data file")
+}
+
 // eofReader is the output of a tool whose output is not read (it goes to
 // /dev/null).
 type eofReader struct{}
@@ -327,9 +345,6 @@ func toolFailure(ctx context.Context, tool string, timeout time.Duration, err er
 		return fmt.Sprintf("%s did not finish in the time allowed for reading a fax (at most %s)", tool, timeout)
 	}
 	msg := err.Error()
-	if strings.Contains(msg, "Failed loading language") || strings.Contains(msg, "Error opening data file") {
-		return "tesseract's language data is not installed (Debian package tesseract-ocr-<lang>)"
-	}
 	if len(msg) > noteLen {
 		msg = strings.ToValidUTF8(msg[:noteLen], "") + "…"
 	}

@@ -149,6 +149,8 @@ func TestExtractText(t *testing.T) {
 		haveOCR = false
 	}
 	long := lines(90, strings.Repeat("é", 100))
+	// A tesseract that cannot read one page.
+	brokenOCR := fakeTool(t, `case "$1" in *page.png) echo "Error in pixReadStream: Unknown format" >&2; exit 1;; esac`)
 
 	tests := []struct {
 		name  string
@@ -182,6 +184,14 @@ func TestExtractText(t *testing.T) {
 			status: core.TextTruncated, method: "text+ocr",
 			text: [][]string{{"PURCHASE ORDER"}, {"Invoice 4711"}, {}},
 			note: []string{"page 3 without a text layer was not read", "OCR reads at most 1 page of a fax"}},
+		{name: "no language data", pages: []testPage{digital, scan}, opts: TextOptions{OCRLang: "xx+yy"}, ocr: true,
+			status: core.TextOCRUnavailable, method: "text",
+			text: [][]string{{"Invoice 4711"}, {}},
+			note: []string{`no data for language "xx+yy"`, "tesseract-ocr-xx tesseract-ocr-yy", "1 page without a text layer has no text"}},
+		{name: "OCR fails", pages: []testPage{scan, digital, scan}, opts: TextOptions{TesseractPath: brokenOCR},
+			status: core.TextFailed, method: "text",
+			text: [][]string{{}, {"Invoice 4711"}, {}},
+			note: []string{"OCR of pages 1 and 3 failed", "Unknown format"}},
 		{name: "blank page", pages: []testPage{{}}, ocr: true,
 			status: core.TextEmpty, method: "none"},
 		{name: "longer than kept", pages: []testPage{{lines: long}, {lines: long}, {lines: long}, {lines: long}, {lines: long}, {lines: long}, {lines: long}, {lines: long}, {lines: long}, {lines: long}, {lines: long}, {lines: long}, {lines: long}, {lines: long}, {lines: long}},
