@@ -139,6 +139,10 @@ func (r *TextReader) extract(ctx context.Context, path string, pages int) core.E
 	if err != nil {
 		return failed("the text could not be read: pdftotext (Debian package poppler-utils) is not installed on this server")
 	}
+	// An absolute path never reads as one of the tools' options.
+	if path, err = filepath.Abs(path); err != nil {
+		return failed(fmt.Sprintf("the text could not be read: %v", err))
+	}
 	out, cut, err := runTool(ctx, bin, maxLayerOutput, "-layout", "-enc", "UTF-8", path, "-")
 	if err != nil {
 		return failed("the text could not be read: " + toolFailure(ctx, "pdftotext", r.opts.Timeout, err))
