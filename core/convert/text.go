@@ -50,8 +50,9 @@ var _ core.TextExtractor = (*TextReader)(nil)
 // Bounds of text extraction.
 const (
 	// scannedBelow: a page whose text layer has fewer non-space characters
-	// is taken for an image (a page number or a stamp over a scan).
-	scannedBelow = 16
+	// is taken for an image (a page number or a short stamp over a scan);
+	// one short line of real text (a cover note) is more than that.
+	scannedBelow = 8
 	// maxLayerOutput bounds what pdftotext may write: -layout pads columns
 	// with spaces, so it is a few times the text kept.
 	maxLayerOutput = 4 * core.MaxInboxText
