@@ -374,6 +374,21 @@ func TestInboxEndToEnd(t *testing.T) {
 	if _, err := e.Svc.SimulateInboundFax(ctx, live, core.TestInboundFax{To: n.E164, Path: path}); core.ErrorCode(err) != core.CodeTestModeOnly {
 		t.Fatalf("live simulation: %v", err)
 	}
+
+	// Retention: a month on, the garbage collector deletes it, text and PDF.
+	clk.Advance(31 * 24 * time.Hour)
+	counts, err := e.Svc.Purge(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range counts {
+		if c.What == "inbound_faxes" && c.N != 1 {
+			t.Fatalf("purged %d received faxes, want 1", c.N)
+		}
+	}
+	if _, err := e.Svc.GetInboxFax(ctx, pa, f.ID); core.ErrorCode(err) != core.CodeNotFound {
+		t.Fatalf("a purged fax: %v", err)
+	}
 }
 
 func TestReceiveFaxOnce(t *testing.T) {
