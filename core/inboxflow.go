@@ -296,6 +296,9 @@ func (s *Service) ListInbox(ctx context.Context, p Principal, q InboxQuery) (*Pa
 		return nil, err
 	}
 	page := &Page[InboundFax]{Data: rows}
+	if rows == nil {
+		page.Data = []InboundFax{} // an empty list, never null
+	}
 	if len(rows) > limit {
 		page.Data, page.HasMore, page.Next = rows[:limit], true, rows[limit-1].ID
 	}

@@ -226,6 +226,9 @@ func (s *Service) ListNumbers(ctx context.Context, p Principal, all bool) ([]Num
 	if err != nil {
 		return nil, err
 	}
+	if ns == nil {
+		ns = []Number{} // an empty list, never null
+	}
 	for i := range ns {
 		s.presentNumber(&ns[i])
 	}
