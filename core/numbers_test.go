@@ -3,6 +3,7 @@ package core_test
 import (
 	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/faxhub/faxhub/core"
 	"github.com/faxhub/faxhub/core/provider/simulated"
+	"github.com/faxhub/faxhub/internal/require"
 	"github.com/faxhub/faxhub/internal/testenv"
 )
 
@@ -317,8 +319,14 @@ func TestInboxEndToEnd(t *testing.T) {
 	if got.Status != core.InboxReceived || got.Pages != 2 || got.From != "+13125550100" || got.To != n.E164 || got.NumberID != n.ID || got.Bytes == 0 {
 		t.Fatalf("received: %+v", got)
 	}
+	if _, err := exec.LookPath("pdftotext"); err != nil {
+		require.Missing(t, "pdftotext", "apt-get install poppler-utils")
+	}
+	if got.TextStatus != core.TextExtracted || got.TextMethod != "text" || !strings.Contains(got.Text, "faxhub test page 2") {
+		t.Fatalf("text of the received fax: %q %s %s %s", got.Text, got.TextStatus, got.TextMethod, got.TextNote)
+	}
 	page, err := e.Svc.ListInbox(ctx, pa, core.InboxQuery{})
-	if err != nil || len(page.Data) != 1 || page.Data[0].ID != f.ID || page.Data[0].Text != "" {
+	if err != nil || len(page.Data) != 1 || page.Data[0].ID != f.ID || page.Data[0].Text != "" || !strings.HasPrefix(page.Data[0].TextPreview, "faxhub test page 1") {
 		t.Fatalf("inbox of A: %+v %v", page, err)
 	}
 	if page, _ := e.Svc.ListInbox(ctx, pb, core.InboxQuery{}); len(page.Data) != 0 {
@@ -365,6 +373,21 @@ func TestInboxEndToEnd(t *testing.T) {
 	_ = os.WriteFile(path, testenv.MinimalPDF(1), 0o600)
 	if _, err := e.Svc.SimulateInboundFax(ctx, live, core.TestInboundFax{To: n.E164, Path: path}); core.ErrorCode(err) != core.CodeTestModeOnly {
 		t.Fatalf("live simulation: %v", err)
+	}
+
+	// Retention: a month on, the garbage collector deletes it, text and PDF.
+	clk.Advance(31 * 24 * time.Hour)
+	counts, err := e.Svc.Purge(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range counts {
+		if c.What == "inbound_faxes" && c.N != 1 {
+			t.Fatalf("purged %d received faxes, want 1", c.N)
+		}
+	}
+	if _, err := e.Svc.GetInboxFax(ctx, pa, f.ID); core.ErrorCode(err) != core.CodeNotFound {
+		t.Fatalf("a purged fax: %v", err)
 	}
 }
 
@@ -422,5 +445,43 @@ func spendAll(t *testing.T, e *testenv.Env, p core.Principal) {
 		AmountMicros: -avail(t, e, p), Reason: "test: spend everything", CreatedAt: e.Svc.Now(),
 	}); err != nil {
 		t.Fatal(err)
+	}
+}
+
+func TestBuyNumberWithCredits(t *testing.T) {
+	e := testenv.New(t)
+	p := e.Principal(t, e.KeyATest)
+	before := avail(t, e, p)
+	n, err := e.Svc.BuyNumber(ctx, p, core.BuyNumberRequest{Number: "+14155550160", PayWithCredits: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n.Status != core.NumberPending || n.CheckoutURL != "" {
+		t.Fatalf("bought with credits: %+v", n)
+	}
+	e.DrainQueue(t)
+	if n, _ = e.Svc.GetNumber(ctx, p, n.ID); n.Status != core.NumberActive {
+		t.Fatalf("after the order: %+v", n)
+	}
+	if after := avail(t, e, p); after != before-2*core.MicrosPerDollar {
+		t.Fatalf("balance %d → %d, want the month taken", before, after)
+	}
+	draftOnly := p
+	draftOnly.Scopes = []core.Scope{core.ScopeFaxDraft}
+	if _, err := e.Svc.BuyNumber(ctx, draftOnly, core.BuyNumberRequest{Number: "+14155550161", PayWithCredits: true}); core.ErrorCode(err) != core.CodeInsufficientScope {
+		t.Fatalf("fax:draft pays with credits: %v", err)
+	}
+	spendAll(t, e, p)
+	if _, err := e.Svc.BuyNumber(ctx, p, core.BuyNumberRequest{Number: "+14155550162", PayWithCredits: true}); core.ErrorCode(err) != core.CodeInsufficientCredits {
+		t.Fatalf("no credits: %v", err)
+	}
+	// The refused purchase holds nothing.
+	if _, err := e.Svc.BuyNumber(ctx, e.Principal(t, e.KeyBTest), core.BuyNumberRequest{Number: "+14155550162"}); err != nil {
+		t.Fatalf("B buys the number A could not pay for: %v", err)
+	}
+	// A task never spends credits.
+	v, err := e.Svc.StartNumberTask(ctx, p, "buy_number", "", core.BuyNumberRequest{Number: "+14155550163", PayWithCredits: true})
+	if err != nil || v.State != core.TaskInputRequired {
+		t.Fatalf("task with payWithCredits: %+v %v", v, err)
 	}
 }
