@@ -143,10 +143,6 @@ export async function simulateInbound(apiKey, to, pdf, from = '+13125550100') {
   return body;
 }
 
-// NO_TEXT_READER is what a server without a text reader says of a
-// received fax's text; everything else must have read the words.
-export const NO_TEXT_READER = 'no text reader is configured';
-
 // until calls get until done(result) holds, at most tries times, waiting
 // between calls only for the server's asynchronous work (delivery by the
 // simulated provider); it fails with the last result.

@@ -4,11 +4,13 @@ import (
 	"encoding/base64"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/faxhub/faxhub/core"
+	"github.com/faxhub/faxhub/internal/require"
 	"github.com/faxhub/faxhub/internal/testenv"
 )
 
@@ -46,6 +48,9 @@ func ownerPrincipal(t *testing.T, e *env, ownerID string) core.Principal {
 // provisions it, a fax arrives and is read as text with a download link;
 // another owner sees none of it.
 func TestNumbersAndInbox(t *testing.T) {
+	if _, err := exec.LookPath("pdftotext"); err != nil {
+		require.Missing(t, "pdftotext", "apt-get install poppler-utils")
+	}
 	e := newEnv(t, nil)
 	ctx := t.Context()
 	o := e.owner("numbers@example.com")
@@ -126,7 +131,8 @@ func TestNumbersAndInbox(t *testing.T) {
 	}
 	mustOK(t, "list_inbox", call(t, cs, "list_inbox", map[string]any{"numberId": n.ID, "limit": 5}, &inbox))
 	if len(inbox.Faxes) != 1 || inbox.Faxes[0].ID != in.ID || inbox.Faxes[0].Status != "received" || inbox.Faxes[0].Pages != 2 ||
-		inbox.Faxes[0].From != "+13125550100" || inbox.Faxes[0].To != n.Number || inbox.HasMore {
+		inbox.Faxes[0].From != "+13125550100" || inbox.Faxes[0].To != n.Number || inbox.HasMore ||
+		!strings.Contains(inbox.Faxes[0].Preview, "faxhub test page 1") {
 		t.Fatalf("list_inbox = %+v", inbox)
 	}
 	mustOK(t, "list_inbox", call(t, cs, "list_inbox", map[string]any{"numberId": "num_other"}, &inbox))
@@ -140,18 +146,9 @@ func TestNumbersAndInbox(t *testing.T) {
 		!strings.HasPrefix(f.DownloadURL, e.a.Svc.Config().APIURL+core.InboxDownloadPath) || f.DownloadExpiresAt == "" {
 		t.Fatalf("read_inbox_fax = %+v", f)
 	}
-	// The text, or in plain words why there is none (a server without a
-	// text reader or OCR).
-	switch core.TextStatus(f.TextStatus) {
-	case core.TextExtracted:
-		if !strings.Contains(f.Text, "faxhub test page 1") || !strings.Contains(f.Text, "faxhub test page 2") {
-			t.Fatalf("read_inbox_fax text %q", f.Text)
-		}
-	default:
-		if f.TextNote == "" {
-			t.Fatalf("read_inbox_fax: textStatus %s without a note", f.TextStatus)
-		}
-		t.Logf("no text on this server: %s (%s)", f.TextStatus, f.TextNote)
+	if f.TextStatus != string(core.TextExtracted) || f.TextMethod != "text" ||
+		!strings.Contains(f.Text, "faxhub test page 1") || !strings.Contains(f.Text, "faxhub test page 2") {
+		t.Fatalf("read_inbox_fax text: %+v", f)
 	}
 	wantErr(t, "read_inbox_fax", call(t, cs, "read_inbox_fax", map[string]any{"id": "inb_nope"}, nil), "not_found")
 	wantErr(t, "read_inbox_fax", call(t, cs, "read_inbox_fax", map[string]any{"id": ""}, nil), "invalid_request")
