@@ -42,7 +42,7 @@ type (
 		Pages         int    `json:"pages"`
 		Status        string `json:"status"`
 		TextStatus    string `json:"textStatus,omitempty"`
-		Preview       string `json:"preview,omitempty"`
+		TextPreview   string `json:"textPreview,omitempty"`
 		FailureReason string `json:"failureReason,omitempty"`
 		ReceivedAt    string `json:"receivedAt"`
 	}
@@ -86,7 +86,7 @@ func numberView(n *core.Number) numberOut {
 func inboxItem(f *core.InboundFax) inboxItemOut {
 	return inboxItemOut{
 		ID: f.ID, NumberID: f.NumberID, From: f.From, To: f.To, Pages: f.Pages, Status: string(f.Status), TextStatus: string(f.TextStatus),
-		Preview: f.TextPreview, FailureReason: f.FailureReason, ReceivedAt: rfc3339(f.ReceivedAt),
+		TextPreview: f.TextPreview, FailureReason: f.FailureReason, ReceivedAt: rfc3339(f.ReceivedAt),
 	}
 }
 

@@ -193,7 +193,7 @@ func TestInboxSkills(t *testing.T) {
 		t.Fatalf("list_inbox = %v", li)
 	}
 	if f := faxes[0].(map[string]any); f["id"] != in.ID || f["status"] != "received" || f["from"] != "+13125550100" || f["to"] != "+12025550110" || f["text"] != nil ||
-		!strings.Contains(f["preview"].(string), "faxhub test page 1") {
+		!strings.Contains(f["textPreview"].(string), "faxhub test page 1") {
 		t.Fatalf("list_inbox fax = %v", f)
 	}
 	_, err = c.SendMessage(t.Context(), skillMsg("list_inbox", map[string]any{"limit": 1000}))

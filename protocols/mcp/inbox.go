@@ -26,7 +26,7 @@ type inboxItemOut struct {
 	Pages         int    `json:"pages"`
 	Status        string `json:"status" jsonschema:"receiving (being fetched and read), received or failed"`
 	TextStatus    string `json:"textStatus,omitempty" jsonschema:"extracted, ocr_unavailable, empty, failed or truncated"`
-	Preview       string `json:"preview,omitempty" jsonschema:"the start of the fax's text"`
+	TextPreview   string `json:"textPreview,omitempty" jsonschema:"the start of the fax's text"`
 	FailureReason string `json:"failureReason,omitempty"`
 	ReceivedAt    string `json:"receivedAt"`
 }
@@ -63,7 +63,7 @@ func (h *Handler) addInboxTools(s *mcp.Server) {
 func inboxItem(f *core.InboundFax) inboxItemOut {
 	return inboxItemOut{
 		ID: f.ID, NumberID: f.NumberID, From: f.From, To: f.To, Pages: f.Pages, Status: string(f.Status), TextStatus: string(f.TextStatus),
-		Preview: f.TextPreview, FailureReason: f.FailureReason, ReceivedAt: rfc3339(f.ReceivedAt),
+		TextPreview: f.TextPreview, FailureReason: f.FailureReason, ReceivedAt: rfc3339(f.ReceivedAt),
 	}
 }
 

@@ -19,8 +19,8 @@ type numberOut struct {
 }
 
 type inboxItem struct {
-	ID, NumberID, From, To, Status, TextStatus, Preview string
-	Pages                                               int
+	ID, NumberID, From, To, Status, TextStatus, TextPreview string
+	Pages                                                   int
 }
 
 type inboxFax struct {
@@ -132,7 +132,7 @@ func TestNumbersAndInbox(t *testing.T) {
 	mustOK(t, "list_inbox", call(t, cs, "list_inbox", map[string]any{"numberId": n.ID, "limit": 5}, &inbox))
 	if len(inbox.Faxes) != 1 || inbox.Faxes[0].ID != in.ID || inbox.Faxes[0].Status != "received" || inbox.Faxes[0].Pages != 2 ||
 		inbox.Faxes[0].From != "+13125550100" || inbox.Faxes[0].To != n.Number || inbox.HasMore ||
-		!strings.Contains(inbox.Faxes[0].Preview, "faxhub test page 1") {
+		!strings.Contains(inbox.Faxes[0].TextPreview, "faxhub test page 1") {
 		t.Fatalf("list_inbox = %+v", inbox)
 	}
 	mustOK(t, "list_inbox", call(t, cs, "list_inbox", map[string]any{"numberId": "num_other"}, &inbox))
