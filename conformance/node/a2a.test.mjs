@@ -288,9 +288,13 @@ test('number bought over A2A: the owner pays at the checkout; GetTask reaches CO
 
 test('number bought over A2A: a fax delivered to it is read as text through read_inbox_fax', async (t) => {
   assert.ok(s.activeNumber, 'no active number from the previous test');
-  const inboxToken = await a2aToken(s.oauthClient, { scope: 'inbox:read' });
   const refused = await rpc('SendMessage', { message: userMessage([skillPart('list_inbox', {})]) }, { token: s.token });
   assert.ok(refused.status === 403 || refused.body?.error, `list_inbox without inbox:read: ${refused.status} ${JSON.stringify(refused.body)}`);
+  assert.ok(JSON.stringify(refused.body).includes('inbox:read') || (refused.headers.get('www-authenticate') ?? '').includes('inbox:read'), 'the refusal names inbox:read');
+  // The owner authorizes the client again, adding inbox:read (the grant is
+  // the client's: the later tests use this token).
+  s.token = await a2aToken(s.oauthClient, { scope: `${FULL} inbox:read` });
+  const inboxToken = s.token;
   const key = await testAPIKey('conformance a2a inbox');
   const sent = await simulateInbound(key, s.activeNumber.number, minimalPDF(2));
   const fax = await until(`received fax ${sent.id}`, async () => dataOf((await send('read_inbox_fax', { id: sent.id }, inboxToken)).parts),
