@@ -3,6 +3,7 @@ package core_test
 import (
 	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/faxhub/faxhub/core"
 	"github.com/faxhub/faxhub/core/provider/simulated"
+	"github.com/faxhub/faxhub/internal/require"
 	"github.com/faxhub/faxhub/internal/testenv"
 )
 
@@ -317,8 +319,14 @@ func TestInboxEndToEnd(t *testing.T) {
 	if got.Status != core.InboxReceived || got.Pages != 2 || got.From != "+13125550100" || got.To != n.E164 || got.NumberID != n.ID || got.Bytes == 0 {
 		t.Fatalf("received: %+v", got)
 	}
+	if _, err := exec.LookPath("pdftotext"); err != nil {
+		require.Missing(t, "pdftotext", "apt-get install poppler-utils")
+	}
+	if got.TextStatus != core.TextExtracted || got.TextMethod != "text" || !strings.Contains(got.Text, "faxhub test page 2") {
+		t.Fatalf("text of the received fax: %q %s %s %s", got.Text, got.TextStatus, got.TextMethod, got.TextNote)
+	}
 	page, err := e.Svc.ListInbox(ctx, pa, core.InboxQuery{})
-	if err != nil || len(page.Data) != 1 || page.Data[0].ID != f.ID || page.Data[0].Text != "" {
+	if err != nil || len(page.Data) != 1 || page.Data[0].ID != f.ID || page.Data[0].Text != "" || !strings.HasPrefix(page.Data[0].TextPreview, "faxhub test page 1") {
 		t.Fatalf("inbox of A: %+v %v", page, err)
 	}
 	if page, _ := e.Svc.ListInbox(ctx, pb, core.InboxQuery{}); len(page.Data) != 0 {

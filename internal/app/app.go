@@ -281,6 +281,7 @@ func (a *App) wire(ctx context.Context) error {
 		// configured, live sends answer provider_not_configured.
 		Providers: map[core.Mode]core.FaxProvider{core.ModeTest: sim},
 		Numbers:   map[core.Mode]core.NumberProvider{core.ModeTest: sim},
+		Text:      convert.NewTextReader(convert.TextOptions{}),
 		Checkout:  checkouts,
 		// AP2 credit purchases: the test card in test mode; live card
 		// charges come with the payments issue.
