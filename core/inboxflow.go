@@ -22,6 +22,9 @@ const (
 	maxCallerID = 64
 	// textTimeout bounds reading one received fax's text.
 	textTimeout = 3 * time.Minute
+	// An owner simulates a burst of 20 received faxes, then one a second.
+	simulateInterval = time.Second
+	simulateBurst    = 20
 )
 
 // ReceiveFax records a fax a provider reports it received on one of the
@@ -293,6 +296,9 @@ func (s *Service) ListInbox(ctx context.Context, p Principal, q InboxQuery) (*Pa
 		return nil, err
 	}
 	page := &Page[InboundFax]{Data: rows}
+	if rows == nil {
+		page.Data = []InboundFax{} // an empty list, never null
+	}
 	if len(rows) > limit {
 		page.Data, page.HasMore, page.Next = rows[:limit], true, rows[limit-1].ID
 	}
@@ -363,10 +369,17 @@ func (s *Service) OpenInboxDownload(ctx context.Context, token string) (io.ReadC
 // Test mode only.
 func (s *Service) SimulateInboundFax(ctx context.Context, p Principal, t TestInboundFax) (*InboundFax, error) {
 	if err := Authorize(p, OpSimulateInbound); err != nil {
+		os.Remove(t.Path)
 		return nil, err
 	}
 	if p.Mode != ModeTest {
+		os.Remove(t.Path)
 		return nil, Errorf(KindForbidden, CodeTestModeOnly, "only test mode can simulate a received fax; live faxes arrive from the provider")
+	}
+	// Each one is read (pdftotext, maybe OCR): bounded per owner.
+	if err := s.allow(ctx, s.d.Store, "simulate-inbound:"+p.OwnerID, simulateInterval, simulateBurst); err != nil {
+		os.Remove(t.Path)
+		return nil, err
 	}
 	return s.DeliverTestFax(ctx, p.OwnerID, t)
 }

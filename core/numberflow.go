@@ -132,14 +132,23 @@ func providerErr(what string, err error) error {
 // BuyNumberRequest names the number to rent (from a search).
 type BuyNumberRequest struct {
 	Number string `json:"number"`
+	// PayWithCredits pays the first month from the account's credits at
+	// once (needs fax:send, like any spending) instead of at a checkout.
+	PayWithCredits bool `json:"payWithCredits,omitempty"`
 }
 
 // BuyNumber reserves a number for p and returns it awaiting payment, with
 // the checkoutUrl where the owner pays its first month (the number is
-// reserved for CheckoutTTL). It never spends credits.
+// reserved for CheckoutTTL). With PayWithCredits the month is paid from
+// credits in the same transaction and the number is pending (ordered).
 func (s *Service) BuyNumber(ctx context.Context, p Principal, r BuyNumberRequest) (*Number, error) {
 	if err := Authorize(p, OpBuyNumber); err != nil {
 		return nil, err
+	}
+	if r.PayWithCredits {
+		if err := Authorize(p, OpBuyNumberWithCredits); err != nil {
+			return nil, err
+		}
 	}
 	n, err := s.reserveNumber(ctx, p, r)
 	if err != nil {
@@ -207,8 +216,15 @@ func (s *Service) reserveNumber(ctx context.Context, p Principal, r BuyNumberReq
 		} else if err != nil {
 			return err
 		}
-		return nil
+		if !r.PayWithCredits {
+			return nil
+		}
+		return s.payNumberWithCredits(ctx, tx, n)
 	})
+	if isInsufficient(err) {
+		return nil, Errorf(KindPaymentRequired, CodeInsufficientCredits, "this number costs %s USD a month; the %s balance does not cover it", FormatUSD(monthly), p.Mode).
+			With("price", FormatUSD(monthly)).With("checkoutPath", "/api/v1/credits/checkout")
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -225,6 +241,9 @@ func (s *Service) ListNumbers(ctx context.Context, p Principal, all bool) ([]Num
 	ns, err := s.d.Store.ListNumbers(ctx, p.OwnerID, p.Mode, all)
 	if err != nil {
 		return nil, err
+	}
+	if ns == nil {
+		ns = []Number{} // an empty list, never null
 	}
 	for i := range ns {
 		s.presentNumber(&ns[i])
@@ -304,6 +323,31 @@ func (s *Service) payNumberAtCheckout(ctx context.Context, tx Tx, c *Checkout) e
 		if errors.Is(err, ErrConflict) {
 			return Errorf(KindConflict, CodeNumberState, "this number was paid already; nothing more is charged")
 		}
+		return err
+	}
+	return s.d.Queue.EnqueueNumberOrder(ctx, tx, n.ID)
+}
+
+// payNumberWithCredits pays the first month of the just-reserved n from
+// its owner's credits (a hold captured at once) and orders it, inside tx.
+func (s *Service) payNumberWithCredits(ctx context.Context, tx Tx, n *Number) error {
+	now := s.now()
+	hold := &LedgerEntry{
+		ID: NewID(PrefixLedger), OwnerID: n.OwnerID, Mode: n.Mode, Kind: LedgerHold, AmountMicros: -n.MonthlyMicros,
+		Reason: "fax number " + n.E164 + ", first month", CreatedAt: now,
+	}
+	if err := tx.PlaceHold(ctx, hold); err != nil {
+		return err
+	}
+	if err := tx.AppendLedger(ctx, &LedgerEntry{
+		ID: NewID(PrefixLedger), OwnerID: n.OwnerID, Mode: n.Mode, Kind: LedgerCapture, HoldID: &hold.ID,
+		Reason: "first month of fax number " + n.E164, CreatedAt: now,
+	}); err != nil {
+		return err
+	}
+	through := now.AddDate(0, 1, 0)
+	n.Status, n.ReservedUntil, n.PaidThrough, n.UpdatedAt = NumberPending, nil, &through, now
+	if err := tx.UpdateNumber(ctx, n, NumberAwaitingPayment); err != nil {
 		return err
 	}
 	return s.d.Queue.EnqueueNumberOrder(ctx, tx, n.ID)
@@ -582,6 +626,8 @@ func (s *Service) StartNumberTask(ctx context.Context, p Principal, skill, conte
 	if err != nil {
 		return nil, err
 	}
+	// A task's number is paid at the checkout: A2A never spends credits.
+	r.PayWithCredits = false
 	n, err := s.BuyNumber(ctx, p, r)
 	if err != nil {
 		return nil, err

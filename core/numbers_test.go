@@ -374,6 +374,21 @@ func TestInboxEndToEnd(t *testing.T) {
 	if _, err := e.Svc.SimulateInboundFax(ctx, live, core.TestInboundFax{To: n.E164, Path: path}); core.ErrorCode(err) != core.CodeTestModeOnly {
 		t.Fatalf("live simulation: %v", err)
 	}
+
+	// Retention: a month on, the garbage collector deletes it, text and PDF.
+	clk.Advance(31 * 24 * time.Hour)
+	counts, err := e.Svc.Purge(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range counts {
+		if c.What == "inbound_faxes" && c.N != 1 {
+			t.Fatalf("purged %d received faxes, want 1", c.N)
+		}
+	}
+	if _, err := e.Svc.GetInboxFax(ctx, pa, f.ID); core.ErrorCode(err) != core.CodeNotFound {
+		t.Fatalf("a purged fax: %v", err)
+	}
 }
 
 func TestReceiveFaxOnce(t *testing.T) {
@@ -430,5 +445,43 @@ func spendAll(t *testing.T, e *testenv.Env, p core.Principal) {
 		AmountMicros: -avail(t, e, p), Reason: "test: spend everything", CreatedAt: e.Svc.Now(),
 	}); err != nil {
 		t.Fatal(err)
+	}
+}
+
+func TestBuyNumberWithCredits(t *testing.T) {
+	e := testenv.New(t)
+	p := e.Principal(t, e.KeyATest)
+	before := avail(t, e, p)
+	n, err := e.Svc.BuyNumber(ctx, p, core.BuyNumberRequest{Number: "+14155550160", PayWithCredits: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n.Status != core.NumberPending || n.CheckoutURL != "" {
+		t.Fatalf("bought with credits: %+v", n)
+	}
+	e.DrainQueue(t)
+	if n, _ = e.Svc.GetNumber(ctx, p, n.ID); n.Status != core.NumberActive {
+		t.Fatalf("after the order: %+v", n)
+	}
+	if after := avail(t, e, p); after != before-2*core.MicrosPerDollar {
+		t.Fatalf("balance %d → %d, want the month taken", before, after)
+	}
+	draftOnly := p
+	draftOnly.Scopes = []core.Scope{core.ScopeFaxDraft}
+	if _, err := e.Svc.BuyNumber(ctx, draftOnly, core.BuyNumberRequest{Number: "+14155550161", PayWithCredits: true}); core.ErrorCode(err) != core.CodeInsufficientScope {
+		t.Fatalf("fax:draft pays with credits: %v", err)
+	}
+	spendAll(t, e, p)
+	if _, err := e.Svc.BuyNumber(ctx, p, core.BuyNumberRequest{Number: "+14155550162", PayWithCredits: true}); core.ErrorCode(err) != core.CodeInsufficientCredits {
+		t.Fatalf("no credits: %v", err)
+	}
+	// The refused purchase holds nothing.
+	if _, err := e.Svc.BuyNumber(ctx, e.Principal(t, e.KeyBTest), core.BuyNumberRequest{Number: "+14155550162"}); err != nil {
+		t.Fatalf("B buys the number A could not pay for: %v", err)
+	}
+	// A task never spends credits.
+	v, err := e.Svc.StartNumberTask(ctx, p, "buy_number", "", core.BuyNumberRequest{Number: "+14155550163", PayWithCredits: true})
+	if err != nil || v.State != core.TaskInputRequired {
+		t.Fatalf("task with payWithCredits: %+v %v", v, err)
 	}
 }

@@ -109,24 +109,25 @@ func (p Principal) Has(s Scope) bool { return slices.Contains(p.Scopes, s) }
 type Operation string
 
 const (
-	OpCreateUpload    Operation = "create_upload"
-	OpGetDocument     Operation = "get_document"
-	OpQuote           Operation = "quote"
-	OpCreateDraft     Operation = "create_draft"
-	OpGetDraft        Operation = "get_draft"
-	OpSendFax         Operation = "send_fax"
-	OpGetFax          Operation = "get_fax"
-	OpListFaxes       Operation = "list_faxes"
-	OpCancelFax       Operation = "cancel_fax"
-	OpListInbox       Operation = "list_inbox"
-	OpReadInbox       Operation = "read_inbox"
-	OpSearchNumbers   Operation = "search_numbers"
-	OpListNumbers     Operation = "list_numbers"
-	OpBuyNumber       Operation = "buy_number"
-	OpReleaseNumber   Operation = "release_number"
-	OpSimulateInbound Operation = "simulate_inbound_fax"
-	OpGetCredits      Operation = "get_credits"
-	OpCreditCheckout  Operation = "create_credit_checkout"
+	OpCreateUpload         Operation = "create_upload"
+	OpGetDocument          Operation = "get_document"
+	OpQuote                Operation = "quote"
+	OpCreateDraft          Operation = "create_draft"
+	OpGetDraft             Operation = "get_draft"
+	OpSendFax              Operation = "send_fax"
+	OpGetFax               Operation = "get_fax"
+	OpListFaxes            Operation = "list_faxes"
+	OpCancelFax            Operation = "cancel_fax"
+	OpListInbox            Operation = "list_inbox"
+	OpReadInbox            Operation = "read_inbox"
+	OpSearchNumbers        Operation = "search_numbers"
+	OpListNumbers          Operation = "list_numbers"
+	OpBuyNumber            Operation = "buy_number"
+	OpBuyNumberWithCredits Operation = "buy_number_with_credits"
+	OpReleaseNumber        Operation = "release_number"
+	OpSimulateInbound      Operation = "simulate_inbound_fax"
+	OpGetCredits           Operation = "get_credits"
+	OpCreditCheckout       Operation = "create_credit_checkout"
 )
 
 // scopeFor is the one table that says which scope gates which operation.
@@ -150,7 +151,9 @@ var scopeFor = map[Operation]Scope{
 	OpSearchNumbers: ScopeFaxRead,
 	OpListNumbers:   ScopeFaxRead,
 	OpBuyNumber:     ScopeFaxDraft,
-	OpReleaseNumber: ScopeFaxSend,
+	// Paying a number's first month from credits spends them, like a send.
+	OpBuyNumberWithCredits: ScopeFaxSend,
+	OpReleaseNumber:        ScopeFaxSend,
 	// Test mode only: the simulator delivers a fax to the owner's number.
 	OpSimulateInbound: ScopeFaxSend,
 	OpGetCredits:      ScopeCreditsRead,

@@ -59,6 +59,7 @@ type config struct {
 	StorageQuotaMB int64
 	Retention      time.Duration
 	SentRetention  time.Duration
+	InboxRetention time.Duration
 	GCInterval     time.Duration
 }
 
@@ -167,6 +168,8 @@ func storageFlags(fs *flag.FlagSet, c *config) {
 	ret, _ := time.ParseDuration(env("FAXHUB_RETENTION", "168h"))
 	fs.DurationVar(&c.Retention, "retention", ret, "unsent documents are deleted this long after upload [FAXHUB_RETENTION]")
 	sent, _ := time.ParseDuration(env("FAXHUB_SENT_RETENTION", "168h"))
+	inboxRet, _ := time.ParseDuration(env("FAXHUB_INBOX_RETENTION", "720h"))
+	fs.DurationVar(&c.InboxRetention, "inbox-retention", inboxRet, "a received fax (its PDF and its text) is deleted this long after it arrived [FAXHUB_INBOX_RETENTION]")
 	fs.DurationVar(&c.SentRetention, "sent-retention", sent, "a sent document's pages are deleted this long after its fax ended [FAXHUB_SENT_RETENTION]")
 	gc, _ := time.ParseDuration(env("FAXHUB_GC_INTERVAL", "10m"))
 	fs.DurationVar(&c.GCInterval, "gc-interval", gc, "how often expired rows and documents are purged [FAXHUB_GC_INTERVAL]")
@@ -193,6 +196,7 @@ func (c config) storage(s *core.StorageConfig) {
 		s.QuotaBytes = c.StorageQuotaMB << 20
 	}
 	s.UnsentRetention, s.SentRetention, s.GCInterval = c.Retention, c.SentRetention, c.GCInterval
+	s.InboxRetention = c.InboxRetention
 }
 
 // finish derives defaults that depend on other settings.

@@ -207,6 +207,28 @@ func (x q) ListInboundFaxes(ctx context.Context, f core.InboxFilter) ([]core.Inb
 	return out, nil
 }
 
+func (x q) PurgeableInbound(ctx context.Context, before time.Time, n int) ([]core.InboundFax, error) {
+	var out []core.InboundFax
+	if err := x.sel(ctx, &out, `SELECT id, owner_id, mode, number_id, from_number, to_number, pages, status, provider, provider_ref,
+		'' AS media_url, document_key, bytes, '' AS text, text_status, text_method, text_note, failure_reason, received_at, created_at,
+		updated_at, processed_at FROM inbound_faxes WHERE status IN (?, ?) AND received_at < ? ORDER BY received_at LIMIT ?`,
+		core.InboxReceived, core.InboxFailed, before, n); err != nil {
+		return nil, fmt.Errorf("purgeable inbound faxes: %w", err)
+	}
+	return out, nil
+}
+
+func (x q) DeleteInboundFax(ctx context.Context, id string) error {
+	n, err := x.exec(ctx, "DELETE FROM inbound_faxes WHERE id = ?", id)
+	if err == nil && n == 0 {
+		err = core.ErrNoRows
+	}
+	if err != nil {
+		return fmt.Errorf("delete inbound fax %s: %w", id, err)
+	}
+	return nil
+}
+
 func (x q) UpdateInboundFax(ctx context.Context, f *core.InboundFax, from ...core.InboxStatus) error {
 	if len(from) == 0 {
 		return errors.New("update inbound fax: no expected status given")
