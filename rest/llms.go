@@ -52,7 +52,8 @@ Send from one of your numbers with "from": "<E.164 or num_… id>" in the body.
 
 - Search: GET /api/v1/numbers/available?country=US&areaCode=212&locality=&limit= -> {data: [{number, monthlyPrice, …}]}.
 - Buy: POST /api/v1/numbers {"number": "+1…"} -> the number, awaiting_payment, with checkoutUrl: a person (the owner,
-  signed in) pays its first month there. Then pending while the provider provisions it, then active. Later months are
+  signed in) pays its first month there. Or add "payWithCredits": true (scope fax:send) to pay it from credits at once.
+  Then pending while the provider provisions it, then active. Later months are
   paid from credits; without enough it goes past_due and is released after a grace period.
 - GET /api/v1/numbers[?all=true], GET /api/v1/numbers/{id}; release with POST /api/v1/numbers/{id}/release
   (or DELETE /api/v1/numbers/{id}); the rest of the month is not refunded.

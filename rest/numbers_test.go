@@ -277,7 +277,20 @@ func TestE2ENumberCancelAndFrom(t *testing.T) {
 		t.Fatalf("canceled: %+v", canceled)
 	}
 
-	active := h.buyAndPay(key, found.Data[0].E164)
+	// Paid from credits: pending at once, active once provisioned; an
+	// owner without the credits gets a 402.
+	var active core.Number
+	h.do(key, "POST", "/api/v1/numbers", map[string]any{"number": found.Data[0].E164, "payWithCredits": true}, nil).status(http.StatusOK).decode(&active)
+	if active.Status != core.NumberPending || active.CheckoutURL != "" || active.PaidThrough == nil {
+		t.Fatalf("bought with credits: %+v", active)
+	}
+	h.env.DrainQueue(t)
+	h.do(key, "GET", "/api/v1/numbers/"+active.ID, nil, nil).status(http.StatusOK).decode(&active)
+	if active.Status != core.NumberActive {
+		t.Fatalf("paid number is %s", active.Status)
+	}
+	broke := newHarness(t, testenv.WithoutCredits())
+	broke.do(broke.env.KeyATest, "POST", "/api/v1/numbers", map[string]any{"number": found.Data[1].E164, "payWithCredits": true}, nil).problem(402, core.CodeInsufficientCredits)
 	doc := h.upload(key, testenv.MinimalPDF(1)).Document
 	fax := h.sendOK(key, map[string]any{"to": deliverable, "documentId": doc.ID, "from": active.E164})
 	if fax.From != active.E164 {

@@ -111,10 +111,10 @@ func (s *specBuilder) numberPaths(opts Options, cfg core.Config, limit obj) obj 
 			"post": withScope(core.OpBuyNumber, obj{
 				"operationId": "buyNumber", "tags": []string{"numbers"},
 				"summary":     "Buy a number: reserve it and get the checkout link of its first month",
-				"description": fmt.Sprintf("Reserves a number from searchNumbers for the key's owner and returns it awaiting_payment with checkoutUrl, where the owner (a person, signed in to the console) pays its first month; it is reserved for %d minutes (longer while a checkout is open). No credits are spent. Once paid it is pending while the provider provisions it, then active (or failed, with the month returned as credits). Later months are paid from the account's credits; without enough credits the number goes past_due and is released after a grace period.", int(cfg.CheckoutTTL.Minutes())),
+				"description": fmt.Sprintf("Reserves a number from searchNumbers for the key's owner and returns it awaiting_payment with checkoutUrl, where the owner (a person, signed in to the console) pays its first month; it is reserved for %d minutes (longer while a checkout is open). No credits are spent, unless payWithCredits is true (which needs the "+string(core.ScopeFor(core.OpBuyNumberWithCredits))+" scope): then the first month is paid from the balance at once (402 insufficient_credits when it does not cover it) and the number is returned pending, with no checkoutUrl. Once paid it is pending while the provider provisions it, then active (or failed, with the month returned as credits). Later months are paid from the account's credits; without enough credits the number goes past_due and is released after a grace period.", int(cfg.CheckoutTTL.Minutes())),
 				"requestBody": jsonRequest("BuyNumberRequest", true, obj{"number": e164}),
 				"responses": s.responses(s.jsonResponse("the reserved number", "Number", awaiting), authErrs(), []errs{
-					e(409, core.CodeNumberUnavailable, core.CodeTooManyNumbers), e(415, core.CodeUnsupportedContentType),
+					e(402, core.CodeInsufficientCredits), e(409, core.CodeNumberUnavailable, core.CodeTooManyNumbers), e(415, core.CodeUnsupportedContentType),
 					e(422, core.CodeInvalidDestination, core.CodePremiumDestination, core.CodeUnsupportedDestination, core.CodeNumbersNotOffered),
 					e(429, core.CodeRateLimited), e(503, core.CodeProviderFailed, core.CodeNumbersNotConfigured),
 				}),
@@ -179,7 +179,7 @@ func (s *specBuilder) numberPaths(opts Options, cfg core.Config, limit obj) obj 
 		"/api/v1/inbox/simulate": obj{"post": withScope(core.OpSimulateInbound, obj{
 			"operationId": "simulateInboundFax", "tags": []string{"inbox"},
 			"summary":     "Simulate a received fax on one of your test numbers",
-			"description": fmt.Sprintf("Test-mode keys only (a live key gets 403 test_mode_only). A multipart/form-data body: file (the document: PDF, image or office file, at most %d bytes), to (one of your active test numbers, its id or E.164) and optionally from (the sender shown). The fax is recorded as receiving and processed like one from a provider: GET it until it is received, then read its text.", cfg.MaxUploadBytes),
+			"description": fmt.Sprintf("Test-mode keys only (a live key gets 403 test_mode_only). At most a burst of 20, then one a second, per owner (429 rate_limited). A multipart/form-data body: file (the document: PDF, image or office file, at most %d bytes), to (one of your active test numbers, its id or E.164) and optionally from (the sender shown). The fax is recorded as receiving and processed like one from a provider: GET it until it is received, then read its text.", cfg.MaxUploadBytes),
 			"requestBody": obj{"required": true, "content": obj{"multipart/form-data": obj{"schema": obj{
 				"type": "object", "required": []string{"file", "to"}, "additionalProperties": false,
 				"properties": obj{
@@ -190,7 +190,7 @@ func (s *specBuilder) numberPaths(opts Options, cfg core.Config, limit obj) obj 
 			}}}},
 			"responses": s.responses(s.jsonResponse("the received fax, receiving", "InboundFax", receiving), authErrs(), []errs{
 				e(400, core.CodeEmptyFile), e(403, core.CodeTestModeOnly), notFound, e(409, core.CodeNumberNotReceiving),
-				e(413, core.CodeFileTooLarge), e(415, core.CodeUnsupportedContentType), e(422, core.CodeInvalidDestination),
+				e(413, core.CodeFileTooLarge), e(415, core.CodeUnsupportedContentType), e(422, core.CodeInvalidDestination), e(429, core.CodeRateLimited),
 			}),
 		})},
 		core.ProviderMediaPath + "{token}": obj{"get": obj{
@@ -224,7 +224,8 @@ func numberSchemas() obj {
 		}),
 		"AvailableNumberList": object([]string{"data"}, obj{"data": obj{"type": "array", "items": ref("AvailableNumber")}}),
 		"BuyNumberRequest": obj{"type": "object", "additionalProperties": false, "required": []string{"number"}, "properties": obj{
-			"number": str("an E.164 number from searchNumbers"),
+			"number":         str("an E.164 number from searchNumbers"),
+			"payWithCredits": obj{"type": "boolean", "default": false, "description": "pay the first month from the account's credits now (needs " + string(core.ScopeFor(core.OpBuyNumberWithCredits)) + ") instead of at checkoutUrl"},
 		}},
 		"Number": object([]string{"id", "mode", "number", "country", "status", "provider", "createdAt", "updatedAt", "monthlyPrice", "monthlyCents", "currency"}, obj{
 			"id": str("num_…"), "mode": modeSchema, "number": str("E.164"), "country": str("ISO 3166-1 alpha-2"),
