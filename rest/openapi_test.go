@@ -300,3 +300,39 @@ func TestOpenAPIMachinePayments(t *testing.T) {
 		t.Errorf("x-payment-info without methods: %v", bare["x-payment-info"])
 	}
 }
+
+// TestOpenAPINumberScopes: the numbers and inbox operations name the scope
+// core requires of them, and the new request fields are in the schemas.
+func TestOpenAPINumberScopes(t *testing.T) {
+	doc := servedOpenAPI(t, newUnitAPI(t, false))
+	paths := doc["paths"].(map[string]any)
+	for _, c := range []struct{ path, method, scope string }{
+		{"/api/v1/numbers/available", "get", "fax:read"},
+		{"/api/v1/numbers", "get", "fax:read"},
+		{"/api/v1/numbers", "post", "fax:draft"},
+		{"/api/v1/numbers/{id}", "get", "fax:read"},
+		{"/api/v1/numbers/{id}", "delete", "fax:send"},
+		{"/api/v1/numbers/{id}/release", "post", "fax:send"},
+		{"/api/v1/inbox", "get", "inbox:read"},
+		{"/api/v1/inbox/{id}", "get", "inbox:read"},
+		{"/api/v1/inbox/{id}/download", "post", "inbox:read"},
+		{"/api/v1/inbox/simulate", "post", "fax:send"},
+	} {
+		op := paths[c.path].(map[string]any)[c.method].(map[string]any)
+		sec, _ := op["security"].([]any)
+		if len(sec) != 1 {
+			t.Errorf("%s %s: security %v", c.method, c.path, op["security"])
+			continue
+		}
+		got, _ := sec[0].(map[string]any)["apiKey"].([]any)
+		if len(got) != 1 || got[0] != c.scope || !strings.Contains(op["description"].(string), "Needs the "+c.scope+" scope.") {
+			t.Errorf("%s %s: scopes %v, want %s", c.method, c.path, got, c.scope)
+		}
+	}
+	schemas := doc["components"].(map[string]any)["schemas"].(map[string]any)
+	for schema, field := range map[string]string{"SendFaxRequest": "from", "BuyNumberRequest": "payWithCredits", "Fax": "from"} {
+		if schemas[schema].(map[string]any)["properties"].(map[string]any)[field] == nil {
+			t.Errorf("%s has no %s", schema, field)
+		}
+	}
+}
