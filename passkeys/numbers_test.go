@@ -117,6 +117,9 @@ func TestNumbersAndInboxPages(t *testing.T) {
 	if r.status != 200 || !strings.Contains(html.UnescapeString(r.body), "state-active") || strings.Contains(html.UnescapeString(r.body), "Pay $") {
 		t.Fatalf("paid number page: %d\n%s", r.status, r.body)
 	}
+	if r := a.get("/console/numbers"); !strings.Contains(r.body, `action="/console/numbers/`+id+`/release?mode=test"`) {
+		t.Fatalf("the list has no release button:\n%s", r.body)
+	}
 	wantRedirect(t, "pay again", a.form("/console/numbers/"+id+"/pay?mode=test", url.Values{"csrf": {csrfA}}), loc)
 
 	// Inbox: the simulate form offers the test number.
