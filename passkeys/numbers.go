@@ -1,6 +1,7 @@
 package passkeys
 
 import (
+	"context"
 	"errors"
 	"net/http"
 	"net/url"
@@ -86,23 +87,7 @@ func numberPath(n *core.Number) string {
 // ownerNumber finds one of the owner's numbers in the mode the link names,
 // or in either mode.
 func (c *Console) ownerNumber(r *http.Request, s *signedIn) (*core.Number, error) {
-	modes := []core.Mode{core.ModeTest, core.ModeLive}
-	if r.URL.Query().Get("mode") != "" {
-		m, err := queryMode(r)
-		if err != nil {
-			return nil, err
-		}
-		modes = []core.Mode{m}
-	}
-	var err error
-	for _, m := range modes {
-		var n *core.Number
-		n, err = c.svc.GetNumber(r.Context(), core.OwnerPrincipal(s.owner.ID, m), r.PathValue("id"))
-		if err == nil || core.ErrorKind(err) != core.KindNotFound {
-			return n, err
-		}
-	}
-	return nil, err
+	return inOwnerModes(r, s, c.svc.GetNumber)
 }
 
 type numberBody struct {
@@ -213,6 +198,12 @@ func (c *Console) inboxPage(w http.ResponseWriter, r *http.Request, s *signedIn)
 
 // ownerInboxFax finds one of the owner's received faxes like ownerNumber.
 func (c *Console) ownerInboxFax(r *http.Request, s *signedIn) (*core.InboundFax, error) {
+	return inOwnerModes(r, s, c.svc.GetInboxFax)
+}
+
+// inOwnerModes reads the owner's thing named by the path's id with get, in
+// the mode the link names, or else in test mode and then live mode.
+func inOwnerModes[T any](r *http.Request, s *signedIn, get func(context.Context, core.Principal, string) (*T, error)) (*T, error) {
 	modes := []core.Mode{core.ModeTest, core.ModeLive}
 	if r.URL.Query().Get("mode") != "" {
 		m, err := queryMode(r)
@@ -223,10 +214,10 @@ func (c *Console) ownerInboxFax(r *http.Request, s *signedIn) (*core.InboundFax,
 	}
 	var err error
 	for _, m := range modes {
-		var f *core.InboundFax
-		f, err = c.svc.GetInboxFax(r.Context(), core.OwnerPrincipal(s.owner.ID, m), r.PathValue("id"))
+		var v *T
+		v, err = get(r.Context(), core.OwnerPrincipal(s.owner.ID, m), r.PathValue("id"))
 		if err == nil || core.ErrorKind(err) != core.KindNotFound {
-			return f, err
+			return v, err
 		}
 	}
 	return nil, err
