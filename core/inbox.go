@@ -103,6 +103,32 @@ type InboundFax struct {
 	TextPreview string `json:"textPreview,omitempty" db:"-"`
 }
 
+// ReadingNote says in words what the fax's status and textStatus mean for
+// an agent reading it: the extractor's own note when it has one, else a
+// sentence per state. Every adapter shows this one text.
+func (f *InboundFax) ReadingNote() string {
+	if f.TextNote != "" {
+		return f.TextNote
+	}
+	switch f.Status {
+	case InboxReceiving:
+		return "the fax is still being fetched and read; read it again in a moment"
+	case InboxFailed:
+		return "the fax's document could not be fetched or read"
+	}
+	switch f.TextStatus {
+	case TextOCRUnavailable:
+		return "some pages are images and OCR is not available on this server: the text is only what the pages' text layer gave; the PDF shows everything"
+	case TextEmpty:
+		return "the pages hold no readable text; the PDF shows them"
+	case TextFailed:
+		return "the text could not be extracted; the PDF shows the pages"
+	case TextTruncated:
+		return "the text was too long and is cut off; the PDF has all of it"
+	}
+	return ""
+}
+
 // InboundNotice is what a provider reports about a fax it received.
 type InboundNotice struct {
 	Provider    string

@@ -288,7 +288,7 @@ func (rh *requestHandler) runSkill(ctx context.Context, p core.Principal, msg *a
 		if err != nil {
 			return nil, rh.fail(ctx, s.ID, err, targetSkill)
 		}
-		out := inboxFaxOut{inboxItemOut: inboxItem(f), Text: f.Text, TextMethod: f.TextMethod, TextNote: textNote(f)}
+		out := inboxFaxOut{inboxItemOut: inboxItem(f), Text: f.Text, TextMethod: f.TextMethod, TextNote: f.ReadingNote()}
 		if f.Status == core.InboxReceived {
 			link, err := svc.InboxDownload(ctx, p, f.ID)
 			if err != nil {

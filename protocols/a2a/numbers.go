@@ -89,28 +89,3 @@ func inboxItem(f *core.InboundFax) inboxItemOut {
 		TextPreview: f.TextPreview, FailureReason: f.FailureReason, ReceivedAt: rfc3339(f.ReceivedAt),
 	}
 }
-
-// textNote says in words what textStatus means for the reader, with core's
-// own note when it has one.
-func textNote(f *core.InboundFax) string {
-	if f.TextNote != "" {
-		return f.TextNote
-	}
-	switch f.Status {
-	case core.InboxReceiving:
-		return "the fax is still being fetched and read; read it again in a moment"
-	case core.InboxFailed:
-		return "the fax's document could not be fetched or read"
-	}
-	switch f.TextStatus {
-	case core.TextOCRUnavailable:
-		return "some pages are images and OCR is not available on this server: the text is only what the pages' text layer gave; the PDF shows everything"
-	case core.TextEmpty:
-		return "the pages hold no readable text; the PDF shows them"
-	case core.TextFailed:
-		return "the text could not be extracted; the PDF shows the pages"
-	case core.TextTruncated:
-		return "the text was too long and is cut off; the PDF has all of it"
-	}
-	return ""
-}

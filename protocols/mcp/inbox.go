@@ -67,31 +67,6 @@ func inboxItem(f *core.InboundFax) inboxItemOut {
 	}
 }
 
-// textNote says in words what textStatus means for the reader, with core's
-// own note when it has one.
-func textNote(f *core.InboundFax) string {
-	if f.TextNote != "" {
-		return f.TextNote
-	}
-	switch f.Status {
-	case core.InboxReceiving:
-		return "the fax is still being fetched and read; read it again in a moment"
-	case core.InboxFailed:
-		return "the fax's document could not be fetched or read"
-	}
-	switch f.TextStatus {
-	case core.TextOCRUnavailable:
-		return "some pages are images and OCR is not available on this server: the text is only what the pages' text layer gave; the PDF shows everything"
-	case core.TextEmpty:
-		return "the pages hold no readable text; the PDF shows them"
-	case core.TextFailed:
-		return "the text could not be extracted; the PDF shows the pages"
-	case core.TextTruncated:
-		return "the text was too long and is cut off; the PDF has all of it"
-	}
-	return ""
-}
-
 func (h *Handler) listInbox(ctx context.Context, _ *mcp.CallToolRequest, in listInboxIn) (*mcp.CallToolResult, listInboxOut, error) {
 	const tool = "list_inbox"
 	p, err := principal(ctx)
@@ -122,7 +97,7 @@ func (h *Handler) readInbox(ctx context.Context, _ *mcp.CallToolRequest, in read
 	if err != nil {
 		return nil, readInboxOut{}, h.toolError(ctx, tool, err)
 	}
-	out := readInboxOut{inboxItemOut: inboxItem(f), Text: f.Text, TextMethod: f.TextMethod, TextNote: textNote(f)}
+	out := readInboxOut{inboxItemOut: inboxItem(f), Text: f.Text, TextMethod: f.TextMethod, TextNote: f.ReadingNote()}
 	if f.Status == core.InboxReceived {
 		link, err := h.svc.InboxDownload(ctx, p, f.ID)
 		if err != nil {
