@@ -142,8 +142,13 @@ func (s *Service) RecordProviderOutcome(ctx context.Context, faxID, attemptID st
 	return s.recordOutcome(ctx, faxID, attemptID, res)
 }
 
+// errStaleOutcome rolls back a report that lost a race with another report
+// of the same attempt (a provider's webhook can arrive before Send's own
+// answer is recorded).
+var errStaleOutcome = errors.New("stale provider outcome")
+
 func (s *Service) recordOutcome(ctx context.Context, faxID, attemptID string, res ProviderResult) error {
-	return s.d.Store.InTx(ctx, func(tx Tx) error {
+	err := s.d.Store.InTx(ctx, func(tx Tx) error {
 		o, err := tx.GetFaxByID(ctx, faxID)
 		if err != nil {
 			return fmt.Errorf("load fax %s: %w", faxID, err)
@@ -168,6 +173,14 @@ func (s *Service) recordOutcome(ctx context.Context, faxID, attemptID string, re
 		o.UpdatedAt = now
 		switch res.Status {
 		case AttemptSending:
+			// Compare-and-set on the fax even though only the attempt
+			// changes: on PostgreSQL a concurrent report that ended the
+			// fax makes this one stale, and its attempt update rolls back.
+			if err := tx.UpdateFax(ctx, o, FaxSending); errors.Is(err, ErrConflict) {
+				return errStaleOutcome
+			} else if err != nil {
+				return err
+			}
 			return nil
 		case AttemptDelivered:
 			o.Status, o.PagesSent, o.CompletedAt = FaxDelivered, o.Pages, &now
@@ -222,6 +235,10 @@ func (s *Service) recordOutcome(ctx context.Context, faxID, attemptID string, re
 		}
 		return fmt.Errorf("provider reported unknown status %q", res.Status)
 	})
+	if errors.Is(err, errStaleOutcome) {
+		return nil
+	}
+	return err
 }
 
 // ResumeWindow is how long after its start an attempt interrupted before
