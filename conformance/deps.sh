@@ -7,6 +7,9 @@ need_pkgs=()
 command -v psql >/dev/null 2>&1 && ls /usr/lib/postgresql/*/bin/postgres >/dev/null 2>&1 || need_pkgs+=(postgresql)
 command -v soffice >/dev/null 2>&1 || need_pkgs+=(libreoffice-writer-nogui libreoffice-calc-nogui)
 command -v pdftoppm >/dev/null 2>&1 || need_pkgs+=(poppler-utils)
+# Reading received faxes: OCR of scanned pages (core/convert TextReader).
+command -v tesseract >/dev/null 2>&1 || need_pkgs+=(tesseract-ocr)
+[ -e /usr/share/tesseract-ocr/*/tessdata/eng.traineddata ] 2>/dev/null || need_pkgs+=(tesseract-ocr-eng)
 # The third-party-client and browser suites (conformance/run-suites.sh):
 # Node's test runner and Debian's Chromium (never a browser download).
 command -v node >/dev/null 2>&1 || need_pkgs+=(nodejs)

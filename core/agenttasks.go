@@ -24,8 +24,8 @@ const (
 	// TaskCreditPurchase follows an AP2 credit purchase: cart offered,
 	// payment mandate received, owner approval, charge.
 	TaskCreditPurchase TaskKind = "credit_purchase"
-	// TaskNumber (numbers issue) will follow a number checkout and its
-	// provisioning.
+	// TaskNumber follows a number: its checkout, then its provisioning.
+	TaskNumber TaskKind = "number"
 )
 
 // TaskState is a task's protocol-neutral state (A2A's TASK_STATE_*).
@@ -95,6 +95,9 @@ type TaskView struct {
 	CartMandate *CartMandate
 	ApprovalURL string
 	Receipt     *PurchaseReceipt
+
+	// TaskNumber: the number (CheckoutURL while it awaits payment).
+	Number *Number
 }
 
 // TaskStore persists tasks and credit purchases; part of core.Store.

@@ -25,6 +25,7 @@ type CheckoutSession struct {
 	PackID      string    `json:"packId,omitempty"`
 	Credit      string    `json:"credit,omitempty"`
 	DraftID     string    `json:"draftId,omitempty"`
+	NumberID    string    `json:"numberId,omitempty"`
 }
 
 func (s *Service) startCheckout(ctx context.Context, c *Checkout, description string) (*CheckoutSession, error) {
@@ -70,6 +71,13 @@ func (s *Service) CheckoutPayable(ctx context.Context, c *Checkout) error {
 		}
 		return s.draftPayable(d)
 	}
+	if c.Kind == CheckoutNumber && c.NumberID != nil {
+		n, err := s.d.Store.GetNumber(ctx, c.OwnerID, c.Mode, *c.NumberID)
+		if err != nil {
+			return storeErr(err, "number")
+		}
+		return s.numberPayable(n)
+	}
 	return nil
 }
 
@@ -112,6 +120,8 @@ func (s *Service) CompleteCheckout(ctx context.Context, id string) (*Checkout, e
 			return grantPack(ctx, tx, c, now)
 		case CheckoutDraft:
 			return s.payDraftAtCheckout(ctx, tx, c)
+		case CheckoutNumber:
+			return s.payNumberAtCheckout(ctx, tx, c)
 		}
 		return fmt.Errorf("checkout %s has unknown kind %q", c.ID, c.Kind)
 	})
@@ -200,6 +210,18 @@ func (s *Service) CompleteCheckoutPaid(ctx context.Context, id string, ref Payme
 				ID: NewID(PrefixLedger), OwnerID: c.OwnerID, Mode: c.Mode, Kind: LedgerRefund, AmountMicros: ref.AmountCents * MicrosPerCent,
 				Reason: "checkout " + c.ID + " was paid after draft " + d.ID + " was " + string(s.draftStatus(d)) + ": the payment is credited here", CreatedAt: now,
 			})
+		case CheckoutNumber:
+			n, err := tx.GetNumber(ctx, c.OwnerID, c.Mode, *c.NumberID)
+			if err != nil {
+				return storeErr(err, "number")
+			}
+			// The money was taken: a number still awaiting payment is
+			// bought; one whose reservation lapsed meanwhile (someone else
+			// may hold it now) is credited to the account instead.
+			if n.Status == NumberAwaitingPayment {
+				return s.payNumberAtCheckout(ctx, tx, c)
+			}
+			return s.creditUnpayableNumber(ctx, tx, c, ref.AmountCents, now)
 		}
 		return fmt.Errorf("checkout %s has unknown kind %q", c.ID, c.Kind)
 	})

@@ -32,10 +32,15 @@ func (s *Service) Deliver(ctx context.Context, faxID string) error {
 	if err != nil {
 		return fmt.Errorf("load document of %s: %w", o.ID, err)
 	}
+	media, err := s.providerMediaURL(ctx, o.ID)
+	if err != nil {
+		return err
+	}
 	started := s.now()
 	res, sendErr := provider.Send(ctx, ProviderRequest{
-		FaxID: o.ID, AttemptID: attempt.ID, Attempt: attempt.Number, To: o.To, Pages: o.Pages,
-		PDF: func(ctx context.Context) (io.ReadCloser, error) { return s.d.Blobs.Open(ctx, doc.PDFKey) },
+		FaxID: o.ID, AttemptID: attempt.ID, Attempt: attempt.Number, To: o.To, From: o.From, Pages: o.Pages,
+		PDF:      func(ctx context.Context) (io.ReadCloser, error) { return s.d.Blobs.Open(ctx, doc.PDFKey) },
+		MediaURL: media,
 	})
 	if sendErr != nil {
 		if ctx.Err() != nil {
@@ -43,7 +48,7 @@ func (s *Service) Deliver(ctx context.Context, faxID string) error {
 			// the interrupted attempt is closed then.
 			return ctx.Err()
 		}
-		res = ProviderResult{Status: AttemptFailed, FailureCode: "provider_error", FailureReason: sendErr.Error(), Retryable: true}
+		res = ProviderResult{Status: AttemptFailed, FailureCode: FailureProvider, FailureReason: sendErr.Error(), Retryable: true}
 	}
 	if res.Duration == 0 {
 		res.Duration = s.now().Sub(started)
@@ -195,7 +200,7 @@ func (s *Service) recordOutcome(ctx context.Context, faxID, attemptID string, re
 			}
 			return s.refundUnsentPages(ctx, tx, o)
 		case AttemptFailed:
-			if a.Retryable && o.Attempts < s.cfg.MaxAttempts {
+			if a.Retryable && a.FailureCode != FailureCanceled && o.Attempts < s.cfg.MaxAttempts {
 				at := now.Add(s.backoff(o.Attempts))
 				o.Status, o.NextAttemptAt = FaxQueued, &at
 				o.FailureCode, o.FailureReason = a.FailureCode, a.FailureReason
@@ -205,6 +210,10 @@ func (s *Service) recordOutcome(ctx context.Context, faxID, attemptID string, re
 				return s.d.Queue.EnqueueDelivery(ctx, tx, o.ID, at)
 			}
 			o.Status, o.CompletedAt = FaxFailed, &now
+			if a.FailureCode == FailureCanceled {
+				// Called back while sending (CancelFax): nothing arrived.
+				o.Status = FaxCanceled
+			}
 			o.FailureCode, o.FailureReason = a.FailureCode, a.FailureReason
 			if err := tx.UpdateFax(ctx, o, FaxSending); err != nil {
 				return err

@@ -13,6 +13,9 @@ type CreateDraftRequest struct {
 	DocumentID  string `json:"documentId,omitempty"`
 	Cover       bool   `json:"cover,omitempty"`
 	CoverText   string `json:"coverText,omitempty"`
+	// From is the sender: one of the owner's active numbers; empty for
+	// the provider's default.
+	From string `json:"from,omitempty"`
 }
 
 // DraftView is a draft with its quote.
@@ -37,6 +40,10 @@ func (s *Service) CreateDraft(ctx context.Context, p Principal, r CreateDraftReq
 	if err != nil {
 		return nil, err
 	}
+	from, err := s.senderNumber(ctx, p, r.From)
+	if err != nil {
+		return nil, err
+	}
 	doc, err := s.resolveDocument(ctx, p, r.UploadToken, r.DocumentID)
 	if err != nil {
 		return nil, err
@@ -47,7 +54,7 @@ func (s *Service) CreateDraft(ctx context.Context, p Principal, r CreateDraftReq
 	}
 	now := s.now()
 	d := &Draft{
-		ID: NewID(PrefixDraft), OwnerID: p.OwnerID, Mode: p.Mode, DocumentID: doc.ID, To: e164, Country: country,
+		ID: NewID(PrefixDraft), OwnerID: p.OwnerID, Mode: p.Mode, DocumentID: doc.ID, To: e164, From: from, Country: country,
 		Cover: r.Cover, CoverText: r.CoverText, Pages: doc.Pages, PriceMicros: q.AmountMicros,
 		Status: DraftOpen, CreatedAt: now, ExpiresAt: now.Add(s.cfg.DraftTTL),
 	}
@@ -175,7 +182,7 @@ func (s *Service) SendDraft(ctx context.Context, p Principal, draftID string) (f
 func (s *Service) faxOfDraft(d *Draft, method PaymentMethod) *Fax {
 	now := s.now()
 	return &Fax{
-		ID: NewID(PrefixFax), OwnerID: d.OwnerID, Mode: d.Mode, Status: FaxQueued, To: d.To,
+		ID: NewID(PrefixFax), OwnerID: d.OwnerID, Mode: d.Mode, Status: FaxQueued, To: d.To, From: d.From,
 		DocumentID: d.DocumentID, Pages: d.Pages, Cover: d.Cover, CoverText: d.CoverText,
 		PriceMicros: d.PriceMicros, Currency: Currency, PaymentMethod: method, DraftID: &d.ID,
 		CreatedAt: now, UpdatedAt: now,

@@ -20,6 +20,9 @@ type SendFaxRequest struct {
 	DocumentID  string `json:"documentId,omitempty"`
 	Cover       bool   `json:"cover,omitempty"`
 	CoverText   string `json:"coverText,omitempty"`
+	// From is the sender: one of the owner's active numbers (E.164 or its
+	// id); empty for the provider's default.
+	From string `json:"from,omitempty"`
 }
 
 // MaxCoverText bounds the cover page note.
@@ -102,6 +105,10 @@ func (s *Service) SendFax(ctx context.Context, p Principal, idemKey string, r Se
 	if err != nil {
 		return nil, false, err
 	}
+	from, err := s.senderNumber(ctx, p, r.From)
+	if err != nil {
+		return nil, false, err
+	}
 	doc, err := s.resolveDocument(ctx, p, r.UploadToken, r.DocumentID)
 	if err != nil {
 		return nil, false, err
@@ -113,7 +120,7 @@ func (s *Service) SendFax(ctx context.Context, p Principal, idemKey string, r Se
 
 	now := s.now()
 	f := &Fax{
-		ID: NewID(PrefixFax), OwnerID: p.OwnerID, Mode: p.Mode, Status: FaxQueued, To: e164,
+		ID: NewID(PrefixFax), OwnerID: p.OwnerID, Mode: p.Mode, Status: FaxQueued, To: e164, From: from,
 		DocumentID: doc.ID, Pages: doc.Pages, Cover: r.Cover, CoverText: r.CoverText,
 		PriceMicros: q.AmountMicros, Currency: Currency, PaymentMethod: PayCredits,
 		CreatedAt: now, UpdatedAt: now,
@@ -298,16 +305,54 @@ func joinStatuses() string {
 	return strings.Join(parts, ", ")
 }
 
-// CancelFax cancels a queued fax and releases its hold. Once sending has
-// started a fax cannot be called back.
+// CancelFax cancels a queued fax and releases its hold. A fax being sent
+// is called back where its provider can (FaxCanceler): the provider
+// reports the end (canceled, or delivered if it was too late) like any
+// other outcome, so the fax answered is still sending.
 func (s *Service) CancelFax(ctx context.Context, p Principal, id string) (*Fax, error) {
 	if err := Authorize(p, OpCancelFax); err != nil {
 		return nil, err
 	}
-	if err := s.cancelQueuedFax(ctx, p, id); err != nil {
+	err := s.cancelQueuedFax(ctx, p, id)
+	var e *Error
+	if errors.As(err, &e) && e.Code == CodeFaxNotCancelable {
+		if ok, cerr := s.cancelSendingFax(ctx, p, id); ok || cerr != nil {
+			if cerr != nil {
+				return nil, cerr
+			}
+			return s.getFax(ctx, p, id)
+		}
+	}
+	if err != nil {
 		return nil, err
 	}
 	return s.getFax(ctx, p, id)
+}
+
+// cancelSendingFax asks the provider to call back a fax it is sending; ok
+// is false where that is not possible (the provider cannot, or the fax is
+// not sending).
+func (s *Service) cancelSendingFax(ctx context.Context, p Principal, id string) (bool, error) {
+	canceler, ok := s.d.Providers[p.Mode].(FaxCanceler)
+	if !ok {
+		return false, nil
+	}
+	o, err := s.d.Store.GetFax(ctx, p.OwnerID, p.Mode, id)
+	if err != nil {
+		return false, storeErr(err, "fax")
+	}
+	if o.Status != FaxSending {
+		return false, nil
+	}
+	a, err := s.d.Store.LatestAttempt(ctx, o.ID)
+	if err != nil || a.Status != AttemptSending || a.ProviderRef == "" {
+		return false, nil
+	}
+	if err := canceler.CancelSend(ctx, a.ProviderRef); err != nil {
+		return false, wrapErr(Errorf(KindConflict, CodeFaxNotCancelable, "the provider could not call this fax back (it may be finishing); its outcome follows"), err)
+	}
+	s.d.Logger.InfoContext(ctx, "fax cancel requested at the provider", "fax_id", o.ID, "owner_id", o.OwnerID)
+	return true, nil
 }
 
 // cancelQueuedFax is the one rule for calling a fax back, for CancelFax

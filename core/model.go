@@ -101,6 +101,7 @@ type Draft struct {
 	Mode       Mode   `json:"mode" db:"mode"`
 	DocumentID string `json:"documentId" db:"document_id"`
 	To         string `json:"to" db:"destination"`
+	From       string `json:"from,omitempty" db:"from_number"`
 	// Country is the ISO region the destination was priced in.
 	Country     string      `json:"-" db:"country"`
 	Cover       bool        `json:"cover" db:"cover"`
@@ -151,11 +152,14 @@ const (
 
 // Fax is a paid fax.
 type Fax struct {
-	ID            string        `json:"id" db:"id"`
-	OwnerID       string        `json:"-" db:"owner_id"`
-	Mode          Mode          `json:"mode" db:"mode"`
-	Status        FaxStatus     `json:"status" db:"status"`
-	To            string        `json:"to" db:"destination"`
+	ID      string    `json:"id" db:"id"`
+	OwnerID string    `json:"-" db:"owner_id"`
+	Mode    Mode      `json:"mode" db:"mode"`
+	Status  FaxStatus `json:"status" db:"status"`
+	To      string    `json:"to" db:"destination"`
+	// From is the sender number (one of the owner's numbers), or empty
+	// for the provider's default.
+	From          string        `json:"from,omitempty" db:"from_number"`
 	DocumentID    string        `json:"documentId" db:"document_id"`
 	Pages         int           `json:"pages" db:"pages"`
 	Cover         bool          `json:"cover" db:"cover"`
@@ -317,6 +321,8 @@ type CheckoutKind string
 const (
 	CheckoutCreditPack CheckoutKind = "credit_pack"
 	CheckoutDraft      CheckoutKind = "draft"
+	// CheckoutNumber pays the first month of a number (NumberID).
+	CheckoutNumber CheckoutKind = "number"
 )
 
 // CheckoutStatus is where a checkout stands.
@@ -339,6 +345,7 @@ type Checkout struct {
 	Kind         CheckoutKind   `db:"kind"`
 	PackID       string         `db:"pack_id"`
 	DraftID      *string        `db:"draft_id"`
+	NumberID     *string        `db:"number_id"`
 	AmountMicros int64          `db:"amount_micros"` // what is charged
 	CreditMicros int64          `db:"credit_micros"` // what is credited (packs)
 	Status       CheckoutStatus `db:"status"`

@@ -82,6 +82,8 @@ const (
 	// CodeFromNumberNotOwned: a send's from is not one of the owner's
 	// active numbers in its mode.
 	CodeFromNumberNotOwned = "from_number_not_owned"
+	// CodeProviderFailed: the provider's API failed a request; retry.
+	CodeProviderFailed = "provider_unavailable"
 	// CodeNumbersNotConfigured: the mode's provider rents no numbers.
 	CodeNumbersNotConfigured = "numbers_not_configured"
 	// Renewal failure codes recorded on a number.
@@ -163,7 +165,10 @@ type NumberSearch struct {
 	AreaCode string `json:"areaCode,omitempty"`
 	// Locality matches the city or town, case-insensitively, by prefix.
 	Locality string `json:"locality,omitempty"`
-	Limit    int    `json:"limit,omitempty"`
+	// Number asks whether one exact number (E.164) is available; the
+	// service sets it when a number is bought.
+	Number string `json:"-"`
+	Limit  int    `json:"limit,omitempty"`
 }
 
 // Bounds of a number search.
@@ -237,7 +242,8 @@ type NumberStore interface {
 	// UpdateNumber writes n's mutable fields if the stored status is one of
 	// from; ErrConflict otherwise.
 	UpdateNumber(ctx context.Context, n *Number, from ...NumberStatus) error
-	// DueNumbers lists up to limit numbers the sweeper must act on at now:
-	// reservations lapsed, renewals due, grace ended.
-	DueNumbers(ctx context.Context, now time.Time, grace time.Duration, limit int) ([]Number, error)
+	// DueNumbers lists up to limit numbers the sweeper must act on at now,
+	// by id after afterID: reservations lapsed, renewals due (active or
+	// past_due with paid_through reached).
+	DueNumbers(ctx context.Context, now time.Time, afterID string, limit int) ([]Number, error)
 }

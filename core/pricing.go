@@ -17,8 +17,11 @@ type Tariff struct {
 	PerPage   string   `json:"perPage"`
 	Cover     string   `json:"cover"`
 	Minimum   string   `json:"minimum"`
+	// NumberMonthly is the monthly price of a fax number in these
+	// countries; empty where faxhub rents no numbers.
+	NumberMonthly string `json:"numberMonthly,omitempty"`
 
-	perPage, cover, minimum int64
+	perPage, cover, minimum, numberMonthly int64
 }
 
 // CreditPack is a purchasable bundle of credits.
@@ -72,6 +75,11 @@ func ParsePriceTable(b []byte) (*PriceTable, error) {
 		if tr.minimum, err = ParseUSD(tr.Minimum); err != nil {
 			return nil, fmt.Errorf("tariff %s: minimum: %w", tr.ID, err)
 		}
+		if tr.NumberMonthly != "" {
+			if tr.numberMonthly, err = ParseUSD(tr.NumberMonthly); err != nil || tr.numberMonthly <= 0 {
+				return nil, fmt.Errorf("tariff %s: numberMonthly: invalid", tr.ID)
+			}
+		}
 		for _, c := range tr.Countries {
 			if _, dup := t.byCountry[c]; dup {
 				return nil, fmt.Errorf("country %s is in two tariffs", c)
@@ -113,6 +121,15 @@ func (t *PriceTable) Quote(e164, country string, pages int, cover bool) (Quote, 
 		Currency: Currency, AmountMicros: amount, Amount: FormatUSD(amount), Cents: CentsUp(amount),
 		Tariff: tr.ID,
 	}, nil
+}
+
+// NumberMonthly is the monthly price of a number in country, or a
+// numbers_not_offered *Error.
+func (t *PriceTable) NumberMonthly(country string) (int64, error) {
+	if tr, ok := t.byCountry[country]; ok && tr.numberMonthly > 0 {
+		return tr.numberMonthly, nil
+	}
+	return 0, Errorf(KindUnprocessable, CodeNumbersNotOffered, "faxhub does not rent fax numbers in %s", country).With("country", country)
 }
 
 // Pack finds a credit pack by id.

@@ -109,39 +109,58 @@ func (p Principal) Has(s Scope) bool { return slices.Contains(p.Scopes, s) }
 type Operation string
 
 const (
-	OpCreateUpload   Operation = "create_upload"
-	OpGetDocument    Operation = "get_document"
-	OpQuote          Operation = "quote"
-	OpCreateDraft    Operation = "create_draft"
-	OpGetDraft       Operation = "get_draft"
-	OpSendFax        Operation = "send_fax"
-	OpGetFax         Operation = "get_fax"
-	OpListFaxes      Operation = "list_faxes"
-	OpCancelFax      Operation = "cancel_fax"
-	OpListInbox      Operation = "list_inbox"
-	OpGetCredits     Operation = "get_credits"
-	OpCreditCheckout Operation = "create_credit_checkout"
+	OpCreateUpload         Operation = "create_upload"
+	OpGetDocument          Operation = "get_document"
+	OpQuote                Operation = "quote"
+	OpCreateDraft          Operation = "create_draft"
+	OpGetDraft             Operation = "get_draft"
+	OpSendFax              Operation = "send_fax"
+	OpGetFax               Operation = "get_fax"
+	OpListFaxes            Operation = "list_faxes"
+	OpCancelFax            Operation = "cancel_fax"
+	OpListInbox            Operation = "list_inbox"
+	OpReadInbox            Operation = "read_inbox"
+	OpSearchNumbers        Operation = "search_numbers"
+	OpListNumbers          Operation = "list_numbers"
+	OpBuyNumber            Operation = "buy_number"
+	OpBuyNumberWithCredits Operation = "buy_number_with_credits"
+	OpReleaseNumber        Operation = "release_number"
+	OpSimulateInbound      Operation = "simulate_inbound_fax"
+	OpGetCredits           Operation = "get_credits"
+	OpCreditCheckout       Operation = "create_credit_checkout"
 )
 
 // scopeFor is the one table that says which scope gates which operation.
 // Every adapter's authorization goes through it (via Authorize), so MCP tools,
 // A2A skills, delegated capabilities and REST endpoints cannot disagree.
 var scopeFor = map[Operation]Scope{
-	OpCreateUpload:   ScopeFaxDraft,
-	OpGetDocument:    ScopeFaxDraft,
-	OpQuote:          ScopeFaxDraft,
-	OpCreateDraft:    ScopeFaxDraft,
-	OpGetDraft:       ScopeFaxDraft,
-	OpSendFax:        ScopeFaxSend,
-	OpGetFax:         ScopeFaxRead,
-	OpListFaxes:      ScopeFaxRead,
-	OpCancelFax:      ScopeFaxSend,
-	OpListInbox:      ScopeInboxRead,
-	OpGetCredits:     ScopeCreditsRead,
-	OpCreditCheckout: ScopeCreditsCheckout,
-	OpGetTask:        ScopeFaxRead,
-	OpCancelTask:     ScopeFaxDraft,
-	OpBuyCredits:     ScopeCreditsCheckout,
+	OpCreateUpload: ScopeFaxDraft,
+	OpGetDocument:  ScopeFaxDraft,
+	OpQuote:        ScopeFaxDraft,
+	OpCreateDraft:  ScopeFaxDraft,
+	OpGetDraft:     ScopeFaxDraft,
+	OpSendFax:      ScopeFaxSend,
+	OpGetFax:       ScopeFaxRead,
+	OpListFaxes:    ScopeFaxRead,
+	OpCancelFax:    ScopeFaxSend,
+	OpListInbox:    ScopeInboxRead,
+	OpReadInbox:    ScopeInboxRead,
+	// Numbers: finding and listing them is reading; buying one prepares
+	// something the owner pays for at a hosted checkout, like a draft;
+	// releasing one cannot be undone, so it needs the sending scope.
+	OpSearchNumbers: ScopeFaxRead,
+	OpListNumbers:   ScopeFaxRead,
+	OpBuyNumber:     ScopeFaxDraft,
+	// Paying a number's first month from credits spends them, like a send.
+	OpBuyNumberWithCredits: ScopeFaxSend,
+	OpReleaseNumber:        ScopeFaxSend,
+	// Test mode only: the simulator delivers a fax to the owner's number.
+	OpSimulateInbound: ScopeFaxSend,
+	OpGetCredits:      ScopeCreditsRead,
+	OpCreditCheckout:  ScopeCreditsCheckout,
+	OpGetTask:         ScopeFaxRead,
+	OpCancelTask:      ScopeFaxDraft,
+	OpBuyCredits:      ScopeCreditsCheckout,
 }
 
 // ScopeFor returns the scope that gates op ("" for an unknown operation).

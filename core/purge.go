@@ -57,6 +57,11 @@ type PurgeStore interface {
 	// ErrConflict if a fax started using it meanwhile. A purged document
 	// is not found by GetDocument.
 	MarkDocumentPurged(ctx context.Context, id string, now, unsentBefore, sentBefore time.Time) error
+	// PurgeableInbound lists up to n received (or failed) faxes received
+	// before before, oldest first.
+	PurgeableInbound(ctx context.Context, before time.Time, n int) ([]InboundFax, error)
+	// DeleteInboundFax deletes a received fax's row; ErrNoRows if gone.
+	DeleteInboundFax(ctx context.Context, id string) error
 }
 
 // AuthStatePurger deletes the authorization server's expired token
@@ -129,6 +134,7 @@ func (s *Service) Purge(ctx context.Context) ([]PurgeCount, error) {
 	// after a week (they answer replays of a refused credential meanwhile).
 	step("machine_requests", func() (int64, error) { return st.PurgeMachineRequests(ctx, now.Add(-machineRequestRetention)) })
 	step("machine_claims", func() (int64, error) { return st.PurgeMachineClaims(ctx, now.Add(-failedClaimRetention)) })
+	step("inbound_faxes", func() (int64, error) { return s.purgeInbound(ctx, now.Add(-c.InboxRetention)) })
 
 	attrs := make([]any, 0, 2*len(out)+2)
 	for _, pc := range out {
@@ -142,6 +148,34 @@ func (s *Service) Purge(ctx context.Context) ([]PurgeCount, error) {
 		s.d.Logger.InfoContext(ctx, "purge", attrs...)
 	}
 	return out, err
+}
+
+// purgeInbound deletes received faxes (their PDF and their text) received
+// before before, at most GCBatch per run: the row goes first, so a link
+// signed meanwhile finds nothing, then the blob.
+func (s *Service) purgeInbound(ctx context.Context, before time.Time) (int64, error) {
+	fs, err := s.d.Store.PurgeableInbound(ctx, before, s.cfg.Storage.GCBatch)
+	if err != nil {
+		return 0, err
+	}
+	var n int64
+	var errs []error
+	for i := range fs {
+		f := &fs[i]
+		if err := s.d.Store.DeleteInboundFax(ctx, f.ID); err != nil {
+			if !errors.Is(err, ErrNoRows) {
+				errs = append(errs, err)
+			}
+			continue
+		}
+		if f.DocumentKey != "" {
+			if err := s.d.Blobs.Delete(ctx, f.DocumentKey); err != nil {
+				s.d.Logger.WarnContext(ctx, "purge: received fax blob left behind", "inbound_id", f.ID, "err", err)
+			}
+		}
+		n++
+	}
+	return n, errors.Join(errs...)
 }
 
 // purgeDocuments deletes the blobs of documents past their retention, at

@@ -37,6 +37,9 @@ type StorageConfig struct {
 	// minimisation). Defaults 7 days each.
 	UnsentRetention time.Duration
 	SentRetention   time.Duration
+	// InboxRetention: a received fax (its PDF and its text) is deleted
+	// this long after it arrived. Default 30 days.
+	InboxRetention time.Duration
 	// IdempotencyRetention is how long an Idempotency-Key is remembered.
 	// Default 24 hours.
 	IdempotencyRetention time.Duration
@@ -59,6 +62,7 @@ func (c *StorageConfig) setDefaults() {
 	c.QuotaBytes = cmp.Or(c.QuotaBytes, 1<<30)
 	c.UnsentRetention = cmp.Or(c.UnsentRetention, 7*24*time.Hour)
 	c.SentRetention = cmp.Or(c.SentRetention, 7*24*time.Hour)
+	c.InboxRetention = cmp.Or(c.InboxRetention, 30*24*time.Hour)
 	c.IdempotencyRetention = cmp.Or(c.IdempotencyRetention, 24*time.Hour)
 	c.ExpiredRetention = cmp.Or(c.ExpiredRetention, 24*time.Hour)
 	c.GCInterval = cmp.Or(c.GCInterval, 10*time.Minute)

@@ -42,6 +42,8 @@ type Queries interface {
 	MachineStore
 	TaskStore
 	HostStore
+	NumberStore
+	InboxStore
 
 	CreateOwner(ctx context.Context, o *Owner) error
 	GetOwner(ctx context.Context, id string) (*Owner, error)

@@ -74,6 +74,8 @@ func (s *Service) GetTask(ctx context.Context, p Principal, id string) (*TaskVie
 		return s.faxTaskView(ctx, p, t)
 	case TaskCreditPurchase:
 		return s.purchaseTaskView(ctx, p, t)
+	case TaskNumber:
+		return s.numberTaskView(ctx, p, t)
 	}
 	return nil, fmt.Errorf("task %s has unknown kind %q", t.ID, t.Kind)
 }
@@ -94,8 +96,11 @@ func (s *Service) CancelTask(ctx context.Context, p Principal, id string) (*Task
 		return nil, err
 	}
 	op := OpCancelTask
-	if t.Kind == TaskCreditPurchase {
+	switch t.Kind {
+	case TaskCreditPurchase:
 		op = OpBuyCredits
+	case TaskNumber:
+		op = OpBuyNumber
 	}
 	if err := Authorize(p, op); err != nil {
 		return nil, err
@@ -105,6 +110,8 @@ func (s *Service) CancelTask(ctx context.Context, p Principal, id string) (*Task
 		return s.cancelFaxTask(ctx, p, t)
 	case TaskCreditPurchase:
 		return s.cancelPurchaseTask(ctx, p, t)
+	case TaskNumber:
+		return s.cancelNumberTask(ctx, p, t)
 	}
 	return nil, fmt.Errorf("task %s has unknown kind %q", t.ID, t.Kind)
 }

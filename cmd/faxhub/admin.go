@@ -55,11 +55,14 @@ func admin(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if len(args) >= 1 && args[0] == "purge" {
 		return adminPurge(ctx, args[1:], stdout, stderr)
 	}
+	if len(args) >= 2 && args[0] == "inbox" && args[1] == "deliver" {
+		return adminCmd(ctx, "inbox deliver", args[2:], stdout, stderr)
+	}
 	if len(args) >= 2 && args[0] == "keys" && args[1] == "rotate" {
 		return adminKeysRotate(ctx, args[2:], stdout, stderr)
 	}
 	if len(args) < 2 {
-		return usageError{"usage: faxhub admin owner|apikey|credits|session create|grant …, admin demo, admin purge, admin keys rotate"}
+		return usageError{"usage: faxhub admin owner|apikey|credits|session create|grant …, admin inbox deliver, admin demo, admin purge, admin keys rotate"}
 	}
 	return adminCmd(ctx, args[0]+" "+args[1], args[2:], stdout, stderr)
 }
@@ -75,8 +78,11 @@ func adminCmd(ctx context.Context, name string, args []string, stdout, stderr io
 	mode := fs.String("mode", "", "test or live")
 	usd := fs.String("usd", "", "amount in USD, e.g. 10 or 2.50")
 	reason := fs.String("reason", "", "why credits are granted (recorded in the ledger)")
+	to := fs.String("to", "", "inbox deliver: the test number (E.164 or num_…) that receives the fax")
+	from := fs.String("from", "", "inbox deliver: the sender shown (default +12125550100)")
+	file := fs.String("file", "", "inbox deliver: the file to deliver (PDF, image or office document)")
 	switch name {
-	case "owner create", "apikey create", "credits grant", "session create", "demo":
+	case "owner create", "apikey create", "credits grant", "session create", "demo", "inbox deliver":
 	default:
 		return usageError{fmt.Sprintf("unknown admin command %q", name)}
 	}
@@ -175,8 +181,42 @@ func adminCmd(ctx context.Context, name string, args []string, stdout, stderr io
 		fmt.Fprintf(stdout, "%s=%s\n", web.SessionCookieName, secret)
 	case "demo":
 		return createDemo(ctx, svc, c.APIURL, stdout)
+	case "inbox deliver":
+		if *to == "" || *file == "" {
+			return usageError{"--to NUMBER and --file PATH are required"}
+		}
+		// The service consumes the file it delivers: hand it a copy.
+		tmp, err := copyToTemp(*file)
+		if err != nil {
+			return err
+		}
+		f, err := svc.DeliverTestFax(ctx, "", core.TestInboundFax{To: *to, From: *from, Path: tmp})
+		if err != nil {
+			return err
+		}
+		fmt.Fprintln(stdout, f.ID)
+		fmt.Fprintf(stderr, "delivered to %s; a running `faxhub serve` reads it into the inbox within seconds\n", f.To)
 	}
 	return nil
+}
+
+// copyToTemp copies path to a new temporary file and returns its name.
+func copyToTemp(path string) (string, error) {
+	src, err := os.Open(path)
+	if err != nil {
+		return "", fmt.Errorf("open %s: %w", path, err)
+	}
+	defer src.Close()
+	dst, err := os.CreateTemp("", "faxhub-deliver-*")
+	if err != nil {
+		return "", fmt.Errorf("copy %s: %w", path, err)
+	}
+	if _, err := io.Copy(dst, src); err != nil {
+		dst.Close()
+		os.Remove(dst.Name())
+		return "", fmt.Errorf("copy %s: %w", path, err)
+	}
+	return dst.Name(), dst.Close()
 }
 
 // createDemo makes (or reuses) the demo owner, gives it a new test key and

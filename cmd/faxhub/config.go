@@ -55,10 +55,14 @@ type config struct {
 	// MachineSweep is how often interrupted machine payments are finished
 	// and due refunds performed (core.Service.SweepMachinePayments).
 	MachineSweep time.Duration
+	// NumberSweep is how often number reservations, renewals and
+	// releases are acted on (core.Service.SweepNumbers).
+	NumberSweep time.Duration
 	// Storage: quota, retention and garbage collection (core.StorageConfig).
 	StorageQuotaMB int64
 	Retention      time.Duration
 	SentRetention  time.Duration
+	InboxRetention time.Duration
 	GCInterval     time.Duration
 }
 
@@ -154,6 +158,8 @@ func machineFlags(fs *flag.FlagSet, c *config) {
 	fs.StringVar(&c.Machine.TempoToken, "tempo-token", os.Getenv("FAXHUB_TEMPO_TOKEN"), "TIP-20 token address (0x…) Tempo transfers must be of [FAXHUB_TEMPO_TOKEN]")
 	sweep, _ := time.ParseDuration(env("FAXHUB_MACHINE_SWEEP_INTERVAL", "1m"))
 	fs.DurationVar(&c.MachineSweep, "machine-sweep-interval", sweep, "how often interrupted machine payments are finished and due refunds paid back [FAXHUB_MACHINE_SWEEP_INTERVAL]")
+	numberSweep, _ := time.ParseDuration(env("FAXHUB_NUMBER_SWEEP_INTERVAL", "1m"))
+	fs.DurationVar(&c.NumberSweep, "number-sweep-interval", numberSweep, "how often lapsed number reservations are freed, months renewed from credits and unpaid numbers released [FAXHUB_NUMBER_SWEEP_INTERVAL]")
 	chain, _ := strconv.ParseUint(os.Getenv("FAXHUB_TEMPO_CHAIN_ID"), 10, 64)
 	fs.Uint64Var(&c.Machine.TempoChainID, "tempo-chain-id", chain, "Tempo chain id; 42431 (Moderato testnet) pays for test-mode faxes, any other for live ones [FAXHUB_TEMPO_CHAIN_ID] (default 42431)")
 }
@@ -166,6 +172,8 @@ func storageFlags(fs *flag.FlagSet, c *config) {
 	ret, _ := time.ParseDuration(env("FAXHUB_RETENTION", "168h"))
 	fs.DurationVar(&c.Retention, "retention", ret, "unsent documents are deleted this long after upload [FAXHUB_RETENTION]")
 	sent, _ := time.ParseDuration(env("FAXHUB_SENT_RETENTION", "168h"))
+	inboxRet, _ := time.ParseDuration(env("FAXHUB_INBOX_RETENTION", "720h"))
+	fs.DurationVar(&c.InboxRetention, "inbox-retention", inboxRet, "a received fax (its PDF and its text) is deleted this long after it arrived [FAXHUB_INBOX_RETENTION]")
 	fs.DurationVar(&c.SentRetention, "sent-retention", sent, "a sent document's pages are deleted this long after its fax ended [FAXHUB_SENT_RETENTION]")
 	gc, _ := time.ParseDuration(env("FAXHUB_GC_INTERVAL", "10m"))
 	fs.DurationVar(&c.GCInterval, "gc-interval", gc, "how often expired rows and documents are purged [FAXHUB_GC_INTERVAL]")
@@ -192,6 +200,7 @@ func (c config) storage(s *core.StorageConfig) {
 		s.QuotaBytes = c.StorageQuotaMB << 20
 	}
 	s.UnsentRetention, s.SentRetention, s.GCInterval = c.Retention, c.SentRetention, c.GCInterval
+	s.InboxRetention = c.InboxRetention
 }
 
 // finish derives defaults that depend on other settings.

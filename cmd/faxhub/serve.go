@@ -79,6 +79,12 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if err := a.Queue.ScheduleMachineSweep(a.Svc.SweepMachinePayments, c.MachineSweep); err != nil {
 		return err
 	}
+	if c.NumberSweep < time.Second {
+		return fmt.Errorf("--number-sweep-interval %s: must be at least 1s", c.NumberSweep)
+	}
+	if err := a.Queue.ScheduleNumberSweep(a.Svc.SweepNumbers, c.NumberSweep); err != nil {
+		return err
+	}
 	if err := a.Queue.Start(ctx); err != nil {
 		return fmt.Errorf("start job queue: %w", err)
 	}

@@ -124,6 +124,7 @@ func TestBench(t *testing.T) {
 	run("a2a", benchA2A)
 	run("hostagent", benchHostAgentExecute)
 	run("machine", benchMachine)
+	run("inbound", benchInbound)
 
 	table := rep.render(time.Since(started))
 	fmt.Print(table)

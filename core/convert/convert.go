@@ -1,6 +1,8 @@
 // Package convert turns uploads into fax-ready PDFs: it recognises files by
 // their content, validates PDFs and counts their pages with pdfcpu, lays
 // images out on US Letter pages, and runs LibreOffice for office documents.
+// TextReader (text.go) reads received faxes back as text, with poppler's
+// pdftotext and tesseract OCR.
 package convert
 
 import (

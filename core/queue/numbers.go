@@ -28,9 +28,9 @@ const (
 )
 
 // inboundMaxAttempts: fetching a received fax is retried with River's
-// backoff for about a day before the fax is marked failed by its handler
-// (core decides on the last attempt).
-const inboundMaxAttempts = 20
+// backoff (attempt⁴ seconds) for about a day before the fax is marked
+// failed by its handler (core decides on the last attempt).
+const inboundMaxAttempts = 14
 
 type orderNumberArgs struct {
 	NumberID string `json:"number_id"`

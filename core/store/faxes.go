@@ -11,13 +11,13 @@ import (
 
 const faxCols = `id, owner_id, mode, status, destination, document_id, pages, cover, cover_text, price_micros, currency,
 	payment_method, pages_sent, attempts, failure_code, failure_reason, draft_id, created_at, updated_at, completed_at,
-	next_attempt_at`
+	next_attempt_at, from_number`
 
 func (x q) CreateFax(ctx context.Context, o *core.Fax) error {
 	err := x.insert(ctx, `INSERT INTO faxes (`+faxCols+`)
 		VALUES (:id, :owner_id, :mode, :status, :destination, :document_id, :pages, :cover, :cover_text, :price_micros,
 			:currency, :payment_method, :pages_sent, :attempts, :failure_code, :failure_reason, :draft_id, :created_at,
-			:updated_at, :completed_at, :next_attempt_at)
+			:updated_at, :completed_at, :next_attempt_at, :from_number)
 		ON CONFLICT DO NOTHING`, o)
 	if err != nil {
 		return fmt.Errorf("create fax: %w", err)

@@ -102,12 +102,12 @@ func (x q) DecideApproval(ctx context.Context, ownerID, id string, status core.A
 }
 
 const checkoutCols = `id, owner_id, mode, kind, pack_id, draft_id, amount_micros, credit_micros, status, external_id,
-	created_at, expires_at, paid_at, payment_ref, refunded_cents, reversed_micros, refunded_at`
+	created_at, expires_at, paid_at, payment_ref, refunded_cents, reversed_micros, refunded_at, number_id`
 
 func (x q) CreateCheckout(ctx context.Context, c *core.Checkout) error {
 	err := x.insert(ctx, `INSERT INTO checkouts (`+checkoutCols+`)
 		VALUES (:id, :owner_id, :mode, :kind, :pack_id, :draft_id, :amount_micros, :credit_micros, :status, :external_id,
-			:created_at, :expires_at, :paid_at, :payment_ref, :refunded_cents, :reversed_micros, :refunded_at)
+			:created_at, :expires_at, :paid_at, :payment_ref, :refunded_cents, :reversed_micros, :refunded_at, :number_id)
 		ON CONFLICT DO NOTHING`, c)
 	if err != nil {
 		return fmt.Errorf("create checkout: %w", err)

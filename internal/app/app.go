@@ -236,6 +236,11 @@ func (a *App) wire(ctx context.Context) error {
 		Outcome: func(ctx context.Context, faxID, attemptID string, res core.ProviderResult) error {
 			return svc.RecordProviderOutcome(ctx, faxID, attemptID, res)
 		},
+		OrderNumber: func(ctx context.Context, numberID string) error { return svc.OrderNumber(ctx, numberID) },
+		NumberOutcome: func(ctx context.Context, provider, orderRef string, res core.NumberOrderResult) error {
+			return svc.RecordNumberOrder(ctx, provider, orderRef, res)
+		},
+		ProcessInbound: func(ctx context.Context, id string, last bool) error { return svc.ProcessInboundFax(ctx, id, last) },
 	}, queue.Options{
 		Workers: o.Workers, PollInterval: o.PollInterval, InsertOnly: o.InsertOnly,
 	}, o.Logger)
@@ -270,6 +275,7 @@ func (a *App) wire(ctx context.Context) error {
 		o.Core(&cfg)
 	}
 	a.signer = &issuerSigner{}
+	sim := simulated.New(simulated.Options{TimeScale: o.SimTimeScale, Report: q.ScheduleOutcome, ReportNumber: q.ScheduleNumberOutcome})
 	deps := core.Deps{
 		Store:       a.DB,
 		AuthState:   a.DB,
@@ -277,9 +283,12 @@ func (a *App) wire(ctx context.Context) error {
 		Converter:   convert.New(convertOptions(o.Convert, o.Soffice, tmp)),
 		Destination: phone.New(),
 		Queue:       q,
-		// Live faxing needs a real provider account; until one is
-		// configured, live sends answer provider_not_configured.
-		Providers: map[core.Mode]core.FaxProvider{core.ModeTest: simulated.New(simulated.Options{TimeScale: o.SimTimeScale, Report: q.ScheduleOutcome})},
+		// Live faxing needs a real provider account: wireTelnyx adds it
+		// when configured; until then live sends answer
+		// provider_not_configured.
+		Providers: map[core.Mode]core.FaxProvider{core.ModeTest: sim},
+		Numbers:   map[core.Mode]core.NumberProvider{core.ModeTest: sim},
+		Text:      convert.NewTextReader(convert.TextOptions{}),
 		Checkout:  checkouts,
 		// AP2 credit purchases: the test card in test mode; live card
 		// charges come with the payments issue.

@@ -431,9 +431,9 @@ func (h *Handler) listInbox(ctx context.Context, _ *mcp.CallToolRequest, _ empty
 	if err != nil {
 		return nil, inboxOut{}, h.toolError(ctx, tool, err)
 	}
-	faxes, err := h.svc.ListInbox(ctx, p)
+	page, err := h.svc.ListInbox(ctx, p, core.InboxQuery{})
 	if err != nil {
 		return nil, inboxOut{}, h.toolError(ctx, tool, err)
 	}
-	return nil, inboxOut{Faxes: faxes}, nil
+	return nil, inboxOut{Faxes: page.Data}, nil
 }

@@ -149,11 +149,14 @@ func (g *Gateway) Start(ctx context.Context, c *core.Checkout, description strin
 }
 
 // returnURL is the console page the payer comes back to: the draft's page
-// for a draft (it shows the fax once paid), the dashboard for a pack (it
-// shows the balance).
+// for a draft (it shows the fax once paid), the number's page for a number
+// (it shows provisioning), the dashboard for a pack (it shows the balance).
 func (g *Gateway) returnURL(c *core.Checkout) string {
 	if c.Kind == core.CheckoutDraft && c.DraftID != nil {
 		return g.baseURL + "/console/drafts/" + url.PathEscape(*c.DraftID) + "?mode=" + string(c.Mode)
+	}
+	if c.Kind == core.CheckoutNumber && c.NumberID != nil {
+		return g.baseURL + "/console/numbers/" + url.PathEscape(*c.NumberID) + "?mode=" + string(c.Mode)
 	}
 	return g.baseURL + "/console?mode=" + string(c.Mode)
 }

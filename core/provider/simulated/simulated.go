@@ -109,22 +109,27 @@ type Options struct {
 	// harmless (core ignores a duplicate report). Needed when TimeScale is
 	// above 0.
 	Report func(ctx context.Context, at time.Time, faxID, attemptID string, res core.ProviderResult) error
+	// ReportNumber schedules the answer to a number order for the moment
+	// provisioning ends; durable like Report. Needed when TimeScale is
+	// above 0 and numbers are ordered.
+	ReportNumber func(ctx context.Context, at time.Time, provider, orderRef string, res core.NumberOrderResult) error
 	// Now is the clock (default time.Now).
 	Now func() time.Time
 }
 
 // Provider is the simulated fax provider.
 type Provider struct {
-	scale  float64
-	report func(ctx context.Context, at time.Time, faxID, attemptID string, res core.ProviderResult) error
-	now    func() time.Time
+	scale        float64
+	report       func(ctx context.Context, at time.Time, faxID, attemptID string, res core.ProviderResult) error
+	reportNumber func(ctx context.Context, at time.Time, provider, orderRef string, res core.NumberOrderResult) error
+	now          func() time.Time
 }
 
 var _ core.FaxProvider = (*Provider)(nil)
 
 // New returns a simulated provider.
 func New(opts Options) *Provider {
-	p := &Provider{scale: max(opts.TimeScale, 0), report: opts.Report, now: opts.Now}
+	p := &Provider{scale: max(opts.TimeScale, 0), report: opts.Report, reportNumber: opts.ReportNumber, now: opts.Now}
 	if p.now == nil {
 		p.now = time.Now
 	}
@@ -154,13 +159,13 @@ func (p *Provider) Send(ctx context.Context, req core.ProviderRequest) (core.Pro
 	switch outcome {
 	case OutcomeBusy:
 		d = busyTime
-		res.FailureCode, res.FailureReason, res.Retryable = "busy", "the line was busy", true
+		res.FailureCode, res.FailureReason, res.Retryable = core.FailureBusy, "the line was busy", true
 	case OutcomeNoAnswer:
 		d = noAnswerTime
-		res.FailureCode, res.FailureReason, res.Retryable = "no_answer", "no one answered after ten rings", true
+		res.FailureCode, res.FailureReason, res.Retryable = core.FailureNoAnswer, "no one answered after ten rings", true
 	case OutcomeNotAFax:
 		d = notAFaxTime
-		res.FailureCode, res.FailureReason = "not_a_fax_machine", "the call was answered, but not by a fax machine"
+		res.FailureCode, res.FailureReason = core.FailureNotAFax, "the call was answered, but not by a fax machine"
 	case OutcomePartial:
 		sent := pages / 2
 		if pages > 1 {
@@ -168,7 +173,7 @@ func (p *Provider) Send(ctx context.Context, req core.ProviderRequest) (core.Pro
 		}
 		d = connectTime + time.Duration(sent)*perPageTime + hangupTime
 		res.Status, res.PagesSent = core.AttemptPartial, sent
-		res.FailureCode, res.FailureReason = "call_dropped", fmt.Sprintf("the call dropped after page %d of %d", sent, pages)
+		res.FailureCode, res.FailureReason = core.FailureCallDropped, fmt.Sprintf("the call dropped after page %d of %d", sent, pages)
 	default:
 		d = connectTime + time.Duration(pages)*perPageTime + hangupTime
 		res.Status, res.PagesSent = core.AttemptDelivered, pages
