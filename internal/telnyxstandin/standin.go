@@ -90,6 +90,7 @@ type Server struct {
 	events    map[string]sentEvent
 	log       []Delivery
 	held      chan struct{} // closed when media is released; nil when not held
+	callsHeld chan struct{} // closed when calls may end; nil when not held
 	waiting   int           // media downloads waiting on the hold
 	downloads int
 }
@@ -199,6 +200,7 @@ func (s *Server) newID(prefix string) string {
 //	                                      posts one event about a fax once, synchronously (out of order, forged)
 //	POST /standin/events/{id}/redeliver   posts a sent event again, once (a duplicate)
 //	POST /standin/media/hold              {hold: bool}: inbound media downloads wait while held
+//	POST /standin/calls/hold              {hold: bool}: outbound calls do not end while held
 //	GET  /standin/state                   faxes, orders, numbers, webhook deliveries, media downloads
 func (s *Server) Handler() http.Handler {
 	mux := http.NewServeMux()
@@ -214,7 +216,8 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("POST /standin/inbound", s.inbound)
 	mux.HandleFunc("POST /standin/faxes/{id}/events", s.forgeEvent)
 	mux.HandleFunc("POST /standin/events/{id}/redeliver", s.redeliver)
-	mux.HandleFunc("POST /standin/media/hold", s.holdMedia)
+	mux.HandleFunc("POST /standin/media/hold", s.hold(func(s *Server) *chan struct{} { return &s.held }))
+	mux.HandleFunc("POST /standin/calls/hold", s.hold(func(s *Server) *chan struct{} { return &s.callsHeld }))
 	mux.HandleFunc("GET /standin/state", s.state)
 	return http.MaxBytesHandler(mux, 64<<20)
 }
@@ -394,6 +397,19 @@ func (s *Server) call(f *fax) {
 	if !wait(d) {
 		fail("user_canceled", 0)
 		return
+	}
+	s.mu.Lock()
+	hold := s.callsHeld
+	s.mu.Unlock()
+	if hold != nil {
+		select {
+		case <-hold:
+		case <-f.canceled:
+			fail("user_canceled", 0)
+			return
+		case <-s.ctx.Done():
+			return
+		}
 	}
 	switch outcome {
 	case "", "delivered", "slow":
@@ -768,24 +784,28 @@ func (s *Server) redeliver(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, 200, map[string]any{"event_id": id, "status": s.deliver(id, ev, 1, "")})
 }
 
-func (s *Server) holdMedia(w http.ResponseWriter, r *http.Request) {
-	var req struct {
-		Hold bool `json:"hold"`
+// hold switches the gate gate(s) points to: closed (held) or open.
+func (s *Server) hold(gate func(*Server) *chan struct{}) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		var req struct {
+			Hold bool `json:"hold"`
+		}
+		if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
+			apiError(w, 400, "10015", "want {hold: bool}", "")
+			return
+		}
+		s.mu.Lock()
+		g := gate(s)
+		switch {
+		case req.Hold && *g == nil:
+			*g = make(chan struct{})
+		case !req.Hold && *g != nil:
+			close(*g)
+			*g = nil
+		}
+		s.mu.Unlock()
+		writeJSON(w, 200, map[string]any{"hold": req.Hold})
 	}
-	if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
-		apiError(w, 400, "10015", "want {hold: bool}", "")
-		return
-	}
-	s.mu.Lock()
-	switch {
-	case req.Hold && s.held == nil:
-		s.held = make(chan struct{})
-	case !req.Hold && s.held != nil:
-		close(s.held)
-		s.held = nil
-	}
-	s.mu.Unlock()
-	writeJSON(w, 200, map[string]any{"hold": req.Hold})
 }
 
 // State is what GET /standin/state answers.
