@@ -70,7 +70,10 @@ type Options struct {
 	// to 8 s (default 500 ms); Retries bounds the attempts (default 12).
 	RetryBase time.Duration
 	Retries   int
-	Logger    *slog.Logger
+	// HTTPClient fetches media and posts webhooks (default: a client with
+	// a 30 s timeout); redirects are refused whatever it says.
+	HTTPClient *http.Client
+	Logger     *slog.Logger
 }
 
 // Server is the stand-in.
@@ -160,12 +163,17 @@ func New(o Options) (*Server, error) {
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
+	client := &http.Client{Timeout: 30 * time.Second}
+	if o.HTTPClient != nil {
+		c := *o.HTTPClient
+		client = &c
+	}
+	// Telnyx refuses redirects on media URLs.
+	client.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
 	ctx, cancel := context.WithCancel(context.Background())
 	s := &Server{
-		o: o, key: ed25519.NewKeyFromSeed(o.Seed), ctx: ctx, cancel: cancel,
-		// Telnyx refuses redirects on media URLs.
-		client: &http.Client{Timeout: 30 * time.Second, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }},
-		faxes:  map[string]*fax{}, orders: map[string]*order{}, owned: map[string]string{}, media: map[string][]byte{}, events: map[string]sentEvent{},
+		o: o, key: ed25519.NewKeyFromSeed(o.Seed), ctx: ctx, cancel: cancel, client: client,
+		faxes: map[string]*fax{}, orders: map[string]*order{}, owned: map[string]string{}, media: map[string][]byte{}, events: map[string]sentEvent{},
 	}
 	return s, nil
 }
@@ -558,6 +566,7 @@ func (s *Server) availableNumbers(w http.ResponseWriter, r *http.Request) {
 		limit = 50
 	}
 	ndc, loc := q.Get("filter[national_destination_code]"), strings.ToLower(q.Get("filter[locality]"))
+	contains := q.Get("filter[phone_number][contains]")
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	out := []map[string]any{}
@@ -568,7 +577,8 @@ func (s *Server) availableNumbers(w http.ResponseWriter, r *http.Request) {
 		if _, taken := s.owned[n["phone_number"].(string)]; taken {
 			continue
 		}
-		if ndc != "" && n["_ndc"] != ndc || loc != "" && !strings.HasPrefix(strings.ToLower(n["_city"].(string)), loc) {
+		if ndc != "" && n["_ndc"] != ndc || loc != "" && !strings.HasPrefix(strings.ToLower(n["_city"].(string)), loc) ||
+			contains != "" && !strings.Contains(n["phone_number"].(string), contains) {
 			continue
 		}
 		m := map[string]any{}

@@ -327,6 +327,11 @@ func (p *Provider) SearchNumbers(ctx context.Context, q core.NumberSearch) ([]co
 	if q.Locality != "" {
 		v.Set("filter[locality]", q.Locality)
 	}
+	if q.Number != "" {
+		// Telnyx matches digits; the answer is narrowed to the exact
+		// number below.
+		v.Set("filter[phone_number][contains]", strings.TrimPrefix(q.Number, "+"))
+	}
 	v.Add("filter[features][]", "fax")
 	v.Set("filter[limit]", fmt.Sprint(limit))
 	var out struct {
@@ -340,7 +345,7 @@ func (p *Provider) SearchNumbers(ctx context.Context, q core.NumberSearch) ([]co
 		if len(res) == limit {
 			break
 		}
-		if n.PhoneNumber == "" {
+		if n.PhoneNumber == "" || q.Number != "" && n.PhoneNumber != q.Number {
 			continue
 		}
 		a := core.AvailableNumber{E164: n.PhoneNumber, Country: country}

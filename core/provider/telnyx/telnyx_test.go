@@ -239,6 +239,14 @@ func TestSearchNumbers(t *testing.T) {
 			t.Errorf("[%d] = %+v, want %+v", i, got[i], want[i])
 		}
 	}
+	// One exact number (core checks a number before buying it).
+	one, err := p.SearchNumbers(context.Background(), core.NumberSearch{Number: "+12125550151", Limit: 1})
+	if err != nil || len(one) != 1 || one[0].E164 != "+12125550151" {
+		t.Errorf("exact search: %+v %v", one, err)
+	}
+	if q := api.requests()[1].Query; !strings.Contains(q, "filter%5Bphone_number%5D%5Bcontains%5D=12125550151") {
+		t.Errorf("exact query %s", q)
+	}
 	q := api.requests()[0].Query
 	for _, s := range []string{"filter%5Bcountry_code%5D=US", "filter%5Bnational_destination_code%5D=212", "filter%5Blocality%5D=New+York", "filter%5Bfeatures%5D%5B%5D=fax", "filter%5Blimit%5D=2"} {
 		if !strings.Contains(q, s) {
