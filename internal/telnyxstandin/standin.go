@@ -206,7 +206,8 @@ func (s *Server) newID(prefix string) string {
 //	POST /standin/inbound                 {to, from, pdf (base64)} → posts fax.received
 //	POST /standin/faxes/{id}/events       {event_type, failure_reason, page_count, forge: ""|"bad_signature"|"old_timestamp"}
 //	                                      posts one event about a fax once, synchronously (out of order, forged)
-//	POST /standin/events/{id}/redeliver   posts a sent event again, once (a duplicate)
+//	POST /standin/events/{id}/redeliver   posts a sent event again, once (a duplicate); with
+//	                                      ?retry=1 in the background, retried like a new event
 //	POST /standin/media/hold              {hold: bool}: inbound media downloads wait while held
 //	POST /standin/calls/hold              {hold: bool}: outbound calls do not end while held
 //	GET  /standin/state                   faxes, orders, numbers, webhook deliveries, media downloads
@@ -467,6 +468,13 @@ func (s *Server) post(typ string, payload any) string {
 	s.mu.Lock()
 	s.events[id] = ev
 	s.mu.Unlock()
+	s.retry(id, ev)
+	return id
+}
+
+// retry delivers ev until faxhub answers 2xx or the tries run out, with
+// doubling backoff, as Telnyx does.
+func (s *Server) retry(id string, ev sentEvent) {
 	s.wg.Add(1)
 	go func() {
 		defer s.wg.Done()
@@ -483,7 +491,6 @@ func (s *Server) post(typ string, payload any) string {
 			delay = min(delay*2, 8*time.Second)
 		}
 	}()
-	return id
 }
 
 // deliver posts one event once and returns faxhub's status (0: none).
@@ -789,6 +796,11 @@ func (s *Server) redeliver(w http.ResponseWriter, r *http.Request) {
 	s.mu.Unlock()
 	if !ok {
 		apiError(w, 404, "10005", "Resource not found", "")
+		return
+	}
+	if r.URL.Query().Get("retry") == "1" {
+		s.retry(id, ev)
+		writeJSON(w, 200, map[string]any{"event_id": id, "status": "retrying"})
 		return
 	}
 	writeJSON(w, 200, map[string]any{"event_id": id, "status": s.deliver(id, ev, 1, "")})
