@@ -229,10 +229,17 @@ func TestInboundAndHold(t *testing.T) {
 		}
 		fetched <- err
 	}()
+	// The download is waiting at the stand-in, and has not finished.
+	for deadline := time.Now().Add(10 * time.Second); waiting(t, r.api) != 1; {
+		if time.Now().After(deadline) {
+			t.Fatal("the download never reached the stand-in")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
 	select {
 	case err := <-fetched:
 		t.Fatalf("the download was not held: %v", err)
-	case <-time.After(50 * time.Millisecond):
+	default:
 	}
 	post("/standin/media/hold", map[string]bool{"hold": false})
 	if err := wait(t, fetched); err != nil {
@@ -250,4 +257,19 @@ func TestInboundAndHold(t *testing.T) {
 			t.Errorf("%s: faxhub answered %v", forge, m["status"])
 		}
 	}
+}
+
+// waiting reads how many media downloads the stand-in holds.
+func waiting(t *testing.T, api string) int {
+	t.Helper()
+	resp, err := http.Get(api + "/standin/state")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var st telnyxstandin.State
+	if err := json.NewDecoder(resp.Body).Decode(&st); err != nil {
+		t.Fatal(err)
+	}
+	return st.MediaWaiting
 }

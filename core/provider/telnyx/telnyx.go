@@ -182,6 +182,16 @@ func (e *apiError) about(pointer string, words ...string) bool {
 	return false
 }
 
+// names reports whether an error points at the field at pointer.
+func (e *apiError) names(pointer string) bool {
+	for _, x := range e.Errors {
+		if x.Source.Pointer == pointer {
+			return true
+		}
+	}
+	return false
+}
+
 func cut(s string, n int) string {
 	if len(s) > n {
 		return s[:n] + "…"
@@ -249,10 +259,14 @@ func (p *Provider) Send(ctx context.Context, req core.ProviderRequest) (core.Pro
 	if req.MediaURL == "" {
 		return core.ProviderResult{}, fmt.Errorf("telnyx fax %s: no media URL to give Telnyx", req.FaxID)
 	}
+	from := cmpOr(req.From, p.cfg.DefaultFrom)
+	if from == "" {
+		return core.ProviderResult{}, fmt.Errorf("telnyx fax %s: no caller id: set FAXHUB_TELNYX_FROM, or send from one of the owner's numbers", req.FaxID)
+	}
 	body := map[string]any{
 		"connection_id": p.cfg.ConnectionID,
 		"to":            req.To,
-		"from":          cmpOr(req.From, p.cfg.DefaultFrom),
+		"from":          from,
 		"media_url":     req.MediaURL,
 		"client_state":  ClientState(req.FaxID, req.AttemptID),
 		"quality":       p.cfg.Quality,
@@ -268,6 +282,11 @@ func (p *Provider) Send(ctx context.Context, req core.ProviderRequest) (core.Pro
 	switch {
 	case errors.As(err, &ae) && ae.Status >= 400 && ae.Status < 500 && ae.Status != http.StatusTooManyRequests &&
 		ae.Status != http.StatusUnauthorized && ae.Status != http.StatusForbidden:
+		if ae.names("/from") || ae.names("/connection_id") {
+			// Our configuration, not the fax: retried as provider_error
+			// (and logged by core) until the operator fixes it.
+			return core.ProviderResult{}, fmt.Errorf("telnyx fax %s: %w", req.FaxID, err)
+		}
 		if ae.about("/to", "number", "destination") {
 			return core.ProviderResult{Status: core.AttemptFailed, FailureCode: core.FailureInvalidNumber, FailureReason: ae.Error()}, nil
 		}

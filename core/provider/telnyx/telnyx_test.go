@@ -148,6 +148,7 @@ func TestSendErrors(t *testing.T) {
 		{"bad number", 422, `{"errors":[{"code":"10016","title":"Invalid phone number","source":{"pointer":"/to"}}]}`, false, core.FailureInvalidNumber, true},
 		{"bad number by title", 400, `{"errors":[{"code":"40001","title":"Destination number is not valid"}]}`, false, core.FailureInvalidNumber, true},
 		{"bad media", 422, `{"errors":[{"code":"10015","title":"Invalid value","source":{"pointer":"/media_url"}}]}`, false, core.FailureMedia, true},
+		{"bad caller id is ours to fix, retried", 422, `{"errors":[{"code":"10016","title":"Invalid from number","source":{"pointer":"/from"}}]}`, true, "", false},
 		{"unauthorized is ours to fix, retried", 401, `{"errors":[{"code":"10009","title":"Authentication failed"}]}`, true, "", false},
 		{"rate limited", 429, `{}`, true, "", false},
 		{"server error", 503, `upstream down`, true, "", false},
@@ -175,17 +176,22 @@ func TestSendErrors(t *testing.T) {
 }
 
 func TestSendNetworkErrorAndNoMedia(t *testing.T) {
-	p, err := telnyx.New(telnyx.Config{APIKey: apiKey, ConnectionID: "c", APIURL: "http://127.0.0.1:1"})
+	p, err := telnyx.New(telnyx.Config{APIKey: apiKey, ConnectionID: "c", DefaultFrom: "+12125550199", APIURL: "http://127.0.0.1:1"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := p.Send(context.Background(), sendRequest()); err == nil || strings.Contains(err.Error(), "SECRETTOKEN") {
+	if _, err := p.Send(context.Background(), sendRequest()); err == nil || strings.Contains(err.Error(), "SECRETTOKEN") || strings.Contains(err.Error(), "caller id") {
 		t.Errorf("network error: %v", err)
 	}
 	req := sendRequest()
 	req.MediaURL = ""
 	if _, err := p.Send(context.Background(), req); err == nil {
 		t.Error("a send without a media URL was accepted")
+	}
+	// Neither the owner's number nor a default caller id.
+	noFrom, _ := telnyx.New(telnyx.Config{APIKey: apiKey, ConnectionID: "c", APIURL: "http://127.0.0.1:1"})
+	if _, err := noFrom.Send(context.Background(), sendRequest()); err == nil || !strings.Contains(err.Error(), "FAXHUB_TELNYX_FROM") {
+		t.Errorf("a send without a caller id: %v", err)
 	}
 }
 
