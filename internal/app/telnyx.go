@@ -87,6 +87,9 @@ func (a *App) wireTelnyx(deps *core.Deps) error {
 	if deps.Numbers == nil {
 		deps.Numbers = map[core.Mode]core.NumberProvider{}
 	}
+	if o.From == "" && a.Logger != nil {
+		a.Logger.Warn("FAXHUB_TELNYX_FROM is not set: live faxes sent without one of the owner's numbers as from fail with provider_error (Telnyx needs a caller id)")
+	}
 	deps.Providers[core.ModeLive], deps.Numbers[core.ModeLive] = p, p
 	a.telnyxKey = ed25519.PublicKey(pub)
 	return nil
