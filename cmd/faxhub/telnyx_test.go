@@ -76,6 +76,9 @@ func buildBinary(t *testing.T, pkg, name string) string {
 	return bin
 }
 
+// newTelnyxRig starts the stand-in (step: the pause between a fax's
+// events; Telnyx takes seconds, and core records Send's answer in
+// milliseconds, so an outcome never races it) and faxhub.
 func newTelnyxRig(t *testing.T, step string) *telnyxRig {
 	t.Helper()
 	r := &telnyxRig{t: t, client: &http.Client{Timeout: 15 * time.Second}, serveLog: &syncBuffer{}}
@@ -380,7 +383,7 @@ func TestTelnyxContract(t *testing.T) {
 	if os.Getenv(EnvTelnyxSuite) != "1" && os.Getenv(require.EnvRequireAll) != "1" {
 		t.Skipf("set %s=1 to run the Telnyx contract suite (make check does, through %s)", EnvTelnyxSuite, require.EnvRequireAll)
 	}
-	r := newTelnyxRig(t, "20ms")
+	r := newTelnyxRig(t, "100ms")
 	doc := r.upload(2)
 
 	var delivered, deliveredRef string
@@ -568,7 +571,7 @@ func TestTelnyxCrashRecovery(t *testing.T) {
 	if os.Getenv(EnvCrashTest) == "" {
 		t.Skipf("set %s=1 to run the crash test (make check does)", EnvCrashTest)
 	}
-	r := newTelnyxRig(t, "20ms")
+	r := newTelnyxRig(t, "100ms")
 	doc := r.upload(1)
 	if code, m := r.call(http.MethodPost, r.standin+"/standin/calls/hold", map[string]bool{"hold": true}); code != 200 {
 		t.Fatalf("hold: %d %v", code, m)
