@@ -78,7 +78,8 @@ func buildBinary(t *testing.T, pkg, name string) string {
 
 // newTelnyxRig starts the stand-in (step: the pause between a fax's
 // events; Telnyx takes seconds, and core records Send's answer in
-// milliseconds, so an outcome never races it) and faxhub.
+// milliseconds: an outcome that raced it would hit a lost update in
+// core on PostgreSQL, reported to the lead) and faxhub.
 func newTelnyxRig(t *testing.T, step string) *telnyxRig {
 	t.Helper()
 	r := &telnyxRig{t: t, client: &http.Client{Timeout: 15 * time.Second}, serveLog: &syncBuffer{}}
