@@ -84,20 +84,9 @@ func (s *Service) SearchNumbers(ctx context.Context, p Principal, q NumberSearch
 		return nil, err
 	}
 	q.Number = ""
-	monthly, err := s.d.Prices.NumberMonthly(q.Country)
+	monthly, found, err := s.askProvider(ctx, p, q, "search numbers")
 	if err != nil {
 		return nil, err
-	}
-	np, err := s.numberProvider(p.Mode)
-	if err != nil {
-		return nil, err
-	}
-	if err := s.allow(ctx, s.d.Store, "number-search:"+p.OwnerID+":"+string(p.Mode), numberSearchInterval, numberSearchBurst); err != nil {
-		return nil, err
-	}
-	found, err := np.SearchNumbers(ctx, q)
-	if err != nil {
-		return nil, providerErr("search numbers", err)
 	}
 	e164s := make([]string, 0, len(found))
 	for _, n := range found {
@@ -116,6 +105,28 @@ func (s *Service) SearchNumbers(ctx context.Context, p Principal, q NumberSearch
 		out = append(out, n)
 	}
 	return out, nil
+}
+
+// askProvider prices numbers in q.Country and asks p's provider for
+// them, within the owner's search rate (each ask is a call to the
+// provider's API); what names the ask in errors.
+func (s *Service) askProvider(ctx context.Context, p Principal, q NumberSearch, what string) (int64, []AvailableNumber, error) {
+	monthly, err := s.d.Prices.NumberMonthly(q.Country)
+	if err != nil {
+		return 0, nil, err
+	}
+	np, err := s.numberProvider(p.Mode)
+	if err != nil {
+		return 0, nil, err
+	}
+	if err := s.allow(ctx, s.d.Store, "number-search:"+p.OwnerID+":"+string(p.Mode), numberSearchInterval, numberSearchBurst); err != nil {
+		return 0, nil, err
+	}
+	found, err := np.SearchNumbers(ctx, q)
+	if err != nil {
+		return 0, nil, providerErr(what, err)
+	}
+	return monthly, found, nil
 }
 
 // providerErr reports a provider that failed a request as unavailable
@@ -165,20 +176,9 @@ func (s *Service) reserveNumber(ctx context.Context, p Principal, r BuyNumberReq
 	if err != nil {
 		return nil, err
 	}
-	monthly, err := s.d.Prices.NumberMonthly(country)
+	monthly, found, err := s.askProvider(ctx, p, NumberSearch{Country: country, Number: e164, Limit: 1}, "check the number")
 	if err != nil {
 		return nil, err
-	}
-	np, err := s.numberProvider(p.Mode)
-	if err != nil {
-		return nil, err
-	}
-	if err := s.allow(ctx, s.d.Store, "number-search:"+p.OwnerID+":"+string(p.Mode), numberSearchInterval, numberSearchBurst); err != nil {
-		return nil, err
-	}
-	found, err := np.SearchNumbers(ctx, NumberSearch{Country: country, Number: e164, Limit: 1})
-	if err != nil {
-		return nil, providerErr("check the number", err)
 	}
 	var offer *AvailableNumber
 	for i := range found {

@@ -2,8 +2,8 @@
 // email verification and a passkey, discoverable passkey sign-in, account
 // recovery, server-side sessions, and the owner console (dashboard, API
 // keys, connected apps, agent access, delegated hosts and their agents'
-// device page, the approval inbox with passkey-verified approvals,
-// account). Pages are server-rendered; JavaScript runs only the
+// device page, the approval inbox with passkey-verified approvals, fax
+// numbers and received faxes, account). Pages are server-rendered; JavaScript runs only the
 // WebAuthn ceremonies. See docs/console.md.
 package passkeys
 
@@ -190,6 +190,15 @@ func (c *Console) Handler() http.Handler {
 	mux.HandleFunc("POST /console/approvals/{id}/passkey/finish", c.withOwner(c.approvalFinish))
 	mux.HandleFunc("GET /console/drafts/{id}", c.withOwner(c.draftPage))
 	mux.HandleFunc("POST /console/drafts/{id}/pay", c.withOwner(c.payDraft))
+	mux.HandleFunc("GET /console/numbers", c.withOwner(c.numbersPage))
+	mux.HandleFunc("POST /console/numbers", c.withOwner(c.buyNumber))
+	mux.HandleFunc("GET /console/numbers/{id}", c.withOwner(c.numberPage))
+	mux.HandleFunc("POST /console/numbers/{id}/pay", c.withOwner(c.payNumber))
+	mux.HandleFunc("POST /console/numbers/{id}/release", c.withOwner(c.releaseNumber))
+	mux.HandleFunc("GET /console/inbox", c.withOwner(c.inboxPage))
+	mux.HandleFunc("POST /console/inbox/simulate", c.simulateInbound)
+	mux.HandleFunc("GET /console/inbox/{id}", c.withOwner(c.inboxFaxPage))
+	mux.HandleFunc("POST /console/inbox/{id}/download", c.withOwner(c.inboxDownload))
 	mux.HandleFunc("GET /console/account", c.withOwner(c.accountPage))
 	mux.HandleFunc("POST /console/account/passkeys/begin", c.withOwner(c.addPasskeyBegin))
 	mux.HandleFunc("POST /console/account/passkeys/finish", c.withOwner(c.addPasskeyFinish))

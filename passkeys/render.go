@@ -27,7 +27,7 @@ type pageData struct {
 	Body       any
 }
 
-var pageNames = []string{"error", "signup", "recover", "verify", "signin", "mailbox", "dashboard", "keys", "apps", "approvals", "approval", "account", "draft", "agents", "agentclaim", "hosts", "device"}
+var pageNames = []string{"error", "signup", "recover", "verify", "signin", "mailbox", "dashboard", "keys", "apps", "approvals", "approval", "account", "draft", "agents", "agentclaim", "hosts", "device", "numbers", "number", "inbox", "inboxfax"}
 
 func parsePages() (map[string]*template.Template, error) {
 	funcs := template.FuncMap{"iso": isoTime, "when": humanTime, "linkify": linkify}

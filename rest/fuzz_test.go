@@ -97,3 +97,38 @@ func FuzzMachineFax(f *testing.F) {
 		}
 	})
 }
+
+// FuzzBuyNumber drives POST /api/v1/numbers (a JSON body) and the query
+// strings of the number search and the inbox list with anything: never a
+// 5xx other than the 503 of a provider (none is unavailable here).
+func FuzzBuyNumber(f *testing.F) {
+	env := testenv.New(f, testenv.WithoutWorkers())
+	for _, s := range []struct{ body, query string }{
+		{`{"number":"+12125550142"}`, "country=US&areaCode=212&limit=2"},
+		{`{"number":"+1555"}`, "locality=New%20York"},
+		{`{"Number":"+12125550142"}`, "country=%00"},
+		{`{"number":1}`, "limit=-1&all=true"},
+		{`{"number":"+12125550142","number":"+12125550143"}`, "startingAfter=inb_x&numberId=num_x"},
+		{`[]`, "%zz"},
+	} {
+		f.Add([]byte(s.body), s.query)
+	}
+	h := rest.New(env.Svc, rest.Options{}, nil)
+	f.Fuzz(func(t *testing.T, body []byte, query string) {
+		for _, r := range []*http.Request{
+			httptest.NewRequest(http.MethodPost, "/api/v1/numbers", bytes.NewReader(body)),
+			httptest.NewRequest(http.MethodGet, "/api/v1/numbers/available", nil),
+			httptest.NewRequest(http.MethodGet, "/api/v1/inbox", nil),
+			httptest.NewRequest(http.MethodGet, "/api/v1/numbers", nil),
+		} {
+			r.URL.RawQuery = query
+			r.Header.Set("Authorization", "Bearer "+env.KeyATest)
+			r.Header.Set("Content-Type", "application/json")
+			rec := httptest.NewRecorder()
+			h.ServeHTTP(rec, r)
+			if rec.Code >= 500 {
+				t.Fatalf("%s %q ?%q: %d %s", r.Method, body, query, rec.Code, rec.Body)
+			}
+		}
+	})
+}

@@ -204,18 +204,9 @@ func (a *api) machinePaymentsOff() error {
 // the extra ones named. Unknown or repeated parameters are refused so that
 // a misspelt filter fails loudly instead of silently listing everything.
 func listQuery(r *http.Request, extra ...string) (url.Values, int, error) {
-	q, err := url.ParseQuery(r.URL.RawQuery)
+	q, err := strictQuery(r, append([]string{"limit", "starting_after"}, extra...)...)
 	if err != nil {
-		return nil, 0, core.Errorf(core.KindInvalid, core.CodeInvalidRequest, "the query string is malformed")
-	}
-	allowed := append([]string{"limit", "starting_after"}, extra...)
-	for name, values := range q {
-		if !slices.Contains(allowed, name) {
-			return nil, 0, core.Errorf(core.KindInvalid, core.CodeInvalidRequest, "unknown query parameter %q; this endpoint takes %v", name, allowed).With("parameter", name)
-		}
-		if len(values) > 1 {
-			return nil, 0, core.Errorf(core.KindInvalid, core.CodeInvalidRequest, "query parameter %q is given more than once", name).With("parameter", name)
-		}
+		return nil, 0, err
 	}
 	limit := 0 // the service's default
 	if q.Has("limit") {
@@ -226,4 +217,22 @@ func listQuery(r *http.Request, extra ...string) (url.Values, int, error) {
 		limit = n
 	}
 	return q, limit, nil
+}
+
+// strictQuery parses the query string and refuses parameters other than
+// allowed, and any given twice.
+func strictQuery(r *http.Request, allowed ...string) (url.Values, error) {
+	q, err := url.ParseQuery(r.URL.RawQuery)
+	if err != nil {
+		return nil, core.Errorf(core.KindInvalid, core.CodeInvalidRequest, "the query string is malformed")
+	}
+	for name, values := range q {
+		if !slices.Contains(allowed, name) {
+			return nil, core.Errorf(core.KindInvalid, core.CodeInvalidRequest, "unknown query parameter %q; this endpoint takes %v", name, allowed).With("parameter", name)
+		}
+		if len(values) > 1 {
+			return nil, core.Errorf(core.KindInvalid, core.CodeInvalidRequest, "query parameter %q is given more than once", name).With("parameter", name)
+		}
+	}
+	return q, nil
 }

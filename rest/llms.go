@@ -46,6 +46,22 @@ Everything below is described precisely in the OpenAPI 3.1 document: %[1]s/opena
    the provider reported. A queued fax can be canceled with POST /api/v1/faxes/{id}/cancel.
 
 Price first without sending: POST /api/v1/quote {"to", "pages", "cover"}. Balance and ledger: GET /api/v1/credits.
+Send from one of your numbers with "from": "<E.164 or num_… id>" in the body.
+
+## Fax numbers and the inbox
+
+- Search: GET /api/v1/numbers/available?country=US&areaCode=212&locality=&limit= -> {data: [{number, monthlyPrice, …}]}.
+- Buy: POST /api/v1/numbers {"number": "+1…"} -> the number, awaiting_payment, with checkoutUrl: a person (the owner,
+  signed in) pays its first month there. Or add "payWithCredits": true (scope fax:send) to pay it from credits at once.
+  Then pending while the provider provisions it, then active. Later months are
+  paid from credits; without enough it goes past_due and is released after a grace period.
+- GET /api/v1/numbers[?all=true], GET /api/v1/numbers/{id}; release with POST /api/v1/numbers/{id}/release
+  (or DELETE /api/v1/numbers/{id}); the rest of the month is not refunded.
+- Received faxes (scope inbox:read): GET /api/v1/inbox?numberId=&starting_after=&limit= (textPreview each),
+  GET /api/v1/inbox/{id} (status receiving -> received; text, textStatus). The PDF: POST /api/v1/inbox/{id}/download
+  -> {url, expiresAt}; GET url without credentials within minutes.
+- Test keys: POST /api/v1/inbox/simulate (multipart/form-data: file, to = one of your test numbers, optional from)
+  delivers a fax to your test number as if it had been received.
 
 %[4]s
 ## A2A agents

@@ -61,6 +61,7 @@ func problemDetails() map[string]string {
 		core.CodeMachineStatusToken:          "this status link is not valid or has expired",
 	}
 	maps.Copy(m, machinePaymentCodes())
+	maps.Copy(m, numberCodes())
 	return m
 }
 
@@ -242,7 +243,7 @@ func openAPIDocument(opts Options, cfg core.Config, machine machineLimits) obj {
 				"requestBody": jsonRequest("SendFaxRequest", true, obj{"to": number, "uploadToken": token}),
 				"responses": func() obj {
 					r := s.responses(s.jsonResponse("the queued fax (or, on replay, the fax the key created)", "Fax", queued), authErrs(), []errs{
-						e(400, core.CodeIdempotencyKeyRequired), e(402, core.CodeInsufficientCredits),
+						e(400, core.CodeIdempotencyKeyRequired, core.CodeFromNumberNotOwned), e(402, core.CodeInsufficientCredits),
 						e(403, core.CodeUploadInvalid), e(404, core.CodeNotFound),
 						e(409, core.CodeIdempotencyConflict, core.CodeUploadPending), e(415, core.CodeUnsupportedContentType),
 						e(422, core.CodeInvalidDestination, core.CodePremiumDestination, core.CodeUnsupportedDestination),
@@ -331,6 +332,7 @@ func openAPIDocument(opts Options, cfg core.Config, machine machineLimits) obj {
 		}},
 	}
 	maps.Copy(paths, s.machinePaths(opts, machine, quote))
+	maps.Copy(paths, s.numberPaths(opts, cfg, limit))
 
 	str := func(desc string) obj { return obj{"type": "string", "description": desc} }
 	dateTime := obj{"type": "string", "format": "date-time"}
@@ -393,12 +395,14 @@ func openAPIDocument(opts Options, cfg core.Config, machine machineLimits) obj {
 				"documentId":  str("the id of a stored document"),
 				"cover":       obj{"type": "boolean", "default": false, "description": "add a cover page (billed as one page)"},
 				"coverText":   obj{"type": "string", "maxLength": core.MaxCoverText, "description": "note on the cover page; needs cover: true"},
+				"from":        str("the sender: one of your active fax numbers in the key's mode (E.164 or its num_… id); default the provider's"),
 			},
 		},
 		"Fax": object([]string{"id", "mode", "status", "to", "documentId", "pages", "cover", "currency", "paymentMethod", "pagesSent", "attemptCount", "createdAt", "updatedAt", "price", "priceCents", "latestAttempt"}, obj{
 			"id": str("fax_…"), "mode": modeSchema,
 			"status":        obj{"type": "string", "enum": statuses, "description": "queued → sending → delivered | partial | failed; queued → canceled"},
 			"to":            str("E.164 destination"),
+			"from":          str("the sender number (E.164), when the fax was sent from one of your numbers"),
 			"documentId":    str("the document sent"),
 			"pages":         integer("document pages"),
 			"cover":         obj{"type": "boolean"},
@@ -461,6 +465,7 @@ func openAPIDocument(opts Options, cfg core.Config, machine machineLimits) obj {
 	}
 
 	maps.Copy(schemas, machineSchemas())
+	maps.Copy(schemas, numberSchemas())
 
 	return obj{
 		"openapi": "3.1.0",
@@ -478,6 +483,8 @@ func openAPIDocument(opts Options, cfg core.Config, machine machineLimits) obj {
 			obj{"name": "uploads", "description": "getting a document in: an upload capability, then a PUT of the bytes"},
 			obj{"name": "faxes", "description": "sending, pricing, following and canceling faxes"},
 			obj{"name": "credits", "description": "prepaid balance, ledger and credit-pack checkout"},
+			obj{"name": "numbers", "description": "renting fax numbers to receive on and send from"},
+			obj{"name": "inbox", "description": "faxes received on your numbers, their text and their PDFs"},
 			obj{"name": "machine", "description": "per-request payment for machines without an account"},
 			obj{"name": "meta", "description": "descriptions of this API"},
 		},

@@ -112,7 +112,7 @@ func TestOpenAPIDocument(t *testing.T) {
 	for _, c := range components["schemas"].(map[string]any)["Problem"].(map[string]any)["properties"].(map[string]any)["code"].(map[string]any)["enum"].([]any) {
 		enum[c.(string)] = true
 	}
-	public := map[string]bool{"putUpload": true, "validateMachineFax": true, "createMachineFax": true, "getMachineFaxStatus": true, "getOpenAPI": true, "getLLMsTxt": true}
+	public := map[string]bool{"putUpload": true, "validateMachineFax": true, "createMachineFax": true, "getMachineFaxStatus": true, "getOpenAPI": true, "getLLMsTxt": true, "getInboxFile": true, "getProviderMedia": true}
 	ids := map[string]bool{}
 	for path, item := range doc["paths"].(map[string]any) {
 		for method, o := range item.(map[string]any) {
@@ -298,5 +298,41 @@ func TestOpenAPIMachinePayments(t *testing.T) {
 	bare := servedOpenAPI(t, a)["paths"].(map[string]any)["/api/v1/machine/faxes"].(map[string]any)["post"].(map[string]any)
 	if bare["x-payment-info"] != nil {
 		t.Errorf("x-payment-info without methods: %v", bare["x-payment-info"])
+	}
+}
+
+// TestOpenAPINumberScopes: the numbers and inbox operations name the scope
+// core requires of them, and the new request fields are in the schemas.
+func TestOpenAPINumberScopes(t *testing.T) {
+	doc := servedOpenAPI(t, newUnitAPI(t, false))
+	paths := doc["paths"].(map[string]any)
+	for _, c := range []struct{ path, method, scope string }{
+		{"/api/v1/numbers/available", "get", "fax:read"},
+		{"/api/v1/numbers", "get", "fax:read"},
+		{"/api/v1/numbers", "post", "fax:draft"},
+		{"/api/v1/numbers/{id}", "get", "fax:read"},
+		{"/api/v1/numbers/{id}", "delete", "fax:send"},
+		{"/api/v1/numbers/{id}/release", "post", "fax:send"},
+		{"/api/v1/inbox", "get", "inbox:read"},
+		{"/api/v1/inbox/{id}", "get", "inbox:read"},
+		{"/api/v1/inbox/{id}/download", "post", "inbox:read"},
+		{"/api/v1/inbox/simulate", "post", "fax:send"},
+	} {
+		op := paths[c.path].(map[string]any)[c.method].(map[string]any)
+		sec, _ := op["security"].([]any)
+		if len(sec) != 1 {
+			t.Errorf("%s %s: security %v", c.method, c.path, op["security"])
+			continue
+		}
+		got, _ := sec[0].(map[string]any)["apiKey"].([]any)
+		if len(got) != 1 || got[0] != c.scope || !strings.Contains(op["description"].(string), "Needs the "+c.scope+" scope.") {
+			t.Errorf("%s %s: scopes %v, want %s", c.method, c.path, got, c.scope)
+		}
+	}
+	schemas := doc["components"].(map[string]any)["schemas"].(map[string]any)
+	for schema, field := range map[string]string{"SendFaxRequest": "from", "BuyNumberRequest": "payWithCredits", "Fax": "from"} {
+		if schemas[schema].(map[string]any)["properties"].(map[string]any)[field] == nil {
+			t.Errorf("%s has no %s", schema, field)
+		}
 	}
 }

@@ -5,12 +5,14 @@
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import * as oauth from 'oauth4webapi';
-import { A2A, BASE, ISSUER, consent, env, hiddenField, registerClient } from './lib.mjs';
+import { A2A, BASE, ISSUER, consent, env, hiddenField, registerClient, until } from './lib.mjs';
+
+export { until };
 
 // AP2 is the AP2 extension URI faxhub declares (docs/a2a-design: v0.1).
 export const AP2 = 'https://github.com/google-agentic-commerce/ap2/tree/v0.1';
 export const SKILLS = ['validate_fax', 'create_upload', 'create_fax', 'get_fax', 'list_faxes', 'get_credits',
-  'create_credit_checkout', 'buy_credits'];
+  'create_credit_checkout', 'buy_credits', 'search_numbers', 'buy_number', 'list_numbers', 'list_inbox', 'read_inbox_fax'];
 export const FAX_TO = '+12125550100';
 export const SAMPLE_PDF = new URL('../../docs/sample-letter.pdf', import.meta.url).pathname;
 
@@ -138,19 +140,6 @@ export async function payDraft(checkoutUrl, cookie = env('FAXHUB_SESSION_COOKIE'
     headers: { origin: BASE, 'sec-fetch-site': 'same-origin', 'content-type': 'application/x-www-form-urlencoded' },
   });
   assert.equal(res.status, 303, `test card: ${res.status} ${await res.text()}`);
-}
-
-// until calls get until done(result) holds, at most tries times, waiting
-// between calls only for the server's asynchronous work (delivery by the
-// simulated provider); it fails with the last result.
-export async function until(what, get, done, { tries = 150, every = 100 } = {}) {
-  let last;
-  for (let i = 0; i < tries; i++) {
-    last = await get();
-    if (done(last)) return last;
-    await new Promise((r) => setTimeout(r, every));
-  }
-  assert.fail(`${what}: never reached after ${tries} polls; last: ${JSON.stringify(last).slice(0, 800)}`);
 }
 
 // paymentMandate builds an AP2 v0.1 PaymentMandate for a CartMandate with

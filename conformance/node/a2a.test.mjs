@@ -10,7 +10,8 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { ClientFactory } from '@a2a-js/sdk/client';
 import { Role, TaskState } from '@a2a-js/sdk';
-import { A2A, BASE, ISSUER } from './lib.mjs';
+import { A2A, BASE, ISSUER, payNumber, simulateInbound, testAPIKey } from './lib.mjs';
+import { minimalPDF } from './mcp-lib.mjs';
 import {
   AP2, FAX_TO, SKILLS, a2aClient, a2aToken, artifactData, dataOf, payDraft, rpc, skillPart, textOf, until, uploadSample, userMessage,
 } from './a2a-lib.mjs';
@@ -241,4 +242,89 @@ test('0.3 raw message/send and tasks/get (A2A-Version 0.3, and absent)', async (
     }, { token: s.token, version });
     rpcError(text, -32602);
   }
+});
+
+// A number bought over A2A: buy_number is a task that waits for the owner
+// to pay the first month at the number's console page, works while the
+// simulator provisions it and completes with the number; then a fax
+// delivered to it (the owner's test-mode simulate, REST) is read as text
+// through read_inbox_fax (inbox:read).
+test('number bought over A2A: search_numbers, then buy_number is INPUT_REQUIRED with the number and its checkoutUrl', async () => {
+  assert.ok(s.client && s.token, 'no client or token from the earlier tests');
+  const found = dataOf((await send('search_numbers', { areaCode: '202', limit: 3 })).parts);
+  assert.ok(found?.numbers?.length > 0, `search_numbers: ${JSON.stringify(found)}`);
+  const pick = found.numbers[0];
+  assert.match(pick.number, /^\+1202/);
+  assert.ok(pick.monthlyPrice, `a monthly price: ${JSON.stringify(pick)}`);
+  const task = await send('buy_number', { number: pick.number });
+  assert.ok(isTask(task), `buy_number answers with a task: ${JSON.stringify(task)}`);
+  assert.equal(task.status.state, TaskState.TASK_STATE_INPUT_REQUIRED);
+  const data = dataOf(task.status.message?.parts);
+  assert.equal(data?.number, pick.number, `status data: ${JSON.stringify(data)}`);
+  assert.equal(data.status, 'awaiting_payment');
+  assert.equal(data.checkoutUrl, `${BASE}/console/numbers/${data.id}?mode=test`, 'the checkoutUrl is the number\'s console page');
+  assert.ok(data.reservedUntil, 'the reservation has an end');
+  assert.ok(textOf(task.status.message.parts), 'the status message has a text line');
+  s.numberTask = task;
+  s.number = data;
+});
+
+test('number bought over A2A: the owner pays at the checkout; GetTask reaches COMPLETED with the number', async () => {
+  assert.ok(s.numberTask, 'no number task from the previous test');
+  await payNumber(s.number.checkoutUrl);
+  const done = await until(`number task ${s.numberTask.id} COMPLETED`, () => s.client.getTask({ tenant: '', id: s.numberTask.id }, auth()),
+    (t) => [TaskState.TASK_STATE_COMPLETED, TaskState.TASK_STATE_FAILED, TaskState.TASK_STATE_CANCELED].includes(t.status.state));
+  assert.equal(done.status.state, TaskState.TASK_STATE_COMPLETED, `final state: ${JSON.stringify(done.status)}`);
+  const num = artifactData(done, 'number');
+  assert.equal(num?.id, s.number.id, `number artifact: ${JSON.stringify(done.artifacts)}`);
+  assert.equal(num.status, 'active');
+  assert.ok(num.paidThrough, 'the month is paid through a date');
+  const listed = dataOf((await send('list_numbers', {})).parts);
+  assert.ok(listed.numbers.some((n) => n.id === s.number.id && n.status === 'active'), `list_numbers: ${JSON.stringify(listed)}`);
+  await assert.rejects(s.client.cancelTask({ tenant: '', id: s.numberTask.id, metadata: undefined }, auth()),
+    (err) => err.envelopeCode === -32002 || assert.fail(`cancel an active number: ${err}`));
+  s.activeNumber = num;
+});
+
+test('number bought over A2A: a fax delivered to it is read as text through read_inbox_fax', async (t) => {
+  assert.ok(s.activeNumber, 'no active number from the previous test');
+  const refused = await rpc('SendMessage', { message: userMessage([skillPart('list_inbox', {})]) }, { token: s.token });
+  assert.ok(refused.status === 403 || refused.body?.error, `list_inbox without inbox:read: ${refused.status} ${JSON.stringify(refused.body)}`);
+  assert.ok(JSON.stringify(refused.body).includes('inbox:read') || (refused.headers.get('www-authenticate') ?? '').includes('inbox:read'), 'the refusal names inbox:read');
+  // The owner authorizes the client again, adding inbox:read (the grant is
+  // the client's: the later tests use this token).
+  s.token = await a2aToken(s.oauthClient, { scope: `${FULL} inbox:read` });
+  const inboxToken = s.token;
+  const key = await testAPIKey('conformance a2a inbox');
+  const sent = await simulateInbound(key, s.activeNumber.number, minimalPDF(2));
+  const fax = await until(`received fax ${sent.id}`, async () => dataOf((await send('read_inbox_fax', { id: sent.id }, inboxToken)).parts),
+    (f) => f?.status !== 'receiving');
+  assert.equal(fax.status, 'received', `read_inbox_fax: ${JSON.stringify(fax)}`);
+  assert.equal(fax.to, s.activeNumber.number);
+  assert.equal(fax.from, '+13125550100');
+  assert.equal(fax.pages, 2);
+  t.diagnostic(`textStatus ${fax.textStatus}, textMethod ${fax.textMethod}, textNote ${fax.textNote ?? ''}`);
+  assert.equal(fax.textStatus, 'extracted', `textStatus: ${JSON.stringify(fax)}`);
+  assert.match(fax.text, /faxhub test page 1/);
+  assert.match(fax.text, /faxhub test page 2/);
+  assert.ok(fax.downloadUrl && fax.downloadExpiresAt, `a download link: ${JSON.stringify(fax)}`);
+  for (const k of ['bytes', 'document', 'contentBase64']) assert.ok(!(k in fax) || typeof fax[k] !== 'string', `no document in the answer (${k})`);
+  const pdf = await fetch(fax.downloadUrl);
+  assert.equal(pdf.status, 200, `download: ${pdf.status}`);
+  assert.match(Buffer.from(await pdf.arrayBuffer()).subarray(0, 5).toString('latin1'), /^%PDF-/);
+  const listed = dataOf((await send('list_inbox', { numberId: s.activeNumber.id }, inboxToken)).parts);
+  assert.ok(listed.faxes.some((f) => f.id === sent.id), `list_inbox: ${JSON.stringify(listed)}`);
+});
+
+test('CancelTask on an unpaid number task: CANCELED, and the number can be reserved again', async () => {
+  assert.ok(s.client, 'no client');
+  const found = dataOf((await send('search_numbers', { areaCode: '202', limit: 1 })).parts);
+  const number = found.numbers[0].number;
+  const task = await send('buy_number', { number });
+  assert.equal(task.status.state, TaskState.TASK_STATE_INPUT_REQUIRED);
+  const canceled = await s.client.cancelTask({ tenant: '', id: task.id, metadata: undefined }, auth());
+  assert.equal(canceled.status.state, TaskState.TASK_STATE_CANCELED);
+  const again = await send('buy_number', { number });
+  assert.equal(again.status.state, TaskState.TASK_STATE_INPUT_REQUIRED, 'the reservation was given back');
+  await s.client.cancelTask({ tenant: '', id: again.id, metadata: undefined }, auth());
 });

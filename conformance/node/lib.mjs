@@ -81,3 +81,77 @@ export async function consent(authURL, clientName, redirectURI, { cookie = env('
   assert.equal(`${cb.origin}${cb.pathname}`, redirectURI, `resume redirects to ${cb}`);
   return cb;
 }
+
+// payNumber pays the first month of a fax number the way its owner does:
+// the number's console page at checkoutUrl (session cookie), its "Pay" form
+// (csrf, same-origin), the test checkout page it redirects to, and the test
+// card that pays.
+export async function payNumber(checkoutUrl, cookie = env('FAXHUB_SESSION_COOKIE')) {
+  const u = new URL(checkoutUrl);
+  assert.equal(u.origin, BASE, `checkoutUrl ${checkoutUrl} is on the server`);
+  assert.match(u.pathname, /^\/console\/numbers\/num_[^/]+$/, `checkoutUrl ${checkoutUrl} is the number's page`);
+  let res = await fetch(u, { headers: { cookie } });
+  const page = await res.text();
+  assert.equal(res.status, 200, `number page: ${res.status}`);
+  const action = page.match(/<form[^>]* action="([^"]*\/pay[^"]*)"/);
+  assert.ok(action, 'the number page offers no payment form (not payable?)');
+  res = await fetch(new URL(unescapeHTML(action[1]), BASE), {
+    method: 'POST', redirect: 'manual', body: new URLSearchParams({ csrf: hiddenField(page, 'csrf') }),
+    headers: { cookie, origin: BASE, 'sec-fetch-site': 'same-origin', 'content-type': 'application/x-www-form-urlencoded' },
+  });
+  assert.equal(res.status, 303, `pay: ${res.status} ${await res.text()}`);
+  const checkout = new URL(res.headers.get('location'), BASE);
+  assert.match(checkout.pathname, /^\/checkout\/test\//, `pay redirects to ${checkout}`);
+  const year = String((new Date().getUTCFullYear() + 3) % 100).padStart(2, '0');
+  res = await fetch(checkout, {
+    method: 'POST', redirect: 'manual',
+    body: new URLSearchParams({ card_number: '4242 4242 4242 4242', expiry: `12/${year}`, cvc: '123' }),
+    headers: { origin: BASE, 'sec-fetch-site': 'same-origin', 'content-type': 'application/x-www-form-urlencoded' },
+  });
+  assert.equal(res.status, 303, `test card: ${res.status} ${await res.text()}`);
+}
+
+// testAPIKey creates a test-mode API key for the signed-in owner on the
+// console's keys page and returns its secret.
+export async function testAPIKey(name, cookie = env('FAXHUB_SESSION_COOKIE')) {
+  let res = await fetch(new URL('/console/keys', BASE), { headers: { cookie } });
+  const page = await res.text();
+  assert.equal(res.status, 200, `keys page: ${res.status}`);
+  res = await fetch(new URL('/console/keys', BASE), {
+    method: 'POST', redirect: 'manual', body: new URLSearchParams({ csrf: hiddenField(page, 'csrf'), mode: 'test', name }),
+    headers: { cookie, origin: BASE, 'sec-fetch-site': 'same-origin', 'content-type': 'application/x-www-form-urlencoded' },
+  });
+  const created = await res.text();
+  assert.equal(res.status, 200, `create key: ${res.status}`);
+  const m = created.match(/id="secret"[^>]* value="([^"]+)"/);
+  assert.ok(m, 'the keys page shows no new key');
+  return unescapeHTML(m[1]);
+}
+
+// simulateInbound has the simulator deliver pdf (a Buffer) to the owner's
+// test number to, as a received fax (REST, test-mode API key), and returns
+// the received fax.
+export async function simulateInbound(apiKey, to, pdf, from = '+13125550100') {
+  const form = new FormData();
+  form.append('to', to);
+  form.append('from', from);
+  form.append('file', new Blob([pdf], { type: 'application/pdf' }), 'inbound.pdf');
+  const res = await fetch(new URL('/api/v1/inbox/simulate', BASE), { method: 'POST', headers: { authorization: `Bearer ${apiKey}` }, body: form });
+  const body = await res.json().catch(() => ({}));
+  assert.equal(res.status, 200, `simulate: ${res.status} ${JSON.stringify(body)}`);
+  assert.match(body.id ?? '', /^inb_/, `simulate: ${JSON.stringify(body)}`);
+  return body;
+}
+
+// until calls get until done(result) holds, at most tries times, waiting
+// between calls only for the server's asynchronous work (delivery by the
+// simulated provider); it fails with the last result.
+export async function until(what, get, done, { tries = 150, every = 100 } = {}) {
+  let last;
+  for (let i = 0; i < tries; i++) {
+    last = await get();
+    if (done(last)) return last;
+    await new Promise((r) => setTimeout(r, every));
+  }
+  assert.fail(`${what}: never reached after ${tries} polls; last: ${JSON.stringify(last).slice(0, 800)}`);
+}

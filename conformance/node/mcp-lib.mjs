@@ -63,7 +63,7 @@ export function minimalPDF(pages = 1) {
 }
 
 export const TOOLS = ['create_upload', 'create_fax_draft', 'validate_fax', 'send_fax', 'get_fax_status',
-  'list_faxes', 'get_credits', 'create_credit_checkout', 'list_inbox'];
+  'list_faxes', 'get_credits', 'create_credit_checkout', 'list_inbox', 'read_inbox_fax', 'search_numbers', 'buy_number', 'list_numbers'];
 export const FAX_TO = '+12125550100';
 
 // oauthToken gets an access token for /mcp with @modelcontextprotocol/sdk's

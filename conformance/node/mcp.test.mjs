@@ -13,7 +13,7 @@ import * as v1client from '@modelcontextprotocol/sdk/client/index.js';
 import * as v1http from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import * as v1auth from '@modelcontextprotocol/sdk/client/auth.js';
 import * as v2 from '@modelcontextprotocol/client';
-import { BASE, ISSUER, MCP } from './lib.mjs';
+import { BASE, ISSUER, MCP, payNumber, simulateInbound, testAPIKey, until } from './lib.mjs';
 import { ConsoleOAuthProvider, minimalPDF, TOOLS, FAX_TO } from './mcp-lib.mjs';
 
 const SDKS = [
@@ -141,6 +141,10 @@ for (const sdk of SDKS) {
     assert.equal(byName.get_credits.annotations.readOnlyHint, true);
     assert.equal(byName.validate_fax.annotations.readOnlyHint, true);
     assert.equal(byName.send_fax.annotations.destructiveHint, true);
+    assert.equal(byName.read_inbox_fax.annotations.readOnlyHint, true);
+    assert.equal(byName.search_numbers.annotations.readOnlyHint, true);
+    assert.ok(byName.buy_number.description.includes('checkoutUrl'), 'buy_number says the owner pays at checkoutUrl');
+    assert.equal(byName.read_inbox_fax.inputSchema.required?.[0], 'id');
   });
 
   test(`${sdk.label}: get_credits returns structured content`, async () => {
@@ -148,6 +152,44 @@ for (const sdk of SDKS) {
     const res = await s.client.callTool({ name: 'get_credits', arguments: {} });
     assert.ok(!res.isError, `get_credits: ${JSON.stringify(res.content)}`);
     assert.ok(res.structuredContent && 'balance' in res.structuredContent, `structuredContent: ${JSON.stringify(res.structuredContent)}`);
+  });
+
+  // One SDK buys a number (the owner pays at its console page), has the
+  // simulator deliver a fax to it and reads the fax's text; the other lists.
+  test(`${sdk.label}: the number and inbox tools${sdk === SDKS[0] ? ': buy_number, the owner pays, a received fax read with read_inbox_fax' : ''}`, async (t) => {
+    assert.ok(s.client, 'not connected');
+    const call = async (name, args) => {
+      const res = await s.client.callTool({ name, arguments: args });
+      assert.ok(!res.isError, `${name}: ${JSON.stringify(res.content)}`);
+      return res.structuredContent;
+    };
+    const found = await call('search_numbers', { areaCode: '415', limit: 2 });
+    assert.ok(found.numbers.length > 0 && found.numbers[0].monthlyPrice, `search_numbers: ${JSON.stringify(found)}`);
+    assert.ok(Array.isArray((await call('list_numbers', {})).numbers));
+    assert.ok(Array.isArray((await call('list_inbox', {})).faxes));
+    const unknown = await s.client.callTool({ name: 'read_inbox_fax', arguments: { id: 'inb_doesnotexist' } });
+    assert.equal(unknown.isError, true, 'an unknown received fax is a tool error');
+    if (sdk !== SDKS[0]) return;
+
+    const n = await call('buy_number', { number: found.numbers[0].number });
+    assert.equal(n.status, 'awaiting_payment');
+    assert.equal(n.checkoutUrl, `${BASE}/console/numbers/${n.id}?mode=test`);
+    await payNumber(n.checkoutUrl);
+    await until(`number ${n.id} active`, () => call('list_numbers', {}), (l) => l.numbers.some((x) => x.id === n.id && x.status === 'active'));
+    const key = await testAPIKey('conformance mcp inbox');
+    const sent = await simulateInbound(key, n.number, minimalPDF(2));
+    const fax = await until(`received fax ${sent.id}`, () => call('read_inbox_fax', { id: sent.id }), (f) => f.status !== 'receiving');
+    assert.equal(fax.status, 'received', `read_inbox_fax: ${JSON.stringify(fax)}`);
+    assert.equal(fax.to, n.number);
+    assert.equal(fax.pages, 2);
+    t.diagnostic(`textStatus ${fax.textStatus}, textMethod ${fax.textMethod}, textNote ${fax.textNote ?? ''}`);
+    assert.equal(fax.textStatus, 'extracted', `textStatus: ${JSON.stringify(fax)}`);
+    assert.match(fax.text, /faxhub test page 1/);
+    assert.ok(fax.downloadUrl, 'a download link, never the bytes');
+    const pdf = await fetch(fax.downloadUrl);
+    assert.equal(pdf.status, 200, `download: ${pdf.status}`);
+    const listed = await call('list_inbox', { numberId: n.id });
+    assert.ok(listed.faxes.some((f) => f.id === sent.id), `list_inbox: ${JSON.stringify(listed)}`);
   });
 
   test(`${sdk.label}: create_upload with an inline PDF, then validate_fax`, async () => {

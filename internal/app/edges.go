@@ -41,8 +41,10 @@ func isUpload(r *http.Request) bool {
 
 // isStreamedBody reports the requests whose bodies carry a whole document
 // and so arrive at the client's pace (web.BodyDeadlines' stream rate, not
-// the 30 s of a small JSON body): the upload PUT, and the machine
-// endpoints' JSON with a base64 PDF of up to ~13 MiB.
+// the 30 s of a small JSON body): the upload PUT, the machine endpoints'
+// JSON with a base64 PDF of up to ~13 MiB, and the test inbox's simulated
+// fax (a multipart upload).
 func isStreamedBody(r *http.Request) bool {
-	return isUpload(r) || (r.Method == http.MethodPost && strings.HasPrefix(r.URL.Path, "/api/v1/machine/faxes"))
+	return isUpload(r) || (r.Method == http.MethodPost &&
+		(strings.HasPrefix(r.URL.Path, "/api/v1/machine/faxes") || r.URL.Path == "/api/v1/inbox/simulate"))
 }

@@ -111,7 +111,8 @@ func TestCard(t *testing.T) {
 			}
 		}
 	}
-	want := []string{"validate_fax", "create_upload", "create_fax", "get_fax", "list_faxes", "get_credits", "create_credit_checkout", "buy_credits"}
+	want := []string{"validate_fax", "create_upload", "create_fax", "get_fax", "list_faxes", "get_credits", "create_credit_checkout", "buy_credits",
+		"search_numbers", "buy_number", "list_numbers", "list_inbox", "read_inbox_fax"}
 	if !slices.Equal(ids, want) {
 		t.Fatalf("skills %v, want %v", ids, want)
 	}

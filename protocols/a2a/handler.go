@@ -151,7 +151,7 @@ func (rh *requestHandler) runSkill(ctx context.Context, p core.Principal, msg *a
 			map[string]any{"field": "skill", "skills": rh.h.skillIDs()})
 	}
 	if msg.TaskID != "" && s.ID != "buy_credits" {
-		return nil, invalidParams(fmt.Sprintf("%s does not continue a task (message.taskId is set): send it without taskId; a fax task waits for the owner at its checkoutUrl, poll it with GetTask", s.ID),
+		return nil, invalidParams(fmt.Sprintf("%s does not continue a task (message.taskId is set): send it without taskId; a fax or number task waits for the owner at its checkoutUrl, poll it with GetTask", s.ID),
 			map[string]any{"field": "taskId", "skill": s.ID})
 	}
 	if s.AP2 {
@@ -190,7 +190,7 @@ func (rh *requestHandler) runSkill(ctx context.Context, p core.Principal, msg *a
 			"uploadPageUrl": rh.h.opts.BaseURL + uploadPagePath + "#" + c.UploadToken, "method": c.Method,
 			"expiresAt": rfc3339(c.ExpiresAt), "maxBytes": c.MaxBytes}), nil
 	case *createFaxArgs:
-		tv, err := svc.StartFaxTask(ctx, p, s.ID, msg.ContextID, core.CreateDraftRequest{To: a.To, UploadToken: a.UploadToken, Cover: a.Cover, CoverText: a.CoverText})
+		tv, err := svc.StartFaxTask(ctx, p, s.ID, msg.ContextID, core.CreateDraftRequest{To: a.To, UploadToken: a.UploadToken, Cover: a.Cover, CoverText: a.CoverText, From: a.From})
 		if err != nil {
 			return nil, rh.fail(ctx, s.ID, err, targetSkill)
 		}
@@ -247,6 +247,56 @@ func (rh *requestHandler) runSkill(ctx context.Context, p core.Principal, msg *a
 			return nil, invalidParams("a new purchase starts without message.taskId; answer an existing one with paymentMandate", map[string]any{"skill": s.ID, "field": "taskId"})
 		}
 		return rh.startPurchase(ctx, p, msg, a.PackID)
+	case *searchNumbersArgs:
+		found, err := svc.SearchNumbers(ctx, p, core.NumberSearch{Country: a.Country, AreaCode: a.AreaCode, Locality: a.Locality, Limit: a.Limit})
+		if err != nil {
+			return nil, rh.fail(ctx, s.ID, err, targetSkill)
+		}
+		return reply(msg, availableView(found)), nil
+	case *buyNumberArgs:
+		tv, err := svc.StartNumberTask(ctx, p, s.ID, msg.ContextID, core.BuyNumberRequest{Number: a.Number})
+		if err != nil {
+			return nil, rh.fail(ctx, s.ID, err, targetSkill)
+		}
+		return renderTask(tv), nil
+	case *listNumbersArgs:
+		ns, err := svc.ListNumbers(ctx, p, a.All)
+		if err != nil {
+			return nil, rh.fail(ctx, s.ID, err, targetSkill)
+		}
+		out := make([]numberOut, 0, len(ns))
+		for i := range ns {
+			out = append(out, numberView(&ns[i]))
+		}
+		return reply(msg, map[string]any{"numbers": out}), nil
+	case *listInboxArgs:
+		page, err := svc.ListInbox(ctx, p, core.InboxQuery{NumberID: a.NumberID, StartingAfter: a.StartingAfter, Limit: a.Limit})
+		if err != nil {
+			return nil, rh.fail(ctx, s.ID, err, targetSkill)
+		}
+		faxes := make([]inboxItemOut, 0, len(page.Data))
+		for i := range page.Data {
+			faxes = append(faxes, inboxItem(&page.Data[i]))
+		}
+		out := map[string]any{"faxes": faxes, "hasMore": page.HasMore}
+		if page.Next != "" {
+			out["nextCursor"] = page.Next
+		}
+		return reply(msg, out), nil
+	case *readInboxArgs:
+		f, err := svc.GetInboxFax(ctx, p, a.ID)
+		if err != nil {
+			return nil, rh.fail(ctx, s.ID, err, targetSkill)
+		}
+		out := inboxFaxOut{inboxItemOut: inboxItem(f), Text: f.Text, TextMethod: f.TextMethod, TextNote: textNote(f)}
+		if f.Status == core.InboxReceived {
+			link, err := svc.InboxDownload(ctx, p, f.ID)
+			if err != nil {
+				return nil, rh.fail(ctx, s.ID, err, targetSkill)
+			}
+			out.DownloadURL, out.DownloadExpiresAt = link.URL, rfc3339(link.ExpiresAt)
+		}
+		return reply(msg, out), nil
 	}
 	return nil, a2a.NewError(a2a.ErrInternalError, internalErrorMessage)
 }

@@ -46,6 +46,7 @@ type (
 		UploadToken string `json:"uploadToken"`
 		Cover       bool   `json:"cover"`
 		CoverText   string `json:"coverText"`
+		From        string `json:"from"`
 	}
 	getFaxArgs struct {
 		FaxID string `json:"faxId"`
@@ -62,6 +63,26 @@ type (
 	buyCreditsArgs struct {
 		PackID         string          `json:"packId"`
 		PaymentMandate json.RawMessage `json:"paymentMandate"`
+	}
+	searchNumbersArgs struct {
+		Country  string `json:"country"`
+		AreaCode string `json:"areaCode"`
+		Locality string `json:"locality"`
+		Limit    int    `json:"limit"`
+	}
+	buyNumberArgs struct {
+		Number string `json:"number"`
+	}
+	listNumbersArgs struct {
+		All bool `json:"all"`
+	}
+	listInboxArgs struct {
+		NumberID      string `json:"numberId"`
+		StartingAfter string `json:"startingAfter"`
+		Limit         int    `json:"limit"`
+	}
+	readInboxArgs struct {
+		ID string `json:"id"`
 	}
 )
 
@@ -122,6 +143,7 @@ func skillTable(packs []core.CreditPack) []skill {
 				"uploadToken": str("the uploadToken of a completed upload (create_upload)"),
 				"cover":       map[string]any{"type": "boolean", "default": false, "description": "add a cover page"},
 				"coverText":   str("short note for the cover page (needs cover true); never PHI"),
+				"from":        str("optional sender: one of the owner's active fax numbers (E.164 or its id, see list_numbers); omit for the default sender"),
 			}),
 			newArgs: func() any { return &createFaxArgs{} },
 		},
@@ -175,6 +197,55 @@ func skillTable(packs []core.CreditPack) []skill {
 					"paymentMandate": map[string]any{"type": "object", "description": "an AP2 v0.1 ap2.mandates.PaymentMandate for the task's cart; send it with message.taskId set"},
 				}},
 			newArgs: func() any { return &buyCreditsArgs{} },
+		},
+		{
+			ID: "search_numbers", Name: "Search fax numbers to rent", Op: core.OpSearchNumbers,
+			Description: "Search fax numbers the owner can rent (in the token's mode) by country, area code or locality, each with its monthly price. No side effects; then buy_number with one of them.",
+			Tags:        []string{"numbers", "search", "inbound"},
+			Examples:    []string{`{"skill":"search_numbers","arguments":{"areaCode":"415","limit":5}}`},
+			Schema: object(nil, map[string]any{
+				"country":  str("ISO 3166-1 alpha-2 country code (default US)"),
+				"areaCode": map[string]any{"type": "string", "pattern": "^[0-9]{1,6}$", "description": "area code, digits only"},
+				"locality": map[string]any{"type": "string", "maxLength": core.MaxLocality, "description": "city or town, matched by prefix"},
+				"limit":    map[string]any{"type": "integer", "minimum": 1, "maximum": core.MaxNumberSearchLimit, "default": 20, "description": "most numbers to return"},
+			}),
+			newArgs: func() any { return &searchNumbersArgs{} },
+		},
+		{
+			ID: "buy_number", Name: "Reserve a fax number for the owner to pay", Op: core.OpBuyNumber, Task: true,
+			Description: "Reserve a number from search_numbers for the owner. Answers a task in TASK_STATE_INPUT_REQUIRED whose status data carries the number and checkoutUrl: the owner pays the first month there (A2A never spends account credits; the reservation lapses at reservedUntil). Poll GetTask: WORKING while the provider provisions it, COMPLETED when it is active, with the number as artifact. CancelTask before payment gives the reservation back.",
+			Tags:        []string{"numbers", "buy", "checkout"},
+			Examples:    []string{`{"skill":"buy_number","arguments":{"number":"+14155550100"}}`},
+			Schema:      object([]string{"number"}, map[string]any{"number": str("the number to rent, in E.164, from search_numbers")}),
+			newArgs:     func() any { return &buyNumberArgs{} },
+		},
+		{
+			ID: "list_numbers", Name: "List the owner's fax numbers", Op: core.OpListNumbers,
+			Description: "List the owner's fax numbers in the token's mode, newest first: status (awaiting_payment with its checkoutUrl, pending, active, past_due), monthly price, paid-through date. all: true also lists released, failed and unpaid ones.",
+			Tags:        []string{"numbers", "list"},
+			Examples:    []string{`{"skill":"list_numbers","arguments":{}}`},
+			Schema:      object(nil, map[string]any{"all": map[string]any{"type": "boolean", "default": false, "description": "also list numbers no longer held"}}),
+			newArgs:     func() any { return &listNumbersArgs{} },
+		},
+		{
+			ID: "list_inbox", Name: "List received faxes", Op: core.OpListInbox,
+			Description: "List faxes received on the owner's numbers, newest first, each with a preview of its text; optionally one number's (numberId); page with startingAfter = nextCursor. Read one whole with read_inbox_fax." + phiNote,
+			Tags:        []string{"inbox", "inbound", "list"},
+			Examples:    []string{`{"skill":"list_inbox","arguments":{"limit":10}}`},
+			Schema: object(nil, map[string]any{
+				"numberId":      str("only faxes received on this number (its id from list_numbers)"),
+				"startingAfter": str("nextCursor of the previous page"),
+				"limit":         map[string]any{"type": "integer", "minimum": 1, "maximum": 100, "default": 20, "description": "page size"},
+			}),
+			newArgs: func() any { return &listInboxArgs{} },
+		},
+		{
+			ID: "read_inbox_fax", Name: "Read a received fax", Op: core.OpReadInbox,
+			Description: "Read one received fax as text: sender, pages, its text (textStatus and textNote say plainly what could not be read, e.g. scanned pages without OCR) and downloadUrl, a link to the PDF valid a few minutes for the user. Never the pages' pixels or bytes." + phiNote,
+			Tags:        []string{"inbox", "inbound", "text"},
+			Examples:    []string{`{"skill":"read_inbox_fax","arguments":{"id":"inb_..."}}`},
+			Schema:      object([]string{"id"}, map[string]any{"id": str("the received fax's id from list_inbox")}),
+			newArgs:     func() any { return &readInboxArgs{} },
 		},
 	}
 }

@@ -22,6 +22,7 @@ const (
 	artifactFax      = "fax"
 	artifactCart     = keyCartMandate
 	artifactReceipt  = "receipt"
+	artifactNumber   = "number"
 )
 
 var taskStates = map[core.TaskState]a2a.TaskState{
@@ -150,6 +151,14 @@ func renderTask(tv *core.TaskView) *a2a.Task {
 			}
 			current = fax
 		}
+	case core.TaskNumber:
+		if tv.Number != nil {
+			num := numberView(tv.Number)
+			if tv.State == core.TaskCompleted {
+				t.Artifacts = append(t.Artifacts, artifact(artifactNumber, "the fax number, now the owner's: faxes to it arrive in the inbox", num))
+			}
+			current = num
+		}
 	case core.TaskCreditPurchase:
 		if tv.CartMandate != nil {
 			t.Artifacts = append(t.Artifacts, artifact(artifactCart, "the cart faxhub offers, signed by faxhub (verify merchant_authorization at the issuer's JWKS)",
@@ -172,6 +181,8 @@ func renderTask(tv *core.TaskView) *a2a.Task {
 			f.FailureReason = tv.Purchase.FailureReason
 		case tv.Fax != nil:
 			f.FailureReason = tv.Fax.FailureReason
+		case tv.Number != nil:
+			f.FailureReason = tv.Number.FailureReason
 		}
 		current = f
 	}

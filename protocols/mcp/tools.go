@@ -27,6 +27,8 @@ const Instructions = `faxhub sends faxes for the signed-in owner. Typical flow:
 3. Either the owner pays at checkoutUrl, or send_fax {draftId} pays with account credits (needs fax:send).
 4. get_fax_status {faxId} until the status is delivered, partial or failed.
 validate_fax prices a destination without side effects; get_credits shows the balance; create_credit_checkout sells credit packs.
+Fax numbers: search_numbers → buy_number {number} reserves one and returns a checkoutUrl where the owner pays the first month (buying never spends credits); list_numbers shows them; an active number can be the from of create_fax_draft.
+Received faxes: list_inbox lists them with a preview of their text; read_inbox_fax {id} gives the whole text and a short-lived download link for the PDF.
 Protected health information (PHI) must never be sent through MCP: do not put PHI in tool arguments, inline files or cover text. Documents with PHI must be sent by the owner from the faxhub console or API, not through a chat app.`
 
 // toolOps maps each tool to the core operation (and so the scope) that
@@ -41,6 +43,10 @@ var toolOps = map[string]core.Operation{
 	"get_credits":            core.OpGetCredits,
 	"create_credit_checkout": core.OpCreditCheckout,
 	"list_inbox":             core.OpListInbox,
+	"read_inbox_fax":         core.OpReadInbox,
+	"search_numbers":         core.OpSearchNumbers,
+	"buy_number":             core.OpBuyNumber,
+	"list_numbers":           core.OpListNumbers,
 }
 
 func boolp(b bool) *bool { return &b }
@@ -81,6 +87,7 @@ type createDraftIn struct {
 	UploadToken string `json:"uploadToken" jsonschema:"the uploadToken of a completed upload"`
 	Cover       bool   `json:"cover,omitempty" jsonschema:"add a cover page"`
 	CoverText   string `json:"coverText,omitempty" jsonschema:"short note for the cover page (needs cover true); never PHI"`
+	From        string `json:"from,omitempty" jsonschema:"optional sender: one of the owner's active fax numbers (E.164 or its id, see list_numbers); omit for the default sender"`
 }
 
 type quoteOut struct {
@@ -100,6 +107,7 @@ type draftOut struct {
 	Mode        string   `json:"mode"`
 	Status      string   `json:"status"`
 	To          string   `json:"to"`
+	From        string   `json:"from,omitempty" jsonschema:"the sender number, when one was chosen"`
 	Pages       int      `json:"pages"`
 	Cover       bool     `json:"cover"`
 	Quote       quoteOut `json:"quote"`
@@ -121,6 +129,7 @@ type faxOut struct {
 	FaxID         string `json:"faxId"`
 	Status        string `json:"status" jsonschema:"queued, sending, delivered, partial, failed or canceled"`
 	To            string `json:"to"`
+	From          string `json:"from,omitempty" jsonschema:"the sender number, when one was chosen"`
 	Pages         int    `json:"pages"`
 	PagesSent     int    `json:"pagesSent"`
 	Price         string `json:"price"`
@@ -174,10 +183,6 @@ type checkoutOut struct {
 	ExpiresAt   string `json:"expiresAt"`
 }
 
-type inboxOut struct {
-	Faxes []core.InboundFax `json:"faxes"`
-}
-
 // ---- tools
 
 func (h *Handler) addTools(s *mcp.Server) {
@@ -191,7 +196,7 @@ func (h *Handler) addTools(s *mcp.Server) {
 		Description: "Check that a fax number can be reached and price a number of pages to it. No side effects." + scopeNote("validate_fax") + phiWarning},
 		h.validate)
 	mcp.AddTool(s, &mcp.Tool{Name: "send_fax", Annotations: ann("Send a drafted fax with credits", false, true, true, true),
-		Description: "Send a draft now, paying with the owner's account credits, and queue it for delivery. Spends money: confirm with the user first. Calling again for the same draft never charges twice (it returns the existing fax). If the credits do not cover the price the call fails with insufficient_credits; then give the user the draft's checkoutUrl, or a credit pack from create_credit_checkout." + scopeNote("send_fax") + phiWarning},
+		Description: "Send a draft now, paying with the owner's account credits, and queue it for delivery. Spends money: confirm with the user first. Calling again for the same draft never charges twice (it returns the existing fax). If the credits do not cover the price the call fails with insufficient_credits; then give the user the draft's checkoutUrl, or a credit pack from create_credit_checkout. The fax goes from the number chosen as from on create_fax_draft, if any." + scopeNote("send_fax") + phiWarning},
 		h.sendFax)
 	mcp.AddTool(s, &mcp.Tool{Name: "get_fax_status", Annotations: ann("Get a fax's status", true, false, true, false),
 		Description: "Get one fax's delivery status (queued, sending, delivered, partial, failed, canceled), pages sent and failure reason." + scopeNote("get_fax_status") + phiWarning},
@@ -209,9 +214,8 @@ func (h *Handler) addTools(s *mcp.Server) {
 	mcp.AddTool(s, &mcp.Tool{Name: "create_credit_checkout", Annotations: ann("Buy credits", false, false, false, true),
 		Description: "Create a checkout page for a credit pack; give checkoutUrl to the owner, who pays there. Packs: " + strings.Join(packs, "; ") + "." + scopeNote("create_credit_checkout") + phiWarning},
 		h.creditCheckout)
-	mcp.AddTool(s, &mcp.Tool{Name: "list_inbox", Annotations: ann("List received faxes", true, false, true, false),
-		Description: "List faxes received by the owner. Receiving faxes is not available yet, so the list is empty." + scopeNote("list_inbox") + phiWarning},
-		h.listInbox)
+	h.addNumberTools(s)
+	h.addInboxTools(s)
 }
 
 func principal(ctx context.Context) (core.Principal, error) {
@@ -243,6 +247,10 @@ func (h *Handler) toolError(ctx context.Context, tool string, err error) error {
 		msg += fmt.Sprintf(" (packs: %v)", e.Fields["packs"])
 	case core.CodeProviderUnavailable:
 		msg += ". This server cannot send faxes in this mode yet."
+	case core.CodeNumberUnavailable:
+		msg += ". Call search_numbers and pick another number."
+	case core.CodeFromNumberNotOwned:
+		msg += ". list_numbers shows the owner's numbers; omit from to use the default sender."
 	}
 	return errors.New(msg)
 }
@@ -300,7 +308,7 @@ func (h *Handler) createDraft(ctx context.Context, _ *mcp.CallToolRequest, in cr
 	if in.UploadToken == "" {
 		return nil, draftOut{}, errors.New("invalid_request: uploadToken is required; call create_upload first and upload the file")
 	}
-	d, err := h.svc.CreateDraft(ctx, p, core.CreateDraftRequest{To: in.To, UploadToken: in.UploadToken, Cover: in.Cover, CoverText: in.CoverText})
+	d, err := h.svc.CreateDraft(ctx, p, core.CreateDraftRequest{To: in.To, UploadToken: in.UploadToken, Cover: in.Cover, CoverText: in.CoverText, From: in.From})
 	if err != nil {
 		return nil, draftOut{}, h.toolError(ctx, tool, err)
 	}
@@ -309,7 +317,7 @@ func (h *Handler) createDraft(ctx context.Context, _ *mcp.CallToolRequest, in cr
 
 func (h *Handler) draftView(d *core.DraftView) draftOut {
 	return draftOut{
-		DraftID: d.ID, Mode: string(d.Mode), Status: string(d.Status), To: d.To, Pages: d.Pages, Cover: d.Cover,
+		DraftID: d.ID, Mode: string(d.Mode), Status: string(d.Status), To: d.To, From: d.From, Pages: d.Pages, Cover: d.Cover,
 		Quote: quoteView(d.Quote), CheckoutURL: h.svc.DraftCheckoutURL(&d.Draft), ExpiresAt: rfc3339(d.ExpiresAt),
 	}
 }
@@ -338,7 +346,7 @@ func (h *Handler) validate(ctx context.Context, _ *mcp.CallToolRequest, in valid
 
 func faxView(o *core.Fax) faxOut {
 	f := faxOut{
-		FaxID: o.ID, Status: string(o.Status), To: o.To, Pages: o.Pages, PagesSent: o.PagesSent, Price: o.Price,
+		FaxID: o.ID, Status: string(o.Status), To: o.To, From: o.From, Pages: o.Pages, PagesSent: o.PagesSent, Price: o.Price,
 		Currency: o.Currency, PaymentMethod: string(o.PaymentMethod), Attempts: o.Attempts,
 		FailureCode: o.FailureCode, FailureReason: o.FailureReason, CreatedAt: rfc3339(o.CreatedAt),
 	}
@@ -423,17 +431,4 @@ func (h *Handler) creditCheckout(ctx context.Context, _ *mcp.CallToolRequest, in
 		return nil, checkoutOut{}, h.toolError(ctx, tool, err)
 	}
 	return nil, checkoutOut{CheckoutURL: cs.CheckoutURL, PackID: cs.PackID, Amount: cs.Amount, Credit: cs.Credit, Currency: cs.Currency, ExpiresAt: rfc3339(cs.ExpiresAt)}, nil
-}
-
-func (h *Handler) listInbox(ctx context.Context, _ *mcp.CallToolRequest, _ empty) (*mcp.CallToolResult, inboxOut, error) {
-	const tool = "list_inbox"
-	p, err := principal(ctx)
-	if err != nil {
-		return nil, inboxOut{}, h.toolError(ctx, tool, err)
-	}
-	page, err := h.svc.ListInbox(ctx, p, core.InboxQuery{})
-	if err != nil {
-		return nil, inboxOut{}, h.toolError(ctx, tool, err)
-	}
-	return nil, inboxOut{Faxes: page.Data}, nil
 }

@@ -1,0 +1,148 @@
+package mcp
+
+import (
+	"context"
+	"errors"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/faxhub/faxhub/core"
+)
+
+// The fax number tools: search, buy (a reservation the owner pays at a
+// hosted checkout; never credits) and list. Core decides everything; these
+// only map arguments and results.
+
+type searchNumbersIn struct {
+	Country  string `json:"country,omitempty" jsonschema:"ISO 3166-1 alpha-2 country code, e.g. US (default US)"`
+	AreaCode string `json:"areaCode,omitempty" jsonschema:"area code, digits only, e.g. 415"`
+	Locality string `json:"locality,omitempty" jsonschema:"city or town, matched by prefix"`
+	Limit    int    `json:"limit,omitempty" jsonschema:"most numbers to return, 1 to 50 (default 20)"`
+}
+
+type availableNumberOut struct {
+	Number       string `json:"number" jsonschema:"the number in E.164; pass it to buy_number"`
+	Country      string `json:"country"`
+	Region       string `json:"region,omitempty"`
+	Locality     string `json:"locality,omitempty"`
+	MonthlyPrice string `json:"monthlyPrice" jsonschema:"USD per month, decimal"`
+	MonthlyCents int64  `json:"monthlyCents"`
+	Currency     string `json:"currency"`
+}
+
+type searchNumbersOut struct {
+	Numbers []availableNumberOut `json:"numbers"`
+}
+
+type buyNumberIn struct {
+	Number string `json:"number" jsonschema:"the number to rent, in E.164, from search_numbers"`
+}
+
+type numberOut struct {
+	ID            string `json:"id" jsonschema:"the number's id (num_…)"`
+	Number        string `json:"number" jsonschema:"the number in E.164"`
+	Mode          string `json:"mode"`
+	Status        string `json:"status" jsonschema:"awaiting_payment, pending, active, past_due, failed, canceled or released"`
+	Country       string `json:"country"`
+	Region        string `json:"region,omitempty"`
+	Locality      string `json:"locality,omitempty"`
+	MonthlyPrice  string `json:"monthlyPrice" jsonschema:"USD per month, decimal"`
+	MonthlyCents  int64  `json:"monthlyCents"`
+	Currency      string `json:"currency"`
+	CheckoutURL   string `json:"checkoutUrl,omitempty" jsonschema:"awaiting_payment only: give this page to the owner, who pays the first month there"`
+	ReservedUntil string `json:"reservedUntil,omitempty" jsonschema:"awaiting_payment only: the reservation lapses at this RFC 3339 time"`
+	PaidThrough   string `json:"paidThrough,omitempty" jsonschema:"the end of the month paid for"`
+	FailureCode   string `json:"failureCode,omitempty"`
+	FailureReason string `json:"failureReason,omitempty"`
+	CreatedAt     string `json:"createdAt"`
+	ActivatedAt   string `json:"activatedAt,omitempty"`
+}
+
+type listNumbersIn struct {
+	All bool `json:"all,omitempty" jsonschema:"also list numbers released, failed or never paid"`
+}
+
+type listNumbersOut struct {
+	Numbers []numberOut `json:"numbers"`
+}
+
+func (h *Handler) addNumberTools(s *mcp.Server) {
+	mcp.AddTool(s, &mcp.Tool{Name: "search_numbers", Annotations: ann("Search fax numbers to rent", true, false, false, true),
+		Description: "Search fax numbers the owner can rent (in the token's mode), by country, area code or locality, each with its monthly price. No side effects; then buy_number with one of them." + scopeNote("search_numbers") + phiWarning},
+		h.searchNumbers)
+	mcp.AddTool(s, &mcp.Tool{Name: "buy_number", Annotations: ann("Reserve a fax number for the owner to pay", false, false, false, true),
+		Description: "Reserve a number from search_numbers for the owner. It never spends credits: the result is the number awaiting_payment with checkoutUrl — give that URL to the owner, who pays the first month there; the number is held until reservedUntil. Once paid it becomes pending, then active (check with list_numbers); an active number receives faxes (list_inbox) and can be the from of create_fax_draft. Months after the first renew from the account's credits." + scopeNote("buy_number") + phiWarning},
+		h.buyNumber)
+	mcp.AddTool(s, &mcp.Tool{Name: "list_numbers", Annotations: ann("List the owner's fax numbers", true, false, true, false),
+		Description: "List the owner's fax numbers in the token's mode, newest first, with status (awaiting_payment with its checkoutUrl, pending, active, past_due), monthly price and paid-through date; all: true also lists released, failed and unpaid ones." + scopeNote("list_numbers") + phiWarning},
+		h.listNumbers)
+}
+
+func numberView(n *core.Number) numberOut {
+	o := numberOut{
+		ID: n.ID, Number: n.E164, Mode: string(n.Mode), Status: string(n.Status), Country: n.Country, Region: n.Region, Locality: n.Locality,
+		MonthlyPrice: n.MonthlyPrice, MonthlyCents: n.MonthlyCents, Currency: n.Currency, CheckoutURL: n.CheckoutURL,
+		FailureCode: n.FailureCode, FailureReason: n.FailureReason, CreatedAt: rfc3339(n.CreatedAt),
+	}
+	if n.Status == core.NumberAwaitingPayment && n.ReservedUntil != nil {
+		o.ReservedUntil = rfc3339(*n.ReservedUntil)
+	}
+	if n.PaidThrough != nil {
+		o.PaidThrough = rfc3339(*n.PaidThrough)
+	}
+	if n.ActivatedAt != nil {
+		o.ActivatedAt = rfc3339(*n.ActivatedAt)
+	}
+	return o
+}
+
+func (h *Handler) searchNumbers(ctx context.Context, _ *mcp.CallToolRequest, in searchNumbersIn) (*mcp.CallToolResult, searchNumbersOut, error) {
+	const tool = "search_numbers"
+	p, err := principal(ctx)
+	if err != nil {
+		return nil, searchNumbersOut{}, h.toolError(ctx, tool, err)
+	}
+	found, err := h.svc.SearchNumbers(ctx, p, core.NumberSearch{Country: in.Country, AreaCode: in.AreaCode, Locality: in.Locality, Limit: in.Limit})
+	if err != nil {
+		return nil, searchNumbersOut{}, h.toolError(ctx, tool, err)
+	}
+	out := searchNumbersOut{Numbers: make([]availableNumberOut, 0, len(found))}
+	for _, n := range found {
+		out.Numbers = append(out.Numbers, availableNumberOut{Number: n.E164, Country: n.Country, Region: n.Region, Locality: n.Locality,
+			MonthlyPrice: n.MonthlyPrice, MonthlyCents: n.MonthlyCents, Currency: n.Currency})
+	}
+	return nil, out, nil
+}
+
+func (h *Handler) buyNumber(ctx context.Context, _ *mcp.CallToolRequest, in buyNumberIn) (*mcp.CallToolResult, numberOut, error) {
+	const tool = "buy_number"
+	p, err := principal(ctx)
+	if err != nil {
+		return nil, numberOut{}, h.toolError(ctx, tool, err)
+	}
+	if in.Number == "" {
+		return nil, numberOut{}, errors.New("invalid_request: number is required; pick one from search_numbers")
+	}
+	n, err := h.svc.BuyNumber(ctx, p, core.BuyNumberRequest{Number: in.Number})
+	if err != nil {
+		return nil, numberOut{}, h.toolError(ctx, tool, err)
+	}
+	return nil, numberView(n), nil
+}
+
+func (h *Handler) listNumbers(ctx context.Context, _ *mcp.CallToolRequest, in listNumbersIn) (*mcp.CallToolResult, listNumbersOut, error) {
+	const tool = "list_numbers"
+	p, err := principal(ctx)
+	if err != nil {
+		return nil, listNumbersOut{}, h.toolError(ctx, tool, err)
+	}
+	ns, err := h.svc.ListNumbers(ctx, p, in.All)
+	if err != nil {
+		return nil, listNumbersOut{}, h.toolError(ctx, tool, err)
+	}
+	out := listNumbersOut{Numbers: make([]numberOut, 0, len(ns))}
+	for i := range ns {
+		out.Numbers = append(out.Numbers, numberView(&ns[i]))
+	}
+	return nil, out, nil
+}

@@ -1,0 +1,344 @@
+package rest_test
+
+import (
+	"bytes"
+	"context"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/base64"
+	"io"
+	"mime/multipart"
+	"net/http"
+	"os/exec"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/faxhub/faxhub/core"
+	"github.com/faxhub/faxhub/internal/testenv"
+)
+
+// offsetClock is the service's clock in these tests: real time (the queue
+// runs on it) that a test can move forward.
+type offsetClock struct {
+	mu     sync.Mutex
+	offset time.Duration
+}
+
+func (c *offsetClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return time.Now().Add(c.offset)
+}
+
+func (c *offsetClock) Advance(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.offset += d
+}
+
+func newClockHarness(t *testing.T) (*harness, *offsetClock) {
+	clk := &offsetClock{}
+	return newHarness(t, testenv.WithConfig(func(c *core.Config) { c.Now = clk.Now })), clk
+}
+
+// buyAndPay buys number over REST and pays its first month at the test
+// checkout, the way the owner does from checkoutUrl, then waits for the
+// provider to provision it.
+func (h *harness) buyAndPay(key, number string) core.Number {
+	h.t.Helper()
+	var n core.Number
+	h.do(key, "POST", "/api/v1/numbers", map[string]string{"number": number}, nil).status(http.StatusOK).decode(&n)
+	if n.Status != core.NumberAwaitingPayment || !strings.HasSuffix(n.CheckoutURL, "/console/numbers/"+n.ID+"?mode=test") || n.MonthlyCents <= 0 {
+		h.t.Fatalf("bought: %+v", n)
+	}
+	ctx := context.Background()
+	p := h.env.Principal(h.t, key)
+	cs, err := h.env.Svc.CreateNumberCheckout(ctx, p, n.ID)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	if _, err := h.env.Svc.CompleteCheckout(ctx, cs.ID); err != nil {
+		h.t.Fatal(err)
+	}
+	h.env.DrainQueue(h.t)
+	h.do(key, "GET", "/api/v1/numbers/"+n.ID, nil, nil).status(http.StatusOK).decode(&n)
+	if n.Status != core.NumberActive {
+		h.t.Fatalf("paid number is %s", n.Status)
+	}
+	return n
+}
+
+type formFile struct {
+	name string
+	body io.Reader
+}
+
+// simulate posts the multipart form of POST /api/v1/inbox/simulate.
+func (h *harness) simulate(key string, fields map[string]string, file *formFile) *result {
+	h.t.Helper()
+	var b bytes.Buffer
+	mw := multipart.NewWriter(&b)
+	for k, v := range fields {
+		if err := mw.WriteField(k, v); err != nil {
+			h.t.Fatal(err)
+		}
+	}
+	if file != nil {
+		fw, err := mw.CreateFormFile("file", file.name)
+		if err != nil {
+			h.t.Fatal(err)
+		}
+		if _, err := io.Copy(fw, file.body); err != nil {
+			h.t.Fatal(err)
+		}
+	}
+	if err := mw.Close(); err != nil {
+		h.t.Fatal(err)
+	}
+	return h.do(key, "POST", "/api/v1/inbox/simulate", b.Bytes(), map[string]string{"Content-Type": mw.FormDataContentType()})
+}
+
+// TestE2ENumbersAndInbox is issue 14 end to end over REST: search, buy,
+// pay at the test checkout, active; a fax simulated to the number is
+// listed, read with its text, and downloaded through its signed link; and
+// the refusals on the way.
+func TestE2ENumbersAndInbox(t *testing.T) {
+	h, clk := newClockHarness(t)
+	keyA, keyB, liveA := h.env.KeyATest, h.env.KeyBTest, h.env.KeyALive
+
+	var found struct{ Data []core.AvailableNumber }
+	h.do(keyA, "GET", "/api/v1/numbers/available?country=us&areaCode=212&limit=2", nil, nil).status(http.StatusOK).decode(&found)
+	if len(found.Data) != 2 || !strings.HasPrefix(found.Data[0].E164, "+1212") || found.Data[0].MonthlyPrice == "" || found.Data[0].Currency != core.Currency {
+		t.Fatalf("search: %+v", found)
+	}
+	for _, c := range []struct {
+		query  string
+		status int
+		code   string
+	}{
+		{"country=USA", 400, core.CodeInvalidRequest},
+		{"country=U1", 400, core.CodeInvalidRequest},
+		{"country=DE", 422, core.CodeNumbersNotOffered},
+		{"areaCode=21a", 400, core.CodeInvalidRequest},
+		{"locality=" + strings.Repeat("x", core.MaxLocality+1), 400, core.CodeInvalidRequest},
+		{"limit=0", 400, core.CodeInvalidRequest},
+		{"limit=51", 400, core.CodeInvalidRequest},
+		{"country=US&country=CA", 400, core.CodeInvalidRequest},
+		{"area_code=212", 400, core.CodeInvalidRequest},
+	} {
+		h.do(keyA, "GET", "/api/v1/numbers/available?"+c.query, nil, nil).problem(c.status, c.code)
+	}
+	h.do(keyA, "POST", "/api/v1/numbers", map[string]string{"number": "+12125550999"}, nil).problem(409, core.CodeNumberUnavailable)
+	h.do(keyA, "POST", "/api/v1/numbers", map[string]string{"number": "+1555"}, nil).problem(422, core.CodeInvalidDestination)
+	h.do(keyA, "POST", "/api/v1/numbers", map[string]string{}, nil).problem(400, core.CodeInvalidRequest)
+	h.do(keyA, "POST", "/api/v1/numbers", map[string]string{"Number": found.Data[0].E164}, nil).problem(400, core.CodeInvalidRequest)
+	h.do(keyA, "GET", "/api/v1/numbers?all=yes", nil, nil).problem(400, core.CodeInvalidRequest)
+	h.do(keyA, "GET", "/api/v1/numbers/num_nope", nil, nil).problem(404, core.CodeNotFound)
+	h.do(liveA, "GET", "/api/v1/numbers/available", nil, nil).problem(503, core.CodeNumbersNotConfigured)
+
+	n := h.buyAndPay(keyA, found.Data[0].E164)
+	// B sees nothing of A's number and cannot buy, release or receive on it.
+	h.do(keyB, "GET", "/api/v1/numbers/"+n.ID, nil, nil).problem(404, core.CodeNotFound)
+	h.do(keyB, "POST", "/api/v1/numbers/"+n.ID+"/release", nil, nil).problem(404, core.CodeNotFound)
+	h.do(keyB, "POST", "/api/v1/numbers", map[string]string{"number": n.E164}, nil).problem(409, core.CodeNumberUnavailable)
+	h.do(liveA, "GET", "/api/v1/numbers/"+n.ID, nil, nil).problem(404, core.CodeNotFound)
+	var list struct{ Data []core.Number }
+	h.do(keyB, "GET", "/api/v1/numbers", nil, nil).status(http.StatusOK).decode(&list)
+	if len(list.Data) != 0 {
+		t.Fatalf("B's numbers: %+v", list.Data)
+	}
+	h.do(keyA, "GET", "/api/v1/numbers", nil, nil).status(http.StatusOK).decode(&list)
+	if len(list.Data) != 1 || list.Data[0].ID != n.ID || list.Data[0].CheckoutURL != "" {
+		t.Fatalf("A's numbers: %+v", list.Data)
+	}
+
+	// Simulate a fax to the number; refusals first.
+	pdf := testenv.MinimalPDF(2)
+	file := func() *formFile { return &formFile{"in.pdf", bytes.NewReader(pdf)} }
+	h.simulate(liveA, map[string]string{"to": n.E164}, file()).problem(403, core.CodeTestModeOnly)
+	h.simulate(keyB, map[string]string{"to": n.E164}, file()).problem(404, core.CodeNotFound)
+	h.simulate(keyA, map[string]string{"to": n.E164}, nil).problem(400, core.CodeInvalidRequest)
+	h.simulate(keyA, map[string]string{}, file()).problem(400, core.CodeInvalidRequest)
+	h.simulate(keyA, map[string]string{"to": n.E164, "subject": "x"}, file()).problem(400, core.CodeInvalidRequest)
+	h.simulate(keyA, map[string]string{"to": n.E164}, &formFile{"empty.pdf", bytes.NewReader(nil)}).problem(400, core.CodeEmptyFile)
+	h.do(keyA, "POST", "/api/v1/inbox/simulate", map[string]string{"to": n.E164}, nil).problem(415, core.CodeUnsupportedContentType)
+	limit := h.env.Svc.Config().MaxUploadBytes
+	// Oversize: declared (refused before reading) and streamed (chunked,
+	// refused while reading).
+	h.simulate(keyA, map[string]string{"to": n.E164}, &formFile{"big.pdf", io.LimitReader(zeros{}, limit+1)}).problem(413, core.CodeFileTooLarge)
+	pr, pw := io.Pipe()
+	mw := multipart.NewWriter(pw)
+	go func() {
+		_ = mw.WriteField("to", n.E164)
+		fw, _ := mw.CreateFormFile("file", "big.pdf")
+		_, _ = io.Copy(fw, io.LimitReader(zeros{}, limit+1))
+		_ = mw.Close()
+		_ = pw.Close()
+	}()
+	h.do(keyA, "POST", "/api/v1/inbox/simulate", pr, map[string]string{"Content-Type": mw.FormDataContentType()}).problem(413, core.CodeFileTooLarge)
+	_ = pr.Close()
+
+	var f core.InboundFax
+	h.simulate(keyA, map[string]string{"to": n.ID, "from": "+13125550100"}, file()).status(http.StatusOK).decode(&f)
+	if f.Status != core.InboxReceiving || f.NumberID != n.ID || f.To != n.E164 || f.From != "+13125550100" {
+		t.Fatalf("simulated: %+v", f)
+	}
+	h.env.DrainQueue(t)
+
+	var page core.Page[core.InboundFax]
+	h.do(keyA, "GET", "/api/v1/inbox?numberId="+n.ID+"&limit=10", nil, nil).status(http.StatusOK).decode(&page)
+	if len(page.Data) != 1 || page.Data[0].ID != f.ID || page.Data[0].Text != "" || page.Data[0].Status != core.InboxReceived {
+		t.Fatalf("inbox: %+v", page)
+	}
+	h.do(keyB, "GET", "/api/v1/inbox", nil, nil).status(http.StatusOK).decode(&page)
+	if len(page.Data) != 0 {
+		t.Fatalf("B's inbox: %+v", page.Data)
+	}
+	h.do(keyA, "GET", "/api/v1/inbox?starting_after=inb_x&startingAfter=inb_x", nil, nil).problem(400, core.CodeInvalidRequest)
+	h.do(keyA, "GET", "/api/v1/inbox?startingAfter=inb_nope", nil, nil).problem(400, core.CodeInvalidRequest)
+	h.do(keyA, "GET", "/api/v1/inbox?number_id="+n.ID, nil, nil).problem(400, core.CodeInvalidRequest)
+
+	var got core.InboundFax
+	h.do(keyA, "GET", "/api/v1/inbox/"+f.ID, nil, nil).status(http.StatusOK).decode(&got)
+	if got.Status != core.InboxReceived || got.Pages != 2 || got.Bytes == 0 || got.TextStatus == "" {
+		t.Fatalf("received fax: %+v", got)
+	}
+	if _, err := exec.LookPath("pdftotext"); err == nil && (got.TextStatus != core.TextExtracted || !strings.Contains(got.Text, "faxhub test page 2")) {
+		t.Fatalf("text: %q %s %s", got.Text, got.TextStatus, got.TextNote)
+	}
+	h.do(keyB, "GET", "/api/v1/inbox/"+f.ID, nil, nil).problem(404, core.CodeNotFound)
+	h.do(keyB, "POST", "/api/v1/inbox/"+f.ID+"/download", nil, nil).problem(404, core.CodeNotFound)
+	h.do(keyA, "GET", "/api/v1/inbox/inb_nope", nil, nil).problem(404, core.CodeNotFound)
+
+	var link core.InboxLink
+	h.do(keyA, "POST", "/api/v1/inbox/"+f.ID+"/download", nil, nil).status(http.StatusOK).decode(&link)
+	prefix := h.env.Svc.Config().APIURL + core.InboxDownloadPath
+	if !strings.HasPrefix(link.URL, prefix) || !link.ExpiresAt.After(clk.Now()) {
+		t.Fatalf("link: %+v", link)
+	}
+	path := strings.TrimPrefix(link.URL, h.env.Svc.Config().APIURL)
+	res := h.do("", "GET", path, nil, nil)
+	if res.code != http.StatusOK || !bytes.HasPrefix(res.body, []byte("%PDF-")) {
+		t.Fatalf("download: %d %q", res.code, res.body[:min(len(res.body), 40)])
+	}
+	for k, want := range map[string]string{
+		"Content-Type": "application/pdf", "Content-Disposition": `attachment; filename="` + f.ID + `.pdf"`,
+		"Cache-Control": "private, no-store", "Content-Length": strconv.Itoa(len(res.body)),
+	} {
+		if got := res.header.Get(k); got != want {
+			t.Errorf("download %s = %q, want %q", k, got, want)
+		}
+	}
+	token := strings.TrimPrefix(path, core.InboxDownloadPath)
+	for _, bad := range []string{token + "x", strings.Replace(token, "inb_", "fax_", 1), "inb_x.1.y", strings.Repeat("a", 300)} {
+		h.do("", "GET", core.InboxDownloadPath+bad, nil, nil).problem(404, core.CodeInboxDownloadLink)
+	}
+	clk.Advance(core.InboxDownloadTTL + time.Second)
+	h.do("", "GET", path, nil, nil).problem(404, core.CodeInboxDownloadLink)
+
+	// Release, twice; the released number no longer receives.
+	var rel core.Number
+	h.do(keyA, "POST", "/api/v1/numbers/"+n.ID+"/release", nil, nil).status(http.StatusOK).decode(&rel)
+	if rel.Status != core.NumberReleased || rel.ReleasedAt == nil {
+		t.Fatalf("released: %+v", rel)
+	}
+	h.do(keyA, "POST", "/api/v1/numbers/"+n.ID+"/release", nil, nil).problem(409, core.CodeNumberState)
+	h.do(keyA, "DELETE", "/api/v1/numbers/"+n.ID, nil, nil).problem(409, core.CodeNumberState)
+	h.simulate(keyA, map[string]string{"to": n.ID}, file()).problem(409, core.CodeNumberNotReceiving)
+	h.do(keyA, "GET", "/api/v1/numbers", nil, nil).status(http.StatusOK).decode(&list)
+	if len(list.Data) != 0 {
+		t.Fatalf("held numbers after release: %+v", list.Data)
+	}
+	h.do(keyA, "GET", "/api/v1/numbers?all=true", nil, nil).status(http.StatusOK).decode(&list)
+	if len(list.Data) != 1 || list.Data[0].Status != core.NumberReleased {
+		t.Fatalf("all numbers: %+v", list.Data)
+	}
+}
+
+// TestE2ENumberCancelAndFrom: DELETE cancels an unpaid reservation; a send
+// from an owned active number is accepted (strict JSON knows from), from
+// another number is refused.
+func TestE2ENumberCancelAndFrom(t *testing.T) {
+	h := newHarness(t)
+	key := h.env.KeyATest
+	var found struct{ Data []core.AvailableNumber }
+	h.do(key, "GET", "/api/v1/numbers/available?areaCode=415&limit=2", nil, nil).status(http.StatusOK).decode(&found)
+	if len(found.Data) != 2 {
+		t.Fatalf("search: %+v", found)
+	}
+	var n core.Number
+	h.do(key, "POST", "/api/v1/numbers", map[string]string{"number": found.Data[1].E164}, nil).status(http.StatusOK).decode(&n)
+	var canceled core.Number
+	h.do(key, "DELETE", "/api/v1/numbers/"+n.ID, nil, nil).status(http.StatusOK).decode(&canceled)
+	if canceled.Status != core.NumberCanceled || canceled.CheckoutURL != "" {
+		t.Fatalf("canceled: %+v", canceled)
+	}
+
+	// Paid from credits: pending at once, active once provisioned; an
+	// owner without the credits gets a 402.
+	var active core.Number
+	h.do(key, "POST", "/api/v1/numbers", map[string]any{"number": found.Data[0].E164, "payWithCredits": true}, nil).status(http.StatusOK).decode(&active)
+	if active.Status != core.NumberPending || active.CheckoutURL != "" || active.PaidThrough == nil {
+		t.Fatalf("bought with credits: %+v", active)
+	}
+	h.env.DrainQueue(t)
+	h.do(key, "GET", "/api/v1/numbers/"+active.ID, nil, nil).status(http.StatusOK).decode(&active)
+	if active.Status != core.NumberActive {
+		t.Fatalf("paid number is %s", active.Status)
+	}
+	broke := newHarness(t, testenv.WithoutCredits())
+	broke.do(broke.env.KeyATest, "POST", "/api/v1/numbers", map[string]any{"number": found.Data[1].E164, "payWithCredits": true}, nil).problem(402, core.CodeInsufficientCredits)
+	doc := h.upload(key, testenv.MinimalPDF(1)).Document
+	fax := h.sendOK(key, map[string]any{"to": deliverable, "documentId": doc.ID, "from": active.E164})
+	if fax.From != active.E164 {
+		t.Fatalf("fax from %q, want %s", fax.From, active.E164)
+	}
+	h.send(key, "k-from-other", map[string]any{"to": deliverable, "documentId": doc.ID, "from": "+12125550100"}).problem(400, core.CodeFromNumberNotOwned)
+	h.send(h.env.KeyBTest, "k-from-b", map[string]any{"to": deliverable, "documentId": doc.ID, "from": active.ID}).problem(400, core.CodeFromNumberNotOwned)
+}
+
+// TestE2EProviderMedia: a provider fetches a queued or sending fax's PDF
+// through its media link, with its length and no redirect; a forged link,
+// or one for a fax no longer being sent, is a 404.
+func TestE2EProviderMedia(t *testing.T) {
+	h := newHarness(t, testenv.WithoutWorkers())
+	key := h.env.KeyATest
+	pdf := testenv.MinimalPDF(1)
+	doc := h.upload(key, pdf).Document
+	fax := h.sendOK(key, map[string]any{"to": deliverable, "documentId": doc.ID})
+
+	// The link is the one core hands a provider (core/signedlink.go's
+	// format), signed here because the simulated provider fetches nothing.
+	token := mediaToken(t, h.env, fax.ID, time.Now().Add(time.Hour))
+	res := h.do("", "GET", core.ProviderMediaPath+token, nil, nil).status(http.StatusOK)
+	if !bytes.HasPrefix(res.body, []byte("%PDF-")) || res.header.Get("Content-Type") != "application/pdf" ||
+		res.header.Get("Content-Length") != strconv.Itoa(len(res.body)) || res.header.Get("Location") != "" {
+		t.Fatalf("media: %d %v", res.code, res.header)
+	}
+	h.do("", "GET", core.ProviderMediaPath+token[:len(token)-2]+"xx", nil, nil).problem(404, core.CodeMediaLinkInvalid)
+	h.do("", "GET", core.ProviderMediaPath+mediaToken(t, h.env, fax.ID, time.Now().Add(-time.Second)), nil, nil).problem(404, core.CodeMediaLinkInvalid)
+	h.do(key, "POST", "/api/v1/faxes/"+fax.ID+"/cancel", nil, nil).status(http.StatusOK)
+	h.do("", "GET", core.ProviderMediaPath+token, nil, nil).problem(404, core.CodeMediaLinkInvalid)
+}
+
+func mediaToken(t *testing.T, env *testenv.Env, faxID string, exp time.Time) string {
+	t.Helper()
+	key, err := env.Store.Secret(context.Background(), "provider-media")
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := strconv.FormatInt(exp.Unix(), 36)
+	mac := hmac.New(sha256.New, key)
+	mac.Write([]byte("faxhub link v1|provider-media|" + faxID + "|" + e))
+	return faxID + "." + e + "." + base64.RawURLEncoding.EncodeToString(mac.Sum(nil)[:16])
+}
+
+type zeros struct{}
+
+func (zeros) Read(p []byte) (int, error) {
+	clear(p)
+	return len(p), nil
+}
