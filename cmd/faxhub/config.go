@@ -49,6 +49,9 @@ type config struct {
 	// only (secrets do not belong in a process's arguments, which any local
 	// user can list).
 	StripeWebhookSecret string // FAXHUB_STRIPE_WEBHOOK_SECRET
+	// Telnyx: live mode's fax and number provider, from the environment
+	// only (FAXHUB_TELNYX_*, docs/providers.md).
+	Telnyx app.TelnyxOptions
 	// MachineSweep is how often interrupted machine payments are finished
 	// and due refunds performed (core.Service.SweepMachinePayments).
 	MachineSweep time.Duration
@@ -107,6 +110,7 @@ func commonFlags(fs *flag.FlagSet, c *config) {
 	fs.StringVar(&c.LogFormat, "log-format", env("FAXHUB_LOG_FORMAT", "text"), "text or json [FAXHUB_LOG_FORMAT]")
 	fs.StringVar(&c.LogLevel, "log-level", env("FAXHUB_LOG_LEVEL", "info"), "debug, info, warn or error [FAXHUB_LOG_LEVEL]")
 	c.StripeWebhookSecret = os.Getenv("FAXHUB_STRIPE_WEBHOOK_SECRET")
+	c.Telnyx = app.TelnyxOptionsFromEnv(os.Getenv)
 }
 
 func serveFlags(c *config, stderr io.Writer) *flag.FlagSet {

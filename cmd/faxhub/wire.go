@@ -40,6 +40,7 @@ func build(ctx context.Context, c config, log *slog.Logger, workers bool) (*app.
 		MachinePayments: c.MachinePayments, Machine: c.Machine, MCPOAuth: c.MCPOAuth, Dev: c.Dev, SMTPURL: c.SMTPURL, TrustedProxies: c.TrustedProxies,
 		AgentMode: core.Mode(c.AgentMode),
 		Stripe:    app.StripeOptions{SecretKey: c.Machine.StripeSecretKey, WebhookSecret: c.StripeWebhookSecret, APIURL: c.Machine.StripeAPIURL},
+		Telnyx:    c.Telnyx,
 		Convert:   c.Convert,
 		Core:      func(cfg *core.Config) { c.storage(&cfg.Storage) },
 		Logger:    log,

@@ -7,6 +7,7 @@ package app
 
 import (
 	"context"
+	"crypto/ed25519"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -91,6 +92,8 @@ type Options struct {
 	// Stripe configures live card payments; without a secret key live
 	// checkouts answer checkout_not_configured.
 	Stripe StripeOptions
+	// Telnyx is live mode's fax and number provider (telnyx.go).
+	Telnyx TelnyxOptions
 
 	// Core adjusts the service configuration last (tests: clocks, limits).
 	Core   func(*core.Config)
@@ -131,6 +134,9 @@ type App struct {
 	// stripeWebhook serves POST /webhooks/stripe; nil when Stripe is not
 	// configured.
 	stripeWebhook *stripecheckout.Webhook
+	// telnyxKey verifies POST /webhooks/telnyx; nil when Telnyx is not
+	// configured.
+	telnyxKey ed25519.PublicKey
 	// signer forwards core's signing to the OAuth server, which is built
 	// after the service (it needs it); wireOwners sets it once.
 	signer *issuerSigner
@@ -270,15 +276,16 @@ func (a *App) wire(ctx context.Context) error {
 	}
 	a.signer = &issuerSigner{}
 	sim := simulated.New(simulated.Options{TimeScale: o.SimTimeScale, Report: q.ScheduleOutcome, ReportNumber: q.ScheduleNumberOutcome})
-	svc, err = core.New(cfg, core.Deps{
+	deps := core.Deps{
 		Store:       a.DB,
 		AuthState:   a.DB,
 		Blobs:       blobs,
 		Converter:   convert.New(convertOptions(o.Convert, o.Soffice, tmp)),
 		Destination: phone.New(),
 		Queue:       q,
-		// Live faxing needs a real provider account; until one is
-		// configured, live sends answer provider_not_configured.
+		// Live faxing needs a real provider account: wireTelnyx adds it
+		// when configured; until then live sends answer
+		// provider_not_configured.
 		Providers: map[core.Mode]core.FaxProvider{core.ModeTest: sim},
 		Numbers:   map[core.Mode]core.NumberProvider{core.ModeTest: sim},
 		Text:      convert.NewTextReader(convert.TextOptions{}),
@@ -290,8 +297,11 @@ func (a *App) wire(ctx context.Context) error {
 		Signer:         a.signer,
 		Prices:         o.Prices,
 		Logger:         o.Logger,
-	})
-	if err != nil {
+	}
+	if err := a.wireTelnyx(&deps); err != nil {
+		return err
+	}
+	if svc, err = core.New(cfg, deps); err != nil {
 		return err
 	}
 	a.Queue, a.Svc = q, svc

@@ -11,6 +11,7 @@ import (
 	"github.com/faxhub/faxhub/core/payments/stripecheckout"
 	"github.com/faxhub/faxhub/core/payments/testcheckout"
 	"github.com/faxhub/faxhub/core/provider/simulated"
+	"github.com/faxhub/faxhub/core/provider/telnyx"
 	"github.com/faxhub/faxhub/core/web"
 	"github.com/faxhub/faxhub/hostagent"
 	"github.com/faxhub/faxhub/oauth"
@@ -46,6 +47,8 @@ func (a *App) Handler() http.Handler {
 	mux.Handle(testcheckout.TestCheckoutPath, testcheckout.TestCheckoutPage(a.Svc, a.Logger))
 	// Stripe's signed events (live checkouts), on both origins.
 	mux.Handle(stripecheckout.WebhookPath, a.stripeWebhookHandler())
+	// Telnyx's signed events (live faxes, numbers, received faxes).
+	mux.Handle(telnyx.WebhookPath, a.telnyxWebhookHandler())
 
 	// The authorization server owns its discovery documents and /api/auth
 	// endpoints; later issues add agent registration beside them.

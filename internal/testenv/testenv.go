@@ -50,6 +50,7 @@ type options struct {
 	workers  bool
 	machine  bool
 	stripe   app.StripeOptions
+	telnyx   app.TelnyxOptions
 }
 
 // Option changes how New builds the environment.
@@ -77,6 +78,10 @@ func WithPostgres(baseURL string) Option { return func(o *options) { o.postgres 
 // WithStripe configures Stripe (live checkouts through Stripe Checkout and
 // its webhook), usually against stripe-mock or a stand-in.
 func WithStripe(st app.StripeOptions) Option { return func(o *options) { o.stripe = st } }
+
+// WithTelnyx configures Telnyx as live mode's provider, usually against
+// the stand-in (internal/telnyxstandin).
+func WithTelnyx(tx app.TelnyxOptions) Option { return func(o *options) { o.telnyx = tx } }
 
 // WithoutWorkers builds an insert-only queue: jobs wait until the test
 // delivers them with DeliverAll.
@@ -111,6 +116,7 @@ func New(t testing.TB, opts ...Option) *Env {
 			}
 		},
 		Stripe: o.stripe,
+		Telnyx: o.telnyx,
 		Logger: log,
 	})
 	must(t, err)
