@@ -77,9 +77,9 @@ func buildBinary(t *testing.T, pkg, name string) string {
 }
 
 // newTelnyxRig starts the stand-in (step: the pause between a fax's
-// events; Telnyx takes seconds, and core records Send's answer in
-// milliseconds: an outcome that raced it would hit a lost update in
-// core on PostgreSQL, reported to the lead) and faxhub.
+// events) and faxhub. Telnyx takes seconds; the contract suite uses a few
+// milliseconds so that an outcome often races core's record of Send's own
+// answer (core must keep the outcome: a compare-and-set on the fax).
 func newTelnyxRig(t *testing.T, step string) *telnyxRig {
 	t.Helper()
 	r := &telnyxRig{t: t, client: &http.Client{Timeout: 15 * time.Second}, serveLog: &syncBuffer{}}
@@ -384,7 +384,7 @@ func TestTelnyxContract(t *testing.T) {
 	if os.Getenv(EnvTelnyxSuite) != "1" && os.Getenv(require.EnvRequireAll) != "1" {
 		t.Skipf("set %s=1 to run the Telnyx contract suite (make check does, through %s)", EnvTelnyxSuite, require.EnvRequireAll)
 	}
-	r := newTelnyxRig(t, "100ms")
+	r := newTelnyxRig(t, "5ms")
 	doc := r.upload(2)
 
 	var delivered, deliveredRef string
