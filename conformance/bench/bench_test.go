@@ -125,6 +125,7 @@ func TestBench(t *testing.T) {
 	run("hostagent", benchHostAgentExecute)
 	run("machine", benchMachine)
 	run("inbound", benchInbound)
+	run("telnyx", benchTelnyxWebhooks)
 
 	table := rep.render(time.Since(started))
 	fmt.Print(table)
