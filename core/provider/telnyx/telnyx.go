@@ -466,26 +466,26 @@ func (p *Provider) OrderNumber(ctx context.Context, o core.NumberOrder) (core.Nu
 	return out.Data.result(), nil
 }
 
-// ReleaseNumber deletes the number from the account. A number that is
-// already gone is not an error; one whose order never reported its id is
-// found by its E.164 form.
+// ReleaseNumber deletes the number from the account, found by its E.164
+// form. A number that is already gone is not an error.
 func (p *Provider) ReleaseNumber(ctx context.Context, n *core.Number) error {
-	id := n.ProviderRef
-	if id == "" {
-		var out struct {
-			Data []struct {
-				ID string `json:"id"`
-			} `json:"data"`
-		}
-		q := url.Values{"filter[phone_number]": {n.E164}}
-		if err := p.call(ctx, http.MethodGet, "/v2/phone_numbers", q, nil, &out); err != nil {
-			return fmt.Errorf("telnyx find %s to release it: %w", n.E164, err)
-		}
-		if len(out.Data) == 0 || out.Data[0].ID == "" {
-			return nil
-		}
-		id = out.Data[0].ID
+	// The phone number's own id is looked up by its E.164 form every time:
+	// the id a number order reports may be the order's line, not the
+	// number, and a DELETE of the wrong id answers 404, which would read as
+	// "already released" while the number stays rented.
+	var out struct {
+		Data []struct {
+			ID string `json:"id"`
+		} `json:"data"`
 	}
+	q := url.Values{"filter[phone_number]": {n.E164}}
+	if err := p.call(ctx, http.MethodGet, "/v2/phone_numbers", q, nil, &out); err != nil {
+		return fmt.Errorf("telnyx find %s to release it: %w", n.E164, err)
+	}
+	if len(out.Data) == 0 || out.Data[0].ID == "" {
+		return nil // not on the account: released already
+	}
+	id := out.Data[0].ID
 	err := p.call(ctx, http.MethodDelete, "/v2/phone_numbers/"+url.PathEscape(id), nil, nil, nil)
 	var ae *apiError
 	if errors.As(err, &ae) && ae.Status == http.StatusNotFound {
