@@ -396,6 +396,14 @@ func (s *Service) OrderNumber(ctx context.Context, numberID string) error {
 	return s.applyNumberOrder(ctx, n.ID, res)
 }
 
+// GiveUpNumberOrder ends the order of a pending number whose provider never
+// accepted it (the order_number job's last attempt failed): the number
+// fails and its month returns as credits, as for a failed order.
+func (s *Service) GiveUpNumberOrder(ctx context.Context, numberID string, cause error) error {
+	s.d.Logger.ErrorContext(ctx, "number order given up", "number_id", numberID, "error", cause)
+	return s.applyNumberOrder(ctx, numberID, NumberOrderResult{Status: NumberFailed, FailureReason: "the provider did not accept the order; try another number later"})
+}
+
 // RecordNumberOrder records a provider's answer to a number order that
 // arrived later (a webhook, the simulator's scheduled outcome). A
 // duplicate or a late answer for a number no longer pending changes

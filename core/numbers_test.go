@@ -1,6 +1,7 @@
 package core_test
 
 import (
+	"errors"
 	"io"
 	"os"
 	"os/exec"
@@ -483,5 +484,28 @@ func TestBuyNumberWithCredits(t *testing.T) {
 	v, err := e.Svc.StartNumberTask(ctx, p, "buy_number", "", core.BuyNumberRequest{Number: "+14155550163", PayWithCredits: true})
 	if err != nil || v.State != core.TaskInputRequired {
 		t.Fatalf("task with payWithCredits: %+v %v", v, err)
+	}
+}
+
+// TestNumberOrderGivenUp: an order the provider never accepted fails the
+// number and credits its month back, once.
+func TestNumberOrderGivenUp(t *testing.T) {
+	e := testenv.New(t, testenv.WithoutWorkers())
+	p := e.Principal(t, e.KeyATest)
+	before := avail(t, e, p)
+	n, err := e.Svc.BuyNumber(ctx, p, core.BuyNumberRequest{Number: "+14155550170", PayWithCredits: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 2 {
+		if err := e.Svc.GiveUpNumberOrder(ctx, n.ID, errors.New("provider down")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n, _ = e.Svc.GetNumber(ctx, p, n.ID); n.Status != core.NumberFailed || n.FailureCode != "provisioning_failed" {
+		t.Fatalf("given up: %+v", n)
+	}
+	if after := avail(t, e, p); after != before {
+		t.Fatalf("balance %d → %d: the month should be back, once", before, after)
 	}
 }

@@ -38,6 +38,15 @@ type orderNumberArgs struct {
 
 func (orderNumberArgs) Kind() string { return KindOrderNumber }
 
+// orderMaxAttempts: an order the provider keeps refusing (its API down)
+// is retried for about four hours of River's backoff; then the handler
+// gives up (the number fails and its month is credited back).
+const orderMaxAttempts = 10
+
+func (orderNumberArgs) InsertOpts() river.InsertOpts {
+	return river.InsertOpts{MaxAttempts: orderMaxAttempts}
+}
+
 type numberOutcomeArgs struct {
 	Provider string                 `json:"provider"`
 	OrderRef string                 `json:"order_ref"`
@@ -89,7 +98,11 @@ func addNumberWorkers(workers *river.Workers, h Handlers, sweep *periodicWorker[
 			if job.Args.NumberID == "" {
 				return river.JobCancel(errors.New("order_number job without a number_id"))
 			}
-			return h.OrderNumber(ctx, job.Args.NumberID)
+			err := h.OrderNumber(ctx, job.Args.NumberID)
+			if err != nil && job.Attempt >= job.MaxAttempts && h.GiveUpNumberOrder != nil {
+				return h.GiveUpNumberOrder(ctx, job.Args.NumberID, err)
+			}
+			return err
 		}
 	}
 	outcome := &funcWorker[numberOutcomeArgs]{}

@@ -126,9 +126,11 @@ type Handlers struct {
 	Outcome func(ctx context.Context, faxID, attemptID string, res core.ProviderResult) error
 	// Numbers and the inbox (optional: a process without them leaves
 	// their jobs to one that has them).
-	OrderNumber    func(ctx context.Context, numberID string) error
-	NumberOutcome  func(ctx context.Context, provider, orderRef string, res core.NumberOrderResult) error
-	ProcessInbound func(ctx context.Context, inboundID string, lastAttempt bool) error
+	OrderNumber func(ctx context.Context, numberID string) error
+	// GiveUpNumberOrder ends an order whose last attempt failed.
+	GiveUpNumberOrder func(ctx context.Context, numberID string, cause error) error
+	NumberOutcome     func(ctx context.Context, provider, orderRef string, res core.NumberOrderResult) error
+	ProcessInbound    func(ctx context.Context, inboundID string, lastAttempt bool) error
 }
 
 // New builds a queue on db. River's tables must exist (Migrate). On SQLite

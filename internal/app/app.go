@@ -237,6 +237,9 @@ func (a *App) wire(ctx context.Context) error {
 			return svc.RecordProviderOutcome(ctx, faxID, attemptID, res)
 		},
 		OrderNumber: func(ctx context.Context, numberID string) error { return svc.OrderNumber(ctx, numberID) },
+		GiveUpNumberOrder: func(ctx context.Context, numberID string, cause error) error {
+			return svc.GiveUpNumberOrder(ctx, numberID, cause)
+		},
 		NumberOutcome: func(ctx context.Context, provider, orderRef string, res core.NumberOrderResult) error {
 			return svc.RecordNumberOrder(ctx, provider, orderRef, res)
 		},
