@@ -97,7 +97,8 @@ const (
 // Capability is a delegated capability (spec: validate_fax, send_fax,
 // get_fax_status, get_credits, create_credit_checkout; faxhub adds
 // create_upload, how a delegated agent supplies a document larger than an
-// inline file).
+// inline file, and list_inbox and read_inbox_fax, so an agent can read the
+// faxes the owner receives).
 type Capability string
 
 const (
@@ -107,6 +108,8 @@ const (
 	CapGetFaxStatus         Capability = "get_fax_status"
 	CapGetCredits           Capability = "get_credits"
 	CapCreateCreditCheckout Capability = "create_credit_checkout"
+	CapListInbox            Capability = "list_inbox"
+	CapReadInboxFax         Capability = "read_inbox_fax"
 )
 
 // capabilityOps is the one table of what each capability lets an agent do:
@@ -120,12 +123,14 @@ var capabilityOps = map[Capability]Operation{
 	CapGetFaxStatus:         OpGetFax,
 	CapGetCredits:           OpGetCredits,
 	CapCreateCreditCheckout: OpCreditCheckout,
+	CapListInbox:            OpListInbox,
+	CapReadInboxFax:         OpReadInbox,
 }
 
 // Capabilities lists every delegated capability in documentation order (a
 // new slice each call).
 func Capabilities() []Capability {
-	return []Capability{CapValidateFax, CapCreateUpload, CapSendFax, CapGetFaxStatus, CapGetCredits, CapCreateCreditCheckout}
+	return []Capability{CapValidateFax, CapCreateUpload, CapSendFax, CapGetFaxStatus, CapGetCredits, CapCreateCreditCheckout, CapListInbox, CapReadInboxFax}
 }
 
 // CapabilityOperation is the core operation a capability stands for; false

@@ -47,6 +47,14 @@ type (
 	getFaxStatusArgs struct {
 		FaxID string `json:"fax_id"`
 	}
+	listInboxArgs struct {
+		NumberID      string `json:"number_id"`
+		StartingAfter string `json:"starting_after"`
+		Limit         int    `json:"limit"`
+	}
+	readInboxArgs struct {
+		ID string `json:"id"`
+	}
 	noArgs       struct{}
 	checkoutArgs struct {
 		Pack string `json:"pack"`
@@ -166,6 +174,34 @@ func capabilityTable(packs []core.CreditPack) []capability {
 				"currency": str("USD"), "expires_at": str("RFC 3339"),
 			}),
 			newArgs: func() any { return &checkoutArgs{} },
+		},
+		{
+			Name:        core.CapListInbox,
+			Description: "List the faxes the owner received on their numbers, newest first: sender, number, pages, status and a preview of each one's text. Page with starting_after (the last id of a page)." + phiNote,
+			Input: object(nil, map[string]any{
+				"number_id":      str("only faxes received on this number (num_…)"),
+				"starting_after": str("continue after this received fax id"),
+				"limit":          map[string]any{"type": "integer", "minimum": 1, "maximum": core.MaxListLimit, "description": "page size (default 20)"},
+			}),
+			Output: outObject(map[string]any{
+				"faxes":       map[string]any{"type": "array", "items": map[string]any{"type": "object", "description": "id, number_id, from, to, pages, status, text_status, text_preview, received_at"}},
+				"has_more":    map[string]any{"type": "boolean"},
+				"next_cursor": str("starting_after for the next page"),
+			}),
+			newArgs: func() any { return &listInboxArgs{} },
+		},
+		{
+			Name:        core.CapReadInboxFax,
+			Description: "Read one received fax: its text (text_status and text_note say plainly what could not be read, e.g. scanned pages without OCR) and download_url, a link to the PDF that works for a few minutes. The document itself is never returned." + phiNote,
+			Input:       object([]string{"id"}, map[string]any{"id": str("the received fax id (inb_…)")}),
+			Output: outObject(map[string]any{
+				"id": str("inb_…"), "number_id": str("num_…"), "from": str("sender"), "to": str("the owner's number"),
+				"pages": map[string]any{"type": "integer"}, "status": str("receiving, received or failed"), "received_at": str("RFC 3339"),
+				"text": str("the fax's text, pages separated by form feeds"), "text_status": str("extracted, ocr_unavailable, empty, truncated or failed"),
+				"text_method": str("text, ocr, text+ocr or none"), "text_note": str("what could not be read, in words"),
+				"download_url": str("the PDF, for a few minutes (received faxes only)"), "download_expires_at": str("RFC 3339"),
+			}),
+			newArgs: func() any { return &readInboxArgs{} },
 		},
 	}
 }

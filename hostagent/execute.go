@@ -143,6 +143,47 @@ func (h *Handler) run(ctx context.Context, p core.Principal, c core.Capability, 
 			return nil, err
 		}
 		return map[string]any{"mode": cr.Mode, "balance": cr.Available, "balance_cents": cr.AvailableCents, "held": cr.Held, "held_cents": cr.HeldCents, "currency": cr.Currency}, nil
+	case core.CapListInbox:
+		a := args.(*listInboxArgs)
+		page, err := h.svc.ListInbox(ctx, p, core.InboxQuery{NumberID: a.NumberID, StartingAfter: a.StartingAfter, Limit: a.Limit})
+		if err != nil {
+			return nil, err
+		}
+		faxes := make([]map[string]any, 0, len(page.Data))
+		for i := range page.Data {
+			f := &page.Data[i]
+			faxes = append(faxes, map[string]any{
+				"id": f.ID, "number_id": f.NumberID, "from": f.From, "to": f.To, "pages": f.Pages, "status": f.Status,
+				"text_status": f.TextStatus, "text_preview": f.TextPreview, "received_at": rfc3339(f.ReceivedAt),
+			})
+		}
+		out := map[string]any{"faxes": faxes, "has_more": page.HasMore}
+		if page.Next != "" {
+			out["next_cursor"] = page.Next
+		}
+		return out, nil
+	case core.CapReadInboxFax:
+		a := args.(*readInboxArgs)
+		if err := required("id", a.ID); err != nil {
+			return nil, err
+		}
+		f, err := h.svc.GetInboxFax(ctx, p, a.ID)
+		if err != nil {
+			return nil, err
+		}
+		out := map[string]any{
+			"id": f.ID, "number_id": f.NumberID, "from": f.From, "to": f.To, "pages": f.Pages, "status": f.Status,
+			"received_at": rfc3339(f.ReceivedAt), "text": f.Text, "text_status": f.TextStatus, "text_method": f.TextMethod,
+			"text_note": f.ReadingNote(),
+		}
+		if f.Status == core.InboxReceived {
+			link, err := h.svc.InboxDownload(ctx, p, f.ID)
+			if err != nil {
+				return nil, err
+			}
+			out["download_url"], out["download_expires_at"] = link.URL, rfc3339(link.ExpiresAt)
+		}
+		return out, nil
 	case core.CapCreateCreditCheckout:
 		a := args.(*checkoutArgs)
 		if err := required("pack", a.Pack); err != nil {

@@ -36,6 +36,8 @@ var capText = map[core.Capability]string{
 	core.CapGetFaxStatus:         "See the faxes it sent and whether they were delivered",
 	core.CapGetCredits:           "See your credit balance",
 	core.CapCreateCreditCheckout: "Start credit purchases (you still pay on a checkout page)",
+	core.CapListInbox:            "See the faxes you receive (sender, pages, a preview of the text)",
+	core.CapReadInboxFax:         "Read a fax you received (its text, and a short-lived link to the PDF)",
 }
 
 func describeCaps(caps []core.Capability, checked bool) []capInfo {
