@@ -14,7 +14,7 @@ import { BASE } from './lib.mjs';
 // address, so it equals BASE unless FAXHUB_API_URL says otherwise.
 export const API = (process.env.FAXHUB_API_URL ?? BASE).replace(/\/+$/, '');
 export const DISCOVERY = `${API}/.well-known/agent-configuration`;
-export const CAPABILITIES = ['validate_fax', 'create_upload', 'send_fax', 'get_fax_status', 'get_credits', 'create_credit_checkout'];
+export const CAPABILITIES = ['validate_fax', 'create_upload', 'send_fax', 'get_fax_status', 'get_credits', 'create_credit_checkout', 'list_inbox', 'read_inbox_fax'];
 export const FAX_TO = '+12125550100';
 export const SAMPLE_PDF = new URL('../../docs/sample-letter.pdf', import.meta.url).pathname;
 
