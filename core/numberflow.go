@@ -525,6 +525,11 @@ func (s *Service) releaseNumber(ctx context.Context, n *Number, code, reason str
 // numberSweepPage is how many due numbers one query of the sweep reads.
 const numberSweepPage = 100
 
+// stalePendingAfter: a pending number whose order's answer has not come
+// for this long is asked about again (a webhook lost while faxhub was
+// down longer than the provider's retries).
+const stalePendingAfter = 15 * time.Minute
+
 // SweepNumbers acts on every number due at now: a lapsed reservation is
 // canceled; a month that ended is paid from the owner's credits (active),
 // or the number goes past_due; a past_due number whose grace ended is
@@ -533,7 +538,8 @@ const numberSweepPage = 100
 func (s *Service) SweepNumbers(ctx context.Context) error {
 	after := ""
 	for {
-		due, err := s.d.Store.DueNumbers(ctx, s.now(), after, numberSweepPage)
+		now := s.now()
+		due, err := s.d.Store.DueNumbers(ctx, now, now.Add(-stalePendingAfter), after, numberSweepPage)
 		if err != nil {
 			return err
 		}
@@ -560,6 +566,8 @@ func (s *Service) sweepNumber(ctx context.Context, n *Number) error {
 			return nil
 		}
 		return err
+	case NumberPending:
+		return s.recheckOrder(ctx, n)
 	case NumberActive, NumberPastDue:
 		renewed, err := s.renewNumber(ctx, n)
 		if err != nil || renewed {
@@ -570,6 +578,33 @@ func (s *Service) sweepNumber(ctx context.Context, n *Number) error {
 				"released: the month from "+n.PaidThrough.Format(time.DateOnly)+" was never paid")
 			return err
 		}
+	}
+	return nil
+}
+
+// recheckOrder asks the provider again about the order of a number that
+// stayed pending: OrderNumber is idempotent by number id (the provider
+// answers the order already placed under it, never a second one), so its
+// answer is the order's current state. Still pending, the number is
+// touched so the next sweeps wait stalePendingAfter again.
+func (s *Service) recheckOrder(ctx context.Context, n *Number) error {
+	if n.OrderRef == "" {
+		return nil // never accepted: the order_number job retries or gives up
+	}
+	np, err := s.numberProvider(n.Mode)
+	if err != nil {
+		return err
+	}
+	res, err := np.OrderNumber(ctx, NumberOrder{NumberID: n.ID, E164: n.E164})
+	if err != nil {
+		return fmt.Errorf("recheck the order of %s: %w", n.ID, err)
+	}
+	if res.Status == NumberActive || res.Status == NumberFailed {
+		return s.applyNumberOrder(ctx, n.ID, res)
+	}
+	n.UpdatedAt = s.now()
+	if err := s.d.Store.UpdateNumber(ctx, n, NumberPending); err != nil && !errors.Is(err, ErrConflict) {
+		return err
 	}
 	return nil
 }

@@ -244,6 +244,7 @@ type NumberStore interface {
 	UpdateNumber(ctx context.Context, n *Number, from ...NumberStatus) error
 	// DueNumbers lists up to limit numbers the sweeper must act on at now,
 	// by id after afterID: reservations lapsed, renewals due (active or
-	// past_due with paid_through reached).
-	DueNumbers(ctx context.Context, now time.Time, afterID string, limit int) ([]Number, error)
+	// past_due with paid_through reached), and pending numbers not updated
+	// since stalePending (their order's answer may have been lost).
+	DueNumbers(ctx context.Context, now, stalePending time.Time, afterID string, limit int) ([]Number, error)
 }

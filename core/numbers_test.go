@@ -509,3 +509,33 @@ func TestNumberOrderGivenUp(t *testing.T) {
 		t.Fatalf("balance %d → %d: the month should be back, once", before, after)
 	}
 }
+
+// TestNumberOrderRechecked: a pending number whose order's answer was lost
+// (a webhook faxhub never got) is asked about again by the sweeper once it
+// has not moved for a while, and becomes active.
+func TestNumberOrderRechecked(t *testing.T) {
+	e, clk := newClockEnv(t, testenv.WithoutWorkers())
+	p := e.Principal(t, e.KeyATest)
+	n, err := e.Svc.BuyNumber(ctx, p, core.BuyNumberRequest{Number: "+14155550171", PayWithCredits: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The provider accepted the order; its answer never arrived.
+	n.OrderRef = "simord_lost"
+	if err := e.Store.UpdateNumber(ctx, n, core.NumberPending); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.Svc.SweepNumbers(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := e.Svc.GetNumber(ctx, p, n.ID); got.Status != core.NumberPending {
+		t.Fatalf("rechecked too early: %+v", got)
+	}
+	clk.Advance(16 * time.Minute)
+	if err := e.Svc.SweepNumbers(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := e.Svc.GetNumber(ctx, p, n.ID); got.Status != core.NumberActive {
+		t.Fatalf("after the recheck: %+v", got)
+	}
+}

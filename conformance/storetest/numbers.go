@@ -85,18 +85,27 @@ func testNumbers(t *testing.T, s core.Store) {
 
 	// Due: the active number once its month ends; a lapsed reservation.
 	lapsed := newNumber(t, s, o, "+12125550112", core.NumberAwaitingPayment, 0)
-	due, err := s.DueNumbers(ctx, at(3601), "", 10)
+	due, err := s.DueNumbers(ctx, at(3601), at(0), "", 10)
 	must(t, err)
 	wantEqual(t, "DueNumbers at 3601", ids(due), []string{lapsed.ID})
-	due, err = s.DueNumbers(ctx, at(31*86400), "", 10)
+	due, err = s.DueNumbers(ctx, at(31*86400), at(0), "", 10)
 	must(t, err)
 	if len(due) != 2 || !contains(ids(due), again.ID) || !contains(ids(due), lapsed.ID) {
 		t.Fatalf("DueNumbers a month on: %v", ids(due))
 	}
 	first := min(due[0].ID, due[1].ID)
-	due, err = s.DueNumbers(ctx, at(31*86400), first, 10)
+	due, err = s.DueNumbers(ctx, at(31*86400), at(0), first, 10)
 	must(t, err)
 	wantEqual(t, "DueNumbers after a cursor", len(due), 1)
+
+	// A pending number is due once it has not moved since stalePending.
+	stuck := newNumber(t, s, o, "+12125550113", core.NumberPending, 100)
+	due, err = s.DueNumbers(ctx, at(101), at(99), "", 10)
+	must(t, err)
+	wantEqual(t, "DueNumbers, pending not stale yet", contains(ids(due), stuck.ID), false)
+	due, err = s.DueNumbers(ctx, at(101), at(100), "", 10)
+	must(t, err)
+	wantEqual(t, "DueNumbers, pending stale", contains(ids(due), stuck.ID), true)
 }
 
 // testNumbersConcurrent: many owners racing for one number: exactly one

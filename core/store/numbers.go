@@ -128,15 +128,17 @@ func (x q) UpdateNumber(ctx context.Context, n *core.Number, from ...core.Number
 	return nil
 }
 
-func (x q) DueNumbers(ctx context.Context, now time.Time, afterID string, limit int) ([]core.Number, error) {
+func (x q) DueNumbers(ctx context.Context, now, stalePending time.Time, afterID string, limit int) ([]core.Number, error) {
 	var out []core.Number
-	// Lapsed reservations and renewals due (numbers_reserved and
-	// numbers_renewal), paged by id so that past_due numbers, which stay
-	// due until paid or released, cannot starve the others.
+	// Lapsed reservations, renewals due and stale orders (numbers_reserved,
+	// numbers_renewal, numbers_pending), paged by id so that past_due
+	// numbers, which stay due until paid or released, cannot starve the
+	// others.
 	err := x.sel(ctx, &out, `SELECT `+numberCols+` FROM numbers
-		WHERE id > ? AND ((status = ? AND reserved_until <= ?) OR (status IN (?, ?) AND paid_through <= ?))
+		WHERE id > ? AND ((status = ? AND reserved_until <= ?) OR (status IN (?, ?) AND paid_through <= ?)
+			OR (status = ? AND updated_at <= ?))
 		ORDER BY id LIMIT ?`,
-		afterID, core.NumberAwaitingPayment, now, core.NumberActive, core.NumberPastDue, now, limit)
+		afterID, core.NumberAwaitingPayment, now, core.NumberActive, core.NumberPastDue, now, core.NumberPending, stalePending, limit)
 	if err != nil {
 		return nil, fmt.Errorf("due numbers: %w", err)
 	}

@@ -42,6 +42,7 @@ CREATE INDEX numbers_owner ON numbers (owner_id, mode, created_at);
 CREATE INDEX numbers_order ON numbers (provider, order_ref) WHERE order_ref <> '';
 CREATE INDEX numbers_reserved ON numbers (reserved_until) WHERE status = 'awaiting_payment';
 CREATE INDEX numbers_renewal ON numbers (paid_through) WHERE status IN ('active', 'past_due');
+CREATE INDEX numbers_pending ON numbers (updated_at) WHERE status = 'pending';
 
 CREATE TABLE inbound_faxes (
     id             TEXT NOT NULL PRIMARY KEY,
