@@ -295,6 +295,36 @@ func (s *Service) CreateNumberCheckout(ctx context.Context, p Principal, id stri
 	return cs, nil
 }
 
+// PayNumberWithCredits pays the first month of one of p's awaiting_payment
+// numbers from the balance (fax:send, like any spending) and orders it: the
+// owner's alternative to the checkout. Too little credit is
+// insufficient_credits and changes nothing.
+func (s *Service) PayNumberWithCredits(ctx context.Context, p Principal, id string) (*Number, error) {
+	if err := Authorize(p, OpBuyNumberWithCredits); err != nil {
+		return nil, err
+	}
+	var out *Number
+	err := s.d.Store.InTx(ctx, func(tx Tx) error {
+		n, err := tx.GetNumber(ctx, p.OwnerID, p.Mode, id)
+		if err != nil {
+			return storeErr(err, "number")
+		}
+		if err := s.numberPayable(n); err != nil {
+			return err
+		}
+		out = n
+		return s.payNumberWithCredits(ctx, tx, n)
+	})
+	if isInsufficient(err) {
+		return nil, Errorf(KindPaymentRequired, CodeInsufficientCredits, "this number costs %s USD a month; the %s balance does not cover it", FormatUSD(out.MonthlyMicros), p.Mode).
+			With("price", FormatUSD(out.MonthlyMicros)).With("checkoutPath", "/api/v1/credits/checkout")
+	}
+	if err != nil {
+		return nil, err
+	}
+	return s.presentNumber(out), nil
+}
+
 // numberPayable tells whether n's first month can still be paid.
 func (s *Service) numberPayable(n *Number) error {
 	if n.Status != NumberAwaitingPayment {

@@ -194,6 +194,7 @@ func (c *Console) Handler() http.Handler {
 	mux.HandleFunc("POST /console/numbers", c.withOwner(c.buyNumber))
 	mux.HandleFunc("GET /console/numbers/{id}", c.withOwner(c.numberPage))
 	mux.HandleFunc("POST /console/numbers/{id}/pay", c.withOwner(c.payNumber))
+	mux.HandleFunc("POST /console/numbers/{id}/pay-credits", c.withOwner(c.payNumberWithCredits))
 	mux.HandleFunc("POST /console/numbers/{id}/release", c.withOwner(c.releaseNumber))
 	mux.HandleFunc("GET /console/inbox", c.withOwner(c.inboxPage))
 	mux.HandleFunc("POST /console/inbox/simulate", c.simulateInbound)

@@ -137,6 +137,25 @@ func (c *Console) payNumber(w http.ResponseWriter, r *http.Request, s *signedIn)
 	http.Redirect(w, r, cs.CheckoutURL, http.StatusSeeOther)
 }
 
+// payNumberWithCredits pays the first month from the mode's credits.
+func (c *Console) payNumberWithCredits(w http.ResponseWriter, r *http.Request, s *signedIn) {
+	n, err := c.ownerNumber(r, s)
+	if err != nil {
+		c.fail(w, r, err)
+		return
+	}
+	if n.Status != core.NumberAwaitingPayment {
+		http.Redirect(w, r, numberPath(n), http.StatusSeeOther)
+		return
+	}
+	n, err = c.svc.PayNumberWithCredits(r.Context(), core.OwnerPrincipal(s.owner.ID, n.Mode), n.ID)
+	if err != nil {
+		c.fail(w, r, err)
+		return
+	}
+	http.Redirect(w, r, numberPath(n), http.StatusSeeOther)
+}
+
 // releaseNumber needs the confirmation box ticked: a released number
 // cannot be had back, and the rest of its month is not refunded.
 func (c *Console) releaseNumber(w http.ResponseWriter, r *http.Request, s *signedIn) {

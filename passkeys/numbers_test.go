@@ -122,6 +122,23 @@ func TestNumbersAndInboxPages(t *testing.T) {
 	}
 	wantRedirect(t, "pay again", a.form("/console/numbers/"+id+"/pay?mode=test", url.Values{"csrf": {csrfA}}), loc)
 
+	// Or from credits: a second number paid from the test balance.
+	loc2 := wantRedirect(t, "buy a second", a.form("/console/numbers?mode=test", url.Values{"csrf": {csrfA}, "number": {"+14155550188"}}), "/console/numbers/num_")
+	id2 := numberLink.FindStringSubmatch(loc2)[1]
+	if r := a.get(loc2); !strings.Contains(r.body, `/console/numbers/`+id2+`/pay-credits?mode=test`) {
+		t.Fatalf("no pay-from-credits button:\n%s", r.body)
+	}
+	wantStatus(t, "B pays A's number from credits", b.form("/console/numbers/"+id2+"/pay-credits?mode=test", url.Values{"csrf": {csrfB}}), 404)
+	wantStatus(t, "pay from credits without token", a.form("/console/numbers/"+id2+"/pay-credits?mode=test", nil), 403)
+	wantStatus(t, "pay from no credits", a.form("/console/numbers/"+id2+"/pay-credits?mode=test", url.Values{"csrf": {csrfA}}), 402)
+	if _, err := h.env.Svc.GrantCredits(ctx, pa.OwnerID, core.ModeTest, 5*core.MicrosPerDollar, "test"); err != nil {
+		t.Fatal(err)
+	}
+	wantRedirect(t, "pay from credits", a.form("/console/numbers/"+id2+"/pay-credits?mode=test", url.Values{"csrf": {csrfA}}), loc2)
+	if n2, err := h.env.Svc.GetNumber(ctx, pa, id2); err != nil || n2.Status != core.NumberPending && n2.Status != core.NumberActive {
+		t.Fatalf("paid from credits: %+v %v", n2, err)
+	}
+
 	// Inbox: the simulate form offers the test number.
 	r = a.get("/console/inbox")
 	if r.status != 200 || !strings.Contains(html.UnescapeString(r.body), "Simulate an incoming fax") || !strings.Contains(html.UnescapeString(r.body), `<option value="`+id+`">`+e164) {

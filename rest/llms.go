@@ -55,7 +55,7 @@ Send from one of your numbers with "from": "<E.164 or num_… id>" in the body.
   signed in) pays its first month there. Or add "payWithCredits": true (scope fax:send) to pay it from credits at once.
   Then pending while the provider provisions it, then active. Later months are
   paid from credits; without enough it goes past_due and is released after a grace period.
-- GET /api/v1/numbers[?all=true], GET /api/v1/numbers/{id}; release with POST /api/v1/numbers/{id}/release
+- GET /api/v1/numbers[?all=true], GET /api/v1/numbers/{id}; pay a reserved number from credits with POST /api/v1/numbers/{id}/pay; release with POST /api/v1/numbers/{id}/release
   (or DELETE /api/v1/numbers/{id}); the rest of the month is not refunded.
 - Received faxes (scope inbox:read): GET /api/v1/inbox?numberId=&starting_after=&limit= (textPreview each),
   GET /api/v1/inbox/{id} (status receiving -> received; text, textStatus). The PDF: POST /api/v1/inbox/{id}/download

@@ -83,6 +83,16 @@ func (a *api) getNumber(w http.ResponseWriter, r *http.Request, p core.Principal
 	return nil
 }
 
+// payNumber pays an awaiting_payment number's first month from credits.
+func (a *api) payNumber(w http.ResponseWriter, r *http.Request, p core.Principal) error {
+	n, err := a.svc.PayNumberWithCredits(r.Context(), p, r.PathValue("id"))
+	if err != nil {
+		return err
+	}
+	web.WriteJSON(w, http.StatusOK, n)
+	return nil
+}
+
 // releaseNumber serves both POST …/release and DELETE /api/v1/numbers/{id}.
 func (a *api) releaseNumber(w http.ResponseWriter, r *http.Request, p core.Principal) error {
 	n, err := a.svc.ReleaseNumber(r.Context(), p, r.PathValue("id"))

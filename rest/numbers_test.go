@@ -291,6 +291,18 @@ func TestE2ENumberCancelAndFrom(t *testing.T) {
 	}
 	broke := newHarness(t, testenv.WithoutCredits())
 	broke.do(broke.env.KeyATest, "POST", "/api/v1/numbers", map[string]any{"number": found.Data[1].E164, "payWithCredits": true}, nil).problem(402, core.CodeInsufficientCredits)
+	// A reserved number paid later from credits (POST …/pay).
+	var reserved, paid core.Number
+	h.do(key, "POST", "/api/v1/numbers", map[string]string{"number": found.Data[1].E164}, nil).status(http.StatusOK).decode(&reserved)
+	h.do(h.env.KeyBTest, "POST", "/api/v1/numbers/"+reserved.ID+"/pay", nil, nil).problem(404, core.CodeNotFound)
+	h.do(key, "POST", "/api/v1/numbers/"+reserved.ID+"/pay", nil, nil).status(http.StatusOK).decode(&paid)
+	if paid.Status != core.NumberPending || paid.CheckoutURL != "" {
+		t.Fatalf("paid from credits: %+v", paid)
+	}
+	h.do(key, "POST", "/api/v1/numbers/"+reserved.ID+"/pay", nil, nil).problem(409, core.CodeNumberState)
+	var brokeNum core.Number
+	broke.do(broke.env.KeyATest, "POST", "/api/v1/numbers", map[string]string{"number": "+14155550189"}, nil).status(http.StatusOK).decode(&brokeNum)
+	broke.do(broke.env.KeyATest, "POST", "/api/v1/numbers/"+brokeNum.ID+"/pay", nil, nil).problem(402, core.CodeInsufficientCredits)
 	doc := h.upload(key, testenv.MinimalPDF(1)).Document
 	fax := h.sendOK(key, map[string]any{"to": deliverable, "documentId": doc.ID, "from": active.E164})
 	if fax.From != active.E164 {

@@ -59,6 +59,9 @@ func (s *specBuilder) numberPaths(opts Options, cfg core.Config, limit obj) obj 
 	active := obj{"id": numID, "mode": "test", "number": e164, "country": "US", "region": "NY", "locality": "New York",
 		"status": "active", "provider": "simulated", "paidThrough": "2026-02-02T15:04:05Z", "activatedAt": ts, "createdAt": ts, "updatedAt": ts,
 		"monthlyPrice": "2.00", "monthlyCents": 200, "currency": "usd"}
+	pendingNum := obj{"id": numID, "mode": "test", "number": e164, "country": "US", "region": "NY", "locality": "New York",
+		"status": "pending", "provider": "simulated", "paidThrough": "2026-02-02T15:04:05Z", "createdAt": ts, "updatedAt": ts,
+		"monthlyPrice": "2.00", "monthlyCents": 200, "currency": "usd"}
 	released := obj{}
 	for k, v := range active {
 		released[k] = v
@@ -138,6 +141,14 @@ func (s *specBuilder) numberPaths(opts Options, cfg core.Config, limit obj) obj 
 			"delete": release("deleteNumber"),
 		},
 		"/api/v1/numbers/{id}/release": obj{"post": release("releaseNumber")},
+		"/api/v1/numbers/{id}/pay": obj{"post": withScope(core.OpBuyNumberWithCredits, obj{
+			"operationId": "payNumber", "tags": []string{"numbers"},
+			"summary":     "Pay a reserved number's first month from credits",
+			"description": "The alternative to its checkoutUrl: the first month of an awaiting_payment number is paid from the balance of the key's mode at once and the number is returned pending (then active once provisioned). 402 insufficient_credits changes nothing; a number no longer awaiting payment, or whose reservation lapsed, is 409/410 number_not_in_state.",
+			"parameters":  []any{numberIDParam},
+			"responses": s.responses(s.jsonResponse("the number, pending", "Number", pendingNum), authErrs(),
+				[]errs{notFound, e(402, core.CodeInsufficientCredits), e(409, core.CodeNumberState), e(410, core.CodeNumberState)}),
+		})},
 		"/api/v1/inbox": obj{"get": withScope(core.OpListInbox, obj{
 			"operationId": "listInbox", "tags": []string{"inbox"},
 			"summary":     "List received faxes, newest first",

@@ -120,6 +120,7 @@ func (a *api) routeTable() []route {
 		{"GET", "/api/v1/numbers", a.authed(a.listNumbers)},
 		{"GET", "/api/v1/numbers/{id}", a.authed(a.getNumber)},
 		{"POST", "/api/v1/numbers/{id}/release", a.authed(a.releaseNumber)},
+		{"POST", "/api/v1/numbers/{id}/pay", a.authed(a.payNumber)},
 		{"DELETE", "/api/v1/numbers/{id}", a.authed(a.releaseNumber)},
 		{"GET", "/api/v1/inbox", a.authed(a.listInbox)},
 		{"GET", "/api/v1/inbox/{id}", a.authed(a.getInboxFax)},
