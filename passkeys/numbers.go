@@ -120,25 +120,30 @@ func (c *Console) numberPage(w http.ResponseWriter, r *http.Request, s *signedIn
 // payNumber starts the hosted checkout of the number's first month, like
 // a draft's pay button.
 func (c *Console) payNumber(w http.ResponseWriter, r *http.Request, s *signedIn) {
-	n, err := c.ownerNumber(r, s)
-	if err != nil {
-		c.fail(w, r, err)
-		return
-	}
-	if n.Status != core.NumberAwaitingPayment {
-		http.Redirect(w, r, numberPath(n), http.StatusSeeOther)
-		return
-	}
-	cs, err := c.svc.CreateNumberCheckout(r.Context(), core.OwnerPrincipal(s.owner.ID, n.Mode), n.ID)
-	if err != nil {
-		c.fail(w, r, err)
-		return
-	}
-	http.Redirect(w, r, cs.CheckoutURL, http.StatusSeeOther)
+	c.payAwaiting(w, r, s, func(ctx context.Context, p core.Principal, n *core.Number) (string, error) {
+		cs, err := c.svc.CreateNumberCheckout(ctx, p, n.ID)
+		if err != nil {
+			return "", err
+		}
+		return cs.CheckoutURL, nil
+	})
 }
 
 // payNumberWithCredits pays the first month from the mode's credits.
 func (c *Console) payNumberWithCredits(w http.ResponseWriter, r *http.Request, s *signedIn) {
+	c.payAwaiting(w, r, s, func(ctx context.Context, p core.Principal, n *core.Number) (string, error) {
+		paid, err := c.svc.PayNumberWithCredits(ctx, p, n.ID)
+		if err != nil {
+			return "", err
+		}
+		return numberPath(paid), nil
+	})
+}
+
+// payAwaiting runs pay for the owner's number named by the path while it
+// awaits payment, and redirects where pay says; a number paid already
+// goes back to its page.
+func (c *Console) payAwaiting(w http.ResponseWriter, r *http.Request, s *signedIn, pay func(context.Context, core.Principal, *core.Number) (string, error)) {
 	n, err := c.ownerNumber(r, s)
 	if err != nil {
 		c.fail(w, r, err)
@@ -148,12 +153,12 @@ func (c *Console) payNumberWithCredits(w http.ResponseWriter, r *http.Request, s
 		http.Redirect(w, r, numberPath(n), http.StatusSeeOther)
 		return
 	}
-	n, err = c.svc.PayNumberWithCredits(r.Context(), core.OwnerPrincipal(s.owner.ID, n.Mode), n.ID)
+	to, err := pay(r.Context(), core.OwnerPrincipal(s.owner.ID, n.Mode), n)
 	if err != nil {
 		c.fail(w, r, err)
 		return
 	}
-	http.Redirect(w, r, numberPath(n), http.StatusSeeOther)
+	http.Redirect(w, r, to, http.StatusSeeOther)
 }
 
 // releaseNumber needs the confirmation box ticked: a released number
