@@ -124,7 +124,7 @@ func (s *Service) ProcessInboundFax(ctx context.Context, id string, lastAttempt 
 	if f.Status != InboxReceiving {
 		return nil
 	}
-	err = s.processInbound(ctx, f)
+	err = s.processInbound(ctx, f, lastAttempt)
 	var e *Error
 	switch {
 	case err == nil:
@@ -150,7 +150,7 @@ func (s *Service) failInbound(ctx context.Context, f *InboundFax, reason string)
 	return nil
 }
 
-func (s *Service) processInbound(ctx context.Context, f *InboundFax) error {
+func (s *Service) processInbound(ctx context.Context, f *InboundFax, lastAttempt bool) error {
 	dir, err := os.MkdirTemp(s.cfg.TempDir, "faxhub-inbound-")
 	if err != nil {
 		return fmt.Errorf("spool inbound fax: %w", err)
@@ -181,7 +181,13 @@ func (s *Service) processInbound(ctx context.Context, f *InboundFax) error {
 		text, err = s.d.Text.Extract(tctx, pdf, pages)
 		cancel()
 		if err != nil {
-			text = ExtractedText{Status: TextFailed, Method: "none", Note: "reading the text failed"}
+			// No reader was free in time (a burst of faxes): try again
+			// later rather than record an unread fax for good, unless
+			// this is the last try.
+			if !lastAttempt {
+				return wrapErr(Errorf(KindUnavailable, CodeRateLimited, "no text reader was free; the fax is read on a later try"), err)
+			}
+			text = ExtractedText{Status: TextFailed, Method: "none", Note: "the text could not be read: the server was too busy"}
 			s.d.Logger.WarnContext(ctx, "reading a received fax failed", "inbound_id", f.ID, "error", err)
 		}
 	}

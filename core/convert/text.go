@@ -114,13 +114,12 @@ func (r *TextReader) Extract(ctx context.Context, path string, pages int) (core.
 	return res, nil
 }
 
-// abandoned answers a context that ended before the work began: a
-// cancellation is the caller's to retry, a deadline is a failure to read.
+// abandoned answers a context that ended before the work began (while
+// the fax waited for a slot behind others): nothing was tried, so it is an
+// error for the caller to retry later, not a failed reading recorded for
+// good.
 func abandoned(err error) (core.ExtractedText, error) {
-	if errors.Is(err, context.DeadlineExceeded) {
-		return failed("the text could not be read: there was no time left to read it"), nil
-	}
-	return core.ExtractedText{}, fmt.Errorf("extract text: %w", err)
+	return core.ExtractedText{}, fmt.Errorf("extract text: no slot before the time ran out: %w", err)
 }
 
 func failed(note string) core.ExtractedText {
