@@ -97,3 +97,23 @@ func HashSecret(secret string) string {
 // HasPrefix reports whether id carries the given prefix; a cheap first check
 // before a store lookup.
 func HasPrefix(id, prefix string) bool { return strings.HasPrefix(id, prefix) && len(id) > len(prefix) }
+
+// maxIDLen bounds an id a client names (ours are about 30 characters).
+const maxIDLen = 64
+
+// wellFormedID reports whether s could be one of our ids: at most 64
+// ASCII letters, digits and underscores. A client's cursor or filter
+// that is not is refused before it reaches a query (PostgreSQL refuses
+// invalid UTF-8 in a text parameter outright).
+func wellFormedID(s string) bool {
+	if len(s) > maxIDLen {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_') {
+			return false
+		}
+	}
+	return true
+}

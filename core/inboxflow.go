@@ -289,8 +289,8 @@ func (s *Service) ListInbox(ctx context.Context, p Principal, q InboxQuery) (*Pa
 	if err != nil {
 		return nil, err
 	}
-	if len(q.StartingAfter) > 64 || len(q.NumberID) > 64 {
-		return nil, Errorf(KindInvalid, CodeInvalidRequest, "cursor or number id is too long")
+	if !wellFormedID(q.StartingAfter) || !wellFormedID(q.NumberID) {
+		return nil, Errorf(KindInvalid, CodeInvalidRequest, "startingAfter and numberId must be ids (letters, digits and _, at most %d)", maxIDLen)
 	}
 	rows, err := s.d.Store.ListInboundFaxes(ctx, InboxFilter{
 		OwnerID: p.OwnerID, Mode: p.Mode, NumberID: q.NumberID, StartingAfter: q.StartingAfter, Limit: limit + 1,
@@ -318,6 +318,9 @@ func (s *Service) ListInbox(ctx context.Context, p Principal, q InboxQuery) (*Pa
 func (s *Service) GetInboxFax(ctx context.Context, p Principal, id string) (*InboundFax, error) {
 	if err := Authorize(p, OpReadInbox); err != nil {
 		return nil, err
+	}
+	if !wellFormedID(id) {
+		return nil, notFound("received fax")
 	}
 	f, err := s.d.Store.GetInboundFax(ctx, p.OwnerID, p.Mode, id)
 	return f, storeErr(err, "received fax")
@@ -400,7 +403,10 @@ func (s *Service) DeliverTestFax(ctx context.Context, ownerID string, t TestInbo
 		err error
 	)
 	if HasPrefix(t.To, PrefixNumber) {
-		num, err = s.d.Store.GetNumberByID(ctx, t.To)
+		num, err = nil, ErrNoRows
+		if wellFormedID(t.To) {
+			num, err = s.d.Store.GetNumberByID(ctx, t.To)
+		}
 	} else {
 		e164, _, cerr := s.d.Destination.Check(t.To)
 		if cerr != nil {

@@ -256,7 +256,7 @@ func (s *Service) GetNumber(ctx context.Context, p Principal, id string) (*Numbe
 	if err := Authorize(p, OpListNumbers); err != nil {
 		return nil, err
 	}
-	n, err := s.d.Store.GetNumber(ctx, p.OwnerID, p.Mode, id)
+	n, err := ownNumber(ctx, s.d.Store, p, id)
 	if err != nil {
 		return nil, storeErr(err, "number")
 	}
@@ -270,7 +270,7 @@ func (s *Service) CreateNumberCheckout(ctx context.Context, p Principal, id stri
 	if err := Authorize(p, OpBuyNumber); err != nil {
 		return nil, err
 	}
-	n, err := s.d.Store.GetNumber(ctx, p.OwnerID, p.Mode, id)
+	n, err := ownNumber(ctx, s.d.Store, p, id)
 	if err != nil {
 		return nil, storeErr(err, "number")
 	}
@@ -305,7 +305,7 @@ func (s *Service) PayNumberWithCredits(ctx context.Context, p Principal, id stri
 	}
 	var out *Number
 	err := s.d.Store.InTx(ctx, func(tx Tx) error {
-		n, err := tx.GetNumber(ctx, p.OwnerID, p.Mode, id)
+		n, err := ownNumber(ctx, tx, p, id)
 		if err != nil {
 			return storeErr(err, "number")
 		}
@@ -323,6 +323,15 @@ func (s *Service) PayNumberWithCredits(ctx context.Context, p Principal, id stri
 		return nil, err
 	}
 	return s.presentNumber(out), nil
+}
+
+// ownNumber reads one of p's numbers in its mode; an id that cannot be
+// one of ours is not found without a query.
+func ownNumber(ctx context.Context, q Queries, p Principal, id string) (*Number, error) {
+	if !wellFormedID(id) {
+		return nil, ErrNoRows
+	}
+	return q.GetNumber(ctx, p.OwnerID, p.Mode, id)
 }
 
 // numberPayable tells whether n's first month can still be paid.
@@ -500,7 +509,7 @@ func (s *Service) ReleaseNumber(ctx context.Context, p Principal, id string) (*N
 	if err := Authorize(p, OpReleaseNumber); err != nil {
 		return nil, err
 	}
-	n, err := s.d.Store.GetNumber(ctx, p.OwnerID, p.Mode, id)
+	n, err := ownNumber(ctx, s.d.Store, p, id)
 	if err != nil {
 		return nil, storeErr(err, "number")
 	}
@@ -777,7 +786,7 @@ func (s *Service) senderNumber(ctx context.Context, p Principal, from string) (s
 		err error
 	)
 	if HasPrefix(from, PrefixNumber) {
-		n, err = s.d.Store.GetNumber(ctx, p.OwnerID, p.Mode, from)
+		n, err = ownNumber(ctx, s.d.Store, p, from)
 	} else {
 		e164, _, cerr := s.d.Destination.Check(from)
 		if cerr != nil {
