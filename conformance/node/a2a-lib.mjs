@@ -5,7 +5,7 @@
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import * as oauth from 'oauth4webapi';
-import { A2A, BASE, ISSUER, consent, env, hiddenField, registerClient, until } from './lib.mjs';
+import { A2A, ISSUER, consent, env, payOnConsolePage, registerClient, until } from './lib.mjs';
 
 export { until };
 
@@ -118,28 +118,7 @@ export async function uploadSample(up) {
 // checkoutUrl (session cookie), "Pay and send" (csrf, same-origin), the
 // test checkout page it redirects to, and the test card that pays.
 export async function payDraft(checkoutUrl, cookie = env('FAXHUB_SESSION_COOKIE')) {
-  const u = new URL(checkoutUrl);
-  assert.equal(u.origin, BASE, `checkoutUrl ${checkoutUrl} is on the server`);
-  assert.match(u.pathname, /^\/console\/drafts\/[^/]+$/, `checkoutUrl ${checkoutUrl} is the draft page`);
-  let res = await fetch(u, { headers: { cookie } });
-  const page = await res.text();
-  assert.equal(res.status, 200, `draft page: ${res.status}`);
-  const action = page.match(/<form method="post" action="([^"]+)"/);
-  assert.ok(action, 'the draft page offers no payment form (not payable?)');
-  res = await fetch(new URL(action[1].replaceAll('&amp;', '&'), BASE), {
-    method: 'POST', redirect: 'manual', body: new URLSearchParams({ csrf: hiddenField(page, 'csrf') }),
-    headers: { cookie, origin: BASE, 'sec-fetch-site': 'same-origin', 'content-type': 'application/x-www-form-urlencoded' },
-  });
-  assert.equal(res.status, 303, `pay: ${res.status} ${await res.text()}`);
-  const checkout = new URL(res.headers.get('location'), BASE);
-  assert.match(checkout.pathname, /^\/checkout\/test\//, `pay redirects to ${checkout}`);
-  const year = String((new Date().getUTCFullYear() + 3) % 100).padStart(2, '0');
-  res = await fetch(checkout, {
-    method: 'POST', redirect: 'manual',
-    body: new URLSearchParams({ card_number: '4242 4242 4242 4242', expiry: `12/${year}`, cvc: '123' }),
-    headers: { origin: BASE, 'sec-fetch-site': 'same-origin', 'content-type': 'application/x-www-form-urlencoded' },
-  });
-  assert.equal(res.status, 303, `test card: ${res.status} ${await res.text()}`);
+  await payOnConsolePage(checkoutUrl, /^\/console\/drafts\/[^/]+$/, 'draft page', /<form method="post" action="([^"]+)"/, cookie);
 }
 
 // paymentMandate builds an AP2 v0.1 PaymentMandate for a CartMandate with

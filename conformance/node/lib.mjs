@@ -87,14 +87,22 @@ export async function consent(authURL, clientName, redirectURI, { cookie = env('
 // (csrf, same-origin), the test checkout page it redirects to, and the test
 // card that pays.
 export async function payNumber(checkoutUrl, cookie = env('FAXHUB_SESSION_COOKIE')) {
+  await payOnConsolePage(checkoutUrl, /^\/console\/numbers\/num_[^/]+$/, "number's page", /<form[^>]* action="([^"]*\/pay\?[^"]*)"/, cookie);
+}
+
+// payOnConsolePage opens the owner's console page at checkoutUrl (its path
+// must match pagePath), posts the pay form formAction finds (csrf,
+// same-origin), and pays the test checkout page it redirects to with the
+// test card.
+export async function payOnConsolePage(checkoutUrl, pagePath, what, formAction, cookie = env('FAXHUB_SESSION_COOKIE')) {
   const u = new URL(checkoutUrl);
   assert.equal(u.origin, BASE, `checkoutUrl ${checkoutUrl} is on the server`);
-  assert.match(u.pathname, /^\/console\/numbers\/num_[^/]+$/, `checkoutUrl ${checkoutUrl} is the number's page`);
+  assert.match(u.pathname, pagePath, `checkoutUrl ${checkoutUrl} is the ${what}`);
   let res = await fetch(u, { headers: { cookie } });
   const page = await res.text();
-  assert.equal(res.status, 200, `number page: ${res.status}`);
-  const action = page.match(/<form[^>]* action="([^"]*\/pay[^"]*)"/);
-  assert.ok(action, 'the number page offers no payment form (not payable?)');
+  assert.equal(res.status, 200, `${what}: ${res.status}`);
+  const action = page.match(formAction);
+  assert.ok(action, `the ${what} offers no payment form (not payable?)`);
   res = await fetch(new URL(unescapeHTML(action[1]), BASE), {
     method: 'POST', redirect: 'manual', body: new URLSearchParams({ csrf: hiddenField(page, 'csrf') }),
     headers: { cookie, origin: BASE, 'sec-fetch-site': 'same-origin', 'content-type': 'application/x-www-form-urlencoded' },
