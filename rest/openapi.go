@@ -359,7 +359,8 @@ func openAPIDocument(opts Options, cfg core.Config, machine machineLimits) obj {
 			"properties": obj{
 				"type": str("urn:faxhub:error:<code>"), "title": str("the HTTP status text"), "status": obj{"type": "integer"},
 				"detail": str("what went wrong and what to do, for people"), "instance": str("the request path"),
-				"code": obj{"type": "string", "enum": codes, "description": "stable machine-readable error code"},
+				"requestId": str("the request's id, also in the X-Request-Id header and on the server's log lines of the request: quote it when reporting a problem"),
+				"code":      obj{"type": "string", "enum": codes, "description": "stable machine-readable error code"},
 			},
 		},
 		"CreateUploadRequest": obj{"type": "object", "additionalProperties": false, "properties": obj{

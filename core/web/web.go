@@ -131,8 +131,17 @@ func clientGone(r *http.Request, err error) error {
 	return e
 }
 
-// WriteProblem writes p with its status.
+// WriteProblem writes p with its status, and the request's id
+// (WithRequestID set it on the response) as requestId.
 func WriteProblem(w http.ResponseWriter, p Problem) {
+	if id := w.Header().Get(HeaderRequestID); id != "" && p.Fields["requestId"] == nil {
+		f := make(map[string]any, len(p.Fields)+1)
+		for k, v := range p.Fields {
+			f[k] = v
+		}
+		f["requestId"] = id
+		p.Fields = f
+	}
 	w.Header().Set("Content-Type", "application/problem+json")
 	w.Header().Set("Cache-Control", "no-store")
 	w.WriteHeader(p.Status)

@@ -192,6 +192,8 @@ func Open(ctx context.Context, o Options) (*App, error) {
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
+	// Every line logged with a request's context names the request.
+	o.Logger = slog.New(web.RequestIDLogs(o.Logger.Handler()))
 	if o.Database == "" {
 		o.Database = filepath.Join(o.DataDir, "faxhub.db")
 	}

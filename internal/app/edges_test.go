@@ -314,3 +314,39 @@ func TestAccessLogClientBehindProxies(t *testing.T) {
 		t.Fatal("an invalid --trusted-proxies was accepted")
 	}
 }
+
+// TestRequestIDsReachLogsAndProblems: every answer names its request, a
+// problem+json body repeats it as requestId, and the access log line of
+// that request carries it, so a user's error is found in the logs.
+func TestRequestIDsReachLogsAndProblems(t *testing.T) {
+	var logs lockedBuffer
+	e := newE2E(t, func(o *app.Options) {
+		o.Logger = slog.New(slog.NewJSONHandler(&logs, nil))
+	})
+	req, _ := http.NewRequest(http.MethodGet, e.base+"/api/v1/faxes/fax_missing", nil)
+	req.Header.Set("Authorization", "Bearer fxk_test_nosuchkey")
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var problem map[string]any
+	_ = json.NewDecoder(res.Body).Decode(&problem)
+	res.Body.Close()
+	id := res.Header.Get(web.HeaderRequestID)
+	if !strings.HasPrefix(id, "req_") || problem["requestId"] != id {
+		t.Fatalf("header %q, problem %v", id, problem)
+	}
+	found := false
+	for _, line := range strings.Split(logs.String(), "\n") {
+		var rec struct {
+			Msg       string
+			RequestID string `json:"request_id"`
+		}
+		if json.Unmarshal([]byte(line), &rec) == nil && rec.Msg == "http" && rec.RequestID == id {
+			found = true
+		}
+	}
+	if !found {
+		t.Fatalf("no access log line with request_id %s:\n%.2000s", id, logs.String())
+	}
+}

@@ -86,7 +86,7 @@ func (a *App) Handler() http.Handler {
 	// uploads are bytes, and the machine endpoints check their JSON text
 	// themselves while decoding (a 413 must come before a 14 MB read).
 	h := web.ReadDeadlines(web.RefuseInvalidText(mux, refuseInvalidText(a.Logger), isStreamedBody), body)
-	return web.RealClientIP(accessLog(a.Logger, h), a.proxies)
+	return web.WithRequestID(web.RealClientIP(accessLog(a.Logger, h), a.proxies))
 }
 
 // stripeWebhookHandler is the Stripe webhook, or, without Stripe
