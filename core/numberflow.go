@@ -222,8 +222,7 @@ func (s *Service) reserveNumber(ctx context.Context, p Principal, r BuyNumberReq
 		return s.payNumberWithCredits(ctx, tx, n)
 	})
 	if isInsufficient(err) {
-		return nil, Errorf(KindPaymentRequired, CodeInsufficientCredits, "this number costs %s USD a month; the %s balance does not cover it", FormatUSD(monthly), p.Mode).
-			With("price", FormatUSD(monthly)).With("checkoutPath", "/api/v1/credits/checkout")
+		return nil, numberCostsTooMuch(monthly, p.Mode)
 	}
 	if err != nil {
 		return nil, err
@@ -316,8 +315,7 @@ func (s *Service) PayNumberWithCredits(ctx context.Context, p Principal, id stri
 		return s.payNumberWithCredits(ctx, tx, n)
 	})
 	if isInsufficient(err) {
-		return nil, Errorf(KindPaymentRequired, CodeInsufficientCredits, "this number costs %s USD a month; the %s balance does not cover it", FormatUSD(out.MonthlyMicros), p.Mode).
-			With("price", FormatUSD(out.MonthlyMicros)).With("checkoutPath", "/api/v1/credits/checkout")
+		return nil, numberCostsTooMuch(out.MonthlyMicros, p.Mode)
 	}
 	if err != nil {
 		return nil, err
@@ -355,41 +353,59 @@ func (s *Service) payNumberAtCheckout(ctx context.Context, tx Tx, c *Checkout) e
 	if n.Status != NumberAwaitingPayment {
 		return Errorf(KindConflict, CodeNumberState, "this number is %s; nothing more is charged", n.Status)
 	}
+	if err := s.orderPaid(ctx, tx, n); errors.Is(err, ErrConflict) {
+		return Errorf(KindConflict, CodeNumberState, "this number was paid already; nothing more is charged")
+	} else if err != nil {
+		return err
+	}
+	return nil
+}
+
+// orderPaid moves an awaiting_payment number whose first month was just
+// paid to pending, paid for a month from now, and enqueues its order,
+// inside tx. ErrConflict when it no longer awaits payment.
+func (s *Service) orderPaid(ctx context.Context, tx Tx, n *Number) error {
 	now := s.now()
 	through := now.AddDate(0, 1, 0)
 	n.Status, n.ReservedUntil, n.PaidThrough, n.UpdatedAt = NumberPending, nil, &through, now
 	if err := tx.UpdateNumber(ctx, n, NumberAwaitingPayment); err != nil {
-		if errors.Is(err, ErrConflict) {
-			return Errorf(KindConflict, CodeNumberState, "this number was paid already; nothing more is charged")
-		}
 		return err
 	}
 	return s.d.Queue.EnqueueNumberOrder(ctx, tx, n.ID)
 }
 
-// payNumberWithCredits pays the first month of the just-reserved n from
-// its owner's credits (a hold captured at once) and orders it, inside tx.
-func (s *Service) payNumberWithCredits(ctx context.Context, tx Tx, n *Number) error {
+// chargeMonth takes one month of n from its owner's credits in n's mode:
+// a hold captured at once, so the balance check is the ledger's own
+// atomic one (ErrInsufficientFunds when it does not cover the month).
+func (s *Service) chargeMonth(ctx context.Context, tx Tx, n *Number, holdReason, captureReason string) error {
 	now := s.now()
 	hold := &LedgerEntry{
 		ID: NewID(PrefixLedger), OwnerID: n.OwnerID, Mode: n.Mode, Kind: LedgerHold, AmountMicros: -n.MonthlyMicros,
-		Reason: "fax number " + n.E164 + ", first month", CreatedAt: now,
+		Reason: holdReason, CreatedAt: now,
 	}
 	if err := tx.PlaceHold(ctx, hold); err != nil {
 		return err
 	}
-	if err := tx.AppendLedger(ctx, &LedgerEntry{
+	return tx.AppendLedger(ctx, &LedgerEntry{
 		ID: NewID(PrefixLedger), OwnerID: n.OwnerID, Mode: n.Mode, Kind: LedgerCapture, HoldID: &hold.ID,
-		Reason: "first month of fax number " + n.E164, CreatedAt: now,
-	}); err != nil {
+		Reason: captureReason, CreatedAt: now,
+	})
+}
+
+// numberCostsTooMuch is the insufficient_credits answer of paying a
+// number's month from a balance that does not cover it.
+func numberCostsTooMuch(monthlyMicros int64, m Mode) *Error {
+	return Errorf(KindPaymentRequired, CodeInsufficientCredits, "this number costs %s USD a month; the %s balance does not cover it", FormatUSD(monthlyMicros), m).
+		With("price", FormatUSD(monthlyMicros)).With("checkoutPath", "/api/v1/credits/checkout")
+}
+
+// payNumberWithCredits pays the first month of the just-reserved n from
+// its owner's credits (a hold captured at once) and orders it, inside tx.
+func (s *Service) payNumberWithCredits(ctx context.Context, tx Tx, n *Number) error {
+	if err := s.chargeMonth(ctx, tx, n, "fax number "+n.E164+", first month", "first month of fax number "+n.E164); err != nil {
 		return err
 	}
-	through := now.AddDate(0, 1, 0)
-	n.Status, n.ReservedUntil, n.PaidThrough, n.UpdatedAt = NumberPending, nil, &through, now
-	if err := tx.UpdateNumber(ctx, n, NumberAwaitingPayment); err != nil {
-		return err
-	}
-	return s.d.Queue.EnqueueNumberOrder(ctx, tx, n.ID)
+	return s.orderPaid(ctx, tx, n)
 }
 
 // creditUnpayableNumber credits a payment the processor took for a number
@@ -666,11 +682,8 @@ func (s *Service) renewNumber(ctx context.Context, n *Number) (bool, error) {
 		*n = *cur
 		now := s.now()
 		through := n.PaidThrough.AddDate(0, 1, 0)
-		hold := &LedgerEntry{
-			ID: NewID(PrefixLedger), OwnerID: n.OwnerID, Mode: n.Mode, Kind: LedgerHold, AmountMicros: -n.MonthlyMicros,
-			Reason: fmt.Sprintf("fax number %s, month from %s", n.E164, n.PaidThrough.Format(time.DateOnly)), CreatedAt: now,
-		}
-		err = tx.PlaceHold(ctx, hold)
+		err = s.chargeMonth(ctx, tx, n, fmt.Sprintf("fax number %s, month from %s", n.E164, n.PaidThrough.Format(time.DateOnly)),
+			"renewal of fax number "+n.E164)
 		if errors.Is(err, ErrInsufficientFunds) {
 			if n.Status == NumberPastDue {
 				return nil
@@ -683,12 +696,6 @@ func (s *Service) renewNumber(ctx context.Context, n *Number) (bool, error) {
 			return tx.UpdateNumber(ctx, n, NumberActive)
 		}
 		if err != nil {
-			return err
-		}
-		if err := tx.AppendLedger(ctx, &LedgerEntry{
-			ID: NewID(PrefixLedger), OwnerID: n.OwnerID, Mode: n.Mode, Kind: LedgerCapture, HoldID: &hold.ID,
-			Reason: "renewal of fax number " + n.E164, CreatedAt: now,
-		}); err != nil {
 			return err
 		}
 		from := n.Status
