@@ -7,6 +7,7 @@ import (
 	"net/mail"
 	"strings"
 	"time"
+	"unicode/utf8"
 )
 
 // Session lifetimes: a session ends after IdleTimeout without use or
@@ -190,9 +191,17 @@ func (s *Service) EndAllSessions(ctx context.Context, ownerID string) error {
 	return s.d.Store.DeleteOwnerSessions(ctx, ownerID)
 }
 
-func truncate(s string, n int) string {
+// truncate cuts s to at most n bytes (CutUTF8).
+func truncate(s string, n int) string { return CutUTF8(s, n) }
+
+// CutUTF8 cuts s to at most n bytes without splitting a character: a cut
+// rune would be invalid UTF-8, which PostgreSQL refuses in a text column.
+func CutUTF8(s string, n int) string {
 	if len(s) <= n {
 		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
 	}
 	return s[:n]
 }

@@ -192,7 +192,7 @@ func (s *Service) processInbound(ctx context.Context, f *InboundFax, lastAttempt
 		}
 	}
 	if len(text.Text) > MaxInboxText {
-		text.Text, text.Status = truncateUTF8(text.Text, MaxInboxText), TextTruncated
+		text.Text, text.Status = CutUTF8(text.Text, MaxInboxText), TextTruncated
 	}
 	key := "inbox/" + f.ID + ".pdf"
 	size, err := s.putFile(ctx, key, pdf, string(FilePDF))
@@ -260,16 +260,6 @@ func (s *Service) fetchInbound(ctx context.Context, f *InboundFax, dst string) e
 func wrapErr(e *Error, cause error) *Error {
 	e.Err = cause
 	return e
-}
-
-func truncateUTF8(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	for n > 0 && !utf8.RuneStart(s[n]) {
-		n--
-	}
-	return s[:n]
 }
 
 // InboxQuery pages through an inbox.

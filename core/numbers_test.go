@@ -539,3 +539,41 @@ func TestNumberOrderRechecked(t *testing.T) {
 		t.Fatalf("after the recheck: %+v", got)
 	}
 }
+
+// TestCutUTF8: cutting never splits a character (PostgreSQL refuses
+// invalid UTF-8), so a caller id or a provider's reason in another script
+// is stored cut, not refused.
+func TestCutUTF8(t *testing.T) {
+	for _, tc := range []struct {
+		s    string
+		n    int
+		want string
+	}{
+		{"abc", 5, "abc"},
+		{"abc", 2, "ab"},
+		{"aé", 2, "a"},
+		{"aé", 3, "aé"},
+		{"日本", 4, "日"},
+		{"日本", 0, ""},
+	} {
+		if got := core.CutUTF8(tc.s, tc.n); got != tc.want {
+			t.Errorf("CutUTF8(%q, %d) = %q, want %q", tc.s, tc.n, got, tc.want)
+		}
+	}
+	e := testenv.New(t, testenv.WithoutWorkers())
+	p := e.Principal(t, e.KeyATest)
+	n, err := e.Svc.BuyNumber(ctx, p, core.BuyNumberRequest{Number: "+14155550172", PayWithCredits: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := e.Svc.OrderNumber(ctx, n.ID); err != nil {
+		t.Fatal(err)
+	}
+	f, err := e.Svc.ReceiveFax(ctx, core.InboundNotice{Provider: n.Provider, ProviderRef: "ref-long", To: n.E164, From: strings.Repeat("日", 30)})
+	if err != nil {
+		t.Fatalf("a long caller id in another script: %v", err)
+	}
+	if got, _ := e.Svc.GetInboxFax(ctx, p, f.ID); got == nil || got.From != strings.Repeat("日", 21) {
+		t.Fatalf("caller id stored %+v", got)
+	}
+}

@@ -13,7 +13,6 @@ import (
 	"syscall"
 	"time"
 	"unicode"
-	"unicode/utf8"
 
 	"github.com/faxhub/faxhub/core"
 )
@@ -433,22 +432,11 @@ func summarise(doc []page) core.ExtractedText {
 		res.Method, res.Status, res.Text = "none", core.TextEmpty, ""
 	}
 	if len(res.Text) > core.MaxInboxText {
-		res.Text = cutUTF8(res.Text, core.MaxInboxText)
+		res.Text = core.CutUTF8(res.Text, core.MaxInboxText)
 		res.Status = core.TextTruncated
 		res.Note = fmt.Sprintf("the text was cut at %s", byteSize(core.MaxInboxText))
 	}
 	return res
-}
-
-// cutUTF8 cuts s to at most n bytes without splitting a character.
-func cutUTF8(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	for n > 0 && !utf8.RuneStart(s[n]) {
-		n--
-	}
-	return s[:n]
 }
 
 func byteSize(n int) string {

@@ -212,7 +212,7 @@ func TestExtractText(t *testing.T) {
 				t.Fatal(err)
 			}
 			if got.Status != tt.status || got.Method != tt.method {
-				t.Fatalf("status %s, method %s; want %s, %s (note %q, text %q)", got.Status, got.Method, tt.status, tt.method, got.Note, cutUTF8(got.Text, 300))
+				t.Fatalf("status %s, method %s; want %s, %s (note %q, text %q)", got.Status, got.Method, tt.status, tt.method, got.Note, core.CutUTF8(got.Text, 300))
 			}
 			if !utf8.ValidString(got.Text) || len(got.Text) > core.MaxInboxText {
 				t.Fatalf("text is %d bytes, valid UTF-8 %v", len(got.Text), utf8.ValidString(got.Text))
@@ -381,8 +381,8 @@ func TestCutUTF8(t *testing.T) {
 		{"€uro", 3, "€"},
 	}
 	for _, tt := range tests {
-		if got := cutUTF8(tt.s, tt.n); got != tt.want {
-			t.Errorf("cutUTF8(%q, %d) = %q, want %q", tt.s, tt.n, got, tt.want)
+		if got := core.CutUTF8(tt.s, tt.n); got != tt.want {
+			t.Errorf("core.CutUTF8(%q, %d) = %q, want %q", tt.s, tt.n, got, tt.want)
 		}
 	}
 }
