@@ -26,13 +26,16 @@ import (
 const stmtCacheSize = 512
 
 // openCachedSQLite opens dsn with the modernc driver wrapped in the cache.
-func openCachedSQLite(dsn string) *sqlx.DB {
-	return sqlx.NewDb(sql.OpenDB(cachingConnector{dsn: dsn, d: &sqlite.Driver{}}), "sqlite")
+// With detach, statements ignore their context's cancellation (see
+// cachingConn.detach).
+func openCachedSQLite(dsn string, detach bool) *sqlx.DB {
+	return sqlx.NewDb(sql.OpenDB(cachingConnector{dsn: dsn, d: &sqlite.Driver{}, detach: detach}), "sqlite")
 }
 
 type cachingConnector struct {
-	dsn string
-	d   driver.Driver
+	dsn    string
+	d      driver.Driver
+	detach bool
 }
 
 func (c cachingConnector) Connect(context.Context) (driver.Conn, error) {
@@ -45,7 +48,7 @@ func (c cachingConnector) Connect(context.Context) (driver.Conn, error) {
 		conn.Close()
 		return nil, fmt.Errorf("sqlite driver connection %T lacks the context interfaces", conn)
 	}
-	return &cachingConn{sqliteConn: inner, stmts: map[string]*cachedStmt{}}, nil
+	return &cachingConn{sqliteConn: inner, stmts: map[string]*cachedStmt{}, detach: c.detach}, nil
 }
 
 func (c cachingConnector) Driver() driver.Driver { return c.d }
@@ -66,6 +69,26 @@ type sqliteConn interface {
 type cachingConn struct {
 	sqliteConn
 	stmts map[string]*cachedStmt
+	// detach is set on the writer: the driver answers a cancelled context
+	// by interrupting the connection, and SQLite may then roll back the
+	// whole transaction, which on the writer is shared by a batch of
+	// requests (groupcommit.go). A writer statement therefore runs to its
+	// end (they are short; a lock held by another process is bounded by
+	// the busy timeout), and database/sql still refuses to start one for a
+	// context that is already done.
+	detach bool
+}
+
+func (c *cachingConn) ctx(ctx context.Context) context.Context {
+	if c.detach {
+		return context.WithoutCancel(ctx)
+	}
+	return ctx
+}
+
+// BeginTx begins with the connection's context rule.
+func (c *cachingConn) BeginTx(ctx context.Context, opts driver.TxOptions) (driver.Tx, error) {
+	return c.sqliteConn.BeginTx(c.ctx(ctx), opts)
 }
 
 type cachedStmt struct {
@@ -127,6 +150,7 @@ func (c *cachingConn) evictOne() {
 // without arguments (pragmas, savepoints, migration scripts of several
 // statements) run as before: they are rare or not reusable.
 func (c *cachingConn) ExecContext(ctx context.Context, query string, args []driver.NamedValue) (driver.Result, error) {
+	ctx = c.ctx(ctx)
 	if len(args) == 0 {
 		return c.sqliteConn.ExecContext(ctx, query, args)
 	}
@@ -142,6 +166,7 @@ func (c *cachingConn) ExecContext(ctx context.Context, query string, args []driv
 
 // QueryContext is ExecContext for statements that return rows.
 func (c *cachingConn) QueryContext(ctx context.Context, query string, args []driver.NamedValue) (driver.Rows, error) {
+	ctx = c.ctx(ctx)
 	if len(args) == 0 {
 		return c.sqliteConn.QueryContext(ctx, query, args)
 	}

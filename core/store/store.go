@@ -61,6 +61,9 @@ type DB struct {
 	dialect string
 	w       *sqlx.DB
 	r       *sqlx.DB
+	// gw commits SQLite's transactions in batches (groupcommit.go); nil on
+	// PostgreSQL, where transactions run side by side.
+	gw *groupWriter
 	// lockID is the PostgreSQL advisory lock migrations hold; it is derived
 	// from the database and schema so that separate schemas (tests, tenants)
 	// migrate independently while replicas of one schema exclude each other.
@@ -157,7 +160,7 @@ func openSQLite(ctx context.Context, dsn string) (*DB, error) {
 	if err != nil {
 		return nil, err
 	}
-	w := openCachedSQLite(wdsn)
+	w := openCachedSQLite(wdsn, true)
 	w.SetMaxOpenConns(1)
 	w.SetMaxIdleConns(1)
 	w.SetConnMaxLifetime(0)
@@ -167,7 +170,7 @@ func openSQLite(ctx context.Context, dsn string) (*DB, error) {
 		w.Close()
 		return nil, fmt.Errorf("open sqlite: %w", err)
 	}
-	db := &DB{dialect: DialectSQLite, w: w, r: w}
+	db := &DB{dialect: DialectSQLite, w: w, r: w, gw: newGroupWriter(w)}
 	db.q = q{db: db}
 	if inMemory(dsn) {
 		// Every connection would get its own in-memory database.
@@ -175,14 +178,16 @@ func openSQLite(ctx context.Context, dsn string) (*DB, error) {
 	}
 	rdsn, err := sqliteDSN(dsn, true)
 	if err != nil {
+		db.gw.close()
 		w.Close()
 		return nil, err
 	}
-	r := openCachedSQLite(rdsn)
+	r := openCachedSQLite(rdsn, false)
 	n := max(4, runtime.NumCPU())
 	r.SetMaxOpenConns(n)
 	r.SetMaxIdleConns(n)
 	if err := r.PingContext(ctx); err != nil {
+		db.gw.close()
 		w.Close()
 		r.Close()
 		return nil, fmt.Errorf("open sqlite: %w", err)
@@ -239,6 +244,9 @@ func (db *DB) SQL() *sql.DB { return db.w.DB }
 
 // Close closes both pools.
 func (db *DB) Close() error {
+	if db.gw != nil {
+		db.gw.close()
+	}
 	err := db.w.Close()
 	if db.r != db.w {
 		err = errors.Join(err, db.r.Close())
@@ -353,12 +361,16 @@ func (db *DB) Secret(ctx context.Context, name string) ([]byte, error) {
 
 // InTx runs fn in a transaction, committed if fn returns nil. On SQLite the
 // transaction begins IMMEDIATE on the single writer connection, so
-// transactions run one at a time.
+// transactions run one at a time, and concurrent ones are committed
+// together, each under its own savepoint (groupcommit.go).
 func (db *DB) InTx(ctx context.Context, fn func(tx core.Tx) error) error {
 	return db.inTx(ctx, func(t *sqlx.Tx) error { return fn(&Tx{q: q{db: db, tx: t}}) })
 }
 
 func (db *DB) inTx(ctx context.Context, fn func(*sqlx.Tx) error) (err error) {
+	if db.gw != nil {
+		return db.gw.inTx(ctx, fn)
+	}
 	t, err := db.w.BeginTxx(ctx, nil)
 	if err != nil {
 		return fmt.Errorf("begin transaction: %w", err)

@@ -1,0 +1,289 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"sync"
+	"testing"
+	"testing/synctest"
+
+	"github.com/faxhub/faxhub/core"
+)
+
+// openBatchTest opens a SQLite store with one table, inside the caller's
+// synctest bubble (the writer's goroutine must belong to it).
+func openBatchTest(t *testing.T) *DB {
+	t.Helper()
+	db, err := Open(t.Context(), filepath.Join(t.TempDir(), "batch.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	if err := db.InTx(t.Context(), func(tx core.Tx) error {
+		_, err := tx.(*Tx).SQLTx().Exec("CREATE TABLE rows (name TEXT PRIMARY KEY)")
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	return db
+}
+
+func insertRow(ctx context.Context, tx core.Tx, name string) error {
+	_, err := tx.(*Tx).SQLTx().ExecContext(ctx, "INSERT INTO rows (name) VALUES (?)", name)
+	return err
+}
+
+func rowNames(t *testing.T, db *DB) map[string]bool {
+	t.Helper()
+	rows, err := db.r.Query("SELECT name FROM rows")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	got := map[string]bool{}
+	for rows.Next() {
+		var n string
+		if err := rows.Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		got[n] = true
+	}
+	return got
+}
+
+// hold starts a transaction that keeps the writer until release is
+// closed, so that the transactions started next wait and form one batch.
+func hold(t *testing.T, db *DB, name string) (release func(), result chan error) {
+	gate := make(chan struct{})
+	result = make(chan error, 1)
+	go func() {
+		result <- db.InTx(t.Context(), func(tx core.Tx) error {
+			<-gate
+			return insertRow(t.Context(), tx, name)
+		})
+	}()
+	synctest.Wait()
+	return func() { close(gate) }, result
+}
+
+var errRefused = errors.New("refused")
+
+// Requests that wait together commit together, and each keeps its own
+// outcome: a refusal, a conflict with an earlier request of the batch or a
+// panic undoes that request's writes only.
+func TestGroupCommitKeepsEachOutcome(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		db := openBatchTest(t)
+		release, first := hold(t, db, "first")
+
+		type outcome struct {
+			err      error
+			panicked any
+		}
+		cases := []struct {
+			name string
+			fn   func(ctx context.Context, tx core.Tx) error
+			want string // "ok", "refused", "conflict", "panic"
+		}{
+			{"a", func(ctx context.Context, tx core.Tx) error { return insertRow(ctx, tx, "a") }, "ok"},
+			{"b", func(ctx context.Context, tx core.Tx) error {
+				if err := insertRow(ctx, tx, "b"); err != nil {
+					return err
+				}
+				return errRefused
+			}, "refused"},
+			{"c", func(ctx context.Context, tx core.Tx) error { return insertRow(ctx, tx, "c") }, "ok"},
+			// The same key as a request earlier in the batch: a conflict,
+			// as if "a" had committed first.
+			{"a-again", func(ctx context.Context, tx core.Tx) error {
+				if err := insertRow(ctx, tx, "d"); err != nil {
+					return err
+				}
+				return insertRow(ctx, tx, "a")
+			}, "conflict"},
+			{"e", func(ctx context.Context, tx core.Tx) error {
+				if err := insertRow(ctx, tx, "e"); err != nil {
+					return err
+				}
+				panic("boom")
+			}, "panic"},
+			{"f", func(ctx context.Context, tx core.Tx) error { return insertRow(ctx, tx, "f") }, "ok"},
+		}
+		out := make([]outcome, len(cases))
+		var wg sync.WaitGroup
+		for i, c := range cases {
+			wg.Go(func() {
+				defer func() { out[i].panicked = recover() }()
+				out[i].err = db.InTx(t.Context(), func(tx core.Tx) error { return c.fn(t.Context(), tx) })
+			})
+			// One at a time, so that the batch's order is the table's.
+			synctest.Wait()
+		}
+		release()
+		wg.Wait()
+		if err := <-first; err != nil {
+			t.Fatalf("first: %v", err)
+		}
+		for i, c := range cases {
+			o := out[i]
+			var got string
+			switch {
+			case o.panicked != nil:
+				got = "panic"
+			case o.err == nil:
+				got = "ok"
+			case errors.Is(o.err, errRefused):
+				got = "refused"
+			case o.err != nil:
+				got = "conflict"
+			}
+			if got != c.want {
+				t.Errorf("%s: got %s (err %v, panic %v), want %s", c.name, got, o.err, o.panicked, c.want)
+			}
+		}
+		want := map[string]bool{"first": true, "a": true, "c": true, "f": true}
+		if got := rowNames(t, db); fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Errorf("rows = %v, want %v (refused, conflicting and panicking requests leave nothing)", got, want)
+		}
+	})
+}
+
+// When the batch's commit fails, nobody's writes stay, so every request in
+// it is told so, including those whose own function succeeded: nothing is
+// acknowledged before it is durable.
+func TestGroupCommitFailedCommitFailsEveryone(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		db := openBatchTest(t)
+		if err := db.InTx(t.Context(), func(tx core.Tx) error {
+			_, err := tx.(*Tx).SQLTx().Exec("CREATE TABLE children (parent TEXT REFERENCES rows (name))")
+			return err
+		}); err != nil {
+			t.Fatal(err)
+		}
+		release, first := hold(t, db, "first")
+		errs := make([]error, 3)
+		var wg sync.WaitGroup
+		for i := range errs {
+			wg.Go(func() {
+				errs[i] = db.InTx(t.Context(), func(tx core.Tx) error {
+					sqlTx := tx.(*Tx).SQLTx()
+					if i == 1 {
+						// A foreign key checked only at COMMIT: the whole
+						// batch's commit fails.
+						if _, err := sqlTx.Exec("PRAGMA defer_foreign_keys = ON"); err != nil {
+							return err
+						}
+						_, err := sqlTx.Exec("INSERT INTO children (parent) VALUES ('nobody')")
+						return err
+					}
+					return insertRow(t.Context(), tx, fmt.Sprint("r", i))
+				})
+			})
+			synctest.Wait()
+		}
+		release()
+		wg.Wait()
+		// The held transaction was a batch of its own.
+		if err := <-first; err != nil {
+			t.Fatalf("first: %v", err)
+		}
+		for i, err := range errs {
+			if err == nil {
+				t.Errorf("request %d: nil error, want the batch's commit error", i)
+			}
+		}
+		if got := rowNames(t, db); len(got) != 1 || !got["first"] {
+			t.Errorf("rows = %v, want only the held transaction's", got)
+		}
+		// The writer goes on.
+		if err := db.InTx(t.Context(), func(tx core.Tx) error { return insertRow(t.Context(), tx, "after") }); err != nil {
+			t.Fatalf("after a failed batch: %v", err)
+		}
+	})
+}
+
+// A request whose context ends while it waits is not run; one whose
+// context ends after it was taken is answered with its real outcome, and a
+// cancelled caller never rolls back the others.
+func TestGroupCommitCancelledCaller(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		db := openBatchTest(t)
+		release, first := hold(t, db, "first")
+
+		ctx, cancel := context.WithCancel(t.Context())
+		var waited error
+		var wg sync.WaitGroup
+		ran := false
+		wg.Go(func() {
+			waited = db.InTx(ctx, func(tx core.Tx) error { ran = true; return insertRow(ctx, tx, "cancelled") })
+		})
+		synctest.Wait()
+		var other error
+		wg.Go(func() {
+			other = db.InTx(t.Context(), func(tx core.Tx) error { return insertRow(t.Context(), tx, "other") })
+		})
+		synctest.Wait()
+		cancel()
+		synctest.Wait()
+		release()
+		wg.Wait()
+		if err := <-first; err != nil {
+			t.Fatal(err)
+		}
+		if !errors.Is(waited, context.Canceled) || ran {
+			t.Errorf("cancelled while waiting: err %v, ran %v; want context.Canceled, not run", waited, ran)
+		}
+		if other != nil {
+			t.Errorf("other: %v", other)
+		}
+		if got := rowNames(t, db); !got["other"] || got["cancelled"] {
+			t.Errorf("rows = %v", got)
+		}
+
+		// Cancelled in the middle of its function: its statements after the
+		// cancellation fail (database/sql refuses them), the writer is not
+		// interrupted, and the batch commits the others.
+		release, first = hold(t, db, "second")
+		ctx2, cancel2 := context.WithCancel(t.Context())
+		var midway, bystander error
+		wg.Go(func() {
+			midway = db.InTx(ctx2, func(tx core.Tx) error {
+				if err := insertRow(ctx2, tx, "midway-1"); err != nil {
+					return err
+				}
+				cancel2()
+				return insertRow(ctx2, tx, "midway-2")
+			})
+		})
+		synctest.Wait()
+		wg.Go(func() {
+			bystander = db.InTx(t.Context(), func(tx core.Tx) error { return insertRow(t.Context(), tx, "bystander") })
+		})
+		synctest.Wait()
+		release()
+		wg.Wait()
+		if err := <-first; err != nil {
+			t.Fatal(err)
+		}
+		if midway == nil || bystander != nil {
+			t.Errorf("midway %v (want an error), bystander %v (want nil)", midway, bystander)
+		}
+		if got := rowNames(t, db); got["midway-1"] || !got["bystander"] || !got["second"] {
+			t.Errorf("rows = %v", got)
+		}
+	})
+}
+
+// After Close, a transaction is refused instead of waiting forever.
+func TestGroupCommitClosed(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		db := openBatchTest(t)
+		db.Close()
+		err := db.InTx(t.Context(), func(tx core.Tx) error { return nil })
+		if !errors.Is(err, errWriterClosed) {
+			t.Fatalf("InTx after Close = %v, want errWriterClosed", err)
+		}
+	})
+}
