@@ -139,6 +139,11 @@ func (s *Service) SendFax(ctx context.Context, p Principal, idemKey string, r Se
 		}
 		return nil, false, fmt.Errorf("idempotency record vanished for key")
 	case isInsufficient(err):
+		// A request with the same key that committed first (its hold may be
+		// what used the balance up) is answered as it was, not with a 402.
+		if o, ok, err := s.replay(ctx, scope, idemKey, reqHash); ok || err != nil {
+			return o, ok, err
+		}
 		return nil, false, s.insufficientCredits(ctx, p, f.PriceMicros).With("checkoutPath", "/api/v1/credits/checkout")
 	case err != nil:
 		return nil, false, err
