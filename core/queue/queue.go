@@ -286,7 +286,10 @@ func (q *Queue) EnqueueDelivery(ctx context.Context, tx core.Tx, faxID string, a
 		// next_attempt_at, which core.Deliver would read as a stale job.
 		opts.ScheduledAt = ceilMillisecond(at)
 	}
-	if _, err := q.client.InsertTx(ctx, sqlTx, deliverArgs{FaxID: faxID}, opts); err != nil {
+	// The fast insert does not read the job back (River's InsertTx returns
+	// every column of the row): a fourth of the send transaction's time on
+	// SQLite's single writer.
+	if _, err := q.client.InsertManyFastTx(ctx, sqlTx, []river.InsertManyParams{{Args: deliverArgs{FaxID: faxID}, InsertOpts: opts}}); err != nil {
 		return fmt.Errorf("enqueue delivery of %s: %w", faxID, err)
 	}
 	return nil
