@@ -18,6 +18,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -32,9 +33,19 @@ import (
 type loadResult struct {
 	requests int64
 	elapsed  time.Duration
+	// latencies of the counted requests, sorted.
+	latencies []time.Duration
 }
 
 func (l loadResult) perSecond() float64 { return float64(l.requests) / l.elapsed.Seconds() }
+
+// percentile is the latency below which q (0–1) of the requests finished.
+func (l loadResult) percentile(q float64) time.Duration {
+	if len(l.latencies) == 0 {
+		return 0
+	}
+	return l.latencies[min(len(l.latencies)-1, int(q*float64(len(l.latencies))))]
+}
 
 // hammer runs clients goroutines that call do back to back: first for warm
 // (not counted: connections, caches and the heap settle), then for d. A
@@ -54,15 +65,17 @@ func phase(ctx context.Context, clients int, d time.Duration, do func(ctx contex
 	defer cancel(nil)
 	var n atomic.Int64
 	var wg sync.WaitGroup
+	lat := make([][]time.Duration, clients)
 	start := time.Now()
 	deadline := start.Add(d)
 	for c := range clients {
 		wg.Go(func() {
-			for time.Now().Before(deadline) && ctx.Err() == nil {
+			for t0 := time.Now(); t0.Before(deadline) && ctx.Err() == nil; t0 = time.Now() {
 				if err := do(ctx, c); err != nil {
 					cancel(err)
 					return
 				}
+				lat[c] = append(lat[c], time.Since(t0))
 				n.Add(1)
 			}
 		})
@@ -72,7 +85,8 @@ func phase(ctx context.Context, clients int, d time.Duration, do func(ctx contex
 	if err := context.Cause(ctx); err != nil {
 		return loadResult{}, err
 	}
-	return loadResult{requests: n.Load(), elapsed: elapsed}, nil
+	all := slices.Sorted(slices.Values(slices.Concat(lat...)))
+	return loadResult{requests: n.Load(), elapsed: elapsed, latencies: all}, nil
 }
 
 // newClient is an HTTP/1.1 client that keeps a connection per client

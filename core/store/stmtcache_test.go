@@ -8,7 +8,7 @@ import (
 
 func TestStatementCache(t *testing.T) {
 	ctx := context.Background()
-	db := openCachedSQLite("file:" + filepath.Join(t.TempDir(), "c.db") + "?_pragma=journal_mode(WAL)", false)
+	db := openCachedSQLite("file:"+filepath.Join(t.TempDir(), "c.db")+"?_pragma=journal_mode(WAL)", false)
 	defer db.Close()
 	db.SetMaxOpenConns(1) // one connection, so every call meets the same cache
 	if _, err := db.ExecContext(ctx, "CREATE TABLE t (id INTEGER PRIMARY KEY, v TEXT)"); err != nil {
