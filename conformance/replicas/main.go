@@ -15,7 +15,9 @@
 // is the client's address). Once every /readyz answers it serves, sending
 // each request to the next replica in strict rotation, and logs which
 // replica served what to -log. SIGINT or SIGTERM stops the front and the
-// replicas. Arguments after -- are passed to every serve.
+// replicas. Arguments after -- are passed to every serve. It uses the
+// standard library only, and faxhub's rule for keeping capability tokens
+// out of logs (core/web).
 package main
 
 import (
@@ -38,6 +40,8 @@ import (
 	"sync/atomic"
 	"syscall"
 	"time"
+
+	"github.com/faxhub/faxhub/core/web"
 )
 
 func main() {
@@ -279,10 +283,12 @@ func newFront(replicas []*replica, logger *log.Logger) http.Handler {
 	})
 }
 
-// redact hides path segments long enough to be capability tokens (upload
-// and download links carry them): the log must not hold secrets.
+// redact hides the capability tokens of paths (upload, claim, test
+// checkout and status links) by faxhub's own rule, and the long segments
+// of paths it has no rule for (download links): the log must not hold
+// secrets.
 func redact(path string) string {
-	segs := strings.Split(path, "/")
+	segs := strings.Split(web.LogPath(path), "/")
 	for i, s := range segs {
 		if len(s) > 32 {
 			segs[i] = "…"

@@ -88,6 +88,8 @@ func TestRedact(t *testing.T) {
 		{"/api/v1/faxes/fax_123", "/api/v1/faxes/fax_123"},
 		{"/api/v1/uploads/u1.aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa.bbbb", "/api/v1/uploads/…"},
 		{"/", "/"},
+		{"/checkout/test/chk_1yk8fh50n45cghpt7tke5642f0", "/checkout/test/…"},
+		{"/agent/claim/fxt_abc", "/agent/claim/…"},
 	} {
 		if got := redact(tc.in); got != tc.want {
 			t.Errorf("redact(%q) = %q, want %q", tc.in, got, tc.want)
