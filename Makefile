@@ -46,12 +46,19 @@ deps:
 # detector (it distorts both), the crash test (kill -9 of a real `faxhub
 # serve` mid-burst, on SQLite and on PostgreSQL), then the third-party-client and browser
 # suites against a real `faxhub serve` (conformance/run-suites.sh; known
-# failures in conformance/baseline.yml). Ends with a table and
+# failures in conformance/baseline.yml), on SQLite, on PostgreSQL and across
+# three replicas. Ends with a table and
 # "N passed, N failed".
 SUITES := oauth browser mcp mcp-inspector mcp-conformance agents a2a a2a-cli hostagent mpp
 # The protocol suites run a second time against a serve on PostgreSQL
 # (results named <suite>-postgres).
 PG_SUITES := oauth mcp agents a2a a2a-cli hostagent mpp
+# The protocol suites run a third time against three serves on one
+# PostgreSQL schema behind a round-robin front (conformance/replicas), so
+# consecutive steps of a journey land on different replicas (results named
+# <suite>-replicas). cmd/faxhub's TestReplicas (the PostgreSQL pass) names
+# the replica of every step.
+REPLICA_SUITES := oauth browser mcp agents a2a hostagent mpp
 # Every Go fuzz target runs FUZZTIME in make check (conformance/fuzz.sh);
 # those that drive HTTP handlers on a database run again on PostgreSQL.
 FUZZTIME ?= 15s
@@ -71,7 +78,8 @@ check: deps tidy-check vet lint fmt-check
 	$(CHECK_ENV) GO='$(GO)' FUZZTIME=$(FUZZTIME) FAXHUB_TESTENV_POSTGRES='$(PG_URL)' ./conformance/fuzz.sh $(OUT)/fuzz-postgres.tap '$(FUZZ_HANDLERS)' || status=1; \
 	GO='$(GO)' ./conformance/run-suites.sh $(SUITES) || status=1; \
 	FAXHUB_SUITES_POSTGRES='$(PG_URL)' GO='$(GO)' ./conformance/run-suites.sh $(PG_SUITES) || status=1; \
-	$(GO) run ./conformance/summarize -baseline conformance/baseline.yml all=$(OUT)/test-sqlite.json postgres=$(OUT)/test-postgres.json no-race=$(OUT)/test-memory.json crash-sqlite=$(OUT)/test-crash-sqlite.json crash-postgres=$(OUT)/test-crash-postgres.json fuzz=$(OUT)/fuzz.tap fuzz-postgres=$(OUT)/fuzz-postgres.tap $(foreach s,$(SUITES),$(s)=$(OUT)/$(s).tap) $(foreach s,$(PG_SUITES),$(s)-postgres=$(OUT)/$(s)-postgres.tap) || status=1; \
+	FAXHUB_SUITES_POSTGRES='$(PG_URL)' FAXHUB_SUITES_REPLICAS=3 GO='$(GO)' ./conformance/run-suites.sh $(REPLICA_SUITES) || status=1; \
+	$(GO) run ./conformance/summarize -baseline conformance/baseline.yml all=$(OUT)/test-sqlite.json postgres=$(OUT)/test-postgres.json no-race=$(OUT)/test-memory.json crash-sqlite=$(OUT)/test-crash-sqlite.json crash-postgres=$(OUT)/test-crash-postgres.json fuzz=$(OUT)/fuzz.tap fuzz-postgres=$(OUT)/fuzz-postgres.tap $(foreach s,$(SUITES),$(s)=$(OUT)/$(s).tap) $(foreach s,$(PG_SUITES),$(s)-postgres=$(OUT)/$(s)-postgres.tap) $(foreach s,$(REPLICA_SUITES),$(s)-replicas=$(OUT)/$(s)-replicas.tap) || status=1; \
 	exit $$status
 
 # Throughput, memory and start-up figures against baselines measured in the

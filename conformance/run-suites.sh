@@ -6,6 +6,11 @@
 #   conformance/run-suites.sh            # every suite
 #   conformance/run-suites.sh oauth      # one suite (oauth, browser, mcp, mcp-inspector, mcp-conformance, agents, a2a, a2a-cli, hostagent, mpp)
 #
+# FAXHUB_SUITES_POSTGRES=postgres://… runs them on a fresh PostgreSQL schema;
+# with FAXHUB_SUITES_REPLICAS=N as well, against N serves on that schema
+# behind a round-robin front (conformance/replicas), so consecutive steps of
+# a journey land on different replicas.
+#
 # It never skips: a missing node, npm package or Chromium is a failure (run
 # `make deps` first). The exit status is 0 even when tests fail: the
 # summarizer decides, with conformance/baseline.yml. It is non-zero when the
@@ -54,6 +59,11 @@ export FAXHUB_CHROMIUM=${FAXHUB_CHROMIUM:-/usr/bin/chromium}
 GO=${GO:-go}
 BIN=$OUT/faxhub
 $GO build -o "$BIN" ./cmd/faxhub
+REPLICAS=${FAXHUB_SUITES_REPLICAS:-}
+if [ -n "$REPLICAS" ]; then
+  [ -n "${FAXHUB_SUITES_POSTGRES:-}" ] || { echo "run-suites: FAXHUB_SUITES_REPLICAS needs FAXHUB_SUITES_POSTGRES (replicas share one PostgreSQL database)" >&2; exit 2; }
+  $GO build -o "$OUT/replicas" ./conformance/replicas
+fi
 
 DATA=$(mktemp -d "${TMPDIR:-/tmp}/faxhub-conformance.XXXXXX")
 PORT=$(node -e 'const s=require("net").createServer().listen(0,"127.0.0.1",()=>{console.log(s.address().port);s.close()})')
@@ -62,7 +72,8 @@ SERVER_PID=
 
 # FAXHUB_SUITES_POSTGRES=postgres://… runs the suites against a serve on a
 # fresh PostgreSQL schema (dropped afterwards) instead of SQLite; their TAP
-# files are then named <suite>-postgres.tap.
+# files are then named <suite>-postgres.tap (<suite>-replicas.tap with
+# FAXHUB_SUITES_REPLICAS).
 TAG=
 SCHEMA=
 if [ -n "${FAXHUB_SUITES_POSTGRES:-}" ]; then
@@ -72,6 +83,7 @@ if [ -n "${FAXHUB_SUITES_POSTGRES:-}" ]; then
   case "$FAXHUB_SUITES_POSTGRES" in *\?*) sep='&' ;; *) sep='?' ;; esac
   export FAXHUB_DATABASE_URL="$FAXHUB_SUITES_POSTGRES${sep}search_path=$SCHEMA"
   TAG=-postgres
+  if [ -n "$REPLICAS" ]; then TAG=-replicas; fi
 fi
 cleanup() {
   if [ -n "$SERVER_PID" ]; then kill "$SERVER_PID" 2>/dev/null || true; wait "$SERVER_PID" 2>/dev/null || true; fi
@@ -82,23 +94,38 @@ trap cleanup EXIT
 
 # The OAuth suite's owner, signed in without a browser: an admin-made owner
 # and session (before serve starts, so SQLite has one writer at a time).
+# With replicas, after they are ready: their migrations then race on the
+# fresh schema, none run ahead by an admin command.
 OWNER=conformance@example.com
-"$BIN" admin owner create --data "$DATA" --base-url "$BASE" --email "$OWNER" --name "Conformance Owner" --log-level error >/dev/null
-SESSION_COOKIE=$("$BIN" admin session create --data "$DATA" --base-url "$BASE" --owner "$OWNER" --log-level error)
+SESSION_COOKIE=
+make_owner() {
+  "$BIN" admin owner create --data "$DATA" --base-url "$BASE" --email "$OWNER" --name "Conformance Owner" --log-level error >/dev/null
+  SESSION_COOKIE=$("$BIN" admin session create --data "$DATA" --base-url "$BASE" --owner "$OWNER" --log-level error)
+}
+if [ -z "$REPLICAS" ]; then make_owner; fi
 
 # The machine-payments sweep runs every 2 s here, so the mpp suite can wait
 # (with a deadline) for a failed fax's refund instead of a minute.
 export FAXHUB_MACHINE_SWEEP_INTERVAL=2s FAXHUB_MPP_REFUND_DEADLINE_MS=30000
-"$BIN" serve --dev --sim-timescale 0 --data "$DATA" --addr "127.0.0.1:$PORT" --base-url "$BASE" \
-  --log-level warn >"$OUT/server$TAG.log" 2>&1 &
+SERVE_ARGS=(--dev --sim-timescale 0 --log-level warn)
+if [ -n "$REPLICAS" ]; then
+  # The replicas start at the same moment on the fresh schema: their
+  # migrations race. The front logs which replica served each request.
+  "$OUT/replicas" -bin "$BIN" -n "$REPLICAS" -addr "127.0.0.1:$PORT" -base-url "$BASE" -dir "$DATA/replicas" \
+    -log "$OUT/front$TAG.log" -logs "$OUT/replicas$TAG" -- "${SERVE_ARGS[@]}" >"$OUT/server$TAG.log" 2>&1 &
+else
+  "$BIN" serve "${SERVE_ARGS[@]}" --data "$DATA" --addr "127.0.0.1:$PORT" --base-url "$BASE" \
+    >"$OUT/server$TAG.log" 2>&1 &
+fi
 SERVER_PID=$!
-for _ in $(seq 1 100); do
+for _ in $(seq 1 600); do
   if curl -fsS "http://127.0.0.1:$PORT/readyz" >/dev/null 2>&1; then break; fi
   kill -0 "$SERVER_PID" 2>/dev/null || { echo "run-suites: faxhub serve exited; see $OUT/server$TAG.log" >&2; cat "$OUT/server$TAG.log" >&2; exit 1; }
   sleep 0.1
 done
 curl -fsS "http://127.0.0.1:$PORT/readyz" >/dev/null || { echo "run-suites: /readyz never answered" >&2; exit 1; }
-echo "run-suites: faxhub serve on $BASE (data $DATA${SCHEMA:+, PostgreSQL schema $SCHEMA})"
+if [ -n "$REPLICAS" ]; then make_owner; fi
+echo "run-suites: faxhub serve on $BASE (data $DATA${SCHEMA:+, PostgreSQL schema $SCHEMA}${REPLICAS:+, $REPLICAS replicas: request log $OUT/front$TAG.log, replica logs $OUT/replicas$TAG})"
 
 export FAXHUB_BASE_URL=$BASE FAXHUB_SESSION_COOKIE=$SESSION_COOKIE FAXHUB_OUT=$OUT
 for s in "${ORDER[@]}"; do

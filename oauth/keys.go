@@ -73,10 +73,10 @@ func (k *keyring) open(ctx context.Context, kid, alg string, sealed []byte) ([]b
 	return seal.Open(secret, sealInfo, []byte(kid+"\x00"+alg), sealed)
 }
 
-// create generates, seals and stores a key of alg and retires the others
-// of that alg (they stay published for keyPublishWindow). It returns the
-// new key's kid.
-func (k *keyring) create(ctx context.Context, alg string) (string, error) {
+// create generates, seals and stores a key of alg and, when retire is set
+// (a rotation), retires the others of that alg (they stay published for
+// keyPublishWindow). It returns the new key's kid.
+func (k *keyring) create(ctx context.Context, alg string, retire bool) (string, error) {
 	var priv crypto.Signer
 	var err error
 	switch alg {
@@ -112,8 +112,10 @@ func (k *keyring) create(ctx context.Context, alg string) (string, error) {
 	if err := k.store.CreateOAuthKey(ctx, &authstate.OAuthKey{ID: pub.KeyID, Alg: alg, PublicJWK: pubJSON, Sealed: sealed, CreatedAt: now}); err != nil {
 		return "", fmt.Errorf("store %s key: %w", alg, err)
 	}
-	if err := k.store.RetireOAuthKeys(ctx, alg, pub.KeyID, now); err != nil {
-		return "", fmt.Errorf("retire older %s keys: %w", alg, err)
+	if retire {
+		if err := k.store.RetireOAuthKeys(ctx, alg, pub.KeyID, now); err != nil {
+			return "", fmt.Errorf("retire older %s keys: %w", alg, err)
+		}
 	}
 	k.mu.Lock()
 	k.loadedAt = time.Time{}
@@ -163,7 +165,10 @@ func (k *keyring) load(ctx context.Context) error {
 		for _, alg := range []string{AlgEdDSA, AlgRS256} {
 			if active[alg] == nil {
 				missing = true
-				if _, err := k.create(ctx, alg); err != nil {
+				// A first key retires nothing: replicas starting at once
+				// each create one, and retiring the others' would retire
+				// them all (each keeps only its own).
+				if _, err := k.create(ctx, alg, false); err != nil {
 					return err
 				}
 			}
@@ -218,7 +223,7 @@ type SigningKey struct {
 func (s *Server) RotateSigningKeys(ctx context.Context) ([]SigningKey, error) {
 	var out []SigningKey
 	for _, alg := range []string{AlgEdDSA, AlgRS256} {
-		kid, err := s.keys.create(ctx, alg)
+		kid, err := s.keys.create(ctx, alg, true)
 		if err != nil {
 			return out, fmt.Errorf("rotate signing keys: %w", err)
 		}

@@ -2,13 +2,16 @@ package oauth_test
 
 import (
 	"context"
+	"errors"
 	"net/http"
 	"net/url"
+	"sync"
 	"testing"
 	"time"
 
 	jose "github.com/go-jose/go-jose/v3"
 
+	"github.com/faxhub/faxhub/core/authstate"
 	"github.com/faxhub/faxhub/oauth"
 )
 
@@ -99,4 +102,93 @@ func (h *agentHarness) post2(base string, v url.Values) (int, map[string]any) {
 	h.base = base
 	defer func() { h.base = saved }()
 	return h.form(oauth.PathToken, v)
+}
+
+// firstKeyStore shows oauth.New the keys created through it only (a
+// database without keys yet, shared by the replicas of one test) and
+// holds each replica's first key creation until every replica has made
+// one: the start of replicas launched at once, made certain.
+type firstKeyStore struct {
+	authstate.OAuthStore
+	shared *firstKeys
+	waited bool
+}
+
+type firstKeys struct {
+	mu      sync.Mutex
+	ids     map[string]bool
+	pending int
+	all     chan struct{} // closed when every replica created its first key
+}
+
+func (s *firstKeyStore) CreateOAuthKey(ctx context.Context, k *authstate.OAuthKey) error {
+	if err := s.OAuthStore.CreateOAuthKey(ctx, k); err != nil {
+		return err
+	}
+	s.shared.mu.Lock()
+	s.shared.ids[k.ID] = true
+	first := !s.waited
+	s.waited = true
+	if first {
+		if s.shared.pending--; s.shared.pending == 0 {
+			close(s.shared.all)
+		}
+	}
+	s.shared.mu.Unlock()
+	if first {
+		select {
+		case <-s.shared.all:
+		case <-time.After(10 * time.Second):
+			return errors.New("the other replicas never created their first key")
+		}
+	}
+	return nil
+}
+
+func (s *firstKeyStore) ListOAuthKeys(ctx context.Context, retiredAfter time.Time) ([]authstate.OAuthKey, error) {
+	keys, err := s.OAuthStore.ListOAuthKeys(ctx, retiredAfter)
+	if err != nil {
+		return nil, err
+	}
+	s.shared.mu.Lock()
+	defer s.shared.mu.Unlock()
+	var mine []authstate.OAuthKey
+	for _, k := range keys {
+		if s.shared.ids[k.ID] {
+			mine = append(mine, k)
+		}
+	}
+	return mine, nil
+}
+
+// TestFirstKeysOfReplicasStartingAtOnce: replicas started at once on a
+// database without signing keys each create the first ones, and every
+// one starts. Before, each retired the others' new key, so all were
+// retired and a replica failed to start ("no active key after creating
+// one"), seen with three `faxhub serve` on one fresh PostgreSQL schema.
+func TestFirstKeysOfReplicasStartingAtOnce(t *testing.T) {
+	const replicas = 3
+	h := newAgentHarness(t)
+	shared := &firstKeys{ids: map[string]bool{}, pending: replicas, all: make(chan struct{})}
+	errs := make([]error, replicas)
+	servers := make([]*oauth.Server, replicas)
+	var wg sync.WaitGroup
+	for i := range replicas {
+		wg.Go(func() {
+			servers[i], errs[i] = oauth.New(h.env.Svc, &firstKeyStore{OAuthStore: h.env.DB, shared: shared},
+				oauth.Options{BaseURL: h.base, APIURL: h.base, MCPOAuth: true, Now: h.clock.now})
+		})
+	}
+	wg.Wait()
+	for i, err := range errs {
+		if err != nil {
+			t.Errorf("replica %d did not start: %v", i, err)
+		}
+	}
+	shared.mu.Lock()
+	created := len(shared.ids)
+	shared.mu.Unlock()
+	if created < replicas {
+		t.Fatalf("%d keys created by %d replicas starting at once: the race did not happen", created, replicas)
+	}
 }
