@@ -78,6 +78,8 @@ func TestInstrumentRoutesByPattern(t *testing.T) {
 // TestSnapshotTimeout: a database that does not answer makes the scrape
 // report faxhub_snapshot_up 0 after the timeout, not hang.
 func TestSnapshotTimeout(t *testing.T) {
+	stuck := make(chan struct{})
+	t.Cleanup(func() { close(stuck) })
 	for _, c := range []struct {
 		name string
 		read func(ctx context.Context) (*core.Snapshot, error)
@@ -87,6 +89,10 @@ func TestSnapshotTimeout(t *testing.T) {
 			return nil, ctx.Err()
 		}},
 		{"fails", func(ctx context.Context) (*core.Snapshot, error) { return nil, errors.New("database down") }},
+		{"ignores its context", func(ctx context.Context) (*core.Snapshot, error) {
+			<-stuck
+			return &core.Snapshot{}, nil
+		}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			m := New(Options{Snapshot: c.read, SnapshotTimeout: 50 * time.Millisecond})

@@ -17,22 +17,23 @@ type snapshotCollector struct {
 	timeout time.Duration
 
 	up, took, faxes, approvals, holdBalances, heldUSD, jobs, jobAge *prometheus.Desc
-}
 
-// Label values reported as zero when absent, so that an alert on them
-// sees 0 rather than no series.
-var (
-	snapshotModes     = []core.Mode{core.ModeTest, core.ModeLive}
-	snapshotFaxStates = []core.FaxStatus{core.FaxQueued, core.FaxSending}
-	snapshotApprovals = []core.ApprovalKind{
-		core.ApprovalOAuthConsent, core.ApprovalAgentClaim, core.ApprovalDevice, core.ApprovalVerifiedAction,
-		core.ApprovalCreditPurchase, core.ApprovalFaxSend,
-	}
-)
+	// Label values reported as zero when absent, so that an alert on them
+	// sees 0 rather than no series.
+	modes     []core.Mode
+	faxStates []core.FaxStatus
+	kinds     []core.ApprovalKind
+}
 
 func newSnapshotCollector(read func(ctx context.Context) (*core.Snapshot, error), timeout time.Duration) *snapshotCollector {
 	return &snapshotCollector{
 		read: read, timeout: timeout,
+		modes:     []core.Mode{core.ModeTest, core.ModeLive},
+		faxStates: []core.FaxStatus{core.FaxQueued, core.FaxSending},
+		kinds: []core.ApprovalKind{
+			core.ApprovalOAuthConsent, core.ApprovalAgentClaim, core.ApprovalDevice, core.ApprovalVerifiedAction,
+			core.ApprovalCreditPurchase, core.ApprovalFaxSend,
+		},
 		up: prometheus.NewDesc("faxhub_snapshot_up",
 			"1 if this scrape read the database-wide gauges, 0 if the database failed or was slower than the timeout.", nil, nil),
 		took: prometheus.NewDesc("faxhub_snapshot_duration_seconds",
@@ -62,11 +63,8 @@ func (c *snapshotCollector) Collect(ch chan<- prometheus.Metric) {
 	ctx, cancel := context.WithTimeout(context.Background(), c.timeout)
 	defer cancel()
 	start := time.Now()
-	snap, err := c.read(ctx)
+	snap, err := c.readBounded(ctx)
 	ch <- prometheus.MustNewConstMetric(c.took, prometheus.GaugeValue, time.Since(start).Seconds())
-	if err == nil && ctx.Err() != nil {
-		err = ctx.Err() // a reader that ignored its context is still late
-	}
 	if err != nil || snap == nil {
 		ch <- prometheus.MustNewConstMetric(c.up, prometheus.GaugeValue, 0)
 		return
@@ -74,8 +72,8 @@ func (c *snapshotCollector) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(c.up, prometheus.GaugeValue, 1)
 
 	faxes := map[[2]string]int64{}
-	for _, m := range snapshotModes {
-		for _, s := range snapshotFaxStates {
+	for _, m := range c.modes {
+		for _, s := range c.faxStates {
 			faxes[[2]string{string(m), string(s)}] = 0
 		}
 	}
@@ -87,7 +85,7 @@ func (c *snapshotCollector) Collect(ch chan<- prometheus.Metric) {
 	}
 
 	approvals := map[core.ApprovalKind]int64{}
-	for _, k := range snapshotApprovals {
+	for _, k := range c.kinds {
 		approvals[k] = 0
 	}
 	for k, n := range snap.ApprovalsPending {
@@ -97,7 +95,7 @@ func (c *snapshotCollector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(c.approvals, prometheus.GaugeValue, float64(n), string(k))
 	}
 
-	for _, m := range snapshotModes {
+	for _, m := range c.modes {
 		h := snap.Holds[m]
 		ch <- prometheus.MustNewConstMetric(c.holdBalances, prometheus.GaugeValue, float64(h.Balances), string(m))
 		ch <- prometheus.MustNewConstMetric(c.heldUSD, prometheus.GaugeValue, float64(h.Micros)/float64(core.MicrosPerDollar), string(m))
@@ -108,5 +106,29 @@ func (c *snapshotCollector) Collect(ch chan<- prometheus.Metric) {
 		if j.State == "available" || j.State == "running" {
 			ch <- prometheus.MustNewConstMetric(c.jobAge, prometheus.GaugeValue, j.OldestAge.Seconds(), j.State, j.Kind)
 		}
+	}
+}
+
+// readBounded returns by ctx's deadline even if the read does not (a
+// driver stuck below its context): the read finishes on its own, and its
+// answer is dropped.
+func (c *snapshotCollector) readBounded(ctx context.Context) (*core.Snapshot, error) {
+	type result struct {
+		snap *core.Snapshot
+		err  error
+	}
+	done := make(chan result, 1)
+	go func() {
+		snap, err := c.read(ctx)
+		done <- result{snap, err}
+	}()
+	select {
+	case r := <-done:
+		if r.err == nil && ctx.Err() != nil {
+			r.err = ctx.Err() // late, though it answered
+		}
+		return r.snap, r.err
+	case <-ctx.Done():
+		return nil, ctx.Err()
 	}
 }
