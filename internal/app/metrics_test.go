@@ -398,3 +398,57 @@ func TestMetricsSnapshotBounded(t *testing.T) {
 		t.Errorf("empty database: %+v", snap)
 	}
 }
+
+// TestMetricsDeliveryOutcomes counts every attempt and every end of a
+// fax once, retries included, and a conversion that fails.
+func TestMetricsDeliveryOutcomes(t *testing.T) {
+	m := newMetricsEnv(t)
+	ctx := t.Context()
+	p := m.Principal(t, m.KeyATest)
+	for _, to := range []string{
+		"+12125550101", // busy: three failed attempts, the fax fails
+		"+12125550104", // the call drops half way: one partial attempt
+		"+12125550105", // the API errors once: a failed attempt, then delivered
+	} {
+		capa, err := m.Svc.CreateUpload(ctx, p, "", 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := m.Svc.ReceiveUpload(ctx, capa.UploadToken, bytes.NewReader(testenv.MinimalPDF(2))); err != nil {
+			t.Fatal(err)
+		}
+		if _, _, err := m.Svc.SendFax(ctx, p, "metrics-"+to, core.SendFaxRequest{To: to, UploadToken: capa.UploadToken}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	capa, err := m.Svc.CreateUpload(ctx, p, "", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := m.Svc.ReceiveUpload(ctx, capa.UploadToken, strings.NewReader("%PDF-1.4\nnot really a PDF\n")); err == nil {
+		t.Fatal("a broken PDF was accepted")
+	}
+	m.DrainQueue(t)
+
+	s := m.scrape()
+	for _, c := range []struct {
+		name   string
+		labels map[string]string
+		want   float64
+	}{
+		{"faxhub_delivery_attempts_total", map[string]string{"provider": simulated.Name, "outcome": "failed"}, 4},
+		{"faxhub_delivery_attempts_total", map[string]string{"provider": simulated.Name, "outcome": "partial"}, 1},
+		{"faxhub_delivery_attempts_total", map[string]string{"provider": simulated.Name, "outcome": "delivered"}, 1},
+		{"faxhub_delivery_attempt_duration_seconds", map[string]string{"provider": simulated.Name}, 6},
+		{"faxhub_faxes_completed_total", map[string]string{"state": "failed"}, 1},
+		{"faxhub_faxes_completed_total", map[string]string{"state": "partial"}, 1},
+		{"faxhub_faxes_completed_total", map[string]string{"state": "delivered"}, 1},
+		{"faxhub_conversions_total", map[string]string{"type": "pdf", "outcome": "ok"}, 3},
+		{"faxhub_conversions_total", map[string]string{"type": "pdf", "outcome": "error"}, 1},
+		{"faxhub_conversion_duration_seconds", map[string]string{"type": "pdf"}, 4},
+	} {
+		if got := s.value(c.name, c.labels); got != c.want {
+			t.Errorf("%s%v = %v, want %v", c.name, c.labels, got, c.want)
+		}
+	}
+}
