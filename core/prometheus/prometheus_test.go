@@ -155,3 +155,30 @@ func seriesCount(t *testing.T, c prometheus.Collector) int {
 	close(ch)
 	return len(ch)
 }
+
+func BenchmarkAttemptEnded(b *testing.B) {
+	m := New(Options{})
+	b.ReportAllocs()
+	for b.Loop() {
+		m.AttemptEnded("simulated", core.AttemptDelivered, time.Second)
+	}
+}
+
+// BenchmarkInstrument is what instrumentation adds to one request.
+func BenchmarkInstrument(b *testing.B) {
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /api/v1/faxes/{id}", func(w http.ResponseWriter, r *http.Request) {})
+	for _, c := range []struct {
+		name string
+		h    http.Handler
+	}{{"bare", mux}, {"instrumented", New(Options{}).Instrument(CaptureRoute(mux))}} {
+		b.Run(c.name, func(b *testing.B) {
+			req := httptest.NewRequest("GET", "/api/v1/faxes/fax_1", nil)
+			w := httptest.NewRecorder()
+			b.ReportAllocs()
+			for b.Loop() {
+				c.h.ServeHTTP(w, req)
+			}
+		})
+	}
+}
