@@ -62,8 +62,10 @@ func (s *Service) startAttempt(ctx context.Context, faxID string) (*Fax, *Attemp
 	var (
 		fax     *Fax
 		attempt *Attempt
+		ended   outcomeEvents
 	)
 	err := s.d.Store.InTx(ctx, func(tx Tx) error {
+		ended = outcomeEvents{}
 		o, err := tx.GetFaxByID(ctx, faxID)
 		if err != nil {
 			return fmt.Errorf("load fax %s: %w", faxID, err)
@@ -95,6 +97,7 @@ func (s *Service) startAttempt(ctx context.Context, faxID string) (*Fax, *Attemp
 				if err := tx.UpdateAttempt(ctx, last); err != nil {
 					return err
 				}
+				ended.seen(last, nil)
 			}
 			if o.Attempts >= s.cfg.MaxAttempts {
 				// Interrupted on its last attempt (a crash loop, or a
@@ -105,6 +108,7 @@ func (s *Service) startAttempt(ctx context.Context, faxID string) (*Fax, *Attemp
 				if err := tx.UpdateFax(ctx, o, FaxSending); err != nil {
 					return err
 				}
+				ended.seen(nil, o)
 				return s.settle(ctx, tx, o, LedgerRelease)
 			}
 		default:
@@ -126,6 +130,9 @@ func (s *Service) startAttempt(ctx context.Context, faxID string) (*Fax, *Attemp
 		fax, attempt = o, a
 		return nil
 	})
+	if err == nil {
+		ended.report(s.d.Metrics)
+	}
 	return fax, attempt, err
 }
 
@@ -148,7 +155,10 @@ func (s *Service) RecordProviderOutcome(ctx context.Context, faxID, attemptID st
 var errStaleOutcome = errors.New("stale provider outcome")
 
 func (s *Service) recordOutcome(ctx context.Context, faxID, attemptID string, res ProviderResult) error {
+	// What ended, for Metrics once the transaction has committed.
+	var ended outcomeEvents
 	err := s.d.Store.InTx(ctx, func(tx Tx) error {
+		ended = outcomeEvents{}
 		o, err := tx.GetFaxByID(ctx, faxID)
 		if err != nil {
 			return fmt.Errorf("load fax %s: %w", faxID, err)
@@ -170,6 +180,9 @@ func (s *Service) recordOutcome(ctx context.Context, faxID, attemptID string, re
 		if err := tx.UpdateAttempt(ctx, a); err != nil {
 			return err
 		}
+		// The final states below are read after the switch (the attempt's
+		// status may turn from partial to failed, the fax's is set there).
+		defer ended.seen(a, o)
 		o.UpdatedAt = now
 		switch res.Status {
 		case AttemptSending:
@@ -238,7 +251,44 @@ func (s *Service) recordOutcome(ctx context.Context, faxID, attemptID string, re
 	if errors.Is(err, errStaleOutcome) {
 		return nil
 	}
+	if err == nil {
+		ended.report(s.d.Metrics)
+	}
 	return err
+}
+
+// outcomeEvents is what one transaction of the delivery ended: an attempt,
+// a fax, both or neither. It holds values, not the transaction's rows,
+// so reporting allocates nothing.
+type outcomeEvents struct {
+	attemptEnded bool
+	provider     string
+	outcome      AttemptStatus
+	attemptTook  time.Duration
+
+	faxEnded bool
+	state    FaxStatus
+	faxTook  time.Duration
+}
+
+// seen notes a (an attempt just updated) and o (its fax) if they ended.
+func (e *outcomeEvents) seen(a *Attempt, o *Fax) {
+	if a != nil && a.Status != AttemptSending {
+		e.attemptEnded, e.provider, e.outcome = true, a.Provider, a.Status
+		e.attemptTook = time.Duration(a.DurationMS) * time.Millisecond
+	}
+	if o != nil && o.Status.Terminal() && o.CompletedAt != nil {
+		e.faxEnded, e.state, e.faxTook = true, o.Status, o.CompletedAt.Sub(o.CreatedAt)
+	}
+}
+
+func (e *outcomeEvents) report(m Metrics) {
+	if e.attemptEnded {
+		m.AttemptEnded(e.provider, e.outcome, e.attemptTook)
+	}
+	if e.faxEnded {
+		m.FaxEnded(e.state, e.faxTook)
+	}
 }
 
 // ResumeWindow is how long after its start an attempt interrupted before

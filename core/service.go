@@ -121,6 +121,9 @@ type Deps struct {
 	// AuthState, when an authorization server keeps its state in the same
 	// database, lets the garbage collector purge it too.
 	AuthState AuthStatePurger
+	// Metrics counts delivery attempts, finished faxes and conversions
+	// (core/prometheus); nil counts nothing.
+	Metrics Metrics
 }
 
 // Service is faxhub's core: every adapter calls it with a Principal. Its
@@ -146,6 +149,11 @@ func New(cfg Config, deps Deps) (*Service, error) {
 	}
 	if deps.Logger == nil {
 		deps.Logger = slog.New(slog.DiscardHandler)
+	}
+	if deps.Metrics == nil {
+		deps.Metrics = NopMetrics{}
+	} else if deps.Converter != nil {
+		deps.Converter = observedConverter{Converter: deps.Converter, m: deps.Metrics, now: cfg.Now}
 	}
 	return &Service{cfg: cfg, d: deps}, nil
 }

@@ -41,7 +41,9 @@ type config struct {
 	SMTPURL         string
 	AgentMode       string
 	TrustedProxies  string
-	Convert         convert.Options
+	// MetricsAddr is the metrics listener's address; empty: metrics off.
+	MetricsAddr string
+	Convert     convert.Options
 	// Machine: the payment methods of machine payments (docs/payments.md);
 	// its Stripe key and API URL also serve the owners' live Checkout.
 	Machine app.MachineOptions
@@ -142,6 +144,7 @@ func serveFlags(c *config, stderr io.Writer) *flag.FlagSet {
 	storageFlags(fs, c)
 	convertFlags(fs, c)
 	fs.StringVar(&c.TrustedProxies, "trusted-proxies", os.Getenv("FAXHUB_TRUSTED_PROXIES"), "comma-separated CIDRs of reverse proxies whose X-Forwarded-For names the client (rate limits and logs key on that address) [FAXHUB_TRUSTED_PROXIES] (default: none, the direct peer is the client)")
+	fs.StringVar(&c.MetricsAddr, "metrics-addr", os.Getenv("FAXHUB_METRICS_ADDR"), "address of a separate listener serving Prometheus metrics at /metrics, e.g. 127.0.0.1:9464 (never on the public address) [FAXHUB_METRICS_ADDR] (default: off)")
 	fs.StringVar(&c.SMTPURL, "smtp", os.Getenv("FAXHUB_SMTP_URL"), "owner mail over SMTP: smtp://user:pass@host:587?from=… [FAXHUB_SMTP_URL] (default: dev mailbox and log)")
 	return fs
 }

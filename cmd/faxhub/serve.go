@@ -88,6 +88,21 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if err := a.Queue.Start(ctx); err != nil {
 		return fmt.Errorf("start job queue: %w", err)
 	}
+	if c.MetricsAddr != "" {
+		ms, err := a.StartMetrics()
+		if err != nil {
+			ln.Close()
+			return err
+		}
+		defer func() {
+			sctx, cancel := context.WithTimeout(context.Background(), shutdownGrace)
+			defer cancel()
+			if err := ms.Stop(sctx); err != nil {
+				log.Warn("stop metrics listener", "err", err)
+			}
+		}()
+		log.Info("metrics listening", "addr", ms.Addr, "path", "/metrics")
+	}
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
 	log.Info("faxhub ready", "addr", ln.Addr().String(), "base_url", c.BaseURL, "database", a.DB.Dialect(), "startup", time.Since(start).Round(time.Millisecond))

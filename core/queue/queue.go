@@ -98,6 +98,9 @@ type Options struct {
 	// InsertOnly builds a queue that only enqueues (for `faxhub migrate` and
 	// admin commands): Start and Stop do nothing and deliver may be nil.
 	InsertOnly bool
+	// StatsDB is the pool JobStats reads (a read-only pool, so a scrape
+	// never waits behind SQLite's single writer); default: db.
+	StatsDB *sql.DB
 }
 
 // Queue implements core.Queue on River.
@@ -109,6 +112,9 @@ type Queue struct {
 	sweep      *periodicWorker[sweepArgs]
 	// numberSweep runs core.Service.SweepNumbers.
 	numberSweep *periodicWorker[numberSweepArgs]
+	// statsDB and dialect serve JobStats (stats.go).
+	statsDB *sql.DB
+	dialect string
 }
 
 var _ core.Queue = (*Queue)(nil)
@@ -196,7 +202,14 @@ func New(db *sql.DB, dialect string, h Handlers, opts Options, logger *slog.Logg
 	if err != nil {
 		return nil, fmt.Errorf("new queue: river client: %w", err)
 	}
-	return &Queue{client: client, insertOnly: opts.InsertOnly, logger: logger, purge: purge, sweep: sweep, numberSweep: numberSweep}, nil
+	statsDB := opts.StatsDB
+	if statsDB == nil {
+		statsDB = db
+	}
+	return &Queue{
+		client: client, insertOnly: opts.InsertOnly, logger: logger, purge: purge, sweep: sweep, numberSweep: numberSweep,
+		statsDB: statsDB, dialect: dialect,
+	}, nil
 }
 
 func newDriver(db *sql.DB, dialect string) (riverdriver.Driver[*sql.Tx], error) {

@@ -26,6 +26,7 @@ import (
 	"github.com/faxhub/faxhub/core/payments/testcard"
 	"github.com/faxhub/faxhub/core/payments/testcheckout"
 	"github.com/faxhub/faxhub/core/phone"
+	"github.com/faxhub/faxhub/core/prometheus"
 	"github.com/faxhub/faxhub/core/provider/simulated"
 	"github.com/faxhub/faxhub/core/queue"
 	"github.com/faxhub/faxhub/core/store"
@@ -95,6 +96,12 @@ type Options struct {
 	// Telnyx is live mode's fax and number provider (telnyx.go).
 	Telnyx TelnyxOptions
 
+	// MetricsAddr, when set (--metrics-addr), turns metrics on: StartMetrics
+	// serves them at /metrics on this address, a listener of its own that
+	// is never the public origin (docs/operations.md "Metrics"). Empty:
+	// off, and nothing is counted.
+	MetricsAddr string
+
 	// Core adjusts the service configuration last (tests: clocks, limits).
 	Core   func(*core.Config)
 	Logger *slog.Logger
@@ -140,6 +147,8 @@ type App struct {
 	// signer forwards core's signing to the OAuth server, which is built
 	// after the service (it needs it); wireOwners sets it once.
 	signer *issuerSigner
+	// metrics records and serves the metrics; nil without MetricsAddr.
+	metrics *prometheus.Metrics
 }
 
 // issuerSigner is core.Deps.Signer: the OAuth server's key, which exists
@@ -247,7 +256,7 @@ func (a *App) wire(ctx context.Context) error {
 		},
 		ProcessInbound: func(ctx context.Context, id string, last bool) error { return svc.ProcessInboundFax(ctx, id, last) },
 	}, queue.Options{
-		Workers: o.Workers, PollInterval: o.PollInterval, InsertOnly: o.InsertOnly,
+		Workers: o.Workers, PollInterval: o.PollInterval, InsertOnly: o.InsertOnly, StatsDB: a.DB.Reader(),
 	}, o.Logger)
 	if err != nil {
 		return fmt.Errorf("job queue: %w", err)
@@ -302,6 +311,12 @@ func (a *App) wire(ctx context.Context) error {
 		Signer:         a.signer,
 		Prices:         o.Prices,
 		Logger:         o.Logger,
+	}
+	if o.MetricsAddr != "" {
+		a.metrics = prometheus.New(prometheus.Options{
+			Snapshot: func(ctx context.Context) (*core.Snapshot, error) { return svc.Snapshot(ctx) },
+		})
+		deps.Metrics = a.metrics
 	}
 	if err := a.wireTelnyx(&deps); err != nil {
 		return err

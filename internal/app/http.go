@@ -10,6 +10,7 @@ import (
 	"github.com/faxhub/faxhub/core"
 	"github.com/faxhub/faxhub/core/payments/stripecheckout"
 	"github.com/faxhub/faxhub/core/payments/testcheckout"
+	"github.com/faxhub/faxhub/core/prometheus"
 	"github.com/faxhub/faxhub/core/provider/simulated"
 	"github.com/faxhub/faxhub/core/provider/telnyx"
 	"github.com/faxhub/faxhub/core/web"
@@ -85,8 +86,17 @@ func (a *App) Handler() http.Handler {
 	// Bodies carrying a document are not read ahead for the text check:
 	// uploads are bytes, and the machine endpoints check their JSON text
 	// themselves while decoding (a 413 must come before a 14 MB read).
-	h := web.ReadDeadlines(web.RefuseInvalidText(mux, refuseInvalidText(a.Logger), isStreamedBody), body)
-	return web.WithRequestID(web.RealClientIP(accessLog(a.Logger, h), a.proxies))
+	var routed http.Handler = mux
+	if a.metrics != nil {
+		routed = prometheus.CaptureRoute(mux)
+	}
+	h := web.ReadDeadlines(web.RefuseInvalidText(routed, refuseInvalidText(a.Logger), isStreamedBody), body)
+	h = web.WithRequestID(web.RealClientIP(accessLog(a.Logger, h), a.proxies))
+	if a.metrics != nil {
+		// Outermost, so requests refused before the mux count too.
+		h = a.metrics.Instrument(h)
+	}
+	return h
 }
 
 // stripeWebhookHandler is the Stripe webhook, or, without Stripe

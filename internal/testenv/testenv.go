@@ -51,6 +51,7 @@ type options struct {
 	machine  bool
 	stripe   app.StripeOptions
 	telnyx   app.TelnyxOptions
+	metrics  bool
 }
 
 // Option changes how New builds the environment.
@@ -91,6 +92,11 @@ func WithoutWorkers() Option { return func(o *options) { o.workers = false } }
 // default methods (the built-in Stripe test backend).
 func WithMachinePayments() Option { return func(o *options) { o.machine = true } }
 
+// WithMetrics turns metrics on (app.Options.MetricsAddr on a free
+// loopback port): the HTTP surface and core count, and App.StartMetrics
+// serves them.
+func WithMetrics() Option { return func(o *options) { o.metrics = true } }
+
 // New builds and starts the environment; everything stops at test cleanup.
 func New(t testing.TB, opts ...Option) *Env {
 	// FAXHUB_TESTENV_POSTGRES runs every testenv-based suite on PostgreSQL;
@@ -115,9 +121,10 @@ func New(t testing.TB, opts ...Option) *Env {
 				o.cfg(c)
 			}
 		},
-		Stripe: o.stripe,
-		Telnyx: o.telnyx,
-		Logger: log,
+		Stripe:      o.stripe,
+		Telnyx:      o.telnyx,
+		MetricsAddr: metricsAddr(o.metrics),
+		Logger:      log,
 	})
 	must(t, err)
 	t.Cleanup(func() { a.Close() })
@@ -192,6 +199,13 @@ func PendingJobs(ctx context.Context, db *sql.DB) (int, error) {
 		return 0, fmt.Errorf("count pending jobs: %w", err)
 	}
 	return n, nil
+}
+
+func metricsAddr(on bool) string {
+	if on {
+		return "127.0.0.1:0"
+	}
+	return ""
 }
 
 func must(t testing.TB, err error) {

@@ -1,0 +1,244 @@
+// Package prometheus is faxhub's monitoring on Prometheus
+// (client_golang): it implements core.Metrics (delivery attempts, finished
+// faxes, conversions), instruments the HTTP surface by route, reads the
+// database-wide gauges (core.Snapshot) at scrape time, and serves them all
+// with the Go runtime and process metrics as text at /metrics. The metric
+// names and how to read them are in docs/operations.md ("Metrics").
+package prometheus
+
+import (
+	"context"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/faxhub/faxhub/core"
+)
+
+// Path is where the metrics are served, on the metrics listener only.
+const Path = "/metrics"
+
+// Options configure Metrics.
+type Options struct {
+	// Snapshot reads the database-wide gauges (core.Service.Snapshot);
+	// nil leaves them out.
+	Snapshot func(ctx context.Context) (*core.Snapshot, error)
+	// SnapshotTimeout bounds Snapshot at each scrape (default 2 s): a slow
+	// database makes faxhub_snapshot_up 0, never a hung scrape.
+	SnapshotTimeout time.Duration
+}
+
+// DefaultSnapshotTimeout bounds the database reads of one scrape.
+const DefaultSnapshotTimeout = 2 * time.Second
+
+// maxScrapesInFlight bounds concurrent scrapes (each reads the database);
+// more get 503.
+const maxScrapesInFlight = 2
+
+// Metrics is one process's registry and the metrics it records. It is
+// safe for concurrent use.
+type Metrics struct {
+	reg *prometheus.Registry
+
+	httpRequests *prometheus.CounterVec
+	httpDuration *prometheus.HistogramVec
+
+	attempts        *prometheus.CounterVec
+	attemptDuration *prometheus.HistogramVec
+	faxesEnded      *prometheus.CounterVec
+	deliveryTime    *prometheus.HistogramVec
+	conversions     *prometheus.CounterVec
+	conversionTime  *prometheus.HistogramVec
+
+	// Children of the vectors above, looked up once per label set so the
+	// delivery and upload paths do not build label slices per event.
+	attemptSeries    seriesCache[attemptKey]
+	faxSeries        seriesCache[core.FaxStatus]
+	conversionSeries seriesCache[conversionKey]
+}
+
+var _ core.Metrics = (*Metrics)(nil)
+
+type attemptKey struct {
+	provider string
+	outcome  core.AttemptStatus
+}
+
+type conversionKey struct {
+	kind core.FileKind
+	ok   bool
+}
+
+// New builds a registry with faxhub's metrics, the Go runtime's and the
+// process's (memory, goroutines, open files).
+func New(o Options) *Metrics {
+	if o.SnapshotTimeout <= 0 {
+		o.SnapshotTimeout = DefaultSnapshotTimeout
+	}
+	m := &Metrics{
+		reg: prometheus.NewRegistry(),
+		httpRequests: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "faxhub_http_requests_total",
+			Help: "HTTP requests answered, by route (the ServeMux pattern; other: none matched), method and status.",
+		}, []string{"route", "method", "status"}),
+		httpDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "faxhub_http_request_duration_seconds",
+			Help:    "Time to answer an HTTP request, by route and method.",
+			Buckets: prometheus.DefBuckets,
+		}, []string{"route", "method"}),
+		attempts: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "faxhub_delivery_attempts_total",
+			Help: "Provider attempts that ended, by provider and outcome (delivered, partial, failed).",
+		}, []string{"provider", "outcome"}),
+		attemptDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "faxhub_delivery_attempt_duration_seconds",
+			Help:    "Duration of one provider attempt (the call as the provider reports it), by provider.",
+			Buckets: []float64{1, 5, 10, 30, 60, 120, 300, 600, 1200, 3600},
+		}, []string{"provider"}),
+		faxesEnded: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "faxhub_faxes_completed_total",
+			Help: "Faxes that reached a final state through delivery, by state (delivered, partial, failed, canceled).",
+		}, []string{"state"}),
+		deliveryTime: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "faxhub_delivery_duration_seconds",
+			Help:    "Time from a fax's creation (queued) to its final state, retries included, by final state.",
+			Buckets: []float64{1, 5, 15, 30, 60, 120, 300, 600, 1800, 3600, 7200, 21600},
+		}, []string{"state"}),
+		conversions: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "faxhub_conversions_total",
+			Help: "Documents converted to a fax-ready PDF (PDFs checked), by source type and outcome (ok, error).",
+		}, []string{"type", "outcome"}),
+		conversionTime: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "faxhub_conversion_duration_seconds",
+			Help:    "Time of one conversion, waiting for a slot included, by source type.",
+			Buckets: []float64{0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120},
+		}, []string{"type"}),
+	}
+	m.attemptSeries.build = func(k attemptKey) series {
+		return series{m.attempts.WithLabelValues(k.provider, string(k.outcome)), m.attemptDuration.WithLabelValues(k.provider)}
+	}
+	m.faxSeries.build = func(s core.FaxStatus) series {
+		return series{m.faxesEnded.WithLabelValues(string(s)), m.deliveryTime.WithLabelValues(string(s))}
+	}
+	m.conversionSeries.build = func(k conversionKey) series {
+		t, outcome := fileType(k.kind), "error"
+		if k.ok {
+			outcome = "ok"
+		}
+		return series{m.conversions.WithLabelValues(t, outcome), m.conversionTime.WithLabelValues(t)}
+	}
+	m.reg.MustRegister(
+		collectors.NewGoCollector(),
+		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
+		m.httpRequests, m.httpDuration,
+		m.attempts, m.attemptDuration, m.faxesEnded, m.deliveryTime, m.conversions, m.conversionTime,
+	)
+	if o.Snapshot != nil {
+		m.reg.MustRegister(newSnapshotCollector(o.Snapshot, o.SnapshotTimeout))
+	}
+	return m
+}
+
+// Registry is the registry the metrics live in (tests gather it).
+func (m *Metrics) Registry() *prometheus.Registry { return m.reg }
+
+// Handler serves the registry in Prometheus's text format. A collector
+// that fails is left out (and said in faxhub_snapshot_up) rather than
+// failing the whole scrape.
+func (m *Metrics) Handler() http.Handler {
+	return promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{
+		ErrorHandling:       promhttp.ContinueOnError,
+		MaxRequestsInFlight: maxScrapesInFlight,
+	})
+}
+
+// AttemptEnded implements core.Metrics.
+func (m *Metrics) AttemptEnded(provider string, outcome core.AttemptStatus, took time.Duration) {
+	s := m.attemptSeries.get(attemptKey{provider, outcome})
+	s.count.Inc()
+	s.time.Observe(took.Seconds())
+}
+
+// FaxEnded implements core.Metrics.
+func (m *Metrics) FaxEnded(state core.FaxStatus, took time.Duration) {
+	s := m.faxSeries.get(state)
+	s.count.Inc()
+	s.time.Observe(took.Seconds())
+}
+
+// Converted implements core.Metrics.
+func (m *Metrics) Converted(kind core.FileKind, ok bool, took time.Duration) {
+	s := m.conversionSeries.get(conversionKey{kind, ok})
+	s.count.Inc()
+	s.time.Observe(took.Seconds())
+}
+
+// series is a counter and the histogram observed with it.
+type series struct {
+	count prometheus.Counter
+	time  prometheus.Observer
+}
+
+// seriesCache keeps the children of a label set. Label values come from
+// core's own constants and provider names, so the map stays small.
+type seriesCache[K comparable] struct {
+	mu    sync.RWMutex
+	m     map[K]series
+	build func(K) series
+}
+
+func (c *seriesCache[K]) get(k K) series {
+	c.mu.RLock()
+	s, ok := c.m[k]
+	c.mu.RUnlock()
+	if ok {
+		return s
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if s, ok := c.m[k]; ok {
+		return s
+	}
+	if c.m == nil {
+		c.m = map[K]series{}
+	}
+	s = c.build(k)
+	c.m[k] = s
+	return s
+}
+
+// fileType is a conversion's type label: a short name for each kind the
+// converter detects.
+func fileType(k core.FileKind) string {
+	switch k {
+	case core.FilePDF:
+		return "pdf"
+	case core.FilePNG:
+		return "png"
+	case core.FileJPEG:
+		return "jpeg"
+	case core.FileTIFF:
+		return "tiff"
+	case core.FileGIF:
+		return "gif"
+	case core.FileDOC:
+		return "doc"
+	case core.FileDOCX:
+		return "docx"
+	case core.FileXLS:
+		return "xls"
+	case core.FileXLSX:
+		return "xlsx"
+	case core.FileODT:
+		return "odt"
+	case core.FileODS:
+		return "ods"
+	case core.FileRTF:
+		return "rtf"
+	}
+	return "other"
+}

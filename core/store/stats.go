@@ -1,0 +1,64 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"time"
+
+	"github.com/faxhub/faxhub/core"
+)
+
+var _ core.StatsStore = (*DB)(nil)
+
+// Reader is the pool that only reads (on SQLite, apart from the single
+// writer connection), for monitoring queries that must not wait behind
+// writes.
+func (db *DB) Reader() *sql.DB { return db.r.DB }
+
+// Stats counts what core.Snapshot reports. Each query reads a partial
+// index (faxes_unfinished, approvals_pending: migration 00014) or
+// credit_balances, which has a row per owner and mode, not per event.
+func (db *DB) Stats(ctx context.Context, now time.Time) (*core.Snapshot, error) {
+	x := db.q
+	snap := &core.Snapshot{ApprovalsPending: map[core.ApprovalKind]int64{}, Holds: map[core.Mode]core.HoldTotal{}}
+
+	var faxes []struct {
+		Mode   core.Mode      `db:"mode"`
+		Status core.FaxStatus `db:"status"`
+		N      int64          `db:"n"`
+	}
+	if err := x.sel(ctx, &faxes, `SELECT mode, status, count(*) AS n FROM faxes
+		WHERE status IN ('queued', 'sending') GROUP BY mode, status`); err != nil {
+		return nil, fmt.Errorf("count unfinished faxes: %w", err)
+	}
+	for _, f := range faxes {
+		snap.Faxes = append(snap.Faxes, core.FaxCount{Mode: f.Mode, State: f.Status, Count: f.N})
+	}
+
+	var approvals []struct {
+		Kind core.ApprovalKind `db:"kind"`
+		N    int64             `db:"n"`
+	}
+	if err := x.sel(ctx, &approvals, `SELECT kind, count(*) AS n FROM approvals
+		WHERE status = 'pending' AND expires_at > ? GROUP BY kind`, now); err != nil {
+		return nil, fmt.Errorf("count pending approvals: %w", err)
+	}
+	for _, a := range approvals {
+		snap.ApprovalsPending[a.Kind] = a.N
+	}
+
+	var holds []struct {
+		Mode     core.Mode `db:"mode"`
+		Balances int64     `db:"balances"`
+		Micros   int64     `db:"micros"`
+	}
+	if err := x.sel(ctx, &holds, `SELECT mode, count(*) AS balances, coalesce(sum(held_micros), 0) AS micros
+		FROM credit_balances WHERE held_micros > 0 GROUP BY mode`); err != nil {
+		return nil, fmt.Errorf("sum held credits: %w", err)
+	}
+	for _, h := range holds {
+		snap.Holds[h.Mode] = core.HoldTotal{Balances: h.Balances, Micros: h.Micros}
+	}
+	return snap, nil
+}
