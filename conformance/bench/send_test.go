@@ -211,5 +211,5 @@ func writerStats(env *testenv.Env) (writes, batches int64) {
 	if ws, ok := env.Store.(interface{ WriterStats() (int64, int64, int64) }); ok {
 		writes, batches, _ = ws.WriterStats()
 	}
-	return 0, 0
+	return writes, batches
 }
