@@ -287,3 +287,43 @@ func TestGroupCommitClosed(t *testing.T) {
 		}
 	})
 }
+
+// A write outside a transaction (the store's single statements: OAuth
+// tokens, consumed codes, secrets) joins the writer's batch too.
+func TestGroupCommitSingleStatements(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		db := openBatchTest(t)
+		if err := db.Migrate(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+		release, first := hold(t, db, "first")
+		txs0, batches0, _ := db.WriterStats()
+		var wg sync.WaitGroup
+		secrets := make([][]byte, 5)
+		for i := range secrets {
+			wg.Go(func() {
+				var err error
+				if secrets[i], err = db.Secret(t.Context(), fmt.Sprint("secret-", i)); err != nil {
+					t.Error(err)
+				}
+			})
+		}
+		synctest.Wait()
+		if _, _, waiting := db.WriterStats(); waiting != 5 {
+			t.Fatalf("%d writes wait for the writer, want 5", waiting)
+		}
+		release()
+		wg.Wait()
+		if err := <-first; err != nil {
+			t.Fatal(err)
+		}
+		if txs, batches, _ := db.WriterStats(); txs-txs0 != 5 || batches-batches0 != 1 {
+			t.Fatalf("%d writes in %d batches, want 5 in 1", txs-txs0, batches-batches0)
+		}
+		for i, s := range secrets {
+			if len(s) != 32 {
+				t.Fatalf("secret %d: %d bytes", i, len(s))
+			}
+		}
+	})
+}

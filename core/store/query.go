@@ -43,6 +43,17 @@ func (x q) writer() sqlx.ExtContext {
 }
 
 func (x q) exec(ctx context.Context, query string, args ...any) (int64, error) {
+	if x.tx == nil && x.db.gw != nil {
+		// A write outside a transaction (an OAuth token, a consumed code)
+		// joins the SQLite writer's next batch instead of paying a commit
+		// of its own (groupcommit.go).
+		var n int64
+		err := x.db.gw.inTx(ctx, func(t *sqlx.Tx) (err error) {
+			n, err = q{db: x.db, tx: t}.exec(ctx, query, args...)
+			return err
+		})
+		return n, err
+	}
 	res, err := x.writer().ExecContext(ctx, x.db.w.Rebind(query), x.db.args(args)...)
 	if err != nil {
 		return 0, dbErr(err)
