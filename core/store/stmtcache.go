@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"strings"
 
 	"github.com/jmoiron/sqlx"
 	"modernc.org/sqlite"
@@ -146,12 +147,14 @@ func (c *cachingConn) evictOne() {
 	}
 }
 
-// ExecContext runs parameterised statements from the cache. Statements
-// without arguments (pragmas, savepoints, migration scripts of several
-// statements) run as before: they are rare or not reusable.
+// ExecContext runs parameterised statements and savepoints from the cache.
+// Other statements without arguments (pragmas, migration scripts of several
+// statements) run as before: they are rare or not reusable. Savepoints are
+// neither: a send runs several (its batch's, its hold's, the job queue's),
+// under a few fixed names.
 func (c *cachingConn) ExecContext(ctx context.Context, query string, args []driver.NamedValue) (driver.Result, error) {
 	ctx = c.ctx(ctx)
-	if len(args) == 0 {
+	if len(args) == 0 && !isSavepoint(query) {
 		return c.sqliteConn.ExecContext(ctx, query, args)
 	}
 	s, err := c.stmt(ctx, query)
@@ -162,6 +165,17 @@ func (c *cachingConn) ExecContext(ctx context.Context, query string, args []driv
 		return c.sqliteConn.ExecContext(ctx, query, args)
 	}
 	return s.stmt.ExecContext(ctx, args)
+}
+
+// isSavepoint reports a SAVEPOINT, RELEASE or ROLLBACK TO statement: one
+// statement, no arguments, run again and again under the same names.
+func isSavepoint(query string) bool {
+	for _, p := range [...]string{"SAVEPOINT ", "RELEASE SAVEPOINT ", "RELEASE ", "ROLLBACK TO SAVEPOINT ", "ROLLBACK TO "} {
+		if len(query) > len(p) && strings.EqualFold(query[:len(p)], p) && !strings.ContainsRune(query, ';') {
+			return true
+		}
+	}
+	return false
 }
 
 // QueryContext is ExecContext for statements that return rows.

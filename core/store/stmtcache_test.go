@@ -85,4 +85,51 @@ func TestStatementCache(t *testing.T) {
 			t.Fatalf("cached statement after a schema change returned %v", ids)
 		}
 	})
+
+	t.Run("savepoints are cached and keep working", func(t *testing.T) {
+		for round := range 3 {
+			tx, err := db.BeginTxx(ctx, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			steps := []string{"SAVEPOINT a", "INSERT", "SAVEPOINT b", "INSERT", "ROLLBACK TO SAVEPOINT b", "RELEASE SAVEPOINT b", "RELEASE SAVEPOINT a"}
+			for i, st := range steps {
+				var err error
+				if st == "INSERT" {
+					_, err = tx.ExecContext(ctx, "INSERT INTO t (id, v) VALUES (?, ?)", 100+10*round+i, "sp")
+				} else {
+					_, err = tx.ExecContext(ctx, st)
+				}
+				if err != nil {
+					t.Fatalf("round %d, %s: %v", round, st, err)
+				}
+			}
+			if err := tx.Commit(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		var n int
+		if err := db.GetContext(ctx, &n, "SELECT count(*) FROM t WHERE v = 'sp'"); err != nil || n != 3 {
+			t.Fatalf("%d rows kept (%v), want 3: one per round, the rolled-back ones gone", n, err)
+		}
+		conn, err := db.Conn(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer conn.Close()
+		if _, err := conn.ExecContext(ctx, "PRAGMA user_version"); err != nil {
+			t.Fatal(err)
+		}
+		if err := conn.Raw(func(dc any) error {
+			if _, ok := dc.(*cachingConn).stmts["ROLLBACK TO SAVEPOINT b"]; !ok {
+				t.Error("ROLLBACK TO SAVEPOINT b was not cached")
+			}
+			if _, ok := dc.(*cachingConn).stmts["PRAGMA user_version"]; ok {
+				t.Error("a pragma was cached")
+			}
+			return nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+	})
 }
