@@ -278,7 +278,10 @@ func (a *App) wire(ctx context.Context) error {
 	cfg.Machine.Enabled = o.MachinePayments
 	var machine []core.MachineMethod
 	if o.MachinePayments {
-		if machine, a.stripeTest, err = machineMethods(o.Machine); err != nil {
+		// The built-in test backend keeps its state in the database, so a
+		// test SPT minted on one replica settles and refunds on any.
+		builtinState := stripetest.WithDatabase(a.DB.SQL(), a.DB.Dialect())
+		if machine, a.stripeTest, err = machineMethods(o.Machine, builtinState); err != nil {
 			return err
 		}
 	}

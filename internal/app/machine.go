@@ -64,9 +64,10 @@ const (
 
 // machineMethods builds the methods paying machines can use, stripe then
 // tempo. builtin is the test backend the stripe method settles against when
-// no Stripe key is configured (nil otherwise).
-func machineMethods(o MachineOptions) (methods []core.MachineMethod, builtin *stripetest.Server, err error) {
-	sm, builtin, err := stripeMethod(o)
+// no Stripe key is configured (nil otherwise), made with builtinOpts (Open
+// gives it the database, so every replica shares its tokens and payments).
+func machineMethods(o MachineOptions, builtinOpts ...stripetest.Option) (methods []core.MachineMethod, builtin *stripetest.Server, err error) {
+	sm, builtin, err := stripeMethod(o, builtinOpts...)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -81,7 +82,7 @@ func machineMethods(o MachineOptions) (methods []core.MachineMethod, builtin *st
 	return methods, builtin, nil
 }
 
-func stripeMethod(o MachineOptions) (core.MachineMethod, *stripetest.Server, error) {
+func stripeMethod(o MachineOptions, builtinOpts ...stripetest.Option) (core.MachineMethod, *stripetest.Server, error) {
 	key, network, apiURL := o.StripeSecretKey, o.StripeNetworkID, o.StripeAPIURL
 	var builtin *stripetest.Server
 	client := &http.Client{}
@@ -91,7 +92,7 @@ func stripeMethod(o MachineOptions) (core.MachineMethod, *stripetest.Server, err
 		if network != "" || apiURL != "" {
 			return core.MachineMethod{}, nil, errors.New("machine payments: FAXHUB_STRIPE_NETWORK_ID and FAXHUB_STRIPE_API_URL need FAXHUB_STRIPE_SECRET_KEY; without a key the built-in test backend is used")
 		}
-		builtin = stripetest.New()
+		builtin = stripetest.New(builtinOpts...)
 		key, network, apiURL = builtinStripeKey, builtinStripeNetwork, builtinStripeOrigin
 		client.Transport = builtin.Transport()
 		mode = core.ModeTest

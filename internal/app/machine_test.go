@@ -14,6 +14,7 @@ import (
 	"net/http/httptest"
 	"net/url"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -559,4 +560,25 @@ func count(t *testing.T, m *machine, query string) int {
 		t.Fatalf("%s: %v", query, err)
 	}
 	return n
+}
+
+// TestStripeTestBackendShared: two replicas on one database share the
+// built-in Stripe test backend, so an SPT minted through one replica's
+// public mint pays a fax on the other.
+func TestStripeTestBackendShared(t *testing.T) {
+	dsn := filepath.Join(t.TempDir(), "shared.db")
+	if pg := os.Getenv(testenv.EnvPostgres); pg != "" {
+		dsn = storetest.OpenPostgresSchema(t, pg)
+	}
+	onShared := func(o *app.Options) { o.Database = dsn }
+	a, b := newMachine(t, onShared), newMachine(t, onShared)
+	body := faxBody(t, deliverable, testenv.MinimalPDF(1), "req-shared")
+	stripe := a.do("POST", "/api/v1/machine/faxes", body, nil).challenged(t, http.StatusPaymentRequired, mpp.ProblemPaymentRequired, "stripe", "tempo")[0]
+	spt := b.mint("pm_card_visa", stripe)
+	if ok := a.do("POST", "/api/v1/machine/faxes", body, paid(credential(t, stripe, map[string]string{"spt": spt}))); ok.status != http.StatusOK {
+		t.Fatalf("paid on A with an SPT minted on B: %d %s", ok.status, ok.body)
+	}
+	if n := count(t, b, "SELECT count(*) FROM stripe_standin_objects WHERE kind = 'charge'"); n != 1 {
+		t.Fatalf("%d charges in the shared backend, want 1", n)
+	}
 }

@@ -28,14 +28,22 @@
 // with param shared_payment_granted_token and codes of its own
 // (shared_payment_granted_token_consumed, …_expired, …_usage_limit_exceeded).
 //
-// It is a test double for ONE process: state lives in memory behind one
-// mutex held for a whole request (so concurrent requests with one key are
-// serialized and the later ones are replays, where Stripe might answer 409
-// to a request racing one in flight), and nothing survives a restart.
+// Every request runs whole against one state, serialized with every other
+// request on that state (so concurrent requests with one key are serialized
+// and the later ones are replays, where Stripe might answer 409 to a
+// request racing one in flight). The state is in memory by default (one
+// process; nothing survives a restart) or, WithDatabase, in the
+// stripe_standin_* tables, shared by every process on that database: a
+// token minted by one replica settles on another. Idempotency records are
+// kept 24 hours, as Stripe keeps them.
 package stripetest
 
 import (
+	"context"
 	"crypto/rand"
+	"crypto/sha256"
+	"database/sql"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -43,7 +51,6 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/faxhub/faxhub/core/payments/internal/inproc"
@@ -56,24 +63,38 @@ const (
 	maxMetaKey     = 40
 	maxMetaValue   = 500
 	minUSD         = 50 // cents: Stripe refuses smaller usd charges
+	// idemTTL is how long an idempotency key is remembered, as at Stripe.
+	idemTTL = 24 * time.Hour
+)
+
+// Kinds of stored objects.
+const (
+	kindToken  = "token"
+	kindIntent = "intent"
+	kindRefund = "refund"
+	kindCharge = "charge" // a succeeded charge: what Charges counts
 )
 
 // Option configures a Server.
 type Option func(*Server)
 
-// WithClock sets the clock used for created times and token expiry.
+// WithClock sets the clock used for created times, token expiry and the
+// age of idempotency records.
 func WithClock(now func() time.Time) Option { return func(s *Server) { s.now = now } }
+
+// WithDatabase keeps the state in db's stripe_standin_objects and
+// stripe_standin_idempotency tables (faxhub's migration 00015) instead of
+// in memory, so every Server on one database is one stand-in. dialect is
+// "sqlite" or "postgres". On SQLite db must begin transactions with the
+// write lock (_txlock=immediate), as faxhub's writer pool does.
+func WithDatabase(db *sql.DB, dialect string) Option {
+	return func(s *Server) { s.st = &dbState{db: db, postgres: dialect == "postgres", dialect: dialect} }
+}
 
 // Server is the stand-in; it is an http.Handler.
 type Server struct {
 	now func() time.Time
-
-	mu      sync.Mutex
-	tokens  map[string]*token
-	intents map[string]*intent
-	refunds map[string]*refund
-	idem    map[string]saved // by secret key + "\x00" + Idempotency-Key
-	charges int              // succeeded payment intents, for tests
+	st  state
 }
 
 type token struct {
@@ -96,46 +117,66 @@ type refund struct {
 	Metadata                             map[string]string
 }
 
-type saved struct {
-	endpoint, params string
-	status           int
-	body             []byte
+type charge struct {
+	ID, Intent string
+	Amount     int64
 }
 
-// New returns an empty stand-in.
+// New returns a stand-in with an empty state in memory, or the state
+// WithDatabase names.
 func New(opts ...Option) *Server {
-	s := &Server{now: time.Now, tokens: map[string]*token{}, intents: map[string]*intent{}, refunds: map[string]*refund{}, idem: map[string]saved{}}
+	s := &Server{now: time.Now}
 	for _, o := range opts {
 		o(s)
+	}
+	if s.st == nil {
+		s.st = newMemState()
 	}
 	return s
 }
 
-// Charges is the number of payment intents that succeeded (money moved).
-func (s *Server) Charges() int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.charges
-}
+// Charges is the number of payment intents that succeeded (money moved),
+// or -1 if the state could not be read (so a test comparing it fails).
+func (s *Server) Charges() int { return s.count(kindCharge) }
 
-// Refunds is the number of refunds made (money returned).
-func (s *Server) Refunds() int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return len(s.refunds)
+// Refunds is the number of refunds made (money returned), or -1 if the
+// state could not be read.
+func (s *Server) Refunds() int { return s.count(kindRefund) }
+
+func (s *Server) count(kind string) int {
+	n := -1
+	err := s.st.do(context.Background(), func(tx stateTx) error {
+		var err error
+		n, err = tx.count(kind)
+		return err
+	})
+	if err != nil {
+		return -1
+	}
+	return n
 }
 
 // Mint mints a test SPT for tests in Go, as the test helper endpoint does:
 // paymentMethod is one of the pm_card_… test methods, max and currency
 // its usage limits; it expires in an hour.
 func (s *Server) Mint(paymentMethod string, max int64, currency string) (string, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	t, e := s.mint(paymentMethod, currency, "", max, s.now().Add(time.Hour).Unix())
+	var id string
+	var e *apiError
+	err := s.st.do(context.Background(), func(tx stateTx) error {
+		t, ae, err := s.mint(tx, paymentMethod, currency, "", max, s.now().Add(time.Hour).Unix())
+		if t != nil {
+			id = t.ID
+		}
+		e = ae
+		return err
+	})
+	if err != nil {
+		return "", fmt.Errorf("stripetest: minting a token: %w", err)
+	}
 	if e != nil {
 		return "", fmt.Errorf("stripetest: minting a token: %s", e.Message)
 	}
-	return t.ID, nil
+	return id, nil
 }
 
 // apiError is Stripe's error object.
@@ -167,7 +208,7 @@ var testMethods = map[string]struct{ brand, last4, outcome, declineCode string }
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Request-Id", "req_"+randomID(14))
 	path := r.URL.Path
-	var route func(*http.Request, url.Values) (int, any, *apiError)
+	var route func(stateTx, *http.Request, url.Values) (int, any, *apiError, error)
 	switch {
 	case r.Method == http.MethodPost && path == "/v1/test_helpers/shared_payment/granted_tokens":
 		route = s.postToken
@@ -210,43 +251,79 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		writeError(w, &apiError{status: http.StatusBadRequest, Type: "invalid_request_error", Message: fmt.Sprintf("Idempotency keys must be at most %d characters.", maxIdempotency)})
 		return
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
 	endpoint := r.Method + " " + path
-	params := form.Encode() // sorted by key: a stable fingerprint
-	scoped := key + "\x00" + idemKey
-	if r.Method == http.MethodPost && idemKey != "" {
-		if prev, ok := s.idem[scoped]; ok {
-			if prev.endpoint != endpoint || prev.params != params {
-				writeError(w, &apiError{status: http.StatusBadRequest, Type: "idempotency_error", Message: fmt.Sprintf("Keys for idempotent requests can only be used with the same parameters they were first used with. Try using a key other than '%s' if you meant to execute a different request.", idemKey)})
-				return
+	// The record is found by a digest of the secret key and the
+	// Idempotency-Key (keys are per account at Stripe; the secret key is
+	// never stored) and holds a digest of the request, so both are
+	// bounded.
+	scope := digest(key, idemKey)
+	fingerprint := digest(endpoint, form.Encode()) // Encode sorts by key: stable
+	saveable := r.Method == http.MethodPost && idemKey != ""
+	var status int
+	var body []byte
+	var replayed bool
+	err := s.st.do(r.Context(), func(tx stateTx) error {
+		now := s.now()
+		if saveable {
+			prev, err := tx.idem(scope, now.Add(-idemTTL).Unix())
+			if err != nil {
+				return err
 			}
-			w.Header().Set("Idempotent-Replayed", "true")
-			w.Header().Set("Idempotency-Key", idemKey)
-			writeRaw(w, prev.status, prev.body)
-			return
+			if prev != nil {
+				if prev.Fingerprint != fingerprint {
+					e := &apiError{status: http.StatusBadRequest, Type: "idempotency_error", Message: fmt.Sprintf("Keys for idempotent requests can only be used with the same parameters they were first used with. Try using a key other than '%s' if you meant to execute a different request.", idemKey)}
+					status, body = e.status, errorBody(e)
+					return nil
+				}
+				status, body, replayed = prev.Status, prev.Body, true
+				return nil
+			}
 		}
-	}
-	status, v, e := route(r, form)
-	if e != nil {
-		status = e.status
-		v = map[string]any{"error": e}
-	}
-	body, err := json.Marshal(v)
+		st, v, e, err := route(tx, r, form)
+		if err != nil {
+			return err
+		}
+		if e != nil {
+			st = e.status
+			v = map[string]any{"error": e}
+		}
+		b, err := json.Marshal(v)
+		if err != nil {
+			return fmt.Errorf("encoding the answer: %w", err)
+		}
+		status, body = st, b
+		// Stripe saves an idempotent answer once the endpoint executed (a
+		// charge attempt that succeeded or was declined), not a validation
+		// failure, which a fixed retry may repeat with the same key.
+		if saveable && (status == http.StatusOK || status == http.StatusPaymentRequired) {
+			return tx.saveIdem(scope, saved{Fingerprint: fingerprint, Status: status, Body: body}, now.Unix(), now.Add(-idemTTL).Unix())
+		}
+		return nil
+	})
 	if err != nil {
-		writeError(w, &apiError{status: http.StatusInternalServerError, Type: "api_error", Message: "stripetest: encoding the answer failed"})
+		// The request's changes were rolled back: a retry is safe.
+		writeError(w, &apiError{status: http.StatusInternalServerError, Type: "api_error", Message: "stripetest: the request could not be completed (state store); retry it"})
 		return
 	}
-	// Stripe saves an idempotent answer once the endpoint executed (a
-	// charge attempt that succeeded or was declined), not a validation
-	// failure, which a fixed retry may repeat with the same key.
-	if r.Method == http.MethodPost && idemKey != "" && (status == http.StatusOK || status == http.StatusPaymentRequired) {
-		s.idem[scoped] = saved{endpoint: endpoint, params: params, status: status, body: body}
+	if replayed {
+		w.Header().Set("Idempotent-Replayed", "true")
 	}
 	if idemKey != "" {
 		w.Header().Set("Idempotency-Key", idemKey)
 	}
 	writeRaw(w, status, body)
+}
+
+// digest is a hex SHA-256 of parts joined by NUL.
+func digest(parts ...string) string {
+	h := sha256.New()
+	for i, p := range parts {
+		if i > 0 {
+			h.Write([]byte{0})
+		}
+		h.Write([]byte(p))
+	}
+	return hex.EncodeToString(h.Sum(nil))
 }
 
 // authenticate accepts test-mode keys only (this stand-in never moves
@@ -268,53 +345,54 @@ func authenticate(r *http.Request) (string, *apiError) {
 	return key, nil
 }
 
-func (s *Server) postToken(r *http.Request, f url.Values) (int, any, *apiError) {
+func (s *Server) postToken(tx stateTx, r *http.Request, f url.Values) (int, any, *apiError, error) {
 	// Stripe's preview spec knows no metadata here: mppx sends
 	// metadata[…] when it has some and, told "Received unknown parameter",
 	// mints again without it; seller_details[network_id] is what mppx sends
 	// in test mode and is accepted.
 	if e := allowOnly(f, "payment_method", "usage_limits[currency]", "usage_limits[max_amount]", "usage_limits[expires_at]", "seller_details[network_id]", "customer", "shared_metadata[*]", "expand[*]"); e != nil {
-		return 0, nil, e
+		return 0, nil, e, nil
 	}
 	for _, p := range []string{"payment_method", "usage_limits[currency]", "usage_limits[max_amount]"} {
 		if f.Get(p) == "" {
-			return 0, nil, invalid(http.StatusBadRequest, "parameter_missing", p, "Missing required param: "+p+".")
+			return 0, nil, invalid(http.StatusBadRequest, "parameter_missing", p, "Missing required param: "+p+"."), nil
 		}
 	}
 	max, err := strconv.ParseInt(f.Get("usage_limits[max_amount]"), 10, 64)
 	if err != nil || max <= 0 {
-		return 0, nil, invalid(http.StatusBadRequest, "parameter_invalid_integer", "usage_limits[max_amount]", "Invalid positive integer")
+		return 0, nil, invalid(http.StatusBadRequest, "parameter_invalid_integer", "usage_limits[max_amount]", "Invalid positive integer"), nil
 	}
 	var exp int64
 	if v := f.Get("usage_limits[expires_at]"); v != "" {
 		if exp, err = strconv.ParseInt(v, 10, 64); err != nil {
-			return 0, nil, invalid(http.StatusBadRequest, "parameter_invalid_integer", "usage_limits[expires_at]", "Invalid integer: "+v)
+			return 0, nil, invalid(http.StatusBadRequest, "parameter_invalid_integer", "usage_limits[expires_at]", "Invalid integer: "+v), nil
 		}
 		if exp <= s.now().Unix() {
-			return 0, nil, invalid(http.StatusBadRequest, "parameter_invalid_integer", "usage_limits[expires_at]", "usage_limits[expires_at] must be in the future.")
+			return 0, nil, invalid(http.StatusBadRequest, "parameter_invalid_integer", "usage_limits[expires_at]", "usage_limits[expires_at] must be in the future."), nil
 		}
 	}
-	t, e := s.mint(f.Get("payment_method"), f.Get("usage_limits[currency]"), f.Get("seller_details[network_id]"), max, exp)
-	if e != nil {
-		return 0, nil, e
+	t, e, err := s.mint(tx, f.Get("payment_method"), f.Get("usage_limits[currency]"), f.Get("seller_details[network_id]"), max, exp)
+	if err != nil || e != nil {
+		return 0, nil, e, err
 	}
-	return http.StatusOK, t.json(), nil
+	return http.StatusOK, t.json(), nil, nil
 }
 
-// mint is called with s.mu held.
-func (s *Server) mint(pm, currency, network string, max, exp int64) (*token, *apiError) {
+func (s *Server) mint(tx stateTx, pm, currency, network string, max, exp int64) (*token, *apiError, error) {
 	if _, ok := testMethods[pm]; !ok {
-		return nil, invalid(http.StatusBadRequest, "resource_missing", "payment_method", fmt.Sprintf("No such PaymentMethod: '%s'; this test backend knows pm_card_visa, pm_card_mastercard, pm_card_chargeDeclined, pm_card_insufficientFunds and pm_card_authenticationRequired.", pm))
+		return nil, invalid(http.StatusBadRequest, "resource_missing", "payment_method", fmt.Sprintf("No such PaymentMethod: '%s'; this test backend knows pm_card_visa, pm_card_mastercard, pm_card_chargeDeclined, pm_card_insufficientFunds and pm_card_authenticationRequired.", pm)), nil
 	}
 	if !validCurrency(currency) {
-		return nil, invalid(http.StatusBadRequest, "parameter_invalid_string", "usage_limits[currency]", "Invalid currency: "+currency)
+		return nil, invalid(http.StatusBadRequest, "parameter_invalid_string", "usage_limits[currency]", "Invalid currency: "+currency), nil
 	}
 	if max <= 0 {
-		return nil, invalid(http.StatusBadRequest, "parameter_invalid_integer", "usage_limits[max_amount]", "Invalid positive integer")
+		return nil, invalid(http.StatusBadRequest, "parameter_invalid_integer", "usage_limits[max_amount]", "Invalid positive integer"), nil
 	}
 	t := &token{ID: "spt_test_" + randomID(24), PaymentMethod: pm, Currency: currency, NetworkID: network, MaxAmount: max, ExpiresAt: exp, Created: s.now().Unix()}
-	s.tokens[t.ID] = t
-	return t, nil
+	if err := tx.put(kindToken, t.ID, t.Created, t); err != nil {
+		return nil, nil, err
+	}
+	return t, nil, nil
 }
 
 func (t *token) json() map[string]any {
@@ -340,80 +418,95 @@ func (t *token) json() map[string]any {
 	}
 }
 
-func (s *Server) postIntent(r *http.Request, f url.Values) (int, any, *apiError) {
+func (s *Server) postIntent(tx stateTx, r *http.Request, f url.Values) (int, any, *apiError, error) {
 	if r.Header.Get("Stripe-Version") == "" {
-		return 0, nil, invalid(http.StatusBadRequest, "", "", "Shared payment tokens are in preview: send a preview Stripe-Version header (e.g. 2026-07-29.preview).")
+		return 0, nil, invalid(http.StatusBadRequest, "", "", "Shared payment tokens are in preview: send a preview Stripe-Version header (e.g. 2026-07-29.preview)."), nil
 	}
 	if e := allowOnly(f, "amount", "currency", "shared_payment_granted_token", "confirm", "automatic_payment_methods[enabled]", "automatic_payment_methods[allow_redirects]", "description", "metadata[*]", "return_url"); e != nil {
-		return 0, nil, e
+		return 0, nil, e, nil
 	}
 	for _, p := range []string{"amount", "currency", "shared_payment_granted_token"} {
 		if f.Get(p) == "" {
-			return 0, nil, invalid(http.StatusBadRequest, "parameter_missing", p, "Missing required param: "+p+".")
+			return 0, nil, invalid(http.StatusBadRequest, "parameter_missing", p, "Missing required param: "+p+"."), nil
 		}
 	}
 	amount, err := strconv.ParseInt(f.Get("amount"), 10, 64)
 	if err != nil || amount <= 0 {
-		return 0, nil, invalid(http.StatusBadRequest, "parameter_invalid_integer", "amount", "Invalid positive integer")
+		return 0, nil, invalid(http.StatusBadRequest, "parameter_invalid_integer", "amount", "Invalid positive integer"), nil
 	}
 	currency := f.Get("currency")
 	if !validCurrency(currency) {
-		return 0, nil, invalid(http.StatusBadRequest, "parameter_invalid_string", "currency", "Invalid currency: "+currency)
+		return 0, nil, invalid(http.StatusBadRequest, "parameter_invalid_string", "currency", "Invalid currency: "+currency), nil
 	}
 	// Stripe's minimum charge (only usd's here; the method offers usd).
 	if currency == "usd" && amount < minUSD {
-		return 0, nil, invalid(http.StatusBadRequest, "amount_too_small", "amount", fmt.Sprintf("Amount must be at least $0.%d usd", minUSD))
+		return 0, nil, invalid(http.StatusBadRequest, "amount_too_small", "amount", fmt.Sprintf("Amount must be at least $0.%d usd", minUSD)), nil
 	}
 	if f.Get("confirm") != "true" {
-		return 0, nil, invalid(http.StatusBadRequest, "", "confirm", "This test backend settles shared payment tokens only with confirm=true.")
+		return 0, nil, invalid(http.StatusBadRequest, "", "confirm", "This test backend settles shared payment tokens only with confirm=true."), nil
 	}
 	if f.Get("automatic_payment_methods[enabled]") != "true" {
-		return 0, nil, invalid(http.StatusBadRequest, "", "automatic_payment_methods[enabled]", "automatic_payment_methods[enabled] must be true.")
+		return 0, nil, invalid(http.StatusBadRequest, "", "automatic_payment_methods[enabled]", "automatic_payment_methods[enabled] must be true."), nil
 	}
 	if f.Get("automatic_payment_methods[allow_redirects]") != "never" && f.Get("return_url") == "" {
-		return 0, nil, invalid(http.StatusBadRequest, "", "return_url", "This PaymentIntent is configured to accept payment methods enabled in your Dashboard, some of which may require a full page redirect. Provide a return_url or set automatic_payment_methods[allow_redirects]=never.")
+		return 0, nil, invalid(http.StatusBadRequest, "", "return_url", "This PaymentIntent is configured to accept payment methods enabled in your Dashboard, some of which may require a full page redirect. Provide a return_url or set automatic_payment_methods[allow_redirects]=never."), nil
 	}
 	md, e := metadata(f)
 	if e != nil {
-		return 0, nil, e
+		return 0, nil, e, nil
 	}
 	id := f.Get("shared_payment_granted_token")
-	t, ok := s.tokens[id]
-	if !ok {
-		return 0, nil, invalid(http.StatusBadRequest, "resource_missing", "shared_payment_granted_token", fmt.Sprintf("No such shared_payment_granted_token: '%s'", id))
+	var t token
+	if ok, err := tx.get(kindToken, id, &t); err != nil || !ok {
+		if err != nil {
+			return 0, nil, nil, err
+		}
+		return 0, nil, invalid(http.StatusBadRequest, "resource_missing", "shared_payment_granted_token", fmt.Sprintf("No such shared_payment_granted_token: '%s'", id)), nil
 	}
 	now := s.now().Unix()
 	switch {
 	case t.DeactivatedAt != 0:
-		return 0, nil, invalid(http.StatusBadRequest, "shared_payment_granted_token_"+t.DeactivatedReason, "shared_payment_granted_token", "This shared payment token was "+t.DeactivatedReason+" and can no longer be used.")
+		return 0, nil, invalid(http.StatusBadRequest, "shared_payment_granted_token_"+t.DeactivatedReason, "shared_payment_granted_token", "This shared payment token was "+t.DeactivatedReason+" and can no longer be used."), nil
 	case t.ExpiresAt != 0 && now >= t.ExpiresAt:
-		return 0, nil, invalid(http.StatusBadRequest, "shared_payment_granted_token_expired", "shared_payment_granted_token", "This shared payment token expired and can no longer be used.")
+		return 0, nil, invalid(http.StatusBadRequest, "shared_payment_granted_token_expired", "shared_payment_granted_token", "This shared payment token expired and can no longer be used."), nil
 	case t.Currency != currency:
-		return 0, nil, invalid(http.StatusBadRequest, "shared_payment_granted_token_usage_limit_exceeded", "shared_payment_granted_token", fmt.Sprintf("This shared payment token is limited to %s; the PaymentIntent is in %s.", t.Currency, currency))
+		return 0, nil, invalid(http.StatusBadRequest, "shared_payment_granted_token_usage_limit_exceeded", "shared_payment_granted_token", fmt.Sprintf("This shared payment token is limited to %s; the PaymentIntent is in %s.", t.Currency, currency)), nil
 	case t.Captured+amount > t.MaxAmount:
-		return 0, nil, invalid(http.StatusBadRequest, "shared_payment_granted_token_usage_limit_exceeded", "shared_payment_granted_token", fmt.Sprintf("The amount %d exceeds what this shared payment token may still capture (%d).", amount, t.MaxAmount-t.Captured))
+		return 0, nil, invalid(http.StatusBadRequest, "shared_payment_granted_token_usage_limit_exceeded", "shared_payment_granted_token", fmt.Sprintf("The amount %d exceeds what this shared payment token may still capture (%d).", amount, t.MaxAmount-t.Captured)), nil
 	}
 	m := testMethods[t.PaymentMethod]
 	pi := &intent{ID: "pi_" + randomID(24), Amount: amount, Currency: currency, Description: f.Get("description"), Token: id, PaymentMethod: "pm_" + randomID(24), Metadata: md, Created: now}
-	s.intents[pi.ID] = pi
+	var decline *apiError
 	switch m.outcome {
 	case "succeeded":
 		pi.Status, pi.AmountReceived, pi.LatestCharge = "succeeded", amount, "ch_"+randomID(24)
 		t.Captured += amount
 		t.DeactivatedAt, t.DeactivatedReason = now, "consumed"
-		s.charges++
-		return http.StatusOK, pi.json(), nil
+		if err := tx.put(kindToken, t.ID, t.Created, &t); err != nil {
+			return 0, nil, nil, err
+		}
+		if err := tx.put(kindCharge, pi.LatestCharge, now, charge{ID: pi.LatestCharge, Intent: pi.ID, Amount: amount}); err != nil {
+			return 0, nil, nil, err
+		}
 	case "requires_action":
 		pi.Status = "requires_action"
-		return http.StatusOK, pi.json(), nil
+	default:
+		decline = &apiError{status: http.StatusPaymentRequired, Type: "card_error", Code: "card_declined", DeclineCode: m.declineCode, Message: "Your card was declined."}
+		if m.declineCode == "insufficient_funds" {
+			decline.Message = "Your card has insufficient funds."
+		}
+		// The intent keeps a copy without the intent in it.
+		lpe := *decline
+		pi.Status, pi.LastPaymentError, pi.LatestCharge = "requires_payment_method", &lpe, "ch_"+randomID(24)
 	}
-	e = &apiError{status: http.StatusPaymentRequired, Type: "card_error", Code: "card_declined", DeclineCode: m.declineCode, Param: "", Message: "Your card was declined."}
-	if m.declineCode == "insufficient_funds" {
-		e.Message = "Your card has insufficient funds."
+	if err := tx.put(kindIntent, pi.ID, now, pi); err != nil {
+		return 0, nil, nil, err
 	}
-	pi.Status, pi.LastPaymentError, pi.LatestCharge = "requires_payment_method", e, "ch_"+randomID(24)
-	e.PaymentIntent, _ = json.Marshal(pi.json())
-	return 0, nil, e
+	if decline == nil {
+		return http.StatusOK, pi.json(), nil, nil
+	}
+	decline.PaymentIntent, _ = json.Marshal(pi.json()) // plain maps: cannot fail
+	return 0, nil, decline, nil
 }
 
 func (pi *intent) json() map[string]any {
@@ -445,57 +538,68 @@ func (pi *intent) json() map[string]any {
 	}
 }
 
-func (s *Server) getIntent(r *http.Request, _ url.Values) (int, any, *apiError) {
+func (s *Server) getIntent(tx stateTx, r *http.Request, _ url.Values) (int, any, *apiError, error) {
 	id := strings.TrimPrefix(r.URL.Path, "/v1/payment_intents/")
-	pi, ok := s.intents[id]
-	if !ok {
-		return 0, nil, invalid(http.StatusNotFound, "resource_missing", "intent", fmt.Sprintf("No such payment_intent: '%s'", id))
+	var pi intent
+	if ok, err := tx.get(kindIntent, id, &pi); err != nil || !ok {
+		if err != nil {
+			return 0, nil, nil, err
+		}
+		return 0, nil, invalid(http.StatusNotFound, "resource_missing", "intent", fmt.Sprintf("No such payment_intent: '%s'", id)), nil
 	}
-	return http.StatusOK, pi.json(), nil
+	return http.StatusOK, pi.json(), nil, nil
 }
 
 var refundReasons = map[string]bool{"duplicate": true, "fraudulent": true, "requested_by_customer": true}
 
-func (s *Server) postRefund(r *http.Request, f url.Values) (int, any, *apiError) {
+func (s *Server) postRefund(tx stateTx, r *http.Request, f url.Values) (int, any, *apiError, error) {
 	if e := allowOnly(f, "payment_intent", "amount", "reason", "metadata[*]"); e != nil {
-		return 0, nil, e
+		return 0, nil, e, nil
 	}
 	id := f.Get("payment_intent")
 	if id == "" {
-		return 0, nil, invalid(http.StatusBadRequest, "parameter_missing", "payment_intent", "Missing required param: payment_intent.")
+		return 0, nil, invalid(http.StatusBadRequest, "parameter_missing", "payment_intent", "Missing required param: payment_intent."), nil
 	}
 	if reason := f.Get("reason"); reason != "" && !refundReasons[reason] {
-		return 0, nil, invalid(http.StatusBadRequest, "parameter_invalid_string", "reason", "Invalid reason: must be one of duplicate, fraudulent, or requested_by_customer")
+		return 0, nil, invalid(http.StatusBadRequest, "parameter_invalid_string", "reason", "Invalid reason: must be one of duplicate, fraudulent, or requested_by_customer"), nil
 	}
 	md, e := metadata(f)
 	if e != nil {
-		return 0, nil, e
+		return 0, nil, e, nil
 	}
-	pi, ok := s.intents[id]
-	if !ok {
-		return 0, nil, invalid(http.StatusBadRequest, "resource_missing", "payment_intent", fmt.Sprintf("No such payment_intent: '%s'", id))
+	var pi intent
+	if ok, err := tx.get(kindIntent, id, &pi); err != nil || !ok {
+		if err != nil {
+			return 0, nil, nil, err
+		}
+		return 0, nil, invalid(http.StatusBadRequest, "resource_missing", "payment_intent", fmt.Sprintf("No such payment_intent: '%s'", id)), nil
 	}
 	if pi.Status != "succeeded" {
-		return 0, nil, invalid(http.StatusBadRequest, "", "payment_intent", fmt.Sprintf("This PaymentIntent (%s) does not have a successful charge to refund.", id))
+		return 0, nil, invalid(http.StatusBadRequest, "", "payment_intent", fmt.Sprintf("This PaymentIntent (%s) does not have a successful charge to refund.", id)), nil
 	}
 	left := pi.AmountReceived - pi.Refunded
 	if left <= 0 {
-		return 0, nil, invalid(http.StatusBadRequest, "charge_already_refunded", "", fmt.Sprintf("Charge %s has already been refunded.", pi.LatestCharge))
+		return 0, nil, invalid(http.StatusBadRequest, "charge_already_refunded", "", fmt.Sprintf("Charge %s has already been refunded.", pi.LatestCharge)), nil
 	}
 	amount := left
 	if v := f.Get("amount"); v != "" {
 		a, err := strconv.ParseInt(v, 10, 64)
 		if err != nil || a <= 0 {
-			return 0, nil, invalid(http.StatusBadRequest, "parameter_invalid_integer", "amount", "Invalid positive integer")
+			return 0, nil, invalid(http.StatusBadRequest, "parameter_invalid_integer", "amount", "Invalid positive integer"), nil
 		}
 		if a > left {
-			return 0, nil, invalid(http.StatusBadRequest, "amount_too_large", "amount", fmt.Sprintf("Refund amount (%d) is greater than unrefunded amount on charge (%d)", a, left))
+			return 0, nil, invalid(http.StatusBadRequest, "amount_too_large", "amount", fmt.Sprintf("Refund amount (%d) is greater than unrefunded amount on charge (%d)", a, left)), nil
 		}
 		amount = a
 	}
 	pi.Refunded += amount
 	re := &refund{ID: "re_" + randomID(24), Intent: id, Currency: pi.Currency, Reason: f.Get("reason"), Status: "succeeded", Amount: amount, Created: s.now().Unix(), Metadata: md}
-	s.refunds[re.ID] = re
+	if err := tx.put(kindIntent, pi.ID, pi.Created, &pi); err != nil {
+		return 0, nil, nil, err
+	}
+	if err := tx.put(kindRefund, re.ID, re.Created, re); err != nil {
+		return 0, nil, nil, err
+	}
 	var reason any
 	if re.Reason != "" {
 		reason = re.Reason
@@ -506,7 +610,7 @@ func (s *Server) postRefund(r *http.Request, f url.Values) (int, any, *apiError)
 	return http.StatusOK, map[string]any{
 		"id": re.ID, "object": "refund", "amount": re.Amount, "currency": re.Currency, "payment_intent": id,
 		"charge": pi.LatestCharge, "status": re.Status, "reason": reason, "created": re.Created, "metadata": md,
-	}, nil
+	}, nil, nil
 }
 
 // allowOnly refuses parameters an endpoint does not know, as Stripe does;
@@ -577,9 +681,11 @@ func randomID(n int) string {
 	return string(b)
 }
 
-func writeError(w http.ResponseWriter, e *apiError) {
-	body, _ := json.Marshal(map[string]any{"error": e})
-	writeRaw(w, e.status, body)
+func writeError(w http.ResponseWriter, e *apiError) { writeRaw(w, e.status, errorBody(e)) }
+
+func errorBody(e *apiError) []byte {
+	body, _ := json.Marshal(map[string]any{"error": e}) // strings and RawMessage: cannot fail
+	return body
 }
 
 func writeRaw(w http.ResponseWriter, status int, body []byte) {

@@ -64,8 +64,10 @@ func piForm(spt string, amount string) url.Values {
 		"automatic_payment_methods[enabled]": {"true"}, "automatic_payment_methods[allow_redirects]": {"never"}, "metadata[challenge_id]": {"ch1"}}
 }
 
-func TestMintEndpoint(t *testing.T) {
-	s := stripetest.New(stripetest.WithClock((&clock{t0}).now))
+func TestMintEndpoint(t *testing.T) { eachBackend(t, testMintEndpoint) }
+
+func testMintEndpoint(t *testing.T, open opener) {
+	s := open(t, stripetest.WithClock((&clock{t0}).now))
 	for _, tc := range []struct {
 		name   string
 		form   url.Values
@@ -109,9 +111,11 @@ func TestMintEndpoint(t *testing.T) {
 	}
 }
 
-func TestPaymentIntents(t *testing.T) {
+func TestPaymentIntents(t *testing.T) { eachBackend(t, testPaymentIntents) }
+
+func testPaymentIntents(t *testing.T, open opener) {
 	clk := &clock{t0}
-	s := stripetest.New(stripetest.WithClock(clk.now))
+	s := open(t, stripetest.WithClock(clk.now))
 	mint := func(pm string, max int64, cur string) string {
 		id, err := s.Mint(pm, max, cur)
 		if err != nil {
@@ -177,8 +181,10 @@ func TestPaymentIntents(t *testing.T) {
 	}
 }
 
-func TestIdempotency(t *testing.T) {
-	s := stripetest.New()
+func TestIdempotency(t *testing.T) { eachBackend(t, testIdempotency) }
+
+func testIdempotency(t *testing.T, open opener) {
+	s := open(t)
 	spt, _ := s.Mint("pm_card_visa", 100, "usd")
 	first := do(t, s, "POST", "/v1/payment_intents", "key1", piForm(spt, "100"), nil)
 	again := do(t, s, "POST", "/v1/payment_intents", "key1", piForm(spt, "100"), nil)
@@ -206,8 +212,10 @@ func TestIdempotency(t *testing.T) {
 	}
 }
 
-func TestRefundsAndRetrieve(t *testing.T) {
-	s := stripetest.New()
+func TestRefundsAndRetrieve(t *testing.T) { eachBackend(t, testRefundsAndRetrieve) }
+
+func testRefundsAndRetrieve(t *testing.T, open opener) {
+	s := open(t)
 	spt, _ := s.Mint("pm_card_visa", 500, "usd")
 	pi := do(t, s, "POST", "/v1/payment_intents", "", piForm(spt, "500"), nil)
 	id := pi.body["id"].(string)
