@@ -30,6 +30,9 @@ type Options struct {
 	// SnapshotTimeout bounds Snapshot at each scrape (default 2 s): a slow
 	// database makes faxhub_snapshot_up 0, never a hung scrape.
 	SnapshotTimeout time.Duration
+	// WriterStats reads SQLite's group commit (transactions, commits);
+	// nil on PostgreSQL, which has no single writer.
+	WriterStats func() (txs, commits int64)
 }
 
 // DefaultSnapshotTimeout bounds the database reads of one scrape.
@@ -139,6 +142,20 @@ func New(o Options) *Metrics {
 	)
 	if o.Snapshot != nil {
 		m.reg.MustRegister(newSnapshotCollector(o.Snapshot, o.SnapshotTimeout))
+	}
+	if o.WriterStats != nil {
+		// Transactions per commit is their ratio: near 1 when writes come
+		// one at a time, higher when concurrent writes share commits.
+		m.reg.MustRegister(
+			prometheus.NewCounterFunc(prometheus.CounterOpts{
+				Name: "faxhub_sqlite_writer_transactions_total",
+				Help: "Transactions (and single writes) run by SQLite's writer in this process.",
+			}, func() float64 { txs, _ := o.WriterStats(); return float64(txs) }),
+			prometheus.NewCounterFunc(prometheus.CounterOpts{
+				Name: "faxhub_sqlite_writer_commits_total",
+				Help: "Commits of SQLite's writer in this process; each commits a batch of the transactions that were waiting.",
+			}, func() float64 { _, commits := o.WriterStats(); return float64(commits) }),
+		)
 	}
 	return m
 }

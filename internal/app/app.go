@@ -316,9 +316,13 @@ func (a *App) wire(ctx context.Context) error {
 		Logger:         o.Logger,
 	}
 	if o.MetricsAddr != "" {
-		a.metrics = prometheus.New(prometheus.Options{
+		mo := prometheus.Options{
 			Snapshot: func(ctx context.Context) (*core.Snapshot, error) { return svc.Snapshot(ctx) },
-		})
+		}
+		if a.DB.Dialect() == store.DialectSQLite {
+			mo.WriterStats = func() (int64, int64) { txs, commits, _ := a.DB.WriterStats(); return txs, commits }
+		}
+		a.metrics = prometheus.New(mo)
 		deps.Metrics = a.metrics
 	}
 	if err := a.wireTelnyx(&deps); err != nil {

@@ -234,6 +234,15 @@ func TestMetricsAfterASend(t *testing.T) {
 			t.Errorf("%s%v = %v, want %v", c.name, c.labels, got, c.want)
 		}
 	}
+	// SQLite's group commit, counted on SQLite only.
+	if m.DB.Dialect() == "sqlite" {
+		txs, commits := s.value("faxhub_sqlite_writer_transactions_total", nil), s.value("faxhub_sqlite_writer_commits_total", nil)
+		if commits < 1 || txs < commits {
+			t.Errorf("SQLite writer: %v transactions in %v commits, want at least one commit and no fewer transactions", txs, commits)
+		}
+	} else if len(s.series("faxhub_sqlite_writer_commits_total", nil)) != 0 {
+		t.Error("faxhub_sqlite_writer_commits_total is reported on PostgreSQL")
+	}
 	// The runtime and process collectors the soak test reads.
 	for _, name := range []string{"process_resident_memory_bytes", "go_goroutines", "process_open_fds"} {
 		if got := s.value(name, nil); got <= 0 {
