@@ -126,6 +126,7 @@ func TestBench(t *testing.T) {
 	run("machine", benchMachine)
 	run("inbound", benchInbound)
 	run("telnyx", benchTelnyxWebhooks)
+	run("soak", benchSoak)
 
 	table := rep.render(time.Since(started))
 	fmt.Print(table)
