@@ -118,6 +118,7 @@ func TestBench(t *testing.T) {
 	run("upload", benchUpload)
 	run("delivery-sqlite", benchDeliverySQLite)
 	run("delivery-postgres", benchDeliveryPostgres)
+	run("sendpg", benchSendPostgres)
 	run("start", benchStart)
 	run("mcp", benchMCP)
 	run("agents", benchAgentExchange)
