@@ -51,7 +51,7 @@ func benchDeliveryPostgres(t *testing.T, rep *report) {
 		rep.add("delivery PostgreSQL against SQLite", "faxes/s", rate, sqlite, noTarget(), 0,
 			"delivery PostgreSQL / SQLite: one process either way, on the 2-core machine where PostgreSQL runs beside it; "+
 				"SQLite commits in-process through one writer, PostgreSQL over a socket to another process. "+
-				"On PostgreSQL several replicas deliver from the same queue (see sendFax on PostgreSQL with 3 replicas).")
+				"On PostgreSQL several replicas share one queue's deliveries, which SQLite's one process cannot.")
 	}
 }
 
