@@ -43,8 +43,9 @@ const (
 	// send rate (10/s) and of its test-mode upload rate (10/s).
 	soakTick  = 80 * time.Millisecond
 	soakCycle = 20
-	// soakSamples is how many samples the run is cut into (one a minute
-	// for 10 minutes); soakWarm is how many of them are warm-up, left out
+	// soakSamples is how many samples a run of up to 10 minutes is cut
+	// into (one a minute for 10 minutes; a longer run samples every
+	// minute); soakWarm is how many of them are warm-up, left out
 	// of the growth figures (connection pools, caches and the Go heap
 	// reach their working size in the first minutes).
 	soakSamples = 10
@@ -101,7 +102,8 @@ type soakSample struct {
 func benchSoak(t *testing.T, rep *report) {
 	ctx := t.Context()
 	d := soakLength(t)
-	every := min(time.Minute, d/soakSamples)
+	every := min(time.Minute, d/soakSamples) // a short local run still gets soakSamples
+	n := int(d / every)
 
 	bin := buildFaxhub(t)
 	dir := filepath.Join(t.TempDir(), "data")
@@ -139,8 +141,8 @@ func benchSoak(t *testing.T, rep *report) {
 	}
 	samples := []soakSample{{proc: first}}
 	lctx, stop := context.WithCancel(ctx)
-	defer stop()
 	var wg sync.WaitGroup
+	defer func() { stop(); wg.Wait() }() // no client logs after a t.Fatal
 	start := time.Now()
 	for i, c := range clients {
 		wg.Go(func() {
@@ -160,7 +162,7 @@ func benchSoak(t *testing.T, rep *report) {
 	}
 	sample := time.NewTicker(every)
 	var last soakSample
-	for k := 1; k <= soakSamples; k++ {
+	for range n {
 		select {
 		case <-ctx.Done():
 			t.Fatal(ctx.Err())
@@ -214,7 +216,7 @@ func benchSoak(t *testing.T, rep *report) {
 			"each one operation per %s in a cycle of 1 send (POST /api/v1/uploads, PUT, POST /api/v1/faxes with an Idempotency-Key; "+
 			"every fourth replayed), 9 GET /api/v1/faxes/{id}, 8 MCP tools/call (get_credits, get_fax_status) with an OAuth token and "+
 			"1 refresh_token grant at /oauth2/token (each client its own rotating grant): %d requests, %d faxes sent (the database "+
-			"grows by them; every one delivered at the end), %d errors. /proc sampled every %s; growth from the end of sample %d "+
+			"grows by them; each checked delivered at the end), %d errors. /proc sampled every %s; growth from the end of sample %d "+
 			"(warm-up) to the last; trend = least-squares slope of the last %d RSS samples. Goroutines are not exposed by faxhub: "+
 			"threads are shown instead.",
 			soakClients, soakTick, total, sends, nerr, every, soakWarm, soakSlopeOver),
