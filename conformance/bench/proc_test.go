@@ -143,6 +143,7 @@ func (p *serveProc) tail() string {
 // procSample is what /proc says about a process at one moment.
 type procSample struct {
 	rssKB   int64 // VmRSS
+	anonKB  int64 // RssAnon: VmRSS less the file pages (the binary's code as it is run, mapped files)
 	threads int   // Threads
 	fds     int   // entries of /proc/PID/fd
 }
@@ -173,6 +174,9 @@ func readProc(ctx context.Context, pid int) (procSample, error) {
 		case "VmRSS":
 			s.rssKB, err = strconv.ParseInt(field[0], 10, 64)
 			found++
+		case "RssAnon":
+			s.anonKB, err = strconv.ParseInt(field[0], 10, 64)
+			found++
 		case "Threads":
 			s.threads, err = strconv.Atoi(field[0])
 			found++
@@ -184,8 +188,8 @@ func readProc(ctx context.Context, pid int) (procSample, error) {
 	if err := sc.Err(); err != nil {
 		return s, fmt.Errorf("read process status: %w", err)
 	}
-	if found != 2 {
-		return s, fmt.Errorf("process status of %d has no VmRSS or Threads", pid)
+	if found != 3 {
+		return s, fmt.Errorf("process status of %d lacks VmRSS, RssAnon or Threads", pid)
 	}
 	fds, err := os.ReadDir(fmt.Sprintf("/proc/%d/fd", pid))
 	if err != nil {

@@ -178,8 +178,8 @@ func benchSoak(t *testing.T, rep *report) {
 		}
 		s := soakSample{at: time.Since(start), requests: requests.Load(), errors: errs.Load(), proc: p}
 		samples = append(samples, s)
-		t.Logf("soak %s: %d requests, %d errors, RSS %.1f MB, %d open files, %d threads",
-			s.at.Round(time.Second), s.requests-last.requests, s.errors-last.errors, float64(p.rssKB)/1024, p.fds, p.threads)
+		t.Logf("soak %s: %d requests, %d errors, RSS %.1f MB (anonymous %.1f MB), %d open files, %d threads",
+			s.at.Round(time.Second), s.requests-last.requests, s.errors-last.errors, float64(p.rssKB)/1024, float64(p.anonKB)/1024, p.fds, p.threads)
 		last = s
 	}
 	sample.Stop()
@@ -230,6 +230,10 @@ func benchSoak(t *testing.T, rep *report) {
 		fmt.Sprintf("soak RSS trend: the least-squares line through the last %d RSS samples, as its rise from the first of them to the last "+
 			"(%.2f MB per minute of soak); RSS is flat when it rises ≤ %d MB (GC cycles move single samples by a few MB, the fit averages them out).",
 			soakSlopeOver, slope, soakRSSTrendMB))
+	anon := func(s soakSample) float64 { return float64(s.proc.anonKB) / 1024 }
+	rep.add(fmt.Sprintf("%s: anonymous RSS growth, sample %d to end", name, soakWarm), "MB", anon(end)-anon(warm), nan, noTarget(), 1,
+		"soak anonymous RSS: RssAnon, the heap and stacks; VmRSS also counts file pages, most of them the binary's code and data "+
+			"paged in as code paths first run (bounded by the binary's size), and SQLite's shared-memory index.")
 	rep.add(fmt.Sprintf("%s: open files growth, sample %d to end", name, soakWarm), "fds", fdGrowth, nan, atMost(soakFDGrowth, "fds"), 0, "")
 	rep.add(name+": threads at the end", "threads", float64(end.proc.threads), nan, noTarget(), 0, "")
 	rep.add(name+": errors and undelivered faxes", "errors", float64(nerr+int64(undelivered)), nan, atMost(0, "errors"), 0, "")
@@ -551,13 +555,14 @@ func rssSlope(samples []soakSample) float64 {
 // ending at the sample, and the process's state then.
 func soakTable(samples []soakSample) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "%8s  %9s  %6s  %8s  %5s  %7s\n", "at", "requests", "errors", "RSS MB", "fds", "threads")
+	fmt.Fprintf(&b, "%8s  %9s  %6s  %8s  %8s  %5s  %7s\n", "at", "requests", "errors", "RSS MB", "anon MB", "fds", "threads")
 	for i, s := range samples {
 		var req, errs int64
 		if i > 0 {
 			req, errs = s.requests-samples[i-1].requests, s.errors-samples[i-1].errors
 		}
-		fmt.Fprintf(&b, "%8s  %9d  %6d  %8.1f  %5d  %7d\n", s.at.Round(time.Second), req, errs, float64(s.proc.rssKB)/1024, s.proc.fds, s.proc.threads)
+		fmt.Fprintf(&b, "%8s  %9d  %6d  %8.1f  %8.1f  %5d  %7d\n", s.at.Round(time.Second), req, errs,
+			float64(s.proc.rssKB)/1024, float64(s.proc.anonKB)/1024, s.proc.fds, s.proc.threads)
 	}
 	return b.String()
 }
