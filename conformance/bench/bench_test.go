@@ -87,6 +87,18 @@ func (rep *report) add(name, unit string, faxhub, baseline float64, g goal, digi
 	rep.mu.Unlock()
 }
 
+// figure is the faxhub figure of the row named name, if it was measured.
+func (rep *report) figure(name string) (float64, bool) {
+	rep.mu.Lock()
+	defer rep.mu.Unlock()
+	for _, r := range rep.rows {
+		if r.Name == name && r.Faxhub != nil {
+			return *r.Faxhub, true
+		}
+	}
+	return 0, false
+}
+
 func (rep *report) failed(name string) {
 	rep.mu.Lock()
 	rep.rows = append(rep.rows, result{Name: name, Status: "error", Target: "-", Note: "the benchmark failed; see the test log above"})
@@ -118,6 +130,7 @@ func TestBench(t *testing.T) {
 	run("upload", benchUpload)
 	run("delivery-sqlite", benchDeliverySQLite)
 	run("delivery-postgres", benchDeliveryPostgres)
+	run("sendpg", benchSendPostgres)
 	run("start", benchStart)
 	run("mcp", benchMCP)
 	run("agents", benchAgentExchange)
@@ -126,6 +139,7 @@ func TestBench(t *testing.T) {
 	run("machine", benchMachine)
 	run("inbound", benchInbound)
 	run("telnyx", benchTelnyxWebhooks)
+	run("soak", benchSoak)
 
 	table := rep.render(time.Since(started))
 	fmt.Print(table)

@@ -30,16 +30,7 @@ const (
 // fresh empty data dir (cold: creates and migrates the SQLite database),
 // then startRuns times on the last of those dirs (warm).
 func benchStart(t *testing.T, rep *report) {
-	root, err := moduleRoot()
-	if err != nil {
-		t.Fatal(err)
-	}
-	bin := filepath.Join(t.TempDir(), "faxhub")
-	build := exec.CommandContext(t.Context(), "go", "build", "-o", bin, "./cmd/faxhub")
-	build.Dir = root
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("go build ./cmd/faxhub: %v\n%s", err, out)
-	}
+	bin := buildFaxhub(t)
 
 	var cold, warm []time.Duration
 	var dir string
