@@ -146,6 +146,9 @@ type procSample struct {
 	anonKB  int64 // RssAnon: VmRSS less the file pages (the binary's code as it is run, mapped files)
 	threads int   // Threads
 	fds     int   // entries of /proc/PID/fd
+	// goroutines is go_goroutines from the process's metrics listener,
+	// when the caller reads it.
+	goroutines int
 }
 
 // readProc samples /proc/PID/status and /proc/PID/fd.

@@ -20,6 +20,8 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
 	"golang.org/x/oauth2"
 
 	"github.com/faxhub/faxhub/core"
@@ -58,6 +60,10 @@ const (
 	soakRSSTrendMB  = 10 // fitted RSS rise over the last soakSlopeOver samples, MB
 	soakFDGrowth    = 5  // open files after warm-up
 	soakDrain       = 2 * time.Minute
+	// soakGoroutineGrowth bounds the growth of go_goroutines' floor after
+	// warm-up: idle keep-alive connections and River's producers move it
+	// by a few.
+	soakGoroutineGrowth = 20
 )
 
 // soakLength is soakDuration, or FAXHUB_SOAK when set.
@@ -107,8 +113,19 @@ func benchSoak(t *testing.T, rep *report) {
 
 	bin := buildFaxhub(t)
 	dir := filepath.Join(t.TempDir(), "data")
-	srv := startServe(t, bin, "--data", dir, "--sim-timescale", "0", "--agent-mode", "test", "--log-level", "warn")
+	metricsAddr := freeAddr(t)
+	srv := startServe(t, bin, "--data", dir, "--sim-timescale", "0", "--agent-mode", "test", "--log-level", "warn",
+		"--metrics-addr", metricsAddr)
 	base := srv.base
+	// Goroutines come from the process's own metrics listener.
+	sampleProc := func() (procSample, error) {
+		p, err := readProc(ctx, srv.pid())
+		if err != nil {
+			return p, err
+		}
+		p.goroutines, err = scrapeGauge(ctx, "http://"+metricsAddr+"/metrics", "go_goroutines")
+		return p, err
+	}
 	key, chat, clients := soakSetup(t, dir, base)
 
 	httpc := newClient(soakClients * 2)
@@ -135,7 +152,7 @@ func benchSoak(t *testing.T, rep *report) {
 		}
 	}
 
-	first, err := readProc(ctx, srv.pid())
+	first, err := sampleProc()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -172,14 +189,14 @@ func benchSoak(t *testing.T, rep *report) {
 			stop()
 			t.Fatalf("%v\n%s", err, srv.tail())
 		}
-		p, err := readProc(ctx, srv.pid())
+		p, err := sampleProc()
 		if err != nil {
 			t.Fatal(err)
 		}
 		s := soakSample{at: time.Since(start), requests: requests.Load(), errors: errs.Load(), proc: p}
 		samples = append(samples, s)
-		t.Logf("soak %s: %d requests, %d errors, RSS %.1f MB (anonymous %.1f MB), %d open files, %d threads",
-			s.at.Round(time.Second), s.requests-last.requests, s.errors-last.errors, float64(p.rssKB)/1024, float64(p.anonKB)/1024, p.fds, p.threads)
+		t.Logf("soak %s: %d requests, %d errors, RSS %.1f MB (anonymous %.1f MB), %d open files, %d threads, %d goroutines",
+			s.at.Round(time.Second), s.requests-last.requests, s.errors-last.errors, float64(p.rssKB)/1024, float64(p.anonKB)/1024, p.fds, p.threads, p.goroutines)
 		last = s
 	}
 	sample.Stop()
@@ -217,8 +234,8 @@ func benchSoak(t *testing.T, rep *report) {
 			"every fourth replayed), 9 GET /api/v1/faxes/{id}, 8 MCP tools/call (get_credits, get_fax_status) with an OAuth token and "+
 			"1 refresh_token grant at /oauth2/token (each client its own rotating grant): %d requests, %d faxes sent (the database "+
 			"grows by them; each checked delivered at the end), %d errors. /proc sampled every %s; growth from the end of sample %d "+
-			"(warm-up) to the last; trend = least-squares slope of the last %d RSS samples. Goroutines are not exposed by faxhub: "+
-			"threads are shown instead.",
+			"(warm-up) to the last; trend = least-squares slope of the last %d RSS samples. Goroutines are read from the process's "+
+			"metrics listener (--metrics-addr, go_goroutines) at each sample.",
 			soakClients, soakTick, total, sends, nerr, every, soakWarm, soakSlopeOver),
 	)
 	rep.add(name+": RSS at the end", "MB", mb(end), nan, noTarget(), 1, "")
@@ -236,6 +253,18 @@ func benchSoak(t *testing.T, rep *report) {
 			"paged in as code paths first run (bounded by the binary's size), and SQLite's shared-memory index.")
 	rep.add(fmt.Sprintf("%s: open files growth, sample %d to end", name, soakWarm), "fds", fdGrowth, nan, atMost(soakFDGrowth, "fds"), 0, "")
 	rep.add(name+": threads at the end", "threads", float64(end.proc.threads), nan, noTarget(), 0, "")
+	floor := func(ss []soakSample) int {
+		m := ss[0].proc.goroutines
+		for _, s := range ss {
+			m = min(m, s.proc.goroutines)
+		}
+		return m
+	}
+	rep.add(fmt.Sprintf("%s: goroutines floor growth, samples %d–%d to the last 3", name, soakWarm, soakWarm+2), "goroutines",
+		float64(floor(samples[len(samples)-3:])-floor(samples[soakWarm:soakWarm+3])), nan, atMost(soakGoroutineGrowth, "goroutines"), 0,
+		fmt.Sprintf("soak goroutines: go_goroutines from the metrics listener; each sample also counts the requests in flight "+
+			"(tens), so the fewest of three samples after warm-up is compared with the fewest of the last three. A request or job "+
+			"that left a goroutine behind would raise it by hundreds here (%d requests).", total))
 	rep.add(name+": errors and undelivered faxes", "errors", float64(nerr+int64(undelivered)), nan, atMost(0, "errors"), 0, "")
 	if nerr > 0 {
 		t.Errorf("soak: %d of %d requests failed (the first are logged above)", nerr, total)
@@ -555,14 +584,40 @@ func rssSlope(samples []soakSample) float64 {
 // ending at the sample, and the process's state then.
 func soakTable(samples []soakSample) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "%8s  %9s  %6s  %8s  %8s  %5s  %7s\n", "at", "requests", "errors", "RSS MB", "anon MB", "fds", "threads")
+	fmt.Fprintf(&b, "%8s  %9s  %6s  %8s  %8s  %5s  %7s  %10s\n", "at", "requests", "errors", "RSS MB", "anon MB", "fds", "threads", "goroutines")
 	for i, s := range samples {
 		var req, errs int64
 		if i > 0 {
 			req, errs = s.requests-samples[i-1].requests, s.errors-samples[i-1].errors
 		}
-		fmt.Fprintf(&b, "%8s  %9d  %6d  %8.1f  %8.1f  %5d  %7d\n", s.at.Round(time.Second), req, errs,
-			float64(s.proc.rssKB)/1024, float64(s.proc.anonKB)/1024, s.proc.fds, s.proc.threads)
+		fmt.Fprintf(&b, "%8s  %9d  %6d  %8.1f  %8.1f  %5d  %7d  %10d\n", s.at.Round(time.Second), req, errs,
+			float64(s.proc.rssKB)/1024, float64(s.proc.anonKB)/1024, s.proc.fds, s.proc.threads, s.proc.goroutines)
 	}
 	return b.String()
+}
+
+// scrapeGauge reads one unlabelled gauge from a Prometheus text endpoint.
+func scrapeGauge(ctx context.Context, url, name string) (int, error) {
+	req, err := http.NewRequestWithContext(ctx, "GET", url, nil)
+	if err != nil {
+		return 0, err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return 0, fmt.Errorf("scrape %s: %w", url, err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return 0, fmt.Errorf("scrape %s: %s", url, resp.Status)
+	}
+	parser := expfmt.NewTextParser(model.UTF8Validation)
+	fams, err := parser.TextToMetricFamilies(resp.Body)
+	if err != nil {
+		return 0, fmt.Errorf("scrape %s: %w", url, err)
+	}
+	f := fams[name]
+	if f == nil || len(f.GetMetric()) != 1 || f.GetMetric()[0].GetGauge() == nil {
+		return 0, fmt.Errorf("scrape %s: no gauge %s", url, name)
+	}
+	return int(f.GetMetric()[0].GetGauge().GetValue()), nil
 }
