@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 )
@@ -27,7 +28,7 @@ func TestFrontRotates(t *testing.T) {
 		t.Cleanup(srv.Close)
 		replicas = append(replicas, &replica{name: name, addr: strings.TrimPrefix(srv.URL, "http://")})
 	}
-	var logBuf bytes.Buffer
+	var logBuf lockedBuffer
 	front := httptest.NewServer(newFront(replicas, log.New(&logBuf, "", 0)))
 	t.Cleanup(front.Close)
 
@@ -50,9 +51,34 @@ func TestFrontRotates(t *testing.T) {
 	if strings.Join(got, "") != "ABCABC" {
 		t.Fatalf("requests went to %v, want strict rotation A B C A B C", got)
 	}
+	// The front logs a request after its answer has gone out, so the
+	// last lines may still be on their way.
+	deadline := time.Now().Add(10 * time.Second)
+	for strings.Count(logBuf.String(), "\n") < 6 && time.Now().Before(deadline) {
+		time.Sleep(time.Millisecond) // polling a condition, not timing
+	}
 	if !strings.Contains(logBuf.String(), "replica=B GET /api/v1/faxes status=200 request_id=req_B") {
 		t.Fatalf("request log:\n%s", logBuf.String())
 	}
+}
+
+// lockedBuffer is a bytes.Buffer the front's handlers write while the test
+// reads it.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
 }
 
 // TestFrontStreams: what a replica flushes reaches the client while its
