@@ -42,22 +42,7 @@ func apiServer(t *testing.T, env *testenv.Env) *httptest.Server {
 
 // newUpload creates an upload capability over HTTP and returns its token.
 func newUpload(ctx context.Context, c *http.Client, srv *httptest.Server, key string) (string, error) {
-	req, err := http.NewRequestWithContext(ctx, "POST", srv.URL+"/api/v1/uploads", bytes.NewReader([]byte("{}")))
-	if err != nil {
-		return "", err
-	}
-	req.Header.Set("Authorization", "Bearer "+key)
-	req.Header.Set("Content-Type", "application/json")
-	var up struct {
-		UploadToken string `json:"uploadToken"`
-	}
-	if err := call(c, req, &up); err != nil {
-		return "", err
-	}
-	if up.UploadToken == "" {
-		return "", fmt.Errorf("createUpload answered without an uploadToken")
-	}
-	return up.UploadToken, nil
+	return newUploadAt(ctx, c, srv.URL, key)
 }
 
 // benchEnv is a service for the HTTP benchmarks: SQLite whatever

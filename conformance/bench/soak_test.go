@@ -295,7 +295,7 @@ func soakSetup(t *testing.T, dir, base string) (key string, chat *oauth2.Config,
 	chat = registerChatApp(t, base)
 	for range soakClients {
 		c := &soakClient{}
-		c.tok.Store(oauthGrant(t, site, w, chat, base+"/mcp", "credits:read", "fax:read", oauth.ScopeOfflineAccess))
+		c.tok.Store(oauthGrant(t, w, chat, base+"/mcp", "credits:read", "fax:read", oauth.ScopeOfflineAccess))
 		clients = append(clients, c)
 	}
 	return key, chat, clients
@@ -324,35 +324,11 @@ func registerChatApp(t *testing.T, base string) *oauth2.Config {
 // oauthGrant runs authorize with PKCE in w's session, decides the consent
 // in core as the console does, resumes, and exchanges the code: the
 // access and refresh tokens of a new grant.
-func oauthGrant(t *testing.T, site *consoletest.Site, w *consoletest.Owner, app *oauth2.Config, resource string, scopes ...string) *oauth2.Token {
+func oauthGrant(t *testing.T, w *consoletest.Owner, app *oauth2.Config, resource string, scopes ...string) *oauth2.Token {
 	t.Helper()
-	ctx := t.Context()
 	cfg := *app
 	cfg.Scopes = scopes
-	v := oauth2.GenerateVerifier()
-	authURL := cfg.AuthCodeURL("state-"+core.RandomString(8), oauth2.S256ChallengeOption(v), oauth2.SetAuthURLParam("resource", resource))
-	r := w.Do(t, http.MethodGet, authURL, nil, "", nil)
-	loc, _ := url.Parse(r.Header.Get("Location"))
-	if r.Status != http.StatusSeeOther || loc == nil || !strings.HasPrefix(loc.Path, "/console/approvals/") {
-		t.Fatalf("authorize: %d %v %s", r.Status, loc, r.Body)
-	}
-	id := strings.TrimPrefix(loc.Path, "/console/approvals/")
-	apr, err := site.App.Svc.GetApproval(ctx, w.Account.ID, id)
-	if err != nil {
-		t.Fatalf("consent approval %s: %v", id, err)
-	}
-	if _, err := site.App.Svc.DecideApproval(ctx, w.Account.ID, id, core.Decision{Approve: true, BindingHash: apr.BindingHash}); err != nil {
-		t.Fatalf("consent: %v", err)
-	}
-	r = w.Do(t, http.MethodGet, loc.Query().Get("return"), nil, "", nil)
-	loc, _ = url.Parse(r.Header.Get("Location"))
-	if r.Status != http.StatusSeeOther || loc == nil || loc.Query().Get("code") == "" {
-		t.Fatalf("resume: %d %v %s", r.Status, loc, r.Body)
-	}
-	tok, err := cfg.Exchange(ctx, loc.Query().Get("code"), oauth2.VerifierOption(v), oauth2.SetAuthURLParam("resource", resource))
-	if err != nil {
-		t.Fatalf("exchange: %v", err)
-	}
+	tok := w.Grant(t, &cfg, resource)
 	if tok.RefreshToken == "" {
 		t.Fatal("exchange: no refresh token for offline_access")
 	}

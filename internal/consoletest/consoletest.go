@@ -274,7 +274,7 @@ func (w *Owner) Approve(t testing.TB, approval string, uv bool) Reply {
 // authorize, and the code exchange.
 func (w *Owner) Token(t testing.TB, scopes []string, resource string) string {
 	t.Helper()
-	ctx, svc, base := t.Context(), w.site.App.Svc, w.site.Base
+	base := w.site.Base
 	meta, _ := json.Marshal(map[string]any{"client_name": w.ClientName, "redirect_uris": []string{RedirectURI},
 		"grant_types": []string{"authorization_code", "refresh_token"}, "token_endpoint_auth_method": "none"})
 	resp, err := http.Post(base+oauth.PathRegister, "application/json", bytes.NewReader(meta))
@@ -290,6 +290,17 @@ func (w *Owner) Token(t testing.TB, scopes []string, resource string) string {
 	}
 	cfg := &oauth2.Config{ClientID: clientID, RedirectURL: RedirectURI, Scopes: scopes,
 		Endpoint: oauth2.Endpoint{AuthURL: base + oauth.PathAuthorize, TokenURL: base + oauth.PathToken, AuthStyle: oauth2.AuthStyleInParams}}
+	return w.Grant(t, cfg, resource).AccessToken
+}
+
+// Grant runs the authorization-code flow of the registered client cfg
+// for resource in the owner's session: authorize with PKCE, consent
+// decided in core as the console does, the return to authorize, and the
+// code exchange; it returns the tokens (a refresh token when cfg asks for
+// offline_access).
+func (w *Owner) Grant(t testing.TB, cfg *oauth2.Config, resource string) *oauth2.Token {
+	t.Helper()
+	ctx, svc := t.Context(), w.site.App.Svc
 	v := oauth2.GenerateVerifier()
 	authURL := cfg.AuthCodeURL("state-"+core.RandomString(8), oauth2.S256ChallengeOption(v), oauth2.SetAuthURLParam("resource", resource))
 	r := w.Do(t, http.MethodGet, authURL, nil, "", nil)
@@ -315,7 +326,7 @@ func (w *Owner) Token(t testing.TB, scopes []string, resource string) string {
 	if err != nil {
 		t.Fatalf("exchange: %v", err)
 	}
-	return tok.AccessToken
+	return tok
 }
 
 // AgentToken registers an agent (service_auth with an enrollment token
