@@ -6,8 +6,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strings"
 	"sync"
+
+	"github.com/jmoiron/sqlx"
 )
 
 // state keeps the stand-in's objects (tokens, intents, refunds, charges by
@@ -201,17 +202,7 @@ func (t *dbTx) q(query string) string {
 	if !t.postgres {
 		return query
 	}
-	var b strings.Builder
-	n := 0
-	for _, r := range query {
-		if r == '?' {
-			n++
-			fmt.Fprintf(&b, "$%d", n)
-			continue
-		}
-		b.WriteRune(r)
-	}
-	return b.String()
+	return sqlx.Rebind(sqlx.DOLLAR, query)
 }
 
 func (t *dbTx) get(kind, id string, v any) (bool, error) {
