@@ -555,6 +555,8 @@ func TestCutUTF8(t *testing.T) {
 		{"aé", 3, "aé"},
 		{"日本", 4, "日"},
 		{"日本", 0, ""},
+		{"€uro", 2, ""},
+		{"€uro", 3, "€"},
 	} {
 		if got := core.CutUTF8(tc.s, tc.n); got != tc.want {
 			t.Errorf("CutUTF8(%q, %d) = %q, want %q", tc.s, tc.n, got, tc.want)

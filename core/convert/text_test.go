@@ -367,26 +367,6 @@ func TestExtractWaiting(t *testing.T) {
 	}
 }
 
-func TestCutUTF8(t *testing.T) {
-	tests := []struct {
-		s    string
-		n    int
-		want string
-	}{
-		{"abc", 5, "abc"},
-		{"abc", 2, "ab"},
-		{"aé", 2, "a"},
-		{"aé", 3, "aé"},
-		{"€uro", 2, ""},
-		{"€uro", 3, "€"},
-	}
-	for _, tt := range tests {
-		if got := core.CutUTF8(tt.s, tt.n); got != tt.want {
-			t.Errorf("core.CutUTF8(%q, %d) = %q, want %q", tt.s, tt.n, got, tt.want)
-		}
-	}
-}
-
 func TestSplitPages(t *testing.T) {
 	tests := []struct {
 		name    string
