@@ -33,6 +33,11 @@ type Options struct {
 	// WriterStats reads SQLite's group commit (transactions, commits);
 	// nil on PostgreSQL, which has no single writer.
 	WriterStats func() (txs, commits int64)
+	// WriterBusy reads the time SQLite's writer spent on batches, and
+	// Checkpoints its background WAL checkpoints (all, failed); nil on
+	// PostgreSQL.
+	WriterBusy  func() time.Duration
+	Checkpoints func() (runs, failures int64)
 }
 
 // DefaultSnapshotTimeout bounds the database reads of one scrape.
@@ -155,6 +160,25 @@ func New(o Options) *Metrics {
 				Name: "faxhub_sqlite_writer_commits_total",
 				Help: "Commits of SQLite's writer in this process; each commits a batch of the transactions that were waiting.",
 			}, func() float64 { _, commits := o.WriterStats(); return float64(commits) }),
+		)
+	}
+	if o.WriterBusy != nil {
+		// Its rate is the writer's utilisation: near 1, writes queue.
+		m.reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Name: "faxhub_sqlite_writer_busy_seconds_total",
+			Help: "Time SQLite's writer spent running and committing batches in this process; its rate near 1 means writes queue for it.",
+		}, func() float64 { return o.WriterBusy().Seconds() }))
+	}
+	if o.Checkpoints != nil {
+		m.reg.MustRegister(
+			prometheus.NewCounterFunc(prometheus.CounterOpts{
+				Name: "faxhub_sqlite_checkpoints_total",
+				Help: "Background checkpoints of SQLite's WAL into the database file in this process.",
+			}, func() float64 { runs, _ := o.Checkpoints(); return float64(runs) }),
+			prometheus.NewCounterFunc(prometheus.CounterOpts{
+				Name: "faxhub_sqlite_checkpoint_failures_total",
+				Help: "Background WAL checkpoints that failed; the writer then checkpoints itself when the WAL is large.",
+			}, func() float64 { _, failed := o.Checkpoints(); return float64(failed) }),
 		)
 	}
 	return m

@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/jmoiron/sqlx"
 )
@@ -37,14 +38,25 @@ import (
 // by themselves: while one commits, the next gathers; nothing waits on a
 // timer, so a lone request is not delayed.
 type groupWriter struct {
-	w    *sqlx.DB
-	reqs chan *txRequest
-	stop chan struct{}
-	done chan struct{}
-	once sync.Once
+	w *sqlx.DB
+	// queue holds the requests not yet taken, in arrival order; notify
+	// (one slot) wakes the writer when it may have become non-empty. A
+	// queue rather than a channel the callers send on: a caller is not
+	// woken when the writer takes its request, only when it is answered,
+	// which halves the goroutine switches per transaction on a busy writer.
+	mu     sync.Mutex
+	queue  []*txRequest
+	notify chan struct{}
+	stop   chan struct{}
+	done   chan struct{}
+	once   sync.Once
+	// committed, when set, is called after each successful COMMIT.
+	committed func()
 	// batches and txs count what was committed (or tried), waiting the
 	// transactions not yet taken, for WriterStats.
 	batches, txs, waiting atomic.Int64
+	// busy is the time (ns) spent running batches.
+	busy atomic.Int64
 }
 
 // WriterStats reports how SQLite's writer batched: transactions run, the
@@ -57,6 +69,25 @@ func (db *DB) WriterStats() (txs, batches, waiting int64) {
 	return db.gw.txs.Load(), db.gw.batches.Load(), db.gw.waiting.Load()
 }
 
+// WriterBusy is the time SQLite's writer spent running and committing
+// batches: when it grows as fast as the clock, the writer is saturated and
+// writes queue. Zero on PostgreSQL.
+func (db *DB) WriterBusy() time.Duration {
+	if db.gw == nil {
+		return 0
+	}
+	return time.Duration(db.gw.busy.Load())
+}
+
+// Checkpoints counts the background WAL checkpoints on SQLite, and those
+// that failed (the writer's own automatic checkpoint then bounds the WAL).
+func (db *DB) Checkpoints() (runs, failures int64) {
+	if db.ckpt == nil {
+		return 0, 0
+	}
+	return db.ckpt.runs.Load(), db.ckpt.failures.Load()
+}
+
 // maxBatch bounds the transactions committed together, so that one batch
 // (and the write lock) is not held for long; at about 50 µs of work each,
 // 64 are a few milliseconds.
@@ -66,7 +97,16 @@ type txRequest struct {
 	ctx    context.Context
 	fn     func(*sqlx.Tx) error
 	result chan txResult
+	// state moves once, from queued to taken (by the writer, which will
+	// answer) or to abandoned (by a caller that stops waiting first).
+	state atomic.Int32
 }
+
+const (
+	queued int32 = iota
+	taken
+	abandoned
+)
 
 type txResult struct {
 	err error
@@ -80,7 +120,7 @@ type txResult struct {
 var errWriterClosed = errors.New("database is closed")
 
 func newGroupWriter(w *sqlx.DB) *groupWriter {
-	g := &groupWriter{w: w, reqs: make(chan *txRequest), stop: make(chan struct{}), done: make(chan struct{})}
+	g := &groupWriter{w: w, notify: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{})}
 	go g.run()
 	return g
 }
@@ -95,23 +135,39 @@ func (g *groupWriter) close() {
 // inTx runs fn in a transaction shared with whoever else is writing, as
 // described on groupWriter, and returns once the outcome is durable.
 func (g *groupWriter) inTx(ctx context.Context, fn func(*sqlx.Tx) error) error {
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("begin transaction: %w", err)
+	}
 	r := &txRequest{ctx: ctx, fn: fn, result: make(chan txResult, 1)}
 	g.waiting.Add(1)
+	g.mu.Lock()
+	g.queue = append(g.queue, r)
+	g.mu.Unlock()
+	select {
+	case g.notify <- struct{}{}:
+	default: // the writer is woken already
+	}
 	var err error
 	select {
-	case g.reqs <- r:
+	case res := <-r.result:
+		return res.get()
 	case <-ctx.Done():
 		err = fmt.Errorf("begin transaction: %w", ctx.Err())
 	case <-g.stop:
 		err = fmt.Errorf("begin transaction: %w", errWriterClosed)
 	}
-	g.waiting.Add(-1)
-	if err != nil {
+	if r.state.CompareAndSwap(queued, abandoned) {
+		g.waiting.Add(-1)
 		return err
 	}
 	// Once taken, the request is answered whatever happens to ctx: leaving
 	// early could report a failure for writes that then commit.
-	res := <-r.result
+	return (<-r.result).get()
+}
+
+// get returns the result's error, re-raising a panic of its function in
+// the caller's goroutine.
+func (res txResult) get() error {
 	if res.didPanic {
 		panic(res.panicked)
 	}
@@ -123,23 +179,48 @@ func (g *groupWriter) run() {
 	batch := make([]*txRequest, 0, maxBatch)
 	for {
 		select {
-		case r := <-g.reqs:
-			batch = append(batch[:0], r)
+		case <-g.notify:
 		case <-g.stop:
 			return
 		}
-	gather:
-		for len(batch) < maxBatch {
+		for {
+			batch = g.take(batch[:0])
+			if len(batch) == 0 {
+				break
+			}
+			start := time.Now()
+			g.commit(batch)
+			g.busy.Add(int64(time.Since(start)))
+			clear(batch)
 			select {
-			case r := <-g.reqs:
-				batch = append(batch, r)
+			case <-g.stop:
+				return
 			default:
-				break gather
 			}
 		}
-		g.commit(batch)
-		clear(batch)
 	}
+}
+
+// take moves up to maxBatch requests that are still wanted from the queue
+// into batch.
+func (g *groupWriter) take(batch []*txRequest) []*txRequest {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	n := 0
+	for _, r := range g.queue {
+		if len(batch) == maxBatch {
+			break
+		}
+		n++
+		if r.state.CompareAndSwap(queued, taken) {
+			g.waiting.Add(-1)
+			batch = append(batch, r)
+		}
+	}
+	rest := copy(g.queue, g.queue[n:])
+	clear(g.queue[rest:])
+	g.queue = g.queue[:rest]
+	return batch
 }
 
 // commit runs one batch and answers every request in it.
@@ -212,6 +293,9 @@ func (g *groupWriter) commit(batch []*txRequest) {
 		return
 	}
 	answer(nil)
+	if g.committed != nil {
+		g.committed()
+	}
 }
 
 // call runs fn, turning a panic into a result so that the batch survives

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 	"sync"
 	"testing"
@@ -324,6 +325,92 @@ func TestGroupCommitSingleStatements(t *testing.T) {
 			if len(s) != 32 {
 				t.Fatalf("secret %d: %d bytes", i, len(s))
 			}
+		}
+	})
+}
+
+// The WAL is copied into the database file in the background, from a
+// read-only connection, every checkpointEvery commits: the writer's own
+// automatic checkpoint (at writerAutoCheckpoint pages) is not what did it.
+func TestBackgroundCheckpoint(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		dir := t.TempDir()
+		db, err := Open(t.Context(), filepath.Join(dir, "ckpt.db"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer db.Close()
+		if _, err := db.w.Exec("CREATE TABLE blobs (b BLOB)"); err != nil {
+			t.Fatal(err)
+		}
+		synctest.Wait()
+		before := fileSize(t, filepath.Join(dir, "ckpt.db"))
+		runs0 := db.ckpt.runs.Load()
+		for range 2 * checkpointEvery {
+			if err := db.InTx(t.Context(), func(tx core.Tx) error {
+				_, err := tx.(*Tx).SQLTx().Exec("INSERT INTO blobs (b) VALUES (zeroblob(16384))")
+				return err
+			}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		synctest.Wait()
+		if runs := db.ckpt.runs.Load() - runs0; runs < 2 {
+			t.Errorf("%d background checkpoints after %d commits, want 2", runs, 2*checkpointEvery)
+		}
+		if f := db.ckpt.failures.Load(); f != 0 {
+			t.Errorf("%d background checkpoints failed", f)
+		}
+		// 2×8 transactions of 16 KiB: all but the last checkpoint's
+		// worth is in the database file now.
+		if after := fileSize(t, filepath.Join(dir, "ckpt.db")); after-before < checkpointEvery*16384 {
+			t.Errorf("database file grew by %d bytes, want at least %d: the WAL was not copied", after-before, checkpointEvery*16384)
+		}
+	})
+}
+
+func fileSize(t *testing.T, path string) int64 {
+	t.Helper()
+	fi, err := os.Stat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return fi.Size()
+}
+
+// More requests than a batch holds wait their turn: the writer commits the
+// first maxBatch together and the rest in the next batch, each once.
+func TestGroupCommitSplitsLongQueues(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		db := openBatchTest(t)
+		release, first := hold(t, db, "first")
+		txs0, batches0, _ := db.WriterStats()
+		n := maxBatch + 5
+		errs := make([]error, n)
+		var wg sync.WaitGroup
+		for i := range n {
+			wg.Go(func() {
+				errs[i] = db.InTx(t.Context(), func(tx core.Tx) error { return insertRow(t.Context(), tx, fmt.Sprint("row-", i)) })
+			})
+		}
+		synctest.Wait()
+		if _, _, waiting := db.WriterStats(); waiting != int64(n) {
+			t.Fatalf("%d transactions wait, want %d", waiting, n)
+		}
+		release()
+		wg.Wait()
+		if err := <-first; err != nil {
+			t.Fatal(err)
+		}
+		if err := errors.Join(errs...); err != nil {
+			t.Fatal(err)
+		}
+		// The held transaction was one batch (counted when it started).
+		if txs, batches, _ := db.WriterStats(); txs-txs0 != int64(n) || batches-batches0 != 2 {
+			t.Errorf("%d transactions in %d batches, want %d in 2", txs-txs0, batches-batches0, n)
+		}
+		if got := rowNames(t, db); len(got) != n+1 {
+			t.Errorf("%d rows, want %d", len(got), n+1)
 		}
 	})
 }

@@ -64,6 +64,9 @@ type DB struct {
 	// gw commits SQLite's transactions in batches (groupcommit.go); nil on
 	// PostgreSQL, where transactions run side by side.
 	gw *groupWriter
+	// ckpt checkpoints SQLite's WAL in the background (nil in memory and
+	// on PostgreSQL).
+	ckpt *checkpointer
 	// lockID is the PostgreSQL advisory lock migrations hold; it is derived
 	// from the database and schema so that separate schemas (tests, tenants)
 	// migrate independently while replicas of one schema exclude each other.
@@ -193,6 +196,8 @@ func openSQLite(ctx context.Context, dsn string) (*DB, error) {
 		return nil, fmt.Errorf("open sqlite: %w", err)
 	}
 	db.r = r
+	db.ckpt = newCheckpointer(r, checkpointEvery)
+	db.gw.committed = db.ckpt.committed
 	return db, nil
 }
 
@@ -232,6 +237,13 @@ func sqliteDSN(dsn string, readOnly bool) (string, error) {
 	} else if !inMemory(dsn) {
 		v.Set("_journal_mode", "WAL")
 	}
+	if !readOnly {
+		// Savepoints (every transaction of a group commit has one) journal
+		// the pages they change: in memory, not in a temporary file. A
+		// batch is bounded (maxBatch), and so is that journal.
+		v.Add("_pragma", "temp_store(MEMORY)")
+		v.Add("_pragma", fmt.Sprintf("wal_autocheckpoint(%d)", writerAutoCheckpoint))
+	}
 	return base + "?" + v.Encode(), nil
 }
 
@@ -246,6 +258,9 @@ func (db *DB) SQL() *sql.DB { return db.w.DB }
 func (db *DB) Close() error {
 	if db.gw != nil {
 		db.gw.close()
+	}
+	if db.ckpt != nil {
+		db.ckpt.close()
 	}
 	err := db.w.Close()
 	if db.r != db.w {

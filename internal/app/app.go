@@ -321,6 +321,7 @@ func (a *App) wire(ctx context.Context) error {
 		}
 		if a.DB.Dialect() == store.DialectSQLite {
 			mo.WriterStats = func() (int64, int64) { txs, commits, _ := a.DB.WriterStats(); return txs, commits }
+			mo.WriterBusy, mo.Checkpoints = a.DB.WriterBusy, a.DB.Checkpoints
 		}
 		a.metrics = prometheus.New(mo)
 		deps.Metrics = a.metrics

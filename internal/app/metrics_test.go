@@ -240,8 +240,18 @@ func TestMetricsAfterASend(t *testing.T) {
 		if commits < 1 || txs < commits {
 			t.Errorf("SQLite writer: %v transactions in %v commits, want at least one commit and no fewer transactions", txs, commits)
 		}
-	} else if len(s.series("faxhub_sqlite_writer_commits_total", nil)) != 0 {
-		t.Error("faxhub_sqlite_writer_commits_total is reported on PostgreSQL")
+		if busy := s.value("faxhub_sqlite_writer_busy_seconds_total", nil); busy <= 0 {
+			t.Errorf("faxhub_sqlite_writer_busy_seconds_total = %v after %v commits, want > 0", busy, commits)
+		}
+		if failed := s.value("faxhub_sqlite_checkpoint_failures_total", nil); failed != 0 || len(s.series("faxhub_sqlite_checkpoints_total", nil)) != 1 {
+			t.Errorf("faxhub_sqlite_checkpoint_failures_total = %v, want 0, and faxhub_sqlite_checkpoints_total reported", failed)
+		}
+	} else {
+		for _, name := range []string{"faxhub_sqlite_writer_commits_total", "faxhub_sqlite_writer_busy_seconds_total", "faxhub_sqlite_checkpoints_total"} {
+			if len(s.series(name, nil)) != 0 {
+				t.Errorf("%s is reported on PostgreSQL", name)
+			}
+		}
 	}
 	// The runtime and process collectors the soak test reads.
 	for _, name := range []string{"process_resident_memory_bytes", "go_goroutines", "process_open_fds"} {
