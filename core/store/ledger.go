@@ -66,6 +66,13 @@ func (x q) AppendLedger(ctx context.Context, e *core.LedgerEntry) error {
 // PlaceHold reserves -e.AmountMicros of the available balance. The
 // conditional UPDATE is the check: it matches only while the balance covers
 // the hold, so concurrent holds cannot overdraw on either database.
+//
+// It is on every send's path, so inside a transaction it runs without a
+// savepoint of its own (three statements fewer) and still leaves nothing
+// behind when it refuses: the entry goes first (a second hold for the fax
+// is ErrExists before anything is written), and if the balance then does
+// not cover it, the entry is deleted again before ErrInsufficientFunds.
+// A missing balance row is a balance of zero: nothing to update.
 func (x q) PlaceHold(ctx context.Context, e *core.LedgerEntry) error {
 	if e.Kind == "" {
 		e.Kind = core.LedgerHold
@@ -73,24 +80,23 @@ func (x q) PlaceHold(ctx context.Context, e *core.LedgerEntry) error {
 	if e.Kind != core.LedgerHold || e.AmountMicros >= 0 {
 		return fmt.Errorf("place hold: want a %s with a negative amount, got %s %d", core.LedgerHold, e.Kind, e.AmountMicros)
 	}
+	if x.tx == nil {
+		return x.atomic(ctx, func(x q) error { return x.PlaceHold(ctx, e) })
+	}
 	amount := -e.AmountMicros
-	err := x.atomic(ctx, func(x q) error {
-		if _, err := x.exec(ctx, `INSERT INTO credit_balances (owner_id, mode, available_micros, held_micros) VALUES (?, ?, 0, 0)
-			ON CONFLICT (owner_id, mode) DO NOTHING`, e.OwnerID, e.Mode); err != nil {
-			return err
-		}
-		n, err := x.exec(ctx, `UPDATE credit_balances SET available_micros = available_micros - ?, held_micros = held_micros + ?
-			WHERE owner_id = ? AND mode = ? AND available_micros >= ?`, amount, amount, e.OwnerID, e.Mode, amount)
-		if err != nil {
-			return err
-		}
-		if n == 0 {
-			return core.ErrInsufficientFunds
-		}
-		return x.insertEntry(ctx, e)
-	})
+	if err := x.insertEntry(ctx, e); err != nil {
+		return fmt.Errorf("place hold: %w", err)
+	}
+	n, err := x.exec(ctx, `UPDATE credit_balances SET available_micros = available_micros - ?, held_micros = held_micros + ?
+		WHERE owner_id = ? AND mode = ? AND available_micros >= ?`, amount, amount, e.OwnerID, e.Mode, amount)
 	if err != nil {
 		return fmt.Errorf("place hold: %w", err)
+	}
+	if n == 0 {
+		if _, err := x.exec(ctx, "DELETE FROM ledger_entries WHERE id = ?", e.ID); err != nil {
+			return fmt.Errorf("place hold: take back the refused entry: %w", err)
+		}
+		return fmt.Errorf("place hold: %w", core.ErrInsufficientFunds)
 	}
 	return nil
 }

@@ -69,7 +69,7 @@ func (x q) exec(ctx context.Context, query string, args ...any) (int64, error) {
 // arg's db tags. A conflict is reported as ErrExists without failing the
 // statement, so on PostgreSQL the surrounding transaction stays usable.
 func (x q) insert(ctx context.Context, query string, arg any) error {
-	query, args, err := sqlx.Named(query, arg)
+	query, args, err := x.db.named.bind(query, arg)
 	if err != nil {
 		return fmt.Errorf("bind %T: %w", arg, err)
 	}

@@ -64,6 +64,8 @@ type DB struct {
 	// gw commits SQLite's transactions in batches (groupcommit.go); nil on
 	// PostgreSQL, where transactions run side by side.
 	gw *groupWriter
+	// named binds :name parameters (named.go).
+	named *namedCache
 	// ckpt checkpoints SQLite's WAL in the background (nil in memory and
 	// on PostgreSQL).
 	ckpt *checkpointer
@@ -130,7 +132,7 @@ func openPostgres(ctx context.Context, dsn string) (*DB, error) {
 	}
 	h := fnv.New64a()
 	fmt.Fprintf(h, "faxhub-migrate\x00%s\x00%s", database.String, schema.String)
-	out := &DB{dialect: DialectPostgres, w: db, r: db, lockID: int64(h.Sum64())}
+	out := &DB{dialect: DialectPostgres, w: db, r: db, lockID: int64(h.Sum64()), named: newNamedCache(db.Mapper)}
 	out.q = q{db: out}
 	return out, nil
 }
@@ -173,7 +175,7 @@ func openSQLite(ctx context.Context, dsn string) (*DB, error) {
 		w.Close()
 		return nil, fmt.Errorf("open sqlite: %w", err)
 	}
-	db := &DB{dialect: DialectSQLite, w: w, r: w, gw: newGroupWriter(w)}
+	db := &DB{dialect: DialectSQLite, w: w, r: w, gw: newGroupWriter(w), named: newNamedCache(w.Mapper)}
 	db.q = q{db: db}
 	if inMemory(dsn) {
 		// Every connection would get its own in-memory database.
