@@ -9,6 +9,7 @@ import (
 	"sync"
 	"testing"
 	"testing/synctest"
+	"time"
 
 	"github.com/faxhub/faxhub/core"
 )
@@ -309,17 +310,33 @@ func TestGroupCommitSingleStatements(t *testing.T) {
 				}
 			})
 		}
+		// A rate limit charged outside a transaction reads its row back
+		// (INSERT … RETURNING), and joins the batch too: three charges
+		// of a burst of two, the third refused with its wait.
+		allowed := make([]bool, 3)
+		for i := range allowed {
+			wg.Go(func() {
+				ok, wait, err := db.AllowRate(t.Context(), "batched", time.Unix(1000, 0), time.Second, 2)
+				if err != nil || !ok && wait != time.Second {
+					t.Errorf("AllowRate: %v, wait %v", err, wait)
+				}
+				allowed[i] = ok
+			})
+		}
 		synctest.Wait()
-		if _, _, waiting := db.WriterStats(); waiting != 5 {
-			t.Fatalf("%d writes wait for the writer, want 5", waiting)
+		if _, _, waiting := db.WriterStats(); waiting != 8 {
+			t.Fatalf("%d writes wait for the writer, want 8", waiting)
 		}
 		release()
 		wg.Wait()
 		if err := <-first; err != nil {
 			t.Fatal(err)
 		}
-		if txs, batches, _ := db.WriterStats(); txs-txs0 != 5 || batches-batches0 != 1 {
-			t.Fatalf("%d writes in %d batches, want 5 in 1", txs-txs0, batches-batches0)
+		if txs, batches, _ := db.WriterStats(); txs-txs0 != 8 || batches-batches0 != 1 {
+			t.Fatalf("%d writes in %d batches, want 8 in 1", txs-txs0, batches-batches0)
+		}
+		if n := countTrue(allowed); n != 2 {
+			t.Errorf("%d of 3 charges allowed, want 2", n)
 		}
 		for i, s := range secrets {
 			if len(s) != 32 {
@@ -413,4 +430,14 @@ func TestGroupCommitSplitsLongQueues(t *testing.T) {
 			t.Errorf("%d rows, want %d", len(got), n+1)
 		}
 	})
+}
+
+func countTrue(bs []bool) int {
+	n := 0
+	for _, b := range bs {
+		if b {
+			n++
+		}
+	}
+	return n
 }

@@ -273,8 +273,10 @@ func (x q) ReissueDevice(ctx context.Context, id, userCodeHash, approvalID strin
 // counted.
 func (x q) AddDeviceTry(ctx context.Context, id string) (int, error) {
 	var n int
-	err := x.get(ctx, x.writer(), &n, `UPDATE delegated_agents SET device_tries = device_tries + 1
-		WHERE id = ? AND status = ? RETURNING device_tries`, id, core.DelegatedPending)
+	err := x.write(ctx, func(x q) error {
+		return x.get(ctx, x.writer(), &n, `UPDATE delegated_agents SET device_tries = device_tries + 1
+			WHERE id = ? AND status = ? RETURNING device_tries`, id, core.DelegatedPending)
+	})
 	if err != nil {
 		return 0, fmt.Errorf("add device try: %w", err)
 	}

@@ -201,21 +201,23 @@ func (x q) AllowRate(ctx context.Context, key string, now time.Time, interval ti
 		greatest = "GREATEST"
 	}
 	var tat []int64
-	err := x.selOn(ctx, x.writer(), &tat, `INSERT INTO rate_limits (key, tat) VALUES (?, CAST(? AS BIGINT))
-		ON CONFLICT (key) DO UPDATE SET tat = `+greatest+`(rate_limits.tat, CAST(? AS BIGINT)) + CAST(? AS BIGINT)
-		WHERE `+greatest+`(rate_limits.tat, CAST(? AS BIGINT)) + CAST(? AS BIGINT) - CAST(? AS BIGINT) <= CAST(? AS BIGINT)
-		RETURNING tat`, key, t+iv, t, iv, t, iv, b*iv, t)
+	var cur int64
+	err := x.write(ctx, func(x q) error {
+		if err := x.selOn(ctx, x.writer(), &tat, `INSERT INTO rate_limits (key, tat) VALUES (?, CAST(? AS BIGINT))
+			ON CONFLICT (key) DO UPDATE SET tat = `+greatest+`(rate_limits.tat, CAST(? AS BIGINT)) + CAST(? AS BIGINT)
+			WHERE `+greatest+`(rate_limits.tat, CAST(? AS BIGINT)) + CAST(? AS BIGINT) - CAST(? AS BIGINT) <= CAST(? AS BIGINT)
+			RETURNING tat`, key, t+iv, t, iv, t, iv, b*iv, t); err != nil || len(tat) == 1 {
+			return err
+		}
+		// Refused: the row was left as it is. The wait is until the tat
+		// is no more than burst-1 intervals ahead.
+		return x.get(ctx, x.writer(), &cur, "SELECT tat FROM rate_limits WHERE key = ?", key)
+	})
 	if err != nil {
 		return false, 0, fmt.Errorf("rate limit: %w", err)
 	}
 	if len(tat) == 1 {
 		return true, 0, nil
-	}
-	// Refused: the row was left as it is. The wait is until the tat is no
-	// more than burst-1 intervals ahead.
-	var cur int64
-	if err := x.get(ctx, x.writer(), &cur, "SELECT tat FROM rate_limits WHERE key = ?", key); err != nil {
-		return false, 0, fmt.Errorf("rate limit: %w", err)
 	}
 	wait := cur - t - (b-1)*iv
 	return false, time.Duration(max(wait, 1)) * time.Microsecond, nil

@@ -65,6 +65,18 @@ func (x q) exec(ctx context.Context, query string, args ...any) (int64, error) {
 	return n, nil
 }
 
+// write runs fn, whose statements write and read rows back (INSERT …
+// RETURNING), where a single write goes: on SQLite, outside a transaction,
+// as one transaction of the writer's next batch (like exec's single
+// writes) rather than on the writer's pool beside it; otherwise on x as
+// it is.
+func (x q) write(ctx context.Context, fn func(q) error) error {
+	if x.tx == nil && x.db.gw != nil {
+		return x.db.gw.inTx(ctx, func(t *sqlx.Tx) error { return fn(q{db: x.db, tx: t}) })
+	}
+	return fn(x)
+}
+
 // insert runs an INSERT … ON CONFLICT DO NOTHING with :name parameters from
 // arg's db tags. A conflict is reported as ErrExists without failing the
 // statement, so on PostgreSQL the surrounding transaction stays usable.
