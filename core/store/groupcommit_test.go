@@ -1,6 +1,7 @@
 package store
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -440,4 +441,44 @@ func countTrue(bs []bool) int {
 		}
 	}
 	return n
+}
+
+// A secret is read from the database once per process: asking again (a
+// delivery signs its media link with one on every fax) writes nothing.
+// Another process on the same database gets the same value.
+func TestSecretReadOnce(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		path := filepath.Join(t.TempDir(), "secret.db")
+		db, err := Open(t.Context(), path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer db.Close()
+		if err := db.Migrate(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+		first, err := db.Secret(t.Context(), "link")
+		if err != nil {
+			t.Fatal(err)
+		}
+		txs0, _, _ := db.WriterStats()
+		for range 3 {
+			again, err := db.Secret(t.Context(), "link")
+			if err != nil || !bytes.Equal(again, first) {
+				t.Fatalf("Secret again = %x, %v; want %x", again, err, first)
+			}
+			again[0] ^= 0xff // the caller's copy, not the cache
+		}
+		if txs, _, _ := db.WriterStats(); txs != txs0 {
+			t.Errorf("%d writer transactions for a secret already read, want 0", txs-txs0)
+		}
+		other, err := Open(t.Context(), path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer other.Close()
+		if got, err := other.Secret(t.Context(), "link"); err != nil || !bytes.Equal(got, first) {
+			t.Errorf("another process: %x, %v; want %x", got, err, first)
+		}
+	})
 }

@@ -6,6 +6,7 @@
 package store
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"database/sql"
@@ -18,6 +19,7 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -66,6 +68,8 @@ type DB struct {
 	gw *groupWriter
 	// named binds :name parameters (named.go).
 	named *namedCache
+	// secrets caches Secret's values (name → []byte): they never change.
+	secrets sync.Map
 	// ckpt checkpoints SQLite's WAL in the background (nil in memory and
 	// on PostgreSQL).
 	ckpt *checkpointer
@@ -356,8 +360,15 @@ func (db *DB) Ready(ctx context.Context) error {
 }
 
 // Secret returns the named 32-byte secret, creating it on first use. Every
-// caller, on any replica, gets the value of the first insert.
+// caller, on any replica, gets the value of the first insert. A secret
+// never changes once stored, so each process reads it once: signing a
+// delivery's media link, for one, asks for its key on every fax, and
+// that was a write (the insert that finds the row there) and a read each
+// time.
 func (db *DB) Secret(ctx context.Context, name string) ([]byte, error) {
+	if v, ok := db.secrets.Load(name); ok {
+		return bytes.Clone(v.([]byte)), nil
+	}
 	b := make([]byte, 32)
 	if _, err := rand.Read(b); err != nil {
 		return nil, fmt.Errorf("secret %s: %w", name, err)
@@ -373,6 +384,7 @@ func (db *DB) Secret(ctx context.Context, name string) ([]byte, error) {
 	if err := x.get(ctx, db.w, &v, "SELECT value FROM secrets WHERE name = ?", name); err != nil {
 		return nil, fmt.Errorf("secret %s: %w", name, err)
 	}
+	db.secrets.Store(name, bytes.Clone(v))
 	return v, nil
 }
 
