@@ -147,10 +147,13 @@ func (x q) ReverseCredits(ctx context.Context, e *core.LedgerEntry) (int64, erro
 	return took, nil
 }
 
-// SettleHold captures or releases the hold of faxID, once.
+// SettleHold captures or releases the hold of faxID, once. Every delivery
+// ends with it, so inside a transaction it runs without a savepoint of its
+// own: its refusals (no hold, settled already) come before it writes, and
+// settle takes its entry back if the balance row is missing.
 func (x q) SettleHold(ctx context.Context, faxID string, kind core.LedgerKind, at time.Time) (*core.LedgerEntry, error) {
 	var e *core.LedgerEntry
-	err := x.atomic(ctx, func(x q) error {
+	run := func(x q) error {
 		var hold core.LedgerEntry
 		if err := x.get(ctx, x.reader(), &hold, "SELECT "+ledgerCols+" FROM ledger_entries WHERE fax_id = ? AND kind = ?", faxID, core.LedgerHold); err != nil {
 			return err
@@ -161,7 +164,13 @@ func (x q) SettleHold(ctx context.Context, faxID string, kind core.LedgerKind, a
 			CreatedAt: at,
 		}
 		return x.settle(ctx, &hold, e)
-	})
+	}
+	var err error
+	if x.tx == nil {
+		err = x.atomic(ctx, run)
+	} else {
+		err = run(x)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("settle hold of %s: %w", faxID, err)
 	}
@@ -212,6 +221,9 @@ func (x q) settle(ctx context.Context, hold, e *core.LedgerEntry) error {
 		return err
 	}
 	if n != 1 {
+		if _, err := x.exec(ctx, "DELETE FROM ledger_entries WHERE id = ?", e.ID); err != nil {
+			return fmt.Errorf("no balance row for the account of hold %s, and taking back its %s: %w", hold.ID, e.Kind, err)
+		}
 		return fmt.Errorf("no balance row for the account of hold %s", hold.ID)
 	}
 	return nil
