@@ -80,23 +80,26 @@ func (x q) PlaceHold(ctx context.Context, e *core.LedgerEntry) error {
 	if e.Kind != core.LedgerHold || e.AmountMicros >= 0 {
 		return fmt.Errorf("place hold: want a %s with a negative amount, got %s %d", core.LedgerHold, e.Kind, e.AmountMicros)
 	}
-	if x.tx == nil {
-		return x.atomic(ctx, func(x q) error { return x.PlaceHold(ctx, e) })
-	}
 	amount := -e.AmountMicros
-	if err := x.insertEntry(ctx, e); err != nil {
-		return fmt.Errorf("place hold: %w", err)
-	}
-	n, err := x.exec(ctx, `UPDATE credit_balances SET available_micros = available_micros - ?, held_micros = held_micros + ?
-		WHERE owner_id = ? AND mode = ? AND available_micros >= ?`, amount, amount, e.OwnerID, e.Mode, amount)
+	err := x.ownTx(ctx, func(x q) error {
+		if err := x.insertEntry(ctx, e); err != nil {
+			return err
+		}
+		n, err := x.exec(ctx, `UPDATE credit_balances SET available_micros = available_micros - ?, held_micros = held_micros + ?
+			WHERE owner_id = ? AND mode = ? AND available_micros >= ?`, amount, amount, e.OwnerID, e.Mode, amount)
+		if err != nil {
+			return err
+		}
+		if n == 0 {
+			if _, err := x.exec(ctx, "DELETE FROM ledger_entries WHERE id = ?", e.ID); err != nil {
+				return fmt.Errorf("take back the refused entry: %w", err)
+			}
+			return core.ErrInsufficientFunds
+		}
+		return nil
+	})
 	if err != nil {
 		return fmt.Errorf("place hold: %w", err)
-	}
-	if n == 0 {
-		if _, err := x.exec(ctx, "DELETE FROM ledger_entries WHERE id = ?", e.ID); err != nil {
-			return fmt.Errorf("place hold: take back the refused entry: %w", err)
-		}
-		return fmt.Errorf("place hold: %w", core.ErrInsufficientFunds)
 	}
 	return nil
 }
@@ -153,7 +156,7 @@ func (x q) ReverseCredits(ctx context.Context, e *core.LedgerEntry) (int64, erro
 // settle takes its entry back if the balance row is missing.
 func (x q) SettleHold(ctx context.Context, faxID string, kind core.LedgerKind, at time.Time) (*core.LedgerEntry, error) {
 	var e *core.LedgerEntry
-	run := func(x q) error {
+	err := x.ownTx(ctx, func(x q) error {
 		var hold core.LedgerEntry
 		if err := x.get(ctx, x.reader(), &hold, "SELECT "+ledgerCols+" FROM ledger_entries WHERE fax_id = ? AND kind = ?", faxID, core.LedgerHold); err != nil {
 			return err
@@ -164,13 +167,7 @@ func (x q) SettleHold(ctx context.Context, faxID string, kind core.LedgerKind, a
 			CreatedAt: at,
 		}
 		return x.settle(ctx, &hold, e)
-	}
-	var err error
-	if x.tx == nil {
-		err = x.atomic(ctx, run)
-	} else {
-		err = run(x)
-	}
+	})
 	if err != nil {
 		return nil, fmt.Errorf("settle hold of %s: %w", faxID, err)
 	}

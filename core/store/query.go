@@ -48,8 +48,8 @@ func (x q) exec(ctx context.Context, query string, args ...any) (int64, error) {
 		// joins the SQLite writer's next batch instead of paying a commit
 		// of its own (groupcommit.go).
 		var n int64
-		err := x.db.gw.inTx(ctx, func(t *sqlx.Tx) (err error) {
-			n, err = q{db: x.db, tx: t}.exec(ctx, query, args...)
+		err := x.write(ctx, func(x q) (err error) {
+			n, err = x.exec(ctx, query, args...)
 			return err
 		})
 		return n, err
@@ -73,6 +73,18 @@ func (x q) exec(ctx context.Context, query string, args ...any) (int64, error) {
 func (x q) write(ctx context.Context, fn func(q) error) error {
 	if x.tx == nil && x.db.gw != nil {
 		return x.db.gw.inTx(ctx, func(t *sqlx.Tx) error { return fn(q{db: x.db, tx: t}) })
+	}
+	return fn(x)
+}
+
+// ownTx runs fn in a transaction of its own outside one, and directly in
+// the caller's inside one: for a store operation on a hot path that, unlike
+// atomic's savepoint, leaves nothing behind on the errors a caller may
+// handle by ordering its statements (refusals before writes, or its write
+// taken back).
+func (x q) ownTx(ctx context.Context, fn func(q) error) error {
+	if x.tx == nil {
+		return x.db.inTx(ctx, func(t *sqlx.Tx) error { return fn(q{db: x.db, tx: t}) })
 	}
 	return fn(x)
 }
