@@ -7,8 +7,10 @@ import (
 	"regexp"
 	"strings"
 
-	"github.com/faxhub/faxhub/core"
+	lru "github.com/hashicorp/golang-lru/v2"
 	"github.com/nyaruka/phonenumbers"
+
+	"github.com/faxhub/faxhub/core"
 )
 
 // e164 is strict E.164: a plus, a country code that does not start with 0,
@@ -17,14 +19,54 @@ import (
 // it is wrong.
 var e164 = regexp.MustCompile(`^\+[1-9][0-9]{6,14}$`)
 
-// Checker implements core.DestinationChecker. It has no state; the zero
-// value works.
-type Checker struct{}
+// Checker implements core.DestinationChecker. Classifying a number runs
+// libphonenumber's patterns (regular expressions) for its country, tens of
+// microseconds a number, and a fax service sends to the same numbers again
+// and again (the pharmacy, the court, the clinic), so a Checker made by New
+// keeps its verdicts in a bounded LRU. A verdict is a pure function of the
+// number and the compiled-in metadata, so it never goes stale; errors are
+// built afresh on every call from the verdict, so no caller shares one.
+// The zero value works, without a cache.
+type Checker struct {
+	verdicts *lru.Cache[string, verdict]
+}
 
 var _ core.DestinationChecker = (*Checker)(nil)
 
-// New returns a Checker.
-func New() *Checker { return &Checker{} }
+// CacheSize is how many verdicts New keeps: numbers are at most 16 bytes,
+// so a full cache is well under a megabyte.
+const CacheSize = 8192
+
+// New returns a Checker with a cache of CacheSize verdicts.
+func New() *Checker {
+	c, err := lru.New[string, verdict](CacheSize)
+	if err != nil {
+		panic(err) // only for a size below 1
+	}
+	return &Checker{verdicts: c}
+}
+
+// verdict is what libphonenumber says of a strict E.164 string.
+type verdict struct {
+	outcome    outcome
+	normalized string
+	region     string
+	typ        phonenumbers.PhoneNumberType
+	// parseErr is the parser's complaint, for unparsable.
+	parseErr string
+}
+
+type outcome uint8
+
+const (
+	accepted outcome = iota
+	unparsable
+	unassigned    // no valid number range
+	nonGeographic // +800 and the like
+	premium       // the caller pays extra
+	cannotReceive // pager, voicemail
+	unknownType   // valid, but of no known type
+)
 
 // Check implements core.DestinationChecker. It returns the number in E.164
 // and its ISO 3166 region code (e.g. "US", "GB").
@@ -43,36 +85,74 @@ func New() *Checker { return &Checker{} }
 //     VOIP and UAN (company numbers).
 //   - invalid_destination: anything the metadata does not recognise as a
 //     valid, assigned range, including type UNKNOWN.
-func (*Checker) Check(number string) (string, string, error) {
+func (c *Checker) Check(number string) (string, string, error) {
 	if !e164.MatchString(number) {
+		// Not cached: the key space of malformed input is unbounded, and
+		// refusing it costs one regular expression.
 		return "", "", notE164(number)
 	}
+	var v verdict
+	if c.verdicts == nil {
+		v = classify(number)
+	} else if cached, ok := c.verdicts.Get(number); ok {
+		v = cached
+	} else {
+		v = classify(number)
+		c.verdicts.Add(number, v)
+	}
+	return v.result(number)
+}
+
+// classify asks libphonenumber about a strict E.164 number. The region is
+// worked out once: IsValidNumber and GetRegionCodeForNumber would each
+// search the country code's regions again (25 of them share +1).
+func classify(number string) verdict {
 	num, err := phonenumbers.Parse(number, "")
 	if err != nil {
-		return "", "", invalid(number, "it cannot be parsed as a phone number (%v)", err)
-	}
-	if !phonenumbers.IsValidNumber(num) {
-		return "", "", invalid(number, "no country has assigned this number range; check the country code and the number of digits")
+		return verdict{outcome: unparsable, parseErr: err.Error()}
 	}
 	region := phonenumbers.GetRegionCodeForNumber(num)
-	normalized := phonenumbers.Format(num, phonenumbers.E164)
-	switch typ := phonenumbers.GetNumberType(num); {
+	if !phonenumbers.IsValidNumberForRegion(num, region) {
+		return verdict{outcome: unassigned}
+	}
+	v := verdict{normalized: phonenumbers.Format(num, phonenumbers.E164), region: region, typ: phonenumbers.GetNumberType(num)}
+	switch {
 	case region == "" || region == "001":
+		v.outcome = nonGeographic
+	case v.typ == phonenumbers.PREMIUM_RATE, v.typ == phonenumbers.SHARED_COST, v.typ == phonenumbers.PERSONAL_NUMBER:
+		v.outcome = premium
+	case v.typ == phonenumbers.PAGER, v.typ == phonenumbers.VOICEMAIL:
+		v.outcome = cannotReceive
+	case v.typ == phonenumbers.UNKNOWN:
+		v.outcome = unknownType
+	}
+	return v
+}
+
+// result turns a verdict into Check's answer, with a new error each time.
+func (v verdict) result(number string) (string, string, error) {
+	switch v.outcome {
+	case accepted:
+		return v.normalized, v.region, nil
+	case unparsable:
+		return "", "", invalid(number, "it cannot be parsed as a phone number (%s)", v.parseErr)
+	case unassigned:
+		return "", "", invalid(number, "no country has assigned this number range; check the country code and the number of digits")
+	case nonGeographic:
 		return "", "", core.Errorf(core.KindUnprocessable, core.CodeUnsupportedDestination,
 			"%s is a non-geographic number (international freephone, satellite or network service); we do not send faxes to these", number).
-			With("number", normalized)
-	case typ == phonenumbers.PREMIUM_RATE, typ == phonenumbers.SHARED_COST, typ == phonenumbers.PERSONAL_NUMBER:
+			With("number", v.normalized)
+	case premium:
 		return "", "", core.Errorf(core.KindUnprocessable, core.CodePremiumDestination,
-			"%s is a %s number in %s; faxes to numbers that charge the caller extra are not allowed", number, typeName(typ), region).
-			With("number", normalized).With("numberType", typeName(typ)).With("country", region)
-	case typ == phonenumbers.PAGER, typ == phonenumbers.VOICEMAIL:
+			"%s is a %s number in %s; faxes to numbers that charge the caller extra are not allowed", number, typeName(v.typ), v.region).
+			With("number", v.normalized).With("numberType", typeName(v.typ)).With("country", v.region)
+	case cannotReceive:
 		return "", "", core.Errorf(core.KindUnprocessable, core.CodeUnsupportedDestination,
-			"%s is a %s number in %s, which cannot receive a fax", number, typeName(typ), region).
-			With("number", normalized).With("numberType", typeName(typ)).With("country", region)
-	case typ == phonenumbers.UNKNOWN:
-		return "", "", invalid(number, "it is not in any known number range for %s", region)
+			"%s is a %s number in %s, which cannot receive a fax", number, typeName(v.typ), v.region).
+			With("number", v.normalized).With("numberType", typeName(v.typ)).With("country", v.region)
+	default: // unknownType
+		return "", "", invalid(number, "it is not in any known number range for %s", v.region)
 	}
-	return normalized, region, nil
 }
 
 func notE164(number string) *core.Error {

@@ -21,15 +21,16 @@ func example(t *testing.T, region string, typ phonenumbers.PhoneNumberType) stri
 	return phonenumbers.Format(n, phonenumbers.E164)
 }
 
-func TestCheck(t *testing.T) {
-	t.Parallel()
-	type tc struct {
-		name    string
-		number  string
-		country string // for accepted numbers
-		code    string // for refused ones
-	}
-	tests := []tc{
+type checkCase struct {
+	name    string
+	number  string
+	country string // for accepted numbers
+	code    string // for refused ones
+}
+
+// checkCases are numbers of every verdict, with what Check must say.
+func checkCases(t *testing.T) []checkCase {
+	return []checkCase{
 		{"US fixed line", example(t, "US", phonenumbers.FIXED_LINE), "US", ""},
 		{"GB fixed line", example(t, "GB", phonenumbers.FIXED_LINE), "GB", ""},
 		{"DE fixed line", example(t, "DE", phonenumbers.FIXED_LINE), "DE", ""},
@@ -80,8 +81,12 @@ func TestCheck(t *testing.T) {
 		{"trailing newline", "+12125550123\n", "", core.CodeInvalidDestination},
 		{"fullwidth digits", "+１２１２５５５０１２３", "", core.CodeInvalidDestination},
 	}
+}
+
+func TestCheck(t *testing.T) {
+	t.Parallel()
 	c := New()
-	for _, tt := range tests {
+	for _, tt := range checkCases(t) {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			e164, country, err := c.Check(tt.number)
@@ -153,4 +158,71 @@ func TestFictionalNANPNumbersPass(t *testing.T) {
 var simulatorNumbers = []string{
 	"+12125550100", "+12125550101", "+12125550102", "+12125550103",
 	"+12125550104", "+12125550105", "+12125550106", "+12125550107",
+}
+
+// A cached verdict answers exactly as a fresh classification does, on the
+// first call and on every later one, and each call gets an error of its
+// own (a caller adding fields to one must not change the next caller's).
+func TestCachedVerdictsAnswerAsUncached(t *testing.T) {
+	t.Parallel()
+	cached, fresh := New(), &Checker{}
+	for _, tt := range checkCases(t) {
+		for round := range 3 {
+			e1, r1, err1 := cached.Check(tt.number)
+			e2, r2, err2 := fresh.Check(tt.number)
+			if e1 != e2 || r1 != r2 || fmt.Sprint(err1) != fmt.Sprint(err2) {
+				t.Fatalf("%s, round %d: cached %q %q %v; uncached %q %q %v", tt.name, round, e1, r1, err1, e2, r2, err2)
+			}
+			var c1, c2 *core.Error
+			if errors.As(err1, &c1) != errors.As(err2, &c2) {
+				t.Fatalf("%s: error types differ: %T, %T", tt.name, err1, err2)
+			}
+			if c1 == nil {
+				continue
+			}
+			if c1.Code != c2.Code || c1.Kind != c2.Kind || fmt.Sprint(c1.Fields) != fmt.Sprint(c2.Fields) {
+				t.Fatalf("%s: cached %+v, uncached %+v", tt.name, c1, c2)
+			}
+			c1.Fields["mutated"] = true
+			c1.Message = "mutated"
+		}
+	}
+}
+
+// The cache holds at most CacheSize verdicts, and none for malformed input,
+// whose variety has no bound.
+func TestCacheIsBounded(t *testing.T) {
+	t.Parallel()
+	c := New()
+	for i := range CacheSize + 500 {
+		// Valid or not, every strict E.164 number gets a verdict.
+		c.Check(fmt.Sprintf("+1212%07d", i))
+	}
+	if n := c.verdicts.Len(); n != CacheSize {
+		t.Errorf("%d verdicts cached after %d numbers, want %d", n, CacheSize+500, CacheSize)
+	}
+	c = New()
+	for i := range 1000 {
+		c.Check(fmt.Sprintf("+1 212 %07d", i))
+	}
+	if n := c.verdicts.Len(); n != 0 {
+		t.Errorf("%d verdicts cached for malformed numbers", n)
+	}
+}
+
+func BenchmarkCheck(b *testing.B) {
+	for _, bc := range []struct {
+		name string
+		c    *Checker
+	}{{"uncached", &Checker{}}, {"cached", New()}} {
+		for _, n := range []string{"+12125550100", "+14165550123", "+442079460000"} {
+			b.Run(bc.name+"/"+n, func(b *testing.B) {
+				for b.Loop() {
+					if _, _, err := bc.c.Check(n); err != nil {
+						b.Fatal(err)
+					}
+				}
+			})
+		}
+	}
 }
