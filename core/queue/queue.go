@@ -115,6 +115,9 @@ type Queue struct {
 	// statsDB and dialect serve JobStats (stats.go).
 	statsDB *sql.DB
 	dialect string
+	// maxAttempts is River's for every job of this client; the direct
+	// delivery insert writes it (insert.go).
+	maxAttempts int
 }
 
 var _ core.Queue = (*Queue)(nil)
@@ -208,7 +211,7 @@ func New(db *sql.DB, dialect string, h Handlers, opts Options, logger *slog.Logg
 	}
 	return &Queue{
 		client: client, insertOnly: opts.InsertOnly, logger: logger, purge: purge, sweep: sweep, numberSweep: numberSweep,
-		statsDB: statsDB, dialect: dialect,
+		statsDB: statsDB, dialect: dialect, maxAttempts: opts.MaxAttempts,
 	}, nil
 }
 
@@ -292,17 +295,11 @@ func (q *Queue) EnqueueDelivery(ctx context.Context, tx core.Tx, faxID string, a
 	if faxID == "" {
 		return errors.New("enqueue delivery: empty fax id")
 	}
-	opts := &river.InsertOpts{}
-	if at.After(time.Now()) {
-		// SQLite keeps milliseconds and rounds to the nearest one; rounding
-		// up means the job never comes due before the fax's
-		// next_attempt_at, which core.Deliver would read as a stale job.
-		opts.ScheduledAt = ceilMillisecond(at)
-	}
-	// The fast insert does not read the job back (River's InsertTx returns
-	// every column of the row): a fourth of the send transaction's time on
-	// SQLite's single writer.
-	if _, err := q.client.InsertManyFastTx(ctx, sqlTx, []river.InsertManyParams{{Args: deliverArgs{FaxID: faxID}, InsertOpts: opts}}); err != nil {
+	// A job due later is due at at rounded up to the millisecond (SQLite
+	// keeps milliseconds and would round to the nearest one): it never comes
+	// due before the fax's next_attempt_at, which core.Deliver would read
+	// as a stale job.
+	if err := q.insertDelivery(ctx, sqlTx, faxID, at); err != nil {
 		return fmt.Errorf("enqueue delivery of %s: %w", faxID, err)
 	}
 	return nil
