@@ -65,6 +65,10 @@ type Queries interface {
 
 	CreateUpload(ctx context.Context, u *Upload) error
 	GetUpload(ctx context.Context, id string) (*Upload, error)
+	// GetUploadDocument is the document uploaded with uploadID if it is
+	// ownerID's in mode and not purged, in one read; ErrNoRows otherwise
+	// (GetUpload then tells a missing upload from an empty one).
+	GetUploadDocument(ctx context.Context, uploadID, ownerID string, mode Mode) (*Document, error)
 	// ClaimUpload leases an upload for one PUT, named by claimID, until
 	// until. It succeeds when the upload has no document and nobody holds
 	// it, or its last lease lapsed at or before at (the PUT's process died);

@@ -296,6 +296,12 @@ func (s *Service) documentFromToken(ctx context.Context, p Principal, token stri
 	if c.OwnerID != p.OwnerID || c.Mode != p.Mode {
 		return nil, notFound("upload")
 	}
+	// One read on the way every send takes; only a refusal reads the upload
+	// to say why.
+	d, err := s.d.Store.GetUploadDocument(ctx, c.UploadID, p.OwnerID, p.Mode)
+	if !errors.Is(err, ErrNoRows) {
+		return d, storeErr(err, "document")
+	}
 	u, err := s.d.Store.GetUpload(ctx, c.UploadID)
 	if err != nil {
 		return nil, storeErr(err, "upload")
@@ -303,8 +309,7 @@ func (s *Service) documentFromToken(ctx context.Context, p Principal, token stri
 	if u.DocumentID == nil {
 		return nil, Errorf(KindConflict, CodeUploadPending, "nothing has been uploaded with this token yet; PUT the file to uploadUrl first")
 	}
-	d, err := s.d.Store.GetDocument(ctx, p.OwnerID, p.Mode, *u.DocumentID)
-	return d, storeErr(err, "document")
+	return nil, notFound("document")
 }
 
 // GetDocument returns one of the principal's documents.

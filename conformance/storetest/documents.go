@@ -58,7 +58,25 @@ func testUploads(t *testing.T, s core.Store) {
 	wantErr(t, "ClaimUpload after completion and lapsed lease", s.ClaimUpload(ctx, u.ID, "put4", at(200), at(260)), core.ErrConflict)
 	get("completed upload after refused changes", u)
 
-	_, err := s.GetUpload(ctx, "upl_missing")
+	// The document uploaded with the token, in one read: only its owner's,
+	// in its mode, and never one that is purged.
+	got, err := s.GetUploadDocument(ctx, u.ID, o.ID, core.ModeTest)
+	must(t, err)
+	wantEqual(t, "GetUploadDocument", got, doc)
+	other := newOwner(t, s)
+	_, err = s.GetUploadDocument(ctx, u.ID, other.ID, core.ModeTest)
+	wantErr(t, "GetUploadDocument of another owner", err, core.ErrNoRows)
+	_, err = s.GetUploadDocument(ctx, u.ID, o.ID, core.ModeLive)
+	wantErr(t, "GetUploadDocument in the other mode", err, core.ErrNoRows)
+	_, err = s.GetUploadDocument(ctx, newUpload(t, s, o).ID, o.ID, core.ModeTest)
+	wantErr(t, "GetUploadDocument of an upload without a document", err, core.ErrNoRows)
+	_, err = s.GetUploadDocument(ctx, "upl_missing", o.ID, core.ModeTest)
+	wantErr(t, "GetUploadDocument of a missing upload", err, core.ErrNoRows)
+	must(t, s.MarkDocumentPurged(ctx, doc.ID, at(1_000_000), at(1_000_000), at(1_000_000)))
+	_, err = s.GetUploadDocument(ctx, u.ID, o.ID, core.ModeTest)
+	wantErr(t, "GetUploadDocument of a purged document", err, core.ErrNoRows)
+
+	_, err = s.GetUpload(ctx, "upl_missing")
 	wantErr(t, "GetUpload of a missing upload", err, core.ErrNoRows)
 	wantErr(t, "ClaimUpload of a missing upload", s.ClaimUpload(ctx, "upl_missing", "put", at(1), at(61)), core.ErrNoRows)
 	wantErr(t, "RenewUpload of a missing upload", s.RenewUpload(ctx, "upl_missing", "put", at(61)), core.ErrNoRows)

@@ -102,6 +102,15 @@ func (x q) CreateDocument(ctx context.Context, d *core.Document) error {
 
 // GetDocument reads a document whose blobs are still there: a purged one
 // is ErrNoRows, so nothing new can use it.
+func (x q) GetUploadDocument(ctx context.Context, uploadID, ownerID string, mode core.Mode) (*core.Document, error) {
+	var d core.Document
+	if err := x.get(ctx, x.reader(), &d, "SELECT "+documentCols+` FROM documents
+		WHERE id = (SELECT document_id FROM uploads WHERE id = ?) AND owner_id = ? AND mode = ? AND purged_at IS NULL`, uploadID, ownerID, mode); err != nil {
+		return nil, fmt.Errorf("get uploaded document: %w", err)
+	}
+	return &d, nil
+}
+
 func (x q) GetDocument(ctx context.Context, ownerID string, mode core.Mode, id string) (*core.Document, error) {
 	var d core.Document
 	if err := x.get(ctx, x.reader(), &d, "SELECT "+documentCols+" FROM documents WHERE id = ? AND owner_id = ? AND mode = ? AND purged_at IS NULL", id, ownerID, mode); err != nil {
