@@ -24,14 +24,27 @@ type newFax struct {
 	holdReason string
 }
 
-// createFax is the one step that creates a fax, inside tx: it charges the
-// owner's send rate, writes the fax, moves its draft to paid, places its
-// payment entry (a credit hold for PayCredits; a checkout payment is the
-// checkout row the caller marks paid in the same transaction), schedules
-// its delivery and stores its idempotency record. Either all of it commits
-// or none of it does.
+// createFax is the one step that creates a fax, inside tx: it stores its
+// idempotency record, charges the owner's send rate, writes the fax, moves
+// its draft to paid, places its payment entry (a credit hold for
+// PayCredits; a checkout payment is the checkout row the caller marks paid
+// in the same transaction) and schedules its delivery. Either all of it
+// commits or none of it does.
 func (s *Service) createFax(ctx context.Context, tx Tx, n newFax) error {
 	f := n.fax
+	if n.idempotency != nil {
+		// First, so that a request whose key was used stops here (ErrExists)
+		// before it charges the rate limit or the balance. The response is
+		// the fax as created: nothing below changes it.
+		resp, err := json.Marshal(f)
+		if err != nil {
+			return fmt.Errorf("encode fax: %w", err)
+		}
+		n.idempotency.Response = resp
+		if err := tx.InsertIdempotency(ctx, n.idempotency); err != nil {
+			return err
+		}
+	}
 	// The limiter is charged in the fax's transaction: one commit less per
 	// fax, and a send that fails (402) does not use up the allowance. A
 	// machine's fax is paid already when it is created (refusing it now
@@ -72,16 +85,6 @@ func (s *Service) createFax(ctx context.Context, tx Tx, n newFax) error {
 	}
 	if err := s.d.Queue.EnqueueDelivery(ctx, tx, f.ID, f.CreatedAt); err != nil {
 		return fmt.Errorf("enqueue delivery: %w", err)
-	}
-	if n.idempotency != nil {
-		resp, err := json.Marshal(f)
-		if err != nil {
-			return fmt.Errorf("encode fax: %w", err)
-		}
-		n.idempotency.Response = resp
-		if err := tx.InsertIdempotency(ctx, n.idempotency); err != nil {
-			return err
-		}
 	}
 	return nil
 }

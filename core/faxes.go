@@ -79,6 +79,14 @@ func checkCover(cover bool, text string) error {
 // written in one transaction: concurrent requests with one key yield exactly
 // one fax and one hold. replayed is true when the stored response of an
 // earlier identical request is returned.
+//
+// A request whose key was used already gets that request's answer whatever
+// its own fate would be (its document may be gone since, its balance spent,
+// its rate allowance used), or a conflict if it differs. That is decided
+// without a read first on the way every new send takes: the idempotency
+// record is the first row the transaction writes, so a used key stops it
+// before it charges anything, and a request refused before its transaction
+// looks for an earlier one before it answers.
 func (s *Service) SendFax(ctx context.Context, p Principal, idemKey string, r SendFaxRequest) (fax *Fax, replayed bool, err error) {
 	if err := Authorize(p, OpSendFax); err != nil {
 		return nil, false, err
@@ -94,46 +102,22 @@ func (s *Service) SendFax(ctx context.Context, p Principal, idemKey string, r Se
 	}
 	scope := fmt.Sprintf("%s:%s:send_fax", p.OwnerID, p.Mode)
 	reqHash := hashRequest(r)
-	if o, ok, err := s.replay(ctx, scope, idemKey, reqHash); ok || err != nil {
-		return o, ok, err
-	}
-
-	if err := checkCover(r.Cover, r.CoverText); err != nil {
-		return nil, false, err
-	}
-	e164, country, err := s.d.Destination.Check(r.To)
+	f, err := s.newCreditFax(ctx, p, r)
 	if err != nil {
+		if o, ok, rerr := s.replay(ctx, scope, idemKey, reqHash); ok || rerr != nil {
+			return o, ok, rerr
+		}
 		return nil, false, err
 	}
-	from, err := s.senderNumber(ctx, p, r.From)
-	if err != nil {
-		return nil, false, err
-	}
-	doc, err := s.resolveDocument(ctx, p, r.UploadToken, r.DocumentID)
-	if err != nil {
-		return nil, false, err
-	}
-	q, err := s.d.Prices.Quote(e164, country, doc.Pages, r.Cover)
-	if err != nil {
-		return nil, false, err
-	}
-
-	now := s.now()
-	f := &Fax{
-		ID: NewID(PrefixFax), OwnerID: p.OwnerID, Mode: p.Mode, Status: FaxQueued, To: e164, From: from,
-		DocumentID: doc.ID, Pages: doc.Pages, Cover: r.Cover, CoverText: r.CoverText,
-		PriceMicros: q.AmountMicros, Currency: Currency, PaymentMethod: PayCredits,
-		CreatedAt: now, UpdatedAt: now,
-	}
-	s.present(f, nil)
 	err = s.d.Store.InTx(ctx, func(tx Tx) error {
 		return s.createFax(ctx, tx, newFax{fax: f, idempotency: &IdempotencyRecord{
-			Scope: scope, Key: idemKey, RequestHash: reqHash, ResponseCode: 200, CreatedAt: now,
+			Scope: scope, Key: idemKey, RequestHash: reqHash, ResponseCode: 200, CreatedAt: f.CreatedAt,
 		}})
 	})
 	switch {
 	case errors.Is(err, ErrExists):
-		// A concurrent request with the same key won; answer as it did.
+		// The key was used: by an earlier request, or by a concurrent one
+		// that committed first. Answer as it was answered.
 		if o, ok, err := s.replay(ctx, scope, idemKey, reqHash); ok || err != nil {
 			return o, ok, err
 		}
@@ -150,6 +134,39 @@ func (s *Service) SendFax(ctx context.Context, p Principal, idemKey string, r Se
 	}
 	s.d.Logger.InfoContext(ctx, "fax queued", "fax_id", f.ID, "owner_id", f.OwnerID, "mode", f.Mode, "pages", f.Pages, "price", f.Price)
 	return f, false, nil
+}
+
+// newCreditFax checks a send request and builds its fax, priced and ready
+// to be created; it writes nothing.
+func (s *Service) newCreditFax(ctx context.Context, p Principal, r SendFaxRequest) (*Fax, error) {
+	if err := checkCover(r.Cover, r.CoverText); err != nil {
+		return nil, err
+	}
+	e164, country, err := s.d.Destination.Check(r.To)
+	if err != nil {
+		return nil, err
+	}
+	from, err := s.senderNumber(ctx, p, r.From)
+	if err != nil {
+		return nil, err
+	}
+	doc, err := s.resolveDocument(ctx, p, r.UploadToken, r.DocumentID)
+	if err != nil {
+		return nil, err
+	}
+	q, err := s.d.Prices.Quote(e164, country, doc.Pages, r.Cover)
+	if err != nil {
+		return nil, err
+	}
+	now := s.now()
+	f := &Fax{
+		ID: NewID(PrefixFax), OwnerID: p.OwnerID, Mode: p.Mode, Status: FaxQueued, To: e164, From: from,
+		DocumentID: doc.ID, Pages: doc.Pages, Cover: r.Cover, CoverText: r.CoverText,
+		PriceMicros: q.AmountMicros, Currency: Currency, PaymentMethod: PayCredits,
+		CreatedAt: now, UpdatedAt: now,
+	}
+	s.present(f, nil)
+	return f, nil
 }
 
 // checkProvider refuses to take money for faxes nobody can send: live mode

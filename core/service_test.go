@@ -3,6 +3,7 @@ package core_test
 import (
 	"bytes"
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"strings"
@@ -765,4 +766,64 @@ func TestDeliveryEdges(t *testing.T) {
 			t.Fatalf("got %+v, attempts %+v", got, atts)
 		}
 	})
+}
+
+// A request whose Idempotency-Key was used gets the first request's answer
+// whatever has changed since: the balance spent, the rate allowance used,
+// the document purged. A replay charges neither the balance nor the rate
+// limit, and a different request under the key is a conflict even when it
+// would be refused on its own.
+func TestReplayAnswersWhateverChangedSince(t *testing.T) {
+	e := testenv.New(t, testenv.WithoutCredits(), testenv.WithoutWorkers(), testenv.WithConfig(func(c *core.Config) {
+		c.SendBurst, c.SendInterval = 2, time.Hour
+	}))
+	p := e.Principal(t, e.KeyATest)
+	if _, err := e.Svc.GrantCredits(ctx, p.OwnerID, core.ModeTest, 100_000, "one fax"); err != nil {
+		t.Fatal(err)
+	}
+	req := core.SendFaxRequest{To: "+12125550100", UploadToken: upload(t, e, p, 1)}
+	first, replayed, err := e.Svc.SendFax(ctx, p, "k1", req)
+	if err != nil || replayed {
+		t.Fatalf("first send: replayed=%v err=%v", replayed, err)
+	}
+	replay := func(what string) {
+		t.Helper()
+		o, replayed, err := e.Svc.SendFax(ctx, p, "k1", req)
+		if err != nil || !replayed || o.ID != first.ID || o.Status != core.FaxQueued {
+			t.Fatalf("replay %s: %+v replayed=%v err=%v", what, o, replayed, err)
+		}
+	}
+	replay("with the balance spent")
+	replay("again")
+	_, _, err = e.Svc.SendFax(ctx, p, "k1", core.SendFaxRequest{To: "+12125550101", UploadToken: req.UploadToken})
+	wantCode(t, err, core.CodeIdempotencyConflict)
+	_, _, err = e.Svc.SendFax(ctx, p, "k1", core.SendFaxRequest{To: "+19005550100", UploadToken: req.UploadToken})
+	wantCode(t, err, core.CodeIdempotencyConflict)
+	if c := balance(t, e, p); c.HeldMicros != 100_000 || c.AvailableMicros != 0 {
+		t.Fatalf("after replays: held %s, available %s; want one hold of 0.10", c.Held, c.Available)
+	}
+	// Neither replays nor conflicts used the rate allowance: the second of
+	// the burst of two is still there, and only then is the limit reached.
+	if _, err := e.Svc.GrantCredits(ctx, p.OwnerID, core.ModeTest, 1_000_000, "top up"); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := e.Svc.SendFax(ctx, p, "k2", req); err != nil {
+		t.Fatalf("second send of the burst: %v", err)
+	}
+	_, _, err = e.Svc.SendFax(ctx, p, "k3", req)
+	wantCode(t, err, core.CodeRateLimited)
+	replay("with the rate limit reached")
+	// The document is purged (as retention would, once the faxes are
+	// done): a new send cannot use it, a replay answers.
+	db := e.Store.(interface{ SQL() *sql.DB }).SQL()
+	if _, err := db.ExecContext(ctx, "UPDATE documents SET purged_at = CURRENT_TIMESTAMP WHERE id = $1", first.DocumentID); err != nil {
+		t.Fatal(err)
+	}
+	_, _, err = e.Svc.SendFax(ctx, p, "k4", core.SendFaxRequest{To: "+12125550100", DocumentID: first.DocumentID})
+	wantCode(t, err, core.CodeNotFound)
+	replay("with the document purged")
+	page, err := e.Svc.ListFaxes(ctx, p, "", "", 100)
+	if err != nil || len(page.Data) != 2 {
+		t.Fatalf("want the two faxes sent, got %d (%v)", len(page.Data), err)
+	}
 }
