@@ -133,13 +133,26 @@ func benchSendAndGet(t *testing.T, rep *report) {
 		t.Fatalf("baseline insert: %v", err)
 	}
 	writes, batches := writerStats(env)
-	t.Logf("sendFax: faxhub %d requests in %s, baseline %d in %s", fx.requests, fx.elapsed.Round(time.Millisecond), bl.requests, bl.elapsed.Round(time.Millisecond))
+	floorSrv := serve(t, newSendFloor(t).handler(func(ctx context.Context, err error) { t.Errorf("send floor: %v", err) }))
+	fl, err := hammer(ctx, httpClients, warmUp, sendDuration, post(floorSrv.URL+"/floor/faxes", &idSample{}))
+	if err != nil {
+		t.Fatalf("send floor: %v", err)
+	}
+	t.Logf("sendFax: faxhub %d requests in %s, baseline %d in %s, floor %d in %s", fx.requests, fx.elapsed.Round(time.Millisecond),
+		bl.requests, bl.elapsed.Round(time.Millisecond), fl.requests, fl.elapsed.Round(time.Millisecond))
 	addSendRows(rep, httpClients, sendDuration, fx, bl, ratioAtLeast(0.5),
-		fmt.Sprintf("sendFax: API-key lookup, idempotency lookup, destination check, document lookup, "+
-			"then one transaction charging the rate limiter and writing the fax, credit hold and balance, River job and idempotency record; "+
+		fmt.Sprintf("sendFax: API-key lookup, strict JSON, destination check, the upload's document (one read), "+
+			"then one transaction writing the idempotency record, charging the rate limiter, marking the document used and writing the fax, "+
+			"credit hold and balance and delivery job; "+
 			"concurrent sends share SQLite's writer and commit together (%.1f sends per commit in this phase). "+
 			"Baseline: one INSERT in an immediate transaction, one commit each. Clients share the 2 CPUs with the servers, equally for both.",
 			float64(writes-writes0)/float64(max(batches-batches0, 1))))
+	rep.add(fmt.Sprintf("sendFax  floor: its writes alone, SQLite, %d clients, %s", httpClients, sendDuration), "req/s",
+		fl.perSecond(), bl.perSecond(), noTarget(), 0,
+		"Send floor: an HTTP handler that commits exactly the rows a credit send commits (idempotency record, rate-limit charge, document use, "+
+			"fax, credit hold and balance, delivery job) with the store's statements on faxhub's own schema, through the same group writer, "+
+			"and does nothing else (no API key, no reads, no validation). Its ratio is the most any sendFax could read against the one-INSERT baseline.")
+	rep.add("sendFax  against its floor (faxhub / floor), 32 clients", "req/s", fx.perSecond(), fl.perSecond(), noTarget(), 0, "")
 
 	get := func(prefix string, ids []string) func(ctx context.Context, c int) error {
 		return func(ctx context.Context, c int) error {
