@@ -60,14 +60,14 @@ func TestNewIDOrdersOnlyVolumeRows(t *testing.T) {
 			if after := NewID(prefix); after <= before {
 				t.Errorf("%s made later sorts before %s", after, before)
 			}
-			if d := idTime(t, before).Sub(time.Now()); d < -time.Second || d > time.Second {
+			if d := time.Until(idTime(t, before)); d < -time.Second || d > time.Second {
 				t.Errorf("%s carries a time %s away from now", before, d)
 			}
 		}
 		for _, prefix := range []string{PrefixOwner, PrefixAPIKey, PrefixSession, PrefixUpload} {
 			// A random 48-bit prefix lands within an hour of now once in
 			// 10^8 draws.
-			if d := idTime(t, NewID(prefix)).Sub(time.Now()); d > -time.Hour && d < time.Hour {
+			if d := time.Until(idTime(t, NewID(prefix))); d > -time.Hour && d < time.Hour {
 				t.Errorf("a %s id carries the current time", prefix)
 			}
 		}
