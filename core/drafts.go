@@ -36,26 +36,14 @@ func (s *Service) CreateDraft(ctx context.Context, p Principal, r CreateDraftReq
 	if err := s.checkProvider(p.Mode); err != nil {
 		return nil, err
 	}
-	e164, country, err := s.d.Destination.Check(r.To)
-	if err != nil {
-		return nil, err
-	}
-	from, err := s.senderNumber(ctx, p, r.From)
-	if err != nil {
-		return nil, err
-	}
-	doc, err := s.resolveDocument(ctx, p, r.UploadToken, r.DocumentID)
-	if err != nil {
-		return nil, err
-	}
-	q, err := s.d.Prices.Quote(e164, country, doc.Pages, r.Cover)
+	q, err := s.quoteRequest(ctx, p, SendFaxRequest(r))
 	if err != nil {
 		return nil, err
 	}
 	now := s.now()
 	d := &Draft{
-		ID: NewID(PrefixDraft), OwnerID: p.OwnerID, Mode: p.Mode, DocumentID: doc.ID, To: e164, From: from, Country: country,
-		Cover: r.Cover, CoverText: r.CoverText, Pages: doc.Pages, PriceMicros: q.AmountMicros,
+		ID: NewID(PrefixDraft), OwnerID: p.OwnerID, Mode: p.Mode, DocumentID: q.doc.ID, To: q.to, From: q.from, Country: q.country,
+		Cover: r.Cover, CoverText: r.CoverText, Pages: q.doc.Pages, PriceMicros: q.quote.AmountMicros,
 		Status: DraftOpen, CreatedAt: now, ExpiresAt: now.Add(s.cfg.DraftTTL),
 	}
 	err = s.d.Store.InTx(ctx, func(tx Tx) error {
@@ -67,7 +55,7 @@ func (s *Service) CreateDraft(ctx context.Context, p Principal, r CreateDraftReq
 	if err != nil {
 		return nil, fmt.Errorf("create draft: %w", err)
 	}
-	return &DraftView{Draft: *d, Quote: q}, nil
+	return &DraftView{Draft: *d, Quote: q.quote}, nil
 }
 
 // draftStatus is a draft's status as of now: an open draft past its expiry

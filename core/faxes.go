@@ -142,31 +142,49 @@ func (s *Service) newCreditFax(ctx context.Context, p Principal, r SendFaxReques
 	if err := checkCover(r.Cover, r.CoverText); err != nil {
 		return nil, err
 	}
-	e164, country, err := s.d.Destination.Check(r.To)
-	if err != nil {
-		return nil, err
-	}
-	from, err := s.senderNumber(ctx, p, r.From)
-	if err != nil {
-		return nil, err
-	}
-	doc, err := s.resolveDocument(ctx, p, r.UploadToken, r.DocumentID)
-	if err != nil {
-		return nil, err
-	}
-	q, err := s.d.Prices.Quote(e164, country, doc.Pages, r.Cover)
+	q, err := s.quoteRequest(ctx, p, r)
 	if err != nil {
 		return nil, err
 	}
 	now := s.now()
 	f := &Fax{
-		ID: NewID(PrefixFax), OwnerID: p.OwnerID, Mode: p.Mode, Status: FaxQueued, To: e164, From: from,
-		DocumentID: doc.ID, Pages: doc.Pages, Cover: r.Cover, CoverText: r.CoverText,
-		PriceMicros: q.AmountMicros, Currency: Currency, PaymentMethod: PayCredits,
+		ID: NewID(PrefixFax), OwnerID: p.OwnerID, Mode: p.Mode, Status: FaxQueued, To: q.to, From: q.from,
+		DocumentID: q.doc.ID, Pages: q.doc.Pages, Cover: r.Cover, CoverText: r.CoverText,
+		PriceMicros: q.quote.AmountMicros, Currency: Currency, PaymentMethod: PayCredits,
 		CreatedAt: now, UpdatedAt: now,
 	}
 	s.present(f, nil)
 	return f, nil
+}
+
+// quoted is a send or draft request checked and priced: what its fax or
+// draft is made of.
+type quoted struct {
+	to, country, from string
+	doc               *Document
+	quote             Quote
+}
+
+// quoteRequest checks a request's destination, sender and document and
+// prices it; it writes nothing. The caller checks the cover first.
+func (s *Service) quoteRequest(ctx context.Context, p Principal, r SendFaxRequest) (quoted, error) {
+	e164, country, err := s.d.Destination.Check(r.To)
+	if err != nil {
+		return quoted{}, err
+	}
+	from, err := s.senderNumber(ctx, p, r.From)
+	if err != nil {
+		return quoted{}, err
+	}
+	doc, err := s.resolveDocument(ctx, p, r.UploadToken, r.DocumentID)
+	if err != nil {
+		return quoted{}, err
+	}
+	q, err := s.d.Prices.Quote(e164, country, doc.Pages, r.Cover)
+	if err != nil {
+		return quoted{}, err
+	}
+	return quoted{to: e164, country: country, from: from, doc: doc, quote: q}, nil
 }
 
 // checkProvider refuses to take money for faxes nobody can send: live mode
