@@ -259,9 +259,15 @@ func (s *Service) getFax(ctx context.Context, p Principal, id string) (*Fax, err
 	if err != nil {
 		return nil, storeErr(err, "fax")
 	}
-	a, err := s.d.Store.LatestAttempt(ctx, o.ID)
-	if err != nil && !errors.Is(err, ErrNoRows) {
-		return nil, fmt.Errorf("latest attempt: %w", err)
+	// A fax's attempts count and its attempt rows are written in one
+	// transaction (startAttempt), so a fax never attempted has none to
+	// read: a status poll of a queued fax is one read, not two.
+	var a *Attempt
+	if o.Attempts > 0 {
+		a, err = s.d.Store.LatestAttempt(ctx, o.ID)
+		if err != nil && !errors.Is(err, ErrNoRows) {
+			return nil, fmt.Errorf("latest attempt: %w", err)
+		}
 	}
 	s.present(o, a)
 	return o, nil

@@ -827,3 +827,36 @@ func TestReplayAnswersWhateverChangedSince(t *testing.T) {
 		t.Fatalf("want the two faxes sent, got %d (%v)", len(page.Data), err)
 	}
 }
+
+// A fax never attempted has no latest attempt (and getFax does not look for
+// one); once attempted, a read shows its last one.
+func TestGetFaxLatestAttempt(t *testing.T) {
+	t.Run("queued, never attempted", func(t *testing.T) {
+		e := testenv.New(t, testenv.WithoutWorkers())
+		p := e.Principal(t, e.KeyATest)
+		o, _, err := e.Svc.SendFax(ctx, p, "k", core.SendFaxRequest{To: "+12125550100", UploadToken: upload(t, e, p, 1)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := e.Svc.GetFax(ctx, p, o.ID)
+		if err != nil || got.Status != core.FaxQueued || got.Attempts != 0 || got.LatestAttempt != nil {
+			t.Fatalf("queued fax: %+v (%v)", got, err)
+		}
+	})
+	t.Run("retried", func(t *testing.T) {
+		e := testenv.New(t)
+		p := e.Principal(t, e.KeyATest)
+		// +12125550105: the first attempt fails with provider_error, the
+		// retry is delivered.
+		o, _, err := e.Svc.SendFax(ctx, p, "k", core.SendFaxRequest{To: "+12125550105", UploadToken: upload(t, e, p, 1)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		e.DrainQueue(t)
+		got, err := e.Svc.GetFax(ctx, p, o.ID)
+		if err != nil || got.Status != core.FaxDelivered || got.Attempts != 2 || got.LatestAttempt == nil ||
+			got.LatestAttempt.Number != 2 || got.LatestAttempt.Status != core.AttemptDelivered {
+			t.Fatalf("retried fax: %+v / %+v (%v)", got, got.LatestAttempt, err)
+		}
+	})
+}
