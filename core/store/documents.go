@@ -100,8 +100,6 @@ func (x q) CreateDocument(ctx context.Context, d *core.Document) error {
 	return nil
 }
 
-// GetDocument reads a document whose blobs are still there: a purged one
-// is ErrNoRows, so nothing new can use it.
 func (x q) GetUploadDocument(ctx context.Context, uploadID, ownerID string, mode core.Mode) (*core.Document, error) {
 	var d core.Document
 	if err := x.get(ctx, x.reader(), &d, "SELECT "+documentCols+` FROM documents
@@ -111,6 +109,8 @@ func (x q) GetUploadDocument(ctx context.Context, uploadID, ownerID string, mode
 	return &d, nil
 }
 
+// GetDocument reads a document whose blobs are still there: a purged one
+// is ErrNoRows, so nothing new can use it.
 func (x q) GetDocument(ctx context.Context, ownerID string, mode core.Mode, id string) (*core.Document, error) {
 	var d core.Document
 	if err := x.get(ctx, x.reader(), &d, "SELECT "+documentCols+" FROM documents WHERE id = ? AND owner_id = ? AND mode = ? AND purged_at IS NULL", id, ownerID, mode); err != nil {
