@@ -28,11 +28,11 @@ func agentEnv(t *testing.T) (*testenv.Env, *clock) {
 // registerService enrolls and registers a service_auth agent of owner A.
 func registerService(t *testing.T, e *testenv.Env, scopes []string) *core.AgentRegistered {
 	t.Helper()
-	en, err := e.Svc.CreateAgentEnrollment(ctx, e.OwnerA.ID, "Build bot", scopes)
+	en, err := e.Svc.Core.CreateAgentEnrollment(ctx, e.OwnerA.ID, "Build bot", scopes)
 	if err != nil {
 		t.Fatal(err)
 	}
-	reg, err := e.Svc.RegisterAgent(ctx, core.AgentRegisterRequest{Type: core.AgentRegistrationService, EnrollmentToken: en.EnrollmentToken, LoginHint: e.OwnerA.Email})
+	reg, err := e.Svc.Core.RegisterAgent(ctx, core.AgentRegisterRequest{Type: core.AgentRegistrationService, EnrollmentToken: en.EnrollmentToken, LoginHint: e.OwnerA.Email})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -52,14 +52,14 @@ func TestAgentEnrollmentRules(t *testing.T) {
 	e, clk := agentEnv(t)
 	owner := e.OwnerA.ID
 	// Scopes default to read-only, are validated and normalised.
-	en, err := e.Svc.CreateAgentEnrollment(ctx, owner, " Bot ", nil)
+	en, err := e.Svc.Core.CreateAgentEnrollment(ctx, owner, " Bot ", nil)
 	if err != nil || en.Name != "Bot" || strings.Join(en.Scopes, " ") != "credits:read fax:read" || !strings.HasPrefix(en.EnrollmentToken, core.SecretEnrollment) {
 		t.Fatalf("default enrollment = %+v, %v", en, err)
 	}
 	if !en.ExpiresAt.Equal(clk.now().Add(core.AgentEnrollmentTTL)) {
 		t.Fatalf("expires %v", en.ExpiresAt)
 	}
-	_, err = e.Svc.CreateAgentEnrollment(ctx, owner, "Bot", []string{"fax:send", "fax:send", "fax:read"})
+	_, err = e.Svc.Core.CreateAgentEnrollment(ctx, owner, "Bot", []string{"fax:send", "fax:send", "fax:read"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -68,34 +68,34 @@ func TestAgentEnrollmentRules(t *testing.T) {
 		scopes []string
 		code   string
 	}{{"", nil, core.CodeInvalidRequest}, {strings.Repeat("x", 101), nil, core.CodeInvalidRequest}, {"Bot", []string{"admin"}, core.CodeInvalidScope}} {
-		_, err := e.Svc.CreateAgentEnrollment(ctx, owner, c.name, c.scopes)
+		_, err := e.Svc.Core.CreateAgentEnrollment(ctx, owner, c.name, c.scopes)
 		wantCode(t, err, c.code)
 	}
 	// Five live unused at most; a revoked one frees a slot.
 	for range core.AgentMaxLiveEnrollments - 2 {
-		if _, err := e.Svc.CreateAgentEnrollment(ctx, owner, "Bot", nil); err != nil {
+		if _, err := e.Svc.Core.CreateAgentEnrollment(ctx, owner, "Bot", nil); err != nil {
 			t.Fatal(err)
 		}
 	}
-	_, err = e.Svc.CreateAgentEnrollment(ctx, owner, "Bot", nil)
+	_, err = e.Svc.Core.CreateAgentEnrollment(ctx, owner, "Bot", nil)
 	wantCode(t, err, core.CodeTooManyEnrollments)
-	if err := e.Svc.RevokeAgentEnrollment(ctx, owner, en.ID); err != nil {
+	if err := e.Svc.Core.RevokeAgentEnrollment(ctx, owner, en.ID); err != nil {
 		t.Fatal(err)
 	}
-	wantCode(t, e.Svc.RevokeAgentEnrollment(ctx, owner, en.ID), core.CodeNotFound)
-	if _, err := e.Svc.CreateAgentEnrollment(ctx, owner, "Bot", nil); err != nil {
+	wantCode(t, e.Svc.Core.RevokeAgentEnrollment(ctx, owner, en.ID), core.CodeNotFound)
+	if _, err := e.Svc.Core.CreateAgentEnrollment(ctx, owner, "Bot", nil); err != nil {
 		t.Fatal(err)
 	}
 	// Expired tokens free their slots too.
 	clk.advance(core.AgentEnrollmentTTL + time.Second)
-	if _, err := e.Svc.CreateAgentEnrollment(ctx, owner, "Bot", nil); err != nil {
+	if _, err := e.Svc.Core.CreateAgentEnrollment(ctx, owner, "Bot", nil); err != nil {
 		t.Fatal(err)
 	}
 	// Issuance is rate limited per owner: a burst of ten at one instant
 	// (each revoked at once, so the live-token limit is not what stops it).
 	var n int
 	for {
-		en, err := e.Svc.CreateAgentEnrollment(ctx, e.OwnerB.ID, "Bot", nil)
+		en, err := e.Svc.Core.CreateAgentEnrollment(ctx, e.OwnerB.ID, "Bot", nil)
 		if err != nil {
 			wantCode(t, err, core.CodeRateLimited)
 			if core.AsError(err).RetryAfterSeconds < 1 {
@@ -103,7 +103,7 @@ func TestAgentEnrollmentRules(t *testing.T) {
 			}
 			break
 		}
-		if err := e.Svc.RevokeAgentEnrollment(ctx, e.OwnerB.ID, en.ID); err != nil {
+		if err := e.Svc.Core.RevokeAgentEnrollment(ctx, e.OwnerB.ID, en.ID); err != nil {
 			t.Fatal(err)
 		}
 		n++
@@ -115,21 +115,21 @@ func TestAgentEnrollmentRules(t *testing.T) {
 
 func TestAgentRegistrationRules(t *testing.T) {
 	e, clk := agentEnv(t)
-	_, err := e.Svc.RegisterAgent(ctx, core.AgentRegisterRequest{Type: core.AgentRegistrationService})
+	_, err := e.Svc.Core.RegisterAgent(ctx, core.AgentRegisterRequest{Type: core.AgentRegistrationService})
 	wantCode(t, err, core.CodeEnrollmentRequired)
-	_, err = e.Svc.RegisterAgent(ctx, core.AgentRegisterRequest{Type: core.AgentRegistrationService, EnrollmentToken: "fxe_unknown"})
+	_, err = e.Svc.Core.RegisterAgent(ctx, core.AgentRegisterRequest{Type: core.AgentRegistrationService, EnrollmentToken: "fxe_unknown"})
 	wantCode(t, err, core.CodeInvalidEnrollment)
 
-	en, err := e.Svc.CreateAgentEnrollment(ctx, e.OwnerA.ID, "Bot", nil)
+	en, err := e.Svc.Core.CreateAgentEnrollment(ctx, e.OwnerA.ID, "Bot", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	// Failures do not consume the token.
-	_, err = e.Svc.RegisterAgent(ctx, core.AgentRegisterRequest{Type: "oidc", EnrollmentToken: en.EnrollmentToken})
+	_, err = e.Svc.Core.RegisterAgent(ctx, core.AgentRegisterRequest{Type: "oidc", EnrollmentToken: en.EnrollmentToken})
 	wantCode(t, err, core.CodeInvalidRequest)
-	_, err = e.Svc.RegisterAgent(ctx, core.AgentRegisterRequest{Type: core.AgentRegistrationService, EnrollmentToken: en.EnrollmentToken, LoginHint: e.OwnerB.Email})
+	_, err = e.Svc.Core.RegisterAgent(ctx, core.AgentRegisterRequest{Type: core.AgentRegistrationService, EnrollmentToken: en.EnrollmentToken, LoginHint: e.OwnerB.Email})
 	wantCode(t, err, core.CodeLoginHintMismatch)
-	reg, err := e.Svc.RegisterAgent(ctx, core.AgentRegisterRequest{Type: core.AgentRegistrationService, EnrollmentToken: en.EnrollmentToken, LoginHint: strings.ToUpper(e.OwnerA.Email)})
+	reg, err := e.Svc.Core.RegisterAgent(ctx, core.AgentRegisterRequest{Type: core.AgentRegistrationService, EnrollmentToken: en.EnrollmentToken, LoginHint: strings.ToUpper(e.OwnerA.Email)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -137,32 +137,32 @@ func TestAgentRegistrationRules(t *testing.T) {
 		t.Fatalf("registration = %+v", reg)
 	}
 	// Consumed.
-	_, err = e.Svc.RegisterAgent(ctx, core.AgentRegisterRequest{Type: core.AgentRegistrationService, EnrollmentToken: en.EnrollmentToken, LoginHint: e.OwnerA.Email})
+	_, err = e.Svc.Core.RegisterAgent(ctx, core.AgentRegisterRequest{Type: core.AgentRegistrationService, EnrollmentToken: en.EnrollmentToken, LoginHint: e.OwnerA.Email})
 	wantCode(t, err, core.CodeInvalidEnrollment)
 	// Expired.
-	en2, _ := e.Svc.CreateAgentEnrollment(ctx, e.OwnerA.ID, "Bot", nil)
+	en2, _ := e.Svc.Core.CreateAgentEnrollment(ctx, e.OwnerA.ID, "Bot", nil)
 	clk.advance(core.AgentEnrollmentTTL)
-	_, err = e.Svc.RegisterAgent(ctx, core.AgentRegisterRequest{Type: core.AgentRegistrationAnon, EnrollmentToken: en2.EnrollmentToken})
+	_, err = e.Svc.Core.RegisterAgent(ctx, core.AgentRegisterRequest{Type: core.AgentRegistrationAnon, EnrollmentToken: en2.EnrollmentToken})
 	wantCode(t, err, core.CodeInvalidEnrollment)
 	// Anonymous: no claim attempt, no account access before the claim.
-	en3, _ := e.Svc.CreateAgentEnrollment(ctx, e.OwnerA.ID, "Anon", []string{"fax:read"})
-	anon, err := e.Svc.RegisterAgent(ctx, core.AgentRegisterRequest{Type: core.AgentRegistrationAnon, EnrollmentToken: en3.EnrollmentToken})
+	en3, _ := e.Svc.Core.CreateAgentEnrollment(ctx, e.OwnerA.ID, "Anon", []string{"fax:read"})
+	anon, err := e.Svc.Core.RegisterAgent(ctx, core.AgentRegisterRequest{Type: core.AgentRegistrationAnon, EnrollmentToken: en3.EnrollmentToken})
 	if err != nil || anon.Attempt != nil {
 		t.Fatalf("anonymous = %+v, %v", anon, err)
 	}
-	if err := e.Svc.RecordAgentAssertion(ctx, anon.Registration.ID, "jti_1"); err != nil {
+	if err := e.Svc.Core.RecordAgentAssertion(ctx, anon.Registration.ID, "jti_1"); err != nil {
 		t.Fatal(err)
 	}
-	tok, err := e.Svc.ExchangeAgentAssertion(ctx, anon.Registration.ID, "jti_1", "")
+	tok, err := e.Svc.Core.ExchangeAgentAssertion(ctx, anon.Registration.ID, "jti_1", "")
 	if err != nil || len(tok.Scopes) != 0 {
 		t.Fatalf("pre-claim exchange = %+v, %v", tok, err)
 	}
-	p, err := e.Svc.AgentTokenPrincipal(ctx, tok.AccessToken, e.Svc.ResourceMCP())
+	p, err := e.Svc.Core.AgentTokenPrincipal(ctx, tok.AccessToken, e.Svc.Core.ResourceMCP())
 	if err != nil || p.OwnerID != "" || len(p.Scopes) != 0 {
 		t.Fatalf("pre-claim principal = %+v, %v", p, err)
 	}
 	wantCode(t, core.Authorize(p, core.OpGetCredits), core.CodeUnauthenticated)
-	_, err = e.Svc.ExchangeAgentAssertion(ctx, anon.Registration.ID, "jti_old", "")
+	_, err = e.Svc.Core.ExchangeAgentAssertion(ctx, anon.Registration.ID, "jti_old", "")
 	wantCode(t, err, core.CodeInvalidGrant)
 }
 
@@ -172,149 +172,149 @@ func TestAgentClaimStates(t *testing.T) {
 	ct := reg.ClaimToken
 
 	// pending → authorization_pending, and slow_down (+5 s) when too fast.
-	_, err := e.Svc.PollAgentClaim(ctx, ct, "")
+	_, err := e.Svc.Core.PollAgentClaim(ctx, ct, "")
 	wantCode(t, err, core.CodeAuthorizationPending)
 	if core.AsError(err).Fields["interval"] != 5 {
 		t.Fatalf("interval: %v", core.AsError(err).Fields)
 	}
 	clk.advance(2 * time.Second)
-	_, err = e.Svc.PollAgentClaim(ctx, ct, "")
+	_, err = e.Svc.Core.PollAgentClaim(ctx, ct, "")
 	wantCode(t, err, core.CodeSlowDown)
 	if core.AsError(err).Fields["interval"] != 10 {
 		t.Fatalf("slow_down interval: %v", core.AsError(err).Fields)
 	}
 	clk.advance(10 * time.Second)
-	_, err = e.Svc.PollAgentClaim(ctx, ct, "")
+	_, err = e.Svc.Core.PollAgentClaim(ctx, ct, "")
 	wantCode(t, err, core.CodeAuthorizationPending)
-	_, err = e.Svc.PollAgentClaim(ctx, ct, "https://elsewhere.example/mcp")
+	_, err = e.Svc.Core.PollAgentClaim(ctx, ct, "https://elsewhere.example/mcp")
 	wantCode(t, err, core.CodeInvalidTarget)
-	_, err = e.Svc.PollAgentClaim(ctx, "fxc_unknown", "")
+	_, err = e.Svc.Core.PollAgentClaim(ctx, "fxc_unknown", "")
 	wantCode(t, err, core.CodeInvalidGrant)
 
 	// A new attempt invalidates the old link; the email must match.
-	_, err = e.Svc.StartAgentClaim(ctx, ct, e.OwnerB.Email)
+	_, err = e.Svc.Core.StartAgentClaim(ctx, ct, e.OwnerB.Email)
 	wantCode(t, err, core.CodeEmailMismatch)
 	old := attemptToken(t, reg.Attempt)
-	att, err := e.Svc.StartAgentClaim(ctx, ct, e.OwnerA.Email)
+	att, err := e.Svc.Core.StartAgentClaim(ctx, ct, e.OwnerA.Email)
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = e.Svc.AgentClaimForOwner(ctx, e.OwnerA.ID, old)
+	_, err = e.Svc.Core.AgentClaimForOwner(ctx, e.OwnerA.ID, old)
 	wantCode(t, err, core.CodeClaimLinkInvalid)
 	// New attempts are bounded per registration: five at once, then one
 	// every 30 s.
 	for range 4 {
-		if att, err = e.Svc.StartAgentClaim(ctx, ct, e.OwnerA.Email); err != nil {
+		if att, err = e.Svc.Core.StartAgentClaim(ctx, ct, e.OwnerA.Email); err != nil {
 			t.Fatal(err)
 		}
 	}
-	_, err = e.Svc.StartAgentClaim(ctx, ct, e.OwnerA.Email)
+	_, err = e.Svc.Core.StartAgentClaim(ctx, ct, e.OwnerA.Email)
 	wantCode(t, err, core.CodeRateLimited)
 	link := attemptToken(t, att)
 
 	// Only the enrolling owner; wrong codes are counted.
-	_, err = e.Svc.AgentClaimForOwner(ctx, e.OwnerB.ID, link)
+	_, err = e.Svc.Core.AgentClaimForOwner(ctx, e.OwnerB.ID, link)
 	wantCode(t, err, core.CodeClaimWrongOwner)
-	wantCode(t, e.Svc.DecideAgentClaim(ctx, e.OwnerA.ID, link, "000000x", true, nil), core.CodeClaimWrongCode)
-	req, err := e.Svc.AgentClaimForOwner(ctx, e.OwnerA.ID, link)
+	wantCode(t, e.Svc.Core.DecideAgentClaim(ctx, e.OwnerA.ID, link, "000000x", true, nil), core.CodeClaimWrongCode)
+	req, err := e.Svc.Core.AgentClaimForOwner(ctx, e.OwnerA.ID, link)
 	if err != nil || req.TriesLeft != core.AgentClaimMaxTries-1 || len(req.Scopes) != 3 {
 		t.Fatalf("claim request = %+v, %v", req, err)
 	}
 	// Narrowing only.
-	wantCode(t, e.Svc.DecideAgentClaim(ctx, e.OwnerA.ID, link, att.UserCode, true, []string{"fax:send"}), core.CodeClaimScopeWiden)
-	if err := e.Svc.DecideAgentClaim(ctx, e.OwnerA.ID, link, att.UserCode, true, []string{"fax:read"}); err != nil {
+	wantCode(t, e.Svc.Core.DecideAgentClaim(ctx, e.OwnerA.ID, link, att.UserCode, true, []string{"fax:send"}), core.CodeClaimScopeWiden)
+	if err := e.Svc.Core.DecideAgentClaim(ctx, e.OwnerA.ID, link, att.UserCode, true, []string{"fax:read"}); err != nil {
 		t.Fatal(err)
 	}
-	wantCode(t, e.Svc.DecideAgentClaim(ctx, e.OwnerA.ID, link, att.UserCode, true, nil), core.CodeClaimLinkInvalid)
+	wantCode(t, e.Svc.Core.DecideAgentClaim(ctx, e.OwnerA.ID, link, att.UserCode, true, nil), core.CodeClaimLinkInvalid)
 
 	// approved → the next poll hands out the tokens once, with a new
 	// assertion; then redeemed.
 	clk.advance(time.Minute)
-	tok, err := e.Svc.PollAgentClaim(ctx, ct, "")
+	tok, err := e.Svc.Core.PollAgentClaim(ctx, ct, "")
 	if err != nil || !tok.NewAssertion || strings.Join(tok.Scopes, " ") != "fax:read" || tok.ExpiresIn != time.Hour {
 		t.Fatalf("approved poll = %+v, %v", tok, err)
 	}
-	_, err = e.Svc.PollAgentClaim(ctx, ct, "")
+	_, err = e.Svc.Core.PollAgentClaim(ctx, ct, "")
 	wantCode(t, err, core.CodeInvalidGrant)
-	p, err := e.Svc.AgentTokenPrincipal(ctx, tok.AccessToken, e.Svc.ResourceMCP())
+	p, err := e.Svc.Core.AgentTokenPrincipal(ctx, tok.AccessToken, e.Svc.Core.ResourceMCP())
 	if err != nil || p.OwnerID != e.OwnerA.ID || p.Kind != core.PrincipalAgent || len(p.Scopes) != 1 {
 		t.Fatalf("principal = %+v, %v", p, err)
 	}
-	_, err = e.Svc.AgentTokenPrincipal(ctx, tok.AccessToken, e.Svc.ResourceA2A())
+	_, err = e.Svc.Core.AgentTokenPrincipal(ctx, tok.AccessToken, e.Svc.Core.ResourceA2A())
 	wantCode(t, err, core.CodeInvalidToken)
 	// A token for the A2A endpoint is for it alone.
-	if err := e.Svc.RecordAgentAssertion(ctx, tok.Registration.ID, "jti_a2a"); err != nil {
+	if err := e.Svc.Core.RecordAgentAssertion(ctx, tok.Registration.ID, "jti_a2a"); err != nil {
 		t.Fatal(err)
 	}
-	a2a, err := e.Svc.ExchangeAgentAssertion(ctx, tok.Registration.ID, "jti_a2a", e.Svc.ResourceA2A())
+	a2a, err := e.Svc.Core.ExchangeAgentAssertion(ctx, tok.Registration.ID, "jti_a2a", e.Svc.Core.ResourceA2A())
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := e.Svc.AgentTokenPrincipal(ctx, a2a.AccessToken, e.Svc.ResourceA2A()); err != nil {
+	if _, err := e.Svc.Core.AgentTokenPrincipal(ctx, a2a.AccessToken, e.Svc.Core.ResourceA2A()); err != nil {
 		t.Fatalf("a2a token at /a2a: %v", err)
 	}
-	_, err = e.Svc.AgentTokenPrincipal(ctx, a2a.AccessToken, e.Svc.ResourceMCP())
+	_, err = e.Svc.Core.AgentTokenPrincipal(ctx, a2a.AccessToken, e.Svc.Core.ResourceMCP())
 	wantCode(t, err, core.CodeInvalidToken)
 	// The token lives one hour.
 	clk.advance(time.Hour)
-	_, err = e.Svc.AgentTokenPrincipal(ctx, tok.AccessToken, e.Svc.ResourceMCP())
+	_, err = e.Svc.Core.AgentTokenPrincipal(ctx, tok.AccessToken, e.Svc.Core.ResourceMCP())
 	wantCode(t, err, core.CodeInvalidToken)
 }
 
 func TestAgentClaimDeclineAndExpiry(t *testing.T) {
 	e, clk := agentEnv(t)
 	declined := registerService(t, e, nil)
-	if err := e.Svc.DecideAgentClaim(ctx, e.OwnerA.ID, attemptToken(t, declined.Attempt), "", false, nil); err != nil {
+	if err := e.Svc.Core.DecideAgentClaim(ctx, e.OwnerA.ID, attemptToken(t, declined.Attempt), "", false, nil); err != nil {
 		t.Fatal(err)
 	}
-	_, err := e.Svc.PollAgentClaim(ctx, declined.ClaimToken, "")
+	_, err := e.Svc.Core.PollAgentClaim(ctx, declined.ClaimToken, "")
 	wantCode(t, err, core.CodeAccessDenied)
-	_, err = e.Svc.StartAgentClaim(ctx, declined.ClaimToken, e.OwnerA.Email)
+	_, err = e.Svc.Core.StartAgentClaim(ctx, declined.ClaimToken, e.OwnerA.Email)
 	wantCode(t, err, core.CodeAccessDenied)
 
 	expiring := registerService(t, e, nil)
 	clk.advance(core.AgentClaimTTL)
-	wantCode(t, e.Svc.DecideAgentClaim(ctx, e.OwnerA.ID, attemptToken(t, expiring.Attempt), expiring.Attempt.UserCode, true, nil), core.CodeClaimExpired)
-	_, err = e.Svc.PollAgentClaim(ctx, expiring.ClaimToken, "")
+	wantCode(t, e.Svc.Core.DecideAgentClaim(ctx, e.OwnerA.ID, attemptToken(t, expiring.Attempt), expiring.Attempt.UserCode, true, nil), core.CodeClaimExpired)
+	_, err = e.Svc.Core.PollAgentClaim(ctx, expiring.ClaimToken, "")
 	wantCode(t, err, core.CodeExpiredToken)
-	_, err = e.Svc.PollAgentClaim(ctx, expiring.ClaimToken, "")
+	_, err = e.Svc.Core.PollAgentClaim(ctx, expiring.ClaimToken, "")
 	wantCode(t, err, core.CodeExpiredToken)
 }
 
 func TestAgentRevocation(t *testing.T) {
 	e, _ := agentEnv(t)
 	reg := registerService(t, e, []string{"credits:read"})
-	if err := e.Svc.DecideAgentClaim(ctx, e.OwnerA.ID, attemptToken(t, reg.Attempt), reg.Attempt.UserCode, true, nil); err != nil {
+	if err := e.Svc.Core.DecideAgentClaim(ctx, e.OwnerA.ID, attemptToken(t, reg.Attempt), reg.Attempt.UserCode, true, nil); err != nil {
 		t.Fatal(err)
 	}
-	tok, err := e.Svc.PollAgentClaim(ctx, reg.ClaimToken, "")
+	tok, err := e.Svc.Core.PollAgentClaim(ctx, reg.ClaimToken, "")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := e.Svc.RecordAgentAssertion(ctx, reg.Registration.ID, "jti_a"); err != nil {
+	if err := e.Svc.Core.RecordAgentAssertion(ctx, reg.Registration.ID, "jti_a"); err != nil {
 		t.Fatal(err)
 	}
 	// Revoking one token leaves the assertion exchangeable (idempotently).
 	for range 2 {
-		if err := e.Svc.RevokeAgentAccessToken(ctx, tok.AccessToken); err != nil {
+		if err := e.Svc.Core.RevokeAgentAccessToken(ctx, tok.AccessToken); err != nil {
 			t.Fatal(err)
 		}
 	}
-	_, err = e.Svc.AgentTokenPrincipal(ctx, tok.AccessToken, e.Svc.ResourceMCP())
+	_, err = e.Svc.Core.AgentTokenPrincipal(ctx, tok.AccessToken, e.Svc.Core.ResourceMCP())
 	wantCode(t, err, core.CodeInvalidToken)
-	tok2, err := e.Svc.ExchangeAgentAssertion(ctx, reg.Registration.ID, "jti_a", "")
+	tok2, err := e.Svc.Core.ExchangeAgentAssertion(ctx, reg.Registration.ID, "jti_a", "")
 	if err != nil || strings.Join(tok2.Scopes, " ") != "credits:read" || tok2.NewAssertion {
 		t.Fatalf("re-exchange = %+v, %v", tok2, err)
 	}
 	// Revoking the registration stops tokens and exchanges.
-	if _, err := e.Svc.RevokeAgentByAssertion(ctx, reg.Registration.ID, "jti_a"); err != nil {
+	if _, err := e.Svc.Core.RevokeAgentByAssertion(ctx, reg.Registration.ID, "jti_a"); err != nil {
 		t.Fatal(err)
 	}
-	_, err = e.Svc.AgentTokenPrincipal(ctx, tok2.AccessToken, e.Svc.ResourceMCP())
+	_, err = e.Svc.Core.AgentTokenPrincipal(ctx, tok2.AccessToken, e.Svc.Core.ResourceMCP())
 	wantCode(t, err, core.CodeInvalidToken)
-	_, err = e.Svc.ExchangeAgentAssertion(ctx, reg.Registration.ID, "jti_a", "")
+	_, err = e.Svc.Core.ExchangeAgentAssertion(ctx, reg.Registration.ID, "jti_a", "")
 	wantCode(t, err, core.CodeInvalidGrant)
-	wantCode(t, e.Svc.RevokeAgentRegistration(ctx, e.OwnerA.ID, reg.Registration.ID), core.CodeNotFound)
+	wantCode(t, e.Svc.Core.RevokeAgentRegistration(ctx, e.OwnerA.ID, reg.Registration.ID), core.CodeNotFound)
 }
 
 // TestPrincipalModes: every kind of principal gets its mode where it is
@@ -335,18 +335,18 @@ func TestPrincipalModes(t *testing.T) {
 			}
 			// Chat apps (OAuth grants) and registered agents act in the
 			// setting.
-			if p := e.Svc.GrantPrincipal(core.GrantAccess{OwnerID: e.OwnerA.ID, GrantID: "grt_1", Scopes: []core.Scope{core.ScopeFaxRead}}); p.Mode != setting || p.Kind != core.PrincipalOAuthGrant {
+			if p := e.Svc.Core.GrantPrincipal(core.GrantAccess{OwnerID: e.OwnerA.ID, GrantID: "grt_1", Scopes: []core.Scope{core.ScopeFaxRead}}); p.Mode != setting || p.Kind != core.PrincipalOAuthGrant {
 				t.Errorf("grant principal %+v, want mode %s", p, setting)
 			}
 			reg := registerService(t, e, nil)
-			if err := e.Svc.DecideAgentClaim(ctx, e.OwnerA.ID, attemptToken(t, reg.Attempt), reg.Attempt.UserCode, true, nil); err != nil {
+			if err := e.Svc.Core.DecideAgentClaim(ctx, e.OwnerA.ID, attemptToken(t, reg.Attempt), reg.Attempt.UserCode, true, nil); err != nil {
 				t.Fatal(err)
 			}
-			tok, err := e.Svc.PollAgentClaim(ctx, reg.ClaimToken, "")
+			tok, err := e.Svc.Core.PollAgentClaim(ctx, reg.ClaimToken, "")
 			if err != nil {
 				t.Fatal(err)
 			}
-			if p, err := e.Svc.AgentTokenPrincipal(ctx, tok.AccessToken, e.Svc.ResourceMCP()); err != nil || p.Mode != setting {
+			if p, err := e.Svc.Core.AgentTokenPrincipal(ctx, tok.AccessToken, e.Svc.Core.ResourceMCP()); err != nil || p.Mode != setting {
 				t.Errorf("agent principal %+v (%v), want mode %s", p, err, setting)
 			}
 		})

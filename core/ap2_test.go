@@ -21,6 +21,7 @@ import (
 	"github.com/faxhub/faxhub/core"
 	"github.com/faxhub/faxhub/core/payments"
 	"github.com/faxhub/faxhub/core/payments/testcard"
+	"github.com/faxhub/faxhub/core/services"
 	"github.com/faxhub/faxhub/internal/testenv"
 )
 
@@ -89,7 +90,7 @@ func (c *countingCard) Charge(ctx context.Context, r payments.ChargeRequest) (pa
 
 type ap2Env struct {
 	*testenv.Env
-	svc    *core.Service
+	svc    *services.Set
 	clk    *clock
 	signer *testSigner
 	card   *countingCard
@@ -103,7 +104,7 @@ func newAP2Env(t *testing.T) *ap2Env {
 	clk := newClock()
 	e := testenv.New(t, testenv.WithoutWorkers(), testenv.WithConfig(func(c *core.Config) { c.Now = clk.now }))
 	ae := &ap2Env{Env: e, clk: clk, signer: newTestSigner(t), card: &countingCard{}}
-	svc, err := core.New(core.Config{BaseURL: "http://faxhub.test", UploadSecret: bytes.Repeat([]byte{7}, 32), Now: clk.now}, core.Deps{
+	svc, err := services.New(core.Config{BaseURL: "http://faxhub.test", UploadSecret: bytes.Repeat([]byte{7}, 32), Now: clk.now}, core.Deps{
 		Store: e.Store, Signer: ae.signer, PaymentMethods: map[core.Mode]payments.PaymentMethod{core.ModeTest: ae.card},
 	})
 	if err != nil {
@@ -117,7 +118,7 @@ func newAP2Env(t *testing.T) *ap2Env {
 
 func (e *ap2Env) start(t *testing.T, pack string) *core.TaskView {
 	t.Helper()
-	v, err := e.svc.StartCreditPurchase(ctx, e.p, "buy_credits", "", pack)
+	v, err := e.svc.Core.StartCreditPurchase(ctx, e.p, "buy_credits", "", pack)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -133,14 +134,14 @@ func mandateFor(v *core.TaskView, id, token string) core.PaymentMandate {
 
 func (e *ap2Env) submit(t *testing.T, v *core.TaskView, m core.PaymentMandate) (*core.TaskView, *core.Approval) {
 	t.Helper()
-	got, err := e.svc.SubmitPaymentMandate(ctx, e.p, v.ID, m)
+	got, err := e.svc.Core.SubmitPaymentMandate(ctx, e.p, v.ID, m)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if got.State != core.TaskInputRequired || got.Purchase.ApprovalID == nil {
 		t.Fatalf("after the mandate: %s %q %+v", got.State, got.Message, got.Purchase)
 	}
-	a, err := e.svc.GetApproval(ctx, e.OwnerA.ID, *got.Purchase.ApprovalID)
+	a, err := e.svc.Core.GetApproval(ctx, e.OwnerA.ID, *got.Purchase.ApprovalID)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -149,7 +150,7 @@ func (e *ap2Env) submit(t *testing.T, v *core.TaskView, m core.PaymentMandate) (
 
 func (e *ap2Env) task(t *testing.T, id string) *core.TaskView {
 	t.Helper()
-	v, err := e.svc.GetTask(ctx, e.p, id)
+	v, err := e.svc.Core.GetTask(ctx, e.p, id)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -158,7 +159,7 @@ func (e *ap2Env) task(t *testing.T, id string) *core.TaskView {
 
 func (e *ap2Env) purchases(t *testing.T) (credits int64, entries int) {
 	t.Helper()
-	c, err := e.svc.GetCredits(ctx, e.p, "", 100)
+	c, err := e.svc.Core.GetCredits(ctx, e.p, "", 100)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -255,22 +256,22 @@ func TestCreditPurchaseApprovedWithPasskey(t *testing.T) {
 		t.Fatal("the card credential is stored or shown in the clear")
 	}
 	// The same mandate again (a retried message) reports where it stands.
-	if again, err := e.svc.SubmitPaymentMandate(ctx, e.p, v.ID, m); err != nil || *again.Purchase.ApprovalID != a.ID {
+	if again, err := e.svc.Core.SubmitPaymentMandate(ctx, e.p, v.ID, m); err != nil || *again.Purchase.ApprovalID != a.ID {
 		t.Fatalf("resubmitted mandate: %+v %v", again, err)
 	}
-	if pending, _ := e.svc.PendingApprovals(ctx, e.OwnerA.ID); len(pending) != 1 {
+	if pending, _ := e.svc.Core.PendingApprovals(ctx, e.OwnerA.ID); len(pending) != 1 {
 		t.Fatalf("%d approvals pending after a resubmission", len(pending))
 	}
 	// A second mandate on the same task is refused.
-	_, err := e.svc.SubmitPaymentMandate(ctx, e.p, v.ID, mandateFor(v, "pm_2", testcard.TokenVisa))
+	_, err := e.svc.Core.SubmitPaymentMandate(ctx, e.p, v.ID, mandateFor(v, "pm_2", testcard.TokenVisa))
 	wantCode(t, err, core.CodePurchaseState)
 
-	_, err = e.svc.DecideApproval(ctx, e.OwnerA.ID, a.ID, approve(false, a))
+	_, err = e.svc.Core.DecideApproval(ctx, e.OwnerA.ID, a.ID, approve(false, a))
 	wantCode(t, err, core.CodeUserVerification)
 	if e.card.charges.Load() != 0 {
 		t.Fatal("charged before the owner approved")
 	}
-	if _, err := e.svc.DecideApproval(ctx, e.OwnerA.ID, a.ID, approve(true, a)); err != nil {
+	if _, err := e.svc.Core.DecideApproval(ctx, e.OwnerA.ID, a.ID, approve(true, a)); err != nil {
 		t.Fatal(err)
 	}
 	done := e.task(t, v.ID)
@@ -293,7 +294,7 @@ func TestCreditPurchaseApprovedWithPasskey(t *testing.T) {
 	if after-before != 10_000_000 || entries != 1 {
 		t.Fatalf("balance %d → %d, %d purchase entries", before, after, entries)
 	}
-	if _, err := e.svc.CancelTask(ctx, e.p, v.ID); core.ErrorCode(err) != core.CodeTaskNotCancelable {
+	if _, err := e.svc.Core.CancelTask(ctx, e.p, v.ID); core.ErrorCode(err) != core.CodeTaskNotCancelable {
 		t.Fatalf("cancel of a completed purchase: %v", err)
 	}
 	if e.card.charges.Load() != 1 {
@@ -306,7 +307,7 @@ func TestCreditPurchaseDeclinedByOwner(t *testing.T) {
 	before, _ := e.purchases(t)
 	v := e.start(t, "pack_25")
 	_, a := e.submit(t, v, mandateFor(v, "pm_decline", testcard.TokenVisa))
-	if _, err := e.svc.DecideApproval(ctx, e.OwnerA.ID, a.ID, core.Decision{BindingHash: a.BindingHash}); err != nil {
+	if _, err := e.svc.Core.DecideApproval(ctx, e.OwnerA.ID, a.ID, core.Decision{BindingHash: a.BindingHash}); err != nil {
 		t.Fatal(err)
 	}
 	got := e.task(t, v.ID)
@@ -324,7 +325,7 @@ func TestCreditPurchaseCardDeclined(t *testing.T) {
 	before, _ := e.purchases(t)
 	v := e.start(t, "pack_10")
 	_, a := e.submit(t, v, mandateFor(v, "pm_card_declined", testcard.TokenDeclined))
-	if _, err := e.svc.DecideApproval(ctx, e.OwnerA.ID, a.ID, approve(true, a)); err != nil {
+	if _, err := e.svc.Core.DecideApproval(ctx, e.OwnerA.ID, a.ID, approve(true, a)); err != nil {
 		t.Fatalf("a declined card must not fail the owner's approval: %v", err)
 	}
 	got := e.task(t, v.ID)
@@ -339,7 +340,7 @@ func TestCreditPurchaseCardDeclined(t *testing.T) {
 	// An unknown token is invalid, not declined.
 	v = e.start(t, "pack_10")
 	_, a = e.submit(t, v, mandateFor(v, "pm_card_invalid", "tok_nope"))
-	if _, err := e.svc.DecideApproval(ctx, e.OwnerA.ID, a.ID, approve(true, a)); err != nil {
+	if _, err := e.svc.Core.DecideApproval(ctx, e.OwnerA.ID, a.ID, approve(true, a)); err != nil {
 		t.Fatal(err)
 	}
 	if got := e.task(t, v.ID); got.State != core.TaskFailed || got.FailureCode != "payment_invalid" || !strings.Contains(got.Message, "tok_visa") {
@@ -351,16 +352,16 @@ func TestPaymentMandateReplayedWritesNothing(t *testing.T) {
 	e := newAP2Env(t)
 	first := e.start(t, "pack_10")
 	e.submit(t, first, mandateFor(first, "pm_once", testcard.TokenVisa))
-	pending, _ := e.svc.PendingApprovals(ctx, e.OwnerA.ID)
+	pending, _ := e.svc.Core.PendingApprovals(ctx, e.OwnerA.ID)
 
 	second := e.start(t, "pack_10")
-	_, err := e.svc.SubmitPaymentMandate(ctx, e.p, second.ID, mandateFor(second, "pm_once", testcard.TokenVisa))
+	_, err := e.svc.Core.SubmitPaymentMandate(ctx, e.p, second.ID, mandateFor(second, "pm_once", testcard.TokenVisa))
 	wantCode(t, err, core.CodeMandateReplayed)
 	if got := e.task(t, second.ID); got.State != core.TaskInputRequired || got.Purchase.Status != core.PurchaseCartOffered ||
 		got.Purchase.PaymentMandateID != nil || got.Purchase.Credential != nil || got.Purchase.ApprovalID != nil {
 		t.Fatalf("the replayed mandate wrote to the second cart: %+v", got.Purchase)
 	}
-	if now, _ := e.svc.PendingApprovals(ctx, e.OwnerA.ID); len(now) != len(pending) {
+	if now, _ := e.svc.Core.PendingApprovals(ctx, e.OwnerA.ID); len(now) != len(pending) {
 		t.Fatalf("the replayed mandate left an approval: %d → %d", len(pending), len(now))
 	}
 	// A fresh mandate id still works on the second cart.
@@ -395,7 +396,7 @@ func TestPaymentMandateMismatch(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			m := mandateFor(v, "pm_mismatch", testcard.TokenVisa)
 			tc.edit(&m)
-			_, err := e.svc.SubmitPaymentMandate(ctx, e.p, v.ID, m)
+			_, err := e.svc.Core.SubmitPaymentMandate(ctx, e.p, v.ID, m)
 			wantCode(t, err, tc.code)
 			var ce *core.Error
 			if !errors.As(err, &ce) || !strings.Contains(fmt.Sprint(ce.Fields["field"]), tc.field) {
@@ -408,9 +409,9 @@ func TestPaymentMandateMismatch(t *testing.T) {
 	}
 	// Nobody else's task, nor a task of another mode, takes a mandate.
 	pb := e.Principal(t, e.KeyBTest)
-	_, err := e.svc.SubmitPaymentMandate(ctx, pb, v.ID, mandateFor(v, "pm_b", testcard.TokenVisa))
+	_, err := e.svc.Core.SubmitPaymentMandate(ctx, pb, v.ID, mandateFor(v, "pm_b", testcard.TokenVisa))
 	wantCode(t, err, core.CodeNotFound)
-	_, err = e.svc.GetTask(ctx, pb, v.ID)
+	_, err = e.svc.Core.GetTask(ctx, pb, v.ID)
 	wantCode(t, err, core.CodeNotFound)
 }
 
@@ -418,19 +419,19 @@ func TestCartAndApprovalExpire(t *testing.T) {
 	e := newAP2Env(t)
 	v := e.start(t, "pack_10")
 	e.clk.advance(core.CartTTL)
-	_, err := e.svc.SubmitPaymentMandate(ctx, e.p, v.ID, mandateFor(v, "pm_late", testcard.TokenVisa))
+	_, err := e.svc.Core.SubmitPaymentMandate(ctx, e.p, v.ID, mandateFor(v, "pm_late", testcard.TokenVisa))
 	wantCode(t, err, core.CodeCartExpired)
 	if got := e.task(t, v.ID); got.State != core.TaskFailed || got.FailureCode != "cart_expired" || got.CartMandate != nil {
 		t.Fatalf("expired cart: %s %s", got.State, got.FailureCode)
 	}
-	if _, err := e.svc.CancelTask(ctx, e.p, v.ID); core.ErrorCode(err) != core.CodeTaskNotCancelable {
+	if _, err := e.svc.Core.CancelTask(ctx, e.p, v.ID); core.ErrorCode(err) != core.CodeTaskNotCancelable {
 		t.Fatalf("cancel of an expired cart: %v", err)
 	}
 
 	v = e.start(t, "pack_10")
 	_, a := e.submit(t, v, mandateFor(v, "pm_unapproved", testcard.TokenVisa))
 	e.clk.advance(core.PurchaseApprovalTTL + time.Second)
-	_, err = e.svc.DecideApproval(ctx, e.OwnerA.ID, a.ID, approve(true, a))
+	_, err = e.svc.Core.DecideApproval(ctx, e.OwnerA.ID, a.ID, approve(true, a))
 	wantCode(t, err, core.CodeApprovalState)
 	got := e.task(t, v.ID)
 	if got.State != core.TaskFailed || got.FailureCode != "approval_expired" || got.Purchase.Credential != nil {
@@ -448,28 +449,28 @@ func TestCancelCreditPurchase(t *testing.T) {
 	buyer, drafter := e.p, e.p
 	buyer.Scopes = []core.Scope{core.ScopeCreditsCheckout}
 	drafter.Scopes = []core.Scope{core.ScopeFaxDraft}
-	_, err := e.svc.CancelTask(ctx, drafter, v.ID)
+	_, err := e.svc.Core.CancelTask(ctx, drafter, v.ID)
 	wantCode(t, err, core.CodeInsufficientScope)
-	got, err := e.svc.CancelTask(ctx, buyer, v.ID)
+	got, err := e.svc.Core.CancelTask(ctx, buyer, v.ID)
 	if err != nil || got.State != core.TaskCanceled {
 		t.Fatalf("cancel offered cart: %+v %v", got, err)
 	}
-	_, err = e.svc.SubmitPaymentMandate(ctx, e.p, v.ID, mandateFor(v, "pm_after_cancel", testcard.TokenVisa))
+	_, err = e.svc.Core.SubmitPaymentMandate(ctx, e.p, v.ID, mandateFor(v, "pm_after_cancel", testcard.TokenVisa))
 	wantCode(t, err, core.CodePurchaseState)
 
 	v = e.start(t, "pack_10")
 	_, a := e.submit(t, v, mandateFor(v, "pm_cancel", testcard.TokenVisa))
-	got, err = e.svc.CancelTask(ctx, e.p, v.ID)
+	got, err = e.svc.Core.CancelTask(ctx, e.p, v.ID)
 	if err != nil || got.State != core.TaskCanceled || got.Purchase.Credential != nil {
 		t.Fatalf("cancel awaiting approval: %+v %v", got, err)
 	}
 	// The request left the owner's inbox; approving it now changes nothing.
-	if pending, _ := e.svc.PendingApprovals(ctx, e.OwnerA.ID); len(pending) != 0 {
+	if pending, _ := e.svc.Core.PendingApprovals(ctx, e.OwnerA.ID); len(pending) != 0 {
 		t.Fatalf("%d approvals still pending", len(pending))
 	}
-	_, err = e.svc.DecideApproval(ctx, e.OwnerA.ID, a.ID, approve(true, a))
+	_, err = e.svc.Core.DecideApproval(ctx, e.OwnerA.ID, a.ID, approve(true, a))
 	wantCode(t, err, core.CodeApprovalState)
-	if _, err := e.svc.CancelTask(ctx, e.p, v.ID); core.ErrorCode(err) != core.CodeTaskNotCancelable {
+	if _, err := e.svc.Core.CancelTask(ctx, e.p, v.ID); core.ErrorCode(err) != core.CodeTaskNotCancelable {
 		t.Fatalf("second cancel: %v", err)
 	}
 	e.wantNoCharge(t, v.Purchase.ID)
@@ -489,13 +490,13 @@ func TestCreditPurchaseCompletesOnce(t *testing.T) {
 	_, a := e.submit(t, v, mandateFor(v, "pm_race", testcard.TokenMastercard))
 	var wg sync.WaitGroup
 	wg.Go(func() {
-		if _, err := e.svc.DecideApproval(ctx, e.OwnerA.ID, a.ID, approve(true, a)); err != nil {
+		if _, err := e.svc.Core.DecideApproval(ctx, e.OwnerA.ID, a.ID, approve(true, a)); err != nil {
 			t.Error(err)
 		}
 	})
 	for range 8 {
 		wg.Go(func() {
-			if _, err := e.svc.GetTask(ctx, e.p, v.ID); err != nil {
+			if _, err := e.svc.Core.GetTask(ctx, e.p, v.ID); err != nil {
 				t.Error(err)
 			}
 		})
@@ -520,10 +521,10 @@ func TestCreditPurchaseCompletesOnce(t *testing.T) {
 	e.card.failFirst.Store(1)
 	v = e.start(t, "pack_10")
 	_, a = e.submit(t, v, mandateFor(v, "pm_retry", testcard.TokenVisa))
-	if got, err := e.svc.DecideApproval(ctx, e.OwnerA.ID, a.ID, approve(true, a)); err != nil || got.Status != core.ApprovalApproved {
+	if got, err := e.svc.Core.DecideApproval(ctx, e.OwnerA.ID, a.ID, approve(true, a)); err != nil || got.Status != core.ApprovalApproved {
 		t.Fatalf("approval with the processor down: %+v %v", got, err)
 	}
-	if _, err := e.svc.CancelTask(ctx, e.p, v.ID); core.ErrorCode(err) != core.CodeTaskNotCancelable {
+	if _, err := e.svc.Core.CancelTask(ctx, e.p, v.ID); core.ErrorCode(err) != core.CodeTaskNotCancelable {
 		t.Fatalf("cancel of an approved purchase: %v", err)
 	}
 	if got := e.task(t, v.ID); got.State != core.TaskCompleted {
@@ -536,14 +537,14 @@ func TestCreditPurchaseCompletesOnce(t *testing.T) {
 
 func TestStartCreditPurchaseRefusals(t *testing.T) {
 	e := newAP2Env(t)
-	_, err := e.svc.StartCreditPurchase(ctx, e.p, "buy_credits", "", "pack_7")
+	_, err := e.svc.Core.StartCreditPurchase(ctx, e.p, "buy_credits", "", "pack_7")
 	wantCode(t, err, core.CodeUnknownPack)
 	readOnly := e.p
 	readOnly.Scopes = []core.Scope{core.ScopeFaxRead, core.ScopeCreditsRead}
-	_, err = e.svc.StartCreditPurchase(ctx, readOnly, "buy_credits", "", "pack_10")
+	_, err = e.svc.Core.StartCreditPurchase(ctx, readOnly, "buy_credits", "", "pack_10")
 	wantCode(t, err, core.CodeInsufficientScope)
 	// Live mode has no AP2 payment method yet.
-	_, err = e.svc.StartCreditPurchase(ctx, e.Principal(t, e.KeyALive), "buy_credits", "", "pack_10")
+	_, err = e.svc.Core.StartCreditPurchase(ctx, e.Principal(t, e.KeyALive), "buy_credits", "", "pack_10")
 	wantCode(t, err, core.CodePaymentUnavailable)
 	if core.ErrorKind(err) != core.KindUnavailable {
 		t.Fatalf("kind %v", core.ErrorKind(err))
@@ -553,7 +554,7 @@ func TestStartCreditPurchaseRefusals(t *testing.T) {
 // The production wiring signs carts with the OAuth server's key.
 func TestCreditPurchaseProductionWiring(t *testing.T) {
 	e := testenv.New(t, testenv.WithoutWorkers())
-	v, err := e.Svc.StartCreditPurchase(ctx, e.Principal(t, e.KeyATest), "buy_credits", "ctx-1", "pack_10")
+	v, err := e.Svc.Core.StartCreditPurchase(ctx, e.Principal(t, e.KeyATest), "buy_credits", "ctx-1", "pack_10")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -581,7 +582,7 @@ func TestCreditPurchaseCanceledDuringCharge(t *testing.T) {
 			t.Error(err)
 		}
 	}
-	if _, err := e.svc.DecideApproval(ctx, e.OwnerA.ID, a.ID, approve(true, a)); err != nil {
+	if _, err := e.svc.Core.DecideApproval(ctx, e.OwnerA.ID, a.ID, approve(true, a)); err != nil {
 		t.Fatal(err)
 	}
 	e.card.during = nil

@@ -36,11 +36,11 @@ func parseJWK(t *testing.T, raw json.RawMessage) core.PublicJWK {
 // newHost creates an active host of owner A with default capabilities.
 func newHost(t *testing.T, e *testenv.Env, defaults ...core.Capability) *core.Host {
 	t.Helper()
-	hc, err := e.Svc.CreateHost(ctx, e.OwnerA.ID, core.HostCreateRequest{Name: "Laptop", PublicKey: newJWK(t), DefaultCapabilities: defaults})
+	hc, err := e.Svc.Core.CreateHost(ctx, e.OwnerA.ID, core.HostCreateRequest{Name: "Laptop", PublicKey: newJWK(t), DefaultCapabilities: defaults})
 	if err != nil {
 		t.Fatal(err)
 	}
-	h, err := e.Svc.HostForJWT(ctx, hc.Host.ID)
+	h, err := e.Svc.Core.HostForJWT(ctx, hc.Host.ID)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -49,7 +49,7 @@ func newHost(t *testing.T, e *testenv.Env, defaults ...core.Capability) *core.Ho
 
 func register(t *testing.T, e *testenv.Env, h *core.Host, caps ...core.Capability) *core.DelegatedAgentView {
 	t.Helper()
-	v, err := e.Svc.RegisterDelegatedAgent(ctx, h, core.DelegatedAgentRequest{Name: "Mailer", Mode: "delegated",
+	v, err := e.Svc.Core.RegisterDelegatedAgent(ctx, h, core.DelegatedAgentRequest{Name: "Mailer", Mode: "delegated",
 		PreferredMethod: "device_authorization", Capabilities: caps, AgentKey: parseJWK(t, newJWK(t))})
 	if err != nil {
 		t.Fatal(err)
@@ -61,7 +61,7 @@ func register(t *testing.T, e *testenv.Env, h *core.Host, caps ...core.Capabilit
 func approveAgent(t *testing.T, e *testenv.Env, h *core.Host, caps ...core.Capability) *core.DelegatedAgent {
 	t.Helper()
 	v := register(t, e, h, caps...)
-	a, err := e.Svc.DecideDevice(ctx, h.OwnerID, v.Agent.ID, v.Approval.UserCode, true, nil)
+	a, err := e.Svc.Core.DecideDevice(ctx, h.OwnerID, v.Agent.ID, v.Approval.UserCode, true, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -79,27 +79,27 @@ func TestDelegatedSmoke(t *testing.T) {
 	if err != nil || u.Query().Get("agent_id") != v.Agent.ID || u.Query().Get("code") != v.Approval.UserCode {
 		t.Fatalf("verification_uri_complete %q", v.Approval.VerificationURIComplete)
 	}
-	_, err = e.Svc.DelegatedAgentForJWT(ctx, h, v.Agent.ID)
+	_, err = e.Svc.Core.DelegatedAgentForJWT(ctx, h, v.Agent.ID)
 	wantCode(t, err, core.CodeAgentPending)
-	a, err := e.Svc.DecideDevice(ctx, e.OwnerA.ID, v.Agent.ID, strings.ToLower(v.Approval.UserCode), true, []core.Capability{core.CapGetCredits})
+	a, err := e.Svc.Core.DecideDevice(ctx, e.OwnerA.ID, v.Agent.ID, strings.ToLower(v.Approval.UserCode), true, []core.Capability{core.CapGetCredits})
 	if err != nil || a.Status != core.DelegatedActive || !slices.Equal(a.Granted, []core.Capability{core.CapGetCredits}) {
 		t.Fatalf("decide = %+v, %v", a, err)
 	}
-	a, err = e.Svc.DelegatedAgentForJWT(ctx, h, v.Agent.ID)
+	a, err = e.Svc.Core.DelegatedAgentForJWT(ctx, h, v.Agent.ID)
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := e.Svc.DelegatedPrincipal(h, a)
+	p := e.Svc.Core.DelegatedPrincipal(h, a)
 	if err := core.AuthorizeCapability(p, a, core.CapGetCredits); err != nil {
 		t.Fatal(err)
 	}
 	wantCode(t, core.AuthorizeCapability(p, a, core.CapValidateFax), core.CodeCapabilityNotGranted)
-	if _, err := e.Svc.GetCredits(ctx, p, "", 10); err != nil {
+	if _, err := e.Svc.Core.GetCredits(ctx, p, "", 10); err != nil {
 		t.Fatal(err)
 	}
-	if err := e.Svc.RevokeHost(ctx, e.OwnerA.ID, h.ID); err != nil {
+	if err := e.Svc.Core.RevokeHost(ctx, e.OwnerA.ID, h.ID); err != nil {
 		t.Fatal(err)
 	}
-	_, err = e.Svc.HostForJWT(ctx, h.ID)
+	_, err = e.Svc.Core.HostForJWT(ctx, h.ID)
 	wantCode(t, err, core.CodeHostRevoked)
 }

@@ -17,7 +17,7 @@ func TestRegisterDelegatedAgentRules(t *testing.T) {
 			ForceApproval: true, AgentKey: parseJWK(t, newJWK(t))}
 	}
 	active := register(t, e, other, core.CapGetCredits)
-	if _, err := e.Svc.DecideDevice(ctx, e.OwnerA.ID, active.Agent.ID, active.Approval.UserCode, true, nil); err != nil {
+	if _, err := e.Svc.Core.DecideDevice(ctx, e.OwnerA.ID, active.Agent.ID, active.Approval.UserCode, true, nil); err != nil {
 		t.Fatal(err)
 	}
 	activeKey := parseJWK(t, []byte(active.Agent.PublicKey))
@@ -40,12 +40,12 @@ func TestRegisterDelegatedAgentRules(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			r := ok()
 			tc.edit(&r)
-			_, err := e.Svc.RegisterDelegatedAgent(ctx, h, r)
+			_, err := e.Svc.Core.RegisterDelegatedAgent(ctx, h, r)
 			wantCode(t, err, tc.code)
 		})
 	}
 	// The same key on its own host, once active: agent_exists.
-	_, err := e.Svc.RegisterDelegatedAgent(ctx, other, core.DelegatedAgentRequest{Name: "x", Mode: "delegated",
+	_, err := e.Svc.Core.RegisterDelegatedAgent(ctx, other, core.DelegatedAgentRequest{Name: "x", Mode: "delegated",
 		Capabilities: []core.Capability{core.CapGetCredits}, AgentKey: activeKey})
 	wantCode(t, err, core.CodeAgentExists)
 
@@ -53,7 +53,7 @@ func TestRegisterDelegatedAgentRules(t *testing.T) {
 	r := ok()
 	r.ForceApproval = false
 	r.Capabilities = []core.Capability{core.CapValidateFax, core.CapGetCredits, core.CapGetCredits}
-	v, err := e.Svc.RegisterDelegatedAgent(ctx, h, r)
+	v, err := e.Svc.Core.RegisterDelegatedAgent(ctx, h, r)
 	if err != nil || v.Approval != nil || v.Agent.Status != core.DelegatedActive ||
 		!slices.Equal(v.Agent.Granted, []core.Capability{core.CapValidateFax, core.CapGetCredits}) {
 		t.Fatalf("pre-approved = %+v, %v", v, err)
@@ -66,7 +66,7 @@ func TestRegisterDelegatedAgentRules(t *testing.T) {
 		r := ok()
 		r.ForceApproval = false
 		edit(&r)
-		v, err := e.Svc.RegisterDelegatedAgent(ctx, h, r)
+		v, err := e.Svc.Core.RegisterDelegatedAgent(ctx, h, r)
 		if err != nil || v.Approval == nil || v.Agent.Status != core.DelegatedPending || len(v.Agent.Granted) != 0 {
 			t.Fatalf("pending = %+v, %v", v, err)
 		}
@@ -75,24 +75,24 @@ func TestRegisterDelegatedAgentRules(t *testing.T) {
 	// A pending retry answers the same agent with a fresh code; the old
 	// code and its inbox approval stop working.
 	r = ok()
-	first, err := e.Svc.RegisterDelegatedAgent(ctx, h, r)
+	first, err := e.Svc.Core.RegisterDelegatedAgent(ctx, h, r)
 	if err != nil {
 		t.Fatal(err)
 	}
-	again, err := e.Svc.RegisterDelegatedAgent(ctx, h, r)
+	again, err := e.Svc.Core.RegisterDelegatedAgent(ctx, h, r)
 	if err != nil || again.Agent.ID != first.Agent.ID || again.Approval == nil || again.Approval.UserCode == first.Approval.UserCode {
 		t.Fatalf("retry = %+v, %v", again, err)
 	}
-	if a, err := e.Svc.GetApproval(ctx, e.OwnerA.ID, first.Agent.ApprovalID); err != nil || a.Status != core.ApprovalExpired {
+	if a, err := e.Svc.Core.GetApproval(ctx, e.OwnerA.ID, first.Agent.ApprovalID); err != nil || a.Status != core.ApprovalExpired {
 		t.Fatalf("old approval = %+v, %v", a, err)
 	}
-	_, err = e.Svc.DecideDevice(ctx, e.OwnerA.ID, first.Agent.ID, first.Approval.UserCode, true, nil)
+	_, err = e.Svc.Core.DecideDevice(ctx, e.OwnerA.ID, first.Agent.ID, first.Approval.UserCode, true, nil)
 	wantCode(t, err, core.CodeDeviceWrongCode)
-	if _, err := e.Svc.DecideDevice(ctx, e.OwnerA.ID, first.Agent.ID, again.Approval.UserCode, true, nil); err != nil {
+	if _, err := e.Svc.Core.DecideDevice(ctx, e.OwnerA.ID, first.Agent.ID, again.Approval.UserCode, true, nil); err != nil {
 		t.Fatal(err)
 	}
 	// Another host presenting the same key cannot take it over.
-	_, err = e.Svc.RegisterDelegatedAgent(ctx, other, r)
+	_, err = e.Svc.Core.RegisterDelegatedAgent(ctx, other, r)
 	wantCode(t, err, core.CodeAgentExists)
 }
 
@@ -106,16 +106,16 @@ func TestDeviceApproval(t *testing.T) {
 		t.Fatalf("approval = %+v", v.Approval)
 	}
 	// The inbox shows it too.
-	appr, err := e.Svc.GetApproval(ctx, e.OwnerA.ID, v.Agent.ApprovalID)
+	appr, err := e.Svc.Core.GetApproval(ctx, e.OwnerA.ID, v.Agent.ApprovalID)
 	if err != nil || appr.Kind != core.ApprovalDevice || appr.Status != core.ApprovalPending {
 		t.Fatalf("inbox = %+v, %v", appr, err)
 	}
 	// Only the host's owner sees it.
-	_, err = e.Svc.DeviceRequestForOwner(ctx, e.OwnerB.ID, id)
+	_, err = e.Svc.Core.DeviceRequestForOwner(ctx, e.OwnerB.ID, id)
 	wantCode(t, err, core.CodeAgentNotFound)
-	_, err = e.Svc.DecideDevice(ctx, e.OwnerB.ID, id, code, true, nil)
+	_, err = e.Svc.Core.DecideDevice(ctx, e.OwnerB.ID, id, code, true, nil)
 	wantCode(t, err, core.CodeAgentNotFound)
-	req, err := e.Svc.DeviceRequestForOwner(ctx, e.OwnerA.ID, id)
+	req, err := e.Svc.Core.DeviceRequestForOwner(ctx, e.OwnerA.ID, id)
 	if err != nil || req.Host.ID != h.ID || req.TriesLeft != core.DeviceMaxTries || !slices.Equal(req.Agent.Requested, requested) {
 		t.Fatalf("request = %+v, %v", req, err)
 	}
@@ -130,24 +130,24 @@ func TestDeviceApproval(t *testing.T) {
 		{"wrong code", "BBBB-BBBB", nil, core.CodeDeviceWrongCode},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := e.Svc.DecideDevice(ctx, e.OwnerA.ID, id, tc.code, true, tc.caps)
+			_, err := e.Svc.Core.DecideDevice(ctx, e.OwnerA.ID, id, tc.code, true, tc.caps)
 			wantCode(t, err, tc.want)
 		})
 	}
 	// Narrowed, with the code typed loosely.
 	loose := " " + code[:4] + " " + code[5:] + " "
-	a, err := e.Svc.DecideDevice(ctx, e.OwnerA.ID, id, loose, true, []core.Capability{core.CapGetCredits, core.CapValidateFax})
+	a, err := e.Svc.Core.DecideDevice(ctx, e.OwnerA.ID, id, loose, true, []core.Capability{core.CapGetCredits, core.CapValidateFax})
 	if err != nil || a.Status != core.DelegatedActive || !slices.Equal(a.Granted, []core.Capability{core.CapValidateFax, core.CapGetCredits}) {
 		t.Fatalf("approve = %+v, %v", a, err)
 	}
-	if appr, _ := e.Svc.GetApproval(ctx, e.OwnerA.ID, v.Agent.ApprovalID); appr.Status != core.ApprovalApproved {
+	if appr, _ := e.Svc.Core.GetApproval(ctx, e.OwnerA.ID, v.Agent.ApprovalID); appr.Status != core.ApprovalApproved {
 		t.Fatalf("inbox after approval: %s", appr.Status)
 	}
-	_, err = e.Svc.DecideDevice(ctx, e.OwnerA.ID, id, code, true, nil)
+	_, err = e.Svc.Core.DecideDevice(ctx, e.OwnerA.ID, id, code, true, nil)
 	wantCode(t, err, core.CodeDeviceDecided)
-	_, err = e.Svc.ReissueDeviceCode(ctx, h, id)
+	_, err = e.Svc.Core.ReissueDeviceCode(ctx, h, id)
 	wantCode(t, err, core.CodeDeviceDecided)
-	p := e.Svc.DelegatedPrincipal(h, a)
+	p := e.Svc.Core.DelegatedPrincipal(h, a)
 	if p.Kind != core.PrincipalDelegated || p.OwnerID != e.OwnerA.ID || p.SubjectID != id || p.ClientName != "Mailer on Laptop" ||
 		!slices.Equal(p.Scopes, []core.Scope{core.ScopeFaxDraft, core.ScopeCreditsRead}) {
 		t.Fatalf("principal = %+v", p)
@@ -158,49 +158,49 @@ func TestDeviceApproval(t *testing.T) {
 	// Too many wrong codes end the code; a re-issue starts over.
 	v2 := register(t, e, h, core.CapGetCredits)
 	for i := 1; i < core.DeviceMaxTries; i++ {
-		_, err := e.Svc.DecideDevice(ctx, e.OwnerA.ID, v2.Agent.ID, "BBBB-BBBB", true, nil)
+		_, err := e.Svc.Core.DecideDevice(ctx, e.OwnerA.ID, v2.Agent.ID, "BBBB-BBBB", true, nil)
 		wantCode(t, err, core.CodeDeviceWrongCode)
 	}
-	_, err = e.Svc.DecideDevice(ctx, e.OwnerA.ID, v2.Agent.ID, "BBBB-BBBB", true, nil)
+	_, err = e.Svc.Core.DecideDevice(ctx, e.OwnerA.ID, v2.Agent.ID, "BBBB-BBBB", true, nil)
 	wantCode(t, err, core.CodeDeviceTooManyTries)
-	_, err = e.Svc.DecideDevice(ctx, e.OwnerA.ID, v2.Agent.ID, v2.Approval.UserCode, true, nil)
+	_, err = e.Svc.Core.DecideDevice(ctx, e.OwnerA.ID, v2.Agent.ID, v2.Approval.UserCode, true, nil)
 	wantCode(t, err, core.CodeDeviceTooManyTries)
-	re, err := e.Svc.ReissueDeviceCode(ctx, h, v2.Agent.ID)
+	re, err := e.Svc.Core.ReissueDeviceCode(ctx, h, v2.Agent.ID)
 	if err != nil || re.Agent.ID != v2.Agent.ID || re.Approval == nil {
 		t.Fatalf("reissue = %+v, %v", re, err)
 	}
-	_, err = e.Svc.ReissueDeviceCode(ctx, newHost(t, e), v2.Agent.ID)
+	_, err = e.Svc.Core.ReissueDeviceCode(ctx, newHost(t, e), v2.Agent.ID)
 	wantCode(t, err, core.CodeAgentNotFound)
-	_, err = e.Svc.ReissueDeviceCode(ctx, h, "dag_unknown")
+	_, err = e.Svc.Core.ReissueDeviceCode(ctx, h, "dag_unknown")
 	wantCode(t, err, core.CodeAgentNotFound)
 
 	// Expiry: the page says expired, the status reads expired, the agent
 	// cannot act; a re-issue revives it.
 	clk.advance(core.DeviceApprovalTTL)
-	_, err = e.Svc.DecideDevice(ctx, e.OwnerA.ID, v2.Agent.ID, re.Approval.UserCode, true, nil)
+	_, err = e.Svc.Core.DecideDevice(ctx, e.OwnerA.ID, v2.Agent.ID, re.Approval.UserCode, true, nil)
 	wantCode(t, err, core.CodeDeviceExpired)
-	if st, err := e.Svc.DelegatedAgentStatus(ctx, h, v2.Agent.ID); err != nil || st.Status != core.DelegatedExpired {
+	if st, err := e.Svc.Core.DelegatedAgentStatus(ctx, h, v2.Agent.ID); err != nil || st.Status != core.DelegatedExpired {
 		t.Fatalf("status = %+v, %v", st, err)
 	}
-	_, err = e.Svc.DelegatedAgentForJWT(ctx, h, v2.Agent.ID)
+	_, err = e.Svc.Core.DelegatedAgentForJWT(ctx, h, v2.Agent.ID)
 	wantCode(t, err, core.CodeAgentExpired)
-	re, err = e.Svc.ReissueDeviceCode(ctx, h, v2.Agent.ID)
+	re, err = e.Svc.Core.ReissueDeviceCode(ctx, h, v2.Agent.ID)
 	if err != nil || re.Approval.ExpiresIn != int(core.DeviceApprovalTTL/time.Second) {
 		t.Fatalf("reissue after expiry = %+v, %v", re, err)
 	}
-	if st, err := e.Svc.DelegatedAgentStatus(ctx, h, v2.Agent.ID); err != nil || st.Status != core.DelegatedPending {
+	if st, err := e.Svc.Core.DelegatedAgentStatus(ctx, h, v2.Agent.ID); err != nil || st.Status != core.DelegatedPending {
 		t.Fatalf("status after reissue = %+v, %v", st, err)
 	}
 	// Declining (no code needed) rejects the agent.
-	if err := e.Svc.DeclineDevice(ctx, e.OwnerA.ID, v2.Agent.ID); err != nil {
+	if err := e.Svc.Core.DeclineDevice(ctx, e.OwnerA.ID, v2.Agent.ID); err != nil {
 		t.Fatal(err)
 	}
-	_, err = e.Svc.DelegatedAgentForJWT(ctx, h, v2.Agent.ID)
+	_, err = e.Svc.Core.DelegatedAgentForJWT(ctx, h, v2.Agent.ID)
 	wantCode(t, err, core.CodeAgentRejected)
-	if err := e.Svc.DeclineDevice(ctx, e.OwnerA.ID, v2.Agent.ID); err != nil {
+	if err := e.Svc.Core.DeclineDevice(ctx, e.OwnerA.ID, v2.Agent.ID); err != nil {
 		t.Fatalf("decline twice: %v", err)
 	}
-	wantCode(t, e.Svc.DeclineDevice(ctx, e.OwnerB.ID, v2.Agent.ID), core.CodeAgentNotFound)
+	wantCode(t, e.Svc.Core.DeclineDevice(ctx, e.OwnerB.ID, v2.Agent.ID), core.CodeAgentNotFound)
 }
 
 func TestRevokeDelegatedAgent(t *testing.T) {
@@ -218,30 +218,30 @@ func TestRevokeDelegatedAgent(t *testing.T) {
 		{"unknown", e.OwnerA.ID, "", "dag_unknown"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := e.Svc.RevokeDelegatedAgent(ctx, tc.ownerID, tc.hostID, tc.agent)
+			_, err := e.Svc.Core.RevokeDelegatedAgent(ctx, tc.ownerID, tc.hostID, tc.agent)
 			wantCode(t, err, core.CodeAgentNotFound)
 		})
 	}
-	_, err := e.Svc.DelegatedAgentForJWT(ctx, other, a.ID)
+	_, err := e.Svc.Core.DelegatedAgentForJWT(ctx, other, a.ID)
 	wantCode(t, err, core.CodeInvalidJWT)
-	got, err := e.Svc.RevokeDelegatedAgent(ctx, "", h.ID, a.ID)
+	got, err := e.Svc.Core.RevokeDelegatedAgent(ctx, "", h.ID, a.ID)
 	if err != nil || got.Status != core.DelegatedRevoked || got.RevokedAt == nil {
 		t.Fatalf("revoke = %+v, %v", got, err)
 	}
-	if got, err := e.Svc.RevokeDelegatedAgent(ctx, e.OwnerA.ID, "", a.ID); err != nil || got.Status != core.DelegatedRevoked {
+	if got, err := e.Svc.Core.RevokeDelegatedAgent(ctx, e.OwnerA.ID, "", a.ID); err != nil || got.Status != core.DelegatedRevoked {
 		t.Fatalf("revoke again = %+v, %v", got, err)
 	}
-	_, err = e.Svc.DelegatedAgentForJWT(ctx, h, a.ID)
+	_, err = e.Svc.Core.DelegatedAgentForJWT(ctx, h, a.ID)
 	wantCode(t, err, core.CodeAgentRevoked)
 	// A pending agent's inbox approval leaves the inbox with it.
 	v := register(t, e, h, core.CapGetCredits)
-	if _, err := e.Svc.RevokeDelegatedAgent(ctx, e.OwnerA.ID, "", v.Agent.ID); err != nil {
+	if _, err := e.Svc.Core.RevokeDelegatedAgent(ctx, e.OwnerA.ID, "", v.Agent.ID); err != nil {
 		t.Fatal(err)
 	}
-	if appr, _ := e.Svc.GetApproval(ctx, e.OwnerA.ID, v.Agent.ApprovalID); appr.Status != core.ApprovalExpired {
+	if appr, _ := e.Svc.Core.GetApproval(ctx, e.OwnerA.ID, v.Agent.ApprovalID); appr.Status != core.ApprovalExpired {
 		t.Fatalf("inbox after revoke: %s", appr.Status)
 	}
-	_, err = e.Svc.DeviceRequestForOwner(ctx, e.OwnerA.ID, v.Agent.ID)
+	_, err = e.Svc.Core.DeviceRequestForOwner(ctx, e.OwnerA.ID, v.Agent.ID)
 	wantCode(t, err, core.CodeDeviceDecided)
 }
 
@@ -249,17 +249,17 @@ func TestDeviceApprovalInInbox(t *testing.T) {
 	e, _ := agentEnv(t)
 	h := newHost(t, e)
 	v := register(t, e, h, core.CapGetCredits)
-	appr, err := e.Svc.GetApproval(ctx, e.OwnerA.ID, v.Agent.ApprovalID)
+	appr, err := e.Svc.Core.GetApproval(ctx, e.OwnerA.ID, v.Agent.ApprovalID)
 	if err != nil {
 		t.Fatal(err)
 	}
 	// Approving the inbox item alone is refused: the code is on the page.
-	_, err = e.Svc.DecideApproval(ctx, e.OwnerA.ID, appr.ID, core.Decision{Approve: true, BindingHash: appr.BindingHash})
+	_, err = e.Svc.Core.DecideApproval(ctx, e.OwnerA.ID, appr.ID, core.Decision{Approve: true, BindingHash: appr.BindingHash})
 	wantCode(t, err, core.CodeInvalidRequest)
 	// Declining it rejects the agent.
-	if _, err := e.Svc.DecideApproval(ctx, e.OwnerA.ID, appr.ID, core.Decision{BindingHash: appr.BindingHash}); err != nil {
+	if _, err := e.Svc.Core.DecideApproval(ctx, e.OwnerA.ID, appr.ID, core.Decision{BindingHash: appr.BindingHash}); err != nil {
 		t.Fatal(err)
 	}
-	_, err = e.Svc.DelegatedAgentForJWT(ctx, h, v.Agent.ID)
+	_, err = e.Svc.Core.DelegatedAgentForJWT(ctx, h, v.Agent.ID)
 	wantCode(t, err, core.CodeAgentRejected)
 }

@@ -25,13 +25,13 @@ func sender(t *testing.T, e *testenv.Env) (*core.Host, *core.DelegatedAgent, cor
 	t.Helper()
 	h := newHost(t, e)
 	a := approveAgent(t, e, h, core.CapSendFax, core.CapGetFaxStatus)
-	return h, a, e.Svc.DelegatedPrincipal(h, a)
+	return h, a, e.Svc.Core.DelegatedPrincipal(h, a)
 }
 
 func requestSend(t *testing.T, e *testenv.Env, p core.Principal, a *core.DelegatedAgent) *core.DelegatedSend {
 	t.Helper()
 	tok := upload(t, e, e.Principal(t, e.KeyATest), 2)
-	d, err := e.Svc.RequestDelegatedSend(ctx, p, a, core.DelegatedSendRequest{To: "+12125550100", UploadToken: tok, Cover: true, CoverText: "hi"})
+	d, err := e.Svc.Core.RequestDelegatedSend(ctx, p, a, core.DelegatedSendRequest{To: "+12125550100", UploadToken: tok, Cover: true, CoverText: "hi"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -40,7 +40,7 @@ func requestSend(t *testing.T, e *testenv.Env, p core.Principal, a *core.Delegat
 
 func sendStatus(t *testing.T, e *testenv.Env, p core.Principal, a *core.DelegatedAgent, id string) (core.DelegatedSendStatus, *core.Fax) {
 	t.Helper()
-	d, f, err := e.Svc.GetDelegatedSend(ctx, p, a, id)
+	d, f, err := e.Svc.Core.GetDelegatedSend(ctx, p, a, id)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -64,7 +64,7 @@ func TestDelegatedSendApproval(t *testing.T) {
 	if d.Status != core.DelegatedSendPending || d.Pages != 2 || !d.Cover || d.DocumentSHA == "" || d.ApprovalPath == "" {
 		t.Fatalf("send = %+v", d)
 	}
-	appr, err := e.Svc.GetApproval(ctx, e.OwnerA.ID, d.ApprovalID)
+	appr, err := e.Svc.Core.GetApproval(ctx, e.OwnerA.ID, d.ApprovalID)
 	if err != nil || appr.Kind != core.ApprovalFaxSend || !appr.RequiresUV {
 		t.Fatalf("approval = %+v, %v", appr, err)
 	}
@@ -73,7 +73,7 @@ func TestDelegatedSendApproval(t *testing.T) {
 		t.Fatalf("charged before approval: %d → %d", before, got)
 	}
 	// Without user verification: refused, still pending.
-	_, err = e.Svc.DecideApproval(ctx, e.OwnerA.ID, appr.ID, core.Decision{Approve: true, BindingHash: appr.BindingHash})
+	_, err = e.Svc.Core.DecideApproval(ctx, e.OwnerA.ID, appr.ID, core.Decision{Approve: true, BindingHash: appr.BindingHash})
 	wantCode(t, err, core.CodeUserVerification)
 	// Concurrent approvals with UV: exactly one fax and one hold.
 	var wg sync.WaitGroup
@@ -81,7 +81,7 @@ func TestDelegatedSendApproval(t *testing.T) {
 	wins := 0
 	for range 10 {
 		wg.Go(func() {
-			_, err := e.Svc.DecideApproval(ctx, e.OwnerA.ID, appr.ID, core.Decision{Approve: true, BindingHash: appr.BindingHash, UserVerified: true})
+			_, err := e.Svc.Core.DecideApproval(ctx, e.OwnerA.ID, appr.ID, core.Decision{Approve: true, BindingHash: appr.BindingHash, UserVerified: true})
 			if err == nil {
 				mu.Lock()
 				wins++
@@ -103,12 +103,12 @@ func TestDelegatedSendApproval(t *testing.T) {
 		t.Fatalf("balance %d, want %d", got, before-d.PriceMicros)
 	}
 	// A replayed decision is refused.
-	_, err = e.Svc.DecideApproval(ctx, e.OwnerA.ID, appr.ID, core.Decision{Approve: true, BindingHash: appr.BindingHash, UserVerified: true})
+	_, err = e.Svc.Core.DecideApproval(ctx, e.OwnerA.ID, appr.ID, core.Decision{Approve: true, BindingHash: appr.BindingHash, UserVerified: true})
 	wantCode(t, err, core.CodeApprovalState)
 	// Another agent cannot read it.
 	h2 := newHost(t, e)
 	other := approveAgent(t, e, h2, core.CapSendFax)
-	_, _, err = e.Svc.GetDelegatedSend(ctx, e.Svc.DelegatedPrincipal(h2, other), other, d.ID)
+	_, _, err = e.Svc.Core.GetDelegatedSend(ctx, e.Svc.Core.DelegatedPrincipal(h2, other), other, d.ID)
 	wantCode(t, err, core.CodeNotFound)
 }
 
@@ -128,13 +128,13 @@ func TestDelegatedSendRefusals(t *testing.T) {
 			}},
 		{name: "agent revoked", decide: true, code: core.CodeAgentRevoked, status: core.DelegatedSendPending,
 			before: func(t *testing.T, e *testenv.Env, clk *clock, h *core.Host, a *core.DelegatedAgent, d *core.DelegatedSend) {
-				if _, err := e.Svc.RevokeDelegatedAgent(ctx, e.OwnerA.ID, "", a.ID); err != nil {
+				if _, err := e.Svc.Core.RevokeDelegatedAgent(ctx, e.OwnerA.ID, "", a.ID); err != nil {
 					t.Fatal(err)
 				}
 			}},
 		{name: "host revoked", decide: true, code: core.CodeAgentRevoked, status: core.DelegatedSendPending,
 			before: func(t *testing.T, e *testenv.Env, clk *clock, h *core.Host, a *core.DelegatedAgent, d *core.DelegatedSend) {
-				if err := e.Svc.RevokeHost(ctx, e.OwnerA.ID, h.ID); err != nil {
+				if err := e.Svc.Core.RevokeHost(ctx, e.OwnerA.ID, h.ID); err != nil {
 					t.Fatal(err)
 				}
 			}},
@@ -159,7 +159,7 @@ func TestDelegatedSendRefusals(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			_, err = e.Svc.DecideApproval(ctx, e.OwnerA.ID, appr.ID, core.Decision{Approve: tc.decide, BindingHash: appr.BindingHash, UserVerified: true})
+			_, err = e.Svc.Core.DecideApproval(ctx, e.OwnerA.ID, appr.ID, core.Decision{Approve: tc.decide, BindingHash: appr.BindingHash, UserVerified: true})
 			if tc.code != "" {
 				wantCode(t, err, tc.code)
 			} else if err != nil {
@@ -173,10 +173,10 @@ func TestDelegatedSendRefusals(t *testing.T) {
 			}
 			if tc.name == "insufficient credits" {
 				// Top up and approve again: the approval stayed pending.
-				if _, err := e.Svc.GrantCredits(ctx, e.OwnerA.ID, core.ModeTest, 10_000_000, "top up"); err != nil {
+				if _, err := e.Svc.Core.GrantCredits(ctx, e.OwnerA.ID, core.ModeTest, 10_000_000, "top up"); err != nil {
 					t.Fatal(err)
 				}
-				if _, err := e.Svc.DecideApproval(ctx, e.OwnerA.ID, appr.ID, core.Decision{Approve: true, BindingHash: appr.BindingHash, UserVerified: true}); err != nil {
+				if _, err := e.Svc.Core.DecideApproval(ctx, e.OwnerA.ID, appr.ID, core.Decision{Approve: true, BindingHash: appr.BindingHash, UserVerified: true}); err != nil {
 					t.Fatal(err)
 				}
 				if st, f := sendStatus(t, e, p, a, d.ID); st != core.DelegatedSendSent || f == nil {
@@ -208,9 +208,9 @@ func TestDelegatedSendRequestErrors(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			pp := p
 			if tc.a == reader {
-				pp = e.Svc.DelegatedPrincipal(h, reader)
+				pp = e.Svc.Core.DelegatedPrincipal(h, reader)
 			}
-			_, err := e.Svc.RequestDelegatedSend(ctx, pp, tc.a, tc.r)
+			_, err := e.Svc.Core.RequestDelegatedSend(ctx, pp, tc.a, tc.r)
 			wantCode(t, err, tc.code)
 		})
 	}
@@ -221,15 +221,15 @@ func TestDelegatedSendPendingLimit(t *testing.T) {
 	_, a, p := sender(t, e)
 	first := requestSend(t, e, p, a)
 	for range 19 {
-		if _, err := e.Svc.RequestDelegatedSend(ctx, p, a, core.DelegatedSendRequest{To: "+12125550100", DocumentID: first.DocumentID}); err != nil {
+		if _, err := e.Svc.Core.RequestDelegatedSend(ctx, p, a, core.DelegatedSendRequest{To: "+12125550100", DocumentID: first.DocumentID}); err != nil {
 			t.Fatal(err)
 		}
 	}
-	_, err := e.Svc.RequestDelegatedSend(ctx, p, a, core.DelegatedSendRequest{To: "+12125550100", DocumentID: first.DocumentID})
+	_, err := e.Svc.Core.RequestDelegatedSend(ctx, p, a, core.DelegatedSendRequest{To: "+12125550100", DocumentID: first.DocumentID})
 	wantCode(t, err, core.CodeRateLimited)
 	// Once they expire the agent may ask again.
 	clk.advance(core.DelegatedSendTTL)
-	if _, err := e.Svc.RequestDelegatedSend(ctx, p, a, core.DelegatedSendRequest{To: "+12125550100", DocumentID: first.DocumentID}); err != nil {
+	if _, err := e.Svc.Core.RequestDelegatedSend(ctx, p, a, core.DelegatedSendRequest{To: "+12125550100", DocumentID: first.DocumentID}); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -12,7 +12,7 @@ import (
 
 func newDraft(t *testing.T, e *testenv.Env, p core.Principal, pages int) *core.DraftView {
 	t.Helper()
-	d, err := e.Svc.CreateDraft(ctx, p, core.CreateDraftRequest{To: "+12125550100", UploadToken: upload(t, e, p, pages)})
+	d, err := e.Svc.Core.CreateDraft(ctx, p, core.CreateDraftRequest{To: "+12125550100", UploadToken: upload(t, e, p, pages)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -25,20 +25,20 @@ func TestSendDraft(t *testing.T) {
 
 	t.Run("success and retry", func(t *testing.T) {
 		d := newDraft(t, e, p, 3)
-		f, replayed, err := e.Svc.SendDraft(ctx, p, d.ID)
+		f, replayed, err := e.Svc.Core.SendDraft(ctx, p, d.ID)
 		if err != nil || replayed || f.Status != core.FaxQueued || f.PaymentMethod != core.PayCredits || *f.DraftID != d.ID || f.PriceMicros != d.PriceMicros {
 			t.Fatalf("send = %+v replayed=%v %v", f, replayed, err)
 		}
-		again, replayed, err := e.Svc.SendDraft(ctx, p, d.ID)
+		again, replayed, err := e.Svc.Core.SendDraft(ctx, p, d.ID)
 		if err != nil || !replayed || again.ID != f.ID {
 			t.Fatalf("retry = %+v replayed=%v %v", again, replayed, err)
 		}
-		got, _ := e.Svc.GetDraft(ctx, p, d.ID)
+		got, _ := e.Svc.Core.GetDraft(ctx, p, d.ID)
 		if got.Status != core.DraftPaid || *got.FaxID != f.ID {
 			t.Fatalf("draft after send = %+v", got)
 		}
 		// Its checkout can no longer be started.
-		_, err = e.Svc.CreateDraftCheckout(ctx, p, d.ID)
+		_, err = e.Svc.Core.CreateDraftCheckout(ctx, p, d.ID)
 		wantCode(t, err, core.CodeDraftState)
 		if !strings.Contains(core.AsError(err).Message, "paid already") {
 			t.Fatalf("message: %v", err)
@@ -48,17 +48,17 @@ func TestSendDraft(t *testing.T) {
 	t.Run("expired", func(t *testing.T) {
 		d := newDraft(t, e, p, 1)
 		clk.advance(25 * time.Hour)
-		_, _, err := e.Svc.SendDraft(ctx, p, d.ID)
+		_, _, err := e.Svc.Core.SendDraft(ctx, p, d.ID)
 		wantCode(t, err, core.CodeDraftState)
 		if !strings.Contains(core.AsError(err).Message, "expired") {
 			t.Fatalf("message: %v", err)
 		}
-		_, err = e.Svc.CreateDraftCheckout(ctx, p, d.ID)
+		_, err = e.Svc.Core.CreateDraftCheckout(ctx, p, d.ID)
 		wantCode(t, err, core.CodeDraftState)
 		if !strings.Contains(core.AsError(err).Message, "expired") {
 			t.Fatalf("checkout message: %v", err)
 		}
-		got, _ := e.Svc.GetDraft(ctx, p, d.ID)
+		got, _ := e.Svc.Core.GetDraft(ctx, p, d.ID)
 		if got.Status != core.DraftExpired {
 			t.Fatalf("status %s", got.Status)
 		}
@@ -68,7 +68,7 @@ func TestSendDraft(t *testing.T) {
 		pb := e.Principal(t, e.KeyBTest)
 		big := newDraft(t, e, pb, 300)
 		before := balance(t, e, pb)
-		_, _, err := e.Svc.SendDraft(ctx, pb, big.ID)
+		_, _, err := e.Svc.Core.SendDraft(ctx, pb, big.ID)
 		wantCode(t, err, core.CodeInsufficientCredits)
 		if f := core.AsError(err).Fields; f["draftId"] != big.ID || f["price"] == nil || f["balance"] == nil {
 			t.Fatalf("fields: %v", f)
@@ -77,16 +77,16 @@ func TestSendDraft(t *testing.T) {
 		if after.AvailableMicros != before.AvailableMicros || after.HeldMicros != 0 {
 			t.Fatalf("balance moved: %+v", after)
 		}
-		got, _ := e.Svc.GetDraft(ctx, pb, big.ID)
+		got, _ := e.Svc.Core.GetDraft(ctx, pb, big.ID)
 		if got.Status != core.DraftOpen {
 			t.Fatalf("draft after a refused send: %s", got.Status)
 		}
 	})
 
 	t.Run("not found and scope", func(t *testing.T) {
-		_, _, err := e.Svc.SendDraft(ctx, p, "drf_nope")
+		_, _, err := e.Svc.Core.SendDraft(ctx, p, "drf_nope")
 		wantCode(t, err, core.CodeNotFound)
-		_, _, err = e.Svc.SendDraft(ctx, core.Principal{OwnerID: e.OwnerA.ID, Mode: core.ModeTest, Scopes: []core.Scope{core.ScopeFaxDraft}}, "drf_nope")
+		_, _, err = e.Svc.Core.SendDraft(ctx, core.Principal{OwnerID: e.OwnerA.ID, Mode: core.ModeTest, Scopes: []core.Scope{core.ScopeFaxDraft}}, "drf_nope")
 		wantCode(t, err, core.CodeInsufficientScope)
 	})
 }
@@ -100,7 +100,7 @@ func TestSendDraftConcurrent(t *testing.T) {
 	ids := make([]string, 20)
 	for i := range ids {
 		wg.Go(func() {
-			f, _, err := e.Svc.SendDraft(ctx, p, d.ID)
+			f, _, err := e.Svc.Core.SendDraft(ctx, p, d.ID)
 			if err != nil {
 				t.Error(err)
 				return
@@ -114,7 +114,7 @@ func TestSendDraftConcurrent(t *testing.T) {
 			t.Fatalf("two faxes: %v", ids)
 		}
 	}
-	page, err := e.Svc.ListFaxes(ctx, p, "", "", 100)
+	page, err := e.Svc.Core.ListFaxes(ctx, p, "", "", 100)
 	if err != nil || len(page.Data) != 1 {
 		t.Fatalf("want one fax, got %d (%v)", len(page.Data), err)
 	}
@@ -136,29 +136,29 @@ func TestCheckoutOfDraftSentWithCredits(t *testing.T) {
 	e := testenv.New(t, testenv.WithoutWorkers())
 	p := e.Principal(t, e.KeyATest)
 	d := newDraft(t, e, p, 1)
-	cs, err := e.Svc.CreateDraftCheckout(ctx, p, d.ID)
+	cs, err := e.Svc.Core.CreateDraftCheckout(ctx, p, d.ID)
 	if err != nil {
 		t.Fatal(err)
 	}
-	f, _, err := e.Svc.SendDraft(ctx, p, d.ID)
+	f, _, err := e.Svc.Core.SendDraft(ctx, p, d.ID)
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, err := e.Svc.GetCheckout(ctx, cs.ID)
+	c, err := e.Svc.Core.GetCheckout(ctx, cs.ID)
 	if err != nil {
 		t.Fatal(err)
 	}
-	wantCode(t, e.Svc.CheckoutPayable(ctx, c), core.CodeDraftState)
-	_, err = e.Svc.CompleteCheckout(ctx, cs.ID)
+	wantCode(t, e.Svc.Core.CheckoutPayable(ctx, c), core.CodeDraftState)
+	_, err = e.Svc.Core.CompleteCheckout(ctx, cs.ID)
 	wantCode(t, err, core.CodeDraftState)
 	if core.ErrorKind(err) != core.KindConflict {
 		t.Fatalf("kind %v", core.ErrorKind(err))
 	}
-	c, _ = e.Svc.GetCheckout(ctx, cs.ID)
+	c, _ = e.Svc.Core.GetCheckout(ctx, cs.ID)
 	if c.Status != core.CheckoutOpen {
 		t.Fatalf("checkout marked %s", c.Status)
 	}
-	page, _ := e.Svc.ListFaxes(ctx, p, "", "", 10)
+	page, _ := e.Svc.Core.ListFaxes(ctx, p, "", "", 10)
 	if len(page.Data) != 1 || page.Data[0].ID != f.ID {
 		t.Fatalf("faxes: %+v", page.Data)
 	}
@@ -170,16 +170,16 @@ func TestCheckoutSharesTheSendRate(t *testing.T) {
 	e := testenv.New(t, testenv.WithoutWorkers(), testenv.WithConfig(func(c *core.Config) { c.SendBurst, c.SendInterval = 1, time.Hour }))
 	p := e.Principal(t, e.KeyATest)
 	d1, d2 := newDraft(t, e, p, 1), newDraft(t, e, p, 1)
-	cs, err := e.Svc.CreateDraftCheckout(ctx, p, d2.ID)
+	cs, err := e.Svc.Core.CreateDraftCheckout(ctx, p, d2.ID)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := e.Svc.SendDraft(ctx, p, d1.ID); err != nil {
+	if _, _, err := e.Svc.Core.SendDraft(ctx, p, d1.ID); err != nil {
 		t.Fatal(err)
 	}
-	_, err = e.Svc.CompleteCheckout(ctx, cs.ID)
+	_, err = e.Svc.Core.CompleteCheckout(ctx, cs.ID)
 	wantCode(t, err, core.CodeRateLimited)
-	c, _ := e.Svc.GetCheckout(ctx, cs.ID)
+	c, _ := e.Svc.Core.GetCheckout(ctx, cs.ID)
 	if c.Status != core.CheckoutOpen {
 		t.Fatalf("a refused checkout was marked %s", c.Status)
 	}

@@ -23,7 +23,7 @@ type writerStats interface {
 func TestBatchedSendsKeepMoneyGuarantees(t *testing.T) {
 	e := testenv.New(t, testenv.WithoutCredits(), testenv.WithoutWorkers(), testenv.WithConfig(func(c *core.Config) { c.SendBurst = 1000 }))
 	p := e.Principal(t, e.KeyATest)
-	if _, err := e.Svc.GrantCredits(ctx, p.OwnerID, core.ModeTest, 500_000, "five faxes"); err != nil {
+	if _, err := e.Svc.Core.GrantCredits(ctx, p.OwnerID, core.ModeTest, 500_000, "five faxes"); err != nil {
 		t.Fatal(err)
 	}
 	tok := upload(t, e, p, 1) // 0.10 each: the balance pays for five
@@ -57,7 +57,7 @@ func TestBatchedSendsKeepMoneyGuarantees(t *testing.T) {
 			key = fmt.Sprint("k", i)
 		}
 		wg.Go(func() {
-			o, _, err := e.Svc.SendFax(ctx, p, key, req)
+			o, _, err := e.Svc.Core.SendFax(ctx, p, key, req)
 			results[i] = result{key, o, err}
 		})
 	}
@@ -102,7 +102,7 @@ func TestBatchedSendsKeepMoneyGuarantees(t *testing.T) {
 			}
 		}
 	}
-	page, err := e.Svc.ListFaxes(ctx, p, "", "", 100)
+	page, err := e.Svc.Core.ListFaxes(ctx, p, "", "", 100)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -63,13 +63,13 @@ func TestCreateHostRules(t *testing.T) {
 		{"an agent's key", core.HostCreateRequest{Name: "x", PublicKey: agentKey}, core.CodeHostKeyInUse},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := e.Svc.CreateHost(ctx, owner, tc.r)
+			_, err := e.Svc.Core.CreateHost(ctx, owner, tc.r)
 			wantCode(t, err, tc.code)
 		})
 	}
 	// Defaults are deduplicated in documentation order; with a key the host
 	// is active at once.
-	hc, err := e.Svc.CreateHost(ctx, owner, core.HostCreateRequest{Name: " Box ", PublicKey: newJWK(t),
+	hc, err := e.Svc.Core.CreateHost(ctx, owner, core.HostCreateRequest{Name: " Box ", PublicKey: newJWK(t),
 		DefaultCapabilities: []core.Capability{core.CapGetCredits, core.CapValidateFax, core.CapGetCredits}})
 	if err != nil || hc.EnrollmentToken != "" || hc.Host.Status != core.HostActive || hc.Host.Name != "Box" ||
 		!slices.Equal(hc.Host.DefaultCapabilities, []core.Capability{core.CapValidateFax, core.CapGetCredits}) {
@@ -78,7 +78,7 @@ func TestCreateHostRules(t *testing.T) {
 	// The limiter is shared with every replica: a burst, then 429.
 	var last error
 	for range 12 {
-		if _, last = e.Svc.CreateHost(ctx, e.OwnerB.ID, core.HostCreateRequest{Name: "x"}); last != nil {
+		if _, last = e.Svc.Core.CreateHost(ctx, e.OwnerB.ID, core.HostCreateRequest{Name: "x"}); last != nil {
 			break
 		}
 	}
@@ -89,7 +89,7 @@ func TestEnrollHost(t *testing.T) {
 	e, clk := agentEnv(t)
 	create := func() *core.HostCreated {
 		t.Helper()
-		hc, err := e.Svc.CreateHost(ctx, e.OwnerA.ID, core.HostCreateRequest{Name: "Server"})
+		hc, err := e.Svc.Core.CreateHost(ctx, e.OwnerA.ID, core.HostCreateRequest{Name: "Server"})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -100,37 +100,37 @@ func TestEnrollHost(t *testing.T) {
 	}
 	hc := create()
 	// Until enrolled the host cannot sign anything.
-	_, err := e.Svc.HostForJWT(ctx, hc.Host.ID)
+	_, err := e.Svc.Core.HostForJWT(ctx, hc.Host.ID)
 	wantCode(t, err, core.CodeInvalidJWT)
 	// A bad key, or a key in use, does not consume the token.
-	_, err = e.Svc.EnrollHost(ctx, hc.EnrollmentToken, json.RawMessage(`{"kty":"OKP"}`), "")
+	_, err = e.Svc.Core.EnrollHost(ctx, hc.EnrollmentToken, json.RawMessage(`{"kty":"OKP"}`), "")
 	wantCode(t, err, core.CodeInvalidPublicKey)
 	taken := newHost(t, e)
-	_, err = e.Svc.EnrollHost(ctx, hc.EnrollmentToken, json.RawMessage(*taken.PublicKey), "")
+	_, err = e.Svc.Core.EnrollHost(ctx, hc.EnrollmentToken, json.RawMessage(*taken.PublicKey), "")
 	wantCode(t, err, core.CodeHostKeyInUse)
 	key := newJWK(t)
-	h, err := e.Svc.EnrollHost(ctx, hc.EnrollmentToken, key, " Renamed ")
+	h, err := e.Svc.Core.EnrollHost(ctx, hc.EnrollmentToken, key, " Renamed ")
 	if err != nil || h.ID != hc.Host.ID || h.Status != core.HostActive || h.Name != "Renamed" {
 		t.Fatalf("enroll = %+v, %v", h, err)
 	}
 	// The thumbprint names the host as well as its id.
-	if got, err := e.Svc.HostForJWT(ctx, parseJWK(t, key).Thumbprint); err != nil || got.ID != h.ID {
+	if got, err := e.Svc.Core.HostForJWT(ctx, parseJWK(t, key).Thumbprint); err != nil || got.ID != h.ID {
 		t.Fatalf("by thumbprint = %+v, %v", got, err)
 	}
 	// Used, unknown, expired, revoked: one refusal.
-	_, err = e.Svc.EnrollHost(ctx, hc.EnrollmentToken, newJWK(t), "")
+	_, err = e.Svc.Core.EnrollHost(ctx, hc.EnrollmentToken, newJWK(t), "")
 	wantCode(t, err, core.CodeInvalidEnrollment)
-	_, err = e.Svc.EnrollHost(ctx, core.SecretHostEnrollment+"nope", newJWK(t), "")
+	_, err = e.Svc.Core.EnrollHost(ctx, core.SecretHostEnrollment+"nope", newJWK(t), "")
 	wantCode(t, err, core.CodeInvalidEnrollment)
 	expired := create()
 	revoked := create()
-	if err := e.Svc.RevokeHost(ctx, e.OwnerA.ID, revoked.Host.ID); err != nil {
+	if err := e.Svc.Core.RevokeHost(ctx, e.OwnerA.ID, revoked.Host.ID); err != nil {
 		t.Fatal(err)
 	}
-	_, err = e.Svc.EnrollHost(ctx, revoked.EnrollmentToken, newJWK(t), "")
+	_, err = e.Svc.Core.EnrollHost(ctx, revoked.EnrollmentToken, newJWK(t), "")
 	wantCode(t, err, core.CodeInvalidEnrollment)
 	clk.advance(core.HostEnrollmentTTL)
-	_, err = e.Svc.EnrollHost(ctx, expired.EnrollmentToken, newJWK(t), "")
+	_, err = e.Svc.Core.EnrollHost(ctx, expired.EnrollmentToken, newJWK(t), "")
 	wantCode(t, err, core.CodeInvalidEnrollment)
 }
 
@@ -138,28 +138,28 @@ func TestHostsListRevokeAndJWTIDs(t *testing.T) {
 	e, clk := agentEnv(t)
 	h := newHost(t, e)
 	v := register(t, e, h, core.CapGetCredits)
-	_, err := e.Svc.HostForJWT(ctx, "hst_unknown")
+	_, err := e.Svc.Core.HostForJWT(ctx, "hst_unknown")
 	wantCode(t, err, core.CodeInvalidJWT)
-	_, err = e.Svc.HostForJWT(ctx, "")
+	_, err = e.Svc.Core.HostForJWT(ctx, "")
 	wantCode(t, err, core.CodeInvalidJWT)
-	list, err := e.Svc.ListHosts(ctx, e.OwnerA.ID)
+	list, err := e.Svc.Core.ListHosts(ctx, e.OwnerA.ID)
 	if err != nil || len(list) != 1 || len(list[0].Agents) != 1 || list[0].Agents[0].ID != v.Agent.ID {
 		t.Fatalf("list = %+v, %v", list, err)
 	}
-	if other, _ := e.Svc.ListHosts(ctx, e.OwnerB.ID); len(other) != 0 {
+	if other, _ := e.Svc.Core.ListHosts(ctx, e.OwnerB.ID); len(other) != 0 {
 		t.Fatal("owner B lists owner A's hosts")
 	}
 	// Another owner cannot revoke it; revoking twice is fine.
-	wantCode(t, e.Svc.RevokeHost(ctx, e.OwnerB.ID, h.ID), core.CodeHostNotFound)
-	if err := e.Svc.RevokeHost(ctx, e.OwnerA.ID, h.ID); err != nil {
+	wantCode(t, e.Svc.Core.RevokeHost(ctx, e.OwnerB.ID, h.ID), core.CodeHostNotFound)
+	if err := e.Svc.Core.RevokeHost(ctx, e.OwnerA.ID, h.ID); err != nil {
 		t.Fatal(err)
 	}
-	if err := e.Svc.RevokeHost(ctx, e.OwnerA.ID, h.ID); err != nil {
+	if err := e.Svc.Core.RevokeHost(ctx, e.OwnerA.ID, h.ID); err != nil {
 		t.Fatal(err)
 	}
-	_, err = e.Svc.DelegatedAgentForJWT(ctx, &list[0].Host, v.Agent.ID)
+	_, err = e.Svc.Core.DelegatedAgentForJWT(ctx, &list[0].Host, v.Agent.ID)
 	wantCode(t, err, core.CodeAgentRevoked)
-	list, _ = e.Svc.ListHosts(ctx, e.OwnerA.ID)
+	list, _ = e.Svc.Core.ListHosts(ctx, e.OwnerA.ID)
 	if list[0].Host.Status != core.HostRevoked || list[0].Agents[0].Status != core.DelegatedRevoked {
 		t.Fatalf("after revoke: %+v", list[0])
 	}
@@ -177,7 +177,7 @@ func TestHostsListRevokeAndJWTIDs(t *testing.T) {
 		{"long jti", "hst_a", strings.Repeat("j", 256), core.CodeInvalidJWT},
 		{"longest jti", "hst_a", strings.Repeat("j", 255), ""},
 	} {
-		err := e.Svc.AcceptDelegatedJWT(ctx, core.JWTUse{Host: &core.Host{ID: tc.iss}, JTI: tc.jti, Expires: exp})
+		err := e.Svc.Core.AcceptDelegatedJWT(ctx, core.JWTUse{Host: &core.Host{ID: tc.iss}, JTI: tc.jti, Expires: exp})
 		if tc.code == "" && err != nil {
 			t.Fatalf("%s: %v", tc.name, err)
 		} else if tc.code != "" {
@@ -185,7 +185,7 @@ func TestHostsListRevokeAndJWTIDs(t *testing.T) {
 		}
 	}
 	clk.advance(core.DelegatedJWTMaxLifetime + core.DelegatedJWTSkew + time.Second)
-	if err := e.Svc.AcceptDelegatedJWT(ctx, core.JWTUse{Host: &core.Host{ID: "hst_a"}, JTI: "j1", Expires: clk.now().Add(time.Minute)}); err != nil {
+	if err := e.Svc.Core.AcceptDelegatedJWT(ctx, core.JWTUse{Host: &core.Host{ID: "hst_a"}, JTI: "j1", Expires: clk.now().Add(time.Minute)}); err != nil {
 		t.Fatalf("a forgotten jti: %v", err)
 	}
 }
@@ -200,17 +200,17 @@ func TestAcceptDelegatedJWT(t *testing.T) {
 	a := approveAgent(t, e, h, core.CapGetCredits)
 	lastUsed := func() (*time.Time, *time.Time) {
 		t.Helper()
-		list, err := e.Svc.ListHosts(ctx, e.OwnerA.ID)
+		list, err := e.Svc.Core.ListHosts(ctx, e.OwnerA.ID)
 		if err != nil || len(list) != 1 || len(list[0].Agents) != 1 {
 			t.Fatalf("hosts: %+v %v", list, err)
 		}
 		return list[0].Host.LastUsedAt, list[0].Agents[0].LastUsedAt
 	}
 	// Lookups alone leave no trace.
-	if _, err := e.Svc.HostForJWT(ctx, h.ID); err != nil {
+	if _, err := e.Svc.Core.HostForJWT(ctx, h.ID); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := e.Svc.DelegatedAgentForJWT(ctx, h, a.ID); err != nil {
+	if _, err := e.Svc.Core.DelegatedAgentForJWT(ctx, h, a.ID); err != nil {
 		t.Fatal(err)
 	}
 	if hu, au := lastUsed(); hu != nil || au != nil {
@@ -218,21 +218,21 @@ func TestAcceptDelegatedJWT(t *testing.T) {
 	}
 	exp := clk.now().Add(time.Minute)
 	limit := &core.RateLimit{Key: "test:" + a.ID, Interval: time.Hour, Burst: 1}
-	if err := e.Svc.AcceptDelegatedJWT(ctx, core.JWTUse{Host: h, Agent: a, JTI: "j1", Expires: exp, Limit: limit}); err != nil {
+	if err := e.Svc.Core.AcceptDelegatedJWT(ctx, core.JWTUse{Host: h, Agent: a, JTI: "j1", Expires: exp, Limit: limit}); err != nil {
 		t.Fatal(err)
 	}
 	if hu, au := lastUsed(); hu == nil || au == nil || !hu.Equal(clk.now()) || !au.Equal(clk.now()) {
 		t.Fatalf("last use after an accepted JWT: host %v agent %v, want %v", hu, au, clk.now())
 	}
 	// Over the limit: refused, and its jti stays unused.
-	err := e.Svc.AcceptDelegatedJWT(ctx, core.JWTUse{Host: h, Agent: a, JTI: "j2", Expires: exp, Limit: limit})
+	err := e.Svc.Core.AcceptDelegatedJWT(ctx, core.JWTUse{Host: h, Agent: a, JTI: "j2", Expires: exp, Limit: limit})
 	if core.ErrorKind(err) != core.KindRateLimited {
 		t.Fatalf("over the limit: %v", err)
 	}
-	if err := e.Svc.AcceptDelegatedJWT(ctx, core.JWTUse{Host: h, Agent: a, JTI: "j2", Expires: exp}); err != nil {
+	if err := e.Svc.Core.AcceptDelegatedJWT(ctx, core.JWTUse{Host: h, Agent: a, JTI: "j2", Expires: exp}); err != nil {
 		t.Fatalf("a jti refused by the limiter was spent: %v", err)
 	}
-	wantCode(t, e.Svc.AcceptDelegatedJWT(ctx, core.JWTUse{Host: h, JTI: "j2", Expires: exp}), core.CodeJWTReplayed)
+	wantCode(t, e.Svc.Core.AcceptDelegatedJWT(ctx, core.JWTUse{Host: h, JTI: "j2", Expires: exp}), core.CodeJWTReplayed)
 }
 
 // AgentForJWT reads the agent and its host from the claims in one query and
@@ -254,7 +254,7 @@ func TestAgentForJWT(t *testing.T) {
 		{"empty iss", "", a.ID, core.CodeInvalidJWT},
 		{"pending agent", h.ID, pending.ID, core.CodeAgentPending},
 	} {
-		gh, ga, err := e.Svc.AgentForJWT(ctx, tc.iss, tc.sub)
+		gh, ga, err := e.Svc.Core.AgentForJWT(ctx, tc.iss, tc.sub)
 		if tc.code == "" {
 			if err != nil || gh.ID != h.ID || ga.ID != a.ID {
 				t.Fatalf("%s: %v %v %v", tc.name, gh, ga, err)
@@ -263,9 +263,9 @@ func TestAgentForJWT(t *testing.T) {
 		}
 		wantCode(t, err, tc.code)
 	}
-	if err := e.Svc.RevokeHost(ctx, e.OwnerA.ID, h.ID); err != nil {
+	if err := e.Svc.Core.RevokeHost(ctx, e.OwnerA.ID, h.ID); err != nil {
 		t.Fatal(err)
 	}
-	_, _, err := e.Svc.AgentForJWT(ctx, h.ID, a.ID)
+	_, _, err := e.Svc.Core.AgentForJWT(ctx, h.ID, a.ID)
 	wantCode(t, err, core.CodeHostRevoked)
 }

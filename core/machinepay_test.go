@@ -24,6 +24,7 @@ import (
 	"github.com/faxhub/faxhub/core/payments/tempotest"
 	"github.com/faxhub/faxhub/core/phone"
 	"github.com/faxhub/faxhub/core/provider/simulated"
+	"github.com/faxhub/faxhub/core/services"
 	"github.com/faxhub/faxhub/internal/testenv"
 )
 
@@ -39,7 +40,7 @@ const (
 // testenv store, on an adjustable clock.
 type machineEnv struct {
 	*testenv.Env
-	svc    *core.Service
+	svc    *services.Set
 	clk    *clock
 	stripe *stripetest.Server
 	tempo  *tempotest.Server
@@ -84,7 +85,7 @@ func newMachineEnv(t *testing.T, opts ...machineOption) *machineEnv {
 	for _, o := range opts {
 		o(&cfg, &deps)
 	}
-	me.svc, err = core.New(cfg, deps)
+	me.svc, err = services.New(cfg, deps)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -104,7 +105,7 @@ func machineBody(to, requestID string, pages int) core.MachineFaxRequest {
 
 func (m *machineEnv) fax(t *testing.T, r core.MachineFaxRequest) *core.MachineFaxResult {
 	t.Helper()
-	res, err := m.svc.MachineFax(ctx, r)
+	res, err := m.svc.Core.MachineFax(ctx, r)
 	if err != nil {
 		t.Fatalf("MachineFax: %v", err)
 	}
@@ -211,7 +212,7 @@ func TestMachineUnpaidChallenges(t *testing.T) {
 	if chs[0].Method != "stripe" || chs[1].Method != "tempo" || res.Problem.ChallengeID != chs[0].ID {
 		t.Fatalf("order or problem id: %s %s %s", chs[0].Method, chs[1].Method, res.Problem.ChallengeID)
 	}
-	q, err := m.svc.Quote(ctx, core.QuoteRequest{To: deliverable, Pages: 3})
+	q, err := m.svc.Core.Quote(ctx, core.QuoteRequest{To: deliverable, Pages: 3})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -262,7 +263,7 @@ func TestMachineUnpaidChallenges(t *testing.T) {
 
 	// Another body under the same request_id: 409.
 	other := machineBody(deliverable, "req-1", 2)
-	_, err = m.svc.MachineFax(ctx, other)
+	_, err = m.svc.Core.MachineFax(ctx, other)
 	wantCode(t, err, core.CodeRequestIDConflict)
 
 	// Expired: fresh challenges with other ids.
@@ -328,7 +329,7 @@ func TestMachinePaid(t *testing.T) {
 
 	// Status link.
 	token := strings.TrimPrefix(o.StatusURL, "https://api.faxhub.test"+core.MachineStatusPath)
-	st, err := m.svc.MachineFaxStatus(ctx, token)
+	st, err := m.svc.Core.MachineFaxStatus(ctx, token)
 	if err != nil || st.ID != o.ID || st.Amount != o.Amount || st.RequestID != "req-paid" || st.Method != "stripe" {
 		t.Fatalf("status: %+v %v", st, err)
 	}
@@ -338,12 +339,12 @@ func TestMachinePaid(t *testing.T) {
 		"garbage":   "nope",
 		"empty":     "",
 	} {
-		if _, err := m.svc.MachineFaxStatus(ctx, bad); core.ErrorCode(err) != core.CodeMachineStatusToken || core.ErrorKind(err) != core.KindNotFound {
+		if _, err := m.svc.Core.MachineFaxStatus(ctx, bad); core.ErrorCode(err) != core.CodeMachineStatusToken || core.ErrorKind(err) != core.KindNotFound {
 			t.Errorf("%s token: %v", name, err)
 		}
 	}
 	m.clk.advance(31 * 24 * time.Hour)
-	_, err = m.svc.MachineFaxStatus(ctx, token)
+	_, err = m.svc.Core.MachineFaxStatus(ctx, token)
 	wantCode(t, err, core.CodeMachineStatusToken)
 }
 
@@ -404,7 +405,7 @@ func TestMachineCredentialProblems(t *testing.T) {
 	}
 
 	r.Authorization = []string{credential(t, ch, visa), credential(t, ch, visa)}
-	_, err := m.svc.MachineFax(ctx, r)
+	_, err := m.svc.Core.MachineFax(ctx, r)
 	wantCode(t, err, core.CodeMultipleCredentials)
 	if core.ErrorKind(err) != core.KindInvalid {
 		t.Fatalf("two credentials: kind %v", core.ErrorKind(err))
@@ -421,7 +422,7 @@ func TestMachineCredentialProblems(t *testing.T) {
 	if m.stripe.Charges() != 0 || m.count(t, "SELECT count(*) FROM machine_claims") != 0 {
 		t.Fatal("a refused credential was charged or claimed")
 	}
-	_, err = m.svc.MachineFax(ctx, core.MachineFaxRequest{To: deliverable, PDF: []byte("%PDF"), RequestID: "bad id", BodyDigest: "x"})
+	_, err = m.svc.Core.MachineFax(ctx, core.MachineFaxRequest{To: deliverable, PDF: []byte("%PDF"), RequestID: "bad id", BodyDigest: "x"})
 	wantCode(t, err, core.CodeInvalidRequest)
 }
 
@@ -501,7 +502,7 @@ func TestMachineConcurrentRetries(t *testing.T) {
 	inProgress := 0
 	for range 50 {
 		wg.Go(func() {
-			res, err := m.svc.MachineFax(ctx, r)
+			res, err := m.svc.Core.MachineFax(ctx, r)
 			mu.Lock()
 			defer mu.Unlock()
 			switch {
@@ -529,12 +530,12 @@ func TestMachineConcurrentRetries(t *testing.T) {
 func TestMachineOff(t *testing.T) {
 	m := newMachineEnv(t, func(c *core.Config, _ *core.Deps) { c.Machine.Enabled = false })
 	r := machineBody(deliverable, "req-off", 1)
-	_, err := m.svc.MachineFax(ctx, r)
+	_, err := m.svc.Core.MachineFax(ctx, r)
 	wantCode(t, err, core.CodeMachinePaymentsOff)
 	if core.ErrorKind(err) != core.KindUnavailable {
 		t.Fatalf("kind %v", core.ErrorKind(err))
 	}
-	_, err = m.svc.MachineQuote(ctx, core.MachineQuoteRequest{To: deliverable, Pages: 1})
+	_, err = m.svc.Core.MachineQuote(ctx, core.MachineQuoteRequest{To: deliverable, Pages: 1})
 	wantCode(t, err, core.CodeMachinePaymentsOff)
 	for _, table := range []string{"machine_requests", "machine_claims", "charges", "rate_limits"} {
 		if n := m.count(t, "SELECT count(*) FROM "+table); n != 0 {
@@ -542,22 +543,22 @@ func TestMachineOff(t *testing.T) {
 		}
 	}
 	none := newMachineEnv(t, func(_ *core.Config, d *core.Deps) { d.Machine = nil })
-	_, err = none.svc.MachineFax(ctx, r)
+	_, err = none.svc.Core.MachineFax(ctx, r)
 	wantCode(t, err, core.CodeMachinePaymentsMissing)
 }
 
 func TestMachineQuote(t *testing.T) {
 	m := newMachineEnv(t)
-	q, err := m.svc.MachineQuote(ctx, core.MachineQuoteRequest{To: deliverable, PDF: testenv.MinimalPDF(4)})
+	q, err := m.svc.Core.MachineQuote(ctx, core.MachineQuoteRequest{To: deliverable, PDF: testenv.MinimalPDF(4)})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if q.Pages != 4 || len(q.Offers) != 2 || q.Offers[0].Method != "stripe" || q.Offers[1].Amount != fmt.Sprint(q.AmountMicros) || !q.Offers[0].Refunds || q.Offers[1].Refunds {
 		t.Fatalf("quote: %+v", q)
 	}
-	_, err = m.svc.MachineQuote(ctx, core.MachineQuoteRequest{To: deliverable, PDF: []byte("\x89PNG\r\n\x1a\nnot really")})
+	_, err = m.svc.Core.MachineQuote(ctx, core.MachineQuoteRequest{To: deliverable, PDF: []byte("\x89PNG\r\n\x1a\nnot really")})
 	wantCode(t, err, core.CodeUnsupportedType)
-	_, err = m.svc.MachineQuote(ctx, core.MachineQuoteRequest{To: "+15555550100", Pages: 1})
+	_, err = m.svc.Core.MachineQuote(ctx, core.MachineQuoteRequest{To: "+15555550100", Pages: 1})
 	wantCode(t, err, core.CodeInvalidDestination)
 }
 
@@ -577,7 +578,7 @@ func TestMachineSweepFinishesInterruptedClaim(t *testing.T) {
 		t.Fatal("setup: not charged")
 	}
 	// A retry while the lease lives: in progress.
-	_, err := m.svc.MachineFax(ctx, r)
+	_, err := m.svc.Core.MachineFax(ctx, r)
 	wantCode(t, err, core.CodePaymentInProgress)
 
 	// The sweeper and a retry race for the lapsed claim: one settles it
@@ -587,13 +588,13 @@ func TestMachineSweepFinishesInterruptedClaim(t *testing.T) {
 	var retried *core.MachineFaxResult
 	var retryErr error
 	wg.Go(func() {
-		if err := m.svc.SweepMachinePayments(ctx); err != nil {
+		if err := m.svc.Core.SweepMachinePayments(ctx); err != nil {
 			t.Errorf("sweep: %v", err)
 		}
 	})
-	wg.Go(func() { retried, retryErr = m.svc.MachineFax(ctx, r) })
+	wg.Go(func() { retried, retryErr = m.svc.Core.MachineFax(ctx, r) })
 	wg.Wait()
-	if err := m.svc.SweepMachinePayments(ctx); err != nil {
+	if err := m.svc.Core.SweepMachinePayments(ctx); err != nil {
 		t.Fatal(err)
 	}
 	if m.stripe.Charges() != 1 || m.count(t, "SELECT count(*) FROM faxes WHERE owner_id = ?", core.MachineOwnerID) != 1 {
@@ -648,7 +649,7 @@ func (m *machineEnv) crashAfterCharge(t *testing.T, r core.MachineFaxRequest, ch
 			return nil, errors.New("connection reset after the charge")
 		})
 	})
-	_, err := broken.MachineFax(ctx, r)
+	_, err := broken.Core.MachineFax(ctx, r)
 	wantCode(t, err, core.CodePaymentProcessorUnavailable)
 	// The release put the lease to now; a crash leaves it running.
 	if _, err := m.DB.SQL().ExecContext(ctx, m.rebind("UPDATE machine_claims SET lease_until = ? WHERE challenge_id = ?"),
@@ -663,13 +664,13 @@ func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { retu
 
 // newMachineEnvSharing is a second service over m's store and stand-ins
 // whose Stripe transport is wrapped.
-func newMachineEnvSharing(t *testing.T, m *machineEnv, wrap func(http.RoundTripper) http.RoundTripper) *core.Service {
+func newMachineEnvSharing(t *testing.T, m *machineEnv, wrap func(http.RoundTripper) http.RoundTripper) *services.Set {
 	t.Helper()
 	sm, err := stripe.New(stripe.Options{SecretKey: "sk_test_x", BaseURL: "https://stripe.test", HTTPClient: &http.Client{Transport: wrap(m.stripe.Transport())}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg := m.svc.Config()
+	cfg := m.svc.Core.Config()
 	deps := core.Deps{
 		Store: m.Store, Blobs: nil, Converter: convert.New(convert.Options{}), Destination: phone.New(), Queue: m.Queue,
 		Providers: map[core.Mode]core.FaxProvider{core.ModeTest: simulated.New(simulated.Options{Now: m.clk.now})},
@@ -680,7 +681,7 @@ func newMachineEnvSharing(t *testing.T, m *machineEnv, wrap func(http.RoundTripp
 		t.Fatal(err)
 	}
 	deps.Blobs = blobs
-	svc, err := core.New(cfg, deps)
+	svc, err := services.New(cfg, deps)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -716,7 +717,7 @@ func TestMachineRefunds(t *testing.T) {
 	m := newMachineEnv(t)
 	// A fax that fails: its whole charge goes back, once.
 	out := m.paid(t, machineBody("+12125550103", "req-fail", 2))
-	if err := m.svc.Deliver(ctx, out.Order.ID); err != nil {
+	if err := m.svc.Core.Deliver(ctx, out.Order.ID); err != nil {
 		t.Fatal(err)
 	}
 	st := m.fax(t, machineBody("+12125550103", "req-fail", 2))
@@ -724,7 +725,7 @@ func TestMachineRefunds(t *testing.T) {
 		t.Fatalf("failed fax: %+v", st.Order)
 	}
 	for range 2 {
-		if err := m.svc.SweepMachinePayments(ctx); err != nil {
+		if err := m.svc.Core.SweepMachinePayments(ctx); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -748,7 +749,7 @@ func TestMachineRefunds(t *testing.T) {
 	if tout.Order == nil {
 		t.Fatalf("tempo: %+v", tout.Problem)
 	}
-	if err := m.svc.Deliver(ctx, tout.Order.ID); err != nil {
+	if err := m.svc.Core.Deliver(ctx, tout.Order.ID); err != nil {
 		t.Fatal(err)
 	}
 	if c := m.charge(t, tout.Order.ID); c.RefundState != core.RefundNotRefundable || c.Status != core.ChargeSucceeded {
@@ -757,7 +758,7 @@ func TestMachineRefunds(t *testing.T) {
 
 	// A partial fax: the unsent pages' share, rounded down.
 	pout := m.paid(t, machineBody("+12125550104", "req-partial", 4))
-	if err := m.svc.Deliver(ctx, pout.Order.ID); err != nil {
+	if err := m.svc.Core.Deliver(ctx, pout.Order.ID); err != nil {
 		t.Fatal(err)
 	}
 	pc := m.charge(t, pout.Order.ID)
@@ -766,7 +767,7 @@ func TestMachineRefunds(t *testing.T) {
 	}
 	// A delivered fax: nothing.
 	dout := m.paid(t, machineBody(deliverable, "req-ok", 1))
-	if err := m.svc.Deliver(ctx, dout.Order.ID); err != nil {
+	if err := m.svc.Core.Deliver(ctx, dout.Order.ID); err != nil {
 		t.Fatal(err)
 	}
 	if dc := m.charge(t, dout.Order.ID); dc.RefundState != core.RefundNone {

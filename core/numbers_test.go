@@ -24,19 +24,19 @@ func newClockEnv(t *testing.T, opts ...testenv.Option) (*testenv.Env, *testClock
 // buyNumber reserves and pays number for p and waits for it to be active.
 func buyNumber(t *testing.T, e *testenv.Env, p core.Principal, number string) *core.Number {
 	t.Helper()
-	n, err := e.Svc.BuyNumber(ctx, p, core.BuyNumberRequest{Number: number})
+	n, err := e.Svc.Core.BuyNumber(ctx, p, core.BuyNumberRequest{Number: number})
 	if err != nil {
 		t.Fatalf("buy %s: %v", number, err)
 	}
-	cs, err := e.Svc.CreateNumberCheckout(ctx, p, n.ID)
+	cs, err := e.Svc.Core.CreateNumberCheckout(ctx, p, n.ID)
 	if err != nil {
 		t.Fatalf("checkout of %s: %v", number, err)
 	}
-	if _, err := e.Svc.CompleteCheckout(ctx, cs.ID); err != nil {
+	if _, err := e.Svc.Core.CompleteCheckout(ctx, cs.ID); err != nil {
 		t.Fatalf("pay %s: %v", number, err)
 	}
 	e.DrainQueue(t)
-	n, err = e.Svc.GetNumber(ctx, p, n.ID)
+	n, err = e.Svc.Core.GetNumber(ctx, p, n.ID)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -47,7 +47,7 @@ func TestNumberSearchBuyAndIsolation(t *testing.T) {
 	e := testenv.New(t)
 	pa, pb := e.Principal(t, e.KeyATest), e.Principal(t, e.KeyBTest)
 
-	found, err := e.Svc.SearchNumbers(ctx, pa, core.NumberSearch{Country: "us", AreaCode: "415", Limit: 3})
+	found, err := e.Svc.Core.SearchNumbers(ctx, pa, core.NumberSearch{Country: "us", AreaCode: "415", Limit: 3})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -55,16 +55,16 @@ func TestNumberSearchBuyAndIsolation(t *testing.T) {
 		t.Fatalf("search: %+v", found)
 	}
 	for _, bad := range []core.NumberSearch{{Country: "USA"}, {AreaCode: "41a"}, {Limit: 51}, {Locality: strings.Repeat("x", 65)}, {Locality: "a\x00b"}} {
-		if _, err := e.Svc.SearchNumbers(ctx, pa, bad); core.ErrorCode(err) != core.CodeInvalidRequest {
+		if _, err := e.Svc.Core.SearchNumbers(ctx, pa, bad); core.ErrorCode(err) != core.CodeInvalidRequest {
 			t.Errorf("search %+v: %v, want invalid_request", bad, err)
 		}
 	}
-	if _, err := e.Svc.SearchNumbers(ctx, pa, core.NumberSearch{Country: "DE"}); core.ErrorCode(err) != core.CodeNumbersNotOffered {
+	if _, err := e.Svc.Core.SearchNumbers(ctx, pa, core.NumberSearch{Country: "DE"}); core.ErrorCode(err) != core.CodeNumbersNotOffered {
 		t.Errorf("search in DE: %v", err)
 	}
 
 	want := found[0].E164
-	n, err := e.Svc.BuyNumber(ctx, pa, core.BuyNumberRequest{Number: want})
+	n, err := e.Svc.Core.BuyNumber(ctx, pa, core.BuyNumberRequest{Number: want})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -72,38 +72,38 @@ func TestNumberSearchBuyAndIsolation(t *testing.T) {
 		t.Fatalf("bought: %+v", n)
 	}
 	// Held: B cannot buy it, and searches no longer offer it.
-	if _, err := e.Svc.BuyNumber(ctx, pb, core.BuyNumberRequest{Number: want}); core.ErrorCode(err) != core.CodeNumberUnavailable {
+	if _, err := e.Svc.Core.BuyNumber(ctx, pb, core.BuyNumberRequest{Number: want}); core.ErrorCode(err) != core.CodeNumberUnavailable {
 		t.Fatalf("B buys A's number: %v", err)
 	}
-	again, _ := e.Svc.SearchNumbers(ctx, pb, core.NumberSearch{AreaCode: "415", Limit: 3})
+	again, _ := e.Svc.Core.SearchNumbers(ctx, pb, core.NumberSearch{AreaCode: "415", Limit: 3})
 	for _, a := range again {
 		if a.E164 == want {
 			t.Fatalf("held number still offered: %+v", again)
 		}
 	}
-	if _, err := e.Svc.BuyNumber(ctx, pa, core.BuyNumberRequest{Number: "+14155550999"}); core.ErrorCode(err) != core.CodeNumberUnavailable {
+	if _, err := e.Svc.Core.BuyNumber(ctx, pa, core.BuyNumberRequest{Number: "+14155550999"}); core.ErrorCode(err) != core.CodeNumberUnavailable {
 		t.Fatalf("buy a number not in the inventory: %v", err)
 	}
 	// B sees nothing of A's.
-	if _, err := e.Svc.GetNumber(ctx, pb, n.ID); core.ErrorCode(err) != core.CodeNotFound {
+	if _, err := e.Svc.Core.GetNumber(ctx, pb, n.ID); core.ErrorCode(err) != core.CodeNotFound {
 		t.Fatalf("B reads A's number: %v", err)
 	}
-	if _, err := e.Svc.CreateNumberCheckout(ctx, pb, n.ID); core.ErrorCode(err) != core.CodeNotFound {
+	if _, err := e.Svc.Core.CreateNumberCheckout(ctx, pb, n.ID); core.ErrorCode(err) != core.CodeNotFound {
 		t.Fatalf("B pays A's number: %v", err)
 	}
-	if _, err := e.Svc.ReleaseNumber(ctx, pb, n.ID); core.ErrorCode(err) != core.CodeNotFound {
+	if _, err := e.Svc.Core.ReleaseNumber(ctx, pb, n.ID); core.ErrorCode(err) != core.CodeNotFound {
 		t.Fatalf("B releases A's number: %v", err)
 	}
 
-	cs, err := e.Svc.CreateNumberCheckout(ctx, pa, n.ID)
+	cs, err := e.Svc.Core.CreateNumberCheckout(ctx, pa, n.ID)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := e.Svc.CompleteCheckout(ctx, cs.ID); err != nil {
+	if _, err := e.Svc.Core.CompleteCheckout(ctx, cs.ID); err != nil {
 		t.Fatal(err)
 	}
 	e.DrainQueue(t)
-	n, err = e.Svc.GetNumber(ctx, pa, n.ID)
+	n, err = e.Svc.Core.GetNumber(ctx, pa, n.ID)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -111,25 +111,25 @@ func TestNumberSearchBuyAndIsolation(t *testing.T) {
 		t.Fatalf("after payment: %+v", n)
 	}
 	// Paying twice delivers nothing more.
-	if _, err := e.Svc.CompleteCheckout(ctx, cs.ID); err != nil {
+	if _, err := e.Svc.Core.CompleteCheckout(ctx, cs.ID); err != nil {
 		t.Fatal(err)
 	}
-	list, err := e.Svc.ListNumbers(ctx, pa, false)
+	list, err := e.Svc.Core.ListNumbers(ctx, pa, false)
 	if err != nil || len(list) != 1 || list[0].ID != n.ID {
 		t.Fatalf("list A: %+v %v", list, err)
 	}
-	if list, _ := e.Svc.ListNumbers(ctx, pb, true); len(list) != 0 {
+	if list, _ := e.Svc.Core.ListNumbers(ctx, pb, true); len(list) != 0 {
 		t.Fatalf("list B: %+v", list)
 	}
 	// Released, it is offered again.
-	n, err = e.Svc.ReleaseNumber(ctx, pa, n.ID)
+	n, err = e.Svc.Core.ReleaseNumber(ctx, pa, n.ID)
 	if err != nil || n.Status != core.NumberReleased {
 		t.Fatalf("release: %+v %v", n, err)
 	}
-	if _, err := e.Svc.ReleaseNumber(ctx, pa, n.ID); core.ErrorCode(err) != core.CodeNumberState {
+	if _, err := e.Svc.Core.ReleaseNumber(ctx, pa, n.ID); core.ErrorCode(err) != core.CodeNumberState {
 		t.Fatalf("release twice: %v", err)
 	}
-	if _, err := e.Svc.BuyNumber(ctx, pb, core.BuyNumberRequest{Number: want}); err != nil {
+	if _, err := e.Svc.Core.BuyNumber(ctx, pb, core.BuyNumberRequest{Number: want}); err != nil {
 		t.Fatalf("B buys the released number: %v", err)
 	}
 }
@@ -139,13 +139,13 @@ func TestNumberScopes(t *testing.T) {
 	p := e.Principal(t, e.KeyATest)
 	read := p
 	read.Scopes = []core.Scope{core.ScopeFaxRead}
-	if _, err := e.Svc.SearchNumbers(ctx, read, core.NumberSearch{}); err != nil {
+	if _, err := e.Svc.Core.SearchNumbers(ctx, read, core.NumberSearch{}); err != nil {
 		t.Fatalf("fax:read searches: %v", err)
 	}
-	if _, err := e.Svc.BuyNumber(ctx, read, core.BuyNumberRequest{Number: "+14155550110"}); core.ErrorCode(err) != core.CodeInsufficientScope {
+	if _, err := e.Svc.Core.BuyNumber(ctx, read, core.BuyNumberRequest{Number: "+14155550110"}); core.ErrorCode(err) != core.CodeInsufficientScope {
 		t.Fatalf("fax:read buys: %v", err)
 	}
-	if _, err := e.Svc.ListInbox(ctx, read, core.InboxQuery{}); core.ErrorCode(err) != core.CodeInsufficientScope {
+	if _, err := e.Svc.Core.ListInbox(ctx, read, core.InboxQuery{}); core.ErrorCode(err) != core.CodeInsufficientScope {
 		t.Fatalf("fax:read lists the inbox: %v", err)
 	}
 }
@@ -166,7 +166,7 @@ func TestNumberProvisioningFailureRefunds(t *testing.T) {
 func TestNumberTask(t *testing.T) {
 	e := testenv.New(t)
 	p := e.Principal(t, e.KeyATest)
-	v, err := e.Svc.StartNumberTask(ctx, p, "buy_number", "", core.BuyNumberRequest{Number: "+13125550120"})
+	v, err := e.Svc.Core.StartNumberTask(ctx, p, "buy_number", "", core.BuyNumberRequest{Number: "+13125550120"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -174,24 +174,24 @@ func TestNumberTask(t *testing.T) {
 	if v.CheckoutURL == "" || v.Number == nil || v.Number.E164 != "+13125550120" {
 		t.Fatalf("task: %+v", v)
 	}
-	cs, err := e.Svc.CreateNumberCheckout(ctx, p, v.SubjectID)
+	cs, err := e.Svc.Core.CreateNumberCheckout(ctx, p, v.SubjectID)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := e.Svc.CompleteCheckout(ctx, cs.ID); err != nil {
+	if _, err := e.Svc.Core.CompleteCheckout(ctx, cs.ID); err != nil {
 		t.Fatal(err)
 	}
 	e.DrainQueue(t)
 	wantState(t, "paid", getTask(t, e, p, v.ID), core.TaskCompleted, "")
-	if _, err := e.Svc.CancelTask(ctx, p, v.ID); core.ErrorCode(err) != core.CodeTaskNotCancelable {
+	if _, err := e.Svc.Core.CancelTask(ctx, p, v.ID); core.ErrorCode(err) != core.CodeTaskNotCancelable {
 		t.Fatalf("cancel a completed number task: %v", err)
 	}
 
-	v2, err := e.Svc.StartNumberTask(ctx, p, "buy_number", "", core.BuyNumberRequest{Number: "+13125550121"})
+	v2, err := e.Svc.Core.StartNumberTask(ctx, p, "buy_number", "", core.BuyNumberRequest{Number: "+13125550121"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	v2, err = e.Svc.CancelTask(ctx, p, v2.ID)
+	v2, err = e.Svc.Core.CancelTask(ctx, p, v2.ID)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -207,10 +207,10 @@ func TestNumberRenewalFromCredits(t *testing.T) {
 	}
 	before := avail(t, e, p)
 	clk.Advance(32 * 24 * time.Hour)
-	if err := e.Svc.SweepNumbers(ctx); err != nil {
+	if err := e.Svc.Core.SweepNumbers(ctx); err != nil {
 		t.Fatal(err)
 	}
-	n2, _ := e.Svc.GetNumber(ctx, p, n.ID)
+	n2, _ := e.Svc.Core.GetNumber(ctx, p, n.ID)
 	if n2.Status != core.NumberActive || !n2.PaidThrough.After(*n.PaidThrough) {
 		t.Fatalf("renewed: %+v", n2)
 	}
@@ -218,7 +218,7 @@ func TestNumberRenewalFromCredits(t *testing.T) {
 		t.Fatalf("balance %d → %d, want the month (2.00) taken", before, after)
 	}
 	// Sweeping again the same day charges nothing more.
-	if err := e.Svc.SweepNumbers(ctx); err != nil {
+	if err := e.Svc.Core.SweepNumbers(ctx); err != nil {
 		t.Fatal(err)
 	}
 	if after := avail(t, e, p); after != before-2*core.MicrosPerDollar {
@@ -229,18 +229,18 @@ func TestNumberRenewalFromCredits(t *testing.T) {
 	// released after the grace period.
 	spendAll(t, e, p)
 	clk.Advance(31 * 24 * time.Hour)
-	if err := e.Svc.SweepNumbers(ctx); err != nil {
+	if err := e.Svc.Core.SweepNumbers(ctx); err != nil {
 		t.Fatal(err)
 	}
-	n3, _ := e.Svc.GetNumber(ctx, p, n.ID)
+	n3, _ := e.Svc.Core.GetNumber(ctx, p, n.ID)
 	if n3.Status != core.NumberPastDue || n3.FailureCode != core.CodeRenewalInsufficientCredits || !strings.Contains(n3.FailureReason, "add credits") {
 		t.Fatalf("unpaid renewal: %+v", n3)
 	}
 	clk.Advance(8 * 24 * time.Hour)
-	if err := e.Svc.SweepNumbers(ctx); err != nil {
+	if err := e.Svc.Core.SweepNumbers(ctx); err != nil {
 		t.Fatal(err)
 	}
-	n4, _ := e.Svc.GetNumber(ctx, p, n.ID)
+	n4, _ := e.Svc.Core.GetNumber(ctx, p, n.ID)
 	if n4.Status != core.NumberReleased || n4.FailureCode != core.CodeRenewalInsufficientCredits {
 		t.Fatalf("after grace: %+v", n4)
 	}
@@ -249,21 +249,21 @@ func TestNumberRenewalFromCredits(t *testing.T) {
 func TestNumberReservationLapses(t *testing.T) {
 	e, clk := newClockEnv(t)
 	pa, pb := e.Principal(t, e.KeyATest), e.Principal(t, e.KeyBTest)
-	n, err := e.Svc.BuyNumber(ctx, pa, core.BuyNumberRequest{Number: "+12125550130"})
+	n, err := e.Svc.Core.BuyNumber(ctx, pa, core.BuyNumberRequest{Number: "+12125550130"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	clk.Advance(2 * time.Hour)
-	if _, err := e.Svc.CreateNumberCheckout(ctx, pa, n.ID); core.ErrorCode(err) != core.CodeNumberState {
+	if _, err := e.Svc.Core.CreateNumberCheckout(ctx, pa, n.ID); core.ErrorCode(err) != core.CodeNumberState {
 		t.Fatalf("pay a lapsed reservation: %v", err)
 	}
-	if err := e.Svc.SweepNumbers(ctx); err != nil {
+	if err := e.Svc.Core.SweepNumbers(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if n, _ = e.Svc.GetNumber(ctx, pa, n.ID); n.Status != core.NumberCanceled {
+	if n, _ = e.Svc.Core.GetNumber(ctx, pa, n.ID); n.Status != core.NumberCanceled {
 		t.Fatalf("lapsed: %+v", n)
 	}
-	if _, err := e.Svc.BuyNumber(ctx, pb, core.BuyNumberRequest{Number: "+12125550130"}); err != nil {
+	if _, err := e.Svc.Core.BuyNumber(ctx, pb, core.BuyNumberRequest{Number: "+12125550130"}); err != nil {
 		t.Fatalf("B buys the freed number: %v", err)
 	}
 }
@@ -272,21 +272,21 @@ func TestSendFromOwnedNumber(t *testing.T) {
 	e := testenv.New(t)
 	pa, pb := e.Principal(t, e.KeyATest), e.Principal(t, e.KeyBTest)
 	n := buyNumber(t, e, pa, "+12125550140")
-	f, _, err := e.Svc.SendFax(ctx, pa, "from-1", core.SendFaxRequest{To: "+12125550100", UploadToken: upload(t, e, pa, 1), From: n.E164})
+	f, _, err := e.Svc.Core.SendFax(ctx, pa, "from-1", core.SendFaxRequest{To: "+12125550100", UploadToken: upload(t, e, pa, 1), From: n.E164})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if f.From != n.E164 {
 		t.Fatalf("from: %q", f.From)
 	}
-	f, _, err = e.Svc.SendFax(ctx, pa, "from-2", core.SendFaxRequest{To: "+12125550100", UploadToken: upload(t, e, pa, 1), From: n.ID})
+	f, _, err = e.Svc.Core.SendFax(ctx, pa, "from-2", core.SendFaxRequest{To: "+12125550100", UploadToken: upload(t, e, pa, 1), From: n.ID})
 	if err != nil || f.From != n.E164 {
 		t.Fatalf("from by id: %+v %v", f, err)
 	}
-	if _, _, err := e.Svc.SendFax(ctx, pb, "from-3", core.SendFaxRequest{To: "+12125550100", UploadToken: upload(t, e, pb, 1), From: n.E164}); core.ErrorCode(err) != core.CodeFromNumberNotOwned {
+	if _, _, err := e.Svc.Core.SendFax(ctx, pb, "from-3", core.SendFaxRequest{To: "+12125550100", UploadToken: upload(t, e, pb, 1), From: n.E164}); core.ErrorCode(err) != core.CodeFromNumberNotOwned {
 		t.Fatalf("B sends from A's number: %v", err)
 	}
-	d, err := e.Svc.CreateDraft(ctx, pa, core.CreateDraftRequest{To: "+12125550100", UploadToken: upload(t, e, pa, 1), From: n.E164})
+	d, err := e.Svc.Core.CreateDraft(ctx, pa, core.CreateDraftRequest{To: "+12125550100", UploadToken: upload(t, e, pa, 1), From: n.E164})
 	if err != nil || d.From != n.E164 {
 		t.Fatalf("draft from: %+v %v", d, err)
 	}
@@ -299,7 +299,7 @@ func deliverTestFax(t *testing.T, e *testenv.Env, p core.Principal, to string, p
 	if err := os.WriteFile(path, pdf, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	f, err := e.Svc.SimulateInboundFax(ctx, p, core.TestInboundFax{To: to, From: "+13125550100", Path: path})
+	f, err := e.Svc.Core.SimulateInboundFax(ctx, p, core.TestInboundFax{To: to, From: "+13125550100", Path: path})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -313,7 +313,7 @@ func TestInboxEndToEnd(t *testing.T) {
 	n := buyNumber(t, e, pa, "+12125550150")
 	f := deliverTestFax(t, e, pa, n.E164, testenv.MinimalPDF(2))
 
-	got, err := e.Svc.GetInboxFax(ctx, pa, f.ID)
+	got, err := e.Svc.Core.GetInboxFax(ctx, pa, f.ID)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -326,26 +326,26 @@ func TestInboxEndToEnd(t *testing.T) {
 	if got.TextStatus != core.TextExtracted || got.TextMethod != "text" || !strings.Contains(got.Text, "faxhub test page 2") {
 		t.Fatalf("text of the received fax: %q %s %s %s", got.Text, got.TextStatus, got.TextMethod, got.TextNote)
 	}
-	page, err := e.Svc.ListInbox(ctx, pa, core.InboxQuery{})
+	page, err := e.Svc.Core.ListInbox(ctx, pa, core.InboxQuery{})
 	if err != nil || len(page.Data) != 1 || page.Data[0].ID != f.ID || page.Data[0].Text != "" || !strings.HasPrefix(page.Data[0].TextPreview, "faxhub test page 1") {
 		t.Fatalf("inbox of A: %+v %v", page, err)
 	}
-	if page, _ := e.Svc.ListInbox(ctx, pb, core.InboxQuery{}); len(page.Data) != 0 {
+	if page, _ := e.Svc.Core.ListInbox(ctx, pb, core.InboxQuery{}); len(page.Data) != 0 {
 		t.Fatalf("inbox of B: %+v", page.Data)
 	}
-	if _, err := e.Svc.GetInboxFax(ctx, pb, f.ID); core.ErrorCode(err) != core.CodeNotFound {
+	if _, err := e.Svc.Core.GetInboxFax(ctx, pb, f.ID); core.ErrorCode(err) != core.CodeNotFound {
 		t.Fatalf("B reads A's fax: %v", err)
 	}
-	if _, err := e.Svc.InboxDownload(ctx, pb, f.ID); core.ErrorCode(err) != core.CodeNotFound {
+	if _, err := e.Svc.Core.InboxDownload(ctx, pb, f.ID); core.ErrorCode(err) != core.CodeNotFound {
 		t.Fatalf("B downloads A's fax: %v", err)
 	}
 
-	link, err := e.Svc.InboxDownload(ctx, pa, f.ID)
+	link, err := e.Svc.Core.InboxDownload(ctx, pa, f.ID)
 	if err != nil {
 		t.Fatal(err)
 	}
 	token := link.URL[strings.LastIndex(link.URL, "/")+1:]
-	rc, _, err := e.Svc.OpenInboxDownload(ctx, token)
+	rc, _, err := e.Svc.Core.OpenInboxDownload(ctx, token)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -355,30 +355,30 @@ func TestInboxEndToEnd(t *testing.T) {
 		t.Fatalf("download: %q", body[:min(len(body), 10)])
 	}
 	for _, bad := range []string{token + "x", strings.Replace(token, "inb_", "fax_", 1), "inb_x.1.y", strings.Repeat("a", 300)} {
-		if _, _, err := e.Svc.OpenInboxDownload(ctx, bad); core.ErrorCode(err) != core.CodeInboxDownloadLink {
+		if _, _, err := e.Svc.Core.OpenInboxDownload(ctx, bad); core.ErrorCode(err) != core.CodeInboxDownloadLink {
 			t.Errorf("open %q: %v", bad, err)
 		}
 	}
 	clk.Advance(core.InboxDownloadTTL + time.Second)
-	if _, _, err := e.Svc.OpenInboxDownload(ctx, token); core.ErrorCode(err) != core.CodeInboxDownloadLink {
+	if _, _, err := e.Svc.Core.OpenInboxDownload(ctx, token); core.ErrorCode(err) != core.CodeInboxDownloadLink {
 		t.Fatalf("expired link: %v", err)
 	}
 
 	// B cannot deliver to A's number; live mode cannot simulate.
 	path := filepath.Join(t.TempDir(), "x.pdf")
 	_ = os.WriteFile(path, testenv.MinimalPDF(1), 0o600)
-	if _, err := e.Svc.SimulateInboundFax(ctx, pb, core.TestInboundFax{To: n.E164, Path: path}); core.ErrorCode(err) != core.CodeNotFound {
+	if _, err := e.Svc.Core.SimulateInboundFax(ctx, pb, core.TestInboundFax{To: n.E164, Path: path}); core.ErrorCode(err) != core.CodeNotFound {
 		t.Fatalf("B delivers to A's number: %v", err)
 	}
 	live := e.Principal(t, e.KeyALive)
 	_ = os.WriteFile(path, testenv.MinimalPDF(1), 0o600)
-	if _, err := e.Svc.SimulateInboundFax(ctx, live, core.TestInboundFax{To: n.E164, Path: path}); core.ErrorCode(err) != core.CodeTestModeOnly {
+	if _, err := e.Svc.Core.SimulateInboundFax(ctx, live, core.TestInboundFax{To: n.E164, Path: path}); core.ErrorCode(err) != core.CodeTestModeOnly {
 		t.Fatalf("live simulation: %v", err)
 	}
 
 	// Retention: a month on, the garbage collector deletes it, text and PDF.
 	clk.Advance(31 * 24 * time.Hour)
-	counts, err := e.Svc.Purge(ctx)
+	counts, err := e.Svc.Core.Purge(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -387,7 +387,7 @@ func TestInboxEndToEnd(t *testing.T) {
 			t.Fatalf("purged %d received faxes, want 1", c.N)
 		}
 	}
-	if _, err := e.Svc.GetInboxFax(ctx, pa, f.ID); core.ErrorCode(err) != core.CodeNotFound {
+	if _, err := e.Svc.Core.GetInboxFax(ctx, pa, f.ID); core.ErrorCode(err) != core.CodeNotFound {
 		t.Fatalf("a purged fax: %v", err)
 	}
 }
@@ -395,40 +395,40 @@ func TestInboxEndToEnd(t *testing.T) {
 func TestReceiveFaxOnce(t *testing.T) {
 	e := testenv.New(t, testenv.WithoutWorkers())
 	p := e.Principal(t, e.KeyATest)
-	n, err := e.Svc.BuyNumber(ctx, p, core.BuyNumberRequest{Number: "+12125550160"})
+	n, err := e.Svc.Core.BuyNumber(ctx, p, core.BuyNumberRequest{Number: "+12125550160"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	notice := core.InboundNotice{Provider: simulated.Name, ProviderRef: "ref-1", To: n.E164, From: "+13125550100\x07", MediaURL: "https://media.example/x"}
 	// Not yet receiving: it is awaiting payment.
-	if _, err := e.Svc.ReceiveFax(ctx, notice); core.ErrorCode(err) != core.CodeNumberNotReceiving {
+	if _, err := e.Svc.Core.ReceiveFax(ctx, notice); core.ErrorCode(err) != core.CodeNumberNotReceiving {
 		t.Fatalf("receive on an unpaid number: %v", err)
 	}
-	cs, _ := e.Svc.CreateNumberCheckout(ctx, p, n.ID)
-	if _, err := e.Svc.CompleteCheckout(ctx, cs.ID); err != nil {
+	cs, _ := e.Svc.Core.CreateNumberCheckout(ctx, p, n.ID)
+	if _, err := e.Svc.Core.CompleteCheckout(ctx, cs.ID); err != nil {
 		t.Fatal(err)
 	}
-	if err := e.Svc.OrderNumber(ctx, n.ID); err != nil {
+	if err := e.Svc.Core.OrderNumber(ctx, n.ID); err != nil {
 		t.Fatal(err)
 	}
-	first, err := e.Svc.ReceiveFax(ctx, notice)
+	first, err := e.Svc.Core.ReceiveFax(ctx, notice)
 	if err != nil {
 		t.Fatal(err)
 	}
-	second, err := e.Svc.ReceiveFax(ctx, notice)
+	second, err := e.Svc.Core.ReceiveFax(ctx, notice)
 	if err != nil || second.ID != first.ID {
 		t.Fatalf("duplicate notice: %+v %v", second, err)
 	}
 	if first.From != "+13125550100" {
 		t.Fatalf("caller id not cleaned: %q", first.From)
 	}
-	page, _ := e.Svc.ListInbox(ctx, p, core.InboxQuery{})
+	page, _ := e.Svc.Core.ListInbox(ctx, p, core.InboxQuery{})
 	if len(page.Data) != 1 || page.Data[0].Status != core.InboxReceiving {
 		t.Fatalf("inbox: %+v", page.Data)
 	}
 	other := notice
 	other.To, other.ProviderRef = "+12125550161", "ref-2"
-	if _, err := e.Svc.ReceiveFax(ctx, other); core.ErrorCode(err) != core.CodeNumberNotReceiving {
+	if _, err := e.Svc.Core.ReceiveFax(ctx, other); core.ErrorCode(err) != core.CodeNumberNotReceiving {
 		t.Fatalf("receive on a number no one holds: %v", err)
 	}
 }
@@ -443,7 +443,7 @@ func spendAll(t *testing.T, e *testenv.Env, p core.Principal) {
 	t.Helper()
 	if _, err := e.Store.ReverseCredits(ctx, &core.LedgerEntry{
 		ID: core.NewID(core.PrefixLedger), OwnerID: p.OwnerID, Mode: p.Mode, Kind: core.LedgerReversal,
-		AmountMicros: -avail(t, e, p), Reason: "test: spend everything", CreatedAt: e.Svc.Now(),
+		AmountMicros: -avail(t, e, p), Reason: "test: spend everything", CreatedAt: e.Svc.Core.Now(),
 	}); err != nil {
 		t.Fatal(err)
 	}
@@ -453,7 +453,7 @@ func TestBuyNumberWithCredits(t *testing.T) {
 	e := testenv.New(t)
 	p := e.Principal(t, e.KeyATest)
 	before := avail(t, e, p)
-	n, err := e.Svc.BuyNumber(ctx, p, core.BuyNumberRequest{Number: "+14155550160", PayWithCredits: true})
+	n, err := e.Svc.Core.BuyNumber(ctx, p, core.BuyNumberRequest{Number: "+14155550160", PayWithCredits: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -461,7 +461,7 @@ func TestBuyNumberWithCredits(t *testing.T) {
 		t.Fatalf("bought with credits: %+v", n)
 	}
 	e.DrainQueue(t)
-	if n, _ = e.Svc.GetNumber(ctx, p, n.ID); n.Status != core.NumberActive {
+	if n, _ = e.Svc.Core.GetNumber(ctx, p, n.ID); n.Status != core.NumberActive {
 		t.Fatalf("after the order: %+v", n)
 	}
 	if after := avail(t, e, p); after != before-2*core.MicrosPerDollar {
@@ -469,19 +469,19 @@ func TestBuyNumberWithCredits(t *testing.T) {
 	}
 	draftOnly := p
 	draftOnly.Scopes = []core.Scope{core.ScopeFaxDraft}
-	if _, err := e.Svc.BuyNumber(ctx, draftOnly, core.BuyNumberRequest{Number: "+14155550161", PayWithCredits: true}); core.ErrorCode(err) != core.CodeInsufficientScope {
+	if _, err := e.Svc.Core.BuyNumber(ctx, draftOnly, core.BuyNumberRequest{Number: "+14155550161", PayWithCredits: true}); core.ErrorCode(err) != core.CodeInsufficientScope {
 		t.Fatalf("fax:draft pays with credits: %v", err)
 	}
 	spendAll(t, e, p)
-	if _, err := e.Svc.BuyNumber(ctx, p, core.BuyNumberRequest{Number: "+14155550162", PayWithCredits: true}); core.ErrorCode(err) != core.CodeInsufficientCredits {
+	if _, err := e.Svc.Core.BuyNumber(ctx, p, core.BuyNumberRequest{Number: "+14155550162", PayWithCredits: true}); core.ErrorCode(err) != core.CodeInsufficientCredits {
 		t.Fatalf("no credits: %v", err)
 	}
 	// The refused purchase holds nothing.
-	if _, err := e.Svc.BuyNumber(ctx, e.Principal(t, e.KeyBTest), core.BuyNumberRequest{Number: "+14155550162"}); err != nil {
+	if _, err := e.Svc.Core.BuyNumber(ctx, e.Principal(t, e.KeyBTest), core.BuyNumberRequest{Number: "+14155550162"}); err != nil {
 		t.Fatalf("B buys the number A could not pay for: %v", err)
 	}
 	// A task never spends credits.
-	v, err := e.Svc.StartNumberTask(ctx, p, "buy_number", "", core.BuyNumberRequest{Number: "+14155550163", PayWithCredits: true})
+	v, err := e.Svc.Core.StartNumberTask(ctx, p, "buy_number", "", core.BuyNumberRequest{Number: "+14155550163", PayWithCredits: true})
 	if err != nil || v.State != core.TaskInputRequired {
 		t.Fatalf("task with payWithCredits: %+v %v", v, err)
 	}
@@ -493,16 +493,16 @@ func TestNumberOrderGivenUp(t *testing.T) {
 	e := testenv.New(t, testenv.WithoutWorkers())
 	p := e.Principal(t, e.KeyATest)
 	before := avail(t, e, p)
-	n, err := e.Svc.BuyNumber(ctx, p, core.BuyNumberRequest{Number: "+14155550170", PayWithCredits: true})
+	n, err := e.Svc.Core.BuyNumber(ctx, p, core.BuyNumberRequest{Number: "+14155550170", PayWithCredits: true})
 	if err != nil {
 		t.Fatal(err)
 	}
 	for range 2 {
-		if err := e.Svc.GiveUpNumberOrder(ctx, n.ID, errors.New("provider down")); err != nil {
+		if err := e.Svc.Core.GiveUpNumberOrder(ctx, n.ID, errors.New("provider down")); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if n, _ = e.Svc.GetNumber(ctx, p, n.ID); n.Status != core.NumberFailed || n.FailureCode != "provisioning_failed" {
+	if n, _ = e.Svc.Core.GetNumber(ctx, p, n.ID); n.Status != core.NumberFailed || n.FailureCode != "provisioning_failed" {
 		t.Fatalf("given up: %+v", n)
 	}
 	if after := avail(t, e, p); after != before {
@@ -516,7 +516,7 @@ func TestNumberOrderGivenUp(t *testing.T) {
 func TestNumberOrderRechecked(t *testing.T) {
 	e, clk := newClockEnv(t, testenv.WithoutWorkers())
 	p := e.Principal(t, e.KeyATest)
-	n, err := e.Svc.BuyNumber(ctx, p, core.BuyNumberRequest{Number: "+14155550171", PayWithCredits: true})
+	n, err := e.Svc.Core.BuyNumber(ctx, p, core.BuyNumberRequest{Number: "+14155550171", PayWithCredits: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -525,17 +525,17 @@ func TestNumberOrderRechecked(t *testing.T) {
 	if err := e.Store.UpdateNumber(ctx, n, core.NumberPending); err != nil {
 		t.Fatal(err)
 	}
-	if err := e.Svc.SweepNumbers(ctx); err != nil {
+	if err := e.Svc.Core.SweepNumbers(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if got, _ := e.Svc.GetNumber(ctx, p, n.ID); got.Status != core.NumberPending {
+	if got, _ := e.Svc.Core.GetNumber(ctx, p, n.ID); got.Status != core.NumberPending {
 		t.Fatalf("rechecked too early: %+v", got)
 	}
 	clk.Advance(16 * time.Minute)
-	if err := e.Svc.SweepNumbers(ctx); err != nil {
+	if err := e.Svc.Core.SweepNumbers(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if got, _ := e.Svc.GetNumber(ctx, p, n.ID); got.Status != core.NumberActive {
+	if got, _ := e.Svc.Core.GetNumber(ctx, p, n.ID); got.Status != core.NumberActive {
 		t.Fatalf("after the recheck: %+v", got)
 	}
 }
@@ -564,18 +564,18 @@ func TestCutUTF8(t *testing.T) {
 	}
 	e := testenv.New(t, testenv.WithoutWorkers())
 	p := e.Principal(t, e.KeyATest)
-	n, err := e.Svc.BuyNumber(ctx, p, core.BuyNumberRequest{Number: "+14155550172", PayWithCredits: true})
+	n, err := e.Svc.Core.BuyNumber(ctx, p, core.BuyNumberRequest{Number: "+14155550172", PayWithCredits: true})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := e.Svc.OrderNumber(ctx, n.ID); err != nil {
+	if err := e.Svc.Core.OrderNumber(ctx, n.ID); err != nil {
 		t.Fatal(err)
 	}
-	f, err := e.Svc.ReceiveFax(ctx, core.InboundNotice{Provider: n.Provider, ProviderRef: "ref-long", To: n.E164, From: strings.Repeat("日", 30)})
+	f, err := e.Svc.Core.ReceiveFax(ctx, core.InboundNotice{Provider: n.Provider, ProviderRef: "ref-long", To: n.E164, From: strings.Repeat("日", 30)})
 	if err != nil {
 		t.Fatalf("a long caller id in another script: %v", err)
 	}
-	if got, _ := e.Svc.GetInboxFax(ctx, p, f.ID); got == nil || got.From != strings.Repeat("日", 21) {
+	if got, _ := e.Svc.Core.GetInboxFax(ctx, p, f.ID); got == nil || got.From != strings.Repeat("日", 21) {
 		t.Fatalf("caller id stored %+v", got)
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/faxhub/faxhub/core"
+	"github.com/faxhub/faxhub/core/services"
 	"github.com/faxhub/faxhub/internal/testenv"
 )
 
@@ -49,11 +50,11 @@ func TestPurgeRetention(t *testing.T) {
 	p := e.Principal(t, e.KeyATest)
 	put := func() (string, *core.Document) {
 		t.Helper()
-		c, err := e.Svc.CreateUpload(ctx, p, "", 0)
+		c, err := e.Svc.Core.CreateUpload(ctx, p, "", 0)
 		if err != nil {
 			t.Fatal(err)
 		}
-		d, err := e.Svc.ReceiveUpload(ctx, c.UploadToken, bytes.NewReader(testenv.MinimalPDF(1)))
+		d, err := e.Svc.Core.ReceiveUpload(ctx, c.UploadToken, bytes.NewReader(testenv.MinimalPDF(1)))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -61,7 +62,7 @@ func TestPurgeRetention(t *testing.T) {
 	}
 	unsentTok, unsent := put()
 	sentTok, sent := put()
-	fax, _, err := e.Svc.SendFax(ctx, p, "purge-1", core.SendFaxRequest{To: "+12125550100", UploadToken: sentTok})
+	fax, _, err := e.Svc.Core.SendFax(ctx, p, "purge-1", core.SendFaxRequest{To: "+12125550100", UploadToken: sentTok})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -71,11 +72,11 @@ func TestPurgeRetention(t *testing.T) {
 
 	blobs := &recordingBlobs{}
 	secret := make([]byte, 32)
-	gc, err := core.New(core.Config{BaseURL: "http://faxhub.test", UploadSecret: secret, Now: clock.Now}, core.Deps{Store: e.Store, Blobs: blobs})
+	gc, err := services.New(core.Config{BaseURL: "http://faxhub.test", UploadSecret: secret, Now: clock.Now}, core.Deps{Store: e.Store, Blobs: blobs})
 	if err != nil {
 		t.Fatal(err)
 	}
-	got, err := gc.Purge(ctx)
+	got, err := gc.Core.Purge(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -84,7 +85,7 @@ func TestPurgeRetention(t *testing.T) {
 	}
 
 	clock.Advance(24*time.Hour + time.Minute)
-	got, err = gc.Purge(ctx)
+	got, err = gc.Core.Purge(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -98,19 +99,19 @@ func TestPurgeRetention(t *testing.T) {
 		t.Fatalf("deleted blobs %v, want %v", blobs.deleted, want)
 	}
 	for _, d := range []*core.Document{unsent, sent} {
-		_, err := e.Svc.GetDocument(ctx, p, d.ID)
+		_, err := e.Svc.Core.GetDocument(ctx, p, d.ID)
 		wantCode(t, err, core.CodeNotFound)
 	}
-	if _, err := e.Svc.GetDocument(ctx, p, fresh.ID); err != nil {
+	if _, err := e.Svc.Core.GetDocument(ctx, p, fresh.ID); err != nil {
 		t.Fatalf("a 1-day-old document was purged: %v", err)
 	}
-	_, _, err = e.Svc.SendFax(ctx, p, "purge-2", core.SendFaxRequest{To: "+12125550100", UploadToken: unsentTok})
+	_, _, err = e.Svc.Core.SendFax(ctx, p, "purge-2", core.SendFaxRequest{To: "+12125550100", UploadToken: unsentTok})
 	wantCode(t, err, core.CodeNotFound)
-	if f, err := e.Svc.GetFax(ctx, p, fax.ID); err != nil || f.Status != core.FaxDelivered {
+	if f, err := e.Svc.Core.GetFax(ctx, p, fax.ID); err != nil || f.Status != core.FaxDelivered {
 		t.Fatalf("the fax record must stay: %+v %v", f, err)
 	}
 
-	again, err := gc.Purge(ctx)
+	again, err := gc.Core.Purge(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -21,11 +21,11 @@ var ctx = context.Background()
 // upload stores a PDF of n pages for p and returns its upload token.
 func upload(t *testing.T, e *testenv.Env, p core.Principal, pages int) string {
 	t.Helper()
-	capa, err := e.Svc.CreateUpload(ctx, p, "", 0)
+	capa, err := e.Svc.Core.CreateUpload(ctx, p, "", 0)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := e.Svc.ReceiveUpload(ctx, capa.UploadToken, bytes.NewReader(testenv.MinimalPDF(pages))); err != nil {
+	if _, err := e.Svc.Core.ReceiveUpload(ctx, capa.UploadToken, bytes.NewReader(testenv.MinimalPDF(pages))); err != nil {
 		t.Fatal(err)
 	}
 	return capa.UploadToken
@@ -43,7 +43,7 @@ func wantCode(t *testing.T, err error, code string) {
 
 func balance(t *testing.T, e *testenv.Env, p core.Principal) *core.Credits {
 	t.Helper()
-	c, err := e.Svc.GetCredits(ctx, p, "", 100)
+	c, err := e.Svc.Core.GetCredits(ctx, p, "", 100)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -55,7 +55,7 @@ func TestSendFaxIsDeliveredAndCaptured(t *testing.T) {
 	p := e.Principal(t, e.KeyATest)
 	tok := upload(t, e, p, 3)
 
-	o, replayed, err := e.Svc.SendFax(ctx, p, "k1", core.SendFaxRequest{To: "+12125550100", UploadToken: tok})
+	o, replayed, err := e.Svc.Core.SendFax(ctx, p, "k1", core.SendFaxRequest{To: "+12125550100", UploadToken: tok})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -64,7 +64,7 @@ func TestSendFaxIsDeliveredAndCaptured(t *testing.T) {
 	}
 	e.DrainQueue(t)
 
-	got, err := e.Svc.GetFax(ctx, p, o.ID)
+	got, err := e.Svc.Core.GetFax(ctx, p, o.ID)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -110,19 +110,19 @@ func TestDeliveryOutcomes(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.to, func(t *testing.T) {
 			before := balance(t, e, p).AvailableMicros
-			o, _, err := e.Svc.SendFax(ctx, p, "outcome-"+tc.to, core.SendFaxRequest{To: tc.to, UploadToken: upload(t, e, p, 4)})
+			o, _, err := e.Svc.Core.SendFax(ctx, p, "outcome-"+tc.to, core.SendFaxRequest{To: tc.to, UploadToken: upload(t, e, p, 4)})
 			if err != nil {
 				t.Fatal(err)
 			}
 			e.DrainQueue(t)
-			got, err := e.Svc.GetFax(ctx, p, o.ID)
+			got, err := e.Svc.Core.GetFax(ctx, p, o.ID)
 			if err != nil {
 				t.Fatal(err)
 			}
 			if got.Status != tc.status || got.Attempts != tc.attempts || got.FailureCode != tc.failure || got.PagesSent != tc.pagesSent {
 				t.Fatalf("got status=%s attempts=%d failure=%q pagesSent=%d", got.Status, got.Attempts, got.FailureCode, got.PagesSent)
 			}
-			atts, err := e.Svc.FaxAttempts(ctx, p, o.ID)
+			atts, err := e.Svc.Core.FaxAttempts(ctx, p, o.ID)
 			if err != nil || len(atts) != tc.attempts {
 				t.Fatalf("attempts: %d, %v", len(atts), err)
 			}
@@ -144,7 +144,7 @@ func TestIdempotentConcurrentSend(t *testing.T) {
 	errs := make([]error, 50)
 	for i := range 50 {
 		wg.Go(func() {
-			o, _, err := e.Svc.SendFax(ctx, p, "same-key", req)
+			o, _, err := e.Svc.Core.SendFax(ctx, p, "same-key", req)
 			errs[i] = err
 			if o != nil {
 				ids[i] = o.ID
@@ -160,7 +160,7 @@ func TestIdempotentConcurrentSend(t *testing.T) {
 			t.Fatalf("request %d got fax %s, request 0 got %s", i, ids[i], ids[0])
 		}
 	}
-	page, err := e.Svc.ListFaxes(ctx, p, "", "", 100)
+	page, err := e.Svc.Core.ListFaxes(ctx, p, "", "", 100)
 	if err != nil || len(page.Data) != 1 {
 		t.Fatalf("want exactly one fax, got %d (%v)", len(page.Data), err)
 	}
@@ -168,11 +168,11 @@ func TestIdempotentConcurrentSend(t *testing.T) {
 	if c.HeldMicros != 100_000 { // one page to the US is the 0.10 minimum
 		t.Fatalf("want exactly one hold of 0.10, held %s", c.Held)
 	}
-	o, replayed, err := e.Svc.SendFax(ctx, p, "same-key", req)
+	o, replayed, err := e.Svc.Core.SendFax(ctx, p, "same-key", req)
 	if err != nil || !replayed || o.ID != ids[0] || o.Status != core.FaxQueued {
 		t.Fatalf("replay: %+v replayed=%v err=%v", o, replayed, err)
 	}
-	_, _, err = e.Svc.SendFax(ctx, p, "same-key", core.SendFaxRequest{To: "+12125550101", UploadToken: req.UploadToken})
+	_, _, err = e.Svc.Core.SendFax(ctx, p, "same-key", core.SendFaxRequest{To: "+12125550101", UploadToken: req.UploadToken})
 	wantCode(t, err, core.CodeIdempotencyConflict)
 }
 
@@ -203,16 +203,16 @@ func TestSendFaxErrors(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			_, _, err := e.Svc.SendFax(ctx, tc.p, tc.key, tc.req)
+			_, _, err := e.Svc.Core.SendFax(ctx, tc.p, tc.key, tc.req)
 			wantCode(t, err, tc.code)
 		})
 	}
 	t.Run("upload not completed", func(t *testing.T) {
-		capa, err := e.Svc.CreateUpload(ctx, p, "", 0)
+		capa, err := e.Svc.Core.CreateUpload(ctx, p, "", 0)
 		if err != nil {
 			t.Fatal(err)
 		}
-		_, _, err = e.Svc.SendFax(ctx, p, "s10", core.SendFaxRequest{To: "+12125550100", UploadToken: capa.UploadToken})
+		_, _, err = e.Svc.Core.SendFax(ctx, p, "s10", core.SendFaxRequest{To: "+12125550100", UploadToken: capa.UploadToken})
 		wantCode(t, err, core.CodeUploadPending)
 	})
 }
@@ -221,19 +221,19 @@ func TestInsufficientCreditsStoresNothing(t *testing.T) {
 	e := testenv.New(t, testenv.WithoutCredits(), testenv.WithoutWorkers())
 	p := e.Principal(t, e.KeyATest)
 	req := core.SendFaxRequest{To: "+12125550100", UploadToken: upload(t, e, p, 1)}
-	_, _, err := e.Svc.SendFax(ctx, p, "k", req)
+	_, _, err := e.Svc.Core.SendFax(ctx, p, "k", req)
 	wantCode(t, err, core.CodeInsufficientCredits)
 	if ce := core.AsError(err); ce.Kind != core.KindPaymentRequired || ce.Fields["price"] != "0.10" {
 		t.Fatalf("error details: %+v", ce)
 	}
-	page, _ := e.Svc.ListFaxes(ctx, p, "", "", 10)
+	page, _ := e.Svc.Core.ListFaxes(ctx, p, "", "", 10)
 	if len(page.Data) != 0 {
 		t.Fatalf("a refused send left %d faxes", len(page.Data))
 	}
-	if _, err := e.Svc.GrantCredits(ctx, p.OwnerID, core.ModeTest, 1_000_000, "top up"); err != nil {
+	if _, err := e.Svc.Core.GrantCredits(ctx, p.OwnerID, core.ModeTest, 1_000_000, "top up"); err != nil {
 		t.Fatal(err)
 	}
-	if _, replayed, err := e.Svc.SendFax(ctx, p, "k", req); err != nil || replayed {
+	if _, replayed, err := e.Svc.Core.SendFax(ctx, p, "k", req); err != nil || replayed {
 		t.Fatalf("retry with the same key after top-up: replayed=%v err=%v", replayed, err)
 	}
 }
@@ -245,18 +245,18 @@ func TestSendRateLimit(t *testing.T) {
 	p := e.Principal(t, e.KeyATest)
 	tok := upload(t, e, p, 1)
 	for i := range 3 {
-		if _, _, err := e.Svc.SendFax(ctx, p, fmt.Sprint("r", i), core.SendFaxRequest{To: "+12125550100", UploadToken: tok}); err != nil {
+		if _, _, err := e.Svc.Core.SendFax(ctx, p, fmt.Sprint("r", i), core.SendFaxRequest{To: "+12125550100", UploadToken: tok}); err != nil {
 			t.Fatal(err)
 		}
 	}
-	_, _, err := e.Svc.SendFax(ctx, p, "r3", core.SendFaxRequest{To: "+12125550100", UploadToken: tok})
+	_, _, err := e.Svc.Core.SendFax(ctx, p, "r3", core.SendFaxRequest{To: "+12125550100", UploadToken: tok})
 	wantCode(t, err, core.CodeRateLimited)
 	if ce := core.AsError(err); ce.RetryAfterSeconds < 1 {
 		t.Fatalf("RetryAfterSeconds = %d", ce.RetryAfterSeconds)
 	}
 	// Another owner has its own allowance.
 	pb := e.Principal(t, e.KeyBTest)
-	if _, _, err := e.Svc.SendFax(ctx, pb, "r0", core.SendFaxRequest{To: "+12125550100", UploadToken: upload(t, e, pb, 1)}); err != nil {
+	if _, _, err := e.Svc.Core.SendFax(ctx, pb, "r0", core.SendFaxRequest{To: "+12125550100", UploadToken: upload(t, e, pb, 1)}); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -267,14 +267,14 @@ func TestUploadErrors(t *testing.T) {
 	e := testenv.New(t, testenv.WithConfig(func(c *core.Config) { c.Now = func() time.Time { return clock() }; c.MaxPages = 5 }))
 	p := e.Principal(t, e.KeyATest)
 	newCap := func(ct string, max int64) *core.UploadCapability {
-		c, err := e.Svc.CreateUpload(ctx, p, ct, max)
+		c, err := e.Svc.Core.CreateUpload(ctx, p, ct, max)
 		if err != nil {
 			t.Fatal(err)
 		}
 		return c
 	}
 	put := func(token string, body []byte) error {
-		_, err := e.Svc.ReceiveUpload(ctx, token, bytes.NewReader(body))
+		_, err := e.Svc.Core.ReceiveUpload(ctx, token, bytes.NewReader(body))
 		return err
 	}
 
@@ -297,7 +297,7 @@ func TestUploadErrors(t *testing.T) {
 		wantCode(t, put(c.UploadToken, testenv.MinimalPDF(1)), core.CodeFileTooLarge)
 	})
 	t.Run("maxBytes above server limit", func(t *testing.T) {
-		_, err := e.Svc.CreateUpload(ctx, p, "", 51<<20)
+		_, err := e.Svc.Core.CreateUpload(ctx, p, "", 51<<20)
 		wantCode(t, err, core.CodeFileTooLarge)
 	})
 	t.Run("too many pages", func(t *testing.T) {
@@ -313,7 +313,7 @@ func TestUploadErrors(t *testing.T) {
 		wantCode(t, put(newCap("image/png", 0).UploadToken, testenv.MinimalPDF(1)), core.CodeContentTypeMismatch)
 	})
 	t.Run("unsupported declared type", func(t *testing.T) {
-		_, err := e.Svc.CreateUpload(ctx, p, "text/plain", 0)
+		_, err := e.Svc.Core.CreateUpload(ctx, p, "text/plain", 0)
 		wantCode(t, err, core.CodeUnsupportedType)
 	})
 	t.Run("forged", func(t *testing.T) {
@@ -359,21 +359,21 @@ func TestOwnersAndModesAreIsolated(t *testing.T) {
 	b := e.Principal(t, e.KeyBTest)
 	aLive := e.Principal(t, e.KeyALive)
 	tok := upload(t, e, a, 1)
-	o, _, err := e.Svc.SendFax(ctx, a, "k", core.SendFaxRequest{To: "+12125550100", UploadToken: tok})
+	o, _, err := e.Svc.Core.SendFax(ctx, a, "k", core.SendFaxRequest{To: "+12125550100", UploadToken: tok})
 	if err != nil {
 		t.Fatal(err)
 	}
 	for name, p := range map[string]core.Principal{"other owner": b, "live key of the same owner": aLive} {
 		t.Run(name, func(t *testing.T) {
-			_, err := e.Svc.GetFax(ctx, p, o.ID)
+			_, err := e.Svc.Core.GetFax(ctx, p, o.ID)
 			wantCode(t, err, core.CodeNotFound)
-			_, err = e.Svc.CancelFax(ctx, p, o.ID)
+			_, err = e.Svc.Core.CancelFax(ctx, p, o.ID)
 			wantCode(t, err, core.CodeNotFound)
-			page, err := e.Svc.ListFaxes(ctx, p, "", "", 10)
+			page, err := e.Svc.Core.ListFaxes(ctx, p, "", "", 10)
 			if err != nil || len(page.Data) != 0 {
 				t.Fatalf("listed %d foreign faxes (%v)", len(page.Data), err)
 			}
-			_, err = e.Svc.CreateDraft(ctx, p, core.CreateDraftRequest{To: "+12125550100", UploadToken: tok})
+			_, err = e.Svc.Core.CreateDraft(ctx, p, core.CreateDraftRequest{To: "+12125550100", UploadToken: tok})
 			if p.Mode == core.ModeLive {
 				wantCode(t, err, core.CodeProviderUnavailable)
 			} else {
@@ -381,9 +381,9 @@ func TestOwnersAndModesAreIsolated(t *testing.T) {
 			}
 		})
 	}
-	_, _, err = e.Svc.SendFax(ctx, b, "k", core.SendFaxRequest{To: "+12125550100", UploadToken: tok})
+	_, _, err = e.Svc.Core.SendFax(ctx, b, "k", core.SendFaxRequest{To: "+12125550100", UploadToken: tok})
 	wantCode(t, err, core.CodeNotFound)
-	_, _, err = e.Svc.SendFax(ctx, aLive, "k", core.SendFaxRequest{To: "+12125550100", UploadToken: tok})
+	_, _, err = e.Svc.Core.SendFax(ctx, aLive, "k", core.SendFaxRequest{To: "+12125550100", UploadToken: tok})
 	wantCode(t, err, core.CodeProviderUnavailable)
 }
 
@@ -393,7 +393,7 @@ func TestListFaxesPagination(t *testing.T) {
 	tok := upload(t, e, p, 1)
 	var ids []string
 	for i := range 5 {
-		o, _, err := e.Svc.SendFax(ctx, p, fmt.Sprint("p", i), core.SendFaxRequest{To: "+12125550100", UploadToken: tok})
+		o, _, err := e.Svc.Core.SendFax(ctx, p, fmt.Sprint("p", i), core.SendFaxRequest{To: "+12125550100", UploadToken: tok})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -402,7 +402,7 @@ func TestListFaxesPagination(t *testing.T) {
 	var got []string
 	cursor := ""
 	for {
-		page, err := e.Svc.ListFaxes(ctx, p, "", cursor, 2)
+		page, err := e.Svc.Core.ListFaxes(ctx, p, "", cursor, 2)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -417,29 +417,29 @@ func TestListFaxesPagination(t *testing.T) {
 	if fmt.Sprint(got) != fmt.Sprint(ids) {
 		t.Fatalf("pages gave %v, want %v", got, ids)
 	}
-	if _, err := e.Svc.CancelFax(ctx, p, ids[0]); err != nil {
+	if _, err := e.Svc.Core.CancelFax(ctx, p, ids[0]); err != nil {
 		t.Fatal(err)
 	}
-	page, err := e.Svc.ListFaxes(ctx, p, "canceled", "", 10)
+	page, err := e.Svc.Core.ListFaxes(ctx, p, "canceled", "", 10)
 	if err != nil || len(page.Data) != 1 || page.Data[0].ID != ids[0] {
 		t.Fatalf("status filter: %+v %v", page, err)
 	}
-	_, err = e.Svc.ListFaxes(ctx, p, "lost", "", 10)
+	_, err = e.Svc.Core.ListFaxes(ctx, p, "lost", "", 10)
 	wantCode(t, err, core.CodeInvalidRequest)
-	_, err = e.Svc.ListFaxes(ctx, p, "", "", 101)
+	_, err = e.Svc.Core.ListFaxes(ctx, p, "", "", 101)
 	wantCode(t, err, core.CodeInvalidRequest)
-	_, err = e.Svc.ListFaxes(ctx, e.Principal(t, e.KeyBTest), "", ids[0], 10)
+	_, err = e.Svc.Core.ListFaxes(ctx, e.Principal(t, e.KeyBTest), "", ids[0], 10)
 	wantCode(t, err, core.CodeInvalidRequest)
 }
 
 func TestCancelReleasesHold(t *testing.T) {
 	e := testenv.New(t, testenv.WithoutWorkers())
 	p := e.Principal(t, e.KeyATest)
-	o, _, err := e.Svc.SendFax(ctx, p, "k", core.SendFaxRequest{To: "+12125550100", UploadToken: upload(t, e, p, 1)})
+	o, _, err := e.Svc.Core.SendFax(ctx, p, "k", core.SendFaxRequest{To: "+12125550100", UploadToken: upload(t, e, p, 1)})
 	if err != nil {
 		t.Fatal(err)
 	}
-	got, err := e.Svc.CancelFax(ctx, p, o.ID)
+	got, err := e.Svc.Core.CancelFax(ctx, p, o.ID)
 	if err != nil || got.Status != core.FaxCanceled {
 		t.Fatalf("cancel: %+v %v", got, err)
 	}
@@ -447,13 +447,13 @@ func TestCancelReleasesHold(t *testing.T) {
 	if c.AvailableMicros != 10*core.MicrosPerDollar || c.HeldMicros != 0 {
 		t.Fatalf("after cancel: available %s held %s", c.Available, c.Held)
 	}
-	_, err = e.Svc.CancelFax(ctx, p, o.ID)
+	_, err = e.Svc.Core.CancelFax(ctx, p, o.ID)
 	wantCode(t, err, core.CodeFaxNotCancelable)
 	// The job still runs later and leaves the canceled fax alone.
-	if err := e.Svc.Deliver(ctx, o.ID); err != nil {
+	if err := e.Svc.Core.Deliver(ctx, o.ID); err != nil {
 		t.Fatal(err)
 	}
-	if got, _ := e.Svc.GetFax(ctx, p, o.ID); got.Status != core.FaxCanceled || got.Attempts != 0 {
+	if got, _ := e.Svc.Core.GetFax(ctx, p, o.ID); got.Status != core.FaxCanceled || got.Attempts != 0 {
 		t.Fatalf("delivery touched a canceled fax: %+v", got)
 	}
 }
@@ -461,14 +461,14 @@ func TestCancelReleasesHold(t *testing.T) {
 func TestDraftCheckoutQueuesExactlyOneFax(t *testing.T) {
 	e := testenv.New(t, testenv.WithoutCredits())
 	p := e.Principal(t, e.KeyATest)
-	d, err := e.Svc.CreateDraft(ctx, p, core.CreateDraftRequest{To: "+12125550100", UploadToken: upload(t, e, p, 2), Cover: true, CoverText: "For Dr. Who"})
+	d, err := e.Svc.Core.CreateDraft(ctx, p, core.CreateDraftRequest{To: "+12125550100", UploadToken: upload(t, e, p, 2), Cover: true, CoverText: "For Dr. Who"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if d.Quote.BilledPages != 3 || d.Quote.Amount != "0.21" || d.Status != core.DraftOpen {
 		t.Fatalf("draft: %+v", d)
 	}
-	cs, err := e.Svc.CreateDraftCheckout(ctx, p, d.ID)
+	cs, err := e.Svc.Core.CreateDraftCheckout(ctx, p, d.ID)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -478,14 +478,14 @@ func TestDraftCheckoutQueuesExactlyOneFax(t *testing.T) {
 	var wg sync.WaitGroup
 	for range 10 {
 		wg.Go(func() {
-			if _, err := e.Svc.CompleteCheckout(ctx, cs.ID); err != nil {
+			if _, err := e.Svc.Core.CompleteCheckout(ctx, cs.ID); err != nil {
 				t.Error(err)
 			}
 		})
 	}
 	wg.Wait()
 	e.DrainQueue(t)
-	page, err := e.Svc.ListFaxes(ctx, p, "", "", 10)
+	page, err := e.Svc.Core.ListFaxes(ctx, p, "", "", 10)
 	if err != nil || len(page.Data) != 1 {
 		t.Fatalf("want one fax, got %d (%v)", len(page.Data), err)
 	}
@@ -496,16 +496,16 @@ func TestDraftCheckoutQueuesExactlyOneFax(t *testing.T) {
 	if c := balance(t, e, p); c.AvailableMicros != 0 || len(c.Ledger) != 0 {
 		t.Fatalf("a checkout-paid fax touched credits: %+v", c)
 	}
-	_, err = e.Svc.CreateDraftCheckout(ctx, p, d.ID)
+	_, err = e.Svc.Core.CreateDraftCheckout(ctx, p, d.ID)
 	wantCode(t, err, core.CodeDraftState)
 }
 
 func TestCreditPackCheckout(t *testing.T) {
 	e := testenv.New(t, testenv.WithoutCredits())
 	p := e.Principal(t, e.KeyATest)
-	_, err := e.Svc.CreateCreditCheckout(ctx, p, "pack_1000000")
+	_, err := e.Svc.Core.CreateCreditCheckout(ctx, p, "pack_1000000")
 	wantCode(t, err, core.CodeUnknownPack)
-	cs, err := e.Svc.CreateCreditCheckout(ctx, p, "pack_100")
+	cs, err := e.Svc.Core.CreateCreditCheckout(ctx, p, "pack_100")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -513,14 +513,14 @@ func TestCreditPackCheckout(t *testing.T) {
 		t.Fatalf("pack checkout: %+v", cs)
 	}
 	for range 3 {
-		if _, err := e.Svc.CompleteCheckout(ctx, cs.ID); err != nil {
+		if _, err := e.Svc.Core.CompleteCheckout(ctx, cs.ID); err != nil {
 			t.Fatal(err)
 		}
 	}
 	if c := balance(t, e, p); c.Available != "105.00" || len(c.Ledger) != 1 || c.Ledger[0].Kind != core.LedgerPurchase {
 		t.Fatalf("after purchase: %+v", c)
 	}
-	_, err = e.Svc.CreateCreditCheckout(ctx, e.Principal(t, e.KeyALive), "pack_10")
+	_, err = e.Svc.Core.CreateCreditCheckout(ctx, e.Principal(t, e.KeyALive), "pack_10")
 	wantCode(t, err, core.CodeCheckoutUnavailable)
 }
 
@@ -528,7 +528,7 @@ func TestApprovals(t *testing.T) {
 	e := testenv.New(t, testenv.WithoutWorkers())
 	binding := map[string]any{"to": "+12125550100", "pages": 2}
 	newApproval := func(uv bool) *core.Approval {
-		a, err := e.Svc.RequestApproval(ctx, core.ApprovalRequest{
+		a, err := e.Svc.Core.RequestApproval(ctx, core.ApprovalRequest{
 			OwnerID: e.OwnerA.ID, Kind: core.ApprovalVerifiedAction, Requester: "agent x",
 			Summary: "send a fax", Details: binding, Binding: binding, RequiresUV: uv,
 		})
@@ -538,18 +538,18 @@ func TestApprovals(t *testing.T) {
 		return a
 	}
 	a := newApproval(true)
-	pending, err := e.Svc.PendingApprovals(ctx, e.OwnerA.ID)
+	pending, err := e.Svc.Core.PendingApprovals(ctx, e.OwnerA.ID)
 	if err != nil || len(pending) != 1 {
 		t.Fatalf("pending: %d %v", len(pending), err)
 	}
-	if other, _ := e.Svc.PendingApprovals(ctx, e.OwnerB.ID); len(other) != 0 {
+	if other, _ := e.Svc.Core.PendingApprovals(ctx, e.OwnerB.ID); len(other) != 0 {
 		t.Fatal("owner B sees owner A's approvals")
 	}
-	_, err = e.Svc.DecideApproval(ctx, e.OwnerB.ID, a.ID, core.Decision{Approve: true, BindingHash: a.BindingHash, UserVerified: true})
+	_, err = e.Svc.Core.DecideApproval(ctx, e.OwnerB.ID, a.ID, core.Decision{Approve: true, BindingHash: a.BindingHash, UserVerified: true})
 	wantCode(t, err, core.CodeNotFound)
-	_, err = e.Svc.DecideApproval(ctx, e.OwnerA.ID, a.ID, core.Decision{Approve: true, BindingHash: core.BindingHash(map[string]any{"to": "+12125550101"}), UserVerified: true})
+	_, err = e.Svc.Core.DecideApproval(ctx, e.OwnerA.ID, a.ID, core.Decision{Approve: true, BindingHash: core.BindingHash(map[string]any{"to": "+12125550101"}), UserVerified: true})
 	wantCode(t, err, core.CodeApprovalBinding)
-	_, err = e.Svc.DecideApproval(ctx, e.OwnerA.ID, a.ID, core.Decision{Approve: true, BindingHash: a.BindingHash})
+	_, err = e.Svc.Core.DecideApproval(ctx, e.OwnerA.ID, a.ID, core.Decision{Approve: true, BindingHash: a.BindingHash})
 	wantCode(t, err, core.CodeUserVerification)
 
 	var wg sync.WaitGroup
@@ -557,7 +557,7 @@ func TestApprovals(t *testing.T) {
 	wins := 0
 	for range 20 {
 		wg.Go(func() {
-			_, err := e.Svc.DecideApproval(ctx, e.OwnerA.ID, a.ID, core.Decision{Approve: true, BindingHash: a.BindingHash, UserVerified: true})
+			_, err := e.Svc.Core.DecideApproval(ctx, e.OwnerA.ID, a.ID, core.Decision{Approve: true, BindingHash: a.BindingHash, UserVerified: true})
 			if err == nil {
 				mu.Lock()
 				wins++
@@ -571,35 +571,35 @@ func TestApprovals(t *testing.T) {
 	if wins != 1 {
 		t.Fatalf("%d decisions won, want 1", wins)
 	}
-	got, err := e.Svc.GetApproval(ctx, e.OwnerA.ID, a.ID)
+	got, err := e.Svc.Core.GetApproval(ctx, e.OwnerA.ID, a.ID)
 	if err != nil || got.Status != core.ApprovalApproved || got.DecidedAt == nil {
 		t.Fatalf("after approval: %+v %v", got, err)
 	}
 	// Declining never needs user verification.
 	d := newApproval(true)
-	if got, err := e.Svc.DecideApproval(ctx, e.OwnerA.ID, d.ID, core.Decision{Approve: false, BindingHash: d.BindingHash}); err != nil || got.Status != core.ApprovalDeclined {
+	if got, err := e.Svc.Core.DecideApproval(ctx, e.OwnerA.ID, d.ID, core.Decision{Approve: false, BindingHash: d.BindingHash}); err != nil || got.Status != core.ApprovalDeclined {
 		t.Fatalf("decline: %+v %v", got, err)
 	}
 }
 
 func TestAPIKeys(t *testing.T) {
 	e := testenv.New(t, testenv.WithoutWorkers())
-	secret, k, err := e.Svc.CreateAPIKey(ctx, e.OwnerA.ID, core.ModeTest, "ci")
+	secret, k, err := e.Svc.Core.CreateAPIKey(ctx, e.OwnerA.ID, core.ModeTest, "ci")
 	if err != nil {
 		t.Fatal(err)
 	}
 	if !strings.HasPrefix(secret, "fxk_test_") || k.Hash == secret || strings.Contains(k.Hint, secret[9:len(secret)-4]) {
 		t.Fatalf("key %s stored as %+v", secret, k)
 	}
-	p, err := e.Svc.AuthenticateAPIKey(ctx, secret)
+	p, err := e.Svc.Core.AuthenticateAPIKey(ctx, secret)
 	if err != nil || p.OwnerID != e.OwnerA.ID || p.Mode != core.ModeTest || len(p.Scopes) != 6 {
 		t.Fatalf("principal %+v %v", p, err)
 	}
 	for _, bad := range []string{"", "fxk_test_nope", "fxk_live_" + secret[9:], "Bearer " + secret} {
-		_, err := e.Svc.AuthenticateAPIKey(ctx, bad)
+		_, err := e.Svc.Core.AuthenticateAPIKey(ctx, bad)
 		wantCode(t, err, core.CodeInvalidAPIKey)
 	}
-	keys, _ := e.Svc.ListAPIKeys(ctx, e.OwnerA.ID)
+	keys, _ := e.Svc.Core.ListAPIKeys(ctx, e.OwnerA.ID)
 	var found *core.APIKey
 	for i := range keys {
 		if keys[i].ID == k.ID {
@@ -609,28 +609,28 @@ func TestAPIKeys(t *testing.T) {
 	if found == nil || found.LastUsedAt == nil {
 		t.Fatalf("last used not recorded: %+v", found)
 	}
-	wantCode(t, e.Svc.RevokeAPIKey(ctx, e.OwnerB.ID, k.ID), core.CodeNotFound)
-	if err := e.Svc.RevokeAPIKey(ctx, e.OwnerA.ID, k.ID); err != nil {
+	wantCode(t, e.Svc.Core.RevokeAPIKey(ctx, e.OwnerB.ID, k.ID), core.CodeNotFound)
+	if err := e.Svc.Core.RevokeAPIKey(ctx, e.OwnerA.ID, k.ID); err != nil {
 		t.Fatal(err)
 	}
-	_, err = e.Svc.AuthenticateAPIKey(ctx, secret)
+	_, err = e.Svc.Core.AuthenticateAPIKey(ctx, secret)
 	wantCode(t, err, core.CodeInvalidAPIKey)
 }
 
 func TestSessions(t *testing.T) {
 	e := testenv.New(t, testenv.WithoutWorkers())
-	secret, s, err := e.Svc.CreateSession(ctx, e.OwnerA.ID, "test")
+	secret, s, err := e.Svc.Core.CreateSession(ctx, e.OwnerA.ID, "test")
 	if err != nil {
 		t.Fatal(err)
 	}
-	got, err := e.Svc.AuthenticateSession(ctx, secret)
+	got, err := e.Svc.Core.AuthenticateSession(ctx, secret)
 	if err != nil || got.ID != s.ID || got.OwnerID != e.OwnerA.ID {
 		t.Fatalf("session: %+v %v", got, err)
 	}
-	if err := e.Svc.EndAllSessions(ctx, e.OwnerA.ID); err != nil {
+	if err := e.Svc.Core.EndAllSessions(ctx, e.OwnerA.ID); err != nil {
 		t.Fatal(err)
 	}
-	_, err = e.Svc.AuthenticateSession(ctx, secret)
+	_, err = e.Svc.Core.AuthenticateSession(ctx, secret)
 	if core.ErrorCode(err) != core.CodeUnauthenticated {
 		t.Fatalf("ended session still valid: %v", err)
 	}
@@ -641,7 +641,7 @@ func TestDeliveryEdges(t *testing.T) {
 	p := e.Principal(t, e.KeyATest)
 	send := func(to string, pages int) *core.Fax {
 		t.Helper()
-		o, _, err := e.Svc.SendFax(ctx, p, to+fmt.Sprint(pages, time.Now().UnixNano()), core.SendFaxRequest{To: to, UploadToken: upload(t, e, p, pages)})
+		o, _, err := e.Svc.Core.SendFax(ctx, p, to+fmt.Sprint(pages, time.Now().UnixNano()), core.SendFaxRequest{To: to, UploadToken: upload(t, e, p, pages)})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -651,10 +651,10 @@ func TestDeliveryEdges(t *testing.T) {
 
 	t.Run("partial with nothing sent is a failure", func(t *testing.T) {
 		o := send("+12125550104", 1)
-		if err := e.Svc.Deliver(ctx, o.ID); err != nil {
+		if err := e.Svc.Core.Deliver(ctx, o.ID); err != nil {
 			t.Fatal(err)
 		}
-		got, _ := e.Svc.GetFax(ctx, p, o.ID)
+		got, _ := e.Svc.Core.GetFax(ctx, p, o.ID)
 		if got.Status != core.FaxFailed || got.PagesSent != 0 || got.LatestAttempt.Status != core.AttemptFailed {
 			t.Fatalf("got %+v / %+v", got, got.LatestAttempt)
 		}
@@ -674,7 +674,7 @@ func TestDeliveryEdges(t *testing.T) {
 		if err := e.Store.UpdateFax(ctx, stored, core.FaxQueued); err != nil {
 			t.Fatal(err)
 		}
-		err = e.Svc.Deliver(ctx, o.ID)
+		err = e.Svc.Core.Deliver(ctx, o.ID)
 		var nb *core.NotBeforeError
 		if !errors.As(err, &nb) || !nb.At.Equal(at) {
 			t.Fatalf("want NotBeforeError at %v, got %v", at, err)
@@ -704,11 +704,11 @@ func TestDeliveryEdges(t *testing.T) {
 	t.Run("interrupted attempt is resumed under its own id", func(t *testing.T) {
 		o := send("+12125550100", 1)
 		id := interrupted(t, o, 1, time.Now())
-		if err := e.Svc.Deliver(ctx, o.ID); err != nil {
+		if err := e.Svc.Core.Deliver(ctx, o.ID); err != nil {
 			t.Fatal(err)
 		}
-		got, _ := e.Svc.GetFax(ctx, p, o.ID)
-		atts, _ := e.Svc.FaxAttempts(ctx, p, o.ID)
+		got, _ := e.Svc.Core.GetFax(ctx, p, o.ID)
+		atts, _ := e.Svc.Core.FaxAttempts(ctx, p, o.ID)
 		if got.Status != core.FaxDelivered || got.Attempts != 1 || len(atts) != 1 || atts[0].ID != id || atts[0].ProviderRef != simulated.Ref(id) {
 			t.Fatalf("got %+v, attempts %+v", got, atts)
 		}
@@ -722,18 +722,18 @@ func TestDeliveryEdges(t *testing.T) {
 		if err := e.Store.UpdateAttempt(ctx, a); err != nil {
 			t.Fatal(err)
 		}
-		if err := e.Svc.Deliver(ctx, o.ID); err != nil {
+		if err := e.Svc.Core.Deliver(ctx, o.ID); err != nil {
 			t.Fatal(err)
 		}
-		got, _ := e.Svc.GetFax(ctx, p, o.ID)
+		got, _ := e.Svc.Core.GetFax(ctx, p, o.ID)
 		if got.Status != core.FaxSending || got.LatestAttempt.ID != id || got.LatestAttempt.ProviderRef != "simfax_accepted" {
 			t.Fatalf("got %+v / %+v", got, got.LatestAttempt)
 		}
 		// Its outcome arrives as the provider reports it.
-		if err := e.Svc.RecordProviderOutcome(ctx, o.ID, id, core.ProviderResult{Status: core.AttemptDelivered, ProviderRef: "simfax_accepted", PagesSent: 1}); err != nil {
+		if err := e.Svc.Core.RecordProviderOutcome(ctx, o.ID, id, core.ProviderResult{Status: core.AttemptDelivered, ProviderRef: "simfax_accepted", PagesSent: 1}); err != nil {
 			t.Fatal(err)
 		}
-		if got, _ := e.Svc.GetFax(ctx, p, o.ID); got.Status != core.FaxDelivered {
+		if got, _ := e.Svc.Core.GetFax(ctx, p, o.ID); got.Status != core.FaxDelivered {
 			t.Fatalf("after the report: %+v", got)
 		}
 	})
@@ -742,10 +742,10 @@ func TestDeliveryEdges(t *testing.T) {
 		o := send("+12125550100", 1)
 		interrupted(t, o, 3, time.Now().Add(-core.ResumeWindow-time.Minute))
 		heldBefore := balance(t, e, p).HeldMicros
-		if err := e.Svc.Deliver(ctx, o.ID); err != nil {
+		if err := e.Svc.Core.Deliver(ctx, o.ID); err != nil {
 			t.Fatal(err)
 		}
-		got, _ := e.Svc.GetFax(ctx, p, o.ID)
+		got, _ := e.Svc.Core.GetFax(ctx, p, o.ID)
 		if got.Status != core.FaxFailed || got.FailureCode != "interrupted" || got.LatestAttempt.FailureCode != "interrupted" {
 			t.Fatalf("got %+v / %+v", got, got.LatestAttempt)
 		}
@@ -757,11 +757,11 @@ func TestDeliveryEdges(t *testing.T) {
 	t.Run("interrupted earlier attempt past the resume window is retried", func(t *testing.T) {
 		o := send("+12125550100", 1)
 		interrupted(t, o, 1, time.Now().Add(-core.ResumeWindow-time.Minute))
-		if err := e.Svc.Deliver(ctx, o.ID); err != nil {
+		if err := e.Svc.Core.Deliver(ctx, o.ID); err != nil {
 			t.Fatal(err)
 		}
-		got, _ := e.Svc.GetFax(ctx, p, o.ID)
-		atts, _ := e.Svc.FaxAttempts(ctx, p, o.ID)
+		got, _ := e.Svc.Core.GetFax(ctx, p, o.ID)
+		atts, _ := e.Svc.Core.FaxAttempts(ctx, p, o.ID)
 		if got.Status != core.FaxDelivered || got.Attempts != 2 || len(atts) != 2 || atts[0].FailureCode != "interrupted" && atts[1].FailureCode != "interrupted" {
 			t.Fatalf("got %+v, attempts %+v", got, atts)
 		}
@@ -778,39 +778,39 @@ func TestReplayAnswersWhateverChangedSince(t *testing.T) {
 		c.SendBurst, c.SendInterval = 2, time.Hour
 	}))
 	p := e.Principal(t, e.KeyATest)
-	if _, err := e.Svc.GrantCredits(ctx, p.OwnerID, core.ModeTest, 100_000, "one fax"); err != nil {
+	if _, err := e.Svc.Core.GrantCredits(ctx, p.OwnerID, core.ModeTest, 100_000, "one fax"); err != nil {
 		t.Fatal(err)
 	}
 	req := core.SendFaxRequest{To: "+12125550100", UploadToken: upload(t, e, p, 1)}
-	first, replayed, err := e.Svc.SendFax(ctx, p, "k1", req)
+	first, replayed, err := e.Svc.Core.SendFax(ctx, p, "k1", req)
 	if err != nil || replayed {
 		t.Fatalf("first send: replayed=%v err=%v", replayed, err)
 	}
 	replay := func(what string) {
 		t.Helper()
-		o, replayed, err := e.Svc.SendFax(ctx, p, "k1", req)
+		o, replayed, err := e.Svc.Core.SendFax(ctx, p, "k1", req)
 		if err != nil || !replayed || o.ID != first.ID || o.Status != core.FaxQueued {
 			t.Fatalf("replay %s: %+v replayed=%v err=%v", what, o, replayed, err)
 		}
 	}
 	replay("with the balance spent")
 	replay("again")
-	_, _, err = e.Svc.SendFax(ctx, p, "k1", core.SendFaxRequest{To: "+12125550101", UploadToken: req.UploadToken})
+	_, _, err = e.Svc.Core.SendFax(ctx, p, "k1", core.SendFaxRequest{To: "+12125550101", UploadToken: req.UploadToken})
 	wantCode(t, err, core.CodeIdempotencyConflict)
-	_, _, err = e.Svc.SendFax(ctx, p, "k1", core.SendFaxRequest{To: "+19005550100", UploadToken: req.UploadToken})
+	_, _, err = e.Svc.Core.SendFax(ctx, p, "k1", core.SendFaxRequest{To: "+19005550100", UploadToken: req.UploadToken})
 	wantCode(t, err, core.CodeIdempotencyConflict)
 	if c := balance(t, e, p); c.HeldMicros != 100_000 || c.AvailableMicros != 0 {
 		t.Fatalf("after replays: held %s, available %s; want one hold of 0.10", c.Held, c.Available)
 	}
 	// Neither replays nor conflicts used the rate allowance: the second of
 	// the burst of two is still there, and only then is the limit reached.
-	if _, err := e.Svc.GrantCredits(ctx, p.OwnerID, core.ModeTest, 1_000_000, "top up"); err != nil {
+	if _, err := e.Svc.Core.GrantCredits(ctx, p.OwnerID, core.ModeTest, 1_000_000, "top up"); err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := e.Svc.SendFax(ctx, p, "k2", req); err != nil {
+	if _, _, err := e.Svc.Core.SendFax(ctx, p, "k2", req); err != nil {
 		t.Fatalf("second send of the burst: %v", err)
 	}
-	_, _, err = e.Svc.SendFax(ctx, p, "k3", req)
+	_, _, err = e.Svc.Core.SendFax(ctx, p, "k3", req)
 	wantCode(t, err, core.CodeRateLimited)
 	replay("with the rate limit reached")
 	// The document is purged (as retention would, once the faxes are
@@ -819,10 +819,10 @@ func TestReplayAnswersWhateverChangedSince(t *testing.T) {
 	if _, err := db.ExecContext(ctx, "UPDATE documents SET purged_at = CURRENT_TIMESTAMP WHERE id = $1", first.DocumentID); err != nil {
 		t.Fatal(err)
 	}
-	_, _, err = e.Svc.SendFax(ctx, p, "k4", core.SendFaxRequest{To: "+12125550100", DocumentID: first.DocumentID})
+	_, _, err = e.Svc.Core.SendFax(ctx, p, "k4", core.SendFaxRequest{To: "+12125550100", DocumentID: first.DocumentID})
 	wantCode(t, err, core.CodeNotFound)
 	replay("with the document purged")
-	page, err := e.Svc.ListFaxes(ctx, p, "", "", 100)
+	page, err := e.Svc.Core.ListFaxes(ctx, p, "", "", 100)
 	if err != nil || len(page.Data) != 2 {
 		t.Fatalf("want the two faxes sent, got %d (%v)", len(page.Data), err)
 	}
@@ -834,11 +834,11 @@ func TestGetFaxLatestAttempt(t *testing.T) {
 	t.Run("queued, never attempted", func(t *testing.T) {
 		e := testenv.New(t, testenv.WithoutWorkers())
 		p := e.Principal(t, e.KeyATest)
-		o, _, err := e.Svc.SendFax(ctx, p, "k", core.SendFaxRequest{To: "+12125550100", UploadToken: upload(t, e, p, 1)})
+		o, _, err := e.Svc.Core.SendFax(ctx, p, "k", core.SendFaxRequest{To: "+12125550100", UploadToken: upload(t, e, p, 1)})
 		if err != nil {
 			t.Fatal(err)
 		}
-		got, err := e.Svc.GetFax(ctx, p, o.ID)
+		got, err := e.Svc.Core.GetFax(ctx, p, o.ID)
 		if err != nil || got.Status != core.FaxQueued || got.Attempts != 0 || got.LatestAttempt != nil {
 			t.Fatalf("queued fax: %+v (%v)", got, err)
 		}
@@ -848,12 +848,12 @@ func TestGetFaxLatestAttempt(t *testing.T) {
 		p := e.Principal(t, e.KeyATest)
 		// +12125550105: the first attempt fails with provider_error, the
 		// retry is delivered.
-		o, _, err := e.Svc.SendFax(ctx, p, "k", core.SendFaxRequest{To: "+12125550105", UploadToken: upload(t, e, p, 1)})
+		o, _, err := e.Svc.Core.SendFax(ctx, p, "k", core.SendFaxRequest{To: "+12125550105", UploadToken: upload(t, e, p, 1)})
 		if err != nil {
 			t.Fatal(err)
 		}
 		e.DrainQueue(t)
-		got, err := e.Svc.GetFax(ctx, p, o.ID)
+		got, err := e.Svc.Core.GetFax(ctx, p, o.ID)
 		if err != nil || got.Status != core.FaxDelivered || got.Attempts != 2 || got.LatestAttempt == nil ||
 			got.LatestAttempt.Number != 2 || got.LatestAttempt.Status != core.AttemptDelivered {
 			t.Fatalf("retried fax: %+v / %+v (%v)", got, got.LatestAttempt, err)

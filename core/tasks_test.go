@@ -13,7 +13,7 @@ import (
 // startFaxTask starts a fax task of pages pages to to.
 func startFaxTask(t *testing.T, e *testenv.Env, p core.Principal, to string, pages int) *core.TaskView {
 	t.Helper()
-	v, err := e.Svc.StartFaxTask(ctx, p, "create_fax", "", core.CreateDraftRequest{To: to, UploadToken: upload(t, e, p, pages)})
+	v, err := e.Svc.Core.StartFaxTask(ctx, p, "create_fax", "", core.CreateDraftRequest{To: to, UploadToken: upload(t, e, p, pages)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -23,18 +23,18 @@ func startFaxTask(t *testing.T, e *testenv.Env, p core.Principal, to string, pag
 // payTask pays a fax task's draft at its hosted checkout.
 func payTask(t *testing.T, e *testenv.Env, p core.Principal, v *core.TaskView) {
 	t.Helper()
-	cs, err := e.Svc.CreateDraftCheckout(ctx, p, v.SubjectID)
+	cs, err := e.Svc.Core.CreateDraftCheckout(ctx, p, v.SubjectID)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := e.Svc.CompleteCheckout(ctx, cs.ID); err != nil {
+	if _, err := e.Svc.Core.CompleteCheckout(ctx, cs.ID); err != nil {
 		t.Fatal(err)
 	}
 }
 
 func getTask(t *testing.T, e *testenv.Env, p core.Principal, id string) *core.TaskView {
 	t.Helper()
-	v, err := e.Svc.GetTask(ctx, p, id)
+	v, err := e.Svc.Core.GetTask(ctx, p, id)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -73,7 +73,7 @@ func TestFaxTaskDelivered(t *testing.T) {
 	if !strings.HasPrefix(v.ID, core.PrefixTask) || !strings.HasPrefix(v.ContextID, core.PrefixContext) || v.Kind != core.TaskFax || v.Skill != "create_fax" {
 		t.Fatalf("task = %+v", v.AgentTask)
 	}
-	if v.Draft == nil || v.SubjectID != v.Draft.ID || v.CheckoutURL != e.Svc.DraftCheckoutURL(&v.Draft.Draft) {
+	if v.Draft == nil || v.SubjectID != v.Draft.ID || v.CheckoutURL != e.Svc.Core.DraftCheckoutURL(&v.Draft.Draft) {
 		t.Fatalf("draft %+v checkout %q", v.Draft, v.CheckoutURL)
 	}
 	for _, want := range []string{v.Draft.Quote.Amount, v.CheckoutURL, "owner pays", "GetTask"} {
@@ -154,7 +154,7 @@ func TestFaxTaskDraftExpired(t *testing.T) {
 	if !got.UpdatedAt.Equal(got.Draft.ExpiresAt) || got.CheckoutURL != "" {
 		t.Fatalf("updatedAt %v (draft expires %v), checkout %q", got.UpdatedAt, got.Draft.ExpiresAt, got.CheckoutURL)
 	}
-	_, err := e.Svc.CancelTask(ctx, p, v.ID)
+	_, err := e.Svc.Core.CancelTask(ctx, p, v.ID)
 	wantCode(t, err, core.CodeTaskNotCancelable)
 }
 
@@ -171,7 +171,7 @@ func TestFaxTaskSubjectGone(t *testing.T) {
 		t.Fatal(err)
 	}
 	wantState(t, "draft gone", getTask(t, e, p, v.ID), core.TaskFailed, "draft_expired")
-	_, err := e.Svc.CancelTask(ctx, p, v.ID)
+	_, err := e.Svc.Core.CancelTask(ctx, p, v.ID)
 	wantCode(t, err, core.CodeTaskNotCancelable)
 }
 
@@ -181,18 +181,18 @@ func TestFaxTaskNotFound(t *testing.T) {
 	e, _ := agentEnv(t)
 	p := e.Principal(t, e.KeyATest)
 	v := startFaxTask(t, e, p, "+12125550100", 1)
-	_, unknown := e.Svc.GetTask(ctx, p, "tsk_unknown")
+	_, unknown := e.Svc.Core.GetTask(ctx, p, "tsk_unknown")
 	wantCode(t, unknown, core.CodeNotFound)
 	for name, q := range map[string]core.Principal{
 		"other owner": e.Principal(t, e.KeyBTest),
 		"other mode":  e.Principal(t, e.KeyALive),
 	} {
-		_, err := e.Svc.GetTask(ctx, q, v.ID)
+		_, err := e.Svc.Core.GetTask(ctx, q, v.ID)
 		wantCode(t, err, core.CodeNotFound)
 		if err.Error() != unknown.Error() {
 			t.Fatalf("%s: %v, unknown id: %v", name, err, unknown)
 		}
-		_, err = e.Svc.CancelTask(ctx, q, v.ID)
+		_, err = e.Svc.Core.CancelTask(ctx, q, v.ID)
 		if err == nil || err.Error() != unknown.Error() {
 			t.Fatalf("%s: cancel: %v, unknown id: %v", name, err, unknown)
 		}
@@ -216,12 +216,12 @@ func TestFaxTaskScopes(t *testing.T) {
 		name string
 		call func() error
 	}{
-		{"GetTask without fax:read", func() error { _, err := e.Svc.GetTask(ctx, draftOnly, v.ID); return err }},
+		{"GetTask without fax:read", func() error { _, err := e.Svc.Core.GetTask(ctx, draftOnly, v.ID); return err }},
 		{"StartFaxTask without fax:draft", func() error {
-			_, err := e.Svc.StartFaxTask(ctx, readOnly, "create_fax", "", core.CreateDraftRequest{To: "+12125550100", UploadToken: tok})
+			_, err := e.Svc.Core.StartFaxTask(ctx, readOnly, "create_fax", "", core.CreateDraftRequest{To: "+12125550100", UploadToken: tok})
 			return err
 		}},
-		{"CancelTask without fax:draft", func() error { _, err := e.Svc.CancelTask(ctx, readOnly, v.ID); return err }},
+		{"CancelTask without fax:draft", func() error { _, err := e.Svc.Core.CancelTask(ctx, readOnly, v.ID); return err }},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -230,7 +230,7 @@ func TestFaxTaskScopes(t *testing.T) {
 	}
 	wantState(t, "untouched", getTask(t, e, p, v.ID), core.TaskInputRequired, "")
 	// fax:draft alone is enough to cancel.
-	got, err := e.Svc.CancelTask(ctx, draftOnly, v.ID)
+	got, err := e.Svc.Core.CancelTask(ctx, draftOnly, v.ID)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -241,7 +241,7 @@ func TestFaxTaskScopes(t *testing.T) {
 func TestStartFaxTaskInputs(t *testing.T) {
 	e, _ := agentEnv(t)
 	p := e.Principal(t, e.KeyATest)
-	v, err := e.Svc.StartFaxTask(ctx, p, "create_fax", "conversation-7", core.CreateDraftRequest{To: "+12125550100", UploadToken: upload(t, e, p, 1)})
+	v, err := e.Svc.Core.StartFaxTask(ctx, p, "create_fax", "conversation-7", core.CreateDraftRequest{To: "+12125550100", UploadToken: upload(t, e, p, 1)})
 	if err != nil || v.ContextID != "conversation-7" {
 		t.Fatalf("task %+v, %v", v, err)
 	}
@@ -250,10 +250,10 @@ func TestStartFaxTaskInputs(t *testing.T) {
 		{strings.Repeat("s", core.MaxTaskSkill+1), ""},
 		{"create_fax", strings.Repeat("c", core.MaxTaskContextID+1)},
 	} {
-		_, err := e.Svc.StartFaxTask(ctx, p, tc.skill, tc.contextID, core.CreateDraftRequest{To: "+12125550100", UploadToken: tok})
+		_, err := e.Svc.Core.StartFaxTask(ctx, p, tc.skill, tc.contextID, core.CreateDraftRequest{To: "+12125550100", UploadToken: tok})
 		wantCode(t, err, core.CodeInvalidRequest)
 	}
-	_, err = e.Svc.StartFaxTask(ctx, p, "create_fax", "", core.CreateDraftRequest{To: "+19005550100", UploadToken: tok})
+	_, err = e.Svc.Core.StartFaxTask(ctx, p, "create_fax", "", core.CreateDraftRequest{To: "+19005550100", UploadToken: tok})
 	wantCode(t, err, core.CodePremiumDestination)
 }
 
@@ -267,7 +267,7 @@ func TestCancelFaxTask(t *testing.T) {
 	t.Run("open draft", func(t *testing.T) {
 		v := startFaxTask(t, e, p, "+12125550100", 1)
 		before := balance(t, e, p).AvailableMicros
-		got, err := e.Svc.CancelTask(ctx, p, v.ID)
+		got, err := e.Svc.Core.CancelTask(ctx, p, v.ID)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -276,13 +276,13 @@ func TestCancelFaxTask(t *testing.T) {
 		if after := balance(t, e, p).AvailableMicros; after != before {
 			t.Fatalf("balance moved by %d", after-before)
 		}
-		_, err = e.Svc.CancelTask(ctx, p, v.ID)
+		_, err = e.Svc.Core.CancelTask(ctx, p, v.ID)
 		wantCode(t, err, core.CodeTaskNotCancelable)
 		if !strings.Contains(core.AsError(err).Message, "already final") {
 			t.Fatalf("message: %v", err)
 		}
 		// Its checkout can no longer be paid.
-		_, err = e.Svc.CreateDraftCheckout(ctx, p, v.SubjectID)
+		_, err = e.Svc.Core.CreateDraftCheckout(ctx, p, v.SubjectID)
 		wantCode(t, err, core.CodeDraftState)
 	})
 
@@ -291,7 +291,7 @@ func TestCancelFaxTask(t *testing.T) {
 		payTask(t, e, p, v)
 		wantState(t, "paid", getTask(t, e, p, v.ID), core.TaskWorking, "")
 		before := balance(t, e, p).AvailableMicros
-		got, err := e.Svc.CancelTask(ctx, p, v.ID)
+		got, err := e.Svc.Core.CancelTask(ctx, p, v.ID)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -304,7 +304,7 @@ func TestCancelFaxTask(t *testing.T) {
 			t.Fatalf("%d micros came back, want the fax's price %d", back, got.Fax.PriceMicros)
 		}
 		wantRefund(t, c, got.Fax.ID, 210_000)
-		_, err = e.Svc.CancelTask(ctx, p, v.ID)
+		_, err = e.Svc.Core.CancelTask(ctx, p, v.ID)
 		wantCode(t, err, core.CodeTaskNotCancelable)
 	})
 
@@ -318,7 +318,7 @@ func TestCancelFaxTask(t *testing.T) {
 		}
 		wantState(t, "sending", getTask(t, e, p, v.ID), core.TaskWorking, "")
 		before := balance(t, e, p).AvailableMicros
-		_, err := e.Svc.CancelTask(ctx, p, v.ID)
+		_, err := e.Svc.Core.CancelTask(ctx, p, v.ID)
 		wantCode(t, err, core.CodeTaskNotCancelable)
 		if e := core.AsError(err); e.Kind != core.KindConflict || !strings.Contains(e.Message, "sending") || e.Fields["faxId"] != f.ID {
 			t.Fatalf("error %+v", e)
@@ -338,7 +338,7 @@ func TestCancelFaxPaidAtCheckoutRefundsCredits(t *testing.T) {
 	payTask(t, e, p, v)
 	f := getTask(t, e, p, v.ID).Fax
 	before := balance(t, e, p).AvailableMicros
-	got, err := e.Svc.CancelFax(ctx, p, f.ID)
+	got, err := e.Svc.Core.CancelFax(ctx, p, f.ID)
 	if err != nil || got.Status != core.FaxCanceled {
 		t.Fatalf("cancel = %+v, %v", got, err)
 	}
@@ -362,7 +362,7 @@ func TestPurgeFaxTasks(t *testing.T) {
 	clock.Advance(6 * 24 * time.Hour)
 	recent := startFaxTask(t, e, p, "+12125550100", 1)
 
-	got, err := e.Svc.Purge(ctx)
+	got, err := e.Svc.Core.Purge(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -370,7 +370,7 @@ func TestPurgeFaxTasks(t *testing.T) {
 		t.Fatalf("after 6 days: %v", c)
 	}
 	clock.Advance(24*time.Hour + time.Minute)
-	got, err = e.Svc.Purge(ctx)
+	got, err = e.Svc.Core.Purge(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -378,7 +378,7 @@ func TestPurgeFaxTasks(t *testing.T) {
 		t.Fatalf("after 7 days: %v, want 2 agent tasks", c)
 	}
 	for _, v := range []*core.TaskView{delivered, abandoned} {
-		_, err := e.Svc.GetTask(ctx, p, v.ID)
+		_, err := e.Svc.Core.GetTask(ctx, p, v.ID)
 		wantCode(t, err, core.CodeNotFound)
 	}
 	wantState(t, "recent task", getTask(t, e, p, recent.ID), core.TaskFailed, "draft_expired")

@@ -30,7 +30,7 @@ func TestUploadLeaseAfterCrash(t *testing.T) {
 	clock := newTestClock()
 	e := testenv.New(t, testenv.WithConfig(func(c *core.Config) { c.Now = clock.Now }))
 	p := e.Principal(t, e.KeyATest)
-	c, err := e.Svc.CreateUpload(ctx, p, "", 0)
+	c, err := e.Svc.Core.CreateUpload(ctx, p, "", 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -40,7 +40,7 @@ func TestUploadLeaseAfterCrash(t *testing.T) {
 		t.Fatal(err)
 	}
 	put := func() error {
-		_, err := e.Svc.ReceiveUpload(ctx, c.UploadToken, bytes.NewReader(testenv.MinimalPDF(1)))
+		_, err := e.Svc.Core.ReceiveUpload(ctx, c.UploadToken, bytes.NewReader(testenv.MinimalPDF(1)))
 		return err
 	}
 	clock.Advance(30 * time.Second)
@@ -84,7 +84,7 @@ func TestUploadLeaseExcludesConcurrentPuts(t *testing.T) {
 	clock := newTestClock()
 	e := testenv.New(t, testenv.WithConfig(func(c *core.Config) { c.Now = clock.Now }))
 	p := e.Principal(t, e.KeyATest)
-	c, err := e.Svc.CreateUpload(ctx, p, "", 0)
+	c, err := e.Svc.Core.CreateUpload(ctx, p, "", 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -95,19 +95,19 @@ func TestUploadLeaseExcludesConcurrentPuts(t *testing.T) {
 	}
 	first := make(chan result, 1)
 	go func() {
-		d, err := e.Svc.ReceiveUpload(ctx, c.UploadToken, slow)
+		d, err := e.Svc.Core.ReceiveUpload(ctx, c.UploadToken, slow)
 		first <- result{d, err}
 	}()
 	<-slow.started
 
-	_, err = e.Svc.ReceiveUpload(ctx, c.UploadToken, bytes.NewReader(testenv.MinimalPDF(2)))
+	_, err = e.Svc.Core.ReceiveUpload(ctx, c.UploadToken, bytes.NewReader(testenv.MinimalPDF(2)))
 	wantCode(t, err, core.CodeUploadUsed)
 
 	// The slow PUT's renewals run on real time and have not happened on the
 	// injected clock: to the store its lease lapsed, as it would for a PUT
 	// whose renewals failed for a whole minute. The next PUT takes over.
 	clock.Advance(61 * time.Second)
-	doc, err := e.Svc.ReceiveUpload(ctx, c.UploadToken, bytes.NewReader(testenv.MinimalPDF(2)))
+	doc, err := e.Svc.Core.ReceiveUpload(ctx, c.UploadToken, bytes.NewReader(testenv.MinimalPDF(2)))
 	if err != nil {
 		t.Fatalf("PUT after the lease lapsed: %v", err)
 	}
@@ -124,7 +124,7 @@ func TestUploadLeaseExcludesConcurrentPuts(t *testing.T) {
 	if u.DocumentID == nil || *u.DocumentID != doc.ID {
 		t.Fatalf("upload's document = %v, want %s", u.DocumentID, doc.ID)
 	}
-	if got, err := e.Svc.GetDocument(ctx, p, doc.ID); err != nil || got.Pages != 2 {
+	if got, err := e.Svc.Core.GetDocument(ctx, p, doc.ID); err != nil || got.Pages != 2 {
 		t.Fatalf("document of the winning PUT: %+v, %v", got, err)
 	}
 }

@@ -31,23 +31,23 @@ func TestUploadRateLimit(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			p := e.Principal(t, tc.key)
 			for i := range tc.burst {
-				if _, err := e.Svc.CreateUpload(ctx, p, "", 0); err != nil {
+				if _, err := e.Svc.Core.CreateUpload(ctx, p, "", 0); err != nil {
 					t.Fatalf("upload %d of the burst: %v", i+1, err)
 				}
 			}
-			_, err := e.Svc.CreateUpload(ctx, p, "", 0)
+			_, err := e.Svc.Core.CreateUpload(ctx, p, "", 0)
 			wantCode(t, err, core.CodeRateLimited)
 			if got := core.AsError(err).RetryAfterSeconds; got != int(tc.wait/time.Second) {
 				t.Fatalf("RetryAfterSeconds = %d, want %d", got, int(tc.wait/time.Second))
 			}
 			clock.Advance(tc.wait)
-			if _, err := e.Svc.CreateUpload(ctx, p, "", 0); err != nil {
+			if _, err := e.Svc.Core.CreateUpload(ctx, p, "", 0); err != nil {
 				t.Fatalf("upload after waiting: %v", err)
 			}
 		})
 	}
 	// Another owner has its own allowance.
-	if _, err := e.Svc.CreateUpload(ctx, e.Principal(t, e.KeyBTest), "", 0); err != nil {
+	if _, err := e.Svc.Core.CreateUpload(ctx, e.Principal(t, e.KeyBTest), "", 0); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -56,7 +56,7 @@ func TestUploadRateLimit(t *testing.T) {
 // stricter than the send rate (every fax needs an upload).
 func TestUploadRateDefaults(t *testing.T) {
 	e := testenv.New(t)
-	c := e.Svc.Config()
+	c := e.Svc.Core.Config()
 	s := c.Storage
 	if s.TestUploadBurst >= s.UploadBurst || s.TestUploadInterval <= s.UploadInterval {
 		t.Fatalf("test mode (%d, %v) is not stricter than live (%d, %v)", s.TestUploadBurst, s.TestUploadInterval, s.UploadBurst, s.UploadInterval)
@@ -77,11 +77,11 @@ func TestStorageQuota(t *testing.T) {
 	p := e.Principal(t, e.KeyATest)
 	put := func() (string, error) {
 		t.Helper()
-		c, err := e.Svc.CreateUpload(ctx, p, "", 0)
+		c, err := e.Svc.Core.CreateUpload(ctx, p, "", 0)
 		if err != nil {
 			return "", err
 		}
-		_, err = e.Svc.ReceiveUpload(ctx, c.UploadToken, bytes.NewReader(testenv.MinimalPDF(1)))
+		_, err = e.Svc.Core.ReceiveUpload(ctx, c.UploadToken, bytes.NewReader(testenv.MinimalPDF(1)))
 		return c.UploadToken, err
 	}
 	first, err := put()
@@ -99,14 +99,14 @@ func TestStorageQuota(t *testing.T) {
 
 	// Live mode and other owners have their own quota.
 	pl := e.Principal(t, e.KeyALive)
-	if c, err := e.Svc.CreateUpload(ctx, pl, "", 0); err != nil {
+	if c, err := e.Svc.Core.CreateUpload(ctx, pl, "", 0); err != nil {
 		t.Fatal(err)
-	} else if _, err := e.Svc.ReceiveUpload(ctx, c.UploadToken, bytes.NewReader(testenv.MinimalPDF(1))); err != nil {
+	} else if _, err := e.Svc.Core.ReceiveUpload(ctx, c.UploadToken, bytes.NewReader(testenv.MinimalPDF(1))); err != nil {
 		t.Fatalf("live upload: %v", err)
 	}
 
 	// Sending a document takes it out of the unsent bytes.
-	if _, _, err := e.Svc.SendFax(ctx, p, "q1", core.SendFaxRequest{To: "+12125550100", UploadToken: first}); err != nil {
+	if _, _, err := e.Svc.Core.SendFax(ctx, p, "q1", core.SendFaxRequest{To: "+12125550100", UploadToken: first}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := put(); err != nil {
@@ -125,6 +125,6 @@ func TestStorageQuotaRefusesCapabilityWhenFull(t *testing.T) {
 	e := testenv.New(t, testenv.WithConfig(func(c *core.Config) { c.Storage.QuotaBytes = one }))
 	p := e.Principal(t, e.KeyATest)
 	upload(t, e, p, 1)
-	_, err := e.Svc.CreateUpload(ctx, p, "", 0)
+	_, err := e.Svc.Core.CreateUpload(ctx, p, "", 0)
 	wantCode(t, err, core.CodeStorageQuota)
 }

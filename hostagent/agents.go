@@ -176,7 +176,7 @@ func (h *Handler) register(w http.ResponseWriter, r *http.Request) {
 		h.writeError(w, r, err)
 		return
 	}
-	view, err := h.svc.RegisterDelegatedAgent(ctx, vh.Host, core.DelegatedAgentRequest{
+	view, err := h.svc.Core.RegisterDelegatedAgent(ctx, vh.Host, core.DelegatedAgentRequest{
 		Name: req.Name, Mode: "delegated", PreferredMethod: req.PreferredMethod, Capabilities: caps,
 		ForceApproval: req.ForceApproval, AgentKey: key,
 	})
@@ -199,7 +199,7 @@ func (h *Handler) status(w http.ResponseWriter, r *http.Request) {
 		h.writeError(w, r, core.Errorf(core.KindInvalid, core.CodeInvalidRequest, "agent_id is required"))
 		return
 	}
-	a, err := h.svc.DelegatedAgentStatus(r.Context(), vh.Host, id)
+	a, err := h.svc.Core.DelegatedAgentStatus(r.Context(), vh.Host, id)
 	if err != nil {
 		h.writeError(w, r, err)
 		return
@@ -229,7 +229,7 @@ func (h *Handler) deviceCode(w http.ResponseWriter, r *http.Request) {
 		h.writeError(w, r, core.Errorf(core.KindInvalid, core.CodeInvalidRequest, "agent_id is required"))
 		return
 	}
-	view, err := h.svc.ReissueDeviceCode(ctx, vh.Host, req.AgentID)
+	view, err := h.svc.Core.ReissueDeviceCode(ctx, vh.Host, req.AgentID)
 	if err != nil {
 		h.writeError(w, r, err)
 		return
@@ -266,7 +266,7 @@ func (h *Handler) revoke(w http.ResponseWriter, r *http.Request) {
 		h.writeError(w, r, core.Errorf(core.KindInvalid, core.CodeInvalidRequest, "agent_id is required"))
 		return
 	}
-	a, err := h.svc.RevokeDelegatedAgent(ctx, ownerID, hostID, req.AgentID)
+	a, err := h.svc.Core.RevokeDelegatedAgent(ctx, ownerID, hostID, req.AgentID)
 	if err != nil {
 		h.writeError(w, r, err)
 		return

@@ -62,7 +62,7 @@ func newEnv(t *testing.T) *env {
 			Core:   func(c *core.Config) { c.Now = clk.Now },
 			Logger: consoletest.Logger(t)}
 	})
-	return &env{t: t, a: site.App, site: site, base: site.Base, api: site.App.Svc.Config().APIURL, clock: clk}
+	return &env{t: t, a: site.App, site: site, base: site.Base, api: site.App.Svc.Core.Config().APIURL, clock: clk}
 }
 
 type reply struct {
@@ -275,7 +275,7 @@ func (w *owner) activeAgent(h *host, caps ...string) *agent {
 	for _, c := range caps {
 		granted = append(granted, core.Capability(c))
 	}
-	if _, err := w.e.a.Svc.DecideDevice(t.Context(), w.Account.ID, r.str("agent_id"), code, true, granted); err != nil {
+	if _, err := w.e.a.Svc.Core.DecideDevice(t.Context(), w.Account.ID, r.str("agent_id"), code, true, granted); err != nil {
 		t.Fatalf("approve device: %v", err)
 	}
 	return &agent{h: h, id: r.str("agent_id"), key: k}

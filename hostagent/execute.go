@@ -87,7 +87,7 @@ func (h *Handler) execute(w http.ResponseWriter, r *http.Request) {
 		h.writeError(w, r, core.Errorf(core.KindForbidden, core.CodeCapabilityNotGranted, "this agent JWT is restricted to %v (its capabilities claim)", va.Capabilities))
 		return
 	}
-	p := h.svc.DelegatedPrincipal(va.Host, va.Agent)
+	p := h.svc.Core.DelegatedPrincipal(va.Host, va.Agent)
 	if err := core.AuthorizeCapability(p, va.Agent, c.Name); err != nil {
 		h.writeError(w, r, err)
 		return
@@ -118,7 +118,7 @@ func (h *Handler) run(ctx context.Context, p core.Principal, c core.Capability, 
 		return h.validateFax(ctx, p, args.(*validateFaxArgs))
 	case core.CapCreateUpload:
 		a := args.(*createUploadArgs)
-		u, err := h.svc.CreateUpload(ctx, p, a.ContentType, a.MaxBytes)
+		u, err := h.svc.Core.CreateUpload(ctx, p, a.ContentType, a.MaxBytes)
 		if err != nil {
 			return nil, err
 		}
@@ -132,20 +132,20 @@ func (h *Handler) run(ctx context.Context, p core.Principal, c core.Capability, 
 		if err := required("fax_id", a.FaxID); err != nil {
 			return nil, err
 		}
-		f, err := h.svc.GetFax(ctx, p, a.FaxID)
+		f, err := h.svc.Core.GetFax(ctx, p, a.FaxID)
 		if err != nil {
 			return nil, err
 		}
 		return faxJSON(f), nil
 	case core.CapGetCredits:
-		cr, err := h.svc.CreditBalance(ctx, p)
+		cr, err := h.svc.Core.CreditBalance(ctx, p)
 		if err != nil {
 			return nil, err
 		}
 		return map[string]any{"mode": cr.Mode, "balance": cr.Available, "balance_cents": cr.AvailableCents, "held": cr.Held, "held_cents": cr.HeldCents, "currency": cr.Currency}, nil
 	case core.CapListInbox:
 		a := args.(*listInboxArgs)
-		page, err := h.svc.ListInbox(ctx, p, core.InboxQuery{NumberID: a.NumberID, StartingAfter: a.StartingAfter, Limit: a.Limit})
+		page, err := h.svc.Core.ListInbox(ctx, p, core.InboxQuery{NumberID: a.NumberID, StartingAfter: a.StartingAfter, Limit: a.Limit})
 		if err != nil {
 			return nil, err
 		}
@@ -167,7 +167,7 @@ func (h *Handler) run(ctx context.Context, p core.Principal, c core.Capability, 
 		if err := required("id", a.ID); err != nil {
 			return nil, err
 		}
-		f, err := h.svc.GetInboxFax(ctx, p, a.ID)
+		f, err := h.svc.Core.GetInboxFax(ctx, p, a.ID)
 		if err != nil {
 			return nil, err
 		}
@@ -177,7 +177,7 @@ func (h *Handler) run(ctx context.Context, p core.Principal, c core.Capability, 
 			"text_note": f.ReadingNote(),
 		}
 		if f.Status == core.InboxReceived {
-			link, err := h.svc.InboxDownload(ctx, p, f.ID)
+			link, err := h.svc.Core.InboxDownload(ctx, p, f.ID)
 			if err != nil {
 				return nil, err
 			}
@@ -189,7 +189,7 @@ func (h *Handler) run(ctx context.Context, p core.Principal, c core.Capability, 
 		if err := required("pack", a.Pack); err != nil {
 			return nil, err
 		}
-		cs, err := h.svc.CreateCreditCheckout(ctx, p, a.Pack)
+		cs, err := h.svc.Core.CreateCreditCheckout(ctx, p, a.Pack)
 		if err != nil {
 			return nil, err
 		}
@@ -208,21 +208,21 @@ func (h *Handler) validateFax(ctx context.Context, p core.Principal, a *validate
 	pages := 1
 	if a.Pages != nil {
 		pages = *a.Pages
-		if pages < 1 || pages > h.svc.Config().MaxPages {
-			return nil, core.Errorf(core.KindInvalid, core.CodeInvalidRequest, "pages must be between 1 and %d", h.svc.Config().MaxPages).With("field", "pages")
+		if pages < 1 || pages > h.svc.Core.Config().MaxPages {
+			return nil, core.Errorf(core.KindInvalid, core.CodeInvalidRequest, "pages must be between 1 and %d", h.svc.Core.Config().MaxPages).With("field", "pages")
 		}
 	}
 	if a.DocumentID != "" {
 		if a.Pages != nil {
 			return nil, core.Errorf(core.KindInvalid, core.CodeInvalidRequest, "give pages or document_id, not both").With("field", "pages")
 		}
-		doc, err := h.svc.GetDocument(ctx, p, a.DocumentID)
+		doc, err := h.svc.Core.GetDocument(ctx, p, a.DocumentID)
 		if err != nil {
 			return nil, err
 		}
 		pages = doc.Pages
 	}
-	q, err := h.svc.Quote(ctx, core.QuoteRequest{To: a.To, Pages: pages, Cover: a.Cover})
+	q, err := h.svc.Core.Quote(ctx, core.QuoteRequest{To: a.To, Pages: pages, Cover: a.Cover})
 	if err != nil {
 		return nil, err
 	}
@@ -259,11 +259,11 @@ func (h *Handler) inlineDocument(ctx context.Context, p core.Principal, agent *c
 	if len(data) > core.MaxInlineDocumentBytes {
 		return "", core.Errorf(core.KindTooLarge, core.CodeFileTooLarge, "inline files are limited to %d bytes decoded; use create_upload and PUT the file", core.MaxInlineDocumentBytes)
 	}
-	u, err := h.svc.CreateUpload(ctx, p, "", int64(len(data)))
+	u, err := h.svc.Core.CreateUpload(ctx, p, "", int64(len(data)))
 	if err != nil {
 		return "", err
 	}
-	doc, err := h.svc.ReceiveUpload(ctx, u.UploadToken, bytes.NewReader(data))
+	doc, err := h.svc.Core.ReceiveUpload(ctx, u.UploadToken, bytes.NewReader(data))
 	if err != nil {
 		return "", err
 	}
@@ -301,7 +301,7 @@ func (h *Handler) sendFax(w http.ResponseWriter, r *http.Request, p core.Princip
 			return
 		}
 	}
-	ds, err := h.svc.RequestDelegatedSend(ctx, p, agent, core.DelegatedSendRequest{To: a.To, DocumentID: docID, UploadToken: a.UploadToken, Cover: a.Cover, CoverText: a.CoverText})
+	ds, err := h.svc.Core.RequestDelegatedSend(ctx, p, agent, core.DelegatedSendRequest{To: a.To, DocumentID: docID, UploadToken: a.UploadToken, Cover: a.Cover, CoverText: a.CoverText})
 	if err != nil {
 		h.writeError(w, r, err)
 		return
@@ -338,8 +338,8 @@ func (h *Handler) sendStatus(w http.ResponseWriter, r *http.Request) {
 		h.writeError(w, r, core.Errorf(core.KindInvalid, core.CodeInvalidRequest, "id is required (the send request's id)"))
 		return
 	}
-	p := h.svc.DelegatedPrincipal(va.Host, va.Agent)
-	ds, fax, err := h.svc.GetDelegatedSend(ctx, p, va.Agent, id)
+	p := h.svc.Core.DelegatedPrincipal(va.Host, va.Agent)
+	ds, fax, err := h.svc.Core.GetDelegatedSend(ctx, p, va.Agent, id)
 	if err != nil {
 		h.writeError(w, r, err)
 		return

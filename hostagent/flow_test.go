@@ -207,7 +207,7 @@ func TestRegisterDeviceApproval(t *testing.T) {
 		if old == code3 {
 			continue
 		}
-		if _, err := e.a.Svc.DecideDevice(t.Context(), w.Account.ID, id, old, true, []core.Capability{"get_credits"}); err == nil {
+		if _, err := e.a.Svc.Core.DecideDevice(t.Context(), w.Account.ID, id, old, true, []core.Capability{"get_credits"}); err == nil {
 			t.Fatal("an old device code approved the agent")
 		}
 	}
@@ -215,7 +215,7 @@ func TestRegisterDeviceApproval(t *testing.T) {
 	wantError(t, "device code unknown agent", call(t, nil, http.MethodPost, e.api+hostagent.PathDeviceCode, map[string]any{"agent_id": "dag_nope"}, bearer(h.jwt(nil))), 404, core.CodeAgentNotFound)
 
 	// The owner narrows: only validate_fax and get_credits.
-	if _, err := e.a.Svc.DecideDevice(t.Context(), w.Account.ID, id, code3, true, []core.Capability{"validate_fax", "get_credits"}); err != nil {
+	if _, err := e.a.Svc.Core.DecideDevice(t.Context(), w.Account.ID, id, code3, true, []core.Capability{"validate_fax", "get_credits"}); err != nil {
 		t.Fatalf("approve: %v", err)
 	}
 	st := call(t, nil, http.MethodGet, e.api+hostagent.PathStatus+"?agent_id="+id, nil, bearer(h.jwt(nil)))
@@ -286,7 +286,7 @@ func TestDeclineExpiryRevoke(t *testing.T) {
 	// Declined: rejected, and its JWTs refused.
 	k, r := h.register([]string{"get_credits"}, false)
 	id := r.str("agent_id")
-	if err := e.a.Svc.DeclineDevice(t.Context(), w.Account.ID, id); err != nil {
+	if err := e.a.Svc.Core.DeclineDevice(t.Context(), w.Account.ID, id); err != nil {
 		t.Fatal(err)
 	}
 	st := call(t, nil, http.MethodGet, e.api+hostagent.PathStatus+"?agent_id="+id, nil, bearer(h.jwt(nil)))
@@ -306,7 +306,7 @@ func TestDeclineExpiryRevoke(t *testing.T) {
 	wantError(t, "expired agent", (&agent{h: h, id: id2, key: k2}).execute("get_credits", nil), 403, core.CodeAgentExpired)
 	r = call(t, nil, http.MethodPost, e.api+hostagent.PathDeviceCode, map[string]any{"agent_id": id2}, bearer(h.jwt(nil)))
 	code, _ := approvalOf(t, r)
-	if _, err := e.a.Svc.DecideDevice(t.Context(), w.Account.ID, id2, code, true, []core.Capability{"get_credits"}); err != nil {
+	if _, err := e.a.Svc.Core.DecideDevice(t.Context(), w.Account.ID, id2, code, true, []core.Capability{"get_credits"}); err != nil {
 		t.Fatalf("approve after re-issue: %v", err)
 	}
 	ag := &agent{h: h, id: id2, key: k2}
@@ -335,7 +335,7 @@ func TestDeclineExpiryRevoke(t *testing.T) {
 
 	// Revoking the host stops every agent at once.
 	ag4 := w.activeAgent(h, "get_credits")
-	if err := e.a.Svc.RevokeHost(t.Context(), w.Account.ID, h.id); err != nil {
+	if err := e.a.Svc.Core.RevokeHost(t.Context(), w.Account.ID, h.id); err != nil {
 		t.Fatal(err)
 	}
 	wantError(t, "agent of revoked host", ag4.execute("get_credits", nil), 403, core.CodeHostRevoked)
@@ -373,7 +373,7 @@ func TestExecute(t *testing.T) {
 	if r.status != 200 {
 		t.Fatalf("get_credits: %d %s", r.status, r.raw)
 	}
-	packs := e.a.Svc.CreditPacks()
+	packs := e.a.Svc.Core.CreditPacks()
 	r = ag.execute("create_credit_checkout", map[string]any{"pack": packs[0].ID})
 	d, _ = r.body["data"].(map[string]any)
 	if r.status != 200 || d["checkout_url"] == "" {

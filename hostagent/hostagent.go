@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/faxhub/faxhub/core"
+	"github.com/faxhub/faxhub/core/services"
 )
 
 // The paths this adapter serves (on both origins; the issuer is {api_url}).
@@ -67,7 +68,7 @@ type Options struct {
 
 // Handler serves the delegated endpoints.
 type Handler struct {
-	svc    *core.Service
+	svc    *services.Set
 	opts   Options
 	log    *slog.Logger
 	verify *verifier
@@ -79,7 +80,7 @@ type Handler struct {
 }
 
 // New builds the adapter over svc.
-func New(svc *core.Service, opts Options) *Handler {
+func New(svc *services.Set, opts Options) *Handler {
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
@@ -93,8 +94,8 @@ func New(svc *core.Service, opts Options) *Handler {
 	if opts.Description == "" {
 		opts.Description = "faxhub sends faxes for its owners: price a fax, upload a document, send it with the owner's passkey approval, follow its delivery, read and buy credits."
 	}
-	h := &Handler{svc: svc, opts: opts, log: opts.Logger, verify: newVerifier(svc, opts.APIURL),
-		crossOrigin: http.NewCrossOriginProtection(), caps: capabilityTable(svc.CreditPacks())}
+	h := &Handler{svc: svc, opts: opts, log: opts.Logger, verify: newVerifier(svc.Core, opts.APIURL),
+		crossOrigin: http.NewCrossOriginProtection(), caps: capabilityTable(svc.Core.CreditPacks())}
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET "+PathConfiguration, h.configuration)
 	mux.HandleFunc("OPTIONS "+PathConfiguration, h.preflight)

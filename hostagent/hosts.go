@@ -21,7 +21,7 @@ func (h *Handler) ownerSession(r *http.Request) (*core.Session, error) {
 	if err := h.crossOrigin.Check(r); err != nil {
 		return nil, core.Errorf(core.KindForbidden, codeUnauthorized, "cross-origin requests are refused; use the console")
 	}
-	sess, err := web.OwnerSession(r, h.svc)
+	sess, err := web.OwnerSession(r, h.svc.Core)
 	if err != nil {
 		return nil, err
 	}
@@ -59,7 +59,7 @@ func (h *Handler) hostCreate(w http.ResponseWriter, r *http.Request) {
 	if string(req.PublicKey) == "null" {
 		req.PublicKey = nil
 	}
-	res, err := h.svc.CreateHost(ctx, sess.OwnerID, core.HostCreateRequest{Name: req.Name, PublicKey: req.PublicKey, DefaultCapabilities: req.DefaultCapabilities})
+	res, err := h.svc.Core.CreateHost(ctx, sess.OwnerID, core.HostCreateRequest{Name: req.Name, PublicKey: req.PublicKey, DefaultCapabilities: req.DefaultCapabilities})
 	if err != nil {
 		h.writeError(w, r, err)
 		return
@@ -76,7 +76,7 @@ func (h *Handler) hostCreate(w http.ResponseWriter, r *http.Request) {
 // client address.
 func (h *Handler) hostEnroll(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
-	if err := h.svc.AllowPublic(ctx, "host_enroll", web.ClientIP(r)); err != nil {
+	if err := h.svc.Core.AllowPublic(ctx, "host_enroll", web.ClientIP(r)); err != nil {
 		h.writeError(w, r, err)
 		return
 	}
@@ -93,7 +93,7 @@ func (h *Handler) hostEnroll(w http.ResponseWriter, r *http.Request) {
 		h.writeError(w, r, core.Errorf(core.KindInvalid, core.CodeInvalidRequest, "token and public_key are required"))
 		return
 	}
-	host, err := h.svc.EnrollHost(ctx, req.Token, req.PublicKey, req.Name)
+	host, err := h.svc.Core.EnrollHost(ctx, req.Token, req.PublicKey, req.Name)
 	if err != nil {
 		h.writeError(w, r, err)
 		return

@@ -22,29 +22,29 @@ func TestInboxCapabilities(t *testing.T) {
 	svc := e.a.Svc
 	w := e.owner("inbox@example.com")
 	p := core.OwnerPrincipal(w.Account.ID, core.ModeTest)
-	n, err := svc.BuyNumber(ctx, p, core.BuyNumberRequest{Number: "+13125550140"})
+	n, err := svc.Core.BuyNumber(ctx, p, core.BuyNumberRequest{Number: "+13125550140"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	cs, err := svc.CreateNumberCheckout(ctx, p, n.ID)
+	cs, err := svc.Core.CreateNumberCheckout(ctx, p, n.ID)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := svc.CompleteCheckout(ctx, cs.ID); err != nil {
+	if _, err := svc.Core.CompleteCheckout(ctx, cs.ID); err != nil {
 		t.Fatal(err)
 	}
-	if err := svc.OrderNumber(ctx, n.ID); err != nil { // the queue is insert-only here
+	if err := svc.Core.OrderNumber(ctx, n.ID); err != nil { // the queue is insert-only here
 		t.Fatal(err)
 	}
 	path := filepath.Join(t.TempDir(), "in.pdf")
 	if err := os.WriteFile(path, testenv.MinimalPDF(2), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	f, err := svc.SimulateInboundFax(ctx, p, core.TestInboundFax{To: n.E164, Path: path})
+	f, err := svc.Core.SimulateInboundFax(ctx, p, core.TestInboundFax{To: n.E164, Path: path})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := svc.ProcessInboundFax(ctx, f.ID, false); err != nil {
+	if err := svc.Core.ProcessInboundFax(ctx, f.ID, false); err != nil {
 		t.Fatal(err)
 	}
 

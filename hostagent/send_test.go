@@ -17,7 +17,7 @@ import (
 func sendEnv(t *testing.T) (*env, *owner, *agent) {
 	e := newEnv(t)
 	w := e.owner("send@example.com")
-	if _, err := e.a.Svc.GrantCredits(t.Context(), w.Account.ID, core.ModeTest, 10*core.MicrosPerDollar, "test fixture"); err != nil {
+	if _, err := e.a.Svc.Core.GrantCredits(t.Context(), w.Account.ID, core.ModeTest, 10*core.MicrosPerDollar, "test fixture"); err != nil {
 		t.Fatal(err)
 	}
 	w.AddPasskey(t)
@@ -140,11 +140,11 @@ func TestSendFaxDeclinedExpiredChanged(t *testing.T) {
 	if r.status != http.StatusAccepted {
 		t.Fatalf("send: %d %s", r.status, r.raw)
 	}
-	apr, err := e.a.Svc.GetApproval(t.Context(), w.Account.ID, r.str("approval_id"))
+	apr, err := e.a.Svc.Core.GetApproval(t.Context(), w.Account.ID, r.str("approval_id"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := e.a.Svc.DecideApproval(t.Context(), w.Account.ID, apr.ID, core.Decision{Approve: false, BindingHash: apr.BindingHash}); err != nil {
+	if _, err := e.a.Svc.Core.DecideApproval(t.Context(), w.Account.ID, apr.ID, core.Decision{Approve: false, BindingHash: apr.BindingHash}); err != nil {
 		t.Fatalf("decline: %v", err)
 	}
 	if st := ag.sendStatus(t, r.str("status_url")); st.str("status") != "declined" || st.body["data"] != nil {

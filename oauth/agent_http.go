@@ -132,19 +132,19 @@ func (s *Server) manage(w http.ResponseWriter, r *http.Request) {
 	}
 	switch req.Action {
 	case "enroll":
-		res, err := s.svc.CreateAgentEnrollment(ctx, sess.OwnerID, req.Name, req.Scopes)
+		res, err := s.svc.Core.CreateAgentEnrollment(ctx, sess.OwnerID, req.Name, req.Scopes)
 		if err != nil {
 			s.fail(ctx, w, "enroll agent", err)
 			return
 		}
 		writeJSON(w, http.StatusCreated, res)
 	case "list":
-		es, err := s.svc.ListAgentEnrollments(ctx, sess.OwnerID)
+		es, err := s.svc.Core.ListAgentEnrollments(ctx, sess.OwnerID)
 		if err != nil {
 			s.fail(ctx, w, "list enrollments", err)
 			return
 		}
-		rs, err := s.svc.ListAgentRegistrations(ctx, sess.OwnerID)
+		rs, err := s.svc.Core.ListAgentRegistrations(ctx, sess.OwnerID)
 		if err != nil {
 			s.fail(ctx, w, "list registrations", err)
 			return
@@ -152,9 +152,9 @@ func (s *Server) manage(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusOK, map[string]any{"enrollments": es, "registrations": rs})
 	case "revoke":
 		if req.Kind == "registration" {
-			err = s.svc.RevokeAgentRegistration(ctx, sess.OwnerID, req.ID)
+			err = s.svc.Core.RevokeAgentRegistration(ctx, sess.OwnerID, req.ID)
 		} else {
-			err = s.svc.RevokeAgentEnrollment(ctx, sess.OwnerID, req.ID)
+			err = s.svc.Core.RevokeAgentEnrollment(ctx, sess.OwnerID, req.ID)
 		}
 		if err != nil {
 			s.fail(ctx, w, "revoke", err)
@@ -178,7 +178,7 @@ func (s *Server) identity(w http.ResponseWriter, r *http.Request) {
 	if !readAgentJSON(w, r, &req) {
 		return
 	}
-	reg, err := s.svc.RegisterAgent(ctx, core.AgentRegisterRequest{Type: req.Type, EnrollmentToken: req.EnrollmentToken, LoginHint: req.LoginHint})
+	reg, err := s.svc.Core.RegisterAgent(ctx, core.AgentRegisterRequest{Type: req.Type, EnrollmentToken: req.EnrollmentToken, LoginHint: req.LoginHint})
 	if err != nil {
 		s.fail(ctx, w, "agent registration", err)
 		return
@@ -208,7 +208,7 @@ func (s *Server) claim(w http.ResponseWriter, r *http.Request) {
 	if !readAgentJSON(w, r, &req) {
 		return
 	}
-	att, err := s.svc.StartAgentClaim(ctx, req.ClaimToken, req.Email)
+	att, err := s.svc.Core.StartAgentClaim(ctx, req.ClaimToken, req.Email)
 	if err != nil {
 		s.fail(ctx, w, "agent claim", err)
 		return
@@ -230,7 +230,7 @@ func (s *Server) revokeIdentity(w http.ResponseWriter, r *http.Request) {
 		s.fail(ctx, w, "revoke registration", err)
 		return
 	}
-	reg, err := s.svc.RevokeAgentByAssertion(ctx, a.registrationID, a.jti)
+	reg, err := s.svc.Core.RevokeAgentByAssertion(ctx, a.registrationID, a.jti)
 	if err != nil {
 		s.fail(ctx, w, "revoke registration", err)
 		return

@@ -278,16 +278,16 @@ func TestAgentClaimApproveWithNarrowing(t *testing.T) {
 	h := newAgentHarness(t)
 	ct, attempt, userCode := h.serviceAgent([]string{"fax:read", "credits:read", "fax:draft"})
 	ctx := context.Background()
-	v, err := h.env.Svc.AgentClaimForOwner(ctx, h.env.OwnerA.ID, attempt)
+	v, err := h.env.Svc.Core.AgentClaimForOwner(ctx, h.env.OwnerA.ID, attempt)
 	if err != nil || v.Registration.Name != "Build bot" || len(v.Scopes) != 3 {
 		t.Fatalf("claim view = %+v, %v", v, err)
 	}
 	// The approval is in the inbox.
-	pend, err := h.env.Svc.PendingApprovals(ctx, h.env.OwnerA.ID)
+	pend, err := h.env.Svc.Core.PendingApprovals(ctx, h.env.OwnerA.ID)
 	if err != nil || len(pend) != 1 || pend[0].Kind != core.ApprovalAgentClaim {
 		t.Fatalf("inbox = %+v, %v", pend, err)
 	}
-	if err := h.env.Svc.DecideAgentClaim(ctx, h.env.OwnerA.ID, attempt, userCode, true, []string{"fax:read"}); err != nil {
+	if err := h.env.Svc.Core.DecideAgentClaim(ctx, h.env.OwnerA.ID, attempt, userCode, true, []string{"fax:read"}); err != nil {
 		t.Fatal(err)
 	}
 	code, m := h.poll(ct)
@@ -305,7 +305,7 @@ func TestAgentClaimApproveWithNarrowing(t *testing.T) {
 	code, m = h.poll(ct)
 	wantOAuthErr(t, "second redemption", code, m, "invalid_grant")
 	// The inbox item was decided.
-	if pend, _ := h.env.Svc.PendingApprovals(ctx, h.env.OwnerA.ID); len(pend) != 0 {
+	if pend, _ := h.env.Svc.Core.PendingApprovals(ctx, h.env.OwnerA.ID); len(pend) != 0 {
 		t.Fatalf("inbox after approval = %+v", pend)
 	}
 }
@@ -313,7 +313,7 @@ func TestAgentClaimApproveWithNarrowing(t *testing.T) {
 func TestAgentClaimWideningRefused(t *testing.T) {
 	h := newAgentHarness(t)
 	_, attempt, userCode := h.serviceAgent(nil)
-	err := h.env.Svc.DecideAgentClaim(context.Background(), h.env.OwnerA.ID, attempt, userCode, true, []string{"fax:send"})
+	err := h.env.Svc.Core.DecideAgentClaim(context.Background(), h.env.OwnerA.ID, attempt, userCode, true, []string{"fax:send"})
 	if core.ErrorCode(err) != core.CodeClaimScopeWiden {
 		t.Fatalf("widening: %v", err)
 	}
@@ -323,10 +323,10 @@ func TestAgentClaimWrongCodeAndAccount(t *testing.T) {
 	h := newAgentHarness(t)
 	_, attempt, userCode := h.serviceAgent(nil)
 	ctx := context.Background()
-	if _, err := h.env.Svc.AgentClaimForOwner(ctx, h.env.OwnerB.ID, attempt); core.ErrorCode(err) != core.CodeClaimWrongOwner {
+	if _, err := h.env.Svc.Core.AgentClaimForOwner(ctx, h.env.OwnerB.ID, attempt); core.ErrorCode(err) != core.CodeClaimWrongOwner {
 		t.Fatalf("wrong account: %v", err)
 	}
-	if err := h.env.Svc.DecideAgentClaim(ctx, h.env.OwnerB.ID, attempt, userCode, true, nil); core.ErrorCode(err) != core.CodeClaimWrongOwner {
+	if err := h.env.Svc.Core.DecideAgentClaim(ctx, h.env.OwnerB.ID, attempt, userCode, true, nil); core.ErrorCode(err) != core.CodeClaimWrongOwner {
 		t.Fatalf("wrong account decides: %v", err)
 	}
 	wrong := "000000"
@@ -334,14 +334,14 @@ func TestAgentClaimWrongCodeAndAccount(t *testing.T) {
 		wrong = "111111"
 	}
 	for i := 1; i < core.AgentClaimMaxTries; i++ {
-		if err := h.env.Svc.DecideAgentClaim(ctx, h.env.OwnerA.ID, attempt, wrong, true, nil); core.ErrorCode(err) != core.CodeClaimWrongCode {
+		if err := h.env.Svc.Core.DecideAgentClaim(ctx, h.env.OwnerA.ID, attempt, wrong, true, nil); core.ErrorCode(err) != core.CodeClaimWrongCode {
 			t.Fatalf("wrong code %d: %v", i, err)
 		}
 	}
-	if err := h.env.Svc.DecideAgentClaim(ctx, h.env.OwnerA.ID, attempt, wrong, true, nil); core.ErrorCode(err) != core.CodeClaimTooManyTries {
+	if err := h.env.Svc.Core.DecideAgentClaim(ctx, h.env.OwnerA.ID, attempt, wrong, true, nil); core.ErrorCode(err) != core.CodeClaimTooManyTries {
 		t.Fatalf("last wrong code: %v", err)
 	}
-	if err := h.env.Svc.DecideAgentClaim(ctx, h.env.OwnerA.ID, attempt, userCode, true, nil); core.ErrorCode(err) != core.CodeClaimTooManyTries {
+	if err := h.env.Svc.Core.DecideAgentClaim(ctx, h.env.OwnerA.ID, attempt, userCode, true, nil); core.ErrorCode(err) != core.CodeClaimTooManyTries {
 		t.Fatalf("right code after the limit: %v", err)
 	}
 }
@@ -349,12 +349,12 @@ func TestAgentClaimWrongCodeAndAccount(t *testing.T) {
 func TestAgentClaimDecline(t *testing.T) {
 	h := newAgentHarness(t)
 	ct, attempt, _ := h.serviceAgent(nil)
-	if err := h.env.Svc.DecideAgentClaim(context.Background(), h.env.OwnerA.ID, attempt, "", false, nil); err != nil {
+	if err := h.env.Svc.Core.DecideAgentClaim(context.Background(), h.env.OwnerA.ID, attempt, "", false, nil); err != nil {
 		t.Fatal(err)
 	}
 	code, m := h.poll(ct)
 	wantOAuthErr(t, "after decline", code, m, "access_denied")
-	if _, err := h.env.Svc.AgentClaimForOwner(context.Background(), h.env.OwnerA.ID, attempt); core.ErrorCode(err) != core.CodeClaimLinkInvalid {
+	if _, err := h.env.Svc.Core.AgentClaimForOwner(context.Background(), h.env.OwnerA.ID, attempt); core.ErrorCode(err) != core.CodeClaimLinkInvalid {
 		t.Fatalf("link after decline: %v", err)
 	}
 }
@@ -363,7 +363,7 @@ func TestAgentClaimExpiry(t *testing.T) {
 	h := newAgentHarness(t)
 	ct, attempt, userCode := h.serviceAgent(nil)
 	h.clock.add(core.AgentClaimTTL + time.Second)
-	if err := h.env.Svc.DecideAgentClaim(context.Background(), h.env.OwnerA.ID, attempt, userCode, true, nil); core.ErrorCode(err) != core.CodeClaimExpired {
+	if err := h.env.Svc.Core.DecideAgentClaim(context.Background(), h.env.OwnerA.ID, attempt, userCode, true, nil); core.ErrorCode(err) != core.CodeClaimExpired {
 		t.Fatalf("approve expired: %v", err)
 	}
 	code, m := h.poll(ct)
@@ -384,10 +384,10 @@ func TestAgentNewAttemptInvalidatesOldLink(t *testing.T) {
 	att := m["claim_attempt"].(map[string]any)
 	newAttempt := attemptOf(t, att["verification_uri"].(string))
 	ctx := context.Background()
-	if _, err := h.env.Svc.AgentClaimForOwner(ctx, h.env.OwnerA.ID, attempt); core.ErrorCode(err) != core.CodeClaimLinkInvalid {
+	if _, err := h.env.Svc.Core.AgentClaimForOwner(ctx, h.env.OwnerA.ID, attempt); core.ErrorCode(err) != core.CodeClaimLinkInvalid {
 		t.Fatalf("old link: %v", err)
 	}
-	if err := h.env.Svc.DecideAgentClaim(ctx, h.env.OwnerA.ID, newAttempt, att["user_code"].(string), true, nil); err != nil {
+	if err := h.env.Svc.Core.DecideAgentClaim(ctx, h.env.OwnerA.ID, newAttempt, att["user_code"].(string), true, nil); err != nil {
 		t.Fatal(err)
 	}
 	if code, m := h.poll(ct); code != 200 {
@@ -422,7 +422,7 @@ func TestAgentAnonymousEmptyScope(t *testing.T) {
 		t.Fatalf("claim: %d %v", code, m)
 	}
 	att := m["claim_attempt"].(map[string]any)
-	if err := h.env.Svc.DecideAgentClaim(context.Background(), h.env.OwnerA.ID, attemptOf(t, att["verification_uri"].(string)), att["user_code"].(string), true, nil); err != nil {
+	if err := h.env.Svc.Core.DecideAgentClaim(context.Background(), h.env.OwnerA.ID, attemptOf(t, att["verification_uri"].(string)), att["user_code"].(string), true, nil); err != nil {
 		t.Fatal(err)
 	}
 	code, m = h.poll(ct)
@@ -444,7 +444,7 @@ func TestAgentAnonymousEmptyScope(t *testing.T) {
 func (h *agentHarness) approved() map[string]any {
 	h.t.Helper()
 	ct, attempt, userCode := h.serviceAgent(nil)
-	if err := h.env.Svc.DecideAgentClaim(context.Background(), h.env.OwnerA.ID, attempt, userCode, true, nil); err != nil {
+	if err := h.env.Svc.Core.DecideAgentClaim(context.Background(), h.env.OwnerA.ID, attempt, userCode, true, nil); err != nil {
 		h.t.Fatal(err)
 	}
 	code, m := h.poll(ct)
@@ -551,7 +551,7 @@ func TestAgentRegistrationRevokeStopsBoth(t *testing.T) {
 func TestAgentOwnerRevokesRegistration(t *testing.T) {
 	h := newAgentHarness(t)
 	m := h.approved()
-	regs, err := h.env.Svc.ListAgentRegistrations(context.Background(), h.env.OwnerA.ID)
+	regs, err := h.env.Svc.Core.ListAgentRegistrations(context.Background(), h.env.OwnerA.ID)
 	if err != nil || len(regs) != 1 || !regs[0].Claimed || regs[0].LastUsedAt == nil {
 		t.Fatalf("registrations = %+v, %v", regs, err)
 	}

@@ -38,7 +38,7 @@ func (s *Server) issueAssertion(ctx context.Context, reg *core.AgentRegistration
 	if err != nil {
 		return "", time.Time{}, err
 	}
-	if err := s.svc.RecordAgentAssertion(ctx, reg.ID, cl.JTI); err != nil {
+	if err := s.svc.Core.RecordAgentAssertion(ctx, reg.ID, cl.JTI); err != nil {
 		return "", time.Time{}, err
 	}
 	return jws, exp, nil

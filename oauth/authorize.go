@@ -149,7 +149,7 @@ func (s *Server) bindingOf(ar fosite.AuthorizeRequester, resource string) consen
 
 // ownerSession returns the signed-in owner's session, or nil.
 func (s *Server) ownerSession(r *http.Request) (*core.Session, error) {
-	return web.OwnerSession(r, s.svc)
+	return web.OwnerSession(r, s.svc.Core)
 }
 
 func redirectToSignIn(w http.ResponseWriter, r *http.Request) {
@@ -222,7 +222,7 @@ func (s *Server) authorize(w http.ResponseWriter, r *http.Request) {
 	if name == "" {
 		name = c.ID
 	}
-	a, err := s.svc.RequestApproval(ctx, core.ApprovalRequest{
+	a, err := s.svc.Core.RequestApproval(ctx, core.ApprovalRequest{
 		OwnerID: sess.OwnerID, Kind: core.ApprovalOAuthConsent, Requester: name,
 		Summary: fmt.Sprintf("%s asks to use your faxhub account through %s (%s)", name, resource, strings.Join(b.Scopes, " ")),
 		Details: core.ConsentDetails{
@@ -282,7 +282,7 @@ func (s *Server) resume(w http.ResponseWriter, r *http.Request) {
 		web.WriteOAuthError(w, http.StatusInternalServerError, "server_error", "the authorization request could not be read")
 		return
 	}
-	a, err := s.svc.GetApproval(ctx, sess.OwnerID, id)
+	a, err := s.svc.Core.GetApproval(ctx, sess.OwnerID, id)
 	if err != nil || a.Kind != core.ApprovalOAuthConsent {
 		unknown()
 		return
@@ -418,7 +418,7 @@ func (s *Server) upsertGrant(ctx context.Context, ownerID, clientID, resource st
 // the grant, and id_token claims limited to the granted profile and email
 // scopes.
 func (s *Server) newOwnerSession(ctx context.Context, sess *core.Session, g *authstate.OAuthGrant, scopes []string) (*session, error) {
-	owner, err := s.svc.Owner(ctx, sess.OwnerID)
+	owner, err := s.svc.Core.Owner(ctx, sess.OwnerID)
 	if err != nil {
 		return nil, fmt.Errorf("owner: %w", err)
 	}

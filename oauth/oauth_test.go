@@ -152,7 +152,7 @@ func (h *harness) registerDefault() string {
 
 func (h *harness) cookie(owner *core.Owner) string {
 	h.t.Helper()
-	secret, _, err := h.env.Svc.CreateSession(context.Background(), owner.ID, "test")
+	secret, _, err := h.env.Svc.Core.CreateSession(context.Background(), owner.ID, "test")
 	if err != nil {
 		h.t.Fatal(err)
 	}
@@ -224,7 +224,7 @@ func (h *harness) consent(a authz, cookie string) (string, string) {
 func (h *harness) decide(owner *core.Owner, id string, approve bool, scopes []string) {
 	h.t.Helper()
 	ctx := context.Background()
-	a, err := h.env.Svc.GetApproval(ctx, owner.ID, id)
+	a, err := h.env.Svc.Core.GetApproval(ctx, owner.ID, id)
 	if err != nil {
 		h.t.Fatal(err)
 	}
@@ -232,7 +232,7 @@ func (h *harness) decide(owner *core.Owner, id string, approve bool, scopes []st
 	if scopes != nil {
 		d.Data = core.ConsentDecision{Scopes: scopes}
 	}
-	if _, err := h.env.Svc.DecideApproval(ctx, owner.ID, id, d); err != nil {
+	if _, err := h.env.Svc.Core.DecideApproval(ctx, owner.ID, id, d); err != nil {
 		h.t.Fatal(err)
 	}
 }
@@ -347,7 +347,7 @@ func TestChatAppFlow(t *testing.T) {
 	cookieA, cookieB := h.cookie(h.env.OwnerA), h.cookie(h.env.OwnerB)
 	id, ret := h.consent(a, cookieA)
 
-	ap, err := h.env.Svc.GetApproval(ctx, h.env.OwnerA.ID, id)
+	ap, err := h.env.Svc.Core.GetApproval(ctx, h.env.OwnerA.ID, id)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -361,10 +361,10 @@ func TestChatAppFlow(t *testing.T) {
 	}
 
 	// Owner B can neither see, decide nor resume A's consent.
-	if _, err := h.env.Svc.GetApproval(ctx, h.env.OwnerB.ID, id); core.ErrorKind(err) != core.KindNotFound {
+	if _, err := h.env.Svc.Core.GetApproval(ctx, h.env.OwnerB.ID, id); core.ErrorKind(err) != core.KindNotFound {
 		t.Fatalf("B reads A's approval: %v", err)
 	}
-	if _, err := h.env.Svc.DecideApproval(ctx, h.env.OwnerB.ID, id, core.Decision{Approve: true, BindingHash: ap.BindingHash}); core.ErrorKind(err) != core.KindNotFound {
+	if _, err := h.env.Svc.Core.DecideApproval(ctx, h.env.OwnerB.ID, id, core.Decision{Approve: true, BindingHash: ap.BindingHash}); core.ErrorKind(err) != core.KindNotFound {
 		t.Fatalf("B decides A's approval: %v", err)
 	}
 	if code, _, body := h.browse(ret, cookieB); code != http.StatusBadRequest || !strings.Contains(body, "invalid_request") {
@@ -766,7 +766,7 @@ func TestAuthorizeErrors(t *testing.T) {
 	// credits:checkout only when named.
 	a = h.authRequest(clientID, nil)
 	id, _ = h.consent(a, cookie)
-	ap, _ := h.env.Svc.GetApproval(context.Background(), h.env.OwnerA.ID, id)
+	ap, _ := h.env.Svc.Core.GetApproval(context.Background(), h.env.OwnerA.ID, id)
 	var d core.ConsentDetails
 	_ = json.Unmarshal(ap.Details, &d)
 	if !slices.Equal(d.Scopes, []string{"fax:read", "credits:read"}) {

@@ -26,7 +26,7 @@ func (s *Server) revoke(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if core.IsAgentAccessToken(token) {
-		if err := s.svc.RevokeAgentAccessToken(ctx, token); err != nil {
+		if err := s.svc.Core.RevokeAgentAccessToken(ctx, token); err != nil {
 			s.fail(ctx, w, "revoke", err)
 			return
 		}

@@ -29,6 +29,7 @@ import (
 
 	"github.com/faxhub/faxhub/core"
 	"github.com/faxhub/faxhub/core/authstate"
+	"github.com/faxhub/faxhub/core/services"
 	"github.com/faxhub/faxhub/core/web"
 )
 
@@ -106,7 +107,7 @@ type Options struct {
 
 // Server is the authorization server. It is safe for concurrent use.
 type Server struct {
-	svc      *core.Service
+	svc      *services.Set
 	store    authstate.OAuthStore
 	opts     Options
 	log      *slog.Logger
@@ -129,7 +130,7 @@ var (
 )
 
 // New builds the server, creating signing keys on first use.
-func New(svc *core.Service, store authstate.OAuthStore, opts Options) (*Server, error) {
+func New(svc *services.Set, store authstate.OAuthStore, opts Options) (*Server, error) {
 	if svc == nil || store == nil {
 		return nil, errors.New("oauth: a service and a store are required")
 	}
@@ -166,13 +167,13 @@ func New(svc *core.Service, store authstate.OAuthStore, opts Options) (*Server, 
 		resources: []string{opts.BaseURL + "/mcp", opts.BaseURL + "/a2a"},
 	}
 	ctx := context.Background()
-	hmacSecret, err := svc.Secret(ctx, "oauth-hmac")
+	hmacSecret, err := svc.Core.Secret(ctx, "oauth-hmac")
 	if err != nil {
 		return nil, fmt.Errorf("oauth: %w", err)
 	}
 	s.keys = &keyring{
 		store:  store,
-		secret: func(ctx context.Context) ([]byte, error) { return svc.Secret(ctx, "oauth-keys") },
+		secret: func(ctx context.Context) ([]byte, error) { return svc.Core.Secret(ctx, "oauth-keys") },
 		now:    opts.Now,
 	}
 	if err := s.keys.load(ctx); err != nil {

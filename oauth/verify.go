@@ -28,7 +28,7 @@ func (s *Server) VerifyAccessToken(ctx context.Context, token, audience string) 
 		return core.Principal{}, invalidToken("an access token is required")
 	}
 	if core.IsAgentAccessToken(token) {
-		return s.svc.AgentTokenPrincipal(ctx, token, audience)
+		return s.svc.Core.AgentTokenPrincipal(ctx, token, audience)
 	}
 	_, ar, err := s.provider.IntrospectToken(ctx, token, fosite.AccessToken, newSession())
 	if err != nil {
@@ -74,5 +74,5 @@ func (s *Server) VerifyAccessToken(ctx context.Context, token, audience string) 
 			s.log.WarnContext(ctx, "touch oauth grant", "grant_id", g.ID, "err", err)
 		}
 	}
-	return s.svc.GrantPrincipal(core.GrantAccess{OwnerID: g.OwnerID, GrantID: g.ID, ClientID: g.ClientID, ClientName: g.ClientName, Audience: audience, Scopes: scopes}), nil
+	return s.svc.Core.GrantPrincipal(core.GrantAccess{OwnerID: g.OwnerID, GrantID: g.ID, ClientID: g.ClientID, ClientName: g.ClientName, Audience: audience, Scopes: scopes}), nil
 }

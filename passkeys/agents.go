@@ -62,7 +62,7 @@ func (c *Console) showAgents(w http.ResponseWriter, r *http.Request, s *signedIn
 	if secret != nil {
 		body.SecretScopes = describeScopes(secret.Scopes)
 	}
-	es, err := c.svc.ListAgentEnrollments(ctx, s.owner.ID)
+	es, err := c.svc.Core.ListAgentEnrollments(ctx, s.owner.ID)
 	if err != nil {
 		c.fail(w, r, err)
 		return
@@ -70,7 +70,7 @@ func (c *Console) showAgents(w http.ResponseWriter, r *http.Request, s *signedIn
 	for _, e := range es {
 		body.Enrollments = append(body.Enrollments, enrollmentView{e, describeScopes(e.Scopes)})
 	}
-	rs, err := c.svc.ListAgentRegistrations(ctx, s.owner.ID)
+	rs, err := c.svc.Core.ListAgentRegistrations(ctx, s.owner.ID)
 	if err != nil {
 		c.fail(w, r, err)
 		return
@@ -98,7 +98,7 @@ func (c *Console) createEnrollment(w http.ResponseWriter, r *http.Request, s *si
 		c.showAgents(w, r, s, http.StatusBadRequest, nil, "", problem)
 		return
 	}
-	secret, err := c.svc.CreateAgentEnrollment(r.Context(), s.owner.ID, name, r.PostForm["scope"])
+	secret, err := c.svc.Core.CreateAgentEnrollment(r.Context(), s.owner.ID, name, r.PostForm["scope"])
 	if err != nil {
 		if e := core.AsError(err); e.Kind != core.KindInternal {
 			if e.RetryAfterSeconds > 0 {
@@ -119,7 +119,7 @@ func itoa(n int) string {
 }
 
 func (c *Console) revokeEnrollment(w http.ResponseWriter, r *http.Request, s *signedIn) {
-	if err := c.svc.RevokeAgentEnrollment(r.Context(), s.owner.ID, r.PathValue("id")); err != nil {
+	if err := c.svc.Core.RevokeAgentEnrollment(r.Context(), s.owner.ID, r.PathValue("id")); err != nil {
 		c.fail(w, r, err)
 		return
 	}
@@ -127,7 +127,7 @@ func (c *Console) revokeEnrollment(w http.ResponseWriter, r *http.Request, s *si
 }
 
 func (c *Console) revokeRegistration(w http.ResponseWriter, r *http.Request, s *signedIn) {
-	if err := c.svc.RevokeAgentRegistration(r.Context(), s.owner.ID, r.PathValue("id")); err != nil {
+	if err := c.svc.Core.RevokeAgentRegistration(r.Context(), s.owner.ID, r.PathValue("id")); err != nil {
 		c.fail(w, r, err)
 		return
 	}
@@ -169,7 +169,7 @@ func (c *Console) claimPage(w http.ResponseWriter, r *http.Request, s *signedIn)
 
 func (c *Console) showClaim(w http.ResponseWriter, r *http.Request, s *signedIn, status int, errMsg string) {
 	tok := r.PathValue("token")
-	req, err := c.svc.AgentClaimForOwner(r.Context(), s.owner.ID, tok)
+	req, err := c.svc.Core.AgentClaimForOwner(r.Context(), s.owner.ID, tok)
 	if err != nil {
 		c.claimError(w, r, s, err)
 		return
@@ -197,7 +197,7 @@ func (c *Console) decideClaim(w http.ResponseWriter, r *http.Request, s *signedI
 		return
 	}
 	code := strings.TrimSpace(r.PostFormValue("user_code"))
-	err := c.svc.DecideAgentClaim(r.Context(), s.owner.ID, tok, code, approve, scopes)
+	err := c.svc.Core.DecideAgentClaim(r.Context(), s.owner.ID, tok, code, approve, scopes)
 	if err != nil {
 		switch core.ErrorCode(err) {
 		case core.CodeClaimWrongCode, core.CodeClaimScopeWiden:
@@ -234,5 +234,5 @@ func (c *Console) agentClaimInboxDecision(r *http.Request, s *signedIn, a *core.
 	if json.Unmarshal(a.Details, &d) != nil || d.RegistrationID == "" {
 		return nil
 	}
-	return c.svc.DeclineAgentClaim(r.Context(), s.owner.ID, d.RegistrationID)
+	return c.svc.Core.DeclineAgentClaim(r.Context(), s.owner.ID, d.RegistrationID)
 }

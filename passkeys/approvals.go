@@ -72,7 +72,7 @@ func (c *Console) view(a core.Approval, csrf, ret string) approvalView {
 			v.DevicePath = devicePath(id)
 		}
 	case core.ApprovalFaxSend:
-		v.FaxSend, v.Facts = faxSendFacts(a.Details, c.svc.Config().AgentMode)
+		v.FaxSend, v.Facts = faxSendFacts(a.Details, c.svc.Core.Config().AgentMode)
 		return v
 	}
 	v.Facts = facts(a.Details)
@@ -146,7 +146,7 @@ func humanValue(v any) string {
 type approvalsBody struct{ Approvals []approvalView }
 
 func (c *Console) approvalsPage(w http.ResponseWriter, r *http.Request, s *signedIn) {
-	pending, err := c.svc.PendingApprovals(r.Context(), s.owner.ID)
+	pending, err := c.svc.Core.PendingApprovals(r.Context(), s.owner.ID)
 	if err != nil {
 		c.fail(w, r, err)
 		return
@@ -167,7 +167,7 @@ func (c *Console) approvalsPage(w http.ResponseWriter, r *http.Request, s *signe
 }
 
 func (c *Console) approvalPage(w http.ResponseWriter, r *http.Request, s *signedIn) {
-	a, err := c.svc.GetApproval(r.Context(), s.owner.ID, r.PathValue("id"))
+	a, err := c.svc.Core.GetApproval(r.Context(), s.owner.ID, r.PathValue("id"))
 	if err != nil {
 		c.fail(w, r, err)
 		return
@@ -219,7 +219,7 @@ func afterDecision(ret string, approved bool) string {
 func (c *Console) decide(w http.ResponseWriter, r *http.Request, s *signedIn) {
 	ctx := r.Context()
 	id := r.PathValue("id")
-	a, err := c.svc.GetApproval(ctx, s.owner.ID, id)
+	a, err := c.svc.Core.GetApproval(ctx, s.owner.ID, id)
 	if err != nil {
 		c.fail(w, r, err)
 		return
@@ -245,7 +245,7 @@ func (c *Console) decide(w http.ResponseWriter, r *http.Request, s *signedIn) {
 			return
 		}
 		// Declining the agent closes its inbox approval too.
-		if got, err := c.svc.GetApproval(ctx, s.owner.ID, id); err == nil && got.Status != core.ApprovalPending {
+		if got, err := c.svc.Core.GetApproval(ctx, s.owner.ID, id); err == nil && got.Status != core.ApprovalPending {
 			http.Redirect(w, r, afterDecision(r.PostFormValue("return"), false), http.StatusSeeOther)
 			return
 		}
@@ -261,7 +261,7 @@ func (c *Console) decide(w http.ResponseWriter, r *http.Request, s *signedIn) {
 			return
 		}
 	}
-	if _, err := c.svc.DecideApproval(ctx, s.owner.ID, id, d); err != nil {
+	if _, err := c.svc.Core.DecideApproval(ctx, s.owner.ID, id, d); err != nil {
 		c.fail(w, r, err)
 		return
 	}
@@ -277,7 +277,7 @@ func (c *Console) approvalBegin(w http.ResponseWriter, r *http.Request, s *signe
 		c.fail(w, r, err)
 		return
 	}
-	a, err := c.svc.GetApproval(ctx, s.owner.ID, r.PathValue("id"))
+	a, err := c.svc.Core.GetApproval(ctx, s.owner.ID, r.PathValue("id"))
 	if err != nil {
 		c.fail(w, r, err)
 		return
@@ -332,7 +332,7 @@ func (c *Console) approvalFinish(w http.ResponseWriter, r *http.Request, s *sign
 	_, ch, pk, err := c.finishAssertion(ctx, req, ceremony{purpose: authstate.ApprovalChallengePurpose(id), owner: s.owner.ID, what: "approval",
 		bound: func(ch *authstate.WebAuthnChallenge) error {
 			var err error
-			if a, err = c.svc.GetApproval(ctx, s.owner.ID, id); err != nil {
+			if a, err = c.svc.Core.GetApproval(ctx, s.owner.ID, id); err != nil {
 				return err
 			}
 			return pendingAndBound(a, ch.Binding)
@@ -346,10 +346,10 @@ func (c *Console) approvalFinish(w http.ResponseWriter, r *http.Request, s *sign
 		c.fail(w, r, err)
 		return
 	}
-	if _, err := c.svc.DecideApproval(ctx, s.owner.ID, id, core.Decision{
+	if _, err := c.svc.Core.DecideApproval(ctx, s.owner.ID, id, core.Decision{
 		Approve: true, BindingHash: ch.Binding, UserVerified: true, Data: data,
 	}); err != nil {
-		c.fail(w, r, insufficientCredits(a, c.svc.Config().AgentMode, err))
+		c.fail(w, r, insufficientCredits(a, c.svc.Core.Config().AgentMode, err))
 		return
 	}
 	c.log.InfoContext(ctx, "approval approved with passkey", "owner_id", s.owner.ID, "approval_id", id, "passkey_id", pk.ID,

@@ -61,7 +61,7 @@ func (c *Console) signup(w http.ResponseWriter, r *http.Request) {
 		c.render(w, r, http.StatusTooManyRequests, "signup", pageData{Title: "Create account", Nav: "signup", Error: core.AsError(err).Message, Body: f})
 		return
 	}
-	o, err := c.svc.OwnerByEmail(ctx, email)
+	o, err := c.svc.Core.OwnerByEmail(ctx, email)
 	switch {
 	case err == nil:
 		err = c.sendRecovery(ctx, o, "Someone (hopefully you) tried to create a faxhub account with this address, which already has one.")
@@ -90,7 +90,7 @@ func (c *Console) recover(w http.ResponseWriter, r *http.Request) {
 		c.render(w, r, http.StatusTooManyRequests, "recover", pageData{Title: "Recover your account", Nav: "signin", Error: core.AsError(err).Message, Body: f})
 		return
 	}
-	o, err := c.svc.OwnerByEmail(ctx, email)
+	o, err := c.svc.Core.OwnerByEmail(ctx, email)
 	switch {
 	case err == nil:
 		err = c.sendRecovery(ctx, o, "You asked to recover your faxhub account.")
@@ -106,7 +106,7 @@ func (c *Console) recover(w http.ResponseWriter, r *http.Request) {
 }
 
 func (c *Console) allowMail(ctx context.Context, email string) error {
-	err := c.svc.Allow(ctx, "console-mail:"+core.HashSecret(email), mailInterval, mailBurst)
+	err := c.svc.Core.Allow(ctx, "console-mail:"+core.HashSecret(email), mailInterval, mailBurst)
 	if e := core.AsError(err); err != nil && e.Kind == core.KindRateLimited {
 		return core.Errorf(core.KindRateLimited, core.CodeRateLimited, "we sent several mails to this address recently; wait %d minutes and try again", e.RetryAfterSeconds/60+1)
 	}
@@ -214,7 +214,7 @@ func (c *Console) ownerForToken(ctx context.Context, t *authstate.EmailToken) (s
 	if t.OwnerID != nil {
 		return *t.OwnerID, nil
 	}
-	o, err := c.svc.CreateOwner(ctx, t.Email, t.Name, true)
+	o, err := c.svc.Core.CreateOwner(ctx, t.Email, t.Name, true)
 	if err != nil {
 		if core.ErrorCode(err) == core.CodeOwnerExists {
 			// Another tab of the same sign-up may have won the race.
@@ -313,7 +313,7 @@ func (c *Console) verifyFinish(w http.ResponseWriter, r *http.Request) {
 	}
 	if t.Purpose == authstate.EmailTokenRecovery {
 		// Whoever holds the lost device is signed out.
-		if err := c.svc.EndAllSessions(ctx, u.o.ID); err != nil {
+		if err := c.svc.Core.EndAllSessions(ctx, u.o.ID); err != nil {
 			c.fail(w, r, err)
 			return
 		}

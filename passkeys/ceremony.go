@@ -83,7 +83,7 @@ func credentialOf(k authstate.Passkey) (webauthn.Credential, error) {
 }
 
 func (c *Console) loadOwner(ctx context.Context, id string) (*owner, error) {
-	o, err := c.svc.Owner(ctx, id)
+	o, err := c.svc.Core.Owner(ctx, id)
 	if err != nil {
 		return nil, fmt.Errorf("load owner: %w", err)
 	}

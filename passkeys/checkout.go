@@ -35,7 +35,7 @@ func (c *Console) ownerDraft(r *http.Request, s *signedIn) (*core.DraftView, err
 	var err error
 	for _, m := range modes {
 		var d *core.DraftView
-		d, err = c.svc.GetDraft(r.Context(), core.OwnerPrincipal(s.owner.ID, m), r.PathValue("id"))
+		d, err = c.svc.Core.GetDraft(r.Context(), core.OwnerPrincipal(s.owner.ID, m), r.PathValue("id"))
 		if err == nil {
 			return d, nil
 		}
@@ -66,7 +66,7 @@ func (c *Console) payDraft(w http.ResponseWriter, r *http.Request, s *signedIn) 
 		http.Redirect(w, r, "/console/drafts/"+d.ID+"?mode="+string(d.Mode), http.StatusSeeOther)
 		return
 	}
-	cs, err := c.svc.CreateDraftCheckout(r.Context(), core.OwnerPrincipal(s.owner.ID, d.Mode), d.ID)
+	cs, err := c.svc.Core.CreateDraftCheckout(r.Context(), core.OwnerPrincipal(s.owner.ID, d.Mode), d.ID)
 	if err != nil {
 		c.fail(w, r, err)
 		return

@@ -29,6 +29,7 @@ import (
 	"github.com/faxhub/faxhub/core"
 	"github.com/faxhub/faxhub/core/authstate"
 	"github.com/faxhub/faxhub/core/mail"
+	"github.com/faxhub/faxhub/core/services"
 	"github.com/faxhub/faxhub/core/web"
 )
 
@@ -62,7 +63,7 @@ const (
 
 // Console serves the owner pages.
 type Console struct {
-	svc   *core.Service
+	svc   *services.Set
 	store authstate.PasskeyStore
 	opts  Options
 	log   *slog.Logger
@@ -81,7 +82,7 @@ var staticFS embed.FS
 
 // New builds the console. A configuration error (an unusable BaseURL) is
 // reported by Err, and the handler then answers 500.
-func New(svc *core.Service, store authstate.PasskeyStore, opts Options) *Console {
+func New(svc *services.Set, store authstate.PasskeyStore, opts Options) *Console {
 	c := &Console{svc: svc, store: store, opts: opts, log: opts.Logger}
 	if c.log == nil {
 		c.log = slog.New(slog.DiscardHandler)
@@ -248,7 +249,7 @@ func securityHeaders(next http.Handler) http.Handler {
 }
 
 func (c *Console) now() time.Time {
-	return c.svc.Config().Now().UTC().Truncate(time.Microsecond)
+	return c.svc.Core.Config().Now().UTC().Truncate(time.Microsecond)
 }
 
 // ---- sessions
@@ -271,12 +272,12 @@ func csrfToken(secret string) string {
 }
 
 func (c *Console) currentSession(r *http.Request) (*signedIn, error) {
-	sess, err := web.OwnerSession(r, c.svc)
+	sess, err := web.OwnerSession(r, c.svc.Core)
 	if sess == nil || err != nil {
 		return nil, err
 	}
 	ck, _ := r.Cookie(web.SessionCookieName)
-	o, err := c.svc.Owner(r.Context(), sess.OwnerID)
+	o, err := c.svc.Core.Owner(r.Context(), sess.OwnerID)
 	if err != nil {
 		return nil, fmt.Errorf("load owner of session: %w", err)
 	}
@@ -333,7 +334,7 @@ func (c *Console) clearSessionCookie(w http.ResponseWriter) {
 
 // signIn starts a session for the owner and sets its cookie.
 func (c *Console) signIn(ctx context.Context, w http.ResponseWriter, r *http.Request, ownerID string) error {
-	secret, _, err := c.svc.CreateSession(ctx, ownerID, r.UserAgent())
+	secret, _, err := c.svc.Core.CreateSession(ctx, ownerID, r.UserAgent())
 	if err != nil {
 		return err
 	}
@@ -342,7 +343,7 @@ func (c *Console) signIn(ctx context.Context, w http.ResponseWriter, r *http.Req
 }
 
 func (c *Console) signout(w http.ResponseWriter, r *http.Request, s *signedIn) {
-	if err := c.svc.EndSession(r.Context(), s.session.ID); err != nil {
+	if err := c.svc.Core.EndSession(r.Context(), s.session.ID); err != nil {
 		c.fail(w, r, err)
 		return
 	}
@@ -351,7 +352,7 @@ func (c *Console) signout(w http.ResponseWriter, r *http.Request, s *signedIn) {
 }
 
 func (c *Console) signoutAll(w http.ResponseWriter, r *http.Request, s *signedIn) {
-	if err := c.svc.EndAllSessions(r.Context(), s.owner.ID); err != nil {
+	if err := c.svc.Core.EndAllSessions(r.Context(), s.owner.ID); err != nil {
 		c.fail(w, r, err)
 		return
 	}

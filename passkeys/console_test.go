@@ -276,7 +276,7 @@ func TestSignUpVerifySignIn(t *testing.T) {
 			t.Errorf("dashboard lacks %q", want)
 		}
 	}
-	o, err := h.env.Svc.OwnerByEmail(t.Context(), "ada@example.com")
+	o, err := h.env.Svc.Core.OwnerByEmail(t.Context(), "ada@example.com")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -395,7 +395,7 @@ func TestPasskeyManagement(t *testing.T) {
 	h := newHarness(t)
 	b, d1 := h.signUp("ada@example.com", "Ada")
 	csrf := b.csrf()
-	o, _ := h.env.Svc.OwnerByEmail(t.Context(), "ada@example.com")
+	o, _ := h.env.Svc.Core.OwnerByEmail(t.Context(), "ada@example.com")
 
 	// The only passkey cannot be removed.
 	keys, _ := h.env.DB.ListPasskeys(t.Context(), o.ID)
@@ -489,7 +489,7 @@ func TestSignOutAndSignOutEverywhere(t *testing.T) {
 
 func (h *harness) ownerID(email string) string {
 	h.t.Helper()
-	o, err := h.env.Svc.OwnerByEmail(h.t.Context(), email)
+	o, err := h.env.Svc.Core.OwnerByEmail(h.t.Context(), email)
 	if err != nil {
 		h.t.Fatal(err)
 	}
@@ -498,7 +498,7 @@ func (h *harness) ownerID(email string) string {
 
 func (h *harness) verifiedAction(ownerID string) *core.Approval {
 	h.t.Helper()
-	a, err := h.env.Svc.RequestApproval(h.t.Context(), core.ApprovalRequest{
+	a, err := h.env.Svc.Core.RequestApproval(h.t.Context(), core.ApprovalRequest{
 		OwnerID: ownerID, Kind: core.ApprovalVerifiedAction, Requester: "Travel agent bot",
 		Summary: "Send a 2-page fax to +1 212 555 0100",
 		Details: map[string]any{"to": "+12125550100", "pages": 2, "price": "0.42"},
@@ -512,7 +512,7 @@ func (h *harness) verifiedAction(ownerID string) *core.Approval {
 
 func (h *harness) status(ownerID, id string) core.ApprovalStatus {
 	h.t.Helper()
-	a, err := h.env.Svc.GetApproval(h.t.Context(), ownerID, id)
+	a, err := h.env.Svc.Core.GetApproval(h.t.Context(), ownerID, id)
 	if err != nil {
 		h.t.Fatal(err)
 	}
@@ -555,7 +555,7 @@ func TestUVApproval(t *testing.T) {
 	if r.json(t)["redirect"] != "/console/approvals/"+a.ID {
 		t.Fatalf("redirect %s", r.body)
 	}
-	got, _ := h.env.Svc.GetApproval(t.Context(), owner, a.ID)
+	got, _ := h.env.Svc.Core.GetApproval(t.Context(), owner, a.ID)
 	if got.Status != core.ApprovalApproved {
 		t.Fatalf("status %s", got.Status)
 	}
@@ -651,7 +651,7 @@ func (h *harness) consent(ownerID string, uv bool) *core.Approval {
 		RedirectURI: "https://chat.example/oauth/callback", Scopes: []string{"fax:read", "fax:send", "offline_access"},
 		Resource: "https://faxhub.test/mcp",
 	}
-	a, err := h.env.Svc.RequestApproval(h.t.Context(), core.ApprovalRequest{
+	a, err := h.env.Svc.Core.RequestApproval(h.t.Context(), core.ApprovalRequest{
 		OwnerID: ownerID, Kind: core.ApprovalOAuthConsent, Requester: d.ClientName, Summary: "Example Chat wants access to faxhub",
 		Details: d, Binding: d, RequiresUV: uv, TTL: time.Hour,
 	})
@@ -663,7 +663,7 @@ func (h *harness) consent(ownerID string, uv bool) *core.Approval {
 
 func decisionOf(t *testing.T, h *harness, owner, id string) core.ConsentDecision {
 	t.Helper()
-	a, err := h.env.Svc.GetApproval(t.Context(), owner, id)
+	a, err := h.env.Svc.Core.GetApproval(t.Context(), owner, id)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -775,7 +775,7 @@ func TestCrossOriginRequestsRefused(t *testing.T) {
 	h := newHarness(t)
 	b, _ := h.signUp("ada@example.com", "Ada")
 	csrf := b.csrf()
-	keysBefore, _ := h.env.Svc.ListAPIKeys(t.Context(), h.ownerID("ada@example.com"))
+	keysBefore, _ := h.env.Svc.Core.ListAPIKeys(t.Context(), h.ownerID("ada@example.com"))
 	form := url.Values{"csrf": {csrf}, "mode": {"live"}, "name": {"x"}}.Encode()
 	for name, hdr := range map[string]http.Header{
 		"Sec-Fetch-Site cross-site": {"Sec-Fetch-Site": {"cross-site"}},
@@ -798,7 +798,7 @@ func TestCrossOriginRequestsRefused(t *testing.T) {
 	// Ceremony endpoints take JSON only, which cross-site forms cannot send.
 	r = b.do("POST", "/signin/begin", strings.NewReader("{}"), "text/plain", nil)
 	wantStatus(t, "text/plain ceremony", r, http.StatusUnsupportedMediaType)
-	keysAfter, _ := h.env.Svc.ListAPIKeys(t.Context(), h.ownerID("ada@example.com"))
+	keysAfter, _ := h.env.Svc.Core.ListAPIKeys(t.Context(), h.ownerID("ada@example.com"))
 	if len(keysAfter) != len(keysBefore)+1 {
 		t.Fatalf("keys %d → %d, want exactly one created (the same-origin one)", len(keysBefore), len(keysAfter))
 	}
@@ -815,7 +815,7 @@ func TestAPIKeysAndDashboard(t *testing.T) {
 	if m == nil {
 		t.Fatalf("secret not shown:\n%s", r.body)
 	}
-	p, err := h.env.Svc.AuthenticateAPIKey(t.Context(), m[1])
+	p, err := h.env.Svc.Core.AuthenticateAPIKey(t.Context(), m[1])
 	if err != nil || p.OwnerID != owner {
 		t.Fatalf("created key: %+v %v", p, err)
 	}
@@ -824,14 +824,14 @@ func TestAPIKeysAndDashboard(t *testing.T) {
 		t.Fatal("keys page shows the secret again or lacks the key")
 	}
 	wantStatus(t, "bad mode", b.form("/console/keys", url.Values{"csrf": {csrf}, "mode": {"prod"}}), http.StatusBadRequest)
-	keys, _ := h.env.Svc.ListAPIKeys(t.Context(), owner)
+	keys, _ := h.env.Svc.Core.ListAPIKeys(t.Context(), owner)
 	wantStatus(t, "revoke", b.form("/console/keys/"+keys[0].ID+"/revoke", url.Values{"csrf": {csrf}}), http.StatusSeeOther)
-	if _, err := h.env.Svc.AuthenticateAPIKey(t.Context(), m[1]); err == nil {
+	if _, err := h.env.Svc.Core.AuthenticateAPIKey(t.Context(), m[1]); err == nil {
 		t.Fatal("revoked key still works")
 	}
 
 	// Balances per mode and recent faxes with their state.
-	if _, err := h.env.Svc.GrantCredits(t.Context(), owner, core.ModeTest, 12_340_000, "test"); err != nil {
+	if _, err := h.env.Svc.Core.GrantCredits(t.Context(), owner, core.ModeTest, 12_340_000, "test"); err != nil {
 		t.Fatal(err)
 	}
 	fax := h.fax(owner, core.ModeTest, core.FaxDelivered)
@@ -879,7 +879,7 @@ func TestOwnersAreIsolated(t *testing.T) {
 	con := h.consent(aliceID, false)
 	fax := h.fax(aliceID, core.ModeTest, core.FaxQueued)
 	alice.form("/console/keys", url.Values{"csrf": {alice.csrf()}, "mode": {"live"}, "name": {"alice-secret-key"}})
-	aliceKeys, _ := h.env.Svc.ListAPIKeys(t.Context(), aliceID)
+	aliceKeys, _ := h.env.Svc.Core.ListAPIKeys(t.Context(), aliceID)
 	h.grants.add(core.Grant{ID: "grt_alice", OwnerID: aliceID, ClientName: "Alice's Chat", Scopes: []string{"fax:read"}})
 	h.grants.add(core.Grant{ID: "grt_bob", OwnerID: bobID, ClientName: "Bob's Chat", Scopes: []string{"fax:read"}})
 
@@ -933,7 +933,7 @@ func TestOwnersAreIsolated(t *testing.T) {
 	// Keys and grants.
 	wantStatus(t, "bob revokes alice's key", bob.form("/console/keys/"+aliceKeys[0].ID+"/revoke", url.Values{"csrf": {bobCSRF}}), http.StatusNotFound)
 	wantStatus(t, "bob revokes alice's grant", bob.form("/console/apps/grt_alice/revoke", url.Values{"csrf": {bobCSRF}}), http.StatusNotFound)
-	if ks, _ := h.env.Svc.ListAPIKeys(t.Context(), aliceID); ks[0].RevokedAt != nil {
+	if ks, _ := h.env.Svc.Core.ListAPIKeys(t.Context(), aliceID); ks[0].RevokedAt != nil {
 		t.Error("bob revoked alice's key")
 	}
 	if !h.grants.has("grt_alice") {

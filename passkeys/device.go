@@ -62,7 +62,7 @@ func boundCode(s string) string {
 // showDevice renders the device form; picked (when not nil) keeps the
 // owner's ticks across a wrong code.
 func (c *Console) showDevice(w http.ResponseWriter, r *http.Request, s *signedIn, status int, agentID, code string, picked []string, errMsg string) {
-	req, err := c.svc.DeviceRequestForOwner(r.Context(), s.owner.ID, agentID)
+	req, err := c.svc.Core.DeviceRequestForOwner(r.Context(), s.owner.ID, agentID)
 	if err != nil {
 		c.deviceError(w, r, s, err)
 		return
@@ -144,7 +144,7 @@ func (c *Console) decideDevice(w http.ResponseWriter, r *http.Request, s *signed
 		c.showDevice(w, r, s, http.StatusBadRequest, agentID, code, picked, "Enter the code the agent shows you.")
 		return
 	}
-	a, err := c.svc.DecideDevice(r.Context(), s.owner.ID, agentID, code, approve, caps)
+	a, err := c.svc.Core.DecideDevice(r.Context(), s.owner.ID, agentID, code, approve, caps)
 	if err != nil {
 		switch core.ErrorCode(err) {
 		case core.CodeDeviceWrongCode, core.CodeCapabilityWiden, core.CodeUnknownCapability, core.CodeInvalidRequest:
@@ -204,5 +204,5 @@ func (c *Console) deviceInboxDecision(r *http.Request, s *signedIn, a *core.Appr
 	if agentID == "" {
 		return nil
 	}
-	return c.svc.DeclineDevice(r.Context(), s.owner.ID, agentID)
+	return c.svc.Core.DeclineDevice(r.Context(), s.owner.ID, agentID)
 }

@@ -18,11 +18,11 @@ func (h *harness) sendingAgent(b *browser, owner string) (*core.Host, *core.Dele
 	h.t.Helper()
 	host := h.keyedHost(b, owner, "Sender host", core.CapSendFax, core.CapValidateFax)
 	v := h.registerDelegated(host, "Sender", core.CapSendFax, core.CapValidateFax)
-	a, err := h.env.Svc.DelegatedAgentForJWT(h.t.Context(), host, v.Agent.ID)
+	a, err := h.env.Svc.Core.DelegatedAgentForJWT(h.t.Context(), host, v.Agent.ID)
 	if err != nil {
 		h.t.Fatalf("agent not active: %v (%s)", err, v.Agent.Status)
 	}
-	return host, a, h.env.Svc.DelegatedPrincipal(host, a)
+	return host, a, h.env.Svc.Core.DelegatedPrincipal(host, a)
 }
 
 // upload stores a one-page PDF for the owner in mode.
@@ -30,11 +30,11 @@ func (h *harness) upload(owner string, mode core.Mode) *core.Document {
 	h.t.Helper()
 	ctx := h.t.Context()
 	pdf := testenv.MinimalPDF(1)
-	up, err := h.env.Svc.CreateUpload(ctx, core.OwnerPrincipal(owner, mode), "application/pdf", int64(len(pdf)))
+	up, err := h.env.Svc.Core.CreateUpload(ctx, core.OwnerPrincipal(owner, mode), "application/pdf", int64(len(pdf)))
 	if err != nil {
 		h.t.Fatal(err)
 	}
-	doc, err := h.env.Svc.ReceiveUpload(ctx, up.UploadToken, bytes.NewReader(pdf))
+	doc, err := h.env.Svc.Core.ReceiveUpload(ctx, up.UploadToken, bytes.NewReader(pdf))
 	if err != nil {
 		h.t.Fatal(err)
 	}
@@ -43,11 +43,11 @@ func (h *harness) upload(owner string, mode core.Mode) *core.Document {
 
 func (h *harness) requestSend(p core.Principal, a *core.DelegatedAgent, doc *core.Document) (*core.DelegatedSend, *core.Approval) {
 	h.t.Helper()
-	ds, err := h.env.Svc.RequestDelegatedSend(h.t.Context(), p, a, core.DelegatedSendRequest{To: "+14155550123", DocumentID: doc.ID})
+	ds, err := h.env.Svc.Core.RequestDelegatedSend(h.t.Context(), p, a, core.DelegatedSendRequest{To: "+14155550123", DocumentID: doc.ID})
 	if err != nil {
 		h.t.Fatal(err)
 	}
-	apr, err := h.env.Svc.GetApproval(h.t.Context(), p.OwnerID, ds.ApprovalID)
+	apr, err := h.env.Svc.Core.GetApproval(h.t.Context(), p.OwnerID, ds.ApprovalID)
 	if err != nil {
 		h.t.Fatal(err)
 	}
@@ -101,16 +101,16 @@ func TestFaxSendApproval(t *testing.T) {
 	}
 
 	// With credits: approved, the fax exists.
-	if _, err := h.env.Svc.GrantCredits(t.Context(), owner, p.Mode, 10*core.MicrosPerDollar, "test"); err != nil {
+	if _, err := h.env.Svc.Core.GrantCredits(t.Context(), owner, p.Mode, 10*core.MicrosPerDollar, "test"); err != nil {
 		t.Fatal(err)
 	}
 	assertion, _ = ada.assertion(dev, begin, map[string]any{"binding": apr.BindingHash}, csrf)
 	wantStatus(t, "approve with passkey", ada.postJSON(finish, map[string]any{"credential": assertion}, csrf), http.StatusOK)
-	got, fax, err := h.env.Svc.GetDelegatedSend(t.Context(), p, agent, ds.ID)
+	got, fax, err := h.env.Svc.Core.GetDelegatedSend(t.Context(), p, agent, ds.ID)
 	if err != nil || got.Status != core.DelegatedSendSent || fax == nil || got.FaxID == nil {
 		t.Fatalf("send %+v fax %+v err %v", got, fax, err)
 	}
-	if f, err := h.env.Svc.GetFax(t.Context(), core.OwnerPrincipal(owner, p.Mode), *got.FaxID); err != nil || f.To != "+14155550123" || f.DocumentID != doc.ID {
+	if f, err := h.env.Svc.Core.GetFax(t.Context(), core.OwnerPrincipal(owner, p.Mode), *got.FaxID); err != nil || f.To != "+14155550123" || f.DocumentID != doc.ID {
 		t.Fatalf("fax %+v %v", f, err)
 	}
 	// Replaying the assertion sends nothing more.
@@ -118,7 +118,7 @@ func TestFaxSendApproval(t *testing.T) {
 	if r.status < 400 {
 		t.Fatalf("replayed approval: %d", r.status)
 	}
-	page, err := h.env.Svc.ListFaxes(t.Context(), core.OwnerPrincipal(owner, p.Mode), "", "", 10)
+	page, err := h.env.Svc.Core.ListFaxes(t.Context(), core.OwnerPrincipal(owner, p.Mode), "", "", 10)
 	if err != nil || len(page.Data) != 1 {
 		t.Fatalf("faxes after replay: %d %v", len(page.Data), err)
 	}
@@ -126,11 +126,11 @@ func TestFaxSendApproval(t *testing.T) {
 	// Another request, declined by form: nothing sent.
 	ds2, apr2 := h.requestSend(p, agent, doc)
 	wantStatus(t, "decline", ada.form("/console/approvals/"+apr2.ID, url.Values{"csrf": {csrf}, "decision": {"decline"}, "binding": {apr2.BindingHash}}), http.StatusSeeOther)
-	got, fax, err = h.env.Svc.GetDelegatedSend(t.Context(), p, agent, ds2.ID)
+	got, fax, err = h.env.Svc.Core.GetDelegatedSend(t.Context(), p, agent, ds2.ID)
 	if err != nil || got.Status != core.DelegatedSendDeclined || fax != nil || got.FaxID != nil {
 		t.Fatalf("declined send %+v fax %+v err %v", got, fax, err)
 	}
-	if page, _ := h.env.Svc.ListFaxes(t.Context(), core.OwnerPrincipal(owner, p.Mode), "", "", 10); len(page.Data) != 1 {
+	if page, _ := h.env.Svc.Core.ListFaxes(t.Context(), core.OwnerPrincipal(owner, p.Mode), "", "", 10); len(page.Data) != 1 {
 		t.Fatalf("a declined send created a fax: %d faxes", len(page.Data))
 	}
 }

@@ -110,7 +110,7 @@ func (c *Console) hostsPage(w http.ResponseWriter, r *http.Request, s *signedIn)
 }
 
 func (c *Console) showHosts(w http.ResponseWriter, r *http.Request, s *signedIn, status int, b hostsBody, notice, errMsg string) {
-	hosts, err := c.svc.ListHosts(r.Context(), s.owner.ID)
+	hosts, err := c.svc.Core.ListHosts(r.Context(), s.owner.ID)
 	if err != nil {
 		c.fail(w, r, err)
 		return
@@ -119,7 +119,7 @@ func (c *Console) showHosts(w http.ResponseWriter, r *http.Request, s *signedIn,
 	for _, h := range hosts {
 		b.Hosts = append(b.Hosts, c.hostView(h, now))
 	}
-	b.APIURL = c.svc.Config().APIURL
+	b.APIURL = c.svc.Core.Config().APIURL
 	d := c.page(s, "Hosts", "hosts", b)
 	d.Notice, d.Error = notice, errMsg
 	c.render(w, r, status, "hosts", d)
@@ -212,7 +212,7 @@ func (c *Console) createHost(w http.ResponseWriter, r *http.Request, s *signedIn
 	for _, p := range picked {
 		req.DefaultCapabilities = append(req.DefaultCapabilities, core.Capability(p))
 	}
-	created, err := c.svc.CreateHost(r.Context(), s.owner.ID, req)
+	created, err := c.svc.Core.CreateHost(r.Context(), s.owner.ID, req)
 	if err != nil {
 		if e := core.AsError(err); e.Kind != core.KindInternal {
 			if e.RetryAfterSeconds > 0 {
@@ -227,7 +227,7 @@ func (c *Console) createHost(w http.ResponseWriter, r *http.Request, s *signedIn
 	cv := &hostCreatedView{Host: created.Host, EnrollmentToken: created.EnrollmentToken}
 	if created.EnrollmentToken != "" {
 		cv.ExpiresAt = created.Host.EnrollmentExpiresAt
-		cv.EnrollCommand = enrollCommand(c.svc.Config().APIURL, created.EnrollmentToken, created.Host.Name)
+		cv.EnrollCommand = enrollCommand(c.svc.Core.Config().APIURL, created.EnrollmentToken, created.Host.Name)
 	}
 	c.showHosts(w, r, s, http.StatusOK, hostsBody{Created: cv, Form: hostForm{Caps: describeCaps(core.Capabilities(), false)}}, "", "")
 }
@@ -286,7 +286,7 @@ func (c *Console) revokeHost(w http.ResponseWriter, r *http.Request, s *signedIn
 			"Tick “All its agents stop” to confirm that you want to revoke the host and every agent it runs.")
 		return
 	}
-	if err := c.svc.RevokeHost(r.Context(), s.owner.ID, r.PathValue("id")); err != nil {
+	if err := c.svc.Core.RevokeHost(r.Context(), s.owner.ID, r.PathValue("id")); err != nil {
 		c.fail(w, r, err)
 		return
 	}
@@ -294,7 +294,7 @@ func (c *Console) revokeHost(w http.ResponseWriter, r *http.Request, s *signedIn
 }
 
 func (c *Console) revokeDelegatedAgent(w http.ResponseWriter, r *http.Request, s *signedIn) {
-	if _, err := c.svc.RevokeDelegatedAgent(r.Context(), s.owner.ID, "", r.PathValue("id")); err != nil {
+	if _, err := c.svc.Core.RevokeDelegatedAgent(r.Context(), s.owner.ID, "", r.PathValue("id")); err != nil {
 		c.fail(w, r, err)
 		return
 	}

@@ -94,7 +94,7 @@ func (b *browser) addHost(name, key string, caps ...core.Capability) reply {
 // hostNamed is the owner's host called name, with its agents.
 func (h *harness) hostNamed(owner, name string) core.HostWithAgents {
 	h.t.Helper()
-	hs, err := h.env.Svc.ListHosts(h.t.Context(), owner)
+	hs, err := h.env.Svc.Core.ListHosts(h.t.Context(), owner)
 	if err != nil {
 		h.t.Fatal(err)
 	}
@@ -112,7 +112,7 @@ func (h *harness) hostNamed(owner, name string) core.HostWithAgents {
 func (h *harness) keyedHost(b *browser, owner, name string, caps ...core.Capability) *core.Host {
 	h.t.Helper()
 	wantStatus(h.t, "create host "+name, b.addHost(name, publicJWK(h.t), caps...), http.StatusOK)
-	host, err := h.env.Svc.HostForJWT(h.t.Context(), h.hostNamed(owner, name).Host.ID)
+	host, err := h.env.Svc.Core.HostForJWT(h.t.Context(), h.hostNamed(owner, name).Host.ID)
 	if err != nil {
 		h.t.Fatal(err)
 	}
@@ -121,7 +121,7 @@ func (h *harness) keyedHost(b *browser, owner, name string, caps ...core.Capabil
 
 func (h *harness) registerDelegated(host *core.Host, name string, caps ...core.Capability) *core.DelegatedAgentView {
 	h.t.Helper()
-	v, err := h.env.Svc.RegisterDelegatedAgent(h.t.Context(), host, core.DelegatedAgentRequest{
+	v, err := h.env.Svc.Core.RegisterDelegatedAgent(h.t.Context(), host, core.DelegatedAgentRequest{
 		Name: name, Mode: "delegated", PreferredMethod: "device_authorization", Capabilities: caps, AgentKey: parsedJWK(h.t),
 	})
 	if err != nil {
@@ -208,7 +208,7 @@ func TestHostsPageCreateAndList(t *testing.T) {
 	if strings.Contains(r.body, tok) || !strings.Contains(r.body, "waiting for enrollment") {
 		t.Fatal("the enrollment token is shown again, or the host is not listed as waiting")
 	}
-	if _, err := h.env.Svc.EnrollHost(t.Context(), tok, json.RawMessage(publicJWK(t)), "Laptop"); err != nil {
+	if _, err := h.env.Svc.Core.EnrollHost(t.Context(), tok, json.RawMessage(publicJWK(t)), "Laptop"); err != nil {
 		t.Fatalf("enroll with the shown token: %v", err)
 	}
 	if r := b.get("/console/hosts"); strings.Contains(r.body, "waiting for enrollment") {
@@ -220,7 +220,7 @@ func TestHostsPageCreateAndList(t *testing.T) {
 	spareTok := regexp.MustCompile(regexp.QuoteMeta(core.SecretHostEnrollment) + `[A-Za-z0-9_-]+`).FindString(r.body)
 	spare := h.hostNamed(owner, "Spare").Host
 	wantStatus(t, "revoke pending host", b.form("/console/hosts/"+spare.ID+"/revoke", url.Values{"csrf": {b.csrf()}, "confirm": {"yes"}}), http.StatusSeeOther)
-	if _, err := h.env.Svc.EnrollHost(t.Context(), spareTok, json.RawMessage(publicJWK(t)), "Spare"); err == nil {
+	if _, err := h.env.Svc.Core.EnrollHost(t.Context(), spareTok, json.RawMessage(publicJWK(t)), "Spare"); err == nil {
 		t.Fatal("the token of a revoked host still enrolls")
 	}
 }
@@ -258,7 +258,7 @@ func TestHostsPageErrors(t *testing.T) {
 			}
 		})
 	}
-	if hs, _ := h.env.Svc.ListHosts(t.Context(), owner); len(hs) != 1 {
+	if hs, _ := h.env.Svc.Core.ListHosts(t.Context(), owner); len(hs) != 1 {
 		t.Fatalf("a refused form created a host: %d hosts", len(hs))
 	}
 
@@ -267,7 +267,7 @@ func TestHostsPageErrors(t *testing.T) {
 	wantStatus(t, "no csrf", r, http.StatusForbidden)
 	r = b.form("/console/hosts", url.Values{"name": {"Sneaky"}, "csrf": {"forged"}})
 	wantStatus(t, "forged csrf", r, http.StatusForbidden)
-	if hs, _ := h.env.Svc.ListHosts(t.Context(), owner); len(hs) != 1 {
+	if hs, _ := h.env.Svc.Core.ListHosts(t.Context(), owner); len(hs) != 1 {
 		t.Fatal("a form without its token created a host")
 	}
 	// Signed out: refused.
@@ -306,7 +306,7 @@ func TestHostRevokeStopsAgents(t *testing.T) {
 	if got := h.delegatedAgent(owner, "Server", two.Agent.ID); got.Status != core.DelegatedActive {
 		t.Fatalf("the other agent %s", got.Status)
 	}
-	if _, err := h.env.Svc.DelegatedAgentForJWT(t.Context(), host, one.Agent.ID); core.ErrorCode(err) != core.CodeAgentRevoked {
+	if _, err := h.env.Svc.Core.DelegatedAgentForJWT(t.Context(), host, one.Agent.ID); core.ErrorCode(err) != core.CodeAgentRevoked {
 		t.Fatalf("revoked agent still usable: %v", err)
 	}
 	if r := b.get(r.header.Get("Location")); !strings.Contains(r.body, "Agent revoked") {
@@ -330,7 +330,7 @@ func TestHostRevokeStopsAgents(t *testing.T) {
 			t.Errorf("agent %s is %s after its host was revoked", a.Name, a.Status)
 		}
 	}
-	if _, err := h.env.Svc.HostForJWT(t.Context(), host.ID); core.ErrorCode(err) != core.CodeHostRevoked {
+	if _, err := h.env.Svc.Core.HostForJWT(t.Context(), host.ID); core.ErrorCode(err) != core.CodeHostRevoked {
 		t.Fatalf("revoked host still found: %v", err)
 	}
 	r = b.get("/console/hosts")
@@ -498,7 +498,7 @@ func TestDeviceApprovalInInbox(t *testing.T) {
 	owner := h.ownerID("ada@example.com")
 	host := h.keyedHost(ada, owner, "Desk")
 	v := h.registerDelegated(host, "Inbox agent", core.CapGetFaxStatus)
-	pend, err := h.env.Svc.PendingApprovals(t.Context(), owner)
+	pend, err := h.env.Svc.Core.PendingApprovals(t.Context(), owner)
 	if err != nil || len(pend) != 1 || pend[0].Kind != core.ApprovalDevice {
 		t.Fatalf("inbox = %+v, %v", pend, err)
 	}
@@ -551,7 +551,7 @@ func TestHostsPageRateLimitAndExpiredToken(t *testing.T) {
 	// MaxHostsPerOwner live hosts: the form says to revoke one first.
 	owner := h.ownerID("ada@example.com")
 	for range core.MaxHostsPerOwner { // bounded: each round adds up to ten
-		hs, err := h.env.Svc.ListHosts(t.Context(), owner)
+		hs, err := h.env.Svc.Core.ListHosts(t.Context(), owner)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -560,7 +560,7 @@ func TestHostsPageRateLimitAndExpiredToken(t *testing.T) {
 		}
 		clk.Add(10 * time.Minute)
 		for range 10 {
-			if _, err := h.env.Svc.CreateHost(t.Context(), owner, core.HostCreateRequest{Name: "Filler"}); err != nil {
+			if _, err := h.env.Svc.Core.CreateHost(t.Context(), owner, core.HostCreateRequest{Name: "Filler"}); err != nil {
 				break
 			}
 		}

@@ -42,7 +42,7 @@ func (c *Console) numbersPage(w http.ResponseWriter, r *http.Request, s *signedI
 		return
 	}
 	p := core.OwnerPrincipal(s.owner.ID, mode)
-	ns, err := c.svc.ListNumbers(r.Context(), p, r.URL.Query().Get("all") == "1")
+	ns, err := c.svc.Core.ListNumbers(r.Context(), p, r.URL.Query().Get("all") == "1")
 	if err != nil {
 		c.fail(w, r, err)
 		return
@@ -53,7 +53,7 @@ func (c *Console) numbersPage(w http.ResponseWriter, r *http.Request, s *signedI
 		b.Searched = true
 		// A refused search (bad input, numbers not offered there, the
 		// provider busy) is shown next to the form, not as an error page.
-		b.Available, err = c.svc.SearchNumbers(r.Context(), p, b.Search)
+		b.Available, err = c.svc.Core.SearchNumbers(r.Context(), p, b.Search)
 		if err != nil {
 			if core.ErrorKind(err) == core.KindInternal {
 				c.fail(w, r, err)
@@ -72,7 +72,7 @@ func (c *Console) buyNumber(w http.ResponseWriter, r *http.Request, s *signedIn)
 		c.fail(w, r, err)
 		return
 	}
-	n, err := c.svc.BuyNumber(r.Context(), core.OwnerPrincipal(s.owner.ID, mode), core.BuyNumberRequest{Number: r.PostFormValue("number")})
+	n, err := c.svc.Core.BuyNumber(r.Context(), core.OwnerPrincipal(s.owner.ID, mode), core.BuyNumberRequest{Number: r.PostFormValue("number")})
 	if err != nil {
 		c.fail(w, r, err)
 		return
@@ -87,7 +87,7 @@ func numberPath(n *core.Number) string {
 // ownerNumber finds one of the owner's numbers in the mode the link names,
 // or in either mode.
 func (c *Console) ownerNumber(r *http.Request, s *signedIn) (*core.Number, error) {
-	return inOwnerModes(r, s, c.svc.GetNumber)
+	return inOwnerModes(r, s, c.svc.Core.GetNumber)
 }
 
 type numberBody struct {
@@ -121,7 +121,7 @@ func (c *Console) numberPage(w http.ResponseWriter, r *http.Request, s *signedIn
 // a draft's pay button.
 func (c *Console) payNumber(w http.ResponseWriter, r *http.Request, s *signedIn) {
 	c.payAwaiting(w, r, s, func(ctx context.Context, p core.Principal, n *core.Number) (string, error) {
-		cs, err := c.svc.CreateNumberCheckout(ctx, p, n.ID)
+		cs, err := c.svc.Core.CreateNumberCheckout(ctx, p, n.ID)
 		if err != nil {
 			return "", err
 		}
@@ -132,7 +132,7 @@ func (c *Console) payNumber(w http.ResponseWriter, r *http.Request, s *signedIn)
 // payNumberWithCredits pays the first month from the mode's credits.
 func (c *Console) payNumberWithCredits(w http.ResponseWriter, r *http.Request, s *signedIn) {
 	c.payAwaiting(w, r, s, func(ctx context.Context, p core.Principal, n *core.Number) (string, error) {
-		paid, err := c.svc.PayNumberWithCredits(ctx, p, n.ID)
+		paid, err := c.svc.Core.PayNumberWithCredits(ctx, p, n.ID)
 		if err != nil {
 			return "", err
 		}
@@ -173,7 +173,7 @@ func (c *Console) releaseNumber(w http.ResponseWriter, r *http.Request, s *signe
 		c.fail(w, r, err)
 		return
 	}
-	n, err = c.svc.ReleaseNumber(r.Context(), core.OwnerPrincipal(s.owner.ID, n.Mode), n.ID)
+	n, err = c.svc.Core.ReleaseNumber(r.Context(), core.OwnerPrincipal(s.owner.ID, n.Mode), n.ID)
 	if err != nil {
 		c.fail(w, r, err)
 		return
@@ -199,14 +199,14 @@ func (c *Console) inboxPage(w http.ResponseWriter, r *http.Request, s *signedIn)
 		return
 	}
 	p := core.OwnerPrincipal(s.owner.ID, mode)
-	page, err := c.svc.ListInbox(r.Context(), p, core.InboxQuery{StartingAfter: r.URL.Query().Get("after"), Limit: 50})
+	page, err := c.svc.Core.ListInbox(r.Context(), p, core.InboxQuery{StartingAfter: r.URL.Query().Get("after"), Limit: 50})
 	if err != nil {
 		c.fail(w, r, err)
 		return
 	}
-	b := inboxBody{Mode: mode, Faxes: page.Data, Next: page.Next, MaxUpload: c.svc.Config().MaxUploadBytes}
+	b := inboxBody{Mode: mode, Faxes: page.Data, Next: page.Next, MaxUpload: c.svc.Core.Config().MaxUploadBytes}
 	if mode == core.ModeTest {
-		ns, err := c.svc.ListNumbers(r.Context(), p, false)
+		ns, err := c.svc.Core.ListNumbers(r.Context(), p, false)
 		if err != nil {
 			c.fail(w, r, err)
 			return
@@ -222,7 +222,7 @@ func (c *Console) inboxPage(w http.ResponseWriter, r *http.Request, s *signedIn)
 
 // ownerInboxFax finds one of the owner's received faxes like ownerNumber.
 func (c *Console) ownerInboxFax(r *http.Request, s *signedIn) (*core.InboundFax, error) {
-	return inOwnerModes(r, s, c.svc.GetInboxFax)
+	return inOwnerModes(r, s, c.svc.Core.GetInboxFax)
 }
 
 // inOwnerModes reads the owner's thing named by the path's id with get, in
@@ -267,7 +267,7 @@ func (c *Console) inboxDownload(w http.ResponseWriter, r *http.Request, s *signe
 		c.fail(w, r, err)
 		return
 	}
-	link, err := c.svc.InboxDownload(r.Context(), core.OwnerPrincipal(s.owner.ID, f.Mode), f.ID)
+	link, err := c.svc.Core.InboxDownload(r.Context(), core.OwnerPrincipal(s.owner.ID, f.Mode), f.ID)
 	if err != nil {
 		c.fail(w, r, err)
 		return
@@ -295,7 +295,7 @@ func (c *Console) simulateInbound(w http.ResponseWriter, r *http.Request) {
 		c.fail(w, r, core.Errorf(core.KindUnauthenticated, core.CodeUnauthenticated, "you are signed out; sign in and try again"))
 		return
 	}
-	maxFile := c.svc.Config().MaxUploadBytes
+	maxFile := c.svc.Core.Config().MaxUploadBytes
 	if r.ContentLength > maxFile+simulateFormOverhead {
 		c.fail(w, r, core.Errorf(core.KindTooLarge, core.CodeFileTooLarge, "the file is larger than %d bytes", maxFile))
 		return
@@ -321,7 +321,7 @@ func (c *Console) deliverSimulated(w http.ResponseWriter, r *http.Request, s *si
 		return
 	}
 	defer file.Close()
-	tmp, err := os.CreateTemp(c.svc.Config().TempDir, "faxhub-console-simulate-")
+	tmp, err := os.CreateTemp(c.svc.Core.Config().TempDir, "faxhub-console-simulate-")
 	if err != nil {
 		c.fail(w, r, err)
 		return
@@ -336,7 +336,7 @@ func (c *Console) deliverSimulated(w http.ResponseWriter, r *http.Request, s *si
 		c.fail(w, r, err)
 		return
 	}
-	f, err := c.svc.SimulateInboundFax(r.Context(), core.OwnerPrincipal(s.owner.ID, core.ModeTest), core.TestInboundFax{
+	f, err := c.svc.Core.SimulateInboundFax(r.Context(), core.OwnerPrincipal(s.owner.ID, core.ModeTest), core.TestInboundFax{
 		To: r.PostFormValue("to"), From: strings.TrimSpace(r.PostFormValue("from")), Path: path,
 	})
 	if err != nil {

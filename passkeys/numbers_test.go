@@ -82,12 +82,12 @@ func TestNumbersAndInboxPages(t *testing.T) {
 	}
 	id := m[1]
 	pa := core.OwnerPrincipal(h.ownerID("ada@example.com"), core.ModeTest)
-	n, err := h.env.Svc.GetNumber(ctx, pa, id)
+	n, err := h.env.Svc.Core.GetNumber(ctx, pa, id)
 	if err != nil {
 		t.Fatal(err)
 	}
 	// The checkoutUrl agents hand the owner is this page.
-	if u, err := url.Parse(h.env.Svc.NumberCheckoutURL(n)); err != nil || u.RequestURI() != loc {
+	if u, err := url.Parse(h.env.Svc.Core.NumberCheckoutURL(n)); err != nil || u.RequestURI() != loc {
 		t.Fatalf("checkoutUrl %v, page %s", u, loc)
 	}
 	r = a.get(loc)
@@ -109,7 +109,7 @@ func TestNumbersAndInboxPages(t *testing.T) {
 	if chk == "" {
 		t.Fatalf("pay went to %q", pay)
 	}
-	if _, err := h.env.Svc.CompleteCheckout(ctx, chk); err != nil {
+	if _, err := h.env.Svc.Core.CompleteCheckout(ctx, chk); err != nil {
 		t.Fatal(err)
 	}
 	h.env.DrainQueue(t)
@@ -131,11 +131,11 @@ func TestNumbersAndInboxPages(t *testing.T) {
 	wantStatus(t, "B pays A's number from credits", b.form("/console/numbers/"+id2+"/pay-credits?mode=test", url.Values{"csrf": {csrfB}}), 404)
 	wantStatus(t, "pay from credits without token", a.form("/console/numbers/"+id2+"/pay-credits?mode=test", nil), 403)
 	wantStatus(t, "pay from no credits", a.form("/console/numbers/"+id2+"/pay-credits?mode=test", url.Values{"csrf": {csrfA}}), 402)
-	if _, err := h.env.Svc.GrantCredits(ctx, pa.OwnerID, core.ModeTest, 5*core.MicrosPerDollar, "test"); err != nil {
+	if _, err := h.env.Svc.Core.GrantCredits(ctx, pa.OwnerID, core.ModeTest, 5*core.MicrosPerDollar, "test"); err != nil {
 		t.Fatal(err)
 	}
 	wantRedirect(t, "pay from credits", a.form("/console/numbers/"+id2+"/pay-credits?mode=test", url.Values{"csrf": {csrfA}}), loc2)
-	if n2, err := h.env.Svc.GetNumber(ctx, pa, id2); err != nil || n2.Status != core.NumberPending && n2.Status != core.NumberActive {
+	if n2, err := h.env.Svc.Core.GetNumber(ctx, pa, id2); err != nil || n2.Status != core.NumberPending && n2.Status != core.NumberActive {
 		t.Fatalf("paid from credits: %+v %v", n2, err)
 	}
 
@@ -151,7 +151,7 @@ func TestNumbersAndInboxPages(t *testing.T) {
 	wantStatus(t, "simulate without token", a.simulate("", id, pdf), 403)
 	wantStatus(t, "simulate signed out", anon.simulate("", id, pdf), 401)
 	wantStatus(t, "B simulates to A's number", b.simulate(csrfB, id, pdf), 404)
-	wantStatus(t, "oversize simulate", a.simulate(csrfA, id, bytes.Repeat([]byte("x"), int(h.env.Svc.Config().MaxUploadBytes)+1)), 413)
+	wantStatus(t, "oversize simulate", a.simulate(csrfA, id, bytes.Repeat([]byte("x"), int(h.env.Svc.Core.Config().MaxUploadBytes)+1)), 413)
 	faxLoc := wantRedirect(t, "simulate", a.simulate(csrfA, id, pdf), "/console/inbox/inb_")
 	h.env.DrainQueue(t)
 	faxID := strings.TrimSuffix(strings.TrimPrefix(faxLoc, "/console/inbox/"), "?mode=test")
@@ -164,7 +164,7 @@ func TestNumbersAndInboxPages(t *testing.T) {
 	if r.status != 200 || !strings.Contains(html.UnescapeString(r.body), "Download PDF") {
 		t.Fatalf("fax page: %d\n%s", r.status, r.body)
 	}
-	f, err := h.env.Svc.GetInboxFax(ctx, pa, faxID)
+	f, err := h.env.Svc.Core.GetInboxFax(ctx, pa, faxID)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -177,8 +177,8 @@ func TestNumbersAndInboxPages(t *testing.T) {
 	wantStatus(t, "B reads A's fax", b.get(faxLoc), 404)
 	wantStatus(t, "B downloads A's fax", b.form("/console/inbox/"+faxID+"/download?mode=test", url.Values{"csrf": {csrfB}}), 404)
 	link := wantRedirect(t, "download", a.form("/console/inbox/"+faxID+"/download?mode=test", url.Values{"csrf": {csrfA}}),
-		h.env.Svc.Config().APIURL+core.InboxDownloadPath+faxID+".")
-	rc, got, err := h.env.Svc.OpenInboxDownload(ctx, strings.TrimPrefix(link, h.env.Svc.Config().APIURL+core.InboxDownloadPath))
+		h.env.Svc.Core.Config().APIURL+core.InboxDownloadPath+faxID+".")
+	rc, got, err := h.env.Svc.Core.OpenInboxDownload(ctx, strings.TrimPrefix(link, h.env.Svc.Core.Config().APIURL+core.InboxDownloadPath))
 	if err != nil || got.ID != faxID {
 		t.Fatalf("the signed link opens %v %v", got, err)
 	}

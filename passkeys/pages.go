@@ -34,22 +34,22 @@ func (c *Console) dashboard(w http.ResponseWriter, r *http.Request, s *signedIn)
 		}
 		mode = pm
 	}
-	b := dashboardBody{Mode: mode, Packs: c.svc.CreditPacks()}
+	b := dashboardBody{Mode: mode, Packs: c.svc.Core.CreditPacks()}
 	for _, m := range []core.Mode{core.ModeTest, core.ModeLive} {
-		bal, err := c.svc.Balance(ctx, s.owner.ID, m)
+		bal, err := c.svc.Core.Balance(ctx, s.owner.ID, m)
 		if err != nil {
 			c.fail(w, r, err)
 			return
 		}
 		b.Balances = append(b.Balances, *bal)
 	}
-	page, err := c.svc.ListFaxes(ctx, core.OwnerPrincipal(s.owner.ID, mode), "", "", 20)
+	page, err := c.svc.Core.ListFaxes(ctx, core.OwnerPrincipal(s.owner.ID, mode), "", "", 20)
 	if err != nil {
 		c.fail(w, r, err)
 		return
 	}
 	b.Faxes = page.Data
-	pending, err := c.svc.PendingApprovals(ctx, s.owner.ID)
+	pending, err := c.svc.Core.PendingApprovals(ctx, s.owner.ID)
 	if err != nil {
 		c.fail(w, r, err)
 		return
@@ -68,7 +68,7 @@ func (c *Console) buyCredits(w http.ResponseWriter, r *http.Request, s *signedIn
 		c.fail(w, r, err)
 		return
 	}
-	cs, err := c.svc.CreateCreditCheckout(r.Context(), core.OwnerPrincipal(s.owner.ID, mode), r.PostFormValue("pack"))
+	cs, err := c.svc.Core.CreateCreditCheckout(r.Context(), core.OwnerPrincipal(s.owner.ID, mode), r.PostFormValue("pack"))
 	if err != nil {
 		c.fail(w, r, err)
 		return
@@ -87,7 +87,7 @@ func (c *Console) keysPage(w http.ResponseWriter, r *http.Request, s *signedIn) 
 }
 
 func (c *Console) showKeys(w http.ResponseWriter, r *http.Request, s *signedIn, status int, b keysBody, notice, errMsg string) {
-	keys, err := c.svc.ListAPIKeys(r.Context(), s.owner.ID)
+	keys, err := c.svc.Core.ListAPIKeys(r.Context(), s.owner.ID)
 	if err != nil {
 		c.fail(w, r, err)
 		return
@@ -106,7 +106,7 @@ func (c *Console) createKey(w http.ResponseWriter, r *http.Request, s *signedIn)
 		c.showKeys(w, r, s, http.StatusBadRequest, keysBody{}, "", "Choose test or live mode.")
 		return
 	}
-	secret, _, err := c.svc.CreateAPIKey(r.Context(), s.owner.ID, mode, strings.TrimSpace(r.PostFormValue("name")))
+	secret, _, err := c.svc.Core.CreateAPIKey(r.Context(), s.owner.ID, mode, strings.TrimSpace(r.PostFormValue("name")))
 	if err != nil {
 		if e := core.AsError(err); e.Kind != core.KindInternal {
 			c.showKeys(w, r, s, statusOf(e.Kind), keysBody{}, "", e.Message)
@@ -119,7 +119,7 @@ func (c *Console) createKey(w http.ResponseWriter, r *http.Request, s *signedIn)
 }
 
 func (c *Console) revokeKey(w http.ResponseWriter, r *http.Request, s *signedIn) {
-	if err := c.svc.RevokeAPIKey(r.Context(), s.owner.ID, r.PathValue("id")); err != nil {
+	if err := c.svc.Core.RevokeAPIKey(r.Context(), s.owner.ID, r.PathValue("id")); err != nil {
 		c.fail(w, r, err)
 		return
 	}

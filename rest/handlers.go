@@ -18,7 +18,7 @@ func (a *api) createUpload(w http.ResponseWriter, r *http.Request, p core.Princi
 	if err := web.DecodeJSON(w, r, &body, true); err != nil {
 		return err
 	}
-	capability, err := a.svc.CreateUpload(r.Context(), p, body.ContentType, body.MaxBytes)
+	capability, err := a.svc.Core.CreateUpload(r.Context(), p, body.ContentType, body.MaxBytes)
 	if err != nil {
 		return err
 	}
@@ -43,11 +43,11 @@ func (a *api) putUpload(w http.ResponseWriter, r *http.Request) error {
 	// Refusing a declared oversize body before reading it spares both sides
 	// the transfer; bodies of unknown length are bounded by the service
 	// (the token's maxBytes) while it streams them to disk.
-	if limit := a.svc.Config().MaxUploadBytes; r.ContentLength > limit {
+	if limit := a.svc.Core.Config().MaxUploadBytes; r.ContentLength > limit {
 		return core.Errorf(core.KindTooLarge, core.CodeFileTooLarge,
 			"the body is %d bytes; this server accepts at most %d", r.ContentLength, limit).With("limit", limit)
 	}
-	doc, err := a.svc.ReceiveUpload(r.Context(), token, r.Body)
+	doc, err := a.svc.Core.ReceiveUpload(r.Context(), token, r.Body)
 	if err != nil {
 		return err
 	}
@@ -64,7 +64,7 @@ func (a *api) sendFax(w http.ResponseWriter, r *http.Request, p core.Principal) 
 	if err := web.DecodeJSON(w, r, &req, false); err != nil {
 		return err
 	}
-	fax, replayed, err := a.svc.SendFax(r.Context(), p, key, req)
+	fax, replayed, err := a.svc.Core.SendFax(r.Context(), p, key, req)
 	if err != nil {
 		return err
 	}
@@ -80,7 +80,7 @@ func (a *api) listFaxes(w http.ResponseWriter, r *http.Request, p core.Principal
 	if err != nil {
 		return err
 	}
-	page, err := a.svc.ListFaxes(r.Context(), p, q.Get("status"), q.Get("starting_after"), limit)
+	page, err := a.svc.Core.ListFaxes(r.Context(), p, q.Get("status"), q.Get("starting_after"), limit)
 	if err != nil {
 		return err
 	}
@@ -89,7 +89,7 @@ func (a *api) listFaxes(w http.ResponseWriter, r *http.Request, p core.Principal
 }
 
 func (a *api) getFax(w http.ResponseWriter, r *http.Request, p core.Principal) error {
-	fax, err := a.svc.GetFax(r.Context(), p, r.PathValue("id"))
+	fax, err := a.svc.Core.GetFax(r.Context(), p, r.PathValue("id"))
 	if err != nil {
 		return err
 	}
@@ -104,7 +104,7 @@ type listData[T any] struct {
 }
 
 func (a *api) listAttempts(w http.ResponseWriter, r *http.Request, p core.Principal) error {
-	attempts, err := a.svc.FaxAttempts(r.Context(), p, r.PathValue("id"))
+	attempts, err := a.svc.Core.FaxAttempts(r.Context(), p, r.PathValue("id"))
 	if err != nil {
 		return err
 	}
@@ -116,7 +116,7 @@ func (a *api) listAttempts(w http.ResponseWriter, r *http.Request, p core.Princi
 }
 
 func (a *api) cancelFax(w http.ResponseWriter, r *http.Request, p core.Principal) error {
-	fax, err := a.svc.CancelFax(r.Context(), p, r.PathValue("id"))
+	fax, err := a.svc.Core.CancelFax(r.Context(), p, r.PathValue("id"))
 	if err != nil {
 		return err
 	}
@@ -129,7 +129,7 @@ func (a *api) getCredits(w http.ResponseWriter, r *http.Request, p core.Principa
 	if err != nil {
 		return err
 	}
-	credits, err := a.svc.GetCredits(r.Context(), p, q.Get("starting_after"), limit)
+	credits, err := a.svc.Core.GetCredits(r.Context(), p, q.Get("starting_after"), limit)
 	if err != nil {
 		return err
 	}
@@ -143,7 +143,7 @@ func (a *api) listPacks(w http.ResponseWriter, r *http.Request, p core.Principal
 	if err := core.Authorize(p, core.OpGetCredits); err != nil {
 		return err
 	}
-	packs := a.svc.CreditPacks()
+	packs := a.svc.Core.CreditPacks()
 	if packs == nil {
 		packs = []core.CreditPack{}
 	}
@@ -158,7 +158,7 @@ func (a *api) createCheckout(w http.ResponseWriter, r *http.Request, p core.Prin
 	if err := web.DecodeJSON(w, r, &body, false); err != nil {
 		return err
 	}
-	session, err := a.svc.CreateCreditCheckout(r.Context(), p, body.PackID)
+	session, err := a.svc.Core.CreateCreditCheckout(r.Context(), p, body.PackID)
 	if err != nil {
 		return err
 	}
@@ -178,7 +178,7 @@ func (a *api) decodeQuote(w http.ResponseWriter, r *http.Request) (core.Quote, e
 	if err := web.DecodeJSON(w, r, &body, false); err != nil {
 		return core.Quote{}, err
 	}
-	return a.svc.Quote(r.Context(), core.QuoteRequest{To: body.To, Pages: body.Pages, Cover: body.Cover})
+	return a.svc.Core.Quote(r.Context(), core.QuoteRequest{To: body.To, Pages: body.Pages, Cover: body.Cover})
 }
 
 // quote is the authenticated twin of the machine validate endpoint: core's

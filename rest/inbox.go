@@ -32,7 +32,7 @@ func (a *api) listInbox(w http.ResponseWriter, r *http.Request, p core.Principal
 		}
 		after = q.Get("startingAfter")
 	}
-	page, err := a.svc.ListInbox(r.Context(), p, core.InboxQuery{NumberID: q.Get("numberId"), StartingAfter: after, Limit: limit})
+	page, err := a.svc.Core.ListInbox(r.Context(), p, core.InboxQuery{NumberID: q.Get("numberId"), StartingAfter: after, Limit: limit})
 	if err != nil {
 		return err
 	}
@@ -44,7 +44,7 @@ func (a *api) listInbox(w http.ResponseWriter, r *http.Request, p core.Principal
 }
 
 func (a *api) getInboxFax(w http.ResponseWriter, r *http.Request, p core.Principal) error {
-	f, err := a.svc.GetInboxFax(r.Context(), p, r.PathValue("id"))
+	f, err := a.svc.Core.GetInboxFax(r.Context(), p, r.PathValue("id"))
 	if err != nil {
 		return err
 	}
@@ -53,7 +53,7 @@ func (a *api) getInboxFax(w http.ResponseWriter, r *http.Request, p core.Princip
 }
 
 func (a *api) inboxDownload(w http.ResponseWriter, r *http.Request, p core.Principal) error {
-	link, err := a.svc.InboxDownload(r.Context(), p, r.PathValue("id"))
+	link, err := a.svc.Core.InboxDownload(r.Context(), p, r.PathValue("id"))
 	if err != nil {
 		return err
 	}
@@ -64,7 +64,7 @@ func (a *api) inboxDownload(w http.ResponseWriter, r *http.Request, p core.Princ
 // inboxFile serves the PDF of a signed download link: the token in the
 // path is the capability, so there is no Authorization header.
 func (a *api) inboxFile(w http.ResponseWriter, r *http.Request) error {
-	rc, f, err := a.svc.OpenInboxDownload(r.Context(), r.PathValue("token"))
+	rc, f, err := a.svc.Core.OpenInboxDownload(r.Context(), r.PathValue("token"))
 	if err != nil {
 		return err
 	}
@@ -85,7 +85,7 @@ func (a *api) inboxFile(w http.ResponseWriter, r *http.Request) error {
 // (a media link): the bytes themselves with their length, never a
 // redirect, never cached.
 func (a *api) providerMedia(w http.ResponseWriter, r *http.Request) error {
-	rc, size, err := a.svc.OpenProviderMedia(r.Context(), r.PathValue("token"))
+	rc, size, err := a.svc.Core.OpenProviderMedia(r.Context(), r.PathValue("token"))
 	if err != nil {
 		return err
 	}
@@ -131,7 +131,7 @@ func (a *api) simulateInbound(w http.ResponseWriter, r *http.Request, p core.Pri
 	if p.Mode != core.ModeTest {
 		return core.Errorf(core.KindForbidden, core.CodeTestModeOnly, "only a test-mode API key can simulate a received fax; live faxes arrive from the provider")
 	}
-	maxFile := a.svc.Config().MaxUploadBytes
+	maxFile := a.svc.Core.Config().MaxUploadBytes
 	limit := maxFile + multipartOverhead
 	if r.ContentLength > limit {
 		return core.Errorf(core.KindTooLarge, core.CodeFileTooLarge,
@@ -142,14 +142,14 @@ func (a *api) simulateInbound(w http.ResponseWriter, r *http.Request, p core.Pri
 		return core.Errorf(core.KindUnsupportedMedia, core.CodeUnsupportedContentType, "send the body as multipart/form-data with the fields file, to and (optionally) from")
 	}
 	r.Body = http.MaxBytesReader(w, r.Body, limit)
-	form, err := readSimulateForm(r, a.svc.Config().TempDir, maxFile)
+	form, err := readSimulateForm(r, a.svc.Core.Config().TempDir, maxFile)
 	if form.path != "" {
 		defer os.Remove(form.path) // core consumes it; this covers the failures before
 	}
 	if err != nil {
 		return err
 	}
-	f, err := a.svc.SimulateInboundFax(r.Context(), p, core.TestInboundFax{To: form.to, From: form.from, Path: form.path})
+	f, err := a.svc.Core.SimulateInboundFax(r.Context(), p, core.TestInboundFax{To: form.to, From: form.from, Path: form.path})
 	if err != nil {
 		return err
 	}

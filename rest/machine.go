@@ -58,11 +58,11 @@ type machineValidateBody struct {
 // refused before a byte is read), and decodes it strictly into v. The raw
 // bytes are returned because the challenge binds their digest.
 func (a *api) readMachineBody(w http.ResponseWriter, r *http.Request, v any) ([]byte, error) {
-	limit := a.svc.MachineMaxBodyBytes()
+	limit := a.svc.Core.MachineMaxBodyBytes()
 	tooLarge := func() error {
 		return core.Errorf(core.KindTooLarge, core.CodeFileTooLarge,
 			"the body is larger than %d bytes, the most this server accepts for a base64 document of %d bytes",
-			limit, a.svc.Config().Machine.MaxPDFBytes).With("limit", limit)
+			limit, a.svc.Core.Config().Machine.MaxPDFBytes).With("limit", limit)
 	}
 	if r.ContentLength > limit {
 		// Closing the connection after the answer spares reading the body
@@ -131,12 +131,12 @@ func required(name, value string) error {
 // validateMachineFax prices a fax for a paying machine without side effects;
 // it needs no credential because it spends nothing.
 func (a *api) validateMachineFax(w http.ResponseWriter, r *http.Request) error {
-	if !a.svc.MachineEnabled() {
+	if !a.svc.Core.MachineEnabled() {
 		return a.machinePaymentsOff()
 	}
 	// Before the body is read: a page count of a base64 PDF is work, and
 	// anyone may ask for it.
-	if err := a.svc.AllowPublic(r.Context(), "machine-validate", web.ClientIP(r)); err != nil {
+	if err := a.svc.Core.AllowPublic(r.Context(), "machine-validate", web.ClientIP(r)); err != nil {
 		return err
 	}
 	var body machineValidateBody
@@ -162,7 +162,7 @@ func (a *api) validateMachineFax(w http.ResponseWriter, r *http.Request) error {
 		}
 		req.Pages = *body.Pages
 	}
-	q, err := a.svc.MachineQuote(r.Context(), req)
+	q, err := a.svc.Core.MachineQuote(r.Context(), req)
 	if err != nil {
 		return err
 	}
@@ -173,7 +173,7 @@ func (a *api) validateMachineFax(w http.ResponseWriter, r *http.Request) error {
 // createMachineFax is POST /api/v1/machine/faxes: unpaid, a 402 with the
 // challenges; paid, the order with its receipt.
 func (a *api) createMachineFax(w http.ResponseWriter, r *http.Request) error {
-	if !a.svc.MachineEnabled() {
+	if !a.svc.Core.MachineEnabled() {
 		return a.machinePaymentsOff()
 	}
 	var body machineFaxBody
@@ -190,7 +190,7 @@ func (a *api) createMachineFax(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	res, err := a.svc.MachineFax(r.Context(), core.MachineFaxRequest{
+	res, err := a.svc.Core.MachineFax(r.Context(), core.MachineFaxRequest{
 		To: body.To, PDF: pdf, RequestID: body.RequestID, Cover: body.Cover,
 		BodyDigest:    mpp.ContentDigest(raw),
 		Authorization: r.Header.Values("Authorization"),
@@ -251,10 +251,10 @@ func writeMachineResult(w http.ResponseWriter, r *http.Request, res *core.Machin
 // getMachineFaxStatus is the status URL of a paid order: the token in the
 // path is its capability, so it needs no credential.
 func (a *api) getMachineFaxStatus(w http.ResponseWriter, r *http.Request) error {
-	if !a.svc.MachineEnabled() {
+	if !a.svc.Core.MachineEnabled() {
 		return a.machinePaymentsOff()
 	}
-	o, err := a.svc.MachineFaxStatus(r.Context(), r.PathValue("token"))
+	o, err := a.svc.Core.MachineFaxStatus(r.Context(), r.PathValue("token"))
 	if err != nil {
 		return err
 	}

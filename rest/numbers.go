@@ -25,7 +25,7 @@ func (a *api) searchNumbers(w http.ResponseWriter, r *http.Request, p core.Princ
 		}
 		limit = n
 	}
-	found, err := a.svc.SearchNumbers(r.Context(), p, core.NumberSearch{
+	found, err := a.svc.Core.SearchNumbers(r.Context(), p, core.NumberSearch{
 		Country: q.Get("country"), AreaCode: q.Get("areaCode"), Locality: q.Get("locality"), Limit: limit,
 	})
 	if err != nil {
@@ -43,7 +43,7 @@ func (a *api) buyNumber(w http.ResponseWriter, r *http.Request, p core.Principal
 	if err := web.DecodeJSON(w, r, &body, false); err != nil {
 		return err
 	}
-	n, err := a.svc.BuyNumber(r.Context(), p, body)
+	n, err := a.svc.Core.BuyNumber(r.Context(), p, body)
 	if err != nil {
 		return err
 	}
@@ -63,7 +63,7 @@ func (a *api) listNumbers(w http.ResponseWriter, r *http.Request, p core.Princip
 			return core.Errorf(core.KindInvalid, core.CodeInvalidRequest, "all must be true or false").With("parameter", "all")
 		}
 	}
-	ns, err := a.svc.ListNumbers(r.Context(), p, all)
+	ns, err := a.svc.Core.ListNumbers(r.Context(), p, all)
 	if err != nil {
 		return err
 	}
@@ -75,7 +75,7 @@ func (a *api) listNumbers(w http.ResponseWriter, r *http.Request, p core.Princip
 }
 
 func (a *api) getNumber(w http.ResponseWriter, r *http.Request, p core.Principal) error {
-	n, err := a.svc.GetNumber(r.Context(), p, r.PathValue("id"))
+	n, err := a.svc.Core.GetNumber(r.Context(), p, r.PathValue("id"))
 	if err != nil {
 		return err
 	}
@@ -85,7 +85,7 @@ func (a *api) getNumber(w http.ResponseWriter, r *http.Request, p core.Principal
 
 // payNumber pays an awaiting_payment number's first month from credits.
 func (a *api) payNumber(w http.ResponseWriter, r *http.Request, p core.Principal) error {
-	n, err := a.svc.PayNumberWithCredits(r.Context(), p, r.PathValue("id"))
+	n, err := a.svc.Core.PayNumberWithCredits(r.Context(), p, r.PathValue("id"))
 	if err != nil {
 		return err
 	}
@@ -95,7 +95,7 @@ func (a *api) payNumber(w http.ResponseWriter, r *http.Request, p core.Principal
 
 // releaseNumber serves both POST …/release and DELETE /api/v1/numbers/{id}.
 func (a *api) releaseNumber(w http.ResponseWriter, r *http.Request, p core.Principal) error {
-	n, err := a.svc.ReleaseNumber(r.Context(), p, r.PathValue("id"))
+	n, err := a.svc.Core.ReleaseNumber(r.Context(), p, r.PathValue("id"))
 	if err != nil {
 		return err
 	}

@@ -56,11 +56,11 @@ func (h *harness) buyAndPay(key, number string) core.Number {
 	}
 	ctx := context.Background()
 	p := h.env.Principal(h.t, key)
-	cs, err := h.env.Svc.CreateNumberCheckout(ctx, p, n.ID)
+	cs, err := h.env.Svc.Core.CreateNumberCheckout(ctx, p, n.ID)
 	if err != nil {
 		h.t.Fatal(err)
 	}
-	if _, err := h.env.Svc.CompleteCheckout(ctx, cs.ID); err != nil {
+	if _, err := h.env.Svc.Core.CompleteCheckout(ctx, cs.ID); err != nil {
 		h.t.Fatal(err)
 	}
 	h.env.DrainQueue(h.t)
@@ -165,7 +165,7 @@ func TestE2ENumbersAndInbox(t *testing.T) {
 	h.simulate(keyA, map[string]string{"to": n.E164, "subject": "x"}, file()).problem(400, core.CodeInvalidRequest)
 	h.simulate(keyA, map[string]string{"to": n.E164}, &formFile{"empty.pdf", bytes.NewReader(nil)}).problem(400, core.CodeEmptyFile)
 	h.do(keyA, "POST", "/api/v1/inbox/simulate", map[string]string{"to": n.E164}, nil).problem(415, core.CodeUnsupportedContentType)
-	limit := h.env.Svc.Config().MaxUploadBytes
+	limit := h.env.Svc.Core.Config().MaxUploadBytes
 	// Oversize: declared (refused before reading) and streamed (chunked,
 	// refused while reading).
 	h.simulate(keyA, map[string]string{"to": n.E164}, &formFile{"big.pdf", io.LimitReader(zeros{}, limit+1)}).problem(413, core.CodeFileTooLarge)
@@ -215,11 +215,11 @@ func TestE2ENumbersAndInbox(t *testing.T) {
 
 	var link core.InboxLink
 	h.do(keyA, "POST", "/api/v1/inbox/"+f.ID+"/download", nil, nil).status(http.StatusOK).decode(&link)
-	prefix := h.env.Svc.Config().APIURL + core.InboxDownloadPath
+	prefix := h.env.Svc.Core.Config().APIURL + core.InboxDownloadPath
 	if !strings.HasPrefix(link.URL, prefix) || !link.ExpiresAt.After(clk.Now()) {
 		t.Fatalf("link: %+v", link)
 	}
-	path := strings.TrimPrefix(link.URL, h.env.Svc.Config().APIURL)
+	path := strings.TrimPrefix(link.URL, h.env.Svc.Core.Config().APIURL)
 	res := h.do("", "GET", path, nil, nil)
 	if res.code != http.StatusOK || !bytes.HasPrefix(res.body, []byte("%PDF-")) {
 		t.Fatalf("download: %d %q", res.code, res.body[:min(len(res.body), 40)])

@@ -16,6 +16,7 @@ import (
 	"strings"
 
 	"github.com/faxhub/faxhub/core"
+	"github.com/faxhub/faxhub/core/services"
 	"github.com/faxhub/faxhub/core/web"
 )
 
@@ -54,7 +55,7 @@ type route struct {
 }
 
 type api struct {
-	svc    *core.Service
+	svc    *services.Set
 	opts   Options
 	log    *slog.Logger
 	mux    *http.ServeMux
@@ -66,12 +67,12 @@ type api struct {
 
 // New returns the handler for /api/v1/…, /openapi.json and /llms.txt. Mount
 // it on each of those paths (it answers other paths with 404).
-func New(svc *core.Service, opts Options, logger *slog.Logger) http.Handler {
+func New(svc *services.Set, opts Options, logger *slog.Logger) http.Handler {
 	return newAPI(svc, opts, logger)
 }
 
-func newAPI(svc *core.Service, opts Options, logger *slog.Logger) *api {
-	cfg := svc.Config()
+func newAPI(svc *services.Set, opts Options, logger *slog.Logger) *api {
+	cfg := svc.Core.Config()
 	opts.BaseURL = strings.TrimSuffix(cmp.Or(opts.BaseURL, cfg.BaseURL), "/")
 	opts.APIURL = strings.TrimSuffix(cmp.Or(opts.APIURL, cfg.APIURL, opts.BaseURL), "/")
 	if logger == nil {
@@ -86,7 +87,7 @@ func newAPI(svc *core.Service, opts Options, logger *slog.Logger) *api {
 	a.mux.HandleFunc(catchAllSubtree, a.notRouted)
 
 	doc, err := json.Marshal(openAPIDocument(opts, cfg, machineLimits{
-		maxPDF: cfg.Machine.MaxPDFBytes, maxBody: svc.MachineMaxBodyBytes(), maxPages: cfg.MaxPages,
+		maxPDF: cfg.Machine.MaxPDFBytes, maxBody: svc.Core.MachineMaxBodyBytes(), maxPages: cfg.MaxPages,
 		challengeTTL: int(cfg.Machine.ChallengeTTL.Minutes()), statusTTL: int(cfg.Machine.StatusTTL.Hours() / 24),
 	}))
 	if err != nil {
@@ -214,7 +215,7 @@ func (a *api) authed(h authedFunc) http.Handler {
 				"send your API key as \"Authorization: Bearer <API key>\""))
 			return
 		}
-		p, err := a.svc.AuthenticateAPIKey(r.Context(), secret)
+		p, err := a.svc.Core.AuthenticateAPIKey(r.Context(), secret)
 		if err != nil {
 			if core.ErrorKind(err) == core.KindUnauthenticated {
 				w.Header().Set("WWW-Authenticate", wwwAuthenticate+`, error="invalid_token"`)

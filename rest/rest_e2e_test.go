@@ -177,7 +177,7 @@ func (h *harness) createUpload(key string, body any) core.UploadCapability {
 	h.t.Helper()
 	var c core.UploadCapability
 	h.do(key, "POST", "/api/v1/uploads", body, nil).status(http.StatusOK).decode(&c)
-	prefix := h.env.Svc.Config().APIURL
+	prefix := h.env.Svc.Core.Config().APIURL
 	if !strings.HasPrefix(c.UploadURL, prefix+"/api/v1/uploads/") || !strings.HasSuffix(c.UploadURL, "/"+c.UploadToken) {
 		h.t.Fatalf("uploadUrl %q does not name the token under %s", c.UploadURL, prefix)
 	}
@@ -235,7 +235,7 @@ func TestE2EUploadSendDeliver(t *testing.T) {
 	pdf := testenv.MinimalPDF(2)
 
 	c := h.createUpload(key, nil)
-	if c.Method != "PUT" || c.Key == "" || c.MaxBytes != h.env.Svc.Config().MaxUploadBytes || !c.ExpiresAt.After(time.Now()) {
+	if c.Method != "PUT" || c.Key == "" || c.MaxBytes != h.env.Svc.Core.Config().MaxUploadBytes || !c.ExpiresAt.After(time.Now()) {
 		t.Fatalf("capability %+v", c)
 	}
 	// No Authorization header, and a Content-Type that says nothing: the
@@ -451,7 +451,7 @@ func TestE2EUploadExpired(t *testing.T) {
 		c.Now = func() time.Time { return time.Now().Add(time.Duration(skew.Load())) }
 	}))
 	c := h.createUpload(h.env.KeyATest, nil)
-	skew.Store(int64(h.env.Svc.Config().UploadTTL + time.Minute))
+	skew.Store(int64(h.env.Svc.Core.Config().UploadTTL + time.Minute))
 	h.put(c.UploadURL, testenv.MinimalPDF(1)).problem(http.StatusGone, core.CodeUploadExpired)
 }
 

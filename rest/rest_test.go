@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/faxhub/faxhub/core"
+	"github.com/faxhub/faxhub/core/services"
 )
 
 // keyStore knows API keys and nothing else: the embedded nil Store makes
@@ -68,7 +69,7 @@ func newUnitAPI(t *testing.T, machine bool) *api {
 		core.HashSecret(revokedKey):  {ID: "key_r", OwnerID: "own_a", Mode: core.ModeTest, LastUsedAt: &now, RevokedAt: &revoked},
 		core.HashSecret(liveLooking): {ID: "key_m", OwnerID: "own_a", Mode: core.ModeTest, LastUsedAt: &now},
 	}}
-	svc, err := core.New(core.Config{
+	svc, err := services.New(core.Config{
 		BaseURL: unitBaseURL, APIURL: unitAPIURL, UploadSecret: bytes.Repeat([]byte{1}, 32), MaxUploadBytes: 1 << 20,
 		Machine: core.MachineConfig{Enabled: machine, MaxPDFBytes: 3 << 10},
 	}, core.Deps{Store: st, Destination: destinations{}})
@@ -389,7 +390,7 @@ func (u unreadable) Read([]byte) (int, error) {
 
 func TestPutUpload(t *testing.T) {
 	a := newUnitAPI(t, false)
-	limit := a.svc.Config().MaxUploadBytes
+	limit := a.svc.Core.Config().MaxUploadBytes
 
 	t.Run("declared too large is refused unread", func(t *testing.T) {
 		r := httptest.NewRequest("PUT", "/api/v1/uploads/u1.x.y", unreadable{t})

@@ -9,6 +9,7 @@ import (
 	"os"
 
 	"github.com/faxhub/faxhub/core"
+	"github.com/faxhub/faxhub/core/services"
 	"github.com/faxhub/faxhub/core/web"
 	"github.com/faxhub/faxhub/internal/app"
 )
@@ -107,7 +108,7 @@ func adminCmd(ctx context.Context, name string, args []string, stdout, stderr io
 		if *owner == "" {
 			return nil, usageError{"--owner EMAIL is required"}
 		}
-		return svc.OwnerByEmail(ctx, *owner)
+		return svc.Core.OwnerByEmail(ctx, *owner)
 	}
 	parseMode := func() (core.Mode, error) {
 		m, err := core.ParseMode(*mode)
@@ -122,7 +123,7 @@ func adminCmd(ctx context.Context, name string, args []string, stdout, stderr io
 		if *email == "" {
 			return usageError{"--email is required"}
 		}
-		o, err := svc.CreateOwner(ctx, *email, *ownerName, true)
+		o, err := svc.Core.CreateOwner(ctx, *email, *ownerName, true)
 		if err != nil {
 			return err
 		}
@@ -136,7 +137,7 @@ func adminCmd(ctx context.Context, name string, args []string, stdout, stderr io
 		if err != nil {
 			return err
 		}
-		secret, k, err := svc.CreateAPIKey(ctx, o.ID, m, *ownerName)
+		secret, k, err := svc.Core.CreateAPIKey(ctx, o.ID, m, *ownerName)
 		if err != nil {
 			return err
 		}
@@ -159,11 +160,11 @@ func adminCmd(ctx context.Context, name string, args []string, stdout, stderr io
 		if r == "" {
 			r = "operator grant"
 		}
-		e, err := svc.GrantCredits(ctx, o.ID, m, micros, r)
+		e, err := svc.Core.GrantCredits(ctx, o.ID, m, micros, r)
 		if err != nil {
 			return err
 		}
-		b, err := svc.Balance(ctx, o.ID, m)
+		b, err := svc.Core.Balance(ctx, o.ID, m)
 		if err != nil {
 			return err
 		}
@@ -174,7 +175,7 @@ func adminCmd(ctx context.Context, name string, args []string, stdout, stderr io
 		if err != nil {
 			return err
 		}
-		secret, _, err := svc.CreateSession(ctx, o.ID, "faxhub admin session create")
+		secret, _, err := svc.Core.CreateSession(ctx, o.ID, "faxhub admin session create")
 		if err != nil {
 			return err
 		}
@@ -190,7 +191,7 @@ func adminCmd(ctx context.Context, name string, args []string, stdout, stderr io
 		if err != nil {
 			return err
 		}
-		f, err := svc.DeliverTestFax(ctx, "", core.TestInboundFax{To: *to, From: *from, Path: tmp})
+		f, err := svc.Core.DeliverTestFax(ctx, "", core.TestInboundFax{To: *to, From: *from, Path: tmp})
 		if err != nil {
 			return err
 		}
@@ -221,19 +222,19 @@ func copyToTemp(path string) (string, error) {
 
 // createDemo makes (or reuses) the demo owner, gives it a new test key and
 // 10 USD of test credits, and prints the key once.
-func createDemo(ctx context.Context, svc *core.Service, apiURL string, w io.Writer) error {
-	o, err := svc.OwnerByEmail(ctx, demoEmail)
+func createDemo(ctx context.Context, svc *services.Set, apiURL string, w io.Writer) error {
+	o, err := svc.Core.OwnerByEmail(ctx, demoEmail)
 	if core.ErrorKind(err) == core.KindNotFound {
-		o, err = svc.CreateOwner(ctx, demoEmail, "Demo Owner", true)
+		o, err = svc.Core.CreateOwner(ctx, demoEmail, "Demo Owner", true)
 	}
 	if err != nil {
 		return err
 	}
-	secret, _, err := svc.CreateAPIKey(ctx, o.ID, core.ModeTest, "demo")
+	secret, _, err := svc.Core.CreateAPIKey(ctx, o.ID, core.ModeTest, "demo")
 	if err != nil {
 		return err
 	}
-	if _, err := svc.GrantCredits(ctx, o.ID, core.ModeTest, 10*core.MicrosPerDollar, "demo credits"); err != nil {
+	if _, err := svc.Core.GrantCredits(ctx, o.ID, core.ModeTest, 10*core.MicrosPerDollar, "demo credits"); err != nil {
 		return err
 	}
 	fmt.Fprintf(w, "demo owner: %s\ntest API key (shown once): %s\ntest credits: +10.00 USD\n\nTry:\n  curl -s -X POST %s/api/v1/uploads -H 'Authorization: Bearer %s'\n", o.Email, secret, apiURL, secret)
@@ -276,7 +277,7 @@ func adminPurge(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		fs.StringVar(&c.BlobURL, "blobs", os.Getenv("FAXHUB_BLOB_URL"), "blob store URL, as for serve [FAXHUB_BLOB_URL] (default: files in the data dir)")
 	}
 	return withApp(ctx, "admin purge", args, stderr, flags, func(a *app.App) error {
-		counts, err := a.Svc.Purge(ctx)
+		counts, err := a.Svc.Core.Purge(ctx)
 		for _, pc := range counts {
 			fmt.Fprintf(stdout, "%s %d\n", pc.What, pc.N)
 		}

@@ -49,23 +49,23 @@ func TestAdminInboxDeliver(t *testing.T) {
 		defer cancel()
 		_ = a.Queue.Stop(sctx)
 	}()
-	p, err := a.Svc.AuthenticateAPIKey(ctx, strings.TrimSpace(key))
+	p, err := a.Svc.Core.AuthenticateAPIKey(ctx, strings.TrimSpace(key))
 	if err != nil {
 		t.Fatal(err)
 	}
-	n, err := a.Svc.BuyNumber(ctx, p, core.BuyNumberRequest{Number: "+14155550170"})
+	n, err := a.Svc.Core.BuyNumber(ctx, p, core.BuyNumberRequest{Number: "+14155550170"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	cs, err := a.Svc.CreateNumberCheckout(ctx, p, n.ID)
+	cs, err := a.Svc.Core.CreateNumberCheckout(ctx, p, n.ID)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := a.Svc.CompleteCheckout(ctx, cs.ID); err != nil {
+	if _, err := a.Svc.Core.CompleteCheckout(ctx, cs.ID); err != nil {
 		t.Fatal(err)
 	}
 	waitFor(t, "the number to be active", func() bool {
-		n, err = a.Svc.GetNumber(ctx, p, n.ID)
+		n, err = a.Svc.Core.GetNumber(ctx, p, n.ID)
 		return err == nil && n.Status == core.NumberActive
 	})
 
@@ -82,7 +82,7 @@ func TestAdminInboxDeliver(t *testing.T) {
 	}
 	var f *core.InboundFax
 	waitFor(t, "the fax to be read", func() bool {
-		f, err = a.Svc.GetInboxFax(ctx, p, strings.TrimSpace(id))
+		f, err = a.Svc.Core.GetInboxFax(ctx, p, strings.TrimSpace(id))
 		return err == nil && f.Status == core.InboxReceived
 	})
 	if f.Pages != 3 || f.To != n.E164 {

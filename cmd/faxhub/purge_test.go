@@ -33,23 +33,23 @@ func TestAdminPurge(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	o, err := a.Svc.CreateOwner(ctx, "purge@example.com", "", true)
+	o, err := a.Svc.Core.CreateOwner(ctx, "purge@example.com", "", true)
 	if err != nil {
 		t.Fatal(err)
 	}
-	key, _, err := a.Svc.CreateAPIKey(ctx, o.ID, core.ModeTest, "")
+	key, _, err := a.Svc.Core.CreateAPIKey(ctx, o.ID, core.ModeTest, "")
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, err := a.Svc.AuthenticateAPIKey(ctx, key)
+	p, err := a.Svc.Core.AuthenticateAPIKey(ctx, key)
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, err := a.Svc.CreateUpload(ctx, p, "", 0)
+	c, err := a.Svc.Core.CreateUpload(ctx, p, "", 0)
 	if err != nil {
 		t.Fatal(err)
 	}
-	doc, err := a.Svc.ReceiveUpload(ctx, c.UploadToken, bytes.NewReader(testenv.MinimalPDF(1)))
+	doc, err := a.Svc.Core.ReceiveUpload(ctx, c.UploadToken, bytes.NewReader(testenv.MinimalPDF(1)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -76,7 +76,7 @@ func TestAdminPurge(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer a.Close()
-	if _, err := a.Svc.GetDocument(ctx, p, doc.ID); core.ErrorCode(err) != core.CodeNotFound {
+	if _, err := a.Svc.Core.GetDocument(ctx, p, doc.ID); core.ErrorCode(err) != core.CodeNotFound {
 		t.Fatalf("purged document: %v", err)
 	}
 	if _, err := faxhub(t, append([]string{"admin", "purge", "--retention", "soon"}, d...)...); err == nil {

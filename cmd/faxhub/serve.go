@@ -69,20 +69,20 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		// app.Handler): 30 s for a JSON or form body, uploads at 64 KiB/s
 		// on average after 30 s.
 	}
-	purge := func(ctx context.Context) error { _, err := a.Svc.Purge(ctx); return err }
-	if err := a.Queue.SchedulePurge(purge, a.Svc.Config().Storage.GCInterval); err != nil {
+	purge := func(ctx context.Context) error { _, err := a.Svc.Core.Purge(ctx); return err }
+	if err := a.Queue.SchedulePurge(purge, a.Svc.Core.Config().Storage.GCInterval); err != nil {
 		return err
 	}
 	if c.MachineSweep < time.Second {
 		return fmt.Errorf("--machine-sweep-interval %s: must be at least 1s", c.MachineSweep)
 	}
-	if err := a.Queue.ScheduleMachineSweep(a.Svc.SweepMachinePayments, c.MachineSweep); err != nil {
+	if err := a.Queue.ScheduleMachineSweep(a.Svc.Core.SweepMachinePayments, c.MachineSweep); err != nil {
 		return err
 	}
 	if c.NumberSweep < time.Second {
 		return fmt.Errorf("--number-sweep-interval %s: must be at least 1s", c.NumberSweep)
 	}
-	if err := a.Queue.ScheduleNumberSweep(a.Svc.SweepNumbers, c.NumberSweep); err != nil {
+	if err := a.Queue.ScheduleNumberSweep(a.Svc.Core.SweepNumbers, c.NumberSweep); err != nil {
 		return err
 	}
 	if err := a.Queue.Start(ctx); err != nil {
@@ -134,7 +134,7 @@ func banner(ctx context.Context, a *app.App, c config, w io.Writer) {
 	fmt.Fprintf(w, "  API       %s/api/v1/   (OpenAPI: %s/openapi.json)\n", c.APIURL, c.BaseURL)
 	fmt.Fprintf(w, "  data dir  %s\n\n", c.DataDir)
 	if c.Dev {
-		if _, err := a.Svc.OwnerByEmail(ctx, demoEmail); errors.Is(err, nil) {
+		if _, err := a.Svc.Core.OwnerByEmail(ctx, demoEmail); errors.Is(err, nil) {
 			fmt.Fprintf(w, "Demo owner %s exists. A new test key:\n  %s admin apikey create %s --owner %s --mode test\n\n", demoEmail, selfName(), c.dataFlag(), demoEmail)
 			return
 		} else if core.ErrorKind(err) != core.KindNotFound {

@@ -81,11 +81,11 @@ func benchAgentExchange(t *testing.T, rep *report) {
 // claim as the owner and returns the identity assertion from the poll.
 func approvedAssertion(t *testing.T, a *app.App, base string) string {
 	ctx := t.Context()
-	o, err := a.Svc.CreateOwner(ctx, "agents-bench@example.com", "Bench", true)
+	o, err := a.Svc.Core.CreateOwner(ctx, "agents-bench@example.com", "Bench", true)
 	if err != nil {
 		t.Fatal(err)
 	}
-	secret, _, err := a.Svc.CreateSession(ctx, o.ID, "bench")
+	secret, _, err := a.Svc.Core.CreateSession(ctx, o.ID, "bench")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -117,7 +117,7 @@ func approvedAssertion(t *testing.T, a *app.App, base string) string {
 	if !ok {
 		t.Fatalf("registration: %v", reg)
 	}
-	if err := a.Svc.DecideAgentClaim(ctx, o.ID, attempt, claim["user_code"].(string), true, nil); err != nil {
+	if err := a.Svc.Core.DecideAgentClaim(ctx, o.ID, attempt, claim["user_code"].(string), true, nil); err != nil {
 		t.Fatal(err)
 	}
 	resp, err := http.PostForm(base+oauth.PathToken, url.Values{"grant_type": {oauth.GrantTypeAgentClaim},

@@ -64,11 +64,11 @@ func deliveryRate(t *testing.T, postgres string) (float64, string) {
 	env := benchEnv(t, postgres, nil)
 	db := env.DB.SQL()
 	p := env.Principal(t, env.KeyATest)
-	up, err := env.Svc.CreateUpload(ctx, p, "", 0)
+	up, err := env.Svc.Core.CreateUpload(ctx, p, "", 0)
 	if err != nil {
 		t.Fatal(err)
 	}
-	doc, err := env.Svc.ReceiveUpload(ctx, up.UploadToken, bytes.NewReader(testenv.MinimalPDF(1)))
+	doc, err := env.Svc.Core.ReceiveUpload(ctx, up.UploadToken, bytes.NewReader(testenv.MinimalPDF(1)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -88,7 +88,7 @@ func deliveryRate(t *testing.T, postgres string) (float64, string) {
 				if i > deliveryFaxes {
 					return
 				}
-				if _, _, err := env.Svc.SendFax(cctx, p, fmt.Sprintf("delivery-%d", i), core.SendFaxRequest{To: "+12125550100", DocumentID: doc.ID}); err != nil {
+				if _, _, err := env.Svc.Core.SendFax(cctx, p, fmt.Sprintf("delivery-%d", i), core.SendFaxRequest{To: "+12125550100", DocumentID: doc.ID}); err != nil {
 					errs <- fmt.Errorf("create fax %d: %w", i, err)
 					return
 				}
@@ -115,13 +115,13 @@ func deliveryRate(t *testing.T, postgres string) (float64, string) {
 	// polling it would take turns from the workers.
 	var returned atomic.Int64
 	deliver := func(ctx context.Context, faxID string) error {
-		err := env.Svc.Deliver(ctx, faxID)
+		err := env.Svc.Core.Deliver(ctx, faxID)
 		if err == nil {
 			returned.Add(1)
 		}
 		return err
 	}
-	q, err := queue.New(db, env.DB.Dialect(), queue.Handlers{Deliver: deliver, Outcome: env.Svc.RecordProviderOutcome}, queue.Options{}, testLogger(t))
+	q, err := queue.New(db, env.DB.Dialect(), queue.Handlers{Deliver: deliver, Outcome: env.Svc.Core.RecordProviderOutcome}, queue.Options{}, testLogger(t))
 	if err != nil {
 		t.Fatal(err)
 	}

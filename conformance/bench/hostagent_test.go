@@ -147,18 +147,18 @@ const hostAgentHosts = 4
 // every device code is approved as the owner with get_credits granted.
 func activeAgents(t *testing.T, a *app.App, base string) *agentPool {
 	ctx := t.Context()
-	o, err := a.Svc.CreateOwner(ctx, "hostagent-bench@example.com", "Bench", true)
+	o, err := a.Svc.Core.CreateOwner(ctx, "hostagent-bench@example.com", "Bench", true)
 	if err != nil {
 		t.Fatal(err)
 	}
 	pool := &agentPool{}
 	for h := range hostAgentHosts {
 		_, hostKey, _ := ed25519.GenerateKey(rand.Reader)
-		hc, err := a.Svc.CreateHost(ctx, o.ID, core.HostCreateRequest{Name: fmt.Sprintf("bench host %d", h), PublicKey: publicJWK(t, hostKey)})
+		hc, err := a.Svc.Core.CreateHost(ctx, o.ID, core.HostCreateRequest{Name: fmt.Sprintf("bench host %d", h), PublicKey: publicJWK(t, hostKey)})
 		if err != nil {
 			t.Fatalf("create host: %v", err)
 		}
-		host, err := a.Svc.HostForJWT(ctx, hc.Host.ID)
+		host, err := a.Svc.Core.HostForJWT(ctx, hc.Host.ID)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -173,7 +173,7 @@ func activeAgents(t *testing.T, a *app.App, base string) *agentPool {
 				if err != nil {
 					t.Fatal(err)
 				}
-				v, err := a.Svc.RegisterDelegatedAgent(ctx, host, core.DelegatedAgentRequest{Name: fmt.Sprintf("bench agent %d", i),
+				v, err := a.Svc.Core.RegisterDelegatedAgent(ctx, host, core.DelegatedAgentRequest{Name: fmt.Sprintf("bench agent %d", i),
 					Mode: "delegated", PreferredMethod: "device_authorization", Capabilities: []core.Capability{core.CapGetCredits}, AgentKey: jwk})
 				if err != nil {
 					t.Fatalf("register agent %d: %v", i, err)
@@ -183,7 +183,7 @@ func activeAgents(t *testing.T, a *app.App, base string) *agentPool {
 			if approval == nil {
 				t.Fatalf("agent %s: pending without a device code", id)
 			}
-			if _, err := a.Svc.DecideDevice(ctx, o.ID, id, approval.UserCode, true, []core.Capability{core.CapGetCredits}); err != nil {
+			if _, err := a.Svc.Core.DecideDevice(ctx, o.ID, id, approval.UserCode, true, []core.Capability{core.CapGetCredits}); err != nil {
 				t.Fatalf("approve device: %v", err)
 			}
 			pool.agents = append(pool.agents, &delegatedAgent{hostID: hc.Host.ID, agentID: id, key: agentKey, signer: newSigner(t, agentKey, "agent+jwt")})

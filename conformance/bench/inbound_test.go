@@ -39,15 +39,15 @@ func benchInbound(t *testing.T, rep *report) {
 	ctx := t.Context()
 	e := testenv.New(t)
 	p := e.Principal(t, e.KeyATest)
-	n, err := e.Svc.BuyNumber(ctx, p, core.BuyNumberRequest{Number: "+14155550180"})
+	n, err := e.Svc.Core.BuyNumber(ctx, p, core.BuyNumberRequest{Number: "+14155550180"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	cs, err := e.Svc.CreateNumberCheckout(ctx, p, n.ID)
+	cs, err := e.Svc.Core.CreateNumberCheckout(ctx, p, n.ID)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := e.Svc.CompleteCheckout(ctx, cs.ID); err != nil {
+	if _, err := e.Svc.Core.CompleteCheckout(ctx, cs.ID); err != nil {
 		t.Fatal(err)
 	}
 	e.DrainQueue(t)
@@ -92,7 +92,7 @@ func benchInbound(t *testing.T, rep *report) {
 					t.Error(err)
 					return
 				}
-				if _, err := e.Svc.DeliverTestFax(context.WithoutCancel(ctx), "", core.TestInboundFax{To: n.E164, Path: path}); err != nil {
+				if _, err := e.Svc.Core.DeliverTestFax(context.WithoutCancel(ctx), "", core.TestInboundFax{To: n.E164, Path: path}); err != nil {
 					t.Errorf("sender %d: %v", w, err)
 					return
 				}
@@ -102,7 +102,7 @@ func benchInbound(t *testing.T, rep *report) {
 	wg.Wait()
 	e.DrainQueue(t)
 	elapsed := time.Since(start)
-	page, err := e.Svc.ListInbox(ctx, p, core.InboxQuery{Limit: 100})
+	page, err := e.Svc.Core.ListInbox(ctx, p, core.InboxQuery{Limit: 100})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -247,15 +247,15 @@ func credential(ch mpp.Challenge, spt string) (string, error) {
 // a test API key, credits and one uploaded 1-page PDF, unique
 // Idempotency-Keys (as benchSendAndGet does on its own service).
 func creditSend(ctx context.Context, t *testing.T, a *app.App, c *http.Client, base string) (loadResult, error) {
-	o, err := a.Svc.CreateOwner(ctx, "machine-bench@example.com", "Bench", true)
+	o, err := a.Svc.Core.CreateOwner(ctx, "machine-bench@example.com", "Bench", true)
 	if err != nil {
 		return loadResult{}, err
 	}
-	key, _, err := a.Svc.CreateAPIKey(ctx, o.ID, core.ModeTest, "bench")
+	key, _, err := a.Svc.Core.CreateAPIKey(ctx, o.ID, core.ModeTest, "bench")
 	if err != nil {
 		return loadResult{}, err
 	}
-	if _, err := a.Svc.GrantCredits(ctx, o.ID, core.ModeTest, 1_000_000*core.MicrosPerDollar, "benchmark"); err != nil {
+	if _, err := a.Svc.Core.GrantCredits(ctx, o.ID, core.ModeTest, 1_000_000*core.MicrosPerDollar, "benchmark"); err != nil {
 		return loadResult{}, err
 	}
 	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, base+"/api/v1/uploads", strings.NewReader("{}"))

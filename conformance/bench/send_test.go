@@ -56,7 +56,7 @@ func benchEnv(t *testing.T, postgres string, cfg func(*core.Config)) *testenv.En
 			cfg(c)
 		}
 	}))
-	if _, err := env.Svc.GrantCredits(t.Context(), env.OwnerA.ID, core.ModeTest, 1_000_000*core.MicrosPerDollar, "benchmark"); err != nil {
+	if _, err := env.Svc.Core.GrantCredits(t.Context(), env.OwnerA.ID, core.ModeTest, 1_000_000*core.MicrosPerDollar, "benchmark"); err != nil {
 		t.Fatal(err)
 	}
 	return env

@@ -64,19 +64,19 @@ func benchTelnyxWebhooks(t *testing.T, rep *report) {
 	handler.Store(&h)
 	defer s.Close()
 
-	if _, err := e.Svc.GrantCredits(ctx, e.OwnerA.ID, core.ModeLive, 20*core.MicrosPerDollar, "bench"); err != nil {
+	if _, err := e.Svc.Core.GrantCredits(ctx, e.OwnerA.ID, core.ModeLive, 20*core.MicrosPerDollar, "bench"); err != nil {
 		t.Fatal(err)
 	}
 	p := e.Principal(t, e.KeyALive)
-	n, err := e.Svc.BuyNumber(ctx, p, core.BuyNumberRequest{Number: "+14155550150", PayWithCredits: true})
+	n, err := e.Svc.Core.BuyNumber(ctx, p, core.BuyNumberRequest{Number: "+14155550150", PayWithCredits: true})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := e.Svc.OrderNumber(ctx, n.ID); err != nil { // no workers: order it here
+	if err := e.Svc.Core.OrderNumber(ctx, n.ID); err != nil { // no workers: order it here
 		t.Fatal(err)
 	}
 	waitUntil(t, "the number active", func() bool {
-		got, err := e.Svc.GetNumber(ctx, p, n.ID)
+		got, err := e.Svc.Core.GetNumber(ctx, p, n.ID)
 		return err == nil && got.Status == core.NumberActive
 	})
 

@@ -25,11 +25,11 @@ import (
 func TestAgentRegistrationTwoReplicas(t *testing.T) {
 	const base = "http://faxhub.test"
 	apps, srvs := replicas(t, 2, base, func(o *app.Options) { o.MCPOAuth = true })
-	owner, err := apps[0].Svc.CreateOwner(t.Context(), "agents@example.com", "Agents", true)
+	owner, err := apps[0].Svc.Core.CreateOwner(t.Context(), "agents@example.com", "Agents", true)
 	if err != nil {
 		t.Fatal(err)
 	}
-	secret, _, err := apps[1].Svc.CreateSession(t.Context(), owner.ID, "test")
+	secret, _, err := apps[1].Svc.Core.CreateSession(t.Context(), owner.ID, "test")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -95,11 +95,11 @@ func TestAgentTokenAtMCP(t *testing.T) {
 	srv := httptest.NewServer(a.Handler())
 	t.Cleanup(srv.Close)
 	ctx := t.Context()
-	owner, err := a.Svc.CreateOwner(ctx, "mcp-agent@example.com", "Agent owner", true)
+	owner, err := a.Svc.Core.CreateOwner(ctx, "mcp-agent@example.com", "Agent owner", true)
 	if err != nil {
 		t.Fatal(err)
 	}
-	secret, err := a.Svc.CreateAgentEnrollment(ctx, owner.ID, "MCP bot", []string{"fax:read", "credits:read"})
+	secret, err := a.Svc.Core.CreateAgentEnrollment(ctx, owner.ID, "MCP bot", []string{"fax:read", "credits:read"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -134,7 +134,7 @@ func TestAgentTokenAtMCP(t *testing.T) {
 	}
 	_ = json.Unmarshal([]byte(body), &reg)
 	_, attempt, _ := strings.Cut(reg.Claim.VerificationURI, core.AgentClaimPagePath)
-	if err := a.Svc.DecideAgentClaim(ctx, owner.ID, attempt, reg.Claim.UserCode, true, []string{"credits:read"}); err != nil {
+	if err := a.Svc.Core.DecideAgentClaim(ctx, owner.ID, attempt, reg.Claim.UserCode, true, []string{"credits:read"}); err != nil {
 		t.Fatal(err)
 	}
 	code, body = do(oauth.PathToken, "application/x-www-form-urlencoded", "", url.Values{"grant_type": {oauth.GrantTypeAgentClaim},

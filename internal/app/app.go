@@ -29,6 +29,7 @@ import (
 	"github.com/faxhub/faxhub/core/prometheus"
 	"github.com/faxhub/faxhub/core/provider/simulated"
 	"github.com/faxhub/faxhub/core/queue"
+	"github.com/faxhub/faxhub/core/services"
 	"github.com/faxhub/faxhub/core/store"
 	"github.com/faxhub/faxhub/core/web"
 	"github.com/faxhub/faxhub/hostagent"
@@ -126,7 +127,7 @@ type App struct {
 	Options
 	DB      *store.DB
 	Queue   *queue.Queue
-	Svc     *core.Service
+	Svc     *services.Set
 	OAuth   *oauth.Server
 	Console *passkeys.Console
 	MCP     *mcpserver.Handler
@@ -241,20 +242,22 @@ func (a *App) wire(ctx context.Context) error {
 	}
 
 	// The queue calls the service and the service enqueues on the queue.
-	var svc *core.Service
+	var svc *services.Set
 	q, err := queue.New(a.DB.SQL(), a.DB.Dialect(), queue.Handlers{
-		Deliver: func(ctx context.Context, faxID string) error { return svc.Deliver(ctx, faxID) },
+		Deliver: func(ctx context.Context, faxID string) error { return svc.Core.Deliver(ctx, faxID) },
 		Outcome: func(ctx context.Context, faxID, attemptID string, res core.ProviderResult) error {
-			return svc.RecordProviderOutcome(ctx, faxID, attemptID, res)
+			return svc.Core.RecordProviderOutcome(ctx, faxID, attemptID, res)
 		},
-		OrderNumber: func(ctx context.Context, numberID string) error { return svc.OrderNumber(ctx, numberID) },
+		OrderNumber: func(ctx context.Context, numberID string) error { return svc.Core.OrderNumber(ctx, numberID) },
 		GiveUpNumberOrder: func(ctx context.Context, numberID string, cause error) error {
-			return svc.GiveUpNumberOrder(ctx, numberID, cause)
+			return svc.Core.GiveUpNumberOrder(ctx, numberID, cause)
 		},
 		NumberOutcome: func(ctx context.Context, provider, orderRef string, res core.NumberOrderResult) error {
-			return svc.RecordNumberOrder(ctx, provider, orderRef, res)
+			return svc.Core.RecordNumberOrder(ctx, provider, orderRef, res)
 		},
-		ProcessInbound: func(ctx context.Context, id string, last bool) error { return svc.ProcessInboundFax(ctx, id, last) },
+		ProcessInbound: func(ctx context.Context, id string, last bool) error {
+			return svc.Core.ProcessInboundFax(ctx, id, last)
+		},
 	}, queue.Options{
 		Workers: o.Workers, PollInterval: o.PollInterval, InsertOnly: o.InsertOnly, StatsDB: a.DB.Reader(),
 	}, o.Logger)
@@ -317,7 +320,7 @@ func (a *App) wire(ctx context.Context) error {
 	}
 	if o.MetricsAddr != "" {
 		mo := prometheus.Options{
-			Snapshot: func(ctx context.Context) (*core.Snapshot, error) { return svc.Snapshot(ctx) },
+			Snapshot: func(ctx context.Context) (*core.Snapshot, error) { return svc.Core.Snapshot(ctx) },
 		}
 		if a.DB.Dialect() == store.DialectSQLite {
 			mo.WriterStats = func() (int64, int64) { txs, commits, _ := a.DB.WriterStats(); return txs, commits }
@@ -329,12 +332,12 @@ func (a *App) wire(ctx context.Context) error {
 	if err := a.wireTelnyx(&deps); err != nil {
 		return err
 	}
-	if svc, err = core.New(cfg, deps); err != nil {
+	if svc, err = services.New(cfg, deps); err != nil {
 		return err
 	}
 	a.Queue, a.Svc = q, svc
 	if live != nil {
-		if a.stripeWebhook, err = stripecheckout.NewWebhook(svc, o.Stripe.WebhookSecret, o.Logger); err != nil {
+		if a.stripeWebhook, err = stripecheckout.NewWebhook(svc.Core, o.Stripe.WebhookSecret, o.Logger); err != nil {
 			return err
 		}
 	}
@@ -375,7 +378,7 @@ func liveCheckout(o Options) (core.CheckoutGateway, error) {
 func (a *App) wireOwners() error {
 	o := a.Options
 	srv, err := oauth.New(a.Svc, a.DB, oauth.Options{
-		BaseURL: o.BaseURL, APIURL: a.Svc.Config().APIURL, MCPOAuth: o.MCPOAuth, Logger: o.Logger,
+		BaseURL: o.BaseURL, APIURL: a.Svc.Core.Config().APIURL, MCPOAuth: o.MCPOAuth, Logger: o.Logger,
 	})
 	if err != nil {
 		return fmt.Errorf("oauth server: %w", err)
@@ -406,17 +409,17 @@ func (a *App) wireOwners() error {
 	// from its metadata so the two cannot disagree.
 	md := srv.Metadata()
 	a.A2A = a2aserver.New(a.Svc, srv, a2aserver.Options{
-		BaseURL: o.BaseURL, ASMetadataURL: a.Svc.Config().APIURL + oauth.PathASMetadataIssuer,
+		BaseURL: o.BaseURL, ASMetadataURL: a.Svc.Core.Config().APIURL + oauth.PathASMetadataIssuer,
 		AuthorizationURL: md.AuthorizationEndpoint, TokenURL: md.TokenEndpoint, Logger: o.Logger,
 	})
-	a.HostAgent = hostagent.New(a.Svc, hostagent.Options{BaseURL: o.BaseURL, APIURL: a.Svc.Config().APIURL, Logger: o.Logger})
+	a.HostAgent = hostagent.New(a.Svc, hostagent.Options{BaseURL: o.BaseURL, APIURL: a.Svc.Core.Config().APIURL, Logger: o.Logger})
 	return nil
 }
 
 // Ready reports whether the database is reachable and every migration of
 // faxhub and of the job queue is applied.
 func (a *App) Ready(ctx context.Context) error {
-	if err := a.Svc.Ready(ctx); err != nil {
+	if err := a.Svc.Core.Ready(ctx); err != nil {
 		return err
 	}
 	return queue.Validate(ctx, a.DB.SQL(), a.DB.Dialect())

@@ -23,7 +23,7 @@ func TestHostAgentTwoReplicas(t *testing.T) {
 	const base = "http://faxhub.test"
 	apps, srvs := replicas(t, 2, base, nil)
 	ctx := t.Context()
-	owner, err := apps[0].Svc.CreateOwner(ctx, "hosts@example.com", "Hosts", true)
+	owner, err := apps[0].Svc.Core.CreateOwner(ctx, "hosts@example.com", "Hosts", true)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -32,11 +32,11 @@ func TestHostAgentTwoReplicas(t *testing.T) {
 		return priv, json.RawMessage(`{"kty":"OKP","crv":"Ed25519","x":"` + base64.RawURLEncoding.EncodeToString(pub) + `"}`)
 	}
 	hostPriv, hostJWK := newKey()
-	created, err := apps[0].Svc.CreateHost(ctx, owner.ID, core.HostCreateRequest{Name: "Laptop", PublicKey: hostJWK})
+	created, err := apps[0].Svc.Core.CreateHost(ctx, owner.ID, core.HostCreateRequest{Name: "Laptop", PublicKey: hostJWK})
 	if err != nil {
 		t.Fatal(err)
 	}
-	aud := apps[0].Svc.Config().APIURL
+	aud := apps[0].Svc.Core.Config().APIURL
 	sign := func(extra map[string]any) string {
 		now := time.Now()
 		c := map[string]any{"iss": created.Host.ID, "aud": aud, "iat": now.Unix(), "exp": now.Add(time.Minute).Unix(), "jti": core.RandomString(16)}
@@ -93,7 +93,7 @@ func TestHostAgentTwoReplicas(t *testing.T) {
 	}
 	agentID := reg["agent_id"].(string)
 	userCode := reg["approval"].(map[string]any)["user_code"].(string)
-	if _, err := apps[1].Svc.DecideDevice(ctx, owner.ID, agentID, userCode, true, []core.Capability{core.CapGetCredits}); err != nil {
+	if _, err := apps[1].Svc.Core.DecideDevice(ctx, owner.ID, agentID, userCode, true, []core.Capability{core.CapGetCredits}); err != nil {
 		t.Fatalf("approve on B: %v", err)
 	}
 	if code, st := do(0, http.MethodGet, hostagent.PathStatus+"?agent_id="+agentID, nil, sign(nil)); code != http.StatusOK || st["status"] != "active" {

@@ -11,6 +11,7 @@ import (
 	"github.com/faxhub/faxhub/core/payments/stripe"
 	"github.com/faxhub/faxhub/core/payments/stripetest"
 	"github.com/faxhub/faxhub/core/payments/tempo"
+	"github.com/faxhub/faxhub/core/services"
 	"github.com/faxhub/faxhub/core/web"
 	"github.com/faxhub/faxhub/rest"
 )
@@ -156,9 +157,9 @@ func tempoMethod(o MachineOptions) (core.MachineMethod, bool, error) {
 
 // machineOffers are the methods core offers, as /openapi.json's
 // x-payment-info and /llms.txt list them.
-func machineOffers(svc *core.Service) []rest.MachineOffer {
+func machineOffers(svc *services.Set) []rest.MachineOffer {
 	var offers []rest.MachineOffer
-	for _, o := range svc.MachinePaymentOffers() {
+	for _, o := range svc.Core.MachinePaymentOffers() {
 		offers = append(offers, rest.MachineOffer{Method: o.Method, Intent: o.Intent, Currency: o.Currency})
 	}
 	return offers
@@ -172,7 +173,7 @@ func machineOffers(svc *core.Service) []rest.MachineOffer {
 func (a *App) stripeTestMint() http.Handler {
 	mint := http.StripPrefix(StripeTestPrefix, a.stripeTest)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if err := a.Svc.AllowPublic(r.Context(), "stripe-test-mint", web.ClientIP(r)); err != nil {
+		if err := a.Svc.Core.AllowPublic(r.Context(), "stripe-test-mint", web.ClientIP(r)); err != nil {
 			web.WriteError(w, r, a.Logger, err)
 			return
 		}

@@ -455,7 +455,7 @@ func TestMachineTempoPush(t *testing.T) {
 func TestMachineBodies(t *testing.T) {
 	m := newMachine(t)
 	png := []byte("\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR\x00\x00\x00\x01\x00\x00\x00\x01\x08\x02\x00\x00\x00\x90wS\xde\x00\x00\x00\x0cIDATx\x9cc\xf8\x0f\x00\x00\x01\x01\x00\x05\x18\xd8N\x00\x00\x00\x00IEND\xaeB`\x82")
-	limit := m.a.Svc.MachineMaxBodyBytes()
+	limit := m.a.Svc.Core.MachineMaxBodyBytes()
 	for _, c := range []struct {
 		name   string
 		body   []byte

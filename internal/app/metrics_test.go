@@ -82,7 +82,7 @@ func (m *metricsEnv) sendFax(key string) (int, string) {
 	if status != http.StatusOK || json.Unmarshal(b, &up) != nil {
 		m.t.Fatalf("create upload: %d %s", status, b)
 	}
-	status, b = m.call("PUT", strings.TrimPrefix(up.UploadURL, m.Svc.Config().APIURL), "", testenv.MinimalPDF(1),
+	status, b = m.call("PUT", strings.TrimPrefix(up.UploadURL, m.Svc.Core.Config().APIURL), "", testenv.MinimalPDF(1),
 		map[string]string{"Content-Type": "application/pdf"})
 	var doc struct {
 		Document core.Document `json:"document"`
@@ -193,7 +193,7 @@ func TestMetricsAfterASend(t *testing.T) {
 	m := newMetricsEnv(t)
 	status, id := m.sendFax(m.KeyATest)
 	m.waitForState(m.KeyATest, id, core.FaxDelivered)
-	if _, err := m.Svc.RequestApproval(t.Context(), core.ApprovalRequest{
+	if _, err := m.Svc.Core.RequestApproval(t.Context(), core.ApprovalRequest{
 		OwnerID: m.OwnerA.ID, Kind: core.ApprovalAgentClaim, Requester: "metrics test", Summary: "claim", Binding: "x", TTL: time.Hour,
 	}); err != nil {
 		t.Fatal(err)
@@ -375,7 +375,7 @@ func TestMetricsQueueAndUnfinishedFaxes(t *testing.T) {
 
 	// Deliver as the job would (the simulated provider at zero delay
 	// answers at once).
-	if err := m.Svc.Deliver(t.Context(), id); err != nil {
+	if err := m.Svc.Core.Deliver(t.Context(), id); err != nil {
 		t.Fatal(err)
 	}
 	m.waitForState(m.KeyATest, id, core.FaxDelivered)
@@ -400,7 +400,7 @@ func TestMetricsSnapshotBounded(t *testing.T) {
 	ctx, cancel := context.WithCancel(t.Context())
 	cancel()
 	done := make(chan error, 1)
-	go func() { _, err := e.Svc.Snapshot(ctx); done <- err }()
+	go func() { _, err := e.Svc.Core.Snapshot(ctx); done <- err }()
 	select {
 	case err := <-done:
 		if err == nil {
@@ -409,7 +409,7 @@ func TestMetricsSnapshotBounded(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("Snapshot with a canceled context did not return")
 	}
-	snap, err := e.Svc.Snapshot(t.Context())
+	snap, err := e.Svc.Core.Snapshot(t.Context())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -429,22 +429,22 @@ func TestMetricsDeliveryOutcomes(t *testing.T) {
 		"+12125550104", // the call drops half way: one partial attempt
 		"+12125550105", // the API errors once: a failed attempt, then delivered
 	} {
-		capa, err := m.Svc.CreateUpload(ctx, p, "", 0)
+		capa, err := m.Svc.Core.CreateUpload(ctx, p, "", 0)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := m.Svc.ReceiveUpload(ctx, capa.UploadToken, bytes.NewReader(testenv.MinimalPDF(2))); err != nil {
+		if _, err := m.Svc.Core.ReceiveUpload(ctx, capa.UploadToken, bytes.NewReader(testenv.MinimalPDF(2))); err != nil {
 			t.Fatal(err)
 		}
-		if _, _, err := m.Svc.SendFax(ctx, p, "metrics-"+to, core.SendFaxRequest{To: to, UploadToken: capa.UploadToken}); err != nil {
+		if _, _, err := m.Svc.Core.SendFax(ctx, p, "metrics-"+to, core.SendFaxRequest{To: to, UploadToken: capa.UploadToken}); err != nil {
 			t.Fatal(err)
 		}
 	}
-	capa, err := m.Svc.CreateUpload(ctx, p, "", 0)
+	capa, err := m.Svc.Core.CreateUpload(ctx, p, "", 0)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := m.Svc.ReceiveUpload(ctx, capa.UploadToken, strings.NewReader("%PDF-1.4\nnot really a PDF\n")); err == nil {
+	if _, err := m.Svc.Core.ReceiveUpload(ctx, capa.UploadToken, strings.NewReader("%PDF-1.4\nnot really a PDF\n")); err == nil {
 		t.Fatal("a broken PDF was accepted")
 	}
 	m.DrainQueue(t)

@@ -99,7 +99,7 @@ func (a *App) wireTelnyx(deps *core.Deps) error {
 // configured, a 503 that says so (an event sent there changes nothing).
 func (a *App) telnyxWebhookHandler() http.Handler {
 	if a.telnyxKey != nil {
-		return telnyx.NewWebhook(telnyx.WebhookConfig{PublicKey: a.telnyxKey, Sink: a.Svc, Logger: a.Logger})
+		return telnyx.NewWebhook(telnyx.WebhookConfig{PublicKey: a.telnyxKey, Sink: a.Svc.Core, Logger: a.Logger})
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		web.WriteProblem(w, web.Problem{

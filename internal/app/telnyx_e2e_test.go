@@ -55,7 +55,7 @@ func newTelnyxEnv(t *testing.T) *telnyxEnv {
 	handler.Store(&h)
 	t.Cleanup(s.Close)
 	ctx := context.Background()
-	if _, err := env.Svc.GrantCredits(ctx, env.OwnerA.ID, core.ModeLive, 20*core.MicrosPerDollar, "telnyx test"); err != nil {
+	if _, err := env.Svc.Core.GrantCredits(ctx, env.OwnerA.ID, core.ModeLive, 20*core.MicrosPerDollar, "telnyx test"); err != nil {
 		t.Fatal(err)
 	}
 	return &telnyxEnv{Env: env, standin: st.URL, p: env.Principal(t, env.KeyALive)}
@@ -97,22 +97,22 @@ func eventually(t *testing.T, what string, cond func() bool) {
 func TestTelnyxNumbersAndInbox(t *testing.T) {
 	e := newTelnyxEnv(t)
 	ctx := context.Background()
-	found, err := e.Svc.SearchNumbers(ctx, e.p, core.NumberSearch{AreaCode: "212", Limit: 3})
+	found, err := e.Svc.Core.SearchNumbers(ctx, e.p, core.NumberSearch{AreaCode: "212", Limit: 3})
 	if err != nil || len(found) != 3 || found[0].E164 != "+12125550150" || found[0].Locality != "New York" {
 		t.Fatalf("search: %+v %v", found, err)
 	}
-	n, err := e.Svc.BuyNumber(ctx, e.p, core.BuyNumberRequest{Number: found[0].E164, PayWithCredits: true})
+	n, err := e.Svc.Core.BuyNumber(ctx, e.p, core.BuyNumberRequest{Number: found[0].E164, PayWithCredits: true})
 	if err != nil {
 		t.Fatal(err)
 	}
 	eventually(t, "the number active", func() bool {
-		got, err := e.Svc.GetNumber(ctx, e.p, n.ID)
+		got, err := e.Svc.Core.GetNumber(ctx, e.p, n.ID)
 		if err == nil && got.Status == core.NumberFailed {
 			t.Fatalf("the order failed: %+v", got)
 		}
 		return err == nil && got.Status == core.NumberActive
 	})
-	got, _ := e.Svc.GetNumber(ctx, e.p, n.ID)
+	got, _ := e.Svc.Core.GetNumber(ctx, e.p, n.ID)
 	if got.Provider != "telnyx" || got.ProviderRef == "" || got.OrderRef == "" {
 		t.Errorf("number %+v", got)
 	}
@@ -122,7 +122,7 @@ func TestTelnyxNumbersAndInbox(t *testing.T) {
 	e.post(t, "/standin/events/"+in["event_id"].(string)+"/redeliver", nil)
 	var inbox []core.InboundFax
 	eventually(t, "the fax received", func() bool {
-		page, err := e.Svc.ListInbox(ctx, e.p, core.InboxQuery{})
+		page, err := e.Svc.Core.ListInbox(ctx, e.p, core.InboxQuery{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -133,11 +133,11 @@ func TestTelnyxNumbersAndInbox(t *testing.T) {
 		t.Fatalf("inbox %+v", inbox)
 	}
 	e.post(t, "/standin/events/"+in["event_id"].(string)+"/redeliver", nil)
-	if page, _ := e.Svc.ListInbox(ctx, e.p, core.InboxQuery{}); len(page.Data) != 1 {
+	if page, _ := e.Svc.Core.ListInbox(ctx, e.p, core.InboxQuery{}); len(page.Data) != 1 {
 		t.Errorf("a duplicate notice made %d entries", len(page.Data))
 	}
 
-	if _, err := e.Svc.ReleaseNumber(ctx, e.p, n.ID); err != nil {
+	if _, err := e.Svc.Core.ReleaseNumber(ctx, e.p, n.ID); err != nil {
 		t.Fatal(err)
 	}
 	resp, err := http.Get(e.standin + "/standin/state")
@@ -151,12 +151,12 @@ func TestTelnyxNumbersAndInbox(t *testing.T) {
 		t.Errorf("the released number is still on the Telnyx account: %v", st.Numbers)
 	}
 
-	bad, err := e.Svc.BuyNumber(ctx, e.p, core.BuyNumberRequest{Number: telnyxstandin.FailingNumber, PayWithCredits: true})
+	bad, err := e.Svc.Core.BuyNumber(ctx, e.p, core.BuyNumberRequest{Number: telnyxstandin.FailingNumber, PayWithCredits: true})
 	if err != nil {
 		t.Fatal(err)
 	}
 	eventually(t, "the failing order failed", func() bool {
-		got, err := e.Svc.GetNumber(ctx, e.p, bad.ID)
+		got, err := e.Svc.Core.GetNumber(ctx, e.p, bad.ID)
 		return err == nil && got.Status == core.NumberFailed
 	})
 }

@@ -118,11 +118,11 @@ type Owner struct {
 // whose cookie is sent to Base and to every origin in alsoAt.
 func (s *Site) Owner(t testing.TB, email string, alsoAt ...string) *Owner {
 	t.Helper()
-	o, err := s.App.Svc.CreateOwner(t.Context(), email, "Owner", true)
+	o, err := s.App.Svc.Core.CreateOwner(t.Context(), email, "Owner", true)
 	if err != nil {
 		t.Fatalf("create owner %s: %v", email, err)
 	}
-	secret, _, err := s.App.Svc.CreateSession(t.Context(), o.ID, "test")
+	secret, _, err := s.App.Svc.Core.CreateSession(t.Context(), o.ID, "test")
 	if err != nil {
 		t.Fatalf("create session for %s: %v", email, err)
 	}
@@ -249,7 +249,7 @@ func (w *Owner) Approve(t testing.TB, approval string, uv bool) Reply {
 		t.Fatal("approve: the owner has no passkey (AddPasskey first)")
 	}
 	id := approval[strings.LastIndex(approval, "/")+1:]
-	apr, err := w.site.App.Svc.GetApproval(t.Context(), w.Account.ID, id)
+	apr, err := w.site.App.Svc.Core.GetApproval(t.Context(), w.Account.ID, id)
 	if err != nil {
 		t.Fatalf("approval %s: %v", id, err)
 	}
@@ -310,11 +310,11 @@ func (w *Owner) Grant(t testing.TB, cfg *oauth2.Config, resource string) *oauth2
 	}
 	id := strings.TrimPrefix(loc.Path, "/console/approvals/")
 	ret := loc.Query().Get("return")
-	apr, err := svc.GetApproval(ctx, w.Account.ID, id)
+	apr, err := svc.Core.GetApproval(ctx, w.Account.ID, id)
 	if err != nil {
 		t.Fatalf("consent approval %s: %v", id, err)
 	}
-	if _, err := svc.DecideApproval(ctx, w.Account.ID, id, core.Decision{Approve: true, BindingHash: apr.BindingHash}); err != nil {
+	if _, err := svc.Core.DecideApproval(ctx, w.Account.ID, id, core.Decision{Approve: true, BindingHash: apr.BindingHash}); err != nil {
 		t.Fatalf("consent: %v", err)
 	}
 	r = w.Do(t, http.MethodGet, ret, nil, "", nil)
@@ -335,7 +335,7 @@ func (w *Owner) Grant(t testing.TB, cfg *oauth2.Config, resource string) *oauth2
 func (w *Owner) AgentToken(t testing.TB, scopes []string, resource string) string {
 	t.Helper()
 	ctx, svc, base := t.Context(), w.site.App.Svc, w.site.Base
-	secret, err := svc.CreateAgentEnrollment(ctx, w.Account.ID, "A2A bot", scopes)
+	secret, err := svc.Core.CreateAgentEnrollment(ctx, w.Account.ID, "A2A bot", scopes)
 	if err != nil {
 		t.Fatalf("agent enrollment: %v", err)
 	}
@@ -362,7 +362,7 @@ func (w *Owner) AgentToken(t testing.TB, scopes []string, resource string) strin
 	}
 	_ = json.Unmarshal([]byte(body), &reg)
 	_, attempt, _ := strings.Cut(reg.Claim.VerificationURI, core.AgentClaimPagePath)
-	if err := svc.DecideAgentClaim(ctx, w.Account.ID, attempt, reg.Claim.UserCode, true, scopes); err != nil {
+	if err := svc.Core.DecideAgentClaim(ctx, w.Account.ID, attempt, reg.Claim.UserCode, true, scopes); err != nil {
 		t.Fatalf("approve agent claim: %v", err)
 	}
 	code, body = post(oauth.PathToken, "application/x-www-form-urlencoded", url.Values{"grant_type": {oauth.GrantTypeAgentClaim},

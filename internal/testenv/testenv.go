@@ -20,6 +20,7 @@ import (
 	"github.com/faxhub/faxhub/conformance/storetest"
 	"github.com/faxhub/faxhub/core"
 	"github.com/faxhub/faxhub/core/queue"
+	"github.com/faxhub/faxhub/core/services"
 	"github.com/faxhub/faxhub/core/store"
 	"github.com/faxhub/faxhub/internal/app"
 )
@@ -31,7 +32,7 @@ const EnvPostgres = "FAXHUB_TESTENV_POSTGRES"
 type Env struct {
 	// App is the wired process (its Handler is the whole HTTP surface).
 	App    *app.App
-	Svc    *core.Service
+	Svc    *services.Set
 	Store  core.Store
 	DB     *store.DB
 	Queue  *queue.Queue
@@ -146,14 +147,14 @@ func New(t testing.TB, opts ...Option) *Env {
 
 func (e *Env) owner(t testing.TB, email string, credits bool) (*core.Owner, string, string) {
 	ctx := context.Background()
-	o, err := e.Svc.CreateOwner(ctx, email, "Owner "+email, true)
+	o, err := e.Svc.Core.CreateOwner(ctx, email, "Owner "+email, true)
 	must(t, err)
-	test, _, err := e.Svc.CreateAPIKey(ctx, o.ID, core.ModeTest, "test")
+	test, _, err := e.Svc.Core.CreateAPIKey(ctx, o.ID, core.ModeTest, "test")
 	must(t, err)
-	live, _, err := e.Svc.CreateAPIKey(ctx, o.ID, core.ModeLive, "live")
+	live, _, err := e.Svc.Core.CreateAPIKey(ctx, o.ID, core.ModeLive, "live")
 	must(t, err)
 	if credits {
-		_, err = e.Svc.GrantCredits(ctx, o.ID, core.ModeTest, 10*core.MicrosPerDollar, "test fixture")
+		_, err = e.Svc.Core.GrantCredits(ctx, o.ID, core.ModeTest, 10*core.MicrosPerDollar, "test fixture")
 		must(t, err)
 	}
 	return o, test, live
@@ -161,7 +162,7 @@ func (e *Env) owner(t testing.TB, email string, credits bool) (*core.Owner, stri
 
 // Principal returns the principal of an API key secret.
 func (e *Env) Principal(t testing.TB, key string) core.Principal {
-	p, err := e.Svc.AuthenticateAPIKey(context.Background(), key)
+	p, err := e.Svc.Core.AuthenticateAPIKey(context.Background(), key)
 	must(t, err)
 	return p
 }

@@ -23,6 +23,7 @@ import (
 	"github.com/a2aproject/a2a-go/v2/a2asrv"
 
 	"github.com/faxhub/faxhub/core"
+	"github.com/faxhub/faxhub/core/services"
 	"github.com/faxhub/faxhub/core/web"
 )
 
@@ -73,7 +74,7 @@ type Options struct {
 
 // Handler is the A2A endpoint (POST {base}/a2a) and the agent card.
 type Handler struct {
-	svc      *core.Service
+	svc      *services.Set
 	verifier core.TokenVerifier
 	opts     Options
 	v1, v03  http.Handler
@@ -82,7 +83,7 @@ type Handler struct {
 }
 
 // New builds the endpoint.
-func New(svc *core.Service, verifier core.TokenVerifier, opts Options) *Handler {
+func New(svc *services.Set, verifier core.TokenVerifier, opts Options) *Handler {
 	opts.BaseURL = strings.TrimRight(opts.BaseURL, "/")
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
@@ -90,7 +91,7 @@ func New(svc *core.Service, verifier core.TokenVerifier, opts Options) *Handler 
 	if opts.Version == "" {
 		opts.Version = "1.0.0"
 	}
-	h := &Handler{svc: svc, verifier: verifier, opts: opts, skills: skillTable(svc.CreditPacks())}
+	h := &Handler{svc: svc, verifier: verifier, opts: opts, skills: skillTable(svc.Core.CreditPacks())}
 	rh := &requestHandler{h: h}
 	h.v1 = a2asrv.NewJSONRPCHandler(rh)
 	h.v03 = a2av0.NewJSONRPCHandler(rh)

@@ -130,7 +130,7 @@ func TestAP2Purchase(t *testing.T) {
 	w := e.owner("ap2@example.com")
 	w.AddPasskey(t)
 	tok := w.Token(t, []string{"fax:read", "fax:draft", "credits:read", "credits:checkout"}, e.base+"/a2a")
-	pack := e.a.Svc.CreditPacks()[0]
+	pack := e.a.Svc.Core.CreditPacks()[0]
 
 	// Without the extension: -32008 naming it; no task.
 	_, err := e.client(tok).SendMessage(t.Context(), skillMsg("buy_credits", map[string]any{"packId": pack.ID}))
@@ -233,11 +233,11 @@ func TestAP2Purchase(t *testing.T) {
 	res, err = c.SendMessage(t.Context(), mandateMsg(t3.ID, mandate(cartOf(t, t3), "pm_3", "tok_visa")))
 	_, data = statusData(t, asTask(t, res, err))
 	id := data["approvalUrl"].(string)[strings.LastIndex(data["approvalUrl"].(string), "/")+1:]
-	apr, err := e.a.Svc.GetApproval(t.Context(), w.Account.ID, id)
+	apr, err := e.a.Svc.Core.GetApproval(t.Context(), w.Account.ID, id)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := e.a.Svc.DecideApproval(t.Context(), w.Account.ID, id, core.Decision{Approve: false, BindingHash: apr.BindingHash}); err != nil {
+	if _, err := e.a.Svc.Core.DecideApproval(t.Context(), w.Account.ID, id, core.Decision{Approve: false, BindingHash: apr.BindingHash}); err != nil {
 		t.Fatal(err)
 	}
 	declined := getTask(t, c, t3.ID)

@@ -37,7 +37,7 @@ func FuzzA2ARequest(f *testing.F) {
 	}
 	f.Cleanup(func() { a.Close() })
 	h := a.Handler()
-	o, err := a.Svc.CreateOwner(f.Context(), "fuzz@example.com", "Fuzz", true)
+	o, err := a.Svc.Core.CreateOwner(f.Context(), "fuzz@example.com", "Fuzz", true)
 	if err != nil {
 		f.Fatal(err)
 	}
@@ -87,7 +87,7 @@ func agentTokenFor(tb testing.TB, a *app.App, h http.Handler, ownerID, email str
 	tb.Helper()
 	ctx := tb.Context()
 	scopes := []string{"fax:read", "fax:draft", "credits:read", "credits:checkout"}
-	enr, err := a.Svc.CreateAgentEnrollment(ctx, ownerID, "fuzz bot", scopes)
+	enr, err := a.Svc.Core.CreateAgentEnrollment(ctx, ownerID, "fuzz bot", scopes)
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -112,11 +112,11 @@ func agentTokenFor(tb testing.TB, a *app.App, h http.Handler, ownerID, email str
 	}
 	_ = json.Unmarshal(body, &reg)
 	_, attempt, _ := strings.Cut(reg.Claim.VerificationURI, core.AgentClaimPagePath)
-	if err := a.Svc.DecideAgentClaim(ctx, ownerID, attempt, reg.Claim.UserCode, true, scopes); err != nil {
+	if err := a.Svc.Core.DecideAgentClaim(ctx, ownerID, attempt, reg.Claim.UserCode, true, scopes); err != nil {
 		tb.Fatal(err)
 	}
 	code, body = post(oauth.PathToken, "application/x-www-form-urlencoded", url.Values{"grant_type": {oauth.GrantTypeAgentClaim},
-		"claim_token": {reg.ClaimToken}, "resource": {a.Svc.ResourceA2A()}}.Encode())
+		"claim_token": {reg.ClaimToken}, "resource": {a.Svc.Core.ResourceA2A()}}.Encode())
 	var tok struct {
 		AccessToken string `json:"access_token"`
 	}

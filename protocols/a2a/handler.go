@@ -176,13 +176,13 @@ func (rh *requestHandler) runSkill(ctx context.Context, p core.Principal, msg *a
 		if pages < 1 {
 			return nil, invalidParams("pages must be at least 1", map[string]any{"skill": s.ID, "field": "pages"})
 		}
-		q, err := svc.Quote(ctx, core.QuoteRequest{To: a.To, Pages: pages, Cover: a.Cover})
+		q, err := svc.Core.Quote(ctx, core.QuoteRequest{To: a.To, Pages: pages, Cover: a.Cover})
 		if err != nil {
 			return nil, rh.fail(ctx, s.ID, err, targetSkill)
 		}
 		return reply(msg, quoteView(q)), nil
 	case *createUploadArgs:
-		c, err := svc.CreateUpload(ctx, p, a.ContentType, 0)
+		c, err := svc.Core.CreateUpload(ctx, p, a.ContentType, 0)
 		if err != nil {
 			return nil, rh.fail(ctx, s.ID, err, targetSkill)
 		}
@@ -190,19 +190,19 @@ func (rh *requestHandler) runSkill(ctx context.Context, p core.Principal, msg *a
 			"uploadPageUrl": rh.h.opts.BaseURL + uploadPagePath + "#" + c.UploadToken, "method": c.Method,
 			"expiresAt": rfc3339(c.ExpiresAt), "maxBytes": c.MaxBytes}), nil
 	case *createFaxArgs:
-		tv, err := svc.StartFaxTask(ctx, p, s.ID, msg.ContextID, core.CreateDraftRequest{To: a.To, UploadToken: a.UploadToken, Cover: a.Cover, CoverText: a.CoverText, From: a.From})
+		tv, err := svc.Core.StartFaxTask(ctx, p, s.ID, msg.ContextID, core.CreateDraftRequest{To: a.To, UploadToken: a.UploadToken, Cover: a.Cover, CoverText: a.CoverText, From: a.From})
 		if err != nil {
 			return nil, rh.fail(ctx, s.ID, err, targetSkill)
 		}
 		return renderTask(tv), nil
 	case *getFaxArgs:
-		f, err := svc.GetFax(ctx, p, a.FaxID)
+		f, err := svc.Core.GetFax(ctx, p, a.FaxID)
 		if err != nil {
 			return nil, rh.fail(ctx, s.ID, err, targetSkill)
 		}
 		return reply(msg, faxView(f)), nil
 	case *listFaxesArgs:
-		page, err := svc.ListFaxes(ctx, p, a.Status, a.StartingAfter, a.Limit)
+		page, err := svc.Core.ListFaxes(ctx, p, a.Status, a.StartingAfter, a.Limit)
 		if err != nil {
 			return nil, rh.fail(ctx, s.ID, err, targetSkill)
 		}
@@ -216,17 +216,17 @@ func (rh *requestHandler) runSkill(ctx context.Context, p core.Principal, msg *a
 		}
 		return reply(msg, out), nil
 	case *noArgs: // get_credits
-		c, err := svc.GetCredits(ctx, p, "", 1)
+		c, err := svc.Core.GetCredits(ctx, p, "", 1)
 		if err != nil {
 			return nil, rh.fail(ctx, s.ID, err, targetSkill)
 		}
-		packs := make([]map[string]string, 0, len(svc.CreditPacks()))
-		for _, pk := range svc.CreditPacks() {
+		packs := make([]map[string]string, 0, len(svc.Core.CreditPacks()))
+		for _, pk := range svc.Core.CreditPacks() {
 			packs = append(packs, map[string]string{"id": pk.ID, "name": pk.Name, "price": pk.Price, "credit": pk.Credit})
 		}
 		return reply(msg, map[string]any{"mode": string(p.Mode), "balance": c.Available, "held": c.Held, "currency": c.Currency, "packs": packs}), nil
 	case *packArgs: // create_credit_checkout
-		cs, err := svc.CreateCreditCheckout(ctx, p, a.PackID)
+		cs, err := svc.Core.CreateCreditCheckout(ctx, p, a.PackID)
 		if err != nil {
 			return nil, rh.fail(ctx, s.ID, err, targetSkill)
 		}
@@ -248,19 +248,19 @@ func (rh *requestHandler) runSkill(ctx context.Context, p core.Principal, msg *a
 		}
 		return rh.startPurchase(ctx, p, msg, a.PackID)
 	case *searchNumbersArgs:
-		found, err := svc.SearchNumbers(ctx, p, core.NumberSearch{Country: a.Country, AreaCode: a.AreaCode, Locality: a.Locality, Limit: a.Limit})
+		found, err := svc.Core.SearchNumbers(ctx, p, core.NumberSearch{Country: a.Country, AreaCode: a.AreaCode, Locality: a.Locality, Limit: a.Limit})
 		if err != nil {
 			return nil, rh.fail(ctx, s.ID, err, targetSkill)
 		}
 		return reply(msg, availableView(found)), nil
 	case *buyNumberArgs:
-		tv, err := svc.StartNumberTask(ctx, p, s.ID, msg.ContextID, core.BuyNumberRequest{Number: a.Number})
+		tv, err := svc.Core.StartNumberTask(ctx, p, s.ID, msg.ContextID, core.BuyNumberRequest{Number: a.Number})
 		if err != nil {
 			return nil, rh.fail(ctx, s.ID, err, targetSkill)
 		}
 		return renderTask(tv), nil
 	case *listNumbersArgs:
-		ns, err := svc.ListNumbers(ctx, p, a.All)
+		ns, err := svc.Core.ListNumbers(ctx, p, a.All)
 		if err != nil {
 			return nil, rh.fail(ctx, s.ID, err, targetSkill)
 		}
@@ -270,7 +270,7 @@ func (rh *requestHandler) runSkill(ctx context.Context, p core.Principal, msg *a
 		}
 		return reply(msg, map[string]any{"numbers": out}), nil
 	case *listInboxArgs:
-		page, err := svc.ListInbox(ctx, p, core.InboxQuery{NumberID: a.NumberID, StartingAfter: a.StartingAfter, Limit: a.Limit})
+		page, err := svc.Core.ListInbox(ctx, p, core.InboxQuery{NumberID: a.NumberID, StartingAfter: a.StartingAfter, Limit: a.Limit})
 		if err != nil {
 			return nil, rh.fail(ctx, s.ID, err, targetSkill)
 		}
@@ -284,13 +284,13 @@ func (rh *requestHandler) runSkill(ctx context.Context, p core.Principal, msg *a
 		}
 		return reply(msg, out), nil
 	case *readInboxArgs:
-		f, err := svc.GetInboxFax(ctx, p, a.ID)
+		f, err := svc.Core.GetInboxFax(ctx, p, a.ID)
 		if err != nil {
 			return nil, rh.fail(ctx, s.ID, err, targetSkill)
 		}
 		out := inboxFaxOut{inboxItemOut: inboxItem(f), Text: f.Text, TextMethod: f.TextMethod, TextNote: f.ReadingNote()}
 		if f.Status == core.InboxReceived {
-			link, err := svc.InboxDownload(ctx, p, f.ID)
+			link, err := svc.Core.InboxDownload(ctx, p, f.ID)
 			if err != nil {
 				return nil, rh.fail(ctx, s.ID, err, targetSkill)
 			}
@@ -302,7 +302,7 @@ func (rh *requestHandler) runSkill(ctx context.Context, p core.Principal, msg *a
 }
 
 func (rh *requestHandler) startPurchase(ctx context.Context, p core.Principal, msg *a2a.Message, packID string) (a2a.SendMessageResult, error) {
-	tv, err := rh.h.svc.StartCreditPurchase(ctx, p, "buy_credits", msg.ContextID, packID)
+	tv, err := rh.h.svc.Core.StartCreditPurchase(ctx, p, "buy_credits", msg.ContextID, packID)
 	if err != nil {
 		return nil, rh.fail(ctx, "buy_credits", err, targetSkill)
 	}
@@ -384,7 +384,7 @@ func (rh *requestHandler) paymentMandate(ctx context.Context, p core.Principal, 
 			return nil, invalidParams("the PaymentMandate lacks "+f.name, map[string]any{"field": f.name})
 		}
 	}
-	tv, err := rh.h.svc.SubmitPaymentMandate(ctx, p, string(msg.TaskID), core.PaymentMandate{
+	tv, err := rh.h.svc.Core.SubmitPaymentMandate(ctx, p, string(msg.TaskID), core.PaymentMandate{
 		ID: c.ID, CartID: c.DetailsID, Currency: c.Total.Amount.Currency, Value: c.Total.Amount.Value.String(),
 		MethodName: c.Response.MethodName, Details: c.Response.Details, UserAuthorization: pm.UserAuthorization,
 	})
@@ -401,7 +401,7 @@ func (rh *requestHandler) GetTask(ctx context.Context, req *a2a.GetTaskRequest) 
 	if err != nil {
 		return nil, err
 	}
-	tv, err := rh.h.svc.GetTask(ctx, p, string(req.ID))
+	tv, err := rh.h.svc.Core.GetTask(ctx, p, string(req.ID))
 	if err != nil {
 		return nil, rh.fail(ctx, "get task", err, targetTask)
 	}
@@ -414,7 +414,7 @@ func (rh *requestHandler) CancelTask(ctx context.Context, req *a2a.CancelTaskReq
 	if err != nil {
 		return nil, err
 	}
-	tv, err := rh.h.svc.CancelTask(ctx, p, string(req.ID))
+	tv, err := rh.h.svc.Core.CancelTask(ctx, p, string(req.ID))
 	if err != nil {
 		return nil, rh.fail(ctx, "cancel task", err, targetTask)
 	}

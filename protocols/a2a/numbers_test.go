@@ -18,11 +18,11 @@ import (
 // the owner does outside A2A: paying at the checkout, a fax arriving.
 func ownerPrincipal(t *testing.T, e *env, ownerID string) core.Principal {
 	t.Helper()
-	key, _, err := e.a.Svc.CreateAPIKey(t.Context(), ownerID, core.ModeTest, "owner")
+	key, _, err := e.a.Svc.Core.CreateAPIKey(t.Context(), ownerID, core.ModeTest, "owner")
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, err := e.a.Svc.AuthenticateAPIKey(t.Context(), key)
+	p, err := e.a.Svc.Core.AuthenticateAPIKey(t.Context(), key)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -34,11 +34,11 @@ func ownerPrincipal(t *testing.T, e *env, ownerID string) core.Principal {
 // and runs the order the queue would (the env's queue is insert-only).
 func payNumber(t *testing.T, e *env, p core.Principal, numberID string) {
 	t.Helper()
-	co, err := e.a.Svc.CreateNumberCheckout(t.Context(), p, numberID)
+	co, err := e.a.Svc.Core.CreateNumberCheckout(t.Context(), p, numberID)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := e.a.Svc.CompleteCheckout(t.Context(), co.ID); err != nil {
+	if _, err := e.a.Svc.Core.CompleteCheckout(t.Context(), co.ID); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -96,7 +96,7 @@ func TestNumberTask(t *testing.T) {
 	if _, data := statusData(t, paid); paid.Status.State != a2a.TaskStateWorking || data["status"] != "pending" || data["checkoutUrl"] != nil {
 		t.Fatalf("paid number task %+v %v", paid.Status, data)
 	}
-	if err := e.a.Svc.OrderNumber(t.Context(), numberID); err != nil { // the order_number job
+	if err := e.a.Svc.Core.OrderNumber(t.Context(), numberID); err != nil { // the order_number job
 		t.Fatal(err)
 	}
 	done := getTask(t, c, task.ID)
@@ -171,7 +171,7 @@ func TestInboxSkills(t *testing.T) {
 	_, data := statusData(t, asTask(t, res, err))
 	numberID := data["id"].(string)
 	payNumber(t, e, p, numberID)
-	if err := e.a.Svc.OrderNumber(t.Context(), numberID); err != nil {
+	if err := e.a.Svc.Core.OrderNumber(t.Context(), numberID); err != nil {
 		t.Fatal(err)
 	}
 
@@ -179,11 +179,11 @@ func TestInboxSkills(t *testing.T) {
 	if err := os.WriteFile(path, testenv.MinimalPDF(1), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	in, err := e.a.Svc.SimulateInboundFax(t.Context(), p, core.TestInboundFax{To: "+12025550110", From: "+13125550100", Path: path})
+	in, err := e.a.Svc.Core.SimulateInboundFax(t.Context(), p, core.TestInboundFax{To: "+12025550110", From: "+13125550100", Path: path})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := e.a.Svc.ProcessInboundFax(t.Context(), in.ID, false); err != nil { // the process_inbound job
+	if err := e.a.Svc.Core.ProcessInboundFax(t.Context(), in.ID, false); err != nil { // the process_inbound job
 		t.Fatal(err)
 	}
 

@@ -42,7 +42,7 @@ func TestImmediateSkills(t *testing.T) {
 	a2aErr(t, "create_upload bad type", err, a2a.ErrUnsupportedContentType, "unsupported_file_type")
 
 	cr := call(t, c, skillMsg("get_credits", nil))
-	if cr["balance"] != "0.00" || cr["held"] != "0.00" || !strings.EqualFold(cr["currency"].(string), "usd") || len(cr["packs"].([]any)) != len(e.a.Svc.CreditPacks()) {
+	if cr["balance"] != "0.00" || cr["held"] != "0.00" || !strings.EqualFold(cr["currency"].(string), "usd") || len(cr["packs"].([]any)) != len(e.a.Svc.Core.CreditPacks()) {
 		t.Fatalf("get_credits = %v", cr)
 	}
 
@@ -58,7 +58,7 @@ func TestImmediateSkills(t *testing.T) {
 		t.Fatalf("details %v", d)
 	}
 
-	pack := e.a.Svc.CreditPacks()[0]
+	pack := e.a.Svc.Core.CreditPacks()[0]
 	co := call(t, c, skillMsg("create_credit_checkout", map[string]any{"packId": pack.ID}))
 	if !strings.Contains(co["checkoutUrl"].(string), "/checkout/test/") || co["packId"] != pack.ID || co["amount"] != pack.Price || co["credit"] != pack.Credit {
 		t.Fatalf("create_credit_checkout = %v", co)
@@ -69,14 +69,14 @@ func TestImmediateSkills(t *testing.T) {
 	}
 
 	// A fax in the store shows up in get_fax and list_faxes.
-	key, _, err := e.a.Svc.CreateAPIKey(t.Context(), w.Account.ID, core.ModeTest, "k")
+	key, _, err := e.a.Svc.Core.CreateAPIKey(t.Context(), w.Account.ID, core.ModeTest, "k")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := e.a.Svc.GrantCredits(t.Context(), w.Account.ID, core.ModeTest, 10*core.MicrosPerDollar, "test"); err != nil {
+	if _, err := e.a.Svc.Core.GrantCredits(t.Context(), w.Account.ID, core.ModeTest, 10*core.MicrosPerDollar, "test"); err != nil {
 		t.Fatal(err)
 	}
-	p, err := e.a.Svc.AuthenticateAPIKey(t.Context(), key)
+	p, err := e.a.Svc.Core.AuthenticateAPIKey(t.Context(), key)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -94,18 +94,18 @@ func TestImmediateSkills(t *testing.T) {
 func sendFaxWithCredits(t *testing.T, e *env, p core.Principal) *core.Fax {
 	t.Helper()
 	ctx := t.Context()
-	up, err := e.a.Svc.CreateUpload(ctx, p, "", 0)
+	up, err := e.a.Svc.Core.CreateUpload(ctx, p, "", 0)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := e.a.Svc.ReceiveUpload(ctx, up.UploadToken, bytes.NewReader(testenv.MinimalPDF(1))); err != nil {
+	if _, err := e.a.Svc.Core.ReceiveUpload(ctx, up.UploadToken, bytes.NewReader(testenv.MinimalPDF(1))); err != nil {
 		t.Fatal(err)
 	}
-	d, err := e.a.Svc.CreateDraft(ctx, p, core.CreateDraftRequest{To: "+12125550100", UploadToken: up.UploadToken})
+	d, err := e.a.Svc.Core.CreateDraft(ctx, p, core.CreateDraftRequest{To: "+12125550100", UploadToken: up.UploadToken})
 	if err != nil {
 		t.Fatal(err)
 	}
-	f, _, err := e.a.Svc.SendDraft(ctx, p, d.ID)
+	f, _, err := e.a.Svc.Core.SendDraft(ctx, p, d.ID)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -180,7 +180,7 @@ func TestScopeRefused(t *testing.T) {
 		case "validate_fax":
 			args["to"] = "+12125550100"
 		case "create_credit_checkout":
-			args["packId"] = e.a.Svc.CreditPacks()[0].ID
+			args["packId"] = e.a.Svc.Core.CreditPacks()[0].ID
 		}
 		_, err := c.SendMessage(t.Context(), skillMsg(skill, args))
 		d := a2aErr(t, skill, err, a2a.ErrUnauthorized, scope)

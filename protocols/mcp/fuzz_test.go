@@ -70,11 +70,11 @@ func agentToken(tb testing.TB, a *app.App, h http.Handler) string {
 	tb.Helper()
 	ctx := tb.Context()
 	scopes := []string{"fax:read", "fax:draft", "fax:send", "credits:read", "credits:checkout"}
-	owner, err := a.Svc.CreateOwner(ctx, "fuzz@example.com", "Fuzz", true)
+	owner, err := a.Svc.Core.CreateOwner(ctx, "fuzz@example.com", "Fuzz", true)
 	if err != nil {
 		tb.Fatal(err)
 	}
-	enr, err := a.Svc.CreateAgentEnrollment(ctx, owner.ID, "fuzz bot", scopes)
+	enr, err := a.Svc.Core.CreateAgentEnrollment(ctx, owner.ID, "fuzz bot", scopes)
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -99,7 +99,7 @@ func agentToken(tb testing.TB, a *app.App, h http.Handler) string {
 	}
 	_ = json.Unmarshal(body, &reg)
 	_, attempt, _ := strings.Cut(reg.Claim.VerificationURI, core.AgentClaimPagePath)
-	if err := a.Svc.DecideAgentClaim(ctx, owner.ID, attempt, reg.Claim.UserCode, true, scopes); err != nil {
+	if err := a.Svc.Core.DecideAgentClaim(ctx, owner.ID, attempt, reg.Claim.UserCode, true, scopes); err != nil {
 		tb.Fatal(err)
 	}
 	code, body = post(oauth.PathToken, "application/x-www-form-urlencoded", url.Values{"grant_type": {oauth.GrantTypeAgentClaim},

@@ -73,7 +73,7 @@ func (h *Handler) listInbox(ctx context.Context, _ *mcp.CallToolRequest, in list
 	if err != nil {
 		return nil, listInboxOut{}, h.toolError(ctx, tool, err)
 	}
-	page, err := h.svc.ListInbox(ctx, p, core.InboxQuery{NumberID: in.NumberID, StartingAfter: in.StartingAfter, Limit: in.Limit})
+	page, err := h.svc.Core.ListInbox(ctx, p, core.InboxQuery{NumberID: in.NumberID, StartingAfter: in.StartingAfter, Limit: in.Limit})
 	if err != nil {
 		return nil, listInboxOut{}, h.toolError(ctx, tool, err)
 	}
@@ -93,13 +93,13 @@ func (h *Handler) readInbox(ctx context.Context, _ *mcp.CallToolRequest, in read
 	if in.ID == "" {
 		return nil, readInboxOut{}, errors.New("invalid_request: id is required; list_inbox gives the ids")
 	}
-	f, err := h.svc.GetInboxFax(ctx, p, in.ID)
+	f, err := h.svc.Core.GetInboxFax(ctx, p, in.ID)
 	if err != nil {
 		return nil, readInboxOut{}, h.toolError(ctx, tool, err)
 	}
 	out := readInboxOut{inboxItemOut: inboxItem(f), Text: f.Text, TextMethod: f.TextMethod, TextNote: f.ReadingNote()}
 	if f.Status == core.InboxReceived {
-		link, err := h.svc.InboxDownload(ctx, p, f.ID)
+		link, err := h.svc.Core.InboxDownload(ctx, p, f.ID)
 		if err != nil {
 			return nil, readInboxOut{}, h.toolError(ctx, tool, err)
 		}

@@ -20,6 +20,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/faxhub/faxhub/core"
+	"github.com/faxhub/faxhub/core/services"
 	"github.com/faxhub/faxhub/core/web"
 )
 
@@ -61,7 +62,7 @@ type Options struct {
 
 // Handler is the MCP endpoint.
 type Handler struct {
-	svc      *core.Service
+	svc      *services.Set
 	verifier core.TokenVerifier
 	opts     Options
 	sdk      http.Handler
@@ -69,7 +70,7 @@ type Handler struct {
 }
 
 // New builds the MCP endpoint for POST {base}/mcp.
-func New(svc *core.Service, verifier core.TokenVerifier, opts Options) *Handler {
+func New(svc *services.Set, verifier core.TokenVerifier, opts Options) *Handler {
 	opts.BaseURL = strings.TrimRight(opts.BaseURL, "/")
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)

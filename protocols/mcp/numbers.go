@@ -102,7 +102,7 @@ func (h *Handler) searchNumbers(ctx context.Context, _ *mcp.CallToolRequest, in 
 	if err != nil {
 		return nil, searchNumbersOut{}, h.toolError(ctx, tool, err)
 	}
-	found, err := h.svc.SearchNumbers(ctx, p, core.NumberSearch{Country: in.Country, AreaCode: in.AreaCode, Locality: in.Locality, Limit: in.Limit})
+	found, err := h.svc.Core.SearchNumbers(ctx, p, core.NumberSearch{Country: in.Country, AreaCode: in.AreaCode, Locality: in.Locality, Limit: in.Limit})
 	if err != nil {
 		return nil, searchNumbersOut{}, h.toolError(ctx, tool, err)
 	}
@@ -123,7 +123,7 @@ func (h *Handler) buyNumber(ctx context.Context, _ *mcp.CallToolRequest, in buyN
 	if in.Number == "" {
 		return nil, numberOut{}, errors.New("invalid_request: number is required; pick one from search_numbers")
 	}
-	n, err := h.svc.BuyNumber(ctx, p, core.BuyNumberRequest{Number: in.Number})
+	n, err := h.svc.Core.BuyNumber(ctx, p, core.BuyNumberRequest{Number: in.Number})
 	if err != nil {
 		return nil, numberOut{}, h.toolError(ctx, tool, err)
 	}
@@ -136,7 +136,7 @@ func (h *Handler) listNumbers(ctx context.Context, _ *mcp.CallToolRequest, in li
 	if err != nil {
 		return nil, listNumbersOut{}, h.toolError(ctx, tool, err)
 	}
-	ns, err := h.svc.ListNumbers(ctx, p, in.All)
+	ns, err := h.svc.Core.ListNumbers(ctx, p, in.All)
 	if err != nil {
 		return nil, listNumbersOut{}, h.toolError(ctx, tool, err)
 	}

@@ -32,11 +32,11 @@ type inboxFax struct {
 // the owner does outside MCP: paying at the checkout, a fax arriving.
 func ownerPrincipal(t *testing.T, e *env, ownerID string) core.Principal {
 	t.Helper()
-	key, _, err := e.a.Svc.CreateAPIKey(t.Context(), ownerID, core.ModeTest, "owner")
+	key, _, err := e.a.Svc.Core.CreateAPIKey(t.Context(), ownerID, core.ModeTest, "owner")
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, err := e.a.Svc.AuthenticateAPIKey(t.Context(), key)
+	p, err := e.a.Svc.Core.AuthenticateAPIKey(t.Context(), key)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -84,11 +84,11 @@ func TestNumbersAndInbox(t *testing.T) {
 	}
 
 	// The owner pays the first month; the provider provisions it.
-	co, err := e.a.Svc.CreateNumberCheckout(ctx, p, n.ID)
+	co, err := e.a.Svc.Core.CreateNumberCheckout(ctx, p, n.ID)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := e.a.Svc.CompleteCheckout(ctx, co.ID); err != nil {
+	if _, err := e.a.Svc.Core.CompleteCheckout(ctx, co.ID); err != nil {
 		t.Fatal(err)
 	}
 	var list struct{ Numbers []numberOut }
@@ -96,7 +96,7 @@ func TestNumbersAndInbox(t *testing.T) {
 	if len(list.Numbers) != 1 || list.Numbers[0].Status != "pending" || list.Numbers[0].CheckoutURL != "" {
 		t.Fatalf("list_numbers after paying = %+v", list)
 	}
-	if err := e.a.Svc.OrderNumber(ctx, n.ID); err != nil { // the order_number job (the queue is insert-only here)
+	if err := e.a.Svc.Core.OrderNumber(ctx, n.ID); err != nil { // the order_number job (the queue is insert-only here)
 		t.Fatal(err)
 	}
 	mustOK(t, "list_numbers", call(t, cs, "list_numbers", map[string]any{}, &list))
@@ -109,7 +109,7 @@ func TestNumbersAndInbox(t *testing.T) {
 	if err := os.WriteFile(path, testenv.MinimalPDF(2), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	in, err := e.a.Svc.SimulateInboundFax(ctx, p, core.TestInboundFax{To: n.Number, From: "+13125550100", Path: path})
+	in, err := e.a.Svc.Core.SimulateInboundFax(ctx, p, core.TestInboundFax{To: n.Number, From: "+13125550100", Path: path})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -126,7 +126,7 @@ func TestNumbersAndInbox(t *testing.T) {
 	if f.Status != "receiving" || f.DownloadURL != "" || f.TextNote == "" {
 		t.Fatalf("read_inbox_fax while receiving = %+v", f)
 	}
-	if err := e.a.Svc.ProcessInboundFax(ctx, in.ID, false); err != nil { // the process_inbound job
+	if err := e.a.Svc.Core.ProcessInboundFax(ctx, in.ID, false); err != nil { // the process_inbound job
 		t.Fatal(err)
 	}
 	mustOK(t, "list_inbox", call(t, cs, "list_inbox", map[string]any{"numberId": n.ID, "limit": 5}, &inbox))
@@ -143,7 +143,7 @@ func TestNumbersAndInbox(t *testing.T) {
 
 	mustOK(t, "read_inbox_fax", call(t, cs, "read_inbox_fax", map[string]any{"id": in.ID}, &f))
 	if f.ID != in.ID || f.Status != "received" || f.Pages != 2 || f.TextStatus == "" ||
-		!strings.HasPrefix(f.DownloadURL, e.a.Svc.Config().APIURL+core.InboxDownloadPath) || f.DownloadExpiresAt == "" {
+		!strings.HasPrefix(f.DownloadURL, e.a.Svc.Core.Config().APIURL+core.InboxDownloadPath) || f.DownloadExpiresAt == "" {
 		t.Fatalf("read_inbox_fax = %+v", f)
 	}
 	if f.TextStatus != string(core.TextExtracted) || f.TextMethod != "text" ||

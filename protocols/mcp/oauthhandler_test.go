@@ -24,7 +24,7 @@ import (
 func TestGoSDKOAuthHandler(t *testing.T) {
 	e := newEnv(t, nil)
 	owner := e.owner("sdk@example.com")
-	if _, err := e.a.Svc.GrantCredits(t.Context(), owner.Account.ID, core.ModeTest, 5*core.MicrosPerDollar, "test"); err != nil {
+	if _, err := e.a.Svc.Core.GrantCredits(t.Context(), owner.Account.ID, core.ModeTest, 5*core.MicrosPerDollar, "test"); err != nil {
 		t.Fatal(err)
 	}
 	consents := 0
@@ -34,11 +34,11 @@ func TestGoSDKOAuthHandler(t *testing.T) {
 			return nil, fmt.Errorf("authorize: %d %v %s", code, loc, body)
 		}
 		id := strings.TrimPrefix(loc.Path, "/console/approvals/")
-		apr, err := e.a.Svc.GetApproval(ctx, owner.Account.ID, id)
+		apr, err := e.a.Svc.Core.GetApproval(ctx, owner.Account.ID, id)
 		if err != nil {
 			return nil, err
 		}
-		if _, err := e.a.Svc.DecideApproval(ctx, owner.Account.ID, id, core.Decision{Approve: true, BindingHash: apr.BindingHash}); err != nil {
+		if _, err := e.a.Svc.Core.DecideApproval(ctx, owner.Account.ID, id, core.Decision{Approve: true, BindingHash: apr.BindingHash}); err != nil {
 			return nil, err
 		}
 		consents++

@@ -207,8 +207,8 @@ func (h *Handler) addTools(s *mcp.Server) {
 	mcp.AddTool(s, &mcp.Tool{Name: "get_credits", Annotations: ann("Get the credit balance", true, false, true, false),
 		Description: "Get the owner's fax credit balance: USD that can be spent now (balance) and USD held for faxes in flight (held)." + scopeNote("get_credits") + phiWarning},
 		h.getCredits)
-	packs := make([]string, 0, len(h.svc.CreditPacks()))
-	for _, p := range h.svc.CreditPacks() {
+	packs := make([]string, 0, len(h.svc.Core.CreditPacks()))
+	for _, p := range h.svc.Core.CreditPacks() {
 		packs = append(packs, fmt.Sprintf("%s (%s, $%s for $%s of credit)", p.ID, p.Name, core.FormatUSD(p.PriceMicros), core.FormatUSD(p.CreditMicros)))
 	}
 	mcp.AddTool(s, &mcp.Tool{Name: "create_credit_checkout", Annotations: ann("Buy credits", false, false, false, true),
@@ -241,7 +241,7 @@ func (h *Handler) toolError(ctx context.Context, tool string, err error) error {
 	case core.CodeInsufficientCredits:
 		if id, _ := e.Fields["draftId"].(string); id != "" {
 			mode, _ := e.Fields["mode"].(string)
-			msg += ". Nothing was charged. The owner can pay for this fax directly at " + h.svc.DraftCheckoutURL(&core.Draft{ID: id, Mode: core.Mode(mode)}) + " or buy credits with create_credit_checkout."
+			msg += ". Nothing was charged. The owner can pay for this fax directly at " + h.svc.Core.DraftCheckoutURL(&core.Draft{ID: id, Mode: core.Mode(mode)}) + " or buy credits with create_credit_checkout."
 		}
 	case core.CodeUnknownPack:
 		msg += fmt.Sprintf(" (packs: %v)", e.Fields["packs"])
@@ -276,7 +276,7 @@ func (h *Handler) createUpload(ctx context.Context, _ *mcp.CallToolRequest, in c
 			return nil, uploadOut{}, fmt.Errorf("file_too_large: inline files are limited to %d bytes (256 KB); PUT larger files to uploadUrl", MaxInlineBytes)
 		}
 	}
-	c, err := h.svc.CreateUpload(ctx, p, in.ContentType, 0)
+	c, err := h.svc.Core.CreateUpload(ctx, p, in.ContentType, 0)
 	if err != nil {
 		return nil, uploadOut{}, h.toolError(ctx, tool, err)
 	}
@@ -285,7 +285,7 @@ func (h *Handler) createUpload(ctx context.Context, _ *mcp.CallToolRequest, in c
 		Method: c.Method, ExpiresAt: rfc3339(c.ExpiresAt), MaxBytes: c.MaxBytes,
 	}
 	if data != nil {
-		doc, err := h.svc.ReceiveUpload(ctx, c.UploadToken, bytes.NewReader(data))
+		doc, err := h.svc.Core.ReceiveUpload(ctx, c.UploadToken, bytes.NewReader(data))
 		if err != nil {
 			return nil, uploadOut{}, h.toolError(ctx, tool, err)
 		}
@@ -308,7 +308,7 @@ func (h *Handler) createDraft(ctx context.Context, _ *mcp.CallToolRequest, in cr
 	if in.UploadToken == "" {
 		return nil, draftOut{}, errors.New("invalid_request: uploadToken is required; call create_upload first and upload the file")
 	}
-	d, err := h.svc.CreateDraft(ctx, p, core.CreateDraftRequest{To: in.To, UploadToken: in.UploadToken, Cover: in.Cover, CoverText: in.CoverText, From: in.From})
+	d, err := h.svc.Core.CreateDraft(ctx, p, core.CreateDraftRequest{To: in.To, UploadToken: in.UploadToken, Cover: in.Cover, CoverText: in.CoverText, From: in.From})
 	if err != nil {
 		return nil, draftOut{}, h.toolError(ctx, tool, err)
 	}
@@ -318,7 +318,7 @@ func (h *Handler) createDraft(ctx context.Context, _ *mcp.CallToolRequest, in cr
 func (h *Handler) draftView(d *core.DraftView) draftOut {
 	return draftOut{
 		DraftID: d.ID, Mode: string(d.Mode), Status: string(d.Status), To: d.To, From: d.From, Pages: d.Pages, Cover: d.Cover,
-		Quote: quoteView(d.Quote), CheckoutURL: h.svc.DraftCheckoutURL(&d.Draft), ExpiresAt: rfc3339(d.ExpiresAt),
+		Quote: quoteView(d.Quote), CheckoutURL: h.svc.Core.DraftCheckoutURL(&d.Draft), ExpiresAt: rfc3339(d.ExpiresAt),
 	}
 }
 
@@ -337,7 +337,7 @@ func (h *Handler) validate(ctx context.Context, _ *mcp.CallToolRequest, in valid
 	if in.Pages < 0 {
 		return nil, quoteOut{}, errors.New("invalid_request: pages must be positive")
 	}
-	q, err := h.svc.Quote(ctx, core.QuoteRequest{To: in.To, Pages: in.Pages, Cover: in.Cover})
+	q, err := h.svc.Core.Quote(ctx, core.QuoteRequest{To: in.To, Pages: in.Pages, Cover: in.Cover})
 	if err != nil {
 		return nil, quoteOut{}, h.toolError(ctx, tool, err)
 	}
@@ -368,7 +368,7 @@ func (h *Handler) sendFax(ctx context.Context, _ *mcp.CallToolRequest, in sendIn
 	if in.DraftID == "" {
 		return nil, faxOut{}, errors.New("invalid_request: draftId is required; call create_fax_draft first")
 	}
-	o, replayed, err := h.svc.SendDraft(ctx, p, in.DraftID)
+	o, replayed, err := h.svc.Core.SendDraft(ctx, p, in.DraftID)
 	if err != nil {
 		return nil, faxOut{}, h.toolError(ctx, tool, err)
 	}
@@ -383,7 +383,7 @@ func (h *Handler) getFax(ctx context.Context, _ *mcp.CallToolRequest, in getFaxI
 	if err != nil {
 		return nil, faxOut{}, h.toolError(ctx, tool, err)
 	}
-	o, err := h.svc.GetFax(ctx, p, in.FaxID)
+	o, err := h.svc.Core.GetFax(ctx, p, in.FaxID)
 	if err != nil {
 		return nil, faxOut{}, h.toolError(ctx, tool, err)
 	}
@@ -396,7 +396,7 @@ func (h *Handler) listFaxes(ctx context.Context, _ *mcp.CallToolRequest, in list
 	if err != nil {
 		return nil, listFaxesOut{}, h.toolError(ctx, tool, err)
 	}
-	page, err := h.svc.ListFaxes(ctx, p, in.Status, in.StartingAfter, in.Limit)
+	page, err := h.svc.Core.ListFaxes(ctx, p, in.Status, in.StartingAfter, in.Limit)
 	if err != nil {
 		return nil, listFaxesOut{}, h.toolError(ctx, tool, err)
 	}
@@ -413,7 +413,7 @@ func (h *Handler) getCredits(ctx context.Context, _ *mcp.CallToolRequest, _ empt
 	if err != nil {
 		return nil, creditsOut{}, h.toolError(ctx, tool, err)
 	}
-	c, err := h.svc.GetCredits(ctx, p, "", 1)
+	c, err := h.svc.Core.GetCredits(ctx, p, "", 1)
 	if err != nil {
 		return nil, creditsOut{}, h.toolError(ctx, tool, err)
 	}
@@ -426,7 +426,7 @@ func (h *Handler) creditCheckout(ctx context.Context, _ *mcp.CallToolRequest, in
 	if err != nil {
 		return nil, checkoutOut{}, h.toolError(ctx, tool, err)
 	}
-	cs, err := h.svc.CreateCreditCheckout(ctx, p, in.PackID)
+	cs, err := h.svc.Core.CreateCreditCheckout(ctx, p, in.PackID)
 	if err != nil {
 		return nil, checkoutOut{}, h.toolError(ctx, tool, err)
 	}

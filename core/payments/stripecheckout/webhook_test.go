@@ -84,7 +84,7 @@ func (e *env) live() core.Principal { return core.OwnerPrincipal(e.OwnerA.ID, co
 // pack starts a live credit-pack checkout through the gateway.
 func (e *env) pack(t *testing.T) *core.Checkout {
 	t.Helper()
-	cs, err := e.Svc.CreateCreditCheckout(ctx, e.live(), e.Svc.CreditPacks()[0].ID)
+	cs, err := e.Svc.Core.CreateCreditCheckout(ctx, e.live(), e.Svc.Core.CreditPacks()[0].ID)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -96,7 +96,7 @@ func (e *env) pack(t *testing.T) *core.Checkout {
 
 func (e *env) checkout(t *testing.T, id string) *core.Checkout {
 	t.Helper()
-	c, err := e.Svc.GetCheckout(ctx, id)
+	c, err := e.Svc.Core.GetCheckout(ctx, id)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -107,15 +107,15 @@ func (e *env) checkout(t *testing.T, id string) *core.Checkout {
 // provider, which tests do not have) and starts its checkout.
 func (e *env) draft(t *testing.T) (*core.Draft, *core.Checkout) {
 	t.Helper()
-	capa, err := e.Svc.CreateUpload(ctx, e.live(), "", 0)
+	capa, err := e.Svc.Core.CreateUpload(ctx, e.live(), "", 0)
 	if err != nil {
 		t.Fatal(err)
 	}
-	doc, err := e.Svc.ReceiveUpload(ctx, capa.UploadToken, bytes.NewReader(testenv.MinimalPDF(1)))
+	doc, err := e.Svc.Core.ReceiveUpload(ctx, capa.UploadToken, bytes.NewReader(testenv.MinimalPDF(1)))
 	if err != nil {
 		t.Fatal(err)
 	}
-	now := e.Svc.Now()
+	now := e.Svc.Core.Now()
 	d := &core.Draft{
 		ID: core.NewID(core.PrefixDraft), OwnerID: e.OwnerA.ID, Mode: core.ModeLive, DocumentID: doc.ID, To: "+12125550100", Country: "US",
 		Pages: doc.Pages, PriceMicros: 210_000, Status: core.DraftOpen, CreatedAt: now, ExpiresAt: now.Add(24 * time.Hour),
@@ -129,7 +129,7 @@ func (e *env) draft(t *testing.T) (*core.Draft, *core.Checkout) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cs, err := e.Svc.CreateDraftCheckout(ctx, e.live(), d.ID)
+	cs, err := e.Svc.Core.CreateDraftCheckout(ctx, e.live(), d.ID)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -226,7 +226,7 @@ func (e *env) ledger(t *testing.T) map[core.LedgerKind][]core.LedgerEntry {
 
 func (e *env) available(t *testing.T) int64 {
 	t.Helper()
-	b, err := e.Svc.Balance(ctx, e.OwnerA.ID, core.ModeLive)
+	b, err := e.Svc.Core.Balance(ctx, e.OwnerA.ID, core.ModeLive)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -419,7 +419,7 @@ func TestWebhookRefundedPack(t *testing.T) {
 		// A fax in flight holds 40% of the pack.
 		held := c.CreditMicros * 4 / 10
 		if err := e.Store.PlaceHold(ctx, &core.LedgerEntry{ID: core.NewID(core.PrefixLedger), OwnerID: e.OwnerA.ID, Mode: core.ModeLive,
-			Kind: core.LedgerHold, AmountMicros: -held, Reason: "a fax", CreatedAt: e.Svc.Now()}); err != nil {
+			Kind: core.LedgerHold, AmountMicros: -held, Reason: "a fax", CreatedAt: e.Svc.Core.Now()}); err != nil {
 			t.Fatal(err)
 		}
 		e.deliver(t, refundEvent(c, core.CentsUp(c.AmountMicros)))
