@@ -7,13 +7,13 @@ import (
 	"testing"
 
 	"github.com/faxhub/faxhub/conformance/storetest"
-	"github.com/faxhub/faxhub/core"
+	"github.com/faxhub/faxhub/core/services"
 	"github.com/faxhub/faxhub/core/store"
 	"github.com/faxhub/faxhub/internal/require"
 )
 
 // openStore opens and migrates a store at dsn, closed when t ends.
-func openStore(t *testing.T, dsn string) core.Store {
+func openStore(t *testing.T, dsn string) services.Store {
 	t.Helper()
 	ctx := context.Background()
 	db, err := store.Open(ctx, dsn)
@@ -32,7 +32,7 @@ func openStore(t *testing.T, dsn string) core.Store {
 }
 
 func TestStoreSQLite(t *testing.T) {
-	storetest.RunTests(t, func(t *testing.T) core.Store {
+	storetest.RunTests(t, func(t *testing.T) services.Store {
 		return openStore(t, filepath.Join(t.TempDir(), "faxhub.db"))
 	})
 }
@@ -42,7 +42,7 @@ func TestStorePostgres(t *testing.T) {
 	if base == "" {
 		require.Missing(t, "PostgreSQL", storetest.EnvPostgresURL+" is not set (e.g. postgres://postgres@127.0.0.1:5432/test?sslmode=disable)")
 	}
-	storetest.RunTests(t, func(t *testing.T) core.Store {
+	storetest.RunTests(t, func(t *testing.T) services.Store {
 		return openStore(t, storetest.OpenPostgresSchema(t, base))
 	})
 }

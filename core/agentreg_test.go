@@ -2,7 +2,6 @@ package core_test
 
 import (
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -10,19 +9,9 @@ import (
 	"github.com/faxhub/faxhub/internal/testenv"
 )
 
-// clock is an adjustable test clock.
-type clock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func newClock() *clock                   { return &clock{t: time.Date(2026, 11, 1, 12, 0, 0, 0, time.UTC)} }
-func (c *clock) now() time.Time          { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
-func (c *clock) advance(d time.Duration) { c.mu.Lock(); c.t = c.t.Add(d); c.mu.Unlock() }
-
-func agentEnv(t *testing.T) (*testenv.Env, *clock) {
-	clk := newClock()
-	return testenv.New(t, testenv.WithoutWorkers(), testenv.WithConfig(func(c *core.Config) { c.Now = clk.now })), clk
+func agentEnv(t *testing.T) (*testenv.Env, *testenv.Clock) {
+	clk := testenv.NewClockAt(time.Date(2026, 11, 1, 12, 0, 0, 0, time.UTC))
+	return testenv.New(t, testenv.WithoutWorkers(), testenv.WithConfig(func(c *core.Config) { c.Now = clk.Now })), clk
 }
 
 // registerService enrolls and registers a service_auth agent of owner A.
@@ -56,7 +45,7 @@ func TestAgentEnrollmentRules(t *testing.T) {
 	if err != nil || en.Name != "Bot" || strings.Join(en.Scopes, " ") != "credits:read fax:read" || !strings.HasPrefix(en.EnrollmentToken, core.SecretEnrollment) {
 		t.Fatalf("default enrollment = %+v, %v", en, err)
 	}
-	if !en.ExpiresAt.Equal(clk.now().Add(core.AgentEnrollmentTTL)) {
+	if !en.ExpiresAt.Equal(clk.Now().Add(core.AgentEnrollmentTTL)) {
 		t.Fatalf("expires %v", en.ExpiresAt)
 	}
 	_, err = e.Svc.Core.CreateAgentEnrollment(ctx, owner, "Bot", []string{"fax:send", "fax:send", "fax:read"})
@@ -69,7 +58,7 @@ func TestAgentEnrollmentRules(t *testing.T) {
 		code   string
 	}{{"", nil, core.CodeInvalidRequest}, {strings.Repeat("x", 101), nil, core.CodeInvalidRequest}, {"Bot", []string{"admin"}, core.CodeInvalidScope}} {
 		_, err := e.Svc.Core.CreateAgentEnrollment(ctx, owner, c.name, c.scopes)
-		wantCode(t, err, c.code)
+		testenv.WantCode(t, err, c.code)
 	}
 	// Five live unused at most; a revoked one frees a slot.
 	for range core.AgentMaxLiveEnrollments - 2 {
@@ -78,16 +67,16 @@ func TestAgentEnrollmentRules(t *testing.T) {
 		}
 	}
 	_, err = e.Svc.Core.CreateAgentEnrollment(ctx, owner, "Bot", nil)
-	wantCode(t, err, core.CodeTooManyEnrollments)
+	testenv.WantCode(t, err, core.CodeTooManyEnrollments)
 	if err := e.Svc.Core.RevokeAgentEnrollment(ctx, owner, en.ID); err != nil {
 		t.Fatal(err)
 	}
-	wantCode(t, e.Svc.Core.RevokeAgentEnrollment(ctx, owner, en.ID), core.CodeNotFound)
+	testenv.WantCode(t, e.Svc.Core.RevokeAgentEnrollment(ctx, owner, en.ID), core.CodeNotFound)
 	if _, err := e.Svc.Core.CreateAgentEnrollment(ctx, owner, "Bot", nil); err != nil {
 		t.Fatal(err)
 	}
 	// Expired tokens free their slots too.
-	clk.advance(core.AgentEnrollmentTTL + time.Second)
+	clk.Advance(core.AgentEnrollmentTTL + time.Second)
 	if _, err := e.Svc.Core.CreateAgentEnrollment(ctx, owner, "Bot", nil); err != nil {
 		t.Fatal(err)
 	}
@@ -97,7 +86,7 @@ func TestAgentEnrollmentRules(t *testing.T) {
 	for {
 		en, err := e.Svc.Core.CreateAgentEnrollment(ctx, e.OwnerB.ID, "Bot", nil)
 		if err != nil {
-			wantCode(t, err, core.CodeRateLimited)
+			testenv.WantCode(t, err, core.CodeRateLimited)
 			if core.AsError(err).RetryAfterSeconds < 1 {
 				t.Fatalf("no Retry-After: %v", err)
 			}
@@ -116,9 +105,9 @@ func TestAgentEnrollmentRules(t *testing.T) {
 func TestAgentRegistrationRules(t *testing.T) {
 	e, clk := agentEnv(t)
 	_, err := e.Svc.Core.RegisterAgent(ctx, core.AgentRegisterRequest{Type: core.AgentRegistrationService})
-	wantCode(t, err, core.CodeEnrollmentRequired)
+	testenv.WantCode(t, err, core.CodeEnrollmentRequired)
 	_, err = e.Svc.Core.RegisterAgent(ctx, core.AgentRegisterRequest{Type: core.AgentRegistrationService, EnrollmentToken: "fxe_unknown"})
-	wantCode(t, err, core.CodeInvalidEnrollment)
+	testenv.WantCode(t, err, core.CodeInvalidEnrollment)
 
 	en, err := e.Svc.Core.CreateAgentEnrollment(ctx, e.OwnerA.ID, "Bot", nil)
 	if err != nil {
@@ -126,9 +115,9 @@ func TestAgentRegistrationRules(t *testing.T) {
 	}
 	// Failures do not consume the token.
 	_, err = e.Svc.Core.RegisterAgent(ctx, core.AgentRegisterRequest{Type: "oidc", EnrollmentToken: en.EnrollmentToken})
-	wantCode(t, err, core.CodeInvalidRequest)
+	testenv.WantCode(t, err, core.CodeInvalidRequest)
 	_, err = e.Svc.Core.RegisterAgent(ctx, core.AgentRegisterRequest{Type: core.AgentRegistrationService, EnrollmentToken: en.EnrollmentToken, LoginHint: e.OwnerB.Email})
-	wantCode(t, err, core.CodeLoginHintMismatch)
+	testenv.WantCode(t, err, core.CodeLoginHintMismatch)
 	reg, err := e.Svc.Core.RegisterAgent(ctx, core.AgentRegisterRequest{Type: core.AgentRegistrationService, EnrollmentToken: en.EnrollmentToken, LoginHint: strings.ToUpper(e.OwnerA.Email)})
 	if err != nil {
 		t.Fatal(err)
@@ -138,12 +127,12 @@ func TestAgentRegistrationRules(t *testing.T) {
 	}
 	// Consumed.
 	_, err = e.Svc.Core.RegisterAgent(ctx, core.AgentRegisterRequest{Type: core.AgentRegistrationService, EnrollmentToken: en.EnrollmentToken, LoginHint: e.OwnerA.Email})
-	wantCode(t, err, core.CodeInvalidEnrollment)
+	testenv.WantCode(t, err, core.CodeInvalidEnrollment)
 	// Expired.
 	en2, _ := e.Svc.Core.CreateAgentEnrollment(ctx, e.OwnerA.ID, "Bot", nil)
-	clk.advance(core.AgentEnrollmentTTL)
+	clk.Advance(core.AgentEnrollmentTTL)
 	_, err = e.Svc.Core.RegisterAgent(ctx, core.AgentRegisterRequest{Type: core.AgentRegistrationAnon, EnrollmentToken: en2.EnrollmentToken})
-	wantCode(t, err, core.CodeInvalidEnrollment)
+	testenv.WantCode(t, err, core.CodeInvalidEnrollment)
 	// Anonymous: no claim attempt, no account access before the claim.
 	en3, _ := e.Svc.Core.CreateAgentEnrollment(ctx, e.OwnerA.ID, "Anon", []string{"fax:read"})
 	anon, err := e.Svc.Core.RegisterAgent(ctx, core.AgentRegisterRequest{Type: core.AgentRegistrationAnon, EnrollmentToken: en3.EnrollmentToken})
@@ -161,9 +150,9 @@ func TestAgentRegistrationRules(t *testing.T) {
 	if err != nil || p.OwnerID != "" || len(p.Scopes) != 0 {
 		t.Fatalf("pre-claim principal = %+v, %v", p, err)
 	}
-	wantCode(t, core.Authorize(p, core.OpGetCredits), core.CodeUnauthenticated)
+	testenv.WantCode(t, core.Authorize(p, core.OpGetCredits), core.CodeUnauthenticated)
 	_, err = e.Svc.Core.ExchangeAgentAssertion(ctx, anon.Registration.ID, "jti_old", "")
-	wantCode(t, err, core.CodeInvalidGrant)
+	testenv.WantCode(t, err, core.CodeInvalidGrant)
 }
 
 func TestAgentClaimStates(t *testing.T) {
@@ -173,34 +162,34 @@ func TestAgentClaimStates(t *testing.T) {
 
 	// pending → authorization_pending, and slow_down (+5 s) when too fast.
 	_, err := e.Svc.Core.PollAgentClaim(ctx, ct, "")
-	wantCode(t, err, core.CodeAuthorizationPending)
+	testenv.WantCode(t, err, core.CodeAuthorizationPending)
 	if core.AsError(err).Fields["interval"] != 5 {
 		t.Fatalf("interval: %v", core.AsError(err).Fields)
 	}
-	clk.advance(2 * time.Second)
+	clk.Advance(2 * time.Second)
 	_, err = e.Svc.Core.PollAgentClaim(ctx, ct, "")
-	wantCode(t, err, core.CodeSlowDown)
+	testenv.WantCode(t, err, core.CodeSlowDown)
 	if core.AsError(err).Fields["interval"] != 10 {
 		t.Fatalf("slow_down interval: %v", core.AsError(err).Fields)
 	}
-	clk.advance(10 * time.Second)
+	clk.Advance(10 * time.Second)
 	_, err = e.Svc.Core.PollAgentClaim(ctx, ct, "")
-	wantCode(t, err, core.CodeAuthorizationPending)
+	testenv.WantCode(t, err, core.CodeAuthorizationPending)
 	_, err = e.Svc.Core.PollAgentClaim(ctx, ct, "https://elsewhere.example/mcp")
-	wantCode(t, err, core.CodeInvalidTarget)
+	testenv.WantCode(t, err, core.CodeInvalidTarget)
 	_, err = e.Svc.Core.PollAgentClaim(ctx, "fxc_unknown", "")
-	wantCode(t, err, core.CodeInvalidGrant)
+	testenv.WantCode(t, err, core.CodeInvalidGrant)
 
 	// A new attempt invalidates the old link; the email must match.
 	_, err = e.Svc.Core.StartAgentClaim(ctx, ct, e.OwnerB.Email)
-	wantCode(t, err, core.CodeEmailMismatch)
+	testenv.WantCode(t, err, core.CodeEmailMismatch)
 	old := attemptToken(t, reg.Attempt)
 	att, err := e.Svc.Core.StartAgentClaim(ctx, ct, e.OwnerA.Email)
 	if err != nil {
 		t.Fatal(err)
 	}
 	_, err = e.Svc.Core.AgentClaimForOwner(ctx, e.OwnerA.ID, old)
-	wantCode(t, err, core.CodeClaimLinkInvalid)
+	testenv.WantCode(t, err, core.CodeClaimLinkInvalid)
 	// New attempts are bounded per registration: five at once, then one
 	// every 30 s.
 	for range 4 {
@@ -209,39 +198,39 @@ func TestAgentClaimStates(t *testing.T) {
 		}
 	}
 	_, err = e.Svc.Core.StartAgentClaim(ctx, ct, e.OwnerA.Email)
-	wantCode(t, err, core.CodeRateLimited)
+	testenv.WantCode(t, err, core.CodeRateLimited)
 	link := attemptToken(t, att)
 
 	// Only the enrolling owner; wrong codes are counted.
 	_, err = e.Svc.Core.AgentClaimForOwner(ctx, e.OwnerB.ID, link)
-	wantCode(t, err, core.CodeClaimWrongOwner)
-	wantCode(t, e.Svc.Core.DecideAgentClaim(ctx, e.OwnerA.ID, link, "000000x", true, nil), core.CodeClaimWrongCode)
+	testenv.WantCode(t, err, core.CodeClaimWrongOwner)
+	testenv.WantCode(t, e.Svc.Core.DecideAgentClaim(ctx, e.OwnerA.ID, link, "000000x", true, nil), core.CodeClaimWrongCode)
 	req, err := e.Svc.Core.AgentClaimForOwner(ctx, e.OwnerA.ID, link)
 	if err != nil || req.TriesLeft != core.AgentClaimMaxTries-1 || len(req.Scopes) != 3 {
 		t.Fatalf("claim request = %+v, %v", req, err)
 	}
 	// Narrowing only.
-	wantCode(t, e.Svc.Core.DecideAgentClaim(ctx, e.OwnerA.ID, link, att.UserCode, true, []string{"fax:send"}), core.CodeClaimScopeWiden)
+	testenv.WantCode(t, e.Svc.Core.DecideAgentClaim(ctx, e.OwnerA.ID, link, att.UserCode, true, []string{"fax:send"}), core.CodeClaimScopeWiden)
 	if err := e.Svc.Core.DecideAgentClaim(ctx, e.OwnerA.ID, link, att.UserCode, true, []string{"fax:read"}); err != nil {
 		t.Fatal(err)
 	}
-	wantCode(t, e.Svc.Core.DecideAgentClaim(ctx, e.OwnerA.ID, link, att.UserCode, true, nil), core.CodeClaimLinkInvalid)
+	testenv.WantCode(t, e.Svc.Core.DecideAgentClaim(ctx, e.OwnerA.ID, link, att.UserCode, true, nil), core.CodeClaimLinkInvalid)
 
 	// approved → the next poll hands out the tokens once, with a new
 	// assertion; then redeemed.
-	clk.advance(time.Minute)
+	clk.Advance(time.Minute)
 	tok, err := e.Svc.Core.PollAgentClaim(ctx, ct, "")
 	if err != nil || !tok.NewAssertion || strings.Join(tok.Scopes, " ") != "fax:read" || tok.ExpiresIn != time.Hour {
 		t.Fatalf("approved poll = %+v, %v", tok, err)
 	}
 	_, err = e.Svc.Core.PollAgentClaim(ctx, ct, "")
-	wantCode(t, err, core.CodeInvalidGrant)
+	testenv.WantCode(t, err, core.CodeInvalidGrant)
 	p, err := e.Svc.Core.AgentTokenPrincipal(ctx, tok.AccessToken, e.Svc.Core.ResourceMCP())
 	if err != nil || p.OwnerID != e.OwnerA.ID || p.Kind != core.PrincipalAgent || len(p.Scopes) != 1 {
 		t.Fatalf("principal = %+v, %v", p, err)
 	}
 	_, err = e.Svc.Core.AgentTokenPrincipal(ctx, tok.AccessToken, e.Svc.Core.ResourceA2A())
-	wantCode(t, err, core.CodeInvalidToken)
+	testenv.WantCode(t, err, core.CodeInvalidToken)
 	// A token for the A2A endpoint is for it alone.
 	if err := e.Svc.Core.RecordAgentAssertion(ctx, tok.Registration.ID, "jti_a2a"); err != nil {
 		t.Fatal(err)
@@ -254,11 +243,11 @@ func TestAgentClaimStates(t *testing.T) {
 		t.Fatalf("a2a token at /a2a: %v", err)
 	}
 	_, err = e.Svc.Core.AgentTokenPrincipal(ctx, a2a.AccessToken, e.Svc.Core.ResourceMCP())
-	wantCode(t, err, core.CodeInvalidToken)
+	testenv.WantCode(t, err, core.CodeInvalidToken)
 	// The token lives one hour.
-	clk.advance(time.Hour)
+	clk.Advance(time.Hour)
 	_, err = e.Svc.Core.AgentTokenPrincipal(ctx, tok.AccessToken, e.Svc.Core.ResourceMCP())
-	wantCode(t, err, core.CodeInvalidToken)
+	testenv.WantCode(t, err, core.CodeInvalidToken)
 }
 
 func TestAgentClaimDeclineAndExpiry(t *testing.T) {
@@ -268,17 +257,17 @@ func TestAgentClaimDeclineAndExpiry(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err := e.Svc.Core.PollAgentClaim(ctx, declined.ClaimToken, "")
-	wantCode(t, err, core.CodeAccessDenied)
+	testenv.WantCode(t, err, core.CodeAccessDenied)
 	_, err = e.Svc.Core.StartAgentClaim(ctx, declined.ClaimToken, e.OwnerA.Email)
-	wantCode(t, err, core.CodeAccessDenied)
+	testenv.WantCode(t, err, core.CodeAccessDenied)
 
 	expiring := registerService(t, e, nil)
-	clk.advance(core.AgentClaimTTL)
-	wantCode(t, e.Svc.Core.DecideAgentClaim(ctx, e.OwnerA.ID, attemptToken(t, expiring.Attempt), expiring.Attempt.UserCode, true, nil), core.CodeClaimExpired)
+	clk.Advance(core.AgentClaimTTL)
+	testenv.WantCode(t, e.Svc.Core.DecideAgentClaim(ctx, e.OwnerA.ID, attemptToken(t, expiring.Attempt), expiring.Attempt.UserCode, true, nil), core.CodeClaimExpired)
 	_, err = e.Svc.Core.PollAgentClaim(ctx, expiring.ClaimToken, "")
-	wantCode(t, err, core.CodeExpiredToken)
+	testenv.WantCode(t, err, core.CodeExpiredToken)
 	_, err = e.Svc.Core.PollAgentClaim(ctx, expiring.ClaimToken, "")
-	wantCode(t, err, core.CodeExpiredToken)
+	testenv.WantCode(t, err, core.CodeExpiredToken)
 }
 
 func TestAgentRevocation(t *testing.T) {
@@ -301,7 +290,7 @@ func TestAgentRevocation(t *testing.T) {
 		}
 	}
 	_, err = e.Svc.Core.AgentTokenPrincipal(ctx, tok.AccessToken, e.Svc.Core.ResourceMCP())
-	wantCode(t, err, core.CodeInvalidToken)
+	testenv.WantCode(t, err, core.CodeInvalidToken)
 	tok2, err := e.Svc.Core.ExchangeAgentAssertion(ctx, reg.Registration.ID, "jti_a", "")
 	if err != nil || strings.Join(tok2.Scopes, " ") != "credits:read" || tok2.NewAssertion {
 		t.Fatalf("re-exchange = %+v, %v", tok2, err)
@@ -311,10 +300,10 @@ func TestAgentRevocation(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err = e.Svc.Core.AgentTokenPrincipal(ctx, tok2.AccessToken, e.Svc.Core.ResourceMCP())
-	wantCode(t, err, core.CodeInvalidToken)
+	testenv.WantCode(t, err, core.CodeInvalidToken)
 	_, err = e.Svc.Core.ExchangeAgentAssertion(ctx, reg.Registration.ID, "jti_a", "")
-	wantCode(t, err, core.CodeInvalidGrant)
-	wantCode(t, e.Svc.Core.RevokeAgentRegistration(ctx, e.OwnerA.ID, reg.Registration.ID), core.CodeNotFound)
+	testenv.WantCode(t, err, core.CodeInvalidGrant)
+	testenv.WantCode(t, e.Svc.Core.RevokeAgentRegistration(ctx, e.OwnerA.ID, reg.Registration.ID), core.CodeNotFound)
 }
 
 // TestPrincipalModes: every kind of principal gets its mode where it is

@@ -91,7 +91,7 @@ func (c *countingCard) Charge(ctx context.Context, r payments.ChargeRequest) (pa
 type ap2Env struct {
 	*testenv.Env
 	svc    *services.Set
-	clk    *clock
+	clk    *testenv.Clock
 	signer *testSigner
 	card   *countingCard
 	p      core.Principal
@@ -101,12 +101,12 @@ type ap2Env struct {
 // and a counting test card, on an adjustable clock.
 func newAP2Env(t *testing.T) *ap2Env {
 	t.Helper()
-	clk := newClock()
-	e := testenv.New(t, testenv.WithoutWorkers(), testenv.WithConfig(func(c *core.Config) { c.Now = clk.now }))
+	clk := testenv.NewClockAt(time.Date(2026, 11, 1, 12, 0, 0, 0, time.UTC))
+	e := testenv.New(t, testenv.WithoutWorkers(), testenv.WithConfig(func(c *core.Config) { c.Now = clk.Now }))
 	ae := &ap2Env{Env: e, clk: clk, signer: newTestSigner(t), card: &countingCard{}}
-	svc, err := services.New(core.Config{BaseURL: "http://faxhub.test", UploadSecret: bytes.Repeat([]byte{7}, 32), Now: clk.now}, core.Deps{
-		Store: e.Store, Signer: ae.signer, PaymentMethods: map[core.Mode]payments.PaymentMethod{core.ModeTest: ae.card},
-	})
+	svc, err := services.New(core.Config{BaseURL: "http://faxhub.test", UploadSecret: bytes.Repeat([]byte{7}, 32), Now: clk.Now}, services.Deps{Store: e.Store, Deps: core.Deps{
+		Signer: ae.signer, PaymentMethods: map[core.Mode]payments.PaymentMethod{core.ModeTest: ae.card},
+	}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -221,7 +221,7 @@ func TestCreditPurchaseApprovedWithPasskey(t *testing.T) {
 		t.Errorf("message %q", v.Message)
 	}
 	cartID := v.Purchase.ID
-	exp := e.clk.now().Add(core.CartTTL)
+	exp := e.clk.Now().Add(core.CartTTL)
 	want := `{"cart_expiry":"` + exp.Format(time.RFC3339) + `","id":"` + cartID + `","merchant_name":"faxhub",` +
 		`"payment_request":{"details":{"display_items":[{"amount":{"currency":"USD","value":10},"label":"10 USD of fax credits"}],` +
 		`"id":"` + cartID + `","total":{"amount":{"currency":"USD","value":10},"label":"Total"}},` +
@@ -244,7 +244,7 @@ func TestCreditPurchaseApprovedWithPasskey(t *testing.T) {
 	}
 	if a.Kind != core.ApprovalCreditPurchase || !a.RequiresUV || a.Status != core.ApprovalPending ||
 		a.BindingHash != core.BindingHash(map[string]any{"cartId": cartID, "amountMicros": int64(10_000_000), "packId": "pack_10", "paymentMandateId": "pm_1"}) ||
-		a.Summary != "Buy 10 USD of fax credits for $10.00" || a.Requester != "Claude Desktop" || !a.ExpiresAt.Equal(e.clk.now().Add(core.PurchaseApprovalTTL)) {
+		a.Summary != "Buy 10 USD of fax credits for $10.00" || a.Requester != "Claude Desktop" || !a.ExpiresAt.Equal(e.clk.Now().Add(core.PurchaseApprovalTTL)) {
 		t.Fatalf("approval %+v", a)
 	}
 	var details map[string]string
@@ -264,10 +264,10 @@ func TestCreditPurchaseApprovedWithPasskey(t *testing.T) {
 	}
 	// A second mandate on the same task is refused.
 	_, err := e.svc.Core.SubmitPaymentMandate(ctx, e.p, v.ID, mandateFor(v, "pm_2", testcard.TokenVisa))
-	wantCode(t, err, core.CodePurchaseState)
+	testenv.WantCode(t, err, core.CodePurchaseState)
 
 	_, err = e.svc.Core.DecideApproval(ctx, e.OwnerA.ID, a.ID, approve(false, a))
-	wantCode(t, err, core.CodeUserVerification)
+	testenv.WantCode(t, err, core.CodeUserVerification)
 	if e.card.charges.Load() != 0 {
 		t.Fatal("charged before the owner approved")
 	}
@@ -356,7 +356,7 @@ func TestPaymentMandateReplayedWritesNothing(t *testing.T) {
 
 	second := e.start(t, "pack_10")
 	_, err := e.svc.Core.SubmitPaymentMandate(ctx, e.p, second.ID, mandateFor(second, "pm_once", testcard.TokenVisa))
-	wantCode(t, err, core.CodeMandateReplayed)
+	testenv.WantCode(t, err, core.CodeMandateReplayed)
 	if got := e.task(t, second.ID); got.State != core.TaskInputRequired || got.Purchase.Status != core.PurchaseCartOffered ||
 		got.Purchase.PaymentMandateID != nil || got.Purchase.Credential != nil || got.Purchase.ApprovalID != nil {
 		t.Fatalf("the replayed mandate wrote to the second cart: %+v", got.Purchase)
@@ -397,7 +397,7 @@ func TestPaymentMandateMismatch(t *testing.T) {
 			m := mandateFor(v, "pm_mismatch", testcard.TokenVisa)
 			tc.edit(&m)
 			_, err := e.svc.Core.SubmitPaymentMandate(ctx, e.p, v.ID, m)
-			wantCode(t, err, tc.code)
+			testenv.WantCode(t, err, tc.code)
 			var ce *core.Error
 			if !errors.As(err, &ce) || !strings.Contains(fmt.Sprint(ce.Fields["field"]), tc.field) {
 				t.Fatalf("error %v names field %v, want %s", err, ce.Fields, tc.field)
@@ -410,17 +410,17 @@ func TestPaymentMandateMismatch(t *testing.T) {
 	// Nobody else's task, nor a task of another mode, takes a mandate.
 	pb := e.Principal(t, e.KeyBTest)
 	_, err := e.svc.Core.SubmitPaymentMandate(ctx, pb, v.ID, mandateFor(v, "pm_b", testcard.TokenVisa))
-	wantCode(t, err, core.CodeNotFound)
+	testenv.WantCode(t, err, core.CodeNotFound)
 	_, err = e.svc.Core.GetTask(ctx, pb, v.ID)
-	wantCode(t, err, core.CodeNotFound)
+	testenv.WantCode(t, err, core.CodeNotFound)
 }
 
 func TestCartAndApprovalExpire(t *testing.T) {
 	e := newAP2Env(t)
 	v := e.start(t, "pack_10")
-	e.clk.advance(core.CartTTL)
+	e.clk.Advance(core.CartTTL)
 	_, err := e.svc.Core.SubmitPaymentMandate(ctx, e.p, v.ID, mandateFor(v, "pm_late", testcard.TokenVisa))
-	wantCode(t, err, core.CodeCartExpired)
+	testenv.WantCode(t, err, core.CodeCartExpired)
 	if got := e.task(t, v.ID); got.State != core.TaskFailed || got.FailureCode != "cart_expired" || got.CartMandate != nil {
 		t.Fatalf("expired cart: %s %s", got.State, got.FailureCode)
 	}
@@ -430,9 +430,9 @@ func TestCartAndApprovalExpire(t *testing.T) {
 
 	v = e.start(t, "pack_10")
 	_, a := e.submit(t, v, mandateFor(v, "pm_unapproved", testcard.TokenVisa))
-	e.clk.advance(core.PurchaseApprovalTTL + time.Second)
+	e.clk.Advance(core.PurchaseApprovalTTL + time.Second)
 	_, err = e.svc.Core.DecideApproval(ctx, e.OwnerA.ID, a.ID, approve(true, a))
-	wantCode(t, err, core.CodeApprovalState)
+	testenv.WantCode(t, err, core.CodeApprovalState)
 	got := e.task(t, v.ID)
 	if got.State != core.TaskFailed || got.FailureCode != "approval_expired" || got.Purchase.Credential != nil {
 		t.Fatalf("expired approval: %s %s %+v", got.State, got.FailureCode, got.Purchase)
@@ -450,13 +450,13 @@ func TestCancelCreditPurchase(t *testing.T) {
 	buyer.Scopes = []core.Scope{core.ScopeCreditsCheckout}
 	drafter.Scopes = []core.Scope{core.ScopeFaxDraft}
 	_, err := e.svc.Core.CancelTask(ctx, drafter, v.ID)
-	wantCode(t, err, core.CodeInsufficientScope)
+	testenv.WantCode(t, err, core.CodeInsufficientScope)
 	got, err := e.svc.Core.CancelTask(ctx, buyer, v.ID)
 	if err != nil || got.State != core.TaskCanceled {
 		t.Fatalf("cancel offered cart: %+v %v", got, err)
 	}
 	_, err = e.svc.Core.SubmitPaymentMandate(ctx, e.p, v.ID, mandateFor(v, "pm_after_cancel", testcard.TokenVisa))
-	wantCode(t, err, core.CodePurchaseState)
+	testenv.WantCode(t, err, core.CodePurchaseState)
 
 	v = e.start(t, "pack_10")
 	_, a := e.submit(t, v, mandateFor(v, "pm_cancel", testcard.TokenVisa))
@@ -469,7 +469,7 @@ func TestCancelCreditPurchase(t *testing.T) {
 		t.Fatalf("%d approvals still pending", len(pending))
 	}
 	_, err = e.svc.Core.DecideApproval(ctx, e.OwnerA.ID, a.ID, approve(true, a))
-	wantCode(t, err, core.CodeApprovalState)
+	testenv.WantCode(t, err, core.CodeApprovalState)
 	if _, err := e.svc.Core.CancelTask(ctx, e.p, v.ID); core.ErrorCode(err) != core.CodeTaskNotCancelable {
 		t.Fatalf("second cancel: %v", err)
 	}
@@ -538,14 +538,14 @@ func TestCreditPurchaseCompletesOnce(t *testing.T) {
 func TestStartCreditPurchaseRefusals(t *testing.T) {
 	e := newAP2Env(t)
 	_, err := e.svc.Core.StartCreditPurchase(ctx, e.p, "buy_credits", "", "pack_7")
-	wantCode(t, err, core.CodeUnknownPack)
+	testenv.WantCode(t, err, core.CodeUnknownPack)
 	readOnly := e.p
 	readOnly.Scopes = []core.Scope{core.ScopeFaxRead, core.ScopeCreditsRead}
 	_, err = e.svc.Core.StartCreditPurchase(ctx, readOnly, "buy_credits", "", "pack_10")
-	wantCode(t, err, core.CodeInsufficientScope)
+	testenv.WantCode(t, err, core.CodeInsufficientScope)
 	// Live mode has no AP2 payment method yet.
 	_, err = e.svc.Core.StartCreditPurchase(ctx, e.Principal(t, e.KeyALive), "buy_credits", "", "pack_10")
-	wantCode(t, err, core.CodePaymentUnavailable)
+	testenv.WantCode(t, err, core.CodePaymentUnavailable)
 	if core.ErrorKind(err) != core.KindUnavailable {
 		t.Fatalf("kind %v", core.ErrorKind(err))
 	}

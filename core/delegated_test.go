@@ -80,7 +80,7 @@ func TestDelegatedSmoke(t *testing.T) {
 		t.Fatalf("verification_uri_complete %q", v.Approval.VerificationURIComplete)
 	}
 	_, err = e.Svc.Core.DelegatedAgentForJWT(ctx, h, v.Agent.ID)
-	wantCode(t, err, core.CodeAgentPending)
+	testenv.WantCode(t, err, core.CodeAgentPending)
 	a, err := e.Svc.Core.DecideDevice(ctx, e.OwnerA.ID, v.Agent.ID, strings.ToLower(v.Approval.UserCode), true, []core.Capability{core.CapGetCredits})
 	if err != nil || a.Status != core.DelegatedActive || !slices.Equal(a.Granted, []core.Capability{core.CapGetCredits}) {
 		t.Fatalf("decide = %+v, %v", a, err)
@@ -93,7 +93,7 @@ func TestDelegatedSmoke(t *testing.T) {
 	if err := core.AuthorizeCapability(p, a, core.CapGetCredits); err != nil {
 		t.Fatal(err)
 	}
-	wantCode(t, core.AuthorizeCapability(p, a, core.CapValidateFax), core.CodeCapabilityNotGranted)
+	testenv.WantCode(t, core.AuthorizeCapability(p, a, core.CapValidateFax), core.CodeCapabilityNotGranted)
 	if _, err := e.Svc.Core.GetCredits(ctx, p, "", 10); err != nil {
 		t.Fatal(err)
 	}
@@ -101,5 +101,5 @@ func TestDelegatedSmoke(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err = e.Svc.Core.HostForJWT(ctx, h.ID)
-	wantCode(t, err, core.CodeHostRevoked)
+	testenv.WantCode(t, err, core.CodeHostRevoked)
 }

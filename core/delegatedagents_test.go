@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/faxhub/faxhub/core"
+	"github.com/faxhub/faxhub/internal/testenv"
 )
 
 func TestRegisterDelegatedAgentRules(t *testing.T) {
@@ -41,13 +42,13 @@ func TestRegisterDelegatedAgentRules(t *testing.T) {
 			r := ok()
 			tc.edit(&r)
 			_, err := e.Svc.Core.RegisterDelegatedAgent(ctx, h, r)
-			wantCode(t, err, tc.code)
+			testenv.WantCode(t, err, tc.code)
 		})
 	}
 	// The same key on its own host, once active: agent_exists.
 	_, err := e.Svc.Core.RegisterDelegatedAgent(ctx, other, core.DelegatedAgentRequest{Name: "x", Mode: "delegated",
 		Capabilities: []core.Capability{core.CapGetCredits}, AgentKey: activeKey})
-	wantCode(t, err, core.CodeAgentExists)
+	testenv.WantCode(t, err, core.CodeAgentExists)
 
 	// Covered by the host's defaults: active at once, no approval.
 	r := ok()
@@ -87,13 +88,13 @@ func TestRegisterDelegatedAgentRules(t *testing.T) {
 		t.Fatalf("old approval = %+v, %v", a, err)
 	}
 	_, err = e.Svc.Core.DecideDevice(ctx, e.OwnerA.ID, first.Agent.ID, first.Approval.UserCode, true, nil)
-	wantCode(t, err, core.CodeDeviceWrongCode)
+	testenv.WantCode(t, err, core.CodeDeviceWrongCode)
 	if _, err := e.Svc.Core.DecideDevice(ctx, e.OwnerA.ID, first.Agent.ID, again.Approval.UserCode, true, nil); err != nil {
 		t.Fatal(err)
 	}
 	// Another host presenting the same key cannot take it over.
 	_, err = e.Svc.Core.RegisterDelegatedAgent(ctx, other, r)
-	wantCode(t, err, core.CodeAgentExists)
+	testenv.WantCode(t, err, core.CodeAgentExists)
 }
 
 func TestDeviceApproval(t *testing.T) {
@@ -112,9 +113,9 @@ func TestDeviceApproval(t *testing.T) {
 	}
 	// Only the host's owner sees it.
 	_, err = e.Svc.Core.DeviceRequestForOwner(ctx, e.OwnerB.ID, id)
-	wantCode(t, err, core.CodeAgentNotFound)
+	testenv.WantCode(t, err, core.CodeAgentNotFound)
 	_, err = e.Svc.Core.DecideDevice(ctx, e.OwnerB.ID, id, code, true, nil)
-	wantCode(t, err, core.CodeAgentNotFound)
+	testenv.WantCode(t, err, core.CodeAgentNotFound)
 	req, err := e.Svc.Core.DeviceRequestForOwner(ctx, e.OwnerA.ID, id)
 	if err != nil || req.Host.ID != h.ID || req.TriesLeft != core.DeviceMaxTries || !slices.Equal(req.Agent.Requested, requested) {
 		t.Fatalf("request = %+v, %v", req, err)
@@ -131,7 +132,7 @@ func TestDeviceApproval(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := e.Svc.Core.DecideDevice(ctx, e.OwnerA.ID, id, tc.code, true, tc.caps)
-			wantCode(t, err, tc.want)
+			testenv.WantCode(t, err, tc.want)
 		})
 	}
 	// Narrowed, with the code typed loosely.
@@ -144,46 +145,46 @@ func TestDeviceApproval(t *testing.T) {
 		t.Fatalf("inbox after approval: %s", appr.Status)
 	}
 	_, err = e.Svc.Core.DecideDevice(ctx, e.OwnerA.ID, id, code, true, nil)
-	wantCode(t, err, core.CodeDeviceDecided)
+	testenv.WantCode(t, err, core.CodeDeviceDecided)
 	_, err = e.Svc.Core.ReissueDeviceCode(ctx, h, id)
-	wantCode(t, err, core.CodeDeviceDecided)
+	testenv.WantCode(t, err, core.CodeDeviceDecided)
 	p := e.Svc.Core.DelegatedPrincipal(h, a)
 	if p.Kind != core.PrincipalDelegated || p.OwnerID != e.OwnerA.ID || p.SubjectID != id || p.ClientName != "Mailer on Laptop" ||
 		!slices.Equal(p.Scopes, []core.Scope{core.ScopeFaxDraft, core.ScopeCreditsRead}) {
 		t.Fatalf("principal = %+v", p)
 	}
-	wantCode(t, core.AuthorizeCapability(p, a, "fly"), core.CodeUnknownCapability)
-	wantCode(t, core.AuthorizeCapability(p, a, core.CapSendFax), core.CodeCapabilityNotGranted)
+	testenv.WantCode(t, core.AuthorizeCapability(p, a, "fly"), core.CodeUnknownCapability)
+	testenv.WantCode(t, core.AuthorizeCapability(p, a, core.CapSendFax), core.CodeCapabilityNotGranted)
 
 	// Too many wrong codes end the code; a re-issue starts over.
 	v2 := register(t, e, h, core.CapGetCredits)
 	for i := 1; i < core.DeviceMaxTries; i++ {
 		_, err := e.Svc.Core.DecideDevice(ctx, e.OwnerA.ID, v2.Agent.ID, "BBBB-BBBB", true, nil)
-		wantCode(t, err, core.CodeDeviceWrongCode)
+		testenv.WantCode(t, err, core.CodeDeviceWrongCode)
 	}
 	_, err = e.Svc.Core.DecideDevice(ctx, e.OwnerA.ID, v2.Agent.ID, "BBBB-BBBB", true, nil)
-	wantCode(t, err, core.CodeDeviceTooManyTries)
+	testenv.WantCode(t, err, core.CodeDeviceTooManyTries)
 	_, err = e.Svc.Core.DecideDevice(ctx, e.OwnerA.ID, v2.Agent.ID, v2.Approval.UserCode, true, nil)
-	wantCode(t, err, core.CodeDeviceTooManyTries)
+	testenv.WantCode(t, err, core.CodeDeviceTooManyTries)
 	re, err := e.Svc.Core.ReissueDeviceCode(ctx, h, v2.Agent.ID)
 	if err != nil || re.Agent.ID != v2.Agent.ID || re.Approval == nil {
 		t.Fatalf("reissue = %+v, %v", re, err)
 	}
 	_, err = e.Svc.Core.ReissueDeviceCode(ctx, newHost(t, e), v2.Agent.ID)
-	wantCode(t, err, core.CodeAgentNotFound)
+	testenv.WantCode(t, err, core.CodeAgentNotFound)
 	_, err = e.Svc.Core.ReissueDeviceCode(ctx, h, "dag_unknown")
-	wantCode(t, err, core.CodeAgentNotFound)
+	testenv.WantCode(t, err, core.CodeAgentNotFound)
 
 	// Expiry: the page says expired, the status reads expired, the agent
 	// cannot act; a re-issue revives it.
-	clk.advance(core.DeviceApprovalTTL)
+	clk.Advance(core.DeviceApprovalTTL)
 	_, err = e.Svc.Core.DecideDevice(ctx, e.OwnerA.ID, v2.Agent.ID, re.Approval.UserCode, true, nil)
-	wantCode(t, err, core.CodeDeviceExpired)
+	testenv.WantCode(t, err, core.CodeDeviceExpired)
 	if st, err := e.Svc.Core.DelegatedAgentStatus(ctx, h, v2.Agent.ID); err != nil || st.Status != core.DelegatedExpired {
 		t.Fatalf("status = %+v, %v", st, err)
 	}
 	_, err = e.Svc.Core.DelegatedAgentForJWT(ctx, h, v2.Agent.ID)
-	wantCode(t, err, core.CodeAgentExpired)
+	testenv.WantCode(t, err, core.CodeAgentExpired)
 	re, err = e.Svc.Core.ReissueDeviceCode(ctx, h, v2.Agent.ID)
 	if err != nil || re.Approval.ExpiresIn != int(core.DeviceApprovalTTL/time.Second) {
 		t.Fatalf("reissue after expiry = %+v, %v", re, err)
@@ -196,11 +197,11 @@ func TestDeviceApproval(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err = e.Svc.Core.DelegatedAgentForJWT(ctx, h, v2.Agent.ID)
-	wantCode(t, err, core.CodeAgentRejected)
+	testenv.WantCode(t, err, core.CodeAgentRejected)
 	if err := e.Svc.Core.DeclineDevice(ctx, e.OwnerA.ID, v2.Agent.ID); err != nil {
 		t.Fatalf("decline twice: %v", err)
 	}
-	wantCode(t, e.Svc.Core.DeclineDevice(ctx, e.OwnerB.ID, v2.Agent.ID), core.CodeAgentNotFound)
+	testenv.WantCode(t, e.Svc.Core.DeclineDevice(ctx, e.OwnerB.ID, v2.Agent.ID), core.CodeAgentNotFound)
 }
 
 func TestRevokeDelegatedAgent(t *testing.T) {
@@ -219,11 +220,11 @@ func TestRevokeDelegatedAgent(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := e.Svc.Core.RevokeDelegatedAgent(ctx, tc.ownerID, tc.hostID, tc.agent)
-			wantCode(t, err, core.CodeAgentNotFound)
+			testenv.WantCode(t, err, core.CodeAgentNotFound)
 		})
 	}
 	_, err := e.Svc.Core.DelegatedAgentForJWT(ctx, other, a.ID)
-	wantCode(t, err, core.CodeInvalidJWT)
+	testenv.WantCode(t, err, core.CodeInvalidJWT)
 	got, err := e.Svc.Core.RevokeDelegatedAgent(ctx, "", h.ID, a.ID)
 	if err != nil || got.Status != core.DelegatedRevoked || got.RevokedAt == nil {
 		t.Fatalf("revoke = %+v, %v", got, err)
@@ -232,7 +233,7 @@ func TestRevokeDelegatedAgent(t *testing.T) {
 		t.Fatalf("revoke again = %+v, %v", got, err)
 	}
 	_, err = e.Svc.Core.DelegatedAgentForJWT(ctx, h, a.ID)
-	wantCode(t, err, core.CodeAgentRevoked)
+	testenv.WantCode(t, err, core.CodeAgentRevoked)
 	// A pending agent's inbox approval leaves the inbox with it.
 	v := register(t, e, h, core.CapGetCredits)
 	if _, err := e.Svc.Core.RevokeDelegatedAgent(ctx, e.OwnerA.ID, "", v.Agent.ID); err != nil {
@@ -242,7 +243,7 @@ func TestRevokeDelegatedAgent(t *testing.T) {
 		t.Fatalf("inbox after revoke: %s", appr.Status)
 	}
 	_, err = e.Svc.Core.DeviceRequestForOwner(ctx, e.OwnerA.ID, v.Agent.ID)
-	wantCode(t, err, core.CodeDeviceDecided)
+	testenv.WantCode(t, err, core.CodeDeviceDecided)
 }
 
 func TestDeviceApprovalInInbox(t *testing.T) {
@@ -255,11 +256,11 @@ func TestDeviceApprovalInInbox(t *testing.T) {
 	}
 	// Approving the inbox item alone is refused: the code is on the page.
 	_, err = e.Svc.Core.DecideApproval(ctx, e.OwnerA.ID, appr.ID, core.Decision{Approve: true, BindingHash: appr.BindingHash})
-	wantCode(t, err, core.CodeInvalidRequest)
+	testenv.WantCode(t, err, core.CodeInvalidRequest)
 	// Declining it rejects the agent.
 	if _, err := e.Svc.Core.DecideApproval(ctx, e.OwnerA.ID, appr.ID, core.Decision{BindingHash: appr.BindingHash}); err != nil {
 		t.Fatal(err)
 	}
 	_, err = e.Svc.Core.DelegatedAgentForJWT(ctx, h, v.Agent.ID)
-	wantCode(t, err, core.CodeAgentRejected)
+	testenv.WantCode(t, err, core.CodeAgentRejected)
 }

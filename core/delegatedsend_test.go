@@ -10,10 +10,10 @@ import (
 )
 
 // delegatedEnv is a service whose agents act in test mode, on a test clock.
-func delegatedEnv(t *testing.T, opts ...testenv.Option) (*testenv.Env, *clock) {
-	clk := newClock()
+func delegatedEnv(t *testing.T, opts ...testenv.Option) (*testenv.Env, *testenv.Clock) {
+	clk := testenv.NewClockAt(time.Date(2026, 11, 1, 12, 0, 0, 0, time.UTC))
 	opts = append([]testenv.Option{testenv.WithoutWorkers(), testenv.WithConfig(func(c *core.Config) {
-		c.Now = clk.now
+		c.Now = clk.Now
 		c.AgentMode = core.ModeTest
 	})}, opts...)
 	return testenv.New(t, opts...), clk
@@ -30,7 +30,7 @@ func sender(t *testing.T, e *testenv.Env) (*core.Host, *core.DelegatedAgent, cor
 
 func requestSend(t *testing.T, e *testenv.Env, p core.Principal, a *core.DelegatedAgent) *core.DelegatedSend {
 	t.Helper()
-	tok := upload(t, e, e.Principal(t, e.KeyATest), 2)
+	tok := e.Upload(t, e.Principal(t, e.KeyATest), 2)
 	d, err := e.Svc.Core.RequestDelegatedSend(ctx, p, a, core.DelegatedSendRequest{To: "+12125550100", UploadToken: tok, Cover: true, CoverText: "hi"})
 	if err != nil {
 		t.Fatal(err)
@@ -59,7 +59,7 @@ func faxCount(t *testing.T, e *testenv.Env) int {
 func TestDelegatedSendApproval(t *testing.T) {
 	e, _ := delegatedEnv(t)
 	_, a, p := sender(t, e)
-	before := balance(t, e, e.Principal(t, e.KeyATest)).AvailableMicros
+	before := e.Credits(t, e.Principal(t, e.KeyATest)).AvailableMicros
 	d := requestSend(t, e, p, a)
 	if d.Status != core.DelegatedSendPending || d.Pages != 2 || !d.Cover || d.DocumentSHA == "" || d.ApprovalPath == "" {
 		t.Fatalf("send = %+v", d)
@@ -69,12 +69,12 @@ func TestDelegatedSendApproval(t *testing.T) {
 		t.Fatalf("approval = %+v, %v", appr, err)
 	}
 	// Nothing is charged while it waits.
-	if got := balance(t, e, e.Principal(t, e.KeyATest)).AvailableMicros; got != before || faxCount(t, e) != 0 {
+	if got := e.Credits(t, e.Principal(t, e.KeyATest)).AvailableMicros; got != before || faxCount(t, e) != 0 {
 		t.Fatalf("charged before approval: %d → %d", before, got)
 	}
 	// Without user verification: refused, still pending.
 	_, err = e.Svc.Core.DecideApproval(ctx, e.OwnerA.ID, appr.ID, core.Decision{Approve: true, BindingHash: appr.BindingHash})
-	wantCode(t, err, core.CodeUserVerification)
+	testenv.WantCode(t, err, core.CodeUserVerification)
 	// Concurrent approvals with UV: exactly one fax and one hold.
 	var wg sync.WaitGroup
 	var mu sync.Mutex
@@ -99,49 +99,49 @@ func TestDelegatedSendApproval(t *testing.T) {
 	if st != core.DelegatedSendSent || f == nil || f.To != d.To || f.Pages != 2 || f.PriceMicros != d.PriceMicros {
 		t.Fatalf("status %s, fax %+v", st, f)
 	}
-	if got := balance(t, e, e.Principal(t, e.KeyATest)).AvailableMicros; got != before-d.PriceMicros {
+	if got := e.Credits(t, e.Principal(t, e.KeyATest)).AvailableMicros; got != before-d.PriceMicros {
 		t.Fatalf("balance %d, want %d", got, before-d.PriceMicros)
 	}
 	// A replayed decision is refused.
 	_, err = e.Svc.Core.DecideApproval(ctx, e.OwnerA.ID, appr.ID, core.Decision{Approve: true, BindingHash: appr.BindingHash, UserVerified: true})
-	wantCode(t, err, core.CodeApprovalState)
+	testenv.WantCode(t, err, core.CodeApprovalState)
 	// Another agent cannot read it.
 	h2 := newHost(t, e)
 	other := approveAgent(t, e, h2, core.CapSendFax)
 	_, _, err = e.Svc.Core.GetDelegatedSend(ctx, e.Svc.Core.DelegatedPrincipal(h2, other), other, d.ID)
-	wantCode(t, err, core.CodeNotFound)
+	testenv.WantCode(t, err, core.CodeNotFound)
 }
 
 func TestDelegatedSendRefusals(t *testing.T) {
 	for _, tc := range []struct {
 		name   string
 		opts   []testenv.Option
-		before func(t *testing.T, e *testenv.Env, clk *clock, h *core.Host, a *core.DelegatedAgent, d *core.DelegatedSend)
+		before func(t *testing.T, e *testenv.Env, clk *testenv.Clock, h *core.Host, a *core.DelegatedAgent, d *core.DelegatedSend)
 		decide bool // approve (true) or decline
 		code   string
 		status core.DelegatedSendStatus
 	}{
 		{name: "declined", status: core.DelegatedSendDeclined},
 		{name: "expired", decide: true, code: core.CodeApprovalState, status: core.DelegatedSendExpired,
-			before: func(t *testing.T, e *testenv.Env, clk *clock, h *core.Host, a *core.DelegatedAgent, d *core.DelegatedSend) {
-				clk.advance(core.DelegatedSendTTL + time.Second)
+			before: func(t *testing.T, e *testenv.Env, clk *testenv.Clock, h *core.Host, a *core.DelegatedAgent, d *core.DelegatedSend) {
+				clk.Advance(core.DelegatedSendTTL + time.Second)
 			}},
 		{name: "agent revoked", decide: true, code: core.CodeAgentRevoked, status: core.DelegatedSendPending,
-			before: func(t *testing.T, e *testenv.Env, clk *clock, h *core.Host, a *core.DelegatedAgent, d *core.DelegatedSend) {
+			before: func(t *testing.T, e *testenv.Env, clk *testenv.Clock, h *core.Host, a *core.DelegatedAgent, d *core.DelegatedSend) {
 				if _, err := e.Svc.Core.RevokeDelegatedAgent(ctx, e.OwnerA.ID, "", a.ID); err != nil {
 					t.Fatal(err)
 				}
 			}},
 		{name: "host revoked", decide: true, code: core.CodeAgentRevoked, status: core.DelegatedSendPending,
-			before: func(t *testing.T, e *testenv.Env, clk *clock, h *core.Host, a *core.DelegatedAgent, d *core.DelegatedSend) {
+			before: func(t *testing.T, e *testenv.Env, clk *testenv.Clock, h *core.Host, a *core.DelegatedAgent, d *core.DelegatedSend) {
 				if err := e.Svc.Core.RevokeHost(ctx, e.OwnerA.ID, h.ID); err != nil {
 					t.Fatal(err)
 				}
 			}},
 		{name: "document gone", decide: true, code: core.CodeApprovalBinding, status: core.DelegatedSendPending,
-			before: func(t *testing.T, e *testenv.Env, clk *clock, h *core.Host, a *core.DelegatedAgent, d *core.DelegatedSend) {
-				later := clk.now().Add(time.Hour)
-				if err := e.Store.MarkDocumentPurged(ctx, d.DocumentID, clk.now(), later, later); err != nil {
+			before: func(t *testing.T, e *testenv.Env, clk *testenv.Clock, h *core.Host, a *core.DelegatedAgent, d *core.DelegatedSend) {
+				later := clk.Now().Add(time.Hour)
+				if err := e.Store.MarkDocumentPurged(ctx, d.DocumentID, clk.Now(), later, later); err != nil {
 					t.Fatal(err)
 				}
 			}},
@@ -161,7 +161,7 @@ func TestDelegatedSendRefusals(t *testing.T) {
 			}
 			_, err = e.Svc.Core.DecideApproval(ctx, e.OwnerA.ID, appr.ID, core.Decision{Approve: tc.decide, BindingHash: appr.BindingHash, UserVerified: true})
 			if tc.code != "" {
-				wantCode(t, err, tc.code)
+				testenv.WantCode(t, err, tc.code)
 			} else if err != nil {
 				t.Fatal(err)
 			}
@@ -191,7 +191,7 @@ func TestDelegatedSendRequestErrors(t *testing.T) {
 	e, _ := delegatedEnv(t)
 	h, a, p := sender(t, e)
 	reader := approveAgent(t, e, h, core.CapGetCredits)
-	tok := upload(t, e, e.Principal(t, e.KeyATest), 1)
+	tok := e.Upload(t, e.Principal(t, e.KeyATest), 1)
 	for _, tc := range []struct {
 		name string
 		a    *core.DelegatedAgent
@@ -211,7 +211,7 @@ func TestDelegatedSendRequestErrors(t *testing.T) {
 				pp = e.Svc.Core.DelegatedPrincipal(h, reader)
 			}
 			_, err := e.Svc.Core.RequestDelegatedSend(ctx, pp, tc.a, tc.r)
-			wantCode(t, err, tc.code)
+			testenv.WantCode(t, err, tc.code)
 		})
 	}
 }
@@ -226,9 +226,9 @@ func TestDelegatedSendPendingLimit(t *testing.T) {
 		}
 	}
 	_, err := e.Svc.Core.RequestDelegatedSend(ctx, p, a, core.DelegatedSendRequest{To: "+12125550100", DocumentID: first.DocumentID})
-	wantCode(t, err, core.CodeRateLimited)
+	testenv.WantCode(t, err, core.CodeRateLimited)
 	// Once they expire the agent may ask again.
-	clk.advance(core.DelegatedSendTTL)
+	clk.Advance(core.DelegatedSendTTL)
 	if _, err := e.Svc.Core.RequestDelegatedSend(ctx, p, a, core.DelegatedSendRequest{To: "+12125550100", DocumentID: first.DocumentID}); err != nil {
 		t.Fatal(err)
 	}

@@ -12,7 +12,7 @@ import (
 
 func newDraft(t *testing.T, e *testenv.Env, p core.Principal, pages int) *core.DraftView {
 	t.Helper()
-	d, err := e.Svc.Core.CreateDraft(ctx, p, core.CreateDraftRequest{To: "+12125550100", UploadToken: upload(t, e, p, pages)})
+	d, err := e.Svc.Core.CreateDraft(ctx, p, core.CreateDraftRequest{To: "+12125550100", UploadToken: e.Upload(t, p, pages)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -39,7 +39,7 @@ func TestSendDraft(t *testing.T) {
 		}
 		// Its checkout can no longer be started.
 		_, err = e.Svc.Core.CreateDraftCheckout(ctx, p, d.ID)
-		wantCode(t, err, core.CodeDraftState)
+		testenv.WantCode(t, err, core.CodeDraftState)
 		if !strings.Contains(core.AsError(err).Message, "paid already") {
 			t.Fatalf("message: %v", err)
 		}
@@ -47,14 +47,14 @@ func TestSendDraft(t *testing.T) {
 
 	t.Run("expired", func(t *testing.T) {
 		d := newDraft(t, e, p, 1)
-		clk.advance(25 * time.Hour)
+		clk.Advance(25 * time.Hour)
 		_, _, err := e.Svc.Core.SendDraft(ctx, p, d.ID)
-		wantCode(t, err, core.CodeDraftState)
+		testenv.WantCode(t, err, core.CodeDraftState)
 		if !strings.Contains(core.AsError(err).Message, "expired") {
 			t.Fatalf("message: %v", err)
 		}
 		_, err = e.Svc.Core.CreateDraftCheckout(ctx, p, d.ID)
-		wantCode(t, err, core.CodeDraftState)
+		testenv.WantCode(t, err, core.CodeDraftState)
 		if !strings.Contains(core.AsError(err).Message, "expired") {
 			t.Fatalf("checkout message: %v", err)
 		}
@@ -67,13 +67,13 @@ func TestSendDraft(t *testing.T) {
 	t.Run("insufficient credits charge nothing", func(t *testing.T) {
 		pb := e.Principal(t, e.KeyBTest)
 		big := newDraft(t, e, pb, 300)
-		before := balance(t, e, pb)
+		before := e.Credits(t, pb)
 		_, _, err := e.Svc.Core.SendDraft(ctx, pb, big.ID)
-		wantCode(t, err, core.CodeInsufficientCredits)
+		testenv.WantCode(t, err, core.CodeInsufficientCredits)
 		if f := core.AsError(err).Fields; f["draftId"] != big.ID || f["price"] == nil || f["balance"] == nil {
 			t.Fatalf("fields: %v", f)
 		}
-		after := balance(t, e, pb)
+		after := e.Credits(t, pb)
 		if after.AvailableMicros != before.AvailableMicros || after.HeldMicros != 0 {
 			t.Fatalf("balance moved: %+v", after)
 		}
@@ -85,9 +85,9 @@ func TestSendDraft(t *testing.T) {
 
 	t.Run("not found and scope", func(t *testing.T) {
 		_, _, err := e.Svc.Core.SendDraft(ctx, p, "drf_nope")
-		wantCode(t, err, core.CodeNotFound)
+		testenv.WantCode(t, err, core.CodeNotFound)
 		_, _, err = e.Svc.Core.SendDraft(ctx, core.Principal{OwnerID: e.OwnerA.ID, Mode: core.ModeTest, Scopes: []core.Scope{core.ScopeFaxDraft}}, "drf_nope")
-		wantCode(t, err, core.CodeInsufficientScope)
+		testenv.WantCode(t, err, core.CodeInsufficientScope)
 	})
 }
 
@@ -118,7 +118,7 @@ func TestSendDraftConcurrent(t *testing.T) {
 	if err != nil || len(page.Data) != 1 {
 		t.Fatalf("want one fax, got %d (%v)", len(page.Data), err)
 	}
-	c := balance(t, e, p)
+	c := e.Credits(t, p)
 	holds := 0
 	for _, le := range c.Ledger {
 		if le.Kind == core.LedgerHold {
@@ -148,9 +148,9 @@ func TestCheckoutOfDraftSentWithCredits(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	wantCode(t, e.Svc.Core.CheckoutPayable(ctx, c), core.CodeDraftState)
+	testenv.WantCode(t, e.Svc.Core.CheckoutPayable(ctx, c), core.CodeDraftState)
 	_, err = e.Svc.Core.CompleteCheckout(ctx, cs.ID)
-	wantCode(t, err, core.CodeDraftState)
+	testenv.WantCode(t, err, core.CodeDraftState)
 	if core.ErrorKind(err) != core.KindConflict {
 		t.Fatalf("kind %v", core.ErrorKind(err))
 	}
@@ -178,7 +178,7 @@ func TestCheckoutSharesTheSendRate(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err = e.Svc.Core.CompleteCheckout(ctx, cs.ID)
-	wantCode(t, err, core.CodeRateLimited)
+	testenv.WantCode(t, err, core.CodeRateLimited)
 	c, _ := e.Svc.Core.GetCheckout(ctx, cs.ID)
 	if c.Status != core.CheckoutOpen {
 		t.Fatalf("a refused checkout was marked %s", c.Status)

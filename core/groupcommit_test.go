@@ -26,7 +26,7 @@ func TestBatchedSendsKeepMoneyGuarantees(t *testing.T) {
 	if _, err := e.Svc.Core.GrantCredits(ctx, p.OwnerID, core.ModeTest, 500_000, "five faxes"); err != nil {
 		t.Fatal(err)
 	}
-	tok := upload(t, e, p, 1) // 0.10 each: the balance pays for five
+	tok := e.Upload(t, p, 1) // 0.10 each: the balance pays for five
 	req := core.SendFaxRequest{To: "+12125550100", UploadToken: tok}
 
 	ws, batched := e.Store.(writerStats)
@@ -114,7 +114,7 @@ func TestBatchedSendsKeepMoneyGuarantees(t *testing.T) {
 			t.Fatalf("fax %s is stored but was never answered", f.ID)
 		}
 	}
-	c := balance(t, e, p)
+	c := e.Credits(t, p)
 	if c.HeldMicros != 500_000 || c.AvailableMicros != 0 {
 		t.Fatalf("held %d, available %d micros; want five holds of 0.10 and nothing left", c.HeldMicros, c.AvailableMicros)
 	}

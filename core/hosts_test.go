@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/faxhub/faxhub/core"
+	"github.com/faxhub/faxhub/internal/testenv"
 )
 
 func TestParsePublicJWK(t *testing.T) {
@@ -39,7 +40,7 @@ func TestParsePublicJWK(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := core.ParsePublicJWK(json.RawMessage(tc.jwk))
-			wantCode(t, err, core.CodeInvalidPublicKey)
+			testenv.WantCode(t, err, core.CodeInvalidPublicKey)
 		})
 	}
 }
@@ -64,7 +65,7 @@ func TestCreateHostRules(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := e.Svc.Core.CreateHost(ctx, owner, tc.r)
-			wantCode(t, err, tc.code)
+			testenv.WantCode(t, err, tc.code)
 		})
 	}
 	// Defaults are deduplicated in documentation order; with a key the host
@@ -82,7 +83,7 @@ func TestCreateHostRules(t *testing.T) {
 			break
 		}
 	}
-	wantCode(t, last, core.CodeRateLimited)
+	testenv.WantCode(t, last, core.CodeRateLimited)
 }
 
 func TestEnrollHost(t *testing.T) {
@@ -101,13 +102,13 @@ func TestEnrollHost(t *testing.T) {
 	hc := create()
 	// Until enrolled the host cannot sign anything.
 	_, err := e.Svc.Core.HostForJWT(ctx, hc.Host.ID)
-	wantCode(t, err, core.CodeInvalidJWT)
+	testenv.WantCode(t, err, core.CodeInvalidJWT)
 	// A bad key, or a key in use, does not consume the token.
 	_, err = e.Svc.Core.EnrollHost(ctx, hc.EnrollmentToken, json.RawMessage(`{"kty":"OKP"}`), "")
-	wantCode(t, err, core.CodeInvalidPublicKey)
+	testenv.WantCode(t, err, core.CodeInvalidPublicKey)
 	taken := newHost(t, e)
 	_, err = e.Svc.Core.EnrollHost(ctx, hc.EnrollmentToken, json.RawMessage(*taken.PublicKey), "")
-	wantCode(t, err, core.CodeHostKeyInUse)
+	testenv.WantCode(t, err, core.CodeHostKeyInUse)
 	key := newJWK(t)
 	h, err := e.Svc.Core.EnrollHost(ctx, hc.EnrollmentToken, key, " Renamed ")
 	if err != nil || h.ID != hc.Host.ID || h.Status != core.HostActive || h.Name != "Renamed" {
@@ -119,19 +120,19 @@ func TestEnrollHost(t *testing.T) {
 	}
 	// Used, unknown, expired, revoked: one refusal.
 	_, err = e.Svc.Core.EnrollHost(ctx, hc.EnrollmentToken, newJWK(t), "")
-	wantCode(t, err, core.CodeInvalidEnrollment)
+	testenv.WantCode(t, err, core.CodeInvalidEnrollment)
 	_, err = e.Svc.Core.EnrollHost(ctx, core.SecretHostEnrollment+"nope", newJWK(t), "")
-	wantCode(t, err, core.CodeInvalidEnrollment)
+	testenv.WantCode(t, err, core.CodeInvalidEnrollment)
 	expired := create()
 	revoked := create()
 	if err := e.Svc.Core.RevokeHost(ctx, e.OwnerA.ID, revoked.Host.ID); err != nil {
 		t.Fatal(err)
 	}
 	_, err = e.Svc.Core.EnrollHost(ctx, revoked.EnrollmentToken, newJWK(t), "")
-	wantCode(t, err, core.CodeInvalidEnrollment)
-	clk.advance(core.HostEnrollmentTTL)
+	testenv.WantCode(t, err, core.CodeInvalidEnrollment)
+	clk.Advance(core.HostEnrollmentTTL)
 	_, err = e.Svc.Core.EnrollHost(ctx, expired.EnrollmentToken, newJWK(t), "")
-	wantCode(t, err, core.CodeInvalidEnrollment)
+	testenv.WantCode(t, err, core.CodeInvalidEnrollment)
 }
 
 func TestHostsListRevokeAndJWTIDs(t *testing.T) {
@@ -139,9 +140,9 @@ func TestHostsListRevokeAndJWTIDs(t *testing.T) {
 	h := newHost(t, e)
 	v := register(t, e, h, core.CapGetCredits)
 	_, err := e.Svc.Core.HostForJWT(ctx, "hst_unknown")
-	wantCode(t, err, core.CodeInvalidJWT)
+	testenv.WantCode(t, err, core.CodeInvalidJWT)
 	_, err = e.Svc.Core.HostForJWT(ctx, "")
-	wantCode(t, err, core.CodeInvalidJWT)
+	testenv.WantCode(t, err, core.CodeInvalidJWT)
 	list, err := e.Svc.Core.ListHosts(ctx, e.OwnerA.ID)
 	if err != nil || len(list) != 1 || len(list[0].Agents) != 1 || list[0].Agents[0].ID != v.Agent.ID {
 		t.Fatalf("list = %+v, %v", list, err)
@@ -150,7 +151,7 @@ func TestHostsListRevokeAndJWTIDs(t *testing.T) {
 		t.Fatal("owner B lists owner A's hosts")
 	}
 	// Another owner cannot revoke it; revoking twice is fine.
-	wantCode(t, e.Svc.Core.RevokeHost(ctx, e.OwnerB.ID, h.ID), core.CodeHostNotFound)
+	testenv.WantCode(t, e.Svc.Core.RevokeHost(ctx, e.OwnerB.ID, h.ID), core.CodeHostNotFound)
 	if err := e.Svc.Core.RevokeHost(ctx, e.OwnerA.ID, h.ID); err != nil {
 		t.Fatal(err)
 	}
@@ -158,14 +159,14 @@ func TestHostsListRevokeAndJWTIDs(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err = e.Svc.Core.DelegatedAgentForJWT(ctx, &list[0].Host, v.Agent.ID)
-	wantCode(t, err, core.CodeAgentRevoked)
+	testenv.WantCode(t, err, core.CodeAgentRevoked)
 	list, _ = e.Svc.Core.ListHosts(ctx, e.OwnerA.ID)
 	if list[0].Host.Status != core.HostRevoked || list[0].Agents[0].Status != core.DelegatedRevoked {
 		t.Fatalf("after revoke: %+v", list[0])
 	}
 
 	// jti: once per issuer while remembered.
-	exp := clk.now().Add(core.DelegatedJWTMaxLifetime + core.DelegatedJWTSkew)
+	exp := clk.Now().Add(core.DelegatedJWTMaxLifetime + core.DelegatedJWTSkew)
 	for _, tc := range []struct {
 		name, iss, jti string
 		code           string
@@ -181,11 +182,11 @@ func TestHostsListRevokeAndJWTIDs(t *testing.T) {
 		if tc.code == "" && err != nil {
 			t.Fatalf("%s: %v", tc.name, err)
 		} else if tc.code != "" {
-			wantCode(t, err, tc.code)
+			testenv.WantCode(t, err, tc.code)
 		}
 	}
-	clk.advance(core.DelegatedJWTMaxLifetime + core.DelegatedJWTSkew + time.Second)
-	if err := e.Svc.Core.AcceptDelegatedJWT(ctx, core.JWTUse{Host: &core.Host{ID: "hst_a"}, JTI: "j1", Expires: clk.now().Add(time.Minute)}); err != nil {
+	clk.Advance(core.DelegatedJWTMaxLifetime + core.DelegatedJWTSkew + time.Second)
+	if err := e.Svc.Core.AcceptDelegatedJWT(ctx, core.JWTUse{Host: &core.Host{ID: "hst_a"}, JTI: "j1", Expires: clk.Now().Add(time.Minute)}); err != nil {
 		t.Fatalf("a forgotten jti: %v", err)
 	}
 }
@@ -216,13 +217,13 @@ func TestAcceptDelegatedJWT(t *testing.T) {
 	if hu, au := lastUsed(); hu != nil || au != nil {
 		t.Fatalf("a lookup touched last use: host %v agent %v", hu, au)
 	}
-	exp := clk.now().Add(time.Minute)
+	exp := clk.Now().Add(time.Minute)
 	limit := &core.RateLimit{Key: "test:" + a.ID, Interval: time.Hour, Burst: 1}
 	if err := e.Svc.Core.AcceptDelegatedJWT(ctx, core.JWTUse{Host: h, Agent: a, JTI: "j1", Expires: exp, Limit: limit}); err != nil {
 		t.Fatal(err)
 	}
-	if hu, au := lastUsed(); hu == nil || au == nil || !hu.Equal(clk.now()) || !au.Equal(clk.now()) {
-		t.Fatalf("last use after an accepted JWT: host %v agent %v, want %v", hu, au, clk.now())
+	if hu, au := lastUsed(); hu == nil || au == nil || !hu.Equal(clk.Now()) || !au.Equal(clk.Now()) {
+		t.Fatalf("last use after an accepted JWT: host %v agent %v, want %v", hu, au, clk.Now())
 	}
 	// Over the limit: refused, and its jti stays unused.
 	err := e.Svc.Core.AcceptDelegatedJWT(ctx, core.JWTUse{Host: h, Agent: a, JTI: "j2", Expires: exp, Limit: limit})
@@ -232,7 +233,7 @@ func TestAcceptDelegatedJWT(t *testing.T) {
 	if err := e.Svc.Core.AcceptDelegatedJWT(ctx, core.JWTUse{Host: h, Agent: a, JTI: "j2", Expires: exp}); err != nil {
 		t.Fatalf("a jti refused by the limiter was spent: %v", err)
 	}
-	wantCode(t, e.Svc.Core.AcceptDelegatedJWT(ctx, core.JWTUse{Host: h, JTI: "j2", Expires: exp}), core.CodeJWTReplayed)
+	testenv.WantCode(t, e.Svc.Core.AcceptDelegatedJWT(ctx, core.JWTUse{Host: h, JTI: "j2", Expires: exp}), core.CodeJWTReplayed)
 }
 
 // AgentForJWT reads the agent and its host from the claims in one query and
@@ -261,11 +262,11 @@ func TestAgentForJWT(t *testing.T) {
 			}
 			continue
 		}
-		wantCode(t, err, tc.code)
+		testenv.WantCode(t, err, tc.code)
 	}
 	if err := e.Svc.Core.RevokeHost(ctx, e.OwnerA.ID, h.ID); err != nil {
 		t.Fatal(err)
 	}
 	_, _, err := e.Svc.Core.AgentForJWT(ctx, h.ID, a.ID)
-	wantCode(t, err, core.CodeHostRevoked)
+	testenv.WantCode(t, err, core.CodeHostRevoked)
 }

@@ -578,7 +578,7 @@ func (s *Service) claimChallenge(ctx context.Context, r MachineFaxRequest, req *
 	if err == nil && claim.DocumentID == doc.ID {
 		return claim, nil, nil
 	}
-	if derr := s.deleteBlobs(context.WithoutCancel(ctx), doc); derr != nil {
+	if derr := s.DeleteBlobs(context.WithoutCancel(ctx), doc); derr != nil {
 		s.d.Logger.WarnContext(ctx, "delete blobs of a machine document that was not stored", "err", derr)
 	}
 	if err == nil {

@@ -41,7 +41,7 @@ const (
 type machineEnv struct {
 	*testenv.Env
 	svc    *services.Set
-	clk    *clock
+	clk    *testenv.Clock
 	stripe *stripetest.Server
 	tempo  *tempotest.Server
 	secret []byte
@@ -51,9 +51,9 @@ type machineOption func(*core.Config, *core.Deps)
 
 func newMachineEnv(t *testing.T, opts ...machineOption) *machineEnv {
 	t.Helper()
-	clk := newClock()
-	e := testenv.New(t, testenv.WithoutWorkers(), testenv.WithConfig(func(c *core.Config) { c.Now = clk.now }))
-	me := &machineEnv{Env: e, clk: clk, stripe: stripetest.New(stripetest.WithClock(clk.now)), tempo: tempotest.New(tempo.DefaultChainID)}
+	clk := testenv.NewClockAt(time.Date(2026, 11, 1, 12, 0, 0, 0, time.UTC))
+	e := testenv.New(t, testenv.WithoutWorkers(), testenv.WithConfig(func(c *core.Config) { c.Now = clk.Now }))
+	me := &machineEnv{Env: e, clk: clk, stripe: stripetest.New(stripetest.WithClock(clk.Now)), tempo: tempotest.New(tempo.DefaultChainID)}
 	sm, err := stripe.New(stripe.Options{SecretKey: "sk_test_x", BaseURL: "https://stripe.test", HTTPClient: &http.Client{Transport: me.stripe.Transport()}})
 	if err != nil {
 		t.Fatal(err)
@@ -69,21 +69,21 @@ func newMachineEnv(t *testing.T, opts ...machineOption) *machineEnv {
 	}
 	cfg := core.Config{
 		BaseURL: "http://faxhub.test", APIURL: "https://api.faxhub.test", UploadSecret: bytes.Repeat([]byte{7}, 32),
-		TempDir: t.TempDir(), Now: clk.now, NoRetryDelay: true,
+		TempDir: t.TempDir(), Now: clk.Now, NoRetryDelay: true,
 		Machine: core.MachineConfig{Enabled: true},
 	}
-	deps := core.Deps{
-		Store: e.Store, Blobs: blobs, Converter: convert.New(convert.Options{}), Destination: phone.New(), Queue: e.Queue,
-		Providers: map[core.Mode]core.FaxProvider{core.ModeTest: simulated.New(simulated.Options{Now: clk.now})},
+	deps := services.Deps{Store: e.Store, Deps: core.Deps{
+		Blobs: blobs, Converter: convert.New(convert.Options{}), Destination: phone.New(), Queue: e.Queue,
+		Providers: map[core.Mode]core.FaxProvider{core.ModeTest: simulated.New(simulated.Options{Now: clk.Now})},
 		Machine: []core.MachineMethod{
 			{Method: sm, Mode: core.ModeTest, Currency: "usd", UnitsPerUSD: 100, MinAmount: 50, Refunds: true,
 				MethodDetails: map[string]any{"paymentMethodTypes": []string{"card"}}},
 			{Method: tm, Mode: core.ModeTest, Currency: tempoToken, UnitsPerUSD: 1_000_000, Recipient: tempoRecipient,
 				MethodDetails: map[string]any{"chainId": tempo.DefaultChainID, "supportedModes": []string{"push"}}},
 		},
-	}
+	}}
 	for _, o := range opts {
-		o(&cfg, &deps)
+		o(&cfg, &deps.Deps)
 	}
 	me.svc, err = services.New(cfg, deps)
 	if err != nil {
@@ -225,7 +225,7 @@ func TestMachineUnpaidChallenges(t *testing.T) {
 			t.Fatal(err)
 		}
 		if c.Realm != "api.faxhub.test" || c.Intent != "charge" || c.Digest != r.BodyDigest || c.Opaque["request_id"] != "req-1" ||
-			!c.Expires.Equal(m.clk.now().Add(5*time.Minute).Truncate(time.Second)) || req["externalId"] != "req-1" {
+			!c.Expires.Equal(m.clk.Now().Add(5*time.Minute).Truncate(time.Second)) || req["externalId"] != "req-1" {
 			t.Errorf("%s challenge fields: %+v %v", c.Method, c, req)
 		}
 		switch c.Method {
@@ -242,7 +242,7 @@ func TestMachineUnpaidChallenges(t *testing.T) {
 	}
 
 	// The same request_id and body: the same challenges while they live.
-	m.clk.advance(time.Minute)
+	m.clk.Advance(time.Minute)
 	again := m.fax(t, r)
 	if strings.Join(again.Challenges, "\n") != strings.Join(res.Challenges, "\n") {
 		t.Fatal("a retry got other challenges")
@@ -264,10 +264,10 @@ func TestMachineUnpaidChallenges(t *testing.T) {
 	// Another body under the same request_id: 409.
 	other := machineBody(deliverable, "req-1", 2)
 	_, err = m.svc.Core.MachineFax(ctx, other)
-	wantCode(t, err, core.CodeRequestIDConflict)
+	testenv.WantCode(t, err, core.CodeRequestIDConflict)
 
 	// Expired: fresh challenges with other ids.
-	m.clk.advance(5 * time.Minute)
+	m.clk.Advance(5 * time.Minute)
 	fresh := m.fax(t, r)
 	if challenge(t, fresh, "stripe").ID == chs[0].ID {
 		t.Fatal("expired challenges were not re-issued")
@@ -343,9 +343,9 @@ func TestMachinePaid(t *testing.T) {
 			t.Errorf("%s token: %v", name, err)
 		}
 	}
-	m.clk.advance(31 * 24 * time.Hour)
+	m.clk.Advance(31 * 24 * time.Hour)
 	_, err = m.svc.Core.MachineFaxStatus(ctx, token)
-	wantCode(t, err, core.CodeMachineStatusToken)
+	testenv.WantCode(t, err, core.CodeMachineStatusToken)
 }
 
 func TestMachineCredentialProblems(t *testing.T) {
@@ -406,13 +406,13 @@ func TestMachineCredentialProblems(t *testing.T) {
 
 	r.Authorization = []string{credential(t, ch, visa), credential(t, ch, visa)}
 	_, err := m.svc.Core.MachineFax(ctx, r)
-	wantCode(t, err, core.CodeMultipleCredentials)
+	testenv.WantCode(t, err, core.CodeMultipleCredentials)
 	if core.ErrorKind(err) != core.KindInvalid {
 		t.Fatalf("two credentials: kind %v", core.ErrorKind(err))
 	}
 
 	// Expired: payment-expired with fresh challenges.
-	m.clk.advance(6 * time.Minute)
+	m.clk.Advance(6 * time.Minute)
 	r.Authorization = []string{credential(t, ch, visa)}
 	out := m.fax(t, r)
 	wantProblem(t, out, mpp.ProblemPaymentExpired)
@@ -423,7 +423,7 @@ func TestMachineCredentialProblems(t *testing.T) {
 		t.Fatal("a refused credential was charged or claimed")
 	}
 	_, err = m.svc.Core.MachineFax(ctx, core.MachineFaxRequest{To: deliverable, PDF: []byte("%PDF"), RequestID: "bad id", BodyDigest: "x"})
-	wantCode(t, err, core.CodeInvalidRequest)
+	testenv.WantCode(t, err, core.CodeInvalidRequest)
 }
 
 func TestMachineRefusals(t *testing.T) {
@@ -531,12 +531,12 @@ func TestMachineOff(t *testing.T) {
 	m := newMachineEnv(t, func(c *core.Config, _ *core.Deps) { c.Machine.Enabled = false })
 	r := machineBody(deliverable, "req-off", 1)
 	_, err := m.svc.Core.MachineFax(ctx, r)
-	wantCode(t, err, core.CodeMachinePaymentsOff)
+	testenv.WantCode(t, err, core.CodeMachinePaymentsOff)
 	if core.ErrorKind(err) != core.KindUnavailable {
 		t.Fatalf("kind %v", core.ErrorKind(err))
 	}
 	_, err = m.svc.Core.MachineQuote(ctx, core.MachineQuoteRequest{To: deliverable, Pages: 1})
-	wantCode(t, err, core.CodeMachinePaymentsOff)
+	testenv.WantCode(t, err, core.CodeMachinePaymentsOff)
 	for _, table := range []string{"machine_requests", "machine_claims", "charges", "rate_limits"} {
 		if n := m.count(t, "SELECT count(*) FROM "+table); n != 0 {
 			t.Errorf("%s: %d rows with machine payments off", table, n)
@@ -544,7 +544,7 @@ func TestMachineOff(t *testing.T) {
 	}
 	none := newMachineEnv(t, func(_ *core.Config, d *core.Deps) { d.Machine = nil })
 	_, err = none.svc.Core.MachineFax(ctx, r)
-	wantCode(t, err, core.CodeMachinePaymentsMissing)
+	testenv.WantCode(t, err, core.CodeMachinePaymentsMissing)
 }
 
 func TestMachineQuote(t *testing.T) {
@@ -557,9 +557,9 @@ func TestMachineQuote(t *testing.T) {
 		t.Fatalf("quote: %+v", q)
 	}
 	_, err = m.svc.Core.MachineQuote(ctx, core.MachineQuoteRequest{To: deliverable, PDF: []byte("\x89PNG\r\n\x1a\nnot really")})
-	wantCode(t, err, core.CodeUnsupportedType)
+	testenv.WantCode(t, err, core.CodeUnsupportedType)
 	_, err = m.svc.Core.MachineQuote(ctx, core.MachineQuoteRequest{To: "+15555550100", Pages: 1})
-	wantCode(t, err, core.CodeInvalidDestination)
+	testenv.WantCode(t, err, core.CodeInvalidDestination)
 }
 
 // A claim whose settlement was interrupted after the method charged: the
@@ -579,11 +579,11 @@ func TestMachineSweepFinishesInterruptedClaim(t *testing.T) {
 	}
 	// A retry while the lease lives: in progress.
 	_, err := m.svc.Core.MachineFax(ctx, r)
-	wantCode(t, err, core.CodePaymentInProgress)
+	testenv.WantCode(t, err, core.CodePaymentInProgress)
 
 	// The sweeper and a retry race for the lapsed claim: one settles it
 	// (replaying the first charge), both end with the same fax.
-	m.clk.advance(5 * time.Minute)
+	m.clk.Advance(5 * time.Minute)
 	var wg sync.WaitGroup
 	var retried *core.MachineFaxResult
 	var retryErr error
@@ -621,7 +621,7 @@ func TestMachineTakeOverKeepsTheFirstCredential(t *testing.T) {
 	first := m.spt(t, "pm_card_visa")
 	r.Authorization = []string{credential(t, ch, first)}
 	m.crashAfterCharge(t, r, ch, first)
-	m.clk.advance(3 * time.Minute)
+	m.clk.Advance(3 * time.Minute)
 	r.Authorization = []string{credential(t, ch, m.spt(t, "pm_card_mastercard"))}
 	out := m.fax(t, r)
 	if out.Order == nil {
@@ -650,10 +650,10 @@ func (m *machineEnv) crashAfterCharge(t *testing.T, r core.MachineFaxRequest, ch
 		})
 	})
 	_, err := broken.Core.MachineFax(ctx, r)
-	wantCode(t, err, core.CodePaymentProcessorUnavailable)
+	testenv.WantCode(t, err, core.CodePaymentProcessorUnavailable)
 	// The release put the lease to now; a crash leaves it running.
 	if _, err := m.DB.SQL().ExecContext(ctx, m.rebind("UPDATE machine_claims SET lease_until = ? WHERE challenge_id = ?"),
-		sqlTime(m, m.clk.now().Add(2*time.Minute)), ch.ID); err != nil {
+		sqlTime(m, m.clk.Now().Add(2*time.Minute)), ch.ID); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -671,11 +671,11 @@ func newMachineEnvSharing(t *testing.T, m *machineEnv, wrap func(http.RoundTripp
 		t.Fatal(err)
 	}
 	cfg := m.svc.Core.Config()
-	deps := core.Deps{
-		Store: m.Store, Blobs: nil, Converter: convert.New(convert.Options{}), Destination: phone.New(), Queue: m.Queue,
-		Providers: map[core.Mode]core.FaxProvider{core.ModeTest: simulated.New(simulated.Options{Now: m.clk.now})},
+	deps := services.Deps{Store: m.Store, Deps: core.Deps{
+		Blobs: nil, Converter: convert.New(convert.Options{}), Destination: phone.New(), Queue: m.Queue,
+		Providers: map[core.Mode]core.FaxProvider{core.ModeTest: simulated.New(simulated.Options{Now: m.clk.Now})},
 		Machine:   []core.MachineMethod{{Method: sm, Mode: core.ModeTest, Currency: "usd", UnitsPerUSD: 100, MinAmount: 50, Refunds: true}},
-	}
+	}}
 	blobs, err := blob.Open(ctx, "file://"+filepath.ToSlash(filepath.Join(t.TempDir(), "blobs2")))
 	if err != nil {
 		t.Fatal(err)

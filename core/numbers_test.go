@@ -16,8 +16,8 @@ import (
 	"github.com/faxhub/faxhub/internal/testenv"
 )
 
-func newClockEnv(t *testing.T, opts ...testenv.Option) (*testenv.Env, *testClock) {
-	c := newTestClock()
+func newClockEnv(t *testing.T, opts ...testenv.Option) (*testenv.Env, *testenv.Clock) {
+	c := testenv.NewClock()
 	return testenv.New(t, append(opts, testenv.WithConfig(func(cfg *core.Config) { cfg.Now = c.Now }))...), c
 }
 
@@ -272,21 +272,21 @@ func TestSendFromOwnedNumber(t *testing.T) {
 	e := testenv.New(t)
 	pa, pb := e.Principal(t, e.KeyATest), e.Principal(t, e.KeyBTest)
 	n := buyNumber(t, e, pa, "+12125550140")
-	f, _, err := e.Svc.Core.SendFax(ctx, pa, "from-1", core.SendFaxRequest{To: "+12125550100", UploadToken: upload(t, e, pa, 1), From: n.E164})
+	f, _, err := e.Svc.Core.SendFax(ctx, pa, "from-1", core.SendFaxRequest{To: "+12125550100", UploadToken: e.Upload(t, pa, 1), From: n.E164})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if f.From != n.E164 {
 		t.Fatalf("from: %q", f.From)
 	}
-	f, _, err = e.Svc.Core.SendFax(ctx, pa, "from-2", core.SendFaxRequest{To: "+12125550100", UploadToken: upload(t, e, pa, 1), From: n.ID})
+	f, _, err = e.Svc.Core.SendFax(ctx, pa, "from-2", core.SendFaxRequest{To: "+12125550100", UploadToken: e.Upload(t, pa, 1), From: n.ID})
 	if err != nil || f.From != n.E164 {
 		t.Fatalf("from by id: %+v %v", f, err)
 	}
-	if _, _, err := e.Svc.Core.SendFax(ctx, pb, "from-3", core.SendFaxRequest{To: "+12125550100", UploadToken: upload(t, e, pb, 1), From: n.E164}); core.ErrorCode(err) != core.CodeFromNumberNotOwned {
+	if _, _, err := e.Svc.Core.SendFax(ctx, pb, "from-3", core.SendFaxRequest{To: "+12125550100", UploadToken: e.Upload(t, pb, 1), From: n.E164}); core.ErrorCode(err) != core.CodeFromNumberNotOwned {
 		t.Fatalf("B sends from A's number: %v", err)
 	}
-	d, err := e.Svc.Core.CreateDraft(ctx, pa, core.CreateDraftRequest{To: "+12125550100", UploadToken: upload(t, e, pa, 1), From: n.E164})
+	d, err := e.Svc.Core.CreateDraft(ctx, pa, core.CreateDraftRequest{To: "+12125550100", UploadToken: e.Upload(t, pa, 1), From: n.E164})
 	if err != nil || d.From != n.E164 {
 		t.Fatalf("draft from: %+v %v", d, err)
 	}
@@ -378,7 +378,7 @@ func TestInboxEndToEnd(t *testing.T) {
 
 	// Retention: a month on, the garbage collector deletes it, text and PDF.
 	clk.Advance(31 * 24 * time.Hour)
-	counts, err := e.Svc.Core.Purge(ctx)
+	counts, err := e.Svc.Retention.Purge(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -435,7 +435,7 @@ func TestReceiveFaxOnce(t *testing.T) {
 
 func avail(t *testing.T, e *testenv.Env, p core.Principal) int64 {
 	t.Helper()
-	return balance(t, e, p).AvailableMicros
+	return e.Credits(t, p).AvailableMicros
 }
 
 // spendAll takes the whole available balance back (a reversal).

@@ -118,9 +118,6 @@ type Deps struct {
 	Numbers map[Mode]NumberProvider
 	// Text reads received faxes for agents (pdftotext, tesseract).
 	Text TextExtractor
-	// AuthState, when an authorization server keeps its state in the same
-	// database, lets the garbage collector purge it too.
-	AuthState AuthStatePurger
 	// Metrics counts delivery attempts, finished faxes and conversions
 	// (core/prometheus); nil counts nothing.
 	Metrics Metrics

@@ -18,42 +18,10 @@ import (
 
 var ctx = context.Background()
 
-// upload stores a PDF of n pages for p and returns its upload token.
-func upload(t *testing.T, e *testenv.Env, p core.Principal, pages int) string {
-	t.Helper()
-	capa, err := e.Svc.Core.CreateUpload(ctx, p, "", 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := e.Svc.Core.ReceiveUpload(ctx, capa.UploadToken, bytes.NewReader(testenv.MinimalPDF(pages))); err != nil {
-		t.Fatal(err)
-	}
-	return capa.UploadToken
-}
-
-func wantCode(t *testing.T, err error, code string) {
-	t.Helper()
-	if err == nil {
-		t.Fatalf("want error %s, got nil", code)
-	}
-	if got := core.ErrorCode(err); got != code {
-		t.Fatalf("want error code %s, got %s (%v)", code, got, err)
-	}
-}
-
-func balance(t *testing.T, e *testenv.Env, p core.Principal) *core.Credits {
-	t.Helper()
-	c, err := e.Svc.Core.GetCredits(ctx, p, "", 100)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return c
-}
-
 func TestSendFaxIsDeliveredAndCaptured(t *testing.T) {
 	e := testenv.New(t)
 	p := e.Principal(t, e.KeyATest)
-	tok := upload(t, e, p, 3)
+	tok := e.Upload(t, p, 3)
 
 	o, replayed, err := e.Svc.Core.SendFax(ctx, p, "k1", core.SendFaxRequest{To: "+12125550100", UploadToken: tok})
 	if err != nil {
@@ -74,7 +42,7 @@ func TestSendFaxIsDeliveredAndCaptured(t *testing.T) {
 	if got.LatestAttempt == nil || got.LatestAttempt.Status != core.AttemptDelivered || got.LatestAttempt.Provider != "simulated" {
 		t.Fatalf("latest attempt: %+v", got.LatestAttempt)
 	}
-	c := balance(t, e, p)
+	c := e.Credits(t, p)
 	if c.AvailableMicros != 10*core.MicrosPerDollar-210_000 || c.HeldMicros != 0 {
 		t.Fatalf("balance after capture: available %s held %s", c.Available, c.Held)
 	}
@@ -109,8 +77,8 @@ func TestDeliveryOutcomes(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.to, func(t *testing.T) {
-			before := balance(t, e, p).AvailableMicros
-			o, _, err := e.Svc.Core.SendFax(ctx, p, "outcome-"+tc.to, core.SendFaxRequest{To: tc.to, UploadToken: upload(t, e, p, 4)})
+			before := e.Credits(t, p).AvailableMicros
+			o, _, err := e.Svc.Core.SendFax(ctx, p, "outcome-"+tc.to, core.SendFaxRequest{To: tc.to, UploadToken: e.Upload(t, p, 4)})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -126,7 +94,7 @@ func TestDeliveryOutcomes(t *testing.T) {
 			if err != nil || len(atts) != tc.attempts {
 				t.Fatalf("attempts: %d, %v", len(atts), err)
 			}
-			c := balance(t, e, p)
+			c := e.Credits(t, p)
 			if paid := before - c.AvailableMicros; paid != tc.charged || c.HeldMicros != 0 {
 				t.Fatalf("paid %d micros (held %d), want %d", paid, c.HeldMicros, tc.charged)
 			}
@@ -138,7 +106,7 @@ func TestDeliveryOutcomes(t *testing.T) {
 func TestIdempotentConcurrentSend(t *testing.T) {
 	e := testenv.New(t, testenv.WithoutWorkers(), testenv.WithConfig(func(c *core.Config) { c.SendBurst = 1000 }))
 	p := e.Principal(t, e.KeyATest)
-	req := core.SendFaxRequest{To: "+12125550100", UploadToken: upload(t, e, p, 1)}
+	req := core.SendFaxRequest{To: "+12125550100", UploadToken: e.Upload(t, p, 1)}
 	var wg sync.WaitGroup
 	ids := make([]string, 50)
 	errs := make([]error, 50)
@@ -164,7 +132,7 @@ func TestIdempotentConcurrentSend(t *testing.T) {
 	if err != nil || len(page.Data) != 1 {
 		t.Fatalf("want exactly one fax, got %d (%v)", len(page.Data), err)
 	}
-	c := balance(t, e, p)
+	c := e.Credits(t, p)
 	if c.HeldMicros != 100_000 { // one page to the US is the 0.10 minimum
 		t.Fatalf("want exactly one hold of 0.10, held %s", c.Held)
 	}
@@ -173,13 +141,13 @@ func TestIdempotentConcurrentSend(t *testing.T) {
 		t.Fatalf("replay: %+v replayed=%v err=%v", o, replayed, err)
 	}
 	_, _, err = e.Svc.Core.SendFax(ctx, p, "same-key", core.SendFaxRequest{To: "+12125550101", UploadToken: req.UploadToken})
-	wantCode(t, err, core.CodeIdempotencyConflict)
+	testenv.WantCode(t, err, core.CodeIdempotencyConflict)
 }
 
 func TestSendFaxErrors(t *testing.T) {
 	e := testenv.New(t, testenv.WithoutWorkers(), testenv.WithConfig(func(c *core.Config) { c.SendBurst = 1000 }))
 	p := e.Principal(t, e.KeyATest)
-	tok := upload(t, e, p, 1)
+	tok := e.Upload(t, p, 1)
 	noSend := p
 	noSend.Scopes = []core.Scope{core.ScopeFaxRead}
 	tests := []struct {
@@ -204,7 +172,7 @@ func TestSendFaxErrors(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			_, _, err := e.Svc.Core.SendFax(ctx, tc.p, tc.key, tc.req)
-			wantCode(t, err, tc.code)
+			testenv.WantCode(t, err, tc.code)
 		})
 	}
 	t.Run("upload not completed", func(t *testing.T) {
@@ -213,16 +181,16 @@ func TestSendFaxErrors(t *testing.T) {
 			t.Fatal(err)
 		}
 		_, _, err = e.Svc.Core.SendFax(ctx, p, "s10", core.SendFaxRequest{To: "+12125550100", UploadToken: capa.UploadToken})
-		wantCode(t, err, core.CodeUploadPending)
+		testenv.WantCode(t, err, core.CodeUploadPending)
 	})
 }
 
 func TestInsufficientCreditsStoresNothing(t *testing.T) {
 	e := testenv.New(t, testenv.WithoutCredits(), testenv.WithoutWorkers())
 	p := e.Principal(t, e.KeyATest)
-	req := core.SendFaxRequest{To: "+12125550100", UploadToken: upload(t, e, p, 1)}
+	req := core.SendFaxRequest{To: "+12125550100", UploadToken: e.Upload(t, p, 1)}
 	_, _, err := e.Svc.Core.SendFax(ctx, p, "k", req)
-	wantCode(t, err, core.CodeInsufficientCredits)
+	testenv.WantCode(t, err, core.CodeInsufficientCredits)
 	if ce := core.AsError(err); ce.Kind != core.KindPaymentRequired || ce.Fields["price"] != "0.10" {
 		t.Fatalf("error details: %+v", ce)
 	}
@@ -243,20 +211,20 @@ func TestSendRateLimit(t *testing.T) {
 		c.SendBurst, c.SendInterval = 3, time.Hour
 	}))
 	p := e.Principal(t, e.KeyATest)
-	tok := upload(t, e, p, 1)
+	tok := e.Upload(t, p, 1)
 	for i := range 3 {
 		if _, _, err := e.Svc.Core.SendFax(ctx, p, fmt.Sprint("r", i), core.SendFaxRequest{To: "+12125550100", UploadToken: tok}); err != nil {
 			t.Fatal(err)
 		}
 	}
 	_, _, err := e.Svc.Core.SendFax(ctx, p, "r3", core.SendFaxRequest{To: "+12125550100", UploadToken: tok})
-	wantCode(t, err, core.CodeRateLimited)
+	testenv.WantCode(t, err, core.CodeRateLimited)
 	if ce := core.AsError(err); ce.RetryAfterSeconds < 1 {
 		t.Fatalf("RetryAfterSeconds = %d", ce.RetryAfterSeconds)
 	}
 	// Another owner has its own allowance.
 	pb := e.Principal(t, e.KeyBTest)
-	if _, _, err := e.Svc.Core.SendFax(ctx, pb, "r0", core.SendFaxRequest{To: "+12125550100", UploadToken: upload(t, e, pb, 1)}); err != nil {
+	if _, _, err := e.Svc.Core.SendFax(ctx, pb, "r0", core.SendFaxRequest{To: "+12125550100", UploadToken: e.Upload(t, pb, 1)}); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -283,48 +251,48 @@ func TestUploadErrors(t *testing.T) {
 		if err := put(c.UploadToken, testenv.MinimalPDF(1)); err != nil {
 			t.Fatal(err)
 		}
-		wantCode(t, put(c.UploadToken, testenv.MinimalPDF(1)), core.CodeUploadUsed)
+		testenv.WantCode(t, put(c.UploadToken, testenv.MinimalPDF(1)), core.CodeUploadUsed)
 	})
 	t.Run("failed put leaves token usable", func(t *testing.T) {
 		c := newCap("", 0)
-		wantCode(t, put(c.UploadToken, []byte("%PDF-1.4 truncated")), core.CodeCorruptDocument)
+		testenv.WantCode(t, put(c.UploadToken, []byte("%PDF-1.4 truncated")), core.CodeCorruptDocument)
 		if err := put(c.UploadToken, testenv.MinimalPDF(2)); err != nil {
 			t.Fatalf("retry after a failed PUT: %v", err)
 		}
 	})
 	t.Run("too large for maxBytes", func(t *testing.T) {
 		c := newCap("", 100)
-		wantCode(t, put(c.UploadToken, testenv.MinimalPDF(1)), core.CodeFileTooLarge)
+		testenv.WantCode(t, put(c.UploadToken, testenv.MinimalPDF(1)), core.CodeFileTooLarge)
 	})
 	t.Run("maxBytes above server limit", func(t *testing.T) {
 		_, err := e.Svc.Core.CreateUpload(ctx, p, "", 51<<20)
-		wantCode(t, err, core.CodeFileTooLarge)
+		testenv.WantCode(t, err, core.CodeFileTooLarge)
 	})
 	t.Run("too many pages", func(t *testing.T) {
-		wantCode(t, put(newCap("", 0).UploadToken, testenv.MinimalPDF(6)), core.CodeTooManyPages)
+		testenv.WantCode(t, put(newCap("", 0).UploadToken, testenv.MinimalPDF(6)), core.CodeTooManyPages)
 	})
 	t.Run("empty", func(t *testing.T) {
-		wantCode(t, put(newCap("", 0).UploadToken, nil), core.CodeEmptyFile)
+		testenv.WantCode(t, put(newCap("", 0).UploadToken, nil), core.CodeEmptyFile)
 	})
 	t.Run("unsupported", func(t *testing.T) {
-		wantCode(t, put(newCap("", 0).UploadToken, []byte("just some text, not a document")), core.CodeUnsupportedType)
+		testenv.WantCode(t, put(newCap("", 0).UploadToken, []byte("just some text, not a document")), core.CodeUnsupportedType)
 	})
 	t.Run("content type mismatch", func(t *testing.T) {
-		wantCode(t, put(newCap("image/png", 0).UploadToken, testenv.MinimalPDF(1)), core.CodeContentTypeMismatch)
+		testenv.WantCode(t, put(newCap("image/png", 0).UploadToken, testenv.MinimalPDF(1)), core.CodeContentTypeMismatch)
 	})
 	t.Run("unsupported declared type", func(t *testing.T) {
 		_, err := e.Svc.Core.CreateUpload(ctx, p, "text/plain", 0)
-		wantCode(t, err, core.CodeUnsupportedType)
+		testenv.WantCode(t, err, core.CodeUnsupportedType)
 	})
 	t.Run("forged", func(t *testing.T) {
 		c := newCap("", 0)
-		wantCode(t, put(strings.Replace(c.UploadToken, ".", ".x", 1), testenv.MinimalPDF(1)), core.CodeUploadInvalid)
+		testenv.WantCode(t, put(strings.Replace(c.UploadToken, ".", ".x", 1), testenv.MinimalPDF(1)), core.CodeUploadInvalid)
 	})
 	t.Run("expired", func(t *testing.T) {
 		c := newCap("", 0)
 		clock = func() time.Time { return now.Add(2 * time.Hour) }
 		defer func() { clock = func() time.Time { return now } }()
-		wantCode(t, put(c.UploadToken, testenv.MinimalPDF(1)), core.CodeUploadExpired)
+		testenv.WantCode(t, put(c.UploadToken, testenv.MinimalPDF(1)), core.CodeUploadExpired)
 	})
 	t.Run("concurrent puts store one document", func(t *testing.T) {
 		c := newCap("", 0)
@@ -358,7 +326,7 @@ func TestOwnersAndModesAreIsolated(t *testing.T) {
 	a := e.Principal(t, e.KeyATest)
 	b := e.Principal(t, e.KeyBTest)
 	aLive := e.Principal(t, e.KeyALive)
-	tok := upload(t, e, a, 1)
+	tok := e.Upload(t, a, 1)
 	o, _, err := e.Svc.Core.SendFax(ctx, a, "k", core.SendFaxRequest{To: "+12125550100", UploadToken: tok})
 	if err != nil {
 		t.Fatal(err)
@@ -366,31 +334,31 @@ func TestOwnersAndModesAreIsolated(t *testing.T) {
 	for name, p := range map[string]core.Principal{"other owner": b, "live key of the same owner": aLive} {
 		t.Run(name, func(t *testing.T) {
 			_, err := e.Svc.Core.GetFax(ctx, p, o.ID)
-			wantCode(t, err, core.CodeNotFound)
+			testenv.WantCode(t, err, core.CodeNotFound)
 			_, err = e.Svc.Core.CancelFax(ctx, p, o.ID)
-			wantCode(t, err, core.CodeNotFound)
+			testenv.WantCode(t, err, core.CodeNotFound)
 			page, err := e.Svc.Core.ListFaxes(ctx, p, "", "", 10)
 			if err != nil || len(page.Data) != 0 {
 				t.Fatalf("listed %d foreign faxes (%v)", len(page.Data), err)
 			}
 			_, err = e.Svc.Core.CreateDraft(ctx, p, core.CreateDraftRequest{To: "+12125550100", UploadToken: tok})
 			if p.Mode == core.ModeLive {
-				wantCode(t, err, core.CodeProviderUnavailable)
+				testenv.WantCode(t, err, core.CodeProviderUnavailable)
 			} else {
-				wantCode(t, err, core.CodeNotFound)
+				testenv.WantCode(t, err, core.CodeNotFound)
 			}
 		})
 	}
 	_, _, err = e.Svc.Core.SendFax(ctx, b, "k", core.SendFaxRequest{To: "+12125550100", UploadToken: tok})
-	wantCode(t, err, core.CodeNotFound)
+	testenv.WantCode(t, err, core.CodeNotFound)
 	_, _, err = e.Svc.Core.SendFax(ctx, aLive, "k", core.SendFaxRequest{To: "+12125550100", UploadToken: tok})
-	wantCode(t, err, core.CodeProviderUnavailable)
+	testenv.WantCode(t, err, core.CodeProviderUnavailable)
 }
 
 func TestListFaxesPagination(t *testing.T) {
 	e := testenv.New(t, testenv.WithoutWorkers(), testenv.WithConfig(func(c *core.Config) { c.SendBurst = 100 }))
 	p := e.Principal(t, e.KeyATest)
-	tok := upload(t, e, p, 1)
+	tok := e.Upload(t, p, 1)
 	var ids []string
 	for i := range 5 {
 		o, _, err := e.Svc.Core.SendFax(ctx, p, fmt.Sprint("p", i), core.SendFaxRequest{To: "+12125550100", UploadToken: tok})
@@ -425,17 +393,17 @@ func TestListFaxesPagination(t *testing.T) {
 		t.Fatalf("status filter: %+v %v", page, err)
 	}
 	_, err = e.Svc.Core.ListFaxes(ctx, p, "lost", "", 10)
-	wantCode(t, err, core.CodeInvalidRequest)
+	testenv.WantCode(t, err, core.CodeInvalidRequest)
 	_, err = e.Svc.Core.ListFaxes(ctx, p, "", "", 101)
-	wantCode(t, err, core.CodeInvalidRequest)
+	testenv.WantCode(t, err, core.CodeInvalidRequest)
 	_, err = e.Svc.Core.ListFaxes(ctx, e.Principal(t, e.KeyBTest), "", ids[0], 10)
-	wantCode(t, err, core.CodeInvalidRequest)
+	testenv.WantCode(t, err, core.CodeInvalidRequest)
 }
 
 func TestCancelReleasesHold(t *testing.T) {
 	e := testenv.New(t, testenv.WithoutWorkers())
 	p := e.Principal(t, e.KeyATest)
-	o, _, err := e.Svc.Core.SendFax(ctx, p, "k", core.SendFaxRequest{To: "+12125550100", UploadToken: upload(t, e, p, 1)})
+	o, _, err := e.Svc.Core.SendFax(ctx, p, "k", core.SendFaxRequest{To: "+12125550100", UploadToken: e.Upload(t, p, 1)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -443,12 +411,12 @@ func TestCancelReleasesHold(t *testing.T) {
 	if err != nil || got.Status != core.FaxCanceled {
 		t.Fatalf("cancel: %+v %v", got, err)
 	}
-	c := balance(t, e, p)
+	c := e.Credits(t, p)
 	if c.AvailableMicros != 10*core.MicrosPerDollar || c.HeldMicros != 0 {
 		t.Fatalf("after cancel: available %s held %s", c.Available, c.Held)
 	}
 	_, err = e.Svc.Core.CancelFax(ctx, p, o.ID)
-	wantCode(t, err, core.CodeFaxNotCancelable)
+	testenv.WantCode(t, err, core.CodeFaxNotCancelable)
 	// The job still runs later and leaves the canceled fax alone.
 	if err := e.Svc.Core.Deliver(ctx, o.ID); err != nil {
 		t.Fatal(err)
@@ -461,7 +429,7 @@ func TestCancelReleasesHold(t *testing.T) {
 func TestDraftCheckoutQueuesExactlyOneFax(t *testing.T) {
 	e := testenv.New(t, testenv.WithoutCredits())
 	p := e.Principal(t, e.KeyATest)
-	d, err := e.Svc.Core.CreateDraft(ctx, p, core.CreateDraftRequest{To: "+12125550100", UploadToken: upload(t, e, p, 2), Cover: true, CoverText: "For Dr. Who"})
+	d, err := e.Svc.Core.CreateDraft(ctx, p, core.CreateDraftRequest{To: "+12125550100", UploadToken: e.Upload(t, p, 2), Cover: true, CoverText: "For Dr. Who"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -493,18 +461,18 @@ func TestDraftCheckoutQueuesExactlyOneFax(t *testing.T) {
 	if o.Status != core.FaxDelivered || o.PaymentMethod != core.PayCheckout || *o.DraftID != d.ID || o.CoverText != "For Dr. Who" {
 		t.Fatalf("fax from draft: %+v", o)
 	}
-	if c := balance(t, e, p); c.AvailableMicros != 0 || len(c.Ledger) != 0 {
+	if c := e.Credits(t, p); c.AvailableMicros != 0 || len(c.Ledger) != 0 {
 		t.Fatalf("a checkout-paid fax touched credits: %+v", c)
 	}
 	_, err = e.Svc.Core.CreateDraftCheckout(ctx, p, d.ID)
-	wantCode(t, err, core.CodeDraftState)
+	testenv.WantCode(t, err, core.CodeDraftState)
 }
 
 func TestCreditPackCheckout(t *testing.T) {
 	e := testenv.New(t, testenv.WithoutCredits())
 	p := e.Principal(t, e.KeyATest)
 	_, err := e.Svc.Core.CreateCreditCheckout(ctx, p, "pack_1000000")
-	wantCode(t, err, core.CodeUnknownPack)
+	testenv.WantCode(t, err, core.CodeUnknownPack)
 	cs, err := e.Svc.Core.CreateCreditCheckout(ctx, p, "pack_100")
 	if err != nil {
 		t.Fatal(err)
@@ -517,11 +485,11 @@ func TestCreditPackCheckout(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if c := balance(t, e, p); c.Available != "105.00" || len(c.Ledger) != 1 || c.Ledger[0].Kind != core.LedgerPurchase {
+	if c := e.Credits(t, p); c.Available != "105.00" || len(c.Ledger) != 1 || c.Ledger[0].Kind != core.LedgerPurchase {
 		t.Fatalf("after purchase: %+v", c)
 	}
 	_, err = e.Svc.Core.CreateCreditCheckout(ctx, e.Principal(t, e.KeyALive), "pack_10")
-	wantCode(t, err, core.CodeCheckoutUnavailable)
+	testenv.WantCode(t, err, core.CodeCheckoutUnavailable)
 }
 
 func TestApprovals(t *testing.T) {
@@ -546,11 +514,11 @@ func TestApprovals(t *testing.T) {
 		t.Fatal("owner B sees owner A's approvals")
 	}
 	_, err = e.Svc.Core.DecideApproval(ctx, e.OwnerB.ID, a.ID, core.Decision{Approve: true, BindingHash: a.BindingHash, UserVerified: true})
-	wantCode(t, err, core.CodeNotFound)
+	testenv.WantCode(t, err, core.CodeNotFound)
 	_, err = e.Svc.Core.DecideApproval(ctx, e.OwnerA.ID, a.ID, core.Decision{Approve: true, BindingHash: core.BindingHash(map[string]any{"to": "+12125550101"}), UserVerified: true})
-	wantCode(t, err, core.CodeApprovalBinding)
+	testenv.WantCode(t, err, core.CodeApprovalBinding)
 	_, err = e.Svc.Core.DecideApproval(ctx, e.OwnerA.ID, a.ID, core.Decision{Approve: true, BindingHash: a.BindingHash})
-	wantCode(t, err, core.CodeUserVerification)
+	testenv.WantCode(t, err, core.CodeUserVerification)
 
 	var wg sync.WaitGroup
 	var mu sync.Mutex
@@ -597,7 +565,7 @@ func TestAPIKeys(t *testing.T) {
 	}
 	for _, bad := range []string{"", "fxk_test_nope", "fxk_live_" + secret[9:], "Bearer " + secret} {
 		_, err := e.Svc.Core.AuthenticateAPIKey(ctx, bad)
-		wantCode(t, err, core.CodeInvalidAPIKey)
+		testenv.WantCode(t, err, core.CodeInvalidAPIKey)
 	}
 	keys, _ := e.Svc.Core.ListAPIKeys(ctx, e.OwnerA.ID)
 	var found *core.APIKey
@@ -609,12 +577,12 @@ func TestAPIKeys(t *testing.T) {
 	if found == nil || found.LastUsedAt == nil {
 		t.Fatalf("last used not recorded: %+v", found)
 	}
-	wantCode(t, e.Svc.Core.RevokeAPIKey(ctx, e.OwnerB.ID, k.ID), core.CodeNotFound)
+	testenv.WantCode(t, e.Svc.Core.RevokeAPIKey(ctx, e.OwnerB.ID, k.ID), core.CodeNotFound)
 	if err := e.Svc.Core.RevokeAPIKey(ctx, e.OwnerA.ID, k.ID); err != nil {
 		t.Fatal(err)
 	}
 	_, err = e.Svc.Core.AuthenticateAPIKey(ctx, secret)
-	wantCode(t, err, core.CodeInvalidAPIKey)
+	testenv.WantCode(t, err, core.CodeInvalidAPIKey)
 }
 
 func TestSessions(t *testing.T) {
@@ -641,7 +609,7 @@ func TestDeliveryEdges(t *testing.T) {
 	p := e.Principal(t, e.KeyATest)
 	send := func(to string, pages int) *core.Fax {
 		t.Helper()
-		o, _, err := e.Svc.Core.SendFax(ctx, p, to+fmt.Sprint(pages, time.Now().UnixNano()), core.SendFaxRequest{To: to, UploadToken: upload(t, e, p, pages)})
+		o, _, err := e.Svc.Core.SendFax(ctx, p, to+fmt.Sprint(pages, time.Now().UnixNano()), core.SendFaxRequest{To: to, UploadToken: e.Upload(t, p, pages)})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -658,7 +626,7 @@ func TestDeliveryEdges(t *testing.T) {
 		if got.Status != core.FaxFailed || got.PagesSent != 0 || got.LatestAttempt.Status != core.AttemptFailed {
 			t.Fatalf("got %+v / %+v", got, got.LatestAttempt)
 		}
-		if c := balance(t, e, p); c.AvailableMicros != full || c.HeldMicros != 0 {
+		if c := e.Credits(t, p); c.AvailableMicros != full || c.HeldMicros != 0 {
 			t.Fatalf("money not returned: %s held %s", c.Available, c.Held)
 		}
 	})
@@ -741,7 +709,7 @@ func TestDeliveryEdges(t *testing.T) {
 	t.Run("interrupted last attempt past the resume window fails and releases", func(t *testing.T) {
 		o := send("+12125550100", 1)
 		interrupted(t, o, 3, time.Now().Add(-core.ResumeWindow-time.Minute))
-		heldBefore := balance(t, e, p).HeldMicros
+		heldBefore := e.Credits(t, p).HeldMicros
 		if err := e.Svc.Core.Deliver(ctx, o.ID); err != nil {
 			t.Fatal(err)
 		}
@@ -749,7 +717,7 @@ func TestDeliveryEdges(t *testing.T) {
 		if got.Status != core.FaxFailed || got.FailureCode != "interrupted" || got.LatestAttempt.FailureCode != "interrupted" {
 			t.Fatalf("got %+v / %+v", got, got.LatestAttempt)
 		}
-		if c := balance(t, e, p); heldBefore-c.HeldMicros != o.PriceMicros {
+		if c := e.Credits(t, p); heldBefore-c.HeldMicros != o.PriceMicros {
 			t.Fatalf("hold not released: held %s before, %s after", core.FormatUSD(heldBefore), c.Held)
 		}
 	})
@@ -781,7 +749,7 @@ func TestReplayAnswersWhateverChangedSince(t *testing.T) {
 	if _, err := e.Svc.Core.GrantCredits(ctx, p.OwnerID, core.ModeTest, 100_000, "one fax"); err != nil {
 		t.Fatal(err)
 	}
-	req := core.SendFaxRequest{To: "+12125550100", UploadToken: upload(t, e, p, 1)}
+	req := core.SendFaxRequest{To: "+12125550100", UploadToken: e.Upload(t, p, 1)}
 	first, replayed, err := e.Svc.Core.SendFax(ctx, p, "k1", req)
 	if err != nil || replayed {
 		t.Fatalf("first send: replayed=%v err=%v", replayed, err)
@@ -796,10 +764,10 @@ func TestReplayAnswersWhateverChangedSince(t *testing.T) {
 	replay("with the balance spent")
 	replay("again")
 	_, _, err = e.Svc.Core.SendFax(ctx, p, "k1", core.SendFaxRequest{To: "+12125550101", UploadToken: req.UploadToken})
-	wantCode(t, err, core.CodeIdempotencyConflict)
+	testenv.WantCode(t, err, core.CodeIdempotencyConflict)
 	_, _, err = e.Svc.Core.SendFax(ctx, p, "k1", core.SendFaxRequest{To: "+19005550100", UploadToken: req.UploadToken})
-	wantCode(t, err, core.CodeIdempotencyConflict)
-	if c := balance(t, e, p); c.HeldMicros != 100_000 || c.AvailableMicros != 0 {
+	testenv.WantCode(t, err, core.CodeIdempotencyConflict)
+	if c := e.Credits(t, p); c.HeldMicros != 100_000 || c.AvailableMicros != 0 {
 		t.Fatalf("after replays: held %s, available %s; want one hold of 0.10", c.Held, c.Available)
 	}
 	// Neither replays nor conflicts used the rate allowance: the second of
@@ -811,7 +779,7 @@ func TestReplayAnswersWhateverChangedSince(t *testing.T) {
 		t.Fatalf("second send of the burst: %v", err)
 	}
 	_, _, err = e.Svc.Core.SendFax(ctx, p, "k3", req)
-	wantCode(t, err, core.CodeRateLimited)
+	testenv.WantCode(t, err, core.CodeRateLimited)
 	replay("with the rate limit reached")
 	// The document is purged (as retention would, once the faxes are
 	// done): a new send cannot use it, a replay answers.
@@ -820,7 +788,7 @@ func TestReplayAnswersWhateverChangedSince(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, _, err = e.Svc.Core.SendFax(ctx, p, "k4", core.SendFaxRequest{To: "+12125550100", DocumentID: first.DocumentID})
-	wantCode(t, err, core.CodeNotFound)
+	testenv.WantCode(t, err, core.CodeNotFound)
 	replay("with the document purged")
 	page, err := e.Svc.Core.ListFaxes(ctx, p, "", "", 100)
 	if err != nil || len(page.Data) != 2 {
@@ -834,7 +802,7 @@ func TestGetFaxLatestAttempt(t *testing.T) {
 	t.Run("queued, never attempted", func(t *testing.T) {
 		e := testenv.New(t, testenv.WithoutWorkers())
 		p := e.Principal(t, e.KeyATest)
-		o, _, err := e.Svc.Core.SendFax(ctx, p, "k", core.SendFaxRequest{To: "+12125550100", UploadToken: upload(t, e, p, 1)})
+		o, _, err := e.Svc.Core.SendFax(ctx, p, "k", core.SendFaxRequest{To: "+12125550100", UploadToken: e.Upload(t, p, 1)})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -848,7 +816,7 @@ func TestGetFaxLatestAttempt(t *testing.T) {
 		p := e.Principal(t, e.KeyATest)
 		// +12125550105: the first attempt fails with provider_error, the
 		// retry is delivered.
-		o, _, err := e.Svc.Core.SendFax(ctx, p, "k", core.SendFaxRequest{To: "+12125550105", UploadToken: upload(t, e, p, 1)})
+		o, _, err := e.Svc.Core.SendFax(ctx, p, "k", core.SendFaxRequest{To: "+12125550105", UploadToken: e.Upload(t, p, 1)})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -13,7 +13,6 @@ import (
 // another state; services turn those into *Error.
 type Store interface {
 	Queries
-	PurgeStore
 	// InTx runs fn in one transaction: committed when fn returns nil, rolled
 	// back otherwise. On SQLite the transaction takes the write lock at
 	// BEGIN (immediate), so a read-then-write inside fn cannot race.

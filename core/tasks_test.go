@@ -13,7 +13,7 @@ import (
 // startFaxTask starts a fax task of pages pages to to.
 func startFaxTask(t *testing.T, e *testenv.Env, p core.Principal, to string, pages int) *core.TaskView {
 	t.Helper()
-	v, err := e.Svc.Core.StartFaxTask(ctx, p, "create_fax", "", core.CreateDraftRequest{To: to, UploadToken: upload(t, e, p, pages)})
+	v, err := e.Svc.Core.StartFaxTask(ctx, p, "create_fax", "", core.CreateDraftRequest{To: to, UploadToken: e.Upload(t, p, pages)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -118,7 +118,7 @@ func TestFaxTaskOutcomes(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			v := startFaxTask(t, e, p, tc.to, 4)
-			before := balance(t, e, p).AvailableMicros
+			before := e.Credits(t, p).AvailableMicros
 			payTask(t, e, p, v)
 			e.DrainQueue(t)
 			got := getTask(t, e, p, v.ID)
@@ -129,7 +129,7 @@ func TestFaxTaskOutcomes(t *testing.T) {
 			if !got.UpdatedAt.Equal(*got.Fax.CompletedAt) {
 				t.Fatalf("updatedAt %v, fax completed %v", got.UpdatedAt, got.Fax.CompletedAt)
 			}
-			c := balance(t, e, p)
+			c := e.Credits(t, p)
 			if back := c.AvailableMicros - before; back != tc.refunded || c.HeldMicros != 0 {
 				t.Fatalf("%d micros came back (held %d), want %d", back, c.HeldMicros, tc.refunded)
 			}
@@ -146,16 +146,16 @@ func TestFaxTaskDraftExpired(t *testing.T) {
 	e, clk := agentEnv(t)
 	p := e.Principal(t, e.KeyATest)
 	v := startFaxTask(t, e, p, "+12125550100", 1)
-	clk.advance(23 * time.Hour)
+	clk.Advance(23 * time.Hour)
 	wantState(t, "before expiry", getTask(t, e, p, v.ID), core.TaskInputRequired, "")
-	clk.advance(time.Hour)
+	clk.Advance(time.Hour)
 	got := getTask(t, e, p, v.ID)
 	wantState(t, "expired", got, core.TaskFailed, "draft_expired")
 	if !got.UpdatedAt.Equal(got.Draft.ExpiresAt) || got.CheckoutURL != "" {
 		t.Fatalf("updatedAt %v (draft expires %v), checkout %q", got.UpdatedAt, got.Draft.ExpiresAt, got.CheckoutURL)
 	}
 	_, err := e.Svc.Core.CancelTask(ctx, p, v.ID)
-	wantCode(t, err, core.CodeTaskNotCancelable)
+	testenv.WantCode(t, err, core.CodeTaskNotCancelable)
 }
 
 // A task whose draft row is gone reads as failed, not as an error.
@@ -172,7 +172,7 @@ func TestFaxTaskSubjectGone(t *testing.T) {
 	}
 	wantState(t, "draft gone", getTask(t, e, p, v.ID), core.TaskFailed, "draft_expired")
 	_, err := e.Svc.Core.CancelTask(ctx, p, v.ID)
-	wantCode(t, err, core.CodeTaskNotCancelable)
+	testenv.WantCode(t, err, core.CodeTaskNotCancelable)
 }
 
 // Another owner's task, a task of the other mode and an unknown id all
@@ -182,13 +182,13 @@ func TestFaxTaskNotFound(t *testing.T) {
 	p := e.Principal(t, e.KeyATest)
 	v := startFaxTask(t, e, p, "+12125550100", 1)
 	_, unknown := e.Svc.Core.GetTask(ctx, p, "tsk_unknown")
-	wantCode(t, unknown, core.CodeNotFound)
+	testenv.WantCode(t, unknown, core.CodeNotFound)
 	for name, q := range map[string]core.Principal{
 		"other owner": e.Principal(t, e.KeyBTest),
 		"other mode":  e.Principal(t, e.KeyALive),
 	} {
 		_, err := e.Svc.Core.GetTask(ctx, q, v.ID)
-		wantCode(t, err, core.CodeNotFound)
+		testenv.WantCode(t, err, core.CodeNotFound)
 		if err.Error() != unknown.Error() {
 			t.Fatalf("%s: %v, unknown id: %v", name, err, unknown)
 		}
@@ -211,7 +211,7 @@ func TestFaxTaskScopes(t *testing.T) {
 		return q
 	}
 	draftOnly, readOnly := only(core.ScopeFaxDraft), only(core.ScopeFaxRead, core.ScopeFaxSend)
-	tok := upload(t, e, p, 1)
+	tok := e.Upload(t, p, 1)
 	tests := []struct {
 		name string
 		call func() error
@@ -225,7 +225,7 @@ func TestFaxTaskScopes(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			wantCode(t, tc.call(), core.CodeInsufficientScope)
+			testenv.WantCode(t, tc.call(), core.CodeInsufficientScope)
 		})
 	}
 	wantState(t, "untouched", getTask(t, e, p, v.ID), core.TaskInputRequired, "")
@@ -241,20 +241,20 @@ func TestFaxTaskScopes(t *testing.T) {
 func TestStartFaxTaskInputs(t *testing.T) {
 	e, _ := agentEnv(t)
 	p := e.Principal(t, e.KeyATest)
-	v, err := e.Svc.Core.StartFaxTask(ctx, p, "create_fax", "conversation-7", core.CreateDraftRequest{To: "+12125550100", UploadToken: upload(t, e, p, 1)})
+	v, err := e.Svc.Core.StartFaxTask(ctx, p, "create_fax", "conversation-7", core.CreateDraftRequest{To: "+12125550100", UploadToken: e.Upload(t, p, 1)})
 	if err != nil || v.ContextID != "conversation-7" {
 		t.Fatalf("task %+v, %v", v, err)
 	}
-	tok := upload(t, e, p, 1)
+	tok := e.Upload(t, p, 1)
 	for _, tc := range []struct{ skill, contextID string }{
 		{strings.Repeat("s", core.MaxTaskSkill+1), ""},
 		{"create_fax", strings.Repeat("c", core.MaxTaskContextID+1)},
 	} {
 		_, err := e.Svc.Core.StartFaxTask(ctx, p, tc.skill, tc.contextID, core.CreateDraftRequest{To: "+12125550100", UploadToken: tok})
-		wantCode(t, err, core.CodeInvalidRequest)
+		testenv.WantCode(t, err, core.CodeInvalidRequest)
 	}
 	_, err = e.Svc.Core.StartFaxTask(ctx, p, "create_fax", "", core.CreateDraftRequest{To: "+19005550100", UploadToken: tok})
-	wantCode(t, err, core.CodePremiumDestination)
+	testenv.WantCode(t, err, core.CodePremiumDestination)
 }
 
 // Cancel: an open draft and a queued fax can be called back (the queued
@@ -266,31 +266,31 @@ func TestCancelFaxTask(t *testing.T) {
 
 	t.Run("open draft", func(t *testing.T) {
 		v := startFaxTask(t, e, p, "+12125550100", 1)
-		before := balance(t, e, p).AvailableMicros
+		before := e.Credits(t, p).AvailableMicros
 		got, err := e.Svc.Core.CancelTask(ctx, p, v.ID)
 		if err != nil {
 			t.Fatal(err)
 		}
 		wantState(t, "canceled", got, core.TaskCanceled, "canceled")
 		wantState(t, "read back", getTask(t, e, p, v.ID), core.TaskCanceled, "canceled")
-		if after := balance(t, e, p).AvailableMicros; after != before {
+		if after := e.Credits(t, p).AvailableMicros; after != before {
 			t.Fatalf("balance moved by %d", after-before)
 		}
 		_, err = e.Svc.Core.CancelTask(ctx, p, v.ID)
-		wantCode(t, err, core.CodeTaskNotCancelable)
+		testenv.WantCode(t, err, core.CodeTaskNotCancelable)
 		if !strings.Contains(core.AsError(err).Message, "already final") {
 			t.Fatalf("message: %v", err)
 		}
 		// Its checkout can no longer be paid.
 		_, err = e.Svc.Core.CreateDraftCheckout(ctx, p, v.SubjectID)
-		wantCode(t, err, core.CodeDraftState)
+		testenv.WantCode(t, err, core.CodeDraftState)
 	})
 
 	t.Run("queued fax", func(t *testing.T) {
 		v := startFaxTask(t, e, p, "+12125550100", 3)
 		payTask(t, e, p, v)
 		wantState(t, "paid", getTask(t, e, p, v.ID), core.TaskWorking, "")
-		before := balance(t, e, p).AvailableMicros
+		before := e.Credits(t, p).AvailableMicros
 		got, err := e.Svc.Core.CancelTask(ctx, p, v.ID)
 		if err != nil {
 			t.Fatal(err)
@@ -299,13 +299,13 @@ func TestCancelFaxTask(t *testing.T) {
 		if got.Fax == nil || got.Fax.Status != core.FaxCanceled {
 			t.Fatalf("fax %+v", got.Fax)
 		}
-		c := balance(t, e, p)
+		c := e.Credits(t, p)
 		if back := c.AvailableMicros - before; back != got.Fax.PriceMicros || back != 210_000 {
 			t.Fatalf("%d micros came back, want the fax's price %d", back, got.Fax.PriceMicros)
 		}
 		wantRefund(t, c, got.Fax.ID, 210_000)
 		_, err = e.Svc.Core.CancelTask(ctx, p, v.ID)
-		wantCode(t, err, core.CodeTaskNotCancelable)
+		testenv.WantCode(t, err, core.CodeTaskNotCancelable)
 	})
 
 	t.Run("sending", func(t *testing.T) {
@@ -317,13 +317,13 @@ func TestCancelFaxTask(t *testing.T) {
 			t.Fatal(err)
 		}
 		wantState(t, "sending", getTask(t, e, p, v.ID), core.TaskWorking, "")
-		before := balance(t, e, p).AvailableMicros
+		before := e.Credits(t, p).AvailableMicros
 		_, err := e.Svc.Core.CancelTask(ctx, p, v.ID)
-		wantCode(t, err, core.CodeTaskNotCancelable)
+		testenv.WantCode(t, err, core.CodeTaskNotCancelable)
 		if e := core.AsError(err); e.Kind != core.KindConflict || !strings.Contains(e.Message, "sending") || e.Fields["faxId"] != f.ID {
 			t.Fatalf("error %+v", e)
 		}
-		if after := balance(t, e, p).AvailableMicros; after != before {
+		if after := e.Credits(t, p).AvailableMicros; after != before {
 			t.Fatalf("balance moved by %d", after-before)
 		}
 	})
@@ -337,12 +337,12 @@ func TestCancelFaxPaidAtCheckoutRefundsCredits(t *testing.T) {
 	v := startFaxTask(t, e, p, "+12125550100", 1)
 	payTask(t, e, p, v)
 	f := getTask(t, e, p, v.ID).Fax
-	before := balance(t, e, p).AvailableMicros
+	before := e.Credits(t, p).AvailableMicros
 	got, err := e.Svc.Core.CancelFax(ctx, p, f.ID)
 	if err != nil || got.Status != core.FaxCanceled {
 		t.Fatalf("cancel = %+v, %v", got, err)
 	}
-	if back := balance(t, e, p).AvailableMicros - before; back != f.PriceMicros {
+	if back := e.Credits(t, p).AvailableMicros - before; back != f.PriceMicros {
 		t.Fatalf("%d micros came back, want %d", back, f.PriceMicros)
 	}
 	wantState(t, "task", getTask(t, e, p, v.ID), core.TaskCanceled, "canceled")
@@ -352,7 +352,7 @@ func TestCancelFaxPaidAtCheckoutRefundsCredits(t *testing.T) {
 // what they follow has ended; a recent task stays, and a task of the
 // retention's age whose fax is still queued stays too.
 func TestPurgeFaxTasks(t *testing.T) {
-	clock := newTestClock()
+	clock := testenv.NewClock()
 	e := testenv.New(t, testenv.WithConfig(func(c *core.Config) { c.Now = clock.Now }))
 	p := e.Principal(t, e.KeyATest)
 	delivered := startFaxTask(t, e, p, "+12125550100", 1)
@@ -362,24 +362,24 @@ func TestPurgeFaxTasks(t *testing.T) {
 	clock.Advance(6 * 24 * time.Hour)
 	recent := startFaxTask(t, e, p, "+12125550100", 1)
 
-	got, err := e.Svc.Core.Purge(ctx)
+	got, err := e.Svc.Retention.Purge(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c := counts(got); c["agent_tasks"] != 0 || c["credit_purchases"] != 0 {
+	if c := testenv.PurgeCounts(got); c["agent_tasks"] != 0 || c["credit_purchases"] != 0 {
 		t.Fatalf("after 6 days: %v", c)
 	}
 	clock.Advance(24*time.Hour + time.Minute)
-	got, err = e.Svc.Core.Purge(ctx)
+	got, err = e.Svc.Retention.Purge(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c := counts(got); c["agent_tasks"] != 2 {
+	if c := testenv.PurgeCounts(got); c["agent_tasks"] != 2 {
 		t.Fatalf("after 7 days: %v, want 2 agent tasks", c)
 	}
 	for _, v := range []*core.TaskView{delivered, abandoned} {
 		_, err := e.Svc.Core.GetTask(ctx, p, v.ID)
-		wantCode(t, err, core.CodeNotFound)
+		testenv.WantCode(t, err, core.CodeNotFound)
 	}
 	wantState(t, "recent task", getTask(t, e, p, recent.ID), core.TaskFailed, "draft_expired")
 }

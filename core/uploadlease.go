@@ -64,7 +64,7 @@ func (c ctxReader) Read(p []byte) (int, error) {
 }
 
 // deleteBlobs removes a document's blobs (a missing one is not an error).
-func (s *Service) deleteBlobs(ctx context.Context, d *Document) error {
+func (s *Service) DeleteBlobs(ctx context.Context, d *Document) error {
 	keys := []string{d.SourceKey}
 	if d.PDFKey != d.SourceKey {
 		keys = append(keys, d.PDFKey)

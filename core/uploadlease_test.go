@@ -3,7 +3,6 @@ package core_test
 import (
 	"bytes"
 	"io"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -11,23 +10,11 @@ import (
 	"github.com/faxhub/faxhub/internal/testenv"
 )
 
-// testClock is an injected clock that tests move forward.
-type testClock struct{ ns atomic.Int64 }
-
-func newTestClock() *testClock {
-	c := &testClock{}
-	c.ns.Store(time.Now().UnixNano())
-	return c
-}
-
-func (c *testClock) Now() time.Time          { return time.Unix(0, c.ns.Load()) }
-func (c *testClock) Advance(d time.Duration) { c.ns.Add(int64(d)) }
-
 // TestUploadLeaseAfterCrash: a PUT whose process died (it claimed the upload
 // and never finished) holds the token only for the lease, not until the
 // token expires.
 func TestUploadLeaseAfterCrash(t *testing.T) {
-	clock := newTestClock()
+	clock := testenv.NewClock()
 	e := testenv.New(t, testenv.WithConfig(func(c *core.Config) { c.Now = clock.Now }))
 	p := e.Principal(t, e.KeyATest)
 	c, err := e.Svc.Core.CreateUpload(ctx, p, "", 0)
@@ -44,12 +31,12 @@ func TestUploadLeaseAfterCrash(t *testing.T) {
 		return err
 	}
 	clock.Advance(30 * time.Second)
-	wantCode(t, put(), core.CodeUploadUsed)
+	testenv.WantCode(t, put(), core.CodeUploadUsed)
 	clock.Advance(31 * time.Second)
 	if err := put(); err != nil {
 		t.Fatalf("PUT after the dead PUT's lease lapsed: %v", err)
 	}
-	wantCode(t, put(), core.CodeUploadUsed)
+	testenv.WantCode(t, put(), core.CodeUploadUsed)
 }
 
 // blockingBody yields its first bytes, says so on started, then waits for
@@ -81,7 +68,7 @@ func (b *blockingBody) Read(p []byte) (int, error) {
 // 409; a PUT whose lease lapsed and was taken over stores nothing, so one
 // token never makes two documents.
 func TestUploadLeaseExcludesConcurrentPuts(t *testing.T) {
-	clock := newTestClock()
+	clock := testenv.NewClock()
 	e := testenv.New(t, testenv.WithConfig(func(c *core.Config) { c.Now = clock.Now }))
 	p := e.Principal(t, e.KeyATest)
 	c, err := e.Svc.Core.CreateUpload(ctx, p, "", 0)
@@ -101,7 +88,7 @@ func TestUploadLeaseExcludesConcurrentPuts(t *testing.T) {
 	<-slow.started
 
 	_, err = e.Svc.Core.ReceiveUpload(ctx, c.UploadToken, bytes.NewReader(testenv.MinimalPDF(2)))
-	wantCode(t, err, core.CodeUploadUsed)
+	testenv.WantCode(t, err, core.CodeUploadUsed)
 
 	// The slow PUT's renewals run on real time and have not happened on the
 	// injected clock: to the store its lease lapsed, as it would for a PUT
@@ -116,7 +103,7 @@ func TestUploadLeaseExcludesConcurrentPuts(t *testing.T) {
 	if r.err == nil {
 		t.Fatalf("the PUT that lost its lease stored document %s beside %s", r.doc.ID, doc.ID)
 	}
-	wantCode(t, r.err, core.CodeUploadUsed)
+	testenv.WantCode(t, r.err, core.CodeUploadUsed)
 	u, err := e.Store.GetUpload(ctx, c.Key)
 	if err != nil {
 		t.Fatal(err)

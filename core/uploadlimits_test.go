@@ -13,7 +13,7 @@ import (
 // more strictly in test mode; a refusal says when to retry and the
 // allowance comes back with time (injected clock).
 func TestUploadRateLimit(t *testing.T) {
-	clock := newTestClock()
+	clock := testenv.NewClock()
 	e := testenv.New(t, testenv.WithConfig(func(c *core.Config) {
 		c.Now = clock.Now
 		c.Storage.UploadBurst, c.Storage.UploadInterval = 5, time.Second
@@ -36,7 +36,7 @@ func TestUploadRateLimit(t *testing.T) {
 				}
 			}
 			_, err := e.Svc.Core.CreateUpload(ctx, p, "", 0)
-			wantCode(t, err, core.CodeRateLimited)
+			testenv.WantCode(t, err, core.CodeRateLimited)
 			if got := core.AsError(err).RetryAfterSeconds; got != int(tc.wait/time.Second) {
 				t.Fatalf("RetryAfterSeconds = %d, want %d", got, int(tc.wait/time.Second))
 			}
@@ -92,7 +92,7 @@ func TestStorageQuota(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err = put()
-	wantCode(t, err, core.CodeStorageQuota)
+	testenv.WantCode(t, err, core.CodeStorageQuota)
 	if ce := core.AsError(err); ce.Kind != core.KindTooLarge || ce.Fields["used"] != 2*one || ce.Fields["limit"] != 2*one+one/2 {
 		t.Fatalf("quota error: kind %v fields %v", ce.Kind, ce.Fields)
 	}
@@ -124,7 +124,7 @@ func TestStorageQuotaRefusesCapabilityWhenFull(t *testing.T) {
 	one := int64(len(testenv.MinimalPDF(1)))
 	e := testenv.New(t, testenv.WithConfig(func(c *core.Config) { c.Storage.QuotaBytes = one }))
 	p := e.Principal(t, e.KeyATest)
-	upload(t, e, p, 1)
+	e.Upload(t, p, 1)
 	_, err := e.Svc.Core.CreateUpload(ctx, p, "", 0)
-	wantCode(t, err, core.CodeStorageQuota)
+	testenv.WantCode(t, err, core.CodeStorageQuota)
 }

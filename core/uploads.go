@@ -234,7 +234,7 @@ func (s *Service) storeUpload(ctx context.Context, c UploadClaims, claimID strin
 		return nil
 	})
 	if err != nil {
-		if derr := s.deleteBlobs(context.WithoutCancel(ctx), doc); derr != nil {
+		if derr := s.DeleteBlobs(context.WithoutCancel(ctx), doc); derr != nil {
 			s.d.Logger.WarnContext(ctx, "delete blobs of an upload that was not stored", "err", derr)
 		}
 		return nil, err

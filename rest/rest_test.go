@@ -18,7 +18,7 @@ import (
 // keyStore knows API keys and nothing else: the embedded nil Store makes
 // any other call panic, which proves these tests need no database.
 type keyStore struct {
-	core.Store
+	services.Store
 	keys map[string]*core.APIKey // by hash
 }
 
@@ -72,7 +72,7 @@ func newUnitAPI(t *testing.T, machine bool) *api {
 	svc, err := services.New(core.Config{
 		BaseURL: unitBaseURL, APIURL: unitAPIURL, UploadSecret: bytes.Repeat([]byte{1}, 32), MaxUploadBytes: 1 << 20,
 		Machine: core.MachineConfig{Enabled: machine, MaxPDFBytes: 3 << 10},
-	}, core.Deps{Store: st, Destination: destinations{}})
+	}, services.Deps{Store: st, Deps: core.Deps{Destination: destinations{}}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -277,7 +277,7 @@ func adminPurge(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		fs.StringVar(&c.BlobURL, "blobs", os.Getenv("FAXHUB_BLOB_URL"), "blob store URL, as for serve [FAXHUB_BLOB_URL] (default: files in the data dir)")
 	}
 	return withApp(ctx, "admin purge", args, stderr, flags, func(a *app.App) error {
-		counts, err := a.Svc.Core.Purge(ctx)
+		counts, err := a.Svc.Retention.Purge(ctx)
 		for _, pc := range counts {
 			fmt.Fprintf(stdout, "%s %d\n", pc.What, pc.N)
 		}

@@ -69,7 +69,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		// app.Handler): 30 s for a JSON or form body, uploads at 64 KiB/s
 		// on average after 30 s.
 	}
-	purge := func(ctx context.Context) error { _, err := a.Svc.Core.Purge(ctx); return err }
+	purge := func(ctx context.Context) error { _, err := a.Svc.Retention.Purge(ctx); return err }
 	if err := a.Queue.SchedulePurge(purge, a.Svc.Core.Config().Storage.GCInterval); err != nil {
 		return err
 	}

@@ -4,9 +4,10 @@ import (
 	"testing"
 
 	"github.com/faxhub/faxhub/core"
+	"github.com/faxhub/faxhub/core/services"
 )
 
-func testOwners(t *testing.T, s core.Store) {
+func testOwners(t *testing.T, s services.Store) {
 	ctx := t.Context()
 	o := &core.Owner{ID: core.NewID(core.PrefixOwner), Email: "ada@example.com", Name: "Ada", CreatedAt: at(0)}
 	must(t, s.CreateOwner(ctx, o))
@@ -35,7 +36,7 @@ func testOwners(t *testing.T, s core.Store) {
 	wantErr(t, "GetOwnerByEmail of a missing email", err, core.ErrNoRows)
 }
 
-func testAPIKeys(t *testing.T, s core.Store) {
+func testAPIKeys(t *testing.T, s services.Store) {
 	ctx := t.Context()
 	a, b := newOwner(t, s), newOwner(t, s)
 	key := func(o *core.Owner, mode core.Mode, sec int) *core.APIKey {
@@ -83,7 +84,7 @@ func testAPIKeys(t *testing.T, s core.Store) {
 	wantEqual(t, "key after RevokeAPIKey (first revocation time kept)", got, k1)
 }
 
-func testSessions(t *testing.T, s core.Store) {
+func testSessions(t *testing.T, s services.Store) {
 	ctx := t.Context()
 	a, b := newOwner(t, s), newOwner(t, s)
 	session := func(o *core.Owner) *core.Session {

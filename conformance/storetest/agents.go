@@ -7,9 +7,10 @@ import (
 	"time"
 
 	"github.com/faxhub/faxhub/core"
+	"github.com/faxhub/faxhub/core/services"
 )
 
-func agentStore(t *testing.T, s core.Store) core.AgentStore { return s }
+func agentStore(t *testing.T, s services.Store) core.AgentStore { return s }
 
 func newEnrollment(ownerID string, sec int) *core.AgentEnrollment {
 	return &core.AgentEnrollment{
@@ -31,7 +32,7 @@ func registerAgent(t *testing.T, s core.AgentStore, e *core.AgentEnrollment, sec
 
 // testAgentEnrollments: issuance limit, listing, revocation, claim-once
 // consumption, and expiry.
-func testAgentEnrollments(t *testing.T, st core.Store) {
+func testAgentEnrollments(t *testing.T, st services.Store) {
 	ctx, s := t.Context(), agentStore(t, st)
 	o := newOwner(t, st)
 	var es []*core.AgentEnrollment
@@ -82,7 +83,7 @@ func testAgentEnrollments(t *testing.T, st core.Store) {
 
 // testAgentEnrollmentsConcurrent: many concurrent issuances never exceed
 // the live limit.
-func testAgentEnrollmentsConcurrent(t *testing.T, st core.Store) {
+func testAgentEnrollmentsConcurrent(t *testing.T, st services.Store) {
 	ctx, s := t.Context(), agentStore(t, st)
 	o := newOwner(t, st)
 	var wg sync.WaitGroup
@@ -109,7 +110,7 @@ func testAgentEnrollmentsConcurrent(t *testing.T, st core.Store) {
 
 // testAgentClaims: polling, slow_down growth, attempts, decisions, expiry,
 // redemption, tokens and registration revocation.
-func testAgentClaims(t *testing.T, st core.Store) {
+func testAgentClaims(t *testing.T, st services.Store) {
 	ctx, s := t.Context(), agentStore(t, st)
 	o := newOwner(t, st)
 	e := newEnrollment(o.ID, 0)
@@ -214,7 +215,7 @@ func testAgentClaims(t *testing.T, st core.Store) {
 
 // testAgentPollConcurrent: LockAgentClaim inside transactions serialises
 // concurrent read-modify-write polls of one claim: no update is lost.
-func testAgentPollConcurrent(t *testing.T, st core.Store) {
+func testAgentPollConcurrent(t *testing.T, st services.Store) {
 	ctx, s := t.Context(), agentStore(t, st)
 	o := newOwner(t, st)
 	e := newEnrollment(o.ID, 0)
@@ -245,7 +246,7 @@ func testAgentPollConcurrent(t *testing.T, st core.Store) {
 }
 
 // RunAgentTests runs the agent-registration conformance tests on one store.
-func RunAgentTests(t *testing.T, st core.Store) {
+func RunAgentTests(t *testing.T, st services.Store) {
 	t.Run("Enrollments", func(t *testing.T) { testAgentEnrollments(t, st) })
 	t.Run("EnrollmentsConcurrent", func(t *testing.T) { testAgentEnrollmentsConcurrent(t, st) })
 	t.Run("Claims", func(t *testing.T) { testAgentClaims(t, st) })

@@ -6,11 +6,12 @@ import (
 	"testing"
 
 	"github.com/faxhub/faxhub/core"
+	"github.com/faxhub/faxhub/core/services"
 )
 
 // testCharges: a charge is recorded once per idempotency key (also under
 // concurrency), read back exactly, and refunded once.
-func testCharges(t *testing.T, s core.Store) {
+func testCharges(t *testing.T, s services.Store) {
 	ctx := t.Context()
 	o := newOwner(t, s)
 	f := newFax(t, s, newDocument(t, s, o, core.ModeTest))

@@ -4,9 +4,10 @@ import (
 	"testing"
 
 	"github.com/faxhub/faxhub/core"
+	"github.com/faxhub/faxhub/core/services"
 )
 
-func newUpload(t *testing.T, s core.Store, o *core.Owner) *core.Upload {
+func newUpload(t *testing.T, s services.Store, o *core.Owner) *core.Upload {
 	t.Helper()
 	u := &core.Upload{
 		ID: core.NewID(core.PrefixUpload), OwnerID: o.ID, Mode: core.ModeTest, ContentType: string(core.FilePDF),
@@ -16,7 +17,7 @@ func newUpload(t *testing.T, s core.Store, o *core.Owner) *core.Upload {
 	return u
 }
 
-func testUploads(t *testing.T, s core.Store) {
+func testUploads(t *testing.T, s services.Store) {
 	ctx := t.Context()
 	o := newOwner(t, s)
 	u := newUpload(t, s, o)
@@ -87,7 +88,7 @@ func testUploads(t *testing.T, s core.Store) {
 // testUploadLease: a PUT's claim is a lease. While it is renewed nobody else
 // gets the upload; once it lapses (the PUT's process died) the next PUT
 // does, and the PUT that lost it can neither renew nor complete.
-func testUploadLease(t *testing.T, s core.Store) {
+func testUploadLease(t *testing.T, s services.Store) {
 	ctx := t.Context()
 	o := newOwner(t, s)
 	u := newUpload(t, s, o)
@@ -109,7 +110,7 @@ func testUploadLease(t *testing.T, s core.Store) {
 	must(t, s.CompleteUpload(ctx, u.ID, "next", doc.ID))
 }
 
-func testDocuments(t *testing.T, s core.Store) {
+func testDocuments(t *testing.T, s services.Store) {
 	ctx := t.Context()
 	o, other := newOwner(t, s), newOwner(t, s)
 	d := newDocument(t, s, o, core.ModeLive)
@@ -126,7 +127,7 @@ func testDocuments(t *testing.T, s core.Store) {
 	wantErr(t, "document with a taken id", s.CreateDocument(ctx, d), core.ErrExists)
 }
 
-func newDraft(t *testing.T, s core.Store, doc *core.Document) *core.Draft {
+func newDraft(t *testing.T, s services.Store, doc *core.Document) *core.Draft {
 	t.Helper()
 	d := &core.Draft{
 		ID: core.NewID(core.PrefixDraft), OwnerID: doc.OwnerID, Mode: doc.Mode, DocumentID: doc.ID, To: "+14155550123", Country: "US",
@@ -137,7 +138,7 @@ func newDraft(t *testing.T, s core.Store, doc *core.Document) *core.Draft {
 	return d
 }
 
-func testDrafts(t *testing.T, s core.Store) {
+func testDrafts(t *testing.T, s services.Store) {
 	ctx := t.Context()
 	o := newOwner(t, s)
 	doc := newDocument(t, s, o, core.ModeTest)
@@ -165,7 +166,7 @@ func testDrafts(t *testing.T, s core.Store) {
 
 // testDocumentUsage: the quota counts an owner's unsent documents in one
 // mode, original plus converted PDF (once when they are the same blob).
-func testDocumentUsage(t *testing.T, s core.Store) {
+func testDocumentUsage(t *testing.T, s services.Store) {
 	ctx := t.Context()
 	o, other := newOwner(t, s), newOwner(t, s)
 	usage := func(what string, o *core.Owner, mode core.Mode, want int64) {

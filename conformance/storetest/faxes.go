@@ -6,9 +6,10 @@ import (
 	"testing"
 
 	"github.com/faxhub/faxhub/core"
+	"github.com/faxhub/faxhub/core/services"
 )
 
-func testFaxes(t *testing.T, s core.Store) {
+func testFaxes(t *testing.T, s services.Store) {
 	ctx := t.Context()
 	o, other := newOwner(t, s), newOwner(t, s)
 	doc := newDocument(t, s, o, core.ModeLive)
@@ -60,7 +61,7 @@ func testFaxes(t *testing.T, s core.Store) {
 	wantErr(t, "UpdateFax of a missing fax", s.UpdateFax(ctx, &missing, core.FaxDelivered), core.ErrNoRows)
 }
 
-func testListFaxes(t *testing.T, s core.Store) {
+func testListFaxes(t *testing.T, s services.Store) {
 	ctx := t.Context()
 	o, other := newOwner(t, s), newOwner(t, s)
 	live, test := newDocument(t, s, o, core.ModeLive), newDocument(t, s, o, core.ModeTest)
@@ -131,7 +132,7 @@ func testListFaxes(t *testing.T, s core.Store) {
 	}
 }
 
-func testAttempts(t *testing.T, s core.Store) {
+func testAttempts(t *testing.T, s services.Store) {
 	ctx := t.Context()
 	o := newOwner(t, s)
 	fax := newFax(t, s, newDocument(t, s, o, core.ModeTest))

@@ -5,11 +5,12 @@ import (
 	"time"
 
 	"github.com/faxhub/faxhub/core"
+	"github.com/faxhub/faxhub/core/services"
 )
 
 // RunHostTests runs the delegated host/agent conformance tests on one
 // store.
-func RunHostTests(t *testing.T, st core.Store) {
+func RunHostTests(t *testing.T, st services.Store) {
 	t.Run("Hosts", func(t *testing.T) { testHosts(t, st) })
 	t.Run("EnrollConcurrent", func(t *testing.T) { testHostEnrollConcurrent(t, st) })
 	t.Run("DelegatedAgents", func(t *testing.T) { testDelegatedAgents(t, st) })
@@ -41,7 +42,7 @@ func newDelegatedAgent(h *core.Host, sec int, status core.DelegatedAgentStatus) 
 
 // testHosts: create with a limit and a unique thumbprint, lookups, enroll
 // once, revoke cascading to agents.
-func testHosts(t *testing.T, s core.Store) {
+func testHosts(t *testing.T, s services.Store) {
 	ctx := t.Context()
 	o := newOwner(t, s)
 	h := activeHost(o, 1, core.CapGetCredits, core.CapValidateFax)
@@ -122,7 +123,7 @@ func testHosts(t *testing.T, s core.Store) {
 }
 
 // testHostEnrollConcurrent: one token, many enrollments, one wins.
-func testHostEnrollConcurrent(t *testing.T, s core.Store) {
+func testHostEnrollConcurrent(t *testing.T, s services.Store) {
 	ctx := t.Context()
 	o := newOwner(t, s)
 	p := pendingHost(o, 1)
@@ -138,7 +139,7 @@ func testHostEnrollConcurrent(t *testing.T, s core.Store) {
 
 // testDelegatedAgents: limit, unique key, re-issue, tries, decide and
 // revoke as compare-and-set.
-func testDelegatedAgents(t *testing.T, s core.Store) {
+func testDelegatedAgents(t *testing.T, s services.Store) {
 	ctx := t.Context()
 	o := newOwner(t, s)
 	h := activeHost(o, 1)
@@ -223,7 +224,7 @@ func testDelegatedAgents(t *testing.T, s core.Store) {
 	}
 }
 
-func newDelegatedSend(t *testing.T, s core.Store, o *core.Owner, sec int) *core.DelegatedSend {
+func newDelegatedSend(t *testing.T, s services.Store, o *core.Owner, sec int) *core.DelegatedSend {
 	t.Helper()
 	ctx := t.Context()
 	doc := newDocument(t, s, o, core.ModeTest)
@@ -238,7 +239,7 @@ func newDelegatedSend(t *testing.T, s core.Store, o *core.Owner, sec int) *core.
 }
 
 // testDelegatedSends: round trip, pending count, mark sent once.
-func testDelegatedSends(t *testing.T, s core.Store) {
+func testDelegatedSends(t *testing.T, s services.Store) {
 	ctx := t.Context()
 	o := newOwner(t, s)
 	d := newDelegatedSend(t, s, o, 1)
@@ -275,7 +276,7 @@ func testDelegatedSends(t *testing.T, s core.Store) {
 }
 
 // testJWTIDs: once while live, taken over once expired.
-func testJWTIDs(t *testing.T, s core.Store) {
+func testJWTIDs(t *testing.T, s services.Store) {
 	ctx := t.Context()
 	must(t, s.InsertJWTID(ctx, "hst_a", "j1", at(0), at(90)))
 	wantErr(t, "replay", s.InsertJWTID(ctx, "hst_a", "j1", at(10), at(100)), core.ErrExists)
@@ -286,7 +287,7 @@ func testJWTIDs(t *testing.T, s core.Store) {
 	wantErr(t, "replay after takeover", s.InsertJWTID(ctx, "hst_a", "j1", at(100), at(190)), core.ErrExists)
 }
 
-func testJWTIDsConcurrent(t *testing.T, s core.Store) {
+func testJWTIDsConcurrent(t *testing.T, s services.Store) {
 	ctx := t.Context()
 	errs := race(concurrency, func(i int) error { return s.InsertJWTID(ctx, "hst_a", "race", at(0), at(90)) })
 	if ok, _ := countErrs(t, "concurrent jti", errs, core.ErrExists); ok != 1 {
@@ -299,7 +300,7 @@ func testJWTIDsConcurrent(t *testing.T, s core.Store) {
 	}
 }
 
-func testPurgeJWTIDs(t *testing.T, s core.Store) {
+func testPurgeJWTIDs(t *testing.T, s services.Store) {
 	ctx := t.Context()
 	must(t, s.InsertJWTID(ctx, "hst_a", "old", at(0), at(90)))
 	must(t, s.InsertJWTID(ctx, "hst_a", "live", at(0), at(200)))
@@ -309,7 +310,7 @@ func testPurgeJWTIDs(t *testing.T, s core.Store) {
 	must(t, s.InsertJWTID(ctx, "hst_a", "old", at(100), at(300)))
 }
 
-func testPurgeDelegatedSends(t *testing.T, s core.Store) {
+func testPurgeDelegatedSends(t *testing.T, s services.Store) {
 	ctx := t.Context()
 	o := newOwner(t, s)
 	old := newDelegatedSend(t, s, o, 1)
@@ -322,7 +323,7 @@ func testPurgeDelegatedSends(t *testing.T, s core.Store) {
 	must(t, err)
 }
 
-func testPurgeUnenrolledHosts(t *testing.T, s core.Store) {
+func testPurgeUnenrolledHosts(t *testing.T, s services.Store) {
 	ctx := t.Context()
 	o := newOwner(t, s)
 	stale, fresh, enrolled := pendingHost(o, 0), pendingHost(o, 9000), activeHost(o, 0)

@@ -7,11 +7,12 @@ import (
 	"testing"
 
 	"github.com/faxhub/faxhub/core"
+	"github.com/faxhub/faxhub/core/services"
 )
 
 // wantBalance checks the cached balance against want, and against the
 // ledger (see consistentBalance).
-func wantBalance(t *testing.T, s core.Store, o *core.Owner, mode core.Mode, available, held int64) {
+func wantBalance(t *testing.T, s services.Store, o *core.Owner, mode core.Mode, available, held int64) {
 	t.Helper()
 	b := consistentBalance(t, s, o, mode)
 	if b.AvailableMicros != available || b.HeldMicros != held {
@@ -22,7 +23,7 @@ func wantBalance(t *testing.T, s core.Store, o *core.Owner, mode core.Mode, avai
 // consistentBalance returns the cached balance after checking it against
 // the ledger itself: available is the sum of all entries, held the amount of
 // the holds not yet settled, and no hold is settled twice.
-func consistentBalance(t *testing.T, s core.Store, o *core.Owner, mode core.Mode) *core.Balance {
+func consistentBalance(t *testing.T, s services.Store, o *core.Owner, mode core.Mode) *core.Balance {
 	t.Helper()
 	b, err := s.GetBalance(t.Context(), o.ID, mode)
 	must(t, err)
@@ -56,7 +57,7 @@ func consistentBalance(t *testing.T, s core.Store, o *core.Owner, mode core.Mode
 	return b
 }
 
-func testLedger(t *testing.T, s core.Store) {
+func testLedger(t *testing.T, s services.Store) {
 	ctx := t.Context()
 	o := newOwner(t, s)
 	doc := newDocument(t, s, o, core.ModeLive)
@@ -165,7 +166,7 @@ func testLedger(t *testing.T, s core.Store) {
 	wantBalance(t, s, o, core.ModeLive, 30_070_001, 0)
 }
 
-func testListLedger(t *testing.T, s core.Store) {
+func testListLedger(t *testing.T, s services.Store) {
 	ctx := t.Context()
 	o, other := newOwner(t, s), newOwner(t, s)
 	var mine []core.LedgerEntry
@@ -218,7 +219,7 @@ func testListLedger(t *testing.T, s core.Store) {
 
 // testLedgerConcurrent races holds against a balance that covers only some
 // of them, then races captures and releases of each hold.
-func testLedgerConcurrent(t *testing.T, s core.Store) {
+func testLedgerConcurrent(t *testing.T, s services.Store) {
 	ctx := t.Context()
 	o := newOwner(t, s)
 	doc := newDocument(t, s, o, core.ModeLive)

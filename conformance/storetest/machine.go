@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/faxhub/faxhub/core"
+	"github.com/faxhub/faxhub/core/services"
 )
 
 // testMachine: machine requests are recorded once per request_id and
@@ -14,7 +15,7 @@ import (
 // key, a failed one is taken by another key only; a Tempo hash (method,
 // reference) pays one charge; refunds are set once, leased by one caller
 // and finished once; purges keep what is live.
-func testMachine(t *testing.T, s core.Store) {
+func testMachine(t *testing.T, s services.Store) {
 	ctx := t.Context()
 	if o, err := s.GetOwner(ctx, core.MachineOwnerID); err != nil || o.Email != "machine-payments@faxhub.invalid" {
 		t.Fatalf("machine owner: %+v %v", o, err)

@@ -8,9 +8,10 @@ import (
 	"testing"
 
 	"github.com/faxhub/faxhub/core"
+	"github.com/faxhub/faxhub/core/services"
 )
 
-func testIdempotency(t *testing.T, s core.Store) {
+func testIdempotency(t *testing.T, s services.Store) {
 	ctx := t.Context()
 	r := &core.IdempotencyRecord{
 		Scope: "own_x:live:send_fax", Key: "key-1", RequestHash: core.HashSecret("request"), ResponseCode: 200,
@@ -41,7 +42,7 @@ func testIdempotency(t *testing.T, s core.Store) {
 // testIdempotencyConcurrent races requests with one key, each writing an
 // fax and the record in one transaction as SendFax does: one wins, the
 // others get ErrExists and leave nothing behind.
-func testIdempotencyConcurrent(t *testing.T, s core.Store) {
+func testIdempotencyConcurrent(t *testing.T, s services.Store) {
 	ctx := t.Context()
 	o := newOwner(t, s)
 	doc := newDocument(t, s, o, core.ModeLive)
@@ -99,7 +100,7 @@ func wantApproval(t *testing.T, what string, got, want *core.Approval) {
 	wantEqual(t, what, g, w)
 }
 
-func newApproval(t *testing.T, s core.Store, o *core.Owner, created, expires int) *core.Approval {
+func newApproval(t *testing.T, s services.Store, o *core.Owner, created, expires int) *core.Approval {
 	t.Helper()
 	a := &core.Approval{
 		ID: core.NewID(core.PrefixApproval), OwnerID: o.ID, Kind: core.ApprovalOAuthConsent, Requester: "Claude",
@@ -111,7 +112,7 @@ func newApproval(t *testing.T, s core.Store, o *core.Owner, created, expires int
 	return a
 }
 
-func testApprovals(t *testing.T, s core.Store) {
+func testApprovals(t *testing.T, s services.Store) {
 	ctx := t.Context()
 	o, other := newOwner(t, s), newOwner(t, s)
 	a1, a2, a3 := newApproval(t, s, o, 0, 600), newApproval(t, s, o, 10, 600), newApproval(t, s, o, 20, 30)
@@ -165,7 +166,7 @@ func testApprovals(t *testing.T, s core.Store) {
 	list("any status", "", 0, a3, a2, noDetails, a1)
 }
 
-func newCheckout(t *testing.T, s core.Store, o *core.Owner, draftID *string) *core.Checkout {
+func newCheckout(t *testing.T, s services.Store, o *core.Owner, draftID *string) *core.Checkout {
 	t.Helper()
 	c := &core.Checkout{
 		ID: core.NewID(core.PrefixCheckout), OwnerID: o.ID, Mode: core.ModeTest, Kind: core.CheckoutCreditPack,
@@ -179,7 +180,7 @@ func newCheckout(t *testing.T, s core.Store, o *core.Owner, draftID *string) *co
 	return c
 }
 
-func testCheckouts(t *testing.T, s core.Store) {
+func testCheckouts(t *testing.T, s services.Store) {
 	ctx := t.Context()
 	o := newOwner(t, s)
 	pack := newCheckout(t, s, o, nil)
@@ -229,7 +230,7 @@ func testCheckouts(t *testing.T, s core.Store) {
 	wantErr(t, "RecordCheckoutRefund of an unpaid checkout", s.RecordCheckoutRefund(ctx, forDraft.ID, 1, 0, at(83)), core.ErrConflict)
 }
 
-func testReverseCredits(t *testing.T, s core.Store) {
+func testReverseCredits(t *testing.T, s services.Store) {
 	ctx := t.Context()
 	o := newOwner(t, s)
 	reversal := func(amount int64) *core.LedgerEntry {
@@ -262,7 +263,7 @@ func testReverseCredits(t *testing.T, s core.Store) {
 // testClaimOnce races many callers at each single-use transition: exactly
 // one wins, the others get ErrConflict, whether they call the store
 // directly or inside a transaction.
-func testClaimOnce(t *testing.T, s core.Store) {
+func testClaimOnce(t *testing.T, s services.Store) {
 	ctx := t.Context()
 	o := newOwner(t, s)
 	doc := newDocument(t, s, o, core.ModeTest)
@@ -331,7 +332,7 @@ func testClaimOnce(t *testing.T, s core.Store) {
 	}
 }
 
-func testSecret(t *testing.T, s core.Store) {
+func testSecret(t *testing.T, s services.Store) {
 	ctx := t.Context()
 	a, err := s.Secret(ctx, "upload")
 	must(t, err)

@@ -7,10 +7,11 @@ import (
 	"testing"
 
 	"github.com/faxhub/faxhub/core"
+	"github.com/faxhub/faxhub/core/services"
 )
 
 // newNumber stores a number of owner o in status st, created at sec.
-func newNumber(t *testing.T, s core.Store, o *core.Owner, e164 string, st core.NumberStatus, sec int) *core.Number {
+func newNumber(t *testing.T, s services.Store, o *core.Owner, e164 string, st core.NumberStatus, sec int) *core.Number {
 	t.Helper()
 	n := &core.Number{
 		ID: core.NewID(core.PrefixNumber), OwnerID: o.ID, Mode: core.ModeTest, E164: e164, Country: "US", Region: "NY",
@@ -32,7 +33,7 @@ func newNumber(t *testing.T, s core.Store, o *core.Owner, e164 string, st core.N
 // e164; one number is held by one owner at a time in a mode (a released
 // one frees it, the other mode is separate); updates are compare-and-set;
 // counts and the sweeper's due list are right.
-func testNumbers(t *testing.T, s core.Store) {
+func testNumbers(t *testing.T, s services.Store) {
 	ctx := t.Context()
 	o, other := newOwner(t, s), newOwner(t, s)
 	n := newNumber(t, s, o, "+12125550110", core.NumberAwaitingPayment, 0)
@@ -110,7 +111,7 @@ func testNumbers(t *testing.T, s core.Store) {
 
 // testNumbersConcurrent: many owners racing for one number: exactly one
 // holds it.
-func testNumbersConcurrent(t *testing.T, s core.Store) {
+func testNumbersConcurrent(t *testing.T, s services.Store) {
 	const racers = 8
 	owners := make([]*core.Owner, racers)
 	for i := range owners {
@@ -146,7 +147,7 @@ func testNumbersConcurrent(t *testing.T, s core.Store) {
 // testInbound: a received fax reads back exactly, by owner and reference;
 // a reference is recorded once; lists page newest first with a preview;
 // updates are compare-and-set.
-func testInbound(t *testing.T, s core.Store) {
+func testInbound(t *testing.T, s services.Store) {
 	ctx := t.Context()
 	o, other := newOwner(t, s), newOwner(t, s)
 	n := newNumber(t, s, o, "+12125550120", core.NumberActive, 0)

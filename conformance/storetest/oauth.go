@@ -6,11 +6,12 @@ import (
 
 	"github.com/faxhub/faxhub/core"
 	"github.com/faxhub/faxhub/core/authstate"
+	"github.com/faxhub/faxhub/core/services"
 )
 
 // oauthStore returns s as a authstate.OAuthStore: faxhub's one store
 // implements both ports.
-func oauthStore(t *testing.T, s core.Store) authstate.OAuthStore {
+func oauthStore(t *testing.T, s services.Store) authstate.OAuthStore {
 	t.Helper()
 	o, ok := s.(authstate.OAuthStore)
 	if !ok {
@@ -31,7 +32,7 @@ func newOAuthClient(t *testing.T, s authstate.OAuthStore) *authstate.OAuthClient
 	return c
 }
 
-func testOAuthClients(t *testing.T, st core.Store) {
+func testOAuthClients(t *testing.T, st services.Store) {
 	ctx, s := t.Context(), oauthStore(t, st)
 	c := newOAuthClient(t, s)
 	got, err := s.GetOAuthClient(ctx, c.ID)
@@ -81,7 +82,7 @@ func newToken(t *testing.T, s authstate.OAuthStore, kind authstate.OAuthTokenKin
 	return tok
 }
 
-func testOAuthGrants(t *testing.T, st core.Store) {
+func testOAuthGrants(t *testing.T, st services.Store) {
 	ctx, s := t.Context(), oauthStore(t, st)
 	a, b := newOwner(t, st), newOwner(t, st)
 	c := newOAuthClient(t, s)
@@ -158,7 +159,7 @@ func testOAuthGrants(t *testing.T, st core.Store) {
 	newGrant(t, s, a, c, mcp)
 }
 
-func testOAuthTokens(t *testing.T, st core.Store) {
+func testOAuthTokens(t *testing.T, st services.Store) {
 	ctx, s := t.Context(), oauthStore(t, st)
 	o := newOwner(t, st)
 	g := newGrant(t, s, o, newOAuthClient(t, s), "https://faxhub.example/mcp")
@@ -228,7 +229,7 @@ func testOAuthTokens(t *testing.T, st core.Store) {
 
 // testOAuthRotateConcurrent races refreshes with one refresh token: exactly
 // one rotation succeeds.
-func testOAuthRotateConcurrent(t *testing.T, st core.Store) {
+func testOAuthRotateConcurrent(t *testing.T, st services.Store) {
 	ctx, s := t.Context(), oauthStore(t, st)
 	g := newGrant(t, s, newOwner(t, st), newOAuthClient(t, s), "https://faxhub.example/mcp")
 	r := newToken(t, s, authstate.OAuthRefreshToken, "req-1", g)
@@ -239,7 +240,7 @@ func testOAuthRotateConcurrent(t *testing.T, st core.Store) {
 	}
 }
 
-func testOAuthConsents(t *testing.T, st core.Store) {
+func testOAuthConsents(t *testing.T, st services.Store) {
 	ctx, s := t.Context(), oauthStore(t, st)
 	a, b := newOwner(t, st), newOwner(t, st)
 	ap := &core.Approval{
@@ -261,7 +262,7 @@ func testOAuthConsents(t *testing.T, st core.Store) {
 	wantErr(t, "DeleteOAuthConsent twice", s.DeleteOAuthConsent(ctx, a.ID, ap.ID), core.ErrNoRows)
 }
 
-func testOAuthKeys(t *testing.T, st core.Store) {
+func testOAuthKeys(t *testing.T, st services.Store) {
 	ctx, s := t.Context(), oauthStore(t, st)
 	mk := func(id, alg string, sec int) *authstate.OAuthKey {
 		k := &authstate.OAuthKey{ID: id, Alg: alg, PublicJWK: []byte(`{"kid":"` + id + `"}`), Sealed: []byte{0, 1, 2, 0xff}, CreatedAt: at(sec)}

@@ -5,19 +5,20 @@ import (
 
 	"github.com/faxhub/faxhub/core"
 	"github.com/faxhub/faxhub/core/authstate"
+	"github.com/faxhub/faxhub/core/services"
 )
 
-// RunPasskeyTests checks authstate.PasskeyStore, which every core.Store of
+// RunPasskeyTests checks authstate.PasskeyStore, which every services.Store of
 // faxhub implements too: passkeys, WebAuthn challenges and email tokens.
 // RunTests calls it; each subtest uses owners of its own, so they share s.
-func RunPasskeyTests(t *testing.T, s core.Store) {
+func RunPasskeyTests(t *testing.T, s services.Store) {
 	ps, ok := s.(authstate.PasskeyStore)
 	if !ok {
 		t.Fatalf("%T does not implement authstate.PasskeyStore", s)
 	}
 	for _, tc := range []struct {
 		name string
-		run  func(t *testing.T, s core.Store, ps authstate.PasskeyStore)
+		run  func(t *testing.T, s services.Store, ps authstate.PasskeyStore)
 	}{
 		{"Passkeys", testPasskeys},
 		{"PasskeyLastOneConcurrent", testPasskeyLastOneConcurrent},
@@ -44,7 +45,7 @@ func newPasskey(t *testing.T, ps authstate.PasskeyStore, o *core.Owner, sec int)
 	return p
 }
 
-func testPasskeys(t *testing.T, s core.Store, ps authstate.PasskeyStore) {
+func testPasskeys(t *testing.T, s services.Store, ps authstate.PasskeyStore) {
 	ctx := t.Context()
 	a, b := newOwner(t, s), newOwner(t, s)
 	p1, p2 := newPasskey(t, ps, a, 1), newPasskey(t, ps, a, 2)
@@ -98,7 +99,7 @@ func testPasskeys(t *testing.T, s core.Store, ps authstate.PasskeyStore) {
 
 // testPasskeyLastOneConcurrent deletes every passkey of an owner at once:
 // all but one delete succeed, whatever the interleaving.
-func testPasskeyLastOneConcurrent(t *testing.T, s core.Store, ps authstate.PasskeyStore) {
+func testPasskeyLastOneConcurrent(t *testing.T, s services.Store, ps authstate.PasskeyStore) {
 	ctx := t.Context()
 	o := newOwner(t, s)
 	const n = 8
@@ -132,7 +133,7 @@ func newChallenge(t *testing.T, ps authstate.PasskeyStore, o *core.Owner, purpos
 	return c
 }
 
-func testChallenges(t *testing.T, s core.Store, ps authstate.PasskeyStore) {
+func testChallenges(t *testing.T, s services.Store, ps authstate.PasskeyStore) {
 	ctx := t.Context()
 	o := newOwner(t, s)
 	login := newChallenge(t, ps, nil, authstate.ChallengeLogin, 300)
@@ -166,7 +167,7 @@ func testChallenges(t *testing.T, s core.Store, ps authstate.PasskeyStore) {
 	wantEqual(t, "claimed sign-in challenge (no owner)", got, login)
 }
 
-func testChallengeClaimConcurrent(t *testing.T, s core.Store, ps authstate.PasskeyStore) {
+func testChallengeClaimConcurrent(t *testing.T, s services.Store, ps authstate.PasskeyStore) {
 	ctx := t.Context()
 	c := newChallenge(t, ps, nil, authstate.ChallengeLogin, 300)
 	errs := race(concurrency, func(i int) error {
@@ -200,7 +201,7 @@ func newEmailToken(t *testing.T, ps authstate.PasskeyStore, purpose string, o *c
 	return tk
 }
 
-func testEmailTokens(t *testing.T, s core.Store, ps authstate.PasskeyStore) {
+func testEmailTokens(t *testing.T, s services.Store, ps authstate.PasskeyStore) {
 	ctx := t.Context()
 	a, b := newOwner(t, s), newOwner(t, s)
 	signup := newEmailToken(t, ps, authstate.EmailTokenSignup, nil, 3600)
@@ -239,7 +240,7 @@ func testEmailTokens(t *testing.T, s core.Store, ps authstate.PasskeyStore) {
 	wantEqual(t, "claimed recovery token", got, recovery)
 }
 
-func testPurgeWebAuthn(t *testing.T, s core.Store, ps authstate.PasskeyStore) {
+func testPurgeWebAuthn(t *testing.T, s services.Store, ps authstate.PasskeyStore) {
 	ctx := t.Context()
 	old := newChallenge(t, ps, nil, authstate.ChallengeLogin, 10)
 	live := newChallenge(t, ps, nil, authstate.ChallengeLogin, 1000)
@@ -259,7 +260,7 @@ func testPurgeWebAuthn(t *testing.T, s core.Store, ps authstate.PasskeyStore) {
 
 // testPasskeysInTx checks that the claims work inside a caller's
 // transaction too, and that a refused claim leaves it usable.
-func testPasskeysInTx(t *testing.T, s core.Store, ps authstate.PasskeyStore) {
+func testPasskeysInTx(t *testing.T, s services.Store, ps authstate.PasskeyStore) {
 	ctx := t.Context()
 	o := newOwner(t, s)
 	c := newChallenge(t, ps, o, authstate.ChallengeRegistration, 300)

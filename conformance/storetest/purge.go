@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/faxhub/faxhub/core"
+	"github.com/faxhub/faxhub/core/services"
 )
 
 // purgeTests are the garbage collector's deletions (core.PurgeStore), one
@@ -13,7 +14,7 @@ import (
 // nothing.
 var purgeTests = []struct {
 	name string
-	run  func(t *testing.T, s core.Store)
+	run  func(t *testing.T, s services.Store)
 }{
 	{"PurgeIdempotency", testPurgeIdempotency},
 	{"PurgeSessions", testPurgeSessions},
@@ -38,7 +39,7 @@ func wantPurged(t *testing.T, what string, n int64, err error, want int64) {
 	}
 }
 
-func testPurgeIdempotency(t *testing.T, s core.Store) {
+func testPurgeIdempotency(t *testing.T, s services.Store) {
 	ctx := t.Context()
 	for i, sec := range []int{0, 100} {
 		must(t, s.InsertIdempotency(ctx, &core.IdempotencyRecord{Scope: "own_x:test:send_fax", Key: string(rune('a' + i)),
@@ -54,7 +55,7 @@ func testPurgeIdempotency(t *testing.T, s core.Store) {
 	wantPurged(t, "second run", n, err, 0)
 }
 
-func testPurgeSessions(t *testing.T, s core.Store) {
+func testPurgeSessions(t *testing.T, s services.Store) {
 	ctx := t.Context()
 	o := newOwner(t, s)
 	var ids []string
@@ -72,7 +73,7 @@ func testPurgeSessions(t *testing.T, s core.Store) {
 	must(t, err)
 }
 
-func testPurgeApprovals(t *testing.T, s core.Store) {
+func testPurgeApprovals(t *testing.T, s services.Store) {
 	ctx := t.Context()
 	o := newOwner(t, s)
 	expired := newApproval(t, s, o, 0, 10)
@@ -94,7 +95,7 @@ func testPurgeApprovals(t *testing.T, s core.Store) {
 	}
 }
 
-func testPurgeUploads(t *testing.T, s core.Store) {
+func testPurgeUploads(t *testing.T, s services.Store) {
 	ctx := t.Context()
 	o := newOwner(t, s)
 	unused := newUpload(t, s, o) // expires at 3600
@@ -126,7 +127,7 @@ func testPurgeUploads(t *testing.T, s core.Store) {
 	must(t, err)
 }
 
-func testPurgeCheckouts(t *testing.T, s core.Store) {
+func testPurgeCheckouts(t *testing.T, s services.Store) {
 	ctx := t.Context()
 	o := newOwner(t, s)
 	open, paid, live := newCheckout(t, s, o, nil), newCheckout(t, s, o, nil), newCheckout(t, s, o, nil)
@@ -143,7 +144,7 @@ func testPurgeCheckouts(t *testing.T, s core.Store) {
 	wantPurged(t, "second run", n, err, 0)
 }
 
-func testPurgeAgentClaims(t *testing.T, s core.Store) {
+func testPurgeAgentClaims(t *testing.T, s services.Store) {
 	ctx := t.Context()
 	o := newOwner(t, s)
 	e1, e2 := newEnrollment(o.ID, 0), newEnrollment(o.ID, 1000)
@@ -160,7 +161,7 @@ func testPurgeAgentClaims(t *testing.T, s core.Store) {
 	must(t, err)
 }
 
-func testPurgeAgentEnrollments(t *testing.T, s core.Store) {
+func testPurgeAgentEnrollments(t *testing.T, s services.Store) {
 	ctx := t.Context()
 	o := newOwner(t, s)
 	old, recent := newEnrollment(o.ID, 0), newEnrollment(o.ID, 1000)
@@ -177,7 +178,7 @@ func testPurgeAgentEnrollments(t *testing.T, s core.Store) {
 
 // testPurgeRateLimits: a key whose allowance has fully recovered is deleted,
 // and behaves afterwards as it did before (a full burst).
-func testPurgeRateLimits(t *testing.T, s core.Store) {
+func testPurgeRateLimits(t *testing.T, s services.Store) {
 	ctx := t.Context()
 	allow := func(key string, sec int) bool {
 		t.Helper()
@@ -201,7 +202,7 @@ func testPurgeRateLimits(t *testing.T, s core.Store) {
 
 // testPurgeDocuments: which documents' blobs are due, and that marking one
 // purged hides it and is refused once it is no longer due.
-func testPurgeDocuments(t *testing.T, s core.Store) {
+func testPurgeDocuments(t *testing.T, s services.Store) {
 	ctx := t.Context()
 	o := newOwner(t, s)
 	ids := func(docs []core.Document) []string {

@@ -1,6 +1,6 @@
-// Package storetest is the conformance suite for core.Store: every
+// Package storetest is the conformance suite for services.Store: every
 // implementation (SQLite and PostgreSQL through core/store) must pass it.
-// It talks to the store only through core.Store, with real databases.
+// It talks to the store only through services.Store, with real databases.
 package storetest
 
 import (
@@ -13,15 +13,16 @@ import (
 	"time"
 
 	"github.com/faxhub/faxhub/core"
+	"github.com/faxhub/faxhub/core/services"
 )
 
 // RunTests runs every conformance test. newStore must return a fresh,
 // migrated, empty store and arrange for it to be closed when t ends; each
 // subtest gets its own.
-func RunTests(t *testing.T, newStore func(t *testing.T) core.Store) {
+func RunTests(t *testing.T, newStore func(t *testing.T) services.Store) {
 	for _, tc := range []struct {
 		name string
-		run  func(t *testing.T, s core.Store)
+		run  func(t *testing.T, s services.Store)
 	}{
 		{"PingReady", testPingReady},
 		{"Owners", testOwners},
@@ -154,7 +155,7 @@ func countErrs(t *testing.T, what string, errs []error, want error) (ok, matched
 	return ok, matched
 }
 
-func testPingReady(t *testing.T, s core.Store) {
+func testPingReady(t *testing.T, s services.Store) {
 	ctx := t.Context()
 	must(t, s.Ping(ctx))
 	must(t, s.Ready(ctx))
@@ -162,7 +163,7 @@ func testPingReady(t *testing.T, s core.Store) {
 
 // ---- fixtures
 
-func newOwner(t *testing.T, s core.Store) *core.Owner {
+func newOwner(t *testing.T, s services.Store) *core.Owner {
 	t.Helper()
 	id := core.NewID(core.PrefixOwner)
 	o := &core.Owner{ID: id, Email: id + "@example.com", Name: "Owner " + id, CreatedAt: at(0)}
@@ -170,7 +171,7 @@ func newOwner(t *testing.T, s core.Store) *core.Owner {
 	return o
 }
 
-func newDocument(t *testing.T, s core.Store, o *core.Owner, mode core.Mode) *core.Document {
+func newDocument(t *testing.T, s services.Store, o *core.Owner, mode core.Mode) *core.Document {
 	t.Helper()
 	id := core.NewID(core.PrefixDocument)
 	d := &core.Document{
@@ -191,14 +192,14 @@ func faxOf(doc *core.Document, created time.Time) *core.Fax {
 	}
 }
 
-func newFax(t *testing.T, s core.Store, doc *core.Document) *core.Fax {
+func newFax(t *testing.T, s services.Store, doc *core.Document) *core.Fax {
 	t.Helper()
 	o := faxOf(doc, at(2))
 	must(t, s.CreateFax(t.Context(), o))
 	return o
 }
 
-func grant(t *testing.T, s core.Store, o *core.Owner, mode core.Mode, micros int64) *core.LedgerEntry {
+func grant(t *testing.T, s services.Store, o *core.Owner, mode core.Mode, micros int64) *core.LedgerEntry {
 	t.Helper()
 	e := &core.LedgerEntry{
 		ID: core.NewID(core.PrefixLedger), OwnerID: o.ID, Mode: mode, Kind: core.LedgerGrant,

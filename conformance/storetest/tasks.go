@@ -4,11 +4,12 @@ import (
 	"testing"
 
 	"github.com/faxhub/faxhub/core"
+	"github.com/faxhub/faxhub/core/services"
 )
 
 // testAgentTasks: a task reads back exactly, only by its owner (another
 // owner's task is ErrNoRows, like an unknown id), and an id is taken once.
-func testAgentTasks(t *testing.T, s core.Store) {
+func testAgentTasks(t *testing.T, s services.Store) {
 	ctx := t.Context()
 	o, other := newOwner(t, s), newOwner(t, s)
 	d := newDraft(t, s, newDocument(t, s, o, core.ModeTest))
@@ -31,7 +32,7 @@ func testAgentTasks(t *testing.T, s core.Store) {
 }
 
 // newPurchase stores a purchase of owner o offered at sec.
-func newPurchase(t *testing.T, s core.Store, o *core.Owner, sec int) *core.CreditPurchase {
+func newPurchase(t *testing.T, s services.Store, o *core.Owner, sec int) *core.CreditPurchase {
 	t.Helper()
 	c := &core.CreditPurchase{
 		ID: core.NewID(core.PrefixCart), OwnerID: o.ID, Mode: core.ModeTest, TaskID: core.NewID(core.PrefixTask),
@@ -47,7 +48,7 @@ func newPurchase(t *testing.T, s core.Store, o *core.Owner, sec int) *core.Credi
 // approval; updates are compare-and-set on the status; a payment mandate
 // id is recorded on one purchase only, and a refused update inside a
 // transaction leaves the transaction usable.
-func testCreditPurchases(t *testing.T, s core.Store) {
+func testCreditPurchases(t *testing.T, s services.Store) {
 	ctx := t.Context()
 	o, other := newOwner(t, s), newOwner(t, s)
 	c := newPurchase(t, s, o, 0)
@@ -125,7 +126,7 @@ func testCreditPurchases(t *testing.T, s core.Store) {
 
 // testCancelDraft: only an open draft is canceled, once, and only by its
 // owner in its mode.
-func testCancelDraft(t *testing.T, s core.Store) {
+func testCancelDraft(t *testing.T, s services.Store) {
 	ctx := t.Context()
 	o, other := newOwner(t, s), newOwner(t, s)
 	doc := newDocument(t, s, o, core.ModeTest)
@@ -166,7 +167,7 @@ func testCancelDraft(t *testing.T, s core.Store) {
 
 // testPurgeAgentTasks: tasks and ended purchases older than the cutoff go;
 // newer ones, live purchases and the tasks of live subjects stay.
-func testPurgeAgentTasks(t *testing.T, s core.Store) {
+func testPurgeAgentTasks(t *testing.T, s services.Store) {
 	ctx := t.Context()
 	o := newOwner(t, s)
 	doc := newDocument(t, s, o, core.ModeTest)

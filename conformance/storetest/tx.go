@@ -8,9 +8,10 @@ import (
 	"time"
 
 	"github.com/faxhub/faxhub/core"
+	"github.com/faxhub/faxhub/core/services"
 )
 
-func testTimeRoundTrip(t *testing.T, s core.Store) {
+func testTimeRoundTrip(t *testing.T, s services.Store) {
 	ctx := t.Context()
 	east := time.FixedZone("UTC+05:30", 5*3600+1800)
 	west := time.FixedZone("UTC-07:00", -7*3600)
@@ -79,7 +80,7 @@ func testTimeRoundTrip(t *testing.T, s core.Store) {
 	must(t, s.DecideApproval(ctx, o.ID, ap.ID, core.ApprovalApproved, nil, noon.Add(-time.Second).In(east)))
 }
 
-func testRateLimit(t *testing.T, s core.Store) {
+func testRateLimit(t *testing.T, s services.Store) {
 	ctx := t.Context()
 	const burst = 3
 	interval := time.Minute
@@ -117,7 +118,7 @@ func testRateLimit(t *testing.T, s core.Store) {
 	}
 }
 
-func testRateLimitConcurrent(t *testing.T, s core.Store) {
+func testRateLimitConcurrent(t *testing.T, s services.Store) {
 	ctx := t.Context()
 	const burst = 7
 	now := at(0)
@@ -154,7 +155,7 @@ func testRateLimitConcurrent(t *testing.T, s core.Store) {
 	}
 }
 
-func testInTx(t *testing.T, s core.Store) {
+func testInTx(t *testing.T, s services.Store) {
 	ctx := t.Context()
 	o := newOwner(t, s)
 	doc := newDocument(t, s, o, core.ModeLive)
@@ -292,7 +293,7 @@ func testInTx(t *testing.T, s core.Store) {
 // testInTxConcurrent runs many writing transactions at once: all must
 // succeed (on SQLite, by queueing for the single writer rather than failing
 // with SQLITE_BUSY).
-func testInTxConcurrent(t *testing.T, s core.Store) {
+func testInTxConcurrent(t *testing.T, s services.Store) {
 	ctx := t.Context()
 	o := newOwner(t, s)
 	errs := race(concurrency, func(i int) error {

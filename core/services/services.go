@@ -5,18 +5,50 @@
 // process's).
 package services
 
-import "github.com/faxhub/faxhub/core"
+import (
+	"errors"
+
+	"github.com/faxhub/faxhub/core"
+	"github.com/faxhub/faxhub/core/retention"
+)
+
+// Store is the database: the kernel's queries and every feature's (one
+// implementation, core/store, on SQLite and PostgreSQL).
+type Store interface {
+	core.Store
+	retention.Store
+}
+
+// Deps are the ports the features drive.
+type Deps struct {
+	core.Deps
+	Store Store
+	// AuthState, when the authorization server keeps its state in the same
+	// database, is purged by the garbage collector too.
+	AuthState retention.AuthStatePurger
+}
 
 // Set is every feature service of one process.
 type Set struct {
-	Core *core.Service
+	Core      *core.Service
+	Retention *retention.Service
 }
 
 // New builds the feature services.
-func New(cfg core.Config, deps core.Deps) (*Set, error) {
-	c, err := core.New(cfg, deps)
+func New(cfg core.Config, deps Deps) (*Set, error) {
+	if deps.Store == nil {
+		return nil, errors.New("services: Store is required")
+	}
+	deps.Deps.Store = deps.Store
+	c, err := core.New(cfg, deps.Deps)
 	if err != nil {
 		return nil, err
 	}
-	return &Set{Core: c}, nil
+	cfg = c.Config()
+	return &Set{
+		Core: c,
+		Retention: retention.New(cfg.Storage, core.Clock(cfg.Now), retention.Deps{
+			Store: deps.Store, Blobs: deps.Blobs, Documents: c, AuthState: deps.AuthState, Logger: deps.Logger,
+		}),
+	}, nil
 }

@@ -296,9 +296,7 @@ func (a *App) wire(ctx context.Context) error {
 	}
 	a.signer = &issuerSigner{}
 	sim := simulated.New(simulated.Options{TimeScale: o.SimTimeScale, Report: q.ScheduleOutcome, ReportNumber: q.ScheduleNumberOutcome})
-	deps := core.Deps{
-		Store:       a.DB,
-		AuthState:   a.DB,
+	deps := services.Deps{Store: a.DB, AuthState: a.DB, Deps: core.Deps{
 		Blobs:       blobs,
 		Converter:   convert.New(convertOptions(o.Convert, o.Soffice, tmp)),
 		Destination: phone.New(),
@@ -317,7 +315,7 @@ func (a *App) wire(ctx context.Context) error {
 		Signer:         a.signer,
 		Prices:         o.Prices,
 		Logger:         o.Logger,
-	}
+	}}
 	if o.MetricsAddr != "" {
 		mo := prometheus.Options{
 			Snapshot: func(ctx context.Context) (*core.Snapshot, error) { return svc.Core.Snapshot(ctx) },

@@ -11,6 +11,7 @@ import (
 
 	"github.com/faxhub/faxhub/core"
 	"github.com/faxhub/faxhub/core/provider/telnyx"
+	"github.com/faxhub/faxhub/core/services"
 	"github.com/faxhub/faxhub/core/web"
 )
 
@@ -48,7 +49,7 @@ var e164 = regexp.MustCompile(`^\+[1-9][0-9]{6,14}$`)
 // wireTelnyx makes Telnyx live mode's fax and number provider when it is
 // configured. The webhook is built on first use of the handler (it needs
 // the service, which deps go into).
-func (a *App) wireTelnyx(deps *core.Deps) error {
+func (a *App) wireTelnyx(deps *services.Deps) error {
 	o := a.Telnyx
 	var missing []string
 	for _, v := range []struct{ name, val string }{

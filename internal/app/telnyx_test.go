@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/faxhub/faxhub/core"
+	"github.com/faxhub/faxhub/core/services"
 )
 
 func TestTelnyxAllOrNothing(t *testing.T) {
@@ -33,7 +34,7 @@ func TestTelnyxAllOrNothing(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			a := &App{Options: Options{Telnyx: tc.o}}
-			deps := core.Deps{Providers: map[core.Mode]core.FaxProvider{}}
+			deps := services.Deps{Deps: core.Deps{Providers: map[core.Mode]core.FaxProvider{}}}
 			err := a.wireTelnyx(&deps)
 			if tc.wantErr == "" && err != nil || tc.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tc.wantErr)) {
 				t.Fatalf("err = %v, want one naming %q", err, tc.wantErr)

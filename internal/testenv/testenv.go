@@ -33,7 +33,7 @@ type Env struct {
 	// App is the wired process (its Handler is the whole HTTP surface).
 	App    *app.App
 	Svc    *services.Set
-	Store  core.Store
+	Store  services.Store
 	DB     *store.DB
 	Queue  *queue.Queue
 	Server *httptest.Server

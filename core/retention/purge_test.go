@@ -1,4 +1,4 @@
-package core_test
+package retention_test
 
 import (
 	"bytes"
@@ -33,19 +33,11 @@ func (b *recordingBlobs) Delete(_ context.Context, key string) error {
 	return nil
 }
 
-func counts(pc []core.PurgeCount) map[string]int64 {
-	m := map[string]int64{}
-	for _, c := range pc {
-		m[c.What] = c.N
-	}
-	return m
-}
-
 // TestPurgeRetention: unsent documents lose their blobs 7 days after
 // upload, sent ones 7 days after their fax ended; the fax record stays,
 // the document and its upload token are gone. Injected clock.
 func TestPurgeRetention(t *testing.T) {
-	clock := newTestClock()
+	clock := testenv.NewClock()
 	e := testenv.New(t, testenv.WithConfig(func(c *core.Config) { c.Now = clock.Now }))
 	p := e.Principal(t, e.KeyATest)
 	put := func() (string, *core.Document) {
@@ -72,24 +64,24 @@ func TestPurgeRetention(t *testing.T) {
 
 	blobs := &recordingBlobs{}
 	secret := make([]byte, 32)
-	gc, err := services.New(core.Config{BaseURL: "http://faxhub.test", UploadSecret: secret, Now: clock.Now}, core.Deps{Store: e.Store, Blobs: blobs})
+	gc, err := services.New(core.Config{BaseURL: "http://faxhub.test", UploadSecret: secret, Now: clock.Now}, services.Deps{Store: e.Store, Deps: core.Deps{Blobs: blobs}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	got, err := gc.Core.Purge(ctx)
+	got, err := gc.Retention.Purge(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c := counts(got); c["documents"] != 0 || c["idempotency_records"] != 1 {
+	if c := testenv.PurgeCounts(got); c["documents"] != 0 || c["idempotency_records"] != 1 {
 		t.Fatalf("after 6 days: %v, want no documents and the day-old idempotency record", c)
 	}
 
 	clock.Advance(24*time.Hour + time.Minute)
-	got, err = gc.Core.Purge(ctx)
+	got, err = gc.Retention.Purge(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c := counts(got); c["documents"] != 2 || c["uploads"] != 2 {
+	if c := testenv.PurgeCounts(got); c["documents"] != 2 || c["uploads"] != 2 {
 		t.Fatalf("after 7 days: %v, want 2 documents and their 2 uploads", c)
 	}
 	slices.Sort(blobs.deleted)
@@ -100,18 +92,18 @@ func TestPurgeRetention(t *testing.T) {
 	}
 	for _, d := range []*core.Document{unsent, sent} {
 		_, err := e.Svc.Core.GetDocument(ctx, p, d.ID)
-		wantCode(t, err, core.CodeNotFound)
+		testenv.WantCode(t, err, core.CodeNotFound)
 	}
 	if _, err := e.Svc.Core.GetDocument(ctx, p, fresh.ID); err != nil {
 		t.Fatalf("a 1-day-old document was purged: %v", err)
 	}
 	_, _, err = e.Svc.Core.SendFax(ctx, p, "purge-2", core.SendFaxRequest{To: "+12125550100", UploadToken: unsentTok})
-	wantCode(t, err, core.CodeNotFound)
+	testenv.WantCode(t, err, core.CodeNotFound)
 	if f, err := e.Svc.Core.GetFax(ctx, p, fax.ID); err != nil || f.Status != core.FaxDelivered {
 		t.Fatalf("the fax record must stay: %+v %v", f, err)
 	}
 
-	again, err := gc.Core.Purge(ctx)
+	again, err := gc.Retention.Purge(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}

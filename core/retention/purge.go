@@ -1,10 +1,12 @@
-package core
+package retention
 
 import (
 	"context"
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/faxhub/faxhub/core"
 )
 
 // PurgeStore is what the garbage collector deletes. Every method deletes in
@@ -52,14 +54,14 @@ type PurgeStore interface {
 	// PurgeableDocuments lists up to n documents whose blobs are due for
 	// deletion: unsent (no fax, no live draft) and uploaded before
 	// unsentBefore, or sent with every fax ended before sentBefore.
-	PurgeableDocuments(ctx context.Context, now, unsentBefore, sentBefore time.Time, n int) ([]Document, error)
+	PurgeableDocuments(ctx context.Context, now, unsentBefore, sentBefore time.Time, n int) ([]core.Document, error)
 	// MarkDocumentPurged marks a document purged if it is still due;
 	// ErrConflict if a fax started using it meanwhile. A purged document
 	// is not found by GetDocument.
 	MarkDocumentPurged(ctx context.Context, id string, now, unsentBefore, sentBefore time.Time) error
 	// PurgeableInbound lists up to n received (or failed) faxes received
 	// before before, oldest first.
-	PurgeableInbound(ctx context.Context, before time.Time, n int) ([]InboundFax, error)
+	PurgeableInbound(ctx context.Context, before time.Time, n int) ([]core.InboundFax, error)
 	// DeleteInboundFax deletes a received fax's row; ErrNoRows if gone.
 	DeleteInboundFax(ctx context.Context, id string) error
 }
@@ -94,7 +96,7 @@ type PurgeCount struct {
 // purge` both call it.
 func (s *Service) Purge(ctx context.Context) ([]PurgeCount, error) {
 	now := s.now()
-	c := s.cfg.Storage
+	c := s.cfg
 	expired := now.Add(-c.ExpiredRetention)
 	var out []PurgeCount
 	var errs []error
@@ -154,7 +156,7 @@ func (s *Service) Purge(ctx context.Context) ([]PurgeCount, error) {
 // before before, at most GCBatch per run: the row goes first, so a link
 // signed meanwhile finds nothing, then the blob.
 func (s *Service) purgeInbound(ctx context.Context, before time.Time) (int64, error) {
-	fs, err := s.d.Store.PurgeableInbound(ctx, before, s.cfg.Storage.GCBatch)
+	fs, err := s.d.Store.PurgeableInbound(ctx, before, s.cfg.GCBatch)
 	if err != nil {
 		return 0, err
 	}
@@ -163,7 +165,7 @@ func (s *Service) purgeInbound(ctx context.Context, before time.Time) (int64, er
 	for i := range fs {
 		f := &fs[i]
 		if err := s.d.Store.DeleteInboundFax(ctx, f.ID); err != nil {
-			if !errors.Is(err, ErrNoRows) {
+			if !errors.Is(err, core.ErrNoRows) {
 				errs = append(errs, err)
 			}
 			continue
@@ -183,7 +185,7 @@ func (s *Service) purgeInbound(ctx context.Context, before time.Time) (int64, er
 // due), so no new fax can pick it up, then its blobs go. A blob that cannot
 // be deleted is logged and left behind.
 func (s *Service) purgeDocuments(ctx context.Context, now time.Time) (int64, error) {
-	c := s.cfg.Storage
+	c := s.cfg
 	unsent, sent := now.Add(-c.UnsentRetention), now.Add(-c.SentRetention)
 	docs, err := s.d.Store.PurgeableDocuments(ctx, now, unsent, sent, c.GCBatch)
 	if err != nil {
@@ -194,12 +196,12 @@ func (s *Service) purgeDocuments(ctx context.Context, now time.Time) (int64, err
 	for i := range docs {
 		d := &docs[i]
 		if err := s.d.Store.MarkDocumentPurged(ctx, d.ID, now, unsent, sent); err != nil {
-			if !errors.Is(err, ErrConflict) && !errors.Is(err, ErrNoRows) {
+			if !errors.Is(err, core.ErrConflict) && !errors.Is(err, core.ErrNoRows) {
 				errs = append(errs, err)
 			}
 			continue
 		}
-		if err := s.deleteBlobs(ctx, d); err != nil {
+		if err := s.d.Documents.DeleteBlobs(ctx, d); err != nil {
 			s.d.Logger.WarnContext(ctx, "purge: blob left behind", "document_id", d.ID, "err", err)
 		}
 		n++

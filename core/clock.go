@@ -1,0 +1,16 @@
+package core
+
+import "time"
+
+// Clock is a service clock: every feature stamps and compares times with
+// one, so one clock governs a process and its tests (which replace it).
+type Clock func() time.Time
+
+// Now is the time in UTC at the stores' microsecond precision, so a stored
+// value and a later read of it show the same instant.
+func (c Clock) Now() time.Time {
+	if c == nil {
+		return time.Now().UTC().Truncate(time.Microsecond)
+	}
+	return c().UTC().Truncate(time.Microsecond)
+}

@@ -1,0 +1,5 @@
+package retention_test
+
+import "context"
+
+var ctx = context.Background()

@@ -1,0 +1,76 @@
+package testenv
+
+import (
+	"bytes"
+	"context"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/faxhub/faxhub/core"
+	"github.com/faxhub/faxhub/core/retention"
+)
+
+// Clock is an injected test clock: it moves only when a test advances it.
+// It is safe for concurrent use.
+type Clock struct{ ns atomic.Int64 }
+
+// NewClock starts a clock at the current wall time.
+func NewClock() *Clock { return NewClockAt(time.Now()) }
+
+// NewClockAt starts a clock at t.
+func NewClockAt(t time.Time) *Clock {
+	c := &Clock{}
+	c.ns.Store(t.UnixNano())
+	return c
+}
+
+// Now is the clock's time (UTC).
+func (c *Clock) Now() time.Time { return time.Unix(0, c.ns.Load()).UTC() }
+
+// Advance moves the clock forward by d.
+func (c *Clock) Advance(d time.Duration) { c.ns.Add(int64(d)) }
+
+// WantCode fails t unless err is a *core.Error with code.
+func WantCode(t testing.TB, err error, code string) {
+	t.Helper()
+	if err == nil {
+		t.Fatalf("want error %s, got nil", code)
+	}
+	if got := core.ErrorCode(err); got != code {
+		t.Fatalf("want error code %s, got %s (%v)", code, got, err)
+	}
+}
+
+// Upload stores a PDF of n pages for p and returns its upload token.
+func (e *Env) Upload(t testing.TB, p core.Principal, pages int) string {
+	t.Helper()
+	ctx := context.Background()
+	capa, err := e.Svc.Core.CreateUpload(ctx, p, "", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.Svc.Core.ReceiveUpload(ctx, capa.UploadToken, bytes.NewReader(MinimalPDF(pages))); err != nil {
+		t.Fatal(err)
+	}
+	return capa.UploadToken
+}
+
+// Credits reads p's balance and the first 100 ledger entries.
+func (e *Env) Credits(t testing.TB, p core.Principal) *core.Credits {
+	t.Helper()
+	c, err := e.Svc.Core.GetCredits(context.Background(), p, "", 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// PurgeCounts maps a garbage-collector run's counts by what they count.
+func PurgeCounts(pc []retention.PurgeCount) map[string]int64 {
+	m := map[string]int64{}
+	for _, c := range pc {
+		m[c.What] = c.N
+	}
+	return m
+}
