@@ -6,12 +6,13 @@ import (
 	"time"
 
 	"github.com/faxhub/faxhub/core"
+	"github.com/faxhub/faxhub/core/services"
 	"github.com/faxhub/faxhub/internal/testenv"
 )
 
 func agentEnv(t *testing.T) (*testenv.Env, *testenv.Clock) {
 	clk := testenv.NewClockAt(time.Date(2026, 11, 1, 12, 0, 0, 0, time.UTC))
-	return testenv.New(t, testenv.WithoutWorkers(), testenv.WithConfig(func(c *core.Config) { c.Now = clk.Now })), clk
+	return testenv.New(t, testenv.WithoutWorkers(), testenv.WithConfig(func(c *services.Config) { c.Now = clk.Now })), clk
 }
 
 // registerService enrolls and registers a service_auth agent of owner A.
@@ -311,7 +312,7 @@ func TestAgentRevocation(t *testing.T) {
 func TestPrincipalModes(t *testing.T) {
 	for _, setting := range []core.Mode{core.ModeLive, core.ModeTest} {
 		t.Run(string(setting), func(t *testing.T) {
-			e := testenv.New(t, testenv.WithoutWorkers(), testenv.WithConfig(func(c *core.Config) { c.AgentMode = setting }))
+			e := testenv.New(t, testenv.WithoutWorkers(), testenv.WithConfig(func(c *services.Config) { c.AgentMode = setting }))
 			// API keys keep their own mode whatever the setting.
 			for key, want := range map[string]core.Mode{e.KeyATest: core.ModeTest, e.KeyALive: core.ModeLive} {
 				if p := e.Principal(t, key); p.Mode != want || p.Kind != core.PrincipalAPIKey {

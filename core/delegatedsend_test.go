@@ -6,13 +6,14 @@ import (
 	"time"
 
 	"github.com/faxhub/faxhub/core"
+	"github.com/faxhub/faxhub/core/services"
 	"github.com/faxhub/faxhub/internal/testenv"
 )
 
 // delegatedEnv is a service whose agents act in test mode, on a test clock.
 func delegatedEnv(t *testing.T, opts ...testenv.Option) (*testenv.Env, *testenv.Clock) {
 	clk := testenv.NewClockAt(time.Date(2026, 11, 1, 12, 0, 0, 0, time.UTC))
-	opts = append([]testenv.Option{testenv.WithoutWorkers(), testenv.WithConfig(func(c *core.Config) {
+	opts = append([]testenv.Option{testenv.WithoutWorkers(), testenv.WithConfig(func(c *services.Config) {
 		c.Now = clk.Now
 		c.AgentMode = core.ModeTest
 	})}, opts...)

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/faxhub/faxhub/core"
+	"github.com/faxhub/faxhub/core/services"
 	"github.com/faxhub/faxhub/internal/testenv"
 )
 
@@ -93,7 +94,7 @@ func TestSendDraft(t *testing.T) {
 
 // Twenty concurrent sends of one draft: one fax, one hold.
 func TestSendDraftConcurrent(t *testing.T) {
-	e := testenv.New(t, testenv.WithoutWorkers(), testenv.WithConfig(func(c *core.Config) { c.SendBurst = 1000 }))
+	e := testenv.New(t, testenv.WithoutWorkers(), testenv.WithConfig(func(c *services.Config) { c.SendBurst = 1000 }))
 	p := e.Principal(t, e.KeyATest)
 	d := newDraft(t, e, p, 1)
 	var wg sync.WaitGroup
@@ -167,7 +168,7 @@ func TestCheckoutOfDraftSentWithCredits(t *testing.T) {
 // Paying a draft at checkout is rate limited like the other two ways of
 // sending: it shares the owner's send allowance.
 func TestCheckoutSharesTheSendRate(t *testing.T) {
-	e := testenv.New(t, testenv.WithoutWorkers(), testenv.WithConfig(func(c *core.Config) { c.SendBurst, c.SendInterval = 1, time.Hour }))
+	e := testenv.New(t, testenv.WithoutWorkers(), testenv.WithConfig(func(c *services.Config) { c.SendBurst, c.SendInterval = 1, time.Hour }))
 	p := e.Principal(t, e.KeyATest)
 	d1, d2 := newDraft(t, e, p, 1), newDraft(t, e, p, 1)
 	cs, err := e.Svc.Core.CreateDraftCheckout(ctx, p, d2.ID)

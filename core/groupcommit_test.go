@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/faxhub/faxhub/core"
+	"github.com/faxhub/faxhub/core/services"
 	"github.com/faxhub/faxhub/internal/testenv"
 )
 
@@ -21,7 +22,7 @@ type writerStats interface {
 // The writer is held while thirty sends queue, so they are one batch; on
 // PostgreSQL (no batches) the same sends simply race.
 func TestBatchedSendsKeepMoneyGuarantees(t *testing.T) {
-	e := testenv.New(t, testenv.WithoutCredits(), testenv.WithoutWorkers(), testenv.WithConfig(func(c *core.Config) { c.SendBurst = 1000 }))
+	e := testenv.New(t, testenv.WithoutCredits(), testenv.WithoutWorkers(), testenv.WithConfig(func(c *services.Config) { c.SendBurst = 1000 }))
 	p := e.Principal(t, e.KeyATest)
 	if _, err := e.Svc.Core.GrantCredits(ctx, p.OwnerID, core.ModeTest, 500_000, "five faxes"); err != nil {
 		t.Fatal(err)

@@ -47,12 +47,12 @@ type machineEnv struct {
 	secret []byte
 }
 
-type machineOption func(*core.Config, *core.Deps)
+type machineOption func(*services.Config, *core.Deps)
 
 func newMachineEnv(t *testing.T, opts ...machineOption) *machineEnv {
 	t.Helper()
 	clk := testenv.NewClockAt(time.Date(2026, 11, 1, 12, 0, 0, 0, time.UTC))
-	e := testenv.New(t, testenv.WithoutWorkers(), testenv.WithConfig(func(c *core.Config) { c.Now = clk.Now }))
+	e := testenv.New(t, testenv.WithoutWorkers(), testenv.WithConfig(func(c *services.Config) { c.Now = clk.Now }))
 	me := &machineEnv{Env: e, clk: clk, stripe: stripetest.New(stripetest.WithClock(clk.Now)), tempo: tempotest.New(tempo.DefaultChainID)}
 	sm, err := stripe.New(stripe.Options{SecretKey: "sk_test_x", BaseURL: "https://stripe.test", HTTPClient: &http.Client{Transport: me.stripe.Transport()}})
 	if err != nil {
@@ -67,11 +67,11 @@ func newMachineEnv(t *testing.T, opts ...machineOption) *machineEnv {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg := core.Config{
+	cfg := services.Config{Config: core.Config{
 		BaseURL: "http://faxhub.test", APIURL: "https://api.faxhub.test", UploadSecret: bytes.Repeat([]byte{7}, 32),
 		TempDir: t.TempDir(), Now: clk.Now, NoRetryDelay: true,
 		Machine: core.MachineConfig{Enabled: true},
-	}
+	}}
 	deps := services.Deps{Store: e.Store, Deps: core.Deps{
 		Blobs: blobs, Converter: convert.New(convert.Options{}), Destination: phone.New(), Queue: e.Queue,
 		Providers: map[core.Mode]core.FaxProvider{core.ModeTest: simulated.New(simulated.Options{Now: clk.Now})},
@@ -528,7 +528,7 @@ func TestMachineConcurrentRetries(t *testing.T) {
 }
 
 func TestMachineOff(t *testing.T) {
-	m := newMachineEnv(t, func(c *core.Config, _ *core.Deps) { c.Machine.Enabled = false })
+	m := newMachineEnv(t, func(c *services.Config, _ *core.Deps) { c.Machine.Enabled = false })
 	r := machineBody(deliverable, "req-off", 1)
 	_, err := m.svc.Core.MachineFax(ctx, r)
 	testenv.WantCode(t, err, core.CodeMachinePaymentsOff)
@@ -542,7 +542,7 @@ func TestMachineOff(t *testing.T) {
 			t.Errorf("%s: %d rows with machine payments off", table, n)
 		}
 	}
-	none := newMachineEnv(t, func(_ *core.Config, d *core.Deps) { d.Machine = nil })
+	none := newMachineEnv(t, func(_ *services.Config, d *core.Deps) { d.Machine = nil })
 	_, err = none.svc.Core.MachineFax(ctx, r)
 	testenv.WantCode(t, err, core.CodeMachinePaymentsMissing)
 }
@@ -670,7 +670,7 @@ func newMachineEnvSharing(t *testing.T, m *machineEnv, wrap func(http.RoundTripp
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg := m.svc.Core.Config()
+	cfg := m.svc.Config()
 	deps := services.Deps{Store: m.Store, Deps: core.Deps{
 		Blobs: nil, Converter: convert.New(convert.Options{}), Destination: phone.New(), Queue: m.Queue,
 		Providers: map[core.Mode]core.FaxProvider{core.ModeTest: simulated.New(simulated.Options{Now: m.clk.Now})},

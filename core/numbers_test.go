@@ -12,13 +12,14 @@ import (
 
 	"github.com/faxhub/faxhub/core"
 	"github.com/faxhub/faxhub/core/provider/simulated"
+	"github.com/faxhub/faxhub/core/services"
 	"github.com/faxhub/faxhub/internal/require"
 	"github.com/faxhub/faxhub/internal/testenv"
 )
 
 func newClockEnv(t *testing.T, opts ...testenv.Option) (*testenv.Env, *testenv.Clock) {
 	c := testenv.NewClock()
-	return testenv.New(t, append(opts, testenv.WithConfig(func(cfg *core.Config) { cfg.Now = c.Now }))...), c
+	return testenv.New(t, append(opts, testenv.WithConfig(func(cfg *services.Config) { cfg.Now = c.Now }))...), c
 }
 
 // buyNumber reserves and pays number for p and waits for it to be active.

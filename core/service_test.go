@@ -13,6 +13,7 @@ import (
 
 	"github.com/faxhub/faxhub/core"
 	"github.com/faxhub/faxhub/core/provider/simulated"
+	"github.com/faxhub/faxhub/core/services"
 	"github.com/faxhub/faxhub/internal/testenv"
 )
 
@@ -104,7 +105,7 @@ func TestDeliveryOutcomes(t *testing.T) {
 
 // Fifty concurrent requests with one key make one fax and one hold.
 func TestIdempotentConcurrentSend(t *testing.T) {
-	e := testenv.New(t, testenv.WithoutWorkers(), testenv.WithConfig(func(c *core.Config) { c.SendBurst = 1000 }))
+	e := testenv.New(t, testenv.WithoutWorkers(), testenv.WithConfig(func(c *services.Config) { c.SendBurst = 1000 }))
 	p := e.Principal(t, e.KeyATest)
 	req := core.SendFaxRequest{To: "+12125550100", UploadToken: e.Upload(t, p, 1)}
 	var wg sync.WaitGroup
@@ -145,7 +146,7 @@ func TestIdempotentConcurrentSend(t *testing.T) {
 }
 
 func TestSendFaxErrors(t *testing.T) {
-	e := testenv.New(t, testenv.WithoutWorkers(), testenv.WithConfig(func(c *core.Config) { c.SendBurst = 1000 }))
+	e := testenv.New(t, testenv.WithoutWorkers(), testenv.WithConfig(func(c *services.Config) { c.SendBurst = 1000 }))
 	p := e.Principal(t, e.KeyATest)
 	tok := e.Upload(t, p, 1)
 	noSend := p
@@ -207,7 +208,7 @@ func TestInsufficientCreditsStoresNothing(t *testing.T) {
 }
 
 func TestSendRateLimit(t *testing.T) {
-	e := testenv.New(t, testenv.WithoutWorkers(), testenv.WithConfig(func(c *core.Config) {
+	e := testenv.New(t, testenv.WithoutWorkers(), testenv.WithConfig(func(c *services.Config) {
 		c.SendBurst, c.SendInterval = 3, time.Hour
 	}))
 	p := e.Principal(t, e.KeyATest)
@@ -232,7 +233,7 @@ func TestSendRateLimit(t *testing.T) {
 func TestUploadErrors(t *testing.T) {
 	now := time.Now()
 	clock := func() time.Time { return now }
-	e := testenv.New(t, testenv.WithConfig(func(c *core.Config) { c.Now = func() time.Time { return clock() }; c.MaxPages = 5 }))
+	e := testenv.New(t, testenv.WithConfig(func(c *services.Config) { c.Now = func() time.Time { return clock() }; c.MaxPages = 5 }))
 	p := e.Principal(t, e.KeyATest)
 	newCap := func(ct string, max int64) *core.UploadCapability {
 		c, err := e.Svc.Core.CreateUpload(ctx, p, ct, max)
@@ -356,7 +357,7 @@ func TestOwnersAndModesAreIsolated(t *testing.T) {
 }
 
 func TestListFaxesPagination(t *testing.T) {
-	e := testenv.New(t, testenv.WithoutWorkers(), testenv.WithConfig(func(c *core.Config) { c.SendBurst = 100 }))
+	e := testenv.New(t, testenv.WithoutWorkers(), testenv.WithConfig(func(c *services.Config) { c.SendBurst = 100 }))
 	p := e.Principal(t, e.KeyATest)
 	tok := e.Upload(t, p, 1)
 	var ids []string
@@ -742,7 +743,7 @@ func TestDeliveryEdges(t *testing.T) {
 // limit, and a different request under the key is a conflict even when it
 // would be refused on its own.
 func TestReplayAnswersWhateverChangedSince(t *testing.T) {
-	e := testenv.New(t, testenv.WithoutCredits(), testenv.WithoutWorkers(), testenv.WithConfig(func(c *core.Config) {
+	e := testenv.New(t, testenv.WithoutCredits(), testenv.WithoutWorkers(), testenv.WithConfig(func(c *services.Config) {
 		c.SendBurst, c.SendInterval = 2, time.Hour
 	}))
 	p := e.Principal(t, e.KeyATest)

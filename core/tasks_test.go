@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/faxhub/faxhub/core"
+	"github.com/faxhub/faxhub/core/services"
 	"github.com/faxhub/faxhub/core/store"
 	"github.com/faxhub/faxhub/internal/testenv"
 )
@@ -353,7 +354,7 @@ func TestCancelFaxPaidAtCheckoutRefundsCredits(t *testing.T) {
 // retention's age whose fax is still queued stays too.
 func TestPurgeFaxTasks(t *testing.T) {
 	clock := testenv.NewClock()
-	e := testenv.New(t, testenv.WithConfig(func(c *core.Config) { c.Now = clock.Now }))
+	e := testenv.New(t, testenv.WithConfig(func(c *services.Config) { c.Now = clock.Now }))
 	p := e.Principal(t, e.KeyATest)
 	delivered := startFaxTask(t, e, p, "+12125550100", 1)
 	payTask(t, e, p, delivered)

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/faxhub/faxhub/core"
+	"github.com/faxhub/faxhub/core/services"
 	"github.com/faxhub/faxhub/internal/testenv"
 )
 
@@ -15,7 +16,7 @@ import (
 // token expires.
 func TestUploadLeaseAfterCrash(t *testing.T) {
 	clock := testenv.NewClock()
-	e := testenv.New(t, testenv.WithConfig(func(c *core.Config) { c.Now = clock.Now }))
+	e := testenv.New(t, testenv.WithConfig(func(c *services.Config) { c.Now = clock.Now }))
 	p := e.Principal(t, e.KeyATest)
 	c, err := e.Svc.Core.CreateUpload(ctx, p, "", 0)
 	if err != nil {
@@ -69,7 +70,7 @@ func (b *blockingBody) Read(p []byte) (int, error) {
 // token never makes two documents.
 func TestUploadLeaseExcludesConcurrentPuts(t *testing.T) {
 	clock := testenv.NewClock()
-	e := testenv.New(t, testenv.WithConfig(func(c *core.Config) { c.Now = clock.Now }))
+	e := testenv.New(t, testenv.WithConfig(func(c *services.Config) { c.Now = clock.Now }))
 	p := e.Principal(t, e.KeyATest)
 	c, err := e.Svc.Core.CreateUpload(ctx, p, "", 0)
 	if err != nil {

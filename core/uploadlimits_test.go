@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/faxhub/faxhub/core"
+	"github.com/faxhub/faxhub/core/services"
 	"github.com/faxhub/faxhub/internal/testenv"
 )
 
@@ -14,7 +15,7 @@ import (
 // allowance comes back with time (injected clock).
 func TestUploadRateLimit(t *testing.T) {
 	clock := testenv.NewClock()
-	e := testenv.New(t, testenv.WithConfig(func(c *core.Config) {
+	e := testenv.New(t, testenv.WithConfig(func(c *services.Config) {
 		c.Now = clock.Now
 		c.Storage.UploadBurst, c.Storage.UploadInterval = 5, time.Second
 		c.Storage.TestUploadBurst, c.Storage.TestUploadInterval = 3, 10*time.Second
@@ -56,7 +57,7 @@ func TestUploadRateLimit(t *testing.T) {
 // stricter than the send rate (every fax needs an upload).
 func TestUploadRateDefaults(t *testing.T) {
 	e := testenv.New(t)
-	c := e.Svc.Core.Config()
+	c := e.Svc.Config()
 	s := c.Storage
 	if s.TestUploadBurst >= s.UploadBurst || s.TestUploadInterval <= s.UploadInterval {
 		t.Fatalf("test mode (%d, %v) is not stricter than live (%d, %v)", s.TestUploadBurst, s.TestUploadInterval, s.UploadBurst, s.UploadInterval)
@@ -71,7 +72,7 @@ func TestUploadRateDefaults(t *testing.T) {
 // storage_quota_exceeded, and sending a document frees its share.
 func TestStorageQuota(t *testing.T) {
 	one := int64(len(testenv.MinimalPDF(1)))
-	e := testenv.New(t, testenv.WithoutWorkers(), testenv.WithConfig(func(c *core.Config) {
+	e := testenv.New(t, testenv.WithoutWorkers(), testenv.WithConfig(func(c *services.Config) {
 		c.Storage.QuotaBytes = 2*one + one/2
 	}))
 	p := e.Principal(t, e.KeyATest)
@@ -122,7 +123,7 @@ func TestStorageQuota(t *testing.T) {
 // new capability is refused before anything is uploaded.
 func TestStorageQuotaRefusesCapabilityWhenFull(t *testing.T) {
 	one := int64(len(testenv.MinimalPDF(1)))
-	e := testenv.New(t, testenv.WithConfig(func(c *core.Config) { c.Storage.QuotaBytes = one }))
+	e := testenv.New(t, testenv.WithConfig(func(c *services.Config) { c.Storage.QuotaBytes = one }))
 	p := e.Principal(t, e.KeyATest)
 	e.Upload(t, p, 1)
 	_, err := e.Svc.Core.CreateUpload(ctx, p, "", 0)

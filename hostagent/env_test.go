@@ -17,6 +17,7 @@ import (
 	"github.com/go-jose/go-jose/v4"
 
 	"github.com/faxhub/faxhub/core"
+	"github.com/faxhub/faxhub/core/services"
 	"github.com/faxhub/faxhub/hostagent"
 	"github.com/faxhub/faxhub/internal/app"
 	"github.com/faxhub/faxhub/internal/consoletest"
@@ -59,10 +60,10 @@ func newEnv(t *testing.T) *env {
 	site := consoletest.Start(t, func(base, loopback string) app.Options {
 		return app.Options{BaseURL: base, APIURL: loopback, DataDir: t.TempDir(), Database: consoletest.Database(t),
 			Dev: true, SimTimeScale: 0, InsertOnly: true,
-			Core:   func(c *core.Config) { c.Now = clk.Now },
+			Core:   func(c *services.Config) { c.Now = clk.Now },
 			Logger: consoletest.Logger(t)}
 	})
-	return &env{t: t, a: site.App, site: site, base: site.Base, api: site.App.Svc.Core.Config().APIURL, clock: clk}
+	return &env{t: t, a: site.App, site: site, base: site.Base, api: site.App.Svc.Config().APIURL, clock: clk}
 }
 
 type reply struct {

@@ -208,8 +208,8 @@ func (h *Handler) validateFax(ctx context.Context, p core.Principal, a *validate
 	pages := 1
 	if a.Pages != nil {
 		pages = *a.Pages
-		if pages < 1 || pages > h.svc.Core.Config().MaxPages {
-			return nil, core.Errorf(core.KindInvalid, core.CodeInvalidRequest, "pages must be between 1 and %d", h.svc.Core.Config().MaxPages).With("field", "pages")
+		if pages < 1 || pages > h.svc.Config().MaxPages {
+			return nil, core.Errorf(core.KindInvalid, core.CodeInvalidRequest, "pages must be between 1 and %d", h.svc.Config().MaxPages).With("field", "pages")
 		}
 	}
 	if a.DocumentID != "" {

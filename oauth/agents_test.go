@@ -18,6 +18,7 @@ import (
 
 	"github.com/faxhub/faxhub/conformance/storetest"
 	"github.com/faxhub/faxhub/core"
+	"github.com/faxhub/faxhub/core/services"
 	"github.com/faxhub/faxhub/internal/testenv"
 	"github.com/faxhub/faxhub/oauth"
 )
@@ -38,7 +39,7 @@ type agentHarness struct {
 
 func newAgentHarness(t *testing.T) *agentHarness {
 	c := &clock{t: time.Now().UTC()}
-	h := newHarness(t, func(o *oauth.Options) { o.Now = c.now }, testenv.WithConfig(func(cfg *core.Config) { cfg.Now = c.now }))
+	h := newHarness(t, func(o *oauth.Options) { o.Now = c.now }, testenv.WithConfig(func(cfg *services.Config) { cfg.Now = c.now }))
 	return &agentHarness{harness: h, clock: c}
 }
 

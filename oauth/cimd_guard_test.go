@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/faxhub/faxhub/core"
+	"github.com/faxhub/faxhub/core/services"
 	"github.com/faxhub/faxhub/internal/testenv"
 	"github.com/faxhub/faxhub/oauth"
 )
@@ -53,7 +53,7 @@ func newCIMDHarness(t *testing.T, d *docServer, mod func(*oauth.Options)) *agent
 		if mod != nil {
 			mod(o)
 		}
-	}, testenv.WithConfig(func(cfg *core.Config) { cfg.Now = c.now }))
+	}, testenv.WithConfig(func(cfg *services.Config) { cfg.Now = c.now }))
 	return &agentHarness{harness: h, clock: c}
 }
 

@@ -25,6 +25,7 @@ import (
 	"golang.org/x/oauth2"
 
 	"github.com/faxhub/faxhub/core"
+	"github.com/faxhub/faxhub/core/services"
 	"github.com/faxhub/faxhub/core/web"
 	"github.com/faxhub/faxhub/internal/testenv"
 	"github.com/faxhub/faxhub/oauth"
@@ -58,7 +59,7 @@ func newHarness(t *testing.T, mod func(*oauth.Options), envOpts ...testenv.Optio
 	t.Cleanup(ts.Close)
 	// The service and the server share the origins (the MCP resource, claim
 	// links).
-	envOpts = append([]testenv.Option{testenv.WithoutWorkers(), testenv.WithConfig(func(c *core.Config) { c.BaseURL, c.APIURL = ts.URL, ts.URL })}, envOpts...)
+	envOpts = append([]testenv.Option{testenv.WithoutWorkers(), testenv.WithConfig(func(c *services.Config) { c.BaseURL, c.APIURL = ts.URL, ts.URL })}, envOpts...)
 	env := testenv.New(t, envOpts...)
 	opts := oauth.Options{BaseURL: ts.URL, APIURL: ts.URL, MCPOAuth: true, RegisterBurst: 100}
 	if mod != nil {

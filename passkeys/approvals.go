@@ -72,7 +72,7 @@ func (c *Console) view(a core.Approval, csrf, ret string) approvalView {
 			v.DevicePath = devicePath(id)
 		}
 	case core.ApprovalFaxSend:
-		v.FaxSend, v.Facts = faxSendFacts(a.Details, c.svc.Core.Config().AgentMode)
+		v.FaxSend, v.Facts = faxSendFacts(a.Details, c.svc.Config().AgentMode)
 		return v
 	}
 	v.Facts = facts(a.Details)
@@ -349,7 +349,7 @@ func (c *Console) approvalFinish(w http.ResponseWriter, r *http.Request, s *sign
 	if _, err := c.svc.Core.DecideApproval(ctx, s.owner.ID, id, core.Decision{
 		Approve: true, BindingHash: ch.Binding, UserVerified: true, Data: data,
 	}); err != nil {
-		c.fail(w, r, insufficientCredits(a, c.svc.Core.Config().AgentMode, err))
+		c.fail(w, r, insufficientCredits(a, c.svc.Config().AgentMode, err))
 		return
 	}
 	c.log.InfoContext(ctx, "approval approved with passkey", "owner_id", s.owner.ID, "approval_id", id, "passkey_id", pk.ID,

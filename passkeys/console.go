@@ -249,7 +249,7 @@ func securityHeaders(next http.Handler) http.Handler {
 }
 
 func (c *Console) now() time.Time {
-	return c.svc.Core.Config().Now().UTC().Truncate(time.Microsecond)
+	return c.svc.Config().Now().UTC().Truncate(time.Microsecond)
 }
 
 // ---- sessions

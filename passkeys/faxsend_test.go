@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/faxhub/faxhub/core"
+	"github.com/faxhub/faxhub/core/services"
 	"github.com/faxhub/faxhub/internal/testenv"
 )
 
@@ -55,7 +56,7 @@ func (h *harness) requestSend(p core.Principal, a *core.DelegatedAgent, doc *cor
 }
 
 func TestFaxSendApproval(t *testing.T) {
-	h := newHostsHarness(t, testenv.WithConfig(func(c *core.Config) { c.AgentMode = core.ModeTest }))
+	h := newHostsHarness(t, testenv.WithConfig(func(c *services.Config) { c.AgentMode = core.ModeTest }))
 	ada, dev := h.signUp("ada@example.com", "Ada")
 	owner := h.ownerID("ada@example.com")
 	_, agent, p := h.sendingAgent(ada, owner)

@@ -119,7 +119,7 @@ func (c *Console) showHosts(w http.ResponseWriter, r *http.Request, s *signedIn,
 	for _, h := range hosts {
 		b.Hosts = append(b.Hosts, c.hostView(h, now))
 	}
-	b.APIURL = c.svc.Core.Config().APIURL
+	b.APIURL = c.svc.Config().APIURL
 	d := c.page(s, "Hosts", "hosts", b)
 	d.Notice, d.Error = notice, errMsg
 	c.render(w, r, status, "hosts", d)
@@ -227,7 +227,7 @@ func (c *Console) createHost(w http.ResponseWriter, r *http.Request, s *signedIn
 	cv := &hostCreatedView{Host: created.Host, EnrollmentToken: created.EnrollmentToken}
 	if created.EnrollmentToken != "" {
 		cv.ExpiresAt = created.Host.EnrollmentExpiresAt
-		cv.EnrollCommand = enrollCommand(c.svc.Core.Config().APIURL, created.EnrollmentToken, created.Host.Name)
+		cv.EnrollCommand = enrollCommand(c.svc.Config().APIURL, created.EnrollmentToken, created.Host.Name)
 	}
 	c.showHosts(w, r, s, http.StatusOK, hostsBody{Created: cv, Form: hostForm{Caps: describeCaps(core.Capabilities(), false)}}, "", "")
 }

@@ -18,6 +18,7 @@ import (
 
 	"github.com/faxhub/faxhub/core"
 	"github.com/faxhub/faxhub/core/mail"
+	"github.com/faxhub/faxhub/core/services"
 	"github.com/faxhub/faxhub/internal/testenv"
 	"github.com/faxhub/faxhub/passkeys"
 )
@@ -442,7 +443,7 @@ func sortedCaps(c []core.Capability) []core.Capability {
 
 func TestDevicePageTriesDeclineExpiry(t *testing.T) {
 	clk := newClock()
-	h := newHostsHarness(t, testenv.WithConfig(func(c *core.Config) { c.Now = clk.Now }))
+	h := newHostsHarness(t, testenv.WithConfig(func(c *services.Config) { c.Now = clk.Now }))
 	ada, _ := h.signUp("ada@example.com", "Ada")
 	owner := h.ownerID("ada@example.com")
 	host := h.keyedHost(ada, owner, "Box")
@@ -527,7 +528,7 @@ func TestDeviceApprovalInInbox(t *testing.T) {
 
 func TestHostsPageRateLimitAndExpiredToken(t *testing.T) {
 	clk := newClock()
-	h := newHostsHarness(t, testenv.WithConfig(func(c *core.Config) { c.Now = clk.Now }))
+	h := newHostsHarness(t, testenv.WithConfig(func(c *services.Config) { c.Now = clk.Now }))
 	b, _ := h.signUp("ada@example.com", "Ada")
 	wantStatus(t, "first host", b.addHost("Pending one", ""), http.StatusOK)
 

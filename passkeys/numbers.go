@@ -204,7 +204,7 @@ func (c *Console) inboxPage(w http.ResponseWriter, r *http.Request, s *signedIn)
 		c.fail(w, r, err)
 		return
 	}
-	b := inboxBody{Mode: mode, Faxes: page.Data, Next: page.Next, MaxUpload: c.svc.Core.Config().MaxUploadBytes}
+	b := inboxBody{Mode: mode, Faxes: page.Data, Next: page.Next, MaxUpload: c.svc.Config().MaxUploadBytes}
 	if mode == core.ModeTest {
 		ns, err := c.svc.Core.ListNumbers(r.Context(), p, false)
 		if err != nil {
@@ -295,7 +295,7 @@ func (c *Console) simulateInbound(w http.ResponseWriter, r *http.Request) {
 		c.fail(w, r, core.Errorf(core.KindUnauthenticated, core.CodeUnauthenticated, "you are signed out; sign in and try again"))
 		return
 	}
-	maxFile := c.svc.Core.Config().MaxUploadBytes
+	maxFile := c.svc.Config().MaxUploadBytes
 	if r.ContentLength > maxFile+simulateFormOverhead {
 		c.fail(w, r, core.Errorf(core.KindTooLarge, core.CodeFileTooLarge, "the file is larger than %d bytes", maxFile))
 		return
@@ -321,7 +321,7 @@ func (c *Console) deliverSimulated(w http.ResponseWriter, r *http.Request, s *si
 		return
 	}
 	defer file.Close()
-	tmp, err := os.CreateTemp(c.svc.Core.Config().TempDir, "faxhub-console-simulate-")
+	tmp, err := os.CreateTemp(c.svc.Config().TempDir, "faxhub-console-simulate-")
 	if err != nil {
 		c.fail(w, r, err)
 		return

@@ -151,7 +151,7 @@ func TestNumbersAndInboxPages(t *testing.T) {
 	wantStatus(t, "simulate without token", a.simulate("", id, pdf), 403)
 	wantStatus(t, "simulate signed out", anon.simulate("", id, pdf), 401)
 	wantStatus(t, "B simulates to A's number", b.simulate(csrfB, id, pdf), 404)
-	wantStatus(t, "oversize simulate", a.simulate(csrfA, id, bytes.Repeat([]byte("x"), int(h.env.Svc.Core.Config().MaxUploadBytes)+1)), 413)
+	wantStatus(t, "oversize simulate", a.simulate(csrfA, id, bytes.Repeat([]byte("x"), int(h.env.Svc.Config().MaxUploadBytes)+1)), 413)
 	faxLoc := wantRedirect(t, "simulate", a.simulate(csrfA, id, pdf), "/console/inbox/inb_")
 	h.env.DrainQueue(t)
 	faxID := strings.TrimSuffix(strings.TrimPrefix(faxLoc, "/console/inbox/"), "?mode=test")
@@ -177,8 +177,8 @@ func TestNumbersAndInboxPages(t *testing.T) {
 	wantStatus(t, "B reads A's fax", b.get(faxLoc), 404)
 	wantStatus(t, "B downloads A's fax", b.form("/console/inbox/"+faxID+"/download?mode=test", url.Values{"csrf": {csrfB}}), 404)
 	link := wantRedirect(t, "download", a.form("/console/inbox/"+faxID+"/download?mode=test", url.Values{"csrf": {csrfA}}),
-		h.env.Svc.Core.Config().APIURL+core.InboxDownloadPath+faxID+".")
-	rc, got, err := h.env.Svc.Core.OpenInboxDownload(ctx, strings.TrimPrefix(link, h.env.Svc.Core.Config().APIURL+core.InboxDownloadPath))
+		h.env.Svc.Config().APIURL+core.InboxDownloadPath+faxID+".")
+	rc, got, err := h.env.Svc.Core.OpenInboxDownload(ctx, strings.TrimPrefix(link, h.env.Svc.Config().APIURL+core.InboxDownloadPath))
 	if err != nil || got.ID != faxID {
 		t.Fatalf("the signed link opens %v %v", got, err)
 	}

@@ -9,8 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/faxhub/faxhub/core"
-
+	"github.com/faxhub/faxhub/core/services"
 	"github.com/faxhub/faxhub/internal/testenv"
 	"github.com/faxhub/faxhub/rest"
 )
@@ -60,7 +59,7 @@ func FuzzSendFax(f *testing.F) {
 // any Authorization and Accept-Payment headers: the decoder and what
 // follows it never answer a 5xx, and a 402 always carries a challenge.
 func FuzzMachineFax(f *testing.F) {
-	env := testenv.New(f, testenv.WithoutWorkers(), testenv.WithMachinePayments(), testenv.WithConfig(func(c *core.Config) {
+	env := testenv.New(f, testenv.WithoutWorkers(), testenv.WithMachinePayments(), testenv.WithConfig(func(c *services.Config) {
 		c.Machine.MaxPDFBytes = 32 << 10
 	}))
 	pdf := base64.StdEncoding.EncodeToString(testenv.MinimalPDF(1))

@@ -43,7 +43,7 @@ func (a *api) putUpload(w http.ResponseWriter, r *http.Request) error {
 	// Refusing a declared oversize body before reading it spares both sides
 	// the transfer; bodies of unknown length are bounded by the service
 	// (the token's maxBytes) while it streams them to disk.
-	if limit := a.svc.Core.Config().MaxUploadBytes; r.ContentLength > limit {
+	if limit := a.svc.Config().MaxUploadBytes; r.ContentLength > limit {
 		return core.Errorf(core.KindTooLarge, core.CodeFileTooLarge,
 			"the body is %d bytes; this server accepts at most %d", r.ContentLength, limit).With("limit", limit)
 	}

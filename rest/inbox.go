@@ -131,7 +131,7 @@ func (a *api) simulateInbound(w http.ResponseWriter, r *http.Request, p core.Pri
 	if p.Mode != core.ModeTest {
 		return core.Errorf(core.KindForbidden, core.CodeTestModeOnly, "only a test-mode API key can simulate a received fax; live faxes arrive from the provider")
 	}
-	maxFile := a.svc.Core.Config().MaxUploadBytes
+	maxFile := a.svc.Config().MaxUploadBytes
 	limit := maxFile + multipartOverhead
 	if r.ContentLength > limit {
 		return core.Errorf(core.KindTooLarge, core.CodeFileTooLarge,
@@ -142,7 +142,7 @@ func (a *api) simulateInbound(w http.ResponseWriter, r *http.Request, p core.Pri
 		return core.Errorf(core.KindUnsupportedMedia, core.CodeUnsupportedContentType, "send the body as multipart/form-data with the fields file, to and (optionally) from")
 	}
 	r.Body = http.MaxBytesReader(w, r.Body, limit)
-	form, err := readSimulateForm(r, a.svc.Core.Config().TempDir, maxFile)
+	form, err := readSimulateForm(r, a.svc.Config().TempDir, maxFile)
 	if form.path != "" {
 		defer os.Remove(form.path) // core consumes it; this covers the failures before
 	}

@@ -62,7 +62,7 @@ func (a *api) readMachineBody(w http.ResponseWriter, r *http.Request, v any) ([]
 	tooLarge := func() error {
 		return core.Errorf(core.KindTooLarge, core.CodeFileTooLarge,
 			"the body is larger than %d bytes, the most this server accepts for a base64 document of %d bytes",
-			limit, a.svc.Core.Config().Machine.MaxPDFBytes).With("limit", limit)
+			limit, a.svc.Config().Machine.MaxPDFBytes).With("limit", limit)
 	}
 	if r.ContentLength > limit {
 		// Closing the connection after the answer spares reading the body

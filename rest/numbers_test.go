@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/faxhub/faxhub/core"
+	"github.com/faxhub/faxhub/core/services"
 	"github.com/faxhub/faxhub/internal/testenv"
 )
 
@@ -41,7 +42,7 @@ func (c *offsetClock) Advance(d time.Duration) {
 
 func newClockHarness(t *testing.T) (*harness, *offsetClock) {
 	clk := &offsetClock{}
-	return newHarness(t, testenv.WithConfig(func(c *core.Config) { c.Now = clk.Now })), clk
+	return newHarness(t, testenv.WithConfig(func(c *services.Config) { c.Now = clk.Now })), clk
 }
 
 // buyAndPay buys number over REST and pays its first month at the test
@@ -165,7 +166,7 @@ func TestE2ENumbersAndInbox(t *testing.T) {
 	h.simulate(keyA, map[string]string{"to": n.E164, "subject": "x"}, file()).problem(400, core.CodeInvalidRequest)
 	h.simulate(keyA, map[string]string{"to": n.E164}, &formFile{"empty.pdf", bytes.NewReader(nil)}).problem(400, core.CodeEmptyFile)
 	h.do(keyA, "POST", "/api/v1/inbox/simulate", map[string]string{"to": n.E164}, nil).problem(415, core.CodeUnsupportedContentType)
-	limit := h.env.Svc.Core.Config().MaxUploadBytes
+	limit := h.env.Svc.Config().MaxUploadBytes
 	// Oversize: declared (refused before reading) and streamed (chunked,
 	// refused while reading).
 	h.simulate(keyA, map[string]string{"to": n.E164}, &formFile{"big.pdf", io.LimitReader(zeros{}, limit+1)}).problem(413, core.CodeFileTooLarge)
@@ -215,11 +216,11 @@ func TestE2ENumbersAndInbox(t *testing.T) {
 
 	var link core.InboxLink
 	h.do(keyA, "POST", "/api/v1/inbox/"+f.ID+"/download", nil, nil).status(http.StatusOK).decode(&link)
-	prefix := h.env.Svc.Core.Config().APIURL + core.InboxDownloadPath
+	prefix := h.env.Svc.Config().APIURL + core.InboxDownloadPath
 	if !strings.HasPrefix(link.URL, prefix) || !link.ExpiresAt.After(clk.Now()) {
 		t.Fatalf("link: %+v", link)
 	}
-	path := strings.TrimPrefix(link.URL, h.env.Svc.Core.Config().APIURL)
+	path := strings.TrimPrefix(link.URL, h.env.Svc.Config().APIURL)
 	res := h.do("", "GET", path, nil, nil)
 	if res.code != http.StatusOK || !bytes.HasPrefix(res.body, []byte("%PDF-")) {
 		t.Fatalf("download: %d %q", res.code, res.body[:min(len(res.body), 40)])

@@ -7,6 +7,7 @@ import (
 	"slices"
 
 	"github.com/faxhub/faxhub/core"
+	"github.com/faxhub/faxhub/core/services"
 )
 
 // obj is a JSON object of the OpenAPI document.
@@ -159,7 +160,7 @@ func queryParam(name, desc string, schema obj) obj {
 // noAuth marks an operation that needs no credential.
 func noAuth() []any { return []any{} }
 
-func openAPIDocument(opts Options, cfg core.Config, machine machineLimits) obj {
+func openAPIDocument(opts Options, cfg services.Config, machine machineLimits) obj {
 	s := &specBuilder{details: problemDetails(), examples: obj{}}
 
 	servers := []any{obj{"url": opts.BaseURL, "description": "main origin"}}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/faxhub/faxhub/core"
+	"github.com/faxhub/faxhub/core/services"
 )
 
 // The numbers and inbox operations of /openapi.json. Each operation names
@@ -44,7 +45,7 @@ func withScope(op core.Operation, o obj) obj {
 	return o
 }
 
-func (s *specBuilder) numberPaths(opts Options, cfg core.Config, limit obj) obj {
+func (s *specBuilder) numberPaths(opts Options, cfg services.Config, limit obj) obj {
 	const (
 		ts     = "2026-01-02T15:04:05Z"
 		numID  = "num_4b6d8f0h2k4m6p8r0t2v4x6z8b"

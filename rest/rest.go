@@ -72,7 +72,7 @@ func New(svc *services.Set, opts Options, logger *slog.Logger) http.Handler {
 }
 
 func newAPI(svc *services.Set, opts Options, logger *slog.Logger) *api {
-	cfg := svc.Core.Config()
+	cfg := svc.Config()
 	opts.BaseURL = strings.TrimSuffix(cmp.Or(opts.BaseURL, cfg.BaseURL), "/")
 	opts.APIURL = strings.TrimSuffix(cmp.Or(opts.APIURL, cfg.APIURL, opts.BaseURL), "/")
 	if logger == nil {

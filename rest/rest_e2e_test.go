@@ -22,6 +22,7 @@ import (
 	"time"
 
 	"github.com/faxhub/faxhub/core"
+	"github.com/faxhub/faxhub/core/services"
 	"github.com/faxhub/faxhub/internal/testenv"
 	"github.com/faxhub/faxhub/rest"
 )
@@ -177,7 +178,7 @@ func (h *harness) createUpload(key string, body any) core.UploadCapability {
 	h.t.Helper()
 	var c core.UploadCapability
 	h.do(key, "POST", "/api/v1/uploads", body, nil).status(http.StatusOK).decode(&c)
-	prefix := h.env.Svc.Core.Config().APIURL
+	prefix := h.env.Svc.Config().APIURL
 	if !strings.HasPrefix(c.UploadURL, prefix+"/api/v1/uploads/") || !strings.HasSuffix(c.UploadURL, "/"+c.UploadToken) {
 		h.t.Fatalf("uploadUrl %q does not name the token under %s", c.UploadURL, prefix)
 	}
@@ -235,7 +236,7 @@ func TestE2EUploadSendDeliver(t *testing.T) {
 	pdf := testenv.MinimalPDF(2)
 
 	c := h.createUpload(key, nil)
-	if c.Method != "PUT" || c.Key == "" || c.MaxBytes != h.env.Svc.Core.Config().MaxUploadBytes || !c.ExpiresAt.After(time.Now()) {
+	if c.Method != "PUT" || c.Key == "" || c.MaxBytes != h.env.Svc.Config().MaxUploadBytes || !c.ExpiresAt.After(time.Now()) {
 		t.Fatalf("capability %+v", c)
 	}
 	// No Authorization header, and a Content-Type that says nothing: the
@@ -366,7 +367,7 @@ func TestE2EInsufficientCredits(t *testing.T) {
 }
 
 func TestE2ERateLimited(t *testing.T) {
-	h := newHarness(t, testenv.WithConfig(func(c *core.Config) { c.SendBurst, c.SendInterval = 3, time.Hour }))
+	h := newHarness(t, testenv.WithConfig(func(c *services.Config) { c.SendBurst, c.SendInterval = 3, time.Hour }))
 	key := h.env.KeyATest
 	doc := h.upload(key, testenv.MinimalPDF(1)).Document
 	// The limit counts faxes created (it is charged in the fax's
@@ -387,7 +388,7 @@ func TestE2ERateLimited(t *testing.T) {
 
 func TestE2EUploadErrors(t *testing.T) {
 	const serverMax = 4096
-	h := newHarness(t, testenv.WithConfig(func(c *core.Config) { c.MaxUploadBytes = serverMax }))
+	h := newHarness(t, testenv.WithConfig(func(c *services.Config) { c.MaxUploadBytes = serverMax }))
 	key := h.env.KeyATest
 	pdf := testenv.MinimalPDF(1)
 
@@ -447,11 +448,11 @@ func TestE2EUploadErrors(t *testing.T) {
 
 func TestE2EUploadExpired(t *testing.T) {
 	var skew atomic.Int64
-	h := newHarness(t, testenv.WithConfig(func(c *core.Config) {
+	h := newHarness(t, testenv.WithConfig(func(c *services.Config) {
 		c.Now = func() time.Time { return time.Now().Add(time.Duration(skew.Load())) }
 	}))
 	c := h.createUpload(h.env.KeyATest, nil)
-	skew.Store(int64(h.env.Svc.Core.Config().UploadTTL + time.Minute))
+	skew.Store(int64(h.env.Svc.Config().UploadTTL + time.Minute))
 	h.put(c.UploadURL, testenv.MinimalPDF(1)).problem(http.StatusGone, core.CodeUploadExpired)
 }
 

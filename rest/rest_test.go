@@ -69,10 +69,10 @@ func newUnitAPI(t *testing.T, machine bool) *api {
 		core.HashSecret(revokedKey):  {ID: "key_r", OwnerID: "own_a", Mode: core.ModeTest, LastUsedAt: &now, RevokedAt: &revoked},
 		core.HashSecret(liveLooking): {ID: "key_m", OwnerID: "own_a", Mode: core.ModeTest, LastUsedAt: &now},
 	}}
-	svc, err := services.New(core.Config{
+	svc, err := services.New(services.Config{Config: core.Config{
 		BaseURL: unitBaseURL, APIURL: unitAPIURL, UploadSecret: bytes.Repeat([]byte{1}, 32), MaxUploadBytes: 1 << 20,
 		Machine: core.MachineConfig{Enabled: machine, MaxPDFBytes: 3 << 10},
-	}, services.Deps{Store: st, Deps: core.Deps{Destination: destinations{}}})
+	}}, services.Deps{Store: st, Deps: core.Deps{Destination: destinations{}}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -390,7 +390,7 @@ func (u unreadable) Read([]byte) (int, error) {
 
 func TestPutUpload(t *testing.T) {
 	a := newUnitAPI(t, false)
-	limit := a.svc.Core.Config().MaxUploadBytes
+	limit := a.svc.Config().MaxUploadBytes
 
 	t.Run("declared too large is refused unread", func(t *testing.T) {
 		r := httptest.NewRequest("PUT", "/api/v1/uploads/u1.x.y", unreadable{t})

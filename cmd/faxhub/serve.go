@@ -70,7 +70,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		// on average after 30 s.
 	}
 	purge := func(ctx context.Context) error { _, err := a.Svc.Retention.Purge(ctx); return err }
-	if err := a.Queue.SchedulePurge(purge, a.Svc.Core.Config().Storage.GCInterval); err != nil {
+	if err := a.Queue.SchedulePurge(purge, a.Svc.Config().Storage.GCInterval); err != nil {
 		return err
 	}
 	if c.MachineSweep < time.Second {

@@ -7,6 +7,7 @@ import (
 	"os"
 
 	"github.com/faxhub/faxhub/core"
+	"github.com/faxhub/faxhub/core/services"
 	"github.com/faxhub/faxhub/internal/app"
 )
 
@@ -42,7 +43,7 @@ func build(ctx context.Context, c config, log *slog.Logger, workers bool) (*app.
 		Stripe:      app.StripeOptions{SecretKey: c.Machine.StripeSecretKey, WebhookSecret: c.StripeWebhookSecret, APIURL: c.Machine.StripeAPIURL},
 		Telnyx:      c.Telnyx,
 		Convert:     c.Convert,
-		Core:        func(cfg *core.Config) { c.storage(&cfg.Storage) },
+		Core:        func(cfg *services.Config) { c.storage(&cfg.Storage) },
 		MetricsAddr: c.MetricsAddr,
 		Logger:      log,
 	})

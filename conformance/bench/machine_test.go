@@ -25,6 +25,7 @@ import (
 
 	"github.com/faxhub/faxhub/core"
 	"github.com/faxhub/faxhub/core/payments/mpp"
+	"github.com/faxhub/faxhub/core/services"
 	"github.com/faxhub/faxhub/core/web"
 	"github.com/faxhub/faxhub/internal/app"
 	"github.com/faxhub/faxhub/internal/testenv"
@@ -64,7 +65,7 @@ func benchMachine(t *testing.T, rep *report) {
 	base := fmt.Sprintf("http://localhost:%d", ln.Addr().(*net.TCPAddr).Port)
 	a, err := app.Open(ctx, app.Options{BaseURL: base, DataDir: t.TempDir(), Dev: true, MachinePayments: true,
 		InsertOnly: true, TrustedProxies: "127.0.0.1/32", Logger: slog.New(slog.DiscardHandler),
-		Core: func(c *core.Config) {
+		Core: func(c *services.Config) {
 			// The credit send path's per-key limit would stop the run
 			// (benchEnv lifts it the same way); the machine path keeps
 			// its per-address limit (see machineAddrs).

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/faxhub/faxhub/core"
+	"github.com/faxhub/faxhub/core/services"
 	"github.com/faxhub/faxhub/internal/testenv"
 	"github.com/faxhub/faxhub/rest"
 )
@@ -48,8 +49,8 @@ func newUpload(ctx context.Context, c *http.Client, srv *httptest.Server, key st
 // benchEnv is a service for the HTTP benchmarks: SQLite whatever
 // FAXHUB_TESTENV_POSTGRES says, no delivery workers (faxes stay queued),
 // a rate limit that never refuses, and a million USD of test credits.
-func benchEnv(t *testing.T, postgres string, cfg func(*core.Config)) *testenv.Env {
-	env := testenv.New(t, testenv.WithPostgres(postgres), testenv.WithoutWorkers(), testenv.WithConfig(func(c *core.Config) {
+func benchEnv(t *testing.T, postgres string, cfg func(*services.Config)) *testenv.Env {
+	env := testenv.New(t, testenv.WithPostgres(postgres), testenv.WithoutWorkers(), testenv.WithConfig(func(c *services.Config) {
 		c.SendBurst = 1 << 30
 		c.SendInterval = time.Microsecond
 		if cfg != nil {

@@ -38,7 +38,7 @@ func (b *recordingBlobs) Delete(_ context.Context, key string) error {
 // the document and its upload token are gone. Injected clock.
 func TestPurgeRetention(t *testing.T) {
 	clock := testenv.NewClock()
-	e := testenv.New(t, testenv.WithConfig(func(c *core.Config) { c.Now = clock.Now }))
+	e := testenv.New(t, testenv.WithConfig(func(c *services.Config) { c.Now = clock.Now }))
 	p := e.Principal(t, e.KeyATest)
 	put := func() (string, *core.Document) {
 		t.Helper()
@@ -64,7 +64,7 @@ func TestPurgeRetention(t *testing.T) {
 
 	blobs := &recordingBlobs{}
 	secret := make([]byte, 32)
-	gc, err := services.New(core.Config{BaseURL: "http://faxhub.test", UploadSecret: secret, Now: clock.Now}, services.Deps{Store: e.Store, Deps: core.Deps{Blobs: blobs}})
+	gc, err := services.New(services.Config{Config: core.Config{BaseURL: "http://faxhub.test", UploadSecret: secret, Now: clock.Now}}, services.Deps{Store: e.Store, Deps: core.Deps{Blobs: blobs}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -28,24 +28,37 @@ type Deps struct {
 	AuthState retention.AuthStatePurger
 }
 
+// Config is the configuration of every feature: the kernel's (origins,
+// agent mode, clock) and each feature's own section. Zero values take the
+// features' defaults.
+type Config struct {
+	core.Config
+}
+
 // Set is every feature service of one process.
 type Set struct {
 	Core      *core.Service
 	Retention *retention.Service
+
+	cfg Config
 }
 
+// Config returns the effective configuration (defaults applied).
+func (s *Set) Config() Config { return s.cfg }
+
 // New builds the feature services.
-func New(cfg core.Config, deps Deps) (*Set, error) {
+func New(cfg Config, deps Deps) (*Set, error) {
 	if deps.Store == nil {
 		return nil, errors.New("services: Store is required")
 	}
 	deps.Deps.Store = deps.Store
-	c, err := core.New(cfg, deps.Deps)
+	c, err := core.New(cfg.Config, deps.Deps)
 	if err != nil {
 		return nil, err
 	}
-	cfg = c.Config()
+	cfg.Config = c.Config()
 	return &Set{
+		cfg:  cfg,
 		Core: c,
 		Retention: retention.New(cfg.Storage, core.Clock(cfg.Now), retention.Deps{
 			Store: deps.Store, Blobs: deps.Blobs, Documents: c, AuthState: deps.AuthState, Logger: deps.Logger,

@@ -104,7 +104,7 @@ type Options struct {
 	MetricsAddr string
 
 	// Core adjusts the service configuration last (tests: clocks, limits).
-	Core   func(*core.Config)
+	Core   func(*services.Config)
 	Logger *slog.Logger
 }
 
@@ -274,10 +274,10 @@ func (a *App) wire(ctx context.Context) error {
 		checkouts[core.ModeLive] = live
 	}
 
-	cfg := core.Config{
+	cfg := services.Config{Config: core.Config{
 		BaseURL: o.BaseURL, APIURL: o.APIURL, UploadSecret: secret, TempDir: tmp,
 		MaxUploadBytes: o.MaxUploadBytes, MaxPages: o.MaxPages, AgentMode: o.AgentMode,
-	}
+	}}
 	cfg.Machine.Enabled = o.MachinePayments
 	var machine []core.MachineMethod
 	if o.MachinePayments {
@@ -376,7 +376,7 @@ func liveCheckout(o Options) (core.CheckoutGateway, error) {
 func (a *App) wireOwners() error {
 	o := a.Options
 	srv, err := oauth.New(a.Svc, a.DB, oauth.Options{
-		BaseURL: o.BaseURL, APIURL: a.Svc.Core.Config().APIURL, MCPOAuth: o.MCPOAuth, Logger: o.Logger,
+		BaseURL: o.BaseURL, APIURL: a.Svc.Config().APIURL, MCPOAuth: o.MCPOAuth, Logger: o.Logger,
 	})
 	if err != nil {
 		return fmt.Errorf("oauth server: %w", err)
@@ -407,10 +407,10 @@ func (a *App) wireOwners() error {
 	// from its metadata so the two cannot disagree.
 	md := srv.Metadata()
 	a.A2A = a2aserver.New(a.Svc, srv, a2aserver.Options{
-		BaseURL: o.BaseURL, ASMetadataURL: a.Svc.Core.Config().APIURL + oauth.PathASMetadataIssuer,
+		BaseURL: o.BaseURL, ASMetadataURL: a.Svc.Config().APIURL + oauth.PathASMetadataIssuer,
 		AuthorizationURL: md.AuthorizationEndpoint, TokenURL: md.TokenEndpoint, Logger: o.Logger,
 	})
-	a.HostAgent = hostagent.New(a.Svc, hostagent.Options{BaseURL: o.BaseURL, APIURL: a.Svc.Core.Config().APIURL, Logger: o.Logger})
+	a.HostAgent = hostagent.New(a.Svc, hostagent.Options{BaseURL: o.BaseURL, APIURL: a.Svc.Config().APIURL, Logger: o.Logger})
 	return nil
 }
 

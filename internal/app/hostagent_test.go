@@ -36,7 +36,7 @@ func TestHostAgentTwoReplicas(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	aud := apps[0].Svc.Core.Config().APIURL
+	aud := apps[0].Svc.Config().APIURL
 	sign := func(extra map[string]any) string {
 		now := time.Now()
 		c := map[string]any{"iss": created.Host.ID, "aud": aud, "iat": now.Unix(), "exp": now.Add(time.Minute).Unix(), "jti": core.RandomString(16)}

@@ -36,7 +36,7 @@ func (a *App) Handler() http.Handler {
 		numbers = append(numbers, rest.TestNumber{Number: n.Number, Description: n.Description})
 	}
 	api := rest.New(a.Svc, rest.Options{
-		BaseURL: a.BaseURL, APIURL: a.Svc.Core.Config().APIURL, MachineOffers: machineOffers(a.Svc), TestNumbers: numbers,
+		BaseURL: a.BaseURL, APIURL: a.Svc.Config().APIURL, MachineOffers: machineOffers(a.Svc), TestNumbers: numbers,
 		StripeTestMintPath: a.stripeTestMintPath(),
 	}, a.Logger)
 	mux.Handle("/api/v1/", api)
@@ -60,8 +60,8 @@ func (a *App) Handler() http.Handler {
 	// The MCP server (Streamable HTTP, stateless) and the page where a
 	// person uploads a file for a chat app.
 	mux.Handle("/mcp", a.MCP)
-	mux.Handle(mcpserver.UploadPagePath, mcpserver.UploadPage(a.Svc.Core.Config().APIURL))
-	mux.Handle(mcpserver.UploadPagePath+"/", mcpserver.UploadPage(a.Svc.Core.Config().APIURL))
+	mux.Handle(mcpserver.UploadPagePath, mcpserver.UploadPage(a.Svc.Config().APIURL))
+	mux.Handle(mcpserver.UploadPagePath+"/", mcpserver.UploadPage(a.Svc.Config().APIURL))
 	// The A2A endpoint (JSON-RPC, 1.0 and 0.3 method names) and its card,
 	// served on both origins without a token.
 	mux.Handle(a2aserver.Path, a.A2A)

@@ -24,6 +24,7 @@ import (
 	"github.com/faxhub/faxhub/core"
 	"github.com/faxhub/faxhub/core/payments/mpp"
 	"github.com/faxhub/faxhub/core/payments/tempotest"
+	"github.com/faxhub/faxhub/core/services"
 	"github.com/faxhub/faxhub/internal/app"
 	"github.com/faxhub/faxhub/internal/testenv"
 )
@@ -68,7 +69,7 @@ func newMachine(t *testing.T, opts ...func(*app.Options)) *machine {
 		BaseURL: base, DataDir: t.TempDir(), Database: dsn, SimTimeScale: 0, PollInterval: 20 * time.Millisecond,
 		MachinePayments: true,
 		Machine:         app.MachineOptions{TempoRPCURL: rpc.URL, TempoRecipient: tempoRecipient, TempoToken: tempoToken},
-		Core:            func(c *core.Config) { c.NoRetryDelay = true; c.Machine.MaxPDFBytes = 64 << 10 },
+		Core:            func(c *services.Config) { c.NoRetryDelay = true; c.Machine.MaxPDFBytes = 64 << 10 },
 		Logger:          slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelInfo})),
 	}
 	for _, f := range opts {

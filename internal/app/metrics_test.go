@@ -82,7 +82,7 @@ func (m *metricsEnv) sendFax(key string) (int, string) {
 	if status != http.StatusOK || json.Unmarshal(b, &up) != nil {
 		m.t.Fatalf("create upload: %d %s", status, b)
 	}
-	status, b = m.call("PUT", strings.TrimPrefix(up.UploadURL, m.Svc.Core.Config().APIURL), "", testenv.MinimalPDF(1),
+	status, b = m.call("PUT", strings.TrimPrefix(up.UploadURL, m.Svc.Config().APIURL), "", testenv.MinimalPDF(1),
 		map[string]string{"Content-Type": "application/pdf"})
 	var doc struct {
 		Document core.Document `json:"document"`

@@ -47,7 +47,7 @@ type Env struct {
 type options struct {
 	credits  bool
 	postgres string
-	cfg      func(*core.Config)
+	cfg      func(*services.Config)
 	workers  bool
 	machine  bool
 	stripe   app.StripeOptions
@@ -62,10 +62,10 @@ type Option func(*options)
 func WithoutCredits() Option { return func(o *options) { o.credits = false } }
 
 // WithConfig adjusts the service configuration before it is built.
-func WithConfig(f func(*core.Config)) Option {
+func WithConfig(f func(*services.Config)) Option {
 	return func(o *options) {
 		prev := o.cfg
-		o.cfg = func(c *core.Config) {
+		o.cfg = func(c *services.Config) {
 			if prev != nil {
 				prev(c)
 			}
@@ -116,7 +116,7 @@ func New(t testing.TB, opts ...Option) *Env {
 	a, err := app.Open(ctx, app.Options{
 		BaseURL: "http://faxhub.test", DataDir: dir, Database: dsn,
 		SimTimeScale: 0, PollInterval: 20 * time.Millisecond, InsertOnly: !o.workers, MachinePayments: o.machine,
-		Core: func(c *core.Config) {
+		Core: func(c *services.Config) {
 			c.NoRetryDelay = true
 			if o.cfg != nil {
 				o.cfg(c)

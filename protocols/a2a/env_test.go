@@ -35,7 +35,7 @@ func newEnv(t *testing.T) *env {
 		return app.Options{BaseURL: base, APIURL: loopback, DataDir: t.TempDir(), Database: consoletest.Database(t),
 			Dev: true, MCPOAuth: true, SimTimeScale: 0, InsertOnly: true, Logger: consoletest.Logger(t)}
 	})
-	return &env{t: t, a: site.App, site: site, base: site.Base, api: site.App.Svc.Core.Config().APIURL}
+	return &env{t: t, a: site.App, site: site, base: site.Base, api: site.App.Svc.Config().APIURL}
 }
 
 // owner is an account with a console session, signed in at the console

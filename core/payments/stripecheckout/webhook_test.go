@@ -19,6 +19,7 @@ import (
 
 	"github.com/faxhub/faxhub/core"
 	"github.com/faxhub/faxhub/core/payments/stripecheckout"
+	"github.com/faxhub/faxhub/core/services"
 	"github.com/faxhub/faxhub/internal/app"
 	"github.com/faxhub/faxhub/internal/testenv"
 )
@@ -73,7 +74,7 @@ func newEnv(t *testing.T) *env {
 	t.Cleanup(fs.Close)
 	clk := &clock{}
 	e := testenv.New(t, testenv.WithoutWorkers(),
-		testenv.WithConfig(func(c *core.Config) { c.Now = clk.Now }),
+		testenv.WithConfig(func(c *services.Config) { c.Now = clk.Now }),
 		testenv.WithStripe(app.StripeOptions{SecretKey: "sk_test_faxhub", WebhookSecret: whsec, APIURL: fs.URL}))
 	srv := e.Serve(e.App.Handler())
 	return &env{Env: e, url: srv.URL, clock: clk}
