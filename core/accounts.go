@@ -66,7 +66,7 @@ func (s *Service) OwnerByEmail(ctx context.Context, email string) (*Owner, error
 		// The paying machines' owner is no one's to sign in as or claim.
 		return nil, notFound("owner")
 	}
-	return o, storeErr(err, "owner")
+	return o, StoreErr(err, "owner")
 }
 
 // APIKeyPrefix returns the visible prefix of keys of a mode.
@@ -105,7 +105,7 @@ func (s *Service) ListAPIKeys(ctx context.Context, ownerID string) ([]APIKey, er
 // RevokeAPIKey revokes one of the owner's keys; further use is refused at
 // once on every replica.
 func (s *Service) RevokeAPIKey(ctx context.Context, ownerID, id string) error {
-	return storeErr(s.d.Store.RevokeAPIKey(ctx, ownerID, id, s.now()), "api key")
+	return StoreErr(s.d.Store.RevokeAPIKey(ctx, ownerID, id, s.now()), "api key")
 }
 
 // AuthenticateAPIKey turns a presented secret into a Principal. API keys

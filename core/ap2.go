@@ -243,7 +243,7 @@ func (s *Service) SubmitPaymentMandate(ctx context.Context, p Principal, taskID 
 	}
 	c, err := s.d.Store.GetCreditPurchase(ctx, p.OwnerID, t.SubjectID)
 	if err != nil {
-		return nil, storeErr(err, "credit purchase")
+		return nil, StoreErr(err, "credit purchase")
 	}
 	if c.Status != PurchaseCartOffered && c.PaymentMandateID != nil && *c.PaymentMandateID == m.ID {
 		// The same mandate again (a retried message): where it stands.
@@ -392,7 +392,7 @@ func (s *Service) purchaseTaskView(ctx context.Context, p Principal, t *AgentTas
 			if err := s.finishPurchase(ctx, a.ID); err != nil {
 				s.d.Logger.Error("finish credit purchase", "cart", c.ID, "approval", a.ID, "err", err)
 			} else if c, err = s.d.Store.GetCreditPurchase(ctx, t.OwnerID, t.SubjectID); err != nil {
-				return nil, storeErr(err, "credit purchase")
+				return nil, StoreErr(err, "credit purchase")
 			}
 		}
 	}

@@ -58,7 +58,7 @@ func (s *Service) requestApproval(ctx context.Context, q Queries, r ApprovalRequ
 func (s *Service) GetApproval(ctx context.Context, ownerID, id string) (*Approval, error) {
 	a, err := s.d.Store.GetApproval(ctx, ownerID, id)
 	if err != nil {
-		return nil, storeErr(err, "approval")
+		return nil, StoreErr(err, "approval")
 	}
 	if a.Status == ApprovalPending && s.now().After(a.ExpiresAt) {
 		a.Status = ApprovalExpired
@@ -138,7 +138,7 @@ func (s *Service) DecideApproval(ctx context.Context, ownerID, id string, d Deci
 		if errors.Is(err, ErrConflict) {
 			return nil, Errorf(KindConflict, CodeApprovalState, "this request was decided already or expired")
 		}
-		return nil, storeErr(err, "approval")
+		return nil, StoreErr(err, "approval")
 	}
 	if a.Kind == ApprovalDevice && !d.Approve {
 		// Declined in the inbox: the agent is rejected too.

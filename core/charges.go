@@ -75,4 +75,10 @@ type ChargeStore interface {
 	// MarkChargeRefunded moves a succeeded charge to refunded once;
 	// ErrConflict otherwise.
 	MarkChargeRefunded(ctx context.Context, id, reference string, at time.Time) error
+	// GetChargeByFax reads the charge that paid for a fax.
+	GetChargeByFax(ctx context.Context, faxID string) (*Charge, error)
+	// SetChargeRefund records what a machine charge is owed back (state
+	// due with the amount in the method's units, or not_refundable), once:
+	// ErrConflict if a refund state is set already.
+	SetChargeRefund(ctx context.Context, chargeID, state string, dueUnits int64) error
 }

@@ -67,14 +67,14 @@ func (s *Service) CheckoutPayable(ctx context.Context, c *Checkout) error {
 	if c.Kind == CheckoutDraft && c.DraftID != nil {
 		d, err := s.d.Store.GetDraft(ctx, c.OwnerID, c.Mode, *c.DraftID)
 		if err != nil {
-			return storeErr(err, "draft")
+			return StoreErr(err, "draft")
 		}
 		return s.draftPayable(d)
 	}
 	if c.Kind == CheckoutNumber && c.NumberID != nil {
 		n, err := s.d.Store.GetNumber(ctx, c.OwnerID, c.Mode, *c.NumberID)
 		if err != nil {
-			return storeErr(err, "number")
+			return StoreErr(err, "number")
 		}
 		return s.numberPayable(n)
 	}
@@ -84,7 +84,7 @@ func (s *Service) CheckoutPayable(ctx context.Context, c *Checkout) error {
 // GetCheckout reads a checkout for its payment page.
 func (s *Service) GetCheckout(ctx context.Context, id string) (*Checkout, error) {
 	c, err := s.d.Store.GetCheckout(ctx, id)
-	return c, storeErr(err, "checkout")
+	return c, StoreErr(err, "checkout")
 }
 
 // CompleteCheckout records that a checkout was paid on the test page and
@@ -96,7 +96,7 @@ func (s *Service) CompleteCheckout(ctx context.Context, id string) (*Checkout, e
 	err := s.d.Store.InTx(ctx, func(tx Tx) error {
 		c, err := tx.GetCheckout(ctx, id)
 		if err != nil {
-			return storeErr(err, "checkout")
+			return StoreErr(err, "checkout")
 		}
 		now := s.now()
 		if c.Status == CheckoutPaid {
@@ -169,7 +169,7 @@ func (s *Service) CompleteCheckoutPaid(ctx context.Context, id string, ref Payme
 	err := s.d.Store.InTx(ctx, func(tx Tx) error {
 		c, err := tx.GetCheckout(ctx, id)
 		if err != nil {
-			return storeErr(err, "checkout")
+			return StoreErr(err, "checkout")
 		}
 		out = c
 		if c.Status == CheckoutPaid {
@@ -188,7 +188,7 @@ func (s *Service) CompleteCheckoutPaid(ctx context.Context, id string, ref Payme
 		if err := tx.SettleCheckout(ctx, c.ID, ref.PaymentIntent, now); errors.Is(err, ErrConflict) {
 			// Settled by a concurrent delivery of the same event.
 			out, err = tx.GetCheckout(ctx, id)
-			return storeErr(err, "checkout")
+			return StoreErr(err, "checkout")
 		} else if err != nil {
 			return err
 		}
@@ -199,7 +199,7 @@ func (s *Service) CompleteCheckoutPaid(ctx context.Context, id string, ref Payme
 		case CheckoutDraft:
 			d, err := tx.GetDraft(ctx, c.OwnerID, c.Mode, *c.DraftID)
 			if err != nil {
-				return storeErr(err, "draft")
+				return StoreErr(err, "draft")
 			}
 			if s.draftPayable(d) == nil {
 				return s.payDraftAtCheckout(ctx, tx, c)
@@ -213,7 +213,7 @@ func (s *Service) CompleteCheckoutPaid(ctx context.Context, id string, ref Payme
 		case CheckoutNumber:
 			n, err := tx.GetNumber(ctx, c.OwnerID, c.Mode, *c.NumberID)
 			if err != nil {
-				return storeErr(err, "number")
+				return StoreErr(err, "number")
 			}
 			// The money was taken: a number still awaiting payment is
 			// bought; one whose reservation lapsed meanwhile (someone else
@@ -239,17 +239,17 @@ func (s *Service) EndCheckout(ctx context.Context, id, session string, status Ch
 	}
 	c, err := s.d.Store.GetCheckout(ctx, id)
 	if err != nil {
-		return nil, storeErr(err, "checkout")
+		return nil, StoreErr(err, "checkout")
 	}
 	if session != c.ExternalID {
 		return nil, Errorf(KindUnprocessable, CodeCheckoutPaymentMismatch, "the event is for another session than this checkout's").With("checkoutId", c.ID)
 	}
 	err = s.d.Store.EndCheckout(ctx, id, status)
 	if err != nil && !errors.Is(err, ErrConflict) {
-		return nil, storeErr(err, "checkout")
+		return nil, StoreErr(err, "checkout")
 	}
 	c, err = s.d.Store.GetCheckout(ctx, id)
-	return c, storeErr(err, "checkout")
+	return c, StoreErr(err, "checkout")
 }
 
 // errRefundRaced rolls back a refund a concurrent delivery recorded first.
@@ -268,7 +268,7 @@ func (s *Service) RefundCheckout(ctx context.Context, paymentIntent string, refu
 	err := s.d.Store.InTx(ctx, func(tx Tx) error {
 		c, err := tx.GetCheckoutByPaymentRef(ctx, paymentIntent)
 		if err != nil {
-			return storeErr(err, "checkout")
+			return StoreErr(err, "checkout")
 		}
 		out = c
 		paid := CentsUp(c.AmountMicros)
@@ -305,7 +305,7 @@ func (s *Service) RefundCheckout(ctx context.Context, paymentIntent string, refu
 	})
 	if errors.Is(err, errRefundRaced) {
 		c, err := s.d.Store.GetCheckoutByPaymentRef(ctx, paymentIntent)
-		return c, storeErr(err, "checkout")
+		return c, StoreErr(err, "checkout")
 	}
 	return out, err
 }

@@ -205,7 +205,7 @@ func (s *Service) approveDelegatedSend(ctx context.Context, ownerID string, a *A
 		if err := tx.DecideApproval(ctx, ownerID, a.ID, ApprovalApproved, data, now); errors.Is(err, ErrConflict) {
 			return Errorf(KindConflict, CodeApprovalState, "this request was decided already or expired")
 		} else if err != nil {
-			return storeErr(err, "approval")
+			return StoreErr(err, "approval")
 		}
 		agent, err := tx.GetDelegatedAgent(ctx, send.AgentID)
 		if err != nil {
@@ -238,9 +238,9 @@ func (s *Service) approveDelegatedSend(ctx context.Context, ownerID string, a *A
 			DocumentID: send.DocumentID, Pages: send.Pages, Cover: send.Cover, CoverText: send.CoverText,
 			PriceMicros: send.PriceMicros, Currency: send.Currency, PaymentMethod: PayCredits, CreatedAt: now, UpdatedAt: now,
 		}
-		s.present(f, nil)
-		if err := s.createFax(ctx, tx, newFax{fax: f,
-			holdReason: "hold for fax " + f.ID + " to " + f.To + " sent by " + agent.Name + " on " + host.Name}); err != nil {
+		s.Present(f, nil)
+		if err := s.CreateFax(ctx, tx, NewFax{Fax: f,
+			HoldReason: "hold for fax " + f.ID + " to " + f.To + " sent by " + agent.Name + " on " + host.Name}); err != nil {
 			return err
 		}
 		if err := tx.MarkDelegatedSendSent(ctx, send.ID, f.ID); errors.Is(err, ErrConflict) {

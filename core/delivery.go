@@ -339,7 +339,7 @@ func (s *Service) refundUnsentPages(ctx context.Context, tx Tx, o *Fax) error {
 		return nil
 	}
 	if o.PaymentMethod == PayMachine {
-		return s.owePayer(ctx, tx, o, refund)
+		return s.d.PayerRefunds.OwePayer(ctx, tx, o, refund)
 	}
 	return tx.AppendLedger(ctx, &LedgerEntry{
 		ID: NewID(PrefixLedger), OwnerID: o.OwnerID, Mode: o.Mode, Kind: LedgerRefund, AmountMicros: refund,

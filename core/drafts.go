@@ -48,7 +48,7 @@ func (s *Service) CreateDraft(ctx context.Context, p Principal, r CreateDraftReq
 	}
 	err = s.d.Store.InTx(ctx, func(tx Tx) error {
 		if err := tx.UseDocument(ctx, d.DocumentID, now); err != nil {
-			return storeErr(err, "document")
+			return StoreErr(err, "document")
 		}
 		return tx.CreateDraft(ctx, d)
 	})
@@ -93,7 +93,7 @@ func (s *Service) GetDraft(ctx context.Context, p Principal, id string) (*DraftV
 	}
 	d, err := s.d.Store.GetDraft(ctx, p.OwnerID, p.Mode, id)
 	if err != nil {
-		return nil, storeErr(err, "draft")
+		return nil, StoreErr(err, "draft")
 	}
 	return s.draftView(d), nil
 }
@@ -132,7 +132,7 @@ func (s *Service) SendDraft(ctx context.Context, p Principal, draftID string) (f
 	}
 	d, err := s.d.Store.GetDraft(ctx, p.OwnerID, p.Mode, draftID)
 	if err != nil {
-		return nil, false, storeErr(err, "draft")
+		return nil, false, StoreErr(err, "draft")
 	}
 	if f, ok, err := s.draftFax(ctx, p, d); ok || err != nil {
 		return f, ok, err
@@ -142,7 +142,7 @@ func (s *Service) SendDraft(ctx context.Context, p Principal, draftID string) (f
 	}
 	f := s.faxOfDraft(d, PayCredits)
 	err = s.d.Store.InTx(ctx, func(tx Tx) error {
-		return s.createFax(ctx, tx, newFax{fax: f, draft: d})
+		return s.CreateFax(ctx, tx, NewFax{Fax: f, Draft: d})
 	})
 	switch {
 	case errors.Is(err, ErrConflict):
@@ -150,7 +150,7 @@ func (s *Service) SendDraft(ctx context.Context, p Principal, draftID string) (f
 		// that fax.
 		d, gerr := s.d.Store.GetDraft(ctx, p.OwnerID, p.Mode, draftID)
 		if gerr != nil {
-			return nil, false, storeErr(gerr, "draft")
+			return nil, false, StoreErr(gerr, "draft")
 		}
 		if f, ok, err := s.draftFax(ctx, p, d); ok || err != nil {
 			return f, ok, err
@@ -162,7 +162,7 @@ func (s *Service) SendDraft(ctx context.Context, p Principal, draftID string) (f
 		return nil, false, err
 	}
 	s.d.Logger.InfoContext(ctx, "fax queued from draft", "fax_id", f.ID, "draft_id", d.ID, "owner_id", f.OwnerID, "mode", f.Mode, "pages", f.Pages)
-	s.present(f, nil)
+	s.Present(f, nil)
 	return f, false, nil
 }
 
@@ -184,9 +184,9 @@ func (s *Service) draftFax(ctx context.Context, p Principal, d *Draft) (*Fax, bo
 	}
 	f, err := s.d.Store.GetFax(ctx, p.OwnerID, p.Mode, *d.FaxID)
 	if err != nil {
-		return nil, false, storeErr(err, "fax")
+		return nil, false, StoreErr(err, "fax")
 	}
-	s.present(f, nil)
+	s.Present(f, nil)
 	return f, true, nil
 }
 
@@ -198,7 +198,7 @@ func (s *Service) CreateDraftCheckout(ctx context.Context, p Principal, draftID 
 	}
 	d, err := s.d.Store.GetDraft(ctx, p.OwnerID, p.Mode, draftID)
 	if err != nil {
-		return nil, storeErr(err, "draft")
+		return nil, StoreErr(err, "draft")
 	}
 	if err := s.draftPayable(d); err != nil {
 		return nil, err
@@ -215,14 +215,14 @@ func (s *Service) CreateDraftCheckout(ctx context.Context, p Principal, draftID 
 func (s *Service) payDraftAtCheckout(ctx context.Context, tx Tx, c *Checkout) error {
 	d, err := tx.GetDraft(ctx, c.OwnerID, c.Mode, *c.DraftID)
 	if err != nil {
-		return storeErr(err, "draft")
+		return StoreErr(err, "draft")
 	}
 	if err := s.draftPayable(d); err != nil {
 		return err
 	}
 	f := s.faxOfDraft(d, PayCheckout)
 	f.PriceMicros = c.AmountMicros
-	if err := s.createFax(ctx, tx, newFax{fax: f, draft: d}); errors.Is(err, ErrConflict) {
+	if err := s.CreateFax(ctx, tx, NewFax{Fax: f, Draft: d}); errors.Is(err, ErrConflict) {
 		return Errorf(KindConflict, CodeDraftState, "this fax was paid already; nothing more is charged")
 	} else if err != nil {
 		return err

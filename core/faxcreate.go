@@ -11,17 +11,17 @@ import (
 // paying (credits by API key, a draft sent with credits, a draft paid at
 // its checkout, and the machine payments to come) creates its fax through
 // createFax, so the rules below hold for all of them.
-type newFax struct {
-	fax *Fax
-	// draft, when set, moves from open to paid in the same transaction:
+type NewFax struct {
+	Fax *Fax
+	// Draft, when set, moves from open to paid in the same transaction:
 	// a draft becomes at most one fax.
-	draft *Draft
-	// idempotency, when set, is stored with the fax as its response; a
+	Draft *Draft
+	// Idempotency, when set, is stored with the fax as its response; a
 	// concurrent request with the same key makes the transaction fail with
 	// ErrExists.
-	idempotency *IdempotencyRecord
-	// holdReason describes a credit hold in the ledger.
-	holdReason string
+	Idempotency *IdempotencyRecord
+	// HoldReason describes a credit hold in the ledger.
+	HoldReason string
 }
 
 // createFax is the one step that creates a fax, inside tx: it stores its
@@ -30,9 +30,9 @@ type newFax struct {
 // PayCredits; a checkout payment is the checkout row the caller marks paid
 // in the same transaction) and schedules its delivery. Either all of it
 // commits or none of it does.
-func (s *Service) createFax(ctx context.Context, tx Tx, n newFax) error {
-	f := n.fax
-	if n.idempotency != nil {
+func (s *Service) CreateFax(ctx context.Context, tx Tx, n NewFax) error {
+	f := n.Fax
+	if n.Idempotency != nil {
 		// First, so that a request whose key was used stops here (ErrExists)
 		// before it charges the rate limit or the balance. The response is
 		// the fax as created: nothing below changes it.
@@ -40,8 +40,8 @@ func (s *Service) createFax(ctx context.Context, tx Tx, n newFax) error {
 		if err != nil {
 			return fmt.Errorf("encode fax: %w", err)
 		}
-		n.idempotency.Response = resp
-		if err := tx.InsertIdempotency(ctx, n.idempotency); err != nil {
+		n.Idempotency.Response = resp
+		if err := tx.InsertIdempotency(ctx, n.Idempotency); err != nil {
 			return err
 		}
 	}
@@ -56,21 +56,21 @@ func (s *Service) createFax(ctx context.Context, tx Tx, n newFax) error {
 		}
 	}
 	if err := tx.UseDocument(ctx, f.DocumentID, f.CreatedAt); err != nil {
-		return storeErr(err, "document")
+		return StoreErr(err, "document")
 	}
 	if err := tx.CreateFax(ctx, f); err != nil {
 		return fmt.Errorf("create fax: %w", err)
 	}
-	if n.draft != nil {
-		if err := tx.MarkDraftPaid(ctx, n.draft.ID, f.ID); err != nil {
-			return fmt.Errorf("mark draft %s paid: %w", n.draft.ID, err)
+	if n.Draft != nil {
+		if err := tx.MarkDraftPaid(ctx, n.Draft.ID, f.ID); err != nil {
+			return fmt.Errorf("mark draft %s paid: %w", n.Draft.ID, err)
 		}
 	}
 	switch f.PaymentMethod {
 	case PayCredits:
 		hold := &LedgerEntry{
 			ID: NewID(PrefixLedger), OwnerID: f.OwnerID, Mode: f.Mode, Kind: LedgerHold,
-			AmountMicros: -f.PriceMicros, FaxID: &f.ID, Reason: cmpReason(n.holdReason, "hold for fax "+f.ID+" to "+f.To), CreatedAt: f.CreatedAt,
+			AmountMicros: -f.PriceMicros, FaxID: &f.ID, Reason: cmpReason(n.HoldReason, "hold for fax "+f.ID+" to "+f.To), CreatedAt: f.CreatedAt,
 		}
 		if err := tx.PlaceHold(ctx, hold); err != nil {
 			return err

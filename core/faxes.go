@@ -59,7 +59,7 @@ func (s *Service) resolveDocument(ctx context.Context, p Principal, uploadToken,
 		return s.documentFromToken(ctx, p, uploadToken)
 	case documentID != "":
 		d, err := s.d.Store.GetDocument(ctx, p.OwnerID, p.Mode, documentID)
-		return d, storeErr(err, "document")
+		return d, StoreErr(err, "document")
 	}
 	return nil, Errorf(KindInvalid, CodeInvalidRequest, "uploadToken or documentId is required")
 }
@@ -110,7 +110,7 @@ func (s *Service) SendFax(ctx context.Context, p Principal, idemKey string, r Se
 		return nil, false, err
 	}
 	err = s.d.Store.InTx(ctx, func(tx Tx) error {
-		return s.createFax(ctx, tx, newFax{fax: f, idempotency: &IdempotencyRecord{
+		return s.CreateFax(ctx, tx, NewFax{Fax: f, Idempotency: &IdempotencyRecord{
 			Scope: scope, Key: idemKey, RequestHash: reqHash, ResponseCode: 200, CreatedAt: f.CreatedAt,
 		}})
 	})
@@ -153,7 +153,7 @@ func (s *Service) newCreditFax(ctx context.Context, p Principal, r SendFaxReques
 		PriceMicros: q.quote.AmountMicros, Currency: Currency, PaymentMethod: PayCredits,
 		CreatedAt: now, UpdatedAt: now,
 	}
-	s.present(f, nil)
+	s.Present(f, nil)
 	return f, nil
 }
 
@@ -240,7 +240,7 @@ func (s *Service) allow(ctx context.Context, q Queries, key string, interval tim
 }
 
 // present fills a fax's response-only fields.
-func (s *Service) present(o *Fax, latest *Attempt) {
+func (s *Service) Present(o *Fax, latest *Attempt) {
 	o.Price, o.PriceCents, o.LatestAttempt = FormatUSD(o.PriceMicros), CentsUp(o.PriceMicros), latest
 }
 
@@ -257,7 +257,7 @@ func (s *Service) GetFax(ctx context.Context, p Principal, id string) (*Fax, err
 func (s *Service) getFax(ctx context.Context, p Principal, id string) (*Fax, error) {
 	o, err := s.d.Store.GetFax(ctx, p.OwnerID, p.Mode, id)
 	if err != nil {
-		return nil, storeErr(err, "fax")
+		return nil, StoreErr(err, "fax")
 	}
 	// A fax's attempts count and its attempt rows are written in one
 	// transaction (startAttempt), so a fax never attempted has none to
@@ -269,7 +269,7 @@ func (s *Service) getFax(ctx context.Context, p Principal, id string) (*Fax, err
 			return nil, fmt.Errorf("latest attempt: %w", err)
 		}
 	}
-	s.present(o, a)
+	s.Present(o, a)
 	return o, nil
 }
 
@@ -335,7 +335,7 @@ func (s *Service) ListFaxes(ctx context.Context, p Principal, status string, sta
 		page.Next = page.Data[limit-1].ID
 	}
 	for i := range page.Data {
-		s.present(&page.Data[i], nil)
+		s.Present(&page.Data[i], nil)
 	}
 	if page.Data == nil {
 		page.Data = []Fax{}
@@ -385,7 +385,7 @@ func (s *Service) cancelSendingFax(ctx context.Context, p Principal, id string) 
 	}
 	o, err := s.d.Store.GetFax(ctx, p.OwnerID, p.Mode, id)
 	if err != nil {
-		return false, storeErr(err, "fax")
+		return false, StoreErr(err, "fax")
 	}
 	if o.Status != FaxSending {
 		return false, nil
@@ -409,7 +409,7 @@ func (s *Service) cancelQueuedFax(ctx context.Context, p Principal, id string) e
 	return s.d.Store.InTx(ctx, func(tx Tx) error {
 		o, err := tx.GetFax(ctx, p.OwnerID, p.Mode, id)
 		if err != nil {
-			return storeErr(err, "fax")
+			return StoreErr(err, "fax")
 		}
 		if o.Status != FaxQueued {
 			return Errorf(KindConflict, CodeFaxNotCancelable, "a fax that is %s can no longer be canceled", o.Status)
@@ -436,7 +436,13 @@ func (s *Service) cancelQueuedFax(ctx context.Context, p Principal, id string) e
 func (s *Service) settle(ctx context.Context, tx Tx, o *Fax, kind LedgerKind) error {
 	switch o.PaymentMethod {
 	case PayMachine:
-		return s.settleMachine(ctx, tx, o, kind)
+		// Released, the whole charge is owed back through its method; a
+		// partial fax owes the unsent pages' share (refundUnsentPages), a
+		// delivered one nothing.
+		if kind != LedgerRelease {
+			return nil
+		}
+		return s.d.PayerRefunds.OwePayer(ctx, tx, o, o.PriceMicros)
 	case PayCredits:
 		if _, err := tx.SettleHold(ctx, o.ID, kind, s.now()); err != nil {
 			return fmt.Errorf("settle hold of %s (%s): %w", o.ID, kind, err)

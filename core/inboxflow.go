@@ -195,7 +195,7 @@ func (s *Service) processInbound(ctx context.Context, f *InboundFax, lastAttempt
 		text.Text, text.Status = CutUTF8(text.Text, MaxInboxText), TextTruncated
 	}
 	key := "inbox/" + f.ID + ".pdf"
-	size, err := s.putFile(ctx, key, pdf, string(FilePDF))
+	size, err := s.PutFile(ctx, key, pdf, string(FilePDF))
 	if err != nil {
 		return wrapErr(Errorf(KindUnavailable, CodeInternal, "storing the received fax failed"), err)
 	}
@@ -313,7 +313,7 @@ func (s *Service) GetInboxFax(ctx context.Context, p Principal, id string) (*Inb
 		return nil, notFound("received fax")
 	}
 	f, err := s.d.Store.GetInboundFax(ctx, p.OwnerID, p.Mode, id)
-	return f, storeErr(err, "received fax")
+	return f, StoreErr(err, "received fax")
 }
 
 // InboxLink is a short-lived link to a received fax's PDF.
@@ -432,7 +432,7 @@ func (s *Service) DeliverTestFax(ctx context.Context, ownerID string, t TestInbo
 	}
 	ref := "sim_" + RandomString(10)
 	key := "inbox/incoming-" + ref
-	if _, err := s.putFile(ctx, key, t.Path, "application/octet-stream"); err != nil {
+	if _, err := s.PutFile(ctx, key, t.Path, "application/octet-stream"); err != nil {
 		return nil, err
 	}
 	f, err := s.ReceiveFax(ctx, InboundNotice{

@@ -32,8 +32,16 @@ func (NopMetrics) AttemptEnded(string, AttemptStatus, time.Duration) {}
 func (NopMetrics) FaxEnded(FaxStatus, time.Duration)                 {}
 func (NopMetrics) Converted(FileKind, bool, time.Duration)           {}
 
-// observedConverter times every conversion for Metrics. Wrapping the port
-// once (in New) covers uploads, machine faxes and received faxes alike.
+// ObservedConverter times every conversion of c for m. Wrapping the port
+// once (core/services) covers uploads, machine faxes and received faxes
+// alike.
+func ObservedConverter(c Converter, m Metrics, now func() time.Time) Converter {
+	if now == nil {
+		now = time.Now
+	}
+	return observedConverter{Converter: c, m: m, now: now}
+}
+
 type observedConverter struct {
 	Converter
 	m   Metrics

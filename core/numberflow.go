@@ -257,7 +257,7 @@ func (s *Service) GetNumber(ctx context.Context, p Principal, id string) (*Numbe
 	}
 	n, err := ownNumber(ctx, s.d.Store, p, id)
 	if err != nil {
-		return nil, storeErr(err, "number")
+		return nil, StoreErr(err, "number")
 	}
 	return s.presentNumber(n), nil
 }
@@ -271,7 +271,7 @@ func (s *Service) CreateNumberCheckout(ctx context.Context, p Principal, id stri
 	}
 	n, err := ownNumber(ctx, s.d.Store, p, id)
 	if err != nil {
-		return nil, storeErr(err, "number")
+		return nil, StoreErr(err, "number")
 	}
 	if err := s.numberPayable(n); err != nil {
 		return nil, err
@@ -306,7 +306,7 @@ func (s *Service) PayNumberWithCredits(ctx context.Context, p Principal, id stri
 	err := s.d.Store.InTx(ctx, func(tx Tx) error {
 		n, err := ownNumber(ctx, tx, p, id)
 		if err != nil {
-			return storeErr(err, "number")
+			return StoreErr(err, "number")
 		}
 		if err := s.numberPayable(n); err != nil {
 			return err
@@ -348,7 +348,7 @@ func (s *Service) numberPayable(n *Number) error {
 func (s *Service) payNumberAtCheckout(ctx context.Context, tx Tx, c *Checkout) error {
 	n, err := tx.GetNumber(ctx, c.OwnerID, c.Mode, *c.NumberID)
 	if err != nil {
-		return storeErr(err, "number")
+		return StoreErr(err, "number")
 	}
 	if n.Status != NumberAwaitingPayment {
 		return Errorf(KindConflict, CodeNumberState, "this number is %s; nothing more is charged", n.Status)
@@ -527,7 +527,7 @@ func (s *Service) ReleaseNumber(ctx context.Context, p Principal, id string) (*N
 	}
 	n, err := ownNumber(ctx, s.d.Store, p, id)
 	if err != nil {
-		return nil, storeErr(err, "number")
+		return nil, StoreErr(err, "number")
 	}
 	switch n.Status {
 	case NumberAwaitingPayment:
@@ -770,7 +770,7 @@ func (s *Service) numberTaskView(ctx context.Context, p Principal, t *AgentTask)
 func (s *Service) cancelNumberTask(ctx context.Context, p Principal, t *AgentTask) (*TaskView, error) {
 	n, err := s.d.Store.GetNumber(ctx, p.OwnerID, p.Mode, t.SubjectID)
 	if err != nil {
-		return nil, storeErr(err, "number")
+		return nil, StoreErr(err, "number")
 	}
 	if n.Status != NumberAwaitingPayment {
 		return nil, Errorf(KindConflict, CodeTaskNotCancelable, "the number is %s; only an unpaid reservation can be canceled", n.Status)

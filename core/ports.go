@@ -153,6 +153,15 @@ type Queue interface {
 	EnqueueInbound(ctx context.Context, tx Tx, inboundID string) error
 }
 
+// PayerRefunds records what a fax paid by a machine (no account: core/machine)
+// owes its payer back, in the transaction that ends the fax; the payment
+// method performs the refund later.
+type PayerRefunds interface {
+	// OwePayer records that refundMicros of f's price (all of it, or the
+	// unsent pages' share) goes back to the payer.
+	OwePayer(ctx context.Context, tx Tx, f *Fax, refundMicros int64) error
+}
+
 // CheckoutGateway starts a hosted payment for a checkout. In test mode it is
 // our own test page; in live mode Stripe Checkout.
 type CheckoutGateway interface {

@@ -49,8 +49,6 @@ type Config struct {
 	// Storage: upload leases, upload rate, quota, retention, GC.
 	Storage StorageConfig
 
-	// Machine: paying machines over HTTP 402 (core/machine.go).
-	Machine MachineConfig
 
 	// Numbers: renting fax numbers (core/numbers.go).
 	Numbers NumberConfig
@@ -79,10 +77,6 @@ func (c *Config) setDefaults() {
 	c.AgentMode = cmp.Or(c.AgentMode, ModeLive)
 	c.Storage.setDefaults()
 	c.Numbers.setDefaults()
-	c.Machine.ChallengeTTL = cmp.Or(c.Machine.ChallengeTTL, 5*time.Minute)
-	c.Machine.SettleLease = cmp.Or(c.Machine.SettleLease, 2*time.Minute)
-	c.Machine.StatusTTL = cmp.Or(c.Machine.StatusTTL, 30*24*time.Hour)
-	c.Machine.MaxPDFBytes = cmp.Or(c.Machine.MaxPDFBytes, 10<<20)
 }
 
 // Deps are the ports the service drives.
@@ -108,16 +102,15 @@ type Deps struct {
 	// credentials (a card token): the test card in test mode, Stripe in
 	// live mode once configured (payments issue).
 	PaymentMethods map[Mode]payments.PaymentMethod
-	// Machine lists the methods paying machines can use, in the order
-	// they are offered (core/machine.go); empty with machine payments on,
-	// the machine endpoint answers machine_payments_not_available.
-	Machine []MachineMethod
 	// Numbers maps each mode to the provider that rents its numbers (the
 	// simulator in test mode, Telnyx live); a mode without one answers
 	// numbers_not_configured.
 	Numbers map[Mode]NumberProvider
 	// Text reads received faxes for agents (pdftotext, tesseract).
 	Text TextExtractor
+	// PayerRefunds records what a machine-paid fax owes its payer back
+	// (core/machine); required.
+	PayerRefunds PayerRefunds
 	// Metrics counts delivery attempts, finished faxes and conversions
 	// (core/prometheus); nil counts nothing.
 	Metrics Metrics
@@ -140,6 +133,8 @@ func New(cfg Config, deps Deps) (*Service, error) {
 		return nil, errors.New("core: UploadSecret must be at least 32 bytes")
 	case cfg.BaseURL == "":
 		return nil, errors.New("core: BaseURL is required")
+	case deps.PayerRefunds == nil:
+		return nil, errors.New("core: PayerRefunds is required")
 	}
 	if deps.Prices == nil {
 		deps.Prices = DefaultPriceTable()
@@ -149,8 +144,6 @@ func New(cfg Config, deps Deps) (*Service, error) {
 	}
 	if deps.Metrics == nil {
 		deps.Metrics = NopMetrics{}
-	} else if deps.Converter != nil {
-		deps.Converter = observedConverter{Converter: deps.Converter, m: deps.Metrics, now: cfg.Now}
 	}
 	return &Service{cfg: cfg, d: deps}, nil
 }
@@ -171,7 +164,7 @@ func (s *Service) ResourceA2A() string { return s.cfg.BaseURL + "/a2a" }
 // Owner returns an owner by id.
 func (s *Service) Owner(ctx context.Context, id string) (*Owner, error) {
 	o, err := s.d.Store.GetOwner(ctx, id)
-	return o, storeErr(err, "owner")
+	return o, StoreErr(err, "owner")
 }
 
 // Secret returns the named server secret, shared by every replica.
@@ -206,7 +199,7 @@ func (s *Service) AllowPublic(ctx context.Context, endpoint, ip string) error {
 func (s *Service) now() time.Time { return s.cfg.Now().UTC().Truncate(time.Microsecond) }
 
 // storeErr translates a store sentinel into a caller-facing *Error for what.
-func storeErr(err error, what string) error {
+func StoreErr(err error, what string) error {
 	switch {
 	case err == nil:
 		return nil

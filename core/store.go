@@ -13,18 +13,31 @@ import (
 // another state; services turn those into *Error.
 type Store interface {
 	Queries
-	// InTx runs fn in one transaction: committed when fn returns nil, rolled
-	// back otherwise. On SQLite the transaction takes the write lock at
-	// BEGIN (immediate), so a read-then-write inside fn cannot race.
-	InTx(ctx context.Context, fn func(tx Tx) error) error
+	Transactor
 	// Ping checks the database is reachable; Ready also checks that every
 	// migration is applied.
 	Ping(ctx context.Context) error
 	Ready(ctx context.Context) error
+	Secrets
+	Close() error
+}
+
+// Transactor runs functions in database transactions. A feature whose
+// transactions touch rows of its own defines its Tx as core.Tx plus its
+// queries; the store's transaction implements every feature's, so the
+// feature asserts the Tx it is handed to its own (once, in its inTx).
+type Transactor interface {
+	// InTx runs fn in one transaction: committed when fn returns nil, rolled
+	// back otherwise. On SQLite the transaction takes the write lock at
+	// BEGIN (immediate), so a read-then-write inside fn cannot race.
+	InTx(ctx context.Context, fn func(tx Tx) error) error
+}
+
+// Secrets are the server secrets every replica shares.
+type Secrets interface {
 	// Secret returns the named server secret, creating it (32 random bytes)
 	// on first use; every replica gets the same value.
 	Secret(ctx context.Context, name string) ([]byte, error)
-	Close() error
 }
 
 // Tx is a Store bound to one transaction. Adapters that must write in the
@@ -38,7 +51,6 @@ type Tx interface {
 type Queries interface {
 	AgentStore
 	ChargeStore
-	MachineStore
 	TaskStore
 	HostStore
 	NumberStore

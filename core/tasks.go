@@ -128,7 +128,7 @@ func (s *Service) DraftCheckoutURL(d *Draft) string {
 func (s *Service) agentTask(ctx context.Context, p Principal, id string) (*AgentTask, error) {
 	t, err := s.d.Store.GetAgentTask(ctx, p.OwnerID, id)
 	if err != nil {
-		return nil, storeErr(err, "task")
+		return nil, StoreErr(err, "task")
 	}
 	if t.Mode != p.Mode {
 		return nil, notFound("task")

@@ -119,7 +119,7 @@ func (s *Service) ReceiveUpload(ctx context.Context, token string, body io.Reade
 		if errors.Is(err, ErrConflict) {
 			return nil, uploadInUse()
 		}
-		return nil, storeErr(err, "upload")
+		return nil, StoreErr(err, "upload")
 	}
 	putCtx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
@@ -209,14 +209,14 @@ func (s *Service) storeUpload(ctx context.Context, c UploadClaims, claimID strin
 	}
 	base := fmt.Sprintf("%s/%s/%s/", c.OwnerID, c.Mode, doc.ID)
 	doc.SourceKey, doc.PDFKey = base+"source", base+"document.pdf"
-	if _, err := s.putFile(ctx, doc.SourceKey, src, string(kind)); err != nil {
+	if _, err := s.PutFile(ctx, doc.SourceKey, src, string(kind)); err != nil {
 		return nil, err
 	}
 	if kind == FilePDF {
 		// The validated original is the fax document; don't store it twice.
 		doc.PDFKey, doc.PDFBytes = doc.SourceKey, n
 	} else {
-		if doc.PDFBytes, err = s.putFile(ctx, doc.PDFKey, pdf, string(FilePDF)); err != nil {
+		if doc.PDFBytes, err = s.PutFile(ctx, doc.PDFKey, pdf, string(FilePDF)); err != nil {
 			return nil, err
 		}
 	}
@@ -266,7 +266,7 @@ func spool(path string, r io.Reader, max int64) (int64, string, error) {
 
 // putFile stores a spooled file under key, by move where the blob store
 // can, and reports its size. The file is consumed.
-func (s *Service) putFile(ctx context.Context, key, path, contentType string) (int64, error) {
+func (s *Service) PutFile(ctx context.Context, key, path, contentType string) (int64, error) {
 	if fb, ok := s.d.Blobs.(FileBlobStore); ok {
 		n, err := fb.PutFile(ctx, key, path, contentType)
 		if err != nil {
@@ -300,11 +300,11 @@ func (s *Service) documentFromToken(ctx context.Context, p Principal, token stri
 	// to say why.
 	d, err := s.d.Store.GetUploadDocument(ctx, c.UploadID, p.OwnerID, p.Mode)
 	if !errors.Is(err, ErrNoRows) {
-		return d, storeErr(err, "document")
+		return d, StoreErr(err, "document")
 	}
 	u, err := s.d.Store.GetUpload(ctx, c.UploadID)
 	if err != nil {
-		return nil, storeErr(err, "upload")
+		return nil, StoreErr(err, "upload")
 	}
 	if u.DocumentID == nil {
 		return nil, Errorf(KindConflict, CodeUploadPending, "nothing has been uploaded with this token yet; PUT the file to uploadUrl first")
@@ -318,5 +318,5 @@ func (s *Service) GetDocument(ctx context.Context, p Principal, id string) (*Doc
 		return nil, err
 	}
 	d, err := s.d.Store.GetDocument(ctx, p.OwnerID, p.Mode, id)
-	return d, storeErr(err, "document")
+	return d, StoreErr(err, "document")
 }

@@ -13,6 +13,7 @@ import (
 	"strings"
 
 	"github.com/faxhub/faxhub/core"
+	"github.com/faxhub/faxhub/core/machine"
 	"github.com/faxhub/faxhub/core/payments/mpp"
 	"github.com/faxhub/faxhub/core/web"
 )
@@ -58,7 +59,7 @@ type machineValidateBody struct {
 // refused before a byte is read), and decodes it strictly into v. The raw
 // bytes are returned because the challenge binds their digest.
 func (a *api) readMachineBody(w http.ResponseWriter, r *http.Request, v any) ([]byte, error) {
-	limit := a.svc.Core.MachineMaxBodyBytes()
+	limit := a.svc.Machine.MaxBodyBytes()
 	tooLarge := func() error {
 		return core.Errorf(core.KindTooLarge, core.CodeFileTooLarge,
 			"the body is larger than %d bytes, the most this server accepts for a base64 document of %d bytes",
@@ -131,7 +132,7 @@ func required(name, value string) error {
 // validateMachineFax prices a fax for a paying machine without side effects;
 // it needs no credential because it spends nothing.
 func (a *api) validateMachineFax(w http.ResponseWriter, r *http.Request) error {
-	if !a.svc.Core.MachineEnabled() {
+	if !a.svc.Machine.Enabled() {
 		return a.machinePaymentsOff()
 	}
 	// Before the body is read: a page count of a base64 PDF is work, and
@@ -146,7 +147,7 @@ func (a *api) validateMachineFax(w http.ResponseWriter, r *http.Request) error {
 	if err := required("to", body.To); err != nil {
 		return err
 	}
-	req := core.MachineQuoteRequest{To: body.To, Cover: body.Cover, ClientIP: web.ClientIP(r)}
+	req := machine.QuoteRequest{To: body.To, Cover: body.Cover, ClientIP: web.ClientIP(r)}
 	switch {
 	case (body.Base64 == nil) == (body.Pages == nil):
 		return core.Errorf(core.KindInvalid, core.CodeInvalidRequest, "give exactly one of base64 (the PDF) and pages (its page count)")
@@ -162,7 +163,7 @@ func (a *api) validateMachineFax(w http.ResponseWriter, r *http.Request) error {
 		}
 		req.Pages = *body.Pages
 	}
-	q, err := a.svc.Core.MachineQuote(r.Context(), req)
+	q, err := a.svc.Machine.Quote(r.Context(), req)
 	if err != nil {
 		return err
 	}
@@ -173,7 +174,7 @@ func (a *api) validateMachineFax(w http.ResponseWriter, r *http.Request) error {
 // createMachineFax is POST /api/v1/machine/faxes: unpaid, a 402 with the
 // challenges; paid, the order with its receipt.
 func (a *api) createMachineFax(w http.ResponseWriter, r *http.Request) error {
-	if !a.svc.Core.MachineEnabled() {
+	if !a.svc.Machine.Enabled() {
 		return a.machinePaymentsOff()
 	}
 	var body machineFaxBody
@@ -190,7 +191,7 @@ func (a *api) createMachineFax(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	res, err := a.svc.Core.MachineFax(r.Context(), core.MachineFaxRequest{
+	res, err := a.svc.Machine.Fax(r.Context(), machine.FaxRequest{
 		To: body.To, PDF: pdf, RequestID: body.RequestID, Cover: body.Cover,
 		BodyDigest:    mpp.ContentDigest(raw),
 		Authorization: r.Header.Values("Authorization"),
@@ -217,7 +218,7 @@ type paymentProblem struct {
 // ("…/problems/payment-expired" → "payment-expired").
 func paymentCode(t mpp.ProblemType) string { return path.Base(string(t)) }
 
-func writeMachineResult(w http.ResponseWriter, r *http.Request, res *core.MachineFaxResult) error {
+func writeMachineResult(w http.ResponseWriter, r *http.Request, res *machine.FaxResult) error {
 	h := w.Header()
 	switch {
 	case res.Order != nil:
@@ -251,10 +252,10 @@ func writeMachineResult(w http.ResponseWriter, r *http.Request, res *core.Machin
 // getMachineFaxStatus is the status URL of a paid order: the token in the
 // path is its capability, so it needs no credential.
 func (a *api) getMachineFaxStatus(w http.ResponseWriter, r *http.Request) error {
-	if !a.svc.Core.MachineEnabled() {
+	if !a.svc.Machine.Enabled() {
 		return a.machinePaymentsOff()
 	}
-	o, err := a.svc.Core.MachineFaxStatus(r.Context(), r.PathValue("token"))
+	o, err := a.svc.Machine.FaxStatus(r.Context(), r.PathValue("token"))
 	if err != nil {
 		return err
 	}

@@ -6,6 +6,7 @@ import (
 	"slices"
 
 	"github.com/faxhub/faxhub/core"
+	"github.com/faxhub/faxhub/core/machine"
 	"github.com/faxhub/faxhub/core/payments/mpp"
 )
 
@@ -125,9 +126,9 @@ func (s *specBuilder) machinePaths(opts Options, lim machineLimits, quote obj) o
 		"requestBody": jsonRequest("MachineFaxRequest", true, obj{"to": number, "base64": "JVBERi0xLjQK…", "request_id": requestID}),
 		"responses": func() obj {
 			r := s.responses(s.jsonResponse("the paid order (or, for a paid request_id, the stored one)", "MachineOrder", order), commonErrs(), docErrs, []errs{
-				e(400, core.CodeMultipleCredentials),
-				e(409, core.CodeRequestIDConflict, core.CodePaymentInProgress),
-				e(503, core.CodePaymentProcessorUnavailable), off,
+				e(400, machine.CodeMultipleCredentials),
+				e(409, machine.CodeRequestIDConflict, machine.CodePaymentInProgress),
+				e(503, machine.CodePaymentProcessorUnavailable), off,
 			})
 			r["200"].(obj)["headers"] = obj{mpp.ReceiptHeader: obj{"description": "base64url JSON receipt {status, method, timestamp, reference, challengeId, externalId}", "schema": obj{"type": "string"}}}
 			r["402"] = paymentProblemResponse()
@@ -159,7 +160,7 @@ func (s *specBuilder) machinePaths(opts Options, lim machineLimits, quote obj) o
 			"description": "The statusUrl of a paid order: the token in the path is the capability, so no credential is needed (keep the URL private). Answers the order with its current status, pages sent and refund state.",
 			"security":    noAuth(),
 			"parameters":  []any{pathParam("token", "the token of the order's statusUrl")},
-			"responses":   s.responses(s.jsonResponse("the order", "MachineOrder", order), commonErrs(), []errs{e(404, core.CodeMachineStatusToken), off}),
+			"responses":   s.responses(s.jsonResponse("the order", "MachineOrder", order), commonErrs(), []errs{e(404, machine.CodeStatusToken), off}),
 		}},
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/faxhub/faxhub/core"
+	"github.com/faxhub/faxhub/core/machine"
 	"github.com/faxhub/faxhub/core/services"
 )
 
@@ -60,7 +61,7 @@ const (
 	unitAPIURL  = "https://api.faxhub.example"
 )
 
-func newUnitAPI(t *testing.T, machine bool) *api {
+func newUnitAPI(t *testing.T, machineOn bool) *api {
 	t.Helper()
 	now := time.Now()
 	revoked := now.Add(-time.Hour)
@@ -71,8 +72,7 @@ func newUnitAPI(t *testing.T, machine bool) *api {
 	}}
 	svc, err := services.New(services.Config{Config: core.Config{
 		BaseURL: unitBaseURL, APIURL: unitAPIURL, UploadSecret: bytes.Repeat([]byte{1}, 32), MaxUploadBytes: 1 << 20,
-		Machine: core.MachineConfig{Enabled: machine, MaxPDFBytes: 3 << 10},
-	}}, services.Deps{Store: st, Deps: core.Deps{Destination: destinations{}}})
+	}, Machine: machine.Config{Enabled: machineOn, MaxPDFBytes: 3 << 10}}, services.Deps{Store: st, Deps: core.Deps{Destination: destinations{}}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -76,7 +76,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if c.MachineSweep < time.Second {
 		return fmt.Errorf("--machine-sweep-interval %s: must be at least 1s", c.MachineSweep)
 	}
-	if err := a.Queue.ScheduleMachineSweep(a.Svc.Core.SweepMachinePayments, c.MachineSweep); err != nil {
+	if err := a.Queue.ScheduleMachineSweep(a.Svc.Machine.Sweep, c.MachineSweep); err != nil {
 		return err
 	}
 	if c.NumberSweep < time.Second {

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/faxhub/faxhub/core"
+	"github.com/faxhub/faxhub/core/machine"
 	"github.com/faxhub/faxhub/core/services"
 )
 
@@ -20,8 +21,8 @@ func testMachine(t *testing.T, s services.Store) {
 	if o, err := s.GetOwner(ctx, core.MachineOwnerID); err != nil || o.Email != "machine-payments@faxhub.invalid" {
 		t.Fatalf("machine owner: %+v %v", o, err)
 	}
-	r := &core.MachineRequest{RequestID: "req-1", BodyDigest: "sha-256=:x:", Destination: "+12125550100", Country: "US", Pages: 2,
-		PriceMicros: 210_000, Challenges: []byte(`[{"id":"c1"}]`), ChallengesExpireAt: at(300), Status: core.MachineRequestOpen,
+	r := &machine.Request{RequestID: "req-1", BodyDigest: "sha-256=:x:", Destination: "+12125550100", Country: "US", Pages: 2,
+		PriceMicros: 210_000, Challenges: []byte(`[{"id":"c1"}]`), ChallengesExpireAt: at(300), Status: machine.RequestOpen,
 		CreatedAt: at(0), UpdatedAt: at(0)}
 	must(t, s.CreateMachineRequest(ctx, r))
 	dup := *r
@@ -37,8 +38,8 @@ func testMachine(t *testing.T, s services.Store) {
 
 	doc := newDocument(t, s, newOwner(t, s), core.ModeTest)
 	f := newFax(t, s, doc)
-	claim := &core.MachineClaim{ChallengeID: "c2", RequestID: "req-1", Method: "stripe", Mode: core.ModeTest, IdempotencyKey: "k1",
-		Amount: 50, Currency: "usd", Credential: []byte("sealed"), State: core.MachineClaimSettling, LeaseUntil: at(420),
+	claim := &machine.Claim{ChallengeID: "c2", RequestID: "req-1", Method: "stripe", Mode: core.ModeTest, IdempotencyKey: "k1",
+		Amount: 50, Currency: "usd", Credential: []byte("sealed"), State: machine.ClaimSettling, LeaseUntil: at(420),
 		DocumentID: "doc_1", CreatedAt: at(300), UpdatedAt: at(300)}
 	// Fifty concurrent claims of one challenge: one wins.
 	var wg sync.WaitGroup
@@ -79,21 +80,21 @@ func testMachine(t *testing.T, s services.Store) {
 	must(t, s.ReleaseMachineClaim(ctx, "c2", at(500)))
 
 	// Failed: another key takes it, the same key does not.
-	must(t, s.FinishMachineClaim(ctx, "c2", core.MachineClaimFailed, nil, "declined", at(501)))
-	wantErr(t, "finish twice", s.FinishMachineClaim(ctx, "c2", core.MachineClaimPaid, nil, "", at(502)), core.ErrConflict)
+	must(t, s.FinishMachineClaim(ctx, "c2", machine.ClaimFailed, nil, "declined", at(501)))
+	wantErr(t, "finish twice", s.FinishMachineClaim(ctx, "c2", machine.ClaimPaid, nil, "", at(502)), core.ErrConflict)
 	same := *claim
 	same.LeaseUntil = at(700)
 	wantErr(t, "retake under the failed key", s.TakeOverMachineClaim(ctx, &same, at(502)), core.ErrConflict)
 	must(t, s.TakeOverMachineClaim(ctx, &other, at(502)))
 	c, err = s.GetMachineClaim(ctx, "c2")
 	must(t, err)
-	if c.State != core.MachineClaimSettling || c.IdempotencyKey != "k2" || c.DocumentID != "doc_2" || c.Failure != "" {
+	if c.State != machine.ClaimSettling || c.IdempotencyKey != "k2" || c.DocumentID != "doc_2" || c.Failure != "" {
 		t.Fatalf("failed claim taken by another key: %+v", c)
 	}
-	must(t, s.FinishMachineClaim(ctx, "c2", core.MachineClaimPaid, &f.ID, "", at(503)))
+	must(t, s.FinishMachineClaim(ctx, "c2", machine.ClaimPaid, &f.ID, "", at(503)))
 	c, err = s.GetMachineClaim(ctx, "c2")
 	must(t, err)
-	if c.State != core.MachineClaimPaid || c.Credential != nil || c.FaxID == nil || *c.FaxID != f.ID {
+	if c.State != machine.ClaimPaid || c.Credential != nil || c.FaxID == nil || *c.FaxID != f.ID {
 		t.Fatalf("paid claim: %+v", c)
 	}
 
@@ -101,7 +102,7 @@ func testMachine(t *testing.T, s services.Store) {
 	wantErr(t, "pay twice", s.MarkMachineRequestPaid(ctx, "req-1", f.ID, nil, "", at(504)), core.ErrConflict)
 	got, err = s.GetMachineRequest(ctx, "req-1")
 	must(t, err)
-	if got.Status != core.MachineRequestPaid || string(got.Response) != `{"id":"x"}` || got.Receipt != "rcpt" {
+	if got.Status != machine.RequestPaid || string(got.Response) != `{"id":"x"}` || got.Receipt != "rcpt" {
 		t.Fatalf("paid request: %+v", got)
 	}
 
@@ -119,8 +120,8 @@ func testMachine(t *testing.T, s services.Store) {
 	must(t, err)
 	wantEqual(t, "GetChargeByFax", byFax, ch)
 
-	must(t, s.SetChargeRefund(ctx, ch.ID, core.RefundDue, 105_000))
-	wantErr(t, "refund set twice", s.SetChargeRefund(ctx, ch.ID, core.RefundDue, 1), core.ErrConflict)
+	must(t, s.SetChargeRefund(ctx, ch.ID, machine.RefundDue, 105_000))
+	wantErr(t, "refund set twice", s.SetChargeRefund(ctx, ch.ID, machine.RefundDue, 1), core.ErrConflict)
 	due, err := s.DueRefunds(ctx, at(600), 10)
 	must(t, err)
 	if len(due) != 1 || due[0].RefundDueUnits != 105_000 {
@@ -131,11 +132,11 @@ func testMachine(t *testing.T, s services.Store) {
 	if due, _ := s.DueRefunds(ctx, at(601), 10); len(due) != 0 {
 		t.Fatalf("a leased refund is listed: %+v", due)
 	}
-	must(t, s.FinishRefund(ctx, ch.ID, core.RefundDone, "re_1", at(602)))
-	wantErr(t, "finish a refund twice", s.FinishRefund(ctx, ch.ID, core.RefundDone, "re_2", at(603)), core.ErrConflict)
+	must(t, s.FinishRefund(ctx, ch.ID, machine.RefundDone, "re_1", at(602)))
+	wantErr(t, "finish a refund twice", s.FinishRefund(ctx, ch.ID, machine.RefundDone, "re_2", at(603)), core.ErrConflict)
 	got2, err := s.GetCharge(ctx, ch.ID)
 	must(t, err)
-	if got2.Status != core.ChargeRefunded || got2.RefundState != core.RefundDone || got2.RefundReference != "re_1" {
+	if got2.Status != core.ChargeRefunded || got2.RefundState != machine.RefundDone || got2.RefundReference != "re_1" {
 		t.Fatalf("refunded: %+v", got2)
 	}
 
@@ -145,7 +146,7 @@ func testMachine(t *testing.T, s services.Store) {
 	open.RequestID, open.ChallengesExpireAt = "req-open", at(100)
 	must(t, s.CreateMachineRequest(ctx, &open))
 	failed := *claim
-	failed.ChallengeID, failed.RequestID, failed.State = "c-open", "req-open", core.MachineClaimFailed
+	failed.ChallengeID, failed.RequestID, failed.State = "c-open", "req-open", machine.ClaimFailed
 	must(t, s.InsertMachineClaim(ctx, &failed))
 	n, err := s.PurgeMachineRequests(ctx, at(100))
 	must(t, err)

@@ -21,12 +21,11 @@ import (
 
 	"github.com/faxhub/faxhub/core"
 	"github.com/faxhub/faxhub/core/queue"
-	"github.com/faxhub/faxhub/core/services"
 	"github.com/faxhub/faxhub/internal/require"
 )
 
 // The real service's Deliver is what cmd/faxhub passes to New.
-var _ func(context.Context, string) error = (*services.Set)(nil).Core.Deliver
+var _ func(context.Context, string) error = (*core.Service)(nil).Deliver
 
 // sqlTx stands in for the store's transaction: a core.Tx that exposes its
 // *sql.Tx. The embedded nil core.Tx is never called.

@@ -9,6 +9,7 @@ import (
 	"errors"
 
 	"github.com/faxhub/faxhub/core"
+	"github.com/faxhub/faxhub/core/machine"
 	"github.com/faxhub/faxhub/core/retention"
 )
 
@@ -17,6 +18,7 @@ import (
 type Store interface {
 	core.Store
 	retention.Store
+	machine.Queries
 }
 
 // Deps are the ports the features drive.
@@ -26,6 +28,9 @@ type Deps struct {
 	// AuthState, when the authorization server keeps its state in the same
 	// database, is purged by the garbage collector too.
 	AuthState retention.AuthStatePurger
+	// Machine lists the methods paying machines can use, in the order they
+	// are offered (core/machine).
+	Machine []machine.Method
 }
 
 // Config is the configuration of every feature: the kernel's (origins,
@@ -33,11 +38,14 @@ type Deps struct {
 // features' defaults.
 type Config struct {
 	core.Config
+	// Machine: paying machines over HTTP 402.
+	Machine machine.Config
 }
 
 // Set is every feature service of one process.
 type Set struct {
 	Core      *core.Service
+	Machine   *machine.Service
 	Retention *retention.Service
 
 	cfg Config
@@ -52,14 +60,23 @@ func New(cfg Config, deps Deps) (*Set, error) {
 		return nil, errors.New("services: Store is required")
 	}
 	deps.Deps.Store = deps.Store
+	if deps.Metrics != nil && deps.Converter != nil {
+		deps.Converter = core.ObservedConverter(deps.Converter, deps.Metrics, cfg.Now)
+	}
+	deps.PayerRefunds = machine.NewPayers(deps.Machine)
 	c, err := core.New(cfg.Config, deps.Deps)
 	if err != nil {
 		return nil, err
 	}
 	cfg.Config = c.Config()
+	cfg.Machine.SetDefaults()
 	return &Set{
 		cfg:  cfg,
 		Core: c,
+		Machine: machine.New(cfg.Machine, cfg.Config, machine.Deps{
+			Store: deps.Store, Machine: deps.Machine, Converter: deps.Converter, Destination: deps.Destination,
+			Providers: deps.Providers, Logger: deps.Logger, Core: c,
+		}),
 		Retention: retention.New(cfg.Storage, core.Clock(cfg.Now), retention.Deps{
 			Store: deps.Store, Blobs: deps.Blobs, Documents: c, AuthState: deps.AuthState, Logger: deps.Logger,
 		}),

@@ -19,6 +19,7 @@ import (
 	"github.com/faxhub/faxhub/core"
 	"github.com/faxhub/faxhub/core/blob"
 	"github.com/faxhub/faxhub/core/convert"
+	"github.com/faxhub/faxhub/core/machine"
 	"github.com/faxhub/faxhub/core/mail"
 	"github.com/faxhub/faxhub/core/payments"
 	"github.com/faxhub/faxhub/core/payments/stripecheckout"
@@ -279,7 +280,7 @@ func (a *App) wire(ctx context.Context) error {
 		MaxUploadBytes: o.MaxUploadBytes, MaxPages: o.MaxPages, AgentMode: o.AgentMode,
 	}}
 	cfg.Machine.Enabled = o.MachinePayments
-	var machine []core.MachineMethod
+	var machine []machine.Method
 	if o.MachinePayments {
 		// The built-in test backend keeps its state in the database, so a
 		// test SPT minted on one replica settles and refunds on any.
@@ -296,7 +297,7 @@ func (a *App) wire(ctx context.Context) error {
 	}
 	a.signer = &issuerSigner{}
 	sim := simulated.New(simulated.Options{TimeScale: o.SimTimeScale, Report: q.ScheduleOutcome, ReportNumber: q.ScheduleNumberOutcome})
-	deps := services.Deps{Store: a.DB, AuthState: a.DB, Deps: core.Deps{
+	deps := services.Deps{Store: a.DB, AuthState: a.DB, Machine: machine, Deps: core.Deps{
 		Blobs:       blobs,
 		Converter:   convert.New(convertOptions(o.Convert, o.Soffice, tmp)),
 		Destination: phone.New(),
@@ -311,7 +312,6 @@ func (a *App) wire(ctx context.Context) error {
 		// AP2 credit purchases: the test card in test mode; live card
 		// charges come with the payments issue.
 		PaymentMethods: map[core.Mode]payments.PaymentMethod{core.ModeTest: testcard.New()},
-		Machine:        machine,
 		Signer:         a.signer,
 		Prices:         o.Prices,
 		Logger:         o.Logger,

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/faxhub/faxhub/core"
+	"github.com/faxhub/faxhub/core/machine"
 	"github.com/faxhub/faxhub/core/payments/stripe"
 	"github.com/faxhub/faxhub/core/payments/stripetest"
 	"github.com/faxhub/faxhub/core/payments/tempo"
@@ -67,7 +68,7 @@ const (
 // tempo. builtin is the test backend the stripe method settles against when
 // no Stripe key is configured (nil otherwise), made with builtinOpts (Open
 // gives it the database, so every replica shares its tokens and payments).
-func machineMethods(o MachineOptions, builtinOpts ...stripetest.Option) (methods []core.MachineMethod, builtin *stripetest.Server, err error) {
+func machineMethods(o MachineOptions, builtinOpts ...stripetest.Option) (methods []machine.Method, builtin *stripetest.Server, err error) {
 	sm, builtin, err := stripeMethod(o, builtinOpts...)
 	if err != nil {
 		return nil, nil, err
@@ -83,7 +84,7 @@ func machineMethods(o MachineOptions, builtinOpts ...stripetest.Option) (methods
 	return methods, builtin, nil
 }
 
-func stripeMethod(o MachineOptions, builtinOpts ...stripetest.Option) (core.MachineMethod, *stripetest.Server, error) {
+func stripeMethod(o MachineOptions, builtinOpts ...stripetest.Option) (machine.Method, *stripetest.Server, error) {
 	key, network, apiURL := o.StripeSecretKey, o.StripeNetworkID, o.StripeAPIURL
 	var builtin *stripetest.Server
 	client := &http.Client{}
@@ -91,23 +92,23 @@ func stripeMethod(o MachineOptions, builtinOpts ...stripetest.Option) (core.Mach
 	switch {
 	case key == "":
 		if network != "" || apiURL != "" {
-			return core.MachineMethod{}, nil, errors.New("machine payments: FAXHUB_STRIPE_NETWORK_ID and FAXHUB_STRIPE_API_URL need FAXHUB_STRIPE_SECRET_KEY; without a key the built-in test backend is used")
+			return machine.Method{}, nil, errors.New("machine payments: FAXHUB_STRIPE_NETWORK_ID and FAXHUB_STRIPE_API_URL need FAXHUB_STRIPE_SECRET_KEY; without a key the built-in test backend is used")
 		}
 		builtin = stripetest.New(builtinOpts...)
 		key, network, apiURL = builtinStripeKey, builtinStripeNetwork, builtinStripeOrigin
 		client.Transport = builtin.Transport()
 		mode = core.ModeTest
 	case !strings.HasPrefix(network, "profile_"):
-		return core.MachineMethod{}, nil, errors.New("machine payments: FAXHUB_STRIPE_SECRET_KEY is set, so cards are charged through Stripe, which needs FAXHUB_STRIPE_NETWORK_ID, your Stripe profile id (profile_…); set it, or run with --machine-payments off")
+		return machine.Method{}, nil, errors.New("machine payments: FAXHUB_STRIPE_SECRET_KEY is set, so cards are charged through Stripe, which needs FAXHUB_STRIPE_NETWORK_ID, your Stripe profile id (profile_…); set it, or run with --machine-payments off")
 	case strings.HasPrefix(key, "sk_test_") || strings.HasPrefix(key, "rk_test_"):
 		mode = core.ModeTest
 	}
 	m, err := stripe.New(stripe.Options{SecretKey: key, BaseURL: apiURL, NetworkID: network, HTTPClient: client})
 	if err != nil {
 		// stripe.New's messages never contain the key.
-		return core.MachineMethod{}, nil, fmt.Errorf("machine payments: %w", err)
+		return machine.Method{}, nil, fmt.Errorf("machine payments: %w", err)
 	}
-	return core.MachineMethod{
+	return machine.Method{
 		Method: m, Mode: mode, Intent: "charge", Currency: "usd",
 		UnitsPerUSD: stripeUnitsPerUSD, MinAmount: stripeMinCents,
 		MethodDetails: map[string]any{"networkId": network, "paymentMethodTypes": []string{"card"}},
@@ -118,7 +119,7 @@ func stripeMethod(o MachineOptions, builtinOpts ...stripetest.Option) (core.Mach
 // tempoMethod is the tempo method when it is configured (ok), nothing when
 // none of its settings is set, and an error naming what is missing when
 // only some are.
-func tempoMethod(o MachineOptions) (core.MachineMethod, bool, error) {
+func tempoMethod(o MachineOptions) (machine.Method, bool, error) {
 	set := map[string]string{
 		"FAXHUB_TEMPO_RPC_URL": o.TempoRPCURL, "FAXHUB_TEMPO_RECIPIENT": o.TempoRecipient, "FAXHUB_TEMPO_TOKEN": o.TempoToken,
 	}
@@ -131,23 +132,23 @@ func tempoMethod(o MachineOptions) (core.MachineMethod, bool, error) {
 	switch len(missing) {
 	case len(set):
 		if o.TempoChainID != 0 {
-			return core.MachineMethod{}, false, errors.New("machine payments: FAXHUB_TEMPO_CHAIN_ID is set but Tempo is not configured; set FAXHUB_TEMPO_RPC_URL, FAXHUB_TEMPO_RECIPIENT and FAXHUB_TEMPO_TOKEN too")
+			return machine.Method{}, false, errors.New("machine payments: FAXHUB_TEMPO_CHAIN_ID is set but Tempo is not configured; set FAXHUB_TEMPO_RPC_URL, FAXHUB_TEMPO_RECIPIENT and FAXHUB_TEMPO_TOKEN too")
 		}
-		return core.MachineMethod{}, false, nil
+		return machine.Method{}, false, nil
 	case 0:
 	default:
-		return core.MachineMethod{}, false, fmt.Errorf("machine payments: Tempo is configured in part; set %s too (all of FAXHUB_TEMPO_RPC_URL, FAXHUB_TEMPO_RECIPIENT and FAXHUB_TEMPO_TOKEN, or none)", strings.Join(missing, " and "))
+		return machine.Method{}, false, fmt.Errorf("machine payments: Tempo is configured in part; set %s too (all of FAXHUB_TEMPO_RPC_URL, FAXHUB_TEMPO_RECIPIENT and FAXHUB_TEMPO_TOKEN, or none)", strings.Join(missing, " and "))
 	}
 	chain := cmp.Or(o.TempoChainID, tempo.DefaultChainID)
 	m, err := tempo.New(tempo.Options{RPCURL: o.TempoRPCURL, Recipient: o.TempoRecipient, Token: o.TempoToken, ChainID: chain})
 	if err != nil {
-		return core.MachineMethod{}, false, fmt.Errorf("machine payments: %w", err)
+		return machine.Method{}, false, fmt.Errorf("machine payments: %w", err)
 	}
 	mode := core.ModeLive
 	if chain == tempo.DefaultChainID {
 		mode = core.ModeTest
 	}
-	return core.MachineMethod{
+	return machine.Method{
 		Method: m, Mode: mode, Intent: "charge", Currency: m.Token(),
 		UnitsPerUSD: tempoUnitsPerUSD, Recipient: m.Recipient(),
 		MethodDetails: map[string]any{"chainId": chain, "supportedModes": []string{"push"}},
@@ -159,7 +160,7 @@ func tempoMethod(o MachineOptions) (core.MachineMethod, bool, error) {
 // x-payment-info and /llms.txt list them.
 func machineOffers(svc *services.Set) []rest.MachineOffer {
 	var offers []rest.MachineOffer
-	for _, o := range svc.Core.MachinePaymentOffers() {
+	for _, o := range svc.Machine.Offers() {
 		offers = append(offers, rest.MachineOffer{Method: o.Method, Intent: o.Intent, Currency: o.Currency})
 	}
 	return offers

@@ -22,6 +22,7 @@ import (
 
 	"github.com/faxhub/faxhub/conformance/storetest"
 	"github.com/faxhub/faxhub/core"
+	machinepay "github.com/faxhub/faxhub/core/machine"
 	"github.com/faxhub/faxhub/core/payments/mpp"
 	"github.com/faxhub/faxhub/core/payments/tempotest"
 	"github.com/faxhub/faxhub/core/services"
@@ -277,7 +278,7 @@ func TestMachinePaymentOverHTTP(t *testing.T) {
 	body := faxBody(t, deliverable, pdf, "req-1")
 
 	// The quote names both methods and what each charges.
-	var q core.MachineQuote
+	var q machinepay.Quote
 	res := m.do("POST", "/api/v1/machine/faxes/validate", []byte(`{"to":"`+deliverable+`","base64":"`+base64.StdEncoding.EncodeToString(pdf)+`"}`), nil)
 	if res.status != http.StatusOK {
 		t.Fatalf("validate: %d %s", res.status, res.body)
@@ -308,7 +309,7 @@ func TestMachinePaymentOverHTTP(t *testing.T) {
 	spt := m.mint("pm_card_visa", stripe)
 	cred := credential(t, stripe, map[string]string{"spt": spt})
 	two := m.do("POST", "/api/v1/machine/faxes", body, http.Header{"Authorization": {cred, cred}})
-	two.problem(t, http.StatusBadRequest, core.CodeMultipleCredentials)
+	two.problem(t, http.StatusBadRequest, machinepay.CodeMultipleCredentials)
 	if two.header.Get("WWW-Authenticate") != "" {
 		t.Error("a challenge with the 400")
 	}
@@ -325,7 +326,7 @@ func TestMachinePaymentOverHTTP(t *testing.T) {
 	if err != nil || rc.Status != "success" || rc.Method != "stripe" || !strings.HasPrefix(rc.Reference, "pi_") || rc.ChallengeID != stripe.ID {
 		t.Fatalf("receipt %+v: %v", rc, err)
 	}
-	var order core.MachineOrder
+	var order machinepay.Order
 	ok.json(t, &order)
 	if order.ID == "" || order.To != deliverable || order.Pages != 2 || order.Method != "stripe" || order.Mode != core.ModeTest ||
 		order.Amount != q.Offers[0].Amount || order.Currency != "usd" || order.RequestID != "req-1" ||
@@ -335,7 +336,7 @@ func TestMachinePaymentOverHTTP(t *testing.T) {
 
 	// The replay: the same 200 and receipt, nothing charged again.
 	replay := m.do("POST", "/api/v1/machine/faxes", body, paid(cred))
-	var again2 core.MachineOrder
+	var again2 machinepay.Order
 	replay.json(t, &again2)
 	if replay.status != http.StatusOK || again2.ID != order.ID || replay.header.Get(mpp.ReceiptHeader) != ok.header.Get(mpp.ReceiptHeader) {
 		t.Fatalf("replay: %d %s", replay.status, replay.body)
@@ -345,7 +346,7 @@ func TestMachinePaymentOverHTTP(t *testing.T) {
 		t.Fatalf("unpaid replay of a paid request_id: %d %s", r.status, r.body)
 	}
 	// The same request_id with another body: 409.
-	m.do("POST", "/api/v1/machine/faxes", faxBody(t, deliverable, testenv.MinimalPDF(1), "req-1"), nil).problem(t, http.StatusConflict, core.CodeRequestIDConflict)
+	m.do("POST", "/api/v1/machine/faxes", faxBody(t, deliverable, testenv.MinimalPDF(1), "req-1"), nil).problem(t, http.StatusConflict, machinepay.CodeRequestIDConflict)
 
 	// The status URL needs no credential; the simulator delivers.
 	statusPath := strings.TrimPrefix(order.StatusURL, m.base)
@@ -358,7 +359,7 @@ func TestMachinePaymentOverHTTP(t *testing.T) {
 		if cc := st.header.Get("Cache-Control"); cc != "no-store" {
 			t.Errorf("status Cache-Control %q", cc)
 		}
-		var o core.MachineOrder
+		var o machinepay.Order
 		st.json(t, &o)
 		if o.Status == core.FaxDelivered {
 			if o.PagesSent != 2 || o.ID != order.ID {
@@ -372,7 +373,7 @@ func TestMachinePaymentOverHTTP(t *testing.T) {
 		time.Sleep(20 * time.Millisecond)
 	}
 	// A forged status token: 404 with a code.
-	m.do("GET", statusPath+"x", nil, nil).problem(t, http.StatusNotFound, core.CodeMachineStatusToken)
+	m.do("GET", statusPath+"x", nil, nil).problem(t, http.StatusNotFound, machinepay.CodeStatusToken)
 
 	// Never logged: the credential, the SPT, the status token.
 	token := strings.TrimPrefix(statusPath, "/api/v1/machine/faxes/status/")
@@ -443,7 +444,7 @@ func TestMachineTempoPush(t *testing.T) {
 	if err != nil || rc.Method != "tempo" || rc.Reference != hash {
 		t.Fatalf("receipt %+v: %v", rc, err)
 	}
-	var o core.MachineOrder
+	var o machinepay.Order
 	ok.json(t, &o)
 	if o.Method != "tempo" || o.Currency != tempoToken || o.Amount != r.Amount {
 		t.Fatalf("order %+v", o)
@@ -456,7 +457,7 @@ func TestMachineTempoPush(t *testing.T) {
 func TestMachineBodies(t *testing.T) {
 	m := newMachine(t)
 	png := []byte("\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR\x00\x00\x00\x01\x00\x00\x00\x01\x08\x02\x00\x00\x00\x90wS\xde\x00\x00\x00\x0cIDATx\x9cc\xf8\x0f\x00\x00\x01\x01\x00\x05\x18\xd8N\x00\x00\x00\x00IEND\xaeB`\x82")
-	limit := m.a.Svc.Core.MachineMaxBodyBytes()
+	limit := m.a.Svc.Machine.MaxBodyBytes()
 	for _, c := range []struct {
 		name   string
 		body   []byte

@@ -1,4 +1,4 @@
-package core_test
+package machine_test
 
 import (
 	"bytes"
@@ -17,6 +17,7 @@ import (
 	"github.com/faxhub/faxhub/core"
 	"github.com/faxhub/faxhub/core/blob"
 	"github.com/faxhub/faxhub/core/convert"
+	"github.com/faxhub/faxhub/core/machine"
 	"github.com/faxhub/faxhub/core/payments/mpp"
 	"github.com/faxhub/faxhub/core/payments/stripe"
 	"github.com/faxhub/faxhub/core/payments/stripetest"
@@ -47,7 +48,7 @@ type machineEnv struct {
 	secret []byte
 }
 
-type machineOption func(*services.Config, *core.Deps)
+type machineOption func(*services.Config, *services.Deps)
 
 func newMachineEnv(t *testing.T, opts ...machineOption) *machineEnv {
 	t.Helper()
@@ -70,20 +71,18 @@ func newMachineEnv(t *testing.T, opts ...machineOption) *machineEnv {
 	cfg := services.Config{Config: core.Config{
 		BaseURL: "http://faxhub.test", APIURL: "https://api.faxhub.test", UploadSecret: bytes.Repeat([]byte{7}, 32),
 		TempDir: t.TempDir(), Now: clk.Now, NoRetryDelay: true,
-		Machine: core.MachineConfig{Enabled: true},
-	}}
+	}, Machine: machine.Config{Enabled: true}}
 	deps := services.Deps{Store: e.Store, Deps: core.Deps{
 		Blobs: blobs, Converter: convert.New(convert.Options{}), Destination: phone.New(), Queue: e.Queue,
 		Providers: map[core.Mode]core.FaxProvider{core.ModeTest: simulated.New(simulated.Options{Now: clk.Now})},
-		Machine: []core.MachineMethod{
-			{Method: sm, Mode: core.ModeTest, Currency: "usd", UnitsPerUSD: 100, MinAmount: 50, Refunds: true,
-				MethodDetails: map[string]any{"paymentMethodTypes": []string{"card"}}},
-			{Method: tm, Mode: core.ModeTest, Currency: tempoToken, UnitsPerUSD: 1_000_000, Recipient: tempoRecipient,
-				MethodDetails: map[string]any{"chainId": tempo.DefaultChainID, "supportedModes": []string{"push"}}},
-		},
+	}, Machine: []machine.Method{
+		{Method: sm, Mode: core.ModeTest, Currency: "usd", UnitsPerUSD: 100, MinAmount: 50, Refunds: true,
+			MethodDetails: map[string]any{"paymentMethodTypes": []string{"card"}}},
+		{Method: tm, Mode: core.ModeTest, Currency: tempoToken, UnitsPerUSD: 1_000_000, Recipient: tempoRecipient,
+			MethodDetails: map[string]any{"chainId": tempo.DefaultChainID, "supportedModes": []string{"push"}}},
 	}}
 	for _, o := range opts {
-		o(&cfg, &deps.Deps)
+		o(&cfg, &deps)
 	}
 	me.svc, err = services.New(cfg, deps)
 	if err != nil {
@@ -97,15 +96,15 @@ func newMachineEnv(t *testing.T, opts ...machineOption) *machineEnv {
 
 // machineBody is a request as the adapter reads it, with the digest of a
 // raw body standing for the JSON the payer sent.
-func machineBody(to, requestID string, pages int) core.MachineFaxRequest {
+func machineBody(to, requestID string, pages int) machine.FaxRequest {
 	pdf := testenv.MinimalPDF(pages)
 	raw, _ := json.Marshal(map[string]any{"to": to, "base64": base64.StdEncoding.EncodeToString(pdf), "request_id": requestID})
-	return core.MachineFaxRequest{To: to, PDF: pdf, RequestID: requestID, BodyDigest: mpp.ContentDigest(raw), ClientIP: "192.0.2.1"}
+	return machine.FaxRequest{To: to, PDF: pdf, RequestID: requestID, BodyDigest: mpp.ContentDigest(raw), ClientIP: "192.0.2.1"}
 }
 
-func (m *machineEnv) fax(t *testing.T, r core.MachineFaxRequest) *core.MachineFaxResult {
+func (m *machineEnv) fax(t *testing.T, r machine.FaxRequest) *machine.FaxResult {
 	t.Helper()
-	res, err := m.svc.Core.MachineFax(ctx, r)
+	res, err := m.svc.Machine.Fax(ctx, r)
 	if err != nil {
 		t.Fatalf("MachineFax: %v", err)
 	}
@@ -113,7 +112,7 @@ func (m *machineEnv) fax(t *testing.T, r core.MachineFaxRequest) *core.MachineFa
 }
 
 // challenge returns the parsed challenge of method among res's.
-func challenge(t *testing.T, res *core.MachineFaxResult, method string) mpp.Challenge {
+func challenge(t *testing.T, res *machine.FaxResult, method string) mpp.Challenge {
 	t.Helper()
 	chs, err := mpp.ParseChallenges(res.Challenges)
 	if err != nil {
@@ -164,7 +163,7 @@ func hashOf(c byte) string { return "0x" + strings.Repeat(string(c), 64) }
 
 func tempoPayload(h string) string { return fmt.Sprintf(`{"type":"hash","hash":%q}`, h) }
 
-func wantProblem(t *testing.T, res *core.MachineFaxResult, want mpp.ProblemType) {
+func wantProblem(t *testing.T, res *machine.FaxResult, want mpp.ProblemType) {
 	t.Helper()
 	if res.Order != nil || res.Problem == nil || res.Problem.Type != want {
 		t.Fatalf("want problem %s, got order %+v problem %+v", want, res.Order, res.Problem)
@@ -175,7 +174,7 @@ func wantProblem(t *testing.T, res *core.MachineFaxResult, want mpp.ProblemType)
 }
 
 // paid pays res's stripe challenge with a visa token and returns the 200.
-func (m *machineEnv) paid(t *testing.T, r core.MachineFaxRequest) *core.MachineFaxResult {
+func (m *machineEnv) paid(t *testing.T, r machine.FaxRequest) *machine.FaxResult {
 	t.Helper()
 	res := m.fax(t, r)
 	r.Authorization = []string{credential(t, challenge(t, res, "stripe"), m.spt(t, "pm_card_visa"))}
@@ -263,8 +262,8 @@ func TestMachineUnpaidChallenges(t *testing.T) {
 
 	// Another body under the same request_id: 409.
 	other := machineBody(deliverable, "req-1", 2)
-	_, err = m.svc.Core.MachineFax(ctx, other)
-	testenv.WantCode(t, err, core.CodeRequestIDConflict)
+	_, err = m.svc.Machine.Fax(ctx, other)
+	testenv.WantCode(t, err, machine.CodeRequestIDConflict)
 
 	// Expired: fresh challenges with other ids.
 	m.clk.Advance(5 * time.Minute)
@@ -328,8 +327,8 @@ func TestMachinePaid(t *testing.T) {
 	}
 
 	// Status link.
-	token := strings.TrimPrefix(o.StatusURL, "https://api.faxhub.test"+core.MachineStatusPath)
-	st, err := m.svc.Core.MachineFaxStatus(ctx, token)
+	token := strings.TrimPrefix(o.StatusURL, "https://api.faxhub.test"+machine.StatusPath)
+	st, err := m.svc.Machine.FaxStatus(ctx, token)
 	if err != nil || st.ID != o.ID || st.Amount != o.Amount || st.RequestID != "req-paid" || st.Method != "stripe" {
 		t.Fatalf("status: %+v %v", st, err)
 	}
@@ -339,13 +338,13 @@ func TestMachinePaid(t *testing.T) {
 		"garbage":   "nope",
 		"empty":     "",
 	} {
-		if _, err := m.svc.Core.MachineFaxStatus(ctx, bad); core.ErrorCode(err) != core.CodeMachineStatusToken || core.ErrorKind(err) != core.KindNotFound {
+		if _, err := m.svc.Machine.FaxStatus(ctx, bad); core.ErrorCode(err) != machine.CodeStatusToken || core.ErrorKind(err) != core.KindNotFound {
 			t.Errorf("%s token: %v", name, err)
 		}
 	}
 	m.clk.Advance(31 * 24 * time.Hour)
-	_, err = m.svc.Core.MachineFaxStatus(ctx, token)
-	testenv.WantCode(t, err, core.CodeMachineStatusToken)
+	_, err = m.svc.Machine.FaxStatus(ctx, token)
+	testenv.WantCode(t, err, machine.CodeStatusToken)
 }
 
 func TestMachineCredentialProblems(t *testing.T) {
@@ -405,8 +404,8 @@ func TestMachineCredentialProblems(t *testing.T) {
 	}
 
 	r.Authorization = []string{credential(t, ch, visa), credential(t, ch, visa)}
-	_, err := m.svc.Core.MachineFax(ctx, r)
-	testenv.WantCode(t, err, core.CodeMultipleCredentials)
+	_, err := m.svc.Machine.Fax(ctx, r)
+	testenv.WantCode(t, err, machine.CodeMultipleCredentials)
 	if core.ErrorKind(err) != core.KindInvalid {
 		t.Fatalf("two credentials: kind %v", core.ErrorKind(err))
 	}
@@ -422,7 +421,7 @@ func TestMachineCredentialProblems(t *testing.T) {
 	if m.stripe.Charges() != 0 || m.count(t, "SELECT count(*) FROM machine_claims") != 0 {
 		t.Fatal("a refused credential was charged or claimed")
 	}
-	_, err = m.svc.Core.MachineFax(ctx, core.MachineFaxRequest{To: deliverable, PDF: []byte("%PDF"), RequestID: "bad id", BodyDigest: "x"})
+	_, err = m.svc.Machine.Fax(ctx, machine.FaxRequest{To: deliverable, PDF: []byte("%PDF"), RequestID: "bad id", BodyDigest: "x"})
 	testenv.WantCode(t, err, core.CodeInvalidRequest)
 }
 
@@ -502,11 +501,11 @@ func TestMachineConcurrentRetries(t *testing.T) {
 	inProgress := 0
 	for range 50 {
 		wg.Go(func() {
-			res, err := m.svc.Core.MachineFax(ctx, r)
+			res, err := m.svc.Machine.Fax(ctx, r)
 			mu.Lock()
 			defer mu.Unlock()
 			switch {
-			case core.ErrorCode(err) == core.CodePaymentInProgress:
+			case core.ErrorCode(err) == machine.CodePaymentInProgress:
 				inProgress++
 			case err != nil:
 				t.Errorf("retry: %v", err)
@@ -528,37 +527,37 @@ func TestMachineConcurrentRetries(t *testing.T) {
 }
 
 func TestMachineOff(t *testing.T) {
-	m := newMachineEnv(t, func(c *services.Config, _ *core.Deps) { c.Machine.Enabled = false })
+	m := newMachineEnv(t, func(c *services.Config, _ *services.Deps) { c.Machine.Enabled = false })
 	r := machineBody(deliverable, "req-off", 1)
-	_, err := m.svc.Core.MachineFax(ctx, r)
+	_, err := m.svc.Machine.Fax(ctx, r)
 	testenv.WantCode(t, err, core.CodeMachinePaymentsOff)
 	if core.ErrorKind(err) != core.KindUnavailable {
 		t.Fatalf("kind %v", core.ErrorKind(err))
 	}
-	_, err = m.svc.Core.MachineQuote(ctx, core.MachineQuoteRequest{To: deliverable, Pages: 1})
+	_, err = m.svc.Machine.Quote(ctx, machine.QuoteRequest{To: deliverable, Pages: 1})
 	testenv.WantCode(t, err, core.CodeMachinePaymentsOff)
 	for _, table := range []string{"machine_requests", "machine_claims", "charges", "rate_limits"} {
 		if n := m.count(t, "SELECT count(*) FROM "+table); n != 0 {
 			t.Errorf("%s: %d rows with machine payments off", table, n)
 		}
 	}
-	none := newMachineEnv(t, func(_ *services.Config, d *core.Deps) { d.Machine = nil })
-	_, err = none.svc.Core.MachineFax(ctx, r)
+	none := newMachineEnv(t, func(_ *services.Config, d *services.Deps) { d.Machine = nil })
+	_, err = none.svc.Machine.Fax(ctx, r)
 	testenv.WantCode(t, err, core.CodeMachinePaymentsMissing)
 }
 
 func TestMachineQuote(t *testing.T) {
 	m := newMachineEnv(t)
-	q, err := m.svc.Core.MachineQuote(ctx, core.MachineQuoteRequest{To: deliverable, PDF: testenv.MinimalPDF(4)})
+	q, err := m.svc.Machine.Quote(ctx, machine.QuoteRequest{To: deliverable, PDF: testenv.MinimalPDF(4)})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if q.Pages != 4 || len(q.Offers) != 2 || q.Offers[0].Method != "stripe" || q.Offers[1].Amount != fmt.Sprint(q.AmountMicros) || !q.Offers[0].Refunds || q.Offers[1].Refunds {
 		t.Fatalf("quote: %+v", q)
 	}
-	_, err = m.svc.Core.MachineQuote(ctx, core.MachineQuoteRequest{To: deliverable, PDF: []byte("\x89PNG\r\n\x1a\nnot really")})
+	_, err = m.svc.Machine.Quote(ctx, machine.QuoteRequest{To: deliverable, PDF: []byte("\x89PNG\r\n\x1a\nnot really")})
 	testenv.WantCode(t, err, core.CodeUnsupportedType)
-	_, err = m.svc.Core.MachineQuote(ctx, core.MachineQuoteRequest{To: "+15555550100", Pages: 1})
+	_, err = m.svc.Machine.Quote(ctx, machine.QuoteRequest{To: "+15555550100", Pages: 1})
 	testenv.WantCode(t, err, core.CodeInvalidDestination)
 }
 
@@ -578,23 +577,23 @@ func TestMachineSweepFinishesInterruptedClaim(t *testing.T) {
 		t.Fatal("setup: not charged")
 	}
 	// A retry while the lease lives: in progress.
-	_, err := m.svc.Core.MachineFax(ctx, r)
-	testenv.WantCode(t, err, core.CodePaymentInProgress)
+	_, err := m.svc.Machine.Fax(ctx, r)
+	testenv.WantCode(t, err, machine.CodePaymentInProgress)
 
 	// The sweeper and a retry race for the lapsed claim: one settles it
 	// (replaying the first charge), both end with the same fax.
 	m.clk.Advance(5 * time.Minute)
 	var wg sync.WaitGroup
-	var retried *core.MachineFaxResult
+	var retried *machine.FaxResult
 	var retryErr error
 	wg.Go(func() {
-		if err := m.svc.Core.SweepMachinePayments(ctx); err != nil {
+		if err := m.svc.Machine.Sweep(ctx); err != nil {
 			t.Errorf("sweep: %v", err)
 		}
 	})
-	wg.Go(func() { retried, retryErr = m.svc.Core.MachineFax(ctx, r) })
+	wg.Go(func() { retried, retryErr = m.svc.Machine.Fax(ctx, r) })
 	wg.Wait()
-	if err := m.svc.Core.SweepMachinePayments(ctx); err != nil {
+	if err := m.svc.Machine.Sweep(ctx); err != nil {
 		t.Fatal(err)
 	}
 	if m.stripe.Charges() != 1 || m.count(t, "SELECT count(*) FROM faxes WHERE owner_id = ?", core.MachineOwnerID) != 1 {
@@ -606,7 +605,7 @@ func TestMachineSweepFinishesInterruptedClaim(t *testing.T) {
 	}
 	if retryErr == nil && (retried.Order == nil || retried.Order.ID != out.Order.ID) {
 		t.Fatalf("racing retry: %+v", retried)
-	} else if retryErr != nil && core.ErrorCode(retryErr) != core.CodePaymentInProgress {
+	} else if retryErr != nil && core.ErrorCode(retryErr) != machine.CodePaymentInProgress {
 		t.Fatalf("racing retry: %v", retryErr)
 	}
 }
@@ -638,7 +637,7 @@ func TestMachineTakeOverKeepsTheFirstCredential(t *testing.T) {
 // crashAfterCharge claims ch for r through the service up to the method's
 // answer, then loses the rest: it calls MachineFax with a Stripe backend
 // that charges and then fails the connection.
-func (m *machineEnv) crashAfterCharge(t *testing.T, r core.MachineFaxRequest, ch mpp.Challenge, payload string) {
+func (m *machineEnv) crashAfterCharge(t *testing.T, r machine.FaxRequest, ch mpp.Challenge, payload string) {
 	t.Helper()
 	broken := newMachineEnvSharing(t, m, func(rt http.RoundTripper) http.RoundTripper {
 		return roundTripFunc(func(req *http.Request) (*http.Response, error) {
@@ -649,8 +648,8 @@ func (m *machineEnv) crashAfterCharge(t *testing.T, r core.MachineFaxRequest, ch
 			return nil, errors.New("connection reset after the charge")
 		})
 	})
-	_, err := broken.Core.MachineFax(ctx, r)
-	testenv.WantCode(t, err, core.CodePaymentProcessorUnavailable)
+	_, err := broken.Machine.Fax(ctx, r)
+	testenv.WantCode(t, err, machine.CodePaymentProcessorUnavailable)
 	// The release put the lease to now; a crash leaves it running.
 	if _, err := m.DB.SQL().ExecContext(ctx, m.rebind("UPDATE machine_claims SET lease_until = ? WHERE challenge_id = ?"),
 		sqlTime(m, m.clk.Now().Add(2*time.Minute)), ch.ID); err != nil {
@@ -674,8 +673,7 @@ func newMachineEnvSharing(t *testing.T, m *machineEnv, wrap func(http.RoundTripp
 	deps := services.Deps{Store: m.Store, Deps: core.Deps{
 		Blobs: nil, Converter: convert.New(convert.Options{}), Destination: phone.New(), Queue: m.Queue,
 		Providers: map[core.Mode]core.FaxProvider{core.ModeTest: simulated.New(simulated.Options{Now: m.clk.Now})},
-		Machine:   []core.MachineMethod{{Method: sm, Mode: core.ModeTest, Currency: "usd", UnitsPerUSD: 100, MinAmount: 50, Refunds: true}},
-	}}
+	}, Machine: []machine.Method{{Method: sm, Mode: core.ModeTest, Currency: "usd", UnitsPerUSD: 100, MinAmount: 50, Refunds: true}}}
 	blobs, err := blob.Open(ctx, "file://"+filepath.ToSlash(filepath.Join(t.TempDir(), "blobs2")))
 	if err != nil {
 		t.Fatal(err)
@@ -721,16 +719,16 @@ func TestMachineRefunds(t *testing.T) {
 		t.Fatal(err)
 	}
 	st := m.fax(t, machineBody("+12125550103", "req-fail", 2))
-	if st.Order.Status != core.FaxFailed || st.Order.Refund != core.RefundDue {
+	if st.Order.Status != core.FaxFailed || st.Order.Refund != machine.RefundDue {
 		t.Fatalf("failed fax: %+v", st.Order)
 	}
 	for range 2 {
-		if err := m.svc.Core.SweepMachinePayments(ctx); err != nil {
+		if err := m.svc.Machine.Sweep(ctx); err != nil {
 			t.Fatal(err)
 		}
 	}
 	c := m.charge(t, out.Order.ID)
-	if c.Status != core.ChargeRefunded || c.RefundState != core.RefundDone || !strings.HasPrefix(c.RefundReference, "re_") || c.RefundDueUnits != c.AmountUnits {
+	if c.Status != core.ChargeRefunded || c.RefundState != machine.RefundDone || !strings.HasPrefix(c.RefundReference, "re_") || c.RefundDueUnits != c.AmountUnits {
 		t.Fatalf("refunded charge: %+v", c)
 	}
 	if got := m.stripe.Refunds(); got != 1 {
@@ -752,7 +750,7 @@ func TestMachineRefunds(t *testing.T) {
 	if err := m.svc.Core.Deliver(ctx, tout.Order.ID); err != nil {
 		t.Fatal(err)
 	}
-	if c := m.charge(t, tout.Order.ID); c.RefundState != core.RefundNotRefundable || c.Status != core.ChargeSucceeded {
+	if c := m.charge(t, tout.Order.ID); c.RefundState != machine.RefundNotRefundable || c.Status != core.ChargeSucceeded {
 		t.Fatalf("tempo charge: %+v", c)
 	}
 
@@ -762,7 +760,7 @@ func TestMachineRefunds(t *testing.T) {
 		t.Fatal(err)
 	}
 	pc := m.charge(t, pout.Order.ID)
-	if pc.RefundState != core.RefundDue || pc.RefundDueUnits <= 0 || pc.RefundDueUnits >= pc.AmountUnits {
+	if pc.RefundState != machine.RefundDue || pc.RefundDueUnits <= 0 || pc.RefundDueUnits >= pc.AmountUnits {
 		t.Fatalf("partial charge: %+v", pc)
 	}
 	// A delivered fax: nothing.
@@ -770,7 +768,7 @@ func TestMachineRefunds(t *testing.T) {
 	if err := m.svc.Core.Deliver(ctx, dout.Order.ID); err != nil {
 		t.Fatal(err)
 	}
-	if dc := m.charge(t, dout.Order.ID); dc.RefundState != core.RefundNone {
+	if dc := m.charge(t, dout.Order.ID); dc.RefundState != machine.RefundNone {
 		t.Fatalf("delivered charge: %+v", dc)
 	}
 }

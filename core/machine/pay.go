@@ -1,6 +1,7 @@
-package core
+package machine
 
 import (
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -14,12 +15,11 @@ import (
 	"strings"
 	"time"
 
+	"github.com/faxhub/faxhub/core"
 	"github.com/faxhub/faxhub/core/payments"
 	"github.com/faxhub/faxhub/core/payments/mpp"
 	"github.com/faxhub/faxhub/core/seal"
 )
-
-// Machine payments, the implementation of core/machine.go's design.
 
 const (
 	// machineChallengeSecret names the server secret challenges are bound
@@ -52,11 +52,11 @@ var errChargeRecorded = errors.New("core: the charge was recorded concurrently")
 // machineOn refuses machine calls while --machine-payments is off or no
 // method is configured.
 func (s *Service) machineOn() error {
-	if !s.cfg.Machine.Enabled {
-		return Errorf(KindUnavailable, CodeMachinePaymentsOff, "machine payments are disabled on this server; use an API key with prepaid credits")
+	if !s.cfg.Enabled {
+		return core.Errorf(core.KindUnavailable, core.CodeMachinePaymentsOff, "machine payments are disabled on this server; use an API key with prepaid credits")
 	}
 	if len(s.machineOffers()) == 0 {
-		return Errorf(KindUnavailable, CodeMachinePaymentsMissing, "machine payments are enabled but no payment method is configured on this server")
+		return core.Errorf(core.KindUnavailable, core.CodeMachinePaymentsMissing, "machine payments are enabled but no payment method is configured on this server")
 	}
 	return nil
 }
@@ -64,8 +64,8 @@ func (s *Service) machineOn() error {
 // machineOffers are the methods on offer now: a method is offered only
 // while a fax provider of its mode is configured (no money for faxes
 // nobody can send).
-func (s *Service) machineOffers() []MachineMethod {
-	var out []MachineMethod
+func (s *Service) machineOffers() []Method {
+	var out []Method
 	for _, m := range s.d.Machine {
 		if m.Method != nil && s.d.Providers[m.Mode] != nil {
 			out = append(out, m)
@@ -76,24 +76,24 @@ func (s *Service) machineOffers() []MachineMethod {
 
 // MachinePaymentOffers lists the methods on offer now, in offer order, as
 // discovery (/openapi.json's x-payment-info, /llms.txt) names them.
-func (s *Service) MachinePaymentOffers() []MachinePaymentOffer {
-	var out []MachinePaymentOffer
+func (s *Service) Offers() []Offer {
+	var out []Offer
 	for _, m := range s.machineOffers() {
-		out = append(out, MachinePaymentOffer{Method: m.Method.Name(), Intent: m.intent(), Currency: m.Currency})
+		out = append(out, Offer{Method: m.Method.Name(), Intent: m.intent(), Currency: m.Currency})
 	}
 	return out
 }
 
-func (s *Service) machineMethod(name string) (MachineMethod, bool) {
+func (s *Service) machineMethod(name string) (Method, bool) {
 	for _, m := range s.machineOffers() {
 		if m.Method.Name() == name {
 			return m, true
 		}
 	}
-	return MachineMethod{}, false
+	return Method{}, false
 }
 
-func (m MachineMethod) intent() string {
+func (m Method) intent() string {
 	if m.Intent == "" {
 		return machineIntent
 	}
@@ -102,25 +102,25 @@ func (m MachineMethod) intent() string {
 
 // amount converts a price into the method's base units, rounded up to a
 // whole unit and raised to the method's minimum.
-func (m MachineMethod) amount(priceMicros int64) (units int64, minimum bool) {
+func (m Method) amount(priceMicros int64) (units int64, minimum bool) {
 	per := max(m.UnitsPerUSD, 1)
-	units = (priceMicros*per + MicrosPerDollar - 1) / MicrosPerDollar
+	units = (priceMicros*per + core.MicrosPerDollar - 1) / core.MicrosPerDollar
 	if units < m.MinAmount {
 		return m.MinAmount, true
 	}
 	return max(units, 1), false
 }
 
-func (m MachineMethod) offer(priceMicros int64) MachineOfferView {
+func (m Method) offer(priceMicros int64) OfferView {
 	units, minimum := m.amount(priceMicros)
-	return MachineOfferView{
+	return OfferView{
 		Method: m.Method.Name(), Intent: m.intent(), Amount: strconv.FormatInt(units, 10), Currency: m.Currency,
 		Mode: m.Mode, Minimum: minimum, Refunds: m.Refunds,
 	}
 }
 
 // MachineQuote prices a machine fax without side effects (validate).
-func (s *Service) MachineQuote(ctx context.Context, r MachineQuoteRequest) (*MachineQuote, error) {
+func (s *Service) Quote(ctx context.Context, r QuoteRequest) (*Quote, error) {
 	if err := s.machineOn(); err != nil {
 		return nil, err
 	}
@@ -133,13 +133,13 @@ func (s *Service) MachineQuote(ctx context.Context, r MachineQuoteRequest) (*Mac
 		pages = n
 	}
 	if pages < 1 {
-		return nil, Errorf(KindInvalid, CodeInvalidRequest, "give the document (base64) or its page count (pages ≥ 1)")
+		return nil, core.Errorf(core.KindInvalid, core.CodeInvalidRequest, "give the document (base64) or its page count (pages ≥ 1)")
 	}
-	q, err := s.Quote(ctx, QuoteRequest{To: r.To, Pages: pages, Cover: r.Cover})
+	q, err := s.core.Quote(ctx, core.QuoteRequest{To: r.To, Pages: pages, Cover: r.Cover})
 	if err != nil {
 		return nil, err
 	}
-	out := &MachineQuote{Quote: q, Offers: []MachineOfferView{}}
+	out := &Quote{Quote: q, Offers: []OfferView{}}
 	for _, m := range s.machineOffers() {
 		out.Offers = append(out.Offers, m.offer(q.AmountMicros))
 	}
@@ -151,13 +151,13 @@ func (s *Service) MachineQuote(ctx context.Context, r MachineQuoteRequest) (*Mac
 // removes its directory); otherwise it is removed.
 func (s *Service) machinePages(ctx context.Context, pdf []byte, clientIP string, keep *string) (int, error) {
 	if len(pdf) == 0 {
-		return 0, Errorf(KindInvalid, CodeEmptyFile, "the document is empty")
+		return 0, core.Errorf(core.KindInvalid, core.CodeEmptyFile, "the document is empty")
 	}
-	if int64(len(pdf)) > s.cfg.Machine.MaxPDFBytes {
-		return 0, Errorf(KindTooLarge, CodeFileTooLarge, "the document may be at most %d bytes", s.cfg.Machine.MaxPDFBytes).
-			With("limit", s.cfg.Machine.MaxPDFBytes)
+	if int64(len(pdf)) > s.cfg.MaxPDFBytes {
+		return 0, core.Errorf(core.KindTooLarge, core.CodeFileTooLarge, "the document may be at most %d bytes", s.cfg.MaxPDFBytes).
+			With("limit", s.cfg.MaxPDFBytes)
 	}
-	dir, err := os.MkdirTemp(s.cfg.TempDir, "faxhub-machine-")
+	dir, err := os.MkdirTemp(s.kc.TempDir, "faxhub-machine-")
 	if err != nil {
 		return 0, fmt.Errorf("spool machine document: %w", err)
 	}
@@ -176,24 +176,24 @@ func (s *Service) machinePages(ctx context.Context, pdf []byte, clientIP string,
 		return 0, err
 	}
 	kind, err := s.d.Converter.Detect(ctx, src)
-	if err != nil && ErrorCode(err) != CodeUnsupportedType {
+	if err != nil && core.ErrorCode(err) != core.CodeUnsupportedType {
 		return fail(err)
 	}
-	if err != nil || kind != FilePDF {
-		return fail(Errorf(KindUnsupportedMedia, CodeUnsupportedType, "the machine endpoint takes a PDF").With("supported", []FileKind{FilePDF}))
+	if err != nil || kind != core.FilePDF {
+		return fail(core.Errorf(core.KindUnsupportedMedia, core.CodeUnsupportedType, "the machine endpoint takes a PDF").With("supported", []core.FileKind{core.FilePDF}))
 	}
-	pages, err := s.d.Converter.ToPDF(ctx, ConvertRequest{
-		Src: src, Kind: FilePDF, Dst: filepath.Join(dir, "converted.pdf"), OwnerID: "machine:" + clientIP, MaxPages: s.cfg.MaxPages,
+	pages, err := s.d.Converter.ToPDF(ctx, core.ConvertRequest{
+		Src: src, Kind: core.FilePDF, Dst: filepath.Join(dir, "converted.pdf"), OwnerID: "machine:" + clientIP, MaxPages: s.kc.MaxPages,
 	})
 	if err != nil {
 		return fail(err)
 	}
 	switch {
-	case pages > s.cfg.MaxPages:
-		return fail(Errorf(KindUnprocessable, CodeTooManyPages, "the document has %d pages; the limit is %d", pages, s.cfg.MaxPages).
-			With("pages", pages).With("limit", s.cfg.MaxPages))
+	case pages > s.kc.MaxPages:
+		return fail(core.Errorf(core.KindUnprocessable, core.CodeTooManyPages, "the document has %d pages; the limit is %d", pages, s.kc.MaxPages).
+			With("pages", pages).With("limit", s.kc.MaxPages))
 	case pages < 1:
-		return fail(Errorf(KindUnprocessable, CodeCorruptDocument, "the document has no pages"))
+		return fail(core.Errorf(core.KindUnprocessable, core.CodeCorruptDocument, "the document has no pages"))
 	}
 	if keep != nil {
 		*keep = src
@@ -219,22 +219,22 @@ func validRequestID(id string) bool {
 // multiple_payment_credentials, 413/415/422 document, 429, 503 disabled or
 // payment_processor_unavailable); everything the payer can pay or retry is a
 // MachineFaxResult.
-func (s *Service) MachineFax(ctx context.Context, r MachineFaxRequest) (*MachineFaxResult, error) {
+func (s *Service) Fax(ctx context.Context, r FaxRequest) (*FaxResult, error) {
 	if err := s.machineOn(); err != nil {
 		return nil, err
 	}
-	if err := s.AllowPublic(ctx, "machine-fax", r.ClientIP); err != nil {
+	if err := s.core.AllowPublic(ctx, "machine-fax", r.ClientIP); err != nil {
 		return nil, err
 	}
 	if !validRequestID(r.RequestID) {
-		return nil, Errorf(KindInvalid, CodeInvalidRequest, "request_id must be 1-%d printable ASCII characters without spaces", maxRequestIDLen)
+		return nil, core.Errorf(core.KindInvalid, core.CodeInvalidRequest, "request_id must be 1-%d printable ASCII characters without spaces", maxRequestIDLen)
 	}
 	if r.BodyDigest == "" {
 		return nil, errors.New("machine fax: the adapter gave no body digest")
 	}
 	cred, credErr := mpp.ParseAuthorization(r.Authorization)
 	if errors.Is(credErr, mpp.ErrMultipleCredentials) {
-		return nil, Errorf(KindInvalid, CodeMultipleCredentials, "send exactly one Authorization: Payment credential")
+		return nil, core.Errorf(core.KindInvalid, CodeMultipleCredentials, "send exactly one Authorization: Payment credential")
 	}
 	secret, err := s.d.Store.Secret(ctx, machineChallengeSecret)
 	if err != nil {
@@ -245,11 +245,11 @@ func (s *Service) MachineFax(ctx context.Context, r MachineFaxRequest) (*Machine
 	if err != nil {
 		return nil, err
 	}
-	if req.Status == MachineRequestPaid {
+	if req.Status == RequestPaid {
 		return s.storedOrder(ctx, req)
 	}
 	if errors.Is(credErr, mpp.ErrNoCredential) {
-		return s.challengeResult(req, r.AcceptPayment, mpp.ProblemPaymentRequired, "this fax costs "+FormatUSD(req.PriceMicros)+" USD; pay with one of the offered methods", 0)
+		return s.challengeResult(req, r.AcceptPayment, mpp.ProblemPaymentRequired, "this fax costs "+core.FormatUSD(req.PriceMicros)+" USD; pay with one of the offered methods", 0)
 	}
 	if credErr != nil {
 		return s.challengeResult(req, r.AcceptPayment, mpp.ProblemOf(credErr), protocolDetail(credErr), 0)
@@ -260,7 +260,7 @@ func (s *Service) MachineFax(ctx context.Context, r MachineFaxRequest) (*Machine
 		// its payer comes back: the payment may have been taken.
 		if _, err := s.d.Store.GetMachineClaim(ctx, ch.ID); err == nil {
 			problem = ""
-		} else if !errors.Is(err, ErrNoRows) {
+		} else if !errors.Is(err, core.ErrNoRows) {
 			return nil, err
 		}
 	}
@@ -280,13 +280,13 @@ func protocolDetail(err error) string {
 // machineRequest finds or records the request_id: the same body gets its
 // row (with challenges re-issued when they expired), another body a 409,
 // a new id a quote and fresh challenges.
-func (s *Service) machineRequest(ctx context.Context, r MachineFaxRequest, secret []byte) (*MachineRequest, error) {
+func (s *Service) machineRequest(ctx context.Context, r FaxRequest, secret []byte) (*Request, error) {
 	for range 3 {
 		req, err := s.d.Store.GetMachineRequest(ctx, r.RequestID)
 		switch {
-		case errors.Is(err, ErrNoRows):
+		case errors.Is(err, core.ErrNoRows):
 			req, err = s.newMachineRequest(ctx, r, secret)
-			if errors.Is(err, ErrExists) {
+			if errors.Is(err, core.ErrExists) {
 				continue // a concurrent request recorded it: read it
 			}
 			return req, err
@@ -294,13 +294,13 @@ func (s *Service) machineRequest(ctx context.Context, r MachineFaxRequest, secre
 			return nil, err
 		}
 		if req.BodyDigest != r.BodyDigest {
-			return nil, Errorf(KindConflict, CodeRequestIDConflict, "this request_id was used with a different body; use a fresh request_id per fax")
+			return nil, core.Errorf(core.KindConflict, CodeRequestIDConflict, "this request_id was used with a different body; use a fresh request_id per fax")
 		}
-		if req.Status == MachineRequestPaid || s.now().Before(req.ChallengesExpireAt) {
+		if req.Status == RequestPaid || s.now().Before(req.ChallengesExpireAt) {
 			return req, nil
 		}
 		req, err = s.reissueChallenges(ctx, req, secret)
-		if errors.Is(err, ErrConflict) {
+		if errors.Is(err, core.ErrConflict) {
 			continue // a concurrent request re-issued them: read them
 		}
 		return req, err
@@ -308,7 +308,7 @@ func (s *Service) machineRequest(ctx context.Context, r MachineFaxRequest, secre
 	return nil, fmt.Errorf("machine request %q: changed concurrently three times", r.RequestID)
 }
 
-func (s *Service) newMachineRequest(ctx context.Context, r MachineFaxRequest, secret []byte) (*MachineRequest, error) {
+func (s *Service) newMachineRequest(ctx context.Context, r FaxRequest, secret []byte) (*Request, error) {
 	e164, country, err := s.d.Destination.Check(r.To)
 	if err != nil {
 		return nil, err
@@ -317,14 +317,14 @@ func (s *Service) newMachineRequest(ctx context.Context, r MachineFaxRequest, se
 	if err != nil {
 		return nil, err
 	}
-	q, err := s.Quote(ctx, QuoteRequest{To: e164, Pages: pages, Cover: r.Cover})
+	q, err := s.core.Quote(ctx, core.QuoteRequest{To: e164, Pages: pages, Cover: r.Cover})
 	if err != nil {
 		return nil, err
 	}
 	now := s.now()
-	req := &MachineRequest{
+	req := &Request{
 		RequestID: r.RequestID, BodyDigest: r.BodyDigest, Destination: e164, Country: country, Pages: pages, Cover: r.Cover,
-		PriceMicros: q.AmountMicros, Status: MachineRequestOpen, CreatedAt: now, UpdatedAt: now,
+		PriceMicros: q.AmountMicros, Status: RequestOpen, CreatedAt: now, UpdatedAt: now,
 	}
 	if err := s.issueChallenges(req, secret); err != nil {
 		return nil, err
@@ -335,7 +335,7 @@ func (s *Service) newMachineRequest(ctx context.Context, r MachineFaxRequest, se
 	return req, nil
 }
 
-func (s *Service) reissueChallenges(ctx context.Context, req *MachineRequest, secret []byte) (*MachineRequest, error) {
+func (s *Service) reissueChallenges(ctx context.Context, req *Request, secret []byte) (*Request, error) {
 	next := *req
 	next.Generation++
 	next.UpdatedAt = s.now()
@@ -350,9 +350,9 @@ func (s *Service) reissueChallenges(ctx context.Context, req *MachineRequest, se
 
 // issueChallenges binds one challenge per method on offer for req, expiring
 // ChallengeTTL from now.
-func (s *Service) issueChallenges(req *MachineRequest, secret []byte) error {
+func (s *Service) issueChallenges(req *Request, secret []byte) error {
 	now := s.now()
-	expires := now.Add(s.cfg.Machine.ChallengeTTL).Truncate(time.Second)
+	expires := now.Add(s.cfg.ChallengeTTL).Truncate(time.Second)
 	realm := s.machineRealm()
 	opaque := map[string]string{"request_id": req.RequestID}
 	if req.Generation > 0 {
@@ -399,16 +399,16 @@ func (s *Service) issueChallenges(req *MachineRequest, secret []byte) error {
 // machineRealm is the host name of the API origin, without a port: MPP
 // clients (mppx validate) compare the realm with the server's host name.
 func (s *Service) machineRealm() string {
-	if u, err := url.Parse(s.cfg.APIURL); err == nil && u.Hostname() != "" {
+	if u, err := url.Parse(s.kc.APIURL); err == nil && u.Hostname() != "" {
 		return u.Hostname()
 	}
-	return s.cfg.APIURL
+	return s.kc.APIURL
 }
 
 // challengeResult answers with req's challenges, filtered and ordered by
 // Accept-Payment (all of them when the client accepts none), and a
 // problem of type t about the first.
-func (s *Service) challengeResult(req *MachineRequest, accept []string, t mpp.ProblemType, detail string, retryAfter int) (*MachineFaxResult, error) {
+func (s *Service) challengeResult(req *Request, accept []string, t mpp.ProblemType, detail string, retryAfter int) (*FaxResult, error) {
 	var stored []StoredChallenge
 	if err := json.Unmarshal(req.Challenges, &stored); err != nil {
 		return nil, fmt.Errorf("decode stored challenges: %w", err)
@@ -421,7 +421,7 @@ func (s *Service) challengeResult(req *MachineRequest, accept []string, t mpp.Pr
 	if len(ordered) == 0 {
 		ordered = offers
 	}
-	res := &MachineFaxResult{RetryAfter: retryAfter}
+	res := &FaxResult{RetryAfter: retryAfter}
 	for _, o := range ordered {
 		for _, c := range stored {
 			if c.Method == o.Method && c.Intent == o.Intent {
@@ -448,20 +448,20 @@ func (s *Service) challengeResult(req *MachineRequest, accept []string, t mpp.Pr
 // realm, a method on offer, not expired, this body and this request_id.
 // The amount and currency are the echoed request's: the binding proves we
 // offered them.
-func (s *Service) checkCredential(cred *mpp.Credential, r MachineFaxRequest, secret []byte) (mpp.Challenge, MachineMethod, mpp.ProblemType, string) {
+func (s *Service) checkCredential(cred *mpp.Credential, r FaxRequest, secret []byte) (mpp.Challenge, Method, mpp.ProblemType, string) {
 	ch, err := cred.Challenge()
 	if err != nil {
-		return ch, MachineMethod{}, cmpProblem(mpp.ProblemOf(err), mpp.ProblemInvalidChallenge), protocolDetail(err)
+		return ch, Method{}, cmpProblem(mpp.ProblemOf(err), mpp.ProblemInvalidChallenge), protocolDetail(err)
 	}
 	if !ch.Verify(secret) {
-		return ch, MachineMethod{}, mpp.ProblemInvalidChallenge, "the challenge was not issued by this server (or was altered)"
+		return ch, Method{}, mpp.ProblemInvalidChallenge, "the challenge was not issued by this server (or was altered)"
 	}
 	if ch.Realm != s.machineRealm() {
-		return ch, MachineMethod{}, mpp.ProblemInvalidChallenge, "the challenge is for another realm"
+		return ch, Method{}, mpp.ProblemInvalidChallenge, "the challenge is for another realm"
 	}
 	m, ok := s.machineMethod(ch.Method)
 	if !ok || ch.Intent != m.intent() {
-		return ch, MachineMethod{}, mpp.ProblemMethodUnsupported, fmt.Sprintf("the method %q is not offered here", ch.Method)
+		return ch, Method{}, mpp.ProblemMethodUnsupported, fmt.Sprintf("the method %q is not offered here", ch.Method)
 	}
 	if ch.Digest != r.BodyDigest {
 		return ch, m, mpp.ProblemVerificationFailed, "the body differs from the one the challenge was issued for"
@@ -501,7 +501,7 @@ func machineIdempotencyKey(challengeID string, payload []byte) string {
 
 // payMachine claims the challenge, settles it with the method and, if it
 // pays, records charge, fax, job and answer in one transaction.
-func (s *Service) payMachine(ctx context.Context, r MachineFaxRequest, req *MachineRequest, cred *mpp.Credential, ch mpp.Challenge, m MachineMethod) (*MachineFaxResult, error) {
+func (s *Service) payMachine(ctx context.Context, r FaxRequest, req *Request, cred *mpp.Credential, ch mpp.Challenge, m Method) (*FaxResult, error) {
 	var cr chargeRequest
 	if err := json.Unmarshal(ch.Request, &cr); err != nil {
 		return s.challengeResult(req, r.AcceptPayment, mpp.ProblemInvalidChallenge, "the challenge request is not a charge request", 0)
@@ -528,7 +528,7 @@ func (s *Service) payMachine(ctx context.Context, r MachineFaxRequest, req *Mach
 // claimChallenge stores the document and claims the challenge in one
 // transaction. It answers res (and no claim) where the claim is not this
 // request's to settle.
-func (s *Service) claimChallenge(ctx context.Context, r MachineFaxRequest, req *MachineRequest, cred *mpp.Credential, ch mpp.Challenge, m MachineMethod, amount int64, currency string) (*MachineClaim, *MachineFaxResult, error) {
+func (s *Service) claimChallenge(ctx context.Context, r FaxRequest, req *Request, cred *mpp.Credential, ch mpp.Challenge, m Method, amount int64, currency string) (*Claim, *FaxResult, error) {
 	key := machineIdempotencyKey(ch.ID, cred.Payload)
 	sealed, err := s.sealMachineCredential(ctx, ch.ID, cred.Payload)
 	if err != nil {
@@ -540,7 +540,7 @@ func (s *Service) claimChallenge(ctx context.Context, r MachineFaxRequest, req *
 		if res, err := s.existingClaim(ctx, prev, r, req, key); res != nil || err != nil {
 			return nil, res, err
 		}
-	} else if !errors.Is(err, ErrNoRows) {
+	} else if !errors.Is(err, core.ErrNoRows) {
 		return nil, nil, err
 	}
 	doc, err := s.machineDocument(ctx, r, m.Mode, req.Pages)
@@ -548,14 +548,14 @@ func (s *Service) claimChallenge(ctx context.Context, r MachineFaxRequest, req *
 		return nil, nil, err
 	}
 	now := s.now()
-	claim := &MachineClaim{
+	claim := &Claim{
 		ChallengeID: ch.ID, RequestID: r.RequestID, Method: m.Method.Name(), Mode: m.Mode, IdempotencyKey: key,
-		Amount: amount, Currency: currency, Credential: sealed, State: MachineClaimSettling,
-		LeaseUntil: now.Add(s.cfg.Machine.SettleLease), DocumentID: doc.ID, CreatedAt: now, UpdatedAt: now,
+		Amount: amount, Currency: currency, Credential: sealed, State: ClaimSettling,
+		LeaseUntil: now.Add(s.cfg.SettleLease), DocumentID: doc.ID, CreatedAt: now, UpdatedAt: now,
 	}
-	err = s.d.Store.InTx(ctx, func(tx Tx) error {
+	err = s.inTx(ctx, func(tx Tx) error {
 		err := tx.InsertMachineClaim(ctx, claim)
-		if errors.Is(err, ErrExists) {
+		if errors.Is(err, core.ErrExists) {
 			if err = tx.TakeOverMachineClaim(ctx, claim, now); err != nil {
 				return err
 			}
@@ -578,13 +578,13 @@ func (s *Service) claimChallenge(ctx context.Context, r MachineFaxRequest, req *
 	if err == nil && claim.DocumentID == doc.ID {
 		return claim, nil, nil
 	}
-	if derr := s.DeleteBlobs(context.WithoutCancel(ctx), doc); derr != nil {
+	if derr := s.core.DeleteBlobs(context.WithoutCancel(ctx), doc); derr != nil {
 		s.d.Logger.WarnContext(ctx, "delete blobs of a machine document that was not stored", "err", derr)
 	}
 	if err == nil {
 		return claim, nil, nil
 	}
-	if !errors.Is(err, ErrConflict) {
+	if !errors.Is(err, core.ErrConflict) {
 		return nil, nil, err
 	}
 	// Lost the race for the claim: answer as its state says.
@@ -600,7 +600,7 @@ func (s *Service) claimChallenge(ctx context.Context, r MachineFaxRequest, req *
 }
 
 func paymentInProgress() error {
-	return Errorf(KindConflict, CodePaymentInProgress, "a request with this credential is settling it; retry shortly for its answer").
+	return core.Errorf(core.KindConflict, CodePaymentInProgress, "a request with this credential is settling it; retry shortly for its answer").
 		WithRetryAfter(paymentInProgressRetryAfter)
 }
 
@@ -609,9 +609,9 @@ func paymentInProgress() error {
 // payment_in_progress while another request settles it. It returns
 // nothing when the caller may take the claim over (a lapsed lease, or a
 // failed claim and another credential).
-func (s *Service) existingClaim(ctx context.Context, prev *MachineClaim, r MachineFaxRequest, req *MachineRequest, key string) (*MachineFaxResult, error) {
+func (s *Service) existingClaim(ctx context.Context, prev *Claim, r FaxRequest, req *Request, key string) (*FaxResult, error) {
 	switch prev.State {
-	case MachineClaimPaid:
+	case ClaimPaid:
 		if prev.RequestID == r.RequestID {
 			paid, err := s.d.Store.GetMachineRequest(ctx, r.RequestID)
 			if err != nil {
@@ -620,10 +620,10 @@ func (s *Service) existingClaim(ctx context.Context, prev *MachineClaim, r Machi
 			return s.storedOrder(ctx, paid)
 		}
 		return s.challengeResult(req, r.AcceptPayment, mpp.ProblemInvalidChallenge, "this challenge was already used", 0)
-	case MachineClaimFailed:
+	case ClaimFailed:
 		if prev.IdempotencyKey == key {
 			t, msg := failureProblem(prev.Failure)
-			return s.challengeResult(req, r.AcceptPayment, t, cmpReason(msg, "this credential was refused"), 0)
+			return s.challengeResult(req, r.AcceptPayment, t, cmp.Or(msg, "this credential was refused"), 0)
 		}
 		return nil, nil
 	}
@@ -635,8 +635,8 @@ func (s *Service) existingClaim(ctx context.Context, prev *MachineClaim, r Machi
 
 // machineDocument stores the PDF's blob and returns its document row, for
 // the claim's transaction to insert.
-func (s *Service) machineDocument(ctx context.Context, r MachineFaxRequest, mode Mode, pages int) (*Document, error) {
-	dir, err := os.MkdirTemp(s.cfg.TempDir, "faxhub-machine-")
+func (s *Service) machineDocument(ctx context.Context, r FaxRequest, mode core.Mode, pages int) (*core.Document, error) {
+	dir, err := os.MkdirTemp(s.kc.TempDir, "faxhub-machine-")
 	if err != nil {
 		return nil, fmt.Errorf("spool machine document: %w", err)
 	}
@@ -646,13 +646,13 @@ func (s *Service) machineDocument(ctx context.Context, r MachineFaxRequest, mode
 		return nil, fmt.Errorf("spool machine document: %w", err)
 	}
 	sum := sha256.Sum256(r.PDF)
-	doc := &Document{
-		ID: NewID(PrefixDocument), OwnerID: MachineOwnerID, Mode: mode, SourceType: string(FilePDF),
+	doc := &core.Document{
+		ID: core.NewID(core.PrefixDocument), OwnerID: core.MachineOwnerID, Mode: mode, SourceType: string(core.FilePDF),
 		SourceBytes: int64(len(r.PDF)), Pages: pages, SHA256: hex.EncodeToString(sum[:]), CreatedAt: s.now(),
 	}
-	doc.SourceKey = fmt.Sprintf("%s/%s/%s/source", MachineOwnerID, mode, doc.ID)
+	doc.SourceKey = fmt.Sprintf("%s/%s/%s/source", core.MachineOwnerID, mode, doc.ID)
 	doc.PDFKey = doc.SourceKey
-	if doc.PDFBytes, err = s.putFile(ctx, doc.SourceKey, src, string(FilePDF)); err != nil {
+	if doc.PDFBytes, err = s.core.PutFile(ctx, doc.SourceKey, src, string(core.FilePDF)); err != nil {
 		return nil, err
 	}
 	return doc, nil
@@ -681,10 +681,10 @@ func (s *Service) openMachineCredential(ctx context.Context, challengeID string,
 // settleClaim asks the method to settle a claim this process holds and
 // finishes it as the verdict says. The sweeper calls it too (with no
 // Accept-Payment), for claims whose settlement was interrupted.
-func (s *Service) settleClaim(ctx context.Context, claim *MachineClaim, payload json.RawMessage, accept []string) (*MachineFaxResult, error) {
+func (s *Service) settleClaim(ctx context.Context, claim *Claim, payload json.RawMessage, accept []string) (*FaxResult, error) {
 	m, ok := s.machineMethod(claim.Method)
 	if !ok {
-		return nil, Errorf(KindUnavailable, CodePaymentProcessorUnavailable, "the payment method %q is no longer configured", claim.Method)
+		return nil, core.Errorf(core.KindUnavailable, CodePaymentProcessorUnavailable, "the payment method %q is no longer configured", claim.Method)
 	}
 	res, err := m.Method.Charge(ctx, payments.ChargeRequest{
 		IdempotencyKey: claim.IdempotencyKey, Amount: claim.Amount, Currency: claim.Currency, Credential: payload,
@@ -705,7 +705,7 @@ func (s *Service) settleClaim(ctx context.Context, claim *MachineClaim, payload 
 				"the payment is not settled yet (the transaction is not mined); retry the same credential shortly", notMinedRetryAfter)
 		}
 		s.d.Logger.WarnContext(ctx, "machine payment: no verdict", "challenge_id", claim.ChallengeID, "method", claim.Method, "err", err)
-		return nil, Errorf(KindUnavailable, CodePaymentProcessorUnavailable, "the payment processor could not be reached; retry the same credential").
+		return nil, core.Errorf(core.KindUnavailable, CodePaymentProcessorUnavailable, "the payment processor could not be reached; retry the same credential").
 			WithRetryAfter(paymentInProgressRetryAfter)
 	}
 	if res.Status != payments.StatusSucceeded {
@@ -727,14 +727,14 @@ func failureProblem(failure string) (mpp.ProblemType, string) {
 }
 
 // refuseClaim records a method's refusal and answers a fresh 402.
-func (s *Service) refuseClaim(ctx context.Context, claim *MachineClaim, res payments.Result, accept []string) (*MachineFaxResult, error) {
+func (s *Service) refuseClaim(ctx context.Context, claim *Claim, res payments.Result, accept []string) (*FaxResult, error) {
 	t := mpp.ProblemVerificationFailed
-	msg := cmpReason(truncate(res.Message, 300), "the payment method refused the credential ("+string(res.Status)+")")
+	msg := cmp.Or(core.CutUTF8(res.Message, 300), "the payment method refused the credential ("+string(res.Status)+")")
 	stored := msg
 	if res.Status == payments.StatusRequiresAction {
 		t, stored = mpp.ProblemPaymentActionRequired, actionRequiredPrefix+msg
 	}
-	if err := s.d.Store.FinishMachineClaim(ctx, claim.ChallengeID, MachineClaimFailed, nil, stored, s.now()); err != nil && !errors.Is(err, ErrConflict) {
+	if err := s.d.Store.FinishMachineClaim(ctx, claim.ChallengeID, ClaimFailed, nil, stored, s.now()); err != nil && !errors.Is(err, core.ErrConflict) {
 		return nil, err
 	}
 	s.d.Logger.InfoContext(ctx, "machine payment refused", "challenge_id", claim.ChallengeID, "method", claim.Method, "status", res.Status)
@@ -742,7 +742,7 @@ func (s *Service) refuseClaim(ctx context.Context, claim *MachineClaim, res paym
 	if err != nil {
 		return nil, err
 	}
-	if req.Status == MachineRequestPaid {
+	if req.Status == RequestPaid {
 		return s.storedOrder(ctx, req)
 	}
 	return s.challengeResult(req, accept, t, msg, 0)
@@ -753,54 +753,54 @@ func (s *Service) refuseClaim(ctx context.Context, claim *MachineClaim, res paym
 // transaction. A concurrent finisher of the same claim wins quietly; a
 // reference that paid for another charge (a reused transaction hash)
 // fails the claim.
-func (s *Service) finishPaid(ctx context.Context, claim *MachineClaim, m MachineMethod, res payments.Result) (*MachineFaxResult, error) {
+func (s *Service) finishPaid(ctx context.Context, claim *Claim, m Method, res payments.Result) (*FaxResult, error) {
 	var (
-		stored *MachineRequest
+		stored *Request
 		double bool
 	)
-	err := s.d.Store.InTx(ctx, func(tx Tx) error {
+	err := s.inTx(ctx, func(tx Tx) error {
 		stored, double = nil, false
 		cur, err := tx.GetMachineClaim(ctx, claim.ChallengeID)
 		if err != nil {
 			return err
 		}
-		if cur.State != MachineClaimSettling || cur.IdempotencyKey != claim.IdempotencyKey {
+		if cur.State != ClaimSettling || cur.IdempotencyKey != claim.IdempotencyKey {
 			return errChargeRecorded
 		}
 		req, err := tx.GetMachineRequest(ctx, claim.RequestID)
 		if err != nil {
 			return err
 		}
-		if req.Status == MachineRequestPaid {
+		if req.Status == RequestPaid {
 			// Another challenge of this request paid first (the payer paid
 			// twice): this charge is recorded and refunded in whole.
 			double = true
 			return s.recordDoublePayment(ctx, tx, claim, m, res, req)
 		}
 		now := s.now()
-		f := &Fax{
-			ID: NewID(PrefixFax), OwnerID: MachineOwnerID, Mode: claim.Mode, Status: FaxQueued, To: req.Destination,
-			DocumentID: claim.DocumentID, Pages: req.Pages, Cover: req.Cover, PriceMicros: req.PriceMicros, Currency: Currency,
-			PaymentMethod: PayMachine, CreatedAt: now, UpdatedAt: now,
+		f := &core.Fax{
+			ID: core.NewID(core.PrefixFax), OwnerID: core.MachineOwnerID, Mode: claim.Mode, Status: core.FaxQueued, To: req.Destination,
+			DocumentID: claim.DocumentID, Pages: req.Pages, Cover: req.Cover, PriceMicros: req.PriceMicros, Currency: core.Currency,
+			PaymentMethod: core.PayMachine, CreatedAt: now, UpdatedAt: now,
 		}
-		if err := s.createFax(ctx, tx, newFax{fax: f}); err != nil {
+		if err := s.core.CreateFax(ctx, tx, core.NewFax{Fax: f}); err != nil {
 			return err
 		}
-		c := &Charge{
-			ID: NewID(PrefixCharge), Mode: claim.Mode, Method: claim.Method, Purpose: ChargeMachineFax,
+		c := &core.Charge{
+			ID: core.NewID(core.PrefixCharge), Mode: claim.Mode, Method: claim.Method, Purpose: core.ChargeMachineFax,
 			IdempotencyKey: claim.IdempotencyKey, AmountMicros: max(req.PriceMicros, 1), Currency: claim.Currency,
-			Reference: res.Reference, Status: ChargeSucceeded, FaxID: &f.ID, Subject: claim.ChallengeID, CreatedAt: now,
+			Reference: res.Reference, Status: core.ChargeSucceeded, FaxID: &f.ID, Subject: claim.ChallengeID, CreatedAt: now,
 			RequestID: claim.RequestID, AmountUnits: claim.Amount,
 		}
 		if err := recordMachineCharge(ctx, tx, c); err != nil {
 			return err
 		}
-		if err := tx.FinishMachineClaim(ctx, claim.ChallengeID, MachineClaimPaid, &f.ID, "", now); err != nil {
+		if err := tx.FinishMachineClaim(ctx, claim.ChallengeID, ClaimPaid, &f.ID, "", now); err != nil {
 			return err
 		}
-		s.present(f, nil)
+		s.core.Present(f, nil)
 		order := s.machineOrder(f, req, c, claim.Method)
-		rcpt, err := mpp.Receipt{Status: "success", Method: claim.Method, Timestamp: now, Reference: cmpReason(res.Reference, c.ID),
+		rcpt, err := mpp.Receipt{Status: "success", Method: claim.Method, Timestamp: now, Reference: cmp.Or(res.Reference, c.ID),
 			ChallengeID: claim.ChallengeID, ExternalID: claim.RequestID}.Encode()
 		if err != nil {
 			return err
@@ -812,7 +812,7 @@ func (s *Service) finishPaid(ctx context.Context, claim *MachineClaim, m Machine
 		if err := tx.MarkMachineRequestPaid(ctx, req.RequestID, f.ID, resp, rcpt, now); err != nil {
 			return err
 		}
-		req.Status, req.FaxID, req.Response, req.Receipt = MachineRequestPaid, &f.ID, resp, rcpt
+		req.Status, req.FaxID, req.Response, req.Receipt = RequestPaid, &f.ID, resp, rcpt
 		stored = req
 		return nil
 	})
@@ -831,7 +831,7 @@ func (s *Service) finishPaid(ctx context.Context, claim *MachineClaim, m Machine
 		if gerr != nil {
 			return nil, gerr
 		}
-		if req.Status == MachineRequestPaid {
+		if req.Status == RequestPaid {
 			return s.storedOrder(ctx, req)
 		}
 		return nil, paymentInProgress()
@@ -844,22 +844,22 @@ func (s *Service) finishPaid(ctx context.Context, claim *MachineClaim, m Machine
 // recordDoublePayment records a charge for a request another challenge
 // paid already, owed back in whole, and closes its claim; the caller
 // answers the request's stored 200.
-func (s *Service) recordDoublePayment(ctx context.Context, tx Tx, claim *MachineClaim, m MachineMethod, res payments.Result, req *MachineRequest) error {
+func (s *Service) recordDoublePayment(ctx context.Context, tx Tx, claim *Claim, m Method, res payments.Result, req *Request) error {
 	now := s.now()
 	state, due := RefundDue, claim.Amount
 	if !m.Refunds {
 		state, due = RefundNotRefundable, 0
 	}
-	c := &Charge{
-		ID: NewID(PrefixCharge), Mode: claim.Mode, Method: claim.Method, Purpose: ChargeMachineFax,
+	c := &core.Charge{
+		ID: core.NewID(core.PrefixCharge), Mode: claim.Mode, Method: claim.Method, Purpose: core.ChargeMachineFax,
 		IdempotencyKey: claim.IdempotencyKey, AmountMicros: max(req.PriceMicros, 1), Currency: claim.Currency,
-		Reference: res.Reference, Status: ChargeSucceeded, Subject: claim.ChallengeID, CreatedAt: now,
+		Reference: res.Reference, Status: core.ChargeSucceeded, Subject: claim.ChallengeID, CreatedAt: now,
 		RequestID: claim.RequestID, AmountUnits: claim.Amount, RefundState: state, RefundDueUnits: due,
 	}
 	if err := recordMachineCharge(ctx, tx, c); err != nil {
 		return err
 	}
-	if err := tx.FinishMachineClaim(ctx, claim.ChallengeID, MachineClaimFailed, nil, "the request was paid by another challenge; this payment is refunded where the method can", now); err != nil {
+	if err := tx.FinishMachineClaim(ctx, claim.ChallengeID, ClaimFailed, nil, "the request was paid by another challenge; this payment is refunded where the method can", now); err != nil {
 		return err
 	}
 	s.d.Logger.WarnContext(ctx, "machine request paid twice", "request_id", claim.RequestID, "challenge_id", claim.ChallengeID, "refund", state)
@@ -869,9 +869,9 @@ func (s *Service) recordDoublePayment(ctx context.Context, tx Tx, claim *Machine
 // recordMachineCharge records c in tx. A clash is errChargeRecorded when a
 // concurrent finisher recorded this very charge (its idempotency key), and
 // errChargeReferenceUsed when the method's reference paid for another.
-func recordMachineCharge(ctx context.Context, tx Tx, c *Charge) error {
+func recordMachineCharge(ctx context.Context, tx Tx, c *core.Charge) error {
 	err := tx.CreateCharge(ctx, c)
-	if !errors.Is(err, ErrExists) {
+	if !errors.Is(err, core.ErrExists) {
 		return err
 	}
 	if _, kerr := tx.GetChargeByKey(ctx, c.IdempotencyKey); kerr == nil {
@@ -881,10 +881,10 @@ func recordMachineCharge(ctx context.Context, tx Tx, c *Charge) error {
 }
 
 // machineOrder is the payer's view of a paid machine fax.
-func (s *Service) machineOrder(f *Fax, req *MachineRequest, c *Charge, method string) MachineOrder {
-	return MachineOrder{
+func (s *Service) machineOrder(f *core.Fax, req *Request, c *core.Charge, method string) Order {
+	return Order{
 		ID: f.ID, Status: f.Status, To: f.To, Pages: f.Pages, Cover: f.Cover, Mode: f.Mode,
-		Amount: strconv.FormatInt(c.AmountUnits, 10), Currency: c.Currency, Price: FormatUSD(f.PriceMicros), Method: method,
+		Amount: strconv.FormatInt(c.AmountUnits, 10), Currency: c.Currency, Price: core.FormatUSD(f.PriceMicros), Method: method,
 		RequestID: req.RequestID, StatusURL: "", PagesSent: f.PagesSent, FailureCode: f.FailureCode, FailureReason: f.FailureReason,
 		Refund: c.RefundState, CreatedAt: f.CreatedAt, CompletedAt: f.CompletedAt,
 	}
@@ -892,28 +892,28 @@ func (s *Service) machineOrder(f *Fax, req *MachineRequest, c *Charge, method st
 
 // storedOrder answers a paid request's stored 200, with the fax's current
 // status and refund, and a fresh status link.
-func (s *Service) storedOrder(ctx context.Context, req *MachineRequest) (*MachineFaxResult, error) {
-	var o MachineOrder
+func (s *Service) storedOrder(ctx context.Context, req *Request) (*FaxResult, error) {
+	var o Order
 	if err := json.Unmarshal(req.Response, &o); err != nil {
 		return nil, fmt.Errorf("decode stored machine order: %w", err)
 	}
 	if err := s.refreshOrder(ctx, &o); err != nil {
 		return nil, err
 	}
-	return &MachineFaxResult{Order: &o, Receipt: req.Receipt}, nil
+	return &FaxResult{Order: &o, Receipt: req.Receipt}, nil
 }
 
 // refreshOrder brings an order's status fields up to date and links its
 // status URL.
-func (s *Service) refreshOrder(ctx context.Context, o *MachineOrder) error {
+func (s *Service) refreshOrder(ctx context.Context, o *Order) error {
 	f, err := s.d.Store.GetFaxByID(ctx, o.ID)
 	if err != nil {
-		return storeErr(err, "fax")
+		return core.StoreErr(err, "fax")
 	}
 	o.Status, o.PagesSent, o.FailureCode, o.FailureReason, o.CompletedAt = f.Status, f.PagesSent, f.FailureCode, f.FailureReason, f.CompletedAt
 	if c, err := s.d.Store.GetChargeByFax(ctx, f.ID); err == nil {
 		o.Refund = c.RefundState
-	} else if !errors.Is(err, ErrNoRows) {
+	} else if !errors.Is(err, core.ErrNoRows) {
 		return err
 	}
 	url, err := s.machineStatusURL(ctx, f.ID)

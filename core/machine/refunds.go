@@ -1,4 +1,4 @@
-package core
+package machine
 
 import (
 	"context"
@@ -6,11 +6,9 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/faxhub/faxhub/core"
 	"github.com/faxhub/faxhub/core/payments"
 )
-
-// Refunds of machine faxes and the sweeper that finishes interrupted
-// machine payments.
 
 const (
 	// machineSweepBatch bounds the items one sweep takes of each kind.
@@ -22,21 +20,22 @@ const (
 	machineGiveUp = 24 * time.Hour
 )
 
-// settleMachine records what a machine fax that ended is owed back, in the
-// transaction that ends it: a failed or canceled fax its whole charge, a
-// partial one the unsent pages' share (the refundUnsentPages rule, in the
-// method's units, rounded down), a delivered one nothing. Where the method
-// cannot refund (a pushed transfer) it records not_refundable.
-func (s *Service) settleMachine(ctx context.Context, tx Tx, o *Fax, kind LedgerKind) error {
-	if kind != LedgerRelease {
-		return nil // delivered; a partial fax is settled by refundUnsentPages
-	}
-	return s.owePayer(ctx, tx, o, o.PriceMicros)
-}
+// Payers records what machine-paid faxes owe their payers back
+// (core.PayerRefunds), in the transaction that ends a fax: a failed or
+// canceled fax its whole charge, a partial one the unsent pages' share (in
+// the method's units, rounded down). Where the method cannot refund (a
+// pushed transfer) it records not_refundable. SweepMachinePayments performs
+// the refunds later.
+type Payers struct{ methods []Method }
 
-// owePayer records that refundMicros of the fax's price (all of it, or the
-// unsent pages' share) goes back to the payer.
-func (s *Service) owePayer(ctx context.Context, tx Tx, o *Fax, refundMicros int64) error {
+// NewPayers records refunds for charges of methods: every configured
+// machine method, offered or not (a refund is owed even while the
+// method's mode has no provider).
+func NewPayers(methods []Method) *Payers { return &Payers{methods: methods} }
+
+// OwePayer records that refundMicros of the fax's price (all of it, or
+// the unsent pages' share) goes back to the payer.
+func (p *Payers) OwePayer(ctx context.Context, tx core.Tx, o *core.Fax, refundMicros int64) error {
 	if refundMicros <= 0 || o.PriceMicros <= 0 {
 		return nil
 	}
@@ -52,10 +51,10 @@ func (s *Service) owePayer(ctx context.Context, tx Tx, o *Fax, refundMicros int6
 		return nil
 	}
 	state := RefundDue
-	if m, ok := s.machineMethodAny(c.Method); !ok || !m.Refunds {
+	if m, ok := methodNamed(p.methods, c.Method); !ok || !m.Refunds {
 		state, due = RefundNotRefundable, 0
 	}
-	if err := tx.SetChargeRefund(ctx, c.ID, state, due); err != nil && !errors.Is(err, ErrConflict) {
+	if err := tx.SetChargeRefund(ctx, c.ID, state, due); err != nil && !errors.Is(err, core.ErrConflict) {
 		return fmt.Errorf("record refund of machine fax %s: %w", o.ID, err)
 	}
 	return nil
@@ -63,13 +62,17 @@ func (s *Service) owePayer(ctx context.Context, tx Tx, o *Fax, refundMicros int6
 
 // machineMethodAny finds a configured method by name, offered or not (a
 // refund is owed even while the method's mode has no provider).
-func (s *Service) machineMethodAny(name string) (MachineMethod, bool) {
-	for _, m := range s.d.Machine {
+func (s *Service) machineMethodAny(name string) (Method, bool) {
+	return methodNamed(s.d.Machine, name)
+}
+
+func methodNamed(ms []Method, name string) (Method, bool) {
+	for _, m := range ms {
 		if m.Method != nil && m.Method.Name() == name {
 			return m, true
 		}
 	}
-	return MachineMethod{}, false
+	return Method{}, false
 }
 
 // SweepMachinePayments finishes what interrupted machine payments left:
@@ -78,7 +81,7 @@ func (s *Service) machineMethodAny(name string) (MachineMethod, bool) {
 // and refunds that are due. The job queue runs it periodically on one
 // replica at a time; each item is still taken by a compare-and-set on its
 // lease, so a run that overlaps another (or a payer's retry) is harmless.
-func (s *Service) SweepMachinePayments(ctx context.Context) error {
+func (s *Service) Sweep(ctx context.Context) error {
 	if len(s.d.Machine) == 0 {
 		return nil
 	}
@@ -89,7 +92,7 @@ func (s *Service) SweepMachinePayments(ctx context.Context) error {
 // a retry of the payer would have taken them over by then if it came.
 func (s *Service) sweepClaims(ctx context.Context) error {
 	now := s.now()
-	stale, err := s.d.Store.StaleMachineClaims(ctx, now.Add(-s.cfg.Machine.SettleLease), machineSweepBatch)
+	stale, err := s.d.Store.StaleMachineClaims(ctx, now.Add(-s.cfg.SettleLease), machineSweepBatch)
 	if err != nil {
 		return fmt.Errorf("sweep machine claims: %w", err)
 	}
@@ -102,11 +105,11 @@ func (s *Service) sweepClaims(ctx context.Context) error {
 	return errors.Join(errs...)
 }
 
-func (s *Service) sweepClaim(ctx context.Context, c *MachineClaim) error {
+func (s *Service) sweepClaim(ctx context.Context, c *Claim) error {
 	now := s.now()
-	until := now.Add(s.cfg.Machine.SettleLease)
+	until := now.Add(s.cfg.SettleLease)
 	if err := s.d.Store.RenewMachineClaim(ctx, c.ChallengeID, c.LeaseUntil, until); err != nil {
-		if errors.Is(err, ErrConflict) {
+		if errors.Is(err, core.ErrConflict) {
 			return nil // another replica or a retry took it
 		}
 		return err
@@ -117,7 +120,7 @@ func (s *Service) sweepClaim(ctx context.Context, c *MachineClaim) error {
 		return s.giveUpClaim(ctx, c, err)
 	}
 	_, err = s.settleClaim(ctx, c, payload, nil)
-	if err == nil || ErrorKind(err) != KindUnavailable {
+	if err == nil || core.ErrorKind(err) != core.KindUnavailable {
 		return err
 	}
 	return s.giveUpClaim(ctx, c, err)
@@ -126,7 +129,7 @@ func (s *Service) sweepClaim(ctx context.Context, c *MachineClaim) error {
 // giveUpClaim leaves a claim that got no verdict for the next sweep, or
 // fails it once it is a day old (an operator must look: the method may
 // have taken money without faxhub knowing).
-func (s *Service) giveUpClaim(ctx context.Context, c *MachineClaim, cause error) error {
+func (s *Service) giveUpClaim(ctx context.Context, c *Claim, cause error) error {
 	if s.now().Sub(c.CreatedAt) < machineGiveUp {
 		if err := s.d.Store.ReleaseMachineClaim(ctx, c.ChallengeID, s.now()); err != nil {
 			return err
@@ -135,8 +138,8 @@ func (s *Service) giveUpClaim(ctx context.Context, c *MachineClaim, cause error)
 	}
 	s.d.Logger.ErrorContext(ctx, "machine payment abandoned after a day without a verdict; check the method's records",
 		"challenge_id", c.ChallengeID, "request_id", c.RequestID, "method", c.Method, "idempotency_key", c.IdempotencyKey, "err", cause)
-	err := s.d.Store.FinishMachineClaim(ctx, c.ChallengeID, MachineClaimFailed, nil, "no verdict from the payment method within a day", s.now())
-	if errors.Is(err, ErrConflict) {
+	err := s.d.Store.FinishMachineClaim(ctx, c.ChallengeID, ClaimFailed, nil, "no verdict from the payment method within a day", s.now())
+	if errors.Is(err, core.ErrConflict) {
 		return nil
 	}
 	return err
@@ -157,10 +160,10 @@ func (s *Service) sweepRefunds(ctx context.Context) error {
 	return errors.Join(errs...)
 }
 
-func (s *Service) refund(ctx context.Context, c *Charge) error {
+func (s *Service) refund(ctx context.Context, c *core.Charge) error {
 	now := s.now()
 	if err := s.d.Store.LeaseRefund(ctx, c.ID, now, now.Add(refundLease)); err != nil {
-		if errors.Is(err, ErrConflict) {
+		if errors.Is(err, core.ErrConflict) {
 			return nil
 		}
 		return err
@@ -185,7 +188,7 @@ func (s *Service) refund(ctx context.Context, c *Charge) error {
 	}
 	s.d.Logger.InfoContext(ctx, "machine charge refunded", "charge_id", c.ID, "amount", c.RefundDueUnits, "currency", c.Currency)
 	err = s.d.Store.FinishRefund(ctx, c.ID, RefundDone, res.Reference, s.now())
-	if errors.Is(err, ErrConflict) {
+	if errors.Is(err, core.ErrConflict) {
 		return nil
 	}
 	return err

@@ -1,23 +1,25 @@
-package core
+package machine
 
 import (
 	"context"
 	"time"
+
+	"github.com/faxhub/faxhub/core"
 )
 
 // MachineRequestStatus is where a machine request stands: open until one
 // of its challenges is paid, then paid (it has its fax and its stored 200).
-type MachineRequestStatus string
+type RequestStatus string
 
 const (
-	MachineRequestOpen MachineRequestStatus = "open"
-	MachineRequestPaid MachineRequestStatus = "paid"
+	RequestOpen RequestStatus = "open"
+	RequestPaid RequestStatus = "paid"
 )
 
 // MachineRequest is one request_id of a paying machine: the body it was
 // first seen with, its quote, the challenges offered for it and, once paid,
 // the answer every later retry gets.
-type MachineRequest struct {
+type Request struct {
 	RequestID   string `db:"request_id"`
 	BodyDigest  string `db:"body_digest"`
 	Destination string `db:"destination"`
@@ -33,9 +35,9 @@ type MachineRequest struct {
 	// Generation counts re-issues of the challenges; it is bound into
 	// opaque from the first re-issue on, so a re-issue never repeats the
 	// ids of the challenges it replaces.
-	Generation int                  `db:"generation"`
-	Status     MachineRequestStatus `db:"status"`
-	FaxID      *string              `db:"fax_id"`
+	Generation int           `db:"generation"`
+	Status     RequestStatus `db:"status"`
+	FaxID      *string       `db:"fax_id"`
 	// Response is the stored MachineOrder JSON of the 200, Receipt its
 	// Payment-Receipt.
 	Response  []byte    `db:"response"`
@@ -54,25 +56,25 @@ type StoredChallenge struct {
 }
 
 // MachineClaimState is where a claimed challenge stands.
-type MachineClaimState string
+type ClaimState string
 
 const (
 	// MachineClaimSettling: the method is being (or was, when the process
 	// died) asked to settle; the lease says until when it is one request's.
-	MachineClaimSettling MachineClaimState = "settling"
+	ClaimSettling ClaimState = "settling"
 	// MachineClaimPaid: settled, and the fax exists.
-	MachineClaimPaid MachineClaimState = "paid"
+	ClaimPaid ClaimState = "paid"
 	// MachineClaimFailed: the method refused the credential; nothing moved.
 	// Another credential (another idempotency key) may claim it again.
-	MachineClaimFailed MachineClaimState = "failed"
+	ClaimFailed ClaimState = "failed"
 )
 
 // MachineClaim is the single use of one challenge.
-type MachineClaim struct {
-	ChallengeID string `db:"challenge_id"`
-	RequestID   string `db:"request_id"`
-	Method      string `db:"method"`
-	Mode        Mode   `db:"mode"`
+type Claim struct {
+	ChallengeID string    `db:"challenge_id"`
+	RequestID   string    `db:"request_id"`
+	Method      string    `db:"method"`
+	Mode        core.Mode `db:"mode"`
 	// IdempotencyKey is what the method settles under: derived from the
 	// challenge id and a hash of the credential, never the credential.
 	IdempotencyKey string `db:"idempotency_key"`
@@ -84,14 +86,14 @@ type MachineClaim struct {
 	// (core/seal), kept while the claim settles so that a retry after a
 	// crash settles it with the same key and parameters; cleared when the
 	// claim ends.
-	Credential []byte            `db:"credential"`
-	State      MachineClaimState `db:"state"`
-	LeaseUntil time.Time         `db:"lease_until"`
-	DocumentID string            `db:"document_id"`
-	FaxID      *string           `db:"fax_id"`
-	Failure    string            `db:"failure"`
-	CreatedAt  time.Time         `db:"created_at"`
-	UpdatedAt  time.Time         `db:"updated_at"`
+	Credential []byte     `db:"credential"`
+	State      ClaimState `db:"state"`
+	LeaseUntil time.Time  `db:"lease_until"`
+	DocumentID string     `db:"document_id"`
+	FaxID      *string    `db:"fax_id"`
+	Failure    string     `db:"failure"`
+	CreatedAt  time.Time  `db:"created_at"`
+	UpdatedAt  time.Time  `db:"updated_at"`
 }
 
 // Refund states of a machine charge (Charge.RefundState).
@@ -104,21 +106,21 @@ const (
 
 // MachineStore persists machine payments; part of core.Store. Errors follow
 // Store.
-type MachineStore interface {
+type Queries interface {
 	// CreateMachineRequest records a new request_id; ErrExists if taken.
-	CreateMachineRequest(ctx context.Context, r *MachineRequest) error
-	GetMachineRequest(ctx context.Context, requestID string) (*MachineRequest, error)
+	CreateMachineRequest(ctx context.Context, r *Request) error
+	GetMachineRequest(ctx context.Context, requestID string) (*Request, error)
 	// ReissueMachineChallenges replaces the challenges of an open request
 	// whose generation is still r.Generation-1 (compare-and-set: of many
 	// concurrent re-issues one wins); ErrConflict otherwise.
-	ReissueMachineChallenges(ctx context.Context, r *MachineRequest) error
+	ReissueMachineChallenges(ctx context.Context, r *Request) error
 	// MarkMachineRequestPaid moves an open request to paid with its fax and
 	// stored answer; ErrConflict if it is paid already.
 	MarkMachineRequestPaid(ctx context.Context, requestID, faxID string, response []byte, receipt string, at time.Time) error
 
 	// InsertMachineClaim claims a challenge; ErrExists if it was claimed.
-	InsertMachineClaim(ctx context.Context, c *MachineClaim) error
-	GetMachineClaim(ctx context.Context, challengeID string) (*MachineClaim, error)
+	InsertMachineClaim(ctx context.Context, c *Claim) error
+	GetMachineClaim(ctx context.Context, challengeID string) (*Claim, error)
 	// TakeOverMachineClaim gives a claim to c's caller until
 	// c.LeaseUntil: a settling claim whose lease ended at or before at
 	// keeps its own key, amount, credential and document (the method may
@@ -127,7 +129,7 @@ type MachineStore interface {
 	// settling. The caller reads the claim back. ErrConflict when the
 	// claim is paid, leased, or failed under the same key; ErrNoRows when
 	// there is none.
-	TakeOverMachineClaim(ctx context.Context, c *MachineClaim, at time.Time) error
+	TakeOverMachineClaim(ctx context.Context, c *Claim, at time.Time) error
 	// RenewMachineClaim extends the lease of a settling claim (the sweeper
 	// taking a stale one) if it still ends at leaseWas; ErrConflict
 	// otherwise.
@@ -138,20 +140,14 @@ type MachineStore interface {
 	// FinishMachineClaim moves a settling claim to paid (with its fax) or
 	// failed (with why) and clears its credential; ErrConflict if it is
 	// not settling.
-	FinishMachineClaim(ctx context.Context, challengeID string, state MachineClaimState, faxID *string, failure string, at time.Time) error
+	FinishMachineClaim(ctx context.Context, challengeID string, state ClaimState, faxID *string, failure string, at time.Time) error
 	// StaleMachineClaims lists up to n settling claims whose lease ended
 	// at or before before, oldest first.
-	StaleMachineClaims(ctx context.Context, before time.Time, n int) ([]MachineClaim, error)
+	StaleMachineClaims(ctx context.Context, before time.Time, n int) ([]Claim, error)
 
-	// GetChargeByFax reads the charge that paid for a fax.
-	GetChargeByFax(ctx context.Context, faxID string) (*Charge, error)
-	// SetChargeRefund records what a machine charge is owed back (state
-	// due with the amount in the method's units, or not_refundable), once:
-	// ErrConflict if a refund state is set already.
-	SetChargeRefund(ctx context.Context, chargeID, state string, dueUnits int64) error
 	// DueRefunds lists up to n charges whose refund is due and not leased
 	// at now.
-	DueRefunds(ctx context.Context, now time.Time, n int) ([]Charge, error)
+	DueRefunds(ctx context.Context, now time.Time, n int) ([]core.Charge, error)
 	// LeaseRefund takes a due refund for one replica until until, if it
 	// is due and unleased at now; ErrConflict otherwise.
 	LeaseRefund(ctx context.Context, chargeID string, now, until time.Time) error

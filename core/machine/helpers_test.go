@@ -1,0 +1,5 @@
+package machine_test
+
+import "context"
+
+var ctx = context.Background()
