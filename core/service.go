@@ -49,7 +49,6 @@ type Config struct {
 	// Storage: upload leases, upload rate, quota, retention, GC.
 	Storage StorageConfig
 
-
 	// Numbers: renting fax numbers (core/numbers.go).
 	Numbers NumberConfig
 
