@@ -64,7 +64,7 @@ func (s *Service) OwnerByEmail(ctx context.Context, email string) (*Owner, error
 	o, err := s.d.Store.GetOwnerByEmail(ctx, email)
 	if err == nil && o.ID == MachineOwnerID {
 		// The paying machines' owner is no one's to sign in as or claim.
-		return nil, notFound("owner")
+		return nil, NotFound("owner")
 	}
 	return o, StoreErr(err, "owner")
 }
@@ -147,7 +147,7 @@ func (s *Service) CreateSession(ctx context.Context, ownerID, userAgent string) 
 	sess = &Session{
 		ID: NewID(PrefixSession), Hash: HashSecret(secret), OwnerID: ownerID,
 		CreatedAt: now, LastSeenAt: now, ExpiresAt: now.Add(SessionAbsoluteTimeout),
-		UserAgent: truncate(userAgent, 255),
+		UserAgent: CutUTF8(userAgent, 255),
 	}
 	if err := s.d.Store.CreateSession(ctx, sess); err != nil {
 		return "", nil, fmt.Errorf("create session: %w", err)
@@ -190,9 +190,6 @@ func (s *Service) EndSession(ctx context.Context, id string) error {
 func (s *Service) EndAllSessions(ctx context.Context, ownerID string) error {
 	return s.d.Store.DeleteOwnerSessions(ctx, ownerID)
 }
-
-// truncate cuts s to at most n bytes (CutUTF8).
-func truncate(s string, n int) string { return CutUTF8(s, n) }
 
 // CutUTF8 cuts s to at most n bytes without splitting a character: a cut
 // rune would be invalid UTF-8, which PostgreSQL refuses in a text column.

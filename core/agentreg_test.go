@@ -10,11 +10,6 @@ import (
 	"github.com/faxhub/faxhub/internal/testenv"
 )
 
-func agentEnv(t *testing.T) (*testenv.Env, *testenv.Clock) {
-	clk := testenv.NewClockAt(time.Date(2026, 11, 1, 12, 0, 0, 0, time.UTC))
-	return testenv.New(t, testenv.WithoutWorkers(), testenv.WithConfig(func(c *services.Config) { c.Now = clk.Now })), clk
-}
-
 // registerService enrolls and registers a service_auth agent of owner A.
 func registerService(t *testing.T, e *testenv.Env, scopes []string) *core.AgentRegistered {
 	t.Helper()
@@ -39,7 +34,7 @@ func attemptToken(t *testing.T, a *core.AgentClaimAttempt) string {
 }
 
 func TestAgentEnrollmentRules(t *testing.T) {
-	e, clk := agentEnv(t)
+	e, clk := testenv.Clocked(t)
 	owner := e.OwnerA.ID
 	// Scopes default to read-only, are validated and normalised.
 	en, err := e.Svc.Core.CreateAgentEnrollment(ctx, owner, " Bot ", nil)
@@ -104,7 +99,7 @@ func TestAgentEnrollmentRules(t *testing.T) {
 }
 
 func TestAgentRegistrationRules(t *testing.T) {
-	e, clk := agentEnv(t)
+	e, clk := testenv.Clocked(t)
 	_, err := e.Svc.Core.RegisterAgent(ctx, core.AgentRegisterRequest{Type: core.AgentRegistrationService})
 	testenv.WantCode(t, err, core.CodeEnrollmentRequired)
 	_, err = e.Svc.Core.RegisterAgent(ctx, core.AgentRegisterRequest{Type: core.AgentRegistrationService, EnrollmentToken: "fxe_unknown"})
@@ -157,7 +152,7 @@ func TestAgentRegistrationRules(t *testing.T) {
 }
 
 func TestAgentClaimStates(t *testing.T) {
-	e, clk := agentEnv(t)
+	e, clk := testenv.Clocked(t)
 	reg := registerService(t, e, []string{"fax:read", "credits:read", "fax:draft"})
 	ct := reg.ClaimToken
 
@@ -252,7 +247,7 @@ func TestAgentClaimStates(t *testing.T) {
 }
 
 func TestAgentClaimDeclineAndExpiry(t *testing.T) {
-	e, clk := agentEnv(t)
+	e, clk := testenv.Clocked(t)
 	declined := registerService(t, e, nil)
 	if err := e.Svc.Core.DecideAgentClaim(ctx, e.OwnerA.ID, attemptToken(t, declined.Attempt), "", false, nil); err != nil {
 		t.Fatal(err)
@@ -272,7 +267,7 @@ func TestAgentClaimDeclineAndExpiry(t *testing.T) {
 }
 
 func TestAgentRevocation(t *testing.T) {
-	e, _ := agentEnv(t)
+	e, _ := testenv.Clocked(t)
 	reg := registerService(t, e, []string{"credits:read"})
 	if err := e.Svc.Core.DecideAgentClaim(ctx, e.OwnerA.ID, attemptToken(t, reg.Attempt), reg.Attempt.UserCode, true, nil); err != nil {
 		t.Fatal(err)

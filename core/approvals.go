@@ -43,8 +43,8 @@ func (s *Service) requestApproval(ctx context.Context, q Queries, r ApprovalRequ
 	}
 	now := s.now()
 	a := &Approval{
-		ID: NewID(PrefixApproval), OwnerID: r.OwnerID, Kind: r.Kind, Requester: truncate(r.Requester, 200),
-		Summary: truncate(r.Summary, 500), Details: details, BindingHash: BindingHash(r.Binding),
+		ID: NewID(PrefixApproval), OwnerID: r.OwnerID, Kind: r.Kind, Requester: CutUTF8(r.Requester, 200),
+		Summary: CutUTF8(r.Summary, 500), Details: details, BindingHash: BindingHash(r.Binding),
 		RequiresUV: r.RequiresUV, Status: ApprovalPending, CreatedAt: now, ExpiresAt: now.Add(r.TTL),
 	}
 	if err := q.CreateApproval(ctx, a); err != nil {
@@ -144,11 +144,12 @@ func (s *Service) DecideApproval(ctx context.Context, ownerID, id string, d Deci
 		// Declined in the inbox: the agent is rejected too.
 		s.rejectDeviceAgent(ctx, a)
 	}
-	if a.Kind == ApprovalCreditPurchase {
-		// The decision stands whatever happens to the charge: a charge
-		// that fails to reach a verdict is retried when the task is read.
-		if err := s.finishPurchase(ctx, id); err != nil {
-			s.d.Logger.Error("finish credit purchase after the owner's decision", "approval", id, "err", err)
+	if f := s.d.OnDecision; f != nil {
+		// The decision stands whatever its follower does with it (a
+		// credit purchase whose charge fails to reach a verdict is retried
+		// when its task is read).
+		if err := f(ctx, a); err != nil {
+			s.d.Logger.Error("act on the owner's decision", "approval", id, "kind", a.Kind, "err", err)
 		}
 	}
 	return s.GetApproval(ctx, ownerID, id)

@@ -76,7 +76,7 @@ func (s *Service) CheckoutPayable(ctx context.Context, c *Checkout) error {
 		if err != nil {
 			return StoreErr(err, "number")
 		}
-		return s.numberPayable(n)
+		return s.NumberPayable(n)
 	}
 	return nil
 }
@@ -205,10 +205,10 @@ func (s *Service) CompleteCheckoutPaid(ctx context.Context, id string, ref Payme
 				return s.payDraftAtCheckout(ctx, tx, c)
 			}
 			s.d.Logger.WarnContext(ctx, "checkout paid after its draft could no longer be paid: credited to the account",
-				slog.String("checkout", c.ID), slog.String("draft", d.ID), slog.String("draftStatus", string(s.draftStatus(d))))
+				slog.String("checkout", c.ID), slog.String("draft", d.ID), slog.String("draftStatus", string(s.DraftStatus(d))))
 			return tx.AppendLedger(ctx, &LedgerEntry{
 				ID: NewID(PrefixLedger), OwnerID: c.OwnerID, Mode: c.Mode, Kind: LedgerRefund, AmountMicros: ref.AmountCents * MicrosPerCent,
-				Reason: "checkout " + c.ID + " was paid after draft " + d.ID + " was " + string(s.draftStatus(d)) + ": the payment is credited here", CreatedAt: now,
+				Reason: "checkout " + c.ID + " was paid after draft " + d.ID + " was " + string(s.DraftStatus(d)) + ": the payment is credited here", CreatedAt: now,
 			})
 		case CheckoutNumber:
 			n, err := tx.GetNumber(ctx, c.OwnerID, c.Mode, *c.NumberID)

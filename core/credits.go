@@ -18,7 +18,7 @@ func (s *Service) GrantCredits(ctx context.Context, ownerID string, mode Mode, m
 	if reason == "" {
 		return nil, Errorf(KindInvalid, CodeInvalidRequest, "a grant needs a reason")
 	}
-	e := &LedgerEntry{ID: NewID(PrefixLedger), OwnerID: ownerID, Mode: mode, Kind: LedgerGrant, AmountMicros: micros, Reason: truncate(reason, 500), CreatedAt: s.now()}
+	e := &LedgerEntry{ID: NewID(PrefixLedger), OwnerID: ownerID, Mode: mode, Kind: LedgerGrant, AmountMicros: micros, Reason: CutUTF8(reason, 500), CreatedAt: s.now()}
 	if err := s.d.Store.AppendLedger(ctx, e); err != nil {
 		return nil, fmt.Errorf("grant credits: %w", err)
 	}
@@ -113,7 +113,7 @@ func (s *Service) CreateCreditCheckout(ctx context.Context, p Principal, packID 
 	}
 	pack, ok := s.d.Prices.Pack(packID)
 	if !ok {
-		return nil, s.unknownPack(packID)
+		return nil, s.UnknownPack(packID)
 	}
 	c := &Checkout{
 		ID: NewID(PrefixCheckout), OwnerID: p.OwnerID, Mode: p.Mode, Kind: CheckoutCreditPack, PackID: pack.ID,
@@ -128,7 +128,7 @@ func (s *Service) CreateCreditCheckout(ctx context.Context, p Principal, packID 
 }
 
 // unknownPack refuses a pack id that is not on sale, listing those that are.
-func (s *Service) unknownPack(packID string) error {
+func (s *Service) UnknownPack(packID string) error {
 	ids := make([]string, len(s.d.Prices.Packs))
 	for i, pk := range s.d.Prices.Packs {
 		ids[i] = pk.ID

@@ -69,7 +69,7 @@ func approveAgent(t *testing.T, e *testenv.Env, h *core.Host, caps ...core.Capab
 }
 
 func TestDelegatedSmoke(t *testing.T) {
-	e, _ := agentEnv(t)
+	e, _ := testenv.Clocked(t)
 	h := newHost(t, e)
 	v := register(t, e, h, core.CapGetCredits, core.CapValidateFax)
 	if v.Agent.Status != core.DelegatedPending || v.Approval == nil {

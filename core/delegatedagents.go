@@ -434,7 +434,7 @@ func (s *Service) DelegatedPrincipal(host *Host, a *DelegatedAgent) Principal {
 func AuthorizeCapability(p Principal, a *DelegatedAgent, c Capability) error {
 	op, ok := capabilityOps[c]
 	if !ok {
-		return Errorf(KindInvalid, CodeUnknownCapability, "unknown capability %q", truncate(string(c), 64))
+		return Errorf(KindInvalid, CodeUnknownCapability, "unknown capability %q", CutUTF8(string(c), 64))
 	}
 	if a == nil || !slices.Contains(a.Granted, c) {
 		return Errorf(KindForbidden, CodeCapabilityNotGranted, "the owner has not granted this agent %s", c)
@@ -523,7 +523,7 @@ func (s *Service) DecideDevice(ctx context.Context, ownerID, agentID, userCode s
 		}
 		for _, c := range caps {
 			if !slices.Contains(a.Requested, c) {
-				return nil, Errorf(KindForbidden, CodeCapabilityWiden, "the agent did not ask for %s; capabilities can only be narrowed", truncate(string(c), 64))
+				return nil, Errorf(KindForbidden, CodeCapabilityWiden, "the agent did not ask for %s; capabilities can only be narrowed", CutUTF8(string(c), 64))
 			}
 		}
 		if granted, err = normalizeCapabilities(caps); err != nil {

@@ -10,7 +10,7 @@ import (
 )
 
 func TestRegisterDelegatedAgentRules(t *testing.T) {
-	e, _ := agentEnv(t)
+	e, _ := testenv.Clocked(t)
 	h := newHost(t, e, core.CapGetCredits, core.CapValidateFax)
 	other := newHost(t, e)
 	ok := func() core.DelegatedAgentRequest {
@@ -98,7 +98,7 @@ func TestRegisterDelegatedAgentRules(t *testing.T) {
 }
 
 func TestDeviceApproval(t *testing.T) {
-	e, clk := agentEnv(t)
+	e, clk := testenv.Clocked(t)
 	h := newHost(t, e)
 	requested := []core.Capability{core.CapValidateFax, core.CapSendFax, core.CapGetCredits}
 	v := register(t, e, h, requested...)
@@ -205,7 +205,7 @@ func TestDeviceApproval(t *testing.T) {
 }
 
 func TestRevokeDelegatedAgent(t *testing.T) {
-	e, _ := agentEnv(t)
+	e, _ := testenv.Clocked(t)
 	h := newHost(t, e)
 	other := newHost(t, e)
 	a := approveAgent(t, e, h, core.CapGetCredits)
@@ -247,7 +247,7 @@ func TestRevokeDelegatedAgent(t *testing.T) {
 }
 
 func TestDeviceApprovalInInbox(t *testing.T) {
-	e, _ := agentEnv(t)
+	e, _ := testenv.Clocked(t)
 	h := newHost(t, e)
 	v := register(t, e, h, core.CapGetCredits)
 	appr, err := e.Svc.Core.GetApproval(ctx, e.OwnerA.ID, v.Agent.ApprovalID)

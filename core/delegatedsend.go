@@ -150,11 +150,11 @@ func (s *Service) GetDelegatedSend(ctx context.Context, p Principal, a *Delegate
 		return nil, nil, Errorf(KindUnauthenticated, CodeUnauthenticated, "authentication required")
 	}
 	if !HasPrefix(id, PrefixDelegatedSend) || len(id) > 100 {
-		return nil, nil, notFound("send request")
+		return nil, nil, NotFound("send request")
 	}
 	d, err := s.d.Store.GetDelegatedSend(ctx, id)
 	if errors.Is(err, ErrNoRows) || (err == nil && (d.AgentID != a.ID || d.OwnerID != p.OwnerID)) {
-		return nil, nil, notFound("send request")
+		return nil, nil, NotFound("send request")
 	} else if err != nil {
 		return nil, nil, fmt.Errorf("get delegated send: %w", err)
 	}
@@ -163,7 +163,7 @@ func (s *Service) GetDelegatedSend(ctx context.Context, p Principal, a *Delegate
 		d.Status = DelegatedSendSent
 		fp := p
 		fp.Mode = d.Mode
-		f, err := s.getFax(ctx, fp, *d.FaxID)
+		f, err := s.LoadFax(ctx, fp, *d.FaxID)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -200,7 +200,7 @@ func (s *Service) approveDelegatedSend(ctx context.Context, ownerID string, a *A
 			return fmt.Errorf("read send request: %w", err)
 		}
 		if send.OwnerID != ownerID {
-			return notFound("send request")
+			return NotFound("send request")
 		}
 		if err := tx.DecideApproval(ctx, ownerID, a.ID, ApprovalApproved, data, now); errors.Is(err, ErrConflict) {
 			return Errorf(KindConflict, CodeApprovalState, "this request was decided already or expired")

@@ -172,7 +172,7 @@ func (s *Service) recordOutcome(ctx context.Context, faxID, attemptID string, re
 		}
 		now := s.now()
 		a.Status, a.ProviderRef, a.PagesSent = res.Status, res.ProviderRef, res.PagesSent
-		a.FailureCode, a.FailureReason, a.Retryable = res.FailureCode, truncate(res.FailureReason, 500), res.Retryable
+		a.FailureCode, a.FailureReason, a.Retryable = res.FailureCode, CutUTF8(res.FailureReason, 500), res.Retryable
 		a.DurationMS = res.Duration.Milliseconds()
 		if res.Status != AttemptSending {
 			a.FinishedAt = &now

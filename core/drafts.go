@@ -60,7 +60,7 @@ func (s *Service) CreateDraft(ctx context.Context, p Principal, r CreateDraftReq
 
 // draftStatus is a draft's status as of now: an open draft past its expiry
 // is expired.
-func (s *Service) draftStatus(d *Draft) DraftStatus {
+func (s *Service) DraftStatus(d *Draft) DraftStatus {
 	if d.Status == DraftOpen && !s.now().Before(d.ExpiresAt) {
 		return DraftExpired
 	}
@@ -70,7 +70,7 @@ func (s *Service) draftStatus(d *Draft) DraftStatus {
 // draftPayable is the one draft status rule, for credits and checkouts
 // alike: only an open draft that has not expired can be paid.
 func (s *Service) draftPayable(d *Draft) error {
-	switch st := s.draftStatus(d); st {
+	switch st := s.DraftStatus(d); st {
 	case DraftOpen:
 		return nil
 	case DraftPaid:
@@ -95,12 +95,12 @@ func (s *Service) GetDraft(ctx context.Context, p Principal, id string) (*DraftV
 	if err != nil {
 		return nil, StoreErr(err, "draft")
 	}
-	return s.draftView(d), nil
+	return s.ViewDraft(d), nil
 }
 
 // draftView is a stored draft as of now, with its quote at the price fixed
 // when it was made.
-func (s *Service) draftView(d *Draft) *DraftView {
+func (s *Service) ViewDraft(d *Draft) *DraftView {
 	country := d.Country
 	if country == "" { // a draft made before drafts kept their country
 		if _, c, err := s.d.Destination.Check(d.To); err == nil {
@@ -114,7 +114,7 @@ func (s *Service) draftView(d *Draft) *DraftView {
 	}
 	q.AmountMicros, q.Amount, q.Cents = d.PriceMicros, FormatUSD(d.PriceMicros), CentsUp(d.PriceMicros)
 	dv := &DraftView{Draft: *d, Quote: q}
-	dv.Status = s.draftStatus(d)
+	dv.Status = s.DraftStatus(d)
 	return dv
 }
 

@@ -21,7 +21,7 @@ func newDraft(t *testing.T, e *testenv.Env, p core.Principal, pages int) *core.D
 }
 
 func TestSendDraft(t *testing.T) {
-	e, clk := agentEnv(t)
+	e, clk := testenv.Clocked(t)
 	p := e.Principal(t, e.KeyATest)
 
 	t.Run("success and retry", func(t *testing.T) {

@@ -107,23 +107,6 @@ const (
 	CodeClaimScopeWiden   = "claim_scope_not_permitted"
 )
 
-// Error codes of agent tasks (core/tasks.go) and AP2 credit purchases
-// (core/ap2.go).
-const (
-	CodeTaskNotCancelable = "task_not_cancelable"
-	// CodeCartMismatch: a payment mandate names another cart, amount or
-	// currency than the cart we offered for this task.
-	CodeCartMismatch = "payment_mandate_mismatch"
-	// CodeMandateReplayed: the payment mandate id was used already.
-	CodeMandateReplayed = "payment_mandate_replayed"
-	CodeCartExpired     = "cart_expired"
-	// CodePurchaseState: the purchase is past the step the request is for.
-	CodePurchaseState = "purchase_not_open"
-	// CodePaymentUnavailable: no payment method for AP2 charges is
-	// configured in this mode.
-	CodePaymentUnavailable = "payment_method_not_configured"
-)
-
 // Error is the one error type services return for anything a caller can act
 // on. Internal failures are plain wrapped errors and surface as KindInternal
 // without their text.
@@ -199,6 +182,6 @@ var (
 	ErrInsufficientFunds = errors.New("core: insufficient funds")
 )
 
-func notFound(what string) *Error {
+func NotFound(what string) *Error {
 	return Errorf(KindNotFound, CodeNotFound, "%s not found", what)
 }

@@ -249,12 +249,12 @@ func (s *Service) GetFax(ctx context.Context, p Principal, id string) (*Fax, err
 	if err := Authorize(p, OpGetFax); err != nil {
 		return nil, err
 	}
-	return s.getFax(ctx, p, id)
+	return s.LoadFax(ctx, p, id)
 }
 
 // getFax reads one of p's faxes with its latest attempt, as GetFax
 // presents it, for callers that authorised another operation.
-func (s *Service) getFax(ctx context.Context, p Principal, id string) (*Fax, error) {
+func (s *Service) LoadFax(ctx context.Context, p Principal, id string) (*Fax, error) {
 	o, err := s.d.Store.GetFax(ctx, p.OwnerID, p.Mode, id)
 	if err != nil {
 		return nil, StoreErr(err, "fax")
@@ -359,20 +359,20 @@ func (s *Service) CancelFax(ctx context.Context, p Principal, id string) (*Fax, 
 	if err := Authorize(p, OpCancelFax); err != nil {
 		return nil, err
 	}
-	err := s.cancelQueuedFax(ctx, p, id)
+	err := s.CancelQueuedFax(ctx, p, id)
 	var e *Error
 	if errors.As(err, &e) && e.Code == CodeFaxNotCancelable {
 		if ok, cerr := s.cancelSendingFax(ctx, p, id); ok || cerr != nil {
 			if cerr != nil {
 				return nil, cerr
 			}
-			return s.getFax(ctx, p, id)
+			return s.LoadFax(ctx, p, id)
 		}
 	}
 	if err != nil {
 		return nil, err
 	}
-	return s.getFax(ctx, p, id)
+	return s.LoadFax(ctx, p, id)
 }
 
 // cancelSendingFax asks the provider to call back a fax it is sending; ok
@@ -405,7 +405,7 @@ func (s *Service) cancelSendingFax(ctx context.Context, p Principal, id string) 
 // (fax:send) and CancelTask (fax:draft) alike: only a queued fax can be
 // canceled, and what was paid returns to the owner (settle) in the same
 // transaction. Otherwise a fax_not_cancelable *Error saying why.
-func (s *Service) cancelQueuedFax(ctx context.Context, p Principal, id string) error {
+func (s *Service) CancelQueuedFax(ctx context.Context, p Principal, id string) error {
 	return s.d.Store.InTx(ctx, func(tx Tx) error {
 		o, err := tx.GetFax(ctx, p.OwnerID, p.Mode, id)
 		if err != nil {

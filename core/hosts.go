@@ -94,7 +94,7 @@ func ParsePublicJWK(raw json.RawMessage) (PublicJWK, error) {
 func normalizeCapabilities(cs []Capability) ([]Capability, error) {
 	for _, c := range cs {
 		if _, ok := capabilityOps[c]; !ok {
-			return nil, Errorf(KindInvalid, CodeUnknownCapability, "unknown capability %q; capabilities are %v", truncate(string(c), 64), Capabilities())
+			return nil, Errorf(KindInvalid, CodeUnknownCapability, "unknown capability %q; capabilities are %v", CutUTF8(string(c), 64), Capabilities())
 		}
 	}
 	out := []Capability{}

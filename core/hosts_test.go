@@ -46,7 +46,7 @@ func TestParsePublicJWK(t *testing.T) {
 }
 
 func TestCreateHostRules(t *testing.T) {
-	e, _ := agentEnv(t)
+	e, _ := testenv.Clocked(t)
 	owner := e.OwnerA.ID
 	h := newHost(t, e, core.CapGetCredits)
 	v := register(t, e, h, core.CapValidateFax)
@@ -87,7 +87,7 @@ func TestCreateHostRules(t *testing.T) {
 }
 
 func TestEnrollHost(t *testing.T) {
-	e, clk := agentEnv(t)
+	e, clk := testenv.Clocked(t)
 	create := func() *core.HostCreated {
 		t.Helper()
 		hc, err := e.Svc.Core.CreateHost(ctx, e.OwnerA.ID, core.HostCreateRequest{Name: "Server"})
@@ -136,7 +136,7 @@ func TestEnrollHost(t *testing.T) {
 }
 
 func TestHostsListRevokeAndJWTIDs(t *testing.T) {
-	e, clk := agentEnv(t)
+	e, clk := testenv.Clocked(t)
 	h := newHost(t, e)
 	v := register(t, e, h, core.CapGetCredits)
 	_, err := e.Svc.Core.HostForJWT(ctx, "hst_unknown")
@@ -196,7 +196,7 @@ func TestHostsListRevokeAndJWTIDs(t *testing.T) {
 // looking a host or agent up (before any signature is checked) writes
 // nothing.
 func TestAcceptDelegatedJWT(t *testing.T) {
-	e, clk := agentEnv(t)
+	e, clk := testenv.Clocked(t)
 	h := newHost(t, e)
 	a := approveAgent(t, e, h, core.CapGetCredits)
 	lastUsed := func() (*time.Time, *time.Time) {
@@ -239,7 +239,7 @@ func TestAcceptDelegatedJWT(t *testing.T) {
 // AgentForJWT reads the agent and its host from the claims in one query and
 // refuses exactly as HostForJWT and DelegatedAgentForJWT do.
 func TestAgentForJWT(t *testing.T) {
-	e, _ := agentEnv(t)
+	e, _ := testenv.Clocked(t)
 	h, other := newHost(t, e), newHost(t, e)
 	a := approveAgent(t, e, h, core.CapGetCredits)
 	pending := register(t, e, h, core.CapGetCredits).Agent

@@ -107,7 +107,7 @@ func cleanCallerID(s string) string {
 		}
 		return r
 	}, strings.TrimSpace(s))
-	return truncate(s, maxCallerID)
+	return CutUTF8(s, maxCallerID)
 }
 
 // ProcessInboundFax fetches a received fax's document (bounded like an
@@ -142,7 +142,7 @@ func (s *Service) ProcessInboundFax(ctx context.Context, id string, lastAttempt 
 
 func (s *Service) failInbound(ctx context.Context, f *InboundFax, reason string) error {
 	now := s.now()
-	f.Status, f.FailureReason, f.UpdatedAt, f.ProcessedAt = InboxFailed, truncate(reason, 500), now, &now
+	f.Status, f.FailureReason, f.UpdatedAt, f.ProcessedAt = InboxFailed, CutUTF8(reason, 500), now, &now
 	if err := s.d.Store.UpdateInboundFax(ctx, f, InboxReceiving); err != nil && !errors.Is(err, ErrConflict) {
 		return err
 	}
@@ -202,7 +202,7 @@ func (s *Service) processInbound(ctx context.Context, f *InboundFax, lastAttempt
 	old := f.DocumentKey
 	now := s.now()
 	f.Status, f.Pages, f.DocumentKey, f.Bytes, f.MediaURL = InboxReceived, pages, key, size, ""
-	f.Text, f.TextStatus, f.TextMethod, f.TextNote = text.Text, text.Status, text.Method, truncate(text.Note, 500)
+	f.Text, f.TextStatus, f.TextMethod, f.TextNote = text.Text, text.Status, text.Method, CutUTF8(text.Note, 500)
 	f.UpdatedAt, f.ProcessedAt = now, &now
 	if err := s.d.Store.UpdateInboundFax(ctx, f, InboxReceiving); err != nil {
 		if errors.Is(err, ErrConflict) {
@@ -310,7 +310,7 @@ func (s *Service) GetInboxFax(ctx context.Context, p Principal, id string) (*Inb
 		return nil, err
 	}
 	if !wellFormedID(id) {
-		return nil, notFound("received fax")
+		return nil, NotFound("received fax")
 	}
 	f, err := s.d.Store.GetInboundFax(ctx, p.OwnerID, p.Mode, id)
 	return f, StoreErr(err, "received fax")

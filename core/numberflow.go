@@ -32,7 +32,7 @@ func (s *Service) numberProvider(m Mode) (NumberProvider, error) {
 }
 
 // present fills the price and the checkout link of a number for responses.
-func (s *Service) presentNumber(n *Number) *Number {
+func (s *Service) PresentNumber(n *Number) *Number {
 	n.MonthlyPrice, n.MonthlyCents, n.Currency = FormatUSD(n.MonthlyMicros), CentsUp(n.MonthlyMicros), Currency
 	n.CheckoutURL = ""
 	if n.Status == NumberAwaitingPayment {
@@ -165,7 +165,7 @@ func (s *Service) BuyNumber(ctx context.Context, p Principal, r BuyNumberRequest
 	if err != nil {
 		return nil, err
 	}
-	return s.presentNumber(n), nil
+	return s.PresentNumber(n), nil
 }
 
 func (s *Service) reserveNumber(ctx context.Context, p Principal, r BuyNumberRequest) (*Number, error) {
@@ -193,7 +193,7 @@ func (s *Service) reserveNumber(ctx context.Context, p Principal, r BuyNumberReq
 	until := now.Add(s.cfg.CheckoutTTL)
 	n := &Number{
 		ID: NewID(PrefixNumber), OwnerID: p.OwnerID, Mode: p.Mode, E164: e164, Country: country,
-		Region: truncate(offer.Region, 100), Locality: truncate(offer.Locality, 100), Status: NumberAwaitingPayment,
+		Region: CutUTF8(offer.Region, 100), Locality: CutUTF8(offer.Locality, 100), Status: NumberAwaitingPayment,
 		Provider: s.providerName(p.Mode), MonthlyMicros: monthly, ReservedUntil: &until, CreatedAt: now, UpdatedAt: now,
 	}
 	err = s.d.Store.InTx(ctx, func(tx Tx) error {
@@ -245,7 +245,7 @@ func (s *Service) ListNumbers(ctx context.Context, p Principal, all bool) ([]Num
 		ns = []Number{} // an empty list, never null
 	}
 	for i := range ns {
-		s.presentNumber(&ns[i])
+		s.PresentNumber(&ns[i])
 	}
 	return ns, nil
 }
@@ -259,7 +259,7 @@ func (s *Service) GetNumber(ctx context.Context, p Principal, id string) (*Numbe
 	if err != nil {
 		return nil, StoreErr(err, "number")
 	}
-	return s.presentNumber(n), nil
+	return s.PresentNumber(n), nil
 }
 
 // CreateNumberCheckout starts the hosted checkout of an awaiting_payment
@@ -273,7 +273,7 @@ func (s *Service) CreateNumberCheckout(ctx context.Context, p Principal, id stri
 	if err != nil {
 		return nil, StoreErr(err, "number")
 	}
-	if err := s.numberPayable(n); err != nil {
+	if err := s.NumberPayable(n); err != nil {
 		return nil, err
 	}
 	c := &Checkout{
@@ -308,7 +308,7 @@ func (s *Service) PayNumberWithCredits(ctx context.Context, p Principal, id stri
 		if err != nil {
 			return StoreErr(err, "number")
 		}
-		if err := s.numberPayable(n); err != nil {
+		if err := s.NumberPayable(n); err != nil {
 			return err
 		}
 		out = n
@@ -320,7 +320,7 @@ func (s *Service) PayNumberWithCredits(ctx context.Context, p Principal, id stri
 	if err != nil {
 		return nil, err
 	}
-	return s.presentNumber(out), nil
+	return s.PresentNumber(out), nil
 }
 
 // ownNumber reads one of p's numbers in its mode; an id that cannot be
@@ -333,7 +333,7 @@ func ownNumber(ctx context.Context, q Queries, p Principal, id string) (*Number,
 }
 
 // numberPayable tells whether n's first month can still be paid.
-func (s *Service) numberPayable(n *Number) error {
+func (s *Service) NumberPayable(n *Number) error {
 	if n.Status != NumberAwaitingPayment {
 		return Errorf(KindConflict, CodeNumberState, "this number is %s; its first month cannot be paid now", n.Status)
 	}
@@ -498,7 +498,7 @@ func (s *Service) applyNumberOrder(ctx context.Context, numberID string, res Num
 			return tx.UpdateNumber(ctx, n, NumberPending)
 		}
 		n.Status, n.PaidThrough = NumberFailed, nil
-		n.FailureCode, n.FailureReason = "provisioning_failed", truncate(cmpOr(res.FailureReason, "the provider could not provision the number"), 500)
+		n.FailureCode, n.FailureReason = "provisioning_failed", CutUTF8(cmpOr(res.FailureReason, "the provider could not provision the number"), 500)
 		if err := tx.UpdateNumber(ctx, n, NumberPending); err != nil {
 			return err
 		}
@@ -531,7 +531,7 @@ func (s *Service) ReleaseNumber(ctx context.Context, p Principal, id string) (*N
 	}
 	switch n.Status {
 	case NumberAwaitingPayment:
-		return s.cancelNumber(ctx, n, "canceled", "canceled before it was paid")
+		return s.CancelNumber(ctx, n, "canceled", "canceled before it was paid")
 	case NumberActive, NumberPastDue:
 		return s.releaseNumber(ctx, n, "", "")
 	case NumberPending:
@@ -540,7 +540,7 @@ func (s *Service) ReleaseNumber(ctx context.Context, p Principal, id string) (*N
 	return nil, Errorf(KindConflict, CodeNumberState, "this number is %s already", n.Status)
 }
 
-func (s *Service) cancelNumber(ctx context.Context, n *Number, code, reason string) (*Number, error) {
+func (s *Service) CancelNumber(ctx context.Context, n *Number, code, reason string) (*Number, error) {
 	n.Status, n.ReservedUntil, n.UpdatedAt = NumberCanceled, nil, s.now()
 	n.FailureCode, n.FailureReason = code, reason
 	if err := s.d.Store.UpdateNumber(ctx, n, NumberAwaitingPayment); err != nil {
@@ -549,7 +549,7 @@ func (s *Service) cancelNumber(ctx context.Context, n *Number, code, reason stri
 		}
 		return nil, err
 	}
-	return s.presentNumber(n), nil
+	return s.PresentNumber(n), nil
 }
 
 // releaseNumber releases n at its provider, then records it. The provider
@@ -574,7 +574,7 @@ func (s *Service) releaseNumber(ctx context.Context, n *Number, code, reason str
 		return nil, err
 	}
 	s.d.Logger.InfoContext(ctx, "number released", "number_id", n.ID, "owner_id", n.OwnerID, "code", code)
-	return s.presentNumber(n), nil
+	return s.PresentNumber(n), nil
 }
 
 // numberSweepPage is how many due numbers one query of the sweep reads.
@@ -615,7 +615,7 @@ func (s *Service) sweepNumber(ctx context.Context, n *Number) error {
 	now := s.now()
 	switch n.Status {
 	case NumberAwaitingPayment:
-		_, err := s.cancelNumber(ctx, n, "reservation_lapsed", "the first month was not paid before the reservation lapsed")
+		_, err := s.CancelNumber(ctx, n, "reservation_lapsed", "the first month was not paid before the reservation lapsed")
 		var e *Error
 		if errors.As(err, &e) && e.Code == CodeNumberState {
 			return nil
@@ -704,81 +704,6 @@ func (s *Service) renewNumber(ctx context.Context, n *Number) (bool, error) {
 		return tx.UpdateNumber(ctx, n, from)
 	})
 	return paid, err
-}
-
-// StartNumberTask reserves a number (BuyNumber) and returns the task that
-// follows it: input_required with the checkoutUrl until the first month is
-// paid, working while the provider provisions it, completed when it is
-// active.
-func (s *Service) StartNumberTask(ctx context.Context, p Principal, skill, contextID string, r BuyNumberRequest) (*TaskView, error) {
-	contextID, err := taskLabels(skill, contextID)
-	if err != nil {
-		return nil, err
-	}
-	// A task's number is paid at the checkout: A2A never spends credits.
-	r.PayWithCredits = false
-	n, err := s.BuyNumber(ctx, p, r)
-	if err != nil {
-		return nil, err
-	}
-	t := &AgentTask{
-		ID: NewID(PrefixTask), OwnerID: p.OwnerID, Mode: p.Mode, Kind: TaskNumber, Skill: skill,
-		ContextID: contextID, SubjectID: n.ID, CreatedAt: s.now(),
-	}
-	if err := s.d.Store.CreateAgentTask(ctx, t); err != nil {
-		return nil, fmt.Errorf("create number task: %w", err)
-	}
-	return s.numberTaskView(ctx, p, t)
-}
-
-func (s *Service) numberTaskView(ctx context.Context, p Principal, t *AgentTask) (*TaskView, error) {
-	v := &TaskView{AgentTask: *t, UpdatedAt: t.CreatedAt}
-	n, err := s.d.Store.GetNumber(ctx, p.OwnerID, p.Mode, t.SubjectID)
-	if errors.Is(err, ErrNoRows) {
-		v.State, v.FailureCode, v.Message = TaskFailed, "number_not_found", "the number of this task no longer exists"
-		return v, nil
-	}
-	if err != nil {
-		return nil, fmt.Errorf("number of task %s: %w", t.ID, err)
-	}
-	s.presentNumber(n)
-	v.Number, v.UpdatedAt = n, n.UpdatedAt
-	switch n.Status {
-	case NumberAwaitingPayment:
-		if s.numberPayable(n) != nil {
-			v.State, v.FailureCode, v.Message = TaskCanceled, "reservation_lapsed", "the reservation lapsed before the first month was paid"
-			break
-		}
-		v.State, v.CheckoutURL = TaskInputRequired, n.CheckoutURL
-		v.Message = fmt.Sprintf("The owner pays the first month of %s (%s) at checkoutUrl; it is reserved until %s.",
-			n.E164, n.MonthlyPrice, n.ReservedUntil.Format(time.RFC3339))
-	case NumberPending:
-		v.State, v.Message = TaskWorking, "Paid; the provider is provisioning "+n.E164+"."
-	case NumberActive, NumberPastDue, NumberReleased:
-		v.State, v.Message = TaskCompleted, n.E164+" is yours: faxes to it arrive in the inbox, and sends can use it as from."
-		if n.Status != NumberActive {
-			v.Message = n.E164 + " was provisioned; it is " + string(n.Status) + " now."
-		}
-	case NumberFailed:
-		v.State, v.FailureCode, v.Message = TaskFailed, n.FailureCode, "the provider could not provision "+n.E164+"; the month paid was credited to the account"
-	case NumberCanceled:
-		v.State, v.FailureCode, v.Message = TaskCanceled, n.FailureCode, "the number was not bought"
-	}
-	return v, nil
-}
-
-func (s *Service) cancelNumberTask(ctx context.Context, p Principal, t *AgentTask) (*TaskView, error) {
-	n, err := s.d.Store.GetNumber(ctx, p.OwnerID, p.Mode, t.SubjectID)
-	if err != nil {
-		return nil, StoreErr(err, "number")
-	}
-	if n.Status != NumberAwaitingPayment {
-		return nil, Errorf(KindConflict, CodeTaskNotCancelable, "the number is %s; only an unpaid reservation can be canceled", n.Status)
-	}
-	if _, err := s.cancelNumber(ctx, n, "canceled", "canceled by the agent before it was paid"); err != nil {
-		return nil, err
-	}
-	return s.numberTaskView(ctx, p, t)
 }
 
 // senderNumber resolves a send's from (an E.164 number or a number id) to

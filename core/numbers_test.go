@@ -13,6 +13,7 @@ import (
 	"github.com/faxhub/faxhub/core"
 	"github.com/faxhub/faxhub/core/provider/simulated"
 	"github.com/faxhub/faxhub/core/services"
+	"github.com/faxhub/faxhub/core/tasks"
 	"github.com/faxhub/faxhub/internal/require"
 	"github.com/faxhub/faxhub/internal/testenv"
 )
@@ -162,41 +163,6 @@ func TestNumberProvisioningFailureRefunds(t *testing.T) {
 	if after := avail(t, e, p); after != before+2*core.MicrosPerDollar {
 		t.Fatalf("balance %d → %d: the month paid at checkout should return as credits", before, after)
 	}
-}
-
-func TestNumberTask(t *testing.T) {
-	e := testenv.New(t)
-	p := e.Principal(t, e.KeyATest)
-	v, err := e.Svc.Core.StartNumberTask(ctx, p, "buy_number", "", core.BuyNumberRequest{Number: "+13125550120"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	wantState(t, "reserved", v, core.TaskInputRequired, "")
-	if v.CheckoutURL == "" || v.Number == nil || v.Number.E164 != "+13125550120" {
-		t.Fatalf("task: %+v", v)
-	}
-	cs, err := e.Svc.Core.CreateNumberCheckout(ctx, p, v.SubjectID)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := e.Svc.Core.CompleteCheckout(ctx, cs.ID); err != nil {
-		t.Fatal(err)
-	}
-	e.DrainQueue(t)
-	wantState(t, "paid", getTask(t, e, p, v.ID), core.TaskCompleted, "")
-	if _, err := e.Svc.Core.CancelTask(ctx, p, v.ID); core.ErrorCode(err) != core.CodeTaskNotCancelable {
-		t.Fatalf("cancel a completed number task: %v", err)
-	}
-
-	v2, err := e.Svc.Core.StartNumberTask(ctx, p, "buy_number", "", core.BuyNumberRequest{Number: "+13125550121"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	v2, err = e.Svc.Core.CancelTask(ctx, p, v2.ID)
-	if err != nil {
-		t.Fatal(err)
-	}
-	wantState(t, "canceled", v2, core.TaskCanceled, "canceled")
 }
 
 func TestNumberRenewalFromCredits(t *testing.T) {
@@ -482,8 +448,8 @@ func TestBuyNumberWithCredits(t *testing.T) {
 		t.Fatalf("B buys the number A could not pay for: %v", err)
 	}
 	// A task never spends credits.
-	v, err := e.Svc.Core.StartNumberTask(ctx, p, "buy_number", "", core.BuyNumberRequest{Number: "+14155550163", PayWithCredits: true})
-	if err != nil || v.State != core.TaskInputRequired {
+	v, err := e.Svc.Tasks.StartNumberTask(ctx, p, "buy_number", "", core.BuyNumberRequest{Number: "+14155550163", PayWithCredits: true})
+	if err != nil || v.State != tasks.InputRequired {
 		t.Fatalf("task with payWithCredits: %+v %v", v, err)
 	}
 }

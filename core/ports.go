@@ -137,7 +137,9 @@ const (
 	FailureMedia         = "media_error"       // the provider could not fetch or read the document
 	FailureCallDropped   = "call_dropped"      // ended part way (partial)
 	FailureProvider      = "provider_error"    // the provider's API failed; retryable
-	// FailureCanceled (called back while sending) is shared with tasks.
+	// FailureCanceled: called back while sending (CancelFax); tasks and
+	// purchases canceled by their agent end with it too.
+	FailureCanceled = "canceled"
 )
 
 // Queue schedules delivery work durably.

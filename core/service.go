@@ -107,6 +107,10 @@ type Deps struct {
 	Numbers map[Mode]NumberProvider
 	// Text reads received faxes for agents (pdftotext, tesseract).
 	Text TextExtractor
+	// OnDecision acts on an owner's decision of an approval after it is
+	// recorded (core/tasks completes a credit purchase); its error is
+	// logged, never the decision's.
+	OnDecision func(ctx context.Context, a *Approval) error
 	// PayerRefunds records what a machine-paid fax owes its payer back
 	// (core/machine); required.
 	PayerRefunds PayerRefunds
@@ -203,7 +207,7 @@ func StoreErr(err error, what string) error {
 	case err == nil:
 		return nil
 	case errors.Is(err, ErrNoRows):
-		return notFound(what)
+		return NotFound(what)
 	}
 	return fmt.Errorf("%s: %w", what, err)
 }

@@ -294,7 +294,7 @@ func (s *Service) documentFromToken(ctx context.Context, p Principal, token stri
 		return nil, err
 	}
 	if c.OwnerID != p.OwnerID || c.Mode != p.Mode {
-		return nil, notFound("upload")
+		return nil, NotFound("upload")
 	}
 	// One read on the way every send takes; only a refusal reads the upload
 	// to say why.
@@ -309,7 +309,7 @@ func (s *Service) documentFromToken(ctx context.Context, p Principal, token stri
 	if u.DocumentID == nil {
 		return nil, Errorf(KindConflict, CodeUploadPending, "nothing has been uploaded with this token yet; PUT the file to uploadUrl first")
 	}
-	return nil, notFound("document")
+	return nil, NotFound("document")
 }
 
 // GetDocument returns one of the principal's documents.

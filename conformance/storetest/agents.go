@@ -225,7 +225,7 @@ func testAgentPollConcurrent(t *testing.T, st services.Store) {
 	const n = 10
 	for range n {
 		wg.Go(func() {
-			err := st.InTx(ctx, func(tx core.Tx) error {
+			err := inTx(ctx, st, func(tx services.Tx) error {
 				cl, err := tx.LockAgentClaim(ctx, c.TokenHash)
 				if err != nil {
 					return err

@@ -156,7 +156,7 @@ func testLedger(t *testing.T, s services.Store) {
 
 	// A hold inside a transaction that rolls back leaves nothing.
 	rollback := errors.New("roll back")
-	err = s.InTx(ctx, func(tx core.Tx) error {
+	err = inTx(ctx, s, func(tx services.Tx) error {
 		if err := tx.PlaceHold(ctx, holdFor(faxes[4], 1_000_000)); err != nil {
 			return err
 		}
@@ -259,7 +259,7 @@ func testLedgerConcurrent(t *testing.T, s services.Store) {
 		if i%2 == 0 {
 			return s.PlaceHold(ctx, h)
 		}
-		return s.InTx(ctx, func(tx core.Tx) error { return tx.PlaceHold(ctx, h) })
+		return inTx(ctx, s, func(tx services.Tx) error { return tx.PlaceHold(ctx, h) })
 	})
 	close(stop)
 	if err := <-watchErr; err != nil {
@@ -294,7 +294,7 @@ func testLedgerConcurrent(t *testing.T, s services.Store) {
 		var e *core.LedgerEntry
 		var err error
 		if i%3 == 0 {
-			err = s.InTx(ctx, func(tx core.Tx) error {
+			err = inTx(ctx, s, func(tx services.Tx) error {
 				e, err = tx.SettleHold(ctx, fax.ID, kind, at(100))
 				return err
 			})

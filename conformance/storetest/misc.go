@@ -48,7 +48,7 @@ func testIdempotencyConcurrent(t *testing.T, s services.Store) {
 	doc := newDocument(t, s, o, core.ModeLive)
 	scope := o.ID + ":live:send_fax"
 	errs := race(concurrency, func(i int) error {
-		return s.InTx(ctx, func(tx core.Tx) error {
+		return inTx(ctx, s, func(tx services.Tx) error {
 			ord := faxOf(doc, at(i))
 			if err := tx.CreateFax(ctx, ord); err != nil {
 				return err
@@ -319,7 +319,7 @@ func testClaimOnce(t *testing.T, s services.Store) {
 				if i%2 == 0 {
 					return call(s, i)
 				}
-				return s.InTx(ctx, func(tx core.Tx) error { return call(tx, i) })
+				return inTx(ctx, s, func(tx services.Tx) error { return call(tx, i) })
 			})
 			ok, conflicts := countErrs(t, tc.name, errs, core.ErrConflict)
 			if ok != 1 || conflicts != concurrency-1 {

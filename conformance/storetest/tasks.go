@@ -5,6 +5,7 @@ import (
 
 	"github.com/faxhub/faxhub/core"
 	"github.com/faxhub/faxhub/core/services"
+	"github.com/faxhub/faxhub/core/tasks"
 )
 
 // testAgentTasks: a task reads back exactly, only by its owner (another
@@ -13,7 +14,7 @@ func testAgentTasks(t *testing.T, s services.Store) {
 	ctx := t.Context()
 	o, other := newOwner(t, s), newOwner(t, s)
 	d := newDraft(t, s, newDocument(t, s, o, core.ModeTest))
-	task := &core.AgentTask{ID: core.NewID(core.PrefixTask), OwnerID: o.ID, Mode: core.ModeTest, Kind: core.TaskFax,
+	task := &tasks.Task{ID: core.NewID(core.PrefixTask), OwnerID: o.ID, Mode: core.ModeTest, Kind: tasks.KindFax,
 		Skill: "create_fax", ContextID: "ctx_1", SubjectID: d.ID, CreatedAt: at(3)}
 	must(t, s.CreateAgentTask(ctx, task))
 	got, err := s.GetAgentTask(ctx, o.ID, task.ID)
@@ -32,12 +33,12 @@ func testAgentTasks(t *testing.T, s services.Store) {
 }
 
 // newPurchase stores a purchase of owner o offered at sec.
-func newPurchase(t *testing.T, s services.Store, o *core.Owner, sec int) *core.CreditPurchase {
+func newPurchase(t *testing.T, s services.Store, o *core.Owner, sec int) *tasks.CreditPurchase {
 	t.Helper()
-	c := &core.CreditPurchase{
+	c := &tasks.CreditPurchase{
 		ID: core.NewID(core.PrefixCart), OwnerID: o.ID, Mode: core.ModeTest, TaskID: core.NewID(core.PrefixTask),
 		PackID: "pack_20", AmountMicros: 20_000_000, CreditMicros: 20_000_000, Currency: "USD",
-		Status: core.PurchaseCartOffered, CartJWS: "eyJhbGciOiJFZERTQSJ9.e30.sig", ExpiresAt: at(sec + 900),
+		Status: tasks.PurchaseCartOffered, CartJWS: "eyJhbGciOiJFZERTQSJ9.e30.sig", ExpiresAt: at(sec + 900),
 		CreatedAt: at(sec), UpdatedAt: at(sec),
 	}
 	must(t, s.CreateCreditPurchase(t.Context(), c))
@@ -69,9 +70,9 @@ func testCreditPurchases(t *testing.T, s services.Store) {
 	// and the approval.
 	mandate, approval := "pm_1", core.NewID(core.PrefixApproval)
 	next := *c
-	next.Status, next.PaymentMandateID, next.PaymentMethod = core.PurchaseAwaitingApproval, &mandate, "CARD"
+	next.Status, next.PaymentMandateID, next.PaymentMethod = tasks.PurchaseAwaitingApproval, &mandate, "CARD"
 	next.Credential, next.ApprovalID, next.UpdatedAt = []byte("sealed credential"), &approval, at(10)
-	must(t, s.UpdateCreditPurchase(ctx, &next, core.PurchaseCartOffered))
+	must(t, s.UpdateCreditPurchase(ctx, &next, tasks.PurchaseCartOffered))
 	got, err = s.GetCreditPurchase(ctx, o.ID, c.ID)
 	must(t, err)
 	wantEqual(t, "purchase awaiting approval", got, &next)
@@ -82,23 +83,23 @@ func testCreditPurchases(t *testing.T, s services.Store) {
 	// The same transition again finds the purchase moved on.
 	again := next
 	again.UpdatedAt = at(11)
-	wantErr(t, "UpdateCreditPurchase from a stale status", s.UpdateCreditPurchase(ctx, &again, core.PurchaseCartOffered), core.ErrConflict)
+	wantErr(t, "UpdateCreditPurchase from a stale status", s.UpdateCreditPurchase(ctx, &again, tasks.PurchaseCartOffered), core.ErrConflict)
 	missing := next
 	missing.ID = "cart_missing"
-	wantErr(t, "UpdateCreditPurchase of a missing purchase", s.UpdateCreditPurchase(ctx, &missing, core.PurchaseCartOffered), core.ErrNoRows)
+	wantErr(t, "UpdateCreditPurchase of a missing purchase", s.UpdateCreditPurchase(ctx, &missing, tasks.PurchaseCartOffered), core.ErrNoRows)
 
 	// A mandate id already recorded on another purchase is a replay, also
 	// inside a transaction, which stays usable (PostgreSQL aborts a
 	// transaction on a failed statement unless it is contained).
 	c2 := newPurchase(t, s, o, 20)
 	replay := *c2
-	replay.Status, replay.PaymentMandateID, replay.UpdatedAt = core.PurchaseAwaitingApproval, &mandate, at(21)
-	wantErr(t, "replayed mandate id", s.UpdateCreditPurchase(ctx, &replay, core.PurchaseCartOffered), core.ErrExists)
-	err = s.InTx(ctx, func(tx core.Tx) error {
-		wantErr(t, "replayed mandate id in a transaction", tx.UpdateCreditPurchase(ctx, &replay, core.PurchaseCartOffered), core.ErrExists)
+	replay.Status, replay.PaymentMandateID, replay.UpdatedAt = tasks.PurchaseAwaitingApproval, &mandate, at(21)
+	wantErr(t, "replayed mandate id", s.UpdateCreditPurchase(ctx, &replay, tasks.PurchaseCartOffered), core.ErrExists)
+	err = inTx(ctx, s, func(tx services.Tx) error {
+		wantErr(t, "replayed mandate id in a transaction", tx.UpdateCreditPurchase(ctx, &replay, tasks.PurchaseCartOffered), core.ErrExists)
 		fresh := "pm_2"
 		replay.PaymentMandateID = &fresh
-		return tx.UpdateCreditPurchase(ctx, &replay, core.PurchaseCartOffered)
+		return tx.UpdateCreditPurchase(ctx, &replay, tasks.PurchaseCartOffered)
 	})
 	must(t, err)
 	got, err = s.GetCreditPurchase(ctx, o.ID, c2.ID)
@@ -108,8 +109,8 @@ func testCreditPurchases(t *testing.T, s services.Store) {
 	// awaiting_approval → completed with its charge; the credential goes.
 	charge := core.NewID(core.PrefixCharge)
 	done := next
-	done.Status, done.ChargeID, done.Credential, done.UpdatedAt = core.PurchaseCompleted, &charge, nil, at(30)
-	must(t, s.UpdateCreditPurchase(ctx, &done, core.PurchaseAwaitingApproval))
+	done.Status, done.ChargeID, done.Credential, done.UpdatedAt = tasks.PurchaseCompleted, &charge, nil, at(30)
+	must(t, s.UpdateCreditPurchase(ctx, &done, tasks.PurchaseAwaitingApproval))
 	got, err = s.GetCreditPurchase(ctx, o.ID, c.ID)
 	must(t, err)
 	wantEqual(t, "completed purchase", got, &done)
@@ -117,8 +118,8 @@ func testCreditPurchases(t *testing.T, s services.Store) {
 	// Declined, with why.
 	c3 := newPurchase(t, s, o, 40)
 	declined := *c3
-	declined.Status, declined.FailureCode, declined.FailureReason, declined.UpdatedAt = core.PurchaseDeclined, "approval_declined", "the owner declined", at(41)
-	must(t, s.UpdateCreditPurchase(ctx, &declined, core.PurchaseCartOffered))
+	declined.Status, declined.FailureCode, declined.FailureReason, declined.UpdatedAt = tasks.PurchaseDeclined, "approval_declined", "the owner declined", at(41)
+	must(t, s.UpdateCreditPurchase(ctx, &declined, tasks.PurchaseCartOffered))
 	got, err = s.GetCreditPurchase(ctx, o.ID, c3.ID)
 	must(t, err)
 	wantEqual(t, "declined purchase", got, &declined)
@@ -171,8 +172,8 @@ func testPurgeAgentTasks(t *testing.T, s services.Store) {
 	ctx := t.Context()
 	o := newOwner(t, s)
 	doc := newDocument(t, s, o, core.ModeTest)
-	task := func(kind core.TaskKind, subject string, sec int) *core.AgentTask {
-		tk := &core.AgentTask{ID: core.NewID(core.PrefixTask), OwnerID: o.ID, Mode: core.ModeTest, Kind: kind,
+	task := func(kind tasks.Kind, subject string, sec int) *tasks.Task {
+		tk := &tasks.Task{ID: core.NewID(core.PrefixTask), OwnerID: o.ID, Mode: core.ModeTest, Kind: kind,
 			ContextID: "ctx", SubjectID: subject, CreatedAt: at(sec)}
 		must(t, s.CreateAgentTask(ctx, tk))
 		return tk
@@ -189,43 +190,43 @@ func testPurgeAgentTasks(t *testing.T, s services.Store) {
 			must(t, s.UpdateFax(ctx, f, core.FaxQueued))
 		}
 	}
-	oldEnded := task(core.TaskFax, ended.ID, 0)
-	oldQueued := task(core.TaskFax, queued.ID, 0)
-	recent := task(core.TaskFax, newDraft(t, s, doc).ID, 200)
+	oldEnded := task(tasks.KindFax, ended.ID, 0)
+	oldQueued := task(tasks.KindFax, queued.ID, 0)
+	recent := task(tasks.KindFax, newDraft(t, s, doc).ID, 200)
 	// Old tasks of unpaid drafts: one still payable at now, one expired.
-	oldOpen := task(core.TaskFax, newDraft(t, s, doc).ID, 0)
+	oldOpen := task(tasks.KindFax, newDraft(t, s, doc).ID, 0)
 	lapsed := newDraft(t, s, doc)
 	lapsed.ID, lapsed.ExpiresAt = core.NewID(core.PrefixDraft), at(500)
 	must(t, s.CreateDraft(ctx, lapsed))
-	oldLapsed := task(core.TaskFax, lapsed.ID, 0)
+	oldLapsed := task(tasks.KindFax, lapsed.ID, 0)
 
 	// Purchases: ended long ago, still awaiting approval, recent and ended.
 	oldDone := newPurchase(t, s, o, 0)
 	done := *oldDone
-	done.Status, done.UpdatedAt = core.PurchaseCompleted, at(10)
-	must(t, s.UpdateCreditPurchase(ctx, &done, core.PurchaseCartOffered))
+	done.Status, done.UpdatedAt = tasks.PurchaseCompleted, at(10)
+	must(t, s.UpdateCreditPurchase(ctx, &done, tasks.PurchaseCartOffered))
 	live := *oldDone
-	live.ID, live.Status, live.ExpiresAt, live.UpdatedAt = core.NewID(core.PrefixCart), core.PurchaseAwaitingApproval, at(100_000), at(0)
+	live.ID, live.Status, live.ExpiresAt, live.UpdatedAt = core.NewID(core.PrefixCart), tasks.PurchaseAwaitingApproval, at(100_000), at(0)
 	must(t, s.CreateCreditPurchase(ctx, &live))
 	// Its cart expired long ago without anyone marking it: ended too.
 	stale := newPurchase(t, s, o, -1000)
 	recentDone := newPurchase(t, s, o, 200)
 	rd := *recentDone
-	rd.Status, rd.UpdatedAt = core.PurchaseDeclined, at(201)
-	must(t, s.UpdateCreditPurchase(ctx, &rd, core.PurchaseCartOffered))
-	oldPurchaseTask := task(core.TaskCreditPurchase, oldDone.ID, 0)
-	livePurchaseTask := task(core.TaskCreditPurchase, live.ID, 0)
+	rd.Status, rd.UpdatedAt = tasks.PurchaseDeclined, at(201)
+	must(t, s.UpdateCreditPurchase(ctx, &rd, tasks.PurchaseCartOffered))
+	oldPurchaseTask := task(tasks.KindCreditPurchase, oldDone.ID, 0)
+	livePurchaseTask := task(tasks.KindCreditPurchase, live.ID, 0)
 
 	now, cutoff := at(1000), at(100)
 	n, err := s.PurgeCreditPurchases(ctx, cutoff)
 	wantPurged(t, "ended purchases", n, err, 2)
 	n, err = s.PurgeAgentTasks(ctx, now, cutoff)
 	wantPurged(t, "agent tasks", n, err, 3)
-	for _, gone := range []*core.AgentTask{oldEnded, oldPurchaseTask, oldLapsed} {
+	for _, gone := range []*tasks.Task{oldEnded, oldPurchaseTask, oldLapsed} {
 		_, err := s.GetAgentTask(ctx, o.ID, gone.ID)
 		wantErr(t, "purged task", err, core.ErrNoRows)
 	}
-	for _, kept := range []*core.AgentTask{oldQueued, recent, livePurchaseTask, oldOpen} {
+	for _, kept := range []*tasks.Task{oldQueued, recent, livePurchaseTask, oldOpen} {
 		_, err := s.GetAgentTask(ctx, o.ID, kept.ID)
 		must(t, err)
 	}

@@ -1,6 +1,7 @@
 package storetest
 
 import (
+	"context"
 	"database/sql"
 	"errors"
 	"fmt"
@@ -188,7 +189,7 @@ func testInTx(t *testing.T, s services.Store) {
 	t.Run("rollback leaves nothing", func(t *testing.T) {
 		sentinel := errors.New("changed my mind")
 		owner := &core.Owner{ID: core.NewID(core.PrefixOwner), Email: "rollback@example.com", CreatedAt: at(5)}
-		err := s.InTx(ctx, func(tx core.Tx) error {
+		err := inTx(ctx, s, func(tx services.Tx) error {
 			if err := writeAll(tx, owner, "rollback"); err != nil {
 				return err
 			}
@@ -212,7 +213,7 @@ func testInTx(t *testing.T, s services.Store) {
 
 	t.Run("commit keeps everything", func(t *testing.T) {
 		owner := &core.Owner{ID: core.NewID(core.PrefixOwner), Email: "commit@example.com", CreatedAt: at(5)}
-		must(t, s.InTx(ctx, func(tx core.Tx) error { return writeAll(tx, owner, "commit") }))
+		must(t, inTx(ctx, s, func(tx services.Tx) error { return writeAll(tx, owner, "commit") }))
 		_, err := s.GetOwner(ctx, owner.ID)
 		must(t, err)
 		_, err = s.GetIdempotency(ctx, "s", "commit")
@@ -228,7 +229,7 @@ func testInTx(t *testing.T, s services.Store) {
 					t.Fatal("InTx swallowed a panic")
 				}
 			}()
-			_ = s.InTx(ctx, func(tx core.Tx) error {
+			_ = inTx(ctx, s, func(tx services.Tx) error {
 				must(t, tx.CreateOwner(ctx, owner))
 				panic("boom")
 			})
@@ -246,7 +247,7 @@ func testInTx(t *testing.T, s services.Store) {
 		must(t, s.CreateFax(ctx, ord))
 		must(t, s.CreateFax(ctx, held))
 		must(t, s.PlaceHold(ctx, holdFor(held, 50_000)))
-		err := s.InTx(ctx, func(tx core.Tx) error {
+		err := inTx(ctx, s, func(tx services.Tx) error {
 			// Refused after the balance row was already updated: the
 			// update must be undone with the call.
 			if err := tx.PlaceHold(ctx, holdFor(held, 20_000)); !errors.Is(err, core.ErrExists) {
@@ -279,7 +280,7 @@ func testInTx(t *testing.T, s services.Store) {
 	})
 
 	t.Run("exposes the SQL transaction", func(t *testing.T) {
-		must(t, s.InTx(ctx, func(tx core.Tx) error {
+		must(t, inTx(ctx, s, func(tx services.Tx) error {
 			st, ok := tx.(interface{ SQLTx() *sql.Tx })
 			if !ok || st.SQLTx() == nil {
 				return fmt.Errorf("%T has no SQLTx() *sql.Tx for the job queue", tx)
@@ -297,7 +298,7 @@ func testInTxConcurrent(t *testing.T, s services.Store) {
 	ctx := t.Context()
 	o := newOwner(t, s)
 	errs := race(concurrency, func(i int) error {
-		return s.InTx(ctx, func(tx core.Tx) error {
+		return inTx(ctx, s, func(tx services.Tx) error {
 			if _, err := tx.GetOwner(ctx, o.ID); err != nil {
 				return err
 			}
@@ -320,4 +321,9 @@ func testInTxConcurrent(t *testing.T, s services.Store) {
 		t.Fatalf("%d keys after %d transactions", len(keys), concurrency)
 	}
 	wantBalance(t, s, o, core.ModeTest, concurrency, 0)
+}
+
+// inTx runs fn in a transaction of s, typed with every feature's queries.
+func inTx(ctx context.Context, s services.Store, fn func(tx services.Tx) error) error {
+	return s.InTx(ctx, func(tx core.Tx) error { return fn(tx.(services.Tx)) })
 }

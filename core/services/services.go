@@ -6,11 +6,13 @@
 package services
 
 import (
+	"context"
 	"errors"
 
 	"github.com/faxhub/faxhub/core"
 	"github.com/faxhub/faxhub/core/machine"
 	"github.com/faxhub/faxhub/core/retention"
+	"github.com/faxhub/faxhub/core/tasks"
 )
 
 // Store is the database: the kernel's queries and every feature's (one
@@ -19,6 +21,15 @@ type Store interface {
 	core.Store
 	retention.Store
 	machine.Queries
+	tasks.Queries
+}
+
+// Tx is a transaction of the database with every feature's queries (the
+// store's transaction implements it; each feature asserts its own part).
+type Tx interface {
+	core.Tx
+	machine.Tx
+	tasks.Tx
 }
 
 // Deps are the ports the features drive.
@@ -47,6 +58,7 @@ type Set struct {
 	Core      *core.Service
 	Machine   *machine.Service
 	Retention *retention.Service
+	Tasks     *tasks.Service
 
 	cfg Config
 }
@@ -64,13 +76,22 @@ func New(cfg Config, deps Deps) (*Set, error) {
 		deps.Converter = core.ObservedConverter(deps.Converter, deps.Metrics, cfg.Now)
 	}
 	deps.PayerRefunds = machine.NewPayers(deps.Machine)
+	// An approval's decision is followed by the feature that asked for it;
+	// the features are built after core, which records the decisions.
+	set := &Set{}
+	deps.OnDecision = func(ctx context.Context, a *core.Approval) error {
+		if a.Kind == core.ApprovalCreditPurchase {
+			return set.Tasks.FinishPurchase(ctx, a.ID)
+		}
+		return nil
+	}
 	c, err := core.New(cfg.Config, deps.Deps)
 	if err != nil {
 		return nil, err
 	}
 	cfg.Config = c.Config()
 	cfg.Machine.SetDefaults()
-	return &Set{
+	*set = Set{
 		cfg:  cfg,
 		Core: c,
 		Machine: machine.New(cfg.Machine, cfg.Config, machine.Deps{
@@ -80,5 +101,10 @@ func New(cfg Config, deps Deps) (*Set, error) {
 		Retention: retention.New(cfg.Storage, core.Clock(cfg.Now), retention.Deps{
 			Store: deps.Store, Blobs: deps.Blobs, Documents: c, AuthState: deps.AuthState, Logger: deps.Logger,
 		}),
-	}, nil
+		Tasks: tasks.New(cfg.Config, tasks.Deps{
+			Store: deps.Store, Signer: deps.Signer, PaymentMethods: deps.PaymentMethods, Prices: deps.Prices,
+			Logger: deps.Logger, Core: c,
+		}),
+	}
+	return set, nil
 }

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/faxhub/faxhub/core"
+	"github.com/faxhub/faxhub/core/tasks"
 )
 
 // The garbage collector's deletions (core.PurgeStore). Each is one
@@ -74,8 +75,8 @@ func (x q) PurgeCreditPurchases(ctx context.Context, before time.Time) (int64, e
 	return x.purge(ctx, "credit purchases", `DELETE FROM credit_purchases
 		WHERE (status IN (?, ?, ?, ?, ?) AND updated_at < ?)
 		OR (status IN (?, ?) AND expires_at < ?)`,
-		core.PurchaseCompleted, core.PurchaseDeclined, core.PurchaseFailed, core.PurchaseCanceled, core.PurchaseExpired, before,
-		core.PurchaseCartOffered, core.PurchaseAwaitingApproval, before)
+		tasks.PurchaseCompleted, tasks.PurchaseDeclined, tasks.PurchaseFailed, tasks.PurchaseCanceled, tasks.PurchaseExpired, before,
+		tasks.PurchaseCartOffered, tasks.PurchaseAwaitingApproval, before)
 }
 
 // PurgeAgentTasks deletes tasks created before before unless what they
@@ -89,7 +90,7 @@ func (x q) PurgeAgentTasks(ctx context.Context, now, before time.Time) (int64, e
 			WHERE d.id = agent_tasks.subject_id AND f.status IN ('queued', 'sending'))
 		AND NOT EXISTS (SELECT 1 FROM credit_purchases c WHERE c.id = agent_tasks.subject_id
 			AND c.status IN (?, ?) AND c.expires_at > ?)`,
-		before, now, core.PurchaseCartOffered, core.PurchaseAwaitingApproval, now)
+		before, now, tasks.PurchaseCartOffered, tasks.PurchaseAwaitingApproval, now)
 }
 
 // purgeableDocument is the condition for deleting a document's blobs:

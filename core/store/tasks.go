@@ -5,13 +5,14 @@ import (
 	"fmt"
 
 	"github.com/faxhub/faxhub/core"
+	"github.com/faxhub/faxhub/core/tasks"
 )
 
-var _ core.TaskStore = (*DB)(nil)
+var _ tasks.Queries = (*DB)(nil)
 
 const agentTaskCols = `id, owner_id, mode, kind, skill, context_id, subject_id, created_at`
 
-func (x q) CreateAgentTask(ctx context.Context, t *core.AgentTask) error {
+func (x q) CreateAgentTask(ctx context.Context, t *tasks.Task) error {
 	err := x.insert(ctx, `INSERT INTO agent_tasks (`+agentTaskCols+`)
 		VALUES (:id, :owner_id, :mode, :kind, :skill, :context_id, :subject_id, :created_at)
 		ON CONFLICT DO NOTHING`, t)
@@ -23,8 +24,8 @@ func (x q) CreateAgentTask(ctx context.Context, t *core.AgentTask) error {
 
 // GetAgentTask reads one of the owner's tasks: another owner's task is
 // ErrNoRows, exactly like an unknown id.
-func (x q) GetAgentTask(ctx context.Context, ownerID, id string) (*core.AgentTask, error) {
-	var t core.AgentTask
+func (x q) GetAgentTask(ctx context.Context, ownerID, id string) (*tasks.Task, error) {
+	var t tasks.Task
 	if err := x.get(ctx, x.reader(), &t, "SELECT "+agentTaskCols+" FROM agent_tasks WHERE id = ? AND owner_id = ?", id, ownerID); err != nil {
 		return nil, fmt.Errorf("get agent task: %w", err)
 	}
@@ -35,7 +36,7 @@ const creditPurchaseCols = `id, owner_id, mode, task_id, pack_id, amount_micros,
 	expires_at, payment_mandate_id, payment_method, credential, approval_id, charge_id, failure_code, failure_reason,
 	created_at, updated_at`
 
-func (x q) CreateCreditPurchase(ctx context.Context, c *core.CreditPurchase) error {
+func (x q) CreateCreditPurchase(ctx context.Context, c *tasks.CreditPurchase) error {
 	err := x.insert(ctx, `INSERT INTO credit_purchases (`+creditPurchaseCols+`)
 		VALUES (:id, :owner_id, :mode, :task_id, :pack_id, :amount_micros, :credit_micros, :currency, :status, :cart_jws,
 			:expires_at, :payment_mandate_id, :payment_method, :credential, :approval_id, :charge_id, :failure_code,
@@ -47,16 +48,16 @@ func (x q) CreateCreditPurchase(ctx context.Context, c *core.CreditPurchase) err
 	return nil
 }
 
-func (x q) GetCreditPurchase(ctx context.Context, ownerID, id string) (*core.CreditPurchase, error) {
-	var c core.CreditPurchase
+func (x q) GetCreditPurchase(ctx context.Context, ownerID, id string) (*tasks.CreditPurchase, error) {
+	var c tasks.CreditPurchase
 	if err := x.get(ctx, x.reader(), &c, "SELECT "+creditPurchaseCols+" FROM credit_purchases WHERE id = ? AND owner_id = ?", id, ownerID); err != nil {
 		return nil, fmt.Errorf("get credit purchase: %w", err)
 	}
 	return &c, nil
 }
 
-func (x q) GetCreditPurchaseByApproval(ctx context.Context, approvalID string) (*core.CreditPurchase, error) {
-	var c core.CreditPurchase
+func (x q) GetCreditPurchaseByApproval(ctx context.Context, approvalID string) (*tasks.CreditPurchase, error) {
+	var c tasks.CreditPurchase
 	if err := x.get(ctx, x.reader(), &c, "SELECT "+creditPurchaseCols+" FROM credit_purchases WHERE approval_id = ?", approvalID); err != nil {
 		return nil, fmt.Errorf("get credit purchase by approval: %w", err)
 	}
@@ -68,7 +69,7 @@ func (x q) GetCreditPurchaseByApproval(ctx context.Context, approvalID string) (
 // ErrExists if c.PaymentMandateID is recorded on another purchase. The
 // statement runs under a savepoint inside a transaction, so on PostgreSQL
 // a replayed mandate leaves the caller's transaction usable.
-func (x q) UpdateCreditPurchase(ctx context.Context, c *core.CreditPurchase, from core.PurchaseStatus) error {
+func (x q) UpdateCreditPurchase(ctx context.Context, c *tasks.CreditPurchase, from tasks.PurchaseStatus) error {
 	err := x.atomic(ctx, func(x q) error {
 		n, err := x.exec(ctx, `UPDATE credit_purchases SET status = ?, payment_mandate_id = ?, payment_method = ?,
 			credential = ?, approval_id = ?, charge_id = ?, failure_code = ?, failure_reason = ?, updated_at = ?

@@ -9,6 +9,7 @@ import (
 
 	"github.com/faxhub/faxhub/core"
 	"github.com/faxhub/faxhub/core/retention"
+	"github.com/faxhub/faxhub/core/services"
 )
 
 // Clock is an injected test clock: it moves only when a test advances it.
@@ -73,4 +74,12 @@ func PurgeCounts(pc []retention.PurgeCount) map[string]int64 {
 		m[c.What] = c.N
 	}
 	return m
+}
+
+// Clocked is an Env without delivery workers (tests drain the queue) whose
+// service clock is a test clock at 2026-11-01 12:00 UTC.
+func Clocked(t testing.TB, opts ...Option) (*Env, *Clock) {
+	clk := NewClockAt(time.Date(2026, 11, 1, 12, 0, 0, 0, time.UTC))
+	opts = append([]Option{WithoutWorkers(), WithConfig(func(c *services.Config) { c.Now = clk.Now })}, opts...)
+	return New(t, opts...), clk
 }

@@ -13,6 +13,7 @@ import (
 	jose "github.com/go-jose/go-jose/v3"
 
 	"github.com/faxhub/faxhub/core"
+	"github.com/faxhub/faxhub/core/tasks"
 	"github.com/faxhub/faxhub/oauth"
 	a2aserver "github.com/faxhub/faxhub/protocols/a2a"
 )
@@ -161,8 +162,8 @@ func TestAP2Purchase(t *testing.T) {
 		want string
 	}{
 		{"no task id", mandateMsg("", mandate(ct, "pm_1", "tok_visa")), a2a.ErrInvalidParams, "taskId"},
-		{"another amount", mandateMsg(task.ID, mandate(cart{id: ct.id, currency: ct.currency, value: "0.01"}, "pm_1", "tok_visa")), a2a.ErrInvalidParams, core.CodeCartMismatch},
-		{"another cart", mandateMsg(task.ID, mandate(cart{id: "cart_other", currency: ct.currency, value: ct.value}, "pm_1", "tok_visa")), a2a.ErrInvalidParams, core.CodeCartMismatch},
+		{"another amount", mandateMsg(task.ID, mandate(cart{id: ct.id, currency: ct.currency, value: "0.01"}, "pm_1", "tok_visa")), a2a.ErrInvalidParams, tasks.CodeCartMismatch},
+		{"another cart", mandateMsg(task.ID, mandate(cart{id: "cart_other", currency: ct.currency, value: ct.value}, "pm_1", "tok_visa")), a2a.ErrInvalidParams, tasks.CodeCartMismatch},
 		{"no credential", mandateMsg(task.ID, func() map[string]any {
 			m := mandate(ct, "pm_1", "tok_visa")
 			delete(m["payment_mandate_contents"].(map[string]any)["payment_response"].(map[string]any), "details")
@@ -215,7 +216,7 @@ func TestAP2Purchase(t *testing.T) {
 	// The same mandate id on another purchase: replayed.
 	t2 := buy(t, c, pack.ID)
 	_, err = c.SendMessage(t.Context(), mandateMsg(t2.ID, mandate(cartOf(t, t2), "pm_visa_1", "tok_visa")))
-	a2aErr(t, "replayed mandate", err, a2a.ErrInvalidParams, core.CodeMandateReplayed)
+	a2aErr(t, "replayed mandate", err, a2a.ErrInvalidParams, tasks.CodeMandateReplayed)
 
 	// A declined card: the owner approves, the charge fails.
 	res, err = c.SendMessage(t.Context(), mandateMsg(t2.ID, mandate(cartOf(t, t2), "pm_declined", "tok_chargeDeclined")))

@@ -9,6 +9,7 @@ import (
 	"github.com/a2aproject/a2a-go/v2/errordetails"
 
 	"github.com/faxhub/faxhub/core"
+	"github.com/faxhub/faxhub/core/tasks"
 	"github.com/faxhub/faxhub/core/web"
 )
 
@@ -75,7 +76,7 @@ func toA2AError(err error, target errorTarget) *a2a.Error {
 	switch e.Kind {
 	case core.KindInvalid, core.KindUnprocessable, core.KindTooLarge, core.KindConflict, core.KindGone, core.KindPaymentRequired:
 		sentinel = a2a.ErrInvalidParams
-		if e.Code == core.CodeTaskNotCancelable {
+		if e.Code == tasks.CodeNotCancelable {
 			sentinel = a2a.ErrTaskNotCancelable
 		}
 	case core.KindNotFound:

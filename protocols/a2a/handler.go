@@ -15,6 +15,7 @@ import (
 	"github.com/a2aproject/a2a-go/v2/a2asrv"
 
 	"github.com/faxhub/faxhub/core"
+	"github.com/faxhub/faxhub/core/tasks"
 )
 
 // uploadPagePath is the page where a person picks a file for an agent
@@ -190,7 +191,7 @@ func (rh *requestHandler) runSkill(ctx context.Context, p core.Principal, msg *a
 			"uploadPageUrl": rh.h.opts.BaseURL + uploadPagePath + "#" + c.UploadToken, "method": c.Method,
 			"expiresAt": rfc3339(c.ExpiresAt), "maxBytes": c.MaxBytes}), nil
 	case *createFaxArgs:
-		tv, err := svc.Core.StartFaxTask(ctx, p, s.ID, msg.ContextID, core.CreateDraftRequest{To: a.To, UploadToken: a.UploadToken, Cover: a.Cover, CoverText: a.CoverText, From: a.From})
+		tv, err := svc.Tasks.StartFaxTask(ctx, p, s.ID, msg.ContextID, core.CreateDraftRequest{To: a.To, UploadToken: a.UploadToken, Cover: a.Cover, CoverText: a.CoverText, From: a.From})
 		if err != nil {
 			return nil, rh.fail(ctx, s.ID, err, targetSkill)
 		}
@@ -254,7 +255,7 @@ func (rh *requestHandler) runSkill(ctx context.Context, p core.Principal, msg *a
 		}
 		return reply(msg, availableView(found)), nil
 	case *buyNumberArgs:
-		tv, err := svc.Core.StartNumberTask(ctx, p, s.ID, msg.ContextID, core.BuyNumberRequest{Number: a.Number})
+		tv, err := svc.Tasks.StartNumberTask(ctx, p, s.ID, msg.ContextID, core.BuyNumberRequest{Number: a.Number})
 		if err != nil {
 			return nil, rh.fail(ctx, s.ID, err, targetSkill)
 		}
@@ -302,7 +303,7 @@ func (rh *requestHandler) runSkill(ctx context.Context, p core.Principal, msg *a
 }
 
 func (rh *requestHandler) startPurchase(ctx context.Context, p core.Principal, msg *a2a.Message, packID string) (a2a.SendMessageResult, error) {
-	tv, err := rh.h.svc.Core.StartCreditPurchase(ctx, p, "buy_credits", msg.ContextID, packID)
+	tv, err := rh.h.svc.Tasks.StartCreditPurchase(ctx, p, "buy_credits", msg.ContextID, packID)
 	if err != nil {
 		return nil, rh.fail(ctx, "buy_credits", err, targetSkill)
 	}
@@ -384,7 +385,7 @@ func (rh *requestHandler) paymentMandate(ctx context.Context, p core.Principal, 
 			return nil, invalidParams("the PaymentMandate lacks "+f.name, map[string]any{"field": f.name})
 		}
 	}
-	tv, err := rh.h.svc.Core.SubmitPaymentMandate(ctx, p, string(msg.TaskID), core.PaymentMandate{
+	tv, err := rh.h.svc.Tasks.SubmitPaymentMandate(ctx, p, string(msg.TaskID), tasks.PaymentMandate{
 		ID: c.ID, CartID: c.DetailsID, Currency: c.Total.Amount.Currency, Value: c.Total.Amount.Value.String(),
 		MethodName: c.Response.MethodName, Details: c.Response.Details, UserAuthorization: pm.UserAuthorization,
 	})
@@ -401,7 +402,7 @@ func (rh *requestHandler) GetTask(ctx context.Context, req *a2a.GetTaskRequest) 
 	if err != nil {
 		return nil, err
 	}
-	tv, err := rh.h.svc.Core.GetTask(ctx, p, string(req.ID))
+	tv, err := rh.h.svc.Tasks.Get(ctx, p, string(req.ID))
 	if err != nil {
 		return nil, rh.fail(ctx, "get task", err, targetTask)
 	}
@@ -414,7 +415,7 @@ func (rh *requestHandler) CancelTask(ctx context.Context, req *a2a.CancelTaskReq
 	if err != nil {
 		return nil, err
 	}
-	tv, err := rh.h.svc.Core.CancelTask(ctx, p, string(req.ID))
+	tv, err := rh.h.svc.Tasks.Cancel(ctx, p, string(req.ID))
 	if err != nil {
 		return nil, rh.fail(ctx, "cancel task", err, targetTask)
 	}

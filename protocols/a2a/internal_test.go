@@ -12,6 +12,7 @@ import (
 	"github.com/a2aproject/a2a-go/v2/a2a"
 
 	"github.com/faxhub/faxhub/core"
+	"github.com/faxhub/faxhub/core/tasks"
 )
 
 // The one core → A2A error mapping.
@@ -28,9 +29,9 @@ func TestToA2AError(t *testing.T) {
 		{"invalid", core.Errorf(core.KindInvalid, core.CodeInvalidDestination, "bad number"), targetSkill, a2a.ErrInvalidParams, core.CodeInvalidDestination, "invalid_destination: bad number"},
 		{"unprocessable", core.Errorf(core.KindUnprocessable, core.CodeTooManyPages, "too many"), targetSkill, a2a.ErrInvalidParams, core.CodeTooManyPages, "too many"},
 		{"too large", core.Errorf(core.KindTooLarge, core.CodeFileTooLarge, "big"), targetSkill, a2a.ErrInvalidParams, core.CodeFileTooLarge, "big"},
-		{"conflict", core.Errorf(core.KindConflict, core.CodeMandateReplayed, "used"), targetTask, a2a.ErrInvalidParams, core.CodeMandateReplayed, "used"},
-		{"not cancelable", core.Errorf(core.KindConflict, core.CodeTaskNotCancelable, "sending"), targetTask, a2a.ErrTaskNotCancelable, core.CodeTaskNotCancelable, "sending"},
-		{"gone", core.Errorf(core.KindGone, core.CodeCartExpired, "expired"), targetTask, a2a.ErrInvalidParams, core.CodeCartExpired, "expired"},
+		{"conflict", core.Errorf(core.KindConflict, tasks.CodeMandateReplayed, "used"), targetTask, a2a.ErrInvalidParams, tasks.CodeMandateReplayed, "used"},
+		{"not cancelable", core.Errorf(core.KindConflict, tasks.CodeNotCancelable, "sending"), targetTask, a2a.ErrTaskNotCancelable, tasks.CodeNotCancelable, "sending"},
+		{"gone", core.Errorf(core.KindGone, tasks.CodeCartExpired, "expired"), targetTask, a2a.ErrInvalidParams, tasks.CodeCartExpired, "expired"},
 		{"payment required", core.Errorf(core.KindPaymentRequired, core.CodeInsufficientCredits, "poor"), targetSkill, a2a.ErrInvalidParams, core.CodeInsufficientCredits, "poor"},
 		{"a missing fax", core.Errorf(core.KindNotFound, core.CodeNotFound, "fax not found"), targetSkill, a2a.ErrInvalidParams, core.CodeNotFound, "fax not found"},
 		{"a missing task", core.Errorf(core.KindNotFound, core.CodeNotFound, "task not found"), targetTask, a2a.ErrTaskNotFound, core.CodeNotFound, "task not found"},

@@ -7,6 +7,7 @@ import (
 	"github.com/a2aproject/a2a-go/v2/a2a"
 
 	"github.com/faxhub/faxhub/core"
+	"github.com/faxhub/faxhub/core/tasks"
 )
 
 // Data part keys of AP2 v0.1 (docs/a2a-extension.md).
@@ -25,14 +26,14 @@ const (
 	artifactNumber   = "number"
 )
 
-var taskStates = map[core.TaskState]a2a.TaskState{
-	core.TaskSubmitted:     a2a.TaskStateSubmitted,
-	core.TaskWorking:       a2a.TaskStateWorking,
-	core.TaskInputRequired: a2a.TaskStateInputRequired,
-	core.TaskCompleted:     a2a.TaskStateCompleted,
-	core.TaskFailed:        a2a.TaskStateFailed,
-	core.TaskCanceled:      a2a.TaskStateCanceled,
-	core.TaskRejected:      a2a.TaskStateRejected,
+var taskStates = map[tasks.State]a2a.TaskState{
+	tasks.Submitted:     a2a.TaskStateSubmitted,
+	tasks.Working:       a2a.TaskStateWorking,
+	tasks.InputRequired: a2a.TaskStateInputRequired,
+	tasks.Completed:     a2a.TaskStateCompleted,
+	tasks.Failed:        a2a.TaskStateFailed,
+	tasks.Canceled:      a2a.TaskStateCanceled,
+	tasks.Rejected:      a2a.TaskStateRejected,
 }
 
 // Results of the skills and of tasks, in the JSON the docs show.
@@ -125,7 +126,7 @@ func faxView(o *core.Fax) faxOut {
 // in words and data where the task stands (the draft and its checkout, the
 // fax, the cart, the approval, the receipt, the failure); artifacts hold
 // what the task produced so far.
-func renderTask(tv *core.TaskView) *a2a.Task {
+func renderTask(tv *tasks.View) *a2a.Task {
 	state, ok := taskStates[tv.State]
 	if !ok {
 		state = a2a.TaskStateUnspecified
@@ -134,7 +135,7 @@ func renderTask(tv *core.TaskView) *a2a.Task {
 
 	var current any
 	switch tv.Kind {
-	case core.TaskFax:
+	case tasks.KindFax:
 		if d := tv.Draft; d != nil {
 			draft := draftOut{DraftID: d.ID, Quote: quoteView(d.Quote), CheckoutURL: tv.CheckoutURL, ExpiresAt: rfc3339(d.ExpiresAt)}
 			t.Artifacts = append(t.Artifacts, artifact(artifactFaxDraft, "the drafted fax, its price and the page where the owner pays for it", draft))
@@ -142,7 +143,7 @@ func renderTask(tv *core.TaskView) *a2a.Task {
 		}
 		if tv.Fax != nil {
 			fax := faxView(tv.Fax)
-			if tv.State == core.TaskCompleted {
+			if tv.State == tasks.Completed {
 				desc := "the fax as delivered"
 				if tv.Fax.Status == core.FaxPartial {
 					desc = "the fax, partly delivered: see pagesSent"
@@ -151,22 +152,22 @@ func renderTask(tv *core.TaskView) *a2a.Task {
 			}
 			current = fax
 		}
-	case core.TaskNumber:
+	case tasks.KindNumber:
 		if tv.Number != nil {
 			num := numberView(tv.Number)
-			if tv.State == core.TaskCompleted {
+			if tv.State == tasks.Completed {
 				t.Artifacts = append(t.Artifacts, artifact(artifactNumber, "the fax number, now the owner's: faxes to it arrive in the inbox", num))
 			}
 			current = num
 		}
-	case core.TaskCreditPurchase:
+	case tasks.KindCreditPurchase:
 		if tv.CartMandate != nil {
 			t.Artifacts = append(t.Artifacts, artifact(artifactCart, "the cart faxhub offers, signed by faxhub (verify merchant_authorization at the issuer's JWKS)",
 				map[string]any{keyCartMandate: tv.CartMandate}))
 			current = map[string]any{keyCartMandate: tv.CartMandate}
 		}
 		// Waiting for the owner's approval, or approved and being charged.
-		if tv.ApprovalURL != "" && tv.Purchase != nil && tv.Purchase.Status == core.PurchaseAwaitingApproval {
+		if tv.ApprovalURL != "" && tv.Purchase != nil && tv.Purchase.Status == tasks.PurchaseAwaitingApproval {
 			current = approvalOut{CartID: tv.Purchase.ID, PackID: tv.Purchase.PackID, ApprovalURL: tv.ApprovalURL, ExpiresAt: rfc3339(tv.Purchase.ExpiresAt)}
 		}
 		if tv.Receipt != nil {
@@ -174,7 +175,7 @@ func renderTask(tv *core.TaskView) *a2a.Task {
 			current = tv.Receipt
 		}
 	}
-	if tv.FailureCode != "" && (tv.State == core.TaskFailed || tv.State == core.TaskCanceled || tv.State == core.TaskRejected) {
+	if tv.FailureCode != "" && (tv.State == tasks.Failed || tv.State == tasks.Canceled || tv.State == tasks.Rejected) {
 		f := failureOut{FailureCode: tv.FailureCode}
 		switch {
 		case tv.Purchase != nil:

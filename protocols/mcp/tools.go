@@ -241,7 +241,7 @@ func (h *Handler) toolError(ctx context.Context, tool string, err error) error {
 	case core.CodeInsufficientCredits:
 		if id, _ := e.Fields["draftId"].(string); id != "" {
 			mode, _ := e.Fields["mode"].(string)
-			msg += ". Nothing was charged. The owner can pay for this fax directly at " + h.svc.Core.DraftCheckoutURL(&core.Draft{ID: id, Mode: core.Mode(mode)}) + " or buy credits with create_credit_checkout."
+			msg += ". Nothing was charged. The owner can pay for this fax directly at " + h.svc.Tasks.DraftCheckoutURL(&core.Draft{ID: id, Mode: core.Mode(mode)}) + " or buy credits with create_credit_checkout."
 		}
 	case core.CodeUnknownPack:
 		msg += fmt.Sprintf(" (packs: %v)", e.Fields["packs"])
@@ -318,7 +318,7 @@ func (h *Handler) createDraft(ctx context.Context, _ *mcp.CallToolRequest, in cr
 func (h *Handler) draftView(d *core.DraftView) draftOut {
 	return draftOut{
 		DraftID: d.ID, Mode: string(d.Mode), Status: string(d.Status), To: d.To, From: d.From, Pages: d.Pages, Cover: d.Cover,
-		Quote: quoteView(d.Quote), CheckoutURL: h.svc.Core.DraftCheckoutURL(&d.Draft), ExpiresAt: rfc3339(d.ExpiresAt),
+		Quote: quoteView(d.Quote), CheckoutURL: h.svc.Tasks.DraftCheckoutURL(&d.Draft), ExpiresAt: rfc3339(d.ExpiresAt),
 	}
 }
 

@@ -1,4 +1,4 @@
-package core
+package tasks
 
 import (
 	"bytes"
@@ -13,17 +13,11 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/faxhub/faxhub/core"
 	"github.com/faxhub/faxhub/core/jcs"
 	"github.com/faxhub/faxhub/core/payments"
 	"github.com/faxhub/faxhub/core/seal"
 )
-
-// AP2 v0.1 credit purchases. We are the merchant: we offer a cart (a
-// CartMandate we sign), the agent answers with a PaymentMandate for exactly
-// that cart, the owner approves that exact charge with a passkey, and only
-// then is the card charged and the credits granted, in one transaction.
-// Every charge has its own approval and its own idempotency key ("ap2:" +
-// the cart id), so a retry on any replica charges at most once.
 
 const (
 	// CartTTL is how long an offered cart can be paid.
@@ -45,7 +39,7 @@ const (
 	maxMandateIDLen    = 128
 )
 
-// Failure codes of purchases (TaskView.FailureCode, CreditPurchase
+// Failure codes of purchases (View.FailureCode, CreditPurchase
 // FailureCode).
 const (
 	FailureCartExpired      = "cart_expired"
@@ -53,7 +47,6 @@ const (
 	FailureApprovalExpired  = "approval_expired"
 	FailurePaymentDeclined  = "payment_declined"
 	FailurePaymentInvalid   = "payment_invalid"
-	FailureCanceled         = "canceled"
 	FailurePurchaseGone     = "purchase_not_found"
 )
 
@@ -104,8 +97,8 @@ type cartClaims struct {
 // credits:checkout): it records a purchase whose id is the cart id, signs
 // the CartMandate with the issuer's key (Deps.Signer) and returns the task,
 // input_required until a PaymentMandate arrives.
-func (s *Service) StartCreditPurchase(ctx context.Context, p Principal, skill, contextID, packID string) (*TaskView, error) {
-	if err := Authorize(p, OpBuyCredits); err != nil {
+func (s *Service) StartCreditPurchase(ctx context.Context, p core.Principal, skill, contextID, packID string) (*View, error) {
+	if err := core.Authorize(p, core.OpBuyCredits); err != nil {
 		return nil, err
 	}
 	contextID, err := taskLabels(skill, contextID)
@@ -114,15 +107,15 @@ func (s *Service) StartCreditPurchase(ctx context.Context, p Principal, skill, c
 	}
 	pack, ok := s.d.Prices.Pack(packID)
 	if !ok {
-		return nil, s.unknownPack(packID)
+		return nil, s.core.UnknownPack(packID)
 	}
 	if _, err := s.paymentMethod(p.Mode); err != nil {
 		return nil, err
 	}
 	now := s.now()
 	c := &CreditPurchase{
-		ID: NewID(PrefixCart), OwnerID: p.OwnerID, Mode: p.Mode, TaskID: NewID(PrefixTask), PackID: pack.ID,
-		AmountMicros: pack.PriceMicros, CreditMicros: pack.CreditMicros, Currency: Currency,
+		ID: core.NewID(core.PrefixCart), OwnerID: p.OwnerID, Mode: p.Mode, TaskID: core.NewID(core.PrefixTask), PackID: pack.ID,
+		AmountMicros: pack.PriceMicros, CreditMicros: pack.CreditMicros, Currency: core.Currency,
 		Status: PurchaseCartOffered, ExpiresAt: now.Add(CartTTL).Truncate(time.Second), CreatedAt: now, UpdatedAt: now,
 	}
 	contents, err := s.cartContents(c)
@@ -131,18 +124,18 @@ func (s *Service) StartCreditPurchase(ctx context.Context, p Principal, skill, c
 	}
 	sum := sha256.Sum256(contents)
 	jws, err := s.d.Signer.SignJWT(ctx, CartMandateType, cartClaims{
-		Iss: s.merchantIssuer(), Sub: c.ID, IAT: now.Unix(), Exp: c.ExpiresAt.Unix(), JTI: NewID(PrefixJWTID),
+		Iss: s.merchantIssuer(), Sub: c.ID, IAT: now.Unix(), Exp: c.ExpiresAt.Unix(), JTI: core.NewID(core.PrefixJWTID),
 		CartHash: base64.RawURLEncoding.EncodeToString(sum[:]),
 	})
 	if err != nil {
 		return nil, fmt.Errorf("sign cart mandate: %w", err)
 	}
 	c.CartJWS = jws
-	t := &AgentTask{
-		ID: c.TaskID, OwnerID: p.OwnerID, Mode: p.Mode, Kind: TaskCreditPurchase, Skill: skill,
+	t := &Task{
+		ID: c.TaskID, OwnerID: p.OwnerID, Mode: p.Mode, Kind: KindCreditPurchase, Skill: skill,
 		ContextID: contextID, SubjectID: c.ID, CreatedAt: now,
 	}
-	err = s.d.Store.InTx(ctx, func(tx Tx) error {
+	err = s.inTx(ctx, func(tx Tx) error {
 		if err := tx.CreateCreditPurchase(ctx, c); err != nil {
 			return fmt.Errorf("create credit purchase: %w", err)
 		}
@@ -159,10 +152,10 @@ func (s *Service) StartCreditPurchase(ctx context.Context, p Principal, skill, c
 
 // paymentMethod is the method charging AP2 credentials in mode; AP2 needs
 // a signer too.
-func (s *Service) paymentMethod(mode Mode) (payments.PaymentMethod, error) {
+func (s *Service) paymentMethod(mode core.Mode) (payments.PaymentMethod, error) {
 	m := s.d.PaymentMethods[mode]
 	if m == nil || s.d.Signer == nil {
-		return nil, Errorf(KindUnavailable, CodePaymentUnavailable, "%s-mode AP2 payments are not configured on this server", mode)
+		return nil, core.Errorf(core.KindUnavailable, CodePaymentUnavailable, "%s-mode AP2 payments are not configured on this server", mode)
 	}
 	return m, nil
 }
@@ -218,7 +211,7 @@ func canonicalJSON(v any) ([]byte, error) {
 // decimalValue renders micro-USD as the shortest decimal ("10", "4.5",
 // "0.07"), the JCS form of a JSON number.
 func decimalValue(m int64) string {
-	s := FormatUSD(m)
+	s := core.FormatUSD(m)
 	s = strings.TrimRight(s, "0")
 	return strings.TrimSuffix(s, ".")
 }
@@ -230,30 +223,30 @@ func decimalValue(m int64) string {
 // bound to the exact charge (cart, amount, pack, mandate id) that needs a
 // passkey with user verification, and the task stays input_required until
 // the owner decides; the charge happens when they approve (DecideApproval).
-func (s *Service) SubmitPaymentMandate(ctx context.Context, p Principal, taskID string, m PaymentMandate) (*TaskView, error) {
-	if err := Authorize(p, OpBuyCredits); err != nil {
+func (s *Service) SubmitPaymentMandate(ctx context.Context, p core.Principal, taskID string, m PaymentMandate) (*View, error) {
+	if err := core.Authorize(p, core.OpBuyCredits); err != nil {
 		return nil, err
 	}
 	t, err := s.agentTask(ctx, p, taskID)
 	if err != nil {
 		return nil, err
 	}
-	if t.Kind != TaskCreditPurchase {
-		return nil, notFound("task")
+	if t.Kind != KindCreditPurchase {
+		return nil, core.NotFound("task")
 	}
 	c, err := s.d.Store.GetCreditPurchase(ctx, p.OwnerID, t.SubjectID)
 	if err != nil {
-		return nil, StoreErr(err, "credit purchase")
+		return nil, core.StoreErr(err, "credit purchase")
 	}
 	if c.Status != PurchaseCartOffered && c.PaymentMandateID != nil && *c.PaymentMandateID == m.ID {
 		// The same mandate again (a retried message): where it stands.
 		return s.purchaseTaskView(ctx, p, t)
 	}
 	if c.Status != PurchaseCartOffered {
-		return nil, Errorf(KindConflict, CodePurchaseState, "cart %s already has a payment mandate or has ended (%s); start a new purchase", c.ID, c.Status).With("status", string(c.Status))
+		return nil, core.Errorf(core.KindConflict, CodePurchaseState, "cart %s already has a payment mandate or has ended (%s); start a new purchase", c.ID, c.Status).With("status", string(c.Status))
 	}
 	if !s.now().Before(c.ExpiresAt) {
-		return nil, Errorf(KindGone, CodeCartExpired, "cart %s expired at %s; start a new purchase", c.ID, c.ExpiresAt.Format(time.RFC3339))
+		return nil, core.Errorf(core.KindGone, CodeCartExpired, "cart %s expired at %s; start a new purchase", c.ID, c.ExpiresAt.Format(time.RFC3339))
 	}
 	if err := checkMandate(c, m); err != nil {
 		return nil, err
@@ -269,7 +262,7 @@ func (s *Service) SubmitPaymentMandate(ctx context.Context, p Principal, taskID 
 	pack, _ := s.d.Prices.Pack(c.PackID)
 	requester := cmp.Or(p.ClientName, p.ClientID, "an agent")
 	details := map[string]string{
-		"pack": cmp.Or(pack.Name, c.PackID), "amount": FormatUSD(c.AmountMicros) + " USD", "credit": FormatUSD(c.CreditMicros) + " USD",
+		"pack": cmp.Or(pack.Name, c.PackID), "amount": core.FormatUSD(c.AmountMicros) + " USD", "credit": core.FormatUSD(c.CreditMicros) + " USD",
 		"cartId": c.ID, "paymentMandateId": m.ID, "method": method.Name(),
 	}
 	if m.UserAuthorization != "" {
@@ -281,26 +274,26 @@ func (s *Service) SubmitPaymentMandate(ctx context.Context, p Principal, taskID 
 		return nil, fmt.Errorf("encode approval details: %w", err)
 	}
 	now := s.now()
-	a := &Approval{
-		ID: NewID(PrefixApproval), OwnerID: c.OwnerID, Kind: ApprovalCreditPurchase, Requester: truncate(requester, 200),
-		Summary: truncate(fmt.Sprintf("Buy %s for $%s", cmp.Or(pack.Name, c.PackID+" credits"), FormatUSD(c.AmountMicros)), 500),
-		Details: detailsJSON, BindingHash: BindingHash(purchaseBinding(c, m.ID)), RequiresUV: true,
-		Status: ApprovalPending, CreatedAt: now, ExpiresAt: now.Add(PurchaseApprovalTTL),
+	a := &core.Approval{
+		ID: core.NewID(core.PrefixApproval), OwnerID: c.OwnerID, Kind: core.ApprovalCreditPurchase, Requester: core.CutUTF8(requester, 200),
+		Summary: core.CutUTF8(fmt.Sprintf("Buy %s for $%s", cmp.Or(pack.Name, c.PackID+" credits"), core.FormatUSD(c.AmountMicros)), 500),
+		Details: detailsJSON, BindingHash: core.BindingHash(purchaseBinding(c, m.ID)), RequiresUV: true,
+		Status: core.ApprovalPending, CreatedAt: now, ExpiresAt: now.Add(PurchaseApprovalTTL),
 	}
 	next := *c
 	next.Status, next.PaymentMandateID, next.PaymentMethod = PurchaseAwaitingApproval, &m.ID, method.Name()
 	next.Credential, next.ApprovalID, next.UpdatedAt = sealed, &a.ID, now
-	err = s.d.Store.InTx(ctx, func(tx Tx) error {
+	err = s.inTx(ctx, func(tx Tx) error {
 		if err := tx.CreateApproval(ctx, a); err != nil {
 			return fmt.Errorf("create purchase approval: %w", err)
 		}
 		return tx.UpdateCreditPurchase(ctx, &next, PurchaseCartOffered)
 	})
 	switch {
-	case errors.Is(err, ErrExists):
-		return nil, Errorf(KindConflict, CodeMandateReplayed, "payment mandate %q was used already; every purchase needs a new mandate", m.ID)
-	case errors.Is(err, ErrConflict):
-		return nil, Errorf(KindConflict, CodePurchaseState, "cart %s already has a payment mandate or has ended; start a new purchase", c.ID)
+	case errors.Is(err, core.ErrExists):
+		return nil, core.Errorf(core.KindConflict, CodeMandateReplayed, "payment mandate %q was used already; every purchase needs a new mandate", m.ID)
+	case errors.Is(err, core.ErrConflict):
+		return nil, core.Errorf(core.KindConflict, CodePurchaseState, "cart %s already has a payment mandate or has ended; start a new purchase", c.ID)
 	case err != nil:
 		return nil, fmt.Errorf("record payment mandate: %w", err)
 	}
@@ -316,29 +309,29 @@ func purchaseBinding(c *CreditPurchase, mandateID string) map[string]any {
 // checkMandate refuses a mandate that does not pay exactly cart c.
 func checkMandate(c *CreditPurchase, m PaymentMandate) error {
 	mismatch := func(field, format string, args ...any) error {
-		return Errorf(KindInvalid, CodeCartMismatch, format, args...).With("field", field)
+		return core.Errorf(core.KindInvalid, CodeCartMismatch, format, args...).With("field", field)
 	}
 	if m.ID == "" || len(m.ID) > maxMandateIDLen || !utf8.ValidString(m.ID) || strings.ContainsFunc(m.ID, isControl) {
-		return Errorf(KindInvalid, CodeInvalidRequest, "payment_mandate_id must be 1 to %d printable characters", maxMandateIDLen).With("field", "payment_mandate_contents.payment_mandate_id")
+		return core.Errorf(core.KindInvalid, core.CodeInvalidRequest, "payment_mandate_id must be 1 to %d printable characters", maxMandateIDLen).With("field", "payment_mandate_contents.payment_mandate_id")
 	}
 	if m.CartID != c.ID {
-		return mismatch("payment_mandate_contents.payment_details_id", "the payment mandate pays cart %q, not this task's cart %s", truncate(m.CartID, 100), c.ID)
+		return mismatch("payment_mandate_contents.payment_details_id", "the payment mandate pays cart %q, not this task's cart %s", core.CutUTF8(m.CartID, 100), c.ID)
 	}
 	if !strings.EqualFold(m.Currency, c.Currency) {
-		return mismatch("payment_mandate_contents.payment_details_total.amount.currency", "the payment mandate is in %q; cart %s is in USD", truncate(m.Currency, 10), c.ID)
+		return mismatch("payment_mandate_contents.payment_details_total.amount.currency", "the payment mandate is in %q; cart %s is in USD", core.CutUTF8(m.Currency, 10), c.ID)
 	}
-	if v, err := ParseUSD(m.Value); err != nil || v != c.AmountMicros {
-		return mismatch("payment_mandate_contents.payment_details_total.amount.value", "the payment mandate pays %q; cart %s costs %s USD", truncate(m.Value, 40), c.ID, decimalValue(c.AmountMicros))
+	if v, err := core.ParseUSD(m.Value); err != nil || v != c.AmountMicros {
+		return mismatch("payment_mandate_contents.payment_details_total.amount.value", "the payment mandate pays %q; cart %s costs %s USD", core.CutUTF8(m.Value, 40), c.ID, decimalValue(c.AmountMicros))
 	}
 	if m.MethodName != "" && !strings.EqualFold(m.MethodName, "CARD") {
-		return mismatch("payment_mandate_contents.payment_response.method_name", "the payment mandate uses method %q; cart %s accepts CARD", truncate(m.MethodName, 40), c.ID)
+		return mismatch("payment_mandate_contents.payment_response.method_name", "the payment mandate uses method %q; cart %s accepts CARD", core.CutUTF8(m.MethodName, 40), c.ID)
 	}
 	d := bytes.TrimSpace(m.Details)
 	if len(d) == 0 || string(d) == "null" {
-		return Errorf(KindInvalid, CodeInvalidRequest, "payment_response.details must carry the card credential").With("field", "payment_mandate_contents.payment_response.details")
+		return core.Errorf(core.KindInvalid, core.CodeInvalidRequest, "payment_response.details must carry the card credential").With("field", "payment_mandate_contents.payment_response.details")
 	}
 	if len(d) > maxCredentialBytes {
-		return Errorf(KindInvalid, CodeInvalidRequest, "payment_response.details is larger than %d bytes", maxCredentialBytes).With("field", "payment_mandate_contents.payment_response.details")
+		return core.Errorf(core.KindInvalid, core.CodeInvalidRequest, "payment_response.details is larger than %d bytes", maxCredentialBytes).With("field", "payment_mandate_contents.payment_response.details")
 	}
 	return nil
 }
@@ -372,27 +365,27 @@ func (s *Service) openCredential(ctx context.Context, cartID string, sealed []by
 // purchase (and the purchase's approval). An approval the owner approved
 // whose charge has not happened yet (the process died, the charge failed
 // to reach a verdict) is charged now: reading the task finishes it.
-func (s *Service) purchaseTaskView(ctx context.Context, p Principal, t *AgentTask) (*TaskView, error) {
+func (s *Service) purchaseTaskView(ctx context.Context, p core.Principal, t *Task) (*View, error) {
 	c, err := s.d.Store.GetCreditPurchase(ctx, t.OwnerID, t.SubjectID)
-	if errors.Is(err, ErrNoRows) {
+	if errors.Is(err, core.ErrNoRows) {
 		// Purged (it ended, or its cart expired, days ago); the task goes
 		// in the same garbage-collection run.
-		return &TaskView{AgentTask: *t, State: TaskFailed, FailureCode: FailurePurchaseGone, UpdatedAt: t.CreatedAt,
+		return &View{Task: *t, State: Failed, FailureCode: FailurePurchaseGone, UpdatedAt: t.CreatedAt,
 			Message: "This purchase is no longer on record; read the account's credits to see whether it was paid."}, nil
 	}
 	if err != nil {
 		return nil, fmt.Errorf("credit purchase of task %s: %w", t.ID, err)
 	}
 	if c.Status == PurchaseAwaitingApproval && c.ApprovalID != nil {
-		a, err := s.GetApproval(ctx, c.OwnerID, *c.ApprovalID)
+		a, err := s.core.GetApproval(ctx, c.OwnerID, *c.ApprovalID)
 		if err != nil {
 			return nil, err
 		}
-		if a.Status != ApprovalPending {
-			if err := s.finishPurchase(ctx, a.ID); err != nil {
+		if a.Status != core.ApprovalPending {
+			if err := s.FinishPurchase(ctx, a.ID); err != nil {
 				s.d.Logger.Error("finish credit purchase", "cart", c.ID, "approval", a.ID, "err", err)
 			} else if c, err = s.d.Store.GetCreditPurchase(ctx, t.OwnerID, t.SubjectID); err != nil {
-				return nil, StoreErr(err, "credit purchase")
+				return nil, core.StoreErr(err, "credit purchase")
 			}
 		}
 	}
@@ -407,31 +400,31 @@ func (s *Service) purchaseTaskView(ctx context.Context, p Principal, t *AgentTas
 
 // purchaseView renders a task from its purchase as stored; contents are
 // the cart's canonical contents while it is offered.
-func (s *Service) purchaseView(ctx context.Context, t *AgentTask, c *CreditPurchase, contents []byte) (*TaskView, error) {
-	v := &TaskView{AgentTask: *t, Purchase: c, UpdatedAt: c.UpdatedAt}
+func (s *Service) purchaseView(ctx context.Context, t *Task, c *CreditPurchase, contents []byte) (*View, error) {
+	v := &View{Task: *t, Purchase: c, UpdatedAt: c.UpdatedAt}
 	amount := decimalValue(c.AmountMicros) + " USD"
 	switch c.Status {
 	case PurchaseCartOffered:
 		if !s.now().Before(c.ExpiresAt) {
-			v.State, v.FailureCode, v.UpdatedAt = TaskFailed, FailureCartExpired, latest(c.UpdatedAt, c.ExpiresAt)
+			v.State, v.FailureCode, v.UpdatedAt = Failed, FailureCartExpired, latest(c.UpdatedAt, c.ExpiresAt)
 			v.Message = fmt.Sprintf("Cart %s expired at %s without a payment mandate; nothing was charged. Start a new purchase.", c.ID, c.ExpiresAt.Format(time.RFC3339))
 			break
 		}
-		v.State = TaskInputRequired
+		v.State = InputRequired
 		v.CartMandate = &CartMandate{Contents: contents, MerchantAuthorization: c.CartJWS}
 		v.Message = fmt.Sprintf("Send an AP2 PaymentMandate for cart %s (%s) in a message on this task before %s; the owner then approves the charge.", c.ID, amount, c.ExpiresAt.Format(time.RFC3339))
 	case PurchaseAwaitingApproval:
 		v.ApprovalURL = s.approvalURL(c)
-		v.State = TaskInputRequired
+		v.State = InputRequired
 		v.Message = fmt.Sprintf("The owner must approve this %s charge with their passkey in their faxhub approval inbox (%s); nothing is charged before. Poll GetTask to follow it.", amount, v.ApprovalURL)
 		if c.ApprovalID != nil {
-			if a, err := s.GetApproval(ctx, c.OwnerID, *c.ApprovalID); err == nil && a.Status == ApprovalApproved {
-				v.State = TaskWorking
+			if a, err := s.core.GetApproval(ctx, c.OwnerID, *c.ApprovalID); err == nil && a.Status == core.ApprovalApproved {
+				v.State = Working
 				v.Message = fmt.Sprintf("The owner approved the %s charge; it is being completed. Poll GetTask to follow it.", amount)
 			}
 		}
 	case PurchaseCompleted:
-		v.State = TaskCompleted
+		v.State = Completed
 		r, err := s.receipt(ctx, c)
 		if err != nil {
 			return nil, err
@@ -439,19 +432,19 @@ func (s *Service) purchaseView(ctx context.Context, t *AgentTask, c *CreditPurch
 		v.Receipt = r
 		v.Message = fmt.Sprintf("Paid %s; %s USD of credits were added to the account.", amount, r.Credit)
 	case PurchaseDeclined:
-		v.State, v.FailureCode = TaskFailed, cmp.Or(c.FailureCode, FailureApprovalDeclined)
+		v.State, v.FailureCode = Failed, cmp.Or(c.FailureCode, FailureApprovalDeclined)
 		v.Message = "The owner declined this purchase; nothing was charged."
 	case PurchaseExpired:
-		v.State, v.FailureCode = TaskFailed, cmp.Or(c.FailureCode, FailureApprovalExpired)
+		v.State, v.FailureCode = Failed, cmp.Or(c.FailureCode, FailureApprovalExpired)
 		v.Message = "The owner did not approve this purchase in time; nothing was charged."
 	case PurchaseFailed:
-		v.State, v.FailureCode = TaskFailed, c.FailureCode
+		v.State, v.FailureCode = Failed, c.FailureCode
 		v.Message = "The charge failed; nothing was charged."
 		if c.FailureReason != "" {
 			v.Message = "The charge failed (" + c.FailureReason + "); nothing was charged."
 		}
 	case PurchaseCanceled:
-		v.State, v.FailureCode = TaskCanceled, cmp.Or(c.FailureCode, FailureCanceled)
+		v.State, v.FailureCode = Canceled, cmp.Or(c.FailureCode, core.FailureCanceled)
 		v.Message = "This purchase was canceled; nothing was charged."
 	default:
 		return nil, fmt.Errorf("credit purchase %s has unknown status %q", c.ID, c.Status)
@@ -475,18 +468,18 @@ func (s *Service) receipt(ctx context.Context, c *CreditPurchase) (*PurchaseRece
 		return nil, fmt.Errorf("read charge of %s: %w", c.ID, err)
 	}
 	return &PurchaseReceipt{
-		CartID: c.ID, ChargeID: ch.ID, PackID: c.PackID, Amount: FormatUSD(c.AmountMicros), Currency: Currency,
-		Credit: FormatUSD(c.CreditMicros), Method: ch.Method, Reference: ch.Reference, PaidAt: ch.CreatedAt,
+		CartID: c.ID, ChargeID: ch.ID, PackID: c.PackID, Amount: core.FormatUSD(c.AmountMicros), Currency: core.Currency,
+		Credit: core.FormatUSD(c.CreditMicros), Method: ch.Method, Reference: ch.Reference, PaidAt: ch.CreatedAt,
 	}, nil
 }
 
-// finishPurchase carries out the owner's decision on a purchase approval:
+// FinishPurchase carries out the owner's decision on a purchase approval:
 // approved → charge and grant the credits; declined or expired → the
 // purchase ends and its credential is wiped. It is idempotent and safe to
 // run concurrently (the owner's request and an agent reading the task):
 // the charge's idempotency key and the purchase's compare-and-set make one
 // charge and one ledger entry.
-func (s *Service) finishPurchase(ctx context.Context, approvalID string) error {
+func (s *Service) FinishPurchase(ctx context.Context, approvalID string) error {
 	c, err := s.d.Store.GetCreditPurchaseByApproval(ctx, approvalID)
 	if err != nil {
 		return fmt.Errorf("read purchase of approval %s: %w", approvalID, err)
@@ -494,20 +487,20 @@ func (s *Service) finishPurchase(ctx context.Context, approvalID string) error {
 	if c.Status != PurchaseAwaitingApproval {
 		return nil // completed, failed or canceled already
 	}
-	a, err := s.GetApproval(ctx, c.OwnerID, approvalID)
+	a, err := s.core.GetApproval(ctx, c.OwnerID, approvalID)
 	if err != nil {
 		return err
 	}
 	switch a.Status {
-	case ApprovalPending:
+	case core.ApprovalPending:
 		return nil
-	case ApprovalDeclined:
+	case core.ApprovalDeclined:
 		return s.endPurchase(ctx, c, PurchaseDeclined, FailureApprovalDeclined, "")
-	case ApprovalExpired:
+	case core.ApprovalExpired:
 		return s.endPurchase(ctx, c, PurchaseExpired, FailureApprovalExpired, "")
 	}
 	// Approved: charge the exact cart the approval is bound to.
-	if a.BindingHash != BindingHash(purchaseBinding(c, deref(c.PaymentMandateID))) {
+	if a.BindingHash != core.BindingHash(purchaseBinding(c, deref(c.PaymentMandateID))) {
 		return fmt.Errorf("approval %s is not bound to purchase %s as stored", a.ID, c.ID)
 	}
 	method, err := s.paymentMethod(c.Mode)
@@ -520,7 +513,7 @@ func (s *Service) finishPurchase(ctx context.Context, approvalID string) error {
 	}
 	key := "ap2:" + c.ID
 	res, err := method.Charge(ctx, payments.ChargeRequest{
-		IdempotencyKey: key, Amount: CentsUp(c.AmountMicros), Currency: Currency, Credential: cred,
+		IdempotencyKey: key, Amount: core.CentsUp(c.AmountMicros), Currency: core.Currency, Credential: cred,
 		Description: "faxhub credit pack " + c.PackID,
 		Metadata:    map[string]string{"cart_id": c.ID, "approval_id": a.ID, "payment_mandate_id": deref(c.PaymentMandateID)},
 	})
@@ -535,10 +528,10 @@ func (s *Service) finishPurchase(ctx context.Context, approvalID string) error {
 		return s.endPurchase(ctx, c, PurchaseFailed, FailurePaymentInvalid, cmp.Or(res.Message, string(res.Status)))
 	}
 	now := s.now()
-	ch := &Charge{
-		ID: NewID(PrefixCharge), OwnerID: c.OwnerID, Mode: c.Mode, Method: method.Name(), Purpose: ChargeCreditPack,
-		IdempotencyKey: key, AmountMicros: c.AmountMicros, Currency: Currency, Reference: res.Reference,
-		Status: ChargeSucceeded, PackID: c.PackID, Subject: a.ID, CreatedAt: now,
+	ch := &core.Charge{
+		ID: core.NewID(core.PrefixCharge), OwnerID: c.OwnerID, Mode: c.Mode, Method: method.Name(), Purpose: core.ChargeCreditPack,
+		IdempotencyKey: key, AmountMicros: c.AmountMicros, Currency: core.Currency, Reference: res.Reference,
+		Status: core.ChargeSucceeded, PackID: c.PackID, Subject: a.ID, CreatedAt: now,
 	}
 	done := *c
 	done.Status, done.ChargeID, done.Credential, done.UpdatedAt = PurchaseCompleted, &ch.ID, nil, now
@@ -546,19 +539,19 @@ func (s *Service) finishPurchase(ctx context.Context, approvalID string) error {
 	// key, same processor charge). errEnded: the purchase ended without a
 	// charge meanwhile (the agent canceled it): the money goes back.
 	errSettled, errEnded := errors.New("settled by another request"), errors.New("purchase ended meanwhile")
-	err = s.d.Store.InTx(ctx, func(tx Tx) error {
-		if err := tx.CreateCharge(ctx, ch); errors.Is(err, ErrExists) {
+	err = s.inTx(ctx, func(tx Tx) error {
+		if err := tx.CreateCharge(ctx, ch); errors.Is(err, core.ErrExists) {
 			return errSettled
 		} else if err != nil {
 			return fmt.Errorf("record charge: %w", err)
 		}
-		if err := tx.AppendLedger(ctx, &LedgerEntry{
-			ID: NewID(PrefixLedger), OwnerID: c.OwnerID, Mode: c.Mode, Kind: LedgerPurchase, AmountMicros: c.CreditMicros,
+		if err := tx.AppendLedger(ctx, &core.LedgerEntry{
+			ID: core.NewID(core.PrefixLedger), OwnerID: c.OwnerID, Mode: c.Mode, Kind: core.LedgerPurchase, AmountMicros: c.CreditMicros,
 			Reason: "credit pack " + c.PackID + " (AP2 cart " + c.ID + ", charge " + ch.ID + ")", CreatedAt: now,
 		}); err != nil {
 			return fmt.Errorf("grant purchased credits: %w", err)
 		}
-		if err := tx.UpdateCreditPurchase(ctx, &done, PurchaseAwaitingApproval); errors.Is(err, ErrConflict) {
+		if err := tx.UpdateCreditPurchase(ctx, &done, PurchaseAwaitingApproval); errors.Is(err, core.ErrConflict) {
 			return errEnded
 		} else if err != nil {
 			return fmt.Errorf("complete purchase: %w", err)
@@ -570,7 +563,7 @@ func (s *Service) finishPurchase(ctx context.Context, approvalID string) error {
 		return nil
 	case errors.Is(err, errEnded):
 		r, err := method.Refund(ctx, payments.RefundRequest{
-			IdempotencyKey: "ap2-refund:" + c.ID, Reference: res.Reference, Amount: CentsUp(c.AmountMicros),
+			IdempotencyKey: "ap2-refund:" + c.ID, Reference: res.Reference, Amount: core.CentsUp(c.AmountMicros),
 			Reason: "the purchase was canceled before the charge was recorded",
 		})
 		if err != nil || r.Status != payments.StatusSucceeded {
@@ -587,10 +580,10 @@ func (s *Service) finishPurchase(ctx context.Context, approvalID string) error {
 // as it is.
 func (s *Service) endPurchase(ctx context.Context, c *CreditPurchase, status PurchaseStatus, code, reason string) error {
 	end := *c
-	end.Status, end.FailureCode, end.FailureReason = status, code, truncate(reason, 500)
+	end.Status, end.FailureCode, end.FailureReason = status, code, core.CutUTF8(reason, 500)
 	end.Credential, end.UpdatedAt = nil, s.now()
 	err := s.d.Store.UpdateCreditPurchase(ctx, &end, c.Status)
-	if err != nil && !errors.Is(err, ErrConflict) {
+	if err != nil && !errors.Is(err, core.ErrConflict) {
 		return fmt.Errorf("end purchase %s: %w", c.ID, err)
 	}
 	return nil
@@ -606,28 +599,28 @@ func deref(s *string) string {
 // cancelPurchaseTask cancels a purchase not yet charged: an offered cart or
 // one waiting for the owner's approval (an approval decided later finds the
 // purchase canceled and charges nothing).
-func (s *Service) cancelPurchaseTask(ctx context.Context, p Principal, t *AgentTask) (*TaskView, error) {
+func (s *Service) cancelPurchaseTask(ctx context.Context, p core.Principal, t *Task) (*View, error) {
 	v, err := s.purchaseTaskView(ctx, p, t)
 	if err != nil {
 		return nil, err
 	}
 	c := v.Purchase
-	notCancelable := Errorf(KindConflict, CodeTaskNotCancelable, "this purchase is %s and can no longer be canceled", v.State).With("state", string(v.State))
+	notCancelable := core.Errorf(core.KindConflict, CodeNotCancelable, "this purchase is %s and can no longer be canceled", v.State).With("state", string(v.State))
 	if v.State.Terminal() || (c.Status != PurchaseCartOffered && c.Status != PurchaseAwaitingApproval) {
 		return nil, notCancelable
 	}
-	if v.State == TaskWorking {
+	if v.State == Working {
 		// Approved and being charged: the charge may already be under way.
 		return nil, notCancelable
 	}
-	if err := s.endPurchase(ctx, c, PurchaseCanceled, FailureCanceled, ""); err != nil {
+	if err := s.endPurchase(ctx, c, PurchaseCanceled, core.FailureCanceled, ""); err != nil {
 		return nil, err
 	}
 	if c.ApprovalID != nil {
 		// Take the request out of the owner's inbox; approving it later
 		// would charge nothing anyway.
-		err := s.d.Store.DecideApproval(ctx, c.OwnerID, *c.ApprovalID, ApprovalDeclined, []byte(`{"canceledBy":"agent"}`), s.now())
-		if err != nil && !errors.Is(err, ErrConflict) {
+		err := s.d.Store.DecideApproval(ctx, c.OwnerID, *c.ApprovalID, core.ApprovalDeclined, []byte(`{"canceledBy":"agent"}`), s.now())
+		if err != nil && !errors.Is(err, core.ErrConflict) {
 			s.d.Logger.Error("close the approval of a canceled purchase", "cart", c.ID, "err", err)
 		}
 	}
@@ -635,8 +628,8 @@ func (s *Service) cancelPurchaseTask(ctx context.Context, p Principal, t *AgentT
 	if err != nil {
 		return nil, err
 	}
-	if v.State != TaskCanceled {
-		return nil, Errorf(KindConflict, CodeTaskNotCancelable, "this purchase moved on to %s and can no longer be canceled", v.State).With("state", string(v.State))
+	if v.State != Canceled {
+		return nil, core.Errorf(core.KindConflict, CodeNotCancelable, "this purchase moved on to %s and can no longer be canceled", v.State).With("state", string(v.State))
 	}
 	return v, nil
 }

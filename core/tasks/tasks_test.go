@@ -1,4 +1,4 @@
-package core_test
+package tasks_test
 
 import (
 	"strings"
@@ -8,13 +8,14 @@ import (
 	"github.com/faxhub/faxhub/core"
 	"github.com/faxhub/faxhub/core/services"
 	"github.com/faxhub/faxhub/core/store"
+	"github.com/faxhub/faxhub/core/tasks"
 	"github.com/faxhub/faxhub/internal/testenv"
 )
 
 // startFaxTask starts a fax task of pages pages to to.
-func startFaxTask(t *testing.T, e *testenv.Env, p core.Principal, to string, pages int) *core.TaskView {
+func startFaxTask(t *testing.T, e *testenv.Env, p core.Principal, to string, pages int) *tasks.View {
 	t.Helper()
-	v, err := e.Svc.Core.StartFaxTask(ctx, p, "create_fax", "", core.CreateDraftRequest{To: to, UploadToken: e.Upload(t, p, pages)})
+	v, err := e.Svc.Tasks.StartFaxTask(ctx, p, "create_fax", "", core.CreateDraftRequest{To: to, UploadToken: e.Upload(t, p, pages)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -22,7 +23,7 @@ func startFaxTask(t *testing.T, e *testenv.Env, p core.Principal, to string, pag
 }
 
 // payTask pays a fax task's draft at its hosted checkout.
-func payTask(t *testing.T, e *testenv.Env, p core.Principal, v *core.TaskView) {
+func payTask(t *testing.T, e *testenv.Env, p core.Principal, v *tasks.View) {
 	t.Helper()
 	cs, err := e.Svc.Core.CreateDraftCheckout(ctx, p, v.SubjectID)
 	if err != nil {
@@ -33,9 +34,9 @@ func payTask(t *testing.T, e *testenv.Env, p core.Principal, v *core.TaskView) {
 	}
 }
 
-func getTask(t *testing.T, e *testenv.Env, p core.Principal, id string) *core.TaskView {
+func getTask(t *testing.T, e *testenv.Env, p core.Principal, id string) *tasks.View {
 	t.Helper()
-	v, err := e.Svc.Core.GetTask(ctx, p, id)
+	v, err := e.Svc.Tasks.Get(ctx, p, id)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -57,7 +58,7 @@ func wantRefund(t *testing.T, c *core.Credits, faxID string, micros int64) {
 	}
 }
 
-func wantState(t *testing.T, what string, v *core.TaskView, state core.TaskState, failure string) {
+func wantState(t *testing.T, what string, v *tasks.View, state tasks.State, failure string) {
 	t.Helper()
 	if v.State != state || v.FailureCode != failure {
 		t.Fatalf("%s: state %s failure %q, want %s %q (message %q)", what, v.State, v.FailureCode, state, failure, v.Message)
@@ -70,11 +71,11 @@ func TestFaxTaskDelivered(t *testing.T) {
 	e := testenv.New(t)
 	p := e.Principal(t, e.KeyATest)
 	v := startFaxTask(t, e, p, "+12125550100", 3)
-	wantState(t, "started", v, core.TaskInputRequired, "")
-	if !strings.HasPrefix(v.ID, core.PrefixTask) || !strings.HasPrefix(v.ContextID, core.PrefixContext) || v.Kind != core.TaskFax || v.Skill != "create_fax" {
-		t.Fatalf("task = %+v", v.AgentTask)
+	wantState(t, "started", v, tasks.InputRequired, "")
+	if !strings.HasPrefix(v.ID, core.PrefixTask) || !strings.HasPrefix(v.ContextID, core.PrefixContext) || v.Kind != tasks.KindFax || v.Skill != "create_fax" {
+		t.Fatalf("task = %+v", v.Task)
 	}
-	if v.Draft == nil || v.SubjectID != v.Draft.ID || v.CheckoutURL != e.Svc.Core.DraftCheckoutURL(&v.Draft.Draft) {
+	if v.Draft == nil || v.SubjectID != v.Draft.ID || v.CheckoutURL != e.Svc.Tasks.DraftCheckoutURL(&v.Draft.Draft) {
 		t.Fatalf("draft %+v checkout %q", v.Draft, v.CheckoutURL)
 	}
 	for _, want := range []string{v.Draft.Quote.Amount, v.CheckoutURL, "owner pays", "GetTask"} {
@@ -82,18 +83,18 @@ func TestFaxTaskDelivered(t *testing.T) {
 			t.Fatalf("message %q does not say %q", v.Message, want)
 		}
 	}
-	wantState(t, "read", getTask(t, e, p, v.ID), core.TaskInputRequired, "")
+	wantState(t, "read", getTask(t, e, p, v.ID), tasks.InputRequired, "")
 
 	payTask(t, e, p, v)
 	got := getTask(t, e, p, v.ID)
-	wantState(t, "paid", got, core.TaskWorking, "")
+	wantState(t, "paid", got, tasks.Working, "")
 	// The delivery workers run: the fax may be sending already.
 	if got.Fax == nil || (got.Fax.Status != core.FaxQueued && got.Fax.Status != core.FaxSending) || got.Fax.PaymentMethod != core.PayCheckout {
 		t.Fatalf("fax %+v", got.Fax)
 	}
 	e.DrainQueue(t)
 	got = getTask(t, e, p, v.ID)
-	wantState(t, "delivered", got, core.TaskCompleted, "")
+	wantState(t, "delivered", got, tasks.Completed, "")
 	if got.Fax.Status != core.FaxDelivered || got.Fax.LatestAttempt == nil || got.Fax.Price == "" {
 		t.Fatalf("fax %+v", got.Fax)
 	}
@@ -107,14 +108,14 @@ func TestFaxTaskOutcomes(t *testing.T) {
 	tests := []struct {
 		name     string
 		to       string
-		state    core.TaskState
+		state    tasks.State
 		failure  string
 		message  string
 		refunded int64 // micro-USD returned as credits
 	}{
-		{"delivered", "+12125550100", core.TaskCompleted, "", "all 4 page(s)", 0},
-		{"partial", "+12125550104", core.TaskCompleted, "", "2 of 4 pages delivered", 140_000},
-		{"failed", "+12125550103", core.TaskFailed, "not_a_fax_machine", "failed (not_a_fax_machine)", 280_000},
+		{"delivered", "+12125550100", tasks.Completed, "", "all 4 page(s)", 0},
+		{"partial", "+12125550104", tasks.Completed, "", "2 of 4 pages delivered", 140_000},
+		{"failed", "+12125550103", tasks.Failed, "not_a_fax_machine", "failed (not_a_fax_machine)", 280_000},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -144,24 +145,24 @@ func TestFaxTaskOutcomes(t *testing.T) {
 // An unpaid draft expires: the task fails with draft_expired and nothing
 // can be paid or canceled any more.
 func TestFaxTaskDraftExpired(t *testing.T) {
-	e, clk := agentEnv(t)
+	e, clk := testenv.Clocked(t)
 	p := e.Principal(t, e.KeyATest)
 	v := startFaxTask(t, e, p, "+12125550100", 1)
 	clk.Advance(23 * time.Hour)
-	wantState(t, "before expiry", getTask(t, e, p, v.ID), core.TaskInputRequired, "")
+	wantState(t, "before expiry", getTask(t, e, p, v.ID), tasks.InputRequired, "")
 	clk.Advance(time.Hour)
 	got := getTask(t, e, p, v.ID)
-	wantState(t, "expired", got, core.TaskFailed, "draft_expired")
+	wantState(t, "expired", got, tasks.Failed, "draft_expired")
 	if !got.UpdatedAt.Equal(got.Draft.ExpiresAt) || got.CheckoutURL != "" {
 		t.Fatalf("updatedAt %v (draft expires %v), checkout %q", got.UpdatedAt, got.Draft.ExpiresAt, got.CheckoutURL)
 	}
-	_, err := e.Svc.Core.CancelTask(ctx, p, v.ID)
-	testenv.WantCode(t, err, core.CodeTaskNotCancelable)
+	_, err := e.Svc.Tasks.Cancel(ctx, p, v.ID)
+	testenv.WantCode(t, err, tasks.CodeNotCancelable)
 }
 
 // A task whose draft row is gone reads as failed, not as an error.
 func TestFaxTaskSubjectGone(t *testing.T) {
-	e, _ := agentEnv(t)
+	e, _ := testenv.Clocked(t)
 	p := e.Principal(t, e.KeyATest)
 	v := startFaxTask(t, e, p, "+12125550100", 1)
 	del := "DELETE FROM drafts WHERE id = ?"
@@ -171,39 +172,39 @@ func TestFaxTaskSubjectGone(t *testing.T) {
 	if _, err := e.DB.SQL().ExecContext(ctx, del, v.SubjectID); err != nil {
 		t.Fatal(err)
 	}
-	wantState(t, "draft gone", getTask(t, e, p, v.ID), core.TaskFailed, "draft_expired")
-	_, err := e.Svc.Core.CancelTask(ctx, p, v.ID)
-	testenv.WantCode(t, err, core.CodeTaskNotCancelable)
+	wantState(t, "draft gone", getTask(t, e, p, v.ID), tasks.Failed, "draft_expired")
+	_, err := e.Svc.Tasks.Cancel(ctx, p, v.ID)
+	testenv.WantCode(t, err, tasks.CodeNotCancelable)
 }
 
 // Another owner's task, a task of the other mode and an unknown id all
 // answer the same not_found.
 func TestFaxTaskNotFound(t *testing.T) {
-	e, _ := agentEnv(t)
+	e, _ := testenv.Clocked(t)
 	p := e.Principal(t, e.KeyATest)
 	v := startFaxTask(t, e, p, "+12125550100", 1)
-	_, unknown := e.Svc.Core.GetTask(ctx, p, "tsk_unknown")
+	_, unknown := e.Svc.Tasks.Get(ctx, p, "tsk_unknown")
 	testenv.WantCode(t, unknown, core.CodeNotFound)
 	for name, q := range map[string]core.Principal{
 		"other owner": e.Principal(t, e.KeyBTest),
 		"other mode":  e.Principal(t, e.KeyALive),
 	} {
-		_, err := e.Svc.Core.GetTask(ctx, q, v.ID)
+		_, err := e.Svc.Tasks.Get(ctx, q, v.ID)
 		testenv.WantCode(t, err, core.CodeNotFound)
 		if err.Error() != unknown.Error() {
 			t.Fatalf("%s: %v, unknown id: %v", name, err, unknown)
 		}
-		_, err = e.Svc.Core.CancelTask(ctx, q, v.ID)
+		_, err = e.Svc.Tasks.Cancel(ctx, q, v.ID)
 		if err == nil || err.Error() != unknown.Error() {
 			t.Fatalf("%s: cancel: %v, unknown id: %v", name, err, unknown)
 		}
 	}
-	wantState(t, "still open for its owner", getTask(t, e, p, v.ID), core.TaskInputRequired, "")
+	wantState(t, "still open for its owner", getTask(t, e, p, v.ID), tasks.InputRequired, "")
 }
 
 // GetTask needs fax:read; StartFaxTask and CancelTask need fax:draft.
 func TestFaxTaskScopes(t *testing.T) {
-	e, _ := agentEnv(t)
+	e, _ := testenv.Clocked(t)
 	p := e.Principal(t, e.KeyATest)
 	v := startFaxTask(t, e, p, "+12125550100", 1)
 	only := func(scopes ...core.Scope) core.Principal {
@@ -217,44 +218,44 @@ func TestFaxTaskScopes(t *testing.T) {
 		name string
 		call func() error
 	}{
-		{"GetTask without fax:read", func() error { _, err := e.Svc.Core.GetTask(ctx, draftOnly, v.ID); return err }},
+		{"GetTask without fax:read", func() error { _, err := e.Svc.Tasks.Get(ctx, draftOnly, v.ID); return err }},
 		{"StartFaxTask without fax:draft", func() error {
-			_, err := e.Svc.Core.StartFaxTask(ctx, readOnly, "create_fax", "", core.CreateDraftRequest{To: "+12125550100", UploadToken: tok})
+			_, err := e.Svc.Tasks.StartFaxTask(ctx, readOnly, "create_fax", "", core.CreateDraftRequest{To: "+12125550100", UploadToken: tok})
 			return err
 		}},
-		{"CancelTask without fax:draft", func() error { _, err := e.Svc.Core.CancelTask(ctx, readOnly, v.ID); return err }},
+		{"CancelTask without fax:draft", func() error { _, err := e.Svc.Tasks.Cancel(ctx, readOnly, v.ID); return err }},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			testenv.WantCode(t, tc.call(), core.CodeInsufficientScope)
 		})
 	}
-	wantState(t, "untouched", getTask(t, e, p, v.ID), core.TaskInputRequired, "")
+	wantState(t, "untouched", getTask(t, e, p, v.ID), tasks.InputRequired, "")
 	// fax:draft alone is enough to cancel.
-	got, err := e.Svc.Core.CancelTask(ctx, draftOnly, v.ID)
+	got, err := e.Svc.Tasks.Cancel(ctx, draftOnly, v.ID)
 	if err != nil {
 		t.Fatal(err)
 	}
-	wantState(t, "canceled with fax:draft", got, core.TaskCanceled, "canceled")
+	wantState(t, "canceled with fax:draft", got, tasks.Canceled, "canceled")
 }
 
 // StartFaxTask keeps the agent's context id and bounds what it records.
 func TestStartFaxTaskInputs(t *testing.T) {
-	e, _ := agentEnv(t)
+	e, _ := testenv.Clocked(t)
 	p := e.Principal(t, e.KeyATest)
-	v, err := e.Svc.Core.StartFaxTask(ctx, p, "create_fax", "conversation-7", core.CreateDraftRequest{To: "+12125550100", UploadToken: e.Upload(t, p, 1)})
+	v, err := e.Svc.Tasks.StartFaxTask(ctx, p, "create_fax", "conversation-7", core.CreateDraftRequest{To: "+12125550100", UploadToken: e.Upload(t, p, 1)})
 	if err != nil || v.ContextID != "conversation-7" {
 		t.Fatalf("task %+v, %v", v, err)
 	}
 	tok := e.Upload(t, p, 1)
 	for _, tc := range []struct{ skill, contextID string }{
-		{strings.Repeat("s", core.MaxTaskSkill+1), ""},
-		{"create_fax", strings.Repeat("c", core.MaxTaskContextID+1)},
+		{strings.Repeat("s", tasks.MaxSkill+1), ""},
+		{"create_fax", strings.Repeat("c", tasks.MaxContextID+1)},
 	} {
-		_, err := e.Svc.Core.StartFaxTask(ctx, p, tc.skill, tc.contextID, core.CreateDraftRequest{To: "+12125550100", UploadToken: tok})
+		_, err := e.Svc.Tasks.StartFaxTask(ctx, p, tc.skill, tc.contextID, core.CreateDraftRequest{To: "+12125550100", UploadToken: tok})
 		testenv.WantCode(t, err, core.CodeInvalidRequest)
 	}
-	_, err = e.Svc.Core.StartFaxTask(ctx, p, "create_fax", "", core.CreateDraftRequest{To: "+19005550100", UploadToken: tok})
+	_, err = e.Svc.Tasks.StartFaxTask(ctx, p, "create_fax", "", core.CreateDraftRequest{To: "+19005550100", UploadToken: tok})
 	testenv.WantCode(t, err, core.CodePremiumDestination)
 }
 
@@ -262,23 +263,23 @@ func TestStartFaxTaskInputs(t *testing.T) {
 // fax's price returns as credits); once sending has started or the task is
 // final, task_not_cancelable says why.
 func TestCancelFaxTask(t *testing.T) {
-	e, _ := agentEnv(t) // no workers: a paid fax stays queued
+	e, _ := testenv.Clocked(t) // no workers: a paid fax stays queued
 	p := e.Principal(t, e.KeyATest)
 
 	t.Run("open draft", func(t *testing.T) {
 		v := startFaxTask(t, e, p, "+12125550100", 1)
 		before := e.Credits(t, p).AvailableMicros
-		got, err := e.Svc.Core.CancelTask(ctx, p, v.ID)
+		got, err := e.Svc.Tasks.Cancel(ctx, p, v.ID)
 		if err != nil {
 			t.Fatal(err)
 		}
-		wantState(t, "canceled", got, core.TaskCanceled, "canceled")
-		wantState(t, "read back", getTask(t, e, p, v.ID), core.TaskCanceled, "canceled")
+		wantState(t, "canceled", got, tasks.Canceled, "canceled")
+		wantState(t, "read back", getTask(t, e, p, v.ID), tasks.Canceled, "canceled")
 		if after := e.Credits(t, p).AvailableMicros; after != before {
 			t.Fatalf("balance moved by %d", after-before)
 		}
-		_, err = e.Svc.Core.CancelTask(ctx, p, v.ID)
-		testenv.WantCode(t, err, core.CodeTaskNotCancelable)
+		_, err = e.Svc.Tasks.Cancel(ctx, p, v.ID)
+		testenv.WantCode(t, err, tasks.CodeNotCancelable)
 		if !strings.Contains(core.AsError(err).Message, "already final") {
 			t.Fatalf("message: %v", err)
 		}
@@ -290,13 +291,13 @@ func TestCancelFaxTask(t *testing.T) {
 	t.Run("queued fax", func(t *testing.T) {
 		v := startFaxTask(t, e, p, "+12125550100", 3)
 		payTask(t, e, p, v)
-		wantState(t, "paid", getTask(t, e, p, v.ID), core.TaskWorking, "")
+		wantState(t, "paid", getTask(t, e, p, v.ID), tasks.Working, "")
 		before := e.Credits(t, p).AvailableMicros
-		got, err := e.Svc.Core.CancelTask(ctx, p, v.ID)
+		got, err := e.Svc.Tasks.Cancel(ctx, p, v.ID)
 		if err != nil {
 			t.Fatal(err)
 		}
-		wantState(t, "canceled", got, core.TaskCanceled, "canceled")
+		wantState(t, "canceled", got, tasks.Canceled, "canceled")
 		if got.Fax == nil || got.Fax.Status != core.FaxCanceled {
 			t.Fatalf("fax %+v", got.Fax)
 		}
@@ -305,8 +306,8 @@ func TestCancelFaxTask(t *testing.T) {
 			t.Fatalf("%d micros came back, want the fax's price %d", back, got.Fax.PriceMicros)
 		}
 		wantRefund(t, c, got.Fax.ID, 210_000)
-		_, err = e.Svc.Core.CancelTask(ctx, p, v.ID)
-		testenv.WantCode(t, err, core.CodeTaskNotCancelable)
+		_, err = e.Svc.Tasks.Cancel(ctx, p, v.ID)
+		testenv.WantCode(t, err, tasks.CodeNotCancelable)
 	})
 
 	t.Run("sending", func(t *testing.T) {
@@ -317,10 +318,10 @@ func TestCancelFaxTask(t *testing.T) {
 		if err := e.Store.UpdateFax(ctx, f, core.FaxQueued); err != nil {
 			t.Fatal(err)
 		}
-		wantState(t, "sending", getTask(t, e, p, v.ID), core.TaskWorking, "")
+		wantState(t, "sending", getTask(t, e, p, v.ID), tasks.Working, "")
 		before := e.Credits(t, p).AvailableMicros
-		_, err := e.Svc.Core.CancelTask(ctx, p, v.ID)
-		testenv.WantCode(t, err, core.CodeTaskNotCancelable)
+		_, err := e.Svc.Tasks.Cancel(ctx, p, v.ID)
+		testenv.WantCode(t, err, tasks.CodeNotCancelable)
 		if e := core.AsError(err); e.Kind != core.KindConflict || !strings.Contains(e.Message, "sending") || e.Fields["faxId"] != f.ID {
 			t.Fatalf("error %+v", e)
 		}
@@ -333,7 +334,7 @@ func TestCancelFaxTask(t *testing.T) {
 // CancelFax (fax:send) of a fax paid at its checkout returns its price as
 // credits too: one rule for both ways of canceling.
 func TestCancelFaxPaidAtCheckoutRefundsCredits(t *testing.T) {
-	e, _ := agentEnv(t)
+	e, _ := testenv.Clocked(t)
 	p := e.Principal(t, e.KeyATest)
 	v := startFaxTask(t, e, p, "+12125550100", 1)
 	payTask(t, e, p, v)
@@ -346,7 +347,7 @@ func TestCancelFaxPaidAtCheckoutRefundsCredits(t *testing.T) {
 	if back := e.Credits(t, p).AvailableMicros - before; back != f.PriceMicros {
 		t.Fatalf("%d micros came back, want %d", back, f.PriceMicros)
 	}
-	wantState(t, "task", getTask(t, e, p, v.ID), core.TaskCanceled, "canceled")
+	wantState(t, "task", getTask(t, e, p, v.ID), tasks.Canceled, "canceled")
 }
 
 // The garbage collector deletes tasks older than the unsent retention once
@@ -378,9 +379,9 @@ func TestPurgeFaxTasks(t *testing.T) {
 	if c := testenv.PurgeCounts(got); c["agent_tasks"] != 2 {
 		t.Fatalf("after 7 days: %v, want 2 agent tasks", c)
 	}
-	for _, v := range []*core.TaskView{delivered, abandoned} {
-		_, err := e.Svc.Core.GetTask(ctx, p, v.ID)
+	for _, v := range []*tasks.View{delivered, abandoned} {
+		_, err := e.Svc.Tasks.Get(ctx, p, v.ID)
 		testenv.WantCode(t, err, core.CodeNotFound)
 	}
-	wantState(t, "recent task", getTask(t, e, p, recent.ID), core.TaskFailed, "draft_expired")
+	wantState(t, "recent task", getTask(t, e, p, recent.ID), tasks.Failed, "draft_expired")
 }

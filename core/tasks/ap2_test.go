@@ -1,4 +1,4 @@
-package core_test
+package tasks_test
 
 import (
 	"bytes"
@@ -22,6 +22,7 @@ import (
 	"github.com/faxhub/faxhub/core/payments"
 	"github.com/faxhub/faxhub/core/payments/testcard"
 	"github.com/faxhub/faxhub/core/services"
+	"github.com/faxhub/faxhub/core/tasks"
 	"github.com/faxhub/faxhub/internal/testenv"
 )
 
@@ -116,29 +117,29 @@ func newAP2Env(t *testing.T) *ap2Env {
 	return ae
 }
 
-func (e *ap2Env) start(t *testing.T, pack string) *core.TaskView {
+func (e *ap2Env) start(t *testing.T, pack string) *tasks.View {
 	t.Helper()
-	v, err := e.svc.Core.StartCreditPurchase(ctx, e.p, "buy_credits", "", pack)
+	v, err := e.svc.Tasks.StartCreditPurchase(ctx, e.p, "buy_credits", "", pack)
 	if err != nil {
 		t.Fatal(err)
 	}
 	return v
 }
 
-func mandateFor(v *core.TaskView, id, token string) core.PaymentMandate {
-	return core.PaymentMandate{
+func mandateFor(v *tasks.View, id, token string) tasks.PaymentMandate {
+	return tasks.PaymentMandate{
 		ID: id, CartID: v.Purchase.ID, Currency: "USD", Value: core.FormatUSD(v.Purchase.AmountMicros),
 		MethodName: "CARD", Details: json.RawMessage(fmt.Sprintf(`{"token":%q}`, token)),
 	}
 }
 
-func (e *ap2Env) submit(t *testing.T, v *core.TaskView, m core.PaymentMandate) (*core.TaskView, *core.Approval) {
+func (e *ap2Env) submit(t *testing.T, v *tasks.View, m tasks.PaymentMandate) (*tasks.View, *core.Approval) {
 	t.Helper()
-	got, err := e.svc.Core.SubmitPaymentMandate(ctx, e.p, v.ID, m)
+	got, err := e.svc.Tasks.SubmitPaymentMandate(ctx, e.p, v.ID, m)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got.State != core.TaskInputRequired || got.Purchase.ApprovalID == nil {
+	if got.State != tasks.InputRequired || got.Purchase.ApprovalID == nil {
 		t.Fatalf("after the mandate: %s %q %+v", got.State, got.Message, got.Purchase)
 	}
 	a, err := e.svc.Core.GetApproval(ctx, e.OwnerA.ID, *got.Purchase.ApprovalID)
@@ -148,9 +149,9 @@ func (e *ap2Env) submit(t *testing.T, v *core.TaskView, m core.PaymentMandate) (
 	return got, a
 }
 
-func (e *ap2Env) task(t *testing.T, id string) *core.TaskView {
+func (e *ap2Env) task(t *testing.T, id string) *tasks.View {
 	t.Helper()
-	v, err := e.svc.Core.GetTask(ctx, e.p, id)
+	v, err := e.svc.Tasks.Get(ctx, e.p, id)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -185,7 +186,7 @@ func approve(uv bool, a *core.Approval) core.Decision {
 // verifyCart checks a cart mandate as an agent would: the signature with
 // the merchant's public key, the claims, and cart_hash over the contents
 // exactly as received.
-func verifyCart(t *testing.T, m *core.CartMandate, pub ed25519.PublicKey, cartID string, exp time.Time) {
+func verifyCart(t *testing.T, m *tasks.CartMandate, pub ed25519.PublicKey, cartID string, exp time.Time) {
 	t.Helper()
 	obj, err := jose.ParseSigned(m.MerchantAuthorization)
 	if err != nil {
@@ -213,7 +214,7 @@ func TestCreditPurchaseApprovedWithPasskey(t *testing.T) {
 	e := newAP2Env(t)
 	before, _ := e.purchases(t)
 	v := e.start(t, "pack_10")
-	if v.State != core.TaskInputRequired || v.Kind != core.TaskCreditPurchase || v.SubjectID != v.Purchase.ID ||
+	if v.State != tasks.InputRequired || v.Kind != tasks.KindCreditPurchase || v.SubjectID != v.Purchase.ID ||
 		!strings.HasPrefix(v.ID, core.PrefixTask) || !strings.HasPrefix(v.Purchase.ID, core.PrefixCart) || v.ContextID == "" {
 		t.Fatalf("started: %+v", v)
 	}
@@ -221,7 +222,7 @@ func TestCreditPurchaseApprovedWithPasskey(t *testing.T) {
 		t.Errorf("message %q", v.Message)
 	}
 	cartID := v.Purchase.ID
-	exp := e.clk.Now().Add(core.CartTTL)
+	exp := e.clk.Now().Add(tasks.CartTTL)
 	want := `{"cart_expiry":"` + exp.Format(time.RFC3339) + `","id":"` + cartID + `","merchant_name":"faxhub",` +
 		`"payment_request":{"details":{"display_items":[{"amount":{"currency":"USD","value":10},"label":"10 USD of fax credits"}],` +
 		`"id":"` + cartID + `","total":{"amount":{"currency":"USD","value":10},"label":"Total"}},` +
@@ -244,7 +245,7 @@ func TestCreditPurchaseApprovedWithPasskey(t *testing.T) {
 	}
 	if a.Kind != core.ApprovalCreditPurchase || !a.RequiresUV || a.Status != core.ApprovalPending ||
 		a.BindingHash != core.BindingHash(map[string]any{"cartId": cartID, "amountMicros": int64(10_000_000), "packId": "pack_10", "paymentMandateId": "pm_1"}) ||
-		a.Summary != "Buy 10 USD of fax credits for $10.00" || a.Requester != "Claude Desktop" || !a.ExpiresAt.Equal(e.clk.Now().Add(core.PurchaseApprovalTTL)) {
+		a.Summary != "Buy 10 USD of fax credits for $10.00" || a.Requester != "Claude Desktop" || !a.ExpiresAt.Equal(e.clk.Now().Add(tasks.PurchaseApprovalTTL)) {
 		t.Fatalf("approval %+v", a)
 	}
 	var details map[string]string
@@ -256,15 +257,15 @@ func TestCreditPurchaseApprovedWithPasskey(t *testing.T) {
 		t.Fatal("the card credential is stored or shown in the clear")
 	}
 	// The same mandate again (a retried message) reports where it stands.
-	if again, err := e.svc.Core.SubmitPaymentMandate(ctx, e.p, v.ID, m); err != nil || *again.Purchase.ApprovalID != a.ID {
+	if again, err := e.svc.Tasks.SubmitPaymentMandate(ctx, e.p, v.ID, m); err != nil || *again.Purchase.ApprovalID != a.ID {
 		t.Fatalf("resubmitted mandate: %+v %v", again, err)
 	}
 	if pending, _ := e.svc.Core.PendingApprovals(ctx, e.OwnerA.ID); len(pending) != 1 {
 		t.Fatalf("%d approvals pending after a resubmission", len(pending))
 	}
 	// A second mandate on the same task is refused.
-	_, err := e.svc.Core.SubmitPaymentMandate(ctx, e.p, v.ID, mandateFor(v, "pm_2", testcard.TokenVisa))
-	testenv.WantCode(t, err, core.CodePurchaseState)
+	_, err := e.svc.Tasks.SubmitPaymentMandate(ctx, e.p, v.ID, mandateFor(v, "pm_2", testcard.TokenVisa))
+	testenv.WantCode(t, err, tasks.CodePurchaseState)
 
 	_, err = e.svc.Core.DecideApproval(ctx, e.OwnerA.ID, a.ID, approve(false, a))
 	testenv.WantCode(t, err, core.CodeUserVerification)
@@ -275,7 +276,7 @@ func TestCreditPurchaseApprovedWithPasskey(t *testing.T) {
 		t.Fatal(err)
 	}
 	done := e.task(t, v.ID)
-	if done.State != core.TaskCompleted || done.Receipt == nil || done.Purchase.Credential != nil {
+	if done.State != tasks.Completed || done.Receipt == nil || done.Purchase.Credential != nil {
 		t.Fatalf("after approval: %s %q %+v", done.State, done.Message, done.Purchase)
 	}
 	r := done.Receipt
@@ -294,7 +295,7 @@ func TestCreditPurchaseApprovedWithPasskey(t *testing.T) {
 	if after-before != 10_000_000 || entries != 1 {
 		t.Fatalf("balance %d → %d, %d purchase entries", before, after, entries)
 	}
-	if _, err := e.svc.Core.CancelTask(ctx, e.p, v.ID); core.ErrorCode(err) != core.CodeTaskNotCancelable {
+	if _, err := e.svc.Tasks.Cancel(ctx, e.p, v.ID); core.ErrorCode(err) != tasks.CodeNotCancelable {
 		t.Fatalf("cancel of a completed purchase: %v", err)
 	}
 	if e.card.charges.Load() != 1 {
@@ -311,7 +312,7 @@ func TestCreditPurchaseDeclinedByOwner(t *testing.T) {
 		t.Fatal(err)
 	}
 	got := e.task(t, v.ID)
-	if got.State != core.TaskFailed || got.FailureCode != "approval_declined" || got.Purchase.Credential != nil {
+	if got.State != tasks.Failed || got.FailureCode != "approval_declined" || got.Purchase.Credential != nil {
 		t.Fatalf("declined: %s %s %+v", got.State, got.FailureCode, got.Purchase)
 	}
 	e.wantNoCharge(t, v.Purchase.ID)
@@ -329,7 +330,7 @@ func TestCreditPurchaseCardDeclined(t *testing.T) {
 		t.Fatalf("a declined card must not fail the owner's approval: %v", err)
 	}
 	got := e.task(t, v.ID)
-	if got.State != core.TaskFailed || got.FailureCode != "payment_declined" || !strings.Contains(got.Message, "declined") || got.Purchase.Credential != nil {
+	if got.State != tasks.Failed || got.FailureCode != "payment_declined" || !strings.Contains(got.Message, "declined") || got.Purchase.Credential != nil {
 		t.Fatalf("card declined: %s %s %q", got.State, got.FailureCode, got.Message)
 	}
 	e.wantNoCharge(t, v.Purchase.ID)
@@ -343,7 +344,7 @@ func TestCreditPurchaseCardDeclined(t *testing.T) {
 	if _, err := e.svc.Core.DecideApproval(ctx, e.OwnerA.ID, a.ID, approve(true, a)); err != nil {
 		t.Fatal(err)
 	}
-	if got := e.task(t, v.ID); got.State != core.TaskFailed || got.FailureCode != "payment_invalid" || !strings.Contains(got.Message, "tok_visa") {
+	if got := e.task(t, v.ID); got.State != tasks.Failed || got.FailureCode != "payment_invalid" || !strings.Contains(got.Message, "tok_visa") {
 		t.Fatalf("invalid card: %s %s %q", got.State, got.FailureCode, got.Message)
 	}
 }
@@ -355,9 +356,9 @@ func TestPaymentMandateReplayedWritesNothing(t *testing.T) {
 	pending, _ := e.svc.Core.PendingApprovals(ctx, e.OwnerA.ID)
 
 	second := e.start(t, "pack_10")
-	_, err := e.svc.Core.SubmitPaymentMandate(ctx, e.p, second.ID, mandateFor(second, "pm_once", testcard.TokenVisa))
-	testenv.WantCode(t, err, core.CodeMandateReplayed)
-	if got := e.task(t, second.ID); got.State != core.TaskInputRequired || got.Purchase.Status != core.PurchaseCartOffered ||
+	_, err := e.svc.Tasks.SubmitPaymentMandate(ctx, e.p, second.ID, mandateFor(second, "pm_once", testcard.TokenVisa))
+	testenv.WantCode(t, err, tasks.CodeMandateReplayed)
+	if got := e.task(t, second.ID); got.State != tasks.InputRequired || got.Purchase.Status != tasks.PurchaseCartOffered ||
 		got.Purchase.PaymentMandateID != nil || got.Purchase.Credential != nil || got.Purchase.ApprovalID != nil {
 		t.Fatalf("the replayed mandate wrote to the second cart: %+v", got.Purchase)
 	}
@@ -374,29 +375,29 @@ func TestPaymentMandateMismatch(t *testing.T) {
 	other := e.start(t, "pack_25")
 	for _, tc := range []struct {
 		name  string
-		edit  func(*core.PaymentMandate)
+		edit  func(*tasks.PaymentMandate)
 		code  string
 		field string
 	}{
-		{"another cart", func(m *core.PaymentMandate) { m.CartID = other.Purchase.ID }, core.CodeCartMismatch, "payment_details_id"},
-		{"unknown cart", func(m *core.PaymentMandate) { m.CartID = "cart_nope" }, core.CodeCartMismatch, "payment_details_id"},
-		{"another amount", func(m *core.PaymentMandate) { m.Value = "25.00" }, core.CodeCartMismatch, "amount.value"},
-		{"a cent less", func(m *core.PaymentMandate) { m.Value = "9.99" }, core.CodeCartMismatch, "amount.value"},
-		{"not a number", func(m *core.PaymentMandate) { m.Value = "ten" }, core.CodeCartMismatch, "amount.value"},
-		{"exponent", func(m *core.PaymentMandate) { m.Value = "1e1" }, core.CodeCartMismatch, "amount.value"},
-		{"another currency", func(m *core.PaymentMandate) { m.Currency = "EUR" }, core.CodeCartMismatch, "currency"},
-		{"another method", func(m *core.PaymentMandate) { m.MethodName = "https://tempo.xyz/pay" }, core.CodeCartMismatch, "method_name"},
-		{"no mandate id", func(m *core.PaymentMandate) { m.ID = "" }, core.CodeInvalidRequest, "payment_mandate_id"},
-		{"long mandate id", func(m *core.PaymentMandate) { m.ID = strings.Repeat("x", 129) }, core.CodeInvalidRequest, "payment_mandate_id"},
-		{"no credential", func(m *core.PaymentMandate) { m.Details = nil }, core.CodeInvalidRequest, "details"},
-		{"huge credential", func(m *core.PaymentMandate) {
+		{"another cart", func(m *tasks.PaymentMandate) { m.CartID = other.Purchase.ID }, tasks.CodeCartMismatch, "payment_details_id"},
+		{"unknown cart", func(m *tasks.PaymentMandate) { m.CartID = "cart_nope" }, tasks.CodeCartMismatch, "payment_details_id"},
+		{"another amount", func(m *tasks.PaymentMandate) { m.Value = "25.00" }, tasks.CodeCartMismatch, "amount.value"},
+		{"a cent less", func(m *tasks.PaymentMandate) { m.Value = "9.99" }, tasks.CodeCartMismatch, "amount.value"},
+		{"not a number", func(m *tasks.PaymentMandate) { m.Value = "ten" }, tasks.CodeCartMismatch, "amount.value"},
+		{"exponent", func(m *tasks.PaymentMandate) { m.Value = "1e1" }, tasks.CodeCartMismatch, "amount.value"},
+		{"another currency", func(m *tasks.PaymentMandate) { m.Currency = "EUR" }, tasks.CodeCartMismatch, "currency"},
+		{"another method", func(m *tasks.PaymentMandate) { m.MethodName = "https://tempo.xyz/pay" }, tasks.CodeCartMismatch, "method_name"},
+		{"no mandate id", func(m *tasks.PaymentMandate) { m.ID = "" }, core.CodeInvalidRequest, "payment_mandate_id"},
+		{"long mandate id", func(m *tasks.PaymentMandate) { m.ID = strings.Repeat("x", 129) }, core.CodeInvalidRequest, "payment_mandate_id"},
+		{"no credential", func(m *tasks.PaymentMandate) { m.Details = nil }, core.CodeInvalidRequest, "details"},
+		{"huge credential", func(m *tasks.PaymentMandate) {
 			m.Details = json.RawMessage(`{"token":"` + strings.Repeat("a", 5000) + `"}`)
 		}, core.CodeInvalidRequest, "details"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			m := mandateFor(v, "pm_mismatch", testcard.TokenVisa)
 			tc.edit(&m)
-			_, err := e.svc.Core.SubmitPaymentMandate(ctx, e.p, v.ID, m)
+			_, err := e.svc.Tasks.SubmitPaymentMandate(ctx, e.p, v.ID, m)
 			testenv.WantCode(t, err, tc.code)
 			var ce *core.Error
 			if !errors.As(err, &ce) || !strings.Contains(fmt.Sprint(ce.Fields["field"]), tc.field) {
@@ -404,37 +405,37 @@ func TestPaymentMandateMismatch(t *testing.T) {
 			}
 		})
 	}
-	if got := e.task(t, v.ID); got.Purchase.Status != core.PurchaseCartOffered {
+	if got := e.task(t, v.ID); got.Purchase.Status != tasks.PurchaseCartOffered {
 		t.Fatalf("a refused mandate moved the purchase to %s", got.Purchase.Status)
 	}
 	// Nobody else's task, nor a task of another mode, takes a mandate.
 	pb := e.Principal(t, e.KeyBTest)
-	_, err := e.svc.Core.SubmitPaymentMandate(ctx, pb, v.ID, mandateFor(v, "pm_b", testcard.TokenVisa))
+	_, err := e.svc.Tasks.SubmitPaymentMandate(ctx, pb, v.ID, mandateFor(v, "pm_b", testcard.TokenVisa))
 	testenv.WantCode(t, err, core.CodeNotFound)
-	_, err = e.svc.Core.GetTask(ctx, pb, v.ID)
+	_, err = e.svc.Tasks.Get(ctx, pb, v.ID)
 	testenv.WantCode(t, err, core.CodeNotFound)
 }
 
 func TestCartAndApprovalExpire(t *testing.T) {
 	e := newAP2Env(t)
 	v := e.start(t, "pack_10")
-	e.clk.Advance(core.CartTTL)
-	_, err := e.svc.Core.SubmitPaymentMandate(ctx, e.p, v.ID, mandateFor(v, "pm_late", testcard.TokenVisa))
-	testenv.WantCode(t, err, core.CodeCartExpired)
-	if got := e.task(t, v.ID); got.State != core.TaskFailed || got.FailureCode != "cart_expired" || got.CartMandate != nil {
+	e.clk.Advance(tasks.CartTTL)
+	_, err := e.svc.Tasks.SubmitPaymentMandate(ctx, e.p, v.ID, mandateFor(v, "pm_late", testcard.TokenVisa))
+	testenv.WantCode(t, err, tasks.CodeCartExpired)
+	if got := e.task(t, v.ID); got.State != tasks.Failed || got.FailureCode != "cart_expired" || got.CartMandate != nil {
 		t.Fatalf("expired cart: %s %s", got.State, got.FailureCode)
 	}
-	if _, err := e.svc.Core.CancelTask(ctx, e.p, v.ID); core.ErrorCode(err) != core.CodeTaskNotCancelable {
+	if _, err := e.svc.Tasks.Cancel(ctx, e.p, v.ID); core.ErrorCode(err) != tasks.CodeNotCancelable {
 		t.Fatalf("cancel of an expired cart: %v", err)
 	}
 
 	v = e.start(t, "pack_10")
 	_, a := e.submit(t, v, mandateFor(v, "pm_unapproved", testcard.TokenVisa))
-	e.clk.Advance(core.PurchaseApprovalTTL + time.Second)
+	e.clk.Advance(tasks.PurchaseApprovalTTL + time.Second)
 	_, err = e.svc.Core.DecideApproval(ctx, e.OwnerA.ID, a.ID, approve(true, a))
 	testenv.WantCode(t, err, core.CodeApprovalState)
 	got := e.task(t, v.ID)
-	if got.State != core.TaskFailed || got.FailureCode != "approval_expired" || got.Purchase.Credential != nil {
+	if got.State != tasks.Failed || got.FailureCode != "approval_expired" || got.Purchase.Credential != nil {
 		t.Fatalf("expired approval: %s %s %+v", got.State, got.FailureCode, got.Purchase)
 	}
 	e.wantNoCharge(t, v.Purchase.ID)
@@ -449,19 +450,19 @@ func TestCancelCreditPurchase(t *testing.T) {
 	buyer, drafter := e.p, e.p
 	buyer.Scopes = []core.Scope{core.ScopeCreditsCheckout}
 	drafter.Scopes = []core.Scope{core.ScopeFaxDraft}
-	_, err := e.svc.Core.CancelTask(ctx, drafter, v.ID)
+	_, err := e.svc.Tasks.Cancel(ctx, drafter, v.ID)
 	testenv.WantCode(t, err, core.CodeInsufficientScope)
-	got, err := e.svc.Core.CancelTask(ctx, buyer, v.ID)
-	if err != nil || got.State != core.TaskCanceled {
+	got, err := e.svc.Tasks.Cancel(ctx, buyer, v.ID)
+	if err != nil || got.State != tasks.Canceled {
 		t.Fatalf("cancel offered cart: %+v %v", got, err)
 	}
-	_, err = e.svc.Core.SubmitPaymentMandate(ctx, e.p, v.ID, mandateFor(v, "pm_after_cancel", testcard.TokenVisa))
-	testenv.WantCode(t, err, core.CodePurchaseState)
+	_, err = e.svc.Tasks.SubmitPaymentMandate(ctx, e.p, v.ID, mandateFor(v, "pm_after_cancel", testcard.TokenVisa))
+	testenv.WantCode(t, err, tasks.CodePurchaseState)
 
 	v = e.start(t, "pack_10")
 	_, a := e.submit(t, v, mandateFor(v, "pm_cancel", testcard.TokenVisa))
-	got, err = e.svc.Core.CancelTask(ctx, e.p, v.ID)
-	if err != nil || got.State != core.TaskCanceled || got.Purchase.Credential != nil {
+	got, err = e.svc.Tasks.Cancel(ctx, e.p, v.ID)
+	if err != nil || got.State != tasks.Canceled || got.Purchase.Credential != nil {
 		t.Fatalf("cancel awaiting approval: %+v %v", got, err)
 	}
 	// The request left the owner's inbox; approving it now changes nothing.
@@ -470,7 +471,7 @@ func TestCancelCreditPurchase(t *testing.T) {
 	}
 	_, err = e.svc.Core.DecideApproval(ctx, e.OwnerA.ID, a.ID, approve(true, a))
 	testenv.WantCode(t, err, core.CodeApprovalState)
-	if _, err := e.svc.Core.CancelTask(ctx, e.p, v.ID); core.ErrorCode(err) != core.CodeTaskNotCancelable {
+	if _, err := e.svc.Tasks.Cancel(ctx, e.p, v.ID); core.ErrorCode(err) != tasks.CodeNotCancelable {
 		t.Fatalf("second cancel: %v", err)
 	}
 	e.wantNoCharge(t, v.Purchase.ID)
@@ -496,13 +497,13 @@ func TestCreditPurchaseCompletesOnce(t *testing.T) {
 	})
 	for range 8 {
 		wg.Go(func() {
-			if _, err := e.svc.Core.GetTask(ctx, e.p, v.ID); err != nil {
+			if _, err := e.svc.Tasks.Get(ctx, e.p, v.ID); err != nil {
 				t.Error(err)
 			}
 		})
 	}
 	wg.Wait()
-	if got := e.task(t, v.ID); got.State != core.TaskCompleted || got.Receipt.Credit != "105.00" {
+	if got := e.task(t, v.ID); got.State != tasks.Completed || got.Receipt.Credit != "105.00" {
 		t.Fatalf("after the race: %s %q", got.State, got.Message)
 	}
 	after, n := e.purchases(t)
@@ -524,10 +525,10 @@ func TestCreditPurchaseCompletesOnce(t *testing.T) {
 	if got, err := e.svc.Core.DecideApproval(ctx, e.OwnerA.ID, a.ID, approve(true, a)); err != nil || got.Status != core.ApprovalApproved {
 		t.Fatalf("approval with the processor down: %+v %v", got, err)
 	}
-	if _, err := e.svc.Core.CancelTask(ctx, e.p, v.ID); core.ErrorCode(err) != core.CodeTaskNotCancelable {
+	if _, err := e.svc.Tasks.Cancel(ctx, e.p, v.ID); core.ErrorCode(err) != tasks.CodeNotCancelable {
 		t.Fatalf("cancel of an approved purchase: %v", err)
 	}
-	if got := e.task(t, v.ID); got.State != core.TaskCompleted {
+	if got := e.task(t, v.ID); got.State != tasks.Completed {
 		t.Fatalf("retry on read: %s %q", got.State, got.Message)
 	}
 	if _, n := e.purchases(t); n != 2 {
@@ -537,15 +538,15 @@ func TestCreditPurchaseCompletesOnce(t *testing.T) {
 
 func TestStartCreditPurchaseRefusals(t *testing.T) {
 	e := newAP2Env(t)
-	_, err := e.svc.Core.StartCreditPurchase(ctx, e.p, "buy_credits", "", "pack_7")
+	_, err := e.svc.Tasks.StartCreditPurchase(ctx, e.p, "buy_credits", "", "pack_7")
 	testenv.WantCode(t, err, core.CodeUnknownPack)
 	readOnly := e.p
 	readOnly.Scopes = []core.Scope{core.ScopeFaxRead, core.ScopeCreditsRead}
-	_, err = e.svc.Core.StartCreditPurchase(ctx, readOnly, "buy_credits", "", "pack_10")
+	_, err = e.svc.Tasks.StartCreditPurchase(ctx, readOnly, "buy_credits", "", "pack_10")
 	testenv.WantCode(t, err, core.CodeInsufficientScope)
 	// Live mode has no AP2 payment method yet.
-	_, err = e.svc.Core.StartCreditPurchase(ctx, e.Principal(t, e.KeyALive), "buy_credits", "", "pack_10")
-	testenv.WantCode(t, err, core.CodePaymentUnavailable)
+	_, err = e.svc.Tasks.StartCreditPurchase(ctx, e.Principal(t, e.KeyALive), "buy_credits", "", "pack_10")
+	testenv.WantCode(t, err, tasks.CodePaymentUnavailable)
 	if core.ErrorKind(err) != core.KindUnavailable {
 		t.Fatalf("kind %v", core.ErrorKind(err))
 	}
@@ -554,7 +555,7 @@ func TestStartCreditPurchaseRefusals(t *testing.T) {
 // The production wiring signs carts with the OAuth server's key.
 func TestCreditPurchaseProductionWiring(t *testing.T) {
 	e := testenv.New(t, testenv.WithoutWorkers())
-	v, err := e.Svc.Core.StartCreditPurchase(ctx, e.Principal(t, e.KeyATest), "buy_credits", "ctx-1", "pack_10")
+	v, err := e.Svc.Tasks.StartCreditPurchase(ctx, e.Principal(t, e.KeyATest), "buy_credits", "ctx-1", "pack_10")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -577,8 +578,8 @@ func TestCreditPurchaseCanceledDuringCharge(t *testing.T) {
 	w, a := e.submit(t, v, mandateFor(v, "pm_cancel_race", testcard.TokenVisa))
 	e.card.during = func() {
 		c := *w.Purchase
-		c.Status, c.FailureCode, c.Credential = core.PurchaseCanceled, "canceled", nil
-		if err := e.Store.UpdateCreditPurchase(ctx, &c, core.PurchaseAwaitingApproval); err != nil {
+		c.Status, c.FailureCode, c.Credential = tasks.PurchaseCanceled, "canceled", nil
+		if err := e.Store.UpdateCreditPurchase(ctx, &c, tasks.PurchaseAwaitingApproval); err != nil {
 			t.Error(err)
 		}
 	}
@@ -586,7 +587,7 @@ func TestCreditPurchaseCanceledDuringCharge(t *testing.T) {
 		t.Fatal(err)
 	}
 	e.card.during = nil
-	if got := e.task(t, v.ID); got.State != core.TaskCanceled {
+	if got := e.task(t, v.ID); got.State != tasks.Canceled {
 		t.Fatalf("after the race: %s", got.State)
 	}
 	if e.card.charges.Load() != 1 || e.card.refunds.Load() != 1 {

@@ -1,0 +1,5 @@
+package tasks_test
+
+import "context"
+
+var ctx = context.Background()
