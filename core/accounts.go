@@ -17,7 +17,7 @@ const (
 	SessionAbsoluteTimeout = 14 * 24 * time.Hour
 	// touchEvery bounds last-used writes (sessions, API keys, grants,
 	// agent registrations) to one per minute per credential.
-	touchEvery = time.Minute
+	TouchEvery = time.Minute
 )
 
 // NormalizeEmail lower-cases and checks an address.
@@ -131,13 +131,13 @@ func (s *Service) AuthenticateAPIKey(ctx context.Context, secret string) (Princi
 		return Principal{}, bad
 	}
 	now := s.now()
-	if k.LastUsedAt == nil || now.Sub(*k.LastUsedAt) > touchEvery {
+	if k.LastUsedAt == nil || now.Sub(*k.LastUsedAt) > TouchEvery {
 		// Best effort: a failed last-used write must not fail the request.
 		if err := s.d.Store.TouchAPIKey(ctx, k.ID, now); err != nil {
 			s.d.Logger.WarnContext(ctx, "touch api key", "key_id", k.ID, "err", err)
 		}
 	}
-	return s.principal(PrincipalAPIKey, k.OwnerID, FaxScopes(), k.ID, "", "", k.Mode), nil
+	return s.NewPrincipal(PrincipalAPIKey, k.OwnerID, FaxScopes(), k.ID, "", "", k.Mode), nil
 }
 
 // CreateSession signs an owner in and returns the cookie secret.
@@ -172,7 +172,7 @@ func (s *Service) AuthenticateSession(ctx context.Context, secret string) (*Sess
 		_ = s.d.Store.DeleteSession(ctx, sess.ID)
 		return nil, bad
 	}
-	if now.Sub(sess.LastSeenAt) > touchEvery {
+	if now.Sub(sess.LastSeenAt) > TouchEvery {
 		if err := s.d.Store.TouchSession(ctx, sess.ID, now); err != nil {
 			s.d.Logger.WarnContext(ctx, "touch session", "session_id", sess.ID, "err", err)
 		}

@@ -23,7 +23,7 @@ const AgentClaimPagePath = "/agent/claim/"
 const (
 	agentEnrollInterval = 30 * time.Second
 	agentEnrollBurst    = 10
-	agentNameMax        = 100
+	AgentNameMax        = 100
 )
 
 // DefaultAgentScopes are granted when an enrollment names none: read-only.
@@ -57,8 +57,8 @@ func normalizeScopes(scopes []string) ([]string, error) {
 // unused at once, scopes defaulting to DefaultAgentScopes.
 func (s *Service) CreateAgentEnrollment(ctx context.Context, ownerID, name string, scopes []string) (*AgentEnrollmentSecret, error) {
 	name = strings.TrimSpace(name)
-	if name == "" || len(name) > agentNameMax {
-		return nil, Errorf(KindInvalid, CodeInvalidRequest, "the agent name is required (at most %d characters)", agentNameMax)
+	if name == "" || len(name) > AgentNameMax {
+		return nil, Errorf(KindInvalid, CodeInvalidRequest, "the agent name is required (at most %d characters)", AgentNameMax)
 	}
 	if len(scopes) == 0 {
 		scopes = DefaultAgentScopes()
@@ -67,7 +67,7 @@ func (s *Service) CreateAgentEnrollment(ctx context.Context, ownerID, name strin
 	if err != nil {
 		return nil, err
 	}
-	if err := s.allow(ctx, s.d.Store, "agent-enroll:"+ownerID, agentEnrollInterval, agentEnrollBurst); err != nil {
+	if err := s.AllowIn(ctx, s.d.Store, "agent-enroll:"+ownerID, agentEnrollInterval, agentEnrollBurst); err != nil {
 		if e := AsError(err); e.Kind == KindRateLimited {
 			return nil, Errorf(KindRateLimited, CodeRateLimited, "too many enrollment tokens; retry in %d s", e.RetryAfterSeconds).WithRetryAfter(e.RetryAfterSeconds)
 		}
@@ -91,7 +91,7 @@ func (s *Service) ListAgentEnrollments(ctx context.Context, ownerID string) ([]A
 	if err != nil {
 		return nil, fmt.Errorf("list agent enrollments: %w", err)
 	}
-	return nonNil(es), nil
+	return NonNil(es), nil
 }
 
 // RevokeAgentEnrollment revokes a live unused enrollment token.
@@ -109,7 +109,7 @@ func (s *Service) ListAgentRegistrations(ctx context.Context, ownerID string) ([
 	if err != nil {
 		return nil, fmt.Errorf("list agent registrations: %w", err)
 	}
-	return nonNil(rs), nil
+	return NonNil(rs), nil
 }
 
 // RevokeAgentRegistration revokes one of the owner's registrations (any
@@ -273,7 +273,7 @@ func (s *Service) StartAgentClaim(ctx context.Context, claimToken, email string)
 	// Each attempt puts an item in the owner's inbox (superseding the last)
 	// and mails nothing, but it is still the owner's attention: bounded
 	// per registration.
-	if err := s.allow(ctx, s.d.Store, "agent-claim-attempt:"+c.RegistrationID, agentClaimAttemptInterval, agentClaimAttemptBurst); err != nil {
+	if err := s.AllowIn(ctx, s.d.Store, "agent-claim-attempt:"+c.RegistrationID, agentClaimAttemptInterval, agentClaimAttemptBurst); err != nil {
 		return nil, err
 	}
 	return s.startClaimAttempt(ctx, c, reg)
@@ -450,7 +450,7 @@ func (s *Service) issueAgentTokens(ctx context.Context, reg *AgentRegistration, 
 	if err := s.d.Store.TouchAgentRegistration(ctx, reg.ID, now); err != nil {
 		s.d.Logger.WarnContext(ctx, "touch agent registration", "registration_id", reg.ID, "err", err)
 	}
-	return &AgentTokens{Registration: reg, AccessToken: token, ExpiresIn: AgentAccessTokenTTL, Scopes: nonNil(scopes), NewAssertion: newAssertion}, nil
+	return &AgentTokens{Registration: reg, AccessToken: token, ExpiresIn: AgentAccessTokenTTL, Scopes: NonNil(scopes), NewAssertion: newAssertion}, nil
 }
 
 // IsAgentAccessToken tells an agent access token from other bearer tokens
@@ -493,12 +493,12 @@ func (s *Service) AgentTokenPrincipal(ctx context.Context, token, audience strin
 			scopes = append(scopes, Scope(sc))
 		}
 	}
-	if reg.LastUsedAt == nil || now.Sub(*reg.LastUsedAt) > touchEvery {
+	if reg.LastUsedAt == nil || now.Sub(*reg.LastUsedAt) > TouchEvery {
 		if err := s.d.Store.TouchAgentRegistration(ctx, reg.ID, now); err != nil {
 			s.d.Logger.WarnContext(ctx, "touch agent registration", "registration_id", reg.ID, "err", err)
 		}
 	}
-	p := s.principal(PrincipalAgent, t.OwnerID, scopes, reg.ID, reg.Name, audience, "")
+	p := s.NewPrincipal(PrincipalAgent, t.OwnerID, scopes, reg.ID, reg.Name, audience, "")
 	p.ClientName = reg.Name
 	return p, nil
 }
@@ -633,7 +633,7 @@ func (s *Service) PurgeExpiredAgentTokens(ctx context.Context) (int64, error) {
 	return s.d.Store.DeleteExpiredAgentTokens(ctx, s.now())
 }
 
-func nonNil[T any](v []T) []T {
+func NonNil[T any](v []T) []T {
 	if v == nil {
 		return []T{}
 	}

@@ -9,6 +9,10 @@ import (
 	"time"
 )
 
+// ApprovalFaxSend is a delegated agent's send_fax waiting for the owner's
+// passkey (requires_uv, binding = the exact fax).
+const ApprovalFaxSend ApprovalKind = "fax_send"
+
 // ApprovalRequest asks an owner to decide something.
 type ApprovalRequest struct {
 	OwnerID   string
@@ -28,12 +32,12 @@ func BindingHash(v any) string { return hashRequest(v) }
 
 // RequestApproval records a pending approval for the owner's inbox.
 func (s *Service) RequestApproval(ctx context.Context, r ApprovalRequest) (*Approval, error) {
-	return s.requestApproval(ctx, s.d.Store, r)
+	return s.RequestApprovalIn(ctx, s.d.Store, r)
 }
 
 // requestApproval records a pending approval through q (the store or a
 // transaction that writes it together with what it approves).
-func (s *Service) requestApproval(ctx context.Context, q Queries, r ApprovalRequest) (*Approval, error) {
+func (s *Service) RequestApprovalIn(ctx context.Context, q Queries, r ApprovalRequest) (*Approval, error) {
 	details, err := json.Marshal(r.Details)
 	if err != nil {
 		return nil, fmt.Errorf("encode approval details: %w", err)
@@ -121,15 +125,17 @@ func (s *Service) DecideApproval(ctx context.Context, ownerID, id string, d Deci
 			return nil, fmt.Errorf("encode decision: %w", err)
 		}
 	}
-	if a.Kind == ApprovalDevice && d.Approve {
-		if err := s.deviceApprovedOnPage(ctx, a); err != nil {
+	h := s.d.Approvals[a.Kind]
+	if d.Approve && h.Check != nil {
+		if err := h.Check(ctx, a); err != nil {
 			return nil, err
 		}
 	}
-	if a.Kind == ApprovalFaxSend && d.Approve {
-		// Consuming the approval, creating the fax and paying for it are
-		// one transaction.
-		if err := s.approveDelegatedSend(ctx, ownerID, a, data); err != nil {
+	if d.Approve && h.Approve != nil {
+		// The feature records the approval itself, with what it acts on
+		// (a delegated send: the approval, the fax and its payment in one
+		// transaction).
+		if err := h.Approve(ctx, ownerID, a, data); err != nil {
 			return nil, err
 		}
 		return s.GetApproval(ctx, ownerID, id)
@@ -140,17 +146,27 @@ func (s *Service) DecideApproval(ctx context.Context, ownerID, id string, d Deci
 		}
 		return nil, StoreErr(err, "approval")
 	}
-	if a.Kind == ApprovalDevice && !d.Approve {
-		// Declined in the inbox: the agent is rejected too.
-		s.rejectDeviceAgent(ctx, a)
-	}
-	if f := s.d.OnDecision; f != nil {
+	if h.Decided != nil {
 		// The decision stands whatever its follower does with it (a
 		// credit purchase whose charge fails to reach a verdict is retried
-		// when its task is read).
-		if err := f(ctx, a); err != nil {
+		// when its task is read; a device agent declined in the inbox is
+		// rejected).
+		if err := h.Decided(ctx, a, d.Approve); err != nil {
 			s.d.Logger.Error("act on the owner's decision", "approval", id, "kind", a.Kind, "err", err)
 		}
 	}
 	return s.GetApproval(ctx, ownerID, id)
+}
+
+// ApprovalHandler is the feature that asks for approvals of one kind.
+type ApprovalHandler struct {
+	// Check, when set, refuses an approval the inbox must not record (a
+	// device approval is decided on the device page, with the user code).
+	Check func(ctx context.Context, a *Approval) error
+	// Approve, when set, records the owner's approval of a itself (data is
+	// the decision's details), with whatever acts on it in the same
+	// transaction; the inbox records declines.
+	Approve func(ctx context.Context, ownerID string, a *Approval, data []byte) error
+	// Decided acts on a decision the inbox recorded.
+	Decided func(ctx context.Context, a *Approval, approved bool) error
 }

@@ -30,10 +30,10 @@ func (s *Service) CreateDraft(ctx context.Context, p Principal, r CreateDraftReq
 	if err := Authorize(p, OpCreateDraft); err != nil {
 		return nil, err
 	}
-	if err := checkCover(r.Cover, r.CoverText); err != nil {
+	if err := CheckCover(r.Cover, r.CoverText); err != nil {
 		return nil, err
 	}
-	if err := s.checkProvider(p.Mode); err != nil {
+	if err := s.CheckProvider(p.Mode); err != nil {
 		return nil, err
 	}
 	q, err := s.quoteRequest(ctx, p, SendFaxRequest(r))
@@ -127,7 +127,7 @@ func (s *Service) SendDraft(ctx context.Context, p Principal, draftID string) (f
 	if err := Authorize(p, OpSendFax); err != nil {
 		return nil, false, err
 	}
-	if err := s.checkProvider(p.Mode); err != nil {
+	if err := s.CheckProvider(p.Mode); err != nil {
 		return nil, false, err
 	}
 	d, err := s.d.Store.GetDraft(ctx, p.OwnerID, p.Mode, draftID)
@@ -156,8 +156,8 @@ func (s *Service) SendDraft(ctx context.Context, p Principal, draftID string) (f
 			return f, ok, err
 		}
 		return nil, false, s.draftPayable(d)
-	case isInsufficient(err):
-		return nil, false, s.insufficientCredits(ctx, p, d.PriceMicros).With("draftId", d.ID).With("mode", string(p.Mode))
+	case IsInsufficient(err):
+		return nil, false, s.InsufficientCredits(ctx, p, d.PriceMicros).With("draftId", d.ID).With("mode", string(p.Mode))
 	case err != nil:
 		return nil, false, err
 	}

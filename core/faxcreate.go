@@ -51,7 +51,7 @@ func (s *Service) CreateFax(ctx context.Context, tx Tx, n NewFax) error {
 	// would keep the money), and every machine shares one owner: paying
 	// machines are bounded per client address before they pay instead.
 	if f.PaymentMethod != PayMachine {
-		if err := s.allow(ctx, tx, sendRateKey(f.OwnerID, f.Mode), s.cfg.SendInterval, s.cfg.SendBurst); err != nil {
+		if err := s.AllowIn(ctx, tx, sendRateKey(f.OwnerID, f.Mode), s.cfg.SendInterval, s.cfg.SendBurst); err != nil {
 			return err
 		}
 	}
@@ -100,7 +100,7 @@ func sendRateKey(ownerID string, mode Mode) string { return "send:" + ownerID + 
 
 // insufficientCredits is the 402 of a credit payment that the balance does
 // not cover, with the figures a client needs.
-func (s *Service) insufficientCredits(ctx context.Context, p Principal, priceMicros int64) *Error {
+func (s *Service) InsufficientCredits(ctx context.Context, p Principal, priceMicros int64) *Error {
 	bal, err := s.d.Store.GetBalance(ctx, p.OwnerID, p.Mode)
 	available := int64(0)
 	if err == nil && bal != nil {
@@ -112,4 +112,4 @@ func (s *Service) insufficientCredits(ctx context.Context, p Principal, priceMic
 }
 
 // isInsufficient reports a credit hold the balance did not cover.
-func isInsufficient(err error) bool { return errors.Is(err, ErrInsufficientFunds) }
+func IsInsufficient(err error) bool { return errors.Is(err, ErrInsufficientFunds) }

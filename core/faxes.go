@@ -51,7 +51,7 @@ func (s *Service) Quote(ctx context.Context, r QuoteRequest) (Quote, error) {
 	return s.d.Prices.Quote(e164, country, r.Pages, r.Cover)
 }
 
-func (s *Service) resolveDocument(ctx context.Context, p Principal, uploadToken, documentID string) (*Document, error) {
+func (s *Service) ResolveDocument(ctx context.Context, p Principal, uploadToken, documentID string) (*Document, error) {
 	switch {
 	case uploadToken != "" && documentID != "":
 		return nil, Errorf(KindInvalid, CodeInvalidRequest, "give uploadToken or documentId, not both")
@@ -64,7 +64,7 @@ func (s *Service) resolveDocument(ctx context.Context, p Principal, uploadToken,
 	return nil, Errorf(KindInvalid, CodeInvalidRequest, "uploadToken or documentId is required")
 }
 
-func checkCover(cover bool, text string) error {
+func CheckCover(cover bool, text string) error {
 	if len(text) > MaxCoverText {
 		return Errorf(KindInvalid, CodeInvalidRequest, "coverText is longer than %d characters", MaxCoverText)
 	}
@@ -97,7 +97,7 @@ func (s *Service) SendFax(ctx context.Context, p Principal, idemKey string, r Se
 	if len(idemKey) > MaxIdempotencyKey {
 		return nil, false, Errorf(KindInvalid, CodeInvalidRequest, "Idempotency-Key is longer than %d characters", MaxIdempotencyKey)
 	}
-	if err := s.checkProvider(p.Mode); err != nil {
+	if err := s.CheckProvider(p.Mode); err != nil {
 		return nil, false, err
 	}
 	scope := fmt.Sprintf("%s:%s:send_fax", p.OwnerID, p.Mode)
@@ -122,13 +122,13 @@ func (s *Service) SendFax(ctx context.Context, p Principal, idemKey string, r Se
 			return o, ok, err
 		}
 		return nil, false, fmt.Errorf("idempotency record vanished for key")
-	case isInsufficient(err):
+	case IsInsufficient(err):
 		// A request with the same key that committed first (its hold may be
 		// what used the balance up) is answered as it was, not with a 402.
 		if o, ok, err := s.replay(ctx, scope, idemKey, reqHash); ok || err != nil {
 			return o, ok, err
 		}
-		return nil, false, s.insufficientCredits(ctx, p, f.PriceMicros).With("checkoutPath", "/api/v1/credits/checkout")
+		return nil, false, s.InsufficientCredits(ctx, p, f.PriceMicros).With("checkoutPath", "/api/v1/credits/checkout")
 	case err != nil:
 		return nil, false, err
 	}
@@ -139,7 +139,7 @@ func (s *Service) SendFax(ctx context.Context, p Principal, idemKey string, r Se
 // newCreditFax checks a send request and builds its fax, priced and ready
 // to be created; it writes nothing.
 func (s *Service) newCreditFax(ctx context.Context, p Principal, r SendFaxRequest) (*Fax, error) {
-	if err := checkCover(r.Cover, r.CoverText); err != nil {
+	if err := CheckCover(r.Cover, r.CoverText); err != nil {
 		return nil, err
 	}
 	q, err := s.quoteRequest(ctx, p, r)
@@ -176,7 +176,7 @@ func (s *Service) quoteRequest(ctx context.Context, p Principal, r SendFaxReques
 	if err != nil {
 		return quoted{}, err
 	}
-	doc, err := s.resolveDocument(ctx, p, r.UploadToken, r.DocumentID)
+	doc, err := s.ResolveDocument(ctx, p, r.UploadToken, r.DocumentID)
 	if err != nil {
 		return quoted{}, err
 	}
@@ -189,7 +189,7 @@ func (s *Service) quoteRequest(ctx context.Context, p Principal, r SendFaxReques
 
 // checkProvider refuses to take money for faxes nobody can send: live mode
 // needs a configured provider.
-func (s *Service) checkProvider(m Mode) error {
+func (s *Service) CheckProvider(m Mode) error {
 	if s.d.Providers[m] == nil {
 		return Errorf(KindUnavailable, CodeProviderUnavailable, "%s-mode faxing is not configured on this server", m)
 	}
@@ -225,7 +225,7 @@ func hashRequest(v any) string {
 
 // allow applies a shared GCRA limit on q (the store or a transaction),
 // turning refusal into a 429 *Error.
-func (s *Service) allow(ctx context.Context, q Queries, key string, interval time.Duration, burst int) error {
+func (s *Service) AllowIn(ctx context.Context, q Queries, key string, interval time.Duration, burst int) error {
 	ok, wait, err := q.AllowRate(ctx, key, s.now(), interval, burst)
 	if err != nil {
 		return fmt.Errorf("rate limit %s: %w", key, err)

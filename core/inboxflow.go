@@ -376,7 +376,7 @@ func (s *Service) SimulateInboundFax(ctx context.Context, p Principal, t TestInb
 		return nil, Errorf(KindForbidden, CodeTestModeOnly, "only test mode can simulate a received fax; live faxes arrive from the provider")
 	}
 	// Each one is read (pdftotext, maybe OCR): bounded per owner.
-	if err := s.allow(ctx, s.d.Store, "simulate-inbound:"+p.OwnerID, simulateInterval, simulateBurst); err != nil {
+	if err := s.AllowIn(ctx, s.d.Store, "simulate-inbound:"+p.OwnerID, simulateInterval, simulateBurst); err != nil {
 		os.Remove(t.Path)
 		return nil, err
 	}

@@ -119,7 +119,7 @@ func (s *Service) askProvider(ctx context.Context, p Principal, q NumberSearch, 
 	if err != nil {
 		return 0, nil, err
 	}
-	if err := s.allow(ctx, s.d.Store, "number-search:"+p.OwnerID+":"+string(p.Mode), numberSearchInterval, numberSearchBurst); err != nil {
+	if err := s.AllowIn(ctx, s.d.Store, "number-search:"+p.OwnerID+":"+string(p.Mode), numberSearchInterval, numberSearchBurst); err != nil {
 		return 0, nil, err
 	}
 	found, err := np.SearchNumbers(ctx, q)
@@ -221,7 +221,7 @@ func (s *Service) reserveNumber(ctx context.Context, p Principal, r BuyNumberReq
 		}
 		return s.payNumberWithCredits(ctx, tx, n)
 	})
-	if isInsufficient(err) {
+	if IsInsufficient(err) {
 		return nil, numberCostsTooMuch(monthly, p.Mode)
 	}
 	if err != nil {
@@ -314,7 +314,7 @@ func (s *Service) PayNumberWithCredits(ctx context.Context, p Principal, id stri
 		out = n
 		return s.payNumberWithCredits(ctx, tx, n)
 	})
-	if isInsufficient(err) {
+	if IsInsufficient(err) {
 		return nil, numberCostsTooMuch(out.MonthlyMicros, p.Mode)
 	}
 	if err != nil {

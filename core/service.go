@@ -107,10 +107,9 @@ type Deps struct {
 	Numbers map[Mode]NumberProvider
 	// Text reads received faxes for agents (pdftotext, tesseract).
 	Text TextExtractor
-	// OnDecision acts on an owner's decision of an approval after it is
-	// recorded (core/tasks completes a credit purchase); its error is
-	// logged, never the decision's.
-	OnDecision func(ctx context.Context, a *Approval) error
+	// Approvals are the features that asked for approvals, by kind: they
+	// record or act on the owner's decisions (DecideApproval).
+	Approvals map[ApprovalKind]ApprovalHandler
 	// PayerRefunds records what a machine-paid fax owes its payer back
 	// (core/machine); required.
 	PayerRefunds PayerRefunds
@@ -179,7 +178,7 @@ func (s *Service) Secret(ctx context.Context, name string) ([]byte, error) {
 // one more every interval. A refusal is a KindRateLimited *Error with
 // RetryAfterSeconds.
 func (s *Service) Allow(ctx context.Context, key string, interval time.Duration, burst int) error {
-	return s.allow(ctx, s.d.Store, key, interval, burst)
+	return s.AllowIn(ctx, s.d.Store, key, interval, burst)
 }
 
 // Unauthenticated endpoints that do work (pricing a machine fax) are
@@ -194,7 +193,7 @@ const (
 // client address ip (web.ClientIP); KindRateLimited with a retry time when
 // it is spent.
 func (s *Service) AllowPublic(ctx context.Context, endpoint, ip string) error {
-	return s.allow(ctx, s.d.Store, "public:"+endpoint+":"+ip, publicInterval, publicBurst)
+	return s.AllowIn(ctx, s.d.Store, "public:"+endpoint+":"+ip, publicInterval, publicBurst)
 }
 
 // now is the service clock in UTC at the stores' microsecond precision, so a

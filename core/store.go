@@ -51,7 +51,6 @@ type Tx interface {
 type Queries interface {
 	AgentStore
 	ChargeStore
-	HostStore
 	NumberStore
 	InboxStore
 

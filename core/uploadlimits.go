@@ -21,7 +21,7 @@ func (s *Service) allowUpload(ctx context.Context, p Principal) error {
 	if p.Mode == ModeTest {
 		interval, burst = c.TestUploadInterval, c.TestUploadBurst
 	}
-	return s.allow(ctx, s.d.Store, uploadRateKey(p.OwnerID, p.Mode), interval, burst)
+	return s.AllowIn(ctx, s.d.Store, uploadRateKey(p.OwnerID, p.Mode), interval, burst)
 }
 
 // checkQuota refuses adding bytes to the owner's unsent documents in mode

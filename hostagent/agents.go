@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/faxhub/faxhub/core"
+	"github.com/faxhub/faxhub/core/hosts"
 )
 
 // verifyHost verifies the request's host JWT; limited endpoints charge
@@ -17,9 +18,9 @@ func (h *Handler) verifyHost(r *http.Request, limited bool) (*VerifiedHost, erro
 	if err != nil {
 		return nil, err
 	}
-	var limit *core.RateLimit
+	var limit *hosts.RateLimit
 	if limited {
-		limit = &core.RateLimit{Key: "hostagent:register:", Interval: h.opts.RegisterInterval, Burst: h.opts.RegisterBurst}
+		limit = &hosts.RateLimit{Key: "hostagent:register:", Interval: h.opts.RegisterInterval, Burst: h.opts.RegisterBurst}
 	}
 	return h.verify.Host(r.Context(), raw, limit)
 }
@@ -31,9 +32,9 @@ func (h *Handler) verifyAgent(r *http.Request, limited bool) (*VerifiedAgent, er
 	if err != nil {
 		return nil, err
 	}
-	var limit *core.RateLimit
+	var limit *hosts.RateLimit
 	if limited {
-		limit = &core.RateLimit{Key: "hostagent:execute:", Interval: h.opts.ExecuteInterval, Burst: h.opts.ExecuteBurst}
+		limit = &hosts.RateLimit{Key: "hostagent:execute:", Interval: h.opts.ExecuteInterval, Burst: h.opts.ExecuteBurst}
 	}
 	return h.verify.Agent(r.Context(), raw, limit)
 }
@@ -41,21 +42,21 @@ func (h *Handler) verifyAgent(r *http.Request, limited bool) (*VerifiedAgent, er
 // grant is one entry of agent_capability_grants (protocol §5.3): active
 // grants carry the capability's description and schemas, pending ones only
 // name and status, denied ones a reason.
-func (h *Handler) grants(a *core.DelegatedAgent) []map[string]any {
+func (h *Handler) grants(a *hosts.Agent) []map[string]any {
 	out := make([]map[string]any, 0, len(a.Requested))
 	for _, c := range a.Requested {
 		g := map[string]any{"capability": c}
 		switch {
-		case a.Status == core.DelegatedPending || a.Status == core.DelegatedExpired:
+		case a.Status == hosts.AgentPending || a.Status == hosts.AgentExpired:
 			g["status"] = "pending"
-		case a.Status == core.DelegatedActive && slices.Contains(a.Granted, c):
+		case a.Status == hosts.AgentActive && slices.Contains(a.Granted, c):
 			g["status"] = "active"
 			if row, ok := h.capability(string(c)); ok {
 				g["description"], g["input"], g["output"] = row.Description, row.Input, row.Output
 			}
-		case a.Status == core.DelegatedRevoked:
+		case a.Status == hosts.AgentRevoked:
 			g["status"], g["reason"] = "denied", "the agent was revoked"
-		case a.Status == core.DelegatedRejected:
+		case a.Status == hosts.AgentRejected:
 			g["status"], g["reason"] = "denied", "the owner declined this agent"
 		default:
 			g["status"], g["reason"] = "denied", "the owner did not grant this capability"
@@ -66,7 +67,7 @@ func (h *Handler) grants(a *core.DelegatedAgent) []map[string]any {
 }
 
 // agentJSON is what register, status and device/code answer.
-func (h *Handler) agentJSON(a *core.DelegatedAgent, approval *core.DeviceApproval) map[string]any {
+func (h *Handler) agentJSON(a *hosts.Agent, approval *hosts.DeviceApproval) map[string]any {
 	out := map[string]any{
 		"agent_id": a.ID, "host_id": a.HostID, "name": a.Name, "mode": "delegated", "status": a.Status,
 		"agent_capability_grants": h.grants(a), "created_at": a.CreatedAt.UTC().Format(time.RFC3339),
@@ -108,11 +109,11 @@ const maxRequestedCapabilities = 32
 
 // capabilities reads the requested capabilities: names, or objects with a
 // name (constraints are not offered by faxhub).
-func (req *registerRequest) capabilities() ([]core.Capability, error) {
+func (req *registerRequest) capabilities() ([]hosts.Capability, error) {
 	if len(req.Capabilities) > maxRequestedCapabilities {
 		return nil, core.Errorf(core.KindInvalid, core.CodeInvalidRequest, "at most %d capabilities may be requested", maxRequestedCapabilities)
 	}
-	out := make([]core.Capability, 0, len(req.Capabilities))
+	out := make([]hosts.Capability, 0, len(req.Capabilities))
 	for _, raw := range req.Capabilities {
 		var name string
 		if err := json.Unmarshal(raw, &name); err != nil {
@@ -130,7 +131,7 @@ func (req *registerRequest) capabilities() ([]core.Capability, error) {
 			}
 			name = obj.Name
 		}
-		out = append(out, core.Capability(name))
+		out = append(out, hosts.Capability(name))
 	}
 	return out, nil
 }
@@ -171,12 +172,12 @@ func (h *Handler) register(w http.ResponseWriter, r *http.Request) {
 		h.writeError(w, r, core.Errorf(core.KindInvalid, core.CodeInvalidRequest, "the host JWT must carry agent_public_key (the agent's Ed25519 public JWK) to register an agent"))
 		return
 	}
-	key, err := core.ParsePublicJWK(vh.AgentPublicKey)
+	key, err := hosts.ParsePublicJWK(vh.AgentPublicKey)
 	if err != nil {
 		h.writeError(w, r, err)
 		return
 	}
-	view, err := h.svc.Core.RegisterDelegatedAgent(ctx, vh.Host, core.DelegatedAgentRequest{
+	view, err := h.svc.Hosts.RegisterAgent(ctx, vh.Host, hosts.AgentRequest{
 		Name: req.Name, Mode: "delegated", PreferredMethod: req.PreferredMethod, Capabilities: caps,
 		ForceApproval: req.ForceApproval, AgentKey: key,
 	})
@@ -199,7 +200,7 @@ func (h *Handler) status(w http.ResponseWriter, r *http.Request) {
 		h.writeError(w, r, core.Errorf(core.KindInvalid, core.CodeInvalidRequest, "agent_id is required"))
 		return
 	}
-	a, err := h.svc.Core.DelegatedAgentStatus(r.Context(), vh.Host, id)
+	a, err := h.svc.Hosts.GetAgent(r.Context(), vh.Host, id)
 	if err != nil {
 		h.writeError(w, r, err)
 		return
@@ -229,7 +230,7 @@ func (h *Handler) deviceCode(w http.ResponseWriter, r *http.Request) {
 		h.writeError(w, r, core.Errorf(core.KindInvalid, core.CodeInvalidRequest, "agent_id is required"))
 		return
 	}
-	view, err := h.svc.Core.ReissueDeviceCode(ctx, vh.Host, req.AgentID)
+	view, err := h.svc.Hosts.ReissueDeviceCode(ctx, vh.Host, req.AgentID)
 	if err != nil {
 		h.writeError(w, r, err)
 		return
@@ -266,7 +267,7 @@ func (h *Handler) revoke(w http.ResponseWriter, r *http.Request) {
 		h.writeError(w, r, core.Errorf(core.KindInvalid, core.CodeInvalidRequest, "agent_id is required"))
 		return
 	}
-	a, err := h.svc.Core.RevokeDelegatedAgent(ctx, ownerID, hostID, req.AgentID)
+	a, err := h.svc.Hosts.RevokeAgent(ctx, ownerID, hostID, req.AgentID)
 	if err != nil {
 		h.writeError(w, r, err)
 		return

@@ -6,13 +6,14 @@ import (
 	"strings"
 
 	"github.com/faxhub/faxhub/core"
+	"github.com/faxhub/faxhub/core/hosts"
 )
 
 // capability is one row of the capability table: what discovery and the
 // grants show (name, description, input and output JSON Schemas) and the
 // struct its arguments decode into strictly.
 type capability struct {
-	Name        core.Capability
+	Name        hosts.Capability
 	Description string
 	Input       map[string]any
 	Output      map[string]any
@@ -104,7 +105,7 @@ func capabilityTable(packs []core.CreditPack) []capability {
 	})
 	return []capability{
 		{
-			Name:        core.CapValidateFax,
+			Name:        hosts.CapValidateFax,
 			Description: "Check that a fax number can be reached and price a fax to it, without side effects. Price a number of pages, or a document already uploaded (document_id: its pages are counted). Answers the quote." + phiNote,
 			Input: object([]string{"to"}, map[string]any{
 				"to":          to,
@@ -117,7 +118,7 @@ func capabilityTable(packs []core.CreditPack) []capability {
 			newArgs: func() any { return &validateFaxArgs{} },
 		},
 		{
-			Name:        core.CapCreateUpload,
+			Name:        hosts.CapCreateUpload,
 			Description: "Create a one-use upload for a document to fax (PDF, image or office file). PUT the raw bytes to upload_url with no Authorization header (the token in the URL is the credential); its answer's document.id is send_fax's document_id. Or pass upload_token to send_fax once the PUT has completed." + phiNote,
 			Input: object(nil, map[string]any{
 				"content_type": str("optional media type the file must have, e.g. application/pdf"),
@@ -130,13 +131,13 @@ func capabilityTable(packs []core.CreditPack) []capability {
 			newArgs: func() any { return &createUploadArgs{} },
 		},
 		{
-			Name: core.CapSendFax, Async: true,
+			Name: hosts.CapSendFax, Async: true,
 			Description: "Ask the owner to send a fax. Never autonomous: every call creates an approval bound to this exact fax (document, destination, pages, cover, price) that the owner answers with a passkey. Answers 202 pending with status_url (poll it with a fresh agent JWT): sent (with the fax), declined or expired. Paid with the owner's credits only when approved; declined or expired sends charge nothing. Give exactly one of document_id, upload_token (a completed upload) or content_base64 (a tiny file, at most 256 KiB decoded; needs the create_upload capability too)." + phiNote,
 			Input: object([]string{"to"}, map[string]any{
 				"to":             to,
 				"document_id":    docID,
 				"upload_token":   str("the upload_token of a completed upload (create_upload, then PUT)"),
-				"content_base64": map[string]any{"type": "string", "contentEncoding": "base64", "description": fmt.Sprintf("the whole file, standard base64, at most %d bytes decoded", core.MaxInlineDocumentBytes)},
+				"content_base64": map[string]any{"type": "string", "contentEncoding": "base64", "description": fmt.Sprintf("the whole file, standard base64, at most %d bytes decoded", hosts.MaxInlineDocumentBytes)},
 				"cover":          cover,
 				"cover_text":     coverText,
 			}),
@@ -149,14 +150,14 @@ func capabilityTable(packs []core.CreditPack) []capability {
 			newArgs: func() any { return &sendFaxArgs{} },
 		},
 		{
-			Name:        core.CapGetFaxStatus,
+			Name:        hosts.CapGetFaxStatus,
 			Description: "Get one fax's delivery status (queued, sending, delivered, partial, failed, canceled), pages sent and failure reason.",
 			Input:       object([]string{"fax_id"}, map[string]any{"fax_id": str("the fax id (from a sent send_fax status)")}),
 			Output:      fax,
 			newArgs:     func() any { return &getFaxStatusArgs{} },
 		},
 		{
-			Name:        core.CapGetCredits,
+			Name:        hosts.CapGetCredits,
 			Description: "Get the owner's credit balance: USD that can be spent now and USD held for faxes in flight.",
 			Input:       object(nil, map[string]any{}),
 			Output: outObject(map[string]any{
@@ -166,7 +167,7 @@ func capabilityTable(packs []core.CreditPack) []capability {
 			newArgs: func() any { return &noArgs{} },
 		},
 		{
-			Name:        core.CapCreateCreditCheckout,
+			Name:        hosts.CapCreateCreditCheckout,
 			Description: "Create a hosted checkout page for a credit pack; give checkout_url to the owner, who pays there. Packs: " + strings.Join(packList, "; ") + ".",
 			Input:       object([]string{"pack"}, map[string]any{"pack": map[string]any{"type": "string", "enum": packIDs, "description": "the credit pack to buy"}}),
 			Output: outObject(map[string]any{
@@ -176,7 +177,7 @@ func capabilityTable(packs []core.CreditPack) []capability {
 			newArgs: func() any { return &checkoutArgs{} },
 		},
 		{
-			Name:        core.CapListInbox,
+			Name:        hosts.CapListInbox,
 			Description: "List the faxes the owner received on their numbers, newest first: sender, number, pages, status and a preview of each one's text. Page with starting_after (the last id of a page)." + phiNote,
 			Input: object(nil, map[string]any{
 				"number_id":      str("only faxes received on this number (num_…)"),
@@ -191,7 +192,7 @@ func capabilityTable(packs []core.CreditPack) []capability {
 			newArgs: func() any { return &listInboxArgs{} },
 		},
 		{
-			Name:        core.CapReadInboxFax,
+			Name:        hosts.CapReadInboxFax,
 			Description: "Read one received fax: its text (text_status and text_note say plainly what could not be read, e.g. scanned pages without OCR) and download_url, a link to the PDF that works for a few minutes. The document itself is never returned." + phiNote,
 			Input:       object([]string{"id"}, map[string]any{"id": str("the received fax id (inb_…)")}),
 			Output: outObject(map[string]any{

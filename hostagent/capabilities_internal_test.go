@@ -8,16 +8,17 @@ import (
 	"testing"
 
 	"github.com/faxhub/faxhub/core"
+	"github.com/faxhub/faxhub/core/hosts"
 )
 
 // The table has exactly core's capabilities, in core's order, and each
 // argument struct's JSON names are exactly its input schema's properties.
 func TestCapabilityTable(t *testing.T) {
 	caps := capabilityTable([]core.CreditPack{{ID: "small", Price: "10.00", Credit: "10.00"}})
-	var names []core.Capability
+	var names []hosts.Capability
 	for _, c := range caps {
 		names = append(names, c.Name)
-		if _, ok := core.CapabilityOperation(c.Name); !ok {
+		if _, ok := hosts.CapabilityOperation(c.Name); !ok {
 			t.Errorf("%s: core has no operation for it", c.Name)
 		}
 		props, _ := c.Input["properties"].(map[string]any)
@@ -44,8 +45,8 @@ func TestCapabilityTable(t *testing.T) {
 			}
 		}
 	}
-	if !slices.Equal(names, core.Capabilities()) {
-		t.Fatalf("table %v, core.Capabilities() %v", names, core.Capabilities())
+	if !slices.Equal(names, hosts.Capabilities()) {
+		t.Fatalf("table %v, core.Capabilities() %v", names, hosts.Capabilities())
 	}
 }
 
@@ -57,18 +58,18 @@ func TestProtocolError(t *testing.T) {
 		status int
 		code   string
 	}{
-		{core.Errorf(core.KindUnauthenticated, core.CodeInvalidJWT, "x"), 401, "invalid_jwt"},
-		{core.Errorf(core.KindUnauthenticated, core.CodeJWTReplayed, "x"), 401, "invalid_jwt"},
-		{core.Errorf(core.KindForbidden, core.CodeAgentPending, "x"), 403, "agent_pending"},
-		{core.Errorf(core.KindConflict, core.CodeAgentRevoked, "x"), 403, "agent_revoked"},
-		{core.Errorf(core.KindForbidden, core.CodeAgentRejected, "x"), 403, "agent_rejected"},
-		{core.Errorf(core.KindForbidden, core.CodeAgentExpired, "x"), 403, "agent_expired"},
-		{core.Errorf(core.KindForbidden, core.CodeHostRevoked, "x"), 403, "host_revoked"},
-		{core.Errorf(core.KindForbidden, core.CodeCapabilityNotGranted, "x"), 403, "capability_not_granted"},
+		{core.Errorf(core.KindUnauthenticated, hosts.CodeInvalidJWT, "x"), 401, "invalid_jwt"},
+		{core.Errorf(core.KindUnauthenticated, hosts.CodeJWTReplayed, "x"), 401, "invalid_jwt"},
+		{core.Errorf(core.KindForbidden, hosts.CodeAgentPending, "x"), 403, "agent_pending"},
+		{core.Errorf(core.KindConflict, hosts.CodeAgentRevoked, "x"), 403, "agent_revoked"},
+		{core.Errorf(core.KindForbidden, hosts.CodeAgentRejected, "x"), 403, "agent_rejected"},
+		{core.Errorf(core.KindForbidden, hosts.CodeAgentExpired, "x"), 403, "agent_expired"},
+		{core.Errorf(core.KindForbidden, hosts.CodeHostRevoked, "x"), 403, "host_revoked"},
+		{core.Errorf(core.KindForbidden, hosts.CodeCapabilityNotGranted, "x"), 403, "capability_not_granted"},
 		{core.Errorf(core.KindForbidden, core.CodeInsufficientScope, "x"), 403, "capability_not_granted"},
-		{core.Errorf(core.KindNotFound, core.CodeAgentNotFound, "x"), 404, "agent_not_found"},
-		{core.Errorf(core.KindConflict, core.CodeAgentExists, "x"), 409, "agent_exists"},
-		{core.Errorf(core.KindInvalid, core.CodeUnknownCapability, "x"), 400, "invalid_capabilities"},
+		{core.Errorf(core.KindNotFound, hosts.CodeAgentNotFound, "x"), 404, "agent_not_found"},
+		{core.Errorf(core.KindConflict, hosts.CodeAgentExists, "x"), 409, "agent_exists"},
+		{core.Errorf(core.KindInvalid, hosts.CodeUnknownCapability, "x"), 400, "invalid_capabilities"},
 		{core.Errorf(core.KindInvalid, core.CodeInvalidRequest, "x"), 400, "invalid_request"},
 		{&core.Error{Kind: core.KindRateLimited, Code: "too_many", Message: "x", RetryAfterSeconds: 3}, 429, "rate_limited"},
 		{core.Errorf(core.KindPaymentRequired, core.CodeInsufficientCredits, "x"), 402, "insufficient_credits"},

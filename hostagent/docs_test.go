@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/faxhub/faxhub/core"
+	"github.com/faxhub/faxhub/core/hosts"
 	"github.com/faxhub/faxhub/hostagent"
 )
 
@@ -21,11 +21,11 @@ func TestDocsDrift(t *testing.T) {
 	e := newEnv(t)
 	r := call(t, nil, http.MethodGet, e.api+hostagent.PathConfiguration, nil, nil)
 	props := map[string][]string{}
-	var discovered []core.Capability
+	var discovered []hosts.Capability
 	for _, c := range r.body["capabilities"].([]any) {
 		m := c.(map[string]any)
 		name := m["name"].(string)
-		discovered = append(discovered, core.Capability(name))
+		discovered = append(discovered, hosts.Capability(name))
 		for p := range m["input"].(map[string]any)["properties"].(map[string]any) {
 			props[name] = append(props[name], p)
 		}
@@ -39,9 +39,9 @@ func TestDocsDrift(t *testing.T) {
 	table, _, _ = strings.Cut(table, "\n### ")
 	row := regexp.MustCompile("(?m)^\\| `([a-z_]+)` \\| ([^|]*) \\|")
 	arg := regexp.MustCompile("`([a-z_0-9]+)`")
-	var documented []core.Capability
+	var documented []hosts.Capability
 	for _, m := range row.FindAllStringSubmatch(table, -1) {
-		documented = append(documented, core.Capability(m[1]))
+		documented = append(documented, hosts.Capability(m[1]))
 		var args []string
 		for _, a := range arg.FindAllStringSubmatch(m[2], -1) {
 			if !slices.Contains(args, a[1]) && a[1] != "delegated" {
@@ -53,8 +53,8 @@ func TestDocsDrift(t *testing.T) {
 			t.Errorf("%s: docs name arguments %v, discovery %v", m[1], args, props[m[1]])
 		}
 	}
-	if !slices.Equal(documented, core.Capabilities()) || !slices.Equal(discovered, core.Capabilities()) {
-		t.Fatalf("docs %v, discovery %v, core %v", documented, discovered, core.Capabilities())
+	if !slices.Equal(documented, hosts.Capabilities()) || !slices.Equal(discovered, hosts.Capabilities()) {
+		t.Fatalf("docs %v, discovery %v, core %v", documented, discovered, hosts.Capabilities())
 	}
 	for _, p := range hostagent.Paths() {
 		if !strings.Contains(string(doc), p) {

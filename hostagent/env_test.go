@@ -17,6 +17,7 @@ import (
 	"github.com/go-jose/go-jose/v4"
 
 	"github.com/faxhub/faxhub/core"
+	"github.com/faxhub/faxhub/core/hosts"
 	"github.com/faxhub/faxhub/core/services"
 	"github.com/faxhub/faxhub/hostagent"
 	"github.com/faxhub/faxhub/internal/app"
@@ -272,11 +273,11 @@ func (w *owner) activeAgent(h *host, caps ...string) *agent {
 		t.Fatalf("register: %d %s", r.status, r.raw)
 	}
 	code, _ := approvalOf(t, r)
-	var granted []core.Capability
+	var granted []hosts.Capability
 	for _, c := range caps {
-		granted = append(granted, core.Capability(c))
+		granted = append(granted, hosts.Capability(c))
 	}
-	if _, err := w.e.a.Svc.Core.DecideDevice(t.Context(), w.Account.ID, r.str("agent_id"), code, true, granted); err != nil {
+	if _, err := w.e.a.Svc.Hosts.DecideDevice(t.Context(), w.Account.ID, r.str("agent_id"), code, true, granted); err != nil {
 		t.Fatalf("approve device: %v", err)
 	}
 	return &agent{h: h, id: r.str("agent_id"), key: k}
@@ -293,7 +294,7 @@ func wantError(t *testing.T, what string, r reply, status int, code string) {
 	if r.header.Get("Cache-Control") != "no-store" {
 		t.Fatalf("%s: Cache-Control %q", what, r.header.Get("Cache-Control"))
 	}
-	if code == core.CodeInvalidJWT && !strings.Contains(r.header.Get("WWW-Authenticate"), `AgentAuth discovery="`) {
+	if code == hosts.CodeInvalidJWT && !strings.Contains(r.header.Get("WWW-Authenticate"), `AgentAuth discovery="`) {
 		t.Fatalf("%s: WWW-Authenticate %q", what, r.header.Get("WWW-Authenticate"))
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"strconv"
 
 	"github.com/faxhub/faxhub/core"
+	"github.com/faxhub/faxhub/core/hosts"
 	"github.com/faxhub/faxhub/core/web"
 )
 
@@ -29,21 +30,21 @@ func protocolError(err error) (status int, code, message string, fields map[stri
 	switch {
 	case e.Kind == core.KindInternal:
 		return http.StatusInternalServerError, core.CodeInternal, "the request failed on faxhub's side; it has been logged", nil
-	case e.Code == core.CodeInvalidJWT || e.Code == core.CodeJWTReplayed:
-		return http.StatusUnauthorized, core.CodeInvalidJWT, message, fields
+	case e.Code == hosts.CodeInvalidJWT || e.Code == hosts.CodeJWTReplayed:
+		return http.StatusUnauthorized, hosts.CodeInvalidJWT, message, fields
 	case e.Code == core.CodeInsufficientScope:
 		// Only reachable when a capability's operation needs a scope its
 		// grant does not carry (an inline upload without create_upload).
-		return http.StatusForbidden, core.CodeCapabilityNotGranted, message, fields
-	case e.Code == core.CodeUnknownCapability:
+		return http.StatusForbidden, hosts.CodeCapabilityNotGranted, message, fields
+	case e.Code == hosts.CodeUnknownCapability:
 		return http.StatusBadRequest, codeInvalidCapabilities, message, fields
-	case e.Code == core.CodeAgentPending, e.Code == core.CodeAgentRevoked, e.Code == core.CodeAgentExpired,
-		e.Code == core.CodeAgentRejected, e.Code == core.CodeHostRevoked, e.Code == core.CodeCapabilityNotGranted,
+	case e.Code == hosts.CodeAgentPending, e.Code == hosts.CodeAgentRevoked, e.Code == hosts.CodeAgentExpired,
+		e.Code == hosts.CodeAgentRejected, e.Code == hosts.CodeHostRevoked, e.Code == hosts.CodeCapabilityNotGranted,
 		e.Code == codeUnauthorized:
 		status = http.StatusForbidden
-	case e.Code == core.CodeAgentNotFound || e.Code == core.CodeHostNotFound:
+	case e.Code == hosts.CodeAgentNotFound || e.Code == hosts.CodeHostNotFound:
 		status = http.StatusNotFound
-	case e.Code == core.CodeAgentExists:
+	case e.Code == hosts.CodeAgentExists:
 		status = http.StatusConflict
 	case e.Kind == core.KindRateLimited:
 		code = core.CodeRateLimited
@@ -67,7 +68,7 @@ func (h *Handler) writeError(w http.ResponseWriter, r *http.Request, err error) 
 		body[k] = v
 	}
 	body["error"], body["message"] = code, msg
-	if code == core.CodeInvalidJWT {
+	if code == hosts.CodeInvalidJWT {
 		w.Header().Set("WWW-Authenticate", `AgentAuth discovery="`+h.opts.APIURL+PathConfiguration+`"`)
 	}
 	if e.Kind == core.KindRateLimited && e.RetryAfterSeconds > 0 {

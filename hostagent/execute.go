@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/faxhub/faxhub/core"
+	"github.com/faxhub/faxhub/core/hosts"
 )
 
 func rfc3339(t time.Time) string { return t.UTC().Format(time.RFC3339) }
@@ -84,15 +85,15 @@ func (h *Handler) execute(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if va.Capabilities != nil && !slices.Contains(va.Capabilities, string(c.Name)) {
-		h.writeError(w, r, core.Errorf(core.KindForbidden, core.CodeCapabilityNotGranted, "this agent JWT is restricted to %v (its capabilities claim)", va.Capabilities))
+		h.writeError(w, r, core.Errorf(core.KindForbidden, hosts.CodeCapabilityNotGranted, "this agent JWT is restricted to %v (its capabilities claim)", va.Capabilities))
 		return
 	}
-	p := h.svc.Core.DelegatedPrincipal(va.Host, va.Agent)
-	if err := core.AuthorizeCapability(p, va.Agent, c.Name); err != nil {
+	p := h.svc.Hosts.Principal(va.Host, va.Agent)
+	if err := hosts.AuthorizeCapability(p, va.Agent, c.Name); err != nil {
 		h.writeError(w, r, err)
 		return
 	}
-	if c.Name == core.CapSendFax {
+	if c.Name == hosts.CapSendFax {
 		h.sendFax(w, r, p, va.Agent, args.(*sendFaxArgs))
 		return
 	}
@@ -112,11 +113,11 @@ func required(name, v string) error {
 }
 
 // run executes a synchronous capability through core.
-func (h *Handler) run(ctx context.Context, p core.Principal, c core.Capability, args any) (any, error) {
+func (h *Handler) run(ctx context.Context, p core.Principal, c hosts.Capability, args any) (any, error) {
 	switch c {
-	case core.CapValidateFax:
+	case hosts.CapValidateFax:
 		return h.validateFax(ctx, p, args.(*validateFaxArgs))
-	case core.CapCreateUpload:
+	case hosts.CapCreateUpload:
 		a := args.(*createUploadArgs)
 		u, err := h.svc.Core.CreateUpload(ctx, p, a.ContentType, a.MaxBytes)
 		if err != nil {
@@ -127,7 +128,7 @@ func (h *Handler) run(ctx context.Context, p core.Principal, c core.Capability, 
 			out["content_type"] = u.ContentType
 		}
 		return out, nil
-	case core.CapGetFaxStatus:
+	case hosts.CapGetFaxStatus:
 		a := args.(*getFaxStatusArgs)
 		if err := required("fax_id", a.FaxID); err != nil {
 			return nil, err
@@ -137,13 +138,13 @@ func (h *Handler) run(ctx context.Context, p core.Principal, c core.Capability, 
 			return nil, err
 		}
 		return faxJSON(f), nil
-	case core.CapGetCredits:
+	case hosts.CapGetCredits:
 		cr, err := h.svc.Core.CreditBalance(ctx, p)
 		if err != nil {
 			return nil, err
 		}
 		return map[string]any{"mode": cr.Mode, "balance": cr.Available, "balance_cents": cr.AvailableCents, "held": cr.Held, "held_cents": cr.HeldCents, "currency": cr.Currency}, nil
-	case core.CapListInbox:
+	case hosts.CapListInbox:
 		a := args.(*listInboxArgs)
 		page, err := h.svc.Core.ListInbox(ctx, p, core.InboxQuery{NumberID: a.NumberID, StartingAfter: a.StartingAfter, Limit: a.Limit})
 		if err != nil {
@@ -162,7 +163,7 @@ func (h *Handler) run(ctx context.Context, p core.Principal, c core.Capability, 
 			out["next_cursor"] = page.Next
 		}
 		return out, nil
-	case core.CapReadInboxFax:
+	case hosts.CapReadInboxFax:
 		a := args.(*readInboxArgs)
 		if err := required("id", a.ID); err != nil {
 			return nil, err
@@ -184,7 +185,7 @@ func (h *Handler) run(ctx context.Context, p core.Principal, c core.Capability, 
 			out["download_url"], out["download_expires_at"] = link.URL, rfc3339(link.ExpiresAt)
 		}
 		return out, nil
-	case core.CapCreateCreditCheckout:
+	case hosts.CapCreateCreditCheckout:
 		a := args.(*checkoutArgs)
 		if err := required("pack", a.Pack); err != nil {
 			return nil, err
@@ -244,20 +245,20 @@ func faxJSON(f *core.Fax) map[string]any {
 
 // inlineDocument stores a tiny inline file the way an agent's PUT would
 // (create an upload, receive it) and returns its document id.
-func (h *Handler) inlineDocument(ctx context.Context, p core.Principal, agent *core.DelegatedAgent, b64 string) (string, error) {
-	if err := core.AuthorizeCapability(p, agent, core.CapCreateUpload); err != nil {
-		return "", core.Errorf(core.KindForbidden, core.CodeCapabilityNotGranted,
+func (h *Handler) inlineDocument(ctx context.Context, p core.Principal, agent *hosts.Agent, b64 string) (string, error) {
+	if err := hosts.AuthorizeCapability(p, agent, hosts.CapCreateUpload); err != nil {
+		return "", core.Errorf(core.KindForbidden, hosts.CodeCapabilityNotGranted,
 			"content_base64 is an upload: the agent needs the create_upload capability as well (or pass document_id / upload_token)")
 	}
-	if base64.StdEncoding.DecodedLen(len(b64)) > core.MaxInlineDocumentBytes+2 {
-		return "", core.Errorf(core.KindTooLarge, core.CodeFileTooLarge, "inline files are limited to %d bytes decoded; use create_upload and PUT the file", core.MaxInlineDocumentBytes)
+	if base64.StdEncoding.DecodedLen(len(b64)) > hosts.MaxInlineDocumentBytes+2 {
+		return "", core.Errorf(core.KindTooLarge, core.CodeFileTooLarge, "inline files are limited to %d bytes decoded; use create_upload and PUT the file", hosts.MaxInlineDocumentBytes)
 	}
 	data, err := base64.StdEncoding.DecodeString(b64)
 	if err != nil {
 		return "", core.Errorf(core.KindInvalid, core.CodeInvalidRequest, "content_base64 is not valid standard base64").With("field", "content_base64")
 	}
-	if len(data) > core.MaxInlineDocumentBytes {
-		return "", core.Errorf(core.KindTooLarge, core.CodeFileTooLarge, "inline files are limited to %d bytes decoded; use create_upload and PUT the file", core.MaxInlineDocumentBytes)
+	if len(data) > hosts.MaxInlineDocumentBytes {
+		return "", core.Errorf(core.KindTooLarge, core.CodeFileTooLarge, "inline files are limited to %d bytes decoded; use create_upload and PUT the file", hosts.MaxInlineDocumentBytes)
 	}
 	u, err := h.svc.Core.CreateUpload(ctx, p, "", int64(len(data)))
 	if err != nil {
@@ -277,7 +278,7 @@ func (h *Handler) statusURL(id string) string {
 
 // sendFax asks the owner (core: an approval requiring user verification,
 // bound to this exact fax) and answers 202 pending with the status URL.
-func (h *Handler) sendFax(w http.ResponseWriter, r *http.Request, p core.Principal, agent *core.DelegatedAgent, a *sendFaxArgs) {
+func (h *Handler) sendFax(w http.ResponseWriter, r *http.Request, p core.Principal, agent *hosts.Agent, a *sendFaxArgs) {
 	ctx := r.Context()
 	if err := required("to", a.To); err != nil {
 		h.writeError(w, r, err)
@@ -301,7 +302,7 @@ func (h *Handler) sendFax(w http.ResponseWriter, r *http.Request, p core.Princip
 			return
 		}
 	}
-	ds, err := h.svc.Core.RequestDelegatedSend(ctx, p, agent, core.DelegatedSendRequest{To: a.To, DocumentID: docID, UploadToken: a.UploadToken, Cover: a.Cover, CoverText: a.CoverText})
+	ds, err := h.svc.Hosts.RequestSend(ctx, p, agent, hosts.SendRequest{To: a.To, DocumentID: docID, UploadToken: a.UploadToken, Cover: a.Cover, CoverText: a.CoverText})
 	if err != nil {
 		h.writeError(w, r, err)
 		return
@@ -317,7 +318,7 @@ func (h *Handler) sendFax(w http.ResponseWriter, r *http.Request, p core.Princip
 }
 
 // sendJSON is what the owner is asked to approve, as the agent sees it.
-func sendJSON(ds *core.DelegatedSend) map[string]any {
+func sendJSON(ds *hosts.Send) map[string]any {
 	return map[string]any{"id": ds.ID, "to": ds.To, "country": ds.Country, "pages": ds.Pages, "cover": ds.Cover,
 		"document_id": ds.DocumentID, "document_sha256": ds.DocumentSHA, "price": ds.Price, "currency": ds.Currency,
 		"created_at": rfc3339(ds.CreatedAt), "expires_at": rfc3339(ds.ExpiresAt)}
@@ -338,14 +339,14 @@ func (h *Handler) sendStatus(w http.ResponseWriter, r *http.Request) {
 		h.writeError(w, r, core.Errorf(core.KindInvalid, core.CodeInvalidRequest, "id is required (the send request's id)"))
 		return
 	}
-	p := h.svc.Core.DelegatedPrincipal(va.Host, va.Agent)
-	ds, fax, err := h.svc.Core.GetDelegatedSend(ctx, p, va.Agent, id)
+	p := h.svc.Hosts.Principal(va.Host, va.Agent)
+	ds, fax, err := h.svc.Hosts.GetSend(ctx, p, va.Agent, id)
 	if err != nil {
 		h.writeError(w, r, err)
 		return
 	}
 	out := map[string]any{"status": ds.Status, "id": ds.ID, "send": sendJSON(ds)}
-	if ds.Status == core.DelegatedSendPending {
+	if ds.Status == hosts.SendPending {
 		out["status_url"] = h.statusURL(ds.ID)
 	}
 	if fax != nil {

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/faxhub/faxhub/core"
+	"github.com/faxhub/faxhub/core/hosts"
 	"github.com/faxhub/faxhub/hostagent"
 )
 
@@ -35,16 +36,16 @@ func TestDiscovery(t *testing.T) {
 		} else if first != r.raw {
 			t.Fatal("the two origins disagree")
 		}
-		var names []core.Capability
+		var names []hosts.Capability
 		for _, c := range r.body["capabilities"].([]any) {
 			m := c.(map[string]any)
-			names = append(names, core.Capability(m["name"].(string)))
+			names = append(names, hosts.Capability(m["name"].(string)))
 			if m["description"] == "" || m["input"] == nil {
 				t.Fatalf("capability without description or input: %v", m)
 			}
 		}
-		if !slices.Equal(names, core.Capabilities()) {
-			t.Fatalf("capabilities %v, core %v", names, core.Capabilities())
+		if !slices.Equal(names, hosts.Capabilities()) {
+			t.Fatalf("capabilities %v, core %v", names, hosts.Capabilities())
 		}
 		eps := r.body["endpoints"].(map[string]any)
 		for _, p := range hostagent.Paths() {
@@ -76,7 +77,7 @@ func TestHostCreateAndEnroll(t *testing.T) {
 
 	// With a key: active at once, on both origins.
 	h := w.createHost()
-	if !strings.HasPrefix(h.id, core.PrefixHost) {
+	if !strings.HasPrefix(h.id, hosts.PrefixHost) {
 		t.Fatalf("host id %q", h.id)
 	}
 
@@ -87,7 +88,7 @@ func TestHostCreateAndEnroll(t *testing.T) {
 	r := call(t, w.Client, http.MethodPost, e.base+hostagent.PathHostCreate, body, http.Header{"Origin": {"https://evil.test"}, "Sec-Fetch-Site": {"cross-site"}})
 	wantError(t, "cross-origin", r, 403, "unauthorized")
 	bad := map[string]any{"name": "CI", "public_key": map[string]any{"kty": "OKP", "crv": "Ed25519", "x": k.jwk["x"], "d": "secret"}, "default_capabilities": []string{}}
-	wantError(t, "private key", w.post(hostagent.PathHostCreate, bad, ""), 400, core.CodeInvalidPublicKey)
+	wantError(t, "private key", w.post(hostagent.PathHostCreate, bad, ""), 400, hosts.CodeInvalidPublicKey)
 	wantError(t, "unknown field", w.post(hostagent.PathHostCreate, map[string]any{"name": "x", "default_capabilities": []string{}, "pubkey": 1}, ""), 400, "invalid_request")
 
 	// The API origin serves host create too (same-origin there).
@@ -99,22 +100,22 @@ func TestHostCreateAndEnroll(t *testing.T) {
 
 	// Without a key: an enrollment token, once.
 	r = w.post(hostagent.PathHostCreate, map[string]any{"name": "Server", "default_capabilities": []string{}}, "")
-	if r.status != http.StatusCreated || !strings.HasPrefix(r.str("enrollmentToken"), core.SecretHostEnrollment) || r.str("expiresAt") == "" {
+	if r.status != http.StatusCreated || !strings.HasPrefix(r.str("enrollmentToken"), hosts.SecretHostEnrollment) || r.str("expiresAt") == "" {
 		t.Fatalf("create without key: %d %s", r.status, r.raw)
 	}
 	token, hostID := r.str("enrollmentToken"), r.str("hostId")
 	// A pending-enrollment host cannot sign anything.
 	pending := &host{e: e, id: hostID, key: newKey(t)}
 	_, rr := pending.register([]string{"get_credits"}, false)
-	wantError(t, "pending host", rr, 401, core.CodeInvalidJWT)
+	wantError(t, "pending host", rr, 401, hosts.CodeInvalidJWT)
 
 	// A failed enroll (the key of another host) does not use the token up.
 	wantError(t, "key in use", call(t, nil, http.MethodPost, e.api+hostagent.PathHostEnroll,
-		map[string]any{"token": token, "public_key": h.key.jwk, "name": "Server"}, nil), 409, core.CodeHostKeyInUse)
+		map[string]any{"token": token, "public_key": h.key.jwk, "name": "Server"}, nil), 409, hosts.CodeHostKeyInUse)
 	wantError(t, "bad token", call(t, nil, http.MethodPost, e.api+hostagent.PathHostEnroll,
 		map[string]any{"token": token + "x", "public_key": pending.key.jwk, "name": "Server"}, nil), 400, core.CodeInvalidEnrollment)
 	r = call(t, nil, http.MethodPost, e.api+hostagent.PathHostEnroll, map[string]any{"token": token, "public_key": pending.key.jwk, "name": "Server"}, nil)
-	if r.status != 200 || r.str("hostId") != hostID || r.str("status") != string(core.HostActive) {
+	if r.status != 200 || r.str("hostId") != hostID || r.str("status") != string(hosts.Active) {
 		t.Fatalf("enroll: %d %s", r.status, r.raw)
 	}
 	if _, rr := pending.register([]string{"get_credits"}, false); rr.status != 200 {
@@ -136,11 +137,11 @@ func TestVerifierEndToEnd(t *testing.T) {
 	status := func(jwt string) reply {
 		return call(t, nil, http.MethodGet, e.api+hostagent.PathStatus+"?agent_id=dag_nothing", nil, bearer(jwt))
 	}
-	wantError(t, "unknown agent", status(h.jwt(nil)), 404, core.CodeAgentNotFound)
+	wantError(t, "unknown agent", status(h.jwt(nil)), 404, hosts.CodeAgentNotFound)
 	jwt := h.jwt(nil)
-	wantError(t, "first use", status(jwt), 404, core.CodeAgentNotFound)
-	wantError(t, "reused jti", status(jwt), 401, core.CodeInvalidJWT)
-	wantError(t, "Host-header aud", status(h.jwt(map[string]any{"aud": e.base})), 401, core.CodeInvalidJWT)
+	wantError(t, "first use", status(jwt), 404, hosts.CodeAgentNotFound)
+	wantError(t, "reused jti", status(jwt), 401, hosts.CodeInvalidJWT)
+	wantError(t, "Host-header aud", status(h.jwt(map[string]any{"aud": e.base})), 401, hosts.CodeInvalidJWT)
 	// A forged Host header does not change the audience either.
 	req, _ := http.NewRequest(http.MethodGet, e.api+hostagent.PathStatus+"?agent_id=dag_x", nil)
 	req.Host = "evil.test"
@@ -153,17 +154,17 @@ func TestVerifierEndToEnd(t *testing.T) {
 	if res.StatusCode != 401 {
 		t.Fatalf("aud from a forged Host header: %d", res.StatusCode)
 	}
-	wantError(t, "61 s", status(h.jwt(map[string]any{"exp": e.clock.Now().Add(61 * time.Second).Unix()})), 401, core.CodeInvalidJWT)
-	wantError(t, "unknown host", status(h.jwt(map[string]any{"iss": "hst_unknown"})), 401, core.CodeInvalidJWT)
-	wantError(t, "thumbprint iss", status(h.jwt(map[string]any{"iss": h.key.tp})), 404, core.CodeAgentNotFound)
-	wantError(t, "no bearer", call(t, nil, http.MethodGet, e.api+hostagent.PathStatus+"?agent_id=x", nil, nil), 401, core.CodeInvalidJWT)
-	wantError(t, "garbage", status("a.b.c"), 401, core.CodeInvalidJWT)
-	wantError(t, "huge", status(strings.Repeat("a", 10000)), 401, core.CodeInvalidJWT)
+	wantError(t, "61 s", status(h.jwt(map[string]any{"exp": e.clock.Now().Add(61 * time.Second).Unix()})), 401, hosts.CodeInvalidJWT)
+	wantError(t, "unknown host", status(h.jwt(map[string]any{"iss": "hst_unknown"})), 401, hosts.CodeInvalidJWT)
+	wantError(t, "thumbprint iss", status(h.jwt(map[string]any{"iss": h.key.tp})), 404, hosts.CodeAgentNotFound)
+	wantError(t, "no bearer", call(t, nil, http.MethodGet, e.api+hostagent.PathStatus+"?agent_id=x", nil, nil), 401, hosts.CodeInvalidJWT)
+	wantError(t, "garbage", status("a.b.c"), 401, hosts.CodeInvalidJWT)
+	wantError(t, "huge", status(strings.Repeat("a", 10000)), 401, hosts.CodeInvalidJWT)
 	wantError(t, "expired", func() reply {
 		j := h.jwt(nil)
 		e.clock.Advance(2 * time.Minute)
 		return status(j)
-	}(), 401, core.CodeInvalidJWT)
+	}(), 401, hosts.CodeInvalidJWT)
 }
 
 func TestRegisterDeviceApproval(t *testing.T) {
@@ -182,11 +183,11 @@ func TestRegisterDeviceApproval(t *testing.T) {
 		t.Fatalf("grants: %v", grants)
 	}
 	code1, complete := approvalOf(t, r)
-	if !strings.HasPrefix(complete, e.base+core.DevicePagePath) {
+	if !strings.HasPrefix(complete, e.base+hosts.DevicePagePath) {
 		t.Fatalf("verification_uri_complete %q", complete)
 	}
 	ag := &agent{h: h, id: id, key: k}
-	wantError(t, "pending agent executes", ag.execute("get_credits", nil), 403, core.CodeAgentPending)
+	wantError(t, "pending agent executes", ag.execute("get_credits", nil), 403, hosts.CodeAgentPending)
 
 	// A pending retry with the same key answers the same agent, with a new
 	// code; the old one is dead.
@@ -207,15 +208,15 @@ func TestRegisterDeviceApproval(t *testing.T) {
 		if old == code3 {
 			continue
 		}
-		if _, err := e.a.Svc.Core.DecideDevice(t.Context(), w.Account.ID, id, old, true, []core.Capability{"get_credits"}); err == nil {
+		if _, err := e.a.Svc.Hosts.DecideDevice(t.Context(), w.Account.ID, id, old, true, []hosts.Capability{"get_credits"}); err == nil {
 			t.Fatal("an old device code approved the agent")
 		}
 	}
 	// device/code never registers: unknown id.
-	wantError(t, "device code unknown agent", call(t, nil, http.MethodPost, e.api+hostagent.PathDeviceCode, map[string]any{"agent_id": "dag_nope"}, bearer(h.jwt(nil))), 404, core.CodeAgentNotFound)
+	wantError(t, "device code unknown agent", call(t, nil, http.MethodPost, e.api+hostagent.PathDeviceCode, map[string]any{"agent_id": "dag_nope"}, bearer(h.jwt(nil))), 404, hosts.CodeAgentNotFound)
 
 	// The owner narrows: only validate_fax and get_credits.
-	if _, err := e.a.Svc.Core.DecideDevice(t.Context(), w.Account.ID, id, code3, true, []core.Capability{"validate_fax", "get_credits"}); err != nil {
+	if _, err := e.a.Svc.Hosts.DecideDevice(t.Context(), w.Account.ID, id, code3, true, []hosts.Capability{"validate_fax", "get_credits"}); err != nil {
 		t.Fatalf("approve: %v", err)
 	}
 	st := call(t, nil, http.MethodGet, e.api+hostagent.PathStatus+"?agent_id="+id, nil, bearer(h.jwt(nil)))
@@ -231,7 +232,7 @@ func TestRegisterDeviceApproval(t *testing.T) {
 		t.Fatalf("grants after narrowing: %v", byCap)
 	}
 	// Not granted: refused; granted: works.
-	wantError(t, "narrowed away", ag.execute("send_fax", map[string]any{"to": "+14155550123", "document_id": "doc_x"}), 403, core.CodeCapabilityNotGranted)
+	wantError(t, "narrowed away", ag.execute("send_fax", map[string]any{"to": "+14155550123", "document_id": "doc_x"}), 403, hosts.CodeCapabilityNotGranted)
 	r = ag.execute("get_credits", nil)
 	if r.status != 200 || r.body["data"].(map[string]any)["mode"] != "test" {
 		t.Fatalf("get_credits: %d %s", r.status, r.raw)
@@ -239,8 +240,8 @@ func TestRegisterDeviceApproval(t *testing.T) {
 	// A registered key registers nothing again.
 	r = call(t, nil, http.MethodPost, e.api+hostagent.PathRegister,
 		map[string]any{"name": "Fax helper", "capabilities": caps}, bearer(h.jwt(map[string]any{"agent_public_key": k.jwk})))
-	wantError(t, "agent exists", r, 409, core.CodeAgentExists)
-	wantError(t, "device code for active agent", call(t, nil, http.MethodPost, e.api+hostagent.PathDeviceCode, map[string]any{"agent_id": id}, bearer(h.jwt(nil))), 409, core.CodeDeviceDecided)
+	wantError(t, "agent exists", r, 409, hosts.CodeAgentExists)
+	wantError(t, "device code for active agent", call(t, nil, http.MethodPost, e.api+hostagent.PathDeviceCode, map[string]any{"agent_id": id}, bearer(h.jwt(nil))), 409, hosts.CodeDeviceDecided)
 }
 
 func TestRegisterRefusals(t *testing.T) {
@@ -265,12 +266,12 @@ func TestRegisterRefusals(t *testing.T) {
 	wantError(t, "identity_assertion", post(base(map[string]any{"identity_assertion": "eyJ..."}), withKey), 400, "invalid_request")
 	wantError(t, "autonomous", post(base(map[string]any{"mode": "autonomous"}), withKey), 400, "unsupported_mode")
 	wantError(t, "no agent key", post(base(nil), nil), 400, "invalid_request")
-	wantError(t, "host key as agent key", post(base(nil), map[string]any{"agent_public_key": h.key.jwk}), 400, core.CodeHostKeyInUse)
+	wantError(t, "host key as agent key", post(base(nil), map[string]any{"agent_public_key": h.key.jwk}), 400, hosts.CodeHostKeyInUse)
 	wantError(t, "unknown capability", post(base(map[string]any{"capabilities": []string{"teleport"}}), withKey), 400, "invalid_capabilities")
 	wantError(t, "unknown member", post(base(map[string]any{"colour": "red"}), withKey), 400, "invalid_request")
-	wantError(t, "host_public_key mismatch", post(base(nil), map[string]any{"agent_public_key": k.jwk, "host_public_key": newKey(t).jwk}), 401, core.CodeInvalidJWT)
+	wantError(t, "host_public_key mismatch", post(base(nil), map[string]any{"agent_public_key": k.jwk, "host_public_key": newKey(t).jwk}), 401, hosts.CodeInvalidJWT)
 	wantError(t, "agent JWT on register", call(t, nil, http.MethodPost, e.api+hostagent.PathRegister, base(nil),
-		bearer(k.jwt(t, "agent+jwt", h.claims(nil)))), 401, core.CodeInvalidJWT)
+		bearer(k.jwt(t, "agent+jwt", h.claims(nil)))), 401, hosts.CodeInvalidJWT)
 	// Object form with a name works.
 	r := post(base(map[string]any{"capabilities": []any{map[string]any{"name": "get_credits"}}}), withKey)
 	if r.status != 200 {
@@ -286,27 +287,27 @@ func TestDeclineExpiryRevoke(t *testing.T) {
 	// Declined: rejected, and its JWTs refused.
 	k, r := h.register([]string{"get_credits"}, false)
 	id := r.str("agent_id")
-	if err := e.a.Svc.Core.DeclineDevice(t.Context(), w.Account.ID, id); err != nil {
+	if err := e.a.Svc.Hosts.DeclineDevice(t.Context(), w.Account.ID, id); err != nil {
 		t.Fatal(err)
 	}
 	st := call(t, nil, http.MethodGet, e.api+hostagent.PathStatus+"?agent_id="+id, nil, bearer(h.jwt(nil)))
-	if st.str("status") != string(core.DelegatedRejected) {
+	if st.str("status") != string(hosts.AgentRejected) {
 		t.Fatalf("declined status: %s", st.raw)
 	}
-	wantError(t, "rejected agent", (&agent{h: h, id: id, key: k}).execute("get_credits", nil), 403, core.CodeAgentRejected)
+	wantError(t, "rejected agent", (&agent{h: h, id: id, key: k}).execute("get_credits", nil), 403, hosts.CodeAgentRejected)
 
 	// Expired: the device code lapses; status says expired, re-issue revives.
 	k2, r := h.register([]string{"get_credits"}, false)
 	id2 := r.str("agent_id")
-	e.clock.Advance(core.DeviceApprovalTTL + time.Second)
+	e.clock.Advance(hosts.DeviceApprovalTTL + time.Second)
 	st = call(t, nil, http.MethodGet, e.api+hostagent.PathStatus+"?agent_id="+id2, nil, bearer(h.jwt(nil)))
-	if st.str("status") != string(core.DelegatedExpired) {
+	if st.str("status") != string(hosts.AgentExpired) {
 		t.Fatalf("expired status: %s", st.raw)
 	}
-	wantError(t, "expired agent", (&agent{h: h, id: id2, key: k2}).execute("get_credits", nil), 403, core.CodeAgentExpired)
+	wantError(t, "expired agent", (&agent{h: h, id: id2, key: k2}).execute("get_credits", nil), 403, hosts.CodeAgentExpired)
 	r = call(t, nil, http.MethodPost, e.api+hostagent.PathDeviceCode, map[string]any{"agent_id": id2}, bearer(h.jwt(nil)))
 	code, _ := approvalOf(t, r)
-	if _, err := e.a.Svc.Core.DecideDevice(t.Context(), w.Account.ID, id2, code, true, []core.Capability{"get_credits"}); err != nil {
+	if _, err := e.a.Svc.Hosts.DecideDevice(t.Context(), w.Account.ID, id2, code, true, []hosts.Capability{"get_credits"}); err != nil {
 		t.Fatalf("approve after re-issue: %v", err)
 	}
 	ag := &agent{h: h, id: id2, key: k2}
@@ -317,12 +318,12 @@ func TestDeclineExpiryRevoke(t *testing.T) {
 	// Revoke by the host, then by the owner's session; another host's agent
 	// is not found.
 	other := w.createHost()
-	wantError(t, "other host revokes", call(t, nil, http.MethodPost, e.api+hostagent.PathRevoke, map[string]any{"agent_id": id2}, bearer(other.jwt(nil))), 404, core.CodeAgentNotFound)
+	wantError(t, "other host revokes", call(t, nil, http.MethodPost, e.api+hostagent.PathRevoke, map[string]any{"agent_id": id2}, bearer(other.jwt(nil))), 404, hosts.CodeAgentNotFound)
 	r = call(t, nil, http.MethodPost, e.api+hostagent.PathRevoke, map[string]any{"agent_id": id2}, bearer(h.jwt(nil)))
 	if r.status != 200 || r.str("status") != "revoked" || r.str("agent_id") != id2 {
 		t.Fatalf("host revoke: %d %s", r.status, r.raw)
 	}
-	wantError(t, "revoked agent", ag.execute("get_credits", nil), 403, core.CodeAgentRevoked)
+	wantError(t, "revoked agent", ag.execute("get_credits", nil), 403, hosts.CodeAgentRevoked)
 
 	ag3 := w.activeAgent(h, "get_credits")
 	wantError(t, "owner revoke cross-origin", call(t, w.Client, http.MethodPost, e.base+hostagent.PathRevoke, map[string]any{"agent_id": ag3.id},
@@ -331,15 +332,15 @@ func TestDeclineExpiryRevoke(t *testing.T) {
 	if r.status != 200 || r.str("status") != "revoked" {
 		t.Fatalf("owner revoke: %d %s", r.status, r.raw)
 	}
-	wantError(t, "owner-revoked agent", ag3.execute("get_credits", nil), 403, core.CodeAgentRevoked)
+	wantError(t, "owner-revoked agent", ag3.execute("get_credits", nil), 403, hosts.CodeAgentRevoked)
 
 	// Revoking the host stops every agent at once.
 	ag4 := w.activeAgent(h, "get_credits")
-	if err := e.a.Svc.Core.RevokeHost(t.Context(), w.Account.ID, h.id); err != nil {
+	if err := e.a.Svc.Hosts.Revoke(t.Context(), w.Account.ID, h.id); err != nil {
 		t.Fatal(err)
 	}
-	wantError(t, "agent of revoked host", ag4.execute("get_credits", nil), 403, core.CodeHostRevoked)
-	wantError(t, "revoked host", call(t, nil, http.MethodGet, e.api+hostagent.PathStatus+"?agent_id="+ag4.id, nil, bearer(h.jwt(nil))), 403, core.CodeHostRevoked)
+	wantError(t, "agent of revoked host", ag4.execute("get_credits", nil), 403, hosts.CodeHostRevoked)
+	wantError(t, "revoked host", call(t, nil, http.MethodGet, e.api+hostagent.PathStatus+"?agent_id="+ag4.id, nil, bearer(h.jwt(nil))), 403, hosts.CodeHostRevoked)
 }
 
 func TestExecute(t *testing.T) {
@@ -362,7 +363,7 @@ func TestExecute(t *testing.T) {
 	wantError(t, "pages 0", ag.execute("validate_fax", map[string]any{"to": "+14155550123", "pages": 0}), 400, "invalid_request")
 	wantError(t, "unknown capability", ag.execute("teleport", nil), 404, "capability_not_found")
 	wantError(t, "no capability", ag.execute("", nil), 400, "invalid_request")
-	wantError(t, "not granted", ag.execute("send_fax", map[string]any{"to": "+14155550123", "document_id": "doc_1"}), 403, core.CodeCapabilityNotGranted)
+	wantError(t, "not granted", ag.execute("send_fax", map[string]any{"to": "+14155550123", "document_id": "doc_1"}), 403, hosts.CodeCapabilityNotGranted)
 
 	r = ag.execute("create_upload", map[string]any{"content_type": "application/pdf"})
 	d, _ = r.body["data"].(map[string]any)
@@ -385,7 +386,7 @@ func TestExecute(t *testing.T) {
 	// The JWT's capabilities claim restricts it.
 	body := map[string]any{"capability": "get_credits"}
 	r = call(t, nil, http.MethodPost, e.api+hostagent.PathExecute, body, bearer(ag.jwt(map[string]any{"capabilities": []string{"validate_fax"}})))
-	wantError(t, "capabilities claim", r, 403, core.CodeCapabilityNotGranted)
+	wantError(t, "capabilities claim", r, 403, hosts.CodeCapabilityNotGranted)
 	// aud may be the execute URL (default_location).
 	r = call(t, nil, http.MethodPost, e.api+hostagent.PathExecute, body, bearer(ag.jwt(map[string]any{"aud": e.api + hostagent.PathExecute})))
 	if r.status != 200 {
@@ -396,12 +397,12 @@ func TestExecute(t *testing.T) {
 	if r := call(t, nil, http.MethodPost, e.api+hostagent.PathExecute, body, bearer(j)); r.status != 200 {
 		t.Fatalf("first use: %d %s", r.status, r.raw)
 	}
-	wantError(t, "agent jti reused", call(t, nil, http.MethodPost, e.api+hostagent.PathExecute, body, bearer(j)), 401, core.CodeInvalidJWT)
+	wantError(t, "agent jti reused", call(t, nil, http.MethodPost, e.api+hostagent.PathExecute, body, bearer(j)), 401, hosts.CodeInvalidJWT)
 	// A host JWT is no agent JWT, and the host's key signs no agent JWT.
-	wantError(t, "host JWT on execute", call(t, nil, http.MethodPost, e.api+hostagent.PathExecute, body, bearer(h.jwt(nil))), 401, core.CodeInvalidJWT)
+	wantError(t, "host JWT on execute", call(t, nil, http.MethodPost, e.api+hostagent.PathExecute, body, bearer(h.jwt(nil))), 401, hosts.CodeInvalidJWT)
 	now := e.clock.Now()
 	forged := h.key.jwt(t, "agent+jwt", map[string]any{"iss": h.id, "sub": ag.id, "aud": e.api, "iat": now.Unix(), "exp": now.Add(time.Minute).Unix(), "jti": "f1"})
-	wantError(t, "agent JWT signed by the host", call(t, nil, http.MethodPost, e.api+hostagent.PathExecute, body, bearer(forged)), 401, core.CodeInvalidJWT)
+	wantError(t, "agent JWT signed by the host", call(t, nil, http.MethodPost, e.api+hostagent.PathExecute, body, bearer(forged)), 401, hosts.CodeInvalidJWT)
 }
 
 // Host defaults grant at once unless force_approval.

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/faxhub/faxhub/core"
+	"github.com/faxhub/faxhub/core/hosts"
 )
 
 // FuzzVerifier: any token is accepted or refused with a client error,
@@ -17,7 +18,7 @@ func FuzzVerifier(f *testing.F) {
 	f.Add("a.b.c")
 	f.Add("")
 	f.Fuzz(func(t *testing.T, raw string) {
-		d := &fakeDeps{now: now, jtis: map[string]bool{}, hosts: map[string]*core.Host{"hst_1": {ID: "hst_1", PublicKey: &hk.jwk, Thumbprint: &hk.tp, Status: core.HostActive}}}
+		d := &fakeDeps{now: now, jtis: map[string]bool{}, hosts: map[string]*hosts.Host{"hst_1": {ID: "hst_1", PublicKey: &hk.jwk, Thumbprint: &hk.tp, Status: hosts.Active}}}
 		v := newVerifier(d, testAPI)
 		for _, check := range []func() error{
 			func() error { _, err := v.Host(t.Context(), raw, nil); return err },

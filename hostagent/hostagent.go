@@ -94,7 +94,7 @@ func New(svc *services.Set, opts Options) *Handler {
 	if opts.Description == "" {
 		opts.Description = "faxhub sends faxes for its owners: price a fax, upload a document, send it with the owner's passkey approval, follow its delivery, read and buy credits."
 	}
-	h := &Handler{svc: svc, opts: opts, log: opts.Logger, verify: newVerifier(svc.Core, opts.APIURL),
+	h := &Handler{svc: svc, opts: opts, log: opts.Logger, verify: newVerifier(svc.Hosts, opts.APIURL),
 		crossOrigin: http.NewCrossOriginProtection(), caps: capabilityTable(svc.Core.CreditPacks())}
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET "+PathConfiguration, h.configuration)

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/faxhub/faxhub/core"
+	"github.com/faxhub/faxhub/core/hosts"
 	"github.com/faxhub/faxhub/core/web"
 )
 
@@ -34,7 +35,7 @@ func (h *Handler) ownerSession(r *http.Request) (*core.Session, error) {
 // hostJSON is a host as the owner's endpoints answer it; the enrollment
 // token appears once, in the answer of the create that made it.
 type hostJSON struct {
-	*core.Host
+	*hosts.Host
 	EnrollmentToken string     `json:"enrollmentToken,omitempty"`
 	ExpiresAt       *time.Time `json:"expiresAt,omitempty"`
 }
@@ -48,9 +49,9 @@ func (h *Handler) hostCreate(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	var req struct {
-		Name                string            `json:"name"`
-		PublicKey           json.RawMessage   `json:"public_key"`
-		DefaultCapabilities []core.Capability `json:"default_capabilities"`
+		Name                string             `json:"name"`
+		PublicKey           json.RawMessage    `json:"public_key"`
+		DefaultCapabilities []hosts.Capability `json:"default_capabilities"`
 	}
 	if err := decode(w, r, &req, maxJSONBytes); err != nil {
 		h.writeError(w, r, err)
@@ -59,7 +60,7 @@ func (h *Handler) hostCreate(w http.ResponseWriter, r *http.Request) {
 	if string(req.PublicKey) == "null" {
 		req.PublicKey = nil
 	}
-	res, err := h.svc.Core.CreateHost(ctx, sess.OwnerID, core.HostCreateRequest{Name: req.Name, PublicKey: req.PublicKey, DefaultCapabilities: req.DefaultCapabilities})
+	res, err := h.svc.Hosts.Create(ctx, sess.OwnerID, hosts.CreateRequest{Name: req.Name, PublicKey: req.PublicKey, DefaultCapabilities: req.DefaultCapabilities})
 	if err != nil {
 		h.writeError(w, r, err)
 		return
@@ -93,7 +94,7 @@ func (h *Handler) hostEnroll(w http.ResponseWriter, r *http.Request) {
 		h.writeError(w, r, core.Errorf(core.KindInvalid, core.CodeInvalidRequest, "token and public_key are required"))
 		return
 	}
-	host, err := h.svc.Core.EnrollHost(ctx, req.Token, req.PublicKey, req.Name)
+	host, err := h.svc.Hosts.Enroll(ctx, req.Token, req.PublicKey, req.Name)
 	if err != nil {
 		h.writeError(w, r, err)
 		return

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/faxhub/faxhub/core"
+	"github.com/faxhub/faxhub/core/hosts"
 	"github.com/faxhub/faxhub/hostagent"
 	"github.com/faxhub/faxhub/internal/testenv"
 )
@@ -165,7 +166,7 @@ func TestSendFaxDeclinedExpiredChanged(t *testing.T) {
 
 	// Expired: the owner did not decide in time.
 	r = ag.execute("send_fax", map[string]any{"to": "+14155550123", "content_base64": inlinePDF()})
-	e.clock.Advance(core.DelegatedSendTTL + 1)
+	e.clock.Advance(hosts.SendTTL + 1)
 	if st := ag.sendStatus(t, r.str("status_url")); st.str("status") != "expired" {
 		t.Fatalf("expired: %s", st.raw)
 	}
@@ -180,7 +181,7 @@ func TestSendFaxDeclinedExpiredChanged(t *testing.T) {
 	wantError(t, "two documents", ag.execute("send_fax", map[string]any{"to": "+14155550123", "document_id": doc.ID, "content_base64": inlinePDF()}), 400, "invalid_request")
 	wantError(t, "no document", ag.execute("send_fax", map[string]any{"to": "+14155550123"}), 400, "invalid_request")
 	wantError(t, "bad base64", ag.execute("send_fax", map[string]any{"to": "+14155550123", "content_base64": "!!!"}), 400, "invalid_request")
-	big := base64.StdEncoding.EncodeToString(make([]byte, core.MaxInlineDocumentBytes+1))
+	big := base64.StdEncoding.EncodeToString(make([]byte, hosts.MaxInlineDocumentBytes+1))
 	wantError(t, "inline too large", ag.execute("send_fax", map[string]any{"to": "+14155550123", "content_base64": big}), 413, core.CodeFileTooLarge)
 }
 
@@ -189,5 +190,5 @@ func TestSendFaxInlineNeedsUpload(t *testing.T) {
 	e := newEnv(t)
 	w := e.owner("inline@example.com")
 	ag := w.activeAgent(w.createHost(), "send_fax")
-	wantError(t, "inline without create_upload", ag.execute("send_fax", map[string]any{"to": "+14155550123", "content_base64": inlinePDF()}), 403, core.CodeCapabilityNotGranted)
+	wantError(t, "inline without create_upload", ag.execute("send_fax", map[string]any{"to": "+14155550123", "content_base64": inlinePDF()}), 403, hosts.CodeCapabilityNotGranted)
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/go-jose/go-jose/v4/jwt"
 
 	"github.com/faxhub/faxhub/core"
+	"github.com/faxhub/faxhub/core/hosts"
 	"github.com/faxhub/faxhub/core/web"
 )
 
@@ -41,9 +42,9 @@ var allowedAlgs = []jose.SignatureAlgorithm{jose.EdDSA}
 // clock, the host and agent a JWT names, and the shared jti store.
 type verifierDeps interface {
 	Now() time.Time
-	HostForJWT(ctx context.Context, iss string) (*core.Host, error)
-	AgentForJWT(ctx context.Context, iss, sub string) (*core.Host, *core.DelegatedAgent, error)
-	AcceptDelegatedJWT(ctx context.Context, u core.JWTUse) error
+	HostForJWT(ctx context.Context, iss string) (*hosts.Host, error)
+	AgentForJWT(ctx context.Context, iss, sub string) (*hosts.Host, *hosts.Agent, error)
+	AcceptJWT(ctx context.Context, u hosts.JWTUse) error
 }
 
 // verifier checks host and agent JWTs against the configured API origin.
@@ -73,7 +74,7 @@ type jwtClaims struct {
 
 // VerifiedHost is a host JWT that passed every check.
 type VerifiedHost struct {
-	Host *core.Host
+	Host *hosts.Host
 	// AgentPublicKey is the agent_public_key claim as sent (parsed by the
 	// register endpoint, the only one that needs it).
 	AgentPublicKey json.RawMessage
@@ -82,15 +83,15 @@ type VerifiedHost struct {
 // VerifiedAgent is an agent JWT that passed every check: its host, its
 // agent (active) and the JWT's capability restriction, if any.
 type VerifiedAgent struct {
-	Host         *core.Host
-	Agent        *core.DelegatedAgent
+	Host         *hosts.Host
+	Agent        *hosts.Agent
 	Capabilities []string
 }
 
 // invalidJWT is the protocol's invalid_jwt (401, with the discovery
 // challenge written by writeError).
 func invalidJWT(format string, args ...any) error {
-	return core.Errorf(core.KindUnauthenticated, core.CodeInvalidJWT, format, args...)
+	return core.Errorf(core.KindUnauthenticated, hosts.CodeInvalidJWT, format, args...)
 }
 
 // bearerJWT returns the JWT of the request's Authorization: Bearer header.
@@ -199,15 +200,15 @@ func (v *verifier) times(c *jwtClaims) error {
 	now := v.deps.Now()
 	iat, exp := c.IssuedAt.Time(), c.Expiry.Time()
 	switch {
-	case iat.After(now.Add(core.DelegatedJWTSkew)):
+	case iat.After(now.Add(hosts.JWTSkew)):
 		return invalidJWT("the JWT iat is in the future; check the host's clock")
 	case !exp.After(iat):
 		return invalidJWT("the JWT exp must be after its iat")
-	case exp.Sub(iat) > core.DelegatedJWTMaxLifetime:
-		return invalidJWT("the JWT lives %s; exp − iat may be at most %s", exp.Sub(iat), core.DelegatedJWTMaxLifetime)
-	case now.After(exp.Add(core.DelegatedJWTSkew)):
+	case exp.Sub(iat) > hosts.JWTMaxLifetime:
+		return invalidJWT("the JWT lives %s; exp − iat may be at most %s", exp.Sub(iat), hosts.JWTMaxLifetime)
+	case now.After(exp.Add(hosts.JWTSkew)):
 		return invalidJWT("the JWT expired; sign a fresh one for every request")
-	case c.NotBefore != nil && c.NotBefore.Time().After(now.Add(core.DelegatedJWTSkew)):
+	case c.NotBefore != nil && c.NotBefore.Time().After(now.Add(hosts.JWTSkew)):
 		return invalidJWT("the JWT is not valid yet (nbf)")
 	}
 	return nil
@@ -219,7 +220,7 @@ func (v *verifier) times(c *jwtClaims) error {
 //
 // limit's key is completed with the id of the credential it limits: the
 // agent's for an agent JWT, the host's for a host JWT.
-func (v *verifier) accept(ctx context.Context, h *core.Host, a *core.DelegatedAgent, c *jwtClaims, limit *core.RateLimit) error {
+func (v *verifier) accept(ctx context.Context, h *hosts.Host, a *hosts.Agent, c *jwtClaims, limit *hosts.RateLimit) error {
 	if limit != nil {
 		l := *limit
 		if a != nil {
@@ -229,9 +230,9 @@ func (v *verifier) accept(ctx context.Context, h *core.Host, a *core.DelegatedAg
 		}
 		limit = &l
 	}
-	err := v.deps.AcceptDelegatedJWT(ctx, core.JWTUse{Host: h, Agent: a, JTI: c.ID, Expires: c.Expiry.Time().Add(core.DelegatedJWTSkew), Limit: limit})
-	if core.AsError(err).Code == core.CodeJWTReplayed {
-		return core.Errorf(core.KindUnauthenticated, core.CodeInvalidJWT, "this jti was used before; every JWT needs a fresh jti").With("reason", core.CodeJWTReplayed)
+	err := v.deps.AcceptJWT(ctx, hosts.JWTUse{Host: h, Agent: a, JTI: c.ID, Expires: c.Expiry.Time().Add(hosts.JWTSkew), Limit: limit})
+	if core.AsError(err).Code == hosts.CodeJWTReplayed {
+		return core.Errorf(core.KindUnauthenticated, hosts.CodeInvalidJWT, "this jti was used before; every JWT needs a fresh jti").With("reason", hosts.CodeJWTReplayed)
 	}
 	return err
 }
@@ -240,7 +241,7 @@ func (v *verifier) accept(ctx context.Context, h *core.Host, a *core.DelegatedAg
 // names (active, enrolled), the signature with the host's key, the
 // host_public_key claim if sent, the times, and last the jti (recorded only
 // once the signature has checked, so a forger cannot use up jtis).
-func (v *verifier) Host(ctx context.Context, raw string, limit *core.RateLimit) (*VerifiedHost, error) {
+func (v *verifier) Host(ctx context.Context, raw string, limit *hosts.RateLimit) (*VerifiedHost, error) {
 	tok, c, err := parse(raw, typHostJWT)
 	if err != nil {
 		return nil, err
@@ -266,7 +267,7 @@ func (v *verifier) Host(ctx context.Context, raw string, limit *core.RateLimit) 
 		return nil, invalidJWT("host_public_key is not the key this host registered")
 	}
 	if len(c.AgentPublicKey) > 0 && sameKey(c.AgentPublicKey, pub) {
-		return nil, core.Errorf(core.KindInvalid, core.CodeHostKeyInUse, "agent_public_key is the host's own key; every agent needs a key pair of its own")
+		return nil, core.Errorf(core.KindInvalid, hosts.CodeHostKeyInUse, "agent_public_key is the host's own key; every agent needs a key pair of its own")
 	}
 	if err := v.times(c); err != nil {
 		return nil, err
@@ -280,7 +281,7 @@ func (v *verifier) Host(ctx context.Context, raw string, limit *core.RateLimit) 
 // Agent verifies an agent JWT: typ agent+jwt, aud, iss = its host, sub =
 // an active agent of that host, the signature with the AGENT's key (never
 // the host's), the times and the jti.
-func (v *verifier) Agent(ctx context.Context, raw string, limit *core.RateLimit) (*VerifiedAgent, error) {
+func (v *verifier) Agent(ctx context.Context, raw string, limit *hosts.RateLimit) (*VerifiedAgent, error) {
 	tok, c, err := parse(raw, typAgentJWT)
 	if err != nil {
 		return nil, err

@@ -14,6 +14,7 @@ import (
 	"github.com/go-jose/go-jose/v4"
 
 	"github.com/faxhub/faxhub/core"
+	"github.com/faxhub/faxhub/core/hosts"
 )
 
 // The verifier's rules, one table row each, against a fake of core's
@@ -73,29 +74,29 @@ func unsigned(typ string, claims map[string]any) string {
 
 type fakeDeps struct {
 	now    time.Time
-	hosts  map[string]*core.Host
-	agents map[string]*core.DelegatedAgent
+	hosts  map[string]*hosts.Host
+	agents map[string]*hosts.Agent
 	jtis   map[string]bool
 }
 
 func (f *fakeDeps) Now() time.Time { return f.now }
 
-func (f *fakeDeps) HostForJWT(_ context.Context, iss string) (*core.Host, error) {
+func (f *fakeDeps) HostForJWT(_ context.Context, iss string) (*hosts.Host, error) {
 	for _, h := range f.hosts {
 		if h.ID == iss || (h.Thumbprint != nil && *h.Thumbprint == iss) {
 			switch h.Status {
-			case core.HostRevoked:
-				return nil, core.Errorf(core.KindForbidden, core.CodeHostRevoked, "revoked")
-			case core.HostPendingEnrollment:
-				return nil, core.Errorf(core.KindUnauthenticated, core.CodeInvalidJWT, "unknown host")
+			case hosts.Revoked:
+				return nil, core.Errorf(core.KindForbidden, hosts.CodeHostRevoked, "revoked")
+			case hosts.PendingEnrollment:
+				return nil, core.Errorf(core.KindUnauthenticated, hosts.CodeInvalidJWT, "unknown host")
 			}
 			return h, nil
 		}
 	}
-	return nil, core.Errorf(core.KindUnauthenticated, core.CodeInvalidJWT, "unknown host")
+	return nil, core.Errorf(core.KindUnauthenticated, hosts.CodeInvalidJWT, "unknown host")
 }
 
-func (f *fakeDeps) AgentForJWT(ctx context.Context, iss, sub string) (*core.Host, *core.DelegatedAgent, error) {
+func (f *fakeDeps) AgentForJWT(ctx context.Context, iss, sub string) (*hosts.Host, *hosts.Agent, error) {
 	h, err := f.HostForJWT(ctx, iss)
 	if err != nil {
 		return nil, nil, err
@@ -104,24 +105,24 @@ func (f *fakeDeps) AgentForJWT(ctx context.Context, iss, sub string) (*core.Host
 	return h, a, err
 }
 
-func (f *fakeDeps) agentOf(h *core.Host, id string) (*core.DelegatedAgent, error) {
+func (f *fakeDeps) agentOf(h *hosts.Host, id string) (*hosts.Agent, error) {
 	a, ok := f.agents[id]
 	if !ok || a.HostID != h.ID {
-		return nil, core.Errorf(core.KindUnauthenticated, core.CodeInvalidJWT, "unknown agent")
+		return nil, core.Errorf(core.KindUnauthenticated, hosts.CodeInvalidJWT, "unknown agent")
 	}
-	if a.Status == core.DelegatedRevoked {
-		return nil, core.Errorf(core.KindForbidden, core.CodeAgentRevoked, "revoked")
+	if a.Status == hosts.AgentRevoked {
+		return nil, core.Errorf(core.KindForbidden, hosts.CodeAgentRevoked, "revoked")
 	}
-	if a.Status == core.DelegatedPending {
-		return nil, core.Errorf(core.KindForbidden, core.CodeAgentPending, "pending")
+	if a.Status == hosts.AgentPending {
+		return nil, core.Errorf(core.KindForbidden, hosts.CodeAgentPending, "pending")
 	}
 	return a, nil
 }
 
-func (f *fakeDeps) AcceptDelegatedJWT(_ context.Context, u core.JWTUse) error {
+func (f *fakeDeps) AcceptJWT(_ context.Context, u hosts.JWTUse) error {
 	key := u.Host.ID + "\x00" + u.JTI
 	if f.jtis[key] {
-		return core.Errorf(core.KindUnauthenticated, core.CodeJWTReplayed, "replayed")
+		return core.Errorf(core.KindUnauthenticated, hosts.CodeJWTReplayed, "replayed")
 	}
 	f.jtis[key] = true
 	return nil
@@ -137,15 +138,15 @@ func TestVerifier(t *testing.T) {
 		hjwk, htp := hk.jwk, hk.tp
 		pjwk, ptp := pk.jwk, pk.tp
 		return &fakeDeps{now: now, jtis: map[string]bool{},
-			hosts: map[string]*core.Host{
-				"hst_1":       {ID: "hst_1", PublicKey: &hjwk, Thumbprint: &htp, Status: core.HostActive},
-				"hst_revoked": {ID: "hst_revoked", PublicKey: &pjwk, Thumbprint: &ptp, Status: core.HostRevoked},
-				"hst_pending": {ID: "hst_pending", Status: core.HostPendingEnrollment},
+			hosts: map[string]*hosts.Host{
+				"hst_1":       {ID: "hst_1", PublicKey: &hjwk, Thumbprint: &htp, Status: hosts.Active},
+				"hst_revoked": {ID: "hst_revoked", PublicKey: &pjwk, Thumbprint: &ptp, Status: hosts.Revoked},
+				"hst_pending": {ID: "hst_pending", Status: hosts.PendingEnrollment},
 			},
-			agents: map[string]*core.DelegatedAgent{
-				"dag_1":       {ID: "dag_1", HostID: "hst_1", PublicKey: ak.jwk, Thumbprint: ak.tp, Status: core.DelegatedActive},
-				"dag_revoked": {ID: "dag_revoked", HostID: "hst_1", PublicKey: ak.jwk, Thumbprint: ak.tp, Status: core.DelegatedRevoked},
-				"dag_pending": {ID: "dag_pending", HostID: "hst_1", PublicKey: ak.jwk, Thumbprint: ak.tp, Status: core.DelegatedPending},
+			agents: map[string]*hosts.Agent{
+				"dag_1":       {ID: "dag_1", HostID: "hst_1", PublicKey: ak.jwk, Thumbprint: ak.tp, Status: hosts.AgentActive},
+				"dag_revoked": {ID: "dag_revoked", HostID: "hst_1", PublicKey: ak.jwk, Thumbprint: ak.tp, Status: hosts.AgentRevoked},
+				"dag_pending": {ID: "dag_pending", HostID: "hst_1", PublicKey: ak.jwk, Thumbprint: ak.tp, Status: hosts.AgentPending},
 			}}
 	}
 	hostClaims := func(mod func(map[string]any)) map[string]any {
@@ -190,28 +191,28 @@ func TestVerifier(t *testing.T) {
 			return sign(t, hk.priv, jose.EdDSA, typHostJWT, hostClaims(nil), map[jose.HeaderKey]any{"kid": hk.tp})
 		}},
 		{name: "host ok host_public_key same", jwt: func(*fakeDeps) string { return hostJWT(set("host_public_key", pubJWK)) }},
-		{name: "wrong typ", code: core.CodeInvalidJWT, msg: "typ", jwt: func(*fakeDeps) string {
+		{name: "wrong typ", code: hosts.CodeInvalidJWT, msg: "typ", jwt: func(*fakeDeps) string {
 			return sign(t, hk.priv, jose.EdDSA, "JWT", hostClaims(nil), nil)
 		}},
-		{name: "agent typ on host endpoint", code: core.CodeInvalidJWT, msg: "typ", jwt: func(*fakeDeps) string {
+		{name: "agent typ on host endpoint", code: hosts.CodeInvalidJWT, msg: "typ", jwt: func(*fakeDeps) string {
 			return sign(t, hk.priv, jose.EdDSA, typAgentJWT, hostClaims(nil), nil)
 		}},
-		{name: "alg none", code: core.CodeInvalidJWT, msg: "EdDSA", jwt: func(*fakeDeps) string { return unsigned(typHostJWT, hostClaims(nil)) }},
-		{name: "HS256 with the public key as secret", code: core.CodeInvalidJWT, msg: "EdDSA", jwt: func(*fakeDeps) string {
+		{name: "alg none", code: hosts.CodeInvalidJWT, msg: "EdDSA", jwt: func(*fakeDeps) string { return unsigned(typHostJWT, hostClaims(nil)) }},
+		{name: "HS256 with the public key as secret", code: hosts.CodeInvalidJWT, msg: "EdDSA", jwt: func(*fakeDeps) string {
 			return sign(t, []byte(hk.pub), jose.HS256, typHostJWT, hostClaims(nil), nil)
 		}},
-		{name: "HS256 with the JWK text as secret", code: core.CodeInvalidJWT, msg: "EdDSA", jwt: func(*fakeDeps) string {
+		{name: "HS256 with the JWK text as secret", code: hosts.CodeInvalidJWT, msg: "EdDSA", jwt: func(*fakeDeps) string {
 			return sign(t, []byte(hk.jwk), jose.HS256, typHostJWT, hostClaims(nil), nil)
 		}},
-		{name: "garbage", code: core.CodeInvalidJWT, jwt: func(*fakeDeps) string { return "not.a.jwt" }},
-		{name: "empty", code: core.CodeInvalidJWT, jwt: func(*fakeDeps) string { return "" }},
-		{name: "too large", code: core.CodeInvalidJWT, msg: "larger", jwt: func(*fakeDeps) string { return hostJWT(set("pad", strings.Repeat("x", 9000))) }},
-		{name: "wrong aud", code: core.CodeInvalidJWT, msg: "aud", jwt: func(*fakeDeps) string { return hostJWT(set("aud", "https://evil.test")) }},
-		{name: "no aud", code: core.CodeInvalidJWT, msg: "aud", jwt: func(*fakeDeps) string { return hostJWT(del("aud")) }},
-		{name: "aud execute URL refused on host JWT", code: core.CodeInvalidJWT, msg: "aud", jwt: func(*fakeDeps) string { return hostJWT(set("aud", testAPI+PathExecute)) }},
-		{name: "exp-iat 61s", code: core.CodeInvalidJWT, msg: "lives", jwt: func(*fakeDeps) string { return hostJWT(set("exp", now.Add(61*time.Second).Unix())) }},
+		{name: "garbage", code: hosts.CodeInvalidJWT, jwt: func(*fakeDeps) string { return "not.a.jwt" }},
+		{name: "empty", code: hosts.CodeInvalidJWT, jwt: func(*fakeDeps) string { return "" }},
+		{name: "too large", code: hosts.CodeInvalidJWT, msg: "larger", jwt: func(*fakeDeps) string { return hostJWT(set("pad", strings.Repeat("x", 9000))) }},
+		{name: "wrong aud", code: hosts.CodeInvalidJWT, msg: "aud", jwt: func(*fakeDeps) string { return hostJWT(set("aud", "https://evil.test")) }},
+		{name: "no aud", code: hosts.CodeInvalidJWT, msg: "aud", jwt: func(*fakeDeps) string { return hostJWT(del("aud")) }},
+		{name: "aud execute URL refused on host JWT", code: hosts.CodeInvalidJWT, msg: "aud", jwt: func(*fakeDeps) string { return hostJWT(set("aud", testAPI+PathExecute)) }},
+		{name: "exp-iat 61s", code: hosts.CodeInvalidJWT, msg: "lives", jwt: func(*fakeDeps) string { return hostJWT(set("exp", now.Add(61*time.Second).Unix())) }},
 		{name: "exp-iat 60s ok", jwt: func(*fakeDeps) string { return hostJWT(set("exp", now.Add(60*time.Second).Unix())) }},
-		{name: "expired", code: core.CodeInvalidJWT, msg: "expired", jwt: func(*fakeDeps) string {
+		{name: "expired", code: hosts.CodeInvalidJWT, msg: "expired", jwt: func(*fakeDeps) string {
 			return hostJWT(func(c map[string]any) {
 				c["iat"] = now.Add(-91 * time.Second).Unix()
 				c["exp"] = now.Add(-31 * time.Second).Unix()
@@ -223,62 +224,62 @@ func TestVerifier(t *testing.T) {
 				c["exp"] = now.Add(-29 * time.Second).Unix()
 			})
 		}},
-		{name: "future iat", code: core.CodeInvalidJWT, msg: "future", jwt: func(*fakeDeps) string {
+		{name: "future iat", code: hosts.CodeInvalidJWT, msg: "future", jwt: func(*fakeDeps) string {
 			return hostJWT(func(c map[string]any) {
 				c["iat"] = now.Add(31 * time.Second).Unix()
 				c["exp"] = now.Add(80 * time.Second).Unix()
 			})
 		}},
-		{name: "exp before iat", code: core.CodeInvalidJWT, msg: "after", jwt: func(*fakeDeps) string { return hostJWT(set("exp", now.Add(-time.Second).Unix())) }},
-		{name: "no exp", code: core.CodeInvalidJWT, msg: "exp", jwt: func(*fakeDeps) string { return hostJWT(del("exp")) }},
-		{name: "no iat", code: core.CodeInvalidJWT, msg: "iat", jwt: func(*fakeDeps) string { return hostJWT(del("iat")) }},
-		{name: "no jti", code: core.CodeInvalidJWT, msg: "jti", jwt: func(*fakeDeps) string { return hostJWT(del("jti")) }},
-		{name: "reused jti host", code: core.CodeInvalidJWT, msg: "jti", jwt: func(d *fakeDeps) string {
+		{name: "exp before iat", code: hosts.CodeInvalidJWT, msg: "after", jwt: func(*fakeDeps) string { return hostJWT(set("exp", now.Add(-time.Second).Unix())) }},
+		{name: "no exp", code: hosts.CodeInvalidJWT, msg: "exp", jwt: func(*fakeDeps) string { return hostJWT(del("exp")) }},
+		{name: "no iat", code: hosts.CodeInvalidJWT, msg: "iat", jwt: func(*fakeDeps) string { return hostJWT(del("iat")) }},
+		{name: "no jti", code: hosts.CodeInvalidJWT, msg: "jti", jwt: func(*fakeDeps) string { return hostJWT(del("jti")) }},
+		{name: "reused jti host", code: hosts.CodeInvalidJWT, msg: "jti", jwt: func(d *fakeDeps) string {
 			d.jtis["hst_1\x00seen"] = true
 			return hostJWT(set("jti", "seen"))
 		}},
-		{name: "unknown host", code: core.CodeInvalidJWT, jwt: func(*fakeDeps) string { return hostJWT(set("iss", "hst_nobody")) }},
-		{name: "pending-enrollment host", code: core.CodeInvalidJWT, jwt: func(*fakeDeps) string { return hostJWT(set("iss", "hst_pending")) }},
-		{name: "revoked host", code: core.CodeHostRevoked, jwt: func(*fakeDeps) string {
+		{name: "unknown host", code: hosts.CodeInvalidJWT, jwt: func(*fakeDeps) string { return hostJWT(set("iss", "hst_nobody")) }},
+		{name: "pending-enrollment host", code: hosts.CodeInvalidJWT, jwt: func(*fakeDeps) string { return hostJWT(set("iss", "hst_pending")) }},
+		{name: "revoked host", code: hosts.CodeHostRevoked, jwt: func(*fakeDeps) string {
 			return sign(t, pk.priv, jose.EdDSA, typHostJWT, hostClaims(set("iss", "hst_revoked")), nil)
 		}},
-		{name: "kid mismatch", code: core.CodeInvalidJWT, msg: "kid", jwt: func(*fakeDeps) string {
+		{name: "kid mismatch", code: hosts.CodeInvalidJWT, msg: "kid", jwt: func(*fakeDeps) string {
 			return sign(t, hk.priv, jose.EdDSA, typHostJWT, hostClaims(nil), map[jose.HeaderKey]any{"kid": other.tp})
 		}},
-		{name: "signed by another key", code: core.CodeInvalidJWT, msg: "signature", jwt: func(*fakeDeps) string {
+		{name: "signed by another key", code: hosts.CodeInvalidJWT, msg: "signature", jwt: func(*fakeDeps) string {
 			return sign(t, other.priv, jose.EdDSA, typHostJWT, hostClaims(nil), nil)
 		}},
-		{name: "host_public_key mismatch", code: core.CodeInvalidJWT, msg: "host_public_key", jwt: func(*fakeDeps) string { return hostJWT(set("host_public_key", otherJWK)) }},
-		{name: "agent_public_key is the host key", code: core.CodeHostKeyInUse, jwt: func(*fakeDeps) string { return hostJWT(set("agent_public_key", pubJWK)) }},
+		{name: "host_public_key mismatch", code: hosts.CodeInvalidJWT, msg: "host_public_key", jwt: func(*fakeDeps) string { return hostJWT(set("host_public_key", otherJWK)) }},
+		{name: "agent_public_key is the host key", code: hosts.CodeHostKeyInUse, jwt: func(*fakeDeps) string { return hostJWT(set("agent_public_key", pubJWK)) }},
 
 		{name: "agent ok", agent: true, jwt: func(*fakeDeps) string { return agentJWT(nil) }},
 		{name: "agent ok iss thumbprint", agent: true, jwt: func(*fakeDeps) string { return agentJWT(set("iss", hk.tp)) }},
 		{name: "agent ok aud execute", agent: true, jwt: func(*fakeDeps) string { return agentJWT(set("aud", testAPI+PathExecute)) }},
-		{name: "agent wrong typ", agent: true, code: core.CodeInvalidJWT, msg: "typ", jwt: func(*fakeDeps) string {
+		{name: "agent wrong typ", agent: true, code: hosts.CodeInvalidJWT, msg: "typ", jwt: func(*fakeDeps) string {
 			return sign(t, ak.priv, jose.EdDSA, typHostJWT, agentClaims(nil), nil)
 		}},
-		{name: "agent JWT signed by the host key", agent: true, code: core.CodeInvalidJWT, msg: "signature", jwt: func(*fakeDeps) string {
+		{name: "agent JWT signed by the host key", agent: true, code: hosts.CodeInvalidJWT, msg: "signature", jwt: func(*fakeDeps) string {
 			return sign(t, hk.priv, jose.EdDSA, typAgentJWT, agentClaims(nil), nil)
 		}},
-		{name: "agent wrong sub", agent: true, code: core.CodeInvalidJWT, jwt: func(*fakeDeps) string { return agentJWT(set("sub", "dag_other")) }},
-		{name: "agent no sub", agent: true, code: core.CodeInvalidJWT, msg: "sub", jwt: func(*fakeDeps) string { return agentJWT(del("sub")) }},
-		{name: "agent revoked", agent: true, code: core.CodeAgentRevoked, jwt: func(*fakeDeps) string { return agentJWT(set("sub", "dag_revoked")) }},
-		{name: "agent pending", agent: true, code: core.CodeAgentPending, jwt: func(*fakeDeps) string { return agentJWT(set("sub", "dag_pending")) }},
-		{name: "agent of a revoked host", agent: true, code: core.CodeHostRevoked, jwt: func(*fakeDeps) string { return agentJWT(set("iss", "hst_revoked")) }},
-		{name: "agent reused jti", agent: true, code: core.CodeInvalidJWT, msg: "jti", jwt: func(d *fakeDeps) string {
+		{name: "agent wrong sub", agent: true, code: hosts.CodeInvalidJWT, jwt: func(*fakeDeps) string { return agentJWT(set("sub", "dag_other")) }},
+		{name: "agent no sub", agent: true, code: hosts.CodeInvalidJWT, msg: "sub", jwt: func(*fakeDeps) string { return agentJWT(del("sub")) }},
+		{name: "agent revoked", agent: true, code: hosts.CodeAgentRevoked, jwt: func(*fakeDeps) string { return agentJWT(set("sub", "dag_revoked")) }},
+		{name: "agent pending", agent: true, code: hosts.CodeAgentPending, jwt: func(*fakeDeps) string { return agentJWT(set("sub", "dag_pending")) }},
+		{name: "agent of a revoked host", agent: true, code: hosts.CodeHostRevoked, jwt: func(*fakeDeps) string { return agentJWT(set("iss", "hst_revoked")) }},
+		{name: "agent reused jti", agent: true, code: hosts.CodeInvalidJWT, msg: "jti", jwt: func(d *fakeDeps) string {
 			d.jtis["hst_1\x00seen"] = true
 			return agentJWT(set("jti", "seen"))
 		}},
-		{name: "agent wrong aud", agent: true, code: core.CodeInvalidJWT, msg: "aud", jwt: func(*fakeDeps) string { return agentJWT(set("aud", "https://localhost")) }},
-		{name: "agent exp-iat 61s", agent: true, code: core.CodeInvalidJWT, msg: "lives", jwt: func(*fakeDeps) string { return agentJWT(set("exp", now.Add(61*time.Second).Unix())) }},
-		{name: "agent expired", agent: true, code: core.CodeInvalidJWT, msg: "expired", jwt: func(*fakeDeps) string {
+		{name: "agent wrong aud", agent: true, code: hosts.CodeInvalidJWT, msg: "aud", jwt: func(*fakeDeps) string { return agentJWT(set("aud", "https://localhost")) }},
+		{name: "agent exp-iat 61s", agent: true, code: hosts.CodeInvalidJWT, msg: "lives", jwt: func(*fakeDeps) string { return agentJWT(set("exp", now.Add(61*time.Second).Unix())) }},
+		{name: "agent expired", agent: true, code: hosts.CodeInvalidJWT, msg: "expired", jwt: func(*fakeDeps) string {
 			return agentJWT(func(c map[string]any) {
 				c["iat"] = now.Add(-2 * time.Minute).Unix()
 				c["exp"] = now.Add(-time.Minute).Unix()
 			})
 		}},
-		{name: "agent alg none", agent: true, code: core.CodeInvalidJWT, jwt: func(*fakeDeps) string { return unsigned(typAgentJWT, agentClaims(nil)) }},
-		{name: "agent kid mismatch", agent: true, code: core.CodeInvalidJWT, msg: "kid", jwt: func(*fakeDeps) string {
+		{name: "agent alg none", agent: true, code: hosts.CodeInvalidJWT, jwt: func(*fakeDeps) string { return unsigned(typAgentJWT, agentClaims(nil)) }},
+		{name: "agent kid mismatch", agent: true, code: hosts.CodeInvalidJWT, msg: "kid", jwt: func(*fakeDeps) string {
 			return sign(t, ak.priv, jose.EdDSA, typAgentJWT, agentClaims(nil), map[jose.HeaderKey]any{"kid": hk.tp})
 		}},
 	}
@@ -318,7 +319,7 @@ func TestVerifier(t *testing.T) {
 func TestVerifierForgedJWTDoesNotBurnJTI(t *testing.T) {
 	now := time.Date(2026, 11, 23, 7, 0, 0, 0, time.UTC)
 	hk, forger := newTestKey(t), newTestKey(t)
-	d := &fakeDeps{now: now, jtis: map[string]bool{}, hosts: map[string]*core.Host{"hst_1": {ID: "hst_1", PublicKey: &hk.jwk, Thumbprint: &hk.tp, Status: core.HostActive}}}
+	d := &fakeDeps{now: now, jtis: map[string]bool{}, hosts: map[string]*hosts.Host{"hst_1": {ID: "hst_1", PublicKey: &hk.jwk, Thumbprint: &hk.tp, Status: hosts.Active}}}
 	v := newVerifier(d, testAPI)
 	c := map[string]any{"iss": "hst_1", "aud": testAPI, "iat": now.Unix(), "exp": now.Add(time.Minute).Unix(), "jti": "j1"}
 	if _, err := v.Host(t.Context(), sign(t, forger.priv, jose.EdDSA, typHostJWT, c, nil), nil); err == nil {

@@ -28,6 +28,7 @@ import (
 
 	"github.com/faxhub/faxhub/core"
 	"github.com/faxhub/faxhub/core/authstate"
+	"github.com/faxhub/faxhub/core/hosts"
 	"github.com/faxhub/faxhub/core/mail"
 	"github.com/faxhub/faxhub/core/services"
 	"github.com/faxhub/faxhub/core/web"
@@ -180,8 +181,8 @@ func (c *Console) Handler() http.Handler {
 	mux.HandleFunc("POST /console/hosts", c.withOwner(c.createHost))
 	mux.HandleFunc("POST /console/hosts/{id}/revoke", c.withOwner(c.revokeHost))
 	mux.HandleFunc("POST /console/hosts/agents/{id}/revoke", c.withOwner(c.revokeDelegatedAgent))
-	mux.HandleFunc("GET "+core.DevicePagePath, c.withOwner(c.devicePage))
-	mux.HandleFunc("POST "+core.DevicePagePath, c.withOwner(c.decideDevice))
+	mux.HandleFunc("GET "+hosts.DevicePagePath, c.withOwner(c.devicePage))
+	mux.HandleFunc("POST "+hosts.DevicePagePath, c.withOwner(c.decideDevice))
 	mux.HandleFunc("GET "+ClaimPathPrefix+"{token}", c.withOwner(c.claimPage))
 	mux.HandleFunc("POST "+ClaimPathPrefix+"{token}", c.withOwner(c.decideClaim))
 	mux.HandleFunc("GET /console/approvals", c.withOwner(c.approvalsPage))

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/faxhub/faxhub/core"
+	"github.com/faxhub/faxhub/core/hosts"
 )
 
 // The device page (core.DevicePagePath): the verification_uri of a
@@ -62,7 +63,7 @@ func boundCode(s string) string {
 // showDevice renders the device form; picked (when not nil) keeps the
 // owner's ticks across a wrong code.
 func (c *Console) showDevice(w http.ResponseWriter, r *http.Request, s *signedIn, status int, agentID, code string, picked []string, errMsg string) {
-	req, err := c.svc.Core.DeviceRequestForOwner(r.Context(), s.owner.ID, agentID)
+	req, err := c.svc.Hosts.DeviceRequestForOwner(r.Context(), s.owner.ID, agentID)
 	if err != nil {
 		c.deviceError(w, r, s, err)
 		return
@@ -90,21 +91,21 @@ func (c *Console) deviceError(w http.ResponseWriter, r *http.Request, s *signedI
 		return
 	}
 	title := map[string]string{
-		core.CodeAgentNotFound:      "No such agent request",
-		core.CodeDeviceExpired:      "This request expired",
-		core.CodeDeviceDecided:      "Already decided",
-		core.CodeDeviceTooManyTries: "Too many wrong codes",
-		core.CodeHostRevoked:        "The host was revoked",
-		core.CodeAgentRevoked:       "The agent was revoked",
+		hosts.CodeAgentNotFound:      "No such agent request",
+		hosts.CodeDeviceExpired:      "This request expired",
+		hosts.CodeDeviceDecided:      "Already decided",
+		hosts.CodeDeviceTooManyTries: "Too many wrong codes",
+		hosts.CodeHostRevoked:        "The host was revoked",
+		hosts.CodeAgentRevoked:       "The agent was revoked",
 	}[e.Code]
 	if title == "" {
 		title = titleFor(statusOf(e.Kind))
 	}
 	msg := e.Message
 	switch e.Code {
-	case core.CodeDeviceExpired, core.CodeDeviceTooManyTries:
+	case hosts.CodeDeviceExpired, hosts.CodeDeviceTooManyTries:
 		msg += " The agent's host can ask for a new code; open the new link it prints."
-	case core.CodeAgentNotFound:
+	case hosts.CodeAgentNotFound:
 		msg += " Check that you are signed in to the account that owns the host."
 	}
 	d := c.page(s, title, "hosts", nil)
@@ -120,8 +121,8 @@ func (c *Console) decideDevice(w http.ResponseWriter, r *http.Request, s *signed
 	}
 	code := boundCode(r.PostFormValue("user_code"))
 	picked := r.PostForm["capability"]
-	if len(picked) > len(core.Capabilities()) {
-		picked = picked[:len(core.Capabilities())]
+	if len(picked) > len(hosts.Capabilities()) {
+		picked = picked[:len(hosts.Capabilities())]
 	}
 	var approve bool
 	switch r.PostFormValue("decision") {
@@ -132,9 +133,9 @@ func (c *Console) decideDevice(w http.ResponseWriter, r *http.Request, s *signed
 		c.showDevice(w, r, s, http.StatusBadRequest, agentID, code, picked, "Choose approve or decline.")
 		return
 	}
-	caps := make([]core.Capability, 0, len(picked))
+	caps := make([]hosts.Capability, 0, len(picked))
 	for _, p := range picked {
-		caps = append(caps, core.Capability(p))
+		caps = append(caps, hosts.Capability(p))
 	}
 	if approve && len(caps) == 0 {
 		c.showDevice(w, r, s, http.StatusBadRequest, agentID, code, picked, "Tick at least one capability, or decline.")
@@ -144,10 +145,10 @@ func (c *Console) decideDevice(w http.ResponseWriter, r *http.Request, s *signed
 		c.showDevice(w, r, s, http.StatusBadRequest, agentID, code, picked, "Enter the code the agent shows you.")
 		return
 	}
-	a, err := c.svc.Core.DecideDevice(r.Context(), s.owner.ID, agentID, code, approve, caps)
+	a, err := c.svc.Hosts.DecideDevice(r.Context(), s.owner.ID, agentID, code, approve, caps)
 	if err != nil {
 		switch core.ErrorCode(err) {
-		case core.CodeDeviceWrongCode, core.CodeCapabilityWiden, core.CodeUnknownCapability, core.CodeInvalidRequest:
+		case hosts.CodeDeviceWrongCode, hosts.CodeCapabilityWiden, hosts.CodeUnknownCapability, core.CodeInvalidRequest:
 			c.showDevice(w, r, s, statusOf(core.ErrorKind(err)), agentID, "", picked, core.AsError(err).Message)
 		default:
 			c.deviceError(w, r, s, err)
@@ -179,7 +180,7 @@ func deviceAgentID(a *core.Approval) string {
 		return ""
 	}
 	for _, k := range []string{"agent_id", "agentId"} {
-		if v, ok := d[k].(string); ok && strings.HasPrefix(v, core.PrefixDelegatedAgent) {
+		if v, ok := d[k].(string); ok && strings.HasPrefix(v, hosts.PrefixDelegatedAgent) {
 			return v
 		}
 	}
@@ -189,7 +190,7 @@ func deviceAgentID(a *core.Approval) string {
 // devicePath is the device page for an agent (without its code, which
 // only the agent shows).
 func devicePath(agentID string) string {
-	return core.DevicePagePath + "?agent_id=" + url.QueryEscape(agentID)
+	return hosts.DevicePagePath + "?agent_id=" + url.QueryEscape(agentID)
 }
 
 // deviceInboxDecision keeps the inbox honest for device approvals:
@@ -204,5 +205,5 @@ func (c *Console) deviceInboxDecision(r *http.Request, s *signedIn, a *core.Appr
 	if agentID == "" {
 		return nil
 	}
-	return c.svc.Core.DeclineDevice(r.Context(), s.owner.ID, agentID)
+	return c.svc.Hosts.DeclineDevice(r.Context(), s.owner.ID, agentID)
 }

@@ -9,21 +9,22 @@ import (
 	"testing"
 
 	"github.com/faxhub/faxhub/core"
+	"github.com/faxhub/faxhub/core/hosts"
 	"github.com/faxhub/faxhub/core/services"
 	"github.com/faxhub/faxhub/internal/testenv"
 )
 
 // sendingAgent is an active agent of a new host of the owner granted
 // send_fax, with its principal.
-func (h *harness) sendingAgent(b *browser, owner string) (*core.Host, *core.DelegatedAgent, core.Principal) {
+func (h *harness) sendingAgent(b *browser, owner string) (*hosts.Host, *hosts.Agent, core.Principal) {
 	h.t.Helper()
-	host := h.keyedHost(b, owner, "Sender host", core.CapSendFax, core.CapValidateFax)
-	v := h.registerDelegated(host, "Sender", core.CapSendFax, core.CapValidateFax)
-	a, err := h.env.Svc.Core.DelegatedAgentForJWT(h.t.Context(), host, v.Agent.ID)
+	host := h.keyedHost(b, owner, "Sender host", hosts.CapSendFax, hosts.CapValidateFax)
+	v := h.registerDelegated(host, "Sender", hosts.CapSendFax, hosts.CapValidateFax)
+	a, err := h.env.Svc.Hosts.DelegatedAgentForJWT(h.t.Context(), host, v.Agent.ID)
 	if err != nil {
 		h.t.Fatalf("agent not active: %v (%s)", err, v.Agent.Status)
 	}
-	return host, a, h.env.Svc.Core.DelegatedPrincipal(host, a)
+	return host, a, h.env.Svc.Hosts.Principal(host, a)
 }
 
 // upload stores a one-page PDF for the owner in mode.
@@ -42,9 +43,9 @@ func (h *harness) upload(owner string, mode core.Mode) *core.Document {
 	return doc
 }
 
-func (h *harness) requestSend(p core.Principal, a *core.DelegatedAgent, doc *core.Document) (*core.DelegatedSend, *core.Approval) {
+func (h *harness) requestSend(p core.Principal, a *hosts.Agent, doc *core.Document) (*hosts.Send, *core.Approval) {
 	h.t.Helper()
-	ds, err := h.env.Svc.Core.RequestDelegatedSend(h.t.Context(), p, a, core.DelegatedSendRequest{To: "+14155550123", DocumentID: doc.ID})
+	ds, err := h.env.Svc.Hosts.RequestSend(h.t.Context(), p, a, hosts.SendRequest{To: "+14155550123", DocumentID: doc.ID})
 	if err != nil {
 		h.t.Fatal(err)
 	}
@@ -107,8 +108,8 @@ func TestFaxSendApproval(t *testing.T) {
 	}
 	assertion, _ = ada.assertion(dev, begin, map[string]any{"binding": apr.BindingHash}, csrf)
 	wantStatus(t, "approve with passkey", ada.postJSON(finish, map[string]any{"credential": assertion}, csrf), http.StatusOK)
-	got, fax, err := h.env.Svc.Core.GetDelegatedSend(t.Context(), p, agent, ds.ID)
-	if err != nil || got.Status != core.DelegatedSendSent || fax == nil || got.FaxID == nil {
+	got, fax, err := h.env.Svc.Hosts.GetSend(t.Context(), p, agent, ds.ID)
+	if err != nil || got.Status != hosts.SendSent || fax == nil || got.FaxID == nil {
 		t.Fatalf("send %+v fax %+v err %v", got, fax, err)
 	}
 	if f, err := h.env.Svc.Core.GetFax(t.Context(), core.OwnerPrincipal(owner, p.Mode), *got.FaxID); err != nil || f.To != "+14155550123" || f.DocumentID != doc.ID {
@@ -127,8 +128,8 @@ func TestFaxSendApproval(t *testing.T) {
 	// Another request, declined by form: nothing sent.
 	ds2, apr2 := h.requestSend(p, agent, doc)
 	wantStatus(t, "decline", ada.form("/console/approvals/"+apr2.ID, url.Values{"csrf": {csrf}, "decision": {"decline"}, "binding": {apr2.BindingHash}}), http.StatusSeeOther)
-	got, fax, err = h.env.Svc.Core.GetDelegatedSend(t.Context(), p, agent, ds2.ID)
-	if err != nil || got.Status != core.DelegatedSendDeclined || fax != nil || got.FaxID != nil {
+	got, fax, err = h.env.Svc.Hosts.GetSend(t.Context(), p, agent, ds2.ID)
+	if err != nil || got.Status != hosts.SendDeclined || fax != nil || got.FaxID != nil {
 		t.Fatalf("declined send %+v fax %+v err %v", got, fax, err)
 	}
 	if page, _ := h.env.Svc.Core.ListFaxes(t.Context(), core.OwnerPrincipal(owner, p.Mode), "", "", 10); len(page.Data) != 1 {

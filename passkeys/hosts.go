@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/faxhub/faxhub/core"
+	"github.com/faxhub/faxhub/core/hosts"
 	"github.com/faxhub/faxhub/core/web"
 )
 
@@ -29,18 +30,18 @@ type capInfo struct {
 
 // capText says in plain words what each capability allows; send_fax says
 // the passkey rule, because it is the one an owner must not misread.
-var capText = map[core.Capability]string{
-	core.CapValidateFax:          "Check a fax and get its price (sends nothing)",
-	core.CapCreateUpload:         "Upload documents to fax",
-	core.CapSendFax:              "Ask to send faxes: every fax still waits for your passkey",
-	core.CapGetFaxStatus:         "See the faxes it sent and whether they were delivered",
-	core.CapGetCredits:           "See your credit balance",
-	core.CapCreateCreditCheckout: "Start credit purchases (you still pay on a checkout page)",
-	core.CapListInbox:            "See the faxes you receive (sender, pages, a preview of the text)",
-	core.CapReadInboxFax:         "Read a fax you received (its text, and a short-lived link to the PDF)",
+var capText = map[hosts.Capability]string{
+	hosts.CapValidateFax:          "Check a fax and get its price (sends nothing)",
+	hosts.CapCreateUpload:         "Upload documents to fax",
+	hosts.CapSendFax:              "Ask to send faxes: every fax still waits for your passkey",
+	hosts.CapGetFaxStatus:         "See the faxes it sent and whether they were delivered",
+	hosts.CapGetCredits:           "See your credit balance",
+	hosts.CapCreateCreditCheckout: "Start credit purchases (you still pay on a checkout page)",
+	hosts.CapListInbox:            "See the faxes you receive (sender, pages, a preview of the text)",
+	hosts.CapReadInboxFax:         "Read a fax you received (its text, and a short-lived link to the PDF)",
 }
 
-func describeCaps(caps []core.Capability, checked bool) []capInfo {
+func describeCaps(caps []hosts.Capability, checked bool) []capInfo {
 	out := make([]capInfo, 0, len(caps))
 	for _, c := range caps {
 		d, ok := capText[c]
@@ -63,14 +64,14 @@ type hostForm struct {
 // hostCreatedView is the answer to a create: the host id, and for a host
 // created without a key the enrollment token, shown in this one response.
 type hostCreatedView struct {
-	Host            *core.Host
+	Host            *hosts.Host
 	EnrollmentToken string
 	ExpiresAt       *time.Time
 	EnrollCommand   string
 }
 
 type hostView struct {
-	core.Host
+	hosts.Host
 	StatusLabel string
 	StatusClass string
 	Live        bool
@@ -80,7 +81,7 @@ type hostView struct {
 }
 
 type delegatedAgentView struct {
-	core.DelegatedAgent
+	hosts.Agent
 	StatusLabel string
 	StatusClass string
 	Live        bool
@@ -106,11 +107,11 @@ func (c *Console) hostsPage(w http.ResponseWriter, r *http.Request, s *signedIn)
 	case "agent":
 		notice = "Agent revoked. Its requests are refused from now on."
 	}
-	c.showHosts(w, r, s, http.StatusOK, hostsBody{Form: hostForm{Caps: describeCaps(core.Capabilities(), false)}}, notice, "")
+	c.showHosts(w, r, s, http.StatusOK, hostsBody{Form: hostForm{Caps: describeCaps(hosts.Capabilities(), false)}}, notice, "")
 }
 
 func (c *Console) showHosts(w http.ResponseWriter, r *http.Request, s *signedIn, status int, b hostsBody, notice, errMsg string) {
-	hosts, err := c.svc.Core.ListHosts(r.Context(), s.owner.ID)
+	hosts, err := c.svc.Hosts.List(r.Context(), s.owner.ID)
 	if err != nil {
 		c.fail(w, r, err)
 		return
@@ -125,40 +126,40 @@ func (c *Console) showHosts(w http.ResponseWriter, r *http.Request, s *signedIn,
 	c.render(w, r, status, "hosts", d)
 }
 
-func (c *Console) hostView(h core.HostWithAgents, now time.Time) hostView {
+func (c *Console) hostView(h hosts.WithAgents, now time.Time) hostView {
 	v := hostView{Host: h.Host, Defaults: describeCaps(h.Host.DefaultCapabilities, true)}
 	switch h.Host.Status {
-	case core.HostActive:
+	case hosts.Active:
 		v.StatusLabel, v.StatusClass, v.Live = "active", "approved", true
-	case core.HostPendingEnrollment:
+	case hosts.PendingEnrollment:
 		if h.Host.EnrollmentExpiresAt != nil && !now.Before(*h.Host.EnrollmentExpiresAt) {
 			v.StatusLabel, v.StatusClass = "enrollment token expired", "expired"
 		} else {
 			v.StatusLabel, v.StatusClass = "waiting for enrollment", "pending"
 		}
 		v.Live = true // a pending host can be revoked: its token then stops working
-	case core.HostRevoked:
+	case hosts.Revoked:
 		v.StatusLabel, v.StatusClass = "revoked", "declined"
 	default:
 		v.StatusLabel, v.StatusClass = string(h.Host.Status), "pending"
 	}
 	for _, a := range h.Agents {
-		av := delegatedAgentView{DelegatedAgent: a, GrantedList: describeCaps(a.Granted, true), AskedList: describeCaps(a.Requested, true)}
+		av := delegatedAgentView{Agent: a, GrantedList: describeCaps(a.Granted, true), AskedList: describeCaps(a.Requested, true)}
 		st := a.Status
-		if st == core.DelegatedPending && !a.DeviceExpires.IsZero() && !now.Before(a.DeviceExpires) {
-			st = core.DelegatedExpired // the device code lapsed: the host has to re-issue one
+		if st == hosts.AgentPending && !a.DeviceExpires.IsZero() && !now.Before(a.DeviceExpires) {
+			st = hosts.AgentExpired // the device code lapsed: the host has to re-issue one
 		}
 		switch st {
-		case core.DelegatedActive:
+		case hosts.AgentActive:
 			av.StatusLabel, av.StatusClass, av.Live = "active", "approved", true
-		case core.DelegatedPending:
+		case hosts.AgentPending:
 			av.StatusLabel, av.StatusClass, av.Live = "waiting for your approval", "pending", true
 			av.DevicePath = devicePath(a.ID)
-		case core.DelegatedExpired:
+		case hosts.AgentExpired:
 			av.StatusLabel, av.StatusClass, av.Live = "approval code expired", "expired", true
-		case core.DelegatedRejected:
+		case hosts.AgentRejected:
 			av.StatusLabel, av.StatusClass = "declined", "declined"
-		case core.DelegatedRevoked:
+		case hosts.AgentRevoked:
 			av.StatusLabel, av.StatusClass = "revoked", "declined"
 		default:
 			av.StatusLabel, av.StatusClass = string(st), "pending"
@@ -178,7 +179,7 @@ func (c *Console) createHost(w http.ResponseWriter, r *http.Request, s *signedIn
 	key := strings.TrimSpace(r.PostFormValue("public_key"))
 	picked := r.PostForm["capability"]
 	form := hostForm{Name: name, PublicKey: key}
-	for _, ci := range describeCaps(core.Capabilities(), false) {
+	for _, ci := range describeCaps(hosts.Capabilities(), false) {
 		ci.Checked = slices.Contains(picked, ci.Name)
 		form.Caps = append(form.Caps, ci)
 	}
@@ -193,7 +194,7 @@ func (c *Console) createHost(w http.ResponseWriter, r *http.Request, s *signedIn
 		problem = "The host name " + web.DisplayTextProblem(name) + "; use plain text."
 	case len(key) > maxPublicKeyField:
 		problem = "The public key is too long: paste the host's Ed25519 public JWK only (about 100 characters)."
-	case len(picked) > len(core.Capabilities()):
+	case len(picked) > len(hosts.Capabilities()):
 		problem = "Too many capabilities were sent."
 	}
 	if problem != "" {
@@ -201,7 +202,7 @@ func (c *Console) createHost(w http.ResponseWriter, r *http.Request, s *signedIn
 		again(http.StatusBadRequest, problem)
 		return
 	}
-	req := core.HostCreateRequest{Name: name}
+	req := hosts.CreateRequest{Name: name}
 	if key != "" {
 		if !json.Valid([]byte(key)) {
 			again(http.StatusBadRequest, "The public key is not JSON: paste the host's Ed25519 public JWK, e.g. {\"kty\":\"OKP\",\"crv\":\"Ed25519\",\"x\":\"…\"}.")
@@ -210,9 +211,9 @@ func (c *Console) createHost(w http.ResponseWriter, r *http.Request, s *signedIn
 		req.PublicKey = json.RawMessage(key)
 	}
 	for _, p := range picked {
-		req.DefaultCapabilities = append(req.DefaultCapabilities, core.Capability(p))
+		req.DefaultCapabilities = append(req.DefaultCapabilities, hosts.Capability(p))
 	}
-	created, err := c.svc.Core.CreateHost(r.Context(), s.owner.ID, req)
+	created, err := c.svc.Hosts.Create(r.Context(), s.owner.ID, req)
 	if err != nil {
 		if e := core.AsError(err); e.Kind != core.KindInternal {
 			if e.RetryAfterSeconds > 0 {
@@ -229,7 +230,7 @@ func (c *Console) createHost(w http.ResponseWriter, r *http.Request, s *signedIn
 		cv.ExpiresAt = created.Host.EnrollmentExpiresAt
 		cv.EnrollCommand = enrollCommand(c.svc.Config().APIURL, created.EnrollmentToken, created.Host.Name)
 	}
-	c.showHosts(w, r, s, http.StatusOK, hostsBody{Created: cv, Form: hostForm{Caps: describeCaps(core.Capabilities(), false)}}, "", "")
+	c.showHosts(w, r, s, http.StatusOK, hostsBody{Created: cv, Form: hostForm{Caps: describeCaps(hosts.Capabilities(), false)}}, "", "")
 }
 
 // truncateField keeps an oversized field out of the re-rendered page.
@@ -244,11 +245,11 @@ func truncateField(s string) string {
 // owner can fix on this form.
 func hostErrorText(e *core.Error) string {
 	switch e.Code {
-	case core.CodeInvalidPublicKey:
+	case hosts.CodeInvalidPublicKey:
 		return e.Message + " Paste the host's Ed25519 public JWK ({\"kty\":\"OKP\",\"crv\":\"Ed25519\",\"x\":\"…\"}), never its private key; or leave the field empty to get an enrollment token."
-	case core.CodeHostKeyInUse:
+	case hosts.CodeHostKeyInUse:
 		return e.Message + " Every host needs a key pair of its own: generate a new one on the host."
-	case core.CodeTooManyHosts:
+	case hosts.CodeTooManyHosts:
 		return e.Message + " Revoke a host you no longer use first."
 	}
 	return e.Message
@@ -282,11 +283,11 @@ func shellQuote(s string) string {
 // every agent it runs at once, and cannot be undone.
 func (c *Console) revokeHost(w http.ResponseWriter, r *http.Request, s *signedIn) {
 	if r.PostFormValue("confirm") != "yes" {
-		c.showHosts(w, r, s, http.StatusBadRequest, hostsBody{Form: hostForm{Caps: describeCaps(core.Capabilities(), false)}}, "",
+		c.showHosts(w, r, s, http.StatusBadRequest, hostsBody{Form: hostForm{Caps: describeCaps(hosts.Capabilities(), false)}}, "",
 			"Tick “All its agents stop” to confirm that you want to revoke the host and every agent it runs.")
 		return
 	}
-	if err := c.svc.Core.RevokeHost(r.Context(), s.owner.ID, r.PathValue("id")); err != nil {
+	if err := c.svc.Hosts.Revoke(r.Context(), s.owner.ID, r.PathValue("id")); err != nil {
 		c.fail(w, r, err)
 		return
 	}
@@ -294,7 +295,7 @@ func (c *Console) revokeHost(w http.ResponseWriter, r *http.Request, s *signedIn
 }
 
 func (c *Console) revokeDelegatedAgent(w http.ResponseWriter, r *http.Request, s *signedIn) {
-	if _, err := c.svc.Core.RevokeDelegatedAgent(r.Context(), s.owner.ID, "", r.PathValue("id")); err != nil {
+	if _, err := c.svc.Hosts.RevokeAgent(r.Context(), s.owner.ID, "", r.PathValue("id")); err != nil {
 		c.fail(w, r, err)
 		return
 	}

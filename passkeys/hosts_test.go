@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/faxhub/faxhub/core"
+	"github.com/faxhub/faxhub/core/hosts"
 	"github.com/faxhub/faxhub/core/mail"
 	"github.com/faxhub/faxhub/core/services"
 	"github.com/faxhub/faxhub/internal/testenv"
@@ -73,9 +74,9 @@ func publicJWK(t *testing.T) string {
 	return `{"kty":"OKP","crv":"Ed25519","x":"` + base64.RawURLEncoding.EncodeToString(pub) + `"}`
 }
 
-func parsedJWK(t *testing.T) core.PublicJWK {
+func parsedJWK(t *testing.T) hosts.PublicJWK {
 	t.Helper()
-	k, err := core.ParsePublicJWK(json.RawMessage(publicJWK(t)))
+	k, err := hosts.ParsePublicJWK(json.RawMessage(publicJWK(t)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -83,7 +84,7 @@ func parsedJWK(t *testing.T) core.PublicJWK {
 }
 
 // addHost creates a host through the Hosts form and returns the page.
-func (b *browser) addHost(name, key string, caps ...core.Capability) reply {
+func (b *browser) addHost(name, key string, caps ...hosts.Capability) reply {
 	b.h.t.Helper()
 	v := url.Values{"csrf": {b.csrf()}, "name": {name}, "public_key": {key}}
 	for _, c := range caps {
@@ -93,9 +94,9 @@ func (b *browser) addHost(name, key string, caps ...core.Capability) reply {
 }
 
 // hostNamed is the owner's host called name, with its agents.
-func (h *harness) hostNamed(owner, name string) core.HostWithAgents {
+func (h *harness) hostNamed(owner, name string) hosts.WithAgents {
 	h.t.Helper()
-	hs, err := h.env.Svc.Core.ListHosts(h.t.Context(), owner)
+	hs, err := h.env.Svc.Hosts.List(h.t.Context(), owner)
 	if err != nil {
 		h.t.Fatal(err)
 	}
@@ -105,24 +106,24 @@ func (h *harness) hostNamed(owner, name string) core.HostWithAgents {
 		}
 	}
 	h.t.Fatalf("no host %q in %+v", name, hs)
-	return core.HostWithAgents{}
+	return hosts.WithAgents{}
 }
 
 // keyedHost creates a host with a key through the page and returns it as
 // the verifier would find it.
-func (h *harness) keyedHost(b *browser, owner, name string, caps ...core.Capability) *core.Host {
+func (h *harness) keyedHost(b *browser, owner, name string, caps ...hosts.Capability) *hosts.Host {
 	h.t.Helper()
 	wantStatus(h.t, "create host "+name, b.addHost(name, publicJWK(h.t), caps...), http.StatusOK)
-	host, err := h.env.Svc.Core.HostForJWT(h.t.Context(), h.hostNamed(owner, name).Host.ID)
+	host, err := h.env.Svc.Hosts.HostForJWT(h.t.Context(), h.hostNamed(owner, name).Host.ID)
 	if err != nil {
 		h.t.Fatal(err)
 	}
 	return host
 }
 
-func (h *harness) registerDelegated(host *core.Host, name string, caps ...core.Capability) *core.DelegatedAgentView {
+func (h *harness) registerDelegated(host *hosts.Host, name string, caps ...hosts.Capability) *hosts.AgentView {
 	h.t.Helper()
-	v, err := h.env.Svc.Core.RegisterDelegatedAgent(h.t.Context(), host, core.DelegatedAgentRequest{
+	v, err := h.env.Svc.Hosts.RegisterAgent(h.t.Context(), host, hosts.AgentRequest{
 		Name: name, Mode: "delegated", PreferredMethod: "device_authorization", Capabilities: caps, AgentKey: parsedJWK(h.t),
 	})
 	if err != nil {
@@ -131,7 +132,7 @@ func (h *harness) registerDelegated(host *core.Host, name string, caps ...core.C
 	return v
 }
 
-func (h *harness) delegatedAgent(owner, hostName, id string) core.DelegatedAgent {
+func (h *harness) delegatedAgent(owner, hostName, id string) hosts.Agent {
 	h.t.Helper()
 	for _, a := range h.hostNamed(owner, hostName).Agents {
 		if a.ID == id {
@@ -139,7 +140,7 @@ func (h *harness) delegatedAgent(owner, hostName, id string) core.DelegatedAgent
 		}
 	}
 	h.t.Fatalf("no agent %s under %s", id, hostName)
-	return core.DelegatedAgent{}
+	return hosts.Agent{}
 }
 
 // localURL is the path and query of an absolute link.
@@ -164,7 +165,7 @@ func TestHostsPageCreateAndList(t *testing.T) {
 			t.Errorf("hosts page lacks %q", want)
 		}
 	}
-	for _, c := range core.Capabilities() {
+	for _, c := range hosts.Capabilities() {
 		if !strings.Contains(r.body, `value="`+string(c)+`" >`) {
 			t.Errorf("capability %s missing or ticked by default", c)
 		}
@@ -172,13 +173,13 @@ func TestHostsPageCreateAndList(t *testing.T) {
 
 	// With a key: the host id, then listed with its thumbprint.
 	key := publicJWK(t)
-	r = b.addHost("Office server", key, core.CapGetCredits)
+	r = b.addHost("Office server", key, hosts.CapGetCredits)
 	wantStatus(t, "create with key", r, http.StatusOK)
 	hw := h.hostNamed(owner, "Office server")
-	if hw.Host.Status != core.HostActive || hw.Host.Thumbprint == nil || !strings.Contains(r.body, hw.Host.ID) {
+	if hw.Host.Status != hosts.Active || hw.Host.Thumbprint == nil || !strings.Contains(r.body, hw.Host.ID) {
 		t.Fatalf("host %+v; page:\n%s", hw.Host, r.body)
 	}
-	if !slices.Equal(hw.Host.DefaultCapabilities, []core.Capability{core.CapGetCredits}) {
+	if !slices.Equal(hw.Host.DefaultCapabilities, []hosts.Capability{hosts.CapGetCredits}) {
 		t.Errorf("defaults %v", hw.Host.DefaultCapabilities)
 	}
 	r = b.get("/console/hosts")
@@ -191,7 +192,7 @@ func TestHostsPageCreateAndList(t *testing.T) {
 	// Without a key: the enrollment token once, with the enroll call.
 	r = b.addHost("Laptop", "")
 	wantStatus(t, "create without key", r, http.StatusOK)
-	tok := regexp.MustCompile(regexp.QuoteMeta(core.SecretHostEnrollment) + `[A-Za-z0-9_-]+`).FindString(r.body)
+	tok := regexp.MustCompile(regexp.QuoteMeta(hosts.SecretHostEnrollment) + `[A-Za-z0-9_-]+`).FindString(r.body)
 	if tok == "" {
 		t.Fatalf("no enrollment token shown:\n%s", r.body)
 	}
@@ -202,14 +203,14 @@ func TestHostsPageCreateAndList(t *testing.T) {
 		}
 	}
 	lap := h.hostNamed(owner, "Laptop").Host
-	if lap.Status != core.HostPendingEnrollment || lap.EnrollmentHash == nil || strings.Contains(*lap.EnrollmentHash, tok) || strings.Contains(*lap.EnrollmentHash, strings.TrimPrefix(tok, core.SecretHostEnrollment)) {
+	if lap.Status != hosts.PendingEnrollment || lap.EnrollmentHash == nil || strings.Contains(*lap.EnrollmentHash, tok) || strings.Contains(*lap.EnrollmentHash, strings.TrimPrefix(tok, hosts.SecretHostEnrollment)) {
 		t.Fatalf("token not stored hashed: %+v", lap)
 	}
 	r = b.get("/console/hosts")
 	if strings.Contains(r.body, tok) || !strings.Contains(r.body, "waiting for enrollment") {
 		t.Fatal("the enrollment token is shown again, or the host is not listed as waiting")
 	}
-	if _, err := h.env.Svc.Core.EnrollHost(t.Context(), tok, json.RawMessage(publicJWK(t)), "Laptop"); err != nil {
+	if _, err := h.env.Svc.Hosts.Enroll(t.Context(), tok, json.RawMessage(publicJWK(t)), "Laptop"); err != nil {
 		t.Fatalf("enroll with the shown token: %v", err)
 	}
 	if r := b.get("/console/hosts"); strings.Contains(r.body, "waiting for enrollment") {
@@ -218,10 +219,10 @@ func TestHostsPageCreateAndList(t *testing.T) {
 
 	// Revoking a host that waits for enrollment kills its token.
 	r = b.addHost("Spare", "")
-	spareTok := regexp.MustCompile(regexp.QuoteMeta(core.SecretHostEnrollment) + `[A-Za-z0-9_-]+`).FindString(r.body)
+	spareTok := regexp.MustCompile(regexp.QuoteMeta(hosts.SecretHostEnrollment) + `[A-Za-z0-9_-]+`).FindString(r.body)
 	spare := h.hostNamed(owner, "Spare").Host
 	wantStatus(t, "revoke pending host", b.form("/console/hosts/"+spare.ID+"/revoke", url.Values{"csrf": {b.csrf()}, "confirm": {"yes"}}), http.StatusSeeOther)
-	if _, err := h.env.Svc.Core.EnrollHost(t.Context(), spareTok, json.RawMessage(publicJWK(t)), "Spare"); err == nil {
+	if _, err := h.env.Svc.Hosts.Enroll(t.Context(), spareTok, json.RawMessage(publicJWK(t)), "Spare"); err == nil {
 		t.Fatal("the token of a revoked host still enrolls")
 	}
 }
@@ -249,7 +250,7 @@ func TestHostsPageErrors(t *testing.T) {
 		{"huge key", "Two", strings.Repeat("x", 5000), http.StatusBadRequest, "too long"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			r := b.addHost(tc.host, tc.key, core.CapValidateFax)
+			r := b.addHost(tc.host, tc.key, hosts.CapValidateFax)
 			wantStatus(t, tc.name, r, tc.status)
 			if body := html.UnescapeString(r.body); !strings.Contains(body, tc.want) || !strings.Contains(body, `role="alert"`) {
 				t.Fatalf("%s: lacks %q:\n%s", tc.name, tc.want, r.body)
@@ -259,7 +260,7 @@ func TestHostsPageErrors(t *testing.T) {
 			}
 		})
 	}
-	if hs, _ := h.env.Svc.Core.ListHosts(t.Context(), owner); len(hs) != 1 {
+	if hs, _ := h.env.Svc.Hosts.List(t.Context(), owner); len(hs) != 1 {
 		t.Fatalf("a refused form created a host: %d hosts", len(hs))
 	}
 
@@ -268,7 +269,7 @@ func TestHostsPageErrors(t *testing.T) {
 	wantStatus(t, "no csrf", r, http.StatusForbidden)
 	r = b.form("/console/hosts", url.Values{"name": {"Sneaky"}, "csrf": {"forged"}})
 	wantStatus(t, "forged csrf", r, http.StatusForbidden)
-	if hs, _ := h.env.Svc.Core.ListHosts(t.Context(), owner); len(hs) != 1 {
+	if hs, _ := h.env.Svc.Hosts.List(t.Context(), owner); len(hs) != 1 {
 		t.Fatal("a form without its token created a host")
 	}
 	// Signed out: refused.
@@ -280,11 +281,11 @@ func TestHostRevokeStopsAgents(t *testing.T) {
 	b, _ := h.signUp("ada@example.com", "Ada")
 	bob, _ := h.signUp("bob@example.com", "Bob")
 	owner := h.ownerID("ada@example.com")
-	host := h.keyedHost(b, owner, "Server", core.CapGetCredits, core.CapValidateFax)
-	one := h.registerDelegated(host, "Reader", core.CapGetCredits)
-	two := h.registerDelegated(host, "Checker", core.CapValidateFax)
-	three := h.registerDelegated(host, "Asker", core.CapSendFax) // waits for the owner
-	if one.Agent.Status != core.DelegatedActive || three.Agent.Status != core.DelegatedPending {
+	host := h.keyedHost(b, owner, "Server", hosts.CapGetCredits, hosts.CapValidateFax)
+	one := h.registerDelegated(host, "Reader", hosts.CapGetCredits)
+	two := h.registerDelegated(host, "Checker", hosts.CapValidateFax)
+	three := h.registerDelegated(host, "Asker", hosts.CapSendFax) // waits for the owner
+	if one.Agent.Status != hosts.AgentActive || three.Agent.Status != hosts.AgentPending {
 		t.Fatalf("statuses %s %s", one.Agent.Status, three.Agent.Status)
 	}
 	r := b.get("/console/hosts")
@@ -301,13 +302,13 @@ func TestHostRevokeStopsAgents(t *testing.T) {
 	// One agent.
 	r = b.form("/console/hosts/agents/"+one.Agent.ID+"/revoke", url.Values{"csrf": {b.csrf()}})
 	wantStatus(t, "revoke agent", r, http.StatusSeeOther)
-	if got := h.delegatedAgent(owner, "Server", one.Agent.ID); got.Status != core.DelegatedRevoked {
+	if got := h.delegatedAgent(owner, "Server", one.Agent.ID); got.Status != hosts.AgentRevoked {
 		t.Fatalf("agent %s", got.Status)
 	}
-	if got := h.delegatedAgent(owner, "Server", two.Agent.ID); got.Status != core.DelegatedActive {
+	if got := h.delegatedAgent(owner, "Server", two.Agent.ID); got.Status != hosts.AgentActive {
 		t.Fatalf("the other agent %s", got.Status)
 	}
-	if _, err := h.env.Svc.Core.DelegatedAgentForJWT(t.Context(), host, one.Agent.ID); core.ErrorCode(err) != core.CodeAgentRevoked {
+	if _, err := h.env.Svc.Hosts.DelegatedAgentForJWT(t.Context(), host, one.Agent.ID); core.ErrorCode(err) != hosts.CodeAgentRevoked {
 		t.Fatalf("revoked agent still usable: %v", err)
 	}
 	if r := b.get(r.header.Get("Location")); !strings.Contains(r.body, "Agent revoked") {
@@ -317,21 +318,21 @@ func TestHostRevokeStopsAgents(t *testing.T) {
 	// The host: only with the confirmation, then every agent stops.
 	r = b.form("/console/hosts/"+host.ID+"/revoke", url.Values{"csrf": {b.csrf()}})
 	wantStatus(t, "revoke host unconfirmed", r, http.StatusBadRequest)
-	if h.hostNamed(owner, "Server").Host.Status != core.HostActive {
+	if h.hostNamed(owner, "Server").Host.Status != hosts.Active {
 		t.Fatal("revoked without confirmation")
 	}
 	r = b.form("/console/hosts/"+host.ID+"/revoke", url.Values{"csrf": {b.csrf()}, "confirm": {"yes"}})
 	wantStatus(t, "revoke host", r, http.StatusSeeOther)
 	hw := h.hostNamed(owner, "Server")
-	if hw.Host.Status != core.HostRevoked {
+	if hw.Host.Status != hosts.Revoked {
 		t.Fatalf("host %s", hw.Host.Status)
 	}
 	for _, a := range hw.Agents {
-		if a.Status != core.DelegatedRevoked {
+		if a.Status != hosts.AgentRevoked {
 			t.Errorf("agent %s is %s after its host was revoked", a.Name, a.Status)
 		}
 	}
-	if _, err := h.env.Svc.Core.HostForJWT(t.Context(), host.ID); core.ErrorCode(err) != core.CodeHostRevoked {
+	if _, err := h.env.Svc.Hosts.HostForJWT(t.Context(), host.ID); core.ErrorCode(err) != hosts.CodeHostRevoked {
 		t.Fatalf("revoked host still found: %v", err)
 	}
 	r = b.get("/console/hosts")
@@ -341,13 +342,13 @@ func TestHostRevokeStopsAgents(t *testing.T) {
 }
 
 // devicePage is the path of an agent's verification_uri_complete.
-func devicePage(t *testing.T, v *core.DelegatedAgentView) string {
+func devicePage(t *testing.T, v *hosts.AgentView) string {
 	t.Helper()
 	if v.Approval == nil {
 		t.Fatalf("agent %s has no device approval", v.Agent.ID)
 	}
 	p := localURL(t, v.Approval.VerificationURIComplete)
-	if !strings.HasPrefix(p, core.DevicePagePath+"?") {
+	if !strings.HasPrefix(p, hosts.DevicePagePath+"?") {
 		t.Fatalf("verification_uri_complete %q", v.Approval.VerificationURIComplete)
 	}
 	return p
@@ -366,7 +367,7 @@ func TestDevicePageApproveNarrowed(t *testing.T) {
 	bob, _ := h.signUp("bob@example.com", "Bob")
 	owner := h.ownerID("ada@example.com")
 	host := h.keyedHost(ada, owner, "Studio")
-	v := h.registerDelegated(host, "Fax helper", core.CapValidateFax, core.CapGetCredits, core.CapSendFax)
+	v := h.registerDelegated(host, "Fax helper", hosts.CapValidateFax, hosts.CapGetCredits, hosts.CapSendFax)
 	page := devicePage(t, v)
 
 	// Signed out: to sign-in and back.
@@ -379,10 +380,10 @@ func TestDevicePageApproveNarrowed(t *testing.T) {
 	if r.status != http.StatusNotFound || strings.Contains(r.body, "Fax helper") {
 		t.Fatalf("bob: %d\n%s", r.status, r.body)
 	}
-	r = bob.form(core.DevicePagePath, url.Values{"csrf": {bob.csrf()}, "agent_id": {v.Agent.ID}, "user_code": {v.Approval.UserCode}, "decision": {"approve"}, "capability": {"validate_fax"}})
+	r = bob.form(hosts.DevicePagePath, url.Values{"csrf": {bob.csrf()}, "agent_id": {v.Agent.ID}, "user_code": {v.Approval.UserCode}, "decision": {"approve"}, "capability": {"validate_fax"}})
 	wantStatus(t, "bob approves", r, http.StatusNotFound)
 	// Without agent_id: asks for the full link.
-	if r := ada.get(core.DevicePagePath); r.status != http.StatusOK || !strings.Contains(r.body, "full link") {
+	if r := ada.get(hosts.DevicePagePath); r.status != http.StatusOK || !strings.Contains(r.body, "full link") {
 		t.Fatalf("bare verification_uri: %d\n%s", r.status, r.body)
 	}
 
@@ -397,7 +398,7 @@ func TestDevicePageApproveNarrowed(t *testing.T) {
 		t.Error("the page offers a capability the agent did not ask for")
 	}
 
-	form := func(code string, caps ...core.Capability) url.Values {
+	form := func(code string, caps ...hosts.Capability) url.Values {
 		f := url.Values{"csrf": {ada.csrf()}, "agent_id": {v.Agent.ID}, "user_code": {code}, "decision": {"approve"}}
 		for _, c := range caps {
 			f.Add("capability", string(c))
@@ -405,25 +406,25 @@ func TestDevicePageApproveNarrowed(t *testing.T) {
 		return f
 	}
 	// A wrong code: the page again, one try fewer.
-	r = ada.form(core.DevicePagePath, form(wrongCode(v.Approval.UserCode), core.CapValidateFax))
+	r = ada.form(hosts.DevicePagePath, form(wrongCode(v.Approval.UserCode), hosts.CapValidateFax))
 	if r.status != http.StatusBadRequest || !strings.Contains(r.body, "4 tries left") || !strings.Contains(r.body, `role="alert"`) {
 		t.Fatalf("wrong code: %d\n%s", r.status, r.body)
 	}
 	// Widening is refused; nothing ticked is refused.
-	r = ada.form(core.DevicePagePath, form(v.Approval.UserCode, core.CapValidateFax, core.CapCreateUpload))
+	r = ada.form(hosts.DevicePagePath, form(v.Approval.UserCode, hosts.CapValidateFax, hosts.CapCreateUpload))
 	if r.status < 400 || r.status >= 500 {
 		t.Fatalf("widen: %d\n%s", r.status, r.body)
 	}
-	wantStatus(t, "nothing ticked", ada.form(core.DevicePagePath, form(v.Approval.UserCode)), http.StatusBadRequest)
-	wantStatus(t, "no csrf", ada.form(core.DevicePagePath, url.Values{"agent_id": {v.Agent.ID}, "user_code": {v.Approval.UserCode}, "decision": {"approve"}, "capability": {"validate_fax"}}), http.StatusForbidden)
+	wantStatus(t, "nothing ticked", ada.form(hosts.DevicePagePath, form(v.Approval.UserCode)), http.StatusBadRequest)
+	wantStatus(t, "no csrf", ada.form(hosts.DevicePagePath, url.Values{"agent_id": {v.Agent.ID}, "user_code": {v.Approval.UserCode}, "decision": {"approve"}, "capability": {"validate_fax"}}), http.StatusForbidden)
 
 	// Approve, narrowed to two of three.
-	r = ada.form(core.DevicePagePath, form(v.Approval.UserCode, core.CapValidateFax, core.CapSendFax))
+	r = ada.form(hosts.DevicePagePath, form(v.Approval.UserCode, hosts.CapValidateFax, hosts.CapSendFax))
 	if r.status != http.StatusOK || !strings.Contains(r.body, "Approved") {
 		t.Fatalf("approve: %d\n%s", r.status, r.body)
 	}
 	got := h.delegatedAgent(owner, "Studio", v.Agent.ID)
-	if got.Status != core.DelegatedActive || !slices.Equal(sortedCaps(got.Granted), sortedCaps([]core.Capability{core.CapValidateFax, core.CapSendFax})) {
+	if got.Status != hosts.AgentActive || !slices.Equal(sortedCaps(got.Granted), sortedCaps([]hosts.Capability{hosts.CapValidateFax, hosts.CapSendFax})) {
 		t.Fatalf("agent %s granted %v", got.Status, got.Granted)
 	}
 	// The link is spent.
@@ -435,7 +436,7 @@ func TestDevicePageApproveNarrowed(t *testing.T) {
 	}
 }
 
-func sortedCaps(c []core.Capability) []core.Capability {
+func sortedCaps(c []hosts.Capability) []hosts.Capability {
 	out := slices.Clone(c)
 	slices.Sort(out)
 	return out
@@ -449,43 +450,43 @@ func TestDevicePageTriesDeclineExpiry(t *testing.T) {
 	host := h.keyedHost(ada, owner, "Box")
 
 	// Too many wrong codes end the code.
-	v := h.registerDelegated(host, "Guesser", core.CapGetCredits)
+	v := h.registerDelegated(host, "Guesser", hosts.CapGetCredits)
 	page := devicePage(t, v)
 	var r reply
-	for i := range core.DeviceMaxTries {
-		r = ada.form(core.DevicePagePath, url.Values{"csrf": {ada.csrf()}, "agent_id": {v.Agent.ID}, "user_code": {wrongCode(v.Approval.UserCode)}, "decision": {"approve"}, "capability": {"get_credits"}})
-		if i < core.DeviceMaxTries-1 && r.status != http.StatusBadRequest {
+	for i := range hosts.DeviceMaxTries {
+		r = ada.form(hosts.DevicePagePath, url.Values{"csrf": {ada.csrf()}, "agent_id": {v.Agent.ID}, "user_code": {wrongCode(v.Approval.UserCode)}, "decision": {"approve"}, "capability": {"get_credits"}})
+		if i < hosts.DeviceMaxTries-1 && r.status != http.StatusBadRequest {
 			t.Fatalf("try %d: %d\n%s", i, r.status, r.body)
 		}
 	}
 	if r.status < 400 || r.status >= 500 || !strings.Contains(strings.ToLower(html.UnescapeString(r.body)), "new code") {
 		t.Fatalf("last wrong try: %d\n%s", r.status, r.body)
 	}
-	r = ada.form(core.DevicePagePath, url.Values{"csrf": {ada.csrf()}, "agent_id": {v.Agent.ID}, "user_code": {v.Approval.UserCode}, "decision": {"approve"}, "capability": {"get_credits"}})
-	if r.status < 400 || h.delegatedAgent(owner, "Box", v.Agent.ID).Status == core.DelegatedActive {
+	r = ada.form(hosts.DevicePagePath, url.Values{"csrf": {ada.csrf()}, "agent_id": {v.Agent.ID}, "user_code": {v.Approval.UserCode}, "decision": {"approve"}, "capability": {"get_credits"}})
+	if r.status < 400 || h.delegatedAgent(owner, "Box", v.Agent.ID).Status == hosts.AgentActive {
 		t.Fatalf("the right code after too many tries: %d", r.status)
 	}
 	_ = page
 
 	// Decline from the page.
-	d := h.registerDelegated(host, "Declined one", core.CapGetCredits)
-	r = ada.form(core.DevicePagePath, url.Values{"csrf": {ada.csrf()}, "agent_id": {d.Agent.ID}, "decision": {"decline"}})
+	d := h.registerDelegated(host, "Declined one", hosts.CapGetCredits)
+	r = ada.form(hosts.DevicePagePath, url.Values{"csrf": {ada.csrf()}, "agent_id": {d.Agent.ID}, "decision": {"decline"}})
 	if r.status != http.StatusOK || !strings.Contains(r.body, "Declined") {
 		t.Fatalf("decline: %d\n%s", r.status, r.body)
 	}
-	if got := h.delegatedAgent(owner, "Box", d.Agent.ID); got.Status != core.DelegatedRejected {
+	if got := h.delegatedAgent(owner, "Box", d.Agent.ID); got.Status != hosts.AgentRejected {
 		t.Fatalf("declined agent is %s", got.Status)
 	}
 
 	// Expired: the page says so and approving does nothing.
-	e := h.registerDelegated(host, "Late one", core.CapGetCredits)
-	clk.Add(core.DeviceApprovalTTL + time.Minute)
+	e := h.registerDelegated(host, "Late one", hosts.CapGetCredits)
+	clk.Add(hosts.DeviceApprovalTTL + time.Minute)
 	r = ada.get(devicePage(t, e))
 	if r.status < 400 || r.status >= 500 || !strings.Contains(r.body, "expired") {
 		t.Fatalf("expired: %d\n%s", r.status, r.body)
 	}
-	r = ada.form(core.DevicePagePath, url.Values{"csrf": {ada.csrf()}, "agent_id": {e.Agent.ID}, "user_code": {e.Approval.UserCode}, "decision": {"approve"}, "capability": {"get_credits"}})
-	if r.status < 400 || h.delegatedAgent(owner, "Box", e.Agent.ID).Status == core.DelegatedActive {
+	r = ada.form(hosts.DevicePagePath, url.Values{"csrf": {ada.csrf()}, "agent_id": {e.Agent.ID}, "user_code": {e.Approval.UserCode}, "decision": {"approve"}, "capability": {"get_credits"}})
+	if r.status < 400 || h.delegatedAgent(owner, "Box", e.Agent.ID).Status == hosts.AgentActive {
 		t.Fatalf("approved an expired code: %d", r.status)
 	}
 	if r := ada.get("/console/hosts"); !strings.Contains(r.body, "approval code expired") {
@@ -498,7 +499,7 @@ func TestDeviceApprovalInInbox(t *testing.T) {
 	ada, _ := h.signUp("ada@example.com", "Ada")
 	owner := h.ownerID("ada@example.com")
 	host := h.keyedHost(ada, owner, "Desk")
-	v := h.registerDelegated(host, "Inbox agent", core.CapGetFaxStatus)
+	v := h.registerDelegated(host, "Inbox agent", hosts.CapGetFaxStatus)
 	pend, err := h.env.Svc.Core.PendingApprovals(t.Context(), owner)
 	if err != nil || len(pend) != 1 || pend[0].Kind != core.ApprovalDevice {
 		t.Fatalf("inbox = %+v, %v", pend, err)
@@ -518,7 +519,7 @@ func TestDeviceApprovalInInbox(t *testing.T) {
 	// Declining in the inbox declines the agent.
 	r = ada.form("/console/approvals/"+a.ID, url.Values{"csrf": {ada.csrf()}, "decision": {"decline"}, "binding": {a.BindingHash}})
 	wantStatus(t, "inbox decline", r, http.StatusSeeOther)
-	if got := h.delegatedAgent(owner, "Desk", v.Agent.ID); got.Status != core.DelegatedRejected {
+	if got := h.delegatedAgent(owner, "Desk", v.Agent.ID); got.Status != hosts.AgentRejected {
 		t.Fatalf("agent %s after inbox decline", got.Status)
 	}
 	if h.status(owner, a.ID) == core.ApprovalPending {
@@ -533,7 +534,7 @@ func TestHostsPageRateLimitAndExpiredToken(t *testing.T) {
 	wantStatus(t, "first host", b.addHost("Pending one", ""), http.StatusOK)
 
 	// An enrollment token past its hour reads as expired.
-	clk.Add(core.HostEnrollmentTTL + time.Minute)
+	clk.Add(hosts.EnrollmentTTL + time.Minute)
 	if r := b.get("/console/hosts"); !strings.Contains(r.body, "enrollment token expired") {
 		t.Fatalf("expired token not shown:\n%s", r.body)
 	}
@@ -551,17 +552,17 @@ func TestHostsPageRateLimitAndExpiredToken(t *testing.T) {
 	}
 	// MaxHostsPerOwner live hosts: the form says to revoke one first.
 	owner := h.ownerID("ada@example.com")
-	for range core.MaxHostsPerOwner { // bounded: each round adds up to ten
-		hs, err := h.env.Svc.Core.ListHosts(t.Context(), owner)
+	for range hosts.MaxHostsPerOwner { // bounded: each round adds up to ten
+		hs, err := h.env.Svc.Hosts.List(t.Context(), owner)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if len(hs) >= core.MaxHostsPerOwner {
+		if len(hs) >= hosts.MaxHostsPerOwner {
 			break
 		}
 		clk.Add(10 * time.Minute)
 		for range 10 {
-			if _, err := h.env.Svc.Core.CreateHost(t.Context(), owner, core.HostCreateRequest{Name: "Filler"}); err != nil {
+			if _, err := h.env.Svc.Hosts.Create(t.Context(), owner, hosts.CreateRequest{Name: "Filler"}); err != nil {
 				break
 			}
 		}

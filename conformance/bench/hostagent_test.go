@@ -20,6 +20,7 @@ import (
 	"github.com/go-jose/go-jose/v4/jwt"
 
 	"github.com/faxhub/faxhub/core"
+	"github.com/faxhub/faxhub/core/hosts"
 	"github.com/faxhub/faxhub/internal/app"
 )
 
@@ -154,27 +155,27 @@ func activeAgents(t *testing.T, a *app.App, base string) *agentPool {
 	pool := &agentPool{}
 	for h := range hostAgentHosts {
 		_, hostKey, _ := ed25519.GenerateKey(rand.Reader)
-		hc, err := a.Svc.Core.CreateHost(ctx, o.ID, core.HostCreateRequest{Name: fmt.Sprintf("bench host %d", h), PublicKey: publicJWK(t, hostKey)})
+		hc, err := a.Svc.Hosts.Create(ctx, o.ID, hosts.CreateRequest{Name: fmt.Sprintf("bench host %d", h), PublicKey: publicJWK(t, hostKey)})
 		if err != nil {
 			t.Fatalf("create host: %v", err)
 		}
-		host, err := a.Svc.Core.HostForJWT(ctx, hc.Host.ID)
+		host, err := a.Svc.Hosts.HostForJWT(ctx, hc.Host.ID)
 		if err != nil {
 			t.Fatal(err)
 		}
-		for i := range core.MaxAgentsPerHost {
+		for i := range hosts.MaxAgentsPerHost {
 			_, agentKey, _ := ed25519.GenerateKey(rand.Reader)
 			var id string
-			var approval *core.DeviceApproval
+			var approval *hosts.DeviceApproval
 			if i == 0 {
 				id, approval = registerOverHTTP(t, base, hc.Host.ID, hostKey, agentKey)
 			} else {
-				jwk, err := core.ParsePublicJWK(publicJWK(t, agentKey))
+				jwk, err := hosts.ParsePublicJWK(publicJWK(t, agentKey))
 				if err != nil {
 					t.Fatal(err)
 				}
-				v, err := a.Svc.Core.RegisterDelegatedAgent(ctx, host, core.DelegatedAgentRequest{Name: fmt.Sprintf("bench agent %d", i),
-					Mode: "delegated", PreferredMethod: "device_authorization", Capabilities: []core.Capability{core.CapGetCredits}, AgentKey: jwk})
+				v, err := a.Svc.Hosts.RegisterAgent(ctx, host, hosts.AgentRequest{Name: fmt.Sprintf("bench agent %d", i),
+					Mode: "delegated", PreferredMethod: "device_authorization", Capabilities: []hosts.Capability{hosts.CapGetCredits}, AgentKey: jwk})
 				if err != nil {
 					t.Fatalf("register agent %d: %v", i, err)
 				}
@@ -183,7 +184,7 @@ func activeAgents(t *testing.T, a *app.App, base string) *agentPool {
 			if approval == nil {
 				t.Fatalf("agent %s: pending without a device code", id)
 			}
-			if _, err := a.Svc.Core.DecideDevice(ctx, o.ID, id, approval.UserCode, true, []core.Capability{core.CapGetCredits}); err != nil {
+			if _, err := a.Svc.Hosts.DecideDevice(ctx, o.ID, id, approval.UserCode, true, []hosts.Capability{hosts.CapGetCredits}); err != nil {
 				t.Fatalf("approve device: %v", err)
 			}
 			pool.agents = append(pool.agents, &delegatedAgent{hostID: hc.Host.ID, agentID: id, key: agentKey, signer: newSigner(t, agentKey, "agent+jwt")})
@@ -194,7 +195,7 @@ func activeAgents(t *testing.T, a *app.App, base string) *agentPool {
 
 // registerOverHTTP registers one agent at /api/auth/agent/register with a
 // host JWT carrying agent_public_key, and returns its id and device code.
-func registerOverHTTP(t *testing.T, base, hostID string, hostKey, agentKey ed25519.PrivateKey) (string, *core.DeviceApproval) {
+func registerOverHTTP(t *testing.T, base, hostID string, hostKey, agentKey ed25519.PrivateKey) (string, *hosts.DeviceApproval) {
 	now := time.Now()
 	claims := struct {
 		jwt.Claims
@@ -216,8 +217,8 @@ func registerOverHTTP(t *testing.T, base, hostID string, hostKey, agentKey ed255
 	}
 	defer resp.Body.Close()
 	var reg struct {
-		AgentID  string               `json:"agent_id"`
-		Approval *core.DeviceApproval `json:"approval"`
+		AgentID  string                `json:"agent_id"`
+		Approval *hosts.DeviceApproval `json:"approval"`
 	}
 	if err := json.NewDecoder(resp.Body).Decode(&reg); err != nil || resp.StatusCode != http.StatusOK || reg.AgentID == "" {
 		t.Fatalf("register: %d %v %+v", resp.StatusCode, err, reg)

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/faxhub/faxhub/core"
+	"github.com/faxhub/faxhub/core/hosts"
 	"github.com/faxhub/faxhub/core/services"
 )
 
@@ -19,24 +20,24 @@ func RunHostTests(t *testing.T, st services.Store) {
 	t.Run("JWTIDsConcurrent", func(t *testing.T) { testJWTIDsConcurrent(t, st) })
 }
 
-func activeHost(o *core.Owner, sec int, caps ...core.Capability) *core.Host {
+func activeHost(o *core.Owner, sec int, caps ...hosts.Capability) *hosts.Host {
 	key, tp := `{"crv":"Ed25519","kty":"OKP","x":"`+core.NewID("k")+`"}`, core.NewID("tp_")
 	enrolled := at(sec)
-	return &core.Host{ID: core.NewID(core.PrefixHost), OwnerID: o.ID, Name: "Laptop", PublicKey: &key, Thumbprint: &tp,
-		DefaultCapabilities: caps, Status: core.HostActive, CreatedAt: at(sec), EnrolledAt: &enrolled}
+	return &hosts.Host{ID: core.NewID(hosts.PrefixHost), OwnerID: o.ID, Name: "Laptop", PublicKey: &key, Thumbprint: &tp,
+		DefaultCapabilities: caps, Status: hosts.Active, CreatedAt: at(sec), EnrolledAt: &enrolled}
 }
 
-func pendingHost(o *core.Owner, sec int) *core.Host {
-	hash, exp := core.NewID("eh_"), at(sec).Add(core.HostEnrollmentTTL)
-	return &core.Host{ID: core.NewID(core.PrefixHost), OwnerID: o.ID, Name: "Server", DefaultCapabilities: []core.Capability{},
-		Status: core.HostPendingEnrollment, EnrollmentHash: &hash, EnrollmentExpiresAt: &exp, CreatedAt: at(sec)}
+func pendingHost(o *core.Owner, sec int) *hosts.Host {
+	hash, exp := core.NewID("eh_"), at(sec).Add(hosts.EnrollmentTTL)
+	return &hosts.Host{ID: core.NewID(hosts.PrefixHost), OwnerID: o.ID, Name: "Server", DefaultCapabilities: []hosts.Capability{},
+		Status: hosts.PendingEnrollment, EnrollmentHash: &hash, EnrollmentExpiresAt: &exp, CreatedAt: at(sec)}
 }
 
-func newDelegatedAgent(h *core.Host, sec int, status core.DelegatedAgentStatus) *core.DelegatedAgent {
-	return &core.DelegatedAgent{ID: core.NewID(core.PrefixDelegatedAgent), HostID: h.ID, OwnerID: h.OwnerID, Name: "Mailer",
+func newDelegatedAgent(h *hosts.Host, sec int, status hosts.AgentStatus) *hosts.Agent {
+	return &hosts.Agent{ID: core.NewID(hosts.PrefixDelegatedAgent), HostID: h.ID, OwnerID: h.OwnerID, Name: "Mailer",
 		PublicKey: `{"kty":"OKP"}`, Thumbprint: core.NewID("atp_"),
-		Requested: []core.Capability{core.CapValidateFax, core.CapSendFax}, Granted: []core.Capability{},
-		Status: status, UserCodeHash: "uc1", DeviceExpires: at(sec).Add(core.DeviceApprovalTTL), ApprovalID: core.NewID(core.PrefixApproval),
+		Requested: []hosts.Capability{hosts.CapValidateFax, hosts.CapSendFax}, Granted: []hosts.Capability{},
+		Status: status, UserCodeHash: "uc1", DeviceExpires: at(sec).Add(hosts.DeviceApprovalTTL), ApprovalID: core.NewID(core.PrefixApproval),
 		CreatedAt: at(sec)}
 }
 
@@ -45,7 +46,7 @@ func newDelegatedAgent(h *core.Host, sec int, status core.DelegatedAgentStatus) 
 func testHosts(t *testing.T, s services.Store) {
 	ctx := t.Context()
 	o := newOwner(t, s)
-	h := activeHost(o, 1, core.CapGetCredits, core.CapValidateFax)
+	h := activeHost(o, 1, hosts.CapGetCredits, hosts.CapValidateFax)
 	must(t, s.CreateHost(ctx, h, 3))
 	got, err := s.GetHost(ctx, h.ID)
 	must(t, err)
@@ -80,7 +81,7 @@ func testHosts(t *testing.T, s services.Store) {
 	wantErr(t, "enroll after expiry", err, core.ErrConflict)
 	e, err := s.EnrollHost(ctx, *p2.EnrollmentHash, "Renamed", `{"k":2}`, "tp-new", at(6))
 	must(t, err)
-	if e.ID != p2.ID || e.Status != core.HostActive || e.Name != "Renamed" || e.EnrollmentHash != nil || *e.Thumbprint != "tp-new" || !e.EnrolledAt.Equal(at(6)) {
+	if e.ID != p2.ID || e.Status != hosts.Active || e.Name != "Renamed" || e.EnrollmentHash != nil || *e.Thumbprint != "tp-new" || !e.EnrolledAt.Equal(at(6)) {
 		t.Fatalf("enrolled host = %s", dump(e))
 	}
 	_, err = s.EnrollHost(ctx, *p2.EnrollmentHash, "", `{"k":3}`, "tp-other", at(7))
@@ -94,15 +95,15 @@ func testHosts(t *testing.T, s services.Store) {
 	}
 
 	// Revoke cascades to pending and active agents, not to rejected ones.
-	pa, aa, ra := newDelegatedAgent(h, 10, core.DelegatedPending), newDelegatedAgent(h, 10, core.DelegatedActive), newDelegatedAgent(h, 10, core.DelegatedRejected)
-	for _, a := range []*core.DelegatedAgent{pa, aa, ra} {
+	pa, aa, ra := newDelegatedAgent(h, 10, hosts.AgentPending), newDelegatedAgent(h, 10, hosts.AgentActive), newDelegatedAgent(h, 10, hosts.AgentRejected)
+	for _, a := range []*hosts.Agent{pa, aa, ra} {
 		must(t, s.CreateDelegatedAgent(ctx, a, 10))
 	}
 	other := newOwner(t, s)
 	wantErr(t, "revoke another owner's host", s.RevokeHost(ctx, other.ID, h.ID, at(11)), core.ErrNoRows)
 	must(t, s.RevokeHost(ctx, o.ID, h.ID, at(11)))
 	wantErr(t, "revoke twice", s.RevokeHost(ctx, o.ID, h.ID, at(12)), core.ErrNoRows)
-	for a, want := range map[*core.DelegatedAgent]core.DelegatedAgentStatus{pa: core.DelegatedRevoked, aa: core.DelegatedRevoked, ra: core.DelegatedRejected} {
+	for a, want := range map[*hosts.Agent]hosts.AgentStatus{pa: hosts.AgentRevoked, aa: hosts.AgentRevoked, ra: hosts.AgentRejected} {
 		got, err := s.GetDelegatedAgent(ctx, a.ID)
 		must(t, err)
 		if got.Status != want {
@@ -144,7 +145,7 @@ func testDelegatedAgents(t *testing.T, s services.Store) {
 	o := newOwner(t, s)
 	h := activeHost(o, 1)
 	must(t, s.CreateHost(ctx, h, 10))
-	a := newDelegatedAgent(h, 2, core.DelegatedPending)
+	a := newDelegatedAgent(h, 2, hosts.AgentPending)
 	must(t, s.CreateDelegatedAgent(ctx, a, 2))
 	got, err := s.GetDelegatedAgent(ctx, a.ID)
 	must(t, err)
@@ -160,14 +161,14 @@ func testDelegatedAgents(t *testing.T, s services.Store) {
 	wantEqual(t, "GetDelegatedAgentWithHost host", gotHost, wantHost)
 	_, _, err = s.GetDelegatedAgentWithHost(ctx, "dag_nope")
 	wantErr(t, "agent with host, unknown", err, core.ErrNoRows)
-	dup := newDelegatedAgent(h, 3, core.DelegatedPending)
+	dup := newDelegatedAgent(h, 3, hosts.AgentPending)
 	dup.Thumbprint = a.Thumbprint
 	wantErr(t, "taken thumbprint", s.CreateDelegatedAgent(ctx, dup, 10), core.ErrExists)
-	b := newDelegatedAgent(h, 3, core.DelegatedPending)
+	b := newDelegatedAgent(h, 3, hosts.AgentPending)
 	must(t, s.CreateDelegatedAgent(ctx, b, 2))
-	wantErr(t, "third agent", s.CreateDelegatedAgent(ctx, newDelegatedAgent(h, 4, core.DelegatedPending), 2), core.ErrConflict)
+	wantErr(t, "third agent", s.CreateDelegatedAgent(ctx, newDelegatedAgent(h, 4, hosts.AgentPending), 2), core.ErrConflict)
 	errs := race(concurrency, func(i int) error {
-		return s.CreateDelegatedAgent(ctx, newDelegatedAgent(h, 4, core.DelegatedPending), 5)
+		return s.CreateDelegatedAgent(ctx, newDelegatedAgent(h, 4, hosts.AgentPending), 5)
 	})
 	if ok, _ := countErrs(t, "concurrent registrations", errs, core.ErrConflict); ok != 3 {
 		t.Fatalf("%d registrations past a limit of 5 with 2 live, want 3", ok)
@@ -188,7 +189,7 @@ func testDelegatedAgents(t *testing.T, s services.Store) {
 		t.Fatalf("after reissue: %s", dump(got))
 	}
 	// An approval on the code before the re-issue is refused.
-	grant := []core.Capability{core.CapValidateFax}
+	grant := []hosts.Capability{hosts.CapValidateFax}
 	wantErr(t, "approve with a replaced code", s.DecideDelegatedAgent(ctx, a.ID, a.UserCodeHash, true, grant, at(10)), core.ErrConflict)
 	// Decide once: concurrent approvals, one wins.
 	errs = race(concurrency, func(i int) error { return s.DecideDelegatedAgent(ctx, a.ID, "uc2", true, grant, at(10)) })
@@ -197,7 +198,7 @@ func testDelegatedAgents(t *testing.T, s services.Store) {
 	}
 	got, err = s.GetDelegatedAgent(ctx, a.ID)
 	must(t, err)
-	if got.Status != core.DelegatedActive || !got.ActivatedAt.Equal(at(10)) {
+	if got.Status != hosts.AgentActive || !got.ActivatedAt.Equal(at(10)) {
 		t.Fatalf("approved agent: %s", dump(got))
 	}
 	wantEqual(t, "granted", got.Granted, grant)
@@ -207,7 +208,7 @@ func testDelegatedAgents(t *testing.T, s services.Store) {
 	must(t, s.DecideDelegatedAgent(ctx, b.ID, "", false, grant, at(11)))
 	got, err = s.GetDelegatedAgent(ctx, b.ID)
 	must(t, err)
-	if got.Status != core.DelegatedRejected || len(got.Granted) != 0 {
+	if got.Status != hosts.AgentRejected || len(got.Granted) != 0 {
 		t.Fatalf("declined agent: %s", dump(got))
 	}
 	// Revoke: pending or active, once.
@@ -224,14 +225,14 @@ func testDelegatedAgents(t *testing.T, s services.Store) {
 	}
 }
 
-func newDelegatedSend(t *testing.T, s services.Store, o *core.Owner, sec int) *core.DelegatedSend {
+func newDelegatedSend(t *testing.T, s services.Store, o *core.Owner, sec int) *hosts.Send {
 	t.Helper()
 	ctx := t.Context()
 	doc := newDocument(t, s, o, core.ModeTest)
 	appr := &core.Approval{ID: core.NewID(core.PrefixApproval), OwnerID: o.ID, Kind: core.ApprovalFaxSend, BindingHash: "h",
-		RequiresUV: true, Status: core.ApprovalPending, CreatedAt: at(sec), ExpiresAt: at(sec).Add(core.DelegatedSendTTL)}
+		RequiresUV: true, Status: core.ApprovalPending, CreatedAt: at(sec), ExpiresAt: at(sec).Add(hosts.SendTTL)}
 	must(t, s.CreateApproval(ctx, appr))
-	d := &core.DelegatedSend{ID: core.NewID(core.PrefixDelegatedSend), OwnerID: o.ID, Mode: core.ModeTest, HostID: "hst_x", AgentID: "dag_x",
+	d := &hosts.Send{ID: core.NewID(hosts.PrefixDelegatedSend), OwnerID: o.ID, Mode: core.ModeTest, HostID: "hst_x", AgentID: "dag_x",
 		ApprovalID: appr.ID, DocumentID: doc.ID, DocumentSHA: doc.SHA256, To: "+14155550123", Country: "US", Pages: 3, Cover: true,
 		CoverText: "hi", PriceMicros: 210_000, Currency: core.Currency, CreatedAt: at(sec), ExpiresAt: appr.ExpiresAt}
 	must(t, s.CreateDelegatedSend(ctx, d))
@@ -327,14 +328,14 @@ func testPurgeUnenrolledHosts(t *testing.T, s services.Store) {
 	ctx := t.Context()
 	o := newOwner(t, s)
 	stale, fresh, enrolled := pendingHost(o, 0), pendingHost(o, 9000), activeHost(o, 0)
-	for _, h := range []*core.Host{stale, fresh, enrolled} {
-		must(t, s.CreateHost(ctx, h, core.MaxHostsPerOwner))
+	for _, h := range []*hosts.Host{stale, fresh, enrolled} {
+		must(t, s.CreateHost(ctx, h, hosts.MaxHostsPerOwner))
 	}
-	n, err := s.PurgeUnenrolledHosts(ctx, at(0).Add(core.HostEnrollmentTTL+time.Second))
+	n, err := s.PurgeUnenrolledHosts(ctx, at(0).Add(hosts.EnrollmentTTL+time.Second))
 	wantPurged(t, "unenrolled hosts", n, err, 1)
 	_, err = s.GetHost(ctx, stale.ID)
 	wantErr(t, "purged host", err, core.ErrNoRows)
-	for _, h := range []*core.Host{fresh, enrolled} {
+	for _, h := range []*hosts.Host{fresh, enrolled} {
 		_, err := s.GetHost(ctx, h.ID)
 		must(t, err)
 	}

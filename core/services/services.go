@@ -10,6 +10,7 @@ import (
 	"errors"
 
 	"github.com/faxhub/faxhub/core"
+	"github.com/faxhub/faxhub/core/hosts"
 	"github.com/faxhub/faxhub/core/machine"
 	"github.com/faxhub/faxhub/core/retention"
 	"github.com/faxhub/faxhub/core/tasks"
@@ -22,6 +23,7 @@ type Store interface {
 	retention.Store
 	machine.Queries
 	tasks.Queries
+	hosts.Queries
 }
 
 // Tx is a transaction of the database with every feature's queries (the
@@ -30,6 +32,7 @@ type Tx interface {
 	core.Tx
 	machine.Tx
 	tasks.Tx
+	hosts.Tx
 }
 
 // Deps are the ports the features drive.
@@ -56,6 +59,7 @@ type Config struct {
 // Set is every feature service of one process.
 type Set struct {
 	Core      *core.Service
+	Hosts     *hosts.Service
 	Machine   *machine.Service
 	Retention *retention.Service
 	Tasks     *tasks.Service
@@ -79,11 +83,22 @@ func New(cfg Config, deps Deps) (*Set, error) {
 	// An approval's decision is followed by the feature that asked for it;
 	// the features are built after core, which records the decisions.
 	set := &Set{}
-	deps.OnDecision = func(ctx context.Context, a *core.Approval) error {
-		if a.Kind == core.ApprovalCreditPurchase {
+	deps.Approvals = map[core.ApprovalKind]core.ApprovalHandler{
+		core.ApprovalCreditPurchase: {Decided: func(ctx context.Context, a *core.Approval, _ bool) error {
 			return set.Tasks.FinishPurchase(ctx, a.ID)
-		}
-		return nil
+		}},
+		core.ApprovalDevice: {
+			Check: func(ctx context.Context, a *core.Approval) error { return set.Hosts.DeviceApprovedOnPage(ctx, a) },
+			Decided: func(ctx context.Context, a *core.Approval, approved bool) error {
+				if !approved {
+					set.Hosts.RejectDeviceAgent(ctx, a)
+				}
+				return nil
+			},
+		},
+		core.ApprovalFaxSend: {Approve: func(ctx context.Context, ownerID string, a *core.Approval, data []byte) error {
+			return set.Hosts.ApproveSend(ctx, ownerID, a, data)
+		}},
 	}
 	c, err := core.New(cfg.Config, deps.Deps)
 	if err != nil {
@@ -100,6 +115,9 @@ func New(cfg Config, deps Deps) (*Set, error) {
 		}),
 		Retention: retention.New(cfg.Storage, core.Clock(cfg.Now), retention.Deps{
 			Store: deps.Store, Blobs: deps.Blobs, Documents: c, AuthState: deps.AuthState, Logger: deps.Logger,
+		}),
+		Hosts: hosts.New(cfg.Config, hosts.Deps{
+			Store: deps.Store, Destination: deps.Destination, Prices: deps.Prices, Logger: deps.Logger, Core: c,
 		}),
 		Tasks: tasks.New(cfg.Config, tasks.Deps{
 			Store: deps.Store, Signer: deps.Signer, PaymentMethods: deps.PaymentMethods, Prices: deps.Prices,

@@ -7,12 +7,13 @@ import (
 	"time"
 
 	"github.com/faxhub/faxhub/core"
+	"github.com/faxhub/faxhub/core/hosts"
 )
 
-var _ core.HostStore = (*DB)(nil)
+var _ hosts.Queries = (*DB)(nil)
 
 // Capability lists are stored space-joined (migration 00010).
-func joinCaps(cs []core.Capability) string {
+func joinCaps(cs []hosts.Capability) string {
 	parts := make([]string, len(cs))
 	for i, c := range cs {
 		parts[i] = string(c)
@@ -20,30 +21,30 @@ func joinCaps(cs []core.Capability) string {
 	return strings.Join(parts, " ")
 }
 
-func splitCaps(s string) []core.Capability {
+func splitCaps(s string) []hosts.Capability {
 	f := fields(s)
-	out := make([]core.Capability, len(f))
+	out := make([]hosts.Capability, len(f))
 	for i, c := range f {
-		out[i] = core.Capability(c)
+		out[i] = hosts.Capability(c)
 	}
 	return out
 }
 
 type hostRow struct {
-	core.Host
+	hosts.Host
 	RawCaps string `db:"raw_caps"`
 }
 
 const hostSelect = `SELECT id, owner_id, name, public_key, thumbprint, default_capabilities AS raw_caps, status,
 	enrollment_hash, enrollment_expires_at, created_at, enrolled_at, revoked_at, last_used_at FROM hosts`
 
-func (r hostRow) host() *core.Host {
+func (r hostRow) host() *hosts.Host {
 	h := r.Host
 	h.DefaultCapabilities = splitCaps(r.RawCaps)
 	return &h
 }
 
-func (x q) getHost(ctx context.Context, where string, args ...any) (*core.Host, error) {
+func (x q) getHost(ctx context.Context, where string, args ...any) (*hosts.Host, error) {
 	var r hostRow
 	if err := x.get(ctx, x.reader(), &r, hostSelect+" WHERE "+where, args...); err != nil {
 		return nil, err
@@ -54,7 +55,7 @@ func (x q) getHost(ctx context.Context, where string, args ...any) (*core.Host, 
 // CreateHost serialises the owner's host creations on the owner's row, so
 // that the count and the insert do not interleave with another replica's.
 // An unenrolled host whose token expired does not count.
-func (x q) CreateHost(ctx context.Context, h *core.Host, max int) error {
+func (x q) CreateHost(ctx context.Context, h *hosts.Host, max int) error {
 	err := x.atomic(ctx, func(x q) error {
 		var id string
 		if err := x.get(ctx, x.writer(), &id, "SELECT id FROM owners WHERE id = ?"+x.forUpdate(), h.OwnerID); err != nil {
@@ -63,7 +64,7 @@ func (x q) CreateHost(ctx context.Context, h *core.Host, max int) error {
 		var n int
 		if err := x.get(ctx, x.writer(), &n, `SELECT COUNT(*) FROM hosts WHERE owner_id = ? AND status <> ?
 			AND NOT (status = ? AND enrollment_expires_at <= ?)`,
-			h.OwnerID, core.HostRevoked, core.HostPendingEnrollment, h.CreatedAt); err != nil {
+			h.OwnerID, hosts.Revoked, hosts.PendingEnrollment, h.CreatedAt); err != nil {
 			return err
 		}
 		if n >= max {
@@ -85,7 +86,7 @@ func (x q) CreateHost(ctx context.Context, h *core.Host, max int) error {
 	return nil
 }
 
-func (x q) GetHost(ctx context.Context, id string) (*core.Host, error) {
+func (x q) GetHost(ctx context.Context, id string) (*hosts.Host, error) {
 	h, err := x.getHost(ctx, "id = ?", id)
 	if err != nil {
 		return nil, fmt.Errorf("get host: %w", err)
@@ -93,7 +94,7 @@ func (x q) GetHost(ctx context.Context, id string) (*core.Host, error) {
 	return h, nil
 }
 
-func (x q) GetHostByThumbprint(ctx context.Context, thumbprint string) (*core.Host, error) {
+func (x q) GetHostByThumbprint(ctx context.Context, thumbprint string) (*hosts.Host, error) {
 	h, err := x.getHost(ctx, "thumbprint = ?", thumbprint)
 	if err != nil {
 		return nil, fmt.Errorf("get host by thumbprint: %w", err)
@@ -101,7 +102,7 @@ func (x q) GetHostByThumbprint(ctx context.Context, thumbprint string) (*core.Ho
 	return h, nil
 }
 
-func (x q) GetHostByEnrollment(ctx context.Context, tokenHash string) (*core.Host, error) {
+func (x q) GetHostByEnrollment(ctx context.Context, tokenHash string) (*hosts.Host, error) {
 	h, err := x.getHost(ctx, "enrollment_hash = ?", tokenHash)
 	if err != nil {
 		return nil, fmt.Errorf("get host by enrollment: %w", err)
@@ -113,13 +114,13 @@ func (x q) GetHostByEnrollment(ctx context.Context, tokenHash string) (*core.Hos
 // and the token out together, so a token enrols at most one key. It runs
 // under a savepoint: a taken thumbprint (ErrExists) leaves a caller's
 // transaction usable on PostgreSQL.
-func (x q) EnrollHost(ctx context.Context, tokenHash string, name, publicKey, thumbprint string, at time.Time) (*core.Host, error) {
-	var h *core.Host
+func (x q) EnrollHost(ctx context.Context, tokenHash string, name, publicKey, thumbprint string, at time.Time) (*hosts.Host, error) {
+	var h *hosts.Host
 	err := x.atomic(ctx, func(x q) error {
 		n, err := x.exec(ctx, `UPDATE hosts SET public_key = ?, thumbprint = ?, name = COALESCE(NULLIF(?, ''), name),
 			status = ?, enrolled_at = ?, enrollment_hash = NULL
 			WHERE enrollment_hash = ? AND status = ? AND enrollment_expires_at > ?`,
-			publicKey, thumbprint, name, core.HostActive, at, tokenHash, core.HostPendingEnrollment, at)
+			publicKey, thumbprint, name, hosts.Active, at, tokenHash, hosts.PendingEnrollment, at)
 		if err != nil {
 			return err
 		}
@@ -139,12 +140,12 @@ func (x q) EnrollHost(ctx context.Context, tokenHash string, name, publicKey, th
 	return h, nil
 }
 
-func (x q) ListHosts(ctx context.Context, ownerID string) ([]core.Host, error) {
+func (x q) ListHosts(ctx context.Context, ownerID string) ([]hosts.Host, error) {
 	var rows []hostRow
 	if err := x.sel(ctx, &rows, hostSelect+" WHERE owner_id = ? ORDER BY created_at DESC, id DESC", ownerID); err != nil {
 		return nil, fmt.Errorf("list hosts: %w", err)
 	}
-	out := make([]core.Host, len(rows))
+	out := make([]hosts.Host, len(rows))
 	for i, r := range rows {
 		out[i] = *r.host()
 	}
@@ -156,7 +157,7 @@ func (x q) ListHosts(ctx context.Context, ownerID string) ([]core.Host, error) {
 func (x q) RevokeHost(ctx context.Context, ownerID, id string, at time.Time) error {
 	err := x.atomic(ctx, func(x q) error {
 		n, err := x.exec(ctx, "UPDATE hosts SET status = ?, revoked_at = ? WHERE id = ? AND owner_id = ? AND status <> ?",
-			core.HostRevoked, at, id, ownerID, core.HostRevoked)
+			hosts.Revoked, at, id, ownerID, hosts.Revoked)
 		if err != nil {
 			return err
 		}
@@ -164,7 +165,7 @@ func (x q) RevokeHost(ctx context.Context, ownerID, id string, at time.Time) err
 			return core.ErrNoRows
 		}
 		_, err = x.exec(ctx, "UPDATE delegated_agents SET status = ?, revoked_at = ? WHERE host_id = ? AND status IN (?, ?)",
-			core.DelegatedRevoked, at, id, core.DelegatedPending, core.DelegatedActive)
+			hosts.AgentRevoked, at, id, hosts.AgentPending, hosts.AgentActive)
 		return err
 	})
 	if err != nil {
@@ -181,7 +182,7 @@ func (x q) TouchHost(ctx context.Context, id string, at time.Time) error {
 }
 
 type delegatedAgentRow struct {
-	core.DelegatedAgent
+	hosts.Agent
 	RawRequested string `db:"raw_requested"`
 	RawGranted   string `db:"raw_granted"`
 }
@@ -190,15 +191,15 @@ const delegatedAgentSelect = `SELECT id, host_id, owner_id, name, public_key, th
 	granted AS raw_granted, status, user_code_hash, device_expires_at, device_tries, approval_id, created_at,
 	activated_at, revoked_at, last_used_at FROM delegated_agents`
 
-func (r delegatedAgentRow) agent() *core.DelegatedAgent {
-	a := r.DelegatedAgent
+func (r delegatedAgentRow) agent() *hosts.Agent {
+	a := r.Agent
 	a.Requested, a.Granted = splitCaps(r.RawRequested), splitCaps(r.RawGranted)
 	return &a
 }
 
 // CreateDelegatedAgent serialises a host's registrations on the host's row
 // for the count.
-func (x q) CreateDelegatedAgent(ctx context.Context, a *core.DelegatedAgent, max int) error {
+func (x q) CreateDelegatedAgent(ctx context.Context, a *hosts.Agent, max int) error {
 	err := x.atomic(ctx, func(x q) error {
 		var id string
 		if err := x.get(ctx, x.writer(), &id, "SELECT id FROM hosts WHERE id = ?"+x.forUpdate(), a.HostID); err != nil {
@@ -206,7 +207,7 @@ func (x q) CreateDelegatedAgent(ctx context.Context, a *core.DelegatedAgent, max
 		}
 		var n int
 		if err := x.get(ctx, x.writer(), &n, "SELECT COUNT(*) FROM delegated_agents WHERE host_id = ? AND status IN (?, ?)",
-			a.HostID, core.DelegatedPending, core.DelegatedActive); err != nil {
+			a.HostID, hosts.AgentPending, hosts.AgentActive); err != nil {
 			return err
 		}
 		if n >= max {
@@ -229,7 +230,7 @@ func (x q) CreateDelegatedAgent(ctx context.Context, a *core.DelegatedAgent, max
 	return nil
 }
 
-func (x q) GetDelegatedAgent(ctx context.Context, id string) (*core.DelegatedAgent, error) {
+func (x q) GetDelegatedAgent(ctx context.Context, id string) (*hosts.Agent, error) {
 	var r delegatedAgentRow
 	if err := x.get(ctx, x.reader(), &r, delegatedAgentSelect+" WHERE id = ?", id); err != nil {
 		return nil, fmt.Errorf("get delegated agent: %w", err)
@@ -237,7 +238,7 @@ func (x q) GetDelegatedAgent(ctx context.Context, id string) (*core.DelegatedAge
 	return r.agent(), nil
 }
 
-func (x q) GetDelegatedAgentByThumbprint(ctx context.Context, thumbprint string) (*core.DelegatedAgent, error) {
+func (x q) GetDelegatedAgentByThumbprint(ctx context.Context, thumbprint string) (*hosts.Agent, error) {
 	var r delegatedAgentRow
 	if err := x.get(ctx, x.reader(), &r, delegatedAgentSelect+" WHERE thumbprint = ?", thumbprint); err != nil {
 		return nil, fmt.Errorf("get delegated agent by thumbprint: %w", err)
@@ -245,12 +246,12 @@ func (x q) GetDelegatedAgentByThumbprint(ctx context.Context, thumbprint string)
 	return r.agent(), nil
 }
 
-func (x q) ListDelegatedAgents(ctx context.Context, ownerID string) ([]core.DelegatedAgent, error) {
+func (x q) ListDelegatedAgents(ctx context.Context, ownerID string) ([]hosts.Agent, error) {
 	var rows []delegatedAgentRow
 	if err := x.sel(ctx, &rows, delegatedAgentSelect+" WHERE owner_id = ? ORDER BY created_at DESC, id DESC", ownerID); err != nil {
 		return nil, fmt.Errorf("list delegated agents: %w", err)
 	}
-	out := make([]core.DelegatedAgent, len(rows))
+	out := make([]hosts.Agent, len(rows))
 	for i, r := range rows {
 		out[i] = *r.agent()
 	}
@@ -259,7 +260,7 @@ func (x q) ListDelegatedAgents(ctx context.Context, ownerID string) ([]core.Dele
 
 func (x q) ReissueDevice(ctx context.Context, id, userCodeHash, approvalID string, expires time.Time) error {
 	n, err := x.exec(ctx, `UPDATE delegated_agents SET user_code_hash = ?, approval_id = ?, device_expires_at = ?,
-		device_tries = 0 WHERE id = ? AND status = ?`, userCodeHash, approvalID, expires, id, core.DelegatedPending)
+		device_tries = 0 WHERE id = ? AND status = ?`, userCodeHash, approvalID, expires, id, hosts.AgentPending)
 	if err == nil && n == 0 {
 		err = x.missingOrConflict(ctx, "delegated_agents", "id = ?", id)
 	}
@@ -275,7 +276,7 @@ func (x q) AddDeviceTry(ctx context.Context, id string) (int, error) {
 	var n int
 	err := x.write(ctx, func(x q) error {
 		return x.get(ctx, x.writer(), &n, `UPDATE delegated_agents SET device_tries = device_tries + 1
-			WHERE id = ? AND status = ? RETURNING device_tries`, id, core.DelegatedPending)
+			WHERE id = ? AND status = ? RETURNING device_tries`, id, hosts.AgentPending)
 	})
 	if err != nil {
 		return 0, fmt.Errorf("add device try: %w", err)
@@ -283,15 +284,15 @@ func (x q) AddDeviceTry(ctx context.Context, id string) (int, error) {
 	return n, nil
 }
 
-func (x q) DecideDelegatedAgent(ctx context.Context, id, codeHash string, approve bool, granted []core.Capability, at time.Time) error {
-	status, activated := core.DelegatedRejected, (*time.Time)(nil)
+func (x q) DecideDelegatedAgent(ctx context.Context, id, codeHash string, approve bool, granted []hosts.Capability, at time.Time) error {
+	status, activated := hosts.AgentRejected, (*time.Time)(nil)
 	if approve {
-		status, activated = core.DelegatedActive, &at
+		status, activated = hosts.AgentActive, &at
 	} else {
 		granted = nil
 	}
 	query := "UPDATE delegated_agents SET status = ?, granted = ?, activated_at = ? WHERE id = ? AND status = ?"
-	args := []any{status, joinCaps(granted), activated, id, core.DelegatedPending}
+	args := []any{status, joinCaps(granted), activated, id, hosts.AgentPending}
 	if codeHash != "" {
 		query += " AND user_code_hash = ?"
 		args = append(args, codeHash)
@@ -308,7 +309,7 @@ func (x q) DecideDelegatedAgent(ctx context.Context, id, codeHash string, approv
 
 func (x q) RevokeDelegatedAgent(ctx context.Context, id string, at time.Time) error {
 	n, err := x.exec(ctx, "UPDATE delegated_agents SET status = ?, revoked_at = ? WHERE id = ? AND status IN (?, ?)",
-		core.DelegatedRevoked, at, id, core.DelegatedPending, core.DelegatedActive)
+		hosts.AgentRevoked, at, id, hosts.AgentPending, hosts.AgentActive)
 	if err == nil && n == 0 {
 		err = x.missingOrConflict(ctx, "delegated_agents", "id = ?", id)
 	}
@@ -328,7 +329,7 @@ func (x q) TouchDelegatedAgent(ctx context.Context, id string, at time.Time) err
 const delegatedSendCols = `id, owner_id, mode, host_id, agent_id, approval_id, document_id, document_sha256, to_number,
 	country, pages, cover, cover_text, price_micros, currency, fax_id, created_at, expires_at`
 
-func (x q) CreateDelegatedSend(ctx context.Context, d *core.DelegatedSend) error {
+func (x q) CreateDelegatedSend(ctx context.Context, d *hosts.Send) error {
 	err := x.insert(ctx, `INSERT INTO delegated_sends (`+delegatedSendCols+`)
 		VALUES (:id, :owner_id, :mode, :host_id, :agent_id, :approval_id, :document_id, :document_sha256, :to_number,
 			:country, :pages, :cover, :cover_text, :price_micros, :currency, :fax_id, :created_at, :expires_at)
@@ -339,16 +340,16 @@ func (x q) CreateDelegatedSend(ctx context.Context, d *core.DelegatedSend) error
 	return nil
 }
 
-func (x q) GetDelegatedSend(ctx context.Context, id string) (*core.DelegatedSend, error) {
-	var d core.DelegatedSend
+func (x q) GetDelegatedSend(ctx context.Context, id string) (*hosts.Send, error) {
+	var d hosts.Send
 	if err := x.get(ctx, x.reader(), &d, "SELECT "+delegatedSendCols+" FROM delegated_sends WHERE id = ?", id); err != nil {
 		return nil, fmt.Errorf("get delegated send: %w", err)
 	}
 	return &d, nil
 }
 
-func (x q) GetDelegatedSendByApproval(ctx context.Context, approvalID string) (*core.DelegatedSend, error) {
-	var d core.DelegatedSend
+func (x q) GetDelegatedSendByApproval(ctx context.Context, approvalID string) (*hosts.Send, error) {
+	var d hosts.Send
 	if err := x.get(ctx, x.reader(), &d, "SELECT "+delegatedSendCols+" FROM delegated_sends WHERE approval_id = ?", approvalID); err != nil {
 		return nil, fmt.Errorf("get delegated send by approval: %w", err)
 	}
@@ -410,7 +411,7 @@ func (x q) PurgeDelegatedSends(ctx context.Context, before time.Time) (int64, er
 // PurgeUnenrolledHosts deletes hosts still waiting for enrollment whose
 // token expired before before.
 func (x q) PurgeUnenrolledHosts(ctx context.Context, before time.Time) (int64, error) {
-	return x.purge(ctx, "unenrolled hosts", "DELETE FROM hosts WHERE status = ? AND enrollment_expires_at < ?", core.HostPendingEnrollment, before)
+	return x.purge(ctx, "unenrolled hosts", "DELETE FROM hosts WHERE status = ? AND enrollment_expires_at < ?", hosts.PendingEnrollment, before)
 }
 
 // agentHostRow is an agent and its host read together (one query for the
@@ -431,7 +432,7 @@ const agentHostSelect = `SELECT a.id AS "a.id", a.host_id AS "a.host_id", a.owne
 	h.revoked_at AS "h.revoked_at", h.last_used_at AS "h.last_used_at"
 	FROM delegated_agents a JOIN hosts h ON h.id = a.host_id`
 
-func (x q) GetDelegatedAgentWithHost(ctx context.Context, agentID string) (*core.DelegatedAgent, *core.Host, error) {
+func (x q) GetDelegatedAgentWithHost(ctx context.Context, agentID string) (*hosts.Agent, *hosts.Host, error) {
 	var r agentHostRow
 	if err := x.get(ctx, x.reader(), &r, agentHostSelect+" WHERE a.id = ?", agentID); err != nil {
 		return nil, nil, fmt.Errorf("get delegated agent with host: %w", err)

@@ -13,6 +13,7 @@ import (
 	"github.com/go-jose/go-jose/v4"
 
 	"github.com/faxhub/faxhub/core"
+	"github.com/faxhub/faxhub/core/hosts"
 	"github.com/faxhub/faxhub/hostagent"
 )
 
@@ -32,7 +33,7 @@ func TestHostAgentTwoReplicas(t *testing.T) {
 		return priv, json.RawMessage(`{"kty":"OKP","crv":"Ed25519","x":"` + base64.RawURLEncoding.EncodeToString(pub) + `"}`)
 	}
 	hostPriv, hostJWK := newKey()
-	created, err := apps[0].Svc.Core.CreateHost(ctx, owner.ID, core.HostCreateRequest{Name: "Laptop", PublicKey: hostJWK})
+	created, err := apps[0].Svc.Hosts.Create(ctx, owner.ID, hosts.CreateRequest{Name: "Laptop", PublicKey: hostJWK})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -79,7 +80,7 @@ func TestHostAgentTwoReplicas(t *testing.T) {
 	if code, m := do(0, http.MethodGet, hostagent.PathStatus+"?agent_id=dag_none", nil, jwt); code != http.StatusNotFound {
 		t.Fatalf("first use on A: %d %v", code, m)
 	}
-	if code, m := do(1, http.MethodGet, hostagent.PathStatus+"?agent_id=dag_none", nil, jwt); code != http.StatusUnauthorized || m["error"] != core.CodeInvalidJWT {
+	if code, m := do(1, http.MethodGet, hostagent.PathStatus+"?agent_id=dag_none", nil, jwt); code != http.StatusUnauthorized || m["error"] != hosts.CodeInvalidJWT {
 		t.Fatalf("replay on B: %d %v", code, m)
 	}
 
@@ -93,7 +94,7 @@ func TestHostAgentTwoReplicas(t *testing.T) {
 	}
 	agentID := reg["agent_id"].(string)
 	userCode := reg["approval"].(map[string]any)["user_code"].(string)
-	if _, err := apps[1].Svc.Core.DecideDevice(ctx, owner.ID, agentID, userCode, true, []core.Capability{core.CapGetCredits}); err != nil {
+	if _, err := apps[1].Svc.Hosts.DecideDevice(ctx, owner.ID, agentID, userCode, true, []hosts.Capability{hosts.CapGetCredits}); err != nil {
 		t.Fatalf("approve on B: %v", err)
 	}
 	if code, st := do(0, http.MethodGet, hostagent.PathStatus+"?agent_id="+agentID, nil, sign(nil)); code != http.StatusOK || st["status"] != "active" {

@@ -1,4 +1,4 @@
-package core_test
+package hosts_test
 
 import (
 	"sync"
@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/faxhub/faxhub/core"
+	"github.com/faxhub/faxhub/core/hosts"
 	"github.com/faxhub/faxhub/core/services"
 	"github.com/faxhub/faxhub/internal/testenv"
 )
@@ -22,26 +23,26 @@ func delegatedEnv(t *testing.T, opts ...testenv.Option) (*testenv.Env, *testenv.
 
 // sender is an active agent with send_fax and get_fax_status, and its
 // principal.
-func sender(t *testing.T, e *testenv.Env) (*core.Host, *core.DelegatedAgent, core.Principal) {
+func sender(t *testing.T, e *testenv.Env) (*hosts.Host, *hosts.Agent, core.Principal) {
 	t.Helper()
 	h := newHost(t, e)
-	a := approveAgent(t, e, h, core.CapSendFax, core.CapGetFaxStatus)
-	return h, a, e.Svc.Core.DelegatedPrincipal(h, a)
+	a := approveAgent(t, e, h, hosts.CapSendFax, hosts.CapGetFaxStatus)
+	return h, a, e.Svc.Hosts.Principal(h, a)
 }
 
-func requestSend(t *testing.T, e *testenv.Env, p core.Principal, a *core.DelegatedAgent) *core.DelegatedSend {
+func requestSend(t *testing.T, e *testenv.Env, p core.Principal, a *hosts.Agent) *hosts.Send {
 	t.Helper()
 	tok := e.Upload(t, e.Principal(t, e.KeyATest), 2)
-	d, err := e.Svc.Core.RequestDelegatedSend(ctx, p, a, core.DelegatedSendRequest{To: "+12125550100", UploadToken: tok, Cover: true, CoverText: "hi"})
+	d, err := e.Svc.Hosts.RequestSend(ctx, p, a, hosts.SendRequest{To: "+12125550100", UploadToken: tok, Cover: true, CoverText: "hi"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	return d
 }
 
-func sendStatus(t *testing.T, e *testenv.Env, p core.Principal, a *core.DelegatedAgent, id string) (core.DelegatedSendStatus, *core.Fax) {
+func sendStatus(t *testing.T, e *testenv.Env, p core.Principal, a *hosts.Agent, id string) (hosts.SendStatus, *core.Fax) {
 	t.Helper()
-	d, f, err := e.Svc.Core.GetDelegatedSend(ctx, p, a, id)
+	d, f, err := e.Svc.Hosts.GetSend(ctx, p, a, id)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -62,7 +63,7 @@ func TestDelegatedSendApproval(t *testing.T) {
 	_, a, p := sender(t, e)
 	before := e.Credits(t, e.Principal(t, e.KeyATest)).AvailableMicros
 	d := requestSend(t, e, p, a)
-	if d.Status != core.DelegatedSendPending || d.Pages != 2 || !d.Cover || d.DocumentSHA == "" || d.ApprovalPath == "" {
+	if d.Status != hosts.SendPending || d.Pages != 2 || !d.Cover || d.DocumentSHA == "" || d.ApprovalPath == "" {
 		t.Fatalf("send = %+v", d)
 	}
 	appr, err := e.Svc.Core.GetApproval(ctx, e.OwnerA.ID, d.ApprovalID)
@@ -97,7 +98,7 @@ func TestDelegatedSendApproval(t *testing.T) {
 		t.Fatalf("%d approvals won, %d faxes", wins, faxCount(t, e))
 	}
 	st, f := sendStatus(t, e, p, a, d.ID)
-	if st != core.DelegatedSendSent || f == nil || f.To != d.To || f.Pages != 2 || f.PriceMicros != d.PriceMicros {
+	if st != hosts.SendSent || f == nil || f.To != d.To || f.Pages != 2 || f.PriceMicros != d.PriceMicros {
 		t.Fatalf("status %s, fax %+v", st, f)
 	}
 	if got := e.Credits(t, e.Principal(t, e.KeyATest)).AvailableMicros; got != before-d.PriceMicros {
@@ -108,8 +109,8 @@ func TestDelegatedSendApproval(t *testing.T) {
 	testenv.WantCode(t, err, core.CodeApprovalState)
 	// Another agent cannot read it.
 	h2 := newHost(t, e)
-	other := approveAgent(t, e, h2, core.CapSendFax)
-	_, _, err = e.Svc.Core.GetDelegatedSend(ctx, e.Svc.Core.DelegatedPrincipal(h2, other), other, d.ID)
+	other := approveAgent(t, e, h2, hosts.CapSendFax)
+	_, _, err = e.Svc.Hosts.GetSend(ctx, e.Svc.Hosts.Principal(h2, other), other, d.ID)
 	testenv.WantCode(t, err, core.CodeNotFound)
 }
 
@@ -117,37 +118,37 @@ func TestDelegatedSendRefusals(t *testing.T) {
 	for _, tc := range []struct {
 		name   string
 		opts   []testenv.Option
-		before func(t *testing.T, e *testenv.Env, clk *testenv.Clock, h *core.Host, a *core.DelegatedAgent, d *core.DelegatedSend)
+		before func(t *testing.T, e *testenv.Env, clk *testenv.Clock, h *hosts.Host, a *hosts.Agent, d *hosts.Send)
 		decide bool // approve (true) or decline
 		code   string
-		status core.DelegatedSendStatus
+		status hosts.SendStatus
 	}{
-		{name: "declined", status: core.DelegatedSendDeclined},
-		{name: "expired", decide: true, code: core.CodeApprovalState, status: core.DelegatedSendExpired,
-			before: func(t *testing.T, e *testenv.Env, clk *testenv.Clock, h *core.Host, a *core.DelegatedAgent, d *core.DelegatedSend) {
-				clk.Advance(core.DelegatedSendTTL + time.Second)
+		{name: "declined", status: hosts.SendDeclined},
+		{name: "expired", decide: true, code: core.CodeApprovalState, status: hosts.SendExpired,
+			before: func(t *testing.T, e *testenv.Env, clk *testenv.Clock, h *hosts.Host, a *hosts.Agent, d *hosts.Send) {
+				clk.Advance(hosts.SendTTL + time.Second)
 			}},
-		{name: "agent revoked", decide: true, code: core.CodeAgentRevoked, status: core.DelegatedSendPending,
-			before: func(t *testing.T, e *testenv.Env, clk *testenv.Clock, h *core.Host, a *core.DelegatedAgent, d *core.DelegatedSend) {
-				if _, err := e.Svc.Core.RevokeDelegatedAgent(ctx, e.OwnerA.ID, "", a.ID); err != nil {
+		{name: "agent revoked", decide: true, code: hosts.CodeAgentRevoked, status: hosts.SendPending,
+			before: func(t *testing.T, e *testenv.Env, clk *testenv.Clock, h *hosts.Host, a *hosts.Agent, d *hosts.Send) {
+				if _, err := e.Svc.Hosts.RevokeAgent(ctx, e.OwnerA.ID, "", a.ID); err != nil {
 					t.Fatal(err)
 				}
 			}},
-		{name: "host revoked", decide: true, code: core.CodeAgentRevoked, status: core.DelegatedSendPending,
-			before: func(t *testing.T, e *testenv.Env, clk *testenv.Clock, h *core.Host, a *core.DelegatedAgent, d *core.DelegatedSend) {
-				if err := e.Svc.Core.RevokeHost(ctx, e.OwnerA.ID, h.ID); err != nil {
+		{name: "host revoked", decide: true, code: hosts.CodeAgentRevoked, status: hosts.SendPending,
+			before: func(t *testing.T, e *testenv.Env, clk *testenv.Clock, h *hosts.Host, a *hosts.Agent, d *hosts.Send) {
+				if err := e.Svc.Hosts.Revoke(ctx, e.OwnerA.ID, h.ID); err != nil {
 					t.Fatal(err)
 				}
 			}},
-		{name: "document gone", decide: true, code: core.CodeApprovalBinding, status: core.DelegatedSendPending,
-			before: func(t *testing.T, e *testenv.Env, clk *testenv.Clock, h *core.Host, a *core.DelegatedAgent, d *core.DelegatedSend) {
+		{name: "document gone", decide: true, code: core.CodeApprovalBinding, status: hosts.SendPending,
+			before: func(t *testing.T, e *testenv.Env, clk *testenv.Clock, h *hosts.Host, a *hosts.Agent, d *hosts.Send) {
 				later := clk.Now().Add(time.Hour)
 				if err := e.Store.MarkDocumentPurged(ctx, d.DocumentID, clk.Now(), later, later); err != nil {
 					t.Fatal(err)
 				}
 			}},
 		{name: "insufficient credits", opts: []testenv.Option{testenv.WithoutCredits()}, decide: true,
-			code: core.CodeInsufficientCredits, status: core.DelegatedSendPending},
+			code: core.CodeInsufficientCredits, status: hosts.SendPending},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			e, clk := delegatedEnv(t, tc.opts...)
@@ -180,7 +181,7 @@ func TestDelegatedSendRefusals(t *testing.T) {
 				if _, err := e.Svc.Core.DecideApproval(ctx, e.OwnerA.ID, appr.ID, core.Decision{Approve: true, BindingHash: appr.BindingHash, UserVerified: true}); err != nil {
 					t.Fatal(err)
 				}
-				if st, f := sendStatus(t, e, p, a, d.ID); st != core.DelegatedSendSent || f == nil {
+				if st, f := sendStatus(t, e, p, a, d.ID); st != hosts.SendSent || f == nil {
 					t.Fatalf("after top up: %s", st)
 				}
 			}
@@ -191,27 +192,27 @@ func TestDelegatedSendRefusals(t *testing.T) {
 func TestDelegatedSendRequestErrors(t *testing.T) {
 	e, _ := delegatedEnv(t)
 	h, a, p := sender(t, e)
-	reader := approveAgent(t, e, h, core.CapGetCredits)
+	reader := approveAgent(t, e, h, hosts.CapGetCredits)
 	tok := e.Upload(t, e.Principal(t, e.KeyATest), 1)
 	for _, tc := range []struct {
 		name string
-		a    *core.DelegatedAgent
-		r    core.DelegatedSendRequest
+		a    *hosts.Agent
+		r    hosts.SendRequest
 		code string
 	}{
-		{"not granted", reader, core.DelegatedSendRequest{To: "+12125550100", UploadToken: tok}, core.CodeCapabilityNotGranted},
-		{"no document", a, core.DelegatedSendRequest{To: "+12125550100"}, core.CodeInvalidRequest},
-		{"both", a, core.DelegatedSendRequest{To: "+12125550100", UploadToken: tok, DocumentID: "doc_x"}, core.CodeInvalidRequest},
-		{"bad destination", a, core.DelegatedSendRequest{To: "12", UploadToken: tok}, core.CodeInvalidDestination},
-		{"cover text without cover", a, core.DelegatedSendRequest{To: "+12125550100", UploadToken: tok, CoverText: "x"}, core.CodeInvalidRequest},
-		{"unknown document", a, core.DelegatedSendRequest{To: "+12125550100", DocumentID: "doc_nope"}, core.CodeNotFound},
+		{"not granted", reader, hosts.SendRequest{To: "+12125550100", UploadToken: tok}, hosts.CodeCapabilityNotGranted},
+		{"no document", a, hosts.SendRequest{To: "+12125550100"}, core.CodeInvalidRequest},
+		{"both", a, hosts.SendRequest{To: "+12125550100", UploadToken: tok, DocumentID: "doc_x"}, core.CodeInvalidRequest},
+		{"bad destination", a, hosts.SendRequest{To: "12", UploadToken: tok}, core.CodeInvalidDestination},
+		{"cover text without cover", a, hosts.SendRequest{To: "+12125550100", UploadToken: tok, CoverText: "x"}, core.CodeInvalidRequest},
+		{"unknown document", a, hosts.SendRequest{To: "+12125550100", DocumentID: "doc_nope"}, core.CodeNotFound},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			pp := p
 			if tc.a == reader {
-				pp = e.Svc.Core.DelegatedPrincipal(h, reader)
+				pp = e.Svc.Hosts.Principal(h, reader)
 			}
-			_, err := e.Svc.Core.RequestDelegatedSend(ctx, pp, tc.a, tc.r)
+			_, err := e.Svc.Hosts.RequestSend(ctx, pp, tc.a, tc.r)
 			testenv.WantCode(t, err, tc.code)
 		})
 	}
@@ -222,15 +223,15 @@ func TestDelegatedSendPendingLimit(t *testing.T) {
 	_, a, p := sender(t, e)
 	first := requestSend(t, e, p, a)
 	for range 19 {
-		if _, err := e.Svc.Core.RequestDelegatedSend(ctx, p, a, core.DelegatedSendRequest{To: "+12125550100", DocumentID: first.DocumentID}); err != nil {
+		if _, err := e.Svc.Hosts.RequestSend(ctx, p, a, hosts.SendRequest{To: "+12125550100", DocumentID: first.DocumentID}); err != nil {
 			t.Fatal(err)
 		}
 	}
-	_, err := e.Svc.Core.RequestDelegatedSend(ctx, p, a, core.DelegatedSendRequest{To: "+12125550100", DocumentID: first.DocumentID})
+	_, err := e.Svc.Hosts.RequestSend(ctx, p, a, hosts.SendRequest{To: "+12125550100", DocumentID: first.DocumentID})
 	testenv.WantCode(t, err, core.CodeRateLimited)
 	// Once they expire the agent may ask again.
-	clk.Advance(core.DelegatedSendTTL)
-	if _, err := e.Svc.Core.RequestDelegatedSend(ctx, p, a, core.DelegatedSendRequest{To: "+12125550100", DocumentID: first.DocumentID}); err != nil {
+	clk.Advance(hosts.SendTTL)
+	if _, err := e.Svc.Hosts.RequestSend(ctx, p, a, hosts.SendRequest{To: "+12125550100", DocumentID: first.DocumentID}); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -1,27 +1,30 @@
-package core
+// Package hosts is delegated hosts and agents (spec, Authentication
+// section 4; Agent Auth Protocol 1.0-draft). A host is an agent runtime the
+// owner provisioned from the console; it holds its own Ed25519 key pair and
+// registers agents, each with a key pair of its own. An agent acts with the
+// capabilities the owner granted by device approval; every send_fax waits
+// for the owner's passkey with user verification.
+//
+// hostagent/ verifies the host and agent JWTs (signature, typ, alg, aud,
+// time, replay through Service.AcceptJWT) and turns HTTP into the calls of
+// this package; every rule about hosts, agents, grants, approvals and money
+// is here.
+package hosts
 
 import (
 	"context"
 	"encoding/json"
+	"log/slog"
 	"time"
-)
 
-// Delegated hosts and agents (spec, Authentication section 4; Agent Auth
-// Protocol 1.0-draft). A host is an agent runtime the owner provisioned
-// from the console; it holds its own Ed25519 key pair and registers agents,
-// each with a key pair of its own. An agent acts with the capabilities the
-// owner granted by device approval; every send_fax waits for the owner's
-// passkey with user verification.
-//
-// hostagent/ verifies the host and agent JWTs (signature, typ, alg, aud,
-// time, replay through AcceptDelegatedJWT) and turns HTTP into the calls below; every
-// rule about hosts, agents, grants, approvals and money is here.
+	"github.com/faxhub/faxhub/core"
+)
 
 // Lifetimes and bounds of the delegated flow.
 const (
 	// HostEnrollmentTTL is how long a host enrollment token (host create
 	// without a public key) may be used.
-	HostEnrollmentTTL = time.Hour
+	EnrollmentTTL = time.Hour
 	// DeviceApprovalTTL is how long a device code (user code and
 	// verification link) stays valid; POST …/agent/device/code re-issues.
 	DeviceApprovalTTL = 10 * time.Minute
@@ -32,7 +35,7 @@ const (
 	// re-issue one.
 	DeviceMaxTries = 5
 	// DelegatedSendTTL is how long a send_fax approval waits for the owner.
-	DelegatedSendTTL = 15 * time.Minute
+	SendTTL = 15 * time.Minute
 	// MaxHostsPerOwner bounds the hosts (any status but revoked) of one
 	// owner; MaxAgentsPerHost the agents (pending or active) of one host.
 	MaxHostsPerOwner = 50
@@ -40,8 +43,8 @@ const (
 	// DelegatedJWTMaxLifetime is the largest exp − iat of a host or agent
 	// JWT; DelegatedJWTSkew the clock skew allowed on iat and exp. A jti is
 	// remembered until exp + skew.
-	DelegatedJWTMaxLifetime = 60 * time.Second
-	DelegatedJWTSkew        = 30 * time.Second
+	JWTMaxLifetime = 60 * time.Second
+	JWTSkew        = 30 * time.Second
 )
 
 // ID prefixes and secret prefixes of the delegated flow.
@@ -116,15 +119,15 @@ const (
 // the core operation (and so, through scopeFor, the scope) it stands for.
 // A delegated agent's Principal carries exactly the scopes of its granted
 // capabilities.
-var capabilityOps = map[Capability]Operation{
-	CapValidateFax:          OpQuote,
-	CapCreateUpload:         OpCreateUpload,
-	CapSendFax:              OpSendFax,
-	CapGetFaxStatus:         OpGetFax,
-	CapGetCredits:           OpGetCredits,
-	CapCreateCreditCheckout: OpCreditCheckout,
-	CapListInbox:            OpListInbox,
-	CapReadInboxFax:         OpReadInbox,
+var capabilityOps = map[Capability]core.Operation{
+	CapValidateFax:          core.OpQuote,
+	CapCreateUpload:         core.OpCreateUpload,
+	CapSendFax:              core.OpSendFax,
+	CapGetFaxStatus:         core.OpGetFax,
+	CapGetCredits:           core.OpGetCredits,
+	CapCreateCreditCheckout: core.OpCreditCheckout,
+	CapListInbox:            core.OpListInbox,
+	CapReadInboxFax:         core.OpReadInbox,
 }
 
 // Capabilities lists every delegated capability in documentation order (a
@@ -135,7 +138,7 @@ func Capabilities() []Capability {
 
 // CapabilityOperation is the core operation a capability stands for; false
 // for an unknown capability.
-func CapabilityOperation(c Capability) (Operation, bool) {
+func CapabilityOperation(c Capability) (core.Operation, bool) {
 	op, ok := capabilityOps[c]
 	return op, ok
 }
@@ -144,12 +147,12 @@ func CapabilityOperation(c Capability) (Operation, bool) {
 //
 //	pending_enrollment → active (enrolled with its key) → revoked
 //	pending_enrollment → revoked (token revoked) ; an expired token reads as expired
-type HostStatus string
+type Status string
 
 const (
-	HostPendingEnrollment HostStatus = "pending_enrollment"
-	HostActive            HostStatus = "active"
-	HostRevoked           HostStatus = "revoked"
+	PendingEnrollment Status = "pending_enrollment"
+	Active            Status = "active"
+	Revoked           Status = "revoked"
 )
 
 // Host is an agent runtime an owner provisioned. PublicKey is the host's
@@ -162,7 +165,7 @@ type Host struct {
 	PublicKey           *string      `db:"public_key" json:"publicKey,omitempty"`
 	Thumbprint          *string      `db:"thumbprint" json:"thumbprint,omitempty"`
 	DefaultCapabilities []Capability `db:"-" json:"defaultCapabilities"`
-	Status              HostStatus   `db:"status" json:"status"`
+	Status              Status       `db:"status" json:"status"`
 	EnrollmentHash      *string      `db:"enrollment_hash" json:"-"`
 	EnrollmentExpiresAt *time.Time   `db:"enrollment_expires_at" json:"enrollmentExpiresAt,omitempty"`
 	CreatedAt           time.Time    `db:"created_at" json:"createdAt"`
@@ -176,28 +179,28 @@ type Host struct {
 //	pending → active (owner approved) | rejected (owner declined)
 //	pending past its device code's expiry reads as expired until re-issued
 //	pending | active → revoked (owner, its host, or its host's revocation)
-type DelegatedAgentStatus string
+type AgentStatus string
 
 const (
-	DelegatedPending  DelegatedAgentStatus = "pending"
-	DelegatedActive   DelegatedAgentStatus = "active"
-	DelegatedRejected DelegatedAgentStatus = "rejected"
-	DelegatedRevoked  DelegatedAgentStatus = "revoked"
-	DelegatedExpired  DelegatedAgentStatus = "expired"
+	AgentPending  AgentStatus = "pending"
+	AgentActive   AgentStatus = "active"
+	AgentRejected AgentStatus = "rejected"
+	AgentRevoked  AgentStatus = "revoked"
+	AgentExpired  AgentStatus = "expired"
 )
 
 // DelegatedAgent is an agent a host registered. Requested is what it asked
 // for, Granted what the owner approved (a subset).
-type DelegatedAgent struct {
-	ID         string               `db:"id" json:"agent_id"`
-	HostID     string               `db:"host_id" json:"host_id"`
-	OwnerID    string               `db:"owner_id" json:"-"`
-	Name       string               `db:"name" json:"name"`
-	PublicKey  string               `db:"public_key" json:"-"` // canonical public JWK
-	Thumbprint string               `db:"thumbprint" json:"-"`
-	Requested  []Capability         `db:"-" json:"requested_capabilities"`
-	Granted    []Capability         `db:"-" json:"granted_capabilities"`
-	Status     DelegatedAgentStatus `db:"status" json:"status"`
+type Agent struct {
+	ID         string       `db:"id" json:"agent_id"`
+	HostID     string       `db:"host_id" json:"host_id"`
+	OwnerID    string       `db:"owner_id" json:"-"`
+	Name       string       `db:"name" json:"name"`
+	PublicKey  string       `db:"public_key" json:"-"` // canonical public JWK
+	Thumbprint string       `db:"thumbprint" json:"-"`
+	Requested  []Capability `db:"-" json:"requested_capabilities"`
+	Granted    []Capability `db:"-" json:"granted_capabilities"`
+	Status     AgentStatus  `db:"status" json:"status"`
 	// The current device code: its hash, expiry, wrong tries and the inbox
 	// approval that mirrors it. Re-issuing replaces all four.
 	UserCodeHash  string     `db:"user_code_hash" json:"-"`
@@ -222,7 +225,7 @@ type PublicJWK struct {
 // HostCreateRequest is POST /api/auth/host/create (owner session) and the
 // console's Hosts form. Without PublicKey the host is created
 // pending_enrollment with a one-use enrollment token.
-type HostCreateRequest struct {
+type CreateRequest struct {
 	Name                string
 	PublicKey           json.RawMessage // optional public JWK
 	DefaultCapabilities []Capability
@@ -230,20 +233,20 @@ type HostCreateRequest struct {
 
 // HostCreated is a new host; EnrollmentToken (shown once, stored hashed)
 // is set when it was created without a key.
-type HostCreated struct {
+type Created struct {
 	Host            *Host
 	EnrollmentToken string
 }
 
 // HostWithAgents is one host as the owner's Hosts page lists it.
-type HostWithAgents struct {
+type WithAgents struct {
 	Host   Host
-	Agents []DelegatedAgent
+	Agents []Agent
 }
 
 // DelegatedAgentRequest is POST /api/auth/agent/register after the host
 // JWT verified. AgentKey is the agent_public_key claim, parsed.
-type DelegatedAgentRequest struct {
+type AgentRequest struct {
 	Name            string
 	Mode            string // must be "delegated"
 	PreferredMethod string // "" or "device_authorization"
@@ -266,15 +269,15 @@ type DeviceApproval struct {
 // DelegatedAgentView is what register, status and device/code answer.
 // Approval is set while the agent is pending and its code was just issued
 // (register, device/code); status never repeats the user code.
-type DelegatedAgentView struct {
-	Agent    *DelegatedAgent
+type AgentView struct {
+	Agent    *Agent
 	Approval *DeviceApproval
 }
 
 // DeviceRequest is what the owner's device page shows.
 type DeviceRequest struct {
 	Host      *Host
-	Agent     *DelegatedAgent
+	Agent     *Agent
 	ExpiresAt time.Time
 	TriesLeft int
 }
@@ -283,7 +286,7 @@ type DeviceRequest struct {
 // uploaded (DocumentID, or the UploadToken of a completed upload) and its
 // destination. The adapter uploads an inline base64 file first
 // (MaxInlineDocumentBytes) and passes the resulting document id.
-type DelegatedSendRequest struct {
+type SendRequest struct {
 	To          string
 	DocumentID  string
 	UploadToken string
@@ -298,50 +301,46 @@ const MaxInlineDocumentBytes = 256 << 10
 // DelegatedSendStatus is where a send_fax request stands, derived on every
 // read: pending (the owner has not decided), sent (the fax exists: follow
 // it), declined, expired.
-type DelegatedSendStatus string
+type SendStatus string
 
 const (
-	DelegatedSendPending  DelegatedSendStatus = "pending"
-	DelegatedSendSent     DelegatedSendStatus = "sent"
-	DelegatedSendDeclined DelegatedSendStatus = "declined"
-	DelegatedSendExpired  DelegatedSendStatus = "expired"
+	SendPending  SendStatus = "pending"
+	SendSent     SendStatus = "sent"
+	SendDeclined SendStatus = "declined"
+	SendExpired  SendStatus = "expired"
 )
 
 // DelegatedSend is one send_fax request: exactly the fax the owner is
 // asked to approve (document and its digest, destination, pages, cover,
 // price). The fax is created only when the owner approves with a passkey
 // and user verification, in the approval's transaction.
-type DelegatedSend struct {
-	ID           string              `db:"id" json:"id"`
-	OwnerID      string              `db:"owner_id" json:"-"`
-	Mode         Mode                `db:"mode" json:"mode"`
-	HostID       string              `db:"host_id" json:"-"`
-	AgentID      string              `db:"agent_id" json:"agent_id"`
-	ApprovalID   string              `db:"approval_id" json:"-"`
-	DocumentID   string              `db:"document_id" json:"document_id"`
-	DocumentSHA  string              `db:"document_sha256" json:"document_sha256"`
-	To           string              `db:"to_number" json:"to"`
-	Country      string              `db:"country" json:"country"`
-	Pages        int                 `db:"pages" json:"pages"`
-	Cover        bool                `db:"cover" json:"cover"`
-	CoverText    string              `db:"cover_text" json:"-"`
-	PriceMicros  int64               `db:"price_micros" json:"-"`
-	Price        string              `db:"-" json:"price"`
-	Currency     string              `db:"currency" json:"currency"`
-	FaxID        *string             `db:"fax_id" json:"fax_id,omitempty"`
-	Status       DelegatedSendStatus `db:"-" json:"status"`
-	CreatedAt    time.Time           `db:"created_at" json:"created_at"`
-	ExpiresAt    time.Time           `db:"expires_at" json:"expires_at"`
-	ApprovalPath string              `db:"-" json:"-"` // the owner's inbox page of it
+type Send struct {
+	ID           string     `db:"id" json:"id"`
+	OwnerID      string     `db:"owner_id" json:"-"`
+	Mode         core.Mode  `db:"mode" json:"mode"`
+	HostID       string     `db:"host_id" json:"-"`
+	AgentID      string     `db:"agent_id" json:"agent_id"`
+	ApprovalID   string     `db:"approval_id" json:"-"`
+	DocumentID   string     `db:"document_id" json:"document_id"`
+	DocumentSHA  string     `db:"document_sha256" json:"document_sha256"`
+	To           string     `db:"to_number" json:"to"`
+	Country      string     `db:"country" json:"country"`
+	Pages        int        `db:"pages" json:"pages"`
+	Cover        bool       `db:"cover" json:"cover"`
+	CoverText    string     `db:"cover_text" json:"-"`
+	PriceMicros  int64      `db:"price_micros" json:"-"`
+	Price        string     `db:"-" json:"price"`
+	Currency     string     `db:"currency" json:"currency"`
+	FaxID        *string    `db:"fax_id" json:"fax_id,omitempty"`
+	Status       SendStatus `db:"-" json:"status"`
+	CreatedAt    time.Time  `db:"created_at" json:"created_at"`
+	ExpiresAt    time.Time  `db:"expires_at" json:"expires_at"`
+	ApprovalPath string     `db:"-" json:"-"` // the owner's inbox page of it
 }
-
-// ApprovalFaxSend is a delegated agent's send_fax waiting for the owner's
-// passkey (requires_uv, binding = the exact fax).
-const ApprovalFaxSend ApprovalKind = "fax_send"
 
 // HostStore is the persistence of hosts, delegated agents, their send
 // requests and the replay store of their JWT ids.
-type HostStore interface {
+type Queries interface {
 	// CreateHost inserts h unless the owner has max live (not revoked)
 	// hosts already (ErrConflict); ErrExists when h.Thumbprint is taken.
 	CreateHost(ctx context.Context, h *Host, max int) error
@@ -361,12 +360,12 @@ type HostStore interface {
 
 	// CreateDelegatedAgent inserts a unless its host has max pending or
 	// active agents (ErrConflict); ErrExists when a.Thumbprint is taken.
-	CreateDelegatedAgent(ctx context.Context, a *DelegatedAgent, max int) error
-	GetDelegatedAgent(ctx context.Context, id string) (*DelegatedAgent, error)
-	GetDelegatedAgentByThumbprint(ctx context.Context, thumbprint string) (*DelegatedAgent, error)
+	CreateDelegatedAgent(ctx context.Context, a *Agent, max int) error
+	GetDelegatedAgent(ctx context.Context, id string) (*Agent, error)
+	GetDelegatedAgentByThumbprint(ctx context.Context, thumbprint string) (*Agent, error)
 	// GetDelegatedAgentWithHost reads an agent and its host in one query.
-	GetDelegatedAgentWithHost(ctx context.Context, agentID string) (*DelegatedAgent, *Host, error)
-	ListDelegatedAgents(ctx context.Context, ownerID string) ([]DelegatedAgent, error)
+	GetDelegatedAgentWithHost(ctx context.Context, agentID string) (*Agent, *Host, error)
+	ListDelegatedAgents(ctx context.Context, ownerID string) ([]Agent, error)
 	// ReissueDevice replaces a pending agent's device code; ErrConflict if
 	// it is no longer pending.
 	ReissueDevice(ctx context.Context, id, userCodeHash, approvalID string, expires time.Time) error
@@ -382,9 +381,9 @@ type HostStore interface {
 	RevokeDelegatedAgent(ctx context.Context, id string, at time.Time) error
 	TouchDelegatedAgent(ctx context.Context, id string, at time.Time) error
 
-	CreateDelegatedSend(ctx context.Context, d *DelegatedSend) error
-	GetDelegatedSend(ctx context.Context, id string) (*DelegatedSend, error)
-	GetDelegatedSendByApproval(ctx context.Context, approvalID string) (*DelegatedSend, error)
+	CreateDelegatedSend(ctx context.Context, d *Send) error
+	GetDelegatedSend(ctx context.Context, id string) (*Send, error)
+	GetDelegatedSendByApproval(ctx context.Context, approvalID string) (*Send, error)
 	// MarkDelegatedSendSent records the fax of an approved send, once;
 	// ErrConflict if it has one already.
 	MarkDelegatedSendSent(ctx context.Context, id, faxID string) error
@@ -397,4 +396,55 @@ type HostStore interface {
 	// recorded already and has not expired at now (an expired record is
 	// taken over). Of concurrent inserts exactly one succeeds.
 	InsertJWTID(ctx context.Context, issuer, jti string, now, expires time.Time) error
+}
+
+// Store keeps hosts, delegated agents, their sends and JWT ids.
+type Store interface {
+	Tx
+	core.Transactor
+}
+
+// Tx is a transaction of hosts.
+type Tx interface {
+	core.Tx
+	Queries
+}
+
+// Deps are the ports hosts drive.
+type Deps struct {
+	Store       Store
+	Destination core.DestinationChecker
+	Prices      *core.PriceTable
+	Logger      *slog.Logger
+	// Core prices, documents, approvals and creates the faxes agents send.
+	Core *core.Service
+}
+
+// Service runs delegated hosts and agents.
+type Service struct {
+	cfg  core.Config
+	d    Deps
+	core *core.Service
+}
+
+// New returns the service; cfg is the kernel's configuration with its
+// defaults applied.
+func New(cfg core.Config, d Deps) *Service {
+	if d.Logger == nil {
+		d.Logger = slog.New(slog.DiscardHandler)
+	}
+	if d.Prices == nil {
+		d.Prices = core.DefaultPriceTable()
+	}
+	return &Service{cfg: cfg, d: d, core: d.Core}
+}
+
+func (s *Service) now() time.Time { return core.Clock(s.cfg.Now).Now() }
+
+// Now is the service clock, which JWT times are checked against.
+func (s *Service) Now() time.Time { return s.now() }
+
+// inTx runs fn in one transaction of the store, typed as hosts'.
+func (s *Service) inTx(ctx context.Context, fn func(tx Tx) error) error {
+	return s.d.Store.InTx(ctx, func(tx core.Tx) error { return fn(tx.(Tx)) })
 }

@@ -1,4 +1,4 @@
-package core
+package hosts
 
 import (
 	"context"
@@ -12,10 +12,9 @@ import (
 	"slices"
 	"strings"
 	"time"
-)
 
-// Delegated agents: registration by a verified host, the owner's device
-// approval (RFC 8628 shape), status, re-issue and revocation.
+	"github.com/faxhub/faxhub/core"
+)
 
 // userCodeAlphabet has no vowels (no words) and no look-alikes (RFC 8628
 // §6.1); eight of them are about 34 bits, and DeviceMaxTries wrong codes
@@ -50,13 +49,13 @@ func normalizeUserCode(code string) string {
 	}, code)
 }
 
-func hashUserCode(code string) string { return HashSecret("device:" + normalizeUserCode(code)) }
+func hashUserCode(code string) string { return core.HashSecret("device:" + normalizeUserCode(code)) }
 
 // effectiveStatus is the agent's status as callers see it: a pending agent
 // whose device code has lapsed reads as expired until re-issued.
-func (a *DelegatedAgent) effectiveStatus(now time.Time) DelegatedAgentStatus {
-	if a.Status == DelegatedPending && !now.Before(a.DeviceExpires) {
-		return DelegatedExpired
+func (a *Agent) effectiveStatus(now time.Time) AgentStatus {
+	if a.Status == AgentPending && !now.Before(a.DeviceExpires) {
+		return AgentExpired
 	}
 	return a.Status
 }
@@ -76,10 +75,10 @@ func (s *Service) verificationURI() string { return s.cfg.BaseURL + DevicePagePa
 
 // newDeviceCode writes a new pending approval for a through q and returns
 // the code and the approval; the caller stores both on the agent.
-func (s *Service) newDeviceCode(ctx context.Context, q Queries, host *Host, a *DelegatedAgent) (string, *Approval, error) {
+func (s *Service) newDeviceCode(ctx context.Context, q Tx, host *Host, a *Agent) (string, *core.Approval, error) {
 	code := newDeviceUserCode()
-	appr, err := s.requestApproval(ctx, q, ApprovalRequest{
-		OwnerID: a.OwnerID, Kind: ApprovalDevice, Requester: a.Name + " on " + host.Name,
+	appr, err := s.core.RequestApprovalIn(ctx, q, core.ApprovalRequest{
+		OwnerID: a.OwnerID, Kind: core.ApprovalDevice, Requester: a.Name + " on " + host.Name,
 		Summary: "Agent " + a.Name + " on " + host.Name + " asks for: " + joinCapabilities(a.Requested),
 		Details: DeviceApprovalDetails{HostID: host.ID, HostName: host.Name, AgentID: a.ID, AgentName: a.Name,
 			Capabilities: a.Requested, VerificationURI: s.verificationURI() + "?agent_id=" + url.QueryEscape(a.ID)},
@@ -91,7 +90,7 @@ func (s *Service) newDeviceCode(ctx context.Context, q Queries, host *Host, a *D
 	return code, appr, nil
 }
 
-func (s *Service) deviceApproval(a *DelegatedAgent, code string) *DeviceApproval {
+func (s *Service) deviceApproval(a *Agent, code string) *DeviceApproval {
 	v := url.Values{"agent_id": {a.ID}, "code": {code}}
 	return &DeviceApproval{
 		Method: "device_authorization", VerificationURI: s.verificationURI(),
@@ -120,51 +119,51 @@ func joinCapabilities(cs []Capability) string {
 // A pending retry cannot repeat the user code (only its hash is stored):
 // it re-issues a fresh code and retires the old one, answering the same
 // agent_id, exactly as POST …/agent/device/code would.
-func (s *Service) RegisterDelegatedAgent(ctx context.Context, host *Host, r DelegatedAgentRequest) (*DelegatedAgentView, error) {
-	if host == nil || host.Status != HostActive || host.Thumbprint == nil {
+func (s *Service) RegisterAgent(ctx context.Context, host *Host, r AgentRequest) (*AgentView, error) {
+	if host == nil || host.Status != Active || host.Thumbprint == nil {
 		return nil, invalidJWT("the host is not active")
 	}
 	if r.Mode != "delegated" {
-		return nil, Errorf(KindInvalid, CodeInvalidRequest, "mode must be \"delegated\"; autonomous agents are not offered here: every agent acts for its owner")
+		return nil, core.Errorf(core.KindInvalid, core.CodeInvalidRequest, "mode must be \"delegated\"; autonomous agents are not offered here: every agent acts for its owner")
 	}
 	if r.PreferredMethod != "" && r.PreferredMethod != "device_authorization" {
-		return nil, Errorf(KindInvalid, CodeInvalidRequest, "preferred_method must be \"device_authorization\", the only approval method offered")
+		return nil, core.Errorf(core.KindInvalid, core.CodeInvalidRequest, "preferred_method must be \"device_authorization\", the only approval method offered")
 	}
 	name := strings.TrimSpace(r.Name)
-	if name == "" || len([]rune(name)) > agentNameMax {
-		return nil, Errorf(KindInvalid, CodeInvalidRequest, "the agent name is required (at most %d characters)", agentNameMax)
+	if name == "" || len([]rune(name)) > core.AgentNameMax {
+		return nil, core.Errorf(core.KindInvalid, core.CodeInvalidRequest, "the agent name is required (at most %d characters)", core.AgentNameMax)
 	}
 	if len(r.Capabilities) == 0 {
-		return nil, Errorf(KindInvalid, CodeInvalidRequest, "capabilities must name at least one capability: %v", Capabilities())
+		return nil, core.Errorf(core.KindInvalid, core.CodeInvalidRequest, "capabilities must name at least one capability: %v", Capabilities())
 	}
 	if len(r.Capabilities) > 4*len(capabilityOps) {
-		return nil, Errorf(KindInvalid, CodeInvalidRequest, "too many capabilities")
+		return nil, core.Errorf(core.KindInvalid, core.CodeInvalidRequest, "too many capabilities")
 	}
 	caps, err := normalizeCapabilities(r.Capabilities)
 	if err != nil {
 		return nil, err
 	}
 	if r.AgentKey.Thumbprint == "" || r.AgentKey.JSON == "" {
-		return nil, Errorf(KindInvalid, CodeInvalidPublicKey, "agent_public_key is required")
+		return nil, core.Errorf(core.KindInvalid, CodeInvalidPublicKey, "agent_public_key is required")
 	}
 	if r.AgentKey.Thumbprint == *host.Thumbprint {
-		return nil, Errorf(KindInvalid, CodeInvalidRequest, "the agent key must not be the host's key: give each agent a key pair of its own")
+		return nil, core.Errorf(core.KindInvalid, core.CodeInvalidRequest, "the agent key must not be the host's key: give each agent a key pair of its own")
 	}
 	if _, err := s.d.Store.GetHostByThumbprint(ctx, r.AgentKey.Thumbprint); err == nil {
 		return nil, errKeyInUse
-	} else if !errors.Is(err, ErrNoRows) {
+	} else if !errors.Is(err, core.ErrNoRows) {
 		return nil, fmt.Errorf("register agent: %w", err)
 	}
 	if old, err := s.d.Store.GetDelegatedAgentByThumbprint(ctx, r.AgentKey.Thumbprint); err == nil {
 		return s.retryRegistration(ctx, host, old)
-	} else if !errors.Is(err, ErrNoRows) {
+	} else if !errors.Is(err, core.ErrNoRows) {
 		return nil, fmt.Errorf("register agent: %w", err)
 	}
 
 	now := s.now()
-	a := &DelegatedAgent{ID: NewID(PrefixDelegatedAgent), HostID: host.ID, OwnerID: host.OwnerID, Name: name,
+	a := &Agent{ID: core.NewID(PrefixDelegatedAgent), HostID: host.ID, OwnerID: host.OwnerID, Name: name,
 		PublicKey: r.AgentKey.JSON, Thumbprint: r.AgentKey.Thumbprint, Requested: caps, Granted: []Capability{},
-		Status: DelegatedPending, DeviceExpires: now.Add(DeviceApprovalTTL), CreatedAt: now}
+		Status: AgentPending, DeviceExpires: now.Add(DeviceApprovalTTL), CreatedAt: now}
 	preApproved := !r.ForceApproval
 	for _, c := range caps {
 		if !slices.Contains(host.DefaultCapabilities, c) {
@@ -175,11 +174,11 @@ func (s *Service) RegisterDelegatedAgent(ctx context.Context, host *Host, r Dele
 	if preApproved {
 		// The host's owner granted these in advance. send_fax among them
 		// still sends nothing without the owner's passkey per fax.
-		a.Status, a.Granted, a.ActivatedAt, a.DeviceExpires = DelegatedActive, caps, &now, now
+		a.Status, a.Granted, a.ActivatedAt, a.DeviceExpires = AgentActive, caps, &now, now
 	}
-	err = s.d.Store.InTx(ctx, func(tx Tx) error {
+	err = s.inTx(ctx, func(tx Tx) error {
 		if !preApproved {
-			var appr *Approval
+			var appr *core.Approval
 			var err error
 			if code, appr, err = s.newDeviceCode(ctx, tx, host, a); err != nil {
 				return err
@@ -189,18 +188,18 @@ func (s *Service) RegisterDelegatedAgent(ctx context.Context, host *Host, r Dele
 		return tx.CreateDelegatedAgent(ctx, a, MaxAgentsPerHost)
 	})
 	switch {
-	case errors.Is(err, ErrConflict):
-		return nil, Errorf(KindConflict, CodeTooManyAgents, "this host has %d pending or active agents already; revoke one first", MaxAgentsPerHost)
-	case errors.Is(err, ErrExists):
+	case errors.Is(err, core.ErrConflict):
+		return nil, core.Errorf(core.KindConflict, CodeTooManyAgents, "this host has %d pending or active agents already; revoke one first", MaxAgentsPerHost)
+	case errors.Is(err, core.ErrExists):
 		// A concurrent registration with the same key won.
 		if old, gerr := s.d.Store.GetDelegatedAgentByThumbprint(ctx, r.AgentKey.Thumbprint); gerr == nil {
 			return s.retryRegistration(ctx, host, old)
 		}
-		return nil, Errorf(KindConflict, CodeAgentExists, "an agent with this key is registered already")
+		return nil, core.Errorf(core.KindConflict, CodeAgentExists, "an agent with this key is registered already")
 	case err != nil:
 		return nil, fmt.Errorf("register agent: %w", err)
 	}
-	v := &DelegatedAgentView{Agent: a}
+	v := &AgentView{Agent: a}
 	if !preApproved {
 		v.Approval = s.deviceApproval(a, code)
 	}
@@ -210,22 +209,22 @@ func (s *Service) RegisterDelegatedAgent(ctx context.Context, host *Host, r Dele
 // retryRegistration answers a registration with a key that is an agent's
 // already: the same host's pending agent gets a fresh code (idempotent
 // retry), anything else is CodeAgentExists.
-func (s *Service) retryRegistration(ctx context.Context, host *Host, old *DelegatedAgent) (*DelegatedAgentView, error) {
-	if old.HostID != host.ID || old.Status != DelegatedPending {
-		return nil, Errorf(KindConflict, CodeAgentExists, "an agent with this key is registered already; use a new key pair for a new agent")
+func (s *Service) retryRegistration(ctx context.Context, host *Host, old *Agent) (*AgentView, error) {
+	if old.HostID != host.ID || old.Status != AgentPending {
+		return nil, core.Errorf(core.KindConflict, CodeAgentExists, "an agent with this key is registered already; use a new key pair for a new agent")
 	}
 	return s.reissue(ctx, host, old)
 }
 
 // reissue gives a pending agent a new code and inbox approval, and retires
 // the old approval, in one transaction.
-func (s *Service) reissue(ctx context.Context, host *Host, a *DelegatedAgent) (*DelegatedAgentView, error) {
+func (s *Service) reissue(ctx context.Context, host *Host, a *Agent) (*AgentView, error) {
 	now := s.now()
 	oldApproval := a.ApprovalID
 	var code string
-	err := s.d.Store.InTx(ctx, func(tx Tx) error {
+	err := s.inTx(ctx, func(tx Tx) error {
 		a.DeviceExpires, a.DeviceTries = now.Add(DeviceApprovalTTL), 0
-		var appr *Approval
+		var appr *core.Approval
 		var err error
 		if code, appr, err = s.newDeviceCode(ctx, tx, host, a); err != nil {
 			return err
@@ -237,36 +236,36 @@ func (s *Service) reissue(ctx context.Context, host *Host, a *DelegatedAgent) (*
 		if oldApproval != "" {
 			// Pending and unexpired only; an old one that lapsed or was
 			// decided already stays as it is.
-			if err := tx.DecideApproval(ctx, a.OwnerID, oldApproval, ApprovalExpired, nil, now); err != nil &&
-				!errors.Is(err, ErrConflict) && !errors.Is(err, ErrNoRows) {
+			if err := tx.DecideApproval(ctx, a.OwnerID, oldApproval, core.ApprovalExpired, nil, now); err != nil &&
+				!errors.Is(err, core.ErrConflict) && !errors.Is(err, core.ErrNoRows) {
 				return err
 			}
 		}
 		return nil
 	})
-	if errors.Is(err, ErrConflict) {
+	if errors.Is(err, core.ErrConflict) {
 		return nil, notPendingError(a.ID)
 	} else if err != nil {
 		return nil, fmt.Errorf("reissue device code: %w", err)
 	}
-	return &DelegatedAgentView{Agent: a, Approval: s.deviceApproval(a, code)}, nil
+	return &AgentView{Agent: a, Approval: s.deviceApproval(a, code)}, nil
 }
 
 func notPendingError(agentID string) error {
-	return Errorf(KindConflict, CodeDeviceDecided, "agent %s is no longer pending: only a pending agent gets a device code", agentID)
+	return core.Errorf(core.KindConflict, CodeDeviceDecided, "agent %s is no longer pending: only a pending agent gets a device code", agentID)
 }
 
 func agentNotFound() error {
-	return Errorf(KindNotFound, CodeAgentNotFound, "no agent with that id")
+	return core.Errorf(core.KindNotFound, CodeAgentNotFound, "no agent with that id")
 }
 
 // hostAgent reads agentID if it is host's.
-func (s *Service) hostAgent(ctx context.Context, host *Host, agentID string) (*DelegatedAgent, error) {
-	if host == nil || !HasPrefix(agentID, PrefixDelegatedAgent) || len(agentID) > 100 {
+func (s *Service) hostAgent(ctx context.Context, host *Host, agentID string) (*Agent, error) {
+	if host == nil || !core.HasPrefix(agentID, PrefixDelegatedAgent) || len(agentID) > 100 {
 		return nil, agentNotFound()
 	}
 	a, err := s.d.Store.GetDelegatedAgent(ctx, agentID)
-	if errors.Is(err, ErrNoRows) || (err == nil && a.HostID != host.ID) {
+	if errors.Is(err, core.ErrNoRows) || (err == nil && a.HostID != host.ID) {
 		return nil, agentNotFound()
 	} else if err != nil {
 		return nil, fmt.Errorf("read agent: %w", err)
@@ -276,7 +275,7 @@ func (s *Service) hostAgent(ctx context.Context, host *Host, agentID string) (*D
 
 // DelegatedAgentStatus reads one of host's agents (CodeAgentNotFound for
 // an agent of another host, exactly as for an unknown id).
-func (s *Service) DelegatedAgentStatus(ctx context.Context, host *Host, agentID string) (*DelegatedAgent, error) {
+func (s *Service) GetAgent(ctx context.Context, host *Host, agentID string) (*Agent, error) {
 	a, err := s.hostAgent(ctx, host, agentID)
 	if err != nil {
 		return nil, err
@@ -289,12 +288,12 @@ func (s *Service) DelegatedAgentStatus(ctx context.Context, host *Host, agentID 
 // (or expired-pending) agents; the old code and its inbox approval stop
 // working. It never registers anything: an unknown agent is
 // CodeAgentNotFound, an active/rejected/revoked one a conflict.
-func (s *Service) ReissueDeviceCode(ctx context.Context, host *Host, agentID string) (*DelegatedAgentView, error) {
+func (s *Service) ReissueDeviceCode(ctx context.Context, host *Host, agentID string) (*AgentView, error) {
 	a, err := s.hostAgent(ctx, host, agentID)
 	if err != nil {
 		return nil, err
 	}
-	if a.Status != DelegatedPending {
+	if a.Status != AgentPending {
 		return nil, notPendingError(a.ID)
 	}
 	return s.reissue(ctx, host, a)
@@ -303,24 +302,24 @@ func (s *Service) ReissueDeviceCode(ctx context.Context, host *Host, agentID str
 // RevokeDelegatedAgent revokes an agent, by its host (hostID set) or by
 // its owner (ownerID set, the console or the owner's session). Revoking a
 // revoked agent answers it again.
-func (s *Service) RevokeDelegatedAgent(ctx context.Context, ownerID, hostID, agentID string) (*DelegatedAgent, error) {
-	if (ownerID == "" && hostID == "") || !HasPrefix(agentID, PrefixDelegatedAgent) || len(agentID) > 100 {
+func (s *Service) RevokeAgent(ctx context.Context, ownerID, hostID, agentID string) (*Agent, error) {
+	if (ownerID == "" && hostID == "") || !core.HasPrefix(agentID, PrefixDelegatedAgent) || len(agentID) > 100 {
 		return nil, agentNotFound()
 	}
 	a, err := s.d.Store.GetDelegatedAgent(ctx, agentID)
-	if errors.Is(err, ErrNoRows) || (err == nil && ((ownerID != "" && a.OwnerID != ownerID) || (hostID != "" && a.HostID != hostID))) {
+	if errors.Is(err, core.ErrNoRows) || (err == nil && ((ownerID != "" && a.OwnerID != ownerID) || (hostID != "" && a.HostID != hostID))) {
 		return nil, agentNotFound()
 	} else if err != nil {
 		return nil, fmt.Errorf("revoke agent: %w", err)
 	}
 	now := s.now()
-	if err := s.d.Store.RevokeDelegatedAgent(ctx, a.ID, now); err != nil && !errors.Is(err, ErrConflict) {
+	if err := s.d.Store.RevokeDelegatedAgent(ctx, a.ID, now); err != nil && !errors.Is(err, core.ErrConflict) {
 		return nil, fmt.Errorf("revoke agent: %w", err)
 	}
-	if a.Status == DelegatedPending && a.ApprovalID != "" {
+	if a.Status == AgentPending && a.ApprovalID != "" {
 		// Its device approval leaves the inbox.
-		if err := s.d.Store.DecideApproval(ctx, a.OwnerID, a.ApprovalID, ApprovalExpired, nil, now); err != nil &&
-			!errors.Is(err, ErrConflict) && !errors.Is(err, ErrNoRows) {
+		if err := s.d.Store.DecideApproval(ctx, a.OwnerID, a.ApprovalID, core.ApprovalExpired, nil, now); err != nil &&
+			!errors.Is(err, core.ErrConflict) && !errors.Is(err, core.ErrNoRows) {
 			s.d.Logger.WarnContext(ctx, "revoke agent: retire device approval", "approval_id", a.ApprovalID, "err", err)
 		}
 	}
@@ -334,7 +333,7 @@ func (s *Service) RevokeDelegatedAgent(ctx context.Context, ownerID, hostID, age
 // names, checked for use: host active, agent of that host, agent active.
 // Otherwise CodeInvalidJWT (unknown), CodeHostRevoked, CodeAgentPending,
 // CodeAgentRejected, CodeAgentExpired or CodeAgentRevoked.
-func (s *Service) DelegatedAgentForJWT(ctx context.Context, host *Host, agentID string) (*DelegatedAgent, error) {
+func (s *Service) DelegatedAgentForJWT(ctx context.Context, host *Host, agentID string) (*Agent, error) {
 	if host == nil {
 		return nil, invalidJWT("iss names no registered host")
 	}
@@ -342,7 +341,7 @@ func (s *Service) DelegatedAgentForJWT(ctx context.Context, host *Host, agentID 
 		return nil, err
 	}
 	a, err := s.hostAgent(ctx, host, agentID)
-	if ErrorKind(err) == KindNotFound {
+	if core.ErrorKind(err) == core.KindNotFound {
 		return nil, invalidJWT("sub names no agent of this host")
 	} else if err != nil {
 		return nil, err
@@ -357,15 +356,15 @@ func (s *Service) DelegatedAgentForJWT(ctx context.Context, host *Host, agentID 
 // the agent sub names and its host, which iss must name (by id or key
 // thumbprint). It is what the verifier of agent JWTs uses; the signature
 // is checked by the caller with the agent's key.
-func (s *Service) AgentForJWT(ctx context.Context, iss, sub string) (*Host, *DelegatedAgent, error) {
+func (s *Service) AgentForJWT(ctx context.Context, iss, sub string) (*Host, *Agent, error) {
 	if iss == "" || len(iss) > 200 {
 		return nil, nil, invalidJWT("iss must name a registered host (its host id or its key's thumbprint)")
 	}
-	if !HasPrefix(sub, PrefixDelegatedAgent) || len(sub) > 100 {
+	if !core.HasPrefix(sub, PrefixDelegatedAgent) || len(sub) > 100 {
 		return nil, nil, invalidJWT("sub names no agent of this host")
 	}
 	a, h, err := s.d.Store.GetDelegatedAgentWithHost(ctx, sub)
-	if errors.Is(err, ErrNoRows) {
+	if errors.Is(err, core.ErrNoRows) {
 		return nil, nil, invalidJWT("sub names no agent of this host")
 	} else if err != nil {
 		return nil, nil, fmt.Errorf("read agent: %w", err)
@@ -385,41 +384,41 @@ func (s *Service) AgentForJWT(ctx context.Context, iss, sub string) (*Host, *Del
 // hostUsable refuses a revoked host and one without a key.
 func hostUsable(h *Host) error {
 	switch {
-	case h.Status == HostRevoked:
-		return Errorf(KindForbidden, CodeHostRevoked, "this host was revoked by its owner")
-	case h.Status != HostActive || h.PublicKey == nil:
+	case h.Status == Revoked:
+		return core.Errorf(core.KindForbidden, CodeHostRevoked, "this host was revoked by its owner")
+	case h.Status != Active || h.PublicKey == nil:
 		return invalidJWT("this host has not enrolled a key yet")
 	}
 	return nil
 }
 
 // agentUsable refuses an agent that may not act (yet, or any more).
-func agentUsable(a *DelegatedAgent, now time.Time) error {
+func agentUsable(a *Agent, now time.Time) error {
 	switch a.effectiveStatus(now) {
-	case DelegatedActive:
+	case AgentActive:
 		return nil
-	case DelegatedPending:
-		return Errorf(KindForbidden, CodeAgentPending, "the owner has not approved this agent yet")
-	case DelegatedExpired:
-		return Errorf(KindForbidden, CodeAgentExpired, "the device code expired before the owner approved; the host can request a new one")
-	case DelegatedRejected:
-		return Errorf(KindForbidden, CodeAgentRejected, "the owner declined this agent")
+	case AgentPending:
+		return core.Errorf(core.KindForbidden, CodeAgentPending, "the owner has not approved this agent yet")
+	case AgentExpired:
+		return core.Errorf(core.KindForbidden, CodeAgentExpired, "the device code expired before the owner approved; the host can request a new one")
+	case AgentRejected:
+		return core.Errorf(core.KindForbidden, CodeAgentRejected, "the owner declined this agent")
 	}
-	return Errorf(KindForbidden, CodeAgentRevoked, "this agent was revoked")
+	return core.Errorf(core.KindForbidden, CodeAgentRevoked, "this agent was revoked")
 }
 
 // DelegatedPrincipal is the Principal of an active agent: the owner's, in
 // Config.AgentMode, with exactly the scopes of its granted capabilities.
-func (s *Service) DelegatedPrincipal(host *Host, a *DelegatedAgent) Principal {
-	var scopes []Scope
+func (s *Service) Principal(host *Host, a *Agent) core.Principal {
+	var scopes []core.Scope
 	for _, c := range a.Granted {
 		if op, ok := capabilityOps[c]; ok {
-			if sc := ScopeFor(op); sc != "" && !slices.Contains(scopes, sc) {
+			if sc := core.ScopeFor(op); sc != "" && !slices.Contains(scopes, sc) {
 				scopes = append(scopes, sc)
 			}
 		}
 	}
-	p := s.principal(PrincipalDelegated, a.OwnerID, scopes, a.ID, a.ID, s.cfg.APIURL, "")
+	p := s.core.NewPrincipal(core.PrincipalDelegated, a.OwnerID, scopes, a.ID, a.ID, s.cfg.APIURL, "")
 	hostName := ""
 	if host != nil {
 		hostName = host.Name
@@ -431,25 +430,25 @@ func (s *Service) DelegatedPrincipal(host *Host, a *DelegatedAgent) Principal {
 // AuthorizeCapability checks that the agent was granted c
 // (CodeCapabilityNotGranted, KindForbidden) and that c is known
 // (CodeUnknownCapability, KindInvalid), then the one scope check.
-func AuthorizeCapability(p Principal, a *DelegatedAgent, c Capability) error {
+func AuthorizeCapability(p core.Principal, a *Agent, c Capability) error {
 	op, ok := capabilityOps[c]
 	if !ok {
-		return Errorf(KindInvalid, CodeUnknownCapability, "unknown capability %q", CutUTF8(string(c), 64))
+		return core.Errorf(core.KindInvalid, CodeUnknownCapability, "unknown capability %q", core.CutUTF8(string(c), 64))
 	}
 	if a == nil || !slices.Contains(a.Granted, c) {
-		return Errorf(KindForbidden, CodeCapabilityNotGranted, "the owner has not granted this agent %s", c)
+		return core.Errorf(core.KindForbidden, CodeCapabilityNotGranted, "the owner has not granted this agent %s", c)
 	}
-	return Authorize(p, op)
+	return core.Authorize(p, op)
 }
 
 // ownDevice reads the agent behind a device link for the signed-in owner
 // and checks it can still be decided.
-func (s *Service) ownDevice(ctx context.Context, ownerID, agentID string) (*DelegatedAgent, *Host, error) {
-	if ownerID == "" || !HasPrefix(agentID, PrefixDelegatedAgent) || len(agentID) > 100 {
+func (s *Service) ownDevice(ctx context.Context, ownerID, agentID string) (*Agent, *Host, error) {
+	if ownerID == "" || !core.HasPrefix(agentID, PrefixDelegatedAgent) || len(agentID) > 100 {
 		return nil, nil, agentNotFound()
 	}
 	a, err := s.d.Store.GetDelegatedAgent(ctx, agentID)
-	if errors.Is(err, ErrNoRows) || (err == nil && a.OwnerID != ownerID) {
+	if errors.Is(err, core.ErrNoRows) || (err == nil && a.OwnerID != ownerID) {
 		return nil, nil, agentNotFound()
 	} else if err != nil {
 		return nil, nil, fmt.Errorf("device request: %w", err)
@@ -462,11 +461,11 @@ func (s *Service) ownDevice(ctx context.Context, ownerID, agentID string) (*Dele
 		return nil, nil, agentNotFound()
 	}
 	switch a.effectiveStatus(s.now()) {
-	case DelegatedPending:
-	case DelegatedExpired:
-		return nil, nil, Errorf(KindConflict, CodeDeviceExpired, "this device code expired; the host has to request a new one")
+	case AgentPending:
+	case AgentExpired:
+		return nil, nil, core.Errorf(core.KindConflict, CodeDeviceExpired, "this device code expired; the host has to request a new one")
 	default:
-		return nil, nil, Errorf(KindConflict, CodeDeviceDecided, "this agent is %s already", a.Status)
+		return nil, nil, core.Errorf(core.KindConflict, CodeDeviceDecided, "this agent is %s already", a.Status)
 	}
 	return a, h, nil
 }
@@ -489,12 +488,12 @@ func (s *Service) DeviceRequestForOwner(ctx context.Context, ownerID, agentID st
 // a non-empty subset of what the agent asked for (CodeCapabilityWiden
 // otherwise; nil means all of it); declining rejects the agent and needs
 // no code (the owner is signed in). The inbox approval follows.
-func (s *Service) DecideDevice(ctx context.Context, ownerID, agentID, userCode string, approve bool, caps []Capability) (*DelegatedAgent, error) {
+func (s *Service) DecideDevice(ctx context.Context, ownerID, agentID, userCode string, approve bool, caps []Capability) (*Agent, error) {
 	a, _, err := s.ownDevice(ctx, ownerID, agentID)
 	if err != nil {
 		return nil, err
 	}
-	tooMany := Errorf(KindForbidden, CodeDeviceTooManyTries, "too many wrong codes; the host has to request a new device code")
+	tooMany := core.Errorf(core.KindForbidden, CodeDeviceTooManyTries, "too many wrong codes; the host has to request a new device code")
 	var granted []Capability
 	if approve {
 		if a.DeviceTries >= DeviceMaxTries {
@@ -502,28 +501,28 @@ func (s *Service) DecideDevice(ctx context.Context, ownerID, agentID, userCode s
 		}
 		if len(userCode) > 64 || subtle.ConstantTimeCompare([]byte(hashUserCode(userCode)), []byte(a.UserCodeHash)) != 1 {
 			tries, err := s.d.Store.AddDeviceTry(ctx, a.ID)
-			if errors.Is(err, ErrNoRows) {
-				return nil, Errorf(KindConflict, CodeDeviceDecided, "this agent was decided already")
+			if errors.Is(err, core.ErrNoRows) {
+				return nil, core.Errorf(core.KindConflict, CodeDeviceDecided, "this agent was decided already")
 			} else if err != nil {
 				return nil, fmt.Errorf("decide device: %w", err)
 			}
 			if tries >= DeviceMaxTries {
 				return nil, tooMany
 			}
-			return nil, Errorf(KindInvalid, CodeDeviceWrongCode, "the code does not match; %d tries left", DeviceMaxTries-tries).With("tries_left", DeviceMaxTries-tries)
+			return nil, core.Errorf(core.KindInvalid, CodeDeviceWrongCode, "the code does not match; %d tries left", DeviceMaxTries-tries).With("tries_left", DeviceMaxTries-tries)
 		}
 		if caps == nil {
 			caps = a.Requested
 		}
 		if len(caps) == 0 {
-			return nil, Errorf(KindInvalid, CodeInvalidRequest, "approve at least one capability, or decline the agent")
+			return nil, core.Errorf(core.KindInvalid, core.CodeInvalidRequest, "approve at least one capability, or decline the agent")
 		}
 		if len(caps) > 4*len(capabilityOps) {
-			return nil, Errorf(KindInvalid, CodeInvalidRequest, "too many capabilities")
+			return nil, core.Errorf(core.KindInvalid, core.CodeInvalidRequest, "too many capabilities")
 		}
 		for _, c := range caps {
 			if !slices.Contains(a.Requested, c) {
-				return nil, Errorf(KindForbidden, CodeCapabilityWiden, "the agent did not ask for %s; capabilities can only be narrowed", CutUTF8(string(c), 64))
+				return nil, core.Errorf(core.KindForbidden, CodeCapabilityWiden, "the agent did not ask for %s; capabilities can only be narrowed", core.CutUTF8(string(c), 64))
 			}
 		}
 		if granted, err = normalizeCapabilities(caps); err != nil {
@@ -537,24 +536,24 @@ func (s *Service) DecideDevice(ctx context.Context, ownerID, agentID, userCode s
 }
 
 // decideDevice moves the agent (compare-and-set), then its inbox approval.
-func (s *Service) decideDevice(ctx context.Context, a *DelegatedAgent, approve bool, granted []Capability) error {
+func (s *Service) decideDevice(ctx context.Context, a *Agent, approve bool, granted []Capability) error {
 	// Approval is bound to the code the owner entered (a.UserCodeHash, as
 	// read when it was checked): a code re-issued meanwhile makes it fail.
 	codeHash := ""
 	if approve {
 		codeHash = a.UserCodeHash
 	}
-	if err := s.d.Store.DecideDelegatedAgent(ctx, a.ID, codeHash, approve, granted, s.now()); errors.Is(err, ErrConflict) {
-		if cur, err := s.d.Store.GetDelegatedAgent(ctx, a.ID); err == nil && cur.Status == DelegatedPending {
-			return Errorf(KindConflict, CodeDeviceExpired, "the host asked for a new code for this agent meanwhile; open the new link it shows")
+	if err := s.d.Store.DecideDelegatedAgent(ctx, a.ID, codeHash, approve, granted, s.now()); errors.Is(err, core.ErrConflict) {
+		if cur, err := s.d.Store.GetDelegatedAgent(ctx, a.ID); err == nil && cur.Status == AgentPending {
+			return core.Errorf(core.KindConflict, CodeDeviceExpired, "the host asked for a new code for this agent meanwhile; open the new link it shows")
 		}
-		return Errorf(KindConflict, CodeDeviceDecided, "this agent was decided already")
+		return core.Errorf(core.KindConflict, CodeDeviceDecided, "this agent was decided already")
 	} else if err != nil {
 		return fmt.Errorf("decide device: %w", err)
 	}
 	if a.ApprovalID != "" {
-		if _, err := s.DecideApproval(ctx, a.OwnerID, a.ApprovalID, Decision{Approve: approve,
-			BindingHash: BindingHash(a.ID), Data: map[string]any{"capabilities": nonNil(granted)}}); err != nil && ErrorKind(err) != KindConflict {
+		if _, err := s.core.DecideApproval(ctx, a.OwnerID, a.ApprovalID, core.Decision{Approve: approve,
+			BindingHash: core.BindingHash(a.ID), Data: map[string]any{"capabilities": core.NonNil(granted)}}); err != nil && core.ErrorKind(err) != core.KindConflict {
 			s.d.Logger.WarnContext(ctx, "device approval: decide inbox approval", "approval_id", a.ApprovalID, "err", err)
 		}
 	}
@@ -567,11 +566,11 @@ func (s *Service) decideDevice(ctx context.Context, a *DelegatedAgent, approve b
 func (s *Service) DeclineDevice(ctx context.Context, ownerID, agentID string) error {
 	a, _, err := s.ownDevice(ctx, ownerID, agentID)
 	if err != nil {
-		if c := AsError(err).Code; c == CodeDeviceDecided || c == CodeDeviceExpired {
+		if c := core.AsError(err).Code; c == CodeDeviceDecided || c == CodeDeviceExpired {
 			if c == CodeDeviceExpired {
 				// An expired-pending agent can still be turned down.
 				if a, gerr := s.d.Store.GetDelegatedAgent(ctx, agentID); gerr == nil {
-					if err := s.decideDevice(ctx, a, false, nil); err != nil && AsError(err).Code != CodeDeviceDecided {
+					if err := s.decideDevice(ctx, a, false, nil); err != nil && core.AsError(err).Code != CodeDeviceDecided {
 						return err
 					}
 				}
@@ -580,14 +579,14 @@ func (s *Service) DeclineDevice(ctx context.Context, ownerID, agentID string) er
 		}
 		return err
 	}
-	if err := s.decideDevice(ctx, a, false, nil); err != nil && AsError(err).Code != CodeDeviceDecided {
+	if err := s.decideDevice(ctx, a, false, nil); err != nil && core.AsError(err).Code != CodeDeviceDecided {
 		return err
 	}
 	return nil
 }
 
 // deviceAgentID is the agent a device_authorization approval is about.
-func deviceAgentID(a *Approval) string {
+func deviceAgentID(a *core.Approval) string {
 	var d DeviceApprovalDetails
 	if json.Unmarshal(a.Details, &d) != nil {
 		return ""
@@ -595,25 +594,25 @@ func deviceAgentID(a *Approval) string {
 	return d.AgentID
 }
 
-// deviceApprovedOnPage keeps the inbox honest: a device approval is
+// DeviceApprovedOnPage keeps the inbox honest: a device approval is
 // approved only through DecideDevice (the user code on the device page),
 // which moves the agent first; approving the inbox item alone is refused.
-func (s *Service) deviceApprovedOnPage(ctx context.Context, a *Approval) error {
-	refuse := Errorf(KindInvalid, CodeInvalidRequest, "to approve an agent, open the link its host shows and enter the code it gives you")
+func (s *Service) DeviceApprovedOnPage(ctx context.Context, a *core.Approval) error {
+	refuse := core.Errorf(core.KindInvalid, core.CodeInvalidRequest, "to approve an agent, open the link its host shows and enter the code it gives you")
 	id := deviceAgentID(a)
 	if id == "" {
 		return refuse
 	}
 	ag, err := s.d.Store.GetDelegatedAgent(ctx, id)
-	if err != nil || ag.OwnerID != a.OwnerID || ag.Status != DelegatedActive || ag.ApprovalID != a.ID {
+	if err != nil || ag.OwnerID != a.OwnerID || ag.Status != AgentActive || ag.ApprovalID != a.ID {
 		return refuse
 	}
 	return nil
 }
 
-// rejectDeviceAgent rejects the pending agent of a device approval the
+// RejectDeviceAgent rejects the pending agent of a device approval the
 // owner declined in the inbox (nothing if it is no longer pending).
-func (s *Service) rejectDeviceAgent(ctx context.Context, a *Approval) {
+func (s *Service) RejectDeviceAgent(ctx context.Context, a *core.Approval) {
 	id := deviceAgentID(a)
 	if id == "" {
 		return
@@ -622,7 +621,7 @@ func (s *Service) rejectDeviceAgent(ctx context.Context, a *Approval) {
 	if err != nil || ag.OwnerID != a.OwnerID || ag.ApprovalID != a.ID {
 		return
 	}
-	if err := s.d.Store.DecideDelegatedAgent(ctx, id, "", false, nil, s.now()); err != nil && !errors.Is(err, ErrConflict) {
+	if err := s.d.Store.DecideDelegatedAgent(ctx, id, "", false, nil, s.now()); err != nil && !errors.Is(err, core.ErrConflict) {
 		s.d.Logger.WarnContext(ctx, "device approval declined: reject agent", "agent_id", id, "err", err)
 	}
 }

@@ -1,4 +1,4 @@
-package core
+package hosts
 
 import (
 	"bytes"
@@ -11,10 +11,9 @@ import (
 	"slices"
 	"strings"
 	"time"
-)
 
-// Hosts: provisioning by the owner, enrollment of a host's key, lookup of
-// the host a JWT names, and the shared replay store of JWT ids.
+	"github.com/faxhub/faxhub/core"
+)
 
 // Bounds of host input.
 const (
@@ -28,7 +27,7 @@ const (
 )
 
 func invalidPublicKey(msg string) error {
-	return Errorf(KindInvalid, CodeInvalidPublicKey, "%s", msg)
+	return core.Errorf(core.KindInvalid, CodeInvalidPublicKey, "%s", msg)
 }
 
 // ParsePublicJWK accepts an Ed25519 public JWK ({"kty":"OKP","crv":
@@ -94,7 +93,7 @@ func ParsePublicJWK(raw json.RawMessage) (PublicJWK, error) {
 func normalizeCapabilities(cs []Capability) ([]Capability, error) {
 	for _, c := range cs {
 		if _, ok := capabilityOps[c]; !ok {
-			return nil, Errorf(KindInvalid, CodeUnknownCapability, "unknown capability %q; capabilities are %v", CutUTF8(string(c), 64), Capabilities())
+			return nil, core.Errorf(core.KindInvalid, CodeUnknownCapability, "unknown capability %q; capabilities are %v", core.CutUTF8(string(c), 64), Capabilities())
 		}
 	}
 	out := []Capability{}
@@ -109,24 +108,24 @@ func normalizeCapabilities(cs []Capability) ([]Capability, error) {
 func hostName(name string) (string, error) {
 	name = strings.TrimSpace(name)
 	if name == "" || len([]rune(name)) > hostNameMax {
-		return "", Errorf(KindInvalid, CodeInvalidRequest, "the host name is required (at most %d characters)", hostNameMax)
+		return "", core.Errorf(core.KindInvalid, core.CodeInvalidRequest, "the host name is required (at most %d characters)", hostNameMax)
 	}
 	return name, nil
 }
 
-var errKeyInUse = Errorf(KindConflict, CodeHostKeyInUse, "this public key is already registered to a host or an agent; every host and agent needs a key pair of its own")
+var errKeyInUse = core.Errorf(core.KindConflict, CodeHostKeyInUse, "this public key is already registered to a host or an agent; every host and agent needs a key pair of its own")
 
 // keyFree checks that no host and no agent has the key (the store enforces
 // uniqueness within each table; this covers across them).
-func (s *Service) keyFree(ctx context.Context, q Queries, thumbprint string) error {
+func (s *Service) keyFree(ctx context.Context, q Tx, thumbprint string) error {
 	if _, err := q.GetHostByThumbprint(ctx, thumbprint); err == nil {
 		return errKeyInUse
-	} else if !errors.Is(err, ErrNoRows) {
+	} else if !errors.Is(err, core.ErrNoRows) {
 		return fmt.Errorf("check key: %w", err)
 	}
 	if _, err := q.GetDelegatedAgentByThumbprint(ctx, thumbprint); err == nil {
 		return errKeyInUse
-	} else if !errors.Is(err, ErrNoRows) {
+	} else if !errors.Is(err, core.ErrNoRows) {
 		return fmt.Errorf("check key: %w", err)
 	}
 	return nil
@@ -136,13 +135,13 @@ func (s *Service) keyFree(ctx context.Context, q Queries, thumbprint string) err
 // across replicas; at most MaxHostsPerOwner live hosts). Default
 // capabilities are what the host's agents get without device approval
 // (each send_fax still waits for the owner's passkey).
-func (s *Service) CreateHost(ctx context.Context, ownerID string, r HostCreateRequest) (*HostCreated, error) {
+func (s *Service) Create(ctx context.Context, ownerID string, r CreateRequest) (*Created, error) {
 	name, err := hostName(r.Name)
 	if err != nil {
 		return nil, err
 	}
 	if len(r.DefaultCapabilities) > 2*len(capabilityOps) {
-		return nil, Errorf(KindInvalid, CodeInvalidRequest, "too many default capabilities")
+		return nil, core.Errorf(core.KindInvalid, core.CodeInvalidRequest, "too many default capabilities")
 	}
 	caps, err := normalizeCapabilities(r.DefaultCapabilities)
 	if err != nil {
@@ -159,26 +158,26 @@ func (s *Service) CreateHost(ctx context.Context, ownerID string, r HostCreateRe
 			return nil, err
 		}
 	}
-	if err := s.allow(ctx, s.d.Store, "host-create:"+ownerID, hostCreateInterval, hostCreateBurst); err != nil {
-		if e := AsError(err); e.Kind == KindRateLimited {
-			return nil, Errorf(KindRateLimited, CodeRateLimited, "too many hosts created; retry in %d s", e.RetryAfterSeconds).WithRetryAfter(e.RetryAfterSeconds)
+	if err := s.core.AllowIn(ctx, s.d.Store, "host-create:"+ownerID, hostCreateInterval, hostCreateBurst); err != nil {
+		if e := core.AsError(err); e.Kind == core.KindRateLimited {
+			return nil, core.Errorf(core.KindRateLimited, core.CodeRateLimited, "too many hosts created; retry in %d s", e.RetryAfterSeconds).WithRetryAfter(e.RetryAfterSeconds)
 		}
 		return nil, err
 	}
 	now := s.now()
-	h := &Host{ID: NewID(PrefixHost), OwnerID: ownerID, Name: name, DefaultCapabilities: caps, CreatedAt: now}
-	out := &HostCreated{Host: h}
+	h := &Host{ID: core.NewID(PrefixHost), OwnerID: ownerID, Name: name, DefaultCapabilities: caps, CreatedAt: now}
+	out := &Created{Host: h}
 	if key != nil {
-		h.PublicKey, h.Thumbprint, h.Status, h.EnrolledAt = &key.JSON, &key.Thumbprint, HostActive, &now
+		h.PublicKey, h.Thumbprint, h.Status, h.EnrolledAt = &key.JSON, &key.Thumbprint, Active, &now
 	} else {
-		out.EnrollmentToken = NewSecret(SecretHostEnrollment)
-		hash, exp := HashSecret(out.EnrollmentToken), now.Add(HostEnrollmentTTL)
-		h.Status, h.EnrollmentHash, h.EnrollmentExpiresAt = HostPendingEnrollment, &hash, &exp
+		out.EnrollmentToken = core.NewSecret(SecretHostEnrollment)
+		hash, exp := core.HashSecret(out.EnrollmentToken), now.Add(EnrollmentTTL)
+		h.Status, h.EnrollmentHash, h.EnrollmentExpiresAt = PendingEnrollment, &hash, &exp
 	}
 	switch err := s.d.Store.CreateHost(ctx, h, MaxHostsPerOwner); {
-	case errors.Is(err, ErrConflict):
-		return nil, Errorf(KindConflict, CodeTooManyHosts, "you have %d hosts already; revoke one first", MaxHostsPerOwner)
-	case errors.Is(err, ErrExists):
+	case errors.Is(err, core.ErrConflict):
+		return nil, core.Errorf(core.KindConflict, CodeTooManyHosts, "you have %d hosts already; revoke one first", MaxHostsPerOwner)
+	case errors.Is(err, core.ErrExists):
 		return nil, errKeyInUse
 	case err != nil:
 		return nil, fmt.Errorf("create host: %w", err)
@@ -190,7 +189,7 @@ func (s *Service) CreateHost(ctx context.Context, ownerID string, r HostCreateRe
 // consumed in the same transaction that records the key, so a failed
 // enrollment (bad key, key in use) leaves it usable; a used, expired or
 // revoked token is refused with CodeInvalidEnrollment.
-func (s *Service) EnrollHost(ctx context.Context, token string, publicKey json.RawMessage, name string) (*Host, error) {
+func (s *Service) Enroll(ctx context.Context, token string, publicKey json.RawMessage, name string) (*Host, error) {
 	// The key first: a bad key does not touch the token.
 	key, err := ParsePublicJWK(publicKey)
 	if err != nil {
@@ -201,19 +200,19 @@ func (s *Service) EnrollHost(ctx context.Context, token string, publicKey json.R
 			return nil, err
 		}
 	}
-	invalid := Errorf(KindInvalid, CodeInvalidEnrollment, "the host enrollment token is unknown, expired, revoked or already used")
+	invalid := core.Errorf(core.KindInvalid, core.CodeInvalidEnrollment, "the host enrollment token is unknown, expired, revoked or already used")
 	if !strings.HasPrefix(token, SecretHostEnrollment) || len(token) > 200 {
 		return nil, invalid
 	}
 	now := s.now()
-	hash := HashSecret(token)
+	hash := core.HashSecret(token)
 	h, err := s.d.Store.GetHostByEnrollment(ctx, hash)
-	if errors.Is(err, ErrNoRows) {
+	if errors.Is(err, core.ErrNoRows) {
 		return nil, invalid
 	} else if err != nil {
 		return nil, fmt.Errorf("enroll host: %w", err)
 	}
-	if h.Status != HostPendingEnrollment || h.EnrollmentExpiresAt == nil || !now.Before(*h.EnrollmentExpiresAt) {
+	if h.Status != PendingEnrollment || h.EnrollmentExpiresAt == nil || !now.Before(*h.EnrollmentExpiresAt) {
 		return nil, invalid
 	}
 	if err := s.keyFree(ctx, s.d.Store, key.Thumbprint); err != nil {
@@ -221,9 +220,9 @@ func (s *Service) EnrollHost(ctx context.Context, token string, publicKey json.R
 	}
 	h, err = s.d.Store.EnrollHost(ctx, hash, name, key.JSON, key.Thumbprint, now)
 	switch {
-	case errors.Is(err, ErrConflict):
+	case errors.Is(err, core.ErrConflict):
 		return nil, invalid
-	case errors.Is(err, ErrExists):
+	case errors.Is(err, core.ErrExists):
 		return nil, errKeyInUse
 	case err != nil:
 		return nil, fmt.Errorf("enroll host: %w", err)
@@ -233,7 +232,7 @@ func (s *Service) EnrollHost(ctx context.Context, token string, publicKey json.R
 
 // ListHosts lists the owner's hosts (revoked ones too, newest first) with
 // their agents; pending agents past their device code read as expired.
-func (s *Service) ListHosts(ctx context.Context, ownerID string) ([]HostWithAgents, error) {
+func (s *Service) List(ctx context.Context, ownerID string) ([]WithAgents, error) {
 	hosts, err := s.d.Store.ListHosts(ctx, ownerID)
 	if err != nil {
 		return nil, fmt.Errorf("list hosts: %w", err)
@@ -243,10 +242,10 @@ func (s *Service) ListHosts(ctx context.Context, ownerID string) ([]HostWithAgen
 		return nil, fmt.Errorf("list hosts: %w", err)
 	}
 	now := s.now()
-	out := make([]HostWithAgents, len(hosts))
+	out := make([]WithAgents, len(hosts))
 	idx := make(map[string]int, len(hosts))
 	for i, h := range hosts {
-		out[i] = HostWithAgents{Host: h, Agents: []DelegatedAgent{}}
+		out[i] = WithAgents{Host: h, Agents: []Agent{}}
 		idx[h.ID] = i
 	}
 	for _, a := range agents {
@@ -262,14 +261,14 @@ func (s *Service) ListHosts(ctx context.Context, ownerID string) ([]HostWithAgen
 
 // RevokeHost revokes one of the owner's hosts and every agent it
 // registered, at once and for every replica.
-func (s *Service) RevokeHost(ctx context.Context, ownerID, hostID string) error {
+func (s *Service) Revoke(ctx context.Context, ownerID, hostID string) error {
 	err := s.d.Store.RevokeHost(ctx, ownerID, hostID, s.now())
-	if errors.Is(err, ErrNoRows) {
+	if errors.Is(err, core.ErrNoRows) {
 		h, gerr := s.d.Store.GetHost(ctx, hostID)
-		if gerr == nil && h.OwnerID == ownerID && h.Status == HostRevoked {
+		if gerr == nil && h.OwnerID == ownerID && h.Status == Revoked {
 			return nil // revoked already: the owner's intent holds
 		}
-		return Errorf(KindNotFound, CodeHostNotFound, "no host with that id")
+		return core.Errorf(core.KindNotFound, CodeHostNotFound, "no host with that id")
 	}
 	if err != nil {
 		return fmt.Errorf("revoke host: %w", err)
@@ -278,7 +277,7 @@ func (s *Service) RevokeHost(ctx context.Context, ownerID, hostID string) error 
 }
 
 func invalidJWT(msg string) error {
-	return Errorf(KindUnauthenticated, CodeInvalidJWT, "%s", msg)
+	return core.Errorf(core.KindUnauthenticated, CodeInvalidJWT, "%s", msg)
 }
 
 // HostForJWT finds the host a host or agent JWT names in iss: its host id
@@ -291,12 +290,12 @@ func (s *Service) HostForJWT(ctx context.Context, iss string) (*Host, error) {
 	}
 	var h *Host
 	var err error
-	if HasPrefix(iss, PrefixHost) {
+	if core.HasPrefix(iss, PrefixHost) {
 		h, err = s.d.Store.GetHost(ctx, iss)
 	} else {
 		h, err = s.d.Store.GetHostByThumbprint(ctx, iss)
 	}
-	if errors.Is(err, ErrNoRows) {
+	if errors.Is(err, core.ErrNoRows) {
 		return nil, invalidJWT("iss names no registered host")
 	} else if err != nil {
 		return nil, fmt.Errorf("look up host: %w", err)
@@ -319,7 +318,7 @@ type RateLimit struct {
 // JWTUse is a host or agent JWT whose signature and times checked out.
 type JWTUse struct {
 	Host  *Host
-	Agent *DelegatedAgent // nil for a host JWT
+	Agent *Agent // nil for a host JWT
 	// JTI is remembered until Expires (exp + DelegatedJWTSkew).
 	JTI     string
 	Expires time.Time
@@ -328,13 +327,13 @@ type JWTUse struct {
 	Limit *RateLimit
 }
 
-// AcceptDelegatedJWT accepts a verified host or agent JWT in one commit:
+// AcceptJWT accepts a verified host or agent JWT in one commit:
 // its jti recorded for its host in the shared store (a jti seen before, on
 // any replica, is CodeJWTReplayed, KindUnauthenticated), the caller's rate
 // limit charged, and the host's and agent's last use brought up to date.
 // Only a JWT whose signature verified gets here, so nobody can spend a
 // host's jtis or touch its last use without its key.
-func (s *Service) AcceptDelegatedJWT(ctx context.Context, u JWTUse) error {
+func (s *Service) AcceptJWT(ctx context.Context, u JWTUse) error {
 	if u.Host == nil || u.Host.ID == "" {
 		return invalidJWT("iss is required")
 	}
@@ -342,9 +341,9 @@ func (s *Service) AcceptDelegatedJWT(ctx context.Context, u JWTUse) error {
 		return invalidJWT(fmt.Sprintf("jti is required (at most %d characters)", maxJTILength))
 	}
 	now := s.now()
-	err := s.d.Store.InTx(ctx, func(tx Tx) error {
+	err := s.inTx(ctx, func(tx Tx) error {
 		if l := u.Limit; l != nil {
-			if err := s.allow(ctx, tx, l.Key, l.Interval, l.Burst); err != nil {
+			if err := s.core.AllowIn(ctx, tx, l.Key, l.Interval, l.Burst); err != nil {
 				return err
 			}
 		}
@@ -363,10 +362,10 @@ func (s *Service) AcceptDelegatedJWT(ctx context.Context, u JWTUse) error {
 		}
 		return nil
 	})
-	if errors.Is(err, ErrExists) {
-		return Errorf(KindUnauthenticated, CodeJWTReplayed, "this JWT was used already: sign a new one with a fresh jti")
+	if errors.Is(err, core.ErrExists) {
+		return core.Errorf(core.KindUnauthenticated, CodeJWTReplayed, "this JWT was used already: sign a new one with a fresh jti")
 	}
-	if err != nil && ErrorKind(err) == KindInternal {
+	if err != nil && core.ErrorKind(err) == core.KindInternal {
 		return fmt.Errorf("accept delegated jwt: %w", err)
 	}
 	return err
@@ -375,5 +374,5 @@ func (s *Service) AcceptDelegatedJWT(ctx context.Context, u JWTUse) error {
 // stale reports whether a last-used time is due for an update (at most one
 // write a minute per credential).
 func stale(last *time.Time, now time.Time) bool {
-	return last == nil || now.Sub(*last) > touchEvery
+	return last == nil || now.Sub(*last) > core.TouchEvery
 }

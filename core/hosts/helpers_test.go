@@ -1,0 +1,5 @@
+package hosts_test
+
+import "context"
+
+var ctx = context.Background()

@@ -1,0 +1,259 @@
+package hosts
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+
+	"github.com/faxhub/faxhub/core"
+)
+
+// maxPendingSendsPerAgent bounds the send requests an agent can have
+// waiting in the owner's inbox at once.
+const maxPendingSendsPerAgent = 20
+
+// DelegatedSendDetails is what a fax_send approval shows (Approval.Details).
+type SendDetails struct {
+	SendID    string       `json:"sendId"`
+	HostID    string       `json:"hostId"`
+	HostName  string       `json:"hostName"`
+	AgentID   string       `json:"agentId"`
+	AgentName string       `json:"agentName"`
+	To        string       `json:"to"`
+	Country   string       `json:"country"`
+	Pages     int          `json:"pages"`
+	Cover     bool         `json:"cover"`
+	CoverText string       `json:"coverText,omitempty"`
+	Price     string       `json:"price"`
+	Currency  string       `json:"currency"`
+	Document  SendDocument `json:"document"`
+}
+
+// DelegatedSendDocument describes the document of a send for the owner.
+type SendDocument struct {
+	ID         string `json:"id"`
+	SHA256     string `json:"sha256"`
+	SourceType string `json:"sourceType"`
+	Bytes      int64  `json:"bytes"`
+}
+
+// delegatedSendBinding is exactly the fax the owner approves: its hash is
+// the approval's binding.
+type delegatedSendBinding struct {
+	SendID      string `json:"sendId"`
+	DocumentID  string `json:"documentId"`
+	DocumentSHA string `json:"documentSha256"`
+	To          string `json:"to"`
+	Pages       int    `json:"pages"`
+	Cover       bool   `json:"cover"`
+	CoverText   string `json:"coverText"`
+	PriceMicros int64  `json:"priceMicros"`
+	Currency    string `json:"currency"`
+}
+
+func (d *Send) binding() delegatedSendBinding {
+	return delegatedSendBinding{SendID: d.ID, DocumentID: d.DocumentID, DocumentSHA: d.DocumentSHA, To: d.To, Pages: d.Pages,
+		Cover: d.Cover, CoverText: d.CoverText, PriceMicros: d.PriceMicros, Currency: d.Currency}
+}
+
+// approvalPagePath is the owner's inbox page of an approval.
+func approvalPagePath(id string) string { return "/console/approvals/" + id }
+
+// RequestDelegatedSend checks the send (scope fax:send through the
+// send_fax grant, provider, cover, destination, document, quote) and asks
+// the owner: an approval of kind ApprovalFaxSend, requires_uv, bound to
+// this exact fax. Nothing is charged or queued.
+func (s *Service) RequestSend(ctx context.Context, p core.Principal, a *Agent, r SendRequest) (*Send, error) {
+	if err := AuthorizeCapability(p, a, CapSendFax); err != nil {
+		return nil, err
+	}
+	if a.Status != AgentActive || p.OwnerID != a.OwnerID {
+		return nil, core.Errorf(core.KindForbidden, CodeAgentRevoked, "this agent is not active")
+	}
+	host, err := s.d.Store.GetHost(ctx, a.HostID)
+	if err != nil {
+		return nil, fmt.Errorf("delegated send: %w", err)
+	}
+	if host.Status != Active {
+		return nil, core.Errorf(core.KindForbidden, CodeHostRevoked, "this agent's host was revoked by its owner")
+	}
+	if err := s.core.CheckProvider(p.Mode); err != nil {
+		return nil, err
+	}
+	if err := core.CheckCover(r.Cover, r.CoverText); err != nil {
+		return nil, err
+	}
+	e164, country, err := s.d.Destination.Check(r.To)
+	if err != nil {
+		return nil, err
+	}
+	doc, err := s.core.ResolveDocument(ctx, p, r.UploadToken, r.DocumentID)
+	if err != nil {
+		return nil, err
+	}
+	if doc.Pages > s.cfg.MaxPages {
+		return nil, core.Errorf(core.KindUnprocessable, core.CodeTooManyPages, "at most %d pages can be sent", s.cfg.MaxPages)
+	}
+	q, err := s.d.Prices.Quote(e164, country, doc.Pages, r.Cover)
+	if err != nil {
+		return nil, err
+	}
+	now := s.now()
+	if n, err := s.d.Store.CountPendingDelegatedSends(ctx, a.ID, now); err != nil {
+		return nil, fmt.Errorf("delegated send: %w", err)
+	} else if n >= maxPendingSendsPerAgent {
+		return nil, core.Errorf(core.KindRateLimited, core.CodeRateLimited,
+			"this agent has %d faxes waiting for the owner's approval already; wait until they are decided or expire", n).WithRetryAfter(60)
+	}
+	d := &Send{
+		ID: core.NewID(PrefixDelegatedSend), OwnerID: p.OwnerID, Mode: p.Mode, HostID: host.ID, AgentID: a.ID,
+		DocumentID: doc.ID, DocumentSHA: doc.SHA256, To: e164, Country: country, Pages: doc.Pages, Cover: r.Cover,
+		CoverText: r.CoverText, PriceMicros: q.AmountMicros, Price: core.FormatUSD(q.AmountMicros), Currency: core.Currency,
+		Status: SendPending, CreatedAt: now, ExpiresAt: now.Add(SendTTL),
+	}
+	requester := a.Name + " on " + host.Name
+	billed := d.Pages
+	if d.Cover {
+		billed++
+	}
+	err = s.inTx(ctx, func(tx Tx) error {
+		appr, err := s.core.RequestApprovalIn(ctx, tx, core.ApprovalRequest{
+			OwnerID: p.OwnerID, Kind: core.ApprovalFaxSend, Requester: requester, RequiresUV: true, TTL: SendTTL,
+			Summary: fmt.Sprintf("Send a %d-page fax to %s for $%s", billed, e164, d.Price),
+			Details: SendDetails{SendID: d.ID, HostID: host.ID, HostName: host.Name, AgentID: a.ID, AgentName: a.Name,
+				To: e164, Country: country, Pages: d.Pages, Cover: d.Cover, CoverText: d.CoverText, Price: d.Price, Currency: d.Currency,
+				Document: SendDocument{ID: doc.ID, SHA256: doc.SHA256, SourceType: doc.SourceType, Bytes: doc.SourceBytes}},
+			Binding: d.binding(),
+		})
+		if err != nil {
+			return err
+		}
+		d.ApprovalID, d.ExpiresAt = appr.ID, appr.ExpiresAt
+		return tx.CreateDelegatedSend(ctx, d)
+	})
+	if err != nil {
+		return nil, fmt.Errorf("delegated send: %w", err)
+	}
+	d.ApprovalPath = approvalPagePath(d.ApprovalID)
+	s.d.Logger.InfoContext(ctx, "delegated send waits for the owner", "send_id", d.ID, "agent_id", a.ID, "owner_id", p.OwnerID)
+	return d, nil
+}
+
+// GetDelegatedSend reads one of agent a's send requests with its status
+// derived (and the fax when sent); another agent's reads as not found.
+func (s *Service) GetSend(ctx context.Context, p core.Principal, a *Agent, id string) (*Send, *core.Fax, error) {
+	if p.OwnerID == "" || a == nil || p.OwnerID != a.OwnerID {
+		return nil, nil, core.Errorf(core.KindUnauthenticated, core.CodeUnauthenticated, "authentication required")
+	}
+	if !core.HasPrefix(id, PrefixDelegatedSend) || len(id) > 100 {
+		return nil, nil, core.NotFound("send request")
+	}
+	d, err := s.d.Store.GetDelegatedSend(ctx, id)
+	if errors.Is(err, core.ErrNoRows) || (err == nil && (d.AgentID != a.ID || d.OwnerID != p.OwnerID)) {
+		return nil, nil, core.NotFound("send request")
+	} else if err != nil {
+		return nil, nil, fmt.Errorf("get delegated send: %w", err)
+	}
+	d.Price, d.ApprovalPath = core.FormatUSD(d.PriceMicros), approvalPagePath(d.ApprovalID)
+	if d.FaxID != nil {
+		d.Status = SendSent
+		fp := p
+		fp.Mode = d.Mode
+		f, err := s.core.LoadFax(ctx, fp, *d.FaxID)
+		if err != nil {
+			return nil, nil, err
+		}
+		return d, f, nil
+	}
+	d.Status = SendPending
+	appr, err := s.core.GetApproval(ctx, d.OwnerID, d.ApprovalID)
+	switch {
+	case core.ErrorKind(err) == core.KindNotFound:
+		d.Status = SendExpired // purged: it can no longer be approved
+	case err != nil:
+		return nil, nil, err
+	case appr.Status == core.ApprovalDeclined:
+		d.Status = SendDeclined
+	case appr.Status == core.ApprovalExpired, !s.now().Before(d.ExpiresAt):
+		d.Status = SendExpired
+	}
+	return d, nil, nil
+}
+
+// ApproveDelegatedSend is the owner's approval of a fax_send (user
+// verification and binding already checked by DecideApproval): in ONE
+// transaction the approval is consumed, the agent, its host, its grant and
+// the document are checked again, the fax is created and paid with credits,
+// and the send records its fax. If anything fails, nothing is written and
+// the approval stays pending (insufficient credits: top up, approve again).
+func (s *Service) ApproveSend(ctx context.Context, ownerID string, a *core.Approval, data []byte) error {
+	now := s.now()
+	var f *core.Fax
+	var send *Send
+	err := s.inTx(ctx, func(tx Tx) error {
+		var err error
+		if send, err = tx.GetDelegatedSendByApproval(ctx, a.ID); err != nil {
+			return fmt.Errorf("read send request: %w", err)
+		}
+		if send.OwnerID != ownerID {
+			return core.NotFound("send request")
+		}
+		if err := tx.DecideApproval(ctx, ownerID, a.ID, core.ApprovalApproved, data, now); errors.Is(err, core.ErrConflict) {
+			return core.Errorf(core.KindConflict, core.CodeApprovalState, "this request was decided already or expired")
+		} else if err != nil {
+			return core.StoreErr(err, "approval")
+		}
+		agent, err := tx.GetDelegatedAgent(ctx, send.AgentID)
+		if err != nil {
+			return fmt.Errorf("read agent: %w", err)
+		}
+		switch {
+		case agent.Status != AgentActive:
+			return core.Errorf(core.KindForbidden, CodeAgentRevoked, "the agent that asked is %s now; nothing was sent", agent.Status)
+		case !slices.Contains(agent.Granted, CapSendFax):
+			return core.Errorf(core.KindForbidden, CodeCapabilityNotGranted, "the agent that asked no longer has send_fax; nothing was sent")
+		}
+		host, err := tx.GetHost(ctx, send.HostID)
+		if err != nil {
+			return fmt.Errorf("read host: %w", err)
+		}
+		if host.Status != Active {
+			return core.Errorf(core.KindForbidden, CodeHostRevoked, "the host of the agent that asked was revoked; nothing was sent")
+		}
+		if err := s.core.CheckProvider(send.Mode); err != nil {
+			return err
+		}
+		doc, err := tx.GetDocument(ctx, ownerID, send.Mode, send.DocumentID)
+		if errors.Is(err, core.ErrNoRows) || (err == nil && (doc.SHA256 != send.DocumentSHA || doc.Pages != send.Pages)) {
+			return core.Errorf(core.KindConflict, core.CodeApprovalBinding, "the document changed or is gone since the request; nothing was sent")
+		} else if err != nil {
+			return fmt.Errorf("read document: %w", err)
+		}
+		f = &core.Fax{
+			ID: core.NewID(core.PrefixFax), OwnerID: ownerID, Mode: send.Mode, Status: core.FaxQueued, To: send.To,
+			DocumentID: send.DocumentID, Pages: send.Pages, Cover: send.Cover, CoverText: send.CoverText,
+			PriceMicros: send.PriceMicros, Currency: send.Currency, PaymentMethod: core.PayCredits, CreatedAt: now, UpdatedAt: now,
+		}
+		s.core.Present(f, nil)
+		if err := s.core.CreateFax(ctx, tx, core.NewFax{Fax: f,
+			HoldReason: "hold for fax " + f.ID + " to " + f.To + " sent by " + agent.Name + " on " + host.Name}); err != nil {
+			return err
+		}
+		if err := tx.MarkDelegatedSendSent(ctx, send.ID, f.ID); errors.Is(err, core.ErrConflict) {
+			return core.Errorf(core.KindConflict, core.CodeApprovalState, "this fax was sent already")
+		} else if err != nil {
+			return fmt.Errorf("mark send sent: %w", err)
+		}
+		return nil
+	})
+	if core.IsInsufficient(err) {
+		return s.core.InsufficientCredits(ctx, core.Principal{OwnerID: ownerID, Mode: send.Mode}, send.PriceMicros).
+			With("approvalPath", approvalPagePath(a.ID))
+	}
+	if err != nil {
+		return err
+	}
+	s.d.Logger.InfoContext(ctx, "delegated fax queued", "fax_id", f.ID, "send_id", send.ID, "owner_id", ownerID, "mode", f.Mode)
+	return nil
+}
