@@ -14,8 +14,8 @@ import (
 
 	"github.com/faxhub/faxhub/core"
 	"github.com/faxhub/faxhub/core/machine"
-	"github.com/faxhub/faxhub/core/payments/mpp"
 	"github.com/faxhub/faxhub/core/web"
+	"github.com/faxhub/faxhub/rest/mpp"
 )
 
 // Machine payments (docs/payments.md): a machine without an account pays

@@ -39,7 +39,7 @@ import (
 
 	"github.com/faxhub/faxhub/core"
 	"github.com/faxhub/faxhub/core/payments"
-	"github.com/faxhub/faxhub/core/payments/mpp"
+	"github.com/faxhub/faxhub/rest/mpp"
 )
 
 // Error codes of machine payments (REST problem+json "code").

@@ -18,7 +18,6 @@ import (
 	"github.com/faxhub/faxhub/core/blob"
 	"github.com/faxhub/faxhub/core/convert"
 	"github.com/faxhub/faxhub/core/machine"
-	"github.com/faxhub/faxhub/core/payments/mpp"
 	"github.com/faxhub/faxhub/core/payments/stripe"
 	"github.com/faxhub/faxhub/core/payments/stripetest"
 	"github.com/faxhub/faxhub/core/payments/tempo"
@@ -27,6 +26,7 @@ import (
 	"github.com/faxhub/faxhub/core/provider/simulated"
 	"github.com/faxhub/faxhub/core/services"
 	"github.com/faxhub/faxhub/internal/testenv"
+	"github.com/faxhub/faxhub/rest/mpp"
 )
 
 const (

@@ -17,8 +17,8 @@ import (
 
 	"github.com/faxhub/faxhub/core"
 	"github.com/faxhub/faxhub/core/payments"
-	"github.com/faxhub/faxhub/core/payments/mpp"
 	"github.com/faxhub/faxhub/core/seal"
+	"github.com/faxhub/faxhub/rest/mpp"
 )
 
 const (
