@@ -5,6 +5,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"mime"
 	"net/http"
@@ -14,14 +15,17 @@ import (
 
 	"github.com/faxhub/faxhub/core"
 	"github.com/faxhub/faxhub/core/machine"
-	"github.com/faxhub/faxhub/core/payments/mpp"
 	"github.com/faxhub/faxhub/core/web"
+	"github.com/faxhub/faxhub/rest/mpp"
 )
 
 // Machine payments (docs/payments.md): a machine without an account pays
 // for one fax per request over HTTP 402. Core decides the price, the
-// challenges, the credential's verdict and the order; this file only reads
-// the body and the payment headers, and writes core's answer as HTTP.
+// challenges, the credential's verdict and the order, on typed values;
+// this file reads the body and the payment headers into them (the wire
+// format is rest/mpp) and writes core's answer as HTTP: refusals as the
+// protocol's problems, challenges as WWW-Authenticate values ordered by
+// Accept-Payment, receipts as Payment-Receipt.
 
 // CodeInvalidBase64 is the problem code of a machine request whose base64
 // member does not decode: a property of this adapter's JSON encoding of
@@ -191,17 +195,96 @@ func (a *api) createMachineFax(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	res, err := a.svc.Machine.Fax(r.Context(), machine.FaxRequest{
+	req := machine.FaxRequest{
 		To: body.To, PDF: pdf, RequestID: body.RequestID, Cover: body.Cover,
-		BodyDigest:    mpp.ContentDigest(raw),
-		Authorization: r.Header.Values("Authorization"),
-		AcceptPayment: r.Header.Values(mpp.AcceptHeader),
-		ClientIP:      web.ClientIP(r),
-	})
+		BodyDigest: mpp.ContentDigest(raw), ClientIP: web.ClientIP(r),
+	}
+	readCredential(r.Header.Values("Authorization"), &req)
+	res, err := a.svc.Machine.Fax(r.Context(), req)
 	if err != nil {
 		return err
 	}
 	return writeMachineResult(w, r, res)
+}
+
+// readCredential reads the request's Payment credential into req: the one
+// credential, or that there were several, or why it cannot be read. Core
+// decides when each is answered.
+func readCredential(authorization []string, req *machine.FaxRequest) {
+	cred, err := mpp.ParseAuthorization(authorization)
+	switch {
+	case errors.Is(err, mpp.ErrNoCredential):
+	case errors.Is(err, mpp.ErrMultipleCredentials):
+		req.MultipleCredentials = true
+	case err != nil:
+		req.Unreadable = credentialRefusal(err, machine.MalformedCredential)
+	default:
+		if req.Credential, err = cred.Machine(); err != nil {
+			req.Unreadable = credentialRefusal(err, machine.InvalidChallenge)
+		}
+	}
+}
+
+// credentialRefusal is the refusal of a credential the wire format could
+// not read: the kind of its problem type (def when it has none) and its
+// detail, which never contains the credential.
+func credentialRefusal(err error, def machine.RefusalKind) *machine.Refusal {
+	ref := &machine.Refusal{Kind: def, Detail: "the credential could not be read"}
+	if k, ok := refusalKind(mpp.ProblemOf(err)); ok {
+		ref.Kind = k
+	}
+	if e, ok := errors.AsType[*mpp.Error](err); ok {
+		ref.Detail = e.Detail
+	}
+	return ref
+}
+
+// refusalProblems is how each refusal core decides is answered: the
+// protocol's problem type, whose HTTP status is 402 (the payer gets the
+// challenges and can pay) but for method-unsupported, 400
+// (mpp.ProblemType.Status). It is the one mapping between the two.
+var refusalProblems = map[machine.RefusalKind]mpp.ProblemType{
+	machine.PaymentRequired:       mpp.ProblemPaymentRequired,
+	machine.MalformedCredential:   mpp.ProblemMalformedCredential,
+	machine.InvalidChallenge:      mpp.ProblemInvalidChallenge,
+	machine.MethodUnsupported:     mpp.ProblemMethodUnsupported,
+	machine.PaymentExpired:        mpp.ProblemPaymentExpired,
+	machine.VerificationFailed:    mpp.ProblemVerificationFailed,
+	machine.PaymentActionRequired: mpp.ProblemPaymentActionRequired,
+}
+
+// refusalKind is the refusal kind answered with problem type t.
+func refusalKind(t mpp.ProblemType) (machine.RefusalKind, bool) {
+	for k, pt := range refusalProblems {
+		if pt == t {
+			return k, true
+		}
+	}
+	return 0, false
+}
+
+// orderChallenges filters and orders core's challenges by the client's
+// Accept-Payment values; when it accepts none of them, all of them in the
+// server's order (a 402 always carries a challenge).
+func orderChallenges(chs []machine.Challenge, accept []string) []machine.Challenge {
+	offers := make([]mpp.Offer, len(chs))
+	for i, c := range chs {
+		offers[i] = mpp.Offer{Method: c.Method, Intent: c.Intent}
+	}
+	ordered := mpp.ParseAcceptPayment(accept).Order(offers)
+	if len(ordered) == 0 {
+		return chs
+	}
+	out := make([]machine.Challenge, 0, len(ordered))
+	for _, o := range ordered {
+		for _, c := range chs {
+			if c.Method == o.Method && c.Intent == o.Intent {
+				out = append(out, c)
+				break
+			}
+		}
+	}
+	return out
 }
 
 // paymentProblem is the problem+json body of a payment answer: the
@@ -218,35 +301,57 @@ type paymentProblem struct {
 // ("…/problems/payment-expired" → "payment-expired").
 func paymentCode(t mpp.ProblemType) string { return path.Base(string(t)) }
 
+// writeMachineResult writes core's answer: the order with its receipt, or
+// the refusal as a problem with the challenges the client accepts, the
+// first of them named by the problem's challengeId.
 func writeMachineResult(w http.ResponseWriter, r *http.Request, res *machine.FaxResult) error {
 	h := w.Header()
 	switch {
 	case res.Order != nil:
-		if res.Receipt != "" {
-			h.Set(mpp.ReceiptHeader, res.Receipt)
+		if res.Receipt != nil {
+			v, err := mpp.ReceiptOf(*res.Receipt).Encode()
+			if err != nil {
+				return err
+			}
+			h.Set(mpp.ReceiptHeader, v)
 		}
 		// A receipt is the payer's own: no shared cache may keep it.
 		h.Set("Cache-Control", "private")
 		web.WriteJSON(w, http.StatusOK, res.Order)
 		return nil
-	case res.Problem != nil:
-		for _, c := range res.Challenges {
-			h.Add("WWW-Authenticate", c)
+	case res.Refusal != nil:
+		t, ok := refusalProblems[res.Refusal.Kind]
+		if !ok {
+			return fmt.Errorf("rest: no problem type for the machine payment refusal %q", res.Refusal.Kind)
+		}
+		chs := orderChallenges(res.Challenges, r.Header.Values(mpp.AcceptHeader))
+		values := make([]string, len(chs))
+		for i, c := range chs {
+			wc := mpp.FromMachine(c)
+			v, err := wc.Header()
+			if err != nil {
+				return fmt.Errorf("rest: render the %s challenge: %w", c.Method, err)
+			}
+			values[i] = v
+		}
+		first := ""
+		if len(chs) > 0 {
+			first = chs[0].ID
+		}
+		for _, v := range values {
+			h.Add("WWW-Authenticate", v)
 		}
 		if res.RetryAfter > 0 {
 			h.Set("Retry-After", strconv.Itoa(res.RetryAfter))
 		}
-		p := *res.Problem
-		if p.Status == 0 {
-			p.Status = p.Type.Status()
-		}
+		p := mpp.NewProblem(t, res.Refusal.Detail, first)
 		h.Set("Content-Type", "application/problem+json")
 		h.Set("Cache-Control", "no-store")
 		w.WriteHeader(p.Status)
 		_ = json.NewEncoder(w).Encode(paymentProblem{Problem: p, Code: paymentCode(p.Type), Instance: web.LogPath(r.URL.Path)})
 		return nil
 	}
-	return errors.New("rest: machine payment answered neither an order nor a problem")
+	return errors.New("rest: machine payment answered neither an order nor a refusal")
 }
 
 // getMachineFaxStatus is the status URL of a paid order: the token in the

@@ -7,7 +7,7 @@ import (
 
 	"github.com/faxhub/faxhub/core"
 	"github.com/faxhub/faxhub/core/machine"
-	"github.com/faxhub/faxhub/core/payments/mpp"
+	"github.com/faxhub/faxhub/rest/mpp"
 )
 
 // machineLimits are the numbers the machine operations' descriptions state.

@@ -24,11 +24,11 @@ import (
 	"github.com/pdfcpu/pdfcpu/pkg/pdfcpu/validate"
 
 	"github.com/faxhub/faxhub/core"
-	"github.com/faxhub/faxhub/core/payments/mpp"
 	"github.com/faxhub/faxhub/core/services"
 	"github.com/faxhub/faxhub/core/web"
 	"github.com/faxhub/faxhub/internal/app"
 	"github.com/faxhub/faxhub/internal/testenv"
+	"github.com/faxhub/faxhub/rest/mpp"
 )
 
 const (

@@ -1,15 +1,18 @@
 // Package machine is machine payments: a machine with no account pays for one fax per request
 // over HTTP 402 (the Machine Payments Protocol, draft-ryan-httpauth-payment).
-// The wire format is core/payments/mpp; the money moves through a
-// payments.PaymentMethod (stripe: a card shared payment token; tempo: a
-// stablecoin transfer); the HTTP is rest's. Core decides everything else,
-// here:
+// The wire format and the HTTP are the adapter's (rest, rest/mpp): core
+// takes typed credentials (Credential, in a FaxRequest) and returns typed
+// outcomes (FaxResult: an Order and its Receipt, or a Refusal with the
+// request's Challenges). The money moves through a payments.PaymentMethod
+// (stripe: a card shared payment token; tempo: a stablecoin transfer).
+// Core decides everything else, here:
 //
 //   - the price (per destination, from the pages of the PDF) and each
 //     method's offer of it (its units, minimum, currency, recipient);
-//   - the challenges: HMAC-bound to the seven slots, JCS request, expiry,
-//     the body's digest, the request_id in opaque; the same challenges for
-//     the same request_id and body while they are live;
+//   - the challenges: HMAC-bound under the server's secret (the id over
+//     the protocol's seven wire slots is the Binder's), expiry, the body's
+//     digest, the request_id in opaque; the same challenges for the same
+//     request_id and body while they are live;
 //   - a paid retry: binding, realm, expiry, digest, request_id, method,
 //     single use of the challenge (claimed before the method is called, so
 //     concurrent retries with one credential settle once), then the charge
@@ -39,7 +42,6 @@ import (
 
 	"github.com/faxhub/faxhub/core"
 	"github.com/faxhub/faxhub/core/payments"
-	"github.com/faxhub/faxhub/core/payments/mpp"
 )
 
 // Error codes of machine payments (REST problem+json "code").
@@ -150,32 +152,40 @@ type OfferView struct {
 	Refunds bool `json:"refundsFailedFaxes"`
 }
 
-// MachineFaxRequest is one POST /api/v1/machine/faxes as the adapter read
-// it: the body's fields (strictly parsed, base64 decoded and size-bounded)
-// and the payment headers.
+// FaxRequest is one POST /api/v1/machine/faxes as the adapter read it:
+// the body's fields (strictly parsed, base64 decoded and size-bounded) and
+// the payment credential, or what made it unreadable.
 type FaxRequest struct {
 	To        string
 	PDF       []byte
 	RequestID string
 	Cover     bool
-	// BodyDigest is mpp.ContentDigest of the raw body bytes.
+	// BodyDigest is the RFC 9530 Content-Digest of the raw body bytes
+	// (rest/mpp.ContentDigest); the challenges bind it.
 	BodyDigest string
-	// Authorization and AcceptPayment are the request's header values.
-	Authorization []string
-	AcceptPayment []string
+	// Credential is the request's one Payment credential; nil when it
+	// carried none, or when MultipleCredentials or Unreadable says why not.
+	Credential *Credential
+	// MultipleCredentials: the request carried more than one Payment
+	// credential (400 multiple_payment_credentials).
+	MultipleCredentials bool
+	// Unreadable is why the request's Payment credential could not be
+	// read (MalformedCredential, or InvalidChallenge for an echo that is
+	// no challenge); it is answered with the request's challenges.
+	Unreadable *Refusal
 	// ClientIP (web.ClientIP) bounds unpaid work per address.
 	ClientIP string
 }
 
-// MachineFaxResult is what to answer when the call is not an error:
-// Order (200, with Receipt as Payment-Receipt) or a payment problem
-// (Problem.Status: 402, or 400 for method-unsupported) with Challenges
-// (one WWW-Authenticate value each, ordered by Accept-Payment).
+// FaxResult is what to answer when the call is not an error: an Order
+// with its Receipt, or a Refusal with the request's Challenges, every one
+// on offer in the server's order (the adapter filters and orders them by
+// the payer's preference).
 type FaxResult struct {
 	Order      *Order
-	Receipt    string
-	Challenges []string
-	Problem    *mpp.Problem
+	Receipt    *Receipt
+	Refusal    *Refusal
+	Challenges []Challenge
 	// RetryAfter, in seconds, when the payer should retry the same
 	// credential (a transfer not mined yet).
 	RetryAfter int
@@ -253,6 +263,9 @@ type Deps struct {
 	Logger    *slog.Logger
 	// Core creates the fax, stores the document and prices the request.
 	Core *core.Service
+	// Binder computes challenge ids (rest/mpp's, wired by the app);
+	// required with methods.
+	Binder Binder
 }
 
 // Service is machine payments.

@@ -2,6 +2,7 @@ package machine_test
 
 import (
 	"bytes"
+	"context"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
@@ -18,7 +19,7 @@ import (
 	"github.com/faxhub/faxhub/core/blob"
 	"github.com/faxhub/faxhub/core/convert"
 	"github.com/faxhub/faxhub/core/machine"
-	"github.com/faxhub/faxhub/core/payments/mpp"
+	"github.com/faxhub/faxhub/core/payments"
 	"github.com/faxhub/faxhub/core/payments/stripe"
 	"github.com/faxhub/faxhub/core/payments/stripetest"
 	"github.com/faxhub/faxhub/core/payments/tempo"
@@ -27,6 +28,7 @@ import (
 	"github.com/faxhub/faxhub/core/provider/simulated"
 	"github.com/faxhub/faxhub/core/services"
 	"github.com/faxhub/faxhub/internal/testenv"
+	"github.com/faxhub/faxhub/rest/mpp"
 )
 
 const (
@@ -75,7 +77,7 @@ func newMachineEnv(t *testing.T, opts ...machineOption) *machineEnv {
 	deps := services.Deps{Store: e.Store, Deps: core.Deps{
 		Blobs: blobs, Converter: convert.New(convert.Options{}), Destination: phone.New(), Queue: e.Queue,
 		Providers: map[core.Mode]core.FaxProvider{core.ModeTest: simulated.New(simulated.Options{Now: clk.Now})},
-	}, Machine: []machine.Method{
+	}, MachineBinder: mpp.Binder{}, Machine: []machine.Method{
 		{Method: sm, Mode: core.ModeTest, Currency: "usd", UnitsPerUSD: 100, MinAmount: 50, Refunds: true,
 			MethodDetails: map[string]any{"paymentMethodTypes": []string{"card"}}},
 		{Method: tm, Mode: core.ModeTest, Currency: tempoToken, UnitsPerUSD: 1_000_000, Recipient: tempoRecipient,
@@ -95,7 +97,11 @@ func newMachineEnv(t *testing.T, opts ...machineOption) *machineEnv {
 }
 
 // machineBody is a request as the adapter reads it, with the digest of a
-// raw body standing for the JSON the payer sent.
+// raw body standing for the JSON the payer sent. These tests are of core's
+// decisions on typed values; the wire format (headers, problems,
+// Accept-Payment) is tested in rest and rest/mpp, the whole over HTTP in
+// internal/app. Challenge ids are computed by rest/mpp's Binder, the one
+// the app wires.
 func machineBody(to, requestID string, pages int) machine.FaxRequest {
 	pdf := testenv.MinimalPDF(pages)
 	raw, _ := json.Marshal(map[string]any{"to": to, "base64": base64.StdEncoding.EncodeToString(pdf), "request_id": requestID})
@@ -111,43 +117,22 @@ func (m *machineEnv) fax(t *testing.T, r machine.FaxRequest) *machine.FaxResult 
 	return res
 }
 
-// challenge returns the parsed challenge of method among res's.
-func challenge(t *testing.T, res *machine.FaxResult, method string) mpp.Challenge {
+// challenge returns the challenge of method among res's.
+func challenge(t *testing.T, res *machine.FaxResult, method string) machine.Challenge {
 	t.Helper()
-	chs, err := mpp.ParseChallenges(res.Challenges)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, c := range chs {
+	for _, c := range res.Challenges {
 		if c.Method == method {
 			return c
 		}
 	}
-	t.Fatalf("no %s challenge among %v", method, res.Challenges)
-	return mpp.Challenge{}
+	t.Fatalf("no %s challenge among %+v", method, res.Challenges)
+	return machine.Challenge{}
 }
 
-// credential answers c with payload, as a client echoes it.
-func credential(t *testing.T, c mpp.Challenge, payload string) string {
-	t.Helper()
-	req, err := c.RequestB64()
-	if err != nil {
-		t.Fatal(err)
-	}
-	echo := mpp.ChallengeEcho{ID: c.ID, Realm: c.Realm, Method: c.Method, Intent: c.Intent, Request: req, Expires: c.ExpiresParam(), Digest: c.Digest}
-	if c.Opaque != nil {
-		o, err := c.OpaqueB64()
-		if err != nil {
-			t.Fatal(err)
-		}
-		echo.Opaque = &o
-	}
-	cred := mpp.Credential{Echo: echo, Payload: json.RawMessage(payload)}
-	v, err := cred.Encode()
-	if err != nil {
-		t.Fatal(err)
-	}
-	return v
+// credential answers c with payload, as the adapter hands a credential
+// echoing c to core.
+func credential(c machine.Challenge, payload string) *machine.Credential {
+	return &machine.Credential{Challenge: c, Payload: json.RawMessage(payload)}
 }
 
 func (m *machineEnv) spt(t *testing.T, pm string) string {
@@ -163,13 +148,13 @@ func hashOf(c byte) string { return "0x" + strings.Repeat(string(c), 64) }
 
 func tempoPayload(h string) string { return fmt.Sprintf(`{"type":"hash","hash":%q}`, h) }
 
-func wantProblem(t *testing.T, res *machine.FaxResult, want mpp.ProblemType) {
+func wantRefusal(t *testing.T, res *machine.FaxResult, want machine.RefusalKind) {
 	t.Helper()
-	if res.Order != nil || res.Problem == nil || res.Problem.Type != want {
-		t.Fatalf("want problem %s, got order %+v problem %+v", want, res.Order, res.Problem)
+	if res.Order != nil || res.Refusal == nil || res.Refusal.Kind != want {
+		t.Fatalf("want refusal %s, got order %+v refusal %+v", want, res.Order, res.Refusal)
 	}
-	if len(res.Challenges) == 0 {
-		t.Fatalf("problem %s without fresh challenges", want)
+	if len(res.Challenges) == 0 || res.Refusal.Detail == "" {
+		t.Fatalf("refusal %s without fresh challenges or detail", want)
 	}
 }
 
@@ -177,10 +162,10 @@ func wantProblem(t *testing.T, res *machine.FaxResult, want mpp.ProblemType) {
 func (m *machineEnv) paid(t *testing.T, r machine.FaxRequest) *machine.FaxResult {
 	t.Helper()
 	res := m.fax(t, r)
-	r.Authorization = []string{credential(t, challenge(t, res, "stripe"), m.spt(t, "pm_card_visa"))}
+	r.Credential = credential(challenge(t, res, "stripe"), m.spt(t, "pm_card_visa"))
 	out := m.fax(t, r)
 	if out.Order == nil {
-		t.Fatalf("paid retry: %+v", out.Problem)
+		t.Fatalf("paid retry: %+v", out.Refusal)
 	}
 	return out
 }
@@ -198,25 +183,22 @@ func TestMachineUnpaidChallenges(t *testing.T) {
 	m := newMachineEnv(t)
 	r := machineBody(deliverable, "req-1", 3)
 	res := m.fax(t, r)
-	if res.Order != nil || res.Problem == nil || res.Problem.Type != mpp.ProblemPaymentRequired || res.Problem.Status != 402 {
-		t.Fatalf("unpaid: %+v", res)
-	}
-	if len(res.Challenges) != 2 {
-		t.Fatalf("challenges: %v", res.Challenges)
-	}
-	chs, err := mpp.ParseChallenges(res.Challenges)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if chs[0].Method != "stripe" || chs[1].Method != "tempo" || res.Problem.ChallengeID != chs[0].ID {
-		t.Fatalf("order or problem id: %s %s %s", chs[0].Method, chs[1].Method, res.Problem.ChallengeID)
+	wantRefusal(t, res, machine.PaymentRequired)
+	chs := res.Challenges
+	if len(chs) != 2 || chs[0].Method != "stripe" || chs[1].Method != "tempo" {
+		t.Fatalf("challenges, in the server's order: %+v", chs)
 	}
 	q, err := m.svc.Core.Quote(ctx, core.QuoteRequest{To: deliverable, Pages: 3})
 	if err != nil {
 		t.Fatal(err)
 	}
+	if !strings.Contains(res.Refusal.Detail, q.Amount) {
+		t.Errorf("detail %q does not name the price %s", res.Refusal.Detail, q.Amount)
+	}
 	for _, c := range chs {
-		if !c.Verify(m.secret) {
+		// The id is the binding on the wire's seven slots under the
+		// server's secret: what any MPP SDK holding it computes.
+		if w := mpp.FromMachine(c); !w.Verify(m.secret) {
 			t.Errorf("%s challenge does not verify under the secret", c.Method)
 		}
 		var req map[string]any
@@ -239,26 +221,22 @@ func TestMachineUnpaidChallenges(t *testing.T) {
 			}
 		}
 	}
+	// Stored typed, as offered.
+	row, err := m.Store.GetMachineRequest(ctx, "req-1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stored []machine.Challenge
+	if err := json.Unmarshal(row.Challenges, &stored); err != nil || len(stored) != 2 || stored[0].ID != chs[0].ID || stored[1].Realm != "api.faxhub.test" {
+		t.Fatalf("stored challenges %s: %v", row.Challenges, err)
+	}
 
 	// The same request_id and body: the same challenges while they live.
 	m.clk.Advance(time.Minute)
 	again := m.fax(t, r)
-	if strings.Join(again.Challenges, "\n") != strings.Join(res.Challenges, "\n") {
+	if fmt.Sprint(again.Challenges) != fmt.Sprint(res.Challenges) {
 		t.Fatal("a retry got other challenges")
 	}
-	// Accept-Payment filters and orders them.
-	r.AcceptPayment = []string{"tempo/charge, stripe/*;q=0.5"}
-	ordered := m.fax(t, r)
-	oc, _ := mpp.ParseChallenges(ordered.Challenges)
-	if len(oc) != 2 || oc[0].Method != "tempo" || ordered.Problem.ChallengeID != oc[0].ID {
-		t.Fatalf("Accept-Payment order: %v", ordered.Challenges)
-	}
-	r.AcceptPayment = []string{"stripe/charge"}
-	only := m.fax(t, r)
-	if len(only.Challenges) != 1 || !strings.Contains(only.Challenges[0], `method="stripe"`) {
-		t.Fatalf("Accept-Payment filter: %v", only.Challenges)
-	}
-	r.AcceptPayment = nil
 
 	// Another body under the same request_id: 409.
 	other := machineBody(deliverable, "req-1", 2)
@@ -281,19 +259,21 @@ func TestMachinePaid(t *testing.T) {
 	r := machineBody(deliverable, "req-paid", 2)
 	res := m.fax(t, r)
 	ch := challenge(t, res, "stripe")
-	r.Authorization = []string{credential(t, ch, m.spt(t, "pm_card_visa"))}
+	r.Credential = credential(ch, m.spt(t, "pm_card_visa"))
+	paidAt := m.clk.Now()
 	out := m.fax(t, r)
 	o := out.Order
 	if o == nil {
-		t.Fatalf("paid: %+v", out.Problem)
+		t.Fatalf("paid: %+v", out.Refusal)
 	}
 	if o.Status != core.FaxQueued || o.Method != "stripe" || o.Currency != "usd" || o.Mode != core.ModeTest || o.Pages != 2 ||
 		o.RequestID != "req-paid" || !strings.HasPrefix(o.StatusURL, "https://api.faxhub.test/api/v1/machine/faxes/status/fax_") {
 		t.Fatalf("order: %+v", o)
 	}
-	rc, err := mpp.ParseReceipt(out.Receipt)
-	if err != nil || rc.Status != "success" || rc.Method != "stripe" || !strings.HasPrefix(rc.Reference, "pi_") || rc.ChallengeID != ch.ID || rc.ExternalID != "req-paid" {
-		t.Fatalf("receipt: %+v %v", rc, err)
+	rc := out.Receipt
+	if rc == nil || rc.Status != "success" || rc.Method != "stripe" || !strings.HasPrefix(rc.Reference, "pi_") || rc.ChallengeID != ch.ID ||
+		rc.ExternalID != "req-paid" || !rc.Timestamp.Equal(paidAt) {
+		t.Fatalf("receipt: %+v", rc)
 	}
 	if m.stripe.Charges() != 1 || m.count(t, "SELECT count(*) FROM charges WHERE fax_id = ?", o.ID) != 1 {
 		t.Fatal("want one charge")
@@ -306,11 +286,13 @@ func TestMachinePaid(t *testing.T) {
 		t.Fatalf("fax: %+v %v", f, err)
 	}
 
-	// A replay (with or without the credential) answers the same 200.
-	for _, auth := range [][]string{r.Authorization, nil} {
-		r.Authorization = auth
+	// A replay (with or without the credential) answers the same 200 and
+	// the same receipt, later too.
+	m.clk.Advance(time.Minute)
+	for _, cred := range []*machine.Credential{r.Credential, nil} {
+		r.Credential = cred
 		again := m.fax(t, r)
-		if again.Order == nil || again.Order.ID != o.ID || again.Receipt != out.Receipt {
+		if again.Order == nil || again.Order.ID != o.ID || again.Receipt == nil || *again.Receipt != *out.Receipt {
 			t.Fatalf("replay: %+v", again)
 		}
 	}
@@ -320,8 +302,8 @@ func TestMachinePaid(t *testing.T) {
 
 	// The same credential on another request_id is refused.
 	r2 := machineBody(deliverable, "req-other", 2)
-	r2.Authorization = []string{credential(t, ch, m.spt(t, "pm_card_visa"))}
-	wantProblem(t, m.fax(t, r2), mpp.ProblemVerificationFailed)
+	r2.Credential = credential(ch, m.spt(t, "pm_card_visa"))
+	wantRefusal(t, m.fax(t, r2), machine.VerificationFailed)
 	if m.stripe.Charges() != 1 {
 		t.Fatal("charged for a foreign challenge")
 	}
@@ -353,6 +335,15 @@ func TestMachineCredentialProblems(t *testing.T) {
 	res := m.fax(t, r)
 	ch := challenge(t, res, "stripe")
 	visa := m.spt(t, "pm_card_visa")
+	bind := func(c machine.Challenge, secret []byte) machine.Challenge {
+		t.Helper()
+		id, err := mpp.Binder{}.Bind(secret, c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.ID = id
+		return c
+	}
 
 	tampered := ch
 	tampered.Request = json.RawMessage(strings.Replace(string(ch.Request), `"amount":"50"`, `"amount":"1"`, 1))
@@ -361,60 +352,72 @@ func TestMachineCredentialProblems(t *testing.T) {
 	}
 	foreign := ch
 	foreign.Realm = "evil.example"
-	if err := foreign.Bind([]byte("another secret entirely, 32 bytes")); err != nil {
-		t.Fatal(err)
-	}
+	foreign = bind(foreign, []byte("another secret entirely, 32 bytes"))
 	unknown := ch
 	unknown.Method = "lightning"
-	if err := unknown.Bind(m.secret); err != nil {
-		t.Fatal(err)
-	}
+	unknown = bind(unknown, m.secret)
 	realm := ch
 	realm.Realm = "other.faxhub.test"
-	if err := realm.Bind(m.secret); err != nil {
-		t.Fatal(err)
-	}
+	realm = bind(realm, m.secret)
 	digest := ch
 	digest.Digest = mpp.ContentDigest([]byte("another body"))
-	if err := digest.Bind(m.secret); err != nil {
-		t.Fatal(err)
-	}
+	digest = bind(digest, m.secret)
+	otherID := ch
+	otherID.Opaque = map[string]string{"request_id": "req-elsewhere"}
+	otherID = bind(otherID, m.secret)
+	noID := ch
+	noID.ID = ""
+	unbindable := ch
+	unbindable.Request = json.RawMessage(`["not an object"]`)
 	for _, tc := range []struct {
 		name string
-		auth []string
-		want mpp.ProblemType
+		cred *machine.Credential
+		want machine.RefusalKind
 	}{
-		{"tampered amount", []string{credential(t, tampered, visa)}, mpp.ProblemInvalidChallenge},
-		{"foreign secret", []string{credential(t, foreign, visa)}, mpp.ProblemInvalidChallenge},
-		{"foreign realm", []string{credential(t, realm, visa)}, mpp.ProblemInvalidChallenge},
-		{"unknown method", []string{credential(t, unknown, visa)}, mpp.ProblemMethodUnsupported},
-		{"wrong digest", []string{credential(t, digest, visa)}, mpp.ProblemVerificationFailed},
-		{"malformed", []string{"Payment !!!not-base64!!!"}, mpp.ProblemMalformedCredential},
-		{"no payload", []string{"Payment " + base64.RawURLEncoding.EncodeToString([]byte(`{"challenge":{}}`))}, mpp.ProblemMalformedCredential},
+		{"tampered amount", credential(tampered, visa), machine.InvalidChallenge},
+		{"foreign secret", credential(foreign, visa), machine.InvalidChallenge},
+		{"foreign realm", credential(realm, visa), machine.InvalidChallenge},
+		{"no id", credential(noID, visa), machine.InvalidChallenge},
+		{"request no object", credential(unbindable, visa), machine.InvalidChallenge},
+		{"unknown method", credential(unknown, visa), machine.MethodUnsupported},
+		{"wrong digest", credential(digest, visa), machine.VerificationFailed},
+		{"other request_id", credential(otherID, visa), machine.VerificationFailed},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r := r
-			r.Authorization = tc.auth
-			out := m.fax(t, r)
-			wantProblem(t, out, tc.want)
-			if tc.want == mpp.ProblemMethodUnsupported && out.Problem.Status != 400 {
-				t.Errorf("method-unsupported status %d", out.Problem.Status)
-			}
+			r.Credential = tc.cred
+			wantRefusal(t, m.fax(t, r), tc.want)
 		})
 	}
 
-	r.Authorization = []string{credential(t, ch, visa), credential(t, ch, visa)}
+	// What the adapter could not read is answered with the challenges and
+	// its refusal as it is.
+	for _, why := range []machine.Refusal{
+		{Kind: machine.MalformedCredential, Detail: "credential is not base64url"},
+		{Kind: machine.InvalidChallenge, Detail: "request is not base64url"},
+	} {
+		r := r
+		r.Unreadable = &why
+		out := m.fax(t, r)
+		wantRefusal(t, out, why.Kind)
+		if out.Refusal.Detail != why.Detail || fmt.Sprint(out.Challenges) != fmt.Sprint(res.Challenges) {
+			t.Fatalf("unreadable %s: %+v", why.Kind, out)
+		}
+	}
+
+	r.MultipleCredentials = true
 	_, err := m.svc.Machine.Fax(ctx, r)
 	testenv.WantCode(t, err, machine.CodeMultipleCredentials)
 	if core.ErrorKind(err) != core.KindInvalid {
 		t.Fatalf("two credentials: kind %v", core.ErrorKind(err))
 	}
+	r.MultipleCredentials = false
 
 	// Expired: payment-expired with fresh challenges.
 	m.clk.Advance(6 * time.Minute)
-	r.Authorization = []string{credential(t, ch, visa)}
+	r.Credential = credential(ch, visa)
 	out := m.fax(t, r)
-	wantProblem(t, out, mpp.ProblemPaymentExpired)
+	wantRefusal(t, out, machine.PaymentExpired)
 	if challenge(t, out, "stripe").ID == ch.ID {
 		t.Fatal("payment-expired without fresh challenges")
 	}
@@ -425,25 +428,64 @@ func TestMachineCredentialProblems(t *testing.T) {
 	testenv.WantCode(t, err, core.CodeInvalidRequest)
 }
 
+// TestMachineCheckOrder: which answer wins when a request is wrong in
+// several ways is what clients see, so the order of core's checks is
+// pinned: off, then the per-address limit, request_id, several
+// credentials, the request_id's body, a paid request's stored 200, and
+// only then the credential.
+func TestMachineCheckOrder(t *testing.T) {
+	off := newMachineEnv(t, func(c *services.Config, _ *services.Deps) { c.Machine.Enabled = false })
+	bad := machineBody(deliverable, "bad id", 1)
+	bad.MultipleCredentials = true
+	_, err := off.svc.Machine.Fax(ctx, bad)
+	testenv.WantCode(t, err, core.CodeMachinePaymentsOff)
+
+	m := newMachineEnv(t)
+	_, err = m.svc.Machine.Fax(ctx, bad)
+	testenv.WantCode(t, err, core.CodeInvalidRequest)
+
+	r := machineBody(deliverable, "req-order", 1)
+	ch := challenge(t, m.fax(t, r), "stripe")
+	other := machineBody(deliverable, "req-order", 2)
+	other.MultipleCredentials = true
+	_, err = m.svc.Machine.Fax(ctx, other)
+	testenv.WantCode(t, err, machine.CodeMultipleCredentials)
+	other.MultipleCredentials = false
+	other.Unreadable = &machine.Refusal{Kind: machine.MalformedCredential, Detail: "x"}
+	_, err = m.svc.Machine.Fax(ctx, other)
+	testenv.WantCode(t, err, machine.CodeRequestIDConflict)
+
+	r.Credential = credential(ch, m.spt(t, "pm_card_visa"))
+	paid := m.fax(t, r)
+	if paid.Order == nil {
+		t.Fatalf("paid: %+v", paid.Refusal)
+	}
+	r.Credential = nil
+	r.Unreadable = &machine.Refusal{Kind: machine.MalformedCredential, Detail: "x"}
+	if again := m.fax(t, r); again.Order == nil || again.Order.ID != paid.Order.ID {
+		t.Fatalf("a paid request with an unreadable credential: %+v", again.Refusal)
+	}
+}
+
 func TestMachineRefusals(t *testing.T) {
 	m := newMachineEnv(t)
 	for _, tc := range []struct {
 		pm   string
-		want mpp.ProblemType
+		want machine.RefusalKind
 	}{
-		{"pm_card_chargeDeclined", mpp.ProblemVerificationFailed},
-		{"pm_card_authenticationRequired", mpp.ProblemPaymentActionRequired},
+		{"pm_card_chargeDeclined", machine.VerificationFailed},
+		{"pm_card_authenticationRequired", machine.PaymentActionRequired},
 	} {
 		r := machineBody(deliverable, "req-"+tc.pm, 1)
 		ch := challenge(t, m.fax(t, r), "stripe")
-		r.Authorization = []string{credential(t, ch, m.spt(t, tc.pm))}
-		wantProblem(t, m.fax(t, r), tc.want)
+		r.Credential = credential(ch, m.spt(t, tc.pm))
+		wantRefusal(t, m.fax(t, r), tc.want)
 		// The same credential again: the same refusal, no second call.
-		wantProblem(t, m.fax(t, r), tc.want)
+		wantRefusal(t, m.fax(t, r), tc.want)
 		// Another credential on the same challenge pays.
-		r.Authorization = []string{credential(t, ch, m.spt(t, "pm_card_visa"))}
+		r.Credential = credential(ch, m.spt(t, "pm_card_visa"))
 		if out := m.fax(t, r); out.Order == nil {
-			t.Fatalf("%s then visa: %+v", tc.pm, out.Problem)
+			t.Fatalf("%s then visa: %+v", tc.pm, out.Refusal)
 		}
 	}
 	if m.stripe.Charges() != 2 {
@@ -461,27 +503,26 @@ func TestMachineTempo(t *testing.T) {
 
 	// Not mined yet: 402 with Retry-After, the same challenge stays payable.
 	m.tempo.AddPending(hashOf('a'))
-	r.Authorization = []string{credential(t, ch, tempoPayload(hashOf('a')))}
+	r.Credential = credential(ch, tempoPayload(hashOf('a')))
 	out := m.fax(t, r)
-	wantProblem(t, out, mpp.ProblemVerificationFailed)
+	wantRefusal(t, out, machine.VerificationFailed)
 	if out.RetryAfter != 2 {
 		t.Fatalf("not mined: retry after %d", out.RetryAfter)
 	}
 	m.tempo.AddTransfer(hashOf('a'), tempoPayer, tempoRecipient, tempoToken, amount, true)
 	out = m.fax(t, r)
 	if out.Order == nil || out.Order.Method != "tempo" || out.Order.Currency != tempoToken {
-		t.Fatalf("mined: %+v", out.Problem)
+		t.Fatalf("mined: %+v", out.Refusal)
 	}
-	rc, _ := mpp.ParseReceipt(out.Receipt)
-	if rc.Reference != hashOf('a') {
-		t.Fatalf("receipt reference %s", rc.Reference)
+	if out.Receipt == nil || out.Receipt.Reference != hashOf('a') {
+		t.Fatalf("receipt %+v", out.Receipt)
 	}
 
 	// The same hash for another request's challenge: refused.
 	r2 := machineBody(deliverable, "req-tempo-2", 1)
 	ch2 := challenge(t, m.fax(t, r2), "tempo")
-	r2.Authorization = []string{credential(t, ch2, tempoPayload(hashOf('a')))}
-	wantProblem(t, m.fax(t, r2), mpp.ProblemVerificationFailed)
+	r2.Credential = credential(ch2, tempoPayload(hashOf('a')))
+	wantRefusal(t, m.fax(t, r2), machine.VerificationFailed)
 	if n := m.count(t, "SELECT count(*) FROM charges WHERE method = 'tempo'"); n != 1 {
 		t.Fatalf("tempo charges %d", n)
 	}
@@ -494,7 +535,7 @@ func TestMachineConcurrentRetries(t *testing.T) {
 	m := newMachineEnv(t)
 	r := machineBody(deliverable, "req-race", 1)
 	ch := challenge(t, m.fax(t, r), "stripe")
-	r.Authorization = []string{credential(t, ch, m.spt(t, "pm_card_visa"))}
+	r.Credential = credential(ch, m.spt(t, "pm_card_visa"))
 	var wg sync.WaitGroup
 	var mu sync.Mutex
 	ids := map[string]int{}
@@ -510,7 +551,7 @@ func TestMachineConcurrentRetries(t *testing.T) {
 			case err != nil:
 				t.Errorf("retry: %v", err)
 			case res.Order == nil:
-				t.Errorf("retry: %+v", res.Problem)
+				t.Errorf("retry: %+v", res.Refusal)
 			default:
 				ids[res.Order.ID]++
 			}
@@ -569,7 +610,7 @@ func TestMachineSweepFinishesInterruptedClaim(t *testing.T) {
 	r := machineBody(deliverable, "req-crash", 1)
 	ch := challenge(t, m.fax(t, r), "stripe")
 	payload := m.spt(t, "pm_card_visa")
-	r.Authorization = []string{credential(t, ch, payload)}
+	r.Credential = credential(ch, payload)
 	// Crash simulation: the charge happened (same key as core derives),
 	// the claim stayed settling; nothing else was recorded.
 	m.crashAfterCharge(t, r, ch, payload)
@@ -601,7 +642,7 @@ func TestMachineSweepFinishesInterruptedClaim(t *testing.T) {
 	}
 	out := m.fax(t, r)
 	if out.Order == nil {
-		t.Fatalf("retry after the sweep: %+v", out.Problem)
+		t.Fatalf("retry after the sweep: %+v", out.Refusal)
 	}
 	if retryErr == nil && (retried.Order == nil || retried.Order.ID != out.Order.ID) {
 		t.Fatalf("racing retry: %+v", retried)
@@ -618,13 +659,13 @@ func TestMachineTakeOverKeepsTheFirstCredential(t *testing.T) {
 	r := machineBody(deliverable, "req-takeover", 1)
 	ch := challenge(t, m.fax(t, r), "stripe")
 	first := m.spt(t, "pm_card_visa")
-	r.Authorization = []string{credential(t, ch, first)}
+	r.Credential = credential(ch, first)
 	m.crashAfterCharge(t, r, ch, first)
 	m.clk.Advance(3 * time.Minute)
-	r.Authorization = []string{credential(t, ch, m.spt(t, "pm_card_mastercard"))}
+	r.Credential = credential(ch, m.spt(t, "pm_card_mastercard"))
 	out := m.fax(t, r)
 	if out.Order == nil {
-		t.Fatalf("take-over: %+v", out.Problem)
+		t.Fatalf("take-over: %+v", out.Refusal)
 	}
 	if m.stripe.Charges() != 1 || m.count(t, "SELECT count(*) FROM charges") != 1 {
 		t.Fatalf("charges %d", m.stripe.Charges())
@@ -637,7 +678,7 @@ func TestMachineTakeOverKeepsTheFirstCredential(t *testing.T) {
 // crashAfterCharge claims ch for r through the service up to the method's
 // answer, then loses the rest: it calls MachineFax with a Stripe backend
 // that charges and then fails the connection.
-func (m *machineEnv) crashAfterCharge(t *testing.T, r machine.FaxRequest, ch mpp.Challenge, payload string) {
+func (m *machineEnv) crashAfterCharge(t *testing.T, r machine.FaxRequest, ch machine.Challenge, payload string) {
 	t.Helper()
 	broken := newMachineEnvSharing(t, m, func(rt http.RoundTripper) http.RoundTripper {
 		return roundTripFunc(func(req *http.Request) (*http.Response, error) {
@@ -673,7 +714,7 @@ func newMachineEnvSharing(t *testing.T, m *machineEnv, wrap func(http.RoundTripp
 	deps := services.Deps{Store: m.Store, Deps: core.Deps{
 		Blobs: nil, Converter: convert.New(convert.Options{}), Destination: phone.New(), Queue: m.Queue,
 		Providers: map[core.Mode]core.FaxProvider{core.ModeTest: simulated.New(simulated.Options{Now: m.clk.Now})},
-	}, Machine: []machine.Method{{Method: sm, Mode: core.ModeTest, Currency: "usd", UnitsPerUSD: 100, MinAmount: 50, Refunds: true}}}
+	}, MachineBinder: mpp.Binder{}, Machine: []machine.Method{{Method: sm, Mode: core.ModeTest, Currency: "usd", UnitsPerUSD: 100, MinAmount: 50, Refunds: true}}}
 	blobs, err := blob.Open(ctx, "file://"+filepath.ToSlash(filepath.Join(t.TempDir(), "blobs2")))
 	if err != nil {
 		t.Fatal(err)
@@ -742,10 +783,10 @@ func TestMachineRefunds(t *testing.T) {
 	_ = json.Unmarshal(ch.Request, &req)
 	amount, _ := new(big.Int).SetString(req.Amount, 10)
 	m.tempo.AddTransfer(hashOf('b'), tempoPayer, tempoRecipient, tempoToken, amount, true)
-	r.Authorization = []string{credential(t, ch, tempoPayload(hashOf('b')))}
+	r.Credential = credential(ch, tempoPayload(hashOf('b')))
 	tout := m.fax(t, r)
 	if tout.Order == nil {
-		t.Fatalf("tempo: %+v", tout.Problem)
+		t.Fatalf("tempo: %+v", tout.Refusal)
 	}
 	if err := m.svc.Core.Deliver(ctx, tout.Order.ID); err != nil {
 		t.Fatal(err)
@@ -780,4 +821,206 @@ func (m *machineEnv) charge(t *testing.T, faxID string) *core.Charge {
 		t.Fatal(err)
 	}
 	return c
+}
+
+// legacyRow rewrites the stored challenges of requestID as the version
+// before typed challenges wrote them: {id, method, intent, header}, the
+// header the rendered WWW-Authenticate value, and no realm. It returns the
+// challenges it replaced.
+func (m *machineEnv) legacyRow(t *testing.T, requestID string) []machine.Challenge {
+	t.Helper()
+	row, err := m.Store.GetMachineRequest(ctx, requestID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var chs []machine.Challenge
+	if err := json.Unmarshal(row.Challenges, &chs); err != nil {
+		t.Fatal(err)
+	}
+	type legacy struct {
+		ID     string `json:"id"`
+		Method string `json:"method"`
+		Intent string `json:"intent"`
+		Header string `json:"header"`
+	}
+	var old []legacy
+	for _, c := range chs {
+		w := mpp.FromMachine(c)
+		h, err := w.Header()
+		if err != nil {
+			t.Fatal(err)
+		}
+		old = append(old, legacy{ID: c.ID, Method: c.Method, Intent: c.Intent, Header: h})
+	}
+	raw, err := json.Marshal(old)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := m.DB.SQL().ExecContext(ctx, m.rebind("UPDATE machine_requests SET challenges = ? WHERE request_id = ?"), raw, requestID); err != nil {
+		t.Fatal(err)
+	}
+	return chs
+}
+
+func (m *machineEnv) storedChallenges(t *testing.T, requestID string) (*machine.Request, []machine.Challenge) {
+	t.Helper()
+	row, err := m.Store.GetMachineRequest(ctx, requestID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var chs []machine.Challenge
+	if err := json.Unmarshal(row.Challenges, &chs); err != nil {
+		t.Fatal(err)
+	}
+	return row, chs
+}
+
+// A request whose challenges an earlier version stored as rendered
+// headers: they count as expired and are issued again, typed; a payer who
+// pays one of the old ones still pays (it verifies by its binding).
+func TestMachineLegacyChallenges(t *testing.T) {
+	m := newMachineEnv(t)
+	r := machineBody(deliverable, "req-legacy", 1)
+	m.fax(t, r)
+	old := m.legacyRow(t, "req-legacy")
+
+	res := m.fax(t, r)
+	wantRefusal(t, res, machine.PaymentRequired)
+	if len(res.Challenges) != 2 || res.Challenges[0].ID == old[0].ID || res.Challenges[0].Opaque["generation"] != "1" {
+		t.Fatalf("legacy challenges were not issued again: %+v", res.Challenges)
+	}
+	row, stored := m.storedChallenges(t, "req-legacy")
+	if row.Generation != 1 || len(stored) != 2 || stored[0].Realm == "" || stored[0].ID != res.Challenges[0].ID {
+		t.Fatalf("re-issued row: generation %d, %s", row.Generation, row.Challenges)
+	}
+
+	r.Credential = credential(old[0], m.spt(t, "pm_card_visa"))
+	out := m.fax(t, r)
+	if out.Order == nil || out.Receipt == nil || out.Receipt.ChallengeID != old[0].ID {
+		t.Fatalf("paying an old challenge: %+v %+v", out.Refusal, out.Receipt)
+	}
+}
+
+// The sweeper finishing a claim of a legacy row: a refusal re-issues the
+// open request's challenges typed; a payment still pending on a request
+// paid meanwhile answers fresh challenges without storing them.
+func TestMachineLegacyChallengesSwept(t *testing.T) {
+	m := newMachineEnv(t)
+	r := machineBody(deliverable, "req-legacy-sweep", 1)
+	ch := challenge(t, m.fax(t, r), "stripe")
+	declined := m.spt(t, "pm_card_chargeDeclined")
+	r.Credential = credential(ch, declined)
+	m.crashAfterCharge(t, r, ch, declined)
+	m.legacyRow(t, "req-legacy-sweep")
+	m.clk.Advance(5 * time.Minute)
+	if err := m.svc.Machine.Sweep(ctx); err != nil {
+		t.Fatal(err)
+	}
+	claim, err := m.Store.GetMachineClaim(ctx, ch.ID)
+	if err != nil || claim.State != machine.ClaimFailed {
+		t.Fatalf("claim %+v %v", claim, err)
+	}
+	if row, stored := m.storedChallenges(t, "req-legacy-sweep"); row.Generation != 1 || len(stored) != 2 || stored[0].Realm == "" {
+		t.Fatalf("swept legacy row: generation %d, %s", row.Generation, row.Challenges)
+	}
+
+	// A tempo payment left pending, then the request paid by card.
+	p := machineBody(deliverable, "req-legacy-paid", 1)
+	first := m.fax(t, p)
+	m.tempo.AddPending(hashOf('d'))
+	p.Credential = credential(challenge(t, first, "tempo"), tempoPayload(hashOf('d')))
+	wantRefusal(t, m.fax(t, p), machine.VerificationFailed)
+	p.Credential = credential(challenge(t, first, "stripe"), m.spt(t, "pm_card_visa"))
+	if out := m.fax(t, p); out.Order == nil {
+		t.Fatalf("paid by card: %+v", out.Refusal)
+	}
+	m.legacyRow(t, "req-legacy-paid")
+	before, _ := m.Store.GetMachineRequest(ctx, "req-legacy-paid")
+	m.clk.Advance(5 * time.Minute)
+	if err := m.svc.Machine.Sweep(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if after, _ := m.Store.GetMachineRequest(ctx, "req-legacy-paid"); string(after.Challenges) != string(before.Challenges) || after.Generation != 0 {
+		t.Fatalf("a paid row's challenges were rewritten: %s", after.Challenges)
+	}
+}
+
+// earlierReceipt is the Payment-Receipt the version that stored receipts
+// sent (and stored for replays), written out by hand: base64url of its
+// JSON with the members in this order, the timestamp in UTC to the
+// microsecond with trailing zeros dropped.
+func earlierReceipt(method, timestamp, reference, challengeID, requestID string) string {
+	return base64.RawURLEncoding.EncodeToString([]byte(`{"status":"success","method":"` + method + `","timestamp":"` + timestamp +
+		`","reference":"` + reference + `","challengeId":"` + challengeID + `","externalId":"` + requestID + `"}`))
+}
+
+// noReference is a method whose charges come back without a reference:
+// the receipt names the charge instead.
+type noReference struct{ payments.PaymentMethod }
+
+func (n noReference) Charge(ctx context.Context, r payments.ChargeRequest) (payments.Result, error) {
+	res, err := n.PaymentMethod.Charge(ctx, r)
+	res.Reference = ""
+	return res, err
+}
+
+// The receipt derived from the charge is, byte for byte, the one the
+// version that stored it sent, at payment and on every replay, so rows it
+// wrote need nothing.
+func TestMachineReceiptAsBefore(t *testing.T) {
+	m := newMachineEnv(t, func(_ *services.Config, d *services.Deps) {
+		d.Machine[0].Method = noReference{d.Machine[0].Method}
+	})
+	m.clk.Advance(1234567891 * time.Nanosecond) // 12:00:01.234567891, stored to the microsecond
+	encode := func(r *machine.Receipt) string {
+		t.Helper()
+		if r == nil {
+			t.Fatal("no receipt")
+		}
+		v, err := mpp.ReceiptOf(*r).Encode()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return v
+	}
+
+	r := machineBody(deliverable, "req-receipt", 1)
+	ch := challenge(t, m.fax(t, r), "tempo")
+	var req struct{ Amount string }
+	_ = json.Unmarshal(ch.Request, &req)
+	amount, _ := new(big.Int).SetString(req.Amount, 10)
+	m.tempo.AddTransfer(hashOf('c'), tempoPayer, tempoRecipient, tempoToken, amount, true)
+	r.Credential = credential(ch, tempoPayload(hashOf('c')))
+	out := m.fax(t, r)
+	want := earlierReceipt("tempo", "2026-11-01T12:00:01.234567Z", hashOf('c'), ch.ID, "req-receipt")
+	if got := encode(out.Receipt); got != want {
+		t.Fatalf("receipt\n got %s\nwant %s", got, want)
+	}
+	m.clk.Advance(24 * time.Hour)
+	r.Credential = nil
+	if got := encode(m.fax(t, r).Receipt); got != want {
+		t.Fatalf("replayed receipt\n got %s\nwant %s", got, want)
+	}
+
+	// No reference from the method: the charge's id, as before.
+	m.clk.Advance(500 * time.Millisecond)
+	s := machineBody(deliverable, "req-receipt-card", 1)
+	sch := challenge(t, m.fax(t, s), "stripe")
+	s.Credential = credential(sch, m.spt(t, "pm_card_visa"))
+	paid := m.fax(t, s)
+	if paid.Order == nil {
+		t.Fatalf("card: %+v", paid.Refusal)
+	}
+	c := m.charge(t, paid.Order.ID)
+	if c.Reference != "" || !strings.HasPrefix(c.ID, "chg_") {
+		t.Fatalf("charge %+v", c)
+	}
+	want = earlierReceipt("stripe", "2026-11-02T12:00:01.734567Z", c.ID, sch.ID, "req-receipt-card")
+	if got := encode(paid.Receipt); got != want {
+		t.Fatalf("receipt without reference\n got %s\nwant %s", got, want)
+	}
+	s.Credential = nil
+	if got := encode(m.fax(t, s).Receipt); got != want {
+		t.Fatalf("replayed receipt without reference\n got %s\nwant %s", got, want)
+	}
 }

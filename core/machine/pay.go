@@ -3,6 +3,7 @@ package machine
 import (
 	"cmp"
 	"context"
+	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -17,7 +18,6 @@ import (
 
 	"github.com/faxhub/faxhub/core"
 	"github.com/faxhub/faxhub/core/payments"
-	"github.com/faxhub/faxhub/core/payments/mpp"
 	"github.com/faxhub/faxhub/core/seal"
 )
 
@@ -214,11 +214,11 @@ func validRequestID(id string) bool {
 	return true
 }
 
-// MachineFax answers one POST /api/v1/machine/faxes. Client mistakes are
+// Fax answers one POST /api/v1/machine/faxes. Client mistakes are
 // *Error (400 invalid, 409 request_id_conflict, 400
 // multiple_payment_credentials, 413/415/422 document, 429, 503 disabled or
-// payment_processor_unavailable); everything the payer can pay or retry is a
-// MachineFaxResult.
+// payment_processor_unavailable); everything the payer can pay or retry is
+// a FaxResult.
 func (s *Service) Fax(ctx context.Context, r FaxRequest) (*FaxResult, error) {
 	if err := s.machineOn(); err != nil {
 		return nil, err
@@ -232,8 +232,7 @@ func (s *Service) Fax(ctx context.Context, r FaxRequest) (*FaxResult, error) {
 	if r.BodyDigest == "" {
 		return nil, errors.New("machine fax: the adapter gave no body digest")
 	}
-	cred, credErr := mpp.ParseAuthorization(r.Authorization)
-	if errors.Is(credErr, mpp.ErrMultipleCredentials) {
+	if r.MultipleCredentials {
 		return nil, core.Errorf(core.KindInvalid, CodeMultipleCredentials, "send exactly one Authorization: Payment credential")
 	}
 	secret, err := s.d.Store.Secret(ctx, machineChallengeSecret)
@@ -248,33 +247,27 @@ func (s *Service) Fax(ctx context.Context, r FaxRequest) (*FaxResult, error) {
 	if req.Status == RequestPaid {
 		return s.storedOrder(ctx, req)
 	}
-	if errors.Is(credErr, mpp.ErrNoCredential) {
-		return s.challengeResult(req, r.AcceptPayment, mpp.ProblemPaymentRequired, "this fax costs "+core.FormatUSD(req.PriceMicros)+" USD; pay with one of the offered methods", 0)
+	switch {
+	case r.Unreadable != nil:
+		return s.challengeResult(ctx, req, *r.Unreadable, 0)
+	case r.Credential == nil:
+		return s.challengeResult(ctx, req, Refusal{PaymentRequired, "this fax costs " + core.FormatUSD(req.PriceMicros) + " USD; pay with one of the offered methods"}, 0)
 	}
-	if credErr != nil {
-		return s.challengeResult(req, r.AcceptPayment, mpp.ProblemOf(credErr), protocolDetail(credErr), 0)
-	}
-	ch, m, problem, detail := s.checkCredential(cred, r, secret)
-	if problem == mpp.ProblemPaymentExpired {
+	ch := r.Credential.Challenge
+	m, refusal := s.checkCredential(ch, r, secret)
+	if refusal != nil && refusal.Kind == PaymentExpired {
 		// A challenge claimed while it was live is finished however late
 		// its payer comes back: the payment may have been taken.
 		if _, err := s.d.Store.GetMachineClaim(ctx, ch.ID); err == nil {
-			problem = ""
+			refusal = nil
 		} else if !errors.Is(err, core.ErrNoRows) {
 			return nil, err
 		}
 	}
-	if problem != "" {
-		return s.challengeResult(req, r.AcceptPayment, problem, detail, 0)
+	if refusal != nil {
+		return s.challengeResult(ctx, req, *refusal, 0)
 	}
-	return s.payMachine(ctx, r, req, cred, ch, m)
-}
-
-func protocolDetail(err error) string {
-	if e, ok := errors.AsType[*mpp.Error](err); ok {
-		return e.Detail
-	}
-	return "the credential could not be read"
+	return s.payMachine(ctx, r, req, r.Credential, m)
 }
 
 // machineRequest finds or records the request_id: the same body gets its
@@ -296,6 +289,8 @@ func (s *Service) machineRequest(ctx context.Context, r FaxRequest, secret []byt
 		if req.BodyDigest != r.BodyDigest {
 			return nil, core.Errorf(core.KindConflict, CodeRequestIDConflict, "this request_id was used with a different body; use a fresh request_id per fax")
 		}
+		// Live challenges an earlier version stored as rendered headers are
+		// issued again when they are answered (offered).
 		if req.Status == RequestPaid || s.now().Before(req.ChallengesExpireAt) {
 			return req, nil
 		}
@@ -326,7 +321,7 @@ func (s *Service) newMachineRequest(ctx context.Context, r FaxRequest, secret []
 		RequestID: r.RequestID, BodyDigest: r.BodyDigest, Destination: e164, Country: country, Pages: pages, Cover: r.Cover,
 		PriceMicros: q.AmountMicros, Status: RequestOpen, CreatedAt: now, UpdatedAt: now,
 	}
-	if err := s.issueChallenges(req, secret); err != nil {
+	if _, err := s.issueChallenges(req, secret); err != nil {
 		return nil, err
 	}
 	if err := s.d.Store.CreateMachineRequest(ctx, req); err != nil {
@@ -339,7 +334,7 @@ func (s *Service) reissueChallenges(ctx context.Context, req *Request, secret []
 	next := *req
 	next.Generation++
 	next.UpdatedAt = s.now()
-	if err := s.issueChallenges(&next, secret); err != nil {
+	if _, err := s.issueChallenges(&next, secret); err != nil {
 		return nil, err
 	}
 	if err := s.d.Store.ReissueMachineChallenges(ctx, &next); err != nil {
@@ -349,8 +344,11 @@ func (s *Service) reissueChallenges(ctx context.Context, req *Request, secret []
 }
 
 // issueChallenges binds one challenge per method on offer for req, expiring
-// ChallengeTTL from now.
-func (s *Service) issueChallenges(req *Request, secret []byte) error {
+// ChallengeTTL from now, and sets them as req's.
+func (s *Service) issueChallenges(req *Request, secret []byte) ([]Challenge, error) {
+	if s.d.Binder == nil {
+		return nil, errors.New("machine payments: no challenge binder is configured")
+	}
 	now := s.now()
 	expires := now.Add(s.cfg.ChallengeTTL).Truncate(time.Second)
 	realm := s.machineRealm()
@@ -358,7 +356,7 @@ func (s *Service) issueChallenges(req *Request, secret []byte) error {
 	if req.Generation > 0 {
 		opaque["generation"] = strconv.Itoa(req.Generation)
 	}
-	var out []StoredChallenge
+	var out []Challenge
 	for _, m := range s.machineOffers() {
 		units, _ := m.amount(req.PriceMicros)
 		request := map[string]any{
@@ -373,27 +371,83 @@ func (s *Service) issueChallenges(req *Request, secret []byte) error {
 		}
 		raw, err := json.Marshal(request)
 		if err != nil {
-			return fmt.Errorf("encode challenge request: %w", err)
+			return nil, fmt.Errorf("encode challenge request: %w", err)
 		}
-		c := mpp.Challenge{
+		c := Challenge{
 			Realm: realm, Method: m.Method.Name(), Intent: m.intent(), Request: raw, Expires: expires,
 			Digest: req.BodyDigest, Opaque: opaque,
 		}
-		if err := c.Bind(secret); err != nil {
-			return fmt.Errorf("bind %s challenge: %w", m.Method.Name(), err)
+		if c.ID, err = s.d.Binder.Bind(secret, c); err != nil {
+			return nil, fmt.Errorf("bind %s challenge: %w", m.Method.Name(), err)
 		}
-		h, err := c.Header()
-		if err != nil {
-			return fmt.Errorf("render %s challenge: %w", m.Method.Name(), err)
-		}
-		out = append(out, StoredChallenge{ID: c.ID, Method: c.Method, Intent: c.Intent, Header: h})
+		out = append(out, c)
 	}
 	raw, err := json.Marshal(out)
 	if err != nil {
-		return fmt.Errorf("encode challenges: %w", err)
+		return nil, fmt.Errorf("encode challenges: %w", err)
 	}
 	req.Challenges, req.ChallengesExpireAt = raw, expires
-	return nil
+	return out, nil
+}
+
+// storedChallenge is an entry of a request's stored challenges: a
+// Challenge or, in a row written by an earlier version, {id, method,
+// intent, header} with the rendered WWW-Authenticate value and no realm.
+type storedChallenge struct {
+	Challenge
+	Header string `json:"header,omitempty"`
+}
+
+// decodeChallenges reads a request's stored challenges. legacy reports a
+// row of an earlier version, whose challenges core cannot read back: they
+// are issued again (a payer who pays one of them still verifies, by its
+// binding).
+func decodeChallenges(raw []byte) (chs []Challenge, legacy bool, err error) {
+	var stored []storedChallenge
+	if err := json.Unmarshal(raw, &stored); err != nil {
+		return nil, false, fmt.Errorf("decode stored challenges: %w", err)
+	}
+	for _, c := range stored {
+		if c.Realm == "" {
+			return nil, true, nil
+		}
+		chs = append(chs, c.Challenge)
+	}
+	return chs, false, nil
+}
+
+// offered returns req's challenges. Those of a row of an earlier version
+// are issued again, as if they had expired: stored while the request is
+// open (a compare-and-set, as machineRequest's re-issue), for this answer
+// only once it is paid. Nothing else reads them: a credential is checked
+// by its binding, so an old challenge is still paid.
+func (s *Service) offered(ctx context.Context, req *Request) ([]Challenge, error) {
+	for range 3 {
+		chs, legacy, err := decodeChallenges(req.Challenges)
+		if err != nil || !legacy {
+			return chs, err
+		}
+		secret, err := s.d.Store.Secret(ctx, machineChallengeSecret)
+		if err != nil {
+			return nil, fmt.Errorf("challenge secret: %w", err)
+		}
+		if req.Status == RequestPaid {
+			next := *req
+			return s.issueChallenges(&next, secret)
+		}
+		next, err := s.reissueChallenges(ctx, req, secret)
+		if errors.Is(err, core.ErrConflict) {
+			if req, err = s.d.Store.GetMachineRequest(ctx, req.RequestID); err != nil {
+				return nil, err
+			}
+			continue // re-issued concurrently: read them
+		}
+		if err != nil {
+			return nil, err
+		}
+		req = next
+	}
+	return nil, fmt.Errorf("machine request %q: challenges changed concurrently three times", req.RequestID)
 }
 
 // machineRealm is the host name of the API origin, without a port: MPP
@@ -405,83 +459,56 @@ func (s *Service) machineRealm() string {
 	return s.kc.APIURL
 }
 
-// challengeResult answers with req's challenges, filtered and ordered by
-// Accept-Payment (all of them when the client accepts none), and a
-// problem of type t about the first.
-func (s *Service) challengeResult(req *Request, accept []string, t mpp.ProblemType, detail string, retryAfter int) (*FaxResult, error) {
-	var stored []StoredChallenge
-	if err := json.Unmarshal(req.Challenges, &stored); err != nil {
-		return nil, fmt.Errorf("decode stored challenges: %w", err)
+// challengeResult refuses with why and req's challenges, every one on
+// offer in the server's order.
+func (s *Service) challengeResult(ctx context.Context, req *Request, why Refusal, retryAfter int) (*FaxResult, error) {
+	chs, err := s.offered(ctx, req)
+	if err != nil {
+		return nil, err
 	}
-	offers := make([]mpp.Offer, len(stored))
-	for i, c := range stored {
-		offers[i] = mpp.Offer{Method: c.Method, Intent: c.Intent}
+	if why.Kind == 0 {
+		why.Kind = MalformedCredential
 	}
-	ordered := mpp.ParseAcceptPayment(accept).Order(offers)
-	if len(ordered) == 0 {
-		ordered = offers
-	}
-	res := &FaxResult{RetryAfter: retryAfter}
-	for _, o := range ordered {
-		for _, c := range stored {
-			if c.Method == o.Method && c.Intent == o.Intent {
-				res.Challenges = append(res.Challenges, c.Header)
-				break
-			}
-		}
-	}
-	first := ""
-	for _, c := range stored {
-		if len(ordered) > 0 && c.Method == ordered[0].Method && c.Intent == ordered[0].Intent {
-			first = c.ID
-		}
-	}
-	if t == "" {
-		t = mpp.ProblemMalformedCredential
-	}
-	p := mpp.NewProblem(t, detail, first)
-	res.Problem = &p
-	return res, nil
+	return &FaxResult{Refusal: &why, Challenges: chs, RetryAfter: retryAfter}, nil
 }
 
-// checkCredential verifies what a credential claims: our binding, our
-// realm, a method on offer, not expired, this body and this request_id.
-// The amount and currency are the echoed request's: the binding proves we
-// offered them.
-func (s *Service) checkCredential(cred *mpp.Credential, r FaxRequest, secret []byte) (mpp.Challenge, Method, mpp.ProblemType, string) {
-	ch, err := cred.Challenge()
-	if err != nil {
-		return ch, Method{}, cmpProblem(mpp.ProblemOf(err), mpp.ProblemInvalidChallenge), protocolDetail(err)
-	}
-	if !ch.Verify(secret) {
-		return ch, Method{}, mpp.ProblemInvalidChallenge, "the challenge was not issued by this server (or was altered)"
+// checkCredential verifies what a credential's challenge claims: our
+// binding, our realm, a method on offer, not expired, this body and this
+// request_id. The amount and currency are the echoed request's: the
+// binding proves we offered them.
+func (s *Service) checkCredential(ch Challenge, r FaxRequest, secret []byte) (Method, *Refusal) {
+	if !s.bound(ch, secret) {
+		return Method{}, &Refusal{InvalidChallenge, "the challenge was not issued by this server (or was altered)"}
 	}
 	if ch.Realm != s.machineRealm() {
-		return ch, Method{}, mpp.ProblemInvalidChallenge, "the challenge is for another realm"
+		return Method{}, &Refusal{InvalidChallenge, "the challenge is for another realm"}
 	}
 	m, ok := s.machineMethod(ch.Method)
 	if !ok || ch.Intent != m.intent() {
-		return ch, Method{}, mpp.ProblemMethodUnsupported, fmt.Sprintf("the method %q is not offered here", ch.Method)
+		return Method{}, &Refusal{MethodUnsupported, fmt.Sprintf("the method %q is not offered here", ch.Method)}
 	}
 	if ch.Digest != r.BodyDigest {
-		return ch, m, mpp.ProblemVerificationFailed, "the body differs from the one the challenge was issued for"
+		return m, &Refusal{VerificationFailed, "the body differs from the one the challenge was issued for"}
 	}
 	if ch.Opaque["request_id"] != r.RequestID {
-		return ch, m, mpp.ProblemVerificationFailed, "the challenge was issued for another request_id"
+		return m, &Refusal{VerificationFailed, "the challenge was issued for another request_id"}
 	}
 	// Last, so that a caller may let an expired but claimed challenge
 	// through knowing everything else holds.
 	if ch.Expired(s.now()) {
-		return ch, m, mpp.ProblemPaymentExpired, "the challenge expired; pay one of the fresh challenges"
+		return m, &Refusal{PaymentExpired, "the challenge expired; pay one of the fresh challenges"}
 	}
-	return ch, m, "", ""
+	return m, nil
 }
 
-func cmpProblem(t, def mpp.ProblemType) mpp.ProblemType {
-	if t == "" {
-		return def
+// bound reports whether ch's id is its binding under secret: the Binder
+// computes it again and the ids are compared in constant time.
+func (s *Service) bound(ch Challenge, secret []byte) bool {
+	if len(secret) == 0 || ch.ID == "" || s.d.Binder == nil {
+		return false
 	}
-	return t
+	id, err := s.d.Binder.Bind(secret, ch)
+	return err == nil && hmac.Equal([]byte(id), []byte(ch.ID))
 }
 
 // chargeRequest is the part of a challenge's request a charge needs.
@@ -501,14 +528,15 @@ func machineIdempotencyKey(challengeID string, payload []byte) string {
 
 // payMachine claims the challenge, settles it with the method and, if it
 // pays, records charge, fax, job and answer in one transaction.
-func (s *Service) payMachine(ctx context.Context, r FaxRequest, req *Request, cred *mpp.Credential, ch mpp.Challenge, m Method) (*FaxResult, error) {
+func (s *Service) payMachine(ctx context.Context, r FaxRequest, req *Request, cred *Credential, m Method) (*FaxResult, error) {
+	ch := cred.Challenge
 	var cr chargeRequest
 	if err := json.Unmarshal(ch.Request, &cr); err != nil {
-		return s.challengeResult(req, r.AcceptPayment, mpp.ProblemInvalidChallenge, "the challenge request is not a charge request", 0)
+		return s.challengeResult(ctx, req, Refusal{InvalidChallenge, "the challenge request is not a charge request"}, 0)
 	}
 	amount, err := strconv.ParseInt(cr.Amount, 10, 64)
 	if err != nil || amount <= 0 || cr.Currency == "" {
-		return s.challengeResult(req, r.AcceptPayment, mpp.ProblemInvalidChallenge, "the challenge request has no valid amount and currency", 0)
+		return s.challengeResult(ctx, req, Refusal{InvalidChallenge, "the challenge request has no valid amount and currency"}, 0)
 	}
 	claim, res, err := s.claimChallenge(ctx, r, req, cred, ch, m, amount, cr.Currency)
 	if err != nil || res != nil {
@@ -522,13 +550,13 @@ func (s *Service) payMachine(ctx context.Context, r FaxRequest, req *Request, cr
 			return nil, err
 		}
 	}
-	return s.settleClaim(ctx, claim, payload, r.AcceptPayment)
+	return s.settleClaim(ctx, claim, payload)
 }
 
 // claimChallenge stores the document and claims the challenge in one
 // transaction. It answers res (and no claim) where the claim is not this
 // request's to settle.
-func (s *Service) claimChallenge(ctx context.Context, r FaxRequest, req *Request, cred *mpp.Credential, ch mpp.Challenge, m Method, amount int64, currency string) (*Claim, *FaxResult, error) {
+func (s *Service) claimChallenge(ctx context.Context, r FaxRequest, req *Request, cred *Credential, ch Challenge, m Method, amount int64, currency string) (*Claim, *FaxResult, error) {
 	key := machineIdempotencyKey(ch.ID, cred.Payload)
 	sealed, err := s.sealMachineCredential(ctx, ch.ID, cred.Payload)
 	if err != nil {
@@ -619,11 +647,11 @@ func (s *Service) existingClaim(ctx context.Context, prev *Claim, r FaxRequest, 
 			}
 			return s.storedOrder(ctx, paid)
 		}
-		return s.challengeResult(req, r.AcceptPayment, mpp.ProblemInvalidChallenge, "this challenge was already used", 0)
+		return s.challengeResult(ctx, req, Refusal{InvalidChallenge, "this challenge was already used"}, 0)
 	case ClaimFailed:
 		if prev.IdempotencyKey == key {
-			t, msg := failureProblem(prev.Failure)
-			return s.challengeResult(req, r.AcceptPayment, t, cmp.Or(msg, "this credential was refused"), 0)
+			kind, msg := failureRefusal(prev.Failure)
+			return s.challengeResult(ctx, req, Refusal{kind, cmp.Or(msg, "this credential was refused")}, 0)
 		}
 		return nil, nil
 	}
@@ -679,9 +707,9 @@ func (s *Service) openMachineCredential(ctx context.Context, challengeID string,
 }
 
 // settleClaim asks the method to settle a claim this process holds and
-// finishes it as the verdict says. The sweeper calls it too (with no
-// Accept-Payment), for claims whose settlement was interrupted.
-func (s *Service) settleClaim(ctx context.Context, claim *Claim, payload json.RawMessage, accept []string) (*FaxResult, error) {
+// finishes it as the verdict says. The sweeper calls it too, for claims
+// whose settlement was interrupted.
+func (s *Service) settleClaim(ctx context.Context, claim *Claim, payload json.RawMessage) (*FaxResult, error) {
 	m, ok := s.machineMethod(claim.Method)
 	if !ok {
 		return nil, core.Errorf(core.KindUnavailable, CodePaymentProcessorUnavailable, "the payment method %q is no longer configured", claim.Method)
@@ -701,38 +729,38 @@ func (s *Service) settleClaim(ctx context.Context, claim *Claim, payload json.Ra
 			if gerr != nil {
 				return nil, gerr
 			}
-			return s.challengeResult(req, accept, mpp.ProblemVerificationFailed,
-				"the payment is not settled yet (the transaction is not mined); retry the same credential shortly", notMinedRetryAfter)
+			return s.challengeResult(bg, req, Refusal{VerificationFailed,
+				"the payment is not settled yet (the transaction is not mined); retry the same credential shortly"}, notMinedRetryAfter)
 		}
 		s.d.Logger.WarnContext(ctx, "machine payment: no verdict", "challenge_id", claim.ChallengeID, "method", claim.Method, "err", err)
 		return nil, core.Errorf(core.KindUnavailable, CodePaymentProcessorUnavailable, "the payment processor could not be reached; retry the same credential").
 			WithRetryAfter(paymentInProgressRetryAfter)
 	}
 	if res.Status != payments.StatusSucceeded {
-		return s.refuseClaim(bg, claim, res, accept)
+		return s.refuseClaim(bg, claim, res)
 	}
 	return s.finishPaid(bg, claim, m, res)
 }
 
 // actionRequiredPrefix marks a stored claim failure whose credential needs
-// its holder's action, so a replay answers the same problem type.
+// its holder's action, so a replay answers the same refusal.
 const actionRequiredPrefix = "action required: "
 
-// failureProblem reads a stored claim failure back into its problem.
-func failureProblem(failure string) (mpp.ProblemType, string) {
+// failureRefusal reads a stored claim failure back into its refusal.
+func failureRefusal(failure string) (RefusalKind, string) {
 	if msg, ok := strings.CutPrefix(failure, actionRequiredPrefix); ok {
-		return mpp.ProblemPaymentActionRequired, msg
+		return PaymentActionRequired, msg
 	}
-	return mpp.ProblemVerificationFailed, failure
+	return VerificationFailed, failure
 }
 
 // refuseClaim records a method's refusal and answers a fresh 402.
-func (s *Service) refuseClaim(ctx context.Context, claim *Claim, res payments.Result, accept []string) (*FaxResult, error) {
-	t := mpp.ProblemVerificationFailed
+func (s *Service) refuseClaim(ctx context.Context, claim *Claim, res payments.Result) (*FaxResult, error) {
+	kind := VerificationFailed
 	msg := cmp.Or(core.CutUTF8(res.Message, 300), "the payment method refused the credential ("+string(res.Status)+")")
 	stored := msg
 	if res.Status == payments.StatusRequiresAction {
-		t, stored = mpp.ProblemPaymentActionRequired, actionRequiredPrefix+msg
+		kind, stored = PaymentActionRequired, actionRequiredPrefix+msg
 	}
 	if err := s.d.Store.FinishMachineClaim(ctx, claim.ChallengeID, ClaimFailed, nil, stored, s.now()); err != nil && !errors.Is(err, core.ErrConflict) {
 		return nil, err
@@ -745,7 +773,7 @@ func (s *Service) refuseClaim(ctx context.Context, claim *Claim, res payments.Re
 	if req.Status == RequestPaid {
 		return s.storedOrder(ctx, req)
 	}
-	return s.challengeResult(req, accept, t, msg, 0)
+	return s.challengeResult(ctx, req, Refusal{kind, msg}, 0)
 }
 
 // finishPaid records a settled claim: the charge, the fax and its
@@ -800,19 +828,16 @@ func (s *Service) finishPaid(ctx context.Context, claim *Claim, m Method, res pa
 		}
 		s.core.Present(f, nil)
 		order := s.machineOrder(f, req, c, claim.Method)
-		rcpt, err := mpp.Receipt{Status: "success", Method: claim.Method, Timestamp: now, Reference: cmp.Or(res.Reference, c.ID),
-			ChallengeID: claim.ChallengeID, ExternalID: claim.RequestID}.Encode()
-		if err != nil {
-			return err
-		}
 		resp, err := json.Marshal(order)
 		if err != nil {
 			return fmt.Errorf("encode machine order: %w", err)
 		}
-		if err := tx.MarkMachineRequestPaid(ctx, req.RequestID, f.ID, resp, rcpt, now); err != nil {
+		// No receipt is stored: every answer derives it from this charge
+		// (storedOrder).
+		if err := tx.MarkMachineRequestPaid(ctx, req.RequestID, f.ID, resp, "", now); err != nil {
 			return err
 		}
-		req.Status, req.FaxID, req.Response, req.Receipt = RequestPaid, &f.ID, resp, rcpt
+		req.Status, req.FaxID, req.Response, req.Receipt = RequestPaid, &f.ID, resp, ""
 		stored = req
 		return nil
 	})
@@ -836,7 +861,7 @@ func (s *Service) finishPaid(ctx context.Context, claim *Claim, m Method, res pa
 		}
 		return nil, paymentInProgress()
 	case errors.Is(err, errChargeReferenceUsed):
-		return s.refuseClaim(ctx, claim, payments.Result{Status: payments.StatusInvalid, Message: "this payment (" + res.Reference + ") paid for something already"}, nil)
+		return s.refuseClaim(ctx, claim, payments.Result{Status: payments.StatusInvalid, Message: "this payment (" + res.Reference + ") paid for something already"})
 	}
 	return nil, err
 }
@@ -891,35 +916,57 @@ func (s *Service) machineOrder(f *core.Fax, req *Request, c *core.Charge, method
 }
 
 // storedOrder answers a paid request's stored 200, with the fax's current
-// status and refund, and a fresh status link.
+// status and refund, a fresh status link, and the receipt of the charge
+// that paid it.
 func (s *Service) storedOrder(ctx context.Context, req *Request) (*FaxResult, error) {
 	var o Order
 	if err := json.Unmarshal(req.Response, &o); err != nil {
 		return nil, fmt.Errorf("decode stored machine order: %w", err)
 	}
-	if err := s.refreshOrder(ctx, &o); err != nil {
+	c, err := s.refreshOrder(ctx, &o)
+	if err != nil {
 		return nil, err
 	}
-	return &FaxResult{Order: &o, Receipt: req.Receipt}, nil
+	if c == nil {
+		return nil, fmt.Errorf("machine fax %s of request %q has no charge", o.ID, req.RequestID)
+	}
+	return &FaxResult{Order: &o, Receipt: receiptOf(c)}, nil
+}
+
+// receiptOf is the receipt of the charge that paid a machine fax: what
+// settled it, when it was recorded, and for which challenge and request.
+// It is the receipt the paid answer carried when it was first given (the
+// charge is written in the same transaction, at the same instant, and
+// never changes in these fields), so a replay carries the same one.
+func receiptOf(c *core.Charge) *Receipt {
+	return &Receipt{
+		Status: "success", Method: c.Method, Timestamp: c.CreatedAt, Reference: cmp.Or(c.Reference, c.ID),
+		ChallengeID: c.Subject, ExternalID: c.RequestID,
+	}
 }
 
 // refreshOrder brings an order's status fields up to date and links its
-// status URL.
-func (s *Service) refreshOrder(ctx context.Context, o *Order) error {
+// status URL. It returns the charge that paid the fax (nil when there is
+// none).
+func (s *Service) refreshOrder(ctx context.Context, o *Order) (*core.Charge, error) {
 	f, err := s.d.Store.GetFaxByID(ctx, o.ID)
 	if err != nil {
-		return core.StoreErr(err, "fax")
+		return nil, core.StoreErr(err, "fax")
 	}
 	o.Status, o.PagesSent, o.FailureCode, o.FailureReason, o.CompletedAt = f.Status, f.PagesSent, f.FailureCode, f.FailureReason, f.CompletedAt
-	if c, err := s.d.Store.GetChargeByFax(ctx, f.ID); err == nil {
+	c, err := s.d.Store.GetChargeByFax(ctx, f.ID)
+	switch {
+	case err == nil:
 		o.Refund = c.RefundState
-	} else if !errors.Is(err, core.ErrNoRows) {
-		return err
+	case errors.Is(err, core.ErrNoRows):
+		c = nil
+	default:
+		return nil, err
 	}
 	url, err := s.machineStatusURL(ctx, f.ID)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	o.StatusURL = url
-	return nil
+	return c, nil
 }

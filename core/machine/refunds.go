@@ -119,7 +119,7 @@ func (s *Service) sweepClaim(ctx context.Context, c *Claim) error {
 	if err != nil {
 		return s.giveUpClaim(ctx, c, err)
 	}
-	_, err = s.settleClaim(ctx, c, payload, nil)
+	_, err = s.settleClaim(ctx, c, payload)
 	if err == nil || core.ErrorKind(err) != core.KindUnavailable {
 		return err
 	}

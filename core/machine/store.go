@@ -28,8 +28,11 @@ type Request struct {
 	Cover       bool   `db:"cover"`
 	PriceMicros int64  `db:"price_micros"`
 	// Challenges are every offered challenge, unfiltered, in the server's
-	// order (JSON of []StoredChallenge); Accept-Payment filters them per
-	// response.
+	// order: JSON of []Challenge (the adapter filters and orders them per
+	// response by Accept-Payment). A row of an earlier version holds
+	// {id, method, intent, header} entries with the rendered
+	// WWW-Authenticate value and no realm; its challenges are issued again
+	// (offered).
 	Challenges         []byte    `db:"challenges"`
 	ChallengesExpireAt time.Time `db:"challenges_expire_at"`
 	// Generation counts re-issues of the challenges; it is bound into
@@ -38,21 +41,14 @@ type Request struct {
 	Generation int           `db:"generation"`
 	Status     RequestStatus `db:"status"`
 	FaxID      *string       `db:"fax_id"`
-	// Response is the stored MachineOrder JSON of the 200, Receipt its
-	// Payment-Receipt.
-	Response  []byte    `db:"response"`
+	// Response is the stored Order JSON of the 200.
+	Response []byte `db:"response"`
+	// Receipt is the rendered Payment-Receipt an earlier version stored;
+	// written empty now, and never read: the receipt is derived from the
+	// charge that paid the fax (storedOrder).
 	Receipt   string    `db:"receipt"`
 	CreatedAt time.Time `db:"created_at"`
 	UpdatedAt time.Time `db:"updated_at"`
-}
-
-// StoredChallenge is one challenge as offered: what Accept-Payment orders
-// by and the WWW-Authenticate value.
-type StoredChallenge struct {
-	ID     string `json:"id"`
-	Method string `json:"method"`
-	Intent string `json:"intent"`
-	Header string `json:"header"`
 }
 
 // MachineClaimState is where a claimed challenge stands.
@@ -115,7 +111,8 @@ type Queries interface {
 	// concurrent re-issues one wins); ErrConflict otherwise.
 	ReissueMachineChallenges(ctx context.Context, r *Request) error
 	// MarkMachineRequestPaid moves an open request to paid with its fax and
-	// stored answer; ErrConflict if it is paid already.
+	// stored answer; ErrConflict if it is paid already. Core passes an
+	// empty receipt (Request.Receipt).
 	MarkMachineRequestPaid(ctx context.Context, requestID, faxID string, response []byte, receipt string, at time.Time) error
 
 	// InsertMachineClaim claims a challenge; ErrExists if it was claimed.

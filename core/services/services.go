@@ -45,6 +45,9 @@ type Deps struct {
 	// Machine lists the methods paying machines can use, in the order they
 	// are offered (core/machine).
 	Machine []machine.Method
+	// MachineBinder computes the ids of machine payment challenges on the
+	// protocol's wire slots (rest/mpp.Binder); required with Machine.
+	MachineBinder machine.Binder
 }
 
 // Config is the configuration of every feature: the kernel's (origins,
@@ -74,6 +77,9 @@ func (s *Set) Config() Config { return s.cfg }
 func New(cfg Config, deps Deps) (*Set, error) {
 	if deps.Store == nil {
 		return nil, errors.New("services: Store is required")
+	}
+	if len(deps.Machine) > 0 && deps.MachineBinder == nil {
+		return nil, errors.New("services: machine payment methods need a MachineBinder")
 	}
 	deps.Deps.Store = deps.Store
 	if deps.Metrics != nil && deps.Converter != nil {
@@ -111,7 +117,7 @@ func New(cfg Config, deps Deps) (*Set, error) {
 		Core: c,
 		Machine: machine.New(cfg.Machine, cfg.Config, machine.Deps{
 			Store: deps.Store, Machine: deps.Machine, Converter: deps.Converter, Destination: deps.Destination,
-			Providers: deps.Providers, Logger: deps.Logger, Core: c,
+			Providers: deps.Providers, Logger: deps.Logger, Core: c, Binder: deps.MachineBinder,
 		}),
 		Retention: retention.New(cfg.Storage, core.Clock(cfg.Now), retention.Deps{
 			Store: deps.Store, Blobs: deps.Blobs, Documents: c, AuthState: deps.AuthState, Logger: deps.Logger,

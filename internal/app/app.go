@@ -38,6 +38,7 @@ import (
 	"github.com/faxhub/faxhub/passkeys"
 	a2aserver "github.com/faxhub/faxhub/protocols/a2a"
 	mcpserver "github.com/faxhub/faxhub/protocols/mcp"
+	"github.com/faxhub/faxhub/rest/mpp"
 )
 
 // Options configure a faxhub process. Zero values take the defaults of the
@@ -297,7 +298,7 @@ func (a *App) wire(ctx context.Context) error {
 	}
 	a.signer = &issuerSigner{}
 	sim := simulated.New(simulated.Options{TimeScale: o.SimTimeScale, Report: q.ScheduleOutcome, ReportNumber: q.ScheduleNumberOutcome})
-	deps := services.Deps{Store: a.DB, AuthState: a.DB, Machine: machine, Deps: core.Deps{
+	deps := services.Deps{Store: a.DB, AuthState: a.DB, Machine: machine, MachineBinder: mpp.Binder{}, Deps: core.Deps{
 		Blobs:       blobs,
 		Converter:   convert.New(convertOptions(o.Convert, o.Soffice, tmp)),
 		Destination: phone.New(),

@@ -23,11 +23,11 @@ import (
 	"github.com/faxhub/faxhub/conformance/storetest"
 	"github.com/faxhub/faxhub/core"
 	machinepay "github.com/faxhub/faxhub/core/machine"
-	"github.com/faxhub/faxhub/core/payments/mpp"
 	"github.com/faxhub/faxhub/core/payments/tempotest"
 	"github.com/faxhub/faxhub/core/services"
 	"github.com/faxhub/faxhub/internal/app"
 	"github.com/faxhub/faxhub/internal/testenv"
+	"github.com/faxhub/faxhub/rest/mpp"
 )
 
 // The machine-payment tests run the whole process (app.Open + Handler,
