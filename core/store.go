@@ -49,7 +49,6 @@ type Tx interface {
 
 // Queries are the data operations, available on a Store and inside a Tx.
 type Queries interface {
-	AgentStore
 	ChargeStore
 	NumberStore
 	InboxStore

@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"github.com/faxhub/faxhub/core"
+	"github.com/faxhub/faxhub/core/agents"
 	"github.com/faxhub/faxhub/core/web"
 )
 
@@ -132,19 +133,19 @@ func (s *Server) manage(w http.ResponseWriter, r *http.Request) {
 	}
 	switch req.Action {
 	case "enroll":
-		res, err := s.svc.Core.CreateAgentEnrollment(ctx, sess.OwnerID, req.Name, req.Scopes)
+		res, err := s.svc.Agents.CreateEnrollment(ctx, sess.OwnerID, req.Name, req.Scopes)
 		if err != nil {
 			s.fail(ctx, w, "enroll agent", err)
 			return
 		}
 		writeJSON(w, http.StatusCreated, res)
 	case "list":
-		es, err := s.svc.Core.ListAgentEnrollments(ctx, sess.OwnerID)
+		es, err := s.svc.Agents.ListEnrollments(ctx, sess.OwnerID)
 		if err != nil {
 			s.fail(ctx, w, "list enrollments", err)
 			return
 		}
-		rs, err := s.svc.Core.ListAgentRegistrations(ctx, sess.OwnerID)
+		rs, err := s.svc.Agents.ListRegistrations(ctx, sess.OwnerID)
 		if err != nil {
 			s.fail(ctx, w, "list registrations", err)
 			return
@@ -152,9 +153,9 @@ func (s *Server) manage(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusOK, map[string]any{"enrollments": es, "registrations": rs})
 	case "revoke":
 		if req.Kind == "registration" {
-			err = s.svc.Core.RevokeAgentRegistration(ctx, sess.OwnerID, req.ID)
+			err = s.svc.Agents.RevokeRegistration(ctx, sess.OwnerID, req.ID)
 		} else {
-			err = s.svc.Core.RevokeAgentEnrollment(ctx, sess.OwnerID, req.ID)
+			err = s.svc.Agents.RevokeEnrollment(ctx, sess.OwnerID, req.ID)
 		}
 		if err != nil {
 			s.fail(ctx, w, "revoke", err)
@@ -178,7 +179,7 @@ func (s *Server) identity(w http.ResponseWriter, r *http.Request) {
 	if !readAgentJSON(w, r, &req) {
 		return
 	}
-	reg, err := s.svc.Core.RegisterAgent(ctx, core.AgentRegisterRequest{Type: req.Type, EnrollmentToken: req.EnrollmentToken, LoginHint: req.LoginHint})
+	reg, err := s.svc.Agents.Register(ctx, agents.RegisterRequest{Type: req.Type, EnrollmentToken: req.EnrollmentToken, LoginHint: req.LoginHint})
 	if err != nil {
 		s.fail(ctx, w, "agent registration", err)
 		return
@@ -194,7 +195,7 @@ func (s *Server) identity(w http.ResponseWriter, r *http.Request) {
 	}
 	writeJSON(w, http.StatusCreated, map[string]any{
 		"registration_id": reg.Registration.ID, "claim_token": reg.ClaimToken, "expiry": reg.ClaimExpires,
-		"claim": map[string]any{"user_code": reg.Attempt.UserCode, "verification_uri": reg.Attempt.VerificationURI, "interval": core.AgentClaimInterval},
+		"claim": map[string]any{"user_code": reg.Attempt.UserCode, "verification_uri": reg.Attempt.VerificationURI, "interval": agents.ClaimInterval},
 	})
 }
 
@@ -208,7 +209,7 @@ func (s *Server) claim(w http.ResponseWriter, r *http.Request) {
 	if !readAgentJSON(w, r, &req) {
 		return
 	}
-	att, err := s.svc.Core.StartAgentClaim(ctx, req.ClaimToken, req.Email)
+	att, err := s.svc.Agents.StartClaim(ctx, req.ClaimToken, req.Email)
 	if err != nil {
 		s.fail(ctx, w, "agent claim", err)
 		return
@@ -230,7 +231,7 @@ func (s *Server) revokeIdentity(w http.ResponseWriter, r *http.Request) {
 		s.fail(ctx, w, "revoke registration", err)
 		return
 	}
-	reg, err := s.svc.Core.RevokeAgentByAssertion(ctx, a.registrationID, a.jti)
+	reg, err := s.svc.Agents.RevokeByAssertion(ctx, a.registrationID, a.jti)
 	if err != nil {
 		s.fail(ctx, w, "revoke registration", err)
 		return

@@ -18,6 +18,7 @@ import (
 
 	"github.com/faxhub/faxhub/conformance/storetest"
 	"github.com/faxhub/faxhub/core"
+	"github.com/faxhub/faxhub/core/agents"
 	"github.com/faxhub/faxhub/core/services"
 	"github.com/faxhub/faxhub/internal/testenv"
 	"github.com/faxhub/faxhub/oauth"
@@ -98,7 +99,7 @@ func (h *agentHarness) exchange(assertion string) (int, map[string]any) {
 // attemptOf returns the secret attempt token inside a verification_uri.
 func attemptOf(t *testing.T, uri string) string {
 	t.Helper()
-	_, tok, ok := strings.Cut(uri, core.AgentClaimPagePath)
+	_, tok, ok := strings.Cut(uri, agents.ClaimPagePath)
 	if !ok || tok == "" {
 		t.Fatalf("verification_uri %q has no attempt token", uri)
 	}
@@ -172,7 +173,7 @@ func toJSON(v any) string { b, _ := json.Marshal(v); return string(b) }
 
 func TestAgentSixthLiveTokenRefused(t *testing.T) {
 	h := newAgentHarness(t)
-	for range core.AgentMaxLiveEnrollments {
+	for range agents.MaxLiveEnrollments {
 		h.enroll(h.env.OwnerA, "Bot", nil)
 	}
 	code, m, _ := h.jsonReq(oauth.PathAgentManage, map[string]any{"action": "enroll", "name": "Bot"}, h.cookie(h.env.OwnerA), "")
@@ -230,7 +231,7 @@ func TestAgentFailedRegistrationDoesNotConsume(t *testing.T) {
 func TestAgentEnrollmentExpired(t *testing.T) {
 	h := newAgentHarness(t)
 	tok := h.enroll(h.env.OwnerA, "Bot", nil)
-	h.clock.add(core.AgentEnrollmentTTL + time.Second)
+	h.clock.add(agents.EnrollmentTTL + time.Second)
 	code, m := h.registerService(tok, h.env.OwnerA.Email)
 	wantOAuthErr(t, "expired token", code, m, core.CodeInvalidEnrollment)
 }
@@ -279,7 +280,7 @@ func TestAgentClaimApproveWithNarrowing(t *testing.T) {
 	h := newAgentHarness(t)
 	ct, attempt, userCode := h.serviceAgent([]string{"fax:read", "credits:read", "fax:draft"})
 	ctx := context.Background()
-	v, err := h.env.Svc.Core.AgentClaimForOwner(ctx, h.env.OwnerA.ID, attempt)
+	v, err := h.env.Svc.Agents.ClaimForOwner(ctx, h.env.OwnerA.ID, attempt)
 	if err != nil || v.Registration.Name != "Build bot" || len(v.Scopes) != 3 {
 		t.Fatalf("claim view = %+v, %v", v, err)
 	}
@@ -288,7 +289,7 @@ func TestAgentClaimApproveWithNarrowing(t *testing.T) {
 	if err != nil || len(pend) != 1 || pend[0].Kind != core.ApprovalAgentClaim {
 		t.Fatalf("inbox = %+v, %v", pend, err)
 	}
-	if err := h.env.Svc.Core.DecideAgentClaim(ctx, h.env.OwnerA.ID, attempt, userCode, true, []string{"fax:read"}); err != nil {
+	if err := h.env.Svc.Agents.DecideClaim(ctx, h.env.OwnerA.ID, attempt, userCode, true, []string{"fax:read"}); err != nil {
 		t.Fatal(err)
 	}
 	code, m := h.poll(ct)
@@ -314,7 +315,7 @@ func TestAgentClaimApproveWithNarrowing(t *testing.T) {
 func TestAgentClaimWideningRefused(t *testing.T) {
 	h := newAgentHarness(t)
 	_, attempt, userCode := h.serviceAgent(nil)
-	err := h.env.Svc.Core.DecideAgentClaim(context.Background(), h.env.OwnerA.ID, attempt, userCode, true, []string{"fax:send"})
+	err := h.env.Svc.Agents.DecideClaim(context.Background(), h.env.OwnerA.ID, attempt, userCode, true, []string{"fax:send"})
 	if core.ErrorCode(err) != core.CodeClaimScopeWiden {
 		t.Fatalf("widening: %v", err)
 	}
@@ -324,25 +325,25 @@ func TestAgentClaimWrongCodeAndAccount(t *testing.T) {
 	h := newAgentHarness(t)
 	_, attempt, userCode := h.serviceAgent(nil)
 	ctx := context.Background()
-	if _, err := h.env.Svc.Core.AgentClaimForOwner(ctx, h.env.OwnerB.ID, attempt); core.ErrorCode(err) != core.CodeClaimWrongOwner {
+	if _, err := h.env.Svc.Agents.ClaimForOwner(ctx, h.env.OwnerB.ID, attempt); core.ErrorCode(err) != core.CodeClaimWrongOwner {
 		t.Fatalf("wrong account: %v", err)
 	}
-	if err := h.env.Svc.Core.DecideAgentClaim(ctx, h.env.OwnerB.ID, attempt, userCode, true, nil); core.ErrorCode(err) != core.CodeClaimWrongOwner {
+	if err := h.env.Svc.Agents.DecideClaim(ctx, h.env.OwnerB.ID, attempt, userCode, true, nil); core.ErrorCode(err) != core.CodeClaimWrongOwner {
 		t.Fatalf("wrong account decides: %v", err)
 	}
 	wrong := "000000"
 	if userCode == wrong {
 		wrong = "111111"
 	}
-	for i := 1; i < core.AgentClaimMaxTries; i++ {
-		if err := h.env.Svc.Core.DecideAgentClaim(ctx, h.env.OwnerA.ID, attempt, wrong, true, nil); core.ErrorCode(err) != core.CodeClaimWrongCode {
+	for i := 1; i < agents.ClaimMaxTries; i++ {
+		if err := h.env.Svc.Agents.DecideClaim(ctx, h.env.OwnerA.ID, attempt, wrong, true, nil); core.ErrorCode(err) != core.CodeClaimWrongCode {
 			t.Fatalf("wrong code %d: %v", i, err)
 		}
 	}
-	if err := h.env.Svc.Core.DecideAgentClaim(ctx, h.env.OwnerA.ID, attempt, wrong, true, nil); core.ErrorCode(err) != core.CodeClaimTooManyTries {
+	if err := h.env.Svc.Agents.DecideClaim(ctx, h.env.OwnerA.ID, attempt, wrong, true, nil); core.ErrorCode(err) != core.CodeClaimTooManyTries {
 		t.Fatalf("last wrong code: %v", err)
 	}
-	if err := h.env.Svc.Core.DecideAgentClaim(ctx, h.env.OwnerA.ID, attempt, userCode, true, nil); core.ErrorCode(err) != core.CodeClaimTooManyTries {
+	if err := h.env.Svc.Agents.DecideClaim(ctx, h.env.OwnerA.ID, attempt, userCode, true, nil); core.ErrorCode(err) != core.CodeClaimTooManyTries {
 		t.Fatalf("right code after the limit: %v", err)
 	}
 }
@@ -350,12 +351,12 @@ func TestAgentClaimWrongCodeAndAccount(t *testing.T) {
 func TestAgentClaimDecline(t *testing.T) {
 	h := newAgentHarness(t)
 	ct, attempt, _ := h.serviceAgent(nil)
-	if err := h.env.Svc.Core.DecideAgentClaim(context.Background(), h.env.OwnerA.ID, attempt, "", false, nil); err != nil {
+	if err := h.env.Svc.Agents.DecideClaim(context.Background(), h.env.OwnerA.ID, attempt, "", false, nil); err != nil {
 		t.Fatal(err)
 	}
 	code, m := h.poll(ct)
 	wantOAuthErr(t, "after decline", code, m, "access_denied")
-	if _, err := h.env.Svc.Core.AgentClaimForOwner(context.Background(), h.env.OwnerA.ID, attempt); core.ErrorCode(err) != core.CodeClaimLinkInvalid {
+	if _, err := h.env.Svc.Agents.ClaimForOwner(context.Background(), h.env.OwnerA.ID, attempt); core.ErrorCode(err) != core.CodeClaimLinkInvalid {
 		t.Fatalf("link after decline: %v", err)
 	}
 }
@@ -363,8 +364,8 @@ func TestAgentClaimDecline(t *testing.T) {
 func TestAgentClaimExpiry(t *testing.T) {
 	h := newAgentHarness(t)
 	ct, attempt, userCode := h.serviceAgent(nil)
-	h.clock.add(core.AgentClaimTTL + time.Second)
-	if err := h.env.Svc.Core.DecideAgentClaim(context.Background(), h.env.OwnerA.ID, attempt, userCode, true, nil); core.ErrorCode(err) != core.CodeClaimExpired {
+	h.clock.add(agents.ClaimTTL + time.Second)
+	if err := h.env.Svc.Agents.DecideClaim(context.Background(), h.env.OwnerA.ID, attempt, userCode, true, nil); core.ErrorCode(err) != core.CodeClaimExpired {
 		t.Fatalf("approve expired: %v", err)
 	}
 	code, m := h.poll(ct)
@@ -385,10 +386,10 @@ func TestAgentNewAttemptInvalidatesOldLink(t *testing.T) {
 	att := m["claim_attempt"].(map[string]any)
 	newAttempt := attemptOf(t, att["verification_uri"].(string))
 	ctx := context.Background()
-	if _, err := h.env.Svc.Core.AgentClaimForOwner(ctx, h.env.OwnerA.ID, attempt); core.ErrorCode(err) != core.CodeClaimLinkInvalid {
+	if _, err := h.env.Svc.Agents.ClaimForOwner(ctx, h.env.OwnerA.ID, attempt); core.ErrorCode(err) != core.CodeClaimLinkInvalid {
 		t.Fatalf("old link: %v", err)
 	}
-	if err := h.env.Svc.Core.DecideAgentClaim(ctx, h.env.OwnerA.ID, newAttempt, att["user_code"].(string), true, nil); err != nil {
+	if err := h.env.Svc.Agents.DecideClaim(ctx, h.env.OwnerA.ID, newAttempt, att["user_code"].(string), true, nil); err != nil {
 		t.Fatal(err)
 	}
 	if code, m := h.poll(ct); code != 200 {
@@ -423,7 +424,7 @@ func TestAgentAnonymousEmptyScope(t *testing.T) {
 		t.Fatalf("claim: %d %v", code, m)
 	}
 	att := m["claim_attempt"].(map[string]any)
-	if err := h.env.Svc.Core.DecideAgentClaim(context.Background(), h.env.OwnerA.ID, attemptOf(t, att["verification_uri"].(string)), att["user_code"].(string), true, nil); err != nil {
+	if err := h.env.Svc.Agents.DecideClaim(context.Background(), h.env.OwnerA.ID, attemptOf(t, att["verification_uri"].(string)), att["user_code"].(string), true, nil); err != nil {
 		t.Fatal(err)
 	}
 	code, m = h.poll(ct)
@@ -445,7 +446,7 @@ func TestAgentAnonymousEmptyScope(t *testing.T) {
 func (h *agentHarness) approved() map[string]any {
 	h.t.Helper()
 	ct, attempt, userCode := h.serviceAgent(nil)
-	if err := h.env.Svc.Core.DecideAgentClaim(context.Background(), h.env.OwnerA.ID, attempt, userCode, true, nil); err != nil {
+	if err := h.env.Svc.Agents.DecideClaim(context.Background(), h.env.OwnerA.ID, attempt, userCode, true, nil); err != nil {
 		h.t.Fatal(err)
 	}
 	code, m := h.poll(ct)
@@ -552,7 +553,7 @@ func TestAgentRegistrationRevokeStopsBoth(t *testing.T) {
 func TestAgentOwnerRevokesRegistration(t *testing.T) {
 	h := newAgentHarness(t)
 	m := h.approved()
-	regs, err := h.env.Svc.Core.ListAgentRegistrations(context.Background(), h.env.OwnerA.ID)
+	regs, err := h.env.Svc.Agents.ListRegistrations(context.Background(), h.env.OwnerA.ID)
 	if err != nil || len(regs) != 1 || !regs[0].Claimed || regs[0].LastUsedAt == nil {
 		t.Fatalf("registrations = %+v, %v", regs, err)
 	}
@@ -587,7 +588,7 @@ func TestAgentTwoReplicas(t *testing.T) {
 	}
 	ts2 := h1.env.Serve(srv2.Handler())
 	h2 := &agentHarness{harness: &harness{t: t, env: h1.env, srv: srv2, base: ts2.URL, noRedirect: h1.noRedirect}, clock: c}
-	for i := range core.AgentMaxLiveEnrollments {
+	for i := range agents.MaxLiveEnrollments {
 		if i%2 == 0 {
 			h1.enroll(h1.env.OwnerA, "Bot", nil)
 		} else {

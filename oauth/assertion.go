@@ -10,6 +10,7 @@ import (
 	jose "github.com/go-jose/go-jose/v3"
 
 	"github.com/faxhub/faxhub/core"
+	"github.com/faxhub/faxhub/core/agents"
 )
 
 // AssertionType is the JWT typ of an identity assertion (spec:
@@ -30,15 +31,15 @@ type assertionClaims struct {
 // issueAssertion signs a new identity assertion for reg and makes it the
 // registration's current one: earlier assertions of reg stop being
 // exchangeable.
-func (s *Server) issueAssertion(ctx context.Context, reg *core.AgentRegistration) (string, time.Time, error) {
+func (s *Server) issueAssertion(ctx context.Context, reg *agents.Registration) (string, time.Time, error) {
 	now := s.now()
-	exp := now.Add(core.AgentAssertionTTL)
+	exp := now.Add(agents.AssertionTTL)
 	cl := assertionClaims{Iss: s.issuer, Aud: s.issuer, Sub: reg.ID, ClientID: reg.ID, JTI: core.NewID(core.PrefixJWTID), IAT: now.Unix(), Exp: exp.Unix()}
 	jws, err := s.SignJWT(ctx, AssertionType, cl)
 	if err != nil {
 		return "", time.Time{}, err
 	}
-	if err := s.svc.Core.RecordAgentAssertion(ctx, reg.ID, cl.JTI); err != nil {
+	if err := s.svc.Agents.RecordAssertion(ctx, reg.ID, cl.JTI); err != nil {
 		return "", time.Time{}, err
 	}
 	return jws, exp, nil
@@ -84,11 +85,11 @@ func (s *Server) verifyAssertion(ctx context.Context, assertion string) (verifie
 	}
 	obj, err := jose.ParseSigned(assertion)
 	if err != nil || len(obj.Signatures) != 1 {
-		return verifiedAssertion{}, core.ErrAgentAssertion
+		return verifiedAssertion{}, agents.ErrAssertion
 	}
 	h := obj.Signatures[0].Header
 	if h.Algorithm != string(jose.EdDSA) || h.ExtraHeaders["typ"] != AssertionType {
-		return verifiedAssertion{}, core.ErrAgentAssertion
+		return verifiedAssertion{}, agents.ErrAssertion
 	}
 	set, err := s.keys.jwks(ctx)
 	if err != nil {
@@ -106,15 +107,15 @@ func (s *Server) verifyAssertion(ctx context.Context, assertion string) (verifie
 	}
 	pub, ok := keys[0].Key.(ed25519.PublicKey)
 	if !ok {
-		return verifiedAssertion{}, core.ErrAgentAssertion
+		return verifiedAssertion{}, agents.ErrAssertion
 	}
 	payload, err := obj.Verify(pub)
 	if err != nil {
-		return verifiedAssertion{}, core.ErrAgentAssertion
+		return verifiedAssertion{}, agents.ErrAssertion
 	}
 	var cl assertionClaims
 	if err := json.Unmarshal(payload, &cl); err != nil {
-		return verifiedAssertion{}, core.ErrAgentAssertion
+		return verifiedAssertion{}, agents.ErrAssertion
 	}
 	if cl.Iss != s.issuer || cl.Aud != s.issuer {
 		return verifiedAssertion{}, foreign

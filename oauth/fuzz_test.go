@@ -113,7 +113,7 @@ func FuzzRegister(f *testing.F) {
 // the registration revocation, seeded with a real one.
 func FuzzAssertion(f *testing.F) {
 	env, h := fuzzServer(f)
-	enr, err := env.Svc.Core.CreateAgentEnrollment(context.Background(), env.OwnerA.ID, "Fuzz bot", nil)
+	enr, err := env.Svc.Agents.CreateEnrollment(context.Background(), env.OwnerA.ID, "Fuzz bot", nil)
 	if err != nil {
 		f.Fatal(err)
 	}

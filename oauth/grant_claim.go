@@ -11,7 +11,7 @@ import (
 type claimGrant struct{ s *Server }
 
 func (g claimGrant) exchange(ctx context.Context, r *http.Request) (map[string]any, error) {
-	t, err := g.s.svc.Core.PollAgentClaim(ctx, r.PostForm.Get("claim_token"), r.PostForm.Get("resource"))
+	t, err := g.s.svc.Agents.PollClaim(ctx, r.PostForm.Get("claim_token"), r.PostForm.Get("resource"))
 	if err != nil {
 		return nil, err
 	}

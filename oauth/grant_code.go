@@ -8,7 +8,7 @@ import (
 
 	"github.com/ory/fosite"
 
-	"github.com/faxhub/faxhub/core"
+	"github.com/faxhub/faxhub/core/agents"
 	"github.com/faxhub/faxhub/core/authstate"
 )
 
@@ -71,6 +71,6 @@ func (s *Server) grantedAudience(ctx context.Context, ar fosite.AccessRequester)
 }
 
 // agentTokenResponse is the token response of the agent grants.
-func agentTokenResponse(t *core.AgentTokens) map[string]any {
+func agentTokenResponse(t *agents.Tokens) map[string]any {
 	return map[string]any{"access_token": t.AccessToken, "token_type": "Bearer", "expires_in": int(t.ExpiresIn.Seconds()), "scope": strings.Join(t.Scopes, " ")}
 }

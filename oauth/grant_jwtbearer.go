@@ -15,7 +15,7 @@ func (g jwtBearerGrant) exchange(ctx context.Context, r *http.Request) (map[stri
 	if err != nil {
 		return nil, err
 	}
-	t, err := g.s.svc.Core.ExchangeAgentAssertion(ctx, a.registrationID, a.jti, r.PostForm.Get("resource"))
+	t, err := g.s.svc.Agents.ExchangeAssertion(ctx, a.registrationID, a.jti, r.PostForm.Get("resource"))
 	if err != nil {
 		return nil, err
 	}

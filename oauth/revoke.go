@@ -6,6 +6,7 @@ import (
 	"net/http"
 
 	"github.com/faxhub/faxhub/core"
+	"github.com/faxhub/faxhub/core/agents"
 	"github.com/faxhub/faxhub/core/authstate"
 	"github.com/faxhub/faxhub/core/web"
 )
@@ -25,8 +26,8 @@ func (s *Server) revoke(w http.ResponseWriter, r *http.Request) {
 		web.WriteOAuthError(w, http.StatusBadRequest, "invalid_request", "token is required")
 		return
 	}
-	if core.IsAgentAccessToken(token) {
-		if err := s.svc.Core.RevokeAgentAccessToken(ctx, token); err != nil {
+	if agents.IsAccessToken(token) {
+		if err := s.svc.Agents.RevokeAccessToken(ctx, token); err != nil {
 			s.fail(ctx, w, "revoke", err)
 			return
 		}

@@ -28,6 +28,7 @@ import (
 	"github.com/ory/fosite/token/jwt"
 
 	"github.com/faxhub/faxhub/core"
+	"github.com/faxhub/faxhub/core/agents"
 	"github.com/faxhub/faxhub/core/authstate"
 	"github.com/faxhub/faxhub/core/services"
 	"github.com/faxhub/faxhub/core/web"
@@ -335,4 +336,4 @@ func supportedScopes() []string {
 
 // defaultScopes are granted when a request names none: read-only, as for
 // agent registrations.
-func defaultScopes() []string { return core.DefaultAgentScopes() }
+func defaultScopes() []string { return agents.DefaultScopes() }

@@ -9,6 +9,7 @@ import (
 	"github.com/ory/fosite"
 
 	"github.com/faxhub/faxhub/core"
+	"github.com/faxhub/faxhub/core/agents"
 )
 
 // grantTouchEvery bounds last-used writes to one per minute per grant.
@@ -27,8 +28,8 @@ func (s *Server) VerifyAccessToken(ctx context.Context, token, audience string) 
 	if token == "" {
 		return core.Principal{}, invalidToken("an access token is required")
 	}
-	if core.IsAgentAccessToken(token) {
-		return s.svc.Core.AgentTokenPrincipal(ctx, token, audience)
+	if agents.IsAccessToken(token) {
+		return s.svc.Agents.TokenPrincipal(ctx, token, audience)
 	}
 	_, ar, err := s.provider.IntrospectToken(ctx, token, fosite.AccessToken, newSession())
 	if err != nil {

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/faxhub/faxhub/core"
+	"github.com/faxhub/faxhub/core/agents"
 	"github.com/faxhub/faxhub/core/web"
 )
 
@@ -16,10 +17,10 @@ import (
 
 // ClaimPathPrefix is where claim links point: the rest of the path is the
 // secret claim-attempt token (never the user code).
-const ClaimPathPrefix = core.AgentClaimPagePath
+const ClaimPathPrefix = agents.ClaimPagePath
 
 type agentsBody struct {
-	Secret        *core.AgentEnrollmentSecret
+	Secret        *agents.EnrollmentSecret
 	SecretScopes  []scopeInfo
 	AllScopes     []scopeInfo
 	Enrollments   []enrollmentView
@@ -27,12 +28,12 @@ type agentsBody struct {
 }
 
 type enrollmentView struct {
-	core.AgentEnrollment
+	agents.Enrollment
 	ScopeList []scopeInfo
 }
 
 type registrationView struct {
-	core.AgentRegistration
+	agents.Registration
 	ScopeList []scopeInfo
 }
 
@@ -56,13 +57,13 @@ func (c *Console) agentsPage(w http.ResponseWriter, r *http.Request, s *signedIn
 	c.showAgents(w, r, s, http.StatusOK, nil, "", "")
 }
 
-func (c *Console) showAgents(w http.ResponseWriter, r *http.Request, s *signedIn, status int, secret *core.AgentEnrollmentSecret, notice, errMsg string) {
+func (c *Console) showAgents(w http.ResponseWriter, r *http.Request, s *signedIn, status int, secret *agents.EnrollmentSecret, notice, errMsg string) {
 	ctx := r.Context()
 	body := agentsBody{Secret: secret, AllScopes: describeScopes(fixedScopes())}
 	if secret != nil {
 		body.SecretScopes = describeScopes(secret.Scopes)
 	}
-	es, err := c.svc.Core.ListAgentEnrollments(ctx, s.owner.ID)
+	es, err := c.svc.Agents.ListEnrollments(ctx, s.owner.ID)
 	if err != nil {
 		c.fail(w, r, err)
 		return
@@ -70,7 +71,7 @@ func (c *Console) showAgents(w http.ResponseWriter, r *http.Request, s *signedIn
 	for _, e := range es {
 		body.Enrollments = append(body.Enrollments, enrollmentView{e, describeScopes(e.Scopes)})
 	}
-	rs, err := c.svc.Core.ListAgentRegistrations(ctx, s.owner.ID)
+	rs, err := c.svc.Agents.ListRegistrations(ctx, s.owner.ID)
 	if err != nil {
 		c.fail(w, r, err)
 		return
@@ -98,7 +99,7 @@ func (c *Console) createEnrollment(w http.ResponseWriter, r *http.Request, s *si
 		c.showAgents(w, r, s, http.StatusBadRequest, nil, "", problem)
 		return
 	}
-	secret, err := c.svc.Core.CreateAgentEnrollment(r.Context(), s.owner.ID, name, r.PostForm["scope"])
+	secret, err := c.svc.Agents.CreateEnrollment(r.Context(), s.owner.ID, name, r.PostForm["scope"])
 	if err != nil {
 		if e := core.AsError(err); e.Kind != core.KindInternal {
 			if e.RetryAfterSeconds > 0 {
@@ -119,7 +120,7 @@ func itoa(n int) string {
 }
 
 func (c *Console) revokeEnrollment(w http.ResponseWriter, r *http.Request, s *signedIn) {
-	if err := c.svc.Core.RevokeAgentEnrollment(r.Context(), s.owner.ID, r.PathValue("id")); err != nil {
+	if err := c.svc.Agents.RevokeEnrollment(r.Context(), s.owner.ID, r.PathValue("id")); err != nil {
 		c.fail(w, r, err)
 		return
 	}
@@ -127,7 +128,7 @@ func (c *Console) revokeEnrollment(w http.ResponseWriter, r *http.Request, s *si
 }
 
 func (c *Console) revokeRegistration(w http.ResponseWriter, r *http.Request, s *signedIn) {
-	if err := c.svc.Core.RevokeAgentRegistration(r.Context(), s.owner.ID, r.PathValue("id")); err != nil {
+	if err := c.svc.Agents.RevokeRegistration(r.Context(), s.owner.ID, r.PathValue("id")); err != nil {
 		c.fail(w, r, err)
 		return
 	}
@@ -169,7 +170,7 @@ func (c *Console) claimPage(w http.ResponseWriter, r *http.Request, s *signedIn)
 
 func (c *Console) showClaim(w http.ResponseWriter, r *http.Request, s *signedIn, status int, errMsg string) {
 	tok := r.PathValue("token")
-	req, err := c.svc.Core.AgentClaimForOwner(r.Context(), s.owner.ID, tok)
+	req, err := c.svc.Agents.ClaimForOwner(r.Context(), s.owner.ID, tok)
 	if err != nil {
 		c.claimError(w, r, s, err)
 		return
@@ -197,7 +198,7 @@ func (c *Console) decideClaim(w http.ResponseWriter, r *http.Request, s *signedI
 		return
 	}
 	code := strings.TrimSpace(r.PostFormValue("user_code"))
-	err := c.svc.Core.DecideAgentClaim(r.Context(), s.owner.ID, tok, code, approve, scopes)
+	err := c.svc.Agents.DecideClaim(r.Context(), s.owner.ID, tok, code, approve, scopes)
 	if err != nil {
 		switch core.ErrorCode(err) {
 		case core.CodeClaimWrongCode, core.CodeClaimScopeWiden:
@@ -234,5 +235,5 @@ func (c *Console) agentClaimInboxDecision(r *http.Request, s *signedIn, a *core.
 	if json.Unmarshal(a.Details, &d) != nil || d.RegistrationID == "" {
 		return nil
 	}
-	return c.svc.Core.DeclineAgentClaim(r.Context(), s.owner.ID, d.RegistrationID)
+	return c.svc.Agents.DeclineClaim(r.Context(), s.owner.ID, d.RegistrationID)
 }

@@ -21,6 +21,7 @@ import (
 	"github.com/go-jose/go-jose/v4/jwt"
 
 	"github.com/faxhub/faxhub/core"
+	"github.com/faxhub/faxhub/core/agents"
 	"github.com/faxhub/faxhub/core/store"
 	"github.com/faxhub/faxhub/core/web"
 	"github.com/faxhub/faxhub/internal/app"
@@ -113,11 +114,11 @@ func approvedAssertion(t *testing.T, a *app.App, base string) string {
 	reg := post(oauth.PathAgentIdentity, map[string]any{"type": "service_auth", "enrollment_token": enr["enrollment_token"], "login_hint": o.Email}, "")
 	claim, _ := reg["claim"].(map[string]any)
 	uri, _ := claim["verification_uri"].(string)
-	_, attempt, ok := strings.Cut(uri, core.AgentClaimPagePath)
+	_, attempt, ok := strings.Cut(uri, agents.ClaimPagePath)
 	if !ok {
 		t.Fatalf("registration: %v", reg)
 	}
-	if err := a.Svc.Core.DecideAgentClaim(ctx, o.ID, attempt, claim["user_code"].(string), true, nil); err != nil {
+	if err := a.Svc.Agents.DecideClaim(ctx, o.ID, attempt, claim["user_code"].(string), true, nil); err != nil {
 		t.Fatal(err)
 	}
 	resp, err := http.PostForm(base+oauth.PathToken, url.Values{"grant_type": {oauth.GrantTypeAgentClaim},

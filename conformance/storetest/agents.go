@@ -7,25 +7,26 @@ import (
 	"time"
 
 	"github.com/faxhub/faxhub/core"
+	"github.com/faxhub/faxhub/core/agents"
 	"github.com/faxhub/faxhub/core/services"
 )
 
-func agentStore(t *testing.T, s services.Store) core.AgentStore { return s }
+func agentStore(t *testing.T, s services.Store) agents.Queries { return s }
 
-func newEnrollment(ownerID string, sec int) *core.AgentEnrollment {
-	return &core.AgentEnrollment{
+func newEnrollment(ownerID string, sec int) *agents.Enrollment {
+	return &agents.Enrollment{
 		ID: core.NewID(core.PrefixAgentEnrollment), OwnerID: ownerID, Name: "Build bot", Scopes: []string{"fax:read", "credits:read"},
-		TokenHash: core.NewID("h_"), CreatedAt: at(sec), ExpiresAt: at(sec).Add(core.AgentEnrollmentTTL),
+		TokenHash: core.NewID("h_"), CreatedAt: at(sec), ExpiresAt: at(sec).Add(agents.EnrollmentTTL),
 	}
 }
 
-func registerAgent(t *testing.T, s core.AgentStore, e *core.AgentEnrollment, sec int) (*core.AgentRegistration, *core.AgentClaim) {
+func registerAgent(t *testing.T, s agents.Queries, e *agents.Enrollment, sec int) (*agents.Registration, *agents.Claim) {
 	t.Helper()
-	r := &core.AgentRegistration{ID: core.NewID(core.PrefixAgentRegistration), OwnerID: e.OwnerID, Type: core.AgentRegistrationService, Name: e.Name,
-		Scopes: e.Scopes, Status: core.AgentActive, CreatedAt: at(sec)}
-	c := &core.AgentClaim{RegistrationID: r.ID, OwnerID: e.OwnerID, TokenHash: core.NewID("ct_"), UserCodeHash: "code1",
-		AttemptHash: core.NewID("att_"), Scopes: e.Scopes, Status: core.AgentClaimPending, CreatedAt: at(sec),
-		ExpiresAt: at(sec).Add(core.AgentClaimTTL), Interval: core.AgentClaimInterval}
+	r := &agents.Registration{ID: core.NewID(core.PrefixAgentRegistration), OwnerID: e.OwnerID, Type: agents.TypeService, Name: e.Name,
+		Scopes: e.Scopes, Status: agents.Active, CreatedAt: at(sec)}
+	c := &agents.Claim{RegistrationID: r.ID, OwnerID: e.OwnerID, TokenHash: core.NewID("ct_"), UserCodeHash: "code1",
+		AttemptHash: core.NewID("att_"), Scopes: e.Scopes, Status: agents.ClaimPending, CreatedAt: at(sec),
+		ExpiresAt: at(sec).Add(agents.ClaimTTL), Interval: agents.ClaimInterval}
 	must(t, s.RegisterAgent(t.Context(), e.ID, r, c))
 	return r, c
 }
@@ -35,33 +36,33 @@ func registerAgent(t *testing.T, s core.AgentStore, e *core.AgentEnrollment, sec
 func testAgentEnrollments(t *testing.T, st services.Store) {
 	ctx, s := t.Context(), agentStore(t, st)
 	o := newOwner(t, st)
-	var es []*core.AgentEnrollment
-	for i := range core.AgentMaxLiveEnrollments {
+	var es []*agents.Enrollment
+	for i := range agents.MaxLiveEnrollments {
 		e := newEnrollment(o.ID, i)
-		must(t, s.CreateAgentEnrollment(ctx, e, core.AgentMaxLiveEnrollments))
+		must(t, s.CreateAgentEnrollment(ctx, e, agents.MaxLiveEnrollments))
 		es = append(es, e)
 	}
-	wantErr(t, "sixth live token", s.CreateAgentEnrollment(ctx, newEnrollment(o.ID, 10), core.AgentMaxLiveEnrollments), core.ErrConflict)
+	wantErr(t, "sixth live token", s.CreateAgentEnrollment(ctx, newEnrollment(o.ID, 10), agents.MaxLiveEnrollments), core.ErrConflict)
 	got, err := s.GetAgentEnrollmentByHash(ctx, es[0].TokenHash)
 	must(t, err)
 	wantEqual(t, "GetAgentEnrollmentByHash", got, es[0])
 	list, err := s.ListAgentEnrollments(ctx, o.ID, at(10))
 	must(t, err)
-	if len(list) != core.AgentMaxLiveEnrollments {
+	if len(list) != agents.MaxLiveEnrollments {
 		t.Fatalf("live tokens = %d", len(list))
 	}
 	// Revoking one frees a slot; a revoked token cannot register.
 	must(t, s.RevokeAgentEnrollment(ctx, o.ID, es[0].ID, at(11)))
 	wantErr(t, "revoke twice", s.RevokeAgentEnrollment(ctx, o.ID, es[0].ID, at(11)), core.ErrNoRows)
-	must(t, s.CreateAgentEnrollment(ctx, newEnrollment(o.ID, 12), core.AgentMaxLiveEnrollments))
-	r := &core.AgentRegistration{ID: core.NewID(core.PrefixAgentRegistration), OwnerID: o.ID, Type: core.AgentRegistrationAnon, Name: "x", Status: core.AgentActive, CreatedAt: at(13)}
-	c := &core.AgentClaim{RegistrationID: r.ID, OwnerID: o.ID, TokenHash: "t1", Status: core.AgentClaimPending, CreatedAt: at(13), ExpiresAt: at(600), Interval: 5}
+	must(t, s.CreateAgentEnrollment(ctx, newEnrollment(o.ID, 12), agents.MaxLiveEnrollments))
+	r := &agents.Registration{ID: core.NewID(core.PrefixAgentRegistration), OwnerID: o.ID, Type: agents.TypeAnonymous, Name: "x", Status: agents.Active, CreatedAt: at(13)}
+	c := &agents.Claim{RegistrationID: r.ID, OwnerID: o.ID, TokenHash: "t1", Status: agents.ClaimPending, CreatedAt: at(13), ExpiresAt: at(600), Interval: 5}
 	wantErr(t, "register with revoked token", s.RegisterAgent(ctx, es[0].ID, r, c), core.ErrConflict)
 	// Consumed once; a second registration with it fails and leaves nothing.
 	r1, _ := registerAgent(t, s, es[1], 13)
 	r2 := *r1
 	r2.ID = core.NewID(core.PrefixAgentRegistration)
-	c2 := &core.AgentClaim{RegistrationID: r2.ID, OwnerID: o.ID, TokenHash: "t2", Status: core.AgentClaimPending, CreatedAt: at(13), ExpiresAt: at(600), Interval: 5}
+	c2 := &agents.Claim{RegistrationID: r2.ID, OwnerID: o.ID, TokenHash: "t2", Status: agents.ClaimPending, CreatedAt: at(13), ExpiresAt: at(600), Interval: 5}
 	wantErr(t, "reuse consumed token", s.RegisterAgent(ctx, es[1].ID, &r2, c2), core.ErrConflict)
 	_, err = s.GetAgentRegistration(ctx, r2.ID)
 	wantErr(t, "failed registration left a row", err, core.ErrNoRows)
@@ -72,8 +73,8 @@ func testAgentEnrollments(t *testing.T, st services.Store) {
 	}
 	// Expired tokens neither count nor register.
 	wantErr(t, "register with expired token", s.RegisterAgent(ctx, es[2].ID,
-		&core.AgentRegistration{ID: "agr_late", OwnerID: o.ID, Type: core.AgentRegistrationAnon, Name: "x", Status: core.AgentActive, CreatedAt: at(2000)},
-		&core.AgentClaim{RegistrationID: "agr_late", OwnerID: o.ID, TokenHash: "t3", Status: core.AgentClaimPending, CreatedAt: at(2000), ExpiresAt: at(2600), Interval: 5}), core.ErrConflict)
+		&agents.Registration{ID: "agr_late", OwnerID: o.ID, Type: agents.TypeAnonymous, Name: "x", Status: agents.Active, CreatedAt: at(2000)},
+		&agents.Claim{RegistrationID: "agr_late", OwnerID: o.ID, TokenHash: "t3", Status: agents.ClaimPending, CreatedAt: at(2000), ExpiresAt: at(2600), Interval: 5}), core.ErrConflict)
 	list, err = s.ListAgentEnrollments(ctx, o.ID, at(2000))
 	must(t, err)
 	if len(list) != 0 {
@@ -91,7 +92,7 @@ func testAgentEnrollmentsConcurrent(t *testing.T, st services.Store) {
 	ok := 0
 	for i := range concurrency {
 		wg.Go(func() {
-			err := s.CreateAgentEnrollment(ctx, newEnrollment(o.ID, i%3), core.AgentMaxLiveEnrollments)
+			err := s.CreateAgentEnrollment(ctx, newEnrollment(o.ID, i%3), agents.MaxLiveEnrollments)
 			if err != nil && !errors.Is(err, core.ErrConflict) {
 				t.Error(err)
 			}
@@ -103,8 +104,8 @@ func testAgentEnrollmentsConcurrent(t *testing.T, st services.Store) {
 		})
 	}
 	wg.Wait()
-	if ok != core.AgentMaxLiveEnrollments {
-		t.Fatalf("%d tokens issued, want %d", ok, core.AgentMaxLiveEnrollments)
+	if ok != agents.MaxLiveEnrollments {
+		t.Fatalf("%d tokens issued, want %d", ok, agents.MaxLiveEnrollments)
 	}
 }
 
@@ -114,7 +115,7 @@ func testAgentClaims(t *testing.T, st services.Store) {
 	ctx, s := t.Context(), agentStore(t, st)
 	o := newOwner(t, st)
 	e := newEnrollment(o.ID, 0)
-	must(t, s.CreateAgentEnrollment(ctx, e, core.AgentMaxLiveEnrollments))
+	must(t, s.CreateAgentEnrollment(ctx, e, agents.MaxLiveEnrollments))
 	r, c := registerAgent(t, s, e, 1)
 	got, err := s.GetAgentRegistration(ctx, r.ID)
 	must(t, err)
@@ -123,13 +124,13 @@ func testAgentClaims(t *testing.T, st services.Store) {
 	locked, err := s.LockAgentClaim(ctx, c.TokenHash)
 	must(t, err)
 	wantEqual(t, "LockAgentClaim", locked.RegistrationID, r.ID)
-	must(t, s.RecordAgentClaimPoll(ctx, r.ID, core.AgentClaimPending, 10, at(14)))
+	must(t, s.RecordAgentClaimPoll(ctx, r.ID, agents.ClaimPending, 10, at(14)))
 	cl, err := s.GetAgentClaimByToken(ctx, c.TokenHash)
 	must(t, err)
 	if cl.Interval != 10 || cl.LastPollAt == nil || !cl.LastPollAt.Equal(at(14)) || cl.AttemptHash != c.AttemptHash {
 		t.Fatalf("stored claim = %+v", cl)
 	}
-	wantErr(t, "record a poll of a missing claim", s.RecordAgentClaimPoll(ctx, "agr_missing", core.AgentClaimPending, 5, at(15)), core.ErrNoRows)
+	wantErr(t, "record a poll of a missing claim", s.RecordAgentClaimPoll(ctx, "agr_missing", agents.ClaimPending, 5, at(15)), core.ErrNoRows)
 
 	// A new attempt replaces the old link and resets the tries.
 	n, err := s.AddAgentClaimTry(ctx, c.AttemptHash)
@@ -145,7 +146,7 @@ func testAgentClaims(t *testing.T, st services.Store) {
 	}
 
 	// A pre-claim token is deleted on redemption.
-	pre := &core.AgentToken{TokenHash: "pre", RegistrationID: r.ID, OwnerID: o.ID, Scopes: []string{}, Resource: "https://x/mcp", CreatedAt: at(20), ExpiresAt: at(3620)}
+	pre := &agents.Token{TokenHash: "pre", RegistrationID: r.ID, OwnerID: o.ID, Scopes: []string{}, Resource: "https://x/mcp", CreatedAt: at(20), ExpiresAt: at(3620)}
 	must(t, s.CreateAgentToken(ctx, pre))
 	gt, err := s.GetAgentToken(ctx, "pre")
 	must(t, err)
@@ -156,7 +157,7 @@ func testAgentClaims(t *testing.T, st services.Store) {
 	wantErr(t, "decide twice", s.DecideAgentClaim(ctx, r.ID, false, nil, at(31)), core.ErrConflict)
 	cl, err = s.GetAgentClaimByToken(ctx, c.TokenHash)
 	must(t, err)
-	if cl.Status != core.AgentClaimApproved || len(cl.Scopes) != 1 || cl.AttemptHash != "" {
+	if cl.Status != agents.ClaimApproved || len(cl.Scopes) != 1 || cl.AttemptHash != "" {
 		t.Fatalf("approved claim = %+v", cl)
 	}
 	must(t, s.RedeemAgentClaim(ctx, r.ID))
@@ -171,14 +172,14 @@ func testAgentClaims(t *testing.T, st services.Store) {
 
 	must(t, s.SetAgentAssertion(ctx, r.ID, "jti1", at(41)))
 	must(t, s.TouchAgentRegistration(ctx, r.ID, at(42)))
-	must(t, s.CreateAgentToken(ctx, &core.AgentToken{TokenHash: "post", RegistrationID: r.ID, OwnerID: o.ID, Scopes: []string{"fax:read"}, Resource: "r", CreatedAt: at(42), ExpiresAt: at(3642)}))
+	must(t, s.CreateAgentToken(ctx, &agents.Token{TokenHash: "post", RegistrationID: r.ID, OwnerID: o.ID, Scopes: []string{"fax:read"}, Resource: "r", CreatedAt: at(42), ExpiresAt: at(3642)}))
 	must(t, s.DeleteAgentToken(ctx, "post"))
 	must(t, s.DeleteAgentToken(ctx, "post"))
-	must(t, s.CreateAgentToken(ctx, &core.AgentToken{TokenHash: "post2", RegistrationID: r.ID, OwnerID: o.ID, Scopes: []string{"fax:read"}, Resource: "r", CreatedAt: at(42), ExpiresAt: at(3642)}))
+	must(t, s.CreateAgentToken(ctx, &agents.Token{TokenHash: "post2", RegistrationID: r.ID, OwnerID: o.ID, Scopes: []string{"fax:read"}, Resource: "r", CreatedAt: at(42), ExpiresAt: at(3642)}))
 	purged, err := s.DeleteExpiredAgentTokens(ctx, at(3643))
 	must(t, err)
 	wantEqual(t, "expired tokens deleted", purged, int64(1))
-	must(t, s.CreateAgentToken(ctx, &core.AgentToken{TokenHash: "post2", RegistrationID: r.ID, OwnerID: o.ID, Scopes: []string{"fax:read"}, Resource: "r", CreatedAt: at(42), ExpiresAt: at(3642)}))
+	must(t, s.CreateAgentToken(ctx, &agents.Token{TokenHash: "post2", RegistrationID: r.ID, OwnerID: o.ID, Scopes: []string{"fax:read"}, Resource: "r", CreatedAt: at(42), ExpiresAt: at(3642)}))
 	regs, err := s.ListAgentRegistrations(ctx, o.ID)
 	must(t, err)
 	if len(regs) != 1 || regs[0].AssertionJTI != "jti1" || regs[0].LastUsedAt == nil {
@@ -193,20 +194,20 @@ func testAgentClaims(t *testing.T, st services.Store) {
 
 	// Decline and expiry.
 	e2 := newEnrollment(o.ID, 100)
-	must(t, s.CreateAgentEnrollment(ctx, e2, core.AgentMaxLiveEnrollments))
+	must(t, s.CreateAgentEnrollment(ctx, e2, agents.MaxLiveEnrollments))
 	r2, c2 := registerAgent(t, s, e2, 100)
 	must(t, s.DecideAgentClaim(ctx, r2.ID, false, nil, at(110)))
 	cl, err = s.GetAgentClaimByToken(ctx, c2.TokenHash)
 	must(t, err)
-	wantEqual(t, "declined", cl.Status, core.AgentClaimDenied)
+	wantEqual(t, "declined", cl.Status, agents.ClaimDenied)
 	e3 := newEnrollment(o.ID, 200)
-	must(t, s.CreateAgentEnrollment(ctx, e3, core.AgentMaxLiveEnrollments))
+	must(t, s.CreateAgentEnrollment(ctx, e3, agents.MaxLiveEnrollments))
 	r3, c3 := registerAgent(t, s, e3, 200)
-	wantErr(t, "approve expired", s.DecideAgentClaim(ctx, r3.ID, true, nil, at(200).Add(core.AgentClaimTTL)), core.ErrConflict)
-	must(t, s.RecordAgentClaimPoll(ctx, r3.ID, core.AgentClaimExpired, 5, at(200).Add(core.AgentClaimTTL+time.Second)))
+	wantErr(t, "approve expired", s.DecideAgentClaim(ctx, r3.ID, true, nil, at(200).Add(agents.ClaimTTL)), core.ErrConflict)
+	must(t, s.RecordAgentClaimPoll(ctx, r3.ID, agents.ClaimExpired, 5, at(200).Add(agents.ClaimTTL+time.Second)))
 	cl, err = s.GetAgentClaimByToken(ctx, c3.TokenHash)
 	must(t, err)
-	if cl.Status != core.AgentClaimExpired || cl.AttemptHash != "" {
+	if cl.Status != agents.ClaimExpired || cl.AttemptHash != "" {
 		t.Fatalf("expired claim = %+v", cl)
 	}
 	_, err = s.LockAgentClaim(ctx, "nope")
@@ -219,7 +220,7 @@ func testAgentPollConcurrent(t *testing.T, st services.Store) {
 	ctx, s := t.Context(), agentStore(t, st)
 	o := newOwner(t, st)
 	e := newEnrollment(o.ID, 0)
-	must(t, s.CreateAgentEnrollment(ctx, e, core.AgentMaxLiveEnrollments))
+	must(t, s.CreateAgentEnrollment(ctx, e, agents.MaxLiveEnrollments))
 	_, c := registerAgent(t, s, e, 0)
 	var wg sync.WaitGroup
 	const n = 10
@@ -230,7 +231,7 @@ func testAgentPollConcurrent(t *testing.T, st services.Store) {
 				if err != nil {
 					return err
 				}
-				return tx.RecordAgentClaimPoll(ctx, cl.RegistrationID, cl.Status, cl.Interval+core.AgentClaimSlowDownStep, at(1))
+				return tx.RecordAgentClaimPoll(ctx, cl.RegistrationID, cl.Status, cl.Interval+agents.ClaimSlowDownStep, at(1))
 			})
 			if err != nil {
 				t.Error(err)
@@ -240,7 +241,7 @@ func testAgentPollConcurrent(t *testing.T, st services.Store) {
 	wg.Wait()
 	cl, err := s.GetAgentClaimByToken(ctx, c.TokenHash)
 	must(t, err)
-	if want := core.AgentClaimInterval + n*core.AgentClaimSlowDownStep; cl.Interval != want {
+	if want := agents.ClaimInterval + n*agents.ClaimSlowDownStep; cl.Interval != want {
 		t.Fatalf("interval = %d, want %d", cl.Interval, want)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/faxhub/faxhub/core"
+	"github.com/faxhub/faxhub/core/agents"
 	"github.com/faxhub/faxhub/core/services"
 )
 
@@ -148,12 +149,12 @@ func testPurgeAgentClaims(t *testing.T, s services.Store) {
 	ctx := t.Context()
 	o := newOwner(t, s)
 	e1, e2 := newEnrollment(o.ID, 0), newEnrollment(o.ID, 1000)
-	for _, e := range []*core.AgentEnrollment{e1, e2} {
+	for _, e := range []*agents.Enrollment{e1, e2} {
 		must(t, s.CreateAgentEnrollment(ctx, e, 5))
 	}
 	_, old := registerAgent(t, s, e1, 0)
 	_, recent := registerAgent(t, s, e2, 1000)
-	n, err := s.PurgeAgentClaims(ctx, at(0).Add(core.AgentClaimTTL+time.Second))
+	n, err := s.PurgeAgentClaims(ctx, at(0).Add(agents.ClaimTTL+time.Second))
 	wantPurged(t, "expired claims", n, err, 1)
 	_, err = s.GetAgentClaimByToken(ctx, old.TokenHash)
 	wantErr(t, "expired claim", err, core.ErrNoRows)
@@ -165,10 +166,10 @@ func testPurgeAgentEnrollments(t *testing.T, s services.Store) {
 	ctx := t.Context()
 	o := newOwner(t, s)
 	old, recent := newEnrollment(o.ID, 0), newEnrollment(o.ID, 1000)
-	for _, e := range []*core.AgentEnrollment{old, recent} {
+	for _, e := range []*agents.Enrollment{old, recent} {
 		must(t, s.CreateAgentEnrollment(ctx, e, 5))
 	}
-	n, err := s.PurgeAgentEnrollments(ctx, at(0).Add(core.AgentEnrollmentTTL+time.Second))
+	n, err := s.PurgeAgentEnrollments(ctx, at(0).Add(agents.EnrollmentTTL+time.Second))
 	wantPurged(t, "expired enrollments", n, err, 1)
 	_, err = s.GetAgentEnrollmentByHash(ctx, old.TokenHash)
 	wantErr(t, "expired enrollment", err, core.ErrNoRows)

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/faxhub/faxhub/core"
+	"github.com/faxhub/faxhub/core/agents"
 )
 
 // userCodeAlphabet has no vowels (no words) and no look-alikes (RFC 8628
@@ -130,8 +131,8 @@ func (s *Service) RegisterAgent(ctx context.Context, host *Host, r AgentRequest)
 		return nil, core.Errorf(core.KindInvalid, core.CodeInvalidRequest, "preferred_method must be \"device_authorization\", the only approval method offered")
 	}
 	name := strings.TrimSpace(r.Name)
-	if name == "" || len([]rune(name)) > core.AgentNameMax {
-		return nil, core.Errorf(core.KindInvalid, core.CodeInvalidRequest, "the agent name is required (at most %d characters)", core.AgentNameMax)
+	if name == "" || len([]rune(name)) > agents.AgentNameMax {
+		return nil, core.Errorf(core.KindInvalid, core.CodeInvalidRequest, "the agent name is required (at most %d characters)", agents.AgentNameMax)
 	}
 	if len(r.Capabilities) == 0 {
 		return nil, core.Errorf(core.KindInvalid, core.CodeInvalidRequest, "capabilities must name at least one capability: %v", Capabilities())
@@ -553,7 +554,7 @@ func (s *Service) decideDevice(ctx context.Context, a *Agent, approve bool, gran
 	}
 	if a.ApprovalID != "" {
 		if _, err := s.core.DecideApproval(ctx, a.OwnerID, a.ApprovalID, core.Decision{Approve: approve,
-			BindingHash: core.BindingHash(a.ID), Data: map[string]any{"capabilities": core.NonNil(granted)}}); err != nil && core.ErrorKind(err) != core.KindConflict {
+			BindingHash: core.BindingHash(a.ID), Data: map[string]any{"capabilities": agents.NonNil(granted)}}); err != nil && core.ErrorKind(err) != core.KindConflict {
 			s.d.Logger.WarnContext(ctx, "device approval: decide inbox approval", "approval_id", a.ApprovalID, "err", err)
 		}
 	}

@@ -10,6 +10,7 @@ import (
 	"errors"
 
 	"github.com/faxhub/faxhub/core"
+	"github.com/faxhub/faxhub/core/agents"
 	"github.com/faxhub/faxhub/core/hosts"
 	"github.com/faxhub/faxhub/core/machine"
 	"github.com/faxhub/faxhub/core/retention"
@@ -24,6 +25,7 @@ type Store interface {
 	machine.Queries
 	tasks.Queries
 	hosts.Queries
+	agents.Queries
 }
 
 // Tx is a transaction of the database with every feature's queries (the
@@ -33,6 +35,7 @@ type Tx interface {
 	machine.Tx
 	tasks.Tx
 	hosts.Tx
+	agents.Tx
 }
 
 // Deps are the ports the features drive.
@@ -62,6 +65,7 @@ type Config struct {
 // Set is every feature service of one process.
 type Set struct {
 	Core      *core.Service
+	Agents    *agents.Service
 	Hosts     *hosts.Service
 	Machine   *machine.Service
 	Retention *retention.Service
@@ -122,6 +126,7 @@ func New(cfg Config, deps Deps) (*Set, error) {
 		Retention: retention.New(cfg.Storage, core.Clock(cfg.Now), retention.Deps{
 			Store: deps.Store, Blobs: deps.Blobs, Documents: c, AuthState: deps.AuthState, Logger: deps.Logger,
 		}),
+		Agents: agents.New(cfg.Config, agents.Deps{Store: deps.Store, Logger: deps.Logger, Core: c}),
 		Hosts: hosts.New(cfg.Config, hosts.Deps{
 			Store: deps.Store, Destination: deps.Destination, Prices: deps.Prices, Logger: deps.Logger, Core: c,
 		}),

@@ -7,9 +7,10 @@ import (
 	"time"
 
 	"github.com/faxhub/faxhub/core"
+	"github.com/faxhub/faxhub/core/agents"
 )
 
-var _ core.AgentStore = (*DB)(nil)
+var _ agents.Queries = (*DB)(nil)
 
 // forUpdate locks the selected rows on PostgreSQL; SQLite transactions
 // take the write lock at BEGIN already.
@@ -29,14 +30,14 @@ func fields(s string) []string {
 }
 
 type agentEnrollmentRow struct {
-	core.AgentEnrollment
+	agents.Enrollment
 	RawScopes string `db:"raw_scopes"`
 }
 
 const agentEnrollmentSelect = `SELECT id, owner_id, name, scopes AS raw_scopes, token_hash, created_at, expires_at,
 	consumed_at, revoked_at, registration_id FROM agent_enrollments`
 
-func (x q) CreateAgentEnrollment(ctx context.Context, e *core.AgentEnrollment, max int) error {
+func (x q) CreateAgentEnrollment(ctx context.Context, e *agents.Enrollment, max int) error {
 	err := x.atomic(ctx, func(x q) error {
 		// Serialise the owner's issuances: the count and the insert must
 		// not interleave with another replica's.
@@ -66,25 +67,25 @@ func (x q) CreateAgentEnrollment(ctx context.Context, e *core.AgentEnrollment, m
 	return nil
 }
 
-func (x q) GetAgentEnrollmentByHash(ctx context.Context, hash string) (*core.AgentEnrollment, error) {
+func (x q) GetAgentEnrollmentByHash(ctx context.Context, hash string) (*agents.Enrollment, error) {
 	var r agentEnrollmentRow
 	if err := x.get(ctx, x.reader(), &r, agentEnrollmentSelect+" WHERE token_hash = ?", hash); err != nil {
 		return nil, fmt.Errorf("get agent enrollment: %w", err)
 	}
-	e := r.AgentEnrollment
+	e := r.Enrollment
 	e.Scopes = fields(r.RawScopes)
 	return &e, nil
 }
 
-func (x q) ListAgentEnrollments(ctx context.Context, ownerID string, now time.Time) ([]core.AgentEnrollment, error) {
+func (x q) ListAgentEnrollments(ctx context.Context, ownerID string, now time.Time) ([]agents.Enrollment, error) {
 	var rows []agentEnrollmentRow
 	if err := x.sel(ctx, &rows, agentEnrollmentSelect+` WHERE owner_id = ? AND consumed_at IS NULL AND revoked_at IS NULL
 		AND expires_at > ? ORDER BY created_at DESC, id DESC`, ownerID, now); err != nil {
 		return nil, fmt.Errorf("list agent enrollments: %w", err)
 	}
-	out := make([]core.AgentEnrollment, len(rows))
+	out := make([]agents.Enrollment, len(rows))
 	for i, r := range rows {
-		out[i] = r.AgentEnrollment
+		out[i] = r.Enrollment
 		out[i].Scopes = fields(r.RawScopes)
 	}
 	return out, nil
@@ -103,14 +104,14 @@ func (x q) RevokeAgentEnrollment(ctx context.Context, ownerID, id string, at tim
 }
 
 type agentRegistrationRow struct {
-	core.AgentRegistration
+	agents.Registration
 	RawScopes string `db:"raw_scopes"`
 }
 
 const agentRegistrationSelect = `SELECT id, owner_id, type, name, scopes AS raw_scopes, status, claimed, created_at,
 	last_used_at, revoked_at, assertion_jti, assertion_issued_at FROM agent_registrations`
 
-func (x q) RegisterAgent(ctx context.Context, enrollmentID string, r *core.AgentRegistration, c *core.AgentClaim) error {
+func (x q) RegisterAgent(ctx context.Context, enrollmentID string, r *agents.Registration, c *agents.Claim) error {
 	err := x.atomic(ctx, func(x q) error {
 		n, err := x.exec(ctx, `UPDATE agent_enrollments SET consumed_at = ?, registration_id = ? WHERE id = ?
 			AND consumed_at IS NULL AND revoked_at IS NULL AND expires_at > ?`, r.CreatedAt, r.ID, enrollmentID, r.CreatedAt)
@@ -139,24 +140,24 @@ func (x q) RegisterAgent(ctx context.Context, enrollmentID string, r *core.Agent
 	return nil
 }
 
-func (x q) GetAgentRegistration(ctx context.Context, id string) (*core.AgentRegistration, error) {
+func (x q) GetAgentRegistration(ctx context.Context, id string) (*agents.Registration, error) {
 	var r agentRegistrationRow
 	if err := x.get(ctx, x.reader(), &r, agentRegistrationSelect+" WHERE id = ?", id); err != nil {
 		return nil, fmt.Errorf("get agent registration: %w", err)
 	}
-	g := r.AgentRegistration
+	g := r.Registration
 	g.Scopes = fields(r.RawScopes)
 	return &g, nil
 }
 
-func (x q) ListAgentRegistrations(ctx context.Context, ownerID string) ([]core.AgentRegistration, error) {
+func (x q) ListAgentRegistrations(ctx context.Context, ownerID string) ([]agents.Registration, error) {
 	var rows []agentRegistrationRow
 	if err := x.sel(ctx, &rows, agentRegistrationSelect+" WHERE owner_id = ? ORDER BY created_at DESC, id DESC", ownerID); err != nil {
 		return nil, fmt.Errorf("list agent registrations: %w", err)
 	}
-	out := make([]core.AgentRegistration, len(rows))
+	out := make([]agents.Registration, len(rows))
 	for i, r := range rows {
-		out[i] = r.AgentRegistration
+		out[i] = r.Registration
 		out[i].Scopes = fields(r.RawScopes)
 	}
 	return out, nil
@@ -164,12 +165,12 @@ func (x q) ListAgentRegistrations(ctx context.Context, ownerID string) ([]core.A
 
 func (x q) RevokeAgentRegistration(ctx context.Context, ownerID, id string, at time.Time) error {
 	err := x.atomic(ctx, func(x q) error {
-		where, args := "id = ? AND status = ?", []any{id, core.AgentActive}
+		where, args := "id = ? AND status = ?", []any{id, agents.Active}
 		if ownerID != "" {
 			where, args = where+" AND owner_id = ?", append(args, ownerID)
 		}
 		n, err := x.exec(ctx, "UPDATE agent_registrations SET status = ?, revoked_at = ? WHERE "+where,
-			append([]any{core.AgentRevoked, at}, args...)...)
+			append([]any{agents.Revoked, at}, args...)...)
 		if err != nil {
 			return err
 		}
@@ -180,7 +181,7 @@ func (x q) RevokeAgentRegistration(ctx context.Context, ownerID, id string, at t
 			return err
 		}
 		_, err = x.exec(ctx, "UPDATE agent_claims SET status = ? WHERE registration_id = ? AND status IN (?, ?)",
-			core.AgentClaimDenied, id, core.AgentClaimPending, core.AgentClaimApproved)
+			agents.ClaimDenied, id, agents.ClaimPending, agents.ClaimApproved)
 		return err
 	})
 	if err != nil {
@@ -191,7 +192,7 @@ func (x q) RevokeAgentRegistration(ctx context.Context, ownerID, id string, at t
 
 func (x q) SetAgentAssertion(ctx context.Context, id, jti string, at time.Time) error {
 	n, err := x.exec(ctx, "UPDATE agent_registrations SET assertion_jti = ?, assertion_issued_at = ? WHERE id = ? AND status = ?",
-		jti, at, id, core.AgentActive)
+		jti, at, id, agents.Active)
 	if err == nil && n == 0 {
 		err = core.ErrNoRows
 	}
@@ -209,14 +210,14 @@ func (x q) TouchAgentRegistration(ctx context.Context, id string, at time.Time) 
 }
 
 type agentClaimRow struct {
-	core.AgentClaim
+	agents.Claim
 	RawScopes string `db:"raw_scopes"`
 }
 
 const agentClaimSelect = `SELECT registration_id, owner_id, token_hash, user_code_hash, attempt_hash, approval_id,
 	scopes AS raw_scopes, status, created_at, expires_at, interval_seconds, last_poll_at, tries FROM agent_claims`
 
-func (x q) getClaim(ctx context.Context, lock bool, where string, args ...any) (*core.AgentClaim, error) {
+func (x q) getClaim(ctx context.Context, lock bool, where string, args ...any) (*agents.Claim, error) {
 	var r agentClaimRow
 	query, on := agentClaimSelect+" WHERE "+where, x.reader()
 	if lock {
@@ -225,12 +226,12 @@ func (x q) getClaim(ctx context.Context, lock bool, where string, args ...any) (
 	if err := x.get(ctx, on, &r, query, args...); err != nil {
 		return nil, err
 	}
-	c := r.AgentClaim
+	c := r.Claim
 	c.Scopes = fields(r.RawScopes)
 	return &c, nil
 }
 
-func (x q) GetAgentClaimByToken(ctx context.Context, tokenHash string) (*core.AgentClaim, error) {
+func (x q) GetAgentClaimByToken(ctx context.Context, tokenHash string) (*agents.Claim, error) {
 	c, err := x.getClaim(ctx, false, "token_hash = ?", tokenHash)
 	if err != nil {
 		return nil, fmt.Errorf("get agent claim: %w", err)
@@ -238,7 +239,7 @@ func (x q) GetAgentClaimByToken(ctx context.Context, tokenHash string) (*core.Ag
 	return c, nil
 }
 
-func (x q) GetAgentClaimByAttempt(ctx context.Context, attemptHash string) (*core.AgentClaim, error) {
+func (x q) GetAgentClaimByAttempt(ctx context.Context, attemptHash string) (*agents.Claim, error) {
 	if attemptHash == "" {
 		return nil, fmt.Errorf("get agent claim: %w", core.ErrNoRows)
 	}
@@ -251,7 +252,7 @@ func (x q) GetAgentClaimByAttempt(ctx context.Context, attemptHash string) (*cor
 
 func (x q) StartAgentClaimAttempt(ctx context.Context, registrationID, attemptHash, codeHash, approvalID string) error {
 	n, err := x.exec(ctx, `UPDATE agent_claims SET attempt_hash = ?, user_code_hash = ?, approval_id = ?, tries = 0
-		WHERE registration_id = ? AND status = ?`, attemptHash, codeHash, approvalID, registrationID, core.AgentClaimPending)
+		WHERE registration_id = ? AND status = ?`, attemptHash, codeHash, approvalID, registrationID, agents.ClaimPending)
 	if err == nil && n == 0 {
 		err = x.missingOrConflict(ctx, "agent_claims", "registration_id = ?", registrationID)
 	}
@@ -281,12 +282,12 @@ func (x q) AddAgentClaimTry(ctx context.Context, attemptHash string) (int, error
 
 func (x q) DecideAgentClaim(ctx context.Context, registrationID string, approve bool, scopes []string, at time.Time) error {
 	err := x.atomic(ctx, func(x q) error {
-		status := core.AgentClaimDenied
+		status := agents.ClaimDenied
 		if approve {
-			status = core.AgentClaimApproved
+			status = agents.ClaimApproved
 		}
 		n, err := x.exec(ctx, `UPDATE agent_claims SET status = ?, scopes = ?, attempt_hash = '' WHERE registration_id = ?
-			AND status = ? AND expires_at > ?`, status, strings.Join(scopes, " "), registrationID, core.AgentClaimPending, at)
+			AND status = ? AND expires_at > ?`, status, strings.Join(scopes, " "), registrationID, agents.ClaimPending, at)
 		if err != nil {
 			return err
 		}
@@ -297,7 +298,7 @@ func (x q) DecideAgentClaim(ctx context.Context, registrationID string, approve 
 			return nil
 		}
 		n, err = x.exec(ctx, "UPDATE agent_registrations SET scopes = ? WHERE id = ? AND status = ?",
-			strings.Join(scopes, " "), registrationID, core.AgentActive)
+			strings.Join(scopes, " "), registrationID, agents.Active)
 		if err == nil && n == 0 {
 			err = core.ErrConflict
 		}
@@ -309,7 +310,7 @@ func (x q) DecideAgentClaim(ctx context.Context, registrationID string, approve 
 	return nil
 }
 
-func (x q) LockAgentClaim(ctx context.Context, tokenHash string) (*core.AgentClaim, error) {
+func (x q) LockAgentClaim(ctx context.Context, tokenHash string) (*agents.Claim, error) {
 	c, err := x.getClaim(ctx, true, "token_hash = ?", tokenHash)
 	if err != nil {
 		return nil, fmt.Errorf("lock agent claim: %w", err)
@@ -320,7 +321,7 @@ func (x q) LockAgentClaim(ctx context.Context, tokenHash string) (*core.AgentCla
 func (x q) RecordAgentClaimPoll(ctx context.Context, registrationID, status string, interval int, at time.Time) error {
 	n, err := x.exec(ctx, `UPDATE agent_claims SET status = ?, interval_seconds = ?, last_poll_at = ?,
 		attempt_hash = CASE WHEN ? = ? THEN attempt_hash ELSE '' END WHERE registration_id = ?`,
-		status, interval, at, status, core.AgentClaimPending, registrationID)
+		status, interval, at, status, agents.ClaimPending, registrationID)
 	if err == nil && n == 0 {
 		err = core.ErrNoRows
 	}
@@ -333,7 +334,7 @@ func (x q) RecordAgentClaimPoll(ctx context.Context, registrationID, status stri
 func (x q) RedeemAgentClaim(ctx context.Context, registrationID string) error {
 	err := x.atomic(ctx, func(x q) error {
 		n, err := x.exec(ctx, "UPDATE agent_claims SET status = ? WHERE registration_id = ? AND status = ?",
-			core.AgentClaimRedeemed, registrationID, core.AgentClaimApproved)
+			agents.ClaimRedeemed, registrationID, agents.ClaimApproved)
 		if err != nil {
 			return err
 		}
@@ -353,7 +354,7 @@ func (x q) RedeemAgentClaim(ctx context.Context, registrationID string) error {
 	return nil
 }
 
-func (x q) CreateAgentToken(ctx context.Context, t *core.AgentToken) error {
+func (x q) CreateAgentToken(ctx context.Context, t *agents.Token) error {
 	n, err := x.exec(ctx, `INSERT INTO agent_tokens (token_hash, registration_id, owner_id, scopes, resource, created_at, expires_at)
 		VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`,
 		t.TokenHash, t.RegistrationID, t.OwnerID, strings.Join(t.Scopes, " "), t.Resource, t.CreatedAt, t.ExpiresAt)
@@ -367,17 +368,17 @@ func (x q) CreateAgentToken(ctx context.Context, t *core.AgentToken) error {
 }
 
 type agentTokenRow struct {
-	core.AgentToken
+	agents.Token
 	RawScopes string `db:"raw_scopes"`
 }
 
-func (x q) GetAgentToken(ctx context.Context, hash string) (*core.AgentToken, error) {
+func (x q) GetAgentToken(ctx context.Context, hash string) (*agents.Token, error) {
 	var r agentTokenRow
 	if err := x.get(ctx, x.reader(), &r, `SELECT token_hash, registration_id, owner_id, scopes AS raw_scopes, resource,
 		created_at, expires_at FROM agent_tokens WHERE token_hash = ?`, hash); err != nil {
 		return nil, fmt.Errorf("get agent token: %w", err)
 	}
-	t := r.AgentToken
+	t := r.Token
 	t.Scopes = fields(r.RawScopes)
 	return &t, nil
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/faxhub/faxhub/conformance/storetest"
 	"github.com/faxhub/faxhub/core"
+	"github.com/faxhub/faxhub/core/agents"
 	"github.com/faxhub/faxhub/core/web"
 	"github.com/faxhub/faxhub/internal/app"
 	"github.com/faxhub/faxhub/internal/testenv"
@@ -52,7 +53,7 @@ func TestAgentRegistrationTwoReplicas(t *testing.T) {
 	}
 	js := func(v any) string { var b bytes.Buffer; _ = json.NewEncoder(&b).Encode(v); return b.String() }
 	var tokens []string
-	for i := range core.AgentMaxLiveEnrollments {
+	for i := range agents.MaxLiveEnrollments {
 		code, m := post(i%2, oauth.PathAgentManage, "application/json", js(map[string]any{"action": "enroll", "name": "Bot"}), cookie)
 		if code != http.StatusCreated {
 			t.Fatalf("enroll %d: %d %v", i, code, m)
@@ -99,7 +100,7 @@ func TestAgentTokenAtMCP(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	secret, err := a.Svc.Core.CreateAgentEnrollment(ctx, owner.ID, "MCP bot", []string{"fax:read", "credits:read"})
+	secret, err := a.Svc.Agents.CreateEnrollment(ctx, owner.ID, "MCP bot", []string{"fax:read", "credits:read"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -133,8 +134,8 @@ func TestAgentTokenAtMCP(t *testing.T) {
 		} `json:"claim"`
 	}
 	_ = json.Unmarshal([]byte(body), &reg)
-	_, attempt, _ := strings.Cut(reg.Claim.VerificationURI, core.AgentClaimPagePath)
-	if err := a.Svc.Core.DecideAgentClaim(ctx, owner.ID, attempt, reg.Claim.UserCode, true, []string{"credits:read"}); err != nil {
+	_, attempt, _ := strings.Cut(reg.Claim.VerificationURI, agents.ClaimPagePath)
+	if err := a.Svc.Agents.DecideClaim(ctx, owner.ID, attempt, reg.Claim.UserCode, true, []string{"credits:read"}); err != nil {
 		t.Fatal(err)
 	}
 	code, body = do(oauth.PathToken, "application/x-www-form-urlencoded", "", url.Values{"grant_type": {oauth.GrantTypeAgentClaim},

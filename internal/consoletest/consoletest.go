@@ -28,6 +28,7 @@ import (
 
 	"github.com/faxhub/faxhub/conformance/storetest"
 	"github.com/faxhub/faxhub/core"
+	"github.com/faxhub/faxhub/core/agents"
 	"github.com/faxhub/faxhub/core/web"
 	"github.com/faxhub/faxhub/internal/app"
 	"github.com/faxhub/faxhub/internal/passkeytest"
@@ -335,7 +336,7 @@ func (w *Owner) Grant(t testing.TB, cfg *oauth2.Config, resource string) *oauth2
 func (w *Owner) AgentToken(t testing.TB, scopes []string, resource string) string {
 	t.Helper()
 	ctx, svc, base := t.Context(), w.site.App.Svc, w.site.Base
-	secret, err := svc.Core.CreateAgentEnrollment(ctx, w.Account.ID, "A2A bot", scopes)
+	secret, err := svc.Agents.CreateEnrollment(ctx, w.Account.ID, "A2A bot", scopes)
 	if err != nil {
 		t.Fatalf("agent enrollment: %v", err)
 	}
@@ -361,8 +362,8 @@ func (w *Owner) AgentToken(t testing.TB, scopes []string, resource string) strin
 		} `json:"claim"`
 	}
 	_ = json.Unmarshal([]byte(body), &reg)
-	_, attempt, _ := strings.Cut(reg.Claim.VerificationURI, core.AgentClaimPagePath)
-	if err := svc.Core.DecideAgentClaim(ctx, w.Account.ID, attempt, reg.Claim.UserCode, true, scopes); err != nil {
+	_, attempt, _ := strings.Cut(reg.Claim.VerificationURI, agents.ClaimPagePath)
+	if err := svc.Agents.DecideClaim(ctx, w.Account.ID, attempt, reg.Claim.UserCode, true, scopes); err != nil {
 		t.Fatalf("approve agent claim: %v", err)
 	}
 	code, body = post(oauth.PathToken, "application/x-www-form-urlencoded", url.Values{"grant_type": {oauth.GrantTypeAgentClaim},

@@ -12,7 +12,7 @@ import (
 	"testing"
 
 	"github.com/faxhub/faxhub/conformance/storetest"
-	"github.com/faxhub/faxhub/core"
+	"github.com/faxhub/faxhub/core/agents"
 	"github.com/faxhub/faxhub/internal/app"
 	"github.com/faxhub/faxhub/internal/testenv"
 	"github.com/faxhub/faxhub/oauth"
@@ -87,7 +87,7 @@ func agentTokenFor(tb testing.TB, a *app.App, h http.Handler, ownerID, email str
 	tb.Helper()
 	ctx := tb.Context()
 	scopes := []string{"fax:read", "fax:draft", "credits:read", "credits:checkout"}
-	enr, err := a.Svc.Core.CreateAgentEnrollment(ctx, ownerID, "fuzz bot", scopes)
+	enr, err := a.Svc.Agents.CreateEnrollment(ctx, ownerID, "fuzz bot", scopes)
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -111,8 +111,8 @@ func agentTokenFor(tb testing.TB, a *app.App, h http.Handler, ownerID, email str
 		} `json:"claim"`
 	}
 	_ = json.Unmarshal(body, &reg)
-	_, attempt, _ := strings.Cut(reg.Claim.VerificationURI, core.AgentClaimPagePath)
-	if err := a.Svc.Core.DecideAgentClaim(ctx, ownerID, attempt, reg.Claim.UserCode, true, scopes); err != nil {
+	_, attempt, _ := strings.Cut(reg.Claim.VerificationURI, agents.ClaimPagePath)
+	if err := a.Svc.Agents.DecideClaim(ctx, ownerID, attempt, reg.Claim.UserCode, true, scopes); err != nil {
 		tb.Fatal(err)
 	}
 	code, body = post(oauth.PathToken, "application/x-www-form-urlencoded", url.Values{"grant_type": {oauth.GrantTypeAgentClaim},

@@ -12,7 +12,7 @@ import (
 	"testing"
 
 	"github.com/faxhub/faxhub/conformance/storetest"
-	"github.com/faxhub/faxhub/core"
+	"github.com/faxhub/faxhub/core/agents"
 	"github.com/faxhub/faxhub/internal/app"
 	"github.com/faxhub/faxhub/internal/testenv"
 	"github.com/faxhub/faxhub/oauth"
@@ -74,7 +74,7 @@ func agentToken(tb testing.TB, a *app.App, h http.Handler) string {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	enr, err := a.Svc.Core.CreateAgentEnrollment(ctx, owner.ID, "fuzz bot", scopes)
+	enr, err := a.Svc.Agents.CreateEnrollment(ctx, owner.ID, "fuzz bot", scopes)
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -98,8 +98,8 @@ func agentToken(tb testing.TB, a *app.App, h http.Handler) string {
 		} `json:"claim"`
 	}
 	_ = json.Unmarshal(body, &reg)
-	_, attempt, _ := strings.Cut(reg.Claim.VerificationURI, core.AgentClaimPagePath)
-	if err := a.Svc.Core.DecideAgentClaim(ctx, owner.ID, attempt, reg.Claim.UserCode, true, scopes); err != nil {
+	_, attempt, _ := strings.Cut(reg.Claim.VerificationURI, agents.ClaimPagePath)
+	if err := a.Svc.Agents.DecideClaim(ctx, owner.ID, attempt, reg.Claim.UserCode, true, scopes); err != nil {
 		tb.Fatal(err)
 	}
 	code, body = post(oauth.PathToken, "application/x-www-form-urlencoded", url.Values{"grant_type": {oauth.GrantTypeAgentClaim},

@@ -1,4 +1,4 @@
-package core_test
+package agents_test
 
 import (
 	"strings"
@@ -6,27 +6,28 @@ import (
 	"time"
 
 	"github.com/faxhub/faxhub/core"
+	"github.com/faxhub/faxhub/core/agents"
 	"github.com/faxhub/faxhub/core/services"
 	"github.com/faxhub/faxhub/internal/testenv"
 )
 
 // registerService enrolls and registers a service_auth agent of owner A.
-func registerService(t *testing.T, e *testenv.Env, scopes []string) *core.AgentRegistered {
+func registerService(t *testing.T, e *testenv.Env, scopes []string) *agents.Registered {
 	t.Helper()
-	en, err := e.Svc.Core.CreateAgentEnrollment(ctx, e.OwnerA.ID, "Build bot", scopes)
+	en, err := e.Svc.Agents.CreateEnrollment(ctx, e.OwnerA.ID, "Build bot", scopes)
 	if err != nil {
 		t.Fatal(err)
 	}
-	reg, err := e.Svc.Core.RegisterAgent(ctx, core.AgentRegisterRequest{Type: core.AgentRegistrationService, EnrollmentToken: en.EnrollmentToken, LoginHint: e.OwnerA.Email})
+	reg, err := e.Svc.Agents.Register(ctx, agents.RegisterRequest{Type: agents.TypeService, EnrollmentToken: en.EnrollmentToken, LoginHint: e.OwnerA.Email})
 	if err != nil {
 		t.Fatal(err)
 	}
 	return reg
 }
 
-func attemptToken(t *testing.T, a *core.AgentClaimAttempt) string {
+func attemptToken(t *testing.T, a *agents.ClaimAttempt) string {
 	t.Helper()
-	_, tok, ok := strings.Cut(a.VerificationURI, core.AgentClaimPagePath)
+	_, tok, ok := strings.Cut(a.VerificationURI, agents.ClaimPagePath)
 	if !ok || tok == "" || strings.Contains(a.VerificationURI, a.UserCode) {
 		t.Fatalf("verification_uri %q", a.VerificationURI)
 	}
@@ -37,14 +38,14 @@ func TestAgentEnrollmentRules(t *testing.T) {
 	e, clk := testenv.Clocked(t)
 	owner := e.OwnerA.ID
 	// Scopes default to read-only, are validated and normalised.
-	en, err := e.Svc.Core.CreateAgentEnrollment(ctx, owner, " Bot ", nil)
+	en, err := e.Svc.Agents.CreateEnrollment(ctx, owner, " Bot ", nil)
 	if err != nil || en.Name != "Bot" || strings.Join(en.Scopes, " ") != "credits:read fax:read" || !strings.HasPrefix(en.EnrollmentToken, core.SecretEnrollment) {
 		t.Fatalf("default enrollment = %+v, %v", en, err)
 	}
-	if !en.ExpiresAt.Equal(clk.Now().Add(core.AgentEnrollmentTTL)) {
+	if !en.ExpiresAt.Equal(clk.Now().Add(agents.EnrollmentTTL)) {
 		t.Fatalf("expires %v", en.ExpiresAt)
 	}
-	_, err = e.Svc.Core.CreateAgentEnrollment(ctx, owner, "Bot", []string{"fax:send", "fax:send", "fax:read"})
+	_, err = e.Svc.Agents.CreateEnrollment(ctx, owner, "Bot", []string{"fax:send", "fax:send", "fax:read"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -53,34 +54,34 @@ func TestAgentEnrollmentRules(t *testing.T) {
 		scopes []string
 		code   string
 	}{{"", nil, core.CodeInvalidRequest}, {strings.Repeat("x", 101), nil, core.CodeInvalidRequest}, {"Bot", []string{"admin"}, core.CodeInvalidScope}} {
-		_, err := e.Svc.Core.CreateAgentEnrollment(ctx, owner, c.name, c.scopes)
+		_, err := e.Svc.Agents.CreateEnrollment(ctx, owner, c.name, c.scopes)
 		testenv.WantCode(t, err, c.code)
 	}
 	// Five live unused at most; a revoked one frees a slot.
-	for range core.AgentMaxLiveEnrollments - 2 {
-		if _, err := e.Svc.Core.CreateAgentEnrollment(ctx, owner, "Bot", nil); err != nil {
+	for range agents.MaxLiveEnrollments - 2 {
+		if _, err := e.Svc.Agents.CreateEnrollment(ctx, owner, "Bot", nil); err != nil {
 			t.Fatal(err)
 		}
 	}
-	_, err = e.Svc.Core.CreateAgentEnrollment(ctx, owner, "Bot", nil)
+	_, err = e.Svc.Agents.CreateEnrollment(ctx, owner, "Bot", nil)
 	testenv.WantCode(t, err, core.CodeTooManyEnrollments)
-	if err := e.Svc.Core.RevokeAgentEnrollment(ctx, owner, en.ID); err != nil {
+	if err := e.Svc.Agents.RevokeEnrollment(ctx, owner, en.ID); err != nil {
 		t.Fatal(err)
 	}
-	testenv.WantCode(t, e.Svc.Core.RevokeAgentEnrollment(ctx, owner, en.ID), core.CodeNotFound)
-	if _, err := e.Svc.Core.CreateAgentEnrollment(ctx, owner, "Bot", nil); err != nil {
+	testenv.WantCode(t, e.Svc.Agents.RevokeEnrollment(ctx, owner, en.ID), core.CodeNotFound)
+	if _, err := e.Svc.Agents.CreateEnrollment(ctx, owner, "Bot", nil); err != nil {
 		t.Fatal(err)
 	}
 	// Expired tokens free their slots too.
-	clk.Advance(core.AgentEnrollmentTTL + time.Second)
-	if _, err := e.Svc.Core.CreateAgentEnrollment(ctx, owner, "Bot", nil); err != nil {
+	clk.Advance(agents.EnrollmentTTL + time.Second)
+	if _, err := e.Svc.Agents.CreateEnrollment(ctx, owner, "Bot", nil); err != nil {
 		t.Fatal(err)
 	}
 	// Issuance is rate limited per owner: a burst of ten at one instant
 	// (each revoked at once, so the live-token limit is not what stops it).
 	var n int
 	for {
-		en, err := e.Svc.Core.CreateAgentEnrollment(ctx, e.OwnerB.ID, "Bot", nil)
+		en, err := e.Svc.Agents.CreateEnrollment(ctx, e.OwnerB.ID, "Bot", nil)
 		if err != nil {
 			testenv.WantCode(t, err, core.CodeRateLimited)
 			if core.AsError(err).RetryAfterSeconds < 1 {
@@ -88,7 +89,7 @@ func TestAgentEnrollmentRules(t *testing.T) {
 			}
 			break
 		}
-		if err := e.Svc.Core.RevokeAgentEnrollment(ctx, e.OwnerB.ID, en.ID); err != nil {
+		if err := e.Svc.Agents.RevokeEnrollment(ctx, e.OwnerB.ID, en.ID); err != nil {
 			t.Fatal(err)
 		}
 		n++
@@ -100,54 +101,54 @@ func TestAgentEnrollmentRules(t *testing.T) {
 
 func TestAgentRegistrationRules(t *testing.T) {
 	e, clk := testenv.Clocked(t)
-	_, err := e.Svc.Core.RegisterAgent(ctx, core.AgentRegisterRequest{Type: core.AgentRegistrationService})
+	_, err := e.Svc.Agents.Register(ctx, agents.RegisterRequest{Type: agents.TypeService})
 	testenv.WantCode(t, err, core.CodeEnrollmentRequired)
-	_, err = e.Svc.Core.RegisterAgent(ctx, core.AgentRegisterRequest{Type: core.AgentRegistrationService, EnrollmentToken: "fxe_unknown"})
+	_, err = e.Svc.Agents.Register(ctx, agents.RegisterRequest{Type: agents.TypeService, EnrollmentToken: "fxe_unknown"})
 	testenv.WantCode(t, err, core.CodeInvalidEnrollment)
 
-	en, err := e.Svc.Core.CreateAgentEnrollment(ctx, e.OwnerA.ID, "Bot", nil)
+	en, err := e.Svc.Agents.CreateEnrollment(ctx, e.OwnerA.ID, "Bot", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	// Failures do not consume the token.
-	_, err = e.Svc.Core.RegisterAgent(ctx, core.AgentRegisterRequest{Type: "oidc", EnrollmentToken: en.EnrollmentToken})
+	_, err = e.Svc.Agents.Register(ctx, agents.RegisterRequest{Type: "oidc", EnrollmentToken: en.EnrollmentToken})
 	testenv.WantCode(t, err, core.CodeInvalidRequest)
-	_, err = e.Svc.Core.RegisterAgent(ctx, core.AgentRegisterRequest{Type: core.AgentRegistrationService, EnrollmentToken: en.EnrollmentToken, LoginHint: e.OwnerB.Email})
+	_, err = e.Svc.Agents.Register(ctx, agents.RegisterRequest{Type: agents.TypeService, EnrollmentToken: en.EnrollmentToken, LoginHint: e.OwnerB.Email})
 	testenv.WantCode(t, err, core.CodeLoginHintMismatch)
-	reg, err := e.Svc.Core.RegisterAgent(ctx, core.AgentRegisterRequest{Type: core.AgentRegistrationService, EnrollmentToken: en.EnrollmentToken, LoginHint: strings.ToUpper(e.OwnerA.Email)})
+	reg, err := e.Svc.Agents.Register(ctx, agents.RegisterRequest{Type: agents.TypeService, EnrollmentToken: en.EnrollmentToken, LoginHint: strings.ToUpper(e.OwnerA.Email)})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if reg.Attempt == nil || reg.Attempt.Interval != core.AgentClaimInterval || len(reg.Attempt.UserCode) != 6 || reg.Registration.Name != "Bot" {
+	if reg.Attempt == nil || reg.Attempt.Interval != agents.ClaimInterval || len(reg.Attempt.UserCode) != 6 || reg.Registration.Name != "Bot" {
 		t.Fatalf("registration = %+v", reg)
 	}
 	// Consumed.
-	_, err = e.Svc.Core.RegisterAgent(ctx, core.AgentRegisterRequest{Type: core.AgentRegistrationService, EnrollmentToken: en.EnrollmentToken, LoginHint: e.OwnerA.Email})
+	_, err = e.Svc.Agents.Register(ctx, agents.RegisterRequest{Type: agents.TypeService, EnrollmentToken: en.EnrollmentToken, LoginHint: e.OwnerA.Email})
 	testenv.WantCode(t, err, core.CodeInvalidEnrollment)
 	// Expired.
-	en2, _ := e.Svc.Core.CreateAgentEnrollment(ctx, e.OwnerA.ID, "Bot", nil)
-	clk.Advance(core.AgentEnrollmentTTL)
-	_, err = e.Svc.Core.RegisterAgent(ctx, core.AgentRegisterRequest{Type: core.AgentRegistrationAnon, EnrollmentToken: en2.EnrollmentToken})
+	en2, _ := e.Svc.Agents.CreateEnrollment(ctx, e.OwnerA.ID, "Bot", nil)
+	clk.Advance(agents.EnrollmentTTL)
+	_, err = e.Svc.Agents.Register(ctx, agents.RegisterRequest{Type: agents.TypeAnonymous, EnrollmentToken: en2.EnrollmentToken})
 	testenv.WantCode(t, err, core.CodeInvalidEnrollment)
 	// Anonymous: no claim attempt, no account access before the claim.
-	en3, _ := e.Svc.Core.CreateAgentEnrollment(ctx, e.OwnerA.ID, "Anon", []string{"fax:read"})
-	anon, err := e.Svc.Core.RegisterAgent(ctx, core.AgentRegisterRequest{Type: core.AgentRegistrationAnon, EnrollmentToken: en3.EnrollmentToken})
+	en3, _ := e.Svc.Agents.CreateEnrollment(ctx, e.OwnerA.ID, "Anon", []string{"fax:read"})
+	anon, err := e.Svc.Agents.Register(ctx, agents.RegisterRequest{Type: agents.TypeAnonymous, EnrollmentToken: en3.EnrollmentToken})
 	if err != nil || anon.Attempt != nil {
 		t.Fatalf("anonymous = %+v, %v", anon, err)
 	}
-	if err := e.Svc.Core.RecordAgentAssertion(ctx, anon.Registration.ID, "jti_1"); err != nil {
+	if err := e.Svc.Agents.RecordAssertion(ctx, anon.Registration.ID, "jti_1"); err != nil {
 		t.Fatal(err)
 	}
-	tok, err := e.Svc.Core.ExchangeAgentAssertion(ctx, anon.Registration.ID, "jti_1", "")
+	tok, err := e.Svc.Agents.ExchangeAssertion(ctx, anon.Registration.ID, "jti_1", "")
 	if err != nil || len(tok.Scopes) != 0 {
 		t.Fatalf("pre-claim exchange = %+v, %v", tok, err)
 	}
-	p, err := e.Svc.Core.AgentTokenPrincipal(ctx, tok.AccessToken, e.Svc.Core.ResourceMCP())
+	p, err := e.Svc.Agents.TokenPrincipal(ctx, tok.AccessToken, e.Svc.Core.ResourceMCP())
 	if err != nil || p.OwnerID != "" || len(p.Scopes) != 0 {
 		t.Fatalf("pre-claim principal = %+v, %v", p, err)
 	}
 	testenv.WantCode(t, core.Authorize(p, core.OpGetCredits), core.CodeUnauthenticated)
-	_, err = e.Svc.Core.ExchangeAgentAssertion(ctx, anon.Registration.ID, "jti_old", "")
+	_, err = e.Svc.Agents.ExchangeAssertion(ctx, anon.Registration.ID, "jti_old", "")
 	testenv.WantCode(t, err, core.CodeInvalidGrant)
 }
 
@@ -157,149 +158,149 @@ func TestAgentClaimStates(t *testing.T) {
 	ct := reg.ClaimToken
 
 	// pending → authorization_pending, and slow_down (+5 s) when too fast.
-	_, err := e.Svc.Core.PollAgentClaim(ctx, ct, "")
+	_, err := e.Svc.Agents.PollClaim(ctx, ct, "")
 	testenv.WantCode(t, err, core.CodeAuthorizationPending)
 	if core.AsError(err).Fields["interval"] != 5 {
 		t.Fatalf("interval: %v", core.AsError(err).Fields)
 	}
 	clk.Advance(2 * time.Second)
-	_, err = e.Svc.Core.PollAgentClaim(ctx, ct, "")
+	_, err = e.Svc.Agents.PollClaim(ctx, ct, "")
 	testenv.WantCode(t, err, core.CodeSlowDown)
 	if core.AsError(err).Fields["interval"] != 10 {
 		t.Fatalf("slow_down interval: %v", core.AsError(err).Fields)
 	}
 	clk.Advance(10 * time.Second)
-	_, err = e.Svc.Core.PollAgentClaim(ctx, ct, "")
+	_, err = e.Svc.Agents.PollClaim(ctx, ct, "")
 	testenv.WantCode(t, err, core.CodeAuthorizationPending)
-	_, err = e.Svc.Core.PollAgentClaim(ctx, ct, "https://elsewhere.example/mcp")
+	_, err = e.Svc.Agents.PollClaim(ctx, ct, "https://elsewhere.example/mcp")
 	testenv.WantCode(t, err, core.CodeInvalidTarget)
-	_, err = e.Svc.Core.PollAgentClaim(ctx, "fxc_unknown", "")
+	_, err = e.Svc.Agents.PollClaim(ctx, "fxc_unknown", "")
 	testenv.WantCode(t, err, core.CodeInvalidGrant)
 
 	// A new attempt invalidates the old link; the email must match.
-	_, err = e.Svc.Core.StartAgentClaim(ctx, ct, e.OwnerB.Email)
+	_, err = e.Svc.Agents.StartClaim(ctx, ct, e.OwnerB.Email)
 	testenv.WantCode(t, err, core.CodeEmailMismatch)
 	old := attemptToken(t, reg.Attempt)
-	att, err := e.Svc.Core.StartAgentClaim(ctx, ct, e.OwnerA.Email)
+	att, err := e.Svc.Agents.StartClaim(ctx, ct, e.OwnerA.Email)
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = e.Svc.Core.AgentClaimForOwner(ctx, e.OwnerA.ID, old)
+	_, err = e.Svc.Agents.ClaimForOwner(ctx, e.OwnerA.ID, old)
 	testenv.WantCode(t, err, core.CodeClaimLinkInvalid)
 	// New attempts are bounded per registration: five at once, then one
 	// every 30 s.
 	for range 4 {
-		if att, err = e.Svc.Core.StartAgentClaim(ctx, ct, e.OwnerA.Email); err != nil {
+		if att, err = e.Svc.Agents.StartClaim(ctx, ct, e.OwnerA.Email); err != nil {
 			t.Fatal(err)
 		}
 	}
-	_, err = e.Svc.Core.StartAgentClaim(ctx, ct, e.OwnerA.Email)
+	_, err = e.Svc.Agents.StartClaim(ctx, ct, e.OwnerA.Email)
 	testenv.WantCode(t, err, core.CodeRateLimited)
 	link := attemptToken(t, att)
 
 	// Only the enrolling owner; wrong codes are counted.
-	_, err = e.Svc.Core.AgentClaimForOwner(ctx, e.OwnerB.ID, link)
+	_, err = e.Svc.Agents.ClaimForOwner(ctx, e.OwnerB.ID, link)
 	testenv.WantCode(t, err, core.CodeClaimWrongOwner)
-	testenv.WantCode(t, e.Svc.Core.DecideAgentClaim(ctx, e.OwnerA.ID, link, "000000x", true, nil), core.CodeClaimWrongCode)
-	req, err := e.Svc.Core.AgentClaimForOwner(ctx, e.OwnerA.ID, link)
-	if err != nil || req.TriesLeft != core.AgentClaimMaxTries-1 || len(req.Scopes) != 3 {
+	testenv.WantCode(t, e.Svc.Agents.DecideClaim(ctx, e.OwnerA.ID, link, "000000x", true, nil), core.CodeClaimWrongCode)
+	req, err := e.Svc.Agents.ClaimForOwner(ctx, e.OwnerA.ID, link)
+	if err != nil || req.TriesLeft != agents.ClaimMaxTries-1 || len(req.Scopes) != 3 {
 		t.Fatalf("claim request = %+v, %v", req, err)
 	}
 	// Narrowing only.
-	testenv.WantCode(t, e.Svc.Core.DecideAgentClaim(ctx, e.OwnerA.ID, link, att.UserCode, true, []string{"fax:send"}), core.CodeClaimScopeWiden)
-	if err := e.Svc.Core.DecideAgentClaim(ctx, e.OwnerA.ID, link, att.UserCode, true, []string{"fax:read"}); err != nil {
+	testenv.WantCode(t, e.Svc.Agents.DecideClaim(ctx, e.OwnerA.ID, link, att.UserCode, true, []string{"fax:send"}), core.CodeClaimScopeWiden)
+	if err := e.Svc.Agents.DecideClaim(ctx, e.OwnerA.ID, link, att.UserCode, true, []string{"fax:read"}); err != nil {
 		t.Fatal(err)
 	}
-	testenv.WantCode(t, e.Svc.Core.DecideAgentClaim(ctx, e.OwnerA.ID, link, att.UserCode, true, nil), core.CodeClaimLinkInvalid)
+	testenv.WantCode(t, e.Svc.Agents.DecideClaim(ctx, e.OwnerA.ID, link, att.UserCode, true, nil), core.CodeClaimLinkInvalid)
 
 	// approved → the next poll hands out the tokens once, with a new
 	// assertion; then redeemed.
 	clk.Advance(time.Minute)
-	tok, err := e.Svc.Core.PollAgentClaim(ctx, ct, "")
+	tok, err := e.Svc.Agents.PollClaim(ctx, ct, "")
 	if err != nil || !tok.NewAssertion || strings.Join(tok.Scopes, " ") != "fax:read" || tok.ExpiresIn != time.Hour {
 		t.Fatalf("approved poll = %+v, %v", tok, err)
 	}
-	_, err = e.Svc.Core.PollAgentClaim(ctx, ct, "")
+	_, err = e.Svc.Agents.PollClaim(ctx, ct, "")
 	testenv.WantCode(t, err, core.CodeInvalidGrant)
-	p, err := e.Svc.Core.AgentTokenPrincipal(ctx, tok.AccessToken, e.Svc.Core.ResourceMCP())
+	p, err := e.Svc.Agents.TokenPrincipal(ctx, tok.AccessToken, e.Svc.Core.ResourceMCP())
 	if err != nil || p.OwnerID != e.OwnerA.ID || p.Kind != core.PrincipalAgent || len(p.Scopes) != 1 {
 		t.Fatalf("principal = %+v, %v", p, err)
 	}
-	_, err = e.Svc.Core.AgentTokenPrincipal(ctx, tok.AccessToken, e.Svc.Core.ResourceA2A())
+	_, err = e.Svc.Agents.TokenPrincipal(ctx, tok.AccessToken, e.Svc.Core.ResourceA2A())
 	testenv.WantCode(t, err, core.CodeInvalidToken)
 	// A token for the A2A endpoint is for it alone.
-	if err := e.Svc.Core.RecordAgentAssertion(ctx, tok.Registration.ID, "jti_a2a"); err != nil {
+	if err := e.Svc.Agents.RecordAssertion(ctx, tok.Registration.ID, "jti_a2a"); err != nil {
 		t.Fatal(err)
 	}
-	a2a, err := e.Svc.Core.ExchangeAgentAssertion(ctx, tok.Registration.ID, "jti_a2a", e.Svc.Core.ResourceA2A())
+	a2a, err := e.Svc.Agents.ExchangeAssertion(ctx, tok.Registration.ID, "jti_a2a", e.Svc.Core.ResourceA2A())
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := e.Svc.Core.AgentTokenPrincipal(ctx, a2a.AccessToken, e.Svc.Core.ResourceA2A()); err != nil {
+	if _, err := e.Svc.Agents.TokenPrincipal(ctx, a2a.AccessToken, e.Svc.Core.ResourceA2A()); err != nil {
 		t.Fatalf("a2a token at /a2a: %v", err)
 	}
-	_, err = e.Svc.Core.AgentTokenPrincipal(ctx, a2a.AccessToken, e.Svc.Core.ResourceMCP())
+	_, err = e.Svc.Agents.TokenPrincipal(ctx, a2a.AccessToken, e.Svc.Core.ResourceMCP())
 	testenv.WantCode(t, err, core.CodeInvalidToken)
 	// The token lives one hour.
 	clk.Advance(time.Hour)
-	_, err = e.Svc.Core.AgentTokenPrincipal(ctx, tok.AccessToken, e.Svc.Core.ResourceMCP())
+	_, err = e.Svc.Agents.TokenPrincipal(ctx, tok.AccessToken, e.Svc.Core.ResourceMCP())
 	testenv.WantCode(t, err, core.CodeInvalidToken)
 }
 
 func TestAgentClaimDeclineAndExpiry(t *testing.T) {
 	e, clk := testenv.Clocked(t)
 	declined := registerService(t, e, nil)
-	if err := e.Svc.Core.DecideAgentClaim(ctx, e.OwnerA.ID, attemptToken(t, declined.Attempt), "", false, nil); err != nil {
+	if err := e.Svc.Agents.DecideClaim(ctx, e.OwnerA.ID, attemptToken(t, declined.Attempt), "", false, nil); err != nil {
 		t.Fatal(err)
 	}
-	_, err := e.Svc.Core.PollAgentClaim(ctx, declined.ClaimToken, "")
+	_, err := e.Svc.Agents.PollClaim(ctx, declined.ClaimToken, "")
 	testenv.WantCode(t, err, core.CodeAccessDenied)
-	_, err = e.Svc.Core.StartAgentClaim(ctx, declined.ClaimToken, e.OwnerA.Email)
+	_, err = e.Svc.Agents.StartClaim(ctx, declined.ClaimToken, e.OwnerA.Email)
 	testenv.WantCode(t, err, core.CodeAccessDenied)
 
 	expiring := registerService(t, e, nil)
-	clk.Advance(core.AgentClaimTTL)
-	testenv.WantCode(t, e.Svc.Core.DecideAgentClaim(ctx, e.OwnerA.ID, attemptToken(t, expiring.Attempt), expiring.Attempt.UserCode, true, nil), core.CodeClaimExpired)
-	_, err = e.Svc.Core.PollAgentClaim(ctx, expiring.ClaimToken, "")
+	clk.Advance(agents.ClaimTTL)
+	testenv.WantCode(t, e.Svc.Agents.DecideClaim(ctx, e.OwnerA.ID, attemptToken(t, expiring.Attempt), expiring.Attempt.UserCode, true, nil), core.CodeClaimExpired)
+	_, err = e.Svc.Agents.PollClaim(ctx, expiring.ClaimToken, "")
 	testenv.WantCode(t, err, core.CodeExpiredToken)
-	_, err = e.Svc.Core.PollAgentClaim(ctx, expiring.ClaimToken, "")
+	_, err = e.Svc.Agents.PollClaim(ctx, expiring.ClaimToken, "")
 	testenv.WantCode(t, err, core.CodeExpiredToken)
 }
 
 func TestAgentRevocation(t *testing.T) {
 	e, _ := testenv.Clocked(t)
 	reg := registerService(t, e, []string{"credits:read"})
-	if err := e.Svc.Core.DecideAgentClaim(ctx, e.OwnerA.ID, attemptToken(t, reg.Attempt), reg.Attempt.UserCode, true, nil); err != nil {
+	if err := e.Svc.Agents.DecideClaim(ctx, e.OwnerA.ID, attemptToken(t, reg.Attempt), reg.Attempt.UserCode, true, nil); err != nil {
 		t.Fatal(err)
 	}
-	tok, err := e.Svc.Core.PollAgentClaim(ctx, reg.ClaimToken, "")
+	tok, err := e.Svc.Agents.PollClaim(ctx, reg.ClaimToken, "")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := e.Svc.Core.RecordAgentAssertion(ctx, reg.Registration.ID, "jti_a"); err != nil {
+	if err := e.Svc.Agents.RecordAssertion(ctx, reg.Registration.ID, "jti_a"); err != nil {
 		t.Fatal(err)
 	}
 	// Revoking one token leaves the assertion exchangeable (idempotently).
 	for range 2 {
-		if err := e.Svc.Core.RevokeAgentAccessToken(ctx, tok.AccessToken); err != nil {
+		if err := e.Svc.Agents.RevokeAccessToken(ctx, tok.AccessToken); err != nil {
 			t.Fatal(err)
 		}
 	}
-	_, err = e.Svc.Core.AgentTokenPrincipal(ctx, tok.AccessToken, e.Svc.Core.ResourceMCP())
+	_, err = e.Svc.Agents.TokenPrincipal(ctx, tok.AccessToken, e.Svc.Core.ResourceMCP())
 	testenv.WantCode(t, err, core.CodeInvalidToken)
-	tok2, err := e.Svc.Core.ExchangeAgentAssertion(ctx, reg.Registration.ID, "jti_a", "")
+	tok2, err := e.Svc.Agents.ExchangeAssertion(ctx, reg.Registration.ID, "jti_a", "")
 	if err != nil || strings.Join(tok2.Scopes, " ") != "credits:read" || tok2.NewAssertion {
 		t.Fatalf("re-exchange = %+v, %v", tok2, err)
 	}
 	// Revoking the registration stops tokens and exchanges.
-	if _, err := e.Svc.Core.RevokeAgentByAssertion(ctx, reg.Registration.ID, "jti_a"); err != nil {
+	if _, err := e.Svc.Agents.RevokeByAssertion(ctx, reg.Registration.ID, "jti_a"); err != nil {
 		t.Fatal(err)
 	}
-	_, err = e.Svc.Core.AgentTokenPrincipal(ctx, tok2.AccessToken, e.Svc.Core.ResourceMCP())
+	_, err = e.Svc.Agents.TokenPrincipal(ctx, tok2.AccessToken, e.Svc.Core.ResourceMCP())
 	testenv.WantCode(t, err, core.CodeInvalidToken)
-	_, err = e.Svc.Core.ExchangeAgentAssertion(ctx, reg.Registration.ID, "jti_a", "")
+	_, err = e.Svc.Agents.ExchangeAssertion(ctx, reg.Registration.ID, "jti_a", "")
 	testenv.WantCode(t, err, core.CodeInvalidGrant)
-	testenv.WantCode(t, e.Svc.Core.RevokeAgentRegistration(ctx, e.OwnerA.ID, reg.Registration.ID), core.CodeNotFound)
+	testenv.WantCode(t, e.Svc.Agents.RevokeRegistration(ctx, e.OwnerA.ID, reg.Registration.ID), core.CodeNotFound)
 }
 
 // TestPrincipalModes: every kind of principal gets its mode where it is
@@ -324,14 +325,14 @@ func TestPrincipalModes(t *testing.T) {
 				t.Errorf("grant principal %+v, want mode %s", p, setting)
 			}
 			reg := registerService(t, e, nil)
-			if err := e.Svc.Core.DecideAgentClaim(ctx, e.OwnerA.ID, attemptToken(t, reg.Attempt), reg.Attempt.UserCode, true, nil); err != nil {
+			if err := e.Svc.Agents.DecideClaim(ctx, e.OwnerA.ID, attemptToken(t, reg.Attempt), reg.Attempt.UserCode, true, nil); err != nil {
 				t.Fatal(err)
 			}
-			tok, err := e.Svc.Core.PollAgentClaim(ctx, reg.ClaimToken, "")
+			tok, err := e.Svc.Agents.PollClaim(ctx, reg.ClaimToken, "")
 			if err != nil {
 				t.Fatal(err)
 			}
-			if p, err := e.Svc.Core.AgentTokenPrincipal(ctx, tok.AccessToken, e.Svc.Core.ResourceMCP()); err != nil || p.Mode != setting {
+			if p, err := e.Svc.Agents.TokenPrincipal(ctx, tok.AccessToken, e.Svc.Core.ResourceMCP()); err != nil || p.Mode != setting {
 				t.Errorf("agent principal %+v (%v), want mode %s", p, err, setting)
 			}
 		})

@@ -1,51 +1,53 @@
-package core
+// Package agents is agent registration with owner approval (spec,
+// Authentication section 3): an owner issues an enrollment token, an agent
+// registers with it, and the owner approves the agent's claim. The rules
+// are here; oauth/ serves the HTTP endpoints and signs identity
+// assertions; core/store keeps the state. Every secret (enrollment token,
+// claim token, claim-attempt token, user code, access token) reaches the
+// store only as a SHA-256 hash.
+package agents
 
 import (
 	"context"
+	"log/slog"
 	"time"
-)
 
-// Agent registration with owner approval (spec, Authentication section 3):
-// an owner issues an enrollment token, an agent registers with it, and the
-// owner approves the agent's claim. The rules are core's (agentreg.go);
-// oauth/ serves the HTTP endpoints and signs identity assertions;
-// core/store keeps the state. Every secret (enrollment token, claim token,
-// claim-attempt token, user code, access token) reaches the store only as a
-// SHA-256 hash.
+	"github.com/faxhub/faxhub/core"
+)
 
 // Limits of agent registration.
 const (
-	AgentEnrollmentTTL       = 10 * time.Minute
-	AgentMaxLiveEnrollments  = 5
-	AgentClaimTTL            = 10 * time.Minute
-	AgentClaimInterval       = 5 // seconds
-	AgentClaimSlowDownStep   = 5 // seconds
-	AgentClaimMaxTries       = 5
-	AgentAccessTokenTTL      = time.Hour
-	AgentAssertionTTL        = 30 * 24 * time.Hour
-	AgentRegistrationService = "service_auth"
-	AgentRegistrationAnon    = "anonymous"
+	EnrollmentTTL      = 10 * time.Minute
+	MaxLiveEnrollments = 5
+	ClaimTTL           = 10 * time.Minute
+	ClaimInterval      = 5 // seconds
+	ClaimSlowDownStep  = 5 // seconds
+	ClaimMaxTries      = 5
+	AccessTokenTTL     = time.Hour
+	AssertionTTL       = 30 * 24 * time.Hour
+	TypeService        = "service_auth"
+	TypeAnonymous      = "anonymous"
 )
 
 // Agent claim states.
 const (
-	AgentClaimPending  = "pending"
-	AgentClaimApproved = "approved"
-	AgentClaimDenied   = "denied"
-	AgentClaimExpired  = "expired"
+	ClaimPending  = "pending"
+	ClaimApproved = "approved"
+	ClaimDenied   = "denied"
+	ClaimExpired  = "expired"
 	// AgentClaimRedeemed is an approved claim whose token was handed out by
 	// a poll: later polls are refused.
-	AgentClaimRedeemed = "redeemed"
+	ClaimRedeemed = "redeemed"
 )
 
 // Agent registration states.
 const (
-	AgentActive  = "active"
-	AgentRevoked = "revoked"
+	Active  = "active"
+	Revoked = "revoked"
 )
 
 // AgentEnrollment is an owner-issued enrollment token (hashed).
-type AgentEnrollment struct {
+type Enrollment struct {
 	ID             string     `db:"id" json:"id"`
 	OwnerID        string     `db:"owner_id" json:"-"`
 	Name           string     `db:"name" json:"name"`
@@ -59,12 +61,12 @@ type AgentEnrollment struct {
 }
 
 // Live reports whether the token can still register an agent at now.
-func (e *AgentEnrollment) Live(now time.Time) bool {
+func (e *Enrollment) Live(now time.Time) bool {
 	return e.ConsumedAt == nil && e.RevokedAt == nil && now.Before(e.ExpiresAt)
 }
 
 // AgentRegistration is one registered agent.
-type AgentRegistration struct {
+type Registration struct {
 	ID         string     `db:"id" json:"id"`
 	OwnerID    string     `db:"owner_id" json:"-"`
 	Type       string     `db:"type" json:"type"`
@@ -83,7 +85,7 @@ type AgentRegistration struct {
 
 // AgentClaim is the owner-approval state of a registration (one per
 // registration).
-type AgentClaim struct {
+type Claim struct {
 	RegistrationID string `db:"registration_id"`
 	OwnerID        string `db:"owner_id"`
 	TokenHash      string `db:"token_hash"`
@@ -102,7 +104,7 @@ type AgentClaim struct {
 }
 
 // AgentToken is an agent access token (hashed).
-type AgentToken struct {
+type Token struct {
 	TokenHash      string    `db:"token_hash"`
 	RegistrationID string    `db:"registration_id"`
 	OwnerID        string    `db:"owner_id"`
@@ -114,23 +116,23 @@ type AgentToken struct {
 
 // AgentStore persists agent registration. core/store implements it beside
 // core.Store. Errors follow core.Store: ErrNoRows, ErrExists, ErrConflict.
-type AgentStore interface {
+type Queries interface {
 	// CreateAgentEnrollment stores a token unless the owner already has
 	// max live unused tokens at e.CreatedAt (ErrConflict); the check and
 	// the insert are atomic across replicas.
-	CreateAgentEnrollment(ctx context.Context, e *AgentEnrollment, max int) error
-	GetAgentEnrollmentByHash(ctx context.Context, hash string) (*AgentEnrollment, error)
+	CreateAgentEnrollment(ctx context.Context, e *Enrollment, max int) error
+	GetAgentEnrollmentByHash(ctx context.Context, hash string) (*Enrollment, error)
 	// ListAgentEnrollments lists the owner's live unused tokens at now.
-	ListAgentEnrollments(ctx context.Context, ownerID string, now time.Time) ([]AgentEnrollment, error)
+	ListAgentEnrollments(ctx context.Context, ownerID string, now time.Time) ([]Enrollment, error)
 	// RevokeAgentEnrollment revokes a live unused token; ErrNoRows if none.
 	RevokeAgentEnrollment(ctx context.Context, ownerID, id string, at time.Time) error
 
 	// RegisterAgent consumes the enrollment enrollmentID (ErrConflict if it
 	// is not live and unused at r.CreatedAt) and creates the registration
 	// and its claim, in one transaction.
-	RegisterAgent(ctx context.Context, enrollmentID string, r *AgentRegistration, c *AgentClaim) error
-	GetAgentRegistration(ctx context.Context, id string) (*AgentRegistration, error)
-	ListAgentRegistrations(ctx context.Context, ownerID string) ([]AgentRegistration, error)
+	RegisterAgent(ctx context.Context, enrollmentID string, r *Registration, c *Claim) error
+	GetAgentRegistration(ctx context.Context, id string) (*Registration, error)
+	ListAgentRegistrations(ctx context.Context, ownerID string) ([]Registration, error)
 	// RevokeAgentRegistration revokes an active registration (of ownerID
 	// unless ownerID is empty), deletes its access tokens and ends its
 	// pending claim; ErrNoRows if there is no active one.
@@ -139,8 +141,8 @@ type AgentStore interface {
 	SetAgentAssertion(ctx context.Context, id, jti string, at time.Time) error
 	TouchAgentRegistration(ctx context.Context, id string, at time.Time) error
 
-	GetAgentClaimByToken(ctx context.Context, tokenHash string) (*AgentClaim, error)
-	GetAgentClaimByAttempt(ctx context.Context, attemptHash string) (*AgentClaim, error)
+	GetAgentClaimByToken(ctx context.Context, tokenHash string) (*Claim, error)
+	GetAgentClaimByAttempt(ctx context.Context, attemptHash string) (*Claim, error)
 	// StartAgentClaimAttempt replaces a pending claim's attempt (new link,
 	// new code, tries reset, approval id); ErrConflict if not pending.
 	StartAgentClaimAttempt(ctx context.Context, registrationID, attemptHash, codeHash, approvalID string) error
@@ -153,7 +155,7 @@ type AgentStore interface {
 	DecideAgentClaim(ctx context.Context, registrationID string, approve bool, scopes []string, at time.Time) error
 	// LockAgentClaim reads a claim by its token for update: inside a
 	// transaction, concurrent polls of one claim (on any replica) queue.
-	LockAgentClaim(ctx context.Context, tokenHash string) (*AgentClaim, error)
+	LockAgentClaim(ctx context.Context, tokenHash string) (*Claim, error)
 	// RecordAgentClaimPoll stores a poll's outcome: the status (pending or
 	// expired), the interval and when the poll happened.
 	RecordAgentClaimPoll(ctx context.Context, registrationID, status string, interval int, at time.Time) error
@@ -161,9 +163,53 @@ type AgentStore interface {
 	// otherwise).
 	RedeemAgentClaim(ctx context.Context, registrationID string) error
 
-	CreateAgentToken(ctx context.Context, t *AgentToken) error
-	GetAgentToken(ctx context.Context, hash string) (*AgentToken, error)
+	CreateAgentToken(ctx context.Context, t *Token) error
+	GetAgentToken(ctx context.Context, hash string) (*Token, error)
 	DeleteAgentToken(ctx context.Context, hash string) error
 	// DeleteExpiredAgentTokens removes access tokens that expired before t.
 	DeleteExpiredAgentTokens(ctx context.Context, t time.Time) (int64, error)
+}
+
+// Store keeps agent registrations.
+type Store interface {
+	Tx
+	core.Transactor
+}
+
+// Tx is a transaction of agent registration.
+type Tx interface {
+	core.Tx
+	Queries
+}
+
+// Deps are the ports agent registration drives.
+type Deps struct {
+	Store  Store
+	Logger *slog.Logger
+	// Core records the approvals and charges the rate limits.
+	Core *core.Service
+}
+
+// Service runs agent registration.
+type Service struct {
+	cfg  core.Config
+	d    Deps
+	core *core.Service
+}
+
+// New returns the service; cfg is the kernel's configuration with its
+// defaults applied.
+func New(cfg core.Config, d Deps) *Service {
+	if d.Logger == nil {
+		d.Logger = slog.New(slog.DiscardHandler)
+	}
+	return &Service{cfg: cfg, d: d, core: d.Core}
+}
+
+func (s *Service) now() time.Time { return core.Clock(s.cfg.Now).Now() }
+
+// inTx runs fn in one transaction of the store, typed as agent
+// registration's.
+func (s *Service) inTx(ctx context.Context, fn func(tx Tx) error) error {
+	return s.d.Store.InTx(ctx, func(tx core.Tx) error { return fn(tx.(Tx)) })
 }

@@ -1,0 +1,5 @@
+package agents_test
+
+import "context"
+
+var ctx = context.Background()
