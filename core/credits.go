@@ -106,27 +106,6 @@ func (s *Service) Balance(ctx context.Context, ownerID string, mode Mode) (*Bala
 // CreditPacks lists the packs on sale.
 func (s *Service) CreditPacks() []CreditPack { return s.d.Prices.Packs }
 
-// CreateCreditCheckout starts a hosted checkout for a credit pack.
-func (s *Service) CreateCreditCheckout(ctx context.Context, p Principal, packID string) (*CheckoutSession, error) {
-	if err := Authorize(p, OpCreditCheckout); err != nil {
-		return nil, err
-	}
-	pack, ok := s.d.Prices.Pack(packID)
-	if !ok {
-		return nil, s.UnknownPack(packID)
-	}
-	c := &Checkout{
-		ID: NewID(PrefixCheckout), OwnerID: p.OwnerID, Mode: p.Mode, Kind: CheckoutCreditPack, PackID: pack.ID,
-		AmountMicros: pack.PriceMicros, CreditMicros: pack.CreditMicros, Status: CheckoutOpen,
-	}
-	cs, err := s.startCheckout(ctx, c, pack.Name)
-	if err != nil {
-		return nil, err
-	}
-	cs.PackID, cs.Credit = pack.ID, pack.Credit
-	return cs, nil
-}
-
 // unknownPack refuses a pack id that is not on sale, listing those that are.
 func (s *Service) UnknownPack(packID string) error {
 	ids := make([]string, len(s.d.Prices.Packs))

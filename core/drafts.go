@@ -67,9 +67,9 @@ func (s *Service) DraftStatus(d *Draft) DraftStatus {
 	return d.Status
 }
 
-// draftPayable is the one draft status rule, for credits and checkouts
+// DraftPayable is the one draft status rule, for credits and checkouts
 // alike: only an open draft that has not expired can be paid.
-func (s *Service) draftPayable(d *Draft) error {
+func (s *Service) DraftPayable(d *Draft) error {
 	switch st := s.DraftStatus(d); st {
 	case DraftOpen:
 		return nil
@@ -137,7 +137,7 @@ func (s *Service) SendDraft(ctx context.Context, p Principal, draftID string) (f
 	if f, ok, err := s.draftFax(ctx, p, d); ok || err != nil {
 		return f, ok, err
 	}
-	if err := s.draftPayable(d); err != nil {
+	if err := s.DraftPayable(d); err != nil {
 		return nil, false, err
 	}
 	f := s.faxOfDraft(d, PayCredits)
@@ -155,7 +155,7 @@ func (s *Service) SendDraft(ctx context.Context, p Principal, draftID string) (f
 		if f, ok, err := s.draftFax(ctx, p, d); ok || err != nil {
 			return f, ok, err
 		}
-		return nil, false, s.draftPayable(d)
+		return nil, false, s.DraftPayable(d)
 	case IsInsufficient(err):
 		return nil, false, s.InsufficientCredits(ctx, p, d.PriceMicros).With("draftId", d.ID).With("mode", string(p.Mode))
 	case err != nil:
@@ -190,38 +190,18 @@ func (s *Service) draftFax(ctx context.Context, p Principal, d *Draft) (*Fax, bo
 	return f, true, nil
 }
 
-// CreateDraftCheckout starts the hosted checkout that pays for exactly this
-// draft and queues it.
-func (s *Service) CreateDraftCheckout(ctx context.Context, p Principal, draftID string) (*CheckoutSession, error) {
-	if err := Authorize(p, OpGetDraft); err != nil {
-		return nil, err
-	}
-	d, err := s.d.Store.GetDraft(ctx, p.OwnerID, p.Mode, draftID)
-	if err != nil {
-		return nil, StoreErr(err, "draft")
-	}
-	if err := s.draftPayable(d); err != nil {
-		return nil, err
-	}
-	c := &Checkout{
-		ID: NewID(PrefixCheckout), OwnerID: p.OwnerID, Mode: p.Mode, Kind: CheckoutDraft, DraftID: &d.ID,
-		AmountMicros: d.PriceMicros, Status: CheckoutOpen,
-	}
-	return s.startCheckout(ctx, c, fmt.Sprintf("Fax of %d page(s) to %s", d.Pages, d.To))
-}
-
-// payDraftAtCheckout turns the draft of a paid checkout into a queued fax
-// inside tx.
-func (s *Service) payDraftAtCheckout(ctx context.Context, tx Tx, c *Checkout) error {
-	d, err := tx.GetDraft(ctx, c.OwnerID, c.Mode, *c.DraftID)
+// PayDraftAtCheckout turns the draft of a paid checkout into a queued fax
+// inside tx; paidMicros is what the checkout charged for it.
+func (s *Service) PayDraftAtCheckout(ctx context.Context, tx Tx, ownerID string, mode Mode, draftID string, paidMicros int64) error {
+	d, err := tx.GetDraft(ctx, ownerID, mode, draftID)
 	if err != nil {
 		return StoreErr(err, "draft")
 	}
-	if err := s.draftPayable(d); err != nil {
+	if err := s.DraftPayable(d); err != nil {
 		return err
 	}
 	f := s.faxOfDraft(d, PayCheckout)
-	f.PriceMicros = c.AmountMicros
+	f.PriceMicros = paidMicros
 	if err := s.CreateFax(ctx, tx, NewFax{Fax: f, Draft: d}); errors.Is(err, ErrConflict) {
 		return Errorf(KindConflict, CodeDraftState, "this fax was paid already; nothing more is charged")
 	} else if err != nil {

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/faxhub/faxhub/core"
+	"github.com/faxhub/faxhub/core/checkout"
 	"github.com/faxhub/faxhub/core/services"
 	"github.com/faxhub/faxhub/internal/testenv"
 )
@@ -39,7 +40,7 @@ func TestSendDraft(t *testing.T) {
 			t.Fatalf("draft after send = %+v", got)
 		}
 		// Its checkout can no longer be started.
-		_, err = e.Svc.Core.CreateDraftCheckout(ctx, p, d.ID)
+		_, err = e.Svc.Checkout.StartDraft(ctx, p, d.ID)
 		testenv.WantCode(t, err, core.CodeDraftState)
 		if !strings.Contains(core.AsError(err).Message, "paid already") {
 			t.Fatalf("message: %v", err)
@@ -54,7 +55,7 @@ func TestSendDraft(t *testing.T) {
 		if !strings.Contains(core.AsError(err).Message, "expired") {
 			t.Fatalf("message: %v", err)
 		}
-		_, err = e.Svc.Core.CreateDraftCheckout(ctx, p, d.ID)
+		_, err = e.Svc.Checkout.StartDraft(ctx, p, d.ID)
 		testenv.WantCode(t, err, core.CodeDraftState)
 		if !strings.Contains(core.AsError(err).Message, "expired") {
 			t.Fatalf("checkout message: %v", err)
@@ -137,7 +138,7 @@ func TestCheckoutOfDraftSentWithCredits(t *testing.T) {
 	e := testenv.New(t, testenv.WithoutWorkers())
 	p := e.Principal(t, e.KeyATest)
 	d := newDraft(t, e, p, 1)
-	cs, err := e.Svc.Core.CreateDraftCheckout(ctx, p, d.ID)
+	cs, err := e.Svc.Checkout.StartDraft(ctx, p, d.ID)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -145,18 +146,18 @@ func TestCheckoutOfDraftSentWithCredits(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, err := e.Svc.Core.GetCheckout(ctx, cs.ID)
+	c, err := e.Svc.Checkout.Get(ctx, cs.ID)
 	if err != nil {
 		t.Fatal(err)
 	}
-	testenv.WantCode(t, e.Svc.Core.CheckoutPayable(ctx, c), core.CodeDraftState)
-	_, err = e.Svc.Core.CompleteCheckout(ctx, cs.ID)
+	testenv.WantCode(t, e.Svc.Checkout.Payable(ctx, c), core.CodeDraftState)
+	_, err = e.Svc.Checkout.Complete(ctx, cs.ID)
 	testenv.WantCode(t, err, core.CodeDraftState)
 	if core.ErrorKind(err) != core.KindConflict {
 		t.Fatalf("kind %v", core.ErrorKind(err))
 	}
-	c, _ = e.Svc.Core.GetCheckout(ctx, cs.ID)
-	if c.Status != core.CheckoutOpen {
+	c, _ = e.Svc.Checkout.Get(ctx, cs.ID)
+	if c.Status != checkout.Open {
 		t.Fatalf("checkout marked %s", c.Status)
 	}
 	page, _ := e.Svc.Core.ListFaxes(ctx, p, "", "", 10)
@@ -171,17 +172,17 @@ func TestCheckoutSharesTheSendRate(t *testing.T) {
 	e := testenv.New(t, testenv.WithoutWorkers(), testenv.WithConfig(func(c *services.Config) { c.SendBurst, c.SendInterval = 1, time.Hour }))
 	p := e.Principal(t, e.KeyATest)
 	d1, d2 := newDraft(t, e, p, 1), newDraft(t, e, p, 1)
-	cs, err := e.Svc.Core.CreateDraftCheckout(ctx, p, d2.ID)
+	cs, err := e.Svc.Checkout.StartDraft(ctx, p, d2.ID)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if _, _, err := e.Svc.Core.SendDraft(ctx, p, d1.ID); err != nil {
 		t.Fatal(err)
 	}
-	_, err = e.Svc.Core.CompleteCheckout(ctx, cs.ID)
+	_, err = e.Svc.Checkout.Complete(ctx, cs.ID)
 	testenv.WantCode(t, err, core.CodeRateLimited)
-	c, _ := e.Svc.Core.GetCheckout(ctx, cs.ID)
-	if c.Status != core.CheckoutOpen {
+	c, _ := e.Svc.Checkout.Get(ctx, cs.ID)
+	if c.Status != checkout.Open {
 		t.Fatalf("a refused checkout was marked %s", c.Status)
 	}
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
 	"regexp"
 	"strings"
 	"time"
@@ -255,43 +254,11 @@ func (s *Service) GetNumber(ctx context.Context, p Principal, id string) (*Numbe
 	if err := Authorize(p, OpListNumbers); err != nil {
 		return nil, err
 	}
-	n, err := ownNumber(ctx, s.d.Store, p, id)
+	n, err := OwnNumber(ctx, s.d.Store, p, id)
 	if err != nil {
 		return nil, StoreErr(err, "number")
 	}
 	return s.PresentNumber(n), nil
-}
-
-// CreateNumberCheckout starts the hosted checkout of an awaiting_payment
-// number's first month (the console's pay button). The reservation is
-// held for as long as the checkout is open.
-func (s *Service) CreateNumberCheckout(ctx context.Context, p Principal, id string) (*CheckoutSession, error) {
-	if err := Authorize(p, OpBuyNumber); err != nil {
-		return nil, err
-	}
-	n, err := ownNumber(ctx, s.d.Store, p, id)
-	if err != nil {
-		return nil, StoreErr(err, "number")
-	}
-	if err := s.NumberPayable(n); err != nil {
-		return nil, err
-	}
-	c := &Checkout{
-		ID: NewID(PrefixCheckout), OwnerID: p.OwnerID, Mode: p.Mode, Kind: CheckoutNumber, NumberID: &n.ID,
-		AmountMicros: n.MonthlyMicros, Status: CheckoutOpen,
-	}
-	cs, err := s.startCheckout(ctx, c, fmt.Sprintf("Fax number %s, first month", n.E164))
-	if err != nil {
-		return nil, err
-	}
-	if n.ReservedUntil == nil || n.ReservedUntil.Before(c.ExpiresAt) {
-		n.ReservedUntil, n.UpdatedAt = &c.ExpiresAt, s.now()
-		if err := s.d.Store.UpdateNumber(ctx, n, NumberAwaitingPayment); err != nil {
-			return nil, fmt.Errorf("extend reservation of %s: %w", n.ID, err)
-		}
-	}
-	cs.NumberID = n.ID
-	return cs, nil
 }
 
 // PayNumberWithCredits pays the first month of one of p's awaiting_payment
@@ -304,7 +271,7 @@ func (s *Service) PayNumberWithCredits(ctx context.Context, p Principal, id stri
 	}
 	var out *Number
 	err := s.d.Store.InTx(ctx, func(tx Tx) error {
-		n, err := ownNumber(ctx, tx, p, id)
+		n, err := OwnNumber(ctx, tx, p, id)
 		if err != nil {
 			return StoreErr(err, "number")
 		}
@@ -325,11 +292,24 @@ func (s *Service) PayNumberWithCredits(ctx context.Context, p Principal, id stri
 
 // ownNumber reads one of p's numbers in its mode; an id that cannot be
 // one of ours is not found without a query.
-func ownNumber(ctx context.Context, q Queries, p Principal, id string) (*Number, error) {
+func OwnNumber(ctx context.Context, q Queries, p Principal, id string) (*Number, error) {
 	if !wellFormedID(id) {
 		return nil, ErrNoRows
 	}
 	return q.GetNumber(ctx, p.OwnerID, p.Mode, id)
+}
+
+// ReserveUntil keeps an awaiting_payment number reserved at least until
+// until (the end of the checkout that pays it).
+func (s *Service) ReserveUntil(ctx context.Context, n *Number, until time.Time) error {
+	if n.ReservedUntil != nil && !n.ReservedUntil.Before(until) {
+		return nil
+	}
+	n.ReservedUntil, n.UpdatedAt = &until, s.now()
+	if err := s.d.Store.UpdateNumber(ctx, n, NumberAwaitingPayment); err != nil {
+		return fmt.Errorf("extend reservation of %s: %w", n.ID, err)
+	}
+	return nil
 }
 
 // numberPayable tells whether n's first month can still be paid.
@@ -343,10 +323,10 @@ func (s *Service) NumberPayable(n *Number) error {
 	return nil
 }
 
-// payNumberAtCheckout moves the number of a paid checkout to pending and
+// PayNumberAtCheckout moves the number of a paid checkout to pending and
 // enqueues its order, inside tx.
-func (s *Service) payNumberAtCheckout(ctx context.Context, tx Tx, c *Checkout) error {
-	n, err := tx.GetNumber(ctx, c.OwnerID, c.Mode, *c.NumberID)
+func (s *Service) PayNumberAtCheckout(ctx context.Context, tx Tx, ownerID string, mode Mode, numberID string) error {
+	n, err := tx.GetNumber(ctx, ownerID, mode, numberID)
 	if err != nil {
 		return StoreErr(err, "number")
 	}
@@ -406,17 +386,6 @@ func (s *Service) payNumberWithCredits(ctx context.Context, tx Tx, n *Number) er
 		return err
 	}
 	return s.orderPaid(ctx, tx, n)
-}
-
-// creditUnpayableNumber credits a payment the processor took for a number
-// that can no longer be paid (its reservation lapsed meanwhile).
-func (s *Service) creditUnpayableNumber(ctx context.Context, tx Tx, c *Checkout, cents int64, now time.Time) error {
-	s.d.Logger.WarnContext(ctx, "checkout paid after its number could no longer be bought: credited to the account",
-		slog.String("checkout", c.ID), slog.String("number", *c.NumberID))
-	return tx.AppendLedger(ctx, &LedgerEntry{
-		ID: NewID(PrefixLedger), OwnerID: c.OwnerID, Mode: c.Mode, Kind: LedgerRefund, AmountMicros: cents * MicrosPerCent,
-		Reason: "checkout " + c.ID + " was paid after number " + *c.NumberID + " could no longer be bought: the payment is credited here", CreatedAt: now,
-	})
 }
 
 // OrderNumber orders a paid (pending) number at its provider; the
@@ -525,7 +494,7 @@ func (s *Service) ReleaseNumber(ctx context.Context, p Principal, id string) (*N
 	if err := Authorize(p, OpReleaseNumber); err != nil {
 		return nil, err
 	}
-	n, err := ownNumber(ctx, s.d.Store, p, id)
+	n, err := OwnNumber(ctx, s.d.Store, p, id)
 	if err != nil {
 		return nil, StoreErr(err, "number")
 	}
@@ -718,7 +687,7 @@ func (s *Service) senderNumber(ctx context.Context, p Principal, from string) (s
 		err error
 	)
 	if HasPrefix(from, PrefixNumber) {
-		n, err = ownNumber(ctx, s.d.Store, p, from)
+		n, err = OwnNumber(ctx, s.d.Store, p, from)
 	} else {
 		e164, _, cerr := s.d.Destination.Check(from)
 		if cerr != nil {

@@ -30,11 +30,11 @@ func buyNumber(t *testing.T, e *testenv.Env, p core.Principal, number string) *c
 	if err != nil {
 		t.Fatalf("buy %s: %v", number, err)
 	}
-	cs, err := e.Svc.Core.CreateNumberCheckout(ctx, p, n.ID)
+	cs, err := e.Svc.Checkout.StartNumber(ctx, p, n.ID)
 	if err != nil {
 		t.Fatalf("checkout of %s: %v", number, err)
 	}
-	if _, err := e.Svc.Core.CompleteCheckout(ctx, cs.ID); err != nil {
+	if _, err := e.Svc.Checkout.Complete(ctx, cs.ID); err != nil {
 		t.Fatalf("pay %s: %v", number, err)
 	}
 	e.DrainQueue(t)
@@ -90,18 +90,18 @@ func TestNumberSearchBuyAndIsolation(t *testing.T) {
 	if _, err := e.Svc.Core.GetNumber(ctx, pb, n.ID); core.ErrorCode(err) != core.CodeNotFound {
 		t.Fatalf("B reads A's number: %v", err)
 	}
-	if _, err := e.Svc.Core.CreateNumberCheckout(ctx, pb, n.ID); core.ErrorCode(err) != core.CodeNotFound {
+	if _, err := e.Svc.Checkout.StartNumber(ctx, pb, n.ID); core.ErrorCode(err) != core.CodeNotFound {
 		t.Fatalf("B pays A's number: %v", err)
 	}
 	if _, err := e.Svc.Core.ReleaseNumber(ctx, pb, n.ID); core.ErrorCode(err) != core.CodeNotFound {
 		t.Fatalf("B releases A's number: %v", err)
 	}
 
-	cs, err := e.Svc.Core.CreateNumberCheckout(ctx, pa, n.ID)
+	cs, err := e.Svc.Checkout.StartNumber(ctx, pa, n.ID)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := e.Svc.Core.CompleteCheckout(ctx, cs.ID); err != nil {
+	if _, err := e.Svc.Checkout.Complete(ctx, cs.ID); err != nil {
 		t.Fatal(err)
 	}
 	e.DrainQueue(t)
@@ -113,7 +113,7 @@ func TestNumberSearchBuyAndIsolation(t *testing.T) {
 		t.Fatalf("after payment: %+v", n)
 	}
 	// Paying twice delivers nothing more.
-	if _, err := e.Svc.Core.CompleteCheckout(ctx, cs.ID); err != nil {
+	if _, err := e.Svc.Checkout.Complete(ctx, cs.ID); err != nil {
 		t.Fatal(err)
 	}
 	list, err := e.Svc.Core.ListNumbers(ctx, pa, false)
@@ -221,7 +221,7 @@ func TestNumberReservationLapses(t *testing.T) {
 		t.Fatal(err)
 	}
 	clk.Advance(2 * time.Hour)
-	if _, err := e.Svc.Core.CreateNumberCheckout(ctx, pa, n.ID); core.ErrorCode(err) != core.CodeNumberState {
+	if _, err := e.Svc.Checkout.StartNumber(ctx, pa, n.ID); core.ErrorCode(err) != core.CodeNumberState {
 		t.Fatalf("pay a lapsed reservation: %v", err)
 	}
 	if err := e.Svc.Core.SweepNumbers(ctx); err != nil {
@@ -371,8 +371,8 @@ func TestReceiveFaxOnce(t *testing.T) {
 	if _, err := e.Svc.Core.ReceiveFax(ctx, notice); core.ErrorCode(err) != core.CodeNumberNotReceiving {
 		t.Fatalf("receive on an unpaid number: %v", err)
 	}
-	cs, _ := e.Svc.Core.CreateNumberCheckout(ctx, p, n.ID)
-	if _, err := e.Svc.Core.CompleteCheckout(ctx, cs.ID); err != nil {
+	cs, _ := e.Svc.Checkout.StartNumber(ctx, p, n.ID)
+	if _, err := e.Svc.Checkout.Complete(ctx, cs.ID); err != nil {
 		t.Fatal(err)
 	}
 	if err := e.Svc.Core.OrderNumber(ctx, n.ID); err != nil {

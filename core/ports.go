@@ -163,10 +163,3 @@ type PayerRefunds interface {
 	// unsent pages' share) goes back to the payer.
 	OwePayer(ctx context.Context, tx Tx, f *Fax, refundMicros int64) error
 }
-
-// CheckoutGateway starts a hosted payment for a checkout. In test mode it is
-// our own test page; in live mode Stripe Checkout.
-type CheckoutGateway interface {
-	// Start returns the URL the payer opens and an external id, if any.
-	Start(ctx context.Context, c *Checkout, description string) (url, externalID string, err error)
-}

@@ -88,11 +88,8 @@ type Deps struct {
 	// Providers maps each mode to its fax provider. Test mode must be the
 	// simulated provider.
 	Providers map[Mode]FaxProvider
-	// Checkout maps each mode to its hosted payment gateway; a missing live
-	// gateway makes live checkouts answer checkout_not_configured.
-	Checkout map[Mode]CheckoutGateway
-	Prices   *PriceTable
-	Logger   *slog.Logger
+	Prices    *PriceTable
+	Logger    *slog.Logger
 	// Signer signs what faxhub asserts to agents (AP2 cart mandates) with
 	// the issuer's key; without it AP2 purchases answer
 	// payment_method_not_configured.

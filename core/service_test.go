@@ -437,7 +437,7 @@ func TestDraftCheckoutQueuesExactlyOneFax(t *testing.T) {
 	if d.Quote.BilledPages != 3 || d.Quote.Amount != "0.21" || d.Status != core.DraftOpen {
 		t.Fatalf("draft: %+v", d)
 	}
-	cs, err := e.Svc.Core.CreateDraftCheckout(ctx, p, d.ID)
+	cs, err := e.Svc.Checkout.StartDraft(ctx, p, d.ID)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -447,7 +447,7 @@ func TestDraftCheckoutQueuesExactlyOneFax(t *testing.T) {
 	var wg sync.WaitGroup
 	for range 10 {
 		wg.Go(func() {
-			if _, err := e.Svc.Core.CompleteCheckout(ctx, cs.ID); err != nil {
+			if _, err := e.Svc.Checkout.Complete(ctx, cs.ID); err != nil {
 				t.Error(err)
 			}
 		})
@@ -465,16 +465,16 @@ func TestDraftCheckoutQueuesExactlyOneFax(t *testing.T) {
 	if c := e.Credits(t, p); c.AvailableMicros != 0 || len(c.Ledger) != 0 {
 		t.Fatalf("a checkout-paid fax touched credits: %+v", c)
 	}
-	_, err = e.Svc.Core.CreateDraftCheckout(ctx, p, d.ID)
+	_, err = e.Svc.Checkout.StartDraft(ctx, p, d.ID)
 	testenv.WantCode(t, err, core.CodeDraftState)
 }
 
 func TestCreditPackCheckout(t *testing.T) {
 	e := testenv.New(t, testenv.WithoutCredits())
 	p := e.Principal(t, e.KeyATest)
-	_, err := e.Svc.Core.CreateCreditCheckout(ctx, p, "pack_1000000")
+	_, err := e.Svc.Checkout.StartCreditPack(ctx, p, "pack_1000000")
 	testenv.WantCode(t, err, core.CodeUnknownPack)
-	cs, err := e.Svc.Core.CreateCreditCheckout(ctx, p, "pack_100")
+	cs, err := e.Svc.Checkout.StartCreditPack(ctx, p, "pack_100")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -482,14 +482,14 @@ func TestCreditPackCheckout(t *testing.T) {
 		t.Fatalf("pack checkout: %+v", cs)
 	}
 	for range 3 {
-		if _, err := e.Svc.Core.CompleteCheckout(ctx, cs.ID); err != nil {
+		if _, err := e.Svc.Checkout.Complete(ctx, cs.ID); err != nil {
 			t.Fatal(err)
 		}
 	}
 	if c := e.Credits(t, p); c.Available != "105.00" || len(c.Ledger) != 1 || c.Ledger[0].Kind != core.LedgerPurchase {
 		t.Fatalf("after purchase: %+v", c)
 	}
-	_, err = e.Svc.Core.CreateCreditCheckout(ctx, e.Principal(t, e.KeyALive), "pack_10")
+	_, err = e.Svc.Checkout.StartCreditPack(ctx, e.Principal(t, e.KeyALive), "pack_10")
 	testenv.WantCode(t, err, core.CodeCheckoutUnavailable)
 }
 

@@ -147,26 +147,6 @@ type Queries interface {
 	// ErrConflict if it is no longer pending.
 	DecideApproval(ctx context.Context, ownerID, id string, status ApprovalStatus, decision []byte, at time.Time) error
 
-	CreateCheckout(ctx context.Context, c *Checkout) error
-	GetCheckout(ctx context.Context, id string) (*Checkout, error)
-	// MarkCheckoutPaid moves an open checkout to paid once; ErrConflict
-	// otherwise.
-	MarkCheckoutPaid(ctx context.Context, id string, at time.Time) error
-	// SettleCheckout records a payment the processor took: it moves a
-	// checkout that is not paid yet (open, expired or failed: the money
-	// was taken all the same) to paid with paymentRef, once; ErrConflict
-	// if it is paid already.
-	SettleCheckout(ctx context.Context, id, paymentRef string, at time.Time) error
-	// EndCheckout moves an open checkout to status (expired or failed)
-	// once; ErrConflict otherwise.
-	EndCheckout(ctx context.Context, id string, status CheckoutStatus) error
-	// GetCheckoutByPaymentRef finds the checkout a payment settled.
-	GetCheckoutByPaymentRef(ctx context.Context, paymentRef string) (*Checkout, error)
-	// RecordCheckoutRefund raises a paid checkout's refunded amount to
-	// refundedCents and adds reversedMicros to what was taken back, only
-	// if refundedCents is more than it was; ErrConflict otherwise (a
-	// duplicate or an older refund event).
-	RecordCheckoutRefund(ctx context.Context, id string, refundedCents, reversedMicros int64, at time.Time) error
 	// ReverseCredits takes back up to -e.AmountMicros (e is a reversal,
 	// negative) of the available balance, never below zero, and appends
 	// e with what it took; it returns that (positive) amount, 0 (and no

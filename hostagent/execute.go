@@ -190,7 +190,7 @@ func (h *Handler) run(ctx context.Context, p core.Principal, c hosts.Capability,
 		if err := required("pack", a.Pack); err != nil {
 			return nil, err
 		}
-		cs, err := h.svc.Core.CreateCreditCheckout(ctx, p, a.Pack)
+		cs, err := h.svc.Checkout.StartCreditPack(ctx, p, a.Pack)
 		if err != nil {
 			return nil, err
 		}

@@ -26,11 +26,11 @@ func TestInboxCapabilities(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cs, err := svc.Core.CreateNumberCheckout(ctx, p, n.ID)
+	cs, err := svc.Checkout.StartNumber(ctx, p, n.ID)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := svc.Core.CompleteCheckout(ctx, cs.ID); err != nil {
+	if _, err := svc.Checkout.Complete(ctx, cs.ID); err != nil {
 		t.Fatal(err)
 	}
 	if err := svc.Core.OrderNumber(ctx, n.ID); err != nil { // the queue is insert-only here

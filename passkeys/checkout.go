@@ -66,7 +66,7 @@ func (c *Console) payDraft(w http.ResponseWriter, r *http.Request, s *signedIn) 
 		http.Redirect(w, r, "/console/drafts/"+d.ID+"?mode="+string(d.Mode), http.StatusSeeOther)
 		return
 	}
-	cs, err := c.svc.Core.CreateDraftCheckout(r.Context(), core.OwnerPrincipal(s.owner.ID, d.Mode), d.ID)
+	cs, err := c.svc.Checkout.StartDraft(r.Context(), core.OwnerPrincipal(s.owner.ID, d.Mode), d.ID)
 	if err != nil {
 		c.fail(w, r, err)
 		return

@@ -121,7 +121,7 @@ func (c *Console) numberPage(w http.ResponseWriter, r *http.Request, s *signedIn
 // a draft's pay button.
 func (c *Console) payNumber(w http.ResponseWriter, r *http.Request, s *signedIn) {
 	c.payAwaiting(w, r, s, func(ctx context.Context, p core.Principal, n *core.Number) (string, error) {
-		cs, err := c.svc.Core.CreateNumberCheckout(ctx, p, n.ID)
+		cs, err := c.svc.Checkout.StartNumber(ctx, p, n.ID)
 		if err != nil {
 			return "", err
 		}

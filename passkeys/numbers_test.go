@@ -109,7 +109,7 @@ func TestNumbersAndInboxPages(t *testing.T) {
 	if chk == "" {
 		t.Fatalf("pay went to %q", pay)
 	}
-	if _, err := h.env.Svc.Core.CompleteCheckout(ctx, chk); err != nil {
+	if _, err := h.env.Svc.Checkout.Complete(ctx, chk); err != nil {
 		t.Fatal(err)
 	}
 	h.env.DrainQueue(t)

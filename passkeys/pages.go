@@ -68,7 +68,7 @@ func (c *Console) buyCredits(w http.ResponseWriter, r *http.Request, s *signedIn
 		c.fail(w, r, err)
 		return
 	}
-	cs, err := c.svc.Core.CreateCreditCheckout(r.Context(), core.OwnerPrincipal(s.owner.ID, mode), r.PostFormValue("pack"))
+	cs, err := c.svc.Checkout.StartCreditPack(r.Context(), core.OwnerPrincipal(s.owner.ID, mode), r.PostFormValue("pack"))
 	if err != nil {
 		c.fail(w, r, err)
 		return

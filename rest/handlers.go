@@ -158,7 +158,7 @@ func (a *api) createCheckout(w http.ResponseWriter, r *http.Request, p core.Prin
 	if err := web.DecodeJSON(w, r, &body, false); err != nil {
 		return err
 	}
-	session, err := a.svc.Core.CreateCreditCheckout(r.Context(), p, body.PackID)
+	session, err := a.svc.Checkout.StartCreditPack(r.Context(), p, body.PackID)
 	if err != nil {
 		return err
 	}

@@ -57,11 +57,11 @@ func (h *harness) buyAndPay(key, number string) core.Number {
 	}
 	ctx := context.Background()
 	p := h.env.Principal(h.t, key)
-	cs, err := h.env.Svc.Core.CreateNumberCheckout(ctx, p, n.ID)
+	cs, err := h.env.Svc.Checkout.StartNumber(ctx, p, n.ID)
 	if err != nil {
 		h.t.Fatal(err)
 	}
-	if _, err := h.env.Svc.Core.CompleteCheckout(ctx, cs.ID); err != nil {
+	if _, err := h.env.Svc.Checkout.Complete(ctx, cs.ID); err != nil {
 		h.t.Fatal(err)
 	}
 	h.env.DrainQueue(h.t)

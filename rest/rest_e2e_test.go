@@ -22,6 +22,7 @@ import (
 	"time"
 
 	"github.com/faxhub/faxhub/core"
+	"github.com/faxhub/faxhub/core/checkout"
 	"github.com/faxhub/faxhub/core/services"
 	"github.com/faxhub/faxhub/internal/testenv"
 	"github.com/faxhub/faxhub/rest"
@@ -625,7 +626,7 @@ func TestE2ECredits(t *testing.T) {
 		t.Fatal("no packs")
 	}
 	pack := packs.Data[0]
-	var s core.CheckoutSession
+	var s checkout.Session
 	h.do(key, "POST", "/api/v1/credits/checkout", map[string]string{"packId": pack.ID}, nil).status(http.StatusOK).decode(&s)
 	if s.CheckoutURL == "" || s.ID == "" || s.PackID != pack.ID || s.Amount != pack.Price || s.Credit != pack.Credit || s.Currency != "usd" || !s.ExpiresAt.After(time.Now()) {
 		t.Fatalf("checkout %+v", s)

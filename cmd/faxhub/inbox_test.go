@@ -57,11 +57,11 @@ func TestAdminInboxDeliver(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cs, err := a.Svc.Core.CreateNumberCheckout(ctx, p, n.ID)
+	cs, err := a.Svc.Checkout.StartNumber(ctx, p, n.ID)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := a.Svc.Core.CompleteCheckout(ctx, cs.ID); err != nil {
+	if _, err := a.Svc.Checkout.Complete(ctx, cs.ID); err != nil {
 		t.Fatal(err)
 	}
 	waitFor(t, "the number to be active", func() bool {

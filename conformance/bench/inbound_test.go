@@ -43,11 +43,11 @@ func benchInbound(t *testing.T, rep *report) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cs, err := e.Svc.Core.CreateNumberCheckout(ctx, p, n.ID)
+	cs, err := e.Svc.Checkout.StartNumber(ctx, p, n.ID)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := e.Svc.Core.CompleteCheckout(ctx, cs.ID); err != nil {
+	if _, err := e.Svc.Checkout.Complete(ctx, cs.ID); err != nil {
 		t.Fatal(err)
 	}
 	e.DrainQueue(t)

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/faxhub/faxhub/core"
+	"github.com/faxhub/faxhub/core/checkout"
 	"github.com/faxhub/faxhub/core/services"
 )
 
@@ -166,15 +167,15 @@ func testApprovals(t *testing.T, s services.Store) {
 	list("any status", "", 0, a3, a2, noDetails, a1)
 }
 
-func newCheckout(t *testing.T, s services.Store, o *core.Owner, draftID *string) *core.Checkout {
+func newCheckout(t *testing.T, s services.Store, o *core.Owner, draftID *string) *checkout.Checkout {
 	t.Helper()
-	c := &core.Checkout{
-		ID: core.NewID(core.PrefixCheckout), OwnerID: o.ID, Mode: core.ModeTest, Kind: core.CheckoutCreditPack,
-		PackID: "pack_25", AmountMicros: 25_000_000, CreditMicros: 27_500_000, Status: core.CheckoutOpen,
+	c := &checkout.Checkout{
+		ID: core.NewID(core.PrefixCheckout), OwnerID: o.ID, Mode: core.ModeTest, Kind: checkout.KindCreditPack,
+		PackID: "pack_25", AmountMicros: 25_000_000, CreditMicros: 27_500_000, Status: checkout.Open,
 		ExternalID: "cs_test_" + core.RandomString(8), CreatedAt: at(0), ExpiresAt: at(3600),
 	}
 	if draftID != nil {
-		c.Kind, c.PackID, c.DraftID, c.CreditMicros = core.CheckoutDraft, "", draftID, 0
+		c.Kind, c.PackID, c.DraftID, c.CreditMicros = checkout.KindDraft, "", draftID, 0
 	}
 	must(t, s.CreateCheckout(t.Context(), c))
 	return c
@@ -188,7 +189,7 @@ func testCheckouts(t *testing.T, s services.Store) {
 	forDraft := newCheckout(t, s, o, &draft.ID)
 	wantErr(t, "checkout with a taken id", s.CreateCheckout(ctx, pack), core.ErrExists)
 
-	for _, want := range []*core.Checkout{pack, forDraft} {
+	for _, want := range []*checkout.Checkout{pack, forDraft} {
 		got, err := s.GetCheckout(ctx, want.ID)
 		must(t, err)
 		wantEqual(t, "GetCheckout", got, want)
@@ -197,7 +198,7 @@ func testCheckouts(t *testing.T, s services.Store) {
 	wantErr(t, "GetCheckout of a missing checkout", err, core.ErrNoRows)
 
 	must(t, s.MarkCheckoutPaid(ctx, pack.ID, at(60)))
-	pack.Status, pack.PaidAt = core.CheckoutPaid, ptr(at(60))
+	pack.Status, pack.PaidAt = checkout.Paid, ptr(at(60))
 	got, err := s.GetCheckout(ctx, pack.ID)
 	must(t, err)
 	wantEqual(t, "paid checkout", got, pack)
@@ -206,13 +207,13 @@ func testCheckouts(t *testing.T, s services.Store) {
 
 	// A processor's payment settles a checkout that ended locally too.
 	live := newCheckout(t, s, o, nil)
-	must(t, s.EndCheckout(ctx, live.ID, core.CheckoutExpired))
-	wantErr(t, "EndCheckout twice", s.EndCheckout(ctx, live.ID, core.CheckoutFailed), core.ErrConflict)
-	wantErr(t, "EndCheckout of a missing checkout", s.EndCheckout(ctx, "chk_missing", core.CheckoutExpired), core.ErrNoRows)
+	must(t, s.EndCheckout(ctx, live.ID, checkout.Expired))
+	wantErr(t, "EndCheckout twice", s.EndCheckout(ctx, live.ID, checkout.Failed), core.ErrConflict)
+	wantErr(t, "EndCheckout of a missing checkout", s.EndCheckout(ctx, "chk_missing", checkout.Expired), core.ErrNoRows)
 	must(t, s.SettleCheckout(ctx, live.ID, "pi_"+live.ID, at(70)))
 	wantErr(t, "SettleCheckout twice", s.SettleCheckout(ctx, live.ID, "pi_other", at(71)), core.ErrConflict)
-	wantErr(t, "EndCheckout of a paid checkout", s.EndCheckout(ctx, live.ID, core.CheckoutExpired), core.ErrConflict)
-	live.Status, live.PaidAt, live.PaymentRef = core.CheckoutPaid, ptr(at(70)), "pi_"+live.ID
+	wantErr(t, "EndCheckout of a paid checkout", s.EndCheckout(ctx, live.ID, checkout.Expired), core.ErrConflict)
+	live.Status, live.PaidAt, live.PaymentRef = checkout.Paid, ptr(at(70)), "pi_"+live.ID
 	got, err = s.GetCheckoutByPaymentRef(ctx, "pi_"+live.ID)
 	must(t, err)
 	wantEqual(t, "GetCheckoutByPaymentRef", got, live)
@@ -270,21 +271,21 @@ func testClaimOnce(t *testing.T, s services.Store) {
 	for _, tc := range []struct {
 		name string
 		// setup prepares one fresh subject and returns the racing call.
-		setup func(t *testing.T) func(q core.Queries, i int) error
+		setup func(t *testing.T) func(q services.Tx, i int) error
 	}{
-		{"ClaimUpload", func(t *testing.T) func(core.Queries, int) error {
+		{"ClaimUpload", func(t *testing.T) func(services.Tx, int) error {
 			u := newUpload(t, s, o)
-			return func(q core.Queries, i int) error {
+			return func(q services.Tx, i int) error {
 				return q.ClaimUpload(ctx, u.ID, fmt.Sprint("put", i), at(i), at(i+60))
 			}
 		}},
-		{"MarkCheckoutPaid", func(t *testing.T) func(core.Queries, int) error {
+		{"MarkCheckoutPaid", func(t *testing.T) func(services.Tx, int) error {
 			c := newCheckout(t, s, o, nil)
-			return func(q core.Queries, i int) error { return q.MarkCheckoutPaid(ctx, c.ID, at(i)) }
+			return func(q services.Tx, i int) error { return q.MarkCheckoutPaid(ctx, c.ID, at(i)) }
 		}},
-		{"DecideApproval", func(t *testing.T) func(core.Queries, int) error {
+		{"DecideApproval", func(t *testing.T) func(services.Tx, int) error {
 			a := newApproval(t, s, o, 0, 3600)
-			return func(q core.Queries, i int) error {
+			return func(q services.Tx, i int) error {
 				status := core.ApprovalApproved
 				if i%2 == 1 {
 					status = core.ApprovalDeclined
@@ -292,11 +293,11 @@ func testClaimOnce(t *testing.T, s services.Store) {
 				return q.DecideApproval(ctx, o.ID, a.ID, status, []byte(fmt.Sprintf(`{"caller": %d}`, i)), at(i))
 			}
 		}},
-		{"SettleHold", func(t *testing.T) func(core.Queries, int) error {
+		{"SettleHold", func(t *testing.T) func(services.Tx, int) error {
 			grant(t, s, o, core.ModeTest, 1_000_000)
 			ord := newFax(t, s, doc)
 			must(t, s.PlaceHold(ctx, holdFor(ord, 1_000_000)))
-			return func(q core.Queries, i int) error {
+			return func(q services.Tx, i int) error {
 				kind := core.LedgerCapture
 				if i%2 == 1 {
 					kind = core.LedgerRelease
@@ -305,12 +306,12 @@ func testClaimOnce(t *testing.T, s services.Store) {
 				return err
 			}
 		}},
-		{"MarkDraftPaid", func(t *testing.T) func(core.Queries, int) error {
+		{"MarkDraftPaid", func(t *testing.T) func(services.Tx, int) error {
 			d := newDraft(t, s, doc)
 			ord := faxOf(doc, at(1))
 			ord.DraftID = &d.ID
 			must(t, s.CreateFax(ctx, ord))
-			return func(q core.Queries, i int) error { return q.MarkDraftPaid(ctx, d.ID, ord.ID) }
+			return func(q services.Tx, i int) error { return q.MarkDraftPaid(ctx, d.ID, ord.ID) }
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -35,7 +35,7 @@ const (
 	ClaimApproved = "approved"
 	ClaimDenied   = "denied"
 	ClaimExpired  = "expired"
-	// AgentClaimRedeemed is an approved claim whose token was handed out by
+	// ClaimRedeemed is an approved claim whose token was handed out by
 	// a poll: later polls are refused.
 	ClaimRedeemed = "redeemed"
 )
@@ -46,7 +46,7 @@ const (
 	Revoked = "revoked"
 )
 
-// AgentEnrollment is an owner-issued enrollment token (hashed).
+// Enrollment is an owner-issued enrollment token (hashed).
 type Enrollment struct {
 	ID             string     `db:"id" json:"id"`
 	OwnerID        string     `db:"owner_id" json:"-"`
@@ -65,7 +65,7 @@ func (e *Enrollment) Live(now time.Time) bool {
 	return e.ConsumedAt == nil && e.RevokedAt == nil && now.Before(e.ExpiresAt)
 }
 
-// AgentRegistration is one registered agent.
+// Registration is one registered agent.
 type Registration struct {
 	ID         string     `db:"id" json:"id"`
 	OwnerID    string     `db:"owner_id" json:"-"`
@@ -83,7 +83,7 @@ type Registration struct {
 	AssertionIssuedAt *time.Time `db:"assertion_issued_at" json:"-"`
 }
 
-// AgentClaim is the owner-approval state of a registration (one per
+// Claim is the owner-approval state of a registration (one per
 // registration).
 type Claim struct {
 	RegistrationID string `db:"registration_id"`
@@ -103,7 +103,7 @@ type Claim struct {
 	Tries        int        `db:"tries"`
 }
 
-// AgentToken is an agent access token (hashed).
+// Token is an agent access token (hashed).
 type Token struct {
 	TokenHash      string    `db:"token_hash"`
 	RegistrationID string    `db:"registration_id"`
@@ -114,26 +114,26 @@ type Token struct {
 	ExpiresAt      time.Time `db:"expires_at"`
 }
 
-// AgentStore persists agent registration. core/store implements it beside
+// Queries persists agent registration. core/store implements it beside
 // core.Store. Errors follow core.Store: ErrNoRows, ErrExists, ErrConflict.
 type Queries interface {
-	// CreateAgentEnrollment stores a token unless the owner already has
+	// CreateEnrollment stores a token unless the owner already has
 	// max live unused tokens at e.CreatedAt (ErrConflict); the check and
 	// the insert are atomic across replicas.
 	CreateAgentEnrollment(ctx context.Context, e *Enrollment, max int) error
 	GetAgentEnrollmentByHash(ctx context.Context, hash string) (*Enrollment, error)
-	// ListAgentEnrollments lists the owner's live unused tokens at now.
+	// ListEnrollments lists the owner's live unused tokens at now.
 	ListAgentEnrollments(ctx context.Context, ownerID string, now time.Time) ([]Enrollment, error)
-	// RevokeAgentEnrollment revokes a live unused token; ErrNoRows if none.
+	// RevokeEnrollment revokes a live unused token; ErrNoRows if none.
 	RevokeAgentEnrollment(ctx context.Context, ownerID, id string, at time.Time) error
 
-	// RegisterAgent consumes the enrollment enrollmentID (ErrConflict if it
+	// Register consumes the enrollment enrollmentID (ErrConflict if it
 	// is not live and unused at r.CreatedAt) and creates the registration
 	// and its claim, in one transaction.
 	RegisterAgent(ctx context.Context, enrollmentID string, r *Registration, c *Claim) error
 	GetAgentRegistration(ctx context.Context, id string) (*Registration, error)
 	ListAgentRegistrations(ctx context.Context, ownerID string) ([]Registration, error)
-	// RevokeAgentRegistration revokes an active registration (of ownerID
+	// RevokeRegistration revokes an active registration (of ownerID
 	// unless ownerID is empty), deletes its access tokens and ends its
 	// pending claim; ErrNoRows if there is no active one.
 	RevokeAgentRegistration(ctx context.Context, ownerID, id string, at time.Time) error
@@ -149,7 +149,7 @@ type Queries interface {
 	// AddAgentClaimTry counts one wrong code on the attempt and returns
 	// the tries so far.
 	AddAgentClaimTry(ctx context.Context, attemptHash string) (int, error)
-	// DecideAgentClaim moves a pending claim to approved (with scopes,
+	// DecideClaim moves a pending claim to approved (with scopes,
 	// also written to the registration) or denied; ErrConflict if it is
 	// not pending.
 	DecideAgentClaim(ctx context.Context, registrationID string, approve bool, scopes []string, at time.Time) error

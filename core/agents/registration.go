@@ -12,7 +12,7 @@ import (
 	"github.com/faxhub/faxhub/core"
 )
 
-// AgentClaimPagePath is where claim links point (the console serves it): the
+// ClaimPagePath is where claim links point (the console serves it): the
 // rest of the path is the secret claim-attempt token, never the user code.
 const ClaimPagePath = "/agent/claim/"
 
@@ -23,12 +23,12 @@ const (
 	AgentNameMax        = 100
 )
 
-// DefaultAgentScopes are granted when an enrollment names none: read-only.
+// DefaultScopes are granted when an enrollment names none: read-only.
 func DefaultScopes() []string {
 	return []string{string(core.ScopeFaxRead), string(core.ScopeCreditsRead)}
 }
 
-// AgentEnrollmentSecret is a newly issued enrollment token: the secret is
+// EnrollmentSecret is a newly issued enrollment token: the secret is
 // shown to the owner once.
 type EnrollmentSecret struct {
 	EnrollmentToken string    `json:"enrollment_token"`
@@ -49,7 +49,7 @@ func normalizeScopes(scopes []string) ([]string, error) {
 	return slices.Compact(slices.Sorted(slices.Values(scopes))), nil
 }
 
-// CreateAgentEnrollment issues an enrollment token for ownerID: rate
+// CreateEnrollment issues an enrollment token for ownerID: rate
 // limited per owner across replicas, at most AgentMaxLiveEnrollments live
 // unused at once, scopes defaulting to DefaultAgentScopes.
 func (s *Service) CreateEnrollment(ctx context.Context, ownerID, name string, scopes []string) (*EnrollmentSecret, error) {
@@ -82,7 +82,7 @@ func (s *Service) CreateEnrollment(ctx context.Context, ownerID, name string, sc
 	return &EnrollmentSecret{EnrollmentToken: secret, ID: e.ID, Name: name, Scopes: scopes, ExpiresAt: e.ExpiresAt}, nil
 }
 
-// ListAgentEnrollments lists the owner's live unused enrollment tokens.
+// ListEnrollments lists the owner's live unused enrollment tokens.
 func (s *Service) ListEnrollments(ctx context.Context, ownerID string) ([]Enrollment, error) {
 	es, err := s.d.Store.ListAgentEnrollments(ctx, ownerID, s.now())
 	if err != nil {
@@ -91,7 +91,7 @@ func (s *Service) ListEnrollments(ctx context.Context, ownerID string) ([]Enroll
 	return NonNil(es), nil
 }
 
-// RevokeAgentEnrollment revokes a live unused enrollment token.
+// RevokeEnrollment revokes a live unused enrollment token.
 func (s *Service) RevokeEnrollment(ctx context.Context, ownerID, id string) error {
 	err := s.d.Store.RevokeAgentEnrollment(ctx, ownerID, id, s.now())
 	if errors.Is(err, core.ErrNoRows) {
@@ -100,7 +100,7 @@ func (s *Service) RevokeEnrollment(ctx context.Context, ownerID, id string) erro
 	return err
 }
 
-// ListAgentRegistrations lists the owner's agent registrations.
+// ListRegistrations lists the owner's agent registrations.
 func (s *Service) ListRegistrations(ctx context.Context, ownerID string) ([]Registration, error) {
 	rs, err := s.d.Store.ListAgentRegistrations(ctx, ownerID)
 	if err != nil {
@@ -109,7 +109,7 @@ func (s *Service) ListRegistrations(ctx context.Context, ownerID string) ([]Regi
 	return NonNil(rs), nil
 }
 
-// RevokeAgentRegistration revokes one of the owner's registrations (any
+// RevokeRegistration revokes one of the owner's registrations (any
 // owner's when ownerID is empty: the agent revoking itself with a verified
 // assertion): its access tokens and further assertion exchanges stop.
 func (s *Service) RevokeRegistration(ctx context.Context, ownerID, id string) error {
@@ -120,14 +120,14 @@ func (s *Service) RevokeRegistration(ctx context.Context, ownerID, id string) er
 	return err
 }
 
-// AgentRegisterRequest is the body of the registration call.
+// RegisterRequest is the body of the registration call.
 type RegisterRequest struct {
 	Type            string
 	EnrollmentToken string
 	LoginHint       string
 }
 
-// AgentClaimAttempt is one claim attempt: a link to the owner's claim page
+// ClaimAttempt is one claim attempt: a link to the owner's claim page
 // (carrying a secret attempt token) and the six-digit code the owner types
 // there.
 type ClaimAttempt struct {
@@ -137,7 +137,7 @@ type ClaimAttempt struct {
 	Expires         time.Time `json:"expires"`
 }
 
-// AgentRegistered is the result of a registration. Attempt is set for
+// Registered is the result of a registration. Attempt is set for
 // service_auth; an anonymous registration gets an identity assertion from
 // the adapter instead.
 type Registered struct {
@@ -147,7 +147,7 @@ type Registered struct {
 	Attempt      *ClaimAttempt
 }
 
-// RegisterAgent registers an agent with an owner's enrollment token. The
+// Register registers an agent with an owner's enrollment token. The
 // token is consumed only by a registration that succeeds.
 func (s *Service) Register(ctx context.Context, r RegisterRequest) (*Registered, error) {
 	if r.EnrollmentToken == "" {
@@ -241,7 +241,7 @@ func claimStateError(c *Claim, now time.Time) error {
 
 var errBadClaimToken = core.Errorf(core.KindInvalid, core.CodeInvalidGrant, "the claim token is not valid")
 
-// StartAgentClaim starts a new claim attempt for the agent holding
+// StartClaim starts a new claim attempt for the agent holding
 // claimToken; email must be the enrolling owner's.
 func (s *Service) StartClaim(ctx context.Context, claimToken, email string) (*ClaimAttempt, error) {
 	if claimToken == "" {
@@ -283,7 +283,7 @@ const (
 	agentClaimAttemptInterval = 30 * time.Second
 )
 
-// AgentTokens is what the claim and jwt-bearer grants hand out: an opaque
+// Tokens is what the claim and jwt-bearer grants hand out: an opaque
 // access token (shown once) for Resource with Scopes. For a grant that
 // needs a new identity assertion, NewAssertion is set and the adapter signs
 // one and records it with RecordAgentAssertion.
@@ -307,7 +307,7 @@ func (s *Service) agentResource(resource string) (string, error) {
 	return "", core.Errorf(core.KindInvalid, core.CodeInvalidTarget, "agent tokens are issued for %s or %s", s.core.ResourceMCP(), s.core.ResourceA2A())
 }
 
-// PollAgentClaim is one poll of the claim grant: authorization_pending
+// PollClaim is one poll of the claim grant: authorization_pending
 // (slow_down, with a longer interval, when it comes sooner than the
 // interval after the last poll), expired_token, access_denied, or, once
 // the owner approved, the agent's tokens (handed out once).
@@ -374,7 +374,7 @@ func (s *Service) PollClaim(ctx context.Context, claimToken, resource string) (*
 	return s.issueAgentTokens(ctx, reg, reg.Scopes, resource, true)
 }
 
-// ExchangeAgentAssertion is the jwt-bearer grant after the adapter verified
+// ExchangeAssertion is the jwt-bearer grant after the adapter verified
 // the assertion's signature and claims: the registration must be active and
 // jti its current assertion. An unclaimed (anonymous, pre-claim) assertion
 // yields a token with no scope and no account access.
@@ -394,7 +394,7 @@ func (s *Service) ExchangeAssertion(ctx context.Context, registrationID, jti, re
 	return s.issueAgentTokens(ctx, reg, scopes, resource, false)
 }
 
-// ErrAgentAssertion is the refusal of an identity assertion that is not
+// ErrAssertion is the refusal of an identity assertion that is not
 // (or no longer) valid.
 var ErrAssertion = core.Errorf(core.KindInvalid, core.CodeInvalidGrant, "the identity assertion is not valid, has expired or was superseded")
 
@@ -411,7 +411,7 @@ func (s *Service) activeAssertion(ctx context.Context, registrationID, jti strin
 	return reg, nil
 }
 
-// RevokeAgentByAssertion revokes the registration of a verified, current
+// RevokeByAssertion revokes the registration of a verified, current
 // identity assertion (the agent's own revoke call).
 func (s *Service) RevokeByAssertion(ctx context.Context, registrationID, jti string) (*Registration, error) {
 	reg, err := s.activeAssertion(ctx, registrationID, jti)
@@ -424,7 +424,7 @@ func (s *Service) RevokeByAssertion(ctx context.Context, registrationID, jti str
 	return reg, nil
 }
 
-// RecordAgentAssertion makes jti the registration's one current identity
+// RecordAssertion makes jti the registration's one current identity
 // assertion; earlier assertions stop being exchangeable.
 func (s *Service) RecordAssertion(ctx context.Context, registrationID, jti string) error {
 	if err := s.d.Store.SetAgentAssertion(ctx, registrationID, jti, s.now()); err != nil {
@@ -450,11 +450,11 @@ func (s *Service) issueAgentTokens(ctx context.Context, reg *Registration, scope
 	return &Tokens{Registration: reg, AccessToken: token, ExpiresIn: AccessTokenTTL, Scopes: NonNil(scopes), NewAssertion: newAssertion}, nil
 }
 
-// IsAgentAccessToken tells an agent access token from other bearer tokens
+// IsAccessToken tells an agent access token from other bearer tokens
 // by its prefix, without a lookup.
 func IsAccessToken(token string) bool { return strings.HasPrefix(token, core.SecretAgentAccess) }
 
-// RevokeAgentAccessToken revokes one agent access token; revoking an
+// RevokeAccessToken revokes one agent access token; revoking an
 // unknown or revoked token is not an error (RFC 7009).
 func (s *Service) RevokeAccessToken(ctx context.Context, token string) error {
 	if err := s.d.Store.DeleteAgentToken(ctx, core.HashSecret(token)); err != nil {
@@ -463,7 +463,7 @@ func (s *Service) RevokeAccessToken(ctx context.Context, token string) error {
 	return nil
 }
 
-// AgentTokenPrincipal turns an agent access token presented to audience
+// TokenPrincipal turns an agent access token presented to audience
 // into its Principal: the token's scopes within what the registration
 // allows now, in the agent mode.
 func (s *Service) TokenPrincipal(ctx context.Context, token, audience string) (core.Principal, error) {
@@ -504,7 +504,7 @@ func invalidToken(msg string) error {
 	return core.Errorf(core.KindUnauthenticated, core.CodeInvalidToken, "%s", msg)
 }
 
-// AgentClaimRequest is what the owner decides on the claim page.
+// ClaimRequest is what the owner decides on the claim page.
 type ClaimRequest struct {
 	Registration *Registration
 	// Scopes are the requested ones: the owner may narrow them.
@@ -544,7 +544,7 @@ func (s *Service) ownClaim(ctx context.Context, ownerID, attemptToken string) (*
 	return c, nil
 }
 
-// AgentClaimForOwner returns what the claim link asks the signed-in owner.
+// ClaimForOwner returns what the claim link asks the signed-in owner.
 func (s *Service) ClaimForOwner(ctx context.Context, ownerID, attemptToken string) (*ClaimRequest, error) {
 	c, err := s.ownClaim(ctx, ownerID, attemptToken)
 	if err != nil {
@@ -557,7 +557,7 @@ func (s *Service) ClaimForOwner(ctx context.Context, ownerID, attemptToken strin
 	return &ClaimRequest{Registration: reg, Scopes: c.Scopes, ExpiresAt: c.ExpiresAt, TriesLeft: max(ClaimMaxTries-c.Tries, 0)}, nil
 }
 
-// DecideAgentClaim records the owner's decision on a claim link: approval
+// DecideClaim records the owner's decision on a claim link: approval
 // needs the six-digit code (AgentClaimMaxTries wrong codes end the attempt)
 // and may narrow the requested scopes, never widen them.
 func (s *Service) DecideClaim(ctx context.Context, ownerID, attemptToken, userCode string, approve bool, scopes []string) error {
@@ -607,7 +607,7 @@ func (s *Service) DecideClaim(ctx context.Context, ownerID, attemptToken, userCo
 	return nil
 }
 
-// DeclineAgentClaim declines the owner's pending claim of a registration
+// DeclineClaim declines the owner's pending claim of a registration
 // (the approval inbox's Decline); nothing happens if it is not pending or
 // not the owner's.
 func (s *Service) DeclineClaim(ctx context.Context, ownerID, registrationID string) error {
@@ -623,7 +623,7 @@ func (s *Service) DeclineClaim(ctx context.Context, ownerID, registrationID stri
 	return nil
 }
 
-// PurgeExpiredAgentTokens deletes agent access tokens that have expired.
+// PurgeExpiredTokens deletes agent access tokens that have expired.
 func (s *Service) PurgeExpiredTokens(ctx context.Context) (int64, error) {
 	return s.d.Store.DeleteExpiredAgentTokens(ctx, s.now())
 }

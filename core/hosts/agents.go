@@ -108,7 +108,7 @@ func joinCapabilities(cs []Capability) string {
 	return strings.Join(parts, ", ")
 }
 
-// RegisterDelegatedAgent registers an agent for a verified host. The
+// RegisterAgent registers an agent for a verified host. The
 // agent's key must not be the host's (nor any other host's or agent's). A
 // retry by the same host with the same agent key while the agent is pending
 // answers the same agent (idempotent); otherwise a known key is
@@ -274,7 +274,7 @@ func (s *Service) hostAgent(ctx context.Context, host *Host, agentID string) (*A
 	return a, nil
 }
 
-// DelegatedAgentStatus reads one of host's agents (CodeAgentNotFound for
+// GetAgent reads one of host's agents (CodeAgentNotFound for
 // an agent of another host, exactly as for an unknown id).
 func (s *Service) GetAgent(ctx context.Context, host *Host, agentID string) (*Agent, error) {
 	a, err := s.hostAgent(ctx, host, agentID)
@@ -300,7 +300,7 @@ func (s *Service) ReissueDeviceCode(ctx context.Context, host *Host, agentID str
 	return s.reissue(ctx, host, a)
 }
 
-// RevokeDelegatedAgent revokes an agent, by its host (hostID set) or by
+// RevokeAgent revokes an agent, by its host (hostID set) or by
 // its owner (ownerID set, the console or the owner's session). Revoking a
 // revoked agent answers it again.
 func (s *Service) RevokeAgent(ctx context.Context, ownerID, hostID, agentID string) (*Agent, error) {
@@ -408,7 +408,7 @@ func agentUsable(a *Agent, now time.Time) error {
 	return core.Errorf(core.KindForbidden, CodeAgentRevoked, "this agent was revoked")
 }
 
-// DelegatedPrincipal is the Principal of an active agent: the owner's, in
+// Principal is the Principal of an active agent: the owner's, in
 // Config.AgentMode, with exactly the scopes of its granted capabilities.
 func (s *Service) Principal(host *Host, a *Agent) core.Principal {
 	var scopes []core.Scope

@@ -131,7 +131,7 @@ func (s *Service) keyFree(ctx context.Context, q Tx, thumbprint string) error {
 	return nil
 }
 
-// CreateHost provisions a host for the owner (rate limited per owner
+// Create provisions a host for the owner (rate limited per owner
 // across replicas; at most MaxHostsPerOwner live hosts). Default
 // capabilities are what the host's agents get without device approval
 // (each send_fax still waits for the owner's passkey).
@@ -185,7 +185,7 @@ func (s *Service) Create(ctx context.Context, ownerID string, r CreateRequest) (
 	return out, nil
 }
 
-// EnrollHost completes a host created without a key: the token is
+// Enroll completes a host created without a key: the token is
 // consumed in the same transaction that records the key, so a failed
 // enrollment (bad key, key in use) leaves it usable; a used, expired or
 // revoked token is refused with CodeInvalidEnrollment.
@@ -230,7 +230,7 @@ func (s *Service) Enroll(ctx context.Context, token string, publicKey json.RawMe
 	return h, nil
 }
 
-// ListHosts lists the owner's hosts (revoked ones too, newest first) with
+// List lists the owner's hosts (revoked ones too, newest first) with
 // their agents; pending agents past their device code read as expired.
 func (s *Service) List(ctx context.Context, ownerID string) ([]WithAgents, error) {
 	hosts, err := s.d.Store.ListHosts(ctx, ownerID)
@@ -259,7 +259,7 @@ func (s *Service) List(ctx context.Context, ownerID string) ([]WithAgents, error
 	return out, nil
 }
 
-// RevokeHost revokes one of the owner's hosts and every agent it
+// Revoke revokes one of the owner's hosts and every agent it
 // registered, at once and for every replica.
 func (s *Service) Revoke(ctx context.Context, ownerID, hostID string) error {
 	err := s.d.Store.RevokeHost(ctx, ownerID, hostID, s.now())

@@ -22,7 +22,7 @@ import (
 
 // Lifetimes and bounds of the delegated flow.
 const (
-	// HostEnrollmentTTL is how long a host enrollment token (host create
+	// EnrollmentTTL is how long a host enrollment token (host create
 	// without a public key) may be used.
 	EnrollmentTTL = time.Hour
 	// DeviceApprovalTTL is how long a device code (user code and
@@ -34,13 +34,13 @@ const (
 	// DeviceMaxTries wrong user codes end a device code; the host has to
 	// re-issue one.
 	DeviceMaxTries = 5
-	// DelegatedSendTTL is how long a send_fax approval waits for the owner.
+	// SendTTL is how long a send_fax approval waits for the owner.
 	SendTTL = 15 * time.Minute
 	// MaxHostsPerOwner bounds the hosts (any status but revoked) of one
 	// owner; MaxAgentsPerHost the agents (pending or active) of one host.
 	MaxHostsPerOwner = 50
 	MaxAgentsPerHost = 100
-	// DelegatedJWTMaxLifetime is the largest exp − iat of a host or agent
+	// JWTMaxLifetime is the largest exp − iat of a host or agent
 	// JWT; DelegatedJWTSkew the clock skew allowed on iat and exp. A jti is
 	// remembered until exp + skew.
 	JWTMaxLifetime = 60 * time.Second
@@ -143,7 +143,7 @@ func CapabilityOperation(c Capability) (core.Operation, bool) {
 	return op, ok
 }
 
-// HostStatus is where a host stands.
+// Status is where a host stands.
 //
 //	pending_enrollment → active (enrolled with its key) → revoked
 //	pending_enrollment → revoked (token revoked) ; an expired token reads as expired
@@ -174,7 +174,7 @@ type Host struct {
 	LastUsedAt          *time.Time   `db:"last_used_at" json:"lastUsedAt,omitempty"`
 }
 
-// DelegatedAgentStatus is where a delegated agent stands.
+// GetAgent is where a delegated agent stands.
 //
 //	pending → active (owner approved) | rejected (owner declined)
 //	pending past its device code's expiry reads as expired until re-issued
@@ -189,7 +189,7 @@ const (
 	AgentExpired  AgentStatus = "expired"
 )
 
-// DelegatedAgent is an agent a host registered. Requested is what it asked
+// Agent is an agent a host registered. Requested is what it asked
 // for, Granted what the owner approved (a subset).
 type Agent struct {
 	ID         string       `db:"id" json:"agent_id"`
@@ -222,7 +222,7 @@ type PublicJWK struct {
 	Key        []byte
 }
 
-// HostCreateRequest is POST /api/auth/host/create (owner session) and the
+// CreateRequest is POST /api/auth/host/create (owner session) and the
 // console's Hosts form. Without PublicKey the host is created
 // pending_enrollment with a one-use enrollment token.
 type CreateRequest struct {
@@ -231,20 +231,20 @@ type CreateRequest struct {
 	DefaultCapabilities []Capability
 }
 
-// HostCreated is a new host; EnrollmentToken (shown once, stored hashed)
+// Created is a new host; EnrollmentToken (shown once, stored hashed)
 // is set when it was created without a key.
 type Created struct {
 	Host            *Host
 	EnrollmentToken string
 }
 
-// HostWithAgents is one host as the owner's Hosts page lists it.
+// WithAgents is one host as the owner's Hosts page lists it.
 type WithAgents struct {
 	Host   Host
 	Agents []Agent
 }
 
-// DelegatedAgentRequest is POST /api/auth/agent/register after the host
+// AgentRequest is POST /api/auth/agent/register after the host
 // JWT verified. AgentKey is the agent_public_key claim, parsed.
 type AgentRequest struct {
 	Name            string
@@ -266,7 +266,7 @@ type DeviceApproval struct {
 	Interval                int    `json:"interval"`
 }
 
-// DelegatedAgentView is what register, status and device/code answer.
+// AgentView is what register, status and device/code answer.
 // Approval is set while the agent is pending and its code was just issued
 // (register, device/code); status never repeats the user code.
 type AgentView struct {
@@ -282,7 +282,7 @@ type DeviceRequest struct {
 	TriesLeft int
 }
 
-// DelegatedSendRequest is a send_fax capability call: a document already
+// SendRequest is a send_fax capability call: a document already
 // uploaded (DocumentID, or the UploadToken of a completed upload) and its
 // destination. The adapter uploads an inline base64 file first
 // (MaxInlineDocumentBytes) and passes the resulting document id.
@@ -298,7 +298,7 @@ type SendRequest struct {
 // delegated capability, decoded; larger files go through create_upload.
 const MaxInlineDocumentBytes = 256 << 10
 
-// DelegatedSendStatus is where a send_fax request stands, derived on every
+// SendStatus is where a send_fax request stands, derived on every
 // read: pending (the owner has not decided), sent (the fax exists: follow
 // it), declined, expired.
 type SendStatus string
@@ -310,7 +310,7 @@ const (
 	SendExpired  SendStatus = "expired"
 )
 
-// DelegatedSend is one send_fax request: exactly the fax the owner is
+// Send is one send_fax request: exactly the fax the owner is
 // asked to approve (document and its digest, destination, pages, cover,
 // price). The fax is created only when the owner approves with a passkey
 // and user verification, in the approval's transaction.
@@ -338,22 +338,22 @@ type Send struct {
 	ApprovalPath string     `db:"-" json:"-"` // the owner's inbox page of it
 }
 
-// HostStore is the persistence of hosts, delegated agents, their send
+// Queries is the persistence of hosts, delegated agents, their send
 // requests and the replay store of their JWT ids.
 type Queries interface {
-	// CreateHost inserts h unless the owner has max live (not revoked)
+	// Create inserts h unless the owner has max live (not revoked)
 	// hosts already (ErrConflict); ErrExists when h.Thumbprint is taken.
 	CreateHost(ctx context.Context, h *Host, max int) error
 	GetHost(ctx context.Context, id string) (*Host, error)
 	GetHostByThumbprint(ctx context.Context, thumbprint string) (*Host, error)
 	GetHostByEnrollment(ctx context.Context, tokenHash string) (*Host, error)
-	// EnrollHost records the key of a pending_enrollment host whose token
+	// Enroll records the key of a pending_enrollment host whose token
 	// is tokenHash and unexpired at at, and clears the token: ErrConflict
 	// when no such host (used, expired, revoked), ErrExists when the
 	// thumbprint is taken.
 	EnrollHost(ctx context.Context, tokenHash string, name, publicKey, thumbprint string, at time.Time) (*Host, error)
 	ListHosts(ctx context.Context, ownerID string) ([]Host, error)
-	// RevokeHost revokes the owner's host and its pending/active agents;
+	// Revoke revokes the owner's host and its pending/active agents;
 	// ErrNoRows if the owner has no such unrevoked host.
 	RevokeHost(ctx context.Context, ownerID, id string, at time.Time) error
 	TouchHost(ctx context.Context, id string, at time.Time) error
@@ -376,7 +376,7 @@ type Queries interface {
 	// when codeHash is set, its device code is no longer that one (a
 	// re-issue raced the owner's decision on the old code).
 	DecideDelegatedAgent(ctx context.Context, id, codeHash string, approve bool, granted []Capability, at time.Time) error
-	// RevokeDelegatedAgent revokes a pending or active agent; ErrConflict
+	// RevokeAgent revokes a pending or active agent; ErrConflict
 	// if it is rejected or revoked already.
 	RevokeDelegatedAgent(ctx context.Context, id string, at time.Time) error
 	TouchDelegatedAgent(ctx context.Context, id string, at time.Time) error

@@ -13,7 +13,7 @@ import (
 // waiting in the owner's inbox at once.
 const maxPendingSendsPerAgent = 20
 
-// DelegatedSendDetails is what a fax_send approval shows (Approval.Details).
+// SendDetails is what a fax_send approval shows (Approval.Details).
 type SendDetails struct {
 	SendID    string       `json:"sendId"`
 	HostID    string       `json:"hostId"`
@@ -30,7 +30,7 @@ type SendDetails struct {
 	Document  SendDocument `json:"document"`
 }
 
-// DelegatedSendDocument describes the document of a send for the owner.
+// SendDocument describes the document of a send for the owner.
 type SendDocument struct {
 	ID         string `json:"id"`
 	SHA256     string `json:"sha256"`
@@ -60,7 +60,7 @@ func (d *Send) binding() delegatedSendBinding {
 // approvalPagePath is the owner's inbox page of an approval.
 func approvalPagePath(id string) string { return "/console/approvals/" + id }
 
-// RequestDelegatedSend checks the send (scope fax:send through the
+// RequestSend checks the send (scope fax:send through the
 // send_fax grant, provider, cover, destination, document, quote) and asks
 // the owner: an approval of kind ApprovalFaxSend, requires_uv, bound to
 // this exact fax. Nothing is charged or queued.
@@ -140,7 +140,7 @@ func (s *Service) RequestSend(ctx context.Context, p core.Principal, a *Agent, r
 	return d, nil
 }
 
-// GetDelegatedSend reads one of agent a's send requests with its status
+// GetSend reads one of agent a's send requests with its status
 // derived (and the fax when sent); another agent's reads as not found.
 func (s *Service) GetSend(ctx context.Context, p core.Principal, a *Agent, id string) (*Send, *core.Fax, error) {
 	if p.OwnerID == "" || a == nil || p.OwnerID != a.OwnerID {
@@ -181,7 +181,7 @@ func (s *Service) GetSend(ctx context.Context, p core.Principal, a *Agent, id st
 	return d, nil, nil
 }
 
-// ApproveDelegatedSend is the owner's approval of a fax_send (user
+// ApproveSend is the owner's approval of a fax_send (user
 // verification and binding already checked by DecideApproval): in ONE
 // transaction the approval is consumed, the agent, its host, its grant and
 // the document are checked again, the fax is created and paid with credits,

@@ -56,12 +56,12 @@ const (
 	// CodePaymentProcessorUnavailable: the method could not reach a verdict
 	// (processor down, node unreachable); retry the same credential.
 	CodePaymentProcessorUnavailable = "payment_processor_unavailable"
-	// CodeMachineStatusToken: a status link that is malformed, forged or
+	// CodeStatusToken: a status link that is malformed, forged or
 	// expired.
 	CodeStatusToken = "status_token_invalid"
 )
 
-// MachineMethod is one way a paying machine can pay, with the offer it
+// Method is one way a paying machine can pay, with the offer it
 // makes. The app builds it from configuration (docs/payments.md).
 type Method struct {
 	Method payments.PaymentMethod
@@ -93,7 +93,7 @@ type Method struct {
 	Refunds bool
 }
 
-// MachineConfig configures machine payments (services.Config.Machine);
+// Config configures machine payments (services.Config.Machine);
 // zero values take the defaults.
 type Config struct {
 	// Enabled is --machine-payments: off, every machine call answers 503
@@ -113,7 +113,7 @@ type Config struct {
 	MaxPDFBytes int64
 }
 
-// MachinePaymentOffer is one method on offer as discovery lists it; it has
+// Offer is one method on offer as discovery lists it; it has
 // no amount because the price depends on the request (the 402 challenge
 // carries it).
 type Offer struct {
@@ -122,7 +122,7 @@ type Offer struct {
 	Currency string // "usd", or a token address
 }
 
-// MachineQuoteRequest prices a machine fax: a PDF or a page count.
+// QuoteRequest prices a machine fax: a PDF or a page count.
 type QuoteRequest struct {
 	To    string
 	PDF   []byte // decoded; when nil, Pages is used
@@ -133,14 +133,14 @@ type QuoteRequest struct {
 	ClientIP string
 }
 
-// MachineQuote is the answer of POST /api/v1/machine/faxes/validate: the
+// Quote is the answer of POST /api/v1/machine/faxes/validate: the
 // quote and what each method on offer would charge for it.
 type Quote struct {
 	core.Quote
 	Offers []OfferView `json:"offers"`
 }
 
-// MachineOfferView is one method's offer for a quote.
+// OfferView is one method's offer for a quote.
 type OfferView struct {
 	Method   string    `json:"method"`
 	Intent   string    `json:"intent"`
@@ -191,7 +191,7 @@ type FaxResult struct {
 	RetryAfter int
 }
 
-// MachineOrder is a paid machine fax as the payer sees it.
+// Order is a paid machine fax as the payer sees it.
 type Order struct {
 	ID     string         `json:"id"`
 	Status core.FaxStatus `json:"status"`
@@ -216,10 +216,10 @@ type Order struct {
 	CompletedAt   *time.Time `json:"completedAt,omitempty"`
 }
 
-// MachineEnabled reports --machine-payments.
+// Enabled reports --machine-payments.
 func (s *Service) Enabled() bool { return s.cfg.Enabled }
 
-// MachineMaxBodyBytes bounds a machine request body: the base64 of
+// MaxBodyBytes bounds a machine request body: the base64 of
 // MaxPDFBytes plus room for the other fields.
 func (s *Service) MaxBodyBytes() int64 {
 	return (s.cfg.MaxPDFBytes+2)/3*4 + 4<<10

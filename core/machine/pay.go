@@ -74,7 +74,7 @@ func (s *Service) machineOffers() []Method {
 	return out
 }
 
-// MachinePaymentOffers lists the methods on offer now, in offer order, as
+// Offers lists the methods on offer now, in offer order, as
 // discovery (/openapi.json's x-payment-info, /llms.txt) names them.
 func (s *Service) Offers() []Offer {
 	var out []Offer
@@ -119,7 +119,7 @@ func (m Method) offer(priceMicros int64) OfferView {
 	}
 }
 
-// MachineQuote prices a machine fax without side effects (validate).
+// Quote prices a machine fax without side effects (validate).
 func (s *Service) Quote(ctx context.Context, r QuoteRequest) (*Quote, error) {
 	if err := s.machineOn(); err != nil {
 		return nil, err

@@ -75,7 +75,7 @@ func methodNamed(ms []Method, name string) (Method, bool) {
 	return Method{}, false
 }
 
-// SweepMachinePayments finishes what interrupted machine payments left:
+// Sweep finishes what interrupted machine payments left:
 // claimed challenges whose settlement stopped (it settles them again with
 // the same idempotency key and creates their fax, or records the refusal)
 // and refunds that are due. The job queue runs it periodically on one

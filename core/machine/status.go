@@ -16,7 +16,7 @@ import (
 
 const (
 	machineStatusSecret = "machine-status"
-	// MachineStatusPath is where status links point (rest serves it).
+	// StatusPath is where status links point (rest serves it).
 	StatusPath     = "/api/v1/machine/faxes/status/"
 	maxStatusToken = 200
 	statusMACBytes = 16
@@ -42,7 +42,7 @@ func badStatusToken(why string) error {
 	return core.Errorf(core.KindNotFound, CodeStatusToken, "this status link is %s", why)
 }
 
-// MachineFaxStatus reads a paid machine fax through the capability token of
+// FaxStatus reads a paid machine fax through the capability token of
 // its status URL.
 func (s *Service) FaxStatus(ctx context.Context, token string) (*Order, error) {
 	if len(token) > maxStatusToken {

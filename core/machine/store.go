@@ -7,7 +7,7 @@ import (
 	"github.com/faxhub/faxhub/core"
 )
 
-// MachineRequestStatus is where a machine request stands: open until one
+// RequestStatus is where a machine request stands: open until one
 // of its challenges is paid, then paid (it has its fax and its stored 200).
 type RequestStatus string
 
@@ -16,7 +16,7 @@ const (
 	RequestPaid RequestStatus = "paid"
 )
 
-// MachineRequest is one request_id of a paying machine: the body it was
+// Request is one request_id of a paying machine: the body it was
 // first seen with, its quote, the challenges offered for it and, once paid,
 // the answer every later retry gets.
 type Request struct {
@@ -51,21 +51,21 @@ type Request struct {
 	UpdatedAt time.Time `db:"updated_at"`
 }
 
-// MachineClaimState is where a claimed challenge stands.
+// ClaimState is where a claimed challenge stands.
 type ClaimState string
 
 const (
-	// MachineClaimSettling: the method is being (or was, when the process
+	// ClaimSettling: the method is being (or was, when the process
 	// died) asked to settle; the lease says until when it is one request's.
 	ClaimSettling ClaimState = "settling"
-	// MachineClaimPaid: settled, and the fax exists.
+	// ClaimPaid: settled, and the fax exists.
 	ClaimPaid ClaimState = "paid"
-	// MachineClaimFailed: the method refused the credential; nothing moved.
+	// ClaimFailed: the method refused the credential; nothing moved.
 	// Another credential (another idempotency key) may claim it again.
 	ClaimFailed ClaimState = "failed"
 )
 
-// MachineClaim is the single use of one challenge.
+// Claim is the single use of one challenge.
 type Claim struct {
 	ChallengeID string    `db:"challenge_id"`
 	RequestID   string    `db:"request_id"`
@@ -100,7 +100,7 @@ const (
 	RefundNotRefundable = "not_refundable"
 )
 
-// MachineStore persists machine payments; part of core.Store. Errors follow
+// Queries persists machine payments; part of core.Store. Errors follow
 // Store.
 type Queries interface {
 	// CreateMachineRequest records a new request_id; ErrExists if taken.

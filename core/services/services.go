@@ -11,6 +11,7 @@ import (
 
 	"github.com/faxhub/faxhub/core"
 	"github.com/faxhub/faxhub/core/agents"
+	"github.com/faxhub/faxhub/core/checkout"
 	"github.com/faxhub/faxhub/core/hosts"
 	"github.com/faxhub/faxhub/core/machine"
 	"github.com/faxhub/faxhub/core/retention"
@@ -26,6 +27,7 @@ type Store interface {
 	tasks.Queries
 	hosts.Queries
 	agents.Queries
+	checkout.Queries
 }
 
 // Tx is a transaction of the database with every feature's queries (the
@@ -36,6 +38,7 @@ type Tx interface {
 	tasks.Tx
 	hosts.Tx
 	agents.Tx
+	checkout.Tx
 }
 
 // Deps are the ports the features drive.
@@ -45,6 +48,10 @@ type Deps struct {
 	// AuthState, when the authorization server keeps its state in the same
 	// database, is purged by the garbage collector too.
 	AuthState retention.AuthStatePurger
+	// Checkout maps each mode to its hosted payment gateway (core/checkout);
+	// a missing live gateway makes live checkouts answer
+	// checkout_not_configured.
+	Checkout map[core.Mode]checkout.Gateway
 	// Machine lists the methods paying machines can use, in the order they
 	// are offered (core/machine).
 	Machine []machine.Method
@@ -66,6 +73,7 @@ type Config struct {
 type Set struct {
 	Core      *core.Service
 	Agents    *agents.Service
+	Checkout  *checkout.Service
 	Hosts     *hosts.Service
 	Machine   *machine.Service
 	Retention *retention.Service
@@ -125,6 +133,9 @@ func New(cfg Config, deps Deps) (*Set, error) {
 		}),
 		Retention: retention.New(cfg.Storage, core.Clock(cfg.Now), retention.Deps{
 			Store: deps.Store, Blobs: deps.Blobs, Documents: c, AuthState: deps.AuthState, Logger: deps.Logger,
+		}),
+		Checkout: checkout.New(cfg.Config, checkout.Deps{
+			Store: deps.Store, Gateways: deps.Checkout, Prices: deps.Prices, Logger: deps.Logger, Core: c,
 		}),
 		Agents: agents.New(cfg.Config, agents.Deps{Store: deps.Store, Logger: deps.Logger, Core: c}),
 		Hosts: hosts.New(cfg.Config, hosts.Deps{

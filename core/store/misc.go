@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/faxhub/faxhub/core"
+	"github.com/faxhub/faxhub/core/checkout"
 )
 
 const idempotencyCols = "scope, key, request_hash, response_code, response, created_at"
@@ -106,7 +107,7 @@ func (x q) DecideApproval(ctx context.Context, ownerID, id string, status core.A
 const checkoutCols = `id, owner_id, mode, kind, pack_id, draft_id, amount_micros, credit_micros, status, external_id,
 	created_at, expires_at, paid_at, payment_ref, refunded_cents, reversed_micros, refunded_at, number_id`
 
-func (x q) CreateCheckout(ctx context.Context, c *core.Checkout) error {
+func (x q) CreateCheckout(ctx context.Context, c *checkout.Checkout) error {
 	err := x.insert(ctx, `INSERT INTO checkouts (`+checkoutCols+`)
 		VALUES (:id, :owner_id, :mode, :kind, :pack_id, :draft_id, :amount_micros, :credit_micros, :status, :external_id,
 			:created_at, :expires_at, :paid_at, :payment_ref, :refunded_cents, :reversed_micros, :refunded_at, :number_id)
@@ -117,8 +118,8 @@ func (x q) CreateCheckout(ctx context.Context, c *core.Checkout) error {
 	return nil
 }
 
-func (x q) GetCheckout(ctx context.Context, id string) (*core.Checkout, error) {
-	var c core.Checkout
+func (x q) GetCheckout(ctx context.Context, id string) (*checkout.Checkout, error) {
+	var c checkout.Checkout
 	if err := x.get(ctx, x.reader(), &c, "SELECT "+checkoutCols+" FROM checkouts WHERE id = ?", id); err != nil {
 		return nil, fmt.Errorf("get checkout: %w", err)
 	}
@@ -126,7 +127,7 @@ func (x q) GetCheckout(ctx context.Context, id string) (*core.Checkout, error) {
 }
 
 func (x q) MarkCheckoutPaid(ctx context.Context, id string, at time.Time) error {
-	n, err := x.exec(ctx, "UPDATE checkouts SET status = ?, paid_at = ? WHERE id = ? AND status = ?", core.CheckoutPaid, at, id, core.CheckoutOpen)
+	n, err := x.exec(ctx, "UPDATE checkouts SET status = ?, paid_at = ? WHERE id = ? AND status = ?", checkout.Paid, at, id, checkout.Open)
 	if err == nil && n == 0 {
 		err = x.missingOrConflict(ctx, "checkouts", "id = ?", id)
 	}
@@ -138,7 +139,7 @@ func (x q) MarkCheckoutPaid(ctx context.Context, id string, at time.Time) error 
 
 func (x q) SettleCheckout(ctx context.Context, id, paymentRef string, at time.Time) error {
 	n, err := x.exec(ctx, "UPDATE checkouts SET status = ?, paid_at = ?, payment_ref = ? WHERE id = ? AND status IN (?, ?, ?)",
-		core.CheckoutPaid, at, paymentRef, id, core.CheckoutOpen, core.CheckoutExpired, core.CheckoutFailed)
+		checkout.Paid, at, paymentRef, id, checkout.Open, checkout.Expired, checkout.Failed)
 	if err == nil && n == 0 {
 		err = x.missingOrConflict(ctx, "checkouts", "id = ?", id)
 	}
@@ -148,11 +149,11 @@ func (x q) SettleCheckout(ctx context.Context, id, paymentRef string, at time.Ti
 	return nil
 }
 
-func (x q) EndCheckout(ctx context.Context, id string, status core.CheckoutStatus) error {
-	if status != core.CheckoutExpired && status != core.CheckoutFailed {
+func (x q) EndCheckout(ctx context.Context, id string, status checkout.Status) error {
+	if status != checkout.Expired && status != checkout.Failed {
 		return fmt.Errorf("end checkout: a checkout ends expired or failed, not %q", status)
 	}
-	n, err := x.exec(ctx, "UPDATE checkouts SET status = ? WHERE id = ? AND status = ?", status, id, core.CheckoutOpen)
+	n, err := x.exec(ctx, "UPDATE checkouts SET status = ? WHERE id = ? AND status = ?", status, id, checkout.Open)
 	if err == nil && n == 0 {
 		err = x.missingOrConflict(ctx, "checkouts", "id = ?", id)
 	}
@@ -162,11 +163,11 @@ func (x q) EndCheckout(ctx context.Context, id string, status core.CheckoutStatu
 	return nil
 }
 
-func (x q) GetCheckoutByPaymentRef(ctx context.Context, paymentRef string) (*core.Checkout, error) {
+func (x q) GetCheckoutByPaymentRef(ctx context.Context, paymentRef string) (*checkout.Checkout, error) {
 	if paymentRef == "" {
 		return nil, fmt.Errorf("get checkout by payment: %w", core.ErrNoRows)
 	}
-	var c core.Checkout
+	var c checkout.Checkout
 	if err := x.get(ctx, x.reader(), &c, "SELECT "+checkoutCols+" FROM checkouts WHERE payment_ref = ?", paymentRef); err != nil {
 		return nil, fmt.Errorf("get checkout by payment: %w", err)
 	}
@@ -175,7 +176,7 @@ func (x q) GetCheckoutByPaymentRef(ctx context.Context, paymentRef string) (*cor
 
 func (x q) RecordCheckoutRefund(ctx context.Context, id string, refundedCents, reversedMicros int64, at time.Time) error {
 	n, err := x.exec(ctx, `UPDATE checkouts SET refunded_cents = ?, reversed_micros = reversed_micros + ?, refunded_at = ?
-		WHERE id = ? AND status = ? AND refunded_cents < ?`, refundedCents, reversedMicros, at, id, core.CheckoutPaid, refundedCents)
+		WHERE id = ? AND status = ? AND refunded_cents < ?`, refundedCents, reversedMicros, at, id, checkout.Paid, refundedCents)
 	if err == nil && n == 0 {
 		err = x.missingOrConflict(ctx, "checkouts", "id = ?", id)
 	}

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/faxhub/faxhub/core"
+	"github.com/faxhub/faxhub/core/checkout"
 	"github.com/faxhub/faxhub/core/tasks"
 )
 
@@ -51,7 +52,7 @@ func (x q) PurgeUploads(ctx context.Context, now time.Time) (int64, error) {
 // ones are the record of a payment and stay.
 func (x q) PurgeCheckouts(ctx context.Context, before time.Time) (int64, error) {
 	return x.purge(ctx, "checkouts", "DELETE FROM checkouts WHERE status IN (?, ?, ?) AND expires_at < ?",
-		core.CheckoutOpen, core.CheckoutExpired, core.CheckoutFailed, before)
+		checkout.Open, checkout.Expired, checkout.Failed, before)
 }
 
 func (x q) PurgeAgentClaims(ctx context.Context, before time.Time) (int64, error) {

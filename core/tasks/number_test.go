@@ -19,11 +19,11 @@ func TestNumberTask(t *testing.T) {
 	if v.CheckoutURL == "" || v.Number == nil || v.Number.E164 != "+13125550120" {
 		t.Fatalf("task: %+v", v)
 	}
-	cs, err := e.Svc.Core.CreateNumberCheckout(ctx, p, v.SubjectID)
+	cs, err := e.Svc.Checkout.StartNumber(ctx, p, v.SubjectID)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := e.Svc.Core.CompleteCheckout(ctx, cs.ID); err != nil {
+	if _, err := e.Svc.Checkout.Complete(ctx, cs.ID); err != nil {
 		t.Fatal(err)
 	}
 	e.DrainQueue(t)

@@ -16,20 +16,20 @@ import (
 	"github.com/faxhub/faxhub/core/payments"
 )
 
-// TaskKind says what a task follows.
+// Kind says what a task follows.
 type Kind string
 
 const (
-	// TaskFax follows a draft, then the fax it became when paid.
+	// KindFax follows a draft, then the fax it became when paid.
 	KindFax Kind = "fax"
-	// TaskCreditPurchase follows an AP2 credit purchase: cart offered,
+	// KindCreditPurchase follows an AP2 credit purchase: cart offered,
 	// payment mandate received, owner approval, charge.
 	KindCreditPurchase Kind = "credit_purchase"
-	// TaskNumber follows a number: its checkout, then its provisioning.
+	// KindNumber follows a number: its checkout, then its provisioning.
 	KindNumber Kind = "number"
 )
 
-// TaskState is a task's protocol-neutral state (A2A's TASK_STATE_*).
+// State is a task's protocol-neutral state (A2A's TASK_STATE_*).
 type State string
 
 const (
@@ -65,7 +65,7 @@ type Task struct {
 	CreatedAt time.Time `db:"created_at"`
 }
 
-// TaskView is a task as of now, for an adapter to render.
+// View is a task as of now, for an adapter to render.
 type View struct {
 	Task
 	State State
@@ -77,24 +77,24 @@ type View struct {
 	FailureCode string
 	UpdatedAt   time.Time
 
-	// TaskFax: the draft (always) and its hosted checkout page; the fax
+	// KindFax: the draft (always) and its hosted checkout page; the fax
 	// once paid, with its latest attempt.
 	Draft       *core.DraftView
 	CheckoutURL string
 	Fax         *core.Fax
 
-	// TaskCreditPurchase: the purchase, its signed cart mandate, the page
+	// KindCreditPurchase: the purchase, its signed cart mandate, the page
 	// where the owner approves, and the receipt once charged.
 	Purchase    *CreditPurchase
 	CartMandate *CartMandate
 	ApprovalURL string
 	Receipt     *PurchaseReceipt
 
-	// TaskNumber: the number (CheckoutURL while it awaits payment).
+	// KindNumber: the number (CheckoutURL while it awaits payment).
 	Number *core.Number
 }
 
-// TaskStore persists tasks and credit purchases; part of core.Store.
+// Queries persists tasks and credit purchases; part of core.Store.
 type Queries interface {
 	CreateAgentTask(ctx context.Context, t *Task) error
 	// GetAgentTask reads one of the owner's tasks; ErrNoRows for another

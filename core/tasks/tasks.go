@@ -58,7 +58,7 @@ func (s *Service) StartFaxTask(ctx context.Context, p core.Principal, skill, con
 	return s.faxTaskView(ctx, p, t)
 }
 
-// GetTask returns one of p's tasks as of now (needs fax:read). Another
+// Get returns one of p's tasks as of now (needs fax:read). Another
 // owner's task answers not_found exactly like an unknown id.
 func (s *Service) Get(ctx context.Context, p core.Principal, id string) (*View, error) {
 	if err := core.Authorize(p, core.OpGetTask); err != nil {
@@ -79,7 +79,7 @@ func (s *Service) Get(ctx context.Context, p core.Principal, id string) (*View, 
 	return nil, fmt.Errorf("task %s has unknown kind %q", t.ID, t.Kind)
 }
 
-// CancelTask cancels a task while that is possible: an unpaid draft, a
+// Cancel cancels a task while that is possible: an unpaid draft, a
 // queued fax (what was paid returns as account credits), a credit purchase
 // not yet charged. Otherwise a KindConflict *Error with code
 // task_not_cancelable.

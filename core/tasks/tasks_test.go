@@ -25,11 +25,11 @@ func startFaxTask(t *testing.T, e *testenv.Env, p core.Principal, to string, pag
 // payTask pays a fax task's draft at its hosted checkout.
 func payTask(t *testing.T, e *testenv.Env, p core.Principal, v *tasks.View) {
 	t.Helper()
-	cs, err := e.Svc.Core.CreateDraftCheckout(ctx, p, v.SubjectID)
+	cs, err := e.Svc.Checkout.StartDraft(ctx, p, v.SubjectID)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := e.Svc.Core.CompleteCheckout(ctx, cs.ID); err != nil {
+	if _, err := e.Svc.Checkout.Complete(ctx, cs.ID); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -202,7 +202,7 @@ func TestFaxTaskNotFound(t *testing.T) {
 	wantState(t, "still open for its owner", getTask(t, e, p, v.ID), tasks.InputRequired, "")
 }
 
-// GetTask needs fax:read; StartFaxTask and CancelTask need fax:draft.
+// Get needs fax:read; StartFaxTask and CancelTask need fax:draft.
 func TestFaxTaskScopes(t *testing.T) {
 	e, _ := testenv.Clocked(t)
 	p := e.Principal(t, e.KeyATest)
@@ -284,7 +284,7 @@ func TestCancelFaxTask(t *testing.T) {
 			t.Fatalf("message: %v", err)
 		}
 		// Its checkout can no longer be paid.
-		_, err = e.Svc.Core.CreateDraftCheckout(ctx, p, v.SubjectID)
+		_, err = e.Svc.Checkout.StartDraft(ctx, p, v.SubjectID)
 		testenv.WantCode(t, err, core.CodeDraftState)
 	})
 

@@ -18,6 +18,7 @@ import (
 
 	"github.com/faxhub/faxhub/core"
 	"github.com/faxhub/faxhub/core/blob"
+	"github.com/faxhub/faxhub/core/checkout"
 	"github.com/faxhub/faxhub/core/convert"
 	"github.com/faxhub/faxhub/core/machine"
 	"github.com/faxhub/faxhub/core/mail"
@@ -267,7 +268,7 @@ func (a *App) wire(ctx context.Context) error {
 		return fmt.Errorf("job queue: %w", err)
 	}
 
-	checkouts := map[core.Mode]core.CheckoutGateway{core.ModeTest: testcheckout.NewTestGateway(o.BaseURL)}
+	checkouts := map[core.Mode]checkout.Gateway{core.ModeTest: testcheckout.NewTestGateway(o.BaseURL)}
 	live, err := liveCheckout(o)
 	if err != nil {
 		return err
@@ -298,7 +299,7 @@ func (a *App) wire(ctx context.Context) error {
 	}
 	a.signer = &issuerSigner{}
 	sim := simulated.New(simulated.Options{TimeScale: o.SimTimeScale, Report: q.ScheduleOutcome, ReportNumber: q.ScheduleNumberOutcome})
-	deps := services.Deps{Store: a.DB, AuthState: a.DB, Machine: machine, MachineBinder: mpp.Binder{}, Deps: core.Deps{
+	deps := services.Deps{Store: a.DB, AuthState: a.DB, Machine: machine, Checkout: checkouts, MachineBinder: mpp.Binder{}, Deps: core.Deps{
 		Blobs:       blobs,
 		Converter:   convert.New(convertOptions(o.Convert, o.Soffice, tmp)),
 		Destination: phone.New(),
@@ -309,7 +310,6 @@ func (a *App) wire(ctx context.Context) error {
 		Providers: map[core.Mode]core.FaxProvider{core.ModeTest: sim},
 		Numbers:   map[core.Mode]core.NumberProvider{core.ModeTest: sim},
 		Text:      convert.NewTextReader(convert.TextOptions{}),
-		Checkout:  checkouts,
 		// AP2 credit purchases: the test card in test mode; live card
 		// charges come with the payments issue.
 		PaymentMethods: map[core.Mode]payments.PaymentMethod{core.ModeTest: testcard.New()},
@@ -336,7 +336,7 @@ func (a *App) wire(ctx context.Context) error {
 	}
 	a.Queue, a.Svc = q, svc
 	if live != nil {
-		if a.stripeWebhook, err = stripecheckout.NewWebhook(svc.Core, o.Stripe.WebhookSecret, o.Logger); err != nil {
+		if a.stripeWebhook, err = stripecheckout.NewWebhook(svc.Checkout, o.Stripe.WebhookSecret, o.Logger); err != nil {
 			return err
 		}
 	}
@@ -350,7 +350,7 @@ func (a *App) wire(ctx context.Context) error {
 // take payments that faxhub never learns of, so live checkouts keep
 // answering checkout_not_configured and the log says why. A signing secret
 // without a key is a mistake and refused.
-func liveCheckout(o Options) (core.CheckoutGateway, error) {
+func liveCheckout(o Options) (checkout.Gateway, error) {
 	st := o.Stripe
 	switch {
 	case st.SecretKey == "" && st.WebhookSecret == "":

@@ -45,7 +45,7 @@ func (a *App) Handler() http.Handler {
 	if a.stripeTest != nil {
 		mux.Handle("POST "+StripeTestMintPath, a.stripeTestMint())
 	}
-	mux.Handle(testcheckout.TestCheckoutPath, testcheckout.TestCheckoutPage(a.Svc.Core, a.Logger))
+	mux.Handle(testcheckout.TestCheckoutPath, testcheckout.TestCheckoutPage(a.Svc.Checkout, a.Logger))
 	// Stripe's signed events (live checkouts), on both origins.
 	mux.Handle(stripecheckout.WebhookPath, a.stripeWebhookHandler())
 	// Telnyx's signed events (live faxes, numbers, received faxes).

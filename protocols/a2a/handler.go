@@ -227,7 +227,7 @@ func (rh *requestHandler) runSkill(ctx context.Context, p core.Principal, msg *a
 		}
 		return reply(msg, map[string]any{"mode": string(p.Mode), "balance": c.Available, "held": c.Held, "currency": c.Currency, "packs": packs}), nil
 	case *packArgs: // create_credit_checkout
-		cs, err := svc.Core.CreateCreditCheckout(ctx, p, a.PackID)
+		cs, err := svc.Checkout.StartCreditPack(ctx, p, a.PackID)
 		if err != nil {
 			return nil, rh.fail(ctx, s.ID, err, targetSkill)
 		}

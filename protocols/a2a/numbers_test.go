@@ -34,11 +34,11 @@ func ownerPrincipal(t *testing.T, e *env, ownerID string) core.Principal {
 // and runs the order the queue would (the env's queue is insert-only).
 func payNumber(t *testing.T, e *env, p core.Principal, numberID string) {
 	t.Helper()
-	co, err := e.a.Svc.Core.CreateNumberCheckout(t.Context(), p, numberID)
+	co, err := e.a.Svc.Checkout.StartNumber(t.Context(), p, numberID)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := e.a.Svc.Core.CompleteCheckout(t.Context(), co.ID); err != nil {
+	if _, err := e.a.Svc.Checkout.Complete(t.Context(), co.ID); err != nil {
 		t.Fatal(err)
 	}
 }

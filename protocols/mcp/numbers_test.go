@@ -84,11 +84,11 @@ func TestNumbersAndInbox(t *testing.T) {
 	}
 
 	// The owner pays the first month; the provider provisions it.
-	co, err := e.a.Svc.Core.CreateNumberCheckout(ctx, p, n.ID)
+	co, err := e.a.Svc.Checkout.StartNumber(ctx, p, n.ID)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := e.a.Svc.Core.CompleteCheckout(ctx, co.ID); err != nil {
+	if _, err := e.a.Svc.Checkout.Complete(ctx, co.ID); err != nil {
 		t.Fatal(err)
 	}
 	var list struct{ Numbers []numberOut }

@@ -426,7 +426,7 @@ func (h *Handler) creditCheckout(ctx context.Context, _ *mcp.CallToolRequest, in
 	if err != nil {
 		return nil, checkoutOut{}, h.toolError(ctx, tool, err)
 	}
-	cs, err := h.svc.Core.CreateCreditCheckout(ctx, p, in.PackID)
+	cs, err := h.svc.Checkout.StartCreditPack(ctx, p, in.PackID)
 	if err != nil {
 		return nil, checkoutOut{}, h.toolError(ctx, tool, err)
 	}

@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/faxhub/faxhub/core"
+	"github.com/faxhub/faxhub/core/checkout"
 	"github.com/faxhub/faxhub/core/payments/stripecheckout"
 	"github.com/faxhub/faxhub/core/web"
 	"github.com/faxhub/faxhub/internal/app"
@@ -136,13 +137,13 @@ func TestGatewayAgainstStripeMock(t *testing.T) {
 	draftID := "drf_abc"
 	for _, tc := range []struct {
 		name      string
-		c         core.Checkout
+		c         checkout.Checkout
 		desc      string
 		returnURL string
 	}{
-		{"credit pack", core.Checkout{ID: "chk_pack1", Mode: core.ModeLive, Kind: core.CheckoutCreditPack, PackID: "pack_10",
+		{"credit pack", checkout.Checkout{ID: "chk_pack1", Mode: core.ModeLive, Kind: checkout.KindCreditPack, PackID: "pack_10",
 			AmountMicros: 10_000_000, CreditMicros: 10_000_000, ExpiresAt: now.Add(time.Hour)}, "10 USD of fax credit", "https://faxhub.example/console?mode=live"},
-		{"draft", core.Checkout{ID: "chk_draft1", Mode: core.ModeLive, Kind: core.CheckoutDraft, DraftID: &draftID,
+		{"draft", checkout.Checkout{ID: "chk_draft1", Mode: core.ModeLive, Kind: checkout.KindDraft, DraftID: &draftID,
 			AmountMicros: 214_999, ExpiresAt: now.Add(time.Hour)}, "Fax of 2 page(s) to +12125550100", "https://faxhub.example/console/drafts/drf_abc?mode=live"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -180,7 +181,7 @@ func TestGatewayAgainstStripeMock(t *testing.T) {
 		})
 	}
 	t.Run("test mode is refused", func(t *testing.T) {
-		if _, _, err := gw.Start(t.Context(), &core.Checkout{ID: "chk_t", Mode: core.ModeTest, AmountMicros: 1}, "x"); err == nil {
+		if _, _, err := gw.Start(t.Context(), &checkout.Checkout{ID: "chk_t", Mode: core.ModeTest, AmountMicros: 1}, "x"); err == nil {
 			t.Fatal("a test-mode checkout was sent to Stripe")
 		}
 	})
@@ -199,7 +200,7 @@ func TestSessionExpiryClamped(t *testing.T) {
 		{"already past", -time.Hour, stripecheckout.MinSessionLifetime},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got := stripecheckout.SessionExpiry(&core.Checkout{ExpiresAt: now.Add(tc.in)}, now)
+			got := stripecheckout.SessionExpiry(&checkout.Checkout{ExpiresAt: now.Add(tc.in)}, now)
 			if want := now.Add(tc.want); !got.Equal(want) {
 				t.Fatalf("SessionExpiry = %v, want %v", got, want)
 			}
@@ -227,7 +228,7 @@ func TestLiveCheckoutWithStripeMock(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer res.Body.Close()
-		var out core.CheckoutSession
+		var out checkout.Session
 		if err := json.NewDecoder(res.Body).Decode(&out); err != nil || res.StatusCode != http.StatusOK {
 			t.Fatalf("answer %d (%v)", res.StatusCode, err)
 		}

@@ -19,6 +19,7 @@ import (
 	"github.com/stripe/stripe-go/v85"
 
 	"github.com/faxhub/faxhub/core"
+	"github.com/faxhub/faxhub/core/checkout"
 )
 
 // Stripe accepts a Checkout Session's expires_at between 30 minutes and
@@ -56,7 +57,7 @@ type Gateway struct {
 	now     func() time.Time
 }
 
-var _ core.CheckoutGateway = (*Gateway)(nil)
+var _ checkout.Gateway = (*Gateway)(nil)
 
 // New builds a Gateway.
 func New(o Options) (*Gateway, error) {
@@ -99,7 +100,7 @@ func IdempotencyKey(checkoutID string) string { return "faxhub-checkout-" + chec
 // SessionExpiry is when c's session expires at Stripe: c's expiry, clamped
 // into the window Stripe accepts (MinSessionLifetime, MaxSessionLifetime
 // from now).
-func SessionExpiry(c *core.Checkout, now time.Time) time.Time {
+func SessionExpiry(c *checkout.Checkout, now time.Time) time.Time {
 	at := c.ExpiresAt
 	if lo := now.Add(MinSessionLifetime); at.Before(lo) {
 		at = lo
@@ -114,7 +115,7 @@ func SessionExpiry(c *core.Checkout, now time.Time) time.Time {
 // named description, c's id as client_reference_id and in the metadata of
 // the session and of its PaymentIntent, and the payer sent back to the
 // console afterwards. It returns the session's URL and id.
-func (g *Gateway) Start(ctx context.Context, c *core.Checkout, description string) (string, string, error) {
+func (g *Gateway) Start(ctx context.Context, c *checkout.Checkout, description string) (string, string, error) {
 	if c.Mode != core.ModeLive {
 		return "", "", fmt.Errorf("start stripe checkout %s: Stripe Checkout takes live-mode checkouts only, not %s", c.ID, c.Mode)
 	}
@@ -151,11 +152,11 @@ func (g *Gateway) Start(ctx context.Context, c *core.Checkout, description strin
 // returnURL is the console page the payer comes back to: the draft's page
 // for a draft (it shows the fax once paid), the number's page for a number
 // (it shows provisioning), the dashboard for a pack (it shows the balance).
-func (g *Gateway) returnURL(c *core.Checkout) string {
-	if c.Kind == core.CheckoutDraft && c.DraftID != nil {
+func (g *Gateway) returnURL(c *checkout.Checkout) string {
+	if c.Kind == checkout.KindDraft && c.DraftID != nil {
 		return g.baseURL + "/console/drafts/" + url.PathEscape(*c.DraftID) + "?mode=" + string(c.Mode)
 	}
-	if c.Kind == core.CheckoutNumber && c.NumberID != nil {
+	if c.Kind == checkout.KindNumber && c.NumberID != nil {
 		return g.baseURL + "/console/numbers/" + url.PathEscape(*c.NumberID) + "?mode=" + string(c.Mode)
 	}
 	return g.baseURL + "/console?mode=" + string(c.Mode)

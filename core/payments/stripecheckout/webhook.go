@@ -13,6 +13,7 @@ import (
 	"github.com/stripe/stripe-go/v85/webhook"
 
 	"github.com/faxhub/faxhub/core"
+	"github.com/faxhub/faxhub/core/checkout"
 	"github.com/faxhub/faxhub/core/web"
 )
 
@@ -46,9 +47,9 @@ var EventTypes = [...]string{
 
 // Service is what the webhook needs from core (*core.Service has it).
 type Service interface {
-	CompleteCheckoutPaid(ctx context.Context, id string, ref core.PaymentRef) (*core.Checkout, error)
-	EndCheckout(ctx context.Context, id, session string, status core.CheckoutStatus) (*core.Checkout, error)
-	RefundCheckout(ctx context.Context, paymentIntent string, refundedCents int64) (*core.Checkout, error)
+	CompletePaid(ctx context.Context, id string, ref checkout.PaymentRef) (*checkout.Checkout, error)
+	End(ctx context.Context, id, session string, status checkout.Status) (*checkout.Checkout, error)
+	Refund(ctx context.Context, paymentIntent string, refundedCents int64) (*checkout.Checkout, error)
 }
 
 // Webhook serves POST WebhookPath.
@@ -144,11 +145,11 @@ func (h *Webhook) handle(ctx context.Context, ev stripe.Event) (string, error) {
 		if s.PaymentStatus != stripe.CheckoutSessionPaymentStatusPaid {
 			return "waiting: payment status " + string(s.PaymentStatus), nil
 		}
-		ref := core.PaymentRef{Session: s.ID, AmountCents: s.AmountTotal, Currency: string(s.Currency)}
+		ref := checkout.PaymentRef{Session: s.ID, AmountCents: s.AmountTotal, Currency: string(s.Currency)}
 		if s.PaymentIntent != nil {
 			ref.PaymentIntent = s.PaymentIntent.ID
 		}
-		if _, err := h.svc.CompleteCheckoutPaid(ctx, id, ref); err != nil {
+		if _, err := h.svc.CompletePaid(ctx, id, ref); err != nil {
 			return "", err
 		}
 		return "paid " + id, nil
@@ -157,11 +158,11 @@ func (h *Webhook) handle(ctx context.Context, ev stripe.Event) (string, error) {
 		if err != nil || id == "" {
 			return "ignored: not a faxhub checkout", err
 		}
-		status := core.CheckoutExpired
+		status := checkout.Expired
 		if ev.Type == stripe.EventTypeCheckoutSessionAsyncPaymentFailed {
-			status = core.CheckoutFailed
+			status = checkout.Failed
 		}
-		c, err := h.svc.EndCheckout(ctx, id, s.ID, status)
+		c, err := h.svc.End(ctx, id, s.ID, status)
 		if err != nil {
 			return "", err
 		}
@@ -174,7 +175,7 @@ func (h *Webhook) handle(ctx context.Context, ev stripe.Event) (string, error) {
 		if ch.PaymentIntent == nil || ch.PaymentIntent.ID == "" {
 			return "ignored: a charge without a payment intent", nil
 		}
-		c, err := h.svc.RefundCheckout(ctx, ch.PaymentIntent.ID, ch.AmountRefunded)
+		c, err := h.svc.Refund(ctx, ch.PaymentIntent.ID, ch.AmountRefunded)
 		if err != nil {
 			return "", err
 		}

@@ -18,6 +18,7 @@ import (
 	"github.com/stripe/stripe-go/v85/webhook"
 
 	"github.com/faxhub/faxhub/core"
+	"github.com/faxhub/faxhub/core/checkout"
 	"github.com/faxhub/faxhub/core/payments/stripecheckout"
 	"github.com/faxhub/faxhub/core/services"
 	"github.com/faxhub/faxhub/internal/app"
@@ -83,9 +84,9 @@ func newEnv(t *testing.T) *env {
 func (e *env) live() core.Principal { return core.OwnerPrincipal(e.OwnerA.ID, core.ModeLive) }
 
 // pack starts a live credit-pack checkout through the gateway.
-func (e *env) pack(t *testing.T) *core.Checkout {
+func (e *env) pack(t *testing.T) *checkout.Checkout {
 	t.Helper()
-	cs, err := e.Svc.Core.CreateCreditCheckout(ctx, e.live(), e.Svc.Core.CreditPacks()[0].ID)
+	cs, err := e.Svc.Checkout.StartCreditPack(ctx, e.live(), e.Svc.Core.CreditPacks()[0].ID)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -95,9 +96,9 @@ func (e *env) pack(t *testing.T) *core.Checkout {
 	return e.checkout(t, cs.ID)
 }
 
-func (e *env) checkout(t *testing.T, id string) *core.Checkout {
+func (e *env) checkout(t *testing.T, id string) *checkout.Checkout {
 	t.Helper()
-	c, err := e.Svc.Core.GetCheckout(ctx, id)
+	c, err := e.Svc.Checkout.Get(ctx, id)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -106,7 +107,7 @@ func (e *env) checkout(t *testing.T, id string) *core.Checkout {
 
 // draft makes a live draft (stored directly: live drafts need a live fax
 // provider, which tests do not have) and starts its checkout.
-func (e *env) draft(t *testing.T) (*core.Draft, *core.Checkout) {
+func (e *env) draft(t *testing.T) (*core.Draft, *checkout.Checkout) {
 	t.Helper()
 	capa, err := e.Svc.Core.CreateUpload(ctx, e.live(), "", 0)
 	if err != nil {
@@ -130,7 +131,7 @@ func (e *env) draft(t *testing.T) (*core.Draft, *core.Checkout) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cs, err := e.Svc.Core.CreateDraftCheckout(ctx, e.live(), d.ID)
+	cs, err := e.Svc.Checkout.StartDraft(ctx, e.live(), d.ID)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -153,7 +154,7 @@ func event(typ stripe.EventType, obj map[string]any) []byte {
 
 // sessionEvent is a checkout.session.* event for c as Stripe sends it when
 // c was paid in full; edit changes the session object.
-func sessionEvent(typ stripe.EventType, c *core.Checkout, edit func(map[string]any)) []byte {
+func sessionEvent(typ stripe.EventType, c *checkout.Checkout, edit func(map[string]any)) []byte {
 	obj := map[string]any{
 		"id": c.ExternalID, "object": "checkout.session", "mode": "payment", "status": "complete",
 		"client_reference_id": c.ID, "metadata": map[string]any{"checkout_id": c.ID},
@@ -166,7 +167,7 @@ func sessionEvent(typ stripe.EventType, c *core.Checkout, edit func(map[string]a
 	return event(typ, obj)
 }
 
-func refundEvent(c *core.Checkout, refundedCents int64) []byte {
+func refundEvent(c *checkout.Checkout, refundedCents int64) []byte {
 	return event(stripe.EventTypeChargeRefunded, map[string]any{
 		"id": "ch_" + c.ID, "object": "charge", "payment_intent": "pi_" + c.ID, "currency": "usd",
 		"amount": core.CentsUp(c.AmountMicros), "amount_refunded": refundedCents, "refunded": refundedCents == core.CentsUp(c.AmountMicros),
@@ -243,7 +244,7 @@ func (e *env) liveFaxes(t *testing.T) []core.Fax {
 	return fs
 }
 
-func wantStatus(t *testing.T, e *env, id string, want core.CheckoutStatus) *core.Checkout {
+func wantStatus(t *testing.T, e *env, id string, want checkout.Status) *checkout.Checkout {
 	t.Helper()
 	c := e.checkout(t, id)
 	if c.Status != want {
@@ -253,7 +254,7 @@ func wantStatus(t *testing.T, e *env, id string, want core.CheckoutStatus) *core
 }
 
 // wantGranted checks the pack was granted exactly n times.
-func wantGranted(t *testing.T, e *env, c *core.Checkout, n int) {
+func wantGranted(t *testing.T, e *env, c *checkout.Checkout, n int) {
 	t.Helper()
 	if got := len(e.ledger(t)[core.LedgerPurchase]); got != n {
 		t.Fatalf("%d purchase entries, want %d", got, n)
@@ -271,7 +272,7 @@ func TestWebhookPackCompletedOnce(t *testing.T) {
 	e.deliver(t, ev) // Stripe delivers an event at least once
 	// The same payment reported by the async event too.
 	e.deliver(t, sessionEvent(stripe.EventTypeCheckoutSessionAsyncPaymentSucceeded, c, nil))
-	got := wantStatus(t, e, c.ID, core.CheckoutPaid)
+	got := wantStatus(t, e, c.ID, checkout.Paid)
 	if got.PaymentRef != "pi_"+c.ID {
 		t.Errorf("payment ref = %q, want the payment intent", got.PaymentRef)
 	}
@@ -283,9 +284,9 @@ func TestWebhookOutOfOrder(t *testing.T) {
 		e := newEnv(t)
 		c := e.pack(t)
 		e.deliver(t, sessionEvent(stripe.EventTypeCheckoutSessionExpired, c, nil))
-		wantStatus(t, e, c.ID, core.CheckoutExpired)
+		wantStatus(t, e, c.ID, checkout.Expired)
 		e.deliver(t, sessionEvent(stripe.EventTypeCheckoutSessionCompleted, c, nil))
-		wantStatus(t, e, c.ID, core.CheckoutPaid)
+		wantStatus(t, e, c.ID, checkout.Paid)
 		wantGranted(t, e, c, 1)
 	})
 	t.Run("completed then expired: it stays paid", func(t *testing.T) {
@@ -294,7 +295,7 @@ func TestWebhookOutOfOrder(t *testing.T) {
 		e.deliver(t, sessionEvent(stripe.EventTypeCheckoutSessionCompleted, c, nil))
 		e.deliver(t, sessionEvent(stripe.EventTypeCheckoutSessionExpired, c, nil))
 		e.deliver(t, sessionEvent(stripe.EventTypeCheckoutSessionAsyncPaymentFailed, c, nil))
-		wantStatus(t, e, c.ID, core.CheckoutPaid)
+		wantStatus(t, e, c.ID, checkout.Paid)
 		wantGranted(t, e, c, 1)
 	})
 	t.Run("completed after the local expiry: still granted", func(t *testing.T) {
@@ -302,16 +303,16 @@ func TestWebhookOutOfOrder(t *testing.T) {
 		c := e.pack(t)
 		e.clock.Advance(3 * time.Hour)
 		e.deliver(t, sessionEvent(stripe.EventTypeCheckoutSessionCompleted, c, nil))
-		wantStatus(t, e, c.ID, core.CheckoutPaid)
+		wantStatus(t, e, c.ID, checkout.Paid)
 		wantGranted(t, e, c, 1)
 	})
 	t.Run("async payment failed: failed, nothing granted", func(t *testing.T) {
 		e := newEnv(t)
 		c := e.pack(t)
 		e.deliver(t, sessionEvent(stripe.EventTypeCheckoutSessionCompleted, c, func(o map[string]any) { o["payment_status"] = "unpaid" }))
-		wantStatus(t, e, c.ID, core.CheckoutOpen)
+		wantStatus(t, e, c.ID, checkout.Open)
 		e.deliver(t, sessionEvent(stripe.EventTypeCheckoutSessionAsyncPaymentFailed, c, func(o map[string]any) { o["payment_status"] = "unpaid" }))
-		wantStatus(t, e, c.ID, core.CheckoutFailed)
+		wantStatus(t, e, c.ID, checkout.Failed)
 		wantGranted(t, e, c, 0)
 	})
 }
@@ -334,7 +335,7 @@ func TestWebhookRefusesMismatchedPayments(t *testing.T) {
 			if o, _ := out["outcome"].(string); !strings.HasPrefix(o, "refused") {
 				t.Errorf("outcome = %q, want refused", o)
 			}
-			wantStatus(t, e, c.ID, core.CheckoutOpen)
+			wantStatus(t, e, c.ID, checkout.Open)
 			wantGranted(t, e, c, 0)
 		})
 	}
@@ -362,7 +363,7 @@ func TestWebhookRefusesBadSignatures(t *testing.T) {
 			if st != http.StatusBadRequest || out["code"] != stripecheckout.CodeWebhookSignature {
 				t.Fatalf("answer %d %v, want 400 %s", st, out, stripecheckout.CodeWebhookSignature)
 			}
-			wantStatus(t, e, c.ID, core.CheckoutOpen)
+			wantStatus(t, e, c.ID, checkout.Open)
 			wantGranted(t, e, c, 0)
 		})
 	}
@@ -388,7 +389,7 @@ func TestWebhookIgnoresWhatIsNotOurs(t *testing.T) {
 	} {
 		e.deliver(t, body)
 	}
-	wantStatus(t, e, c.ID, core.CheckoutOpen)
+	wantStatus(t, e, c.ID, checkout.Open)
 	wantGranted(t, e, c, 0)
 }
 
@@ -408,7 +409,7 @@ func TestWebhookRefundedPack(t *testing.T) {
 		if got := e.available(t); got != 0 {
 			t.Fatalf("balance %d after the refund, want 0", got)
 		}
-		got := wantStatus(t, e, c.ID, core.CheckoutPaid)
+		got := wantStatus(t, e, c.ID, checkout.Paid)
 		if got.RefundedCents != full || got.ReversedMicros != c.CreditMicros || got.RefundedAt == nil {
 			t.Errorf("checkout after refund: refunded %d cents, reversed %d, at %v", got.RefundedCents, got.ReversedMicros, got.RefundedAt)
 		}
@@ -462,7 +463,7 @@ func TestWebhookDraft(t *testing.T) {
 		ev := sessionEvent(stripe.EventTypeCheckoutSessionCompleted, c, nil)
 		e.deliver(t, ev)
 		e.deliver(t, ev)
-		wantStatus(t, e, c.ID, core.CheckoutPaid)
+		wantStatus(t, e, c.ID, checkout.Paid)
 		fs := e.liveFaxes(t)
 		if len(fs) != 1 || fs[0].Status != core.FaxQueued || fs[0].DraftID == nil || *fs[0].DraftID != d.ID || fs[0].PaymentMethod != core.PayCheckout {
 			t.Fatalf("live faxes %+v, want one queued fax of draft %s paid by checkout", fs, d.ID)
@@ -484,7 +485,7 @@ func TestWebhookDraft(t *testing.T) {
 		_, c := e.draft(t)
 		e.clock.Advance(25 * time.Hour)
 		e.deliver(t, sessionEvent(stripe.EventTypeCheckoutSessionCompleted, c, nil))
-		wantStatus(t, e, c.ID, core.CheckoutPaid)
+		wantStatus(t, e, c.ID, checkout.Paid)
 		if fs := e.liveFaxes(t); len(fs) != 0 {
 			t.Fatalf("%d faxes, want none", len(fs))
 		}

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/faxhub/faxhub/core"
+	"github.com/faxhub/faxhub/core/checkout"
 )
 
 // Test cards accepted by the test checkout page (Stripe's test numbers, so
@@ -34,7 +35,7 @@ type TestGateway struct {
 	baseURL string
 }
 
-var _ core.CheckoutGateway = (*TestGateway)(nil)
+var _ checkout.Gateway = (*TestGateway)(nil)
 
 // NewTestGateway sends payers to the test checkout page under baseURL.
 func NewTestGateway(baseURL string) *TestGateway {
@@ -42,7 +43,7 @@ func NewTestGateway(baseURL string) *TestGateway {
 }
 
 // Start returns the test page's URL for c; there is no external id.
-func (g *TestGateway) Start(ctx context.Context, c *core.Checkout, description string) (string, string, error) {
+func (g *TestGateway) Start(ctx context.Context, c *checkout.Checkout, description string) (string, string, error) {
 	if c.Mode != core.ModeTest {
 		return "", "", fmt.Errorf("start test checkout %s: the test gateway takes test-mode checkouts only, not %s", c.ID, c.Mode)
 	}
@@ -51,9 +52,9 @@ func (g *TestGateway) Start(ctx context.Context, c *core.Checkout, description s
 
 // CheckoutService is what the page needs from core (*core.Service has it).
 type CheckoutService interface {
-	GetCheckout(ctx context.Context, id string) (*core.Checkout, error)
-	CheckoutPayable(ctx context.Context, c *core.Checkout) error
-	CompleteCheckout(ctx context.Context, id string) (*core.Checkout, error)
+	Get(ctx context.Context, id string) (*checkout.Checkout, error)
+	Payable(ctx context.Context, c *checkout.Checkout) error
+	Complete(ctx context.Context, id string) (*checkout.Checkout, error)
 }
 
 //go:embed templates/page.html
@@ -110,7 +111,7 @@ func (p *checkoutPage) show(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	if c.Status == core.CheckoutPaid {
+	if c.Status == checkout.Paid {
 		p.render(w, http.StatusOK, receiptView(c))
 		return
 	}
@@ -130,7 +131,7 @@ func (p *checkoutPage) pay(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	if c.Status == core.CheckoutPaid {
+	if c.Status == checkout.Paid {
 		// A resubmitted form: it was paid once, and that is all.
 		p.render(w, http.StatusOK, receiptView(c))
 		return
@@ -147,7 +148,7 @@ func (p *checkoutPage) pay(w http.ResponseWriter, r *http.Request) {
 		p.render(w, status, v)
 		return
 	}
-	if _, err := p.svc.CompleteCheckout(r.Context(), c.ID); err != nil {
+	if _, err := p.svc.Complete(r.Context(), c.ID); err != nil {
 		p.fail(w, r, c.ID, err)
 		return
 	}
@@ -157,13 +158,13 @@ func (p *checkoutPage) pay(w http.ResponseWriter, r *http.Request) {
 
 // load reads the checkout named in the path and renders the error page if
 // it cannot be paid here.
-func (p *checkoutPage) load(w http.ResponseWriter, r *http.Request) (*core.Checkout, bool) {
+func (p *checkoutPage) load(w http.ResponseWriter, r *http.Request) (*checkout.Checkout, bool) {
 	id := r.PathValue("id")
 	if id == "" || len(id) > 100 {
 		p.renderNotFound(w)
 		return nil, false
 	}
-	c, err := p.svc.GetCheckout(r.Context(), id)
+	c, err := p.svc.Get(r.Context(), id)
 	if err != nil {
 		p.fail(w, r, id, err)
 		return nil, false
@@ -174,13 +175,13 @@ func (p *checkoutPage) load(w http.ResponseWriter, r *http.Request) (*core.Check
 		p.renderNotFound(w)
 		return nil, false
 	}
-	if c.Status == core.CheckoutExpired || c.Status == core.CheckoutOpen && !p.now().Before(c.ExpiresAt) {
+	if c.Status == checkout.Expired || c.Status == checkout.Open && !p.now().Before(c.ExpiresAt) {
 		p.renderGone(w)
 		return nil, false
 	}
 	// A draft paid another way in the meantime (sent with credits), or
 	// expired: the card form must not be offered.
-	if err := p.svc.CheckoutPayable(r.Context(), c); err != nil {
+	if err := p.svc.Payable(r.Context(), c); err != nil {
 		p.fail(w, r, c.ID, err)
 		return nil, false
 	}
@@ -230,14 +231,14 @@ func (p *checkoutPage) render(w http.ResponseWriter, status int, v view) {
 	_, _ = w.Write([]byte(b.String()))
 }
 
-func summaryView(c *core.Checkout) view {
+func summaryView(c *checkout.Checkout) view {
 	v := view{CheckoutID: c.ID, Amount: formatCents(core.CentsUp(c.AmountMicros)),
 		ExpiresAt: c.ExpiresAt.UTC().Format("15:04 UTC on 2 Jan 2006")}
 	switch c.Kind {
-	case core.CheckoutCreditPack:
+	case checkout.KindCreditPack:
 		v.Item = "Credit pack " + c.PackID
 		v.DetailLabel, v.Detail = "Credits", "$"+core.FormatUSD(c.CreditMicros)+" of fax credit"
-	case core.CheckoutDraft:
+	case checkout.KindDraft:
 		v.Item = "Fax"
 		if c.DraftID != nil {
 			v.DetailLabel, v.Detail = "Draft", *c.DraftID
@@ -248,13 +249,13 @@ func summaryView(c *core.Checkout) view {
 	return v
 }
 
-func receiptView(c *core.Checkout) view {
+func receiptView(c *checkout.Checkout) view {
 	v := summaryView(c)
 	v.Kind = "receipt"
 	switch c.Kind {
-	case core.CheckoutCreditPack:
+	case checkout.KindCreditPack:
 		v.Title, v.Message = "Paid. Credits added.", "$"+core.FormatUSD(c.CreditMicros)+" of fax credit is in your test balance."
-	case core.CheckoutDraft:
+	case checkout.KindDraft:
 		v.Title, v.Message = "Paid. Your fax is queued.", "It is being sent now; its status shows wherever you started it."
 	default:
 		v.Title = "Paid."

@@ -13,17 +13,18 @@ import (
 	"time"
 
 	"github.com/faxhub/faxhub/core"
+	"github.com/faxhub/faxhub/core/checkout"
 	"github.com/faxhub/faxhub/core/payments/testcheckout"
 )
 
 // The real service is what cmd/faxhub passes to the page.
-var _ testcheckout.CheckoutService = (*core.Service)(nil)
+var _ testcheckout.CheckoutService = (*checkout.Service)(nil)
 
 // checkouts is a hand-written CheckoutService with core's semantics:
 // not found, expiry (410) and idempotent completion.
 type checkouts struct {
 	mu        sync.Mutex
-	byID      map[string]*core.Checkout
+	byID      map[string]*checkout.Checkout
 	completed map[string]int
 	getErr    error
 	// unpayable makes CheckoutPayable (and CompleteCheckout) refuse a
@@ -31,24 +32,24 @@ type checkouts struct {
 	unpayable map[string]error
 }
 
-func (s *checkouts) CheckoutPayable(_ context.Context, c *core.Checkout) error {
+func (s *checkouts) Payable(_ context.Context, c *checkout.Checkout) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if c.Status == core.CheckoutPaid {
+	if c.Status == checkout.Paid {
 		return nil
 	}
 	return s.unpayable[c.ID]
 }
 
-func newCheckouts(cs ...*core.Checkout) *checkouts {
-	s := &checkouts{byID: map[string]*core.Checkout{}, completed: map[string]int{}, unpayable: map[string]error{}}
+func newCheckouts(cs ...*checkout.Checkout) *checkouts {
+	s := &checkouts{byID: map[string]*checkout.Checkout{}, completed: map[string]int{}, unpayable: map[string]error{}}
 	for _, c := range cs {
 		s.byID[c.ID] = c
 	}
 	return s
 }
 
-func (s *checkouts) GetCheckout(_ context.Context, id string) (*core.Checkout, error) {
+func (s *checkouts) Get(_ context.Context, id string) (*checkout.Checkout, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.getErr != nil {
@@ -62,14 +63,14 @@ func (s *checkouts) GetCheckout(_ context.Context, id string) (*core.Checkout, e
 	return &cp, nil
 }
 
-func (s *checkouts) CompleteCheckout(_ context.Context, id string) (*core.Checkout, error) {
+func (s *checkouts) Complete(_ context.Context, id string) (*checkout.Checkout, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	c, ok := s.byID[id]
 	if !ok {
 		return nil, core.Errorf(core.KindNotFound, core.CodeNotFound, "checkout not found")
 	}
-	if c.Status == core.CheckoutPaid {
+	if c.Status == checkout.Paid {
 		cp := *c
 		return &cp, nil
 	}
@@ -81,7 +82,7 @@ func (s *checkouts) CompleteCheckout(_ context.Context, id string) (*core.Checko
 		return nil, core.Errorf(core.KindGone, core.CodeCheckoutState, "this checkout expired; start a new one")
 	}
 	s.completed[id]++
-	c.Status, c.PaidAt = core.CheckoutPaid, &now
+	c.Status, c.PaidAt = checkout.Paid, &now
 	cp := *c
 	return &cp, nil
 }
@@ -92,19 +93,19 @@ func (s *checkouts) completions(id string) int {
 	return s.completed[id]
 }
 
-func packCheckout(id string) *core.Checkout {
-	return &core.Checkout{
-		ID: id, OwnerID: "own_1", Mode: core.ModeTest, Kind: core.CheckoutCreditPack, PackID: "pack_100",
-		AmountMicros: 100_000_000, CreditMicros: 105_000_000, Status: core.CheckoutOpen,
+func packCheckout(id string) *checkout.Checkout {
+	return &checkout.Checkout{
+		ID: id, OwnerID: "own_1", Mode: core.ModeTest, Kind: checkout.KindCreditPack, PackID: "pack_100",
+		AmountMicros: 100_000_000, CreditMicros: 105_000_000, Status: checkout.Open,
 		CreatedAt: time.Now(), ExpiresAt: time.Now().Add(time.Hour),
 	}
 }
 
-func draftCheckout(id string) *core.Checkout {
+func draftCheckout(id string) *checkout.Checkout {
 	draft := "drf_123"
-	return &core.Checkout{
-		ID: id, OwnerID: "own_1", Mode: core.ModeTest, Kind: core.CheckoutDraft, DraftID: &draft,
-		AmountMicros: 215_000, Status: core.CheckoutOpen, CreatedAt: time.Now(), ExpiresAt: time.Now().Add(time.Hour),
+	return &checkout.Checkout{
+		ID: id, OwnerID: "own_1", Mode: core.ModeTest, Kind: checkout.KindDraft, DraftID: &draft,
+		AmountMicros: 215_000, Status: checkout.Open, CreatedAt: time.Now(), ExpiresAt: time.Now().Add(time.Hour),
 	}
 }
 
@@ -279,7 +280,7 @@ func TestUnpayableCheckouts(t *testing.T) {
 	expired := packCheckout("chk_expired")
 	expired.ExpiresAt = time.Now().Add(-time.Minute)
 	marked := packCheckout("chk_marked")
-	marked.Status = core.CheckoutExpired
+	marked.Status = checkout.Expired
 	svc := newCheckouts(live, expired, marked)
 	srv := serve(t, svc)
 
@@ -322,7 +323,7 @@ func TestExpiresBetweenPageAndPay(t *testing.T) {
 
 type racingCheckouts struct{ *checkouts }
 
-func (r *racingCheckouts) CompleteCheckout(ctx context.Context, id string) (*core.Checkout, error) {
+func (r *racingCheckouts) Complete(ctx context.Context, id string) (*checkout.Checkout, error) {
 	return nil, core.Errorf(core.KindGone, core.CodeCheckoutState, "this checkout expired; start a new one")
 }
 
