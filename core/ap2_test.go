@@ -16,7 +16,7 @@ import (
 	"testing"
 	"time"
 
-	jose "github.com/go-jose/go-jose/v3"
+	jose "github.com/go-jose/go-jose/v4"
 
 	"github.com/faxhub/faxhub/core"
 	"github.com/faxhub/faxhub/core/payments"
@@ -186,7 +186,7 @@ func approve(uv bool, a *core.Approval) core.Decision {
 // exactly as received.
 func verifyCart(t *testing.T, m *core.CartMandate, pub ed25519.PublicKey, cartID string, exp time.Time) {
 	t.Helper()
-	obj, err := jose.ParseSigned(m.MerchantAuthorization)
+	obj, err := jose.ParseSigned(m.MerchantAuthorization, []jose.SignatureAlgorithm{jose.EdDSA})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -557,7 +557,7 @@ func TestCreditPurchaseProductionWiring(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	obj, err := jose.ParseSigned(v.CartMandate.MerchantAuthorization)
+	obj, err := jose.ParseSigned(v.CartMandate.MerchantAuthorization, []jose.SignatureAlgorithm{jose.EdDSA})
 	if err != nil || obj.Signatures[0].Header.KeyID == "" || obj.Signatures[0].Header.Algorithm != "EdDSA" || v.ContextID != "ctx-1" {
 		t.Fatalf("cart mandate %q: %v", v.CartMandate.MerchantAuthorization, err)
 	}

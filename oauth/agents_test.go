@@ -14,7 +14,7 @@ import (
 	"testing"
 	"time"
 
-	jose "github.com/go-jose/go-jose/v3"
+	jose "github.com/go-jose/go-jose/v4"
 
 	"github.com/faxhub/faxhub/conformance/storetest"
 	"github.com/faxhub/faxhub/core"
@@ -458,7 +458,7 @@ func TestAgentAssertionShape(t *testing.T) {
 	h := newAgentHarness(t)
 	m := h.approved()
 	raw := m["identity_assertion"].(string)
-	obj, err := jose.ParseSigned(raw)
+	obj, err := jose.ParseSigned(raw, []jose.SignatureAlgorithm{jose.EdDSA})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	jose "github.com/go-jose/go-jose/v3"
+	jose "github.com/go-jose/go-jose/v4"
 
 	"github.com/faxhub/faxhub/core/authstate"
 	"github.com/faxhub/faxhub/oauth"
@@ -25,7 +25,7 @@ func (h *agentHarness) anonymousAssertion() (string, string) {
 		h.t.Fatalf("anonymous registration: %d %v", code, m)
 	}
 	raw := m["identity_assertion"].(string)
-	obj, err := jose.ParseSigned(raw)
+	obj, err := jose.ParseSigned(raw, []jose.SignatureAlgorithm{jose.EdDSA})
 	if err != nil {
 		h.t.Fatal(err)
 	}

@@ -20,8 +20,8 @@ import (
 	"testing"
 	"time"
 
-	jose "github.com/go-jose/go-jose/v3"
-	josejwt "github.com/go-jose/go-jose/v3/jwt"
+	jose "github.com/go-jose/go-jose/v4"
+	josejwt "github.com/go-jose/go-jose/v4/jwt"
 	"golang.org/x/oauth2"
 
 	"github.com/faxhub/faxhub/core"
@@ -503,7 +503,7 @@ func checkIDToken(t *testing.T, h *harness, tok *oauth2.Token, clientID string, 
 	if raw == "" {
 		t.Fatal("no id_token")
 	}
-	parsed, err := josejwt.ParseSigned(raw)
+	parsed, err := josejwt.ParseSigned(raw, []jose.SignatureAlgorithm{jose.RS256})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -529,7 +529,7 @@ func checkIDToken(t *testing.T, h *harness, tok *oauth2.Token, clientID string, 
 	if err := parsed.Claims(keys[0].Key, &std, &extra); err != nil {
 		t.Fatalf("id_token signature: %v", err)
 	}
-	if err := std.Validate(josejwt.Expected{Issuer: h.srv.Issuer(), Subject: owner.ID, Audience: josejwt.Audience{clientID}, Time: time.Now()}); err != nil {
+	if err := std.Validate(josejwt.Expected{Issuer: h.srv.Issuer(), Subject: owner.ID, AnyAudience: josejwt.Audience{clientID}, Time: time.Now()}); err != nil {
 		t.Fatalf("id_token claims: %v", err)
 	}
 	if extra.Email != owner.Email || !extra.EmailVerified || extra.Name != owner.Name {
@@ -943,7 +943,7 @@ func TestKeyRotationAndStorage(t *testing.T) {
 	clientID := h.registerDefault()
 	a := h.authRequest(clientID, []string{"openid", "email"})
 	tok := h.exchange(a, h.authorize(a, h.env.OwnerA, nil))
-	parsed, err := josejwt.ParseSigned(tok.Extra("id_token").(string))
+	parsed, err := josejwt.ParseSigned(tok.Extra("id_token").(string), []jose.SignatureAlgorithm{jose.RS256})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -25,7 +25,6 @@ import (
 	"github.com/ory/fosite/compose"
 	"github.com/ory/fosite/handler/oauth2"
 	"github.com/ory/fosite/handler/openid"
-	"github.com/ory/fosite/token/jwt"
 
 	"github.com/faxhub/faxhub/core"
 	"github.com/faxhub/faxhub/core/authstate"
@@ -204,9 +203,7 @@ func New(svc *core.Service, store authstate.OAuthStore, opts Options) (*Server, 
 		},
 		SendDebugMessagesToClients: false,
 	}
-	signer := &jwt.DefaultSigner{GetPrivateKey: func(ctx context.Context) (interface{}, error) {
-		return s.keys.signingKey(ctx, AlgRS256)
-	}}
+	signer := &fositeSigner{keys: s.keys}
 	s.tokens = compose.NewOAuth2HMACStrategy(s.cfg)
 	strategy := &compose.CommonStrategy{
 		CoreStrategy:               s.tokens,
