@@ -19,11 +19,11 @@ import (
 	"github.com/faxhub/faxhub/core/convert"
 	"github.com/faxhub/faxhub/core/payments/mpp"
 	"github.com/faxhub/faxhub/core/payments/stripe"
-	"github.com/faxhub/faxhub/core/payments/stripetest"
 	"github.com/faxhub/faxhub/core/payments/tempo"
-	"github.com/faxhub/faxhub/core/payments/tempotest"
 	"github.com/faxhub/faxhub/core/phone"
 	"github.com/faxhub/faxhub/core/provider/simulated"
+	"github.com/faxhub/faxhub/internal/stripetest"
+	"github.com/faxhub/faxhub/internal/tempotest"
 	"github.com/faxhub/faxhub/internal/testenv"
 )
 

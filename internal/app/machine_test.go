@@ -23,8 +23,8 @@ import (
 	"github.com/faxhub/faxhub/conformance/storetest"
 	"github.com/faxhub/faxhub/core"
 	"github.com/faxhub/faxhub/core/payments/mpp"
-	"github.com/faxhub/faxhub/core/payments/tempotest"
 	"github.com/faxhub/faxhub/internal/app"
+	"github.com/faxhub/faxhub/internal/tempotest"
 	"github.com/faxhub/faxhub/internal/testenv"
 )
 
