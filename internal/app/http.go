@@ -12,7 +12,6 @@ import (
 	"github.com/faxhub/faxhub/core/payments/testcheckout"
 	"github.com/faxhub/faxhub/core/prometheus"
 	"github.com/faxhub/faxhub/core/provider/simulated"
-	"github.com/faxhub/faxhub/core/provider/telnyx"
 	"github.com/faxhub/faxhub/core/web"
 	"github.com/faxhub/faxhub/hostagent"
 	"github.com/faxhub/faxhub/oauth"
@@ -20,6 +19,7 @@ import (
 	a2aserver "github.com/faxhub/faxhub/protocols/a2a"
 	mcpserver "github.com/faxhub/faxhub/protocols/mcp"
 	"github.com/faxhub/faxhub/rest"
+	telnyxhook "github.com/faxhub/faxhub/rest/webhooks/telnyx"
 )
 
 // Handler is the whole HTTP surface of a process. Both origins (base and
@@ -49,7 +49,7 @@ func (a *App) Handler() http.Handler {
 	// Stripe's signed events (live checkouts), on both origins.
 	mux.Handle(stripecheckout.WebhookPath, a.stripeWebhookHandler())
 	// Telnyx's signed events (live faxes, numbers, received faxes).
-	mux.Handle(telnyx.WebhookPath, a.telnyxWebhookHandler())
+	mux.Handle(telnyxhook.WebhookPath, a.telnyxWebhookHandler())
 
 	// The authorization server owns its discovery documents and /api/auth
 	// endpoints; later issues add agent registration beside them.
