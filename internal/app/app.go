@@ -36,6 +36,7 @@ import (
 	"github.com/faxhub/faxhub/passkeys"
 	a2aserver "github.com/faxhub/faxhub/protocols/a2a"
 	mcpserver "github.com/faxhub/faxhub/protocols/mcp"
+	stripehook "github.com/faxhub/faxhub/rest/webhooks/stripe"
 )
 
 // Options configure a faxhub process. Zero values take the defaults of the
@@ -140,7 +141,7 @@ type App struct {
 	stripeTest *stripetest.Server
 	// stripeWebhook serves POST /webhooks/stripe; nil when Stripe is not
 	// configured.
-	stripeWebhook *stripecheckout.Webhook
+	stripeWebhook *stripehook.Webhook
 	// telnyxKey verifies POST /webhooks/telnyx; nil when Telnyx is not
 	// configured.
 	telnyxKey ed25519.PublicKey
@@ -334,7 +335,7 @@ func (a *App) wire(ctx context.Context) error {
 	}
 	a.Queue, a.Svc = q, svc
 	if live != nil {
-		if a.stripeWebhook, err = stripecheckout.NewWebhook(svc, o.Stripe.WebhookSecret, o.Logger); err != nil {
+		if a.stripeWebhook, err = stripehook.NewWebhook(svc, o.Stripe.WebhookSecret, o.Logger); err != nil {
 			return err
 		}
 	}

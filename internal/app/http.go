@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/faxhub/faxhub/core"
-	"github.com/faxhub/faxhub/core/payments/stripecheckout"
 	"github.com/faxhub/faxhub/core/payments/testcheckout"
 	"github.com/faxhub/faxhub/core/prometheus"
 	"github.com/faxhub/faxhub/core/provider/simulated"
@@ -19,6 +18,7 @@ import (
 	a2aserver "github.com/faxhub/faxhub/protocols/a2a"
 	mcpserver "github.com/faxhub/faxhub/protocols/mcp"
 	"github.com/faxhub/faxhub/rest"
+	stripehook "github.com/faxhub/faxhub/rest/webhooks/stripe"
 	telnyxhook "github.com/faxhub/faxhub/rest/webhooks/telnyx"
 )
 
@@ -47,7 +47,7 @@ func (a *App) Handler() http.Handler {
 	}
 	mux.Handle(testcheckout.TestCheckoutPath, testcheckout.TestCheckoutPage(a.Svc, a.Logger))
 	// Stripe's signed events (live checkouts), on both origins.
-	mux.Handle(stripecheckout.WebhookPath, a.stripeWebhookHandler())
+	mux.Handle(stripehook.WebhookPath, a.stripeWebhookHandler())
 	// Telnyx's signed events (live faxes, numbers, received faxes).
 	mux.Handle(telnyxhook.WebhookPath, a.telnyxWebhookHandler())
 

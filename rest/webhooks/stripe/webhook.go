@@ -1,4 +1,8 @@
-package stripecheckout
+// Package stripe receives Stripe's signed webhook events for live
+// checkouts (POST /webhooks/stripe): it verifies the Stripe-Signature
+// header and turns Checkout Session and refund events into core calls. The
+// Checkout gateway (the outbound client) is core/payments/stripecheckout.
+package stripe
 
 import (
 	"context"
