@@ -13,6 +13,7 @@ import (
 	"github.com/faxhub/faxhub/core/provider/simulated"
 	"github.com/faxhub/faxhub/core/web"
 	"github.com/faxhub/faxhub/hostagent"
+	checkoutpage "github.com/faxhub/faxhub/internal/testcheckout"
 	"github.com/faxhub/faxhub/oauth"
 	"github.com/faxhub/faxhub/passkeys"
 	a2aserver "github.com/faxhub/faxhub/protocols/a2a"
@@ -45,7 +46,7 @@ func (a *App) Handler() http.Handler {
 	if a.stripeTest != nil {
 		mux.Handle("POST "+StripeTestMintPath, a.stripeTestMint())
 	}
-	mux.Handle(testcheckout.TestCheckoutPath, testcheckout.TestCheckoutPage(a.Svc, a.Logger))
+	mux.Handle(testcheckout.TestCheckoutPath, checkoutpage.TestCheckoutPage(a.Svc, a.Logger))
 	// Stripe's signed events (live checkouts), on both origins.
 	mux.Handle(stripehook.WebhookPath, a.stripeWebhookHandler())
 	// Telnyx's signed events (live faxes, numbers, received faxes).
