@@ -458,7 +458,7 @@ func TestAgentAssertionShape(t *testing.T) {
 	h := newAgentHarness(t)
 	m := h.approved()
 	raw := m["identity_assertion"].(string)
-	obj, err := jose.ParseSigned(raw, []jose.SignatureAlgorithm{jose.EdDSA})
+	obj, err := jose.ParseSignedCompact(raw, []jose.SignatureAlgorithm{jose.EdDSA})
 	if err != nil {
 		t.Fatal(err)
 	}

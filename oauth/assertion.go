@@ -82,7 +82,7 @@ func (s *Server) verifyAssertion(ctx context.Context, assertion string) (verifie
 	if assertion == "" {
 		return verifiedAssertion{}, core.Errorf(core.KindInvalid, core.CodeInvalidRequest, "assertion is required")
 	}
-	obj, err := jose.ParseSigned(assertion, []jose.SignatureAlgorithm{jose.EdDSA})
+	obj, err := jose.ParseSignedCompact(assertion, []jose.SignatureAlgorithm{jose.EdDSA})
 	if err != nil || len(obj.Signatures) != 1 {
 		return verifiedAssertion{}, core.ErrAgentAssertion
 	}

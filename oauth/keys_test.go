@@ -25,7 +25,7 @@ func (h *agentHarness) anonymousAssertion() (string, string) {
 		h.t.Fatalf("anonymous registration: %d %v", code, m)
 	}
 	raw := m["identity_assertion"].(string)
-	obj, err := jose.ParseSigned(raw, []jose.SignatureAlgorithm{jose.EdDSA})
+	obj, err := jose.ParseSignedCompact(raw, []jose.SignatureAlgorithm{jose.EdDSA})
 	if err != nil {
 		h.t.Fatal(err)
 	}

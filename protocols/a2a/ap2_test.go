@@ -95,7 +95,7 @@ func verifyCart(t *testing.T, e *env, c cart) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	sig, err := jose.ParseSigned(c.jws, []jose.SignatureAlgorithm{jose.EdDSA})
+	sig, err := jose.ParseSignedCompact(c.jws, []jose.SignatureAlgorithm{jose.EdDSA})
 	if err != nil || len(sig.Signatures) != 1 {
 		t.Fatalf("merchant_authorization %q: %v", c.jws, err)
 	}
