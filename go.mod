@@ -7,6 +7,7 @@ require (
 	github.com/descope/virtualwebauthn v1.0.3
 	github.com/go-jose/go-jose/v4 v4.1.8
 	github.com/go-webauthn/webauthn v0.18.2
+	github.com/gorilla/mux v1.8.1
 	github.com/hashicorp/golang-lru/v2 v2.0.7
 	github.com/hhrutter/tiff v1.0.6
 	github.com/jackc/pgx/v5 v5.12.0
