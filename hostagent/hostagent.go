@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/faxhub/faxhub/core"
+	"github.com/faxhub/faxhub/core/web"
 )
 
 // The paths this adapter serves (on both origins; the issuer is {api_url}).
@@ -45,7 +46,7 @@ const (
 	DefaultExecuteInterval  = 500 * time.Millisecond // 120 a minute
 )
 
-// Paths lists every path Handler serves; internal/app mounts each.
+// Paths lists every path the adapter serves.
 func Paths() []string {
 	return []string{PathConfiguration, PathHostCreate, PathHostEnroll, PathRegister, PathStatus, PathDeviceCode, PathRevoke, PathExecute, PathCapabilityStat}
 }
@@ -75,7 +76,6 @@ type Handler struct {
 	// by the owner) exactly like the other owner endpoints.
 	crossOrigin *http.CrossOriginProtection
 	caps        []capability
-	mux         *http.ServeMux
 }
 
 // New builds the adapter over svc.
@@ -93,31 +93,37 @@ func New(svc *core.Service, opts Options) *Handler {
 	if opts.Description == "" {
 		opts.Description = "faxhub sends faxes for its owners: price a fax, upload a document, send it with the owner's passkey approval, follow its delivery, read and buy credits."
 	}
-	h := &Handler{svc: svc, opts: opts, log: opts.Logger, verify: newVerifier(svc, opts.APIURL),
+	return &Handler{svc: svc, opts: opts, log: opts.Logger, verify: newVerifier(svc, opts.APIURL),
 		crossOrigin: http.NewCrossOriginProtection(), caps: capabilityTable(svc.CreditPacks())}
-	mux := http.NewServeMux()
-	mux.HandleFunc("GET "+PathConfiguration, h.configuration)
-	mux.HandleFunc("OPTIONS "+PathConfiguration, h.preflight)
-	mux.HandleFunc("POST "+PathHostCreate, h.hostCreate)
-	mux.HandleFunc("POST "+PathHostEnroll, h.hostEnroll)
-	mux.HandleFunc("POST "+PathRegister, h.register)
-	mux.HandleFunc("GET "+PathStatus, h.status)
-	mux.HandleFunc("POST "+PathDeviceCode, h.deviceCode)
-	mux.HandleFunc("POST "+PathRevoke, h.revoke)
-	mux.HandleFunc("POST "+PathExecute, h.execute)
-	mux.HandleFunc("GET "+PathCapabilityStat, h.sendStatus)
-	h.mux = mux
-	return h
 }
 
-// ServeHTTP answers every path of Paths; a wrong method is 405 in the
-// protocol's error shape.
-func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if _, pattern := h.mux.Handler(r); pattern == "" {
-		w.Header().Set("Cache-Control", "no-store")
-		e := core.Errorf(core.KindInvalid, core.CodeMethodNotAllowed, "%s is not allowed on %s", r.Method, r.URL.Path)
-		writeJSON(w, http.StatusMethodNotAllowed, map[string]any{"error": e.Code, "message": e.Message})
-		return
+// Register puts the delegated endpoints on r (the API origin, but host
+// creation, which the owner's console calls, on the base origin). Any
+// other method on one of their paths is 405 in the protocol's error
+// shape.
+func (h *Handler) Register(r *web.Router) {
+	api, base := r.Group("hostagent", web.OriginAPI), r.Group("hostagent", web.OriginBase)
+	route := func(g *web.Group, name, method, path string, auth web.Auth, f http.HandlerFunc) {
+		g.Handle(web.Route{Name: "hostagent." + name, Methods: method, Path: path, Auth: auth}, f)
 	}
-	h.mux.ServeHTTP(w, r)
+	route(api, "configuration", "GET", PathConfiguration, web.AuthNone, h.configuration)
+	route(api, "configurationPreflight", "OPTIONS", PathConfiguration, web.AuthNone, h.preflight)
+	route(base, "hostCreate", "POST", PathHostCreate, web.AuthSession, h.hostCreate)
+	route(api, "hostEnroll", "POST", PathHostEnroll, web.AuthCapability, h.hostEnroll)
+	route(api, "register", "POST", PathRegister, web.AuthHostJWT, h.register)
+	route(api, "status", "GET", PathStatus, web.AuthHostJWT, h.status)
+	route(api, "deviceCode", "POST", PathDeviceCode, web.AuthHostJWT, h.deviceCode)
+	route(api, "revoke", "POST", PathRevoke, web.AuthHostJWT+"|"+web.AuthSession, h.revoke)
+	route(api, "execute", "POST", PathExecute, web.AuthAgentJWT, h.execute)
+	route(api, "capabilityStatus", "GET", PathCapabilityStat, web.AuthAgentJWT, h.sendStatus)
+	for _, p := range Paths() {
+		api.Fallback(p, http.HandlerFunc(h.methodNotAllowed))
+	}
+}
+
+// methodNotAllowed answers a method no route of the path takes.
+func (h *Handler) methodNotAllowed(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Cache-Control", "no-store")
+	e := core.Errorf(core.KindInvalid, core.CodeMethodNotAllowed, "%s is not allowed on %s", r.Method, r.URL.Path)
+	writeJSON(w, http.StatusMethodNotAllowed, map[string]any{"error": e.Code, "message": e.Message})
 }

@@ -44,6 +44,13 @@ type harness struct {
 	noRedirect *http.Client
 }
 
+// routed is a router with srv's routes alone, both origins on base.
+func routed(srv *oauth.Server, base string) *web.Router {
+	r := web.NewRouter(web.Origins{web.OriginBase: base, web.OriginAPI: base})
+	srv.Register(r)
+	return r
+}
+
 func newHarness(t *testing.T, mod func(*oauth.Options), envOpts ...testenv.Option) *harness {
 	t.Helper()
 	var (
@@ -68,11 +75,10 @@ func newHarness(t *testing.T, mod func(*oauth.Options), envOpts ...testenv.Optio
 	if err != nil {
 		t.Fatal(err)
 	}
-	mux := http.NewServeMux()
-	mux.Handle("/", srv.Handler())
-	mux.Handle("/mcp", protected(srv, ts.URL))
+	r := routed(srv, ts.URL)
+	r.Group("test", web.OriginBase).Handle(web.Route{Name: "test.mcp", Methods: "POST", Path: "/mcp", OwnMethods: true, Auth: web.AuthBearer}, protected(srv, ts.URL))
 	mu.Lock()
-	h = mux
+	h = r
 	mu.Unlock()
 	return &harness{
 		t: t, env: env, srv: srv, base: ts.URL,

@@ -39,6 +39,13 @@ type harness struct {
 	grants  *grantDir
 }
 
+// routed is a router with the console's routes alone.
+func routed(con *passkeys.Console) *web.Router {
+	r := web.NewRouter(web.Origins{web.OriginBase: baseURL, web.OriginAPI: baseURL})
+	con.Register(r)
+	return r
+}
+
 func newHarness(t *testing.T) *harness {
 	t.Helper()
 	env := testenv.New(t)
@@ -50,10 +57,7 @@ func newHarness(t *testing.T) *harness {
 		t.Fatal(err)
 	}
 	h.console = con
-	mux := http.NewServeMux()
-	for _, p := range passkeys.Paths() {
-		mux.Handle(p, con.Handler())
-	}
+	mux := routed(con)
 	// The console's TLS origin is faxhub.test; the test server listens on
 	// 127.0.0.1 with a certificate its client trusts.
 	h.srv = httptest.NewTLSServer(mux)
@@ -384,7 +388,7 @@ func TestSignUpErrorsAndEnumeration(t *testing.T) {
 		req.RemoteAddr = peer
 		req.Header.Set("X-Forwarded-For", "127.0.0.1")
 		rec := httptest.NewRecorder()
-		h.console.Handler().ServeHTTP(rec, req)
+		routed(h.console).ServeHTTP(rec, req)
 		if rec.Code != http.StatusNotFound || strings.Contains(rec.Body.String(), "verify?token=") {
 			t.Fatalf("mailbox from %s: %d\n%s", peer, rec.Code, rec.Body)
 		}

@@ -148,8 +148,13 @@ type App struct {
 	// signer forwards core's signing to the OAuth server, which is built
 	// after the service (it needs it); wireOwners sets it once.
 	signer *issuerSigner
-	// metrics records and serves the metrics; nil without MetricsAddr.
+	// metrics records the metrics; nil without MetricsAddr.
 	metrics *prometheus.Metrics
+	// router is the public HTTP surface's one router, handler the router
+	// in its middleware (buildRouter); metricsRouter the metrics
+	// listener's, nil without MetricsAddr.
+	router, metricsRouter *web.Router
+	handler               http.Handler
 }
 
 // issuerSigner is core.Deps.Signer: the OAuth server's key, which exists
@@ -411,6 +416,7 @@ func (a *App) wireOwners() error {
 		AuthorizationURL: md.AuthorizationEndpoint, TokenURL: md.TokenEndpoint, Logger: o.Logger,
 	})
 	a.HostAgent = hostagent.New(a.Svc, hostagent.Options{BaseURL: o.BaseURL, APIURL: a.Svc.Config().APIURL, Logger: o.Logger})
+	a.buildRouter()
 	return nil
 }
 

@@ -18,6 +18,7 @@ import (
 
 	"github.com/faxhub/faxhub/core"
 	"github.com/faxhub/faxhub/core/payments/testcheckout"
+	"github.com/faxhub/faxhub/core/web"
 )
 
 // CheckoutService is what the page needs from core (*core.Service has it).
@@ -32,23 +33,32 @@ var templateFS embed.FS
 
 var pageTemplate = template.Must(template.ParseFS(templateFS, "templates/page.html"))
 
-// TestCheckoutPage serves GET and POST /checkout/test/{id}. POSTs from other
-// origins are refused, since a paid checkout spends nothing real but does
-// queue faxes and add credits.
-func TestCheckoutPage(svc CheckoutService, logger *slog.Logger) http.Handler {
+// Page is the test checkout page.
+type Page struct{ p *checkoutPage }
+
+// NewPage builds the page over svc.
+func NewPage(svc CheckoutService, logger *slog.Logger) *Page {
 	if logger == nil {
 		logger = slog.Default()
 	}
-	h := &checkoutPage{svc: svc, logger: logger, now: time.Now}
-	mux := http.NewServeMux()
-	mux.HandleFunc("GET "+testcheckout.TestCheckoutPath+"{id}", h.show)
-	mux.HandleFunc("POST "+testcheckout.TestCheckoutPath+"{id}", h.pay)
+	return &Page{&checkoutPage{svc: svc, logger: logger, now: time.Now}}
+}
+
+// Register puts GET and POST /checkout/test/{id} on r (base origin); any
+// other request under /checkout/test/ is the router's 404 or 405. POSTs
+// from other origins are refused, since a paid checkout spends nothing
+// real but does queue faxes and add credits.
+func (pg *Page) Register(r *web.Router) {
+	h := pg.p
 	cop := http.NewCrossOriginProtection()
 	cop.SetDenyHandler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		h.render(w, http.StatusForbidden, view{Kind: "problem", Title: "Request refused",
 			Message: "This payment was submitted from another site, so it was not processed. Open the checkout link again and pay from this page."})
 	}))
-	return cop.Handler(mux)
+	g := r.Group("testcheckout", web.OriginBase, cop.Handler)
+	g.HandleFunc(web.Route{Name: "testcheckout.page", Methods: "GET", Path: testcheckout.TestCheckoutPath + "{id}", Auth: web.AuthCapability}, h.show)
+	g.HandleFunc(web.Route{Name: "testcheckout.pay", Methods: "POST", Path: testcheckout.TestCheckoutPath + "{id}", Auth: web.AuthCapability}, h.pay)
+	g.Fallback(testcheckout.TestCheckoutPath, nil)
 }
 
 type checkoutPage struct {

@@ -14,6 +14,7 @@ import (
 
 	"github.com/faxhub/faxhub/core"
 	"github.com/faxhub/faxhub/core/payments/testcheckout"
+	"github.com/faxhub/faxhub/core/web"
 	checkoutpage "github.com/faxhub/faxhub/internal/testcheckout"
 )
 
@@ -110,9 +111,9 @@ func draftCheckout(id string) *core.Checkout {
 }
 
 func serve(t *testing.T, svc checkoutpage.CheckoutService) *httptest.Server {
-	mux := http.NewServeMux()
-	mux.Handle(testcheckout.TestCheckoutPath, checkoutpage.TestCheckoutPage(svc, nil))
-	srv := httptest.NewServer(mux)
+	r := web.NewRouter(web.Origins{web.OriginBase: "http://faxhub.test"})
+	checkoutpage.NewPage(svc, nil).Register(r)
+	srv := httptest.NewServer(r)
 	t.Cleanup(srv.Close)
 	return srv
 }

@@ -102,6 +102,15 @@ func New(svc *core.Service, verifier core.TokenVerifier, opts Options) *Handler 
 	return h
 }
 
+// Register puts the A2A endpoint (POST /a2a; the handler answers every
+// method on it, 405 as a JSON-RPC error) and the agent card on r, on the
+// base origin.
+func (h *Handler) Register(r *web.Router) {
+	g := r.Group("a2a", web.OriginBase)
+	g.Handle(web.Route{Name: "a2a.endpoint", Methods: "POST", Path: Path, OwnMethods: true, Auth: web.AuthBearer}, h)
+	g.HandleFunc(web.Route{Name: "a2a.card", Methods: "GET", Path: CardPath, Auth: web.AuthNone}, h.ServeCard)
+}
+
 // Resource is the A2A resource identifier (the token audience).
 func (h *Handler) Resource() string { return h.opts.BaseURL + Path }
 

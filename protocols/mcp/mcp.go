@@ -102,6 +102,15 @@ func New(svc *core.Service, verifier core.TokenVerifier, opts Options) *Handler 
 	return h
 }
 
+// Register puts the MCP endpoint (POST /mcp; the handler answers every
+// method on it) and the upload page on r, on the base origin. The page
+// PUTs files to the API origin.
+func (h *Handler) Register(r *web.Router) {
+	g := r.Group("mcp", web.OriginBase)
+	g.Handle(web.Route{Name: "mcp.endpoint", Methods: "POST", Path: Path, OwnMethods: true, Auth: web.AuthBearer}, h)
+	registerUploadPage(g, r.Origin(web.OriginAPI))
+}
+
 // Resource is the MCP resource identifier (the token audience).
 func (h *Handler) Resource() string { return h.opts.BaseURL + Path }
 

@@ -48,6 +48,16 @@ var EventTypes = [...]string{
 	string(stripe.EventTypeChargeRefunded),
 }
 
+// Register puts POST WebhookPath on r (API origin), served by h: the
+// Webhook, or what the server answers instead when Stripe is not
+// configured. h is given every method (the Webhook refuses the others with
+// a problem).
+func Register(r *web.Router, h http.Handler) {
+	r.Group("webhooks", web.OriginAPI).Handle(web.Route{
+		Name: "webhooks.stripe", Methods: "POST", Path: WebhookPath, OwnMethods: true, Auth: web.AuthSignature,
+	}, h)
+}
+
 // Service is what the webhook needs from core (*core.Service has it).
 type Service interface {
 	CompleteCheckoutPaid(ctx context.Context, id string, ref core.PaymentRef) (*core.Checkout, error)

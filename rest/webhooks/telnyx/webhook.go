@@ -45,6 +45,16 @@ const (
 	CodeWebhookTooLarge  = "webhook_too_large"
 )
 
+// Register puts POST WebhookPath on r (API origin), served by h: the
+// webhook, or what the server answers instead when Telnyx is not
+// configured. h is given every method (the webhook refuses the others with
+// a problem).
+func Register(r *web.Router, h http.Handler) {
+	r.Group("webhooks", web.OriginAPI).Handle(web.Route{
+		Name: "webhooks.telnyx", Methods: "POST", Path: WebhookPath, OwnMethods: true, Auth: web.AuthSignature,
+	}, h)
+}
+
 // Sink is what the webhook tells core (*core.Service implements it).
 // Duplicated and out-of-order events are harmless there: a final attempt
 // ignores later reports, a received fax is unique by its provider
