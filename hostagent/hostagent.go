@@ -8,6 +8,7 @@ package hostagent
 
 import (
 	"cmp"
+	"errors"
 	"log/slog"
 	"net/http"
 	"time"
@@ -76,6 +77,9 @@ type Handler struct {
 	// by the owner) exactly like the other owner endpoints.
 	crossOrigin *http.CrossOriginProtection
 	caps        []capability
+	// urls is the router the adapter is registered on (Register): it
+	// builds the URLs the adapter hands out.
+	urls *web.Router
 }
 
 // New builds the adapter over svc.
@@ -102,6 +106,7 @@ func New(svc *core.Service, opts Options) *Handler {
 // other method on one of their paths is 405 in the protocol's error
 // shape.
 func (h *Handler) Register(r *web.Router) {
+	h.urls = r
 	api, base := r.Group("hostagent", web.OriginAPI), r.Group("hostagent", web.OriginBase)
 	route := func(g *web.Group, name, method, path string, auth web.Auth, f http.HandlerFunc) {
 		g.Handle(web.Route{Name: "hostagent." + name, Methods: method, Path: path, Auth: auth}, f)
@@ -119,6 +124,15 @@ func (h *Handler) Register(r *web.Router) {
 	for _, p := range Paths() {
 		api.Fallback(p, http.HandlerFunc(h.methodNotAllowed))
 	}
+}
+
+// url is the absolute URL of a named route of the router the adapter is
+// registered on.
+func (h *Handler) url(name string, pairs ...string) (string, error) {
+	if h.urls == nil {
+		return "", errors.New("hostagent: the adapter is not registered on a router")
+	}
+	return h.urls.URL(name, pairs...)
 }
 
 // methodNotAllowed answers a method no route of the path takes.

@@ -584,7 +584,7 @@ func TestAgentTwoReplicas(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ts2 := h1.env.Serve(routed(srv2, h1.base))
+	ts2 := h1.env.Serve(routed(srv2, h1.env, h1.base))
 	h2 := &agentHarness{harness: &harness{t: t, env: h1.env, srv: srv2, base: ts2.URL, noRedirect: h1.noRedirect}, clock: c}
 	for i := range core.AgentMaxLiveEnrollments {
 		if i%2 == 0 {

@@ -52,7 +52,7 @@ func TestKeyRotationOverlap(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ts2 := h.env.Serve(routed(srv2, h.base))
+	ts2 := h.env.Serve(routed(srv2, h.env, h.base))
 	exchangeAt := func(base, assertion string) (int, map[string]any) {
 		return h.post2(base, url.Values{"grant_type": {oauth.GrantTypeJWTBearer}, "assertion": {assertion}, "resource": {h.mcp()}})
 	}

@@ -28,6 +28,7 @@ import (
 	"github.com/faxhub/faxhub/core/web"
 	"github.com/faxhub/faxhub/internal/testenv"
 	"github.com/faxhub/faxhub/oauth"
+	"github.com/faxhub/faxhub/passkeys"
 )
 
 const redirectURI = "http://127.0.0.1:53682/callback"
@@ -44,10 +45,12 @@ type harness struct {
 	noRedirect *http.Client
 }
 
-// routed is a router with srv's routes alone, both origins on base.
-func routed(srv *oauth.Server, base string) *web.Router {
+// routed is a router with srv's routes and the console's (the server
+// sends owners to its sign-in and approval pages), both origins on base.
+func routed(srv *oauth.Server, env *testenv.Env, base string) *web.Router {
 	r := web.NewRouter(web.Origins{web.OriginBase: base, web.OriginAPI: base})
 	srv.Register(r)
+	passkeys.New(env.Svc, env.DB, passkeys.Options{BaseURL: base}).Register(r)
 	return r
 }
 
@@ -75,7 +78,7 @@ func newHarness(t *testing.T, mod func(*oauth.Options), envOpts ...testenv.Optio
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := routed(srv, ts.URL)
+	r := routed(srv, env, ts.URL)
 	r.Group("test", web.OriginBase).Handle(web.Route{Name: "test.mcp", Methods: "POST", Path: "/mcp", OwnMethods: true, Auth: web.AuthBearer}, protected(srv, ts.URL))
 	mu.Lock()
 	h = r
@@ -93,7 +96,12 @@ func protected(srv *oauth.Server, base string) http.Handler {
 		tok, _ := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
 		p, err := srv.VerifyAccessToken(r.Context(), tok, base+"/mcp")
 		if err != nil {
-			w.Header().Set("WWW-Authenticate", `Bearer resource_metadata="`+srv.ResourceMetadataURL("/mcp")+`"`)
+			prm, err := srv.ResourceMetadataURL("/mcp")
+			if err != nil {
+				http.Error(w, err.Error(), http.StatusInternalServerError)
+				return
+			}
+			w.Header().Set("WWW-Authenticate", `Bearer resource_metadata="`+prm+`"`)
 			http.Error(w, "unauthorized", http.StatusUnauthorized)
 			return
 		}

@@ -48,8 +48,6 @@ const (
 	PathRevoke                   = IssuerPath + "/oauth2/revoke"
 	PathJWKS                     = IssuerPath + "/jwks"
 	PathAuthGuide                = "/auth.md"
-	signInPath                   = "/signin"
-	consolePathApprovals         = "/console/approvals/"
 	defaultAccessTokenLifespan   = time.Hour
 	defaultRefreshTokenLifespan  = 30 * 24 * time.Hour
 	defaultAuthorizeCodeLifespan = 10 * time.Minute
@@ -120,6 +118,9 @@ type Server struct {
 	// resources are the protected resources a token may be issued for
 	// (RFC 8707): the MCP server and the A2A endpoint.
 	resources []string
+	// urls is the router the server's routes are on (Register): it builds
+	// the URLs the server hands out.
+	urls *web.Router
 }
 
 var (
@@ -279,6 +280,7 @@ var (
 // Each takes every method: it refuses the others itself with an OAuth
 // error (405 invalid_request), and a CORS endpoint answers preflights.
 func (s *Server) Register(r *web.Router) {
+	s.urls = r
 	for _, rt := range s.routes() {
 		h := methods(rt.handler, rt.methods...)
 		ms := strings.Join(rt.methods, " ")
@@ -290,6 +292,29 @@ func (s *Server) Register(r *web.Router) {
 			Name: rt.name, Methods: ms, Path: rt.path, OwnMethods: true, Auth: rt.auth,
 		}, h)
 	}
+}
+
+// url is the absolute URL of a named route of the router the server is
+// registered on; path is its path alone.
+func (s *Server) url(name string, pairs ...string) (string, error) {
+	if s.urls == nil {
+		return "", errors.New("oauth: the server is not registered on a router")
+	}
+	return s.urls.URL(name, pairs...)
+}
+
+func (s *Server) path(name string, pairs ...string) (string, error) {
+	if s.urls == nil {
+		return "", errors.New("oauth: the server is not registered on a router")
+	}
+	return s.urls.Path(name, pairs...)
+}
+
+// guideURL is where auth.md is, for the messages that point there (the
+// server's own route: once Register ran it is always there).
+func (s *Server) guideURL() string {
+	u, _ := s.url("oauth.guide")
+	return u
 }
 
 // cors lets browser-based clients (MCP Inspector, web chat apps) read the

@@ -32,7 +32,7 @@ func newAgentsHarness(t *testing.T) (*harness, http.Handler) {
 	if err := con.Err(); err != nil {
 		t.Fatal(err)
 	}
-	mux := routed(con)
+	mux := routed(con, env.Svc)
 	h.srv = httptest.NewTLSServer(mux)
 	t.Cleanup(h.srv.Close)
 	as := web.NewRouter(web.Origins{web.OriginBase: baseURL, web.OriginAPI: baseURL})

@@ -14,6 +14,7 @@ import (
 	"crypto/sha256"
 	"embed"
 	"encoding/base64"
+	"errors"
 	"fmt"
 	"html/template"
 	"io/fs"
@@ -71,6 +72,9 @@ type Console struct {
 	err   error
 	// secure marks cookies Secure (BaseURL is https).
 	secure bool
+	// urls is the router the console is registered on (Register): it
+	// builds the links the console hands out.
+	urls *web.Router
 }
 
 //go:embed templates/*.html
@@ -145,6 +149,7 @@ func Paths() []string {
 // cross-origin request is refused before a handler runs. A misconfigured
 // console (Err) answers 500 on all of them.
 func (c *Console) Register(r *web.Router) {
+	c.urls = r
 	g := r.Group("passkeys", web.OriginBase, c.guard())
 	static, _ := fs.Sub(staticFS, "static")
 	none, session := web.AuthNone, web.AuthSession
@@ -216,6 +221,15 @@ func (c *Console) Register(r *web.Router) {
 	for _, p := range Paths() {
 		g.Fallback(p, http.HandlerFunc(c.notFound))
 	}
+}
+
+// url is the absolute URL of a named route of the router the console is
+// registered on.
+func (c *Console) url(name string, pairs ...string) (string, error) {
+	if c.urls == nil {
+		return "", errors.New("passkeys: the console is not registered on a router")
+	}
+	return c.urls.URL(name, pairs...)
 }
 
 // guard is the middleware of every console answer: a misconfigured

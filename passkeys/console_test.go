@@ -21,6 +21,7 @@ import (
 	"github.com/faxhub/faxhub/core"
 	"github.com/faxhub/faxhub/core/mail"
 	"github.com/faxhub/faxhub/core/web"
+	"github.com/faxhub/faxhub/hostagent"
 	"github.com/faxhub/faxhub/internal/passkeytest"
 	"github.com/faxhub/faxhub/internal/testenv"
 	"github.com/faxhub/faxhub/passkeys"
@@ -39,10 +40,13 @@ type harness struct {
 	grants  *grantDir
 }
 
-// routed is a router with the console's routes alone.
-func routed(con *passkeys.Console) *web.Router {
-	r := web.NewRouter(web.Origins{web.OriginBase: baseURL, web.OriginAPI: baseURL})
+// routed is a router with the console's routes and the delegated hosts'
+// (the console hands out their enroll URL).
+func routed(con *passkeys.Console, svc *core.Service) *web.Router {
+	api := svc.Config().APIURL
+	r := web.NewRouter(web.Origins{web.OriginBase: baseURL, web.OriginAPI: api})
 	con.Register(r)
+	hostagent.New(svc, hostagent.Options{BaseURL: baseURL, APIURL: api}).Register(r)
 	return r
 }
 
@@ -57,7 +61,7 @@ func newHarness(t *testing.T) *harness {
 		t.Fatal(err)
 	}
 	h.console = con
-	mux := routed(con)
+	mux := routed(con, env.Svc)
 	// The console's TLS origin is faxhub.test; the test server listens on
 	// 127.0.0.1 with a certificate its client trusts.
 	h.srv = httptest.NewTLSServer(mux)
@@ -388,7 +392,7 @@ func TestSignUpErrorsAndEnumeration(t *testing.T) {
 		req.RemoteAddr = peer
 		req.Header.Set("X-Forwarded-For", "127.0.0.1")
 		rec := httptest.NewRecorder()
-		routed(h.console).ServeHTTP(rec, req)
+		routed(h.console, h.env.Svc).ServeHTTP(rec, req)
 		if rec.Code != http.StatusNotFound || strings.Contains(rec.Body.String(), "verify?token=") {
 			t.Fatalf("mailbox from %s: %d\n%s", peer, rec.Code, rec.Body)
 		}

@@ -53,7 +53,7 @@ func newHostsHarness(t *testing.T, opts ...testenv.Option) *harness {
 		t.Fatal(err)
 	}
 	h.console = con
-	mux := routed(con)
+	mux := routed(con, env.Svc)
 	h.srv = httptest.NewTLSServer(mux)
 	t.Cleanup(h.srv.Close)
 	return h

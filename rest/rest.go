@@ -61,6 +61,8 @@ type api struct {
 	opts   Options
 	log    *slog.Logger
 	routes []route
+	// urls is the router the API is registered on (Register).
+	urls *web.Router
 
 	openapi []byte
 	llms    []byte
@@ -105,6 +107,7 @@ func newAPI(svc *core.Service, opts Options, logger *slog.Logger) *api {
 }
 
 func (a *api) register(r *web.Router) {
+	a.urls = r
 	v1 := r.Group("rest", web.OriginAPI, a.v1Headers)
 	docs := r.Group("rest", web.OriginBase)
 	for _, rt := range a.routes {
@@ -176,8 +179,13 @@ func (a *api) v1Headers(next http.Handler) http.Handler {
 func (a *api) notRouted(w http.ResponseWriter, r *http.Request) {
 	allow := web.Allowed(r)
 	if len(allow) == 0 {
+		doc, err := a.urls.URL("rest.getOpenAPI")
+		if err != nil {
+			web.WriteError(w, r, a.log, err)
+			return
+		}
 		web.WriteError(w, r, a.log, core.Errorf(core.KindNotFound, core.CodeNotFound,
-			"there is no endpoint %s %s; the API is described at %s/openapi.json", r.Method, web.RedactPath(r.URL.Path), a.opts.BaseURL))
+			"there is no endpoint %s %s; the API is described at %s", r.Method, web.RedactPath(r.URL.Path), doc))
 		return
 	}
 	allowed := strings.Join(allow, ", ")

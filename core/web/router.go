@@ -512,20 +512,34 @@ var ErrNoRoute = errors.New("web: no route of that name")
 // {variables} given as name, value pairs (each value one path segment,
 // escaped here).
 func (r *Router) URL(name string, pairs ...string) (string, error) {
+	e, p, err := r.path(name, pairs)
+	if err != nil {
+		return "", err
+	}
+	return r.origins[e.Origin] + p, nil
+}
+
+// Path is the named route's path alone, as URL builds it, for a link or a
+// redirect that stays on the origin the request came to.
+func (r *Router) Path(name string, pairs ...string) (string, error) {
+	_, p, err := r.path(name, pairs)
+	return p, err
+}
+
+func (r *Router) path(name string, pairs []string) (*entry, string, error) {
 	r.build()
 	e := r.byName[name]
 	if e == nil {
-		return "", fmt.Errorf("%w: %q", ErrNoRoute, name)
+		return nil, "", fmt.Errorf("%w: %q", ErrNoRoute, name)
 	}
 	if len(pairs)%2 != 0 {
-		return "", fmt.Errorf("web: URL(%q): pairs must be name, value pairs", name)
+		return nil, "", fmt.Errorf("web: URL(%q): pairs must be name, value pairs", name)
 	}
-	gr := r.mux.Get(name)
-	u, err := gr.URLPath(pairs...)
+	u, err := r.mux.Get(name).URLPath(pairs...)
 	if err != nil {
-		return "", fmt.Errorf("web: URL(%q): %w", name, err)
+		return nil, "", fmt.Errorf("web: URL(%q): %w", name, err)
 	}
-	return r.origins[e.Origin] + u.String(), nil
+	return e, u.String(), nil
 }
 
 // Origin is the URL of an origin of the router ("" if it has none).

@@ -181,6 +181,9 @@ func TestURL(t *testing.T) {
 			t.Errorf("URL(%s, %v) = %q, want an error", c.name, c.pairs, got)
 		}
 	}
+	if p, err := r.Path("rest.getFax", "id", "fax_1"); err != nil || p != "/api/v1/faxes/fax_1" {
+		t.Errorf("Path = %q, %v", p, err)
+	}
 	// A built URL is served by its route.
 	u, _ := r.URL("rest.getFax", "id", "a b")
 	if got := serve(r, "GET", strings.TrimPrefix(u, "https://api.fax.example")); got.status != 200 {

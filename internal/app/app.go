@@ -408,13 +408,9 @@ func (a *App) wireOwners() error {
 	a.OAuth, a.Console = srv, con
 	a.signer.srv = srv
 	a.MCP = mcpserver.New(a.Svc, srv, mcpserver.Options{BaseURL: o.BaseURL, Enabled: o.MCPOAuth, Logger: o.Logger})
-	// The agent card names the authorization server's endpoints; they come
-	// from its metadata so the two cannot disagree.
-	md := srv.Metadata()
-	a.A2A = a2aserver.New(a.Svc, srv, a2aserver.Options{
-		BaseURL: o.BaseURL, ASMetadataURL: a.Svc.Config().APIURL + oauth.PathASMetadataIssuer,
-		AuthorizationURL: md.AuthorizationEndpoint, TokenURL: md.TokenEndpoint, Logger: o.Logger,
-	})
+	// The agent card names the authorization server's endpoints: the
+	// router builds them from their routes' names.
+	a.A2A = a2aserver.New(a.Svc, srv, a2aserver.Options{BaseURL: o.BaseURL, Logger: o.Logger})
 	a.HostAgent = hostagent.New(a.Svc, hostagent.Options{BaseURL: o.BaseURL, APIURL: a.Svc.Config().APIURL, Logger: o.Logger})
 	a.buildRouter()
 	return nil
