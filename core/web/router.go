@@ -542,6 +542,21 @@ func (r *Router) path(name string, pairs []string) (*entry, string, error) {
 	return e, u.String(), nil
 }
 
+// Lookup is the route that would serve method on path (a path template's
+// variables filled in), without serving anything.
+func (r *Router) Lookup(method, path string) (Route, bool) {
+	r.build()
+	req, err := http.NewRequest(method, path, nil)
+	if err != nil {
+		return Route{}, false
+	}
+	e := r.match(req, method, req.URL.EscapedPath())
+	if e == nil {
+		return Route{}, false
+	}
+	return e.Route, true
+}
+
 // Origin is the URL of an origin of the router ("" if it has none).
 func (r *Router) Origin(o Origin) string { return r.origins[o] }
 

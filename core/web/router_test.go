@@ -196,6 +196,12 @@ func TestRoutesAndSlot(t *testing.T) {
 	r.Group("rest", web.OriginAPI).Handle(web.Route{Name: "rest.getFax", Methods: "GET", Path: "/api/v1/faxes/{id}", Auth: web.AuthAPIKey}, echo(""))
 	r.Group("rest", web.OriginAPI).Fallback("/api/v1/", nil)
 	r.Group("app", web.OriginBase).Handle(web.Route{Name: "app.health", Methods: "GET", Path: "/healthz", Auth: web.AuthNone}, echo(""))
+	if rt, ok := r.Lookup("GET", "/api/v1/faxes/fax_1"); !ok || rt.Name != "rest.getFax" {
+		t.Errorf("Lookup = %+v, %v", rt, ok)
+	}
+	if rt, ok := r.Lookup("POST", "/api/v1/faxes/fax_1"); ok {
+		t.Errorf("Lookup of another method = %+v", rt)
+	}
 	got := r.Routes()
 	if len(got) != 2 {
 		t.Fatalf("Routes = %+v", got)
