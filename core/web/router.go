@@ -116,7 +116,6 @@ type entry struct {
 type fallback struct {
 	pattern string
 	prefix  bool
-	adapter string
 	handler http.Handler
 }
 
@@ -190,7 +189,7 @@ func (g *Group) Fallback(pattern string, h http.Handler) {
 			panic("web: two fallbacks for " + pattern)
 		}
 	}
-	r.fallbacks = append(r.fallbacks, &fallback{pattern: pattern, prefix: strings.HasSuffix(pattern, "/"), adapter: g.adapter, handler: g.wrapped(h)})
+	r.fallbacks = append(r.fallbacks, &fallback{pattern: pattern, prefix: strings.HasSuffix(pattern, "/"), handler: g.wrapped(h)})
 }
 
 func (r *Router) add(rt Route, g *Group, h http.Handler) {
@@ -367,41 +366,45 @@ func (r *Router) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 		w.WriteHeader(http.StatusBadRequest)
 		return
 	}
+	var m mux.RouteMatch
+	var e *entry
+	if r.mux.Match(req, &m) && m.MatchErr == nil && m.Route != nil {
+		e = r.byRoute[m.Route]
+	}
 	if req.Method != http.MethodConnect {
 		escaped := req.URL.EscapedPath()
 		clean := cleanPath(escaped)
+		served := e != nil && clean == escaped && (!e.Prefix || e.Path == clean)
 		// As ServeMux: /tree answers with a redirect to /tree/ when only
 		// the subtree exists, then unclean paths redirect to clean ones.
-		if !strings.HasSuffix(clean, "/") && r.exact(req, req.Method, clean) == nil && !r.exactFallback(clean) {
-			if e := r.exact(req, req.Method, clean+"/"); e != nil || r.exactFallback(clean+"/") {
-				slot.record(e, r.fallbackFor(clean+"/"))
+		if !served && !strings.HasSuffix(clean, "/") && r.exact(req, req.Method, clean) == nil && !r.exactFallback(clean) {
+			if t := r.exact(req, req.Method, clean+"/"); t != nil || r.exactFallback(clean+"/") {
+				slot.record(t, r.fallbackFor(clean+"/"))
 				u := &url.URL{Path: cleanPath(req.URL.Path) + "/", RawQuery: req.URL.RawQuery}
 				redirect := http.RedirectHandler(u.String(), http.StatusTemporaryRedirect)
-				if e != nil {
+				if t != nil {
 					// A subtree route redirects inside its group's
 					// middleware (as the adapter's own ServeMux did); a
 					// fallback's subtree as the router.
-					redirect = e.group.wrapped(redirect)
+					redirect = t.group.wrapped(redirect)
 				}
 				redirect.ServeHTTP(w, req)
 				return
 			}
 		}
 		if clean != escaped {
-			e := r.match(req, req.Method, clean)
+			t := r.match(req, req.Method, clean)
 			var f *fallback
-			if e == nil {
+			if t == nil {
 				f = r.fallbackFor(clean)
 			}
-			slot.record(e, f)
+			slot.record(t, f)
 			u := &url.URL{Path: clean, RawQuery: req.URL.RawQuery}
 			http.RedirectHandler(u.String(), http.StatusTemporaryRedirect).ServeHTTP(w, req)
 			return
 		}
 	}
-	var m mux.RouteMatch
-	if r.mux.Match(req, &m) && m.MatchErr == nil && m.Route != nil {
-		e := r.byRoute[m.Route]
+	if e != nil {
 		slot.record(e, nil)
 		for k, v := range m.Vars {
 			if u, err := url.PathUnescape(v); err == nil {
