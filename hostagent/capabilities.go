@@ -78,7 +78,7 @@ func outObject(props map[string]any) map[string]any {
 
 const phiNote = " Never put protected health information (PHI) in arguments or cover text."
 
-// capabilityTable lists the capabilities in core.Capabilities() order
+// capabilityTable lists the capabilities in hosts.Capabilities() order
 // (a test checks both agree). packs are the credit packs on sale.
 func capabilityTable(packs []core.CreditPack) []capability {
 	packIDs := make([]string, 0, len(packs))

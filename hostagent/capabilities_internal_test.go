@@ -46,7 +46,7 @@ func TestCapabilityTable(t *testing.T) {
 		}
 	}
 	if !slices.Equal(names, hosts.Capabilities()) {
-		t.Fatalf("table %v, core.Capabilities() %v", names, hosts.Capabilities())
+		t.Fatalf("table %v, hosts.Capabilities() %v", names, hosts.Capabilities())
 	}
 }
 

@@ -10,8 +10,17 @@ import (
 const configurationMaxAge = "300"
 
 // Configuration is GET /.well-known/agent-configuration (protocol §5.1):
-// the same document on both origins, its issuer always {api_url}.
-func (h *Handler) Configuration() map[string]any {
+// the same document on both origins, its issuer always {api_url}. The
+// execute URL and the documentation are the URLs of their routes.
+func (h *Handler) Configuration() (map[string]any, error) {
+	execute, err := h.url("hostagent.execute")
+	if err != nil {
+		return nil, err
+	}
+	guide, err := h.url("oauth.guide")
+	if err != nil {
+		return nil, err
+	}
 	caps := make([]map[string]any, 0, len(h.caps))
 	for _, c := range h.caps {
 		caps = append(caps, c.json())
@@ -23,7 +32,7 @@ func (h *Handler) Configuration() map[string]any {
 		"description":   h.opts.Description,
 		"issuer":        api,
 		// The execute URL; agent JWTs may name it or the issuer as aud.
-		"default_location": api + PathExecute,
+		"default_location": execute,
 		// Key type Ed25519; JWTs are signed with alg EdDSA.
 		"algorithms":       []string{"Ed25519"},
 		"modes":            []string{"delegated"},
@@ -41,19 +50,24 @@ func (h *Handler) Configuration() map[string]any {
 			"capability_status": PathCapabilityStat,
 		},
 		"capabilities":              caps,
-		"documentation":             h.opts.BaseURL + "/auth.md",
+		"documentation":             guide,
 		"dynamic_host_registration": false,
-	}
+	}, nil
 }
 
 // configuration serves discovery: public, cacheable, readable from any
 // origin (no credentials).
 func (h *Handler) configuration(w http.ResponseWriter, r *http.Request) {
+	doc, err := h.Configuration()
+	if err != nil {
+		h.writeError(w, r, err)
+		return
+	}
 	w.Header().Set("Access-Control-Allow-Origin", "*")
 	w.Header().Set("Cache-Control", "public, max-age="+configurationMaxAge)
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(http.StatusOK)
-	_ = json.NewEncoder(w).Encode(h.Configuration())
+	_ = json.NewEncoder(w).Encode(doc)
 }
 
 func (h *Handler) preflight(w http.ResponseWriter, r *http.Request) {

@@ -13,7 +13,7 @@ import (
 	"github.com/faxhub/faxhub/hostagent"
 )
 
-// docs/hostagent.md's capability table, discovery and core.Capabilities()
+// docs/hostagent.md's capability table, discovery and hosts.Capabilities()
 // agree: the same capabilities in the same order, and every argument the
 // docs name is an input property of discovery (and every property is in
 // the docs).

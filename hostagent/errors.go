@@ -69,7 +69,9 @@ func (h *Handler) writeError(w http.ResponseWriter, r *http.Request, err error) 
 	}
 	body["error"], body["message"] = code, msg
 	if code == hosts.CodeInvalidJWT {
-		w.Header().Set("WWW-Authenticate", `AgentAuth discovery="`+h.opts.APIURL+PathConfiguration+`"`)
+		if discovery, err := h.url("hostagent.configuration"); err == nil {
+			w.Header().Set("WWW-Authenticate", `AgentAuth discovery="`+discovery+`"`)
+		}
 	}
 	if e.Kind == core.KindRateLimited && e.RetryAfterSeconds > 0 {
 		w.Header().Set("Retry-After", strconv.Itoa(e.RetryAfterSeconds))

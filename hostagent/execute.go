@@ -272,8 +272,12 @@ func (h *Handler) inlineDocument(ctx context.Context, p core.Principal, agent *h
 }
 
 // statusURL is where an agent polls a send request.
-func (h *Handler) statusURL(id string) string {
-	return h.opts.APIURL + PathCapabilityStat + "?id=" + url.QueryEscape(id)
+func (h *Handler) statusURL(id string) (string, error) {
+	u, err := h.url("hostagent.capabilityStatus")
+	if err != nil {
+		return "", err
+	}
+	return u + "?id=" + url.QueryEscape(id), nil
 }
 
 // sendFax asks the owner (core: an approval requiring user verification,
@@ -307,12 +311,21 @@ func (h *Handler) sendFax(w http.ResponseWriter, r *http.Request, p core.Princip
 		h.writeError(w, r, err)
 		return
 	}
-	su := h.statusURL(ds.ID)
+	su, err := h.statusURL(ds.ID)
+	if err != nil {
+		h.writeError(w, r, err)
+		return
+	}
+	// Where the owner approves it (their inbox shows it too).
+	approval, err := h.url("passkeys.approval", "id", ds.ApprovalID)
+	if err != nil {
+		h.writeError(w, r, err)
+		return
+	}
 	w.Header().Set("Location", su)
 	writeJSON(w, http.StatusAccepted, map[string]any{
 		"status": "pending", "status_url": su, "id": ds.ID, "approval_id": ds.ApprovalID, "expires_at": rfc3339(ds.ExpiresAt),
-		// Where the owner approves it (their inbox shows it too).
-		"approval_url": h.opts.BaseURL + ds.ApprovalPath,
+		"approval_url": approval,
 		"send":         sendJSON(ds),
 	})
 }
@@ -347,7 +360,10 @@ func (h *Handler) sendStatus(w http.ResponseWriter, r *http.Request) {
 	}
 	out := map[string]any{"status": ds.Status, "id": ds.ID, "send": sendJSON(ds)}
 	if ds.Status == hosts.SendPending {
-		out["status_url"] = h.statusURL(ds.ID)
+		if out["status_url"], err = h.statusURL(ds.ID); err != nil {
+			h.writeError(w, r, err)
+			return
+		}
 	}
 	if fax != nil {
 		out["data"] = faxJSON(fax)

@@ -8,12 +8,14 @@ package hostagent
 
 import (
 	"cmp"
+	"errors"
 	"log/slog"
 	"net/http"
 	"time"
 
 	"github.com/faxhub/faxhub/core"
 	"github.com/faxhub/faxhub/core/services"
+	"github.com/faxhub/faxhub/core/web"
 )
 
 // The paths this adapter serves (on both origins; the issuer is {api_url}).
@@ -30,7 +32,7 @@ const (
 )
 
 // Body limits: a small JSON body everywhere, and room for an inline
-// document (core.MaxInlineDocumentBytes, base64) on execute.
+// document (hosts.MaxInlineDocumentBytes, base64) on execute.
 const (
 	maxJSONBytes    = 16 << 10
 	maxExecuteBytes = 512 << 10
@@ -46,7 +48,7 @@ const (
 	DefaultExecuteInterval  = 500 * time.Millisecond // 120 a minute
 )
 
-// Paths lists every path Handler serves; internal/app mounts each.
+// Paths lists every path the adapter serves.
 func Paths() []string {
 	return []string{PathConfiguration, PathHostCreate, PathHostEnroll, PathRegister, PathStatus, PathDeviceCode, PathRevoke, PathExecute, PathCapabilityStat}
 }
@@ -76,7 +78,9 @@ type Handler struct {
 	// by the owner) exactly like the other owner endpoints.
 	crossOrigin *http.CrossOriginProtection
 	caps        []capability
-	mux         *http.ServeMux
+	// urls is the router the adapter is registered on (Register): it
+	// builds the URLs the adapter hands out.
+	urls *web.Router
 }
 
 // New builds the adapter over svc.
@@ -94,31 +98,47 @@ func New(svc *services.Set, opts Options) *Handler {
 	if opts.Description == "" {
 		opts.Description = "faxhub sends faxes for its owners: price a fax, upload a document, send it with the owner's passkey approval, follow its delivery, read and buy credits."
 	}
-	h := &Handler{svc: svc, opts: opts, log: opts.Logger, verify: newVerifier(svc.Hosts, opts.APIURL),
+	return &Handler{svc: svc, opts: opts, log: opts.Logger, verify: newVerifier(svc.Hosts, opts.APIURL),
 		crossOrigin: http.NewCrossOriginProtection(), caps: capabilityTable(svc.Core.CreditPacks())}
-	mux := http.NewServeMux()
-	mux.HandleFunc("GET "+PathConfiguration, h.configuration)
-	mux.HandleFunc("OPTIONS "+PathConfiguration, h.preflight)
-	mux.HandleFunc("POST "+PathHostCreate, h.hostCreate)
-	mux.HandleFunc("POST "+PathHostEnroll, h.hostEnroll)
-	mux.HandleFunc("POST "+PathRegister, h.register)
-	mux.HandleFunc("GET "+PathStatus, h.status)
-	mux.HandleFunc("POST "+PathDeviceCode, h.deviceCode)
-	mux.HandleFunc("POST "+PathRevoke, h.revoke)
-	mux.HandleFunc("POST "+PathExecute, h.execute)
-	mux.HandleFunc("GET "+PathCapabilityStat, h.sendStatus)
-	h.mux = mux
-	return h
 }
 
-// ServeHTTP answers every path of Paths; a wrong method is 405 in the
-// protocol's error shape.
-func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if _, pattern := h.mux.Handler(r); pattern == "" {
-		w.Header().Set("Cache-Control", "no-store")
-		e := core.Errorf(core.KindInvalid, core.CodeMethodNotAllowed, "%s is not allowed on %s", r.Method, r.URL.Path)
-		writeJSON(w, http.StatusMethodNotAllowed, map[string]any{"error": e.Code, "message": e.Message})
-		return
+// Register puts the delegated endpoints on r (the API origin, but host
+// creation, which the owner's console calls, on the base origin). Any
+// other method on one of their paths is 405 in the protocol's error
+// shape.
+func (h *Handler) Register(r *web.Router) {
+	h.urls = r
+	api, base := r.Group("hostagent", web.OriginAPI), r.Group("hostagent", web.OriginBase)
+	route := func(g *web.Group, name, method, path string, auth web.Auth, f http.HandlerFunc) {
+		g.Handle(web.Route{Name: "hostagent." + name, Methods: method, Path: path, Auth: auth}, f)
 	}
-	h.mux.ServeHTTP(w, r)
+	route(api, "configuration", "GET", PathConfiguration, web.AuthNone, h.configuration)
+	route(api, "configurationPreflight", "OPTIONS", PathConfiguration, web.AuthNone, h.preflight)
+	route(base, "hostCreate", "POST", PathHostCreate, web.AuthSession, h.hostCreate)
+	route(api, "hostEnroll", "POST", PathHostEnroll, web.AuthCapability, h.hostEnroll)
+	route(api, "register", "POST", PathRegister, web.AuthHostJWT, h.register)
+	route(api, "status", "GET", PathStatus, web.AuthHostJWT, h.status)
+	route(api, "deviceCode", "POST", PathDeviceCode, web.AuthHostJWT, h.deviceCode)
+	route(api, "revoke", "POST", PathRevoke, web.AuthHostJWT+"|"+web.AuthSession, h.revoke)
+	route(api, "execute", "POST", PathExecute, web.AuthAgentJWT, h.execute)
+	route(api, "capabilityStatus", "GET", PathCapabilityStat, web.AuthAgentJWT, h.sendStatus)
+	for _, p := range Paths() {
+		api.Fallback(p, http.HandlerFunc(h.methodNotAllowed))
+	}
+}
+
+// url is the absolute URL of a named route of the router the adapter is
+// registered on.
+func (h *Handler) url(name string, pairs ...string) (string, error) {
+	if h.urls == nil {
+		return "", errors.New("hostagent: the adapter is not registered on a router")
+	}
+	return h.urls.URL(name, pairs...)
+}
+
+// methodNotAllowed answers a method no route of the path takes.
+func (h *Handler) methodNotAllowed(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Cache-Control", "no-store")
+	e := core.Errorf(core.KindInvalid, core.CodeMethodNotAllowed, "%s is not allowed on %s", r.Method, r.URL.Path)
+	writeJSON(w, http.StatusMethodNotAllowed, map[string]any{"error": e.Code, "message": e.Message})
 }

@@ -195,7 +195,7 @@ func signature(tok *jwt.JSONWebToken, pub ed25519.PublicKey, thumbprint string, 
 
 // times checks iat, exp (and nbf when present) against the service clock:
 // not issued in the future, not expired, exp − iat at most
-// core.DelegatedJWTMaxLifetime; core.DelegatedJWTSkew applies both ways.
+// hosts.JWTMaxLifetime; hosts.JWTSkew applies both ways.
 func (v *verifier) times(c *jwtClaims) error {
 	now := v.deps.Now()
 	iat, exp := c.IssuedAt.Time(), c.Expiry.Time()

@@ -14,7 +14,7 @@ import (
 	"testing"
 	"time"
 
-	jose "github.com/go-jose/go-jose/v3"
+	jose "github.com/go-jose/go-jose/v4"
 
 	"github.com/faxhub/faxhub/conformance/storetest"
 	"github.com/faxhub/faxhub/core"
@@ -460,7 +460,7 @@ func TestAgentAssertionShape(t *testing.T) {
 	h := newAgentHarness(t)
 	m := h.approved()
 	raw := m["identity_assertion"].(string)
-	obj, err := jose.ParseSigned(raw)
+	obj, err := jose.ParseSignedCompact(raw, []jose.SignatureAlgorithm{jose.EdDSA})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -586,7 +586,7 @@ func TestAgentTwoReplicas(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ts2 := h1.env.Serve(srv2.Handler())
+	ts2 := h1.env.Serve(routed(srv2, h1.env, h1.base))
 	h2 := &agentHarness{harness: &harness{t: t, env: h1.env, srv: srv2, base: ts2.URL, noRedirect: h1.noRedirect}, clock: c}
 	for i := range agents.MaxLiveEnrollments {
 		if i%2 == 0 {

@@ -7,7 +7,7 @@ import (
 	"fmt"
 	"time"
 
-	jose "github.com/go-jose/go-jose/v3"
+	jose "github.com/go-jose/go-jose/v4"
 
 	"github.com/faxhub/faxhub/core"
 	"github.com/faxhub/faxhub/core/agents"
@@ -83,7 +83,7 @@ func (s *Server) verifyAssertion(ctx context.Context, assertion string) (verifie
 	if assertion == "" {
 		return verifiedAssertion{}, core.Errorf(core.KindInvalid, core.CodeInvalidRequest, "assertion is required")
 	}
-	obj, err := jose.ParseSigned(assertion)
+	obj, err := jose.ParseSignedCompact(assertion, []jose.SignatureAlgorithm{jose.EdDSA})
 	if err != nil || len(obj.Signatures) != 1 {
 		return verifiedAssertion{}, agents.ErrAssertion
 	}

@@ -70,7 +70,7 @@ func errInvalidTarget(hint string) *fosite.RFC6749Error {
 }
 
 func mcpOAuthOff(w http.ResponseWriter, s *Server) {
-	web.WriteOAuthError(w, http.StatusForbidden, "access_denied", "MCP OAuth is disabled on this server (--mcp-oauth off); use an API key or agent registration (see "+s.opts.BaseURL+PathAuthGuide+")")
+	web.WriteOAuthError(w, http.StatusForbidden, "access_denied", "MCP OAuth is disabled on this server (--mcp-oauth off); use an API key or agent registration (see "+s.guideURL()+")")
 }
 
 // checkAuthorize applies faxhub's rules that fosite leaves open: one
@@ -152,7 +152,9 @@ func (s *Server) ownerSession(r *http.Request) (*core.Session, error) {
 	return web.OwnerSession(r, s.svc.Core)
 }
 
-func redirectToSignIn(w http.ResponseWriter, r *http.Request) {
+// redirectToSignIn sends the browser to the console's sign-in page, on
+// the origin it came to, to come back here.
+func (s *Server) redirectToSignIn(w http.ResponseWriter, r *http.Request) {
 	next := r.URL.EscapedPath()
 	if r.Method == http.MethodPost {
 		// The request continues as a GET with the same parameters.
@@ -160,13 +162,28 @@ func redirectToSignIn(w http.ResponseWriter, r *http.Request) {
 	} else if r.URL.RawQuery != "" {
 		next += "?" + r.URL.RawQuery
 	}
+	signIn, err := s.path("passkeys.signinPage")
+	if err != nil {
+		s.log.ErrorContext(r.Context(), "authorize: the sign-in page", "err", err)
+		web.WriteOAuthError(w, http.StatusInternalServerError, "server_error", "the sign-in page is not available")
+		return
+	}
 	w.Header().Set("Cache-Control", "no-store")
-	http.Redirect(w, r, signInPath+"?next="+url.QueryEscape(next), http.StatusSeeOther)
+	http.Redirect(w, r, signIn+"?next="+url.QueryEscape(next), http.StatusSeeOther)
 }
 
-func consentURL(approvalID string) string {
-	ret := PathAuthorizeResume + "?approval=" + url.QueryEscape(approvalID)
-	return consolePathApprovals + url.PathEscape(approvalID) + "?return=" + url.QueryEscape(ret)
+// consentURL is the console's page of the consent approval, on the origin
+// the request came to, which returns to resume once decided.
+func (s *Server) consentURL(approvalID string) (string, error) {
+	resume, err := s.path("oauth.authorizeResume")
+	if err != nil {
+		return "", err
+	}
+	page, err := s.path("passkeys.approval", "id", approvalID)
+	if err != nil {
+		return "", err
+	}
+	return page + "?return=" + url.QueryEscape(resume+"?approval="+url.QueryEscape(approvalID)), nil
 }
 
 // authorize validates the request, sends an owner who is not signed in to
@@ -209,7 +226,7 @@ func (s *Server) authorize(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if sess == nil {
-		redirectToSignIn(w, r)
+		s.redirectToSignIn(w, r)
 		return
 	}
 	c, err := s.store.GetOAuthClient(ctx, ar.GetClient().GetID())
@@ -243,8 +260,13 @@ func (s *Server) authorize(w http.ResponseWriter, r *http.Request) {
 		s.writeAuthorizeError(ctx, w, ar, fosite.ErrServerError.WithWrap(err))
 		return
 	}
+	consent, err := s.consentURL(a.ID)
+	if err != nil {
+		s.writeAuthorizeError(ctx, w, ar, fosite.ErrServerError.WithWrap(err))
+		return
+	}
 	w.Header().Set("Cache-Control", "no-store")
-	http.Redirect(w, r, consentURL(a.ID), http.StatusSeeOther)
+	http.Redirect(w, r, consent, http.StatusSeeOther)
 }
 
 // resume finishes an authorization once the owner has decided its consent.
@@ -266,7 +288,7 @@ func (s *Server) resume(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if sess == nil {
-		redirectToSignIn(w, r)
+		s.redirectToSignIn(w, r)
 		return
 	}
 	unknown := func() {
@@ -314,8 +336,13 @@ func (s *Server) resume(w http.ResponseWriter, r *http.Request) {
 	}
 	switch a.Status {
 	case core.ApprovalPending:
+		consent, err := s.consentURL(a.ID)
+		if err != nil {
+			s.writeAuthorizeError(ctx, w, ar, fosite.ErrServerError.WithWrap(err))
+			return
+		}
 		w.Header().Set("Cache-Control", "no-store")
-		http.Redirect(w, r, consentURL(a.ID), http.StatusSeeOther)
+		http.Redirect(w, r, consent, http.StatusSeeOther)
 		return
 	case core.ApprovalApproved, core.ApprovalDeclined, core.ApprovalExpired:
 	default:

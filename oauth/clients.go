@@ -306,7 +306,7 @@ type clientResponse struct {
 func (s *Server) register(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
 	if !s.opts.MCPOAuth {
-		web.WriteOAuthError(w, http.StatusForbidden, "access_denied", "MCP OAuth is disabled on this server (--mcp-oauth off): dynamic client registration is not available; use an API key or agent registration (see "+s.opts.BaseURL+PathAuthGuide+")")
+		web.WriteOAuthError(w, http.StatusForbidden, "access_denied", "MCP OAuth is disabled on this server (--mcp-oauth off): dynamic client registration is not available; use an API key or agent registration (see "+s.guideURL()+")")
 		return
 	}
 	if ct := r.Header.Get("Content-Type"); !strings.HasPrefix(strings.ToLower(ct), "application/json") {

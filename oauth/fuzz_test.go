@@ -28,7 +28,7 @@ func fuzzServer(f *testing.F) (*testenv.Env, http.Handler) {
 	if err != nil {
 		f.Fatal(err)
 	}
-	return env, srv.Handler()
+	return env, routed(srv, env, "http://faxhub.test")
 }
 
 // noNetwork fails every request.

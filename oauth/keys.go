@@ -16,7 +16,7 @@ import (
 
 	"github.com/faxhub/faxhub/core/authstate"
 	"github.com/faxhub/faxhub/core/seal"
-	jose "github.com/go-jose/go-jose/v3"
+	jose "github.com/go-jose/go-jose/v4"
 )
 
 // Signing algorithms: EdDSA for identity assertions (agent registration),

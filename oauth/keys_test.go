@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	jose "github.com/go-jose/go-jose/v3"
+	jose "github.com/go-jose/go-jose/v4"
 
 	"github.com/faxhub/faxhub/core/authstate"
 	"github.com/faxhub/faxhub/oauth"
@@ -25,7 +25,7 @@ func (h *agentHarness) anonymousAssertion() (string, string) {
 		h.t.Fatalf("anonymous registration: %d %v", code, m)
 	}
 	raw := m["identity_assertion"].(string)
-	obj, err := jose.ParseSigned(raw)
+	obj, err := jose.ParseSignedCompact(raw, []jose.SignatureAlgorithm{jose.EdDSA})
 	if err != nil {
 		h.t.Fatal(err)
 	}
@@ -52,7 +52,7 @@ func TestKeyRotationOverlap(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ts2 := h.env.Serve(srv2.Handler())
+	ts2 := h.env.Serve(routed(srv2, h.env, h.base))
 	exchangeAt := func(base, assertion string) (int, map[string]any) {
 		return h.post2(base, url.Values{"grant_type": {oauth.GrantTypeJWTBearer}, "assertion": {assertion}, "resource": {h.mcp()}})
 	}

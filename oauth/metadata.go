@@ -3,6 +3,7 @@ package oauth
 import (
 	_ "embed"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"strings"
 
@@ -54,15 +55,24 @@ type AgentAuth struct {
 	Skill string `json:"skill"`
 }
 
-// Metadata returns the authorization server metadata.
-func (s *Server) Metadata() ASMetadata {
+// Metadata returns the authorization server metadata. Its endpoints are
+// the URLs of the server's routes (Register must have run).
+func (s *Server) Metadata() (ASMetadata, error) {
+	urls := map[string]string{}
+	for _, name := range []string{"oauth.authorize", "oauth.token", "oauth.register", "oauth.revoke", "oauth.jwks", "oauth.guide"} {
+		u, err := s.url(name)
+		if err != nil {
+			return ASMetadata{}, err
+		}
+		urls[name] = u
+	}
 	return ASMetadata{
 		Issuer:                                 s.issuer,
-		AuthorizationEndpoint:                  s.opts.APIURL + PathAuthorize,
-		TokenEndpoint:                          s.opts.APIURL + PathToken,
-		RegistrationEndpoint:                   s.opts.APIURL + PathRegister,
-		RevocationEndpoint:                     s.opts.APIURL + PathRevoke,
-		JWKSURI:                                s.opts.APIURL + PathJWKS,
+		AuthorizationEndpoint:                  urls["oauth.authorize"],
+		TokenEndpoint:                          urls["oauth.token"],
+		RegistrationEndpoint:                   urls["oauth.register"],
+		RevocationEndpoint:                     urls["oauth.revoke"],
+		JWKSURI:                                urls["oauth.jwks"],
 		ScopesSupported:                        supportedScopes(),
 		ResponseTypesSupported:                 []string{"code"},
 		ResponseModesSupported:                 []string{"query"},
@@ -75,13 +85,19 @@ func (s *Server) Metadata() ASMetadata {
 		SubjectTypesSupported:                  []string{"public"},
 		IDTokenSigningAlgValuesSupported:       []string{AlgRS256},
 		ClaimsSupported:                        []string{"sub", "iss", "aud", "exp", "iat", "auth_time", "nonce", "name", "email", "email_verified"},
-		ServiceDocumentation:                   s.opts.BaseURL + PathAuthGuide,
-		AgentAuth:                              AgentAuth{Skill: s.opts.BaseURL + PathAuthGuide},
-	}
+		ServiceDocumentation:                   urls["oauth.guide"],
+		AgentAuth:                              AgentAuth{Skill: urls["oauth.guide"]},
+	}, nil
 }
 
 func (s *Server) serveASMetadata(w http.ResponseWriter, r *http.Request) {
-	b, _ := json.Marshal(s.Metadata())
+	md, err := s.Metadata()
+	if err != nil {
+		s.log.ErrorContext(r.Context(), "authorization server metadata", "err", err)
+		web.WriteOAuthError(w, http.StatusInternalServerError, "server_error", "the metadata could not be built")
+		return
+	}
+	b, _ := json.Marshal(md)
 	writePublic(w, "application/json", b)
 }
 
@@ -95,9 +111,14 @@ type ProtectedResourceMetadata struct {
 	ResourceDocumentation  string   `json:"resource_documentation,omitempty"`
 }
 
+// prmRoutes name the RFC 9728 document of each resource path.
+var prmRoutes = map[string]string{"": "oauth.protectedResource", "/mcp": "oauth.protectedResourceMCP", "/a2a": "oauth.protectedResourceA2A"}
+
 // ProtectedResource returns the metadata of the resource at BaseURL+path
-// ("" for the origin, "/mcp", "/a2a").
-func (s *Server) ProtectedResource(path string) ProtectedResourceMetadata {
+// ("" for the origin, "/mcp", "/a2a"). The resource is an identifier (the
+// tokens' audience), BaseURL+path whatever the router says; the
+// documentation is the URL of the guide's route.
+func (s *Server) ProtectedResource(path string) (ProtectedResourceMetadata, error) {
 	name := "faxhub"
 	switch path {
 	case "/mcp":
@@ -105,25 +126,40 @@ func (s *Server) ProtectedResource(path string) ProtectedResourceMetadata {
 	case "/a2a":
 		name = "faxhub A2A agent"
 	}
+	guide, err := s.url("oauth.guide")
+	if err != nil {
+		return ProtectedResourceMetadata{}, err
+	}
 	return ProtectedResourceMetadata{
 		Resource:               s.opts.BaseURL + path,
 		AuthorizationServers:   []string{s.issuer},
 		ScopesSupported:        supportedScopes(),
 		BearerMethodsSupported: []string{"header"},
 		ResourceName:           name,
-		ResourceDocumentation:  s.opts.BaseURL + PathAuthGuide,
-	}
+		ResourceDocumentation:  guide,
+	}, nil
 }
 
 // ResourceMetadataURL is what a 401 from the resource at path names in
-// WWW-Authenticate: Bearer resource_metadata="…".
-func (s *Server) ResourceMetadataURL(path string) string {
-	return s.opts.BaseURL + PathProtectedResource + path
+// WWW-Authenticate: Bearer resource_metadata="…", the URL of the route
+// serving its metadata.
+func (s *Server) ResourceMetadataURL(path string) (string, error) {
+	name, ok := prmRoutes[path]
+	if !ok {
+		return "", fmt.Errorf("oauth: no protected resource %q", path)
+	}
+	return s.url(name)
 }
 
 func (s *Server) servePRM(path string) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		b, _ := json.Marshal(s.ProtectedResource(path))
+		md, err := s.ProtectedResource(path)
+		if err != nil {
+			s.log.ErrorContext(r.Context(), "protected resource metadata", "err", err)
+			web.WriteOAuthError(w, http.StatusInternalServerError, "server_error", "the metadata could not be built")
+			return
+		}
+		b, _ := json.Marshal(md)
 		writePublic(w, "application/json", b)
 	})
 }

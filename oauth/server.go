@@ -25,7 +25,6 @@ import (
 	"github.com/ory/fosite/compose"
 	"github.com/ory/fosite/handler/oauth2"
 	"github.com/ory/fosite/handler/openid"
-	"github.com/ory/fosite/token/jwt"
 
 	"github.com/faxhub/faxhub/core"
 	"github.com/faxhub/faxhub/core/agents"
@@ -51,8 +50,6 @@ const (
 	PathRevoke                   = IssuerPath + "/oauth2/revoke"
 	PathJWKS                     = IssuerPath + "/jwks"
 	PathAuthGuide                = "/auth.md"
-	signInPath                   = "/signin"
-	consolePathApprovals         = "/console/approvals/"
 	defaultAccessTokenLifespan   = time.Hour
 	defaultRefreshTokenLifespan  = 30 * 24 * time.Hour
 	defaultAuthorizeCodeLifespan = 10 * time.Minute
@@ -123,6 +120,9 @@ type Server struct {
 	// resources are the protected resources a token may be issued for
 	// (RFC 8707): the MCP server and the A2A endpoint.
 	resources []string
+	// urls is the router the server's routes are on (Register): it builds
+	// the URLs the server hands out.
+	urls *web.Router
 }
 
 var (
@@ -206,9 +206,7 @@ func New(svc *services.Set, store authstate.OAuthStore, opts Options) (*Server, 
 		},
 		SendDebugMessagesToClients: false,
 	}
-	signer := &jwt.DefaultSigner{GetPrivateKey: func(ctx context.Context) (interface{}, error) {
-		return s.keys.signingKey(ctx, AlgRS256)
-	}}
+	signer := &fositeSigner{keys: s.keys}
 	s.tokens = compose.NewOAuth2HMACStrategy(s.cfg)
 	strategy := &compose.CommonStrategy{
 		CoreStrategy:               s.tokens,
@@ -232,39 +230,47 @@ func (s *Server) Issuer() string { return s.issuer }
 // now is the clock at the stores' precision.
 func (s *Server) now() time.Time { return s.opts.Now().UTC().Truncate(time.Microsecond) }
 
-// routes are the server's endpoints: path, methods, and whether programs
-// in browsers may call it (CORS). The browser endpoints (authorize) and the
-// owner's cookie endpoint (agent manage) get no CORS: they are navigated
-// to, or called by our own pages.
+// routes are the server's endpoints: name, path, methods, whether
+// programs in browsers may call it (CORS), the credential it expects and
+// the origin its URLs are built on (the issuer's endpoints and the
+// authorization server's metadata on the API origin, the resources'
+// metadata and the guide on the base origin). The browser endpoints
+// (authorize) and the owner's cookie endpoint (agent manage) get no CORS:
+// they are navigated to, or called by our own pages.
 func (s *Server) routes() []route {
 	meta := http.HandlerFunc(s.serveASMetadata)
+	api, base := web.OriginAPI, web.OriginBase
+	none, client, session := web.AuthNone, web.AuthClient, web.AuthSession
 	return []route{
-		{PathASMetadata, meta, true, get},
-		{PathASMetadataIssuer, meta, true, get},
-		{PathOIDCMetadataIssuer, meta, true, get},
-		{PathOIDCMetadataAppended, meta, true, get},
-		{PathProtectedResource, s.servePRM(""), true, get},
-		{PathProtectedResourceMCP, s.servePRM("/mcp"), true, get},
-		{PathProtectedResourceA2A, s.servePRM("/a2a"), true, get},
-		{PathRegister, http.HandlerFunc(s.register), true, post},
-		{PathAuthorize, http.HandlerFunc(s.authorize), false, []string{http.MethodGet, http.MethodPost}},
-		{PathAuthorizeResume, http.HandlerFunc(s.resume), false, get},
-		{PathToken, http.HandlerFunc(s.token), true, post},
-		{PathRevoke, http.HandlerFunc(s.revoke), true, post},
-		{PathJWKS, http.HandlerFunc(s.serveJWKS), true, get},
-		{PathAuthGuide, http.HandlerFunc(s.serveGuide), false, get},
-		{PathAgentManage, http.HandlerFunc(s.manage), false, post},
-		{PathAgentIdentity, http.HandlerFunc(s.identity), true, post},
-		{PathAgentClaim, http.HandlerFunc(s.claim), true, post},
-		{PathAgentRevoke, http.HandlerFunc(s.revokeIdentity), true, post},
+		{"oauth.metadata", PathASMetadata, meta, true, get, none, api},
+		{"oauth.metadataIssuer", PathASMetadataIssuer, meta, true, get, none, api},
+		{"oauth.openidConfiguration", PathOIDCMetadataIssuer, meta, true, get, none, api},
+		{"oauth.openidConfigurationAppended", PathOIDCMetadataAppended, meta, true, get, none, api},
+		{"oauth.protectedResource", PathProtectedResource, s.servePRM(""), true, get, none, base},
+		{"oauth.protectedResourceMCP", PathProtectedResourceMCP, s.servePRM("/mcp"), true, get, none, base},
+		{"oauth.protectedResourceA2A", PathProtectedResourceA2A, s.servePRM("/a2a"), true, get, none, base},
+		{"oauth.register", PathRegister, http.HandlerFunc(s.register), true, post, client, api},
+		{"oauth.authorize", PathAuthorize, http.HandlerFunc(s.authorize), false, []string{http.MethodGet, http.MethodPost}, session, api},
+		{"oauth.authorizeResume", PathAuthorizeResume, http.HandlerFunc(s.resume), false, get, session, api},
+		{"oauth.token", PathToken, http.HandlerFunc(s.token), true, post, client, api},
+		{"oauth.revoke", PathRevoke, http.HandlerFunc(s.revoke), true, post, client, api},
+		{"oauth.jwks", PathJWKS, http.HandlerFunc(s.serveJWKS), true, get, none, api},
+		{"oauth.guide", PathAuthGuide, http.HandlerFunc(s.serveGuide), false, get, none, base},
+		{"oauth.agentManage", PathAgentManage, http.HandlerFunc(s.manage), false, post, session, api},
+		{"oauth.agentIdentity", PathAgentIdentity, http.HandlerFunc(s.identity), true, post, client, api},
+		{"oauth.agentClaim", PathAgentClaim, http.HandlerFunc(s.claim), true, post, client, api},
+		{"oauth.agentRevoke", PathAgentRevoke, http.HandlerFunc(s.revokeIdentity), true, post, client, api},
 	}
 }
 
 type route struct {
+	name    string
 	path    string
 	handler http.Handler
 	cors    bool
 	methods []string
+	auth    web.Auth
+	origin  web.Origin
 }
 
 var (
@@ -272,26 +278,45 @@ var (
 	post = []string{http.MethodPost}
 )
 
-// Paths are the paths Handler serves; mount it on each, on both origins.
-func Paths() []string {
-	var out []string
-	for _, r := range (&Server{}).routes() {
-		out = append(out, r.path)
-	}
-	return out
-}
-
-// Handler serves every path of Paths (docs/oauth.md lists them).
-func (s *Server) Handler() http.Handler {
-	mux := http.NewServeMux()
+// Register puts the server's endpoints (docs/oauth.md lists them) on r.
+// Each takes every method: it refuses the others itself with an OAuth
+// error (405 invalid_request), and a CORS endpoint answers preflights.
+func (s *Server) Register(r *web.Router) {
+	s.urls = r
 	for _, rt := range s.routes() {
 		h := methods(rt.handler, rt.methods...)
+		ms := strings.Join(rt.methods, " ")
 		if rt.cors {
 			h = cors(h)
+			ms += " OPTIONS"
 		}
-		mux.Handle(rt.path, h)
+		r.Group("oauth", rt.origin, withClientIP).Handle(web.Route{
+			Name: rt.name, Methods: ms, Path: rt.path, OwnMethods: true, Auth: rt.auth,
+		}, h)
 	}
-	return withClientIP(mux)
+}
+
+// url is the absolute URL of a named route of the router the server is
+// registered on; path is its path alone.
+func (s *Server) url(name string, pairs ...string) (string, error) {
+	if s.urls == nil {
+		return "", errors.New("oauth: the server is not registered on a router")
+	}
+	return s.urls.URL(name, pairs...)
+}
+
+func (s *Server) path(name string, pairs ...string) (string, error) {
+	if s.urls == nil {
+		return "", errors.New("oauth: the server is not registered on a router")
+	}
+	return s.urls.Path(name, pairs...)
+}
+
+// guideURL is where auth.md is, for the messages that point there (the
+// server's own route: once Register ran it is always there).
+func (s *Server) guideURL() string {
+	u, _ := s.url("oauth.guide")
+	return u
 }
 
 // cors lets browser-based clients (MCP Inspector, web chat apps) read the

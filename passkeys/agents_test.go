@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/faxhub/faxhub/core/mail"
+	"github.com/faxhub/faxhub/core/web"
 	"github.com/faxhub/faxhub/internal/testenv"
 	"github.com/faxhub/faxhub/oauth"
 	"github.com/faxhub/faxhub/passkeys"
@@ -31,13 +32,12 @@ func newAgentsHarness(t *testing.T) (*harness, http.Handler) {
 	if err := con.Err(); err != nil {
 		t.Fatal(err)
 	}
-	mux := http.NewServeMux()
-	for _, p := range passkeys.Paths() {
-		mux.Handle(p, con.Handler())
-	}
+	mux := routed(con, env.Svc)
 	h.srv = httptest.NewTLSServer(mux)
 	t.Cleanup(h.srv.Close)
-	return h, srv.Handler()
+	as := web.NewRouter(web.Origins{web.OriginBase: baseURL, web.OriginAPI: baseURL})
+	srv.Register(as)
+	return h, as
 }
 
 var enrollmentRe = regexp.MustCompile(`fxe_[A-Za-z0-9_-]+`)

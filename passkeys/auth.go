@@ -124,7 +124,11 @@ func (c *Console) issueToken(ctx context.Context, purpose, email, name string, o
 	if err != nil {
 		return "", err
 	}
-	return c.opts.BaseURL + "/verify?token=" + url.QueryEscape(secret), nil
+	verify, err := c.url("passkeys.verifyPage")
+	if err != nil {
+		return "", err
+	}
+	return verify + "?token=" + url.QueryEscape(secret), nil
 }
 
 func (c *Console) sendSignup(ctx context.Context, email, name string) error {
@@ -147,6 +151,10 @@ The link works once and expires in 30 minutes. If you did not ask for a faxhub a
 }
 
 func (c *Console) sendRecovery(ctx context.Context, o *core.Owner, why string) error {
+	signIn, err := c.url("passkeys.signinPage")
+	if err != nil {
+		return err
+	}
 	link, err := c.issueToken(ctx, authstate.EmailTokenRecovery, o.Email, o.Name, &o.ID)
 	if err != nil {
 		return err
@@ -158,7 +166,7 @@ To register a new passkey for your account, open:
 ` + link + `
 
 The link works once and expires in 30 minutes. Registering a passkey through it signs your account out everywhere else.
-If you still have your passkey, you can simply sign in at ` + c.opts.BaseURL + `/signin and ignore this mail.
+If you still have your passkey, you can simply sign in at ` + signIn + ` and ignore this mail.
 `})
 }
 

@@ -14,6 +14,7 @@ import (
 	"crypto/sha256"
 	"embed"
 	"encoding/base64"
+	"errors"
 	"fmt"
 	"html/template"
 	"io/fs"
@@ -73,6 +74,9 @@ type Console struct {
 	err   error
 	// secure marks cookies Secure (BaseURL is https).
 	secure bool
+	// urls is the router the console is registered on (Register): it
+	// builds the links the console hands out.
+	urls *web.Router
 }
 
 //go:embed templates/*.html
@@ -133,87 +137,117 @@ func (c *Console) init() error {
 // Err reports a configuration error found by New.
 func (c *Console) Err() error { return c.err }
 
-// Paths are the URL patterns the console answers; mount Handler on each
-// (they do not collide with /api/, /.well-known/ or /healthz).
+// Paths are the URL patterns under which the console answers every
+// request its routes do not serve with its own 404 page (a pattern ending
+// in "/" is a subtree). They do not collide with /api/, /.well-known/ or
+// /healthz.
 func Paths() []string {
 	return []string{"/signup", "/signin", "/signin/", "/signout", "/verify", "/verify/", "/recover", "/console", "/console/", ClaimPathPrefix}
 }
 
-// Handler serves every path of Paths.
-func (c *Console) Handler() http.Handler {
-	if c.err != nil {
-		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			http.Error(w, "the owner console is misconfigured; see the server log", http.StatusInternalServerError)
-		})
-	}
-	mux := http.NewServeMux()
+// Register puts the console's pages and form endpoints on r (base origin)
+// and its 404 page under every path of Paths. Every answer, the 404 page
+// included, carries the console's security headers, and every unsafe
+// cross-origin request is refused before a handler runs. A misconfigured
+// console (Err) answers 500 on all of them.
+func (c *Console) Register(r *web.Router) {
+	c.urls = r
+	g := r.Group("passkeys", web.OriginBase, c.guard())
 	static, _ := fs.Sub(staticFS, "static")
-	mux.Handle("GET /console/static/", http.StripPrefix("/console/static/", staticHandler(static)))
+	none, session := web.AuthNone, web.AuthSession
+	page := func(name, methods, path string, auth web.Auth, h http.HandlerFunc) {
+		g.Handle(web.Route{Name: "passkeys." + name, Methods: methods, Path: path, Auth: auth}, h)
+	}
+	g.Handle(web.Route{Name: "passkeys.static", Methods: "GET", Path: "/console/static/", Prefix: true, Auth: none},
+		http.StripPrefix("/console/static/", staticHandler(static)))
 
-	mux.HandleFunc("GET /signup", c.signupPage)
-	mux.HandleFunc("POST /signup", c.signup)
-	mux.HandleFunc("GET /recover", c.recoverPage)
-	mux.HandleFunc("POST /recover", c.recover)
-	mux.HandleFunc("GET /verify", c.verifyPage)
-	mux.HandleFunc("POST /verify/begin", c.verifyBegin)
-	mux.HandleFunc("POST /verify/finish", c.verifyFinish)
-	mux.HandleFunc("GET /signin", c.signinPage)
-	mux.HandleFunc("POST /signin/begin", c.signinBegin)
-	mux.HandleFunc("POST /signin/finish", c.signinFinish)
-	mux.HandleFunc("POST /signout", c.withOwner(c.signout))
+	page("signupPage", "GET", "/signup", none, c.signupPage)
+	page("signup", "POST", "/signup", none, c.signup)
+	page("recoverPage", "GET", "/recover", none, c.recoverPage)
+	page("recover", "POST", "/recover", none, c.recover)
+	page("verifyPage", "GET", "/verify", none, c.verifyPage)
+	page("verifyBegin", "POST", "/verify/begin", none, c.verifyBegin)
+	page("verifyFinish", "POST", "/verify/finish", none, c.verifyFinish)
+	page("signinPage", "GET", "/signin", none, c.signinPage)
+	page("signinBegin", "POST", "/signin/begin", none, c.signinBegin)
+	page("signinFinish", "POST", "/signin/finish", none, c.signinFinish)
+	page("signout", "POST", "/signout", session, c.withOwner(c.signout))
 	if c.opts.DevMailbox {
-		mux.HandleFunc("GET /console/mailbox", c.mailboxPage)
+		// Loopback peers only (mailboxPage checks).
+		page("mailbox", "GET", "/console/mailbox", none, c.mailboxPage)
 	}
 
-	mux.HandleFunc("GET /console", c.withOwner(c.dashboard))
-	mux.HandleFunc("GET /console/{$}", c.withOwner(c.dashboard))
-	mux.HandleFunc("POST /console/credits", c.withOwner(c.buyCredits))
-	mux.HandleFunc("GET /console/keys", c.withOwner(c.keysPage))
-	mux.HandleFunc("POST /console/keys", c.withOwner(c.createKey))
-	mux.HandleFunc("POST /console/keys/{id}/revoke", c.withOwner(c.revokeKey))
-	mux.HandleFunc("GET /console/apps", c.withOwner(c.appsPage))
-	mux.HandleFunc("POST /console/apps/{id}/revoke", c.withOwner(c.revokeApp))
-	mux.HandleFunc("GET /console/agents", c.withOwner(c.agentsPage))
-	mux.HandleFunc("POST /console/agents", c.withOwner(c.createEnrollment))
-	mux.HandleFunc("POST /console/agents/enrollments/{id}/revoke", c.withOwner(c.revokeEnrollment))
-	mux.HandleFunc("POST /console/agents/registrations/{id}/revoke", c.withOwner(c.revokeRegistration))
-	mux.HandleFunc("GET /console/hosts", c.withOwner(c.hostsPage))
-	mux.HandleFunc("POST /console/hosts", c.withOwner(c.createHost))
-	mux.HandleFunc("POST /console/hosts/{id}/revoke", c.withOwner(c.revokeHost))
-	mux.HandleFunc("POST /console/hosts/agents/{id}/revoke", c.withOwner(c.revokeDelegatedAgent))
-	mux.HandleFunc("GET "+hosts.DevicePagePath, c.withOwner(c.devicePage))
-	mux.HandleFunc("POST "+hosts.DevicePagePath, c.withOwner(c.decideDevice))
-	mux.HandleFunc("GET "+ClaimPathPrefix+"{token}", c.withOwner(c.claimPage))
-	mux.HandleFunc("POST "+ClaimPathPrefix+"{token}", c.withOwner(c.decideClaim))
-	mux.HandleFunc("GET /console/approvals", c.withOwner(c.approvalsPage))
-	mux.HandleFunc("GET /console/approvals/{id}", c.withOwner(c.approvalPage))
-	mux.HandleFunc("POST /console/approvals/{id}", c.withOwner(c.decide))
-	mux.HandleFunc("POST /console/approvals/{id}/passkey/begin", c.withOwner(c.approvalBegin))
-	mux.HandleFunc("POST /console/approvals/{id}/passkey/finish", c.withOwner(c.approvalFinish))
-	mux.HandleFunc("GET /console/drafts/{id}", c.withOwner(c.draftPage))
-	mux.HandleFunc("POST /console/drafts/{id}/pay", c.withOwner(c.payDraft))
-	mux.HandleFunc("GET /console/numbers", c.withOwner(c.numbersPage))
-	mux.HandleFunc("POST /console/numbers", c.withOwner(c.buyNumber))
-	mux.HandleFunc("GET /console/numbers/{id}", c.withOwner(c.numberPage))
-	mux.HandleFunc("POST /console/numbers/{id}/pay", c.withOwner(c.payNumber))
-	mux.HandleFunc("POST /console/numbers/{id}/pay-credits", c.withOwner(c.payNumberWithCredits))
-	mux.HandleFunc("POST /console/numbers/{id}/release", c.withOwner(c.releaseNumber))
-	mux.HandleFunc("GET /console/inbox", c.withOwner(c.inboxPage))
-	mux.HandleFunc("POST /console/inbox/simulate", c.simulateInbound)
-	mux.HandleFunc("GET /console/inbox/{id}", c.withOwner(c.inboxFaxPage))
-	mux.HandleFunc("POST /console/inbox/{id}/download", c.withOwner(c.inboxDownload))
-	mux.HandleFunc("GET /console/account", c.withOwner(c.accountPage))
-	mux.HandleFunc("POST /console/account/passkeys/begin", c.withOwner(c.addPasskeyBegin))
-	mux.HandleFunc("POST /console/account/passkeys/finish", c.withOwner(c.addPasskeyFinish))
-	mux.HandleFunc("POST /console/account/passkeys/{id}/rename", c.withOwner(c.renamePasskey))
-	mux.HandleFunc("POST /console/account/passkeys/{id}/delete", c.withOwner(c.deletePasskey))
-	mux.HandleFunc("POST /console/account/signout-all", c.withOwner(c.signoutAll))
-	mux.HandleFunc("/", c.notFound)
+	page("dashboard", "GET", "/console", session, c.withOwner(c.dashboard))
+	page("dashboardSlash", "GET", "/console/", session, c.withOwner(c.dashboard))
+	page("buyCredits", "POST", "/console/credits", session, c.withOwner(c.buyCredits))
+	page("keys", "GET", "/console/keys", session, c.withOwner(c.keysPage))
+	page("createKey", "POST", "/console/keys", session, c.withOwner(c.createKey))
+	page("revokeKey", "POST", "/console/keys/{id}/revoke", session, c.withOwner(c.revokeKey))
+	page("apps", "GET", "/console/apps", session, c.withOwner(c.appsPage))
+	page("revokeApp", "POST", "/console/apps/{id}/revoke", session, c.withOwner(c.revokeApp))
+	page("agents", "GET", "/console/agents", session, c.withOwner(c.agentsPage))
+	page("createEnrollment", "POST", "/console/agents", session, c.withOwner(c.createEnrollment))
+	page("revokeEnrollment", "POST", "/console/agents/enrollments/{id}/revoke", session, c.withOwner(c.revokeEnrollment))
+	page("revokeRegistration", "POST", "/console/agents/registrations/{id}/revoke", session, c.withOwner(c.revokeRegistration))
+	page("hosts", "GET", "/console/hosts", session, c.withOwner(c.hostsPage))
+	page("createHost", "POST", "/console/hosts", session, c.withOwner(c.createHost))
+	page("revokeHost", "POST", "/console/hosts/{id}/revoke", session, c.withOwner(c.revokeHost))
+	page("revokeDelegatedAgent", "POST", "/console/hosts/agents/{id}/revoke", session, c.withOwner(c.revokeDelegatedAgent))
+	page("device", "GET", hosts.DevicePagePath, session, c.withOwner(c.devicePage))
+	page("decideDevice", "POST", hosts.DevicePagePath, session, c.withOwner(c.decideDevice))
+	page("claim", "GET", ClaimPathPrefix+"{token}", session, c.withOwner(c.claimPage))
+	page("decideClaim", "POST", ClaimPathPrefix+"{token}", session, c.withOwner(c.decideClaim))
+	page("approvals", "GET", "/console/approvals", session, c.withOwner(c.approvalsPage))
+	page("approval", "GET", "/console/approvals/{id}", session, c.withOwner(c.approvalPage))
+	page("decide", "POST", "/console/approvals/{id}", session, c.withOwner(c.decide))
+	page("approvalPasskeyBegin", "POST", "/console/approvals/{id}/passkey/begin", session, c.withOwner(c.approvalBegin))
+	page("approvalPasskeyFinish", "POST", "/console/approvals/{id}/passkey/finish", session, c.withOwner(c.approvalFinish))
+	page("draft", "GET", "/console/drafts/{id}", session, c.withOwner(c.draftPage))
+	page("payDraft", "POST", "/console/drafts/{id}/pay", session, c.withOwner(c.payDraft))
+	page("numbers", "GET", "/console/numbers", session, c.withOwner(c.numbersPage))
+	page("buyNumber", "POST", "/console/numbers", session, c.withOwner(c.buyNumber))
+	page("number", "GET", "/console/numbers/{id}", session, c.withOwner(c.numberPage))
+	page("payNumber", "POST", "/console/numbers/{id}/pay", session, c.withOwner(c.payNumber))
+	page("payNumberWithCredits", "POST", "/console/numbers/{id}/pay-credits", session, c.withOwner(c.payNumberWithCredits))
+	page("releaseNumber", "POST", "/console/numbers/{id}/release", session, c.withOwner(c.releaseNumber))
+	page("inbox", "GET", "/console/inbox", session, c.withOwner(c.inboxPage))
+	page("simulateInbound", "POST", "/console/inbox/simulate", session, c.simulateInbound)
+	page("inboxFax", "GET", "/console/inbox/{id}", session, c.withOwner(c.inboxFaxPage))
+	page("inboxDownload", "POST", "/console/inbox/{id}/download", session, c.withOwner(c.inboxDownload))
+	page("account", "GET", "/console/account", session, c.withOwner(c.accountPage))
+	page("addPasskeyBegin", "POST", "/console/account/passkeys/begin", session, c.withOwner(c.addPasskeyBegin))
+	page("addPasskeyFinish", "POST", "/console/account/passkeys/finish", session, c.withOwner(c.addPasskeyFinish))
+	page("renamePasskey", "POST", "/console/account/passkeys/{id}/rename", session, c.withOwner(c.renamePasskey))
+	page("deletePasskey", "POST", "/console/account/passkeys/{id}/delete", session, c.withOwner(c.deletePasskey))
+	page("signoutAll", "POST", "/console/account/signout-all", session, c.withOwner(c.signoutAll))
+	for _, p := range Paths() {
+		g.Fallback(p, http.HandlerFunc(c.notFound))
+	}
+}
 
-	// Browsers say where a request comes from (Sec-Fetch-Site, Origin):
-	// every unsafe cross-origin request is refused before any handler runs.
-	// The console's configured origin is trusted too, for deployments
-	// behind a proxy that rewrites Host.
+// url is the absolute URL of a named route of the router the console is
+// registered on.
+func (c *Console) url(name string, pairs ...string) (string, error) {
+	if c.urls == nil {
+		return "", errors.New("passkeys: the console is not registered on a router")
+	}
+	return c.urls.URL(name, pairs...)
+}
+
+// guard is the middleware of every console answer: a misconfigured
+// console answers 500; otherwise security headers, then cross-origin
+// protection (browsers say where a request comes from: Sec-Fetch-Site,
+// Origin), so an unsafe cross-origin request is refused before any
+// handler runs. The console's configured origin is trusted too, for
+// deployments behind a proxy that rewrites Host.
+func (c *Console) guard() web.Middleware {
+	if c.err != nil {
+		return func(http.Handler) http.Handler {
+			return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				http.Error(w, "the owner console is misconfigured; see the server log", http.StatusInternalServerError)
+			})
+		}
+	}
 	cop := http.NewCrossOriginProtection()
 	for _, o := range c.opts.RPOrigins {
 		_ = cop.AddTrustedOrigin(o)
@@ -221,7 +255,7 @@ func (c *Console) Handler() http.Handler {
 	cop.SetDenyHandler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		c.fail(w, r, core.Errorf(core.KindForbidden, codeCSRF, "cross-origin requests to the console are refused"))
 	}))
-	return securityHeaders(cop.Handler(mux))
+	return func(next http.Handler) http.Handler { return securityHeaders(cop.Handler(next)) }
 }
 
 // codeCSRF is the error code of a refused cross-site request.

@@ -20,7 +20,9 @@ import (
 
 	"github.com/faxhub/faxhub/core"
 	"github.com/faxhub/faxhub/core/mail"
+	"github.com/faxhub/faxhub/core/services"
 	"github.com/faxhub/faxhub/core/web"
+	"github.com/faxhub/faxhub/hostagent"
 	"github.com/faxhub/faxhub/internal/passkeytest"
 	"github.com/faxhub/faxhub/internal/testenv"
 	"github.com/faxhub/faxhub/passkeys"
@@ -39,6 +41,16 @@ type harness struct {
 	grants  *grantDir
 }
 
+// routed is a router with the console's routes and the delegated hosts'
+// (the console hands out their enroll URL).
+func routed(con *passkeys.Console, svc *services.Set) *web.Router {
+	api := svc.Core.Config().APIURL
+	r := web.NewRouter(web.Origins{web.OriginBase: baseURL, web.OriginAPI: api})
+	con.Register(r)
+	hostagent.New(svc, hostagent.Options{BaseURL: baseURL, APIURL: api}).Register(r)
+	return r
+}
+
 func newHarness(t *testing.T) *harness {
 	t.Helper()
 	env := testenv.New(t)
@@ -50,10 +62,7 @@ func newHarness(t *testing.T) *harness {
 		t.Fatal(err)
 	}
 	h.console = con
-	mux := http.NewServeMux()
-	for _, p := range passkeys.Paths() {
-		mux.Handle(p, con.Handler())
-	}
+	mux := routed(con, env.Svc)
 	// The console's TLS origin is faxhub.test; the test server listens on
 	// 127.0.0.1 with a certificate its client trusts.
 	h.srv = httptest.NewTLSServer(mux)
@@ -384,7 +393,7 @@ func TestSignUpErrorsAndEnumeration(t *testing.T) {
 		req.RemoteAddr = peer
 		req.Header.Set("X-Forwarded-For", "127.0.0.1")
 		rec := httptest.NewRecorder()
-		h.console.Handler().ServeHTTP(rec, req)
+		routed(h.console, h.env.Svc).ServeHTTP(rec, req)
 		if rec.Code != http.StatusNotFound || strings.Contains(rec.Body.String(), "verify?token=") {
 			t.Fatalf("mailbox from %s: %d\n%s", peer, rec.Code, rec.Body)
 		}

@@ -12,7 +12,7 @@ import (
 	"github.com/faxhub/faxhub/core/hosts"
 )
 
-// The device page (core.DevicePagePath): the verification_uri of a
+// The device page (hosts.DevicePagePath): the verification_uri of a
 // delegated agent's device authorization (RFC 8628 names). The owner,
 // signed in, sees the host, the agent and what it asks for, narrows it,
 // types (or confirms) the user code, and approves or declines.

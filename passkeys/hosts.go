@@ -228,7 +228,12 @@ func (c *Console) createHost(w http.ResponseWriter, r *http.Request, s *signedIn
 	cv := &hostCreatedView{Host: created.Host, EnrollmentToken: created.EnrollmentToken}
 	if created.EnrollmentToken != "" {
 		cv.ExpiresAt = created.Host.EnrollmentExpiresAt
-		cv.EnrollCommand = enrollCommand(c.svc.Config().APIURL, created.EnrollmentToken, created.Host.Name)
+		enroll, err := c.url("hostagent.hostEnroll")
+		if err != nil {
+			c.fail(w, r, err)
+			return
+		}
+		cv.EnrollCommand = enrollCommand(enroll, created.EnrollmentToken, created.Host.Name)
 	}
 	c.showHosts(w, r, s, http.StatusOK, hostsBody{Created: cv, Form: hostForm{Caps: describeCaps(hosts.Capabilities(), false)}}, "", "")
 }
@@ -255,9 +260,10 @@ func hostErrorText(e *core.Error) string {
 	return e.Message
 }
 
-// enrollCommand is the call to paste on the host: the token, the host's
-// public key (to fill in) and the name, as one shell-quoted JSON body.
-func enrollCommand(apiURL, token, name string) string {
+// enrollCommand is the call to paste on the host: the enroll endpoint's
+// URL, the token, the host's public key (to fill in) and the name, as one
+// shell-quoted JSON body.
+func enrollCommand(enrollURL, token, name string) string {
 	type jwk struct {
 		Kty string `json:"kty"`
 		Crv string `json:"crv"`
@@ -271,7 +277,7 @@ func enrollCommand(apiURL, token, name string) string {
 		Name      string `json:"name"`
 		PublicKey jwk    `json:"public_key"`
 	}{token, name, jwk{"OKP", "Ed25519", "<HOST_PUBLIC_KEY_X>"}})
-	return "curl -sS -X POST " + shellQuote(apiURL+"/api/auth/host/enroll") + " \\\n  -H 'Content-Type: application/json' \\\n  -d " + shellQuote(strings.TrimSpace(body.String()))
+	return "curl -sS -X POST " + shellQuote(enrollURL) + " \\\n  -H 'Content-Type: application/json' \\\n  -d " + shellQuote(strings.TrimSpace(body.String()))
 }
 
 // shellQuote single-quotes s for a POSIX shell.

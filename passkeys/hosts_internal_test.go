@@ -35,7 +35,7 @@ func TestShellQuote(t *testing.T) {
 }
 
 func TestEnrollCommand(t *testing.T) {
-	cmd := enrollCommand("https://api.faxhub.test", "fxh_tok", "Bob's host")
+	cmd := enrollCommand("https://api.faxhub.test/api/auth/host/enroll", "fxh_tok", "Bob's host")
 	if !strings.HasPrefix(cmd, "curl -sS -X POST 'https://api.faxhub.test/api/auth/host/enroll'") {
 		t.Fatalf("command %s", cmd)
 	}

@@ -55,10 +55,7 @@ func newHostsHarness(t *testing.T, opts ...testenv.Option) *harness {
 		t.Fatal(err)
 	}
 	h.console = con
-	mux := http.NewServeMux()
-	for _, p := range passkeys.Paths() {
-		mux.Handle(p, con.Handler())
-	}
+	mux := routed(con, env.Svc)
 	h.srv = httptest.NewTLSServer(mux)
 	t.Cleanup(h.srv.Close)
 	return h

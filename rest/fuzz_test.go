@@ -10,6 +10,8 @@ import (
 	"testing"
 
 	"github.com/faxhub/faxhub/core/services"
+	"github.com/faxhub/faxhub/core/web"
+
 	"github.com/faxhub/faxhub/internal/testenv"
 	"github.com/faxhub/faxhub/rest"
 )
@@ -38,7 +40,7 @@ func FuzzSendFax(f *testing.F) {
 	} {
 		f.Add([]byte(s.body), s.key)
 	}
-	h := rest.New(env.Svc, rest.Options{}, nil)
+	h := routed(rest.New(env.Svc, rest.Options{}, nil), env.Svc.Config())
 	f.Fuzz(func(t *testing.T, body []byte, key string) {
 		req := httptest.NewRequest(http.MethodPost, "/api/v1/faxes", bytes.NewReader(body))
 		req.Header.Set("Authorization", "Bearer "+env.KeyATest)
@@ -52,6 +54,13 @@ func FuzzSendFax(f *testing.F) {
 			t.Fatalf("%q with key %q: %d %s", body, key, rec.Code, rec.Body)
 		}
 	})
+}
+
+// routed serves api's routes alone, on the service's origins.
+func routed(api *rest.API, cfg services.Config) *web.Router {
+	r := web.NewRouter(web.Origins{web.OriginBase: cfg.BaseURL, web.OriginAPI: cfg.APIURL})
+	api.Register(r)
+	return r
 }
 
 // FuzzMachineFax drives POST /api/v1/machine/faxes (and its validate twin)
@@ -74,7 +83,7 @@ func FuzzMachineFax(f *testing.F) {
 	} {
 		f.Add([]byte(s.body), s.authz, s.accept)
 	}
-	h := rest.New(env.Svc, rest.Options{}, nil)
+	h := routed(rest.New(env.Svc, rest.Options{}, nil), env.Svc.Config())
 	f.Fuzz(func(t *testing.T, body []byte, authz, accept string) {
 		for _, path := range []string{"/api/v1/machine/faxes", "/api/v1/machine/faxes/validate"} {
 			req := httptest.NewRequest(http.MethodPost, path, bytes.NewReader(body))
@@ -112,7 +121,7 @@ func FuzzBuyNumber(f *testing.F) {
 	} {
 		f.Add([]byte(s.body), s.query)
 	}
-	h := rest.New(env.Svc, rest.Options{}, nil)
+	h := routed(rest.New(env.Svc, rest.Options{}, nil), env.Svc.Config())
 	f.Fuzz(func(t *testing.T, body []byte, query string) {
 		for _, r := range []*http.Request{
 			httptest.NewRequest(http.MethodPost, "/api/v1/numbers", bytes.NewReader(body)),

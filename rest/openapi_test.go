@@ -11,6 +11,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/faxhub/faxhub/core/web"
 )
 
 func servedOpenAPI(t *testing.T, a *api) map[string]any {
@@ -35,16 +37,23 @@ func TestOpenAPIMatchesRoutes(t *testing.T) {
 	doc := servedOpenAPI(t, a)
 
 	documented := map[string]bool{}
+	operationIDs := map[string]string{}
 	for path, item := range doc["paths"].(map[string]any) {
-		for method := range item.(map[string]any) {
+		for method, op := range item.(map[string]any) {
 			if slices.Contains(httpMethods, method) {
 				documented[strings.ToUpper(method)+" "+path] = true
+				operationIDs[strings.ToUpper(method)+" "+path], _ = op.(map[string]any)["operationId"].(string)
 			}
 		}
 	}
-	registered := map[string]bool{}
-	for _, rt := range a.routes {
-		registered[rt.method+" "+rt.path] = true
+	// The routes the router serves, asked of the router itself, so the
+	// table cannot drift from what was actually registered.
+	router := a.router()
+	registered := map[string]string{}
+	for _, rt := range router.Routes() {
+		for _, m := range rt.MethodList() {
+			registered[m+" "+rt.Path] = rt.Name
+		}
 	}
 	for op := range registered {
 		if !documented[op] {
@@ -52,15 +61,20 @@ func TestOpenAPIMatchesRoutes(t *testing.T) {
 		}
 	}
 	for op := range documented {
-		if !registered[op] {
+		name, ok := registered[op]
+		if !ok {
 			t.Errorf("%s is in /openapi.json but not served", op)
+			continue
 		}
-		// Ask the mux itself, so the route table cannot drift from what
-		// was actually registered.
 		method, path, _ := strings.Cut(op, " ")
+		if want := "rest." + operationIDs[op]; name != want {
+			t.Errorf("%s is the route %s, want %s (its operationId)", op, name, want)
+		}
 		concrete := strings.NewReplacer("{token}", "u1.a.b", "{id}", "fax_1").Replace(path)
-		if _, pattern := a.mux.Handler(httptest.NewRequest(method, concrete, nil)); pattern != op {
-			t.Errorf("%s %s is routed to %q, want %q", method, concrete, pattern, op)
+		req, slot := web.WithRouteSlot(httptest.NewRequest(method, concrete, nil))
+		router.ServeHTTP(httptest.NewRecorder(), req)
+		if slot.Name != name {
+			t.Errorf("%s %s is served by %q, want %q", method, concrete, slot.Name, name)
 		}
 	}
 	if len(registered) < 15 {

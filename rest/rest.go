@@ -16,6 +16,7 @@ import (
 	"strings"
 
 	"github.com/faxhub/faxhub/core"
+	"github.com/faxhub/faxhub/core/machine"
 	"github.com/faxhub/faxhub/core/services"
 	"github.com/faxhub/faxhub/core/web"
 )
@@ -42,34 +43,46 @@ type Options struct {
 
 const (
 	apiPrefix = "/api/v1"
-	// Catch-all patterns turn ServeMux's plain-text 404/405 into problems.
-	catchAllRoot    = apiPrefix
-	catchAllSubtree = apiPrefix + "/"
+	// catchAll is the fallback pattern: every path under /api/v1/ that no
+	// route serves is answered with a problem (404, or 405 with Allow).
+	// /api/v1 itself redirects to /api/v1/, as it always has.
+	catchAll = apiPrefix + "/"
 )
 
 // route is one registered endpoint; the table is what the OpenAPI drift
-// test compares with /openapi.json.
+// test compares with /openapi.json. name is the OpenAPI operationId (the
+// router's name is "rest." + name).
 type route struct {
-	method, path string
-	handler      http.Handler
+	name, method, path string
+	auth               web.Auth
+	handler            http.Handler
 }
 
 type api struct {
 	svc    *services.Set
 	opts   Options
 	log    *slog.Logger
-	mux    *http.ServeMux
 	routes []route
+	// urls is the router the API is registered on (Register).
+	urls *web.Router
 
 	openapi []byte
 	llms    []byte
 }
 
-// New returns the handler for /api/v1/…, /openapi.json and /llms.txt. Mount
-// it on each of those paths (it answers other paths with 404).
-func New(svc *services.Set, opts Options, logger *slog.Logger) http.Handler {
-	return newAPI(svc, opts, logger)
+// API is the REST adapter: /api/v1/…, /openapi.json and /llms.txt.
+type API struct{ a *api }
+
+// New builds the adapter; Register puts its routes on the router.
+func New(svc *services.Set, opts Options, logger *slog.Logger) *API {
+	return &API{newAPI(svc, opts, logger)}
 }
+
+// Register puts the adapter's routes on r: /api/v1 on the API origin (no
+// caching, no credentials in the query), /openapi.json and /llms.txt on
+// the base origin, and the fallback that answers every other request
+// under /api/v1/ with a problem (404, or 405 with Allow).
+func (x *API) Register(r *web.Router) { x.a.register(r) }
 
 func newAPI(svc *services.Set, opts Options, logger *slog.Logger) *api {
 	cfg := svc.Config()
@@ -78,13 +91,8 @@ func newAPI(svc *services.Set, opts Options, logger *slog.Logger) *api {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	a := &api{svc: svc, opts: opts, log: logger, mux: http.NewServeMux()}
+	a := &api{svc: svc, opts: opts, log: logger}
 	a.routes = a.routeTable()
-	for _, rt := range a.routes {
-		a.mux.Handle(rt.method+" "+rt.path, rt.handler)
-	}
-	a.mux.HandleFunc(catchAllRoot, a.notRouted)
-	a.mux.HandleFunc(catchAllSubtree, a.notRouted)
 
 	doc, err := json.Marshal(openAPIDocument(opts, cfg, machineLimits{
 		maxPDF: cfg.Machine.MaxPDFBytes, maxBody: svc.Machine.MaxBodyBytes(), maxPages: cfg.MaxPages,
@@ -100,44 +108,61 @@ func newAPI(svc *services.Set, opts Options, logger *slog.Logger) *api {
 	return a
 }
 
+func (a *api) register(r *web.Router) {
+	a.urls = r
+	v1 := r.Group("rest", web.OriginAPI, a.v1Headers)
+	docs := r.Group("rest", web.OriginBase)
+	for _, rt := range a.routes {
+		g := docs
+		if strings.HasPrefix(rt.path, apiPrefix+"/") {
+			g = v1
+		}
+		g.Handle(web.Route{Name: "rest." + rt.name, Methods: rt.method, Path: rt.path, Auth: rt.auth}, rt.handler)
+	}
+	v1.Fallback(catchAll, http.HandlerFunc(a.notRouted))
+}
+
 func (a *api) routeTable() []route {
+	key, capability, payment, none := web.AuthAPIKey, web.AuthCapability, web.AuthPayment, web.AuthNone
 	return []route{
-		{"POST", "/api/v1/uploads", a.authed(a.createUpload)},
-		{"PUT", "/api/v1/uploads/{token}", a.public(a.putUpload)},
-		{"POST", "/api/v1/faxes", a.authed(a.sendFax)},
-		{"GET", "/api/v1/faxes", a.authed(a.listFaxes)},
-		{"GET", "/api/v1/faxes/{id}", a.authed(a.getFax)},
-		{"GET", "/api/v1/faxes/{id}/attempts", a.authed(a.listAttempts)},
-		{"POST", "/api/v1/faxes/{id}/cancel", a.authed(a.cancelFax)},
-		{"GET", "/api/v1/credits", a.authed(a.getCredits)},
-		{"GET", "/api/v1/credits/packs", a.authed(a.listPacks)},
-		{"POST", "/api/v1/credits/checkout", a.authed(a.createCheckout)},
-		{"POST", "/api/v1/quote", a.authed(a.quote)},
-		{"POST", "/api/v1/machine/faxes/validate", a.public(a.validateMachineFax)},
-		{"POST", "/api/v1/machine/faxes", a.public(a.createMachineFax)},
-		{"GET", "/api/v1/machine/faxes/status/{token}", a.public(a.getMachineFaxStatus)},
-		{"GET", "/api/v1/numbers/available", a.authed(a.searchNumbers)},
-		{"POST", "/api/v1/numbers", a.authed(a.buyNumber)},
-		{"GET", "/api/v1/numbers", a.authed(a.listNumbers)},
-		{"GET", "/api/v1/numbers/{id}", a.authed(a.getNumber)},
-		{"POST", "/api/v1/numbers/{id}/release", a.authed(a.releaseNumber)},
-		{"POST", "/api/v1/numbers/{id}/pay", a.authed(a.payNumber)},
-		{"DELETE", "/api/v1/numbers/{id}", a.authed(a.releaseNumber)},
-		{"GET", "/api/v1/inbox", a.authed(a.listInbox)},
-		{"GET", "/api/v1/inbox/{id}", a.authed(a.getInboxFax)},
-		{"POST", "/api/v1/inbox/{id}/download", a.authed(a.inboxDownload)},
-		{"GET", core.InboxDownloadPath + "{token}", a.public(a.inboxFile)},
-		{"POST", "/api/v1/inbox/simulate", a.authed(a.simulateInbound)},
-		{"GET", core.ProviderMediaPath + "{token}", a.public(a.providerMedia)},
-		{"GET", "/openapi.json", http.HandlerFunc(a.serveOpenAPI)},
-		{"GET", "/llms.txt", http.HandlerFunc(a.serveLLMs)},
+		{"createUpload", "POST", "/api/v1/uploads", key, a.authed(a.createUpload)},
+		{"putUpload", "PUT", "/api/v1/uploads/{token}", capability, a.public(a.putUpload)},
+		{"sendFax", "POST", "/api/v1/faxes", key, a.authed(a.sendFax)},
+		{"listFaxes", "GET", "/api/v1/faxes", key, a.authed(a.listFaxes)},
+		{"getFax", "GET", "/api/v1/faxes/{id}", key, a.authed(a.getFax)},
+		{"listFaxAttempts", "GET", "/api/v1/faxes/{id}/attempts", key, a.authed(a.listAttempts)},
+		{"cancelFax", "POST", "/api/v1/faxes/{id}/cancel", key, a.authed(a.cancelFax)},
+		{"getCredits", "GET", "/api/v1/credits", key, a.authed(a.getCredits)},
+		{"listCreditPacks", "GET", "/api/v1/credits/packs", key, a.authed(a.listPacks)},
+		{"createCreditCheckout", "POST", "/api/v1/credits/checkout", key, a.authed(a.createCheckout)},
+		{"quoteFax", "POST", "/api/v1/quote", key, a.authed(a.quote)},
+		{"validateMachineFax", "POST", "/api/v1/machine/faxes/validate", none, a.public(a.validateMachineFax)},
+		{"createMachineFax", "POST", "/api/v1/machine/faxes", payment, a.public(a.createMachineFax)},
+		{"getMachineFaxStatus", "GET", machine.StatusPath + "{token}", capability, a.public(a.getMachineFaxStatus)},
+		{"searchNumbers", "GET", "/api/v1/numbers/available", key, a.authed(a.searchNumbers)},
+		{"buyNumber", "POST", "/api/v1/numbers", key, a.authed(a.buyNumber)},
+		{"listNumbers", "GET", "/api/v1/numbers", key, a.authed(a.listNumbers)},
+		{"getNumber", "GET", "/api/v1/numbers/{id}", key, a.authed(a.getNumber)},
+		{"releaseNumber", "POST", "/api/v1/numbers/{id}/release", key, a.authed(a.releaseNumber)},
+		{"payNumber", "POST", "/api/v1/numbers/{id}/pay", key, a.authed(a.payNumber)},
+		{"deleteNumber", "DELETE", "/api/v1/numbers/{id}", key, a.authed(a.releaseNumber)},
+		{"listInbox", "GET", "/api/v1/inbox", key, a.authed(a.listInbox)},
+		{"getInboxFax", "GET", "/api/v1/inbox/{id}", key, a.authed(a.getInboxFax)},
+		{"downloadInboxFax", "POST", "/api/v1/inbox/{id}/download", key, a.authed(a.inboxDownload)},
+		{"getInboxFile", "GET", core.InboxDownloadPath + "{token}", capability, a.public(a.inboxFile)},
+		{"simulateInboundFax", "POST", "/api/v1/inbox/simulate", key, a.authed(a.simulateInbound)},
+		{"getProviderMedia", "GET", core.ProviderMediaPath + "{token}", capability, a.public(a.providerMedia)},
+		{"getOpenAPI", "GET", "/openapi.json", none, http.HandlerFunc(a.serveOpenAPI)},
+		{"getLLMsTxt", "GET", "/llms.txt", none, http.HandlerFunc(a.serveLLMs)},
 	}
 }
 
-func (a *api) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if r.URL.Path == apiPrefix || strings.HasPrefix(r.URL.Path, apiPrefix+"/") {
-		// Set before any handler runs so that errors, replays and bodies
-		// carrying upload tokens are never stored by a cache.
+// v1Headers comes before every request under /api/v1, routed or not:
+// errors, replays and bodies carrying upload tokens are never stored by a
+// cache, and a credential in the query string is refused before anything
+// reads it.
+func (a *api) v1Headers(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		h := w.Header()
 		h.Set("Cache-Control", "no-store")
 		h.Set("X-Content-Type-Options", "nosniff")
@@ -146,28 +171,23 @@ func (a *api) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 				"credentials are never accepted in the query string (found %q); send the API key as \"Authorization: Bearer <API key>\", and rotate a key that has appeared in a URL because URLs get logged", name))
 			return
 		}
-	}
-	a.mux.ServeHTTP(w, r)
+		next.ServeHTTP(w, r)
+	})
 }
 
-// notRouted answers requests that matched no endpoint. The mux itself is
-// asked which other methods would have matched, so Allow cannot disagree
-// with the routes.
+// notRouted answers requests under /api/v1 that matched no endpoint. The
+// router says which other methods the path takes, so Allow cannot
+// disagree with the routes.
 func (a *api) notRouted(w http.ResponseWriter, r *http.Request) {
-	var allow []string
-	for _, m := range [...]string{"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE"} {
-		if m == r.Method {
-			continue
-		}
-		probe := r.Clone(r.Context())
-		probe.Method = m
-		if _, pattern := a.mux.Handler(probe); pattern != "" && pattern != catchAllRoot && pattern != catchAllSubtree {
-			allow = append(allow, m)
-		}
-	}
+	allow := web.Allowed(r)
 	if len(allow) == 0 {
+		doc, err := a.urls.URL("rest.getOpenAPI")
+		if err != nil {
+			web.WriteError(w, r, a.log, err)
+			return
+		}
 		web.WriteError(w, r, a.log, core.Errorf(core.KindNotFound, core.CodeNotFound,
-			"there is no endpoint %s %s; the API is described at %s/openapi.json", r.Method, web.RedactPath(r.URL.Path), a.opts.BaseURL))
+			"there is no endpoint %s %s; the API is described at %s", r.Method, web.RedactPath(r.URL.Path), doc))
 		return
 	}
 	allowed := strings.Join(allow, ", ")

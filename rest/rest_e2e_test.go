@@ -52,7 +52,7 @@ func newHarness(t *testing.T, opts ...testenv.Option) *harness {
 func newHarnessWith(t *testing.T, ro rest.Options, opts ...testenv.Option) *harness {
 	t.Helper()
 	env := testenv.New(t, opts...)
-	srv := env.Serve(rest.New(env.Svc, ro, nil))
+	srv := env.Serve(routed(rest.New(env.Svc, ro, nil), env.Svc.Config()))
 	h := &harness{t: t, env: env, base: srv.URL, codes: map[string]bool{}}
 	res := h.do("", "GET", "/openapi.json", nil, nil)
 	res.status(http.StatusOK)

@@ -14,6 +14,7 @@ import (
 	"github.com/faxhub/faxhub/core"
 	"github.com/faxhub/faxhub/core/machine"
 	"github.com/faxhub/faxhub/core/services"
+	"github.com/faxhub/faxhub/core/web"
 )
 
 // keyStore knows API keys and nothing else: the embedded nil Store makes
@@ -78,6 +79,16 @@ func newUnitAPI(t *testing.T, machineOn bool) *api {
 	}
 	return newAPI(svc, Options{TestNumbers: []TestNumber{{"+12125550103", "not a fax machine answers"}}}, nil)
 }
+
+// router is a router with a's routes alone, on a's origins.
+func (a *api) router() *web.Router {
+	r := web.NewRouter(web.Origins{web.OriginBase: a.opts.BaseURL, web.OriginAPI: a.opts.APIURL})
+	a.register(r)
+	return r
+}
+
+// ServeHTTP serves a request as the server's router does.
+func (a *api) ServeHTTP(w http.ResponseWriter, r *http.Request) { a.router().ServeHTTP(w, r) }
 
 type req struct {
 	method, path, key, body string
@@ -221,7 +232,12 @@ func TestCredentialsInQueryRefused(t *testing.T) {
 
 func TestNotFoundAndMethodNotAllowed(t *testing.T) {
 	a := newUnitAPI(t, false)
-	for _, path := range []string{"/api/v1", "/api/v1/", "/api/v1/nope", "/api/v1/faxes/fax_1/nope", "/api/v1/uploads/", "/api/v2/faxes"} {
+	// /api/v1 itself redirects to the subtree, as the server has always
+	// answered it (the router's trailing-slash redirect).
+	if rec := a.do(t, req{method: "GET", path: "/api/v1", key: testKey}); rec.Code != http.StatusTemporaryRedirect || rec.Header().Get("Location") != "/api/v1/" {
+		t.Errorf("/api/v1: %d Location %q, want 307 to /api/v1/", rec.Code, rec.Header().Get("Location"))
+	}
+	for _, path := range []string{"/api/v1/", "/api/v1/nope", "/api/v1/faxes/fax_1/nope", "/api/v1/uploads/", "/api/v2/faxes"} {
 		rec := a.do(t, req{method: "GET", path: path, key: testKey})
 		if path == "/api/v2/faxes" {
 			// Outside /api/v1 this handler makes no promises about shape.

@@ -116,7 +116,13 @@ func commonFlags(fs *flag.FlagSet, c *config) {
 }
 
 func serveFlags(c *config, stderr io.Writer) *flag.FlagSet {
-	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+	return serverFlags("serve", c, stderr)
+}
+
+// serverFlags are serve's flags under another command's name (routes
+// builds the very server serve would).
+func serverFlags(name string, c *config, stderr io.Writer) *flag.FlagSet {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	commonFlags(fs, c)
 	fs.StringVar(&c.Addr, "addr", env("FAXHUB_ADDR", "127.0.0.1:8080"), "listen address [FAXHUB_ADDR]")

@@ -19,6 +19,7 @@ const usage = `faxhub — fax sending for agents and backends
 Usage:
   faxhub serve   [flags]                 run the server
   faxhub migrate [flags]                 apply database migrations and exit
+  faxhub routes  [serve's flags]         list every HTTP route of the server these flags configure
   faxhub admin owner create   --email E [--name N]
   faxhub admin apikey create  --owner E --mode test|live [--name N]
   faxhub admin credits grant  --owner E --mode test|live --usd AMOUNT [--reason R]
@@ -62,6 +63,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return serve(ctx, args[1:], stdout, stderr)
 	case "migrate":
 		return migrate(ctx, args[1:], stdout, stderr)
+	case "routes":
+		return routes(ctx, args[1:], stdout, stderr)
 	case "admin":
 		return admin(ctx, args[1:], stdout, stderr)
 	case "help", "-h", "--help":

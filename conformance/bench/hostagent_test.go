@@ -137,12 +137,12 @@ func publicJWK(t *testing.T, key ed25519.PrivateKey) json.RawMessage {
 	return b
 }
 
-// hostAgentHosts × core.MaxAgentsPerHost agents carry the load (see
+// hostAgentHosts × hosts.MaxAgentsPerHost agents carry the load (see
 // agentPool): 4 × 100 agents allow about 53,000 calls in the 6 s of a run.
 const hostAgentHosts = 4
 
 // activeAgents provisions hostAgentHosts hosts for one owner (through
-// core) with core.MaxAgentsPerHost active agents each: the first agent is
+// core) with hosts.MaxAgentsPerHost active agents each: the first agent is
 // registered over HTTP with a host JWT signed by go-jose (the adapter's
 // path), the rest through core (registration is rate limited per host);
 // every device code is approved as the owner with get_credits granted.

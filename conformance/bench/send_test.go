@@ -15,6 +15,7 @@ import (
 
 	"github.com/faxhub/faxhub/core"
 	"github.com/faxhub/faxhub/core/services"
+	"github.com/faxhub/faxhub/core/web"
 	"github.com/faxhub/faxhub/internal/testenv"
 	"github.com/faxhub/faxhub/rest"
 )
@@ -37,7 +38,9 @@ const (
 func apiServer(t *testing.T, env *testenv.Env) *httptest.Server {
 	var h http.Handler
 	srv := serve(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { h.ServeHTTP(w, r) }))
-	h = rest.New(env.Svc, rest.Options{BaseURL: srv.URL, APIURL: srv.URL}, testLogger(t))
+	r := web.NewRouter(web.Origins{web.OriginBase: srv.URL, web.OriginAPI: srv.URL})
+	rest.New(env.Svc, rest.Options{BaseURL: srv.URL, APIURL: srv.URL}, testLogger(t)).Register(r)
+	h = r
 	return srv
 }
 

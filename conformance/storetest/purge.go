@@ -10,7 +10,7 @@ import (
 	"github.com/faxhub/faxhub/core/services"
 )
 
-// purgeTests are the garbage collector's deletions (core.PurgeStore), one
+// purgeTests are the garbage collector's deletions (retention.PurgeStore), one
 // test each: what is due goes, what is not stays, and a second run finds
 // nothing.
 var purgeTests = []struct {

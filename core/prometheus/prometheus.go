@@ -1,26 +1,23 @@
 // Package prometheus is faxhub's monitoring on Prometheus
 // (client_golang): it implements core.Metrics (delivery attempts, finished
-// faxes, conversions), instruments the HTTP surface by route, reads the
-// database-wide gauges (core.Snapshot) at scrape time, and serves them all
-// with the Go runtime and process metrics as text at /metrics. The metric
-// names and how to read them are in docs/operations.md ("Metrics").
+// faxes, conversions), counts the HTTP requests it is told of by route,
+// and reads the database-wide gauges (core.Snapshot) at scrape time, in a
+// registry with the Go runtime and process metrics. Nothing here speaks
+// HTTP: internal/httpmetrics instruments the router and serves the
+// registry at /metrics. The metric names and how to read them are in
+// docs/operations.md ("Metrics").
 package prometheus
 
 import (
 	"context"
-	"net/http"
 	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/faxhub/faxhub/core"
 )
-
-// Path is where the metrics are served, on the metrics listener only.
-const Path = "/metrics"
 
 // Options configure Metrics.
 type Options struct {
@@ -42,10 +39,6 @@ type Options struct {
 
 // DefaultSnapshotTimeout bounds the database reads of one scrape.
 const DefaultSnapshotTimeout = 2 * time.Second
-
-// maxScrapesInFlight bounds concurrent scrapes (each reads the database);
-// more get 503.
-const maxScrapesInFlight = 2
 
 // Metrics is one process's registry and the metrics it records. It is
 // safe for concurrent use.
@@ -91,7 +84,7 @@ func New(o Options) *Metrics {
 		reg: prometheus.NewRegistry(),
 		httpRequests: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "faxhub_http_requests_total",
-			Help: "HTTP requests answered, by route (the ServeMux pattern; other: none matched), method and status.",
+			Help: "HTTP requests answered, by route (the route's path template; other: none matched), method and status.",
 		}, []string{"route", "method", "status"}),
 		httpDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    "faxhub_http_request_duration_seconds",
@@ -187,14 +180,12 @@ func New(o Options) *Metrics {
 // Registry is the registry the metrics live in (tests gather it).
 func (m *Metrics) Registry() *prometheus.Registry { return m.reg }
 
-// Handler serves the registry in Prometheus's text format. A collector
-// that fails is left out (and said in faxhub_snapshot_up) rather than
-// failing the whole scrape.
-func (m *Metrics) Handler() http.Handler {
-	return promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{
-		ErrorHandling:       promhttp.ContinueOnError,
-		MaxRequestsInFlight: maxScrapesInFlight,
-	})
+// ObserveHTTP counts one answered HTTP request and its duration. The
+// labels come bounded from the caller (internal/httpmetrics): a route
+// template, never a raw path, a known method or "other", a status.
+func (m *Metrics) ObserveHTTP(route, method, status string, took time.Duration) {
+	m.httpRequests.WithLabelValues(route, method, status).Inc()
+	m.httpDuration.WithLabelValues(route, method).Observe(took.Seconds())
 }
 
 // AttemptEnded implements core.Metrics.

@@ -24,7 +24,6 @@ import (
 	"github.com/faxhub/faxhub/core/mail"
 	"github.com/faxhub/faxhub/core/payments"
 	"github.com/faxhub/faxhub/core/payments/stripecheckout"
-	"github.com/faxhub/faxhub/core/payments/stripetest"
 	"github.com/faxhub/faxhub/core/payments/testcard"
 	"github.com/faxhub/faxhub/core/payments/testcheckout"
 	"github.com/faxhub/faxhub/core/phone"
@@ -35,11 +34,13 @@ import (
 	"github.com/faxhub/faxhub/core/store"
 	"github.com/faxhub/faxhub/core/web"
 	"github.com/faxhub/faxhub/hostagent"
+	"github.com/faxhub/faxhub/internal/stripetest"
 	"github.com/faxhub/faxhub/oauth"
 	"github.com/faxhub/faxhub/passkeys"
 	a2aserver "github.com/faxhub/faxhub/protocols/a2a"
 	mcpserver "github.com/faxhub/faxhub/protocols/mcp"
 	"github.com/faxhub/faxhub/rest/mpp"
+	stripehook "github.com/faxhub/faxhub/rest/webhooks/stripe"
 )
 
 // Options configure a faxhub process. Zero values take the defaults of the
@@ -144,15 +145,20 @@ type App struct {
 	stripeTest *stripetest.Server
 	// stripeWebhook serves POST /webhooks/stripe; nil when Stripe is not
 	// configured.
-	stripeWebhook *stripecheckout.Webhook
+	stripeWebhook *stripehook.Webhook
 	// telnyxKey verifies POST /webhooks/telnyx; nil when Telnyx is not
 	// configured.
 	telnyxKey ed25519.PublicKey
 	// signer forwards core's signing to the OAuth server, which is built
 	// after the service (it needs it); wireOwners sets it once.
 	signer *issuerSigner
-	// metrics records and serves the metrics; nil without MetricsAddr.
+	// metrics records the metrics; nil without MetricsAddr.
 	metrics *prometheus.Metrics
+	// router is the public HTTP surface's one router, handler the router
+	// in its middleware (buildRouter); metricsRouter the metrics
+	// listener's, nil without MetricsAddr.
+	router, metricsRouter *web.Router
+	handler               http.Handler
 }
 
 // issuerSigner is core.Deps.Signer: the OAuth server's key, which exists
@@ -336,7 +342,7 @@ func (a *App) wire(ctx context.Context) error {
 	}
 	a.Queue, a.Svc = q, svc
 	if live != nil {
-		if a.stripeWebhook, err = stripecheckout.NewWebhook(svc.Checkout, o.Stripe.WebhookSecret, o.Logger); err != nil {
+		if a.stripeWebhook, err = stripehook.NewWebhook(svc.Checkout, o.Stripe.WebhookSecret, o.Logger); err != nil {
 			return err
 		}
 	}
@@ -404,14 +410,11 @@ func (a *App) wireOwners() error {
 	a.OAuth, a.Console = srv, con
 	a.signer.srv = srv
 	a.MCP = mcpserver.New(a.Svc, srv, mcpserver.Options{BaseURL: o.BaseURL, Enabled: o.MCPOAuth, Logger: o.Logger})
-	// The agent card names the authorization server's endpoints; they come
-	// from its metadata so the two cannot disagree.
-	md := srv.Metadata()
-	a.A2A = a2aserver.New(a.Svc, srv, a2aserver.Options{
-		BaseURL: o.BaseURL, ASMetadataURL: a.Svc.Config().APIURL + oauth.PathASMetadataIssuer,
-		AuthorizationURL: md.AuthorizationEndpoint, TokenURL: md.TokenEndpoint, Logger: o.Logger,
-	})
+	// The agent card names the authorization server's endpoints: the
+	// router builds them from their routes' names.
+	a.A2A = a2aserver.New(a.Svc, srv, a2aserver.Options{BaseURL: o.BaseURL, Logger: o.Logger})
 	a.HostAgent = hostagent.New(a.Svc, hostagent.Options{BaseURL: o.BaseURL, APIURL: a.Svc.Config().APIURL, Logger: o.Logger})
+	a.buildRouter()
 	return nil
 }
 

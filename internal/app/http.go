@@ -8,77 +8,83 @@ import (
 	"time"
 
 	"github.com/faxhub/faxhub/core"
-	"github.com/faxhub/faxhub/core/payments/stripecheckout"
-	"github.com/faxhub/faxhub/core/payments/testcheckout"
-	"github.com/faxhub/faxhub/core/prometheus"
 	"github.com/faxhub/faxhub/core/provider/simulated"
-	"github.com/faxhub/faxhub/core/provider/telnyx"
 	"github.com/faxhub/faxhub/core/web"
-	"github.com/faxhub/faxhub/hostagent"
-	"github.com/faxhub/faxhub/oauth"
-	"github.com/faxhub/faxhub/passkeys"
-	a2aserver "github.com/faxhub/faxhub/protocols/a2a"
-	mcpserver "github.com/faxhub/faxhub/protocols/mcp"
+	"github.com/faxhub/faxhub/internal/httpmetrics"
+	checkoutpage "github.com/faxhub/faxhub/internal/testcheckout"
 	"github.com/faxhub/faxhub/rest"
+	stripehook "github.com/faxhub/faxhub/rest/webhooks/stripe"
+	telnyxhook "github.com/faxhub/faxhub/rest/webhooks/telnyx"
 )
 
-// Handler is the whole HTTP surface of a process. Both origins (base and
-// API) are served by it.
-func (a *App) Handler() http.Handler {
-	mux := http.NewServeMux()
-	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
+// Router is the process's one router: every public route, registered by
+// the adapter that owns it, built once by Open (docs/architecture.md,
+// "Routing"). Both origins (base and API) are served by it.
+func (a *App) Router() *web.Router { return a.router }
+
+// Handler is the whole HTTP surface of a process: the router inside the
+// middleware every request goes through.
+func (a *App) Handler() http.Handler { return a.handler }
+
+// Routes lists every route of the process: the public router's, then the
+// metrics listener's (origin web.OriginMetrics) when metrics are on.
+// `faxhub routes` prints them.
+func (a *App) Routes() []web.RouteInfo {
+	routes := a.router.Routes()
+	if a.metricsRouter != nil {
+		routes = append(routes, a.metricsRouter.Routes()...)
+	}
+	return routes
+}
+
+// buildRouter makes the router: the process's own routes (health, the
+// home redirect, the built-in Stripe test backend's mint), then each
+// adapter's, each registered by the adapter itself; then the middleware
+// around it.
+func (a *App) buildRouter() {
+	r := web.NewRouter(web.Origins{web.OriginBase: a.BaseURL, web.OriginAPI: a.Svc.Config().APIURL})
+	base := r.Group("app", web.OriginBase)
+	base.HandleFunc(web.Route{Name: "app.healthz", Methods: "GET", Path: "/healthz", Auth: web.AuthNone}, func(w http.ResponseWriter, r *http.Request) {
 		web.WriteJSON(w, http.StatusOK, map[string]string{"status": "ok"})
 	})
-	mux.HandleFunc("GET /readyz", a.readyz)
+	base.HandleFunc(web.Route{Name: "app.readyz", Methods: "GET", Path: "/readyz", Auth: web.AuthNone}, a.readyz)
+	base.HandleFunc(web.Route{Name: "app.home", Methods: "GET", Path: "/", Auth: web.AuthNone}, func(w http.ResponseWriter, r *http.Request) {
+		// People land on the console; programs find the API below it.
+		http.Redirect(w, r, "/console", http.StatusSeeOther)
+	})
+	if a.stripeTest != nil {
+		r.Group("app", web.OriginAPI).Handle(web.Route{
+			Name: "app.stripeTestMint", Methods: "POST", Path: StripeTestMintPath, Auth: web.AuthNone,
+		}, a.stripeTestMint())
+	}
 
 	var numbers []rest.TestNumber
 	for _, n := range simulated.TestNumbers() {
 		numbers = append(numbers, rest.TestNumber{Number: n.Number, Description: n.Description})
 	}
-	api := rest.New(a.Svc, rest.Options{
+	rest.New(a.Svc, rest.Options{
 		BaseURL: a.BaseURL, APIURL: a.Svc.Config().APIURL, MachineOffers: machineOffers(a.Svc), TestNumbers: numbers,
 		StripeTestMintPath: a.stripeTestMintPath(),
-	}, a.Logger)
-	mux.Handle("/api/v1/", api)
-	mux.Handle("/openapi.json", api)
-	mux.Handle("/llms.txt", api)
-	if a.stripeTest != nil {
-		mux.Handle("POST "+StripeTestMintPath, a.stripeTestMint())
-	}
-	mux.Handle(testcheckout.TestCheckoutPath, testcheckout.TestCheckoutPage(a.Svc.Checkout, a.Logger))
-	// Stripe's signed events (live checkouts), on both origins.
-	mux.Handle(stripecheckout.WebhookPath, a.stripeWebhookHandler())
-	// Telnyx's signed events (live faxes, numbers, received faxes).
-	mux.Handle(telnyx.WebhookPath, a.telnyxWebhookHandler())
-
-	// The authorization server owns its discovery documents and /api/auth
-	// endpoints; later issues add agent registration beside them.
-	as := a.OAuth.Handler()
-	for _, p := range oauth.Paths() {
-		mux.Handle(p, as)
-	}
+	}, a.Logger).Register(r)
+	// Stripe's and Telnyx's signed events, or a 503 that says the
+	// provider is not configured.
+	stripehook.Register(r, a.stripeWebhookHandler())
+	telnyxhook.Register(r, a.telnyxWebhookHandler())
+	checkoutpage.NewPage(a.Svc.Checkout, a.Logger).Register(r)
+	// The authorization server: its discovery documents, /api/auth
+	// endpoints and agent registration.
+	a.OAuth.Register(r)
 	// The MCP server (Streamable HTTP, stateless) and the page where a
 	// person uploads a file for a chat app.
-	mux.Handle("/mcp", a.MCP)
-	mux.Handle(mcpserver.UploadPagePath, mcpserver.UploadPage(a.Svc.Config().APIURL))
-	mux.Handle(mcpserver.UploadPagePath+"/", mcpserver.UploadPage(a.Svc.Config().APIURL))
-	// The A2A endpoint (JSON-RPC, 1.0 and 0.3 method names) and its card,
-	// served on both origins without a token.
-	mux.Handle(a2aserver.Path, a.A2A)
-	mux.HandleFunc("GET "+a2aserver.CardPath, a.A2A.ServeCard)
+	a.MCP.Register(r)
+	// The A2A endpoint (JSON-RPC, 1.0 and 0.3 method names) and its card.
+	a.A2A.Register(r)
 	// Delegated hosts and agents (discovery, host create/enroll, agent
 	// registration, device codes, status, revoke, capability execute).
-	for _, p := range hostagent.Paths() {
-		mux.Handle(p, a.HostAgent)
-	}
-	console := a.Console.Handler()
-	for _, p := range passkeys.Paths() {
-		mux.Handle(p, console)
-	}
-	mux.HandleFunc("GET /{$}", func(w http.ResponseWriter, r *http.Request) {
-		// People land on the console; programs find the API below it.
-		http.Redirect(w, r, "/console", http.StatusSeeOther)
-	})
+	a.HostAgent.Register(r)
+	a.Console.Register(r)
+	a.router = r
+
 	body := a.Body
 	if body.Stream == nil {
 		body.Stream = isStreamedBody
@@ -86,17 +92,17 @@ func (a *App) Handler() http.Handler {
 	// Bodies carrying a document are not read ahead for the text check:
 	// uploads are bytes, and the machine endpoints check their JSON text
 	// themselves while decoding (a 413 must come before a 14 MB read).
-	var routed http.Handler = mux
-	if a.metrics != nil {
-		routed = prometheus.CaptureRoute(mux)
-	}
-	h := web.ReadDeadlines(web.RefuseInvalidText(routed, refuseInvalidText(a.Logger), isStreamedBody), body)
+	h := web.ReadDeadlines(web.RefuseInvalidText(r, refuseInvalidText(a.Logger), isStreamedBody), body)
 	h = web.WithRequestID(web.RealClientIP(accessLog(a.Logger, h), a.proxies))
 	if a.metrics != nil {
-		// Outermost, so requests refused before the mux count too.
-		h = a.metrics.Instrument(h)
+		// Outermost, so requests refused before the router count too.
+		h = httpmetrics.Instrument(a.metrics, h)
+		a.metricsRouter = web.NewRouter(web.Origins{web.OriginMetrics: "http://" + a.MetricsAddr})
+		a.metricsRouter.Group("app", web.OriginMetrics).Handle(web.Route{
+			Name: "app.metrics", Methods: "GET", Path: httpmetrics.Path, Auth: web.AuthNone,
+		}, httpmetrics.Handler(a.metrics))
 	}
-	return h
+	a.handler = h
 }
 
 // stripeWebhookHandler is the Stripe webhook, or, without Stripe

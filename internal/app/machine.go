@@ -10,10 +10,10 @@ import (
 	"github.com/faxhub/faxhub/core"
 	"github.com/faxhub/faxhub/core/machine"
 	"github.com/faxhub/faxhub/core/payments/stripe"
-	"github.com/faxhub/faxhub/core/payments/stripetest"
 	"github.com/faxhub/faxhub/core/payments/tempo"
 	"github.com/faxhub/faxhub/core/services"
 	"github.com/faxhub/faxhub/core/web"
+	"github.com/faxhub/faxhub/internal/stripetest"
 	"github.com/faxhub/faxhub/rest"
 )
 

@@ -23,9 +23,9 @@ import (
 	"github.com/faxhub/faxhub/conformance/storetest"
 	"github.com/faxhub/faxhub/core"
 	machinepay "github.com/faxhub/faxhub/core/machine"
-	"github.com/faxhub/faxhub/core/payments/tempotest"
 	"github.com/faxhub/faxhub/core/services"
 	"github.com/faxhub/faxhub/internal/app"
+	"github.com/faxhub/faxhub/internal/tempotest"
 	"github.com/faxhub/faxhub/internal/testenv"
 	"github.com/faxhub/faxhub/rest/mpp"
 )

@@ -7,8 +7,6 @@ import (
 	"net"
 	"net/http"
 	"time"
-
-	"github.com/faxhub/faxhub/core/prometheus"
 )
 
 // MetricsServer is the metrics listener StartMetrics started.
@@ -30,8 +28,10 @@ func (s *MetricsServer) Stop(ctx context.Context) error {
 }
 
 // StartMetrics listens on Options.MetricsAddr and serves GET /metrics
-// there and nothing else (404): the metrics are for the operator's
-// scraper, not the public origins, which never serve them.
+// there and nothing else (404), through a router of its own (the same kind
+// as the public one; `faxhub routes` lists its route on the metrics
+// origin): the metrics are for the operator's scraper, not the public
+// origins, which never serve them.
 func (a *App) StartMetrics() (*MetricsServer, error) {
 	if a.metrics == nil {
 		return nil, errors.New("app: metrics are off (no MetricsAddr)")
@@ -40,10 +40,8 @@ func (a *App) StartMetrics() (*MetricsServer, error) {
 	if err != nil {
 		return nil, fmt.Errorf("listen for metrics on %s: %w", a.MetricsAddr, err)
 	}
-	mux := http.NewServeMux()
-	mux.Handle("GET "+prometheus.Path, a.metrics.Handler())
 	s := &MetricsServer{Addr: ln.Addr().String(), done: make(chan error, 1), srv: &http.Server{
-		Handler:           mux,
+		Handler:           a.metricsRouter,
 		ReadHeaderTimeout: 10 * time.Second,
 		// A scrape reads the database for at most
 		// prometheus.DefaultSnapshotTimeout; the rest is formatting.

@@ -13,6 +13,7 @@ import (
 	"github.com/faxhub/faxhub/core/provider/telnyx"
 	"github.com/faxhub/faxhub/core/services"
 	"github.com/faxhub/faxhub/core/web"
+	telnyxhook "github.com/faxhub/faxhub/rest/webhooks/telnyx"
 )
 
 // TelnyxOptions configure Telnyx, live mode's fax and number provider
@@ -100,7 +101,7 @@ func (a *App) wireTelnyx(deps *services.Deps) error {
 // configured, a 503 that says so (an event sent there changes nothing).
 func (a *App) telnyxWebhookHandler() http.Handler {
 	if a.telnyxKey != nil {
-		return telnyx.NewWebhook(telnyx.WebhookConfig{PublicKey: a.telnyxKey, Sink: a.Svc.Core, Logger: a.Logger})
+		return telnyxhook.NewWebhook(telnyxhook.WebhookConfig{PublicKey: a.telnyxKey, Sink: a.Svc.Core, Logger: a.Logger})
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		web.WriteProblem(w, web.Problem{

@@ -16,6 +16,7 @@ import (
 	"github.com/faxhub/faxhub/core/provider/telnyx"
 	"github.com/faxhub/faxhub/internal/telnyxstandin"
 	"github.com/faxhub/faxhub/internal/testenv"
+	telnyxhook "github.com/faxhub/faxhub/rest/webhooks/telnyx"
 )
 
 // sink hands every core call to a channel.
@@ -53,7 +54,7 @@ func newRig(t *testing.T) *rig {
 	t.Helper()
 	sk := &sink{outcomes: make(chan core.ProviderResult, 16), orders: make(chan core.NumberOrderResult, 16), inbound: make(chan core.InboundNotice, 16)}
 	seed := bytes.Repeat([]byte{3}, ed25519.SeedSize)
-	hook := httptest.NewServer(telnyx.NewWebhook(telnyx.WebhookConfig{PublicKey: ed25519.NewKeyFromSeed(seed).Public().(ed25519.PublicKey), Sink: sk}))
+	hook := httptest.NewServer(telnyxhook.NewWebhook(telnyxhook.WebhookConfig{PublicKey: ed25519.NewKeyFromSeed(seed).Public().(ed25519.PublicKey), Sink: sk}))
 	t.Cleanup(hook.Close)
 	mux := http.NewServeMux()
 	mux.HandleFunc("/doc.pdf", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write(testenv.MinimalPDF(4)) })

@@ -11,12 +11,14 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
 	"slices"
 	"strings"
+	"sync"
 
 	"github.com/a2aproject/a2a-go/v2/a2a"
 	"github.com/a2aproject/a2a-go/v2/a2acompat/a2av0"
@@ -33,9 +35,6 @@ const Path = "/a2a"
 
 // CardPath is the well-known agent card (A2A 1.0 §8.2).
 const CardPath = "/.well-known/agent-card.json"
-
-// ResourceMetadataPath is the RFC 9728 document of the A2A resource.
-const ResourceMetadataPath = "/.well-known/oauth-protected-resource/a2a"
 
 // MaxRequestBytes bounds one JSON-RPC request: a message with one data
 // part (skill arguments or an AP2 mandate) is a few KiB; files never travel
@@ -58,18 +57,16 @@ const (
 	ExtensionSkillArgumentsPath = Path + "/extensions/skill-arguments/v1"
 )
 
-// Options configure the endpoint. The OAuth URLs come from the
-// authorization server's metadata (internal/app passes them; this package
-// does not import oauth).
+// Options configure the endpoint. The URLs the card and the answers name
+// (the authorization server's, the upload page's) are those of the routes
+// of the router the endpoint is registered on, found by name: this package
+// imports no other adapter.
 type Options struct {
 	// BaseURL is the public origin without a trailing slash.
 	BaseURL string
 	// Version is the agent card's version.
 	Version string
-	// ASMetadataURL is the RFC 8414 metadata of the authorization server;
-	// AuthorizationURL and TokenURL are its endpoints.
-	ASMetadataURL, AuthorizationURL, TokenURL string
-	Logger                                    *slog.Logger
+	Logger  *slog.Logger
 }
 
 // Handler is the A2A endpoint (POST {base}/a2a) and the agent card.
@@ -78,8 +75,14 @@ type Handler struct {
 	verifier core.TokenVerifier
 	opts     Options
 	v1, v03  http.Handler
-	card     []byte
 	skills   []skill
+	// urls is the router the endpoint is registered on (Register).
+	urls *web.Router
+	// card is the agent card, encoded on first use (its URLs are the
+	// router's, complete once every adapter has registered).
+	cardOnce sync.Once
+	card     []byte
+	cardErr  error
 }
 
 // New builds the endpoint.
@@ -95,18 +98,41 @@ func New(svc *services.Set, verifier core.TokenVerifier, opts Options) *Handler 
 	rh := &requestHandler{h: h}
 	h.v1 = a2asrv.NewJSONRPCHandler(rh)
 	h.v03 = a2av0.NewJSONRPCHandler(rh)
-	card, err := json.Marshal(h.Card())
-	if err != nil {
-		panic("a2a: the agent card does not encode: " + err.Error()) // a programming error, caught by every test
-	}
-	h.card = card
 	return h
+}
+
+// Register puts the A2A endpoint (POST /a2a; the handler answers every
+// method on it, 405 as a JSON-RPC error) and the agent card on r, on the
+// base origin.
+func (h *Handler) Register(r *web.Router) {
+	h.urls = r
+	g := r.Group("a2a", web.OriginBase)
+	g.Handle(web.Route{Name: "a2a.endpoint", Methods: "POST", Path: Path, OwnMethods: true, Auth: web.AuthBearer}, h)
+	g.HandleFunc(web.Route{Name: "a2a.card", Methods: "GET", Path: CardPath, Auth: web.AuthNone}, h.ServeCard)
 }
 
 // Resource is the A2A resource identifier (the token audience).
 func (h *Handler) Resource() string { return h.opts.BaseURL + Path }
 
-func (h *Handler) resourceMetadataURL() string { return h.opts.BaseURL + ResourceMetadataPath }
+// url is the absolute URL of a named route of the router the endpoint is
+// registered on.
+func (h *Handler) url(name string, pairs ...string) (string, error) {
+	if h.urls == nil {
+		return "", errors.New("a2a: the endpoint is not registered on a router")
+	}
+	return h.urls.URL(name, pairs...)
+}
+
+// resourceMetadataURL is the RFC 9728 document of the A2A resource, served
+// by the authorization server (an empty string, logged, if it is not
+// routed: the challenge still says the rest).
+func (h *Handler) resourceMetadataURL() string {
+	u, err := h.url("oauth.protectedResourceA2A")
+	if err != nil {
+		h.opts.Logger.Error("a2a: resource metadata URL", "err", err)
+	}
+	return u
+}
 
 func (h *Handler) skillArgumentsURI() string { return h.opts.BaseURL + ExtensionSkillArgumentsPath }
 
@@ -129,9 +155,10 @@ var (
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Cache-Control", "no-store")
 	if r.Method != http.MethodPost {
+		card, _ := h.url("a2a.card")
 		w.Header().Set("Allow", http.MethodPost)
 		writeRPCError(w, http.StatusMethodNotAllowed, nil, a2a.ErrInvalidRequest,
-			"the A2A endpoint takes JSON-RPC 2.0 requests by POST; the agent card is at "+h.opts.BaseURL+CardPath, nil)
+			"the A2A endpoint takes JSON-RPC 2.0 requests by POST; the agent card is at "+card, nil)
 		return
 	}
 	if _, ok := web.CredentialInQuery(r); ok {
@@ -289,8 +316,26 @@ func (h *Handler) challenge(w http.ResponseWriter, errCode, desc string) {
 
 // ServeCard serves the agent card (GET, no token).
 func (h *Handler) ServeCard(w http.ResponseWriter, r *http.Request) {
+	card, err := h.cardJSON()
+	if err != nil {
+		h.opts.Logger.ErrorContext(r.Context(), "a2a: agent card", "err", err)
+		http.Error(w, "the agent card could not be built", http.StatusInternalServerError)
+		return
+	}
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Cache-Control", "public, max-age=300")
 	w.Header().Set("Access-Control-Allow-Origin", "*")
-	_, _ = w.Write(h.card)
+	_, _ = w.Write(card)
+}
+
+// cardJSON is the encoded card, built once.
+func (h *Handler) cardJSON() ([]byte, error) {
+	h.cardOnce.Do(func() {
+		c, err := h.Card()
+		if err == nil {
+			h.card, err = json.Marshal(c)
+		}
+		h.cardErr = err
+	})
+	return h.card, h.cardErr
 }

@@ -79,7 +79,10 @@ func TestCard(t *testing.T) {
 		t.Fatalf("skill-arguments extension %v", exts[1])
 	}
 	schemas := get(exts, 1, "params", "schemas").(map[string]any)
-	md := e.a.OAuth.Metadata()
+	md, err := e.a.OAuth.Metadata()
+	if err != nil {
+		t.Fatal(err)
+	}
 	flow := get(card, "securitySchemes", "oauth", "oauth2SecurityScheme", "flows", "authorizationCode").(map[string]any)
 	if flow["authorizationUrl"] != md.AuthorizationEndpoint || flow["tokenUrl"] != md.TokenEndpoint || flow["pkceRequired"] != true ||
 		len(flow["scopes"].(map[string]any)) != len(core.FaxScopes()) {
@@ -121,7 +124,7 @@ func TestCard(t *testing.T) {
 	// its default parser refuses the spec's shape on exactly that; with the
 	// list unwrapped the rest of the card parses and its resolver works.
 	// When a2a-go is fixed this fails: drop protoJSONCardParser then.
-	_, err := agentcard.DefaultCardParser(body)
+	_, err = agentcard.DefaultCardParser(body)
 	var te *json.UnmarshalTypeError
 	if err == nil {
 		t.Fatal("a2a-go parses ProtoJSON securityRequirements now: use its default parser")

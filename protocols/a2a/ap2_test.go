@@ -10,7 +10,7 @@ import (
 
 	"github.com/a2aproject/a2a-go/v2/a2a"
 	"github.com/a2aproject/a2a-go/v2/a2aclient"
-	jose "github.com/go-jose/go-jose/v3"
+	jose "github.com/go-jose/go-jose/v4"
 
 	"github.com/faxhub/faxhub/core"
 	"github.com/faxhub/faxhub/core/tasks"
@@ -96,7 +96,7 @@ func verifyCart(t *testing.T, e *env, c cart) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	sig, err := jose.ParseSigned(c.jws)
+	sig, err := jose.ParseSignedCompact(c.jws, []jose.SignatureAlgorithm{jose.EdDSA})
 	if err != nil || len(sig.Signatures) != 1 {
 		t.Fatalf("merchant_authorization %q: %v", c.jws, err)
 	}

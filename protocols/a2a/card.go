@@ -124,9 +124,19 @@ func requirement(scopes ...string) []SecurityRequirement {
 	return []SecurityRequirement{{Schemes: map[string]StringList{securityScheme: {List: scopes}}}}
 }
 
-// Card returns the agent card.
-func (h *Handler) Card() AgentCard {
+// Card returns the agent card. Its URLs are those of the routes it names
+// (the endpoint, llms.txt, the authorization server's metadata and
+// endpoints); the resource is the endpoint's identifier.
+func (h *Handler) Card() (AgentCard, error) {
 	base := h.opts.BaseURL
+	urls := map[string]string{}
+	for _, name := range []string{"a2a.endpoint", "rest.getLLMsTxt", "oauth.metadataIssuer", "oauth.authorize", "oauth.token"} {
+		u, err := h.url(name)
+		if err != nil {
+			return AgentCard{}, err
+		}
+		urls[name] = u
+	}
 	scopes := map[string]string{}
 	for _, s := range core.FaxScopes() {
 		scopes[string(s)] = scopeDescriptions[s]
@@ -148,10 +158,10 @@ func (h *Handler) Card() AgentCard {
 			"A2A never spends account credits. Credits can be bought under AP2 (buy_credits). Never send protected health information through A2A.",
 		Version:          h.opts.Version,
 		Provider:         CardProvider{Organization: "faxhub", URL: base},
-		DocumentationURL: base + "/llms.txt",
+		DocumentationURL: urls["rest.getLLMsTxt"],
 		SupportedInterfaces: []CardInterface{
-			{URL: base + Path, ProtocolBinding: "JSONRPC", ProtocolVersion: "1.0"},
-			{URL: base + Path, ProtocolBinding: "JSONRPC", ProtocolVersion: "0.3"},
+			{URL: urls["a2a.endpoint"], ProtocolBinding: "JSONRPC", ProtocolVersion: "1.0"},
+			{URL: urls["a2a.endpoint"], ProtocolBinding: "JSONRPC", ProtocolVersion: "0.3"},
 		},
 		Capabilities: CardCapabilities{Extensions: []CardExtension{
 			{URI: ExtensionAP2, Required: false, Params: map[string]any{"roles": []string{"merchant"}},
@@ -160,15 +170,15 @@ func (h *Handler) Card() AgentCard {
 				Description: "The JSON Schema of each skill's arguments (params.schemas, by skill id). Informational: nothing to activate."},
 		}},
 		SecuritySchemes: map[string]SecurityScheme{securityScheme: {OAuth2: &OAuth2Scheme{
-			Description:       "OAuth 2.0 authorization code with PKCE (dynamic client registration at the authorization server), or an agent-registration token; request tokens for the resource " + base + Path + ". DPoP-bound tokens are not accepted.",
-			OAuth2MetadataURL: h.opts.ASMetadataURL,
+			Description:       "OAuth 2.0 authorization code with PKCE (dynamic client registration at the authorization server), or an agent-registration token; request tokens for the resource " + h.Resource() + ". DPoP-bound tokens are not accepted.",
+			OAuth2MetadataURL: urls["oauth.metadataIssuer"],
 			Flows: OAuthFlows{AuthorizationCode: &AuthorizationCodeFlow{
-				AuthorizationURL: h.opts.AuthorizationURL, TokenURL: h.opts.TokenURL, Scopes: scopes, PKCERequired: true,
+				AuthorizationURL: urls["oauth.authorize"], TokenURL: urls["oauth.token"], Scopes: scopes, PKCERequired: true,
 			}},
 		}}},
 		SecurityRequirements: requirement(),
 		DefaultInputModes:    []string{"application/json"},
 		DefaultOutputModes:   []string{"application/json", "text/plain"},
 		Skills:               skills,
-	}
+	}, nil
 }

@@ -18,10 +18,6 @@ import (
 	"github.com/faxhub/faxhub/core/tasks"
 )
 
-// uploadPagePath is the page where a person picks a file for an agent
-// (served by protocols/mcp's upload page; the token goes in the fragment).
-const uploadPagePath = "/upload"
-
 // requestHandler implements a2asrv.RequestHandler directly over core:
 // no executor, no task store; every answer is read from core.
 type requestHandler struct{ h *Handler }
@@ -187,8 +183,14 @@ func (rh *requestHandler) runSkill(ctx context.Context, p core.Principal, msg *a
 		if err != nil {
 			return nil, rh.fail(ctx, s.ID, err, targetSkill)
 		}
+		// The page where a person picks a file for an agent (protocols/mcp
+		// serves it; the token goes in the fragment).
+		page, err := rh.h.url("mcp.uploadPage")
+		if err != nil {
+			return nil, rh.fail(ctx, s.ID, err, targetSkill)
+		}
 		return reply(msg, map[string]any{"uploadUrl": c.UploadURL, "uploadToken": c.UploadToken,
-			"uploadPageUrl": rh.h.opts.BaseURL + uploadPagePath + "#" + c.UploadToken, "method": c.Method,
+			"uploadPageUrl": page + "#" + c.UploadToken, "method": c.Method,
 			"expiresAt": rfc3339(c.ExpiresAt), "maxBytes": c.MaxBytes}), nil
 	case *createFaxArgs:
 		tv, err := svc.Tasks.StartFaxTask(ctx, p, s.ID, msg.ContextID, core.CreateDraftRequest{To: a.To, UploadToken: a.UploadToken, Cover: a.Cover, CoverText: a.CoverText, From: a.From})

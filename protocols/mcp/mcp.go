@@ -28,9 +28,6 @@ import (
 // is BaseURL+Path.
 const Path = "/mcp"
 
-// ResourceMetadataPath is the RFC 9728 document of the MCP resource.
-const ResourceMetadataPath = "/.well-known/oauth-protected-resource/mcp"
-
 // MaxRequestBytes bounds one JSON-RPC request body (an inline upload of
 // MaxInlineBytes fits with room to spare).
 const MaxRequestBytes = 1 << 20
@@ -67,6 +64,9 @@ type Handler struct {
 	opts     Options
 	sdk      http.Handler
 	server   *mcp.Server
+	// urls is the router the server is registered on (Register): it
+	// builds the URLs the tools and challenges hand out.
+	urls *web.Router
 }
 
 // New builds the MCP endpoint for POST {base}/mcp.
@@ -103,10 +103,38 @@ func New(svc *services.Set, verifier core.TokenVerifier, opts Options) *Handler 
 	return h
 }
 
+// Register puts the MCP endpoint (POST /mcp; the handler answers every
+// method on it) and the upload page on r, on the base origin. The page
+// PUTs files to the API origin.
+func (h *Handler) Register(r *web.Router) {
+	h.urls = r
+	g := r.Group("mcp", web.OriginBase)
+	g.Handle(web.Route{Name: "mcp.endpoint", Methods: "POST", Path: Path, OwnMethods: true, Auth: web.AuthBearer}, h)
+	registerUploadPage(g, r.Origin(web.OriginAPI))
+}
+
 // Resource is the MCP resource identifier (the token audience).
 func (h *Handler) Resource() string { return h.opts.BaseURL + Path }
 
-func (h *Handler) resourceMetadataURL() string { return h.opts.BaseURL + ResourceMetadataPath }
+// url is the absolute URL of a named route of the router the server is
+// registered on.
+func (h *Handler) url(name string, pairs ...string) (string, error) {
+	if h.urls == nil {
+		return "", errors.New("mcp: the server is not registered on a router")
+	}
+	return h.urls.URL(name, pairs...)
+}
+
+// resourceMetadataURL is the RFC 9728 document of the MCP resource, served
+// by the authorization server (an empty string, logged, if it is not
+// routed: the challenge still says the rest).
+func (h *Handler) resourceMetadataURL() string {
+	u, err := h.url("oauth.protectedResourceMCP")
+	if err != nil {
+		h.opts.Logger.Error("mcp: resource metadata URL", "err", err)
+	}
+	return u
+}
 
 // rpcPeek is what the gate needs from a JSON-RPC message.
 type rpcPeek struct {

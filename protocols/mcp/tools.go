@@ -280,8 +280,12 @@ func (h *Handler) createUpload(ctx context.Context, _ *mcp.CallToolRequest, in c
 	if err != nil {
 		return nil, uploadOut{}, h.toolError(ctx, tool, err)
 	}
+	page, err := h.url("mcp.uploadPage")
+	if err != nil {
+		return nil, uploadOut{}, h.toolError(ctx, tool, err)
+	}
 	out := uploadOut{
-		UploadURL: c.UploadURL, UploadToken: c.UploadToken, UploadPageURL: h.opts.BaseURL + UploadPagePath + "#" + c.UploadToken,
+		UploadURL: c.UploadURL, UploadToken: c.UploadToken, UploadPageURL: page + "#" + c.UploadToken,
 		Method: c.Method, ExpiresAt: rfc3339(c.ExpiresAt), MaxBytes: c.MaxBytes,
 	}
 	if data != nil {

@@ -4,6 +4,8 @@ import (
 	"embed"
 	"net/http"
 	"strings"
+
+	"github.com/faxhub/faxhub/core/web"
 )
 
 // UploadPagePath is the page a person opens to upload a file for a chat
@@ -16,16 +18,15 @@ const UploadPagePath = "/upload"
 //go:embed static/upload.html static/upload.js
 var staticFS embed.FS
 
-// UploadPage serves GET /upload and GET /upload/app.js. apiURL is the
-// origin of /api/v1/uploads (the page PUTs there).
-func UploadPage(apiURL string) http.Handler {
+// registerUploadPage puts GET /upload and GET /upload/app.js on g. apiURL
+// is the origin of /api/v1/uploads (the page PUTs there).
+func registerUploadPage(g *web.Group, apiURL string) {
 	apiURL = strings.TrimRight(apiURL, "/")
 	html, _ := staticFS.ReadFile("static/upload.html")
 	js, _ := staticFS.ReadFile("static/upload.js")
 	page := strings.ReplaceAll(string(html), "{{API}}", apiURL)
 	csp := "default-src 'none'; script-src 'self'; style-src 'unsafe-inline'; connect-src 'self' " + apiURL + "; frame-ancestors 'none'; base-uri 'none'; form-action 'none'"
-	mux := http.NewServeMux()
-	mux.HandleFunc("GET "+UploadPagePath, func(w http.ResponseWriter, r *http.Request) {
+	g.HandleFunc(web.Route{Name: "mcp.uploadPage", Methods: "GET", Path: UploadPagePath, Auth: web.AuthNone}, func(w http.ResponseWriter, r *http.Request) {
 		h := w.Header()
 		h.Set("Content-Type", "text/html; charset=utf-8")
 		h.Set("Cache-Control", "no-store")
@@ -34,12 +35,11 @@ func UploadPage(apiURL string) http.Handler {
 		h.Set("Referrer-Policy", "no-referrer")
 		_, _ = w.Write([]byte(page))
 	})
-	mux.HandleFunc("GET "+UploadPagePath+"/app.js", func(w http.ResponseWriter, r *http.Request) {
+	g.HandleFunc(web.Route{Name: "mcp.uploadScript", Methods: "GET", Path: UploadPagePath + "/app.js", Auth: web.AuthNone}, func(w http.ResponseWriter, r *http.Request) {
 		h := w.Header()
 		h.Set("Content-Type", "text/javascript; charset=utf-8")
 		h.Set("Cache-Control", "public, max-age=300")
 		h.Set("X-Content-Type-Options", "nosniff")
 		_, _ = w.Write(js)
 	})
-	return mux
 }

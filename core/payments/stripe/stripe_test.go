@@ -15,7 +15,7 @@ import (
 
 	"github.com/faxhub/faxhub/core/payments"
 	"github.com/faxhub/faxhub/core/payments/stripe"
-	"github.com/faxhub/faxhub/core/payments/stripetest"
+	"github.com/faxhub/faxhub/internal/stripetest"
 )
 
 const secret = "sk_test_SECRETsecretSECRET42"

@@ -208,6 +208,10 @@ func TestSessionExpiryClamped(t *testing.T) {
 	}
 }
 
+// whsec is the webhook signing secret the live checkouts are configured
+// with (the webhook itself is tested in rest/webhooks/stripe).
+const whsec = "whsec_faxhub_test_secret"
+
 var csrfField = regexp.MustCompile(`name="csrf" value="([^"]+)"`)
 
 // TestLiveCheckoutWithStripeMock is the console's and the API's view: with

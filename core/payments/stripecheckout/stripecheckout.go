@@ -1,9 +1,8 @@
 // Package stripecheckout is live mode's hosted checkout: a
-// core.CheckoutGateway that opens a Stripe Checkout Session for a credit
-// pack or a draft, and the signed webhook through which Stripe reports the
-// session's outcome. It verifies and translates; core decides what a
-// payment, an expiry or a refund does (core/checkouts.go,
-// docs/payments.md).
+// checkout.Gateway that opens a Stripe Checkout Session for a credit
+// pack or a draft. Stripe reports the session's outcome through a signed
+// webhook, received by rest/webhooks/stripe; core decides what a payment,
+// an expiry or a refund does (core/checkouts.go, docs/payments.md).
 package stripecheckout
 
 import (
@@ -50,7 +49,7 @@ type Options struct {
 	Now func() time.Time
 }
 
-// Gateway is the live-mode core.CheckoutGateway.
+// Gateway is the live-mode checkout.Gateway.
 type Gateway struct {
 	sc      *stripe.Client
 	baseURL string

@@ -17,7 +17,7 @@ import (
 
 	"github.com/faxhub/faxhub/core/payments"
 	"github.com/faxhub/faxhub/core/payments/tempo"
-	"github.com/faxhub/faxhub/core/payments/tempotest"
+	"github.com/faxhub/faxhub/internal/tempotest"
 )
 
 const (

@@ -112,14 +112,15 @@ func New(cfg Config) (*Provider, error) {
 func (p *Provider) Name() string { return Name }
 
 // ClientState is the client_state Send gives Telnyx for an attempt; the
-// webhook reads the fax and attempt back from it.
+// webhook (rest/webhooks/telnyx) reads the fax and attempt back from it
+// with ParseClientState.
 func ClientState(faxID, attemptID string) string {
 	return base64.StdEncoding.EncodeToString([]byte(faxID + " " + attemptID))
 }
 
-// parseClientState reverses ClientState; ok is false for a state faxhub
+// ParseClientState reverses ClientState; ok is false for a state faxhub
 // did not set (a fax sent by another integration on the account).
-func parseClientState(s string) (faxID, attemptID string, ok bool) {
+func ParseClientState(s string) (faxID, attemptID string, ok bool) {
 	if s == "" || len(s) > 512 {
 		return "", "", false
 	}
@@ -394,8 +395,9 @@ func titleCase(s string) string {
 	return strings.Join(words, " ")
 }
 
-// numberOrder is a Telnyx number order.
-type numberOrder struct {
+// NumberOrder is a Telnyx number order, as its API answers and as its
+// number_order.* webhook events carry it.
+type NumberOrder struct {
 	ID                string `json:"id"`
 	Status            string `json:"status"` // pending, success, failure
 	CustomerReference string `json:"customer_reference"`
@@ -406,8 +408,8 @@ type numberOrder struct {
 	} `json:"phone_numbers"`
 }
 
-// result is what a number order means to core.
-func (o numberOrder) result() core.NumberOrderResult {
+// Result is what a number order means to core.
+func (o NumberOrder) Result() core.NumberOrderResult {
 	r := core.NumberOrderResult{Status: core.NumberPending, OrderRef: o.ID}
 	switch o.Status {
 	case "success":
@@ -431,7 +433,7 @@ func (p *Provider) OrderNumber(ctx context.Context, o core.NumberOrder) (core.Nu
 		return core.NumberOrderResult{}, errors.New("telnyx order: the number id and the number are required")
 	}
 	var found struct {
-		Data []numberOrder `json:"data"`
+		Data []NumberOrder `json:"data"`
 	}
 	q := url.Values{"filter[customer_reference]": {o.NumberID}}
 	if err := p.call(ctx, http.MethodGet, "/v2/number_orders", q, nil, &found); err != nil {
@@ -441,7 +443,7 @@ func (p *Provider) OrderNumber(ctx context.Context, o core.NumberOrder) (core.Nu
 	for _, ord := range found.Data {
 		if ord.CustomerReference == o.NumberID && ord.ID != "" {
 			p.cfg.Logger.InfoContext(ctx, "telnyx number order found", "number", o.NumberID, "order", ord.ID, "status", ord.Status)
-			return ord.result(), nil
+			return ord.Result(), nil
 		}
 	}
 	body := map[string]any{
@@ -450,7 +452,7 @@ func (p *Provider) OrderNumber(ctx context.Context, o core.NumberOrder) (core.Nu
 		"customer_reference": o.NumberID,
 	}
 	var out struct {
-		Data numberOrder `json:"data"`
+		Data NumberOrder `json:"data"`
 	}
 	err := p.call(ctx, http.MethodPost, "/v2/number_orders", nil, body, &out)
 	var ae *apiError
@@ -463,7 +465,7 @@ func (p *Provider) OrderNumber(ctx context.Context, o core.NumberOrder) (core.Nu
 	case out.Data.ID == "":
 		return core.NumberOrderResult{}, fmt.Errorf("telnyx order %s: the answer names no order id", o.E164)
 	}
-	return out.Data.result(), nil
+	return out.Data.Result(), nil
 }
 
 // ReleaseNumber deletes the number from the account, found by its E.164

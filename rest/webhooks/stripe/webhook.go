@@ -1,4 +1,8 @@
-package stripecheckout
+// Package stripe receives Stripe's signed webhook events for live
+// checkouts (POST /webhooks/stripe): it verifies the Stripe-Signature
+// header and turns Checkout Session and refund events into core calls. The
+// Checkout gateway (the outbound client) is core/payments/stripecheckout.
+package stripe
 
 import (
 	"context"
@@ -43,6 +47,16 @@ var EventTypes = [...]string{
 	string(stripe.EventTypeCheckoutSessionAsyncPaymentFailed),
 	string(stripe.EventTypeCheckoutSessionExpired),
 	string(stripe.EventTypeChargeRefunded),
+}
+
+// Register puts POST WebhookPath on r (API origin), served by h: the
+// Webhook, or what the server answers instead when Stripe is not
+// configured. h is given every method (the Webhook refuses the others with
+// a problem).
+func Register(r *web.Router, h http.Handler) {
+	r.Group("webhooks", web.OriginAPI).Handle(web.Route{
+		Name: "webhooks.stripe", Methods: "POST", Path: WebhookPath, OwnMethods: true, Auth: web.AuthSignature,
+	}, h)
 }
 
 // Service is what the webhook needs from core (*core.Service has it).

@@ -29,7 +29,7 @@ import (
 
 	"golang.org/x/crypto/sha3"
 
-	"github.com/faxhub/faxhub/core/payments/internal/inproc"
+	"github.com/faxhub/faxhub/internal/inproc"
 )
 
 const maxBody = 64 << 10

@@ -11,9 +11,9 @@ import (
 	"time"
 
 	"github.com/faxhub/faxhub/conformance/storetest"
-	"github.com/faxhub/faxhub/core/payments/stripetest"
 	"github.com/faxhub/faxhub/core/store"
 	"github.com/faxhub/faxhub/internal/require"
+	"github.com/faxhub/faxhub/internal/stripetest"
 )
 
 // opener makes a stand-in on a fresh state of the backend under test.

@@ -1,3 +1,7 @@
+// Package telnyx receives Telnyx's signed webhook events (POST
+// /webhooks/telnyx): it verifies their Ed25519 signature and timestamp and
+// turns each fax, received fax and number order event into a core call.
+// The Telnyx client (faxes out, numbers) is core/provider/telnyx.
 package telnyx
 
 import (
@@ -14,6 +18,7 @@ import (
 	"time"
 
 	"github.com/faxhub/faxhub/core"
+	provider "github.com/faxhub/faxhub/core/provider/telnyx"
 	"github.com/faxhub/faxhub/core/web"
 )
 
@@ -39,6 +44,16 @@ const (
 	CodeStaleTimestamp   = "stale_timestamp"
 	CodeWebhookTooLarge  = "webhook_too_large"
 )
+
+// Register puts POST WebhookPath on r (API origin), served by h: the
+// webhook, or what the server answers instead when Telnyx is not
+// configured. h is given every method (the webhook refuses the others with
+// a problem).
+func Register(r *web.Router, h http.Handler) {
+	r.Group("webhooks", web.OriginAPI).Handle(web.Route{
+		Name: "webhooks.telnyx", Methods: "POST", Path: WebhookPath, OwnMethods: true, Auth: web.AuthSignature,
+	}, h)
+}
 
 // Sink is what the webhook tells core (*core.Service implements it).
 // Duplicated and out-of-order events are harmless there: a final attempt
@@ -200,7 +215,7 @@ func (h *webhook) handle(ctx context.Context, ev event) (string, error) {
 		if err := json.Unmarshal(ev.Data.Payload, &p); err != nil {
 			return "", core.Errorf(core.KindInvalid, core.CodeInvalidRequest, "the fax in the event could not be read")
 		}
-		faxID, attemptID, ok := parseClientState(p.ClientState)
+		faxID, attemptID, ok := provider.ParseClientState(p.ClientState)
 		if !ok {
 			return "ignored: not a faxhub fax", nil
 		}
@@ -222,7 +237,7 @@ func (h *webhook) handle(ctx context.Context, ev event) (string, error) {
 			at = h.cfg.Now()
 		}
 		f, err := h.cfg.Sink.ReceiveFax(ctx, core.InboundNotice{
-			Provider: Name, ProviderRef: p.FaxID, To: p.To, From: p.From, MediaURL: p.MediaURL,
+			Provider: provider.Name, ProviderRef: p.FaxID, To: p.To, From: p.From, MediaURL: p.MediaURL,
 			Pages: max(p.PageCount, 0), ReceivedAt: at,
 		})
 		if err != nil {
@@ -233,15 +248,15 @@ func (h *webhook) handle(ctx context.Context, ev event) (string, error) {
 		}
 		return "received " + f.ID, nil
 	case typ == "number_order.complete" || typ == "number_order.status_update":
-		var o numberOrder
+		var o provider.NumberOrder
 		if err := json.Unmarshal(ev.Data.Payload, &o); err != nil || o.ID == "" {
 			return "", core.Errorf(core.KindInvalid, core.CodeInvalidRequest, "the number order in the event could not be read")
 		}
-		res := o.result()
+		res := o.Result()
 		if res.Status == core.NumberPending {
 			return "waiting: order " + cut(o.Status, 30), nil
 		}
-		if err := h.cfg.Sink.RecordNumberOrder(ctx, Name, o.ID, res); err != nil {
+		if err := h.cfg.Sink.RecordNumberOrder(ctx, provider.Name, o.ID, res); err != nil {
 			return "", err
 		}
 		return string(res.Status) + " order " + o.ID, nil
@@ -322,4 +337,12 @@ func FailureCode(reason string) (code string, retryable bool) {
 		return core.FailureMedia, false
 	}
 	return core.FailureProvider, true
+}
+
+// cut shortens s to n bytes for a message or a log line.
+func cut(s string, n int) string {
+	if len(s) > n {
+		return s[:n] + "…"
+	}
+	return s
 }

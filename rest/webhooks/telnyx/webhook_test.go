@@ -17,7 +17,8 @@ import (
 	"time"
 
 	"github.com/faxhub/faxhub/core"
-	"github.com/faxhub/faxhub/core/provider/telnyx"
+	provider "github.com/faxhub/faxhub/core/provider/telnyx"
+	"github.com/faxhub/faxhub/rest/webhooks/telnyx"
 )
 
 // fakeSink records what the webhook tells core.
@@ -85,7 +86,7 @@ func faxEvent(typ string, payload map[string]any) string {
 
 func delivered() string {
 	return faxEvent("fax.delivered", map[string]any{
-		"fax_id": "tx_fax_9", "client_state": telnyx.ClientState("fax_1", "att_1"), "page_count": 3, "call_duration_secs": 95, "status": "delivered",
+		"fax_id": "tx_fax_9", "client_state": provider.ClientState("fax_1", "att_1"), "page_count": 3, "call_duration_secs": 95, "status": "delivered",
 	})
 }
 
@@ -170,7 +171,7 @@ func TestWebhookSignature(t *testing.T) {
 }
 
 func TestWebhookEvents(t *testing.T) {
-	cs := telnyx.ClientState("fax_1", "att_1")
+	cs := provider.ClientState("fax_1", "att_1")
 	for _, tc := range []struct {
 		name                  string
 		body                  string
@@ -235,7 +236,7 @@ func TestWebhookEvents(t *testing.T) {
 func TestWebhookOutOfOrder(t *testing.T) {
 	sink := &fakeSink{}
 	h := newWebhook(sink)
-	cs := telnyx.ClientState("fax_1", "att_1")
+	cs := provider.ClientState("fax_1", "att_1")
 	for _, body := range []string{
 		delivered(),
 		faxEvent("fax.sending.started", map[string]any{"fax_id": "tx_fax_9", "client_state": cs}),

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/faxhub/faxhub/core/payments/tempotest"
+	"github.com/faxhub/faxhub/internal/tempotest"
 )
 
 type answer struct {

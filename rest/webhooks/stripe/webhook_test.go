@@ -1,4 +1,4 @@
-package stripecheckout_test
+package stripe_test
 
 import (
 	"bytes"
@@ -19,10 +19,10 @@ import (
 
 	"github.com/faxhub/faxhub/core"
 	"github.com/faxhub/faxhub/core/checkout"
-	"github.com/faxhub/faxhub/core/payments/stripecheckout"
 	"github.com/faxhub/faxhub/core/services"
 	"github.com/faxhub/faxhub/internal/app"
 	"github.com/faxhub/faxhub/internal/testenv"
+	stripehook "github.com/faxhub/faxhub/rest/webhooks/stripe"
 )
 
 const whsec = "whsec_faxhub_test_secret"
@@ -182,7 +182,7 @@ func sign(body []byte, secret string, at time.Time) string {
 // empty) and returns the status and the decoded answer.
 func (e *env) post(t *testing.T, body []byte, sig string) (int, map[string]any) {
 	t.Helper()
-	req, err := http.NewRequest(http.MethodPost, e.url+stripecheckout.WebhookPath, bytes.NewReader(body))
+	req, err := http.NewRequest(http.MethodPost, e.url+stripehook.WebhookPath, bytes.NewReader(body))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -353,22 +353,22 @@ func TestWebhookRefusesBadSignatures(t *testing.T) {
 	}{
 		{"no signature", ev, ""},
 		{"another secret", ev, sign(ev, "whsec_not_ours", time.Now())},
-		{"too old", ev, sign(ev, whsec, time.Now().Add(-stripecheckout.SignatureTolerance-time.Minute))},
+		{"too old", ev, sign(ev, whsec, time.Now().Add(-stripehook.SignatureTolerance-time.Minute))},
 		{"signature of another body", ev, sign(other, whsec, time.Now())},
 		{"malformed header", ev, "t=abc,v1=zz"},
 		{"not an event", []byte(`{"object":"charge"}`), sign([]byte(`{"object":"charge"}`), whsec, time.Now())},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			st, out := e.post(t, tc.body, tc.sig)
-			if st != http.StatusBadRequest || out["code"] != stripecheckout.CodeWebhookSignature {
-				t.Fatalf("answer %d %v, want 400 %s", st, out, stripecheckout.CodeWebhookSignature)
+			if st != http.StatusBadRequest || out["code"] != stripehook.CodeWebhookSignature {
+				t.Fatalf("answer %d %v, want 400 %s", st, out, stripehook.CodeWebhookSignature)
 			}
 			wantStatus(t, e, c.ID, checkout.Open)
 			wantGranted(t, e, c, 0)
 		})
 	}
 	t.Run("too large", func(t *testing.T) {
-		big := bytes.Repeat([]byte("x"), stripecheckout.MaxWebhookBytes+1)
+		big := bytes.Repeat([]byte("x"), stripehook.MaxWebhookBytes+1)
 		st, out := e.post(t, big, sign(big, whsec, time.Now()))
 		if st != http.StatusRequestEntityTooLarge {
 			t.Fatalf("answer %d %v, want 413", st, out)
@@ -505,7 +505,7 @@ func TestWebhookConcurrentDuplicates(t *testing.T) {
 	errs := make(chan string, 20)
 	for range 20 {
 		wg.Go(func() {
-			req, _ := http.NewRequest(http.MethodPost, e.url+stripecheckout.WebhookPath, bytes.NewReader(ev))
+			req, _ := http.NewRequest(http.MethodPost, e.url+stripehook.WebhookPath, bytes.NewReader(ev))
 			req.Header.Set("Stripe-Signature", sig)
 			res, err := http.DefaultClient.Do(req)
 			if err != nil {

@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/faxhub/faxhub/core/payments/stripetest"
+	"github.com/faxhub/faxhub/internal/stripetest"
 )
 
 var t0 = time.Date(2026, 11, 23, 8, 0, 0, 0, time.UTC)

@@ -53,7 +53,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/faxhub/faxhub/core/payments/internal/inproc"
+	"github.com/faxhub/faxhub/internal/inproc"
 )
 
 const (
