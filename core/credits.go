@@ -55,7 +55,7 @@ func (s *Service) GetCredits(ctx context.Context, p Principal, startingAfter str
 	if err := Authorize(p, OpGetCredits); err != nil {
 		return nil, err
 	}
-	limit, err := checkLimit(limit)
+	limit, err := CheckLimit(limit)
 	if err != nil {
 		return nil, err
 	}

@@ -123,7 +123,7 @@ func (s *Service) startAttempt(ctx context.Context, faxID string) (*Fax, *Attemp
 			}
 			return err
 		}
-		a := &Attempt{ID: NewID(PrefixAttempt), FaxID: o.ID, Number: o.Attempts, Provider: s.providerName(o.Mode), Status: AttemptSending, StartedAt: now}
+		a := &Attempt{ID: NewID(PrefixAttempt), FaxID: o.ID, Number: o.Attempts, Provider: s.ProviderName(o.Mode), Status: AttemptSending, StartedAt: now}
 		if err := tx.CreateAttempt(ctx, a); err != nil {
 			return err
 		}
@@ -136,7 +136,7 @@ func (s *Service) startAttempt(ctx context.Context, faxID string) (*Fax, *Attemp
 	return fax, attempt, err
 }
 
-func (s *Service) providerName(m Mode) string {
+func (s *Service) ProviderName(m Mode) string {
 	if p := s.d.Providers[m]; p != nil {
 		return p.Name()
 	}

@@ -294,7 +294,7 @@ const (
 	MaxListLimit     = 100
 )
 
-func checkLimit(limit int) (int, error) {
+func CheckLimit(limit int) (int, error) {
 	switch {
 	case limit == 0:
 		return DefaultListLimit, nil
@@ -310,7 +310,7 @@ func (s *Service) ListFaxes(ctx context.Context, p Principal, status string, sta
 	if err := Authorize(p, OpListFaxes); err != nil {
 		return nil, err
 	}
-	limit, err := checkLimit(limit)
+	limit, err := CheckLimit(limit)
 	if err != nil {
 		return nil, err
 	}
@@ -395,7 +395,7 @@ func (s *Service) cancelSendingFax(ctx context.Context, p Principal, id string) 
 		return false, nil
 	}
 	if err := canceler.CancelSend(ctx, a.ProviderRef); err != nil {
-		return false, wrapErr(Errorf(KindConflict, CodeFaxNotCancelable, "the provider could not call this fax back (it may be finishing); its outcome follows"), err)
+		return false, WrapErr(Errorf(KindConflict, CodeFaxNotCancelable, "the provider could not call this fax back (it may be finishing); its outcome follows"), err)
 	}
 	s.d.Logger.InfoContext(ctx, "fax cancel requested at the provider", "fax_id", o.ID, "owner_id", o.OwnerID)
 	return true, nil

@@ -128,14 +128,14 @@ func HashSecret(secret string) string {
 func HasPrefix(id, prefix string) bool { return strings.HasPrefix(id, prefix) && len(id) > len(prefix) }
 
 // maxIDLen bounds an id a client names (ours are about 30 characters).
-const maxIDLen = 64
+const MaxIDLen = 64
 
 // wellFormedID reports whether s could be one of our ids: at most 64
 // ASCII letters, digits and underscores. A client's cursor or filter
 // that is not is refused before it reaches a query (PostgreSQL refuses
 // invalid UTF-8 in a text parameter outright).
-func wellFormedID(s string) bool {
-	if len(s) > maxIDLen {
+func WellFormedID(s string) bool {
+	if len(s) > MaxIDLen {
 		return false
 	}
 	for i := 0; i < len(s); i++ {

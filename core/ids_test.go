@@ -13,7 +13,7 @@ func TestNewIDFormat(t *testing.T) {
 	for _, prefix := range []string{PrefixFax, PrefixAttempt, PrefixLedger, PrefixOwner, PrefixDocument, PrefixUpload} {
 		id := NewID(prefix)
 		rest, ok := strings.CutPrefix(id, prefix)
-		if !ok || len(rest) != 26 || !wellFormedID(id) {
+		if !ok || len(rest) != 26 || !WellFormedID(id) {
 			t.Fatalf("NewID(%q) = %q: want the prefix and 26 base32 characters", prefix, id)
 		}
 		b, err := idEncoding.DecodeString(rest)

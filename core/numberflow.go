@@ -193,7 +193,7 @@ func (s *Service) reserveNumber(ctx context.Context, p Principal, r BuyNumberReq
 	n := &Number{
 		ID: NewID(PrefixNumber), OwnerID: p.OwnerID, Mode: p.Mode, E164: e164, Country: country,
 		Region: CutUTF8(offer.Region, 100), Locality: CutUTF8(offer.Locality, 100), Status: NumberAwaitingPayment,
-		Provider: s.providerName(p.Mode), MonthlyMicros: monthly, ReservedUntil: &until, CreatedAt: now, UpdatedAt: now,
+		Provider: s.ProviderName(p.Mode), MonthlyMicros: monthly, ReservedUntil: &until, CreatedAt: now, UpdatedAt: now,
 	}
 	err = s.d.Store.InTx(ctx, func(tx Tx) error {
 		counts, err := tx.CountNumbers(ctx, p.OwnerID, p.Mode)
@@ -293,7 +293,7 @@ func (s *Service) PayNumberWithCredits(ctx context.Context, p Principal, id stri
 // ownNumber reads one of p's numbers in its mode; an id that cannot be
 // one of ours is not found without a query.
 func OwnNumber(ctx context.Context, q Queries, p Principal, id string) (*Number, error) {
-	if !wellFormedID(id) {
+	if !WellFormedID(id) {
 		return nil, ErrNoRows
 	}
 	return q.GetNumber(ctx, p.OwnerID, p.Mode, id)

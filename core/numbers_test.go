@@ -2,48 +2,16 @@ package core_test
 
 import (
 	"errors"
-	"io"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/faxhub/faxhub/core"
+	"github.com/faxhub/faxhub/core/inbox"
 	"github.com/faxhub/faxhub/core/provider/simulated"
-	"github.com/faxhub/faxhub/core/services"
 	"github.com/faxhub/faxhub/core/tasks"
-	"github.com/faxhub/faxhub/internal/require"
 	"github.com/faxhub/faxhub/internal/testenv"
 )
-
-func newClockEnv(t *testing.T, opts ...testenv.Option) (*testenv.Env, *testenv.Clock) {
-	c := testenv.NewClock()
-	return testenv.New(t, append(opts, testenv.WithConfig(func(cfg *services.Config) { cfg.Now = c.Now }))...), c
-}
-
-// buyNumber reserves and pays number for p and waits for it to be active.
-func buyNumber(t *testing.T, e *testenv.Env, p core.Principal, number string) *core.Number {
-	t.Helper()
-	n, err := e.Svc.Core.BuyNumber(ctx, p, core.BuyNumberRequest{Number: number})
-	if err != nil {
-		t.Fatalf("buy %s: %v", number, err)
-	}
-	cs, err := e.Svc.Checkout.StartNumber(ctx, p, n.ID)
-	if err != nil {
-		t.Fatalf("checkout of %s: %v", number, err)
-	}
-	if _, err := e.Svc.Checkout.Complete(ctx, cs.ID); err != nil {
-		t.Fatalf("pay %s: %v", number, err)
-	}
-	e.DrainQueue(t)
-	n, err = e.Svc.Core.GetNumber(ctx, p, n.ID)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return n
-}
 
 func TestNumberSearchBuyAndIsolation(t *testing.T) {
 	e := testenv.New(t)
@@ -147,7 +115,7 @@ func TestNumberScopes(t *testing.T) {
 	if _, err := e.Svc.Core.BuyNumber(ctx, read, core.BuyNumberRequest{Number: "+14155550110"}); core.ErrorCode(err) != core.CodeInsufficientScope {
 		t.Fatalf("fax:read buys: %v", err)
 	}
-	if _, err := e.Svc.Core.ListInbox(ctx, read, core.InboxQuery{}); core.ErrorCode(err) != core.CodeInsufficientScope {
+	if _, err := e.Svc.Inbox.List(ctx, read, inbox.Query{}); core.ErrorCode(err) != core.CodeInsufficientScope {
 		t.Fatalf("fax:read lists the inbox: %v", err)
 	}
 }
@@ -156,7 +124,7 @@ func TestNumberProvisioningFailureRefunds(t *testing.T) {
 	e := testenv.New(t)
 	p := e.Principal(t, e.KeyATest)
 	before := avail(t, e, p)
-	n := buyNumber(t, e, p, simulated.FailingNumber)
+	n := e.BuyNumber(t, p, simulated.FailingNumber)
 	if n.Status != core.NumberFailed || n.FailureCode != "provisioning_failed" {
 		t.Fatalf("failing number: %+v", n)
 	}
@@ -166,9 +134,9 @@ func TestNumberProvisioningFailureRefunds(t *testing.T) {
 }
 
 func TestNumberRenewalFromCredits(t *testing.T) {
-	e, clk := newClockEnv(t)
+	e, clk := testenv.WithClock(t)
 	p := e.Principal(t, e.KeyATest)
-	n := buyNumber(t, e, p, "+12025550150")
+	n := e.BuyNumber(t, p, "+12025550150")
 	if n.Status != core.NumberActive {
 		t.Fatalf("bought: %+v", n)
 	}
@@ -214,7 +182,7 @@ func TestNumberRenewalFromCredits(t *testing.T) {
 }
 
 func TestNumberReservationLapses(t *testing.T) {
-	e, clk := newClockEnv(t)
+	e, clk := testenv.WithClock(t)
 	pa, pb := e.Principal(t, e.KeyATest), e.Principal(t, e.KeyBTest)
 	n, err := e.Svc.Core.BuyNumber(ctx, pa, core.BuyNumberRequest{Number: "+12125550130"})
 	if err != nil {
@@ -238,7 +206,7 @@ func TestNumberReservationLapses(t *testing.T) {
 func TestSendFromOwnedNumber(t *testing.T) {
 	e := testenv.New(t)
 	pa, pb := e.Principal(t, e.KeyATest), e.Principal(t, e.KeyBTest)
-	n := buyNumber(t, e, pa, "+12125550140")
+	n := e.BuyNumber(t, pa, "+12125550140")
 	f, _, err := e.Svc.Core.SendFax(ctx, pa, "from-1", core.SendFaxRequest{To: "+12125550100", UploadToken: e.Upload(t, pa, 1), From: n.E164})
 	if err != nil {
 		t.Fatal(err)
@@ -256,147 +224,6 @@ func TestSendFromOwnedNumber(t *testing.T) {
 	d, err := e.Svc.Core.CreateDraft(ctx, pa, core.CreateDraftRequest{To: "+12125550100", UploadToken: e.Upload(t, pa, 1), From: n.E164})
 	if err != nil || d.From != n.E164 {
 		t.Fatalf("draft from: %+v %v", d, err)
-	}
-}
-
-// deliverTestFax writes pdf to a temp file and has the simulator deliver it.
-func deliverTestFax(t *testing.T, e *testenv.Env, p core.Principal, to string, pdf []byte) *core.InboundFax {
-	t.Helper()
-	path := filepath.Join(t.TempDir(), "in.pdf")
-	if err := os.WriteFile(path, pdf, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	f, err := e.Svc.Core.SimulateInboundFax(ctx, p, core.TestInboundFax{To: to, From: "+13125550100", Path: path})
-	if err != nil {
-		t.Fatal(err)
-	}
-	e.DrainQueue(t)
-	return f
-}
-
-func TestInboxEndToEnd(t *testing.T) {
-	e, clk := newClockEnv(t)
-	pa, pb := e.Principal(t, e.KeyATest), e.Principal(t, e.KeyBTest)
-	n := buyNumber(t, e, pa, "+12125550150")
-	f := deliverTestFax(t, e, pa, n.E164, testenv.MinimalPDF(2))
-
-	got, err := e.Svc.Core.GetInboxFax(ctx, pa, f.ID)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got.Status != core.InboxReceived || got.Pages != 2 || got.From != "+13125550100" || got.To != n.E164 || got.NumberID != n.ID || got.Bytes == 0 {
-		t.Fatalf("received: %+v", got)
-	}
-	if _, err := exec.LookPath("pdftotext"); err != nil {
-		require.Missing(t, "pdftotext", "apt-get install poppler-utils")
-	}
-	if got.TextStatus != core.TextExtracted || got.TextMethod != "text" || !strings.Contains(got.Text, "faxhub test page 2") {
-		t.Fatalf("text of the received fax: %q %s %s %s", got.Text, got.TextStatus, got.TextMethod, got.TextNote)
-	}
-	page, err := e.Svc.Core.ListInbox(ctx, pa, core.InboxQuery{})
-	if err != nil || len(page.Data) != 1 || page.Data[0].ID != f.ID || page.Data[0].Text != "" || !strings.HasPrefix(page.Data[0].TextPreview, "faxhub test page 1") {
-		t.Fatalf("inbox of A: %+v %v", page, err)
-	}
-	if page, _ := e.Svc.Core.ListInbox(ctx, pb, core.InboxQuery{}); len(page.Data) != 0 {
-		t.Fatalf("inbox of B: %+v", page.Data)
-	}
-	if _, err := e.Svc.Core.GetInboxFax(ctx, pb, f.ID); core.ErrorCode(err) != core.CodeNotFound {
-		t.Fatalf("B reads A's fax: %v", err)
-	}
-	if _, err := e.Svc.Core.InboxDownload(ctx, pb, f.ID); core.ErrorCode(err) != core.CodeNotFound {
-		t.Fatalf("B downloads A's fax: %v", err)
-	}
-
-	link, err := e.Svc.Core.InboxDownload(ctx, pa, f.ID)
-	if err != nil {
-		t.Fatal(err)
-	}
-	token := link.URL[strings.LastIndex(link.URL, "/")+1:]
-	rc, _, err := e.Svc.Core.OpenInboxDownload(ctx, token)
-	if err != nil {
-		t.Fatal(err)
-	}
-	body, _ := io.ReadAll(rc)
-	rc.Close()
-	if !strings.HasPrefix(string(body), "%PDF-") {
-		t.Fatalf("download: %q", body[:min(len(body), 10)])
-	}
-	for _, bad := range []string{token + "x", strings.Replace(token, "inb_", "fax_", 1), "inb_x.1.y", strings.Repeat("a", 300)} {
-		if _, _, err := e.Svc.Core.OpenInboxDownload(ctx, bad); core.ErrorCode(err) != core.CodeInboxDownloadLink {
-			t.Errorf("open %q: %v", bad, err)
-		}
-	}
-	clk.Advance(core.InboxDownloadTTL + time.Second)
-	if _, _, err := e.Svc.Core.OpenInboxDownload(ctx, token); core.ErrorCode(err) != core.CodeInboxDownloadLink {
-		t.Fatalf("expired link: %v", err)
-	}
-
-	// B cannot deliver to A's number; live mode cannot simulate.
-	path := filepath.Join(t.TempDir(), "x.pdf")
-	_ = os.WriteFile(path, testenv.MinimalPDF(1), 0o600)
-	if _, err := e.Svc.Core.SimulateInboundFax(ctx, pb, core.TestInboundFax{To: n.E164, Path: path}); core.ErrorCode(err) != core.CodeNotFound {
-		t.Fatalf("B delivers to A's number: %v", err)
-	}
-	live := e.Principal(t, e.KeyALive)
-	_ = os.WriteFile(path, testenv.MinimalPDF(1), 0o600)
-	if _, err := e.Svc.Core.SimulateInboundFax(ctx, live, core.TestInboundFax{To: n.E164, Path: path}); core.ErrorCode(err) != core.CodeTestModeOnly {
-		t.Fatalf("live simulation: %v", err)
-	}
-
-	// Retention: a month on, the garbage collector deletes it, text and PDF.
-	clk.Advance(31 * 24 * time.Hour)
-	counts, err := e.Svc.Retention.Purge(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, c := range counts {
-		if c.What == "inbound_faxes" && c.N != 1 {
-			t.Fatalf("purged %d received faxes, want 1", c.N)
-		}
-	}
-	if _, err := e.Svc.Core.GetInboxFax(ctx, pa, f.ID); core.ErrorCode(err) != core.CodeNotFound {
-		t.Fatalf("a purged fax: %v", err)
-	}
-}
-
-func TestReceiveFaxOnce(t *testing.T) {
-	e := testenv.New(t, testenv.WithoutWorkers())
-	p := e.Principal(t, e.KeyATest)
-	n, err := e.Svc.Core.BuyNumber(ctx, p, core.BuyNumberRequest{Number: "+12125550160"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	notice := core.InboundNotice{Provider: simulated.Name, ProviderRef: "ref-1", To: n.E164, From: "+13125550100\x07", MediaURL: "https://media.example/x"}
-	// Not yet receiving: it is awaiting payment.
-	if _, err := e.Svc.Core.ReceiveFax(ctx, notice); core.ErrorCode(err) != core.CodeNumberNotReceiving {
-		t.Fatalf("receive on an unpaid number: %v", err)
-	}
-	cs, _ := e.Svc.Checkout.StartNumber(ctx, p, n.ID)
-	if _, err := e.Svc.Checkout.Complete(ctx, cs.ID); err != nil {
-		t.Fatal(err)
-	}
-	if err := e.Svc.Core.OrderNumber(ctx, n.ID); err != nil {
-		t.Fatal(err)
-	}
-	first, err := e.Svc.Core.ReceiveFax(ctx, notice)
-	if err != nil {
-		t.Fatal(err)
-	}
-	second, err := e.Svc.Core.ReceiveFax(ctx, notice)
-	if err != nil || second.ID != first.ID {
-		t.Fatalf("duplicate notice: %+v %v", second, err)
-	}
-	if first.From != "+13125550100" {
-		t.Fatalf("caller id not cleaned: %q", first.From)
-	}
-	page, _ := e.Svc.Core.ListInbox(ctx, p, core.InboxQuery{})
-	if len(page.Data) != 1 || page.Data[0].Status != core.InboxReceiving {
-		t.Fatalf("inbox: %+v", page.Data)
-	}
-	other := notice
-	other.To, other.ProviderRef = "+12125550161", "ref-2"
-	if _, err := e.Svc.Core.ReceiveFax(ctx, other); core.ErrorCode(err) != core.CodeNumberNotReceiving {
-		t.Fatalf("receive on a number no one holds: %v", err)
 	}
 }
 
@@ -481,7 +308,7 @@ func TestNumberOrderGivenUp(t *testing.T) {
 // (a webhook faxhub never got) is asked about again by the sweeper once it
 // has not moved for a while, and becomes active.
 func TestNumberOrderRechecked(t *testing.T) {
-	e, clk := newClockEnv(t, testenv.WithoutWorkers())
+	e, clk := testenv.WithClock(t, testenv.WithoutWorkers())
 	p := e.Principal(t, e.KeyATest)
 	n, err := e.Svc.Core.BuyNumber(ctx, p, core.BuyNumberRequest{Number: "+14155550171", PayWithCredits: true})
 	if err != nil {
@@ -538,11 +365,11 @@ func TestCutUTF8(t *testing.T) {
 	if err := e.Svc.Core.OrderNumber(ctx, n.ID); err != nil {
 		t.Fatal(err)
 	}
-	f, err := e.Svc.Core.ReceiveFax(ctx, core.InboundNotice{Provider: n.Provider, ProviderRef: "ref-long", To: n.E164, From: strings.Repeat("日", 30)})
+	f, err := e.Svc.Inbox.ReceiveFax(ctx, inbox.InboundNotice{Provider: n.Provider, ProviderRef: "ref-long", To: n.E164, From: strings.Repeat("日", 30)})
 	if err != nil {
 		t.Fatalf("a long caller id in another script: %v", err)
 	}
-	if got, _ := e.Svc.Core.GetInboxFax(ctx, p, f.ID); got == nil || got.From != strings.Repeat("日", 21) {
+	if got, _ := e.Svc.Inbox.Get(ctx, p, f.ID); got == nil || got.From != strings.Repeat("日", 21) {
 		t.Fatalf("caller id stored %+v", got)
 	}
 }

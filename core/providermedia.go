@@ -30,7 +30,7 @@ func badMediaLink(why string) error {
 
 // providerMediaURL signs a media link for faxID.
 func (s *Service) providerMediaURL(ctx context.Context, faxID string) (string, error) {
-	tok, _, err := s.signLink(ctx, providerMediaSecret, "provider-media", faxID, ProviderMediaTTL)
+	tok, _, err := s.SignLink(ctx, providerMediaSecret, "provider-media", faxID, ProviderMediaTTL)
 	if err != nil {
 		return "", err
 	}
@@ -40,7 +40,7 @@ func (s *Service) providerMediaURL(ctx context.Context, faxID string) (string, e
 // OpenProviderMedia opens the fax-ready PDF a media link names, with its
 // size, while its fax is sending.
 func (s *Service) OpenProviderMedia(ctx context.Context, token string) (io.ReadCloser, int64, error) {
-	faxID, err := s.openLink(ctx, providerMediaSecret, "provider-media", PrefixFax, token, badMediaLink)
+	faxID, err := s.OpenLink(ctx, providerMediaSecret, "provider-media", PrefixFax, token, badMediaLink)
 	if err != nil {
 		return nil, 0, err
 	}

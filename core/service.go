@@ -102,8 +102,6 @@ type Deps struct {
 	// simulator in test mode, Telnyx live); a mode without one answers
 	// numbers_not_configured.
 	Numbers map[Mode]NumberProvider
-	// Text reads received faxes for agents (pdftotext, tesseract).
-	Text TextExtractor
 	// Approvals are the features that asked for approvals, by kind: they
 	// record or act on the owner's decisions (DecideApproval).
 	Approvals map[ApprovalKind]ApprovalHandler

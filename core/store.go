@@ -51,7 +51,6 @@ type Tx interface {
 type Queries interface {
 	ChargeStore
 	NumberStore
-	InboxStore
 
 	CreateOwner(ctx context.Context, o *Owner) error
 	GetOwner(ctx context.Context, id string) (*Owner, error)

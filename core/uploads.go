@@ -163,7 +163,7 @@ func (s *Service) storeUpload(ctx context.Context, c UploadClaims, claimID strin
 	defer os.RemoveAll(dir)
 
 	src := filepath.Join(dir, "source")
-	n, sum, err := spool(src, body, c.MaxBytes)
+	n, sum, err := Spool(src, body, c.MaxBytes)
 	if err != nil {
 		return nil, err
 	}
@@ -244,7 +244,7 @@ func (s *Service) storeUpload(ctx context.Context, c UploadClaims, claimID strin
 
 // spool copies at most max bytes of r to path and hashes them; a longer body
 // is refused without reading it all.
-func spool(path string, r io.Reader, max int64) (int64, string, error) {
+func Spool(path string, r io.Reader, max int64) (int64, string, error) {
 	f, err := os.OpenFile(path, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o600)
 	if err != nil {
 		return 0, "", fmt.Errorf("spool upload: %w", err)

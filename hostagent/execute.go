@@ -15,6 +15,7 @@ import (
 
 	"github.com/faxhub/faxhub/core"
 	"github.com/faxhub/faxhub/core/hosts"
+	"github.com/faxhub/faxhub/core/inbox"
 )
 
 func rfc3339(t time.Time) string { return t.UTC().Format(time.RFC3339) }
@@ -146,7 +147,7 @@ func (h *Handler) run(ctx context.Context, p core.Principal, c hosts.Capability,
 		return map[string]any{"mode": cr.Mode, "balance": cr.Available, "balance_cents": cr.AvailableCents, "held": cr.Held, "held_cents": cr.HeldCents, "currency": cr.Currency}, nil
 	case hosts.CapListInbox:
 		a := args.(*listInboxArgs)
-		page, err := h.svc.Core.ListInbox(ctx, p, core.InboxQuery{NumberID: a.NumberID, StartingAfter: a.StartingAfter, Limit: a.Limit})
+		page, err := h.svc.Inbox.List(ctx, p, inbox.Query{NumberID: a.NumberID, StartingAfter: a.StartingAfter, Limit: a.Limit})
 		if err != nil {
 			return nil, err
 		}
@@ -168,7 +169,7 @@ func (h *Handler) run(ctx context.Context, p core.Principal, c hosts.Capability,
 		if err := required("id", a.ID); err != nil {
 			return nil, err
 		}
-		f, err := h.svc.Core.GetInboxFax(ctx, p, a.ID)
+		f, err := h.svc.Inbox.Get(ctx, p, a.ID)
 		if err != nil {
 			return nil, err
 		}
@@ -177,8 +178,8 @@ func (h *Handler) run(ctx context.Context, p core.Principal, c hosts.Capability,
 			"received_at": rfc3339(f.ReceivedAt), "text": f.Text, "text_status": f.TextStatus, "text_method": f.TextMethod,
 			"text_note": f.ReadingNote(),
 		}
-		if f.Status == core.InboxReceived {
-			link, err := h.svc.Core.InboxDownload(ctx, p, f.ID)
+		if f.Status == inbox.Received {
+			link, err := h.svc.Inbox.Download(ctx, p, f.ID)
 			if err != nil {
 				return nil, err
 			}

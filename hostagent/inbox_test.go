@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/faxhub/faxhub/core"
+	"github.com/faxhub/faxhub/core/inbox"
 	"github.com/faxhub/faxhub/internal/require"
 	"github.com/faxhub/faxhub/internal/testenv"
 )
@@ -40,11 +41,11 @@ func TestInboxCapabilities(t *testing.T) {
 	if err := os.WriteFile(path, testenv.MinimalPDF(2), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	f, err := svc.Core.SimulateInboundFax(ctx, p, core.TestInboundFax{To: n.E164, Path: path})
+	f, err := svc.Inbox.Simulate(ctx, p, inbox.TestInboundFax{To: n.E164, Path: path})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := svc.Core.ProcessInboundFax(ctx, f.ID, false); err != nil {
+	if err := svc.Inbox.Process(ctx, f.ID, false); err != nil {
 		t.Fatal(err)
 	}
 
@@ -57,7 +58,7 @@ func TestInboxCapabilities(t *testing.T) {
 	}
 	r = ag.execute("read_inbox_fax", map[string]any{"id": f.ID})
 	data, _ = r.body["data"].(map[string]any)
-	if r.status != 200 || data["pages"] != float64(2) || !strings.Contains(data["download_url"].(string), core.InboxDownloadPath) {
+	if r.status != 200 || data["pages"] != float64(2) || !strings.Contains(data["download_url"].(string), inbox.DownloadPath) {
 		t.Fatalf("read_inbox_fax: %d %s", r.status, r.raw)
 	}
 	if _, err := exec.LookPath("pdftotext"); err != nil {

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/faxhub/faxhub/core"
+	"github.com/faxhub/faxhub/core/inbox"
 )
 
 // The owner's fax numbers and inbox: search and buy a number (paid at the
@@ -183,7 +184,7 @@ func (c *Console) releaseNumber(w http.ResponseWriter, r *http.Request, s *signe
 
 type inboxBody struct {
 	Mode  core.Mode
-	Faxes []core.InboundFax
+	Faxes []inbox.InboundFax
 	// Next is the cursor of the next page.
 	Next string
 	// TestNumbers are the numbers a simulated fax can be delivered to
@@ -199,7 +200,7 @@ func (c *Console) inboxPage(w http.ResponseWriter, r *http.Request, s *signedIn)
 		return
 	}
 	p := core.OwnerPrincipal(s.owner.ID, mode)
-	page, err := c.svc.Core.ListInbox(r.Context(), p, core.InboxQuery{StartingAfter: r.URL.Query().Get("after"), Limit: 50})
+	page, err := c.svc.Inbox.List(r.Context(), p, inbox.Query{StartingAfter: r.URL.Query().Get("after"), Limit: 50})
 	if err != nil {
 		c.fail(w, r, err)
 		return
@@ -221,8 +222,8 @@ func (c *Console) inboxPage(w http.ResponseWriter, r *http.Request, s *signedIn)
 }
 
 // ownerInboxFax finds one of the owner's received faxes like ownerNumber.
-func (c *Console) ownerInboxFax(r *http.Request, s *signedIn) (*core.InboundFax, error) {
-	return inOwnerModes(r, s, c.svc.Core.GetInboxFax)
+func (c *Console) ownerInboxFax(r *http.Request, s *signedIn) (*inbox.InboundFax, error) {
+	return inOwnerModes(r, s, c.svc.Inbox.Get)
 }
 
 // inOwnerModes reads the owner's thing named by the path's id with get, in
@@ -254,7 +255,7 @@ func (c *Console) inboxFaxPage(w http.ResponseWriter, r *http.Request, s *signed
 		return
 	}
 	d := c.page(s, "Received fax", "inbox", f)
-	if f.Status == core.InboxReceiving {
+	if f.Status == inbox.Receiving {
 		d.Notice = "This fax is still being read; reload the page in a moment."
 	}
 	c.render(w, r, http.StatusOK, "inboxfax", d)
@@ -267,7 +268,7 @@ func (c *Console) inboxDownload(w http.ResponseWriter, r *http.Request, s *signe
 		c.fail(w, r, err)
 		return
 	}
-	link, err := c.svc.Core.InboxDownload(r.Context(), core.OwnerPrincipal(s.owner.ID, f.Mode), f.ID)
+	link, err := c.svc.Inbox.Download(r.Context(), core.OwnerPrincipal(s.owner.ID, f.Mode), f.ID)
 	if err != nil {
 		c.fail(w, r, err)
 		return
@@ -336,7 +337,7 @@ func (c *Console) deliverSimulated(w http.ResponseWriter, r *http.Request, s *si
 		c.fail(w, r, err)
 		return
 	}
-	f, err := c.svc.Core.SimulateInboundFax(r.Context(), core.OwnerPrincipal(s.owner.ID, core.ModeTest), core.TestInboundFax{
+	f, err := c.svc.Inbox.Simulate(r.Context(), core.OwnerPrincipal(s.owner.ID, core.ModeTest), inbox.TestInboundFax{
 		To: r.PostFormValue("to"), From: strings.TrimSpace(r.PostFormValue("from")), Path: path,
 	})
 	if err != nil {

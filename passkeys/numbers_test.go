@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/faxhub/faxhub/core"
+	"github.com/faxhub/faxhub/core/inbox"
 	"github.com/faxhub/faxhub/internal/testenv"
 )
 
@@ -164,7 +165,7 @@ func TestNumbersAndInboxPages(t *testing.T) {
 	if r.status != 200 || !strings.Contains(html.UnescapeString(r.body), "Download PDF") {
 		t.Fatalf("fax page: %d\n%s", r.status, r.body)
 	}
-	f, err := h.env.Svc.Core.GetInboxFax(ctx, pa, faxID)
+	f, err := h.env.Svc.Inbox.Get(ctx, pa, faxID)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -177,8 +178,8 @@ func TestNumbersAndInboxPages(t *testing.T) {
 	wantStatus(t, "B reads A's fax", b.get(faxLoc), 404)
 	wantStatus(t, "B downloads A's fax", b.form("/console/inbox/"+faxID+"/download?mode=test", url.Values{"csrf": {csrfB}}), 404)
 	link := wantRedirect(t, "download", a.form("/console/inbox/"+faxID+"/download?mode=test", url.Values{"csrf": {csrfA}}),
-		h.env.Svc.Config().APIURL+core.InboxDownloadPath+faxID+".")
-	rc, got, err := h.env.Svc.Core.OpenInboxDownload(ctx, strings.TrimPrefix(link, h.env.Svc.Config().APIURL+core.InboxDownloadPath))
+		h.env.Svc.Config().APIURL+inbox.DownloadPath+faxID+".")
+	rc, got, err := h.env.Svc.Inbox.OpenDownload(ctx, strings.TrimPrefix(link, h.env.Svc.Config().APIURL+inbox.DownloadPath))
 	if err != nil || got.ID != faxID {
 		t.Fatalf("the signed link opens %v %v", got, err)
 	}

@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/faxhub/faxhub/core"
+	"github.com/faxhub/faxhub/core/inbox"
 	"github.com/faxhub/faxhub/core/web"
 )
 
@@ -32,19 +33,19 @@ func (a *api) listInbox(w http.ResponseWriter, r *http.Request, p core.Principal
 		}
 		after = q.Get("startingAfter")
 	}
-	page, err := a.svc.Core.ListInbox(r.Context(), p, core.InboxQuery{NumberID: q.Get("numberId"), StartingAfter: after, Limit: limit})
+	page, err := a.svc.Inbox.List(r.Context(), p, inbox.Query{NumberID: q.Get("numberId"), StartingAfter: after, Limit: limit})
 	if err != nil {
 		return err
 	}
 	if page.Data == nil {
-		page.Data = []core.InboundFax{}
+		page.Data = []inbox.InboundFax{}
 	}
 	web.WriteJSON(w, http.StatusOK, page)
 	return nil
 }
 
 func (a *api) getInboxFax(w http.ResponseWriter, r *http.Request, p core.Principal) error {
-	f, err := a.svc.Core.GetInboxFax(r.Context(), p, r.PathValue("id"))
+	f, err := a.svc.Inbox.Get(r.Context(), p, r.PathValue("id"))
 	if err != nil {
 		return err
 	}
@@ -53,7 +54,7 @@ func (a *api) getInboxFax(w http.ResponseWriter, r *http.Request, p core.Princip
 }
 
 func (a *api) inboxDownload(w http.ResponseWriter, r *http.Request, p core.Principal) error {
-	link, err := a.svc.Core.InboxDownload(r.Context(), p, r.PathValue("id"))
+	link, err := a.svc.Inbox.Download(r.Context(), p, r.PathValue("id"))
 	if err != nil {
 		return err
 	}
@@ -64,7 +65,7 @@ func (a *api) inboxDownload(w http.ResponseWriter, r *http.Request, p core.Princ
 // inboxFile serves the PDF of a signed download link: the token in the
 // path is the capability, so there is no Authorization header.
 func (a *api) inboxFile(w http.ResponseWriter, r *http.Request) error {
-	rc, f, err := a.svc.Core.OpenInboxDownload(r.Context(), r.PathValue("token"))
+	rc, f, err := a.svc.Inbox.OpenDownload(r.Context(), r.PathValue("token"))
 	if err != nil {
 		return err
 	}
@@ -129,7 +130,7 @@ func (a *api) simulateInbound(w http.ResponseWriter, r *http.Request, p core.Pri
 		return err
 	}
 	if p.Mode != core.ModeTest {
-		return core.Errorf(core.KindForbidden, core.CodeTestModeOnly, "only a test-mode API key can simulate a received fax; live faxes arrive from the provider")
+		return core.Errorf(core.KindForbidden, inbox.CodeTestModeOnly, "only a test-mode API key can simulate a received fax; live faxes arrive from the provider")
 	}
 	maxFile := a.svc.Config().MaxUploadBytes
 	limit := maxFile + multipartOverhead
@@ -149,7 +150,7 @@ func (a *api) simulateInbound(w http.ResponseWriter, r *http.Request, p core.Pri
 	if err != nil {
 		return err
 	}
-	f, err := a.svc.Core.SimulateInboundFax(r.Context(), p, core.TestInboundFax{To: form.to, From: form.from, Path: form.path})
+	f, err := a.svc.Inbox.Simulate(r.Context(), p, inbox.TestInboundFax{To: form.to, From: form.from, Path: form.path})
 	if err != nil {
 		return err
 	}

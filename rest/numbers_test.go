@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/faxhub/faxhub/core"
+	"github.com/faxhub/faxhub/core/inbox"
 	"github.com/faxhub/faxhub/core/services"
 	"github.com/faxhub/faxhub/internal/testenv"
 )
@@ -159,7 +160,7 @@ func TestE2ENumbersAndInbox(t *testing.T) {
 	// Simulate a fax to the number; refusals first.
 	pdf := testenv.MinimalPDF(2)
 	file := func() *formFile { return &formFile{"in.pdf", bytes.NewReader(pdf)} }
-	h.simulate(liveA, map[string]string{"to": n.E164}, file()).problem(403, core.CodeTestModeOnly)
+	h.simulate(liveA, map[string]string{"to": n.E164}, file()).problem(403, inbox.CodeTestModeOnly)
 	h.simulate(keyB, map[string]string{"to": n.E164}, file()).problem(404, core.CodeNotFound)
 	h.simulate(keyA, map[string]string{"to": n.E164}, nil).problem(400, core.CodeInvalidRequest)
 	h.simulate(keyA, map[string]string{}, file()).problem(400, core.CodeInvalidRequest)
@@ -182,16 +183,16 @@ func TestE2ENumbersAndInbox(t *testing.T) {
 	h.do(keyA, "POST", "/api/v1/inbox/simulate", pr, map[string]string{"Content-Type": mw.FormDataContentType()}).problem(413, core.CodeFileTooLarge)
 	_ = pr.Close()
 
-	var f core.InboundFax
+	var f inbox.InboundFax
 	h.simulate(keyA, map[string]string{"to": n.ID, "from": "+13125550100"}, file()).status(http.StatusOK).decode(&f)
-	if f.Status != core.InboxReceiving || f.NumberID != n.ID || f.To != n.E164 || f.From != "+13125550100" {
+	if f.Status != inbox.Receiving || f.NumberID != n.ID || f.To != n.E164 || f.From != "+13125550100" {
 		t.Fatalf("simulated: %+v", f)
 	}
 	h.env.DrainQueue(t)
 
-	var page core.Page[core.InboundFax]
+	var page core.Page[inbox.InboundFax]
 	h.do(keyA, "GET", "/api/v1/inbox?numberId="+n.ID+"&limit=10", nil, nil).status(http.StatusOK).decode(&page)
-	if len(page.Data) != 1 || page.Data[0].ID != f.ID || page.Data[0].Text != "" || page.Data[0].Status != core.InboxReceived {
+	if len(page.Data) != 1 || page.Data[0].ID != f.ID || page.Data[0].Text != "" || page.Data[0].Status != inbox.Received {
 		t.Fatalf("inbox: %+v", page)
 	}
 	h.do(keyB, "GET", "/api/v1/inbox", nil, nil).status(http.StatusOK).decode(&page)
@@ -202,21 +203,21 @@ func TestE2ENumbersAndInbox(t *testing.T) {
 	h.do(keyA, "GET", "/api/v1/inbox?startingAfter=inb_nope", nil, nil).problem(400, core.CodeInvalidRequest)
 	h.do(keyA, "GET", "/api/v1/inbox?number_id="+n.ID, nil, nil).problem(400, core.CodeInvalidRequest)
 
-	var got core.InboundFax
+	var got inbox.InboundFax
 	h.do(keyA, "GET", "/api/v1/inbox/"+f.ID, nil, nil).status(http.StatusOK).decode(&got)
-	if got.Status != core.InboxReceived || got.Pages != 2 || got.Bytes == 0 || got.TextStatus == "" {
+	if got.Status != inbox.Received || got.Pages != 2 || got.Bytes == 0 || got.TextStatus == "" {
 		t.Fatalf("received fax: %+v", got)
 	}
-	if _, err := exec.LookPath("pdftotext"); err == nil && (got.TextStatus != core.TextExtracted || !strings.Contains(got.Text, "faxhub test page 2")) {
+	if _, err := exec.LookPath("pdftotext"); err == nil && (got.TextStatus != inbox.TextExtracted || !strings.Contains(got.Text, "faxhub test page 2")) {
 		t.Fatalf("text: %q %s %s", got.Text, got.TextStatus, got.TextNote)
 	}
 	h.do(keyB, "GET", "/api/v1/inbox/"+f.ID, nil, nil).problem(404, core.CodeNotFound)
 	h.do(keyB, "POST", "/api/v1/inbox/"+f.ID+"/download", nil, nil).problem(404, core.CodeNotFound)
 	h.do(keyA, "GET", "/api/v1/inbox/inb_nope", nil, nil).problem(404, core.CodeNotFound)
 
-	var link core.InboxLink
+	var link inbox.Link
 	h.do(keyA, "POST", "/api/v1/inbox/"+f.ID+"/download", nil, nil).status(http.StatusOK).decode(&link)
-	prefix := h.env.Svc.Config().APIURL + core.InboxDownloadPath
+	prefix := h.env.Svc.Config().APIURL + inbox.DownloadPath
 	if !strings.HasPrefix(link.URL, prefix) || !link.ExpiresAt.After(clk.Now()) {
 		t.Fatalf("link: %+v", link)
 	}
@@ -233,12 +234,12 @@ func TestE2ENumbersAndInbox(t *testing.T) {
 			t.Errorf("download %s = %q, want %q", k, got, want)
 		}
 	}
-	token := strings.TrimPrefix(path, core.InboxDownloadPath)
+	token := strings.TrimPrefix(path, inbox.DownloadPath)
 	for _, bad := range []string{token + "x", strings.Replace(token, "inb_", "fax_", 1), "inb_x.1.y", strings.Repeat("a", 300)} {
-		h.do("", "GET", core.InboxDownloadPath+bad, nil, nil).problem(404, core.CodeInboxDownloadLink)
+		h.do("", "GET", inbox.DownloadPath+bad, nil, nil).problem(404, inbox.CodeDownloadLink)
 	}
-	clk.Advance(core.InboxDownloadTTL + time.Second)
-	h.do("", "GET", path, nil, nil).problem(404, core.CodeInboxDownloadLink)
+	clk.Advance(inbox.DownloadTTL + time.Second)
+	h.do("", "GET", path, nil, nil).problem(404, inbox.CodeDownloadLink)
 
 	// Release, twice; the released number no longer receives.
 	var rel core.Number
@@ -248,7 +249,7 @@ func TestE2ENumbersAndInbox(t *testing.T) {
 	}
 	h.do(keyA, "POST", "/api/v1/numbers/"+n.ID+"/release", nil, nil).problem(409, core.CodeNumberState)
 	h.do(keyA, "DELETE", "/api/v1/numbers/"+n.ID, nil, nil).problem(409, core.CodeNumberState)
-	h.simulate(keyA, map[string]string{"to": n.ID}, file()).problem(409, core.CodeNumberNotReceiving)
+	h.simulate(keyA, map[string]string{"to": n.ID}, file()).problem(409, inbox.CodeNumberNotReceiving)
 	h.do(keyA, "GET", "/api/v1/numbers", nil, nil).status(http.StatusOK).decode(&list)
 	if len(list.Data) != 0 {
 		t.Fatalf("held numbers after release: %+v", list.Data)

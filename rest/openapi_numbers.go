@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/faxhub/faxhub/core"
+	"github.com/faxhub/faxhub/core/inbox"
 	"github.com/faxhub/faxhub/core/services"
 )
 
@@ -22,9 +23,9 @@ func numberCodes() map[string]string {
 		core.CodeFromNumberNotOwned:   "from must be one of your active test-mode fax numbers",
 		core.CodeProviderFailed:       "the fax provider could not search numbers just now; try again shortly",
 		core.CodeNumbersNotConfigured: "live-mode fax numbers are not configured on this server (docs/providers.md)",
-		core.CodeTestModeOnly:         "only a test-mode API key can simulate a received fax; live faxes arrive from the provider",
-		core.CodeInboxDownloadLink:    "this download link is expired",
-		core.CodeNumberNotReceiving:   "+12125550142 is released and does not receive faxes",
+		inbox.CodeTestModeOnly:        "only a test-mode API key can simulate a received fax; live faxes arrive from the provider",
+		inbox.CodeDownloadLink:        "this download link is expired",
+		inbox.CodeNumberNotReceiving:  "+12125550142 is released and does not receive faxes",
 		core.CodeMediaLinkInvalid:     "this media link is for a fax that is no longer being sent",
 	}
 }
@@ -153,7 +154,7 @@ func (s *specBuilder) numberPaths(opts Options, cfg services.Config, limit obj) 
 		"/api/v1/inbox": obj{"get": withScope(core.OpListInbox, obj{
 			"operationId": "listInbox", "tags": []string{"inbox"},
 			"summary":     "List received faxes, newest first",
-			"description": fmt.Sprintf("Faxes received on the owner's numbers in the key's mode, each with textPreview (its first %d characters of text) instead of text. Cursor pagination like listFaxes. A fax is receiving while its document is fetched and read, then received (or failed).", core.InboxPreviewChars),
+			"description": fmt.Sprintf("Faxes received on the owner's numbers in the key's mode, each with textPreview (its first %d characters of text) instead of text. Cursor pagination like listFaxes. A fax is receiving while its document is fetched and read, then received (or failed).", inbox.PreviewChars),
 			"parameters": []any{limit,
 				queryParam("starting_after", "the id of the last fax of the previous page (its nextCursor)", obj{"type": "string", "maxLength": 64}),
 				queryParam("startingAfter", "the same as starting_after (give one of them)", obj{"type": "string", "maxLength": 64}),
@@ -164,20 +165,20 @@ func (s *specBuilder) numberPaths(opts Options, cfg services.Config, limit obj) 
 		"/api/v1/inbox/{id}": obj{"get": withScope(core.OpReadInbox, obj{
 			"operationId": "getInboxFax", "tags": []string{"inbox"},
 			"summary":     "Get a received fax with its text",
-			"description": fmt.Sprintf("text is the fax's text: from its text layer, or OCR of scanned pages where the server has OCR (textStatus ocr_unavailable otherwise; textNote says what could not be read). At most %d bytes are kept (textStatus truncated). The PDF itself is downloaded through downloadInboxFax.", core.MaxInboxText),
+			"description": fmt.Sprintf("text is the fax's text: from its text layer, or OCR of scanned pages where the server has OCR (textStatus ocr_unavailable otherwise; textNote says what could not be read). At most %d bytes are kept (textStatus truncated). The PDF itself is downloaded through downloadInboxFax.", inbox.MaxText),
 			"parameters":  []any{inboxIDParam},
 			"responses":   s.responses(s.jsonResponse("the received fax", "InboundFax", received), authErrs(), []errs{notFound}),
 		})},
 		"/api/v1/inbox/{id}/download": obj{"post": withScope(core.OpReadInbox, obj{
 			"operationId": "downloadInboxFax", "tags": []string{"inbox"},
 			"summary":     "Get a short-lived link to a received fax's PDF",
-			"description": fmt.Sprintf("Returns a signed url valid for %d minutes; GET it without credentials (the url is the capability) for the PDF. Only a received fax has a document (409 while receiving or failed).", int(core.InboxDownloadTTL.Minutes())),
+			"description": fmt.Sprintf("Returns a signed url valid for %d minutes; GET it without credentials (the url is the capability) for the PDF. Only a received fax has a document (409 while receiving or failed).", int(inbox.DownloadTTL.Minutes())),
 			"parameters":  []any{inboxIDParam},
 			"responses": s.responses(s.jsonResponse("the download link", "InboxLink", obj{
-				"url": opts.APIURL + core.InboxDownloadPath + inbID + ".t9x2k0.c2lnbmF0dXJlc2lnbmF0dXJl", "expiresAt": "2026-01-02T15:09:05Z",
+				"url": opts.APIURL + inbox.DownloadPath + inbID + ".t9x2k0.c2lnbmF0dXJlc2lnbmF0dXJl", "expiresAt": "2026-01-02T15:09:05Z",
 			}), authErrs(), []errs{notFound, e(409, core.CodeInvalidRequest)}),
 		})},
-		core.InboxDownloadPath + "{token}": obj{"get": obj{
+		inbox.DownloadPath + "{token}": obj{"get": obj{
 			"operationId": "getInboxFile", "tags": []string{"inbox"},
 			"summary":     "Download a received fax's PDF through a signed link",
 			"description": "The url of downloadInboxFax. Needs no Authorization header: the token is the capability, valid until it expires. A malformed, forged or expired token, or one for a fax no longer available, is a 404 inbox_download_link_invalid.",
@@ -186,7 +187,7 @@ func (s *specBuilder) numberPaths(opts Options, cfg services.Config, limit obj) 
 			"responses": s.responses(pdfResponse("the PDF", obj{
 				"Content-Disposition": obj{"description": `attachment; filename="<id>.pdf"`, "schema": obj{"type": "string"}},
 				"Cache-Control":       obj{"description": "private, no-store", "schema": obj{"type": "string"}},
-			}), commonErrs(), []errs{e(404, core.CodeInboxDownloadLink)}),
+			}), commonErrs(), []errs{e(404, inbox.CodeDownloadLink)}),
 		}},
 		"/api/v1/inbox/simulate": obj{"post": withScope(core.OpSimulateInbound, obj{
 			"operationId": "simulateInboundFax", "tags": []string{"inbox"},
@@ -201,7 +202,7 @@ func (s *specBuilder) numberPaths(opts Options, cfg services.Config, limit obj) 
 				},
 			}}}},
 			"responses": s.responses(s.jsonResponse("the received fax, receiving", "InboundFax", receiving), authErrs(), []errs{
-				e(400, core.CodeEmptyFile), e(403, core.CodeTestModeOnly), notFound, e(409, core.CodeNumberNotReceiving),
+				e(400, core.CodeEmptyFile), e(403, inbox.CodeTestModeOnly), notFound, e(409, inbox.CodeNumberNotReceiving),
 				e(413, core.CodeFileTooLarge), e(415, core.CodeUnsupportedContentType), e(422, core.CodeInvalidDestination), e(429, core.CodeRateLimited),
 			}),
 		})},
@@ -257,12 +258,12 @@ func numberSchemas() obj {
 			"id": str("inb_…"), "mode": modeSchema, "numberId": str("the number it arrived on"),
 			"from": str("the sender as the network reported it (E.164, other caller id, or empty)"), "to": str("E.164 of your number"),
 			"pages":    obj{"type": "integer"},
-			"status":   obj{"type": "string", "enum": []string{string(core.InboxReceiving), string(core.InboxReceived), string(core.InboxFailed)}},
+			"status":   obj{"type": "string", "enum": []string{string(inbox.Receiving), string(inbox.Received), string(inbox.Failed)}},
 			"provider": obj{"type": "string"}, "bytes": obj{"type": "integer", "description": "size of the PDF"},
 			"text":        obj{"type": "string", "description": "getInboxFax only: the fax's text"},
 			"textPreview": obj{"type": "string", "description": "listInbox only: the start of the text"},
-			"textStatus": obj{"type": "string", "enum": []string{string(core.TextExtracted), string(core.TextOCRUnavailable), string(core.TextEmpty),
-				string(core.TextFailed), string(core.TextTruncated)}},
+			"textStatus": obj{"type": "string", "enum": []string{string(inbox.TextExtracted), string(inbox.TextOCRUnavailable), string(inbox.TextEmpty),
+				string(inbox.TextFailed), string(inbox.TextTruncated)}},
 			"textMethod":    obj{"type": "string", "enum": []string{"text", "ocr", "text+ocr", "none"}},
 			"textNote":      str("what could not be read, for people"),
 			"failureReason": obj{"type": "string"},

@@ -16,6 +16,7 @@ import (
 	"strings"
 
 	"github.com/faxhub/faxhub/core"
+	"github.com/faxhub/faxhub/core/inbox"
 	"github.com/faxhub/faxhub/core/machine"
 	"github.com/faxhub/faxhub/core/services"
 	"github.com/faxhub/faxhub/core/web"
@@ -149,7 +150,7 @@ func (a *api) routeTable() []route {
 		{"listInbox", "GET", "/api/v1/inbox", key, a.authed(a.listInbox)},
 		{"getInboxFax", "GET", "/api/v1/inbox/{id}", key, a.authed(a.getInboxFax)},
 		{"downloadInboxFax", "POST", "/api/v1/inbox/{id}/download", key, a.authed(a.inboxDownload)},
-		{"getInboxFile", "GET", core.InboxDownloadPath + "{token}", capability, a.public(a.inboxFile)},
+		{"getInboxFile", "GET", inbox.DownloadPath + "{token}", capability, a.public(a.inboxFile)},
 		{"simulateInboundFax", "POST", "/api/v1/inbox/simulate", key, a.authed(a.simulateInbound)},
 		{"getProviderMedia", "GET", core.ProviderMediaPath + "{token}", capability, a.public(a.providerMedia)},
 		{"getOpenAPI", "GET", "/openapi.json", none, http.HandlerFunc(a.serveOpenAPI)},

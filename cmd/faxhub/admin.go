@@ -9,6 +9,7 @@ import (
 	"os"
 
 	"github.com/faxhub/faxhub/core"
+	"github.com/faxhub/faxhub/core/inbox"
 	"github.com/faxhub/faxhub/core/services"
 	"github.com/faxhub/faxhub/core/web"
 	"github.com/faxhub/faxhub/internal/app"
@@ -191,7 +192,7 @@ func adminCmd(ctx context.Context, name string, args []string, stdout, stderr io
 		if err != nil {
 			return err
 		}
-		f, err := svc.Core.DeliverTestFax(ctx, "", core.TestInboundFax{To: *to, From: *from, Path: tmp})
+		f, err := svc.Inbox.DeliverTestFax(ctx, "", inbox.TestInboundFax{To: *to, From: *from, Path: tmp})
 		if err != nil {
 			return err
 		}

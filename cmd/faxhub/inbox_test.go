@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/faxhub/faxhub/core"
+	"github.com/faxhub/faxhub/core/inbox"
 	"github.com/faxhub/faxhub/internal/testenv"
 )
 
@@ -80,10 +81,10 @@ func TestAdminInboxDeliver(t *testing.T) {
 	if _, err := os.Stat(pdf); err != nil {
 		t.Fatalf("the operator's file was consumed: %v", err)
 	}
-	var f *core.InboundFax
+	var f *inbox.InboundFax
 	waitFor(t, "the fax to be read", func() bool {
-		f, err = a.Svc.Core.GetInboxFax(ctx, p, strings.TrimSpace(id))
-		return err == nil && f.Status == core.InboxReceived
+		f, err = a.Svc.Inbox.Get(ctx, p, strings.TrimSpace(id))
+		return err == nil && f.Status == inbox.Received
 	})
 	if f.Pages != 3 || f.To != n.E164 {
 		t.Fatalf("received: %+v", f)

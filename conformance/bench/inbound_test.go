@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/faxhub/faxhub/core"
+	"github.com/faxhub/faxhub/core/inbox"
 	"github.com/faxhub/faxhub/internal/testenv"
 )
 
@@ -92,7 +93,7 @@ func benchInbound(t *testing.T, rep *report) {
 					t.Error(err)
 					return
 				}
-				if _, err := e.Svc.Core.DeliverTestFax(context.WithoutCancel(ctx), "", core.TestInboundFax{To: n.E164, Path: path}); err != nil {
+				if _, err := e.Svc.Inbox.DeliverTestFax(context.WithoutCancel(ctx), "", inbox.TestInboundFax{To: n.E164, Path: path}); err != nil {
 					t.Errorf("sender %d: %v", w, err)
 					return
 				}
@@ -102,12 +103,12 @@ func benchInbound(t *testing.T, rep *report) {
 	wg.Wait()
 	e.DrainQueue(t)
 	elapsed := time.Since(start)
-	page, err := e.Svc.Core.ListInbox(ctx, p, core.InboxQuery{Limit: 100})
+	page, err := e.Svc.Inbox.List(ctx, p, inbox.Query{Limit: 100})
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, f := range page.Data {
-		if f.Status != core.InboxReceived || f.TextStatus != core.TextExtracted {
+		if f.Status != inbox.Received || f.TextStatus != inbox.TextExtracted {
 			t.Fatalf("a received fax was not read: %+v", f)
 		}
 	}

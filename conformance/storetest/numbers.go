@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/faxhub/faxhub/core"
+	"github.com/faxhub/faxhub/core/inbox"
 	"github.com/faxhub/faxhub/core/services"
 )
 
@@ -151,11 +152,11 @@ func testInbound(t *testing.T, s services.Store) {
 	ctx := t.Context()
 	o, other := newOwner(t, s), newOwner(t, s)
 	n := newNumber(t, s, o, "+12125550120", core.NumberActive, 0)
-	var made []*core.InboundFax
+	var made []*inbox.InboundFax
 	for i := range 3 {
-		f := &core.InboundFax{
+		f := &inbox.InboundFax{
 			ID: core.NewID(core.PrefixInbound), OwnerID: o.ID, Mode: core.ModeTest, NumberID: n.ID, From: "+13125550100",
-			To: n.E164, Status: core.InboxReceiving, Provider: "simulated", ProviderRef: fmt.Sprintf("ref-%d", i),
+			To: n.E164, Status: inbox.Receiving, Provider: "simulated", ProviderRef: fmt.Sprintf("ref-%d", i),
 			MediaURL: "https://media.example/x", ReceivedAt: at(i), CreatedAt: at(i), UpdatedAt: at(i),
 		}
 		must(t, s.CreateInboundFax(ctx, f))
@@ -174,27 +175,27 @@ func testInbound(t *testing.T, s services.Store) {
 	wantErr(t, "the same reference again", s.CreateInboundFax(ctx, &dup), core.ErrExists)
 
 	f := made[2]
-	long := make([]byte, core.InboxPreviewChars+50)
+	long := make([]byte, inbox.PreviewChars+50)
 	for i := range long {
 		long[i] = 'a'
 	}
-	f.Status, f.Pages, f.Text, f.TextStatus, f.TextMethod, f.MediaURL, f.DocumentKey, f.Bytes = core.InboxReceived, 2, string(long), core.TextExtracted, "text", "", "inbox/x.pdf", 99
+	f.Status, f.Pages, f.Text, f.TextStatus, f.TextMethod, f.MediaURL, f.DocumentKey, f.Bytes = inbox.Received, 2, string(long), inbox.TextExtracted, "text", "", "inbox/x.pdf", 99
 	f.ProcessedAt = ptr(at(50))
-	wantErr(t, "update from the wrong status", s.UpdateInboundFax(ctx, f, core.InboxFailed), core.ErrConflict)
-	must(t, s.UpdateInboundFax(ctx, f, core.InboxReceiving))
+	wantErr(t, "update from the wrong status", s.UpdateInboundFax(ctx, f, inbox.Failed), core.ErrConflict)
+	must(t, s.UpdateInboundFax(ctx, f, inbox.Receiving))
 	got, err = s.GetInboundFaxByID(ctx, f.ID)
 	must(t, err)
 	wantEqual(t, "after update", got, f)
 
-	page, err := s.ListInboundFaxes(ctx, core.InboxFilter{OwnerID: o.ID, Mode: core.ModeTest, Limit: 2})
+	page, err := s.ListInboundFaxes(ctx, inbox.Filter{OwnerID: o.ID, Mode: core.ModeTest, Limit: 2})
 	must(t, err)
 	wantEqual(t, "first page", ids2(page), []string{made[2].ID, made[1].ID})
-	wantEqual(t, "preview length", len(page[0].Text), core.InboxPreviewChars)
+	wantEqual(t, "preview length", len(page[0].Text), inbox.PreviewChars)
 	wantEqual(t, "no media url in lists", page[1].MediaURL, "")
-	page, err = s.ListInboundFaxes(ctx, core.InboxFilter{OwnerID: o.ID, Mode: core.ModeTest, StartingAfter: made[1].ID, Limit: 2})
+	page, err = s.ListInboundFaxes(ctx, inbox.Filter{OwnerID: o.ID, Mode: core.ModeTest, StartingAfter: made[1].ID, Limit: 2})
 	must(t, err)
 	wantEqual(t, "second page", ids2(page), []string{made[0].ID})
-	page, err = s.ListInboundFaxes(ctx, core.InboxFilter{OwnerID: other.ID, Mode: core.ModeTest, Limit: 2})
+	page, err = s.ListInboundFaxes(ctx, inbox.Filter{OwnerID: other.ID, Mode: core.ModeTest, Limit: 2})
 	must(t, err)
 	wantEqual(t, "another owner's inbox", len(page), 0)
 }
@@ -207,7 +208,7 @@ func ids(ns []core.Number) []string {
 	return out
 }
 
-func ids2(fs []core.InboundFax) []string {
+func ids2(fs []inbox.InboundFax) []string {
 	out := []string{}
 	for _, f := range fs {
 		out = append(out, f.ID)

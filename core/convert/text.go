@@ -15,6 +15,7 @@ import (
 	"unicode"
 
 	"github.com/faxhub/faxhub/core"
+	"github.com/faxhub/faxhub/core/inbox"
 )
 
 // TextOptions configures a TextReader. The zero value is usable.
@@ -44,7 +45,7 @@ type TextReader struct {
 	slots chan struct{}
 }
 
-var _ core.TextExtractor = (*TextReader)(nil)
+var _ inbox.TextExtractor = (*TextReader)(nil)
 
 // Bounds of text extraction.
 const (
@@ -54,7 +55,7 @@ const (
 	scannedBelow = 8
 	// maxLayerOutput bounds what pdftotext may write: -layout pads columns
 	// with spaces, so it is a few times the text kept.
-	maxLayerOutput = 4 * core.MaxInboxText
+	maxLayerOutput = 4 * inbox.MaxText
 	// ocrLongSide is the rendered page's longer side in pixels: 300 dpi on
 	// US Letter, and bounded whatever size a page claims to be.
 	ocrLongSide = 3300
@@ -94,7 +95,7 @@ func lookTool(configured, name string) (string, error) {
 // the tools, running out of time included, is reported in the result
 // (TextFailed and a note) so the fax is still received; the error is only
 // the caller's context being cancelled, when the work should be retried.
-func (r *TextReader) Extract(ctx context.Context, path string, pages int) (core.ExtractedText, error) {
+func (r *TextReader) Extract(ctx context.Context, path string, pages int) (inbox.ExtractedText, error) {
 	if err := ctx.Err(); err != nil {
 		return abandoned(err)
 	}
@@ -108,7 +109,7 @@ func (r *TextReader) Extract(ctx context.Context, path string, pages int) (core.
 	defer cancel()
 	res := r.extract(tctx, path, pages)
 	if errors.Is(ctx.Err(), context.Canceled) {
-		return core.ExtractedText{}, fmt.Errorf("extract text: %w", ctx.Err())
+		return inbox.ExtractedText{}, fmt.Errorf("extract text: %w", ctx.Err())
 	}
 	return res, nil
 }
@@ -117,12 +118,12 @@ func (r *TextReader) Extract(ctx context.Context, path string, pages int) (core.
 // the fax waited for a slot behind others): nothing was tried, so it is an
 // error for the caller to retry later, not a failed reading recorded for
 // good.
-func abandoned(err error) (core.ExtractedText, error) {
-	return core.ExtractedText{}, fmt.Errorf("extract text: no slot before the time ran out: %w", err)
+func abandoned(err error) (inbox.ExtractedText, error) {
+	return inbox.ExtractedText{}, fmt.Errorf("extract text: no slot before the time ran out: %w", err)
 }
 
-func failed(note string) core.ExtractedText {
-	return core.ExtractedText{Status: core.TextFailed, Method: "none", Note: note}
+func failed(note string) inbox.ExtractedText {
+	return inbox.ExtractedText{Status: inbox.TextFailed, Method: "none", Note: note}
 }
 
 // page is one page's text and where it came from.
@@ -133,7 +134,7 @@ type page struct {
 	ocr     bool
 }
 
-func (r *TextReader) extract(ctx context.Context, path string, pages int) core.ExtractedText {
+func (r *TextReader) extract(ctx context.Context, path string, pages int) inbox.ExtractedText {
 	bin, err := lookTool(r.opts.PdftotextPath, "pdftotext")
 	if err != nil {
 		return failed("the text could not be read: pdftotext (Debian package poppler-utils) is not installed on this server")
@@ -173,12 +174,12 @@ func (r *TextReader) extract(ctx context.Context, path string, pages int) core.E
 	res.Note = strings.Join(notes, "; ")
 	// The worst finding is the status; the note lists them all.
 	switch {
-	case ocr.status == core.TextFailed:
-		res.Status = core.TextFailed
-	case cut || ocr.status == core.TextTruncated || res.Status == core.TextTruncated:
-		res.Status = core.TextTruncated
-	case ocr.status == core.TextOCRUnavailable:
-		res.Status = core.TextOCRUnavailable
+	case ocr.status == inbox.TextFailed:
+		res.Status = inbox.TextFailed
+	case cut || ocr.status == inbox.TextTruncated || res.Status == inbox.TextTruncated:
+		res.Status = inbox.TextTruncated
+	case ocr.status == inbox.TextOCRUnavailable:
+		res.Status = inbox.TextOCRUnavailable
 	}
 	return res
 }
@@ -196,7 +197,7 @@ func unreadAfter(read, pages int) string {
 // scanned page, TextOCRUnavailable without the tools, TextTruncated past
 // MaxOCRPages, TextFailed on a tool error or the timeout.
 type ocrOutcome struct {
-	status core.TextStatus
+	status inbox.TextStatus
 	note   string
 }
 
@@ -205,17 +206,17 @@ type ocrOutcome struct {
 func (r *TextReader) ocrPages(ctx context.Context, path string, doc []page, scanned []int) ocrOutcome {
 	tess, err := lookTool(r.opts.TesseractPath, "tesseract")
 	if err != nil {
-		return ocrOutcome{core.TextOCRUnavailable, fmt.Sprintf("OCR is not available: tesseract-ocr is not installed on this server, so %s without a text layer %s no text",
+		return ocrOutcome{inbox.TextOCRUnavailable, fmt.Sprintf("OCR is not available: tesseract-ocr is not installed on this server, so %s without a text layer %s no text",
 			pagesWord(len(scanned)), hasHave(len(scanned)))}
 	}
 	ppm, err := lookTool(r.opts.PdftoppmPath, "pdftoppm")
 	if err != nil {
-		return ocrOutcome{core.TextOCRUnavailable, fmt.Sprintf("OCR is not available: pdftoppm (poppler-utils) is not installed on this server, so %s without a text layer %s no text",
+		return ocrOutcome{inbox.TextOCRUnavailable, fmt.Sprintf("OCR is not available: pdftoppm (poppler-utils) is not installed on this server, so %s without a text layer %s no text",
 			pagesWord(len(scanned)), hasHave(len(scanned)))}
 	}
 	dir, err := os.MkdirTemp("", "faxhub-ocr-")
 	if err != nil {
-		return ocrOutcome{core.TextFailed, fmt.Sprintf("OCR could not start: %v", err)}
+		return ocrOutcome{inbox.TextFailed, fmt.Sprintf("OCR could not start: %v", err)}
 	}
 	defer os.RemoveAll(dir)
 
@@ -233,9 +234,9 @@ func (r *TextReader) ocrPages(ctx context.Context, path string, doc []page, scan
 			}
 			continue
 		case ctx.Err() != nil:
-			return ocrOutcome{core.TextFailed, fmt.Sprintf("OCR of %s stopped: %s", pageList(todo[n:]), toolFailure(ctx, "OCR", r.opts.Timeout, err))}
+			return ocrOutcome{inbox.TextFailed, fmt.Sprintf("OCR of %s stopped: %s", pageList(todo[n:]), toolFailure(ctx, "OCR", r.opts.Timeout, err))}
 		case noLanguage(err):
-			return ocrOutcome{core.TextOCRUnavailable, fmt.Sprintf("OCR is not available: tesseract has no data for language %q (Debian package tesseract-ocr-%s), so %s without a text layer %s no text",
+			return ocrOutcome{inbox.TextOCRUnavailable, fmt.Sprintf("OCR is not available: tesseract has no data for language %q (Debian package tesseract-ocr-%s), so %s without a text layer %s no text",
 				r.opts.OCRLang, strings.ReplaceAll(r.opts.OCRLang, "+", " tesseract-ocr-"), pagesWord(len(scanned)), hasHave(len(scanned)))}
 		}
 		if bad = append(bad, i); len(bad) == 1 {
@@ -243,10 +244,10 @@ func (r *TextReader) ocrPages(ctx context.Context, path string, doc []page, scan
 		}
 	}
 	if len(bad) > 0 {
-		return ocrOutcome{core.TextFailed, fmt.Sprintf("OCR of %s failed: %s", pageList(bad), why)}
+		return ocrOutcome{inbox.TextFailed, fmt.Sprintf("OCR of %s failed: %s", pageList(bad), why)}
 	}
 	if rest := scanned[len(todo):]; len(rest) > 0 {
-		return ocrOutcome{core.TextTruncated, fmt.Sprintf("%s without a text layer %s not read: OCR reads at most %s of a fax",
+		return ocrOutcome{inbox.TextTruncated, fmt.Sprintf("%s without a text layer %s not read: OCR reads at most %s of a fax",
 			pageList(rest), wasWere(len(rest)), pagesWord(r.opts.MaxOCRPages))}
 	}
 	return ocrOutcome{}
@@ -262,7 +263,7 @@ func (r *TextReader) ocrPage(ctx context.Context, ppm, tess, dir, path string, n
 	}
 	img := prefix + ".png"
 	defer os.Remove(img)
-	out, _, err := runTool(ctx, tess, core.MaxInboxText, img, "stdout", "-l", r.opts.OCRLang)
+	out, _, err := runTool(ctx, tess, inbox.MaxText, img, "stdout", "-l", r.opts.OCRLang)
 	if err != nil {
 		return "", fmt.Errorf("read page %d: %w", nr, err)
 	}
@@ -406,7 +407,7 @@ func nonSpace(s string) int {
 
 // summarise joins doc's pages with form feeds, cuts the text at
 // core.MaxInboxText, and says how it was read.
-func summarise(doc []page) core.ExtractedText {
+func summarise(doc []page) inbox.ExtractedText {
 	texts := make([]string, len(doc))
 	layer, ocr := false, false
 	for i, p := range doc {
@@ -420,7 +421,7 @@ func summarise(doc []page) core.ExtractedText {
 			layer = true
 		}
 	}
-	res := core.ExtractedText{Text: strings.Join(texts, "\f"), Status: core.TextExtracted}
+	res := inbox.ExtractedText{Text: strings.Join(texts, "\f"), Status: inbox.TextExtracted}
 	switch {
 	case layer && ocr:
 		res.Method = "text+ocr"
@@ -429,12 +430,12 @@ func summarise(doc []page) core.ExtractedText {
 	case layer:
 		res.Method = "text"
 	default:
-		res.Method, res.Status, res.Text = "none", core.TextEmpty, ""
+		res.Method, res.Status, res.Text = "none", inbox.TextEmpty, ""
 	}
-	if len(res.Text) > core.MaxInboxText {
-		res.Text = core.CutUTF8(res.Text, core.MaxInboxText)
-		res.Status = core.TextTruncated
-		res.Note = fmt.Sprintf("the text was cut at %s", byteSize(core.MaxInboxText))
+	if len(res.Text) > inbox.MaxText {
+		res.Text = core.CutUTF8(res.Text, inbox.MaxText)
+		res.Status = inbox.TextTruncated
+		res.Note = fmt.Sprintf("the text was cut at %s", byteSize(inbox.MaxText))
 	}
 	return res
 }

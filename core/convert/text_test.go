@@ -24,6 +24,7 @@ import (
 	"golang.org/x/image/math/fixed"
 
 	"github.com/faxhub/faxhub/core"
+	"github.com/faxhub/faxhub/core/inbox"
 	"github.com/faxhub/faxhub/internal/require"
 )
 
@@ -159,46 +160,46 @@ func TestExtractText(t *testing.T) {
 		ocr   bool // needs tesseract
 		// want: status, method, words in the text (in order, each page's
 		// words after the previous page's form feed), words in the note.
-		status core.TextStatus
+		status inbox.TextStatus
 		method string
 		text   [][]string
 		note   []string
 	}{
 		{name: "text layer", pages: []testPage{digital, digital},
-			status: core.TextExtracted, method: "text",
+			status: inbox.TextExtracted, method: "text",
 			text: [][]string{{"Invoice 4711", "Total due: 120.00 EUR"}, {"Acme Widgets"}}},
 		{name: "scan read by OCR", pages: []testPage{scan}, ocr: true,
-			status: core.TextExtracted, method: "ocr",
+			status: inbox.TextExtracted, method: "ocr",
 			text: [][]string{{"PURCHASE ORDER 8812", "WAREHOUSE"}}},
 		{name: "text layer and a numbered scan", pages: []testPage{digital, numbered}, ocr: true,
-			status: core.TextExtracted, method: "text+ocr",
+			status: inbox.TextExtracted, method: "text+ocr",
 			text: [][]string{{"Invoice 4711"}, {"PURCHASE ORDER 8812"}}},
 		{name: "no OCR installed", pages: []testPage{digital, numbered, scan}, opts: TextOptions{TesseractPath: missing},
-			status: core.TextOCRUnavailable, method: "text",
+			status: inbox.TextOCRUnavailable, method: "text",
 			text: [][]string{{"Invoice 4711"}, {"2"}, {}},
 			note: []string{"tesseract-ocr is not installed", "2 pages without a text layer have no text"}},
 		{name: "only scans, no OCR", pages: []testPage{scan}, opts: TextOptions{TesseractPath: missing},
-			status: core.TextOCRUnavailable, method: "none",
+			status: inbox.TextOCRUnavailable, method: "none",
 			note: []string{"tesseract-ocr is not installed", "1 page without a text layer has no text"}},
 		{name: "OCR page limit", pages: []testPage{scan, digital, scan}, opts: TextOptions{MaxOCRPages: 1}, ocr: true,
-			status: core.TextTruncated, method: "text+ocr",
+			status: inbox.TextTruncated, method: "text+ocr",
 			text: [][]string{{"PURCHASE ORDER"}, {"Invoice 4711"}, {}},
 			note: []string{"page 3 without a text layer was not read", "OCR reads at most 1 page of a fax"}},
 		{name: "no language data", pages: []testPage{digital, scan}, opts: TextOptions{OCRLang: "xx+yy"}, ocr: true,
-			status: core.TextOCRUnavailable, method: "text",
+			status: inbox.TextOCRUnavailable, method: "text",
 			text: [][]string{{"Invoice 4711"}, {}},
 			note: []string{`no data for language "xx+yy"`, "tesseract-ocr-xx tesseract-ocr-yy", "1 page without a text layer has no text"}},
 		{name: "OCR fails", pages: []testPage{scan, digital, scan}, opts: TextOptions{TesseractPath: brokenOCR},
-			status: core.TextFailed, method: "text",
+			status: inbox.TextFailed, method: "text",
 			text: [][]string{{}, {"Invoice 4711"}, {}},
 			note: []string{"OCR of pages 1 and 3 failed", "Unknown format"}},
 		{name: "blank page", pages: []testPage{{}}, ocr: true,
-			status: core.TextEmpty, method: "none"},
+			status: inbox.TextEmpty, method: "none"},
 		{name: "longer than kept", pages: []testPage{{lines: long}, {lines: long}, {lines: long}, {lines: long}, {lines: long}, {lines: long}, {lines: long}, {lines: long}, {lines: long}, {lines: long}, {lines: long}, {lines: long}, {lines: long}, {lines: long}, {lines: long}},
-			status: core.TextTruncated, method: "text",
+			status: inbox.TextTruncated, method: "text",
 			text: [][]string{{"éééé"}}, note: []string{"cut at 256 KB"}},
 		{name: "pdftotext missing", pages: []testPage{digital}, opts: TextOptions{PdftotextPath: missing},
-			status: core.TextFailed, method: "none", note: []string{"pdftotext", "poppler-utils", "not installed"}},
+			status: inbox.TextFailed, method: "none", note: []string{"pdftotext", "poppler-utils", "not installed"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -214,14 +215,14 @@ func TestExtractText(t *testing.T) {
 			if got.Status != tt.status || got.Method != tt.method {
 				t.Fatalf("status %s, method %s; want %s, %s (note %q, text %q)", got.Status, got.Method, tt.status, tt.method, got.Note, core.CutUTF8(got.Text, 300))
 			}
-			if !utf8.ValidString(got.Text) || len(got.Text) > core.MaxInboxText {
+			if !utf8.ValidString(got.Text) || len(got.Text) > inbox.MaxText {
 				t.Fatalf("text is %d bytes, valid UTF-8 %v", len(got.Text), utf8.ValidString(got.Text))
 			}
 			if tt.text == nil && got.Text != "" {
 				t.Errorf("text %q, want none", got.Text)
 			}
 			pages := strings.Split(got.Text, "\f")
-			if tt.text != nil && tt.status != core.TextTruncated && len(pages) != len(tt.text) {
+			if tt.text != nil && tt.status != inbox.TextTruncated && len(pages) != len(tt.text) {
 				t.Errorf("%d pages of text, want %d: %q", len(pages), len(tt.text), got.Text)
 			}
 			for i, words := range tt.text {
@@ -270,20 +271,20 @@ func TestExtractBounds(t *testing.T) {
 		name   string
 		ctx    context.Context
 		opts   func(t *testing.T) TextOptions
-		status core.TextStatus
+		status inbox.TextStatus
 		note   string
 	}{
 		{"tool hangs with a child holding its output", t.Context(), func(t *testing.T) TextOptions {
 			// Without the process group kill, Wait would wait for the
 			// child's sleep until WaitDelay, then report no timeout.
 			return TextOptions{PdftotextPath: fakeTool(t, "sleep 600 & wait"), Timeout: 300 * time.Millisecond}
-		}, core.TextFailed, "did not finish in the time allowed"},
+		}, inbox.TextFailed, "did not finish in the time allowed"},
 		{"endless output", t.Context(), func(t *testing.T) TextOptions {
 			return TextOptions{PdftotextPath: fakeTool(t, "exec yes 'a line of text that never ends'")}
-		}, core.TextTruncated, "longer than 1024 KB"},
+		}, inbox.TextTruncated, "longer than 1024 KB"},
 		{"tool error", t.Context(), func(t *testing.T) TextOptions {
 			return TextOptions{PdftotextPath: fakeTool(t, "echo 'Syntax Error: broken xref' >&2; exit 1")}
-		}, core.TextFailed, "Syntax Error: broken xref"},
+		}, inbox.TextFailed, "Syntax Error: broken xref"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -297,7 +298,7 @@ func TestExtractBounds(t *testing.T) {
 			if got.Status != tt.status || !strings.Contains(got.Note, tt.note) {
 				t.Fatalf("status %s, note %q; want %s, %q", got.Status, got.Note, tt.status, tt.note)
 			}
-			if len(got.Text) > core.MaxInboxText {
+			if len(got.Text) > inbox.MaxText {
 				t.Errorf("text is %d bytes", len(got.Text))
 			}
 			// A process left behind holding the output would keep Wait
@@ -340,7 +341,7 @@ func TestExtractWaiting(t *testing.T) {
 					cancel()
 				}
 				type result struct {
-					got core.ExtractedText
+					got inbox.ExtractedText
 					err error
 				}
 				done := make(chan result, 1)
@@ -359,7 +360,7 @@ func TestExtractWaiting(t *testing.T) {
 					}
 					return
 				}
-				if res.err != nil || res.got.Status != core.TextFailed {
+				if res.err != nil || res.got.Status != inbox.TextFailed {
 					t.Fatalf("%+v, %v; want failed", res.got, res.err)
 				}
 			})

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/faxhub/faxhub/core"
+	"github.com/faxhub/faxhub/core/inbox"
 )
 
 // PurgeStore is what the garbage collector deletes. Every method deletes in
@@ -61,7 +62,7 @@ type PurgeStore interface {
 	MarkDocumentPurged(ctx context.Context, id string, now, unsentBefore, sentBefore time.Time) error
 	// PurgeableInbound lists up to n received (or failed) faxes received
 	// before before, oldest first.
-	PurgeableInbound(ctx context.Context, before time.Time, n int) ([]core.InboundFax, error)
+	PurgeableInbound(ctx context.Context, before time.Time, n int) ([]inbox.InboundFax, error)
 	// DeleteInboundFax deletes a received fax's row; ErrNoRows if gone.
 	DeleteInboundFax(ctx context.Context, id string) error
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/faxhub/faxhub/core/agents"
 	"github.com/faxhub/faxhub/core/checkout"
 	"github.com/faxhub/faxhub/core/hosts"
+	"github.com/faxhub/faxhub/core/inbox"
 	"github.com/faxhub/faxhub/core/machine"
 	"github.com/faxhub/faxhub/core/retention"
 	"github.com/faxhub/faxhub/core/tasks"
@@ -28,6 +29,7 @@ type Store interface {
 	hosts.Queries
 	agents.Queries
 	checkout.Queries
+	inbox.Queries
 }
 
 // Tx is a transaction of the database with every feature's queries (the
@@ -39,6 +41,7 @@ type Tx interface {
 	hosts.Tx
 	agents.Tx
 	checkout.Tx
+	inbox.Tx
 }
 
 // Deps are the ports the features drive.
@@ -52,6 +55,8 @@ type Deps struct {
 	// a missing live gateway makes live checkouts answer
 	// checkout_not_configured.
 	Checkout map[core.Mode]checkout.Gateway
+	// Text reads received faxes for agents (pdftotext, tesseract).
+	Text inbox.TextExtractor
 	// Machine lists the methods paying machines can use, in the order they
 	// are offered (core/machine).
 	Machine []machine.Method
@@ -75,6 +80,7 @@ type Set struct {
 	Agents    *agents.Service
 	Checkout  *checkout.Service
 	Hosts     *hosts.Service
+	Inbox     *inbox.Service
 	Machine   *machine.Service
 	Retention *retention.Service
 	Tasks     *tasks.Service
@@ -140,6 +146,10 @@ func New(cfg Config, deps Deps) (*Set, error) {
 		Agents: agents.New(cfg.Config, agents.Deps{Store: deps.Store, Logger: deps.Logger, Core: c}),
 		Hosts: hosts.New(cfg.Config, hosts.Deps{
 			Store: deps.Store, Destination: deps.Destination, Prices: deps.Prices, Logger: deps.Logger, Core: c,
+		}),
+		Inbox: inbox.New(cfg.Config, inbox.Deps{
+			Store: deps.Store, Queue: deps.Queue, Blobs: deps.Blobs, Converter: deps.Converter, Destination: deps.Destination,
+			Providers: deps.Providers, Text: deps.Text, Logger: deps.Logger, Core: c,
 		}),
 		Tasks: tasks.New(cfg.Config, tasks.Deps{
 			Store: deps.Store, Signer: deps.Signer, PaymentMethods: deps.PaymentMethods, Prices: deps.Prices,

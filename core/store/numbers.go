@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/faxhub/faxhub/core"
+	"github.com/faxhub/faxhub/core/inbox"
 )
 
 const numberCols = `id, owner_id, mode, e164, country, region, locality, status, provider, provider_ref, order_ref,
@@ -148,7 +149,7 @@ func (x q) DueNumbers(ctx context.Context, now, stalePending time.Time, afterID 
 const inboundCols = `id, owner_id, mode, number_id, from_number, to_number, pages, status, provider, provider_ref, media_url,
 	document_key, bytes, text, text_status, text_method, text_note, failure_reason, received_at, created_at, updated_at, processed_at`
 
-func (x q) CreateInboundFax(ctx context.Context, f *core.InboundFax) error {
+func (x q) CreateInboundFax(ctx context.Context, f *inbox.InboundFax) error {
 	err := x.insert(ctx, `INSERT INTO inbound_faxes (`+inboundCols+`)
 		VALUES (:id, :owner_id, :mode, :number_id, :from_number, :to_number, :pages, :status, :provider, :provider_ref, :media_url,
 			:document_key, :bytes, :text, :text_status, :text_method, :text_note, :failure_reason, :received_at, :created_at,
@@ -160,29 +161,29 @@ func (x q) CreateInboundFax(ctx context.Context, f *core.InboundFax) error {
 	return nil
 }
 
-func (x q) getInbound(ctx context.Context, what, where string, args ...any) (*core.InboundFax, error) {
-	var f core.InboundFax
+func (x q) getInbound(ctx context.Context, what, where string, args ...any) (*inbox.InboundFax, error) {
+	var f inbox.InboundFax
 	if err := x.get(ctx, x.reader(), &f, "SELECT "+inboundCols+" FROM inbound_faxes WHERE "+where, args...); err != nil {
 		return nil, fmt.Errorf("get inbound fax %s: %w", what, err)
 	}
 	return &f, nil
 }
 
-func (x q) GetInboundFax(ctx context.Context, ownerID string, mode core.Mode, id string) (*core.InboundFax, error) {
+func (x q) GetInboundFax(ctx context.Context, ownerID string, mode core.Mode, id string) (*inbox.InboundFax, error) {
 	return x.getInbound(ctx, id, "id = ? AND owner_id = ? AND mode = ?", id, ownerID, mode)
 }
 
-func (x q) GetInboundFaxByID(ctx context.Context, id string) (*core.InboundFax, error) {
+func (x q) GetInboundFaxByID(ctx context.Context, id string) (*inbox.InboundFax, error) {
 	return x.getInbound(ctx, id, "id = ?", id)
 }
 
-func (x q) GetInboundFaxByRef(ctx context.Context, provider, providerRef string) (*core.InboundFax, error) {
+func (x q) GetInboundFaxByRef(ctx context.Context, provider, providerRef string) (*inbox.InboundFax, error) {
 	return x.getInbound(ctx, providerRef, "provider = ? AND provider_ref = ?", provider, providerRef)
 }
 
 // ListInboundFaxes lists newest first, continuing after a cursor id (the
 // same (created_at, id) order as faxes).
-func (x q) ListInboundFaxes(ctx context.Context, f core.InboxFilter) ([]core.InboundFax, error) {
+func (x q) ListInboundFaxes(ctx context.Context, f inbox.Filter) ([]inbox.InboundFax, error) {
 	where, args := "owner_id = ? AND mode = ?", []any{f.OwnerID, f.Mode}
 	if f.NumberID != "" {
 		where += " AND number_id = ?"
@@ -201,20 +202,20 @@ func (x q) ListInboundFaxes(ctx context.Context, f core.InboxFilter) ([]core.Inb
 	cols := `id, owner_id, mode, number_id, from_number, to_number, pages, status, provider, provider_ref, '' AS media_url,
 		document_key, bytes, SUBSTR(text, 1, ?) AS text, text_status, text_method, text_note, failure_reason, received_at,
 		created_at, updated_at, processed_at`
-	var out []core.InboundFax
+	var out []inbox.InboundFax
 	if err := x.sel(ctx, &out, "SELECT "+cols+" FROM inbound_faxes WHERE "+where+" ORDER BY created_at DESC, id DESC"+limit(f.Limit),
-		append([]any{core.InboxPreviewChars}, args...)...); err != nil {
+		append([]any{inbox.PreviewChars}, args...)...); err != nil {
 		return nil, fmt.Errorf("list inbound faxes: %w", err)
 	}
 	return out, nil
 }
 
-func (x q) PurgeableInbound(ctx context.Context, before time.Time, n int) ([]core.InboundFax, error) {
-	var out []core.InboundFax
+func (x q) PurgeableInbound(ctx context.Context, before time.Time, n int) ([]inbox.InboundFax, error) {
+	var out []inbox.InboundFax
 	if err := x.sel(ctx, &out, `SELECT id, owner_id, mode, number_id, from_number, to_number, pages, status, provider, provider_ref,
 		'' AS media_url, document_key, bytes, '' AS text, text_status, text_method, text_note, failure_reason, received_at, created_at,
 		updated_at, processed_at FROM inbound_faxes WHERE status IN (?, ?) AND received_at < ? ORDER BY received_at LIMIT ?`,
-		core.InboxReceived, core.InboxFailed, before, n); err != nil {
+		inbox.Received, inbox.Failed, before, n); err != nil {
 		return nil, fmt.Errorf("purgeable inbound faxes: %w", err)
 	}
 	return out, nil
@@ -231,7 +232,7 @@ func (x q) DeleteInboundFax(ctx context.Context, id string) error {
 	return nil
 }
 
-func (x q) UpdateInboundFax(ctx context.Context, f *core.InboundFax, from ...core.InboxStatus) error {
+func (x q) UpdateInboundFax(ctx context.Context, f *inbox.InboundFax, from ...inbox.Status) error {
 	if len(from) == 0 {
 		return errors.New("update inbound fax: no expected status given")
 	}

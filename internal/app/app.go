@@ -265,7 +265,7 @@ func (a *App) wire(ctx context.Context) error {
 			return svc.Core.RecordNumberOrder(ctx, provider, orderRef, res)
 		},
 		ProcessInbound: func(ctx context.Context, id string, last bool) error {
-			return svc.Core.ProcessInboundFax(ctx, id, last)
+			return svc.Inbox.Process(ctx, id, last)
 		},
 	}, queue.Options{
 		Workers: o.Workers, PollInterval: o.PollInterval, InsertOnly: o.InsertOnly, StatsDB: a.DB.Reader(),
@@ -305,24 +305,24 @@ func (a *App) wire(ctx context.Context) error {
 	}
 	a.signer = &issuerSigner{}
 	sim := simulated.New(simulated.Options{TimeScale: o.SimTimeScale, Report: q.ScheduleOutcome, ReportNumber: q.ScheduleNumberOutcome})
-	deps := services.Deps{Store: a.DB, AuthState: a.DB, Machine: machine, Checkout: checkouts, MachineBinder: mpp.Binder{}, Deps: core.Deps{
-		Blobs:       blobs,
-		Converter:   convert.New(convertOptions(o.Convert, o.Soffice, tmp)),
-		Destination: phone.New(),
-		Queue:       q,
-		// Live faxing needs a real provider account: wireTelnyx adds it
-		// when configured; until then live sends answer
-		// provider_not_configured.
-		Providers: map[core.Mode]core.FaxProvider{core.ModeTest: sim},
-		Numbers:   map[core.Mode]core.NumberProvider{core.ModeTest: sim},
-		Text:      convert.NewTextReader(convert.TextOptions{}),
-		// AP2 credit purchases: the test card in test mode; live card
-		// charges come with the payments issue.
-		PaymentMethods: map[core.Mode]payments.PaymentMethod{core.ModeTest: testcard.New()},
-		Signer:         a.signer,
-		Prices:         o.Prices,
-		Logger:         o.Logger,
-	}}
+	deps := services.Deps{Store: a.DB, AuthState: a.DB, Machine: machine, Checkout: checkouts, MachineBinder: mpp.Binder{},
+		Text: convert.NewTextReader(convert.TextOptions{}), Deps: core.Deps{
+			Blobs:       blobs,
+			Converter:   convert.New(convertOptions(o.Convert, o.Soffice, tmp)),
+			Destination: phone.New(),
+			Queue:       q,
+			// Live faxing needs a real provider account: wireTelnyx adds it
+			// when configured; until then live sends answer
+			// provider_not_configured.
+			Providers: map[core.Mode]core.FaxProvider{core.ModeTest: sim},
+			Numbers:   map[core.Mode]core.NumberProvider{core.ModeTest: sim},
+			// AP2 credit purchases: the test card in test mode; live card
+			// charges come with the payments issue.
+			PaymentMethods: map[core.Mode]payments.PaymentMethod{core.ModeTest: testcard.New()},
+			Signer:         a.signer,
+			Prices:         o.Prices,
+			Logger:         o.Logger,
+		}}
 	if o.MetricsAddr != "" {
 		mo := prometheus.Options{
 			Snapshot: func(ctx context.Context) (*core.Snapshot, error) { return svc.Core.Snapshot(ctx) },

@@ -101,7 +101,7 @@ func (a *App) wireTelnyx(deps *services.Deps) error {
 // configured, a 503 that says so (an event sent there changes nothing).
 func (a *App) telnyxWebhookHandler() http.Handler {
 	if a.telnyxKey != nil {
-		return telnyxhook.NewWebhook(telnyxhook.WebhookConfig{PublicKey: a.telnyxKey, Sink: a.Svc.Core, Logger: a.Logger})
+		return telnyxhook.NewWebhook(telnyxhook.WebhookConfig{PublicKey: a.telnyxKey, Faxes: a.Svc.Core, Numbers: a.Svc.Core, Inbox: a.Svc.Inbox, Logger: a.Logger})
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		web.WriteProblem(w, web.Problem{

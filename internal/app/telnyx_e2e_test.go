@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/faxhub/faxhub/core"
+	"github.com/faxhub/faxhub/core/inbox"
 	"github.com/faxhub/faxhub/internal/app"
 	"github.com/faxhub/faxhub/internal/telnyxstandin"
 	"github.com/faxhub/faxhub/internal/testenv"
@@ -120,20 +121,20 @@ func TestTelnyxNumbersAndInbox(t *testing.T) {
 	in := e.post(t, "/standin/inbound", map[string]any{"to": n.E164, "from": "+12125550100", "pdf": testenv.MinimalPDF(2)})
 	// A duplicate of the notice, as Telnyx may send.
 	e.post(t, "/standin/events/"+in["event_id"].(string)+"/redeliver", nil)
-	var inbox []core.InboundFax
+	var received []inbox.InboundFax
 	eventually(t, "the fax received", func() bool {
-		page, err := e.Svc.Core.ListInbox(ctx, e.p, core.InboxQuery{})
+		page, err := e.Svc.Inbox.List(ctx, e.p, inbox.Query{})
 		if err != nil {
 			t.Fatal(err)
 		}
-		inbox = page.Data
-		return len(inbox) >= 1 && inbox[0].Status != core.InboxReceiving
+		received = page.Data
+		return len(received) >= 1 && received[0].Status != inbox.Receiving
 	})
-	if len(inbox) != 1 || inbox[0].Status != core.InboxReceived || inbox[0].Pages != 2 || inbox[0].To != n.E164 || inbox[0].Provider != "telnyx" {
-		t.Fatalf("inbox %+v", inbox)
+	if len(received) != 1 || received[0].Status != inbox.Received || received[0].Pages != 2 || received[0].To != n.E164 || received[0].Provider != "telnyx" {
+		t.Fatalf("inbox %+v", received)
 	}
 	e.post(t, "/standin/events/"+in["event_id"].(string)+"/redeliver", nil)
-	if page, _ := e.Svc.Core.ListInbox(ctx, e.p, core.InboxQuery{}); len(page.Data) != 1 {
+	if page, _ := e.Svc.Inbox.List(ctx, e.p, inbox.Query{}); len(page.Data) != 1 {
 		t.Errorf("a duplicate notice made %d entries", len(page.Data))
 	}
 

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/faxhub/faxhub/core"
+	"github.com/faxhub/faxhub/core/inbox"
 	"github.com/faxhub/faxhub/core/provider/telnyx"
 	"github.com/faxhub/faxhub/internal/telnyxstandin"
 	"github.com/faxhub/faxhub/internal/testenv"
@@ -23,7 +24,7 @@ import (
 type sink struct {
 	outcomes chan core.ProviderResult
 	orders   chan core.NumberOrderResult
-	inbound  chan core.InboundNotice
+	inbound  chan inbox.InboundNotice
 }
 
 func (s *sink) RecordProviderOutcome(_ context.Context, _, _ string, res core.ProviderResult) error {
@@ -37,9 +38,9 @@ func (s *sink) RecordNumberOrder(_ context.Context, _, ref string, res core.Numb
 	return nil
 }
 
-func (s *sink) ReceiveFax(_ context.Context, n core.InboundNotice) (*core.InboundFax, error) {
+func (s *sink) ReceiveFax(_ context.Context, n inbox.InboundNotice) (*inbox.InboundFax, error) {
 	s.inbound <- n
-	return &core.InboundFax{ID: "inb_1"}, nil
+	return &inbox.InboundFax{ID: "inb_1"}, nil
 }
 
 type rig struct {
@@ -52,9 +53,9 @@ type rig struct {
 
 func newRig(t *testing.T) *rig {
 	t.Helper()
-	sk := &sink{outcomes: make(chan core.ProviderResult, 16), orders: make(chan core.NumberOrderResult, 16), inbound: make(chan core.InboundNotice, 16)}
+	sk := &sink{outcomes: make(chan core.ProviderResult, 16), orders: make(chan core.NumberOrderResult, 16), inbound: make(chan inbox.InboundNotice, 16)}
 	seed := bytes.Repeat([]byte{3}, ed25519.SeedSize)
-	hook := httptest.NewServer(telnyxhook.NewWebhook(telnyxhook.WebhookConfig{PublicKey: ed25519.NewKeyFromSeed(seed).Public().(ed25519.PublicKey), Sink: sk}))
+	hook := httptest.NewServer(telnyxhook.NewWebhook(telnyxhook.WebhookConfig{PublicKey: ed25519.NewKeyFromSeed(seed).Public().(ed25519.PublicKey), Faxes: sk, Numbers: sk, Inbox: sk}))
 	t.Cleanup(hook.Close)
 	mux := http.NewServeMux()
 	mux.HandleFunc("/doc.pdf", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write(testenv.MinimalPDF(4)) })
@@ -224,7 +225,7 @@ func TestInboundAndHold(t *testing.T) {
 	}
 	fetched := make(chan error, 1)
 	go func() {
-		rc, err := r.p.FetchInbound(context.Background(), &core.InboundFax{ID: "inb_1", MediaURL: n.MediaURL})
+		rc, err := r.p.FetchInbound(context.Background(), &inbox.InboundFax{ID: "inb_1", MediaURL: n.MediaURL})
 		if err == nil {
 			rc.Close()
 		}

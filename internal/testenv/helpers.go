@@ -3,11 +3,14 @@ package testenv
 import (
 	"bytes"
 	"context"
+	"os"
+	"path/filepath"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/faxhub/faxhub/core"
+	"github.com/faxhub/faxhub/core/inbox"
 	"github.com/faxhub/faxhub/core/retention"
 	"github.com/faxhub/faxhub/core/services"
 )
@@ -82,4 +85,50 @@ func Clocked(t testing.TB, opts ...Option) (*Env, *Clock) {
 	clk := NewClockAt(time.Date(2026, 11, 1, 12, 0, 0, 0, time.UTC))
 	opts = append([]Option{WithoutWorkers(), WithConfig(func(c *services.Config) { c.Now = clk.Now })}, opts...)
 	return New(t, opts...), clk
+}
+
+// WithClock is New with the service clock a test clock started now.
+func WithClock(t testing.TB, opts ...Option) (*Env, *Clock) {
+	c := NewClock()
+	return New(t, append(opts, WithConfig(func(cfg *services.Config) { cfg.Now = c.Now }))...), c
+}
+
+// BuyNumber reserves and pays number for p at a checkout and waits for it
+// to be active.
+func (e *Env) BuyNumber(t testing.TB, p core.Principal, number string) *core.Number {
+	t.Helper()
+	ctx := context.Background()
+	n, err := e.Svc.Core.BuyNumber(ctx, p, core.BuyNumberRequest{Number: number})
+	if err != nil {
+		t.Fatalf("buy %s: %v", number, err)
+	}
+	cs, err := e.Svc.Checkout.StartNumber(ctx, p, n.ID)
+	if err != nil {
+		t.Fatalf("checkout of %s: %v", number, err)
+	}
+	if _, err := e.Svc.Checkout.Complete(ctx, cs.ID); err != nil {
+		t.Fatalf("pay %s: %v", number, err)
+	}
+	e.DrainQueue(t)
+	n, err = e.Svc.Core.GetNumber(ctx, p, n.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+// DeliverTestFax delivers pdf to p's number to (test mode's simulator) and
+// waits for it to be processed.
+func (e *Env) DeliverTestFax(t testing.TB, p core.Principal, to string, pdf []byte) *inbox.InboundFax {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "in.pdf")
+	if err := os.WriteFile(path, pdf, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	f, err := e.Svc.Inbox.Simulate(context.Background(), p, inbox.TestInboundFax{To: to, From: "+13125550100", Path: path})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.DrainQueue(t)
+	return f
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/a2aproject/a2a-go/v2/a2asrv"
 
 	"github.com/faxhub/faxhub/core"
+	"github.com/faxhub/faxhub/core/inbox"
 	"github.com/faxhub/faxhub/core/tasks"
 )
 
@@ -273,7 +274,7 @@ func (rh *requestHandler) runSkill(ctx context.Context, p core.Principal, msg *a
 		}
 		return reply(msg, map[string]any{"numbers": out}), nil
 	case *listInboxArgs:
-		page, err := svc.Core.ListInbox(ctx, p, core.InboxQuery{NumberID: a.NumberID, StartingAfter: a.StartingAfter, Limit: a.Limit})
+		page, err := svc.Inbox.List(ctx, p, inbox.Query{NumberID: a.NumberID, StartingAfter: a.StartingAfter, Limit: a.Limit})
 		if err != nil {
 			return nil, rh.fail(ctx, s.ID, err, targetSkill)
 		}
@@ -287,13 +288,13 @@ func (rh *requestHandler) runSkill(ctx context.Context, p core.Principal, msg *a
 		}
 		return reply(msg, out), nil
 	case *readInboxArgs:
-		f, err := svc.Core.GetInboxFax(ctx, p, a.ID)
+		f, err := svc.Inbox.Get(ctx, p, a.ID)
 		if err != nil {
 			return nil, rh.fail(ctx, s.ID, err, targetSkill)
 		}
 		out := inboxFaxOut{inboxItemOut: inboxItem(f), Text: f.Text, TextMethod: f.TextMethod, TextNote: f.ReadingNote()}
-		if f.Status == core.InboxReceived {
-			link, err := svc.Core.InboxDownload(ctx, p, f.ID)
+		if f.Status == inbox.Received {
+			link, err := svc.Inbox.Download(ctx, p, f.ID)
 			if err != nil {
 				return nil, rh.fail(ctx, s.ID, err, targetSkill)
 			}

@@ -1,6 +1,9 @@
 package a2a
 
-import "github.com/faxhub/faxhub/core"
+import (
+	"github.com/faxhub/faxhub/core"
+	"github.com/faxhub/faxhub/core/inbox"
+)
 
 // Results of the number and inbox skills, in the JSON docs/a2a.md shows:
 // the same shapes as the MCP tools'. Received faxes are given as text and
@@ -83,7 +86,7 @@ func numberView(n *core.Number) numberOut {
 	return o
 }
 
-func inboxItem(f *core.InboundFax) inboxItemOut {
+func inboxItem(f *inbox.InboundFax) inboxItemOut {
 	return inboxItemOut{
 		ID: f.ID, NumberID: f.NumberID, From: f.From, To: f.To, Pages: f.Pages, Status: string(f.Status), TextStatus: string(f.TextStatus),
 		TextPreview: f.TextPreview, FailureReason: f.FailureReason, ReceivedAt: rfc3339(f.ReceivedAt),

@@ -10,6 +10,7 @@ import (
 	"github.com/a2aproject/a2a-go/v2/a2a"
 
 	"github.com/faxhub/faxhub/core"
+	"github.com/faxhub/faxhub/core/inbox"
 	"github.com/faxhub/faxhub/internal/require"
 	"github.com/faxhub/faxhub/internal/testenv"
 )
@@ -179,11 +180,11 @@ func TestInboxSkills(t *testing.T) {
 	if err := os.WriteFile(path, testenv.MinimalPDF(1), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	in, err := e.a.Svc.Core.SimulateInboundFax(t.Context(), p, core.TestInboundFax{To: "+12025550110", From: "+13125550100", Path: path})
+	in, err := e.a.Svc.Inbox.Simulate(t.Context(), p, inbox.TestInboundFax{To: "+12025550110", From: "+13125550100", Path: path})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := e.a.Svc.Core.ProcessInboundFax(t.Context(), in.ID, false); err != nil { // the process_inbound job
+	if err := e.a.Svc.Inbox.Process(t.Context(), in.ID, false); err != nil { // the process_inbound job
 		t.Fatal(err)
 	}
 
@@ -201,10 +202,10 @@ func TestInboxSkills(t *testing.T) {
 
 	f := call(t, c, skillMsg("read_inbox_fax", map[string]any{"id": in.ID}))
 	link, _ := f["downloadUrl"].(string)
-	if f["id"] != in.ID || f["pages"] != float64(1) || f["textStatus"] == nil || !strings.HasPrefix(link, e.api+core.InboxDownloadPath) || f["downloadExpiresAt"] == nil {
+	if f["id"] != in.ID || f["pages"] != float64(1) || f["textStatus"] == nil || !strings.HasPrefix(link, e.api+inbox.DownloadPath) || f["downloadExpiresAt"] == nil {
 		t.Fatalf("read_inbox_fax = %v", f)
 	}
-	if text, _ := f["text"].(string); f["textStatus"] != string(core.TextExtracted) || !strings.Contains(text, "faxhub test page 1") {
+	if text, _ := f["text"].(string); f["textStatus"] != string(inbox.TextExtracted) || !strings.Contains(text, "faxhub test page 1") {
 		t.Fatalf("read_inbox_fax text: %v", f)
 	}
 	for _, k := range []string{"document", "bytes", "contentBase64", "documentKey"} {

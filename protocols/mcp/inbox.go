@@ -6,7 +6,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/faxhub/faxhub/core"
+	"github.com/faxhub/faxhub/core/inbox"
 )
 
 // The inbox tools: received faxes as text for the model, and a short-lived
@@ -60,7 +60,7 @@ func (h *Handler) addInboxTools(s *mcp.Server) {
 		h.readInbox)
 }
 
-func inboxItem(f *core.InboundFax) inboxItemOut {
+func inboxItem(f *inbox.InboundFax) inboxItemOut {
 	return inboxItemOut{
 		ID: f.ID, NumberID: f.NumberID, From: f.From, To: f.To, Pages: f.Pages, Status: string(f.Status), TextStatus: string(f.TextStatus),
 		TextPreview: f.TextPreview, FailureReason: f.FailureReason, ReceivedAt: rfc3339(f.ReceivedAt),
@@ -73,7 +73,7 @@ func (h *Handler) listInbox(ctx context.Context, _ *mcp.CallToolRequest, in list
 	if err != nil {
 		return nil, listInboxOut{}, h.toolError(ctx, tool, err)
 	}
-	page, err := h.svc.Core.ListInbox(ctx, p, core.InboxQuery{NumberID: in.NumberID, StartingAfter: in.StartingAfter, Limit: in.Limit})
+	page, err := h.svc.Inbox.List(ctx, p, inbox.Query{NumberID: in.NumberID, StartingAfter: in.StartingAfter, Limit: in.Limit})
 	if err != nil {
 		return nil, listInboxOut{}, h.toolError(ctx, tool, err)
 	}
@@ -93,13 +93,13 @@ func (h *Handler) readInbox(ctx context.Context, _ *mcp.CallToolRequest, in read
 	if in.ID == "" {
 		return nil, readInboxOut{}, errors.New("invalid_request: id is required; list_inbox gives the ids")
 	}
-	f, err := h.svc.Core.GetInboxFax(ctx, p, in.ID)
+	f, err := h.svc.Inbox.Get(ctx, p, in.ID)
 	if err != nil {
 		return nil, readInboxOut{}, h.toolError(ctx, tool, err)
 	}
 	out := readInboxOut{inboxItemOut: inboxItem(f), Text: f.Text, TextMethod: f.TextMethod, TextNote: f.ReadingNote()}
-	if f.Status == core.InboxReceived {
-		link, err := h.svc.Core.InboxDownload(ctx, p, f.ID)
+	if f.Status == inbox.Received {
+		link, err := h.svc.Inbox.Download(ctx, p, f.ID)
 		if err != nil {
 			return nil, readInboxOut{}, h.toolError(ctx, tool, err)
 		}

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/faxhub/faxhub/core"
+	"github.com/faxhub/faxhub/core/inbox"
 	"github.com/faxhub/faxhub/internal/require"
 	"github.com/faxhub/faxhub/internal/testenv"
 )
@@ -109,44 +110,44 @@ func TestNumbersAndInbox(t *testing.T) {
 	if err := os.WriteFile(path, testenv.MinimalPDF(2), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	in, err := e.a.Svc.Core.SimulateInboundFax(ctx, p, core.TestInboundFax{To: n.Number, From: "+13125550100", Path: path})
+	in, err := e.a.Svc.Inbox.Simulate(ctx, p, inbox.TestInboundFax{To: n.Number, From: "+13125550100", Path: path})
 	if err != nil {
 		t.Fatal(err)
 	}
-	var inbox struct {
+	var listed struct {
 		Faxes   []inboxItem
 		HasMore bool
 	}
-	mustOK(t, "list_inbox", call(t, cs, "list_inbox", map[string]any{}, &inbox))
-	if len(inbox.Faxes) != 1 || inbox.Faxes[0].Status != "receiving" {
-		t.Fatalf("list_inbox while receiving = %+v", inbox)
+	mustOK(t, "list_inbox", call(t, cs, "list_inbox", map[string]any{}, &listed))
+	if len(listed.Faxes) != 1 || listed.Faxes[0].Status != "receiving" {
+		t.Fatalf("list_inbox while receiving = %+v", listed)
 	}
 	var f inboxFax
 	mustOK(t, "read_inbox_fax", call(t, cs, "read_inbox_fax", map[string]any{"id": in.ID}, &f))
 	if f.Status != "receiving" || f.DownloadURL != "" || f.TextNote == "" {
 		t.Fatalf("read_inbox_fax while receiving = %+v", f)
 	}
-	if err := e.a.Svc.Core.ProcessInboundFax(ctx, in.ID, false); err != nil { // the process_inbound job
+	if err := e.a.Svc.Inbox.Process(ctx, in.ID, false); err != nil { // the process_inbound job
 		t.Fatal(err)
 	}
-	mustOK(t, "list_inbox", call(t, cs, "list_inbox", map[string]any{"numberId": n.ID, "limit": 5}, &inbox))
-	if len(inbox.Faxes) != 1 || inbox.Faxes[0].ID != in.ID || inbox.Faxes[0].Status != "received" || inbox.Faxes[0].Pages != 2 ||
-		inbox.Faxes[0].From != "+13125550100" || inbox.Faxes[0].To != n.Number || inbox.HasMore ||
-		!strings.Contains(inbox.Faxes[0].TextPreview, "faxhub test page 1") {
-		t.Fatalf("list_inbox = %+v", inbox)
+	mustOK(t, "list_inbox", call(t, cs, "list_inbox", map[string]any{"numberId": n.ID, "limit": 5}, &listed))
+	if len(listed.Faxes) != 1 || listed.Faxes[0].ID != in.ID || listed.Faxes[0].Status != "received" || listed.Faxes[0].Pages != 2 ||
+		listed.Faxes[0].From != "+13125550100" || listed.Faxes[0].To != n.Number || listed.HasMore ||
+		!strings.Contains(listed.Faxes[0].TextPreview, "faxhub test page 1") {
+		t.Fatalf("list_inbox = %+v", listed)
 	}
-	mustOK(t, "list_inbox", call(t, cs, "list_inbox", map[string]any{"numberId": "num_other"}, &inbox))
-	if len(inbox.Faxes) != 0 {
-		t.Fatalf("list_inbox of another number = %+v", inbox)
+	mustOK(t, "list_inbox", call(t, cs, "list_inbox", map[string]any{"numberId": "num_other"}, &listed))
+	if len(listed.Faxes) != 0 {
+		t.Fatalf("list_inbox of another number = %+v", listed)
 	}
 	wantErr(t, "list_inbox", call(t, cs, "list_inbox", map[string]any{"limit": 1000}, nil), "invalid_request")
 
 	mustOK(t, "read_inbox_fax", call(t, cs, "read_inbox_fax", map[string]any{"id": in.ID}, &f))
 	if f.ID != in.ID || f.Status != "received" || f.Pages != 2 || f.TextStatus == "" ||
-		!strings.HasPrefix(f.DownloadURL, e.a.Svc.Config().APIURL+core.InboxDownloadPath) || f.DownloadExpiresAt == "" {
+		!strings.HasPrefix(f.DownloadURL, e.a.Svc.Config().APIURL+inbox.DownloadPath) || f.DownloadExpiresAt == "" {
 		t.Fatalf("read_inbox_fax = %+v", f)
 	}
-	if f.TextStatus != string(core.TextExtracted) || f.TextMethod != "text" ||
+	if f.TextStatus != string(inbox.TextExtracted) || f.TextMethod != "text" ||
 		!strings.Contains(f.Text, "faxhub test page 1") || !strings.Contains(f.Text, "faxhub test page 2") {
 		t.Fatalf("read_inbox_fax text: %+v", f)
 	}
@@ -169,10 +170,10 @@ func TestNumbersAndInbox(t *testing.T) {
 	o2 := e.owner("numbers-other@example.com")
 	cs2 := e.connect(o2.Token(t, allScopes, e.base+"/mcp"))
 	wantErr(t, "read_inbox_fax", call(t, cs2, "read_inbox_fax", map[string]any{"id": in.ID}, nil), "not_found")
-	mustOK(t, "list_inbox", call(t, cs2, "list_inbox", map[string]any{}, &inbox))
+	mustOK(t, "list_inbox", call(t, cs2, "list_inbox", map[string]any{}, &listed))
 	mustOK(t, "list_numbers", call(t, cs2, "list_numbers", map[string]any{"all": true}, &list))
-	if len(inbox.Faxes) != 0 || len(list.Numbers) != 0 {
-		t.Fatalf("another owner sees %+v %+v", inbox, list)
+	if len(listed.Faxes) != 0 || len(list.Numbers) != 0 {
+		t.Fatalf("another owner sees %+v %+v", listed, list)
 	}
 	wantErr(t, "buy_number", call(t, cs2, "buy_number", map[string]any{"number": n.Number}, nil), "number_unavailable")
 }

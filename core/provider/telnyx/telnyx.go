@@ -31,6 +31,7 @@ import (
 	"time"
 
 	"github.com/faxhub/faxhub/core"
+	"github.com/faxhub/faxhub/core/inbox"
 )
 
 // Name is the provider name recorded on attempts, numbers and received faxes.
@@ -75,7 +76,7 @@ var (
 	_ core.FaxProvider    = (*Provider)(nil)
 	_ core.FaxCanceler    = (*Provider)(nil)
 	_ core.NumberProvider = (*Provider)(nil)
-	_ core.InboundMedia   = (*Provider)(nil)
+	_ inbox.InboundMedia  = (*Provider)(nil)
 )
 
 // New checks cfg and returns a provider.
@@ -502,7 +503,7 @@ func (p *Provider) ReleaseNumber(ctx context.Context, n *core.Number) error {
 // FetchInbound downloads a received fax's document from the media_url
 // Telnyx gave (a pre-signed link, usually on another host: the API key is
 // sent only to the API's own origin). The caller bounds the bytes read.
-func (p *Provider) FetchInbound(ctx context.Context, f *core.InboundFax) (io.ReadCloser, error) {
+func (p *Provider) FetchInbound(ctx context.Context, f *inbox.InboundFax) (io.ReadCloser, error) {
 	u, err := url.Parse(f.MediaURL)
 	if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
 		return nil, fmt.Errorf("telnyx fetch inbound %s: the media URL is not an http(s) URL", f.ID)

@@ -13,6 +13,7 @@ import (
 	"testing"
 
 	"github.com/faxhub/faxhub/core"
+	"github.com/faxhub/faxhub/core/inbox"
 	"github.com/faxhub/faxhub/core/provider/telnyx"
 )
 
@@ -394,7 +395,7 @@ func TestFetchInbound(t *testing.T) {
 	}))
 	defer media.Close()
 	p, _, _ := newProvider(t, nil)
-	rc, err := p.FetchInbound(context.Background(), &core.InboundFax{ID: "inb_1", MediaURL: media.URL + "/doc.pdf?X-Amz-Signature=SECRET"})
+	rc, err := p.FetchInbound(context.Background(), &inbox.InboundFax{ID: "inb_1", MediaURL: media.URL + "/doc.pdf?X-Amz-Signature=SECRET"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -406,12 +407,12 @@ func TestFetchInbound(t *testing.T) {
 	if auth[0] != "" {
 		t.Errorf("the API key went to a foreign host: %q", auth[0])
 	}
-	_, err = p.FetchInbound(context.Background(), &core.InboundFax{ID: "inb_1", MediaURL: media.URL + "/missing?X-Amz-Signature=SECRET"})
+	_, err = p.FetchInbound(context.Background(), &inbox.InboundFax{ID: "inb_1", MediaURL: media.URL + "/missing?X-Amz-Signature=SECRET"})
 	if err == nil || strings.Contains(err.Error(), "SECRET") {
 		t.Errorf("404: %v", err)
 	}
 	for _, u := range []string{"file:///etc/passwd", "", "http://"} {
-		if _, err := p.FetchInbound(context.Background(), &core.InboundFax{ID: "inb_1", MediaURL: u}); err == nil {
+		if _, err := p.FetchInbound(context.Background(), &inbox.InboundFax{ID: "inb_1", MediaURL: u}); err == nil {
 			t.Errorf("%q fetched", u)
 		}
 	}

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/faxhub/faxhub/core"
+	"github.com/faxhub/faxhub/core/inbox"
 	provider "github.com/faxhub/faxhub/core/provider/telnyx"
 	"github.com/faxhub/faxhub/core/web"
 )
@@ -55,22 +56,33 @@ func Register(r *web.Router, h http.Handler) {
 	}, h)
 }
 
-// Sink is what the webhook tells core (*core.Service implements it).
-// Duplicated and out-of-order events are harmless there: a final attempt
-// ignores later reports, a received fax is unique by its provider
-// reference, a number order's outcome is recorded once.
-type Sink interface {
-	RecordProviderOutcome(ctx context.Context, faxID, attemptID string, res core.ProviderResult) error
-	RecordNumberOrder(ctx context.Context, provider, orderRef string, res core.NumberOrderResult) error
-	ReceiveFax(ctx context.Context, n core.InboundNotice) (*core.InboundFax, error)
-}
+// What the webhook tells each feature. Duplicated and out-of-order events
+// are harmless there: a final attempt ignores later reports, a received fax
+// is unique by its provider reference, a number order's outcome is
+// recorded once.
+type (
+	// Outcomes records the end of a fax attempt.
+	Outcomes interface {
+		RecordProviderOutcome(ctx context.Context, faxID, attemptID string, res core.ProviderResult) error
+	}
+	// NumberOrders records the outcome of a number order.
+	NumberOrders interface {
+		RecordNumberOrder(ctx context.Context, provider, orderRef string, res core.NumberOrderResult) error
+	}
+	// Receiver records a fax received on an owner's number.
+	Receiver interface {
+		ReceiveFax(ctx context.Context, n inbox.InboundNotice) (*inbox.InboundFax, error)
+	}
+)
 
 // WebhookConfig configures the webhook.
 type WebhookConfig struct {
 	// PublicKey is the account's webhook signing key (Mission Control,
 	// Keys & Credentials, Public Key).
 	PublicKey ed25519.PublicKey
-	Sink      Sink
+	Faxes     Outcomes
+	Numbers   NumberOrders
+	Inbox     Receiver
 	Now       func() time.Time
 	// Tolerance is how far the signed timestamp may be from now, either
 	// way (default 5 minutes, Telnyx's own).
@@ -85,8 +97,8 @@ type webhook struct{ cfg WebhookConfig }
 // NewWebhook returns the handler of POST WebhookPath. It panics without a
 // valid public key or a sink: that is a wiring mistake, found at start.
 func NewWebhook(cfg WebhookConfig) http.Handler {
-	if len(cfg.PublicKey) != ed25519.PublicKeySize || cfg.Sink == nil {
-		panic("telnyx: NewWebhook needs an Ed25519 public key and a sink")
+	if len(cfg.PublicKey) != ed25519.PublicKeySize || cfg.Faxes == nil || cfg.Numbers == nil || cfg.Inbox == nil {
+		panic("telnyx: NewWebhook needs an Ed25519 public key and what to tell faxes, numbers and the inbox")
 	}
 	if cfg.Now == nil {
 		cfg.Now = time.Now
@@ -220,7 +232,7 @@ func (h *webhook) handle(ctx context.Context, ev event) (string, error) {
 			return "ignored: not a faxhub fax", nil
 		}
 		res := outcome(typ, p)
-		if err := h.cfg.Sink.RecordProviderOutcome(ctx, faxID, attemptID, res); err != nil {
+		if err := h.cfg.Faxes.RecordProviderOutcome(ctx, faxID, attemptID, res); err != nil {
 			return "", err
 		}
 		return string(res.Status) + " " + faxID, nil
@@ -236,7 +248,7 @@ func (h *webhook) handle(ctx context.Context, ev event) (string, error) {
 		if at.IsZero() {
 			at = h.cfg.Now()
 		}
-		f, err := h.cfg.Sink.ReceiveFax(ctx, core.InboundNotice{
+		f, err := h.cfg.Inbox.ReceiveFax(ctx, inbox.InboundNotice{
 			Provider: provider.Name, ProviderRef: p.FaxID, To: p.To, From: p.From, MediaURL: p.MediaURL,
 			Pages: max(p.PageCount, 0), ReceivedAt: at,
 		})
@@ -256,7 +268,7 @@ func (h *webhook) handle(ctx context.Context, ev event) (string, error) {
 		if res.Status == core.NumberPending {
 			return "waiting: order " + cut(o.Status, 30), nil
 		}
-		if err := h.cfg.Sink.RecordNumberOrder(ctx, provider.Name, o.ID, res); err != nil {
+		if err := h.cfg.Numbers.RecordNumberOrder(ctx, provider.Name, o.ID, res); err != nil {
 			return "", err
 		}
 		return string(res.Status) + " order " + o.ID, nil

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/faxhub/faxhub/core"
+	"github.com/faxhub/faxhub/core/inbox"
 	provider "github.com/faxhub/faxhub/core/provider/telnyx"
 	"github.com/faxhub/faxhub/rest/webhooks/telnyx"
 )
@@ -26,7 +27,7 @@ type fakeSink struct {
 	mu       sync.Mutex
 	outcomes []string
 	orders   []string
-	inbound  []core.InboundNotice
+	inbound  []inbox.InboundNotice
 	err      error
 }
 
@@ -44,14 +45,14 @@ func (s *fakeSink) RecordNumberOrder(_ context.Context, provider, orderRef strin
 	return s.err
 }
 
-func (s *fakeSink) ReceiveFax(_ context.Context, n core.InboundNotice) (*core.InboundFax, error) {
+func (s *fakeSink) ReceiveFax(_ context.Context, n inbox.InboundNotice) (*inbox.InboundFax, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.inbound = append(s.inbound, n)
 	if s.err != nil {
 		return nil, s.err
 	}
-	return &core.InboundFax{ID: "inb_1"}, nil
+	return &inbox.InboundFax{ID: "inb_1"}, nil
 }
 
 var (
@@ -62,7 +63,7 @@ var (
 
 func newWebhook(sink *fakeSink) http.Handler {
 	return telnyx.NewWebhook(telnyx.WebhookConfig{
-		PublicKey: privKey.Public().(ed25519.PublicKey), Sink: sink, Now: func() time.Time { return testNow }, MaxBody: 4096,
+		PublicKey: privKey.Public().(ed25519.PublicKey), Faxes: sink, Numbers: sink, Inbox: sink, Now: func() time.Time { return testNow }, MaxBody: 4096,
 	})
 }
 

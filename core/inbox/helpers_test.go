@@ -1,0 +1,5 @@
+package inbox_test
+
+import "context"
+
+var ctx = context.Background()
