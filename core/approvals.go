@@ -28,7 +28,7 @@ type ApprovalRequest struct {
 }
 
 // BindingHash commits to v (its JSON encoding).
-func BindingHash(v any) string { return hashRequest(v) }
+func BindingHash(v any) string { return HashRequest(v) }
 
 // RequestApproval records a pending approval for the owner's inbox.
 func (s *Service) RequestApproval(ctx context.Context, r ApprovalRequest) (*Approval, error) {

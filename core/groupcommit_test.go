@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/faxhub/faxhub/core"
+	"github.com/faxhub/faxhub/core/faxes"
 	"github.com/faxhub/faxhub/core/services"
 	"github.com/faxhub/faxhub/internal/testenv"
 )
@@ -28,7 +29,7 @@ func TestBatchedSendsKeepMoneyGuarantees(t *testing.T) {
 		t.Fatal(err)
 	}
 	tok := e.Upload(t, p, 1) // 0.10 each: the balance pays for five
-	req := core.SendFaxRequest{To: "+12125550100", UploadToken: tok}
+	req := faxes.SendRequest{To: "+12125550100", UploadToken: tok}
 
 	ws, batched := e.Store.(writerStats)
 	if d, ok := e.Store.(interface{ Dialect() string }); !ok || d.Dialect() != "sqlite" {
@@ -47,7 +48,7 @@ func TestBatchedSendsKeepMoneyGuarantees(t *testing.T) {
 	const sameKey, distinct = 10, 20
 	type result struct {
 		key string
-		fax *core.Fax
+		fax *faxes.Fax
 		err error
 	}
 	results := make([]result, sameKey+distinct)
@@ -58,7 +59,7 @@ func TestBatchedSendsKeepMoneyGuarantees(t *testing.T) {
 			key = fmt.Sprint("k", i)
 		}
 		wg.Go(func() {
-			o, _, err := e.Svc.Core.SendFax(ctx, p, key, req)
+			o, _, err := e.Svc.Faxes.Send(ctx, p, key, req)
 			results[i] = result{key, o, err}
 		})
 	}
@@ -103,7 +104,7 @@ func TestBatchedSendsKeepMoneyGuarantees(t *testing.T) {
 			}
 		}
 	}
-	page, err := e.Svc.Core.ListFaxes(ctx, p, "", "", 100)
+	page, err := e.Svc.Faxes.List(ctx, p, "", "", 100)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -2,40 +2,22 @@ package core
 
 import (
 	"context"
-	"errors"
-	"fmt"
 	"time"
 )
 
-// Metrics observes events inside core for monitoring. Core calls it after
-// the event is committed (a rolled-back transaction counts nothing); an
-// adapter (core/prometheus) counts them. Implementations must be cheap and
-// safe for concurrent use: they run on the delivery and upload paths.
-type Metrics interface {
-	// AttemptEnded is one provider attempt's end: its provider, its
-	// outcome (delivered, partial or failed) and how long the provider
-	// took (ProviderResult.Duration).
-	AttemptEnded(provider string, outcome AttemptStatus, took time.Duration)
-	// FaxEnded is a fax reaching a final state through delivery
-	// (delivered, partial, failed, or canceled while sending) and how long
-	// it took from its creation (when it was queued).
-	FaxEnded(state FaxStatus, took time.Duration)
+// ConversionMetrics observes conversions for monitoring; an adapter
+// (core/prometheus) counts them. Implementations must be cheap and safe for
+// concurrent use.
+type ConversionMetrics interface {
 	// Converted is one Converter.ToPDF call: the kind of file, whether it
 	// succeeded, and how long it took (waiting for a slot included).
 	Converted(kind FileKind, ok bool, took time.Duration)
 }
 
-// NopMetrics counts nothing; it is the default when Deps.Metrics is nil.
-type NopMetrics struct{}
-
-func (NopMetrics) AttemptEnded(string, AttemptStatus, time.Duration) {}
-func (NopMetrics) FaxEnded(FaxStatus, time.Duration)                 {}
-func (NopMetrics) Converted(FileKind, bool, time.Duration)           {}
-
 // ObservedConverter times every conversion of c for m. Wrapping the port
 // once (core/services) covers uploads, machine faxes and received faxes
 // alike.
-func ObservedConverter(c Converter, m Metrics, now func() time.Time) Converter {
+func ObservedConverter(c Converter, m ConversionMetrics, now func() time.Time) Converter {
 	if now == nil {
 		now = time.Now
 	}
@@ -44,7 +26,7 @@ func ObservedConverter(c Converter, m Metrics, now func() time.Time) Converter {
 
 type observedConverter struct {
 	Converter
-	m   Metrics
+	m   ConversionMetrics
 	now func() time.Time
 }
 
@@ -53,74 +35,4 @@ func (c observedConverter) ToPDF(ctx context.Context, req ConvertRequest) (int, 
 	pages, err := c.Converter.ToPDF(ctx, req)
 	c.m.Converted(req.Kind, err == nil, c.now().Sub(start))
 	return pages, err
-}
-
-// Snapshot is the database-wide state that monitoring reads at scrape
-// time. Every replica reads the same numbers: aggregate them across
-// replicas with max, never sum.
-type Snapshot struct {
-	// Faxes counts faxes not yet final (queued, sending) per mode. Final
-	// states grow without bound and are counted as events instead
-	// (Metrics.FaxEnded).
-	Faxes []FaxCount
-	// ApprovalsPending counts pending, unexpired approvals per kind.
-	ApprovalsPending map[ApprovalKind]int64
-	// Holds is money on hold (credit sends not yet settled) per mode.
-	Holds map[Mode]HoldTotal
-	// Jobs is the job queue's unfinished work per state and kind.
-	Jobs []JobCount
-}
-
-// FaxCount is how many faxes of a mode are in a state.
-type FaxCount struct {
-	Mode  Mode
-	State FaxStatus
-	Count int64
-}
-
-// HoldTotal is the money held in one mode's balances: how many owner
-// balances have some on hold and how much in all.
-type HoldTotal struct {
-	Balances int64
-	Micros   int64
-}
-
-// JobCount is the job queue's jobs of one kind in one state, and how long
-// the oldest of them has waited: since it became due (available), since it
-// started (running); zero for other states.
-type JobCount struct {
-	State     string
-	Kind      string
-	Count     int64
-	OldestAge time.Duration
-}
-
-// StatsStore is a Store that can count what Snapshot reports with bounded
-// queries (indexed, or over tables that grow with owners, not events).
-type StatsStore interface {
-	Stats(ctx context.Context, now time.Time) (*Snapshot, error)
-}
-
-// QueueStats is a Queue that can count its unfinished jobs.
-type QueueStats interface {
-	JobStats(ctx context.Context) ([]JobCount, error)
-}
-
-// Snapshot reads the database-wide gauges. The caller bounds it with ctx
-// (a scrape must not hang on a slow database).
-func (s *Service) Snapshot(ctx context.Context) (*Snapshot, error) {
-	st, ok := s.d.Store.(StatsStore)
-	if !ok {
-		return nil, errors.New("snapshot: the store cannot count")
-	}
-	snap, err := st.Stats(ctx, s.now())
-	if err != nil {
-		return nil, fmt.Errorf("snapshot: %w", err)
-	}
-	if qs, ok := s.d.Queue.(QueueStats); ok {
-		if snap.Jobs, err = qs.JobStats(ctx); err != nil {
-			return nil, fmt.Errorf("snapshot: %w", err)
-		}
-	}
-	return snap, nil
 }

@@ -188,12 +188,16 @@ func (s *Service) reserveNumber(ctx context.Context, p Principal, r BuyNumberReq
 	if offer == nil {
 		return nil, Errorf(KindConflict, CodeNumberUnavailable, "%s is not available; search again", e164)
 	}
+	np, err := s.numberProvider(p.Mode)
+	if err != nil {
+		return nil, err
+	}
 	now := s.now()
 	until := now.Add(s.cfg.CheckoutTTL)
 	n := &Number{
 		ID: NewID(PrefixNumber), OwnerID: p.OwnerID, Mode: p.Mode, E164: e164, Country: country,
 		Region: CutUTF8(offer.Region, 100), Locality: CutUTF8(offer.Locality, 100), Status: NumberAwaitingPayment,
-		Provider: s.ProviderName(p.Mode), MonthlyMicros: monthly, ReservedUntil: &until, CreatedAt: now, UpdatedAt: now,
+		Provider: np.Name(), MonthlyMicros: monthly, ReservedUntil: &until, CreatedAt: now, UpdatedAt: now,
 	}
 	err = s.d.Store.InTx(ctx, func(tx Tx) error {
 		counts, err := tx.CountNumbers(ctx, p.OwnerID, p.Mode)
@@ -673,36 +677,4 @@ func (s *Service) renewNumber(ctx context.Context, n *Number) (bool, error) {
 		return tx.UpdateNumber(ctx, n, from)
 	})
 	return paid, err
-}
-
-// senderNumber resolves a send's from (an E.164 number or a number id) to
-// one of p's numbers that can send: active or past_due, in p's mode.
-func (s *Service) senderNumber(ctx context.Context, p Principal, from string) (string, error) {
-	from = strings.TrimSpace(from)
-	if from == "" {
-		return "", nil
-	}
-	var (
-		n   *Number
-		err error
-	)
-	if HasPrefix(from, PrefixNumber) {
-		n, err = OwnNumber(ctx, s.d.Store, p, from)
-	} else {
-		e164, _, cerr := s.d.Destination.Check(from)
-		if cerr != nil {
-			return "", Errorf(KindInvalid, CodeFromNumberNotOwned, "from must be one of your active fax numbers (E.164 or its id)")
-		}
-		n, err = s.d.Store.GetHeldNumber(ctx, p.Mode, e164)
-		if err == nil && n.OwnerID != p.OwnerID {
-			err = ErrNoRows
-		}
-	}
-	if errors.Is(err, ErrNoRows) || (err == nil && !n.Status.Receives()) {
-		return "", Errorf(KindInvalid, CodeFromNumberNotOwned, "from must be one of your active %s-mode fax numbers", p.Mode)
-	}
-	if err != nil {
-		return "", fmt.Errorf("sender number: %w", err)
-	}
-	return n.E164, nil
 }

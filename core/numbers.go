@@ -209,6 +209,8 @@ type NumberOrderResult struct {
 // NumberProvider rents numbers: the simulator in test mode, Telnyx live.
 // A FaxProvider that rents numbers implements it too.
 type NumberProvider interface {
+	// Name names the provider on the numbers it rents.
+	Name() string
 	// SearchNumbers lists numbers the provider offers (fax capable) that
 	// match q, at most q.Limit.
 	SearchNumbers(ctx context.Context, q NumberSearch) ([]AvailableNumber, error)

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/faxhub/faxhub/core"
+	"github.com/faxhub/faxhub/core/faxes"
 	"github.com/faxhub/faxhub/core/inbox"
 	"github.com/faxhub/faxhub/core/provider/simulated"
 	"github.com/faxhub/faxhub/core/tasks"
@@ -207,21 +208,21 @@ func TestSendFromOwnedNumber(t *testing.T) {
 	e := testenv.New(t)
 	pa, pb := e.Principal(t, e.KeyATest), e.Principal(t, e.KeyBTest)
 	n := e.BuyNumber(t, pa, "+12125550140")
-	f, _, err := e.Svc.Core.SendFax(ctx, pa, "from-1", core.SendFaxRequest{To: "+12125550100", UploadToken: e.Upload(t, pa, 1), From: n.E164})
+	f, _, err := e.Svc.Faxes.Send(ctx, pa, "from-1", faxes.SendRequest{To: "+12125550100", UploadToken: e.Upload(t, pa, 1), From: n.E164})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if f.From != n.E164 {
 		t.Fatalf("from: %q", f.From)
 	}
-	f, _, err = e.Svc.Core.SendFax(ctx, pa, "from-2", core.SendFaxRequest{To: "+12125550100", UploadToken: e.Upload(t, pa, 1), From: n.ID})
+	f, _, err = e.Svc.Faxes.Send(ctx, pa, "from-2", faxes.SendRequest{To: "+12125550100", UploadToken: e.Upload(t, pa, 1), From: n.ID})
 	if err != nil || f.From != n.E164 {
 		t.Fatalf("from by id: %+v %v", f, err)
 	}
-	if _, _, err := e.Svc.Core.SendFax(ctx, pb, "from-3", core.SendFaxRequest{To: "+12125550100", UploadToken: e.Upload(t, pb, 1), From: n.E164}); core.ErrorCode(err) != core.CodeFromNumberNotOwned {
+	if _, _, err := e.Svc.Faxes.Send(ctx, pb, "from-3", faxes.SendRequest{To: "+12125550100", UploadToken: e.Upload(t, pb, 1), From: n.E164}); core.ErrorCode(err) != core.CodeFromNumberNotOwned {
 		t.Fatalf("B sends from A's number: %v", err)
 	}
-	d, err := e.Svc.Core.CreateDraft(ctx, pa, core.CreateDraftRequest{To: "+12125550100", UploadToken: e.Upload(t, pa, 1), From: n.E164})
+	d, err := e.Svc.Faxes.CreateDraft(ctx, pa, faxes.CreateDraftRequest{To: "+12125550100", UploadToken: e.Upload(t, pa, 1), From: n.E164})
 	if err != nil || d.From != n.E164 {
 		t.Fatalf("draft from: %+v %v", d, err)
 	}

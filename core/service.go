@@ -85,11 +85,8 @@ type Deps struct {
 	Converter   Converter
 	Destination DestinationChecker
 	Queue       Queue
-	// Providers maps each mode to its fax provider. Test mode must be the
-	// simulated provider.
-	Providers map[Mode]FaxProvider
-	Prices    *PriceTable
-	Logger    *slog.Logger
+	Prices      *PriceTable
+	Logger      *slog.Logger
 	// Signer signs what faxhub asserts to agents (AP2 cart mandates) with
 	// the issuer's key; without it AP2 purchases answer
 	// payment_method_not_configured.
@@ -105,12 +102,6 @@ type Deps struct {
 	// Approvals are the features that asked for approvals, by kind: they
 	// record or act on the owner's decisions (DecideApproval).
 	Approvals map[ApprovalKind]ApprovalHandler
-	// PayerRefunds records what a machine-paid fax owes its payer back
-	// (core/machine); required.
-	PayerRefunds PayerRefunds
-	// Metrics counts delivery attempts, finished faxes and conversions
-	// (core/prometheus); nil counts nothing.
-	Metrics Metrics
 }
 
 // Service is faxhub's core: every adapter calls it with a Principal. Its
@@ -130,17 +121,12 @@ func New(cfg Config, deps Deps) (*Service, error) {
 		return nil, errors.New("core: UploadSecret must be at least 32 bytes")
 	case cfg.BaseURL == "":
 		return nil, errors.New("core: BaseURL is required")
-	case deps.PayerRefunds == nil:
-		return nil, errors.New("core: PayerRefunds is required")
 	}
 	if deps.Prices == nil {
 		deps.Prices = DefaultPriceTable()
 	}
 	if deps.Logger == nil {
 		deps.Logger = slog.New(slog.DiscardHandler)
-	}
-	if deps.Metrics == nil {
-		deps.Metrics = NopMetrics{}
 	}
 	return &Service{cfg: cfg, d: deps}, nil
 }

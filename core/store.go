@@ -51,7 +51,15 @@ type Tx interface {
 type Queries interface {
 	ChargeStore
 	NumberStore
+	AccountStore
+	DocumentStore
+	LedgerStore
+	ApprovalStore
+	KernelStore
+}
 
+// AccountStore keeps owners, their API keys and their sessions.
+type AccountStore interface {
 	CreateOwner(ctx context.Context, o *Owner) error
 	GetOwner(ctx context.Context, id string) (*Owner, error)
 	GetOwnerByEmail(ctx context.Context, email string) (*Owner, error)
@@ -69,7 +77,10 @@ type Queries interface {
 	TouchSession(ctx context.Context, id string, at time.Time) error
 	DeleteSession(ctx context.Context, id string) error
 	DeleteOwnerSessions(ctx context.Context, ownerID string) error
+}
 
+// DocumentStore keeps uploads and the documents made from them.
+type DocumentStore interface {
 	CreateUpload(ctx context.Context, u *Upload) error
 	GetUpload(ctx context.Context, id string) (*Upload, error)
 	// GetUploadDocument is the document uploaded with uploadID if it is
@@ -103,26 +114,10 @@ type Queries interface {
 	// originals plus converted PDFs of documents that no fax uses and whose
 	// blobs are not purged.
 	DocumentUsage(ctx context.Context, ownerID string, mode Mode) (int64, error)
+}
 
-	CreateDraft(ctx context.Context, d *Draft) error
-	GetDraft(ctx context.Context, ownerID string, mode Mode, id string) (*Draft, error)
-	// MarkDraftPaid moves an open draft to paid; ErrConflict otherwise.
-	MarkDraftPaid(ctx context.Context, id, faxID string) error
-
-	CreateFax(ctx context.Context, o *Fax) error
-	GetFax(ctx context.Context, ownerID string, mode Mode, id string) (*Fax, error)
-	// GetFaxByID reads a fax for the delivery worker (no owner filter).
-	GetFaxByID(ctx context.Context, id string) (*Fax, error)
-	ListFaxes(ctx context.Context, f FaxFilter) ([]Fax, error)
-	// UpdateFax writes o's mutable fields if the stored status is one of
-	// from; ErrConflict otherwise.
-	UpdateFax(ctx context.Context, o *Fax, from ...FaxStatus) error
-
-	CreateAttempt(ctx context.Context, a *Attempt) error
-	UpdateAttempt(ctx context.Context, a *Attempt) error
-	LatestAttempt(ctx context.Context, faxID string) (*Attempt, error)
-	ListAttempts(ctx context.Context, faxID string) ([]Attempt, error)
-
+// LedgerStore keeps the credit ledger.
+type LedgerStore interface {
 	// AppendLedger appends a credit (grant, purchase) or a capture or
 	// release. Holds go through PlaceHold.
 	AppendLedger(ctx context.Context, e *LedgerEntry) error
@@ -135,37 +130,34 @@ type Queries interface {
 	GetBalance(ctx context.Context, ownerID string, mode Mode) (*Balance, error)
 	ListLedger(ctx context.Context, f LedgerFilter) ([]LedgerEntry, error)
 
-	// InsertIdempotency stores r; ErrExists if (scope, key) is taken.
-	InsertIdempotency(ctx context.Context, r *IdempotencyRecord) error
-	GetIdempotency(ctx context.Context, scope, key string) (*IdempotencyRecord, error)
+	// ReverseCredits takes back up to -e.AmountMicros (e is a reversal,
+	// negative) of the available balance, never below zero, and appends
+	// e with what it took; it returns that (positive) amount, 0 (and no
+	// entry) when nothing was available.
+	ReverseCredits(ctx context.Context, e *LedgerEntry) (int64, error)
+}
 
+// ApprovalStore keeps the owner's approvals.
+type ApprovalStore interface {
 	CreateApproval(ctx context.Context, a *Approval) error
 	GetApproval(ctx context.Context, ownerID, id string) (*Approval, error)
 	ListApprovals(ctx context.Context, ownerID string, status ApprovalStatus, limit int) ([]Approval, error)
 	// DecideApproval moves a pending, unexpired approval to status once;
 	// ErrConflict if it is no longer pending.
 	DecideApproval(ctx context.Context, ownerID, id string, status ApprovalStatus, decision []byte, at time.Time) error
+}
 
-	// ReverseCredits takes back up to -e.AmountMicros (e is a reversal,
-	// negative) of the available balance, never below zero, and appends
-	// e with what it took; it returns that (positive) amount, 0 (and no
-	// entry) when nothing was available.
-	ReverseCredits(ctx context.Context, e *LedgerEntry) (int64, error)
+// KernelStore keeps what every feature shares: idempotency records and
+// the rate limiter.
+type KernelStore interface {
+	// InsertIdempotency stores r; ErrExists if (scope, key) is taken.
+	InsertIdempotency(ctx context.Context, r *IdempotencyRecord) error
+	GetIdempotency(ctx context.Context, scope, key string) (*IdempotencyRecord, error)
 
 	// AllowRate is a GCRA limiter shared by every replica: it admits one
 	// event for key if fewer than burst events are outstanding, where one
 	// event drains every interval. When refused it reports how long to wait.
 	AllowRate(ctx context.Context, key string, now time.Time, interval time.Duration, burst int) (ok bool, retryAfter time.Duration, err error)
-}
-
-// FaxFilter selects faxes for listing, newest first, with cursor
-// pagination by id.
-type FaxFilter struct {
-	OwnerID       string
-	Mode          Mode
-	Status        FaxStatus // empty: any
-	StartingAfter string    // fax id; list continues after it
-	Limit         int
 }
 
 // LedgerFilter selects ledger entries, newest first.

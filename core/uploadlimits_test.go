@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/faxhub/faxhub/core"
+	"github.com/faxhub/faxhub/core/faxes"
 	"github.com/faxhub/faxhub/core/services"
 	"github.com/faxhub/faxhub/internal/testenv"
 )
@@ -107,7 +108,7 @@ func TestStorageQuota(t *testing.T) {
 	}
 
 	// Sending a document takes it out of the unsent bytes.
-	if _, _, err := e.Svc.Core.SendFax(ctx, p, "q1", core.SendFaxRequest{To: "+12125550100", UploadToken: first}); err != nil {
+	if _, _, err := e.Svc.Faxes.Send(ctx, p, "q1", faxes.SendRequest{To: "+12125550100", UploadToken: first}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := put(); err != nil {

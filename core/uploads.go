@@ -288,7 +288,7 @@ func (s *Service) PutFile(ctx context.Context, key, path, contentType string) (i
 
 // documentFromToken resolves an upload token to its completed document, for
 // sending by uploadToken. The token's PUT window does not limit this.
-func (s *Service) documentFromToken(ctx context.Context, p Principal, token string) (*Document, error) {
+func (s *Service) DocumentFromToken(ctx context.Context, p Principal, token string) (*Document, error) {
 	c, err := verifyUploadToken(s.cfg.UploadSecret, token)
 	if err != nil {
 		return nil, err

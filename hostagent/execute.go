@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/faxhub/faxhub/core"
+	"github.com/faxhub/faxhub/core/faxes"
 	"github.com/faxhub/faxhub/core/hosts"
 	"github.com/faxhub/faxhub/core/inbox"
 )
@@ -134,7 +135,7 @@ func (h *Handler) run(ctx context.Context, p core.Principal, c hosts.Capability,
 		if err := required("fax_id", a.FaxID); err != nil {
 			return nil, err
 		}
-		f, err := h.svc.Core.GetFax(ctx, p, a.FaxID)
+		f, err := h.svc.Faxes.Get(ctx, p, a.FaxID)
 		if err != nil {
 			return nil, err
 		}
@@ -224,7 +225,7 @@ func (h *Handler) validateFax(ctx context.Context, p core.Principal, a *validate
 		}
 		pages = doc.Pages
 	}
-	q, err := h.svc.Core.Quote(ctx, core.QuoteRequest{To: a.To, Pages: pages, Cover: a.Cover})
+	q, err := h.svc.Faxes.Quote(ctx, faxes.QuoteRequest{To: a.To, Pages: pages, Cover: a.Cover})
 	if err != nil {
 		return nil, err
 	}
@@ -232,7 +233,7 @@ func (h *Handler) validateFax(ctx context.Context, p core.Principal, a *validate
 		"amount": q.Amount, "amount_cents": q.Cents, "currency": q.Currency, "tariff": q.Tariff}, nil
 }
 
-func faxJSON(f *core.Fax) map[string]any {
+func faxJSON(f *faxes.Fax) map[string]any {
 	out := map[string]any{"fax_id": f.ID, "status": f.Status, "to": f.To, "pages": f.Pages, "pages_sent": f.PagesSent,
 		"price": f.Price, "currency": f.Currency, "attempts": f.Attempts, "created_at": rfc3339(f.CreatedAt)}
 	if f.FailureCode != "" {

@@ -6,6 +6,7 @@ import (
 	"net/http"
 
 	"github.com/faxhub/faxhub/core"
+	"github.com/faxhub/faxhub/core/faxes"
 )
 
 // The draft checkout page: where the owner reviews and pays for exactly one
@@ -16,14 +17,14 @@ import (
 // the fax.
 
 type draftBody struct {
-	Draft   *core.DraftView
+	Draft   *faxes.DraftView
 	Price   string
 	Payable bool
 }
 
 // ownerDraft finds one of the owner's drafts in the mode the link names, or
 // in either mode.
-func (c *Console) ownerDraft(r *http.Request, s *signedIn) (*core.DraftView, error) {
+func (c *Console) ownerDraft(r *http.Request, s *signedIn) (*faxes.DraftView, error) {
 	modes := []core.Mode{core.ModeTest, core.ModeLive}
 	if m := r.URL.Query().Get("mode"); m != "" {
 		pm, err := core.ParseMode(m)
@@ -34,8 +35,8 @@ func (c *Console) ownerDraft(r *http.Request, s *signedIn) (*core.DraftView, err
 	}
 	var err error
 	for _, m := range modes {
-		var d *core.DraftView
-		d, err = c.svc.Core.GetDraft(r.Context(), core.OwnerPrincipal(s.owner.ID, m), r.PathValue("id"))
+		var d *faxes.DraftView
+		d, err = c.svc.Faxes.GetDraft(r.Context(), core.OwnerPrincipal(s.owner.ID, m), r.PathValue("id"))
 		if err == nil {
 			return d, nil
 		}
@@ -52,7 +53,7 @@ func (c *Console) draftPage(w http.ResponseWriter, r *http.Request, s *signedIn)
 		c.fail(w, r, err)
 		return
 	}
-	b := draftBody{Draft: d, Price: "$" + d.Quote.Amount + " " + strings.ToUpper(d.Quote.Currency), Payable: d.Status == core.DraftOpen}
+	b := draftBody{Draft: d, Price: "$" + d.Quote.Amount + " " + strings.ToUpper(d.Quote.Currency), Payable: d.Status == faxes.DraftOpen}
 	c.render(w, r, http.StatusOK, "draft", c.page(s, "Pay for a fax", "", b))
 }
 
@@ -62,7 +63,7 @@ func (c *Console) payDraft(w http.ResponseWriter, r *http.Request, s *signedIn) 
 		c.fail(w, r, err)
 		return
 	}
-	if d.Status == core.DraftPaid {
+	if d.Status == faxes.DraftPaid {
 		http.Redirect(w, r, "/console/drafts/"+d.ID+"?mode="+string(d.Mode), http.StatusSeeOther)
 		return
 	}

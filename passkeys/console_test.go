@@ -19,6 +19,7 @@ import (
 	"github.com/descope/virtualwebauthn"
 
 	"github.com/faxhub/faxhub/core"
+	"github.com/faxhub/faxhub/core/faxes"
 	"github.com/faxhub/faxhub/core/mail"
 	"github.com/faxhub/faxhub/core/services"
 	"github.com/faxhub/faxhub/core/web"
@@ -843,7 +844,7 @@ func TestAPIKeysAndDashboard(t *testing.T) {
 	if _, err := h.env.Svc.Core.GrantCredits(t.Context(), owner, core.ModeTest, 12_340_000, "test"); err != nil {
 		t.Fatal(err)
 	}
-	fax := h.fax(owner, core.ModeTest, core.FaxDelivered)
+	fax := h.fax(owner, core.ModeTest, faxes.Delivered)
 	r = b.get("/console?mode=test")
 	r.body = html.UnescapeString(r.body)
 	for _, want := range []string{"$12.34", fax.ID, "state-delivered", "+14155550123"} {
@@ -859,7 +860,7 @@ func TestAPIKeysAndDashboard(t *testing.T) {
 }
 
 // fax stores a fax directly, as the send path would have.
-func (h *harness) fax(ownerID string, mode core.Mode, status core.FaxStatus) *core.Fax {
+func (h *harness) fax(ownerID string, mode core.Mode, status faxes.Status) *faxes.Fax {
 	h.t.Helper()
 	ctx := h.t.Context()
 	now := time.Now().UTC().Truncate(time.Microsecond)
@@ -868,8 +869,8 @@ func (h *harness) fax(ownerID string, mode core.Mode, status core.FaxStatus) *co
 	if err := h.env.Store.CreateDocument(ctx, doc); err != nil {
 		h.t.Fatal(err)
 	}
-	o := &core.Fax{ID: core.NewID(core.PrefixFax), OwnerID: ownerID, Mode: mode, Status: status, To: "+14155550123",
-		DocumentID: doc.ID, Pages: 2, PriceMicros: 420_000, Currency: core.Currency, PaymentMethod: core.PayCredits,
+	o := &faxes.Fax{ID: core.NewID(core.PrefixFax), OwnerID: ownerID, Mode: mode, Status: status, To: "+14155550123",
+		DocumentID: doc.ID, Pages: 2, PriceMicros: 420_000, Currency: core.Currency, PaymentMethod: faxes.PayCredits,
 		CreatedAt: now, UpdatedAt: now}
 	if err := h.env.Store.CreateFax(ctx, o); err != nil {
 		h.t.Fatal(err)
@@ -886,7 +887,7 @@ func TestOwnersAreIsolated(t *testing.T) {
 
 	apr := h.verifiedAction(aliceID)
 	con := h.consent(aliceID, false)
-	fax := h.fax(aliceID, core.ModeTest, core.FaxQueued)
+	fax := h.fax(aliceID, core.ModeTest, faxes.Queued)
 	alice.form("/console/keys", url.Values{"csrf": {alice.csrf()}, "mode": {"live"}, "name": {"alice-secret-key"}})
 	aliceKeys, _ := h.env.Svc.Core.ListAPIKeys(t.Context(), aliceID)
 	h.grants.add(core.Grant{ID: "grt_alice", OwnerID: aliceID, ClientName: "Alice's Chat", Scopes: []string{"fax:read"}})

@@ -112,7 +112,7 @@ func TestFaxSendApproval(t *testing.T) {
 	if err != nil || got.Status != hosts.SendSent || fax == nil || got.FaxID == nil {
 		t.Fatalf("send %+v fax %+v err %v", got, fax, err)
 	}
-	if f, err := h.env.Svc.Core.GetFax(t.Context(), core.OwnerPrincipal(owner, p.Mode), *got.FaxID); err != nil || f.To != "+14155550123" || f.DocumentID != doc.ID {
+	if f, err := h.env.Svc.Faxes.Get(t.Context(), core.OwnerPrincipal(owner, p.Mode), *got.FaxID); err != nil || f.To != "+14155550123" || f.DocumentID != doc.ID {
 		t.Fatalf("fax %+v %v", f, err)
 	}
 	// Replaying the assertion sends nothing more.
@@ -120,7 +120,7 @@ func TestFaxSendApproval(t *testing.T) {
 	if r.status < 400 {
 		t.Fatalf("replayed approval: %d", r.status)
 	}
-	page, err := h.env.Svc.Core.ListFaxes(t.Context(), core.OwnerPrincipal(owner, p.Mode), "", "", 10)
+	page, err := h.env.Svc.Faxes.List(t.Context(), core.OwnerPrincipal(owner, p.Mode), "", "", 10)
 	if err != nil || len(page.Data) != 1 {
 		t.Fatalf("faxes after replay: %d %v", len(page.Data), err)
 	}
@@ -132,7 +132,7 @@ func TestFaxSendApproval(t *testing.T) {
 	if err != nil || got.Status != hosts.SendDeclined || fax != nil || got.FaxID != nil {
 		t.Fatalf("declined send %+v fax %+v err %v", got, fax, err)
 	}
-	if page, _ := h.env.Svc.Core.ListFaxes(t.Context(), core.OwnerPrincipal(owner, p.Mode), "", "", 10); len(page.Data) != 1 {
+	if page, _ := h.env.Svc.Faxes.List(t.Context(), core.OwnerPrincipal(owner, p.Mode), "", "", 10); len(page.Data) != 1 {
 		t.Fatalf("a declined send created a fax: %d faxes", len(page.Data))
 	}
 }

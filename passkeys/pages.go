@@ -7,6 +7,7 @@ import (
 
 	"github.com/faxhub/faxhub/core"
 	"github.com/faxhub/faxhub/core/authstate"
+	"github.com/faxhub/faxhub/core/faxes"
 	"github.com/faxhub/faxhub/core/mail"
 	"github.com/faxhub/faxhub/core/web"
 )
@@ -18,7 +19,7 @@ func (c *Console) page(s *signedIn, title, nav string, body any) pageData {
 type dashboardBody struct {
 	Mode     core.Mode
 	Balances []core.Balance
-	Faxes    []core.Fax
+	Faxes    []faxes.Fax
 	Pending  int
 	Packs    []core.CreditPack
 }
@@ -43,7 +44,7 @@ func (c *Console) dashboard(w http.ResponseWriter, r *http.Request, s *signedIn)
 		}
 		b.Balances = append(b.Balances, *bal)
 	}
-	page, err := c.svc.Core.ListFaxes(ctx, core.OwnerPrincipal(s.owner.ID, mode), "", "", 20)
+	page, err := c.svc.Faxes.List(ctx, core.OwnerPrincipal(s.owner.ID, mode), "", "", 20)
 	if err != nil {
 		c.fail(w, r, err)
 		return

@@ -7,6 +7,7 @@ import (
 	"strconv"
 
 	"github.com/faxhub/faxhub/core"
+	"github.com/faxhub/faxhub/core/faxes"
 	"github.com/faxhub/faxhub/core/web"
 )
 
@@ -60,11 +61,11 @@ func (a *api) sendFax(w http.ResponseWriter, r *http.Request, p core.Principal) 
 	if err != nil {
 		return err
 	}
-	var req core.SendFaxRequest
+	var req faxes.SendRequest
 	if err := web.DecodeJSON(w, r, &req, false); err != nil {
 		return err
 	}
-	fax, replayed, err := a.svc.Core.SendFax(r.Context(), p, key, req)
+	fax, replayed, err := a.svc.Faxes.Send(r.Context(), p, key, req)
 	if err != nil {
 		return err
 	}
@@ -80,7 +81,7 @@ func (a *api) listFaxes(w http.ResponseWriter, r *http.Request, p core.Principal
 	if err != nil {
 		return err
 	}
-	page, err := a.svc.Core.ListFaxes(r.Context(), p, q.Get("status"), q.Get("starting_after"), limit)
+	page, err := a.svc.Faxes.List(r.Context(), p, q.Get("status"), q.Get("starting_after"), limit)
 	if err != nil {
 		return err
 	}
@@ -89,7 +90,7 @@ func (a *api) listFaxes(w http.ResponseWriter, r *http.Request, p core.Principal
 }
 
 func (a *api) getFax(w http.ResponseWriter, r *http.Request, p core.Principal) error {
-	fax, err := a.svc.Core.GetFax(r.Context(), p, r.PathValue("id"))
+	fax, err := a.svc.Faxes.Get(r.Context(), p, r.PathValue("id"))
 	if err != nil {
 		return err
 	}
@@ -104,19 +105,19 @@ type listData[T any] struct {
 }
 
 func (a *api) listAttempts(w http.ResponseWriter, r *http.Request, p core.Principal) error {
-	attempts, err := a.svc.Core.FaxAttempts(r.Context(), p, r.PathValue("id"))
+	attempts, err := a.svc.Faxes.Attempts(r.Context(), p, r.PathValue("id"))
 	if err != nil {
 		return err
 	}
 	if attempts == nil {
-		attempts = []core.Attempt{}
+		attempts = []faxes.Attempt{}
 	}
-	web.WriteJSON(w, http.StatusOK, listData[core.Attempt]{Data: attempts})
+	web.WriteJSON(w, http.StatusOK, listData[faxes.Attempt]{Data: attempts})
 	return nil
 }
 
 func (a *api) cancelFax(w http.ResponseWriter, r *http.Request, p core.Principal) error {
-	fax, err := a.svc.Core.CancelFax(r.Context(), p, r.PathValue("id"))
+	fax, err := a.svc.Faxes.Cancel(r.Context(), p, r.PathValue("id"))
 	if err != nil {
 		return err
 	}
@@ -178,7 +179,7 @@ func (a *api) decodeQuote(w http.ResponseWriter, r *http.Request) (core.Quote, e
 	if err := web.DecodeJSON(w, r, &body, false); err != nil {
 		return core.Quote{}, err
 	}
-	return a.svc.Core.Quote(r.Context(), core.QuoteRequest{To: body.To, Pages: body.Pages, Cover: body.Cover})
+	return a.svc.Faxes.Quote(r.Context(), faxes.QuoteRequest{To: body.To, Pages: body.Pages, Cover: body.Cover})
 }
 
 // quote is the authenticated twin of the machine validate endpoint: core's

@@ -86,7 +86,7 @@ func (a *api) inboxFile(w http.ResponseWriter, r *http.Request) error {
 // (a media link): the bytes themselves with their length, never a
 // redirect, never cached.
 func (a *api) providerMedia(w http.ResponseWriter, r *http.Request) error {
-	rc, size, err := a.svc.Core.OpenProviderMedia(r.Context(), r.PathValue("token"))
+	rc, size, err := a.svc.Faxes.OpenProviderMedia(r.Context(), r.PathValue("token"))
 	if err != nil {
 		return err
 	}

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/faxhub/faxhub/core"
+	"github.com/faxhub/faxhub/core/faxes"
 	"github.com/faxhub/faxhub/core/inbox"
 	"github.com/faxhub/faxhub/core/services"
 	"github.com/faxhub/faxhub/internal/testenv"
@@ -327,15 +328,15 @@ func TestE2EProviderMedia(t *testing.T) {
 	// The link is the one core hands a provider (core/signedlink.go's
 	// format), signed here because the simulated provider fetches nothing.
 	token := mediaToken(t, h.env, fax.ID, time.Now().Add(time.Hour))
-	res := h.do("", "GET", core.ProviderMediaPath+token, nil, nil).status(http.StatusOK)
+	res := h.do("", "GET", faxes.ProviderMediaPath+token, nil, nil).status(http.StatusOK)
 	if !bytes.HasPrefix(res.body, []byte("%PDF-")) || res.header.Get("Content-Type") != "application/pdf" ||
 		res.header.Get("Content-Length") != strconv.Itoa(len(res.body)) || res.header.Get("Location") != "" {
 		t.Fatalf("media: %d %v", res.code, res.header)
 	}
-	h.do("", "GET", core.ProviderMediaPath+token[:len(token)-2]+"xx", nil, nil).problem(404, core.CodeMediaLinkInvalid)
-	h.do("", "GET", core.ProviderMediaPath+mediaToken(t, h.env, fax.ID, time.Now().Add(-time.Second)), nil, nil).problem(404, core.CodeMediaLinkInvalid)
+	h.do("", "GET", faxes.ProviderMediaPath+token[:len(token)-2]+"xx", nil, nil).problem(404, faxes.CodeMediaLinkInvalid)
+	h.do("", "GET", faxes.ProviderMediaPath+mediaToken(t, h.env, fax.ID, time.Now().Add(-time.Second)), nil, nil).problem(404, faxes.CodeMediaLinkInvalid)
 	h.do(key, "POST", "/api/v1/faxes/"+fax.ID+"/cancel", nil, nil).status(http.StatusOK)
-	h.do("", "GET", core.ProviderMediaPath+token, nil, nil).problem(404, core.CodeMediaLinkInvalid)
+	h.do("", "GET", faxes.ProviderMediaPath+token, nil, nil).problem(404, faxes.CodeMediaLinkInvalid)
 }
 
 func mediaToken(t *testing.T, env *testenv.Env, faxID string, exp time.Time) string {

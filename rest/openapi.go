@@ -7,6 +7,7 @@ import (
 	"slices"
 
 	"github.com/faxhub/faxhub/core"
+	"github.com/faxhub/faxhub/core/faxes"
 	"github.com/faxhub/faxhub/core/machine"
 	"github.com/faxhub/faxhub/core/services"
 )
@@ -197,8 +198,8 @@ func openAPIDocument(opts Options, cfg services.Config, machine machineLimits) o
 		uploadTypes = append(uploadTypes, string(k))
 	}
 	slices.Sort(uploadTypes)
-	statuses := make([]string, len(core.FaxStatuses))
-	for i, st := range core.FaxStatuses {
+	statuses := make([]string, len(faxes.Statuses))
+	for i, st := range faxes.Statuses {
 		statuses[i] = string(st)
 	}
 	codes := slices.Sorted(maps.Keys(s.details))
@@ -397,7 +398,7 @@ func openAPIDocument(opts Options, cfg services.Config, machine machineLimits) o
 				"uploadToken": str("the token of a completed upload"),
 				"documentId":  str("the id of a stored document"),
 				"cover":       obj{"type": "boolean", "default": false, "description": "add a cover page (billed as one page)"},
-				"coverText":   obj{"type": "string", "maxLength": core.MaxCoverText, "description": "note on the cover page; needs cover: true"},
+				"coverText":   obj{"type": "string", "maxLength": faxes.MaxCoverText, "description": "note on the cover page; needs cover: true"},
 				"from":        str("the sender: one of your active fax numbers in the key's mode (E.164 or its num_… id); default the provider's"),
 			},
 		},
@@ -411,7 +412,7 @@ func openAPIDocument(opts Options, cfg services.Config, machine machineLimits) o
 			"cover":         obj{"type": "boolean"},
 			"coverText":     obj{"type": "string"},
 			"currency":      obj{"type": "string", "enum": []string{core.Currency}},
-			"paymentMethod": obj{"type": "string", "enum": []string{string(core.PayCredits), string(core.PayCheckout), string(core.PayMachine)}},
+			"paymentMethod": obj{"type": "string", "enum": []string{string(faxes.PayCredits), string(faxes.PayCheckout), string(faxes.PayMachine)}},
 			"pagesSent":     obj{"type": "integer"},
 			"attemptCount":  integer("provider attempts so far"),
 			"failureCode":   str("why the last attempt failed (busy, no_answer, …) or canceled"),
@@ -424,7 +425,7 @@ func openAPIDocument(opts Options, cfg services.Config, machine machineLimits) o
 		}),
 		"Attempt": object([]string{"id", "number", "provider", "status", "retryable", "pagesSent", "durationMs", "startedAt"}, obj{
 			"id": str("att_…"), "number": integer("1 for the first try"), "provider": obj{"type": "string"}, "providerRef": obj{"type": "string"},
-			"status":      obj{"type": "string", "enum": []string{string(core.AttemptSending), string(core.AttemptDelivered), string(core.AttemptPartial), string(core.AttemptFailed)}},
+			"status":      obj{"type": "string", "enum": []string{string(faxes.AttemptSending), string(faxes.AttemptDelivered), string(faxes.AttemptPartial), string(faxes.AttemptFailed)}},
 			"failureCode": obj{"type": "string"}, "failureReason": obj{"type": "string"}, "retryable": obj{"type": "boolean"},
 			"pagesSent": obj{"type": "integer"}, "durationMs": obj{"type": "integer"}, "startedAt": dateTime, "finishedAt": dateTime,
 		}),

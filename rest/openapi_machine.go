@@ -6,6 +6,7 @@ import (
 	"slices"
 
 	"github.com/faxhub/faxhub/core"
+	"github.com/faxhub/faxhub/core/faxes"
 	"github.com/faxhub/faxhub/core/machine"
 	"github.com/faxhub/faxhub/rest/mpp"
 )
@@ -168,8 +169,8 @@ func (s *specBuilder) machinePaths(opts Options, lim machineLimits, quote obj) o
 func machineSchemas() obj {
 	str := func(desc string) obj { return obj{"type": "string", "description": desc} }
 	dateTime := obj{"type": "string", "format": "date-time"}
-	statuses := make([]string, len(core.FaxStatuses))
-	for i, st := range core.FaxStatuses {
+	statuses := make([]string, len(faxes.Statuses))
+	for i, st := range faxes.Statuses {
 		statuses[i] = string(st)
 	}
 	payCodes := []string{}

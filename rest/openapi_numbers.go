@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/faxhub/faxhub/core"
+	"github.com/faxhub/faxhub/core/faxes"
 	"github.com/faxhub/faxhub/core/inbox"
 	"github.com/faxhub/faxhub/core/services"
 )
@@ -26,7 +27,7 @@ func numberCodes() map[string]string {
 		inbox.CodeTestModeOnly:        "only a test-mode API key can simulate a received fax; live faxes arrive from the provider",
 		inbox.CodeDownloadLink:        "this download link is expired",
 		inbox.CodeNumberNotReceiving:  "+12125550142 is released and does not receive faxes",
-		core.CodeMediaLinkInvalid:     "this media link is for a fax that is no longer being sent",
+		faxes.CodeMediaLinkInvalid:    "this media link is for a fax that is no longer being sent",
 	}
 }
 
@@ -206,7 +207,7 @@ func (s *specBuilder) numberPaths(opts Options, cfg services.Config, limit obj) 
 				e(413, core.CodeFileTooLarge), e(415, core.CodeUnsupportedContentType), e(422, core.CodeInvalidDestination), e(429, core.CodeRateLimited),
 			}),
 		})},
-		core.ProviderMediaPath + "{token}": obj{"get": obj{
+		faxes.ProviderMediaPath + "{token}": obj{"get": obj{
 			"operationId": "getProviderMedia", "tags": []string{"meta"},
 			"summary":     "The PDF of a fax being sent, for the fax provider",
 			"description": "The media link faxhub hands a provider that fetches the document itself. Needs no Authorization header: the token is the capability; it works while its fax is being sent. The answer is the bytes with their Content-Length, never a redirect.",
@@ -215,7 +216,7 @@ func (s *specBuilder) numberPaths(opts Options, cfg services.Config, limit obj) 
 			"responses": s.responses(pdfResponse("the PDF", obj{
 				"Content-Length": obj{"schema": obj{"type": "integer"}},
 				"Cache-Control":  obj{"description": "no-store", "schema": obj{"type": "string"}},
-			}), commonErrs(), []errs{e(404, core.CodeMediaLinkInvalid)}),
+			}), commonErrs(), []errs{e(404, faxes.CodeMediaLinkInvalid)}),
 		}},
 	}
 }

@@ -16,6 +16,7 @@ import (
 	"strings"
 
 	"github.com/faxhub/faxhub/core"
+	"github.com/faxhub/faxhub/core/faxes"
 	"github.com/faxhub/faxhub/core/inbox"
 	"github.com/faxhub/faxhub/core/machine"
 	"github.com/faxhub/faxhub/core/services"
@@ -152,7 +153,7 @@ func (a *api) routeTable() []route {
 		{"downloadInboxFax", "POST", "/api/v1/inbox/{id}/download", key, a.authed(a.inboxDownload)},
 		{"getInboxFile", "GET", inbox.DownloadPath + "{token}", capability, a.public(a.inboxFile)},
 		{"simulateInboundFax", "POST", "/api/v1/inbox/simulate", key, a.authed(a.simulateInbound)},
-		{"getProviderMedia", "GET", core.ProviderMediaPath + "{token}", capability, a.public(a.providerMedia)},
+		{"getProviderMedia", "GET", faxes.ProviderMediaPath + "{token}", capability, a.public(a.providerMedia)},
 		{"getOpenAPI", "GET", "/openapi.json", none, http.HandlerFunc(a.serveOpenAPI)},
 		{"getLLMsTxt", "GET", "/llms.txt", none, http.HandlerFunc(a.serveLLMs)},
 	}

@@ -23,6 +23,7 @@ import (
 
 	"github.com/faxhub/faxhub/core"
 	"github.com/faxhub/faxhub/core/checkout"
+	"github.com/faxhub/faxhub/core/faxes"
 	"github.com/faxhub/faxhub/core/services"
 	"github.com/faxhub/faxhub/internal/testenv"
 	"github.com/faxhub/faxhub/rest"
@@ -210,9 +211,9 @@ func (h *harness) send(key, idem string, body any) *result {
 	return h.do(key, "POST", "/api/v1/faxes", body, hdr)
 }
 
-func (h *harness) sendOK(key string, body any) core.Fax {
+func (h *harness) sendOK(key string, body any) faxes.Fax {
 	h.t.Helper()
-	var o core.Fax
+	var o faxes.Fax
 	h.send(key, core.RandomString(8), body).status(http.StatusOK).decode(&o)
 	return o
 }
@@ -224,9 +225,9 @@ func (h *harness) credits(key, query string) core.Credits {
 	return c
 }
 
-func (h *harness) list(key, query string) core.Page[core.Fax] {
+func (h *harness) list(key, query string) core.Page[faxes.Fax] {
 	h.t.Helper()
-	var p core.Page[core.Fax]
+	var p core.Page[faxes.Fax]
 	h.do(key, "GET", "/api/v1/faxes"+query, nil, nil).status(http.StatusOK).decode(&p)
 	return p
 }
@@ -261,25 +262,25 @@ func TestE2EUploadSendDeliver(t *testing.T) {
 	h.do(key, "POST", "/api/v1/quote", map[string]any{"to": deliverable, "pages": 2}, nil).status(http.StatusOK).decode(&q)
 
 	before := h.credits(key, "")
-	res = h.send(key, "first-fax", core.SendFaxRequest{To: deliverable, UploadToken: c.UploadToken}).status(http.StatusOK)
+	res = h.send(key, "first-fax", faxes.SendRequest{To: deliverable, UploadToken: c.UploadToken}).status(http.StatusOK)
 	if res.header.Get("Idempotent-Replayed") != "" {
 		t.Error("a first request was marked replayed")
 	}
-	var o core.Fax
+	var o faxes.Fax
 	res.decode(&o)
-	if o.Status != core.FaxQueued || o.To != deliverable || o.Pages != 2 || o.Price != q.Amount || o.PaymentMethod != core.PayCredits || o.DocumentID != d.ID {
+	if o.Status != faxes.Queued || o.To != deliverable || o.Pages != 2 || o.Price != q.Amount || o.PaymentMethod != faxes.PayCredits || o.DocumentID != d.ID {
 		t.Fatalf("queued fax %s", res.body)
 	}
 
 	h.env.DrainQueue(t)
 
-	var got core.Fax
+	var got faxes.Fax
 	h.do(key, "GET", "/api/v1/faxes/"+o.ID, nil, nil).status(http.StatusOK).decode(&got)
-	if got.Status != core.FaxDelivered || got.PagesSent != 2 || got.CompletedAt == nil || got.LatestAttempt == nil ||
-		got.LatestAttempt.Status != core.AttemptDelivered || got.LatestAttempt.Number != 1 {
+	if got.Status != faxes.Delivered || got.PagesSent != 2 || got.CompletedAt == nil || got.LatestAttempt == nil ||
+		got.LatestAttempt.Status != faxes.AttemptDelivered || got.LatestAttempt.Number != 1 {
 		t.Fatalf("delivered fax %+v (attempt %+v)", got, got.LatestAttempt)
 	}
-	var attempts struct{ Data []core.Attempt }
+	var attempts struct{ Data []faxes.Attempt }
 	h.do(key, "GET", "/api/v1/faxes/"+o.ID+"/attempts", nil, nil).status(http.StatusOK).decode(&attempts)
 	if len(attempts.Data) != 1 || attempts.Data[0].ID != got.LatestAttempt.ID {
 		t.Fatalf("attempts %+v", attempts.Data)
@@ -304,18 +305,18 @@ func TestE2EIdempotency(t *testing.T) {
 	h := newHarness(t)
 	key := h.env.KeyATest
 	doc := h.upload(key, testenv.MinimalPDF(1)).Document
-	body := core.SendFaxRequest{To: deliverable, DocumentID: doc.ID}
+	body := faxes.SendRequest{To: deliverable, DocumentID: doc.ID}
 
 	h.send(key, "", body).problem(http.StatusBadRequest, core.CodeIdempotencyKeyRequired)
 
-	var first, again core.Fax
+	var first, again faxes.Fax
 	h.send(key, "k-1", body).status(http.StatusOK).decode(&first)
 	res := h.send(key, "k-1", body).status(http.StatusOK)
 	res.decode(&again)
 	if again.ID != first.ID || res.header.Get("Idempotent-Replayed") != "true" {
 		t.Fatalf("replay gave %s (Idempotent-Replayed %q), want %s", again.ID, res.header.Get("Idempotent-Replayed"), first.ID)
 	}
-	h.send(key, "k-1", core.SendFaxRequest{To: deliverable, DocumentID: doc.ID, Cover: true}).problem(http.StatusConflict, core.CodeIdempotencyConflict)
+	h.send(key, "k-1", faxes.SendRequest{To: deliverable, DocumentID: doc.ID, Cover: true}).problem(http.StatusConflict, core.CodeIdempotencyConflict)
 
 	// Concurrent duplicates: one fax, one hold.
 	var wg sync.WaitGroup
@@ -324,7 +325,7 @@ func TestE2EIdempotency(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			var o core.Fax
+			var o faxes.Fax
 			if r := h.send(key, "k-2", body); r.code == http.StatusOK {
 				r.decode(&o)
 			}
@@ -355,7 +356,7 @@ func TestE2EInsufficientCredits(t *testing.T) {
 	h := newHarness(t, testenv.WithoutCredits())
 	key := h.env.KeyATest
 	doc := h.upload(key, testenv.MinimalPDF(1)).Document
-	p := h.send(key, "k", core.SendFaxRequest{To: deliverable, DocumentID: doc.ID}).problem(http.StatusPaymentRequired, core.CodeInsufficientCredits)
+	p := h.send(key, "k", faxes.SendRequest{To: deliverable, DocumentID: doc.ID}).problem(http.StatusPaymentRequired, core.CodeInsufficientCredits)
 	if p["price"] == nil || p["balance"] == nil || p["checkoutPath"] != "/api/v1/credits/checkout" {
 		t.Errorf("402 details %v", p)
 	}
@@ -373,18 +374,18 @@ func TestE2ERateLimited(t *testing.T) {
 	doc := h.upload(key, testenv.MinimalPDF(1)).Document
 	// The limit counts faxes created (it is charged in the fax's
 	// transaction): a refused request does not use up the allowance.
-	h.send(key, "bad", core.SendFaxRequest{To: invalid, DocumentID: doc.ID}).problem(http.StatusUnprocessableEntity, core.CodeInvalidDestination)
+	h.send(key, "bad", faxes.SendRequest{To: invalid, DocumentID: doc.ID}).problem(http.StatusUnprocessableEntity, core.CodeInvalidDestination)
 	for i := range 3 {
-		h.send(key, fmt.Sprint("k", i), core.SendFaxRequest{To: deliverable, DocumentID: doc.ID}).status(http.StatusOK)
+		h.send(key, fmt.Sprint("k", i), faxes.SendRequest{To: deliverable, DocumentID: doc.ID}).status(http.StatusOK)
 	}
-	res := h.send(key, "k-last", core.SendFaxRequest{To: deliverable, DocumentID: doc.ID})
+	res := h.send(key, "k-last", faxes.SendRequest{To: deliverable, DocumentID: doc.ID})
 	res.problem(http.StatusTooManyRequests, core.CodeRateLimited)
 	if n, err := strconv.Atoi(res.header.Get("Retry-After")); err != nil || n < 1 {
 		t.Fatalf("Retry-After %q", res.header.Get("Retry-After"))
 	}
 	// Per owner: B is not slowed down by A.
 	docB := h.upload(h.env.KeyBTest, testenv.MinimalPDF(1)).Document
-	h.send(h.env.KeyBTest, "k", core.SendFaxRequest{To: deliverable, DocumentID: docB.ID}).status(http.StatusOK)
+	h.send(h.env.KeyBTest, "k", faxes.SendRequest{To: deliverable, DocumentID: docB.ID}).status(http.StatusOK)
 }
 
 func TestE2EUploadErrors(t *testing.T) {
@@ -443,7 +444,7 @@ func TestE2EUploadErrors(t *testing.T) {
 	})
 	t.Run("not uploaded yet", func(t *testing.T) {
 		c := h.createUpload(key, nil)
-		h.send(key, "k-pending", core.SendFaxRequest{To: deliverable, UploadToken: c.UploadToken}).problem(http.StatusConflict, core.CodeUploadPending)
+		h.send(key, "k-pending", faxes.SendRequest{To: deliverable, UploadToken: c.UploadToken}).problem(http.StatusConflict, core.CodeUploadPending)
 	})
 }
 
@@ -462,8 +463,8 @@ func TestE2EDestinations(t *testing.T) {
 	key := h.env.KeyATest
 	doc := h.upload(key, testenv.MinimalPDF(1)).Document
 	before := h.credits(key, "")
-	h.send(key, "k1", core.SendFaxRequest{To: invalid, DocumentID: doc.ID}).problem(http.StatusUnprocessableEntity, core.CodeInvalidDestination)
-	h.send(key, "k2", core.SendFaxRequest{To: premium, DocumentID: doc.ID}).problem(http.StatusUnprocessableEntity, core.CodePremiumDestination)
+	h.send(key, "k1", faxes.SendRequest{To: invalid, DocumentID: doc.ID}).problem(http.StatusUnprocessableEntity, core.CodeInvalidDestination)
+	h.send(key, "k2", faxes.SendRequest{To: premium, DocumentID: doc.ID}).problem(http.StatusUnprocessableEntity, core.CodePremiumDestination)
 	h.do(key, "POST", "/api/v1/quote", map[string]any{"to": premium, "pages": 1}, nil).problem(http.StatusUnprocessableEntity, core.CodePremiumDestination)
 	h.do(key, "POST", "/api/v1/quote", map[string]any{"to": invalid, "pages": 1}, nil).problem(http.StatusUnprocessableEntity, core.CodeInvalidDestination)
 	if after := h.credits(key, ""); after.AvailableCents != before.AvailableCents || len(after.Ledger) != len(before.Ledger) {
@@ -477,7 +478,7 @@ func TestE2EListFaxes(t *testing.T) {
 	doc := h.upload(key, testenv.MinimalPDF(1)).Document
 	var created []string
 	for range 5 {
-		created = append(created, h.sendOK(key, core.SendFaxRequest{To: deliverable, DocumentID: doc.ID}).ID)
+		created = append(created, h.sendOK(key, faxes.SendRequest{To: deliverable, DocumentID: doc.ID}).ID)
 	}
 
 	var seen []string
@@ -541,13 +542,13 @@ func TestE2ECancel(t *testing.T) {
 	h := newHarness(t, testenv.WithoutWorkers())
 	key := h.env.KeyATest
 	doc := h.upload(key, testenv.MinimalPDF(1)).Document
-	keep := h.sendOK(key, core.SendFaxRequest{To: deliverable, DocumentID: doc.ID})
-	drop := h.sendOK(key, core.SendFaxRequest{To: deliverable, DocumentID: doc.ID})
+	keep := h.sendOK(key, faxes.SendRequest{To: deliverable, DocumentID: doc.ID})
+	drop := h.sendOK(key, faxes.SendRequest{To: deliverable, DocumentID: doc.ID})
 
 	h.do(h.env.KeyBTest, "POST", "/api/v1/faxes/"+drop.ID+"/cancel", nil, nil).problem(http.StatusNotFound, core.CodeNotFound)
-	var o core.Fax
+	var o faxes.Fax
 	h.do(key, "POST", "/api/v1/faxes/"+drop.ID+"/cancel", nil, nil).status(http.StatusOK).decode(&o)
-	if o.Status != core.FaxCanceled || o.ID != drop.ID {
+	if o.Status != faxes.Canceled || o.ID != drop.ID {
 		t.Fatalf("canceled %+v", o)
 	}
 	h.do(key, "POST", "/api/v1/faxes/"+drop.ID+"/cancel", nil, nil).problem(http.StatusConflict, core.CodeFaxNotCancelable)
@@ -575,7 +576,7 @@ func TestE2EIsolation(t *testing.T) {
 	h := newHarness(t)
 	a, b, aLive := h.env.KeyATest, h.env.KeyBTest, h.env.KeyALive
 	up := h.upload(a, testenv.MinimalPDF(1))
-	fax := h.sendOK(a, core.SendFaxRequest{To: deliverable, UploadToken: up.UploadToken})
+	fax := h.sendOK(a, faxes.SendRequest{To: deliverable, UploadToken: up.UploadToken})
 	h.env.DrainQueue(t)
 
 	t.Run("owner B sees nothing of A", func(t *testing.T) {
@@ -584,8 +585,8 @@ func TestE2EIsolation(t *testing.T) {
 		if p := h.list(b, ""); len(p.Data) != 0 {
 			t.Fatalf("B lists %d faxes", len(p.Data))
 		}
-		h.send(b, "k1", core.SendFaxRequest{To: deliverable, UploadToken: up.UploadToken}).problem(http.StatusNotFound, core.CodeNotFound)
-		h.send(b, "k2", core.SendFaxRequest{To: deliverable, DocumentID: up.Document.ID}).problem(http.StatusNotFound, core.CodeNotFound)
+		h.send(b, "k1", faxes.SendRequest{To: deliverable, UploadToken: up.UploadToken}).problem(http.StatusNotFound, core.CodeNotFound)
+		h.send(b, "k2", faxes.SendRequest{To: deliverable, DocumentID: up.Document.ID}).problem(http.StatusNotFound, core.CodeNotFound)
 		h.do(b, "GET", "/api/v1/faxes?starting_after="+fax.ID, nil, nil).problem(http.StatusBadRequest, core.CodeInvalidRequest)
 		for _, e := range h.credits(b, "?limit=100").Ledger {
 			if e.FaxID != nil && *e.FaxID == fax.ID {
@@ -607,8 +608,8 @@ func TestE2EIsolation(t *testing.T) {
 		if live.Document.Mode != core.ModeLive {
 			t.Fatalf("live upload made a %s document", live.Document.Mode)
 		}
-		h.send(a, "k3", core.SendFaxRequest{To: deliverable, UploadToken: live.UploadToken}).problem(http.StatusNotFound, core.CodeNotFound)
-		h.send(a, "k4", core.SendFaxRequest{To: deliverable, DocumentID: live.Document.ID}).problem(http.StatusNotFound, core.CodeNotFound)
+		h.send(a, "k3", faxes.SendRequest{To: deliverable, UploadToken: live.UploadToken}).problem(http.StatusNotFound, core.CodeNotFound)
+		h.send(a, "k4", faxes.SendRequest{To: deliverable, DocumentID: live.Document.ID}).problem(http.StatusNotFound, core.CodeNotFound)
 	})
 }
 

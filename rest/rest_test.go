@@ -73,7 +73,7 @@ func newUnitAPI(t *testing.T, machineOn bool) *api {
 	}}
 	svc, err := services.New(services.Config{Config: core.Config{
 		BaseURL: unitBaseURL, APIURL: unitAPIURL, UploadSecret: bytes.Repeat([]byte{1}, 32), MaxUploadBytes: 1 << 20,
-	}, Machine: machine.Config{Enabled: machineOn, MaxPDFBytes: 3 << 10}}, services.Deps{Store: st, Deps: core.Deps{Destination: destinations{}}})
+	}, Machine: machine.Config{Enabled: machineOn, MaxPDFBytes: 3 << 10}}, services.Deps{Store: st, Destination: destinations{}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -15,7 +15,7 @@ import (
 	"time"
 
 	"github.com/faxhub/faxhub/conformance/storetest"
-	"github.com/faxhub/faxhub/core"
+	"github.com/faxhub/faxhub/core/faxes"
 	"github.com/faxhub/faxhub/core/queue"
 	"github.com/faxhub/faxhub/internal/testenv"
 )
@@ -88,7 +88,7 @@ func deliveryRate(t *testing.T, postgres string) (float64, string) {
 				if i > deliveryFaxes {
 					return
 				}
-				if _, _, err := env.Svc.Core.SendFax(cctx, p, fmt.Sprintf("delivery-%d", i), core.SendFaxRequest{To: "+12125550100", DocumentID: doc.ID}); err != nil {
+				if _, _, err := env.Svc.Faxes.Send(cctx, p, fmt.Sprintf("delivery-%d", i), faxes.SendRequest{To: "+12125550100", DocumentID: doc.ID}); err != nil {
 					errs <- fmt.Errorf("create fax %d: %w", i, err)
 					return
 				}
@@ -115,13 +115,13 @@ func deliveryRate(t *testing.T, postgres string) (float64, string) {
 	// polling it would take turns from the workers.
 	var returned atomic.Int64
 	deliver := func(ctx context.Context, faxID string) error {
-		err := env.Svc.Core.Deliver(ctx, faxID)
+		err := env.Svc.Faxes.Deliver(ctx, faxID)
 		if err == nil {
 			returned.Add(1)
 		}
 		return err
 	}
-	q, err := queue.New(db, env.DB.Dialect(), queue.Handlers{Deliver: deliver, Outcome: env.Svc.Core.RecordProviderOutcome}, queue.Options{}, testLogger(t))
+	q, err := queue.New(db, env.DB.Dialect(), queue.Handlers{Deliver: deliver, Outcome: env.Svc.Faxes.RecordProviderOutcome}, queue.Options{}, testLogger(t))
 	if err != nil {
 		t.Fatal(err)
 	}

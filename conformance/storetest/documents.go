@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/faxhub/faxhub/core"
+	"github.com/faxhub/faxhub/core/faxes"
 	"github.com/faxhub/faxhub/core/services"
 )
 
@@ -127,11 +128,11 @@ func testDocuments(t *testing.T, s services.Store) {
 	wantErr(t, "document with a taken id", s.CreateDocument(ctx, d), core.ErrExists)
 }
 
-func newDraft(t *testing.T, s services.Store, doc *core.Document) *core.Draft {
+func newDraft(t *testing.T, s services.Store, doc *core.Document) *faxes.Draft {
 	t.Helper()
-	d := &core.Draft{
+	d := &faxes.Draft{
 		ID: core.NewID(core.PrefixDraft), OwnerID: doc.OwnerID, Mode: doc.Mode, DocumentID: doc.ID, To: "+14155550123", Country: "US",
-		Cover: true, CoverText: "Attn: Billing", Pages: doc.Pages, PriceMicros: 280_000, Status: core.DraftOpen,
+		Cover: true, CoverText: "Attn: Billing", Pages: doc.Pages, PriceMicros: 280_000, Status: faxes.DraftOpen,
 		CreatedAt: at(0), ExpiresAt: at(86400),
 	}
 	must(t, s.CreateDraft(t.Context(), d))
@@ -153,10 +154,10 @@ func testDrafts(t *testing.T, s services.Store) {
 	wantErr(t, "draft with a taken id", s.CreateDraft(ctx, d), core.ErrExists)
 
 	fax := faxOf(doc, at(5))
-	fax.PaymentMethod, fax.DraftID = core.PayCheckout, &d.ID
+	fax.PaymentMethod, fax.DraftID = faxes.PayCheckout, &d.ID
 	must(t, s.CreateFax(ctx, fax))
 	must(t, s.MarkDraftPaid(ctx, d.ID, fax.ID))
-	d.Status, d.FaxID = core.DraftPaid, &fax.ID
+	d.Status, d.FaxID = faxes.DraftPaid, &fax.ID
 	got, err = s.GetDraft(ctx, o.ID, core.ModeTest, d.ID)
 	must(t, err)
 	wantEqual(t, "paid draft", got, d)

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/faxhub/faxhub/core"
+	"github.com/faxhub/faxhub/core/faxes"
 	"github.com/faxhub/faxhub/core/services"
 )
 
@@ -18,7 +19,7 @@ func testFaxes(t *testing.T, s services.Store) {
 	must(t, s.CreateFax(ctx, fax))
 	wantErr(t, "fax with a taken id", s.CreateFax(ctx, fax), core.ErrExists)
 
-	get := func(what string, want *core.Fax) {
+	get := func(what string, want *faxes.Fax) {
 		t.Helper()
 		got, err := s.GetFax(ctx, o.ID, core.ModeLive, fax.ID)
 		must(t, err)
@@ -37,40 +38,40 @@ func testFaxes(t *testing.T, s services.Store) {
 
 	// queued → sending
 	next := *fax
-	next.Status, next.Attempts, next.UpdatedAt = core.FaxSending, 1, at(10)
-	must(t, s.UpdateFax(ctx, &next, core.FaxQueued))
+	next.Status, next.Attempts, next.UpdatedAt = faxes.Sending, 1, at(10)
+	must(t, s.UpdateFax(ctx, &next, faxes.Queued))
 	get("sending fax", &next)
-	wantErr(t, "UpdateFax from a status it is not in", s.UpdateFax(ctx, &next, core.FaxQueued), core.ErrConflict)
+	wantErr(t, "UpdateFax from a status it is not in", s.UpdateFax(ctx, &next, faxes.Queued), core.ErrConflict)
 
 	// sending → queued with a retry scheduled; several from states allowed
-	next.Status, next.FailureCode, next.FailureReason, next.NextAttemptAt, next.UpdatedAt = core.FaxQueued, "busy", "line busy", ptr(at(40)), at(11)
-	must(t, s.UpdateFax(ctx, &next, core.FaxQueued, core.FaxSending))
+	next.Status, next.FailureCode, next.FailureReason, next.NextAttemptAt, next.UpdatedAt = faxes.Queued, "busy", "line busy", ptr(at(40)), at(11)
+	must(t, s.UpdateFax(ctx, &next, faxes.Queued, faxes.Sending))
 	get("queued for retry", &next)
 
 	// queued → delivered: nullable fields set and cleared, immutable
 	// fields left alone even if the caller's copy differs.
-	next.Status, next.PagesSent, next.Attempts, next.CompletedAt, next.NextAttemptAt = core.FaxDelivered, 3, 2, ptr(at(50)), nil
+	next.Status, next.PagesSent, next.Attempts, next.CompletedAt, next.NextAttemptAt = faxes.Delivered, 3, 2, ptr(at(50)), nil
 	next.FailureCode, next.FailureReason, next.UpdatedAt = "", "", at(50)
 	changed := next
 	changed.PriceMicros, changed.To, changed.Pages = 1, "+442079460000", 99
-	must(t, s.UpdateFax(ctx, &changed, core.FaxQueued))
+	must(t, s.UpdateFax(ctx, &changed, faxes.Queued))
 	get("delivered fax", &next)
 
 	missing := next
 	missing.ID = "fax_missing"
-	wantErr(t, "UpdateFax of a missing fax", s.UpdateFax(ctx, &missing, core.FaxDelivered), core.ErrNoRows)
+	wantErr(t, "UpdateFax of a missing fax", s.UpdateFax(ctx, &missing, faxes.Delivered), core.ErrNoRows)
 }
 
 func testListFaxes(t *testing.T, s services.Store) {
 	ctx := t.Context()
 	o, other := newOwner(t, s), newOwner(t, s)
 	live, test := newDocument(t, s, o, core.ModeLive), newDocument(t, s, o, core.ModeTest)
-	var mine []core.Fax
+	var mine []faxes.Fax
 	for i := range 25 {
 		// Three faxes share each instant, so the id breaks ties.
 		ord := faxOf(live, at(100+i/3))
 		if i%4 == 0 {
-			ord.Status = core.FaxDelivered
+			ord.Status = faxes.Delivered
 		}
 		must(t, s.CreateFax(ctx, ord))
 		mine = append(mine, *ord)
@@ -79,34 +80,34 @@ func testListFaxes(t *testing.T, s services.Store) {
 		must(t, s.CreateFax(ctx, faxOf(test, at(200))))
 		must(t, s.CreateFax(ctx, faxOf(newDocument(t, s, other, core.ModeLive), at(200))))
 	}
-	slices.SortFunc(mine, func(a, b core.Fax) int {
+	slices.SortFunc(mine, func(a, b faxes.Fax) int {
 		if c := b.CreatedAt.Compare(a.CreatedAt); c != 0 {
 			return c
 		}
 		return cmp.Compare(b.ID, a.ID)
 	})
-	delivered := slices.DeleteFunc(slices.Clone(mine), func(o core.Fax) bool { return o.Status != core.FaxDelivered })
+	delivered := slices.DeleteFunc(slices.Clone(mine), func(o faxes.Fax) bool { return o.Status != faxes.Delivered })
 
 	for _, tc := range []struct {
 		name   string
-		status core.FaxStatus
+		status faxes.Status
 		limit  int
-		want   []core.Fax
+		want   []faxes.Fax
 	}{
 		{"all, pages of 7", "", 7, mine},
 		{"all, pages of 1", "", 1, mine},
 		{"all, one page", "", 0, mine},
-		{"delivered, pages of 2", core.FaxDelivered, 2, delivered},
-		{"failed, none", core.FaxFailed, 5, nil},
+		{"delivered, pages of 2", faxes.Delivered, 2, delivered},
+		{"failed, none", faxes.Failed, 5, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			var got []core.Fax
+			var got []faxes.Fax
 			after := ""
 			for page := 0; ; page++ {
 				if page > len(mine)+1 {
 					t.Fatal("pagination does not end")
 				}
-				p, err := s.ListFaxes(ctx, core.FaxFilter{OwnerID: o.ID, Mode: core.ModeLive, Status: tc.status, StartingAfter: after, Limit: tc.limit})
+				p, err := s.ListFaxes(ctx, faxes.Filter{OwnerID: o.ID, Mode: core.ModeLive, Status: tc.status, StartingAfter: after, Limit: tc.limit})
 				must(t, err)
 				if tc.limit > 0 && len(p) > tc.limit {
 					t.Fatalf("page of %d faxes with limit %d", len(p), tc.limit)
@@ -121,11 +122,11 @@ func testListFaxes(t *testing.T, s services.Store) {
 		})
 	}
 
-	_, err := s.ListFaxes(ctx, core.FaxFilter{OwnerID: o.ID, Mode: core.ModeLive, StartingAfter: "fax_missing", Limit: 5})
+	_, err := s.ListFaxes(ctx, faxes.Filter{OwnerID: o.ID, Mode: core.ModeLive, StartingAfter: "fax_missing", Limit: 5})
 	wantErr(t, "ListFaxes after a missing fax", err, core.ErrNoRows)
-	_, err = s.ListFaxes(ctx, core.FaxFilter{OwnerID: other.ID, Mode: core.ModeLive, StartingAfter: mine[0].ID, Limit: 5})
+	_, err = s.ListFaxes(ctx, faxes.Filter{OwnerID: other.ID, Mode: core.ModeLive, StartingAfter: mine[0].ID, Limit: 5})
 	wantErr(t, "ListFaxes after another owner's fax", err, core.ErrNoRows)
-	got, err := s.ListFaxes(ctx, core.FaxFilter{OwnerID: o.ID, Mode: core.ModeTest, Limit: 10})
+	got, err := s.ListFaxes(ctx, faxes.Filter{OwnerID: o.ID, Mode: core.ModeTest, Limit: 10})
 	must(t, err)
 	if len(got) != 2 {
 		t.Fatalf("test-mode faxes: got %d, want 2", len(got))
@@ -145,24 +146,24 @@ func testAttempts(t *testing.T, s services.Store) {
 		t.Fatalf("ListAttempts without attempts: %d", len(list))
 	}
 
-	a1 := &core.Attempt{ID: core.NewID(core.PrefixAttempt), FaxID: fax.ID, Number: 1, Provider: "simulated", Status: core.AttemptSending, StartedAt: at(10)}
+	a1 := &faxes.Attempt{ID: core.NewID(core.PrefixAttempt), FaxID: fax.ID, Number: 1, Provider: "simulated", Status: faxes.AttemptSending, StartedAt: at(10)}
 	must(t, s.CreateAttempt(ctx, a1))
 	latest, err := s.LatestAttempt(ctx, fax.ID)
 	must(t, err)
 	wantEqual(t, "LatestAttempt", latest, a1)
 
-	a1.Status, a1.ProviderRef, a1.FailureCode, a1.FailureReason = core.AttemptFailed, "sim_123", "busy", "line busy"
+	a1.Status, a1.ProviderRef, a1.FailureCode, a1.FailureReason = faxes.AttemptFailed, "sim_123", "busy", "line busy"
 	a1.Retryable, a1.PagesSent, a1.DurationMS, a1.FinishedAt = true, 1, 4200, ptr(at(15))
 	must(t, s.UpdateAttempt(ctx, a1))
 
-	a2 := &core.Attempt{ID: core.NewID(core.PrefixAttempt), FaxID: fax.ID, Number: 2, Provider: "simulated", Status: core.AttemptSending, StartedAt: at(45)}
+	a2 := &faxes.Attempt{ID: core.NewID(core.PrefixAttempt), FaxID: fax.ID, Number: 2, Provider: "simulated", Status: faxes.AttemptSending, StartedAt: at(45)}
 	must(t, s.CreateAttempt(ctx, a2))
 	latest, err = s.LatestAttempt(ctx, fax.ID)
 	must(t, err)
 	wantEqual(t, "LatestAttempt after a retry", latest, a2)
 	list, err = s.ListAttempts(ctx, fax.ID)
 	must(t, err)
-	wantEqual(t, "ListAttempts, first first", list, []core.Attempt{*a1, *a2})
+	wantEqual(t, "ListAttempts, first first", list, []faxes.Attempt{*a1, *a2})
 
 	dup := *a2
 	dup.ID = core.NewID(core.PrefixAttempt)

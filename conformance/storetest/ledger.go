@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/faxhub/faxhub/core"
+	"github.com/faxhub/faxhub/core/faxes"
 	"github.com/faxhub/faxhub/core/services"
 )
 
@@ -61,9 +62,9 @@ func testLedger(t *testing.T, s services.Store) {
 	ctx := t.Context()
 	o := newOwner(t, s)
 	doc := newDocument(t, s, o, core.ModeLive)
-	faxes := make([]*core.Fax, 5)
-	for i := range faxes {
-		faxes[i] = newFax(t, s, doc)
+	created := make([]*faxes.Fax, 5)
+	for i := range created {
+		created[i] = newFax(t, s, doc)
 	}
 
 	wantBalance(t, s, o, core.ModeLive, 0, 0)
@@ -73,39 +74,39 @@ func testLedger(t *testing.T, s services.Store) {
 	wantBalance(t, s, o, core.ModeLive, 10_000_000, 0)
 	wantBalance(t, s, o, core.ModeTest, 0, 0)
 
-	h0 := holdFor(faxes[0], 3_000_000)
+	h0 := holdFor(created[0], 3_000_000)
 	must(t, s.PlaceHold(ctx, h0))
 	wantBalance(t, s, o, core.ModeLive, 7_000_000, 3_000_000)
 
-	wantErr(t, "hold larger than the balance", s.PlaceHold(ctx, holdFor(faxes[1], 7_000_001)), core.ErrInsufficientFunds)
+	wantErr(t, "hold larger than the balance", s.PlaceHold(ctx, holdFor(created[1], 7_000_001)), core.ErrInsufficientFunds)
 	wantErr(t, "hold in a mode without credits", s.PlaceHold(ctx, func() *core.LedgerEntry {
 		o := faxOf(newDocument(t, s, o, core.ModeTest), at(2))
 		must(t, s.CreateFax(ctx, o))
 		return holdFor(o, 1)
 	}()), core.ErrInsufficientFunds)
-	wantErr(t, "second hold for one fax", s.PlaceHold(ctx, holdFor(faxes[0], 1_000)), core.ErrExists)
+	wantErr(t, "second hold for one fax", s.PlaceHold(ctx, holdFor(created[0], 1_000)), core.ErrExists)
 	wantBalance(t, s, o, core.ModeLive, 7_000_000, 3_000_000)
-	_, err := s.SettleHold(ctx, faxes[1].ID, core.LedgerRelease, at(9))
+	_, err := s.SettleHold(ctx, created[1].ID, core.LedgerRelease, at(9))
 	wantErr(t, "SettleHold of a refused hold", err, core.ErrNoRows)
 
-	capture, err := s.SettleHold(ctx, faxes[0].ID, core.LedgerCapture, at(20))
+	capture, err := s.SettleHold(ctx, created[0].ID, core.LedgerCapture, at(20))
 	must(t, err)
 	if capture.Kind != core.LedgerCapture || capture.AmountMicros != 0 || capture.HoldID == nil || *capture.HoldID != h0.ID ||
-		capture.FaxID == nil || *capture.FaxID != faxes[0].ID || capture.OwnerID != o.ID || capture.Mode != core.ModeLive ||
+		capture.FaxID == nil || *capture.FaxID != created[0].ID || capture.OwnerID != o.ID || capture.Mode != core.ModeLive ||
 		!capture.CreatedAt.Equal(at(20)) || capture.ID == "" {
 		t.Fatalf("capture entry: %s", dump(capture))
 	}
 	wantBalance(t, s, o, core.ModeLive, 7_000_000, 0)
-	_, err = s.SettleHold(ctx, faxes[0].ID, core.LedgerRelease, at(21))
+	_, err = s.SettleHold(ctx, created[0].ID, core.LedgerRelease, at(21))
 	wantErr(t, "release after capture", err, core.ErrConflict)
-	_, err = s.SettleHold(ctx, faxes[0].ID, core.LedgerCapture, at(21))
+	_, err = s.SettleHold(ctx, created[0].ID, core.LedgerCapture, at(21))
 	wantErr(t, "capture twice", err, core.ErrConflict)
 	wantBalance(t, s, o, core.ModeLive, 7_000_000, 0)
 
-	h2 := holdFor(faxes[2], 7_000_000) // exactly the balance
+	h2 := holdFor(created[2], 7_000_000) // exactly the balance
 	must(t, s.PlaceHold(ctx, h2))
 	wantBalance(t, s, o, core.ModeLive, 0, 7_000_000)
-	release, err := s.SettleHold(ctx, faxes[2].ID, core.LedgerRelease, at(30))
+	release, err := s.SettleHold(ctx, created[2].ID, core.LedgerRelease, at(30))
 	must(t, err)
 	if release.Kind != core.LedgerRelease || release.AmountMicros != 7_000_000 || release.HoldID == nil || *release.HoldID != h2.ID {
 		t.Fatalf("release entry: %s", dump(release))
@@ -114,7 +115,7 @@ func testLedger(t *testing.T, s services.Store) {
 
 	// A partial delivery's refund, and a purchase.
 	for _, e := range []*core.LedgerEntry{
-		{ID: core.NewID(core.PrefixLedger), OwnerID: o.ID, Mode: core.ModeLive, Kind: core.LedgerRefund, AmountMicros: 70_000, FaxID: &faxes[0].ID, Reason: "2 pages not sent", CreatedAt: at(40)},
+		{ID: core.NewID(core.PrefixLedger), OwnerID: o.ID, Mode: core.ModeLive, Kind: core.LedgerRefund, AmountMicros: 70_000, FaxID: &created[0].ID, Reason: "2 pages not sent", CreatedAt: at(40)},
 		{ID: core.NewID(core.PrefixLedger), OwnerID: o.ID, Mode: core.ModeLive, Kind: core.LedgerPurchase, AmountMicros: 25_000_000, Reason: "pack", CreatedAt: at(41)},
 	} {
 		must(t, s.AppendLedger(ctx, e))
@@ -122,11 +123,11 @@ func testLedger(t *testing.T, s services.Store) {
 	wantBalance(t, s, o, core.ModeLive, 32_070_000, 0)
 
 	// A capture appended directly names its hold.
-	h3 := holdFor(faxes[3], 2_000_000)
+	h3 := holdFor(created[3], 2_000_000)
 	must(t, s.PlaceHold(ctx, h3))
 	must(t, s.AppendLedger(ctx, &core.LedgerEntry{ID: core.NewID(core.PrefixLedger), OwnerID: o.ID, Mode: core.ModeLive, Kind: core.LedgerCapture, HoldID: &h3.ID, Reason: "delivered", CreatedAt: at(50)}))
 	wantBalance(t, s, o, core.ModeLive, 30_070_000, 0)
-	_, err = s.SettleHold(ctx, faxes[3].ID, core.LedgerRelease, at(51))
+	_, err = s.SettleHold(ctx, created[3].ID, core.LedgerRelease, at(51))
 	wantErr(t, "SettleHold of a hold captured through AppendLedger", err, core.ErrConflict)
 	wantErr(t, "AppendLedger capture of a settled hold",
 		s.AppendLedger(ctx, &core.LedgerEntry{ID: core.NewID(core.PrefixLedger), OwnerID: o.ID, Mode: core.ModeLive, Kind: core.LedgerRelease, AmountMicros: 2_000_000, HoldID: &h3.ID, CreatedAt: at(52)}),
@@ -145,7 +146,7 @@ func testLedger(t *testing.T, s services.Store) {
 			t.Errorf("AppendLedger of a %s: want an error", name)
 		}
 	}
-	if err := s.PlaceHold(ctx, &core.LedgerEntry{ID: core.NewID(core.PrefixLedger), OwnerID: o.ID, Mode: core.ModeLive, Kind: core.LedgerHold, AmountMicros: 5, FaxID: &faxes[4].ID, CreatedAt: at(60)}); err == nil || errors.Is(err, core.ErrInsufficientFunds) {
+	if err := s.PlaceHold(ctx, &core.LedgerEntry{ID: core.NewID(core.PrefixLedger), OwnerID: o.ID, Mode: core.ModeLive, Kind: core.LedgerHold, AmountMicros: 5, FaxID: &created[4].ID, CreatedAt: at(60)}); err == nil || errors.Is(err, core.ErrInsufficientFunds) {
 		t.Errorf("PlaceHold of a positive amount: got %v, want a plain error", err)
 	}
 	grantDup := grant(t, s, o, core.ModeLive, 1)
@@ -157,7 +158,7 @@ func testLedger(t *testing.T, s services.Store) {
 	// A hold inside a transaction that rolls back leaves nothing.
 	rollback := errors.New("roll back")
 	err = inTx(ctx, s, func(tx services.Tx) error {
-		if err := tx.PlaceHold(ctx, holdFor(faxes[4], 1_000_000)); err != nil {
+		if err := tx.PlaceHold(ctx, holdFor(created[4], 1_000_000)); err != nil {
 			return err
 		}
 		return rollback
@@ -225,9 +226,9 @@ func testLedgerConcurrent(t *testing.T, s services.Store) {
 	doc := newDocument(t, s, o, core.ModeLive)
 	const price, covered, spare = 1_000_000, 10, 500_000
 	grant(t, s, o, core.ModeLive, covered*price+spare)
-	faxes := make([]*core.Fax, concurrency)
-	for i := range faxes {
-		faxes[i] = newFax(t, s, doc)
+	created := make([]*faxes.Fax, concurrency)
+	for i := range created {
+		created[i] = newFax(t, s, doc)
 	}
 
 	// Readers watch the balance while holds race; it must never go
@@ -255,7 +256,7 @@ func testLedgerConcurrent(t *testing.T, s services.Store) {
 	}()
 
 	errs := race(concurrency, func(i int) error {
-		h := holdFor(faxes[i], price)
+		h := holdFor(created[i], price)
 		if i%2 == 0 {
 			return s.PlaceHold(ctx, h)
 		}
@@ -274,10 +275,10 @@ func testLedgerConcurrent(t *testing.T, s services.Store) {
 	// Each held fax gets five racing settlements, captures and releases
 	// mixed; exactly one per hold may win.
 	const per = 5
-	var held []*core.Fax
+	var held []*faxes.Fax
 	for i, err := range errs {
 		if err == nil {
-			held = append(held, faxes[i])
+			held = append(held, created[i])
 		}
 	}
 	type result struct {

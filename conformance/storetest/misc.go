@@ -9,6 +9,7 @@ import (
 
 	"github.com/faxhub/faxhub/core"
 	"github.com/faxhub/faxhub/core/checkout"
+	"github.com/faxhub/faxhub/core/faxes"
 	"github.com/faxhub/faxhub/core/services"
 )
 
@@ -63,7 +64,7 @@ func testIdempotencyConcurrent(t *testing.T, s services.Store) {
 	if ok != 1 || exists != concurrency-1 {
 		t.Fatalf("InsertIdempotency: %d succeeded and %d got ErrExists, want 1 and %d", ok, exists, concurrency-1)
 	}
-	faxes, err := s.ListFaxes(ctx, core.FaxFilter{OwnerID: o.ID, Mode: core.ModeLive})
+	faxes, err := s.ListFaxes(ctx, faxes.Filter{OwnerID: o.ID, Mode: core.ModeLive})
 	must(t, err)
 	rec, err := s.GetIdempotency(ctx, scope, "same-key")
 	must(t, err)

@@ -7,6 +7,7 @@ import (
 
 	"github.com/faxhub/faxhub/core"
 	"github.com/faxhub/faxhub/core/agents"
+	"github.com/faxhub/faxhub/core/faxes"
 	"github.com/faxhub/faxhub/core/services"
 )
 
@@ -221,8 +222,8 @@ func testPurgeDocuments(t *testing.T, s services.Store) {
 	newFax(t, s, queued)
 	delivered := newDocument(t, s, o, core.ModeTest)
 	f := newFax(t, s, delivered)
-	f.Status, f.CompletedAt, f.UpdatedAt = core.FaxDelivered, ptr(at(500)), at(500)
-	must(t, s.UpdateFax(ctx, f, core.FaxQueued))
+	f.Status, f.CompletedAt, f.UpdatedAt = faxes.Delivered, ptr(at(500)), at(500)
+	must(t, s.UpdateFax(ctx, f, faxes.Queued))
 	young := &core.Document{ID: core.NewID(core.PrefixDocument), OwnerID: o.ID, Mode: core.ModeTest, SourceType: string(core.FilePDF),
 		SourceBytes: 1, SourceKey: "k", PDFKey: "k", PDFBytes: 1, Pages: 1, SHA256: "x", CreatedAt: at(5000)}
 	must(t, s.CreateDocument(ctx, young))

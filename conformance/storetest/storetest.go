@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/faxhub/faxhub/core"
+	"github.com/faxhub/faxhub/core/faxes"
 	"github.com/faxhub/faxhub/core/services"
 )
 
@@ -184,15 +185,15 @@ func newDocument(t *testing.T, s services.Store, o *core.Owner, mode core.Mode) 
 }
 
 // faxOf builds (without storing) a queued credit fax for doc.
-func faxOf(doc *core.Document, created time.Time) *core.Fax {
-	return &core.Fax{
-		ID: core.NewID(core.PrefixFax), OwnerID: doc.OwnerID, Mode: doc.Mode, Status: core.FaxQueued,
+func faxOf(doc *core.Document, created time.Time) *faxes.Fax {
+	return &faxes.Fax{
+		ID: core.NewID(core.PrefixFax), OwnerID: doc.OwnerID, Mode: doc.Mode, Status: faxes.Queued,
 		To: "+14155550123", DocumentID: doc.ID, Pages: doc.Pages, PriceMicros: 210_000, Currency: core.Currency,
-		PaymentMethod: core.PayCredits, CreatedAt: created, UpdatedAt: created,
+		PaymentMethod: faxes.PayCredits, CreatedAt: created, UpdatedAt: created,
 	}
 }
 
-func newFax(t *testing.T, s services.Store, doc *core.Document) *core.Fax {
+func newFax(t *testing.T, s services.Store, doc *core.Document) *faxes.Fax {
 	t.Helper()
 	o := faxOf(doc, at(2))
 	must(t, s.CreateFax(t.Context(), o))
@@ -209,7 +210,7 @@ func grant(t *testing.T, s services.Store, o *core.Owner, mode core.Mode, micros
 	return e
 }
 
-func holdFor(o *core.Fax, micros int64) *core.LedgerEntry {
+func holdFor(o *faxes.Fax, micros int64) *core.LedgerEntry {
 	return &core.LedgerEntry{
 		ID: core.NewID(core.PrefixLedger), OwnerID: o.OwnerID, Mode: o.Mode, Kind: core.LedgerHold,
 		AmountMicros: -micros, FaxID: &o.ID, Reason: "hold for fax " + o.ID, CreatedAt: at(3),

@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/faxhub/faxhub/core"
+	"github.com/faxhub/faxhub/core/faxes"
 	"github.com/faxhub/faxhub/core/services"
 	"github.com/faxhub/faxhub/core/tasks"
 )
@@ -138,14 +139,14 @@ func testCancelDraft(t *testing.T, s services.Store) {
 	must(t, s.CancelDraft(ctx, o.ID, core.ModeTest, d.ID))
 	got, err := s.GetDraft(ctx, o.ID, core.ModeTest, d.ID)
 	must(t, err)
-	d.Status = core.DraftCanceled
+	d.Status = faxes.DraftCanceled
 	wantEqual(t, "canceled draft", got, d)
 	wantErr(t, "CancelDraft twice", s.CancelDraft(ctx, o.ID, core.ModeTest, d.ID), core.ErrConflict)
 	wantErr(t, "MarkDraftPaid of a canceled draft", s.MarkDraftPaid(ctx, d.ID, "fax_x"), core.ErrConflict)
 
 	paid := newDraft(t, s, doc)
 	fax := faxOf(doc, at(5))
-	fax.PaymentMethod, fax.DraftID = core.PayCheckout, &paid.ID
+	fax.PaymentMethod, fax.DraftID = faxes.PayCheckout, &paid.ID
 	must(t, s.CreateFax(ctx, fax))
 	must(t, s.MarkDraftPaid(ctx, paid.ID, fax.ID))
 	wantErr(t, "CancelDraft of a paid draft", s.CancelDraft(ctx, o.ID, core.ModeTest, paid.ID), core.ErrConflict)
@@ -153,7 +154,7 @@ func testCancelDraft(t *testing.T, s services.Store) {
 	// Concurrent cancel and payment: exactly one wins.
 	raced := newDraft(t, s, doc)
 	rfax := faxOf(doc, at(6))
-	rfax.PaymentMethod, rfax.DraftID = core.PayCheckout, &raced.ID
+	rfax.PaymentMethod, rfax.DraftID = faxes.PayCheckout, &raced.ID
 	must(t, s.CreateFax(ctx, rfax))
 	errs := race(2, func(i int) error {
 		if i == 0 {
@@ -180,14 +181,14 @@ func testPurgeAgentTasks(t *testing.T, s services.Store) {
 	}
 	// A task of a fax that ended, one whose fax is still queued, a recent one.
 	ended, queued := newDraft(t, s, doc), newDraft(t, s, doc)
-	for _, d := range []*core.Draft{ended, queued} {
+	for _, d := range []*faxes.Draft{ended, queued} {
 		f := faxOf(doc, at(2))
-		f.PaymentMethod, f.DraftID = core.PayCheckout, &d.ID
+		f.PaymentMethod, f.DraftID = faxes.PayCheckout, &d.ID
 		must(t, s.CreateFax(ctx, f))
 		must(t, s.MarkDraftPaid(ctx, d.ID, f.ID))
 		if d == ended {
-			f.Status, f.CompletedAt = core.FaxDelivered, ptr(at(3))
-			must(t, s.UpdateFax(ctx, f, core.FaxQueued))
+			f.Status, f.CompletedAt = faxes.Delivered, ptr(at(3))
+			must(t, s.UpdateFax(ctx, f, faxes.Queued))
 		}
 	}
 	oldEnded := task(tasks.KindFax, ended.ID, 0)

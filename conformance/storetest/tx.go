@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/faxhub/faxhub/core"
+	"github.com/faxhub/faxhub/core/faxes"
 	"github.com/faxhub/faxhub/core/services"
 )
 
@@ -57,15 +58,15 @@ func testTimeRoundTrip(t *testing.T, s services.Store) {
 	a := faxOf(doc, noon.In(east))                         // 17:30 on the wall
 	b := faxOf(doc, noon.Add(time.Hour).In(west))          // 06:00 on the wall
 	c := faxOf(doc, noon.Add(30*time.Minute).In(time.UTC)) // 12:30 on the wall
-	for _, ord := range []*core.Fax{a, b, c} {
+	for _, ord := range []*faxes.Fax{a, b, c} {
 		must(t, s.CreateFax(ctx, ord))
 	}
-	list, err := s.ListFaxes(ctx, core.FaxFilter{OwnerID: o.ID, Mode: core.ModeLive})
+	list, err := s.ListFaxes(ctx, faxes.Filter{OwnerID: o.ID, Mode: core.ModeLive})
 	must(t, err)
 	if len(list) != 3 || list[0].ID != b.ID || list[1].ID != c.ID || list[2].ID != a.ID {
 		t.Fatalf("faxes given in mixed zones are not listed by instant: %s", dump(list))
 	}
-	page, err := s.ListFaxes(ctx, core.FaxFilter{OwnerID: o.ID, Mode: core.ModeLive, StartingAfter: c.ID})
+	page, err := s.ListFaxes(ctx, faxes.Filter{OwnerID: o.ID, Mode: core.ModeLive, StartingAfter: c.ID})
 	must(t, err)
 	if len(page) != 1 || page[0].ID != a.ID {
 		t.Fatalf("faxes after %s: %s", c.ID, dump(page))
@@ -163,7 +164,7 @@ func testInTx(t *testing.T, s services.Store) {
 	grant(t, s, o, core.ModeLive, 1_000_000)
 
 	// writeAll writes to every kind of table through tx.
-	writeAll := func(tx core.Tx, owner *core.Owner, key string) error {
+	writeAll := func(tx services.Tx, owner *core.Owner, key string) error {
 		if err := tx.CreateOwner(ctx, owner); err != nil {
 			return err
 		}
@@ -200,7 +201,7 @@ func testInTx(t *testing.T, s services.Store) {
 		wantErr(t, "owner of a rolled back transaction", err, core.ErrNoRows)
 		_, err = s.GetIdempotency(ctx, "s", "rollback")
 		wantErr(t, "record of a rolled back transaction", err, core.ErrNoRows)
-		faxes, err := s.ListFaxes(ctx, core.FaxFilter{OwnerID: o.ID, Mode: core.ModeLive})
+		faxes, err := s.ListFaxes(ctx, faxes.Filter{OwnerID: o.ID, Mode: core.ModeLive})
 		must(t, err)
 		if len(faxes) != 0 {
 			t.Fatalf("%d faxes after rollback", len(faxes))

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/faxhub/faxhub/core"
+	"github.com/faxhub/faxhub/core/faxes"
 )
 
 // CodePaymentMismatch: a processor reported a payment for a
@@ -101,7 +102,7 @@ func (s *Service) Payable(ctx context.Context, c *Checkout) error {
 		if err != nil {
 			return core.StoreErr(err, "draft")
 		}
-		return s.core.DraftPayable(d)
+		return s.faxes.DraftPayable(d)
 	}
 	if c.Kind == KindNumber && c.NumberID != nil {
 		n, err := s.d.Store.GetNumber(ctx, c.OwnerID, c.Mode, *c.NumberID)
@@ -151,7 +152,7 @@ func (s *Service) Complete(ctx context.Context, id string) (*Checkout, error) {
 		case KindCreditPack:
 			return grantPack(ctx, tx, c, now)
 		case KindDraft:
-			return s.core.PayDraftAtCheckout(ctx, tx, c.OwnerID, c.Mode, *c.DraftID, c.AmountMicros)
+			return s.faxes.PayDraftAtCheckout(ctx, tx, c.OwnerID, c.Mode, *c.DraftID, c.AmountMicros)
 		case KindNumber:
 			return s.core.PayNumberAtCheckout(ctx, tx, c.OwnerID, c.Mode, *c.NumberID)
 		}
@@ -233,14 +234,14 @@ func (s *Service) CompletePaid(ctx context.Context, id string, ref PaymentRef) (
 			if err != nil {
 				return core.StoreErr(err, "draft")
 			}
-			if s.core.DraftPayable(d) == nil {
-				return s.core.PayDraftAtCheckout(ctx, tx, c.OwnerID, c.Mode, *c.DraftID, c.AmountMicros)
+			if s.faxes.DraftPayable(d) == nil {
+				return s.faxes.PayDraftAtCheckout(ctx, tx, c.OwnerID, c.Mode, *c.DraftID, c.AmountMicros)
 			}
 			s.d.Logger.WarnContext(ctx, "checkout paid after its draft could no longer be paid: credited to the account",
-				slog.String("checkout", c.ID), slog.String("draft", d.ID), slog.String("draftStatus", string(s.core.DraftStatus(d))))
+				slog.String("checkout", c.ID), slog.String("draft", d.ID), slog.String("draftStatus", string(s.faxes.DraftStatus(d))))
 			return tx.AppendLedger(ctx, &core.LedgerEntry{
 				ID: core.NewID(core.PrefixLedger), OwnerID: c.OwnerID, Mode: c.Mode, Kind: core.LedgerRefund, AmountMicros: ref.AmountCents * core.MicrosPerCent,
-				Reason: "checkout " + c.ID + " was paid after draft " + d.ID + " was " + string(s.core.DraftStatus(d)) + ": the payment is credited here", CreatedAt: now,
+				Reason: "checkout " + c.ID + " was paid after draft " + d.ID + " was " + string(s.faxes.DraftStatus(d)) + ": the payment is credited here", CreatedAt: now,
 			})
 		case KindNumber:
 			n, err := tx.GetNumber(ctx, c.OwnerID, c.Mode, *c.NumberID)
@@ -351,7 +352,7 @@ type Store interface {
 // Tx is a transaction of checkouts: it also pays the drafts and numbers
 // they buy.
 type Tx interface {
-	core.Tx
+	faxes.Tx
 	Queries
 }
 
@@ -365,13 +366,16 @@ type Deps struct {
 	Logger   *slog.Logger
 	// Core pays the drafts and numbers checkouts buy.
 	Core *core.Service
+	// Faxes creates, prices and reads faxes and drafts.
+	Faxes *faxes.Service
 }
 
 // Service runs checkouts.
 type Service struct {
-	cfg  core.Config
-	d    Deps
-	core *core.Service
+	cfg   core.Config
+	d     Deps
+	core  *core.Service
+	faxes *faxes.Service
 }
 
 // New returns the service; cfg is the kernel's configuration with its
@@ -383,7 +387,7 @@ func New(cfg core.Config, d Deps) *Service {
 	if d.Prices == nil {
 		d.Prices = core.DefaultPriceTable()
 	}
-	return &Service{cfg: cfg, d: d, core: d.Core}
+	return &Service{cfg: cfg, d: d, core: d.Core, faxes: d.Faxes}
 }
 
 func (s *Service) now() time.Time { return core.Clock(s.cfg.Now).Now() }

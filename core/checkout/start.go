@@ -40,7 +40,7 @@ func (s *Service) StartDraft(ctx context.Context, p core.Principal, draftID stri
 	if err != nil {
 		return nil, core.StoreErr(err, "draft")
 	}
-	if err := s.core.DraftPayable(d); err != nil {
+	if err := s.faxes.DraftPayable(d); err != nil {
 		return nil, err
 	}
 	c := &Checkout{

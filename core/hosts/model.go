@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/faxhub/faxhub/core"
+	"github.com/faxhub/faxhub/core/faxes"
 )
 
 // Lifetimes and bounds of the delegated flow.
@@ -406,7 +407,7 @@ type Store interface {
 
 // Tx is a transaction of hosts.
 type Tx interface {
-	core.Tx
+	faxes.Tx
 	Queries
 }
 
@@ -418,13 +419,16 @@ type Deps struct {
 	Logger      *slog.Logger
 	// Core prices, documents, approvals and creates the faxes agents send.
 	Core *core.Service
+	// Faxes creates, prices and reads faxes and drafts.
+	Faxes *faxes.Service
 }
 
 // Service runs delegated hosts and agents.
 type Service struct {
-	cfg  core.Config
-	d    Deps
-	core *core.Service
+	cfg   core.Config
+	d     Deps
+	core  *core.Service
+	faxes *faxes.Service
 }
 
 // New returns the service; cfg is the kernel's configuration with its
@@ -436,7 +440,7 @@ func New(cfg core.Config, d Deps) *Service {
 	if d.Prices == nil {
 		d.Prices = core.DefaultPriceTable()
 	}
-	return &Service{cfg: cfg, d: d, core: d.Core}
+	return &Service{cfg: cfg, d: d, core: d.Core, faxes: d.Faxes}
 }
 
 func (s *Service) now() time.Time { return core.Clock(s.cfg.Now).Now() }

@@ -7,6 +7,7 @@ import (
 	"slices"
 
 	"github.com/faxhub/faxhub/core"
+	"github.com/faxhub/faxhub/core/faxes"
 )
 
 // maxPendingSendsPerAgent bounds the send requests an agent can have
@@ -78,17 +79,17 @@ func (s *Service) RequestSend(ctx context.Context, p core.Principal, a *Agent, r
 	if host.Status != Active {
 		return nil, core.Errorf(core.KindForbidden, CodeHostRevoked, "this agent's host was revoked by its owner")
 	}
-	if err := s.core.CheckProvider(p.Mode); err != nil {
+	if err := s.faxes.CheckProvider(p.Mode); err != nil {
 		return nil, err
 	}
-	if err := core.CheckCover(r.Cover, r.CoverText); err != nil {
+	if err := faxes.CheckCover(r.Cover, r.CoverText); err != nil {
 		return nil, err
 	}
 	e164, country, err := s.d.Destination.Check(r.To)
 	if err != nil {
 		return nil, err
 	}
-	doc, err := s.core.ResolveDocument(ctx, p, r.UploadToken, r.DocumentID)
+	doc, err := s.faxes.ResolveDocument(ctx, p, r.UploadToken, r.DocumentID)
 	if err != nil {
 		return nil, err
 	}
@@ -142,7 +143,7 @@ func (s *Service) RequestSend(ctx context.Context, p core.Principal, a *Agent, r
 
 // GetSend reads one of agent a's send requests with its status
 // derived (and the fax when sent); another agent's reads as not found.
-func (s *Service) GetSend(ctx context.Context, p core.Principal, a *Agent, id string) (*Send, *core.Fax, error) {
+func (s *Service) GetSend(ctx context.Context, p core.Principal, a *Agent, id string) (*Send, *faxes.Fax, error) {
 	if p.OwnerID == "" || a == nil || p.OwnerID != a.OwnerID {
 		return nil, nil, core.Errorf(core.KindUnauthenticated, core.CodeUnauthenticated, "authentication required")
 	}
@@ -160,7 +161,7 @@ func (s *Service) GetSend(ctx context.Context, p core.Principal, a *Agent, id st
 		d.Status = SendSent
 		fp := p
 		fp.Mode = d.Mode
-		f, err := s.core.LoadFax(ctx, fp, *d.FaxID)
+		f, err := s.faxes.Load(ctx, fp, *d.FaxID)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -189,7 +190,7 @@ func (s *Service) GetSend(ctx context.Context, p core.Principal, a *Agent, id st
 // the approval stays pending (insufficient credits: top up, approve again).
 func (s *Service) ApproveSend(ctx context.Context, ownerID string, a *core.Approval, data []byte) error {
 	now := s.now()
-	var f *core.Fax
+	var f *faxes.Fax
 	var send *Send
 	err := s.inTx(ctx, func(tx Tx) error {
 		var err error
@@ -221,7 +222,7 @@ func (s *Service) ApproveSend(ctx context.Context, ownerID string, a *core.Appro
 		if host.Status != Active {
 			return core.Errorf(core.KindForbidden, CodeHostRevoked, "the host of the agent that asked was revoked; nothing was sent")
 		}
-		if err := s.core.CheckProvider(send.Mode); err != nil {
+		if err := s.faxes.CheckProvider(send.Mode); err != nil {
 			return err
 		}
 		doc, err := tx.GetDocument(ctx, ownerID, send.Mode, send.DocumentID)
@@ -230,13 +231,13 @@ func (s *Service) ApproveSend(ctx context.Context, ownerID string, a *core.Appro
 		} else if err != nil {
 			return fmt.Errorf("read document: %w", err)
 		}
-		f = &core.Fax{
-			ID: core.NewID(core.PrefixFax), OwnerID: ownerID, Mode: send.Mode, Status: core.FaxQueued, To: send.To,
+		f = &faxes.Fax{
+			ID: core.NewID(core.PrefixFax), OwnerID: ownerID, Mode: send.Mode, Status: faxes.Queued, To: send.To,
 			DocumentID: send.DocumentID, Pages: send.Pages, Cover: send.Cover, CoverText: send.CoverText,
-			PriceMicros: send.PriceMicros, Currency: send.Currency, PaymentMethod: core.PayCredits, CreatedAt: now, UpdatedAt: now,
+			PriceMicros: send.PriceMicros, Currency: send.Currency, PaymentMethod: faxes.PayCredits, CreatedAt: now, UpdatedAt: now,
 		}
-		s.core.Present(f, nil)
-		if err := s.core.CreateFax(ctx, tx, core.NewFax{Fax: f,
+		s.faxes.Present(f, nil)
+		if err := s.faxes.CreateFax(ctx, tx, faxes.NewFax{Fax: f,
 			HoldReason: "hold for fax " + f.ID + " to " + f.To + " sent by " + agent.Name + " on " + host.Name}); err != nil {
 			return err
 		}

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/faxhub/faxhub/core"
+	"github.com/faxhub/faxhub/core/faxes"
 	"github.com/faxhub/faxhub/core/hosts"
 	"github.com/faxhub/faxhub/core/services"
 	"github.com/faxhub/faxhub/internal/testenv"
@@ -40,7 +41,7 @@ func requestSend(t *testing.T, e *testenv.Env, p core.Principal, a *hosts.Agent)
 	return d
 }
 
-func sendStatus(t *testing.T, e *testenv.Env, p core.Principal, a *hosts.Agent, id string) (hosts.SendStatus, *core.Fax) {
+func sendStatus(t *testing.T, e *testenv.Env, p core.Principal, a *hosts.Agent, id string) (hosts.SendStatus, *faxes.Fax) {
 	t.Helper()
 	d, f, err := e.Svc.Hosts.GetSend(ctx, p, a, id)
 	if err != nil {
@@ -51,7 +52,7 @@ func sendStatus(t *testing.T, e *testenv.Env, p core.Principal, a *hosts.Agent, 
 
 func faxCount(t *testing.T, e *testenv.Env) int {
 	t.Helper()
-	fs, err := e.Store.ListFaxes(ctx, core.FaxFilter{OwnerID: e.OwnerA.ID, Mode: core.ModeTest, Limit: 100})
+	fs, err := e.Store.ListFaxes(ctx, faxes.Filter{OwnerID: e.OwnerA.ID, Mode: core.ModeTest, Limit: 100})
 	if err != nil {
 		t.Fatal(err)
 	}

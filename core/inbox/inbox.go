@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/faxhub/faxhub/core"
+	"github.com/faxhub/faxhub/core/faxes"
 )
 
 // Status is where a received fax stands.
@@ -226,19 +227,22 @@ type Deps struct {
 	Converter   core.Converter
 	Destination core.DestinationChecker
 	// Providers names the provider a fax arrived through.
-	Providers map[core.Mode]core.FaxProvider
+	Providers map[core.Mode]faxes.Provider
 	// Text reads received faxes for agents (pdftotext, tesseract).
 	Text   TextExtractor
 	Logger *slog.Logger
 	// Core signs download links, stores blobs and charges rate limits.
 	Core *core.Service
+	// Faxes creates, prices and reads faxes and drafts.
+	Faxes *faxes.Service
 }
 
 // Service runs the inbox.
 type Service struct {
-	cfg  core.Config
-	d    Deps
-	core *core.Service
+	cfg   core.Config
+	d     Deps
+	core  *core.Service
+	faxes *faxes.Service
 }
 
 // New returns the inbox; cfg is the kernel's configuration with its
@@ -247,7 +251,7 @@ func New(cfg core.Config, d Deps) *Service {
 	if d.Logger == nil {
 		d.Logger = slog.New(slog.DiscardHandler)
 	}
-	return &Service{cfg: cfg, d: d, core: d.Core}
+	return &Service{cfg: cfg, d: d, core: d.Core, faxes: d.Faxes}
 }
 
 func (s *Service) now() time.Time { return core.Clock(s.cfg.Now).Now() }

@@ -83,7 +83,7 @@ func (s *Service) receivingNumber(ctx context.Context, provider, to string) (*co
 		return nil, notReceiving
 	}
 	for _, m := range []core.Mode{core.ModeLive, core.ModeTest} {
-		if s.core.ProviderName(m) != provider {
+		if s.faxes.ProviderName(m) != provider {
 			continue
 		}
 		num, err := s.d.Store.GetHeldNumber(ctx, m, e164)

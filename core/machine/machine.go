@@ -41,6 +41,7 @@ import (
 	"time"
 
 	"github.com/faxhub/faxhub/core"
+	"github.com/faxhub/faxhub/core/faxes"
 	"github.com/faxhub/faxhub/core/payments"
 )
 
@@ -193,12 +194,12 @@ type FaxResult struct {
 
 // Order is a paid machine fax as the payer sees it.
 type Order struct {
-	ID     string         `json:"id"`
-	Status core.FaxStatus `json:"status"`
-	To     string         `json:"to"`
-	Pages  int            `json:"pages"`
-	Cover  bool           `json:"cover"`
-	Mode   core.Mode      `json:"mode"`
+	ID     string       `json:"id"`
+	Status faxes.Status `json:"status"`
+	To     string       `json:"to"`
+	Pages  int          `json:"pages"`
+	Cover  bool         `json:"cover"`
+	Mode   core.Mode    `json:"mode"`
 	// Amount is what was charged, in the method's base units, with its
 	// currency; Price is the fax's price in USD ("0.21").
 	Amount    string `json:"amount"`
@@ -244,7 +245,7 @@ type Store interface {
 
 // Tx is a transaction of machine payments.
 type Tx interface {
-	core.Tx
+	faxes.Tx
 	Queries
 }
 
@@ -259,10 +260,12 @@ type Deps struct {
 	Destination core.DestinationChecker
 	// Providers: a method is offered only while a fax provider of its mode
 	// is configured.
-	Providers map[core.Mode]core.FaxProvider
+	Providers map[core.Mode]faxes.Provider
 	Logger    *slog.Logger
 	// Core creates the fax, stores the document and prices the request.
 	Core *core.Service
+	// Faxes creates, prices and reads faxes and drafts.
+	Faxes *faxes.Service
 	// Binder computes challenge ids (rest/mpp's, wired by the app);
 	// required with methods.
 	Binder Binder
@@ -270,10 +273,11 @@ type Deps struct {
 
 // Service is machine payments.
 type Service struct {
-	cfg  Config
-	kc   core.Config
-	d    Deps
-	core *core.Service
+	cfg   Config
+	kc    core.Config
+	d     Deps
+	core  *core.Service
+	faxes *faxes.Service
 }
 
 // New returns machine payments; kc is the kernel's configuration (origins,
@@ -283,7 +287,7 @@ func New(cfg Config, kc core.Config, d Deps) *Service {
 	if d.Logger == nil {
 		d.Logger = slog.New(slog.DiscardHandler)
 	}
-	return &Service{cfg: cfg, kc: kc, d: d, core: d.Core}
+	return &Service{cfg: cfg, kc: kc, d: d, core: d.Core, faxes: d.Faxes}
 }
 
 func (s *Service) now() time.Time { return core.Clock(s.kc.Now).Now() }

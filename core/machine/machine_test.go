@@ -18,6 +18,7 @@ import (
 	"github.com/faxhub/faxhub/core"
 	"github.com/faxhub/faxhub/core/blob"
 	"github.com/faxhub/faxhub/core/convert"
+	"github.com/faxhub/faxhub/core/faxes"
 	"github.com/faxhub/faxhub/core/machine"
 	"github.com/faxhub/faxhub/core/payments"
 	"github.com/faxhub/faxhub/core/payments/stripe"
@@ -74,15 +75,13 @@ func newMachineEnv(t *testing.T, opts ...machineOption) *machineEnv {
 		BaseURL: "http://faxhub.test", APIURL: "https://api.faxhub.test", UploadSecret: bytes.Repeat([]byte{7}, 32),
 		TempDir: t.TempDir(), Now: clk.Now, NoRetryDelay: true,
 	}, Machine: machine.Config{Enabled: true}}
-	deps := services.Deps{Store: e.Store, Deps: core.Deps{
-		Blobs: blobs, Converter: convert.New(convert.Options{}), Destination: phone.New(), Queue: e.Queue,
-		Providers: map[core.Mode]core.FaxProvider{core.ModeTest: simulated.New(simulated.Options{Now: clk.Now})},
-	}, MachineBinder: mpp.Binder{}, Machine: []machine.Method{
-		{Method: sm, Mode: core.ModeTest, Currency: "usd", UnitsPerUSD: 100, MinAmount: 50, Refunds: true,
-			MethodDetails: map[string]any{"paymentMethodTypes": []string{"card"}}},
-		{Method: tm, Mode: core.ModeTest, Currency: tempoToken, UnitsPerUSD: 1_000_000, Recipient: tempoRecipient,
-			MethodDetails: map[string]any{"chainId": tempo.DefaultChainID, "supportedModes": []string{"push"}}},
-	}}
+	deps := services.Deps{Store: e.Store, Blobs: blobs, Converter: convert.New(convert.Options{}), Destination: phone.New(), Queue: e.Queue,
+		Providers: map[core.Mode]faxes.Provider{core.ModeTest: simulated.New(simulated.Options{Now: clk.Now})}, MachineBinder: mpp.Binder{}, Machine: []machine.Method{
+			{Method: sm, Mode: core.ModeTest, Currency: "usd", UnitsPerUSD: 100, MinAmount: 50, Refunds: true,
+				MethodDetails: map[string]any{"paymentMethodTypes": []string{"card"}}},
+			{Method: tm, Mode: core.ModeTest, Currency: tempoToken, UnitsPerUSD: 1_000_000, Recipient: tempoRecipient,
+				MethodDetails: map[string]any{"chainId": tempo.DefaultChainID, "supportedModes": []string{"push"}}},
+		}}
 	for _, o := range opts {
 		o(&cfg, &deps)
 	}
@@ -188,7 +187,7 @@ func TestMachineUnpaidChallenges(t *testing.T) {
 	if len(chs) != 2 || chs[0].Method != "stripe" || chs[1].Method != "tempo" {
 		t.Fatalf("challenges, in the server's order: %+v", chs)
 	}
-	q, err := m.svc.Core.Quote(ctx, core.QuoteRequest{To: deliverable, Pages: 3})
+	q, err := m.svc.Faxes.Quote(ctx, faxes.QuoteRequest{To: deliverable, Pages: 3})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -266,7 +265,7 @@ func TestMachinePaid(t *testing.T) {
 	if o == nil {
 		t.Fatalf("paid: %+v", out.Refusal)
 	}
-	if o.Status != core.FaxQueued || o.Method != "stripe" || o.Currency != "usd" || o.Mode != core.ModeTest || o.Pages != 2 ||
+	if o.Status != faxes.Queued || o.Method != "stripe" || o.Currency != "usd" || o.Mode != core.ModeTest || o.Pages != 2 ||
 		o.RequestID != "req-paid" || !strings.HasPrefix(o.StatusURL, "https://api.faxhub.test/api/v1/machine/faxes/status/fax_") {
 		t.Fatalf("order: %+v", o)
 	}
@@ -282,7 +281,7 @@ func TestMachinePaid(t *testing.T) {
 		t.Fatalf("no delivery job (%d)", n)
 	}
 	f, err := m.Store.GetFaxByID(ctx, o.ID)
-	if err != nil || f.OwnerID != core.MachineOwnerID || f.PaymentMethod != core.PayMachine {
+	if err != nil || f.OwnerID != core.MachineOwnerID || f.PaymentMethod != faxes.PayMachine {
 		t.Fatalf("fax: %+v %v", f, err)
 	}
 
@@ -711,10 +710,8 @@ func newMachineEnvSharing(t *testing.T, m *machineEnv, wrap func(http.RoundTripp
 		t.Fatal(err)
 	}
 	cfg := m.svc.Config()
-	deps := services.Deps{Store: m.Store, Deps: core.Deps{
-		Blobs: nil, Converter: convert.New(convert.Options{}), Destination: phone.New(), Queue: m.Queue,
-		Providers: map[core.Mode]core.FaxProvider{core.ModeTest: simulated.New(simulated.Options{Now: m.clk.Now})},
-	}, MachineBinder: mpp.Binder{}, Machine: []machine.Method{{Method: sm, Mode: core.ModeTest, Currency: "usd", UnitsPerUSD: 100, MinAmount: 50, Refunds: true}}}
+	deps := services.Deps{Store: m.Store, Blobs: nil, Converter: convert.New(convert.Options{}), Destination: phone.New(), Queue: m.Queue,
+		Providers: map[core.Mode]faxes.Provider{core.ModeTest: simulated.New(simulated.Options{Now: m.clk.Now})}, MachineBinder: mpp.Binder{}, Machine: []machine.Method{{Method: sm, Mode: core.ModeTest, Currency: "usd", UnitsPerUSD: 100, MinAmount: 50, Refunds: true}}}
 	blobs, err := blob.Open(ctx, "file://"+filepath.ToSlash(filepath.Join(t.TempDir(), "blobs2")))
 	if err != nil {
 		t.Fatal(err)
@@ -756,11 +753,11 @@ func TestMachineRefunds(t *testing.T) {
 	m := newMachineEnv(t)
 	// A fax that fails: its whole charge goes back, once.
 	out := m.paid(t, machineBody("+12125550103", "req-fail", 2))
-	if err := m.svc.Core.Deliver(ctx, out.Order.ID); err != nil {
+	if err := m.svc.Faxes.Deliver(ctx, out.Order.ID); err != nil {
 		t.Fatal(err)
 	}
 	st := m.fax(t, machineBody("+12125550103", "req-fail", 2))
-	if st.Order.Status != core.FaxFailed || st.Order.Refund != machine.RefundDue {
+	if st.Order.Status != faxes.Failed || st.Order.Refund != machine.RefundDue {
 		t.Fatalf("failed fax: %+v", st.Order)
 	}
 	for range 2 {
@@ -788,7 +785,7 @@ func TestMachineRefunds(t *testing.T) {
 	if tout.Order == nil {
 		t.Fatalf("tempo: %+v", tout.Refusal)
 	}
-	if err := m.svc.Core.Deliver(ctx, tout.Order.ID); err != nil {
+	if err := m.svc.Faxes.Deliver(ctx, tout.Order.ID); err != nil {
 		t.Fatal(err)
 	}
 	if c := m.charge(t, tout.Order.ID); c.RefundState != machine.RefundNotRefundable || c.Status != core.ChargeSucceeded {
@@ -797,7 +794,7 @@ func TestMachineRefunds(t *testing.T) {
 
 	// A partial fax: the unsent pages' share, rounded down.
 	pout := m.paid(t, machineBody("+12125550104", "req-partial", 4))
-	if err := m.svc.Core.Deliver(ctx, pout.Order.ID); err != nil {
+	if err := m.svc.Faxes.Deliver(ctx, pout.Order.ID); err != nil {
 		t.Fatal(err)
 	}
 	pc := m.charge(t, pout.Order.ID)
@@ -806,7 +803,7 @@ func TestMachineRefunds(t *testing.T) {
 	}
 	// A delivered fax: nothing.
 	dout := m.paid(t, machineBody(deliverable, "req-ok", 1))
-	if err := m.svc.Core.Deliver(ctx, dout.Order.ID); err != nil {
+	if err := m.svc.Faxes.Deliver(ctx, dout.Order.ID); err != nil {
 		t.Fatal(err)
 	}
 	if dc := m.charge(t, dout.Order.ID); dc.RefundState != machine.RefundNone {

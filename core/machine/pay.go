@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/faxhub/faxhub/core"
+	"github.com/faxhub/faxhub/core/faxes"
 	"github.com/faxhub/faxhub/core/payments"
 	"github.com/faxhub/faxhub/core/seal"
 )
@@ -135,7 +136,7 @@ func (s *Service) Quote(ctx context.Context, r QuoteRequest) (*Quote, error) {
 	if pages < 1 {
 		return nil, core.Errorf(core.KindInvalid, core.CodeInvalidRequest, "give the document (base64) or its page count (pages ≥ 1)")
 	}
-	q, err := s.core.Quote(ctx, core.QuoteRequest{To: r.To, Pages: pages, Cover: r.Cover})
+	q, err := s.faxes.Quote(ctx, faxes.QuoteRequest{To: r.To, Pages: pages, Cover: r.Cover})
 	if err != nil {
 		return nil, err
 	}
@@ -312,7 +313,7 @@ func (s *Service) newMachineRequest(ctx context.Context, r FaxRequest, secret []
 	if err != nil {
 		return nil, err
 	}
-	q, err := s.core.Quote(ctx, core.QuoteRequest{To: e164, Pages: pages, Cover: r.Cover})
+	q, err := s.faxes.Quote(ctx, faxes.QuoteRequest{To: e164, Pages: pages, Cover: r.Cover})
 	if err != nil {
 		return nil, err
 	}
@@ -806,12 +807,12 @@ func (s *Service) finishPaid(ctx context.Context, claim *Claim, m Method, res pa
 			return s.recordDoublePayment(ctx, tx, claim, m, res, req)
 		}
 		now := s.now()
-		f := &core.Fax{
-			ID: core.NewID(core.PrefixFax), OwnerID: core.MachineOwnerID, Mode: claim.Mode, Status: core.FaxQueued, To: req.Destination,
+		f := &faxes.Fax{
+			ID: core.NewID(core.PrefixFax), OwnerID: core.MachineOwnerID, Mode: claim.Mode, Status: faxes.Queued, To: req.Destination,
 			DocumentID: claim.DocumentID, Pages: req.Pages, Cover: req.Cover, PriceMicros: req.PriceMicros, Currency: core.Currency,
-			PaymentMethod: core.PayMachine, CreatedAt: now, UpdatedAt: now,
+			PaymentMethod: faxes.PayMachine, CreatedAt: now, UpdatedAt: now,
 		}
-		if err := s.core.CreateFax(ctx, tx, core.NewFax{Fax: f}); err != nil {
+		if err := s.faxes.CreateFax(ctx, tx, faxes.NewFax{Fax: f}); err != nil {
 			return err
 		}
 		c := &core.Charge{
@@ -826,7 +827,7 @@ func (s *Service) finishPaid(ctx context.Context, claim *Claim, m Method, res pa
 		if err := tx.FinishMachineClaim(ctx, claim.ChallengeID, ClaimPaid, &f.ID, "", now); err != nil {
 			return err
 		}
-		s.core.Present(f, nil)
+		s.faxes.Present(f, nil)
 		order := s.machineOrder(f, req, c, claim.Method)
 		resp, err := json.Marshal(order)
 		if err != nil {
@@ -906,7 +907,7 @@ func recordMachineCharge(ctx context.Context, tx Tx, c *core.Charge) error {
 }
 
 // machineOrder is the payer's view of a paid machine fax.
-func (s *Service) machineOrder(f *core.Fax, req *Request, c *core.Charge, method string) Order {
+func (s *Service) machineOrder(f *faxes.Fax, req *Request, c *core.Charge, method string) Order {
 	return Order{
 		ID: f.ID, Status: f.Status, To: f.To, Pages: f.Pages, Cover: f.Cover, Mode: f.Mode,
 		Amount: strconv.FormatInt(c.AmountUnits, 10), Currency: c.Currency, Price: core.FormatUSD(f.PriceMicros), Method: method,

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/faxhub/faxhub/core"
+	"github.com/faxhub/faxhub/core/faxes"
 	"github.com/faxhub/faxhub/core/payments"
 )
 
@@ -35,7 +36,7 @@ func NewPayers(methods []Method) *Payers { return &Payers{methods: methods} }
 
 // OwePayer records that refundMicros of the fax's price (all of it, or
 // the unsent pages' share) goes back to the payer.
-func (p *Payers) OwePayer(ctx context.Context, tx core.Tx, o *core.Fax, refundMicros int64) error {
+func (p *Payers) OwePayer(ctx context.Context, tx core.Tx, o *faxes.Fax, refundMicros int64) error {
 	if refundMicros <= 0 || o.PriceMicros <= 0 {
 		return nil
 	}

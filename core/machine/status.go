@@ -77,7 +77,7 @@ func (s *Service) FaxStatus(ctx context.Context, token string) (*Order, error) {
 	if err != nil {
 		return nil, core.StoreErr(err, "charge")
 	}
-	s.core.Present(f, nil)
+	s.faxes.Present(f, nil)
 	o := s.machineOrder(f, &Request{RequestID: c.RequestID}, c, c.Method)
 	// The link shown is the one used: a status page does not mint links.
 	o.StatusURL = s.kc.APIURL + StatusPath + token

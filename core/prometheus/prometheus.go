@@ -17,13 +17,14 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
 	"github.com/faxhub/faxhub/core"
+	"github.com/faxhub/faxhub/core/faxes"
 )
 
 // Options configure Metrics.
 type Options struct {
 	// Snapshot reads the database-wide gauges (core.Service.Snapshot);
 	// nil leaves them out.
-	Snapshot func(ctx context.Context) (*core.Snapshot, error)
+	Snapshot func(ctx context.Context) (*faxes.Snapshot, error)
 	// SnapshotTimeout bounds Snapshot at each scrape (default 2 s): a slow
 	// database makes faxhub_snapshot_up 0, never a hung scrape.
 	SnapshotTimeout time.Duration
@@ -58,15 +59,18 @@ type Metrics struct {
 	// Children of the vectors above, looked up once per label set so the
 	// delivery and upload paths do not build label slices per event.
 	attemptSeries    seriesCache[attemptKey]
-	faxSeries        seriesCache[core.FaxStatus]
+	faxSeries        seriesCache[faxes.Status]
 	conversionSeries seriesCache[conversionKey]
 }
 
-var _ core.Metrics = (*Metrics)(nil)
+var (
+	_ faxes.DeliveryMetrics  = (*Metrics)(nil)
+	_ core.ConversionMetrics = (*Metrics)(nil)
+)
 
 type attemptKey struct {
 	provider string
-	outcome  core.AttemptStatus
+	outcome  faxes.AttemptStatus
 }
 
 type conversionKey struct {
@@ -122,7 +126,7 @@ func New(o Options) *Metrics {
 	m.attemptSeries.build = func(k attemptKey) series {
 		return series{m.attempts.WithLabelValues(k.provider, string(k.outcome)), m.attemptDuration.WithLabelValues(k.provider)}
 	}
-	m.faxSeries.build = func(s core.FaxStatus) series {
+	m.faxSeries.build = func(s faxes.Status) series {
 		return series{m.faxesEnded.WithLabelValues(string(s)), m.deliveryTime.WithLabelValues(string(s))}
 	}
 	m.conversionSeries.build = func(k conversionKey) series {
@@ -189,14 +193,14 @@ func (m *Metrics) ObserveHTTP(route, method, status string, took time.Duration) 
 }
 
 // AttemptEnded implements core.Metrics.
-func (m *Metrics) AttemptEnded(provider string, outcome core.AttemptStatus, took time.Duration) {
+func (m *Metrics) AttemptEnded(provider string, outcome faxes.AttemptStatus, took time.Duration) {
 	s := m.attemptSeries.get(attemptKey{provider, outcome})
 	s.count.Inc()
 	s.time.Observe(took.Seconds())
 }
 
 // FaxEnded implements core.Metrics.
-func (m *Metrics) FaxEnded(state core.FaxStatus, took time.Duration) {
+func (m *Metrics) FaxEnded(state faxes.Status, took time.Duration) {
 	s := m.faxSeries.get(state)
 	s.count.Inc()
 	s.time.Observe(took.Seconds())

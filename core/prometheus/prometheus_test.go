@@ -8,18 +8,19 @@ import (
 	dto "github.com/prometheus/client_model/go"
 
 	"github.com/faxhub/faxhub/core"
+	"github.com/faxhub/faxhub/core/faxes"
 )
 
 // TestEventsDoNotAllocate: once a label set has been seen, recording an
 // event allocates nothing (they run on the delivery and upload paths).
 func TestEventsDoNotAllocate(t *testing.T) {
 	m := New(Options{})
-	m.AttemptEnded("simulated", core.AttemptDelivered, time.Second)
-	m.FaxEnded(core.FaxDelivered, time.Minute)
+	m.AttemptEnded("simulated", faxes.AttemptDelivered, time.Second)
+	m.FaxEnded(faxes.Delivered, time.Minute)
 	m.Converted(core.FilePDF, true, time.Millisecond)
 	if n := testing.AllocsPerRun(100, func() {
-		m.AttemptEnded("simulated", core.AttemptDelivered, time.Second)
-		m.FaxEnded(core.FaxDelivered, time.Minute)
+		m.AttemptEnded("simulated", faxes.AttemptDelivered, time.Second)
+		m.FaxEnded(faxes.Delivered, time.Minute)
 		m.Converted(core.FilePDF, true, time.Millisecond)
 	}); n != 0 {
 		t.Errorf("%v allocations per event, want 0", n)
@@ -45,6 +46,6 @@ func BenchmarkAttemptEnded(b *testing.B) {
 	m := New(Options{})
 	b.ReportAllocs()
 	for b.Loop() {
-		m.AttemptEnded("simulated", core.AttemptDelivered, time.Second)
+		m.AttemptEnded("simulated", faxes.AttemptDelivered, time.Second)
 	}
 }

@@ -7,13 +7,14 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/faxhub/faxhub/core"
+	"github.com/faxhub/faxhub/core/faxes"
 )
 
 // snapshotCollector reads core.Snapshot at each scrape, bounded by a
 // timeout. Every replica reads the same database: aggregate these gauges
 // across replicas with max, never sum.
 type snapshotCollector struct {
-	read    func(ctx context.Context) (*core.Snapshot, error)
+	read    func(ctx context.Context) (*faxes.Snapshot, error)
 	timeout time.Duration
 
 	up, took, faxes, approvals, holdBalances, heldUSD, jobs, jobAge *prometheus.Desc
@@ -21,15 +22,15 @@ type snapshotCollector struct {
 	// Label values reported as zero when absent, so that an alert on them
 	// sees 0 rather than no series.
 	modes     []core.Mode
-	faxStates []core.FaxStatus
+	faxStates []faxes.Status
 	kinds     []core.ApprovalKind
 }
 
-func newSnapshotCollector(read func(ctx context.Context) (*core.Snapshot, error), timeout time.Duration) *snapshotCollector {
+func newSnapshotCollector(read func(ctx context.Context) (*faxes.Snapshot, error), timeout time.Duration) *snapshotCollector {
 	return &snapshotCollector{
 		read: read, timeout: timeout,
 		modes:     []core.Mode{core.ModeTest, core.ModeLive},
-		faxStates: []core.FaxStatus{core.FaxQueued, core.FaxSending},
+		faxStates: []faxes.Status{faxes.Queued, faxes.Sending},
 		kinds: []core.ApprovalKind{
 			core.ApprovalOAuthConsent, core.ApprovalAgentClaim, core.ApprovalDevice, core.ApprovalVerifiedAction,
 			core.ApprovalCreditPurchase, core.ApprovalFaxSend,
@@ -112,9 +113,9 @@ func (c *snapshotCollector) Collect(ch chan<- prometheus.Metric) {
 // readBounded returns by ctx's deadline even if the read does not (a
 // driver stuck below its context): the read finishes on its own, and its
 // answer is dropped.
-func (c *snapshotCollector) readBounded(ctx context.Context) (*core.Snapshot, error) {
+func (c *snapshotCollector) readBounded(ctx context.Context) (*faxes.Snapshot, error) {
 	type result struct {
-		snap *core.Snapshot
+		snap *faxes.Snapshot
 		err  error
 	}
 	done := make(chan result, 1)

@@ -23,6 +23,7 @@ import (
 	"github.com/riverqueue/river/rivertype"
 
 	"github.com/faxhub/faxhub/core"
+	"github.com/faxhub/faxhub/core/faxes"
 )
 
 // Dialects accepted by New and Migrate.
@@ -132,7 +133,7 @@ type SQLTxer interface {
 // RecordProviderOutcome). An insert-only queue needs none.
 type Handlers struct {
 	Deliver func(ctx context.Context, faxID string) error
-	Outcome func(ctx context.Context, faxID, attemptID string, res core.ProviderResult) error
+	Outcome func(ctx context.Context, faxID, attemptID string, res faxes.ProviderResult) error
 	// Numbers and the inbox (optional: a process without them leaves
 	// their jobs to one that has them).
 	OrderNumber func(ctx context.Context, numberID string) error
@@ -307,7 +308,7 @@ func (q *Queue) EnqueueDelivery(ctx context.Context, tx core.Tx, faxID string, a
 
 // ScheduleOutcome inserts a provider_outcome job due at at: the outcome of
 // an accepted attempt, recorded then by whichever process runs it.
-func (q *Queue) ScheduleOutcome(ctx context.Context, at time.Time, faxID, attemptID string, res core.ProviderResult) error {
+func (q *Queue) ScheduleOutcome(ctx context.Context, at time.Time, faxID, attemptID string, res faxes.ProviderResult) error {
 	opts := &river.InsertOpts{}
 	if at.After(time.Now()) {
 		opts.ScheduledAt = ceilMillisecond(at)
@@ -374,7 +375,7 @@ func (w *deliverWorker) Work(ctx context.Context, job *river.Job[deliverArgs]) e
 	if err == nil {
 		return nil
 	}
-	var early *core.NotBeforeError
+	var early *faxes.NotBeforeError
 	if errors.As(err, &early) {
 		return river.JobSnooze(max(time.Until(early.At), 0) + time.Millisecond)
 	}
@@ -388,16 +389,16 @@ func (w *deliverWorker) Work(ctx context.Context, job *river.Job[deliverArgs]) e
 
 // outcomeArgs are a provider_outcome job's arguments.
 type outcomeArgs struct {
-	FaxID     string              `json:"fax_id"`
-	AttemptID string              `json:"attempt_id"`
-	Result    core.ProviderResult `json:"result"`
+	FaxID     string               `json:"fax_id"`
+	AttemptID string               `json:"attempt_id"`
+	Result    faxes.ProviderResult `json:"result"`
 }
 
 func (outcomeArgs) Kind() string { return KindProviderOutcome }
 
 type outcomeWorker struct {
 	river.WorkerDefaults[outcomeArgs]
-	record func(ctx context.Context, faxID, attemptID string, res core.ProviderResult) error
+	record func(ctx context.Context, faxID, attemptID string, res faxes.ProviderResult) error
 }
 
 func (w *outcomeWorker) Work(ctx context.Context, job *river.Job[outcomeArgs]) error {

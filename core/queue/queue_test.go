@@ -20,12 +20,13 @@ import (
 	_ "modernc.org/sqlite"
 
 	"github.com/faxhub/faxhub/core"
+	"github.com/faxhub/faxhub/core/faxes"
 	"github.com/faxhub/faxhub/core/queue"
 	"github.com/faxhub/faxhub/internal/require"
 )
 
 // The real service's Deliver is what cmd/faxhub passes to New.
-var _ func(context.Context, string) error = (*core.Service)(nil).Deliver
+var _ func(context.Context, string) error = (*faxes.Service)(nil).Deliver
 
 // sqlTx stands in for the store's transaction: a core.Tx that exposes its
 // *sql.Tx. The embedded nil core.Tx is never called.
@@ -532,15 +533,15 @@ func TestStopDeadlineCancelsWithoutUsingAnAttempt(t *testing.T) {
 	})
 }
 
-func ignoreOutcome(context.Context, string, string, core.ProviderResult) error { return nil }
+func ignoreOutcome(context.Context, string, string, faxes.ProviderResult) error { return nil }
 
 // A scheduled provider outcome is recorded by a worker once it is due, and
 // not before.
 func TestScheduleOutcome(t *testing.T) {
 	forEach(t, func(t *testing.T, db *sql.DB, dialect string) {
 		got := make(chan time.Time, 1)
-		record := func(_ context.Context, faxID, attemptID string, res core.ProviderResult) error {
-			if faxID != "fax_1" || attemptID != "att_1" || res.Status != core.AttemptDelivered || res.PagesSent != 3 || res.Duration != 2*time.Second {
+		record := func(_ context.Context, faxID, attemptID string, res faxes.ProviderResult) error {
+			if faxID != "fax_1" || attemptID != "att_1" || res.Status != faxes.AttemptDelivered || res.PagesSent != 3 || res.Duration != 2*time.Second {
 				t.Errorf("recorded %s %s %+v", faxID, attemptID, res)
 			}
 			got <- time.Now()
@@ -551,7 +552,7 @@ func TestScheduleOutcome(t *testing.T) {
 			t.Fatal(err)
 		}
 		due := time.Now().Add(300 * time.Millisecond)
-		if err := q.ScheduleOutcome(t.Context(), due, "fax_1", "att_1", core.ProviderResult{Status: core.AttemptDelivered, PagesSent: 3, Duration: 2 * time.Second, ProviderRef: "simfax_1"}); err != nil {
+		if err := q.ScheduleOutcome(t.Context(), due, "fax_1", "att_1", faxes.ProviderResult{Status: faxes.AttemptDelivered, PagesSent: 3, Duration: 2 * time.Second, ProviderRef: "simfax_1"}); err != nil {
 			t.Fatal(err)
 		}
 		if err := q.Start(t.Context()); err != nil {

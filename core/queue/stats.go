@@ -5,10 +5,10 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/faxhub/faxhub/core"
+	"github.com/faxhub/faxhub/core/faxes"
 )
 
-var _ core.QueueStats = (*Queue)(nil)
+var _ faxes.QueueStats = (*Queue)(nil)
 
 // unfinishedStates are River's states of a job that has not ended. The
 // filter on state is the leading column of River's fetch index
@@ -35,7 +35,7 @@ const (
 
 // JobStats counts the unfinished jobs per state and kind, with the age of
 // the oldest waiting (available) and running job.
-func (q *Queue) JobStats(ctx context.Context) ([]core.JobCount, error) {
+func (q *Queue) JobStats(ctx context.Context) ([]faxes.JobCount, error) {
 	query := jobStatsPostgres
 	if q.dialect == DialectSQLite {
 		query = jobStatsSQLite
@@ -45,10 +45,10 @@ func (q *Queue) JobStats(ctx context.Context) ([]core.JobCount, error) {
 		return nil, fmt.Errorf("count jobs: %w", err)
 	}
 	defer rows.Close()
-	var out []core.JobCount
+	var out []faxes.JobCount
 	for rows.Next() {
 		var (
-			c   core.JobCount
+			c   faxes.JobCount
 			age float64
 		)
 		if err := rows.Scan(&c.State, &c.Kind, &c.Count, &age); err != nil {

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/faxhub/faxhub/core"
+	"github.com/faxhub/faxhub/core/faxes"
 	"github.com/faxhub/faxhub/core/services"
 	"github.com/faxhub/faxhub/internal/testenv"
 )
@@ -54,7 +55,7 @@ func TestPurgeRetention(t *testing.T) {
 	}
 	unsentTok, unsent := put()
 	sentTok, sent := put()
-	fax, _, err := e.Svc.Core.SendFax(ctx, p, "purge-1", core.SendFaxRequest{To: "+12125550100", UploadToken: sentTok})
+	fax, _, err := e.Svc.Faxes.Send(ctx, p, "purge-1", faxes.SendRequest{To: "+12125550100", UploadToken: sentTok})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -64,7 +65,7 @@ func TestPurgeRetention(t *testing.T) {
 
 	blobs := &recordingBlobs{}
 	secret := make([]byte, 32)
-	gc, err := services.New(services.Config{Config: core.Config{BaseURL: "http://faxhub.test", UploadSecret: secret, Now: clock.Now}}, services.Deps{Store: e.Store, Deps: core.Deps{Blobs: blobs}})
+	gc, err := services.New(services.Config{Config: core.Config{BaseURL: "http://faxhub.test", UploadSecret: secret, Now: clock.Now}}, services.Deps{Store: e.Store, Blobs: blobs})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -97,9 +98,9 @@ func TestPurgeRetention(t *testing.T) {
 	if _, err := e.Svc.Core.GetDocument(ctx, p, fresh.ID); err != nil {
 		t.Fatalf("a 1-day-old document was purged: %v", err)
 	}
-	_, _, err = e.Svc.Core.SendFax(ctx, p, "purge-2", core.SendFaxRequest{To: "+12125550100", UploadToken: unsentTok})
+	_, _, err = e.Svc.Faxes.Send(ctx, p, "purge-2", faxes.SendRequest{To: "+12125550100", UploadToken: unsentTok})
 	testenv.WantCode(t, err, core.CodeNotFound)
-	if f, err := e.Svc.Core.GetFax(ctx, p, fax.ID); err != nil || f.Status != core.FaxDelivered {
+	if f, err := e.Svc.Faxes.Get(ctx, p, fax.ID); err != nil || f.Status != faxes.Delivered {
 		t.Fatalf("the fax record must stay: %+v %v", f, err)
 	}
 

@@ -8,13 +8,16 @@ package services
 import (
 	"context"
 	"errors"
+	"log/slog"
 
 	"github.com/faxhub/faxhub/core"
 	"github.com/faxhub/faxhub/core/agents"
 	"github.com/faxhub/faxhub/core/checkout"
+	"github.com/faxhub/faxhub/core/faxes"
 	"github.com/faxhub/faxhub/core/hosts"
 	"github.com/faxhub/faxhub/core/inbox"
 	"github.com/faxhub/faxhub/core/machine"
+	"github.com/faxhub/faxhub/core/payments"
 	"github.com/faxhub/faxhub/core/retention"
 	"github.com/faxhub/faxhub/core/tasks"
 )
@@ -23,6 +26,7 @@ import (
 // implementation, core/store, on SQLite and PostgreSQL).
 type Store interface {
 	core.Store
+	faxes.Queries
 	retention.Store
 	machine.Queries
 	tasks.Queries
@@ -36,6 +40,7 @@ type Store interface {
 // store's transaction implements it; each feature asserts its own part).
 type Tx interface {
 	core.Tx
+	faxes.Tx
 	machine.Tx
 	tasks.Tx
 	hosts.Tx
@@ -44,10 +49,47 @@ type Tx interface {
 	inbox.Tx
 }
 
+// Metrics counts what the features observe (core/prometheus): attempts and
+// faxes that end, and conversions.
+type Metrics interface {
+	faxes.DeliveryMetrics
+	core.ConversionMetrics
+}
+
+// Queue is the job queue (core/queue): deliveries, number orders and
+// received faxes are scheduled in the transactions that make them due.
+type Queue interface {
+	core.Queue
+	faxes.DeliveryQueue
+	inbox.Queue
+}
+
 // Deps are the ports the features drive.
 type Deps struct {
-	core.Deps
-	Store Store
+	Store       Store
+	Queue       Queue
+	Blobs       core.BlobStore
+	Converter   core.Converter
+	Destination core.DestinationChecker
+	Prices      *core.PriceTable
+	Logger      *slog.Logger
+	// Signer signs what faxhub asserts to agents (AP2 cart mandates) with
+	// the issuer's key; without it AP2 purchases answer
+	// payment_method_not_configured.
+	Signer core.Signer
+	// PaymentMethods maps each mode to the method that charges AP2 payment
+	// credentials (a card token): the test card in test mode.
+	PaymentMethods map[core.Mode]payments.PaymentMethod
+	// Numbers maps each mode to the provider that rents its numbers (the
+	// simulator in test mode, Telnyx live); a mode without one answers
+	// numbers_not_configured.
+	Numbers map[core.Mode]core.NumberProvider
+	// Providers maps each mode to its fax provider. Test mode must be the
+	// simulated provider; live faxing needs a configured one.
+	Providers map[core.Mode]faxes.Provider
+	// Metrics counts attempts, finished faxes and conversions; nil counts
+	// nothing.
+	Metrics Metrics
 	// AuthState, when the authorization server keeps its state in the same
 	// database, is purged by the garbage collector too.
 	AuthState retention.AuthStatePurger
@@ -77,6 +119,7 @@ type Config struct {
 // Set is every feature service of one process.
 type Set struct {
 	Core      *core.Service
+	Faxes     *faxes.Service
 	Agents    *agents.Service
 	Checkout  *checkout.Service
 	Hosts     *hosts.Service
@@ -91,7 +134,7 @@ type Set struct {
 // Config returns the effective configuration (defaults applied).
 func (s *Set) Config() Config { return s.cfg }
 
-// New builds the feature services.
+// New builds the feature services, each after those it uses.
 func New(cfg Config, deps Deps) (*Set, error) {
 	if deps.Store == nil {
 		return nil, errors.New("services: Store is required")
@@ -99,15 +142,24 @@ func New(cfg Config, deps Deps) (*Set, error) {
 	if len(deps.Machine) > 0 && deps.MachineBinder == nil {
 		return nil, errors.New("services: machine payment methods need a MachineBinder")
 	}
-	deps.Deps.Store = deps.Store
-	if deps.Metrics != nil && deps.Converter != nil {
-		deps.Converter = core.ObservedConverter(deps.Converter, deps.Metrics, cfg.Now)
+	var delivery faxes.DeliveryMetrics
+	if deps.Metrics != nil {
+		delivery = deps.Metrics
+		if deps.Converter != nil {
+			deps.Converter = core.ObservedConverter(deps.Converter, deps.Metrics, cfg.Now)
+		}
 	}
-	deps.PayerRefunds = machine.NewPayers(deps.Machine)
 	// An approval's decision is followed by the feature that asked for it;
 	// the features are built after core, which records the decisions.
 	set := &Set{}
-	deps.Approvals = map[core.ApprovalKind]core.ApprovalHandler{
+	cd := core.Deps{
+		Store: deps.Store, Blobs: deps.Blobs, Converter: deps.Converter, Destination: deps.Destination,
+		Prices: deps.Prices, Logger: deps.Logger, Signer: deps.Signer, PaymentMethods: deps.PaymentMethods, Numbers: deps.Numbers,
+	}
+	if deps.Queue != nil {
+		cd.Queue = deps.Queue
+	}
+	cd.Approvals = map[core.ApprovalKind]core.ApprovalHandler{
 		core.ApprovalCreditPurchase: {Decided: func(ctx context.Context, a *core.Approval, _ bool) error {
 			return set.Tasks.FinishPurchase(ctx, a.ID)
 		}},
@@ -124,36 +176,45 @@ func New(cfg Config, deps Deps) (*Set, error) {
 			return set.Hosts.ApproveSend(ctx, ownerID, a, data)
 		}},
 	}
-	c, err := core.New(cfg.Config, deps.Deps)
+	c, err := core.New(cfg.Config, cd)
 	if err != nil {
 		return nil, err
 	}
 	cfg.Config = c.Config()
 	cfg.Machine.SetDefaults()
+	kc := cfg.Config
+	fx, err := faxes.New(kc, faxes.Deps{
+		Store: deps.Store, Blobs: deps.Blobs, Destination: deps.Destination, Queue: deps.Queue, Providers: deps.Providers,
+		PayerRefunds: machine.NewPayers(deps.Machine), Metrics: delivery, Prices: deps.Prices, Logger: deps.Logger, Core: c,
+	})
+	if err != nil {
+		return nil, err
+	}
 	*set = Set{
-		cfg:  cfg,
-		Core: c,
-		Machine: machine.New(cfg.Machine, cfg.Config, machine.Deps{
+		cfg:   cfg,
+		Core:  c,
+		Faxes: fx,
+		Machine: machine.New(cfg.Machine, kc, machine.Deps{
 			Store: deps.Store, Machine: deps.Machine, Converter: deps.Converter, Destination: deps.Destination,
-			Providers: deps.Providers, Logger: deps.Logger, Core: c, Binder: deps.MachineBinder,
+			Providers: deps.Providers, Logger: deps.Logger, Core: c, Faxes: fx, Binder: deps.MachineBinder,
 		}),
 		Retention: retention.New(cfg.Storage, core.Clock(cfg.Now), retention.Deps{
 			Store: deps.Store, Blobs: deps.Blobs, Documents: c, AuthState: deps.AuthState, Logger: deps.Logger,
 		}),
-		Checkout: checkout.New(cfg.Config, checkout.Deps{
-			Store: deps.Store, Gateways: deps.Checkout, Prices: deps.Prices, Logger: deps.Logger, Core: c,
+		Checkout: checkout.New(kc, checkout.Deps{
+			Store: deps.Store, Gateways: deps.Checkout, Prices: deps.Prices, Logger: deps.Logger, Core: c, Faxes: fx,
 		}),
-		Agents: agents.New(cfg.Config, agents.Deps{Store: deps.Store, Logger: deps.Logger, Core: c}),
-		Hosts: hosts.New(cfg.Config, hosts.Deps{
-			Store: deps.Store, Destination: deps.Destination, Prices: deps.Prices, Logger: deps.Logger, Core: c,
+		Agents: agents.New(kc, agents.Deps{Store: deps.Store, Logger: deps.Logger, Core: c}),
+		Hosts: hosts.New(kc, hosts.Deps{
+			Store: deps.Store, Destination: deps.Destination, Prices: deps.Prices, Logger: deps.Logger, Core: c, Faxes: fx,
 		}),
-		Inbox: inbox.New(cfg.Config, inbox.Deps{
+		Inbox: inbox.New(kc, inbox.Deps{
 			Store: deps.Store, Queue: deps.Queue, Blobs: deps.Blobs, Converter: deps.Converter, Destination: deps.Destination,
-			Providers: deps.Providers, Text: deps.Text, Logger: deps.Logger, Core: c,
+			Providers: deps.Providers, Text: deps.Text, Logger: deps.Logger, Core: c, Faxes: fx,
 		}),
-		Tasks: tasks.New(cfg.Config, tasks.Deps{
+		Tasks: tasks.New(kc, tasks.Deps{
 			Store: deps.Store, Signer: deps.Signer, PaymentMethods: deps.PaymentMethods, Prices: deps.Prices,
-			Logger: deps.Logger, Core: c,
+			Logger: deps.Logger, Core: c, Faxes: fx,
 		}),
 	}
 	return set, nil

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/faxhub/faxhub/core"
+	"github.com/faxhub/faxhub/core/faxes"
 )
 
 const uploadCols = "id, owner_id, mode, content_type, max_bytes, created_at, expires_at, claimed_at, document_id"
@@ -143,7 +144,7 @@ func (x q) UseDocument(ctx context.Context, id string, at time.Time) error {
 	return nil
 }
 
-func (x q) CreateDraft(ctx context.Context, d *core.Draft) error {
+func (x q) CreateDraft(ctx context.Context, d *faxes.Draft) error {
 	err := x.insert(ctx, `INSERT INTO drafts (`+draftCols+`)
 		VALUES (:id, :owner_id, :mode, :document_id, :destination, :country, :cover, :cover_text, :pages, :price_micros, :status, :fax_id, :created_at, :expires_at, :from_number)
 		ON CONFLICT DO NOTHING`, d)
@@ -153,8 +154,8 @@ func (x q) CreateDraft(ctx context.Context, d *core.Draft) error {
 	return nil
 }
 
-func (x q) GetDraft(ctx context.Context, ownerID string, mode core.Mode, id string) (*core.Draft, error) {
-	var d core.Draft
+func (x q) GetDraft(ctx context.Context, ownerID string, mode core.Mode, id string) (*faxes.Draft, error) {
+	var d faxes.Draft
 	if err := x.get(ctx, x.reader(), &d, "SELECT "+draftCols+" FROM drafts WHERE id = ? AND owner_id = ? AND mode = ?", id, ownerID, mode); err != nil {
 		return nil, fmt.Errorf("get draft: %w", err)
 	}
@@ -162,7 +163,7 @@ func (x q) GetDraft(ctx context.Context, ownerID string, mode core.Mode, id stri
 }
 
 func (x q) MarkDraftPaid(ctx context.Context, id, faxID string) error {
-	n, err := x.exec(ctx, "UPDATE drafts SET status = ?, fax_id = ? WHERE id = ? AND status = ?", core.DraftPaid, faxID, id, core.DraftOpen)
+	n, err := x.exec(ctx, "UPDATE drafts SET status = ?, fax_id = ? WHERE id = ? AND status = ?", faxes.DraftPaid, faxID, id, faxes.DraftOpen)
 	if err == nil && n == 0 {
 		err = x.missingOrConflict(ctx, "drafts", "id = ?", id)
 	}

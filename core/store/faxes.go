@@ -7,13 +7,14 @@ import (
 	"time"
 
 	"github.com/faxhub/faxhub/core"
+	"github.com/faxhub/faxhub/core/faxes"
 )
 
 const faxCols = `id, owner_id, mode, status, destination, document_id, pages, cover, cover_text, price_micros, currency,
 	payment_method, pages_sent, attempts, failure_code, failure_reason, draft_id, created_at, updated_at, completed_at,
 	next_attempt_at, from_number`
 
-func (x q) CreateFax(ctx context.Context, o *core.Fax) error {
+func (x q) CreateFax(ctx context.Context, o *faxes.Fax) error {
 	err := x.insert(ctx, `INSERT INTO faxes (`+faxCols+`)
 		VALUES (:id, :owner_id, :mode, :status, :destination, :document_id, :pages, :cover, :cover_text, :price_micros,
 			:currency, :payment_method, :pages_sent, :attempts, :failure_code, :failure_reason, :draft_id, :created_at,
@@ -25,16 +26,16 @@ func (x q) CreateFax(ctx context.Context, o *core.Fax) error {
 	return nil
 }
 
-func (x q) GetFax(ctx context.Context, ownerID string, mode core.Mode, id string) (*core.Fax, error) {
-	var o core.Fax
+func (x q) GetFax(ctx context.Context, ownerID string, mode core.Mode, id string) (*faxes.Fax, error) {
+	var o faxes.Fax
 	if err := x.get(ctx, x.reader(), &o, "SELECT "+faxCols+" FROM faxes WHERE id = ? AND owner_id = ? AND mode = ?", id, ownerID, mode); err != nil {
 		return nil, fmt.Errorf("get fax: %w", err)
 	}
 	return &o, nil
 }
 
-func (x q) GetFaxByID(ctx context.Context, id string) (*core.Fax, error) {
-	var o core.Fax
+func (x q) GetFaxByID(ctx context.Context, id string) (*faxes.Fax, error) {
+	var o faxes.Fax
 	if err := x.get(ctx, x.reader(), &o, "SELECT "+faxCols+" FROM faxes WHERE id = ?", id); err != nil {
 		return nil, fmt.Errorf("get fax: %w", err)
 	}
@@ -50,7 +51,7 @@ type cursor struct {
 // ListFaxes lists newest first. StartingAfter must name a fax of the
 // same owner and mode (ErrNoRows otherwise); the page holds the faxes after
 // it in that fax.
-func (x q) ListFaxes(ctx context.Context, f core.FaxFilter) ([]core.Fax, error) {
+func (x q) ListFaxes(ctx context.Context, f faxes.Filter) ([]faxes.Fax, error) {
 	where, args := "owner_id = ? AND mode = ?", []any{f.OwnerID, f.Mode}
 	if f.Status != "" {
 		where += " AND status = ?"
@@ -65,7 +66,7 @@ func (x q) ListFaxes(ctx context.Context, f core.FaxFilter) ([]core.Fax, error) 
 		where += " AND (created_at < ? OR (created_at = ? AND id < ?))"
 		args = append(args, c.CreatedAt, c.CreatedAt, c.ID)
 	}
-	var out []core.Fax
+	var out []faxes.Fax
 	if err := x.sel(ctx, &out, "SELECT "+faxCols+" FROM faxes WHERE "+where+" ORDER BY created_at DESC, id DESC"+limit(f.Limit), args...); err != nil {
 		return nil, fmt.Errorf("list faxes: %w", err)
 	}
@@ -74,7 +75,7 @@ func (x q) ListFaxes(ctx context.Context, f core.FaxFilter) ([]core.Fax, error) 
 
 // UpdateFax writes o's mutable fields if the stored status is one of from:
 // ErrConflict if it is not, ErrNoRows if there is no such fax.
-func (x q) UpdateFax(ctx context.Context, o *core.Fax, from ...core.FaxStatus) error {
+func (x q) UpdateFax(ctx context.Context, o *faxes.Fax, from ...faxes.Status) error {
 	if len(from) == 0 {
 		return errors.New("update fax: no expected status given")
 	}
@@ -96,7 +97,7 @@ func (x q) UpdateFax(ctx context.Context, o *core.Fax, from ...core.FaxStatus) e
 const attemptCols = `id, fax_id, number, provider, provider_ref, status, failure_code, failure_reason, retryable,
 	pages_sent, duration_ms, started_at, finished_at`
 
-func (x q) CreateAttempt(ctx context.Context, a *core.Attempt) error {
+func (x q) CreateAttempt(ctx context.Context, a *faxes.Attempt) error {
 	err := x.insert(ctx, `INSERT INTO attempts (`+attemptCols+`)
 		VALUES (:id, :fax_id, :number, :provider, :provider_ref, :status, :failure_code, :failure_reason, :retryable,
 			:pages_sent, :duration_ms, :started_at, :finished_at)
@@ -108,7 +109,7 @@ func (x q) CreateAttempt(ctx context.Context, a *core.Attempt) error {
 }
 
 // UpdateAttempt writes the outcome fields of an attempt.
-func (x q) UpdateAttempt(ctx context.Context, a *core.Attempt) error {
+func (x q) UpdateAttempt(ctx context.Context, a *faxes.Attempt) error {
 	n, err := x.exec(ctx, `UPDATE attempts SET provider_ref = ?, status = ?, failure_code = ?, failure_reason = ?,
 		retryable = ?, pages_sent = ?, duration_ms = ?, finished_at = ? WHERE id = ?`,
 		a.ProviderRef, a.Status, a.FailureCode, a.FailureReason, a.Retryable, a.PagesSent, a.DurationMS, a.FinishedAt, a.ID)
@@ -121,8 +122,8 @@ func (x q) UpdateAttempt(ctx context.Context, a *core.Attempt) error {
 	return nil
 }
 
-func (x q) LatestAttempt(ctx context.Context, faxID string) (*core.Attempt, error) {
-	var a core.Attempt
+func (x q) LatestAttempt(ctx context.Context, faxID string) (*faxes.Attempt, error) {
+	var a faxes.Attempt
 	if err := x.get(ctx, x.reader(), &a, "SELECT "+attemptCols+" FROM attempts WHERE fax_id = ? ORDER BY number DESC LIMIT 1", faxID); err != nil {
 		return nil, fmt.Errorf("latest attempt: %w", err)
 	}
@@ -130,8 +131,8 @@ func (x q) LatestAttempt(ctx context.Context, faxID string) (*core.Attempt, erro
 }
 
 // ListAttempts lists a fax's attempts, first first.
-func (x q) ListAttempts(ctx context.Context, faxID string) ([]core.Attempt, error) {
-	var out []core.Attempt
+func (x q) ListAttempts(ctx context.Context, faxID string) ([]faxes.Attempt, error) {
+	var out []faxes.Attempt
 	if err := x.sel(ctx, &out, "SELECT "+attemptCols+" FROM attempts WHERE fax_id = ? ORDER BY number", faxID); err != nil {
 		return nil, fmt.Errorf("list attempts: %w", err)
 	}

@@ -7,9 +7,10 @@ import (
 	"time"
 
 	"github.com/faxhub/faxhub/core"
+	"github.com/faxhub/faxhub/core/faxes"
 )
 
-var _ core.StatsStore = (*DB)(nil)
+var _ faxes.StatsStore = (*DB)(nil)
 
 // Reader is the pool that only reads (on SQLite, apart from the single
 // writer connection), for monitoring queries that must not wait behind
@@ -19,21 +20,21 @@ func (db *DB) Reader() *sql.DB { return db.r.DB }
 // Stats counts what core.Snapshot reports. Each query reads a partial
 // index (faxes_unfinished, approvals_pending: migration 00014) or
 // credit_balances, which has a row per owner and mode, not per event.
-func (db *DB) Stats(ctx context.Context, now time.Time) (*core.Snapshot, error) {
+func (db *DB) Stats(ctx context.Context, now time.Time) (*faxes.Snapshot, error) {
 	x := db.q
-	snap := &core.Snapshot{ApprovalsPending: map[core.ApprovalKind]int64{}, Holds: map[core.Mode]core.HoldTotal{}}
+	snap := &faxes.Snapshot{ApprovalsPending: map[core.ApprovalKind]int64{}, Holds: map[core.Mode]faxes.HoldTotal{}}
 
-	var faxes []struct {
-		Mode   core.Mode      `db:"mode"`
-		Status core.FaxStatus `db:"status"`
-		N      int64          `db:"n"`
+	var unfinished []struct {
+		Mode   core.Mode    `db:"mode"`
+		Status faxes.Status `db:"status"`
+		N      int64        `db:"n"`
 	}
-	if err := x.sel(ctx, &faxes, `SELECT mode, status, count(*) AS n FROM faxes
+	if err := x.sel(ctx, &unfinished, `SELECT mode, status, count(*) AS n FROM faxes
 		WHERE status IN ('queued', 'sending') GROUP BY mode, status`); err != nil {
 		return nil, fmt.Errorf("count unfinished faxes: %w", err)
 	}
-	for _, f := range faxes {
-		snap.Faxes = append(snap.Faxes, core.FaxCount{Mode: f.Mode, State: f.Status, Count: f.N})
+	for _, f := range unfinished {
+		snap.Faxes = append(snap.Faxes, faxes.Count{Mode: f.Mode, State: f.Status, Count: f.N})
 	}
 
 	var approvals []struct {
@@ -58,7 +59,7 @@ func (db *DB) Stats(ctx context.Context, now time.Time) (*core.Snapshot, error) 
 		return nil, fmt.Errorf("sum held credits: %w", err)
 	}
 	for _, h := range holds {
-		snap.Holds[h.Mode] = core.HoldTotal{Balances: h.Balances, Micros: h.Micros}
+		snap.Holds[h.Mode] = faxes.HoldTotal{Balances: h.Balances, Micros: h.Micros}
 	}
 	return snap, nil
 }

@@ -15,6 +15,7 @@ import (
 
 	"github.com/faxhub/faxhub/conformance/storetest"
 	"github.com/faxhub/faxhub/core"
+	"github.com/faxhub/faxhub/core/faxes"
 	"github.com/faxhub/faxhub/internal/require"
 )
 
@@ -275,8 +276,8 @@ func TestMigrateDownUp(t *testing.T) {
 			// between drafts and faxes.
 			o := &core.Owner{ID: "own_1", Email: "a@example.com", CreatedAt: time.Now()}
 			d := &core.Document{ID: "doc_1", OwnerID: o.ID, Mode: core.ModeTest, CreatedAt: time.Now()}
-			dr := &core.Draft{ID: "drf_1", OwnerID: o.ID, Mode: core.ModeTest, DocumentID: d.ID, Status: core.DraftOpen}
-			ord := &core.Fax{ID: "fax_1", OwnerID: o.ID, Mode: core.ModeTest, DocumentID: d.ID, Status: core.FaxQueued, DraftID: &dr.ID}
+			dr := &faxes.Draft{ID: "drf_1", OwnerID: o.ID, Mode: core.ModeTest, DocumentID: d.ID, Status: faxes.DraftOpen}
+			ord := &faxes.Fax{ID: "fax_1", OwnerID: o.ID, Mode: core.ModeTest, DocumentID: d.ID, Status: faxes.Queued, DraftID: &dr.ID}
 			for _, err := range []error{
 				db.CreateOwner(ctx, o), db.CreateDocument(ctx, d), db.CreateDraft(ctx, dr), db.CreateFax(ctx, ord),
 				db.MarkDraftPaid(ctx, dr.ID, ord.ID),

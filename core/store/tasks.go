@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/faxhub/faxhub/core"
+	"github.com/faxhub/faxhub/core/faxes"
 	"github.com/faxhub/faxhub/core/tasks"
 )
 
@@ -92,7 +93,7 @@ func (x q) UpdateCreditPurchase(ctx context.Context, c *tasks.CreditPurchase, fr
 // draft past its expiry is still open on the row; the service decides.
 func (x q) CancelDraft(ctx context.Context, ownerID string, mode core.Mode, id string) error {
 	n, err := x.exec(ctx, "UPDATE drafts SET status = ? WHERE id = ? AND owner_id = ? AND mode = ? AND status = ?",
-		core.DraftCanceled, id, ownerID, mode, core.DraftOpen)
+		faxes.DraftCanceled, id, ownerID, mode, faxes.DraftOpen)
 	if err == nil && n == 0 {
 		err = x.missingOrConflict(ctx, "drafts", "id = ? AND owner_id = ? AND mode = ?", id, ownerID, mode)
 	}

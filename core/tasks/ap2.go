@@ -14,6 +14,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/faxhub/faxhub/core"
+	"github.com/faxhub/faxhub/core/faxes"
 	"github.com/faxhub/faxhub/core/jcs"
 	"github.com/faxhub/faxhub/core/payments"
 	"github.com/faxhub/faxhub/core/seal"
@@ -444,7 +445,7 @@ func (s *Service) purchaseView(ctx context.Context, t *Task, c *CreditPurchase, 
 			v.Message = "The charge failed (" + c.FailureReason + "); nothing was charged."
 		}
 	case PurchaseCanceled:
-		v.State, v.FailureCode = Canceled, cmp.Or(c.FailureCode, core.FailureCanceled)
+		v.State, v.FailureCode = Canceled, cmp.Or(c.FailureCode, faxes.FailureCanceled)
 		v.Message = "This purchase was canceled; nothing was charged."
 	default:
 		return nil, fmt.Errorf("credit purchase %s has unknown status %q", c.ID, c.Status)
@@ -613,7 +614,7 @@ func (s *Service) cancelPurchaseTask(ctx context.Context, p core.Principal, t *T
 		// Approved and being charged: the charge may already be under way.
 		return nil, notCancelable
 	}
-	if err := s.endPurchase(ctx, c, PurchaseCanceled, core.FailureCanceled, ""); err != nil {
+	if err := s.endPurchase(ctx, c, PurchaseCanceled, faxes.FailureCanceled, ""); err != nil {
 		return nil, err
 	}
 	if c.ApprovalID != nil {

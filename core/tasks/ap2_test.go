@@ -105,9 +105,7 @@ func newAP2Env(t *testing.T) *ap2Env {
 	clk := testenv.NewClockAt(time.Date(2026, 11, 1, 12, 0, 0, 0, time.UTC))
 	e := testenv.New(t, testenv.WithoutWorkers(), testenv.WithConfig(func(c *services.Config) { c.Now = clk.Now }))
 	ae := &ap2Env{Env: e, clk: clk, signer: newTestSigner(t), card: &countingCard{}}
-	svc, err := services.New(services.Config{Config: core.Config{BaseURL: "http://faxhub.test", UploadSecret: bytes.Repeat([]byte{7}, 32), Now: clk.Now}}, services.Deps{Store: e.Store, Deps: core.Deps{
-		Signer: ae.signer, PaymentMethods: map[core.Mode]payments.PaymentMethod{core.ModeTest: ae.card},
-	}})
+	svc, err := services.New(services.Config{Config: core.Config{BaseURL: "http://faxhub.test", UploadSecret: bytes.Repeat([]byte{7}, 32), Now: clk.Now}}, services.Deps{Store: e.Store, Signer: ae.signer, PaymentMethods: map[core.Mode]payments.PaymentMethod{core.ModeTest: ae.card}})
 	if err != nil {
 		t.Fatal(err)
 	}

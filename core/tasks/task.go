@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/faxhub/faxhub/core"
+	"github.com/faxhub/faxhub/core/faxes"
 	"github.com/faxhub/faxhub/core/payments"
 )
 
@@ -79,9 +80,9 @@ type View struct {
 
 	// KindFax: the draft (always) and its hosted checkout page; the fax
 	// once paid, with its latest attempt.
-	Draft       *core.DraftView
+	Draft       *faxes.DraftView
 	CheckoutURL string
-	Fax         *core.Fax
+	Fax         *faxes.Fax
 
 	// KindCreditPurchase: the purchase, its signed cart mandate, the page
 	// where the owner approves, and the receipt once charged.
@@ -210,7 +211,7 @@ type Store interface {
 
 // Tx is a transaction of tasks.
 type Tx interface {
-	core.Tx
+	faxes.Tx
 	Queries
 }
 
@@ -226,13 +227,16 @@ type Deps struct {
 	Logger         *slog.Logger
 	// Core drafts, prices and cancels faxes and numbers.
 	Core *core.Service
+	// Faxes creates, prices and reads faxes and drafts.
+	Faxes *faxes.Service
 }
 
 // Service runs agent tasks.
 type Service struct {
-	cfg  core.Config
-	d    Deps
-	core *core.Service
+	cfg   core.Config
+	d     Deps
+	core  *core.Service
+	faxes *faxes.Service
 }
 
 // New returns the task service; cfg is the kernel's configuration
@@ -244,7 +248,7 @@ func New(cfg core.Config, d Deps) *Service {
 	if d.Prices == nil {
 		d.Prices = core.DefaultPriceTable()
 	}
-	return &Service{cfg: cfg, d: d, core: d.Core}
+	return &Service{cfg: cfg, d: d, core: d.Core, faxes: d.Faxes}
 }
 
 func (s *Service) now() time.Time { return core.Clock(s.cfg.Now).Now() }

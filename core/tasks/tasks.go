@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/faxhub/faxhub/core"
+	"github.com/faxhub/faxhub/core/faxes"
 )
 
 // Bounds of what an adapter records on a task.
@@ -37,13 +38,13 @@ func taskLabels(skill, contextID string) (string, error) {
 // owner pays at the checkout page. skill names the adapter's skill (for the
 // record); contextID is the conversation the task belongs to (generated
 // when empty).
-func (s *Service) StartFaxTask(ctx context.Context, p core.Principal, skill, contextID string, r core.CreateDraftRequest) (*View, error) {
+func (s *Service) StartFaxTask(ctx context.Context, p core.Principal, skill, contextID string, r faxes.CreateDraftRequest) (*View, error) {
 	contextID, err := taskLabels(skill, contextID)
 	if err != nil {
 		return nil, err
 	}
 	// CreateDraft authorises fax:draft and checks everything about the fax.
-	d, err := s.core.CreateDraft(ctx, p, r)
+	d, err := s.faxes.CreateDraft(ctx, p, r)
 	if err != nil {
 		return nil, err
 	}
@@ -117,7 +118,7 @@ func (s *Service) Cancel(ctx context.Context, p core.Principal, id string) (*Vie
 
 // DraftCheckoutURL is the page where the owner reviews and pays for
 // exactly this draft.
-func (s *Service) DraftCheckoutURL(d *core.Draft) string {
+func (s *Service) DraftCheckoutURL(d *faxes.Draft) string {
 	return s.cfg.BaseURL + "/console/drafts/" + d.ID + "?mode=" + string(d.Mode)
 }
 
@@ -137,7 +138,7 @@ func (s *Service) agentTask(ctx context.Context, p core.Principal, id string) (*
 
 // taskDraft reads the draft a fax task follows; nil when it is gone (the
 // subject was purged), which the task reads as expired.
-func (s *Service) taskDraft(ctx context.Context, p core.Principal, t *Task) (*core.Draft, error) {
+func (s *Service) taskDraft(ctx context.Context, p core.Principal, t *Task) (*faxes.Draft, error) {
 	d, err := s.d.Store.GetDraft(ctx, p.OwnerID, p.Mode, t.SubjectID)
 	if errors.Is(err, core.ErrNoRows) {
 		return nil, nil
@@ -161,25 +162,25 @@ func (s *Service) faxTaskView(ctx context.Context, p core.Principal, t *Task) (*
 		v.Message = "The draft of this fax is no longer available; nothing was charged. Create a new fax."
 		return v, nil
 	}
-	dv := s.core.ViewDraft(d)
+	dv := s.faxes.ViewDraft(d)
 	v.Draft, v.UpdatedAt = dv, latest(v.UpdatedAt, d.CreatedAt)
 	switch dv.Status {
-	case core.DraftOpen:
+	case faxes.DraftOpen:
 		v.State, v.CheckoutURL = InputRequired, s.DraftCheckoutURL(d)
 		v.Message = fmt.Sprintf("This fax of %d page(s) to %s costs %s %s. The owner pays for it at %s (until %s); "+
 			"nothing is charged to account credits. Poll GetTask to follow it.",
 			d.Pages, d.To, dv.Quote.Amount, core.Currency, v.CheckoutURL, d.ExpiresAt.UTC().Format(time.RFC3339))
-	case core.DraftExpired:
+	case faxes.DraftExpired:
 		v.State, v.FailureCode, v.UpdatedAt = Failed, "draft_expired", latest(v.UpdatedAt, d.ExpiresAt)
 		v.Message = "The draft expired before the owner paid for it; nothing was charged. Create a new fax."
-	case core.DraftCanceled:
+	case faxes.DraftCanceled:
 		v.State, v.FailureCode = Canceled, "canceled"
 		v.Message = "The fax was canceled before it was paid; nothing was charged."
-	case core.DraftPaid:
+	case faxes.DraftPaid:
 		if d.FaxID == nil {
 			return nil, fmt.Errorf("task %s: draft %s is paid but names no fax", t.ID, d.ID)
 		}
-		f, err := s.core.LoadFax(ctx, p, *d.FaxID)
+		f, err := s.faxes.Load(ctx, p, *d.FaxID)
 		if err != nil {
 			return nil, fmt.Errorf("fax of task %s: %w", t.ID, err)
 		}
@@ -196,28 +197,28 @@ func (s *Service) faxTaskView(ctx context.Context, p core.Principal, t *Task) (*
 
 // faxTaskState sets the state and message of a task whose draft was paid
 // from its fax.
-func faxTaskState(v *View, f *core.Fax) {
+func faxTaskState(v *View, f *faxes.Fax) {
 	switch f.Status {
-	case core.FaxQueued:
+	case faxes.Queued:
 		v.State = Working
 		v.Message = fmt.Sprintf("The fax %s to %s is paid and queued for sending. Poll GetTask to follow it.", f.ID, f.To)
 		if f.Attempts > 0 {
 			v.Message = fmt.Sprintf("The fax %s to %s is paid; attempt %d did not get through and a retry is scheduled. Poll GetTask to follow it.", f.ID, f.To, f.Attempts)
 		}
-	case core.FaxSending:
+	case faxes.Sending:
 		v.State = Working
 		v.Message = fmt.Sprintf("The fax %s to %s is being sent. Poll GetTask to follow it.", f.ID, f.To)
-	case core.FaxDelivered:
+	case faxes.Delivered:
 		v.State = Completed
 		v.Message = fmt.Sprintf("The fax %s was delivered to %s: all %d page(s).", f.ID, f.To, f.Pages)
-	case core.FaxPartial:
+	case faxes.Partial:
 		v.State = Completed
 		v.Message = fmt.Sprintf("The fax %s to %s was partly delivered: %d of %d pages delivered. The unsent pages were returned to the owner's credits.",
 			f.ID, f.To, f.PagesSent, f.Pages)
-	case core.FaxFailed:
+	case faxes.Failed:
 		v.State, v.FailureCode = Failed, f.FailureCode
 		v.Message = fmt.Sprintf("The fax %s to %s failed (%s); what was paid was returned to the owner's credits.", f.ID, f.To, f.FailureCode)
-	case core.FaxCanceled:
+	case faxes.Canceled:
 		v.State, v.FailureCode = Canceled, cmp.Or(f.FailureCode, "canceled")
 		v.Message = fmt.Sprintf("The fax %s to %s was canceled before sending; what was paid was returned to the owner's credits.", f.ID, f.To)
 	default:
@@ -237,8 +238,8 @@ func (s *Service) cancelFaxTask(ctx context.Context, p core.Principal, t *Task) 
 		if d == nil {
 			return nil, notCancelable("the draft of this fax is no longer available; nothing was charged")
 		}
-		switch st := s.core.DraftStatus(d); st {
-		case core.DraftOpen:
+		switch st := s.faxes.DraftStatus(d); st {
+		case faxes.DraftOpen:
 			err := s.d.Store.CancelDraft(ctx, p.OwnerID, p.Mode, d.ID)
 			if errors.Is(err, core.ErrConflict) {
 				continue
@@ -248,11 +249,11 @@ func (s *Service) cancelFaxTask(ctx context.Context, p core.Principal, t *Task) 
 			}
 			s.d.Logger.InfoContext(ctx, "fax task canceled", "task_id", t.ID, "draft_id", d.ID, "owner_id", p.OwnerID)
 			return s.faxTaskView(ctx, p, t)
-		case core.DraftPaid:
+		case faxes.DraftPaid:
 			if d.FaxID == nil {
 				return nil, fmt.Errorf("task %s: draft %s is paid but names no fax", t.ID, d.ID)
 			}
-			err := s.core.CancelQueuedFax(ctx, p, *d.FaxID)
+			err := s.faxes.CancelQueued(ctx, p, *d.FaxID)
 			var e *core.Error
 			if errors.As(err, &e) && e.Code == core.CodeFaxNotCancelable {
 				return nil, notCancelable("%s", e.Message).With("faxId", *d.FaxID)

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/faxhub/faxhub/core"
+	"github.com/faxhub/faxhub/core/faxes"
 	"github.com/faxhub/faxhub/core/services"
 	"github.com/faxhub/faxhub/core/store"
 	"github.com/faxhub/faxhub/core/tasks"
@@ -15,7 +16,7 @@ import (
 // startFaxTask starts a fax task of pages pages to to.
 func startFaxTask(t *testing.T, e *testenv.Env, p core.Principal, to string, pages int) *tasks.View {
 	t.Helper()
-	v, err := e.Svc.Tasks.StartFaxTask(ctx, p, "create_fax", "", core.CreateDraftRequest{To: to, UploadToken: e.Upload(t, p, pages)})
+	v, err := e.Svc.Tasks.StartFaxTask(ctx, p, "create_fax", "", faxes.CreateDraftRequest{To: to, UploadToken: e.Upload(t, p, pages)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -89,13 +90,13 @@ func TestFaxTaskDelivered(t *testing.T) {
 	got := getTask(t, e, p, v.ID)
 	wantState(t, "paid", got, tasks.Working, "")
 	// The delivery workers run: the fax may be sending already.
-	if got.Fax == nil || (got.Fax.Status != core.FaxQueued && got.Fax.Status != core.FaxSending) || got.Fax.PaymentMethod != core.PayCheckout {
+	if got.Fax == nil || (got.Fax.Status != faxes.Queued && got.Fax.Status != faxes.Sending) || got.Fax.PaymentMethod != faxes.PayCheckout {
 		t.Fatalf("fax %+v", got.Fax)
 	}
 	e.DrainQueue(t)
 	got = getTask(t, e, p, v.ID)
 	wantState(t, "delivered", got, tasks.Completed, "")
-	if got.Fax.Status != core.FaxDelivered || got.Fax.LatestAttempt == nil || got.Fax.Price == "" {
+	if got.Fax.Status != faxes.Delivered || got.Fax.LatestAttempt == nil || got.Fax.Price == "" {
 		t.Fatalf("fax %+v", got.Fax)
 	}
 }
@@ -220,7 +221,7 @@ func TestFaxTaskScopes(t *testing.T) {
 	}{
 		{"GetTask without fax:read", func() error { _, err := e.Svc.Tasks.Get(ctx, draftOnly, v.ID); return err }},
 		{"StartFaxTask without fax:draft", func() error {
-			_, err := e.Svc.Tasks.StartFaxTask(ctx, readOnly, "create_fax", "", core.CreateDraftRequest{To: "+12125550100", UploadToken: tok})
+			_, err := e.Svc.Tasks.StartFaxTask(ctx, readOnly, "create_fax", "", faxes.CreateDraftRequest{To: "+12125550100", UploadToken: tok})
 			return err
 		}},
 		{"CancelTask without fax:draft", func() error { _, err := e.Svc.Tasks.Cancel(ctx, readOnly, v.ID); return err }},
@@ -243,7 +244,7 @@ func TestFaxTaskScopes(t *testing.T) {
 func TestStartFaxTaskInputs(t *testing.T) {
 	e, _ := testenv.Clocked(t)
 	p := e.Principal(t, e.KeyATest)
-	v, err := e.Svc.Tasks.StartFaxTask(ctx, p, "create_fax", "conversation-7", core.CreateDraftRequest{To: "+12125550100", UploadToken: e.Upload(t, p, 1)})
+	v, err := e.Svc.Tasks.StartFaxTask(ctx, p, "create_fax", "conversation-7", faxes.CreateDraftRequest{To: "+12125550100", UploadToken: e.Upload(t, p, 1)})
 	if err != nil || v.ContextID != "conversation-7" {
 		t.Fatalf("task %+v, %v", v, err)
 	}
@@ -252,10 +253,10 @@ func TestStartFaxTaskInputs(t *testing.T) {
 		{strings.Repeat("s", tasks.MaxSkill+1), ""},
 		{"create_fax", strings.Repeat("c", tasks.MaxContextID+1)},
 	} {
-		_, err := e.Svc.Tasks.StartFaxTask(ctx, p, tc.skill, tc.contextID, core.CreateDraftRequest{To: "+12125550100", UploadToken: tok})
+		_, err := e.Svc.Tasks.StartFaxTask(ctx, p, tc.skill, tc.contextID, faxes.CreateDraftRequest{To: "+12125550100", UploadToken: tok})
 		testenv.WantCode(t, err, core.CodeInvalidRequest)
 	}
-	_, err = e.Svc.Tasks.StartFaxTask(ctx, p, "create_fax", "", core.CreateDraftRequest{To: "+19005550100", UploadToken: tok})
+	_, err = e.Svc.Tasks.StartFaxTask(ctx, p, "create_fax", "", faxes.CreateDraftRequest{To: "+19005550100", UploadToken: tok})
 	testenv.WantCode(t, err, core.CodePremiumDestination)
 }
 
@@ -298,7 +299,7 @@ func TestCancelFaxTask(t *testing.T) {
 			t.Fatal(err)
 		}
 		wantState(t, "canceled", got, tasks.Canceled, "canceled")
-		if got.Fax == nil || got.Fax.Status != core.FaxCanceled {
+		if got.Fax == nil || got.Fax.Status != faxes.Canceled {
 			t.Fatalf("fax %+v", got.Fax)
 		}
 		c := e.Credits(t, p)
@@ -314,8 +315,8 @@ func TestCancelFaxTask(t *testing.T) {
 		v := startFaxTask(t, e, p, "+12125550100", 1)
 		payTask(t, e, p, v)
 		f := getTask(t, e, p, v.ID).Fax
-		f.Status = core.FaxSending
-		if err := e.Store.UpdateFax(ctx, f, core.FaxQueued); err != nil {
+		f.Status = faxes.Sending
+		if err := e.Store.UpdateFax(ctx, f, faxes.Queued); err != nil {
 			t.Fatal(err)
 		}
 		wantState(t, "sending", getTask(t, e, p, v.ID), tasks.Working, "")
@@ -340,8 +341,8 @@ func TestCancelFaxPaidAtCheckoutRefundsCredits(t *testing.T) {
 	payTask(t, e, p, v)
 	f := getTask(t, e, p, v.ID).Fax
 	before := e.Credits(t, p).AvailableMicros
-	got, err := e.Svc.Core.CancelFax(ctx, p, f.ID)
-	if err != nil || got.Status != core.FaxCanceled {
+	got, err := e.Svc.Faxes.Cancel(ctx, p, f.ID)
+	if err != nil || got.Status != faxes.Canceled {
 		t.Fatalf("cancel = %+v, %v", got, err)
 	}
 	if back := e.Credits(t, p).AvailableMicros - before; back != f.PriceMicros {

@@ -20,6 +20,7 @@ import (
 	"github.com/faxhub/faxhub/core/blob"
 	"github.com/faxhub/faxhub/core/checkout"
 	"github.com/faxhub/faxhub/core/convert"
+	"github.com/faxhub/faxhub/core/faxes"
 	"github.com/faxhub/faxhub/core/machine"
 	"github.com/faxhub/faxhub/core/mail"
 	"github.com/faxhub/faxhub/core/payments"
@@ -253,9 +254,9 @@ func (a *App) wire(ctx context.Context) error {
 	// The queue calls the service and the service enqueues on the queue.
 	var svc *services.Set
 	q, err := queue.New(a.DB.SQL(), a.DB.Dialect(), queue.Handlers{
-		Deliver: func(ctx context.Context, faxID string) error { return svc.Core.Deliver(ctx, faxID) },
-		Outcome: func(ctx context.Context, faxID, attemptID string, res core.ProviderResult) error {
-			return svc.Core.RecordProviderOutcome(ctx, faxID, attemptID, res)
+		Deliver: func(ctx context.Context, faxID string) error { return svc.Faxes.Deliver(ctx, faxID) },
+		Outcome: func(ctx context.Context, faxID, attemptID string, res faxes.ProviderResult) error {
+			return svc.Faxes.RecordProviderOutcome(ctx, faxID, attemptID, res)
 		},
 		OrderNumber: func(ctx context.Context, numberID string) error { return svc.Core.OrderNumber(ctx, numberID) },
 		GiveUpNumberOrder: func(ctx context.Context, numberID string, cause error) error {
@@ -305,27 +306,25 @@ func (a *App) wire(ctx context.Context) error {
 	}
 	a.signer = &issuerSigner{}
 	sim := simulated.New(simulated.Options{TimeScale: o.SimTimeScale, Report: q.ScheduleOutcome, ReportNumber: q.ScheduleNumberOutcome})
-	deps := services.Deps{Store: a.DB, AuthState: a.DB, Machine: machine, Checkout: checkouts, MachineBinder: mpp.Binder{},
-		Text: convert.NewTextReader(convert.TextOptions{}), Deps: core.Deps{
-			Blobs:       blobs,
-			Converter:   convert.New(convertOptions(o.Convert, o.Soffice, tmp)),
-			Destination: phone.New(),
-			Queue:       q,
-			// Live faxing needs a real provider account: wireTelnyx adds it
-			// when configured; until then live sends answer
-			// provider_not_configured.
-			Providers: map[core.Mode]core.FaxProvider{core.ModeTest: sim},
-			Numbers:   map[core.Mode]core.NumberProvider{core.ModeTest: sim},
-			// AP2 credit purchases: the test card in test mode; live card
-			// charges come with the payments issue.
-			PaymentMethods: map[core.Mode]payments.PaymentMethod{core.ModeTest: testcard.New()},
-			Signer:         a.signer,
-			Prices:         o.Prices,
-			Logger:         o.Logger,
-		}}
+	deps := services.Deps{Store: a.DB, Queue: q, AuthState: a.DB, Machine: machine, Checkout: checkouts, MachineBinder: mpp.Binder{},
+		Text: convert.NewTextReader(convert.TextOptions{}),
+		// Live faxing needs a real provider account: wireTelnyx adds it
+		// when configured; until then live sends answer
+		// provider_not_configured.
+		Providers:   map[core.Mode]faxes.Provider{core.ModeTest: sim},
+		Blobs:       blobs,
+		Converter:   convert.New(convertOptions(o.Convert, o.Soffice, tmp)),
+		Destination: phone.New(),
+		Numbers:     map[core.Mode]core.NumberProvider{core.ModeTest: sim},
+		// AP2 credit purchases: the test card in test mode; live card
+		// charges come with the payments issue.
+		PaymentMethods: map[core.Mode]payments.PaymentMethod{core.ModeTest: testcard.New()},
+		Signer:         a.signer,
+		Prices:         o.Prices,
+		Logger:         o.Logger}
 	if o.MetricsAddr != "" {
 		mo := prometheus.Options{
-			Snapshot: func(ctx context.Context) (*core.Snapshot, error) { return svc.Core.Snapshot(ctx) },
+			Snapshot: func(ctx context.Context) (*faxes.Snapshot, error) { return svc.Faxes.Snapshot(ctx) },
 		}
 		if a.DB.Dialect() == store.DialectSQLite {
 			mo.WriterStats = func() (int64, int64) { txs, commits, _ := a.DB.WriterStats(); return txs, commits }

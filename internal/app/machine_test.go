@@ -22,6 +22,7 @@ import (
 
 	"github.com/faxhub/faxhub/conformance/storetest"
 	"github.com/faxhub/faxhub/core"
+	"github.com/faxhub/faxhub/core/faxes"
 	machinepay "github.com/faxhub/faxhub/core/machine"
 	"github.com/faxhub/faxhub/core/services"
 	"github.com/faxhub/faxhub/internal/app"
@@ -361,7 +362,7 @@ func TestMachinePaymentOverHTTP(t *testing.T) {
 		}
 		var o machinepay.Order
 		st.json(t, &o)
-		if o.Status == core.FaxDelivered {
+		if o.Status == faxes.Delivered {
 			if o.PagesSent != 2 || o.ID != order.ID {
 				t.Fatalf("delivered order %+v", o)
 			}

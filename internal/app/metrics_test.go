@@ -16,6 +16,7 @@ import (
 	"github.com/prometheus/common/model"
 
 	"github.com/faxhub/faxhub/core"
+	"github.com/faxhub/faxhub/core/faxes"
 	"github.com/faxhub/faxhub/core/provider/simulated"
 	"github.com/faxhub/faxhub/internal/testenv"
 )
@@ -93,7 +94,7 @@ func (m *metricsEnv) sendFax(key string) (int, string) {
 	body := fmt.Sprintf(`{"to":%q,"documentId":%q}`, simulated.TestNumbers()[0].Number, doc.Document.ID)
 	status, b = m.call("POST", "/api/v1/faxes", key, []byte(body),
 		map[string]string{"Content-Type": "application/json", "Idempotency-Key": core.RandomString(12)})
-	var fax core.Fax
+	var fax faxes.Fax
 	if status/100 != 2 || json.Unmarshal(b, &fax) != nil || fax.ID == "" {
 		m.t.Fatalf("send: %d %s", status, b)
 	}
@@ -170,12 +171,12 @@ func (s scraped) value(name string, want map[string]string) float64 {
 	return 0
 }
 
-func (m *metricsEnv) waitForState(key, id string, want core.FaxStatus) {
+func (m *metricsEnv) waitForState(key, id string, want faxes.Status) {
 	m.t.Helper()
 	deadline := time.Now().Add(20 * time.Second)
 	for {
 		status, b := m.call("GET", "/api/v1/faxes/"+id, key, nil, nil)
-		var fax core.Fax
+		var fax faxes.Fax
 		if status == http.StatusOK && json.Unmarshal(b, &fax) == nil && fax.Status == want {
 			return
 		}
@@ -192,7 +193,7 @@ func (m *metricsEnv) waitForState(key, id string, want core.FaxStatus) {
 func TestMetricsAfterASend(t *testing.T) {
 	m := newMetricsEnv(t)
 	status, id := m.sendFax(m.KeyATest)
-	m.waitForState(m.KeyATest, id, core.FaxDelivered)
+	m.waitForState(m.KeyATest, id, faxes.Delivered)
 	if _, err := m.Svc.Core.RequestApproval(t.Context(), core.ApprovalRequest{
 		OwnerID: m.OwnerA.ID, Kind: core.ApprovalAgentClaim, Requester: "metrics test", Summary: "claim", Binding: "x", TTL: time.Hour,
 	}); err != nil {
@@ -375,10 +376,10 @@ func TestMetricsQueueAndUnfinishedFaxes(t *testing.T) {
 
 	// Deliver as the job would (the simulated provider at zero delay
 	// answers at once).
-	if err := m.Svc.Core.Deliver(t.Context(), id); err != nil {
+	if err := m.Svc.Faxes.Deliver(t.Context(), id); err != nil {
 		t.Fatal(err)
 	}
-	m.waitForState(m.KeyATest, id, core.FaxDelivered)
+	m.waitForState(m.KeyATest, id, faxes.Delivered)
 	s = m.scrape()
 	for _, st := range []string{"queued", "sending"} {
 		if got := s.value("faxhub_faxes", map[string]string{"mode": "test", "state": st}); got != 0 {
@@ -400,7 +401,7 @@ func TestMetricsSnapshotBounded(t *testing.T) {
 	ctx, cancel := context.WithCancel(t.Context())
 	cancel()
 	done := make(chan error, 1)
-	go func() { _, err := e.Svc.Core.Snapshot(ctx); done <- err }()
+	go func() { _, err := e.Svc.Faxes.Snapshot(ctx); done <- err }()
 	select {
 	case err := <-done:
 		if err == nil {
@@ -409,7 +410,7 @@ func TestMetricsSnapshotBounded(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("Snapshot with a canceled context did not return")
 	}
-	snap, err := e.Svc.Core.Snapshot(t.Context())
+	snap, err := e.Svc.Faxes.Snapshot(t.Context())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -436,7 +437,7 @@ func TestMetricsDeliveryOutcomes(t *testing.T) {
 		if _, err := m.Svc.Core.ReceiveUpload(ctx, capa.UploadToken, bytes.NewReader(testenv.MinimalPDF(2))); err != nil {
 			t.Fatal(err)
 		}
-		if _, _, err := m.Svc.Core.SendFax(ctx, p, "metrics-"+to, core.SendFaxRequest{To: to, UploadToken: capa.UploadToken}); err != nil {
+		if _, _, err := m.Svc.Faxes.Send(ctx, p, "metrics-"+to, faxes.SendRequest{To: to, UploadToken: capa.UploadToken}); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/faxhub/faxhub/core"
+	"github.com/faxhub/faxhub/core/faxes"
 	"github.com/faxhub/faxhub/core/provider/telnyx"
 	"github.com/faxhub/faxhub/core/services"
 	"github.com/faxhub/faxhub/core/web"
@@ -84,7 +85,7 @@ func (a *App) wireTelnyx(deps *services.Deps) error {
 		return fmt.Errorf("app: %w", err)
 	}
 	if deps.Providers == nil {
-		deps.Providers = map[core.Mode]core.FaxProvider{}
+		deps.Providers = map[core.Mode]faxes.Provider{}
 	}
 	if deps.Numbers == nil {
 		deps.Numbers = map[core.Mode]core.NumberProvider{}
@@ -101,7 +102,7 @@ func (a *App) wireTelnyx(deps *services.Deps) error {
 // configured, a 503 that says so (an event sent there changes nothing).
 func (a *App) telnyxWebhookHandler() http.Handler {
 	if a.telnyxKey != nil {
-		return telnyxhook.NewWebhook(telnyxhook.WebhookConfig{PublicKey: a.telnyxKey, Faxes: a.Svc.Core, Numbers: a.Svc.Core, Inbox: a.Svc.Inbox, Logger: a.Logger})
+		return telnyxhook.NewWebhook(telnyxhook.WebhookConfig{PublicKey: a.telnyxKey, Faxes: a.Svc.Faxes, Numbers: a.Svc.Core, Inbox: a.Svc.Inbox, Logger: a.Logger})
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		web.WriteProblem(w, web.Problem{

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/faxhub/faxhub/core"
+	"github.com/faxhub/faxhub/core/faxes"
 	"github.com/faxhub/faxhub/core/services"
 )
 
@@ -34,7 +35,7 @@ func TestTelnyxAllOrNothing(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			a := &App{Options: Options{Telnyx: tc.o}}
-			deps := services.Deps{Deps: core.Deps{Providers: map[core.Mode]core.FaxProvider{}}}
+			deps := services.Deps{Providers: map[core.Mode]faxes.Provider{}}
 			err := a.wireTelnyx(&deps)
 			if tc.wantErr == "" && err != nil || tc.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tc.wantErr)) {
 				t.Fatalf("err = %v, want one naming %q", err, tc.wantErr)

@@ -11,7 +11,7 @@ import (
 
 	dto "github.com/prometheus/client_model/go"
 
-	"github.com/faxhub/faxhub/core"
+	"github.com/faxhub/faxhub/core/faxes"
 	"github.com/faxhub/faxhub/core/prometheus"
 	"github.com/faxhub/faxhub/core/web"
 )
@@ -113,16 +113,16 @@ func TestSnapshotTimeout(t *testing.T) {
 	t.Cleanup(func() { close(stuck) })
 	for _, c := range []struct {
 		name string
-		read func(ctx context.Context) (*core.Snapshot, error)
+		read func(ctx context.Context) (*faxes.Snapshot, error)
 	}{
-		{"honours its context", func(ctx context.Context) (*core.Snapshot, error) {
+		{"honours its context", func(ctx context.Context) (*faxes.Snapshot, error) {
 			<-ctx.Done()
 			return nil, ctx.Err()
 		}},
-		{"fails", func(ctx context.Context) (*core.Snapshot, error) { return nil, errors.New("database down") }},
-		{"ignores its context", func(ctx context.Context) (*core.Snapshot, error) {
+		{"fails", func(ctx context.Context) (*faxes.Snapshot, error) { return nil, errors.New("database down") }},
+		{"ignores its context", func(ctx context.Context) (*faxes.Snapshot, error) {
 			<-stuck
-			return &core.Snapshot{}, nil
+			return &faxes.Snapshot{}, nil
 		}},
 	} {
 		t.Run(c.name, func(t *testing.T) {

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/faxhub/faxhub/core"
+	"github.com/faxhub/faxhub/core/faxes"
 	"github.com/faxhub/faxhub/core/inbox"
 	"github.com/faxhub/faxhub/core/provider/telnyx"
 	"github.com/faxhub/faxhub/internal/telnyxstandin"
@@ -22,12 +23,12 @@ import (
 
 // sink hands every core call to a channel.
 type sink struct {
-	outcomes chan core.ProviderResult
+	outcomes chan faxes.ProviderResult
 	orders   chan core.NumberOrderResult
 	inbound  chan inbox.InboundNotice
 }
 
-func (s *sink) RecordProviderOutcome(_ context.Context, _, _ string, res core.ProviderResult) error {
+func (s *sink) RecordProviderOutcome(_ context.Context, _, _ string, res faxes.ProviderResult) error {
 	s.outcomes <- res
 	return nil
 }
@@ -53,7 +54,7 @@ type rig struct {
 
 func newRig(t *testing.T) *rig {
 	t.Helper()
-	sk := &sink{outcomes: make(chan core.ProviderResult, 16), orders: make(chan core.NumberOrderResult, 16), inbound: make(chan inbox.InboundNotice, 16)}
+	sk := &sink{outcomes: make(chan faxes.ProviderResult, 16), orders: make(chan core.NumberOrderResult, 16), inbound: make(chan inbox.InboundNotice, 16)}
 	seed := bytes.Repeat([]byte{3}, ed25519.SeedSize)
 	hook := httptest.NewServer(telnyxhook.NewWebhook(telnyxhook.WebhookConfig{PublicKey: ed25519.NewKeyFromSeed(seed).Public().(ed25519.PublicKey), Faxes: sk, Numbers: sk, Inbox: sk}))
 	t.Cleanup(hook.Close)
@@ -85,11 +86,11 @@ func newRig(t *testing.T) *rig {
 
 func (r *rig) send(t *testing.T, to, media string) string {
 	t.Helper()
-	res, err := r.p.Send(context.Background(), core.ProviderRequest{FaxID: "fax_1", AttemptID: "att_1", To: to, MediaURL: media})
+	res, err := r.p.Send(context.Background(), faxes.ProviderRequest{FaxID: "fax_1", AttemptID: "att_1", To: to, MediaURL: media})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res.Status != core.AttemptSending || res.ProviderRef == "" {
+	if res.Status != faxes.AttemptSending || res.ProviderRef == "" {
 		t.Fatalf("send: %+v", res)
 	}
 	return res.ProviderRef
@@ -110,18 +111,18 @@ func TestOutcomesByDestination(t *testing.T) {
 	r := newRig(t)
 	for _, tc := range []struct {
 		to, media string
-		status    core.AttemptStatus
+		status    faxes.AttemptStatus
 		code      string
 		pages     int
 	}{
-		{"+12125550100", r.media, core.AttemptDelivered, "", 4},
-		{"+12125550101", r.media, core.AttemptFailed, core.FailureBusy, 0},
-		{"+12125550102", r.media, core.AttemptFailed, core.FailureNoAnswer, 0},
-		{"+12125550103", r.media, core.AttemptFailed, core.FailureNotAFax, 0},
-		{"+12125550104", r.media, core.AttemptPartial, core.FailureCallDropped, 2},
-		{"+12125550105", r.media, core.AttemptFailed, core.FailureSignaling, 0},
-		{"+12125550108", r.media, core.AttemptFailed, core.FailureInvalidNumber, 0},
-		{"+12125550100", r.redirs, core.AttemptFailed, core.FailureMedia, 0},
+		{"+12125550100", r.media, faxes.AttemptDelivered, "", 4},
+		{"+12125550101", r.media, faxes.AttemptFailed, faxes.FailureBusy, 0},
+		{"+12125550102", r.media, faxes.AttemptFailed, faxes.FailureNoAnswer, 0},
+		{"+12125550103", r.media, faxes.AttemptFailed, faxes.FailureNotAFax, 0},
+		{"+12125550104", r.media, faxes.AttemptPartial, faxes.FailureCallDropped, 2},
+		{"+12125550105", r.media, faxes.AttemptFailed, faxes.FailureSignaling, 0},
+		{"+12125550108", r.media, faxes.AttemptFailed, faxes.FailureInvalidNumber, 0},
+		{"+12125550100", r.redirs, faxes.AttemptFailed, faxes.FailureMedia, 0},
 	} {
 		ref := r.send(t, tc.to, tc.media)
 		got := wait(t, r.sink.outcomes)
@@ -133,15 +134,15 @@ func TestOutcomesByDestination(t *testing.T) {
 
 func TestSendRefusals(t *testing.T) {
 	r := newRig(t)
-	res, err := r.p.Send(context.Background(), core.ProviderRequest{FaxID: "fax_1", AttemptID: "att_1", To: "+12125550107", MediaURL: r.media})
-	if err != nil || res.FailureCode != core.FailureInvalidNumber {
+	res, err := r.p.Send(context.Background(), faxes.ProviderRequest{FaxID: "fax_1", AttemptID: "att_1", To: "+12125550107", MediaURL: r.media})
+	if err != nil || res.FailureCode != faxes.FailureInvalidNumber {
 		t.Errorf("invalid number: %+v %v", res, err)
 	}
-	if _, err := r.p.Send(context.Background(), core.ProviderRequest{FaxID: "fax_1", AttemptID: "att_1", To: "+12125550106", MediaURL: r.media}); err == nil {
+	if _, err := r.p.Send(context.Background(), faxes.ProviderRequest{FaxID: "fax_1", AttemptID: "att_1", To: "+12125550106", MediaURL: r.media}); err == nil {
 		t.Error("an API error was not an error")
 	}
 	bad, _ := telnyx.New(telnyx.Config{APIKey: "KEYwrong", ConnectionID: "conn", DefaultFrom: "+12125550199", APIURL: r.api})
-	if _, err := bad.Send(context.Background(), core.ProviderRequest{FaxID: "fax_1", AttemptID: "att_1", To: "+12125550100", MediaURL: r.media}); err == nil || !strings.Contains(err.Error(), "401") {
+	if _, err := bad.Send(context.Background(), faxes.ProviderRequest{FaxID: "fax_1", AttemptID: "att_1", To: "+12125550100", MediaURL: r.media}); err == nil || !strings.Contains(err.Error(), "401") {
 		t.Errorf("a wrong key: %v", err)
 	}
 }
@@ -154,7 +155,7 @@ func TestCancel(t *testing.T) {
 	if err := r.p.CancelSend(context.Background(), ref); err != nil {
 		t.Fatal(err)
 	}
-	if got := wait(t, r.sink.outcomes); got.FailureCode != core.FailureCanceled {
+	if got := wait(t, r.sink.outcomes); got.FailureCode != faxes.FailureCanceled {
 		t.Errorf("outcome %+v", got)
 	}
 	if err := r.p.CancelSend(context.Background(), ref); err == nil {

@@ -15,6 +15,7 @@ import (
 	"github.com/a2aproject/a2a-go/v2/a2asrv"
 
 	"github.com/faxhub/faxhub/core"
+	"github.com/faxhub/faxhub/core/faxes"
 	"github.com/faxhub/faxhub/core/inbox"
 	"github.com/faxhub/faxhub/core/tasks"
 )
@@ -174,7 +175,7 @@ func (rh *requestHandler) runSkill(ctx context.Context, p core.Principal, msg *a
 		if pages < 1 {
 			return nil, invalidParams("pages must be at least 1", map[string]any{"skill": s.ID, "field": "pages"})
 		}
-		q, err := svc.Core.Quote(ctx, core.QuoteRequest{To: a.To, Pages: pages, Cover: a.Cover})
+		q, err := svc.Faxes.Quote(ctx, faxes.QuoteRequest{To: a.To, Pages: pages, Cover: a.Cover})
 		if err != nil {
 			return nil, rh.fail(ctx, s.ID, err, targetSkill)
 		}
@@ -194,19 +195,19 @@ func (rh *requestHandler) runSkill(ctx context.Context, p core.Principal, msg *a
 			"uploadPageUrl": page + "#" + c.UploadToken, "method": c.Method,
 			"expiresAt": rfc3339(c.ExpiresAt), "maxBytes": c.MaxBytes}), nil
 	case *createFaxArgs:
-		tv, err := svc.Tasks.StartFaxTask(ctx, p, s.ID, msg.ContextID, core.CreateDraftRequest{To: a.To, UploadToken: a.UploadToken, Cover: a.Cover, CoverText: a.CoverText, From: a.From})
+		tv, err := svc.Tasks.StartFaxTask(ctx, p, s.ID, msg.ContextID, faxes.CreateDraftRequest{To: a.To, UploadToken: a.UploadToken, Cover: a.Cover, CoverText: a.CoverText, From: a.From})
 		if err != nil {
 			return nil, rh.fail(ctx, s.ID, err, targetSkill)
 		}
 		return renderTask(tv), nil
 	case *getFaxArgs:
-		f, err := svc.Core.GetFax(ctx, p, a.FaxID)
+		f, err := svc.Faxes.Get(ctx, p, a.FaxID)
 		if err != nil {
 			return nil, rh.fail(ctx, s.ID, err, targetSkill)
 		}
 		return reply(msg, faxView(f)), nil
 	case *listFaxesArgs:
-		page, err := svc.Core.ListFaxes(ctx, p, a.Status, a.StartingAfter, a.Limit)
+		page, err := svc.Faxes.List(ctx, p, a.Status, a.StartingAfter, a.Limit)
 		if err != nil {
 			return nil, rh.fail(ctx, s.ID, err, targetSkill)
 		}

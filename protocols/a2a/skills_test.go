@@ -9,6 +9,7 @@ import (
 	"github.com/a2aproject/a2a-go/v2/a2a"
 
 	"github.com/faxhub/faxhub/core"
+	"github.com/faxhub/faxhub/core/faxes"
 	"github.com/faxhub/faxhub/internal/testenv"
 )
 
@@ -91,7 +92,7 @@ func TestImmediateSkills(t *testing.T) {
 }
 
 // sendFaxWithCredits queues a 1-page fax to +12125550100 the REST way.
-func sendFaxWithCredits(t *testing.T, e *env, p core.Principal) *core.Fax {
+func sendFaxWithCredits(t *testing.T, e *env, p core.Principal) *faxes.Fax {
 	t.Helper()
 	ctx := t.Context()
 	up, err := e.a.Svc.Core.CreateUpload(ctx, p, "", 0)
@@ -101,11 +102,11 @@ func sendFaxWithCredits(t *testing.T, e *env, p core.Principal) *core.Fax {
 	if _, err := e.a.Svc.Core.ReceiveUpload(ctx, up.UploadToken, bytes.NewReader(testenv.MinimalPDF(1))); err != nil {
 		t.Fatal(err)
 	}
-	d, err := e.a.Svc.Core.CreateDraft(ctx, p, core.CreateDraftRequest{To: "+12125550100", UploadToken: up.UploadToken})
+	d, err := e.a.Svc.Faxes.CreateDraft(ctx, p, faxes.CreateDraftRequest{To: "+12125550100", UploadToken: up.UploadToken})
 	if err != nil {
 		t.Fatal(err)
 	}
-	f, _, err := e.a.Svc.Core.SendDraft(ctx, p, d.ID)
+	f, _, err := e.a.Svc.Faxes.SendDraft(ctx, p, d.ID)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,6 +7,7 @@ import (
 	"github.com/a2aproject/a2a-go/v2/a2a"
 
 	"github.com/faxhub/faxhub/core"
+	"github.com/faxhub/faxhub/core/faxes"
 	"github.com/faxhub/faxhub/core/tasks"
 )
 
@@ -100,7 +101,7 @@ func quoteView(q core.Quote) quoteOut {
 		Amount: q.Amount, AmountCents: q.Cents, Currency: q.Currency, Tariff: q.Tariff}
 }
 
-func faxView(o *core.Fax) faxOut {
+func faxView(o *faxes.Fax) faxOut {
 	f := faxOut{
 		FaxID: o.ID, Status: string(o.Status), To: o.To, Pages: o.Pages, PagesSent: o.PagesSent, Price: o.Price,
 		Currency: o.Currency, PaymentMethod: string(o.PaymentMethod), Attempts: o.Attempts,
@@ -145,7 +146,7 @@ func renderTask(tv *tasks.View) *a2a.Task {
 			fax := faxView(tv.Fax)
 			if tv.State == tasks.Completed {
 				desc := "the fax as delivered"
-				if tv.Fax.Status == core.FaxPartial {
+				if tv.Fax.Status == faxes.Partial {
 					desc = "the fax, partly delivered: see pagesSent"
 				}
 				t.Artifacts = append(t.Artifacts, artifact(artifactFax, desc, fax))

@@ -148,7 +148,7 @@ func TestFaxTask(t *testing.T) {
 	if paid.Status.State != a2a.TaskStateWorking || data["status"] != "queued" || faxID == "" {
 		t.Fatalf("paid task %+v %v", paid.Status, data)
 	}
-	if err := e.a.Svc.Core.Deliver(t.Context(), faxID); err != nil {
+	if err := e.a.Svc.Faxes.Deliver(t.Context(), faxID); err != nil {
 		t.Fatal(err)
 	}
 	done := getTask(t, c, task.ID)
@@ -238,7 +238,7 @@ func TestFaxTaskOutcomes(t *testing.T) {
 		task := asTask(t, res, err)
 		pay(t, w, artifactData(task, "fax-draft")["checkoutUrl"].(string))
 		_, data := statusData(t, getTask(t, c, task.ID))
-		if err := e.a.Svc.Core.Deliver(t.Context(), data["faxId"].(string)); err != nil {
+		if err := e.a.Svc.Faxes.Deliver(t.Context(), data["faxId"].(string)); err != nil {
 			t.Fatal(err)
 		}
 		got := getTask(t, c, task.ID)

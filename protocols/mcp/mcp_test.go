@@ -382,7 +382,7 @@ func TestToolsAndJourney(t *testing.T) {
 	if !f.AlreadyPaid || f.PaymentMethod != "checkout" || f.Status != "queued" {
 		t.Fatalf("send after checkout = %+v", f)
 	}
-	if err := e.a.Svc.Core.Deliver(ctx, f.FaxID); err != nil {
+	if err := e.a.Svc.Faxes.Deliver(ctx, f.FaxID); err != nil {
 		t.Fatal(err)
 	}
 	var st faxOut

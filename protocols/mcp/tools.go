@@ -12,6 +12,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/faxhub/faxhub/core"
+	"github.com/faxhub/faxhub/core/faxes"
 )
 
 // MaxInlineBytes is the largest file create_upload takes inline as base64
@@ -241,7 +242,7 @@ func (h *Handler) toolError(ctx context.Context, tool string, err error) error {
 	case core.CodeInsufficientCredits:
 		if id, _ := e.Fields["draftId"].(string); id != "" {
 			mode, _ := e.Fields["mode"].(string)
-			msg += ". Nothing was charged. The owner can pay for this fax directly at " + h.svc.Tasks.DraftCheckoutURL(&core.Draft{ID: id, Mode: core.Mode(mode)}) + " or buy credits with create_credit_checkout."
+			msg += ". Nothing was charged. The owner can pay for this fax directly at " + h.svc.Tasks.DraftCheckoutURL(&faxes.Draft{ID: id, Mode: core.Mode(mode)}) + " or buy credits with create_credit_checkout."
 		}
 	case core.CodeUnknownPack:
 		msg += fmt.Sprintf(" (packs: %v)", e.Fields["packs"])
@@ -312,14 +313,14 @@ func (h *Handler) createDraft(ctx context.Context, _ *mcp.CallToolRequest, in cr
 	if in.UploadToken == "" {
 		return nil, draftOut{}, errors.New("invalid_request: uploadToken is required; call create_upload first and upload the file")
 	}
-	d, err := h.svc.Core.CreateDraft(ctx, p, core.CreateDraftRequest{To: in.To, UploadToken: in.UploadToken, Cover: in.Cover, CoverText: in.CoverText, From: in.From})
+	d, err := h.svc.Faxes.CreateDraft(ctx, p, faxes.CreateDraftRequest{To: in.To, UploadToken: in.UploadToken, Cover: in.Cover, CoverText: in.CoverText, From: in.From})
 	if err != nil {
 		return nil, draftOut{}, h.toolError(ctx, tool, err)
 	}
 	return nil, h.draftView(d), nil
 }
 
-func (h *Handler) draftView(d *core.DraftView) draftOut {
+func (h *Handler) draftView(d *faxes.DraftView) draftOut {
 	return draftOut{
 		DraftID: d.ID, Mode: string(d.Mode), Status: string(d.Status), To: d.To, From: d.From, Pages: d.Pages, Cover: d.Cover,
 		Quote: quoteView(d.Quote), CheckoutURL: h.svc.Tasks.DraftCheckoutURL(&d.Draft), ExpiresAt: rfc3339(d.ExpiresAt),
@@ -341,14 +342,14 @@ func (h *Handler) validate(ctx context.Context, _ *mcp.CallToolRequest, in valid
 	if in.Pages < 0 {
 		return nil, quoteOut{}, errors.New("invalid_request: pages must be positive")
 	}
-	q, err := h.svc.Core.Quote(ctx, core.QuoteRequest{To: in.To, Pages: in.Pages, Cover: in.Cover})
+	q, err := h.svc.Faxes.Quote(ctx, faxes.QuoteRequest{To: in.To, Pages: in.Pages, Cover: in.Cover})
 	if err != nil {
 		return nil, quoteOut{}, h.toolError(ctx, tool, err)
 	}
 	return nil, quoteView(q), nil
 }
 
-func faxView(o *core.Fax) faxOut {
+func faxView(o *faxes.Fax) faxOut {
 	f := faxOut{
 		FaxID: o.ID, Status: string(o.Status), To: o.To, From: o.From, Pages: o.Pages, PagesSent: o.PagesSent, Price: o.Price,
 		Currency: o.Currency, PaymentMethod: string(o.PaymentMethod), Attempts: o.Attempts,
@@ -372,7 +373,7 @@ func (h *Handler) sendFax(ctx context.Context, _ *mcp.CallToolRequest, in sendIn
 	if in.DraftID == "" {
 		return nil, faxOut{}, errors.New("invalid_request: draftId is required; call create_fax_draft first")
 	}
-	o, replayed, err := h.svc.Core.SendDraft(ctx, p, in.DraftID)
+	o, replayed, err := h.svc.Faxes.SendDraft(ctx, p, in.DraftID)
 	if err != nil {
 		return nil, faxOut{}, h.toolError(ctx, tool, err)
 	}
@@ -387,7 +388,7 @@ func (h *Handler) getFax(ctx context.Context, _ *mcp.CallToolRequest, in getFaxI
 	if err != nil {
 		return nil, faxOut{}, h.toolError(ctx, tool, err)
 	}
-	o, err := h.svc.Core.GetFax(ctx, p, in.FaxID)
+	o, err := h.svc.Faxes.Get(ctx, p, in.FaxID)
 	if err != nil {
 		return nil, faxOut{}, h.toolError(ctx, tool, err)
 	}
@@ -400,7 +401,7 @@ func (h *Handler) listFaxes(ctx context.Context, _ *mcp.CallToolRequest, in list
 	if err != nil {
 		return nil, listFaxesOut{}, h.toolError(ctx, tool, err)
 	}
-	page, err := h.svc.Core.ListFaxes(ctx, p, in.Status, in.StartingAfter, in.Limit)
+	page, err := h.svc.Faxes.List(ctx, p, in.Status, in.StartingAfter, in.Limit)
 	if err != nil {
 		return nil, listFaxesOut{}, h.toolError(ctx, tool, err)
 	}

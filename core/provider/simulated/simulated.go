@@ -25,6 +25,7 @@ import (
 	"time"
 
 	"github.com/faxhub/faxhub/core"
+	"github.com/faxhub/faxhub/core/faxes"
 )
 
 // Name is the provider name recorded on attempts.
@@ -108,7 +109,7 @@ type Options struct {
 	// call ends. It must be durable; reporting one attempt twice is
 	// harmless (core ignores a duplicate report). Needed when TimeScale is
 	// above 0.
-	Report func(ctx context.Context, at time.Time, faxID, attemptID string, res core.ProviderResult) error
+	Report func(ctx context.Context, at time.Time, faxID, attemptID string, res faxes.ProviderResult) error
 	// ReportNumber schedules the answer to a number order for the moment
 	// provisioning ends; durable like Report. Needed when TimeScale is
 	// above 0 and numbers are ordered.
@@ -120,12 +121,12 @@ type Options struct {
 // Provider is the simulated fax provider.
 type Provider struct {
 	scale        float64
-	report       func(ctx context.Context, at time.Time, faxID, attemptID string, res core.ProviderResult) error
+	report       func(ctx context.Context, at time.Time, faxID, attemptID string, res faxes.ProviderResult) error
 	reportNumber func(ctx context.Context, at time.Time, provider, orderRef string, res core.NumberOrderResult) error
 	now          func() time.Time
 }
 
-var _ core.FaxProvider = (*Provider)(nil)
+var _ faxes.Provider = (*Provider)(nil)
 
 // New returns a simulated provider.
 func New(opts Options) *Provider {
@@ -143,11 +144,11 @@ func (p *Provider) Name() string { return Name }
 // would fetch it, accepts the call under a reference derived from the
 // attempt id, and schedules the call's outcome (or, for a call of zero
 // duration, returns it).
-func (p *Provider) Send(ctx context.Context, req core.ProviderRequest) (core.ProviderResult, error) {
+func (p *Provider) Send(ctx context.Context, req faxes.ProviderRequest) (faxes.ProviderResult, error) {
 	pages := max(req.Pages, 1)
 	outcome := OutcomeFor(req.To)
 	if outcome == OutcomeProviderError || outcome == OutcomeProviderErrorOnce && req.Attempt <= 1 {
-		return core.ProviderResult{}, fmt.Errorf("simulated provider error: the fax API answered 503 Service Unavailable for %s (attempt %d)", req.To, req.Attempt)
+		return faxes.ProviderResult{}, fmt.Errorf("simulated provider error: the fax API answered 503 Service Unavailable for %s (attempt %d)", req.To, req.Attempt)
 	}
 
 	if res, ok, err := p.checkDocument(ctx, req); err != nil || !ok {
@@ -155,40 +156,40 @@ func (p *Provider) Send(ctx context.Context, req core.ProviderRequest) (core.Pro
 	}
 
 	var d time.Duration
-	res := core.ProviderResult{ProviderRef: Ref(req.AttemptID), Status: core.AttemptFailed}
+	res := faxes.ProviderResult{ProviderRef: Ref(req.AttemptID), Status: faxes.AttemptFailed}
 	switch outcome {
 	case OutcomeBusy:
 		d = busyTime
-		res.FailureCode, res.FailureReason, res.Retryable = core.FailureBusy, "the line was busy", true
+		res.FailureCode, res.FailureReason, res.Retryable = faxes.FailureBusy, "the line was busy", true
 	case OutcomeNoAnswer:
 		d = noAnswerTime
-		res.FailureCode, res.FailureReason, res.Retryable = core.FailureNoAnswer, "no one answered after ten rings", true
+		res.FailureCode, res.FailureReason, res.Retryable = faxes.FailureNoAnswer, "no one answered after ten rings", true
 	case OutcomeNotAFax:
 		d = notAFaxTime
-		res.FailureCode, res.FailureReason = core.FailureNotAFax, "the call was answered, but not by a fax machine"
+		res.FailureCode, res.FailureReason = faxes.FailureNotAFax, "the call was answered, but not by a fax machine"
 	case OutcomePartial:
 		sent := pages / 2
 		if pages > 1 {
 			sent = max(sent, 1)
 		}
 		d = connectTime + time.Duration(sent)*perPageTime + hangupTime
-		res.Status, res.PagesSent = core.AttemptPartial, sent
-		res.FailureCode, res.FailureReason = core.FailureCallDropped, fmt.Sprintf("the call dropped after page %d of %d", sent, pages)
+		res.Status, res.PagesSent = faxes.AttemptPartial, sent
+		res.FailureCode, res.FailureReason = faxes.FailureCallDropped, fmt.Sprintf("the call dropped after page %d of %d", sent, pages)
 	default:
 		d = connectTime + time.Duration(pages)*perPageTime + hangupTime
-		res.Status, res.PagesSent = core.AttemptDelivered, pages
+		res.Status, res.PagesSent = faxes.AttemptDelivered, pages
 	}
 	res.Duration = p.scaled(d)
 	if res.Duration <= 0 {
 		return res, nil
 	}
 	if p.report == nil {
-		return core.ProviderResult{}, errors.New("simulated provider: no Report function to deliver outcomes with")
+		return faxes.ProviderResult{}, errors.New("simulated provider: no Report function to deliver outcomes with")
 	}
 	if err := p.report(ctx, p.now().Add(res.Duration), req.FaxID, req.AttemptID, res); err != nil {
-		return core.ProviderResult{}, fmt.Errorf("simulated fax to %s: schedule its outcome: %w", req.To, err)
+		return faxes.ProviderResult{}, fmt.Errorf("simulated fax to %s: schedule its outcome: %w", req.To, err)
 	}
-	return core.ProviderResult{Status: core.AttemptSending, ProviderRef: res.ProviderRef}, nil
+	return faxes.ProviderResult{Status: faxes.AttemptSending, ProviderRef: res.ProviderRef}, nil
 }
 
 // Ref is the simulated provider's reference of the call of an attempt:
@@ -201,30 +202,30 @@ func Ref(attemptID string) string {
 // checkDocument opens and reads the PDF as an upload would. A document that
 // cannot be opened is an infrastructure error (retried); one that is not a
 // PDF is refused for good, as a real provider would.
-func (p *Provider) checkDocument(ctx context.Context, req core.ProviderRequest) (core.ProviderResult, bool, error) {
+func (p *Provider) checkDocument(ctx context.Context, req faxes.ProviderRequest) (faxes.ProviderResult, bool, error) {
 	if req.PDF == nil {
-		return core.ProviderResult{}, false, fmt.Errorf("simulated fax to %s: no document to send", req.To)
+		return faxes.ProviderResult{}, false, fmt.Errorf("simulated fax to %s: no document to send", req.To)
 	}
 	rc, err := req.PDF(ctx)
 	if err != nil {
-		return core.ProviderResult{}, false, fmt.Errorf("simulated fax to %s: open document: %w", req.To, err)
+		return faxes.ProviderResult{}, false, fmt.Errorf("simulated fax to %s: open document: %w", req.To, err)
 	}
 	defer rc.Close()
 	head := make([]byte, pdfHeaderSize)
 	n, err := io.ReadFull(rc, head)
 	if err != nil && !errors.Is(err, io.ErrUnexpectedEOF) && !errors.Is(err, io.EOF) {
-		return core.ProviderResult{}, false, fmt.Errorf("simulated fax to %s: read document: %w", req.To, err)
+		return faxes.ProviderResult{}, false, fmt.Errorf("simulated fax to %s: read document: %w", req.To, err)
 	}
 	if !bytes.Equal(head[:n], []byte("%PDF-")) {
-		return core.ProviderResult{
-			Status: core.AttemptFailed, FailureCode: "invalid_document",
+		return faxes.ProviderResult{
+			Status: faxes.AttemptFailed, FailureCode: "invalid_document",
 			FailureReason: "the document is not a PDF",
 		}, false, nil
 	}
 	if _, err := io.Copy(io.Discard, rc); err != nil {
-		return core.ProviderResult{}, false, fmt.Errorf("simulated fax to %s: read document: %w", req.To, err)
+		return faxes.ProviderResult{}, false, fmt.Errorf("simulated fax to %s: read document: %w", req.To, err)
 	}
-	return core.ProviderResult{}, true, nil
+	return faxes.ProviderResult{}, true, nil
 }
 
 func (p *Provider) scaled(d time.Duration) time.Duration {

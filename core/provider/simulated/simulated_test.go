@@ -11,7 +11,7 @@ import (
 
 	"github.com/nyaruka/phonenumbers"
 
-	"github.com/faxhub/faxhub/core"
+	"github.com/faxhub/faxhub/core/faxes"
 	"github.com/faxhub/faxhub/core/provider/simulated"
 )
 
@@ -48,8 +48,8 @@ func (d *doc) open(context.Context) (io.ReadCloser, error) {
 	return closeCounter{strings.NewReader(d.body), d}, nil
 }
 
-func request(to string, pages, attempt int, d *doc) core.ProviderRequest {
-	return core.ProviderRequest{FaxID: "ord_1", AttemptID: "att_1", Attempt: attempt, To: to, Pages: pages, PDF: d.open}
+func request(to string, pages, attempt int, d *doc) faxes.ProviderRequest {
+	return faxes.ProviderRequest{FaxID: "ord_1", AttemptID: "att_1", Attempt: attempt, To: to, Pages: pages, PDF: d.open}
 }
 
 func TestTestNumbersAreValidUSNumbers(t *testing.T) {
@@ -98,24 +98,24 @@ func TestOutcomes(t *testing.T) {
 		pages     int
 		attempt   int
 		wantErr   bool
-		status    core.AttemptStatus
+		status    faxes.AttemptStatus
 		pagesSent int
 		code      string
 		retryable bool
 	}{
-		{"listed delivered", "+12125550100", 3, 1, false, core.AttemptDelivered, 3, "", false},
-		{"any other number", "+14155550123", 2, 1, false, core.AttemptDelivered, 2, "", false},
-		{"foreign number", "+442079460958", 1, 1, false, core.AttemptDelivered, 1, "", false},
-		{"busy", "+12125550101", 3, 1, false, core.AttemptFailed, 0, "busy", true},
-		{"no answer", "+12125550102", 3, 2, false, core.AttemptFailed, 0, "no_answer", true},
-		{"not a fax", "+12125550103", 3, 1, false, core.AttemptFailed, 0, "not_a_fax_machine", false},
-		{"partial of 5", "+12125550104", 5, 1, false, core.AttemptPartial, 2, "call_dropped", false},
-		{"partial of 4", "+12125550104", 4, 1, false, core.AttemptPartial, 2, "call_dropped", false},
-		{"partial of 3", "+12125550104", 3, 1, false, core.AttemptPartial, 1, "call_dropped", false},
-		{"partial of 2", "+12125550104", 2, 1, false, core.AttemptPartial, 1, "call_dropped", false},
-		{"partial of 1", "+12125550104", 1, 1, false, core.AttemptPartial, 0, "call_dropped", false},
+		{"listed delivered", "+12125550100", 3, 1, false, faxes.AttemptDelivered, 3, "", false},
+		{"any other number", "+14155550123", 2, 1, false, faxes.AttemptDelivered, 2, "", false},
+		{"foreign number", "+442079460958", 1, 1, false, faxes.AttemptDelivered, 1, "", false},
+		{"busy", "+12125550101", 3, 1, false, faxes.AttemptFailed, 0, "busy", true},
+		{"no answer", "+12125550102", 3, 2, false, faxes.AttemptFailed, 0, "no_answer", true},
+		{"not a fax", "+12125550103", 3, 1, false, faxes.AttemptFailed, 0, "not_a_fax_machine", false},
+		{"partial of 5", "+12125550104", 5, 1, false, faxes.AttemptPartial, 2, "call_dropped", false},
+		{"partial of 4", "+12125550104", 4, 1, false, faxes.AttemptPartial, 2, "call_dropped", false},
+		{"partial of 3", "+12125550104", 3, 1, false, faxes.AttemptPartial, 1, "call_dropped", false},
+		{"partial of 2", "+12125550104", 2, 1, false, faxes.AttemptPartial, 1, "call_dropped", false},
+		{"partial of 1", "+12125550104", 1, 1, false, faxes.AttemptPartial, 0, "call_dropped", false},
 		{"error once, first attempt", "+12125550105", 2, 1, true, "", 0, "", false},
-		{"error once, retry", "+12125550105", 2, 2, false, core.AttemptDelivered, 2, "", false},
+		{"error once, retry", "+12125550105", 2, 2, false, faxes.AttemptDelivered, 2, "", false},
 		{"always error, first", "+12125550106", 2, 1, true, "", 0, "", false},
 		{"always error, third", "+12125550106", 2, 3, true, "", 0, "", false},
 	}
@@ -154,11 +154,11 @@ type reports struct {
 	mu   sync.Mutex
 	at   []time.Time
 	ids  []string
-	res  []core.ProviderResult
+	res  []faxes.ProviderResult
 	fail error
 }
 
-func (r *reports) report(_ context.Context, at time.Time, faxID, attemptID string, res core.ProviderResult) error {
+func (r *reports) report(_ context.Context, at time.Time, faxID, attemptID string, res faxes.ProviderResult) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.fail != nil {
@@ -177,14 +177,14 @@ func TestAsyncTimings(t *testing.T) {
 		pages  int
 		scale  float64
 		want   time.Duration
-		status core.AttemptStatus
+		status faxes.AttemptStatus
 	}{
-		{"+12125550100", 3, 1, 107 * time.Second, core.AttemptDelivered},
-		{"+12125550100", 3, 0.01, 1070 * time.Millisecond, core.AttemptDelivered},
-		{"+12125550104", 4, 1, 77 * time.Second, core.AttemptPartial}, // two of four pages
-		{"+12125550101", 3, 1, 5 * time.Second, core.AttemptFailed},
-		{"+12125550102", 3, 1, 60 * time.Second, core.AttemptFailed},
-		{"+12125550103", 3, 1, 35 * time.Second, core.AttemptFailed},
+		{"+12125550100", 3, 1, 107 * time.Second, faxes.AttemptDelivered},
+		{"+12125550100", 3, 0.01, 1070 * time.Millisecond, faxes.AttemptDelivered},
+		{"+12125550104", 4, 1, 77 * time.Second, faxes.AttemptPartial}, // two of four pages
+		{"+12125550101", 3, 1, 5 * time.Second, faxes.AttemptFailed},
+		{"+12125550102", 3, 1, 60 * time.Second, faxes.AttemptFailed},
+		{"+12125550103", 3, 1, 35 * time.Second, faxes.AttemptFailed},
 	}
 	for _, c := range cases {
 		r := &reports{}
@@ -193,7 +193,7 @@ func TestAsyncTimings(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if res.Status != core.AttemptSending || res.ProviderRef != simulated.Ref("att_1") {
+		if res.Status != faxes.AttemptSending || res.ProviderRef != simulated.Ref("att_1") {
 			t.Errorf("%s: accepted as %+v", c.to, res)
 		}
 		if len(r.at) != 1 || !r.at[0].Equal(now.Add(c.want)) || r.ids[0] != "ord_1/att_1" {
@@ -252,7 +252,7 @@ func TestDocumentProblems(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res.Status != core.AttemptFailed || res.FailureCode != "invalid_document" || res.Retryable {
+	if res.Status != faxes.AttemptFailed || res.FailureCode != "invalid_document" || res.Retryable {
 		t.Fatalf("non-PDF: %+v", res)
 	}
 	if d.closed != 1 {

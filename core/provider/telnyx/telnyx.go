@@ -31,6 +31,7 @@ import (
 	"time"
 
 	"github.com/faxhub/faxhub/core"
+	"github.com/faxhub/faxhub/core/faxes"
 	"github.com/faxhub/faxhub/core/inbox"
 )
 
@@ -73,8 +74,8 @@ type Provider struct {
 }
 
 var (
-	_ core.FaxProvider    = (*Provider)(nil)
-	_ core.FaxCanceler    = (*Provider)(nil)
+	_ faxes.Provider      = (*Provider)(nil)
+	_ faxes.Canceler      = (*Provider)(nil)
 	_ core.NumberProvider = (*Provider)(nil)
 	_ inbox.InboundMedia  = (*Provider)(nil)
 )
@@ -257,13 +258,13 @@ func (p *Provider) call(ctx context.Context, method, path string, query url.Valu
 // that the document is bad a final media_error; anything else Telnyx or
 // the network fails with is returned as an error, which core records as a
 // retryable provider_error.
-func (p *Provider) Send(ctx context.Context, req core.ProviderRequest) (core.ProviderResult, error) {
+func (p *Provider) Send(ctx context.Context, req faxes.ProviderRequest) (faxes.ProviderResult, error) {
 	if req.MediaURL == "" {
-		return core.ProviderResult{}, fmt.Errorf("telnyx fax %s: no media URL to give Telnyx", req.FaxID)
+		return faxes.ProviderResult{}, fmt.Errorf("telnyx fax %s: no media URL to give Telnyx", req.FaxID)
 	}
 	from := cmpOr(req.From, p.cfg.DefaultFrom)
 	if from == "" {
-		return core.ProviderResult{}, fmt.Errorf("telnyx fax %s: no caller id: set FAXHUB_TELNYX_FROM, or send from one of the owner's numbers", req.FaxID)
+		return faxes.ProviderResult{}, fmt.Errorf("telnyx fax %s: no caller id: set FAXHUB_TELNYX_FROM, or send from one of the owner's numbers", req.FaxID)
 	}
 	body := map[string]any{
 		"connection_id": p.cfg.ConnectionID,
@@ -287,22 +288,22 @@ func (p *Provider) Send(ctx context.Context, req core.ProviderRequest) (core.Pro
 		if ae.names("/from") || ae.names("/connection_id") {
 			// Our configuration, not the fax: retried as provider_error
 			// (and logged by core) until the operator fixes it.
-			return core.ProviderResult{}, fmt.Errorf("telnyx fax %s: %w", req.FaxID, err)
+			return faxes.ProviderResult{}, fmt.Errorf("telnyx fax %s: %w", req.FaxID, err)
 		}
 		if ae.about("/to", "number", "destination") {
-			return core.ProviderResult{Status: core.AttemptFailed, FailureCode: core.FailureInvalidNumber, FailureReason: ae.Error()}, nil
+			return faxes.ProviderResult{Status: faxes.AttemptFailed, FailureCode: faxes.FailureInvalidNumber, FailureReason: ae.Error()}, nil
 		}
 		if ae.about("/media_url", "media", "file") {
-			return core.ProviderResult{Status: core.AttemptFailed, FailureCode: core.FailureMedia, FailureReason: ae.Error()}, nil
+			return faxes.ProviderResult{Status: faxes.AttemptFailed, FailureCode: faxes.FailureMedia, FailureReason: ae.Error()}, nil
 		}
-		return core.ProviderResult{}, fmt.Errorf("telnyx fax %s: %w", req.FaxID, err)
+		return faxes.ProviderResult{}, fmt.Errorf("telnyx fax %s: %w", req.FaxID, err)
 	case err != nil:
-		return core.ProviderResult{}, fmt.Errorf("telnyx fax %s: %w", req.FaxID, err)
+		return faxes.ProviderResult{}, fmt.Errorf("telnyx fax %s: %w", req.FaxID, err)
 	case out.Data.ID == "":
-		return core.ProviderResult{}, fmt.Errorf("telnyx fax %s: the answer names no fax id", req.FaxID)
+		return faxes.ProviderResult{}, fmt.Errorf("telnyx fax %s: the answer names no fax id", req.FaxID)
 	}
 	p.cfg.Logger.InfoContext(ctx, "telnyx fax accepted", "fax", req.FaxID, "attempt", req.AttemptID, "telnyx_fax", out.Data.ID)
-	return core.ProviderResult{Status: core.AttemptSending, ProviderRef: out.Data.ID}, nil
+	return faxes.ProviderResult{Status: faxes.AttemptSending, ProviderRef: out.Data.ID}, nil
 }
 
 func cmpOr(a, b string) string {

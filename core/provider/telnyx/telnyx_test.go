@@ -13,6 +13,7 @@ import (
 	"testing"
 
 	"github.com/faxhub/faxhub/core"
+	"github.com/faxhub/faxhub/core/faxes"
 	"github.com/faxhub/faxhub/core/inbox"
 	"github.com/faxhub/faxhub/core/provider/telnyx"
 )
@@ -87,8 +88,8 @@ func answer(status int, body string) func(http.ResponseWriter, *http.Request, ma
 
 const mediaURL = "https://faxhub.example/media/fax_1?token=SECRETTOKEN"
 
-func sendRequest() core.ProviderRequest {
-	return core.ProviderRequest{FaxID: "fax_1", AttemptID: "att_1", Attempt: 1, To: "+12125550100", Pages: 2, MediaURL: mediaURL}
+func sendRequest() faxes.ProviderRequest {
+	return faxes.ProviderRequest{FaxID: "fax_1", AttemptID: "att_1", Attempt: 1, To: "+12125550100", Pages: 2, MediaURL: mediaURL}
 }
 
 func TestNewRequiresKeyAndConnection(t *testing.T) {
@@ -107,7 +108,7 @@ func TestSendRequestShape(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res.Status != core.AttemptSending || res.ProviderRef != "tx_fax_9" {
+	if res.Status != faxes.AttemptSending || res.ProviderRef != "tx_fax_9" {
 		t.Fatalf("result %+v", res)
 	}
 	r := api.requests()[0]
@@ -146,9 +147,9 @@ func TestSendErrors(t *testing.T) {
 		wantCode  string
 		wantFinal bool
 	}{
-		{"bad number", 422, `{"errors":[{"code":"10016","title":"Invalid phone number","source":{"pointer":"/to"}}]}`, false, core.FailureInvalidNumber, true},
-		{"bad number by title", 400, `{"errors":[{"code":"40001","title":"Destination number is not valid"}]}`, false, core.FailureInvalidNumber, true},
-		{"bad media", 422, `{"errors":[{"code":"10015","title":"Invalid value","source":{"pointer":"/media_url"}}]}`, false, core.FailureMedia, true},
+		{"bad number", 422, `{"errors":[{"code":"10016","title":"Invalid phone number","source":{"pointer":"/to"}}]}`, false, faxes.FailureInvalidNumber, true},
+		{"bad number by title", 400, `{"errors":[{"code":"40001","title":"Destination number is not valid"}]}`, false, faxes.FailureInvalidNumber, true},
+		{"bad media", 422, `{"errors":[{"code":"10015","title":"Invalid value","source":{"pointer":"/media_url"}}]}`, false, faxes.FailureMedia, true},
 		{"bad caller id is ours to fix, retried", 422, `{"errors":[{"code":"10016","title":"Invalid from number","source":{"pointer":"/from"}}]}`, true, "", false},
 		{"unauthorized is ours to fix, retried", 401, `{"errors":[{"code":"10009","title":"Authentication failed"}]}`, true, "", false},
 		{"rate limited", 429, `{}`, true, "", false},
@@ -169,7 +170,7 @@ func TestSendErrors(t *testing.T) {
 				}
 				return
 			}
-			if res.Status != core.AttemptFailed || res.FailureCode != tc.wantCode || res.Retryable {
+			if res.Status != faxes.AttemptFailed || res.FailureCode != tc.wantCode || res.Retryable {
 				t.Errorf("result %+v, want final %s", res, tc.wantCode)
 			}
 		})

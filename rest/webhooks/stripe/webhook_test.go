@@ -19,6 +19,7 @@ import (
 
 	"github.com/faxhub/faxhub/core"
 	"github.com/faxhub/faxhub/core/checkout"
+	"github.com/faxhub/faxhub/core/faxes"
 	"github.com/faxhub/faxhub/core/services"
 	"github.com/faxhub/faxhub/internal/app"
 	"github.com/faxhub/faxhub/internal/testenv"
@@ -107,7 +108,7 @@ func (e *env) checkout(t *testing.T, id string) *checkout.Checkout {
 
 // draft makes a live draft (stored directly: live drafts need a live fax
 // provider, which tests do not have) and starts its checkout.
-func (e *env) draft(t *testing.T) (*core.Draft, *checkout.Checkout) {
+func (e *env) draft(t *testing.T) (*faxes.Draft, *checkout.Checkout) {
 	t.Helper()
 	capa, err := e.Svc.Core.CreateUpload(ctx, e.live(), "", 0)
 	if err != nil {
@@ -118,11 +119,12 @@ func (e *env) draft(t *testing.T) (*core.Draft, *checkout.Checkout) {
 		t.Fatal(err)
 	}
 	now := e.Svc.Core.Now()
-	d := &core.Draft{
+	d := &faxes.Draft{
 		ID: core.NewID(core.PrefixDraft), OwnerID: e.OwnerA.ID, Mode: core.ModeLive, DocumentID: doc.ID, To: "+12125550100", Country: "US",
-		Pages: doc.Pages, PriceMicros: 210_000, Status: core.DraftOpen, CreatedAt: now, ExpiresAt: now.Add(24 * time.Hour),
+		Pages: doc.Pages, PriceMicros: 210_000, Status: faxes.DraftOpen, CreatedAt: now, ExpiresAt: now.Add(24 * time.Hour),
 	}
-	err = e.Store.InTx(ctx, func(tx core.Tx) error {
+	err = e.Store.InTx(ctx, func(ktx core.Tx) error {
+		tx := ktx.(services.Tx)
 		if err := tx.UseDocument(ctx, d.DocumentID, now); err != nil {
 			return err
 		}
@@ -235,9 +237,9 @@ func (e *env) available(t *testing.T) int64 {
 	return b.AvailableMicros
 }
 
-func (e *env) liveFaxes(t *testing.T) []core.Fax {
+func (e *env) liveFaxes(t *testing.T) []faxes.Fax {
 	t.Helper()
-	fs, err := e.Store.ListFaxes(ctx, core.FaxFilter{OwnerID: e.OwnerA.ID, Mode: core.ModeLive, Limit: 100})
+	fs, err := e.Store.ListFaxes(ctx, faxes.Filter{OwnerID: e.OwnerA.ID, Mode: core.ModeLive, Limit: 100})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -465,7 +467,7 @@ func TestWebhookDraft(t *testing.T) {
 		e.deliver(t, ev)
 		wantStatus(t, e, c.ID, checkout.Paid)
 		fs := e.liveFaxes(t)
-		if len(fs) != 1 || fs[0].Status != core.FaxQueued || fs[0].DraftID == nil || *fs[0].DraftID != d.ID || fs[0].PaymentMethod != core.PayCheckout {
+		if len(fs) != 1 || fs[0].Status != faxes.Queued || fs[0].DraftID == nil || *fs[0].DraftID != d.ID || fs[0].PaymentMethod != faxes.PayCheckout {
 			t.Fatalf("live faxes %+v, want one queued fax of draft %s paid by checkout", fs, d.ID)
 		}
 		if n, err := testenv.PendingJobs(ctx, e.DB.SQL()); err != nil || n != 1 {

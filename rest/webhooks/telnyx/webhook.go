@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/faxhub/faxhub/core"
+	"github.com/faxhub/faxhub/core/faxes"
 	"github.com/faxhub/faxhub/core/inbox"
 	provider "github.com/faxhub/faxhub/core/provider/telnyx"
 	"github.com/faxhub/faxhub/core/web"
@@ -63,7 +64,7 @@ func Register(r *web.Router, h http.Handler) {
 type (
 	// Outcomes records the end of a fax attempt.
 	Outcomes interface {
-		RecordProviderOutcome(ctx context.Context, faxID, attemptID string, res core.ProviderResult) error
+		RecordProviderOutcome(ctx context.Context, faxID, attemptID string, res faxes.ProviderResult) error
 	}
 	// NumberOrders records the outcome of a number order.
 	NumberOrders interface {
@@ -281,21 +282,21 @@ func (h *webhook) handle(ctx context.Context, ev event) (string, error) {
 }
 
 // outcome maps a fax.delivered or fax.failed payload to core's result.
-func outcome(typ string, p faxPayload) core.ProviderResult {
-	res := core.ProviderResult{
+func outcome(typ string, p faxPayload) faxes.ProviderResult {
+	res := faxes.ProviderResult{
 		ProviderRef: p.FaxID, PagesSent: max(p.PageCount, 0),
 		Duration: time.Duration(max(p.CallDurationSecs, 0)) * time.Second,
 	}
 	if typ == "fax.delivered" {
-		res.Status = core.AttemptDelivered
+		res.Status = faxes.AttemptDelivered
 		return res
 	}
-	res.Status = core.AttemptFailed
+	res.Status = faxes.AttemptFailed
 	res.FailureReason = cut(p.FailureReason, 200)
 	res.FailureCode, res.Retryable = FailureCode(p.FailureReason)
-	if res.PagesSent > 0 && res.FailureCode != core.FailureCanceled {
+	if res.PagesSent > 0 && res.FailureCode != faxes.FailureCanceled {
 		// Some pages went through: the call dropped part way.
-		res.Status, res.FailureCode, res.Retryable = core.AttemptPartial, core.FailureCallDropped, false
+		res.Status, res.FailureCode, res.Retryable = faxes.AttemptPartial, faxes.FailureCallDropped, false
 	}
 	return res
 }
@@ -305,32 +306,32 @@ var failureCodes = map[string]struct {
 	code      string
 	retryable bool
 }{
-	"user_busy":                               {core.FailureBusy, true},
-	"receiver_decline":                        {core.FailureBusy, true},
-	"receiver_no_answer":                      {core.FailureNoAnswer, true},
-	"receiver_no_response":                    {core.FailureNoAnswer, true},
-	"fax_initial_communication_timeout":       {core.FailureNotAFax, false},
-	"receiver_incompatible_destination":       {core.FailureNotAFax, false},
-	"fax_signaling_error":                     {core.FailureSignaling, true},
-	"invalid_ecm_response_from_receiver":      {core.FailureSignaling, true},
-	"receiver_recovery_on_timer_expire":       {core.FailureSignaling, true},
-	"receiver_call_dropped":                   {core.FailureSignaling, true},
-	"sender_call_dropped":                     {core.FailureSignaling, true},
-	"receiver_communication_error":            {core.FailureSignaling, true},
-	"sender_communication_error":              {core.FailureSignaling, true},
-	"receiver_unallocated_number":             {core.FailureInvalidNumber, false},
-	"receiver_invalid_number_format":          {core.FailureInvalidNumber, false},
-	"destination_invalid":                     {core.FailureInvalidNumber, false},
-	"destination_unreachable":                 {core.FailureInvalidNumber, false},
-	"file_download_failed":                    {core.FailureMedia, false},
-	"file_conversion_failed":                  {core.FailureMedia, false},
-	"media_download_failed":                   {core.FailureMedia, false},
-	"invalid_media":                           {core.FailureMedia, false},
-	"user_canceled":                           {core.FailureCanceled, false},
-	"unexpected_generic_error":                {core.FailureProvider, true},
-	"service_unavailable":                     {core.FailureProvider, true},
-	"connection_channel_limit_exceeded":       {core.FailureProvider, true},
-	"outbound_profile_channel_limit_exceeded": {core.FailureProvider, true},
+	"user_busy":                               {faxes.FailureBusy, true},
+	"receiver_decline":                        {faxes.FailureBusy, true},
+	"receiver_no_answer":                      {faxes.FailureNoAnswer, true},
+	"receiver_no_response":                    {faxes.FailureNoAnswer, true},
+	"fax_initial_communication_timeout":       {faxes.FailureNotAFax, false},
+	"receiver_incompatible_destination":       {faxes.FailureNotAFax, false},
+	"fax_signaling_error":                     {faxes.FailureSignaling, true},
+	"invalid_ecm_response_from_receiver":      {faxes.FailureSignaling, true},
+	"receiver_recovery_on_timer_expire":       {faxes.FailureSignaling, true},
+	"receiver_call_dropped":                   {faxes.FailureSignaling, true},
+	"sender_call_dropped":                     {faxes.FailureSignaling, true},
+	"receiver_communication_error":            {faxes.FailureSignaling, true},
+	"sender_communication_error":              {faxes.FailureSignaling, true},
+	"receiver_unallocated_number":             {faxes.FailureInvalidNumber, false},
+	"receiver_invalid_number_format":          {faxes.FailureInvalidNumber, false},
+	"destination_invalid":                     {faxes.FailureInvalidNumber, false},
+	"destination_unreachable":                 {faxes.FailureInvalidNumber, false},
+	"file_download_failed":                    {faxes.FailureMedia, false},
+	"file_conversion_failed":                  {faxes.FailureMedia, false},
+	"media_download_failed":                   {faxes.FailureMedia, false},
+	"invalid_media":                           {faxes.FailureMedia, false},
+	"user_canceled":                           {faxes.FailureCanceled, false},
+	"unexpected_generic_error":                {faxes.FailureProvider, true},
+	"service_unavailable":                     {faxes.FailureProvider, true},
+	"connection_channel_limit_exceeded":       {faxes.FailureProvider, true},
+	"outbound_profile_channel_limit_exceeded": {faxes.FailureProvider, true},
 }
 
 // FailureCode normalises a Telnyx failure_reason to one of core's Failure*
@@ -344,11 +345,11 @@ func FailureCode(reason string) (code string, retryable bool) {
 	}
 	switch {
 	case strings.HasPrefix(r, "fax_") || strings.Contains(r, "t30") || strings.Contains(r, "t.30"):
-		return core.FailureSignaling, true
+		return faxes.FailureSignaling, true
 	case strings.HasPrefix(r, "file_") || strings.HasPrefix(r, "media_"):
-		return core.FailureMedia, false
+		return faxes.FailureMedia, false
 	}
-	return core.FailureProvider, true
+	return faxes.FailureProvider, true
 }
 
 // cut shortens s to n bytes for a message or a log line.

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/faxhub/faxhub/core"
+	"github.com/faxhub/faxhub/core/faxes"
 	"github.com/faxhub/faxhub/core/inbox"
 	provider "github.com/faxhub/faxhub/core/provider/telnyx"
 	"github.com/faxhub/faxhub/rest/webhooks/telnyx"
@@ -31,7 +32,7 @@ type fakeSink struct {
 	err      error
 }
 
-func (s *fakeSink) RecordProviderOutcome(_ context.Context, faxID, attemptID string, res core.ProviderResult) error {
+func (s *fakeSink) RecordProviderOutcome(_ context.Context, faxID, attemptID string, res faxes.ProviderResult) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.outcomes = append(s.outcomes, fmt.Sprintf("%s %s %+v", faxID, attemptID, res))
@@ -281,21 +282,21 @@ func TestFailureCode(t *testing.T) {
 		code      string
 		retryable bool
 	}{
-		{"user_busy", core.FailureBusy, true},
-		{"receiver_no_answer", core.FailureNoAnswer, true},
-		{"fax_initial_communication_timeout", core.FailureNotAFax, false},
-		{"fax_signaling_error", core.FailureSignaling, true},
-		{"invalid_ecm_response_from_receiver", core.FailureSignaling, true},
-		{"receiver_call_dropped", core.FailureSignaling, true},
-		{"fax_t30_phase_b_timeout", core.FailureSignaling, true},
-		{"receiver_unallocated_number", core.FailureInvalidNumber, false},
-		{"destination_invalid", core.FailureInvalidNumber, false},
-		{"file_download_failed", core.FailureMedia, false},
-		{"media_too_large", core.FailureMedia, false},
-		{"user_canceled", core.FailureCanceled, false},
-		{"USER_BUSY", core.FailureBusy, true},
-		{"", core.FailureProvider, true},
-		{"something_new", core.FailureProvider, true},
+		{"user_busy", faxes.FailureBusy, true},
+		{"receiver_no_answer", faxes.FailureNoAnswer, true},
+		{"fax_initial_communication_timeout", faxes.FailureNotAFax, false},
+		{"fax_signaling_error", faxes.FailureSignaling, true},
+		{"invalid_ecm_response_from_receiver", faxes.FailureSignaling, true},
+		{"receiver_call_dropped", faxes.FailureSignaling, true},
+		{"fax_t30_phase_b_timeout", faxes.FailureSignaling, true},
+		{"receiver_unallocated_number", faxes.FailureInvalidNumber, false},
+		{"destination_invalid", faxes.FailureInvalidNumber, false},
+		{"file_download_failed", faxes.FailureMedia, false},
+		{"media_too_large", faxes.FailureMedia, false},
+		{"user_canceled", faxes.FailureCanceled, false},
+		{"USER_BUSY", faxes.FailureBusy, true},
+		{"", faxes.FailureProvider, true},
+		{"something_new", faxes.FailureProvider, true},
 	} {
 		code, retry := telnyx.FailureCode(tc.reason)
 		if code != tc.code || retry != tc.retryable {

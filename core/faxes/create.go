@@ -1,10 +1,11 @@
-package core
+package faxes
 
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
+
+	"github.com/faxhub/faxhub/core"
 )
 
 // newFax is a fax about to be created, with how it is paid. Every way of
@@ -19,7 +20,7 @@ type NewFax struct {
 	// Idempotency, when set, is stored with the fax as its response; a
 	// concurrent request with the same key makes the transaction fail with
 	// ErrExists.
-	Idempotency *IdempotencyRecord
+	Idempotency *core.IdempotencyRecord
 	// HoldReason describes a credit hold in the ledger.
 	HoldReason string
 }
@@ -51,12 +52,12 @@ func (s *Service) CreateFax(ctx context.Context, tx Tx, n NewFax) error {
 	// would keep the money), and every machine shares one owner: paying
 	// machines are bounded per client address before they pay instead.
 	if f.PaymentMethod != PayMachine {
-		if err := s.AllowIn(ctx, tx, sendRateKey(f.OwnerID, f.Mode), s.cfg.SendInterval, s.cfg.SendBurst); err != nil {
+		if err := s.core.AllowIn(ctx, tx, sendRateKey(f.OwnerID, f.Mode), s.cfg.SendInterval, s.cfg.SendBurst); err != nil {
 			return err
 		}
 	}
 	if err := tx.UseDocument(ctx, f.DocumentID, f.CreatedAt); err != nil {
-		return StoreErr(err, "document")
+		return core.StoreErr(err, "document")
 	}
 	if err := tx.CreateFax(ctx, f); err != nil {
 		return fmt.Errorf("create fax: %w", err)
@@ -68,8 +69,8 @@ func (s *Service) CreateFax(ctx context.Context, tx Tx, n NewFax) error {
 	}
 	switch f.PaymentMethod {
 	case PayCredits:
-		hold := &LedgerEntry{
-			ID: NewID(PrefixLedger), OwnerID: f.OwnerID, Mode: f.Mode, Kind: LedgerHold,
+		hold := &core.LedgerEntry{
+			ID: core.NewID(core.PrefixLedger), OwnerID: f.OwnerID, Mode: f.Mode, Kind: core.LedgerHold,
 			AmountMicros: -f.PriceMicros, FaxID: &f.ID, Reason: cmpReason(n.HoldReason, "hold for fax "+f.ID+" to "+f.To), CreatedAt: f.CreatedAt,
 		}
 		if err := tx.PlaceHold(ctx, hold); err != nil {
@@ -96,20 +97,6 @@ func cmpReason(reason, def string) string {
 	return reason
 }
 
-func sendRateKey(ownerID string, mode Mode) string { return "send:" + ownerID + ":" + string(mode) }
-
-// insufficientCredits is the 402 of a credit payment that the balance does
-// not cover, with the figures a client needs.
-func (s *Service) InsufficientCredits(ctx context.Context, p Principal, priceMicros int64) *Error {
-	bal, err := s.d.Store.GetBalance(ctx, p.OwnerID, p.Mode)
-	available := int64(0)
-	if err == nil && bal != nil {
-		available = bal.AvailableMicros
-	}
-	price := FormatUSD(priceMicros)
-	return Errorf(KindPaymentRequired, CodeInsufficientCredits, "this fax costs %s USD but only %s USD of %s credits are available", price, FormatUSD(available), p.Mode).
-		With("price", price).With("balance", FormatUSD(available))
+func sendRateKey(ownerID string, mode core.Mode) string {
+	return "send:" + ownerID + ":" + string(mode)
 }
-
-// isInsufficient reports a credit hold the balance did not cover.
-func IsInsufficient(err error) bool { return errors.Is(err, ErrInsufficientFunds) }

@@ -1,4 +1,4 @@
-package core
+package faxes
 
 import (
 	"context"
@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"io"
 	"time"
+
+	"github.com/faxhub/faxhub/core"
 )
 
 // Deliver makes one delivery attempt for a fax; the queue calls it for
@@ -64,7 +66,7 @@ func (s *Service) startAttempt(ctx context.Context, faxID string) (*Fax, *Attemp
 		attempt *Attempt
 		ended   outcomeEvents
 	)
-	err := s.d.Store.InTx(ctx, func(tx Tx) error {
+	err := s.inTx(ctx, func(tx Tx) error {
 		ended = outcomeEvents{}
 		o, err := tx.GetFaxByID(ctx, faxID)
 		if err != nil {
@@ -72,15 +74,15 @@ func (s *Service) startAttempt(ctx context.Context, faxID string) (*Fax, *Attemp
 		}
 		now := s.now()
 		switch o.Status {
-		case FaxQueued:
+		case Queued:
 			if o.NextAttemptAt != nil && now.Before(*o.NextAttemptAt) {
 				// Early (clock skew between replicas): ask the queue to run
 				// the job again at the scheduled time rather than drop it.
 				return &NotBeforeError{At: *o.NextAttemptAt}
 			}
-		case FaxSending:
+		case Sending:
 			last, err := tx.LatestAttempt(ctx, o.ID)
-			if err != nil && !errors.Is(err, ErrNoRows) {
+			if err != nil && !errors.Is(err, core.ErrNoRows) {
 				return err
 			}
 			if last != nil && last.Status == AttemptSending {
@@ -103,27 +105,27 @@ func (s *Service) startAttempt(ctx context.Context, faxID string) (*Fax, *Attemp
 				// Interrupted on its last attempt (a crash loop, or a
 				// provider that never answers): fail it and give the money
 				// back rather than leave it sending forever.
-				o.Status, o.CompletedAt = FaxFailed, &now
+				o.Status, o.CompletedAt = Failed, &now
 				o.FailureCode, o.FailureReason, o.UpdatedAt = "interrupted", "delivery was interrupted on the last attempt", now
-				if err := tx.UpdateFax(ctx, o, FaxSending); err != nil {
+				if err := tx.UpdateFax(ctx, o, Sending); err != nil {
 					return err
 				}
 				ended.seen(nil, o)
-				return s.settle(ctx, tx, o, LedgerRelease)
+				return s.settle(ctx, tx, o, core.LedgerRelease)
 			}
 		default:
 			return nil // terminal
 		}
 		from := o.Status
 		o.Attempts++
-		o.Status, o.UpdatedAt, o.NextAttemptAt = FaxSending, now, nil
+		o.Status, o.UpdatedAt, o.NextAttemptAt = Sending, now, nil
 		if err := tx.UpdateFax(ctx, o, from); err != nil {
-			if errors.Is(err, ErrConflict) {
+			if errors.Is(err, core.ErrConflict) {
 				return nil // another worker took it
 			}
 			return err
 		}
-		a := &Attempt{ID: NewID(PrefixAttempt), FaxID: o.ID, Number: o.Attempts, Provider: s.ProviderName(o.Mode), Status: AttemptSending, StartedAt: now}
+		a := &Attempt{ID: core.NewID(core.PrefixAttempt), FaxID: o.ID, Number: o.Attempts, Provider: s.ProviderName(o.Mode), Status: AttemptSending, StartedAt: now}
 		if err := tx.CreateAttempt(ctx, a); err != nil {
 			return err
 		}
@@ -136,7 +138,7 @@ func (s *Service) startAttempt(ctx context.Context, faxID string) (*Fax, *Attemp
 	return fax, attempt, err
 }
 
-func (s *Service) ProviderName(m Mode) string {
+func (s *Service) ProviderName(m core.Mode) string {
 	if p := s.d.Providers[m]; p != nil {
 		return p.Name()
 	}
@@ -157,7 +159,7 @@ var errStaleOutcome = errors.New("stale provider outcome")
 func (s *Service) recordOutcome(ctx context.Context, faxID, attemptID string, res ProviderResult) error {
 	// What ended, for Metrics once the transaction has committed.
 	var ended outcomeEvents
-	err := s.d.Store.InTx(ctx, func(tx Tx) error {
+	err := s.inTx(ctx, func(tx Tx) error {
 		ended = outcomeEvents{}
 		o, err := tx.GetFaxByID(ctx, faxID)
 		if err != nil {
@@ -167,12 +169,12 @@ func (s *Service) recordOutcome(ctx context.Context, faxID, attemptID string, re
 		if err != nil {
 			return fmt.Errorf("load attempt of %s: %w", faxID, err)
 		}
-		if a.ID != attemptID || a.Status != AttemptSending || o.Status != FaxSending {
+		if a.ID != attemptID || a.Status != AttemptSending || o.Status != Sending {
 			return nil // stale or duplicate report
 		}
 		now := s.now()
 		a.Status, a.ProviderRef, a.PagesSent = res.Status, res.ProviderRef, res.PagesSent
-		a.FailureCode, a.FailureReason, a.Retryable = res.FailureCode, CutUTF8(res.FailureReason, 500), res.Retryable
+		a.FailureCode, a.FailureReason, a.Retryable = res.FailureCode, core.CutUTF8(res.FailureReason, 500), res.Retryable
 		a.DurationMS = res.Duration.Milliseconds()
 		if res.Status != AttemptSending {
 			a.FinishedAt = &now
@@ -189,19 +191,19 @@ func (s *Service) recordOutcome(ctx context.Context, faxID, attemptID string, re
 			// Compare-and-set on the fax even though only the attempt
 			// changes: on PostgreSQL a concurrent report that ended the
 			// fax makes this one stale, and its attempt update rolls back.
-			if err := tx.UpdateFax(ctx, o, FaxSending); errors.Is(err, ErrConflict) {
+			if err := tx.UpdateFax(ctx, o, Sending); errors.Is(err, core.ErrConflict) {
 				return errStaleOutcome
 			} else if err != nil {
 				return err
 			}
 			return nil
 		case AttemptDelivered:
-			o.Status, o.PagesSent, o.CompletedAt = FaxDelivered, o.Pages, &now
+			o.Status, o.PagesSent, o.CompletedAt = Delivered, o.Pages, &now
 			o.FailureCode, o.FailureReason = "", ""
-			if err := tx.UpdateFax(ctx, o, FaxSending); err != nil {
+			if err := tx.UpdateFax(ctx, o, Sending); err != nil {
 				return err
 			}
-			return s.settle(ctx, tx, o, LedgerCapture)
+			return s.settle(ctx, tx, o, core.LedgerCapture)
 		case AttemptPartial:
 			if res.PagesSent <= 0 {
 				// Nothing arrived: that is a failure, not a partial fax.
@@ -209,42 +211,42 @@ func (s *Service) recordOutcome(ctx context.Context, faxID, attemptID string, re
 				if err := tx.UpdateAttempt(ctx, a); err != nil {
 					return err
 				}
-				o.Status, o.CompletedAt = FaxFailed, &now
+				o.Status, o.CompletedAt = Failed, &now
 				o.FailureCode, o.FailureReason = a.FailureCode, a.FailureReason
-				if err := tx.UpdateFax(ctx, o, FaxSending); err != nil {
+				if err := tx.UpdateFax(ctx, o, Sending); err != nil {
 					return err
 				}
-				return s.settle(ctx, tx, o, LedgerRelease)
+				return s.settle(ctx, tx, o, core.LedgerRelease)
 			}
-			o.Status, o.PagesSent, o.CompletedAt = FaxPartial, res.PagesSent, &now
+			o.Status, o.PagesSent, o.CompletedAt = Partial, res.PagesSent, &now
 			o.FailureCode, o.FailureReason = a.FailureCode, a.FailureReason
-			if err := tx.UpdateFax(ctx, o, FaxSending); err != nil {
+			if err := tx.UpdateFax(ctx, o, Sending); err != nil {
 				return err
 			}
-			if err := s.settle(ctx, tx, o, LedgerCapture); err != nil {
+			if err := s.settle(ctx, tx, o, core.LedgerCapture); err != nil {
 				return err
 			}
 			return s.refundUnsentPages(ctx, tx, o)
 		case AttemptFailed:
 			if a.Retryable && a.FailureCode != FailureCanceled && o.Attempts < s.cfg.MaxAttempts {
 				at := now.Add(s.backoff(o.Attempts))
-				o.Status, o.NextAttemptAt = FaxQueued, &at
+				o.Status, o.NextAttemptAt = Queued, &at
 				o.FailureCode, o.FailureReason = a.FailureCode, a.FailureReason
-				if err := tx.UpdateFax(ctx, o, FaxSending); err != nil {
+				if err := tx.UpdateFax(ctx, o, Sending); err != nil {
 					return err
 				}
 				return s.d.Queue.EnqueueDelivery(ctx, tx, o.ID, at)
 			}
-			o.Status, o.CompletedAt = FaxFailed, &now
+			o.Status, o.CompletedAt = Failed, &now
 			if a.FailureCode == FailureCanceled {
 				// Called back while sending (CancelFax): nothing arrived.
-				o.Status = FaxCanceled
+				o.Status = Canceled
 			}
 			o.FailureCode, o.FailureReason = a.FailureCode, a.FailureReason
-			if err := tx.UpdateFax(ctx, o, FaxSending); err != nil {
+			if err := tx.UpdateFax(ctx, o, Sending); err != nil {
 				return err
 			}
-			return s.settle(ctx, tx, o, LedgerRelease)
+			return s.settle(ctx, tx, o, core.LedgerRelease)
 		}
 		return fmt.Errorf("provider reported unknown status %q", res.Status)
 	})
@@ -267,7 +269,7 @@ type outcomeEvents struct {
 	attemptTook  time.Duration
 
 	faxEnded bool
-	state    FaxStatus
+	state    Status
 	faxTook  time.Duration
 }
 
@@ -282,7 +284,7 @@ func (e *outcomeEvents) seen(a *Attempt, o *Fax) {
 	}
 }
 
-func (e *outcomeEvents) report(m Metrics) {
+func (e *outcomeEvents) report(m DeliveryMetrics) {
 	if e.attemptEnded {
 		m.AttemptEnded(e.provider, e.outcome, e.attemptTook)
 	}
@@ -341,8 +343,8 @@ func (s *Service) refundUnsentPages(ctx context.Context, tx Tx, o *Fax) error {
 	if o.PaymentMethod == PayMachine {
 		return s.d.PayerRefunds.OwePayer(ctx, tx, o, refund)
 	}
-	return tx.AppendLedger(ctx, &LedgerEntry{
-		ID: NewID(PrefixLedger), OwnerID: o.OwnerID, Mode: o.Mode, Kind: LedgerRefund, AmountMicros: refund,
+	return tx.AppendLedger(ctx, &core.LedgerEntry{
+		ID: core.NewID(core.PrefixLedger), OwnerID: o.OwnerID, Mode: o.Mode, Kind: core.LedgerRefund, AmountMicros: refund,
 		FaxID: &o.ID, Reason: fmt.Sprintf("refund for %d of %d pages not delivered (fax %s)", o.Pages-o.PagesSent, o.Pages, o.ID),
 		CreatedAt: s.now(),
 	})

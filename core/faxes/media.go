@@ -1,4 +1,4 @@
-package core
+package faxes
 
 import (
 	"context"
@@ -6,12 +6,9 @@ import (
 	"fmt"
 	"io"
 	"time"
-)
 
-// Providers that fetch a fax's document themselves (Telnyx's media_url)
-// get a signed, short-lived link to it on faxhub's API origin. The link
-// opens the document only while its fax is being sent, and answers the
-// bytes directly: a provider must not be redirected.
+	"github.com/faxhub/faxhub/core"
+)
 
 const (
 	providerMediaSecret = "provider-media"
@@ -25,12 +22,12 @@ const (
 )
 
 func badMediaLink(why string) error {
-	return Errorf(KindNotFound, CodeMediaLinkInvalid, "this media link is %s", why)
+	return core.Errorf(core.KindNotFound, CodeMediaLinkInvalid, "this media link is %s", why)
 }
 
 // providerMediaURL signs a media link for faxID.
 func (s *Service) providerMediaURL(ctx context.Context, faxID string) (string, error) {
-	tok, _, err := s.SignLink(ctx, providerMediaSecret, "provider-media", faxID, ProviderMediaTTL)
+	tok, _, err := s.core.SignLink(ctx, providerMediaSecret, "provider-media", faxID, ProviderMediaTTL)
 	if err != nil {
 		return "", err
 	}
@@ -40,21 +37,21 @@ func (s *Service) providerMediaURL(ctx context.Context, faxID string) (string, e
 // OpenProviderMedia opens the fax-ready PDF a media link names, with its
 // size, while its fax is sending.
 func (s *Service) OpenProviderMedia(ctx context.Context, token string) (io.ReadCloser, int64, error) {
-	faxID, err := s.OpenLink(ctx, providerMediaSecret, "provider-media", PrefixFax, token, badMediaLink)
+	faxID, err := s.core.OpenLink(ctx, providerMediaSecret, "provider-media", core.PrefixFax, token, badMediaLink)
 	if err != nil {
 		return nil, 0, err
 	}
 	f, err := s.d.Store.GetFaxByID(ctx, faxID)
-	if errors.Is(err, ErrNoRows) {
+	if errors.Is(err, core.ErrNoRows) {
 		return nil, 0, badMediaLink("for a fax that no longer exists")
 	} else if err != nil {
 		return nil, 0, fmt.Errorf("read fax %s: %w", faxID, err)
 	}
-	if f.Status != FaxSending && f.Status != FaxQueued {
+	if f.Status != Sending && f.Status != Queued {
 		return nil, 0, badMediaLink("for a fax that is no longer being sent")
 	}
 	doc, err := s.d.Store.GetDocument(ctx, f.OwnerID, f.Mode, f.DocumentID)
-	if errors.Is(err, ErrNoRows) {
+	if errors.Is(err, core.ErrNoRows) {
 		return nil, 0, badMediaLink("for a document that no longer exists")
 	} else if err != nil {
 		return nil, 0, fmt.Errorf("read document of %s: %w", faxID, err)

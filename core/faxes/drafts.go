@@ -1,9 +1,11 @@
-package core
+package faxes
 
 import (
 	"context"
 	"errors"
 	"fmt"
+
+	"github.com/faxhub/faxhub/core"
 )
 
 // CreateDraftRequest makes a draft from an uploaded document.
@@ -21,13 +23,13 @@ type CreateDraftRequest struct {
 // DraftView is a draft with its quote.
 type DraftView struct {
 	Draft
-	Quote Quote `json:"quote"`
+	Quote core.Quote `json:"quote"`
 }
 
 // CreateDraft prices a fax without paying for it. A draft is paid either by
 // SendDraft (credits, fax:send) or by its hosted checkout.
-func (s *Service) CreateDraft(ctx context.Context, p Principal, r CreateDraftRequest) (*DraftView, error) {
-	if err := Authorize(p, OpCreateDraft); err != nil {
+func (s *Service) CreateDraft(ctx context.Context, p core.Principal, r CreateDraftRequest) (*DraftView, error) {
+	if err := core.Authorize(p, core.OpCreateDraft); err != nil {
 		return nil, err
 	}
 	if err := CheckCover(r.Cover, r.CoverText); err != nil {
@@ -36,19 +38,19 @@ func (s *Service) CreateDraft(ctx context.Context, p Principal, r CreateDraftReq
 	if err := s.CheckProvider(p.Mode); err != nil {
 		return nil, err
 	}
-	q, err := s.quoteRequest(ctx, p, SendFaxRequest(r))
+	q, err := s.quoteRequest(ctx, p, SendRequest(r))
 	if err != nil {
 		return nil, err
 	}
 	now := s.now()
 	d := &Draft{
-		ID: NewID(PrefixDraft), OwnerID: p.OwnerID, Mode: p.Mode, DocumentID: q.doc.ID, To: q.to, From: q.from, Country: q.country,
+		ID: core.NewID(core.PrefixDraft), OwnerID: p.OwnerID, Mode: p.Mode, DocumentID: q.doc.ID, To: q.to, From: q.from, Country: q.country,
 		Cover: r.Cover, CoverText: r.CoverText, Pages: q.doc.Pages, PriceMicros: q.quote.AmountMicros,
 		Status: DraftOpen, CreatedAt: now, ExpiresAt: now.Add(s.cfg.DraftTTL),
 	}
-	err = s.d.Store.InTx(ctx, func(tx Tx) error {
+	err = s.inTx(ctx, func(tx Tx) error {
 		if err := tx.UseDocument(ctx, d.DocumentID, now); err != nil {
-			return StoreErr(err, "document")
+			return core.StoreErr(err, "document")
 		}
 		return tx.CreateDraft(ctx, d)
 	})
@@ -74,26 +76,26 @@ func (s *Service) DraftPayable(d *Draft) error {
 	case DraftOpen:
 		return nil
 	case DraftPaid:
-		e := Errorf(KindConflict, CodeDraftState, "this fax was paid already; nothing more is charged").With("draftStatus", string(st))
+		e := core.Errorf(core.KindConflict, core.CodeDraftState, "this fax was paid already; nothing more is charged").With("draftStatus", string(st))
 		if d.FaxID != nil {
 			e = e.With("faxId", *d.FaxID)
 		}
 		return e
 	case DraftExpired:
-		return Errorf(KindConflict, CodeDraftState, "the draft expired and cannot be paid; create a new draft").With("draftStatus", string(st))
+		return core.Errorf(core.KindConflict, core.CodeDraftState, "the draft expired and cannot be paid; create a new draft").With("draftStatus", string(st))
 	default:
-		return Errorf(KindConflict, CodeDraftState, "the draft is %s and cannot be paid; create a new draft", st).With("draftStatus", string(st))
+		return core.Errorf(core.KindConflict, core.CodeDraftState, "the draft is %s and cannot be paid; create a new draft", st).With("draftStatus", string(st))
 	}
 }
 
 // GetDraft returns one of the principal's drafts with its quote.
-func (s *Service) GetDraft(ctx context.Context, p Principal, id string) (*DraftView, error) {
-	if err := Authorize(p, OpGetDraft); err != nil {
+func (s *Service) GetDraft(ctx context.Context, p core.Principal, id string) (*DraftView, error) {
+	if err := core.Authorize(p, core.OpGetDraft); err != nil {
 		return nil, err
 	}
 	d, err := s.d.Store.GetDraft(ctx, p.OwnerID, p.Mode, id)
 	if err != nil {
-		return nil, StoreErr(err, "draft")
+		return nil, core.StoreErr(err, "draft")
 	}
 	return s.ViewDraft(d), nil
 }
@@ -110,9 +112,9 @@ func (s *Service) ViewDraft(d *Draft) *DraftView {
 	q, err := s.d.Prices.Quote(d.To, country, d.Pages, d.Cover)
 	if err != nil {
 		// The price was fixed when the draft was made; show that one.
-		q = Quote{To: d.To, Pages: d.Pages, Cover: d.Cover, Currency: Currency}
+		q = core.Quote{To: d.To, Pages: d.Pages, Cover: d.Cover, Currency: core.Currency}
 	}
-	q.AmountMicros, q.Amount, q.Cents = d.PriceMicros, FormatUSD(d.PriceMicros), CentsUp(d.PriceMicros)
+	q.AmountMicros, q.Amount, q.Cents = d.PriceMicros, core.FormatUSD(d.PriceMicros), core.CentsUp(d.PriceMicros)
 	dv := &DraftView{Draft: *d, Quote: q}
 	dv.Status = s.DraftStatus(d)
 	return dv
@@ -123,8 +125,8 @@ func (s *Service) ViewDraft(d *Draft) *DraftView {
 // move to paid in one transaction). It is idempotent by draft: a retried
 // call, or a call after the draft was paid at its checkout, returns the
 // existing fax with replayed true and never charges twice.
-func (s *Service) SendDraft(ctx context.Context, p Principal, draftID string) (fax *Fax, replayed bool, err error) {
-	if err := Authorize(p, OpSendFax); err != nil {
+func (s *Service) SendDraft(ctx context.Context, p core.Principal, draftID string) (fax *Fax, replayed bool, err error) {
+	if err := core.Authorize(p, core.OpSendFax); err != nil {
 		return nil, false, err
 	}
 	if err := s.CheckProvider(p.Mode); err != nil {
@@ -132,7 +134,7 @@ func (s *Service) SendDraft(ctx context.Context, p Principal, draftID string) (f
 	}
 	d, err := s.d.Store.GetDraft(ctx, p.OwnerID, p.Mode, draftID)
 	if err != nil {
-		return nil, false, StoreErr(err, "draft")
+		return nil, false, core.StoreErr(err, "draft")
 	}
 	if f, ok, err := s.draftFax(ctx, p, d); ok || err != nil {
 		return f, ok, err
@@ -141,23 +143,23 @@ func (s *Service) SendDraft(ctx context.Context, p Principal, draftID string) (f
 		return nil, false, err
 	}
 	f := s.faxOfDraft(d, PayCredits)
-	err = s.d.Store.InTx(ctx, func(tx Tx) error {
+	err = s.inTx(ctx, func(tx Tx) error {
 		return s.CreateFax(ctx, tx, NewFax{Fax: f, Draft: d})
 	})
 	switch {
-	case errors.Is(err, ErrConflict):
+	case errors.Is(err, core.ErrConflict):
 		// Paid concurrently (another call, or its checkout): answer with
 		// that fax.
 		d, gerr := s.d.Store.GetDraft(ctx, p.OwnerID, p.Mode, draftID)
 		if gerr != nil {
-			return nil, false, StoreErr(gerr, "draft")
+			return nil, false, core.StoreErr(gerr, "draft")
 		}
 		if f, ok, err := s.draftFax(ctx, p, d); ok || err != nil {
 			return f, ok, err
 		}
 		return nil, false, s.DraftPayable(d)
-	case IsInsufficient(err):
-		return nil, false, s.InsufficientCredits(ctx, p, d.PriceMicros).With("draftId", d.ID).With("mode", string(p.Mode))
+	case core.IsInsufficient(err):
+		return nil, false, s.core.InsufficientCredits(ctx, p, d.PriceMicros).With("draftId", d.ID).With("mode", string(p.Mode))
 	case err != nil:
 		return nil, false, err
 	}
@@ -170,21 +172,21 @@ func (s *Service) SendDraft(ctx context.Context, p Principal, draftID string) (f
 func (s *Service) faxOfDraft(d *Draft, method PaymentMethod) *Fax {
 	now := s.now()
 	return &Fax{
-		ID: NewID(PrefixFax), OwnerID: d.OwnerID, Mode: d.Mode, Status: FaxQueued, To: d.To, From: d.From,
+		ID: core.NewID(core.PrefixFax), OwnerID: d.OwnerID, Mode: d.Mode, Status: Queued, To: d.To, From: d.From,
 		DocumentID: d.DocumentID, Pages: d.Pages, Cover: d.Cover, CoverText: d.CoverText,
-		PriceMicros: d.PriceMicros, Currency: Currency, PaymentMethod: method, DraftID: &d.ID,
+		PriceMicros: d.PriceMicros, Currency: core.Currency, PaymentMethod: method, DraftID: &d.ID,
 		CreatedAt: now, UpdatedAt: now,
 	}
 }
 
 // draftFax returns the fax of an already paid draft.
-func (s *Service) draftFax(ctx context.Context, p Principal, d *Draft) (*Fax, bool, error) {
+func (s *Service) draftFax(ctx context.Context, p core.Principal, d *Draft) (*Fax, bool, error) {
 	if d.Status != DraftPaid || d.FaxID == nil {
 		return nil, false, nil
 	}
 	f, err := s.d.Store.GetFax(ctx, p.OwnerID, p.Mode, *d.FaxID)
 	if err != nil {
-		return nil, false, StoreErr(err, "fax")
+		return nil, false, core.StoreErr(err, "fax")
 	}
 	s.Present(f, nil)
 	return f, true, nil
@@ -192,18 +194,18 @@ func (s *Service) draftFax(ctx context.Context, p Principal, d *Draft) (*Fax, bo
 
 // PayDraftAtCheckout turns the draft of a paid checkout into a queued fax
 // inside tx; paidMicros is what the checkout charged for it.
-func (s *Service) PayDraftAtCheckout(ctx context.Context, tx Tx, ownerID string, mode Mode, draftID string, paidMicros int64) error {
+func (s *Service) PayDraftAtCheckout(ctx context.Context, tx Tx, ownerID string, mode core.Mode, draftID string, paidMicros int64) error {
 	d, err := tx.GetDraft(ctx, ownerID, mode, draftID)
 	if err != nil {
-		return StoreErr(err, "draft")
+		return core.StoreErr(err, "draft")
 	}
 	if err := s.DraftPayable(d); err != nil {
 		return err
 	}
 	f := s.faxOfDraft(d, PayCheckout)
 	f.PriceMicros = paidMicros
-	if err := s.CreateFax(ctx, tx, NewFax{Fax: f, Draft: d}); errors.Is(err, ErrConflict) {
-		return Errorf(KindConflict, CodeDraftState, "this fax was paid already; nothing more is charged")
+	if err := s.CreateFax(ctx, tx, NewFax{Fax: f, Draft: d}); errors.Is(err, core.ErrConflict) {
+		return core.Errorf(core.KindConflict, core.CodeDraftState, "this fax was paid already; nothing more is charged")
 	} else if err != nil {
 		return err
 	}

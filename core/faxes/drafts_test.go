@@ -1,4 +1,4 @@
-package core_test
+package faxes_test
 
 import (
 	"strings"
@@ -8,13 +8,14 @@ import (
 
 	"github.com/faxhub/faxhub/core"
 	"github.com/faxhub/faxhub/core/checkout"
+	"github.com/faxhub/faxhub/core/faxes"
 	"github.com/faxhub/faxhub/core/services"
 	"github.com/faxhub/faxhub/internal/testenv"
 )
 
-func newDraft(t *testing.T, e *testenv.Env, p core.Principal, pages int) *core.DraftView {
+func newDraft(t *testing.T, e *testenv.Env, p core.Principal, pages int) *faxes.DraftView {
 	t.Helper()
-	d, err := e.Svc.Core.CreateDraft(ctx, p, core.CreateDraftRequest{To: "+12125550100", UploadToken: e.Upload(t, p, pages)})
+	d, err := e.Svc.Faxes.CreateDraft(ctx, p, faxes.CreateDraftRequest{To: "+12125550100", UploadToken: e.Upload(t, p, pages)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -27,16 +28,16 @@ func TestSendDraft(t *testing.T) {
 
 	t.Run("success and retry", func(t *testing.T) {
 		d := newDraft(t, e, p, 3)
-		f, replayed, err := e.Svc.Core.SendDraft(ctx, p, d.ID)
-		if err != nil || replayed || f.Status != core.FaxQueued || f.PaymentMethod != core.PayCredits || *f.DraftID != d.ID || f.PriceMicros != d.PriceMicros {
+		f, replayed, err := e.Svc.Faxes.SendDraft(ctx, p, d.ID)
+		if err != nil || replayed || f.Status != faxes.Queued || f.PaymentMethod != faxes.PayCredits || *f.DraftID != d.ID || f.PriceMicros != d.PriceMicros {
 			t.Fatalf("send = %+v replayed=%v %v", f, replayed, err)
 		}
-		again, replayed, err := e.Svc.Core.SendDraft(ctx, p, d.ID)
+		again, replayed, err := e.Svc.Faxes.SendDraft(ctx, p, d.ID)
 		if err != nil || !replayed || again.ID != f.ID {
 			t.Fatalf("retry = %+v replayed=%v %v", again, replayed, err)
 		}
-		got, _ := e.Svc.Core.GetDraft(ctx, p, d.ID)
-		if got.Status != core.DraftPaid || *got.FaxID != f.ID {
+		got, _ := e.Svc.Faxes.GetDraft(ctx, p, d.ID)
+		if got.Status != faxes.DraftPaid || *got.FaxID != f.ID {
 			t.Fatalf("draft after send = %+v", got)
 		}
 		// Its checkout can no longer be started.
@@ -50,7 +51,7 @@ func TestSendDraft(t *testing.T) {
 	t.Run("expired", func(t *testing.T) {
 		d := newDraft(t, e, p, 1)
 		clk.Advance(25 * time.Hour)
-		_, _, err := e.Svc.Core.SendDraft(ctx, p, d.ID)
+		_, _, err := e.Svc.Faxes.SendDraft(ctx, p, d.ID)
 		testenv.WantCode(t, err, core.CodeDraftState)
 		if !strings.Contains(core.AsError(err).Message, "expired") {
 			t.Fatalf("message: %v", err)
@@ -60,8 +61,8 @@ func TestSendDraft(t *testing.T) {
 		if !strings.Contains(core.AsError(err).Message, "expired") {
 			t.Fatalf("checkout message: %v", err)
 		}
-		got, _ := e.Svc.Core.GetDraft(ctx, p, d.ID)
-		if got.Status != core.DraftExpired {
+		got, _ := e.Svc.Faxes.GetDraft(ctx, p, d.ID)
+		if got.Status != faxes.DraftExpired {
 			t.Fatalf("status %s", got.Status)
 		}
 	})
@@ -70,7 +71,7 @@ func TestSendDraft(t *testing.T) {
 		pb := e.Principal(t, e.KeyBTest)
 		big := newDraft(t, e, pb, 300)
 		before := e.Credits(t, pb)
-		_, _, err := e.Svc.Core.SendDraft(ctx, pb, big.ID)
+		_, _, err := e.Svc.Faxes.SendDraft(ctx, pb, big.ID)
 		testenv.WantCode(t, err, core.CodeInsufficientCredits)
 		if f := core.AsError(err).Fields; f["draftId"] != big.ID || f["price"] == nil || f["balance"] == nil {
 			t.Fatalf("fields: %v", f)
@@ -79,16 +80,16 @@ func TestSendDraft(t *testing.T) {
 		if after.AvailableMicros != before.AvailableMicros || after.HeldMicros != 0 {
 			t.Fatalf("balance moved: %+v", after)
 		}
-		got, _ := e.Svc.Core.GetDraft(ctx, pb, big.ID)
-		if got.Status != core.DraftOpen {
+		got, _ := e.Svc.Faxes.GetDraft(ctx, pb, big.ID)
+		if got.Status != faxes.DraftOpen {
 			t.Fatalf("draft after a refused send: %s", got.Status)
 		}
 	})
 
 	t.Run("not found and scope", func(t *testing.T) {
-		_, _, err := e.Svc.Core.SendDraft(ctx, p, "drf_nope")
+		_, _, err := e.Svc.Faxes.SendDraft(ctx, p, "drf_nope")
 		testenv.WantCode(t, err, core.CodeNotFound)
-		_, _, err = e.Svc.Core.SendDraft(ctx, core.Principal{OwnerID: e.OwnerA.ID, Mode: core.ModeTest, Scopes: []core.Scope{core.ScopeFaxDraft}}, "drf_nope")
+		_, _, err = e.Svc.Faxes.SendDraft(ctx, core.Principal{OwnerID: e.OwnerA.ID, Mode: core.ModeTest, Scopes: []core.Scope{core.ScopeFaxDraft}}, "drf_nope")
 		testenv.WantCode(t, err, core.CodeInsufficientScope)
 	})
 }
@@ -102,7 +103,7 @@ func TestSendDraftConcurrent(t *testing.T) {
 	ids := make([]string, 20)
 	for i := range ids {
 		wg.Go(func() {
-			f, _, err := e.Svc.Core.SendDraft(ctx, p, d.ID)
+			f, _, err := e.Svc.Faxes.SendDraft(ctx, p, d.ID)
 			if err != nil {
 				t.Error(err)
 				return
@@ -116,7 +117,7 @@ func TestSendDraftConcurrent(t *testing.T) {
 			t.Fatalf("two faxes: %v", ids)
 		}
 	}
-	page, err := e.Svc.Core.ListFaxes(ctx, p, "", "", 100)
+	page, err := e.Svc.Faxes.List(ctx, p, "", "", 100)
 	if err != nil || len(page.Data) != 1 {
 		t.Fatalf("want one fax, got %d (%v)", len(page.Data), err)
 	}
@@ -142,7 +143,7 @@ func TestCheckoutOfDraftSentWithCredits(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	f, _, err := e.Svc.Core.SendDraft(ctx, p, d.ID)
+	f, _, err := e.Svc.Faxes.SendDraft(ctx, p, d.ID)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -160,7 +161,7 @@ func TestCheckoutOfDraftSentWithCredits(t *testing.T) {
 	if c.Status != checkout.Open {
 		t.Fatalf("checkout marked %s", c.Status)
 	}
-	page, _ := e.Svc.Core.ListFaxes(ctx, p, "", "", 10)
+	page, _ := e.Svc.Faxes.List(ctx, p, "", "", 10)
 	if len(page.Data) != 1 || page.Data[0].ID != f.ID {
 		t.Fatalf("faxes: %+v", page.Data)
 	}
@@ -176,7 +177,7 @@ func TestCheckoutSharesTheSendRate(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := e.Svc.Core.SendDraft(ctx, p, d1.ID); err != nil {
+	if _, _, err := e.Svc.Faxes.SendDraft(ctx, p, d1.ID); err != nil {
 		t.Fatal(err)
 	}
 	_, err = e.Svc.Checkout.Complete(ctx, cs.ID)

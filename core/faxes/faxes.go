@@ -1,0 +1,486 @@
+// Package faxes is sending faxes: quotes, drafts, the one step that
+// creates a fax for every way of paying (CreateFax), sends with credits,
+// cancels, and delivery — attempts at the provider, their outcomes,
+// retries, the settlement of what was paid — and the signed links where a
+// provider fetches the document.
+package faxes
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/faxhub/faxhub/core"
+)
+
+// SendRequest is the body of sendFax: a destination and a document named
+// either by the upload token it was uploaded with or by its id.
+type SendRequest struct {
+	To          string `json:"to"`
+	UploadToken string `json:"uploadToken,omitempty"`
+	DocumentID  string `json:"documentId,omitempty"`
+	Cover       bool   `json:"cover,omitempty"`
+	CoverText   string `json:"coverText,omitempty"`
+	// From is the sender: one of the owner's active numbers (E.164 or its
+	// id); empty for the provider's default.
+	From string `json:"from,omitempty"`
+}
+
+// MaxCoverText bounds the cover page note.
+const MaxCoverText = 2000
+
+// QuoteRequest prices a fax without side effects.
+type QuoteRequest struct {
+	To    string
+	Pages int
+	Cover bool
+}
+
+// Quote checks a destination and prices pages to it. It needs no principal
+// (the machine validate endpoint is public).
+func (s *Service) Quote(ctx context.Context, r QuoteRequest) (core.Quote, error) {
+	e164, country, err := s.d.Destination.Check(r.To)
+	if err != nil {
+		return core.Quote{}, err
+	}
+	if r.Pages > s.cfg.MaxPages {
+		return core.Quote{}, core.Errorf(core.KindUnprocessable, core.CodeTooManyPages, "at most %d pages can be sent", s.cfg.MaxPages)
+	}
+	return s.d.Prices.Quote(e164, country, r.Pages, r.Cover)
+}
+
+func (s *Service) ResolveDocument(ctx context.Context, p core.Principal, uploadToken, documentID string) (*core.Document, error) {
+	switch {
+	case uploadToken != "" && documentID != "":
+		return nil, core.Errorf(core.KindInvalid, core.CodeInvalidRequest, "give uploadToken or documentId, not both")
+	case uploadToken != "":
+		return s.core.DocumentFromToken(ctx, p, uploadToken)
+	case documentID != "":
+		d, err := s.d.Store.GetDocument(ctx, p.OwnerID, p.Mode, documentID)
+		return d, core.StoreErr(err, "document")
+	}
+	return nil, core.Errorf(core.KindInvalid, core.CodeInvalidRequest, "uploadToken or documentId is required")
+}
+
+func CheckCover(cover bool, text string) error {
+	if len(text) > MaxCoverText {
+		return core.Errorf(core.KindInvalid, core.CodeInvalidRequest, "coverText is longer than %d characters", MaxCoverText)
+	}
+	if text != "" && !cover {
+		return core.Errorf(core.KindInvalid, core.CodeInvalidRequest, "coverText needs cover: true")
+	}
+	return nil
+}
+
+// Send pays for a fax with the principal's credits and queues it. The
+// fax, its credit hold, its delivery job and its idempotency record are
+// written in one transaction: concurrent requests with one key yield exactly
+// one fax and one hold. replayed is true when the stored response of an
+// earlier identical request is returned.
+//
+// A request whose key was used already gets that request's answer whatever
+// its own fate would be (its document may be gone since, its balance spent,
+// its rate allowance used), or a conflict if it differs. That is decided
+// without a read first on the way every new send takes: the idempotency
+// record is the first row the transaction writes, so a used key stops it
+// before it charges anything, and a request refused before its transaction
+// looks for an earlier one before it answers.
+func (s *Service) Send(ctx context.Context, p core.Principal, idemKey string, r SendRequest) (fax *Fax, replayed bool, err error) {
+	if err := core.Authorize(p, core.OpSendFax); err != nil {
+		return nil, false, err
+	}
+	if idemKey == "" {
+		return nil, false, core.Errorf(core.KindInvalid, core.CodeIdempotencyKeyRequired, "the Idempotency-Key header is required; use a fresh random value per fax")
+	}
+	if len(idemKey) > core.MaxIdempotencyKey {
+		return nil, false, core.Errorf(core.KindInvalid, core.CodeInvalidRequest, "Idempotency-Key is longer than %d characters", core.MaxIdempotencyKey)
+	}
+	if err := s.CheckProvider(p.Mode); err != nil {
+		return nil, false, err
+	}
+	scope := fmt.Sprintf("%s:%s:send_fax", p.OwnerID, p.Mode)
+	reqHash := core.HashRequest(r)
+	f, err := s.newCreditFax(ctx, p, r)
+	if err != nil {
+		if o, ok, rerr := s.replay(ctx, scope, idemKey, reqHash); ok || rerr != nil {
+			return o, ok, rerr
+		}
+		return nil, false, err
+	}
+	err = s.inTx(ctx, func(tx Tx) error {
+		return s.CreateFax(ctx, tx, NewFax{Fax: f, Idempotency: &core.IdempotencyRecord{
+			Scope: scope, Key: idemKey, RequestHash: reqHash, ResponseCode: 200, CreatedAt: f.CreatedAt,
+		}})
+	})
+	switch {
+	case errors.Is(err, core.ErrExists):
+		// The key was used: by an earlier request, or by a concurrent one
+		// that committed first. Answer as it was answered.
+		if o, ok, err := s.replay(ctx, scope, idemKey, reqHash); ok || err != nil {
+			return o, ok, err
+		}
+		return nil, false, fmt.Errorf("idempotency record vanished for key")
+	case core.IsInsufficient(err):
+		// A request with the same key that committed first (its hold may be
+		// what used the balance up) is answered as it was, not with a 402.
+		if o, ok, err := s.replay(ctx, scope, idemKey, reqHash); ok || err != nil {
+			return o, ok, err
+		}
+		return nil, false, s.core.InsufficientCredits(ctx, p, f.PriceMicros).With("checkoutPath", "/api/v1/credits/checkout")
+	case err != nil:
+		return nil, false, err
+	}
+	s.d.Logger.InfoContext(ctx, "fax queued", "fax_id", f.ID, "owner_id", f.OwnerID, "mode", f.Mode, "pages", f.Pages, "price", f.Price)
+	return f, false, nil
+}
+
+// newCreditFax checks a send request and builds its fax, priced and ready
+// to be created; it writes nothing.
+func (s *Service) newCreditFax(ctx context.Context, p core.Principal, r SendRequest) (*Fax, error) {
+	if err := CheckCover(r.Cover, r.CoverText); err != nil {
+		return nil, err
+	}
+	q, err := s.quoteRequest(ctx, p, r)
+	if err != nil {
+		return nil, err
+	}
+	now := s.now()
+	f := &Fax{
+		ID: core.NewID(core.PrefixFax), OwnerID: p.OwnerID, Mode: p.Mode, Status: Queued, To: q.to, From: q.from,
+		DocumentID: q.doc.ID, Pages: q.doc.Pages, Cover: r.Cover, CoverText: r.CoverText,
+		PriceMicros: q.quote.AmountMicros, Currency: core.Currency, PaymentMethod: PayCredits,
+		CreatedAt: now, UpdatedAt: now,
+	}
+	s.Present(f, nil)
+	return f, nil
+}
+
+// quoted is a send or draft request checked and priced: what its fax or
+// draft is made of.
+type quoted struct {
+	to, country, from string
+	doc               *core.Document
+	quote             core.Quote
+}
+
+// quoteRequest checks a request's destination, sender and document and
+// prices it; it writes nothing. The caller checks the cover first.
+func (s *Service) quoteRequest(ctx context.Context, p core.Principal, r SendRequest) (quoted, error) {
+	e164, country, err := s.d.Destination.Check(r.To)
+	if err != nil {
+		return quoted{}, err
+	}
+	from, err := s.senderNumber(ctx, p, r.From)
+	if err != nil {
+		return quoted{}, err
+	}
+	doc, err := s.ResolveDocument(ctx, p, r.UploadToken, r.DocumentID)
+	if err != nil {
+		return quoted{}, err
+	}
+	q, err := s.d.Prices.Quote(e164, country, doc.Pages, r.Cover)
+	if err != nil {
+		return quoted{}, err
+	}
+	return quoted{to: e164, country: country, from: from, doc: doc, quote: q}, nil
+}
+
+// checkProvider refuses to take money for faxes nobody can send: live mode
+// needs a configured provider.
+func (s *Service) CheckProvider(m core.Mode) error {
+	if s.d.Providers[m] == nil {
+		return core.Errorf(core.KindUnavailable, core.CodeProviderUnavailable, "%s-mode faxing is not configured on this server", m)
+	}
+	return nil
+}
+
+// replay answers from a stored idempotency record: ok is true when the
+// record exists and matches; a different request under the same key is a
+// conflict.
+func (s *Service) replay(ctx context.Context, scope, key, reqHash string) (*Fax, bool, error) {
+	rec, err := s.d.Store.GetIdempotency(ctx, scope, key)
+	if errors.Is(err, core.ErrNoRows) {
+		return nil, false, nil
+	} else if err != nil {
+		return nil, false, fmt.Errorf("read idempotency record: %w", err)
+	}
+	if rec.RequestHash != reqHash {
+		return nil, false, core.Errorf(core.KindConflict, core.CodeIdempotencyConflict, "this Idempotency-Key was already used with a different request")
+	}
+	var o Fax
+	if err := json.Unmarshal(rec.Response, &o); err != nil {
+		return nil, false, fmt.Errorf("decode stored response: %w", err)
+	}
+	return &o, true, nil
+}
+
+// present fills a fax's response-only fields.
+func (s *Service) Present(o *Fax, latest *Attempt) {
+	o.Price, o.PriceCents, o.LatestAttempt = core.FormatUSD(o.PriceMicros), core.CentsUp(o.PriceMicros), latest
+}
+
+// Get returns one of the principal's faxes with its latest attempt.
+func (s *Service) Get(ctx context.Context, p core.Principal, id string) (*Fax, error) {
+	if err := core.Authorize(p, core.OpGetFax); err != nil {
+		return nil, err
+	}
+	return s.Load(ctx, p, id)
+}
+
+// getFax reads one of p's faxes with its latest attempt, as GetFax
+// presents it, for callers that authorised another operation.
+func (s *Service) Load(ctx context.Context, p core.Principal, id string) (*Fax, error) {
+	o, err := s.d.Store.GetFax(ctx, p.OwnerID, p.Mode, id)
+	if err != nil {
+		return nil, core.StoreErr(err, "fax")
+	}
+	// A fax's attempts count and its attempt rows are written in one
+	// transaction (startAttempt), so a fax never attempted has none to
+	// read: a status poll of a queued fax is one read, not two.
+	var a *Attempt
+	if o.Attempts > 0 {
+		a, err = s.d.Store.LatestAttempt(ctx, o.ID)
+		if err != nil && !errors.Is(err, core.ErrNoRows) {
+			return nil, fmt.Errorf("latest attempt: %w", err)
+		}
+	}
+	s.Present(o, a)
+	return o, nil
+}
+
+// Attempts lists every attempt of one of the principal's faxes.
+func (s *Service) Attempts(ctx context.Context, p core.Principal, id string) ([]Attempt, error) {
+	if _, err := s.Get(ctx, p, id); err != nil {
+		return nil, err
+	}
+	return s.d.Store.ListAttempts(ctx, id)
+}
+
+// List lists the principal's faxes, newest first. The latest attempt
+// is not included in lists (use GetFax).
+func (s *Service) List(ctx context.Context, p core.Principal, status string, startingAfter string, limit int) (*core.Page[Fax], error) {
+	if err := core.Authorize(p, core.OpListFaxes); err != nil {
+		return nil, err
+	}
+	limit, err := core.CheckLimit(limit)
+	if err != nil {
+		return nil, err
+	}
+	if status != "" && !slices.Contains(Statuses, Status(status)) {
+		return nil, core.Errorf(core.KindInvalid, core.CodeInvalidRequest, "status must be one of %s", joinStatuses())
+	}
+	if startingAfter != "" {
+		if _, err := s.d.Store.GetFax(ctx, p.OwnerID, p.Mode, startingAfter); err != nil {
+			if errors.Is(err, core.ErrNoRows) {
+				return nil, core.Errorf(core.KindInvalid, core.CodeInvalidRequest, "starting_after names no fax of yours")
+			}
+			return nil, err
+		}
+	}
+	faxes, err := s.d.Store.ListFaxes(ctx, Filter{OwnerID: p.OwnerID, Mode: p.Mode, Status: Status(status), StartingAfter: startingAfter, Limit: limit + 1})
+	if err != nil {
+		return nil, fmt.Errorf("list faxes: %w", err)
+	}
+	page := &core.Page[Fax]{Data: faxes}
+	if len(faxes) > limit {
+		page.Data, page.HasMore = faxes[:limit], true
+		page.Next = page.Data[limit-1].ID
+	}
+	for i := range page.Data {
+		s.Present(&page.Data[i], nil)
+	}
+	if page.Data == nil {
+		page.Data = []Fax{}
+	}
+	return page, nil
+}
+
+func joinStatuses() string {
+	parts := make([]string, len(Statuses))
+	for i, st := range Statuses {
+		parts[i] = string(st)
+	}
+	return strings.Join(parts, ", ")
+}
+
+// Cancel cancels a queued fax and releases its hold. A fax being sent
+// is called back where its provider can (FaxCanceler): the provider
+// reports the end (canceled, or delivered if it was too late) like any
+// other outcome, so the fax answered is still sending.
+func (s *Service) Cancel(ctx context.Context, p core.Principal, id string) (*Fax, error) {
+	if err := core.Authorize(p, core.OpCancelFax); err != nil {
+		return nil, err
+	}
+	err := s.CancelQueued(ctx, p, id)
+	var e *core.Error
+	if errors.As(err, &e) && e.Code == core.CodeFaxNotCancelable {
+		if ok, cerr := s.cancelSendingFax(ctx, p, id); ok || cerr != nil {
+			if cerr != nil {
+				return nil, cerr
+			}
+			return s.Load(ctx, p, id)
+		}
+	}
+	if err != nil {
+		return nil, err
+	}
+	return s.Load(ctx, p, id)
+}
+
+// cancelSendingFax asks the provider to call back a fax it is sending; ok
+// is false where that is not possible (the provider cannot, or the fax is
+// not sending).
+func (s *Service) cancelSendingFax(ctx context.Context, p core.Principal, id string) (bool, error) {
+	canceler, ok := s.d.Providers[p.Mode].(Canceler)
+	if !ok {
+		return false, nil
+	}
+	o, err := s.d.Store.GetFax(ctx, p.OwnerID, p.Mode, id)
+	if err != nil {
+		return false, core.StoreErr(err, "fax")
+	}
+	if o.Status != Sending {
+		return false, nil
+	}
+	a, err := s.d.Store.LatestAttempt(ctx, o.ID)
+	if err != nil || a.Status != AttemptSending || a.ProviderRef == "" {
+		return false, nil
+	}
+	if err := canceler.CancelSend(ctx, a.ProviderRef); err != nil {
+		return false, core.WrapErr(core.Errorf(core.KindConflict, core.CodeFaxNotCancelable, "the provider could not call this fax back (it may be finishing); its outcome follows"), err)
+	}
+	s.d.Logger.InfoContext(ctx, "fax cancel requested at the provider", "fax_id", o.ID, "owner_id", o.OwnerID)
+	return true, nil
+}
+
+// cancelQueuedFax is the one rule for calling a fax back, for CancelFax
+// (fax:send) and CancelTask (fax:draft) alike: only a queued fax can be
+// canceled, and what was paid returns to the owner (settle) in the same
+// transaction. Otherwise a fax_not_cancelable *Error saying why.
+func (s *Service) CancelQueued(ctx context.Context, p core.Principal, id string) error {
+	return s.inTx(ctx, func(tx Tx) error {
+		o, err := tx.GetFax(ctx, p.OwnerID, p.Mode, id)
+		if err != nil {
+			return core.StoreErr(err, "fax")
+		}
+		if o.Status != Queued {
+			return core.Errorf(core.KindConflict, core.CodeFaxNotCancelable, "a fax that is %s can no longer be canceled", o.Status)
+		}
+		now := s.now()
+		o.Status, o.UpdatedAt, o.CompletedAt, o.NextAttemptAt = Canceled, now, &now, nil
+		o.FailureCode, o.FailureReason = "canceled", "canceled by the owner"
+		if err := tx.UpdateFax(ctx, o, Queued); err != nil {
+			if errors.Is(err, core.ErrConflict) {
+				return core.Errorf(core.KindConflict, core.CodeFaxNotCancelable, "the fax started sending and can no longer be canceled")
+			}
+			return err
+		}
+		return s.settle(ctx, tx, o, core.LedgerRelease)
+	})
+}
+
+// settle captures or releases what was paid for the fax, in the
+// transaction that ends it. A credit fax's hold is captured or released. A
+// fax paid at its checkout has no hold: released (canceled, failed), its
+// whole price returns to the owner as account credits (a refund entry);
+// captured, nothing moves. A machine's fax has no account to return to:
+// released, its charge is owed back through its method (settleMachine).
+func (s *Service) settle(ctx context.Context, tx Tx, o *Fax, kind core.LedgerKind) error {
+	switch o.PaymentMethod {
+	case PayMachine:
+		// Released, the whole charge is owed back through its method; a
+		// partial fax owes the unsent pages' share (refundUnsentPages), a
+		// delivered one nothing.
+		if kind != core.LedgerRelease {
+			return nil
+		}
+		return s.d.PayerRefunds.OwePayer(ctx, tx, o, o.PriceMicros)
+	case PayCredits:
+		if _, err := tx.SettleHold(ctx, o.ID, kind, s.now()); err != nil {
+			return fmt.Errorf("settle hold of %s (%s): %w", o.ID, kind, err)
+		}
+	case PayCheckout:
+		if kind != core.LedgerRelease || o.PriceMicros <= 0 {
+			return nil
+		}
+		err := tx.AppendLedger(ctx, &core.LedgerEntry{
+			ID: core.NewID(core.PrefixLedger), OwnerID: o.OwnerID, Mode: o.Mode, Kind: core.LedgerRefund, AmountMicros: o.PriceMicros,
+			FaxID: &o.ID, Reason: fmt.Sprintf("refund as credits of fax %s paid at checkout (%s)", o.ID, o.Status), CreatedAt: s.now(),
+		})
+		if err != nil {
+			return fmt.Errorf("refund fax %s paid at checkout: %w", o.ID, err)
+		}
+	}
+	return nil
+}
+
+// Store keeps drafts, faxes and their attempts.
+type Store interface {
+	Tx
+	core.Transactor
+}
+
+// Tx is a transaction of faxes: a fax, its payment entry and its delivery
+// job commit together.
+type Tx interface {
+	core.Tx
+	Queries
+}
+
+// Deps are the ports fax sending drives.
+type Deps struct {
+	Store       Store
+	Blobs       core.BlobStore
+	Destination core.DestinationChecker
+	Queue       DeliveryQueue
+	// Providers maps each mode to its fax provider. Test mode must be the
+	// simulated provider; a mode without one refuses to take money for
+	// faxes (provider_not_configured).
+	Providers map[core.Mode]Provider
+	// PayerRefunds records what a machine-paid fax owes its payer back
+	// (core/machine).
+	PayerRefunds PayerRefunds
+	// Metrics counts attempts and faxes that end; nil counts nothing.
+	Metrics DeliveryMetrics
+	Prices  *core.PriceTable
+	Logger  *slog.Logger
+	// Core resolves documents, sender numbers and credits.
+	Core *core.Service
+}
+
+// Service sends faxes.
+type Service struct {
+	cfg  core.Config
+	d    Deps
+	core *core.Service
+}
+
+// New returns the service; cfg is the kernel's configuration with its
+// defaults applied.
+func New(cfg core.Config, d Deps) (*Service, error) {
+	if d.PayerRefunds == nil {
+		return nil, errors.New("faxes: PayerRefunds is required")
+	}
+	if d.Logger == nil {
+		d.Logger = slog.New(slog.DiscardHandler)
+	}
+	if d.Metrics == nil {
+		d.Metrics = NopMetrics{}
+	}
+	if d.Prices == nil {
+		d.Prices = core.DefaultPriceTable()
+	}
+	return &Service{cfg: cfg, d: d, core: d.Core}, nil
+}
+
+func (s *Service) now() time.Time { return core.Clock(s.cfg.Now).Now() }
+
+// inTx runs fn in one transaction of the store, typed as faxes'.
+func (s *Service) inTx(ctx context.Context, fn func(tx Tx) error) error {
+	return s.d.Store.InTx(ctx, func(tx core.Tx) error { return fn(tx.(Tx)) })
+}

@@ -1,0 +1,5 @@
+package faxes_test
+
+import "context"
+
+var ctx = context.Background()

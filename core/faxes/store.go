@@ -1,0 +1,39 @@
+package faxes
+
+import (
+	"context"
+
+	"github.com/faxhub/faxhub/core"
+)
+
+// Queries keeps drafts, faxes and their attempts.
+type Queries interface {
+	CreateDraft(ctx context.Context, d *Draft) error
+	GetDraft(ctx context.Context, ownerID string, mode core.Mode, id string) (*Draft, error)
+	// MarkDraftPaid moves an open draft to paid; ErrConflict otherwise.
+	MarkDraftPaid(ctx context.Context, id, faxID string) error
+
+	CreateFax(ctx context.Context, o *Fax) error
+	GetFax(ctx context.Context, ownerID string, mode core.Mode, id string) (*Fax, error)
+	// GetFaxByID reads a fax for the delivery worker (no owner filter).
+	GetFaxByID(ctx context.Context, id string) (*Fax, error)
+	ListFaxes(ctx context.Context, f Filter) ([]Fax, error)
+	// UpdateFax writes o's mutable fields if the stored status is one of
+	// from; ErrConflict otherwise.
+	UpdateFax(ctx context.Context, o *Fax, from ...Status) error
+
+	CreateAttempt(ctx context.Context, a *Attempt) error
+	UpdateAttempt(ctx context.Context, a *Attempt) error
+	LatestAttempt(ctx context.Context, faxID string) (*Attempt, error)
+	ListAttempts(ctx context.Context, faxID string) ([]Attempt, error)
+}
+
+// Filter selects faxes for listing, newest first, with cursor
+// pagination by id.
+type Filter struct {
+	OwnerID       string
+	Mode          core.Mode
+	Status        Status // empty: any
+	StartingAfter string // fax id; list continues after it
+	Limit         int
+}
