@@ -78,6 +78,10 @@ const (
 	CodeMachinePaymentsMissing = "machine_payments_not_available"
 )
 
+// CodeNumbersNotOffered: the price table sells no numbers in that
+// country.
+const CodeNumbersNotOffered = "numbers_not_offered"
+
 // Error codes of agent registration (spec, Errors) and of the claim and
 // jwt-bearer grants (RFC 6749 section 5.2, RFC 8628 section 3.5): the OAuth
 // adapter sends them as the "error" member.

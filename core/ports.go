@@ -75,13 +75,3 @@ type DestinationChecker interface {
 	// CodeUnsupportedDestination otherwise.
 	Check(number string) (e164, country string, err error)
 }
-
-// Queue schedules delivery work durably.
-type Queue interface {
-	// EnqueueNumberOrder schedules the provider order of a paid number
-	// inside tx (Service.OrderNumber runs it).
-	EnqueueNumberOrder(ctx context.Context, tx Tx, numberID string) error
-	// EnqueueInbound schedules the processing of a received fax inside tx
-	// (Service.ProcessInboundFax runs it).
-	EnqueueInbound(ctx context.Context, tx Tx, inboundID string) error
-}

@@ -49,9 +49,6 @@ type Config struct {
 	// Storage: upload leases, upload rate, quota, retention, GC.
 	Storage StorageConfig
 
-	// Numbers: renting fax numbers (core/numbers.go).
-	Numbers NumberConfig
-
 	// Now is the clock; tests replace it.
 	Now func() time.Time
 }
@@ -75,7 +72,6 @@ func (c *Config) setDefaults() {
 	}
 	c.AgentMode = cmp.Or(c.AgentMode, ModeLive)
 	c.Storage.setDefaults()
-	c.Numbers.setDefaults()
 }
 
 // Deps are the ports the service drives.
@@ -84,7 +80,6 @@ type Deps struct {
 	Blobs       BlobStore
 	Converter   Converter
 	Destination DestinationChecker
-	Queue       Queue
 	Prices      *PriceTable
 	Logger      *slog.Logger
 	// Signer signs what faxhub asserts to agents (AP2 cart mandates) with
@@ -95,10 +90,6 @@ type Deps struct {
 	// credentials (a card token): the test card in test mode, Stripe in
 	// live mode once configured (payments issue).
 	PaymentMethods map[Mode]payments.PaymentMethod
-	// Numbers maps each mode to the provider that rents its numbers (the
-	// simulator in test mode, Telnyx live); a mode without one answers
-	// numbers_not_configured.
-	Numbers map[Mode]NumberProvider
 	// Approvals are the features that asked for approvals, by kind: they
 	// record or act on the owner's decisions (DecideApproval).
 	Approvals map[ApprovalKind]ApprovalHandler

@@ -50,7 +50,6 @@ type Tx interface {
 // Queries are the data operations, available on a Store and inside a Tx.
 type Queries interface {
 	ChargeStore
-	NumberStore
 	AccountStore
 	DocumentStore
 	LedgerStore

@@ -9,6 +9,7 @@ import (
 
 	"github.com/faxhub/faxhub/core"
 	"github.com/faxhub/faxhub/core/inbox"
+	"github.com/faxhub/faxhub/core/numbers"
 	"github.com/faxhub/faxhub/internal/require"
 	"github.com/faxhub/faxhub/internal/testenv"
 )
@@ -23,7 +24,7 @@ func TestInboxCapabilities(t *testing.T) {
 	svc := e.a.Svc
 	w := e.owner("inbox@example.com")
 	p := core.OwnerPrincipal(w.Account.ID, core.ModeTest)
-	n, err := svc.Core.BuyNumber(ctx, p, core.BuyNumberRequest{Number: "+13125550140"})
+	n, err := svc.Numbers.Buy(ctx, p, numbers.BuyRequest{Number: "+13125550140"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -34,7 +35,7 @@ func TestInboxCapabilities(t *testing.T) {
 	if _, err := svc.Checkout.Complete(ctx, cs.ID); err != nil {
 		t.Fatal(err)
 	}
-	if err := svc.Core.OrderNumber(ctx, n.ID); err != nil { // the queue is insert-only here
+	if err := svc.Numbers.PlaceOrder(ctx, n.ID); err != nil { // the queue is insert-only here
 		t.Fatal(err)
 	}
 	path := filepath.Join(t.TempDir(), "in.pdf")

@@ -10,6 +10,7 @@ import (
 
 	"github.com/faxhub/faxhub/core"
 	"github.com/faxhub/faxhub/core/inbox"
+	"github.com/faxhub/faxhub/core/numbers"
 )
 
 // The owner's fax numbers and inbox: search and buy a number (paid at the
@@ -28,11 +29,11 @@ func queryMode(r *http.Request) (core.Mode, error) {
 
 type numbersBody struct {
 	Mode    core.Mode
-	Numbers []core.Number
+	Numbers []numbers.Number
 	// The search form and its results.
-	Search      core.NumberSearch
+	Search      numbers.Search
 	Searched    bool
-	Available   []core.AvailableNumber
+	Available   []numbers.AvailableNumber
 	SearchError string
 }
 
@@ -43,18 +44,18 @@ func (c *Console) numbersPage(w http.ResponseWriter, r *http.Request, s *signedI
 		return
 	}
 	p := core.OwnerPrincipal(s.owner.ID, mode)
-	ns, err := c.svc.Core.ListNumbers(r.Context(), p, r.URL.Query().Get("all") == "1")
+	ns, err := c.svc.Numbers.List(r.Context(), p, r.URL.Query().Get("all") == "1")
 	if err != nil {
 		c.fail(w, r, err)
 		return
 	}
 	q := r.URL.Query()
-	b := numbersBody{Mode: mode, Numbers: ns, Search: core.NumberSearch{Country: q.Get("country"), AreaCode: q.Get("areaCode"), Locality: q.Get("locality")}}
+	b := numbersBody{Mode: mode, Numbers: ns, Search: numbers.Search{Country: q.Get("country"), AreaCode: q.Get("areaCode"), Locality: q.Get("locality")}}
 	if q.Has("search") {
 		b.Searched = true
 		// A refused search (bad input, numbers not offered there, the
 		// provider busy) is shown next to the form, not as an error page.
-		b.Available, err = c.svc.Core.SearchNumbers(r.Context(), p, b.Search)
+		b.Available, err = c.svc.Numbers.Search(r.Context(), p, b.Search)
 		if err != nil {
 			if core.ErrorKind(err) == core.KindInternal {
 				c.fail(w, r, err)
@@ -73,7 +74,7 @@ func (c *Console) buyNumber(w http.ResponseWriter, r *http.Request, s *signedIn)
 		c.fail(w, r, err)
 		return
 	}
-	n, err := c.svc.Core.BuyNumber(r.Context(), core.OwnerPrincipal(s.owner.ID, mode), core.BuyNumberRequest{Number: r.PostFormValue("number")})
+	n, err := c.svc.Numbers.Buy(r.Context(), core.OwnerPrincipal(s.owner.ID, mode), numbers.BuyRequest{Number: r.PostFormValue("number")})
 	if err != nil {
 		c.fail(w, r, err)
 		return
@@ -81,18 +82,18 @@ func (c *Console) buyNumber(w http.ResponseWriter, r *http.Request, s *signedIn)
 	http.Redirect(w, r, numberPath(n), http.StatusSeeOther)
 }
 
-func numberPath(n *core.Number) string {
+func numberPath(n *numbers.Number) string {
 	return "/console/numbers/" + url.PathEscape(n.ID) + "?mode=" + string(n.Mode)
 }
 
 // ownerNumber finds one of the owner's numbers in the mode the link names,
 // or in either mode.
-func (c *Console) ownerNumber(r *http.Request, s *signedIn) (*core.Number, error) {
-	return inOwnerModes(r, s, c.svc.Core.GetNumber)
+func (c *Console) ownerNumber(r *http.Request, s *signedIn) (*numbers.Number, error) {
+	return inOwnerModes(r, s, c.svc.Numbers.Get)
 }
 
 type numberBody struct {
-	Number *core.Number
+	Number *numbers.Number
 	Price  string
 	// Payable: awaiting payment and still reserved (a lapsed reservation
 	// is refused by core when paid; the page says so up front).
@@ -108,8 +109,8 @@ func (c *Console) numberPage(w http.ResponseWriter, r *http.Request, s *signedIn
 	}
 	b := numberBody{
 		Number: n, Price: "$" + n.MonthlyPrice + " " + strings.ToUpper(n.Currency),
-		Payable:    n.Status == core.NumberAwaitingPayment && (n.ReservedUntil == nil || c.now().Before(*n.ReservedUntil)),
-		Releasable: n.Status == core.NumberAwaitingPayment || n.Status.Receives(),
+		Payable:    n.Status == numbers.AwaitingPayment && (n.ReservedUntil == nil || c.now().Before(*n.ReservedUntil)),
+		Releasable: n.Status == numbers.AwaitingPayment || n.Status.Receives(),
 	}
 	d := c.page(s, "Number "+n.E164, "numbers", b)
 	if r.URL.Query().Get("released") == "1" {
@@ -121,7 +122,7 @@ func (c *Console) numberPage(w http.ResponseWriter, r *http.Request, s *signedIn
 // payNumber starts the hosted checkout of the number's first month, like
 // a draft's pay button.
 func (c *Console) payNumber(w http.ResponseWriter, r *http.Request, s *signedIn) {
-	c.payAwaiting(w, r, s, func(ctx context.Context, p core.Principal, n *core.Number) (string, error) {
+	c.payAwaiting(w, r, s, func(ctx context.Context, p core.Principal, n *numbers.Number) (string, error) {
 		cs, err := c.svc.Checkout.StartNumber(ctx, p, n.ID)
 		if err != nil {
 			return "", err
@@ -132,8 +133,8 @@ func (c *Console) payNumber(w http.ResponseWriter, r *http.Request, s *signedIn)
 
 // payNumberWithCredits pays the first month from the mode's credits.
 func (c *Console) payNumberWithCredits(w http.ResponseWriter, r *http.Request, s *signedIn) {
-	c.payAwaiting(w, r, s, func(ctx context.Context, p core.Principal, n *core.Number) (string, error) {
-		paid, err := c.svc.Core.PayNumberWithCredits(ctx, p, n.ID)
+	c.payAwaiting(w, r, s, func(ctx context.Context, p core.Principal, n *numbers.Number) (string, error) {
+		paid, err := c.svc.Numbers.PayWithCredits(ctx, p, n.ID)
 		if err != nil {
 			return "", err
 		}
@@ -144,13 +145,13 @@ func (c *Console) payNumberWithCredits(w http.ResponseWriter, r *http.Request, s
 // payAwaiting runs pay for the owner's number named by the path while it
 // awaits payment, and redirects where pay says; a number paid already
 // goes back to its page.
-func (c *Console) payAwaiting(w http.ResponseWriter, r *http.Request, s *signedIn, pay func(context.Context, core.Principal, *core.Number) (string, error)) {
+func (c *Console) payAwaiting(w http.ResponseWriter, r *http.Request, s *signedIn, pay func(context.Context, core.Principal, *numbers.Number) (string, error)) {
 	n, err := c.ownerNumber(r, s)
 	if err != nil {
 		c.fail(w, r, err)
 		return
 	}
-	if n.Status != core.NumberAwaitingPayment {
+	if n.Status != numbers.AwaitingPayment {
 		http.Redirect(w, r, numberPath(n), http.StatusSeeOther)
 		return
 	}
@@ -174,7 +175,7 @@ func (c *Console) releaseNumber(w http.ResponseWriter, r *http.Request, s *signe
 		c.fail(w, r, err)
 		return
 	}
-	n, err = c.svc.Core.ReleaseNumber(r.Context(), core.OwnerPrincipal(s.owner.ID, n.Mode), n.ID)
+	n, err = c.svc.Numbers.Release(r.Context(), core.OwnerPrincipal(s.owner.ID, n.Mode), n.ID)
 	if err != nil {
 		c.fail(w, r, err)
 		return
@@ -189,7 +190,7 @@ type inboxBody struct {
 	Next string
 	// TestNumbers are the numbers a simulated fax can be delivered to
 	// (test mode only).
-	TestNumbers []core.Number
+	TestNumbers []numbers.Number
 	MaxUpload   int64
 }
 
@@ -207,7 +208,7 @@ func (c *Console) inboxPage(w http.ResponseWriter, r *http.Request, s *signedIn)
 	}
 	b := inboxBody{Mode: mode, Faxes: page.Data, Next: page.Next, MaxUpload: c.svc.Config().MaxUploadBytes}
 	if mode == core.ModeTest {
-		ns, err := c.svc.Core.ListNumbers(r.Context(), p, false)
+		ns, err := c.svc.Numbers.List(r.Context(), p, false)
 		if err != nil {
 			c.fail(w, r, err)
 			return

@@ -13,6 +13,7 @@ import (
 
 	"github.com/faxhub/faxhub/core"
 	"github.com/faxhub/faxhub/core/inbox"
+	"github.com/faxhub/faxhub/core/numbers"
 	"github.com/faxhub/faxhub/internal/testenv"
 )
 
@@ -83,12 +84,12 @@ func TestNumbersAndInboxPages(t *testing.T) {
 	}
 	id := m[1]
 	pa := core.OwnerPrincipal(h.ownerID("ada@example.com"), core.ModeTest)
-	n, err := h.env.Svc.Core.GetNumber(ctx, pa, id)
+	n, err := h.env.Svc.Numbers.Get(ctx, pa, id)
 	if err != nil {
 		t.Fatal(err)
 	}
 	// The checkoutUrl agents hand the owner is this page.
-	if u, err := url.Parse(h.env.Svc.Core.NumberCheckoutURL(n)); err != nil || u.RequestURI() != loc {
+	if u, err := url.Parse(h.env.Svc.Numbers.CheckoutURL(n)); err != nil || u.RequestURI() != loc {
 		t.Fatalf("checkoutUrl %v, page %s", u, loc)
 	}
 	r = a.get(loc)
@@ -136,7 +137,7 @@ func TestNumbersAndInboxPages(t *testing.T) {
 		t.Fatal(err)
 	}
 	wantRedirect(t, "pay from credits", a.form("/console/numbers/"+id2+"/pay-credits?mode=test", url.Values{"csrf": {csrfA}}), loc2)
-	if n2, err := h.env.Svc.Core.GetNumber(ctx, pa, id2); err != nil || n2.Status != core.NumberPending && n2.Status != core.NumberActive {
+	if n2, err := h.env.Svc.Numbers.Get(ctx, pa, id2); err != nil || n2.Status != numbers.Pending && n2.Status != numbers.Active {
 		t.Fatalf("paid from credits: %+v %v", n2, err)
 	}
 

@@ -5,6 +5,7 @@ import (
 	"strconv"
 
 	"github.com/faxhub/faxhub/core"
+	"github.com/faxhub/faxhub/core/numbers"
 	"github.com/faxhub/faxhub/core/web"
 )
 
@@ -20,30 +21,30 @@ func (a *api) searchNumbers(w http.ResponseWriter, r *http.Request, p core.Princ
 	limit := 0 // core's default
 	if q.Has("limit") {
 		n, err := strconv.Atoi(q.Get("limit"))
-		if err != nil || n < 1 || n > core.MaxNumberSearchLimit {
-			return core.Errorf(core.KindInvalid, core.CodeInvalidRequest, "limit must be an integer from 1 to %d", core.MaxNumberSearchLimit).With("parameter", "limit")
+		if err != nil || n < 1 || n > numbers.MaxSearchLimit {
+			return core.Errorf(core.KindInvalid, core.CodeInvalidRequest, "limit must be an integer from 1 to %d", numbers.MaxSearchLimit).With("parameter", "limit")
 		}
 		limit = n
 	}
-	found, err := a.svc.Core.SearchNumbers(r.Context(), p, core.NumberSearch{
+	found, err := a.svc.Numbers.Search(r.Context(), p, numbers.Search{
 		Country: q.Get("country"), AreaCode: q.Get("areaCode"), Locality: q.Get("locality"), Limit: limit,
 	})
 	if err != nil {
 		return err
 	}
 	if found == nil {
-		found = []core.AvailableNumber{}
+		found = []numbers.AvailableNumber{}
 	}
-	web.WriteJSON(w, http.StatusOK, listData[core.AvailableNumber]{Data: found})
+	web.WriteJSON(w, http.StatusOK, listData[numbers.AvailableNumber]{Data: found})
 	return nil
 }
 
 func (a *api) buyNumber(w http.ResponseWriter, r *http.Request, p core.Principal) error {
-	var body core.BuyNumberRequest
+	var body numbers.BuyRequest
 	if err := web.DecodeJSON(w, r, &body, false); err != nil {
 		return err
 	}
-	n, err := a.svc.Core.BuyNumber(r.Context(), p, body)
+	n, err := a.svc.Numbers.Buy(r.Context(), p, body)
 	if err != nil {
 		return err
 	}
@@ -63,19 +64,19 @@ func (a *api) listNumbers(w http.ResponseWriter, r *http.Request, p core.Princip
 			return core.Errorf(core.KindInvalid, core.CodeInvalidRequest, "all must be true or false").With("parameter", "all")
 		}
 	}
-	ns, err := a.svc.Core.ListNumbers(r.Context(), p, all)
+	ns, err := a.svc.Numbers.List(r.Context(), p, all)
 	if err != nil {
 		return err
 	}
 	if ns == nil {
-		ns = []core.Number{}
+		ns = []numbers.Number{}
 	}
-	web.WriteJSON(w, http.StatusOK, listData[core.Number]{Data: ns})
+	web.WriteJSON(w, http.StatusOK, listData[numbers.Number]{Data: ns})
 	return nil
 }
 
 func (a *api) getNumber(w http.ResponseWriter, r *http.Request, p core.Principal) error {
-	n, err := a.svc.Core.GetNumber(r.Context(), p, r.PathValue("id"))
+	n, err := a.svc.Numbers.Get(r.Context(), p, r.PathValue("id"))
 	if err != nil {
 		return err
 	}
@@ -85,7 +86,7 @@ func (a *api) getNumber(w http.ResponseWriter, r *http.Request, p core.Principal
 
 // payNumber pays an awaiting_payment number's first month from credits.
 func (a *api) payNumber(w http.ResponseWriter, r *http.Request, p core.Principal) error {
-	n, err := a.svc.Core.PayNumberWithCredits(r.Context(), p, r.PathValue("id"))
+	n, err := a.svc.Numbers.PayWithCredits(r.Context(), p, r.PathValue("id"))
 	if err != nil {
 		return err
 	}
@@ -95,7 +96,7 @@ func (a *api) payNumber(w http.ResponseWriter, r *http.Request, p core.Principal
 
 // releaseNumber serves both POST …/release and DELETE /api/v1/numbers/{id}.
 func (a *api) releaseNumber(w http.ResponseWriter, r *http.Request, p core.Principal) error {
-	n, err := a.svc.Core.ReleaseNumber(r.Context(), p, r.PathValue("id"))
+	n, err := a.svc.Numbers.Release(r.Context(), p, r.PathValue("id"))
 	if err != nil {
 		return err
 	}

@@ -19,6 +19,7 @@ import (
 	"github.com/faxhub/faxhub/core"
 	"github.com/faxhub/faxhub/core/faxes"
 	"github.com/faxhub/faxhub/core/inbox"
+	"github.com/faxhub/faxhub/core/numbers"
 	"github.com/faxhub/faxhub/core/services"
 	"github.com/faxhub/faxhub/internal/testenv"
 )
@@ -50,11 +51,11 @@ func newClockHarness(t *testing.T) (*harness, *offsetClock) {
 // buyAndPay buys number over REST and pays its first month at the test
 // checkout, the way the owner does from checkoutUrl, then waits for the
 // provider to provision it.
-func (h *harness) buyAndPay(key, number string) core.Number {
+func (h *harness) buyAndPay(key, number string) numbers.Number {
 	h.t.Helper()
-	var n core.Number
+	var n numbers.Number
 	h.do(key, "POST", "/api/v1/numbers", map[string]string{"number": number}, nil).status(http.StatusOK).decode(&n)
-	if n.Status != core.NumberAwaitingPayment || !strings.HasSuffix(n.CheckoutURL, "/console/numbers/"+n.ID+"?mode=test") || n.MonthlyCents <= 0 {
+	if n.Status != numbers.AwaitingPayment || !strings.HasSuffix(n.CheckoutURL, "/console/numbers/"+n.ID+"?mode=test") || n.MonthlyCents <= 0 {
 		h.t.Fatalf("bought: %+v", n)
 	}
 	ctx := context.Background()
@@ -68,7 +69,7 @@ func (h *harness) buyAndPay(key, number string) core.Number {
 	}
 	h.env.DrainQueue(h.t)
 	h.do(key, "GET", "/api/v1/numbers/"+n.ID, nil, nil).status(http.StatusOK).decode(&n)
-	if n.Status != core.NumberActive {
+	if n.Status != numbers.Active {
 		h.t.Fatalf("paid number is %s", n.Status)
 	}
 	return n
@@ -112,7 +113,7 @@ func TestE2ENumbersAndInbox(t *testing.T) {
 	h, clk := newClockHarness(t)
 	keyA, keyB, liveA := h.env.KeyATest, h.env.KeyBTest, h.env.KeyALive
 
-	var found struct{ Data []core.AvailableNumber }
+	var found struct{ Data []numbers.AvailableNumber }
 	h.do(keyA, "GET", "/api/v1/numbers/available?country=us&areaCode=212&limit=2", nil, nil).status(http.StatusOK).decode(&found)
 	if len(found.Data) != 2 || !strings.HasPrefix(found.Data[0].E164, "+1212") || found.Data[0].MonthlyPrice == "" || found.Data[0].Currency != core.Currency {
 		t.Fatalf("search: %+v", found)
@@ -126,7 +127,7 @@ func TestE2ENumbersAndInbox(t *testing.T) {
 		{"country=U1", 400, core.CodeInvalidRequest},
 		{"country=DE", 422, core.CodeNumbersNotOffered},
 		{"areaCode=21a", 400, core.CodeInvalidRequest},
-		{"locality=" + strings.Repeat("x", core.MaxLocality+1), 400, core.CodeInvalidRequest},
+		{"locality=" + strings.Repeat("x", numbers.MaxLocality+1), 400, core.CodeInvalidRequest},
 		{"limit=0", 400, core.CodeInvalidRequest},
 		{"limit=51", 400, core.CodeInvalidRequest},
 		{"country=US&country=CA", 400, core.CodeInvalidRequest},
@@ -134,21 +135,21 @@ func TestE2ENumbersAndInbox(t *testing.T) {
 	} {
 		h.do(keyA, "GET", "/api/v1/numbers/available?"+c.query, nil, nil).problem(c.status, c.code)
 	}
-	h.do(keyA, "POST", "/api/v1/numbers", map[string]string{"number": "+12125550999"}, nil).problem(409, core.CodeNumberUnavailable)
+	h.do(keyA, "POST", "/api/v1/numbers", map[string]string{"number": "+12125550999"}, nil).problem(409, numbers.CodeNumberUnavailable)
 	h.do(keyA, "POST", "/api/v1/numbers", map[string]string{"number": "+1555"}, nil).problem(422, core.CodeInvalidDestination)
 	h.do(keyA, "POST", "/api/v1/numbers", map[string]string{}, nil).problem(400, core.CodeInvalidRequest)
 	h.do(keyA, "POST", "/api/v1/numbers", map[string]string{"Number": found.Data[0].E164}, nil).problem(400, core.CodeInvalidRequest)
 	h.do(keyA, "GET", "/api/v1/numbers?all=yes", nil, nil).problem(400, core.CodeInvalidRequest)
 	h.do(keyA, "GET", "/api/v1/numbers/num_nope", nil, nil).problem(404, core.CodeNotFound)
-	h.do(liveA, "GET", "/api/v1/numbers/available", nil, nil).problem(503, core.CodeNumbersNotConfigured)
+	h.do(liveA, "GET", "/api/v1/numbers/available", nil, nil).problem(503, numbers.CodeNumbersNotConfigured)
 
 	n := h.buyAndPay(keyA, found.Data[0].E164)
 	// B sees nothing of A's number and cannot buy, release or receive on it.
 	h.do(keyB, "GET", "/api/v1/numbers/"+n.ID, nil, nil).problem(404, core.CodeNotFound)
 	h.do(keyB, "POST", "/api/v1/numbers/"+n.ID+"/release", nil, nil).problem(404, core.CodeNotFound)
-	h.do(keyB, "POST", "/api/v1/numbers", map[string]string{"number": n.E164}, nil).problem(409, core.CodeNumberUnavailable)
+	h.do(keyB, "POST", "/api/v1/numbers", map[string]string{"number": n.E164}, nil).problem(409, numbers.CodeNumberUnavailable)
 	h.do(liveA, "GET", "/api/v1/numbers/"+n.ID, nil, nil).problem(404, core.CodeNotFound)
-	var list struct{ Data []core.Number }
+	var list struct{ Data []numbers.Number }
 	h.do(keyB, "GET", "/api/v1/numbers", nil, nil).status(http.StatusOK).decode(&list)
 	if len(list.Data) != 0 {
 		t.Fatalf("B's numbers: %+v", list.Data)
@@ -243,20 +244,20 @@ func TestE2ENumbersAndInbox(t *testing.T) {
 	h.do("", "GET", path, nil, nil).problem(404, inbox.CodeDownloadLink)
 
 	// Release, twice; the released number no longer receives.
-	var rel core.Number
+	var rel numbers.Number
 	h.do(keyA, "POST", "/api/v1/numbers/"+n.ID+"/release", nil, nil).status(http.StatusOK).decode(&rel)
-	if rel.Status != core.NumberReleased || rel.ReleasedAt == nil {
+	if rel.Status != numbers.Released || rel.ReleasedAt == nil {
 		t.Fatalf("released: %+v", rel)
 	}
-	h.do(keyA, "POST", "/api/v1/numbers/"+n.ID+"/release", nil, nil).problem(409, core.CodeNumberState)
-	h.do(keyA, "DELETE", "/api/v1/numbers/"+n.ID, nil, nil).problem(409, core.CodeNumberState)
+	h.do(keyA, "POST", "/api/v1/numbers/"+n.ID+"/release", nil, nil).problem(409, numbers.CodeNumberState)
+	h.do(keyA, "DELETE", "/api/v1/numbers/"+n.ID, nil, nil).problem(409, numbers.CodeNumberState)
 	h.simulate(keyA, map[string]string{"to": n.ID}, file()).problem(409, inbox.CodeNumberNotReceiving)
 	h.do(keyA, "GET", "/api/v1/numbers", nil, nil).status(http.StatusOK).decode(&list)
 	if len(list.Data) != 0 {
 		t.Fatalf("held numbers after release: %+v", list.Data)
 	}
 	h.do(keyA, "GET", "/api/v1/numbers?all=true", nil, nil).status(http.StatusOK).decode(&list)
-	if len(list.Data) != 1 || list.Data[0].Status != core.NumberReleased {
+	if len(list.Data) != 1 || list.Data[0].Status != numbers.Released {
 		t.Fatalf("all numbers: %+v", list.Data)
 	}
 }
@@ -267,43 +268,43 @@ func TestE2ENumbersAndInbox(t *testing.T) {
 func TestE2ENumberCancelAndFrom(t *testing.T) {
 	h := newHarness(t)
 	key := h.env.KeyATest
-	var found struct{ Data []core.AvailableNumber }
+	var found struct{ Data []numbers.AvailableNumber }
 	h.do(key, "GET", "/api/v1/numbers/available?areaCode=415&limit=2", nil, nil).status(http.StatusOK).decode(&found)
 	if len(found.Data) != 2 {
 		t.Fatalf("search: %+v", found)
 	}
-	var n core.Number
+	var n numbers.Number
 	h.do(key, "POST", "/api/v1/numbers", map[string]string{"number": found.Data[1].E164}, nil).status(http.StatusOK).decode(&n)
-	var canceled core.Number
+	var canceled numbers.Number
 	h.do(key, "DELETE", "/api/v1/numbers/"+n.ID, nil, nil).status(http.StatusOK).decode(&canceled)
-	if canceled.Status != core.NumberCanceled || canceled.CheckoutURL != "" {
+	if canceled.Status != numbers.Canceled || canceled.CheckoutURL != "" {
 		t.Fatalf("canceled: %+v", canceled)
 	}
 
 	// Paid from credits: pending at once, active once provisioned; an
 	// owner without the credits gets a 402.
-	var active core.Number
+	var active numbers.Number
 	h.do(key, "POST", "/api/v1/numbers", map[string]any{"number": found.Data[0].E164, "payWithCredits": true}, nil).status(http.StatusOK).decode(&active)
-	if active.Status != core.NumberPending || active.CheckoutURL != "" || active.PaidThrough == nil {
+	if active.Status != numbers.Pending || active.CheckoutURL != "" || active.PaidThrough == nil {
 		t.Fatalf("bought with credits: %+v", active)
 	}
 	h.env.DrainQueue(t)
 	h.do(key, "GET", "/api/v1/numbers/"+active.ID, nil, nil).status(http.StatusOK).decode(&active)
-	if active.Status != core.NumberActive {
+	if active.Status != numbers.Active {
 		t.Fatalf("paid number is %s", active.Status)
 	}
 	broke := newHarness(t, testenv.WithoutCredits())
 	broke.do(broke.env.KeyATest, "POST", "/api/v1/numbers", map[string]any{"number": found.Data[1].E164, "payWithCredits": true}, nil).problem(402, core.CodeInsufficientCredits)
 	// A reserved number paid later from credits (POST …/pay).
-	var reserved, paid core.Number
+	var reserved, paid numbers.Number
 	h.do(key, "POST", "/api/v1/numbers", map[string]string{"number": found.Data[1].E164}, nil).status(http.StatusOK).decode(&reserved)
 	h.do(h.env.KeyBTest, "POST", "/api/v1/numbers/"+reserved.ID+"/pay", nil, nil).problem(404, core.CodeNotFound)
 	h.do(key, "POST", "/api/v1/numbers/"+reserved.ID+"/pay", nil, nil).status(http.StatusOK).decode(&paid)
-	if paid.Status != core.NumberPending || paid.CheckoutURL != "" {
+	if paid.Status != numbers.Pending || paid.CheckoutURL != "" {
 		t.Fatalf("paid from credits: %+v", paid)
 	}
-	h.do(key, "POST", "/api/v1/numbers/"+reserved.ID+"/pay", nil, nil).problem(409, core.CodeNumberState)
-	var brokeNum core.Number
+	h.do(key, "POST", "/api/v1/numbers/"+reserved.ID+"/pay", nil, nil).problem(409, numbers.CodeNumberState)
+	var brokeNum numbers.Number
 	broke.do(broke.env.KeyATest, "POST", "/api/v1/numbers", map[string]string{"number": "+14155550189"}, nil).status(http.StatusOK).decode(&brokeNum)
 	broke.do(broke.env.KeyATest, "POST", "/api/v1/numbers/"+brokeNum.ID+"/pay", nil, nil).problem(402, core.CodeInsufficientCredits)
 	doc := h.upload(key, testenv.MinimalPDF(1)).Document
@@ -311,8 +312,8 @@ func TestE2ENumberCancelAndFrom(t *testing.T) {
 	if fax.From != active.E164 {
 		t.Fatalf("fax from %q, want %s", fax.From, active.E164)
 	}
-	h.send(key, "k-from-other", map[string]any{"to": deliverable, "documentId": doc.ID, "from": "+12125550100"}).problem(400, core.CodeFromNumberNotOwned)
-	h.send(h.env.KeyBTest, "k-from-b", map[string]any{"to": deliverable, "documentId": doc.ID, "from": active.ID}).problem(400, core.CodeFromNumberNotOwned)
+	h.send(key, "k-from-other", map[string]any{"to": deliverable, "documentId": doc.ID, "from": "+12125550100"}).problem(400, numbers.CodeFromNumberNotOwned)
+	h.send(h.env.KeyBTest, "k-from-b", map[string]any{"to": deliverable, "documentId": doc.ID, "from": active.ID}).problem(400, numbers.CodeFromNumberNotOwned)
 }
 
 // TestE2EProviderMedia: a provider fetches a queued or sending fax's PDF

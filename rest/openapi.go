@@ -9,6 +9,7 @@ import (
 	"github.com/faxhub/faxhub/core"
 	"github.com/faxhub/faxhub/core/faxes"
 	"github.com/faxhub/faxhub/core/machine"
+	"github.com/faxhub/faxhub/core/numbers"
 	"github.com/faxhub/faxhub/core/services"
 )
 
@@ -246,7 +247,7 @@ func openAPIDocument(opts Options, cfg services.Config, machine machineLimits) o
 				"requestBody": jsonRequest("SendFaxRequest", true, obj{"to": number, "uploadToken": token}),
 				"responses": func() obj {
 					r := s.responses(s.jsonResponse("the queued fax (or, on replay, the fax the key created)", "Fax", queued), authErrs(), []errs{
-						e(400, core.CodeIdempotencyKeyRequired, core.CodeFromNumberNotOwned), e(402, core.CodeInsufficientCredits),
+						e(400, core.CodeIdempotencyKeyRequired, numbers.CodeFromNumberNotOwned), e(402, core.CodeInsufficientCredits),
 						e(403, core.CodeUploadInvalid), e(404, core.CodeNotFound),
 						e(409, core.CodeIdempotencyConflict, core.CodeUploadPending), e(415, core.CodeUnsupportedContentType),
 						e(422, core.CodeInvalidDestination, core.CodePremiumDestination, core.CodeUnsupportedDestination),

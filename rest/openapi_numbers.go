@@ -6,6 +6,7 @@ import (
 	"github.com/faxhub/faxhub/core"
 	"github.com/faxhub/faxhub/core/faxes"
 	"github.com/faxhub/faxhub/core/inbox"
+	"github.com/faxhub/faxhub/core/numbers"
 	"github.com/faxhub/faxhub/core/services"
 )
 
@@ -17,17 +18,17 @@ import (
 // numberCodes are the problem codes of the numbers and inbox operations.
 func numberCodes() map[string]string {
 	return map[string]string{
-		core.CodeNumberUnavailable:    "+12125550142 is not available; search again",
-		core.CodeNumberState:          "this number is released already",
-		core.CodeNumbersNotOffered:    "faxhub does not rent fax numbers in FR",
-		core.CodeTooManyNumbers:       "this account has 3 numbers waiting for payment; pay or cancel one first",
-		core.CodeFromNumberNotOwned:   "from must be one of your active test-mode fax numbers",
-		core.CodeProviderFailed:       "the fax provider could not search numbers just now; try again shortly",
-		core.CodeNumbersNotConfigured: "live-mode fax numbers are not configured on this server (docs/providers.md)",
-		inbox.CodeTestModeOnly:        "only a test-mode API key can simulate a received fax; live faxes arrive from the provider",
-		inbox.CodeDownloadLink:        "this download link is expired",
-		inbox.CodeNumberNotReceiving:  "+12125550142 is released and does not receive faxes",
-		faxes.CodeMediaLinkInvalid:    "this media link is for a fax that is no longer being sent",
+		numbers.CodeNumberUnavailable:    "+12125550142 is not available; search again",
+		numbers.CodeNumberState:          "this number is released already",
+		core.CodeNumbersNotOffered:       "faxhub does not rent fax numbers in FR",
+		numbers.CodeTooManyNumbers:       "this account has 3 numbers waiting for payment; pay or cancel one first",
+		numbers.CodeFromNumberNotOwned:   "from must be one of your active test-mode fax numbers",
+		numbers.CodeProviderFailed:       "the fax provider could not search numbers just now; try again shortly",
+		numbers.CodeNumbersNotConfigured: "live-mode fax numbers are not configured on this server (docs/providers.md)",
+		inbox.CodeTestModeOnly:           "only a test-mode API key can simulate a received fax; live faxes arrive from the provider",
+		inbox.CodeDownloadLink:           "this download link is expired",
+		inbox.CodeNumberNotReceiving:     "+12125550142 is released and does not receive faxes",
+		faxes.CodeMediaLinkInvalid:       "this media link is for a fax that is no longer being sent",
 	}
 }
 
@@ -96,22 +97,22 @@ func (s *specBuilder) numberPaths(opts Options, cfg services.Config, limit obj) 
 			"description": "Gives the number back to the provider; faxes to it are no longer received. The rest of a paid month is not refunded. An awaiting_payment number is canceled instead. A pending number (being provisioned) cannot be released until it is active (409 number_not_in_state), nor can one that is released, failed or canceled already.",
 			"parameters":  []any{numberIDParam},
 			"responses": s.responses(s.jsonResponse("the released (or canceled) number", "Number", released), authErrs(),
-				[]errs{notFound, e(409, core.CodeNumberState), e(503, core.CodeProviderFailed, core.CodeNumbersNotConfigured)}),
+				[]errs{notFound, e(409, numbers.CodeNumberState), e(503, numbers.CodeProviderFailed, numbers.CodeNumbersNotConfigured)}),
 		})
 	}
 	return obj{
 		"/api/v1/numbers/available": obj{"get": withScope(core.OpSearchNumbers, obj{
 			"operationId": "searchNumbers", "tags": []string{"numbers"},
 			"summary":     "Search fax numbers that can be rented",
-			"description": fmt.Sprintf("Asks the provider of the key's mode (the simulator in test mode) for fax-capable numbers, less those someone here holds, each priced per month. A search is a call to the provider, so it is rate-limited per owner. Results are at most limit (default %d, at most %d).", 20, core.MaxNumberSearchLimit),
+			"description": fmt.Sprintf("Asks the provider of the key's mode (the simulator in test mode) for fax-capable numbers, less those someone here holds, each priced per month. A search is a call to the provider, so it is rate-limited per owner. Results are at most limit (default %d, at most %d).", 20, numbers.MaxSearchLimit),
 			"parameters": []any{
 				queryParam("country", "ISO 3166-1 alpha-2 country code (default US)", obj{"type": "string", "pattern": "^[A-Za-z]{2}$", "default": "US"}),
-				queryParam("areaCode", "the area code (NANP area code; UK area code without its leading 0), digits only", obj{"type": "string", "pattern": fmt.Sprintf("^[0-9]{1,%d}$", core.MaxAreaCode)}),
-				queryParam("locality", "city or town, matched case-insensitively by prefix", obj{"type": "string", "maxLength": core.MaxLocality}),
-				queryParam("limit", fmt.Sprintf("at most this many results, 1 to %d", core.MaxNumberSearchLimit), obj{"type": "integer", "minimum": 1, "maximum": core.MaxNumberSearchLimit}),
+				queryParam("areaCode", "the area code (NANP area code; UK area code without its leading 0), digits only", obj{"type": "string", "pattern": fmt.Sprintf("^[0-9]{1,%d}$", numbers.MaxAreaCode)}),
+				queryParam("locality", "city or town, matched case-insensitively by prefix", obj{"type": "string", "maxLength": numbers.MaxLocality}),
+				queryParam("limit", fmt.Sprintf("at most this many results, 1 to %d", numbers.MaxSearchLimit), obj{"type": "integer", "minimum": 1, "maximum": numbers.MaxSearchLimit}),
 			},
 			"responses": s.responses(s.jsonResponse("numbers that can be bought", "AvailableNumberList", obj{"data": []any{available}}), authErrs(),
-				[]errs{e(422, core.CodeNumbersNotOffered), e(429, core.CodeRateLimited), e(503, core.CodeProviderFailed, core.CodeNumbersNotConfigured)}),
+				[]errs{e(422, core.CodeNumbersNotOffered), e(429, core.CodeRateLimited), e(503, numbers.CodeProviderFailed, numbers.CodeNumbersNotConfigured)}),
 		})},
 		"/api/v1/numbers": obj{
 			"post": withScope(core.OpBuyNumber, obj{
@@ -120,9 +121,9 @@ func (s *specBuilder) numberPaths(opts Options, cfg services.Config, limit obj) 
 				"description": fmt.Sprintf("Reserves a number from searchNumbers for the key's owner and returns it awaiting_payment with checkoutUrl, where the owner (a person, signed in to the console) pays its first month; it is reserved for %d minutes (longer while a checkout is open). No credits are spent, unless payWithCredits is true (which needs the "+string(core.ScopeFor(core.OpBuyNumberWithCredits))+" scope): then the first month is paid from the balance at once (402 insufficient_credits when it does not cover it) and the number is returned pending, with no checkoutUrl. Once paid it is pending while the provider provisions it, then active (or failed, with the month returned as credits). Later months are paid from the account's credits; without enough credits the number goes past_due and is released after a grace period.", int(cfg.CheckoutTTL.Minutes())),
 				"requestBody": jsonRequest("BuyNumberRequest", true, obj{"number": e164}),
 				"responses": s.responses(s.jsonResponse("the reserved number", "Number", awaiting), authErrs(), []errs{
-					e(402, core.CodeInsufficientCredits), e(409, core.CodeNumberUnavailable, core.CodeTooManyNumbers), e(415, core.CodeUnsupportedContentType),
+					e(402, core.CodeInsufficientCredits), e(409, numbers.CodeNumberUnavailable, numbers.CodeTooManyNumbers), e(415, core.CodeUnsupportedContentType),
 					e(422, core.CodeInvalidDestination, core.CodePremiumDestination, core.CodeUnsupportedDestination, core.CodeNumbersNotOffered),
-					e(429, core.CodeRateLimited), e(503, core.CodeProviderFailed, core.CodeNumbersNotConfigured),
+					e(429, core.CodeRateLimited), e(503, numbers.CodeProviderFailed, numbers.CodeNumbersNotConfigured),
 				}),
 			}),
 			"get": withScope(core.OpListNumbers, obj{
@@ -150,7 +151,7 @@ func (s *specBuilder) numberPaths(opts Options, cfg services.Config, limit obj) 
 			"description": "The alternative to its checkoutUrl: the first month of an awaiting_payment number is paid from the balance of the key's mode at once and the number is returned pending (then active once provisioned). 402 insufficient_credits changes nothing; a number no longer awaiting payment, or whose reservation lapsed, is 409/410 number_not_in_state.",
 			"parameters":  []any{numberIDParam},
 			"responses": s.responses(s.jsonResponse("the number, pending", "Number", pendingNum), authErrs(),
-				[]errs{notFound, e(402, core.CodeInsufficientCredits), e(409, core.CodeNumberState), e(410, core.CodeNumberState)}),
+				[]errs{notFound, e(402, core.CodeInsufficientCredits), e(409, numbers.CodeNumberState), e(410, numbers.CodeNumberState)}),
 		})},
 		"/api/v1/inbox": obj{"get": withScope(core.OpListInbox, obj{
 			"operationId": "listInbox", "tags": []string{"inbox"},
@@ -229,8 +230,8 @@ func numberSchemas() obj {
 	object := func(required []string, props obj) obj {
 		return obj{"type": "object", "required": required, "properties": props}
 	}
-	numberStatuses := []string{string(core.NumberAwaitingPayment), string(core.NumberPending), string(core.NumberActive),
-		string(core.NumberPastDue), string(core.NumberFailed), string(core.NumberCanceled), string(core.NumberReleased)}
+	numberStatuses := []string{string(numbers.AwaitingPayment), string(numbers.Pending), string(numbers.Active),
+		string(numbers.PastDue), string(numbers.Failed), string(numbers.Canceled), string(numbers.Released)}
 	return obj{
 		"AvailableNumber": object([]string{"number", "country", "monthlyPrice", "monthlyCents", "currency"}, obj{
 			"number": str("E.164"), "country": str("ISO 3166-1 alpha-2"), "region": obj{"type": "string"}, "locality": obj{"type": "string"},

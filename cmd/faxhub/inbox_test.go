@@ -12,6 +12,7 @@ import (
 
 	"github.com/faxhub/faxhub/core"
 	"github.com/faxhub/faxhub/core/inbox"
+	"github.com/faxhub/faxhub/core/numbers"
 	"github.com/faxhub/faxhub/internal/testenv"
 )
 
@@ -54,7 +55,7 @@ func TestAdminInboxDeliver(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	n, err := a.Svc.Core.BuyNumber(ctx, p, core.BuyNumberRequest{Number: "+14155550170"})
+	n, err := a.Svc.Numbers.Buy(ctx, p, numbers.BuyRequest{Number: "+14155550170"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -66,8 +67,8 @@ func TestAdminInboxDeliver(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitFor(t, "the number to be active", func() bool {
-		n, err = a.Svc.Core.GetNumber(ctx, p, n.ID)
-		return err == nil && n.Status == core.NumberActive
+		n, err = a.Svc.Numbers.Get(ctx, p, n.ID)
+		return err == nil && n.Status == numbers.Active
 	})
 
 	pdf := filepath.Join(t.TempDir(), "in.pdf")

@@ -82,7 +82,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if c.NumberSweep < time.Second {
 		return fmt.Errorf("--number-sweep-interval %s: must be at least 1s", c.NumberSweep)
 	}
-	if err := a.Queue.ScheduleNumberSweep(a.Svc.Core.SweepNumbers, c.NumberSweep); err != nil {
+	if err := a.Queue.ScheduleNumberSweep(a.Svc.Numbers.Sweep, c.NumberSweep); err != nil {
 		return err
 	}
 	if err := a.Queue.Start(ctx); err != nil {

@@ -14,6 +14,7 @@ import (
 
 	"github.com/faxhub/faxhub/core"
 	"github.com/faxhub/faxhub/core/inbox"
+	"github.com/faxhub/faxhub/core/numbers"
 	"github.com/faxhub/faxhub/internal/testenv"
 )
 
@@ -40,7 +41,7 @@ func benchInbound(t *testing.T, rep *report) {
 	ctx := t.Context()
 	e := testenv.New(t)
 	p := e.Principal(t, e.KeyATest)
-	n, err := e.Svc.Core.BuyNumber(ctx, p, core.BuyNumberRequest{Number: "+14155550180"})
+	n, err := e.Svc.Numbers.Buy(ctx, p, numbers.BuyRequest{Number: "+14155550180"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/faxhub/faxhub/core"
+	"github.com/faxhub/faxhub/core/numbers"
 	"github.com/faxhub/faxhub/internal/app"
 	"github.com/faxhub/faxhub/internal/telnyxstandin"
 	"github.com/faxhub/faxhub/internal/testenv"
@@ -68,16 +69,16 @@ func benchTelnyxWebhooks(t *testing.T, rep *report) {
 		t.Fatal(err)
 	}
 	p := e.Principal(t, e.KeyALive)
-	n, err := e.Svc.Core.BuyNumber(ctx, p, core.BuyNumberRequest{Number: "+14155550150", PayWithCredits: true})
+	n, err := e.Svc.Numbers.Buy(ctx, p, numbers.BuyRequest{Number: "+14155550150", PayWithCredits: true})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := e.Svc.Core.OrderNumber(ctx, n.ID); err != nil { // no workers: order it here
+	if err := e.Svc.Numbers.PlaceOrder(ctx, n.ID); err != nil { // no workers: order it here
 		t.Fatal(err)
 	}
 	waitUntil(t, "the number active", func() bool {
-		got, err := e.Svc.Core.GetNumber(ctx, p, n.ID)
-		return err == nil && got.Status == core.NumberActive
+		got, err := e.Svc.Numbers.Get(ctx, p, n.ID)
+		return err == nil && got.Status == numbers.Active
 	})
 
 	body, _ := json.Marshal(map[string]any{"to": n.E164, "from": "+12125550100", "pdf": testenv.MinimalPDF(1)})

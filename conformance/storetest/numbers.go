@@ -8,21 +8,22 @@ import (
 
 	"github.com/faxhub/faxhub/core"
 	"github.com/faxhub/faxhub/core/inbox"
+	"github.com/faxhub/faxhub/core/numbers"
 	"github.com/faxhub/faxhub/core/services"
 )
 
 // newNumber stores a number of owner o in status st, created at sec.
-func newNumber(t *testing.T, s services.Store, o *core.Owner, e164 string, st core.NumberStatus, sec int) *core.Number {
+func newNumber(t *testing.T, s services.Store, o *core.Owner, e164 string, st numbers.Status, sec int) *numbers.Number {
 	t.Helper()
-	n := &core.Number{
+	n := &numbers.Number{
 		ID: core.NewID(core.PrefixNumber), OwnerID: o.ID, Mode: core.ModeTest, E164: e164, Country: "US", Region: "NY",
 		Locality: "New York", Status: st, Provider: "simulated", MonthlyMicros: 2_000_000, CreatedAt: at(sec), UpdatedAt: at(sec),
 	}
 	switch st {
-	case core.NumberAwaitingPayment:
+	case numbers.AwaitingPayment:
 		until := at(sec + 3600)
 		n.ReservedUntil = &until
-	case core.NumberActive, core.NumberPastDue, core.NumberPending:
+	case numbers.Active, numbers.PastDue, numbers.Pending:
 		through := at(sec + 30*86400)
 		n.PaidThrough = &through
 	}
@@ -37,7 +38,7 @@ func newNumber(t *testing.T, s services.Store, o *core.Owner, e164 string, st co
 func testNumbers(t *testing.T, s services.Store) {
 	ctx := t.Context()
 	o, other := newOwner(t, s), newOwner(t, s)
-	n := newNumber(t, s, o, "+12125550110", core.NumberAwaitingPayment, 0)
+	n := newNumber(t, s, o, "+12125550110", numbers.AwaitingPayment, 0)
 	got, err := s.GetNumber(ctx, o.ID, core.ModeTest, n.ID)
 	must(t, err)
 	wantEqual(t, "GetNumber", got, n)
@@ -62,12 +63,12 @@ func testNumbers(t *testing.T, s services.Store) {
 	wantEqual(t, "HeldNumbers", held, map[string]bool{n.E164: true})
 	counts, err := s.CountNumbers(ctx, o.ID, core.ModeTest)
 	must(t, err)
-	wantEqual(t, "CountNumbers", counts, map[core.NumberStatus]int{core.NumberAwaitingPayment: 1})
+	wantEqual(t, "CountNumbers", counts, map[numbers.Status]int{numbers.AwaitingPayment: 1})
 
 	// Compare-and-set.
-	n.Status, n.OrderRef, n.UpdatedAt = core.NumberPending, "ord_1", at(10)
-	wantErr(t, "update from the wrong status", s.UpdateNumber(ctx, n, core.NumberActive), core.ErrConflict)
-	must(t, s.UpdateNumber(ctx, n, core.NumberAwaitingPayment))
+	n.Status, n.OrderRef, n.UpdatedAt = numbers.Pending, "ord_1", at(10)
+	wantErr(t, "update from the wrong status", s.UpdateNumber(ctx, n, numbers.Active), core.ErrConflict)
+	must(t, s.UpdateNumber(ctx, n, numbers.AwaitingPayment))
 	got, err = s.GetNumberByOrderRef(ctx, "simulated", "ord_1")
 	must(t, err)
 	wantEqual(t, "GetNumberByOrderRef", got.ID, n.ID)
@@ -75,9 +76,9 @@ func testNumbers(t *testing.T, s services.Store) {
 	wantErr(t, "GetNumberByOrderRef of another provider", err, core.ErrNoRows)
 
 	// Released, it is free again and listed only with all.
-	n.Status, n.ReleasedAt = core.NumberReleased, ptr(at(20))
-	must(t, s.UpdateNumber(ctx, n, core.NumberPending))
-	again := newNumber(t, s, other, n.E164, core.NumberActive, 30)
+	n.Status, n.ReleasedAt = numbers.Released, ptr(at(20))
+	must(t, s.UpdateNumber(ctx, n, numbers.Pending))
+	again := newNumber(t, s, other, n.E164, numbers.Active, 30)
 	list, err := s.ListNumbers(ctx, o.ID, core.ModeTest, false)
 	must(t, err)
 	wantEqual(t, "ListNumbers held", len(list), 0)
@@ -86,7 +87,7 @@ func testNumbers(t *testing.T, s services.Store) {
 	wantEqual(t, "ListNumbers all", len(list), 1)
 
 	// Due: the active number once its month ends; a lapsed reservation.
-	lapsed := newNumber(t, s, o, "+12125550112", core.NumberAwaitingPayment, 0)
+	lapsed := newNumber(t, s, o, "+12125550112", numbers.AwaitingPayment, 0)
 	due, err := s.DueNumbers(ctx, at(3601), at(0), "", 10)
 	must(t, err)
 	wantEqual(t, "DueNumbers at 3601", ids(due), []string{lapsed.ID})
@@ -101,7 +102,7 @@ func testNumbers(t *testing.T, s services.Store) {
 	wantEqual(t, "DueNumbers after a cursor", len(due), 1)
 
 	// A pending number is due once it has not moved since stalePending.
-	stuck := newNumber(t, s, o, "+12125550113", core.NumberPending, 100)
+	stuck := newNumber(t, s, o, "+12125550113", numbers.Pending, 100)
 	due, err = s.DueNumbers(ctx, at(101), at(99), "", 10)
 	must(t, err)
 	wantEqual(t, "DueNumbers, pending not stale yet", contains(ids(due), stuck.ID), false)
@@ -124,9 +125,9 @@ func testNumbersConcurrent(t *testing.T, s services.Store) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			errs[i] = s.CreateNumber(t.Context(), &core.Number{
+			errs[i] = s.CreateNumber(t.Context(), &numbers.Number{
 				ID: core.NewID(core.PrefixNumber), OwnerID: owners[i].ID, Mode: core.ModeTest, E164: "+14155550150", Country: "US",
-				Status: core.NumberAwaitingPayment, Provider: "simulated", MonthlyMicros: 1, CreatedAt: at(i), UpdatedAt: at(i),
+				Status: numbers.AwaitingPayment, Provider: "simulated", MonthlyMicros: 1, CreatedAt: at(i), UpdatedAt: at(i),
 			})
 		}()
 	}
@@ -151,7 +152,7 @@ func testNumbersConcurrent(t *testing.T, s services.Store) {
 func testInbound(t *testing.T, s services.Store) {
 	ctx := t.Context()
 	o, other := newOwner(t, s), newOwner(t, s)
-	n := newNumber(t, s, o, "+12125550120", core.NumberActive, 0)
+	n := newNumber(t, s, o, "+12125550120", numbers.Active, 0)
 	var made []*inbox.InboundFax
 	for i := range 3 {
 		f := &inbox.InboundFax{
@@ -200,7 +201,7 @@ func testInbound(t *testing.T, s services.Store) {
 	wantEqual(t, "another owner's inbox", len(page), 0)
 }
 
-func ids(ns []core.Number) []string {
+func ids(ns []numbers.Number) []string {
 	out := []string{}
 	for _, n := range ns {
 		out = append(out, n.ID)

@@ -16,6 +16,7 @@ import (
 
 	"github.com/faxhub/faxhub/core"
 	"github.com/faxhub/faxhub/core/faxes"
+	"github.com/faxhub/faxhub/core/numbers"
 )
 
 // CodePaymentMismatch: a processor reported a payment for a
@@ -105,11 +106,11 @@ func (s *Service) Payable(ctx context.Context, c *Checkout) error {
 		return s.faxes.DraftPayable(d)
 	}
 	if c.Kind == KindNumber && c.NumberID != nil {
-		n, err := s.d.Store.GetNumber(ctx, c.OwnerID, c.Mode, *c.NumberID)
+		n, err := s.numbers.Own(ctx, core.Principal{OwnerID: c.OwnerID, Mode: c.Mode}, *c.NumberID)
 		if err != nil {
 			return core.StoreErr(err, "number")
 		}
-		return s.core.NumberPayable(n)
+		return s.numbers.Payable(n)
 	}
 	return nil
 }
@@ -154,7 +155,7 @@ func (s *Service) Complete(ctx context.Context, id string) (*Checkout, error) {
 		case KindDraft:
 			return s.faxes.PayDraftAtCheckout(ctx, tx, c.OwnerID, c.Mode, *c.DraftID, c.AmountMicros)
 		case KindNumber:
-			return s.core.PayNumberAtCheckout(ctx, tx, c.OwnerID, c.Mode, *c.NumberID)
+			return s.numbers.PayAtCheckout(ctx, tx, c.OwnerID, c.Mode, *c.NumberID)
 		}
 		return fmt.Errorf("checkout %s has unknown kind %q", c.ID, c.Kind)
 	})
@@ -251,8 +252,8 @@ func (s *Service) CompletePaid(ctx context.Context, id string, ref PaymentRef) (
 			// The money was taken: a number still awaiting payment is
 			// bought; one whose reservation lapsed meanwhile (someone else
 			// may hold it now) is credited to the account instead.
-			if n.Status == core.NumberAwaitingPayment {
-				return s.core.PayNumberAtCheckout(ctx, tx, c.OwnerID, c.Mode, *c.NumberID)
+			if n.Status == numbers.AwaitingPayment {
+				return s.numbers.PayAtCheckout(ctx, tx, c.OwnerID, c.Mode, *c.NumberID)
 			}
 			return s.creditUnpayableNumber(ctx, tx, c, ref.AmountCents, now)
 		}
@@ -353,6 +354,7 @@ type Store interface {
 // they buy.
 type Tx interface {
 	faxes.Tx
+	numbers.Tx
 	Queries
 }
 
@@ -366,16 +368,19 @@ type Deps struct {
 	Logger   *slog.Logger
 	// Core pays the drafts and numbers checkouts buy.
 	Core *core.Service
+	// Numbers reads and pays the numbers it acts on.
+	Numbers *numbers.Service
 	// Faxes creates, prices and reads faxes and drafts.
 	Faxes *faxes.Service
 }
 
 // Service runs checkouts.
 type Service struct {
-	cfg   core.Config
-	d     Deps
-	core  *core.Service
-	faxes *faxes.Service
+	cfg     core.Config
+	d       Deps
+	core    *core.Service
+	numbers *numbers.Service
+	faxes   *faxes.Service
 }
 
 // New returns the service; cfg is the kernel's configuration with its
@@ -387,7 +392,7 @@ func New(cfg core.Config, d Deps) *Service {
 	if d.Prices == nil {
 		d.Prices = core.DefaultPriceTable()
 	}
-	return &Service{cfg: cfg, d: d, core: d.Core, faxes: d.Faxes}
+	return &Service{cfg: cfg, d: d, core: d.Core, faxes: d.Faxes, numbers: d.Numbers}
 }
 
 func (s *Service) now() time.Time { return core.Clock(s.cfg.Now).Now() }

@@ -57,11 +57,11 @@ func (s *Service) StartNumber(ctx context.Context, p core.Principal, id string) 
 	if err := core.Authorize(p, core.OpBuyNumber); err != nil {
 		return nil, err
 	}
-	n, err := core.OwnNumber(ctx, s.d.Store, p, id)
+	n, err := s.numbers.Own(ctx, p, id)
 	if err != nil {
 		return nil, core.StoreErr(err, "number")
 	}
-	if err := s.core.NumberPayable(n); err != nil {
+	if err := s.numbers.Payable(n); err != nil {
 		return nil, err
 	}
 	c := &Checkout{
@@ -72,7 +72,7 @@ func (s *Service) StartNumber(ctx context.Context, p core.Principal, id string) 
 	if err != nil {
 		return nil, err
 	}
-	if err := s.core.ReserveUntil(ctx, n, c.ExpiresAt); err != nil {
+	if err := s.numbers.ReserveUntil(ctx, n, c.ExpiresAt); err != nil {
 		return nil, err
 	}
 	cs.NumberID = n.ID

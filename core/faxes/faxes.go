@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/faxhub/faxhub/core"
+	"github.com/faxhub/faxhub/core/numbers"
 )
 
 // SendRequest is the body of sendFax: a destination and a document named
@@ -451,13 +452,16 @@ type Deps struct {
 	Logger  *slog.Logger
 	// Core resolves documents, sender numbers and credits.
 	Core *core.Service
+	// Numbers reads and pays the numbers it acts on.
+	Numbers *numbers.Service
 }
 
 // Service sends faxes.
 type Service struct {
-	cfg  core.Config
-	d    Deps
-	core *core.Service
+	cfg     core.Config
+	d       Deps
+	core    *core.Service
+	numbers *numbers.Service
 }
 
 // New returns the service; cfg is the kernel's configuration with its
@@ -475,7 +479,7 @@ func New(cfg core.Config, d Deps) (*Service, error) {
 	if d.Prices == nil {
 		d.Prices = core.DefaultPriceTable()
 	}
-	return &Service{cfg: cfg, d: d, core: d.Core}, nil
+	return &Service{cfg: cfg, d: d, core: d.Core, numbers: d.Numbers}, nil
 }
 
 func (s *Service) now() time.Time { return core.Clock(s.cfg.Now).Now() }

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/faxhub/faxhub/core"
+	"github.com/faxhub/faxhub/core/numbers"
 )
 
 // senderNumber resolves a send's from (an E.164 number or a number id) to
@@ -17,23 +18,23 @@ func (s *Service) senderNumber(ctx context.Context, p core.Principal, from strin
 		return "", nil
 	}
 	var (
-		n   *core.Number
+		n   *numbers.Number
 		err error
 	)
 	if core.HasPrefix(from, core.PrefixNumber) {
-		n, err = core.OwnNumber(ctx, s.d.Store, p, from)
+		n, err = s.numbers.Own(ctx, p, from)
 	} else {
 		e164, _, cerr := s.d.Destination.Check(from)
 		if cerr != nil {
-			return "", core.Errorf(core.KindInvalid, core.CodeFromNumberNotOwned, "from must be one of your active fax numbers (E.164 or its id)")
+			return "", core.Errorf(core.KindInvalid, numbers.CodeFromNumberNotOwned, "from must be one of your active fax numbers (E.164 or its id)")
 		}
-		n, err = s.d.Store.GetHeldNumber(ctx, p.Mode, e164)
+		n, err = s.numbers.Holding(ctx, p.Mode, e164)
 		if err == nil && n.OwnerID != p.OwnerID {
 			err = core.ErrNoRows
 		}
 	}
 	if errors.Is(err, core.ErrNoRows) || (err == nil && !n.Status.Receives()) {
-		return "", core.Errorf(core.KindInvalid, core.CodeFromNumberNotOwned, "from must be one of your active %s-mode fax numbers", p.Mode)
+		return "", core.Errorf(core.KindInvalid, numbers.CodeFromNumberNotOwned, "from must be one of your active %s-mode fax numbers", p.Mode)
 	}
 	if err != nil {
 		return "", fmt.Errorf("sender number: %w", err)

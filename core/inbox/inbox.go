@@ -13,6 +13,7 @@ import (
 
 	"github.com/faxhub/faxhub/core"
 	"github.com/faxhub/faxhub/core/faxes"
+	"github.com/faxhub/faxhub/core/numbers"
 )
 
 // Status is where a received fax stands.
@@ -233,16 +234,19 @@ type Deps struct {
 	Logger *slog.Logger
 	// Core signs download links, stores blobs and charges rate limits.
 	Core *core.Service
+	// Numbers reads and pays the numbers it acts on.
+	Numbers *numbers.Service
 	// Faxes creates, prices and reads faxes and drafts.
 	Faxes *faxes.Service
 }
 
 // Service runs the inbox.
 type Service struct {
-	cfg   core.Config
-	d     Deps
-	core  *core.Service
-	faxes *faxes.Service
+	cfg     core.Config
+	d       Deps
+	core    *core.Service
+	numbers *numbers.Service
+	faxes   *faxes.Service
 }
 
 // New returns the inbox; cfg is the kernel's configuration with its
@@ -251,7 +255,7 @@ func New(cfg core.Config, d Deps) *Service {
 	if d.Logger == nil {
 		d.Logger = slog.New(slog.DiscardHandler)
 	}
-	return &Service{cfg: cfg, d: d, core: d.Core, faxes: d.Faxes}
+	return &Service{cfg: cfg, d: d, core: d.Core, faxes: d.Faxes, numbers: d.Numbers}
 }
 
 func (s *Service) now() time.Time { return core.Clock(s.cfg.Now).Now() }

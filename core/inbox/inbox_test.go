@@ -11,6 +11,7 @@ import (
 
 	"github.com/faxhub/faxhub/core"
 	"github.com/faxhub/faxhub/core/inbox"
+	"github.com/faxhub/faxhub/core/numbers"
 	"github.com/faxhub/faxhub/core/provider/simulated"
 	"github.com/faxhub/faxhub/internal/require"
 	"github.com/faxhub/faxhub/internal/testenv"
@@ -104,7 +105,7 @@ func TestInboxEndToEnd(t *testing.T) {
 func TestReceiveFaxOnce(t *testing.T) {
 	e := testenv.New(t, testenv.WithoutWorkers())
 	p := e.Principal(t, e.KeyATest)
-	n, err := e.Svc.Core.BuyNumber(ctx, p, core.BuyNumberRequest{Number: "+12125550160"})
+	n, err := e.Svc.Numbers.Buy(ctx, p, numbers.BuyRequest{Number: "+12125550160"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -117,7 +118,7 @@ func TestReceiveFaxOnce(t *testing.T) {
 	if _, err := e.Svc.Checkout.Complete(ctx, cs.ID); err != nil {
 		t.Fatal(err)
 	}
-	if err := e.Svc.Core.OrderNumber(ctx, n.ID); err != nil {
+	if err := e.Svc.Numbers.PlaceOrder(ctx, n.ID); err != nil {
 		t.Fatal(err)
 	}
 	first, err := e.Svc.Inbox.ReceiveFax(ctx, notice)

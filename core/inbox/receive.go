@@ -12,6 +12,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/faxhub/faxhub/core"
+	"github.com/faxhub/faxhub/core/numbers"
 )
 
 const (
@@ -76,7 +77,7 @@ func (s *Service) ReceiveFax(ctx context.Context, n InboundNotice) (*InboundFax,
 }
 
 // receivingNumber finds the number to that receives on provider's line.
-func (s *Service) receivingNumber(ctx context.Context, provider, to string) (*core.Number, error) {
+func (s *Service) receivingNumber(ctx context.Context, provider, to string) (*numbers.Number, error) {
 	notReceiving := core.Errorf(core.KindNotFound, CodeNumberNotReceiving, "no number here receives faxes on %s", to)
 	e164, _, err := s.d.Destination.Check(to)
 	if err != nil {
@@ -86,7 +87,7 @@ func (s *Service) receivingNumber(ctx context.Context, provider, to string) (*co
 		if s.faxes.ProviderName(m) != provider {
 			continue
 		}
-		num, err := s.d.Store.GetHeldNumber(ctx, m, e164)
+		num, err := s.numbers.Holding(ctx, m, e164)
 		if errors.Is(err, core.ErrNoRows) {
 			continue
 		}
@@ -239,7 +240,7 @@ func (s *Service) fetchInbound(ctx context.Context, f *InboundFax, dst string) e
 		}
 		r, err := media.FetchInbound(ctx, f)
 		if err != nil {
-			return core.WrapErr(core.Errorf(core.KindUnavailable, core.CodeProviderFailed, "fetching the received document from the provider failed"), err)
+			return core.WrapErr(core.Errorf(core.KindUnavailable, numbers.CodeProviderFailed, "fetching the received document from the provider failed"), err)
 		}
 		rc = r
 	}
@@ -250,7 +251,7 @@ func (s *Service) fetchInbound(ctx context.Context, f *InboundFax, dst string) e
 		if errors.As(err, &e) && e.Kind == core.KindTooLarge {
 			return err
 		}
-		return core.WrapErr(core.Errorf(core.KindUnavailable, core.CodeProviderFailed, "reading the received document failed"), err)
+		return core.WrapErr(core.Errorf(core.KindUnavailable, numbers.CodeProviderFailed, "reading the received document failed"), err)
 	}
 	if n == 0 {
 		return core.Errorf(core.KindUnprocessable, core.CodeEmptyFile, "the received document is empty")
@@ -385,20 +386,20 @@ func (s *Service) Simulate(ctx context.Context, p core.Principal, t TestInboundF
 func (s *Service) DeliverTestFax(ctx context.Context, ownerID string, t TestInboundFax) (*InboundFax, error) {
 	defer os.Remove(t.Path)
 	var (
-		num *core.Number
+		num *numbers.Number
 		err error
 	)
 	if core.HasPrefix(t.To, core.PrefixNumber) {
 		num, err = nil, core.ErrNoRows
 		if core.WellFormedID(t.To) {
-			num, err = s.d.Store.GetNumberByID(ctx, t.To)
+			num, err = s.numbers.OwnByID(ctx, t.To)
 		}
 	} else {
 		e164, _, cerr := s.d.Destination.Check(t.To)
 		if cerr != nil {
 			return nil, cerr
 		}
-		num, err = s.d.Store.GetHeldNumber(ctx, core.ModeTest, e164)
+		num, err = s.numbers.Holding(ctx, core.ModeTest, e164)
 	}
 	if errors.Is(err, core.ErrNoRows) || (err == nil && ownerID != "" && num.OwnerID != ownerID) {
 		return nil, core.Errorf(core.KindNotFound, core.CodeNotFound, "no such number of yours")

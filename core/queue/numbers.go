@@ -9,6 +9,7 @@ import (
 	"github.com/riverqueue/river"
 
 	"github.com/faxhub/faxhub/core"
+	"github.com/faxhub/faxhub/core/numbers"
 )
 
 // Job kinds of numbers and the inbox. Stored in job rows: never change them.
@@ -17,7 +18,7 @@ const (
 	// (core.Service.OrderNumber).
 	KindOrderNumber = "order_number"
 	// KindNumberOutcome records a provider's answer to a number order that
-	// the simulator scheduled for later (core.Service.RecordNumberOrder).
+	// the simulator scheduled for later (numbers.Service.RecordOrder).
 	KindNumberOutcome = "number_outcome"
 	// KindProcessInbound fetches, stores and reads a received fax
 	// (core.Service.ProcessInboundFax).
@@ -48,9 +49,9 @@ func (orderNumberArgs) InsertOpts() river.InsertOpts {
 }
 
 type numberOutcomeArgs struct {
-	Provider string                 `json:"provider"`
-	OrderRef string                 `json:"order_ref"`
-	Result   core.NumberOrderResult `json:"result"`
+	Provider string              `json:"provider"`
+	OrderRef string              `json:"order_ref"`
+	Result   numbers.OrderResult `json:"result"`
 }
 
 func (numberOutcomeArgs) Kind() string { return KindNumberOutcome }
@@ -162,7 +163,7 @@ func (q *Queue) EnqueueInbound(ctx context.Context, tx core.Tx, inboundID string
 
 // ScheduleNumberOutcome inserts a number_outcome job due at at: the
 // simulator's answer to an order, recorded then by whichever process runs it.
-func (q *Queue) ScheduleNumberOutcome(ctx context.Context, at time.Time, provider, orderRef string, res core.NumberOrderResult) error {
+func (q *Queue) ScheduleNumberOutcome(ctx context.Context, at time.Time, provider, orderRef string, res numbers.OrderResult) error {
 	opts := &river.InsertOpts{}
 	if at.After(time.Now()) {
 		opts.ScheduledAt = ceilMillisecond(at)

@@ -1,5 +1,6 @@
 // Package queue is faxhub's durable job queue: River on SQLite (the embedded
-// default) or PostgreSQL, behind core.Queue.
+// default) or PostgreSQL, behind the queue ports of faxes, numbers and the
+// inbox.
 //
 // Both databases are reached through database/sql so that a delivery job is
 // inserted with the very *sql.Tx the store uses for the fax: the fax row
@@ -24,6 +25,8 @@ import (
 
 	"github.com/faxhub/faxhub/core"
 	"github.com/faxhub/faxhub/core/faxes"
+	"github.com/faxhub/faxhub/core/inbox"
+	"github.com/faxhub/faxhub/core/numbers"
 )
 
 // Dialects accepted by New and Migrate.
@@ -121,7 +124,11 @@ type Queue struct {
 	maxAttempts int
 }
 
-var _ core.Queue = (*Queue)(nil)
+var (
+	_ faxes.DeliveryQueue = (*Queue)(nil)
+	_ numbers.Queue       = (*Queue)(nil)
+	_ inbox.Queue         = (*Queue)(nil)
+)
 
 // SQLTxer is what EnqueueDelivery needs from a core.Tx: the database/sql
 // transaction underneath, so the job commits with the fax.
@@ -139,7 +146,7 @@ type Handlers struct {
 	OrderNumber func(ctx context.Context, numberID string) error
 	// GiveUpNumberOrder ends an order whose last attempt failed.
 	GiveUpNumberOrder func(ctx context.Context, numberID string, cause error) error
-	NumberOutcome     func(ctx context.Context, provider, orderRef string, res core.NumberOrderResult) error
+	NumberOutcome     func(ctx context.Context, provider, orderRef string, res numbers.OrderResult) error
 	ProcessInbound    func(ctx context.Context, inboundID string, lastAttempt bool) error
 }
 

@@ -17,6 +17,7 @@ import (
 	"github.com/faxhub/faxhub/core/hosts"
 	"github.com/faxhub/faxhub/core/inbox"
 	"github.com/faxhub/faxhub/core/machine"
+	"github.com/faxhub/faxhub/core/numbers"
 	"github.com/faxhub/faxhub/core/payments"
 	"github.com/faxhub/faxhub/core/retention"
 	"github.com/faxhub/faxhub/core/tasks"
@@ -34,6 +35,7 @@ type Store interface {
 	agents.Queries
 	checkout.Queries
 	inbox.Queries
+	numbers.Queries
 }
 
 // Tx is a transaction of the database with every feature's queries (the
@@ -47,6 +49,7 @@ type Tx interface {
 	agents.Tx
 	checkout.Tx
 	inbox.Tx
+	numbers.Tx
 }
 
 // Metrics counts what the features observe (core/prometheus): attempts and
@@ -59,7 +62,7 @@ type Metrics interface {
 // Queue is the job queue (core/queue): deliveries, number orders and
 // received faxes are scheduled in the transactions that make them due.
 type Queue interface {
-	core.Queue
+	numbers.Queue
 	faxes.DeliveryQueue
 	inbox.Queue
 }
@@ -83,7 +86,7 @@ type Deps struct {
 	// Numbers maps each mode to the provider that rents its numbers (the
 	// simulator in test mode, Telnyx live); a mode without one answers
 	// numbers_not_configured.
-	Numbers map[core.Mode]core.NumberProvider
+	Numbers map[core.Mode]numbers.Provider
 	// Providers maps each mode to its fax provider. Test mode must be the
 	// simulated provider; live faxing needs a configured one.
 	Providers map[core.Mode]faxes.Provider
@@ -114,12 +117,15 @@ type Config struct {
 	core.Config
 	// Machine: paying machines over HTTP 402.
 	Machine machine.Config
+	// Numbers: renting fax numbers.
+	Numbers numbers.Config
 }
 
 // Set is every feature service of one process.
 type Set struct {
 	Core      *core.Service
 	Faxes     *faxes.Service
+	Numbers   *numbers.Service
 	Agents    *agents.Service
 	Checkout  *checkout.Service
 	Hosts     *hosts.Service
@@ -154,10 +160,7 @@ func New(cfg Config, deps Deps) (*Set, error) {
 	set := &Set{}
 	cd := core.Deps{
 		Store: deps.Store, Blobs: deps.Blobs, Converter: deps.Converter, Destination: deps.Destination,
-		Prices: deps.Prices, Logger: deps.Logger, Signer: deps.Signer, PaymentMethods: deps.PaymentMethods, Numbers: deps.Numbers,
-	}
-	if deps.Queue != nil {
-		cd.Queue = deps.Queue
+		Prices: deps.Prices, Logger: deps.Logger, Signer: deps.Signer, PaymentMethods: deps.PaymentMethods,
 	}
 	cd.Approvals = map[core.ApprovalKind]core.ApprovalHandler{
 		core.ApprovalCreditPurchase: {Decided: func(ctx context.Context, a *core.Approval, _ bool) error {
@@ -183,17 +186,23 @@ func New(cfg Config, deps Deps) (*Set, error) {
 	cfg.Config = c.Config()
 	cfg.Machine.SetDefaults()
 	kc := cfg.Config
+	cfg.Numbers.SetDefaults()
+	nums := numbers.New(kc, cfg.Numbers, numbers.Deps{
+		Store: deps.Store, Queue: deps.Queue, Providers: deps.Numbers, Destination: deps.Destination,
+		Prices: deps.Prices, Logger: deps.Logger, Core: c,
+	})
 	fx, err := faxes.New(kc, faxes.Deps{
 		Store: deps.Store, Blobs: deps.Blobs, Destination: deps.Destination, Queue: deps.Queue, Providers: deps.Providers,
-		PayerRefunds: machine.NewPayers(deps.Machine), Metrics: delivery, Prices: deps.Prices, Logger: deps.Logger, Core: c,
+		PayerRefunds: machine.NewPayers(deps.Machine), Metrics: delivery, Prices: deps.Prices, Logger: deps.Logger, Core: c, Numbers: nums,
 	})
 	if err != nil {
 		return nil, err
 	}
 	*set = Set{
-		cfg:   cfg,
-		Core:  c,
-		Faxes: fx,
+		cfg:     cfg,
+		Core:    c,
+		Faxes:   fx,
+		Numbers: nums,
 		Machine: machine.New(cfg.Machine, kc, machine.Deps{
 			Store: deps.Store, Machine: deps.Machine, Converter: deps.Converter, Destination: deps.Destination,
 			Providers: deps.Providers, Logger: deps.Logger, Core: c, Faxes: fx, Binder: deps.MachineBinder,
@@ -202,7 +211,7 @@ func New(cfg Config, deps Deps) (*Set, error) {
 			Store: deps.Store, Blobs: deps.Blobs, Documents: c, AuthState: deps.AuthState, Logger: deps.Logger,
 		}),
 		Checkout: checkout.New(kc, checkout.Deps{
-			Store: deps.Store, Gateways: deps.Checkout, Prices: deps.Prices, Logger: deps.Logger, Core: c, Faxes: fx,
+			Store: deps.Store, Gateways: deps.Checkout, Prices: deps.Prices, Logger: deps.Logger, Core: c, Faxes: fx, Numbers: nums,
 		}),
 		Agents: agents.New(kc, agents.Deps{Store: deps.Store, Logger: deps.Logger, Core: c}),
 		Hosts: hosts.New(kc, hosts.Deps{
@@ -210,11 +219,11 @@ func New(cfg Config, deps Deps) (*Set, error) {
 		}),
 		Inbox: inbox.New(kc, inbox.Deps{
 			Store: deps.Store, Queue: deps.Queue, Blobs: deps.Blobs, Converter: deps.Converter, Destination: deps.Destination,
-			Providers: deps.Providers, Text: deps.Text, Logger: deps.Logger, Core: c, Faxes: fx,
+			Providers: deps.Providers, Text: deps.Text, Logger: deps.Logger, Core: c, Faxes: fx, Numbers: nums,
 		}),
 		Tasks: tasks.New(kc, tasks.Deps{
 			Store: deps.Store, Signer: deps.Signer, PaymentMethods: deps.PaymentMethods, Prices: deps.Prices,
-			Logger: deps.Logger, Core: c, Faxes: fx,
+			Logger: deps.Logger, Core: c, Faxes: fx, Numbers: nums,
 		}),
 	}
 	return set, nil

@@ -8,15 +8,16 @@ import (
 
 	"github.com/faxhub/faxhub/core"
 	"github.com/faxhub/faxhub/core/inbox"
+	"github.com/faxhub/faxhub/core/numbers"
 )
 
 const numberCols = `id, owner_id, mode, e164, country, region, locality, status, provider, provider_ref, order_ref,
 	monthly_micros, reserved_until, paid_through, failure_code, failure_reason, created_at, updated_at, activated_at, released_at`
 
 // heldStatuses are the statuses the numbers_held index covers.
-var heldStatuses = []any{core.NumberAwaitingPayment, core.NumberPending, core.NumberActive, core.NumberPastDue}
+var heldStatuses = []any{numbers.AwaitingPayment, numbers.Pending, numbers.Active, numbers.PastDue}
 
-func (x q) CreateNumber(ctx context.Context, n *core.Number) error {
+func (x q) CreateNumber(ctx context.Context, n *numbers.Number) error {
 	err := x.insert(ctx, `INSERT INTO numbers (`+numberCols+`)
 		VALUES (:id, :owner_id, :mode, :e164, :country, :region, :locality, :status, :provider, :provider_ref, :order_ref,
 			:monthly_micros, :reserved_until, :paid_through, :failure_code, :failure_reason, :created_at, :updated_at,
@@ -28,41 +29,41 @@ func (x q) CreateNumber(ctx context.Context, n *core.Number) error {
 	return nil
 }
 
-func (x q) getNumber(ctx context.Context, what, where string, args ...any) (*core.Number, error) {
-	var n core.Number
+func (x q) getNumber(ctx context.Context, what, where string, args ...any) (*numbers.Number, error) {
+	var n numbers.Number
 	if err := x.get(ctx, x.reader(), &n, "SELECT "+numberCols+" FROM numbers WHERE "+where, args...); err != nil {
 		return nil, fmt.Errorf("get number %s: %w", what, err)
 	}
 	return &n, nil
 }
 
-func (x q) GetNumber(ctx context.Context, ownerID string, mode core.Mode, id string) (*core.Number, error) {
+func (x q) GetNumber(ctx context.Context, ownerID string, mode core.Mode, id string) (*numbers.Number, error) {
 	return x.getNumber(ctx, id, "id = ? AND owner_id = ? AND mode = ?", id, ownerID, mode)
 }
 
-func (x q) GetNumberByID(ctx context.Context, id string) (*core.Number, error) {
+func (x q) GetNumberByID(ctx context.Context, id string) (*numbers.Number, error) {
 	return x.getNumber(ctx, id, "id = ?", id)
 }
 
-func (x q) GetNumberByOrderRef(ctx context.Context, provider, orderRef string) (*core.Number, error) {
+func (x q) GetNumberByOrderRef(ctx context.Context, provider, orderRef string) (*numbers.Number, error) {
 	if orderRef == "" {
 		return nil, fmt.Errorf("get number by order: %w", core.ErrNoRows)
 	}
 	return x.getNumber(ctx, orderRef, "provider = ? AND order_ref = ? ORDER BY created_at DESC LIMIT 1", provider, orderRef)
 }
 
-func (x q) GetHeldNumber(ctx context.Context, mode core.Mode, e164 string) (*core.Number, error) {
+func (x q) GetHeldNumber(ctx context.Context, mode core.Mode, e164 string) (*numbers.Number, error) {
 	return x.getNumber(ctx, e164, "mode = ? AND e164 = ? AND status IN ("+placeholders(len(heldStatuses))+")",
 		append([]any{mode, e164}, heldStatuses...)...)
 }
 
-func (x q) ListNumbers(ctx context.Context, ownerID string, mode core.Mode, all bool) ([]core.Number, error) {
+func (x q) ListNumbers(ctx context.Context, ownerID string, mode core.Mode, all bool) ([]numbers.Number, error) {
 	where, args := "owner_id = ? AND mode = ?", []any{ownerID, mode}
 	if !all {
 		where += " AND status IN (" + placeholders(len(heldStatuses)) + ")"
 		args = append(args, heldStatuses...)
 	}
-	var out []core.Number
+	var out []numbers.Number
 	// An owner holds at most a few dozen numbers; the history of released
 	// ones is bounded by the same limit.
 	if err := x.sel(ctx, &out, "SELECT "+numberCols+" FROM numbers WHERE "+where+" ORDER BY created_at DESC, id DESC LIMIT 200", args...); err != nil {
@@ -92,23 +93,23 @@ func (x q) HeldNumbers(ctx context.Context, mode core.Mode, e164s []string) (map
 	return out, nil
 }
 
-func (x q) CountNumbers(ctx context.Context, ownerID string, mode core.Mode) (map[core.NumberStatus]int, error) {
+func (x q) CountNumbers(ctx context.Context, ownerID string, mode core.Mode) (map[numbers.Status]int, error) {
 	var rows []struct {
-		Status core.NumberStatus `db:"status"`
-		N      int               `db:"n"`
+		Status numbers.Status `db:"status"`
+		N      int            `db:"n"`
 	}
 	if err := x.sel(ctx, &rows, "SELECT status, COUNT(*) AS n FROM numbers WHERE owner_id = ? AND mode = ? AND status IN ("+
 		placeholders(len(heldStatuses))+") GROUP BY status", append([]any{ownerID, mode}, heldStatuses...)...); err != nil {
 		return nil, fmt.Errorf("count numbers: %w", err)
 	}
-	out := map[core.NumberStatus]int{}
+	out := map[numbers.Status]int{}
 	for _, r := range rows {
 		out[r.Status] = r.N
 	}
 	return out, nil
 }
 
-func (x q) UpdateNumber(ctx context.Context, n *core.Number, from ...core.NumberStatus) error {
+func (x q) UpdateNumber(ctx context.Context, n *numbers.Number, from ...numbers.Status) error {
 	if len(from) == 0 {
 		return errors.New("update number: no expected status given")
 	}
@@ -129,8 +130,8 @@ func (x q) UpdateNumber(ctx context.Context, n *core.Number, from ...core.Number
 	return nil
 }
 
-func (x q) DueNumbers(ctx context.Context, now, stalePending time.Time, afterID string, limit int) ([]core.Number, error) {
-	var out []core.Number
+func (x q) DueNumbers(ctx context.Context, now, stalePending time.Time, afterID string, limit int) ([]numbers.Number, error) {
+	var out []numbers.Number
 	// Lapsed reservations, renewals due and stale orders (numbers_reserved,
 	// numbers_renewal, numbers_pending), paged by id so that past_due
 	// numbers, which stay due until paid or released, cannot starve the
@@ -139,7 +140,7 @@ func (x q) DueNumbers(ctx context.Context, now, stalePending time.Time, afterID 
 		WHERE id > ? AND ((status = ? AND reserved_until <= ?) OR (status IN (?, ?) AND paid_through <= ?)
 			OR (status = ? AND updated_at <= ?))
 		ORDER BY id LIMIT ?`,
-		afterID, core.NumberAwaitingPayment, now, core.NumberActive, core.NumberPastDue, now, core.NumberPending, stalePending, limit)
+		afterID, numbers.AwaitingPayment, now, numbers.Active, numbers.PastDue, now, numbers.Pending, stalePending, limit)
 	if err != nil {
 		return nil, fmt.Errorf("due numbers: %w", err)
 	}

@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/faxhub/faxhub/core"
+	"github.com/faxhub/faxhub/core/numbers"
 	"github.com/faxhub/faxhub/core/tasks"
 	"github.com/faxhub/faxhub/internal/testenv"
 )
@@ -11,7 +12,7 @@ import (
 func TestNumberTask(t *testing.T) {
 	e := testenv.New(t)
 	p := e.Principal(t, e.KeyATest)
-	v, err := e.Svc.Tasks.StartNumberTask(ctx, p, "buy_number", "", core.BuyNumberRequest{Number: "+13125550120"})
+	v, err := e.Svc.Tasks.StartNumberTask(ctx, p, "buy_number", "", numbers.BuyRequest{Number: "+13125550120"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -32,7 +33,7 @@ func TestNumberTask(t *testing.T) {
 		t.Fatalf("cancel a completed number task: %v", err)
 	}
 
-	v2, err := e.Svc.Tasks.StartNumberTask(ctx, p, "buy_number", "", core.BuyNumberRequest{Number: "+13125550121"})
+	v2, err := e.Svc.Tasks.StartNumberTask(ctx, p, "buy_number", "", numbers.BuyRequest{Number: "+13125550121"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/faxhub/faxhub/core"
 	"github.com/faxhub/faxhub/core/faxes"
+	"github.com/faxhub/faxhub/core/numbers"
 	"github.com/faxhub/faxhub/core/payments"
 )
 
@@ -92,7 +93,7 @@ type View struct {
 	Receipt     *PurchaseReceipt
 
 	// KindNumber: the number (CheckoutURL while it awaits payment).
-	Number *core.Number
+	Number *numbers.Number
 }
 
 // Queries persists tasks and credit purchases; part of core.Store.
@@ -227,16 +228,19 @@ type Deps struct {
 	Logger         *slog.Logger
 	// Core drafts, prices and cancels faxes and numbers.
 	Core *core.Service
+	// Numbers reads and pays the numbers it acts on.
+	Numbers *numbers.Service
 	// Faxes creates, prices and reads faxes and drafts.
 	Faxes *faxes.Service
 }
 
 // Service runs agent tasks.
 type Service struct {
-	cfg   core.Config
-	d     Deps
-	core  *core.Service
-	faxes *faxes.Service
+	cfg     core.Config
+	d       Deps
+	core    *core.Service
+	numbers *numbers.Service
+	faxes   *faxes.Service
 }
 
 // New returns the task service; cfg is the kernel's configuration
@@ -248,7 +252,7 @@ func New(cfg core.Config, d Deps) *Service {
 	if d.Prices == nil {
 		d.Prices = core.DefaultPriceTable()
 	}
-	return &Service{cfg: cfg, d: d, core: d.Core, faxes: d.Faxes}
+	return &Service{cfg: cfg, d: d, core: d.Core, faxes: d.Faxes, numbers: d.Numbers}
 }
 
 func (s *Service) now() time.Time { return core.Clock(s.cfg.Now).Now() }

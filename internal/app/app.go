@@ -23,6 +23,7 @@ import (
 	"github.com/faxhub/faxhub/core/faxes"
 	"github.com/faxhub/faxhub/core/machine"
 	"github.com/faxhub/faxhub/core/mail"
+	"github.com/faxhub/faxhub/core/numbers"
 	"github.com/faxhub/faxhub/core/payments"
 	"github.com/faxhub/faxhub/core/payments/stripecheckout"
 	"github.com/faxhub/faxhub/core/payments/testcard"
@@ -258,12 +259,12 @@ func (a *App) wire(ctx context.Context) error {
 		Outcome: func(ctx context.Context, faxID, attemptID string, res faxes.ProviderResult) error {
 			return svc.Faxes.RecordProviderOutcome(ctx, faxID, attemptID, res)
 		},
-		OrderNumber: func(ctx context.Context, numberID string) error { return svc.Core.OrderNumber(ctx, numberID) },
+		OrderNumber: func(ctx context.Context, numberID string) error { return svc.Numbers.PlaceOrder(ctx, numberID) },
 		GiveUpNumberOrder: func(ctx context.Context, numberID string, cause error) error {
-			return svc.Core.GiveUpNumberOrder(ctx, numberID, cause)
+			return svc.Numbers.GiveUpOrder(ctx, numberID, cause)
 		},
-		NumberOutcome: func(ctx context.Context, provider, orderRef string, res core.NumberOrderResult) error {
-			return svc.Core.RecordNumberOrder(ctx, provider, orderRef, res)
+		NumberOutcome: func(ctx context.Context, provider, orderRef string, res numbers.OrderResult) error {
+			return svc.Numbers.RecordOrder(ctx, provider, orderRef, res)
 		},
 		ProcessInbound: func(ctx context.Context, id string, last bool) error {
 			return svc.Inbox.Process(ctx, id, last)
@@ -315,7 +316,7 @@ func (a *App) wire(ctx context.Context) error {
 		Blobs:       blobs,
 		Converter:   convert.New(convertOptions(o.Convert, o.Soffice, tmp)),
 		Destination: phone.New(),
-		Numbers:     map[core.Mode]core.NumberProvider{core.ModeTest: sim},
+		Numbers:     map[core.Mode]numbers.Provider{core.ModeTest: sim},
 		// AP2 credit purchases: the test card in test mode; live card
 		// charges come with the payments issue.
 		PaymentMethods: map[core.Mode]payments.PaymentMethod{core.ModeTest: testcard.New()},

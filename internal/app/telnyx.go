@@ -11,6 +11,7 @@ import (
 
 	"github.com/faxhub/faxhub/core"
 	"github.com/faxhub/faxhub/core/faxes"
+	"github.com/faxhub/faxhub/core/numbers"
 	"github.com/faxhub/faxhub/core/provider/telnyx"
 	"github.com/faxhub/faxhub/core/services"
 	"github.com/faxhub/faxhub/core/web"
@@ -88,7 +89,7 @@ func (a *App) wireTelnyx(deps *services.Deps) error {
 		deps.Providers = map[core.Mode]faxes.Provider{}
 	}
 	if deps.Numbers == nil {
-		deps.Numbers = map[core.Mode]core.NumberProvider{}
+		deps.Numbers = map[core.Mode]numbers.Provider{}
 	}
 	if o.From == "" && a.Logger != nil {
 		a.Logger.Warn("FAXHUB_TELNYX_FROM is not set: live faxes sent without one of the owner's numbers as from fail with provider_error (Telnyx needs a caller id)")
@@ -102,7 +103,7 @@ func (a *App) wireTelnyx(deps *services.Deps) error {
 // configured, a 503 that says so (an event sent there changes nothing).
 func (a *App) telnyxWebhookHandler() http.Handler {
 	if a.telnyxKey != nil {
-		return telnyxhook.NewWebhook(telnyxhook.WebhookConfig{PublicKey: a.telnyxKey, Faxes: a.Svc.Faxes, Numbers: a.Svc.Core, Inbox: a.Svc.Inbox, Logger: a.Logger})
+		return telnyxhook.NewWebhook(telnyxhook.WebhookConfig{PublicKey: a.telnyxKey, Faxes: a.Svc.Faxes, Numbers: a.Svc.Numbers, Inbox: a.Svc.Inbox, Logger: a.Logger})
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		web.WriteProblem(w, web.Problem{

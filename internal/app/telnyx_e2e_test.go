@@ -15,6 +15,7 @@ import (
 
 	"github.com/faxhub/faxhub/core"
 	"github.com/faxhub/faxhub/core/inbox"
+	"github.com/faxhub/faxhub/core/numbers"
 	"github.com/faxhub/faxhub/internal/app"
 	"github.com/faxhub/faxhub/internal/telnyxstandin"
 	"github.com/faxhub/faxhub/internal/testenv"
@@ -98,22 +99,22 @@ func eventually(t *testing.T, what string, cond func() bool) {
 func TestTelnyxNumbersAndInbox(t *testing.T) {
 	e := newTelnyxEnv(t)
 	ctx := context.Background()
-	found, err := e.Svc.Core.SearchNumbers(ctx, e.p, core.NumberSearch{AreaCode: "212", Limit: 3})
+	found, err := e.Svc.Numbers.Search(ctx, e.p, numbers.Search{AreaCode: "212", Limit: 3})
 	if err != nil || len(found) != 3 || found[0].E164 != "+12125550150" || found[0].Locality != "New York" {
 		t.Fatalf("search: %+v %v", found, err)
 	}
-	n, err := e.Svc.Core.BuyNumber(ctx, e.p, core.BuyNumberRequest{Number: found[0].E164, PayWithCredits: true})
+	n, err := e.Svc.Numbers.Buy(ctx, e.p, numbers.BuyRequest{Number: found[0].E164, PayWithCredits: true})
 	if err != nil {
 		t.Fatal(err)
 	}
 	eventually(t, "the number active", func() bool {
-		got, err := e.Svc.Core.GetNumber(ctx, e.p, n.ID)
-		if err == nil && got.Status == core.NumberFailed {
+		got, err := e.Svc.Numbers.Get(ctx, e.p, n.ID)
+		if err == nil && got.Status == numbers.Failed {
 			t.Fatalf("the order failed: %+v", got)
 		}
-		return err == nil && got.Status == core.NumberActive
+		return err == nil && got.Status == numbers.Active
 	})
-	got, _ := e.Svc.Core.GetNumber(ctx, e.p, n.ID)
+	got, _ := e.Svc.Numbers.Get(ctx, e.p, n.ID)
 	if got.Provider != "telnyx" || got.ProviderRef == "" || got.OrderRef == "" {
 		t.Errorf("number %+v", got)
 	}
@@ -138,7 +139,7 @@ func TestTelnyxNumbersAndInbox(t *testing.T) {
 		t.Errorf("a duplicate notice made %d entries", len(page.Data))
 	}
 
-	if _, err := e.Svc.Core.ReleaseNumber(ctx, e.p, n.ID); err != nil {
+	if _, err := e.Svc.Numbers.Release(ctx, e.p, n.ID); err != nil {
 		t.Fatal(err)
 	}
 	resp, err := http.Get(e.standin + "/standin/state")
@@ -152,12 +153,12 @@ func TestTelnyxNumbersAndInbox(t *testing.T) {
 		t.Errorf("the released number is still on the Telnyx account: %v", st.Numbers)
 	}
 
-	bad, err := e.Svc.Core.BuyNumber(ctx, e.p, core.BuyNumberRequest{Number: telnyxstandin.FailingNumber, PayWithCredits: true})
+	bad, err := e.Svc.Numbers.Buy(ctx, e.p, numbers.BuyRequest{Number: telnyxstandin.FailingNumber, PayWithCredits: true})
 	if err != nil {
 		t.Fatal(err)
 	}
 	eventually(t, "the failing order failed", func() bool {
-		got, err := e.Svc.Core.GetNumber(ctx, e.p, bad.ID)
-		return err == nil && got.Status == core.NumberFailed
+		got, err := e.Svc.Numbers.Get(ctx, e.p, bad.ID)
+		return err == nil && got.Status == numbers.Failed
 	})
 }

@@ -12,9 +12,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/faxhub/faxhub/core"
 	"github.com/faxhub/faxhub/core/faxes"
 	"github.com/faxhub/faxhub/core/inbox"
+	"github.com/faxhub/faxhub/core/numbers"
 	"github.com/faxhub/faxhub/core/provider/telnyx"
 	"github.com/faxhub/faxhub/internal/telnyxstandin"
 	"github.com/faxhub/faxhub/internal/testenv"
@@ -24,7 +24,7 @@ import (
 // sink hands every core call to a channel.
 type sink struct {
 	outcomes chan faxes.ProviderResult
-	orders   chan core.NumberOrderResult
+	orders   chan numbers.OrderResult
 	inbound  chan inbox.InboundNotice
 }
 
@@ -33,7 +33,7 @@ func (s *sink) RecordProviderOutcome(_ context.Context, _, _ string, res faxes.P
 	return nil
 }
 
-func (s *sink) RecordNumberOrder(_ context.Context, _, ref string, res core.NumberOrderResult) error {
+func (s *sink) RecordOrder(_ context.Context, _, ref string, res numbers.OrderResult) error {
 	res.OrderRef = ref
 	s.orders <- res
 	return nil
@@ -54,7 +54,7 @@ type rig struct {
 
 func newRig(t *testing.T) *rig {
 	t.Helper()
-	sk := &sink{outcomes: make(chan faxes.ProviderResult, 16), orders: make(chan core.NumberOrderResult, 16), inbound: make(chan inbox.InboundNotice, 16)}
+	sk := &sink{outcomes: make(chan faxes.ProviderResult, 16), orders: make(chan numbers.OrderResult, 16), inbound: make(chan inbox.InboundNotice, 16)}
 	seed := bytes.Repeat([]byte{3}, ed25519.SeedSize)
 	hook := httptest.NewServer(telnyxhook.NewWebhook(telnyxhook.WebhookConfig{PublicKey: ed25519.NewKeyFromSeed(seed).Public().(ed25519.PublicKey), Faxes: sk, Numbers: sk, Inbox: sk}))
 	t.Cleanup(hook.Close)
@@ -166,37 +166,37 @@ func TestCancel(t *testing.T) {
 func TestNumbers(t *testing.T) {
 	r := newRig(t)
 	ctx := context.Background()
-	got, err := r.p.SearchNumbers(ctx, core.NumberSearch{AreaCode: "415", Limit: 3})
+	got, err := r.p.SearchNumbers(ctx, numbers.Search{AreaCode: "415", Limit: 3})
 	if err != nil || len(got) != 3 || got[0].E164 != "+14155550150" || got[0].Region != "CA" || got[0].Locality != "San Francisco" {
 		t.Fatalf("search: %+v %v", got, err)
 	}
-	res, err := r.p.OrderNumber(ctx, core.NumberOrder{NumberID: "num_1", E164: got[0].E164})
-	if err != nil || res.Status != core.NumberPending || res.OrderRef == "" {
+	res, err := r.p.OrderNumber(ctx, numbers.Order{NumberID: "num_1", E164: got[0].E164})
+	if err != nil || res.Status != numbers.Pending || res.OrderRef == "" {
 		t.Fatalf("order: %+v %v", res, err)
 	}
 	done := wait(t, r.sink.orders)
-	if done.Status != core.NumberActive || done.OrderRef != res.OrderRef || done.ProviderRef == "" {
+	if done.Status != numbers.Active || done.OrderRef != res.OrderRef || done.ProviderRef == "" {
 		t.Fatalf("order complete: %+v", done)
 	}
 	// Ordering again under the same number id reuses the order.
-	again, err := r.p.OrderNumber(ctx, core.NumberOrder{NumberID: "num_1", E164: got[0].E164})
-	if err != nil || again.OrderRef != res.OrderRef || again.Status != core.NumberActive || again.ProviderRef != done.ProviderRef {
+	again, err := r.p.OrderNumber(ctx, numbers.Order{NumberID: "num_1", E164: got[0].E164})
+	if err != nil || again.OrderRef != res.OrderRef || again.Status != numbers.Active || again.ProviderRef != done.ProviderRef {
 		t.Errorf("reorder: %+v %v", again, err)
 	}
 	// The number left the inventory.
-	if after, _ := r.p.SearchNumbers(ctx, core.NumberSearch{AreaCode: "415", Limit: 1}); len(after) != 1 || after[0].E164 == got[0].E164 {
+	if after, _ := r.p.SearchNumbers(ctx, numbers.Search{AreaCode: "415", Limit: 1}); len(after) != 1 || after[0].E164 == got[0].E164 {
 		t.Errorf("after the order: %+v", after)
 	}
-	if err := r.p.ReleaseNumber(ctx, &core.Number{E164: got[0].E164, ProviderRef: done.ProviderRef}); err != nil {
+	if err := r.p.ReleaseNumber(ctx, &numbers.Number{E164: got[0].E164, ProviderRef: done.ProviderRef}); err != nil {
 		t.Fatal(err)
 	}
-	if err := r.p.ReleaseNumber(ctx, &core.Number{E164: got[0].E164, ProviderRef: done.ProviderRef}); err != nil {
+	if err := r.p.ReleaseNumber(ctx, &numbers.Number{E164: got[0].E164, ProviderRef: done.ProviderRef}); err != nil {
 		t.Errorf("releasing twice: %v", err)
 	}
-	if _, err := r.p.OrderNumber(ctx, core.NumberOrder{NumberID: "num_2", E164: telnyxstandin.FailingNumber}); err != nil {
+	if _, err := r.p.OrderNumber(ctx, numbers.Order{NumberID: "num_2", E164: telnyxstandin.FailingNumber}); err != nil {
 		t.Fatal(err)
 	}
-	if f := wait(t, r.sink.orders); f.Status != core.NumberFailed {
+	if f := wait(t, r.sink.orders); f.Status != numbers.Failed {
 		t.Errorf("failing number: %+v", f)
 	}
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/faxhub/faxhub/core"
 	"github.com/faxhub/faxhub/core/inbox"
+	"github.com/faxhub/faxhub/core/numbers"
 	"github.com/faxhub/faxhub/core/retention"
 	"github.com/faxhub/faxhub/core/services"
 )
@@ -95,10 +96,10 @@ func WithClock(t testing.TB, opts ...Option) (*Env, *Clock) {
 
 // BuyNumber reserves and pays number for p at a checkout and waits for it
 // to be active.
-func (e *Env) BuyNumber(t testing.TB, p core.Principal, number string) *core.Number {
+func (e *Env) BuyNumber(t testing.TB, p core.Principal, number string) *numbers.Number {
 	t.Helper()
 	ctx := context.Background()
-	n, err := e.Svc.Core.BuyNumber(ctx, p, core.BuyNumberRequest{Number: number})
+	n, err := e.Svc.Numbers.Buy(ctx, p, numbers.BuyRequest{Number: number})
 	if err != nil {
 		t.Fatalf("buy %s: %v", number, err)
 	}
@@ -110,7 +111,7 @@ func (e *Env) BuyNumber(t testing.TB, p core.Principal, number string) *core.Num
 		t.Fatalf("pay %s: %v", number, err)
 	}
 	e.DrainQueue(t)
-	n, err = e.Svc.Core.GetNumber(ctx, p, n.ID)
+	n, err = e.Svc.Numbers.Get(ctx, p, n.ID)
 	if err != nil {
 		t.Fatal(err)
 	}

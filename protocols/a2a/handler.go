@@ -17,6 +17,7 @@ import (
 	"github.com/faxhub/faxhub/core"
 	"github.com/faxhub/faxhub/core/faxes"
 	"github.com/faxhub/faxhub/core/inbox"
+	"github.com/faxhub/faxhub/core/numbers"
 	"github.com/faxhub/faxhub/core/tasks"
 )
 
@@ -253,19 +254,19 @@ func (rh *requestHandler) runSkill(ctx context.Context, p core.Principal, msg *a
 		}
 		return rh.startPurchase(ctx, p, msg, a.PackID)
 	case *searchNumbersArgs:
-		found, err := svc.Core.SearchNumbers(ctx, p, core.NumberSearch{Country: a.Country, AreaCode: a.AreaCode, Locality: a.Locality, Limit: a.Limit})
+		found, err := svc.Numbers.Search(ctx, p, numbers.Search{Country: a.Country, AreaCode: a.AreaCode, Locality: a.Locality, Limit: a.Limit})
 		if err != nil {
 			return nil, rh.fail(ctx, s.ID, err, targetSkill)
 		}
 		return reply(msg, availableView(found)), nil
 	case *buyNumberArgs:
-		tv, err := svc.Tasks.StartNumberTask(ctx, p, s.ID, msg.ContextID, core.BuyNumberRequest{Number: a.Number})
+		tv, err := svc.Tasks.StartNumberTask(ctx, p, s.ID, msg.ContextID, numbers.BuyRequest{Number: a.Number})
 		if err != nil {
 			return nil, rh.fail(ctx, s.ID, err, targetSkill)
 		}
 		return renderTask(tv), nil
 	case *listNumbersArgs:
-		ns, err := svc.Core.ListNumbers(ctx, p, a.All)
+		ns, err := svc.Numbers.List(ctx, p, a.All)
 		if err != nil {
 			return nil, rh.fail(ctx, s.ID, err, targetSkill)
 		}

@@ -1,8 +1,8 @@
 package a2a
 
 import (
-	"github.com/faxhub/faxhub/core"
 	"github.com/faxhub/faxhub/core/inbox"
+	"github.com/faxhub/faxhub/core/numbers"
 )
 
 // Results of the number and inbox skills, in the JSON docs/a2a.md shows:
@@ -59,7 +59,7 @@ type (
 	}
 )
 
-func availableView(found []core.AvailableNumber) map[string]any {
+func availableView(found []numbers.AvailableNumber) map[string]any {
 	out := make([]availableNumberOut, 0, len(found))
 	for _, n := range found {
 		out = append(out, availableNumberOut{Number: n.E164, Country: n.Country, Region: n.Region, Locality: n.Locality,
@@ -68,13 +68,13 @@ func availableView(found []core.AvailableNumber) map[string]any {
 	return map[string]any{"numbers": out}
 }
 
-func numberView(n *core.Number) numberOut {
+func numberView(n *numbers.Number) numberOut {
 	o := numberOut{
 		ID: n.ID, Number: n.E164, Mode: string(n.Mode), Status: string(n.Status), Country: n.Country, Region: n.Region, Locality: n.Locality,
 		MonthlyPrice: n.MonthlyPrice, MonthlyCents: n.MonthlyCents, Currency: n.Currency, CheckoutURL: n.CheckoutURL,
 		FailureCode: n.FailureCode, FailureReason: n.FailureReason, CreatedAt: rfc3339(n.CreatedAt),
 	}
-	if n.Status == core.NumberAwaitingPayment && n.ReservedUntil != nil {
+	if n.Status == numbers.AwaitingPayment && n.ReservedUntil != nil {
 		o.ReservedUntil = rfc3339(*n.ReservedUntil)
 	}
 	if n.PaidThrough != nil {

@@ -97,7 +97,7 @@ func TestNumberTask(t *testing.T) {
 	if _, data := statusData(t, paid); paid.Status.State != a2a.TaskStateWorking || data["status"] != "pending" || data["checkoutUrl"] != nil {
 		t.Fatalf("paid number task %+v %v", paid.Status, data)
 	}
-	if err := e.a.Svc.Core.OrderNumber(t.Context(), numberID); err != nil { // the order_number job
+	if err := e.a.Svc.Numbers.PlaceOrder(t.Context(), numberID); err != nil { // the order_number job
 		t.Fatal(err)
 	}
 	done := getTask(t, c, task.ID)
@@ -172,7 +172,7 @@ func TestInboxSkills(t *testing.T) {
 	_, data := statusData(t, asTask(t, res, err))
 	numberID := data["id"].(string)
 	payNumber(t, e, p, numberID)
-	if err := e.a.Svc.Core.OrderNumber(t.Context(), numberID); err != nil {
+	if err := e.a.Svc.Numbers.PlaceOrder(t.Context(), numberID); err != nil {
 		t.Fatal(err)
 	}
 

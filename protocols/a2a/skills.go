@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/faxhub/faxhub/core"
+	"github.com/faxhub/faxhub/core/numbers"
 )
 
 // skill is one entry of the card's skill table: what an agent sends as
@@ -206,8 +207,8 @@ func skillTable(packs []core.CreditPack) []skill {
 			Schema: object(nil, map[string]any{
 				"country":  str("ISO 3166-1 alpha-2 country code (default US)"),
 				"areaCode": map[string]any{"type": "string", "pattern": "^[0-9]{1,6}$", "description": "area code, digits only"},
-				"locality": map[string]any{"type": "string", "maxLength": core.MaxLocality, "description": "city or town, matched by prefix"},
-				"limit":    map[string]any{"type": "integer", "minimum": 1, "maximum": core.MaxNumberSearchLimit, "default": 20, "description": "most numbers to return"},
+				"locality": map[string]any{"type": "string", "maxLength": numbers.MaxLocality, "description": "city or town, matched by prefix"},
+				"limit":    map[string]any{"type": "integer", "minimum": 1, "maximum": numbers.MaxSearchLimit, "default": 20, "description": "most numbers to return"},
 			}),
 			newArgs: func() any { return &searchNumbersArgs{} },
 		},

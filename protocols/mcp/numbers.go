@@ -6,7 +6,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/faxhub/faxhub/core"
+	"github.com/faxhub/faxhub/core/numbers"
 )
 
 // The fax number tools: search, buy (a reservation the owner pays at a
@@ -78,13 +78,13 @@ func (h *Handler) addNumberTools(s *mcp.Server) {
 		h.listNumbers)
 }
 
-func numberView(n *core.Number) numberOut {
+func numberView(n *numbers.Number) numberOut {
 	o := numberOut{
 		ID: n.ID, Number: n.E164, Mode: string(n.Mode), Status: string(n.Status), Country: n.Country, Region: n.Region, Locality: n.Locality,
 		MonthlyPrice: n.MonthlyPrice, MonthlyCents: n.MonthlyCents, Currency: n.Currency, CheckoutURL: n.CheckoutURL,
 		FailureCode: n.FailureCode, FailureReason: n.FailureReason, CreatedAt: rfc3339(n.CreatedAt),
 	}
-	if n.Status == core.NumberAwaitingPayment && n.ReservedUntil != nil {
+	if n.Status == numbers.AwaitingPayment && n.ReservedUntil != nil {
 		o.ReservedUntil = rfc3339(*n.ReservedUntil)
 	}
 	if n.PaidThrough != nil {
@@ -102,7 +102,7 @@ func (h *Handler) searchNumbers(ctx context.Context, _ *mcp.CallToolRequest, in 
 	if err != nil {
 		return nil, searchNumbersOut{}, h.toolError(ctx, tool, err)
 	}
-	found, err := h.svc.Core.SearchNumbers(ctx, p, core.NumberSearch{Country: in.Country, AreaCode: in.AreaCode, Locality: in.Locality, Limit: in.Limit})
+	found, err := h.svc.Numbers.Search(ctx, p, numbers.Search{Country: in.Country, AreaCode: in.AreaCode, Locality: in.Locality, Limit: in.Limit})
 	if err != nil {
 		return nil, searchNumbersOut{}, h.toolError(ctx, tool, err)
 	}
@@ -123,7 +123,7 @@ func (h *Handler) buyNumber(ctx context.Context, _ *mcp.CallToolRequest, in buyN
 	if in.Number == "" {
 		return nil, numberOut{}, errors.New("invalid_request: number is required; pick one from search_numbers")
 	}
-	n, err := h.svc.Core.BuyNumber(ctx, p, core.BuyNumberRequest{Number: in.Number})
+	n, err := h.svc.Numbers.Buy(ctx, p, numbers.BuyRequest{Number: in.Number})
 	if err != nil {
 		return nil, numberOut{}, h.toolError(ctx, tool, err)
 	}
@@ -136,7 +136,7 @@ func (h *Handler) listNumbers(ctx context.Context, _ *mcp.CallToolRequest, in li
 	if err != nil {
 		return nil, listNumbersOut{}, h.toolError(ctx, tool, err)
 	}
-	ns, err := h.svc.Core.ListNumbers(ctx, p, in.All)
+	ns, err := h.svc.Numbers.List(ctx, p, in.All)
 	if err != nil {
 		return nil, listNumbersOut{}, h.toolError(ctx, tool, err)
 	}

@@ -97,7 +97,7 @@ func TestNumbersAndInbox(t *testing.T) {
 	if len(list.Numbers) != 1 || list.Numbers[0].Status != "pending" || list.Numbers[0].CheckoutURL != "" {
 		t.Fatalf("list_numbers after paying = %+v", list)
 	}
-	if err := e.a.Svc.Core.OrderNumber(ctx, n.ID); err != nil { // the order_number job (the queue is insert-only here)
+	if err := e.a.Svc.Numbers.PlaceOrder(ctx, n.ID); err != nil { // the order_number job (the queue is insert-only here)
 		t.Fatal(err)
 	}
 	mustOK(t, "list_numbers", call(t, cs, "list_numbers", map[string]any{}, &list))

@@ -13,6 +13,7 @@ import (
 
 	"github.com/faxhub/faxhub/core"
 	"github.com/faxhub/faxhub/core/faxes"
+	"github.com/faxhub/faxhub/core/numbers"
 )
 
 // MaxInlineBytes is the largest file create_upload takes inline as base64
@@ -248,9 +249,9 @@ func (h *Handler) toolError(ctx context.Context, tool string, err error) error {
 		msg += fmt.Sprintf(" (packs: %v)", e.Fields["packs"])
 	case core.CodeProviderUnavailable:
 		msg += ". This server cannot send faxes in this mode yet."
-	case core.CodeNumberUnavailable:
+	case numbers.CodeNumberUnavailable:
 		msg += ". Call search_numbers and pick another number."
-	case core.CodeFromNumberNotOwned:
+	case numbers.CodeFromNumberNotOwned:
 		msg += ". list_numbers shows the owner's numbers; omit from to use the default sender."
 	}
 	return errors.New(msg)

@@ -9,7 +9,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/faxhub/faxhub/core"
+	"github.com/faxhub/faxhub/core/numbers"
 )
 
 // The simulated inventory of fax numbers: deterministic, so tests and docs
@@ -41,14 +41,14 @@ var localities = [...]locality{
 const firstLine, lastLine = 110, 189
 
 // Inventory lists every number the simulator rents, in order.
-func Inventory() []core.AvailableNumber {
-	var out []core.AvailableNumber
+func Inventory() []numbers.AvailableNumber {
+	var out []numbers.AvailableNumber
 	for _, l := range localities {
 		for line := firstLine; line <= lastLine; line++ {
-			out = append(out, core.AvailableNumber{E164: fmt.Sprintf("%s0%d", l.prefix, line), Country: l.country, Region: l.region, Locality: l.locality})
+			out = append(out, numbers.AvailableNumber{E164: fmt.Sprintf("%s0%d", l.prefix, line), Country: l.country, Region: l.region, Locality: l.locality})
 		}
 		if l.prefix == "+1212555" {
-			out = append(out, core.AvailableNumber{E164: FailingNumber, Country: l.country, Region: l.region, Locality: l.locality})
+			out = append(out, numbers.AvailableNumber{E164: FailingNumber, Country: l.country, Region: l.region, Locality: l.locality})
 		}
 	}
 	return out
@@ -56,8 +56,8 @@ func Inventory() []core.AvailableNumber {
 
 // SearchNumbers filters the inventory; the service leaves out numbers
 // someone holds.
-func (p *Provider) SearchNumbers(_ context.Context, q core.NumberSearch) ([]core.AvailableNumber, error) {
-	var out []core.AvailableNumber
+func (p *Provider) SearchNumbers(_ context.Context, q numbers.Search) ([]numbers.AvailableNumber, error) {
+	var out []numbers.AvailableNumber
 	for _, l := range localities {
 		if q.Country != "" && q.Country != l.country {
 			continue
@@ -85,31 +85,31 @@ func (p *Provider) SearchNumbers(_ context.Context, q core.NumberSearch) ([]core
 // OrderNumber provisions a number after provisionTime (scaled); the order
 // reference is derived from the number id, so ordering again after a crash
 // is the same order.
-func (p *Provider) OrderNumber(ctx context.Context, o core.NumberOrder) (core.NumberOrderResult, error) {
+func (p *Provider) OrderNumber(ctx context.Context, o numbers.Order) (numbers.OrderResult, error) {
 	sum := sha256.Sum256([]byte(o.NumberID))
 	ref := "simord_" + hex.EncodeToString(sum[:8])
-	res := core.NumberOrderResult{Status: core.NumberActive, OrderRef: ref, ProviderRef: "simnum_" + hex.EncodeToString(sum[8:16])}
+	res := numbers.OrderResult{Status: numbers.Active, OrderRef: ref, ProviderRef: "simnum_" + hex.EncodeToString(sum[8:16])}
 	found := false
 	for _, n := range Inventory() {
 		found = found || n.E164 == o.E164
 	}
 	if !found || o.E164 == FailingNumber {
-		res = core.NumberOrderResult{Status: core.NumberFailed, OrderRef: ref, FailureReason: "the carrier could not port this number to the fax service"}
+		res = numbers.OrderResult{Status: numbers.Failed, OrderRef: ref, FailureReason: "the carrier could not port this number to the fax service"}
 	}
 	d := p.scaled(provisionTime)
 	if d <= 0 {
 		return res, nil
 	}
 	if p.reportNumber == nil {
-		return core.NumberOrderResult{}, errors.New("simulated provider: no ReportNumber function to deliver number orders with")
+		return numbers.OrderResult{}, errors.New("simulated provider: no ReportNumber function to deliver number orders with")
 	}
 	if err := p.reportNumber(ctx, p.now().Add(d), Name, ref, res); err != nil {
-		return core.NumberOrderResult{}, fmt.Errorf("simulated order of %s: schedule its outcome: %w", o.E164, err)
+		return numbers.OrderResult{}, fmt.Errorf("simulated order of %s: schedule its outcome: %w", o.E164, err)
 	}
-	return core.NumberOrderResult{Status: core.NumberPending, OrderRef: ref}, nil
+	return numbers.OrderResult{Status: numbers.Pending, OrderRef: ref}, nil
 }
 
 // ReleaseNumber gives a simulated number back; nothing to do.
-func (p *Provider) ReleaseNumber(context.Context, *core.Number) error { return nil }
+func (p *Provider) ReleaseNumber(context.Context, *numbers.Number) error { return nil }
 
-var _ core.NumberProvider = (*Provider)(nil)
+var _ numbers.Provider = (*Provider)(nil)

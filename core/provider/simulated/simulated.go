@@ -24,8 +24,8 @@ import (
 	"io"
 	"time"
 
-	"github.com/faxhub/faxhub/core"
 	"github.com/faxhub/faxhub/core/faxes"
+	"github.com/faxhub/faxhub/core/numbers"
 )
 
 // Name is the provider name recorded on attempts.
@@ -113,7 +113,7 @@ type Options struct {
 	// ReportNumber schedules the answer to a number order for the moment
 	// provisioning ends; durable like Report. Needed when TimeScale is
 	// above 0 and numbers are ordered.
-	ReportNumber func(ctx context.Context, at time.Time, provider, orderRef string, res core.NumberOrderResult) error
+	ReportNumber func(ctx context.Context, at time.Time, provider, orderRef string, res numbers.OrderResult) error
 	// Now is the clock (default time.Now).
 	Now func() time.Time
 }
@@ -122,7 +122,7 @@ type Options struct {
 type Provider struct {
 	scale        float64
 	report       func(ctx context.Context, at time.Time, faxID, attemptID string, res faxes.ProviderResult) error
-	reportNumber func(ctx context.Context, at time.Time, provider, orderRef string, res core.NumberOrderResult) error
+	reportNumber func(ctx context.Context, at time.Time, provider, orderRef string, res numbers.OrderResult) error
 	now          func() time.Time
 }
 

@@ -33,6 +33,7 @@ import (
 	"github.com/faxhub/faxhub/core"
 	"github.com/faxhub/faxhub/core/faxes"
 	"github.com/faxhub/faxhub/core/inbox"
+	"github.com/faxhub/faxhub/core/numbers"
 )
 
 // Name is the provider name recorded on attempts, numbers and received faxes.
@@ -74,10 +75,10 @@ type Provider struct {
 }
 
 var (
-	_ faxes.Provider      = (*Provider)(nil)
-	_ faxes.Canceler      = (*Provider)(nil)
-	_ core.NumberProvider = (*Provider)(nil)
-	_ inbox.InboundMedia  = (*Provider)(nil)
+	_ faxes.Provider     = (*Provider)(nil)
+	_ faxes.Canceler     = (*Provider)(nil)
+	_ numbers.Provider   = (*Provider)(nil)
+	_ inbox.InboundMedia = (*Provider)(nil)
 )
 
 // New checks cfg and returns a provider.
@@ -335,11 +336,11 @@ type availableNumber struct {
 }
 
 // SearchNumbers lists fax-capable numbers Telnyx offers that match q.
-func (p *Provider) SearchNumbers(ctx context.Context, q core.NumberSearch) ([]core.AvailableNumber, error) {
+func (p *Provider) SearchNumbers(ctx context.Context, q numbers.Search) ([]numbers.AvailableNumber, error) {
 	country := strings.ToUpper(cmpOr(q.Country, "US"))
 	limit := q.Limit
-	if limit <= 0 || limit > core.MaxNumberSearchLimit {
-		limit = core.MaxNumberSearchLimit
+	if limit <= 0 || limit > numbers.MaxSearchLimit {
+		limit = numbers.MaxSearchLimit
 	}
 	v := url.Values{}
 	v.Set("filter[country_code]", country)
@@ -362,7 +363,7 @@ func (p *Provider) SearchNumbers(ctx context.Context, q core.NumberSearch) ([]co
 	if err := p.call(ctx, http.MethodGet, "/v2/available_phone_numbers", v, nil, &out); err != nil {
 		return nil, fmt.Errorf("telnyx search numbers in %s: %w", country, err)
 	}
-	res := make([]core.AvailableNumber, 0, min(len(out.Data), limit))
+	res := make([]numbers.AvailableNumber, 0, min(len(out.Data), limit))
 	for _, n := range out.Data {
 		if len(res) == limit {
 			break
@@ -370,7 +371,7 @@ func (p *Provider) SearchNumbers(ctx context.Context, q core.NumberSearch) ([]co
 		if n.PhoneNumber == "" || q.Number != "" && n.PhoneNumber != q.Number {
 			continue
 		}
-		a := core.AvailableNumber{E164: n.PhoneNumber, Country: country}
+		a := numbers.AvailableNumber{E164: n.PhoneNumber, Country: country}
 		for _, r := range n.RegionInformation {
 			switch r.RegionType {
 			case "country_code":
@@ -411,16 +412,16 @@ type NumberOrder struct {
 }
 
 // Result is what a number order means to core.
-func (o NumberOrder) Result() core.NumberOrderResult {
-	r := core.NumberOrderResult{Status: core.NumberPending, OrderRef: o.ID}
+func (o NumberOrder) Result() numbers.OrderResult {
+	r := numbers.OrderResult{Status: numbers.Pending, OrderRef: o.ID}
 	switch o.Status {
 	case "success":
-		r.Status = core.NumberActive
+		r.Status = numbers.Active
 		if len(o.PhoneNumbers) > 0 {
 			r.ProviderRef = o.PhoneNumbers[0].ID
 		}
 	case "failure":
-		r.Status, r.FailureReason = core.NumberFailed, "Telnyx could not provision the number"
+		r.Status, r.FailureReason = numbers.Failed, "Telnyx could not provision the number"
 		if len(o.PhoneNumbers) > 0 && o.PhoneNumbers[0].Status != "" {
 			r.FailureReason += " (" + cut(o.PhoneNumbers[0].Status, 60) + ")"
 		}
@@ -430,9 +431,9 @@ func (o NumberOrder) Result() core.NumberOrderResult {
 
 // OrderNumber orders o.E164 under customer_reference o.NumberID, or
 // returns the order already placed under it.
-func (p *Provider) OrderNumber(ctx context.Context, o core.NumberOrder) (core.NumberOrderResult, error) {
+func (p *Provider) OrderNumber(ctx context.Context, o numbers.Order) (numbers.OrderResult, error) {
 	if o.NumberID == "" || o.E164 == "" {
-		return core.NumberOrderResult{}, errors.New("telnyx order: the number id and the number are required")
+		return numbers.OrderResult{}, errors.New("telnyx order: the number id and the number are required")
 	}
 	var found struct {
 		Data []NumberOrder `json:"data"`
@@ -440,7 +441,7 @@ func (p *Provider) OrderNumber(ctx context.Context, o core.NumberOrder) (core.Nu
 	q := url.Values{"filter[customer_reference]": {o.NumberID}}
 	if err := p.call(ctx, http.MethodGet, "/v2/number_orders", q, nil, &found); err != nil {
 		// Ordering blind could buy the number twice: let the job retry.
-		return core.NumberOrderResult{}, fmt.Errorf("telnyx look up the order of %s: %w", o.NumberID, err)
+		return numbers.OrderResult{}, fmt.Errorf("telnyx look up the order of %s: %w", o.NumberID, err)
 	}
 	for _, ord := range found.Data {
 		if ord.CustomerReference == o.NumberID && ord.ID != "" {
@@ -461,18 +462,18 @@ func (p *Provider) OrderNumber(ctx context.Context, o core.NumberOrder) (core.Nu
 	switch {
 	case errors.As(err, &ae) && (ae.Status == http.StatusUnprocessableEntity || ae.Status == http.StatusBadRequest || ae.Status == http.StatusNotFound):
 		// The number is gone from the inventory, or cannot be ordered.
-		return core.NumberOrderResult{Status: core.NumberFailed, FailureReason: ae.Error()}, nil
+		return numbers.OrderResult{Status: numbers.Failed, FailureReason: ae.Error()}, nil
 	case err != nil:
-		return core.NumberOrderResult{}, fmt.Errorf("telnyx order %s: %w", o.E164, err)
+		return numbers.OrderResult{}, fmt.Errorf("telnyx order %s: %w", o.E164, err)
 	case out.Data.ID == "":
-		return core.NumberOrderResult{}, fmt.Errorf("telnyx order %s: the answer names no order id", o.E164)
+		return numbers.OrderResult{}, fmt.Errorf("telnyx order %s: the answer names no order id", o.E164)
 	}
 	return out.Data.Result(), nil
 }
 
 // ReleaseNumber deletes the number from the account, found by its E.164
 // form. A number that is already gone is not an error.
-func (p *Provider) ReleaseNumber(ctx context.Context, n *core.Number) error {
+func (p *Provider) ReleaseNumber(ctx context.Context, n *numbers.Number) error {
 	// The phone number's own id is looked up by its E.164 form every time:
 	// the id a number order reports may be the order's line, not the
 	// number, and a DELETE of the wrong id answers 404, which would read as

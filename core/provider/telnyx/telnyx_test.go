@@ -12,9 +12,9 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/faxhub/faxhub/core"
 	"github.com/faxhub/faxhub/core/faxes"
 	"github.com/faxhub/faxhub/core/inbox"
+	"github.com/faxhub/faxhub/core/numbers"
 	"github.com/faxhub/faxhub/core/provider/telnyx"
 )
 
@@ -231,11 +231,11 @@ func TestSearchNumbers(t *testing.T) {
 			{"phone_number":"+12125550151","region_information":[{"region_type":"location","region_name":"Brooklyn"}]},
 			{"phone_number":"+12125550152"}]}`),
 	})
-	got, err := p.SearchNumbers(context.Background(), core.NumberSearch{Country: "us", AreaCode: "212", Locality: "New York", Limit: 2})
+	got, err := p.SearchNumbers(context.Background(), numbers.Search{Country: "us", AreaCode: "212", Locality: "New York", Limit: 2})
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []core.AvailableNumber{
+	want := []numbers.AvailableNumber{
 		{E164: "+12125550150", Country: "US", Region: "NY", Locality: "New York"},
 		{E164: "+12125550151", Country: "US", Locality: "Brooklyn"},
 	}
@@ -248,7 +248,7 @@ func TestSearchNumbers(t *testing.T) {
 		}
 	}
 	// One exact number (core checks a number before buying it).
-	one, err := p.SearchNumbers(context.Background(), core.NumberSearch{Number: "+12125550151", Limit: 1})
+	one, err := p.SearchNumbers(context.Background(), numbers.Search{Number: "+12125550151", Limit: 1})
 	if err != nil || len(one) != 1 || one[0].E164 != "+12125550151" {
 		t.Errorf("exact search: %+v %v", one, err)
 	}
@@ -268,31 +268,31 @@ func TestOrderNumber(t *testing.T) {
 		name      string
 		existing  string
 		post      func(http.ResponseWriter, *http.Request, map[string]any)
-		want      core.NumberOrderResult
+		want      numbers.OrderResult
 		wantPosts int
 	}{
 		{
 			name:     "new order pending",
 			existing: `{"data":[]}`,
 			post:     answer(200, `{"data":{"id":"ord_9","status":"pending","customer_reference":"num_1","phone_numbers":[{"id":"pn_1","phone_number":"+12125550150","status":"pending"}]}}`),
-			want:     core.NumberOrderResult{Status: core.NumberPending, OrderRef: "ord_9"}, wantPosts: 1,
+			want:     numbers.OrderResult{Status: numbers.Pending, OrderRef: "ord_9"}, wantPosts: 1,
 		},
 		{
 			name:     "new order done at once",
 			existing: `{"data":[]}`,
 			post:     answer(200, `{"data":{"id":"ord_9","status":"success","phone_numbers":[{"id":"pn_1","phone_number":"+12125550150","status":"success"}]}}`),
-			want:     core.NumberOrderResult{Status: core.NumberActive, OrderRef: "ord_9", ProviderRef: "pn_1"}, wantPosts: 1,
+			want:     numbers.OrderResult{Status: numbers.Active, OrderRef: "ord_9", ProviderRef: "pn_1"}, wantPosts: 1,
 		},
 		{
 			name:     "an order placed before a crash is reused",
 			existing: `{"data":[{"id":"ord_8","status":"success","customer_reference":"num_1","phone_numbers":[{"id":"pn_0"}]}]}`,
-			want:     core.NumberOrderResult{Status: core.NumberActive, OrderRef: "ord_8", ProviderRef: "pn_0"},
+			want:     numbers.OrderResult{Status: numbers.Active, OrderRef: "ord_8", ProviderRef: "pn_0"},
 		},
 		{
 			name:     "number gone",
 			existing: `{"data":[]}`,
 			post:     answer(422, `{"errors":[{"code":"85001","title":"Number not available"}]}`),
-			want:     core.NumberOrderResult{Status: core.NumberFailed}, wantPosts: 1,
+			want:     numbers.OrderResult{Status: numbers.Failed}, wantPosts: 1,
 		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -311,14 +311,14 @@ func TestOrderNumber(t *testing.T) {
 					tc.post(w, r, b)
 				},
 			})
-			got, err := p.OrderNumber(context.Background(), core.NumberOrder{NumberID: "num_1", E164: "+12125550150"})
+			got, err := p.OrderNumber(context.Background(), numbers.Order{NumberID: "num_1", E164: "+12125550150"})
 			if err != nil {
 				t.Fatal(err)
 			}
 			if got.Status != tc.want.Status || got.OrderRef != tc.want.OrderRef || got.ProviderRef != tc.want.ProviderRef {
 				t.Errorf("got %+v, want %+v", got, tc.want)
 			}
-			if got.Status == core.NumberFailed && got.FailureReason == "" {
+			if got.Status == numbers.Failed && got.FailureReason == "" {
 				t.Error("a failed order has no reason")
 			}
 			if posts != tc.wantPosts {
@@ -336,7 +336,7 @@ func TestOrderNumberLookupFailsClosed(t *testing.T) {
 		"GET /v2/number_orders":  answer(500, `{}`),
 		"POST /v2/number_orders": func(http.ResponseWriter, *http.Request, map[string]any) { t.Error("ordered blind") },
 	})
-	if _, err := p.OrderNumber(context.Background(), core.NumberOrder{NumberID: "num_1", E164: "+12125550150"}); err == nil {
+	if _, err := p.OrderNumber(context.Background(), numbers.Order{NumberID: "num_1", E164: "+12125550150"}); err == nil {
 		t.Error("no error")
 	}
 }
@@ -361,16 +361,16 @@ func TestReleaseNumber(t *testing.T) {
 	})
 	ctx := context.Background()
 	// The order's id (ord_line_1) is not what is deleted.
-	if err := p.ReleaseNumber(ctx, &core.Number{E164: "+12125550150", ProviderRef: "ord_line_1"}); err != nil {
+	if err := p.ReleaseNumber(ctx, &numbers.Number{E164: "+12125550150", ProviderRef: "ord_line_1"}); err != nil {
 		t.Fatal(err)
 	}
-	if err := p.ReleaseNumber(ctx, &core.Number{E164: "+12125550151", ProviderRef: "pn_gone"}); err != nil {
+	if err := p.ReleaseNumber(ctx, &numbers.Number{E164: "+12125550151", ProviderRef: "pn_gone"}); err != nil {
 		t.Errorf("releasing a number not on the account: %v", err)
 	}
-	if err := p.ReleaseNumber(ctx, &core.Number{E164: "+12125550157"}); err != nil {
+	if err := p.ReleaseNumber(ctx, &numbers.Number{E164: "+12125550157"}); err != nil {
 		t.Fatal(err)
 	}
-	if err := p.ReleaseNumber(ctx, &core.Number{E164: "+12125550155", ProviderRef: "pn_5"}); err == nil {
+	if err := p.ReleaseNumber(ctx, &numbers.Number{E164: "+12125550155", ProviderRef: "pn_5"}); err == nil {
 		t.Error("a failed release was not an error")
 	}
 	var deleted []string

@@ -20,6 +20,7 @@ import (
 	"github.com/faxhub/faxhub/core"
 	"github.com/faxhub/faxhub/core/faxes"
 	"github.com/faxhub/faxhub/core/inbox"
+	"github.com/faxhub/faxhub/core/numbers"
 	provider "github.com/faxhub/faxhub/core/provider/telnyx"
 	"github.com/faxhub/faxhub/core/web"
 )
@@ -68,7 +69,7 @@ type (
 	}
 	// NumberOrders records the outcome of a number order.
 	NumberOrders interface {
-		RecordNumberOrder(ctx context.Context, provider, orderRef string, res core.NumberOrderResult) error
+		RecordOrder(ctx context.Context, provider, orderRef string, res numbers.OrderResult) error
 	}
 	// Receiver records a fax received on an owner's number.
 	Receiver interface {
@@ -266,10 +267,10 @@ func (h *webhook) handle(ctx context.Context, ev event) (string, error) {
 			return "", core.Errorf(core.KindInvalid, core.CodeInvalidRequest, "the number order in the event could not be read")
 		}
 		res := o.Result()
-		if res.Status == core.NumberPending {
+		if res.Status == numbers.Pending {
 			return "waiting: order " + cut(o.Status, 30), nil
 		}
-		if err := h.cfg.Numbers.RecordNumberOrder(ctx, provider.Name, o.ID, res); err != nil {
+		if err := h.cfg.Numbers.RecordOrder(ctx, provider.Name, o.ID, res); err != nil {
 			return "", err
 		}
 		return string(res.Status) + " order " + o.ID, nil

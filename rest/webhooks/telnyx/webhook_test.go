@@ -19,6 +19,7 @@ import (
 	"github.com/faxhub/faxhub/core"
 	"github.com/faxhub/faxhub/core/faxes"
 	"github.com/faxhub/faxhub/core/inbox"
+	"github.com/faxhub/faxhub/core/numbers"
 	provider "github.com/faxhub/faxhub/core/provider/telnyx"
 	"github.com/faxhub/faxhub/rest/webhooks/telnyx"
 )
@@ -39,7 +40,7 @@ func (s *fakeSink) RecordProviderOutcome(_ context.Context, faxID, attemptID str
 	return s.err
 }
 
-func (s *fakeSink) RecordNumberOrder(_ context.Context, provider, orderRef string, res core.NumberOrderResult) error {
+func (s *fakeSink) RecordOrder(_ context.Context, provider, orderRef string, res numbers.OrderResult) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.orders = append(s.orders, fmt.Sprintf("%s %s %+v", provider, orderRef, res))
@@ -259,7 +260,7 @@ func TestWebhookSinkErrors(t *testing.T) {
 		status int
 	}{
 		{core.Errorf(core.KindNotFound, core.CodeNotFound, "fax not found"), 200},
-		{core.Errorf(core.KindConflict, core.CodeNumberState, "number released"), 200},
+		{core.Errorf(core.KindConflict, numbers.CodeNumberState, "number released"), 200},
 		{core.Errorf(core.KindInvalid, core.CodeInvalidRequest, "bad"), 200},
 		{errors.New("database is down"), 500},
 		{core.Errorf(core.KindUnavailable, core.CodeNotReady, "busy"), 503},

@@ -1,4 +1,4 @@
-package core_test
+package numbers_test
 
 import (
 	"errors"
@@ -9,6 +9,7 @@ import (
 	"github.com/faxhub/faxhub/core"
 	"github.com/faxhub/faxhub/core/faxes"
 	"github.com/faxhub/faxhub/core/inbox"
+	"github.com/faxhub/faxhub/core/numbers"
 	"github.com/faxhub/faxhub/core/provider/simulated"
 	"github.com/faxhub/faxhub/core/tasks"
 	"github.com/faxhub/faxhub/internal/testenv"
@@ -18,51 +19,51 @@ func TestNumberSearchBuyAndIsolation(t *testing.T) {
 	e := testenv.New(t)
 	pa, pb := e.Principal(t, e.KeyATest), e.Principal(t, e.KeyBTest)
 
-	found, err := e.Svc.Core.SearchNumbers(ctx, pa, core.NumberSearch{Country: "us", AreaCode: "415", Limit: 3})
+	found, err := e.Svc.Numbers.Search(ctx, pa, numbers.Search{Country: "us", AreaCode: "415", Limit: 3})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(found) != 3 || !strings.HasPrefix(found[0].E164, "+1415555") || found[0].MonthlyPrice != "2.00" || found[0].Locality != "San Francisco" {
 		t.Fatalf("search: %+v", found)
 	}
-	for _, bad := range []core.NumberSearch{{Country: "USA"}, {AreaCode: "41a"}, {Limit: 51}, {Locality: strings.Repeat("x", 65)}, {Locality: "a\x00b"}} {
-		if _, err := e.Svc.Core.SearchNumbers(ctx, pa, bad); core.ErrorCode(err) != core.CodeInvalidRequest {
+	for _, bad := range []numbers.Search{{Country: "USA"}, {AreaCode: "41a"}, {Limit: 51}, {Locality: strings.Repeat("x", 65)}, {Locality: "a\x00b"}} {
+		if _, err := e.Svc.Numbers.Search(ctx, pa, bad); core.ErrorCode(err) != core.CodeInvalidRequest {
 			t.Errorf("search %+v: %v, want invalid_request", bad, err)
 		}
 	}
-	if _, err := e.Svc.Core.SearchNumbers(ctx, pa, core.NumberSearch{Country: "DE"}); core.ErrorCode(err) != core.CodeNumbersNotOffered {
+	if _, err := e.Svc.Numbers.Search(ctx, pa, numbers.Search{Country: "DE"}); core.ErrorCode(err) != core.CodeNumbersNotOffered {
 		t.Errorf("search in DE: %v", err)
 	}
 
 	want := found[0].E164
-	n, err := e.Svc.Core.BuyNumber(ctx, pa, core.BuyNumberRequest{Number: want})
+	n, err := e.Svc.Numbers.Buy(ctx, pa, numbers.BuyRequest{Number: want})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if n.Status != core.NumberAwaitingPayment || n.CheckoutURL == "" || n.MonthlyCents != 200 {
+	if n.Status != numbers.AwaitingPayment || n.CheckoutURL == "" || n.MonthlyCents != 200 {
 		t.Fatalf("bought: %+v", n)
 	}
 	// Held: B cannot buy it, and searches no longer offer it.
-	if _, err := e.Svc.Core.BuyNumber(ctx, pb, core.BuyNumberRequest{Number: want}); core.ErrorCode(err) != core.CodeNumberUnavailable {
+	if _, err := e.Svc.Numbers.Buy(ctx, pb, numbers.BuyRequest{Number: want}); core.ErrorCode(err) != numbers.CodeNumberUnavailable {
 		t.Fatalf("B buys A's number: %v", err)
 	}
-	again, _ := e.Svc.Core.SearchNumbers(ctx, pb, core.NumberSearch{AreaCode: "415", Limit: 3})
+	again, _ := e.Svc.Numbers.Search(ctx, pb, numbers.Search{AreaCode: "415", Limit: 3})
 	for _, a := range again {
 		if a.E164 == want {
 			t.Fatalf("held number still offered: %+v", again)
 		}
 	}
-	if _, err := e.Svc.Core.BuyNumber(ctx, pa, core.BuyNumberRequest{Number: "+14155550999"}); core.ErrorCode(err) != core.CodeNumberUnavailable {
+	if _, err := e.Svc.Numbers.Buy(ctx, pa, numbers.BuyRequest{Number: "+14155550999"}); core.ErrorCode(err) != numbers.CodeNumberUnavailable {
 		t.Fatalf("buy a number not in the inventory: %v", err)
 	}
 	// B sees nothing of A's.
-	if _, err := e.Svc.Core.GetNumber(ctx, pb, n.ID); core.ErrorCode(err) != core.CodeNotFound {
+	if _, err := e.Svc.Numbers.Get(ctx, pb, n.ID); core.ErrorCode(err) != core.CodeNotFound {
 		t.Fatalf("B reads A's number: %v", err)
 	}
 	if _, err := e.Svc.Checkout.StartNumber(ctx, pb, n.ID); core.ErrorCode(err) != core.CodeNotFound {
 		t.Fatalf("B pays A's number: %v", err)
 	}
-	if _, err := e.Svc.Core.ReleaseNumber(ctx, pb, n.ID); core.ErrorCode(err) != core.CodeNotFound {
+	if _, err := e.Svc.Numbers.Release(ctx, pb, n.ID); core.ErrorCode(err) != core.CodeNotFound {
 		t.Fatalf("B releases A's number: %v", err)
 	}
 
@@ -74,33 +75,33 @@ func TestNumberSearchBuyAndIsolation(t *testing.T) {
 		t.Fatal(err)
 	}
 	e.DrainQueue(t)
-	n, err = e.Svc.Core.GetNumber(ctx, pa, n.ID)
+	n, err = e.Svc.Numbers.Get(ctx, pa, n.ID)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if n.Status != core.NumberActive || n.PaidThrough == nil || n.ActivatedAt == nil || n.CheckoutURL != "" {
+	if n.Status != numbers.Active || n.PaidThrough == nil || n.ActivatedAt == nil || n.CheckoutURL != "" {
 		t.Fatalf("after payment: %+v", n)
 	}
 	// Paying twice delivers nothing more.
 	if _, err := e.Svc.Checkout.Complete(ctx, cs.ID); err != nil {
 		t.Fatal(err)
 	}
-	list, err := e.Svc.Core.ListNumbers(ctx, pa, false)
+	list, err := e.Svc.Numbers.List(ctx, pa, false)
 	if err != nil || len(list) != 1 || list[0].ID != n.ID {
 		t.Fatalf("list A: %+v %v", list, err)
 	}
-	if list, _ := e.Svc.Core.ListNumbers(ctx, pb, true); len(list) != 0 {
+	if list, _ := e.Svc.Numbers.List(ctx, pb, true); len(list) != 0 {
 		t.Fatalf("list B: %+v", list)
 	}
 	// Released, it is offered again.
-	n, err = e.Svc.Core.ReleaseNumber(ctx, pa, n.ID)
-	if err != nil || n.Status != core.NumberReleased {
+	n, err = e.Svc.Numbers.Release(ctx, pa, n.ID)
+	if err != nil || n.Status != numbers.Released {
 		t.Fatalf("release: %+v %v", n, err)
 	}
-	if _, err := e.Svc.Core.ReleaseNumber(ctx, pa, n.ID); core.ErrorCode(err) != core.CodeNumberState {
+	if _, err := e.Svc.Numbers.Release(ctx, pa, n.ID); core.ErrorCode(err) != numbers.CodeNumberState {
 		t.Fatalf("release twice: %v", err)
 	}
-	if _, err := e.Svc.Core.BuyNumber(ctx, pb, core.BuyNumberRequest{Number: want}); err != nil {
+	if _, err := e.Svc.Numbers.Buy(ctx, pb, numbers.BuyRequest{Number: want}); err != nil {
 		t.Fatalf("B buys the released number: %v", err)
 	}
 }
@@ -110,10 +111,10 @@ func TestNumberScopes(t *testing.T) {
 	p := e.Principal(t, e.KeyATest)
 	read := p
 	read.Scopes = []core.Scope{core.ScopeFaxRead}
-	if _, err := e.Svc.Core.SearchNumbers(ctx, read, core.NumberSearch{}); err != nil {
+	if _, err := e.Svc.Numbers.Search(ctx, read, numbers.Search{}); err != nil {
 		t.Fatalf("fax:read searches: %v", err)
 	}
-	if _, err := e.Svc.Core.BuyNumber(ctx, read, core.BuyNumberRequest{Number: "+14155550110"}); core.ErrorCode(err) != core.CodeInsufficientScope {
+	if _, err := e.Svc.Numbers.Buy(ctx, read, numbers.BuyRequest{Number: "+14155550110"}); core.ErrorCode(err) != core.CodeInsufficientScope {
 		t.Fatalf("fax:read buys: %v", err)
 	}
 	if _, err := e.Svc.Inbox.List(ctx, read, inbox.Query{}); core.ErrorCode(err) != core.CodeInsufficientScope {
@@ -126,7 +127,7 @@ func TestNumberProvisioningFailureRefunds(t *testing.T) {
 	p := e.Principal(t, e.KeyATest)
 	before := avail(t, e, p)
 	n := e.BuyNumber(t, p, simulated.FailingNumber)
-	if n.Status != core.NumberFailed || n.FailureCode != "provisioning_failed" {
+	if n.Status != numbers.Failed || n.FailureCode != "provisioning_failed" {
 		t.Fatalf("failing number: %+v", n)
 	}
 	if after := avail(t, e, p); after != before+2*core.MicrosPerDollar {
@@ -138,23 +139,23 @@ func TestNumberRenewalFromCredits(t *testing.T) {
 	e, clk := testenv.WithClock(t)
 	p := e.Principal(t, e.KeyATest)
 	n := e.BuyNumber(t, p, "+12025550150")
-	if n.Status != core.NumberActive {
+	if n.Status != numbers.Active {
 		t.Fatalf("bought: %+v", n)
 	}
 	before := avail(t, e, p)
 	clk.Advance(32 * 24 * time.Hour)
-	if err := e.Svc.Core.SweepNumbers(ctx); err != nil {
+	if err := e.Svc.Numbers.Sweep(ctx); err != nil {
 		t.Fatal(err)
 	}
-	n2, _ := e.Svc.Core.GetNumber(ctx, p, n.ID)
-	if n2.Status != core.NumberActive || !n2.PaidThrough.After(*n.PaidThrough) {
+	n2, _ := e.Svc.Numbers.Get(ctx, p, n.ID)
+	if n2.Status != numbers.Active || !n2.PaidThrough.After(*n.PaidThrough) {
 		t.Fatalf("renewed: %+v", n2)
 	}
 	if after := avail(t, e, p); after != before-2*core.MicrosPerDollar {
 		t.Fatalf("balance %d → %d, want the month (2.00) taken", before, after)
 	}
 	// Sweeping again the same day charges nothing more.
-	if err := e.Svc.Core.SweepNumbers(ctx); err != nil {
+	if err := e.Svc.Numbers.Sweep(ctx); err != nil {
 		t.Fatal(err)
 	}
 	if after := avail(t, e, p); after != before-2*core.MicrosPerDollar {
@@ -165,19 +166,19 @@ func TestNumberRenewalFromCredits(t *testing.T) {
 	// released after the grace period.
 	spendAll(t, e, p)
 	clk.Advance(31 * 24 * time.Hour)
-	if err := e.Svc.Core.SweepNumbers(ctx); err != nil {
+	if err := e.Svc.Numbers.Sweep(ctx); err != nil {
 		t.Fatal(err)
 	}
-	n3, _ := e.Svc.Core.GetNumber(ctx, p, n.ID)
-	if n3.Status != core.NumberPastDue || n3.FailureCode != core.CodeRenewalInsufficientCredits || !strings.Contains(n3.FailureReason, "add credits") {
+	n3, _ := e.Svc.Numbers.Get(ctx, p, n.ID)
+	if n3.Status != numbers.PastDue || n3.FailureCode != numbers.CodeRenewalInsufficientCredits || !strings.Contains(n3.FailureReason, "add credits") {
 		t.Fatalf("unpaid renewal: %+v", n3)
 	}
 	clk.Advance(8 * 24 * time.Hour)
-	if err := e.Svc.Core.SweepNumbers(ctx); err != nil {
+	if err := e.Svc.Numbers.Sweep(ctx); err != nil {
 		t.Fatal(err)
 	}
-	n4, _ := e.Svc.Core.GetNumber(ctx, p, n.ID)
-	if n4.Status != core.NumberReleased || n4.FailureCode != core.CodeRenewalInsufficientCredits {
+	n4, _ := e.Svc.Numbers.Get(ctx, p, n.ID)
+	if n4.Status != numbers.Released || n4.FailureCode != numbers.CodeRenewalInsufficientCredits {
 		t.Fatalf("after grace: %+v", n4)
 	}
 }
@@ -185,21 +186,21 @@ func TestNumberRenewalFromCredits(t *testing.T) {
 func TestNumberReservationLapses(t *testing.T) {
 	e, clk := testenv.WithClock(t)
 	pa, pb := e.Principal(t, e.KeyATest), e.Principal(t, e.KeyBTest)
-	n, err := e.Svc.Core.BuyNumber(ctx, pa, core.BuyNumberRequest{Number: "+12125550130"})
+	n, err := e.Svc.Numbers.Buy(ctx, pa, numbers.BuyRequest{Number: "+12125550130"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	clk.Advance(2 * time.Hour)
-	if _, err := e.Svc.Checkout.StartNumber(ctx, pa, n.ID); core.ErrorCode(err) != core.CodeNumberState {
+	if _, err := e.Svc.Checkout.StartNumber(ctx, pa, n.ID); core.ErrorCode(err) != numbers.CodeNumberState {
 		t.Fatalf("pay a lapsed reservation: %v", err)
 	}
-	if err := e.Svc.Core.SweepNumbers(ctx); err != nil {
+	if err := e.Svc.Numbers.Sweep(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if n, _ = e.Svc.Core.GetNumber(ctx, pa, n.ID); n.Status != core.NumberCanceled {
+	if n, _ = e.Svc.Numbers.Get(ctx, pa, n.ID); n.Status != numbers.Canceled {
 		t.Fatalf("lapsed: %+v", n)
 	}
-	if _, err := e.Svc.Core.BuyNumber(ctx, pb, core.BuyNumberRequest{Number: "+12125550130"}); err != nil {
+	if _, err := e.Svc.Numbers.Buy(ctx, pb, numbers.BuyRequest{Number: "+12125550130"}); err != nil {
 		t.Fatalf("B buys the freed number: %v", err)
 	}
 }
@@ -219,7 +220,7 @@ func TestSendFromOwnedNumber(t *testing.T) {
 	if err != nil || f.From != n.E164 {
 		t.Fatalf("from by id: %+v %v", f, err)
 	}
-	if _, _, err := e.Svc.Faxes.Send(ctx, pb, "from-3", faxes.SendRequest{To: "+12125550100", UploadToken: e.Upload(t, pb, 1), From: n.E164}); core.ErrorCode(err) != core.CodeFromNumberNotOwned {
+	if _, _, err := e.Svc.Faxes.Send(ctx, pb, "from-3", faxes.SendRequest{To: "+12125550100", UploadToken: e.Upload(t, pb, 1), From: n.E164}); core.ErrorCode(err) != numbers.CodeFromNumberNotOwned {
 		t.Fatalf("B sends from A's number: %v", err)
 	}
 	d, err := e.Svc.Faxes.CreateDraft(ctx, pa, faxes.CreateDraftRequest{To: "+12125550100", UploadToken: e.Upload(t, pa, 1), From: n.E164})
@@ -248,15 +249,15 @@ func TestBuyNumberWithCredits(t *testing.T) {
 	e := testenv.New(t)
 	p := e.Principal(t, e.KeyATest)
 	before := avail(t, e, p)
-	n, err := e.Svc.Core.BuyNumber(ctx, p, core.BuyNumberRequest{Number: "+14155550160", PayWithCredits: true})
+	n, err := e.Svc.Numbers.Buy(ctx, p, numbers.BuyRequest{Number: "+14155550160", PayWithCredits: true})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if n.Status != core.NumberPending || n.CheckoutURL != "" {
+	if n.Status != numbers.Pending || n.CheckoutURL != "" {
 		t.Fatalf("bought with credits: %+v", n)
 	}
 	e.DrainQueue(t)
-	if n, _ = e.Svc.Core.GetNumber(ctx, p, n.ID); n.Status != core.NumberActive {
+	if n, _ = e.Svc.Numbers.Get(ctx, p, n.ID); n.Status != numbers.Active {
 		t.Fatalf("after the order: %+v", n)
 	}
 	if after := avail(t, e, p); after != before-2*core.MicrosPerDollar {
@@ -264,19 +265,19 @@ func TestBuyNumberWithCredits(t *testing.T) {
 	}
 	draftOnly := p
 	draftOnly.Scopes = []core.Scope{core.ScopeFaxDraft}
-	if _, err := e.Svc.Core.BuyNumber(ctx, draftOnly, core.BuyNumberRequest{Number: "+14155550161", PayWithCredits: true}); core.ErrorCode(err) != core.CodeInsufficientScope {
+	if _, err := e.Svc.Numbers.Buy(ctx, draftOnly, numbers.BuyRequest{Number: "+14155550161", PayWithCredits: true}); core.ErrorCode(err) != core.CodeInsufficientScope {
 		t.Fatalf("fax:draft pays with credits: %v", err)
 	}
 	spendAll(t, e, p)
-	if _, err := e.Svc.Core.BuyNumber(ctx, p, core.BuyNumberRequest{Number: "+14155550162", PayWithCredits: true}); core.ErrorCode(err) != core.CodeInsufficientCredits {
+	if _, err := e.Svc.Numbers.Buy(ctx, p, numbers.BuyRequest{Number: "+14155550162", PayWithCredits: true}); core.ErrorCode(err) != core.CodeInsufficientCredits {
 		t.Fatalf("no credits: %v", err)
 	}
 	// The refused purchase holds nothing.
-	if _, err := e.Svc.Core.BuyNumber(ctx, e.Principal(t, e.KeyBTest), core.BuyNumberRequest{Number: "+14155550162"}); err != nil {
+	if _, err := e.Svc.Numbers.Buy(ctx, e.Principal(t, e.KeyBTest), numbers.BuyRequest{Number: "+14155550162"}); err != nil {
 		t.Fatalf("B buys the number A could not pay for: %v", err)
 	}
 	// A task never spends credits.
-	v, err := e.Svc.Tasks.StartNumberTask(ctx, p, "buy_number", "", core.BuyNumberRequest{Number: "+14155550163", PayWithCredits: true})
+	v, err := e.Svc.Tasks.StartNumberTask(ctx, p, "buy_number", "", numbers.BuyRequest{Number: "+14155550163", PayWithCredits: true})
 	if err != nil || v.State != tasks.InputRequired {
 		t.Fatalf("task with payWithCredits: %+v %v", v, err)
 	}
@@ -288,16 +289,16 @@ func TestNumberOrderGivenUp(t *testing.T) {
 	e := testenv.New(t, testenv.WithoutWorkers())
 	p := e.Principal(t, e.KeyATest)
 	before := avail(t, e, p)
-	n, err := e.Svc.Core.BuyNumber(ctx, p, core.BuyNumberRequest{Number: "+14155550170", PayWithCredits: true})
+	n, err := e.Svc.Numbers.Buy(ctx, p, numbers.BuyRequest{Number: "+14155550170", PayWithCredits: true})
 	if err != nil {
 		t.Fatal(err)
 	}
 	for range 2 {
-		if err := e.Svc.Core.GiveUpNumberOrder(ctx, n.ID, errors.New("provider down")); err != nil {
+		if err := e.Svc.Numbers.GiveUpOrder(ctx, n.ID, errors.New("provider down")); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if n, _ = e.Svc.Core.GetNumber(ctx, p, n.ID); n.Status != core.NumberFailed || n.FailureCode != "provisioning_failed" {
+	if n, _ = e.Svc.Numbers.Get(ctx, p, n.ID); n.Status != numbers.Failed || n.FailureCode != "provisioning_failed" {
 		t.Fatalf("given up: %+v", n)
 	}
 	if after := avail(t, e, p); after != before {
@@ -311,26 +312,26 @@ func TestNumberOrderGivenUp(t *testing.T) {
 func TestNumberOrderRechecked(t *testing.T) {
 	e, clk := testenv.WithClock(t, testenv.WithoutWorkers())
 	p := e.Principal(t, e.KeyATest)
-	n, err := e.Svc.Core.BuyNumber(ctx, p, core.BuyNumberRequest{Number: "+14155550171", PayWithCredits: true})
+	n, err := e.Svc.Numbers.Buy(ctx, p, numbers.BuyRequest{Number: "+14155550171", PayWithCredits: true})
 	if err != nil {
 		t.Fatal(err)
 	}
 	// The provider accepted the order; its answer never arrived.
 	n.OrderRef = "simord_lost"
-	if err := e.Store.UpdateNumber(ctx, n, core.NumberPending); err != nil {
+	if err := e.Store.UpdateNumber(ctx, n, numbers.Pending); err != nil {
 		t.Fatal(err)
 	}
-	if err := e.Svc.Core.SweepNumbers(ctx); err != nil {
+	if err := e.Svc.Numbers.Sweep(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if got, _ := e.Svc.Core.GetNumber(ctx, p, n.ID); got.Status != core.NumberPending {
+	if got, _ := e.Svc.Numbers.Get(ctx, p, n.ID); got.Status != numbers.Pending {
 		t.Fatalf("rechecked too early: %+v", got)
 	}
 	clk.Advance(16 * time.Minute)
-	if err := e.Svc.Core.SweepNumbers(ctx); err != nil {
+	if err := e.Svc.Numbers.Sweep(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if got, _ := e.Svc.Core.GetNumber(ctx, p, n.ID); got.Status != core.NumberActive {
+	if got, _ := e.Svc.Numbers.Get(ctx, p, n.ID); got.Status != numbers.Active {
 		t.Fatalf("after the recheck: %+v", got)
 	}
 }
@@ -359,11 +360,11 @@ func TestCutUTF8(t *testing.T) {
 	}
 	e := testenv.New(t, testenv.WithoutWorkers())
 	p := e.Principal(t, e.KeyATest)
-	n, err := e.Svc.Core.BuyNumber(ctx, p, core.BuyNumberRequest{Number: "+14155550172", PayWithCredits: true})
+	n, err := e.Svc.Numbers.Buy(ctx, p, numbers.BuyRequest{Number: "+14155550172", PayWithCredits: true})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := e.Svc.Core.OrderNumber(ctx, n.ID); err != nil {
+	if err := e.Svc.Numbers.PlaceOrder(ctx, n.ID); err != nil {
 		t.Fatal(err)
 	}
 	f, err := e.Svc.Inbox.ReceiveFax(ctx, inbox.InboundNotice{Provider: n.Provider, ProviderRef: "ref-long", To: n.E164, From: strings.Repeat("日", 30)})

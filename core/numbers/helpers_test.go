@@ -1,0 +1,5 @@
+package numbers_test
+
+import "context"
+
+var ctx = context.Background()
