@@ -78,7 +78,6 @@ func (c *Config) setDefaults() {
 type Deps struct {
 	Store       Store
 	Blobs       BlobStore
-	Converter   Converter
 	Destination DestinationChecker
 	Prices      *PriceTable
 	Logger      *slog.Logger

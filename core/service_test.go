@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/faxhub/faxhub/core"
+	"github.com/faxhub/faxhub/core/documents"
 	"github.com/faxhub/faxhub/core/faxes"
 	"github.com/faxhub/faxhub/core/provider/simulated"
 	"github.com/faxhub/faxhub/core/services"
@@ -178,7 +179,7 @@ func TestSendFaxErrors(t *testing.T) {
 		})
 	}
 	t.Run("upload not completed", func(t *testing.T) {
-		capa, err := e.Svc.Core.CreateUpload(ctx, p, "", 0)
+		capa, err := e.Svc.Documents.CreateUpload(ctx, p, "", 0)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -236,15 +237,15 @@ func TestUploadErrors(t *testing.T) {
 	clock := func() time.Time { return now }
 	e := testenv.New(t, testenv.WithConfig(func(c *services.Config) { c.Now = func() time.Time { return clock() }; c.MaxPages = 5 }))
 	p := e.Principal(t, e.KeyATest)
-	newCap := func(ct string, max int64) *core.UploadCapability {
-		c, err := e.Svc.Core.CreateUpload(ctx, p, ct, max)
+	newCap := func(ct string, max int64) *documents.Capability {
+		c, err := e.Svc.Documents.CreateUpload(ctx, p, ct, max)
 		if err != nil {
 			t.Fatal(err)
 		}
 		return c
 	}
 	put := func(token string, body []byte) error {
-		_, err := e.Svc.Core.ReceiveUpload(ctx, token, bytes.NewReader(body))
+		_, err := e.Svc.Documents.ReceiveUpload(ctx, token, bytes.NewReader(body))
 		return err
 	}
 
@@ -267,7 +268,7 @@ func TestUploadErrors(t *testing.T) {
 		testenv.WantCode(t, put(c.UploadToken, testenv.MinimalPDF(1)), core.CodeFileTooLarge)
 	})
 	t.Run("maxBytes above server limit", func(t *testing.T) {
-		_, err := e.Svc.Core.CreateUpload(ctx, p, "", 51<<20)
+		_, err := e.Svc.Documents.CreateUpload(ctx, p, "", 51<<20)
 		testenv.WantCode(t, err, core.CodeFileTooLarge)
 	})
 	t.Run("too many pages", func(t *testing.T) {
@@ -283,7 +284,7 @@ func TestUploadErrors(t *testing.T) {
 		testenv.WantCode(t, put(newCap("image/png", 0).UploadToken, testenv.MinimalPDF(1)), core.CodeContentTypeMismatch)
 	})
 	t.Run("unsupported declared type", func(t *testing.T) {
-		_, err := e.Svc.Core.CreateUpload(ctx, p, "text/plain", 0)
+		_, err := e.Svc.Documents.CreateUpload(ctx, p, "text/plain", 0)
 		testenv.WantCode(t, err, core.CodeUnsupportedType)
 	})
 	t.Run("forged", func(t *testing.T) {

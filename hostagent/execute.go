@@ -121,7 +121,7 @@ func (h *Handler) run(ctx context.Context, p core.Principal, c hosts.Capability,
 		return h.validateFax(ctx, p, args.(*validateFaxArgs))
 	case hosts.CapCreateUpload:
 		a := args.(*createUploadArgs)
-		u, err := h.svc.Core.CreateUpload(ctx, p, a.ContentType, a.MaxBytes)
+		u, err := h.svc.Documents.CreateUpload(ctx, p, a.ContentType, a.MaxBytes)
 		if err != nil {
 			return nil, err
 		}
@@ -219,7 +219,7 @@ func (h *Handler) validateFax(ctx context.Context, p core.Principal, a *validate
 		if a.Pages != nil {
 			return nil, core.Errorf(core.KindInvalid, core.CodeInvalidRequest, "give pages or document_id, not both").With("field", "pages")
 		}
-		doc, err := h.svc.Core.GetDocument(ctx, p, a.DocumentID)
+		doc, err := h.svc.Documents.Get(ctx, p, a.DocumentID)
 		if err != nil {
 			return nil, err
 		}
@@ -262,11 +262,11 @@ func (h *Handler) inlineDocument(ctx context.Context, p core.Principal, agent *h
 	if len(data) > hosts.MaxInlineDocumentBytes {
 		return "", core.Errorf(core.KindTooLarge, core.CodeFileTooLarge, "inline files are limited to %d bytes decoded; use create_upload and PUT the file", hosts.MaxInlineDocumentBytes)
 	}
-	u, err := h.svc.Core.CreateUpload(ctx, p, "", int64(len(data)))
+	u, err := h.svc.Documents.CreateUpload(ctx, p, "", int64(len(data)))
 	if err != nil {
 		return "", err
 	}
-	doc, err := h.svc.Core.ReceiveUpload(ctx, u.UploadToken, bytes.NewReader(data))
+	doc, err := h.svc.Documents.ReceiveUpload(ctx, u.UploadToken, bytes.NewReader(data))
 	if err != nil {
 		return "", err
 	}

@@ -19,6 +19,7 @@ import (
 	"github.com/descope/virtualwebauthn"
 
 	"github.com/faxhub/faxhub/core"
+	"github.com/faxhub/faxhub/core/documents"
 	"github.com/faxhub/faxhub/core/faxes"
 	"github.com/faxhub/faxhub/core/mail"
 	"github.com/faxhub/faxhub/core/services"
@@ -864,7 +865,7 @@ func (h *harness) fax(ownerID string, mode core.Mode, status faxes.Status) *faxe
 	h.t.Helper()
 	ctx := h.t.Context()
 	now := time.Now().UTC().Truncate(time.Microsecond)
-	doc := &core.Document{ID: core.NewID(core.PrefixDocument), OwnerID: ownerID, Mode: mode, SourceType: "application/pdf",
+	doc := &documents.Document{ID: core.NewID(core.PrefixDocument), OwnerID: ownerID, Mode: mode, SourceType: "application/pdf",
 		SourceBytes: 100, SourceKey: "k", PDFKey: "k", PDFBytes: 100, Pages: 2, SHA256: "00", CreatedAt: now}
 	if err := h.env.Store.CreateDocument(ctx, doc); err != nil {
 		h.t.Fatal(err)

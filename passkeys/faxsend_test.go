@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/faxhub/faxhub/core"
+	"github.com/faxhub/faxhub/core/documents"
 	"github.com/faxhub/faxhub/core/hosts"
 	"github.com/faxhub/faxhub/core/services"
 	"github.com/faxhub/faxhub/internal/testenv"
@@ -28,22 +29,22 @@ func (h *harness) sendingAgent(b *browser, owner string) (*hosts.Host, *hosts.Ag
 }
 
 // upload stores a one-page PDF for the owner in mode.
-func (h *harness) upload(owner string, mode core.Mode) *core.Document {
+func (h *harness) upload(owner string, mode core.Mode) *documents.Document {
 	h.t.Helper()
 	ctx := h.t.Context()
 	pdf := testenv.MinimalPDF(1)
-	up, err := h.env.Svc.Core.CreateUpload(ctx, core.OwnerPrincipal(owner, mode), "application/pdf", int64(len(pdf)))
+	up, err := h.env.Svc.Documents.CreateUpload(ctx, core.OwnerPrincipal(owner, mode), "application/pdf", int64(len(pdf)))
 	if err != nil {
 		h.t.Fatal(err)
 	}
-	doc, err := h.env.Svc.Core.ReceiveUpload(ctx, up.UploadToken, bytes.NewReader(pdf))
+	doc, err := h.env.Svc.Documents.ReceiveUpload(ctx, up.UploadToken, bytes.NewReader(pdf))
 	if err != nil {
 		h.t.Fatal(err)
 	}
 	return doc
 }
 
-func (h *harness) requestSend(p core.Principal, a *hosts.Agent, doc *core.Document) (*hosts.Send, *core.Approval) {
+func (h *harness) requestSend(p core.Principal, a *hosts.Agent, doc *documents.Document) (*hosts.Send, *core.Approval) {
 	h.t.Helper()
 	ds, err := h.env.Svc.Hosts.RequestSend(h.t.Context(), p, a, hosts.SendRequest{To: "+14155550123", DocumentID: doc.ID})
 	if err != nil {

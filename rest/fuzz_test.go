@@ -22,11 +22,11 @@ import (
 func FuzzSendFax(f *testing.F) {
 	env := testenv.New(f, testenv.WithoutWorkers())
 	ctx := context.Background()
-	capa, err := env.Svc.Core.CreateUpload(ctx, env.Principal(f, env.KeyATest), "", 0)
+	capa, err := env.Svc.Documents.CreateUpload(ctx, env.Principal(f, env.KeyATest), "", 0)
 	if err != nil {
 		f.Fatal(err)
 	}
-	doc, err := env.Svc.Core.ReceiveUpload(ctx, capa.UploadToken, bytes.NewReader(testenv.MinimalPDF(1)))
+	doc, err := env.Svc.Documents.ReceiveUpload(ctx, capa.UploadToken, bytes.NewReader(testenv.MinimalPDF(1)))
 	if err != nil {
 		f.Fatal(err)
 	}

@@ -7,6 +7,7 @@ import (
 	"strconv"
 
 	"github.com/faxhub/faxhub/core"
+	"github.com/faxhub/faxhub/core/documents"
 	"github.com/faxhub/faxhub/core/faxes"
 	"github.com/faxhub/faxhub/core/web"
 )
@@ -19,7 +20,7 @@ func (a *api) createUpload(w http.ResponseWriter, r *http.Request, p core.Princi
 	if err := web.DecodeJSON(w, r, &body, true); err != nil {
 		return err
 	}
-	capability, err := a.svc.Core.CreateUpload(r.Context(), p, body.ContentType, body.MaxBytes)
+	capability, err := a.svc.Documents.CreateUpload(r.Context(), p, body.ContentType, body.MaxBytes)
 	if err != nil {
 		return err
 	}
@@ -31,9 +32,9 @@ func (a *api) createUpload(w http.ResponseWriter, r *http.Request, p core.Princi
 // token the client sent (so it can go straight on to sendFax) and the
 // document's public fields; blob keys and the owner stay inside.
 type uploadResult struct {
-	Stored      bool           `json:"stored"`
-	UploadToken string         `json:"uploadToken"`
-	Document    *core.Document `json:"document"`
+	Stored      bool                `json:"stored"`
+	UploadToken string              `json:"uploadToken"`
+	Document    *documents.Document `json:"document"`
 }
 
 // putUpload needs no Authorization header: the HMAC token in the path is
@@ -48,7 +49,7 @@ func (a *api) putUpload(w http.ResponseWriter, r *http.Request) error {
 		return core.Errorf(core.KindTooLarge, core.CodeFileTooLarge,
 			"the body is %d bytes; this server accepts at most %d", r.ContentLength, limit).With("limit", limit)
 	}
-	doc, err := a.svc.Core.ReceiveUpload(r.Context(), token, r.Body)
+	doc, err := a.svc.Documents.ReceiveUpload(r.Context(), token, r.Body)
 	if err != nil {
 		return err
 	}

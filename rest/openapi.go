@@ -7,6 +7,7 @@ import (
 	"slices"
 
 	"github.com/faxhub/faxhub/core"
+	"github.com/faxhub/faxhub/core/documents"
 	"github.com/faxhub/faxhub/core/faxes"
 	"github.com/faxhub/faxhub/core/machine"
 	"github.com/faxhub/faxhub/core/numbers"
@@ -195,7 +196,7 @@ func openAPIDocument(opts Options, cfg services.Config, machine machineLimits) o
 		"amount": "0.21", "amountCents": 21, "tariff": "nanp"}
 
 	uploadTypes := make([]string, 0)
-	for _, k := range core.SupportedUploadTypes() {
+	for _, k := range documents.SupportedUploadTypes() {
 		uploadTypes = append(uploadTypes, string(k))
 	}
 	slices.Sort(uploadTypes)

@@ -23,6 +23,7 @@ import (
 
 	"github.com/faxhub/faxhub/core"
 	"github.com/faxhub/faxhub/core/checkout"
+	"github.com/faxhub/faxhub/core/documents"
 	"github.com/faxhub/faxhub/core/faxes"
 	"github.com/faxhub/faxhub/core/services"
 	"github.com/faxhub/faxhub/internal/testenv"
@@ -169,16 +170,16 @@ func (r *result) problem(status int, code string) map[string]any {
 }
 
 type uploaded struct {
-	Stored      bool          `json:"stored"`
-	UploadToken string        `json:"uploadToken"`
-	Document    core.Document `json:"document"`
+	Stored      bool               `json:"stored"`
+	UploadToken string             `json:"uploadToken"`
+	Document    documents.Document `json:"document"`
 }
 
 // createUpload returns the capability with its uploadUrl pointed at the
 // test server (the service builds it from its configured API URL).
-func (h *harness) createUpload(key string, body any) core.UploadCapability {
+func (h *harness) createUpload(key string, body any) documents.Capability {
 	h.t.Helper()
-	var c core.UploadCapability
+	var c documents.Capability
 	h.do(key, "POST", "/api/v1/uploads", body, nil).status(http.StatusOK).decode(&c)
 	prefix := h.env.Svc.Config().APIURL
 	if !strings.HasPrefix(c.UploadURL, prefix+"/api/v1/uploads/") || !strings.HasSuffix(c.UploadURL, "/"+c.UploadToken) {

@@ -45,11 +45,11 @@ func TestAdminPurge(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, err := a.Svc.Core.CreateUpload(ctx, p, "", 0)
+	c, err := a.Svc.Documents.CreateUpload(ctx, p, "", 0)
 	if err != nil {
 		t.Fatal(err)
 	}
-	doc, err := a.Svc.Core.ReceiveUpload(ctx, c.UploadToken, bytes.NewReader(testenv.MinimalPDF(1)))
+	doc, err := a.Svc.Documents.ReceiveUpload(ctx, c.UploadToken, bytes.NewReader(testenv.MinimalPDF(1)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -76,7 +76,7 @@ func TestAdminPurge(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer a.Close()
-	if _, err := a.Svc.Core.GetDocument(ctx, p, doc.ID); core.ErrorCode(err) != core.CodeNotFound {
+	if _, err := a.Svc.Documents.Get(ctx, p, doc.ID); core.ErrorCode(err) != core.CodeNotFound {
 		t.Fatalf("purged document: %v", err)
 	}
 	if _, err := faxhub(t, append([]string{"admin", "purge", "--retention", "soon"}, d...)...); err == nil {

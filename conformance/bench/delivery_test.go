@@ -64,11 +64,11 @@ func deliveryRate(t *testing.T, postgres string) (float64, string) {
 	env := benchEnv(t, postgres, nil)
 	db := env.DB.SQL()
 	p := env.Principal(t, env.KeyATest)
-	up, err := env.Svc.Core.CreateUpload(ctx, p, "", 0)
+	up, err := env.Svc.Documents.CreateUpload(ctx, p, "", 0)
 	if err != nil {
 		t.Fatal(err)
 	}
-	doc, err := env.Svc.Core.ReceiveUpload(ctx, up.UploadToken, bytes.NewReader(testenv.MinimalPDF(1)))
+	doc, err := env.Svc.Documents.ReceiveUpload(ctx, up.UploadToken, bytes.NewReader(testenv.MinimalPDF(1)))
 	if err != nil {
 		t.Fatal(err)
 	}

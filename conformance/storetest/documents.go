@@ -4,14 +4,15 @@ import (
 	"testing"
 
 	"github.com/faxhub/faxhub/core"
+	"github.com/faxhub/faxhub/core/documents"
 	"github.com/faxhub/faxhub/core/faxes"
 	"github.com/faxhub/faxhub/core/services"
 )
 
-func newUpload(t *testing.T, s services.Store, o *core.Owner) *core.Upload {
+func newUpload(t *testing.T, s services.Store, o *core.Owner) *documents.Upload {
 	t.Helper()
-	u := &core.Upload{
-		ID: core.NewID(core.PrefixUpload), OwnerID: o.ID, Mode: core.ModeTest, ContentType: string(core.FilePDF),
+	u := &documents.Upload{
+		ID: core.NewID(core.PrefixUpload), OwnerID: o.ID, Mode: core.ModeTest, ContentType: string(documents.FilePDF),
 		MaxBytes: 50 << 20, CreatedAt: at(0), ExpiresAt: at(3600),
 	}
 	must(t, s.CreateUpload(t.Context(), u))
@@ -22,7 +23,7 @@ func testUploads(t *testing.T, s services.Store) {
 	ctx := t.Context()
 	o := newOwner(t, s)
 	u := newUpload(t, s, o)
-	get := func(what string, want *core.Upload) {
+	get := func(what string, want *documents.Upload) {
 		t.Helper()
 		got, err := s.GetUpload(ctx, u.ID)
 		must(t, err)
@@ -128,7 +129,7 @@ func testDocuments(t *testing.T, s services.Store) {
 	wantErr(t, "document with a taken id", s.CreateDocument(ctx, d), core.ErrExists)
 }
 
-func newDraft(t *testing.T, s services.Store, doc *core.Document) *faxes.Draft {
+func newDraft(t *testing.T, s services.Store, doc *documents.Document) *faxes.Draft {
 	t.Helper()
 	d := &faxes.Draft{
 		ID: core.NewID(core.PrefixDraft), OwnerID: doc.OwnerID, Mode: doc.Mode, DocumentID: doc.ID, To: "+14155550123", Country: "US",
@@ -181,7 +182,7 @@ func testDocumentUsage(t *testing.T, s services.Store) {
 	usage("one PDF", o, core.ModeTest, 12345)
 	conv := *pdf
 	conv.ID = core.NewID(core.PrefixDocument)
-	conv.SourceType, conv.SourceKey, conv.PDFKey, conv.SourceBytes, conv.PDFBytes = string(core.FileDOCX), conv.ID+"/source", conv.ID+"/document.pdf", 1000, 500
+	conv.SourceType, conv.SourceKey, conv.PDFKey, conv.SourceBytes, conv.PDFBytes = string(documents.FileDOCX), conv.ID+"/source", conv.ID+"/document.pdf", 1000, 500
 	must(t, s.CreateDocument(ctx, &conv))
 	usage("a PDF, a converted file and its PDF", o, core.ModeTest, 12345+1500)
 	newDocument(t, s, o, core.ModeLive)

@@ -7,6 +7,7 @@ import (
 
 	"github.com/faxhub/faxhub/core"
 	"github.com/faxhub/faxhub/core/agents"
+	"github.com/faxhub/faxhub/core/documents"
 	"github.com/faxhub/faxhub/core/faxes"
 	"github.com/faxhub/faxhub/core/services"
 )
@@ -107,14 +108,14 @@ func testPurgeUploads(t *testing.T, s services.Store) {
 	must(t, s.ClaimUpload(ctx, completed.ID, "put", at(10), at(70)))
 	doc := newDocument(t, s, o, core.ModeTest)
 	must(t, s.CompleteUpload(ctx, completed.ID, "put", doc.ID))
-	fresh := &core.Upload{ID: core.NewID(core.PrefixUpload), OwnerID: o.ID, Mode: core.ModeTest, MaxBytes: 1, CreatedAt: at(3000), ExpiresAt: at(7200)}
+	fresh := &documents.Upload{ID: core.NewID(core.PrefixUpload), OwnerID: o.ID, Mode: core.ModeTest, MaxBytes: 1, CreatedAt: at(3000), ExpiresAt: at(7200)}
 	must(t, s.CreateUpload(ctx, fresh))
 
 	n, err := s.PurgeUploads(ctx, at(3620))
 	wantPurged(t, "expired unused uploads", n, err, 1)
 	_, err = s.GetUpload(ctx, unused.ID)
 	wantErr(t, "expired unused upload", err, core.ErrNoRows)
-	for _, u := range []*core.Upload{leased, completed, fresh} {
+	for _, u := range []*documents.Upload{leased, completed, fresh} {
 		_, err := s.GetUpload(ctx, u.ID)
 		must(t, err)
 	}
@@ -207,7 +208,7 @@ func testPurgeRateLimits(t *testing.T, s services.Store) {
 func testPurgeDocuments(t *testing.T, s services.Store) {
 	ctx := t.Context()
 	o := newOwner(t, s)
-	ids := func(docs []core.Document) []string {
+	ids := func(docs []documents.Document) []string {
 		out := []string{}
 		for _, d := range docs {
 			out = append(out, d.ID)
@@ -224,7 +225,7 @@ func testPurgeDocuments(t *testing.T, s services.Store) {
 	f := newFax(t, s, delivered)
 	f.Status, f.CompletedAt, f.UpdatedAt = faxes.Delivered, ptr(at(500)), at(500)
 	must(t, s.UpdateFax(ctx, f, faxes.Queued))
-	young := &core.Document{ID: core.NewID(core.PrefixDocument), OwnerID: o.ID, Mode: core.ModeTest, SourceType: string(core.FilePDF),
+	young := &documents.Document{ID: core.NewID(core.PrefixDocument), OwnerID: o.ID, Mode: core.ModeTest, SourceType: string(documents.FilePDF),
 		SourceBytes: 1, SourceKey: "k", PDFKey: "k", PDFBytes: 1, Pages: 1, SHA256: "x", CreatedAt: at(5000)}
 	must(t, s.CreateDocument(ctx, young))
 

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/faxhub/faxhub/core"
+	"github.com/faxhub/faxhub/core/documents"
 	"github.com/faxhub/faxhub/core/faxes"
 	"github.com/faxhub/faxhub/core/services"
 )
@@ -172,11 +173,11 @@ func newOwner(t *testing.T, s services.Store) *core.Owner {
 	return o
 }
 
-func newDocument(t *testing.T, s services.Store, o *core.Owner, mode core.Mode) *core.Document {
+func newDocument(t *testing.T, s services.Store, o *core.Owner, mode core.Mode) *documents.Document {
 	t.Helper()
 	id := core.NewID(core.PrefixDocument)
-	d := &core.Document{
-		ID: id, OwnerID: o.ID, Mode: mode, SourceType: string(core.FilePDF), SourceBytes: 12345,
+	d := &documents.Document{
+		ID: id, OwnerID: o.ID, Mode: mode, SourceType: string(documents.FilePDF), SourceBytes: 12345,
 		SourceKey: o.ID + "/" + id + "/source", PDFKey: o.ID + "/" + id + "/source", PDFBytes: 12345, Pages: 3,
 		SHA256: "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08", CreatedAt: at(1),
 	}
@@ -185,7 +186,7 @@ func newDocument(t *testing.T, s services.Store, o *core.Owner, mode core.Mode) 
 }
 
 // faxOf builds (without storing) a queued credit fax for doc.
-func faxOf(doc *core.Document, created time.Time) *faxes.Fax {
+func faxOf(doc *documents.Document, created time.Time) *faxes.Fax {
 	return &faxes.Fax{
 		ID: core.NewID(core.PrefixFax), OwnerID: doc.OwnerID, Mode: doc.Mode, Status: faxes.Queued,
 		To: "+14155550123", DocumentID: doc.ID, Pages: doc.Pages, PriceMicros: 210_000, Currency: core.Currency,
@@ -193,7 +194,7 @@ func faxOf(doc *core.Document, created time.Time) *faxes.Fax {
 	}
 }
 
-func newFax(t *testing.T, s services.Store, doc *core.Document) *faxes.Fax {
+func newFax(t *testing.T, s services.Store, doc *documents.Document) *faxes.Fax {
 	t.Helper()
 	o := faxOf(doc, at(2))
 	must(t, s.CreateFax(t.Context(), o))

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/faxhub/faxhub/core"
+	"github.com/faxhub/faxhub/core/documents"
 )
 
 // Options configures a Converter. The zero value is usable.
@@ -48,7 +49,7 @@ type Converter struct {
 	office, images *fairSlots
 }
 
-var _ core.Converter = (*Converter)(nil)
+var _ documents.Converter = (*Converter)(nil)
 
 // retryAfterSeconds is what a client refused for a full queue is told to
 // wait: short conversions free a slot within seconds, LibreOffice ones
@@ -80,23 +81,23 @@ func New(opts Options) *Converter {
 }
 
 // ToPDF implements core.Converter.
-func (c *Converter) ToPDF(ctx context.Context, req core.ConvertRequest) (int, error) {
+func (c *Converter) ToPDF(ctx context.Context, req documents.ConvertRequest) (int, error) {
 	var pages int
 	var err error
 	switch req.Kind {
-	case core.FilePDF:
+	case documents.FilePDF:
 		// Validated in place: the original is the fax document, and a copy
 		// of up to 50 MB would only cost a write (core.Converter's contract).
 		err = c.withSlot(ctx, c.images, req.OwnerID, func(ctx context.Context) (err error) {
 			pages, err = pdfPagesLimit(ctx, req.Src, req.MaxPages)
 			return err
 		})
-	case core.FilePNG, core.FileJPEG, core.FileTIFF, core.FileGIF:
+	case documents.FilePNG, documents.FileJPEG, documents.FileTIFF, documents.FileGIF:
 		err = c.withSlot(ctx, c.images, req.OwnerID, func(ctx context.Context) (err error) {
 			pages, err = imageToPDF(ctx, req)
 			return err
 		})
-	case core.FileDOC, core.FileDOCX, core.FileXLS, core.FileXLSX, core.FileODT, core.FileODS, core.FileRTF:
+	case documents.FileDOC, documents.FileDOCX, documents.FileXLS, documents.FileXLSX, documents.FileODT, documents.FileODS, documents.FileRTF:
 		pages, err = c.officeToPDF(ctx, req)
 	default:
 		return 0, unsupported("files of type %q cannot be converted", req.Kind)
@@ -105,7 +106,7 @@ func (c *Converter) ToPDF(ctx context.Context, req core.ConvertRequest) (int, er
 		return 0, err
 	}
 	if req.MaxPages > 0 && pages > req.MaxPages {
-		if req.Kind != core.FilePDF {
+		if req.Kind != documents.FilePDF {
 			os.Remove(req.Dst)
 		}
 		return 0, tooManyPages(pages, req.MaxPages)

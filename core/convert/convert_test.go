@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/faxhub/faxhub/core"
+	"github.com/faxhub/faxhub/core/documents"
 )
 
 func wantCode(t *testing.T, err error, kind core.Kind, code string) {
@@ -40,26 +41,26 @@ func TestDetect(t *testing.T) {
 	tests := []struct {
 		name string
 		data []byte
-		want core.FileKind // empty: unsupported
+		want documents.FileKind // empty: unsupported
 	}{
-		{"pdf", onePage, core.FilePDF},
-		{"pdf with junk before the header", pdfBytes(t, pdfSpec{pages: 1, junk: "From scanner\r\n"}), core.FilePDF},
-		{"truncated pdf is still a pdf", onePage[:200], core.FilePDF},
-		{"png", pngBytes(t), core.FilePNG},
-		{"jpeg", jpegBytes(t), core.FileJPEG},
-		{"gif", gifBytes(t), core.FileGIF},
-		{"tiff little-endian", tiffBytes(t), core.FileTIFF},
-		{"tiff big-endian", append([]byte("MM\x00*"), make([]byte, 100)...), core.FileTIFF},
-		{"rtf", []byte(`{\rtf1\ansi Hello}`), core.FileRTF},
-		{"docx", docxBytes(t, 1), core.FileDOCX},
-		{"xlsx", xlsxBytes(t), core.FileXLSX},
-		{"odt", odtBytes(t), core.FileODT},
-		{"ods", odsBytes(t), core.FileODS},
-		{"doc", cfbBytes([]string{"\x01CompObj", "WordDocument", "1Table"}, nil), core.FileDOC},
-		{"xls (BIFF8)", cfbBytes([]string{"Workbook", "\x05SummaryInformation"}, nil), core.FileXLS},
-		{"xls (BIFF5)", cfbBytes([]string{"Book"}, nil), core.FileXLS},
-		{"doc with an embedded workbook", cfbBytes([]string{"WordDocument"}, []string{"Workbook"}), core.FileDOC},
-		{"many directory sectors", cfbBytes([]string{"a", "b", "c", "d", "e", "f", "g", "h", "i", "Workbook"}, nil), core.FileXLS},
+		{"pdf", onePage, documents.FilePDF},
+		{"pdf with junk before the header", pdfBytes(t, pdfSpec{pages: 1, junk: "From scanner\r\n"}), documents.FilePDF},
+		{"truncated pdf is still a pdf", onePage[:200], documents.FilePDF},
+		{"png", pngBytes(t), documents.FilePNG},
+		{"jpeg", jpegBytes(t), documents.FileJPEG},
+		{"gif", gifBytes(t), documents.FileGIF},
+		{"tiff little-endian", tiffBytes(t), documents.FileTIFF},
+		{"tiff big-endian", append([]byte("MM\x00*"), make([]byte, 100)...), documents.FileTIFF},
+		{"rtf", []byte(`{\rtf1\ansi Hello}`), documents.FileRTF},
+		{"docx", docxBytes(t, 1), documents.FileDOCX},
+		{"xlsx", xlsxBytes(t), documents.FileXLSX},
+		{"odt", odtBytes(t), documents.FileODT},
+		{"ods", odsBytes(t), documents.FileODS},
+		{"doc", cfbBytes([]string{"\x01CompObj", "WordDocument", "1Table"}, nil), documents.FileDOC},
+		{"xls (BIFF8)", cfbBytes([]string{"Workbook", "\x05SummaryInformation"}, nil), documents.FileXLS},
+		{"xls (BIFF5)", cfbBytes([]string{"Book"}, nil), documents.FileXLS},
+		{"doc with an embedded workbook", cfbBytes([]string{"WordDocument"}, []string{"Workbook"}), documents.FileDOC},
+		{"many directory sectors", cfbBytes([]string{"a", "b", "c", "d", "e", "f", "g", "h", "i", "Workbook"}, nil), documents.FileXLS},
 		{"ole2 with only a nested workbook", cfbBytes(nil, []string{"Workbook"}), ""},
 		{"powerpoint", cfbBytes([]string{"PowerPoint Document"}, nil), ""},
 		{"truncated ole2", cfbMagic, ""},
@@ -102,33 +103,33 @@ func TestToPDF(t *testing.T) {
 	tests := []struct {
 		name  string
 		data  []byte
-		kind  core.FileKind
+		kind  documents.FileKind
 		pages int
 		code  string // error code, if the conversion must fail
 	}{
-		{"one page", pdfBytes(t, pdfSpec{pages: 1}), core.FilePDF, 1, ""},
-		{"three pages", three, core.FilePDF, 3, ""},
-		{"indirect lengths", pdfBytes(t, pdfSpec{pages: 4, indirectLengths: true, imageBytes: 20000}), core.FilePDF, 4, ""},
-		{"large streams", pdfBytes(t, pdfSpec{pages: 2, imageBytes: 300000}), core.FilePDF, 2, ""},
-		{"junk before header", pdfBytes(t, pdfSpec{pages: 2, junk: "%%%junk\n"}), core.FilePDF, 2, ""},
-		{"xref stream and object streams", rewritePDF(t, pdfBytes(t, pdfSpec{pages: 5, imageBytes: 10000})), core.FilePDF, 5, ""},
-		{"incremental update", appendUpdate(t, three), core.FilePDF, 3, ""},
-		{"truncated in the middle", three[:len(three)/2], core.FilePDF, 0, core.CodeCorruptDocument},
+		{"one page", pdfBytes(t, pdfSpec{pages: 1}), documents.FilePDF, 1, ""},
+		{"three pages", three, documents.FilePDF, 3, ""},
+		{"indirect lengths", pdfBytes(t, pdfSpec{pages: 4, indirectLengths: true, imageBytes: 20000}), documents.FilePDF, 4, ""},
+		{"large streams", pdfBytes(t, pdfSpec{pages: 2, imageBytes: 300000}), documents.FilePDF, 2, ""},
+		{"junk before header", pdfBytes(t, pdfSpec{pages: 2, junk: "%%%junk\n"}), documents.FilePDF, 2, ""},
+		{"xref stream and object streams", rewritePDF(t, pdfBytes(t, pdfSpec{pages: 5, imageBytes: 10000})), documents.FilePDF, 5, ""},
+		{"incremental update", appendUpdate(t, three), documents.FilePDF, 3, ""},
+		{"truncated in the middle", three[:len(three)/2], documents.FilePDF, 0, core.CodeCorruptDocument},
 		// Every object is intact and pdfcpu alone would rebuild the xref, but
 		// we refuse damaged files (see pdfPages).
-		{"trailer cut off", three[:len(three)-40], core.FilePDF, 0, core.CodeCorruptDocument},
-		{"header only", []byte("%PDF-1.7\n"), core.FilePDF, 0, core.CodeCorruptDocument},
-		{"pdf header then random bytes", append([]byte("%PDF-1.4\n"), randomBytes(20000)...), core.FilePDF, 0, core.CodeCorruptDocument},
-		{"encrypted with a user password", encryptPDF(t, three, "user-secret"), core.FilePDF, 0, core.CodeEncryptedDocument},
-		{"encrypted, owner password only", encryptPDF(t, three, ""), core.FilePDF, 0, core.CodeEncryptedDocument},
-		{"png", pngBytes(t), core.FilePNG, 1, ""},
-		{"jpeg", jpegBytes(t), core.FileJPEG, 1, ""},
-		{"gif", gifBytes(t), core.FileGIF, 1, ""},
-		{"tiff", tiffBytes(t), core.FileTIFF, 1, ""},
-		{"multi-page tiff", multiPageTIFF(3, 40, 60), core.FileTIFF, 3, ""},
-		{"truncated png", pngBytes(t)[:60], core.FilePNG, 0, core.CodeCorruptDocument},
-		{"truncated jpeg", jpegBytes(t)[:100], core.FileJPEG, 0, core.CodeCorruptDocument},
-		{"png header only", []byte("\x89PNG\r\n\x1a\n"), core.FilePNG, 0, core.CodeCorruptDocument},
+		{"trailer cut off", three[:len(three)-40], documents.FilePDF, 0, core.CodeCorruptDocument},
+		{"header only", []byte("%PDF-1.7\n"), documents.FilePDF, 0, core.CodeCorruptDocument},
+		{"pdf header then random bytes", append([]byte("%PDF-1.4\n"), randomBytes(20000)...), documents.FilePDF, 0, core.CodeCorruptDocument},
+		{"encrypted with a user password", encryptPDF(t, three, "user-secret"), documents.FilePDF, 0, core.CodeEncryptedDocument},
+		{"encrypted, owner password only", encryptPDF(t, three, ""), documents.FilePDF, 0, core.CodeEncryptedDocument},
+		{"png", pngBytes(t), documents.FilePNG, 1, ""},
+		{"jpeg", jpegBytes(t), documents.FileJPEG, 1, ""},
+		{"gif", gifBytes(t), documents.FileGIF, 1, ""},
+		{"tiff", tiffBytes(t), documents.FileTIFF, 1, ""},
+		{"multi-page tiff", multiPageTIFF(3, 40, 60), documents.FileTIFF, 3, ""},
+		{"truncated png", pngBytes(t)[:60], documents.FilePNG, 0, core.CodeCorruptDocument},
+		{"truncated jpeg", jpegBytes(t)[:100], documents.FileJPEG, 0, core.CodeCorruptDocument},
+		{"png header only", []byte("\x89PNG\r\n\x1a\n"), documents.FilePNG, 0, core.CodeCorruptDocument},
 	}
 	c := New(Options{})
 	for _, tt := range tests {
@@ -139,7 +140,7 @@ func TestToPDF(t *testing.T) {
 				t.Fatalf("Detect = %q, %v; want %q", kind, err, tt.kind)
 			}
 			dst := filepath.Join(t.TempDir(), "document.pdf")
-			pages, err := c.ToPDF(context.Background(), core.ConvertRequest{Src: src, Kind: tt.kind, Dst: dst})
+			pages, err := c.ToPDF(context.Background(), documents.ConvertRequest{Src: src, Kind: tt.kind, Dst: dst})
 			if tt.code != "" {
 				wantCode(t, err, core.KindUnprocessable, tt.code)
 				if _, err := os.Stat(dst); !os.IsNotExist(err) {
@@ -153,7 +154,7 @@ func TestToPDF(t *testing.T) {
 			if pages != tt.pages {
 				t.Errorf("pages = %d, want %d", pages, tt.pages)
 			}
-			if tt.kind == core.FilePDF {
+			if tt.kind == documents.FilePDF {
 				// Validated in place: the caller stores the original.
 				if _, err := os.Stat(dst); !os.IsNotExist(err) {
 					t.Errorf("a PDF source must not be copied to dst (%v)", err)
@@ -176,7 +177,7 @@ func TestImageTooLarge(t *testing.T) {
 	b[20], b[21], b[22], b[23] = 0, 0, 0x4e, 0x20
 	binary.BigEndian.PutUint32(b[29:], crc32.ChecksumIEEE(b[12:29]))
 	src := writeTemp(t, "big.png", b)
-	_, err := New(Options{}).ToPDF(context.Background(), core.ConvertRequest{Src: src, Kind: core.FilePNG, Dst: filepath.Join(t.TempDir(), "out.pdf")})
+	_, err := New(Options{}).ToPDF(context.Background(), documents.ConvertRequest{Src: src, Kind: documents.FilePNG, Dst: filepath.Join(t.TempDir(), "out.pdf")})
 	wantCode(t, err, core.KindUnprocessable, core.CodeConversionFailed)
 }
 
@@ -185,14 +186,14 @@ func TestImageTooLarge(t *testing.T) {
 func TestTIFFLaterPageTooLarge(t *testing.T) {
 	t.Parallel()
 	src := writeTemp(t, "pages.tif", multiPageTIFF(3, 40, 60, 30000, 30000))
-	_, err := New(Options{}).ToPDF(context.Background(), core.ConvertRequest{Src: src, Kind: core.FileTIFF, Dst: filepath.Join(t.TempDir(), "out.pdf")})
+	_, err := New(Options{}).ToPDF(context.Background(), documents.ConvertRequest{Src: src, Kind: documents.FileTIFF, Dst: filepath.Join(t.TempDir(), "out.pdf")})
 	wantCode(t, err, core.KindUnprocessable, core.CodeConversionFailed)
 }
 
 func TestUnsupportedKind(t *testing.T) {
 	t.Parallel()
 	src := writeTemp(t, "x", []byte("x"))
-	_, err := New(Options{}).ToPDF(context.Background(), core.ConvertRequest{Src: src, Kind: core.FileKind("text/plain"), Dst: filepath.Join(t.TempDir(), "out.pdf")})
+	_, err := New(Options{}).ToPDF(context.Background(), documents.ConvertRequest{Src: src, Kind: documents.FileKind("text/plain"), Dst: filepath.Join(t.TempDir(), "out.pdf")})
 	wantCode(t, err, core.KindUnsupportedMedia, core.CodeUnsupportedType)
 }
 
@@ -214,7 +215,7 @@ func TestPDFNeverPanics(t *testing.T) {
 			b[r.IntN(len(b))] = byte(r.Uint32())
 		}
 		p := writeTemp(t, "fuzzed.pdf", b)
-		pages, err := c.ToPDF(context.Background(), core.ConvertRequest{Src: p, Kind: core.FilePDF, Dst: p + ".out"})
+		pages, err := c.ToPDF(context.Background(), documents.ConvertRequest{Src: p, Kind: documents.FilePDF, Dst: p + ".out"})
 		if err == nil {
 			if pages < 1 {
 				t.Fatalf("case %d: %d pages without an error", i, pages)

@@ -13,16 +13,17 @@ import (
 	"unicode/utf16"
 
 	"github.com/faxhub/faxhub/core"
+	"github.com/faxhub/faxhub/core/documents"
 )
 
 // supported lists what Detect accepts, in the order error messages name them.
 var supported = [...]struct {
-	kind core.FileKind
+	kind documents.FileKind
 	name string
 }{
-	{core.FilePDF, "PDF"}, {core.FilePNG, "PNG"}, {core.FileJPEG, "JPEG"}, {core.FileTIFF, "TIFF"}, {core.FileGIF, "GIF"},
-	{core.FileDOC, "DOC"}, {core.FileDOCX, "DOCX"}, {core.FileXLS, "XLS"}, {core.FileXLSX, "XLSX"},
-	{core.FileODT, "ODT"}, {core.FileODS, "ODS"}, {core.FileRTF, "RTF"},
+	{documents.FilePDF, "PDF"}, {documents.FilePNG, "PNG"}, {documents.FileJPEG, "JPEG"}, {documents.FileTIFF, "TIFF"}, {documents.FileGIF, "GIF"},
+	{documents.FileDOC, "DOC"}, {documents.FileDOCX, "DOCX"}, {documents.FileXLS, "XLS"}, {documents.FileXLSX, "XLSX"},
+	{documents.FileODT, "ODT"}, {documents.FileODS, "ODS"}, {documents.FileRTF, "RTF"},
 }
 
 func unsupported(format string, args ...any) *core.Error {
@@ -38,7 +39,7 @@ func unsupported(format string, args ...any) *core.Error {
 
 // Detect implements core.Converter. It trusts only the file's content: names
 // and declared types are whatever the client says.
-func (c *Converter) Detect(ctx context.Context, path string) (core.FileKind, error) {
+func (c *Converter) Detect(ctx context.Context, path string) (documents.FileKind, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return "", fmt.Errorf("detect file type: %w", err)
@@ -52,15 +53,15 @@ func (c *Converter) Detect(ctx context.Context, path string) (core.FileKind, err
 	head = head[:n]
 	switch {
 	case bytes.HasPrefix(head, []byte("\x89PNG\r\n\x1a\n")):
-		return core.FilePNG, nil
+		return documents.FilePNG, nil
 	case bytes.HasPrefix(head, []byte{0xFF, 0xD8, 0xFF}):
-		return core.FileJPEG, nil
+		return documents.FileJPEG, nil
 	case bytes.HasPrefix(head, []byte("II*\x00")), bytes.HasPrefix(head, []byte("MM\x00*")):
-		return core.FileTIFF, nil
+		return documents.FileTIFF, nil
 	case bytes.HasPrefix(head, []byte("GIF87a")), bytes.HasPrefix(head, []byte("GIF89a")):
-		return core.FileGIF, nil
+		return documents.FileGIF, nil
 	case bytes.HasPrefix(head, []byte(`{\rtf`)):
-		return core.FileRTF, nil
+		return documents.FileRTF, nil
 	case bytes.HasPrefix(head, cfbMagic):
 		return detectCFB(f)
 	case bytes.HasPrefix(head, []byte("PK\x03\x04")):
@@ -68,14 +69,14 @@ func (c *Converter) Detect(ctx context.Context, path string) (core.FileKind, err
 	case bytes.Contains(head[:min(len(head), 1024)], []byte("%PDF-")):
 		// Readers accept the header anywhere in the first 1024 bytes, and
 		// some mail gateways and scanners do put junk before it.
-		return core.FilePDF, nil
+		return documents.FilePDF, nil
 	}
 	return "", unsupported("the file is not a supported document type")
 }
 
 // detectZip tells OOXML and OpenDocument files apart from other ZIP archives
 // by their entries.
-func detectZip(f *os.File) (core.FileKind, error) {
+func detectZip(f *os.File) (documents.FileKind, error) {
 	st, err := f.Stat()
 	if err != nil {
 		return "", fmt.Errorf("detect file type: %w", err)
@@ -92,9 +93,9 @@ func detectZip(f *os.File) (core.FileKind, error) {
 			if mt, err := readSmallEntry(e, 128); err == nil {
 				switch strings.TrimSpace(mt) {
 				case "application/vnd.oasis.opendocument.text":
-					return core.FileODT, nil
+					return documents.FileODT, nil
 				case "application/vnd.oasis.opendocument.spreadsheet":
-					return core.FileODS, nil
+					return documents.FileODS, nil
 				}
 			}
 		case e.Name == "[Content_Types].xml":
@@ -107,9 +108,9 @@ func detectZip(f *os.File) (core.FileKind, error) {
 	}
 	switch {
 	case contentTypes && word:
-		return core.FileDOCX, nil
+		return documents.FileDOCX, nil
 	case contentTypes && xl:
-		return core.FileXLSX, nil
+		return documents.FileXLSX, nil
 	}
 	return "", unsupported("the file is a ZIP archive but not a DOCX, XLSX, ODT or ODS document")
 }
@@ -145,16 +146,16 @@ const (
 // streams directly under the root storage: Word keeps its text in
 // "WordDocument", Excel in "Workbook" (BIFF8) or "Book" (BIFF5). Only the
 // root counts, because documents embed one another in sub-storages.
-func detectCFB(f *os.File) (core.FileKind, error) {
+func detectCFB(f *os.File) (documents.FileKind, error) {
 	names, err := cfbRootNames(f)
 	if err != nil {
 		return "", unsupported("the file is an OLE2 compound document that cannot be read (%v)", err)
 	}
 	switch {
 	case names["WordDocument"]:
-		return core.FileDOC, nil
+		return documents.FileDOC, nil
 	case names["Workbook"], names["Book"]:
-		return core.FileXLS, nil
+		return documents.FileXLS, nil
 	}
 	return "", unsupported("the file is an OLE2 compound document but neither a Word (DOC) nor an Excel (XLS) file")
 }

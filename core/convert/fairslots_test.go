@@ -8,6 +8,7 @@ import (
 	"testing/synctest"
 
 	"github.com/faxhub/faxhub/core"
+	"github.com/faxhub/faxhub/core/documents"
 )
 
 // acquireAsync starts an acquisition and reports its outcome on the
@@ -162,8 +163,8 @@ func TestConverterQueuesPerOwner(t *testing.T) {
 		c := New(Options{MaxConcurrentImages: 2, MaxQueuedPerOwner: 1})
 		dir := t.TempDir()
 		src := writeTemp(t, "source", pngBytes(t))
-		req := func(owner, name string) core.ConvertRequest {
-			return core.ConvertRequest{Src: src, Kind: core.FilePNG, Dst: filepath.Join(dir, name), OwnerID: owner}
+		req := func(owner, name string) documents.ConvertRequest {
+			return documents.ConvertRequest{Src: src, Kind: documents.FilePNG, Dst: filepath.Join(dir, name), OwnerID: owner}
 		}
 		// A's first conversion holds its one slot (a slow file).
 		releaseA, err := c.images.acquire(context.Background(), "A")

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/faxhub/faxhub/core"
+	"github.com/faxhub/faxhub/core/documents"
 )
 
 // FuzzDetect: whatever the bytes, Detect names a supported kind or answers
@@ -76,7 +77,7 @@ func FuzzTIFF(f *testing.F) {
 		if err := os.WriteFile(src, b, 0o600); err != nil {
 			t.Fatal(err)
 		}
-		n, err := c.ToPDF(context.Background(), core.ConvertRequest{Src: src, Kind: core.FileTIFF, Dst: src + ".pdf", MaxPages: limit})
+		n, err := c.ToPDF(context.Background(), documents.ConvertRequest{Src: src, Kind: documents.FileTIFF, Dst: src + ".pdf", MaxPages: limit})
 		if err == nil {
 			if n < 1 || n > limit {
 				t.Fatalf("%d pages without an error", n)

@@ -14,6 +14,7 @@ import (
 	"runtime"
 
 	"github.com/faxhub/faxhub/core"
+	"github.com/faxhub/faxhub/core/documents"
 	"github.com/hhrutter/tiff"
 )
 
@@ -62,7 +63,7 @@ type imagePage struct {
 // an animated GIF contributes its first frame. Page count and dimensions are
 // checked from the headers before any pixel is decoded, and pages are
 // decoded and written one at a time.
-func imageToPDF(ctx context.Context, req core.ConvertRequest) (pages int, err error) {
+func imageToPDF(ctx context.Context, req documents.ConvertRequest) (pages int, err error) {
 	f, err := os.Open(req.Src)
 	if err != nil {
 		return 0, fmt.Errorf("open image: %w", err)
@@ -119,7 +120,7 @@ func imageToPDF(ctx context.Context, req core.ConvertRequest) (pages int, err er
 
 // loadPage loads one page; decoders panic on some malformed input, which is
 // a damaged file, not a reason to take the process down.
-func loadPage(p imagePage, kind core.FileKind) (img pageImage, err error) {
+func loadPage(p imagePage, kind documents.FileKind) (img pageImage, err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			err = corrupt(fmt.Errorf("decoder panic: %v", r), "the %s image cannot be converted; it appears to be damaged", kindName(kind))
@@ -138,7 +139,7 @@ func loadPage(p imagePage, kind core.FileKind) (img pageImage, err error) {
 }
 
 // check applies the size bounds to every page before anything is decoded.
-func (s *imageSource) check(kind core.FileKind) error {
+func (s *imageSource) check(kind documents.FileKind) error {
 	var total int64
 	for i, p := range s.pages {
 		if p.width <= 0 || p.height <= 0 {
@@ -173,10 +174,10 @@ func imageTooLarge(i int, p imagePage, why string) *core.Error {
 }
 
 // openImage reads the headers of an image file and describes its pages.
-func openImage(r *io.SectionReader, kind core.FileKind, maxPages int) (*imageSource, error) {
+func openImage(r *io.SectionReader, kind documents.FileKind, maxPages int) (*imageSource, error) {
 	name := kindName(kind)
 	switch kind {
-	case core.FileTIFF:
+	case documents.FileTIFF:
 		limit := maxTIFFPages
 		if maxPages > 0 {
 			limit = min(limit, maxPages)
@@ -211,7 +212,7 @@ func openImage(r *io.SectionReader, kind core.FileKind, maxPages int) (*imageSou
 				}})
 		}
 		return src, nil
-	case core.FileJPEG:
+	case documents.FileJPEG:
 		cfg, err := jpeg.DecodeConfig(io.NewSectionReader(r, 0, r.Size()))
 		if err != nil {
 			return nil, corrupt(err, "the %s image cannot be read: %v", name, err)
@@ -232,7 +233,7 @@ func openImage(r *io.SectionReader, kind core.FileKind, maxPages int) (*imageSou
 				return err
 			}}, nil
 		}}}}, nil
-	case core.FilePNG:
+	case documents.FilePNG:
 		var ihdr [29]byte
 		if _, err := r.ReadAt(ihdr[:], 0); err != nil || string(ihdr[12:16]) != "IHDR" {
 			return nil, corrupt(err, "the %s image cannot be read: no header", name)
@@ -247,7 +248,7 @@ func openImage(r *io.SectionReader, kind core.FileKind, maxPages int) (*imageSou
 				}
 				return flateImage(img), nil
 			}}}}, nil
-	case core.FileGIF:
+	case documents.FileGIF:
 		cfg, err := gif.DecodeConfig(io.NewSectionReader(r, 0, r.Size()))
 		if err != nil {
 			return nil, corrupt(err, "the %s image cannot be read: %v", name, err)
@@ -304,7 +305,7 @@ func (c ctxReaderAt) ReadAt(p []byte, off int64) (int, error) {
 	return c.r.ReadAt(p, off)
 }
 
-func kindName(k core.FileKind) string {
+func kindName(k documents.FileKind) string {
 	for _, s := range supported {
 		if s.kind == k {
 			return s.name

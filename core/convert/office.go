@@ -14,13 +14,14 @@ import (
 	"time"
 
 	"github.com/faxhub/faxhub/core"
+	"github.com/faxhub/faxhub/core/documents"
 )
 
 // officeExt names the input file for LibreOffice: it detects formats by
 // content, but the extension picks the import filter it tries first.
-var officeExt = map[core.FileKind]string{
-	core.FileDOC: ".doc", core.FileDOCX: ".docx", core.FileXLS: ".xls", core.FileXLSX: ".xlsx",
-	core.FileODT: ".odt", core.FileODS: ".ods", core.FileRTF: ".rtf",
+var officeExt = map[documents.FileKind]string{
+	documents.FileDOC: ".doc", documents.FileDOCX: ".docx", documents.FileXLS: ".xls", documents.FileXLSX: ".xlsx",
+	documents.FileODT: ".odt", documents.FileODS: ".ods", documents.FileRTF: ".rtf",
 }
 
 func (c *Converter) soffice() (string, error) {
@@ -37,7 +38,7 @@ func (c *Converter) soffice() (string, error) {
 // officeToPDF converts an office document with LibreOffice in headless mode.
 // Each job gets its own profile directory: LibreOffice refuses to run twice on
 // one profile, and a shared profile would serialise every conversion.
-func (c *Converter) officeToPDF(ctx context.Context, req core.ConvertRequest) (pages int, err error) {
+func (c *Converter) officeToPDF(ctx context.Context, req documents.ConvertRequest) (pages int, err error) {
 	bin, err := c.soffice()
 	if err != nil {
 		e := core.Errorf(core.KindUnsupportedMedia, core.CodeLibreOfficeMissing,
@@ -53,7 +54,7 @@ func (c *Converter) officeToPDF(ctx context.Context, req core.ConvertRequest) (p
 }
 
 // runOffice converts in a slot of its own.
-func (c *Converter) runOffice(ctx context.Context, bin, src string, kind core.FileKind, dst string, maxPages int) (int, error) {
+func (c *Converter) runOffice(ctx context.Context, bin, src string, kind documents.FileKind, dst string, maxPages int) (int, error) {
 	job, err := os.MkdirTemp(c.opts.TempDir, "faxhub-soffice-")
 	if err != nil {
 		return 0, fmt.Errorf("create conversion directory: %w", err)
@@ -98,7 +99,7 @@ func (c *Converter) runOffice(ctx context.Context, bin, src string, kind core.Fi
 	return pages, nil
 }
 
-func (c *Converter) runSoffice(ctx context.Context, bin, job, profile, out, input string, kind core.FileKind) error {
+func (c *Converter) runSoffice(ctx context.Context, bin, job, profile, out, input string, kind documents.FileKind) error {
 	tctx, cancel := context.WithTimeout(ctx, c.opts.Timeout)
 	defer cancel()
 	profileURL := (&url.URL{Scheme: "file", Path: profile}).String()

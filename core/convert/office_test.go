@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/faxhub/faxhub/core"
+	"github.com/faxhub/faxhub/core/documents"
 	"github.com/faxhub/faxhub/internal/require"
 )
 
@@ -54,18 +55,18 @@ func TestOfficeToPDF(t *testing.T) {
 	tests := []struct {
 		name  string
 		src   func(t *testing.T) string
-		kind  core.FileKind
+		kind  documents.FileKind
 		pages int
 	}{
-		{"docx with two page breaks", func(*testing.T) string { return docx }, core.FileDOCX, 3},
-		{"xlsx", func(*testing.T) string { return xlsx }, core.FileXLSX, 1},
-		{"odt", func(t *testing.T) string { return writeTemp(t, "a.odt", odtBytes(t)) }, core.FileODT, 1},
-		{"ods", func(t *testing.T) string { return writeTemp(t, "a.ods", odsBytes(t)) }, core.FileODS, 1},
+		{"docx with two page breaks", func(*testing.T) string { return docx }, documents.FileDOCX, 3},
+		{"xlsx", func(*testing.T) string { return xlsx }, documents.FileXLSX, 1},
+		{"odt", func(t *testing.T) string { return writeTemp(t, "a.odt", odtBytes(t)) }, documents.FileODT, 1},
+		{"ods", func(t *testing.T) string { return writeTemp(t, "a.ods", odsBytes(t)) }, documents.FileODS, 1},
 		{"rtf with a page break", func(t *testing.T) string {
 			return writeTemp(t, "a.rtf", []byte(`{\rtf1\ansi\deff0 {\fonttbl {\f0 Times New Roman;}}\f0\fs24 First page.\par\page Second page.\par}`))
-		}, core.FileRTF, 2},
-		{"doc", func(t *testing.T) string { return sofficeConvert(t, bin, docx, "doc:MS Word 97") }, core.FileDOC, 3},
-		{"xls", func(t *testing.T) string { return sofficeConvert(t, bin, xlsx, "xls:MS Excel 97") }, core.FileXLS, 1},
+		}, documents.FileRTF, 2},
+		{"doc", func(t *testing.T) string { return sofficeConvert(t, bin, docx, "doc:MS Word 97") }, documents.FileDOC, 3},
+		{"xls", func(t *testing.T) string { return sofficeConvert(t, bin, xlsx, "xls:MS Excel 97") }, documents.FileXLS, 1},
 	}
 	c := New(Options{})
 	for _, tt := range tests {
@@ -83,7 +84,7 @@ func TestOfficeToPDF(t *testing.T) {
 				t.Fatalf("Detect = %q, %v; want %q", kind, err, tt.kind)
 			}
 			dst := filepath.Join(t.TempDir(), "document.pdf")
-			pages, err := c.ToPDF(context.Background(), core.ConvertRequest{Src: src, Kind: kind, Dst: dst})
+			pages, err := c.ToPDF(context.Background(), documents.ConvertRequest{Src: src, Kind: kind, Dst: dst})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -119,10 +120,10 @@ func TestOfficeBrokenDocument(t *testing.T) {
 	src := writeTemp(t, "source", b)
 	c := New(Options{})
 	kind, err := c.Detect(context.Background(), src)
-	if err != nil || kind != core.FileDOCX {
+	if err != nil || kind != documents.FileDOCX {
 		t.Fatalf("Detect = %q, %v", kind, err)
 	}
-	_, err = c.ToPDF(context.Background(), core.ConvertRequest{Src: src, Kind: kind, Dst: filepath.Join(t.TempDir(), "out.pdf")})
+	_, err = c.ToPDF(context.Background(), documents.ConvertRequest{Src: src, Kind: kind, Dst: filepath.Join(t.TempDir(), "out.pdf")})
 	wantCode(t, err, core.KindUnprocessable, core.CodeConversionFailed)
 }
 
@@ -140,7 +141,7 @@ func TestOfficeConcurrent(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			pages[i], errs[i] = c.ToPDF(context.Background(), core.ConvertRequest{Src: src, Kind: core.FileDOCX, Dst: filepath.Join(t.TempDir(), "out.pdf")})
+			pages[i], errs[i] = c.ToPDF(context.Background(), documents.ConvertRequest{Src: src, Kind: documents.FileDOCX, Dst: filepath.Join(t.TempDir(), "out.pdf")})
 		}()
 	}
 	wg.Wait()
@@ -155,7 +156,7 @@ func TestOfficeMissingLibreOffice(t *testing.T) {
 	t.Parallel()
 	c := New(Options{SofficePath: filepath.Join(t.TempDir(), "no", "soffice")})
 	src := writeTemp(t, "source", docxBytes(t, 1))
-	_, err := c.ToPDF(context.Background(), core.ConvertRequest{Src: src, Kind: core.FileDOCX, Dst: filepath.Join(t.TempDir(), "out.pdf")})
+	_, err := c.ToPDF(context.Background(), documents.ConvertRequest{Src: src, Kind: documents.FileDOCX, Dst: filepath.Join(t.TempDir(), "out.pdf")})
 	wantCode(t, err, core.KindUnsupportedMedia, core.CodeLibreOfficeMissing)
 	if !strings.Contains(err.Error(), "LibreOffice, which is not installed on this server") {
 		t.Errorf("message: %v", err)
@@ -176,7 +177,7 @@ func TestOfficeTimeoutKillsProcessGroup(t *testing.T) {
 	c := New(Options{SofficePath: script, Timeout: 500 * time.Millisecond})
 	src := writeTemp(t, "source", docxBytes(t, 1))
 	start := time.Now()
-	_, err := c.ToPDF(context.Background(), core.ConvertRequest{Src: src, Kind: core.FileDOCX, Dst: filepath.Join(t.TempDir(), "out.pdf")})
+	_, err := c.ToPDF(context.Background(), documents.ConvertRequest{Src: src, Kind: documents.FileDOCX, Dst: filepath.Join(t.TempDir(), "out.pdf")})
 	wantCode(t, err, core.KindUnprocessable, core.CodeConversionFailed)
 	if d := time.Since(start); d > 10*time.Second {
 		t.Errorf("took %s to give up", d)
@@ -226,14 +227,14 @@ func TestOfficeCancelledWhileWaitingForASlot(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	first := make(chan error, 1)
 	go func() {
-		_, err := c.ToPDF(ctx, core.ConvertRequest{Src: src, Kind: core.FileDOCX, Dst: filepath.Join(dir, "a.pdf")})
+		_, err := c.ToPDF(ctx, documents.ConvertRequest{Src: src, Kind: documents.FileDOCX, Dst: filepath.Join(dir, "a.pdf")})
 		first <- err
 	}()
 	// Let the first job take the only slot, then queue a second.
 	time.Sleep(200 * time.Millisecond)
 	second := make(chan error, 1)
 	go func() {
-		_, err := c.ToPDF(ctx, core.ConvertRequest{Src: src, Kind: core.FileDOCX, Dst: filepath.Join(dir, "b.pdf")})
+		_, err := c.ToPDF(ctx, documents.ConvertRequest{Src: src, Kind: documents.FileDOCX, Dst: filepath.Join(dir, "b.pdf")})
 		second <- err
 	}()
 	time.Sleep(100 * time.Millisecond)
@@ -266,9 +267,9 @@ func TestOfficeTooManyPages(t *testing.T) {
 	c := New(Options{SofficePath: script})
 	src := writeTemp(t, "source", docxBytes(t, 1))
 	dst := filepath.Join(dir, "out.pdf")
-	_, err := c.ToPDF(context.Background(), core.ConvertRequest{Src: src, Kind: core.FileDOCX, Dst: dst, MaxPages: 30})
+	_, err := c.ToPDF(context.Background(), documents.ConvertRequest{Src: src, Kind: documents.FileDOCX, Dst: dst, MaxPages: 30})
 	wantCode(t, err, core.KindUnprocessable, core.CodeTooManyPages)
-	if pages, err := c.ToPDF(context.Background(), core.ConvertRequest{Src: src, Kind: core.FileDOCX, Dst: dst, MaxPages: 40}); err != nil || pages != 40 {
+	if pages, err := c.ToPDF(context.Background(), documents.ConvertRequest{Src: src, Kind: documents.FileDOCX, Dst: dst, MaxPages: 40}); err != nil || pages != 40 {
 		t.Fatalf("at the limit: %d pages, %v", pages, err)
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/faxhub/faxhub/core"
+	"github.com/faxhub/faxhub/core/documents"
 )
 
 // The index must read every well-formed layout itself (falling back to
@@ -98,7 +99,7 @@ func TestLargeDamagedPDF(t *testing.T) {
 		t.Fatal(err)
 	}
 	f.Close()
-	_, err = New(Options{}).ToPDF(context.Background(), core.ConvertRequest{Src: p, Kind: core.FilePDF, Dst: p + ".out"})
+	_, err = New(Options{}).ToPDF(context.Background(), documents.ConvertRequest{Src: p, Kind: documents.FilePDF, Dst: p + ".out"})
 	wantCode(t, err, core.KindUnprocessable, core.CodeCorruptDocument)
 }
 
@@ -233,7 +234,7 @@ func TestPDFPageLimitBeforeValidation(t *testing.T) {
 				t.Errorf("page objects = %d, want %d", idx.pageObjects, tt.declared)
 			}
 			p := writeTemp(t, "doc.pdf", tt.data)
-			pages, err := New(Options{}).ToPDF(context.Background(), core.ConvertRequest{Src: p, Kind: core.FilePDF, Dst: p + ".out", MaxPages: 30})
+			pages, err := New(Options{}).ToPDF(context.Background(), documents.ConvertRequest{Src: p, Kind: documents.FilePDF, Dst: p + ".out", MaxPages: 30})
 			if tt.code != "" {
 				wantCode(t, err, core.KindUnprocessable, tt.code)
 				return
@@ -251,6 +252,6 @@ func TestPDFPageLimitLyingCount(t *testing.T) {
 	t.Parallel()
 	b := bytes.Replace(pdfBytes(t, pdfSpec{pages: 40}), []byte("/Count 40"), []byte("/Count 1 "), 1)
 	p := writeTemp(t, "doc.pdf", b)
-	_, err := New(Options{}).ToPDF(context.Background(), core.ConvertRequest{Src: p, Kind: core.FilePDF, Dst: p + ".out", MaxPages: 30})
+	_, err := New(Options{}).ToPDF(context.Background(), documents.ConvertRequest{Src: p, Kind: documents.FilePDF, Dst: p + ".out", MaxPages: 30})
 	wantCode(t, err, core.KindUnprocessable, core.CodeTooManyPages)
 }

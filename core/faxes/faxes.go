@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/faxhub/faxhub/core"
+	"github.com/faxhub/faxhub/core/documents"
 	"github.com/faxhub/faxhub/core/numbers"
 )
 
@@ -55,12 +56,12 @@ func (s *Service) Quote(ctx context.Context, r QuoteRequest) (core.Quote, error)
 	return s.d.Prices.Quote(e164, country, r.Pages, r.Cover)
 }
 
-func (s *Service) ResolveDocument(ctx context.Context, p core.Principal, uploadToken, documentID string) (*core.Document, error) {
+func (s *Service) ResolveDocument(ctx context.Context, p core.Principal, uploadToken, documentID string) (*documents.Document, error) {
 	switch {
 	case uploadToken != "" && documentID != "":
 		return nil, core.Errorf(core.KindInvalid, core.CodeInvalidRequest, "give uploadToken or documentId, not both")
 	case uploadToken != "":
-		return s.core.DocumentFromToken(ctx, p, uploadToken)
+		return s.documents.FromToken(ctx, p, uploadToken)
 	case documentID != "":
 		d, err := s.d.Store.GetDocument(ctx, p.OwnerID, p.Mode, documentID)
 		return d, core.StoreErr(err, "document")
@@ -165,7 +166,7 @@ func (s *Service) newCreditFax(ctx context.Context, p core.Principal, r SendRequ
 // draft is made of.
 type quoted struct {
 	to, country, from string
-	doc               *core.Document
+	doc               *documents.Document
 	quote             core.Quote
 }
 
@@ -430,6 +431,7 @@ type Store interface {
 // job commit together.
 type Tx interface {
 	core.Tx
+	documents.Tx
 	Queries
 }
 
@@ -452,16 +454,19 @@ type Deps struct {
 	Logger  *slog.Logger
 	// Core resolves documents, sender numbers and credits.
 	Core *core.Service
+	// Documents stores and reads the documents it faxes.
+	Documents *documents.Service
 	// Numbers reads and pays the numbers it acts on.
 	Numbers *numbers.Service
 }
 
 // Service sends faxes.
 type Service struct {
-	cfg     core.Config
-	d       Deps
-	core    *core.Service
-	numbers *numbers.Service
+	cfg       core.Config
+	d         Deps
+	core      *core.Service
+	documents *documents.Service
+	numbers   *numbers.Service
 }
 
 // New returns the service; cfg is the kernel's configuration with its
@@ -479,7 +484,7 @@ func New(cfg core.Config, d Deps) (*Service, error) {
 	if d.Prices == nil {
 		d.Prices = core.DefaultPriceTable()
 	}
-	return &Service{cfg: cfg, d: d, core: d.Core, numbers: d.Numbers}, nil
+	return &Service{cfg: cfg, d: d, core: d.Core, numbers: d.Numbers, documents: d.Documents}, nil
 }
 
 func (s *Service) now() time.Time { return core.Clock(s.cfg.Now).Now() }

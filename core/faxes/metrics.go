@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/faxhub/faxhub/core"
+	"github.com/faxhub/faxhub/core/documents"
 )
 
 // DeliveryMetrics observes the end of attempts and faxes.
@@ -28,7 +29,7 @@ func (NopMetrics) AttemptEnded(string, AttemptStatus, time.Duration) {}
 
 func (NopMetrics) FaxEnded(Status, time.Duration) {}
 
-func (NopMetrics) Converted(core.FileKind, bool, time.Duration) {}
+func (NopMetrics) Converted(documents.FileKind, bool, time.Duration) {}
 
 // Snapshot is the database-wide state that monitoring reads at scrape
 // time. Every replica reads the same numbers: aggregate them across

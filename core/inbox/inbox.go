@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/faxhub/faxhub/core"
+	"github.com/faxhub/faxhub/core/documents"
 	"github.com/faxhub/faxhub/core/faxes"
 	"github.com/faxhub/faxhub/core/numbers"
 )
@@ -225,7 +226,7 @@ type Deps struct {
 	Store       Store
 	Queue       Queue
 	Blobs       core.BlobStore
-	Converter   core.Converter
+	Converter   documents.Converter
 	Destination core.DestinationChecker
 	// Providers names the provider a fax arrived through.
 	Providers map[core.Mode]faxes.Provider
@@ -234,6 +235,8 @@ type Deps struct {
 	Logger *slog.Logger
 	// Core signs download links, stores blobs and charges rate limits.
 	Core *core.Service
+	// Documents stores and reads the documents it faxes.
+	Documents *documents.Service
 	// Numbers reads and pays the numbers it acts on.
 	Numbers *numbers.Service
 	// Faxes creates, prices and reads faxes and drafts.
@@ -242,11 +245,12 @@ type Deps struct {
 
 // Service runs the inbox.
 type Service struct {
-	cfg     core.Config
-	d       Deps
-	core    *core.Service
-	numbers *numbers.Service
-	faxes   *faxes.Service
+	cfg       core.Config
+	d         Deps
+	core      *core.Service
+	documents *documents.Service
+	numbers   *numbers.Service
+	faxes     *faxes.Service
 }
 
 // New returns the inbox; cfg is the kernel's configuration with its
@@ -255,7 +259,7 @@ func New(cfg core.Config, d Deps) *Service {
 	if d.Logger == nil {
 		d.Logger = slog.New(slog.DiscardHandler)
 	}
-	return &Service{cfg: cfg, d: d, core: d.Core, faxes: d.Faxes, numbers: d.Numbers}
+	return &Service{cfg: cfg, d: d, core: d.Core, faxes: d.Faxes, numbers: d.Numbers, documents: d.Documents}
 }
 
 func (s *Service) now() time.Time { return core.Clock(s.cfg.Now).Now() }

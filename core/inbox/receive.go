@@ -12,6 +12,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/faxhub/faxhub/core"
+	"github.com/faxhub/faxhub/core/documents"
 	"github.com/faxhub/faxhub/core/numbers"
 )
 
@@ -168,14 +169,14 @@ func (s *Service) processInbound(ctx context.Context, f *InboundFax, lastAttempt
 		return err
 	}
 	pdf := filepath.Join(dir, "document.pdf")
-	pages, err := s.d.Converter.ToPDF(ctx, core.ConvertRequest{Src: src, Kind: kind, Dst: pdf, OwnerID: f.OwnerID, MaxPages: s.cfg.MaxPages})
+	pages, err := s.d.Converter.ToPDF(ctx, documents.ConvertRequest{Src: src, Kind: kind, Dst: pdf, OwnerID: f.OwnerID, MaxPages: s.cfg.MaxPages})
 	if err != nil {
 		return err
 	}
 	if pages < 1 {
 		return core.Errorf(core.KindUnprocessable, core.CodeCorruptDocument, "the received document has no pages")
 	}
-	if kind == core.FilePDF {
+	if kind == documents.FilePDF {
 		pdf = src
 	}
 	text := ExtractedText{Status: TextFailed, Method: "none", Note: "no text reader is configured"}
@@ -198,7 +199,7 @@ func (s *Service) processInbound(ctx context.Context, f *InboundFax, lastAttempt
 		text.Text, text.Status = core.CutUTF8(text.Text, MaxText), TextTruncated
 	}
 	key := "inbox/" + f.ID + ".pdf"
-	size, err := s.core.PutFile(ctx, key, pdf, string(core.FilePDF))
+	size, err := s.documents.PutFile(ctx, key, pdf, string(documents.FilePDF))
 	if err != nil {
 		return core.WrapErr(core.Errorf(core.KindUnavailable, core.CodeInternal, "storing the received fax failed"), err)
 	}
@@ -245,7 +246,7 @@ func (s *Service) fetchInbound(ctx context.Context, f *InboundFax, dst string) e
 		rc = r
 	}
 	defer rc.Close()
-	n, _, err := core.Spool(dst, rc, s.cfg.MaxUploadBytes)
+	n, _, err := documents.Spool(dst, rc, s.cfg.MaxUploadBytes)
 	if err != nil {
 		var e *core.Error
 		if errors.As(err, &e) && e.Kind == core.KindTooLarge {
@@ -429,7 +430,7 @@ func (s *Service) DeliverTestFax(ctx context.Context, ownerID string, t TestInbo
 	}
 	ref := "sim_" + core.RandomString(10)
 	key := "inbox/incoming-" + ref
-	if _, err := s.core.PutFile(ctx, key, t.Path, "application/octet-stream"); err != nil {
+	if _, err := s.documents.PutFile(ctx, key, t.Path, "application/octet-stream"); err != nil {
 		return nil, err
 	}
 	f, err := s.ReceiveFax(ctx, InboundNotice{

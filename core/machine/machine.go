@@ -41,6 +41,7 @@ import (
 	"time"
 
 	"github.com/faxhub/faxhub/core"
+	"github.com/faxhub/faxhub/core/documents"
 	"github.com/faxhub/faxhub/core/faxes"
 	"github.com/faxhub/faxhub/core/payments"
 )
@@ -256,7 +257,7 @@ type Deps struct {
 	// are offered; empty with machine payments on, the endpoint answers
 	// machine_payments_not_available.
 	Machine     []Method
-	Converter   core.Converter
+	Converter   documents.Converter
 	Destination core.DestinationChecker
 	// Providers: a method is offered only while a fax provider of its mode
 	// is configured.
@@ -264,6 +265,8 @@ type Deps struct {
 	Logger    *slog.Logger
 	// Core creates the fax, stores the document and prices the request.
 	Core *core.Service
+	// Documents stores and reads the documents it faxes.
+	Documents *documents.Service
 	// Faxes creates, prices and reads faxes and drafts.
 	Faxes *faxes.Service
 	// Binder computes challenge ids (rest/mpp's, wired by the app);
@@ -273,11 +276,12 @@ type Deps struct {
 
 // Service is machine payments.
 type Service struct {
-	cfg   Config
-	kc    core.Config
-	d     Deps
-	core  *core.Service
-	faxes *faxes.Service
+	cfg       Config
+	kc        core.Config
+	d         Deps
+	core      *core.Service
+	documents *documents.Service
+	faxes     *faxes.Service
 }
 
 // New returns machine payments; kc is the kernel's configuration (origins,
@@ -287,7 +291,7 @@ func New(cfg Config, kc core.Config, d Deps) *Service {
 	if d.Logger == nil {
 		d.Logger = slog.New(slog.DiscardHandler)
 	}
-	return &Service{cfg: cfg, kc: kc, d: d, core: d.Core, faxes: d.Faxes}
+	return &Service{cfg: cfg, kc: kc, d: d, core: d.Core, faxes: d.Faxes, documents: d.Documents}
 }
 
 func (s *Service) now() time.Time { return core.Clock(s.kc.Now).Now() }

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/faxhub/faxhub/core"
+	"github.com/faxhub/faxhub/core/documents"
 	"github.com/faxhub/faxhub/core/faxes"
 	"github.com/faxhub/faxhub/core/payments"
 	"github.com/faxhub/faxhub/core/seal"
@@ -180,11 +181,11 @@ func (s *Service) machinePages(ctx context.Context, pdf []byte, clientIP string,
 	if err != nil && core.ErrorCode(err) != core.CodeUnsupportedType {
 		return fail(err)
 	}
-	if err != nil || kind != core.FilePDF {
-		return fail(core.Errorf(core.KindUnsupportedMedia, core.CodeUnsupportedType, "the machine endpoint takes a PDF").With("supported", []core.FileKind{core.FilePDF}))
+	if err != nil || kind != documents.FilePDF {
+		return fail(core.Errorf(core.KindUnsupportedMedia, core.CodeUnsupportedType, "the machine endpoint takes a PDF").With("supported", []documents.FileKind{documents.FilePDF}))
 	}
-	pages, err := s.d.Converter.ToPDF(ctx, core.ConvertRequest{
-		Src: src, Kind: core.FilePDF, Dst: filepath.Join(dir, "converted.pdf"), OwnerID: "machine:" + clientIP, MaxPages: s.kc.MaxPages,
+	pages, err := s.d.Converter.ToPDF(ctx, documents.ConvertRequest{
+		Src: src, Kind: documents.FilePDF, Dst: filepath.Join(dir, "converted.pdf"), OwnerID: "machine:" + clientIP, MaxPages: s.kc.MaxPages,
 	})
 	if err != nil {
 		return fail(err)
@@ -607,7 +608,7 @@ func (s *Service) claimChallenge(ctx context.Context, r FaxRequest, req *Request
 	if err == nil && claim.DocumentID == doc.ID {
 		return claim, nil, nil
 	}
-	if derr := s.core.DeleteBlobs(context.WithoutCancel(ctx), doc); derr != nil {
+	if derr := s.documents.DeleteBlobs(context.WithoutCancel(ctx), doc); derr != nil {
 		s.d.Logger.WarnContext(ctx, "delete blobs of a machine document that was not stored", "err", derr)
 	}
 	if err == nil {
@@ -664,7 +665,7 @@ func (s *Service) existingClaim(ctx context.Context, prev *Claim, r FaxRequest, 
 
 // machineDocument stores the PDF's blob and returns its document row, for
 // the claim's transaction to insert.
-func (s *Service) machineDocument(ctx context.Context, r FaxRequest, mode core.Mode, pages int) (*core.Document, error) {
+func (s *Service) machineDocument(ctx context.Context, r FaxRequest, mode core.Mode, pages int) (*documents.Document, error) {
 	dir, err := os.MkdirTemp(s.kc.TempDir, "faxhub-machine-")
 	if err != nil {
 		return nil, fmt.Errorf("spool machine document: %w", err)
@@ -675,13 +676,13 @@ func (s *Service) machineDocument(ctx context.Context, r FaxRequest, mode core.M
 		return nil, fmt.Errorf("spool machine document: %w", err)
 	}
 	sum := sha256.Sum256(r.PDF)
-	doc := &core.Document{
-		ID: core.NewID(core.PrefixDocument), OwnerID: core.MachineOwnerID, Mode: mode, SourceType: string(core.FilePDF),
+	doc := &documents.Document{
+		ID: core.NewID(core.PrefixDocument), OwnerID: core.MachineOwnerID, Mode: mode, SourceType: string(documents.FilePDF),
 		SourceBytes: int64(len(r.PDF)), Pages: pages, SHA256: hex.EncodeToString(sum[:]), CreatedAt: s.now(),
 	}
 	doc.SourceKey = fmt.Sprintf("%s/%s/%s/source", core.MachineOwnerID, mode, doc.ID)
 	doc.PDFKey = doc.SourceKey
-	if doc.PDFBytes, err = s.core.PutFile(ctx, doc.SourceKey, src, string(core.FilePDF)); err != nil {
+	if doc.PDFBytes, err = s.documents.PutFile(ctx, doc.SourceKey, src, string(documents.FilePDF)); err != nil {
 		return nil, err
 	}
 	return doc, nil

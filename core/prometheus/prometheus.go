@@ -16,7 +16,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
-	"github.com/faxhub/faxhub/core"
+	"github.com/faxhub/faxhub/core/documents"
 	"github.com/faxhub/faxhub/core/faxes"
 )
 
@@ -64,8 +64,8 @@ type Metrics struct {
 }
 
 var (
-	_ faxes.DeliveryMetrics  = (*Metrics)(nil)
-	_ core.ConversionMetrics = (*Metrics)(nil)
+	_ faxes.DeliveryMetrics       = (*Metrics)(nil)
+	_ documents.ConversionMetrics = (*Metrics)(nil)
 )
 
 type attemptKey struct {
@@ -74,7 +74,7 @@ type attemptKey struct {
 }
 
 type conversionKey struct {
-	kind core.FileKind
+	kind documents.FileKind
 	ok   bool
 }
 
@@ -207,7 +207,7 @@ func (m *Metrics) FaxEnded(state faxes.Status, took time.Duration) {
 }
 
 // Converted implements core.Metrics.
-func (m *Metrics) Converted(kind core.FileKind, ok bool, took time.Duration) {
+func (m *Metrics) Converted(kind documents.FileKind, ok bool, took time.Duration) {
 	s := m.conversionSeries.get(conversionKey{kind, ok})
 	s.count.Inc()
 	s.time.Observe(took.Seconds())
@@ -249,31 +249,31 @@ func (c *seriesCache[K]) get(k K) series {
 
 // fileType is a conversion's type label: a short name for each kind the
 // converter detects.
-func fileType(k core.FileKind) string {
+func fileType(k documents.FileKind) string {
 	switch k {
-	case core.FilePDF:
+	case documents.FilePDF:
 		return "pdf"
-	case core.FilePNG:
+	case documents.FilePNG:
 		return "png"
-	case core.FileJPEG:
+	case documents.FileJPEG:
 		return "jpeg"
-	case core.FileTIFF:
+	case documents.FileTIFF:
 		return "tiff"
-	case core.FileGIF:
+	case documents.FileGIF:
 		return "gif"
-	case core.FileDOC:
+	case documents.FileDOC:
 		return "doc"
-	case core.FileDOCX:
+	case documents.FileDOCX:
 		return "docx"
-	case core.FileXLS:
+	case documents.FileXLS:
 		return "xls"
-	case core.FileXLSX:
+	case documents.FileXLSX:
 		return "xlsx"
-	case core.FileODT:
+	case documents.FileODT:
 		return "odt"
-	case core.FileODS:
+	case documents.FileODS:
 		return "ods"
-	case core.FileRTF:
+	case documents.FileRTF:
 		return "rtf"
 	}
 	return "other"

@@ -7,7 +7,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
 
-	"github.com/faxhub/faxhub/core"
+	"github.com/faxhub/faxhub/core/documents"
 	"github.com/faxhub/faxhub/core/faxes"
 )
 
@@ -17,11 +17,11 @@ func TestEventsDoNotAllocate(t *testing.T) {
 	m := New(Options{})
 	m.AttemptEnded("simulated", faxes.AttemptDelivered, time.Second)
 	m.FaxEnded(faxes.Delivered, time.Minute)
-	m.Converted(core.FilePDF, true, time.Millisecond)
+	m.Converted(documents.FilePDF, true, time.Millisecond)
 	if n := testing.AllocsPerRun(100, func() {
 		m.AttemptEnded("simulated", faxes.AttemptDelivered, time.Second)
 		m.FaxEnded(faxes.Delivered, time.Minute)
-		m.Converted(core.FilePDF, true, time.Millisecond)
+		m.Converted(documents.FilePDF, true, time.Millisecond)
 	}); n != 0 {
 		t.Errorf("%v allocations per event, want 0", n)
 	}

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/faxhub/faxhub/core"
+	"github.com/faxhub/faxhub/core/documents"
 	"github.com/faxhub/faxhub/core/inbox"
 )
 
@@ -55,7 +56,7 @@ type PurgeStore interface {
 	// PurgeableDocuments lists up to n documents whose blobs are due for
 	// deletion: unsent (no fax, no live draft) and uploaded before
 	// unsentBefore, or sent with every fax ended before sentBefore.
-	PurgeableDocuments(ctx context.Context, now, unsentBefore, sentBefore time.Time, n int) ([]core.Document, error)
+	PurgeableDocuments(ctx context.Context, now, unsentBefore, sentBefore time.Time, n int) ([]documents.Document, error)
 	// MarkDocumentPurged marks a document purged if it is still due;
 	// ErrConflict if a fax started using it meanwhile. A purged document
 	// is not found by GetDocument.

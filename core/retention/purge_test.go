@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/faxhub/faxhub/core"
+	"github.com/faxhub/faxhub/core/documents"
 	"github.com/faxhub/faxhub/core/faxes"
 	"github.com/faxhub/faxhub/core/services"
 	"github.com/faxhub/faxhub/internal/testenv"
@@ -41,13 +42,13 @@ func TestPurgeRetention(t *testing.T) {
 	clock := testenv.NewClock()
 	e := testenv.New(t, testenv.WithConfig(func(c *services.Config) { c.Now = clock.Now }))
 	p := e.Principal(t, e.KeyATest)
-	put := func() (string, *core.Document) {
+	put := func() (string, *documents.Document) {
 		t.Helper()
-		c, err := e.Svc.Core.CreateUpload(ctx, p, "", 0)
+		c, err := e.Svc.Documents.CreateUpload(ctx, p, "", 0)
 		if err != nil {
 			t.Fatal(err)
 		}
-		d, err := e.Svc.Core.ReceiveUpload(ctx, c.UploadToken, bytes.NewReader(testenv.MinimalPDF(1)))
+		d, err := e.Svc.Documents.ReceiveUpload(ctx, c.UploadToken, bytes.NewReader(testenv.MinimalPDF(1)))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -91,11 +92,11 @@ func TestPurgeRetention(t *testing.T) {
 	if !slices.Equal(blobs.deleted, want) {
 		t.Fatalf("deleted blobs %v, want %v", blobs.deleted, want)
 	}
-	for _, d := range []*core.Document{unsent, sent} {
-		_, err := e.Svc.Core.GetDocument(ctx, p, d.ID)
+	for _, d := range []*documents.Document{unsent, sent} {
+		_, err := e.Svc.Documents.Get(ctx, p, d.ID)
 		testenv.WantCode(t, err, core.CodeNotFound)
 	}
-	if _, err := e.Svc.Core.GetDocument(ctx, p, fresh.ID); err != nil {
+	if _, err := e.Svc.Documents.Get(ctx, p, fresh.ID); err != nil {
 		t.Fatalf("a 1-day-old document was purged: %v", err)
 	}
 	_, _, err = e.Svc.Faxes.Send(ctx, p, "purge-2", faxes.SendRequest{To: "+12125550100", UploadToken: unsentTok})

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/faxhub/faxhub/core"
+	"github.com/faxhub/faxhub/core/documents"
 )
 
 // Store is what the garbage collector reads and deletes.
@@ -22,7 +23,7 @@ type Store interface {
 
 // Documents deletes the blobs of a document the collector marked purged.
 type Documents interface {
-	DeleteBlobs(ctx context.Context, d *core.Document) error
+	DeleteBlobs(ctx context.Context, d *documents.Document) error
 }
 
 // Deps are the ports the collector drives.

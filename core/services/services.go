@@ -13,6 +13,7 @@ import (
 	"github.com/faxhub/faxhub/core"
 	"github.com/faxhub/faxhub/core/agents"
 	"github.com/faxhub/faxhub/core/checkout"
+	"github.com/faxhub/faxhub/core/documents"
 	"github.com/faxhub/faxhub/core/faxes"
 	"github.com/faxhub/faxhub/core/hosts"
 	"github.com/faxhub/faxhub/core/inbox"
@@ -36,6 +37,7 @@ type Store interface {
 	checkout.Queries
 	inbox.Queries
 	numbers.Queries
+	documents.Queries
 }
 
 // Tx is a transaction of the database with every feature's queries (the
@@ -50,13 +52,14 @@ type Tx interface {
 	checkout.Tx
 	inbox.Tx
 	numbers.Tx
+	documents.Tx
 }
 
 // Metrics counts what the features observe (core/prometheus): attempts and
 // faxes that end, and conversions.
 type Metrics interface {
 	faxes.DeliveryMetrics
-	core.ConversionMetrics
+	documents.ConversionMetrics
 }
 
 // Queue is the job queue (core/queue): deliveries, number orders and
@@ -72,7 +75,7 @@ type Deps struct {
 	Store       Store
 	Queue       Queue
 	Blobs       core.BlobStore
-	Converter   core.Converter
+	Converter   documents.Converter
 	Destination core.DestinationChecker
 	Prices      *core.PriceTable
 	Logger      *slog.Logger
@@ -124,6 +127,7 @@ type Config struct {
 // Set is every feature service of one process.
 type Set struct {
 	Core      *core.Service
+	Documents *documents.Service
 	Faxes     *faxes.Service
 	Numbers   *numbers.Service
 	Agents    *agents.Service
@@ -152,14 +156,14 @@ func New(cfg Config, deps Deps) (*Set, error) {
 	if deps.Metrics != nil {
 		delivery = deps.Metrics
 		if deps.Converter != nil {
-			deps.Converter = core.ObservedConverter(deps.Converter, deps.Metrics, cfg.Now)
+			deps.Converter = documents.ObservedConverter(deps.Converter, deps.Metrics, cfg.Now)
 		}
 	}
 	// An approval's decision is followed by the feature that asked for it;
 	// the features are built after core, which records the decisions.
 	set := &Set{}
 	cd := core.Deps{
-		Store: deps.Store, Blobs: deps.Blobs, Converter: deps.Converter, Destination: deps.Destination,
+		Store: deps.Store, Blobs: deps.Blobs, Destination: deps.Destination,
 		Prices: deps.Prices, Logger: deps.Logger, Signer: deps.Signer, PaymentMethods: deps.PaymentMethods,
 	}
 	cd.Approvals = map[core.ApprovalKind]core.ApprovalHandler{
@@ -186,6 +190,7 @@ func New(cfg Config, deps Deps) (*Set, error) {
 	cfg.Config = c.Config()
 	cfg.Machine.SetDefaults()
 	kc := cfg.Config
+	docs := documents.New(kc, documents.Deps{Store: deps.Store, Blobs: deps.Blobs, Converter: deps.Converter, Logger: deps.Logger, Core: c})
 	cfg.Numbers.SetDefaults()
 	nums := numbers.New(kc, cfg.Numbers, numbers.Deps{
 		Store: deps.Store, Queue: deps.Queue, Providers: deps.Numbers, Destination: deps.Destination,
@@ -193,22 +198,23 @@ func New(cfg Config, deps Deps) (*Set, error) {
 	})
 	fx, err := faxes.New(kc, faxes.Deps{
 		Store: deps.Store, Blobs: deps.Blobs, Destination: deps.Destination, Queue: deps.Queue, Providers: deps.Providers,
-		PayerRefunds: machine.NewPayers(deps.Machine), Metrics: delivery, Prices: deps.Prices, Logger: deps.Logger, Core: c, Numbers: nums,
+		PayerRefunds: machine.NewPayers(deps.Machine), Metrics: delivery, Prices: deps.Prices, Logger: deps.Logger, Core: c, Numbers: nums, Documents: docs,
 	})
 	if err != nil {
 		return nil, err
 	}
 	*set = Set{
-		cfg:     cfg,
-		Core:    c,
-		Faxes:   fx,
-		Numbers: nums,
+		cfg:       cfg,
+		Core:      c,
+		Documents: docs,
+		Faxes:     fx,
+		Numbers:   nums,
 		Machine: machine.New(cfg.Machine, kc, machine.Deps{
 			Store: deps.Store, Machine: deps.Machine, Converter: deps.Converter, Destination: deps.Destination,
-			Providers: deps.Providers, Logger: deps.Logger, Core: c, Faxes: fx, Binder: deps.MachineBinder,
+			Providers: deps.Providers, Logger: deps.Logger, Core: c, Faxes: fx, Documents: docs, Binder: deps.MachineBinder,
 		}),
 		Retention: retention.New(cfg.Storage, core.Clock(cfg.Now), retention.Deps{
-			Store: deps.Store, Blobs: deps.Blobs, Documents: c, AuthState: deps.AuthState, Logger: deps.Logger,
+			Store: deps.Store, Blobs: deps.Blobs, Documents: docs, AuthState: deps.AuthState, Logger: deps.Logger,
 		}),
 		Checkout: checkout.New(kc, checkout.Deps{
 			Store: deps.Store, Gateways: deps.Checkout, Prices: deps.Prices, Logger: deps.Logger, Core: c, Faxes: fx, Numbers: nums,
@@ -219,7 +225,7 @@ func New(cfg Config, deps Deps) (*Set, error) {
 		}),
 		Inbox: inbox.New(kc, inbox.Deps{
 			Store: deps.Store, Queue: deps.Queue, Blobs: deps.Blobs, Converter: deps.Converter, Destination: deps.Destination,
-			Providers: deps.Providers, Text: deps.Text, Logger: deps.Logger, Core: c, Faxes: fx, Numbers: nums,
+			Providers: deps.Providers, Text: deps.Text, Logger: deps.Logger, Core: c, Faxes: fx, Documents: docs, Numbers: nums,
 		}),
 		Tasks: tasks.New(kc, tasks.Deps{
 			Store: deps.Store, Signer: deps.Signer, PaymentMethods: deps.PaymentMethods, Prices: deps.Prices,

@@ -6,12 +6,13 @@ import (
 	"time"
 
 	"github.com/faxhub/faxhub/core"
+	"github.com/faxhub/faxhub/core/documents"
 	"github.com/faxhub/faxhub/core/faxes"
 )
 
 const uploadCols = "id, owner_id, mode, content_type, max_bytes, created_at, expires_at, claimed_at, document_id"
 
-func (x q) CreateUpload(ctx context.Context, u *core.Upload) error {
+func (x q) CreateUpload(ctx context.Context, u *documents.Upload) error {
 	err := x.insert(ctx, `INSERT INTO uploads (`+uploadCols+`)
 		VALUES (:id, :owner_id, :mode, :content_type, :max_bytes, :created_at, :expires_at, :claimed_at, :document_id)
 		ON CONFLICT DO NOTHING`, u)
@@ -21,8 +22,8 @@ func (x q) CreateUpload(ctx context.Context, u *core.Upload) error {
 	return nil
 }
 
-func (x q) GetUpload(ctx context.Context, id string) (*core.Upload, error) {
-	var u core.Upload
+func (x q) GetUpload(ctx context.Context, id string) (*documents.Upload, error) {
+	var u documents.Upload
 	if err := x.get(ctx, x.reader(), &u, "SELECT "+uploadCols+" FROM uploads WHERE id = ?", id); err != nil {
 		return nil, fmt.Errorf("get upload: %w", err)
 	}
@@ -91,7 +92,7 @@ func (x q) CompleteUpload(ctx context.Context, id, claimID, documentID string) e
 
 const documentCols = "id, owner_id, mode, source_type, source_bytes, source_key, pdf_key, pdf_bytes, pages, sha256, created_at"
 
-func (x q) CreateDocument(ctx context.Context, d *core.Document) error {
+func (x q) CreateDocument(ctx context.Context, d *documents.Document) error {
 	err := x.insert(ctx, `INSERT INTO documents (`+documentCols+`)
 		VALUES (:id, :owner_id, :mode, :source_type, :source_bytes, :source_key, :pdf_key, :pdf_bytes, :pages, :sha256, :created_at)
 		ON CONFLICT DO NOTHING`, d)
@@ -101,8 +102,8 @@ func (x q) CreateDocument(ctx context.Context, d *core.Document) error {
 	return nil
 }
 
-func (x q) GetUploadDocument(ctx context.Context, uploadID, ownerID string, mode core.Mode) (*core.Document, error) {
-	var d core.Document
+func (x q) GetUploadDocument(ctx context.Context, uploadID, ownerID string, mode core.Mode) (*documents.Document, error) {
+	var d documents.Document
 	if err := x.get(ctx, x.reader(), &d, "SELECT "+documentCols+` FROM documents
 		WHERE id = (SELECT document_id FROM uploads WHERE id = ?) AND owner_id = ? AND mode = ? AND purged_at IS NULL`, uploadID, ownerID, mode); err != nil {
 		return nil, fmt.Errorf("get uploaded document: %w", err)
@@ -112,8 +113,8 @@ func (x q) GetUploadDocument(ctx context.Context, uploadID, ownerID string, mode
 
 // GetDocument reads a document whose blobs are still there: a purged one
 // is ErrNoRows, so nothing new can use it.
-func (x q) GetDocument(ctx context.Context, ownerID string, mode core.Mode, id string) (*core.Document, error) {
-	var d core.Document
+func (x q) GetDocument(ctx context.Context, ownerID string, mode core.Mode, id string) (*documents.Document, error) {
+	var d documents.Document
 	if err := x.get(ctx, x.reader(), &d, "SELECT "+documentCols+" FROM documents WHERE id = ? AND owner_id = ? AND mode = ? AND purged_at IS NULL", id, ownerID, mode); err != nil {
 		return nil, fmt.Errorf("get document: %w", err)
 	}

@@ -6,8 +6,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/faxhub/faxhub/core"
 	"github.com/faxhub/faxhub/core/checkout"
+	"github.com/faxhub/faxhub/core/documents"
 	"github.com/faxhub/faxhub/core/tasks"
 )
 
@@ -109,8 +109,8 @@ const purgeableDocument = `d.purged_at IS NULL AND (
 		AND NOT EXISTS (SELECT 1 FROM faxes f WHERE f.document_id = d.id
 			AND (f.status NOT IN ('delivered', 'partial', 'failed', 'canceled') OR f.completed_at IS NULL OR f.completed_at >= ?))))`
 
-func (x q) PurgeableDocuments(ctx context.Context, now, unsentBefore, sentBefore time.Time, n int) ([]core.Document, error) {
-	var out []core.Document
+func (x q) PurgeableDocuments(ctx context.Context, now, unsentBefore, sentBefore time.Time, n int) ([]documents.Document, error) {
+	var out []documents.Document
 	err := x.sel(ctx, &out, "SELECT "+prefixed("d.", documentCols)+" FROM documents d WHERE "+purgeableDocument+
 		" ORDER BY d.created_at, d.id"+limit(n), unsentBefore, unsentBefore, now, sentBefore, sentBefore)
 	if err != nil {

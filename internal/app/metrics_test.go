@@ -16,6 +16,7 @@ import (
 	"github.com/prometheus/common/model"
 
 	"github.com/faxhub/faxhub/core"
+	"github.com/faxhub/faxhub/core/documents"
 	"github.com/faxhub/faxhub/core/faxes"
 	"github.com/faxhub/faxhub/core/provider/simulated"
 	"github.com/faxhub/faxhub/internal/testenv"
@@ -79,14 +80,14 @@ func (m *metricsEnv) call(method, path, key string, body []byte, hdr map[string]
 func (m *metricsEnv) sendFax(key string) (int, string) {
 	m.t.Helper()
 	status, b := m.call("POST", "/api/v1/uploads", key, []byte(`{}`), map[string]string{"Content-Type": "application/json"})
-	var up core.UploadCapability
+	var up documents.Capability
 	if status != http.StatusOK || json.Unmarshal(b, &up) != nil {
 		m.t.Fatalf("create upload: %d %s", status, b)
 	}
 	status, b = m.call("PUT", strings.TrimPrefix(up.UploadURL, m.Svc.Config().APIURL), "", testenv.MinimalPDF(1),
 		map[string]string{"Content-Type": "application/pdf"})
 	var doc struct {
-		Document core.Document `json:"document"`
+		Document documents.Document `json:"document"`
 	}
 	if status != http.StatusOK || json.Unmarshal(b, &doc) != nil || doc.Document.ID == "" {
 		m.t.Fatalf("upload: %d %s", status, b)
@@ -430,22 +431,22 @@ func TestMetricsDeliveryOutcomes(t *testing.T) {
 		"+12125550104", // the call drops half way: one partial attempt
 		"+12125550105", // the API errors once: a failed attempt, then delivered
 	} {
-		capa, err := m.Svc.Core.CreateUpload(ctx, p, "", 0)
+		capa, err := m.Svc.Documents.CreateUpload(ctx, p, "", 0)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := m.Svc.Core.ReceiveUpload(ctx, capa.UploadToken, bytes.NewReader(testenv.MinimalPDF(2))); err != nil {
+		if _, err := m.Svc.Documents.ReceiveUpload(ctx, capa.UploadToken, bytes.NewReader(testenv.MinimalPDF(2))); err != nil {
 			t.Fatal(err)
 		}
 		if _, _, err := m.Svc.Faxes.Send(ctx, p, "metrics-"+to, faxes.SendRequest{To: to, UploadToken: capa.UploadToken}); err != nil {
 			t.Fatal(err)
 		}
 	}
-	capa, err := m.Svc.Core.CreateUpload(ctx, p, "", 0)
+	capa, err := m.Svc.Documents.CreateUpload(ctx, p, "", 0)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := m.Svc.Core.ReceiveUpload(ctx, capa.UploadToken, strings.NewReader("%PDF-1.4\nnot really a PDF\n")); err == nil {
+	if _, err := m.Svc.Documents.ReceiveUpload(ctx, capa.UploadToken, strings.NewReader("%PDF-1.4\nnot really a PDF\n")); err == nil {
 		t.Fatal("a broken PDF was accepted")
 	}
 	m.DrainQueue(t)

@@ -51,11 +51,11 @@ func WantCode(t testing.TB, err error, code string) {
 func (e *Env) Upload(t testing.TB, p core.Principal, pages int) string {
 	t.Helper()
 	ctx := context.Background()
-	capa, err := e.Svc.Core.CreateUpload(ctx, p, "", 0)
+	capa, err := e.Svc.Documents.CreateUpload(ctx, p, "", 0)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := e.Svc.Core.ReceiveUpload(ctx, capa.UploadToken, bytes.NewReader(MinimalPDF(pages))); err != nil {
+	if _, err := e.Svc.Documents.ReceiveUpload(ctx, capa.UploadToken, bytes.NewReader(MinimalPDF(pages))); err != nil {
 		t.Fatal(err)
 	}
 	return capa.UploadToken

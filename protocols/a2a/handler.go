@@ -182,7 +182,7 @@ func (rh *requestHandler) runSkill(ctx context.Context, p core.Principal, msg *a
 		}
 		return reply(msg, quoteView(q)), nil
 	case *createUploadArgs:
-		c, err := svc.Core.CreateUpload(ctx, p, a.ContentType, 0)
+		c, err := svc.Documents.CreateUpload(ctx, p, a.ContentType, 0)
 		if err != nil {
 			return nil, rh.fail(ctx, s.ID, err, targetSkill)
 		}

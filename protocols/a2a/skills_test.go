@@ -95,11 +95,11 @@ func TestImmediateSkills(t *testing.T) {
 func sendFaxWithCredits(t *testing.T, e *env, p core.Principal) *faxes.Fax {
 	t.Helper()
 	ctx := t.Context()
-	up, err := e.a.Svc.Core.CreateUpload(ctx, p, "", 0)
+	up, err := e.a.Svc.Documents.CreateUpload(ctx, p, "", 0)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := e.a.Svc.Core.ReceiveUpload(ctx, up.UploadToken, bytes.NewReader(testenv.MinimalPDF(1))); err != nil {
+	if _, err := e.a.Svc.Documents.ReceiveUpload(ctx, up.UploadToken, bytes.NewReader(testenv.MinimalPDF(1))); err != nil {
 		t.Fatal(err)
 	}
 	d, err := e.a.Svc.Faxes.CreateDraft(ctx, p, faxes.CreateDraftRequest{To: "+12125550100", UploadToken: up.UploadToken})

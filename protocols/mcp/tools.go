@@ -278,7 +278,7 @@ func (h *Handler) createUpload(ctx context.Context, _ *mcp.CallToolRequest, in c
 			return nil, uploadOut{}, fmt.Errorf("file_too_large: inline files are limited to %d bytes (256 KB); PUT larger files to uploadUrl", MaxInlineBytes)
 		}
 	}
-	c, err := h.svc.Core.CreateUpload(ctx, p, in.ContentType, 0)
+	c, err := h.svc.Documents.CreateUpload(ctx, p, in.ContentType, 0)
 	if err != nil {
 		return nil, uploadOut{}, h.toolError(ctx, tool, err)
 	}
@@ -291,7 +291,7 @@ func (h *Handler) createUpload(ctx context.Context, _ *mcp.CallToolRequest, in c
 		Method: c.Method, ExpiresAt: rfc3339(c.ExpiresAt), MaxBytes: c.MaxBytes,
 	}
 	if data != nil {
-		doc, err := h.svc.Core.ReceiveUpload(ctx, c.UploadToken, bytes.NewReader(data))
+		doc, err := h.svc.Documents.ReceiveUpload(ctx, c.UploadToken, bytes.NewReader(data))
 		if err != nil {
 			return nil, uploadOut{}, h.toolError(ctx, tool, err)
 		}

@@ -110,11 +110,11 @@ func (e *env) checkout(t *testing.T, id string) *checkout.Checkout {
 // provider, which tests do not have) and starts its checkout.
 func (e *env) draft(t *testing.T) (*faxes.Draft, *checkout.Checkout) {
 	t.Helper()
-	capa, err := e.Svc.Core.CreateUpload(ctx, e.live(), "", 0)
+	capa, err := e.Svc.Documents.CreateUpload(ctx, e.live(), "", 0)
 	if err != nil {
 		t.Fatal(err)
 	}
-	doc, err := e.Svc.Core.ReceiveUpload(ctx, capa.UploadToken, bytes.NewReader(testenv.MinimalPDF(1)))
+	doc, err := e.Svc.Documents.ReceiveUpload(ctx, capa.UploadToken, bytes.NewReader(testenv.MinimalPDF(1)))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package core_test
+package documents_test
 
 import (
 	"bytes"
@@ -33,23 +33,23 @@ func TestUploadRateLimit(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			p := e.Principal(t, tc.key)
 			for i := range tc.burst {
-				if _, err := e.Svc.Core.CreateUpload(ctx, p, "", 0); err != nil {
+				if _, err := e.Svc.Documents.CreateUpload(ctx, p, "", 0); err != nil {
 					t.Fatalf("upload %d of the burst: %v", i+1, err)
 				}
 			}
-			_, err := e.Svc.Core.CreateUpload(ctx, p, "", 0)
+			_, err := e.Svc.Documents.CreateUpload(ctx, p, "", 0)
 			testenv.WantCode(t, err, core.CodeRateLimited)
 			if got := core.AsError(err).RetryAfterSeconds; got != int(tc.wait/time.Second) {
 				t.Fatalf("RetryAfterSeconds = %d, want %d", got, int(tc.wait/time.Second))
 			}
 			clock.Advance(tc.wait)
-			if _, err := e.Svc.Core.CreateUpload(ctx, p, "", 0); err != nil {
+			if _, err := e.Svc.Documents.CreateUpload(ctx, p, "", 0); err != nil {
 				t.Fatalf("upload after waiting: %v", err)
 			}
 		})
 	}
 	// Another owner has its own allowance.
-	if _, err := e.Svc.Core.CreateUpload(ctx, e.Principal(t, e.KeyBTest), "", 0); err != nil {
+	if _, err := e.Svc.Documents.CreateUpload(ctx, e.Principal(t, e.KeyBTest), "", 0); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -79,11 +79,11 @@ func TestStorageQuota(t *testing.T) {
 	p := e.Principal(t, e.KeyATest)
 	put := func() (string, error) {
 		t.Helper()
-		c, err := e.Svc.Core.CreateUpload(ctx, p, "", 0)
+		c, err := e.Svc.Documents.CreateUpload(ctx, p, "", 0)
 		if err != nil {
 			return "", err
 		}
-		_, err = e.Svc.Core.ReceiveUpload(ctx, c.UploadToken, bytes.NewReader(testenv.MinimalPDF(1)))
+		_, err = e.Svc.Documents.ReceiveUpload(ctx, c.UploadToken, bytes.NewReader(testenv.MinimalPDF(1)))
 		return c.UploadToken, err
 	}
 	first, err := put()
@@ -101,9 +101,9 @@ func TestStorageQuota(t *testing.T) {
 
 	// Live mode and other owners have their own quota.
 	pl := e.Principal(t, e.KeyALive)
-	if c, err := e.Svc.Core.CreateUpload(ctx, pl, "", 0); err != nil {
+	if c, err := e.Svc.Documents.CreateUpload(ctx, pl, "", 0); err != nil {
 		t.Fatal(err)
-	} else if _, err := e.Svc.Core.ReceiveUpload(ctx, c.UploadToken, bytes.NewReader(testenv.MinimalPDF(1))); err != nil {
+	} else if _, err := e.Svc.Documents.ReceiveUpload(ctx, c.UploadToken, bytes.NewReader(testenv.MinimalPDF(1))); err != nil {
 		t.Fatalf("live upload: %v", err)
 	}
 
@@ -127,6 +127,6 @@ func TestStorageQuotaRefusesCapabilityWhenFull(t *testing.T) {
 	e := testenv.New(t, testenv.WithConfig(func(c *services.Config) { c.Storage.QuotaBytes = one }))
 	p := e.Principal(t, e.KeyATest)
 	e.Upload(t, p, 1)
-	_, err := e.Svc.Core.CreateUpload(ctx, p, "", 0)
+	_, err := e.Svc.Documents.CreateUpload(ctx, p, "", 0)
 	testenv.WantCode(t, err, core.CodeStorageQuota)
 }

@@ -1,4 +1,9 @@
-package core
+// Package documents is what owners fax: upload capabilities (HMAC tokens,
+// single use, leased while a PUT streams), the conversion of an upload into
+// a fax-ready PDF with its pages counted, the documents themselves in the
+// blob store, and the bounds on them (size, pages, upload rate, the
+// storage quota of unsent documents).
+package documents
 
 import (
 	"context"
@@ -7,16 +12,19 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"mime"
 	"os"
 	"path/filepath"
 	"slices"
 	"time"
+
+	"github.com/faxhub/faxhub/core"
 )
 
-// UploadCapability is the response of createUpload: exactly the fields of
+// Capability is the response of createUpload: exactly the fields of
 // the interface contract.
-type UploadCapability struct {
+type Capability struct {
 	UploadToken string    `json:"uploadToken"`
 	UploadURL   string    `json:"uploadUrl"`
 	Method      string    `json:"method"`
@@ -45,25 +53,25 @@ func SupportedUploadTypes() []FileKind {
 // CreateUpload issues a short-lived, single-use upload capability. maxBytes
 // 0 means the server maximum; larger is refused. contentType, if given,
 // limits what the PUT may carry.
-func (s *Service) CreateUpload(ctx context.Context, p Principal, contentType string, maxBytes int64) (*UploadCapability, error) {
-	if err := Authorize(p, OpCreateUpload); err != nil {
+func (s *Service) CreateUpload(ctx context.Context, p core.Principal, contentType string, maxBytes int64) (*Capability, error) {
+	if err := core.Authorize(p, core.OpCreateUpload); err != nil {
 		return nil, err
 	}
 	if contentType != "" {
 		mt, _, err := mime.ParseMediaType(contentType)
 		if err != nil || !supportedUploadTypes[FileKind(mt)] {
-			return nil, Errorf(KindUnsupportedMedia, CodeUnsupportedType, "contentType %q is not a supported document type", contentType).
+			return nil, core.Errorf(core.KindUnsupportedMedia, core.CodeUnsupportedType, "contentType %q is not a supported document type", contentType).
 				With("supported", SupportedUploadTypes())
 		}
 		contentType = mt
 	}
 	switch {
 	case maxBytes < 0:
-		return nil, Errorf(KindInvalid, CodeInvalidRequest, "maxBytes must be positive")
+		return nil, core.Errorf(core.KindInvalid, core.CodeInvalidRequest, "maxBytes must be positive")
 	case maxBytes == 0:
 		maxBytes = s.cfg.MaxUploadBytes
 	case maxBytes > s.cfg.MaxUploadBytes:
-		return nil, Errorf(KindTooLarge, CodeFileTooLarge, "maxBytes may be at most %d", s.cfg.MaxUploadBytes).With("limit", s.cfg.MaxUploadBytes)
+		return nil, core.Errorf(core.KindTooLarge, core.CodeFileTooLarge, "maxBytes may be at most %d", s.cfg.MaxUploadBytes).With("limit", s.cfg.MaxUploadBytes)
 	}
 	if err := s.allowUpload(ctx, p); err != nil {
 		return nil, err
@@ -75,7 +83,7 @@ func (s *Service) CreateUpload(ctx context.Context, p Principal, contentType str
 	}
 	now := s.now()
 	u := &Upload{
-		ID: NewID(PrefixUpload), OwnerID: p.OwnerID, Mode: p.Mode, ContentType: contentType,
+		ID: core.NewID(core.PrefixUpload), OwnerID: p.OwnerID, Mode: p.Mode, ContentType: contentType,
 		MaxBytes: maxBytes, CreatedAt: now, ExpiresAt: now.Add(s.cfg.UploadTTL).Truncate(time.Second),
 	}
 	if err := s.d.Store.CreateUpload(ctx, u); err != nil {
@@ -85,7 +93,7 @@ func (s *Service) CreateUpload(ctx context.Context, p Principal, contentType str
 		UploadID: u.ID, OwnerID: u.OwnerID, Mode: u.Mode, ContentType: contentType,
 		MaxBytes: maxBytes, ExpiresAt: u.ExpiresAt.Unix(),
 	})
-	return &UploadCapability{
+	return &Capability{
 		UploadToken: token, UploadURL: s.cfg.APIURL + "/api/v1/uploads/" + token, Method: "PUT",
 		Key: u.ID, ContentType: contentType, MaxBytes: maxBytes, ExpiresAt: u.ExpiresAt,
 	}, nil
@@ -108,7 +116,7 @@ func (s *Service) ReceiveUpload(ctx context.Context, token string, body io.Reade
 	}
 	now := s.now()
 	if c.expired(now) {
-		return nil, Errorf(KindGone, CodeUploadExpired, "the upload token expired at %s; create a new upload", time.Unix(c.ExpiresAt, 0).UTC().Format(time.RFC3339))
+		return nil, core.Errorf(core.KindGone, core.CodeUploadExpired, "the upload token expired at %s; create a new upload", time.Unix(c.ExpiresAt, 0).UTC().Format(time.RFC3339))
 	}
 	claimID, err := newLeaseID()
 	if err != nil {
@@ -116,16 +124,16 @@ func (s *Service) ReceiveUpload(ctx context.Context, token string, body io.Reade
 	}
 	lease := s.cfg.Storage.UploadLease
 	if err := s.d.Store.ClaimUpload(ctx, c.UploadID, claimID, now, now.Add(lease)); err != nil {
-		if errors.Is(err, ErrConflict) {
+		if errors.Is(err, core.ErrConflict) {
 			return nil, uploadInUse()
 		}
-		return nil, StoreErr(err, "upload")
+		return nil, core.StoreErr(err, "upload")
 	}
 	putCtx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	stop := keepLease(putCtx, lease/3, func(ctx context.Context) error {
 		err := s.d.Store.RenewUpload(ctx, c.UploadID, claimID, s.now().Add(lease))
-		if errors.Is(err, ErrConflict) || errors.Is(err, ErrNoRows) {
+		if errors.Is(err, core.ErrConflict) || errors.Is(err, core.ErrNoRows) {
 			cancel(errLeaseLost)
 			return err
 		}
@@ -143,7 +151,7 @@ func (s *Service) ReceiveUpload(ctx context.Context, token string, body io.Reade
 		}
 		// Give the token back so the client can retry the PUT; use a fresh
 		// context so a cancelled request still releases it.
-		if rerr := s.d.Store.ReleaseUpload(context.WithoutCancel(ctx), c.UploadID, claimID); rerr != nil && !errors.Is(rerr, ErrConflict) {
+		if rerr := s.d.Store.ReleaseUpload(context.WithoutCancel(ctx), c.UploadID, claimID); rerr != nil && !errors.Is(rerr, core.ErrConflict) {
 			s.d.Logger.ErrorContext(ctx, "release upload", "upload_id", c.UploadID, "err", rerr)
 		}
 		return nil, err
@@ -152,7 +160,7 @@ func (s *Service) ReceiveUpload(ctx context.Context, token string, body io.Reade
 }
 
 func uploadInUse() error {
-	return Errorf(KindConflict, CodeUploadUsed, "this upload token has already been used (or an upload with it is in progress)")
+	return core.Errorf(core.KindConflict, core.CodeUploadUsed, "this upload token has already been used (or an upload with it is in progress)")
 }
 
 func (s *Service) storeUpload(ctx context.Context, c UploadClaims, claimID string, body io.Reader) (*Document, error) {
@@ -168,14 +176,14 @@ func (s *Service) storeUpload(ctx context.Context, c UploadClaims, claimID strin
 		return nil, err
 	}
 	if n == 0 {
-		return nil, Errorf(KindInvalid, CodeEmptyFile, "the upload body is empty")
+		return nil, core.Errorf(core.KindInvalid, core.CodeEmptyFile, "the upload body is empty")
 	}
 	kind, err := s.d.Converter.Detect(ctx, src)
 	if err != nil {
 		return nil, err
 	}
 	if c.ContentType != "" && FileKind(c.ContentType) != kind {
-		return nil, Errorf(KindUnsupportedMedia, CodeContentTypeMismatch, "this upload was created for %s but the file is %s", c.ContentType, kind).
+		return nil, core.Errorf(core.KindUnsupportedMedia, core.CodeContentTypeMismatch, "this upload was created for %s but the file is %s", c.ContentType, kind).
 			With("detected", string(kind))
 	}
 	pdf := filepath.Join(dir, "document.pdf")
@@ -184,11 +192,11 @@ func (s *Service) storeUpload(ctx context.Context, c UploadClaims, claimID strin
 		return nil, err
 	}
 	if pages > s.cfg.MaxPages {
-		return nil, Errorf(KindUnprocessable, CodeTooManyPages, "the document has %d pages; the limit is %d", pages, s.cfg.MaxPages).
+		return nil, core.Errorf(core.KindUnprocessable, core.CodeTooManyPages, "the document has %d pages; the limit is %d", pages, s.cfg.MaxPages).
 			With("pages", pages).With("limit", s.cfg.MaxPages)
 	}
 	if pages < 1 {
-		return nil, Errorf(KindUnprocessable, CodeCorruptDocument, "the document has no pages")
+		return nil, core.Errorf(core.KindUnprocessable, core.CodeCorruptDocument, "the document has no pages")
 	}
 
 	stored := n
@@ -204,7 +212,7 @@ func (s *Service) storeUpload(ctx context.Context, c UploadClaims, claimID strin
 	}
 
 	doc := &Document{
-		ID: NewID(PrefixDocument), OwnerID: c.OwnerID, Mode: c.Mode, SourceType: string(kind),
+		ID: core.NewID(core.PrefixDocument), OwnerID: c.OwnerID, Mode: c.Mode, SourceType: string(kind),
 		SourceBytes: n, Pages: pages, SHA256: sum, CreatedAt: s.now(),
 	}
 	base := fmt.Sprintf("%s/%s/%s/", c.OwnerID, c.Mode, doc.ID)
@@ -220,12 +228,12 @@ func (s *Service) storeUpload(ctx context.Context, c UploadClaims, claimID strin
 			return nil, err
 		}
 	}
-	err = s.d.Store.InTx(ctx, func(tx Tx) error {
+	err = s.inTx(ctx, func(tx Tx) error {
 		if err := tx.CreateDocument(ctx, doc); err != nil {
 			return fmt.Errorf("create document: %w", err)
 		}
 		if err := tx.CompleteUpload(ctx, c.UploadID, claimID, doc.ID); err != nil {
-			if errors.Is(err, ErrConflict) {
+			if errors.Is(err, core.ErrConflict) {
 				// Another PUT holds the upload now: this one lost its lease.
 				return errLeaseLost
 			}
@@ -253,10 +261,10 @@ func Spool(path string, r io.Reader, max int64) (int64, string, error) {
 	h := sha256.New()
 	n, err := io.Copy(io.MultiWriter(f, h), io.LimitReader(r, max+1))
 	if err != nil {
-		return 0, "", Errorf(KindInvalid, CodeInvalidRequest, "reading the upload body failed: %v", err)
+		return 0, "", core.Errorf(core.KindInvalid, core.CodeInvalidRequest, "reading the upload body failed: %v", err)
 	}
 	if n > max {
-		return 0, "", Errorf(KindTooLarge, CodeFileTooLarge, "the file is larger than this upload allows (%d bytes)", max).With("limit", max)
+		return 0, "", core.Errorf(core.KindTooLarge, core.CodeFileTooLarge, "the file is larger than this upload allows (%d bytes)", max).With("limit", max)
 	}
 	if err := f.Close(); err != nil {
 		return 0, "", fmt.Errorf("spool upload: %w", err)
@@ -267,7 +275,7 @@ func Spool(path string, r io.Reader, max int64) (int64, string, error) {
 // putFile stores a spooled file under key, by move where the blob store
 // can, and reports its size. The file is consumed.
 func (s *Service) PutFile(ctx context.Context, key, path, contentType string) (int64, error) {
-	if fb, ok := s.d.Blobs.(FileBlobStore); ok {
+	if fb, ok := s.d.Blobs.(core.FileBlobStore); ok {
 		n, err := fb.PutFile(ctx, key, path, contentType)
 		if err != nil {
 			return 0, fmt.Errorf("store blob %s: %w", key, err)
@@ -288,35 +296,80 @@ func (s *Service) PutFile(ctx context.Context, key, path, contentType string) (i
 
 // documentFromToken resolves an upload token to its completed document, for
 // sending by uploadToken. The token's PUT window does not limit this.
-func (s *Service) DocumentFromToken(ctx context.Context, p Principal, token string) (*Document, error) {
+func (s *Service) FromToken(ctx context.Context, p core.Principal, token string) (*Document, error) {
 	c, err := verifyUploadToken(s.cfg.UploadSecret, token)
 	if err != nil {
 		return nil, err
 	}
 	if c.OwnerID != p.OwnerID || c.Mode != p.Mode {
-		return nil, NotFound("upload")
+		return nil, core.NotFound("upload")
 	}
 	// One read on the way every send takes; only a refusal reads the upload
 	// to say why.
 	d, err := s.d.Store.GetUploadDocument(ctx, c.UploadID, p.OwnerID, p.Mode)
-	if !errors.Is(err, ErrNoRows) {
-		return d, StoreErr(err, "document")
+	if !errors.Is(err, core.ErrNoRows) {
+		return d, core.StoreErr(err, "document")
 	}
 	u, err := s.d.Store.GetUpload(ctx, c.UploadID)
 	if err != nil {
-		return nil, StoreErr(err, "upload")
+		return nil, core.StoreErr(err, "upload")
 	}
 	if u.DocumentID == nil {
-		return nil, Errorf(KindConflict, CodeUploadPending, "nothing has been uploaded with this token yet; PUT the file to uploadUrl first")
+		return nil, core.Errorf(core.KindConflict, core.CodeUploadPending, "nothing has been uploaded with this token yet; PUT the file to uploadUrl first")
 	}
-	return nil, NotFound("document")
+	return nil, core.NotFound("document")
 }
 
-// GetDocument returns one of the principal's documents.
-func (s *Service) GetDocument(ctx context.Context, p Principal, id string) (*Document, error) {
-	if err := Authorize(p, OpGetDocument); err != nil {
+// Get returns one of the principal's documents.
+func (s *Service) Get(ctx context.Context, p core.Principal, id string) (*Document, error) {
+	if err := core.Authorize(p, core.OpGetDocument); err != nil {
 		return nil, err
 	}
 	d, err := s.d.Store.GetDocument(ctx, p.OwnerID, p.Mode, id)
-	return d, StoreErr(err, "document")
+	return d, core.StoreErr(err, "document")
+}
+
+// Store keeps uploads and documents.
+type Store interface {
+	Tx
+	core.Transactor
+}
+
+// Tx is a transaction of documents.
+type Tx interface {
+	core.Tx
+	Queries
+}
+
+// Deps are the ports documents drive.
+type Deps struct {
+	Store     Store
+	Blobs     core.BlobStore
+	Converter Converter
+	Logger    *slog.Logger
+	// Core charges the upload rate.
+	Core *core.Service
+}
+
+// Service keeps uploads and documents.
+type Service struct {
+	cfg  core.Config
+	d    Deps
+	core *core.Service
+}
+
+// New returns the service; cfg is the kernel's configuration with its
+// defaults applied.
+func New(cfg core.Config, d Deps) *Service {
+	if d.Logger == nil {
+		d.Logger = slog.New(slog.DiscardHandler)
+	}
+	return &Service{cfg: cfg, d: d, core: d.Core}
+}
+
+func (s *Service) now() time.Time { return core.Clock(s.cfg.Now).Now() }
+
+// inTx runs fn in one transaction of the store, typed as documents'.
+func (s *Service) inTx(ctx context.Context, fn func(tx Tx) error) error {
+	return s.d.Store.InTx(ctx, func(tx core.Tx) error { return fn(tx.(Tx)) })
 }

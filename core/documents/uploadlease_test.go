@@ -1,4 +1,4 @@
-package core_test
+package documents_test
 
 import (
 	"bytes"
@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/faxhub/faxhub/core"
+	"github.com/faxhub/faxhub/core/documents"
 	"github.com/faxhub/faxhub/core/services"
 	"github.com/faxhub/faxhub/internal/testenv"
 )
@@ -18,7 +19,7 @@ func TestUploadLeaseAfterCrash(t *testing.T) {
 	clock := testenv.NewClock()
 	e := testenv.New(t, testenv.WithConfig(func(c *services.Config) { c.Now = clock.Now }))
 	p := e.Principal(t, e.KeyATest)
-	c, err := e.Svc.Core.CreateUpload(ctx, p, "", 0)
+	c, err := e.Svc.Documents.CreateUpload(ctx, p, "", 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -28,7 +29,7 @@ func TestUploadLeaseAfterCrash(t *testing.T) {
 		t.Fatal(err)
 	}
 	put := func() error {
-		_, err := e.Svc.Core.ReceiveUpload(ctx, c.UploadToken, bytes.NewReader(testenv.MinimalPDF(1)))
+		_, err := e.Svc.Documents.ReceiveUpload(ctx, c.UploadToken, bytes.NewReader(testenv.MinimalPDF(1)))
 		return err
 	}
 	clock.Advance(30 * time.Second)
@@ -72,30 +73,30 @@ func TestUploadLeaseExcludesConcurrentPuts(t *testing.T) {
 	clock := testenv.NewClock()
 	e := testenv.New(t, testenv.WithConfig(func(c *services.Config) { c.Now = clock.Now }))
 	p := e.Principal(t, e.KeyATest)
-	c, err := e.Svc.Core.CreateUpload(ctx, p, "", 0)
+	c, err := e.Svc.Documents.CreateUpload(ctx, p, "", 0)
 	if err != nil {
 		t.Fatal(err)
 	}
 	slow := &blockingBody{data: testenv.MinimalPDF(1), started: make(chan struct{}), release: make(chan struct{})}
 	type result struct {
-		doc *core.Document
+		doc *documents.Document
 		err error
 	}
 	first := make(chan result, 1)
 	go func() {
-		d, err := e.Svc.Core.ReceiveUpload(ctx, c.UploadToken, slow)
+		d, err := e.Svc.Documents.ReceiveUpload(ctx, c.UploadToken, slow)
 		first <- result{d, err}
 	}()
 	<-slow.started
 
-	_, err = e.Svc.Core.ReceiveUpload(ctx, c.UploadToken, bytes.NewReader(testenv.MinimalPDF(2)))
+	_, err = e.Svc.Documents.ReceiveUpload(ctx, c.UploadToken, bytes.NewReader(testenv.MinimalPDF(2)))
 	testenv.WantCode(t, err, core.CodeUploadUsed)
 
 	// The slow PUT's renewals run on real time and have not happened on the
 	// injected clock: to the store its lease lapsed, as it would for a PUT
 	// whose renewals failed for a whole minute. The next PUT takes over.
 	clock.Advance(61 * time.Second)
-	doc, err := e.Svc.Core.ReceiveUpload(ctx, c.UploadToken, bytes.NewReader(testenv.MinimalPDF(2)))
+	doc, err := e.Svc.Documents.ReceiveUpload(ctx, c.UploadToken, bytes.NewReader(testenv.MinimalPDF(2)))
 	if err != nil {
 		t.Fatalf("PUT after the lease lapsed: %v", err)
 	}
@@ -112,7 +113,7 @@ func TestUploadLeaseExcludesConcurrentPuts(t *testing.T) {
 	if u.DocumentID == nil || *u.DocumentID != doc.ID {
 		t.Fatalf("upload's document = %v, want %s", u.DocumentID, doc.ID)
 	}
-	if got, err := e.Svc.Core.GetDocument(ctx, p, doc.ID); err != nil || got.Pages != 2 {
+	if got, err := e.Svc.Documents.Get(ctx, p, doc.ID); err != nil || got.Pages != 2 {
 		t.Fatalf("document of the winning PUT: %+v, %v", got, err)
 	}
 }

@@ -1,4 +1,4 @@
-package core
+package documents
 
 import (
 	"crypto/hmac"
@@ -7,17 +7,19 @@ import (
 	"encoding/json"
 	"strings"
 	"time"
+
+	"github.com/faxhub/faxhub/core"
 )
 
 // UploadClaims is what an upload capability token binds: who may upload,
 // in which mode, what type, how much and until when.
 type UploadClaims struct {
-	UploadID    string `json:"u"`
-	OwnerID     string `json:"o"`
-	Mode        Mode   `json:"m"`
-	ContentType string `json:"ct,omitempty"`
-	MaxBytes    int64  `json:"mb"`
-	ExpiresAt   int64  `json:"exp"` // unix seconds
+	UploadID    string    `json:"u"`
+	OwnerID     string    `json:"o"`
+	Mode        core.Mode `json:"m"`
+	ContentType string    `json:"ct,omitempty"`
+	MaxBytes    int64     `json:"mb"`
+	ExpiresAt   int64     `json:"exp"` // unix seconds
 }
 
 const uploadTokenVersion = "u1"
@@ -40,7 +42,7 @@ func uploadMAC(secret []byte, payload string) string {
 // expiry is checked by the caller, because a completed upload's token still
 // names its document after the PUT window closed.
 func verifyUploadToken(secret []byte, token string) (UploadClaims, error) {
-	bad := Errorf(KindForbidden, CodeUploadInvalid, "the upload token is not valid")
+	bad := core.Errorf(core.KindForbidden, core.CodeUploadInvalid, "the upload token is not valid")
 	parts := strings.Split(token, ".")
 	if len(parts) != 3 || parts[0] != uploadTokenVersion || len(token) > 1024 {
 		return UploadClaims{}, bad

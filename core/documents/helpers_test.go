@@ -1,0 +1,5 @@
+package documents_test
+
+import "context"
+
+var ctx = context.Background()
