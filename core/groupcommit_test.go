@@ -25,7 +25,7 @@ type writerStats interface {
 func TestBatchedSendsKeepMoneyGuarantees(t *testing.T) {
 	e := testenv.New(t, testenv.WithoutCredits(), testenv.WithoutWorkers(), testenv.WithConfig(func(c *services.Config) { c.SendBurst = 1000 }))
 	p := e.Principal(t, e.KeyATest)
-	if _, err := e.Svc.Core.GrantCredits(ctx, p.OwnerID, core.ModeTest, 500_000, "five faxes"); err != nil {
+	if _, err := e.Svc.Credits.Grant(ctx, p.OwnerID, core.ModeTest, 500_000, "five faxes"); err != nil {
 		t.Fatal(err)
 	}
 	tok := e.Upload(t, p, 1) // 0.10 each: the balance pays for five

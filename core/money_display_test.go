@@ -25,10 +25,10 @@ func TestCentsRounding(t *testing.T) {
 // have. Balances and credits are shown rounded down.
 func TestBalanceCentsNeverRoundUp(t *testing.T) {
 	e := testenv.New(t, testenv.WithoutCredits())
-	if _, err := e.Svc.Core.GrantCredits(ctx, e.OwnerA.ID, core.ModeTest, 1_000, "a tenth of a cent"); err != nil {
+	if _, err := e.Svc.Credits.Grant(ctx, e.OwnerA.ID, core.ModeTest, 1_000, "a tenth of a cent"); err != nil {
 		t.Fatal(err)
 	}
-	c, err := e.Svc.Core.GetCredits(ctx, e.Principal(t, e.KeyATest), "", 10)
+	c, err := e.Svc.Credits.Get(ctx, e.Principal(t, e.KeyATest), "", 10)
 	if err != nil {
 		t.Fatal(err)
 	}

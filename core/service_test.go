@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/faxhub/faxhub/core"
+	"github.com/faxhub/faxhub/core/credits"
 	"github.com/faxhub/faxhub/core/documents"
 	"github.com/faxhub/faxhub/core/faxes"
 	"github.com/faxhub/faxhub/core/provider/simulated"
@@ -49,7 +50,7 @@ func TestSendFaxIsDeliveredAndCaptured(t *testing.T) {
 	if c.AvailableMicros != 10*core.MicrosPerDollar-210_000 || c.HeldMicros != 0 {
 		t.Fatalf("balance after capture: available %s held %s", c.Available, c.Held)
 	}
-	kinds := []core.LedgerKind{}
+	kinds := []credits.LedgerKind{}
 	for _, le := range c.Ledger {
 		kinds = append(kinds, le.Kind)
 	}
@@ -201,7 +202,7 @@ func TestInsufficientCreditsStoresNothing(t *testing.T) {
 	if len(page.Data) != 0 {
 		t.Fatalf("a refused send left %d faxes", len(page.Data))
 	}
-	if _, err := e.Svc.Core.GrantCredits(ctx, p.OwnerID, core.ModeTest, 1_000_000, "top up"); err != nil {
+	if _, err := e.Svc.Credits.Grant(ctx, p.OwnerID, core.ModeTest, 1_000_000, "top up"); err != nil {
 		t.Fatal(err)
 	}
 	if _, replayed, err := e.Svc.Faxes.Send(ctx, p, "k", req); err != nil || replayed {
@@ -488,7 +489,7 @@ func TestCreditPackCheckout(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if c := e.Credits(t, p); c.Available != "105.00" || len(c.Ledger) != 1 || c.Ledger[0].Kind != core.LedgerPurchase {
+	if c := e.Credits(t, p); c.Available != "105.00" || len(c.Ledger) != 1 || c.Ledger[0].Kind != credits.LedgerPurchase {
 		t.Fatalf("after purchase: %+v", c)
 	}
 	_, err = e.Svc.Checkout.StartCreditPack(ctx, e.Principal(t, e.KeyALive), "pack_10")
@@ -749,7 +750,7 @@ func TestReplayAnswersWhateverChangedSince(t *testing.T) {
 		c.SendBurst, c.SendInterval = 2, time.Hour
 	}))
 	p := e.Principal(t, e.KeyATest)
-	if _, err := e.Svc.Core.GrantCredits(ctx, p.OwnerID, core.ModeTest, 100_000, "one fax"); err != nil {
+	if _, err := e.Svc.Credits.Grant(ctx, p.OwnerID, core.ModeTest, 100_000, "one fax"); err != nil {
 		t.Fatal(err)
 	}
 	req := faxes.SendRequest{To: "+12125550100", UploadToken: e.Upload(t, p, 1)}
@@ -775,7 +776,7 @@ func TestReplayAnswersWhateverChangedSince(t *testing.T) {
 	}
 	// Neither replays nor conflicts used the rate allowance: the second of
 	// the burst of two is still there, and only then is the limit reached.
-	if _, err := e.Svc.Core.GrantCredits(ctx, p.OwnerID, core.ModeTest, 1_000_000, "top up"); err != nil {
+	if _, err := e.Svc.Credits.Grant(ctx, p.OwnerID, core.ModeTest, 1_000_000, "top up"); err != nil {
 		t.Fatal(err)
 	}
 	if _, _, err := e.Svc.Faxes.Send(ctx, p, "k2", req); err != nil {

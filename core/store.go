@@ -49,9 +49,7 @@ type Tx interface {
 
 // Queries are the data operations, available on a Store and inside a Tx.
 type Queries interface {
-	ChargeStore
 	AccountStore
-	LedgerStore
 	ApprovalStore
 	KernelStore
 }
@@ -77,27 +75,6 @@ type AccountStore interface {
 	DeleteOwnerSessions(ctx context.Context, ownerID string) error
 }
 
-// LedgerStore keeps the credit ledger.
-type LedgerStore interface {
-	// AppendLedger appends a credit (grant, purchase) or a capture or
-	// release. Holds go through PlaceHold.
-	AppendLedger(ctx context.Context, e *LedgerEntry) error
-	// PlaceHold appends a hold entry (negative amount) only if the available
-	// balance covers it, atomically; ErrInsufficientFunds otherwise.
-	PlaceHold(ctx context.Context, e *LedgerEntry) error
-	// SettleHold appends a capture or release for the fax's open hold, once:
-	// ErrConflict if the hold is already settled, ErrNoRows if none exists.
-	SettleHold(ctx context.Context, faxID string, kind LedgerKind, at time.Time) (*LedgerEntry, error)
-	GetBalance(ctx context.Context, ownerID string, mode Mode) (*Balance, error)
-	ListLedger(ctx context.Context, f LedgerFilter) ([]LedgerEntry, error)
-
-	// ReverseCredits takes back up to -e.AmountMicros (e is a reversal,
-	// negative) of the available balance, never below zero, and appends
-	// e with what it took; it returns that (positive) amount, 0 (and no
-	// entry) when nothing was available.
-	ReverseCredits(ctx context.Context, e *LedgerEntry) (int64, error)
-}
-
 // ApprovalStore keeps the owner's approvals.
 type ApprovalStore interface {
 	CreateApproval(ctx context.Context, a *Approval) error
@@ -119,12 +96,4 @@ type KernelStore interface {
 	// event for key if fewer than burst events are outstanding, where one
 	// event drains every interval. When refused it reports how long to wait.
 	AllowRate(ctx context.Context, key string, now time.Time, interval time.Duration, burst int) (ok bool, retryAfter time.Duration, err error)
-}
-
-// LedgerFilter selects ledger entries, newest first.
-type LedgerFilter struct {
-	OwnerID       string
-	Mode          Mode
-	StartingAfter string
-	Limit         int
 }

@@ -141,7 +141,7 @@ func (h *Handler) run(ctx context.Context, p core.Principal, c hosts.Capability,
 		}
 		return faxJSON(f), nil
 	case hosts.CapGetCredits:
-		cr, err := h.svc.Core.CreditBalance(ctx, p)
+		cr, err := h.svc.Credits.BalanceFor(ctx, p)
 		if err != nil {
 			return nil, err
 		}

@@ -374,7 +374,7 @@ func TestExecute(t *testing.T) {
 	if r.status != 200 {
 		t.Fatalf("get_credits: %d %s", r.status, r.raw)
 	}
-	packs := e.a.Svc.Core.CreditPacks()
+	packs := e.a.Svc.Credits.Packs()
 	r = ag.execute("create_credit_checkout", map[string]any{"pack": packs[0].ID})
 	d, _ = r.body["data"].(map[string]any)
 	if r.status != 200 || d["checkout_url"] == "" {

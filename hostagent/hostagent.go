@@ -99,7 +99,7 @@ func New(svc *services.Set, opts Options) *Handler {
 		opts.Description = "faxhub sends faxes for its owners: price a fax, upload a document, send it with the owner's passkey approval, follow its delivery, read and buy credits."
 	}
 	return &Handler{svc: svc, opts: opts, log: opts.Logger, verify: newVerifier(svc.Hosts, opts.APIURL),
-		crossOrigin: http.NewCrossOriginProtection(), caps: capabilityTable(svc.Core.CreditPacks())}
+		crossOrigin: http.NewCrossOriginProtection(), caps: capabilityTable(svc.Credits.Packs())}
 }
 
 // Register puts the delegated endpoints on r (the API origin, but host

@@ -18,7 +18,7 @@ import (
 func sendEnv(t *testing.T) (*env, *owner, *agent) {
 	e := newEnv(t)
 	w := e.owner("send@example.com")
-	if _, err := e.a.Svc.Core.GrantCredits(t.Context(), w.Account.ID, core.ModeTest, 10*core.MicrosPerDollar, "test fixture"); err != nil {
+	if _, err := e.a.Svc.Credits.Grant(t.Context(), w.Account.ID, core.ModeTest, 10*core.MicrosPerDollar, "test fixture"); err != nil {
 		t.Fatal(err)
 	}
 	w.AddPasskey(t)

@@ -842,7 +842,7 @@ func TestAPIKeysAndDashboard(t *testing.T) {
 	}
 
 	// Balances per mode and recent faxes with their state.
-	if _, err := h.env.Svc.Core.GrantCredits(t.Context(), owner, core.ModeTest, 12_340_000, "test"); err != nil {
+	if _, err := h.env.Svc.Credits.Grant(t.Context(), owner, core.ModeTest, 12_340_000, "test"); err != nil {
 		t.Fatal(err)
 	}
 	fax := h.fax(owner, core.ModeTest, faxes.Delivered)

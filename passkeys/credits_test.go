@@ -10,7 +10,7 @@ import (
 func TestBuyCredits(t *testing.T) {
 	h := newHarness(t)
 	b, _ := h.signUp("ada@example.com", "Ada")
-	packs := h.env.Svc.Core.CreditPacks()
+	packs := h.env.Svc.Credits.Packs()
 	if len(packs) == 0 {
 		t.Skip("no credit packs on sale")
 	}

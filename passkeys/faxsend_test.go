@@ -104,7 +104,7 @@ func TestFaxSendApproval(t *testing.T) {
 	}
 
 	// With credits: approved, the fax exists.
-	if _, err := h.env.Svc.Core.GrantCredits(t.Context(), owner, p.Mode, 10*core.MicrosPerDollar, "test"); err != nil {
+	if _, err := h.env.Svc.Credits.Grant(t.Context(), owner, p.Mode, 10*core.MicrosPerDollar, "test"); err != nil {
 		t.Fatal(err)
 	}
 	assertion, _ = ada.assertion(dev, begin, map[string]any{"binding": apr.BindingHash}, csrf)

@@ -133,7 +133,7 @@ func TestNumbersAndInboxPages(t *testing.T) {
 	wantStatus(t, "B pays A's number from credits", b.form("/console/numbers/"+id2+"/pay-credits?mode=test", url.Values{"csrf": {csrfB}}), 404)
 	wantStatus(t, "pay from credits without token", a.form("/console/numbers/"+id2+"/pay-credits?mode=test", nil), 403)
 	wantStatus(t, "pay from no credits", a.form("/console/numbers/"+id2+"/pay-credits?mode=test", url.Values{"csrf": {csrfA}}), 402)
-	if _, err := h.env.Svc.Core.GrantCredits(ctx, pa.OwnerID, core.ModeTest, 5*core.MicrosPerDollar, "test"); err != nil {
+	if _, err := h.env.Svc.Credits.Grant(ctx, pa.OwnerID, core.ModeTest, 5*core.MicrosPerDollar, "test"); err != nil {
 		t.Fatal(err)
 	}
 	wantRedirect(t, "pay from credits", a.form("/console/numbers/"+id2+"/pay-credits?mode=test", url.Values{"csrf": {csrfA}}), loc2)

@@ -7,6 +7,7 @@ import (
 
 	"github.com/faxhub/faxhub/core"
 	"github.com/faxhub/faxhub/core/authstate"
+	"github.com/faxhub/faxhub/core/credits"
 	"github.com/faxhub/faxhub/core/faxes"
 	"github.com/faxhub/faxhub/core/mail"
 	"github.com/faxhub/faxhub/core/web"
@@ -18,7 +19,7 @@ func (c *Console) page(s *signedIn, title, nav string, body any) pageData {
 
 type dashboardBody struct {
 	Mode     core.Mode
-	Balances []core.Balance
+	Balances []credits.Balance
 	Faxes    []faxes.Fax
 	Pending  int
 	Packs    []core.CreditPack
@@ -35,9 +36,9 @@ func (c *Console) dashboard(w http.ResponseWriter, r *http.Request, s *signedIn)
 		}
 		mode = pm
 	}
-	b := dashboardBody{Mode: mode, Packs: c.svc.Core.CreditPacks()}
+	b := dashboardBody{Mode: mode, Packs: c.svc.Credits.Packs()}
 	for _, m := range []core.Mode{core.ModeTest, core.ModeLive} {
-		bal, err := c.svc.Core.Balance(ctx, s.owner.ID, m)
+		bal, err := c.svc.Credits.Balance(ctx, s.owner.ID, m)
 		if err != nil {
 			c.fail(w, r, err)
 			return

@@ -131,7 +131,7 @@ func (a *api) getCredits(w http.ResponseWriter, r *http.Request, p core.Principa
 	if err != nil {
 		return err
 	}
-	credits, err := a.svc.Core.GetCredits(r.Context(), p, q.Get("starting_after"), limit)
+	credits, err := a.svc.Credits.Get(r.Context(), p, q.Get("starting_after"), limit)
 	if err != nil {
 		return err
 	}
@@ -145,7 +145,7 @@ func (a *api) listPacks(w http.ResponseWriter, r *http.Request, p core.Principal
 	if err := core.Authorize(p, core.OpGetCredits); err != nil {
 		return err
 	}
-	packs := a.svc.Core.CreditPacks()
+	packs := a.svc.Credits.Packs()
 	if packs == nil {
 		packs = []core.CreditPack{}
 	}

@@ -7,6 +7,7 @@ import (
 	"slices"
 
 	"github.com/faxhub/faxhub/core"
+	"github.com/faxhub/faxhub/core/credits"
 	"github.com/faxhub/faxhub/core/documents"
 	"github.com/faxhub/faxhub/core/faxes"
 	"github.com/faxhub/faxhub/core/machine"
@@ -435,7 +436,7 @@ func openAPIDocument(opts Options, cfg services.Config, machine machineLimits) o
 		"AttemptList": list("Attempt"),
 		"LedgerEntry": object([]string{"id", "mode", "kind", "reason", "createdAt", "amount", "amountCents"}, obj{
 			"id": str("led_…"), "mode": modeSchema,
-			"kind":  obj{"type": "string", "enum": []string{string(core.LedgerGrant), string(core.LedgerPurchase), string(core.LedgerHold), string(core.LedgerCapture), string(core.LedgerRelease), string(core.LedgerRefund), string(core.LedgerReversal)}},
+			"kind":  obj{"type": "string", "enum": []string{string(credits.LedgerGrant), string(credits.LedgerPurchase), string(credits.LedgerHold), string(credits.LedgerCapture), string(credits.LedgerRelease), string(credits.LedgerRefund), string(credits.LedgerReversal)}},
 			"faxId": obj{"type": "string"}, "holdId": obj{"type": "string"}, "reason": obj{"type": "string"}, "createdAt": dateTime,
 			"amount": str("signed decimal USD; holds are negative, captures zero"), "amountCents": obj{"type": "integer", "description": "rounded down (toward minus infinity)"},
 		}),

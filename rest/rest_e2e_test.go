@@ -23,6 +23,7 @@ import (
 
 	"github.com/faxhub/faxhub/core"
 	"github.com/faxhub/faxhub/core/checkout"
+	"github.com/faxhub/faxhub/core/credits"
 	"github.com/faxhub/faxhub/core/documents"
 	"github.com/faxhub/faxhub/core/faxes"
 	"github.com/faxhub/faxhub/core/services"
@@ -219,9 +220,9 @@ func (h *harness) sendOK(key string, body any) faxes.Fax {
 	return o
 }
 
-func (h *harness) credits(key, query string) core.Credits {
+func (h *harness) credits(key, query string) credits.Account {
 	h.t.Helper()
-	var c core.Credits
+	var c credits.Account
 	h.do(key, "GET", "/api/v1/credits"+query, nil, nil).status(http.StatusOK).decode(&c)
 	return c
 }
@@ -291,13 +292,13 @@ func TestE2EUploadSendDeliver(t *testing.T) {
 	if after.HeldCents != 0 || before.AvailableCents-after.AvailableCents != o.PriceCents {
 		t.Fatalf("balance before %+v after %+v, price %d cents", before.Balance, after.Balance, o.PriceCents)
 	}
-	kinds := map[core.LedgerKind]bool{}
+	kinds := map[credits.LedgerKind]bool{}
 	for _, e := range after.Ledger {
 		if e.FaxID != nil && *e.FaxID == o.ID {
 			kinds[e.Kind] = true
 		}
 	}
-	if !kinds[core.LedgerHold] || !kinds[core.LedgerCapture] || kinds[core.LedgerRelease] {
+	if !kinds[credits.LedgerHold] || !kinds[credits.LedgerCapture] || kinds[credits.LedgerRelease] {
 		t.Fatalf("ledger for %s has %v, want hold and capture", o.ID, kinds)
 	}
 }
@@ -344,7 +345,7 @@ func TestE2EIdempotency(t *testing.T) {
 	}
 	holds := 0
 	for _, e := range h.credits(key, "?limit=100").Ledger {
-		if e.Kind == core.LedgerHold {
+		if e.Kind == credits.LedgerHold {
 			holds++
 		}
 	}
@@ -563,7 +564,7 @@ func TestE2ECancel(t *testing.T) {
 	}
 	released := false
 	for _, e := range h.credits(key, "").Ledger {
-		released = released || (e.Kind == core.LedgerRelease && e.FaxID != nil && *e.FaxID == drop.ID)
+		released = released || (e.Kind == credits.LedgerRelease && e.FaxID != nil && *e.FaxID == drop.ID)
 	}
 	if !released {
 		t.Fatal("the canceled fax's hold was not released")
@@ -618,7 +619,7 @@ func TestE2ECredits(t *testing.T) {
 	h := newHarness(t)
 	key := h.env.KeyATest
 	c := h.credits(key, "")
-	if c.Mode != core.ModeTest || c.Currency != "usd" || c.Available != "10.00" || c.AvailableCents != 1000 || len(c.Ledger) != 1 || c.Ledger[0].Kind != core.LedgerGrant {
+	if c.Mode != core.ModeTest || c.Currency != "usd" || c.Available != "10.00" || c.AvailableCents != 1000 || len(c.Ledger) != 1 || c.Ledger[0].Kind != credits.LedgerGrant {
 		t.Fatalf("credits %+v", c)
 	}
 

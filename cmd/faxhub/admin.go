@@ -161,11 +161,11 @@ func adminCmd(ctx context.Context, name string, args []string, stdout, stderr io
 		if r == "" {
 			r = "operator grant"
 		}
-		e, err := svc.Core.GrantCredits(ctx, o.ID, m, micros, r)
+		e, err := svc.Credits.Grant(ctx, o.ID, m, micros, r)
 		if err != nil {
 			return err
 		}
-		b, err := svc.Core.Balance(ctx, o.ID, m)
+		b, err := svc.Credits.Balance(ctx, o.ID, m)
 		if err != nil {
 			return err
 		}
@@ -235,7 +235,7 @@ func createDemo(ctx context.Context, svc *services.Set, apiURL string, w io.Writ
 	if err != nil {
 		return err
 	}
-	if _, err := svc.Core.GrantCredits(ctx, o.ID, core.ModeTest, 10*core.MicrosPerDollar, "demo credits"); err != nil {
+	if _, err := svc.Credits.Grant(ctx, o.ID, core.ModeTest, 10*core.MicrosPerDollar, "demo credits"); err != nil {
 		return err
 	}
 	fmt.Fprintf(w, "demo owner: %s\ntest API key (shown once): %s\ntest credits: +10.00 USD\n\nTry:\n  curl -s -X POST %s/api/v1/uploads -H 'Authorization: Bearer %s'\n", o.Email, secret, apiURL, secret)

@@ -256,7 +256,7 @@ func creditSend(ctx context.Context, t *testing.T, a *app.App, c *http.Client, b
 	if err != nil {
 		return loadResult{}, err
 	}
-	if _, err := a.Svc.Core.GrantCredits(ctx, o.ID, core.ModeTest, 1_000_000*core.MicrosPerDollar, "benchmark"); err != nil {
+	if _, err := a.Svc.Credits.Grant(ctx, o.ID, core.ModeTest, 1_000_000*core.MicrosPerDollar, "benchmark"); err != nil {
 		return loadResult{}, err
 	}
 	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, base+"/api/v1/uploads", strings.NewReader("{}"))

@@ -60,7 +60,7 @@ func benchEnv(t *testing.T, postgres string, cfg func(*services.Config)) *testen
 			cfg(c)
 		}
 	}))
-	if _, err := env.Svc.Core.GrantCredits(t.Context(), env.OwnerA.ID, core.ModeTest, 1_000_000*core.MicrosPerDollar, "benchmark"); err != nil {
+	if _, err := env.Svc.Credits.Grant(t.Context(), env.OwnerA.ID, core.ModeTest, 1_000_000*core.MicrosPerDollar, "benchmark"); err != nil {
 		t.Fatal(err)
 	}
 	return env

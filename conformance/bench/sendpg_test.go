@@ -134,7 +134,7 @@ func sendPGSetup(t *testing.T, base, dsn, blobs string, client *http.Client) (ke
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := a.Svc.Core.GrantCredits(ctx, o.ID, core.ModeTest, 100_000*core.MicrosPerDollar, "benchmark"); err != nil {
+		if _, err := a.Svc.Credits.Grant(ctx, o.ID, core.ModeTest, 100_000*core.MicrosPerDollar, "benchmark"); err != nil {
 			t.Fatal(err)
 		}
 		key, _, err := a.Svc.Core.CreateAPIKey(ctx, o.ID, core.ModeTest, "bench")

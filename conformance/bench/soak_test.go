@@ -285,7 +285,7 @@ func soakSetup(t *testing.T, dir, base string) (key string, chat *oauth2.Config,
 	defer a.Close()
 	site := &consoletest.Site{App: a, Base: base}
 	w := site.Owner(t, "soak@example.com")
-	if _, err := a.Svc.Core.GrantCredits(ctx, w.Account.ID, core.ModeTest, 1_000_000*core.MicrosPerDollar, "soak benchmark"); err != nil {
+	if _, err := a.Svc.Credits.Grant(ctx, w.Account.ID, core.ModeTest, 1_000_000*core.MicrosPerDollar, "soak benchmark"); err != nil {
 		t.Fatal(err)
 	}
 	key, _, err = a.Svc.Core.CreateAPIKey(ctx, w.Account.ID, core.ModeTest, "soak")

@@ -65,7 +65,7 @@ func benchTelnyxWebhooks(t *testing.T, rep *report) {
 	handler.Store(&h)
 	defer s.Close()
 
-	if _, err := e.Svc.Core.GrantCredits(ctx, e.OwnerA.ID, core.ModeLive, 20*core.MicrosPerDollar, "bench"); err != nil {
+	if _, err := e.Svc.Credits.Grant(ctx, e.OwnerA.ID, core.ModeLive, 20*core.MicrosPerDollar, "bench"); err != nil {
 		t.Fatal(err)
 	}
 	p := e.Principal(t, e.KeyALive)

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/faxhub/faxhub/core"
+	"github.com/faxhub/faxhub/core/credits"
 	"github.com/faxhub/faxhub/core/services"
 )
 
@@ -15,9 +16,9 @@ func testCharges(t *testing.T, s services.Store) {
 	ctx := t.Context()
 	o := newOwner(t, s)
 	f := newFax(t, s, newDocument(t, s, o, core.ModeTest))
-	c := &core.Charge{
-		ID: core.NewID(core.PrefixCharge), Mode: core.ModeTest, Method: "stripe", Purpose: core.ChargeMachineFax,
-		IdempotencyKey: "mpp_ch1_spt1", AmountMicros: 500_000, Currency: "usd", Reference: "pi_1", Status: core.ChargeSucceeded,
+	c := &credits.Charge{
+		ID: core.NewID(credits.PrefixCharge), Mode: core.ModeTest, Method: "stripe", Purpose: credits.ChargeMachineFax,
+		IdempotencyKey: "mpp_ch1_spt1", AmountMicros: 500_000, Currency: "usd", Reference: "pi_1", Status: credits.ChargeSucceeded,
 		FaxID: &f.ID, Subject: "ch1", CreatedAt: at(1),
 	}
 	must(t, s.CreateCharge(ctx, c))
@@ -31,7 +32,7 @@ func testCharges(t *testing.T, s services.Store) {
 	wantErr(t, "unknown key", err, core.ErrNoRows)
 
 	dup := *c
-	dup.ID = core.NewID(core.PrefixCharge)
+	dup.ID = core.NewID(credits.PrefixCharge)
 	wantErr(t, "second charge under one key", s.CreateCharge(ctx, &dup), core.ErrExists)
 
 	must(t, s.MarkChargeRefunded(ctx, c.ID, "re_1", at(2)))
@@ -39,13 +40,13 @@ func testCharges(t *testing.T, s services.Store) {
 	wantErr(t, "refund a missing charge", s.MarkChargeRefunded(ctx, "chg_missing", "re_3", at(3)), core.ErrNoRows)
 	got, err = s.GetCharge(ctx, c.ID)
 	must(t, err)
-	if got.Status != core.ChargeRefunded || got.RefundReference != "re_1" || got.RefundedAt == nil || !got.RefundedAt.Equal(at(2)) {
+	if got.Status != credits.ChargeRefunded || got.RefundReference != "re_1" || got.RefundedAt == nil || !got.RefundedAt.Equal(at(2)) {
 		t.Fatalf("refunded charge = %+v", got)
 	}
 
 	// A charge of an owner's credit pack; a machine's has no owner.
-	pack := &core.Charge{ID: core.NewID(core.PrefixCharge), OwnerID: o.ID, Mode: core.ModeLive, Method: "card", Purpose: core.ChargeCreditPack,
-		IdempotencyKey: "ap2_apr1", AmountMicros: 20_000_000, Currency: "usd", Reference: "pi_2", Status: core.ChargeSucceeded,
+	pack := &credits.Charge{ID: core.NewID(credits.PrefixCharge), OwnerID: o.ID, Mode: core.ModeLive, Method: "card", Purpose: credits.ChargeCreditPack,
+		IdempotencyKey: "ap2_apr1", AmountMicros: 20_000_000, Currency: "usd", Reference: "pi_2", Status: credits.ChargeSucceeded,
 		PackID: "pack_20", Subject: "apr_1", CreatedAt: at(4)}
 	must(t, s.CreateCharge(ctx, pack))
 
@@ -55,8 +56,8 @@ func testCharges(t *testing.T, s services.Store) {
 	won := 0
 	for range 50 {
 		wg.Go(func() {
-			c := &core.Charge{ID: core.NewID(core.PrefixCharge), Mode: core.ModeTest, Method: "stripe", Purpose: core.ChargeMachineFax,
-				IdempotencyKey: "race", AmountMicros: 1, Currency: "usd", Status: core.ChargeSucceeded, CreatedAt: at(5)}
+			c := &credits.Charge{ID: core.NewID(credits.PrefixCharge), Mode: core.ModeTest, Method: "stripe", Purpose: credits.ChargeMachineFax,
+				IdempotencyKey: "race", AmountMicros: 1, Currency: "usd", Status: credits.ChargeSucceeded, CreatedAt: at(5)}
 			err := s.CreateCharge(ctx, c)
 			if err == nil {
 				mu.Lock()

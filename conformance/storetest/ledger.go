@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/faxhub/faxhub/core"
+	"github.com/faxhub/faxhub/core/credits"
 	"github.com/faxhub/faxhub/core/faxes"
 	"github.com/faxhub/faxhub/core/services"
 )
@@ -24,20 +25,20 @@ func wantBalance(t *testing.T, s services.Store, o *core.Owner, mode core.Mode, 
 // consistentBalance returns the cached balance after checking it against
 // the ledger itself: available is the sum of all entries, held the amount of
 // the holds not yet settled, and no hold is settled twice.
-func consistentBalance(t *testing.T, s services.Store, o *core.Owner, mode core.Mode) *core.Balance {
+func consistentBalance(t *testing.T, s services.Store, o *core.Owner, mode core.Mode) *credits.Balance {
 	t.Helper()
 	b, err := s.GetBalance(t.Context(), o.ID, mode)
 	must(t, err)
 	if b.Mode != mode {
 		t.Fatalf("balance mode %q, want %q", b.Mode, mode)
 	}
-	entries, err := s.ListLedger(t.Context(), core.LedgerFilter{OwnerID: o.ID, Mode: mode})
+	entries, err := s.ListLedger(t.Context(), credits.LedgerFilter{OwnerID: o.ID, Mode: mode})
 	must(t, err)
 	var sum, open int64
 	settled := map[string]bool{}
 	for _, e := range entries {
 		sum += e.AmountMicros
-		if e.Kind == core.LedgerCapture || e.Kind == core.LedgerRelease {
+		if e.Kind == credits.LedgerCapture || e.Kind == credits.LedgerRelease {
 			if e.HoldID == nil {
 				t.Fatalf("%s entry %s names no hold", e.Kind, e.ID)
 			}
@@ -48,7 +49,7 @@ func consistentBalance(t *testing.T, s services.Store, o *core.Owner, mode core.
 		}
 	}
 	for _, e := range entries {
-		if e.Kind == core.LedgerHold && !settled[e.ID] {
+		if e.Kind == credits.LedgerHold && !settled[e.ID] {
 			open -= e.AmountMicros
 		}
 	}
@@ -79,44 +80,44 @@ func testLedger(t *testing.T, s services.Store) {
 	wantBalance(t, s, o, core.ModeLive, 7_000_000, 3_000_000)
 
 	wantErr(t, "hold larger than the balance", s.PlaceHold(ctx, holdFor(created[1], 7_000_001)), core.ErrInsufficientFunds)
-	wantErr(t, "hold in a mode without credits", s.PlaceHold(ctx, func() *core.LedgerEntry {
+	wantErr(t, "hold in a mode without credits", s.PlaceHold(ctx, func() *credits.LedgerEntry {
 		o := faxOf(newDocument(t, s, o, core.ModeTest), at(2))
 		must(t, s.CreateFax(ctx, o))
 		return holdFor(o, 1)
 	}()), core.ErrInsufficientFunds)
 	wantErr(t, "second hold for one fax", s.PlaceHold(ctx, holdFor(created[0], 1_000)), core.ErrExists)
 	wantBalance(t, s, o, core.ModeLive, 7_000_000, 3_000_000)
-	_, err := s.SettleHold(ctx, created[1].ID, core.LedgerRelease, at(9))
+	_, err := s.SettleHold(ctx, created[1].ID, credits.LedgerRelease, at(9))
 	wantErr(t, "SettleHold of a refused hold", err, core.ErrNoRows)
 
-	capture, err := s.SettleHold(ctx, created[0].ID, core.LedgerCapture, at(20))
+	capture, err := s.SettleHold(ctx, created[0].ID, credits.LedgerCapture, at(20))
 	must(t, err)
-	if capture.Kind != core.LedgerCapture || capture.AmountMicros != 0 || capture.HoldID == nil || *capture.HoldID != h0.ID ||
+	if capture.Kind != credits.LedgerCapture || capture.AmountMicros != 0 || capture.HoldID == nil || *capture.HoldID != h0.ID ||
 		capture.FaxID == nil || *capture.FaxID != created[0].ID || capture.OwnerID != o.ID || capture.Mode != core.ModeLive ||
 		!capture.CreatedAt.Equal(at(20)) || capture.ID == "" {
 		t.Fatalf("capture entry: %s", dump(capture))
 	}
 	wantBalance(t, s, o, core.ModeLive, 7_000_000, 0)
-	_, err = s.SettleHold(ctx, created[0].ID, core.LedgerRelease, at(21))
+	_, err = s.SettleHold(ctx, created[0].ID, credits.LedgerRelease, at(21))
 	wantErr(t, "release after capture", err, core.ErrConflict)
-	_, err = s.SettleHold(ctx, created[0].ID, core.LedgerCapture, at(21))
+	_, err = s.SettleHold(ctx, created[0].ID, credits.LedgerCapture, at(21))
 	wantErr(t, "capture twice", err, core.ErrConflict)
 	wantBalance(t, s, o, core.ModeLive, 7_000_000, 0)
 
 	h2 := holdFor(created[2], 7_000_000) // exactly the balance
 	must(t, s.PlaceHold(ctx, h2))
 	wantBalance(t, s, o, core.ModeLive, 0, 7_000_000)
-	release, err := s.SettleHold(ctx, created[2].ID, core.LedgerRelease, at(30))
+	release, err := s.SettleHold(ctx, created[2].ID, credits.LedgerRelease, at(30))
 	must(t, err)
-	if release.Kind != core.LedgerRelease || release.AmountMicros != 7_000_000 || release.HoldID == nil || *release.HoldID != h2.ID {
+	if release.Kind != credits.LedgerRelease || release.AmountMicros != 7_000_000 || release.HoldID == nil || *release.HoldID != h2.ID {
 		t.Fatalf("release entry: %s", dump(release))
 	}
 	wantBalance(t, s, o, core.ModeLive, 7_000_000, 0)
 
 	// A partial delivery's refund, and a purchase.
-	for _, e := range []*core.LedgerEntry{
-		{ID: core.NewID(core.PrefixLedger), OwnerID: o.ID, Mode: core.ModeLive, Kind: core.LedgerRefund, AmountMicros: 70_000, FaxID: &created[0].ID, Reason: "2 pages not sent", CreatedAt: at(40)},
-		{ID: core.NewID(core.PrefixLedger), OwnerID: o.ID, Mode: core.ModeLive, Kind: core.LedgerPurchase, AmountMicros: 25_000_000, Reason: "pack", CreatedAt: at(41)},
+	for _, e := range []*credits.LedgerEntry{
+		{ID: core.NewID(core.PrefixLedger), OwnerID: o.ID, Mode: core.ModeLive, Kind: credits.LedgerRefund, AmountMicros: 70_000, FaxID: &created[0].ID, Reason: "2 pages not sent", CreatedAt: at(40)},
+		{ID: core.NewID(core.PrefixLedger), OwnerID: o.ID, Mode: core.ModeLive, Kind: credits.LedgerPurchase, AmountMicros: 25_000_000, Reason: "pack", CreatedAt: at(41)},
 	} {
 		must(t, s.AppendLedger(ctx, e))
 	}
@@ -125,20 +126,20 @@ func testLedger(t *testing.T, s services.Store) {
 	// A capture appended directly names its hold.
 	h3 := holdFor(created[3], 2_000_000)
 	must(t, s.PlaceHold(ctx, h3))
-	must(t, s.AppendLedger(ctx, &core.LedgerEntry{ID: core.NewID(core.PrefixLedger), OwnerID: o.ID, Mode: core.ModeLive, Kind: core.LedgerCapture, HoldID: &h3.ID, Reason: "delivered", CreatedAt: at(50)}))
+	must(t, s.AppendLedger(ctx, &credits.LedgerEntry{ID: core.NewID(core.PrefixLedger), OwnerID: o.ID, Mode: core.ModeLive, Kind: credits.LedgerCapture, HoldID: &h3.ID, Reason: "delivered", CreatedAt: at(50)}))
 	wantBalance(t, s, o, core.ModeLive, 30_070_000, 0)
-	_, err = s.SettleHold(ctx, created[3].ID, core.LedgerRelease, at(51))
+	_, err = s.SettleHold(ctx, created[3].ID, credits.LedgerRelease, at(51))
 	wantErr(t, "SettleHold of a hold captured through AppendLedger", err, core.ErrConflict)
 	wantErr(t, "AppendLedger capture of a settled hold",
-		s.AppendLedger(ctx, &core.LedgerEntry{ID: core.NewID(core.PrefixLedger), OwnerID: o.ID, Mode: core.ModeLive, Kind: core.LedgerRelease, AmountMicros: 2_000_000, HoldID: &h3.ID, CreatedAt: at(52)}),
+		s.AppendLedger(ctx, &credits.LedgerEntry{ID: core.NewID(core.PrefixLedger), OwnerID: o.ID, Mode: core.ModeLive, Kind: credits.LedgerRelease, AmountMicros: 2_000_000, HoldID: &h3.ID, CreatedAt: at(52)}),
 		core.ErrConflict)
 
 	// Malformed entries are refused and change nothing.
-	for name, e := range map[string]*core.LedgerEntry{
-		"hold through AppendLedger": {Kind: core.LedgerHold, AmountMicros: -1},
-		"zero grant":                {Kind: core.LedgerGrant, AmountMicros: 0},
-		"negative refund":           {Kind: core.LedgerRefund, AmountMicros: -5},
-		"capture without a hold":    {Kind: core.LedgerCapture},
+	for name, e := range map[string]*credits.LedgerEntry{
+		"hold through AppendLedger": {Kind: credits.LedgerHold, AmountMicros: -1},
+		"zero grant":                {Kind: credits.LedgerGrant, AmountMicros: 0},
+		"negative refund":           {Kind: credits.LedgerRefund, AmountMicros: -5},
+		"capture without a hold":    {Kind: credits.LedgerCapture},
 		"unknown kind":              {Kind: "bonus", AmountMicros: 5},
 	} {
 		e.ID, e.OwnerID, e.Mode, e.CreatedAt = core.NewID(core.PrefixLedger), o.ID, core.ModeLive, at(60)
@@ -146,13 +147,13 @@ func testLedger(t *testing.T, s services.Store) {
 			t.Errorf("AppendLedger of a %s: want an error", name)
 		}
 	}
-	if err := s.PlaceHold(ctx, &core.LedgerEntry{ID: core.NewID(core.PrefixLedger), OwnerID: o.ID, Mode: core.ModeLive, Kind: core.LedgerHold, AmountMicros: 5, FaxID: &created[4].ID, CreatedAt: at(60)}); err == nil || errors.Is(err, core.ErrInsufficientFunds) {
+	if err := s.PlaceHold(ctx, &credits.LedgerEntry{ID: core.NewID(core.PrefixLedger), OwnerID: o.ID, Mode: core.ModeLive, Kind: credits.LedgerHold, AmountMicros: 5, FaxID: &created[4].ID, CreatedAt: at(60)}); err == nil || errors.Is(err, core.ErrInsufficientFunds) {
 		t.Errorf("PlaceHold of a positive amount: got %v, want a plain error", err)
 	}
 	grantDup := grant(t, s, o, core.ModeLive, 1)
 	wantErr(t, "entry with a taken id", s.AppendLedger(ctx, grantDup), core.ErrExists)
 	wantBalance(t, s, o, core.ModeLive, 30_070_001, 0)
-	_, err = s.SettleHold(ctx, "fax_missing", core.LedgerCapture, at(70))
+	_, err = s.SettleHold(ctx, "fax_missing", credits.LedgerCapture, at(70))
 	wantErr(t, "SettleHold of a fax without a hold", err, core.ErrNoRows)
 
 	// A hold inside a transaction that rolls back leaves nothing.
@@ -170,10 +171,10 @@ func testLedger(t *testing.T, s services.Store) {
 func testListLedger(t *testing.T, s services.Store) {
 	ctx := t.Context()
 	o, other := newOwner(t, s), newOwner(t, s)
-	var mine []core.LedgerEntry
+	var mine []credits.LedgerEntry
 	for i := range 11 {
-		e := &core.LedgerEntry{
-			ID: core.NewID(core.PrefixLedger), OwnerID: o.ID, Mode: core.ModeTest, Kind: core.LedgerGrant,
+		e := &credits.LedgerEntry{
+			ID: core.NewID(core.PrefixLedger), OwnerID: o.ID, Mode: core.ModeTest, Kind: credits.LedgerGrant,
 			AmountMicros: int64(1000 + i), Reason: "grant", CreatedAt: at(i / 2),
 		}
 		must(t, s.AppendLedger(ctx, e))
@@ -181,17 +182,17 @@ func testListLedger(t *testing.T, s services.Store) {
 	}
 	grant(t, s, o, core.ModeLive, 5)
 	grant(t, s, other, core.ModeTest, 5)
-	slices.SortFunc(mine, func(a, b core.LedgerEntry) int {
+	slices.SortFunc(mine, func(a, b credits.LedgerEntry) int {
 		if c := b.CreatedAt.Compare(a.CreatedAt); c != 0 {
 			return c
 		}
 		return cmp.Compare(b.ID, a.ID)
 	})
 
-	var got []core.LedgerEntry
+	var got []credits.LedgerEntry
 	after := ""
 	for range 10 {
-		p, err := s.ListLedger(ctx, core.LedgerFilter{OwnerID: o.ID, Mode: core.ModeTest, StartingAfter: after, Limit: 3})
+		p, err := s.ListLedger(ctx, credits.LedgerFilter{OwnerID: o.ID, Mode: core.ModeTest, StartingAfter: after, Limit: 3})
 		must(t, err)
 		if len(p) > 3 {
 			t.Fatalf("page of %d entries with limit 3", len(p))
@@ -204,11 +205,11 @@ func testListLedger(t *testing.T, s services.Store) {
 	}
 	wantEqual(t, "ledger, newest first", got, mine)
 
-	all, err := s.ListLedger(ctx, core.LedgerFilter{OwnerID: o.ID, Mode: core.ModeTest})
+	all, err := s.ListLedger(ctx, credits.LedgerFilter{OwnerID: o.ID, Mode: core.ModeTest})
 	must(t, err)
 	wantEqual(t, "ledger without a limit", all, mine)
 
-	for name, f := range map[string]core.LedgerFilter{
+	for name, f := range map[string]credits.LedgerFilter{
 		"a missing entry":          {OwnerID: o.ID, Mode: core.ModeTest, StartingAfter: "led_missing", Limit: 3},
 		"an entry of another mode": {OwnerID: o.ID, Mode: core.ModeLive, StartingAfter: mine[0].ID, Limit: 3},
 		"another owner's entry":    {OwnerID: other.ID, Mode: core.ModeTest, StartingAfter: mine[0].ID, Limit: 3},
@@ -282,17 +283,17 @@ func testLedgerConcurrent(t *testing.T, s services.Store) {
 		}
 	}
 	type result struct {
-		e   *core.LedgerEntry
+		e   *credits.LedgerEntry
 		err error
 	}
 	results := make([]result, len(held)*per)
 	errs = race(len(results), func(i int) error {
-		kind := core.LedgerCapture
+		kind := credits.LedgerCapture
 		if i%2 == 1 {
-			kind = core.LedgerRelease
+			kind = credits.LedgerRelease
 		}
 		fax := held[i/per]
-		var e *core.LedgerEntry
+		var e *credits.LedgerEntry
 		var err error
 		if i%3 == 0 {
 			err = inTx(ctx, s, func(tx services.Tx) error {

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/faxhub/faxhub/core"
+	"github.com/faxhub/faxhub/core/credits"
 	"github.com/faxhub/faxhub/core/machine"
 	"github.com/faxhub/faxhub/core/services"
 )
@@ -107,12 +108,12 @@ func testMachine(t *testing.T, s services.Store) {
 	}
 
 	// Charges: a reference pays once per method; refunds.
-	ch := &core.Charge{ID: core.NewID(core.PrefixCharge), Mode: core.ModeTest, Method: "tempo", Purpose: core.ChargeMachineFax,
-		IdempotencyKey: "mpp_c2_a", AmountMicros: 210_000, Currency: "0xtoken", Reference: "0xhash", Status: core.ChargeSucceeded,
+	ch := &credits.Charge{ID: core.NewID(credits.PrefixCharge), Mode: core.ModeTest, Method: "tempo", Purpose: credits.ChargeMachineFax,
+		IdempotencyKey: "mpp_c2_a", AmountMicros: 210_000, Currency: "0xtoken", Reference: "0xhash", Status: credits.ChargeSucceeded,
 		FaxID: &f.ID, Subject: "c2", CreatedAt: at(503), RequestID: "req-1", AmountUnits: 210_000}
 	must(t, s.CreateCharge(ctx, ch))
 	reuse := *ch
-	reuse.ID, reuse.IdempotencyKey, reuse.FaxID = core.NewID(core.PrefixCharge), "mpp_c3_a", nil
+	reuse.ID, reuse.IdempotencyKey, reuse.FaxID = core.NewID(credits.PrefixCharge), "mpp_c3_a", nil
 	wantErr(t, "a reference paying twice", s.CreateCharge(ctx, &reuse), core.ErrExists)
 	reuse.Method = "stripe"
 	must(t, s.CreateCharge(ctx, &reuse))
@@ -136,7 +137,7 @@ func testMachine(t *testing.T, s services.Store) {
 	wantErr(t, "finish a refund twice", s.FinishRefund(ctx, ch.ID, machine.RefundDone, "re_2", at(603)), core.ErrConflict)
 	got2, err := s.GetCharge(ctx, ch.ID)
 	must(t, err)
-	if got2.Status != core.ChargeRefunded || got2.RefundState != machine.RefundDone || got2.RefundReference != "re_1" {
+	if got2.Status != credits.ChargeRefunded || got2.RefundState != machine.RefundDone || got2.RefundReference != "re_1" {
 		t.Fatalf("refunded: %+v", got2)
 	}
 

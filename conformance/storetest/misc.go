@@ -9,6 +9,7 @@ import (
 
 	"github.com/faxhub/faxhub/core"
 	"github.com/faxhub/faxhub/core/checkout"
+	"github.com/faxhub/faxhub/core/credits"
 	"github.com/faxhub/faxhub/core/faxes"
 	"github.com/faxhub/faxhub/core/services"
 )
@@ -235,8 +236,8 @@ func testCheckouts(t *testing.T, s services.Store) {
 func testReverseCredits(t *testing.T, s services.Store) {
 	ctx := t.Context()
 	o := newOwner(t, s)
-	reversal := func(amount int64) *core.LedgerEntry {
-		return &core.LedgerEntry{ID: core.NewID(core.PrefixLedger), OwnerID: o.ID, Mode: core.ModeLive, Kind: core.LedgerReversal,
+	reversal := func(amount int64) *credits.LedgerEntry {
+		return &credits.LedgerEntry{ID: core.NewID(core.PrefixLedger), OwnerID: o.ID, Mode: core.ModeLive, Kind: credits.LedgerReversal,
 			AmountMicros: -amount, Reason: "refund", CreatedAt: at(1)}
 	}
 	took, err := s.ReverseCredits(ctx, reversal(1_000_000))
@@ -257,7 +258,7 @@ func testReverseCredits(t *testing.T, s services.Store) {
 	if b.AvailableMicros != 0 {
 		t.Fatalf("balance %d after the reversals, want 0", b.AvailableMicros)
 	}
-	if _, err := s.ReverseCredits(ctx, &core.LedgerEntry{ID: core.NewID(core.PrefixLedger), OwnerID: o.ID, Mode: core.ModeLive, Kind: core.LedgerRefund, AmountMicros: -1}); err == nil {
+	if _, err := s.ReverseCredits(ctx, &credits.LedgerEntry{ID: core.NewID(core.PrefixLedger), OwnerID: o.ID, Mode: core.ModeLive, Kind: credits.LedgerRefund, AmountMicros: -1}); err == nil {
 		t.Fatal("ReverseCredits took a refund entry")
 	}
 }
@@ -299,9 +300,9 @@ func testClaimOnce(t *testing.T, s services.Store) {
 			ord := newFax(t, s, doc)
 			must(t, s.PlaceHold(ctx, holdFor(ord, 1_000_000)))
 			return func(q services.Tx, i int) error {
-				kind := core.LedgerCapture
+				kind := credits.LedgerCapture
 				if i%2 == 1 {
-					kind = core.LedgerRelease
+					kind = credits.LedgerRelease
 				}
 				_, err := q.SettleHold(ctx, ord.ID, kind, at(i))
 				return err

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/faxhub/faxhub/core"
+	"github.com/faxhub/faxhub/core/credits"
 	"github.com/faxhub/faxhub/core/documents"
 	"github.com/faxhub/faxhub/core/faxes"
 	"github.com/faxhub/faxhub/core/services"
@@ -201,19 +202,19 @@ func newFax(t *testing.T, s services.Store, doc *documents.Document) *faxes.Fax 
 	return o
 }
 
-func grant(t *testing.T, s services.Store, o *core.Owner, mode core.Mode, micros int64) *core.LedgerEntry {
+func grant(t *testing.T, s services.Store, o *core.Owner, mode core.Mode, micros int64) *credits.LedgerEntry {
 	t.Helper()
-	e := &core.LedgerEntry{
-		ID: core.NewID(core.PrefixLedger), OwnerID: o.ID, Mode: mode, Kind: core.LedgerGrant,
+	e := &credits.LedgerEntry{
+		ID: core.NewID(core.PrefixLedger), OwnerID: o.ID, Mode: mode, Kind: credits.LedgerGrant,
 		AmountMicros: micros, Reason: "test grant", CreatedAt: at(0),
 	}
 	must(t, s.AppendLedger(t.Context(), e))
 	return e
 }
 
-func holdFor(o *faxes.Fax, micros int64) *core.LedgerEntry {
-	return &core.LedgerEntry{
-		ID: core.NewID(core.PrefixLedger), OwnerID: o.OwnerID, Mode: o.Mode, Kind: core.LedgerHold,
+func holdFor(o *faxes.Fax, micros int64) *credits.LedgerEntry {
+	return &credits.LedgerEntry{
+		ID: core.NewID(core.PrefixLedger), OwnerID: o.OwnerID, Mode: o.Mode, Kind: credits.LedgerHold,
 		AmountMicros: -micros, FaxID: &o.ID, Reason: "hold for fax " + o.ID, CreatedAt: at(3),
 	}
 }

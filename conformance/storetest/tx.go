@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/faxhub/faxhub/core"
+	"github.com/faxhub/faxhub/core/credits"
 	"github.com/faxhub/faxhub/core/faxes"
 	"github.com/faxhub/faxhub/core/services"
 )
@@ -43,9 +44,9 @@ func testTimeRoundTrip(t *testing.T, s services.Store) {
 			check("time", got.CreatedAt)
 			check("nullable time", *got.EmailVerifiedAt)
 
-			e := &core.LedgerEntry{ID: core.NewID(core.PrefixLedger), OwnerID: o.ID, Mode: core.ModeLive, Kind: core.LedgerGrant, AmountMicros: 1, CreatedAt: tc.in}
+			e := &credits.LedgerEntry{ID: core.NewID(core.PrefixLedger), OwnerID: o.ID, Mode: core.ModeLive, Kind: credits.LedgerGrant, AmountMicros: 1, CreatedAt: tc.in}
 			must(t, s.AppendLedger(ctx, e))
-			entries, err := s.ListLedger(ctx, core.LedgerFilter{OwnerID: o.ID, Mode: core.ModeLive})
+			entries, err := s.ListLedger(ctx, credits.LedgerFilter{OwnerID: o.ID, Mode: core.ModeLive})
 			must(t, err)
 			check("ledger time", entries[0].CreatedAt)
 		})
@@ -263,7 +264,7 @@ func testInTx(t *testing.T, s services.Store) {
 			if err := tx.PlaceHold(ctx, holdFor(ord, 10_000_000)); !errors.Is(err, core.ErrInsufficientFunds) {
 				return fmt.Errorf("oversized hold: got %v, want ErrInsufficientFunds", err)
 			}
-			if _, err := tx.SettleHold(ctx, ord.ID, core.LedgerCapture, at(6)); !errors.Is(err, core.ErrNoRows) {
+			if _, err := tx.SettleHold(ctx, ord.ID, credits.LedgerCapture, at(6)); !errors.Is(err, core.ErrNoRows) {
 				return fmt.Errorf("settling a missing hold: got %v, want ErrNoRows", err)
 			}
 			if err := tx.MarkCheckoutPaid(ctx, "chk_missing", at(6)); !errors.Is(err, core.ErrNoRows) {
@@ -310,7 +311,7 @@ func testInTxConcurrent(t *testing.T, s services.Store) {
 			if err := tx.InsertIdempotency(ctx, &core.IdempotencyRecord{Scope: o.ID, Key: id, RequestHash: "h", ResponseCode: 201, CreatedAt: at(i)}); err != nil {
 				return err
 			}
-			return tx.AppendLedger(ctx, &core.LedgerEntry{ID: core.NewID(core.PrefixLedger), OwnerID: o.ID, Mode: core.ModeTest, Kind: core.LedgerGrant, AmountMicros: 1, CreatedAt: at(i)})
+			return tx.AppendLedger(ctx, &credits.LedgerEntry{ID: core.NewID(core.PrefixLedger), OwnerID: o.ID, Mode: core.ModeTest, Kind: credits.LedgerGrant, AmountMicros: 1, CreatedAt: at(i)})
 		})
 	})
 	for _, err := range errs {

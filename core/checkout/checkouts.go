@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/faxhub/faxhub/core"
+	"github.com/faxhub/faxhub/core/credits"
 	"github.com/faxhub/faxhub/core/faxes"
 	"github.com/faxhub/faxhub/core/numbers"
 )
@@ -165,8 +166,8 @@ func (s *Service) Complete(ctx context.Context, id string) (*Checkout, error) {
 // grantPack adds a paid pack's credits, inside the transaction that marks
 // its checkout paid.
 func grantPack(ctx context.Context, tx Tx, c *Checkout, now time.Time) error {
-	return tx.AppendLedger(ctx, &core.LedgerEntry{
-		ID: core.NewID(core.PrefixLedger), OwnerID: c.OwnerID, Mode: c.Mode, Kind: core.LedgerPurchase, AmountMicros: c.CreditMicros,
+	return tx.AppendLedger(ctx, &credits.LedgerEntry{
+		ID: core.NewID(core.PrefixLedger), OwnerID: c.OwnerID, Mode: c.Mode, Kind: credits.LedgerPurchase, AmountMicros: c.CreditMicros,
 		Reason: "credit pack " + c.PackID + " (checkout " + c.ID + ")", CreatedAt: now,
 	})
 }
@@ -240,8 +241,8 @@ func (s *Service) CompletePaid(ctx context.Context, id string, ref PaymentRef) (
 			}
 			s.d.Logger.WarnContext(ctx, "checkout paid after its draft could no longer be paid: credited to the account",
 				slog.String("checkout", c.ID), slog.String("draft", d.ID), slog.String("draftStatus", string(s.faxes.DraftStatus(d))))
-			return tx.AppendLedger(ctx, &core.LedgerEntry{
-				ID: core.NewID(core.PrefixLedger), OwnerID: c.OwnerID, Mode: c.Mode, Kind: core.LedgerRefund, AmountMicros: ref.AmountCents * core.MicrosPerCent,
+			return tx.AppendLedger(ctx, &credits.LedgerEntry{
+				ID: core.NewID(core.PrefixLedger), OwnerID: c.OwnerID, Mode: c.Mode, Kind: credits.LedgerRefund, AmountMicros: ref.AmountCents * core.MicrosPerCent,
 				Reason: "checkout " + c.ID + " was paid after draft " + d.ID + " was " + string(s.faxes.DraftStatus(d)) + ": the payment is credited here", CreatedAt: now,
 			})
 		case KindNumber:
@@ -315,8 +316,8 @@ func (s *Service) Refund(ctx context.Context, paymentIntent string, refundedCent
 		if c.Kind == KindCreditPack {
 			due := c.CreditMicros*refundedCents/paid - c.CreditMicros*c.RefundedCents/paid
 			if due > 0 {
-				reversed, err = tx.ReverseCredits(ctx, &core.LedgerEntry{
-					ID: core.NewID(core.PrefixLedger), OwnerID: c.OwnerID, Mode: c.Mode, Kind: core.LedgerReversal, AmountMicros: -due,
+				reversed, err = tx.ReverseCredits(ctx, &credits.LedgerEntry{
+					ID: core.NewID(core.PrefixLedger), OwnerID: c.OwnerID, Mode: c.Mode, Kind: credits.LedgerReversal, AmountMicros: -due,
 					Reason: "credit pack " + c.PackID + " refunded (checkout " + c.ID + ")", CreatedAt: now,
 				})
 				if err != nil {
@@ -368,6 +369,8 @@ type Deps struct {
 	Logger   *slog.Logger
 	// Core pays the drafts and numbers checkouts buy.
 	Core *core.Service
+	// Credits reads balances and packs.
+	Credits *credits.Service
 	// Numbers reads and pays the numbers it acts on.
 	Numbers *numbers.Service
 	// Faxes creates, prices and reads faxes and drafts.
@@ -379,6 +382,7 @@ type Service struct {
 	cfg     core.Config
 	d       Deps
 	core    *core.Service
+	credits *credits.Service
 	numbers *numbers.Service
 	faxes   *faxes.Service
 }
@@ -392,7 +396,7 @@ func New(cfg core.Config, d Deps) *Service {
 	if d.Prices == nil {
 		d.Prices = core.DefaultPriceTable()
 	}
-	return &Service{cfg: cfg, d: d, core: d.Core, faxes: d.Faxes, numbers: d.Numbers}
+	return &Service{cfg: cfg, d: d, core: d.Core, faxes: d.Faxes, numbers: d.Numbers, credits: d.Credits}
 }
 
 func (s *Service) now() time.Time { return core.Clock(s.cfg.Now).Now() }

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/faxhub/faxhub/core"
+	"github.com/faxhub/faxhub/core/credits"
 )
 
 // StartCreditPack starts a hosted checkout for a credit pack.
@@ -16,7 +17,7 @@ func (s *Service) StartCreditPack(ctx context.Context, p core.Principal, packID 
 	}
 	pack, ok := s.d.Prices.Pack(packID)
 	if !ok {
-		return nil, s.core.UnknownPack(packID)
+		return nil, s.credits.UnknownPack(packID)
 	}
 	c := &Checkout{
 		ID: core.NewID(core.PrefixCheckout), OwnerID: p.OwnerID, Mode: p.Mode, Kind: KindCreditPack, PackID: pack.ID,
@@ -84,8 +85,8 @@ func (s *Service) StartNumber(ctx context.Context, p core.Principal, id string) 
 func (s *Service) creditUnpayableNumber(ctx context.Context, tx Tx, c *Checkout, cents int64, now time.Time) error {
 	s.d.Logger.WarnContext(ctx, "checkout paid after its number could no longer be bought: credited to the account",
 		slog.String("checkout", c.ID), slog.String("number", *c.NumberID))
-	return tx.AppendLedger(ctx, &core.LedgerEntry{
-		ID: core.NewID(core.PrefixLedger), OwnerID: c.OwnerID, Mode: c.Mode, Kind: core.LedgerRefund, AmountMicros: cents * core.MicrosPerCent,
+	return tx.AppendLedger(ctx, &credits.LedgerEntry{
+		ID: core.NewID(core.PrefixLedger), OwnerID: c.OwnerID, Mode: c.Mode, Kind: credits.LedgerRefund, AmountMicros: cents * core.MicrosPerCent,
 		Reason: "checkout " + c.ID + " was paid after number " + *c.NumberID + " could no longer be bought: the payment is credited here", CreatedAt: now,
 	})
 }

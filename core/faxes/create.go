@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/faxhub/faxhub/core"
+	"github.com/faxhub/faxhub/core/credits"
 )
 
 // newFax is a fax about to be created, with how it is paid. Every way of
@@ -69,8 +70,8 @@ func (s *Service) CreateFax(ctx context.Context, tx Tx, n NewFax) error {
 	}
 	switch f.PaymentMethod {
 	case PayCredits:
-		hold := &core.LedgerEntry{
-			ID: core.NewID(core.PrefixLedger), OwnerID: f.OwnerID, Mode: f.Mode, Kind: core.LedgerHold,
+		hold := &credits.LedgerEntry{
+			ID: core.NewID(core.PrefixLedger), OwnerID: f.OwnerID, Mode: f.Mode, Kind: credits.LedgerHold,
 			AmountMicros: -f.PriceMicros, FaxID: &f.ID, Reason: cmpReason(n.HoldReason, "hold for fax "+f.ID+" to "+f.To), CreatedAt: f.CreatedAt,
 		}
 		if err := tx.PlaceHold(ctx, hold); err != nil {

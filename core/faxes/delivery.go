@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/faxhub/faxhub/core"
+	"github.com/faxhub/faxhub/core/credits"
 )
 
 // Deliver makes one delivery attempt for a fax; the queue calls it for
@@ -111,7 +112,7 @@ func (s *Service) startAttempt(ctx context.Context, faxID string) (*Fax, *Attemp
 					return err
 				}
 				ended.seen(nil, o)
-				return s.settle(ctx, tx, o, core.LedgerRelease)
+				return s.settle(ctx, tx, o, credits.LedgerRelease)
 			}
 		default:
 			return nil // terminal
@@ -203,7 +204,7 @@ func (s *Service) recordOutcome(ctx context.Context, faxID, attemptID string, re
 			if err := tx.UpdateFax(ctx, o, Sending); err != nil {
 				return err
 			}
-			return s.settle(ctx, tx, o, core.LedgerCapture)
+			return s.settle(ctx, tx, o, credits.LedgerCapture)
 		case AttemptPartial:
 			if res.PagesSent <= 0 {
 				// Nothing arrived: that is a failure, not a partial fax.
@@ -216,14 +217,14 @@ func (s *Service) recordOutcome(ctx context.Context, faxID, attemptID string, re
 				if err := tx.UpdateFax(ctx, o, Sending); err != nil {
 					return err
 				}
-				return s.settle(ctx, tx, o, core.LedgerRelease)
+				return s.settle(ctx, tx, o, credits.LedgerRelease)
 			}
 			o.Status, o.PagesSent, o.CompletedAt = Partial, res.PagesSent, &now
 			o.FailureCode, o.FailureReason = a.FailureCode, a.FailureReason
 			if err := tx.UpdateFax(ctx, o, Sending); err != nil {
 				return err
 			}
-			if err := s.settle(ctx, tx, o, core.LedgerCapture); err != nil {
+			if err := s.settle(ctx, tx, o, credits.LedgerCapture); err != nil {
 				return err
 			}
 			return s.refundUnsentPages(ctx, tx, o)
@@ -246,7 +247,7 @@ func (s *Service) recordOutcome(ctx context.Context, faxID, attemptID string, re
 			if err := tx.UpdateFax(ctx, o, Sending); err != nil {
 				return err
 			}
-			return s.settle(ctx, tx, o, core.LedgerRelease)
+			return s.settle(ctx, tx, o, credits.LedgerRelease)
 		}
 		return fmt.Errorf("provider reported unknown status %q", res.Status)
 	})
@@ -343,8 +344,8 @@ func (s *Service) refundUnsentPages(ctx context.Context, tx Tx, o *Fax) error {
 	if o.PaymentMethod == PayMachine {
 		return s.d.PayerRefunds.OwePayer(ctx, tx, o, refund)
 	}
-	return tx.AppendLedger(ctx, &core.LedgerEntry{
-		ID: core.NewID(core.PrefixLedger), OwnerID: o.OwnerID, Mode: o.Mode, Kind: core.LedgerRefund, AmountMicros: refund,
+	return tx.AppendLedger(ctx, &credits.LedgerEntry{
+		ID: core.NewID(core.PrefixLedger), OwnerID: o.OwnerID, Mode: o.Mode, Kind: credits.LedgerRefund, AmountMicros: refund,
 		FaxID: &o.ID, Reason: fmt.Sprintf("refund for %d of %d pages not delivered (fax %s)", o.Pages-o.PagesSent, o.Pages, o.ID),
 		CreatedAt: s.now(),
 	})

@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/faxhub/faxhub/core"
+	"github.com/faxhub/faxhub/core/credits"
 )
 
 // CreateDraftRequest makes a draft from an uploaded document.
@@ -158,8 +159,8 @@ func (s *Service) SendDraft(ctx context.Context, p core.Principal, draftID strin
 			return f, ok, err
 		}
 		return nil, false, s.DraftPayable(d)
-	case core.IsInsufficient(err):
-		return nil, false, s.core.InsufficientCredits(ctx, p, d.PriceMicros).With("draftId", d.ID).With("mode", string(p.Mode))
+	case credits.IsInsufficient(err):
+		return nil, false, s.credits.Insufficient(ctx, p, d.PriceMicros).With("draftId", d.ID).With("mode", string(p.Mode))
 	case err != nil:
 		return nil, false, err
 	}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/faxhub/faxhub/core"
 	"github.com/faxhub/faxhub/core/checkout"
+	"github.com/faxhub/faxhub/core/credits"
 	"github.com/faxhub/faxhub/core/faxes"
 	"github.com/faxhub/faxhub/core/services"
 	"github.com/faxhub/faxhub/internal/testenv"
@@ -124,7 +125,7 @@ func TestSendDraftConcurrent(t *testing.T) {
 	c := e.Credits(t, p)
 	holds := 0
 	for _, le := range c.Ledger {
-		if le.Kind == core.LedgerHold {
+		if le.Kind == credits.LedgerHold {
 			holds++
 		}
 	}

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/faxhub/faxhub/core"
+	"github.com/faxhub/faxhub/core/credits"
 	"github.com/faxhub/faxhub/core/documents"
 	"github.com/faxhub/faxhub/core/numbers"
 )
@@ -127,13 +128,13 @@ func (s *Service) Send(ctx context.Context, p core.Principal, idemKey string, r 
 			return o, ok, err
 		}
 		return nil, false, fmt.Errorf("idempotency record vanished for key")
-	case core.IsInsufficient(err):
+	case credits.IsInsufficient(err):
 		// A request with the same key that committed first (its hold may be
 		// what used the balance up) is answered as it was, not with a 402.
 		if o, ok, err := s.replay(ctx, scope, idemKey, reqHash); ok || err != nil {
 			return o, ok, err
 		}
-		return nil, false, s.core.InsufficientCredits(ctx, p, f.PriceMicros).With("checkoutPath", "/api/v1/credits/checkout")
+		return nil, false, s.credits.Insufficient(ctx, p, f.PriceMicros).With("checkoutPath", "/api/v1/credits/checkout")
 	case err != nil:
 		return nil, false, err
 	}
@@ -382,7 +383,7 @@ func (s *Service) CancelQueued(ctx context.Context, p core.Principal, id string)
 			}
 			return err
 		}
-		return s.settle(ctx, tx, o, core.LedgerRelease)
+		return s.settle(ctx, tx, o, credits.LedgerRelease)
 	})
 }
 
@@ -392,13 +393,13 @@ func (s *Service) CancelQueued(ctx context.Context, p core.Principal, id string)
 // whole price returns to the owner as account credits (a refund entry);
 // captured, nothing moves. A machine's fax has no account to return to:
 // released, its charge is owed back through its method (settleMachine).
-func (s *Service) settle(ctx context.Context, tx Tx, o *Fax, kind core.LedgerKind) error {
+func (s *Service) settle(ctx context.Context, tx Tx, o *Fax, kind credits.LedgerKind) error {
 	switch o.PaymentMethod {
 	case PayMachine:
 		// Released, the whole charge is owed back through its method; a
 		// partial fax owes the unsent pages' share (refundUnsentPages), a
 		// delivered one nothing.
-		if kind != core.LedgerRelease {
+		if kind != credits.LedgerRelease {
 			return nil
 		}
 		return s.d.PayerRefunds.OwePayer(ctx, tx, o, o.PriceMicros)
@@ -407,11 +408,11 @@ func (s *Service) settle(ctx context.Context, tx Tx, o *Fax, kind core.LedgerKin
 			return fmt.Errorf("settle hold of %s (%s): %w", o.ID, kind, err)
 		}
 	case PayCheckout:
-		if kind != core.LedgerRelease || o.PriceMicros <= 0 {
+		if kind != credits.LedgerRelease || o.PriceMicros <= 0 {
 			return nil
 		}
-		err := tx.AppendLedger(ctx, &core.LedgerEntry{
-			ID: core.NewID(core.PrefixLedger), OwnerID: o.OwnerID, Mode: o.Mode, Kind: core.LedgerRefund, AmountMicros: o.PriceMicros,
+		err := tx.AppendLedger(ctx, &credits.LedgerEntry{
+			ID: core.NewID(core.PrefixLedger), OwnerID: o.OwnerID, Mode: o.Mode, Kind: credits.LedgerRefund, AmountMicros: o.PriceMicros,
 			FaxID: &o.ID, Reason: fmt.Sprintf("refund as credits of fax %s paid at checkout (%s)", o.ID, o.Status), CreatedAt: s.now(),
 		})
 		if err != nil {
@@ -431,6 +432,7 @@ type Store interface {
 // job commit together.
 type Tx interface {
 	core.Tx
+	credits.Tx
 	documents.Tx
 	Queries
 }
@@ -454,6 +456,8 @@ type Deps struct {
 	Logger  *slog.Logger
 	// Core resolves documents, sender numbers and credits.
 	Core *core.Service
+	// Credits reads balances and packs.
+	Credits *credits.Service
 	// Documents stores and reads the documents it faxes.
 	Documents *documents.Service
 	// Numbers reads and pays the numbers it acts on.
@@ -465,6 +469,7 @@ type Service struct {
 	cfg       core.Config
 	d         Deps
 	core      *core.Service
+	credits   *credits.Service
 	documents *documents.Service
 	numbers   *numbers.Service
 }
@@ -484,7 +489,7 @@ func New(cfg core.Config, d Deps) (*Service, error) {
 	if d.Prices == nil {
 		d.Prices = core.DefaultPriceTable()
 	}
-	return &Service{cfg: cfg, d: d, core: d.Core, numbers: d.Numbers, documents: d.Documents}, nil
+	return &Service{cfg: cfg, d: d, core: d.Core, numbers: d.Numbers, documents: d.Documents, credits: d.Credits}, nil
 }
 
 func (s *Service) now() time.Time { return core.Clock(s.cfg.Now).Now() }

@@ -86,5 +86,5 @@ type DeliveryQueue interface {
 type PayerRefunds interface {
 	// OwePayer records that refundMicros of f's price (all of it, or the
 	// unsent pages' share) goes back to the payer.
-	OwePayer(ctx context.Context, tx core.Tx, f *Fax, refundMicros int64) error
+	OwePayer(ctx context.Context, tx Tx, f *Fax, refundMicros int64) error
 }

@@ -94,7 +94,7 @@ func TestDelegatedSmoke(t *testing.T) {
 		t.Fatal(err)
 	}
 	testenv.WantCode(t, hosts.AuthorizeCapability(p, a, hosts.CapValidateFax), hosts.CodeCapabilityNotGranted)
-	if _, err := e.Svc.Core.GetCredits(ctx, p, "", 10); err != nil {
+	if _, err := e.Svc.Credits.Get(ctx, p, "", 10); err != nil {
 		t.Fatal(err)
 	}
 	if err := e.Svc.Hosts.Revoke(ctx, e.OwnerA.ID, h.ID); err != nil {

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/faxhub/faxhub/core"
+	"github.com/faxhub/faxhub/core/credits"
 	"github.com/faxhub/faxhub/core/faxes"
 )
 
@@ -419,16 +420,19 @@ type Deps struct {
 	Logger      *slog.Logger
 	// Core prices, documents, approvals and creates the faxes agents send.
 	Core *core.Service
+	// Credits reads balances and packs.
+	Credits *credits.Service
 	// Faxes creates, prices and reads faxes and drafts.
 	Faxes *faxes.Service
 }
 
 // Service runs delegated hosts and agents.
 type Service struct {
-	cfg   core.Config
-	d     Deps
-	core  *core.Service
-	faxes *faxes.Service
+	cfg     core.Config
+	d       Deps
+	core    *core.Service
+	credits *credits.Service
+	faxes   *faxes.Service
 }
 
 // New returns the service; cfg is the kernel's configuration with its
@@ -440,7 +444,7 @@ func New(cfg core.Config, d Deps) *Service {
 	if d.Prices == nil {
 		d.Prices = core.DefaultPriceTable()
 	}
-	return &Service{cfg: cfg, d: d, core: d.Core, faxes: d.Faxes}
+	return &Service{cfg: cfg, d: d, core: d.Core, faxes: d.Faxes, credits: d.Credits}
 }
 
 func (s *Service) now() time.Time { return core.Clock(s.cfg.Now).Now() }

@@ -7,6 +7,7 @@ import (
 	"slices"
 
 	"github.com/faxhub/faxhub/core"
+	"github.com/faxhub/faxhub/core/credits"
 	"github.com/faxhub/faxhub/core/faxes"
 )
 
@@ -248,8 +249,8 @@ func (s *Service) ApproveSend(ctx context.Context, ownerID string, a *core.Appro
 		}
 		return nil
 	})
-	if core.IsInsufficient(err) {
-		return s.core.InsufficientCredits(ctx, core.Principal{OwnerID: ownerID, Mode: send.Mode}, send.PriceMicros).
+	if credits.IsInsufficient(err) {
+		return s.credits.Insufficient(ctx, core.Principal{OwnerID: ownerID, Mode: send.Mode}, send.PriceMicros).
 			With("approvalPath", approvalPagePath(a.ID))
 	}
 	if err != nil {

@@ -176,7 +176,7 @@ func TestDelegatedSendRefusals(t *testing.T) {
 			}
 			if tc.name == "insufficient credits" {
 				// Top up and approve again: the approval stayed pending.
-				if _, err := e.Svc.Core.GrantCredits(ctx, e.OwnerA.ID, core.ModeTest, 10_000_000, "top up"); err != nil {
+				if _, err := e.Svc.Credits.Grant(ctx, e.OwnerA.ID, core.ModeTest, 10_000_000, "top up"); err != nil {
 					t.Fatal(err)
 				}
 				if _, err := e.Svc.Core.DecideApproval(ctx, e.OwnerA.ID, appr.ID, core.Decision{Approve: true, BindingHash: appr.BindingHash, UserVerified: true}); err != nil {

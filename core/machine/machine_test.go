@@ -18,6 +18,7 @@ import (
 	"github.com/faxhub/faxhub/core"
 	"github.com/faxhub/faxhub/core/blob"
 	"github.com/faxhub/faxhub/core/convert"
+	"github.com/faxhub/faxhub/core/credits"
 	"github.com/faxhub/faxhub/core/faxes"
 	"github.com/faxhub/faxhub/core/machine"
 	"github.com/faxhub/faxhub/core/payments"
@@ -766,7 +767,7 @@ func TestMachineRefunds(t *testing.T) {
 		}
 	}
 	c := m.charge(t, out.Order.ID)
-	if c.Status != core.ChargeRefunded || c.RefundState != machine.RefundDone || !strings.HasPrefix(c.RefundReference, "re_") || c.RefundDueUnits != c.AmountUnits {
+	if c.Status != credits.ChargeRefunded || c.RefundState != machine.RefundDone || !strings.HasPrefix(c.RefundReference, "re_") || c.RefundDueUnits != c.AmountUnits {
 		t.Fatalf("refunded charge: %+v", c)
 	}
 	if got := m.stripe.Refunds(); got != 1 {
@@ -788,7 +789,7 @@ func TestMachineRefunds(t *testing.T) {
 	if err := m.svc.Faxes.Deliver(ctx, tout.Order.ID); err != nil {
 		t.Fatal(err)
 	}
-	if c := m.charge(t, tout.Order.ID); c.RefundState != machine.RefundNotRefundable || c.Status != core.ChargeSucceeded {
+	if c := m.charge(t, tout.Order.ID); c.RefundState != machine.RefundNotRefundable || c.Status != credits.ChargeSucceeded {
 		t.Fatalf("tempo charge: %+v", c)
 	}
 
@@ -811,7 +812,7 @@ func TestMachineRefunds(t *testing.T) {
 	}
 }
 
-func (m *machineEnv) charge(t *testing.T, faxID string) *core.Charge {
+func (m *machineEnv) charge(t *testing.T, faxID string) *credits.Charge {
 	t.Helper()
 	c, err := m.Store.GetChargeByFax(ctx, faxID)
 	if err != nil {

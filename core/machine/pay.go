@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/faxhub/faxhub/core"
+	"github.com/faxhub/faxhub/core/credits"
 	"github.com/faxhub/faxhub/core/documents"
 	"github.com/faxhub/faxhub/core/faxes"
 	"github.com/faxhub/faxhub/core/payments"
@@ -816,10 +817,10 @@ func (s *Service) finishPaid(ctx context.Context, claim *Claim, m Method, res pa
 		if err := s.faxes.CreateFax(ctx, tx, faxes.NewFax{Fax: f}); err != nil {
 			return err
 		}
-		c := &core.Charge{
-			ID: core.NewID(core.PrefixCharge), Mode: claim.Mode, Method: claim.Method, Purpose: core.ChargeMachineFax,
+		c := &credits.Charge{
+			ID: core.NewID(credits.PrefixCharge), Mode: claim.Mode, Method: claim.Method, Purpose: credits.ChargeMachineFax,
 			IdempotencyKey: claim.IdempotencyKey, AmountMicros: max(req.PriceMicros, 1), Currency: claim.Currency,
-			Reference: res.Reference, Status: core.ChargeSucceeded, FaxID: &f.ID, Subject: claim.ChallengeID, CreatedAt: now,
+			Reference: res.Reference, Status: credits.ChargeSucceeded, FaxID: &f.ID, Subject: claim.ChallengeID, CreatedAt: now,
 			RequestID: claim.RequestID, AmountUnits: claim.Amount,
 		}
 		if err := recordMachineCharge(ctx, tx, c); err != nil {
@@ -877,10 +878,10 @@ func (s *Service) recordDoublePayment(ctx context.Context, tx Tx, claim *Claim, 
 	if !m.Refunds {
 		state, due = RefundNotRefundable, 0
 	}
-	c := &core.Charge{
-		ID: core.NewID(core.PrefixCharge), Mode: claim.Mode, Method: claim.Method, Purpose: core.ChargeMachineFax,
+	c := &credits.Charge{
+		ID: core.NewID(credits.PrefixCharge), Mode: claim.Mode, Method: claim.Method, Purpose: credits.ChargeMachineFax,
 		IdempotencyKey: claim.IdempotencyKey, AmountMicros: max(req.PriceMicros, 1), Currency: claim.Currency,
-		Reference: res.Reference, Status: core.ChargeSucceeded, Subject: claim.ChallengeID, CreatedAt: now,
+		Reference: res.Reference, Status: credits.ChargeSucceeded, Subject: claim.ChallengeID, CreatedAt: now,
 		RequestID: claim.RequestID, AmountUnits: claim.Amount, RefundState: state, RefundDueUnits: due,
 	}
 	if err := recordMachineCharge(ctx, tx, c); err != nil {
@@ -896,7 +897,7 @@ func (s *Service) recordDoublePayment(ctx context.Context, tx Tx, claim *Claim, 
 // recordMachineCharge records c in tx. A clash is errChargeRecorded when a
 // concurrent finisher recorded this very charge (its idempotency key), and
 // errChargeReferenceUsed when the method's reference paid for another.
-func recordMachineCharge(ctx context.Context, tx Tx, c *core.Charge) error {
+func recordMachineCharge(ctx context.Context, tx Tx, c *credits.Charge) error {
 	err := tx.CreateCharge(ctx, c)
 	if !errors.Is(err, core.ErrExists) {
 		return err
@@ -908,7 +909,7 @@ func recordMachineCharge(ctx context.Context, tx Tx, c *core.Charge) error {
 }
 
 // machineOrder is the payer's view of a paid machine fax.
-func (s *Service) machineOrder(f *faxes.Fax, req *Request, c *core.Charge, method string) Order {
+func (s *Service) machineOrder(f *faxes.Fax, req *Request, c *credits.Charge, method string) Order {
 	return Order{
 		ID: f.ID, Status: f.Status, To: f.To, Pages: f.Pages, Cover: f.Cover, Mode: f.Mode,
 		Amount: strconv.FormatInt(c.AmountUnits, 10), Currency: c.Currency, Price: core.FormatUSD(f.PriceMicros), Method: method,
@@ -940,7 +941,7 @@ func (s *Service) storedOrder(ctx context.Context, req *Request) (*FaxResult, er
 // It is the receipt the paid answer carried when it was first given (the
 // charge is written in the same transaction, at the same instant, and
 // never changes in these fields), so a replay carries the same one.
-func receiptOf(c *core.Charge) *Receipt {
+func receiptOf(c *credits.Charge) *Receipt {
 	return &Receipt{
 		Status: "success", Method: c.Method, Timestamp: c.CreatedAt, Reference: cmp.Or(c.Reference, c.ID),
 		ChallengeID: c.Subject, ExternalID: c.RequestID,
@@ -950,7 +951,7 @@ func receiptOf(c *core.Charge) *Receipt {
 // refreshOrder brings an order's status fields up to date and links its
 // status URL. It returns the charge that paid the fax (nil when there is
 // none).
-func (s *Service) refreshOrder(ctx context.Context, o *Order) (*core.Charge, error) {
+func (s *Service) refreshOrder(ctx context.Context, o *Order) (*credits.Charge, error) {
 	f, err := s.d.Store.GetFaxByID(ctx, o.ID)
 	if err != nil {
 		return nil, core.StoreErr(err, "fax")

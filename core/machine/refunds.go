@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/faxhub/faxhub/core"
+	"github.com/faxhub/faxhub/core/credits"
 	"github.com/faxhub/faxhub/core/faxes"
 	"github.com/faxhub/faxhub/core/payments"
 )
@@ -36,7 +37,7 @@ func NewPayers(methods []Method) *Payers { return &Payers{methods: methods} }
 
 // OwePayer records that refundMicros of the fax's price (all of it, or
 // the unsent pages' share) goes back to the payer.
-func (p *Payers) OwePayer(ctx context.Context, tx core.Tx, o *faxes.Fax, refundMicros int64) error {
+func (p *Payers) OwePayer(ctx context.Context, tx faxes.Tx, o *faxes.Fax, refundMicros int64) error {
 	if refundMicros <= 0 || o.PriceMicros <= 0 {
 		return nil
 	}
@@ -161,7 +162,7 @@ func (s *Service) sweepRefunds(ctx context.Context) error {
 	return errors.Join(errs...)
 }
 
-func (s *Service) refund(ctx context.Context, c *core.Charge) error {
+func (s *Service) refund(ctx context.Context, c *credits.Charge) error {
 	now := s.now()
 	if err := s.d.Store.LeaseRefund(ctx, c.ID, now, now.Add(refundLease)); err != nil {
 		if errors.Is(err, core.ErrConflict) {

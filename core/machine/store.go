@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/faxhub/faxhub/core"
+	"github.com/faxhub/faxhub/core/credits"
 )
 
 // RequestStatus is where a machine request stands: open until one
@@ -144,7 +145,7 @@ type Queries interface {
 
 	// DueRefunds lists up to n charges whose refund is due and not leased
 	// at now.
-	DueRefunds(ctx context.Context, now time.Time, n int) ([]core.Charge, error)
+	DueRefunds(ctx context.Context, now time.Time, n int) ([]credits.Charge, error)
 	// LeaseRefund takes a due refund for one replica until until, if it
 	// is due and unleased at now; ErrConflict otherwise.
 	LeaseRefund(ctx context.Context, chargeID string, now, until time.Time) error

@@ -26,6 +26,7 @@ import (
 	"time"
 
 	"github.com/faxhub/faxhub/core"
+	"github.com/faxhub/faxhub/core/credits"
 )
 
 // Status is where a rented number stands.
@@ -258,6 +259,7 @@ type Store interface {
 // Tx is a transaction of numbers (a month is paid from the ledger in it).
 type Tx interface {
 	core.Tx
+	credits.Tx
 	Queries
 }
 

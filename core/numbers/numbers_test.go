@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/faxhub/faxhub/core"
+	"github.com/faxhub/faxhub/core/credits"
 	"github.com/faxhub/faxhub/core/faxes"
 	"github.com/faxhub/faxhub/core/inbox"
 	"github.com/faxhub/faxhub/core/numbers"
@@ -237,8 +238,8 @@ func avail(t *testing.T, e *testenv.Env, p core.Principal) int64 {
 // spendAll takes the whole available balance back (a reversal).
 func spendAll(t *testing.T, e *testenv.Env, p core.Principal) {
 	t.Helper()
-	if _, err := e.Store.ReverseCredits(ctx, &core.LedgerEntry{
-		ID: core.NewID(core.PrefixLedger), OwnerID: p.OwnerID, Mode: p.Mode, Kind: core.LedgerReversal,
+	if _, err := e.Store.ReverseCredits(ctx, &credits.LedgerEntry{
+		ID: core.NewID(core.PrefixLedger), OwnerID: p.OwnerID, Mode: p.Mode, Kind: credits.LedgerReversal,
 		AmountMicros: -avail(t, e, p), Reason: "test: spend everything", CreatedAt: e.Svc.Core.Now(),
 	}); err != nil {
 		t.Fatal(err)

@@ -10,6 +10,7 @@ import (
 	"unicode"
 
 	"github.com/faxhub/faxhub/core"
+	"github.com/faxhub/faxhub/core/credits"
 )
 
 // How often one owner may ask a provider for numbers: a search is a call
@@ -226,7 +227,7 @@ func (s *Service) reserveNumber(ctx context.Context, p core.Principal, r BuyRequ
 		}
 		return s.payNumberWithCredits(ctx, tx, n)
 	})
-	if core.IsInsufficient(err) {
+	if credits.IsInsufficient(err) {
 		return nil, numberCostsTooMuch(monthly, p.Mode)
 	}
 	if err != nil {
@@ -287,7 +288,7 @@ func (s *Service) PayWithCredits(ctx context.Context, p core.Principal, id strin
 		out = n
 		return s.payNumberWithCredits(ctx, tx, n)
 	})
-	if core.IsInsufficient(err) {
+	if credits.IsInsufficient(err) {
 		return nil, numberCostsTooMuch(out.MonthlyMicros, p.Mode)
 	}
 	if err != nil {
@@ -365,15 +366,15 @@ func (s *Service) orderPaid(ctx context.Context, tx Tx, n *Number) error {
 // atomic one (ErrInsufficientFunds when it does not cover the month).
 func (s *Service) chargeMonth(ctx context.Context, tx Tx, n *Number, holdReason, captureReason string) error {
 	now := s.now()
-	hold := &core.LedgerEntry{
-		ID: core.NewID(core.PrefixLedger), OwnerID: n.OwnerID, Mode: n.Mode, Kind: core.LedgerHold, AmountMicros: -n.MonthlyMicros,
+	hold := &credits.LedgerEntry{
+		ID: core.NewID(core.PrefixLedger), OwnerID: n.OwnerID, Mode: n.Mode, Kind: credits.LedgerHold, AmountMicros: -n.MonthlyMicros,
 		Reason: holdReason, CreatedAt: now,
 	}
 	if err := tx.PlaceHold(ctx, hold); err != nil {
 		return err
 	}
-	return tx.AppendLedger(ctx, &core.LedgerEntry{
-		ID: core.NewID(core.PrefixLedger), OwnerID: n.OwnerID, Mode: n.Mode, Kind: core.LedgerCapture, HoldID: &hold.ID,
+	return tx.AppendLedger(ctx, &credits.LedgerEntry{
+		ID: core.NewID(core.PrefixLedger), OwnerID: n.OwnerID, Mode: n.Mode, Kind: credits.LedgerCapture, HoldID: &hold.ID,
 		Reason: captureReason, CreatedAt: now,
 	})
 }
@@ -478,8 +479,8 @@ func (s *Service) applyNumberOrder(ctx context.Context, numberID string, res Ord
 			return err
 		}
 		s.d.Logger.WarnContext(ctx, "number provisioning failed; the month returns as credits", "number_id", n.ID, "owner_id", n.OwnerID)
-		return tx.AppendLedger(ctx, &core.LedgerEntry{
-			ID: core.NewID(core.PrefixLedger), OwnerID: n.OwnerID, Mode: n.Mode, Kind: core.LedgerRefund, AmountMicros: n.MonthlyMicros,
+		return tx.AppendLedger(ctx, &credits.LedgerEntry{
+			ID: core.NewID(core.PrefixLedger), OwnerID: n.OwnerID, Mode: n.Mode, Kind: credits.LedgerRefund, AmountMicros: n.MonthlyMicros,
 			Reason: "number " + n.E164 + " could not be provisioned: its first month is credited here", CreatedAt: now,
 		})
 	})

@@ -13,6 +13,7 @@ import (
 	"github.com/faxhub/faxhub/core"
 	"github.com/faxhub/faxhub/core/agents"
 	"github.com/faxhub/faxhub/core/checkout"
+	"github.com/faxhub/faxhub/core/credits"
 	"github.com/faxhub/faxhub/core/documents"
 	"github.com/faxhub/faxhub/core/faxes"
 	"github.com/faxhub/faxhub/core/hosts"
@@ -38,6 +39,8 @@ type Store interface {
 	inbox.Queries
 	numbers.Queries
 	documents.Queries
+	credits.LedgerStore
+	credits.ChargeStore
 }
 
 // Tx is a transaction of the database with every feature's queries (the
@@ -53,6 +56,7 @@ type Tx interface {
 	inbox.Tx
 	numbers.Tx
 	documents.Tx
+	credits.Tx
 }
 
 // Metrics counts what the features observe (core/prometheus): attempts and
@@ -127,6 +131,7 @@ type Config struct {
 // Set is every feature service of one process.
 type Set struct {
 	Core      *core.Service
+	Credits   *credits.Service
 	Documents *documents.Service
 	Faxes     *faxes.Service
 	Numbers   *numbers.Service
@@ -190,6 +195,7 @@ func New(cfg Config, deps Deps) (*Set, error) {
 	cfg.Config = c.Config()
 	cfg.Machine.SetDefaults()
 	kc := cfg.Config
+	creds := credits.New(kc, credits.Deps{Store: deps.Store, Prices: deps.Prices})
 	docs := documents.New(kc, documents.Deps{Store: deps.Store, Blobs: deps.Blobs, Converter: deps.Converter, Logger: deps.Logger, Core: c})
 	cfg.Numbers.SetDefaults()
 	nums := numbers.New(kc, cfg.Numbers, numbers.Deps{
@@ -198,7 +204,7 @@ func New(cfg Config, deps Deps) (*Set, error) {
 	})
 	fx, err := faxes.New(kc, faxes.Deps{
 		Store: deps.Store, Blobs: deps.Blobs, Destination: deps.Destination, Queue: deps.Queue, Providers: deps.Providers,
-		PayerRefunds: machine.NewPayers(deps.Machine), Metrics: delivery, Prices: deps.Prices, Logger: deps.Logger, Core: c, Numbers: nums, Documents: docs,
+		PayerRefunds: machine.NewPayers(deps.Machine), Metrics: delivery, Prices: deps.Prices, Logger: deps.Logger, Core: c, Credits: creds, Numbers: nums, Documents: docs,
 	})
 	if err != nil {
 		return nil, err
@@ -206,6 +212,7 @@ func New(cfg Config, deps Deps) (*Set, error) {
 	*set = Set{
 		cfg:       cfg,
 		Core:      c,
+		Credits:   creds,
 		Documents: docs,
 		Faxes:     fx,
 		Numbers:   nums,
@@ -217,11 +224,11 @@ func New(cfg Config, deps Deps) (*Set, error) {
 			Store: deps.Store, Blobs: deps.Blobs, Documents: docs, AuthState: deps.AuthState, Logger: deps.Logger,
 		}),
 		Checkout: checkout.New(kc, checkout.Deps{
-			Store: deps.Store, Gateways: deps.Checkout, Prices: deps.Prices, Logger: deps.Logger, Core: c, Faxes: fx, Numbers: nums,
+			Store: deps.Store, Gateways: deps.Checkout, Prices: deps.Prices, Logger: deps.Logger, Core: c, Credits: creds, Faxes: fx, Numbers: nums,
 		}),
 		Agents: agents.New(kc, agents.Deps{Store: deps.Store, Logger: deps.Logger, Core: c}),
 		Hosts: hosts.New(kc, hosts.Deps{
-			Store: deps.Store, Destination: deps.Destination, Prices: deps.Prices, Logger: deps.Logger, Core: c, Faxes: fx,
+			Store: deps.Store, Destination: deps.Destination, Prices: deps.Prices, Logger: deps.Logger, Core: c, Credits: creds, Faxes: fx,
 		}),
 		Inbox: inbox.New(kc, inbox.Deps{
 			Store: deps.Store, Queue: deps.Queue, Blobs: deps.Blobs, Converter: deps.Converter, Destination: deps.Destination,
@@ -229,7 +236,7 @@ func New(cfg Config, deps Deps) (*Set, error) {
 		}),
 		Tasks: tasks.New(kc, tasks.Deps{
 			Store: deps.Store, Signer: deps.Signer, PaymentMethods: deps.PaymentMethods, Prices: deps.Prices,
-			Logger: deps.Logger, Core: c, Faxes: fx, Numbers: nums,
+			Logger: deps.Logger, Core: c, Credits: creds, Faxes: fx, Numbers: nums,
 		}),
 	}
 	return set, nil

@@ -7,15 +7,16 @@ import (
 	"time"
 
 	"github.com/faxhub/faxhub/core"
+	"github.com/faxhub/faxhub/core/credits"
 )
 
-var _ core.ChargeStore = (*DB)(nil)
+var _ credits.ChargeStore = (*DB)(nil)
 
 const chargeCols = `id, owner_id, mode, method, purpose, idempotency_key, amount_micros, currency, reference, status,
 	fax_id, pack_id, subject, created_at, refunded_at, refund_reference,
 	request_id, amount_units, refund_state, refund_due_units, refund_lease_until`
 
-func (x q) CreateCharge(ctx context.Context, c *core.Charge) error {
+func (x q) CreateCharge(ctx context.Context, c *credits.Charge) error {
 	err := x.insert(ctx, `INSERT INTO charges (`+chargeCols+`)
 		VALUES (:id, :owner_id, :mode, :method, :purpose, :idempotency_key, :amount_micros, :currency, :reference, :status,
 			:fax_id, :pack_id, :subject, :created_at, :refunded_at, :refund_reference,
@@ -27,16 +28,16 @@ func (x q) CreateCharge(ctx context.Context, c *core.Charge) error {
 	return err
 }
 
-func (x q) GetCharge(ctx context.Context, id string) (*core.Charge, error) {
-	var c core.Charge
+func (x q) GetCharge(ctx context.Context, id string) (*credits.Charge, error) {
+	var c credits.Charge
 	if err := x.get(ctx, x.reader(), &c, "SELECT "+chargeCols+" FROM charges WHERE id = ?", id); err != nil {
 		return nil, fmt.Errorf("get charge: %w", err)
 	}
 	return &c, nil
 }
 
-func (x q) GetChargeByKey(ctx context.Context, key string) (*core.Charge, error) {
-	var c core.Charge
+func (x q) GetChargeByKey(ctx context.Context, key string) (*credits.Charge, error) {
+	var c credits.Charge
 	if err := x.get(ctx, x.reader(), &c, "SELECT "+chargeCols+" FROM charges WHERE idempotency_key = ?", key); err != nil {
 		return nil, fmt.Errorf("get charge: %w", err)
 	}
@@ -45,7 +46,7 @@ func (x q) GetChargeByKey(ctx context.Context, key string) (*core.Charge, error)
 
 func (x q) MarkChargeRefunded(ctx context.Context, id, reference string, at time.Time) error {
 	n, err := x.exec(ctx, "UPDATE charges SET status = ?, refunded_at = ?, refund_reference = ? WHERE id = ? AND status = ?",
-		core.ChargeRefunded, at, reference, id, core.ChargeSucceeded)
+		credits.ChargeRefunded, at, reference, id, credits.ChargeSucceeded)
 	if err == nil && n == 0 {
 		err = x.missingOrConflict(ctx, "charges", "id = ?", id)
 	}

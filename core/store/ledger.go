@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/faxhub/faxhub/core"
+	"github.com/faxhub/faxhub/core/credits"
 )
 
 // The ledger is append-only. credit_balances caches, per owner and mode,
@@ -17,7 +18,7 @@ import (
 
 const ledgerCols = "id, owner_id, mode, kind, amount_micros, fax_id, hold_id, reason, created_at"
 
-func (x q) insertEntry(ctx context.Context, e *core.LedgerEntry) error {
+func (x q) insertEntry(ctx context.Context, e *credits.LedgerEntry) error {
 	return x.insert(ctx, `INSERT INTO ledger_entries (`+ledgerCols+`)
 		VALUES (:id, :owner_id, :mode, :kind, :amount_micros, :fax_id, :hold_id, :reason, :created_at)
 		ON CONFLICT DO NOTHING`, e)
@@ -25,10 +26,10 @@ func (x q) insertEntry(ctx context.Context, e *core.LedgerEntry) error {
 
 // AppendLedger appends a credit (grant, purchase, refund: positive amounts)
 // or the capture or release of the hold named by e.HoldID.
-func (x q) AppendLedger(ctx context.Context, e *core.LedgerEntry) error {
+func (x q) AppendLedger(ctx context.Context, e *credits.LedgerEntry) error {
 	var err error
 	switch e.Kind {
-	case core.LedgerGrant, core.LedgerPurchase, core.LedgerRefund:
+	case credits.LedgerGrant, credits.LedgerPurchase, credits.LedgerRefund:
 		if e.AmountMicros <= 0 {
 			return fmt.Errorf("append ledger: a %s must be positive, got %d", e.Kind, e.AmountMicros)
 		}
@@ -41,18 +42,18 @@ func (x q) AppendLedger(ctx context.Context, e *core.LedgerEntry) error {
 				e.OwnerID, e.Mode, e.AmountMicros)
 			return err
 		})
-	case core.LedgerCapture, core.LedgerRelease:
+	case credits.LedgerCapture, credits.LedgerRelease:
 		if e.HoldID == nil {
 			return fmt.Errorf("append ledger: a %s needs the hold it settles", e.Kind)
 		}
 		err = x.atomic(ctx, func(x q) error {
-			var hold core.LedgerEntry
-			if err := x.get(ctx, x.reader(), &hold, "SELECT "+ledgerCols+" FROM ledger_entries WHERE id = ? AND kind = ?", *e.HoldID, core.LedgerHold); err != nil {
+			var hold credits.LedgerEntry
+			if err := x.get(ctx, x.reader(), &hold, "SELECT "+ledgerCols+" FROM ledger_entries WHERE id = ? AND kind = ?", *e.HoldID, credits.LedgerHold); err != nil {
 				return fmt.Errorf("hold %s: %w", *e.HoldID, err)
 			}
 			return x.settle(ctx, &hold, e)
 		})
-	case core.LedgerHold:
+	case credits.LedgerHold:
 		return errors.New("append ledger: holds are placed with PlaceHold")
 	default:
 		return fmt.Errorf("append ledger: unknown kind %q", e.Kind)
@@ -73,12 +74,12 @@ func (x q) AppendLedger(ctx context.Context, e *core.LedgerEntry) error {
 // is ErrExists before anything is written), and if the balance then does
 // not cover it, the entry is deleted again before ErrInsufficientFunds.
 // A missing balance row is a balance of zero: nothing to update.
-func (x q) PlaceHold(ctx context.Context, e *core.LedgerEntry) error {
+func (x q) PlaceHold(ctx context.Context, e *credits.LedgerEntry) error {
 	if e.Kind == "" {
-		e.Kind = core.LedgerHold
+		e.Kind = credits.LedgerHold
 	}
-	if e.Kind != core.LedgerHold || e.AmountMicros >= 0 {
-		return fmt.Errorf("place hold: want a %s with a negative amount, got %s %d", core.LedgerHold, e.Kind, e.AmountMicros)
+	if e.Kind != credits.LedgerHold || e.AmountMicros >= 0 {
+		return fmt.Errorf("place hold: want a %s with a negative amount, got %s %d", credits.LedgerHold, e.Kind, e.AmountMicros)
 	}
 	amount := -e.AmountMicros
 	err := x.ownTx(ctx, func(x q) error {
@@ -108,9 +109,9 @@ func (x q) PlaceHold(ctx context.Context, e *core.LedgerEntry) error {
 // available amount is read and then lowered only if it is still that
 // amount (a compare-and-set), so a concurrent hold or credit makes it read
 // again instead of taking more than is there.
-func (x q) ReverseCredits(ctx context.Context, e *core.LedgerEntry) (int64, error) {
-	if e.Kind != core.LedgerReversal || e.AmountMicros >= 0 {
-		return 0, fmt.Errorf("reverse credits: want a %s with a negative amount, got %s %d", core.LedgerReversal, e.Kind, e.AmountMicros)
+func (x q) ReverseCredits(ctx context.Context, e *credits.LedgerEntry) (int64, error) {
+	if e.Kind != credits.LedgerReversal || e.AmountMicros >= 0 {
+		return 0, fmt.Errorf("reverse credits: want a %s with a negative amount, got %s %d", credits.LedgerReversal, e.Kind, e.AmountMicros)
 	}
 	want := -e.AmountMicros
 	var took int64
@@ -154,14 +155,14 @@ func (x q) ReverseCredits(ctx context.Context, e *core.LedgerEntry) (int64, erro
 // ends with it, so inside a transaction it runs without a savepoint of its
 // own: its refusals (no hold, settled already) come before it writes, and
 // settle takes its entry back if the balance row is missing.
-func (x q) SettleHold(ctx context.Context, faxID string, kind core.LedgerKind, at time.Time) (*core.LedgerEntry, error) {
-	var e *core.LedgerEntry
+func (x q) SettleHold(ctx context.Context, faxID string, kind credits.LedgerKind, at time.Time) (*credits.LedgerEntry, error) {
+	var e *credits.LedgerEntry
 	err := x.ownTx(ctx, func(x q) error {
-		var hold core.LedgerEntry
-		if err := x.get(ctx, x.reader(), &hold, "SELECT "+ledgerCols+" FROM ledger_entries WHERE fax_id = ? AND kind = ?", faxID, core.LedgerHold); err != nil {
+		var hold credits.LedgerEntry
+		if err := x.get(ctx, x.reader(), &hold, "SELECT "+ledgerCols+" FROM ledger_entries WHERE fax_id = ? AND kind = ?", faxID, credits.LedgerHold); err != nil {
 			return err
 		}
-		e = &core.LedgerEntry{
+		e = &credits.LedgerEntry{
 			ID: core.NewID(core.PrefixLedger), OwnerID: hold.OwnerID, Mode: hold.Mode, Kind: kind,
 			FaxID: hold.FaxID, HoldID: &hold.ID, Reason: fmt.Sprintf("%s of the hold for fax %s", kind, faxID),
 			CreatedAt: at,
@@ -178,15 +179,15 @@ func (x q) SettleHold(ctx context.Context, faxID string, kind core.LedgerKind, a
 // settle appends e, the capture or release of hold, and moves the amount out
 // of held (back to available for a release). The unique index on settled
 // holds makes it happen once however many callers race.
-func (x q) settle(ctx context.Context, hold, e *core.LedgerEntry) error {
+func (x q) settle(ctx context.Context, hold, e *credits.LedgerEntry) error {
 	amount := -hold.AmountMicros
 	var want, back int64
 	switch e.Kind {
-	case core.LedgerCapture:
-	case core.LedgerRelease:
+	case credits.LedgerCapture:
+	case credits.LedgerRelease:
 		want, back = amount, amount
 	default:
-		return fmt.Errorf("a hold is settled by %s or %s, not %q", core.LedgerCapture, core.LedgerRelease, e.Kind)
+		return fmt.Errorf("a hold is settled by %s or %s, not %q", credits.LedgerCapture, credits.LedgerRelease, e.Kind)
 	}
 	if e.AmountMicros != 0 && e.AmountMicros != want {
 		return fmt.Errorf("a %s of hold %s is %d, not %d", e.Kind, hold.ID, want, e.AmountMicros)
@@ -204,7 +205,7 @@ func (x q) settle(ctx context.Context, hold, e *core.LedgerEntry) error {
 		}
 		var n int
 		if err := x.get(ctx, x.reader(), &n, "SELECT count(*) FROM ledger_entries WHERE hold_id = ? AND kind IN (?, ?)",
-			hold.ID, core.LedgerCapture, core.LedgerRelease); err != nil {
+			hold.ID, credits.LedgerCapture, credits.LedgerRelease); err != nil {
 			return err
 		}
 		if n > 0 {
@@ -226,7 +227,7 @@ func (x q) settle(ctx context.Context, hold, e *core.LedgerEntry) error {
 	return nil
 }
 
-func (x q) GetBalance(ctx context.Context, ownerID string, mode core.Mode) (*core.Balance, error) {
+func (x q) GetBalance(ctx context.Context, ownerID string, mode core.Mode) (*credits.Balance, error) {
 	var row struct {
 		Available int64 `db:"available_micros"`
 		Held      int64 `db:"held_micros"`
@@ -235,12 +236,12 @@ func (x q) GetBalance(ctx context.Context, ownerID string, mode core.Mode) (*cor
 	if err != nil && !errors.Is(err, core.ErrNoRows) {
 		return nil, fmt.Errorf("get balance: %w", err)
 	}
-	return &core.Balance{Mode: mode, Currency: core.Currency, AvailableMicros: row.Available, HeldMicros: row.Held}, nil
+	return &credits.Balance{Mode: mode, Currency: core.Currency, AvailableMicros: row.Available, HeldMicros: row.Held}, nil
 }
 
 // ListLedger lists newest first; StartingAfter must name an entry of the
 // same owner and mode (ErrNoRows otherwise).
-func (x q) ListLedger(ctx context.Context, f core.LedgerFilter) ([]core.LedgerEntry, error) {
+func (x q) ListLedger(ctx context.Context, f credits.LedgerFilter) ([]credits.LedgerEntry, error) {
 	where, args := "owner_id = ? AND mode = ?", []any{f.OwnerID, f.Mode}
 	if f.StartingAfter != "" {
 		var c cursor
@@ -251,7 +252,7 @@ func (x q) ListLedger(ctx context.Context, f core.LedgerFilter) ([]core.LedgerEn
 		where += " AND (created_at < ? OR (created_at = ? AND id < ?))"
 		args = append(args, c.CreatedAt, c.CreatedAt, c.ID)
 	}
-	var out []core.LedgerEntry
+	var out []credits.LedgerEntry
 	if err := x.sel(ctx, &out, "SELECT "+ledgerCols+" FROM ledger_entries WHERE "+where+" ORDER BY created_at DESC, id DESC"+limit(f.Limit), args...); err != nil {
 		return nil, fmt.Errorf("list ledger: %w", err)
 	}

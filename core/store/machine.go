@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/faxhub/faxhub/core"
+	"github.com/faxhub/faxhub/core/credits"
 	"github.com/faxhub/faxhub/core/machine"
 )
 
@@ -147,8 +148,8 @@ func (x q) StaleMachineClaims(ctx context.Context, before time.Time, n int) ([]m
 	return out, nil
 }
 
-func (x q) GetChargeByFax(ctx context.Context, faxID string) (*core.Charge, error) {
-	var c core.Charge
+func (x q) GetChargeByFax(ctx context.Context, faxID string) (*credits.Charge, error) {
+	var c credits.Charge
 	if err := x.get(ctx, x.reader(), &c, "SELECT "+chargeCols+" FROM charges WHERE fax_id = ? ORDER BY created_at LIMIT 1", faxID); err != nil {
 		return nil, fmt.Errorf("get charge of fax: %w", err)
 	}
@@ -166,8 +167,8 @@ func (x q) SetChargeRefund(ctx context.Context, id, state string, due int64) err
 	return nil
 }
 
-func (x q) DueRefunds(ctx context.Context, now time.Time, n int) ([]core.Charge, error) {
-	var out []core.Charge
+func (x q) DueRefunds(ctx context.Context, now time.Time, n int) ([]credits.Charge, error) {
+	var out []credits.Charge
 	if err := x.sel(ctx, &out, "SELECT "+chargeCols+` FROM charges
 		WHERE refund_state = ? AND (refund_lease_until IS NULL OR refund_lease_until <= ?) ORDER BY created_at, id`+limit(n),
 		machine.RefundDue, now); err != nil {
@@ -195,7 +196,7 @@ func (x q) FinishRefund(ctx context.Context, id, state, reference string, at tim
 	)
 	if state == machine.RefundDone {
 		n, err = x.exec(ctx, `UPDATE charges SET refund_state = ?, status = ?, refunded_at = ?, refund_reference = ?, refund_lease_until = NULL
-			WHERE id = ? AND refund_state = ? AND status = ?`, state, core.ChargeRefunded, at, reference, id, machine.RefundDue, core.ChargeSucceeded)
+			WHERE id = ? AND refund_state = ? AND status = ?`, state, credits.ChargeRefunded, at, reference, id, machine.RefundDue, credits.ChargeSucceeded)
 	} else {
 		n, err = x.exec(ctx, `UPDATE charges SET refund_state = ?, refund_lease_until = NULL WHERE id = ? AND refund_state = ?`,
 			state, id, machine.RefundDue)

@@ -14,6 +14,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/faxhub/faxhub/core"
+	"github.com/faxhub/faxhub/core/credits"
 	"github.com/faxhub/faxhub/core/faxes"
 	"github.com/faxhub/faxhub/core/jcs"
 	"github.com/faxhub/faxhub/core/payments"
@@ -108,7 +109,7 @@ func (s *Service) StartCreditPurchase(ctx context.Context, p core.Principal, ski
 	}
 	pack, ok := s.d.Prices.Pack(packID)
 	if !ok {
-		return nil, s.core.UnknownPack(packID)
+		return nil, s.credits.UnknownPack(packID)
 	}
 	if _, err := s.paymentMethod(p.Mode); err != nil {
 		return nil, err
@@ -529,10 +530,10 @@ func (s *Service) FinishPurchase(ctx context.Context, approvalID string) error {
 		return s.endPurchase(ctx, c, PurchaseFailed, FailurePaymentInvalid, cmp.Or(res.Message, string(res.Status)))
 	}
 	now := s.now()
-	ch := &core.Charge{
-		ID: core.NewID(core.PrefixCharge), OwnerID: c.OwnerID, Mode: c.Mode, Method: method.Name(), Purpose: core.ChargeCreditPack,
+	ch := &credits.Charge{
+		ID: core.NewID(credits.PrefixCharge), OwnerID: c.OwnerID, Mode: c.Mode, Method: method.Name(), Purpose: credits.ChargeCreditPack,
 		IdempotencyKey: key, AmountMicros: c.AmountMicros, Currency: core.Currency, Reference: res.Reference,
-		Status: core.ChargeSucceeded, PackID: c.PackID, Subject: a.ID, CreatedAt: now,
+		Status: credits.ChargeSucceeded, PackID: c.PackID, Subject: a.ID, CreatedAt: now,
 	}
 	done := *c
 	done.Status, done.ChargeID, done.Credential, done.UpdatedAt = PurchaseCompleted, &ch.ID, nil, now
@@ -546,8 +547,8 @@ func (s *Service) FinishPurchase(ctx context.Context, approvalID string) error {
 		} else if err != nil {
 			return fmt.Errorf("record charge: %w", err)
 		}
-		if err := tx.AppendLedger(ctx, &core.LedgerEntry{
-			ID: core.NewID(core.PrefixLedger), OwnerID: c.OwnerID, Mode: c.Mode, Kind: core.LedgerPurchase, AmountMicros: c.CreditMicros,
+		if err := tx.AppendLedger(ctx, &credits.LedgerEntry{
+			ID: core.NewID(core.PrefixLedger), OwnerID: c.OwnerID, Mode: c.Mode, Kind: credits.LedgerPurchase, AmountMicros: c.CreditMicros,
 			Reason: "credit pack " + c.PackID + " (AP2 cart " + c.ID + ", charge " + ch.ID + ")", CreatedAt: now,
 		}); err != nil {
 			return fmt.Errorf("grant purchased credits: %w", err)

@@ -19,6 +19,7 @@ import (
 	jose "github.com/go-jose/go-jose/v3"
 
 	"github.com/faxhub/faxhub/core"
+	"github.com/faxhub/faxhub/core/credits"
 	"github.com/faxhub/faxhub/core/payments"
 	"github.com/faxhub/faxhub/core/payments/testcard"
 	"github.com/faxhub/faxhub/core/services"
@@ -156,14 +157,14 @@ func (e *ap2Env) task(t *testing.T, id string) *tasks.View {
 	return v
 }
 
-func (e *ap2Env) purchases(t *testing.T) (credits int64, entries int) {
+func (e *ap2Env) purchases(t *testing.T) (purchased int64, entries int) {
 	t.Helper()
-	c, err := e.svc.Core.GetCredits(ctx, e.p, "", 100)
+	c, err := e.svc.Credits.Get(ctx, e.p, "", 100)
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, le := range c.Ledger {
-		if le.Kind == core.LedgerPurchase {
+		if le.Kind == credits.LedgerPurchase {
 			entries++
 		}
 	}
@@ -286,7 +287,7 @@ func TestCreditPurchaseApprovedWithPasskey(t *testing.T) {
 		!strings.HasPrefix(r.Reference, "ch_test_") || r.Reference != ch.Reference || r.PackID != "pack_10" {
 		t.Fatalf("receipt %+v", r)
 	}
-	if ch.Purpose != core.ChargeCreditPack || ch.Subject != a.ID || ch.AmountMicros != 10_000_000 || ch.OwnerID != e.OwnerA.ID || ch.Mode != core.ModeTest {
+	if ch.Purpose != credits.ChargeCreditPack || ch.Subject != a.ID || ch.AmountMicros != 10_000_000 || ch.OwnerID != e.OwnerA.ID || ch.Mode != core.ModeTest {
 		t.Fatalf("charge %+v", ch)
 	}
 	after, entries := e.purchases(t)

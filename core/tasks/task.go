@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/faxhub/faxhub/core"
+	"github.com/faxhub/faxhub/core/credits"
 	"github.com/faxhub/faxhub/core/faxes"
 	"github.com/faxhub/faxhub/core/numbers"
 	"github.com/faxhub/faxhub/core/payments"
@@ -228,6 +229,8 @@ type Deps struct {
 	Logger         *slog.Logger
 	// Core drafts, prices and cancels faxes and numbers.
 	Core *core.Service
+	// Credits reads balances and packs.
+	Credits *credits.Service
 	// Numbers reads and pays the numbers it acts on.
 	Numbers *numbers.Service
 	// Faxes creates, prices and reads faxes and drafts.
@@ -239,6 +242,7 @@ type Service struct {
 	cfg     core.Config
 	d       Deps
 	core    *core.Service
+	credits *credits.Service
 	numbers *numbers.Service
 	faxes   *faxes.Service
 }
@@ -252,7 +256,7 @@ func New(cfg core.Config, d Deps) *Service {
 	if d.Prices == nil {
 		d.Prices = core.DefaultPriceTable()
 	}
-	return &Service{cfg: cfg, d: d, core: d.Core, faxes: d.Faxes, numbers: d.Numbers}
+	return &Service{cfg: cfg, d: d, core: d.Core, faxes: d.Faxes, numbers: d.Numbers, credits: d.Credits}
 }
 
 func (s *Service) now() time.Time { return core.Clock(s.cfg.Now).Now() }

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/faxhub/faxhub/core"
+	"github.com/faxhub/faxhub/core/credits"
 	"github.com/faxhub/faxhub/core/faxes"
 	"github.com/faxhub/faxhub/core/services"
 	"github.com/faxhub/faxhub/core/store"
@@ -46,11 +47,11 @@ func getTask(t *testing.T, e *testenv.Env, p core.Principal, id string) *tasks.V
 
 // wantRefund finds exactly one refund entry of the fax in the ledger, of
 // micros.
-func wantRefund(t *testing.T, c *core.Credits, faxID string, micros int64) {
+func wantRefund(t *testing.T, c *credits.Account, faxID string, micros int64) {
 	t.Helper()
-	var found []core.LedgerEntry
+	var found []credits.LedgerEntry
 	for _, le := range c.Ledger {
-		if le.Kind == core.LedgerRefund && le.FaxID != nil && *le.FaxID == faxID {
+		if le.Kind == credits.LedgerRefund && le.FaxID != nil && *le.FaxID == faxID {
 			found = append(found, le)
 		}
 	}

@@ -57,7 +57,7 @@ func newTelnyxEnv(t *testing.T) *telnyxEnv {
 	handler.Store(&h)
 	t.Cleanup(s.Close)
 	ctx := context.Background()
-	if _, err := env.Svc.Core.GrantCredits(ctx, env.OwnerA.ID, core.ModeLive, 20*core.MicrosPerDollar, "telnyx test"); err != nil {
+	if _, err := env.Svc.Credits.Grant(ctx, env.OwnerA.ID, core.ModeLive, 20*core.MicrosPerDollar, "telnyx test"); err != nil {
 		t.Fatal(err)
 	}
 	return &telnyxEnv{Env: env, standin: st.URL, p: env.Principal(t, env.KeyALive)}

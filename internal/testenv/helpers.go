@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/faxhub/faxhub/core"
+	"github.com/faxhub/faxhub/core/credits"
 	"github.com/faxhub/faxhub/core/inbox"
 	"github.com/faxhub/faxhub/core/numbers"
 	"github.com/faxhub/faxhub/core/retention"
@@ -62,9 +63,9 @@ func (e *Env) Upload(t testing.TB, p core.Principal, pages int) string {
 }
 
 // Credits reads p's balance and the first 100 ledger entries.
-func (e *Env) Credits(t testing.TB, p core.Principal) *core.Credits {
+func (e *Env) Credits(t testing.TB, p core.Principal) *credits.Account {
 	t.Helper()
-	c, err := e.Svc.Core.GetCredits(context.Background(), p, "", 100)
+	c, err := e.Svc.Credits.Get(context.Background(), p, "", 100)
 	if err != nil {
 		t.Fatal(err)
 	}

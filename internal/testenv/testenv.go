@@ -154,7 +154,7 @@ func (e *Env) owner(t testing.TB, email string, credits bool) (*core.Owner, stri
 	live, _, err := e.Svc.Core.CreateAPIKey(ctx, o.ID, core.ModeLive, "live")
 	must(t, err)
 	if credits {
-		_, err = e.Svc.Core.GrantCredits(ctx, o.ID, core.ModeTest, 10*core.MicrosPerDollar, "test fixture")
+		_, err = e.Svc.Credits.Grant(ctx, o.ID, core.ModeTest, 10*core.MicrosPerDollar, "test fixture")
 		must(t, err)
 	}
 	return o, test, live

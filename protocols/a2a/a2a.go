@@ -94,7 +94,7 @@ func New(svc *services.Set, verifier core.TokenVerifier, opts Options) *Handler 
 	if opts.Version == "" {
 		opts.Version = "1.0.0"
 	}
-	h := &Handler{svc: svc, verifier: verifier, opts: opts, skills: skillTable(svc.Core.CreditPacks())}
+	h := &Handler{svc: svc, verifier: verifier, opts: opts, skills: skillTable(svc.Credits.Packs())}
 	rh := &requestHandler{h: h}
 	h.v1 = a2asrv.NewJSONRPCHandler(rh)
 	h.v03 = a2av0.NewJSONRPCHandler(rh)

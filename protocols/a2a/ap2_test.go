@@ -131,7 +131,7 @@ func TestAP2Purchase(t *testing.T) {
 	w := e.owner("ap2@example.com")
 	w.AddPasskey(t)
 	tok := w.Token(t, []string{"fax:read", "fax:draft", "credits:read", "credits:checkout"}, e.base+"/a2a")
-	pack := e.a.Svc.Core.CreditPacks()[0]
+	pack := e.a.Svc.Credits.Packs()[0]
 
 	// Without the extension: -32008 naming it; no task.
 	_, err := e.client(tok).SendMessage(t.Context(), skillMsg("buy_credits", map[string]any{"packId": pack.ID}))

@@ -222,12 +222,12 @@ func (rh *requestHandler) runSkill(ctx context.Context, p core.Principal, msg *a
 		}
 		return reply(msg, out), nil
 	case *noArgs: // get_credits
-		c, err := svc.Core.GetCredits(ctx, p, "", 1)
+		c, err := svc.Credits.Get(ctx, p, "", 1)
 		if err != nil {
 			return nil, rh.fail(ctx, s.ID, err, targetSkill)
 		}
-		packs := make([]map[string]string, 0, len(svc.Core.CreditPacks()))
-		for _, pk := range svc.Core.CreditPacks() {
+		packs := make([]map[string]string, 0, len(svc.Credits.Packs()))
+		for _, pk := range svc.Credits.Packs() {
 			packs = append(packs, map[string]string{"id": pk.ID, "name": pk.Name, "price": pk.Price, "credit": pk.Credit})
 		}
 		return reply(msg, map[string]any{"mode": string(p.Mode), "balance": c.Available, "held": c.Held, "currency": c.Currency, "packs": packs}), nil

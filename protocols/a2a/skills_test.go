@@ -43,7 +43,7 @@ func TestImmediateSkills(t *testing.T) {
 	a2aErr(t, "create_upload bad type", err, a2a.ErrUnsupportedContentType, "unsupported_file_type")
 
 	cr := call(t, c, skillMsg("get_credits", nil))
-	if cr["balance"] != "0.00" || cr["held"] != "0.00" || !strings.EqualFold(cr["currency"].(string), "usd") || len(cr["packs"].([]any)) != len(e.a.Svc.Core.CreditPacks()) {
+	if cr["balance"] != "0.00" || cr["held"] != "0.00" || !strings.EqualFold(cr["currency"].(string), "usd") || len(cr["packs"].([]any)) != len(e.a.Svc.Credits.Packs()) {
 		t.Fatalf("get_credits = %v", cr)
 	}
 
@@ -59,7 +59,7 @@ func TestImmediateSkills(t *testing.T) {
 		t.Fatalf("details %v", d)
 	}
 
-	pack := e.a.Svc.Core.CreditPacks()[0]
+	pack := e.a.Svc.Credits.Packs()[0]
 	co := call(t, c, skillMsg("create_credit_checkout", map[string]any{"packId": pack.ID}))
 	if !strings.Contains(co["checkoutUrl"].(string), "/checkout/test/") || co["packId"] != pack.ID || co["amount"] != pack.Price || co["credit"] != pack.Credit {
 		t.Fatalf("create_credit_checkout = %v", co)
@@ -74,7 +74,7 @@ func TestImmediateSkills(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := e.a.Svc.Core.GrantCredits(t.Context(), w.Account.ID, core.ModeTest, 10*core.MicrosPerDollar, "test"); err != nil {
+	if _, err := e.a.Svc.Credits.Grant(t.Context(), w.Account.ID, core.ModeTest, 10*core.MicrosPerDollar, "test"); err != nil {
 		t.Fatal(err)
 	}
 	p, err := e.a.Svc.Core.AuthenticateAPIKey(t.Context(), key)
@@ -181,7 +181,7 @@ func TestScopeRefused(t *testing.T) {
 		case "validate_fax":
 			args["to"] = "+12125550100"
 		case "create_credit_checkout":
-			args["packId"] = e.a.Svc.Core.CreditPacks()[0].ID
+			args["packId"] = e.a.Svc.Credits.Packs()[0].ID
 		}
 		_, err := c.SendMessage(t.Context(), skillMsg(skill, args))
 		d := a2aErr(t, skill, err, a2a.ErrUnauthorized, scope)

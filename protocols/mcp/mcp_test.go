@@ -393,7 +393,7 @@ func TestToolsAndJourney(t *testing.T) {
 	wantErr(t, "get_fax_status", call(t, cs, "get_fax_status", map[string]any{"faxId": "ord_nope"}, nil), "not_found")
 
 	// With credits, send_fax pays a fresh draft exactly once.
-	if _, err := e.a.Svc.Core.GrantCredits(ctx, o.Account.ID, core.ModeTest, 10*core.MicrosPerDollar, "test"); err != nil {
+	if _, err := e.a.Svc.Credits.Grant(ctx, o.Account.ID, core.ModeTest, 10*core.MicrosPerDollar, "test"); err != nil {
 		t.Fatal(err)
 	}
 	var d2 draftOut
@@ -421,7 +421,7 @@ func TestToolsAndJourney(t *testing.T) {
 	wantErr(t, "list_faxes", call(t, cs, "list_faxes", map[string]any{"status": "weird"}, nil), "invalid_request")
 
 	var co struct{ CheckoutURL, PackID string }
-	pack := e.a.Svc.Core.CreditPacks()[0].ID
+	pack := e.a.Svc.Credits.Packs()[0].ID
 	mustOK(t, "create_credit_checkout", call(t, cs, "create_credit_checkout", map[string]any{"packId": pack}, &co))
 	if !strings.Contains(co.CheckoutURL, "/checkout/test/") || co.PackID != pack {
 		t.Fatalf("checkout = %+v", co)

@@ -24,7 +24,7 @@ import (
 func TestGoSDKOAuthHandler(t *testing.T) {
 	e := newEnv(t, nil)
 	owner := e.owner("sdk@example.com")
-	if _, err := e.a.Svc.Core.GrantCredits(t.Context(), owner.Account.ID, core.ModeTest, 5*core.MicrosPerDollar, "test"); err != nil {
+	if _, err := e.a.Svc.Credits.Grant(t.Context(), owner.Account.ID, core.ModeTest, 5*core.MicrosPerDollar, "test"); err != nil {
 		t.Fatal(err)
 	}
 	consents := 0

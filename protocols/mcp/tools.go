@@ -209,8 +209,8 @@ func (h *Handler) addTools(s *mcp.Server) {
 	mcp.AddTool(s, &mcp.Tool{Name: "get_credits", Annotations: ann("Get the credit balance", true, false, true, false),
 		Description: "Get the owner's fax credit balance: USD that can be spent now (balance) and USD held for faxes in flight (held)." + scopeNote("get_credits") + phiWarning},
 		h.getCredits)
-	packs := make([]string, 0, len(h.svc.Core.CreditPacks()))
-	for _, p := range h.svc.Core.CreditPacks() {
+	packs := make([]string, 0, len(h.svc.Credits.Packs()))
+	for _, p := range h.svc.Credits.Packs() {
 		packs = append(packs, fmt.Sprintf("%s (%s, $%s for $%s of credit)", p.ID, p.Name, core.FormatUSD(p.PriceMicros), core.FormatUSD(p.CreditMicros)))
 	}
 	mcp.AddTool(s, &mcp.Tool{Name: "create_credit_checkout", Annotations: ann("Buy credits", false, false, false, true),
@@ -419,7 +419,7 @@ func (h *Handler) getCredits(ctx context.Context, _ *mcp.CallToolRequest, _ empt
 	if err != nil {
 		return nil, creditsOut{}, h.toolError(ctx, tool, err)
 	}
-	c, err := h.svc.Core.GetCredits(ctx, p, "", 1)
+	c, err := h.svc.Credits.Get(ctx, p, "", 1)
 	if err != nil {
 		return nil, creditsOut{}, h.toolError(ctx, tool, err)
 	}

@@ -221,7 +221,7 @@ func TestLiveCheckoutWithStripeMock(t *testing.T) {
 	mock := stripeMock(t)
 	e := testenv.New(t, testenv.WithStripe(app.StripeOptions{SecretKey: "sk_test_faxhub", WebhookSecret: whsec, APIURL: mock}))
 	srv := e.Serve(e.App.Handler())
-	pack := e.Svc.Core.CreditPacks()[0].ID
+	pack := e.Svc.Credits.Packs()[0].ID
 
 	t.Run("API", func(t *testing.T) {
 		req, _ := http.NewRequest(http.MethodPost, srv.URL+"/api/v1/credits/checkout", strings.NewReader(`{"packId":"`+pack+`"}`))

@@ -19,6 +19,7 @@ import (
 
 	"github.com/faxhub/faxhub/core"
 	"github.com/faxhub/faxhub/core/checkout"
+	"github.com/faxhub/faxhub/core/credits"
 	"github.com/faxhub/faxhub/core/faxes"
 	"github.com/faxhub/faxhub/core/services"
 	"github.com/faxhub/faxhub/internal/app"
@@ -87,7 +88,7 @@ func (e *env) live() core.Principal { return core.OwnerPrincipal(e.OwnerA.ID, co
 // pack starts a live credit-pack checkout through the gateway.
 func (e *env) pack(t *testing.T) *checkout.Checkout {
 	t.Helper()
-	cs, err := e.Svc.Checkout.StartCreditPack(ctx, e.live(), e.Svc.Core.CreditPacks()[0].ID)
+	cs, err := e.Svc.Checkout.StartCreditPack(ctx, e.live(), e.Svc.Credits.Packs()[0].ID)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -215,13 +216,13 @@ func (e *env) deliver(t *testing.T, body []byte) map[string]any {
 	return out
 }
 
-func (e *env) ledger(t *testing.T) map[core.LedgerKind][]core.LedgerEntry {
+func (e *env) ledger(t *testing.T) map[credits.LedgerKind][]credits.LedgerEntry {
 	t.Helper()
-	entries, err := e.Store.ListLedger(ctx, core.LedgerFilter{OwnerID: e.OwnerA.ID, Mode: core.ModeLive, Limit: 100})
+	entries, err := e.Store.ListLedger(ctx, credits.LedgerFilter{OwnerID: e.OwnerA.ID, Mode: core.ModeLive, Limit: 100})
 	if err != nil {
 		t.Fatal(err)
 	}
-	m := map[core.LedgerKind][]core.LedgerEntry{}
+	m := map[credits.LedgerKind][]credits.LedgerEntry{}
 	for _, x := range entries {
 		m[x.Kind] = append(m[x.Kind], x)
 	}
@@ -230,7 +231,7 @@ func (e *env) ledger(t *testing.T) map[core.LedgerKind][]core.LedgerEntry {
 
 func (e *env) available(t *testing.T) int64 {
 	t.Helper()
-	b, err := e.Svc.Core.Balance(ctx, e.OwnerA.ID, core.ModeLive)
+	b, err := e.Svc.Credits.Balance(ctx, e.OwnerA.ID, core.ModeLive)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -258,7 +259,7 @@ func wantStatus(t *testing.T, e *env, id string, want checkout.Status) *checkout
 // wantGranted checks the pack was granted exactly n times.
 func wantGranted(t *testing.T, e *env, c *checkout.Checkout, n int) {
 	t.Helper()
-	if got := len(e.ledger(t)[core.LedgerPurchase]); got != n {
+	if got := len(e.ledger(t)[credits.LedgerPurchase]); got != n {
 		t.Fatalf("%d purchase entries, want %d", got, n)
 	}
 	if got, want := e.available(t), int64(n)*c.CreditMicros; got != want {
@@ -404,7 +405,7 @@ func TestWebhookRefundedPack(t *testing.T) {
 		e.deliver(t, refundEvent(c, full))
 		e.deliver(t, refundEvent(c, full))
 		e.deliver(t, refundEvent(c, full/2)) // an older, partial refund arriving late
-		rev := e.ledger(t)[core.LedgerReversal]
+		rev := e.ledger(t)[credits.LedgerReversal]
 		if len(rev) != 1 || rev[0].AmountMicros != -c.CreditMicros {
 			t.Fatalf("reversals %+v, want one of %d", rev, -c.CreditMicros)
 		}
@@ -422,13 +423,13 @@ func TestWebhookRefundedPack(t *testing.T) {
 		e.deliver(t, sessionEvent(stripe.EventTypeCheckoutSessionCompleted, c, nil))
 		// A fax in flight holds 40% of the pack.
 		held := c.CreditMicros * 4 / 10
-		if err := e.Store.PlaceHold(ctx, &core.LedgerEntry{ID: core.NewID(core.PrefixLedger), OwnerID: e.OwnerA.ID, Mode: core.ModeLive,
-			Kind: core.LedgerHold, AmountMicros: -held, Reason: "a fax", CreatedAt: e.Svc.Core.Now()}); err != nil {
+		if err := e.Store.PlaceHold(ctx, &credits.LedgerEntry{ID: core.NewID(core.PrefixLedger), OwnerID: e.OwnerA.ID, Mode: core.ModeLive,
+			Kind: credits.LedgerHold, AmountMicros: -held, Reason: "a fax", CreatedAt: e.Svc.Core.Now()}); err != nil {
 			t.Fatal(err)
 		}
 		e.deliver(t, refundEvent(c, core.CentsUp(c.AmountMicros)))
 		e.deliver(t, refundEvent(c, core.CentsUp(c.AmountMicros)))
-		rev := e.ledger(t)[core.LedgerReversal]
+		rev := e.ledger(t)[credits.LedgerReversal]
 		if len(rev) != 1 || rev[0].AmountMicros != -(c.CreditMicros-held) {
 			t.Fatalf("reversals %+v, want one of %d", rev, -(c.CreditMicros - held))
 		}
@@ -452,7 +453,7 @@ func TestWebhookRefundedPack(t *testing.T) {
 		if got := e.available(t); got != 0 {
 			t.Fatalf("balance %d after the whole refund, want 0", got)
 		}
-		if n := len(e.ledger(t)[core.LedgerReversal]); n != 2 {
+		if n := len(e.ledger(t)[credits.LedgerReversal]); n != 2 {
 			t.Fatalf("%d reversals, want 2", n)
 		}
 	})
@@ -478,7 +479,7 @@ func TestWebhookDraft(t *testing.T) {
 		if got := e.checkout(t, c.ID); got.RefundedCents != core.CentsUp(c.AmountMicros) || got.ReversedMicros != 0 {
 			t.Errorf("draft refund recorded as %d cents, %d reversed", got.RefundedCents, got.ReversedMicros)
 		}
-		if n := len(e.ledger(t)[core.LedgerReversal]); n != 0 {
+		if n := len(e.ledger(t)[credits.LedgerReversal]); n != 0 {
 			t.Errorf("%d reversals for a draft, want none", n)
 		}
 	})
@@ -491,7 +492,7 @@ func TestWebhookDraft(t *testing.T) {
 		if fs := e.liveFaxes(t); len(fs) != 0 {
 			t.Fatalf("%d faxes, want none", len(fs))
 		}
-		ref := e.ledger(t)[core.LedgerRefund]
+		ref := e.ledger(t)[credits.LedgerRefund]
 		if len(ref) != 1 || ref[0].AmountMicros != core.CentsUp(c.AmountMicros)*core.MicrosPerCent {
 			t.Fatalf("refund entries %+v, want the payment credited once", ref)
 		}

@@ -1,15 +1,11 @@
-package core
+package credits
 
 import (
 	"context"
 	"time"
-)
 
-// A Charge is money faxhub took through a payment method (core/payments):
-// a paying machine's fax (MPP), a credit pack an agent bought under an AP2
-// mandate. Credit packs paid at a hosted checkout are Checkouts, and
-// credit sends are ledger holds; a Charge is the record of everything else,
-// written in the transaction that delivers what it paid for.
+	"github.com/faxhub/faxhub/core"
+)
 
 // ChargePurpose says what a charge paid for.
 type ChargePurpose string
@@ -35,7 +31,7 @@ type Charge struct {
 	ID string `db:"id" json:"id"`
 	// OwnerID is empty for a paying machine, which has no account.
 	OwnerID string        `db:"owner_id" json:"-"`
-	Mode    Mode          `db:"mode" json:"mode"`
+	Mode    core.Mode     `db:"mode" json:"mode"`
 	Method  string        `db:"method" json:"method"`
 	Purpose ChargePurpose `db:"purpose" json:"purpose"`
 	// IdempotencyKey is what the method settled under (unique): a charge
