@@ -16,10 +16,6 @@ const (
 	PrefixCart = "cart_"
 )
 
-// ApprovalCreditPurchase asks the owner to approve one AP2 charge; it
-// always requires user verification.
-const ApprovalCreditPurchase ApprovalKind = "credit_purchase"
-
 // Operations of tasks (scopes in principal.go).
 const (
 	OpGetTask    Operation = "get_task"

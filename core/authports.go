@@ -63,22 +63,3 @@ type Mail struct {
 type Mailer interface {
 	Send(ctx context.Context, m Mail) error
 }
-
-// ConsentDetails is what an oauth_consent approval asks the owner
-// (Approval.Details); the console renders it and the OAuth server reads it
-// back.
-type ConsentDetails struct {
-	ClientID    string   `json:"clientId"`
-	ClientName  string   `json:"clientName"`
-	ClientURI   string   `json:"clientUri,omitempty"`
-	LogoURI     string   `json:"logoUri,omitempty"`
-	RedirectURI string   `json:"redirectUri"`
-	Scopes      []string `json:"scopes"`
-	Resource    string   `json:"resource"`
-}
-
-// ConsentDecision is what the owner granted (Approval.Decision): the
-// scopes, never more than were asked.
-type ConsentDecision struct {
-	Scopes []string `json:"scopes"`
-}

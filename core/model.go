@@ -1,7 +1,6 @@
 package core
 
 import (
-	"encoding/json"
 	"time"
 )
 
@@ -64,42 +63,4 @@ type IdempotencyRecord struct {
 	ResponseCode int       `db:"response_code"`
 	Response     []byte    `db:"response"`
 	CreatedAt    time.Time `db:"created_at"`
-}
-
-// ApprovalKind names what an owner is asked to decide.
-type ApprovalKind string
-
-const (
-	ApprovalOAuthConsent   ApprovalKind = "oauth_consent"
-	ApprovalAgentClaim     ApprovalKind = "agent_claim"
-	ApprovalDevice         ApprovalKind = "device_authorization"
-	ApprovalVerifiedAction ApprovalKind = "verified_action"
-)
-
-// ApprovalStatus is where an approval stands.
-type ApprovalStatus string
-
-const (
-	ApprovalPending  ApprovalStatus = "pending"
-	ApprovalApproved ApprovalStatus = "approved"
-	ApprovalDeclined ApprovalStatus = "declined"
-	ApprovalExpired  ApprovalStatus = "expired"
-)
-
-// Approval is a pending owner decision. BindingHash commits to the exact
-// thing approved: a decision on a different hash is refused.
-type Approval struct {
-	ID          string          `json:"id" db:"id"`
-	OwnerID     string          `json:"-" db:"owner_id"`
-	Kind        ApprovalKind    `json:"kind" db:"kind"`
-	Requester   string          `json:"requester" db:"requester"`
-	Summary     string          `json:"summary" db:"summary"`
-	Details     json.RawMessage `json:"details" db:"details"`
-	BindingHash string          `json:"bindingHash" db:"binding_hash"`
-	RequiresUV  bool            `json:"requiresUserVerification" db:"requires_uv"`
-	Status      ApprovalStatus  `json:"status" db:"status"`
-	Decision    json.RawMessage `json:"decision,omitempty" db:"decision"`
-	CreatedAt   time.Time       `json:"createdAt" db:"created_at"`
-	ExpiresAt   time.Time       `json:"expiresAt" db:"expires_at"`
-	DecidedAt   *time.Time      `json:"decidedAt,omitempty" db:"decided_at"`
 }

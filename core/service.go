@@ -89,9 +89,6 @@ type Deps struct {
 	// credentials (a card token): the test card in test mode, Stripe in
 	// live mode once configured (payments issue).
 	PaymentMethods map[Mode]payments.PaymentMethod
-	// Approvals are the features that asked for approvals, by kind: they
-	// record or act on the owner's decisions (DecideApproval).
-	Approvals map[ApprovalKind]ApprovalHandler
 }
 
 // Service is faxhub's core: every adapter calls it with a Principal. Its

@@ -50,7 +50,6 @@ type Tx interface {
 // Queries are the data operations, available on a Store and inside a Tx.
 type Queries interface {
 	AccountStore
-	ApprovalStore
 	KernelStore
 }
 
@@ -73,16 +72,6 @@ type AccountStore interface {
 	TouchSession(ctx context.Context, id string, at time.Time) error
 	DeleteSession(ctx context.Context, id string) error
 	DeleteOwnerSessions(ctx context.Context, ownerID string) error
-}
-
-// ApprovalStore keeps the owner's approvals.
-type ApprovalStore interface {
-	CreateApproval(ctx context.Context, a *Approval) error
-	GetApproval(ctx context.Context, ownerID, id string) (*Approval, error)
-	ListApprovals(ctx context.Context, ownerID string, status ApprovalStatus, limit int) ([]Approval, error)
-	// DecideApproval moves a pending, unexpired approval to status once;
-	// ErrConflict if it is no longer pending.
-	DecideApproval(ctx context.Context, ownerID, id string, status ApprovalStatus, decision []byte, at time.Time) error
 }
 
 // KernelStore keeps what every feature shares: idempotency records and

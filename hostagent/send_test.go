@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/faxhub/faxhub/core"
+	"github.com/faxhub/faxhub/core/approvals"
 	"github.com/faxhub/faxhub/core/hosts"
 	"github.com/faxhub/faxhub/hostagent"
 	"github.com/faxhub/faxhub/internal/testenv"
@@ -141,11 +142,11 @@ func TestSendFaxDeclinedExpiredChanged(t *testing.T) {
 	if r.status != http.StatusAccepted {
 		t.Fatalf("send: %d %s", r.status, r.raw)
 	}
-	apr, err := e.a.Svc.Core.GetApproval(t.Context(), w.Account.ID, r.str("approval_id"))
+	apr, err := e.a.Svc.Approvals.Get(t.Context(), w.Account.ID, r.str("approval_id"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := e.a.Svc.Core.DecideApproval(t.Context(), w.Account.ID, apr.ID, core.Decision{Approve: false, BindingHash: apr.BindingHash}); err != nil {
+	if _, err := e.a.Svc.Approvals.Decide(t.Context(), w.Account.ID, apr.ID, approvals.Decision{Approve: false, BindingHash: apr.BindingHash}); err != nil {
 		t.Fatalf("decline: %v", err)
 	}
 	if st := ag.sendStatus(t, r.str("status_url")); st.str("status") != "declined" || st.body["data"] != nil {

@@ -19,6 +19,7 @@ import (
 	"github.com/faxhub/faxhub/conformance/storetest"
 	"github.com/faxhub/faxhub/core"
 	"github.com/faxhub/faxhub/core/agents"
+	"github.com/faxhub/faxhub/core/approvals"
 	"github.com/faxhub/faxhub/core/services"
 	"github.com/faxhub/faxhub/internal/testenv"
 	"github.com/faxhub/faxhub/oauth"
@@ -285,8 +286,8 @@ func TestAgentClaimApproveWithNarrowing(t *testing.T) {
 		t.Fatalf("claim view = %+v, %v", v, err)
 	}
 	// The approval is in the inbox.
-	pend, err := h.env.Svc.Core.PendingApprovals(ctx, h.env.OwnerA.ID)
-	if err != nil || len(pend) != 1 || pend[0].Kind != core.ApprovalAgentClaim {
+	pend, err := h.env.Svc.Approvals.ListPending(ctx, h.env.OwnerA.ID)
+	if err != nil || len(pend) != 1 || pend[0].Kind != approvals.KindAgentClaim {
 		t.Fatalf("inbox = %+v, %v", pend, err)
 	}
 	if err := h.env.Svc.Agents.DecideClaim(ctx, h.env.OwnerA.ID, attempt, userCode, true, []string{"fax:read"}); err != nil {
@@ -307,7 +308,7 @@ func TestAgentClaimApproveWithNarrowing(t *testing.T) {
 	code, m = h.poll(ct)
 	wantOAuthErr(t, "second redemption", code, m, "invalid_grant")
 	// The inbox item was decided.
-	if pend, _ := h.env.Svc.Core.PendingApprovals(ctx, h.env.OwnerA.ID); len(pend) != 0 {
+	if pend, _ := h.env.Svc.Approvals.ListPending(ctx, h.env.OwnerA.ID); len(pend) != 0 {
 		t.Fatalf("inbox after approval = %+v", pend)
 	}
 }

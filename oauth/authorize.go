@@ -15,6 +15,7 @@ import (
 	"github.com/ory/fosite/token/jwt"
 
 	"github.com/faxhub/faxhub/core"
+	"github.com/faxhub/faxhub/core/approvals"
 	"github.com/faxhub/faxhub/core/authstate"
 	"github.com/faxhub/faxhub/core/web"
 )
@@ -239,10 +240,10 @@ func (s *Server) authorize(w http.ResponseWriter, r *http.Request) {
 	if name == "" {
 		name = c.ID
 	}
-	a, err := s.svc.Core.RequestApproval(ctx, core.ApprovalRequest{
-		OwnerID: sess.OwnerID, Kind: core.ApprovalOAuthConsent, Requester: name,
+	a, err := s.svc.Approvals.Request(ctx, approvals.Request{
+		OwnerID: sess.OwnerID, Kind: approvals.KindOAuthConsent, Requester: name,
 		Summary: fmt.Sprintf("%s asks to use your faxhub account through %s (%s)", name, resource, strings.Join(b.Scopes, " ")),
-		Details: core.ConsentDetails{
+		Details: approvals.ConsentDetails{
 			ClientID: c.ID, ClientName: name, ClientURI: c.URI, LogoURI: c.LogoURI, RedirectURI: b.RedirectURI,
 			Scopes: b.Scopes, Resource: resource,
 		},
@@ -304,8 +305,8 @@ func (s *Server) resume(w http.ResponseWriter, r *http.Request) {
 		web.WriteOAuthError(w, http.StatusInternalServerError, "server_error", "the authorization request could not be read")
 		return
 	}
-	a, err := s.svc.Core.GetApproval(ctx, sess.OwnerID, id)
-	if err != nil || a.Kind != core.ApprovalOAuthConsent {
+	a, err := s.svc.Approvals.Get(ctx, sess.OwnerID, id)
+	if err != nil || a.Kind != approvals.KindOAuthConsent {
 		unknown()
 		return
 	}
@@ -330,12 +331,12 @@ func (s *Server) resume(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	b := s.bindingOf(ar, resource)
-	if core.BindingHash(b) != a.BindingHash {
+	if approvals.BindingHash(b) != a.BindingHash {
 		s.writeAuthorizeError(ctx, w, ar, fosite.ErrAccessDenied.WithHint("The request changed since the owner decided it."))
 		return
 	}
 	switch a.Status {
-	case core.ApprovalPending:
+	case approvals.Pending:
 		consent, err := s.consentURL(a.ID)
 		if err != nil {
 			s.writeAuthorizeError(ctx, w, ar, fosite.ErrServerError.WithWrap(err))
@@ -344,7 +345,7 @@ func (s *Server) resume(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Cache-Control", "no-store")
 		http.Redirect(w, r, consent, http.StatusSeeOther)
 		return
-	case core.ApprovalApproved, core.ApprovalDeclined, core.ApprovalExpired:
+	case approvals.Approved, approvals.Declined, approvals.Expired:
 	default:
 		unknown()
 		return
@@ -358,10 +359,10 @@ func (s *Server) resume(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	switch a.Status {
-	case core.ApprovalDeclined:
+	case approvals.Declined:
 		s.writeAuthorizeError(ctx, w, ar, fosite.ErrAccessDenied.WithHint("The owner declined the request."))
 		return
-	case core.ApprovalExpired:
+	case approvals.Expired:
 		s.writeAuthorizeError(ctx, w, ar, fosite.ErrAccessDenied.WithHint("The owner did not decide in time."))
 		return
 	}
@@ -394,7 +395,7 @@ func narrow(requested []string, decision json.RawMessage) []string {
 	if len(decision) == 0 || string(decision) == "null" {
 		return requested
 	}
-	var d core.ConsentDecision
+	var d approvals.ConsentDecision
 	if err := json.Unmarshal(decision, &d); err != nil || d.Scopes == nil {
 		return requested
 	}

@@ -25,6 +25,7 @@ import (
 	"golang.org/x/oauth2"
 
 	"github.com/faxhub/faxhub/core"
+	"github.com/faxhub/faxhub/core/approvals"
 	"github.com/faxhub/faxhub/core/services"
 	"github.com/faxhub/faxhub/core/web"
 	"github.com/faxhub/faxhub/internal/testenv"
@@ -239,15 +240,15 @@ func (h *harness) consent(a authz, cookie string) (string, string) {
 func (h *harness) decide(owner *core.Owner, id string, approve bool, scopes []string) {
 	h.t.Helper()
 	ctx := context.Background()
-	a, err := h.env.Svc.Core.GetApproval(ctx, owner.ID, id)
+	a, err := h.env.Svc.Approvals.Get(ctx, owner.ID, id)
 	if err != nil {
 		h.t.Fatal(err)
 	}
-	d := core.Decision{Approve: approve, BindingHash: a.BindingHash}
+	d := approvals.Decision{Approve: approve, BindingHash: a.BindingHash}
 	if scopes != nil {
-		d.Data = core.ConsentDecision{Scopes: scopes}
+		d.Data = approvals.ConsentDecision{Scopes: scopes}
 	}
-	if _, err := h.env.Svc.Core.DecideApproval(ctx, owner.ID, id, d); err != nil {
+	if _, err := h.env.Svc.Approvals.Decide(ctx, owner.ID, id, d); err != nil {
 		h.t.Fatal(err)
 	}
 }
@@ -362,24 +363,24 @@ func TestChatAppFlow(t *testing.T) {
 	cookieA, cookieB := h.cookie(h.env.OwnerA), h.cookie(h.env.OwnerB)
 	id, ret := h.consent(a, cookieA)
 
-	ap, err := h.env.Svc.Core.GetApproval(ctx, h.env.OwnerA.ID, id)
+	ap, err := h.env.Svc.Approvals.Get(ctx, h.env.OwnerA.ID, id)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var details core.ConsentDetails
+	var details approvals.ConsentDetails
 	if err := json.Unmarshal(ap.Details, &details); err != nil {
 		t.Fatal(err)
 	}
-	if ap.Kind != core.ApprovalOAuthConsent || details.ClientID != clientID || details.ClientName != "Test Chat" ||
+	if ap.Kind != approvals.KindOAuthConsent || details.ClientID != clientID || details.ClientName != "Test Chat" ||
 		details.Resource != h.mcp() || details.RedirectURI != redirectURI || !slices.Equal(details.Scopes, cfg.Scopes) {
 		t.Fatalf("consent approval = %+v %+v", ap, details)
 	}
 
 	// Owner B can neither see, decide nor resume A's consent.
-	if _, err := h.env.Svc.Core.GetApproval(ctx, h.env.OwnerB.ID, id); core.ErrorKind(err) != core.KindNotFound {
+	if _, err := h.env.Svc.Approvals.Get(ctx, h.env.OwnerB.ID, id); core.ErrorKind(err) != core.KindNotFound {
 		t.Fatalf("B reads A's approval: %v", err)
 	}
-	if _, err := h.env.Svc.Core.DecideApproval(ctx, h.env.OwnerB.ID, id, core.Decision{Approve: true, BindingHash: ap.BindingHash}); core.ErrorKind(err) != core.KindNotFound {
+	if _, err := h.env.Svc.Approvals.Decide(ctx, h.env.OwnerB.ID, id, approvals.Decision{Approve: true, BindingHash: ap.BindingHash}); core.ErrorKind(err) != core.KindNotFound {
 		t.Fatalf("B decides A's approval: %v", err)
 	}
 	if code, _, body := h.browse(ret, cookieB); code != http.StatusBadRequest || !strings.Contains(body, "invalid_request") {
@@ -781,8 +782,8 @@ func TestAuthorizeErrors(t *testing.T) {
 	// credits:checkout only when named.
 	a = h.authRequest(clientID, nil)
 	id, _ = h.consent(a, cookie)
-	ap, _ := h.env.Svc.Core.GetApproval(context.Background(), h.env.OwnerA.ID, id)
-	var d core.ConsentDetails
+	ap, _ := h.env.Svc.Approvals.Get(context.Background(), h.env.OwnerA.ID, id)
+	var d approvals.ConsentDetails
 	_ = json.Unmarshal(ap.Details, &d)
 	if !slices.Equal(d.Scopes, []string{"fax:read", "credits:read"}) {
 		t.Fatalf("default scopes = %v", d.Scopes)

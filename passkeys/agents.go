@@ -8,6 +8,7 @@ import (
 
 	"github.com/faxhub/faxhub/core"
 	"github.com/faxhub/faxhub/core/agents"
+	"github.com/faxhub/faxhub/core/approvals"
 	"github.com/faxhub/faxhub/core/web"
 )
 
@@ -224,7 +225,7 @@ func (c *Console) decideClaim(w http.ResponseWriter, r *http.Request, s *signedI
 // agentClaimInboxDecision keeps the inbox honest for agent_claim
 // approvals: approving needs the code at the agent's link; declining
 // declines the claim too.
-func (c *Console) agentClaimInboxDecision(r *http.Request, s *signedIn, a *core.Approval, approve bool) error {
+func (c *Console) agentClaimInboxDecision(r *http.Request, s *signedIn, a *approvals.Approval, approve bool) error {
 	if approve {
 		return core.Errorf(core.KindInvalid, core.CodeInvalidRequest,
 			"to approve an agent, open the link the agent gave you and enter its six-digit code")

@@ -170,7 +170,7 @@ func TestAgentClaimInInbox(t *testing.T) {
 	ada, _ := h.signUp("ada@example.com", "Ada")
 	path, _ := registerAgent(t, as, ada.enroll("Inbox bot"), "ada@example.com")
 	owner := h.ownerID("ada@example.com")
-	pend, err := h.env.Svc.Core.PendingApprovals(t.Context(), owner)
+	pend, err := h.env.Svc.Approvals.ListPending(t.Context(), owner)
 	if err != nil || len(pend) != 1 {
 		t.Fatalf("inbox = %+v, %v", pend, err)
 	}

@@ -13,12 +13,13 @@ import (
 	"github.com/go-webauthn/webauthn/webauthn"
 
 	"github.com/faxhub/faxhub/core"
+	"github.com/faxhub/faxhub/core/approvals"
 	"github.com/faxhub/faxhub/core/authstate"
 )
 
 // approvalView is an approval as the inbox shows it.
 type approvalView struct {
-	core.Approval
+	approvals.Approval
 	KindLabel string
 	Consent   *consentView
 	Facts     []fact
@@ -34,29 +35,29 @@ type approvalView struct {
 }
 
 type consentView struct {
-	core.ConsentDetails
+	approvals.ConsentDetails
 	RedirectHost string
 	ScopeList    []scopeInfo
 }
 
 type fact struct{ Label, Value string }
 
-var kindLabels = map[core.ApprovalKind]string{
-	core.ApprovalOAuthConsent:   "App access",
-	core.ApprovalAgentClaim:     "Agent claim",
-	core.ApprovalDevice:         "Agent device approval",
-	core.ApprovalFaxSend:        "Fax to send",
-	core.ApprovalVerifiedAction: "Action to confirm",
-	core.ApprovalCreditPurchase: "Credit purchase",
+var kindLabels = map[approvals.Kind]string{
+	approvals.KindOAuthConsent:   "App access",
+	approvals.KindAgentClaim:     "Agent claim",
+	approvals.KindDevice:         "Agent device approval",
+	approvals.KindFaxSend:        "Fax to send",
+	approvals.KindVerifiedAction: "Action to confirm",
+	approvals.KindCreditPurchase: "Credit purchase",
 }
 
-func (c *Console) view(a core.Approval, csrf, ret string) approvalView {
-	v := approvalView{Approval: a, KindLabel: kindLabels[a.Kind], CSRF: csrf, Return: ret, Decided: a.Status != core.ApprovalPending}
+func (c *Console) view(a approvals.Approval, csrf, ret string) approvalView {
+	v := approvalView{Approval: a, KindLabel: kindLabels[a.Kind], CSRF: csrf, Return: ret, Decided: a.Status != approvals.Pending}
 	if v.KindLabel == "" {
 		v.KindLabel = strings.ReplaceAll(string(a.Kind), "_", " ")
 	}
-	if a.Kind == core.ApprovalOAuthConsent {
-		var d core.ConsentDetails
+	if a.Kind == approvals.KindOAuthConsent {
+		var d approvals.ConsentDetails
 		if err := json.Unmarshal(a.Details, &d); err == nil {
 			cv := &consentView{ConsentDetails: d, ScopeList: describeScopes(d.Scopes)}
 			if u, err := url.Parse(d.RedirectURI); err == nil {
@@ -67,11 +68,11 @@ func (c *Console) view(a core.Approval, csrf, ret string) approvalView {
 		}
 	}
 	switch a.Kind {
-	case core.ApprovalDevice:
+	case approvals.KindDevice:
 		if id := deviceAgentID(&a); id != "" {
 			v.DevicePath = devicePath(id)
 		}
-	case core.ApprovalFaxSend:
+	case approvals.KindFaxSend:
 		v.FaxSend, v.Facts = faxSendFacts(a.Details, c.svc.Config().AgentMode)
 		return v
 	}
@@ -146,7 +147,7 @@ func humanValue(v any) string {
 type approvalsBody struct{ Approvals []approvalView }
 
 func (c *Console) approvalsPage(w http.ResponseWriter, r *http.Request, s *signedIn) {
-	pending, err := c.svc.Core.PendingApprovals(r.Context(), s.owner.ID)
+	pending, err := c.svc.Approvals.ListPending(r.Context(), s.owner.ID)
 	if err != nil {
 		c.fail(w, r, err)
 		return
@@ -167,7 +168,7 @@ func (c *Console) approvalsPage(w http.ResponseWriter, r *http.Request, s *signe
 }
 
 func (c *Console) approvalPage(w http.ResponseWriter, r *http.Request, s *signedIn) {
-	a, err := c.svc.Core.GetApproval(r.Context(), s.owner.ID, r.PathValue("id"))
+	a, err := c.svc.Approvals.Get(r.Context(), s.owner.ID, r.PathValue("id"))
 	if err != nil {
 		c.fail(w, r, err)
 		return
@@ -178,11 +179,11 @@ func (c *Console) approvalPage(w http.ResponseWriter, r *http.Request, s *signed
 
 // decisionData is what the owner granted. For a consent it is the scopes
 // the owner left ticked: a subset of what the app asked, never more.
-func decisionData(a *core.Approval, scopes []string) (any, error) {
-	if a.Kind != core.ApprovalOAuthConsent {
+func decisionData(a *approvals.Approval, scopes []string) (any, error) {
+	if a.Kind != approvals.KindOAuthConsent {
 		return nil, nil
 	}
-	var d core.ConsentDetails
+	var d approvals.ConsentDetails
 	if err := json.Unmarshal(a.Details, &d); err != nil {
 		return nil, fmt.Errorf("decode consent details: %w", err)
 	}
@@ -201,7 +202,7 @@ func decisionData(a *core.Approval, scopes []string) (any, error) {
 	if len(granted) == 0 {
 		return nil, core.Errorf(core.KindInvalid, core.CodeInvalidRequest, "tick at least one permission, or decline")
 	}
-	return core.ConsentDecision{Scopes: granted}, nil
+	return approvals.ConsentDecision{Scopes: granted}, nil
 }
 
 func afterDecision(ret string, approved bool) string {
@@ -219,7 +220,7 @@ func afterDecision(ret string, approved bool) string {
 func (c *Console) decide(w http.ResponseWriter, r *http.Request, s *signedIn) {
 	ctx := r.Context()
 	id := r.PathValue("id")
-	a, err := c.svc.Core.GetApproval(ctx, s.owner.ID, id)
+	a, err := c.svc.Approvals.Get(ctx, s.owner.ID, id)
 	if err != nil {
 		c.fail(w, r, err)
 		return
@@ -234,23 +235,23 @@ func (c *Console) decide(w http.ResponseWriter, r *http.Request, s *signedIn) {
 		return
 	}
 	switch a.Kind {
-	case core.ApprovalAgentClaim:
+	case approvals.KindAgentClaim:
 		if err := c.agentClaimInboxDecision(r, s, a, approve); err != nil {
 			c.fail(w, r, err)
 			return
 		}
-	case core.ApprovalDevice:
+	case approvals.KindDevice:
 		if err := c.deviceInboxDecision(r, s, a, approve); err != nil {
 			c.fail(w, r, err)
 			return
 		}
 		// Declining the agent closes its inbox approval too.
-		if got, err := c.svc.Core.GetApproval(ctx, s.owner.ID, id); err == nil && got.Status != core.ApprovalPending {
+		if got, err := c.svc.Approvals.Get(ctx, s.owner.ID, id); err == nil && got.Status != approvals.Pending {
 			http.Redirect(w, r, afterDecision(r.PostFormValue("return"), false), http.StatusSeeOther)
 			return
 		}
 	}
-	d := core.Decision{Approve: approve, BindingHash: r.PostFormValue("binding")}
+	d := approvals.Decision{Approve: approve, BindingHash: r.PostFormValue("binding")}
 	if approve {
 		if a.RequiresUV {
 			c.fail(w, r, core.Errorf(core.KindForbidden, core.CodeUserVerification, "approving this needs your passkey: use the “Approve with passkey” button"))
@@ -261,7 +262,7 @@ func (c *Console) decide(w http.ResponseWriter, r *http.Request, s *signedIn) {
 			return
 		}
 	}
-	if _, err := c.svc.Core.DecideApproval(ctx, s.owner.ID, id, d); err != nil {
+	if _, err := c.svc.Approvals.Decide(ctx, s.owner.ID, id, d); err != nil {
 		c.fail(w, r, err)
 		return
 	}
@@ -277,7 +278,7 @@ func (c *Console) approvalBegin(w http.ResponseWriter, r *http.Request, s *signe
 		c.fail(w, r, err)
 		return
 	}
-	a, err := c.svc.Core.GetApproval(ctx, s.owner.ID, r.PathValue("id"))
+	a, err := c.svc.Approvals.Get(ctx, s.owner.ID, r.PathValue("id"))
 	if err != nil {
 		c.fail(w, r, err)
 		return
@@ -307,8 +308,8 @@ func (c *Console) approvalBegin(w http.ResponseWriter, r *http.Request, s *signe
 	writeOptions(w, assertion)
 }
 
-func pendingAndBound(a *core.Approval, binding string) error {
-	if a.Status != core.ApprovalPending {
+func pendingAndBound(a *approvals.Approval, binding string) error {
+	if a.Status != approvals.Pending {
 		return core.Errorf(core.KindConflict, core.CodeApprovalState, "this request is already %s", a.Status)
 	}
 	if !sameString(binding, a.BindingHash) {
@@ -328,11 +329,11 @@ func (c *Console) approvalFinish(w http.ResponseWriter, r *http.Request, s *sign
 		c.fail(w, r, err)
 		return
 	}
-	var a *core.Approval
+	var a *approvals.Approval
 	_, ch, pk, err := c.finishAssertion(ctx, req, ceremony{purpose: authstate.ApprovalChallengePurpose(id), owner: s.owner.ID, what: "approval",
 		bound: func(ch *authstate.WebAuthnChallenge) error {
 			var err error
-			if a, err = c.svc.Core.GetApproval(ctx, s.owner.ID, id); err != nil {
+			if a, err = c.svc.Approvals.Get(ctx, s.owner.ID, id); err != nil {
 				return err
 			}
 			return pendingAndBound(a, ch.Binding)
@@ -346,7 +347,7 @@ func (c *Console) approvalFinish(w http.ResponseWriter, r *http.Request, s *sign
 		c.fail(w, r, err)
 		return
 	}
-	if _, err := c.svc.Core.DecideApproval(ctx, s.owner.ID, id, core.Decision{
+	if _, err := c.svc.Approvals.Decide(ctx, s.owner.ID, id, approvals.Decision{
 		Approve: true, BindingHash: ch.Binding, UserVerified: true, Data: data,
 	}); err != nil {
 		c.fail(w, r, insufficientCredits(a, c.svc.Config().AgentMode, err))

@@ -19,6 +19,7 @@ import (
 	"github.com/descope/virtualwebauthn"
 
 	"github.com/faxhub/faxhub/core"
+	"github.com/faxhub/faxhub/core/approvals"
 	"github.com/faxhub/faxhub/core/documents"
 	"github.com/faxhub/faxhub/core/faxes"
 	"github.com/faxhub/faxhub/core/mail"
@@ -507,10 +508,10 @@ func (h *harness) ownerID(email string) string {
 	return o.ID
 }
 
-func (h *harness) verifiedAction(ownerID string) *core.Approval {
+func (h *harness) verifiedAction(ownerID string) *approvals.Approval {
 	h.t.Helper()
-	a, err := h.env.Svc.Core.RequestApproval(h.t.Context(), core.ApprovalRequest{
-		OwnerID: ownerID, Kind: core.ApprovalVerifiedAction, Requester: "Travel agent bot",
+	a, err := h.env.Svc.Approvals.Request(h.t.Context(), approvals.Request{
+		OwnerID: ownerID, Kind: approvals.KindVerifiedAction, Requester: "Travel agent bot",
 		Summary: "Send a 2-page fax to +1 212 555 0100",
 		Details: map[string]any{"to": "+12125550100", "pages": 2, "price": "0.42"},
 		Binding: map[string]any{"to": "+12125550100", "document": "doc_x", "nonce": core.RandomString(8)}, RequiresUV: true, TTL: time.Hour,
@@ -521,9 +522,9 @@ func (h *harness) verifiedAction(ownerID string) *core.Approval {
 	return a
 }
 
-func (h *harness) status(ownerID, id string) core.ApprovalStatus {
+func (h *harness) status(ownerID, id string) approvals.Status {
 	h.t.Helper()
-	a, err := h.env.Svc.Core.GetApproval(h.t.Context(), ownerID, id)
+	a, err := h.env.Svc.Approvals.Get(h.t.Context(), ownerID, id)
 	if err != nil {
 		h.t.Fatal(err)
 	}
@@ -566,8 +567,8 @@ func TestUVApproval(t *testing.T) {
 	if r.json(t)["redirect"] != "/console/approvals/"+a.ID {
 		t.Fatalf("redirect %s", r.body)
 	}
-	got, _ := h.env.Svc.Core.GetApproval(t.Context(), owner, a.ID)
-	if got.Status != core.ApprovalApproved {
+	got, _ := h.env.Svc.Approvals.Get(t.Context(), owner, a.ID)
+	if got.Status != approvals.Approved {
 		t.Fatalf("status %s", got.Status)
 	}
 
@@ -578,7 +579,7 @@ func TestUVApproval(t *testing.T) {
 	_, otherFinish := approvalPaths(other.ID)
 	r = b.postJSON(otherFinish, map[string]any{"credential": assertion}, csrf)
 	wantCode(t, "replay on another approval", r, http.StatusForbidden, "webauthn_challenge_unknown")
-	if h.status(owner, other.ID) != core.ApprovalPending {
+	if h.status(owner, other.ID) != approvals.Pending {
 		t.Fatal("a replayed assertion decided another approval")
 	}
 	// A sign-in challenge cannot approve either.
@@ -602,7 +603,7 @@ func TestUVApprovalRefusesNoUVAssertion(t *testing.T) {
 	if !strings.Contains(r.json(t)["detail"].(string), "did not verify you") {
 		t.Fatalf("unclear error %s", r.body)
 	}
-	if h.status(owner, a.ID) != core.ApprovalPending {
+	if h.status(owner, a.ID) != approvals.Pending {
 		t.Fatal("approved without user verification")
 	}
 	// The challenge is spent: the same prompt cannot be retried with UV.
@@ -627,18 +628,18 @@ func TestUVApprovalBindingHash(t *testing.T) {
 	begin, finish := approvalPaths(a.ID)
 
 	// A prompt for a binding hash the approval does not have.
-	r := b.postJSON(begin, map[string]any{"binding": core.BindingHash("something else")}, csrf)
+	r := b.postJSON(begin, map[string]any{"binding": approvals.BindingHash("something else")}, csrf)
 	wantCode(t, "begin with another hash", r, http.StatusConflict, core.CodeApprovalBinding)
 
 	// The approval changes between the prompt and the answer.
 	assertion, _ := b.assertion(d, begin, map[string]any{"binding": a.BindingHash}, csrf)
 	if _, err := h.env.DB.SQL().ExecContext(t.Context(), rebind(h, "UPDATE approvals SET binding_hash = ? WHERE id = ?"),
-		core.BindingHash(map[string]any{"to": "+19005550100"}), a.ID); err != nil {
+		approvals.BindingHash(map[string]any{"to": "+19005550100"}), a.ID); err != nil {
 		t.Fatal(err)
 	}
 	r = b.postJSON(finish, map[string]any{"credential": assertion}, csrf)
 	wantCode(t, "approval bound to a different hash", r, http.StatusConflict, core.CodeApprovalBinding)
-	if h.status(owner, a.ID) != core.ApprovalPending {
+	if h.status(owner, a.ID) != approvals.Pending {
 		t.Fatal("approved a changed request")
 	}
 }
@@ -655,15 +656,15 @@ func rebind(h *harness, q string) string {
 	})
 }
 
-func (h *harness) consent(ownerID string, uv bool) *core.Approval {
+func (h *harness) consent(ownerID string, uv bool) *approvals.Approval {
 	h.t.Helper()
-	d := core.ConsentDetails{
+	d := approvals.ConsentDetails{
 		ClientID: "https://chat.example/client.json", ClientName: "Example Chat", ClientURI: "https://chat.example",
 		RedirectURI: "https://chat.example/oauth/callback", Scopes: []string{"fax:read", "fax:send", "offline_access"},
 		Resource: "https://faxhub.test/mcp",
 	}
-	a, err := h.env.Svc.Core.RequestApproval(h.t.Context(), core.ApprovalRequest{
-		OwnerID: ownerID, Kind: core.ApprovalOAuthConsent, Requester: d.ClientName, Summary: "Example Chat wants access to faxhub",
+	a, err := h.env.Svc.Approvals.Request(h.t.Context(), approvals.Request{
+		OwnerID: ownerID, Kind: approvals.KindOAuthConsent, Requester: d.ClientName, Summary: "Example Chat wants access to faxhub",
 		Details: d, Binding: d, RequiresUV: uv, TTL: time.Hour,
 	})
 	if err != nil {
@@ -672,13 +673,13 @@ func (h *harness) consent(ownerID string, uv bool) *core.Approval {
 	return a
 }
 
-func decisionOf(t *testing.T, h *harness, owner, id string) core.ConsentDecision {
+func decisionOf(t *testing.T, h *harness, owner, id string) approvals.ConsentDecision {
 	t.Helper()
-	a, err := h.env.Svc.Core.GetApproval(t.Context(), owner, id)
+	a, err := h.env.Svc.Approvals.Get(t.Context(), owner, id)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var d core.ConsentDecision
+	var d approvals.ConsentDecision
 	if err := json.Unmarshal(a.Decision, &d); err != nil {
 		t.Fatalf("decision %s: %v", a.Decision, err)
 	}
@@ -705,7 +706,7 @@ func TestConsentApprovalNarrowsScopes(t *testing.T) {
 	r = b.form("/console/approvals/"+a.ID, url.Values{"csrf": {csrf}, "decision": {"approve"}, "binding": {a.BindingHash},
 		"scope": {"fax:read", "credits:checkout"}, "return": {ret}})
 	wantStatus(t, "widen scopes", r, http.StatusBadRequest)
-	if !strings.Contains(r.body, "never widen") || h.status(owner, a.ID) != core.ApprovalPending {
+	if !strings.Contains(r.body, "never widen") || h.status(owner, a.ID) != approvals.Pending {
 		t.Fatalf("widening not refused clearly:\n%s", r.body)
 	}
 	// Narrowing is recorded and the owner goes back to the OAuth server.
@@ -739,7 +740,7 @@ func TestConsentApprovalNarrowsScopes(t *testing.T) {
 	dec := h.consent(owner, true)
 	r = b.form("/console/approvals/"+dec.ID, url.Values{"csrf": {csrf}, "decision": {"decline"}, "binding": {dec.BindingHash}})
 	wantStatus(t, "decline", r, http.StatusSeeOther)
-	if h.status(owner, dec.ID) != core.ApprovalDeclined {
+	if h.status(owner, dec.ID) != approvals.Declined {
 		t.Fatal("not declined")
 	}
 }
@@ -933,11 +934,11 @@ func TestOwnersAreIsolated(t *testing.T) {
 	r = bob.postJSON(bFinish, map[string]any{"credential": json.RawMessage(forged)}, bobCSRF)
 	wantCode(t, "alice's passkey on bob's approval", r, http.StatusForbidden, "passkey_invalid")
 	for _, id := range []string{apr.ID, con.ID} {
-		if h.status(aliceID, id) != core.ApprovalPending {
+		if h.status(aliceID, id) != approvals.Pending {
 			t.Errorf("bob decided alice's approval %s", id)
 		}
 	}
-	if h.status(bobID, bobApr.ID) != core.ApprovalPending {
+	if h.status(bobID, bobApr.ID) != approvals.Pending {
 		t.Error("alice's passkey approved bob's request")
 	}
 

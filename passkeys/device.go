@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/faxhub/faxhub/core"
+	"github.com/faxhub/faxhub/core/approvals"
 	"github.com/faxhub/faxhub/core/hosts"
 )
 
@@ -174,7 +175,7 @@ func (c *Console) decideDevice(w http.ResponseWriter, r *http.Request, s *signed
 
 // deviceAgentID is the delegated agent behind a device approval in the
 // inbox (its details name it).
-func deviceAgentID(a *core.Approval) string {
+func deviceAgentID(a *approvals.Approval) string {
 	var d map[string]any
 	if json.Unmarshal(a.Details, &d) != nil {
 		return ""
@@ -196,7 +197,7 @@ func devicePath(agentID string) string {
 // deviceInboxDecision keeps the inbox honest for device approvals:
 // approving needs the code at the device page; declining declines the
 // agent too.
-func (c *Console) deviceInboxDecision(r *http.Request, s *signedIn, a *core.Approval, approve bool) error {
+func (c *Console) deviceInboxDecision(r *http.Request, s *signedIn, a *approvals.Approval, approve bool) error {
 	agentID := deviceAgentID(a)
 	if approve {
 		return core.Errorf(core.KindInvalid, core.CodeInvalidRequest,

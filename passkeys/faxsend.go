@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/faxhub/faxhub/core"
+	"github.com/faxhub/faxhub/core/approvals"
 )
 
 // A delegated agent's send_fax in the approval inbox: the exact fax
@@ -132,9 +133,9 @@ func buyCreditsPath(mode string) string {
 
 // insufficientCredits makes the 402 of a fax_send approval that the
 // balance does not cover say what to do, with the link to add credits.
-func insufficientCredits(a *core.Approval, mode core.Mode, err error) error {
+func insufficientCredits(a *approvals.Approval, mode core.Mode, err error) error {
 	e := core.AsError(err)
-	if a == nil || a.Kind != core.ApprovalFaxSend || e.Code != core.CodeInsufficientCredits {
+	if a == nil || a.Kind != approvals.KindFaxSend || e.Code != core.CodeInsufficientCredits {
 		return err
 	}
 	fs, _ := faxSendFacts(a.Details, mode)

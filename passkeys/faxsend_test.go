@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/faxhub/faxhub/core"
+	"github.com/faxhub/faxhub/core/approvals"
 	"github.com/faxhub/faxhub/core/documents"
 	"github.com/faxhub/faxhub/core/hosts"
 	"github.com/faxhub/faxhub/core/services"
@@ -44,13 +45,13 @@ func (h *harness) upload(owner string, mode core.Mode) *documents.Document {
 	return doc
 }
 
-func (h *harness) requestSend(p core.Principal, a *hosts.Agent, doc *documents.Document) (*hosts.Send, *core.Approval) {
+func (h *harness) requestSend(p core.Principal, a *hosts.Agent, doc *documents.Document) (*hosts.Send, *approvals.Approval) {
 	h.t.Helper()
 	ds, err := h.env.Svc.Hosts.RequestSend(h.t.Context(), p, a, hosts.SendRequest{To: "+14155550123", DocumentID: doc.ID})
 	if err != nil {
 		h.t.Fatal(err)
 	}
-	apr, err := h.env.Svc.Core.GetApproval(h.t.Context(), p.OwnerID, ds.ApprovalID)
+	apr, err := h.env.Svc.Approvals.Get(h.t.Context(), p.OwnerID, ds.ApprovalID)
 	if err != nil {
 		h.t.Fatal(err)
 	}
@@ -64,7 +65,7 @@ func TestFaxSendApproval(t *testing.T) {
 	_, agent, p := h.sendingAgent(ada, owner)
 	doc := h.upload(owner, p.Mode)
 	ds, apr := h.requestSend(p, agent, doc)
-	if apr.Kind != core.ApprovalFaxSend || !apr.RequiresUV {
+	if apr.Kind != approvals.KindFaxSend || !apr.RequiresUV {
 		t.Fatalf("approval %s uv=%v", apr.Kind, apr.RequiresUV)
 	}
 	csrf := ada.csrf()
@@ -99,7 +100,7 @@ func TestFaxSendApproval(t *testing.T) {
 	if u, _ := r.json(t)["buy_credits_url"].(string); !strings.HasPrefix(u, "/console?mode="+string(p.Mode)) {
 		t.Fatalf("no link to add credits: %s", r.body)
 	}
-	if h.status(owner, apr.ID) != core.ApprovalPending {
+	if h.status(owner, apr.ID) != approvals.Pending {
 		t.Fatal("a refused payment decided the approval")
 	}
 

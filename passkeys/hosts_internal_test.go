@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/faxhub/faxhub/core"
+	"github.com/faxhub/faxhub/core/approvals"
 )
 
 func TestShellQuote(t *testing.T) {
@@ -94,7 +95,7 @@ func TestFaxSendFacts(t *testing.T) {
 }
 
 func TestInsufficientCreditsLinks(t *testing.T) {
-	apr := &core.Approval{Kind: core.ApprovalFaxSend, Details: json.RawMessage(`{"to":"+1"}`)}
+	apr := &approvals.Approval{Kind: approvals.KindFaxSend, Details: json.RawMessage(`{"to":"+1"}`)}
 	base := core.Errorf(core.KindPaymentRequired, core.CodeInsufficientCredits, "this fax costs 0.42 USD but only 0.00 USD of test credits are available").With("price", "0.42")
 	e := core.AsError(insufficientCredits(apr, core.ModeTest, base))
 	if e.Code != core.CodeInsufficientCredits || e.Kind != core.KindPaymentRequired || e.Fields["buy_credits_url"] != "/console?mode=test#credits-h" || e.Fields["price"] != "0.42" || !strings.Contains(e.Message, "Add credits") {
@@ -104,7 +105,7 @@ func TestInsufficientCreditsLinks(t *testing.T) {
 	if got := insufficientCredits(apr, core.ModeTest, other); got != other {
 		t.Fatal("another error was rewritten")
 	}
-	if got := insufficientCredits(&core.Approval{Kind: core.ApprovalVerifiedAction}, core.ModeTest, base); core.AsError(got).Fields["buy_credits_url"] != nil {
+	if got := insufficientCredits(&approvals.Approval{Kind: approvals.KindVerifiedAction}, core.ModeTest, base); core.AsError(got).Fields["buy_credits_url"] != nil {
 		t.Fatal("another kind got the link")
 	}
 }
@@ -117,7 +118,7 @@ func TestDeviceAgentID(t *testing.T) {
 		{`{"agent_id":5}`, ""},
 		{`nope`, ""},
 	} {
-		if got := deviceAgentID(&core.Approval{Details: json.RawMessage(tc.details)}); got != tc.want {
+		if got := deviceAgentID(&approvals.Approval{Details: json.RawMessage(tc.details)}); got != tc.want {
 			t.Errorf("%s: %q, want %q", tc.details, got, tc.want)
 		}
 	}

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/faxhub/faxhub/core"
+	"github.com/faxhub/faxhub/core/approvals"
 	"github.com/faxhub/faxhub/core/hosts"
 	"github.com/faxhub/faxhub/core/mail"
 	"github.com/faxhub/faxhub/core/services"
@@ -497,8 +498,8 @@ func TestDeviceApprovalInInbox(t *testing.T) {
 	owner := h.ownerID("ada@example.com")
 	host := h.keyedHost(ada, owner, "Desk")
 	v := h.registerDelegated(host, "Inbox agent", hosts.CapGetFaxStatus)
-	pend, err := h.env.Svc.Core.PendingApprovals(t.Context(), owner)
-	if err != nil || len(pend) != 1 || pend[0].Kind != core.ApprovalDevice {
+	pend, err := h.env.Svc.Approvals.ListPending(t.Context(), owner)
+	if err != nil || len(pend) != 1 || pend[0].Kind != approvals.KindDevice {
 		t.Fatalf("inbox = %+v, %v", pend, err)
 	}
 	a := pend[0]
@@ -519,7 +520,7 @@ func TestDeviceApprovalInInbox(t *testing.T) {
 	if got := h.delegatedAgent(owner, "Desk", v.Agent.ID); got.Status != hosts.AgentRejected {
 		t.Fatalf("agent %s after inbox decline", got.Status)
 	}
-	if h.status(owner, a.ID) == core.ApprovalPending {
+	if h.status(owner, a.ID) == approvals.Pending {
 		t.Fatal("the inbox approval is still pending")
 	}
 }

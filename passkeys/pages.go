@@ -51,7 +51,7 @@ func (c *Console) dashboard(w http.ResponseWriter, r *http.Request, s *signedIn)
 		return
 	}
 	b.Faxes = page.Data
-	pending, err := c.svc.Core.PendingApprovals(ctx, s.owner.ID)
+	pending, err := c.svc.Approvals.ListPending(ctx, s.owner.ID)
 	if err != nil {
 		c.fail(w, r, err)
 		return

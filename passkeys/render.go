@@ -99,7 +99,7 @@ func (c *Console) render(w http.ResponseWriter, r *http.Request, status int, nam
 		}
 	}
 	if d.Owner != nil && d.Pending == 0 {
-		if ps, err := c.svc.Core.PendingApprovals(r.Context(), d.Owner.ID); err == nil {
+		if ps, err := c.svc.Approvals.ListPending(r.Context(), d.Owner.ID); err == nil {
 			d.Pending = len(ps)
 		}
 	}

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/faxhub/faxhub/core"
+	"github.com/faxhub/faxhub/core/approvals"
 	"github.com/faxhub/faxhub/core/hosts"
 	"github.com/faxhub/faxhub/core/services"
 )
@@ -229,8 +230,8 @@ func newDelegatedSend(t *testing.T, s services.Store, o *core.Owner, sec int) *h
 	t.Helper()
 	ctx := t.Context()
 	doc := newDocument(t, s, o, core.ModeTest)
-	appr := &core.Approval{ID: core.NewID(core.PrefixApproval), OwnerID: o.ID, Kind: core.ApprovalFaxSend, BindingHash: "h",
-		RequiresUV: true, Status: core.ApprovalPending, CreatedAt: at(sec), ExpiresAt: at(sec).Add(hosts.SendTTL)}
+	appr := &approvals.Approval{ID: core.NewID(core.PrefixApproval), OwnerID: o.ID, Kind: approvals.KindFaxSend, BindingHash: "h",
+		RequiresUV: true, Status: approvals.Pending, CreatedAt: at(sec), ExpiresAt: at(sec).Add(hosts.SendTTL)}
 	must(t, s.CreateApproval(ctx, appr))
 	d := &hosts.Send{ID: core.NewID(hosts.PrefixDelegatedSend), OwnerID: o.ID, Mode: core.ModeTest, HostID: "hst_x", AgentID: "dag_x",
 		ApprovalID: appr.ID, DocumentID: doc.ID, DocumentSHA: doc.SHA256, To: "+14155550123", Country: "US", Pages: 3, Cover: true,
@@ -256,7 +257,7 @@ func testDelegatedSends(t *testing.T, s services.Store) {
 	if n != 2 {
 		t.Fatalf("pending = %d, want 2", n)
 	}
-	must(t, s.DecideApproval(ctx, o.ID, d2.ApprovalID, core.ApprovalDeclined, nil, at(3)))
+	must(t, s.DecideApproval(ctx, o.ID, d2.ApprovalID, approvals.Declined, nil, at(3)))
 	if n, _ := s.CountPendingDelegatedSends(ctx, "dag_x", at(3)); n != 1 {
 		t.Fatalf("pending after a decline = %d, want 1", n)
 	}

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/faxhub/faxhub/core"
+	"github.com/faxhub/faxhub/core/approvals"
 	"github.com/faxhub/faxhub/core/checkout"
 	"github.com/faxhub/faxhub/core/credits"
 	"github.com/faxhub/faxhub/core/faxes"
@@ -94,7 +95,7 @@ func jsonEqual(t *testing.T, what string, got, want []byte) {
 	}
 }
 
-func wantApproval(t *testing.T, what string, got, want *core.Approval) {
+func wantApproval(t *testing.T, what string, got, want *approvals.Approval) {
 	t.Helper()
 	jsonEqual(t, what+": details", got.Details, want.Details)
 	jsonEqual(t, what+": decision", got.Decision, want.Decision)
@@ -103,12 +104,12 @@ func wantApproval(t *testing.T, what string, got, want *core.Approval) {
 	wantEqual(t, what, g, w)
 }
 
-func newApproval(t *testing.T, s services.Store, o *core.Owner, created, expires int) *core.Approval {
+func newApproval(t *testing.T, s services.Store, o *core.Owner, created, expires int) *approvals.Approval {
 	t.Helper()
-	a := &core.Approval{
-		ID: core.NewID(core.PrefixApproval), OwnerID: o.ID, Kind: core.ApprovalOAuthConsent, Requester: "Claude",
+	a := &approvals.Approval{
+		ID: core.NewID(core.PrefixApproval), OwnerID: o.ID, Kind: approvals.KindOAuthConsent, Requester: "Claude",
 		Summary: "Claude wants to send faxes", Details: json.RawMessage(`{"scopes": ["fax:send", "fax:read"], "client": {"name": "Claude"}}`),
-		BindingHash: core.BindingHash(created), RequiresUV: true, Status: core.ApprovalPending,
+		BindingHash: approvals.BindingHash(created), RequiresUV: true, Status: approvals.Pending,
 		CreatedAt: at(created), ExpiresAt: at(expires),
 	}
 	must(t, s.CreateApproval(t.Context(), a))
@@ -120,11 +121,11 @@ func testApprovals(t *testing.T, s services.Store) {
 	o, other := newOwner(t, s), newOwner(t, s)
 	a1, a2, a3 := newApproval(t, s, o, 0, 600), newApproval(t, s, o, 10, 600), newApproval(t, s, o, 20, 30)
 	newApproval(t, s, other, 5, 600)
-	noDetails := &core.Approval{ID: core.NewID(core.PrefixApproval), OwnerID: o.ID, Kind: core.ApprovalDevice, BindingHash: "h", Status: core.ApprovalPending, CreatedAt: at(1), ExpiresAt: at(600)}
+	noDetails := &approvals.Approval{ID: core.NewID(core.PrefixApproval), OwnerID: o.ID, Kind: approvals.KindDevice, BindingHash: "h", Status: approvals.Pending, CreatedAt: at(1), ExpiresAt: at(600)}
 	must(t, s.CreateApproval(ctx, noDetails))
 	wantErr(t, "approval with a taken id", s.CreateApproval(ctx, a1), core.ErrExists)
 
-	get := func(what string, want *core.Approval) {
+	get := func(what string, want *approvals.Approval) {
 		t.Helper()
 		got, err := s.GetApproval(ctx, o.ID, want.ID)
 		must(t, err)
@@ -135,7 +136,7 @@ func testApprovals(t *testing.T, s services.Store) {
 	_, err := s.GetApproval(ctx, other.ID, a1.ID)
 	wantErr(t, "GetApproval of another owner's", err, core.ErrNoRows)
 
-	list := func(what string, status core.ApprovalStatus, limit int, want ...*core.Approval) {
+	list := func(what string, status approvals.Status, limit int, want ...*approvals.Approval) {
 		t.Helper()
 		got, err := s.ListApprovals(ctx, o.ID, status, limit)
 		must(t, err)
@@ -146,26 +147,26 @@ func testApprovals(t *testing.T, s services.Store) {
 			wantApproval(t, fmt.Sprintf("%s[%d]", what, i), &got[i], want[i])
 		}
 	}
-	list("pending, newest first", core.ApprovalPending, 10, a3, a2, noDetails, a1)
-	list("pending, limited", core.ApprovalPending, 2, a3, a2)
+	list("pending, newest first", approvals.Pending, 10, a3, a2, noDetails, a1)
+	list("pending, limited", approvals.Pending, 2, a3, a2)
 
 	decision := []byte(`{"scopes": ["fax:read"]}`)
-	must(t, s.DecideApproval(ctx, o.ID, a1.ID, core.ApprovalApproved, decision, at(100)))
-	a1.Status, a1.Decision, a1.DecidedAt = core.ApprovalApproved, decision, ptr(at(100))
+	must(t, s.DecideApproval(ctx, o.ID, a1.ID, approvals.Approved, decision, at(100)))
+	a1.Status, a1.Decision, a1.DecidedAt = approvals.Approved, decision, ptr(at(100))
 	get("approved", a1)
-	wantErr(t, "DecideApproval twice", s.DecideApproval(ctx, o.ID, a1.ID, core.ApprovalDeclined, nil, at(101)), core.ErrConflict)
+	wantErr(t, "DecideApproval twice", s.DecideApproval(ctx, o.ID, a1.ID, approvals.Declined, nil, at(101)), core.ErrConflict)
 	get("approved after a refused second decision", a1)
 
-	must(t, s.DecideApproval(ctx, o.ID, a2.ID, core.ApprovalDeclined, nil, at(100)))
-	a2.Status, a2.DecidedAt = core.ApprovalDeclined, ptr(at(100))
+	must(t, s.DecideApproval(ctx, o.ID, a2.ID, approvals.Declined, nil, at(100)))
+	a2.Status, a2.DecidedAt = approvals.Declined, ptr(at(100))
 	get("declined without a decision", a2)
 
-	wantErr(t, "DecideApproval after expiry", s.DecideApproval(ctx, o.ID, a3.ID, core.ApprovalApproved, nil, at(31)), core.ErrConflict)
+	wantErr(t, "DecideApproval after expiry", s.DecideApproval(ctx, o.ID, a3.ID, approvals.Approved, nil, at(31)), core.ErrConflict)
 	get("expired approval left pending", a3)
-	wantErr(t, "DecideApproval of another owner's", s.DecideApproval(ctx, other.ID, noDetails.ID, core.ApprovalApproved, nil, at(50)), core.ErrNoRows)
-	wantErr(t, "DecideApproval of a missing approval", s.DecideApproval(ctx, o.ID, "apr_missing", core.ApprovalApproved, nil, at(50)), core.ErrNoRows)
+	wantErr(t, "DecideApproval of another owner's", s.DecideApproval(ctx, other.ID, noDetails.ID, approvals.Approved, nil, at(50)), core.ErrNoRows)
+	wantErr(t, "DecideApproval of a missing approval", s.DecideApproval(ctx, o.ID, "apr_missing", approvals.Approved, nil, at(50)), core.ErrNoRows)
 
-	list("approved", core.ApprovalApproved, 10, a1)
+	list("approved", approvals.Approved, 10, a1)
 	list("any status", "", 0, a3, a2, noDetails, a1)
 }
 
@@ -288,9 +289,9 @@ func testClaimOnce(t *testing.T, s services.Store) {
 		{"DecideApproval", func(t *testing.T) func(services.Tx, int) error {
 			a := newApproval(t, s, o, 0, 3600)
 			return func(q services.Tx, i int) error {
-				status := core.ApprovalApproved
+				status := approvals.Approved
 				if i%2 == 1 {
-					status = core.ApprovalDeclined
+					status = approvals.Declined
 				}
 				return q.DecideApproval(ctx, o.ID, a.ID, status, []byte(fmt.Sprintf(`{"caller": %d}`, i)), at(i))
 			}

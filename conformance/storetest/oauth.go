@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/faxhub/faxhub/core"
+	"github.com/faxhub/faxhub/core/approvals"
 	"github.com/faxhub/faxhub/core/authstate"
 	"github.com/faxhub/faxhub/core/services"
 )
@@ -243,9 +244,9 @@ func testOAuthRotateConcurrent(t *testing.T, st services.Store) {
 func testOAuthConsents(t *testing.T, st services.Store) {
 	ctx, s := t.Context(), oauthStore(t, st)
 	a, b := newOwner(t, st), newOwner(t, st)
-	ap := &core.Approval{
-		ID: core.NewID(core.PrefixApproval), OwnerID: a.ID, Kind: core.ApprovalOAuthConsent, BindingHash: "h",
-		Status: core.ApprovalPending, CreatedAt: at(0), ExpiresAt: at(600),
+	ap := &approvals.Approval{
+		ID: core.NewID(core.PrefixApproval), OwnerID: a.ID, Kind: approvals.KindOAuthConsent, BindingHash: "h",
+		Status: approvals.Pending, CreatedAt: at(0), ExpiresAt: at(600),
 	}
 	must(t, st.CreateApproval(ctx, ap))
 	c := &authstate.OAuthConsent{ApprovalID: ap.ID, OwnerID: a.ID, ClientID: "oac_x", Query: "client_id=oac_x&state=abc%20def",

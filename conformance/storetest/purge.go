@@ -7,6 +7,7 @@ import (
 
 	"github.com/faxhub/faxhub/core"
 	"github.com/faxhub/faxhub/core/agents"
+	"github.com/faxhub/faxhub/core/approvals"
 	"github.com/faxhub/faxhub/core/documents"
 	"github.com/faxhub/faxhub/core/faxes"
 	"github.com/faxhub/faxhub/core/services"
@@ -82,17 +83,17 @@ func testPurgeApprovals(t *testing.T, s services.Store) {
 	expired := newApproval(t, s, o, 0, 10)
 	live := newApproval(t, s, o, 0, 1000)
 	decidedOld := newApproval(t, s, o, 0, 1000)
-	must(t, s.DecideApproval(ctx, o.ID, decidedOld.ID, core.ApprovalApproved, nil, at(5)))
+	must(t, s.DecideApproval(ctx, o.ID, decidedOld.ID, approvals.Approved, nil, at(5)))
 	decidedNew := newApproval(t, s, o, 0, 1000)
-	must(t, s.DecideApproval(ctx, o.ID, decidedNew.ID, core.ApprovalDeclined, nil, at(500)))
+	must(t, s.DecideApproval(ctx, o.ID, decidedNew.ID, approvals.Declined, nil, at(500)))
 	// Decided approvals stay until decidedBefore, whatever their expiry.
 	n, err := s.PurgeApprovals(ctx, at(100), at(100))
 	wantPurged(t, "expired undecided and long-decided approvals", n, err, 2)
-	for _, a := range []*core.Approval{expired, decidedOld} {
+	for _, a := range []*approvals.Approval{expired, decidedOld} {
 		_, err := s.GetApproval(ctx, o.ID, a.ID)
 		wantErr(t, "purged approval", err, core.ErrNoRows)
 	}
-	for _, a := range []*core.Approval{live, decidedNew} {
+	for _, a := range []*approvals.Approval{live, decidedNew} {
 		_, err := s.GetApproval(ctx, o.ID, a.ID)
 		must(t, err)
 	}

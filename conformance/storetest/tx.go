@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/faxhub/faxhub/core"
+	"github.com/faxhub/faxhub/core/approvals"
 	"github.com/faxhub/faxhub/core/credits"
 	"github.com/faxhub/faxhub/core/faxes"
 	"github.com/faxhub/faxhub/core/services"
@@ -73,14 +74,14 @@ func testTimeRoundTrip(t *testing.T, s services.Store) {
 		t.Fatalf("faxes after %s: %s", c.ID, dump(page))
 	}
 
-	ap := &core.Approval{
-		ID: core.NewID(core.PrefixApproval), OwnerID: o.ID, Kind: core.ApprovalDevice, BindingHash: "h",
-		Status: core.ApprovalPending, CreatedAt: noon.In(west), ExpiresAt: noon.In(west),
+	ap := &approvals.Approval{
+		ID: core.NewID(core.PrefixApproval), OwnerID: o.ID, Kind: approvals.KindDevice, BindingHash: "h",
+		Status: approvals.Pending, CreatedAt: noon.In(west), ExpiresAt: noon.In(west),
 	}
 	must(t, s.CreateApproval(ctx, ap))
 	// One second before expiry, written in a zone whose wall clock is
 	// hours later.
-	must(t, s.DecideApproval(ctx, o.ID, ap.ID, core.ApprovalApproved, nil, noon.Add(-time.Second).In(east)))
+	must(t, s.DecideApproval(ctx, o.ID, ap.ID, approvals.Approved, nil, noon.Add(-time.Second).In(east)))
 }
 
 func testRateLimit(t *testing.T, s services.Store) {

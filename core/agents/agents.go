@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/faxhub/faxhub/core"
+	"github.com/faxhub/faxhub/core/approvals"
 )
 
 // Limits of agent registration.
@@ -179,6 +180,7 @@ type Store interface {
 // Tx is a transaction of agent registration.
 type Tx interface {
 	core.Tx
+	approvals.Tx
 	Queries
 }
 
@@ -188,13 +190,16 @@ type Deps struct {
 	Logger *slog.Logger
 	// Core records the approvals and charges the rate limits.
 	Core *core.Service
+	// Approvals asks the owner and reads their decisions.
+	Approvals *approvals.Service
 }
 
 // Service runs agent registration.
 type Service struct {
-	cfg  core.Config
-	d    Deps
-	core *core.Service
+	cfg       core.Config
+	d         Deps
+	core      *core.Service
+	approvals *approvals.Service
 }
 
 // New returns the service; cfg is the kernel's configuration with its
@@ -203,7 +208,7 @@ func New(cfg core.Config, d Deps) *Service {
 	if d.Logger == nil {
 		d.Logger = slog.New(slog.DiscardHandler)
 	}
-	return &Service{cfg: cfg, d: d, core: d.Core}
+	return &Service{cfg: cfg, d: d, core: d.Core, approvals: d.Approvals}
 }
 
 func (s *Service) now() time.Time { return core.Clock(s.cfg.Now).Now() }

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/faxhub/faxhub/core"
+	"github.com/faxhub/faxhub/core/approvals"
 )
 
 // ClaimPagePath is where claim links point (the console serves it): the
@@ -202,8 +203,8 @@ type AgentClaimDetails struct {
 // approval); the previous link stops working.
 func (s *Service) startClaimAttempt(ctx context.Context, c *Claim, reg *Registration) (*ClaimAttempt, error) {
 	attempt, code := core.NewSecret(core.SecretClaimAttempt), core.NewUserCode()
-	appr, err := s.core.RequestApproval(ctx, core.ApprovalRequest{
-		OwnerID: c.OwnerID, Kind: core.ApprovalAgentClaim, Requester: reg.Name,
+	appr, err := s.approvals.Request(ctx, approvals.Request{
+		OwnerID: c.OwnerID, Kind: approvals.KindAgentClaim, Requester: reg.Name,
 		Summary: "Agent " + reg.Name + " asks for access: " + strings.Join(c.Scopes, " "),
 		Details: AgentClaimDetails{RegistrationID: reg.ID, Name: reg.Name, Type: reg.Type, Scopes: c.Scopes},
 		Binding: reg.ID, TTL: c.ExpiresAt.Sub(s.now()),
@@ -218,7 +219,7 @@ func (s *Service) startClaimAttempt(ctx context.Context, c *Claim, reg *Registra
 	}
 	if c.ApprovalID != "" {
 		// The previous attempt's inbox item is superseded.
-		if _, err := s.core.DecideApproval(ctx, c.OwnerID, c.ApprovalID, core.Decision{BindingHash: core.BindingHash(reg.ID)}); err != nil && core.ErrorKind(err) != core.KindConflict {
+		if _, err := s.approvals.Decide(ctx, c.OwnerID, c.ApprovalID, approvals.Decision{BindingHash: approvals.BindingHash(reg.ID)}); err != nil && core.ErrorKind(err) != core.KindConflict {
 			s.d.Logger.WarnContext(ctx, "agent claim: close superseded approval", "approval_id", c.ApprovalID, "err", err)
 		}
 	}
@@ -599,8 +600,8 @@ func (s *Service) DecideClaim(ctx context.Context, ownerID, attemptToken, userCo
 	}
 	// The inbox item follows the decision.
 	if c.ApprovalID != "" {
-		if _, err := s.core.DecideApproval(ctx, ownerID, c.ApprovalID, core.Decision{Approve: approve,
-			BindingHash: core.BindingHash(c.RegistrationID), Data: map[string]any{"scopes": scopes}}); err != nil {
+		if _, err := s.approvals.Decide(ctx, ownerID, c.ApprovalID, approvals.Decision{Approve: approve,
+			BindingHash: approvals.BindingHash(c.RegistrationID), Data: map[string]any{"scopes": scopes}}); err != nil {
 			s.d.Logger.WarnContext(ctx, "agent claim: decide inbox approval", "approval_id", c.ApprovalID, "err", err)
 		}
 	}

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/faxhub/faxhub/core"
+	"github.com/faxhub/faxhub/core/approvals"
 	"github.com/faxhub/faxhub/core/documents"
 )
 
@@ -40,7 +41,7 @@ type Snapshot struct {
 	// (Metrics.FaxEnded).
 	Faxes []Count
 	// ApprovalsPending counts pending, unexpired approvals per kind.
-	ApprovalsPending map[core.ApprovalKind]int64
+	ApprovalsPending map[approvals.Kind]int64
 	// Holds is money on hold (credit sends not yet settled) per mode.
 	Holds map[core.Mode]HoldTotal
 	// Jobs is the job queue's unfinished work per state and kind.

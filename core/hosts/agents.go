@@ -15,6 +15,7 @@ import (
 
 	"github.com/faxhub/faxhub/core"
 	"github.com/faxhub/faxhub/core/agents"
+	"github.com/faxhub/faxhub/core/approvals"
 )
 
 // userCodeAlphabet has no vowels (no words) and no look-alikes (RFC 8628
@@ -76,10 +77,10 @@ func (s *Service) verificationURI() string { return s.cfg.BaseURL + DevicePagePa
 
 // newDeviceCode writes a new pending approval for a through q and returns
 // the code and the approval; the caller stores both on the agent.
-func (s *Service) newDeviceCode(ctx context.Context, q Tx, host *Host, a *Agent) (string, *core.Approval, error) {
+func (s *Service) newDeviceCode(ctx context.Context, q Tx, host *Host, a *Agent) (string, *approvals.Approval, error) {
 	code := newDeviceUserCode()
-	appr, err := s.core.RequestApprovalIn(ctx, q, core.ApprovalRequest{
-		OwnerID: a.OwnerID, Kind: core.ApprovalDevice, Requester: a.Name + " on " + host.Name,
+	appr, err := s.approvals.RequestIn(ctx, q, approvals.Request{
+		OwnerID: a.OwnerID, Kind: approvals.KindDevice, Requester: a.Name + " on " + host.Name,
 		Summary: "Agent " + a.Name + " on " + host.Name + " asks for: " + joinCapabilities(a.Requested),
 		Details: DeviceApprovalDetails{HostID: host.ID, HostName: host.Name, AgentID: a.ID, AgentName: a.Name,
 			Capabilities: a.Requested, VerificationURI: s.verificationURI() + "?agent_id=" + url.QueryEscape(a.ID)},
@@ -179,7 +180,7 @@ func (s *Service) RegisterAgent(ctx context.Context, host *Host, r AgentRequest)
 	}
 	err = s.inTx(ctx, func(tx Tx) error {
 		if !preApproved {
-			var appr *core.Approval
+			var appr *approvals.Approval
 			var err error
 			if code, appr, err = s.newDeviceCode(ctx, tx, host, a); err != nil {
 				return err
@@ -225,7 +226,7 @@ func (s *Service) reissue(ctx context.Context, host *Host, a *Agent) (*AgentView
 	var code string
 	err := s.inTx(ctx, func(tx Tx) error {
 		a.DeviceExpires, a.DeviceTries = now.Add(DeviceApprovalTTL), 0
-		var appr *core.Approval
+		var appr *approvals.Approval
 		var err error
 		if code, appr, err = s.newDeviceCode(ctx, tx, host, a); err != nil {
 			return err
@@ -237,7 +238,7 @@ func (s *Service) reissue(ctx context.Context, host *Host, a *Agent) (*AgentView
 		if oldApproval != "" {
 			// Pending and unexpired only; an old one that lapsed or was
 			// decided already stays as it is.
-			if err := tx.DecideApproval(ctx, a.OwnerID, oldApproval, core.ApprovalExpired, nil, now); err != nil &&
+			if err := tx.DecideApproval(ctx, a.OwnerID, oldApproval, approvals.Expired, nil, now); err != nil &&
 				!errors.Is(err, core.ErrConflict) && !errors.Is(err, core.ErrNoRows) {
 				return err
 			}
@@ -319,7 +320,7 @@ func (s *Service) RevokeAgent(ctx context.Context, ownerID, hostID, agentID stri
 	}
 	if a.Status == AgentPending && a.ApprovalID != "" {
 		// Its device approval leaves the inbox.
-		if err := s.d.Store.DecideApproval(ctx, a.OwnerID, a.ApprovalID, core.ApprovalExpired, nil, now); err != nil &&
+		if err := s.d.Store.DecideApproval(ctx, a.OwnerID, a.ApprovalID, approvals.Expired, nil, now); err != nil &&
 			!errors.Is(err, core.ErrConflict) && !errors.Is(err, core.ErrNoRows) {
 			s.d.Logger.WarnContext(ctx, "revoke agent: retire device approval", "approval_id", a.ApprovalID, "err", err)
 		}
@@ -553,8 +554,8 @@ func (s *Service) decideDevice(ctx context.Context, a *Agent, approve bool, gran
 		return fmt.Errorf("decide device: %w", err)
 	}
 	if a.ApprovalID != "" {
-		if _, err := s.core.DecideApproval(ctx, a.OwnerID, a.ApprovalID, core.Decision{Approve: approve,
-			BindingHash: core.BindingHash(a.ID), Data: map[string]any{"capabilities": agents.NonNil(granted)}}); err != nil && core.ErrorKind(err) != core.KindConflict {
+		if _, err := s.approvals.Decide(ctx, a.OwnerID, a.ApprovalID, approvals.Decision{Approve: approve,
+			BindingHash: approvals.BindingHash(a.ID), Data: map[string]any{"capabilities": agents.NonNil(granted)}}); err != nil && core.ErrorKind(err) != core.KindConflict {
 			s.d.Logger.WarnContext(ctx, "device approval: decide inbox approval", "approval_id", a.ApprovalID, "err", err)
 		}
 	}
@@ -587,7 +588,7 @@ func (s *Service) DeclineDevice(ctx context.Context, ownerID, agentID string) er
 }
 
 // deviceAgentID is the agent a device_authorization approval is about.
-func deviceAgentID(a *core.Approval) string {
+func deviceAgentID(a *approvals.Approval) string {
 	var d DeviceApprovalDetails
 	if json.Unmarshal(a.Details, &d) != nil {
 		return ""
@@ -598,7 +599,7 @@ func deviceAgentID(a *core.Approval) string {
 // DeviceApprovedOnPage keeps the inbox honest: a device approval is
 // approved only through DecideDevice (the user code on the device page),
 // which moves the agent first; approving the inbox item alone is refused.
-func (s *Service) DeviceApprovedOnPage(ctx context.Context, a *core.Approval) error {
+func (s *Service) DeviceApprovedOnPage(ctx context.Context, a *approvals.Approval) error {
 	refuse := core.Errorf(core.KindInvalid, core.CodeInvalidRequest, "to approve an agent, open the link its host shows and enter the code it gives you")
 	id := deviceAgentID(a)
 	if id == "" {
@@ -613,7 +614,7 @@ func (s *Service) DeviceApprovedOnPage(ctx context.Context, a *core.Approval) er
 
 // RejectDeviceAgent rejects the pending agent of a device approval the
 // owner declined in the inbox (nothing if it is no longer pending).
-func (s *Service) RejectDeviceAgent(ctx context.Context, a *core.Approval) {
+func (s *Service) RejectDeviceAgent(ctx context.Context, a *approvals.Approval) {
 	id := deviceAgentID(a)
 	if id == "" {
 		return

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/faxhub/faxhub/core"
+	"github.com/faxhub/faxhub/core/approvals"
 	"github.com/faxhub/faxhub/core/hosts"
 	"github.com/faxhub/faxhub/internal/testenv"
 )
@@ -85,7 +86,7 @@ func TestRegisterDelegatedAgentRules(t *testing.T) {
 	if err != nil || again.Agent.ID != first.Agent.ID || again.Approval == nil || again.Approval.UserCode == first.Approval.UserCode {
 		t.Fatalf("retry = %+v, %v", again, err)
 	}
-	if a, err := e.Svc.Core.GetApproval(ctx, e.OwnerA.ID, first.Agent.ApprovalID); err != nil || a.Status != core.ApprovalExpired {
+	if a, err := e.Svc.Approvals.Get(ctx, e.OwnerA.ID, first.Agent.ApprovalID); err != nil || a.Status != approvals.Expired {
 		t.Fatalf("old approval = %+v, %v", a, err)
 	}
 	_, err = e.Svc.Hosts.DecideDevice(ctx, e.OwnerA.ID, first.Agent.ID, first.Approval.UserCode, true, nil)
@@ -108,8 +109,8 @@ func TestDeviceApproval(t *testing.T) {
 		t.Fatalf("approval = %+v", v.Approval)
 	}
 	// The inbox shows it too.
-	appr, err := e.Svc.Core.GetApproval(ctx, e.OwnerA.ID, v.Agent.ApprovalID)
-	if err != nil || appr.Kind != core.ApprovalDevice || appr.Status != core.ApprovalPending {
+	appr, err := e.Svc.Approvals.Get(ctx, e.OwnerA.ID, v.Agent.ApprovalID)
+	if err != nil || appr.Kind != approvals.KindDevice || appr.Status != approvals.Pending {
 		t.Fatalf("inbox = %+v, %v", appr, err)
 	}
 	// Only the host's owner sees it.
@@ -142,7 +143,7 @@ func TestDeviceApproval(t *testing.T) {
 	if err != nil || a.Status != hosts.AgentActive || !slices.Equal(a.Granted, []hosts.Capability{hosts.CapValidateFax, hosts.CapGetCredits}) {
 		t.Fatalf("approve = %+v, %v", a, err)
 	}
-	if appr, _ := e.Svc.Core.GetApproval(ctx, e.OwnerA.ID, v.Agent.ApprovalID); appr.Status != core.ApprovalApproved {
+	if appr, _ := e.Svc.Approvals.Get(ctx, e.OwnerA.ID, v.Agent.ApprovalID); appr.Status != approvals.Approved {
 		t.Fatalf("inbox after approval: %s", appr.Status)
 	}
 	_, err = e.Svc.Hosts.DecideDevice(ctx, e.OwnerA.ID, id, code, true, nil)
@@ -240,7 +241,7 @@ func TestRevokeDelegatedAgent(t *testing.T) {
 	if _, err := e.Svc.Hosts.RevokeAgent(ctx, e.OwnerA.ID, "", v.Agent.ID); err != nil {
 		t.Fatal(err)
 	}
-	if appr, _ := e.Svc.Core.GetApproval(ctx, e.OwnerA.ID, v.Agent.ApprovalID); appr.Status != core.ApprovalExpired {
+	if appr, _ := e.Svc.Approvals.Get(ctx, e.OwnerA.ID, v.Agent.ApprovalID); appr.Status != approvals.Expired {
 		t.Fatalf("inbox after revoke: %s", appr.Status)
 	}
 	_, err = e.Svc.Hosts.DeviceRequestForOwner(ctx, e.OwnerA.ID, v.Agent.ID)
@@ -251,15 +252,15 @@ func TestDeviceApprovalInInbox(t *testing.T) {
 	e, _ := testenv.Clocked(t)
 	h := newHost(t, e)
 	v := register(t, e, h, hosts.CapGetCredits)
-	appr, err := e.Svc.Core.GetApproval(ctx, e.OwnerA.ID, v.Agent.ApprovalID)
+	appr, err := e.Svc.Approvals.Get(ctx, e.OwnerA.ID, v.Agent.ApprovalID)
 	if err != nil {
 		t.Fatal(err)
 	}
 	// Approving the inbox item alone is refused: the code is on the page.
-	_, err = e.Svc.Core.DecideApproval(ctx, e.OwnerA.ID, appr.ID, core.Decision{Approve: true, BindingHash: appr.BindingHash})
+	_, err = e.Svc.Approvals.Decide(ctx, e.OwnerA.ID, appr.ID, approvals.Decision{Approve: true, BindingHash: appr.BindingHash})
 	testenv.WantCode(t, err, core.CodeInvalidRequest)
 	// Declining it rejects the agent.
-	if _, err := e.Svc.Core.DecideApproval(ctx, e.OwnerA.ID, appr.ID, core.Decision{BindingHash: appr.BindingHash}); err != nil {
+	if _, err := e.Svc.Approvals.Decide(ctx, e.OwnerA.ID, appr.ID, approvals.Decision{BindingHash: appr.BindingHash}); err != nil {
 		t.Fatal(err)
 	}
 	_, err = e.Svc.Hosts.DelegatedAgentForJWT(ctx, h, v.Agent.ID)

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/faxhub/faxhub/core"
+	"github.com/faxhub/faxhub/core/approvals"
 	"github.com/faxhub/faxhub/core/credits"
 	"github.com/faxhub/faxhub/core/faxes"
 )
@@ -409,6 +410,7 @@ type Store interface {
 // Tx is a transaction of hosts.
 type Tx interface {
 	faxes.Tx
+	approvals.Tx
 	Queries
 }
 
@@ -420,6 +422,8 @@ type Deps struct {
 	Logger      *slog.Logger
 	// Core prices, documents, approvals and creates the faxes agents send.
 	Core *core.Service
+	// Approvals asks the owner and reads their decisions.
+	Approvals *approvals.Service
 	// Credits reads balances and packs.
 	Credits *credits.Service
 	// Faxes creates, prices and reads faxes and drafts.
@@ -428,11 +432,12 @@ type Deps struct {
 
 // Service runs delegated hosts and agents.
 type Service struct {
-	cfg     core.Config
-	d       Deps
-	core    *core.Service
-	credits *credits.Service
-	faxes   *faxes.Service
+	cfg       core.Config
+	d         Deps
+	core      *core.Service
+	approvals *approvals.Service
+	credits   *credits.Service
+	faxes     *faxes.Service
 }
 
 // New returns the service; cfg is the kernel's configuration with its
@@ -444,7 +449,7 @@ func New(cfg core.Config, d Deps) *Service {
 	if d.Prices == nil {
 		d.Prices = core.DefaultPriceTable()
 	}
-	return &Service{cfg: cfg, d: d, core: d.Core, faxes: d.Faxes, credits: d.Credits}
+	return &Service{cfg: cfg, d: d, core: d.Core, faxes: d.Faxes, credits: d.Credits, approvals: d.Approvals}
 }
 
 func (s *Service) now() time.Time { return core.Clock(s.cfg.Now).Now() }

@@ -7,6 +7,7 @@ import (
 	"slices"
 
 	"github.com/faxhub/faxhub/core"
+	"github.com/faxhub/faxhub/core/approvals"
 	"github.com/faxhub/faxhub/core/credits"
 	"github.com/faxhub/faxhub/core/faxes"
 )
@@ -120,8 +121,8 @@ func (s *Service) RequestSend(ctx context.Context, p core.Principal, a *Agent, r
 		billed++
 	}
 	err = s.inTx(ctx, func(tx Tx) error {
-		appr, err := s.core.RequestApprovalIn(ctx, tx, core.ApprovalRequest{
-			OwnerID: p.OwnerID, Kind: core.ApprovalFaxSend, Requester: requester, RequiresUV: true, TTL: SendTTL,
+		appr, err := s.approvals.RequestIn(ctx, tx, approvals.Request{
+			OwnerID: p.OwnerID, Kind: approvals.KindFaxSend, Requester: requester, RequiresUV: true, TTL: SendTTL,
 			Summary: fmt.Sprintf("Send a %d-page fax to %s for $%s", billed, e164, d.Price),
 			Details: SendDetails{SendID: d.ID, HostID: host.ID, HostName: host.Name, AgentID: a.ID, AgentName: a.Name,
 				To: e164, Country: country, Pages: d.Pages, Cover: d.Cover, CoverText: d.CoverText, Price: d.Price, Currency: d.Currency,
@@ -169,15 +170,15 @@ func (s *Service) GetSend(ctx context.Context, p core.Principal, a *Agent, id st
 		return d, f, nil
 	}
 	d.Status = SendPending
-	appr, err := s.core.GetApproval(ctx, d.OwnerID, d.ApprovalID)
+	appr, err := s.approvals.Get(ctx, d.OwnerID, d.ApprovalID)
 	switch {
 	case core.ErrorKind(err) == core.KindNotFound:
 		d.Status = SendExpired // purged: it can no longer be approved
 	case err != nil:
 		return nil, nil, err
-	case appr.Status == core.ApprovalDeclined:
+	case appr.Status == approvals.Declined:
 		d.Status = SendDeclined
-	case appr.Status == core.ApprovalExpired, !s.now().Before(d.ExpiresAt):
+	case appr.Status == approvals.Expired, !s.now().Before(d.ExpiresAt):
 		d.Status = SendExpired
 	}
 	return d, nil, nil
@@ -189,7 +190,7 @@ func (s *Service) GetSend(ctx context.Context, p core.Principal, a *Agent, id st
 // the document are checked again, the fax is created and paid with credits,
 // and the send records its fax. If anything fails, nothing is written and
 // the approval stays pending (insufficient credits: top up, approve again).
-func (s *Service) ApproveSend(ctx context.Context, ownerID string, a *core.Approval, data []byte) error {
+func (s *Service) ApproveSend(ctx context.Context, ownerID string, a *approvals.Approval, data []byte) error {
 	now := s.now()
 	var f *faxes.Fax
 	var send *Send
@@ -201,7 +202,7 @@ func (s *Service) ApproveSend(ctx context.Context, ownerID string, a *core.Appro
 		if send.OwnerID != ownerID {
 			return core.NotFound("send request")
 		}
-		if err := tx.DecideApproval(ctx, ownerID, a.ID, core.ApprovalApproved, data, now); errors.Is(err, core.ErrConflict) {
+		if err := tx.DecideApproval(ctx, ownerID, a.ID, approvals.Approved, data, now); errors.Is(err, core.ErrConflict) {
 			return core.Errorf(core.KindConflict, core.CodeApprovalState, "this request was decided already or expired")
 		} else if err != nil {
 			return core.StoreErr(err, "approval")

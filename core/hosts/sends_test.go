@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/faxhub/faxhub/core"
+	"github.com/faxhub/faxhub/core/approvals"
 	"github.com/faxhub/faxhub/core/faxes"
 	"github.com/faxhub/faxhub/core/hosts"
 	"github.com/faxhub/faxhub/core/services"
@@ -67,8 +68,8 @@ func TestDelegatedSendApproval(t *testing.T) {
 	if d.Status != hosts.SendPending || d.Pages != 2 || !d.Cover || d.DocumentSHA == "" || d.ApprovalPath == "" {
 		t.Fatalf("send = %+v", d)
 	}
-	appr, err := e.Svc.Core.GetApproval(ctx, e.OwnerA.ID, d.ApprovalID)
-	if err != nil || appr.Kind != core.ApprovalFaxSend || !appr.RequiresUV {
+	appr, err := e.Svc.Approvals.Get(ctx, e.OwnerA.ID, d.ApprovalID)
+	if err != nil || appr.Kind != approvals.KindFaxSend || !appr.RequiresUV {
 		t.Fatalf("approval = %+v, %v", appr, err)
 	}
 	// Nothing is charged while it waits.
@@ -76,7 +77,7 @@ func TestDelegatedSendApproval(t *testing.T) {
 		t.Fatalf("charged before approval: %d → %d", before, got)
 	}
 	// Without user verification: refused, still pending.
-	_, err = e.Svc.Core.DecideApproval(ctx, e.OwnerA.ID, appr.ID, core.Decision{Approve: true, BindingHash: appr.BindingHash})
+	_, err = e.Svc.Approvals.Decide(ctx, e.OwnerA.ID, appr.ID, approvals.Decision{Approve: true, BindingHash: appr.BindingHash})
 	testenv.WantCode(t, err, core.CodeUserVerification)
 	// Concurrent approvals with UV: exactly one fax and one hold.
 	var wg sync.WaitGroup
@@ -84,7 +85,7 @@ func TestDelegatedSendApproval(t *testing.T) {
 	wins := 0
 	for range 10 {
 		wg.Go(func() {
-			_, err := e.Svc.Core.DecideApproval(ctx, e.OwnerA.ID, appr.ID, core.Decision{Approve: true, BindingHash: appr.BindingHash, UserVerified: true})
+			_, err := e.Svc.Approvals.Decide(ctx, e.OwnerA.ID, appr.ID, approvals.Decision{Approve: true, BindingHash: appr.BindingHash, UserVerified: true})
 			if err == nil {
 				mu.Lock()
 				wins++
@@ -106,7 +107,7 @@ func TestDelegatedSendApproval(t *testing.T) {
 		t.Fatalf("balance %d, want %d", got, before-d.PriceMicros)
 	}
 	// A replayed decision is refused.
-	_, err = e.Svc.Core.DecideApproval(ctx, e.OwnerA.ID, appr.ID, core.Decision{Approve: true, BindingHash: appr.BindingHash, UserVerified: true})
+	_, err = e.Svc.Approvals.Decide(ctx, e.OwnerA.ID, appr.ID, approvals.Decision{Approve: true, BindingHash: appr.BindingHash, UserVerified: true})
 	testenv.WantCode(t, err, core.CodeApprovalState)
 	// Another agent cannot read it.
 	h2 := newHost(t, e)
@@ -162,7 +163,7 @@ func TestDelegatedSendRefusals(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			_, err = e.Svc.Core.DecideApproval(ctx, e.OwnerA.ID, appr.ID, core.Decision{Approve: tc.decide, BindingHash: appr.BindingHash, UserVerified: true})
+			_, err = e.Svc.Approvals.Decide(ctx, e.OwnerA.ID, appr.ID, approvals.Decision{Approve: tc.decide, BindingHash: appr.BindingHash, UserVerified: true})
 			if tc.code != "" {
 				testenv.WantCode(t, err, tc.code)
 			} else if err != nil {
@@ -179,7 +180,7 @@ func TestDelegatedSendRefusals(t *testing.T) {
 				if _, err := e.Svc.Credits.Grant(ctx, e.OwnerA.ID, core.ModeTest, 10_000_000, "top up"); err != nil {
 					t.Fatal(err)
 				}
-				if _, err := e.Svc.Core.DecideApproval(ctx, e.OwnerA.ID, appr.ID, core.Decision{Approve: true, BindingHash: appr.BindingHash, UserVerified: true}); err != nil {
+				if _, err := e.Svc.Approvals.Decide(ctx, e.OwnerA.ID, appr.ID, approvals.Decision{Approve: true, BindingHash: appr.BindingHash, UserVerified: true}); err != nil {
 					t.Fatal(err)
 				}
 				if st, f := sendStatus(t, e, p, a, d.ID); st != hosts.SendSent || f == nil {

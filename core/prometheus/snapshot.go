@@ -7,6 +7,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/faxhub/faxhub/core"
+	"github.com/faxhub/faxhub/core/approvals"
 	"github.com/faxhub/faxhub/core/faxes"
 )
 
@@ -23,7 +24,7 @@ type snapshotCollector struct {
 	// sees 0 rather than no series.
 	modes     []core.Mode
 	faxStates []faxes.Status
-	kinds     []core.ApprovalKind
+	kinds     []approvals.Kind
 }
 
 func newSnapshotCollector(read func(ctx context.Context) (*faxes.Snapshot, error), timeout time.Duration) *snapshotCollector {
@@ -31,9 +32,9 @@ func newSnapshotCollector(read func(ctx context.Context) (*faxes.Snapshot, error
 		read: read, timeout: timeout,
 		modes:     []core.Mode{core.ModeTest, core.ModeLive},
 		faxStates: []faxes.Status{faxes.Queued, faxes.Sending},
-		kinds: []core.ApprovalKind{
-			core.ApprovalOAuthConsent, core.ApprovalAgentClaim, core.ApprovalDevice, core.ApprovalVerifiedAction,
-			core.ApprovalCreditPurchase, core.ApprovalFaxSend,
+		kinds: []approvals.Kind{
+			approvals.KindOAuthConsent, approvals.KindAgentClaim, approvals.KindDevice, approvals.KindVerifiedAction,
+			approvals.KindCreditPurchase, approvals.KindFaxSend,
 		},
 		up: prometheus.NewDesc("faxhub_snapshot_up",
 			"1 if this scrape read the database-wide gauges, 0 if the database failed or was slower than the timeout.", nil, nil),
@@ -85,7 +86,7 @@ func (c *snapshotCollector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(c.faxes, prometheus.GaugeValue, float64(n), k[0], k[1])
 	}
 
-	approvals := map[core.ApprovalKind]int64{}
+	approvals := map[approvals.Kind]int64{}
 	for _, k := range c.kinds {
 		approvals[k] = 0
 	}

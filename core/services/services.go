@@ -12,6 +12,7 @@ import (
 
 	"github.com/faxhub/faxhub/core"
 	"github.com/faxhub/faxhub/core/agents"
+	"github.com/faxhub/faxhub/core/approvals"
 	"github.com/faxhub/faxhub/core/checkout"
 	"github.com/faxhub/faxhub/core/credits"
 	"github.com/faxhub/faxhub/core/documents"
@@ -41,6 +42,7 @@ type Store interface {
 	documents.Queries
 	credits.LedgerStore
 	credits.ChargeStore
+	approvals.Queries
 }
 
 // Tx is a transaction of the database with every feature's queries (the
@@ -57,6 +59,7 @@ type Tx interface {
 	numbers.Tx
 	documents.Tx
 	credits.Tx
+	approvals.Tx
 }
 
 // Metrics counts what the features observe (core/prometheus): attempts and
@@ -131,6 +134,7 @@ type Config struct {
 // Set is every feature service of one process.
 type Set struct {
 	Core      *core.Service
+	Approvals *approvals.Service
 	Credits   *credits.Service
 	Documents *documents.Service
 	Faxes     *faxes.Service
@@ -171,20 +175,20 @@ func New(cfg Config, deps Deps) (*Set, error) {
 		Store: deps.Store, Blobs: deps.Blobs, Destination: deps.Destination,
 		Prices: deps.Prices, Logger: deps.Logger, Signer: deps.Signer, PaymentMethods: deps.PaymentMethods,
 	}
-	cd.Approvals = map[core.ApprovalKind]core.ApprovalHandler{
-		core.ApprovalCreditPurchase: {Decided: func(ctx context.Context, a *core.Approval, _ bool) error {
+	handlers := map[approvals.Kind]approvals.Handler{
+		approvals.KindCreditPurchase: {Decided: func(ctx context.Context, a *approvals.Approval, _ bool) error {
 			return set.Tasks.FinishPurchase(ctx, a.ID)
 		}},
-		core.ApprovalDevice: {
-			Check: func(ctx context.Context, a *core.Approval) error { return set.Hosts.DeviceApprovedOnPage(ctx, a) },
-			Decided: func(ctx context.Context, a *core.Approval, approved bool) error {
+		approvals.KindDevice: {
+			Check: func(ctx context.Context, a *approvals.Approval) error { return set.Hosts.DeviceApprovedOnPage(ctx, a) },
+			Decided: func(ctx context.Context, a *approvals.Approval, approved bool) error {
 				if !approved {
 					set.Hosts.RejectDeviceAgent(ctx, a)
 				}
 				return nil
 			},
 		},
-		core.ApprovalFaxSend: {Approve: func(ctx context.Context, ownerID string, a *core.Approval, data []byte) error {
+		approvals.KindFaxSend: {Approve: func(ctx context.Context, ownerID string, a *approvals.Approval, data []byte) error {
 			return set.Hosts.ApproveSend(ctx, ownerID, a, data)
 		}},
 	}
@@ -196,6 +200,7 @@ func New(cfg Config, deps Deps) (*Set, error) {
 	cfg.Machine.SetDefaults()
 	kc := cfg.Config
 	creds := credits.New(kc, credits.Deps{Store: deps.Store, Prices: deps.Prices})
+	approvalInbox := approvals.New(kc, approvals.Deps{Store: deps.Store, Handlers: handlers, Logger: deps.Logger})
 	docs := documents.New(kc, documents.Deps{Store: deps.Store, Blobs: deps.Blobs, Converter: deps.Converter, Logger: deps.Logger, Core: c})
 	cfg.Numbers.SetDefaults()
 	nums := numbers.New(kc, cfg.Numbers, numbers.Deps{
@@ -212,6 +217,7 @@ func New(cfg Config, deps Deps) (*Set, error) {
 	*set = Set{
 		cfg:       cfg,
 		Core:      c,
+		Approvals: approvalInbox,
 		Credits:   creds,
 		Documents: docs,
 		Faxes:     fx,
@@ -226,9 +232,9 @@ func New(cfg Config, deps Deps) (*Set, error) {
 		Checkout: checkout.New(kc, checkout.Deps{
 			Store: deps.Store, Gateways: deps.Checkout, Prices: deps.Prices, Logger: deps.Logger, Core: c, Credits: creds, Faxes: fx, Numbers: nums,
 		}),
-		Agents: agents.New(kc, agents.Deps{Store: deps.Store, Logger: deps.Logger, Core: c}),
+		Agents: agents.New(kc, agents.Deps{Store: deps.Store, Logger: deps.Logger, Core: c, Approvals: approvalInbox}),
 		Hosts: hosts.New(kc, hosts.Deps{
-			Store: deps.Store, Destination: deps.Destination, Prices: deps.Prices, Logger: deps.Logger, Core: c, Credits: creds, Faxes: fx,
+			Store: deps.Store, Destination: deps.Destination, Prices: deps.Prices, Logger: deps.Logger, Core: c, Approvals: approvalInbox, Credits: creds, Faxes: fx,
 		}),
 		Inbox: inbox.New(kc, inbox.Deps{
 			Store: deps.Store, Queue: deps.Queue, Blobs: deps.Blobs, Converter: deps.Converter, Destination: deps.Destination,
@@ -236,7 +242,7 @@ func New(cfg Config, deps Deps) (*Set, error) {
 		}),
 		Tasks: tasks.New(kc, tasks.Deps{
 			Store: deps.Store, Signer: deps.Signer, PaymentMethods: deps.PaymentMethods, Prices: deps.Prices,
-			Logger: deps.Logger, Core: c, Credits: creds, Faxes: fx, Numbers: nums,
+			Logger: deps.Logger, Core: c, Approvals: approvalInbox, Credits: creds, Faxes: fx, Numbers: nums,
 		}),
 	}
 	return set, nil

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/faxhub/faxhub/core"
+	"github.com/faxhub/faxhub/core/approvals"
 	"github.com/faxhub/faxhub/core/hosts"
 )
 
@@ -361,7 +362,7 @@ func (x q) GetDelegatedSendByApproval(ctx context.Context, approvalID string) (*
 func (x q) CountPendingDelegatedSends(ctx context.Context, agentID string, now time.Time) (int, error) {
 	var n int
 	err := x.get(ctx, x.reader(), &n, `SELECT COUNT(*) FROM delegated_sends d JOIN approvals a ON a.id = d.approval_id
-		WHERE d.agent_id = ? AND d.fax_id IS NULL AND d.expires_at > ? AND a.status = ?`, agentID, now, core.ApprovalPending)
+		WHERE d.agent_id = ? AND d.fax_id IS NULL AND d.expires_at > ? AND a.status = ?`, agentID, now, approvals.Pending)
 	if err != nil {
 		return 0, fmt.Errorf("count pending delegated sends: %w", err)
 	}

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/faxhub/faxhub/core"
+	"github.com/faxhub/faxhub/core/approvals"
 	"github.com/faxhub/faxhub/core/checkout"
 )
 
@@ -33,12 +34,12 @@ func (x q) GetIdempotency(ctx context.Context, scope, key string) (*core.Idempot
 // approvalRow reads the JSON columns as bytes: SQLite returns TEXT as a
 // string, which database/sql will not store in a json.RawMessage.
 type approvalRow struct {
-	core.Approval
+	approvals.Approval
 	RawDetails  []byte `db:"raw_details"`
 	RawDecision []byte `db:"raw_decision"`
 }
 
-func (r *approvalRow) approval() core.Approval {
+func (r *approvalRow) approval() approvals.Approval {
 	a := r.Approval
 	a.Details, a.Decision = r.RawDetails, r.RawDecision
 	return a
@@ -47,7 +48,7 @@ func (r *approvalRow) approval() core.Approval {
 const approvalSelect = `SELECT id, owner_id, kind, requester, summary, details AS raw_details, binding_hash, requires_uv,
 	status, decision AS raw_decision, created_at, expires_at, decided_at FROM approvals`
 
-func (x q) CreateApproval(ctx context.Context, a *core.Approval) error {
+func (x q) CreateApproval(ctx context.Context, a *approvals.Approval) error {
 	err := x.insert(ctx, `INSERT INTO approvals (id, owner_id, kind, requester, summary, details, binding_hash, requires_uv,
 			status, decision, created_at, expires_at, decided_at)
 		VALUES (:id, :owner_id, :kind, :requester, :summary, :details, :binding_hash, :requires_uv, :status, :decision,
@@ -59,7 +60,7 @@ func (x q) CreateApproval(ctx context.Context, a *core.Approval) error {
 	return nil
 }
 
-func (x q) GetApproval(ctx context.Context, ownerID, id string) (*core.Approval, error) {
+func (x q) GetApproval(ctx context.Context, ownerID, id string) (*approvals.Approval, error) {
 	var r approvalRow
 	if err := x.get(ctx, x.reader(), &r, approvalSelect+" WHERE id = ? AND owner_id = ?", id, ownerID); err != nil {
 		return nil, fmt.Errorf("get approval: %w", err)
@@ -70,7 +71,7 @@ func (x q) GetApproval(ctx context.Context, ownerID, id string) (*core.Approval,
 
 // ListApprovals lists the owner's approvals in status (any if empty), newest
 // first; limit <= 0 means all.
-func (x q) ListApprovals(ctx context.Context, ownerID string, status core.ApprovalStatus, n int) ([]core.Approval, error) {
+func (x q) ListApprovals(ctx context.Context, ownerID string, status approvals.Status, n int) ([]approvals.Approval, error) {
 	where, args := " WHERE owner_id = ?", []any{ownerID}
 	if status != "" {
 		where += " AND status = ?"
@@ -80,21 +81,21 @@ func (x q) ListApprovals(ctx context.Context, ownerID string, status core.Approv
 	if err := x.sel(ctx, &rows, approvalSelect+where+" ORDER BY created_at DESC, id DESC"+limit(n), args...); err != nil {
 		return nil, fmt.Errorf("list approvals: %w", err)
 	}
-	out := make([]core.Approval, len(rows))
+	out := make([]approvals.Approval, len(rows))
 	for i := range rows {
 		out[i] = rows[i].approval()
 	}
 	return out, nil
 }
 
-func (x q) DecideApproval(ctx context.Context, ownerID, id string, status core.ApprovalStatus, decision []byte, at time.Time) error {
+func (x q) DecideApproval(ctx context.Context, ownerID, id string, status approvals.Status, decision []byte, at time.Time) error {
 	var d any
 	if len(decision) > 0 {
 		d = string(decision)
 	}
 	n, err := x.exec(ctx, `UPDATE approvals SET status = ?, decision = ?, decided_at = ?
 		WHERE id = ? AND owner_id = ? AND status = ? AND expires_at > ?`,
-		status, d, at, id, ownerID, core.ApprovalPending, at)
+		status, d, at, id, ownerID, approvals.Pending, at)
 	if err == nil && n == 0 {
 		err = x.missingOrConflict(ctx, "approvals", "id = ? AND owner_id = ?", id, ownerID)
 	}

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/faxhub/faxhub/core"
+	"github.com/faxhub/faxhub/core/approvals"
 	"github.com/faxhub/faxhub/core/faxes"
 )
 
@@ -22,7 +23,7 @@ func (db *DB) Reader() *sql.DB { return db.r.DB }
 // credit_balances, which has a row per owner and mode, not per event.
 func (db *DB) Stats(ctx context.Context, now time.Time) (*faxes.Snapshot, error) {
 	x := db.q
-	snap := &faxes.Snapshot{ApprovalsPending: map[core.ApprovalKind]int64{}, Holds: map[core.Mode]faxes.HoldTotal{}}
+	snap := &faxes.Snapshot{ApprovalsPending: map[approvals.Kind]int64{}, Holds: map[core.Mode]faxes.HoldTotal{}}
 
 	var unfinished []struct {
 		Mode   core.Mode    `db:"mode"`
@@ -38,8 +39,8 @@ func (db *DB) Stats(ctx context.Context, now time.Time) (*faxes.Snapshot, error)
 	}
 
 	var approvals []struct {
-		Kind core.ApprovalKind `db:"kind"`
-		N    int64             `db:"n"`
+		Kind approvals.Kind `db:"kind"`
+		N    int64          `db:"n"`
 	}
 	if err := x.sel(ctx, &approvals, `SELECT kind, count(*) AS n FROM approvals
 		WHERE status = 'pending' AND expires_at > ? GROUP BY kind`, now); err != nil {

@@ -14,6 +14,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/faxhub/faxhub/core"
+	"github.com/faxhub/faxhub/core/approvals"
 	"github.com/faxhub/faxhub/core/credits"
 	"github.com/faxhub/faxhub/core/faxes"
 	"github.com/faxhub/faxhub/core/jcs"
@@ -276,11 +277,11 @@ func (s *Service) SubmitPaymentMandate(ctx context.Context, p core.Principal, ta
 		return nil, fmt.Errorf("encode approval details: %w", err)
 	}
 	now := s.now()
-	a := &core.Approval{
-		ID: core.NewID(core.PrefixApproval), OwnerID: c.OwnerID, Kind: core.ApprovalCreditPurchase, Requester: core.CutUTF8(requester, 200),
+	a := &approvals.Approval{
+		ID: core.NewID(core.PrefixApproval), OwnerID: c.OwnerID, Kind: approvals.KindCreditPurchase, Requester: core.CutUTF8(requester, 200),
 		Summary: core.CutUTF8(fmt.Sprintf("Buy %s for $%s", cmp.Or(pack.Name, c.PackID+" credits"), core.FormatUSD(c.AmountMicros)), 500),
-		Details: detailsJSON, BindingHash: core.BindingHash(purchaseBinding(c, m.ID)), RequiresUV: true,
-		Status: core.ApprovalPending, CreatedAt: now, ExpiresAt: now.Add(PurchaseApprovalTTL),
+		Details: detailsJSON, BindingHash: approvals.BindingHash(purchaseBinding(c, m.ID)), RequiresUV: true,
+		Status: approvals.Pending, CreatedAt: now, ExpiresAt: now.Add(PurchaseApprovalTTL),
 	}
 	next := *c
 	next.Status, next.PaymentMandateID, next.PaymentMethod = PurchaseAwaitingApproval, &m.ID, method.Name()
@@ -379,11 +380,11 @@ func (s *Service) purchaseTaskView(ctx context.Context, p core.Principal, t *Tas
 		return nil, fmt.Errorf("credit purchase of task %s: %w", t.ID, err)
 	}
 	if c.Status == PurchaseAwaitingApproval && c.ApprovalID != nil {
-		a, err := s.core.GetApproval(ctx, c.OwnerID, *c.ApprovalID)
+		a, err := s.approvals.Get(ctx, c.OwnerID, *c.ApprovalID)
 		if err != nil {
 			return nil, err
 		}
-		if a.Status != core.ApprovalPending {
+		if a.Status != approvals.Pending {
 			if err := s.FinishPurchase(ctx, a.ID); err != nil {
 				s.d.Logger.Error("finish credit purchase", "cart", c.ID, "approval", a.ID, "err", err)
 			} else if c, err = s.d.Store.GetCreditPurchase(ctx, t.OwnerID, t.SubjectID); err != nil {
@@ -420,7 +421,7 @@ func (s *Service) purchaseView(ctx context.Context, t *Task, c *CreditPurchase, 
 		v.State = InputRequired
 		v.Message = fmt.Sprintf("The owner must approve this %s charge with their passkey in their faxhub approval inbox (%s); nothing is charged before. Poll GetTask to follow it.", amount, v.ApprovalURL)
 		if c.ApprovalID != nil {
-			if a, err := s.core.GetApproval(ctx, c.OwnerID, *c.ApprovalID); err == nil && a.Status == core.ApprovalApproved {
+			if a, err := s.approvals.Get(ctx, c.OwnerID, *c.ApprovalID); err == nil && a.Status == approvals.Approved {
 				v.State = Working
 				v.Message = fmt.Sprintf("The owner approved the %s charge; it is being completed. Poll GetTask to follow it.", amount)
 			}
@@ -489,20 +490,20 @@ func (s *Service) FinishPurchase(ctx context.Context, approvalID string) error {
 	if c.Status != PurchaseAwaitingApproval {
 		return nil // completed, failed or canceled already
 	}
-	a, err := s.core.GetApproval(ctx, c.OwnerID, approvalID)
+	a, err := s.approvals.Get(ctx, c.OwnerID, approvalID)
 	if err != nil {
 		return err
 	}
 	switch a.Status {
-	case core.ApprovalPending:
+	case approvals.Pending:
 		return nil
-	case core.ApprovalDeclined:
+	case approvals.Declined:
 		return s.endPurchase(ctx, c, PurchaseDeclined, FailureApprovalDeclined, "")
-	case core.ApprovalExpired:
+	case approvals.Expired:
 		return s.endPurchase(ctx, c, PurchaseExpired, FailureApprovalExpired, "")
 	}
 	// Approved: charge the exact cart the approval is bound to.
-	if a.BindingHash != core.BindingHash(purchaseBinding(c, deref(c.PaymentMandateID))) {
+	if a.BindingHash != approvals.BindingHash(purchaseBinding(c, deref(c.PaymentMandateID))) {
 		return fmt.Errorf("approval %s is not bound to purchase %s as stored", a.ID, c.ID)
 	}
 	method, err := s.paymentMethod(c.Mode)
@@ -621,7 +622,7 @@ func (s *Service) cancelPurchaseTask(ctx context.Context, p core.Principal, t *T
 	if c.ApprovalID != nil {
 		// Take the request out of the owner's inbox; approving it later
 		// would charge nothing anyway.
-		err := s.d.Store.DecideApproval(ctx, c.OwnerID, *c.ApprovalID, core.ApprovalDeclined, []byte(`{"canceledBy":"agent"}`), s.now())
+		err := s.d.Store.DecideApproval(ctx, c.OwnerID, *c.ApprovalID, approvals.Declined, []byte(`{"canceledBy":"agent"}`), s.now())
 		if err != nil && !errors.Is(err, core.ErrConflict) {
 			s.d.Logger.Error("close the approval of a canceled purchase", "cart", c.ID, "err", err)
 		}

@@ -19,6 +19,7 @@ import (
 	jose "github.com/go-jose/go-jose/v3"
 
 	"github.com/faxhub/faxhub/core"
+	"github.com/faxhub/faxhub/core/approvals"
 	"github.com/faxhub/faxhub/core/credits"
 	"github.com/faxhub/faxhub/core/payments"
 	"github.com/faxhub/faxhub/core/payments/testcard"
@@ -132,7 +133,7 @@ func mandateFor(v *tasks.View, id, token string) tasks.PaymentMandate {
 	}
 }
 
-func (e *ap2Env) submit(t *testing.T, v *tasks.View, m tasks.PaymentMandate) (*tasks.View, *core.Approval) {
+func (e *ap2Env) submit(t *testing.T, v *tasks.View, m tasks.PaymentMandate) (*tasks.View, *approvals.Approval) {
 	t.Helper()
 	got, err := e.svc.Tasks.SubmitPaymentMandate(ctx, e.p, v.ID, m)
 	if err != nil {
@@ -141,7 +142,7 @@ func (e *ap2Env) submit(t *testing.T, v *tasks.View, m tasks.PaymentMandate) (*t
 	if got.State != tasks.InputRequired || got.Purchase.ApprovalID == nil {
 		t.Fatalf("after the mandate: %s %q %+v", got.State, got.Message, got.Purchase)
 	}
-	a, err := e.svc.Core.GetApproval(ctx, e.OwnerA.ID, *got.Purchase.ApprovalID)
+	a, err := e.svc.Approvals.Get(ctx, e.OwnerA.ID, *got.Purchase.ApprovalID)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -178,8 +179,8 @@ func (e *ap2Env) wantNoCharge(t *testing.T, cartID string) {
 	}
 }
 
-func approve(uv bool, a *core.Approval) core.Decision {
-	return core.Decision{Approve: true, BindingHash: a.BindingHash, UserVerified: uv}
+func approve(uv bool, a *approvals.Approval) approvals.Decision {
+	return approvals.Decision{Approve: true, BindingHash: a.BindingHash, UserVerified: uv}
 }
 
 // verifyCart checks a cart mandate as an agent would: the signature with
@@ -242,8 +243,8 @@ func TestCreditPurchaseApprovedWithPasskey(t *testing.T) {
 	if w.ApprovalURL != "http://faxhub.test/console/approvals/"+a.ID || !strings.Contains(w.Message, "approv") || w.CartMandate != nil {
 		t.Fatalf("awaiting approval: %q %q", w.ApprovalURL, w.Message)
 	}
-	if a.Kind != core.ApprovalCreditPurchase || !a.RequiresUV || a.Status != core.ApprovalPending ||
-		a.BindingHash != core.BindingHash(map[string]any{"cartId": cartID, "amountMicros": int64(10_000_000), "packId": "pack_10", "paymentMandateId": "pm_1"}) ||
+	if a.Kind != approvals.KindCreditPurchase || !a.RequiresUV || a.Status != approvals.Pending ||
+		a.BindingHash != approvals.BindingHash(map[string]any{"cartId": cartID, "amountMicros": int64(10_000_000), "packId": "pack_10", "paymentMandateId": "pm_1"}) ||
 		a.Summary != "Buy 10 USD of fax credits for $10.00" || a.Requester != "Claude Desktop" || !a.ExpiresAt.Equal(e.clk.Now().Add(tasks.PurchaseApprovalTTL)) {
 		t.Fatalf("approval %+v", a)
 	}
@@ -259,19 +260,19 @@ func TestCreditPurchaseApprovedWithPasskey(t *testing.T) {
 	if again, err := e.svc.Tasks.SubmitPaymentMandate(ctx, e.p, v.ID, m); err != nil || *again.Purchase.ApprovalID != a.ID {
 		t.Fatalf("resubmitted mandate: %+v %v", again, err)
 	}
-	if pending, _ := e.svc.Core.PendingApprovals(ctx, e.OwnerA.ID); len(pending) != 1 {
+	if pending, _ := e.svc.Approvals.ListPending(ctx, e.OwnerA.ID); len(pending) != 1 {
 		t.Fatalf("%d approvals pending after a resubmission", len(pending))
 	}
 	// A second mandate on the same task is refused.
 	_, err := e.svc.Tasks.SubmitPaymentMandate(ctx, e.p, v.ID, mandateFor(v, "pm_2", testcard.TokenVisa))
 	testenv.WantCode(t, err, tasks.CodePurchaseState)
 
-	_, err = e.svc.Core.DecideApproval(ctx, e.OwnerA.ID, a.ID, approve(false, a))
+	_, err = e.svc.Approvals.Decide(ctx, e.OwnerA.ID, a.ID, approve(false, a))
 	testenv.WantCode(t, err, core.CodeUserVerification)
 	if e.card.charges.Load() != 0 {
 		t.Fatal("charged before the owner approved")
 	}
-	if _, err := e.svc.Core.DecideApproval(ctx, e.OwnerA.ID, a.ID, approve(true, a)); err != nil {
+	if _, err := e.svc.Approvals.Decide(ctx, e.OwnerA.ID, a.ID, approve(true, a)); err != nil {
 		t.Fatal(err)
 	}
 	done := e.task(t, v.ID)
@@ -307,7 +308,7 @@ func TestCreditPurchaseDeclinedByOwner(t *testing.T) {
 	before, _ := e.purchases(t)
 	v := e.start(t, "pack_25")
 	_, a := e.submit(t, v, mandateFor(v, "pm_decline", testcard.TokenVisa))
-	if _, err := e.svc.Core.DecideApproval(ctx, e.OwnerA.ID, a.ID, core.Decision{BindingHash: a.BindingHash}); err != nil {
+	if _, err := e.svc.Approvals.Decide(ctx, e.OwnerA.ID, a.ID, approvals.Decision{BindingHash: a.BindingHash}); err != nil {
 		t.Fatal(err)
 	}
 	got := e.task(t, v.ID)
@@ -325,7 +326,7 @@ func TestCreditPurchaseCardDeclined(t *testing.T) {
 	before, _ := e.purchases(t)
 	v := e.start(t, "pack_10")
 	_, a := e.submit(t, v, mandateFor(v, "pm_card_declined", testcard.TokenDeclined))
-	if _, err := e.svc.Core.DecideApproval(ctx, e.OwnerA.ID, a.ID, approve(true, a)); err != nil {
+	if _, err := e.svc.Approvals.Decide(ctx, e.OwnerA.ID, a.ID, approve(true, a)); err != nil {
 		t.Fatalf("a declined card must not fail the owner's approval: %v", err)
 	}
 	got := e.task(t, v.ID)
@@ -340,7 +341,7 @@ func TestCreditPurchaseCardDeclined(t *testing.T) {
 	// An unknown token is invalid, not declined.
 	v = e.start(t, "pack_10")
 	_, a = e.submit(t, v, mandateFor(v, "pm_card_invalid", "tok_nope"))
-	if _, err := e.svc.Core.DecideApproval(ctx, e.OwnerA.ID, a.ID, approve(true, a)); err != nil {
+	if _, err := e.svc.Approvals.Decide(ctx, e.OwnerA.ID, a.ID, approve(true, a)); err != nil {
 		t.Fatal(err)
 	}
 	if got := e.task(t, v.ID); got.State != tasks.Failed || got.FailureCode != "payment_invalid" || !strings.Contains(got.Message, "tok_visa") {
@@ -352,7 +353,7 @@ func TestPaymentMandateReplayedWritesNothing(t *testing.T) {
 	e := newAP2Env(t)
 	first := e.start(t, "pack_10")
 	e.submit(t, first, mandateFor(first, "pm_once", testcard.TokenVisa))
-	pending, _ := e.svc.Core.PendingApprovals(ctx, e.OwnerA.ID)
+	pending, _ := e.svc.Approvals.ListPending(ctx, e.OwnerA.ID)
 
 	second := e.start(t, "pack_10")
 	_, err := e.svc.Tasks.SubmitPaymentMandate(ctx, e.p, second.ID, mandateFor(second, "pm_once", testcard.TokenVisa))
@@ -361,7 +362,7 @@ func TestPaymentMandateReplayedWritesNothing(t *testing.T) {
 		got.Purchase.PaymentMandateID != nil || got.Purchase.Credential != nil || got.Purchase.ApprovalID != nil {
 		t.Fatalf("the replayed mandate wrote to the second cart: %+v", got.Purchase)
 	}
-	if now, _ := e.svc.Core.PendingApprovals(ctx, e.OwnerA.ID); len(now) != len(pending) {
+	if now, _ := e.svc.Approvals.ListPending(ctx, e.OwnerA.ID); len(now) != len(pending) {
 		t.Fatalf("the replayed mandate left an approval: %d → %d", len(pending), len(now))
 	}
 	// A fresh mandate id still works on the second cart.
@@ -431,7 +432,7 @@ func TestCartAndApprovalExpire(t *testing.T) {
 	v = e.start(t, "pack_10")
 	_, a := e.submit(t, v, mandateFor(v, "pm_unapproved", testcard.TokenVisa))
 	e.clk.Advance(tasks.PurchaseApprovalTTL + time.Second)
-	_, err = e.svc.Core.DecideApproval(ctx, e.OwnerA.ID, a.ID, approve(true, a))
+	_, err = e.svc.Approvals.Decide(ctx, e.OwnerA.ID, a.ID, approve(true, a))
 	testenv.WantCode(t, err, core.CodeApprovalState)
 	got := e.task(t, v.ID)
 	if got.State != tasks.Failed || got.FailureCode != "approval_expired" || got.Purchase.Credential != nil {
@@ -465,10 +466,10 @@ func TestCancelCreditPurchase(t *testing.T) {
 		t.Fatalf("cancel awaiting approval: %+v %v", got, err)
 	}
 	// The request left the owner's inbox; approving it now changes nothing.
-	if pending, _ := e.svc.Core.PendingApprovals(ctx, e.OwnerA.ID); len(pending) != 0 {
+	if pending, _ := e.svc.Approvals.ListPending(ctx, e.OwnerA.ID); len(pending) != 0 {
 		t.Fatalf("%d approvals still pending", len(pending))
 	}
-	_, err = e.svc.Core.DecideApproval(ctx, e.OwnerA.ID, a.ID, approve(true, a))
+	_, err = e.svc.Approvals.Decide(ctx, e.OwnerA.ID, a.ID, approve(true, a))
 	testenv.WantCode(t, err, core.CodeApprovalState)
 	if _, err := e.svc.Tasks.Cancel(ctx, e.p, v.ID); core.ErrorCode(err) != tasks.CodeNotCancelable {
 		t.Fatalf("second cancel: %v", err)
@@ -490,7 +491,7 @@ func TestCreditPurchaseCompletesOnce(t *testing.T) {
 	_, a := e.submit(t, v, mandateFor(v, "pm_race", testcard.TokenMastercard))
 	var wg sync.WaitGroup
 	wg.Go(func() {
-		if _, err := e.svc.Core.DecideApproval(ctx, e.OwnerA.ID, a.ID, approve(true, a)); err != nil {
+		if _, err := e.svc.Approvals.Decide(ctx, e.OwnerA.ID, a.ID, approve(true, a)); err != nil {
 			t.Error(err)
 		}
 	})
@@ -521,7 +522,7 @@ func TestCreditPurchaseCompletesOnce(t *testing.T) {
 	e.card.failFirst.Store(1)
 	v = e.start(t, "pack_10")
 	_, a = e.submit(t, v, mandateFor(v, "pm_retry", testcard.TokenVisa))
-	if got, err := e.svc.Core.DecideApproval(ctx, e.OwnerA.ID, a.ID, approve(true, a)); err != nil || got.Status != core.ApprovalApproved {
+	if got, err := e.svc.Approvals.Decide(ctx, e.OwnerA.ID, a.ID, approve(true, a)); err != nil || got.Status != approvals.Approved {
 		t.Fatalf("approval with the processor down: %+v %v", got, err)
 	}
 	if _, err := e.svc.Tasks.Cancel(ctx, e.p, v.ID); core.ErrorCode(err) != tasks.CodeNotCancelable {
@@ -582,7 +583,7 @@ func TestCreditPurchaseCanceledDuringCharge(t *testing.T) {
 			t.Error(err)
 		}
 	}
-	if _, err := e.svc.Core.DecideApproval(ctx, e.OwnerA.ID, a.ID, approve(true, a)); err != nil {
+	if _, err := e.svc.Approvals.Decide(ctx, e.OwnerA.ID, a.ID, approve(true, a)); err != nil {
 		t.Fatal(err)
 	}
 	e.card.during = nil

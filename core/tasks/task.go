@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/faxhub/faxhub/core"
+	"github.com/faxhub/faxhub/core/approvals"
 	"github.com/faxhub/faxhub/core/credits"
 	"github.com/faxhub/faxhub/core/faxes"
 	"github.com/faxhub/faxhub/core/numbers"
@@ -214,6 +215,7 @@ type Store interface {
 // Tx is a transaction of tasks.
 type Tx interface {
 	faxes.Tx
+	approvals.Tx
 	Queries
 }
 
@@ -229,6 +231,8 @@ type Deps struct {
 	Logger         *slog.Logger
 	// Core drafts, prices and cancels faxes and numbers.
 	Core *core.Service
+	// Approvals asks the owner and reads their decisions.
+	Approvals *approvals.Service
 	// Credits reads balances and packs.
 	Credits *credits.Service
 	// Numbers reads and pays the numbers it acts on.
@@ -239,12 +243,13 @@ type Deps struct {
 
 // Service runs agent tasks.
 type Service struct {
-	cfg     core.Config
-	d       Deps
-	core    *core.Service
-	credits *credits.Service
-	numbers *numbers.Service
-	faxes   *faxes.Service
+	cfg       core.Config
+	d         Deps
+	core      *core.Service
+	approvals *approvals.Service
+	credits   *credits.Service
+	numbers   *numbers.Service
+	faxes     *faxes.Service
 }
 
 // New returns the task service; cfg is the kernel's configuration
@@ -256,7 +261,7 @@ func New(cfg core.Config, d Deps) *Service {
 	if d.Prices == nil {
 		d.Prices = core.DefaultPriceTable()
 	}
-	return &Service{cfg: cfg, d: d, core: d.Core, faxes: d.Faxes, numbers: d.Numbers, credits: d.Credits}
+	return &Service{cfg: cfg, d: d, core: d.Core, faxes: d.Faxes, numbers: d.Numbers, credits: d.Credits, approvals: d.Approvals}
 }
 
 func (s *Service) now() time.Time { return core.Clock(s.cfg.Now).Now() }

@@ -16,6 +16,7 @@ import (
 	"github.com/prometheus/common/model"
 
 	"github.com/faxhub/faxhub/core"
+	"github.com/faxhub/faxhub/core/approvals"
 	"github.com/faxhub/faxhub/core/documents"
 	"github.com/faxhub/faxhub/core/faxes"
 	"github.com/faxhub/faxhub/core/provider/simulated"
@@ -195,8 +196,8 @@ func TestMetricsAfterASend(t *testing.T) {
 	m := newMetricsEnv(t)
 	status, id := m.sendFax(m.KeyATest)
 	m.waitForState(m.KeyATest, id, faxes.Delivered)
-	if _, err := m.Svc.Core.RequestApproval(t.Context(), core.ApprovalRequest{
-		OwnerID: m.OwnerA.ID, Kind: core.ApprovalAgentClaim, Requester: "metrics test", Summary: "claim", Binding: "x", TTL: time.Hour,
+	if _, err := m.Svc.Approvals.Request(t.Context(), approvals.Request{
+		OwnerID: m.OwnerA.ID, Kind: approvals.KindAgentClaim, Requester: "metrics test", Summary: "claim", Binding: "x", TTL: time.Hour,
 	}); err != nil {
 		t.Fatal(err)
 	}
@@ -226,8 +227,8 @@ func TestMetricsAfterASend(t *testing.T) {
 		// The delivered fax left the unfinished states.
 		{"faxhub_faxes", map[string]string{"mode": "test", "state": "queued"}, 0},
 		{"faxhub_faxes", map[string]string{"mode": "test", "state": "sending"}, 0},
-		{"faxhub_approvals_pending", map[string]string{"kind": string(core.ApprovalAgentClaim)}, 1},
-		{"faxhub_approvals_pending", map[string]string{"kind": string(core.ApprovalDevice)}, 0},
+		{"faxhub_approvals_pending", map[string]string{"kind": string(approvals.KindAgentClaim)}, 1},
+		{"faxhub_approvals_pending", map[string]string{"kind": string(approvals.KindDevice)}, 0},
 		// Captured: nothing on hold any more.
 		{"faxhub_ledger_held_usd", map[string]string{"mode": "test"}, 0},
 		{"faxhub_snapshot_up", nil, 1},

@@ -29,6 +29,7 @@ import (
 	"github.com/faxhub/faxhub/conformance/storetest"
 	"github.com/faxhub/faxhub/core"
 	"github.com/faxhub/faxhub/core/agents"
+	"github.com/faxhub/faxhub/core/approvals"
 	"github.com/faxhub/faxhub/core/web"
 	"github.com/faxhub/faxhub/internal/app"
 	"github.com/faxhub/faxhub/internal/passkeytest"
@@ -250,7 +251,7 @@ func (w *Owner) Approve(t testing.TB, approval string, uv bool) Reply {
 		t.Fatal("approve: the owner has no passkey (AddPasskey first)")
 	}
 	id := approval[strings.LastIndex(approval, "/")+1:]
-	apr, err := w.site.App.Svc.Core.GetApproval(t.Context(), w.Account.ID, id)
+	apr, err := w.site.App.Svc.Approvals.Get(t.Context(), w.Account.ID, id)
 	if err != nil {
 		t.Fatalf("approval %s: %v", id, err)
 	}
@@ -311,11 +312,11 @@ func (w *Owner) Grant(t testing.TB, cfg *oauth2.Config, resource string) *oauth2
 	}
 	id := strings.TrimPrefix(loc.Path, "/console/approvals/")
 	ret := loc.Query().Get("return")
-	apr, err := svc.Core.GetApproval(ctx, w.Account.ID, id)
+	apr, err := svc.Approvals.Get(ctx, w.Account.ID, id)
 	if err != nil {
 		t.Fatalf("consent approval %s: %v", id, err)
 	}
-	if _, err := svc.Core.DecideApproval(ctx, w.Account.ID, id, core.Decision{Approve: true, BindingHash: apr.BindingHash}); err != nil {
+	if _, err := svc.Approvals.Decide(ctx, w.Account.ID, id, approvals.Decision{Approve: true, BindingHash: apr.BindingHash}); err != nil {
 		t.Fatalf("consent: %v", err)
 	}
 	r = w.Do(t, http.MethodGet, ret, nil, "", nil)

@@ -13,6 +13,7 @@ import (
 	jose "github.com/go-jose/go-jose/v4"
 
 	"github.com/faxhub/faxhub/core"
+	"github.com/faxhub/faxhub/core/approvals"
 	"github.com/faxhub/faxhub/core/tasks"
 	"github.com/faxhub/faxhub/oauth"
 	a2aserver "github.com/faxhub/faxhub/protocols/a2a"
@@ -234,11 +235,11 @@ func TestAP2Purchase(t *testing.T) {
 	res, err = c.SendMessage(t.Context(), mandateMsg(t3.ID, mandate(cartOf(t, t3), "pm_3", "tok_visa")))
 	_, data = statusData(t, asTask(t, res, err))
 	id := data["approvalUrl"].(string)[strings.LastIndex(data["approvalUrl"].(string), "/")+1:]
-	apr, err := e.a.Svc.Core.GetApproval(t.Context(), w.Account.ID, id)
+	apr, err := e.a.Svc.Approvals.Get(t.Context(), w.Account.ID, id)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := e.a.Svc.Core.DecideApproval(t.Context(), w.Account.ID, id, core.Decision{Approve: false, BindingHash: apr.BindingHash}); err != nil {
+	if _, err := e.a.Svc.Approvals.Decide(t.Context(), w.Account.ID, id, approvals.Decision{Approve: false, BindingHash: apr.BindingHash}); err != nil {
 		t.Fatal(err)
 	}
 	declined := getTask(t, c, t3.ID)

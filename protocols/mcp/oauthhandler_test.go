@@ -12,6 +12,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/oauthex"
 
 	"github.com/faxhub/faxhub/core"
+	"github.com/faxhub/faxhub/core/approvals"
 	"github.com/faxhub/faxhub/internal/consoletest"
 )
 
@@ -34,11 +35,11 @@ func TestGoSDKOAuthHandler(t *testing.T) {
 			return nil, fmt.Errorf("authorize: %d %v %s", code, loc, body)
 		}
 		id := strings.TrimPrefix(loc.Path, "/console/approvals/")
-		apr, err := e.a.Svc.Core.GetApproval(ctx, owner.Account.ID, id)
+		apr, err := e.a.Svc.Approvals.Get(ctx, owner.Account.ID, id)
 		if err != nil {
 			return nil, err
 		}
-		if _, err := e.a.Svc.Core.DecideApproval(ctx, owner.Account.ID, id, core.Decision{Approve: true, BindingHash: apr.BindingHash}); err != nil {
+		if _, err := e.a.Svc.Approvals.Decide(ctx, owner.Account.ID, id, approvals.Decision{Approve: true, BindingHash: apr.BindingHash}); err != nil {
 			return nil, err
 		}
 		consents++

@@ -1,4 +1,10 @@
-package core
+// Package approvals is the owner's approval inbox: one table of pending
+// owner decisions (OAuth consent, agent claims, device approvals, delegated
+// sends, AP2 charges), each bound to the exact thing it approves, some
+// needing the owner's passkey with user verification. The feature that
+// asked for an approval records or acts on the decision through its
+// Handler.
+package approvals
 
 import (
 	"context"
@@ -6,17 +12,20 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"time"
+
+	"github.com/faxhub/faxhub/core"
 )
 
-// ApprovalFaxSend is a delegated agent's send_fax waiting for the owner's
+// KindFaxSend is a delegated agent's send_fax waiting for the owner's
 // passkey (requires_uv, binding = the exact fax).
-const ApprovalFaxSend ApprovalKind = "fax_send"
+const KindFaxSend Kind = "fax_send"
 
-// ApprovalRequest asks an owner to decide something.
-type ApprovalRequest struct {
+// Request asks an owner to decide something.
+type Request struct {
 	OwnerID   string
-	Kind      ApprovalKind
+	Kind      Kind
 	Requester string // who asks: client name, agent name, host name
 	Summary   string // one line shown in the inbox
 	Details   any    // what exactly is asked (scopes, fax details, …), JSON
@@ -28,16 +37,16 @@ type ApprovalRequest struct {
 }
 
 // BindingHash commits to v (its JSON encoding).
-func BindingHash(v any) string { return HashRequest(v) }
+func BindingHash(v any) string { return core.HashRequest(v) }
 
-// RequestApproval records a pending approval for the owner's inbox.
-func (s *Service) RequestApproval(ctx context.Context, r ApprovalRequest) (*Approval, error) {
-	return s.RequestApprovalIn(ctx, s.d.Store, r)
+// Request records a pending approval for the owner's inbox.
+func (s *Service) Request(ctx context.Context, r Request) (*Approval, error) {
+	return s.RequestIn(ctx, s.d.Store, r)
 }
 
 // requestApproval records a pending approval through q (the store or a
 // transaction that writes it together with what it approves).
-func (s *Service) RequestApprovalIn(ctx context.Context, q Queries, r ApprovalRequest) (*Approval, error) {
+func (s *Service) RequestIn(ctx context.Context, q Queries, r Request) (*Approval, error) {
 	details, err := json.Marshal(r.Details)
 	if err != nil {
 		return nil, fmt.Errorf("encode approval details: %w", err)
@@ -47,9 +56,9 @@ func (s *Service) RequestApprovalIn(ctx context.Context, q Queries, r ApprovalRe
 	}
 	now := s.now()
 	a := &Approval{
-		ID: NewID(PrefixApproval), OwnerID: r.OwnerID, Kind: r.Kind, Requester: CutUTF8(r.Requester, 200),
-		Summary: CutUTF8(r.Summary, 500), Details: details, BindingHash: BindingHash(r.Binding),
-		RequiresUV: r.RequiresUV, Status: ApprovalPending, CreatedAt: now, ExpiresAt: now.Add(r.TTL),
+		ID: core.NewID(core.PrefixApproval), OwnerID: r.OwnerID, Kind: r.Kind, Requester: core.CutUTF8(r.Requester, 200),
+		Summary: core.CutUTF8(r.Summary, 500), Details: details, BindingHash: BindingHash(r.Binding),
+		RequiresUV: r.RequiresUV, Status: Pending, CreatedAt: now, ExpiresAt: now.Add(r.TTL),
 	}
 	if err := q.CreateApproval(ctx, a); err != nil {
 		return nil, fmt.Errorf("create approval: %w", err)
@@ -57,22 +66,22 @@ func (s *Service) RequestApprovalIn(ctx context.Context, q Queries, r ApprovalRe
 	return a, nil
 }
 
-// GetApproval returns one of the owner's approvals; expired pending ones
+// Get returns one of the owner's approvals; expired pending ones
 // read as expired.
-func (s *Service) GetApproval(ctx context.Context, ownerID, id string) (*Approval, error) {
+func (s *Service) Get(ctx context.Context, ownerID, id string) (*Approval, error) {
 	a, err := s.d.Store.GetApproval(ctx, ownerID, id)
 	if err != nil {
-		return nil, StoreErr(err, "approval")
+		return nil, core.StoreErr(err, "approval")
 	}
-	if a.Status == ApprovalPending && s.now().After(a.ExpiresAt) {
-		a.Status = ApprovalExpired
+	if a.Status == Pending && s.now().After(a.ExpiresAt) {
+		a.Status = Expired
 	}
 	return a, nil
 }
 
-// PendingApprovals lists what the owner still has to decide.
-func (s *Service) PendingApprovals(ctx context.Context, ownerID string) ([]Approval, error) {
-	all, err := s.d.Store.ListApprovals(ctx, ownerID, ApprovalPending, 200)
+// ListPending lists what the owner still has to decide.
+func (s *Service) ListPending(ctx context.Context, ownerID string) ([]Approval, error) {
+	all, err := s.d.Store.ListApprovals(ctx, ownerID, Pending, 200)
 	if err != nil {
 		return nil, fmt.Errorf("list approvals: %w", err)
 	}
@@ -99,25 +108,25 @@ type Decision struct {
 	Data any
 }
 
-// DecideApproval records the owner's decision once. Approvals that require
+// Decide records the owner's decision once. Approvals that require
 // user verification cannot be approved without it; declining never needs it.
-func (s *Service) DecideApproval(ctx context.Context, ownerID, id string, d Decision) (*Approval, error) {
-	a, err := s.GetApproval(ctx, ownerID, id)
+func (s *Service) Decide(ctx context.Context, ownerID, id string, d Decision) (*Approval, error) {
+	a, err := s.Get(ctx, ownerID, id)
 	if err != nil {
 		return nil, err
 	}
-	if a.Status != ApprovalPending {
-		return nil, Errorf(KindConflict, CodeApprovalState, "this request is already %s", a.Status).With("status", string(a.Status))
+	if a.Status != Pending {
+		return nil, core.Errorf(core.KindConflict, core.CodeApprovalState, "this request is already %s", a.Status).With("status", string(a.Status))
 	}
 	if subtle.ConstantTimeCompare([]byte(d.BindingHash), []byte(a.BindingHash)) != 1 {
-		return nil, Errorf(KindConflict, CodeApprovalBinding, "the request changed since it was shown; reload and decide again")
+		return nil, core.Errorf(core.KindConflict, core.CodeApprovalBinding, "the request changed since it was shown; reload and decide again")
 	}
-	status := ApprovalDeclined
+	status := Declined
 	if d.Approve {
 		if a.RequiresUV && !d.UserVerified {
-			return nil, Errorf(KindForbidden, CodeUserVerification, "approving this needs your passkey with user verification")
+			return nil, core.Errorf(core.KindForbidden, core.CodeUserVerification, "approving this needs your passkey with user verification")
 		}
-		status = ApprovalApproved
+		status = Approved
 	}
 	var data []byte
 	if d.Data != nil {
@@ -125,7 +134,7 @@ func (s *Service) DecideApproval(ctx context.Context, ownerID, id string, d Deci
 			return nil, fmt.Errorf("encode decision: %w", err)
 		}
 	}
-	h := s.d.Approvals[a.Kind]
+	h := s.d.Handlers[a.Kind]
 	if d.Approve && h.Check != nil {
 		if err := h.Check(ctx, a); err != nil {
 			return nil, err
@@ -138,13 +147,13 @@ func (s *Service) DecideApproval(ctx context.Context, ownerID, id string, d Deci
 		if err := h.Approve(ctx, ownerID, a, data); err != nil {
 			return nil, err
 		}
-		return s.GetApproval(ctx, ownerID, id)
+		return s.Get(ctx, ownerID, id)
 	}
 	if err := s.d.Store.DecideApproval(ctx, ownerID, id, status, data, s.now()); err != nil {
-		if errors.Is(err, ErrConflict) {
-			return nil, Errorf(KindConflict, CodeApprovalState, "this request was decided already or expired")
+		if errors.Is(err, core.ErrConflict) {
+			return nil, core.Errorf(core.KindConflict, core.CodeApprovalState, "this request was decided already or expired")
 		}
-		return nil, StoreErr(err, "approval")
+		return nil, core.StoreErr(err, "approval")
 	}
 	if h.Decided != nil {
 		// The decision stands whatever its follower does with it (a
@@ -155,11 +164,11 @@ func (s *Service) DecideApproval(ctx context.Context, ownerID, id string, d Deci
 			s.d.Logger.Error("act on the owner's decision", "approval", id, "kind", a.Kind, "err", err)
 		}
 	}
-	return s.GetApproval(ctx, ownerID, id)
+	return s.Get(ctx, ownerID, id)
 }
 
-// ApprovalHandler is the feature that asks for approvals of one kind.
-type ApprovalHandler struct {
+// Handler is the feature that asks for approvals of one kind.
+type Handler struct {
 	// Check, when set, refuses an approval the inbox must not record (a
 	// device approval is decided on the device page, with the user code).
 	Check func(ctx context.Context, a *Approval) error
@@ -170,3 +179,40 @@ type ApprovalHandler struct {
 	// Decided acts on a decision the inbox recorded.
 	Decided func(ctx context.Context, a *Approval, approved bool) error
 }
+
+// Store keeps approvals.
+type Store interface {
+	Tx
+}
+
+// Tx is a transaction that writes approvals with what they approve.
+type Tx interface {
+	core.Tx
+	Queries
+}
+
+// Deps are the ports the approval inbox drives.
+type Deps struct {
+	Store Store
+	// Handlers are the features that asked for approvals, by kind: they
+	// record or act on the owner's decisions (DecideApproval).
+	Handlers map[Kind]Handler
+	Logger   *slog.Logger
+}
+
+// Service is the approval inbox.
+type Service struct {
+	cfg core.Config
+	d   Deps
+}
+
+// New returns the inbox; cfg is the kernel's configuration with its
+// defaults applied.
+func New(cfg core.Config, d Deps) *Service {
+	if d.Logger == nil {
+		d.Logger = slog.New(slog.DiscardHandler)
+	}
+	return &Service{cfg: cfg, d: d}
+}
+
+func (s *Service) now() time.Time { return core.Clock(s.cfg.Now).Now() }
