@@ -14,3 +14,8 @@ func (c Clock) Now() time.Time {
 	}
 	return c().UTC().Truncate(time.Microsecond)
 }
+
+// TouchEvery bounds last-used writes (sessions, API keys, grants, agent
+// registrations, hosts and their agents) to one per minute per
+// credential.
+const TouchEvery = time.Minute

@@ -131,12 +131,6 @@ func (s *Service) ResourceMCP() string { return s.cfg.BaseURL + "/mcp" }
 // ResourceA2A is the A2A endpoint's resource identifier (token audience).
 func (s *Service) ResourceA2A() string { return s.cfg.BaseURL + "/a2a" }
 
-// Owner returns an owner by id.
-func (s *Service) Owner(ctx context.Context, id string) (*Owner, error) {
-	o, err := s.d.Store.GetOwner(ctx, id)
-	return o, StoreErr(err, "owner")
-}
-
 // Secret returns the named server secret, shared by every replica.
 func (s *Service) Secret(ctx context.Context, name string) ([]byte, error) {
 	return s.d.Store.Secret(ctx, name)

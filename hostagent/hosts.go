@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/faxhub/faxhub/core"
+	"github.com/faxhub/faxhub/core/accounts"
 	"github.com/faxhub/faxhub/core/hosts"
 	"github.com/faxhub/faxhub/core/web"
 )
@@ -18,11 +19,11 @@ func decode(w http.ResponseWriter, r *http.Request, v any, limit int64) error {
 
 // ownerSession is the signed-in owner of a first-party request: the
 // cross-origin check of every owner endpoint, then the session cookie.
-func (h *Handler) ownerSession(r *http.Request) (*core.Session, error) {
+func (h *Handler) ownerSession(r *http.Request) (*accounts.Session, error) {
 	if err := h.crossOrigin.Check(r); err != nil {
 		return nil, core.Errorf(core.KindForbidden, codeUnauthorized, "cross-origin requests are refused; use the console")
 	}
-	sess, err := web.OwnerSession(r, h.svc.Core)
+	sess, err := web.OwnerSession(r, h.svc.Accounts)
 	if err != nil {
 		return nil, err
 	}

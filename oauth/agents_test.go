@@ -18,6 +18,7 @@ import (
 
 	"github.com/faxhub/faxhub/conformance/storetest"
 	"github.com/faxhub/faxhub/core"
+	"github.com/faxhub/faxhub/core/accounts"
 	"github.com/faxhub/faxhub/core/agents"
 	"github.com/faxhub/faxhub/core/approvals"
 	"github.com/faxhub/faxhub/core/services"
@@ -69,7 +70,7 @@ func (h *agentHarness) jsonReq(path string, body any, cookie, origin string) (in
 	return resp.StatusCode, m, resp.Header
 }
 
-func (h *agentHarness) enroll(owner *core.Owner, name string, scopes []string) string {
+func (h *agentHarness) enroll(owner *accounts.Owner, name string, scopes []string) string {
 	h.t.Helper()
 	code, m, _ := h.jsonReq(oauth.PathAgentManage, map[string]any{"action": "enroll", "name": name, "scopes": scopes}, h.cookie(owner), "")
 	if code != http.StatusCreated {

@@ -15,6 +15,7 @@ import (
 	"github.com/ory/fosite/token/jwt"
 
 	"github.com/faxhub/faxhub/core"
+	"github.com/faxhub/faxhub/core/accounts"
 	"github.com/faxhub/faxhub/core/approvals"
 	"github.com/faxhub/faxhub/core/authstate"
 	"github.com/faxhub/faxhub/core/web"
@@ -149,8 +150,8 @@ func (s *Server) bindingOf(ar fosite.AuthorizeRequester, resource string) consen
 }
 
 // ownerSession returns the signed-in owner's session, or nil.
-func (s *Server) ownerSession(r *http.Request) (*core.Session, error) {
-	return web.OwnerSession(r, s.svc.Core)
+func (s *Server) ownerSession(r *http.Request) (*accounts.Session, error) {
+	return web.OwnerSession(r, s.svc.Accounts)
 }
 
 // redirectToSignIn sends the browser to the console's sign-in page, on
@@ -445,8 +446,8 @@ func (s *Server) upsertGrant(ctx context.Context, ownerID, clientID, resource st
 // newOwnerSession builds the fosite session of an authorization: the owner,
 // the grant, and id_token claims limited to the granted profile and email
 // scopes.
-func (s *Server) newOwnerSession(ctx context.Context, sess *core.Session, g *authstate.OAuthGrant, scopes []string) (*session, error) {
-	owner, err := s.svc.Core.Owner(ctx, sess.OwnerID)
+func (s *Server) newOwnerSession(ctx context.Context, sess *accounts.Session, g *authstate.OAuthGrant, scopes []string) (*session, error) {
+	owner, err := s.svc.Accounts.Owner(ctx, sess.OwnerID)
 	if err != nil {
 		return nil, fmt.Errorf("owner: %w", err)
 	}

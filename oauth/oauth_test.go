@@ -25,6 +25,7 @@ import (
 	"golang.org/x/oauth2"
 
 	"github.com/faxhub/faxhub/core"
+	"github.com/faxhub/faxhub/core/accounts"
 	"github.com/faxhub/faxhub/core/approvals"
 	"github.com/faxhub/faxhub/core/services"
 	"github.com/faxhub/faxhub/core/web"
@@ -166,9 +167,9 @@ func (h *harness) registerDefault() string {
 		"grant_types": []string{"authorization_code", "refresh_token"}, "token_endpoint_auth_method": "none"})
 }
 
-func (h *harness) cookie(owner *core.Owner) string {
+func (h *harness) cookie(owner *accounts.Owner) string {
 	h.t.Helper()
-	secret, _, err := h.env.Svc.Core.CreateSession(context.Background(), owner.ID, "test")
+	secret, _, err := h.env.Svc.Accounts.CreateSession(context.Background(), owner.ID, "test")
 	if err != nil {
 		h.t.Fatal(err)
 	}
@@ -237,7 +238,7 @@ func (h *harness) consent(a authz, cookie string) (string, string) {
 }
 
 // decide decides the approval exactly as the console does.
-func (h *harness) decide(owner *core.Owner, id string, approve bool, scopes []string) {
+func (h *harness) decide(owner *accounts.Owner, id string, approve bool, scopes []string) {
 	h.t.Helper()
 	ctx := context.Background()
 	a, err := h.env.Svc.Approvals.Get(ctx, owner.ID, id)
@@ -264,7 +265,7 @@ func (h *harness) callback(ret, cookie string) url.Values {
 }
 
 // authorize runs the whole owner side and returns the code.
-func (h *harness) authorize(a authz, owner *core.Owner, narrowed []string) string {
+func (h *harness) authorize(a authz, owner *accounts.Owner, narrowed []string) string {
 	h.t.Helper()
 	cookie := h.cookie(owner)
 	id, ret := h.consent(a, cookie)
@@ -513,7 +514,7 @@ func sameSet(a, b []string) bool {
 	return slices.Equal(a, b)
 }
 
-func checkIDToken(t *testing.T, h *harness, tok *oauth2.Token, clientID string, owner *core.Owner) {
+func checkIDToken(t *testing.T, h *harness, tok *oauth2.Token, clientID string, owner *accounts.Owner) {
 	t.Helper()
 	raw, _ := tok.Extra("id_token").(string)
 	if raw == "" {

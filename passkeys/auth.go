@@ -13,6 +13,7 @@ import (
 	"github.com/go-webauthn/webauthn/webauthn"
 
 	"github.com/faxhub/faxhub/core"
+	"github.com/faxhub/faxhub/core/accounts"
 	"github.com/faxhub/faxhub/core/authstate"
 )
 
@@ -42,7 +43,7 @@ func (c *Console) recoverPage(w http.ResponseWriter, r *http.Request) {
 // way, so the form does not reveal who has an account.
 func (c *Console) signup(w http.ResponseWriter, r *http.Request) {
 	f := emailForm{Email: strings.TrimSpace(r.PostFormValue("email")), Name: strings.TrimSpace(r.PostFormValue("name"))}
-	email, err := core.NormalizeEmail(f.Email)
+	email, err := accounts.NormalizeEmail(f.Email)
 	if err != nil || len(f.Name) > 200 {
 		f.EmailError = "Enter a valid email address, like name@example.com."
 		if err == nil {
@@ -61,7 +62,7 @@ func (c *Console) signup(w http.ResponseWriter, r *http.Request) {
 		c.render(w, r, http.StatusTooManyRequests, "signup", pageData{Title: "Create account", Nav: "signup", Error: core.AsError(err).Message, Body: f})
 		return
 	}
-	o, err := c.svc.Core.OwnerByEmail(ctx, email)
+	o, err := c.svc.Accounts.OwnerByEmail(ctx, email)
 	switch {
 	case err == nil:
 		err = c.sendRecovery(ctx, o, "Someone (hopefully you) tried to create a faxhub account with this address, which already has one.")
@@ -78,7 +79,7 @@ func (c *Console) signup(w http.ResponseWriter, r *http.Request) {
 
 func (c *Console) recover(w http.ResponseWriter, r *http.Request) {
 	f := emailForm{Email: strings.TrimSpace(r.PostFormValue("email"))}
-	email, err := core.NormalizeEmail(f.Email)
+	email, err := accounts.NormalizeEmail(f.Email)
 	if err != nil {
 		f.EmailError = "Enter a valid email address, like name@example.com."
 		c.render(w, r, http.StatusBadRequest, "recover", pageData{Title: "Recover your account", Nav: "signin", Error: "Check the form below.", Body: f})
@@ -90,7 +91,7 @@ func (c *Console) recover(w http.ResponseWriter, r *http.Request) {
 		c.render(w, r, http.StatusTooManyRequests, "recover", pageData{Title: "Recover your account", Nav: "signin", Error: core.AsError(err).Message, Body: f})
 		return
 	}
-	o, err := c.svc.Core.OwnerByEmail(ctx, email)
+	o, err := c.svc.Accounts.OwnerByEmail(ctx, email)
 	switch {
 	case err == nil:
 		err = c.sendRecovery(ctx, o, "You asked to recover your faxhub account.")
@@ -150,7 +151,7 @@ The link works once and expires in 30 minutes. If you did not ask for a faxhub a
 `})
 }
 
-func (c *Console) sendRecovery(ctx context.Context, o *core.Owner, why string) error {
+func (c *Console) sendRecovery(ctx context.Context, o *accounts.Owner, why string) error {
 	signIn, err := c.url("passkeys.signinPage")
 	if err != nil {
 		return err
@@ -222,7 +223,7 @@ func (c *Console) ownerForToken(ctx context.Context, t *authstate.EmailToken) (s
 	if t.OwnerID != nil {
 		return *t.OwnerID, nil
 	}
-	o, err := c.svc.Core.CreateOwner(ctx, t.Email, t.Name, true)
+	o, err := c.svc.Accounts.CreateOwner(ctx, t.Email, t.Name, true)
 	if err != nil {
 		if core.ErrorCode(err) == core.CodeOwnerExists {
 			// Another tab of the same sign-up may have won the race.
@@ -321,7 +322,7 @@ func (c *Console) verifyFinish(w http.ResponseWriter, r *http.Request) {
 	}
 	if t.Purpose == authstate.EmailTokenRecovery {
 		// Whoever holds the lost device is signed out.
-		if err := c.svc.Core.EndAllSessions(ctx, u.o.ID); err != nil {
+		if err := c.svc.Accounts.EndAllSessions(ctx, u.o.ID); err != nil {
 			c.fail(w, r, err)
 			return
 		}

@@ -15,6 +15,7 @@ import (
 	"github.com/go-webauthn/webauthn/webauthn"
 
 	"github.com/faxhub/faxhub/core"
+	"github.com/faxhub/faxhub/core/accounts"
 	"github.com/faxhub/faxhub/core/authstate"
 	"github.com/faxhub/faxhub/core/web"
 )
@@ -31,7 +32,7 @@ const (
 // owner is an Owner as go-webauthn sees it. The user handle is the owner
 // id: random, stable, and free of personal data.
 type owner struct {
-	o    *core.Owner
+	o    *accounts.Owner
 	keys []authstate.Passkey
 }
 
@@ -83,7 +84,7 @@ func credentialOf(k authstate.Passkey) (webauthn.Credential, error) {
 }
 
 func (c *Console) loadOwner(ctx context.Context, id string) (*owner, error) {
-	o, err := c.svc.Core.Owner(ctx, id)
+	o, err := c.svc.Accounts.Owner(ctx, id)
 	if err != nil {
 		return nil, fmt.Errorf("load owner: %w", err)
 	}

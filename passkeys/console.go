@@ -28,6 +28,7 @@ import (
 	"github.com/go-webauthn/webauthn/webauthn"
 
 	"github.com/faxhub/faxhub/core"
+	"github.com/faxhub/faxhub/core/accounts"
 	"github.com/faxhub/faxhub/core/authstate"
 	"github.com/faxhub/faxhub/core/hosts"
 	"github.com/faxhub/faxhub/core/mail"
@@ -291,8 +292,8 @@ func (c *Console) now() time.Time {
 
 // signedIn is a request's owner and session.
 type signedIn struct {
-	owner   *core.Owner
-	session *core.Session
+	owner   *accounts.Owner
+	session *accounts.Session
 	// csrf is the per-session form token.
 	csrf string
 }
@@ -307,12 +308,12 @@ func csrfToken(secret string) string {
 }
 
 func (c *Console) currentSession(r *http.Request) (*signedIn, error) {
-	sess, err := web.OwnerSession(r, c.svc.Core)
+	sess, err := web.OwnerSession(r, c.svc.Accounts)
 	if sess == nil || err != nil {
 		return nil, err
 	}
 	ck, _ := r.Cookie(web.SessionCookieName)
-	o, err := c.svc.Core.Owner(r.Context(), sess.OwnerID)
+	o, err := c.svc.Accounts.Owner(r.Context(), sess.OwnerID)
 	if err != nil {
 		return nil, fmt.Errorf("load owner of session: %w", err)
 	}
@@ -356,7 +357,7 @@ func (c *Console) withOwner(h ownerHandler) http.HandlerFunc {
 func (c *Console) setSessionCookie(w http.ResponseWriter, secret string) {
 	http.SetCookie(w, &http.Cookie{
 		Name: web.SessionCookieName, Value: secret, Path: "/", HttpOnly: true, Secure: c.secure,
-		SameSite: http.SameSiteLaxMode, MaxAge: int(core.SessionAbsoluteTimeout / time.Second),
+		SameSite: http.SameSiteLaxMode, MaxAge: int(accounts.SessionAbsoluteTimeout / time.Second),
 	})
 }
 
@@ -369,7 +370,7 @@ func (c *Console) clearSessionCookie(w http.ResponseWriter) {
 
 // signIn starts a session for the owner and sets its cookie.
 func (c *Console) signIn(ctx context.Context, w http.ResponseWriter, r *http.Request, ownerID string) error {
-	secret, _, err := c.svc.Core.CreateSession(ctx, ownerID, r.UserAgent())
+	secret, _, err := c.svc.Accounts.CreateSession(ctx, ownerID, r.UserAgent())
 	if err != nil {
 		return err
 	}
@@ -378,7 +379,7 @@ func (c *Console) signIn(ctx context.Context, w http.ResponseWriter, r *http.Req
 }
 
 func (c *Console) signout(w http.ResponseWriter, r *http.Request, s *signedIn) {
-	if err := c.svc.Core.EndSession(r.Context(), s.session.ID); err != nil {
+	if err := c.svc.Accounts.EndSession(r.Context(), s.session.ID); err != nil {
 		c.fail(w, r, err)
 		return
 	}
@@ -387,7 +388,7 @@ func (c *Console) signout(w http.ResponseWriter, r *http.Request, s *signedIn) {
 }
 
 func (c *Console) signoutAll(w http.ResponseWriter, r *http.Request, s *signedIn) {
-	if err := c.svc.Core.EndAllSessions(r.Context(), s.owner.ID); err != nil {
+	if err := c.svc.Accounts.EndAllSessions(r.Context(), s.owner.ID); err != nil {
 		c.fail(w, r, err)
 		return
 	}

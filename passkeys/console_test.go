@@ -288,7 +288,7 @@ func TestSignUpVerifySignIn(t *testing.T) {
 			t.Errorf("dashboard lacks %q", want)
 		}
 	}
-	o, err := h.env.Svc.Core.OwnerByEmail(t.Context(), "ada@example.com")
+	o, err := h.env.Svc.Accounts.OwnerByEmail(t.Context(), "ada@example.com")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -407,7 +407,7 @@ func TestPasskeyManagement(t *testing.T) {
 	h := newHarness(t)
 	b, d1 := h.signUp("ada@example.com", "Ada")
 	csrf := b.csrf()
-	o, _ := h.env.Svc.Core.OwnerByEmail(t.Context(), "ada@example.com")
+	o, _ := h.env.Svc.Accounts.OwnerByEmail(t.Context(), "ada@example.com")
 
 	// The only passkey cannot be removed.
 	keys, _ := h.env.DB.ListPasskeys(t.Context(), o.ID)
@@ -501,7 +501,7 @@ func TestSignOutAndSignOutEverywhere(t *testing.T) {
 
 func (h *harness) ownerID(email string) string {
 	h.t.Helper()
-	o, err := h.env.Svc.Core.OwnerByEmail(h.t.Context(), email)
+	o, err := h.env.Svc.Accounts.OwnerByEmail(h.t.Context(), email)
 	if err != nil {
 		h.t.Fatal(err)
 	}
@@ -787,7 +787,7 @@ func TestCrossOriginRequestsRefused(t *testing.T) {
 	h := newHarness(t)
 	b, _ := h.signUp("ada@example.com", "Ada")
 	csrf := b.csrf()
-	keysBefore, _ := h.env.Svc.Core.ListAPIKeys(t.Context(), h.ownerID("ada@example.com"))
+	keysBefore, _ := h.env.Svc.Accounts.ListAPIKeys(t.Context(), h.ownerID("ada@example.com"))
 	form := url.Values{"csrf": {csrf}, "mode": {"live"}, "name": {"x"}}.Encode()
 	for name, hdr := range map[string]http.Header{
 		"Sec-Fetch-Site cross-site": {"Sec-Fetch-Site": {"cross-site"}},
@@ -810,7 +810,7 @@ func TestCrossOriginRequestsRefused(t *testing.T) {
 	// Ceremony endpoints take JSON only, which cross-site forms cannot send.
 	r = b.do("POST", "/signin/begin", strings.NewReader("{}"), "text/plain", nil)
 	wantStatus(t, "text/plain ceremony", r, http.StatusUnsupportedMediaType)
-	keysAfter, _ := h.env.Svc.Core.ListAPIKeys(t.Context(), h.ownerID("ada@example.com"))
+	keysAfter, _ := h.env.Svc.Accounts.ListAPIKeys(t.Context(), h.ownerID("ada@example.com"))
 	if len(keysAfter) != len(keysBefore)+1 {
 		t.Fatalf("keys %d → %d, want exactly one created (the same-origin one)", len(keysBefore), len(keysAfter))
 	}
@@ -827,7 +827,7 @@ func TestAPIKeysAndDashboard(t *testing.T) {
 	if m == nil {
 		t.Fatalf("secret not shown:\n%s", r.body)
 	}
-	p, err := h.env.Svc.Core.AuthenticateAPIKey(t.Context(), m[1])
+	p, err := h.env.Svc.Accounts.AuthenticateAPIKey(t.Context(), m[1])
 	if err != nil || p.OwnerID != owner {
 		t.Fatalf("created key: %+v %v", p, err)
 	}
@@ -836,9 +836,9 @@ func TestAPIKeysAndDashboard(t *testing.T) {
 		t.Fatal("keys page shows the secret again or lacks the key")
 	}
 	wantStatus(t, "bad mode", b.form("/console/keys", url.Values{"csrf": {csrf}, "mode": {"prod"}}), http.StatusBadRequest)
-	keys, _ := h.env.Svc.Core.ListAPIKeys(t.Context(), owner)
+	keys, _ := h.env.Svc.Accounts.ListAPIKeys(t.Context(), owner)
 	wantStatus(t, "revoke", b.form("/console/keys/"+keys[0].ID+"/revoke", url.Values{"csrf": {csrf}}), http.StatusSeeOther)
-	if _, err := h.env.Svc.Core.AuthenticateAPIKey(t.Context(), m[1]); err == nil {
+	if _, err := h.env.Svc.Accounts.AuthenticateAPIKey(t.Context(), m[1]); err == nil {
 		t.Fatal("revoked key still works")
 	}
 
@@ -891,7 +891,7 @@ func TestOwnersAreIsolated(t *testing.T) {
 	con := h.consent(aliceID, false)
 	fax := h.fax(aliceID, core.ModeTest, faxes.Queued)
 	alice.form("/console/keys", url.Values{"csrf": {alice.csrf()}, "mode": {"live"}, "name": {"alice-secret-key"}})
-	aliceKeys, _ := h.env.Svc.Core.ListAPIKeys(t.Context(), aliceID)
+	aliceKeys, _ := h.env.Svc.Accounts.ListAPIKeys(t.Context(), aliceID)
 	h.grants.add(core.Grant{ID: "grt_alice", OwnerID: aliceID, ClientName: "Alice's Chat", Scopes: []string{"fax:read"}})
 	h.grants.add(core.Grant{ID: "grt_bob", OwnerID: bobID, ClientName: "Bob's Chat", Scopes: []string{"fax:read"}})
 
@@ -945,7 +945,7 @@ func TestOwnersAreIsolated(t *testing.T) {
 	// Keys and grants.
 	wantStatus(t, "bob revokes alice's key", bob.form("/console/keys/"+aliceKeys[0].ID+"/revoke", url.Values{"csrf": {bobCSRF}}), http.StatusNotFound)
 	wantStatus(t, "bob revokes alice's grant", bob.form("/console/apps/grt_alice/revoke", url.Values{"csrf": {bobCSRF}}), http.StatusNotFound)
-	if ks, _ := h.env.Svc.Core.ListAPIKeys(t.Context(), aliceID); ks[0].RevokedAt != nil {
+	if ks, _ := h.env.Svc.Accounts.ListAPIKeys(t.Context(), aliceID); ks[0].RevokedAt != nil {
 		t.Error("bob revoked alice's key")
 	}
 	if !h.grants.has("grt_alice") {

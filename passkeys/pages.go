@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/faxhub/faxhub/core"
+	"github.com/faxhub/faxhub/core/accounts"
 	"github.com/faxhub/faxhub/core/authstate"
 	"github.com/faxhub/faxhub/core/credits"
 	"github.com/faxhub/faxhub/core/faxes"
@@ -79,7 +80,7 @@ func (c *Console) buyCredits(w http.ResponseWriter, r *http.Request, s *signedIn
 }
 
 type keysBody struct {
-	Keys    []core.APIKey
+	Keys    []accounts.APIKey
 	Secret  string
 	NewMode core.Mode
 }
@@ -89,7 +90,7 @@ func (c *Console) keysPage(w http.ResponseWriter, r *http.Request, s *signedIn) 
 }
 
 func (c *Console) showKeys(w http.ResponseWriter, r *http.Request, s *signedIn, status int, b keysBody, notice, errMsg string) {
-	keys, err := c.svc.Core.ListAPIKeys(r.Context(), s.owner.ID)
+	keys, err := c.svc.Accounts.ListAPIKeys(r.Context(), s.owner.ID)
 	if err != nil {
 		c.fail(w, r, err)
 		return
@@ -108,7 +109,7 @@ func (c *Console) createKey(w http.ResponseWriter, r *http.Request, s *signedIn)
 		c.showKeys(w, r, s, http.StatusBadRequest, keysBody{}, "", "Choose test or live mode.")
 		return
 	}
-	secret, _, err := c.svc.Core.CreateAPIKey(r.Context(), s.owner.ID, mode, strings.TrimSpace(r.PostFormValue("name")))
+	secret, _, err := c.svc.Accounts.CreateAPIKey(r.Context(), s.owner.ID, mode, strings.TrimSpace(r.PostFormValue("name")))
 	if err != nil {
 		if e := core.AsError(err); e.Kind != core.KindInternal {
 			c.showKeys(w, r, s, statusOf(e.Kind), keysBody{}, "", e.Message)
@@ -121,7 +122,7 @@ func (c *Console) createKey(w http.ResponseWriter, r *http.Request, s *signedIn)
 }
 
 func (c *Console) revokeKey(w http.ResponseWriter, r *http.Request, s *signedIn) {
-	if err := c.svc.Core.RevokeAPIKey(r.Context(), s.owner.ID, r.PathValue("id")); err != nil {
+	if err := c.svc.Accounts.RevokeAPIKey(r.Context(), s.owner.ID, r.PathValue("id")); err != nil {
 		c.fail(w, r, err)
 		return
 	}
@@ -193,7 +194,7 @@ func (c *Console) revokeApp(w http.ResponseWriter, r *http.Request, s *signedIn)
 }
 
 type accountBody struct {
-	Owner    *core.Owner
+	Owner    *accounts.Owner
 	Passkeys []authstate.Passkey
 }
 

@@ -10,13 +10,14 @@ import (
 	"time"
 
 	"github.com/faxhub/faxhub/core"
+	"github.com/faxhub/faxhub/core/accounts"
 	"github.com/faxhub/faxhub/core/web"
 )
 
 // pageData is what every page template gets; Body is the page's own data.
 type pageData struct {
 	Title      string
-	Owner      *core.Owner
+	Owner      *accounts.Owner
 	CSRF       string
 	Nav        string
 	Pending    int

@@ -237,7 +237,7 @@ func (a *api) authed(h authedFunc) http.Handler {
 				"send your API key as \"Authorization: Bearer <API key>\""))
 			return
 		}
-		p, err := a.svc.Core.AuthenticateAPIKey(r.Context(), secret)
+		p, err := a.svc.Accounts.AuthenticateAPIKey(r.Context(), secret)
 		if err != nil {
 			if core.ErrorKind(err) == core.KindUnauthenticated {
 				w.Header().Set("WWW-Authenticate", wwwAuthenticate+`, error="invalid_token"`)

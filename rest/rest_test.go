@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/faxhub/faxhub/core"
+	"github.com/faxhub/faxhub/core/accounts"
 	"github.com/faxhub/faxhub/core/machine"
 	"github.com/faxhub/faxhub/core/services"
 	"github.com/faxhub/faxhub/core/web"
@@ -21,10 +22,10 @@ import (
 // any other call panic, which proves these tests need no database.
 type keyStore struct {
 	services.Store
-	keys map[string]*core.APIKey // by hash
+	keys map[string]*accounts.APIKey // by hash
 }
 
-func (s *keyStore) GetAPIKeyByHash(_ context.Context, hash string) (*core.APIKey, error) {
+func (s *keyStore) GetAPIKeyByHash(_ context.Context, hash string) (*accounts.APIKey, error) {
 	if k, ok := s.keys[hash]; ok {
 		return k, nil
 	}
@@ -66,7 +67,7 @@ func newUnitAPI(t *testing.T, machineOn bool) *api {
 	t.Helper()
 	now := time.Now()
 	revoked := now.Add(-time.Hour)
-	st := &keyStore{keys: map[string]*core.APIKey{
+	st := &keyStore{keys: map[string]*accounts.APIKey{
 		core.HashSecret(testKey):     {ID: "key_a", OwnerID: "own_a", Mode: core.ModeTest, LastUsedAt: &now},
 		core.HashSecret(revokedKey):  {ID: "key_r", OwnerID: "own_a", Mode: core.ModeTest, LastUsedAt: &now, RevokedAt: &revoked},
 		core.HashSecret(liveLooking): {ID: "key_m", OwnerID: "own_a", Mode: core.ModeTest, LastUsedAt: &now},

@@ -9,6 +9,7 @@ import (
 	"os"
 
 	"github.com/faxhub/faxhub/core"
+	"github.com/faxhub/faxhub/core/accounts"
 	"github.com/faxhub/faxhub/core/inbox"
 	"github.com/faxhub/faxhub/core/services"
 	"github.com/faxhub/faxhub/core/web"
@@ -105,11 +106,11 @@ func adminCmd(ctx context.Context, name string, args []string, stdout, stderr io
 	defer a.Close()
 	svc := a.Svc
 
-	findOwner := func() (*core.Owner, error) {
+	findOwner := func() (*accounts.Owner, error) {
 		if *owner == "" {
 			return nil, usageError{"--owner EMAIL is required"}
 		}
-		return svc.Core.OwnerByEmail(ctx, *owner)
+		return svc.Accounts.OwnerByEmail(ctx, *owner)
 	}
 	parseMode := func() (core.Mode, error) {
 		m, err := core.ParseMode(*mode)
@@ -124,7 +125,7 @@ func adminCmd(ctx context.Context, name string, args []string, stdout, stderr io
 		if *email == "" {
 			return usageError{"--email is required"}
 		}
-		o, err := svc.Core.CreateOwner(ctx, *email, *ownerName, true)
+		o, err := svc.Accounts.CreateOwner(ctx, *email, *ownerName, true)
 		if err != nil {
 			return err
 		}
@@ -138,7 +139,7 @@ func adminCmd(ctx context.Context, name string, args []string, stdout, stderr io
 		if err != nil {
 			return err
 		}
-		secret, k, err := svc.Core.CreateAPIKey(ctx, o.ID, m, *ownerName)
+		secret, k, err := svc.Accounts.CreateAPIKey(ctx, o.ID, m, *ownerName)
 		if err != nil {
 			return err
 		}
@@ -176,7 +177,7 @@ func adminCmd(ctx context.Context, name string, args []string, stdout, stderr io
 		if err != nil {
 			return err
 		}
-		secret, _, err := svc.Core.CreateSession(ctx, o.ID, "faxhub admin session create")
+		secret, _, err := svc.Accounts.CreateSession(ctx, o.ID, "faxhub admin session create")
 		if err != nil {
 			return err
 		}
@@ -224,14 +225,14 @@ func copyToTemp(path string) (string, error) {
 // createDemo makes (or reuses) the demo owner, gives it a new test key and
 // 10 USD of test credits, and prints the key once.
 func createDemo(ctx context.Context, svc *services.Set, apiURL string, w io.Writer) error {
-	o, err := svc.Core.OwnerByEmail(ctx, demoEmail)
+	o, err := svc.Accounts.OwnerByEmail(ctx, demoEmail)
 	if core.ErrorKind(err) == core.KindNotFound {
-		o, err = svc.Core.CreateOwner(ctx, demoEmail, "Demo Owner", true)
+		o, err = svc.Accounts.CreateOwner(ctx, demoEmail, "Demo Owner", true)
 	}
 	if err != nil {
 		return err
 	}
-	secret, _, err := svc.Core.CreateAPIKey(ctx, o.ID, core.ModeTest, "demo")
+	secret, _, err := svc.Accounts.CreateAPIKey(ctx, o.ID, core.ModeTest, "demo")
 	if err != nil {
 		return err
 	}

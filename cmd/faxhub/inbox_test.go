@@ -51,7 +51,7 @@ func TestAdminInboxDeliver(t *testing.T) {
 		defer cancel()
 		_ = a.Queue.Stop(sctx)
 	}()
-	p, err := a.Svc.Core.AuthenticateAPIKey(ctx, strings.TrimSpace(key))
+	p, err := a.Svc.Accounts.AuthenticateAPIKey(ctx, strings.TrimSpace(key))
 	if err != nil {
 		t.Fatal(err)
 	}

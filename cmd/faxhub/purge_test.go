@@ -33,15 +33,15 @@ func TestAdminPurge(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	o, err := a.Svc.Core.CreateOwner(ctx, "purge@example.com", "", true)
+	o, err := a.Svc.Accounts.CreateOwner(ctx, "purge@example.com", "", true)
 	if err != nil {
 		t.Fatal(err)
 	}
-	key, _, err := a.Svc.Core.CreateAPIKey(ctx, o.ID, core.ModeTest, "")
+	key, _, err := a.Svc.Accounts.CreateAPIKey(ctx, o.ID, core.ModeTest, "")
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, err := a.Svc.Core.AuthenticateAPIKey(ctx, key)
+	p, err := a.Svc.Accounts.AuthenticateAPIKey(ctx, key)
 	if err != nil {
 		t.Fatal(err)
 	}

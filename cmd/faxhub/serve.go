@@ -134,7 +134,7 @@ func banner(ctx context.Context, a *app.App, c config, w io.Writer) {
 	fmt.Fprintf(w, "  API       %s/api/v1/   (OpenAPI: %s/openapi.json)\n", c.APIURL, c.BaseURL)
 	fmt.Fprintf(w, "  data dir  %s\n\n", c.DataDir)
 	if c.Dev {
-		if _, err := a.Svc.Core.OwnerByEmail(ctx, demoEmail); errors.Is(err, nil) {
+		if _, err := a.Svc.Accounts.OwnerByEmail(ctx, demoEmail); errors.Is(err, nil) {
 			fmt.Fprintf(w, "Demo owner %s exists. A new test key:\n  %s admin apikey create %s --owner %s --mode test\n\n", demoEmail, selfName(), c.dataFlag(), demoEmail)
 			return
 		} else if core.ErrorKind(err) != core.KindNotFound {

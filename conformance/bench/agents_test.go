@@ -82,11 +82,11 @@ func benchAgentExchange(t *testing.T, rep *report) {
 // claim as the owner and returns the identity assertion from the poll.
 func approvedAssertion(t *testing.T, a *app.App, base string) string {
 	ctx := t.Context()
-	o, err := a.Svc.Core.CreateOwner(ctx, "agents-bench@example.com", "Bench", true)
+	o, err := a.Svc.Accounts.CreateOwner(ctx, "agents-bench@example.com", "Bench", true)
 	if err != nil {
 		t.Fatal(err)
 	}
-	secret, _, err := a.Svc.Core.CreateSession(ctx, o.ID, "bench")
+	secret, _, err := a.Svc.Accounts.CreateSession(ctx, o.ID, "bench")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -148,7 +148,7 @@ const hostAgentHosts = 4
 // every device code is approved as the owner with get_credits granted.
 func activeAgents(t *testing.T, a *app.App, base string) *agentPool {
 	ctx := t.Context()
-	o, err := a.Svc.Core.CreateOwner(ctx, "hostagent-bench@example.com", "Bench", true)
+	o, err := a.Svc.Accounts.CreateOwner(ctx, "hostagent-bench@example.com", "Bench", true)
 	if err != nil {
 		t.Fatal(err)
 	}

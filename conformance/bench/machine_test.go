@@ -248,11 +248,11 @@ func credential(ch mpp.Challenge, spt string) (string, error) {
 // a test API key, credits and one uploaded 1-page PDF, unique
 // Idempotency-Keys (as benchSendAndGet does on its own service).
 func creditSend(ctx context.Context, t *testing.T, a *app.App, c *http.Client, base string) (loadResult, error) {
-	o, err := a.Svc.Core.CreateOwner(ctx, "machine-bench@example.com", "Bench", true)
+	o, err := a.Svc.Accounts.CreateOwner(ctx, "machine-bench@example.com", "Bench", true)
 	if err != nil {
 		return loadResult{}, err
 	}
-	key, _, err := a.Svc.Core.CreateAPIKey(ctx, o.ID, core.ModeTest, "bench")
+	key, _, err := a.Svc.Accounts.CreateAPIKey(ctx, o.ID, core.ModeTest, "bench")
 	if err != nil {
 		return loadResult{}, err
 	}

@@ -130,14 +130,14 @@ func sendPGSetup(t *testing.T, base, dsn, blobs string, client *http.Client) (ke
 	}
 	defer a.Close()
 	for i := range sendPGOwners {
-		o, err := a.Svc.Core.CreateOwner(ctx, fmt.Sprintf("sendpg-%d@example.com", i), "Bench", true)
+		o, err := a.Svc.Accounts.CreateOwner(ctx, fmt.Sprintf("sendpg-%d@example.com", i), "Bench", true)
 		if err != nil {
 			t.Fatal(err)
 		}
 		if _, err := a.Svc.Credits.Grant(ctx, o.ID, core.ModeTest, 100_000*core.MicrosPerDollar, "benchmark"); err != nil {
 			t.Fatal(err)
 		}
-		key, _, err := a.Svc.Core.CreateAPIKey(ctx, o.ID, core.ModeTest, "bench")
+		key, _, err := a.Svc.Accounts.CreateAPIKey(ctx, o.ID, core.ModeTest, "bench")
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -288,7 +288,7 @@ func soakSetup(t *testing.T, dir, base string) (key string, chat *oauth2.Config,
 	if _, err := a.Svc.Credits.Grant(ctx, w.Account.ID, core.ModeTest, 1_000_000*core.MicrosPerDollar, "soak benchmark"); err != nil {
 		t.Fatal(err)
 	}
-	key, _, err = a.Svc.Core.CreateAPIKey(ctx, w.Account.ID, core.ModeTest, "soak")
+	key, _, err = a.Svc.Accounts.CreateAPIKey(ctx, w.Account.ID, core.ModeTest, "soak")
 	if err != nil {
 		t.Fatal(err)
 	}

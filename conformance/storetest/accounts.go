@@ -4,17 +4,18 @@ import (
 	"testing"
 
 	"github.com/faxhub/faxhub/core"
+	"github.com/faxhub/faxhub/core/accounts"
 	"github.com/faxhub/faxhub/core/services"
 )
 
 func testOwners(t *testing.T, s services.Store) {
 	ctx := t.Context()
-	o := &core.Owner{ID: core.NewID(core.PrefixOwner), Email: "ada@example.com", Name: "Ada", CreatedAt: at(0)}
+	o := &accounts.Owner{ID: core.NewID(core.PrefixOwner), Email: "ada@example.com", Name: "Ada", CreatedAt: at(0)}
 	must(t, s.CreateOwner(ctx, o))
-	verified := &core.Owner{ID: core.NewID(core.PrefixOwner), Email: "grace@example.com", EmailVerifiedAt: ptr(at(5)), CreatedAt: at(1)}
+	verified := &accounts.Owner{ID: core.NewID(core.PrefixOwner), Email: "grace@example.com", EmailVerifiedAt: ptr(at(5)), CreatedAt: at(1)}
 	must(t, s.CreateOwner(ctx, verified))
 
-	for _, want := range []*core.Owner{o, verified} {
+	for _, want := range []*accounts.Owner{o, verified} {
 		got, err := s.GetOwner(ctx, want.ID)
 		must(t, err)
 		wantEqual(t, "GetOwner", got, want)
@@ -23,9 +24,9 @@ func testOwners(t *testing.T, s services.Store) {
 		wantEqual(t, "GetOwnerByEmail", got, want)
 	}
 
-	err := s.CreateOwner(ctx, &core.Owner{ID: core.NewID(core.PrefixOwner), Email: o.Email, CreatedAt: at(2)})
+	err := s.CreateOwner(ctx, &accounts.Owner{ID: core.NewID(core.PrefixOwner), Email: o.Email, CreatedAt: at(2)})
 	wantErr(t, "owner with a taken email", err, core.ErrExists)
-	err = s.CreateOwner(ctx, &core.Owner{ID: o.ID, Email: "other@example.com", CreatedAt: at(2)})
+	err = s.CreateOwner(ctx, &accounts.Owner{ID: o.ID, Email: "other@example.com", CreatedAt: at(2)})
 	wantErr(t, "owner with a taken id", err, core.ErrExists)
 	_, err = s.GetOwnerByEmail(ctx, "other@example.com")
 	wantErr(t, "owner of a refused create", err, core.ErrNoRows)
@@ -39,9 +40,9 @@ func testOwners(t *testing.T, s services.Store) {
 func testAPIKeys(t *testing.T, s services.Store) {
 	ctx := t.Context()
 	a, b := newOwner(t, s), newOwner(t, s)
-	key := func(o *core.Owner, mode core.Mode, sec int) *core.APIKey {
+	key := func(o *accounts.Owner, mode core.Mode, sec int) *accounts.APIKey {
 		id := core.NewID(core.PrefixAPIKey)
-		k := &core.APIKey{ID: id, OwnerID: o.ID, Mode: mode, Name: "key " + id, Hash: core.HashSecret(id), Hint: "fxk_…" + id[len(id)-4:], CreatedAt: at(sec)}
+		k := &accounts.APIKey{ID: id, OwnerID: o.ID, Mode: mode, Name: "key " + id, Hash: core.HashSecret(id), Hint: "fxk_…" + id[len(id)-4:], CreatedAt: at(sec)}
 		must(t, s.CreateAPIKey(ctx, k))
 		return k
 	}
@@ -56,7 +57,7 @@ func testAPIKeys(t *testing.T, s services.Store) {
 
 	list, err := s.ListAPIKeys(ctx, a.ID)
 	must(t, err)
-	wantEqual(t, "ListAPIKeys, newest first", list, []core.APIKey{*k3, *k2, *k1})
+	wantEqual(t, "ListAPIKeys, newest first", list, []accounts.APIKey{*k3, *k2, *k1})
 	list, err = s.ListAPIKeys(ctx, "own_nobody")
 	must(t, err)
 	if len(list) != 0 {
@@ -87,9 +88,9 @@ func testAPIKeys(t *testing.T, s services.Store) {
 func testSessions(t *testing.T, s services.Store) {
 	ctx := t.Context()
 	a, b := newOwner(t, s), newOwner(t, s)
-	session := func(o *core.Owner) *core.Session {
+	session := func(o *accounts.Owner) *accounts.Session {
 		id := core.NewID(core.PrefixSession)
-		ss := &core.Session{
+		ss := &accounts.Session{
 			ID: id, Hash: core.HashSecret(id), OwnerID: o.ID, CreatedAt: at(0), LastSeenAt: at(0),
 			ExpiresAt: at(14 * 24 * 3600), UserAgent: "Mozilla/5.0 (conformance)",
 		}

@@ -4,12 +4,13 @@ import (
 	"testing"
 
 	"github.com/faxhub/faxhub/core"
+	"github.com/faxhub/faxhub/core/accounts"
 	"github.com/faxhub/faxhub/core/documents"
 	"github.com/faxhub/faxhub/core/faxes"
 	"github.com/faxhub/faxhub/core/services"
 )
 
-func newUpload(t *testing.T, s services.Store, o *core.Owner) *documents.Upload {
+func newUpload(t *testing.T, s services.Store, o *accounts.Owner) *documents.Upload {
 	t.Helper()
 	u := &documents.Upload{
 		ID: core.NewID(core.PrefixUpload), OwnerID: o.ID, Mode: core.ModeTest, ContentType: string(documents.FilePDF),
@@ -171,7 +172,7 @@ func testDrafts(t *testing.T, s services.Store) {
 func testDocumentUsage(t *testing.T, s services.Store) {
 	ctx := t.Context()
 	o, other := newOwner(t, s), newOwner(t, s)
-	usage := func(what string, o *core.Owner, mode core.Mode, want int64) {
+	usage := func(what string, o *accounts.Owner, mode core.Mode, want int64) {
 		t.Helper()
 		got, err := s.DocumentUsage(ctx, o.ID, mode)
 		must(t, err)

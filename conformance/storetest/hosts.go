@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/faxhub/faxhub/core"
+	"github.com/faxhub/faxhub/core/accounts"
 	"github.com/faxhub/faxhub/core/approvals"
 	"github.com/faxhub/faxhub/core/hosts"
 	"github.com/faxhub/faxhub/core/services"
@@ -21,14 +22,14 @@ func RunHostTests(t *testing.T, st services.Store) {
 	t.Run("JWTIDsConcurrent", func(t *testing.T) { testJWTIDsConcurrent(t, st) })
 }
 
-func activeHost(o *core.Owner, sec int, caps ...hosts.Capability) *hosts.Host {
+func activeHost(o *accounts.Owner, sec int, caps ...hosts.Capability) *hosts.Host {
 	key, tp := `{"crv":"Ed25519","kty":"OKP","x":"`+core.NewID("k")+`"}`, core.NewID("tp_")
 	enrolled := at(sec)
 	return &hosts.Host{ID: core.NewID(hosts.PrefixHost), OwnerID: o.ID, Name: "Laptop", PublicKey: &key, Thumbprint: &tp,
 		DefaultCapabilities: caps, Status: hosts.Active, CreatedAt: at(sec), EnrolledAt: &enrolled}
 }
 
-func pendingHost(o *core.Owner, sec int) *hosts.Host {
+func pendingHost(o *accounts.Owner, sec int) *hosts.Host {
 	hash, exp := core.NewID("eh_"), at(sec).Add(hosts.EnrollmentTTL)
 	return &hosts.Host{ID: core.NewID(hosts.PrefixHost), OwnerID: o.ID, Name: "Server", DefaultCapabilities: []hosts.Capability{},
 		Status: hosts.PendingEnrollment, EnrollmentHash: &hash, EnrollmentExpiresAt: &exp, CreatedAt: at(sec)}
@@ -226,7 +227,7 @@ func testDelegatedAgents(t *testing.T, s services.Store) {
 	}
 }
 
-func newDelegatedSend(t *testing.T, s services.Store, o *core.Owner, sec int) *hosts.Send {
+func newDelegatedSend(t *testing.T, s services.Store, o *accounts.Owner, sec int) *hosts.Send {
 	t.Helper()
 	ctx := t.Context()
 	doc := newDocument(t, s, o, core.ModeTest)

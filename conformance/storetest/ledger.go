@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/faxhub/faxhub/core"
+	"github.com/faxhub/faxhub/core/accounts"
 	"github.com/faxhub/faxhub/core/credits"
 	"github.com/faxhub/faxhub/core/faxes"
 	"github.com/faxhub/faxhub/core/services"
@@ -14,7 +15,7 @@ import (
 
 // wantBalance checks the cached balance against want, and against the
 // ledger (see consistentBalance).
-func wantBalance(t *testing.T, s services.Store, o *core.Owner, mode core.Mode, available, held int64) {
+func wantBalance(t *testing.T, s services.Store, o *accounts.Owner, mode core.Mode, available, held int64) {
 	t.Helper()
 	b := consistentBalance(t, s, o, mode)
 	if b.AvailableMicros != available || b.HeldMicros != held {
@@ -25,7 +26,7 @@ func wantBalance(t *testing.T, s services.Store, o *core.Owner, mode core.Mode, 
 // consistentBalance returns the cached balance after checking it against
 // the ledger itself: available is the sum of all entries, held the amount of
 // the holds not yet settled, and no hold is settled twice.
-func consistentBalance(t *testing.T, s services.Store, o *core.Owner, mode core.Mode) *credits.Balance {
+func consistentBalance(t *testing.T, s services.Store, o *accounts.Owner, mode core.Mode) *credits.Balance {
 	t.Helper()
 	b, err := s.GetBalance(t.Context(), o.ID, mode)
 	must(t, err)

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/faxhub/faxhub/core"
+	"github.com/faxhub/faxhub/core/accounts"
 	"github.com/faxhub/faxhub/core/approvals"
 	"github.com/faxhub/faxhub/core/checkout"
 	"github.com/faxhub/faxhub/core/credits"
@@ -104,7 +105,7 @@ func wantApproval(t *testing.T, what string, got, want *approvals.Approval) {
 	wantEqual(t, what, g, w)
 }
 
-func newApproval(t *testing.T, s services.Store, o *core.Owner, created, expires int) *approvals.Approval {
+func newApproval(t *testing.T, s services.Store, o *accounts.Owner, created, expires int) *approvals.Approval {
 	t.Helper()
 	a := &approvals.Approval{
 		ID: core.NewID(core.PrefixApproval), OwnerID: o.ID, Kind: approvals.KindOAuthConsent, Requester: "Claude",
@@ -170,7 +171,7 @@ func testApprovals(t *testing.T, s services.Store) {
 	list("any status", "", 0, a3, a2, noDetails, a1)
 }
 
-func newCheckout(t *testing.T, s services.Store, o *core.Owner, draftID *string) *checkout.Checkout {
+func newCheckout(t *testing.T, s services.Store, o *accounts.Owner, draftID *string) *checkout.Checkout {
 	t.Helper()
 	c := &checkout.Checkout{
 		ID: core.NewID(core.PrefixCheckout), OwnerID: o.ID, Mode: core.ModeTest, Kind: checkout.KindCreditPack,

@@ -7,13 +7,14 @@ import (
 	"testing"
 
 	"github.com/faxhub/faxhub/core"
+	"github.com/faxhub/faxhub/core/accounts"
 	"github.com/faxhub/faxhub/core/inbox"
 	"github.com/faxhub/faxhub/core/numbers"
 	"github.com/faxhub/faxhub/core/services"
 )
 
 // newNumber stores a number of owner o in status st, created at sec.
-func newNumber(t *testing.T, s services.Store, o *core.Owner, e164 string, st numbers.Status, sec int) *numbers.Number {
+func newNumber(t *testing.T, s services.Store, o *accounts.Owner, e164 string, st numbers.Status, sec int) *numbers.Number {
 	t.Helper()
 	n := &numbers.Number{
 		ID: core.NewID(core.PrefixNumber), OwnerID: o.ID, Mode: core.ModeTest, E164: e164, Country: "US", Region: "NY",
@@ -115,7 +116,7 @@ func testNumbers(t *testing.T, s services.Store) {
 // holds it.
 func testNumbersConcurrent(t *testing.T, s services.Store) {
 	const racers = 8
-	owners := make([]*core.Owner, racers)
+	owners := make([]*accounts.Owner, racers)
 	for i := range owners {
 		owners[i] = newOwner(t, s)
 	}

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/faxhub/faxhub/core"
+	"github.com/faxhub/faxhub/core/accounts"
 	"github.com/faxhub/faxhub/core/approvals"
 	"github.com/faxhub/faxhub/core/authstate"
 	"github.com/faxhub/faxhub/core/services"
@@ -62,7 +63,7 @@ func testOAuthClients(t *testing.T, st services.Store) {
 	wantEqual(t, "client after PutOAuthClient", got, &want)
 }
 
-func newGrant(t *testing.T, s authstate.OAuthStore, o *core.Owner, c *authstate.OAuthClient, resource string) *authstate.OAuthGrant {
+func newGrant(t *testing.T, s authstate.OAuthStore, o *accounts.Owner, c *authstate.OAuthClient, resource string) *authstate.OAuthGrant {
 	t.Helper()
 	g := &authstate.OAuthGrant{
 		ID: core.NewID(core.PrefixOAuthGrant), OwnerID: o.ID, ClientID: c.ID, Scopes: []string{"fax:read", "offline_access"},

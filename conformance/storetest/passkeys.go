@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/faxhub/faxhub/core"
+	"github.com/faxhub/faxhub/core/accounts"
 	"github.com/faxhub/faxhub/core/authstate"
 	"github.com/faxhub/faxhub/core/services"
 )
@@ -32,7 +33,7 @@ func RunPasskeyTests(t *testing.T, s services.Store) {
 	}
 }
 
-func newPasskey(t *testing.T, ps authstate.PasskeyStore, o *core.Owner, sec int) *authstate.Passkey {
+func newPasskey(t *testing.T, ps authstate.PasskeyStore, o *accounts.Owner, sec int) *authstate.Passkey {
 	t.Helper()
 	id := core.NewID(core.PrefixPasskey)
 	p := &authstate.Passkey{
@@ -119,7 +120,7 @@ func testPasskeyLastOneConcurrent(t *testing.T, s services.Store, ps authstate.P
 	}
 }
 
-func newChallenge(t *testing.T, ps authstate.PasskeyStore, o *core.Owner, purpose string, expiresSec int) *authstate.WebAuthnChallenge {
+func newChallenge(t *testing.T, ps authstate.PasskeyStore, o *accounts.Owner, purpose string, expiresSec int) *authstate.WebAuthnChallenge {
 	t.Helper()
 	var owner *string
 	if o != nil {
@@ -188,7 +189,7 @@ func testChallengeClaimConcurrent(t *testing.T, s services.Store, ps authstate.P
 	}
 }
 
-func newEmailToken(t *testing.T, ps authstate.PasskeyStore, purpose string, o *core.Owner, expiresSec int) *authstate.EmailToken {
+func newEmailToken(t *testing.T, ps authstate.PasskeyStore, purpose string, o *accounts.Owner, expiresSec int) *authstate.EmailToken {
 	t.Helper()
 	tk := &authstate.EmailToken{
 		Hash: core.HashSecret(core.RandomString(32)), Purpose: purpose, Email: "new@example.com", Name: "New Owner",

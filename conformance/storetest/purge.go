@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/faxhub/faxhub/core"
+	"github.com/faxhub/faxhub/core/accounts"
 	"github.com/faxhub/faxhub/core/agents"
 	"github.com/faxhub/faxhub/core/approvals"
 	"github.com/faxhub/faxhub/core/documents"
@@ -65,7 +66,7 @@ func testPurgeSessions(t *testing.T, s services.Store) {
 	var ids []string
 	for _, exp := range []int{10, 1000} {
 		id := core.NewID("ses_")
-		must(t, s.CreateSession(ctx, &core.Session{ID: id, Hash: core.HashSecret(id), OwnerID: o.ID,
+		must(t, s.CreateSession(ctx, &accounts.Session{ID: id, Hash: core.HashSecret(id), OwnerID: o.ID,
 			CreatedAt: at(0), LastSeenAt: at(0), ExpiresAt: at(exp)}))
 		ids = append(ids, id)
 	}

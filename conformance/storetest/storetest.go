@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/faxhub/faxhub/core"
+	"github.com/faxhub/faxhub/core/accounts"
 	"github.com/faxhub/faxhub/core/credits"
 	"github.com/faxhub/faxhub/core/documents"
 	"github.com/faxhub/faxhub/core/faxes"
@@ -166,15 +167,15 @@ func testPingReady(t *testing.T, s services.Store) {
 
 // ---- fixtures
 
-func newOwner(t *testing.T, s services.Store) *core.Owner {
+func newOwner(t *testing.T, s services.Store) *accounts.Owner {
 	t.Helper()
 	id := core.NewID(core.PrefixOwner)
-	o := &core.Owner{ID: id, Email: id + "@example.com", Name: "Owner " + id, CreatedAt: at(0)}
+	o := &accounts.Owner{ID: id, Email: id + "@example.com", Name: "Owner " + id, CreatedAt: at(0)}
 	must(t, s.CreateOwner(t.Context(), o))
 	return o
 }
 
-func newDocument(t *testing.T, s services.Store, o *core.Owner, mode core.Mode) *documents.Document {
+func newDocument(t *testing.T, s services.Store, o *accounts.Owner, mode core.Mode) *documents.Document {
 	t.Helper()
 	id := core.NewID(core.PrefixDocument)
 	d := &documents.Document{
@@ -202,7 +203,7 @@ func newFax(t *testing.T, s services.Store, doc *documents.Document) *faxes.Fax 
 	return o
 }
 
-func grant(t *testing.T, s services.Store, o *core.Owner, mode core.Mode, micros int64) *credits.LedgerEntry {
+func grant(t *testing.T, s services.Store, o *accounts.Owner, mode core.Mode, micros int64) *credits.LedgerEntry {
 	t.Helper()
 	e := &credits.LedgerEntry{
 		ID: core.NewID(core.PrefixLedger), OwnerID: o.ID, Mode: mode, Kind: credits.LedgerGrant,

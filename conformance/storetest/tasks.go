@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/faxhub/faxhub/core"
+	"github.com/faxhub/faxhub/core/accounts"
 	"github.com/faxhub/faxhub/core/credits"
 	"github.com/faxhub/faxhub/core/faxes"
 	"github.com/faxhub/faxhub/core/services"
@@ -35,7 +36,7 @@ func testAgentTasks(t *testing.T, s services.Store) {
 }
 
 // newPurchase stores a purchase of owner o offered at sec.
-func newPurchase(t *testing.T, s services.Store, o *core.Owner, sec int) *tasks.CreditPurchase {
+func newPurchase(t *testing.T, s services.Store, o *accounts.Owner, sec int) *tasks.CreditPurchase {
 	t.Helper()
 	c := &tasks.CreditPurchase{
 		ID: core.NewID(core.PrefixCart), OwnerID: o.ID, Mode: core.ModeTest, TaskID: core.NewID(core.PrefixTask),

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/faxhub/faxhub/core"
+	"github.com/faxhub/faxhub/core/accounts"
 	"github.com/faxhub/faxhub/core/approvals"
 	"github.com/faxhub/faxhub/core/credits"
 	"github.com/faxhub/faxhub/core/faxes"
@@ -38,7 +39,7 @@ func testTimeRoundTrip(t *testing.T, s services.Store) {
 					t.Fatalf("%s: stored %s, read back %s (%s), want %s", what, tc.in, got, got.Location(), want)
 				}
 			}
-			o := &core.Owner{ID: core.NewID(core.PrefixOwner), Email: core.RandomString(8) + "@example.com", CreatedAt: tc.in, EmailVerifiedAt: &tc.in}
+			o := &accounts.Owner{ID: core.NewID(core.PrefixOwner), Email: core.RandomString(8) + "@example.com", CreatedAt: tc.in, EmailVerifiedAt: &tc.in}
 			must(t, s.CreateOwner(ctx, o))
 			got, err := s.GetOwner(ctx, o.ID)
 			must(t, err)
@@ -166,7 +167,7 @@ func testInTx(t *testing.T, s services.Store) {
 	grant(t, s, o, core.ModeLive, 1_000_000)
 
 	// writeAll writes to every kind of table through tx.
-	writeAll := func(tx services.Tx, owner *core.Owner, key string) error {
+	writeAll := func(tx services.Tx, owner *accounts.Owner, key string) error {
 		if err := tx.CreateOwner(ctx, owner); err != nil {
 			return err
 		}
@@ -191,7 +192,7 @@ func testInTx(t *testing.T, s services.Store) {
 
 	t.Run("rollback leaves nothing", func(t *testing.T) {
 		sentinel := errors.New("changed my mind")
-		owner := &core.Owner{ID: core.NewID(core.PrefixOwner), Email: "rollback@example.com", CreatedAt: at(5)}
+		owner := &accounts.Owner{ID: core.NewID(core.PrefixOwner), Email: "rollback@example.com", CreatedAt: at(5)}
 		err := inTx(ctx, s, func(tx services.Tx) error {
 			if err := writeAll(tx, owner, "rollback"); err != nil {
 				return err
@@ -215,7 +216,7 @@ func testInTx(t *testing.T, s services.Store) {
 	})
 
 	t.Run("commit keeps everything", func(t *testing.T) {
-		owner := &core.Owner{ID: core.NewID(core.PrefixOwner), Email: "commit@example.com", CreatedAt: at(5)}
+		owner := &accounts.Owner{ID: core.NewID(core.PrefixOwner), Email: "commit@example.com", CreatedAt: at(5)}
 		must(t, inTx(ctx, s, func(tx services.Tx) error { return writeAll(tx, owner, "commit") }))
 		_, err := s.GetOwner(ctx, owner.ID)
 		must(t, err)
@@ -225,7 +226,7 @@ func testInTx(t *testing.T, s services.Store) {
 	})
 
 	t.Run("panic rolls back", func(t *testing.T) {
-		owner := &core.Owner{ID: core.NewID(core.PrefixOwner), Email: "panic@example.com", CreatedAt: at(5)}
+		owner := &accounts.Owner{ID: core.NewID(core.PrefixOwner), Email: "panic@example.com", CreatedAt: at(5)}
 		func() {
 			defer func() {
 				if recover() == nil {
@@ -245,7 +246,7 @@ func testInTx(t *testing.T, s services.Store) {
 	// and go on: the transaction stays usable and the refused call left
 	// nothing (PostgreSQL would otherwise abort the whole transaction).
 	t.Run("handled store errors leave the transaction usable", func(t *testing.T) {
-		owner := &core.Owner{ID: core.NewID(core.PrefixOwner), Email: "handled@example.com", CreatedAt: at(5)}
+		owner := &accounts.Owner{ID: core.NewID(core.PrefixOwner), Email: "handled@example.com", CreatedAt: at(5)}
 		ord, held := faxOf(doc, at(6)), faxOf(doc, at(6))
 		must(t, s.CreateFax(ctx, ord))
 		must(t, s.CreateFax(ctx, held))
@@ -306,7 +307,7 @@ func testInTxConcurrent(t *testing.T, s services.Store) {
 				return err
 			}
 			id := core.NewID(core.PrefixAPIKey)
-			if err := tx.CreateAPIKey(ctx, &core.APIKey{ID: id, OwnerID: o.ID, Mode: core.ModeTest, Name: "k", Hash: core.HashSecret(id), CreatedAt: at(i)}); err != nil {
+			if err := tx.CreateAPIKey(ctx, &accounts.APIKey{ID: id, OwnerID: o.ID, Mode: core.ModeTest, Name: "k", Hash: core.HashSecret(id), CreatedAt: at(i)}); err != nil {
 				return err
 			}
 			if err := tx.InsertIdempotency(ctx, &core.IdempotencyRecord{Scope: o.ID, Key: id, RequestHash: "h", ResponseCode: 201, CreatedAt: at(i)}); err != nil {

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/faxhub/faxhub/core"
+	"github.com/faxhub/faxhub/core/accounts"
 	"github.com/faxhub/faxhub/core/approvals"
 )
 
@@ -190,6 +191,8 @@ type Deps struct {
 	Logger *slog.Logger
 	// Core records the approvals and charges the rate limits.
 	Core *core.Service
+	// Accounts reads the owners agents are enrolled for.
+	Accounts *accounts.Service
 	// Approvals asks the owner and reads their decisions.
 	Approvals *approvals.Service
 }
@@ -199,6 +202,7 @@ type Service struct {
 	cfg       core.Config
 	d         Deps
 	core      *core.Service
+	accounts  *accounts.Service
 	approvals *approvals.Service
 }
 
@@ -208,7 +212,7 @@ func New(cfg core.Config, d Deps) *Service {
 	if d.Logger == nil {
 		d.Logger = slog.New(slog.DiscardHandler)
 	}
-	return &Service{cfg: cfg, d: d, core: d.Core, approvals: d.Approvals}
+	return &Service{cfg: cfg, d: d, core: d.Core, approvals: d.Approvals, accounts: d.Accounts}
 }
 
 func (s *Service) now() time.Time { return core.Clock(s.cfg.Now).Now() }

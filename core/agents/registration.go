@@ -165,7 +165,7 @@ func (s *Service) Register(ctx context.Context, r RegisterRequest) (*Registered,
 	if r.Type != TypeService && r.Type != TypeAnonymous {
 		return nil, core.Errorf(core.KindInvalid, core.CodeInvalidRequest, "type must be service_auth or anonymous")
 	}
-	owner, err := s.d.Store.GetOwner(ctx, e.OwnerID)
+	owner, err := s.accounts.Owner(ctx, e.OwnerID)
 	if err != nil {
 		return nil, fmt.Errorf("agent registration: %w", err)
 	}
@@ -257,7 +257,7 @@ func (s *Service) StartClaim(ctx context.Context, claimToken, email string) (*Cl
 	if err := claimStateError(c, s.now()); err != nil {
 		return nil, err
 	}
-	owner, err := s.d.Store.GetOwner(ctx, c.OwnerID)
+	owner, err := s.accounts.Owner(ctx, c.OwnerID)
 	if err != nil {
 		return nil, fmt.Errorf("agent claim: %w", err)
 	}
@@ -531,7 +531,7 @@ func (s *Service) ownClaim(ctx context.Context, ownerID, attemptToken string) (*
 		return nil, core.Errorf(core.KindForbidden, core.CodeClaimWrongOwner,
 			"this agent was enrolled by another account; sign in with the account that created the enrollment token")
 	}
-	if o, err := s.d.Store.GetOwner(ctx, ownerID); err != nil {
+	if o, err := s.accounts.Owner(ctx, ownerID); err != nil {
 		return nil, fmt.Errorf("agent claim: %w", err)
 	} else if o.EmailVerifiedAt == nil {
 		return nil, core.Errorf(core.KindForbidden, core.CodeClaimWrongOwner, "verify your email address before approving agents")

@@ -11,6 +11,7 @@ import (
 	"log/slog"
 
 	"github.com/faxhub/faxhub/core"
+	"github.com/faxhub/faxhub/core/accounts"
 	"github.com/faxhub/faxhub/core/agents"
 	"github.com/faxhub/faxhub/core/approvals"
 	"github.com/faxhub/faxhub/core/checkout"
@@ -43,6 +44,7 @@ type Store interface {
 	credits.LedgerStore
 	credits.ChargeStore
 	approvals.Queries
+	accounts.Queries
 }
 
 // Tx is a transaction of the database with every feature's queries (the
@@ -60,6 +62,7 @@ type Tx interface {
 	documents.Tx
 	credits.Tx
 	approvals.Tx
+	accounts.Queries
 }
 
 // Metrics counts what the features observe (core/prometheus): attempts and
@@ -134,6 +137,7 @@ type Config struct {
 // Set is every feature service of one process.
 type Set struct {
 	Core      *core.Service
+	Accounts  *accounts.Service
 	Approvals *approvals.Service
 	Credits   *credits.Service
 	Documents *documents.Service
@@ -199,6 +203,7 @@ func New(cfg Config, deps Deps) (*Set, error) {
 	cfg.Config = c.Config()
 	cfg.Machine.SetDefaults()
 	kc := cfg.Config
+	accts := accounts.New(kc, accounts.Deps{Store: deps.Store, Logger: deps.Logger, Core: c})
 	creds := credits.New(kc, credits.Deps{Store: deps.Store, Prices: deps.Prices})
 	approvalInbox := approvals.New(kc, approvals.Deps{Store: deps.Store, Handlers: handlers, Logger: deps.Logger})
 	docs := documents.New(kc, documents.Deps{Store: deps.Store, Blobs: deps.Blobs, Converter: deps.Converter, Logger: deps.Logger, Core: c})
@@ -217,6 +222,7 @@ func New(cfg Config, deps Deps) (*Set, error) {
 	*set = Set{
 		cfg:       cfg,
 		Core:      c,
+		Accounts:  accts,
 		Approvals: approvalInbox,
 		Credits:   creds,
 		Documents: docs,
@@ -232,7 +238,7 @@ func New(cfg Config, deps Deps) (*Set, error) {
 		Checkout: checkout.New(kc, checkout.Deps{
 			Store: deps.Store, Gateways: deps.Checkout, Prices: deps.Prices, Logger: deps.Logger, Core: c, Credits: creds, Faxes: fx, Numbers: nums,
 		}),
-		Agents: agents.New(kc, agents.Deps{Store: deps.Store, Logger: deps.Logger, Core: c, Approvals: approvalInbox}),
+		Agents: agents.New(kc, agents.Deps{Store: deps.Store, Logger: deps.Logger, Core: c, Approvals: approvalInbox, Accounts: accts}),
 		Hosts: hosts.New(kc, hosts.Deps{
 			Store: deps.Store, Destination: deps.Destination, Prices: deps.Prices, Logger: deps.Logger, Core: c, Approvals: approvalInbox, Credits: creds, Faxes: fx,
 		}),

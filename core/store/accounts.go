@@ -6,11 +6,12 @@ import (
 	"time"
 
 	"github.com/faxhub/faxhub/core"
+	"github.com/faxhub/faxhub/core/accounts"
 )
 
 const ownerCols = "id, email, name, email_verified_at, created_at"
 
-func (x q) CreateOwner(ctx context.Context, o *core.Owner) error {
+func (x q) CreateOwner(ctx context.Context, o *accounts.Owner) error {
 	err := x.insert(ctx, `INSERT INTO owners (`+ownerCols+`)
 		VALUES (:id, :email, :name, :email_verified_at, :created_at) ON CONFLICT DO NOTHING`, o)
 	if err != nil {
@@ -19,16 +20,16 @@ func (x q) CreateOwner(ctx context.Context, o *core.Owner) error {
 	return nil
 }
 
-func (x q) GetOwner(ctx context.Context, id string) (*core.Owner, error) {
-	var o core.Owner
+func (x q) GetOwner(ctx context.Context, id string) (*accounts.Owner, error) {
+	var o accounts.Owner
 	if err := x.get(ctx, x.reader(), &o, "SELECT "+ownerCols+" FROM owners WHERE id = ?", id); err != nil {
 		return nil, fmt.Errorf("get owner: %w", err)
 	}
 	return &o, nil
 }
 
-func (x q) GetOwnerByEmail(ctx context.Context, email string) (*core.Owner, error) {
-	var o core.Owner
+func (x q) GetOwnerByEmail(ctx context.Context, email string) (*accounts.Owner, error) {
+	var o accounts.Owner
 	if err := x.get(ctx, x.reader(), &o, "SELECT "+ownerCols+" FROM owners WHERE email = ?", email); err != nil {
 		return nil, fmt.Errorf("get owner by email: %w", err)
 	}
@@ -37,7 +38,7 @@ func (x q) GetOwnerByEmail(ctx context.Context, email string) (*core.Owner, erro
 
 const apiKeyCols = "id, owner_id, mode, name, hash, hint, created_at, last_used_at, revoked_at"
 
-func (x q) CreateAPIKey(ctx context.Context, k *core.APIKey) error {
+func (x q) CreateAPIKey(ctx context.Context, k *accounts.APIKey) error {
 	err := x.insert(ctx, `INSERT INTO api_keys (`+apiKeyCols+`)
 		VALUES (:id, :owner_id, :mode, :name, :hash, :hint, :created_at, :last_used_at, :revoked_at) ON CONFLICT DO NOTHING`, k)
 	if err != nil {
@@ -46,8 +47,8 @@ func (x q) CreateAPIKey(ctx context.Context, k *core.APIKey) error {
 	return nil
 }
 
-func (x q) GetAPIKeyByHash(ctx context.Context, hash string) (*core.APIKey, error) {
-	var k core.APIKey
+func (x q) GetAPIKeyByHash(ctx context.Context, hash string) (*accounts.APIKey, error) {
+	var k accounts.APIKey
 	if err := x.get(ctx, x.reader(), &k, "SELECT "+apiKeyCols+" FROM api_keys WHERE hash = ?", hash); err != nil {
 		return nil, fmt.Errorf("get api key: %w", err)
 	}
@@ -56,8 +57,8 @@ func (x q) GetAPIKeyByHash(ctx context.Context, hash string) (*core.APIKey, erro
 
 // ListAPIKeys lists every key of the owner, revoked ones included, newest
 // first.
-func (x q) ListAPIKeys(ctx context.Context, ownerID string) ([]core.APIKey, error) {
-	var keys []core.APIKey
+func (x q) ListAPIKeys(ctx context.Context, ownerID string) ([]accounts.APIKey, error) {
+	var keys []accounts.APIKey
 	if err := x.sel(ctx, &keys, "SELECT "+apiKeyCols+" FROM api_keys WHERE owner_id = ? ORDER BY created_at DESC, id DESC", ownerID); err != nil {
 		return nil, fmt.Errorf("list api keys: %w", err)
 	}
@@ -88,7 +89,7 @@ func (x q) TouchAPIKey(ctx context.Context, id string, at time.Time) error {
 
 const sessionCols = "id, hash, owner_id, created_at, last_seen_at, expires_at, user_agent"
 
-func (x q) CreateSession(ctx context.Context, s *core.Session) error {
+func (x q) CreateSession(ctx context.Context, s *accounts.Session) error {
 	err := x.insert(ctx, `INSERT INTO sessions (`+sessionCols+`)
 		VALUES (:id, :hash, :owner_id, :created_at, :last_seen_at, :expires_at, :user_agent) ON CONFLICT DO NOTHING`, s)
 	if err != nil {
@@ -97,8 +98,8 @@ func (x q) CreateSession(ctx context.Context, s *core.Session) error {
 	return nil
 }
 
-func (x q) GetSessionByHash(ctx context.Context, hash string) (*core.Session, error) {
-	var s core.Session
+func (x q) GetSessionByHash(ctx context.Context, hash string) (*accounts.Session, error) {
+	var s accounts.Session
 	if err := x.get(ctx, x.reader(), &s, "SELECT "+sessionCols+" FROM sessions WHERE hash = ?", hash); err != nil {
 		return nil, fmt.Errorf("get session: %w", err)
 	}

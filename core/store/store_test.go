@@ -15,6 +15,7 @@ import (
 
 	"github.com/faxhub/faxhub/conformance/storetest"
 	"github.com/faxhub/faxhub/core"
+	"github.com/faxhub/faxhub/core/accounts"
 	"github.com/faxhub/faxhub/core/documents"
 	"github.com/faxhub/faxhub/core/faxes"
 	"github.com/faxhub/faxhub/internal/require"
@@ -275,7 +276,7 @@ func TestMigrateDownUp(t *testing.T) {
 			}
 			// Rows with every foreign key in place, including the cycle
 			// between drafts and faxes.
-			o := &core.Owner{ID: "own_1", Email: "a@example.com", CreatedAt: time.Now()}
+			o := &accounts.Owner{ID: "own_1", Email: "a@example.com", CreatedAt: time.Now()}
 			d := &documents.Document{ID: "doc_1", OwnerID: o.ID, Mode: core.ModeTest, CreatedAt: time.Now()}
 			dr := &faxes.Draft{ID: "drf_1", OwnerID: o.ID, Mode: core.ModeTest, DocumentID: d.ID, Status: faxes.DraftOpen}
 			ord := &faxes.Fax{ID: "fax_1", OwnerID: o.ID, Mode: core.ModeTest, DocumentID: d.ID, Status: faxes.Queued, DraftID: &dr.ID}

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/faxhub/faxhub/core"
+	"github.com/faxhub/faxhub/core/accounts"
 )
 
 // SessionCookieName is the owner's first-party session cookie: the console
@@ -15,13 +16,13 @@ const SessionCookieName = "faxhub_session"
 
 // Sessions authenticates session secrets (core.Service does).
 type Sessions interface {
-	AuthenticateSession(ctx context.Context, secret string) (*core.Session, error)
+	AuthenticateSession(ctx context.Context, secret string) (*accounts.Session, error)
 }
 
 // OwnerSession returns the live session of the request's session cookie,
 // or nil when there is none or it is no longer valid. Only failures to
 // check it are errors.
-func OwnerSession(r *http.Request, s Sessions) (*core.Session, error) {
+func OwnerSession(r *http.Request, s Sessions) (*accounts.Session, error) {
 	c, err := r.Cookie(SessionCookieName)
 	if err != nil || c.Value == "" {
 		return nil, nil

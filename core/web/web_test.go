@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/faxhub/faxhub/core"
+	"github.com/faxhub/faxhub/core/accounts"
 	"github.com/faxhub/faxhub/core/web"
 )
 
@@ -140,9 +141,9 @@ func TestCredentialInQuery(t *testing.T) {
 	}
 }
 
-type sessions map[string]*core.Session
+type sessions map[string]*accounts.Session
 
-func (s sessions) AuthenticateSession(_ context.Context, secret string) (*core.Session, error) {
+func (s sessions) AuthenticateSession(_ context.Context, secret string) (*accounts.Session, error) {
 	if sess, ok := s[secret]; ok {
 		return sess, nil
 	}

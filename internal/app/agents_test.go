@@ -26,11 +26,11 @@ import (
 func TestAgentRegistrationTwoReplicas(t *testing.T) {
 	const base = "http://faxhub.test"
 	apps, srvs := replicas(t, 2, base, func(o *app.Options) { o.MCPOAuth = true })
-	owner, err := apps[0].Svc.Core.CreateOwner(t.Context(), "agents@example.com", "Agents", true)
+	owner, err := apps[0].Svc.Accounts.CreateOwner(t.Context(), "agents@example.com", "Agents", true)
 	if err != nil {
 		t.Fatal(err)
 	}
-	secret, _, err := apps[1].Svc.Core.CreateSession(t.Context(), owner.ID, "test")
+	secret, _, err := apps[1].Svc.Accounts.CreateSession(t.Context(), owner.ID, "test")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -96,7 +96,7 @@ func TestAgentTokenAtMCP(t *testing.T) {
 	srv := httptest.NewServer(a.Handler())
 	t.Cleanup(srv.Close)
 	ctx := t.Context()
-	owner, err := a.Svc.Core.CreateOwner(ctx, "mcp-agent@example.com", "Agent owner", true)
+	owner, err := a.Svc.Accounts.CreateOwner(ctx, "mcp-agent@example.com", "Agent owner", true)
 	if err != nil {
 		t.Fatal(err)
 	}

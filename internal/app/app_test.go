@@ -309,7 +309,7 @@ func (b *browser) wantSignedInAs(email string) {
 
 func (e *e2e) ownerID(email string) string {
 	e.t.Helper()
-	o, err := e.a.Svc.Core.OwnerByEmail(e.t.Context(), email)
+	o, err := e.a.Svc.Accounts.OwnerByEmail(e.t.Context(), email)
 	if err != nil {
 		e.t.Fatal(err)
 	}

@@ -32,15 +32,15 @@ func TestInvalidTextRefusedAtEveryEdge(t *testing.T) {
 	// while decoding, after the switch.
 	e := newE2E(t, func(o *app.Options) { o.MachinePayments = true })
 	ctx := t.Context()
-	o, err := e.a.Svc.Core.CreateOwner(ctx, "text@example.com", "Text", true)
+	o, err := e.a.Svc.Accounts.CreateOwner(ctx, "text@example.com", "Text", true)
 	if err != nil {
 		t.Fatal(err)
 	}
-	key, _, err := e.a.Svc.Core.CreateAPIKey(ctx, o.ID, core.ModeTest, "text")
+	key, _, err := e.a.Svc.Accounts.CreateAPIKey(ctx, o.ID, core.ModeTest, "text")
 	if err != nil {
 		t.Fatal(err)
 	}
-	session, _, err := e.a.Svc.Core.CreateSession(ctx, o.ID, "edges test")
+	session, _, err := e.a.Svc.Accounts.CreateSession(ctx, o.ID, "edges test")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -24,7 +24,7 @@ func TestHostAgentTwoReplicas(t *testing.T) {
 	const base = "http://faxhub.test"
 	apps, srvs := replicas(t, 2, base, nil)
 	ctx := t.Context()
-	owner, err := apps[0].Svc.Core.CreateOwner(ctx, "hosts@example.com", "Hosts", true)
+	owner, err := apps[0].Svc.Accounts.CreateOwner(ctx, "hosts@example.com", "Hosts", true)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -28,6 +28,7 @@ import (
 
 	"github.com/faxhub/faxhub/conformance/storetest"
 	"github.com/faxhub/faxhub/core"
+	"github.com/faxhub/faxhub/core/accounts"
 	"github.com/faxhub/faxhub/core/agents"
 	"github.com/faxhub/faxhub/core/approvals"
 	"github.com/faxhub/faxhub/core/web"
@@ -105,7 +106,7 @@ func (w testLog) Write(p []byte) (int, error) {
 // Owner is an account with a console session. Its Client carries the
 // session cookie and shows redirects instead of following them.
 type Owner struct {
-	Account *core.Owner
+	Account *accounts.Owner
 	Client  *http.Client
 	// Device is the passkey AddPasskey registered (nil before).
 	Device *passkeytest.Device
@@ -120,11 +121,11 @@ type Owner struct {
 // whose cookie is sent to Base and to every origin in alsoAt.
 func (s *Site) Owner(t testing.TB, email string, alsoAt ...string) *Owner {
 	t.Helper()
-	o, err := s.App.Svc.Core.CreateOwner(t.Context(), email, "Owner", true)
+	o, err := s.App.Svc.Accounts.CreateOwner(t.Context(), email, "Owner", true)
 	if err != nil {
 		t.Fatalf("create owner %s: %v", email, err)
 	}
-	secret, _, err := s.App.Svc.Core.CreateSession(t.Context(), o.ID, "test")
+	secret, _, err := s.App.Svc.Accounts.CreateSession(t.Context(), o.ID, "test")
 	if err != nil {
 		t.Fatalf("create session for %s: %v", email, err)
 	}

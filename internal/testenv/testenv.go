@@ -19,6 +19,7 @@ import (
 
 	"github.com/faxhub/faxhub/conformance/storetest"
 	"github.com/faxhub/faxhub/core"
+	"github.com/faxhub/faxhub/core/accounts"
 	"github.com/faxhub/faxhub/core/queue"
 	"github.com/faxhub/faxhub/core/services"
 	"github.com/faxhub/faxhub/core/store"
@@ -38,7 +39,7 @@ type Env struct {
 	Queue  *queue.Queue
 	Server *httptest.Server
 
-	OwnerA, OwnerB               *core.Owner
+	OwnerA, OwnerB               *accounts.Owner
 	KeyATest, KeyALive, KeyBTest string
 
 	t testing.TB
@@ -145,13 +146,13 @@ func New(t testing.TB, opts ...Option) *Env {
 	return e
 }
 
-func (e *Env) owner(t testing.TB, email string, credits bool) (*core.Owner, string, string) {
+func (e *Env) owner(t testing.TB, email string, credits bool) (*accounts.Owner, string, string) {
 	ctx := context.Background()
-	o, err := e.Svc.Core.CreateOwner(ctx, email, "Owner "+email, true)
+	o, err := e.Svc.Accounts.CreateOwner(ctx, email, "Owner "+email, true)
 	must(t, err)
-	test, _, err := e.Svc.Core.CreateAPIKey(ctx, o.ID, core.ModeTest, "test")
+	test, _, err := e.Svc.Accounts.CreateAPIKey(ctx, o.ID, core.ModeTest, "test")
 	must(t, err)
-	live, _, err := e.Svc.Core.CreateAPIKey(ctx, o.ID, core.ModeLive, "live")
+	live, _, err := e.Svc.Accounts.CreateAPIKey(ctx, o.ID, core.ModeLive, "live")
 	must(t, err)
 	if credits {
 		_, err = e.Svc.Credits.Grant(ctx, o.ID, core.ModeTest, 10*core.MicrosPerDollar, "test fixture")
@@ -162,7 +163,7 @@ func (e *Env) owner(t testing.TB, email string, credits bool) (*core.Owner, stri
 
 // Principal returns the principal of an API key secret.
 func (e *Env) Principal(t testing.TB, key string) core.Principal {
-	p, err := e.Svc.Core.AuthenticateAPIKey(context.Background(), key)
+	p, err := e.Svc.Accounts.AuthenticateAPIKey(context.Background(), key)
 	must(t, err)
 	return p
 }

@@ -153,7 +153,7 @@ func TestAuthentication(t *testing.T) {
 	prm := e.base + "/.well-known/oauth-protected-resource/a2a"
 	mcpTok := w.Token(t, []string{"fax:read"}, e.base+"/mcp")
 	a2aTok := w.Token(t, []string{"fax:read"}, e.base+"/a2a")
-	key, _, err := e.a.Svc.Core.CreateAPIKey(t.Context(), w.Account.ID, core.ModeTest, "k")
+	key, _, err := e.a.Svc.Accounts.CreateAPIKey(t.Context(), w.Account.ID, core.ModeTest, "k")
 	if err != nil {
 		t.Fatal(err)
 	}

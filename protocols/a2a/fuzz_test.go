@@ -37,7 +37,7 @@ func FuzzA2ARequest(f *testing.F) {
 	}
 	f.Cleanup(func() { a.Close() })
 	h := a.Handler()
-	o, err := a.Svc.Core.CreateOwner(f.Context(), "fuzz@example.com", "Fuzz", true)
+	o, err := a.Svc.Accounts.CreateOwner(f.Context(), "fuzz@example.com", "Fuzz", true)
 	if err != nil {
 		f.Fatal(err)
 	}

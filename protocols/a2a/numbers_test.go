@@ -19,11 +19,11 @@ import (
 // the owner does outside A2A: paying at the checkout, a fax arriving.
 func ownerPrincipal(t *testing.T, e *env, ownerID string) core.Principal {
 	t.Helper()
-	key, _, err := e.a.Svc.Core.CreateAPIKey(t.Context(), ownerID, core.ModeTest, "owner")
+	key, _, err := e.a.Svc.Accounts.CreateAPIKey(t.Context(), ownerID, core.ModeTest, "owner")
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, err := e.a.Svc.Core.AuthenticateAPIKey(t.Context(), key)
+	p, err := e.a.Svc.Accounts.AuthenticateAPIKey(t.Context(), key)
 	if err != nil {
 		t.Fatal(err)
 	}

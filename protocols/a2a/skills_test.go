@@ -70,14 +70,14 @@ func TestImmediateSkills(t *testing.T) {
 	}
 
 	// A fax in the store shows up in get_fax and list_faxes.
-	key, _, err := e.a.Svc.Core.CreateAPIKey(t.Context(), w.Account.ID, core.ModeTest, "k")
+	key, _, err := e.a.Svc.Accounts.CreateAPIKey(t.Context(), w.Account.ID, core.ModeTest, "k")
 	if err != nil {
 		t.Fatal(err)
 	}
 	if _, err := e.a.Svc.Credits.Grant(t.Context(), w.Account.ID, core.ModeTest, 10*core.MicrosPerDollar, "test"); err != nil {
 		t.Fatal(err)
 	}
-	p, err := e.a.Svc.Core.AuthenticateAPIKey(t.Context(), key)
+	p, err := e.a.Svc.Accounts.AuthenticateAPIKey(t.Context(), key)
 	if err != nil {
 		t.Fatal(err)
 	}

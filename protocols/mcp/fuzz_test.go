@@ -70,7 +70,7 @@ func agentToken(tb testing.TB, a *app.App, h http.Handler) string {
 	tb.Helper()
 	ctx := tb.Context()
 	scopes := []string{"fax:read", "fax:draft", "fax:send", "credits:read", "credits:checkout"}
-	owner, err := a.Svc.Core.CreateOwner(ctx, "fuzz@example.com", "Fuzz", true)
+	owner, err := a.Svc.Accounts.CreateOwner(ctx, "fuzz@example.com", "Fuzz", true)
 	if err != nil {
 		tb.Fatal(err)
 	}

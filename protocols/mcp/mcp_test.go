@@ -197,7 +197,7 @@ func TestDiscoverAndChallenges(t *testing.T) {
 	}
 	// An API key is never an MCP credential.
 	o := e.owner("keys@example.com")
-	key, _, err := e.a.Svc.Core.CreateAPIKey(t.Context(), o.Account.ID, core.ModeTest, "k")
+	key, _, err := e.a.Svc.Accounts.CreateAPIKey(t.Context(), o.Account.ID, core.ModeTest, "k")
 	if err != nil {
 		t.Fatal(err)
 	}

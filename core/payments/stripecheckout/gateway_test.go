@@ -241,7 +241,7 @@ func TestLiveCheckoutWithStripeMock(t *testing.T) {
 		}
 	})
 	t.Run("console", func(t *testing.T) {
-		session, _, err := e.Svc.Core.CreateSession(t.Context(), e.OwnerA.ID, "stripe test")
+		session, _, err := e.Svc.Accounts.CreateSession(t.Context(), e.OwnerA.ID, "stripe test")
 		if err != nil {
 			t.Fatal(err)
 		}
