@@ -21,7 +21,7 @@ func HashRequest(v any) string {
 
 // allow applies a shared GCRA limit on q (the store or a transaction),
 // turning refusal into a 429 *Error.
-func (s *Service) AllowIn(ctx context.Context, q Queries, key string, interval time.Duration, burst int) error {
+func (s *Kernel) AllowIn(ctx context.Context, q Queries, key string, interval time.Duration, burst int) error {
 	ok, wait, err := q.AllowRate(ctx, key, s.now(), interval, burst)
 	if err != nil {
 		return fmt.Errorf("rate limit %s: %w", key, err)

@@ -186,7 +186,7 @@ func Authorize(p Principal, op Operation) error {
 // mode is decided: an API key and an owner session carry their own (own),
 // a machine payer the mode of its payment; every agent kind (OAuth grant,
 // agent registration, delegated agent) acts in Config.AgentMode.
-func (s *Service) NewPrincipal(kind PrincipalKind, ownerID string, scopes []Scope, subjectID, clientID, audience string, own Mode) Principal {
+func (s *Kernel) NewPrincipal(kind PrincipalKind, ownerID string, scopes []Scope, subjectID, clientID, audience string, own Mode) Principal {
 	mode := own
 	switch kind {
 	case PrincipalOAuthGrant, PrincipalAgent, PrincipalDelegated:
@@ -212,7 +212,7 @@ type GrantAccess struct {
 
 // GrantPrincipal is the Principal of a verified chat-app (OAuth grant)
 // access token.
-func (s *Service) GrantPrincipal(g GrantAccess) Principal {
+func (s *Kernel) GrantPrincipal(g GrantAccess) Principal {
 	p := s.NewPrincipal(PrincipalOAuthGrant, g.OwnerID, g.Scopes, g.GrantID, g.ClientID, g.Audience, "")
 	p.ClientName = cmp.Or(g.ClientName, g.ClientID)
 	return p

@@ -93,13 +93,13 @@ type Deps struct {
 
 // Service is faxhub's core: every adapter calls it with a Principal. Its
 // ports stay inside: adapters ask the service, never the store.
-type Service struct {
+type Kernel struct {
 	cfg Config
 	d   Deps
 }
 
 // New checks deps and returns a Service.
-func New(cfg Config, deps Deps) (*Service, error) {
+func NewKernel(cfg Config, deps Deps) (*Kernel, error) {
 	cfg.setDefaults()
 	switch {
 	case deps.Store == nil:
@@ -115,31 +115,31 @@ func New(cfg Config, deps Deps) (*Service, error) {
 	if deps.Logger == nil {
 		deps.Logger = slog.New(slog.DiscardHandler)
 	}
-	return &Service{cfg: cfg, d: deps}, nil
+	return &Kernel{cfg: cfg, d: deps}, nil
 }
 
 // Config returns the effective configuration (defaults applied).
-func (s *Service) Config() Config { return s.cfg }
+func (s *Kernel) Config() Config { return s.cfg }
 
 // Now is the service clock (UTC, microseconds): adapters that stamp or
 // compare times use it, so one clock governs a process and its tests.
-func (s *Service) Now() time.Time { return s.now() }
+func (s *Kernel) Now() time.Time { return s.now() }
 
 // ResourceMCP is the MCP server's resource identifier (token audience).
-func (s *Service) ResourceMCP() string { return s.cfg.BaseURL + "/mcp" }
+func (s *Kernel) ResourceMCP() string { return s.cfg.BaseURL + "/mcp" }
 
 // ResourceA2A is the A2A endpoint's resource identifier (token audience).
-func (s *Service) ResourceA2A() string { return s.cfg.BaseURL + "/a2a" }
+func (s *Kernel) ResourceA2A() string { return s.cfg.BaseURL + "/a2a" }
 
 // Secret returns the named server secret, shared by every replica.
-func (s *Service) Secret(ctx context.Context, name string) ([]byte, error) {
+func (s *Kernel) Secret(ctx context.Context, name string) ([]byte, error) {
 	return s.d.Store.Secret(ctx, name)
 }
 
 // Allow charges one event to the shared limiter under key: burst at once,
 // one more every interval. A refusal is a KindRateLimited *Error with
 // RetryAfterSeconds.
-func (s *Service) Allow(ctx context.Context, key string, interval time.Duration, burst int) error {
+func (s *Kernel) Allow(ctx context.Context, key string, interval time.Duration, burst int) error {
 	return s.AllowIn(ctx, s.d.Store, key, interval, burst)
 }
 
@@ -154,13 +154,13 @@ const (
 // AllowPublic charges one request of an unauthenticated endpoint to the
 // client address ip (web.ClientIP); KindRateLimited with a retry time when
 // it is spent.
-func (s *Service) AllowPublic(ctx context.Context, endpoint, ip string) error {
+func (s *Kernel) AllowPublic(ctx context.Context, endpoint, ip string) error {
 	return s.AllowIn(ctx, s.d.Store, "public:"+endpoint+":"+ip, publicInterval, publicBurst)
 }
 
 // now is the service clock in UTC at the stores' microsecond precision, so a
 // stored idempotent response and a later read show the same instants.
-func (s *Service) now() time.Time { return s.cfg.Now().UTC().Truncate(time.Microsecond) }
+func (s *Kernel) now() time.Time { return s.cfg.Now().UTC().Truncate(time.Microsecond) }
 
 // storeErr translates a store sentinel into a caller-facing *Error for what.
 func StoreErr(err error, what string) error {
@@ -174,4 +174,4 @@ func StoreErr(err error, what string) error {
 }
 
 // Ready reports whether the service can serve (database up, migrated).
-func (s *Service) Ready(ctx context.Context) error { return s.d.Store.Ready(ctx) }
+func (s *Kernel) Ready(ctx context.Context) error { return s.d.Store.Ready(ctx) }

@@ -34,7 +34,7 @@ func linkMAC(key []byte, purpose, id, exp string) string {
 
 // signLink returns the token of a link to id for purpose, valid ttl from
 // now, and its expiry.
-func (s *Service) SignLink(ctx context.Context, secret, purpose, id string, ttl time.Duration) (string, time.Time, error) {
+func (s *Kernel) SignLink(ctx context.Context, secret, purpose, id string, ttl time.Duration) (string, time.Time, error) {
 	key, err := s.d.Store.Secret(ctx, secret)
 	if err != nil {
 		return "", time.Time{}, fmt.Errorf("%s link key: %w", purpose, err)
@@ -46,7 +46,7 @@ func (s *Service) SignLink(ctx context.Context, secret, purpose, id string, ttl 
 
 // openLink verifies token for purpose and returns the id it names; bad is
 // the error for a malformed, forged or expired token.
-func (s *Service) OpenLink(ctx context.Context, secret, purpose, prefix, token string, bad func(why string) error) (string, error) {
+func (s *Kernel) OpenLink(ctx context.Context, secret, purpose, prefix, token string, bad func(why string) error) (string, error) {
 	if len(token) > maxSignedLink {
 		return "", bad("malformed")
 	}

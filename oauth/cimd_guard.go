@@ -86,7 +86,7 @@ func clientIPFrom(ctx context.Context) string {
 
 // allowFetch charges one metadata document fetch to the requesting IP.
 func (s *Server) allowFetch(ctx context.Context) error {
-	return s.svc.Core.Allow(ctx, "oauth-cimd-fetch:"+clientIPFrom(ctx), s.opts.MetadataFetchInterval, s.opts.MetadataFetchBurst)
+	return s.svc.Kernel.Allow(ctx, "oauth-cimd-fetch:"+clientIPFrom(ctx), s.opts.MetadataFetchInterval, s.opts.MetadataFetchBurst)
 }
 
 // errFetchRateLimited is the answer when the IP may not fetch now: 429

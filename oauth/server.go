@@ -168,13 +168,13 @@ func New(svc *services.Set, store authstate.OAuthStore, opts Options) (*Server, 
 		resources: []string{opts.BaseURL + "/mcp", opts.BaseURL + "/a2a"},
 	}
 	ctx := context.Background()
-	hmacSecret, err := svc.Core.Secret(ctx, "oauth-hmac")
+	hmacSecret, err := svc.Kernel.Secret(ctx, "oauth-hmac")
 	if err != nil {
 		return nil, fmt.Errorf("oauth: %w", err)
 	}
 	s.keys = &keyring{
 		store:  store,
-		secret: func(ctx context.Context) ([]byte, error) { return svc.Core.Secret(ctx, "oauth-keys") },
+		secret: func(ctx context.Context) ([]byte, error) { return svc.Kernel.Secret(ctx, "oauth-keys") },
 		now:    opts.Now,
 	}
 	if err := s.keys.load(ctx); err != nil {

@@ -75,5 +75,5 @@ func (s *Server) VerifyAccessToken(ctx context.Context, token, audience string) 
 			s.log.WarnContext(ctx, "touch oauth grant", "grant_id", g.ID, "err", err)
 		}
 	}
-	return s.svc.Core.GrantPrincipal(core.GrantAccess{OwnerID: g.OwnerID, GrantID: g.ID, ClientID: g.ClientID, ClientName: g.ClientName, Audience: audience, Scopes: scopes}), nil
+	return s.svc.Kernel.GrantPrincipal(core.GrantAccess{OwnerID: g.OwnerID, GrantID: g.ID, ClientID: g.ClientID, ClientName: g.ClientName, Audience: audience, Scopes: scopes}), nil
 }

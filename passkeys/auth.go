@@ -107,7 +107,7 @@ func (c *Console) recover(w http.ResponseWriter, r *http.Request) {
 }
 
 func (c *Console) allowMail(ctx context.Context, email string) error {
-	err := c.svc.Core.Allow(ctx, "console-mail:"+core.HashSecret(email), mailInterval, mailBurst)
+	err := c.svc.Kernel.Allow(ctx, "console-mail:"+core.HashSecret(email), mailInterval, mailBurst)
 	if e := core.AsError(err); err != nil && e.Kind == core.KindRateLimited {
 		return core.Errorf(core.KindRateLimited, core.CodeRateLimited, "we sent several mails to this address recently; wait %d minutes and try again", e.RetryAfterSeconds/60+1)
 	}

@@ -47,7 +47,7 @@ type harness struct {
 // routed is a router with the console's routes and the delegated hosts'
 // (the console hands out their enroll URL).
 func routed(con *passkeys.Console, svc *services.Set) *web.Router {
-	api := svc.Core.Config().APIURL
+	api := svc.Kernel.Config().APIURL
 	r := web.NewRouter(web.Origins{web.OriginBase: baseURL, web.OriginAPI: api})
 	con.Register(r)
 	hostagent.New(svc, hostagent.Options{BaseURL: baseURL, APIURL: api}).Register(r)

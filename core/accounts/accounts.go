@@ -139,7 +139,7 @@ func (s *Service) AuthenticateAPIKey(ctx context.Context, secret string) (core.P
 			s.d.Logger.WarnContext(ctx, "touch api key", "key_id", k.ID, "err", err)
 		}
 	}
-	return s.core.NewPrincipal(core.PrincipalAPIKey, k.OwnerID, core.FaxScopes(), k.ID, "", "", k.Mode), nil
+	return s.kernel.NewPrincipal(core.PrincipalAPIKey, k.OwnerID, core.FaxScopes(), k.ID, "", "", k.Mode), nil
 }
 
 // CreateSession signs an owner in and returns the cookie secret.
@@ -204,14 +204,14 @@ type Deps struct {
 	Store  Store
 	Logger *slog.Logger
 	// Core builds principals.
-	Core *core.Service
+	Kernel *core.Kernel
 }
 
 // Service keeps accounts.
 type Service struct {
-	cfg  core.Config
-	d    Deps
-	core *core.Service
+	cfg    core.Config
+	d      Deps
+	kernel *core.Kernel
 }
 
 // New returns the service; cfg is the kernel's configuration with its
@@ -220,7 +220,7 @@ func New(cfg core.Config, d Deps) *Service {
 	if d.Logger == nil {
 		d.Logger = slog.New(slog.DiscardHandler)
 	}
-	return &Service{cfg: cfg, d: d, core: d.Core}
+	return &Service{cfg: cfg, d: d, kernel: d.Kernel}
 }
 
 func (s *Service) now() time.Time { return core.Clock(s.cfg.Now).Now() }

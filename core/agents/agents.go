@@ -190,7 +190,7 @@ type Deps struct {
 	Store  Store
 	Logger *slog.Logger
 	// Core records the approvals and charges the rate limits.
-	Core *core.Service
+	Kernel *core.Kernel
 	// Accounts reads the owners agents are enrolled for.
 	Accounts *accounts.Service
 	// Approvals asks the owner and reads their decisions.
@@ -201,7 +201,7 @@ type Deps struct {
 type Service struct {
 	cfg       core.Config
 	d         Deps
-	core      *core.Service
+	kernel    *core.Kernel
 	accounts  *accounts.Service
 	approvals *approvals.Service
 }
@@ -212,7 +212,7 @@ func New(cfg core.Config, d Deps) *Service {
 	if d.Logger == nil {
 		d.Logger = slog.New(slog.DiscardHandler)
 	}
-	return &Service{cfg: cfg, d: d, core: d.Core, approvals: d.Approvals, accounts: d.Accounts}
+	return &Service{cfg: cfg, d: d, kernel: d.Kernel, approvals: d.Approvals, accounts: d.Accounts}
 }
 
 func (s *Service) now() time.Time { return core.Clock(s.cfg.Now).Now() }

@@ -65,7 +65,7 @@ func (s *Service) CreateEnrollment(ctx context.Context, ownerID, name string, sc
 	if err != nil {
 		return nil, err
 	}
-	if err := s.core.AllowIn(ctx, s.d.Store, "agent-enroll:"+ownerID, agentEnrollInterval, agentEnrollBurst); err != nil {
+	if err := s.kernel.AllowIn(ctx, s.d.Store, "agent-enroll:"+ownerID, agentEnrollInterval, agentEnrollBurst); err != nil {
 		if e := core.AsError(err); e.Kind == core.KindRateLimited {
 			return nil, core.Errorf(core.KindRateLimited, core.CodeRateLimited, "too many enrollment tokens; retry in %d s", e.RetryAfterSeconds).WithRetryAfter(e.RetryAfterSeconds)
 		}
@@ -271,7 +271,7 @@ func (s *Service) StartClaim(ctx context.Context, claimToken, email string) (*Cl
 	// Each attempt puts an item in the owner's inbox (superseding the last)
 	// and mails nothing, but it is still the owner's attention: bounded
 	// per registration.
-	if err := s.core.AllowIn(ctx, s.d.Store, "agent-claim-attempt:"+c.RegistrationID, agentClaimAttemptInterval, agentClaimAttemptBurst); err != nil {
+	if err := s.kernel.AllowIn(ctx, s.d.Store, "agent-claim-attempt:"+c.RegistrationID, agentClaimAttemptInterval, agentClaimAttemptBurst); err != nil {
 		return nil, err
 	}
 	return s.startClaimAttempt(ctx, c, reg)
@@ -301,11 +301,11 @@ type Tokens struct {
 func (s *Service) agentResource(resource string) (string, error) {
 	switch resource {
 	case "":
-		return s.core.ResourceMCP(), nil
-	case s.core.ResourceMCP(), s.core.ResourceA2A():
+		return s.kernel.ResourceMCP(), nil
+	case s.kernel.ResourceMCP(), s.kernel.ResourceA2A():
 		return resource, nil
 	}
-	return "", core.Errorf(core.KindInvalid, core.CodeInvalidTarget, "agent tokens are issued for %s or %s", s.core.ResourceMCP(), s.core.ResourceA2A())
+	return "", core.Errorf(core.KindInvalid, core.CodeInvalidTarget, "agent tokens are issued for %s or %s", s.kernel.ResourceMCP(), s.kernel.ResourceA2A())
 }
 
 // PollClaim is one poll of the claim grant: authorization_pending
@@ -496,7 +496,7 @@ func (s *Service) TokenPrincipal(ctx context.Context, token, audience string) (c
 			s.d.Logger.WarnContext(ctx, "touch agent registration", "registration_id", reg.ID, "err", err)
 		}
 	}
-	p := s.core.NewPrincipal(core.PrincipalAgent, t.OwnerID, scopes, reg.ID, reg.Name, audience, "")
+	p := s.kernel.NewPrincipal(core.PrincipalAgent, t.OwnerID, scopes, reg.ID, reg.Name, audience, "")
 	p.ClientName = reg.Name
 	return p, nil
 }

@@ -143,7 +143,7 @@ func TestAgentRegistrationRules(t *testing.T) {
 	if err != nil || len(tok.Scopes) != 0 {
 		t.Fatalf("pre-claim exchange = %+v, %v", tok, err)
 	}
-	p, err := e.Svc.Agents.TokenPrincipal(ctx, tok.AccessToken, e.Svc.Core.ResourceMCP())
+	p, err := e.Svc.Agents.TokenPrincipal(ctx, tok.AccessToken, e.Svc.Kernel.ResourceMCP())
 	if err != nil || p.OwnerID != "" || len(p.Scopes) != 0 {
 		t.Fatalf("pre-claim principal = %+v, %v", p, err)
 	}
@@ -222,28 +222,28 @@ func TestAgentClaimStates(t *testing.T) {
 	}
 	_, err = e.Svc.Agents.PollClaim(ctx, ct, "")
 	testenv.WantCode(t, err, core.CodeInvalidGrant)
-	p, err := e.Svc.Agents.TokenPrincipal(ctx, tok.AccessToken, e.Svc.Core.ResourceMCP())
+	p, err := e.Svc.Agents.TokenPrincipal(ctx, tok.AccessToken, e.Svc.Kernel.ResourceMCP())
 	if err != nil || p.OwnerID != e.OwnerA.ID || p.Kind != core.PrincipalAgent || len(p.Scopes) != 1 {
 		t.Fatalf("principal = %+v, %v", p, err)
 	}
-	_, err = e.Svc.Agents.TokenPrincipal(ctx, tok.AccessToken, e.Svc.Core.ResourceA2A())
+	_, err = e.Svc.Agents.TokenPrincipal(ctx, tok.AccessToken, e.Svc.Kernel.ResourceA2A())
 	testenv.WantCode(t, err, core.CodeInvalidToken)
 	// A token for the A2A endpoint is for it alone.
 	if err := e.Svc.Agents.RecordAssertion(ctx, tok.Registration.ID, "jti_a2a"); err != nil {
 		t.Fatal(err)
 	}
-	a2a, err := e.Svc.Agents.ExchangeAssertion(ctx, tok.Registration.ID, "jti_a2a", e.Svc.Core.ResourceA2A())
+	a2a, err := e.Svc.Agents.ExchangeAssertion(ctx, tok.Registration.ID, "jti_a2a", e.Svc.Kernel.ResourceA2A())
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := e.Svc.Agents.TokenPrincipal(ctx, a2a.AccessToken, e.Svc.Core.ResourceA2A()); err != nil {
+	if _, err := e.Svc.Agents.TokenPrincipal(ctx, a2a.AccessToken, e.Svc.Kernel.ResourceA2A()); err != nil {
 		t.Fatalf("a2a token at /a2a: %v", err)
 	}
-	_, err = e.Svc.Agents.TokenPrincipal(ctx, a2a.AccessToken, e.Svc.Core.ResourceMCP())
+	_, err = e.Svc.Agents.TokenPrincipal(ctx, a2a.AccessToken, e.Svc.Kernel.ResourceMCP())
 	testenv.WantCode(t, err, core.CodeInvalidToken)
 	// The token lives one hour.
 	clk.Advance(time.Hour)
-	_, err = e.Svc.Agents.TokenPrincipal(ctx, tok.AccessToken, e.Svc.Core.ResourceMCP())
+	_, err = e.Svc.Agents.TokenPrincipal(ctx, tok.AccessToken, e.Svc.Kernel.ResourceMCP())
 	testenv.WantCode(t, err, core.CodeInvalidToken)
 }
 
@@ -286,7 +286,7 @@ func TestAgentRevocation(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	_, err = e.Svc.Agents.TokenPrincipal(ctx, tok.AccessToken, e.Svc.Core.ResourceMCP())
+	_, err = e.Svc.Agents.TokenPrincipal(ctx, tok.AccessToken, e.Svc.Kernel.ResourceMCP())
 	testenv.WantCode(t, err, core.CodeInvalidToken)
 	tok2, err := e.Svc.Agents.ExchangeAssertion(ctx, reg.Registration.ID, "jti_a", "")
 	if err != nil || strings.Join(tok2.Scopes, " ") != "credits:read" || tok2.NewAssertion {
@@ -296,7 +296,7 @@ func TestAgentRevocation(t *testing.T) {
 	if _, err := e.Svc.Agents.RevokeByAssertion(ctx, reg.Registration.ID, "jti_a"); err != nil {
 		t.Fatal(err)
 	}
-	_, err = e.Svc.Agents.TokenPrincipal(ctx, tok2.AccessToken, e.Svc.Core.ResourceMCP())
+	_, err = e.Svc.Agents.TokenPrincipal(ctx, tok2.AccessToken, e.Svc.Kernel.ResourceMCP())
 	testenv.WantCode(t, err, core.CodeInvalidToken)
 	_, err = e.Svc.Agents.ExchangeAssertion(ctx, reg.Registration.ID, "jti_a", "")
 	testenv.WantCode(t, err, core.CodeInvalidGrant)
@@ -321,7 +321,7 @@ func TestPrincipalModes(t *testing.T) {
 			}
 			// Chat apps (OAuth grants) and registered agents act in the
 			// setting.
-			if p := e.Svc.Core.GrantPrincipal(core.GrantAccess{OwnerID: e.OwnerA.ID, GrantID: "grt_1", Scopes: []core.Scope{core.ScopeFaxRead}}); p.Mode != setting || p.Kind != core.PrincipalOAuthGrant {
+			if p := e.Svc.Kernel.GrantPrincipal(core.GrantAccess{OwnerID: e.OwnerA.ID, GrantID: "grt_1", Scopes: []core.Scope{core.ScopeFaxRead}}); p.Mode != setting || p.Kind != core.PrincipalOAuthGrant {
 				t.Errorf("grant principal %+v, want mode %s", p, setting)
 			}
 			reg := registerService(t, e, nil)
@@ -332,7 +332,7 @@ func TestPrincipalModes(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if p, err := e.Svc.Agents.TokenPrincipal(ctx, tok.AccessToken, e.Svc.Core.ResourceMCP()); err != nil || p.Mode != setting {
+			if p, err := e.Svc.Agents.TokenPrincipal(ctx, tok.AccessToken, e.Svc.Kernel.ResourceMCP()); err != nil || p.Mode != setting {
 				t.Errorf("agent principal %+v (%v), want mode %s", p, err, setting)
 			}
 		})

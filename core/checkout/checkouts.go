@@ -368,7 +368,7 @@ type Deps struct {
 	Prices   *core.PriceTable
 	Logger   *slog.Logger
 	// Core pays the drafts and numbers checkouts buy.
-	Core *core.Service
+	Kernel *core.Kernel
 	// Credits reads balances and packs.
 	Credits *credits.Service
 	// Numbers reads and pays the numbers it acts on.
@@ -381,7 +381,7 @@ type Deps struct {
 type Service struct {
 	cfg     core.Config
 	d       Deps
-	core    *core.Service
+	kernel  *core.Kernel
 	credits *credits.Service
 	numbers *numbers.Service
 	faxes   *faxes.Service
@@ -396,7 +396,7 @@ func New(cfg core.Config, d Deps) *Service {
 	if d.Prices == nil {
 		d.Prices = core.DefaultPriceTable()
 	}
-	return &Service{cfg: cfg, d: d, core: d.Core, faxes: d.Faxes, numbers: d.Numbers, credits: d.Credits}
+	return &Service{cfg: cfg, d: d, kernel: d.Kernel, faxes: d.Faxes, numbers: d.Numbers, credits: d.Credits}
 }
 
 func (s *Service) now() time.Time { return core.Clock(s.cfg.Now).Now() }

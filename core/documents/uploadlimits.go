@@ -23,7 +23,7 @@ func (s *Service) allowUpload(ctx context.Context, p core.Principal) error {
 	if p.Mode == core.ModeTest {
 		interval, burst = c.TestUploadInterval, c.TestUploadBurst
 	}
-	return s.core.AllowIn(ctx, s.d.Store, uploadRateKey(p.OwnerID, p.Mode), interval, burst)
+	return s.kernel.AllowIn(ctx, s.d.Store, uploadRateKey(p.OwnerID, p.Mode), interval, burst)
 }
 
 // checkQuota refuses adding bytes to the owner's unsent documents in mode

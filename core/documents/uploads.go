@@ -348,14 +348,14 @@ type Deps struct {
 	Converter Converter
 	Logger    *slog.Logger
 	// Core charges the upload rate.
-	Core *core.Service
+	Kernel *core.Kernel
 }
 
 // Service keeps uploads and documents.
 type Service struct {
-	cfg  core.Config
-	d    Deps
-	core *core.Service
+	cfg    core.Config
+	d      Deps
+	kernel *core.Kernel
 }
 
 // New returns the service; cfg is the kernel's configuration with its
@@ -364,7 +364,7 @@ func New(cfg core.Config, d Deps) *Service {
 	if d.Logger == nil {
 		d.Logger = slog.New(slog.DiscardHandler)
 	}
-	return &Service{cfg: cfg, d: d, core: d.Core}
+	return &Service{cfg: cfg, d: d, kernel: d.Kernel}
 }
 
 func (s *Service) now() time.Time { return core.Clock(s.cfg.Now).Now() }

@@ -455,7 +455,7 @@ type Deps struct {
 	Prices  *core.PriceTable
 	Logger  *slog.Logger
 	// Core resolves documents, sender numbers and credits.
-	Core *core.Service
+	Kernel *core.Kernel
 	// Credits reads balances and packs.
 	Credits *credits.Service
 	// Documents stores and reads the documents it faxes.
@@ -468,7 +468,7 @@ type Deps struct {
 type Service struct {
 	cfg       core.Config
 	d         Deps
-	core      *core.Service
+	kernel    *core.Kernel
 	credits   *credits.Service
 	documents *documents.Service
 	numbers   *numbers.Service
@@ -489,7 +489,7 @@ func New(cfg core.Config, d Deps) (*Service, error) {
 	if d.Prices == nil {
 		d.Prices = core.DefaultPriceTable()
 	}
-	return &Service{cfg: cfg, d: d, core: d.Core, numbers: d.Numbers, documents: d.Documents, credits: d.Credits}, nil
+	return &Service{cfg: cfg, d: d, kernel: d.Kernel, numbers: d.Numbers, documents: d.Documents, credits: d.Credits}, nil
 }
 
 func (s *Service) now() time.Time { return core.Clock(s.cfg.Now).Now() }

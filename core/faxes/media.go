@@ -27,7 +27,7 @@ func badMediaLink(why string) error {
 
 // providerMediaURL signs a media link for faxID.
 func (s *Service) providerMediaURL(ctx context.Context, faxID string) (string, error) {
-	tok, _, err := s.core.SignLink(ctx, providerMediaSecret, "provider-media", faxID, ProviderMediaTTL)
+	tok, _, err := s.kernel.SignLink(ctx, providerMediaSecret, "provider-media", faxID, ProviderMediaTTL)
 	if err != nil {
 		return "", err
 	}
@@ -37,7 +37,7 @@ func (s *Service) providerMediaURL(ctx context.Context, faxID string) (string, e
 // OpenProviderMedia opens the fax-ready PDF a media link names, with its
 // size, while its fax is sending.
 func (s *Service) OpenProviderMedia(ctx context.Context, token string) (io.ReadCloser, int64, error) {
-	faxID, err := s.core.OpenLink(ctx, providerMediaSecret, "provider-media", core.PrefixFax, token, badMediaLink)
+	faxID, err := s.kernel.OpenLink(ctx, providerMediaSecret, "provider-media", core.PrefixFax, token, badMediaLink)
 	if err != nil {
 		return nil, 0, err
 	}

@@ -420,7 +420,7 @@ func (s *Service) Principal(host *Host, a *Agent) core.Principal {
 			}
 		}
 	}
-	p := s.core.NewPrincipal(core.PrincipalDelegated, a.OwnerID, scopes, a.ID, a.ID, s.cfg.APIURL, "")
+	p := s.kernel.NewPrincipal(core.PrincipalDelegated, a.OwnerID, scopes, a.ID, a.ID, s.cfg.APIURL, "")
 	hostName := ""
 	if host != nil {
 		hostName = host.Name

@@ -158,7 +158,7 @@ func (s *Service) Create(ctx context.Context, ownerID string, r CreateRequest) (
 			return nil, err
 		}
 	}
-	if err := s.core.AllowIn(ctx, s.d.Store, "host-create:"+ownerID, hostCreateInterval, hostCreateBurst); err != nil {
+	if err := s.kernel.AllowIn(ctx, s.d.Store, "host-create:"+ownerID, hostCreateInterval, hostCreateBurst); err != nil {
 		if e := core.AsError(err); e.Kind == core.KindRateLimited {
 			return nil, core.Errorf(core.KindRateLimited, core.CodeRateLimited, "too many hosts created; retry in %d s", e.RetryAfterSeconds).WithRetryAfter(e.RetryAfterSeconds)
 		}
@@ -343,7 +343,7 @@ func (s *Service) AcceptJWT(ctx context.Context, u JWTUse) error {
 	now := s.now()
 	err := s.inTx(ctx, func(tx Tx) error {
 		if l := u.Limit; l != nil {
-			if err := s.core.AllowIn(ctx, tx, l.Key, l.Interval, l.Burst); err != nil {
+			if err := s.kernel.AllowIn(ctx, tx, l.Key, l.Interval, l.Burst); err != nil {
 				return err
 			}
 		}

@@ -234,7 +234,7 @@ type Deps struct {
 	Text   TextExtractor
 	Logger *slog.Logger
 	// Core signs download links, stores blobs and charges rate limits.
-	Core *core.Service
+	Kernel *core.Kernel
 	// Documents stores and reads the documents it faxes.
 	Documents *documents.Service
 	// Numbers reads and pays the numbers it acts on.
@@ -247,7 +247,7 @@ type Deps struct {
 type Service struct {
 	cfg       core.Config
 	d         Deps
-	core      *core.Service
+	kernel    *core.Kernel
 	documents *documents.Service
 	numbers   *numbers.Service
 	faxes     *faxes.Service
@@ -259,7 +259,7 @@ func New(cfg core.Config, d Deps) *Service {
 	if d.Logger == nil {
 		d.Logger = slog.New(slog.DiscardHandler)
 	}
-	return &Service{cfg: cfg, d: d, core: d.Core, faxes: d.Faxes, numbers: d.Numbers, documents: d.Documents}
+	return &Service{cfg: cfg, d: d, kernel: d.Kernel, faxes: d.Faxes, numbers: d.Numbers, documents: d.Documents}
 }
 
 func (s *Service) now() time.Time { return core.Clock(s.cfg.Now).Now() }

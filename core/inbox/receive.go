@@ -330,7 +330,7 @@ func (s *Service) Download(ctx context.Context, p core.Principal, id string) (*L
 	if f.Status != Received {
 		return nil, core.Errorf(core.KindConflict, core.CodeInvalidRequest, "this fax is %s; its document can be downloaded once received", f.Status)
 	}
-	tok, exp, err := s.core.SignLink(ctx, inboxDownloadSecret, "inbox-download", f.ID, DownloadTTL)
+	tok, exp, err := s.kernel.SignLink(ctx, inboxDownloadSecret, "inbox-download", f.ID, DownloadTTL)
 	if err != nil {
 		return nil, err
 	}
@@ -343,7 +343,7 @@ func badInboxLink(why string) error {
 
 // OpenDownload opens the PDF a download link names.
 func (s *Service) OpenDownload(ctx context.Context, token string) (io.ReadCloser, *InboundFax, error) {
-	id, err := s.core.OpenLink(ctx, inboxDownloadSecret, "inbox-download", core.PrefixInbound, token, badInboxLink)
+	id, err := s.kernel.OpenLink(ctx, inboxDownloadSecret, "inbox-download", core.PrefixInbound, token, badInboxLink)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -374,7 +374,7 @@ func (s *Service) Simulate(ctx context.Context, p core.Principal, t TestInboundF
 		return nil, core.Errorf(core.KindForbidden, CodeTestModeOnly, "only test mode can simulate a received fax; live faxes arrive from the provider")
 	}
 	// Each one is read (pdftotext, maybe OCR): bounded per owner.
-	if err := s.core.AllowIn(ctx, s.d.Store, "simulate-inbound:"+p.OwnerID, simulateInterval, simulateBurst); err != nil {
+	if err := s.kernel.AllowIn(ctx, s.d.Store, "simulate-inbound:"+p.OwnerID, simulateInterval, simulateBurst); err != nil {
 		os.Remove(t.Path)
 		return nil, err
 	}

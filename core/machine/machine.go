@@ -264,7 +264,7 @@ type Deps struct {
 	Providers map[core.Mode]faxes.Provider
 	Logger    *slog.Logger
 	// Core creates the fax, stores the document and prices the request.
-	Core *core.Service
+	Kernel *core.Kernel
 	// Documents stores and reads the documents it faxes.
 	Documents *documents.Service
 	// Faxes creates, prices and reads faxes and drafts.
@@ -279,7 +279,7 @@ type Service struct {
 	cfg       Config
 	kc        core.Config
 	d         Deps
-	core      *core.Service
+	kernel    *core.Kernel
 	documents *documents.Service
 	faxes     *faxes.Service
 }
@@ -291,7 +291,7 @@ func New(cfg Config, kc core.Config, d Deps) *Service {
 	if d.Logger == nil {
 		d.Logger = slog.New(slog.DiscardHandler)
 	}
-	return &Service{cfg: cfg, kc: kc, d: d, core: d.Core, faxes: d.Faxes, documents: d.Documents}
+	return &Service{cfg: cfg, kc: kc, d: d, kernel: d.Kernel, faxes: d.Faxes, documents: d.Documents}
 }
 
 func (s *Service) now() time.Time { return core.Clock(s.kc.Now).Now() }

@@ -281,15 +281,15 @@ type Deps struct {
 	Prices      *core.PriceTable
 	Logger      *slog.Logger
 	// Core charges rate limits.
-	Core *core.Service
+	Kernel *core.Kernel
 }
 
 // Service rents numbers.
 type Service struct {
-	cfg  core.Config
-	nc   Config
-	d    Deps
-	core *core.Service
+	cfg    core.Config
+	nc     Config
+	d      Deps
+	kernel *core.Kernel
 }
 
 // New returns the service; cfg is the kernel's configuration with its
@@ -302,7 +302,7 @@ func New(cfg core.Config, nc Config, d Deps) *Service {
 	if d.Prices == nil {
 		d.Prices = core.DefaultPriceTable()
 	}
-	return &Service{cfg: cfg, nc: nc, d: d, core: d.Core}
+	return &Service{cfg: cfg, nc: nc, d: d, kernel: d.Kernel}
 }
 
 func (s *Service) now() time.Time { return core.Clock(s.cfg.Now).Now() }

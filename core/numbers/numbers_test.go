@@ -240,7 +240,7 @@ func spendAll(t *testing.T, e *testenv.Env, p core.Principal) {
 	t.Helper()
 	if _, err := e.Store.ReverseCredits(ctx, &credits.LedgerEntry{
 		ID: core.NewID(core.PrefixLedger), OwnerID: p.OwnerID, Mode: p.Mode, Kind: credits.LedgerReversal,
-		AmountMicros: -avail(t, e, p), Reason: "test: spend everything", CreatedAt: e.Svc.Core.Now(),
+		AmountMicros: -avail(t, e, p), Reason: "test: spend everything", CreatedAt: e.Svc.Kernel.Now(),
 	}); err != nil {
 		t.Fatal(err)
 	}

@@ -121,7 +121,7 @@ func (s *Service) askProvider(ctx context.Context, p core.Principal, q Search, w
 	if err != nil {
 		return 0, nil, err
 	}
-	if err := s.core.AllowIn(ctx, s.d.Store, "number-search:"+p.OwnerID+":"+string(p.Mode), numberSearchInterval, numberSearchBurst); err != nil {
+	if err := s.kernel.AllowIn(ctx, s.d.Store, "number-search:"+p.OwnerID+":"+string(p.Mode), numberSearchInterval, numberSearchBurst); err != nil {
 		return 0, nil, err
 	}
 	found, err := np.SearchNumbers(ctx, q)

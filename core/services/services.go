@@ -136,7 +136,7 @@ type Config struct {
 
 // Set is every feature service of one process.
 type Set struct {
-	Core      *core.Service
+	Kernel    *core.Kernel
 	Accounts  *accounts.Service
 	Approvals *approvals.Service
 	Credits   *credits.Service
@@ -196,32 +196,32 @@ func New(cfg Config, deps Deps) (*Set, error) {
 			return set.Hosts.ApproveSend(ctx, ownerID, a, data)
 		}},
 	}
-	c, err := core.New(cfg.Config, cd)
+	c, err := core.NewKernel(cfg.Config, cd)
 	if err != nil {
 		return nil, err
 	}
 	cfg.Config = c.Config()
 	cfg.Machine.SetDefaults()
 	kc := cfg.Config
-	accts := accounts.New(kc, accounts.Deps{Store: deps.Store, Logger: deps.Logger, Core: c})
+	accts := accounts.New(kc, accounts.Deps{Store: deps.Store, Logger: deps.Logger, Kernel: c})
 	creds := credits.New(kc, credits.Deps{Store: deps.Store, Prices: deps.Prices})
 	approvalInbox := approvals.New(kc, approvals.Deps{Store: deps.Store, Handlers: handlers, Logger: deps.Logger})
-	docs := documents.New(kc, documents.Deps{Store: deps.Store, Blobs: deps.Blobs, Converter: deps.Converter, Logger: deps.Logger, Core: c})
+	docs := documents.New(kc, documents.Deps{Store: deps.Store, Blobs: deps.Blobs, Converter: deps.Converter, Logger: deps.Logger, Kernel: c})
 	cfg.Numbers.SetDefaults()
 	nums := numbers.New(kc, cfg.Numbers, numbers.Deps{
 		Store: deps.Store, Queue: deps.Queue, Providers: deps.Numbers, Destination: deps.Destination,
-		Prices: deps.Prices, Logger: deps.Logger, Core: c,
+		Prices: deps.Prices, Logger: deps.Logger, Kernel: c,
 	})
 	fx, err := faxes.New(kc, faxes.Deps{
 		Store: deps.Store, Blobs: deps.Blobs, Destination: deps.Destination, Queue: deps.Queue, Providers: deps.Providers,
-		PayerRefunds: machine.NewPayers(deps.Machine), Metrics: delivery, Prices: deps.Prices, Logger: deps.Logger, Core: c, Credits: creds, Numbers: nums, Documents: docs,
+		PayerRefunds: machine.NewPayers(deps.Machine), Metrics: delivery, Prices: deps.Prices, Logger: deps.Logger, Kernel: c, Credits: creds, Numbers: nums, Documents: docs,
 	})
 	if err != nil {
 		return nil, err
 	}
 	*set = Set{
 		cfg:       cfg,
-		Core:      c,
+		Kernel:    c,
 		Accounts:  accts,
 		Approvals: approvalInbox,
 		Credits:   creds,
@@ -230,25 +230,25 @@ func New(cfg Config, deps Deps) (*Set, error) {
 		Numbers:   nums,
 		Machine: machine.New(cfg.Machine, kc, machine.Deps{
 			Store: deps.Store, Machine: deps.Machine, Converter: deps.Converter, Destination: deps.Destination,
-			Providers: deps.Providers, Logger: deps.Logger, Core: c, Faxes: fx, Documents: docs, Binder: deps.MachineBinder,
+			Providers: deps.Providers, Logger: deps.Logger, Kernel: c, Faxes: fx, Documents: docs, Binder: deps.MachineBinder,
 		}),
 		Retention: retention.New(cfg.Storage, core.Clock(cfg.Now), retention.Deps{
 			Store: deps.Store, Blobs: deps.Blobs, Documents: docs, AuthState: deps.AuthState, Logger: deps.Logger,
 		}),
 		Checkout: checkout.New(kc, checkout.Deps{
-			Store: deps.Store, Gateways: deps.Checkout, Prices: deps.Prices, Logger: deps.Logger, Core: c, Credits: creds, Faxes: fx, Numbers: nums,
+			Store: deps.Store, Gateways: deps.Checkout, Prices: deps.Prices, Logger: deps.Logger, Kernel: c, Credits: creds, Faxes: fx, Numbers: nums,
 		}),
-		Agents: agents.New(kc, agents.Deps{Store: deps.Store, Logger: deps.Logger, Core: c, Approvals: approvalInbox, Accounts: accts}),
+		Agents: agents.New(kc, agents.Deps{Store: deps.Store, Logger: deps.Logger, Kernel: c, Approvals: approvalInbox, Accounts: accts}),
 		Hosts: hosts.New(kc, hosts.Deps{
-			Store: deps.Store, Destination: deps.Destination, Prices: deps.Prices, Logger: deps.Logger, Core: c, Approvals: approvalInbox, Credits: creds, Faxes: fx,
+			Store: deps.Store, Destination: deps.Destination, Prices: deps.Prices, Logger: deps.Logger, Kernel: c, Approvals: approvalInbox, Credits: creds, Faxes: fx,
 		}),
 		Inbox: inbox.New(kc, inbox.Deps{
 			Store: deps.Store, Queue: deps.Queue, Blobs: deps.Blobs, Converter: deps.Converter, Destination: deps.Destination,
-			Providers: deps.Providers, Text: deps.Text, Logger: deps.Logger, Core: c, Faxes: fx, Documents: docs, Numbers: nums,
+			Providers: deps.Providers, Text: deps.Text, Logger: deps.Logger, Kernel: c, Faxes: fx, Documents: docs, Numbers: nums,
 		}),
 		Tasks: tasks.New(kc, tasks.Deps{
 			Store: deps.Store, Signer: deps.Signer, PaymentMethods: deps.PaymentMethods, Prices: deps.Prices,
-			Logger: deps.Logger, Core: c, Approvals: approvalInbox, Credits: creds, Faxes: fx, Numbers: nums,
+			Logger: deps.Logger, Kernel: c, Approvals: approvalInbox, Credits: creds, Faxes: fx, Numbers: nums,
 		}),
 	}
 	return set, nil

@@ -230,7 +230,7 @@ type Deps struct {
 	Prices         *core.PriceTable
 	Logger         *slog.Logger
 	// Core drafts, prices and cancels faxes and numbers.
-	Core *core.Service
+	Kernel *core.Kernel
 	// Approvals asks the owner and reads their decisions.
 	Approvals *approvals.Service
 	// Credits reads balances and packs.
@@ -245,7 +245,7 @@ type Deps struct {
 type Service struct {
 	cfg       core.Config
 	d         Deps
-	core      *core.Service
+	kernel    *core.Kernel
 	approvals *approvals.Service
 	credits   *credits.Service
 	numbers   *numbers.Service
@@ -261,7 +261,7 @@ func New(cfg core.Config, d Deps) *Service {
 	if d.Prices == nil {
 		d.Prices = core.DefaultPriceTable()
 	}
-	return &Service{cfg: cfg, d: d, core: d.Core, faxes: d.Faxes, numbers: d.Numbers, credits: d.Credits, approvals: d.Approvals}
+	return &Service{cfg: cfg, d: d, kernel: d.Kernel, faxes: d.Faxes, numbers: d.Numbers, credits: d.Credits, approvals: d.Approvals}
 }
 
 func (s *Service) now() time.Time { return core.Clock(s.cfg.Now).Now() }

@@ -421,7 +421,7 @@ func (a *App) wireOwners() error {
 // Ready reports whether the database is reachable and every migration of
 // faxhub and of the job queue is applied.
 func (a *App) Ready(ctx context.Context) error {
-	if err := a.Svc.Core.Ready(ctx); err != nil {
+	if err := a.Svc.Kernel.Ready(ctx); err != nil {
 		return err
 	}
 	return queue.Validate(ctx, a.DB.SQL(), a.DB.Dialect())

@@ -116,7 +116,7 @@ func agentTokenFor(tb testing.TB, a *app.App, h http.Handler, ownerID, email str
 		tb.Fatal(err)
 	}
 	code, body = post(oauth.PathToken, "application/x-www-form-urlencoded", url.Values{"grant_type": {oauth.GrantTypeAgentClaim},
-		"claim_token": {reg.ClaimToken}, "resource": {a.Svc.Core.ResourceA2A()}}.Encode())
+		"claim_token": {reg.ClaimToken}, "resource": {a.Svc.Kernel.ResourceA2A()}}.Encode())
 	var tok struct {
 		AccessToken string `json:"access_token"`
 	}

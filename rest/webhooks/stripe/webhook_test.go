@@ -119,7 +119,7 @@ func (e *env) draft(t *testing.T) (*faxes.Draft, *checkout.Checkout) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	now := e.Svc.Core.Now()
+	now := e.Svc.Kernel.Now()
 	d := &faxes.Draft{
 		ID: core.NewID(core.PrefixDraft), OwnerID: e.OwnerA.ID, Mode: core.ModeLive, DocumentID: doc.ID, To: "+12125550100", Country: "US",
 		Pages: doc.Pages, PriceMicros: 210_000, Status: faxes.DraftOpen, CreatedAt: now, ExpiresAt: now.Add(24 * time.Hour),
@@ -424,7 +424,7 @@ func TestWebhookRefundedPack(t *testing.T) {
 		// A fax in flight holds 40% of the pack.
 		held := c.CreditMicros * 4 / 10
 		if err := e.Store.PlaceHold(ctx, &credits.LedgerEntry{ID: core.NewID(core.PrefixLedger), OwnerID: e.OwnerA.ID, Mode: core.ModeLive,
-			Kind: credits.LedgerHold, AmountMicros: -held, Reason: "a fax", CreatedAt: e.Svc.Core.Now()}); err != nil {
+			Kind: credits.LedgerHold, AmountMicros: -held, Reason: "a fax", CreatedAt: e.Svc.Kernel.Now()}); err != nil {
 			t.Fatal(err)
 		}
 		e.deliver(t, refundEvent(c, core.CentsUp(c.AmountMicros)))
