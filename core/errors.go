@@ -26,90 +26,30 @@ const (
 )
 
 // Stable, machine-readable error codes. They are part of the public API:
-// clients switch on them, so never rename one.
+// clients switch on them, so never rename one. Each feature declares its
+// own; these are the ones every feature and protocol shares.
 const (
 	CodeInternal          = "internal_error"
 	CodeInvalidRequest    = "invalid_request"
 	CodeUnauthenticated   = "unauthenticated"
-	CodeInvalidAPIKey     = "invalid_api_key"
 	CodeInsufficientScope = "insufficient_scope"
 	// CodeInvalidToken is a bad access token (RFC 6750).
 	CodeInvalidToken           = "invalid_token"
 	CodeNotFound               = "not_found"
 	CodeIdempotencyKeyRequired = "idempotency_key_required"
 	CodeIdempotencyConflict    = "idempotency_conflict"
-	CodeInsufficientCredits    = "insufficient_credits"
 	CodeRateLimited            = "rate_limited"
 	CodeInvalidDestination     = "invalid_destination"
 	CodePremiumDestination     = "premium_rate_destination"
 	CodeUnsupportedDestination = "unsupported_destination"
-	CodeUploadInvalid          = "upload_token_invalid"
-	CodeUploadExpired          = "upload_token_expired"
-	CodeUploadUsed             = "upload_token_used"
-	CodeUploadPending          = "upload_not_completed"
-	CodeFileTooLarge           = "file_too_large"
-	// CodeStorageQuota: the owner's unsent documents would exceed the
-	// storage quota (413); send or let them expire first.
-	CodeStorageQuota           = "storage_quota_exceeded"
-	CodeEmptyFile              = "empty_file"
-	CodeTooManyPages           = "too_many_pages"
-	CodeUnsupportedType        = "unsupported_file_type"
-	CodeContentTypeMismatch    = "content_type_mismatch"
-	CodeLibreOfficeMissing     = "converter_unavailable_libreoffice"
-	CodeConversionFailed       = "conversion_failed"
-	CodeCorruptDocument        = "corrupt_document"
-	CodeEncryptedDocument      = "encrypted_document"
-	CodeUnknownPack            = "unknown_credit_pack"
-	CodeCheckoutUnavailable    = "checkout_not_configured"
-	CodeCheckoutState          = "checkout_not_payable"
-	CodeDraftState             = "draft_not_payable"
-	CodeMachinePaymentsOff     = "machine_payments_disabled"
-	CodeApprovalState          = "approval_not_pending"
-	CodeApprovalBinding        = "approval_binding_mismatch"
-	CodeFaxNotCancelable       = "fax_not_cancelable"
-	CodeProviderUnavailable    = "provider_not_configured"
-	CodeOwnerExists            = "owner_exists"
-	CodeUserVerification       = "user_verification_required"
 	CodeUnsupportedContentType = "unsupported_content_type"
 	CodeMethodNotAllowed       = "method_not_allowed"
 	CodeNotReady               = "not_ready"
-	// CodeMachinePaymentsMissing: machine payments are switched on but no
-	// payment method is wired yet (the machine-payments issue adds them).
-	CodeMachinePaymentsMissing = "machine_payments_not_available"
 )
 
 // CodeNumbersNotOffered: the price table sells no numbers in that
 // country.
 const CodeNumbersNotOffered = "numbers_not_offered"
-
-// Error codes of agent registration (spec, Errors) and of the claim and
-// jwt-bearer grants (RFC 6749 section 5.2, RFC 8628 section 3.5): the OAuth
-// adapter sends them as the "error" member.
-const (
-	CodeEnrollmentRequired   = "enrollment_required"
-	CodeInvalidEnrollment    = "invalid_enrollment"
-	CodeLoginHintMismatch    = "login_hint_mismatch"
-	CodeEmailMismatch        = "email_mismatch"
-	CodeTooManyEnrollments   = "too_many_enrollments"
-	CodeInvalidScope         = "invalid_scope"
-	CodeInvalidGrant         = "invalid_grant"
-	CodeInvalidTarget        = "invalid_target"
-	CodeAuthorizationPending = "authorization_pending"
-	CodeSlowDown             = "slow_down"
-	CodeExpiredToken         = "expired_token"
-	CodeAccessDenied         = "access_denied"
-)
-
-// Error codes of the owner's claim page.
-const (
-	CodeClaimLinkInvalid  = "claim_link_invalid" // unknown or superseded link
-	CodeClaimWrongOwner   = "claim_wrong_account"
-	CodeClaimExpired      = "claim_expired"
-	CodeClaimDecided      = "claim_decided"
-	CodeClaimWrongCode    = "claim_wrong_code"
-	CodeClaimTooManyTries = "claim_too_many_tries"
-	CodeClaimScopeWiden   = "claim_scope_not_permitted"
-)
 
 // Error is the one error type services return for anything a caller can act
 // on. Internal failures are plain wrapped errors and surface as KindInternal

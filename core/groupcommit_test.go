@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/faxhub/faxhub/core"
+	"github.com/faxhub/faxhub/core/credits"
 	"github.com/faxhub/faxhub/core/faxes"
 	"github.com/faxhub/faxhub/core/services"
 	"github.com/faxhub/faxhub/internal/testenv"
@@ -23,7 +24,7 @@ type writerStats interface {
 // The writer is held while thirty sends queue, so they are one batch; on
 // PostgreSQL (no batches) the same sends simply race.
 func TestBatchedSendsKeepMoneyGuarantees(t *testing.T) {
-	e := testenv.New(t, testenv.WithoutCredits(), testenv.WithoutWorkers(), testenv.WithConfig(func(c *services.Config) { c.SendBurst = 1000 }))
+	e := testenv.New(t, testenv.WithoutCredits(), testenv.WithoutWorkers(), testenv.WithConfig(func(c *services.Config) { c.Faxes.SendBurst = 1000 }))
 	p := e.Principal(t, e.KeyATest)
 	if _, err := e.Svc.Credits.Grant(ctx, p.OwnerID, core.ModeTest, 500_000, "five faxes"); err != nil {
 		t.Fatal(err)
@@ -89,7 +90,7 @@ func TestBatchedSendsKeepMoneyGuarantees(t *testing.T) {
 		switch {
 		case r.err == nil:
 			faxes[r.fax.ID] = true
-		case core.ErrorCode(r.err) != core.CodeInsufficientCredits:
+		case core.ErrorCode(r.err) != credits.CodeInsufficientCredits:
 			t.Fatalf("request %d (%s): %v, want a fax or insufficient_credits", i, r.key, r.err)
 		}
 		if r.key == "same" {

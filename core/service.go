@@ -18,36 +18,13 @@ type Config struct {
 	// BaseURL). Both without a trailing slash.
 	BaseURL string
 	APIURL  string
-	// UploadSecret signs upload capability tokens; every replica needs the
-	// same one (cmd/faxhub keeps it in the database).
-	UploadSecret []byte
 	// TempDir is where uploads are spooled and converted.
 	TempDir string
-
-	MaxUploadBytes int64         // default 50 MB
-	MaxPages       int           // default 350
-	UploadTTL      time.Duration // default 1 hour
-	DraftTTL       time.Duration // default 24 hours
-	CheckoutTTL    time.Duration // default 1 hour
-
-	// Delivery retries: at most MaxAttempts provider tries, waiting
-	// RetryBackoff*4^(n-1) after the nth retryable failure.
-	MaxAttempts  int           // default 3
-	RetryBackoff time.Duration // default 30 s; 0 is allowed via NoRetryDelay
-	NoRetryDelay bool
-
-	// SendRate limits fax creation per owner and mode: Burst at once, one
-	// more every SendInterval.
-	SendInterval time.Duration // default 100 ms (10/s sustained)
-	SendBurst    int           // default 20
 
 	// AgentMode is the mode every agent principal acts in: OAuth grants
 	// (chat apps), agent registrations, delegated agents. API keys carry
 	// their own mode and owners pick theirs on each page. Default live.
 	AgentMode Mode
-
-	// Storage: upload leases, upload rate, quota, retention, GC.
-	Storage StorageConfig
 
 	// Now is the clock; tests replace it.
 	Now func() time.Time
@@ -56,22 +33,10 @@ type Config struct {
 func (c *Config) setDefaults() {
 	c.APIURL = cmp.Or(c.APIURL, c.BaseURL)
 	c.TempDir = cmp.Or(c.TempDir, os.TempDir())
-	c.MaxUploadBytes = cmp.Or(c.MaxUploadBytes, 50<<20)
-	c.MaxPages = cmp.Or(c.MaxPages, 350)
-	c.UploadTTL = cmp.Or(c.UploadTTL, time.Hour)
-	c.DraftTTL = cmp.Or(c.DraftTTL, 24*time.Hour)
-	c.CheckoutTTL = cmp.Or(c.CheckoutTTL, time.Hour)
-	c.MaxAttempts = cmp.Or(c.MaxAttempts, 3)
-	if c.RetryBackoff == 0 && !c.NoRetryDelay {
-		c.RetryBackoff = 30 * time.Second
-	}
-	c.SendInterval = cmp.Or(c.SendInterval, 100*time.Millisecond)
-	c.SendBurst = cmp.Or(c.SendBurst, 20)
 	if c.Now == nil {
 		c.Now = time.Now
 	}
 	c.AgentMode = cmp.Or(c.AgentMode, ModeLive)
-	c.Storage.setDefaults()
 }
 
 // Deps are the ports the service drives.
@@ -104,8 +69,6 @@ func NewKernel(cfg Config, deps Deps) (*Kernel, error) {
 	switch {
 	case deps.Store == nil:
 		return nil, errors.New("core: Store is required")
-	case len(cfg.UploadSecret) < 32:
-		return nil, errors.New("core: UploadSecret must be at least 32 bytes")
 	case cfg.BaseURL == "":
 		return nil, errors.New("core: BaseURL is required")
 	}

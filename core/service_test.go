@@ -14,6 +14,7 @@ import (
 	"github.com/faxhub/faxhub/core"
 	"github.com/faxhub/faxhub/core/accounts"
 	"github.com/faxhub/faxhub/core/approvals"
+	"github.com/faxhub/faxhub/core/checkout"
 	"github.com/faxhub/faxhub/core/credits"
 	"github.com/faxhub/faxhub/core/documents"
 	"github.com/faxhub/faxhub/core/faxes"
@@ -110,7 +111,7 @@ func TestDeliveryOutcomes(t *testing.T) {
 
 // Fifty concurrent requests with one key make one fax and one hold.
 func TestIdempotentConcurrentSend(t *testing.T) {
-	e := testenv.New(t, testenv.WithoutWorkers(), testenv.WithConfig(func(c *services.Config) { c.SendBurst = 1000 }))
+	e := testenv.New(t, testenv.WithoutWorkers(), testenv.WithConfig(func(c *services.Config) { c.Faxes.SendBurst = 1000 }))
 	p := e.Principal(t, e.KeyATest)
 	req := faxes.SendRequest{To: "+12125550100", UploadToken: e.Upload(t, p, 1)}
 	var wg sync.WaitGroup
@@ -151,7 +152,7 @@ func TestIdempotentConcurrentSend(t *testing.T) {
 }
 
 func TestSendFaxErrors(t *testing.T) {
-	e := testenv.New(t, testenv.WithoutWorkers(), testenv.WithConfig(func(c *services.Config) { c.SendBurst = 1000 }))
+	e := testenv.New(t, testenv.WithoutWorkers(), testenv.WithConfig(func(c *services.Config) { c.Faxes.SendBurst = 1000 }))
 	p := e.Principal(t, e.KeyATest)
 	tok := e.Upload(t, p, 1)
 	noSend := p
@@ -172,7 +173,7 @@ func TestSendFaxErrors(t *testing.T) {
 		{"no document", p, "s5", faxes.SendRequest{To: "+12125550100"}, core.CodeInvalidRequest},
 		{"both documents", p, "s6", faxes.SendRequest{To: "+12125550100", UploadToken: tok, DocumentID: "doc_x"}, core.CodeInvalidRequest},
 		{"unknown document", p, "s7", faxes.SendRequest{To: "+12125550100", DocumentID: "doc_x"}, core.CodeNotFound},
-		{"forged token", p, "s8", faxes.SendRequest{To: "+12125550100", UploadToken: tok[:len(tok)-2] + "xx"}, core.CodeUploadInvalid},
+		{"forged token", p, "s8", faxes.SendRequest{To: "+12125550100", UploadToken: tok[:len(tok)-2] + "xx"}, documents.CodeUploadInvalid},
 		{"cover text without cover", p, "s9", faxes.SendRequest{To: "+12125550100", UploadToken: tok, CoverText: "hi"}, core.CodeInvalidRequest},
 	}
 	for _, tc := range tests {
@@ -187,7 +188,7 @@ func TestSendFaxErrors(t *testing.T) {
 			t.Fatal(err)
 		}
 		_, _, err = e.Svc.Faxes.Send(ctx, p, "s10", faxes.SendRequest{To: "+12125550100", UploadToken: capa.UploadToken})
-		testenv.WantCode(t, err, core.CodeUploadPending)
+		testenv.WantCode(t, err, documents.CodeUploadPending)
 	})
 }
 
@@ -196,7 +197,7 @@ func TestInsufficientCreditsStoresNothing(t *testing.T) {
 	p := e.Principal(t, e.KeyATest)
 	req := faxes.SendRequest{To: "+12125550100", UploadToken: e.Upload(t, p, 1)}
 	_, _, err := e.Svc.Faxes.Send(ctx, p, "k", req)
-	testenv.WantCode(t, err, core.CodeInsufficientCredits)
+	testenv.WantCode(t, err, credits.CodeInsufficientCredits)
 	if ce := core.AsError(err); ce.Kind != core.KindPaymentRequired || ce.Fields["price"] != "0.10" {
 		t.Fatalf("error details: %+v", ce)
 	}
@@ -214,7 +215,7 @@ func TestInsufficientCreditsStoresNothing(t *testing.T) {
 
 func TestSendRateLimit(t *testing.T) {
 	e := testenv.New(t, testenv.WithoutWorkers(), testenv.WithConfig(func(c *services.Config) {
-		c.SendBurst, c.SendInterval = 3, time.Hour
+		c.Faxes.SendBurst, c.Faxes.SendInterval = 3, time.Hour
 	}))
 	p := e.Principal(t, e.KeyATest)
 	tok := e.Upload(t, p, 1)
@@ -238,7 +239,7 @@ func TestSendRateLimit(t *testing.T) {
 func TestUploadErrors(t *testing.T) {
 	now := time.Now()
 	clock := func() time.Time { return now }
-	e := testenv.New(t, testenv.WithConfig(func(c *services.Config) { c.Now = func() time.Time { return clock() }; c.MaxPages = 5 }))
+	e := testenv.New(t, testenv.WithConfig(func(c *services.Config) { c.Now = func() time.Time { return clock() }; c.Documents.MaxPages = 5 }))
 	p := e.Principal(t, e.KeyATest)
 	newCap := func(ct string, max int64) *documents.Capability {
 		c, err := e.Svc.Documents.CreateUpload(ctx, p, ct, max)
@@ -257,48 +258,48 @@ func TestUploadErrors(t *testing.T) {
 		if err := put(c.UploadToken, testenv.MinimalPDF(1)); err != nil {
 			t.Fatal(err)
 		}
-		testenv.WantCode(t, put(c.UploadToken, testenv.MinimalPDF(1)), core.CodeUploadUsed)
+		testenv.WantCode(t, put(c.UploadToken, testenv.MinimalPDF(1)), documents.CodeUploadUsed)
 	})
 	t.Run("failed put leaves token usable", func(t *testing.T) {
 		c := newCap("", 0)
-		testenv.WantCode(t, put(c.UploadToken, []byte("%PDF-1.4 truncated")), core.CodeCorruptDocument)
+		testenv.WantCode(t, put(c.UploadToken, []byte("%PDF-1.4 truncated")), documents.CodeCorruptDocument)
 		if err := put(c.UploadToken, testenv.MinimalPDF(2)); err != nil {
 			t.Fatalf("retry after a failed PUT: %v", err)
 		}
 	})
 	t.Run("too large for maxBytes", func(t *testing.T) {
 		c := newCap("", 100)
-		testenv.WantCode(t, put(c.UploadToken, testenv.MinimalPDF(1)), core.CodeFileTooLarge)
+		testenv.WantCode(t, put(c.UploadToken, testenv.MinimalPDF(1)), documents.CodeFileTooLarge)
 	})
 	t.Run("maxBytes above server limit", func(t *testing.T) {
 		_, err := e.Svc.Documents.CreateUpload(ctx, p, "", 51<<20)
-		testenv.WantCode(t, err, core.CodeFileTooLarge)
+		testenv.WantCode(t, err, documents.CodeFileTooLarge)
 	})
 	t.Run("too many pages", func(t *testing.T) {
-		testenv.WantCode(t, put(newCap("", 0).UploadToken, testenv.MinimalPDF(6)), core.CodeTooManyPages)
+		testenv.WantCode(t, put(newCap("", 0).UploadToken, testenv.MinimalPDF(6)), documents.CodeTooManyPages)
 	})
 	t.Run("empty", func(t *testing.T) {
-		testenv.WantCode(t, put(newCap("", 0).UploadToken, nil), core.CodeEmptyFile)
+		testenv.WantCode(t, put(newCap("", 0).UploadToken, nil), documents.CodeEmptyFile)
 	})
 	t.Run("unsupported", func(t *testing.T) {
-		testenv.WantCode(t, put(newCap("", 0).UploadToken, []byte("just some text, not a document")), core.CodeUnsupportedType)
+		testenv.WantCode(t, put(newCap("", 0).UploadToken, []byte("just some text, not a document")), documents.CodeUnsupportedType)
 	})
 	t.Run("content type mismatch", func(t *testing.T) {
-		testenv.WantCode(t, put(newCap("image/png", 0).UploadToken, testenv.MinimalPDF(1)), core.CodeContentTypeMismatch)
+		testenv.WantCode(t, put(newCap("image/png", 0).UploadToken, testenv.MinimalPDF(1)), documents.CodeContentTypeMismatch)
 	})
 	t.Run("unsupported declared type", func(t *testing.T) {
 		_, err := e.Svc.Documents.CreateUpload(ctx, p, "text/plain", 0)
-		testenv.WantCode(t, err, core.CodeUnsupportedType)
+		testenv.WantCode(t, err, documents.CodeUnsupportedType)
 	})
 	t.Run("forged", func(t *testing.T) {
 		c := newCap("", 0)
-		testenv.WantCode(t, put(strings.Replace(c.UploadToken, ".", ".x", 1), testenv.MinimalPDF(1)), core.CodeUploadInvalid)
+		testenv.WantCode(t, put(strings.Replace(c.UploadToken, ".", ".x", 1), testenv.MinimalPDF(1)), documents.CodeUploadInvalid)
 	})
 	t.Run("expired", func(t *testing.T) {
 		c := newCap("", 0)
 		clock = func() time.Time { return now.Add(2 * time.Hour) }
 		defer func() { clock = func() time.Time { return now } }()
-		testenv.WantCode(t, put(c.UploadToken, testenv.MinimalPDF(1)), core.CodeUploadExpired)
+		testenv.WantCode(t, put(c.UploadToken, testenv.MinimalPDF(1)), documents.CodeUploadExpired)
 	})
 	t.Run("concurrent puts store one document", func(t *testing.T) {
 		c := newCap("", 0)
@@ -313,7 +314,7 @@ func TestUploadErrors(t *testing.T) {
 				switch {
 				case err == nil:
 					ok++
-				case core.ErrorCode(err) == core.CodeUploadUsed:
+				case core.ErrorCode(err) == documents.CodeUploadUsed:
 					used++
 				default:
 					t.Error(err)
@@ -349,7 +350,7 @@ func TestOwnersAndModesAreIsolated(t *testing.T) {
 			}
 			_, err = e.Svc.Faxes.CreateDraft(ctx, p, faxes.CreateDraftRequest{To: "+12125550100", UploadToken: tok})
 			if p.Mode == core.ModeLive {
-				testenv.WantCode(t, err, core.CodeProviderUnavailable)
+				testenv.WantCode(t, err, faxes.CodeProviderUnavailable)
 			} else {
 				testenv.WantCode(t, err, core.CodeNotFound)
 			}
@@ -358,11 +359,11 @@ func TestOwnersAndModesAreIsolated(t *testing.T) {
 	_, _, err = e.Svc.Faxes.Send(ctx, b, "k", faxes.SendRequest{To: "+12125550100", UploadToken: tok})
 	testenv.WantCode(t, err, core.CodeNotFound)
 	_, _, err = e.Svc.Faxes.Send(ctx, aLive, "k", faxes.SendRequest{To: "+12125550100", UploadToken: tok})
-	testenv.WantCode(t, err, core.CodeProviderUnavailable)
+	testenv.WantCode(t, err, faxes.CodeProviderUnavailable)
 }
 
 func TestListFaxesPagination(t *testing.T) {
-	e := testenv.New(t, testenv.WithoutWorkers(), testenv.WithConfig(func(c *services.Config) { c.SendBurst = 100 }))
+	e := testenv.New(t, testenv.WithoutWorkers(), testenv.WithConfig(func(c *services.Config) { c.Faxes.SendBurst = 100 }))
 	p := e.Principal(t, e.KeyATest)
 	tok := e.Upload(t, p, 1)
 	var ids []string
@@ -422,7 +423,7 @@ func TestCancelReleasesHold(t *testing.T) {
 		t.Fatalf("after cancel: available %s held %s", c.Available, c.Held)
 	}
 	_, err = e.Svc.Faxes.Cancel(ctx, p, o.ID)
-	testenv.WantCode(t, err, core.CodeFaxNotCancelable)
+	testenv.WantCode(t, err, faxes.CodeFaxNotCancelable)
 	// The job still runs later and leaves the canceled fax alone.
 	if err := e.Svc.Faxes.Deliver(ctx, o.ID); err != nil {
 		t.Fatal(err)
@@ -471,14 +472,14 @@ func TestDraftCheckoutQueuesExactlyOneFax(t *testing.T) {
 		t.Fatalf("a checkout-paid fax touched credits: %+v", c)
 	}
 	_, err = e.Svc.Checkout.StartDraft(ctx, p, d.ID)
-	testenv.WantCode(t, err, core.CodeDraftState)
+	testenv.WantCode(t, err, faxes.CodeDraftState)
 }
 
 func TestCreditPackCheckout(t *testing.T) {
 	e := testenv.New(t, testenv.WithoutCredits())
 	p := e.Principal(t, e.KeyATest)
 	_, err := e.Svc.Checkout.StartCreditPack(ctx, p, "pack_1000000")
-	testenv.WantCode(t, err, core.CodeUnknownPack)
+	testenv.WantCode(t, err, credits.CodeUnknownPack)
 	cs, err := e.Svc.Checkout.StartCreditPack(ctx, p, "pack_100")
 	if err != nil {
 		t.Fatal(err)
@@ -495,7 +496,7 @@ func TestCreditPackCheckout(t *testing.T) {
 		t.Fatalf("after purchase: %+v", c)
 	}
 	_, err = e.Svc.Checkout.StartCreditPack(ctx, e.Principal(t, e.KeyALive), "pack_10")
-	testenv.WantCode(t, err, core.CodeCheckoutUnavailable)
+	testenv.WantCode(t, err, checkout.CodeCheckoutUnavailable)
 }
 
 func TestApprovals(t *testing.T) {
@@ -522,9 +523,9 @@ func TestApprovals(t *testing.T) {
 	_, err = e.Svc.Approvals.Decide(ctx, e.OwnerB.ID, a.ID, approvals.Decision{Approve: true, BindingHash: a.BindingHash, UserVerified: true})
 	testenv.WantCode(t, err, core.CodeNotFound)
 	_, err = e.Svc.Approvals.Decide(ctx, e.OwnerA.ID, a.ID, approvals.Decision{Approve: true, BindingHash: approvals.BindingHash(map[string]any{"to": "+12125550101"}), UserVerified: true})
-	testenv.WantCode(t, err, core.CodeApprovalBinding)
+	testenv.WantCode(t, err, approvals.CodeApprovalBinding)
 	_, err = e.Svc.Approvals.Decide(ctx, e.OwnerA.ID, a.ID, approvals.Decision{Approve: true, BindingHash: a.BindingHash})
-	testenv.WantCode(t, err, core.CodeUserVerification)
+	testenv.WantCode(t, err, approvals.CodeUserVerification)
 
 	var wg sync.WaitGroup
 	var mu sync.Mutex
@@ -536,7 +537,7 @@ func TestApprovals(t *testing.T) {
 				mu.Lock()
 				wins++
 				mu.Unlock()
-			} else if core.ErrorCode(err) != core.CodeApprovalState {
+			} else if core.ErrorCode(err) != approvals.CodeApprovalState {
 				t.Error(err)
 			}
 		})
@@ -571,7 +572,7 @@ func TestAPIKeys(t *testing.T) {
 	}
 	for _, bad := range []string{"", "fxk_test_nope", "fxk_live_" + secret[9:], "Bearer " + secret} {
 		_, err := e.Svc.Accounts.AuthenticateAPIKey(ctx, bad)
-		testenv.WantCode(t, err, core.CodeInvalidAPIKey)
+		testenv.WantCode(t, err, accounts.CodeInvalidAPIKey)
 	}
 	keys, _ := e.Svc.Accounts.ListAPIKeys(ctx, e.OwnerA.ID)
 	var found *accounts.APIKey
@@ -588,7 +589,7 @@ func TestAPIKeys(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err = e.Svc.Accounts.AuthenticateAPIKey(ctx, secret)
-	testenv.WantCode(t, err, core.CodeInvalidAPIKey)
+	testenv.WantCode(t, err, accounts.CodeInvalidAPIKey)
 }
 
 func TestSessions(t *testing.T) {
@@ -749,7 +750,7 @@ func TestDeliveryEdges(t *testing.T) {
 // would be refused on its own.
 func TestReplayAnswersWhateverChangedSince(t *testing.T) {
 	e := testenv.New(t, testenv.WithoutCredits(), testenv.WithoutWorkers(), testenv.WithConfig(func(c *services.Config) {
-		c.SendBurst, c.SendInterval = 2, time.Hour
+		c.Faxes.SendBurst, c.Faxes.SendInterval = 2, time.Hour
 	}))
 	p := e.Principal(t, e.KeyATest)
 	if _, err := e.Svc.Credits.Grant(ctx, p.OwnerID, core.ModeTest, 100_000, "one fax"); err != nil {

@@ -53,7 +53,8 @@ type StorageConfig struct {
 	GCBatch int
 }
 
-func (c *StorageConfig) setDefaults() {
+// SetDefaults fills zero values with the defaults.
+func (c *StorageConfig) SetDefaults() {
 	c.UploadLease = cmp.Or(c.UploadLease, time.Minute)
 	c.UploadInterval = cmp.Or(c.UploadInterval, 50*time.Millisecond)
 	c.UploadBurst = cmp.Or(c.UploadBurst, 100)

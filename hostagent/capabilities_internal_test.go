@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/faxhub/faxhub/core"
+	"github.com/faxhub/faxhub/core/credits"
 	"github.com/faxhub/faxhub/core/hosts"
 )
 
@@ -72,7 +73,7 @@ func TestProtocolError(t *testing.T) {
 		{core.Errorf(core.KindInvalid, hosts.CodeUnknownCapability, "x"), 400, "invalid_capabilities"},
 		{core.Errorf(core.KindInvalid, core.CodeInvalidRequest, "x"), 400, "invalid_request"},
 		{&core.Error{Kind: core.KindRateLimited, Code: "too_many", Message: "x", RetryAfterSeconds: 3}, 429, "rate_limited"},
-		{core.Errorf(core.KindPaymentRequired, core.CodeInsufficientCredits, "x"), 402, "insufficient_credits"},
+		{core.Errorf(core.KindPaymentRequired, credits.CodeInsufficientCredits, "x"), 402, "insufficient_credits"},
 		{core.Errorf(core.KindInternal, core.CodeInternal, "secret detail"), 500, "internal_error"},
 	}
 	for _, r := range rows {

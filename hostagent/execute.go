@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/faxhub/faxhub/core"
+	"github.com/faxhub/faxhub/core/documents"
 	"github.com/faxhub/faxhub/core/faxes"
 	"github.com/faxhub/faxhub/core/hosts"
 	"github.com/faxhub/faxhub/core/inbox"
@@ -211,8 +212,8 @@ func (h *Handler) validateFax(ctx context.Context, p core.Principal, a *validate
 	pages := 1
 	if a.Pages != nil {
 		pages = *a.Pages
-		if pages < 1 || pages > h.svc.Config().MaxPages {
-			return nil, core.Errorf(core.KindInvalid, core.CodeInvalidRequest, "pages must be between 1 and %d", h.svc.Config().MaxPages).With("field", "pages")
+		if pages < 1 || pages > h.svc.Config().Documents.MaxPages {
+			return nil, core.Errorf(core.KindInvalid, core.CodeInvalidRequest, "pages must be between 1 and %d", h.svc.Config().Documents.MaxPages).With("field", "pages")
 		}
 	}
 	if a.DocumentID != "" {
@@ -253,14 +254,14 @@ func (h *Handler) inlineDocument(ctx context.Context, p core.Principal, agent *h
 			"content_base64 is an upload: the agent needs the create_upload capability as well (or pass document_id / upload_token)")
 	}
 	if base64.StdEncoding.DecodedLen(len(b64)) > hosts.MaxInlineDocumentBytes+2 {
-		return "", core.Errorf(core.KindTooLarge, core.CodeFileTooLarge, "inline files are limited to %d bytes decoded; use create_upload and PUT the file", hosts.MaxInlineDocumentBytes)
+		return "", core.Errorf(core.KindTooLarge, documents.CodeFileTooLarge, "inline files are limited to %d bytes decoded; use create_upload and PUT the file", hosts.MaxInlineDocumentBytes)
 	}
 	data, err := base64.StdEncoding.DecodeString(b64)
 	if err != nil {
 		return "", core.Errorf(core.KindInvalid, core.CodeInvalidRequest, "content_base64 is not valid standard base64").With("field", "content_base64")
 	}
 	if len(data) > hosts.MaxInlineDocumentBytes {
-		return "", core.Errorf(core.KindTooLarge, core.CodeFileTooLarge, "inline files are limited to %d bytes decoded; use create_upload and PUT the file", hosts.MaxInlineDocumentBytes)
+		return "", core.Errorf(core.KindTooLarge, documents.CodeFileTooLarge, "inline files are limited to %d bytes decoded; use create_upload and PUT the file", hosts.MaxInlineDocumentBytes)
 	}
 	u, err := h.svc.Documents.CreateUpload(ctx, p, "", int64(len(data)))
 	if err != nil {

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/faxhub/faxhub/core"
+	"github.com/faxhub/faxhub/core/agents"
+	"github.com/faxhub/faxhub/core/credits"
 	"github.com/faxhub/faxhub/core/hosts"
 	"github.com/faxhub/faxhub/hostagent"
 )
@@ -113,7 +115,7 @@ func TestHostCreateAndEnroll(t *testing.T) {
 	wantError(t, "key in use", call(t, nil, http.MethodPost, e.api+hostagent.PathHostEnroll,
 		map[string]any{"token": token, "public_key": h.key.jwk, "name": "Server"}, nil), 409, hosts.CodeHostKeyInUse)
 	wantError(t, "bad token", call(t, nil, http.MethodPost, e.api+hostagent.PathHostEnroll,
-		map[string]any{"token": token + "x", "public_key": pending.key.jwk, "name": "Server"}, nil), 400, core.CodeInvalidEnrollment)
+		map[string]any{"token": token + "x", "public_key": pending.key.jwk, "name": "Server"}, nil), 400, agents.CodeInvalidEnrollment)
 	r = call(t, nil, http.MethodPost, e.api+hostagent.PathHostEnroll, map[string]any{"token": token, "public_key": pending.key.jwk, "name": "Server"}, nil)
 	if r.status != 200 || r.str("hostId") != hostID || r.str("status") != string(hosts.Active) {
 		t.Fatalf("enroll: %d %s", r.status, r.raw)
@@ -380,7 +382,7 @@ func TestExecute(t *testing.T) {
 	if r.status != 200 || d["checkout_url"] == "" {
 		t.Fatalf("checkout: %d %s", r.status, r.raw)
 	}
-	wantError(t, "unknown pack", ag.execute("create_credit_checkout", map[string]any{"pack": "nope"}), 400, core.CodeUnknownPack)
+	wantError(t, "unknown pack", ag.execute("create_credit_checkout", map[string]any{"pack": "nope"}), 400, credits.CodeUnknownPack)
 	wantError(t, "unknown fax", ag.execute("get_fax_status", map[string]any{"fax_id": "fax_nope"}), 404, core.CodeNotFound)
 
 	// The JWT's capabilities claim restricts it.

@@ -9,6 +9,7 @@ import (
 
 	"github.com/faxhub/faxhub/core"
 	"github.com/faxhub/faxhub/core/approvals"
+	"github.com/faxhub/faxhub/core/documents"
 	"github.com/faxhub/faxhub/core/hosts"
 	"github.com/faxhub/faxhub/hostagent"
 	"github.com/faxhub/faxhub/internal/testenv"
@@ -183,7 +184,7 @@ func TestSendFaxDeclinedExpiredChanged(t *testing.T) {
 	wantError(t, "no document", ag.execute("send_fax", map[string]any{"to": "+14155550123"}), 400, "invalid_request")
 	wantError(t, "bad base64", ag.execute("send_fax", map[string]any{"to": "+14155550123", "content_base64": "!!!"}), 400, "invalid_request")
 	big := base64.StdEncoding.EncodeToString(make([]byte, hosts.MaxInlineDocumentBytes+1))
-	wantError(t, "inline too large", ag.execute("send_fax", map[string]any{"to": "+14155550123", "content_base64": big}), 413, core.CodeFileTooLarge)
+	wantError(t, "inline too large", ag.execute("send_fax", map[string]any{"to": "+14155550123", "content_base64": big}), 413, documents.CodeFileTooLarge)
 }
 
 // content_base64 is an upload: without create_upload it is refused.

@@ -203,9 +203,9 @@ func TestAgentEnrollmentRateLimited(t *testing.T) {
 func TestAgentRegisterMissingToken(t *testing.T) {
 	h := newAgentHarness(t)
 	code, m := h.registerService("", h.env.OwnerA.Email)
-	wantOAuthErr(t, "no token", code, m, core.CodeEnrollmentRequired)
+	wantOAuthErr(t, "no token", code, m, agents.CodeEnrollmentRequired)
 	code, m = h.registerService("fxe_unknown", h.env.OwnerA.Email)
-	wantOAuthErr(t, "unknown token", code, m, core.CodeInvalidEnrollment)
+	wantOAuthErr(t, "unknown token", code, m, agents.CodeInvalidEnrollment)
 }
 
 func TestAgentTokenReuseAfterSuccess(t *testing.T) {
@@ -215,14 +215,14 @@ func TestAgentTokenReuseAfterSuccess(t *testing.T) {
 		t.Fatalf("register: %d %v", code, m)
 	}
 	code, m := h.registerService(tok, h.env.OwnerA.Email)
-	wantOAuthErr(t, "reuse", code, m, core.CodeInvalidEnrollment)
+	wantOAuthErr(t, "reuse", code, m, agents.CodeInvalidEnrollment)
 }
 
 func TestAgentFailedRegistrationDoesNotConsume(t *testing.T) {
 	h := newAgentHarness(t)
 	tok := h.enroll(h.env.OwnerA, "Bot", nil)
 	code, m := h.registerService(tok, h.env.OwnerB.Email)
-	wantOAuthErr(t, "wrong login_hint", code, m, core.CodeLoginHintMismatch)
+	wantOAuthErr(t, "wrong login_hint", code, m, agents.CodeLoginHintMismatch)
 	code, m, _ = h.jsonReq(oauth.PathAgentIdentity, map[string]any{"type": "other", "enrollment_token": tok}, "", "")
 	wantOAuthErr(t, "bad type", code, m, "invalid_request")
 	if code, m := h.registerService(tok, strings.ToUpper(h.env.OwnerA.Email)); code != http.StatusCreated {
@@ -235,7 +235,7 @@ func TestAgentEnrollmentExpired(t *testing.T) {
 	tok := h.enroll(h.env.OwnerA, "Bot", nil)
 	h.clock.add(agents.EnrollmentTTL + time.Second)
 	code, m := h.registerService(tok, h.env.OwnerA.Email)
-	wantOAuthErr(t, "expired token", code, m, core.CodeInvalidEnrollment)
+	wantOAuthErr(t, "expired token", code, m, agents.CodeInvalidEnrollment)
 }
 
 func TestAgentEnrollmentRevoked(t *testing.T) {
@@ -253,7 +253,7 @@ func TestAgentEnrollmentRevoked(t *testing.T) {
 		t.Fatalf("revoke: %d %v", code, r)
 	}
 	code, m = h.registerService(tok, h.env.OwnerA.Email)
-	wantOAuthErr(t, "revoked token", code, m, core.CodeInvalidEnrollment)
+	wantOAuthErr(t, "revoked token", code, m, agents.CodeInvalidEnrollment)
 }
 
 func TestAgentClaimPendingAndSlowDown(t *testing.T) {
@@ -318,7 +318,7 @@ func TestAgentClaimWideningRefused(t *testing.T) {
 	h := newAgentHarness(t)
 	_, attempt, userCode := h.serviceAgent(nil)
 	err := h.env.Svc.Agents.DecideClaim(context.Background(), h.env.OwnerA.ID, attempt, userCode, true, []string{"fax:send"})
-	if core.ErrorCode(err) != core.CodeClaimScopeWiden {
+	if core.ErrorCode(err) != agents.CodeClaimScopeWiden {
 		t.Fatalf("widening: %v", err)
 	}
 }
@@ -327,10 +327,10 @@ func TestAgentClaimWrongCodeAndAccount(t *testing.T) {
 	h := newAgentHarness(t)
 	_, attempt, userCode := h.serviceAgent(nil)
 	ctx := context.Background()
-	if _, err := h.env.Svc.Agents.ClaimForOwner(ctx, h.env.OwnerB.ID, attempt); core.ErrorCode(err) != core.CodeClaimWrongOwner {
+	if _, err := h.env.Svc.Agents.ClaimForOwner(ctx, h.env.OwnerB.ID, attempt); core.ErrorCode(err) != agents.CodeClaimWrongOwner {
 		t.Fatalf("wrong account: %v", err)
 	}
-	if err := h.env.Svc.Agents.DecideClaim(ctx, h.env.OwnerB.ID, attempt, userCode, true, nil); core.ErrorCode(err) != core.CodeClaimWrongOwner {
+	if err := h.env.Svc.Agents.DecideClaim(ctx, h.env.OwnerB.ID, attempt, userCode, true, nil); core.ErrorCode(err) != agents.CodeClaimWrongOwner {
 		t.Fatalf("wrong account decides: %v", err)
 	}
 	wrong := "000000"
@@ -338,14 +338,14 @@ func TestAgentClaimWrongCodeAndAccount(t *testing.T) {
 		wrong = "111111"
 	}
 	for i := 1; i < agents.ClaimMaxTries; i++ {
-		if err := h.env.Svc.Agents.DecideClaim(ctx, h.env.OwnerA.ID, attempt, wrong, true, nil); core.ErrorCode(err) != core.CodeClaimWrongCode {
+		if err := h.env.Svc.Agents.DecideClaim(ctx, h.env.OwnerA.ID, attempt, wrong, true, nil); core.ErrorCode(err) != agents.CodeClaimWrongCode {
 			t.Fatalf("wrong code %d: %v", i, err)
 		}
 	}
-	if err := h.env.Svc.Agents.DecideClaim(ctx, h.env.OwnerA.ID, attempt, wrong, true, nil); core.ErrorCode(err) != core.CodeClaimTooManyTries {
+	if err := h.env.Svc.Agents.DecideClaim(ctx, h.env.OwnerA.ID, attempt, wrong, true, nil); core.ErrorCode(err) != agents.CodeClaimTooManyTries {
 		t.Fatalf("last wrong code: %v", err)
 	}
-	if err := h.env.Svc.Agents.DecideClaim(ctx, h.env.OwnerA.ID, attempt, userCode, true, nil); core.ErrorCode(err) != core.CodeClaimTooManyTries {
+	if err := h.env.Svc.Agents.DecideClaim(ctx, h.env.OwnerA.ID, attempt, userCode, true, nil); core.ErrorCode(err) != agents.CodeClaimTooManyTries {
 		t.Fatalf("right code after the limit: %v", err)
 	}
 }
@@ -358,7 +358,7 @@ func TestAgentClaimDecline(t *testing.T) {
 	}
 	code, m := h.poll(ct)
 	wantOAuthErr(t, "after decline", code, m, "access_denied")
-	if _, err := h.env.Svc.Agents.ClaimForOwner(context.Background(), h.env.OwnerA.ID, attempt); core.ErrorCode(err) != core.CodeClaimLinkInvalid {
+	if _, err := h.env.Svc.Agents.ClaimForOwner(context.Background(), h.env.OwnerA.ID, attempt); core.ErrorCode(err) != agents.CodeClaimLinkInvalid {
 		t.Fatalf("link after decline: %v", err)
 	}
 }
@@ -367,7 +367,7 @@ func TestAgentClaimExpiry(t *testing.T) {
 	h := newAgentHarness(t)
 	ct, attempt, userCode := h.serviceAgent(nil)
 	h.clock.add(agents.ClaimTTL + time.Second)
-	if err := h.env.Svc.Agents.DecideClaim(context.Background(), h.env.OwnerA.ID, attempt, userCode, true, nil); core.ErrorCode(err) != core.CodeClaimExpired {
+	if err := h.env.Svc.Agents.DecideClaim(context.Background(), h.env.OwnerA.ID, attempt, userCode, true, nil); core.ErrorCode(err) != agents.CodeClaimExpired {
 		t.Fatalf("approve expired: %v", err)
 	}
 	code, m := h.poll(ct)
@@ -380,7 +380,7 @@ func TestAgentNewAttemptInvalidatesOldLink(t *testing.T) {
 	h := newAgentHarness(t)
 	ct, attempt, _ := h.serviceAgent(nil)
 	code, m, _ := h.jsonReq(oauth.PathAgentClaim, map[string]any{"claim_token": ct, "email": h.env.OwnerB.Email}, "", "")
-	wantOAuthErr(t, "wrong email", code, m, core.CodeEmailMismatch)
+	wantOAuthErr(t, "wrong email", code, m, agents.CodeEmailMismatch)
 	code, m, hdr := h.jsonReq(oauth.PathAgentClaim, map[string]any{"claim_token": ct, "email": h.env.OwnerA.Email}, "", "")
 	if code != 200 || hdr.Get("Cache-Control") != "no-store" {
 		t.Fatalf("claim: %d %v", code, m)
@@ -388,7 +388,7 @@ func TestAgentNewAttemptInvalidatesOldLink(t *testing.T) {
 	att := m["claim_attempt"].(map[string]any)
 	newAttempt := attemptOf(t, att["verification_uri"].(string))
 	ctx := context.Background()
-	if _, err := h.env.Svc.Agents.ClaimForOwner(ctx, h.env.OwnerA.ID, attempt); core.ErrorCode(err) != core.CodeClaimLinkInvalid {
+	if _, err := h.env.Svc.Agents.ClaimForOwner(ctx, h.env.OwnerA.ID, attempt); core.ErrorCode(err) != agents.CodeClaimLinkInvalid {
 		t.Fatalf("old link: %v", err)
 	}
 	if err := h.env.Svc.Agents.DecideClaim(ctx, h.env.OwnerA.ID, newAttempt, att["user_code"].(string), true, nil); err != nil {

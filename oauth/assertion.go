@@ -79,7 +79,7 @@ type verifiedAssertion struct{ registrationID, jti string }
 // verifyAssertion checks the signature, type and claims of an identity
 // assertion this server issued. External assertions are refused.
 func (s *Server) verifyAssertion(ctx context.Context, assertion string) (verifiedAssertion, error) {
-	foreign := core.Errorf(core.KindInvalid, core.CodeInvalidGrant, "identity assertions of other issuers are not accepted")
+	foreign := core.Errorf(core.KindInvalid, agents.CodeInvalidGrant, "identity assertions of other issuers are not accepted")
 	if assertion == "" {
 		return verifiedAssertion{}, core.Errorf(core.KindInvalid, core.CodeInvalidRequest, "assertion is required")
 	}
@@ -121,7 +121,7 @@ func (s *Server) verifyAssertion(ctx context.Context, assertion string) (verifie
 		return verifiedAssertion{}, foreign
 	}
 	if s.now().Unix() >= cl.Exp {
-		return verifiedAssertion{}, core.Errorf(core.KindInvalid, core.CodeInvalidGrant, "the identity assertion expired; register again")
+		return verifiedAssertion{}, core.Errorf(core.KindInvalid, agents.CodeInvalidGrant, "the identity assertion expired; register again")
 	}
 	return verifiedAssertion{registrationID: cl.Sub, jti: cl.JTI}, nil
 }

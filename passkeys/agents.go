@@ -151,11 +151,11 @@ func (c *Console) claimError(w http.ResponseWriter, r *http.Request, s *signedIn
 		return
 	}
 	title := map[string]string{
-		core.CodeClaimLinkInvalid:  "This link no longer works",
-		core.CodeClaimWrongOwner:   "Wrong account",
-		core.CodeClaimExpired:      "This request expired",
-		core.CodeClaimDecided:      "Already decided",
-		core.CodeClaimTooManyTries: "Too many wrong codes",
+		agents.CodeClaimLinkInvalid:  "This link no longer works",
+		agents.CodeClaimWrongOwner:   "Wrong account",
+		agents.CodeClaimExpired:      "This request expired",
+		agents.CodeClaimDecided:      "Already decided",
+		agents.CodeClaimTooManyTries: "Too many wrong codes",
 	}[e.Code]
 	if title == "" {
 		title = titleFor(statusOf(e.Kind))
@@ -202,7 +202,7 @@ func (c *Console) decideClaim(w http.ResponseWriter, r *http.Request, s *signedI
 	err := c.svc.Agents.DecideClaim(r.Context(), s.owner.ID, tok, code, approve, scopes)
 	if err != nil {
 		switch core.ErrorCode(err) {
-		case core.CodeClaimWrongCode, core.CodeClaimScopeWiden:
+		case agents.CodeClaimWrongCode, agents.CodeClaimScopeWiden:
 			c.showClaim(w, r, s, statusOf(core.ErrorKind(err)), core.AsError(err).Message)
 		default:
 			c.claimError(w, r, s, err)

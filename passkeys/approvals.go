@@ -254,7 +254,7 @@ func (c *Console) decide(w http.ResponseWriter, r *http.Request, s *signedIn) {
 	d := approvals.Decision{Approve: approve, BindingHash: r.PostFormValue("binding")}
 	if approve {
 		if a.RequiresUV {
-			c.fail(w, r, core.Errorf(core.KindForbidden, core.CodeUserVerification, "approving this needs your passkey: use the “Approve with passkey” button"))
+			c.fail(w, r, core.Errorf(core.KindForbidden, approvals.CodeUserVerification, "approving this needs your passkey: use the “Approve with passkey” button"))
 			return
 		}
 		if d.Data, err = decisionData(a, r.PostForm["scope"]); err != nil {
@@ -293,7 +293,7 @@ func (c *Console) approvalBegin(w http.ResponseWriter, r *http.Request, s *signe
 		return
 	}
 	if len(u.keys) == 0 {
-		c.fail(w, r, core.Errorf(core.KindForbidden, core.CodeUserVerification, "your account has no passkey; add one on the account page first"))
+		c.fail(w, r, core.Errorf(core.KindForbidden, approvals.CodeUserVerification, "your account has no passkey; add one on the account page first"))
 		return
 	}
 	assertion, sd, err := c.wa.BeginLogin(u, webauthn.WithUserVerification(protocol.VerificationRequired))
@@ -310,10 +310,10 @@ func (c *Console) approvalBegin(w http.ResponseWriter, r *http.Request, s *signe
 
 func pendingAndBound(a *approvals.Approval, binding string) error {
 	if a.Status != approvals.Pending {
-		return core.Errorf(core.KindConflict, core.CodeApprovalState, "this request is already %s", a.Status)
+		return core.Errorf(core.KindConflict, approvals.CodeApprovalState, "this request is already %s", a.Status)
 	}
 	if !sameString(binding, a.BindingHash) {
-		return core.Errorf(core.KindConflict, core.CodeApprovalBinding, "the request changed since it was shown; reload and decide again")
+		return core.Errorf(core.KindConflict, approvals.CodeApprovalBinding, "the request changed since it was shown; reload and decide again")
 	}
 	return nil
 }

@@ -225,12 +225,12 @@ func (c *Console) ownerForToken(ctx context.Context, t *authstate.EmailToken) (s
 	}
 	o, err := c.svc.Accounts.CreateOwner(ctx, t.Email, t.Name, true)
 	if err != nil {
-		if core.ErrorCode(err) == core.CodeOwnerExists {
+		if core.ErrorCode(err) == accounts.CodeOwnerExists {
 			// Another tab of the same sign-up may have won the race.
 			if again, gerr := c.store.GetEmailToken(ctx, t.Hash); gerr == nil && again.OwnerID != nil {
 				return *again.OwnerID, nil
 			}
-			return "", core.Errorf(core.KindConflict, core.CodeOwnerExists, "an account with %s exists already; sign in, or recover it from the sign-in page", t.Email)
+			return "", core.Errorf(core.KindConflict, accounts.CodeOwnerExists, "an account with %s exists already; sign in, or recover it from the sign-in page", t.Email)
 		}
 		return "", err
 	}

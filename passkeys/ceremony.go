@@ -16,6 +16,7 @@ import (
 
 	"github.com/faxhub/faxhub/core"
 	"github.com/faxhub/faxhub/core/accounts"
+	"github.com/faxhub/faxhub/core/approvals"
 	"github.com/faxhub/faxhub/core/authstate"
 	"github.com/faxhub/faxhub/core/web"
 )
@@ -154,7 +155,7 @@ func (c *Console) passkeyError(ctx context.Context, what string, err error) erro
 // ceremony asks for it, but this says so plainly.
 func requireUV(flags protocol.AuthenticatorFlags) error {
 	if !flags.HasUserVerified() {
-		return core.Errorf(core.KindForbidden, core.CodeUserVerification,
+		return core.Errorf(core.KindForbidden, approvals.CodeUserVerification,
 			"your passkey did not verify you (no PIN, fingerprint or face check); use a passkey that verifies you")
 	}
 	return nil

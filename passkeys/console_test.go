@@ -599,7 +599,7 @@ func TestUVApprovalRefusesNoUVAssertion(t *testing.T) {
 	d.Auth.Options.UserNotVerified = true
 	assertion, _ := b.assertion(d, begin, map[string]any{"binding": a.BindingHash}, csrf)
 	r := b.postJSON(finish, map[string]any{"credential": assertion}, csrf)
-	wantCode(t, "no-UV assertion", r, http.StatusForbidden, core.CodeUserVerification)
+	wantCode(t, "no-UV assertion", r, http.StatusForbidden, approvals.CodeUserVerification)
 	if !strings.Contains(r.json(t)["detail"].(string), "did not verify you") {
 		t.Fatalf("unclear error %s", r.body)
 	}
@@ -616,7 +616,7 @@ func TestUVApprovalRefusesNoUVAssertion(t *testing.T) {
 
 	// Sign-in without UV is refused too.
 	d.Auth.Options.UserNotVerified = true
-	wantCode(t, "no-UV sign-in", h.browser().signIn(d), http.StatusForbidden, core.CodeUserVerification)
+	wantCode(t, "no-UV sign-in", h.browser().signIn(d), http.StatusForbidden, approvals.CodeUserVerification)
 }
 
 func TestUVApprovalBindingHash(t *testing.T) {
@@ -629,7 +629,7 @@ func TestUVApprovalBindingHash(t *testing.T) {
 
 	// A prompt for a binding hash the approval does not have.
 	r := b.postJSON(begin, map[string]any{"binding": approvals.BindingHash("something else")}, csrf)
-	wantCode(t, "begin with another hash", r, http.StatusConflict, core.CodeApprovalBinding)
+	wantCode(t, "begin with another hash", r, http.StatusConflict, approvals.CodeApprovalBinding)
 
 	// The approval changes between the prompt and the answer.
 	assertion, _ := b.assertion(d, begin, map[string]any{"binding": a.BindingHash}, csrf)
@@ -638,7 +638,7 @@ func TestUVApprovalBindingHash(t *testing.T) {
 		t.Fatal(err)
 	}
 	r = b.postJSON(finish, map[string]any{"credential": assertion}, csrf)
-	wantCode(t, "approval bound to a different hash", r, http.StatusConflict, core.CodeApprovalBinding)
+	wantCode(t, "approval bound to a different hash", r, http.StatusConflict, approvals.CodeApprovalBinding)
 	if h.status(owner, a.ID) != approvals.Pending {
 		t.Fatal("approved a changed request")
 	}

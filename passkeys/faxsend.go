@@ -8,6 +8,7 @@ import (
 
 	"github.com/faxhub/faxhub/core"
 	"github.com/faxhub/faxhub/core/approvals"
+	"github.com/faxhub/faxhub/core/credits"
 )
 
 // A delegated agent's send_fax in the approval inbox: the exact fax
@@ -135,7 +136,7 @@ func buyCreditsPath(mode string) string {
 // balance does not cover say what to do, with the link to add credits.
 func insufficientCredits(a *approvals.Approval, mode core.Mode, err error) error {
 	e := core.AsError(err)
-	if a == nil || a.Kind != approvals.KindFaxSend || e.Code != core.CodeInsufficientCredits {
+	if a == nil || a.Kind != approvals.KindFaxSend || e.Code != credits.CodeInsufficientCredits {
 		return err
 	}
 	fs, _ := faxSendFacts(a.Details, mode)

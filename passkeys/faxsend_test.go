@@ -10,6 +10,7 @@ import (
 
 	"github.com/faxhub/faxhub/core"
 	"github.com/faxhub/faxhub/core/approvals"
+	"github.com/faxhub/faxhub/core/credits"
 	"github.com/faxhub/faxhub/core/documents"
 	"github.com/faxhub/faxhub/core/hosts"
 	"github.com/faxhub/faxhub/core/services"
@@ -90,13 +91,13 @@ func TestFaxSendApproval(t *testing.T) {
 	// No user verification: refused, nothing sent.
 	dev.Auth.Options.UserNotVerified = true
 	assertion, _ := ada.assertion(dev, begin, map[string]any{"binding": apr.BindingHash}, csrf)
-	wantCode(t, "no UV", ada.postJSON(finish, map[string]any{"credential": assertion}, csrf), http.StatusForbidden, core.CodeUserVerification)
+	wantCode(t, "no UV", ada.postJSON(finish, map[string]any{"credential": assertion}, csrf), http.StatusForbidden, approvals.CodeUserVerification)
 	dev.Auth.Options.UserNotVerified = false
 
 	// With UV but no credits: 402 with the way to add them; still pending.
 	assertion, _ = ada.assertion(dev, begin, map[string]any{"binding": apr.BindingHash}, csrf)
 	r = ada.postJSON(finish, map[string]any{"credential": assertion}, csrf)
-	wantCode(t, "no credits", r, http.StatusPaymentRequired, core.CodeInsufficientCredits)
+	wantCode(t, "no credits", r, http.StatusPaymentRequired, credits.CodeInsufficientCredits)
 	if u, _ := r.json(t)["buy_credits_url"].(string); !strings.HasPrefix(u, "/console?mode="+string(p.Mode)) {
 		t.Fatalf("no link to add credits: %s", r.body)
 	}

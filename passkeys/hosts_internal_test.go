@@ -9,6 +9,7 @@ import (
 
 	"github.com/faxhub/faxhub/core"
 	"github.com/faxhub/faxhub/core/approvals"
+	"github.com/faxhub/faxhub/core/credits"
 )
 
 func TestShellQuote(t *testing.T) {
@@ -96,9 +97,9 @@ func TestFaxSendFacts(t *testing.T) {
 
 func TestInsufficientCreditsLinks(t *testing.T) {
 	apr := &approvals.Approval{Kind: approvals.KindFaxSend, Details: json.RawMessage(`{"to":"+1"}`)}
-	base := core.Errorf(core.KindPaymentRequired, core.CodeInsufficientCredits, "this fax costs 0.42 USD but only 0.00 USD of test credits are available").With("price", "0.42")
+	base := core.Errorf(core.KindPaymentRequired, credits.CodeInsufficientCredits, "this fax costs 0.42 USD but only 0.00 USD of test credits are available").With("price", "0.42")
 	e := core.AsError(insufficientCredits(apr, core.ModeTest, base))
-	if e.Code != core.CodeInsufficientCredits || e.Kind != core.KindPaymentRequired || e.Fields["buy_credits_url"] != "/console?mode=test#credits-h" || e.Fields["price"] != "0.42" || !strings.Contains(e.Message, "Add credits") {
+	if e.Code != credits.CodeInsufficientCredits || e.Kind != core.KindPaymentRequired || e.Fields["buy_credits_url"] != "/console?mode=test#credits-h" || e.Fields["price"] != "0.42" || !strings.Contains(e.Message, "Add credits") {
 		t.Fatalf("error %+v", e)
 	}
 	other := errors.New("boom")

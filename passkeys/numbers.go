@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/faxhub/faxhub/core"
+	"github.com/faxhub/faxhub/core/documents"
 	"github.com/faxhub/faxhub/core/inbox"
 	"github.com/faxhub/faxhub/core/numbers"
 )
@@ -206,7 +207,7 @@ func (c *Console) inboxPage(w http.ResponseWriter, r *http.Request, s *signedIn)
 		c.fail(w, r, err)
 		return
 	}
-	b := inboxBody{Mode: mode, Faxes: page.Data, Next: page.Next, MaxUpload: c.svc.Config().MaxUploadBytes}
+	b := inboxBody{Mode: mode, Faxes: page.Data, Next: page.Next, MaxUpload: c.svc.Config().Documents.MaxUploadBytes}
 	if mode == core.ModeTest {
 		ns, err := c.svc.Numbers.List(r.Context(), p, false)
 		if err != nil {
@@ -297,16 +298,16 @@ func (c *Console) simulateInbound(w http.ResponseWriter, r *http.Request) {
 		c.fail(w, r, core.Errorf(core.KindUnauthenticated, core.CodeUnauthenticated, "you are signed out; sign in and try again"))
 		return
 	}
-	maxFile := c.svc.Config().MaxUploadBytes
+	maxFile := c.svc.Config().Documents.MaxUploadBytes
 	if r.ContentLength > maxFile+simulateFormOverhead {
-		c.fail(w, r, core.Errorf(core.KindTooLarge, core.CodeFileTooLarge, "the file is larger than %d bytes", maxFile))
+		c.fail(w, r, core.Errorf(core.KindTooLarge, documents.CodeFileTooLarge, "the file is larger than %d bytes", maxFile))
 		return
 	}
 	r.Body = http.MaxBytesReader(w, r.Body, maxFile+simulateFormOverhead)
 	if err := r.ParseMultipartForm(simulateFormMemory); err != nil {
 		var mbe *http.MaxBytesError
 		if errors.As(err, &mbe) {
-			c.fail(w, r, core.Errorf(core.KindTooLarge, core.CodeFileTooLarge, "the file is larger than %d bytes", maxFile))
+			c.fail(w, r, core.Errorf(core.KindTooLarge, documents.CodeFileTooLarge, "the file is larger than %d bytes", maxFile))
 			return
 		}
 		c.fail(w, r, core.Errorf(core.KindInvalid, core.CodeInvalidRequest, "choose a test number and a file to deliver"))

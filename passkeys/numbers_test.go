@@ -153,7 +153,7 @@ func TestNumbersAndInboxPages(t *testing.T) {
 	wantStatus(t, "simulate without token", a.simulate("", id, pdf), 403)
 	wantStatus(t, "simulate signed out", anon.simulate("", id, pdf), 401)
 	wantStatus(t, "B simulates to A's number", b.simulate(csrfB, id, pdf), 404)
-	wantStatus(t, "oversize simulate", a.simulate(csrfA, id, bytes.Repeat([]byte("x"), int(h.env.Svc.Config().MaxUploadBytes)+1)), 413)
+	wantStatus(t, "oversize simulate", a.simulate(csrfA, id, bytes.Repeat([]byte("x"), int(h.env.Svc.Config().Documents.MaxUploadBytes)+1)), 413)
 	faxLoc := wantRedirect(t, "simulate", a.simulate(csrfA, id, pdf), "/console/inbox/inb_")
 	h.env.DrainQueue(t)
 	faxID := strings.TrimSuffix(strings.TrimPrefix(faxLoc, "/console/inbox/"), "?mode=test")

@@ -9,6 +9,7 @@ import (
 	"github.com/faxhub/faxhub/core"
 	"github.com/faxhub/faxhub/core/documents"
 	"github.com/faxhub/faxhub/core/faxes"
+	"github.com/faxhub/faxhub/core/machine"
 	"github.com/faxhub/faxhub/core/web"
 )
 
@@ -45,8 +46,8 @@ func (a *api) putUpload(w http.ResponseWriter, r *http.Request) error {
 	// Refusing a declared oversize body before reading it spares both sides
 	// the transfer; bodies of unknown length are bounded by the service
 	// (the token's maxBytes) while it streams them to disk.
-	if limit := a.svc.Config().MaxUploadBytes; r.ContentLength > limit {
-		return core.Errorf(core.KindTooLarge, core.CodeFileTooLarge,
+	if limit := a.svc.Config().Documents.MaxUploadBytes; r.ContentLength > limit {
+		return core.Errorf(core.KindTooLarge, documents.CodeFileTooLarge,
 			"the body is %d bytes; this server accepts at most %d", r.ContentLength, limit).With("limit", limit)
 	}
 	doc, err := a.svc.Documents.ReceiveUpload(r.Context(), token, r.Body)
@@ -198,7 +199,7 @@ func (a *api) quote(w http.ResponseWriter, r *http.Request, p core.Principal) er
 }
 
 func (a *api) machinePaymentsOff() error {
-	return core.Errorf(core.KindUnavailable, core.CodeMachinePaymentsOff,
+	return core.Errorf(core.KindUnavailable, machine.CodeMachinePaymentsOff,
 		"machine payments are disabled on this server; use an API key with prepaid credits (see %s/llms.txt)", a.opts.BaseURL)
 }
 

@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/faxhub/faxhub/core"
+	"github.com/faxhub/faxhub/core/documents"
 	"github.com/faxhub/faxhub/core/inbox"
 	"github.com/faxhub/faxhub/core/web"
 )
@@ -132,10 +133,10 @@ func (a *api) simulateInbound(w http.ResponseWriter, r *http.Request, p core.Pri
 	if p.Mode != core.ModeTest {
 		return core.Errorf(core.KindForbidden, inbox.CodeTestModeOnly, "only a test-mode API key can simulate a received fax; live faxes arrive from the provider")
 	}
-	maxFile := a.svc.Config().MaxUploadBytes
+	maxFile := a.svc.Config().Documents.MaxUploadBytes
 	limit := maxFile + multipartOverhead
 	if r.ContentLength > limit {
-		return core.Errorf(core.KindTooLarge, core.CodeFileTooLarge,
+		return core.Errorf(core.KindTooLarge, documents.CodeFileTooLarge,
 			"the body is %d bytes; this server accepts files of at most %d", r.ContentLength, maxFile).With("limit", maxFile)
 	}
 	mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type"))
@@ -238,7 +239,7 @@ func spoolPart(part io.Reader, dir string, maxFile int64) (string, error) {
 		err = fmt.Errorf("spool simulated fax: %w", cerr)
 	}
 	if err == nil && n > maxFile {
-		err = core.Errorf(core.KindTooLarge, core.CodeFileTooLarge, "the file is larger than %d bytes", maxFile).With("limit", maxFile)
+		err = core.Errorf(core.KindTooLarge, documents.CodeFileTooLarge, "the file is larger than %d bytes", maxFile).With("limit", maxFile)
 	}
 	return path, err
 }
@@ -253,7 +254,7 @@ func bodyErr(err error, maxFile int64, what string) error {
 	case errors.As(err, &ce):
 		return err
 	case errors.As(err, &mbe):
-		return core.Errorf(core.KindTooLarge, core.CodeFileTooLarge, "the body is larger than this server accepts (files of at most %d bytes)", maxFile).With("limit", maxFile)
+		return core.Errorf(core.KindTooLarge, documents.CodeFileTooLarge, "the body is larger than this server accepts (files of at most %d bytes)", maxFile).With("limit", maxFile)
 	}
 	return core.Errorf(core.KindInvalid, core.CodeInvalidRequest, "%s: %v", what, err)
 }

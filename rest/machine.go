@@ -14,6 +14,7 @@ import (
 	"strings"
 
 	"github.com/faxhub/faxhub/core"
+	"github.com/faxhub/faxhub/core/documents"
 	"github.com/faxhub/faxhub/core/machine"
 	"github.com/faxhub/faxhub/core/web"
 	"github.com/faxhub/faxhub/rest/mpp"
@@ -65,7 +66,7 @@ type machineValidateBody struct {
 func (a *api) readMachineBody(w http.ResponseWriter, r *http.Request, v any) ([]byte, error) {
 	limit := a.svc.Machine.MaxBodyBytes()
 	tooLarge := func() error {
-		return core.Errorf(core.KindTooLarge, core.CodeFileTooLarge,
+		return core.Errorf(core.KindTooLarge, documents.CodeFileTooLarge,
 			"the body is larger than %d bytes, the most this server accepts for a base64 document of %d bytes",
 			limit, a.svc.Config().Machine.MaxPDFBytes).With("limit", limit)
 	}
@@ -104,7 +105,7 @@ func (a *api) readMachineBody(w http.ResponseWriter, r *http.Request, v any) ([]
 // URIs are refused with a message saying so.
 func decodeDocument(s string) ([]byte, error) {
 	if strings.TrimSpace(s) == "" {
-		return nil, core.Errorf(core.KindInvalid, core.CodeEmptyFile, "base64 is empty; put the PDF's bytes in it, base64-encoded").With("field", "base64")
+		return nil, core.Errorf(core.KindInvalid, documents.CodeEmptyFile, "base64 is empty; put the PDF's bytes in it, base64-encoded").With("field", "base64")
 	}
 	if strings.HasPrefix(s, "data:") {
 		return nil, core.Errorf(core.KindInvalid, CodeInvalidBase64, "base64 must be the bare base64 of the PDF, not a data: URI; drop everything up to and including the comma").With("field", "base64")
@@ -121,7 +122,7 @@ func decodeDocument(s string) ([]byte, error) {
 		return nil, core.Errorf(core.KindInvalid, CodeInvalidBase64, "base64 is not valid standard base64%s", hint).With("field", "base64")
 	}
 	if len(pdf) == 0 {
-		return nil, core.Errorf(core.KindInvalid, core.CodeEmptyFile, "base64 decodes to no bytes; put the PDF's bytes in it").With("field", "base64")
+		return nil, core.Errorf(core.KindInvalid, documents.CodeEmptyFile, "base64 decodes to no bytes; put the PDF's bytes in it").With("field", "base64")
 	}
 	return pdf, nil
 }

@@ -17,6 +17,8 @@ import (
 	"time"
 
 	"github.com/faxhub/faxhub/core"
+	"github.com/faxhub/faxhub/core/credits"
+	"github.com/faxhub/faxhub/core/documents"
 	"github.com/faxhub/faxhub/core/faxes"
 	"github.com/faxhub/faxhub/core/inbox"
 	"github.com/faxhub/faxhub/core/numbers"
@@ -167,12 +169,12 @@ func TestE2ENumbersAndInbox(t *testing.T) {
 	h.simulate(keyA, map[string]string{"to": n.E164}, nil).problem(400, core.CodeInvalidRequest)
 	h.simulate(keyA, map[string]string{}, file()).problem(400, core.CodeInvalidRequest)
 	h.simulate(keyA, map[string]string{"to": n.E164, "subject": "x"}, file()).problem(400, core.CodeInvalidRequest)
-	h.simulate(keyA, map[string]string{"to": n.E164}, &formFile{"empty.pdf", bytes.NewReader(nil)}).problem(400, core.CodeEmptyFile)
+	h.simulate(keyA, map[string]string{"to": n.E164}, &formFile{"empty.pdf", bytes.NewReader(nil)}).problem(400, documents.CodeEmptyFile)
 	h.do(keyA, "POST", "/api/v1/inbox/simulate", map[string]string{"to": n.E164}, nil).problem(415, core.CodeUnsupportedContentType)
-	limit := h.env.Svc.Config().MaxUploadBytes
+	limit := h.env.Svc.Config().Documents.MaxUploadBytes
 	// Oversize: declared (refused before reading) and streamed (chunked,
 	// refused while reading).
-	h.simulate(keyA, map[string]string{"to": n.E164}, &formFile{"big.pdf", io.LimitReader(zeros{}, limit+1)}).problem(413, core.CodeFileTooLarge)
+	h.simulate(keyA, map[string]string{"to": n.E164}, &formFile{"big.pdf", io.LimitReader(zeros{}, limit+1)}).problem(413, documents.CodeFileTooLarge)
 	pr, pw := io.Pipe()
 	mw := multipart.NewWriter(pw)
 	go func() {
@@ -182,7 +184,7 @@ func TestE2ENumbersAndInbox(t *testing.T) {
 		_ = mw.Close()
 		_ = pw.Close()
 	}()
-	h.do(keyA, "POST", "/api/v1/inbox/simulate", pr, map[string]string{"Content-Type": mw.FormDataContentType()}).problem(413, core.CodeFileTooLarge)
+	h.do(keyA, "POST", "/api/v1/inbox/simulate", pr, map[string]string{"Content-Type": mw.FormDataContentType()}).problem(413, documents.CodeFileTooLarge)
 	_ = pr.Close()
 
 	var f inbox.InboundFax
@@ -294,7 +296,7 @@ func TestE2ENumberCancelAndFrom(t *testing.T) {
 		t.Fatalf("paid number is %s", active.Status)
 	}
 	broke := newHarness(t, testenv.WithoutCredits())
-	broke.do(broke.env.KeyATest, "POST", "/api/v1/numbers", map[string]any{"number": found.Data[1].E164, "payWithCredits": true}, nil).problem(402, core.CodeInsufficientCredits)
+	broke.do(broke.env.KeyATest, "POST", "/api/v1/numbers", map[string]any{"number": found.Data[1].E164, "payWithCredits": true}, nil).problem(402, credits.CodeInsufficientCredits)
 	// A reserved number paid later from credits (POST …/pay).
 	var reserved, paid numbers.Number
 	h.do(key, "POST", "/api/v1/numbers", map[string]string{"number": found.Data[1].E164}, nil).status(http.StatusOK).decode(&reserved)
@@ -306,7 +308,7 @@ func TestE2ENumberCancelAndFrom(t *testing.T) {
 	h.do(key, "POST", "/api/v1/numbers/"+reserved.ID+"/pay", nil, nil).problem(409, numbers.CodeNumberState)
 	var brokeNum numbers.Number
 	broke.do(broke.env.KeyATest, "POST", "/api/v1/numbers", map[string]string{"number": "+14155550189"}, nil).status(http.StatusOK).decode(&brokeNum)
-	broke.do(broke.env.KeyATest, "POST", "/api/v1/numbers/"+brokeNum.ID+"/pay", nil, nil).problem(402, core.CodeInsufficientCredits)
+	broke.do(broke.env.KeyATest, "POST", "/api/v1/numbers/"+brokeNum.ID+"/pay", nil, nil).problem(402, credits.CodeInsufficientCredits)
 	doc := h.upload(key, testenv.MinimalPDF(1)).Document
 	fax := h.sendOK(key, map[string]any{"to": deliverable, "documentId": doc.ID, "from": active.E164})
 	if fax.From != active.E164 {

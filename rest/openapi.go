@@ -7,6 +7,8 @@ import (
 	"slices"
 
 	"github.com/faxhub/faxhub/core"
+	"github.com/faxhub/faxhub/core/accounts"
+	"github.com/faxhub/faxhub/core/checkout"
 	"github.com/faxhub/faxhub/core/credits"
 	"github.com/faxhub/faxhub/core/documents"
 	"github.com/faxhub/faxhub/core/faxes"
@@ -27,38 +29,38 @@ func problemDetails() map[string]string {
 		core.CodeInternal:                       "an internal error occurred; it has been logged",
 		core.CodeInvalidRequest:                 "limit must be an integer from 1 to 100",
 		core.CodeUnauthenticated:                `send your API key as "Authorization: Bearer <API key>"`,
-		core.CodeInvalidAPIKey:                  "the API key is not valid or has been revoked",
+		accounts.CodeInvalidAPIKey:              "the API key is not valid or has been revoked",
 		core.CodeInsufficientScope:              "this credential lacks the fax:send scope",
 		core.CodeNotFound:                       "fax not found",
 		core.CodeMethodNotAllowed:               "DELETE is not allowed here; use GET, HEAD",
 		core.CodeUnsupportedContentType:         "send the body as application/json",
 		core.CodeIdempotencyKeyRequired:         "the Idempotency-Key header is required; use a fresh random value per fax",
 		core.CodeIdempotencyConflict:            "this Idempotency-Key was already used with a different request",
-		core.CodeInsufficientCredits:            "this fax costs 0.14 USD but only 0.05 USD of test credits are available",
+		credits.CodeInsufficientCredits:         "this fax costs 0.14 USD but only 0.05 USD of test credits are available",
 		core.CodeRateLimited:                    "too many requests; retry in 1 s",
 		core.CodeInvalidDestination:             `"+1555" is not a valid fax number; give it in E.164 form, e.g. +12125550100`,
 		core.CodePremiumDestination:             "premium-rate numbers cannot be faxed",
 		core.CodeUnsupportedDestination:         "faxhub does not send to AQ yet",
-		core.CodeUploadInvalid:                  "the upload token is not valid",
-		core.CodeUploadExpired:                  "the upload token expired at 2026-01-02T16:04:05Z; create a new upload",
-		core.CodeUploadUsed:                     "this upload token has already been used (or an upload with it is in progress)",
-		core.CodeUploadPending:                  "nothing has been uploaded with this token yet; PUT the file to uploadUrl first",
-		core.CodeFileTooLarge:                   "the file is larger than this upload allows (1048576 bytes)",
-		core.CodeStorageQuota:                   "your unsent documents use 1073000000 of 1073741824 bytes; this file needs 1048576 more. Send them, or wait: unsent documents are deleted 7 days after upload",
-		core.CodeEmptyFile:                      "the upload body is empty",
-		core.CodeTooManyPages:                   "the document has 400 pages; the limit is 350",
-		core.CodeUnsupportedType:                "this file type is not supported; send a PDF, an image or an office document",
-		core.CodeContentTypeMismatch:            "this upload was created for application/pdf but the file is image/png",
-		core.CodeLibreOfficeMissing:             "converting Word and Excel files needs LibreOffice, which is not installed on this server",
-		core.CodeConversionFailed:               "the document could not be converted to PDF",
-		core.CodeCorruptDocument:                "the PDF is damaged and cannot be read",
-		core.CodeEncryptedDocument:              "the PDF is password-protected; upload an unprotected copy",
-		core.CodeUnknownPack:                    `unknown credit pack "pack_7"`,
-		core.CodeCheckoutUnavailable:            "live-mode checkout is not configured on this server (set the Stripe settings to enable it)",
-		core.CodeProviderUnavailable:            "live-mode faxing is not configured on this server",
-		core.CodeFaxNotCancelable:               "a fax that is sending can no longer be canceled",
-		core.CodeMachinePaymentsOff:             "machine payments are disabled on this server; use an API key with prepaid credits",
-		core.CodeMachinePaymentsMissing:         "machine payments are enabled but no payment method is configured on this server",
+		documents.CodeUploadInvalid:             "the upload token is not valid",
+		documents.CodeUploadExpired:             "the upload token expired at 2026-01-02T16:04:05Z; create a new upload",
+		documents.CodeUploadUsed:                "this upload token has already been used (or an upload with it is in progress)",
+		documents.CodeUploadPending:             "nothing has been uploaded with this token yet; PUT the file to uploadUrl first",
+		documents.CodeFileTooLarge:              "the file is larger than this upload allows (1048576 bytes)",
+		documents.CodeStorageQuota:              "your unsent documents use 1073000000 of 1073741824 bytes; this file needs 1048576 more. Send them, or wait: unsent documents are deleted 7 days after upload",
+		documents.CodeEmptyFile:                 "the upload body is empty",
+		documents.CodeTooManyPages:              "the document has 400 pages; the limit is 350",
+		documents.CodeUnsupportedType:           "this file type is not supported; send a PDF, an image or an office document",
+		documents.CodeContentTypeMismatch:       "this upload was created for application/pdf but the file is image/png",
+		documents.CodeLibreOfficeMissing:        "converting Word and Excel files needs LibreOffice, which is not installed on this server",
+		documents.CodeConversionFailed:          "the document could not be converted to PDF",
+		documents.CodeCorruptDocument:           "the PDF is damaged and cannot be read",
+		documents.CodeEncryptedDocument:         "the PDF is password-protected; upload an unprotected copy",
+		credits.CodeUnknownPack:                 `unknown credit pack "pack_7"`,
+		checkout.CodeCheckoutUnavailable:        "live-mode checkout is not configured on this server (set the Stripe settings to enable it)",
+		faxes.CodeProviderUnavailable:           "live-mode faxing is not configured on this server",
+		faxes.CodeFaxNotCancelable:              "a fax that is sending can no longer be canceled",
+		machine.CodeMachinePaymentsOff:          "machine payments are disabled on this server; use an API key with prepaid credits",
+		machine.CodeMachinePaymentsMissing:      "machine payments are enabled but no payment method is configured on this server",
 		CodeInvalidBase64:                       "base64 is not valid standard base64",
 		machine.CodeRequestIDConflict:           "this request_id was used with another body; use a fresh request_id for another fax",
 		machine.CodeMultipleCredentials:         "send one Payment credential, not 2",
@@ -87,7 +89,7 @@ func commonErrs() []errs {
 }
 
 func authErrs() []errs {
-	return append(commonErrs(), e(401, core.CodeUnauthenticated, core.CodeInvalidAPIKey), e(403, core.CodeInsufficientScope))
+	return append(commonErrs(), e(401, core.CodeUnauthenticated, accounts.CodeInvalidAPIKey), e(403, core.CodeInsufficientScope))
 }
 
 type specBuilder struct {
@@ -180,7 +182,7 @@ func openAPIDocument(opts Options, cfg services.Config, machine machineLimits) o
 		docID  = "doc_7c9e1g3j5k7m9p1r3t5v7x9z1b"
 		number = "+12125550100"
 	)
-	exampleMax := min(10<<20, cfg.MaxUploadBytes)
+	exampleMax := min(10<<20, cfg.Documents.MaxUploadBytes)
 	document := obj{"id": docID, "mode": "test", "sourceType": "application/pdf", "sourceBytes": 48213,
 		"pdfBytes": 48213, "pages": 2, "sha256": "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08", "createdAt": ts}
 	attempt := obj{"id": "att_3b5d7f9h1k3m5p7r9t1v3x5z7c", "number": 1, "provider": "simulated", "providerRef": "sim_123",
@@ -211,32 +213,32 @@ func openAPIDocument(opts Options, cfg services.Config, machine machineLimits) o
 	limit := queryParam("limit", fmt.Sprintf("page size, 1 to %d (default %d)", core.MaxListLimit, core.DefaultListLimit),
 		obj{"type": "integer", "minimum": 1, "maximum": core.MaxListLimit, "default": core.DefaultListLimit})
 	quoteErrs := []errs{e(415, core.CodeUnsupportedContentType),
-		e(422, core.CodeInvalidDestination, core.CodePremiumDestination, core.CodeUnsupportedDestination, core.CodeTooManyPages)}
+		e(422, core.CodeInvalidDestination, core.CodePremiumDestination, core.CodeUnsupportedDestination, documents.CodeTooManyPages)}
 
 	paths := obj{
 		"/api/v1/uploads": obj{"post": obj{
 			"operationId": "createUpload", "tags": []string{"uploads"},
 			"summary":     "Create an upload capability",
-			"description": fmt.Sprintf("Returns a single-use uploadUrl valid for %d minutes. PUT the file's bytes to it (no Authorization header needed), then send the fax with the uploadToken. maxBytes defaults to and may not exceed the server maximum (%d bytes); contentType, if given, limits the upload to that type.", int(cfg.UploadTTL.Minutes()), cfg.MaxUploadBytes),
+			"description": fmt.Sprintf("Returns a single-use uploadUrl valid for %d minutes. PUT the file's bytes to it (no Authorization header needed), then send the fax with the uploadToken. maxBytes defaults to and may not exceed the server maximum (%d bytes); contentType, if given, limits the upload to that type.", int(cfg.Documents.UploadTTL.Minutes()), cfg.Documents.MaxUploadBytes),
 			"requestBody": jsonRequest("CreateUploadRequest", false, obj{"contentType": "application/pdf", "maxBytes": exampleMax}),
 			"responses": s.responses(s.jsonResponse("the upload capability", "UploadCapability", obj{
 				"uploadToken": token, "uploadUrl": opts.APIURL + "/api/v1/uploads/" + token, "method": "PUT",
 				"key": "upl_2d4f6h8k0m2p4r6t8v0x2z4b6d", "contentType": "application/pdf", "maxBytes": exampleMax, "expiresAt": "2026-01-02T16:04:05Z",
-			}), authErrs(), []errs{e(413, core.CodeFileTooLarge, core.CodeStorageQuota, core.CodeInvalidRequest), e(415, core.CodeUnsupportedType, core.CodeUnsupportedContentType), e(429, core.CodeRateLimited)}),
+			}), authErrs(), []errs{e(413, documents.CodeFileTooLarge, documents.CodeStorageQuota, core.CodeInvalidRequest), e(415, documents.CodeUnsupportedType, core.CodeUnsupportedContentType), e(429, core.CodeRateLimited)}),
 		}},
 		"/api/v1/uploads/{token}": obj{"put": obj{
 			"operationId": "putUpload", "tags": []string{"uploads"},
 			"summary":     "Upload the file of an upload capability",
-			"description": fmt.Sprintf("Needs no Authorization header: the token in the path is the capability, and it can be used once. The body is the raw file bytes; any Content-Type header is accepted because the type is detected from the content (PDF, PNG, JPEG, TIFF, GIF, DOC, DOCX, XLS, XLSX, ODT, ODS, RTF). Office files and images are converted to PDF. A body whose Content-Length exceeds %d bytes is refused before it is read; otherwise the token's maxBytes is enforced while streaming. Documents may have at most %d pages. A failed PUT leaves the token usable until it expires. A PUT in progress holds the token (409 upload_token_used to a second PUT); if its connection or process dies the token is usable again within a minute. The body must arrive at 64 KiB/s on average after 30 s. Conversions are queued fairly per owner: more than 4 waiting for one owner answer 429 rate_limited with Retry-After.", cfg.MaxUploadBytes, cfg.MaxPages),
+			"description": fmt.Sprintf("Needs no Authorization header: the token in the path is the capability, and it can be used once. The body is the raw file bytes; any Content-Type header is accepted because the type is detected from the content (PDF, PNG, JPEG, TIFF, GIF, DOC, DOCX, XLS, XLSX, ODT, ODS, RTF). Office files and images are converted to PDF. A body whose Content-Length exceeds %d bytes is refused before it is read; otherwise the token's maxBytes is enforced while streaming. Documents may have at most %d pages. A failed PUT leaves the token usable until it expires. A PUT in progress holds the token (409 upload_token_used to a second PUT); if its connection or process dies the token is usable again within a minute. The body must arrive at 64 KiB/s on average after 30 s. Conversions are queued fairly per owner: more than 4 waiting for one owner answer 429 rate_limited with Retry-After.", cfg.Documents.MaxUploadBytes, cfg.Documents.MaxPages),
 			"security":    noAuth(),
 			"parameters":  []any{pathParam("token", "the uploadToken from createUpload")},
 			"requestBody": obj{"required": true, "content": obj{"*/*": obj{"schema": obj{"type": "string", "contentMediaType": "application/octet-stream"}}}},
 			"responses": s.responses(s.jsonResponse("the file was stored; send it with uploadToken or document.id", "UploadResult",
 				obj{"stored": true, "uploadToken": token, "document": document}),
 				commonErrs(), []errs{
-					e(400, core.CodeEmptyFile), e(403, core.CodeUploadInvalid), e(409, core.CodeUploadUsed), e(410, core.CodeUploadExpired),
-					e(413, core.CodeFileTooLarge, core.CodeStorageQuota), e(415, core.CodeUnsupportedType, core.CodeContentTypeMismatch, core.CodeLibreOfficeMissing),
-					e(422, core.CodeCorruptDocument, core.CodeEncryptedDocument, core.CodeTooManyPages, core.CodeConversionFailed),
+					e(400, documents.CodeEmptyFile), e(403, documents.CodeUploadInvalid), e(409, documents.CodeUploadUsed), e(410, documents.CodeUploadExpired),
+					e(413, documents.CodeFileTooLarge, documents.CodeStorageQuota), e(415, documents.CodeUnsupportedType, documents.CodeContentTypeMismatch, documents.CodeLibreOfficeMissing),
+					e(422, documents.CodeCorruptDocument, documents.CodeEncryptedDocument, documents.CodeTooManyPages, documents.CodeConversionFailed),
 					e(429, core.CodeRateLimited),
 				}),
 		}},
@@ -249,11 +251,11 @@ func openAPIDocument(opts Options, cfg services.Config, machine machineLimits) o
 				"requestBody": jsonRequest("SendFaxRequest", true, obj{"to": number, "uploadToken": token}),
 				"responses": func() obj {
 					r := s.responses(s.jsonResponse("the queued fax (or, on replay, the fax the key created)", "Fax", queued), authErrs(), []errs{
-						e(400, core.CodeIdempotencyKeyRequired, numbers.CodeFromNumberNotOwned), e(402, core.CodeInsufficientCredits),
-						e(403, core.CodeUploadInvalid), e(404, core.CodeNotFound),
-						e(409, core.CodeIdempotencyConflict, core.CodeUploadPending), e(415, core.CodeUnsupportedContentType),
+						e(400, core.CodeIdempotencyKeyRequired, numbers.CodeFromNumberNotOwned), e(402, credits.CodeInsufficientCredits),
+						e(403, documents.CodeUploadInvalid), e(404, core.CodeNotFound),
+						e(409, core.CodeIdempotencyConflict, documents.CodeUploadPending), e(415, core.CodeUnsupportedContentType),
 						e(422, core.CodeInvalidDestination, core.CodePremiumDestination, core.CodeUnsupportedDestination),
-						e(429, core.CodeRateLimited), e(503, core.CodeProviderUnavailable),
+						e(429, core.CodeRateLimited), e(503, faxes.CodeProviderUnavailable),
 					})
 					r["200"].(obj)["headers"] = obj{"Idempotent-Replayed": obj{"description": "true when this is the stored response of an earlier request with the same key", "schema": obj{"type": "string", "enum": []string{"true"}}}}
 					return r
@@ -292,7 +294,7 @@ func openAPIDocument(opts Options, cfg services.Config, machine machineLimits) o
 				o := maps.Clone(queued)
 				o["status"], o["failureCode"], o["failureReason"], o["completedAt"] = "canceled", "canceled", "canceled by the owner", ts
 				return o
-			}()), authErrs(), []errs{e(404, core.CodeNotFound), e(409, core.CodeFaxNotCancelable)}),
+			}()), authErrs(), []errs{e(404, core.CodeNotFound), e(409, faxes.CodeFaxNotCancelable)}),
 		}},
 		"/api/v1/credits": obj{"get": obj{
 			"operationId": "getCredits", "tags": []string{"credits"},
@@ -319,7 +321,7 @@ func openAPIDocument(opts Options, cfg services.Config, machine machineLimits) o
 			"responses": s.responses(s.jsonResponse("the checkout session", "CheckoutSession", obj{
 				"id": "chk_0a2c4e6g8j0l2n4q6s8u0w2y4a", "checkoutUrl": opts.BaseURL + "/checkout/test/chk_0a2c4e6g8j0l2n4q6s8u0w2y4a",
 				"expiresAt": "2026-01-02T16:04:05Z", "amount": "10.00", "amountCents": 1000, "currency": "usd", "packId": "pack_10", "credit": "10.00",
-			}), authErrs(), []errs{e(400, core.CodeUnknownPack), e(415, core.CodeUnsupportedContentType), e(503, core.CodeCheckoutUnavailable)}),
+			}), authErrs(), []errs{e(400, credits.CodeUnknownPack), e(415, core.CodeUnsupportedContentType), e(503, checkout.CodeCheckoutUnavailable)}),
 		}},
 		"/api/v1/quote": obj{"post": obj{
 			"operationId": "quoteFax", "tags": []string{"faxes"},
@@ -371,7 +373,7 @@ func openAPIDocument(opts Options, cfg services.Config, machine machineLimits) o
 		},
 		"CreateUploadRequest": obj{"type": "object", "additionalProperties": false, "properties": obj{
 			"contentType": obj{"type": "string", "enum": uploadTypes, "description": "limit the upload to this type"},
-			"maxBytes":    obj{"type": "integer", "minimum": 1, "maximum": cfg.MaxUploadBytes, "description": "upper bound of the file size; default the server maximum"},
+			"maxBytes":    obj{"type": "integer", "minimum": 1, "maximum": cfg.Documents.MaxUploadBytes, "description": "upper bound of the file size; default the server maximum"},
 		}},
 		"UploadCapability": object([]string{"uploadToken", "uploadUrl", "expiresAt"}, obj{
 			"uploadToken": str("HMAC token; it is the credential of the PUT and names the document when sending"),
@@ -461,7 +463,7 @@ func openAPIDocument(opts Options, cfg services.Config, machine machineLimits) o
 		}),
 		"QuoteRequest": obj{"type": "object", "additionalProperties": false, "required": []string{"to", "pages"}, "properties": obj{
 			"to":    str("destination fax number, E.164"),
-			"pages": obj{"type": "integer", "minimum": 1, "maximum": cfg.MaxPages},
+			"pages": obj{"type": "integer", "minimum": 1, "maximum": cfg.Documents.MaxPages},
 			"cover": obj{"type": "boolean", "default": false},
 		}},
 		"Quote": object([]string{"to", "country", "pages", "cover", "billedPages", "currency", "amount", "amountCents", "tariff"}, obj{

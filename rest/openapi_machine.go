@@ -6,6 +6,7 @@ import (
 	"slices"
 
 	"github.com/faxhub/faxhub/core"
+	"github.com/faxhub/faxhub/core/documents"
 	"github.com/faxhub/faxhub/core/faxes"
 	"github.com/faxhub/faxhub/core/machine"
 	"github.com/faxhub/faxhub/rest/mpp"
@@ -105,11 +106,11 @@ func (s *specBuilder) machinePaths(opts Options, lim machineLimits, quote obj) o
 	}
 	machineQuote["offers"] = offers
 
-	off := e(503, core.CodeMachinePaymentsOff, core.CodeMachinePaymentsMissing)
+	off := e(503, machine.CodeMachinePaymentsOff, machine.CodeMachinePaymentsMissing)
 	docErrs := []errs{
-		e(400, core.CodeEmptyFile, CodeInvalidBase64), e(413, core.CodeFileTooLarge),
-		e(415, core.CodeUnsupportedContentType, core.CodeUnsupportedType),
-		e(422, core.CodeInvalidDestination, core.CodePremiumDestination, core.CodeUnsupportedDestination, core.CodeTooManyPages, core.CodeCorruptDocument, core.CodeEncryptedDocument),
+		e(400, documents.CodeEmptyFile, CodeInvalidBase64), e(413, documents.CodeFileTooLarge),
+		e(415, core.CodeUnsupportedContentType, documents.CodeUnsupportedType),
+		e(422, core.CodeInvalidDestination, core.CodePremiumDestination, core.CodeUnsupportedDestination, documents.CodeTooManyPages, documents.CodeCorruptDocument, documents.CodeEncryptedDocument),
 		e(429, core.CodeRateLimited),
 	}
 	create := obj{

@@ -4,6 +4,8 @@ import (
 	"fmt"
 
 	"github.com/faxhub/faxhub/core"
+	"github.com/faxhub/faxhub/core/credits"
+	"github.com/faxhub/faxhub/core/documents"
 	"github.com/faxhub/faxhub/core/faxes"
 	"github.com/faxhub/faxhub/core/inbox"
 	"github.com/faxhub/faxhub/core/numbers"
@@ -118,10 +120,10 @@ func (s *specBuilder) numberPaths(opts Options, cfg services.Config, limit obj) 
 			"post": withScope(core.OpBuyNumber, obj{
 				"operationId": "buyNumber", "tags": []string{"numbers"},
 				"summary":     "Buy a number: reserve it and get the checkout link of its first month",
-				"description": fmt.Sprintf("Reserves a number from searchNumbers for the key's owner and returns it awaiting_payment with checkoutUrl, where the owner (a person, signed in to the console) pays its first month; it is reserved for %d minutes (longer while a checkout is open). No credits are spent, unless payWithCredits is true (which needs the "+string(core.ScopeFor(core.OpBuyNumberWithCredits))+" scope): then the first month is paid from the balance at once (402 insufficient_credits when it does not cover it) and the number is returned pending, with no checkoutUrl. Once paid it is pending while the provider provisions it, then active (or failed, with the month returned as credits). Later months are paid from the account's credits; without enough credits the number goes past_due and is released after a grace period.", int(cfg.CheckoutTTL.Minutes())),
+				"description": fmt.Sprintf("Reserves a number from searchNumbers for the key's owner and returns it awaiting_payment with checkoutUrl, where the owner (a person, signed in to the console) pays its first month; it is reserved for %d minutes (longer while a checkout is open). No credits are spent, unless payWithCredits is true (which needs the "+string(core.ScopeFor(core.OpBuyNumberWithCredits))+" scope): then the first month is paid from the balance at once (402 insufficient_credits when it does not cover it) and the number is returned pending, with no checkoutUrl. Once paid it is pending while the provider provisions it, then active (or failed, with the month returned as credits). Later months are paid from the account's credits; without enough credits the number goes past_due and is released after a grace period.", int(cfg.Checkout.TTL.Minutes())),
 				"requestBody": jsonRequest("BuyNumberRequest", true, obj{"number": e164}),
 				"responses": s.responses(s.jsonResponse("the reserved number", "Number", awaiting), authErrs(), []errs{
-					e(402, core.CodeInsufficientCredits), e(409, numbers.CodeNumberUnavailable, numbers.CodeTooManyNumbers), e(415, core.CodeUnsupportedContentType),
+					e(402, credits.CodeInsufficientCredits), e(409, numbers.CodeNumberUnavailable, numbers.CodeTooManyNumbers), e(415, core.CodeUnsupportedContentType),
 					e(422, core.CodeInvalidDestination, core.CodePremiumDestination, core.CodeUnsupportedDestination, core.CodeNumbersNotOffered),
 					e(429, core.CodeRateLimited), e(503, numbers.CodeProviderFailed, numbers.CodeNumbersNotConfigured),
 				}),
@@ -151,7 +153,7 @@ func (s *specBuilder) numberPaths(opts Options, cfg services.Config, limit obj) 
 			"description": "The alternative to its checkoutUrl: the first month of an awaiting_payment number is paid from the balance of the key's mode at once and the number is returned pending (then active once provisioned). 402 insufficient_credits changes nothing; a number no longer awaiting payment, or whose reservation lapsed, is 409/410 number_not_in_state.",
 			"parameters":  []any{numberIDParam},
 			"responses": s.responses(s.jsonResponse("the number, pending", "Number", pendingNum), authErrs(),
-				[]errs{notFound, e(402, core.CodeInsufficientCredits), e(409, numbers.CodeNumberState), e(410, numbers.CodeNumberState)}),
+				[]errs{notFound, e(402, credits.CodeInsufficientCredits), e(409, numbers.CodeNumberState), e(410, numbers.CodeNumberState)}),
 		})},
 		"/api/v1/inbox": obj{"get": withScope(core.OpListInbox, obj{
 			"operationId": "listInbox", "tags": []string{"inbox"},
@@ -194,7 +196,7 @@ func (s *specBuilder) numberPaths(opts Options, cfg services.Config, limit obj) 
 		"/api/v1/inbox/simulate": obj{"post": withScope(core.OpSimulateInbound, obj{
 			"operationId": "simulateInboundFax", "tags": []string{"inbox"},
 			"summary":     "Simulate a received fax on one of your test numbers",
-			"description": fmt.Sprintf("Test-mode keys only (a live key gets 403 test_mode_only). At most a burst of 20, then one a second, per owner (429 rate_limited). A multipart/form-data body: file (the document: PDF, image or office file, at most %d bytes), to (one of your active test numbers, its id or E.164) and optionally from (the sender shown). The fax is recorded as receiving and processed like one from a provider: GET it until it is received, then read its text.", cfg.MaxUploadBytes),
+			"description": fmt.Sprintf("Test-mode keys only (a live key gets 403 test_mode_only). At most a burst of 20, then one a second, per owner (429 rate_limited). A multipart/form-data body: file (the document: PDF, image or office file, at most %d bytes), to (one of your active test numbers, its id or E.164) and optionally from (the sender shown). The fax is recorded as receiving and processed like one from a provider: GET it until it is received, then read its text.", cfg.Documents.MaxUploadBytes),
 			"requestBody": obj{"required": true, "content": obj{"multipart/form-data": obj{"schema": obj{
 				"type": "object", "required": []string{"file", "to"}, "additionalProperties": false,
 				"properties": obj{
@@ -204,8 +206,8 @@ func (s *specBuilder) numberPaths(opts Options, cfg services.Config, limit obj) 
 				},
 			}}}},
 			"responses": s.responses(s.jsonResponse("the received fax, receiving", "InboundFax", receiving), authErrs(), []errs{
-				e(400, core.CodeEmptyFile), e(403, inbox.CodeTestModeOnly), notFound, e(409, inbox.CodeNumberNotReceiving),
-				e(413, core.CodeFileTooLarge), e(415, core.CodeUnsupportedContentType), e(422, core.CodeInvalidDestination), e(429, core.CodeRateLimited),
+				e(400, documents.CodeEmptyFile), e(403, inbox.CodeTestModeOnly), notFound, e(409, inbox.CodeNumberNotReceiving),
+				e(413, documents.CodeFileTooLarge), e(415, core.CodeUnsupportedContentType), e(422, core.CodeInvalidDestination), e(429, core.CodeRateLimited),
 			}),
 		})},
 		faxes.ProviderMediaPath + "{token}": obj{"get": obj{

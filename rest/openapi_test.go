@@ -7,6 +7,7 @@ import (
 	"go/token"
 	"net/http"
 	"net/http/httptest"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -212,13 +213,56 @@ func TestProblemCodesCoverCore(t *testing.T) {
 		"cart_expired":                  "AP2 purchases are made over A2A, not /api/v1",
 		"purchase_not_open":             "AP2 purchases are made over A2A, not /api/v1",
 		"payment_method_not_configured": "AP2 purchases are made over A2A, not /api/v1",
+		"checkout_payment_mismatch":     "a payment processor's event that does not match its checkout; answered to the webhook, never to an API client",
+		"renewal_insufficient_credits":  "why a number was released (its failureCode), not a problem of a request",
+		"invalid_jwt":                   "delegated hosts and agents speak the hostagent protocol (/api/auth/agent), not /api/v1",
+		"agent_pending":                 "delegated hosts and agents speak the hostagent protocol (/api/auth/agent), not /api/v1",
+		"agent_revoked":                 "delegated hosts and agents speak the hostagent protocol (/api/auth/agent), not /api/v1",
+		"agent_rejected":                "delegated hosts and agents speak the hostagent protocol (/api/auth/agent), not /api/v1",
+		"agent_expired":                 "delegated hosts and agents speak the hostagent protocol (/api/auth/agent), not /api/v1",
+		"host_revoked":                  "delegated hosts and agents speak the hostagent protocol (/api/auth/agent), not /api/v1",
+		"capability_not_granted":        "delegated hosts and agents speak the hostagent protocol (/api/auth/agent), not /api/v1",
+		"agent_exists":                  "delegated hosts and agents speak the hostagent protocol (/api/auth/agent), not /api/v1",
+		"agent_not_found":               "delegated hosts and agents speak the hostagent protocol (/api/auth/agent), not /api/v1",
+		"host_not_found":                "delegated hosts and agents speak the hostagent protocol (/api/auth/agent), not /api/v1",
+		"key_in_use":                    "delegated hosts and agents speak the hostagent protocol (/api/auth/agent), not /api/v1",
+		"invalid_public_key":            "delegated hosts and agents speak the hostagent protocol (/api/auth/agent), not /api/v1",
+		"jwt_replayed":                  "delegated hosts and agents speak the hostagent protocol (/api/auth/agent), not /api/v1",
+		"too_many_hosts":                "delegated hosts and agents speak the hostagent protocol (/api/auth/agent), not /api/v1",
+		"too_many_agents":               "delegated hosts and agents speak the hostagent protocol (/api/auth/agent), not /api/v1",
+		"capability_not_requested":      "delegated hosts and agents speak the hostagent protocol (/api/auth/agent), not /api/v1",
+		"unknown_capability":            "delegated hosts and agents speak the hostagent protocol (/api/auth/agent), not /api/v1",
+		"device_wrong_code":             "device approvals are decided in the owner console",
+		"device_too_many_tries":         "device approvals are decided in the owner console",
+		"device_code_expired":           "device approvals are decided in the owner console",
+		"device_decided":                "device approvals are decided in the owner console",
 	}
-	f, err := parser.ParseFile(token.NewFileSet(), "../core/errors.go", nil, 0)
+	// The kernel declares the shared codes, each feature its own.
+	files, err := filepath.Glob("../core/*.go")
 	if err != nil {
 		t.Fatal(err)
 	}
+	features, _ := filepath.Glob("../core/*/*.go")
+	files = append(files, features...)
 	details := problemDetails()
 	found := 0
+	for _, name := range files {
+		if strings.HasSuffix(name, "_test.go") {
+			continue
+		}
+		f, err := parser.ParseFile(token.NewFileSet(), name, nil, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		inspectCodes(t, f, details, notREST, &found)
+	}
+	if found < 30 {
+		t.Fatalf("found only %d codes under core/; did its layout change?", found)
+	}
+}
+
+func inspectCodes(t *testing.T, f *ast.File, details map[string]string, notREST map[string]string, found *int) {
+	t.Helper()
 	ast.Inspect(f, func(n ast.Node) bool {
 		vs, ok := n.(*ast.ValueSpec)
 		if !ok || len(vs.Names) != 1 || !strings.HasPrefix(vs.Names[0].Name, "Code") || len(vs.Values) != 1 {
@@ -229,7 +273,7 @@ func TestProblemCodesCoverCore(t *testing.T) {
 			return true
 		}
 		code, _ := strconv.Unquote(lit.Value)
-		found++
+		*found++
 		_, documented := details[code]
 		_, excluded := notREST[code]
 		switch {
@@ -240,9 +284,6 @@ func TestProblemCodesCoverCore(t *testing.T) {
 		}
 		return true
 	})
-	if found < 30 {
-		t.Fatalf("found only %d codes in core/errors.go; did its layout change?", found)
-	}
 }
 
 // TestOpenAPIMachinePayments: the discovery document mppx and other

@@ -97,7 +97,7 @@ func newAPI(svc *services.Set, opts Options, logger *slog.Logger) *api {
 	a.routes = a.routeTable()
 
 	doc, err := json.Marshal(openAPIDocument(opts, cfg, machineLimits{
-		maxPDF: cfg.Machine.MaxPDFBytes, maxBody: svc.Machine.MaxBodyBytes(), maxPages: cfg.MaxPages,
+		maxPDF: cfg.Machine.MaxPDFBytes, maxBody: svc.Machine.MaxBodyBytes(), maxPages: cfg.Documents.MaxPages,
 		challengeTTL: int(cfg.Machine.ChallengeTTL.Minutes()), statusTTL: int(cfg.Machine.StatusTTL.Hours() / 24),
 	}))
 	if err != nil {

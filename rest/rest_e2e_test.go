@@ -22,6 +22,7 @@ import (
 	"time"
 
 	"github.com/faxhub/faxhub/core"
+	"github.com/faxhub/faxhub/core/accounts"
 	"github.com/faxhub/faxhub/core/checkout"
 	"github.com/faxhub/faxhub/core/credits"
 	"github.com/faxhub/faxhub/core/documents"
@@ -240,7 +241,7 @@ func TestE2EUploadSendDeliver(t *testing.T) {
 	pdf := testenv.MinimalPDF(2)
 
 	c := h.createUpload(key, nil)
-	if c.Method != "PUT" || c.Key == "" || c.MaxBytes != h.env.Svc.Config().MaxUploadBytes || !c.ExpiresAt.After(time.Now()) {
+	if c.Method != "PUT" || c.Key == "" || c.MaxBytes != h.env.Svc.Config().Documents.MaxUploadBytes || !c.ExpiresAt.After(time.Now()) {
 		t.Fatalf("capability %+v", c)
 	}
 	// No Authorization header, and a Content-Type that says nothing: the
@@ -358,7 +359,7 @@ func TestE2EInsufficientCredits(t *testing.T) {
 	h := newHarness(t, testenv.WithoutCredits())
 	key := h.env.KeyATest
 	doc := h.upload(key, testenv.MinimalPDF(1)).Document
-	p := h.send(key, "k", faxes.SendRequest{To: deliverable, DocumentID: doc.ID}).problem(http.StatusPaymentRequired, core.CodeInsufficientCredits)
+	p := h.send(key, "k", faxes.SendRequest{To: deliverable, DocumentID: doc.ID}).problem(http.StatusPaymentRequired, credits.CodeInsufficientCredits)
 	if p["price"] == nil || p["balance"] == nil || p["checkoutPath"] != "/api/v1/credits/checkout" {
 		t.Errorf("402 details %v", p)
 	}
@@ -371,7 +372,7 @@ func TestE2EInsufficientCredits(t *testing.T) {
 }
 
 func TestE2ERateLimited(t *testing.T) {
-	h := newHarness(t, testenv.WithConfig(func(c *services.Config) { c.SendBurst, c.SendInterval = 3, time.Hour }))
+	h := newHarness(t, testenv.WithConfig(func(c *services.Config) { c.Faxes.SendBurst, c.Faxes.SendInterval = 3, time.Hour }))
 	key := h.env.KeyATest
 	doc := h.upload(key, testenv.MinimalPDF(1)).Document
 	// The limit counts faxes created (it is charged in the fax's
@@ -392,41 +393,41 @@ func TestE2ERateLimited(t *testing.T) {
 
 func TestE2EUploadErrors(t *testing.T) {
 	const serverMax = 4096
-	h := newHarness(t, testenv.WithConfig(func(c *services.Config) { c.MaxUploadBytes = serverMax }))
+	h := newHarness(t, testenv.WithConfig(func(c *services.Config) { c.Documents.MaxUploadBytes = serverMax }))
 	key := h.env.KeyATest
 	pdf := testenv.MinimalPDF(1)
 
 	t.Run("create", func(t *testing.T) {
-		h.do(key, "POST", "/api/v1/uploads", map[string]any{"maxBytes": serverMax + 1}, nil).problem(http.StatusRequestEntityTooLarge, core.CodeFileTooLarge)
-		h.do(key, "POST", "/api/v1/uploads", map[string]any{"contentType": "text/plain"}, nil).problem(http.StatusUnsupportedMediaType, core.CodeUnsupportedType)
+		h.do(key, "POST", "/api/v1/uploads", map[string]any{"maxBytes": serverMax + 1}, nil).problem(http.StatusRequestEntityTooLarge, documents.CodeFileTooLarge)
+		h.do(key, "POST", "/api/v1/uploads", map[string]any{"contentType": "text/plain"}, nil).problem(http.StatusUnsupportedMediaType, documents.CodeUnsupportedType)
 		h.do(key, "POST", "/api/v1/uploads", map[string]any{"maxbytes": 1, "extra": true}, nil).problem(http.StatusBadRequest, core.CodeInvalidRequest)
 		h.do("", "POST", "/api/v1/uploads", nil, nil).problem(http.StatusUnauthorized, core.CodeUnauthenticated)
 	})
 	t.Run("too large declared", func(t *testing.T) {
 		c := h.createUpload(key, nil)
-		h.put(c.UploadURL, make([]byte, serverMax+1)).problem(http.StatusRequestEntityTooLarge, core.CodeFileTooLarge)
+		h.put(c.UploadURL, make([]byte, serverMax+1)).problem(http.StatusRequestEntityTooLarge, documents.CodeFileTooLarge)
 	})
 	t.Run("too large streamed", func(t *testing.T) {
 		c := h.createUpload(key, map[string]any{"maxBytes": 100})
 		// A reader of unknown length makes the client send it chunked, so
 		// only the service's streaming limit can catch it.
-		h.put(c.UploadURL, io.MultiReader(bytes.NewReader(pdf))).problem(http.StatusRequestEntityTooLarge, core.CodeFileTooLarge)
+		h.put(c.UploadURL, io.MultiReader(bytes.NewReader(pdf))).problem(http.StatusRequestEntityTooLarge, documents.CodeFileTooLarge)
 	})
 	t.Run("unsupported type", func(t *testing.T) {
 		c := h.createUpload(key, nil)
-		h.put(c.UploadURL, []byte("just some plain text, not a document")).problem(http.StatusUnsupportedMediaType, core.CodeUnsupportedType)
+		h.put(c.UploadURL, []byte("just some plain text, not a document")).problem(http.StatusUnsupportedMediaType, documents.CodeUnsupportedType)
 	})
 	t.Run("content type mismatch", func(t *testing.T) {
 		c := h.createUpload(key, map[string]any{"contentType": "image/png"})
-		h.put(c.UploadURL, pdf).problem(http.StatusUnsupportedMediaType, core.CodeContentTypeMismatch)
+		h.put(c.UploadURL, pdf).problem(http.StatusUnsupportedMediaType, documents.CodeContentTypeMismatch)
 	})
 	t.Run("empty", func(t *testing.T) {
 		c := h.createUpload(key, nil)
-		h.put(c.UploadURL, []byte{}).problem(http.StatusBadRequest, core.CodeEmptyFile)
+		h.put(c.UploadURL, []byte{}).problem(http.StatusBadRequest, documents.CodeEmptyFile)
 	})
 	t.Run("corrupt then retried", func(t *testing.T) {
 		c := h.createUpload(key, nil)
-		h.put(c.UploadURL, []byte("%PDF-1.4\n1 0 obj << /Type /Catalog /Pages 9 0 R\nthis is not a pdf\n%%EOF\n")).problem(http.StatusUnprocessableEntity, core.CodeCorruptDocument)
+		h.put(c.UploadURL, []byte("%PDF-1.4\n1 0 obj << /Type /Catalog /Pages 9 0 R\nthis is not a pdf\n%%EOF\n")).problem(http.StatusUnprocessableEntity, documents.CodeCorruptDocument)
 		// A failed PUT gives the token back.
 		h.put(c.UploadURL, pdf).status(http.StatusOK)
 	})
@@ -436,17 +437,17 @@ func TestE2EUploadErrors(t *testing.T) {
 		if tampered == c.UploadURL {
 			tampered = c.UploadURL[:len(c.UploadURL)-2] + "BB"
 		}
-		h.put(tampered, pdf).problem(http.StatusForbidden, core.CodeUploadInvalid)
-		h.put("/api/v1/uploads/not-a-token", pdf).problem(http.StatusForbidden, core.CodeUploadInvalid)
+		h.put(tampered, pdf).problem(http.StatusForbidden, documents.CodeUploadInvalid)
+		h.put("/api/v1/uploads/not-a-token", pdf).problem(http.StatusForbidden, documents.CodeUploadInvalid)
 	})
 	t.Run("token used", func(t *testing.T) {
 		c := h.createUpload(key, nil)
 		h.put(c.UploadURL, pdf).status(http.StatusOK)
-		h.put(c.UploadURL, pdf).problem(http.StatusConflict, core.CodeUploadUsed)
+		h.put(c.UploadURL, pdf).problem(http.StatusConflict, documents.CodeUploadUsed)
 	})
 	t.Run("not uploaded yet", func(t *testing.T) {
 		c := h.createUpload(key, nil)
-		h.send(key, "k-pending", faxes.SendRequest{To: deliverable, UploadToken: c.UploadToken}).problem(http.StatusConflict, core.CodeUploadPending)
+		h.send(key, "k-pending", faxes.SendRequest{To: deliverable, UploadToken: c.UploadToken}).problem(http.StatusConflict, documents.CodeUploadPending)
 	})
 }
 
@@ -456,8 +457,8 @@ func TestE2EUploadExpired(t *testing.T) {
 		c.Now = func() time.Time { return time.Now().Add(time.Duration(skew.Load())) }
 	}))
 	c := h.createUpload(h.env.KeyATest, nil)
-	skew.Store(int64(h.env.Svc.Config().UploadTTL + time.Minute))
-	h.put(c.UploadURL, testenv.MinimalPDF(1)).problem(http.StatusGone, core.CodeUploadExpired)
+	skew.Store(int64(h.env.Svc.Config().Documents.UploadTTL + time.Minute))
+	h.put(c.UploadURL, testenv.MinimalPDF(1)).problem(http.StatusGone, documents.CodeUploadExpired)
 }
 
 func TestE2EDestinations(t *testing.T) {
@@ -553,7 +554,7 @@ func TestE2ECancel(t *testing.T) {
 	if o.Status != faxes.Canceled || o.ID != drop.ID {
 		t.Fatalf("canceled %+v", o)
 	}
-	h.do(key, "POST", "/api/v1/faxes/"+drop.ID+"/cancel", nil, nil).problem(http.StatusConflict, core.CodeFaxNotCancelable)
+	h.do(key, "POST", "/api/v1/faxes/"+drop.ID+"/cancel", nil, nil).problem(http.StatusConflict, faxes.CodeFaxNotCancelable)
 	h.do(key, "POST", "/api/v1/faxes/fax_nope/cancel", nil, nil).problem(http.StatusNotFound, core.CodeNotFound)
 
 	if p := h.list(key, "?status=canceled"); len(p.Data) != 1 || p.Data[0].ID != drop.ID {
@@ -634,16 +635,16 @@ func TestE2ECredits(t *testing.T) {
 	if s.CheckoutURL == "" || s.ID == "" || s.PackID != pack.ID || s.Amount != pack.Price || s.Credit != pack.Credit || s.Currency != "usd" || !s.ExpiresAt.After(time.Now()) {
 		t.Fatalf("checkout %+v", s)
 	}
-	h.do(key, "POST", "/api/v1/credits/checkout", map[string]string{"packId": "pack_7"}, nil).problem(http.StatusBadRequest, core.CodeUnknownPack)
+	h.do(key, "POST", "/api/v1/credits/checkout", map[string]string{"packId": "pack_7"}, nil).problem(http.StatusBadRequest, credits.CodeUnknownPack)
 	h.do(key, "POST", "/api/v1/credits/checkout", nil, nil).problem(http.StatusBadRequest, core.CodeInvalidRequest)
 	// testenv configures no live gateway.
-	h.do(h.env.KeyALive, "POST", "/api/v1/credits/checkout", map[string]string{"packId": pack.ID}, nil).problem(http.StatusServiceUnavailable, core.CodeCheckoutUnavailable)
+	h.do(h.env.KeyALive, "POST", "/api/v1/credits/checkout", map[string]string{"packId": pack.ID}, nil).problem(http.StatusServiceUnavailable, checkout.CodeCheckoutUnavailable)
 }
 
 func TestE2EProtocolErrors(t *testing.T) {
 	h := newHarness(t)
 	h.do("", "GET", "/api/v1/faxes", nil, nil).problem(http.StatusUnauthorized, core.CodeUnauthenticated)
-	h.do("fxk_test_nope", "GET", "/api/v1/faxes", nil, nil).problem(http.StatusUnauthorized, core.CodeInvalidAPIKey)
+	h.do("fxk_test_nope", "GET", "/api/v1/faxes", nil, nil).problem(http.StatusUnauthorized, accounts.CodeInvalidAPIKey)
 	h.do("", "GET", "/api/v1/faxes?api_key="+h.env.KeyATest, nil, nil).problem(http.StatusBadRequest, core.CodeInvalidRequest)
 	h.do(h.env.KeyATest, "GET", "/api/v1/nothing", nil, nil).problem(http.StatusNotFound, core.CodeNotFound)
 	res := h.do(h.env.KeyATest, "DELETE", "/api/v1/faxes", nil, nil)

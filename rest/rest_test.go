@@ -13,6 +13,7 @@ import (
 
 	"github.com/faxhub/faxhub/core"
 	"github.com/faxhub/faxhub/core/accounts"
+	"github.com/faxhub/faxhub/core/documents"
 	"github.com/faxhub/faxhub/core/machine"
 	"github.com/faxhub/faxhub/core/services"
 	"github.com/faxhub/faxhub/core/web"
@@ -72,9 +73,11 @@ func newUnitAPI(t *testing.T, machineOn bool) *api {
 		core.HashSecret(revokedKey):  {ID: "key_r", OwnerID: "own_a", Mode: core.ModeTest, LastUsedAt: &now, RevokedAt: &revoked},
 		core.HashSecret(liveLooking): {ID: "key_m", OwnerID: "own_a", Mode: core.ModeTest, LastUsedAt: &now},
 	}}
-	svc, err := services.New(services.Config{Config: core.Config{
-		BaseURL: unitBaseURL, APIURL: unitAPIURL, UploadSecret: bytes.Repeat([]byte{1}, 32), MaxUploadBytes: 1 << 20,
-	}, Machine: machine.Config{Enabled: machineOn, MaxPDFBytes: 3 << 10}}, services.Deps{Store: st, Destination: destinations{}})
+	svc, err := services.New(services.Config{
+		Config:    core.Config{BaseURL: unitBaseURL, APIURL: unitAPIURL},
+		Documents: documents.Config{UploadSecret: bytes.Repeat([]byte{1}, 32), MaxUploadBytes: 1 << 20},
+		Machine:   machine.Config{Enabled: machineOn, MaxPDFBytes: 3 << 10},
+	}, services.Deps{Store: st, Destination: destinations{}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -151,10 +154,10 @@ func TestAuthentication(t *testing.T) {
 		{"missing", "", core.CodeUnauthenticated, `Bearer realm="faxhub"`},
 		{"other scheme", "Basic Zm9vOmJhcg==", core.CodeUnauthenticated, `Bearer realm="faxhub"`},
 		{"empty bearer", "Bearer ", core.CodeUnauthenticated, `Bearer realm="faxhub"`},
-		{"no key prefix", "Bearer sk_live_123", core.CodeInvalidAPIKey, `Bearer realm="faxhub", error="invalid_token"`},
-		{"unknown key", "Bearer fxk_test_doesnotexist", core.CodeInvalidAPIKey, `Bearer realm="faxhub", error="invalid_token"`},
-		{"revoked key", "Bearer " + revokedKey, core.CodeInvalidAPIKey, `Bearer realm="faxhub", error="invalid_token"`},
-		{"prefix disagrees with mode", "Bearer " + liveLooking, core.CodeInvalidAPIKey, `Bearer realm="faxhub", error="invalid_token"`},
+		{"no key prefix", "Bearer sk_live_123", accounts.CodeInvalidAPIKey, `Bearer realm="faxhub", error="invalid_token"`},
+		{"unknown key", "Bearer fxk_test_doesnotexist", accounts.CodeInvalidAPIKey, `Bearer realm="faxhub", error="invalid_token"`},
+		{"revoked key", "Bearer " + revokedKey, accounts.CodeInvalidAPIKey, `Bearer realm="faxhub", error="invalid_token"`},
+		{"prefix disagrees with mode", "Bearer " + liveLooking, accounts.CodeInvalidAPIKey, `Bearer realm="faxhub", error="invalid_token"`},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -279,9 +282,9 @@ func TestMachineEndpoints(t *testing.T) {
 	t.Run("disabled", func(t *testing.T) {
 		a := newUnitAPI(t, false)
 		for _, path := range []string{"/api/v1/machine/faxes", "/api/v1/machine/faxes/validate"} {
-			problem(t, a.do(t, req{method: "POST", path: path, body: body}), http.StatusServiceUnavailable, core.CodeMachinePaymentsOff)
+			problem(t, a.do(t, req{method: "POST", path: path, body: body}), http.StatusServiceUnavailable, machine.CodeMachinePaymentsOff)
 		}
-		problem(t, a.do(t, req{method: "GET", path: "/api/v1/machine/faxes/status/ms1.x.y"}), http.StatusServiceUnavailable, core.CodeMachinePaymentsOff)
+		problem(t, a.do(t, req{method: "GET", path: "/api/v1/machine/faxes/status/ms1.x.y"}), http.StatusServiceUnavailable, machine.CodeMachinePaymentsOff)
 	})
 	// What the adapter refuses itself, before core is asked: each answer a
 	// 4xx problem with a code and never a payment challenge.
@@ -299,19 +302,19 @@ func TestMachineEndpoints(t *testing.T) {
 			{"/api/v1/machine/faxes", `{"to":"+12125550100","base64":1,"request_id":"r"}`, "", 400, core.CodeInvalidRequest},
 			{"/api/v1/machine/faxes", `{"to":"+12125550100","base64":"JVBERg=="}`, "", 400, core.CodeInvalidRequest},
 			{"/api/v1/machine/faxes", `{"base64":"JVBERg==","request_id":"r"}`, "", 400, core.CodeInvalidRequest},
-			{"/api/v1/machine/faxes", `{"to":"+12125550100","base64":"","request_id":"r"}`, "", 400, core.CodeEmptyFile},
+			{"/api/v1/machine/faxes", `{"to":"+12125550100","base64":"","request_id":"r"}`, "", 400, documents.CodeEmptyFile},
 			{"/api/v1/machine/faxes", `{"to":"+12125550100","base64":"JVB*Rg==","request_id":"r"}`, "", 400, CodeInvalidBase64},
 			{"/api/v1/machine/faxes", `{"to":"+12125550100","base64":"data:application/pdf;base64,JVBERg==","request_id":"r"}`, "", 400, CodeInvalidBase64},
 			{"/api/v1/machine/faxes", `{"to":"+12125550100","base64":"_-_-","request_id":"r"}`, "", 400, CodeInvalidBase64},
 			{"/api/v1/machine/faxes", ``, "", 400, core.CodeInvalidRequest},
 			{"/api/v1/machine/faxes", `{}`, "text/plain", 415, core.CodeUnsupportedContentType},
-			{"/api/v1/machine/faxes", big, "", 413, core.CodeFileTooLarge},
+			{"/api/v1/machine/faxes", big, "", 413, documents.CodeFileTooLarge},
 			{"/api/v1/machine/faxes/validate", `{"to":"+12125550100"}`, "", 400, core.CodeInvalidRequest},
 			{"/api/v1/machine/faxes/validate", `{"to":"+12125550100","pages":1,"base64":"JVBERg=="}`, "", 400, core.CodeInvalidRequest},
 			{"/api/v1/machine/faxes/validate", `{"to":"+12125550100","pages":0}`, "", 400, core.CodeInvalidRequest},
 			{"/api/v1/machine/faxes/validate", `{"to":"+12125550100","base64":"%%%"}`, "", 400, CodeInvalidBase64},
 			{"/api/v1/machine/faxes/validate", `{"pages":1}`, "", 400, core.CodeInvalidRequest},
-			{"/api/v1/machine/faxes/validate", big, "", 413, core.CodeFileTooLarge},
+			{"/api/v1/machine/faxes/validate", big, "", 413, documents.CodeFileTooLarge},
 		} {
 			r := req{method: "POST", path: c.path, body: c.body}
 			if c.ctype != "" {
@@ -341,8 +344,8 @@ func TestDecodeDocument(t *testing.T) {
 		{"JVBERg=", nil, CodeInvalidBase64},
 		{"JVBE Rg==", nil, CodeInvalidBase64},
 		{"JVBERg-_", nil, CodeInvalidBase64},
-		{"", nil, core.CodeEmptyFile},
-		{"  ", nil, core.CodeEmptyFile},
+		{"", nil, documents.CodeEmptyFile},
+		{"  ", nil, documents.CodeEmptyFile},
 		{"=", nil, CodeInvalidBase64},
 	} {
 		got, err := decodeDocument(c.in)
@@ -407,14 +410,14 @@ func (u unreadable) Read([]byte) (int, error) {
 
 func TestPutUpload(t *testing.T) {
 	a := newUnitAPI(t, false)
-	limit := a.svc.Config().MaxUploadBytes
+	limit := a.svc.Config().Documents.MaxUploadBytes
 
 	t.Run("declared too large is refused unread", func(t *testing.T) {
 		r := httptest.NewRequest("PUT", "/api/v1/uploads/u1.x.y", unreadable{t})
 		r.ContentLength = limit + 1
 		rec := httptest.NewRecorder()
 		a.ServeHTTP(rec, r)
-		p := problem(t, rec, http.StatusRequestEntityTooLarge, core.CodeFileTooLarge)
+		p := problem(t, rec, http.StatusRequestEntityTooLarge, documents.CodeFileTooLarge)
 		if p["limit"] != float64(limit) {
 			t.Errorf("limit = %v", p["limit"])
 		}
@@ -426,7 +429,7 @@ func TestPutUpload(t *testing.T) {
 		rec := httptest.NewRecorder()
 		a.ServeHTTP(rec, r)
 		// 403 from the token check, not 401: the handler never asked for a key.
-		problem(t, rec, http.StatusForbidden, core.CodeUploadInvalid)
+		problem(t, rec, http.StatusForbidden, documents.CodeUploadInvalid)
 		if rec.Header().Get("WWW-Authenticate") != "" {
 			t.Error("the upload PUT challenged for a bearer token")
 		}

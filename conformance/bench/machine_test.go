@@ -69,8 +69,8 @@ func benchMachine(t *testing.T, rep *report) {
 			// The credit send path's per-key limit would stop the run
 			// (benchEnv lifts it the same way); the machine path keeps
 			// its per-address limit (see machineAddrs).
-			c.SendBurst = 1 << 30
-			c.SendInterval = time.Microsecond
+			c.Faxes.SendBurst = 1 << 30
+			c.Faxes.SendInterval = time.Microsecond
 		}})
 	if err != nil {
 		t.Fatal(err)

@@ -125,7 +125,7 @@ func benchUpload(t *testing.T, rep *report) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	env := benchEnv(t, "", func(c *services.Config) { c.MaxUploadBytes = 256 << 20 })
+	env := benchEnv(t, "", func(c *services.Config) { c.Documents.MaxUploadBytes = 256 << 20 })
 	srv := apiServer(t, env)
 	base := newBaseline(t)
 	baseSrv := serve(t, base.handler(testLogger(t)))

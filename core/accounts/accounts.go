@@ -50,7 +50,7 @@ func (s *Service) CreateOwner(ctx context.Context, email, name string, verified 
 	}
 	if err := s.d.Store.CreateOwner(ctx, o); err != nil {
 		if errors.Is(err, core.ErrExists) {
-			return nil, core.Errorf(core.KindConflict, core.CodeOwnerExists, "an owner with email %s already exists", email)
+			return nil, core.Errorf(core.KindConflict, CodeOwnerExists, "an owner with email %s already exists", email)
 		}
 		return nil, fmt.Errorf("create owner: %w", err)
 	}
@@ -113,7 +113,7 @@ func (s *Service) RevokeAPIKey(ctx context.Context, ownerID, id string) error {
 // AuthenticateAPIKey turns a presented secret into a Principal. API keys
 // carry every scope of their mode.
 func (s *Service) AuthenticateAPIKey(ctx context.Context, secret string) (core.Principal, error) {
-	bad := core.Errorf(core.KindUnauthenticated, core.CodeInvalidAPIKey, "the API key is not valid or has been revoked")
+	bad := core.Errorf(core.KindUnauthenticated, CodeInvalidAPIKey, "the API key is not valid or has been revoked")
 	var mode core.Mode
 	switch {
 	case strings.HasPrefix(secret, APIKeyPrefix(core.ModeLive)):

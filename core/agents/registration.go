@@ -44,7 +44,7 @@ type EnrollmentSecret struct {
 func normalizeScopes(scopes []string) ([]string, error) {
 	for _, sc := range scopes {
 		if !slices.Contains(core.FaxScopes(), core.Scope(sc)) {
-			return nil, core.Errorf(core.KindInvalid, core.CodeInvalidScope, "scopes must be among %v", core.FaxScopes())
+			return nil, core.Errorf(core.KindInvalid, CodeInvalidScope, "scopes must be among %v", core.FaxScopes())
 		}
 	}
 	return slices.Compact(slices.Sorted(slices.Values(scopes))), nil
@@ -76,7 +76,7 @@ func (s *Service) CreateEnrollment(ctx context.Context, ownerID, name string, sc
 	e := &Enrollment{ID: core.NewID(core.PrefixAgentEnrollment), OwnerID: ownerID, Name: name, Scopes: scopes, TokenHash: core.HashSecret(secret),
 		CreatedAt: now, ExpiresAt: now.Add(EnrollmentTTL)}
 	if err := s.d.Store.CreateAgentEnrollment(ctx, e, MaxLiveEnrollments); errors.Is(err, core.ErrConflict) {
-		return nil, core.Errorf(core.KindConflict, core.CodeTooManyEnrollments, "you already have %d live unused enrollment tokens; revoke one or wait for it to expire", MaxLiveEnrollments)
+		return nil, core.Errorf(core.KindConflict, CodeTooManyEnrollments, "you already have %d live unused enrollment tokens; revoke one or wait for it to expire", MaxLiveEnrollments)
 	} else if err != nil {
 		return nil, fmt.Errorf("create agent enrollment: %w", err)
 	}
@@ -152,9 +152,9 @@ type Registered struct {
 // token is consumed only by a registration that succeeds.
 func (s *Service) Register(ctx context.Context, r RegisterRequest) (*Registered, error) {
 	if r.EnrollmentToken == "" {
-		return nil, core.Errorf(core.KindInvalid, core.CodeEnrollmentRequired, "an enrollment token from the owner's Agent access page is required")
+		return nil, core.Errorf(core.KindInvalid, CodeEnrollmentRequired, "an enrollment token from the owner's Agent access page is required")
 	}
-	invalid := core.Errorf(core.KindInvalid, core.CodeInvalidEnrollment, "the enrollment token is unknown, expired, revoked or already used")
+	invalid := core.Errorf(core.KindInvalid, CodeInvalidEnrollment, "the enrollment token is unknown, expired, revoked or already used")
 	now := s.now()
 	e, err := s.d.Store.GetAgentEnrollmentByHash(ctx, core.HashSecret(r.EnrollmentToken))
 	if errors.Is(err, core.ErrNoRows) || (err == nil && !e.Live(now)) {
@@ -170,7 +170,7 @@ func (s *Service) Register(ctx context.Context, r RegisterRequest) (*Registered,
 		return nil, fmt.Errorf("agent registration: %w", err)
 	}
 	if r.Type == TypeService && !strings.EqualFold(strings.TrimSpace(r.LoginHint), owner.Email) {
-		return nil, core.Errorf(core.KindInvalid, core.CodeLoginHintMismatch, "login_hint must be the email of the account that issued the enrollment token")
+		return nil, core.Errorf(core.KindInvalid, CodeLoginHintMismatch, "login_hint must be the email of the account that issued the enrollment token")
 	}
 	claimToken := core.NewSecret(core.SecretClaim)
 	reg := &Registration{ID: core.NewID(core.PrefixAgentRegistration), OwnerID: e.OwnerID, Type: r.Type, Name: e.Name, Scopes: e.Scopes,
@@ -213,7 +213,7 @@ func (s *Service) startClaimAttempt(ctx context.Context, c *Claim, reg *Registra
 		return nil, err
 	}
 	if err := s.d.Store.StartAgentClaimAttempt(ctx, c.RegistrationID, core.HashSecret(attempt), core.HashSecret(code), appr.ID); errors.Is(err, core.ErrConflict) {
-		return nil, core.Errorf(core.KindInvalid, core.CodeInvalidGrant, "the claim is no longer pending")
+		return nil, core.Errorf(core.KindInvalid, CodeInvalidGrant, "the claim is no longer pending")
 	} else if err != nil {
 		return nil, fmt.Errorf("start agent claim attempt: %w", err)
 	}
@@ -231,16 +231,16 @@ func (s *Service) startClaimAttempt(ctx context.Context, c *Claim, reg *Registra
 func claimStateError(c *Claim, now time.Time) error {
 	switch {
 	case c.Status == ClaimExpired || (c.Status == ClaimPending && !now.Before(c.ExpiresAt)):
-		return core.Errorf(core.KindInvalid, core.CodeExpiredToken, "the claim expired; register again with a new enrollment token")
+		return core.Errorf(core.KindInvalid, CodeExpiredToken, "the claim expired; register again with a new enrollment token")
 	case c.Status == ClaimDenied:
-		return core.Errorf(core.KindInvalid, core.CodeAccessDenied, "the owner declined")
+		return core.Errorf(core.KindInvalid, CodeAccessDenied, "the owner declined")
 	case c.Status == ClaimApproved, c.Status == ClaimRedeemed:
-		return core.Errorf(core.KindInvalid, core.CodeInvalidGrant, "the claim was approved already")
+		return core.Errorf(core.KindInvalid, CodeInvalidGrant, "the claim was approved already")
 	}
 	return nil
 }
 
-var errBadClaimToken = core.Errorf(core.KindInvalid, core.CodeInvalidGrant, "the claim token is not valid")
+var errBadClaimToken = core.Errorf(core.KindInvalid, CodeInvalidGrant, "the claim token is not valid")
 
 // StartClaim starts a new claim attempt for the agent holding
 // claimToken; email must be the enrolling owner's.
@@ -262,7 +262,7 @@ func (s *Service) StartClaim(ctx context.Context, claimToken, email string) (*Cl
 		return nil, fmt.Errorf("agent claim: %w", err)
 	}
 	if !strings.EqualFold(strings.TrimSpace(email), owner.Email) {
-		return nil, core.Errorf(core.KindInvalid, core.CodeEmailMismatch, "email must be the email of the account that issued the enrollment token")
+		return nil, core.Errorf(core.KindInvalid, CodeEmailMismatch, "email must be the email of the account that issued the enrollment token")
 	}
 	reg, err := s.d.Store.GetAgentRegistration(ctx, c.RegistrationID)
 	if err != nil {
@@ -305,7 +305,7 @@ func (s *Service) agentResource(resource string) (string, error) {
 	case s.kernel.ResourceMCP(), s.kernel.ResourceA2A():
 		return resource, nil
 	}
-	return "", core.Errorf(core.KindInvalid, core.CodeInvalidTarget, "agent tokens are issued for %s or %s", s.kernel.ResourceMCP(), s.kernel.ResourceA2A())
+	return "", core.Errorf(core.KindInvalid, CodeInvalidTarget, "agent tokens are issued for %s or %s", s.kernel.ResourceMCP(), s.kernel.ResourceA2A())
 }
 
 // PollClaim is one poll of the claim grant: authorization_pending
@@ -348,20 +348,20 @@ func (s *Service) PollClaim(ctx context.Context, claimToken, resource string) (*
 	}
 	switch c.Status {
 	case ClaimExpired:
-		return nil, core.Errorf(core.KindInvalid, core.CodeExpiredToken, "the claim expired; register again with a new enrollment token")
+		return nil, core.Errorf(core.KindInvalid, CodeExpiredToken, "the claim expired; register again with a new enrollment token")
 	case ClaimDenied:
-		return nil, core.Errorf(core.KindInvalid, core.CodeAccessDenied, "the owner declined")
+		return nil, core.Errorf(core.KindInvalid, CodeAccessDenied, "the owner declined")
 	case ClaimRedeemed:
-		return nil, core.Errorf(core.KindInvalid, core.CodeInvalidGrant, "the claim was redeemed already; exchange the identity assertion")
+		return nil, core.Errorf(core.KindInvalid, CodeInvalidGrant, "the claim was redeemed already; exchange the identity assertion")
 	case ClaimPending:
 		if slowDown {
-			return nil, core.Errorf(core.KindInvalid, core.CodeSlowDown, "polling too fast").With("interval", c.Interval)
+			return nil, core.Errorf(core.KindInvalid, CodeSlowDown, "polling too fast").With("interval", c.Interval)
 		}
-		return nil, core.Errorf(core.KindInvalid, core.CodeAuthorizationPending, "the owner has not approved yet").With("interval", c.Interval)
+		return nil, core.Errorf(core.KindInvalid, CodeAuthorizationPending, "the owner has not approved yet").With("interval", c.Interval)
 	}
 	// Approved: hand out the token once.
 	if err := s.d.Store.RedeemAgentClaim(ctx, c.RegistrationID); errors.Is(err, core.ErrConflict) {
-		return nil, core.Errorf(core.KindInvalid, core.CodeInvalidGrant, "the claim was redeemed already")
+		return nil, core.Errorf(core.KindInvalid, CodeInvalidGrant, "the claim was redeemed already")
 	} else if err != nil {
 		return nil, fmt.Errorf("redeem agent claim: %w", err)
 	}
@@ -370,7 +370,7 @@ func (s *Service) PollClaim(ctx context.Context, claimToken, resource string) (*
 		return nil, fmt.Errorf("redeem agent claim: %w", err)
 	}
 	if reg.Status != Active {
-		return nil, core.Errorf(core.KindInvalid, core.CodeInvalidGrant, "the registration was revoked")
+		return nil, core.Errorf(core.KindInvalid, CodeInvalidGrant, "the registration was revoked")
 	}
 	return s.issueAgentTokens(ctx, reg, reg.Scopes, resource, true)
 }
@@ -397,7 +397,7 @@ func (s *Service) ExchangeAssertion(ctx context.Context, registrationID, jti, re
 
 // ErrAssertion is the refusal of an identity assertion that is not
 // (or no longer) valid.
-var ErrAssertion = core.Errorf(core.KindInvalid, core.CodeInvalidGrant, "the identity assertion is not valid, has expired or was superseded")
+var ErrAssertion = core.Errorf(core.KindInvalid, CodeInvalidGrant, "the identity assertion is not valid, has expired or was superseded")
 
 func (s *Service) activeAssertion(ctx context.Context, registrationID, jti string) (*Registration, error) {
 	reg, err := s.d.Store.GetAgentRegistration(ctx, registrationID)
@@ -518,29 +518,29 @@ type ClaimRequest struct {
 // signed-in owner is its enrolling, verified account.
 func (s *Service) ownClaim(ctx context.Context, ownerID, attemptToken string) (*Claim, error) {
 	if attemptToken == "" {
-		return nil, core.Errorf(core.KindNotFound, core.CodeClaimLinkInvalid, "this claim link is not valid")
+		return nil, core.Errorf(core.KindNotFound, CodeClaimLinkInvalid, "this claim link is not valid")
 	}
 	c, err := s.d.Store.GetAgentClaimByAttempt(ctx, core.HashSecret(attemptToken))
 	if errors.Is(err, core.ErrNoRows) {
-		return nil, core.Errorf(core.KindNotFound, core.CodeClaimLinkInvalid,
+		return nil, core.Errorf(core.KindNotFound, CodeClaimLinkInvalid,
 			"this claim link is no longer valid: the agent started a newer attempt, or the claim was decided already")
 	} else if err != nil {
 		return nil, fmt.Errorf("agent claim: %w", err)
 	}
 	if c.OwnerID != ownerID {
-		return nil, core.Errorf(core.KindForbidden, core.CodeClaimWrongOwner,
+		return nil, core.Errorf(core.KindForbidden, CodeClaimWrongOwner,
 			"this agent was enrolled by another account; sign in with the account that created the enrollment token")
 	}
 	if o, err := s.accounts.Owner(ctx, ownerID); err != nil {
 		return nil, fmt.Errorf("agent claim: %w", err)
 	} else if o.EmailVerifiedAt == nil {
-		return nil, core.Errorf(core.KindForbidden, core.CodeClaimWrongOwner, "verify your email address before approving agents")
+		return nil, core.Errorf(core.KindForbidden, CodeClaimWrongOwner, "verify your email address before approving agents")
 	}
 	if c.Status == ClaimExpired || (c.Status == ClaimPending && !s.now().Before(c.ExpiresAt)) {
-		return nil, core.Errorf(core.KindConflict, core.CodeClaimExpired, "this claim expired; the agent has to register again with a new enrollment token")
+		return nil, core.Errorf(core.KindConflict, CodeClaimExpired, "this claim expired; the agent has to register again with a new enrollment token")
 	}
 	if c.Status != ClaimPending {
-		return nil, core.Errorf(core.KindConflict, core.CodeClaimDecided, "this claim was %s already", c.Status)
+		return nil, core.Errorf(core.KindConflict, CodeClaimDecided, "this claim was %s already", c.Status)
 	}
 	return c, nil
 }
@@ -566,7 +566,7 @@ func (s *Service) DecideClaim(ctx context.Context, ownerID, attemptToken, userCo
 	if err != nil {
 		return err
 	}
-	tooMany := core.Errorf(core.KindForbidden, core.CodeClaimTooManyTries, "too many wrong codes; the agent has to start a new claim attempt")
+	tooMany := core.Errorf(core.KindForbidden, CodeClaimTooManyTries, "too many wrong codes; the agent has to start a new claim attempt")
 	if approve {
 		if c.Tries >= ClaimMaxTries {
 			return tooMany
@@ -579,14 +579,14 @@ func (s *Service) DecideClaim(ctx context.Context, ownerID, attemptToken, userCo
 			if tries >= ClaimMaxTries {
 				return tooMany
 			}
-			return core.Errorf(core.KindInvalid, core.CodeClaimWrongCode, "the code does not match; %d tries left", ClaimMaxTries-tries)
+			return core.Errorf(core.KindInvalid, CodeClaimWrongCode, "the code does not match; %d tries left", ClaimMaxTries-tries)
 		}
 		if scopes == nil {
 			scopes = c.Scopes
 		}
 		for _, sc := range scopes {
 			if !slices.Contains(c.Scopes, sc) {
-				return core.Errorf(core.KindForbidden, core.CodeClaimScopeWiden, "the scope %s was not permitted by the enrollment; scopes can only be narrowed", sc)
+				return core.Errorf(core.KindForbidden, CodeClaimScopeWiden, "the scope %s was not permitted by the enrollment; scopes can only be narrowed", sc)
 			}
 		}
 		scopes = slices.Compact(slices.Sorted(slices.Values(scopes)))
@@ -594,7 +594,7 @@ func (s *Service) DecideClaim(ctx context.Context, ownerID, attemptToken, userCo
 		scopes = c.Scopes
 	}
 	if err := s.d.Store.DecideAgentClaim(ctx, c.RegistrationID, approve, scopes, s.now()); errors.Is(err, core.ErrConflict) {
-		return core.Errorf(core.KindConflict, core.CodeClaimDecided, "this claim was decided already or expired")
+		return core.Errorf(core.KindConflict, CodeClaimDecided, "this claim was decided already or expired")
 	} else if err != nil {
 		return fmt.Errorf("decide agent claim: %w", err)
 	}

@@ -53,7 +53,7 @@ func TestAgentEnrollmentRules(t *testing.T) {
 		name   string
 		scopes []string
 		code   string
-	}{{"", nil, core.CodeInvalidRequest}, {strings.Repeat("x", 101), nil, core.CodeInvalidRequest}, {"Bot", []string{"admin"}, core.CodeInvalidScope}} {
+	}{{"", nil, core.CodeInvalidRequest}, {strings.Repeat("x", 101), nil, core.CodeInvalidRequest}, {"Bot", []string{"admin"}, agents.CodeInvalidScope}} {
 		_, err := e.Svc.Agents.CreateEnrollment(ctx, owner, c.name, c.scopes)
 		testenv.WantCode(t, err, c.code)
 	}
@@ -64,7 +64,7 @@ func TestAgentEnrollmentRules(t *testing.T) {
 		}
 	}
 	_, err = e.Svc.Agents.CreateEnrollment(ctx, owner, "Bot", nil)
-	testenv.WantCode(t, err, core.CodeTooManyEnrollments)
+	testenv.WantCode(t, err, agents.CodeTooManyEnrollments)
 	if err := e.Svc.Agents.RevokeEnrollment(ctx, owner, en.ID); err != nil {
 		t.Fatal(err)
 	}
@@ -102,9 +102,9 @@ func TestAgentEnrollmentRules(t *testing.T) {
 func TestAgentRegistrationRules(t *testing.T) {
 	e, clk := testenv.Clocked(t)
 	_, err := e.Svc.Agents.Register(ctx, agents.RegisterRequest{Type: agents.TypeService})
-	testenv.WantCode(t, err, core.CodeEnrollmentRequired)
+	testenv.WantCode(t, err, agents.CodeEnrollmentRequired)
 	_, err = e.Svc.Agents.Register(ctx, agents.RegisterRequest{Type: agents.TypeService, EnrollmentToken: "fxe_unknown"})
-	testenv.WantCode(t, err, core.CodeInvalidEnrollment)
+	testenv.WantCode(t, err, agents.CodeInvalidEnrollment)
 
 	en, err := e.Svc.Agents.CreateEnrollment(ctx, e.OwnerA.ID, "Bot", nil)
 	if err != nil {
@@ -114,7 +114,7 @@ func TestAgentRegistrationRules(t *testing.T) {
 	_, err = e.Svc.Agents.Register(ctx, agents.RegisterRequest{Type: "oidc", EnrollmentToken: en.EnrollmentToken})
 	testenv.WantCode(t, err, core.CodeInvalidRequest)
 	_, err = e.Svc.Agents.Register(ctx, agents.RegisterRequest{Type: agents.TypeService, EnrollmentToken: en.EnrollmentToken, LoginHint: e.OwnerB.Email})
-	testenv.WantCode(t, err, core.CodeLoginHintMismatch)
+	testenv.WantCode(t, err, agents.CodeLoginHintMismatch)
 	reg, err := e.Svc.Agents.Register(ctx, agents.RegisterRequest{Type: agents.TypeService, EnrollmentToken: en.EnrollmentToken, LoginHint: strings.ToUpper(e.OwnerA.Email)})
 	if err != nil {
 		t.Fatal(err)
@@ -124,12 +124,12 @@ func TestAgentRegistrationRules(t *testing.T) {
 	}
 	// Consumed.
 	_, err = e.Svc.Agents.Register(ctx, agents.RegisterRequest{Type: agents.TypeService, EnrollmentToken: en.EnrollmentToken, LoginHint: e.OwnerA.Email})
-	testenv.WantCode(t, err, core.CodeInvalidEnrollment)
+	testenv.WantCode(t, err, agents.CodeInvalidEnrollment)
 	// Expired.
 	en2, _ := e.Svc.Agents.CreateEnrollment(ctx, e.OwnerA.ID, "Bot", nil)
 	clk.Advance(agents.EnrollmentTTL)
 	_, err = e.Svc.Agents.Register(ctx, agents.RegisterRequest{Type: agents.TypeAnonymous, EnrollmentToken: en2.EnrollmentToken})
-	testenv.WantCode(t, err, core.CodeInvalidEnrollment)
+	testenv.WantCode(t, err, agents.CodeInvalidEnrollment)
 	// Anonymous: no claim attempt, no account access before the claim.
 	en3, _ := e.Svc.Agents.CreateEnrollment(ctx, e.OwnerA.ID, "Anon", []string{"fax:read"})
 	anon, err := e.Svc.Agents.Register(ctx, agents.RegisterRequest{Type: agents.TypeAnonymous, EnrollmentToken: en3.EnrollmentToken})
@@ -149,7 +149,7 @@ func TestAgentRegistrationRules(t *testing.T) {
 	}
 	testenv.WantCode(t, core.Authorize(p, core.OpGetCredits), core.CodeUnauthenticated)
 	_, err = e.Svc.Agents.ExchangeAssertion(ctx, anon.Registration.ID, "jti_old", "")
-	testenv.WantCode(t, err, core.CodeInvalidGrant)
+	testenv.WantCode(t, err, agents.CodeInvalidGrant)
 }
 
 func TestAgentClaimStates(t *testing.T) {
@@ -159,34 +159,34 @@ func TestAgentClaimStates(t *testing.T) {
 
 	// pending → authorization_pending, and slow_down (+5 s) when too fast.
 	_, err := e.Svc.Agents.PollClaim(ctx, ct, "")
-	testenv.WantCode(t, err, core.CodeAuthorizationPending)
+	testenv.WantCode(t, err, agents.CodeAuthorizationPending)
 	if core.AsError(err).Fields["interval"] != 5 {
 		t.Fatalf("interval: %v", core.AsError(err).Fields)
 	}
 	clk.Advance(2 * time.Second)
 	_, err = e.Svc.Agents.PollClaim(ctx, ct, "")
-	testenv.WantCode(t, err, core.CodeSlowDown)
+	testenv.WantCode(t, err, agents.CodeSlowDown)
 	if core.AsError(err).Fields["interval"] != 10 {
 		t.Fatalf("slow_down interval: %v", core.AsError(err).Fields)
 	}
 	clk.Advance(10 * time.Second)
 	_, err = e.Svc.Agents.PollClaim(ctx, ct, "")
-	testenv.WantCode(t, err, core.CodeAuthorizationPending)
+	testenv.WantCode(t, err, agents.CodeAuthorizationPending)
 	_, err = e.Svc.Agents.PollClaim(ctx, ct, "https://elsewhere.example/mcp")
-	testenv.WantCode(t, err, core.CodeInvalidTarget)
+	testenv.WantCode(t, err, agents.CodeInvalidTarget)
 	_, err = e.Svc.Agents.PollClaim(ctx, "fxc_unknown", "")
-	testenv.WantCode(t, err, core.CodeInvalidGrant)
+	testenv.WantCode(t, err, agents.CodeInvalidGrant)
 
 	// A new attempt invalidates the old link; the email must match.
 	_, err = e.Svc.Agents.StartClaim(ctx, ct, e.OwnerB.Email)
-	testenv.WantCode(t, err, core.CodeEmailMismatch)
+	testenv.WantCode(t, err, agents.CodeEmailMismatch)
 	old := attemptToken(t, reg.Attempt)
 	att, err := e.Svc.Agents.StartClaim(ctx, ct, e.OwnerA.Email)
 	if err != nil {
 		t.Fatal(err)
 	}
 	_, err = e.Svc.Agents.ClaimForOwner(ctx, e.OwnerA.ID, old)
-	testenv.WantCode(t, err, core.CodeClaimLinkInvalid)
+	testenv.WantCode(t, err, agents.CodeClaimLinkInvalid)
 	// New attempts are bounded per registration: five at once, then one
 	// every 30 s.
 	for range 4 {
@@ -200,18 +200,18 @@ func TestAgentClaimStates(t *testing.T) {
 
 	// Only the enrolling owner; wrong codes are counted.
 	_, err = e.Svc.Agents.ClaimForOwner(ctx, e.OwnerB.ID, link)
-	testenv.WantCode(t, err, core.CodeClaimWrongOwner)
-	testenv.WantCode(t, e.Svc.Agents.DecideClaim(ctx, e.OwnerA.ID, link, "000000x", true, nil), core.CodeClaimWrongCode)
+	testenv.WantCode(t, err, agents.CodeClaimWrongOwner)
+	testenv.WantCode(t, e.Svc.Agents.DecideClaim(ctx, e.OwnerA.ID, link, "000000x", true, nil), agents.CodeClaimWrongCode)
 	req, err := e.Svc.Agents.ClaimForOwner(ctx, e.OwnerA.ID, link)
 	if err != nil || req.TriesLeft != agents.ClaimMaxTries-1 || len(req.Scopes) != 3 {
 		t.Fatalf("claim request = %+v, %v", req, err)
 	}
 	// Narrowing only.
-	testenv.WantCode(t, e.Svc.Agents.DecideClaim(ctx, e.OwnerA.ID, link, att.UserCode, true, []string{"fax:send"}), core.CodeClaimScopeWiden)
+	testenv.WantCode(t, e.Svc.Agents.DecideClaim(ctx, e.OwnerA.ID, link, att.UserCode, true, []string{"fax:send"}), agents.CodeClaimScopeWiden)
 	if err := e.Svc.Agents.DecideClaim(ctx, e.OwnerA.ID, link, att.UserCode, true, []string{"fax:read"}); err != nil {
 		t.Fatal(err)
 	}
-	testenv.WantCode(t, e.Svc.Agents.DecideClaim(ctx, e.OwnerA.ID, link, att.UserCode, true, nil), core.CodeClaimLinkInvalid)
+	testenv.WantCode(t, e.Svc.Agents.DecideClaim(ctx, e.OwnerA.ID, link, att.UserCode, true, nil), agents.CodeClaimLinkInvalid)
 
 	// approved → the next poll hands out the tokens once, with a new
 	// assertion; then redeemed.
@@ -221,7 +221,7 @@ func TestAgentClaimStates(t *testing.T) {
 		t.Fatalf("approved poll = %+v, %v", tok, err)
 	}
 	_, err = e.Svc.Agents.PollClaim(ctx, ct, "")
-	testenv.WantCode(t, err, core.CodeInvalidGrant)
+	testenv.WantCode(t, err, agents.CodeInvalidGrant)
 	p, err := e.Svc.Agents.TokenPrincipal(ctx, tok.AccessToken, e.Svc.Kernel.ResourceMCP())
 	if err != nil || p.OwnerID != e.OwnerA.ID || p.Kind != core.PrincipalAgent || len(p.Scopes) != 1 {
 		t.Fatalf("principal = %+v, %v", p, err)
@@ -254,17 +254,17 @@ func TestAgentClaimDeclineAndExpiry(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err := e.Svc.Agents.PollClaim(ctx, declined.ClaimToken, "")
-	testenv.WantCode(t, err, core.CodeAccessDenied)
+	testenv.WantCode(t, err, agents.CodeAccessDenied)
 	_, err = e.Svc.Agents.StartClaim(ctx, declined.ClaimToken, e.OwnerA.Email)
-	testenv.WantCode(t, err, core.CodeAccessDenied)
+	testenv.WantCode(t, err, agents.CodeAccessDenied)
 
 	expiring := registerService(t, e, nil)
 	clk.Advance(agents.ClaimTTL)
-	testenv.WantCode(t, e.Svc.Agents.DecideClaim(ctx, e.OwnerA.ID, attemptToken(t, expiring.Attempt), expiring.Attempt.UserCode, true, nil), core.CodeClaimExpired)
+	testenv.WantCode(t, e.Svc.Agents.DecideClaim(ctx, e.OwnerA.ID, attemptToken(t, expiring.Attempt), expiring.Attempt.UserCode, true, nil), agents.CodeClaimExpired)
 	_, err = e.Svc.Agents.PollClaim(ctx, expiring.ClaimToken, "")
-	testenv.WantCode(t, err, core.CodeExpiredToken)
+	testenv.WantCode(t, err, agents.CodeExpiredToken)
 	_, err = e.Svc.Agents.PollClaim(ctx, expiring.ClaimToken, "")
-	testenv.WantCode(t, err, core.CodeExpiredToken)
+	testenv.WantCode(t, err, agents.CodeExpiredToken)
 }
 
 func TestAgentRevocation(t *testing.T) {
@@ -299,7 +299,7 @@ func TestAgentRevocation(t *testing.T) {
 	_, err = e.Svc.Agents.TokenPrincipal(ctx, tok2.AccessToken, e.Svc.Kernel.ResourceMCP())
 	testenv.WantCode(t, err, core.CodeInvalidToken)
 	_, err = e.Svc.Agents.ExchangeAssertion(ctx, reg.Registration.ID, "jti_a", "")
-	testenv.WantCode(t, err, core.CodeInvalidGrant)
+	testenv.WantCode(t, err, agents.CodeInvalidGrant)
 	testenv.WantCode(t, e.Svc.Agents.RevokeRegistration(ctx, e.OwnerA.ID, reg.Registration.ID), core.CodeNotFound)
 }
 

@@ -116,15 +116,15 @@ func (s *Service) Decide(ctx context.Context, ownerID, id string, d Decision) (*
 		return nil, err
 	}
 	if a.Status != Pending {
-		return nil, core.Errorf(core.KindConflict, core.CodeApprovalState, "this request is already %s", a.Status).With("status", string(a.Status))
+		return nil, core.Errorf(core.KindConflict, CodeApprovalState, "this request is already %s", a.Status).With("status", string(a.Status))
 	}
 	if subtle.ConstantTimeCompare([]byte(d.BindingHash), []byte(a.BindingHash)) != 1 {
-		return nil, core.Errorf(core.KindConflict, core.CodeApprovalBinding, "the request changed since it was shown; reload and decide again")
+		return nil, core.Errorf(core.KindConflict, CodeApprovalBinding, "the request changed since it was shown; reload and decide again")
 	}
 	status := Declined
 	if d.Approve {
 		if a.RequiresUV && !d.UserVerified {
-			return nil, core.Errorf(core.KindForbidden, core.CodeUserVerification, "approving this needs your passkey with user verification")
+			return nil, core.Errorf(core.KindForbidden, CodeUserVerification, "approving this needs your passkey with user verification")
 		}
 		status = Approved
 	}
@@ -151,7 +151,7 @@ func (s *Service) Decide(ctx context.Context, ownerID, id string, d Decision) (*
 	}
 	if err := s.d.Store.DecideApproval(ctx, ownerID, id, status, data, s.now()); err != nil {
 		if errors.Is(err, core.ErrConflict) {
-			return nil, core.Errorf(core.KindConflict, core.CodeApprovalState, "this request was decided already or expired")
+			return nil, core.Errorf(core.KindConflict, CodeApprovalState, "this request was decided already or expired")
 		}
 		return nil, core.StoreErr(err, "approval")
 	}

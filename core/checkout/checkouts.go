@@ -7,6 +7,7 @@
 package checkout
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -66,10 +67,10 @@ type Session struct {
 func (s *Service) startCheckout(ctx context.Context, c *Checkout, description string) (*Session, error) {
 	gw := s.d.Gateways[c.Mode]
 	if gw == nil {
-		return nil, core.Errorf(core.KindUnavailable, core.CodeCheckoutUnavailable, "%s-mode checkout is not configured on this server (set the Stripe settings to enable it)", c.Mode)
+		return nil, core.Errorf(core.KindUnavailable, CodeCheckoutUnavailable, "%s-mode checkout is not configured on this server (set the Stripe settings to enable it)", c.Mode)
 	}
 	now := s.now()
-	c.CreatedAt, c.ExpiresAt = now, now.Add(s.cfg.CheckoutTTL).Truncate(time.Second)
+	c.CreatedAt, c.ExpiresAt = now, now.Add(s.cc.TTL).Truncate(time.Second)
 	url, ext, err := gw.Start(ctx, c, description)
 	if err != nil {
 		return nil, fmt.Errorf("start %s checkout: %w", c.Mode, err)
@@ -97,7 +98,7 @@ func (s *Service) Payable(ctx context.Context, c *Checkout) error {
 		return nil
 	}
 	if !s.now().Before(c.ExpiresAt) {
-		return core.Errorf(core.KindGone, core.CodeCheckoutState, "this checkout expired; start a new one")
+		return core.Errorf(core.KindGone, CodeCheckoutState, "this checkout expired; start a new one")
 	}
 	if c.Kind == KindDraft && c.DraftID != nil {
 		d, err := s.d.Store.GetDraft(ctx, c.OwnerID, c.Mode, *c.DraftID)
@@ -139,7 +140,7 @@ func (s *Service) Complete(ctx context.Context, id string) (*Checkout, error) {
 			return nil
 		}
 		if now.After(c.ExpiresAt) {
-			return core.Errorf(core.KindGone, core.CodeCheckoutState, "this checkout expired; start a new one")
+			return core.Errorf(core.KindGone, CodeCheckoutState, "this checkout expired; start a new one")
 		}
 		if err := tx.MarkCheckoutPaid(ctx, c.ID, now); err != nil {
 			if errors.Is(err, core.ErrConflict) {
@@ -359,6 +360,15 @@ type Tx interface {
 	Queries
 }
 
+// Config tunes checkouts; zero values take the defaults.
+type Config struct {
+	// TTL is how long a checkout can be paid (default 1 hour).
+	TTL time.Duration
+}
+
+// SetDefaults fills zero values with the defaults.
+func (c *Config) SetDefaults() { c.TTL = cmp.Or(c.TTL, time.Hour) }
+
 // Deps are the ports checkouts drive.
 type Deps struct {
 	Store Store
@@ -380,6 +390,7 @@ type Deps struct {
 // Service runs checkouts.
 type Service struct {
 	cfg     core.Config
+	cc      Config
 	d       Deps
 	kernel  *core.Kernel
 	credits *credits.Service
@@ -389,14 +400,15 @@ type Service struct {
 
 // New returns the service; cfg is the kernel's configuration with its
 // defaults applied.
-func New(cfg core.Config, d Deps) *Service {
+func New(cfg core.Config, cc Config, d Deps) *Service {
+	cc.SetDefaults()
 	if d.Logger == nil {
 		d.Logger = slog.New(slog.DiscardHandler)
 	}
 	if d.Prices == nil {
 		d.Prices = core.DefaultPriceTable()
 	}
-	return &Service{cfg: cfg, d: d, kernel: d.Kernel, faxes: d.Faxes, numbers: d.Numbers, credits: d.Credits}
+	return &Service{cfg: cfg, cc: cc, d: d, kernel: d.Kernel, faxes: d.Faxes, numbers: d.Numbers, credits: d.Credits}
 }
 
 func (s *Service) now() time.Time { return core.Clock(s.cfg.Now).Now() }

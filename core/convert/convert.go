@@ -141,7 +141,7 @@ func (c *Converter) withSlot(ctx context.Context, pool *fairSlots, owner string,
 }
 
 func tooManyPages(pages, limit int) *core.Error {
-	return core.Errorf(core.KindUnprocessable, core.CodeTooManyPages, "the document has %d pages; the limit is %d", pages, limit).
+	return core.Errorf(core.KindUnprocessable, documents.CodeTooManyPages, "the document has %d pages; the limit is %d", pages, limit).
 		With("pages", pages).With("limit", limit)
 }
 
@@ -184,7 +184,7 @@ func writeFile(dst string, write func(io.Writer) error) (err error) {
 }
 
 func conversionFailed(cause error, format string, args ...any) *core.Error {
-	e := core.Errorf(core.KindUnprocessable, core.CodeConversionFailed, format, args...)
+	e := core.Errorf(core.KindUnprocessable, documents.CodeConversionFailed, format, args...)
 	e.Err = cause
 	return e
 }

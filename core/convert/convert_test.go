@@ -79,7 +79,7 @@ func TestDetect(t *testing.T) {
 			t.Parallel()
 			got, err := c.Detect(context.Background(), writeTemp(t, "upload", tt.data))
 			if tt.want == "" {
-				wantCode(t, err, core.KindUnsupportedMedia, core.CodeUnsupportedType)
+				wantCode(t, err, core.KindUnsupportedMedia, documents.CodeUnsupportedType)
 				var ce *core.Error
 				errors.As(err, &ce)
 				if !bytes.Contains([]byte(ce.Message), []byte("PDF, PNG, JPEG, TIFF, GIF, DOC, DOCX, XLS, XLSX, ODT, ODS, RTF")) {
@@ -114,22 +114,22 @@ func TestToPDF(t *testing.T) {
 		{"junk before header", pdfBytes(t, pdfSpec{pages: 2, junk: "%%%junk\n"}), documents.FilePDF, 2, ""},
 		{"xref stream and object streams", rewritePDF(t, pdfBytes(t, pdfSpec{pages: 5, imageBytes: 10000})), documents.FilePDF, 5, ""},
 		{"incremental update", appendUpdate(t, three), documents.FilePDF, 3, ""},
-		{"truncated in the middle", three[:len(three)/2], documents.FilePDF, 0, core.CodeCorruptDocument},
+		{"truncated in the middle", three[:len(three)/2], documents.FilePDF, 0, documents.CodeCorruptDocument},
 		// Every object is intact and pdfcpu alone would rebuild the xref, but
 		// we refuse damaged files (see pdfPages).
-		{"trailer cut off", three[:len(three)-40], documents.FilePDF, 0, core.CodeCorruptDocument},
-		{"header only", []byte("%PDF-1.7\n"), documents.FilePDF, 0, core.CodeCorruptDocument},
-		{"pdf header then random bytes", append([]byte("%PDF-1.4\n"), randomBytes(20000)...), documents.FilePDF, 0, core.CodeCorruptDocument},
-		{"encrypted with a user password", encryptPDF(t, three, "user-secret"), documents.FilePDF, 0, core.CodeEncryptedDocument},
-		{"encrypted, owner password only", encryptPDF(t, three, ""), documents.FilePDF, 0, core.CodeEncryptedDocument},
+		{"trailer cut off", three[:len(three)-40], documents.FilePDF, 0, documents.CodeCorruptDocument},
+		{"header only", []byte("%PDF-1.7\n"), documents.FilePDF, 0, documents.CodeCorruptDocument},
+		{"pdf header then random bytes", append([]byte("%PDF-1.4\n"), randomBytes(20000)...), documents.FilePDF, 0, documents.CodeCorruptDocument},
+		{"encrypted with a user password", encryptPDF(t, three, "user-secret"), documents.FilePDF, 0, documents.CodeEncryptedDocument},
+		{"encrypted, owner password only", encryptPDF(t, three, ""), documents.FilePDF, 0, documents.CodeEncryptedDocument},
 		{"png", pngBytes(t), documents.FilePNG, 1, ""},
 		{"jpeg", jpegBytes(t), documents.FileJPEG, 1, ""},
 		{"gif", gifBytes(t), documents.FileGIF, 1, ""},
 		{"tiff", tiffBytes(t), documents.FileTIFF, 1, ""},
 		{"multi-page tiff", multiPageTIFF(3, 40, 60), documents.FileTIFF, 3, ""},
-		{"truncated png", pngBytes(t)[:60], documents.FilePNG, 0, core.CodeCorruptDocument},
-		{"truncated jpeg", jpegBytes(t)[:100], documents.FileJPEG, 0, core.CodeCorruptDocument},
-		{"png header only", []byte("\x89PNG\r\n\x1a\n"), documents.FilePNG, 0, core.CodeCorruptDocument},
+		{"truncated png", pngBytes(t)[:60], documents.FilePNG, 0, documents.CodeCorruptDocument},
+		{"truncated jpeg", jpegBytes(t)[:100], documents.FileJPEG, 0, documents.CodeCorruptDocument},
+		{"png header only", []byte("\x89PNG\r\n\x1a\n"), documents.FilePNG, 0, documents.CodeCorruptDocument},
 	}
 	c := New(Options{})
 	for _, tt := range tests {
@@ -178,7 +178,7 @@ func TestImageTooLarge(t *testing.T) {
 	binary.BigEndian.PutUint32(b[29:], crc32.ChecksumIEEE(b[12:29]))
 	src := writeTemp(t, "big.png", b)
 	_, err := New(Options{}).ToPDF(context.Background(), documents.ConvertRequest{Src: src, Kind: documents.FilePNG, Dst: filepath.Join(t.TempDir(), "out.pdf")})
-	wantCode(t, err, core.KindUnprocessable, core.CodeConversionFailed)
+	wantCode(t, err, core.KindUnprocessable, documents.CodeConversionFailed)
 }
 
 // pdfcpu checks the first page of a TIFF only; a later page claiming huge
@@ -187,14 +187,14 @@ func TestTIFFLaterPageTooLarge(t *testing.T) {
 	t.Parallel()
 	src := writeTemp(t, "pages.tif", multiPageTIFF(3, 40, 60, 30000, 30000))
 	_, err := New(Options{}).ToPDF(context.Background(), documents.ConvertRequest{Src: src, Kind: documents.FileTIFF, Dst: filepath.Join(t.TempDir(), "out.pdf")})
-	wantCode(t, err, core.KindUnprocessable, core.CodeConversionFailed)
+	wantCode(t, err, core.KindUnprocessable, documents.CodeConversionFailed)
 }
 
 func TestUnsupportedKind(t *testing.T) {
 	t.Parallel()
 	src := writeTemp(t, "x", []byte("x"))
 	_, err := New(Options{}).ToPDF(context.Background(), documents.ConvertRequest{Src: src, Kind: documents.FileKind("text/plain"), Dst: filepath.Join(t.TempDir(), "out.pdf")})
-	wantCode(t, err, core.KindUnsupportedMedia, core.CodeUnsupportedType)
+	wantCode(t, err, core.KindUnsupportedMedia, documents.CodeUnsupportedType)
 }
 
 // Mangled PDFs must come back as corrupt_document, never as a panic or an
@@ -223,7 +223,7 @@ func TestPDFNeverPanics(t *testing.T) {
 			continue
 		}
 		var ce *core.Error
-		if !errors.As(err, &ce) || (ce.Code != core.CodeCorruptDocument && ce.Code != core.CodeEncryptedDocument) {
+		if !errors.As(err, &ce) || (ce.Code != documents.CodeCorruptDocument && ce.Code != documents.CodeEncryptedDocument) {
 			t.Fatalf("case %d: %v", i, err)
 		}
 	}
@@ -248,7 +248,7 @@ func FuzzPDFPages(f *testing.F) {
 			return
 		}
 		var ce *core.Error
-		if !errors.As(err, &ce) || (ce.Code != core.CodeCorruptDocument && ce.Code != core.CodeEncryptedDocument) {
+		if !errors.As(err, &ce) || (ce.Code != documents.CodeCorruptDocument && ce.Code != documents.CodeEncryptedDocument) {
 			t.Fatalf("%v", err)
 		}
 	})

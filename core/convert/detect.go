@@ -32,7 +32,7 @@ func unsupported(format string, args ...any) *core.Error {
 	for i, s := range supported {
 		names[i], types[i] = s.name, string(s.kind)
 	}
-	return core.Errorf(core.KindUnsupportedMedia, core.CodeUnsupportedType,
+	return core.Errorf(core.KindUnsupportedMedia, documents.CodeUnsupportedType,
 		"%s; supported are %s", fmt.Sprintf(format, args...), strings.Join(names, ", ")).
 		With("supported", types)
 }

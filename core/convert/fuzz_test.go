@@ -37,7 +37,7 @@ func FuzzDetect(f *testing.F) {
 			return
 		}
 		var ce *core.Error
-		if !errors.As(err, &ce) || ce.Code != core.CodeUnsupportedType {
+		if !errors.As(err, &ce) || ce.Code != documents.CodeUnsupportedType {
 			t.Fatalf("%v", err)
 		}
 	})

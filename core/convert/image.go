@@ -158,7 +158,7 @@ func (s *imageSource) check(kind documents.FileKind) error {
 			return imageTooLarge(i, p, fmt.Sprintf("decoding it would take %d MB, the limit is %d MB (a colour image has about 4 bytes a pixel, a grey one 1)",
 				(p.decodeBytes+1<<20-1)>>20, maxPageDecodeBytes>>20))
 		case total > maxDocumentPixels:
-			return core.Errorf(core.KindUnprocessable, core.CodeConversionFailed,
+			return core.Errorf(core.KindUnprocessable, documents.CodeConversionFailed,
 				"the images have more than %d megapixels together, the limit for one document; reduce their resolution or split the document",
 				maxDocumentPixels/1_000_000).With("limit_megapixels", maxDocumentPixels/1_000_000)
 		}
@@ -167,7 +167,7 @@ func (s *imageSource) check(kind documents.FileKind) error {
 }
 
 func imageTooLarge(i int, p imagePage, why string) *core.Error {
-	return core.Errorf(core.KindUnprocessable, core.CodeConversionFailed,
+	return core.Errorf(core.KindUnprocessable, documents.CodeConversionFailed,
 		"page %d of the image is %d×%d pixels, too large to convert: %s; reduce its resolution (fax resolution is about 200 dpi) and upload it again",
 		i+1, p.width, p.height, why).
 		With("page", i+1).With("width", p.width).With("height", p.height)
@@ -184,7 +184,7 @@ func openImage(r *io.SectionReader, kind documents.FileKind, maxPages int) (*ima
 		}
 		dirs, err := tiffPages(r, limit)
 		if errors.Is(err, errTIFFTooManyPages) {
-			return nil, core.Errorf(core.KindUnprocessable, core.CodeTooManyPages,
+			return nil, core.Errorf(core.KindUnprocessable, documents.CodeTooManyPages,
 				"the TIFF has more than %d pages, the limit", limit).With("limit", limit)
 		}
 		if err != nil {

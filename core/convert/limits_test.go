@@ -31,25 +31,25 @@ func TestImageLimits(t *testing.T) {
 		code     string
 	}{
 		{"TIFF at the page limit", multiPageTIFF(5, 8, 8), documents.FileTIFF, 5, 0, 5, ""},
-		{"TIFF past the page limit", multiPageTIFF(6, 8, 8), documents.FileTIFF, 5, 0, 0, core.CodeTooManyPages},
-		{"TIFF past the walk's own bound", deflateTIFF(t, maxTIFFPages+1, 8, 8, 8, false), documents.FileTIFF, 0, 0, 0, core.CodeTooManyPages},
+		{"TIFF past the page limit", multiPageTIFF(6, 8, 8), documents.FileTIFF, 5, 0, 0, documents.CodeTooManyPages},
+		{"TIFF past the walk's own bound", deflateTIFF(t, maxTIFFPages+1, 8, 8, 8, false), documents.FileTIFF, 0, 0, 0, documents.CodeTooManyPages},
 		// 200 pages of 23 MP: each page is within bounds, together 4.6
 		// gigapixels (minutes of CPU) are not.
-		{"TIFF over the document's pixels", deflateTIFF(t, 200, 4800, 4800, 64, false), documents.FileTIFF, 350, 0, 0, core.CodeConversionFailed},
-		{"one-strip TIFF page whose strip alone is too large", deflateTIFF(t, 1, 4000, 4000, 4000, false), documents.FileTIFF, 0, 0, 0, core.CodeConversionFailed},
-		{"RGB PNG over the decode bound", withPNGSize(pngBytes(t), 3300, 3300), documents.FilePNG, 0, 0, 0, core.CodeConversionFailed},
-		{"PNG over the pixel bound", withPNGSize(pngBytes(t), 10001, 10000), documents.FilePNG, 0, 0, 0, core.CodeConversionFailed},
-		{"JPEG over the pixel bound", withJPEGSize(t, jpegBytes(t), 10001, 10000), documents.FileJPEG, 0, 0, 0, core.CodeConversionFailed},
+		{"TIFF over the document's pixels", deflateTIFF(t, 200, 4800, 4800, 64, false), documents.FileTIFF, 350, 0, 0, documents.CodeConversionFailed},
+		{"one-strip TIFF page whose strip alone is too large", deflateTIFF(t, 1, 4000, 4000, 4000, false), documents.FileTIFF, 0, 0, 0, documents.CodeConversionFailed},
+		{"RGB PNG over the decode bound", withPNGSize(pngBytes(t), 3300, 3300), documents.FilePNG, 0, 0, 0, documents.CodeConversionFailed},
+		{"PNG over the pixel bound", withPNGSize(pngBytes(t), 10001, 10000), documents.FilePNG, 0, 0, 0, documents.CodeConversionFailed},
+		{"JPEG over the pixel bound", withJPEGSize(t, jpegBytes(t), 10001, 10000), documents.FileJPEG, 0, 0, 0, documents.CodeConversionFailed},
 		{"JPEG at the pixel bound is embedded, not decoded", withJPEGSize(t, jpegBytes(t), 10000, 10000), documents.FileJPEG, 0, 0, 1, ""},
-		{"GIF over the decode bound", withGIFSize(gifBytes(t), 6500, 6500), documents.FileGIF, 0, 0, 0, core.CodeConversionFailed},
+		{"GIF over the decode bound", withGIFSize(gifBytes(t), 6500, 6500), documents.FileGIF, 0, 0, 0, documents.CodeConversionFailed},
 		// The directory walk once read LONGs as signed and masked them: this
 		// page looked 1 pixel wide and the decoder allocated 2 GB for it.
-		{"TIFF width above 2^31", multiPageTIFF(1, 4, 6, 0x80000001, 1), documents.FileTIFF, 0, 0, 0, core.CodeConversionFailed},
-		{"TIFF sides whose product overflows", multiPageTIFF(1, 4, 6, 0xffffffff, 0xffffffff), documents.FileTIFF, 0, 0, 0, core.CodeConversionFailed},
-		{"PNG width above 2^31", withPNGSize(pngBytes(t), 0x80000001, 1), documents.FilePNG, 0, 0, 0, core.CodeConversionFailed},
-		{"TIFF strips that inflate past their rows", deflateTIFF(t, 1, 2000, 2000, 2000, false, 8), documents.FileTIFF, 0, 0, 0, core.CodeConversionFailed},
+		{"TIFF width above 2^31", multiPageTIFF(1, 4, 6, 0x80000001, 1), documents.FileTIFF, 0, 0, 0, documents.CodeConversionFailed},
+		{"TIFF sides whose product overflows", multiPageTIFF(1, 4, 6, 0xffffffff, 0xffffffff), documents.FileTIFF, 0, 0, 0, documents.CodeConversionFailed},
+		{"PNG width above 2^31", withPNGSize(pngBytes(t), 0x80000001, 1), documents.FilePNG, 0, 0, 0, documents.CodeConversionFailed},
+		{"TIFF strips that inflate past their rows", deflateTIFF(t, 1, 2000, 2000, 2000, false, 8), documents.FileTIFF, 0, 0, 0, documents.CodeConversionFailed},
 		{"TIFF strips that inflate a little (the decoder ignores the rest)", deflateTIFF(t, 1, 300, 300, 100, false, 2), documents.FileTIFF, 0, 0, 1, ""},
-		{"conversion past the timeout", deflateTIFF(t, 3, 2000, 2000, 64, false), documents.FileTIFF, 0, time.Nanosecond, 0, core.CodeConversionFailed},
+		{"conversion past the timeout", deflateTIFF(t, 3, 2000, 2000, 64, false), documents.FileTIFF, 0, time.Nanosecond, 0, documents.CodeConversionFailed},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -220,22 +220,22 @@ func TestConvertWorstCasesMemory(t *testing.T) {
 		pages int    // if it converts
 		code  string // if it must be refused
 	}{
-		{"adversary's TIFF: 100 pages of 6000x6000, one strip each", write("adversary.tif", deflateTIFF(t, 100, 6000, 6000, 6000, false)), documents.FileTIFF, 0, core.CodeConversionFailed},
-		{"2000 tiny TIFF pages", write("pages.tif", deflateTIFF(t, 2000, 8, 8, 8, false)), documents.FileTIFF, 0, core.CodeTooManyPages},
+		{"adversary's TIFF: 100 pages of 6000x6000, one strip each", write("adversary.tif", deflateTIFF(t, 100, 6000, 6000, 6000, false)), documents.FileTIFF, 0, documents.CodeConversionFailed},
+		{"2000 tiny TIFF pages", write("pages.tif", deflateTIFF(t, 2000, 8, 8, 8, false)), documents.FileTIFF, 0, documents.CodeTooManyPages},
 		{"40 grey TIFF pages at the decode bound", write("grey.tif", deflateTIFF(t, 40, 4800, 4800, 64, false)), documents.FileTIFF, 40, ""},
 		{"12 RGB TIFF pages at the decode bound", write("rgb.tif", deflateTIFF(t, 12, 2400, 2400, 16, true)), documents.FileTIFF, 12, ""},
 		{"3 one-strip RGB TIFF pages at the decode bound", write("strip.tif", deflateTIFF(t, 3, 1200, 1200, 1200, true)), documents.FileTIFF, 3, ""},
 		// 3000x3000 grey in one strip looks like 27 MB to decode, but the
 		// strip inflates to 8 bytes a pixel, which the decoder reads whole.
-		{"TIFF strip that inflates eightfold", write("strip-bomb.tif", deflateTIFF(t, 2, 3000, 3000, 3000, false, 8)), documents.FileTIFF, 0, core.CodeConversionFailed},
+		{"TIFF strip that inflates eightfold", write("strip-bomb.tif", deflateTIFF(t, 2, 3000, 3000, 3000, false, 8)), documents.FileTIFF, 0, documents.CodeConversionFailed},
 		{"3 one-strip TIFF pages inflating to the decoder's own limit", write("strip-bomb-ok.tif", deflateTIFF(t, 3, 800, 800, 800, false, 8)), documents.FileTIFF, 3, ""},
 		{"RGB PNG at the decode bound", write("rgb.png", noisyPNG(t, 2500, 2400)), documents.FilePNG, 1, ""},
 		{"grey PNG at the decode bound", write("grey.png", greyPNG(t, 4800, 4800)), documents.FilePNG, 1, ""},
-		{"PNG header claiming 60000x60000", write("bomb.png", withPNGSize(greyPNG(t, 64, 64), 60000, 60000)), documents.FilePNG, 0, core.CodeConversionFailed},
-		{"PNG header claiming 9000x9000 (under the pixel bound)", write("bomb2.png", withPNGSize(noisyPNG(t, 64, 64), 9000, 9000)), documents.FilePNG, 0, core.CodeConversionFailed},
-		{"JPEG header claiming 65000x65000", write("bomb.jpg", withJPEGSize(t, jpegBytes(t), 65000, 65000)), documents.FileJPEG, 0, core.CodeConversionFailed},
-		{"GIF screen of 65535x65535", write("bomb.gif", withGIFSize(gifBytes(t), 65535, 65535)), documents.FileGIF, 0, core.CodeConversionFailed},
-		{"PDF of 20000 pages", manyPagePDF, documents.FilePDF, 0, core.CodeTooManyPages},
+		{"PNG header claiming 60000x60000", write("bomb.png", withPNGSize(greyPNG(t, 64, 64), 60000, 60000)), documents.FilePNG, 0, documents.CodeConversionFailed},
+		{"PNG header claiming 9000x9000 (under the pixel bound)", write("bomb2.png", withPNGSize(noisyPNG(t, 64, 64), 9000, 9000)), documents.FilePNG, 0, documents.CodeConversionFailed},
+		{"JPEG header claiming 65000x65000", write("bomb.jpg", withJPEGSize(t, jpegBytes(t), 65000, 65000)), documents.FileJPEG, 0, documents.CodeConversionFailed},
+		{"GIF screen of 65535x65535", write("bomb.gif", withGIFSize(gifBytes(t), 65535, 65535)), documents.FileGIF, 0, documents.CodeConversionFailed},
+		{"PDF of 20000 pages", manyPagePDF, documents.FilePDF, 0, documents.CodeTooManyPages},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

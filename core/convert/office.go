@@ -41,7 +41,7 @@ func (c *Converter) soffice() (string, error) {
 func (c *Converter) officeToPDF(ctx context.Context, req documents.ConvertRequest) (pages int, err error) {
 	bin, err := c.soffice()
 	if err != nil {
-		e := core.Errorf(core.KindUnsupportedMedia, core.CodeLibreOfficeMissing,
+		e := core.Errorf(core.KindUnsupportedMedia, documents.CodeLibreOfficeMissing,
 			"converting %s documents needs LibreOffice, which is not installed on this server; upload a PDF or an image instead", kindName(req.Kind))
 		e.Err = err
 		return 0, e
@@ -83,7 +83,7 @@ func (c *Converter) runOffice(ctx context.Context, bin, src string, kind documen
 	pages, err := pdfPagesLimit(ctx, result, maxPages)
 	if err != nil {
 		var ce *core.Error
-		if errors.As(err, &ce) && ce.Code == core.CodeTooManyPages {
+		if errors.As(err, &ce) && ce.Code == documents.CodeTooManyPages {
 			return 0, err
 		}
 		if errors.As(err, &ce) {

@@ -124,7 +124,7 @@ func TestOfficeBrokenDocument(t *testing.T) {
 		t.Fatalf("Detect = %q, %v", kind, err)
 	}
 	_, err = c.ToPDF(context.Background(), documents.ConvertRequest{Src: src, Kind: kind, Dst: filepath.Join(t.TempDir(), "out.pdf")})
-	wantCode(t, err, core.KindUnprocessable, core.CodeConversionFailed)
+	wantCode(t, err, core.KindUnprocessable, documents.CodeConversionFailed)
 }
 
 // Conversions beyond MaxConcurrent wait for a slot instead of failing, and
@@ -157,7 +157,7 @@ func TestOfficeMissingLibreOffice(t *testing.T) {
 	c := New(Options{SofficePath: filepath.Join(t.TempDir(), "no", "soffice")})
 	src := writeTemp(t, "source", docxBytes(t, 1))
 	_, err := c.ToPDF(context.Background(), documents.ConvertRequest{Src: src, Kind: documents.FileDOCX, Dst: filepath.Join(t.TempDir(), "out.pdf")})
-	wantCode(t, err, core.KindUnsupportedMedia, core.CodeLibreOfficeMissing)
+	wantCode(t, err, core.KindUnsupportedMedia, documents.CodeLibreOfficeMissing)
 	if !strings.Contains(err.Error(), "LibreOffice, which is not installed on this server") {
 		t.Errorf("message: %v", err)
 	}
@@ -178,7 +178,7 @@ func TestOfficeTimeoutKillsProcessGroup(t *testing.T) {
 	src := writeTemp(t, "source", docxBytes(t, 1))
 	start := time.Now()
 	_, err := c.ToPDF(context.Background(), documents.ConvertRequest{Src: src, Kind: documents.FileDOCX, Dst: filepath.Join(t.TempDir(), "out.pdf")})
-	wantCode(t, err, core.KindUnprocessable, core.CodeConversionFailed)
+	wantCode(t, err, core.KindUnprocessable, documents.CodeConversionFailed)
 	if d := time.Since(start); d > 10*time.Second {
 		t.Errorf("took %s to give up", d)
 	}
@@ -268,7 +268,7 @@ func TestOfficeTooManyPages(t *testing.T) {
 	src := writeTemp(t, "source", docxBytes(t, 1))
 	dst := filepath.Join(dir, "out.pdf")
 	_, err := c.ToPDF(context.Background(), documents.ConvertRequest{Src: src, Kind: documents.FileDOCX, Dst: dst, MaxPages: 30})
-	wantCode(t, err, core.KindUnprocessable, core.CodeTooManyPages)
+	wantCode(t, err, core.KindUnprocessable, documents.CodeTooManyPages)
 	if pages, err := c.ToPDF(context.Background(), documents.ConvertRequest{Src: src, Kind: documents.FileDOCX, Dst: dst, MaxPages: 40}); err != nil || pages != 40 {
 		t.Fatalf("at the limit: %d pages, %v", pages, err)
 	}

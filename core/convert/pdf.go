@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/faxhub/faxhub/core"
+	"github.com/faxhub/faxhub/core/documents"
 	"github.com/pdfcpu/pdfcpu/pkg/pdfcpu"
 	"github.com/pdfcpu/pdfcpu/pkg/pdfcpu/model"
 	"github.com/pdfcpu/pdfcpu/pkg/pdfcpu/types"
@@ -140,7 +141,7 @@ func firstLine(s string) string {
 }
 
 func corrupt(cause error, format string, args ...any) *core.Error {
-	e := core.Errorf(core.KindUnprocessable, core.CodeCorruptDocument, format, args...)
+	e := core.Errorf(core.KindUnprocessable, documents.CodeCorruptDocument, format, args...)
 	e.Err = cause
 	return e
 }
@@ -149,6 +150,6 @@ func corrupt(cause error, format string, args ...any) *core.Error {
 // password (owner-password only): we forward the file as is, and fax
 // rendering back ends differ in whether they honour or even read encryption.
 func encrypted() *core.Error {
-	return core.Errorf(core.KindUnprocessable, core.CodeEncryptedDocument,
+	return core.Errorf(core.KindUnprocessable, documents.CodeEncryptedDocument,
 		"the PDF is encrypted or password-protected; remove the protection (for example print it to a new PDF) and upload it again")
 }

@@ -100,7 +100,7 @@ func TestLargeDamagedPDF(t *testing.T) {
 	}
 	f.Close()
 	_, err = New(Options{}).ToPDF(context.Background(), documents.ConvertRequest{Src: p, Kind: documents.FilePDF, Dst: p + ".out"})
-	wantCode(t, err, core.KindUnprocessable, core.CodeCorruptDocument)
+	wantCode(t, err, core.KindUnprocessable, documents.CodeCorruptDocument)
 }
 
 const measureEnv = "FAXHUB_MEASURE_PDF"
@@ -213,8 +213,8 @@ func TestPDFPageLimitBeforeValidation(t *testing.T) {
 		declared int
 		code     string
 	}{
-		{"classic xref, over the limit", pdfBytes(t, pdfSpec{pages: 40}), 40, core.CodeTooManyPages},
-		{"object streams, over the limit", rewritePDF(t, pdfBytes(t, pdfSpec{pages: 40})), 40, core.CodeTooManyPages},
+		{"classic xref, over the limit", pdfBytes(t, pdfSpec{pages: 40}), 40, documents.CodeTooManyPages},
+		{"object streams, over the limit", rewritePDF(t, pdfBytes(t, pdfSpec{pages: 40})), 40, documents.CodeTooManyPages},
 		{"at the limit", pdfBytes(t, pdfSpec{pages: 30}), 30, ""},
 		{"object streams, at the limit", rewritePDF(t, pdfBytes(t, pdfSpec{pages: 30})), 30, ""},
 	}
@@ -253,5 +253,5 @@ func TestPDFPageLimitLyingCount(t *testing.T) {
 	b := bytes.Replace(pdfBytes(t, pdfSpec{pages: 40}), []byte("/Count 40"), []byte("/Count 1 "), 1)
 	p := writeTemp(t, "doc.pdf", b)
 	_, err := New(Options{}).ToPDF(context.Background(), documents.ConvertRequest{Src: p, Kind: documents.FilePDF, Dst: p + ".out", MaxPages: 30})
-	wantCode(t, err, core.KindUnprocessable, core.CodeTooManyPages)
+	wantCode(t, err, core.KindUnprocessable, documents.CodeTooManyPages)
 }

@@ -119,7 +119,7 @@ func (s *Service) UnknownPack(packID string) error {
 	for i, pk := range s.d.Prices.Packs {
 		ids[i] = pk.ID
 	}
-	return core.Errorf(core.KindInvalid, core.CodeUnknownPack, "unknown credit pack %q", packID).With("packs", ids)
+	return core.Errorf(core.KindInvalid, CodeUnknownPack, "unknown credit pack %q", packID).With("packs", ids)
 }
 
 // Store keeps the ledger and the charges.

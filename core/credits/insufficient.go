@@ -16,7 +16,7 @@ func (s *Service) Insufficient(ctx context.Context, p core.Principal, priceMicro
 		available = bal.AvailableMicros
 	}
 	price := core.FormatUSD(priceMicros)
-	return core.Errorf(core.KindPaymentRequired, core.CodeInsufficientCredits, "this fax costs %s USD but only %s USD of %s credits are available", price, core.FormatUSD(available), p.Mode).
+	return core.Errorf(core.KindPaymentRequired, CodeInsufficientCredits, "this fax costs %s USD but only %s USD of %s credits are available", price, core.FormatUSD(available), p.Mode).
 		With("price", price).With("balance", core.FormatUSD(available))
 }
 

@@ -6,7 +6,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/faxhub/faxhub/core"
 	"github.com/faxhub/faxhub/core/documents"
 	"github.com/faxhub/faxhub/core/services"
 	"github.com/faxhub/faxhub/internal/testenv"
@@ -33,12 +32,12 @@ func TestUploadLeaseAfterCrash(t *testing.T) {
 		return err
 	}
 	clock.Advance(30 * time.Second)
-	testenv.WantCode(t, put(), core.CodeUploadUsed)
+	testenv.WantCode(t, put(), documents.CodeUploadUsed)
 	clock.Advance(31 * time.Second)
 	if err := put(); err != nil {
 		t.Fatalf("PUT after the dead PUT's lease lapsed: %v", err)
 	}
-	testenv.WantCode(t, put(), core.CodeUploadUsed)
+	testenv.WantCode(t, put(), documents.CodeUploadUsed)
 }
 
 // blockingBody yields its first bytes, says so on started, then waits for
@@ -90,7 +89,7 @@ func TestUploadLeaseExcludesConcurrentPuts(t *testing.T) {
 	<-slow.started
 
 	_, err = e.Svc.Documents.ReceiveUpload(ctx, c.UploadToken, bytes.NewReader(testenv.MinimalPDF(2)))
-	testenv.WantCode(t, err, core.CodeUploadUsed)
+	testenv.WantCode(t, err, documents.CodeUploadUsed)
 
 	// The slow PUT's renewals run on real time and have not happened on the
 	// injected clock: to the store its lease lapsed, as it would for a PUT
@@ -105,7 +104,7 @@ func TestUploadLeaseExcludesConcurrentPuts(t *testing.T) {
 	if r.err == nil {
 		t.Fatalf("the PUT that lost its lease stored document %s beside %s", r.doc.ID, doc.ID)
 	}
-	testenv.WantCode(t, r.err, core.CodeUploadUsed)
+	testenv.WantCode(t, r.err, documents.CodeUploadUsed)
 	u, err := e.Store.GetUpload(ctx, c.Key)
 	if err != nil {
 		t.Fatal(err)

@@ -18,7 +18,7 @@ func uploadRateKey(ownerID string, mode core.Mode) string {
 // TestUploadBurst/TestUploadInterval in test mode. Refused: 429
 // rate_limited with Retry-After.
 func (s *Service) allowUpload(ctx context.Context, p core.Principal) error {
-	c := s.cfg.Storage
+	c := s.st
 	interval, burst := c.UploadInterval, c.UploadBurst
 	if p.Mode == core.ModeTest {
 		interval, burst = c.TestUploadInterval, c.TestUploadBurst
@@ -31,7 +31,7 @@ func (s *Service) allowUpload(ctx context.Context, p core.Principal) error {
 // Concurrent PUTs check independently, so they can overshoot by the files
 // in flight (each at most MaxUploadBytes).
 func (s *Service) checkQuota(ctx context.Context, ownerID string, mode core.Mode, bytes int64) error {
-	quota := s.cfg.Storage.QuotaBytes
+	quota := s.st.QuotaBytes
 	if quota < 0 {
 		return nil
 	}
@@ -40,9 +40,9 @@ func (s *Service) checkQuota(ctx context.Context, ownerID string, mode core.Mode
 		return fmt.Errorf("check storage quota: %w", err)
 	}
 	if used+bytes > quota {
-		return core.Errorf(core.KindTooLarge, core.CodeStorageQuota,
+		return core.Errorf(core.KindTooLarge, CodeStorageQuota,
 			"your unsent documents use %d of %d bytes; this file needs %d more. Send them, or wait: unsent documents are deleted %d days after upload",
-			used, quota, bytes, int(s.cfg.Storage.UnsentRetention.Hours()/24)).
+			used, quota, bytes, int(s.st.UnsentRetention.Hours()/24)).
 			With("used", used).With("limit", quota)
 	}
 	return nil

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/faxhub/faxhub/core"
+	"github.com/faxhub/faxhub/core/documents"
 	"github.com/faxhub/faxhub/core/faxes"
 	"github.com/faxhub/faxhub/core/services"
 	"github.com/faxhub/faxhub/internal/testenv"
@@ -63,8 +64,8 @@ func TestUploadRateDefaults(t *testing.T) {
 	if s.TestUploadBurst >= s.UploadBurst || s.TestUploadInterval <= s.UploadInterval {
 		t.Fatalf("test mode (%d, %v) is not stricter than live (%d, %v)", s.TestUploadBurst, s.TestUploadInterval, s.UploadBurst, s.UploadInterval)
 	}
-	if s.TestUploadBurst < c.SendBurst || s.TestUploadInterval > c.SendInterval {
-		t.Fatalf("test upload rate (%d, %v) is stricter than the send rate (%d, %v)", s.TestUploadBurst, s.TestUploadInterval, c.SendBurst, c.SendInterval)
+	if s.TestUploadBurst < c.Faxes.SendBurst || s.TestUploadInterval > c.Faxes.SendInterval {
+		t.Fatalf("test upload rate (%d, %v) is stricter than the send rate (%d, %v)", s.TestUploadBurst, s.TestUploadInterval, c.Faxes.SendBurst, c.Faxes.SendInterval)
 	}
 }
 
@@ -94,7 +95,7 @@ func TestStorageQuota(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err = put()
-	testenv.WantCode(t, err, core.CodeStorageQuota)
+	testenv.WantCode(t, err, documents.CodeStorageQuota)
 	if ce := core.AsError(err); ce.Kind != core.KindTooLarge || ce.Fields["used"] != 2*one || ce.Fields["limit"] != 2*one+one/2 {
 		t.Fatalf("quota error: kind %v fields %v", ce.Kind, ce.Fields)
 	}
@@ -115,7 +116,7 @@ func TestStorageQuota(t *testing.T) {
 		t.Fatalf("upload after sending one document: %v", err)
 	}
 	// Now the quota is full (two unsent): a new capability is refused at once.
-	if _, err := put(); core.ErrorCode(err) != core.CodeStorageQuota {
+	if _, err := put(); core.ErrorCode(err) != documents.CodeStorageQuota {
 		t.Fatalf("third unsent document: %v", err)
 	}
 }
@@ -128,5 +129,5 @@ func TestStorageQuotaRefusesCapabilityWhenFull(t *testing.T) {
 	p := e.Principal(t, e.KeyATest)
 	e.Upload(t, p, 1)
 	_, err := e.Svc.Documents.CreateUpload(ctx, p, "", 0)
-	testenv.WantCode(t, err, core.CodeStorageQuota)
+	testenv.WantCode(t, err, documents.CodeStorageQuota)
 }

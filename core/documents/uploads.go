@@ -6,6 +6,7 @@
 package documents
 
 import (
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -60,7 +61,7 @@ func (s *Service) CreateUpload(ctx context.Context, p core.Principal, contentTyp
 	if contentType != "" {
 		mt, _, err := mime.ParseMediaType(contentType)
 		if err != nil || !supportedUploadTypes[FileKind(mt)] {
-			return nil, core.Errorf(core.KindUnsupportedMedia, core.CodeUnsupportedType, "contentType %q is not a supported document type", contentType).
+			return nil, core.Errorf(core.KindUnsupportedMedia, CodeUnsupportedType, "contentType %q is not a supported document type", contentType).
 				With("supported", SupportedUploadTypes())
 		}
 		contentType = mt
@@ -69,9 +70,9 @@ func (s *Service) CreateUpload(ctx context.Context, p core.Principal, contentTyp
 	case maxBytes < 0:
 		return nil, core.Errorf(core.KindInvalid, core.CodeInvalidRequest, "maxBytes must be positive")
 	case maxBytes == 0:
-		maxBytes = s.cfg.MaxUploadBytes
-	case maxBytes > s.cfg.MaxUploadBytes:
-		return nil, core.Errorf(core.KindTooLarge, core.CodeFileTooLarge, "maxBytes may be at most %d", s.cfg.MaxUploadBytes).With("limit", s.cfg.MaxUploadBytes)
+		maxBytes = s.dc.MaxUploadBytes
+	case maxBytes > s.dc.MaxUploadBytes:
+		return nil, core.Errorf(core.KindTooLarge, CodeFileTooLarge, "maxBytes may be at most %d", s.dc.MaxUploadBytes).With("limit", s.dc.MaxUploadBytes)
 	}
 	if err := s.allowUpload(ctx, p); err != nil {
 		return nil, err
@@ -84,12 +85,12 @@ func (s *Service) CreateUpload(ctx context.Context, p core.Principal, contentTyp
 	now := s.now()
 	u := &Upload{
 		ID: core.NewID(core.PrefixUpload), OwnerID: p.OwnerID, Mode: p.Mode, ContentType: contentType,
-		MaxBytes: maxBytes, CreatedAt: now, ExpiresAt: now.Add(s.cfg.UploadTTL).Truncate(time.Second),
+		MaxBytes: maxBytes, CreatedAt: now, ExpiresAt: now.Add(s.dc.UploadTTL).Truncate(time.Second),
 	}
 	if err := s.d.Store.CreateUpload(ctx, u); err != nil {
 		return nil, fmt.Errorf("create upload: %w", err)
 	}
-	token := signUploadToken(s.cfg.UploadSecret, UploadClaims{
+	token := signUploadToken(s.dc.UploadSecret, UploadClaims{
 		UploadID: u.ID, OwnerID: u.OwnerID, Mode: u.Mode, ContentType: contentType,
 		MaxBytes: maxBytes, ExpiresAt: u.ExpiresAt.Unix(),
 	})
@@ -110,19 +111,19 @@ func (s *Service) CreateUpload(ctx context.Context, p core.Principal, contentTyp
 // that loses its lease (its renewals failed for a whole lease and another
 // PUT took over) stops and stores nothing.
 func (s *Service) ReceiveUpload(ctx context.Context, token string, body io.Reader) (*Document, error) {
-	c, err := verifyUploadToken(s.cfg.UploadSecret, token)
+	c, err := verifyUploadToken(s.dc.UploadSecret, token)
 	if err != nil {
 		return nil, err
 	}
 	now := s.now()
 	if c.expired(now) {
-		return nil, core.Errorf(core.KindGone, core.CodeUploadExpired, "the upload token expired at %s; create a new upload", time.Unix(c.ExpiresAt, 0).UTC().Format(time.RFC3339))
+		return nil, core.Errorf(core.KindGone, CodeUploadExpired, "the upload token expired at %s; create a new upload", time.Unix(c.ExpiresAt, 0).UTC().Format(time.RFC3339))
 	}
 	claimID, err := newLeaseID()
 	if err != nil {
 		return nil, err
 	}
-	lease := s.cfg.Storage.UploadLease
+	lease := s.st.UploadLease
 	if err := s.d.Store.ClaimUpload(ctx, c.UploadID, claimID, now, now.Add(lease)); err != nil {
 		if errors.Is(err, core.ErrConflict) {
 			return nil, uploadInUse()
@@ -160,7 +161,7 @@ func (s *Service) ReceiveUpload(ctx context.Context, token string, body io.Reade
 }
 
 func uploadInUse() error {
-	return core.Errorf(core.KindConflict, core.CodeUploadUsed, "this upload token has already been used (or an upload with it is in progress)")
+	return core.Errorf(core.KindConflict, CodeUploadUsed, "this upload token has already been used (or an upload with it is in progress)")
 }
 
 func (s *Service) storeUpload(ctx context.Context, c UploadClaims, claimID string, body io.Reader) (*Document, error) {
@@ -176,27 +177,27 @@ func (s *Service) storeUpload(ctx context.Context, c UploadClaims, claimID strin
 		return nil, err
 	}
 	if n == 0 {
-		return nil, core.Errorf(core.KindInvalid, core.CodeEmptyFile, "the upload body is empty")
+		return nil, core.Errorf(core.KindInvalid, CodeEmptyFile, "the upload body is empty")
 	}
 	kind, err := s.d.Converter.Detect(ctx, src)
 	if err != nil {
 		return nil, err
 	}
 	if c.ContentType != "" && FileKind(c.ContentType) != kind {
-		return nil, core.Errorf(core.KindUnsupportedMedia, core.CodeContentTypeMismatch, "this upload was created for %s but the file is %s", c.ContentType, kind).
+		return nil, core.Errorf(core.KindUnsupportedMedia, CodeContentTypeMismatch, "this upload was created for %s but the file is %s", c.ContentType, kind).
 			With("detected", string(kind))
 	}
 	pdf := filepath.Join(dir, "document.pdf")
-	pages, err := s.d.Converter.ToPDF(ctx, ConvertRequest{Src: src, Kind: kind, Dst: pdf, OwnerID: c.OwnerID, MaxPages: s.cfg.MaxPages})
+	pages, err := s.d.Converter.ToPDF(ctx, ConvertRequest{Src: src, Kind: kind, Dst: pdf, OwnerID: c.OwnerID, MaxPages: s.dc.MaxPages})
 	if err != nil {
 		return nil, err
 	}
-	if pages > s.cfg.MaxPages {
-		return nil, core.Errorf(core.KindUnprocessable, core.CodeTooManyPages, "the document has %d pages; the limit is %d", pages, s.cfg.MaxPages).
-			With("pages", pages).With("limit", s.cfg.MaxPages)
+	if pages > s.dc.MaxPages {
+		return nil, core.Errorf(core.KindUnprocessable, CodeTooManyPages, "the document has %d pages; the limit is %d", pages, s.dc.MaxPages).
+			With("pages", pages).With("limit", s.dc.MaxPages)
 	}
 	if pages < 1 {
-		return nil, core.Errorf(core.KindUnprocessable, core.CodeCorruptDocument, "the document has no pages")
+		return nil, core.Errorf(core.KindUnprocessable, CodeCorruptDocument, "the document has no pages")
 	}
 
 	stored := n
@@ -264,7 +265,7 @@ func Spool(path string, r io.Reader, max int64) (int64, string, error) {
 		return 0, "", core.Errorf(core.KindInvalid, core.CodeInvalidRequest, "reading the upload body failed: %v", err)
 	}
 	if n > max {
-		return 0, "", core.Errorf(core.KindTooLarge, core.CodeFileTooLarge, "the file is larger than this upload allows (%d bytes)", max).With("limit", max)
+		return 0, "", core.Errorf(core.KindTooLarge, CodeFileTooLarge, "the file is larger than this upload allows (%d bytes)", max).With("limit", max)
 	}
 	if err := f.Close(); err != nil {
 		return 0, "", fmt.Errorf("spool upload: %w", err)
@@ -297,7 +298,7 @@ func (s *Service) PutFile(ctx context.Context, key, path, contentType string) (i
 // documentFromToken resolves an upload token to its completed document, for
 // sending by uploadToken. The token's PUT window does not limit this.
 func (s *Service) FromToken(ctx context.Context, p core.Principal, token string) (*Document, error) {
-	c, err := verifyUploadToken(s.cfg.UploadSecret, token)
+	c, err := verifyUploadToken(s.dc.UploadSecret, token)
 	if err != nil {
 		return nil, err
 	}
@@ -315,7 +316,7 @@ func (s *Service) FromToken(ctx context.Context, p core.Principal, token string)
 		return nil, core.StoreErr(err, "upload")
 	}
 	if u.DocumentID == nil {
-		return nil, core.Errorf(core.KindConflict, core.CodeUploadPending, "nothing has been uploaded with this token yet; PUT the file to uploadUrl first")
+		return nil, core.Errorf(core.KindConflict, CodeUploadPending, "nothing has been uploaded with this token yet; PUT the file to uploadUrl first")
 	}
 	return nil, core.NotFound("document")
 }
@@ -341,6 +342,23 @@ type Tx interface {
 	Queries
 }
 
+// Config bounds documents; zero values take the defaults.
+type Config struct {
+	// UploadSecret signs upload capability tokens; every replica needs the
+	// same one (cmd/faxhub keeps it in the database). At least 32 bytes.
+	UploadSecret   []byte
+	MaxUploadBytes int64         // default 50 MB
+	MaxPages       int           // default 350
+	UploadTTL      time.Duration // default 1 hour
+}
+
+// SetDefaults fills zero values with the defaults.
+func (c *Config) SetDefaults() {
+	c.MaxUploadBytes = cmp.Or(c.MaxUploadBytes, 50<<20)
+	c.MaxPages = cmp.Or(c.MaxPages, 350)
+	c.UploadTTL = cmp.Or(c.UploadTTL, time.Hour)
+}
+
 // Deps are the ports documents drive.
 type Deps struct {
 	Store     Store
@@ -354,18 +372,32 @@ type Deps struct {
 // Service keeps uploads and documents.
 type Service struct {
 	cfg    core.Config
+	dc     Config
+	st     core.StorageConfig
 	d      Deps
 	kernel *core.Kernel
 }
 
 // New returns the service; cfg is the kernel's configuration with its
-// defaults applied.
-func New(cfg core.Config, d Deps) *Service {
+// defaults applied, st the storage policy (upload leases and rates, quota,
+// retention).
+func New(cfg core.Config, dc Config, st core.StorageConfig, d Deps) (*Service, error) {
+	dc.SetDefaults()
+	st.SetDefaults()
+	if len(dc.UploadSecret) < 32 {
+		return nil, errors.New("documents: UploadSecret must be at least 32 bytes")
+	}
 	if d.Logger == nil {
 		d.Logger = slog.New(slog.DiscardHandler)
 	}
-	return &Service{cfg: cfg, d: d, kernel: d.Kernel}
+	return &Service{cfg: cfg, dc: dc, st: st, d: d, kernel: d.Kernel}, nil
 }
+
+// MaxPages is the most pages a document (and so a fax) may have.
+func (s *Service) MaxPages() int { return s.dc.MaxPages }
+
+// MaxUploadBytes is the largest file an upload takes.
+func (s *Service) MaxUploadBytes() int64 { return s.dc.MaxUploadBytes }
 
 func (s *Service) now() time.Time { return core.Clock(s.cfg.Now).Now() }
 

@@ -42,7 +42,7 @@ func uploadMAC(secret []byte, payload string) string {
 // expiry is checked by the caller, because a completed upload's token still
 // names its document after the PUT window closed.
 func verifyUploadToken(secret []byte, token string) (UploadClaims, error) {
-	bad := core.Errorf(core.KindForbidden, core.CodeUploadInvalid, "the upload token is not valid")
+	bad := core.Errorf(core.KindForbidden, CodeUploadInvalid, "the upload token is not valid")
 	parts := strings.Split(token, ".")
 	if len(parts) != 3 || parts[0] != uploadTokenVersion || len(token) > 1024 {
 		return UploadClaims{}, bad

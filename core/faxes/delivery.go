@@ -102,7 +102,7 @@ func (s *Service) startAttempt(ctx context.Context, faxID string) (*Fax, *Attemp
 				}
 				ended.seen(last, nil)
 			}
-			if o.Attempts >= s.cfg.MaxAttempts {
+			if o.Attempts >= s.fc.MaxAttempts {
 				// Interrupted on its last attempt (a crash loop, or a
 				// provider that never answers): fail it and give the money
 				// back rather than leave it sending forever.
@@ -229,7 +229,7 @@ func (s *Service) recordOutcome(ctx context.Context, faxID, attemptID string, re
 			}
 			return s.refundUnsentPages(ctx, tx, o)
 		case AttemptFailed:
-			if a.Retryable && a.FailureCode != FailureCanceled && o.Attempts < s.cfg.MaxAttempts {
+			if a.Retryable && a.FailureCode != FailureCanceled && o.Attempts < s.fc.MaxAttempts {
 				at := now.Add(s.backoff(o.Attempts))
 				o.Status, o.NextAttemptAt = Queued, &at
 				o.FailureCode, o.FailureReason = a.FailureCode, a.FailureReason
@@ -310,7 +310,7 @@ func (e *NotBeforeError) Error() string {
 
 // backoff is the wait after the nth failed attempt: base, 4×base, 16×base…
 func (s *Service) backoff(n int) time.Duration {
-	d := s.cfg.RetryBackoff
+	d := s.fc.RetryBackoff
 	for i := 1; i < n; i++ {
 		d *= 4
 	}

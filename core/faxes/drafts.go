@@ -47,7 +47,7 @@ func (s *Service) CreateDraft(ctx context.Context, p core.Principal, r CreateDra
 	d := &Draft{
 		ID: core.NewID(core.PrefixDraft), OwnerID: p.OwnerID, Mode: p.Mode, DocumentID: q.doc.ID, To: q.to, From: q.from, Country: q.country,
 		Cover: r.Cover, CoverText: r.CoverText, Pages: q.doc.Pages, PriceMicros: q.quote.AmountMicros,
-		Status: DraftOpen, CreatedAt: now, ExpiresAt: now.Add(s.cfg.DraftTTL),
+		Status: DraftOpen, CreatedAt: now, ExpiresAt: now.Add(s.fc.DraftTTL),
 	}
 	err = s.inTx(ctx, func(tx Tx) error {
 		if err := tx.UseDocument(ctx, d.DocumentID, now); err != nil {
@@ -77,15 +77,15 @@ func (s *Service) DraftPayable(d *Draft) error {
 	case DraftOpen:
 		return nil
 	case DraftPaid:
-		e := core.Errorf(core.KindConflict, core.CodeDraftState, "this fax was paid already; nothing more is charged").With("draftStatus", string(st))
+		e := core.Errorf(core.KindConflict, CodeDraftState, "this fax was paid already; nothing more is charged").With("draftStatus", string(st))
 		if d.FaxID != nil {
 			e = e.With("faxId", *d.FaxID)
 		}
 		return e
 	case DraftExpired:
-		return core.Errorf(core.KindConflict, core.CodeDraftState, "the draft expired and cannot be paid; create a new draft").With("draftStatus", string(st))
+		return core.Errorf(core.KindConflict, CodeDraftState, "the draft expired and cannot be paid; create a new draft").With("draftStatus", string(st))
 	default:
-		return core.Errorf(core.KindConflict, core.CodeDraftState, "the draft is %s and cannot be paid; create a new draft", st).With("draftStatus", string(st))
+		return core.Errorf(core.KindConflict, CodeDraftState, "the draft is %s and cannot be paid; create a new draft", st).With("draftStatus", string(st))
 	}
 }
 
@@ -206,7 +206,7 @@ func (s *Service) PayDraftAtCheckout(ctx context.Context, tx Tx, ownerID string,
 	f := s.faxOfDraft(d, PayCheckout)
 	f.PriceMicros = paidMicros
 	if err := s.CreateFax(ctx, tx, NewFax{Fax: f, Draft: d}); errors.Is(err, core.ErrConflict) {
-		return core.Errorf(core.KindConflict, core.CodeDraftState, "this fax was paid already; nothing more is charged")
+		return core.Errorf(core.KindConflict, CodeDraftState, "this fax was paid already; nothing more is charged")
 	} else if err != nil {
 		return err
 	}

@@ -43,7 +43,7 @@ func TestSendDraft(t *testing.T) {
 		}
 		// Its checkout can no longer be started.
 		_, err = e.Svc.Checkout.StartDraft(ctx, p, d.ID)
-		testenv.WantCode(t, err, core.CodeDraftState)
+		testenv.WantCode(t, err, faxes.CodeDraftState)
 		if !strings.Contains(core.AsError(err).Message, "paid already") {
 			t.Fatalf("message: %v", err)
 		}
@@ -53,12 +53,12 @@ func TestSendDraft(t *testing.T) {
 		d := newDraft(t, e, p, 1)
 		clk.Advance(25 * time.Hour)
 		_, _, err := e.Svc.Faxes.SendDraft(ctx, p, d.ID)
-		testenv.WantCode(t, err, core.CodeDraftState)
+		testenv.WantCode(t, err, faxes.CodeDraftState)
 		if !strings.Contains(core.AsError(err).Message, "expired") {
 			t.Fatalf("message: %v", err)
 		}
 		_, err = e.Svc.Checkout.StartDraft(ctx, p, d.ID)
-		testenv.WantCode(t, err, core.CodeDraftState)
+		testenv.WantCode(t, err, faxes.CodeDraftState)
 		if !strings.Contains(core.AsError(err).Message, "expired") {
 			t.Fatalf("checkout message: %v", err)
 		}
@@ -73,7 +73,7 @@ func TestSendDraft(t *testing.T) {
 		big := newDraft(t, e, pb, 300)
 		before := e.Credits(t, pb)
 		_, _, err := e.Svc.Faxes.SendDraft(ctx, pb, big.ID)
-		testenv.WantCode(t, err, core.CodeInsufficientCredits)
+		testenv.WantCode(t, err, credits.CodeInsufficientCredits)
 		if f := core.AsError(err).Fields; f["draftId"] != big.ID || f["price"] == nil || f["balance"] == nil {
 			t.Fatalf("fields: %v", f)
 		}
@@ -97,7 +97,7 @@ func TestSendDraft(t *testing.T) {
 
 // Twenty concurrent sends of one draft: one fax, one hold.
 func TestSendDraftConcurrent(t *testing.T) {
-	e := testenv.New(t, testenv.WithoutWorkers(), testenv.WithConfig(func(c *services.Config) { c.SendBurst = 1000 }))
+	e := testenv.New(t, testenv.WithoutWorkers(), testenv.WithConfig(func(c *services.Config) { c.Faxes.SendBurst = 1000 }))
 	p := e.Principal(t, e.KeyATest)
 	d := newDraft(t, e, p, 1)
 	var wg sync.WaitGroup
@@ -152,9 +152,9 @@ func TestCheckoutOfDraftSentWithCredits(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	testenv.WantCode(t, e.Svc.Checkout.Payable(ctx, c), core.CodeDraftState)
+	testenv.WantCode(t, e.Svc.Checkout.Payable(ctx, c), faxes.CodeDraftState)
 	_, err = e.Svc.Checkout.Complete(ctx, cs.ID)
-	testenv.WantCode(t, err, core.CodeDraftState)
+	testenv.WantCode(t, err, faxes.CodeDraftState)
 	if core.ErrorKind(err) != core.KindConflict {
 		t.Fatalf("kind %v", core.ErrorKind(err))
 	}
@@ -171,7 +171,7 @@ func TestCheckoutOfDraftSentWithCredits(t *testing.T) {
 // Paying a draft at checkout is rate limited like the other two ways of
 // sending: it shares the owner's send allowance.
 func TestCheckoutSharesTheSendRate(t *testing.T) {
-	e := testenv.New(t, testenv.WithoutWorkers(), testenv.WithConfig(func(c *services.Config) { c.SendBurst, c.SendInterval = 1, time.Hour }))
+	e := testenv.New(t, testenv.WithoutWorkers(), testenv.WithConfig(func(c *services.Config) { c.Faxes.SendBurst, c.Faxes.SendInterval = 1, time.Hour }))
 	p := e.Principal(t, e.KeyATest)
 	d1, d2 := newDraft(t, e, p, 1), newDraft(t, e, p, 1)
 	cs, err := e.Svc.Checkout.StartDraft(ctx, p, d2.ID)

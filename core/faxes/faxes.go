@@ -6,6 +6,7 @@
 package faxes
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -51,8 +52,8 @@ func (s *Service) Quote(ctx context.Context, r QuoteRequest) (core.Quote, error)
 	if err != nil {
 		return core.Quote{}, err
 	}
-	if r.Pages > s.cfg.MaxPages {
-		return core.Quote{}, core.Errorf(core.KindUnprocessable, core.CodeTooManyPages, "at most %d pages can be sent", s.cfg.MaxPages)
+	if r.Pages > s.documents.MaxPages() {
+		return core.Quote{}, core.Errorf(core.KindUnprocessable, documents.CodeTooManyPages, "at most %d pages can be sent", s.documents.MaxPages())
 	}
 	return s.d.Prices.Quote(e164, country, r.Pages, r.Cover)
 }
@@ -197,7 +198,7 @@ func (s *Service) quoteRequest(ctx context.Context, p core.Principal, r SendRequ
 // needs a configured provider.
 func (s *Service) CheckProvider(m core.Mode) error {
 	if s.d.Providers[m] == nil {
-		return core.Errorf(core.KindUnavailable, core.CodeProviderUnavailable, "%s-mode faxing is not configured on this server", m)
+		return core.Errorf(core.KindUnavailable, CodeProviderUnavailable, "%s-mode faxing is not configured on this server", m)
 	}
 	return nil
 }
@@ -321,7 +322,7 @@ func (s *Service) Cancel(ctx context.Context, p core.Principal, id string) (*Fax
 	}
 	err := s.CancelQueued(ctx, p, id)
 	var e *core.Error
-	if errors.As(err, &e) && e.Code == core.CodeFaxNotCancelable {
+	if errors.As(err, &e) && e.Code == CodeFaxNotCancelable {
 		if ok, cerr := s.cancelSendingFax(ctx, p, id); ok || cerr != nil {
 			if cerr != nil {
 				return nil, cerr
@@ -355,7 +356,7 @@ func (s *Service) cancelSendingFax(ctx context.Context, p core.Principal, id str
 		return false, nil
 	}
 	if err := canceler.CancelSend(ctx, a.ProviderRef); err != nil {
-		return false, core.WrapErr(core.Errorf(core.KindConflict, core.CodeFaxNotCancelable, "the provider could not call this fax back (it may be finishing); its outcome follows"), err)
+		return false, core.WrapErr(core.Errorf(core.KindConflict, CodeFaxNotCancelable, "the provider could not call this fax back (it may be finishing); its outcome follows"), err)
 	}
 	s.d.Logger.InfoContext(ctx, "fax cancel requested at the provider", "fax_id", o.ID, "owner_id", o.OwnerID)
 	return true, nil
@@ -372,14 +373,14 @@ func (s *Service) CancelQueued(ctx context.Context, p core.Principal, id string)
 			return core.StoreErr(err, "fax")
 		}
 		if o.Status != Queued {
-			return core.Errorf(core.KindConflict, core.CodeFaxNotCancelable, "a fax that is %s can no longer be canceled", o.Status)
+			return core.Errorf(core.KindConflict, CodeFaxNotCancelable, "a fax that is %s can no longer be canceled", o.Status)
 		}
 		now := s.now()
 		o.Status, o.UpdatedAt, o.CompletedAt, o.NextAttemptAt = Canceled, now, &now, nil
 		o.FailureCode, o.FailureReason = "canceled", "canceled by the owner"
 		if err := tx.UpdateFax(ctx, o, Queued); err != nil {
 			if errors.Is(err, core.ErrConflict) {
-				return core.Errorf(core.KindConflict, core.CodeFaxNotCancelable, "the fax started sending and can no longer be canceled")
+				return core.Errorf(core.KindConflict, CodeFaxNotCancelable, "the fax started sending and can no longer be canceled")
 			}
 			return err
 		}
@@ -437,6 +438,31 @@ type Tx interface {
 	Queries
 }
 
+// Config tunes sending; zero values take the defaults.
+type Config struct {
+	DraftTTL time.Duration // default 24 hours
+	// Delivery retries: at most MaxAttempts provider tries, waiting
+	// RetryBackoff*4^(n-1) after the nth retryable failure.
+	MaxAttempts  int           // default 3
+	RetryBackoff time.Duration // default 30 s; 0 is allowed via NoRetryDelay
+	NoRetryDelay bool
+	// The send rate limits fax creation per owner and mode: SendBurst at
+	// once, one more every SendInterval.
+	SendInterval time.Duration // default 100 ms (10/s sustained)
+	SendBurst    int           // default 20
+}
+
+// SetDefaults fills zero values with the defaults.
+func (c *Config) SetDefaults() {
+	c.DraftTTL = cmp.Or(c.DraftTTL, 24*time.Hour)
+	c.MaxAttempts = cmp.Or(c.MaxAttempts, 3)
+	if c.RetryBackoff == 0 && !c.NoRetryDelay {
+		c.RetryBackoff = 30 * time.Second
+	}
+	c.SendInterval = cmp.Or(c.SendInterval, 100*time.Millisecond)
+	c.SendBurst = cmp.Or(c.SendBurst, 20)
+}
+
 // Deps are the ports fax sending drives.
 type Deps struct {
 	Store       Store
@@ -467,6 +493,7 @@ type Deps struct {
 // Service sends faxes.
 type Service struct {
 	cfg       core.Config
+	fc        Config
 	d         Deps
 	kernel    *core.Kernel
 	credits   *credits.Service
@@ -476,7 +503,8 @@ type Service struct {
 
 // New returns the service; cfg is the kernel's configuration with its
 // defaults applied.
-func New(cfg core.Config, d Deps) (*Service, error) {
+func New(cfg core.Config, fc Config, d Deps) (*Service, error) {
+	fc.SetDefaults()
 	if d.PayerRefunds == nil {
 		return nil, errors.New("faxes: PayerRefunds is required")
 	}
@@ -489,7 +517,7 @@ func New(cfg core.Config, d Deps) (*Service, error) {
 	if d.Prices == nil {
 		d.Prices = core.DefaultPriceTable()
 	}
-	return &Service{cfg: cfg, d: d, kernel: d.Kernel, numbers: d.Numbers, documents: d.Documents, credits: d.Credits}, nil
+	return &Service{cfg: cfg, fc: fc, d: d, kernel: d.Kernel, numbers: d.Numbers, documents: d.Documents, credits: d.Credits}, nil
 }
 
 func (s *Service) now() time.Time { return core.Clock(s.cfg.Now).Now() }

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/faxhub/faxhub/core"
+	"github.com/faxhub/faxhub/core/agents"
 )
 
 // Bounds of host input.
@@ -200,7 +201,7 @@ func (s *Service) Enroll(ctx context.Context, token string, publicKey json.RawMe
 			return nil, err
 		}
 	}
-	invalid := core.Errorf(core.KindInvalid, core.CodeInvalidEnrollment, "the host enrollment token is unknown, expired, revoked or already used")
+	invalid := core.Errorf(core.KindInvalid, agents.CodeInvalidEnrollment, "the host enrollment token is unknown, expired, revoked or already used")
 	if !strings.HasPrefix(token, SecretHostEnrollment) || len(token) > 200 {
 		return nil, invalid
 	}

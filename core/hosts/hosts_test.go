@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/faxhub/faxhub/core"
+	"github.com/faxhub/faxhub/core/agents"
 	"github.com/faxhub/faxhub/core/hosts"
 	"github.com/faxhub/faxhub/internal/testenv"
 )
@@ -121,19 +122,19 @@ func TestEnrollHost(t *testing.T) {
 	}
 	// Used, unknown, expired, revoked: one refusal.
 	_, err = e.Svc.Hosts.Enroll(ctx, hc.EnrollmentToken, newJWK(t), "")
-	testenv.WantCode(t, err, core.CodeInvalidEnrollment)
+	testenv.WantCode(t, err, agents.CodeInvalidEnrollment)
 	_, err = e.Svc.Hosts.Enroll(ctx, hosts.SecretHostEnrollment+"nope", newJWK(t), "")
-	testenv.WantCode(t, err, core.CodeInvalidEnrollment)
+	testenv.WantCode(t, err, agents.CodeInvalidEnrollment)
 	expired := create()
 	revoked := create()
 	if err := e.Svc.Hosts.Revoke(ctx, e.OwnerA.ID, revoked.Host.ID); err != nil {
 		t.Fatal(err)
 	}
 	_, err = e.Svc.Hosts.Enroll(ctx, revoked.EnrollmentToken, newJWK(t), "")
-	testenv.WantCode(t, err, core.CodeInvalidEnrollment)
+	testenv.WantCode(t, err, agents.CodeInvalidEnrollment)
 	clk.Advance(hosts.EnrollmentTTL)
 	_, err = e.Svc.Hosts.Enroll(ctx, expired.EnrollmentToken, newJWK(t), "")
-	testenv.WantCode(t, err, core.CodeInvalidEnrollment)
+	testenv.WantCode(t, err, agents.CodeInvalidEnrollment)
 }
 
 func TestHostsListRevokeAndJWTIDs(t *testing.T) {

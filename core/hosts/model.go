@@ -20,6 +20,7 @@ import (
 	"github.com/faxhub/faxhub/core"
 	"github.com/faxhub/faxhub/core/approvals"
 	"github.com/faxhub/faxhub/core/credits"
+	"github.com/faxhub/faxhub/core/documents"
 	"github.com/faxhub/faxhub/core/faxes"
 )
 
@@ -422,6 +423,8 @@ type Deps struct {
 	Logger      *slog.Logger
 	// Core prices, documents, approvals and creates the faxes agents send.
 	Kernel *core.Kernel
+	// Documents stores the documents agents send.
+	Documents *documents.Service
 	// Approvals asks the owner and reads their decisions.
 	Approvals *approvals.Service
 	// Credits reads balances and packs.
@@ -438,6 +441,7 @@ type Service struct {
 	approvals *approvals.Service
 	credits   *credits.Service
 	faxes     *faxes.Service
+	documents *documents.Service
 }
 
 // New returns the service; cfg is the kernel's configuration with its
@@ -449,7 +453,7 @@ func New(cfg core.Config, d Deps) *Service {
 	if d.Prices == nil {
 		d.Prices = core.DefaultPriceTable()
 	}
-	return &Service{cfg: cfg, d: d, kernel: d.Kernel, faxes: d.Faxes, credits: d.Credits, approvals: d.Approvals}
+	return &Service{cfg: cfg, d: d, kernel: d.Kernel, faxes: d.Faxes, credits: d.Credits, approvals: d.Approvals, documents: d.Documents}
 }
 
 func (s *Service) now() time.Time { return core.Clock(s.cfg.Now).Now() }

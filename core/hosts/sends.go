@@ -9,6 +9,7 @@ import (
 	"github.com/faxhub/faxhub/core"
 	"github.com/faxhub/faxhub/core/approvals"
 	"github.com/faxhub/faxhub/core/credits"
+	"github.com/faxhub/faxhub/core/documents"
 	"github.com/faxhub/faxhub/core/faxes"
 )
 
@@ -95,8 +96,8 @@ func (s *Service) RequestSend(ctx context.Context, p core.Principal, a *Agent, r
 	if err != nil {
 		return nil, err
 	}
-	if doc.Pages > s.cfg.MaxPages {
-		return nil, core.Errorf(core.KindUnprocessable, core.CodeTooManyPages, "at most %d pages can be sent", s.cfg.MaxPages)
+	if doc.Pages > s.documents.MaxPages() {
+		return nil, core.Errorf(core.KindUnprocessable, documents.CodeTooManyPages, "at most %d pages can be sent", s.documents.MaxPages())
 	}
 	q, err := s.d.Prices.Quote(e164, country, doc.Pages, r.Cover)
 	if err != nil {
@@ -203,7 +204,7 @@ func (s *Service) ApproveSend(ctx context.Context, ownerID string, a *approvals.
 			return core.NotFound("send request")
 		}
 		if err := tx.DecideApproval(ctx, ownerID, a.ID, approvals.Approved, data, now); errors.Is(err, core.ErrConflict) {
-			return core.Errorf(core.KindConflict, core.CodeApprovalState, "this request was decided already or expired")
+			return core.Errorf(core.KindConflict, approvals.CodeApprovalState, "this request was decided already or expired")
 		} else if err != nil {
 			return core.StoreErr(err, "approval")
 		}
@@ -229,7 +230,7 @@ func (s *Service) ApproveSend(ctx context.Context, ownerID string, a *approvals.
 		}
 		doc, err := tx.GetDocument(ctx, ownerID, send.Mode, send.DocumentID)
 		if errors.Is(err, core.ErrNoRows) || (err == nil && (doc.SHA256 != send.DocumentSHA || doc.Pages != send.Pages)) {
-			return core.Errorf(core.KindConflict, core.CodeApprovalBinding, "the document changed or is gone since the request; nothing was sent")
+			return core.Errorf(core.KindConflict, approvals.CodeApprovalBinding, "the document changed or is gone since the request; nothing was sent")
 		} else if err != nil {
 			return fmt.Errorf("read document: %w", err)
 		}
@@ -244,7 +245,7 @@ func (s *Service) ApproveSend(ctx context.Context, ownerID string, a *approvals.
 			return err
 		}
 		if err := tx.MarkDelegatedSendSent(ctx, send.ID, f.ID); errors.Is(err, core.ErrConflict) {
-			return core.Errorf(core.KindConflict, core.CodeApprovalState, "this fax was sent already")
+			return core.Errorf(core.KindConflict, approvals.CodeApprovalState, "this fax was sent already")
 		} else if err != nil {
 			return fmt.Errorf("mark send sent: %w", err)
 		}

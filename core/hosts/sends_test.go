@@ -7,6 +7,7 @@ import (
 
 	"github.com/faxhub/faxhub/core"
 	"github.com/faxhub/faxhub/core/approvals"
+	"github.com/faxhub/faxhub/core/credits"
 	"github.com/faxhub/faxhub/core/faxes"
 	"github.com/faxhub/faxhub/core/hosts"
 	"github.com/faxhub/faxhub/core/services"
@@ -78,7 +79,7 @@ func TestDelegatedSendApproval(t *testing.T) {
 	}
 	// Without user verification: refused, still pending.
 	_, err = e.Svc.Approvals.Decide(ctx, e.OwnerA.ID, appr.ID, approvals.Decision{Approve: true, BindingHash: appr.BindingHash})
-	testenv.WantCode(t, err, core.CodeUserVerification)
+	testenv.WantCode(t, err, approvals.CodeUserVerification)
 	// Concurrent approvals with UV: exactly one fax and one hold.
 	var wg sync.WaitGroup
 	var mu sync.Mutex
@@ -90,7 +91,7 @@ func TestDelegatedSendApproval(t *testing.T) {
 				mu.Lock()
 				wins++
 				mu.Unlock()
-			} else if core.ErrorCode(err) != core.CodeApprovalState {
+			} else if core.ErrorCode(err) != approvals.CodeApprovalState {
 				t.Error(err)
 			}
 		})
@@ -108,7 +109,7 @@ func TestDelegatedSendApproval(t *testing.T) {
 	}
 	// A replayed decision is refused.
 	_, err = e.Svc.Approvals.Decide(ctx, e.OwnerA.ID, appr.ID, approvals.Decision{Approve: true, BindingHash: appr.BindingHash, UserVerified: true})
-	testenv.WantCode(t, err, core.CodeApprovalState)
+	testenv.WantCode(t, err, approvals.CodeApprovalState)
 	// Another agent cannot read it.
 	h2 := newHost(t, e)
 	other := approveAgent(t, e, h2, hosts.CapSendFax)
@@ -126,7 +127,7 @@ func TestDelegatedSendRefusals(t *testing.T) {
 		status hosts.SendStatus
 	}{
 		{name: "declined", status: hosts.SendDeclined},
-		{name: "expired", decide: true, code: core.CodeApprovalState, status: hosts.SendExpired,
+		{name: "expired", decide: true, code: approvals.CodeApprovalState, status: hosts.SendExpired,
 			before: func(t *testing.T, e *testenv.Env, clk *testenv.Clock, h *hosts.Host, a *hosts.Agent, d *hosts.Send) {
 				clk.Advance(hosts.SendTTL + time.Second)
 			}},
@@ -142,7 +143,7 @@ func TestDelegatedSendRefusals(t *testing.T) {
 					t.Fatal(err)
 				}
 			}},
-		{name: "document gone", decide: true, code: core.CodeApprovalBinding, status: hosts.SendPending,
+		{name: "document gone", decide: true, code: approvals.CodeApprovalBinding, status: hosts.SendPending,
 			before: func(t *testing.T, e *testenv.Env, clk *testenv.Clock, h *hosts.Host, a *hosts.Agent, d *hosts.Send) {
 				later := clk.Now().Add(time.Hour)
 				if err := e.Store.MarkDocumentPurged(ctx, d.DocumentID, clk.Now(), later, later); err != nil {
@@ -150,7 +151,7 @@ func TestDelegatedSendRefusals(t *testing.T) {
 				}
 			}},
 		{name: "insufficient credits", opts: []testenv.Option{testenv.WithoutCredits()}, decide: true,
-			code: core.CodeInsufficientCredits, status: hosts.SendPending},
+			code: credits.CodeInsufficientCredits, status: hosts.SendPending},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			e, clk := delegatedEnv(t, tc.opts...)

@@ -169,12 +169,12 @@ func (s *Service) processInbound(ctx context.Context, f *InboundFax, lastAttempt
 		return err
 	}
 	pdf := filepath.Join(dir, "document.pdf")
-	pages, err := s.d.Converter.ToPDF(ctx, documents.ConvertRequest{Src: src, Kind: kind, Dst: pdf, OwnerID: f.OwnerID, MaxPages: s.cfg.MaxPages})
+	pages, err := s.d.Converter.ToPDF(ctx, documents.ConvertRequest{Src: src, Kind: kind, Dst: pdf, OwnerID: f.OwnerID, MaxPages: s.documents.MaxPages()})
 	if err != nil {
 		return err
 	}
 	if pages < 1 {
-		return core.Errorf(core.KindUnprocessable, core.CodeCorruptDocument, "the received document has no pages")
+		return core.Errorf(core.KindUnprocessable, documents.CodeCorruptDocument, "the received document has no pages")
 	}
 	if kind == documents.FilePDF {
 		pdf = src
@@ -246,7 +246,7 @@ func (s *Service) fetchInbound(ctx context.Context, f *InboundFax, dst string) e
 		rc = r
 	}
 	defer rc.Close()
-	n, _, err := documents.Spool(dst, rc, s.cfg.MaxUploadBytes)
+	n, _, err := documents.Spool(dst, rc, s.documents.MaxUploadBytes())
 	if err != nil {
 		var e *core.Error
 		if errors.As(err, &e) && e.Kind == core.KindTooLarge {
@@ -255,7 +255,7 @@ func (s *Service) fetchInbound(ctx context.Context, f *InboundFax, dst string) e
 		return core.WrapErr(core.Errorf(core.KindUnavailable, numbers.CodeProviderFailed, "reading the received document failed"), err)
 	}
 	if n == 0 {
-		return core.Errorf(core.KindUnprocessable, core.CodeEmptyFile, "the received document is empty")
+		return core.Errorf(core.KindUnprocessable, documents.CodeEmptyFile, "the received document is empty")
 	}
 	return nil
 }
@@ -423,10 +423,10 @@ func (s *Service) DeliverTestFax(ctx context.Context, ownerID string, t TestInbo
 		return nil, core.Errorf(core.KindInvalid, core.CodeInvalidRequest, "the file to deliver cannot be read")
 	}
 	if fi.Size() == 0 {
-		return nil, core.Errorf(core.KindInvalid, core.CodeEmptyFile, "the file to deliver is empty")
+		return nil, core.Errorf(core.KindInvalid, documents.CodeEmptyFile, "the file to deliver is empty")
 	}
-	if fi.Size() > s.cfg.MaxUploadBytes {
-		return nil, core.Errorf(core.KindTooLarge, core.CodeFileTooLarge, "the file is larger than %d bytes", s.cfg.MaxUploadBytes)
+	if fi.Size() > s.documents.MaxUploadBytes() {
+		return nil, core.Errorf(core.KindTooLarge, documents.CodeFileTooLarge, "the file is larger than %d bytes", s.documents.MaxUploadBytes())
 	}
 	ref := "sim_" + core.RandomString(10)
 	key := "inbox/incoming-" + ref

@@ -19,6 +19,7 @@ import (
 	"github.com/faxhub/faxhub/core/blob"
 	"github.com/faxhub/faxhub/core/convert"
 	"github.com/faxhub/faxhub/core/credits"
+	"github.com/faxhub/faxhub/core/documents"
 	"github.com/faxhub/faxhub/core/faxes"
 	"github.com/faxhub/faxhub/core/machine"
 	"github.com/faxhub/faxhub/core/payments"
@@ -72,10 +73,12 @@ func newMachineEnv(t *testing.T, opts ...machineOption) *machineEnv {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg := services.Config{Config: core.Config{
-		BaseURL: "http://faxhub.test", APIURL: "https://api.faxhub.test", UploadSecret: bytes.Repeat([]byte{7}, 32),
-		TempDir: t.TempDir(), Now: clk.Now, NoRetryDelay: true,
-	}, Machine: machine.Config{Enabled: true}}
+	cfg := services.Config{
+		Config:    core.Config{BaseURL: "http://faxhub.test", APIURL: "https://api.faxhub.test", TempDir: t.TempDir(), Now: clk.Now},
+		Documents: documents.Config{UploadSecret: bytes.Repeat([]byte{7}, 32)},
+		Faxes:     faxes.Config{NoRetryDelay: true},
+		Machine:   machine.Config{Enabled: true},
+	}
 	deps := services.Deps{Store: e.Store, Blobs: blobs, Converter: convert.New(convert.Options{}), Destination: phone.New(), Queue: e.Queue,
 		Providers: map[core.Mode]faxes.Provider{core.ModeTest: simulated.New(simulated.Options{Now: clk.Now})}, MachineBinder: mpp.Binder{}, Machine: []machine.Method{
 			{Method: sm, Mode: core.ModeTest, Currency: "usd", UnitsPerUSD: 100, MinAmount: 50, Refunds: true,
@@ -438,7 +441,7 @@ func TestMachineCheckOrder(t *testing.T) {
 	bad := machineBody(deliverable, "bad id", 1)
 	bad.MultipleCredentials = true
 	_, err := off.svc.Machine.Fax(ctx, bad)
-	testenv.WantCode(t, err, core.CodeMachinePaymentsOff)
+	testenv.WantCode(t, err, machine.CodeMachinePaymentsOff)
 
 	m := newMachineEnv(t)
 	_, err = m.svc.Machine.Fax(ctx, bad)
@@ -571,12 +574,12 @@ func TestMachineOff(t *testing.T) {
 	m := newMachineEnv(t, func(c *services.Config, _ *services.Deps) { c.Machine.Enabled = false })
 	r := machineBody(deliverable, "req-off", 1)
 	_, err := m.svc.Machine.Fax(ctx, r)
-	testenv.WantCode(t, err, core.CodeMachinePaymentsOff)
+	testenv.WantCode(t, err, machine.CodeMachinePaymentsOff)
 	if core.ErrorKind(err) != core.KindUnavailable {
 		t.Fatalf("kind %v", core.ErrorKind(err))
 	}
 	_, err = m.svc.Machine.Quote(ctx, machine.QuoteRequest{To: deliverable, Pages: 1})
-	testenv.WantCode(t, err, core.CodeMachinePaymentsOff)
+	testenv.WantCode(t, err, machine.CodeMachinePaymentsOff)
 	for _, table := range []string{"machine_requests", "machine_claims", "charges", "rate_limits"} {
 		if n := m.count(t, "SELECT count(*) FROM "+table); n != 0 {
 			t.Errorf("%s: %d rows with machine payments off", table, n)
@@ -584,7 +587,7 @@ func TestMachineOff(t *testing.T) {
 	}
 	none := newMachineEnv(t, func(_ *services.Config, d *services.Deps) { d.Machine = nil })
 	_, err = none.svc.Machine.Fax(ctx, r)
-	testenv.WantCode(t, err, core.CodeMachinePaymentsMissing)
+	testenv.WantCode(t, err, machine.CodeMachinePaymentsMissing)
 }
 
 func TestMachineQuote(t *testing.T) {
@@ -597,7 +600,7 @@ func TestMachineQuote(t *testing.T) {
 		t.Fatalf("quote: %+v", q)
 	}
 	_, err = m.svc.Machine.Quote(ctx, machine.QuoteRequest{To: deliverable, PDF: []byte("\x89PNG\r\n\x1a\nnot really")})
-	testenv.WantCode(t, err, core.CodeUnsupportedType)
+	testenv.WantCode(t, err, documents.CodeUnsupportedType)
 	_, err = m.svc.Machine.Quote(ctx, machine.QuoteRequest{To: "+15555550100", Pages: 1})
 	testenv.WantCode(t, err, core.CodeInvalidDestination)
 }

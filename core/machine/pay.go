@@ -56,10 +56,10 @@ var errChargeRecorded = errors.New("core: the charge was recorded concurrently")
 // method is configured.
 func (s *Service) machineOn() error {
 	if !s.cfg.Enabled {
-		return core.Errorf(core.KindUnavailable, core.CodeMachinePaymentsOff, "machine payments are disabled on this server; use an API key with prepaid credits")
+		return core.Errorf(core.KindUnavailable, CodeMachinePaymentsOff, "machine payments are disabled on this server; use an API key with prepaid credits")
 	}
 	if len(s.machineOffers()) == 0 {
-		return core.Errorf(core.KindUnavailable, core.CodeMachinePaymentsMissing, "machine payments are enabled but no payment method is configured on this server")
+		return core.Errorf(core.KindUnavailable, CodeMachinePaymentsMissing, "machine payments are enabled but no payment method is configured on this server")
 	}
 	return nil
 }
@@ -154,10 +154,10 @@ func (s *Service) Quote(ctx context.Context, r QuoteRequest) (*Quote, error) {
 // removes its directory); otherwise it is removed.
 func (s *Service) machinePages(ctx context.Context, pdf []byte, clientIP string, keep *string) (int, error) {
 	if len(pdf) == 0 {
-		return 0, core.Errorf(core.KindInvalid, core.CodeEmptyFile, "the document is empty")
+		return 0, core.Errorf(core.KindInvalid, documents.CodeEmptyFile, "the document is empty")
 	}
 	if int64(len(pdf)) > s.cfg.MaxPDFBytes {
-		return 0, core.Errorf(core.KindTooLarge, core.CodeFileTooLarge, "the document may be at most %d bytes", s.cfg.MaxPDFBytes).
+		return 0, core.Errorf(core.KindTooLarge, documents.CodeFileTooLarge, "the document may be at most %d bytes", s.cfg.MaxPDFBytes).
 			With("limit", s.cfg.MaxPDFBytes)
 	}
 	dir, err := os.MkdirTemp(s.kc.TempDir, "faxhub-machine-")
@@ -179,24 +179,24 @@ func (s *Service) machinePages(ctx context.Context, pdf []byte, clientIP string,
 		return 0, err
 	}
 	kind, err := s.d.Converter.Detect(ctx, src)
-	if err != nil && core.ErrorCode(err) != core.CodeUnsupportedType {
+	if err != nil && core.ErrorCode(err) != documents.CodeUnsupportedType {
 		return fail(err)
 	}
 	if err != nil || kind != documents.FilePDF {
-		return fail(core.Errorf(core.KindUnsupportedMedia, core.CodeUnsupportedType, "the machine endpoint takes a PDF").With("supported", []documents.FileKind{documents.FilePDF}))
+		return fail(core.Errorf(core.KindUnsupportedMedia, documents.CodeUnsupportedType, "the machine endpoint takes a PDF").With("supported", []documents.FileKind{documents.FilePDF}))
 	}
 	pages, err := s.d.Converter.ToPDF(ctx, documents.ConvertRequest{
-		Src: src, Kind: documents.FilePDF, Dst: filepath.Join(dir, "converted.pdf"), OwnerID: "machine:" + clientIP, MaxPages: s.kc.MaxPages,
+		Src: src, Kind: documents.FilePDF, Dst: filepath.Join(dir, "converted.pdf"), OwnerID: "machine:" + clientIP, MaxPages: s.documents.MaxPages(),
 	})
 	if err != nil {
 		return fail(err)
 	}
 	switch {
-	case pages > s.kc.MaxPages:
-		return fail(core.Errorf(core.KindUnprocessable, core.CodeTooManyPages, "the document has %d pages; the limit is %d", pages, s.kc.MaxPages).
-			With("pages", pages).With("limit", s.kc.MaxPages))
+	case pages > s.documents.MaxPages():
+		return fail(core.Errorf(core.KindUnprocessable, documents.CodeTooManyPages, "the document has %d pages; the limit is %d", pages, s.documents.MaxPages()).
+			With("pages", pages).With("limit", s.documents.MaxPages()))
 	case pages < 1:
-		return fail(core.Errorf(core.KindUnprocessable, core.CodeCorruptDocument, "the document has no pages"))
+		return fail(core.Errorf(core.KindUnprocessable, documents.CodeCorruptDocument, "the document has no pages"))
 	}
 	if keep != nil {
 		*keep = src

@@ -21,6 +21,7 @@
 package numbers
 
 import (
+	"cmp"
 	"context"
 	"log/slog"
 	"time"
@@ -98,6 +99,9 @@ type Config struct {
 	MaxUnpaid   int
 	// SearchLimit bounds one search's results (default 20, at most 50).
 	SearchLimit int
+	// ReservationTTL is how long a number bought is reserved for its buyer
+	// while its first month is paid (default 1 hour, a checkout's life).
+	ReservationTTL time.Duration
 }
 
 // SetDefaults fills zero values with the defaults.
@@ -111,6 +115,7 @@ func (c *Config) SetDefaults() {
 	if c.MaxUnpaid <= 0 {
 		c.MaxUnpaid = 3
 	}
+	c.ReservationTTL = cmp.Or(c.ReservationTTL, time.Hour)
 	if c.SearchLimit <= 0 || c.SearchLimit > MaxSearchLimit {
 		c.SearchLimit = 20
 	}

@@ -270,7 +270,7 @@ func TestBuyNumberWithCredits(t *testing.T) {
 		t.Fatalf("fax:draft pays with credits: %v", err)
 	}
 	spendAll(t, e, p)
-	if _, err := e.Svc.Numbers.Buy(ctx, p, numbers.BuyRequest{Number: "+14155550162", PayWithCredits: true}); core.ErrorCode(err) != core.CodeInsufficientCredits {
+	if _, err := e.Svc.Numbers.Buy(ctx, p, numbers.BuyRequest{Number: "+14155550162", PayWithCredits: true}); core.ErrorCode(err) != credits.CodeInsufficientCredits {
 		t.Fatalf("no credits: %v", err)
 	}
 	// The refused purchase holds nothing.

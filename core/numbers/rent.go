@@ -196,7 +196,7 @@ func (s *Service) reserveNumber(ctx context.Context, p core.Principal, r BuyRequ
 		return nil, err
 	}
 	now := s.now()
-	until := now.Add(s.cfg.CheckoutTTL)
+	until := now.Add(s.nc.ReservationTTL)
 	n := &Number{
 		ID: core.NewID(core.PrefixNumber), OwnerID: p.OwnerID, Mode: p.Mode, E164: e164, Country: country,
 		Region: core.CutUTF8(offer.Region, 100), Locality: core.CutUTF8(offer.Locality, 100), Status: AwaitingPayment,
@@ -382,7 +382,7 @@ func (s *Service) chargeMonth(ctx context.Context, tx Tx, n *Number, holdReason,
 // numberCostsTooMuch is the insufficient_credits answer of paying a
 // number's month from a balance that does not cover it.
 func numberCostsTooMuch(monthlyMicros int64, m core.Mode) *core.Error {
-	return core.Errorf(core.KindPaymentRequired, core.CodeInsufficientCredits, "this number costs %s USD a month; the %s balance does not cover it", core.FormatUSD(monthlyMicros), m).
+	return core.Errorf(core.KindPaymentRequired, credits.CodeInsufficientCredits, "this number costs %s USD a month; the %s balance does not cover it", core.FormatUSD(monthlyMicros), m).
 		With("price", core.FormatUSD(monthlyMicros)).With("checkoutPath", "/api/v1/credits/checkout")
 }
 

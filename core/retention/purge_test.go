@@ -66,7 +66,7 @@ func TestPurgeRetention(t *testing.T) {
 
 	blobs := &recordingBlobs{}
 	secret := make([]byte, 32)
-	gc, err := services.New(services.Config{Config: core.Config{BaseURL: "http://faxhub.test", UploadSecret: secret, Now: clock.Now}}, services.Deps{Store: e.Store, Blobs: blobs})
+	gc, err := services.New(services.Config{Config: core.Config{BaseURL: "http://faxhub.test", Now: clock.Now}, Documents: documents.Config{UploadSecret: secret}}, services.Deps{Store: e.Store, Blobs: blobs})
 	if err != nil {
 		t.Fatal(err)
 	}

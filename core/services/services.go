@@ -128,6 +128,15 @@ type Deps struct {
 // features' defaults.
 type Config struct {
 	core.Config
+	// Documents: upload sizes, pages, the upload token secret.
+	Documents documents.Config
+	// Faxes: drafts, retries, the send rate.
+	Faxes faxes.Config
+	// Checkout: how long a hosted checkout can be paid.
+	Checkout checkout.Config
+	// Storage: upload leases and rates, the quota of unsent documents, and
+	// the retention the garbage collector enforces.
+	Storage core.StorageConfig
 	// Machine: paying machines over HTTP 402.
 	Machine machine.Config
 	// Numbers: renting fax numbers.
@@ -202,17 +211,29 @@ func New(cfg Config, deps Deps) (*Set, error) {
 	}
 	cfg.Config = c.Config()
 	cfg.Machine.SetDefaults()
+	cfg.Documents.SetDefaults()
+	cfg.Faxes.SetDefaults()
+	cfg.Checkout.SetDefaults()
+	cfg.Storage.SetDefaults()
+	if cfg.Numbers.ReservationTTL == 0 {
+		// A number bought waits for its first month as long as a checkout
+		// can be paid.
+		cfg.Numbers.ReservationTTL = cfg.Checkout.TTL
+	}
 	kc := cfg.Config
 	accts := accounts.New(kc, accounts.Deps{Store: deps.Store, Logger: deps.Logger, Kernel: c})
 	creds := credits.New(kc, credits.Deps{Store: deps.Store, Prices: deps.Prices})
 	approvalInbox := approvals.New(kc, approvals.Deps{Store: deps.Store, Handlers: handlers, Logger: deps.Logger})
-	docs := documents.New(kc, documents.Deps{Store: deps.Store, Blobs: deps.Blobs, Converter: deps.Converter, Logger: deps.Logger, Kernel: c})
+	docs, err := documents.New(kc, cfg.Documents, cfg.Storage, documents.Deps{Store: deps.Store, Blobs: deps.Blobs, Converter: deps.Converter, Logger: deps.Logger, Kernel: c})
+	if err != nil {
+		return nil, err
+	}
 	cfg.Numbers.SetDefaults()
 	nums := numbers.New(kc, cfg.Numbers, numbers.Deps{
 		Store: deps.Store, Queue: deps.Queue, Providers: deps.Numbers, Destination: deps.Destination,
 		Prices: deps.Prices, Logger: deps.Logger, Kernel: c,
 	})
-	fx, err := faxes.New(kc, faxes.Deps{
+	fx, err := faxes.New(kc, cfg.Faxes, faxes.Deps{
 		Store: deps.Store, Blobs: deps.Blobs, Destination: deps.Destination, Queue: deps.Queue, Providers: deps.Providers,
 		PayerRefunds: machine.NewPayers(deps.Machine), Metrics: delivery, Prices: deps.Prices, Logger: deps.Logger, Kernel: c, Credits: creds, Numbers: nums, Documents: docs,
 	})
@@ -235,12 +256,12 @@ func New(cfg Config, deps Deps) (*Set, error) {
 		Retention: retention.New(cfg.Storage, core.Clock(cfg.Now), retention.Deps{
 			Store: deps.Store, Blobs: deps.Blobs, Documents: docs, AuthState: deps.AuthState, Logger: deps.Logger,
 		}),
-		Checkout: checkout.New(kc, checkout.Deps{
+		Checkout: checkout.New(kc, cfg.Checkout, checkout.Deps{
 			Store: deps.Store, Gateways: deps.Checkout, Prices: deps.Prices, Logger: deps.Logger, Kernel: c, Credits: creds, Faxes: fx, Numbers: nums,
 		}),
 		Agents: agents.New(kc, agents.Deps{Store: deps.Store, Logger: deps.Logger, Kernel: c, Approvals: approvalInbox, Accounts: accts}),
 		Hosts: hosts.New(kc, hosts.Deps{
-			Store: deps.Store, Destination: deps.Destination, Prices: deps.Prices, Logger: deps.Logger, Kernel: c, Approvals: approvalInbox, Credits: creds, Faxes: fx,
+			Store: deps.Store, Destination: deps.Destination, Prices: deps.Prices, Logger: deps.Logger, Kernel: c, Approvals: approvalInbox, Credits: creds, Faxes: fx, Documents: docs,
 		}),
 		Inbox: inbox.New(kc, inbox.Deps{
 			Store: deps.Store, Queue: deps.Queue, Blobs: deps.Blobs, Converter: deps.Converter, Destination: deps.Destination,

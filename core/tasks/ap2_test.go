@@ -16,11 +16,12 @@ import (
 	"testing"
 	"time"
 
-	jose "github.com/go-jose/go-jose/v3"
+	jose "github.com/go-jose/go-jose/v4"
 
 	"github.com/faxhub/faxhub/core"
 	"github.com/faxhub/faxhub/core/approvals"
 	"github.com/faxhub/faxhub/core/credits"
+	"github.com/faxhub/faxhub/core/documents"
 	"github.com/faxhub/faxhub/core/payments"
 	"github.com/faxhub/faxhub/core/payments/testcard"
 	"github.com/faxhub/faxhub/core/services"
@@ -107,7 +108,7 @@ func newAP2Env(t *testing.T) *ap2Env {
 	clk := testenv.NewClockAt(time.Date(2026, 11, 1, 12, 0, 0, 0, time.UTC))
 	e := testenv.New(t, testenv.WithoutWorkers(), testenv.WithConfig(func(c *services.Config) { c.Now = clk.Now }))
 	ae := &ap2Env{Env: e, clk: clk, signer: newTestSigner(t), card: &countingCard{}}
-	svc, err := services.New(services.Config{Config: core.Config{BaseURL: "http://faxhub.test", UploadSecret: bytes.Repeat([]byte{7}, 32), Now: clk.Now}}, services.Deps{Store: e.Store, Signer: ae.signer, PaymentMethods: map[core.Mode]payments.PaymentMethod{core.ModeTest: ae.card}})
+	svc, err := services.New(services.Config{Config: core.Config{BaseURL: "http://faxhub.test", Now: clk.Now}, Documents: documents.Config{UploadSecret: bytes.Repeat([]byte{7}, 32)}}, services.Deps{Store: e.Store, Signer: ae.signer, PaymentMethods: map[core.Mode]payments.PaymentMethod{core.ModeTest: ae.card}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -188,7 +189,7 @@ func approve(uv bool, a *approvals.Approval) approvals.Decision {
 // exactly as received.
 func verifyCart(t *testing.T, m *tasks.CartMandate, pub ed25519.PublicKey, cartID string, exp time.Time) {
 	t.Helper()
-	obj, err := jose.ParseSigned(m.MerchantAuthorization)
+	obj, err := jose.ParseSigned(m.MerchantAuthorization, []jose.SignatureAlgorithm{jose.EdDSA})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -268,7 +269,7 @@ func TestCreditPurchaseApprovedWithPasskey(t *testing.T) {
 	testenv.WantCode(t, err, tasks.CodePurchaseState)
 
 	_, err = e.svc.Approvals.Decide(ctx, e.OwnerA.ID, a.ID, approve(false, a))
-	testenv.WantCode(t, err, core.CodeUserVerification)
+	testenv.WantCode(t, err, approvals.CodeUserVerification)
 	if e.card.charges.Load() != 0 {
 		t.Fatal("charged before the owner approved")
 	}
@@ -433,7 +434,7 @@ func TestCartAndApprovalExpire(t *testing.T) {
 	_, a := e.submit(t, v, mandateFor(v, "pm_unapproved", testcard.TokenVisa))
 	e.clk.Advance(tasks.PurchaseApprovalTTL + time.Second)
 	_, err = e.svc.Approvals.Decide(ctx, e.OwnerA.ID, a.ID, approve(true, a))
-	testenv.WantCode(t, err, core.CodeApprovalState)
+	testenv.WantCode(t, err, approvals.CodeApprovalState)
 	got := e.task(t, v.ID)
 	if got.State != tasks.Failed || got.FailureCode != "approval_expired" || got.Purchase.Credential != nil {
 		t.Fatalf("expired approval: %s %s %+v", got.State, got.FailureCode, got.Purchase)
@@ -470,7 +471,7 @@ func TestCancelCreditPurchase(t *testing.T) {
 		t.Fatalf("%d approvals still pending", len(pending))
 	}
 	_, err = e.svc.Approvals.Decide(ctx, e.OwnerA.ID, a.ID, approve(true, a))
-	testenv.WantCode(t, err, core.CodeApprovalState)
+	testenv.WantCode(t, err, approvals.CodeApprovalState)
 	if _, err := e.svc.Tasks.Cancel(ctx, e.p, v.ID); core.ErrorCode(err) != tasks.CodeNotCancelable {
 		t.Fatalf("second cancel: %v", err)
 	}
@@ -539,7 +540,7 @@ func TestCreditPurchaseCompletesOnce(t *testing.T) {
 func TestStartCreditPurchaseRefusals(t *testing.T) {
 	e := newAP2Env(t)
 	_, err := e.svc.Tasks.StartCreditPurchase(ctx, e.p, "buy_credits", "", "pack_7")
-	testenv.WantCode(t, err, core.CodeUnknownPack)
+	testenv.WantCode(t, err, credits.CodeUnknownPack)
 	readOnly := e.p
 	readOnly.Scopes = []core.Scope{core.ScopeFaxRead, core.ScopeCreditsRead}
 	_, err = e.svc.Tasks.StartCreditPurchase(ctx, readOnly, "buy_credits", "", "pack_10")
@@ -559,7 +560,7 @@ func TestCreditPurchaseProductionWiring(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	obj, err := jose.ParseSigned(v.CartMandate.MerchantAuthorization)
+	obj, err := jose.ParseSigned(v.CartMandate.MerchantAuthorization, []jose.SignatureAlgorithm{jose.EdDSA})
 	if err != nil || obj.Signatures[0].Header.KeyID == "" || obj.Signatures[0].Header.Algorithm != "EdDSA" || v.ContextID != "ctx-1" {
 		t.Fatalf("cart mandate %q: %v", v.CartMandate.MerchantAuthorization, err)
 	}

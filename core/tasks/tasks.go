@@ -255,7 +255,7 @@ func (s *Service) cancelFaxTask(ctx context.Context, p core.Principal, t *Task) 
 			}
 			err := s.faxes.CancelQueued(ctx, p, *d.FaxID)
 			var e *core.Error
-			if errors.As(err, &e) && e.Code == core.CodeFaxNotCancelable {
+			if errors.As(err, &e) && e.Code == faxes.CodeFaxNotCancelable {
 				return nil, notCancelable("%s", e.Message).With("faxId", *d.FaxID)
 			}
 			if err != nil {

@@ -287,7 +287,7 @@ func TestCancelFaxTask(t *testing.T) {
 		}
 		// Its checkout can no longer be paid.
 		_, err = e.Svc.Checkout.StartDraft(ctx, p, v.SubjectID)
-		testenv.WantCode(t, err, core.CodeDraftState)
+		testenv.WantCode(t, err, faxes.CodeDraftState)
 	})
 
 	t.Run("queued fax", func(t *testing.T) {

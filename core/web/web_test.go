@@ -13,6 +13,7 @@ import (
 
 	"github.com/faxhub/faxhub/core"
 	"github.com/faxhub/faxhub/core/accounts"
+	"github.com/faxhub/faxhub/core/credits"
 	"github.com/faxhub/faxhub/core/web"
 )
 
@@ -38,7 +39,7 @@ func TestProblemForHidesInternalErrors(t *testing.T) {
 	if p.Status != 500 || p.Code != core.CodeInternal || strings.Contains(p.Detail, "secrets") {
 		t.Fatalf("internal problem leaks or misclassifies: %+v", p)
 	}
-	p = web.ProblemFor(core.Errorf(core.KindPaymentRequired, core.CodeInsufficientCredits, "short").With("balance", "1.00"))
+	p = web.ProblemFor(core.Errorf(core.KindPaymentRequired, credits.CodeInsufficientCredits, "short").With("balance", "1.00"))
 	b, _ := json.Marshal(p)
 	if p.Status != 402 || !strings.Contains(string(b), `"balance":"1.00"`) || !strings.Contains(string(b), `"code":"insufficient_credits"`) {
 		t.Fatalf("problem: %s", b)

@@ -12,7 +12,6 @@ import (
 	"testing"
 
 	"github.com/faxhub/faxhub/conformance/storetest"
-	"github.com/faxhub/faxhub/core"
 	"github.com/faxhub/faxhub/core/agents"
 	"github.com/faxhub/faxhub/core/web"
 	"github.com/faxhub/faxhub/internal/app"
@@ -69,7 +68,7 @@ func TestAgentRegistrationTwoReplicas(t *testing.T) {
 		t.Fatalf("register on replica 2: %d %v", code, m)
 	}
 	code, r := post(0, oauth.PathAgentIdentity, "application/json", js(map[string]any{"type": "service_auth", "enrollment_token": tokens[0], "login_hint": owner.Email}), "")
-	if r["error"] != core.CodeInvalidEnrollment {
+	if r["error"] != agents.CodeInvalidEnrollment {
 		t.Fatalf("reuse on replica 1: %d %v", code, r)
 	}
 	form := url.Values{"grant_type": {oauth.GrantTypeAgentClaim}, "claim_token": {m["claim_token"].(string)}, "resource": {base + "/mcp"}}.Encode()

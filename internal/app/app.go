@@ -20,6 +20,7 @@ import (
 	"github.com/faxhub/faxhub/core/blob"
 	"github.com/faxhub/faxhub/core/checkout"
 	"github.com/faxhub/faxhub/core/convert"
+	"github.com/faxhub/faxhub/core/documents"
 	"github.com/faxhub/faxhub/core/faxes"
 	"github.com/faxhub/faxhub/core/machine"
 	"github.com/faxhub/faxhub/core/mail"
@@ -285,10 +286,10 @@ func (a *App) wire(ctx context.Context) error {
 		checkouts[core.ModeLive] = live
 	}
 
-	cfg := services.Config{Config: core.Config{
-		BaseURL: o.BaseURL, APIURL: o.APIURL, UploadSecret: secret, TempDir: tmp,
-		MaxUploadBytes: o.MaxUploadBytes, MaxPages: o.MaxPages, AgentMode: o.AgentMode,
-	}}
+	cfg := services.Config{
+		Config:    core.Config{BaseURL: o.BaseURL, APIURL: o.APIURL, TempDir: tmp, AgentMode: o.AgentMode},
+		Documents: documents.Config{UploadSecret: secret, MaxUploadBytes: o.MaxUploadBytes, MaxPages: o.MaxPages},
+	}
 	cfg.Machine.Enabled = o.MachinePayments
 	var machine []machine.Method
 	if o.MachinePayments {

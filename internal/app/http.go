@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/faxhub/faxhub/core"
+	"github.com/faxhub/faxhub/core/checkout"
 	"github.com/faxhub/faxhub/core/provider/simulated"
 	"github.com/faxhub/faxhub/core/web"
 	"github.com/faxhub/faxhub/internal/httpmetrics"
@@ -113,8 +114,8 @@ func (a *App) stripeWebhookHandler() http.Handler {
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		web.WriteProblem(w, web.Problem{
-			Type: web.ProblemType(core.CodeCheckoutUnavailable), Title: http.StatusText(http.StatusServiceUnavailable),
-			Status: http.StatusServiceUnavailable, Code: core.CodeCheckoutUnavailable,
+			Type: web.ProblemType(checkout.CodeCheckoutUnavailable), Title: http.StatusText(http.StatusServiceUnavailable),
+			Status: http.StatusServiceUnavailable, Code: checkout.CodeCheckoutUnavailable,
 			Detail: "Stripe is not configured on this server (FAXHUB_STRIPE_SECRET_KEY and FAXHUB_STRIPE_WEBHOOK_SECRET)",
 		})
 	})

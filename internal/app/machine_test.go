@@ -22,6 +22,7 @@ import (
 
 	"github.com/faxhub/faxhub/conformance/storetest"
 	"github.com/faxhub/faxhub/core"
+	"github.com/faxhub/faxhub/core/documents"
 	"github.com/faxhub/faxhub/core/faxes"
 	machinepay "github.com/faxhub/faxhub/core/machine"
 	"github.com/faxhub/faxhub/core/services"
@@ -71,7 +72,7 @@ func newMachine(t *testing.T, opts ...func(*app.Options)) *machine {
 		BaseURL: base, DataDir: t.TempDir(), Database: dsn, SimTimeScale: 0, PollInterval: 20 * time.Millisecond,
 		MachinePayments: true,
 		Machine:         app.MachineOptions{TempoRPCURL: rpc.URL, TempoRecipient: tempoRecipient, TempoToken: tempoToken},
-		Core:            func(c *services.Config) { c.NoRetryDelay = true; c.Machine.MaxPDFBytes = 64 << 10 },
+		Core:            func(c *services.Config) { c.Faxes.NoRetryDelay = true; c.Machine.MaxPDFBytes = 64 << 10 },
 		Logger:          slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelInfo})),
 	}
 	for _, f := range opts {
@@ -466,12 +467,12 @@ func TestMachineBodies(t *testing.T) {
 		code   string
 	}{
 		{"invalid base64", []byte(`{"to":"` + deliverable + `","base64":"JVB*","request_id":"r"}`), 400, "invalid_base64"},
-		{"empty base64", []byte(`{"to":"` + deliverable + `","base64":"","request_id":"r"}`), 400, core.CodeEmptyFile},
+		{"empty base64", []byte(`{"to":"` + deliverable + `","base64":"","request_id":"r"}`), 400, documents.CodeEmptyFile},
 		{"unknown field", []byte(`{"to":"` + deliverable + `","base64":"JVBERg==","request_id":"r","price":0}`), 400, core.CodeInvalidRequest},
 		{"no request_id", []byte(`{"to":"` + deliverable + `","base64":"JVBERg=="}`), 400, core.CodeInvalidRequest},
-		{"not a PDF", faxBody(t, deliverable, png, "r-png"), 415, core.CodeUnsupportedType},
+		{"not a PDF", faxBody(t, deliverable, png, "r-png"), 415, documents.CodeUnsupportedType},
 		{"invalid destination", faxBody(t, "+1555", testenv.MinimalPDF(1), "r-dest"), 422, core.CodeInvalidDestination},
-		{"too large", faxBody(t, deliverable, bytes.Repeat([]byte("%PDF"), int(limit)/4), "r-big"), 413, core.CodeFileTooLarge},
+		{"too large", faxBody(t, deliverable, bytes.Repeat([]byte("%PDF"), int(limit)/4), "r-big"), 413, documents.CodeFileTooLarge},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			res := m.do("POST", "/api/v1/machine/faxes", c.body, nil)
@@ -517,7 +518,7 @@ func TestMachinePaymentsOff(t *testing.T) {
 			b = body
 		}
 		res := m.do(r.method, r.path, b, nil)
-		res.problem(t, http.StatusServiceUnavailable, core.CodeMachinePaymentsOff)
+		res.problem(t, http.StatusServiceUnavailable, machinepay.CodeMachinePaymentsOff)
 		if res.header.Get("WWW-Authenticate") != "" {
 			t.Errorf("%s: a challenge while off", r.path)
 		}

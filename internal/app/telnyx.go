@@ -107,8 +107,8 @@ func (a *App) telnyxWebhookHandler() http.Handler {
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		web.WriteProblem(w, web.Problem{
-			Type: web.ProblemType(core.CodeProviderUnavailable), Title: http.StatusText(http.StatusServiceUnavailable),
-			Status: http.StatusServiceUnavailable, Code: core.CodeProviderUnavailable,
+			Type: web.ProblemType(faxes.CodeProviderUnavailable), Title: http.StatusText(http.StatusServiceUnavailable),
+			Status: http.StatusServiceUnavailable, Code: faxes.CodeProviderUnavailable,
 			Detail: "Telnyx is not configured on this server (FAXHUB_TELNYX_API_KEY, FAXHUB_TELNYX_CONNECTION_ID, FAXHUB_TELNYX_PUBLIC_KEY)",
 		})
 	})

@@ -57,7 +57,7 @@ func TestTelnyxWebhookNotConfigured(t *testing.T) {
 	a := &App{}
 	rec := httptest.NewRecorder()
 	a.telnyxWebhookHandler().ServeHTTP(rec, httptest.NewRequest(http.MethodPost, "/webhooks/telnyx", strings.NewReader("{}")))
-	if rec.Code != http.StatusServiceUnavailable || !strings.Contains(rec.Body.String(), core.CodeProviderUnavailable) {
+	if rec.Code != http.StatusServiceUnavailable || !strings.Contains(rec.Body.String(), faxes.CodeProviderUnavailable) {
 		t.Errorf("%d %s", rec.Code, rec.Body)
 	}
 }

@@ -14,6 +14,7 @@ import (
 
 	"github.com/faxhub/faxhub/core"
 	"github.com/faxhub/faxhub/core/checkout"
+	"github.com/faxhub/faxhub/core/faxes"
 	"github.com/faxhub/faxhub/core/payments/testcheckout"
 	"github.com/faxhub/faxhub/core/web"
 	checkoutpage "github.com/faxhub/faxhub/internal/testcheckout"
@@ -81,7 +82,7 @@ func (s *checkouts) Complete(_ context.Context, id string) (*checkout.Checkout, 
 	}
 	now := time.Now()
 	if now.After(c.ExpiresAt) {
-		return nil, core.Errorf(core.KindGone, core.CodeCheckoutState, "this checkout expired; start a new one")
+		return nil, core.Errorf(core.KindGone, checkout.CodeCheckoutState, "this checkout expired; start a new one")
 	}
 	s.completed[id]++
 	c.Status, c.PaidAt = checkout.Paid, &now
@@ -310,7 +311,7 @@ func TestExpiresBetweenPageAndPay(t *testing.T) {
 type racingCheckouts struct{ *checkouts }
 
 func (r *racingCheckouts) Complete(ctx context.Context, id string) (*checkout.Checkout, error) {
-	return nil, core.Errorf(core.KindGone, core.CodeCheckoutState, "this checkout expired; start a new one")
+	return nil, core.Errorf(core.KindGone, checkout.CodeCheckoutState, "this checkout expired; start a new one")
 }
 
 func TestInternalErrorHidesDetails(t *testing.T) {
@@ -360,7 +361,7 @@ func TestCrossOriginPostRefused(t *testing.T) {
 func TestDraftPaidElsewhere(t *testing.T) {
 	svc := newCheckouts(draftCheckout("chk_draft"))
 	srv := serve(t, svc)
-	svc.unpayable["chk_draft"] = core.Errorf(core.KindConflict, core.CodeDraftState, "this fax was paid already; nothing more is charged")
+	svc.unpayable["chk_draft"] = core.Errorf(core.KindConflict, faxes.CodeDraftState, "this fax was paid already; nothing more is charged")
 	p := get(t, srv, "chk_draft")
 	if p.status != http.StatusConflict || !strings.Contains(p.body, "paid already") || strings.Contains(p.body, "card_number") {
 		t.Fatalf("GET: %d %s", p.status, p.body)

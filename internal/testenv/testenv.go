@@ -118,7 +118,7 @@ func New(t testing.TB, opts ...Option) *Env {
 		BaseURL: "http://faxhub.test", DataDir: dir, Database: dsn,
 		SimTimeScale: 0, PollInterval: 20 * time.Millisecond, InsertOnly: !o.workers, MachinePayments: o.machine,
 		Core: func(c *services.Config) {
-			c.NoRetryDelay = true
+			c.Faxes.NoRetryDelay = true
 			if o.cfg != nil {
 				o.cfg(c)
 			}

@@ -12,7 +12,6 @@ import (
 	"github.com/a2aproject/a2a-go/v2/a2aclient"
 	jose "github.com/go-jose/go-jose/v4"
 
-	"github.com/faxhub/faxhub/core"
 	"github.com/faxhub/faxhub/core/approvals"
 	"github.com/faxhub/faxhub/core/tasks"
 	"github.com/faxhub/faxhub/oauth"
@@ -193,7 +192,7 @@ func TestAP2Purchase(t *testing.T) {
 	before := call(t, c, skillMsg("get_credits", nil))["balance"]
 
 	// Without user verification the approval is refused and nothing moves.
-	if r := w.Approve(t, approvalURL, false); r.Status != http.StatusForbidden || !strings.Contains(r.Body, core.CodeUserVerification) {
+	if r := w.Approve(t, approvalURL, false); r.Status != http.StatusForbidden || !strings.Contains(r.Body, approvals.CodeUserVerification) {
 		t.Fatalf("approval without UV: %d %s", r.Status, r.Body)
 	}
 	if got := getTask(t, c, task.ID); got.Status.State != a2a.TaskStateInputRequired {

@@ -12,6 +12,9 @@ import (
 	"github.com/a2aproject/a2a-go/v2/a2a"
 
 	"github.com/faxhub/faxhub/core"
+	"github.com/faxhub/faxhub/core/credits"
+	"github.com/faxhub/faxhub/core/documents"
+	"github.com/faxhub/faxhub/core/faxes"
 	"github.com/faxhub/faxhub/core/tasks"
 )
 
@@ -27,19 +30,19 @@ func TestToA2AError(t *testing.T) {
 		msg      string
 	}{
 		{"invalid", core.Errorf(core.KindInvalid, core.CodeInvalidDestination, "bad number"), targetSkill, a2a.ErrInvalidParams, core.CodeInvalidDestination, "invalid_destination: bad number"},
-		{"unprocessable", core.Errorf(core.KindUnprocessable, core.CodeTooManyPages, "too many"), targetSkill, a2a.ErrInvalidParams, core.CodeTooManyPages, "too many"},
-		{"too large", core.Errorf(core.KindTooLarge, core.CodeFileTooLarge, "big"), targetSkill, a2a.ErrInvalidParams, core.CodeFileTooLarge, "big"},
+		{"unprocessable", core.Errorf(core.KindUnprocessable, documents.CodeTooManyPages, "too many"), targetSkill, a2a.ErrInvalidParams, documents.CodeTooManyPages, "too many"},
+		{"too large", core.Errorf(core.KindTooLarge, documents.CodeFileTooLarge, "big"), targetSkill, a2a.ErrInvalidParams, documents.CodeFileTooLarge, "big"},
 		{"conflict", core.Errorf(core.KindConflict, tasks.CodeMandateReplayed, "used"), targetTask, a2a.ErrInvalidParams, tasks.CodeMandateReplayed, "used"},
 		{"not cancelable", core.Errorf(core.KindConflict, tasks.CodeNotCancelable, "sending"), targetTask, a2a.ErrTaskNotCancelable, tasks.CodeNotCancelable, "sending"},
 		{"gone", core.Errorf(core.KindGone, tasks.CodeCartExpired, "expired"), targetTask, a2a.ErrInvalidParams, tasks.CodeCartExpired, "expired"},
-		{"payment required", core.Errorf(core.KindPaymentRequired, core.CodeInsufficientCredits, "poor"), targetSkill, a2a.ErrInvalidParams, core.CodeInsufficientCredits, "poor"},
+		{"payment required", core.Errorf(core.KindPaymentRequired, credits.CodeInsufficientCredits, "poor"), targetSkill, a2a.ErrInvalidParams, credits.CodeInsufficientCredits, "poor"},
 		{"a missing fax", core.Errorf(core.KindNotFound, core.CodeNotFound, "fax not found"), targetSkill, a2a.ErrInvalidParams, core.CodeNotFound, "fax not found"},
 		{"a missing task", core.Errorf(core.KindNotFound, core.CodeNotFound, "task not found"), targetTask, a2a.ErrTaskNotFound, core.CodeNotFound, "task not found"},
-		{"unsupported media", core.Errorf(core.KindUnsupportedMedia, core.CodeUnsupportedType, "no"), targetSkill, a2a.ErrUnsupportedContentType, core.CodeUnsupportedType, "no"},
+		{"unsupported media", core.Errorf(core.KindUnsupportedMedia, documents.CodeUnsupportedType, "no"), targetSkill, a2a.ErrUnsupportedContentType, documents.CodeUnsupportedType, "no"},
 		{"unauthenticated", core.Errorf(core.KindUnauthenticated, core.CodeUnauthenticated, "who"), targetSkill, a2a.ErrUnauthenticated, core.CodeUnauthenticated, "who"},
 		{"scope", scope, targetSkill, a2a.ErrUnauthorized, core.CodeInsufficientScope, "authorize this agent again with the fax:draft scope"},
-		{"forbidden, not a scope", core.Errorf(core.KindForbidden, core.CodeUploadInvalid, "bad token"), targetSkill, a2a.ErrInvalidParams, core.CodeUploadInvalid, "bad token"},
-		{"unavailable", core.Errorf(core.KindUnavailable, core.CodeProviderUnavailable, "no provider"), targetSkill, a2a.ErrUnsupportedOperation, core.CodeProviderUnavailable, "no provider"},
+		{"forbidden, not a scope", core.Errorf(core.KindForbidden, documents.CodeUploadInvalid, "bad token"), targetSkill, a2a.ErrInvalidParams, documents.CodeUploadInvalid, "bad token"},
+		{"unavailable", core.Errorf(core.KindUnavailable, faxes.CodeProviderUnavailable, "no provider"), targetSkill, a2a.ErrUnsupportedOperation, faxes.CodeProviderUnavailable, "no provider"},
 		{"rate limited", core.Errorf(core.KindRateLimited, core.CodeRateLimited, "slow").WithRetryAfter(3), targetSkill, a2a.ErrServerError, core.CodeRateLimited, "slow"},
 		{"internal", fmt.Errorf("select: %w", errors.New("disk on fire")), targetSkill, a2a.ErrInternalError, core.CodeInternal, "something went wrong"},
 		{"wrapped", fmt.Errorf("quote: %w", core.Errorf(core.KindInvalid, core.CodeInvalidRequest, "x")), targetSkill, a2a.ErrInvalidParams, core.CodeInvalidRequest, "x"},

@@ -12,6 +12,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/faxhub/faxhub/core"
+	"github.com/faxhub/faxhub/core/credits"
 	"github.com/faxhub/faxhub/core/faxes"
 	"github.com/faxhub/faxhub/core/numbers"
 )
@@ -240,14 +241,14 @@ func (h *Handler) toolError(ctx context.Context, tool string, err error) error {
 	switch e.Code {
 	case core.CodeInsufficientScope:
 		msg += fmt.Sprintf(". The tool %s needs the %s scope; the owner must authorize this app again with it.", tool, core.ScopeFor(toolOps[tool]))
-	case core.CodeInsufficientCredits:
+	case credits.CodeInsufficientCredits:
 		if id, _ := e.Fields["draftId"].(string); id != "" {
 			mode, _ := e.Fields["mode"].(string)
 			msg += ". Nothing was charged. The owner can pay for this fax directly at " + h.svc.Tasks.DraftCheckoutURL(&faxes.Draft{ID: id, Mode: core.Mode(mode)}) + " or buy credits with create_credit_checkout."
 		}
-	case core.CodeUnknownPack:
+	case credits.CodeUnknownPack:
 		msg += fmt.Sprintf(" (packs: %v)", e.Fields["packs"])
-	case core.CodeProviderUnavailable:
+	case faxes.CodeProviderUnavailable:
 		msg += ". This server cannot send faxes in this mode yet."
 	case numbers.CodeNumberUnavailable:
 		msg += ". Call search_numbers and pick another number."

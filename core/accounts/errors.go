@@ -1,0 +1,7 @@
+package accounts
+
+// Error codes of accounts: stable and machine-readable, part of the public API.
+const (
+	CodeInvalidAPIKey = "invalid_api_key"
+	CodeOwnerExists   = "owner_exists"
+)

@@ -1,0 +1,8 @@
+package faxes
+
+// Error codes of faxes: stable and machine-readable, part of the public API.
+const (
+	CodeDraftState          = "draft_not_payable"
+	CodeFaxNotCancelable    = "fax_not_cancelable"
+	CodeProviderUnavailable = "provider_not_configured"
+)
