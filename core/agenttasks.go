@@ -9,13 +9,6 @@ package core
 // approval moves the task without anyone writing to it, and any replica
 // answers. Adapters map TaskView to their protocol; they decide nothing.
 
-// PrefixTask names an agent task; PrefixCart a credit purchase (its id is
-// the AP2 cart id).
-const (
-	PrefixTask = "tsk_"
-	PrefixCart = "cart_"
-)
-
 // Operations of tasks (scopes in principal.go).
 const (
 	OpGetTask    Operation = "get_task"

@@ -35,6 +35,27 @@ const (
 	// PrefixPasskey names a stored passkey (the row, not the WebAuthn
 	// credential id, which is long and chosen by the authenticator).
 	PrefixPasskey = "pky_"
+	PrefixCharge  = "chg_"
+	PrefixNumber  = "num_"
+	// PrefixInbound names a received fax.
+	PrefixInbound = "inb_"
+	// PrefixTask names an agent task; PrefixCart a credit purchase (its id
+	// is the AP2 cart id); PrefixContext a conversation (A2A contextId)
+	// that faxhub started because the agent sent none.
+	PrefixTask    = "tsk_"
+	PrefixCart    = "cart_"
+	PrefixContext = "ctx_"
+	// The delegated flow: a host, an agent it runs, a send it asked for.
+	PrefixHost           = "hst_"
+	PrefixDelegatedAgent = "dag_"
+	PrefixDelegatedSend  = "dsn_"
+	// PrefixRequest names one HTTP request (X-Request-Id when the client
+	// sent none); PrefixSimulated a fax the simulated provider received;
+	// PrefixMachineSettlement the idempotency key a payment method settles
+	// a machine payment under.
+	PrefixRequest           = "req_"
+	PrefixSimulated         = "sim_"
+	PrefixMachineSettlement = "mpp_"
 )
 
 // Secret prefixes: a bearer secret says what it is, so a leaked one can be
@@ -49,6 +70,8 @@ const (
 	SecretAgentAccess  = "fxa_"
 	// SecretEmailLink is the one-time token of a sign-up or recovery link.
 	SecretEmailLink = "fxm_"
+	// SecretHostEnrollment prefixes a host enrollment token.
+	SecretHostEnrollment = "fxh_"
 )
 
 var idEncoding = base32.NewEncoding("0123456789abcdefghjkmnpqrstvwxyz").WithPadding(base32.NoPadding)

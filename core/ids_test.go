@@ -1,7 +1,13 @@
 package core
 
 import (
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"io/fs"
+	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"testing/synctest"
@@ -86,4 +92,61 @@ func idTime(t *testing.T, id string) time.Time {
 		ms = ms<<8 | int64(c)
 	}
 	return time.UnixMilli(ms)
+}
+
+// TestPrefixesLiveInIDsGo: every id and secret prefix is declared once, in
+// ids.go, and no two things share one (a pasted id must say what it is).
+func TestPrefixesLiveInIDsGo(t *testing.T) {
+	seen := map[string]string{}
+	err := filepath.WalkDir("..", func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() && (d.Name() == "node_modules" || strings.HasPrefix(d.Name(), ".")) && path != ".." {
+			return filepath.SkipDir
+		}
+		if d.IsDir() || !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
+			return nil
+		}
+		f, err := parser.ParseFile(token.NewFileSet(), path, nil, 0)
+		if err != nil {
+			return err
+		}
+		for _, decl := range f.Decls {
+			g, ok := decl.(*ast.GenDecl)
+			if !ok || g.Tok != token.CONST {
+				continue
+			}
+			for _, spec := range g.Specs {
+				vs := spec.(*ast.ValueSpec)
+				for i, name := range vs.Names {
+					if !strings.HasPrefix(name.Name, "Prefix") && !strings.HasPrefix(name.Name, "Secret") || i >= len(vs.Values) {
+						continue
+					}
+					lit, ok := vs.Values[i].(*ast.BasicLit)
+					if !ok || lit.Kind != token.STRING {
+						continue
+					}
+					value, _ := strconv.Unquote(lit.Value)
+					if !strings.HasSuffix(value, "_") {
+						continue
+					}
+					if filepath.ToSlash(path) != "../core/ids.go" {
+						t.Errorf("%s declares the id prefix %s (%q): it belongs in core/ids.go", path, name.Name, value)
+					}
+					if other, dup := seen[value]; dup {
+						t.Errorf("%s and %s share the prefix %q", other, name.Name, value)
+					}
+					seen[value] = name.Name
+				}
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(seen) < 30 {
+		t.Fatalf("found only %d prefixes; did ids.go's layout change?", len(seen))
+	}
 }

@@ -79,7 +79,7 @@ func TestHostCreateAndEnroll(t *testing.T) {
 
 	// With a key: active at once, on both origins.
 	h := w.createHost()
-	if !strings.HasPrefix(h.id, hosts.PrefixHost) {
+	if !strings.HasPrefix(h.id, core.PrefixHost) {
 		t.Fatalf("host id %q", h.id)
 	}
 
@@ -102,7 +102,7 @@ func TestHostCreateAndEnroll(t *testing.T) {
 
 	// Without a key: an enrollment token, once.
 	r = w.post(hostagent.PathHostCreate, map[string]any{"name": "Server", "default_capabilities": []string{}}, "")
-	if r.status != http.StatusCreated || !strings.HasPrefix(r.str("enrollmentToken"), hosts.SecretHostEnrollment) || r.str("expiresAt") == "" {
+	if r.status != http.StatusCreated || !strings.HasPrefix(r.str("enrollmentToken"), core.SecretHostEnrollment) || r.str("expiresAt") == "" {
 		t.Fatalf("create without key: %d %s", r.status, r.raw)
 	}
 	token, hostID := r.str("enrollmentToken"), r.str("hostId")

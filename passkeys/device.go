@@ -181,7 +181,7 @@ func deviceAgentID(a *approvals.Approval) string {
 		return ""
 	}
 	for _, k := range []string{"agent_id", "agentId"} {
-		if v, ok := d[k].(string); ok && strings.HasPrefix(v, hosts.PrefixDelegatedAgent) {
+		if v, ok := d[k].(string); ok && strings.HasPrefix(v, core.PrefixDelegatedAgent) {
 			return v
 		}
 	}

@@ -190,7 +190,7 @@ func TestHostsPageCreateAndList(t *testing.T) {
 	// Without a key: the enrollment token once, with the enroll call.
 	r = b.addHost("Laptop", "")
 	wantStatus(t, "create without key", r, http.StatusOK)
-	tok := regexp.MustCompile(regexp.QuoteMeta(hosts.SecretHostEnrollment) + `[A-Za-z0-9_-]+`).FindString(r.body)
+	tok := regexp.MustCompile(regexp.QuoteMeta(core.SecretHostEnrollment) + `[A-Za-z0-9_-]+`).FindString(r.body)
 	if tok == "" {
 		t.Fatalf("no enrollment token shown:\n%s", r.body)
 	}
@@ -201,7 +201,7 @@ func TestHostsPageCreateAndList(t *testing.T) {
 		}
 	}
 	lap := h.hostNamed(owner, "Laptop").Host
-	if lap.Status != hosts.PendingEnrollment || lap.EnrollmentHash == nil || strings.Contains(*lap.EnrollmentHash, tok) || strings.Contains(*lap.EnrollmentHash, strings.TrimPrefix(tok, hosts.SecretHostEnrollment)) {
+	if lap.Status != hosts.PendingEnrollment || lap.EnrollmentHash == nil || strings.Contains(*lap.EnrollmentHash, tok) || strings.Contains(*lap.EnrollmentHash, strings.TrimPrefix(tok, core.SecretHostEnrollment)) {
 		t.Fatalf("token not stored hashed: %+v", lap)
 	}
 	r = b.get("/console/hosts")
@@ -217,7 +217,7 @@ func TestHostsPageCreateAndList(t *testing.T) {
 
 	// Revoking a host that waits for enrollment kills its token.
 	r = b.addHost("Spare", "")
-	spareTok := regexp.MustCompile(regexp.QuoteMeta(hosts.SecretHostEnrollment) + `[A-Za-z0-9_-]+`).FindString(r.body)
+	spareTok := regexp.MustCompile(regexp.QuoteMeta(core.SecretHostEnrollment) + `[A-Za-z0-9_-]+`).FindString(r.body)
 	spare := h.hostNamed(owner, "Spare").Host
 	wantStatus(t, "revoke pending host", b.form("/console/hosts/"+spare.ID+"/revoke", url.Values{"csrf": {b.csrf()}, "confirm": {"yes"}}), http.StatusSeeOther)
 	if _, err := h.env.Svc.Hosts.Enroll(t.Context(), spareTok, json.RawMessage(publicJWK(t)), "Spare"); err == nil {

@@ -17,7 +17,7 @@ func testCharges(t *testing.T, s services.Store) {
 	o := newOwner(t, s)
 	f := newFax(t, s, newDocument(t, s, o, core.ModeTest))
 	c := &credits.Charge{
-		ID: core.NewID(credits.PrefixCharge), Mode: core.ModeTest, Method: "stripe", Purpose: credits.ChargeMachineFax,
+		ID: core.NewID(core.PrefixCharge), Mode: core.ModeTest, Method: "stripe", Purpose: credits.ChargeMachineFax,
 		IdempotencyKey: "mpp_ch1_spt1", AmountMicros: 500_000, Currency: "usd", Reference: "pi_1", Status: credits.ChargeSucceeded,
 		FaxID: &f.ID, Subject: "ch1", CreatedAt: at(1),
 	}
@@ -32,7 +32,7 @@ func testCharges(t *testing.T, s services.Store) {
 	wantErr(t, "unknown key", err, core.ErrNoRows)
 
 	dup := *c
-	dup.ID = core.NewID(credits.PrefixCharge)
+	dup.ID = core.NewID(core.PrefixCharge)
 	wantErr(t, "second charge under one key", s.CreateCharge(ctx, &dup), core.ErrExists)
 
 	must(t, s.MarkChargeRefunded(ctx, c.ID, "re_1", at(2)))
@@ -45,7 +45,7 @@ func testCharges(t *testing.T, s services.Store) {
 	}
 
 	// A charge of an owner's credit pack; a machine's has no owner.
-	pack := &credits.Charge{ID: core.NewID(credits.PrefixCharge), OwnerID: o.ID, Mode: core.ModeLive, Method: "card", Purpose: credits.ChargeCreditPack,
+	pack := &credits.Charge{ID: core.NewID(core.PrefixCharge), OwnerID: o.ID, Mode: core.ModeLive, Method: "card", Purpose: credits.ChargeCreditPack,
 		IdempotencyKey: "ap2_apr1", AmountMicros: 20_000_000, Currency: "usd", Reference: "pi_2", Status: credits.ChargeSucceeded,
 		PackID: "pack_20", Subject: "apr_1", CreatedAt: at(4)}
 	must(t, s.CreateCharge(ctx, pack))
@@ -56,7 +56,7 @@ func testCharges(t *testing.T, s services.Store) {
 	won := 0
 	for range 50 {
 		wg.Go(func() {
-			c := &credits.Charge{ID: core.NewID(credits.PrefixCharge), Mode: core.ModeTest, Method: "stripe", Purpose: credits.ChargeMachineFax,
+			c := &credits.Charge{ID: core.NewID(core.PrefixCharge), Mode: core.ModeTest, Method: "stripe", Purpose: credits.ChargeMachineFax,
 				IdempotencyKey: "race", AmountMicros: 1, Currency: "usd", Status: credits.ChargeSucceeded, CreatedAt: at(5)}
 			err := s.CreateCharge(ctx, c)
 			if err == nil {

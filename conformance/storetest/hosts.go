@@ -25,18 +25,18 @@ func RunHostTests(t *testing.T, st services.Store) {
 func activeHost(o *accounts.Owner, sec int, caps ...hosts.Capability) *hosts.Host {
 	key, tp := `{"crv":"Ed25519","kty":"OKP","x":"`+core.NewID("k")+`"}`, core.NewID("tp_")
 	enrolled := at(sec)
-	return &hosts.Host{ID: core.NewID(hosts.PrefixHost), OwnerID: o.ID, Name: "Laptop", PublicKey: &key, Thumbprint: &tp,
+	return &hosts.Host{ID: core.NewID(core.PrefixHost), OwnerID: o.ID, Name: "Laptop", PublicKey: &key, Thumbprint: &tp,
 		DefaultCapabilities: caps, Status: hosts.Active, CreatedAt: at(sec), EnrolledAt: &enrolled}
 }
 
 func pendingHost(o *accounts.Owner, sec int) *hosts.Host {
 	hash, exp := core.NewID("eh_"), at(sec).Add(hosts.EnrollmentTTL)
-	return &hosts.Host{ID: core.NewID(hosts.PrefixHost), OwnerID: o.ID, Name: "Server", DefaultCapabilities: []hosts.Capability{},
+	return &hosts.Host{ID: core.NewID(core.PrefixHost), OwnerID: o.ID, Name: "Server", DefaultCapabilities: []hosts.Capability{},
 		Status: hosts.PendingEnrollment, EnrollmentHash: &hash, EnrollmentExpiresAt: &exp, CreatedAt: at(sec)}
 }
 
 func newDelegatedAgent(h *hosts.Host, sec int, status hosts.AgentStatus) *hosts.Agent {
-	return &hosts.Agent{ID: core.NewID(hosts.PrefixDelegatedAgent), HostID: h.ID, OwnerID: h.OwnerID, Name: "Mailer",
+	return &hosts.Agent{ID: core.NewID(core.PrefixDelegatedAgent), HostID: h.ID, OwnerID: h.OwnerID, Name: "Mailer",
 		PublicKey: `{"kty":"OKP"}`, Thumbprint: core.NewID("atp_"),
 		Requested: []hosts.Capability{hosts.CapValidateFax, hosts.CapSendFax}, Granted: []hosts.Capability{},
 		Status: status, UserCodeHash: "uc1", DeviceExpires: at(sec).Add(hosts.DeviceApprovalTTL), ApprovalID: core.NewID(core.PrefixApproval),
@@ -234,7 +234,7 @@ func newDelegatedSend(t *testing.T, s services.Store, o *accounts.Owner, sec int
 	appr := &approvals.Approval{ID: core.NewID(core.PrefixApproval), OwnerID: o.ID, Kind: approvals.KindFaxSend, BindingHash: "h",
 		RequiresUV: true, Status: approvals.Pending, CreatedAt: at(sec), ExpiresAt: at(sec).Add(hosts.SendTTL)}
 	must(t, s.CreateApproval(ctx, appr))
-	d := &hosts.Send{ID: core.NewID(hosts.PrefixDelegatedSend), OwnerID: o.ID, Mode: core.ModeTest, HostID: "hst_x", AgentID: "dag_x",
+	d := &hosts.Send{ID: core.NewID(core.PrefixDelegatedSend), OwnerID: o.ID, Mode: core.ModeTest, HostID: "hst_x", AgentID: "dag_x",
 		ApprovalID: appr.ID, DocumentID: doc.ID, DocumentSHA: doc.SHA256, To: "+14155550123", Country: "US", Pages: 3, Cover: true,
 		CoverText: "hi", PriceMicros: 210_000, Currency: core.Currency, CreatedAt: at(sec), ExpiresAt: appr.ExpiresAt}
 	must(t, s.CreateDelegatedSend(ctx, d))

@@ -108,12 +108,12 @@ func testMachine(t *testing.T, s services.Store) {
 	}
 
 	// Charges: a reference pays once per method; refunds.
-	ch := &credits.Charge{ID: core.NewID(credits.PrefixCharge), Mode: core.ModeTest, Method: "tempo", Purpose: credits.ChargeMachineFax,
+	ch := &credits.Charge{ID: core.NewID(core.PrefixCharge), Mode: core.ModeTest, Method: "tempo", Purpose: credits.ChargeMachineFax,
 		IdempotencyKey: "mpp_c2_a", AmountMicros: 210_000, Currency: "0xtoken", Reference: "0xhash", Status: credits.ChargeSucceeded,
 		FaxID: &f.ID, Subject: "c2", CreatedAt: at(503), RequestID: "req-1", AmountUnits: 210_000}
 	must(t, s.CreateCharge(ctx, ch))
 	reuse := *ch
-	reuse.ID, reuse.IdempotencyKey, reuse.FaxID = core.NewID(credits.PrefixCharge), "mpp_c3_a", nil
+	reuse.ID, reuse.IdempotencyKey, reuse.FaxID = core.NewID(core.PrefixCharge), "mpp_c3_a", nil
 	wantErr(t, "a reference paying twice", s.CreateCharge(ctx, &reuse), core.ErrExists)
 	reuse.Method = "stripe"
 	must(t, s.CreateCharge(ctx, &reuse))

@@ -5,7 +5,6 @@ import (
 
 	"github.com/faxhub/faxhub/core"
 	"github.com/faxhub/faxhub/core/accounts"
-	"github.com/faxhub/faxhub/core/credits"
 	"github.com/faxhub/faxhub/core/faxes"
 	"github.com/faxhub/faxhub/core/services"
 	"github.com/faxhub/faxhub/core/tasks"
@@ -110,7 +109,7 @@ func testCreditPurchases(t *testing.T, s services.Store) {
 	wantEqual(t, "purchase after a refused then accepted update", got, &replay)
 
 	// awaiting_approval → completed with its charge; the credential goes.
-	charge := core.NewID(credits.PrefixCharge)
+	charge := core.NewID(core.PrefixCharge)
 	done := next
 	done.Status, done.ChargeID, done.Credential, done.UpdatedAt = tasks.PurchaseCompleted, &charge, nil, at(30)
 	must(t, s.UpdateCreditPurchase(ctx, &done, tasks.PurchaseAwaitingApproval))

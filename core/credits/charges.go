@@ -23,8 +23,6 @@ const (
 	ChargeRefunded  ChargeStatus = "refunded"
 )
 
-// PrefixCharge names a charge.
-const PrefixCharge = "chg_"
 
 // Charge is one settled payment.
 type Charge struct {

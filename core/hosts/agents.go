@@ -163,7 +163,7 @@ func (s *Service) RegisterAgent(ctx context.Context, host *Host, r AgentRequest)
 	}
 
 	now := s.now()
-	a := &Agent{ID: core.NewID(PrefixDelegatedAgent), HostID: host.ID, OwnerID: host.OwnerID, Name: name,
+	a := &Agent{ID: core.NewID(core.PrefixDelegatedAgent), HostID: host.ID, OwnerID: host.OwnerID, Name: name,
 		PublicKey: r.AgentKey.JSON, Thumbprint: r.AgentKey.Thumbprint, Requested: caps, Granted: []Capability{},
 		Status: AgentPending, DeviceExpires: now.Add(DeviceApprovalTTL), CreatedAt: now}
 	preApproved := !r.ForceApproval
@@ -263,7 +263,7 @@ func agentNotFound() error {
 
 // hostAgent reads agentID if it is host's.
 func (s *Service) hostAgent(ctx context.Context, host *Host, agentID string) (*Agent, error) {
-	if host == nil || !core.HasPrefix(agentID, PrefixDelegatedAgent) || len(agentID) > 100 {
+	if host == nil || !core.HasPrefix(agentID, core.PrefixDelegatedAgent) || len(agentID) > 100 {
 		return nil, agentNotFound()
 	}
 	a, err := s.d.Store.GetDelegatedAgent(ctx, agentID)
@@ -305,7 +305,7 @@ func (s *Service) ReissueDeviceCode(ctx context.Context, host *Host, agentID str
 // its owner (ownerID set, the console or the owner's session). Revoking a
 // revoked agent answers it again.
 func (s *Service) RevokeAgent(ctx context.Context, ownerID, hostID, agentID string) (*Agent, error) {
-	if (ownerID == "" && hostID == "") || !core.HasPrefix(agentID, PrefixDelegatedAgent) || len(agentID) > 100 {
+	if (ownerID == "" && hostID == "") || !core.HasPrefix(agentID, core.PrefixDelegatedAgent) || len(agentID) > 100 {
 		return nil, agentNotFound()
 	}
 	a, err := s.d.Store.GetDelegatedAgent(ctx, agentID)
@@ -362,7 +362,7 @@ func (s *Service) AgentForJWT(ctx context.Context, iss, sub string) (*Host, *Age
 	if iss == "" || len(iss) > 200 {
 		return nil, nil, invalidJWT("iss must name a registered host (its host id or its key's thumbprint)")
 	}
-	if !core.HasPrefix(sub, PrefixDelegatedAgent) || len(sub) > 100 {
+	if !core.HasPrefix(sub, core.PrefixDelegatedAgent) || len(sub) > 100 {
 		return nil, nil, invalidJWT("sub names no agent of this host")
 	}
 	a, h, err := s.d.Store.GetDelegatedAgentWithHost(ctx, sub)
@@ -446,7 +446,7 @@ func AuthorizeCapability(p core.Principal, a *Agent, c Capability) error {
 // ownDevice reads the agent behind a device link for the signed-in owner
 // and checks it can still be decided.
 func (s *Service) ownDevice(ctx context.Context, ownerID, agentID string) (*Agent, *Host, error) {
-	if ownerID == "" || !core.HasPrefix(agentID, PrefixDelegatedAgent) || len(agentID) > 100 {
+	if ownerID == "" || !core.HasPrefix(agentID, core.PrefixDelegatedAgent) || len(agentID) > 100 {
 		return nil, nil, agentNotFound()
 	}
 	a, err := s.d.Store.GetDelegatedAgent(ctx, agentID)

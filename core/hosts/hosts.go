@@ -166,12 +166,12 @@ func (s *Service) Create(ctx context.Context, ownerID string, r CreateRequest) (
 		return nil, err
 	}
 	now := s.now()
-	h := &Host{ID: core.NewID(PrefixHost), OwnerID: ownerID, Name: name, DefaultCapabilities: caps, CreatedAt: now}
+	h := &Host{ID: core.NewID(core.PrefixHost), OwnerID: ownerID, Name: name, DefaultCapabilities: caps, CreatedAt: now}
 	out := &Created{Host: h}
 	if key != nil {
 		h.PublicKey, h.Thumbprint, h.Status, h.EnrolledAt = &key.JSON, &key.Thumbprint, Active, &now
 	} else {
-		out.EnrollmentToken = core.NewSecret(SecretHostEnrollment)
+		out.EnrollmentToken = core.NewSecret(core.SecretHostEnrollment)
 		hash, exp := core.HashSecret(out.EnrollmentToken), now.Add(EnrollmentTTL)
 		h.Status, h.EnrollmentHash, h.EnrollmentExpiresAt = PendingEnrollment, &hash, &exp
 	}
@@ -202,7 +202,7 @@ func (s *Service) Enroll(ctx context.Context, token string, publicKey json.RawMe
 		}
 	}
 	invalid := core.Errorf(core.KindInvalid, agents.CodeInvalidEnrollment, "the host enrollment token is unknown, expired, revoked or already used")
-	if !strings.HasPrefix(token, SecretHostEnrollment) || len(token) > 200 {
+	if !strings.HasPrefix(token, core.SecretHostEnrollment) || len(token) > 200 {
 		return nil, invalid
 	}
 	now := s.now()
@@ -291,7 +291,7 @@ func (s *Service) HostForJWT(ctx context.Context, iss string) (*Host, error) {
 	}
 	var h *Host
 	var err error
-	if core.HasPrefix(iss, PrefixHost) {
+	if core.HasPrefix(iss, core.PrefixHost) {
 		h, err = s.d.Store.GetHost(ctx, iss)
 	} else {
 		h, err = s.d.Store.GetHostByThumbprint(ctx, iss)

@@ -96,7 +96,7 @@ func TestEnrollHost(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if hc.Host.Status != hosts.PendingEnrollment || !strings.HasPrefix(hc.EnrollmentToken, hosts.SecretHostEnrollment) {
+		if hc.Host.Status != hosts.PendingEnrollment || !strings.HasPrefix(hc.EnrollmentToken, core.SecretHostEnrollment) {
 			t.Fatalf("create = %+v", hc)
 		}
 		return hc
@@ -123,7 +123,7 @@ func TestEnrollHost(t *testing.T) {
 	// Used, unknown, expired, revoked: one refusal.
 	_, err = e.Svc.Hosts.Enroll(ctx, hc.EnrollmentToken, newJWK(t), "")
 	testenv.WantCode(t, err, agents.CodeInvalidEnrollment)
-	_, err = e.Svc.Hosts.Enroll(ctx, hosts.SecretHostEnrollment+"nope", newJWK(t), "")
+	_, err = e.Svc.Hosts.Enroll(ctx, core.SecretHostEnrollment+"nope", newJWK(t), "")
 	testenv.WantCode(t, err, agents.CodeInvalidEnrollment)
 	expired := create()
 	revoked := create()

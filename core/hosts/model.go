@@ -51,14 +51,6 @@ const (
 	JWTSkew        = 30 * time.Second
 )
 
-// ID prefixes and secret prefixes of the delegated flow.
-const (
-	PrefixHost           = "hst_"
-	PrefixDelegatedAgent = "dag_"
-	PrefixDelegatedSend  = "dsn_"
-	// SecretHostEnrollment prefixes a host enrollment token.
-	SecretHostEnrollment = "fxh_"
-)
 
 // DevicePagePath is the owner's device verification page (the console
 // serves it): verification_uri is {base_url}+DevicePagePath and

@@ -111,7 +111,7 @@ func (s *Service) RequestSend(ctx context.Context, p core.Principal, a *Agent, r
 			"this agent has %d faxes waiting for the owner's approval already; wait until they are decided or expire", n).WithRetryAfter(60)
 	}
 	d := &Send{
-		ID: core.NewID(PrefixDelegatedSend), OwnerID: p.OwnerID, Mode: p.Mode, HostID: host.ID, AgentID: a.ID,
+		ID: core.NewID(core.PrefixDelegatedSend), OwnerID: p.OwnerID, Mode: p.Mode, HostID: host.ID, AgentID: a.ID,
 		DocumentID: doc.ID, DocumentSHA: doc.SHA256, To: e164, Country: country, Pages: doc.Pages, Cover: r.Cover,
 		CoverText: r.CoverText, PriceMicros: q.AmountMicros, Price: core.FormatUSD(q.AmountMicros), Currency: core.Currency,
 		Status: SendPending, CreatedAt: now, ExpiresAt: now.Add(SendTTL),
@@ -150,7 +150,7 @@ func (s *Service) GetSend(ctx context.Context, p core.Principal, a *Agent, id st
 	if p.OwnerID == "" || a == nil || p.OwnerID != a.OwnerID {
 		return nil, nil, core.Errorf(core.KindUnauthenticated, core.CodeUnauthenticated, "authentication required")
 	}
-	if !core.HasPrefix(id, PrefixDelegatedSend) || len(id) > 100 {
+	if !core.HasPrefix(id, core.PrefixDelegatedSend) || len(id) > 100 {
 		return nil, nil, core.NotFound("send request")
 	}
 	d, err := s.d.Store.GetDelegatedSend(ctx, id)

@@ -428,7 +428,7 @@ func (s *Service) DeliverTestFax(ctx context.Context, ownerID string, t TestInbo
 	if fi.Size() > s.documents.MaxUploadBytes() {
 		return nil, core.Errorf(core.KindTooLarge, documents.CodeFileTooLarge, "the file is larger than %d bytes", s.documents.MaxUploadBytes())
 	}
-	ref := "sim_" + core.RandomString(10)
+	ref := core.PrefixSimulated + core.RandomString(10)
 	key := "inbox/incoming-" + ref
 	if _, err := s.documents.PutFile(ctx, key, t.Path, "application/octet-stream"); err != nil {
 		return nil, err

@@ -526,7 +526,7 @@ type chargeRequest struct {
 // another charge.
 func machineIdempotencyKey(challengeID string, payload []byte) string {
 	sum := sha256.Sum256(payload)
-	return "mpp_" + challengeID + "_" + hex.EncodeToString(sum[:])[:32]
+	return core.PrefixMachineSettlement + challengeID + "_" + hex.EncodeToString(sum[:])[:32]
 }
 
 // payMachine claims the challenge, settles it with the method and, if it
@@ -818,7 +818,7 @@ func (s *Service) finishPaid(ctx context.Context, claim *Claim, m Method, res pa
 			return err
 		}
 		c := &credits.Charge{
-			ID: core.NewID(credits.PrefixCharge), Mode: claim.Mode, Method: claim.Method, Purpose: credits.ChargeMachineFax,
+			ID: core.NewID(core.PrefixCharge), Mode: claim.Mode, Method: claim.Method, Purpose: credits.ChargeMachineFax,
 			IdempotencyKey: claim.IdempotencyKey, AmountMicros: max(req.PriceMicros, 1), Currency: claim.Currency,
 			Reference: res.Reference, Status: credits.ChargeSucceeded, FaxID: &f.ID, Subject: claim.ChallengeID, CreatedAt: now,
 			RequestID: claim.RequestID, AmountUnits: claim.Amount,
@@ -879,7 +879,7 @@ func (s *Service) recordDoublePayment(ctx context.Context, tx Tx, claim *Claim, 
 		state, due = RefundNotRefundable, 0
 	}
 	c := &credits.Charge{
-		ID: core.NewID(credits.PrefixCharge), Mode: claim.Mode, Method: claim.Method, Purpose: credits.ChargeMachineFax,
+		ID: core.NewID(core.PrefixCharge), Mode: claim.Mode, Method: claim.Method, Purpose: credits.ChargeMachineFax,
 		IdempotencyKey: claim.IdempotencyKey, AmountMicros: max(req.PriceMicros, 1), Currency: claim.Currency,
 		Reference: res.Reference, Status: credits.ChargeSucceeded, Subject: claim.ChallengeID, CreatedAt: now,
 		RequestID: claim.RequestID, AmountUnits: claim.Amount, RefundState: state, RefundDueUnits: due,

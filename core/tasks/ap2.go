@@ -532,7 +532,7 @@ func (s *Service) FinishPurchase(ctx context.Context, approvalID string) error {
 	}
 	now := s.now()
 	ch := &credits.Charge{
-		ID: core.NewID(credits.PrefixCharge), OwnerID: c.OwnerID, Mode: c.Mode, Method: method.Name(), Purpose: credits.ChargeCreditPack,
+		ID: core.NewID(core.PrefixCharge), OwnerID: c.OwnerID, Mode: c.Mode, Method: method.Name(), Purpose: credits.ChargeCreditPack,
 		IdempotencyKey: key, AmountMicros: c.AmountMicros, Currency: core.Currency, Reference: res.Reference,
 		Status: credits.ChargeSucceeded, PackID: c.PackID, Subject: a.ID, CreatedAt: now,
 	}

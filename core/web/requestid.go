@@ -27,7 +27,7 @@ func WithRequestID(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		id := r.Header.Get(HeaderRequestID)
 		if !plainToken(id) {
-			id = "req_" + core.RandomString(10)
+			id = core.PrefixRequest + core.RandomString(10)
 		}
 		w.Header().Set(HeaderRequestID, id)
 		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), requestIDKey{}, id)))

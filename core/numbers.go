@@ -1,4 +1,0 @@
-package core
-
-// PrefixNumber names a rented number.
-const PrefixNumber = "num_"

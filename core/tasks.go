@@ -1,5 +1,0 @@
-package core
-
-// PrefixContext names a conversation (A2A contextId) that faxhub started
-// because the agent sent none.
-const PrefixContext = "ctx_"
