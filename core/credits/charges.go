@@ -23,7 +23,6 @@ const (
 	ChargeRefunded  ChargeStatus = "refunded"
 )
 
-
 // Charge is one settled payment.
 type Charge struct {
 	ID string `db:"id" json:"id"`

@@ -51,7 +51,6 @@ const (
 	JWTSkew        = 30 * time.Second
 )
 
-
 // DevicePagePath is the owner's device verification page (the console
 // serves it): verification_uri is {base_url}+DevicePagePath and
 // verification_uri_complete adds ?agent_id=…&code=….
