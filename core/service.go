@@ -54,6 +54,9 @@ type Deps struct {
 	// credentials (a card token): the test card in test mode, Stripe in
 	// live mode once configured (payments issue).
 	PaymentMethods map[Mode]payments.PaymentMethod
+	// Links builds the URLs core hands out from route names (the router);
+	// without it the kernel expands each Link's template (core's tests).
+	Links Links
 }
 
 // Service is faxhub's core: every adapter calls it with a Principal. Its

@@ -185,7 +185,7 @@ func TestRegisterDeviceApproval(t *testing.T) {
 		t.Fatalf("grants: %v", grants)
 	}
 	code1, complete := approvalOf(t, r)
-	if !strings.HasPrefix(complete, e.base+hosts.DevicePagePath) {
+	if !strings.HasPrefix(complete, e.base+core.LinkDevicePage.Path()) {
 		t.Fatalf("verification_uri_complete %q", complete)
 	}
 	ag := &agent{h: h, id: id, key: k}

@@ -59,7 +59,7 @@ func TestInboxCapabilities(t *testing.T) {
 	}
 	r = ag.execute("read_inbox_fax", map[string]any{"id": f.ID})
 	data, _ = r.body["data"].(map[string]any)
-	if r.status != 200 || data["pages"] != float64(2) || !strings.Contains(data["download_url"].(string), inbox.DownloadPath) {
+	if r.status != 200 || data["pages"] != float64(2) || !strings.Contains(data["download_url"].(string), core.LinkInboxFile.PathPrefix()) {
 		t.Fatalf("read_inbox_fax: %d %s", r.status, r.raw)
 	}
 	if _, err := exec.LookPath("pdftotext"); err != nil {

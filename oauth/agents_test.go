@@ -101,7 +101,7 @@ func (h *agentHarness) exchange(assertion string) (int, map[string]any) {
 // attemptOf returns the secret attempt token inside a verification_uri.
 func attemptOf(t *testing.T, uri string) string {
 	t.Helper()
-	_, tok, ok := strings.Cut(uri, agents.ClaimPagePath)
+	_, tok, ok := strings.Cut(uri, core.LinkClaimPage.PathPrefix())
 	if !ok || tok == "" {
 		t.Fatalf("verification_uri %q has no attempt token", uri)
 	}

@@ -16,10 +16,6 @@ import (
 // the owner issues enrollment tokens and manages agent registrations, and
 // the claim page at the verification_uri an agent hands its owner.
 
-// ClaimPathPrefix is where claim links point: the rest of the path is the
-// secret claim-attempt token (never the user code).
-const ClaimPathPrefix = agents.ClaimPagePath
-
 type agentsBody struct {
 	Secret        *agents.EnrollmentSecret
 	SecretScopes  []scopeInfo
@@ -177,7 +173,7 @@ func (c *Console) showClaim(w http.ResponseWriter, r *http.Request, s *signedIn,
 		return
 	}
 	v := &claimView{Name: req.Registration.Name, Type: req.Registration.Type, ExpiresAt: req.ExpiresAt, TriesLeft: req.TriesLeft}
-	d := c.page(s, "Approve agent "+v.Name, "agents", claimBody{Action: ClaimPathPrefix + tok, View: v, ScopeList: describeScopes(req.Scopes)})
+	d := c.page(s, "Approve agent "+v.Name, "agents", claimBody{Action: core.LinkClaimPage.PathPrefix() + tok, View: v, ScopeList: describeScopes(req.Scopes)})
 	d.Error = errMsg
 	c.render(w, r, status, "agentclaim", d)
 }

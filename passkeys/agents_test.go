@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/faxhub/faxhub/core"
 	"github.com/faxhub/faxhub/core/mail"
 	"github.com/faxhub/faxhub/core/web"
 	"github.com/faxhub/faxhub/internal/testenv"
@@ -89,7 +90,7 @@ func TestAgentAccessPageAndClaim(t *testing.T) {
 		t.Fatal("the token is shown again, or not listed")
 	}
 	path, code := registerAgent(t, as, tok, "ada@example.com")
-	if !strings.HasPrefix(path, passkeys.ClaimPathPrefix) || strings.Contains(path, code) {
+	if !strings.HasPrefix(path, core.LinkClaimPage.PathPrefix()) || strings.Contains(path, code) {
 		t.Fatalf("claim link %q", path)
 	}
 	r = b.get(path)

@@ -30,7 +30,6 @@ import (
 	"github.com/faxhub/faxhub/core"
 	"github.com/faxhub/faxhub/core/accounts"
 	"github.com/faxhub/faxhub/core/authstate"
-	"github.com/faxhub/faxhub/core/hosts"
 	"github.com/faxhub/faxhub/core/mail"
 	"github.com/faxhub/faxhub/core/services"
 	"github.com/faxhub/faxhub/core/web"
@@ -143,7 +142,7 @@ func (c *Console) Err() error { return c.err }
 // in "/" is a subtree). They do not collide with /api/, /.well-known/ or
 // /healthz.
 func Paths() []string {
-	return []string{"/signup", "/signin", "/signin/", "/signout", "/verify", "/verify/", "/recover", "/console", "/console/", ClaimPathPrefix}
+	return []string{"/signup", "/signin", "/signin/", "/signout", "/verify", "/verify/", "/recover", "/console", "/console/", core.LinkClaimPage.PathPrefix()}
 }
 
 // Register puts the console's pages and form endpoints on r (base origin)
@@ -194,20 +193,20 @@ func (c *Console) Register(r *web.Router) {
 	page("createHost", "POST", "/console/hosts", session, c.withOwner(c.createHost))
 	page("revokeHost", "POST", "/console/hosts/{id}/revoke", session, c.withOwner(c.revokeHost))
 	page("revokeDelegatedAgent", "POST", "/console/hosts/agents/{id}/revoke", session, c.withOwner(c.revokeDelegatedAgent))
-	page("device", "GET", hosts.DevicePagePath, session, c.withOwner(c.devicePage))
-	page("decideDevice", "POST", hosts.DevicePagePath, session, c.withOwner(c.decideDevice))
-	page("claim", "GET", ClaimPathPrefix+"{token}", session, c.withOwner(c.claimPage))
-	page("decideClaim", "POST", ClaimPathPrefix+"{token}", session, c.withOwner(c.decideClaim))
+	page("device", "GET", core.LinkDevicePage.Path(), session, c.withOwner(c.devicePage))
+	page("decideDevice", "POST", core.LinkDevicePage.Path(), session, c.withOwner(c.decideDevice))
+	page("claim", "GET", core.LinkClaimPage.Path(), session, c.withOwner(c.claimPage))
+	page("decideClaim", "POST", core.LinkClaimPage.Path(), session, c.withOwner(c.decideClaim))
 	page("approvals", "GET", "/console/approvals", session, c.withOwner(c.approvalsPage))
-	page("approval", "GET", "/console/approvals/{id}", session, c.withOwner(c.approvalPage))
-	page("decide", "POST", "/console/approvals/{id}", session, c.withOwner(c.decide))
+	page("approval", "GET", core.LinkApprovalPage.Path(), session, c.withOwner(c.approvalPage))
+	page("decide", "POST", core.LinkApprovalPage.Path(), session, c.withOwner(c.decide))
 	page("approvalPasskeyBegin", "POST", "/console/approvals/{id}/passkey/begin", session, c.withOwner(c.approvalBegin))
 	page("approvalPasskeyFinish", "POST", "/console/approvals/{id}/passkey/finish", session, c.withOwner(c.approvalFinish))
-	page("draft", "GET", "/console/drafts/{id}", session, c.withOwner(c.draftPage))
+	page("draft", "GET", core.LinkDraftPage.Path(), session, c.withOwner(c.draftPage))
 	page("payDraft", "POST", "/console/drafts/{id}/pay", session, c.withOwner(c.payDraft))
 	page("numbers", "GET", "/console/numbers", session, c.withOwner(c.numbersPage))
 	page("buyNumber", "POST", "/console/numbers", session, c.withOwner(c.buyNumber))
-	page("number", "GET", "/console/numbers/{id}", session, c.withOwner(c.numberPage))
+	page("number", "GET", core.LinkNumberPage.Path(), session, c.withOwner(c.numberPage))
 	page("payNumber", "POST", "/console/numbers/{id}/pay", session, c.withOwner(c.payNumber))
 	page("payNumberWithCredits", "POST", "/console/numbers/{id}/pay-credits", session, c.withOwner(c.payNumberWithCredits))
 	page("releaseNumber", "POST", "/console/numbers/{id}/release", session, c.withOwner(c.releaseNumber))

@@ -13,7 +13,7 @@ import (
 	"github.com/faxhub/faxhub/core/hosts"
 )
 
-// The device page (hosts.DevicePagePath): the verification_uri of a
+// The device page (core.LinkDevicePage): the verification_uri of a
 // delegated agent's device authorization (RFC 8628 names). The owner,
 // signed in, sees the host, the agent and what it asks for, narrows it,
 // types (or confirms) the user code, and approves or declines.
@@ -191,7 +191,7 @@ func deviceAgentID(a *approvals.Approval) string {
 // devicePath is the device page for an agent (without its code, which
 // only the agent shows).
 func devicePath(agentID string) string {
-	return hosts.DevicePagePath + "?agent_id=" + url.QueryEscape(agentID)
+	return core.LinkDevicePage.Path() + "?agent_id=" + url.QueryEscape(agentID)
 }
 
 // deviceInboxDecision keeps the inbox honest for device approvals:

@@ -346,7 +346,7 @@ func devicePage(t *testing.T, v *hosts.AgentView) string {
 		t.Fatalf("agent %s has no device approval", v.Agent.ID)
 	}
 	p := localURL(t, v.Approval.VerificationURIComplete)
-	if !strings.HasPrefix(p, hosts.DevicePagePath+"?") {
+	if !strings.HasPrefix(p, core.LinkDevicePage.Path()+"?") {
 		t.Fatalf("verification_uri_complete %q", v.Approval.VerificationURIComplete)
 	}
 	return p
@@ -378,10 +378,10 @@ func TestDevicePageApproveNarrowed(t *testing.T) {
 	if r.status != http.StatusNotFound || strings.Contains(r.body, "Fax helper") {
 		t.Fatalf("bob: %d\n%s", r.status, r.body)
 	}
-	r = bob.form(hosts.DevicePagePath, url.Values{"csrf": {bob.csrf()}, "agent_id": {v.Agent.ID}, "user_code": {v.Approval.UserCode}, "decision": {"approve"}, "capability": {"validate_fax"}})
+	r = bob.form(core.LinkDevicePage.Path(), url.Values{"csrf": {bob.csrf()}, "agent_id": {v.Agent.ID}, "user_code": {v.Approval.UserCode}, "decision": {"approve"}, "capability": {"validate_fax"}})
 	wantStatus(t, "bob approves", r, http.StatusNotFound)
 	// Without agent_id: asks for the full link.
-	if r := ada.get(hosts.DevicePagePath); r.status != http.StatusOK || !strings.Contains(r.body, "full link") {
+	if r := ada.get(core.LinkDevicePage.Path()); r.status != http.StatusOK || !strings.Contains(r.body, "full link") {
 		t.Fatalf("bare verification_uri: %d\n%s", r.status, r.body)
 	}
 
@@ -404,20 +404,20 @@ func TestDevicePageApproveNarrowed(t *testing.T) {
 		return f
 	}
 	// A wrong code: the page again, one try fewer.
-	r = ada.form(hosts.DevicePagePath, form(wrongCode(v.Approval.UserCode), hosts.CapValidateFax))
+	r = ada.form(core.LinkDevicePage.Path(), form(wrongCode(v.Approval.UserCode), hosts.CapValidateFax))
 	if r.status != http.StatusBadRequest || !strings.Contains(r.body, "4 tries left") || !strings.Contains(r.body, `role="alert"`) {
 		t.Fatalf("wrong code: %d\n%s", r.status, r.body)
 	}
 	// Widening is refused; nothing ticked is refused.
-	r = ada.form(hosts.DevicePagePath, form(v.Approval.UserCode, hosts.CapValidateFax, hosts.CapCreateUpload))
+	r = ada.form(core.LinkDevicePage.Path(), form(v.Approval.UserCode, hosts.CapValidateFax, hosts.CapCreateUpload))
 	if r.status < 400 || r.status >= 500 {
 		t.Fatalf("widen: %d\n%s", r.status, r.body)
 	}
-	wantStatus(t, "nothing ticked", ada.form(hosts.DevicePagePath, form(v.Approval.UserCode)), http.StatusBadRequest)
-	wantStatus(t, "no csrf", ada.form(hosts.DevicePagePath, url.Values{"agent_id": {v.Agent.ID}, "user_code": {v.Approval.UserCode}, "decision": {"approve"}, "capability": {"validate_fax"}}), http.StatusForbidden)
+	wantStatus(t, "nothing ticked", ada.form(core.LinkDevicePage.Path(), form(v.Approval.UserCode)), http.StatusBadRequest)
+	wantStatus(t, "no csrf", ada.form(core.LinkDevicePage.Path(), url.Values{"agent_id": {v.Agent.ID}, "user_code": {v.Approval.UserCode}, "decision": {"approve"}, "capability": {"validate_fax"}}), http.StatusForbidden)
 
 	// Approve, narrowed to two of three.
-	r = ada.form(hosts.DevicePagePath, form(v.Approval.UserCode, hosts.CapValidateFax, hosts.CapSendFax))
+	r = ada.form(core.LinkDevicePage.Path(), form(v.Approval.UserCode, hosts.CapValidateFax, hosts.CapSendFax))
 	if r.status != http.StatusOK || !strings.Contains(r.body, "Approved") {
 		t.Fatalf("approve: %d\n%s", r.status, r.body)
 	}
@@ -452,7 +452,7 @@ func TestDevicePageTriesDeclineExpiry(t *testing.T) {
 	page := devicePage(t, v)
 	var r reply
 	for i := range hosts.DeviceMaxTries {
-		r = ada.form(hosts.DevicePagePath, url.Values{"csrf": {ada.csrf()}, "agent_id": {v.Agent.ID}, "user_code": {wrongCode(v.Approval.UserCode)}, "decision": {"approve"}, "capability": {"get_credits"}})
+		r = ada.form(core.LinkDevicePage.Path(), url.Values{"csrf": {ada.csrf()}, "agent_id": {v.Agent.ID}, "user_code": {wrongCode(v.Approval.UserCode)}, "decision": {"approve"}, "capability": {"get_credits"}})
 		if i < hosts.DeviceMaxTries-1 && r.status != http.StatusBadRequest {
 			t.Fatalf("try %d: %d\n%s", i, r.status, r.body)
 		}
@@ -460,7 +460,7 @@ func TestDevicePageTriesDeclineExpiry(t *testing.T) {
 	if r.status < 400 || r.status >= 500 || !strings.Contains(strings.ToLower(html.UnescapeString(r.body)), "new code") {
 		t.Fatalf("last wrong try: %d\n%s", r.status, r.body)
 	}
-	r = ada.form(hosts.DevicePagePath, url.Values{"csrf": {ada.csrf()}, "agent_id": {v.Agent.ID}, "user_code": {v.Approval.UserCode}, "decision": {"approve"}, "capability": {"get_credits"}})
+	r = ada.form(core.LinkDevicePage.Path(), url.Values{"csrf": {ada.csrf()}, "agent_id": {v.Agent.ID}, "user_code": {v.Approval.UserCode}, "decision": {"approve"}, "capability": {"get_credits"}})
 	if r.status < 400 || h.delegatedAgent(owner, "Box", v.Agent.ID).Status == hosts.AgentActive {
 		t.Fatalf("the right code after too many tries: %d", r.status)
 	}
@@ -468,7 +468,7 @@ func TestDevicePageTriesDeclineExpiry(t *testing.T) {
 
 	// Decline from the page.
 	d := h.registerDelegated(host, "Declined one", hosts.CapGetCredits)
-	r = ada.form(hosts.DevicePagePath, url.Values{"csrf": {ada.csrf()}, "agent_id": {d.Agent.ID}, "decision": {"decline"}})
+	r = ada.form(core.LinkDevicePage.Path(), url.Values{"csrf": {ada.csrf()}, "agent_id": {d.Agent.ID}, "decision": {"decline"}})
 	if r.status != http.StatusOK || !strings.Contains(r.body, "Declined") {
 		t.Fatalf("decline: %d\n%s", r.status, r.body)
 	}
@@ -483,7 +483,7 @@ func TestDevicePageTriesDeclineExpiry(t *testing.T) {
 	if r.status < 400 || r.status >= 500 || !strings.Contains(r.body, "expired") {
 		t.Fatalf("expired: %d\n%s", r.status, r.body)
 	}
-	r = ada.form(hosts.DevicePagePath, url.Values{"csrf": {ada.csrf()}, "agent_id": {e.Agent.ID}, "user_code": {e.Approval.UserCode}, "decision": {"approve"}, "capability": {"get_credits"}})
+	r = ada.form(core.LinkDevicePage.Path(), url.Values{"csrf": {ada.csrf()}, "agent_id": {e.Agent.ID}, "user_code": {e.Approval.UserCode}, "decision": {"approve"}, "capability": {"get_credits"}})
 	if r.status < 400 || h.delegatedAgent(owner, "Box", e.Agent.ID).Status == hosts.AgentActive {
 		t.Fatalf("approved an expired code: %d", r.status)
 	}

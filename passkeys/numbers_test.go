@@ -12,7 +12,6 @@ import (
 	"testing"
 
 	"github.com/faxhub/faxhub/core"
-	"github.com/faxhub/faxhub/core/inbox"
 	"github.com/faxhub/faxhub/core/numbers"
 	"github.com/faxhub/faxhub/internal/testenv"
 )
@@ -179,8 +178,8 @@ func TestNumbersAndInboxPages(t *testing.T) {
 	wantStatus(t, "B reads A's fax", b.get(faxLoc), 404)
 	wantStatus(t, "B downloads A's fax", b.form("/console/inbox/"+faxID+"/download?mode=test", url.Values{"csrf": {csrfB}}), 404)
 	link := wantRedirect(t, "download", a.form("/console/inbox/"+faxID+"/download?mode=test", url.Values{"csrf": {csrfA}}),
-		h.env.Svc.Config().APIURL+inbox.DownloadPath+faxID+".")
-	rc, got, err := h.env.Svc.Inbox.OpenDownload(ctx, strings.TrimPrefix(link, h.env.Svc.Config().APIURL+inbox.DownloadPath))
+		h.env.Svc.Config().APIURL+core.LinkInboxFile.PathPrefix()+faxID+".")
+	rc, got, err := h.env.Svc.Inbox.OpenDownload(ctx, strings.TrimPrefix(link, h.env.Svc.Config().APIURL+core.LinkInboxFile.PathPrefix()))
 	if err != nil || got.ID != faxID {
 		t.Fatalf("the signed link opens %v %v", got, err)
 	}

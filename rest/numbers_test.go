@@ -221,7 +221,7 @@ func TestE2ENumbersAndInbox(t *testing.T) {
 
 	var link inbox.Link
 	h.do(keyA, "POST", "/api/v1/inbox/"+f.ID+"/download", nil, nil).status(http.StatusOK).decode(&link)
-	prefix := h.env.Svc.Config().APIURL + inbox.DownloadPath
+	prefix := h.env.Svc.Config().APIURL + core.LinkInboxFile.PathPrefix()
 	if !strings.HasPrefix(link.URL, prefix) || !link.ExpiresAt.After(clk.Now()) {
 		t.Fatalf("link: %+v", link)
 	}
@@ -238,9 +238,9 @@ func TestE2ENumbersAndInbox(t *testing.T) {
 			t.Errorf("download %s = %q, want %q", k, got, want)
 		}
 	}
-	token := strings.TrimPrefix(path, inbox.DownloadPath)
+	token := strings.TrimPrefix(path, core.LinkInboxFile.PathPrefix())
 	for _, bad := range []string{token + "x", strings.Replace(token, "inb_", "fax_", 1), "inb_x.1.y", strings.Repeat("a", 300)} {
-		h.do("", "GET", inbox.DownloadPath+bad, nil, nil).problem(404, inbox.CodeDownloadLink)
+		h.do("", "GET", core.LinkInboxFile.PathPrefix()+bad, nil, nil).problem(404, inbox.CodeDownloadLink)
 	}
 	clk.Advance(inbox.DownloadTTL + time.Second)
 	h.do("", "GET", path, nil, nil).problem(404, inbox.CodeDownloadLink)
@@ -331,15 +331,15 @@ func TestE2EProviderMedia(t *testing.T) {
 	// The link is the one core hands a provider (core/signedlink.go's
 	// format), signed here because the simulated provider fetches nothing.
 	token := mediaToken(t, h.env, fax.ID, time.Now().Add(time.Hour))
-	res := h.do("", "GET", faxes.ProviderMediaPath+token, nil, nil).status(http.StatusOK)
+	res := h.do("", "GET", core.LinkProviderMedia.PathPrefix()+token, nil, nil).status(http.StatusOK)
 	if !bytes.HasPrefix(res.body, []byte("%PDF-")) || res.header.Get("Content-Type") != "application/pdf" ||
 		res.header.Get("Content-Length") != strconv.Itoa(len(res.body)) || res.header.Get("Location") != "" {
 		t.Fatalf("media: %d %v", res.code, res.header)
 	}
-	h.do("", "GET", faxes.ProviderMediaPath+token[:len(token)-2]+"xx", nil, nil).problem(404, faxes.CodeMediaLinkInvalid)
-	h.do("", "GET", faxes.ProviderMediaPath+mediaToken(t, h.env, fax.ID, time.Now().Add(-time.Second)), nil, nil).problem(404, faxes.CodeMediaLinkInvalid)
+	h.do("", "GET", core.LinkProviderMedia.PathPrefix()+token[:len(token)-2]+"xx", nil, nil).problem(404, faxes.CodeMediaLinkInvalid)
+	h.do("", "GET", core.LinkProviderMedia.PathPrefix()+mediaToken(t, h.env, fax.ID, time.Now().Add(-time.Second)), nil, nil).problem(404, faxes.CodeMediaLinkInvalid)
 	h.do(key, "POST", "/api/v1/faxes/"+fax.ID+"/cancel", nil, nil).status(http.StatusOK)
-	h.do("", "GET", faxes.ProviderMediaPath+token, nil, nil).problem(404, faxes.CodeMediaLinkInvalid)
+	h.do("", "GET", core.LinkProviderMedia.PathPrefix()+token, nil, nil).problem(404, faxes.CodeMediaLinkInvalid)
 }
 
 func mediaToken(t *testing.T, env *testenv.Env, faxID string, exp time.Time) string {

@@ -179,10 +179,10 @@ func (s *specBuilder) numberPaths(opts Options, cfg services.Config, limit obj) 
 			"description": fmt.Sprintf("Returns a signed url valid for %d minutes; GET it without credentials (the url is the capability) for the PDF. Only a received fax has a document (409 while receiving or failed).", int(inbox.DownloadTTL.Minutes())),
 			"parameters":  []any{inboxIDParam},
 			"responses": s.responses(s.jsonResponse("the download link", "InboxLink", obj{
-				"url": opts.APIURL + inbox.DownloadPath + inbID + ".t9x2k0.c2lnbmF0dXJlc2lnbmF0dXJl", "expiresAt": "2026-01-02T15:09:05Z",
+				"url": opts.APIURL + core.LinkInboxFile.PathPrefix() + inbID + ".t9x2k0.c2lnbmF0dXJlc2lnbmF0dXJl", "expiresAt": "2026-01-02T15:09:05Z",
 			}), authErrs(), []errs{notFound, e(409, core.CodeInvalidRequest)}),
 		})},
-		inbox.DownloadPath + "{token}": obj{"get": obj{
+		core.LinkInboxFile.Path(): obj{"get": obj{
 			"operationId": "getInboxFile", "tags": []string{"inbox"},
 			"summary":     "Download a received fax's PDF through a signed link",
 			"description": "The url of downloadInboxFax. Needs no Authorization header: the token is the capability, valid until it expires. A malformed, forged or expired token, or one for a fax no longer available, is a 404 inbox_download_link_invalid.",
@@ -210,7 +210,7 @@ func (s *specBuilder) numberPaths(opts Options, cfg services.Config, limit obj) 
 				e(413, documents.CodeFileTooLarge), e(415, core.CodeUnsupportedContentType), e(422, core.CodeInvalidDestination), e(429, core.CodeRateLimited),
 			}),
 		})},
-		faxes.ProviderMediaPath + "{token}": obj{"get": obj{
+		core.LinkProviderMedia.Path(): obj{"get": obj{
 			"operationId": "getProviderMedia", "tags": []string{"meta"},
 			"summary":     "The PDF of a fax being sent, for the fax provider",
 			"description": "The media link faxhub hands a provider that fetches the document itself. Needs no Authorization header: the token is the capability; it works while its fax is being sent. The answer is the bytes with their Content-Length, never a redirect.",

@@ -16,9 +16,6 @@ import (
 	"strings"
 
 	"github.com/faxhub/faxhub/core"
-	"github.com/faxhub/faxhub/core/faxes"
-	"github.com/faxhub/faxhub/core/inbox"
-	"github.com/faxhub/faxhub/core/machine"
 	"github.com/faxhub/faxhub/core/services"
 	"github.com/faxhub/faxhub/core/web"
 )
@@ -128,7 +125,7 @@ func (a *api) routeTable() []route {
 	key, capability, payment, none := web.AuthAPIKey, web.AuthCapability, web.AuthPayment, web.AuthNone
 	return []route{
 		{"createUpload", "POST", "/api/v1/uploads", key, a.authed(a.createUpload)},
-		{"putUpload", "PUT", "/api/v1/uploads/{token}", capability, a.public(a.putUpload)},
+		{"putUpload", "PUT", core.LinkUpload.Path(), capability, a.public(a.putUpload)},
 		{"sendFax", "POST", "/api/v1/faxes", key, a.authed(a.sendFax)},
 		{"listFaxes", "GET", "/api/v1/faxes", key, a.authed(a.listFaxes)},
 		{"getFax", "GET", "/api/v1/faxes/{id}", key, a.authed(a.getFax)},
@@ -140,7 +137,7 @@ func (a *api) routeTable() []route {
 		{"quoteFax", "POST", "/api/v1/quote", key, a.authed(a.quote)},
 		{"validateMachineFax", "POST", "/api/v1/machine/faxes/validate", none, a.public(a.validateMachineFax)},
 		{"createMachineFax", "POST", "/api/v1/machine/faxes", payment, a.public(a.createMachineFax)},
-		{"getMachineFaxStatus", "GET", machine.StatusPath + "{token}", capability, a.public(a.getMachineFaxStatus)},
+		{"getMachineFaxStatus", "GET", core.LinkMachineStatus.Path(), capability, a.public(a.getMachineFaxStatus)},
 		{"searchNumbers", "GET", "/api/v1/numbers/available", key, a.authed(a.searchNumbers)},
 		{"buyNumber", "POST", "/api/v1/numbers", key, a.authed(a.buyNumber)},
 		{"listNumbers", "GET", "/api/v1/numbers", key, a.authed(a.listNumbers)},
@@ -151,9 +148,9 @@ func (a *api) routeTable() []route {
 		{"listInbox", "GET", "/api/v1/inbox", key, a.authed(a.listInbox)},
 		{"getInboxFax", "GET", "/api/v1/inbox/{id}", key, a.authed(a.getInboxFax)},
 		{"downloadInboxFax", "POST", "/api/v1/inbox/{id}/download", key, a.authed(a.inboxDownload)},
-		{"getInboxFile", "GET", inbox.DownloadPath + "{token}", capability, a.public(a.inboxFile)},
+		{"getInboxFile", "GET", core.LinkInboxFile.Path(), capability, a.public(a.inboxFile)},
 		{"simulateInboundFax", "POST", "/api/v1/inbox/simulate", key, a.authed(a.simulateInbound)},
-		{"getProviderMedia", "GET", faxes.ProviderMediaPath + "{token}", capability, a.public(a.providerMedia)},
+		{"getProviderMedia", "GET", core.LinkProviderMedia.Path(), capability, a.public(a.providerMedia)},
 		{"getOpenAPI", "GET", "/openapi.json", none, http.HandlerFunc(a.serveOpenAPI)},
 		{"getLLMsTxt", "GET", "/llms.txt", none, http.HandlerFunc(a.serveLLMs)},
 	}

@@ -21,7 +21,6 @@ import (
 	"github.com/go-jose/go-jose/v4/jwt"
 
 	"github.com/faxhub/faxhub/core"
-	"github.com/faxhub/faxhub/core/agents"
 	"github.com/faxhub/faxhub/core/store"
 	"github.com/faxhub/faxhub/core/web"
 	"github.com/faxhub/faxhub/internal/app"
@@ -114,7 +113,7 @@ func approvedAssertion(t *testing.T, a *app.App, base string) string {
 	reg := post(oauth.PathAgentIdentity, map[string]any{"type": "service_auth", "enrollment_token": enr["enrollment_token"], "login_hint": o.Email}, "")
 	claim, _ := reg["claim"].(map[string]any)
 	uri, _ := claim["verification_uri"].(string)
-	_, attempt, ok := strings.Cut(uri, agents.ClaimPagePath)
+	_, attempt, ok := strings.Cut(uri, core.LinkClaimPage.PathPrefix())
 	if !ok {
 		t.Fatalf("registration: %v", reg)
 	}

@@ -13,10 +13,6 @@ import (
 	"github.com/faxhub/faxhub/core/approvals"
 )
 
-// ClaimPagePath is where claim links point (the console serves it): the
-// rest of the path is the secret claim-attempt token, never the user code.
-const ClaimPagePath = "/agent/claim/"
-
 // Enrollment issuance is limited per owner, across replicas.
 const (
 	agentEnrollInterval = 30 * time.Second
@@ -223,7 +219,7 @@ func (s *Service) startClaimAttempt(ctx context.Context, c *Claim, reg *Registra
 			s.d.Logger.WarnContext(ctx, "agent claim: close superseded approval", "approval_id", c.ApprovalID, "err", err)
 		}
 	}
-	return &ClaimAttempt{VerificationURI: s.cfg.BaseURL + ClaimPagePath + attempt, UserCode: code, Interval: c.Interval, Expires: c.ExpiresAt}, nil
+	return &ClaimAttempt{VerificationURI: s.kernel.URL(core.LinkClaimPage, nil, "token", attempt), UserCode: code, Interval: c.Interval, Expires: c.ExpiresAt}, nil
 }
 
 // claimStateError is the error of a claim that cannot proceed; expiry is

@@ -27,7 +27,7 @@ func registerService(t *testing.T, e *testenv.Env, scopes []string) *agents.Regi
 
 func attemptToken(t *testing.T, a *agents.ClaimAttempt) string {
 	t.Helper()
-	_, tok, ok := strings.Cut(a.VerificationURI, agents.ClaimPagePath)
+	_, tok, ok := strings.Cut(a.VerificationURI, core.LinkClaimPage.PathPrefix())
 	if !ok || tok == "" || strings.Contains(a.VerificationURI, a.UserCode) {
 		t.Fatalf("verification_uri %q", a.VerificationURI)
 	}

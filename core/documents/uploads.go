@@ -95,7 +95,7 @@ func (s *Service) CreateUpload(ctx context.Context, p core.Principal, contentTyp
 		MaxBytes: maxBytes, ExpiresAt: u.ExpiresAt.Unix(),
 	})
 	return &Capability{
-		UploadToken: token, UploadURL: s.cfg.APIURL + "/api/v1/uploads/" + token, Method: "PUT",
+		UploadToken: token, UploadURL: s.kernel.URL(core.LinkUpload, nil, "token", token), Method: "PUT",
 		Key: u.ID, ContentType: contentType, MaxBytes: maxBytes, ExpiresAt: u.ExpiresAt,
 	}, nil
 }

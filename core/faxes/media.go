@@ -12,8 +12,6 @@ import (
 
 const (
 	providerMediaSecret = "provider-media"
-	// ProviderMediaPath is where media links point (rest serves it).
-	ProviderMediaPath = "/api/v1/provider-media/"
 	// ProviderMediaTTL covers a provider's own retries of the download.
 	ProviderMediaTTL = time.Hour
 	// CodeMediaLinkInvalid: a media link that is malformed, forged,
@@ -31,7 +29,7 @@ func (s *Service) providerMediaURL(ctx context.Context, faxID string) (string, e
 	if err != nil {
 		return "", err
 	}
-	return s.cfg.APIURL + ProviderMediaPath + tok, nil
+	return s.kernel.URL(core.LinkProviderMedia, nil, "token", tok), nil
 }
 
 // OpenProviderMedia opens the fax-ready PDF a media link names, with its

@@ -73,7 +73,7 @@ type DeviceApprovalDetails struct {
 	VerificationURI string       `json:"verificationUri"`
 }
 
-func (s *Service) verificationURI() string { return s.cfg.BaseURL + DevicePagePath }
+func (s *Service) verificationURI() string { return s.kernel.URL(core.LinkDevicePage, nil) }
 
 // newDeviceCode writes a new pending approval for a through q and returns
 // the code and the approval; the caller stores both on the agent.

@@ -51,11 +51,6 @@ const (
 	JWTSkew        = 30 * time.Second
 )
 
-// DevicePagePath is the owner's device verification page (the console
-// serves it): verification_uri is {base_url}+DevicePagePath and
-// verification_uri_complete adds ?agent_id=…&code=….
-const DevicePagePath = "/console/device"
-
 // Error codes of the delegated flow (Agent Auth Protocol §5.13, plus ours).
 // hostagent sends them as the "error" member of {error, message}.
 const (

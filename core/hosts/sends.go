@@ -62,7 +62,9 @@ func (d *Send) binding() delegatedSendBinding {
 }
 
 // approvalPagePath is the owner's inbox page of an approval.
-func approvalPagePath(id string) string { return "/console/approvals/" + id }
+func (s *Service) approvalPagePath(id string) string {
+	return s.kernel.LinkPath(core.LinkApprovalPage, "id", id)
+}
 
 // RequestSend checks the send (scope fax:send through the
 // send_fax grant, provider, cover, destination, document, quote) and asks
@@ -139,7 +141,7 @@ func (s *Service) RequestSend(ctx context.Context, p core.Principal, a *Agent, r
 	if err != nil {
 		return nil, fmt.Errorf("delegated send: %w", err)
 	}
-	d.ApprovalPath = approvalPagePath(d.ApprovalID)
+	d.ApprovalPath = s.approvalPagePath(d.ApprovalID)
 	s.d.Logger.InfoContext(ctx, "delegated send waits for the owner", "send_id", d.ID, "agent_id", a.ID, "owner_id", p.OwnerID)
 	return d, nil
 }
@@ -159,7 +161,7 @@ func (s *Service) GetSend(ctx context.Context, p core.Principal, a *Agent, id st
 	} else if err != nil {
 		return nil, nil, fmt.Errorf("get delegated send: %w", err)
 	}
-	d.Price, d.ApprovalPath = core.FormatUSD(d.PriceMicros), approvalPagePath(d.ApprovalID)
+	d.Price, d.ApprovalPath = core.FormatUSD(d.PriceMicros), s.approvalPagePath(d.ApprovalID)
 	if d.FaxID != nil {
 		d.Status = SendSent
 		fp := p
@@ -253,7 +255,7 @@ func (s *Service) ApproveSend(ctx context.Context, ownerID string, a *approvals.
 	})
 	if credits.IsInsufficient(err) {
 		return s.credits.Insufficient(ctx, core.Principal{OwnerID: ownerID, Mode: send.Mode}, send.PriceMicros).
-			With("approvalPath", approvalPagePath(a.ID))
+			With("approvalPath", s.approvalPagePath(a.ID))
 	}
 	if err != nil {
 		return err

@@ -18,8 +18,6 @@ import (
 
 const (
 	inboxDownloadSecret = "inbox-download"
-	// DownloadPath is where inbox download links point (rest serves it).
-	DownloadPath = "/api/v1/inbox/files/"
 	// maxProviderRef bounds a provider's reference of a received fax.
 	maxProviderRef = 200
 	// maxCallerID bounds the sender a network reports.
@@ -334,7 +332,7 @@ func (s *Service) Download(ctx context.Context, p core.Principal, id string) (*L
 	if err != nil {
 		return nil, err
 	}
-	return &Link{URL: s.cfg.APIURL + DownloadPath + tok, ExpiresAt: exp}, nil
+	return &Link{URL: s.kernel.URL(core.LinkInboxFile, nil, "token", tok), ExpiresAt: exp}, nil
 }
 
 func badInboxLink(why string) error {

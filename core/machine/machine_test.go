@@ -312,7 +312,7 @@ func TestMachinePaid(t *testing.T) {
 	}
 
 	// Status link.
-	token := strings.TrimPrefix(o.StatusURL, "https://api.faxhub.test"+machine.StatusPath)
+	token := strings.TrimPrefix(o.StatusURL, "https://api.faxhub.test"+core.LinkMachineStatus.PathPrefix())
 	st, err := m.svc.Machine.FaxStatus(ctx, token)
 	if err != nil || st.ID != o.ID || st.Amount != o.Amount || st.RequestID != "req-paid" || st.Method != "stripe" {
 		t.Fatalf("status: %+v %v", st, err)

@@ -16,10 +16,8 @@ import (
 
 const (
 	machineStatusSecret = "machine-status"
-	// StatusPath is where status links point (rest serves it).
-	StatusPath     = "/api/v1/machine/faxes/status/"
-	maxStatusToken = 200
-	statusMACBytes = 16
+	maxStatusToken      = 200
+	statusMACBytes      = 16
 )
 
 func statusMAC(key []byte, faxID, exp string) string {
@@ -35,7 +33,7 @@ func (s *Service) machineStatusURL(ctx context.Context, faxID string) (string, e
 		return "", fmt.Errorf("status key: %w", err)
 	}
 	exp := strconv.FormatInt(s.now().Add(s.cfg.StatusTTL).Unix(), 36)
-	return s.kc.APIURL + StatusPath + faxID + "." + exp + "." + statusMAC(key, faxID, exp), nil
+	return s.kernel.URL(core.LinkMachineStatus, nil, "token", faxID+"."+exp+"."+statusMAC(key, faxID, exp)), nil
 }
 
 func badStatusToken(why string) error {
@@ -80,6 +78,6 @@ func (s *Service) FaxStatus(ctx context.Context, token string) (*Order, error) {
 	s.faxes.Present(f, nil)
 	o := s.machineOrder(f, &Request{RequestID: c.RequestID}, c, c.Method)
 	// The link shown is the one used: a status page does not mint links.
-	o.StatusURL = s.kc.APIURL + StatusPath + token
+	o.StatusURL = s.kernel.URL(core.LinkMachineStatus, nil, "token", token)
 	return &o, nil
 }

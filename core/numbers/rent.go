@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/url"
 	"regexp"
 	"strings"
 	"time"
@@ -46,7 +47,7 @@ func (s *Service) Present(n *Number) *Number {
 // CheckoutURL is the page where the owner reviews and pays the first
 // month of an awaiting_payment number.
 func (s *Service) CheckoutURL(n *Number) string {
-	return s.cfg.BaseURL + "/console/numbers/" + n.ID + "?mode=" + string(n.Mode)
+	return s.kernel.URL(core.LinkNumberPage, url.Values{"mode": {string(n.Mode)}}, "id", n.ID)
 }
 
 // checkNumberSearch validates and normalises a search.

@@ -89,6 +89,9 @@ type Deps struct {
 	Destination core.DestinationChecker
 	Prices      *core.PriceTable
 	Logger      *slog.Logger
+	// Links builds the URLs core hands out from route names: the router
+	// (internal/app). Without it each core.Link's template is expanded.
+	Links core.Links
 	// Signer signs what faxhub asserts to agents (AP2 cart mandates) with
 	// the issuer's key; without it AP2 purchases answer
 	// payment_method_not_configured.
@@ -186,7 +189,7 @@ func New(cfg Config, deps Deps) (*Set, error) {
 	set := &Set{}
 	cd := core.Deps{
 		Store: deps.Store, Blobs: deps.Blobs, Destination: deps.Destination,
-		Prices: deps.Prices, Logger: deps.Logger, Signer: deps.Signer, PaymentMethods: deps.PaymentMethods,
+		Prices: deps.Prices, Logger: deps.Logger, Signer: deps.Signer, PaymentMethods: deps.PaymentMethods, Links: deps.Links,
 	}
 	handlers := map[approvals.Kind]approvals.Handler{
 		approvals.KindCreditPurchase: {Decided: func(ctx context.Context, a *approvals.Approval, _ bool) error {

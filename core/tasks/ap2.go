@@ -459,7 +459,7 @@ func (s *Service) approvalURL(c *CreditPurchase) string {
 	if c.ApprovalID == nil {
 		return ""
 	}
-	return s.cfg.BaseURL + "/console/approvals/" + *c.ApprovalID
+	return s.kernel.URL(core.LinkApprovalPage, nil, "id", *c.ApprovalID)
 }
 
 func (s *Service) receipt(ctx context.Context, c *CreditPurchase) (*PurchaseReceipt, error) {

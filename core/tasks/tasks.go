@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/url"
 	"time"
 
 	"github.com/faxhub/faxhub/core"
@@ -119,7 +120,7 @@ func (s *Service) Cancel(ctx context.Context, p core.Principal, id string) (*Vie
 // DraftCheckoutURL is the page where the owner reviews and pays for
 // exactly this draft.
 func (s *Service) DraftCheckoutURL(d *faxes.Draft) string {
-	return s.cfg.BaseURL + "/console/drafts/" + d.ID + "?mode=" + string(d.Mode)
+	return s.kernel.URL(core.LinkDraftPage, url.Values{"mode": {string(d.Mode)}}, "id", d.ID)
 }
 
 // agentTask reads one of p's tasks in p's mode: another owner's task, or

@@ -19,7 +19,6 @@ import (
 	"unicode/utf8"
 
 	"github.com/faxhub/faxhub/core"
-	"github.com/faxhub/faxhub/core/agents"
 )
 
 // Status maps a core error kind to its HTTP status.
@@ -154,7 +153,7 @@ func WriteProblem(w http.ResponseWriter, p Problem) {
 // checkout page's id (testcheckout.TestCheckoutPath: whoever has the link
 // can pay the checkout, so it is a capability too) and the status link of
 // a machine-paid fax (the token is the payer's only credential).
-var secretPaths = [...]string{"/uploads/", agents.ClaimPagePath, "/checkout/test/", "/machine/faxes/status/"}
+var secretPaths = [...]string{"/uploads/", core.LinkClaimPage.PathPrefix(), "/checkout/test/", "/machine/faxes/status/"}
 
 // MaxLoggedPath bounds a path in the logs: a 100 KB path is an attack or a
 // mistake, and either way its first bytes say enough.

@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/faxhub/faxhub/conformance/storetest"
+	"github.com/faxhub/faxhub/core"
 	"github.com/faxhub/faxhub/core/agents"
 	"github.com/faxhub/faxhub/core/web"
 	"github.com/faxhub/faxhub/internal/app"
@@ -133,7 +134,7 @@ func TestAgentTokenAtMCP(t *testing.T) {
 		} `json:"claim"`
 	}
 	_ = json.Unmarshal([]byte(body), &reg)
-	_, attempt, _ := strings.Cut(reg.Claim.VerificationURI, agents.ClaimPagePath)
+	_, attempt, _ := strings.Cut(reg.Claim.VerificationURI, core.LinkClaimPage.PathPrefix())
 	if err := a.Svc.Agents.DecideClaim(ctx, owner.ID, attempt, reg.Claim.UserCode, true, []string{"credits:read"}); err != nil {
 		t.Fatal(err)
 	}

@@ -6,6 +6,7 @@
 package app
 
 import (
+	"cmp"
 	"context"
 	"crypto/ed25519"
 	"errors"
@@ -338,6 +339,11 @@ func (a *App) wire(ctx context.Context) error {
 	if err := a.wireTelnyx(&deps); err != nil {
 		return err
 	}
+	// The router exists before the services so that the URLs core hands
+	// out are built from its route names; the adapters register on it once
+	// the services exist (buildRouter).
+	a.router = web.NewRouter(web.Origins{web.OriginBase: o.BaseURL, web.OriginAPI: cmp.Or(o.APIURL, o.BaseURL)})
+	deps.Links = a.router
 	if svc, err = services.New(cfg, deps); err != nil {
 		return err
 	}

@@ -43,7 +43,7 @@ func (a *App) Routes() []web.RouteInfo {
 // adapter's, each registered by the adapter itself; then the middleware
 // around it.
 func (a *App) buildRouter() {
-	r := web.NewRouter(web.Origins{web.OriginBase: a.BaseURL, web.OriginAPI: a.Svc.Config().APIURL})
+	r := a.router
 	base := r.Group("app", web.OriginBase)
 	base.HandleFunc(web.Route{Name: "app.healthz", Methods: "GET", Path: "/healthz", Auth: web.AuthNone}, func(w http.ResponseWriter, r *http.Request) {
 		web.WriteJSON(w, http.StatusOK, map[string]string{"status": "ok"})

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/faxhub/faxhub/core"
 	"github.com/faxhub/faxhub/core/web"
 	"github.com/faxhub/faxhub/internal/app"
 )
@@ -242,5 +243,48 @@ func TestEveryRouteIsDocumented(t *testing.T) {
 	}
 	if len(documented) < 40 {
 		t.Errorf("only %d documented routes: %v", len(documented), documented)
+	}
+}
+
+// TestCoreLinksAreRoutes: every URL core hands out (core.Link) is a route
+// on the router, on the origin and path its template says, so the router
+// and core's own expansion (used where no router is wired) agree.
+func TestCoreLinksAreRoutes(t *testing.T) {
+	const base, api = "http://faxhub.test", "https://api.faxhub.test"
+	a, err := app.Open(t.Context(), app.Options{
+		BaseURL: base, APIURL: api, DataDir: t.TempDir(), Dev: true, MCPOAuth: true, MachinePayments: true,
+		InsertOnly: true, Logger: slog.New(slog.DiscardHandler),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { a.Close() })
+	cfg := core.Config{BaseURL: base, APIURL: api}
+	for _, link := range core.AllLinks() {
+		var pairs []string
+		for _, v := range []string{"token", "id"} {
+			if strings.Contains(link.Path(), "{"+v+"}") {
+				pairs = append(pairs, v, "x_"+v)
+			}
+		}
+		got, err := a.Router().URL(string(link), pairs...)
+		if err != nil {
+			t.Errorf("%s: %v", link, err)
+			continue
+		}
+		want, err := core.ExpandLink(cfg, link, pairs...)
+		if err != nil {
+			t.Fatalf("%s: %v", link, err)
+		}
+		if got != want {
+			t.Errorf("%s: the router builds %s, core's template %s", link, got, want)
+		}
+		if rt, ok := a.Router().Lookup("GET", link.Path()); ok && rt.Name != string(link) && link != core.LinkUpload {
+			t.Errorf("%s: GET %s is served by %s", link, link.Path(), rt.Name)
+		}
+	}
+	// The kernel builds from the router: a status URL is the router's.
+	if u := a.Svc.Kernel.URL(core.LinkDraftPage, url.Values{"mode": {"test"}}, "id", "drf_1"); u != base+"/console/drafts/drf_1?mode=test" {
+		t.Errorf("draft page URL %s", u)
 	}
 }

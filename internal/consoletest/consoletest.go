@@ -29,7 +29,6 @@ import (
 	"github.com/faxhub/faxhub/conformance/storetest"
 	"github.com/faxhub/faxhub/core"
 	"github.com/faxhub/faxhub/core/accounts"
-	"github.com/faxhub/faxhub/core/agents"
 	"github.com/faxhub/faxhub/core/approvals"
 	"github.com/faxhub/faxhub/core/web"
 	"github.com/faxhub/faxhub/internal/app"
@@ -364,7 +363,7 @@ func (w *Owner) AgentToken(t testing.TB, scopes []string, resource string) strin
 		} `json:"claim"`
 	}
 	_ = json.Unmarshal([]byte(body), &reg)
-	_, attempt, _ := strings.Cut(reg.Claim.VerificationURI, agents.ClaimPagePath)
+	_, attempt, _ := strings.Cut(reg.Claim.VerificationURI, core.LinkClaimPage.PathPrefix())
 	if err := svc.Agents.DecideClaim(ctx, w.Account.ID, attempt, reg.Claim.UserCode, true, scopes); err != nil {
 		t.Fatalf("approve agent claim: %v", err)
 	}

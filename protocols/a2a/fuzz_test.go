@@ -12,7 +12,7 @@ import (
 	"testing"
 
 	"github.com/faxhub/faxhub/conformance/storetest"
-	"github.com/faxhub/faxhub/core/agents"
+	"github.com/faxhub/faxhub/core"
 	"github.com/faxhub/faxhub/internal/app"
 	"github.com/faxhub/faxhub/internal/testenv"
 	"github.com/faxhub/faxhub/oauth"
@@ -111,7 +111,7 @@ func agentTokenFor(tb testing.TB, a *app.App, h http.Handler, ownerID, email str
 		} `json:"claim"`
 	}
 	_ = json.Unmarshal(body, &reg)
-	_, attempt, _ := strings.Cut(reg.Claim.VerificationURI, agents.ClaimPagePath)
+	_, attempt, _ := strings.Cut(reg.Claim.VerificationURI, core.LinkClaimPage.PathPrefix())
 	if err := a.Svc.Agents.DecideClaim(ctx, ownerID, attempt, reg.Claim.UserCode, true, scopes); err != nil {
 		tb.Fatal(err)
 	}

@@ -202,7 +202,7 @@ func TestInboxSkills(t *testing.T) {
 
 	f := call(t, c, skillMsg("read_inbox_fax", map[string]any{"id": in.ID}))
 	link, _ := f["downloadUrl"].(string)
-	if f["id"] != in.ID || f["pages"] != float64(1) || f["textStatus"] == nil || !strings.HasPrefix(link, e.api+inbox.DownloadPath) || f["downloadExpiresAt"] == nil {
+	if f["id"] != in.ID || f["pages"] != float64(1) || f["textStatus"] == nil || !strings.HasPrefix(link, e.api+core.LinkInboxFile.PathPrefix()) || f["downloadExpiresAt"] == nil {
 		t.Fatalf("read_inbox_fax = %v", f)
 	}
 	if text, _ := f["text"].(string); f["textStatus"] != string(inbox.TextExtracted) || !strings.Contains(text, "faxhub test page 1") {

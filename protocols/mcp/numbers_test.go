@@ -144,7 +144,7 @@ func TestNumbersAndInbox(t *testing.T) {
 
 	mustOK(t, "read_inbox_fax", call(t, cs, "read_inbox_fax", map[string]any{"id": in.ID}, &f))
 	if f.ID != in.ID || f.Status != "received" || f.Pages != 2 || f.TextStatus == "" ||
-		!strings.HasPrefix(f.DownloadURL, e.a.Svc.Config().APIURL+inbox.DownloadPath) || f.DownloadExpiresAt == "" {
+		!strings.HasPrefix(f.DownloadURL, e.a.Svc.Config().APIURL+core.LinkInboxFile.PathPrefix()) || f.DownloadExpiresAt == "" {
 		t.Fatalf("read_inbox_fax = %+v", f)
 	}
 	if f.TextStatus != string(inbox.TextExtracted) || f.TextMethod != "text" ||
