@@ -140,7 +140,7 @@ func (h *Handler) run(ctx context.Context, p core.Principal, c hosts.Capability,
 		if err != nil {
 			return nil, err
 		}
-		return faxJSON(f), nil
+		return faxData(f)
 	case hosts.CapGetCredits:
 		cr, err := h.svc.Credits.BalanceFor(ctx, p)
 		if err != nil {
@@ -230,20 +230,7 @@ func (h *Handler) validateFax(ctx context.Context, p core.Principal, a *validate
 	if err != nil {
 		return nil, err
 	}
-	return map[string]any{"to": q.To, "country": q.Country, "pages": q.Pages, "cover": q.Cover, "billed_pages": q.BilledPages,
-		"amount": q.Amount, "amount_cents": q.Cents, "currency": q.Currency, "tariff": q.Tariff}, nil
-}
-
-func faxJSON(f *faxes.Fax) map[string]any {
-	out := map[string]any{"fax_id": f.ID, "status": f.Status, "to": f.To, "pages": f.Pages, "pages_sent": f.PagesSent,
-		"price": f.Price, "currency": f.Currency, "attempts": f.Attempts, "created_at": rfc3339(f.CreatedAt)}
-	if f.FailureCode != "" {
-		out["failure_code"], out["failure_reason"] = f.FailureCode, f.FailureReason
-	}
-	if f.CompletedAt != nil {
-		out["completed_at"] = rfc3339(*f.CompletedAt)
-	}
-	return out
+	return snakeCase(q)
 }
 
 // inlineDocument stores a tiny inline file the way an agent's PUT would
@@ -369,7 +356,10 @@ func (h *Handler) sendStatus(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	if fax != nil {
-		out["data"] = faxJSON(fax)
+		if out["data"], err = faxData(fax); err != nil {
+			h.writeError(w, r, err)
+			return
+		}
 	}
 	writeJSON(w, http.StatusOK, out)
 }

@@ -183,12 +183,12 @@ const (
 
 // AvailableNumber is one number a provider offers.
 type AvailableNumber struct {
-	E164     string `json:"number"`
+	E164     string `json:"number" jsonschema:"the number in E.164; pass it to buy_number"`
 	Country  string `json:"country"`
 	Region   string `json:"region,omitempty"`
 	Locality string `json:"locality,omitempty"`
 	// Filled by the service.
-	MonthlyPrice string `json:"monthlyPrice"`
+	MonthlyPrice string `json:"monthlyPrice" jsonschema:"USD per month, decimal"`
 	MonthlyCents int64  `json:"monthlyCents"`
 	Currency     string `json:"currency"`
 }

@@ -180,7 +180,7 @@ func (rh *requestHandler) runSkill(ctx context.Context, p core.Principal, msg *a
 		if err != nil {
 			return nil, rh.fail(ctx, s.ID, err, targetSkill)
 		}
-		return reply(msg, quoteView(q)), nil
+		return reply(msg, q), nil
 	case *createUploadArgs:
 		c, err := svc.Documents.CreateUpload(ctx, p, a.ContentType, 0)
 		if err != nil {
@@ -206,17 +206,17 @@ func (rh *requestHandler) runSkill(ctx context.Context, p core.Principal, msg *a
 		if err != nil {
 			return nil, rh.fail(ctx, s.ID, err, targetSkill)
 		}
-		return reply(msg, faxView(f)), nil
+		return reply(msg, faxes.Present(f)), nil
 	case *listFaxesArgs:
 		page, err := svc.Faxes.List(ctx, p, a.Status, a.StartingAfter, a.Limit)
 		if err != nil {
 			return nil, rh.fail(ctx, s.ID, err, targetSkill)
 		}
-		faxes := make([]faxOut, 0, len(page.Data))
+		views := make([]faxes.View, 0, len(page.Data))
 		for i := range page.Data {
-			faxes = append(faxes, faxView(&page.Data[i]))
+			views = append(views, faxes.Present(&page.Data[i]))
 		}
-		out := map[string]any{"faxes": faxes, "hasMore": page.HasMore}
+		out := map[string]any{"faxes": views, "hasMore": page.HasMore}
 		if page.Next != "" {
 			out["nextCursor"] = page.Next
 		}
@@ -258,7 +258,10 @@ func (rh *requestHandler) runSkill(ctx context.Context, p core.Principal, msg *a
 		if err != nil {
 			return nil, rh.fail(ctx, s.ID, err, targetSkill)
 		}
-		return reply(msg, availableView(found)), nil
+		if found == nil {
+			found = []numbers.AvailableNumber{} // an empty list, never null
+		}
+		return reply(msg, map[string]any{"numbers": found}), nil
 	case *buyNumberArgs:
 		tv, err := svc.Tasks.StartNumberTask(ctx, p, s.ID, msg.ContextID, numbers.BuyRequest{Number: a.Number})
 		if err != nil {
@@ -270,9 +273,9 @@ func (rh *requestHandler) runSkill(ctx context.Context, p core.Principal, msg *a
 		if err != nil {
 			return nil, rh.fail(ctx, s.ID, err, targetSkill)
 		}
-		out := make([]numberOut, 0, len(ns))
+		out := make([]numbers.View, 0, len(ns))
 		for i := range ns {
-			out = append(out, numberView(&ns[i]))
+			out = append(out, numbers.Present(&ns[i]))
 		}
 		return reply(msg, map[string]any{"numbers": out}), nil
 	case *listInboxArgs:

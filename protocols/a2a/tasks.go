@@ -6,8 +6,8 @@ import (
 
 	"github.com/a2aproject/a2a-go/v2/a2a"
 
-	"github.com/faxhub/faxhub/core"
 	"github.com/faxhub/faxhub/core/faxes"
+	"github.com/faxhub/faxhub/core/numbers"
 	"github.com/faxhub/faxhub/core/tasks"
 )
 
@@ -39,49 +39,6 @@ var taskStates = map[tasks.State]a2a.TaskState{
 
 // Results of the skills and of tasks, in the JSON the docs show.
 type (
-	quoteOut struct {
-		To          string `json:"to"`
-		Country     string `json:"country"`
-		Pages       int    `json:"pages"`
-		Cover       bool   `json:"cover"`
-		BilledPages int    `json:"billedPages"`
-		Amount      string `json:"amount"`
-		AmountCents int64  `json:"amountCents"`
-		Currency    string `json:"currency"`
-		Tariff      string `json:"tariff"`
-	}
-	draftOut struct {
-		DraftID     string   `json:"draftId"`
-		Quote       quoteOut `json:"quote"`
-		CheckoutURL string   `json:"checkoutUrl"`
-		ExpiresAt   string   `json:"expiresAt"`
-	}
-	attemptOut struct {
-		Number        int    `json:"number"`
-		Status        string `json:"status"`
-		PagesSent     int    `json:"pagesSent"`
-		FailureCode   string `json:"failureCode,omitempty"`
-		FailureReason string `json:"failureReason,omitempty"`
-		StartedAt     string `json:"startedAt"`
-		FinishedAt    string `json:"finishedAt,omitempty"`
-	}
-	faxOut struct {
-		FaxID         string      `json:"faxId"`
-		Status        string      `json:"status"`
-		To            string      `json:"to"`
-		Pages         int         `json:"pages"`
-		PagesSent     int         `json:"pagesSent"`
-		Price         string      `json:"price"`
-		Currency      string      `json:"currency"`
-		PaymentMethod string      `json:"paymentMethod"`
-		DraftID       string      `json:"draftId,omitempty"`
-		Attempts      int         `json:"attempts"`
-		FailureCode   string      `json:"failureCode,omitempty"`
-		FailureReason string      `json:"failureReason,omitempty"`
-		CreatedAt     string      `json:"createdAt"`
-		CompletedAt   string      `json:"completedAt,omitempty"`
-		LatestAttempt *attemptOut `json:"latestAttempt,omitempty"`
-	}
 	approvalOut struct {
 		CartID      string `json:"cartId"`
 		PackID      string `json:"packId"`
@@ -95,33 +52,6 @@ type (
 )
 
 func rfc3339(t time.Time) string { return t.UTC().Format(time.RFC3339) }
-
-func quoteView(q core.Quote) quoteOut {
-	return quoteOut{To: q.To, Country: q.Country, Pages: q.Pages, Cover: q.Cover, BilledPages: q.BilledPages,
-		Amount: q.Amount, AmountCents: q.Cents, Currency: q.Currency, Tariff: q.Tariff}
-}
-
-func faxView(o *faxes.Fax) faxOut {
-	f := faxOut{
-		FaxID: o.ID, Status: string(o.Status), To: o.To, Pages: o.Pages, PagesSent: o.PagesSent, Price: o.Price,
-		Currency: o.Currency, PaymentMethod: string(o.PaymentMethod), Attempts: o.Attempts,
-		FailureCode: o.FailureCode, FailureReason: o.FailureReason, CreatedAt: rfc3339(o.CreatedAt),
-	}
-	if o.DraftID != nil {
-		f.DraftID = *o.DraftID
-	}
-	if o.CompletedAt != nil {
-		f.CompletedAt = rfc3339(*o.CompletedAt)
-	}
-	if a := o.LatestAttempt; a != nil {
-		f.LatestAttempt = &attemptOut{Number: a.Number, Status: string(a.Status), PagesSent: a.PagesSent,
-			FailureCode: a.FailureCode, FailureReason: a.FailureReason, StartedAt: rfc3339(a.StartedAt)}
-		if a.FinishedAt != nil {
-			f.LatestAttempt.FinishedAt = rfc3339(*a.FinishedAt)
-		}
-	}
-	return f
-}
 
 // renderTask maps a core task onto an A2A task: the status message says
 // in words and data where the task stands (the draft and its checkout, the
@@ -138,12 +68,12 @@ func renderTask(tv *tasks.View) *a2a.Task {
 	switch tv.Kind {
 	case tasks.KindFax:
 		if d := tv.Draft; d != nil {
-			draft := draftOut{DraftID: d.ID, Quote: quoteView(d.Quote), CheckoutURL: tv.CheckoutURL, ExpiresAt: rfc3339(d.ExpiresAt)}
+			draft := faxes.PresentDraft(d, tv.CheckoutURL)
 			t.Artifacts = append(t.Artifacts, artifact(artifactFaxDraft, "the drafted fax, its price and the page where the owner pays for it", draft))
 			current = draft
 		}
 		if tv.Fax != nil {
-			fax := faxView(tv.Fax)
+			fax := faxes.Present(tv.Fax)
 			if tv.State == tasks.Completed {
 				desc := "the fax as delivered"
 				if tv.Fax.Status == faxes.Partial {
@@ -155,7 +85,7 @@ func renderTask(tv *tasks.View) *a2a.Task {
 		}
 	case tasks.KindNumber:
 		if tv.Number != nil {
-			num := numberView(tv.Number)
+			num := numbers.Present(tv.Number)
 			if tv.State == tasks.Completed {
 				t.Artifacts = append(t.Artifacts, artifact(artifactNumber, "the fax number, now the owner's: faxes to it arrive in the inbox", num))
 			}

@@ -20,42 +20,12 @@ type searchNumbersIn struct {
 	Limit    int    `json:"limit,omitempty" jsonschema:"most numbers to return, 1 to 50 (default 20)"`
 }
 
-type availableNumberOut struct {
-	Number       string `json:"number" jsonschema:"the number in E.164; pass it to buy_number"`
-	Country      string `json:"country"`
-	Region       string `json:"region,omitempty"`
-	Locality     string `json:"locality,omitempty"`
-	MonthlyPrice string `json:"monthlyPrice" jsonschema:"USD per month, decimal"`
-	MonthlyCents int64  `json:"monthlyCents"`
-	Currency     string `json:"currency"`
-}
-
 type searchNumbersOut struct {
-	Numbers []availableNumberOut `json:"numbers"`
+	Numbers []numbers.AvailableNumber `json:"numbers"`
 }
 
 type buyNumberIn struct {
 	Number string `json:"number" jsonschema:"the number to rent, in E.164, from search_numbers"`
-}
-
-type numberOut struct {
-	ID            string `json:"id" jsonschema:"the number's id (num_…)"`
-	Number        string `json:"number" jsonschema:"the number in E.164"`
-	Mode          string `json:"mode"`
-	Status        string `json:"status" jsonschema:"awaiting_payment, pending, active, past_due, failed, canceled or released"`
-	Country       string `json:"country"`
-	Region        string `json:"region,omitempty"`
-	Locality      string `json:"locality,omitempty"`
-	MonthlyPrice  string `json:"monthlyPrice" jsonschema:"USD per month, decimal"`
-	MonthlyCents  int64  `json:"monthlyCents"`
-	Currency      string `json:"currency"`
-	CheckoutURL   string `json:"checkoutUrl,omitempty" jsonschema:"awaiting_payment only: give this page to the owner, who pays the first month there"`
-	ReservedUntil string `json:"reservedUntil,omitempty" jsonschema:"awaiting_payment only: the reservation lapses at this RFC 3339 time"`
-	PaidThrough   string `json:"paidThrough,omitempty" jsonschema:"the end of the month paid for"`
-	FailureCode   string `json:"failureCode,omitempty"`
-	FailureReason string `json:"failureReason,omitempty"`
-	CreatedAt     string `json:"createdAt"`
-	ActivatedAt   string `json:"activatedAt,omitempty"`
 }
 
 type listNumbersIn struct {
@@ -63,7 +33,7 @@ type listNumbersIn struct {
 }
 
 type listNumbersOut struct {
-	Numbers []numberOut `json:"numbers"`
+	Numbers []numbers.View `json:"numbers"`
 }
 
 func (h *Handler) addNumberTools(s *mcp.Server) {
@@ -78,24 +48,6 @@ func (h *Handler) addNumberTools(s *mcp.Server) {
 		h.listNumbers)
 }
 
-func numberView(n *numbers.Number) numberOut {
-	o := numberOut{
-		ID: n.ID, Number: n.E164, Mode: string(n.Mode), Status: string(n.Status), Country: n.Country, Region: n.Region, Locality: n.Locality,
-		MonthlyPrice: n.MonthlyPrice, MonthlyCents: n.MonthlyCents, Currency: n.Currency, CheckoutURL: n.CheckoutURL,
-		FailureCode: n.FailureCode, FailureReason: n.FailureReason, CreatedAt: rfc3339(n.CreatedAt),
-	}
-	if n.Status == numbers.AwaitingPayment && n.ReservedUntil != nil {
-		o.ReservedUntil = rfc3339(*n.ReservedUntil)
-	}
-	if n.PaidThrough != nil {
-		o.PaidThrough = rfc3339(*n.PaidThrough)
-	}
-	if n.ActivatedAt != nil {
-		o.ActivatedAt = rfc3339(*n.ActivatedAt)
-	}
-	return o
-}
-
 func (h *Handler) searchNumbers(ctx context.Context, _ *mcp.CallToolRequest, in searchNumbersIn) (*mcp.CallToolResult, searchNumbersOut, error) {
 	const tool = "search_numbers"
 	p, err := principal(ctx)
@@ -106,28 +58,26 @@ func (h *Handler) searchNumbers(ctx context.Context, _ *mcp.CallToolRequest, in 
 	if err != nil {
 		return nil, searchNumbersOut{}, h.toolError(ctx, tool, err)
 	}
-	out := searchNumbersOut{Numbers: make([]availableNumberOut, 0, len(found))}
-	for _, n := range found {
-		out.Numbers = append(out.Numbers, availableNumberOut{Number: n.E164, Country: n.Country, Region: n.Region, Locality: n.Locality,
-			MonthlyPrice: n.MonthlyPrice, MonthlyCents: n.MonthlyCents, Currency: n.Currency})
+	if found == nil {
+		found = []numbers.AvailableNumber{} // an empty list, never null
 	}
-	return nil, out, nil
+	return nil, searchNumbersOut{Numbers: found}, nil
 }
 
-func (h *Handler) buyNumber(ctx context.Context, _ *mcp.CallToolRequest, in buyNumberIn) (*mcp.CallToolResult, numberOut, error) {
+func (h *Handler) buyNumber(ctx context.Context, _ *mcp.CallToolRequest, in buyNumberIn) (*mcp.CallToolResult, numbers.View, error) {
 	const tool = "buy_number"
 	p, err := principal(ctx)
 	if err != nil {
-		return nil, numberOut{}, h.toolError(ctx, tool, err)
+		return nil, numbers.View{}, h.toolError(ctx, tool, err)
 	}
 	if in.Number == "" {
-		return nil, numberOut{}, errors.New("invalid_request: number is required; pick one from search_numbers")
+		return nil, numbers.View{}, errors.New("invalid_request: number is required; pick one from search_numbers")
 	}
 	n, err := h.svc.Numbers.Buy(ctx, p, numbers.BuyRequest{Number: in.Number})
 	if err != nil {
-		return nil, numberOut{}, h.toolError(ctx, tool, err)
+		return nil, numbers.View{}, h.toolError(ctx, tool, err)
 	}
-	return nil, numberView(n), nil
+	return nil, numbers.Present(n), nil
 }
 
 func (h *Handler) listNumbers(ctx context.Context, _ *mcp.CallToolRequest, in listNumbersIn) (*mcp.CallToolResult, listNumbersOut, error) {
@@ -140,9 +90,9 @@ func (h *Handler) listNumbers(ctx context.Context, _ *mcp.CallToolRequest, in li
 	if err != nil {
 		return nil, listNumbersOut{}, h.toolError(ctx, tool, err)
 	}
-	out := listNumbersOut{Numbers: make([]numberOut, 0, len(ns))}
+	out := listNumbersOut{Numbers: make([]numbers.View, 0, len(ns))}
 	for i := range ns {
-		out.Numbers = append(out.Numbers, numberView(&ns[i]))
+		out.Numbers = append(out.Numbers, numbers.Present(&ns[i]))
 	}
 	return nil, out, nil
 }

@@ -93,31 +93,6 @@ type createDraftIn struct {
 	From        string `json:"from,omitempty" jsonschema:"optional sender: one of the owner's active fax numbers (E.164 or its id, see list_numbers); omit for the default sender"`
 }
 
-type quoteOut struct {
-	To          string `json:"to" jsonschema:"the destination in E.164"`
-	Country     string `json:"country"`
-	Pages       int    `json:"pages"`
-	Cover       bool   `json:"cover"`
-	BilledPages int    `json:"billedPages"`
-	Amount      string `json:"amount" jsonschema:"price in USD, decimal"`
-	AmountCents int64  `json:"amountCents"`
-	Currency    string `json:"currency"`
-	Tariff      string `json:"tariff"`
-}
-
-type draftOut struct {
-	DraftID     string   `json:"draftId"`
-	Mode        string   `json:"mode"`
-	Status      string   `json:"status"`
-	To          string   `json:"to"`
-	From        string   `json:"from,omitempty" jsonschema:"the sender number, when one was chosen"`
-	Pages       int      `json:"pages"`
-	Cover       bool     `json:"cover"`
-	Quote       quoteOut `json:"quote"`
-	CheckoutURL string   `json:"checkoutUrl" jsonschema:"page where the signed-in owner reviews and pays for exactly this fax"`
-	ExpiresAt   string   `json:"expiresAt"`
-}
-
 type validateIn struct {
 	To    string `json:"to" jsonschema:"destination fax number in international format"`
 	Pages int    `json:"pages,omitempty" jsonschema:"number of pages to price (default 1)"`
@@ -126,25 +101,6 @@ type validateIn struct {
 
 type sendIn struct {
 	DraftID string `json:"draftId" jsonschema:"the draftId from create_fax_draft"`
-}
-
-type faxOut struct {
-	FaxID         string `json:"faxId"`
-	Status        string `json:"status" jsonschema:"queued, sending, delivered, partial, failed or canceled"`
-	To            string `json:"to"`
-	From          string `json:"from,omitempty" jsonschema:"the sender number, when one was chosen"`
-	Pages         int    `json:"pages"`
-	PagesSent     int    `json:"pagesSent"`
-	Price         string `json:"price"`
-	Currency      string `json:"currency"`
-	PaymentMethod string `json:"paymentMethod"`
-	DraftID       string `json:"draftId,omitempty"`
-	Attempts      int    `json:"attempts"`
-	FailureCode   string `json:"failureCode,omitempty"`
-	FailureReason string `json:"failureReason,omitempty"`
-	CreatedAt     string `json:"createdAt"`
-	CompletedAt   string `json:"completedAt,omitempty"`
-	AlreadyPaid   bool   `json:"alreadyPaid,omitempty" jsonschema:"send_fax only: the draft had been paid before; nothing new was charged"`
 }
 
 type getFaxIn struct {
@@ -158,9 +114,9 @@ type listFaxesIn struct {
 }
 
 type listFaxesOut struct {
-	Faxes      []faxOut `json:"faxes"`
-	HasMore    bool     `json:"hasMore"`
-	NextCursor string   `json:"nextCursor,omitempty"`
+	Faxes      []faxes.View `json:"faxes"`
+	HasMore    bool         `json:"hasMore"`
+	NextCursor string       `json:"nextCursor,omitempty"`
 }
 
 type empty struct{}
@@ -301,100 +257,73 @@ func (h *Handler) createUpload(ctx context.Context, _ *mcp.CallToolRequest, in c
 	return nil, out, nil
 }
 
-func quoteView(q core.Quote) quoteOut {
-	return quoteOut{To: q.To, Country: q.Country, Pages: q.Pages, Cover: q.Cover, BilledPages: q.BilledPages,
-		Amount: q.Amount, AmountCents: q.Cents, Currency: q.Currency, Tariff: q.Tariff}
-}
-
-func (h *Handler) createDraft(ctx context.Context, _ *mcp.CallToolRequest, in createDraftIn) (*mcp.CallToolResult, draftOut, error) {
+func (h *Handler) createDraft(ctx context.Context, _ *mcp.CallToolRequest, in createDraftIn) (*mcp.CallToolResult, faxes.DraftPresentation, error) {
 	const tool = "create_fax_draft"
 	p, err := principal(ctx)
 	if err != nil {
-		return nil, draftOut{}, h.toolError(ctx, tool, err)
+		return nil, faxes.DraftPresentation{}, h.toolError(ctx, tool, err)
 	}
 	if in.UploadToken == "" {
-		return nil, draftOut{}, errors.New("invalid_request: uploadToken is required; call create_upload first and upload the file")
+		return nil, faxes.DraftPresentation{}, errors.New("invalid_request: uploadToken is required; call create_upload first and upload the file")
 	}
 	d, err := h.svc.Faxes.CreateDraft(ctx, p, faxes.CreateDraftRequest{To: in.To, UploadToken: in.UploadToken, Cover: in.Cover, CoverText: in.CoverText, From: in.From})
 	if err != nil {
-		return nil, draftOut{}, h.toolError(ctx, tool, err)
+		return nil, faxes.DraftPresentation{}, h.toolError(ctx, tool, err)
 	}
-	return nil, h.draftView(d), nil
+	return nil, faxes.PresentDraft(d, h.svc.Tasks.DraftCheckoutURL(&d.Draft)), nil
 }
 
-func (h *Handler) draftView(d *faxes.DraftView) draftOut {
-	return draftOut{
-		DraftID: d.ID, Mode: string(d.Mode), Status: string(d.Status), To: d.To, From: d.From, Pages: d.Pages, Cover: d.Cover,
-		Quote: quoteView(d.Quote), CheckoutURL: h.svc.Tasks.DraftCheckoutURL(&d.Draft), ExpiresAt: rfc3339(d.ExpiresAt),
-	}
-}
-
-func (h *Handler) validate(ctx context.Context, _ *mcp.CallToolRequest, in validateIn) (*mcp.CallToolResult, quoteOut, error) {
+func (h *Handler) validate(ctx context.Context, _ *mcp.CallToolRequest, in validateIn) (*mcp.CallToolResult, core.Quote, error) {
 	const tool = "validate_fax"
 	p, err := principal(ctx)
 	if err == nil {
 		err = core.Authorize(p, core.OpQuote)
 	}
 	if err != nil {
-		return nil, quoteOut{}, h.toolError(ctx, tool, err)
+		return nil, core.Quote{}, h.toolError(ctx, tool, err)
 	}
 	if in.Pages == 0 {
 		in.Pages = 1
 	}
 	if in.Pages < 0 {
-		return nil, quoteOut{}, errors.New("invalid_request: pages must be positive")
+		return nil, core.Quote{}, errors.New("invalid_request: pages must be positive")
 	}
 	q, err := h.svc.Faxes.Quote(ctx, faxes.QuoteRequest{To: in.To, Pages: in.Pages, Cover: in.Cover})
 	if err != nil {
-		return nil, quoteOut{}, h.toolError(ctx, tool, err)
+		return nil, core.Quote{}, h.toolError(ctx, tool, err)
 	}
-	return nil, quoteView(q), nil
+	return nil, q, nil
 }
 
-func faxView(o *faxes.Fax) faxOut {
-	f := faxOut{
-		FaxID: o.ID, Status: string(o.Status), To: o.To, From: o.From, Pages: o.Pages, PagesSent: o.PagesSent, Price: o.Price,
-		Currency: o.Currency, PaymentMethod: string(o.PaymentMethod), Attempts: o.Attempts,
-		FailureCode: o.FailureCode, FailureReason: o.FailureReason, CreatedAt: rfc3339(o.CreatedAt),
-	}
-	if o.DraftID != nil {
-		f.DraftID = *o.DraftID
-	}
-	if o.CompletedAt != nil {
-		f.CompletedAt = rfc3339(*o.CompletedAt)
-	}
-	return f
-}
-
-func (h *Handler) sendFax(ctx context.Context, _ *mcp.CallToolRequest, in sendIn) (*mcp.CallToolResult, faxOut, error) {
+func (h *Handler) sendFax(ctx context.Context, _ *mcp.CallToolRequest, in sendIn) (*mcp.CallToolResult, faxes.View, error) {
 	const tool = "send_fax"
 	p, err := principal(ctx)
 	if err != nil {
-		return nil, faxOut{}, h.toolError(ctx, tool, err)
+		return nil, faxes.View{}, h.toolError(ctx, tool, err)
 	}
 	if in.DraftID == "" {
-		return nil, faxOut{}, errors.New("invalid_request: draftId is required; call create_fax_draft first")
+		return nil, faxes.View{}, errors.New("invalid_request: draftId is required; call create_fax_draft first")
 	}
 	o, replayed, err := h.svc.Faxes.SendDraft(ctx, p, in.DraftID)
 	if err != nil {
-		return nil, faxOut{}, h.toolError(ctx, tool, err)
+		return nil, faxes.View{}, h.toolError(ctx, tool, err)
 	}
-	out := faxView(o)
+	out := faxes.Present(o)
 	out.AlreadyPaid = replayed
 	return nil, out, nil
 }
 
-func (h *Handler) getFax(ctx context.Context, _ *mcp.CallToolRequest, in getFaxIn) (*mcp.CallToolResult, faxOut, error) {
+func (h *Handler) getFax(ctx context.Context, _ *mcp.CallToolRequest, in getFaxIn) (*mcp.CallToolResult, faxes.View, error) {
 	const tool = "get_fax_status"
 	p, err := principal(ctx)
 	if err != nil {
-		return nil, faxOut{}, h.toolError(ctx, tool, err)
+		return nil, faxes.View{}, h.toolError(ctx, tool, err)
 	}
 	o, err := h.svc.Faxes.Get(ctx, p, in.FaxID)
 	if err != nil {
-		return nil, faxOut{}, h.toolError(ctx, tool, err)
+		return nil, faxes.View{}, h.toolError(ctx, tool, err)
 	}
-	return nil, faxView(o), nil
+	return nil, faxes.Present(o), nil
 }
 
 func (h *Handler) listFaxes(ctx context.Context, _ *mcp.CallToolRequest, in listFaxesIn) (*mcp.CallToolResult, listFaxesOut, error) {
@@ -407,9 +336,9 @@ func (h *Handler) listFaxes(ctx context.Context, _ *mcp.CallToolRequest, in list
 	if err != nil {
 		return nil, listFaxesOut{}, h.toolError(ctx, tool, err)
 	}
-	out := listFaxesOut{Faxes: make([]faxOut, 0, len(page.Data)), HasMore: page.HasMore, NextCursor: page.Next}
+	out := listFaxesOut{Faxes: make([]faxes.View, 0, len(page.Data)), HasMore: page.HasMore, NextCursor: page.Next}
 	for i := range page.Data {
-		out.Faxes = append(out.Faxes, faxView(&page.Data[i]))
+		out.Faxes = append(out.Faxes, faxes.Present(&page.Data[i]))
 	}
 	return nil, out, nil
 }
