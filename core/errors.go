@@ -129,3 +129,9 @@ var (
 func NotFound(what string) *Error {
 	return Errorf(KindNotFound, CodeNotFound, "%s not found", what)
 }
+
+// WrapErr keeps the cause of a caller-facing error for the log.
+func WrapErr(e *Error, cause error) *Error {
+	e.Err = cause
+	return e
+}

@@ -64,3 +64,14 @@ type KernelStore interface {
 	// event drains every interval. When refused it reports how long to wait.
 	AllowRate(ctx context.Context, key string, now time.Time, interval time.Duration, burst int) (ok bool, retryAfter time.Duration, err error)
 }
+
+// IdempotencyRecord remembers the response to a request made with an
+// idempotency key.
+type IdempotencyRecord struct {
+	Scope        string    `db:"scope"` // owner, mode and operation
+	Key          string    `db:"key"`
+	RequestHash  string    `db:"request_hash"`
+	ResponseCode int       `db:"response_code"`
+	Response     []byte    `db:"response"`
+	CreatedAt    time.Time `db:"created_at"`
+}
