@@ -522,10 +522,10 @@ func (s *Service) DecideDevice(ctx context.Context, ownerID, agentID, userCode s
 		if len(caps) > 4*len(capabilityOps) {
 			return nil, core.Errorf(core.KindInvalid, core.CodeInvalidRequest, "too many capabilities")
 		}
-		for _, c := range caps {
-			if !slices.Contains(a.Requested, c) {
-				return nil, core.Errorf(core.KindForbidden, CodeCapabilityWiden, "the agent did not ask for %s; capabilities can only be narrowed", core.CutUTF8(string(c), 64))
-			}
+		if caps, err = core.NarrowScopes(a.Requested, caps, func(c Capability) *core.Error {
+			return core.Errorf(core.KindForbidden, CodeCapabilityWiden, "the agent did not ask for %s; capabilities can only be narrowed", core.CutUTF8(string(c), 64))
+		}); err != nil {
+			return nil, err
 		}
 		if granted, err = normalizeCapabilities(caps); err != nil {
 			return nil, err
