@@ -100,6 +100,12 @@ type Principal struct {
 	ClientName string
 	// Audience is the resource an access token was issued for, if any.
 	Audience string
+	// Operations, when not nil, are the only operations this principal may
+	// perform, on top of its scopes: a scope is coarser than what some
+	// credentials grant (a delegated agent holds capabilities, and its JWT
+	// may name fewer of them), and Authorize must be the one check for
+	// those too. Nil: every operation its scopes allow.
+	Operations []Operation
 }
 
 // Has reports whether p carries scope s.
@@ -175,6 +181,9 @@ func Authorize(p Principal, op Operation) error {
 	need, ok := scopeFor[op]
 	if !ok {
 		return Errorf(KindForbidden, CodeInsufficientScope, "operation %q is not permitted", op)
+	}
+	if p.Operations != nil && !slices.Contains(p.Operations, op) {
+		return Errorf(KindForbidden, CodeInsufficientScope, "this credential may not %s", strings.ReplaceAll(string(op), "_", " ")).With("operation", string(op))
 	}
 	if !p.Has(need) {
 		return Errorf(KindForbidden, CodeInsufficientScope, "this credential lacks the %s scope", need).With("required_scope", string(need))

@@ -10,7 +10,6 @@ import (
 	"net/http"
 	"net/url"
 	"reflect"
-	"slices"
 	"time"
 
 	"github.com/faxhub/faxhub/core"
@@ -87,11 +86,7 @@ func (h *Handler) execute(w http.ResponseWriter, r *http.Request) {
 		h.writeError(w, r, err)
 		return
 	}
-	if va.Capabilities != nil && !slices.Contains(va.Capabilities, string(c.Name)) {
-		h.writeError(w, r, core.Errorf(core.KindForbidden, hosts.CodeCapabilityNotGranted, "this agent JWT is restricted to %v (its capabilities claim)", va.Capabilities))
-		return
-	}
-	p := h.svc.Hosts.Principal(va.Host, va.Agent)
+	p := h.svc.Hosts.Principal(va.Host, va.Agent, va.Capabilities)
 	if err := hosts.AuthorizeCapability(p, va.Agent, c.Name); err != nil {
 		h.writeError(w, r, err)
 		return
@@ -342,7 +337,7 @@ func (h *Handler) sendStatus(w http.ResponseWriter, r *http.Request) {
 		h.writeError(w, r, core.Errorf(core.KindInvalid, core.CodeInvalidRequest, "id is required (the send request's id)"))
 		return
 	}
-	p := h.svc.Hosts.Principal(va.Host, va.Agent)
+	p := h.svc.Hosts.Principal(va.Host, va.Agent, va.Capabilities)
 	ds, fax, err := h.svc.Hosts.GetSend(ctx, p, va.Agent, id)
 	if err != nil {
 		h.writeError(w, r, err)

@@ -391,7 +391,9 @@ func (s *Server) resume(w http.ResponseWriter, r *http.Request) {
 }
 
 // narrow returns the requested scopes the owner kept. A decision without
-// data approves what was asked; a decision can only remove scopes.
+// data approves what was asked; a decision can only remove scopes
+// (core.KeptScopes: the console checked it with core.NarrowScopes when the
+// owner decided, and applying it never widens whatever was recorded).
 func narrow(requested []string, decision json.RawMessage) []string {
 	if len(decision) == 0 || string(decision) == "null" {
 		return requested
@@ -400,13 +402,7 @@ func narrow(requested []string, decision json.RawMessage) []string {
 	if err := json.Unmarshal(decision, &d); err != nil || d.Scopes == nil {
 		return requested
 	}
-	var out []string
-	for _, sc := range requested {
-		if slices.Contains(d.Scopes, sc) {
-			out = append(out, sc)
-		}
-	}
-	return out
+	return core.KeptScopes(requested, d.Scopes)
 }
 
 // upsertGrant records the owner's consent: the live grant for the client

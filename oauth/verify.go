@@ -3,7 +3,6 @@ package oauth
 import (
 	"context"
 	"errors"
-	"slices"
 	"time"
 
 	"github.com/ory/fosite"
@@ -61,14 +60,8 @@ func (s *Server) VerifyAccessToken(ctx context.Context, token, audience string) 
 	if g.RevokedAt != nil {
 		return core.Principal{}, invalidToken("the owner revoked this app's access")
 	}
-	// The token's scopes, within what the grant allows now: a later
-	// consent that narrowed the grant narrows older tokens too.
-	var scopes []core.Scope
-	for _, sc := range core.FaxScopes() {
-		if ar.GetGrantedScopes().Has(string(sc)) && slices.Contains(g.Scopes, string(sc)) {
-			scopes = append(scopes, sc)
-		}
-	}
+	// The token's scopes, within what the grant allows now (core's rule).
+	scopes := core.GrantScopes(ar.GetGrantedScopes(), g.Scopes)
 	now := s.now()
 	if g.LastUsedAt == nil || now.Sub(*g.LastUsedAt) > grantTouchEvery {
 		if err := s.store.TouchOAuthGrant(ctx, g.ID, now); err != nil {

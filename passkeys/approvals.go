@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
-	"slices"
 	"sort"
 	"strings"
 
@@ -187,17 +186,17 @@ func decisionData(a *approvals.Approval, scopes []string) (any, error) {
 	if err := json.Unmarshal(a.Details, &d); err != nil {
 		return nil, fmt.Errorf("decode consent details: %w", err)
 	}
-	for _, s := range scopes {
-		if !slices.Contains(d.Scopes, s) {
-			return nil, core.Errorf(core.KindInvalid, core.CodeInsufficientScope,
-				"%s did not ask for %q: you can narrow what an app asks for, never widen it", d.ClientName, s).With("scope", s)
-		}
+	if scopes == nil {
+		// No box ticked sends no scope field at all: that is an empty
+		// choice here, not "everything asked" (core.NarrowScopes' nil).
+		scopes = []string{}
 	}
-	granted := make([]string, 0, len(d.Scopes))
-	for _, s := range d.Scopes { // the app's fax, without duplicates
-		if slices.Contains(scopes, s) && !slices.Contains(granted, s) {
-			granted = append(granted, s)
-		}
+	granted, err := core.NarrowScopes(d.Scopes, scopes, func(s string) *core.Error {
+		return core.Errorf(core.KindInvalid, core.CodeInsufficientScope,
+			"%s did not ask for %q: you can narrow what an app asks for, never widen it", d.ClientName, s).With("scope", s)
+	})
+	if err != nil {
+		return nil, err
 	}
 	if len(granted) == 0 {
 		return nil, core.Errorf(core.KindInvalid, core.CodeInvalidRequest, "tick at least one permission, or decline")

@@ -7,7 +7,6 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
-	"time"
 
 	"github.com/go-webauthn/webauthn/protocol"
 	"github.com/go-webauthn/webauthn/webauthn"
@@ -15,14 +14,6 @@ import (
 	"github.com/faxhub/faxhub/core"
 	"github.com/faxhub/faxhub/core/accounts"
 	"github.com/faxhub/faxhub/core/authstate"
-)
-
-// mailRate bounds verification and recovery mails per address: three at
-// once, then one every ten minutes (GCRA in the database, so every replica
-// counts the same).
-const (
-	mailInterval = 10 * time.Minute
-	mailBurst    = 3
 )
 
 type emailForm struct {
@@ -38,36 +29,42 @@ func (c *Console) recoverPage(w http.ResponseWriter, r *http.Request) {
 	c.render(w, r, http.StatusOK, "recover", pageData{Title: "Recover your account", Nav: "signin", Body: emailForm{}})
 }
 
-// signup mails a verification link. An address that already has an
-// account gets a recovery link instead, and the page says the same either
-// way, so the form does not reveal who has an account.
+// formError shows a refusal of accounts.StartSignUp/StartRecovery on the
+// form: an invalid address next to its field, anything the owner can act
+// on (a long name, too many mails) above it. It reports false for a
+// failure to show as an error page.
+func formError(f *emailForm, err error) (status int, msg string, ok bool) {
+	e := core.AsError(err)
+	switch {
+	case e.Kind == core.KindInvalid && e.Fields["field"] == "email":
+		f.EmailError = "Enter a valid email address, like name@example.com."
+		return http.StatusBadRequest, "Check the form below.", true
+	case e.Kind == core.KindInvalid:
+		return http.StatusBadRequest, e.Message, true
+	case e.Kind == core.KindRateLimited:
+		return http.StatusTooManyRequests, e.Message, true
+	}
+	return 0, "", false
+}
+
+// signup mails what accounts decides: a verification link, or for an
+// address that already has an account a recovery link. The page says the
+// same either way, so the form does not reveal who has an account.
 func (c *Console) signup(w http.ResponseWriter, r *http.Request) {
 	f := emailForm{Email: strings.TrimSpace(r.PostFormValue("email")), Name: strings.TrimSpace(r.PostFormValue("name"))}
-	email, err := accounts.NormalizeEmail(f.Email)
-	if err != nil || len(f.Name) > 200 {
-		f.EmailError = "Enter a valid email address, like name@example.com."
-		if err == nil {
-			f.EmailError = ""
-		}
-		msg := "Check the form below."
-		if len(f.Name) > 200 {
-			msg = "Your name can be at most 200 characters."
-		}
-		c.render(w, r, http.StatusBadRequest, "signup", pageData{Title: "Create account", Nav: "signup", Error: msg, Body: f})
-		return
-	}
-	f.Email = email
 	ctx := r.Context()
-	if err := c.allowMail(ctx, email); err != nil {
-		c.render(w, r, http.StatusTooManyRequests, "signup", pageData{Title: "Create account", Nav: "signup", Error: core.AsError(err).Message, Body: f})
+	link, err := c.svc.Accounts.StartSignUp(ctx, f.Email, f.Name)
+	if status, msg, ok := formError(&f, err); ok {
+		c.render(w, r, status, "signup", pageData{Title: "Create account", Nav: "signup", Error: msg, Body: f})
 		return
 	}
-	o, err := c.svc.Accounts.OwnerByEmail(ctx, email)
-	switch {
-	case err == nil:
-		err = c.sendRecovery(ctx, o, "Someone (hopefully you) tried to create a faxhub account with this address, which already has one.")
-	case core.ErrorKind(err) == core.KindNotFound:
-		err = c.sendSignup(ctx, email, f.Name)
+	if err == nil {
+		f.Email = link.Email
+		if link.Purpose == authstate.EmailTokenRecovery {
+			err = c.sendRecovery(ctx, link, "Someone (hopefully you) tried to create a faxhub account with this address, which already has one.")
+		} else {
+			err = c.sendSignup(ctx, link)
+		}
 	}
 	if err != nil {
 		c.fail(w, r, err)
@@ -79,24 +76,17 @@ func (c *Console) signup(w http.ResponseWriter, r *http.Request) {
 
 func (c *Console) recover(w http.ResponseWriter, r *http.Request) {
 	f := emailForm{Email: strings.TrimSpace(r.PostFormValue("email"))}
-	email, err := accounts.NormalizeEmail(f.Email)
-	if err != nil {
-		f.EmailError = "Enter a valid email address, like name@example.com."
-		c.render(w, r, http.StatusBadRequest, "recover", pageData{Title: "Recover your account", Nav: "signin", Error: "Check the form below.", Body: f})
-		return
-	}
-	f.Email = email
 	ctx := r.Context()
-	if err := c.allowMail(ctx, email); err != nil {
-		c.render(w, r, http.StatusTooManyRequests, "recover", pageData{Title: "Recover your account", Nav: "signin", Error: core.AsError(err).Message, Body: f})
+	link, err := c.svc.Accounts.StartRecovery(ctx, f.Email)
+	if status, msg, ok := formError(&f, err); ok {
+		c.render(w, r, status, "recover", pageData{Title: "Recover your account", Nav: "signin", Error: msg, Body: f})
 		return
 	}
-	o, err := c.svc.Accounts.OwnerByEmail(ctx, email)
-	switch {
-	case err == nil:
-		err = c.sendRecovery(ctx, o, "You asked to recover your faxhub account.")
-	case core.ErrorKind(err) == core.KindNotFound:
-		err = nil // the page must not tell
+	if err == nil {
+		f.Email = link.Email
+		if link.Secret != "" { // nothing to mail: the page must not tell
+			err = c.sendRecovery(ctx, link, "You asked to recover your faxhub account.")
+		}
 	}
 	if err != nil {
 		c.fail(w, r, err)
@@ -106,42 +96,25 @@ func (c *Console) recover(w http.ResponseWriter, r *http.Request) {
 	c.render(w, r, http.StatusOK, "recover", pageData{Title: "Check your email", Nav: "signin", Body: f})
 }
 
-func (c *Console) allowMail(ctx context.Context, email string) error {
-	err := c.svc.Kernel.Allow(ctx, "console-mail:"+core.HashSecret(email), mailInterval, mailBurst)
-	if e := core.AsError(err); err != nil && e.Kind == core.KindRateLimited {
-		return core.Errorf(core.KindRateLimited, core.CodeRateLimited, "we sent several mails to this address recently; wait %d minutes and try again", e.RetryAfterSeconds/60+1)
-	}
-	return err
-}
-
-// issueToken stores a new one-time link's hash and returns the link.
-func (c *Console) issueToken(ctx context.Context, purpose, email, name string, ownerID *string) (string, error) {
-	secret := core.SecretEmailLink + core.RandomString(32)
-	now := c.now()
-	err := c.store.CreateEmailToken(ctx, &authstate.EmailToken{
-		Hash: core.HashSecret(secret), Purpose: purpose, Email: email, Name: name, OwnerID: ownerID,
-		CreatedAt: now, ExpiresAt: now.Add(emailTokenTTL),
-	})
-	if err != nil {
-		return "", err
-	}
+// linkURL is the verify page's URL carrying link's secret.
+func (c *Console) linkURL(link *accounts.EmailLink) (string, error) {
 	verify, err := c.url("passkeys.verifyPage")
 	if err != nil {
 		return "", err
 	}
-	return verify + "?token=" + url.QueryEscape(secret), nil
+	return verify + "?token=" + url.QueryEscape(link.Secret), nil
 }
 
-func (c *Console) sendSignup(ctx context.Context, email, name string) error {
-	link, err := c.issueToken(ctx, authstate.EmailTokenSignup, email, name, nil)
+func (c *Console) sendSignup(ctx context.Context, l *accounts.EmailLink) error {
+	link, err := c.linkURL(l)
 	if err != nil {
 		return err
 	}
 	hello := "Hello,"
-	if name != "" {
-		hello = "Hello " + name + ","
+	if l.Name != "" {
+		hello = "Hello " + l.Name + ","
 	}
-	return c.send(ctx, core.Mail{To: email, Subject: "Verify your email for faxhub", Text: hello + `
+	return c.send(ctx, core.Mail{To: l.Email, Subject: "Verify your email for faxhub", Text: hello + `
 
 open this link to verify your email address and create the passkey you will sign in with:
 
@@ -151,16 +124,16 @@ The link works once and expires in 30 minutes. If you did not ask for a faxhub a
 `})
 }
 
-func (c *Console) sendRecovery(ctx context.Context, o *accounts.Owner, why string) error {
+func (c *Console) sendRecovery(ctx context.Context, l *accounts.EmailLink, why string) error {
 	signIn, err := c.url("passkeys.signinPage")
 	if err != nil {
 		return err
 	}
-	link, err := c.issueToken(ctx, authstate.EmailTokenRecovery, o.Email, o.Name, &o.ID)
+	link, err := c.linkURL(l)
 	if err != nil {
 		return err
 	}
-	return c.send(ctx, core.Mail{To: o.Email, Subject: "Recover your faxhub account", Text: why + `
+	return c.send(ctx, core.Mail{To: l.Email, Subject: "Recover your faxhub account", Text: why + `
 
 To register a new passkey for your account, open:
 
@@ -178,25 +151,6 @@ func (c *Console) send(ctx context.Context, m core.Mail) error {
 	return nil
 }
 
-// tokenFor looks up a link's token and explains why it cannot be used.
-func (c *Console) tokenFor(ctx context.Context, secret string) (*authstate.EmailToken, error) {
-	if !strings.HasPrefix(secret, core.SecretEmailLink) {
-		return nil, core.Errorf(core.KindNotFound, codeLinkInvalid, "this link is not valid; check that you copied all of it, or request a new one")
-	}
-	t, err := c.store.GetEmailToken(ctx, core.HashSecret(secret))
-	switch {
-	case errors.Is(err, core.ErrNoRows):
-		return nil, core.Errorf(core.KindNotFound, codeLinkInvalid, "this link is not valid; check that you copied all of it, or request a new one")
-	case err != nil:
-		return nil, err
-	case t.UsedAt != nil:
-		return nil, core.Errorf(core.KindGone, codeLinkInvalid, "this link was used already; sign in with your passkey, or request a new link")
-	case !c.now().Before(t.ExpiresAt):
-		return nil, core.Errorf(core.KindGone, codeLinkInvalid, "this link has expired; request a new one")
-	}
-	return t, nil
-}
-
 type verifyBody struct {
 	Token, Email, Name string
 	Recovery           bool
@@ -206,7 +160,7 @@ type verifyBody struct {
 // scanners open links too.
 func (c *Console) verifyPage(w http.ResponseWriter, r *http.Request) {
 	secret := r.URL.Query().Get("token")
-	t, err := c.tokenFor(r.Context(), secret)
+	t, err := c.svc.Accounts.OpenEmailLink(r.Context(), secret)
 	if err != nil {
 		c.fail(w, r, err)
 		return
@@ -214,30 +168,6 @@ func (c *Console) verifyPage(w http.ResponseWriter, r *http.Request) {
 	c.render(w, r, http.StatusOK, "verify", pageData{Title: "Create your passkey", Body: verifyBody{
 		Token: secret, Email: t.Email, Name: t.Name, Recovery: t.Purpose == authstate.EmailTokenRecovery,
 	}})
-}
-
-// ownerForToken returns the owner a link acts for. A sign-up link creates
-// its owner (email verified: the link proves it) the first time a passkey
-// ceremony starts, so the passkey's user handle can be the owner id.
-func (c *Console) ownerForToken(ctx context.Context, t *authstate.EmailToken) (string, error) {
-	if t.OwnerID != nil {
-		return *t.OwnerID, nil
-	}
-	o, err := c.svc.Accounts.CreateOwner(ctx, t.Email, t.Name, true)
-	if err != nil {
-		if core.ErrorCode(err) == accounts.CodeOwnerExists {
-			// Another tab of the same sign-up may have won the race.
-			if again, gerr := c.store.GetEmailToken(ctx, t.Hash); gerr == nil && again.OwnerID != nil {
-				return *again.OwnerID, nil
-			}
-			return "", core.Errorf(core.KindConflict, accounts.CodeOwnerExists, "an account with %s exists already; sign in, or recover it from the sign-in page", t.Email)
-		}
-		return "", err
-	}
-	if err := c.store.SetEmailTokenOwner(ctx, t.Hash, o.ID); err != nil {
-		return "", err
-	}
-	return o.ID, nil
 }
 
 func tokenPurpose(t *authstate.EmailToken) string {
@@ -254,12 +184,12 @@ func (c *Console) verifyBegin(w http.ResponseWriter, r *http.Request) {
 		c.fail(w, r, err)
 		return
 	}
-	t, err := c.tokenFor(ctx, req.Token)
+	t, err := c.svc.Accounts.OpenEmailLink(ctx, req.Token)
 	if err != nil {
 		c.fail(w, r, err)
 		return
 	}
-	ownerID, err := c.ownerForToken(ctx, t)
+	ownerID, err := c.svc.Accounts.EmailLinkOwner(ctx, t)
 	if err != nil {
 		c.fail(w, r, err)
 		return
@@ -290,7 +220,7 @@ func (c *Console) verifyFinish(w http.ResponseWriter, r *http.Request) {
 		c.fail(w, r, err)
 		return
 	}
-	t, err := c.tokenFor(ctx, req.Token)
+	t, err := c.svc.Accounts.OpenEmailLink(ctx, req.Token)
 	if err != nil {
 		c.fail(w, r, err)
 		return
@@ -307,25 +237,13 @@ func (c *Console) verifyFinish(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	pk := c.newPasskey(u.o.ID, req.Name, cred)
-	err = c.store.InPasskeyTx(ctx, func(ps authstate.PasskeyQueries) error {
-		if _, err := ps.ClaimEmailToken(ctx, t.Hash, t.Purpose, c.now()); err != nil {
-			if errors.Is(err, core.ErrConflict) {
-				return core.Errorf(core.KindGone, codeLinkInvalid, "this link was used already; sign in with your passkey, or request a new link")
-			}
-			return err
-		}
+	// The link is spent with the passkey stored (a recovery then signs
+	// the owner out everywhere else): accounts' rule.
+	if err := c.svc.Accounts.RedeemEmailLink(ctx, t, func(ps authstate.PasskeyQueries) error {
 		return c.storePasskey(ctx, ps, pk)
-	})
-	if err != nil {
+	}); err != nil {
 		c.fail(w, r, err)
 		return
-	}
-	if t.Purpose == authstate.EmailTokenRecovery {
-		// Whoever holds the lost device is signed out.
-		if err := c.svc.Accounts.EndAllSessions(ctx, u.o.ID); err != nil {
-			c.fail(w, r, err)
-			return
-		}
 	}
 	if err := c.signIn(ctx, w, r, u.o.ID); err != nil {
 		c.fail(w, r, err)

@@ -27,7 +27,6 @@ const (
 	codeChallengeUsed    = "webauthn_challenge_used"
 	codePasskeyInvalid   = "passkey_invalid"
 	codeLastPasskey      = "last_passkey"
-	codeLinkInvalid      = "link_invalid"
 )
 
 // owner is an Owner as go-webauthn sees it. The user handle is the owner
@@ -100,7 +99,9 @@ func (c *Console) loadOwner(ctx context.Context, id string) (*owner, error) {
 // Old rows are purged on the way, so the table stays small without a job.
 func (c *Console) saveChallenge(ctx context.Context, sd *webauthn.SessionData, purpose string, ownerID *string, binding string) error {
 	now := c.now()
-	if err := c.store.PurgeWebAuthn(ctx, now.Add(-emailTokenTTL)); err != nil {
+	// Nothing older than an e-mail link's lifetime (the longest of
+	// them) can still be used.
+	if err := c.store.PurgeWebAuthn(ctx, now.Add(-accounts.EmailLinkTTL)); err != nil {
 		c.log.WarnContext(ctx, "purge webauthn state", "err", err)
 	}
 	state := *sd

@@ -57,11 +57,9 @@ type Options struct {
 	Logger *slog.Logger
 }
 
-// Lifetimes of one-time things.
-const (
-	challengeTTL  = 5 * time.Minute
-	emailTokenTTL = 30 * time.Minute
-)
+// challengeTTL is how long a WebAuthn ceremony may take (an e-mail
+// link's lifetime is accounts.EmailLinkTTL).
+const challengeTTL = 5 * time.Minute
 
 // Console serves the owner pages.
 type Console struct {

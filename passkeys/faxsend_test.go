@@ -27,7 +27,7 @@ func (h *harness) sendingAgent(b *browser, owner string) (*hosts.Host, *hosts.Ag
 	if err != nil {
 		h.t.Fatalf("agent not active: %v (%s)", err, v.Agent.Status)
 	}
-	return host, a, h.env.Svc.Hosts.Principal(host, a)
+	return host, a, h.env.Svc.Hosts.Principal(host, a, nil)
 }
 
 // upload stores a one-page PDF for the owner in mode.

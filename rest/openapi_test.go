@@ -185,6 +185,7 @@ func TestProblemCodesCoverCore(t *testing.T) {
 		"approval_not_pending":          "approvals are decided in the owner console",
 		"approval_binding_mismatch":     "approvals are decided in the owner console",
 		"owner_exists":                  "owners are created by the operator command and the console sign-up",
+		"link_invalid":                  "sign-up and recovery links are opened in the owner console",
 		"user_verification_required":    "passkey approvals happen in the owner console",
 		"not_ready":                     "answered by /readyz, outside /api/v1",
 		"invalid_token":                 "OAuth access tokens are for /mcp and /a2a; /api/v1 answers invalid_api_key",

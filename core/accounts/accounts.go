@@ -205,6 +205,8 @@ type Deps struct {
 	Logger *slog.Logger
 	// Core builds principals.
 	Kernel *core.Kernel
+	// Links keeps sign-up and recovery links (nil: those methods fail).
+	Links EmailLinkStore
 }
 
 // Service keeps accounts.

@@ -4,4 +4,7 @@ package accounts
 const (
 	CodeInvalidAPIKey = "invalid_api_key"
 	CodeOwnerExists   = "owner_exists"
+	// CodeLinkInvalid: a sign-up or recovery link that never was, was used
+	// or has expired.
+	CodeLinkInvalid = "link_invalid"
 )

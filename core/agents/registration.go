@@ -577,15 +577,12 @@ func (s *Service) DecideClaim(ctx context.Context, ownerID, attemptToken, userCo
 			}
 			return core.Errorf(core.KindInvalid, CodeClaimWrongCode, "the code does not match; %d tries left", ClaimMaxTries-tries)
 		}
-		if scopes == nil {
-			scopes = c.Scopes
+		if scopes, err = core.NarrowScopes(c.Scopes, scopes, func(sc string) *core.Error {
+			return core.Errorf(core.KindForbidden, CodeClaimScopeWiden, "the scope %s was not permitted by the enrollment; scopes can only be narrowed", sc)
+		}); err != nil {
+			return err
 		}
-		for _, sc := range scopes {
-			if !slices.Contains(c.Scopes, sc) {
-				return core.Errorf(core.KindForbidden, CodeClaimScopeWiden, "the scope %s was not permitted by the enrollment; scopes can only be narrowed", sc)
-			}
-		}
-		scopes = slices.Compact(slices.Sorted(slices.Values(scopes)))
+		scopes = slices.Sorted(slices.Values(scopes))
 	} else {
 		scopes = c.Scopes
 	}

@@ -409,18 +409,32 @@ func agentUsable(a *Agent, now time.Time) error {
 	return core.Errorf(core.KindForbidden, CodeAgentRevoked, "this agent was revoked")
 }
 
-// Principal is the Principal of an active agent: the owner's, in
-// Config.AgentMode, with exactly the scopes of its granted capabilities.
-func (s *Service) Principal(host *Host, a *Agent) core.Principal {
-	var scopes []core.Scope
-	for _, c := range a.Granted {
-		if op, ok := capabilityOps[c]; ok {
+// Principal is the Principal of an active agent presenting an agent JWT:
+// the owner's, in Config.AgentMode, restricted to the capabilities the
+// agent was granted and, when the JWT has a capabilities claim
+// (jwtCapabilities not nil), to those it names as well (protocol §4.3: a
+// claim narrows, it never adds one not granted; unknown names add
+// nothing). The restriction is the principal's, so core.Authorize alone
+// decides: its scopes are those of the capabilities left and its
+// Operations exactly what they perform, and an adapter filters nothing.
+func (s *Service) Principal(host *Host, a *Agent, jwtCapabilities []string) core.Principal {
+	caps := a.Granted
+	if jwtCapabilities != nil {
+		caps = core.KeptScopes(a.Granted, toCapabilities(jwtCapabilities))
+	}
+	scopes, ops := []core.Scope{}, []core.Operation{}
+	for _, c := range caps {
+		for _, op := range capabilityUses(c) {
 			if sc := core.ScopeFor(op); sc != "" && !slices.Contains(scopes, sc) {
 				scopes = append(scopes, sc)
+			}
+			if !slices.Contains(ops, op) {
+				ops = append(ops, op)
 			}
 		}
 	}
 	p := s.kernel.NewPrincipal(core.PrincipalDelegated, a.OwnerID, scopes, a.ID, a.ID, s.cfg.APIURL, "")
+	p.Operations = ops
 	hostName := ""
 	if host != nil {
 		hostName = host.Name
@@ -429,9 +443,33 @@ func (s *Service) Principal(host *Host, a *Agent) core.Principal {
 	return p
 }
 
-// AuthorizeCapability checks that the agent was granted c
-// (CodeCapabilityNotGranted, KindForbidden) and that c is known
-// (CodeUnknownCapability, KindInvalid), then the one scope check.
+func toCapabilities(names []string) []Capability {
+	out := make([]Capability, len(names))
+	for i, n := range names {
+		out[i] = Capability(n)
+	}
+	return out
+}
+
+// capabilityUses are the core operations a capability performs: its own
+// (capabilityOps), and what serving it reads on the way. validate_fax
+// prices an uploaded document's pages, so it reads the document.
+func capabilityUses(c Capability) []core.Operation {
+	op, ok := capabilityOps[c]
+	if !ok {
+		return nil
+	}
+	if c == CapValidateFax {
+		return []core.Operation{op, core.OpGetDocument}
+	}
+	return []core.Operation{op}
+}
+
+// AuthorizeCapability checks that c is known (CodeUnknownCapability,
+// KindInvalid) and that the agent was granted it (CodeCapabilityNotGranted,
+// KindForbidden), then the one check, core.Authorize, whose refusal (the
+// agent JWT's capabilities claim left c out) is reported as
+// CodeCapabilityNotGranted too: that is the delegated protocol's word.
 func AuthorizeCapability(p core.Principal, a *Agent, c Capability) error {
 	op, ok := capabilityOps[c]
 	if !ok {
@@ -440,7 +478,24 @@ func AuthorizeCapability(p core.Principal, a *Agent, c Capability) error {
 	if a == nil || !slices.Contains(a.Granted, c) {
 		return core.Errorf(core.KindForbidden, CodeCapabilityNotGranted, "the owner has not granted this agent %s", c)
 	}
-	return core.Authorize(p, op)
+	if err := core.Authorize(p, op); err != nil {
+		if p.Operations == nil || core.ErrorCode(err) != core.CodeInsufficientScope {
+			return err
+		}
+		return core.Errorf(core.KindForbidden, CodeCapabilityNotGranted, "this agent JWT is restricted to %v (its capabilities claim)", allowed(p, a))
+	}
+	return nil
+}
+
+// allowed lists the granted capabilities p may use, for a refusal's text.
+func allowed(p core.Principal, a *Agent) []Capability {
+	out := []Capability{}
+	for _, c := range a.Granted {
+		if op, ok := capabilityOps[c]; ok && core.Authorize(p, op) == nil {
+			out = append(out, c)
+		}
+	}
+	return out
 }
 
 // ownDevice reads the agent behind a device link for the signed-in owner
@@ -522,10 +577,10 @@ func (s *Service) DecideDevice(ctx context.Context, ownerID, agentID, userCode s
 		if len(caps) > 4*len(capabilityOps) {
 			return nil, core.Errorf(core.KindInvalid, core.CodeInvalidRequest, "too many capabilities")
 		}
-		for _, c := range caps {
-			if !slices.Contains(a.Requested, c) {
-				return nil, core.Errorf(core.KindForbidden, CodeCapabilityWiden, "the agent did not ask for %s; capabilities can only be narrowed", core.CutUTF8(string(c), 64))
-			}
+		if caps, err = core.NarrowScopes(a.Requested, caps, func(c Capability) *core.Error {
+			return core.Errorf(core.KindForbidden, CodeCapabilityWiden, "the agent did not ask for %s; capabilities can only be narrowed", core.CutUTF8(string(c), 64))
+		}); err != nil {
+			return nil, err
 		}
 		if granted, err = normalizeCapabilities(caps); err != nil {
 			return nil, err

@@ -150,7 +150,7 @@ func TestDeviceApproval(t *testing.T) {
 	testenv.WantCode(t, err, hosts.CodeDeviceDecided)
 	_, err = e.Svc.Hosts.ReissueDeviceCode(ctx, h, id)
 	testenv.WantCode(t, err, hosts.CodeDeviceDecided)
-	p := e.Svc.Hosts.Principal(h, a)
+	p := e.Svc.Hosts.Principal(h, a, nil)
 	if p.Kind != core.PrincipalDelegated || p.OwnerID != e.OwnerA.ID || p.SubjectID != id || p.ClientName != "Mailer on Laptop" ||
 		!slices.Equal(p.Scopes, []core.Scope{core.ScopeFaxDraft, core.ScopeCreditsRead}) {
 		t.Fatalf("principal = %+v", p)

@@ -89,7 +89,7 @@ func TestDelegatedSmoke(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := e.Svc.Hosts.Principal(h, a)
+	p := e.Svc.Hosts.Principal(h, a, nil)
 	if err := hosts.AuthorizeCapability(p, a, hosts.CapGetCredits); err != nil {
 		t.Fatal(err)
 	}

@@ -30,7 +30,7 @@ func sender(t *testing.T, e *testenv.Env) (*hosts.Host, *hosts.Agent, core.Princ
 	t.Helper()
 	h := newHost(t, e)
 	a := approveAgent(t, e, h, hosts.CapSendFax, hosts.CapGetFaxStatus)
-	return h, a, e.Svc.Hosts.Principal(h, a)
+	return h, a, e.Svc.Hosts.Principal(h, a, nil)
 }
 
 func requestSend(t *testing.T, e *testenv.Env, p core.Principal, a *hosts.Agent) *hosts.Send {
@@ -113,7 +113,7 @@ func TestDelegatedSendApproval(t *testing.T) {
 	// Another agent cannot read it.
 	h2 := newHost(t, e)
 	other := approveAgent(t, e, h2, hosts.CapSendFax)
-	_, _, err = e.Svc.Hosts.GetSend(ctx, e.Svc.Hosts.Principal(h2, other), other, d.ID)
+	_, _, err = e.Svc.Hosts.GetSend(ctx, e.Svc.Hosts.Principal(h2, other, nil), other, d.ID)
 	testenv.WantCode(t, err, core.CodeNotFound)
 }
 
@@ -213,7 +213,7 @@ func TestDelegatedSendRequestErrors(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			pp := p
 			if tc.a == reader {
-				pp = e.Svc.Hosts.Principal(h, reader)
+				pp = e.Svc.Hosts.Principal(h, reader, nil)
 			}
 			_, err := e.Svc.Hosts.RequestSend(ctx, pp, tc.a, tc.r)
 			testenv.WantCode(t, err, tc.code)

@@ -224,7 +224,11 @@ func New(cfg Config, deps Deps) (*Set, error) {
 		cfg.Numbers.ReservationTTL = cfg.Checkout.TTL
 	}
 	kc := cfg.Config
-	accts := accounts.New(kc, accounts.Deps{Store: deps.Store, Logger: deps.Logger, Kernel: c})
+	// The database keeps the e-mail links with the passkeys (every
+	// services.Store is an authstate.PasskeyStore: conformance/storetest
+	// checks it); one that is not leaves sign-up and recovery unavailable.
+	links, _ := deps.Store.(accounts.EmailLinkStore)
+	accts := accounts.New(kc, accounts.Deps{Store: deps.Store, Logger: deps.Logger, Kernel: c, Links: links})
 	creds := credits.New(kc, credits.Deps{Store: deps.Store, Prices: deps.Prices})
 	approvalInbox := approvals.New(kc, approvals.Deps{Store: deps.Store, Handlers: handlers, Logger: deps.Logger})
 	docs, err := documents.New(kc, cfg.Documents, cfg.Storage, documents.Deps{Store: deps.Store, Blobs: deps.Blobs, Converter: deps.Converter, Logger: deps.Logger, Kernel: c})
