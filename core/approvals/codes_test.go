@@ -195,7 +195,9 @@ func TestCodeDecide(t *testing.T) {
 		{name: "wrong code", approve: true, code: func(string) string { return "BBBB-BBBB" }, want: codeWrong, tries: 1},
 		{name: "over-long code", approve: true, code: func(c string) string { return c + strings.Repeat(" ", 64) }, want: codeWrong, tries: 1},
 		{name: "last wrong code", approve: true, code: func(string) string { return "BBBB-BBBB" }, want: codeTooMany, tries: 1,
-			setup: func(_ *fixture, st *approvals.CodeState[string], p *memPort) { st.Tries, p.tries = maxTries-1, maxTries-1 }},
+			setup: func(_ *fixture, st *approvals.CodeState[string], p *memPort) {
+				st.Tries, p.tries = maxTries-1, maxTries-1
+			}},
 		{name: "tries used up, even with the right code", approve: true, want: codeTooMany,
 			setup: func(_ *fixture, st *approvals.CodeState[string], _ *memPort) { st.Tries = maxTries }},
 		{name: "expired by the clock", approve: true, want: codeExpired,
@@ -203,7 +205,9 @@ func TestCodeDecide(t *testing.T) {
 		{name: "stored expired", want: codeExpired,
 			setup: func(_ *fixture, st *approvals.CodeState[string], _ *memPort) { st.Pending, st.Expired = false, true }},
 		{name: "decided", approve: true, want: codeDecided,
-			setup: func(_ *fixture, st *approvals.CodeState[string], _ *memPort) { st.Pending, st.Status = false, "approved" }},
+			setup: func(_ *fixture, st *approvals.CodeState[string], _ *memPort) {
+				st.Pending, st.Status = false, "approved"
+			}},
 		{name: "decline needs no code", code: func(string) string { return "" }},
 		{name: "decided meanwhile: the door's error", approve: true, want: codeDoor,
 			setup: func(_ *fixture, _ *approvals.CodeState[string], p *memPort) {

@@ -25,7 +25,7 @@ func deviceRules() approvals.CodeRules[Capability] {
 			WrongCode:    CodeDeviceWrongCode,
 			TooManyTries: CodeDeviceTooManyTries, TooManyMsg: "too many wrong codes; the host has to request a new device code",
 			NotRequested: CodeCapabilityWiden, NotRequestedMsg: "the agent did not ask for %s; capabilities can only be narrowed",
-			InboxApproveMsg: "to approve an agent, open the link its host shows and enter the code it gives you",
+			InboxApproveMsg: "to approve an agent, open its device page (the link its host shows) and enter the code the agent gives you",
 		},
 		CheckGrant: func(caps []Capability) error {
 			if len(caps) == 0 {
