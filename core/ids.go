@@ -6,8 +6,6 @@ import (
 	"encoding/base32"
 	"encoding/base64"
 	"encoding/hex"
-	"fmt"
-	"math/big"
 	"strings"
 	"time"
 )
@@ -127,15 +125,6 @@ func NewSecret(prefix string) string {
 		panic(err)
 	}
 	return prefix + base64.RawURLEncoding.EncodeToString(b)
-}
-
-// NewUserCode returns a random six-digit code for a person to type.
-func NewUserCode() string {
-	n, err := rand.Int(rand.Reader, big.NewInt(1_000_000))
-	if err != nil {
-		panic(err)
-	}
-	return fmt.Sprintf("%06d", n.Int64())
 }
 
 // HashSecret is how every bearer secret (API keys, session ids, tokens) is

@@ -8,7 +8,6 @@ import (
 
 	"github.com/faxhub/faxhub/core"
 	"github.com/faxhub/faxhub/core/agents"
-	"github.com/faxhub/faxhub/core/approvals"
 	"github.com/faxhub/faxhub/core/web"
 )
 
@@ -216,21 +215,4 @@ func (c *Console) decideClaim(w http.ResponseWriter, r *http.Request, s *signedI
 		d.Notice = "Declined. The agent gets no access."
 	}
 	c.render(w, r, http.StatusOK, "agentclaim", d)
-}
-
-// agentClaimInboxDecision keeps the inbox honest for agent_claim
-// approvals: approving needs the code at the agent's link; declining
-// declines the claim too.
-func (c *Console) agentClaimInboxDecision(r *http.Request, s *signedIn, a *approvals.Approval, approve bool) error {
-	if approve {
-		return core.Errorf(core.KindInvalid, core.CodeInvalidRequest,
-			"to approve an agent, open the link the agent gave you and enter its six-digit code")
-	}
-	var d struct {
-		RegistrationID string `json:"registrationId"`
-	}
-	if json.Unmarshal(a.Details, &d) != nil || d.RegistrationID == "" {
-		return nil
-	}
-	return c.svc.Agents.DeclineClaim(r.Context(), s.owner.ID, d.RegistrationID)
 }

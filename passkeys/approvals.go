@@ -233,23 +233,9 @@ func (c *Console) decide(w http.ResponseWriter, r *http.Request, s *signedIn) {
 		c.fail(w, r, core.Errorf(core.KindInvalid, core.CodeInvalidRequest, "choose approve or decline"))
 		return
 	}
-	switch a.Kind {
-	case approvals.KindAgentClaim:
-		if err := c.agentClaimInboxDecision(r, s, a, approve); err != nil {
-			c.fail(w, r, err)
-			return
-		}
-	case approvals.KindDevice:
-		if err := c.deviceInboxDecision(r, s, a, approve); err != nil {
-			c.fail(w, r, err)
-			return
-		}
-		// Declining the agent closes its inbox approval too.
-		if got, err := c.svc.Approvals.Get(ctx, s.owner.ID, id); err == nil && got.Status != approvals.Pending {
-			http.Redirect(w, r, afterDecision(r.PostFormValue("return"), false), http.StatusSeeOther)
-			return
-		}
-	}
+	// Agent claims and device approvals are approved on their own page
+	// with the code: core refuses approving their inbox item, and declining
+	// it declines the claim or the agent (their approvals.Handler).
 	d := approvals.Decision{Approve: approve, BindingHash: r.PostFormValue("binding")}
 	if approve {
 		if a.RequiresUV {

@@ -193,18 +193,3 @@ func deviceAgentID(a *approvals.Approval) string {
 func devicePath(agentID string) string {
 	return core.LinkDevicePage.Path() + "?agent_id=" + url.QueryEscape(agentID)
 }
-
-// deviceInboxDecision keeps the inbox honest for device approvals:
-// approving needs the code at the device page; declining declines the
-// agent too.
-func (c *Console) deviceInboxDecision(r *http.Request, s *signedIn, a *approvals.Approval, approve bool) error {
-	agentID := deviceAgentID(a)
-	if approve {
-		return core.Errorf(core.KindInvalid, core.CodeInvalidRequest,
-			"to approve an agent, open its device page (the link the agent printed, or “Open to approve” here) and enter the code the agent shows you")
-	}
-	if agentID == "" {
-		return nil
-	}
-	return c.svc.Hosts.DeclineDevice(r.Context(), s.owner.ID, agentID)
-}

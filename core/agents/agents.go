@@ -199,11 +199,11 @@ type Deps struct {
 
 // Service runs agent registration.
 type Service struct {
-	cfg       core.Config
-	d         Deps
-	kernel    *core.Kernel
-	accounts  *accounts.Service
-	approvals *approvals.Service
+	cfg      core.Config
+	d        Deps
+	kernel   *core.Kernel
+	accounts *accounts.Service
+	codes    *approvals.CodeApproval[string]
 }
 
 // New returns the service; cfg is the kernel's configuration with its
@@ -212,7 +212,8 @@ func New(cfg core.Config, d Deps) *Service {
 	if d.Logger == nil {
 		d.Logger = slog.New(slog.DiscardHandler)
 	}
-	return &Service{cfg: cfg, d: d, kernel: d.Kernel, approvals: d.Approvals, accounts: d.Accounts}
+	return &Service{cfg: cfg, d: d, kernel: d.Kernel, accounts: d.Accounts,
+		codes: approvals.NewCodeApproval(d.Approvals, claimRules())}
 }
 
 func (s *Service) now() time.Time { return core.Clock(s.cfg.Now).Now() }

@@ -198,9 +198,9 @@ type AgentClaimDetails struct {
 // startClaimAttempt opens a new claim attempt (new link, new code, an inbox
 // approval); the previous link stops working.
 func (s *Service) startClaimAttempt(ctx context.Context, c *Claim, reg *Registration) (*ClaimAttempt, error) {
-	attempt, code := core.NewSecret(core.SecretClaimAttempt), core.NewUserCode()
-	appr, err := s.approvals.Request(ctx, approvals.Request{
-		OwnerID: c.OwnerID, Kind: approvals.KindAgentClaim, Requester: reg.Name,
+	attempt := core.NewSecret(core.SecretClaimAttempt)
+	code, codeHash, appr, err := s.codes.Start(ctx, nil, approvals.Request{
+		OwnerID: c.OwnerID, Requester: reg.Name,
 		Summary: "Agent " + reg.Name + " asks for access: " + strings.Join(c.Scopes, " "),
 		Details: AgentClaimDetails{RegistrationID: reg.ID, Name: reg.Name, Type: reg.Type, Scopes: c.Scopes},
 		Binding: reg.ID, TTL: c.ExpiresAt.Sub(s.now()),
@@ -208,16 +208,14 @@ func (s *Service) startClaimAttempt(ctx context.Context, c *Claim, reg *Registra
 	if err != nil {
 		return nil, err
 	}
-	if err := s.d.Store.StartAgentClaimAttempt(ctx, c.RegistrationID, core.HashSecret(attempt), core.HashSecret(code), appr.ID); errors.Is(err, core.ErrConflict) {
+	if err := s.d.Store.StartAgentClaimAttempt(ctx, c.RegistrationID, core.HashSecret(attempt), codeHash, appr.ID); errors.Is(err, core.ErrConflict) {
 		return nil, core.Errorf(core.KindInvalid, CodeInvalidGrant, "the claim is no longer pending")
 	} else if err != nil {
 		return nil, fmt.Errorf("start agent claim attempt: %w", err)
 	}
-	if c.ApprovalID != "" {
-		// The previous attempt's inbox item is superseded.
-		if _, err := s.approvals.Decide(ctx, c.OwnerID, c.ApprovalID, approvals.Decision{BindingHash: approvals.BindingHash(reg.ID)}); err != nil && core.ErrorKind(err) != core.KindConflict {
-			s.d.Logger.WarnContext(ctx, "agent claim: close superseded approval", "approval_id", c.ApprovalID, "err", err)
-		}
+	// The previous attempt's inbox item is superseded.
+	if err := s.codes.Retire(ctx, nil, c.OwnerID, c.ApprovalID); err != nil {
+		s.d.Logger.WarnContext(ctx, "agent claim: close superseded approval", "approval_id", c.ApprovalID, "err", err)
 	}
 	return &ClaimAttempt{VerificationURI: s.kernel.URL(core.LinkClaimPage, nil, "token", attempt), UserCode: code, Interval: c.Interval, Expires: c.ExpiresAt}, nil
 }
@@ -532,11 +530,8 @@ func (s *Service) ownClaim(ctx context.Context, ownerID, attemptToken string) (*
 	} else if o.EmailVerifiedAt == nil {
 		return nil, core.Errorf(core.KindForbidden, CodeClaimWrongOwner, "verify your email address before approving agents")
 	}
-	if c.Status == ClaimExpired || (c.Status == ClaimPending && !s.now().Before(c.ExpiresAt)) {
-		return nil, core.Errorf(core.KindConflict, CodeClaimExpired, "this claim expired; the agent has to register again with a new enrollment token")
-	}
-	if c.Status != ClaimPending {
-		return nil, core.Errorf(core.KindConflict, CodeClaimDecided, "this claim was %s already", c.Status)
+	if err := s.codes.Open(claimState(c)); err != nil {
+		return nil, err
 	}
 	return c, nil
 }
@@ -551,54 +546,21 @@ func (s *Service) ClaimForOwner(ctx context.Context, ownerID, attemptToken strin
 	if err != nil {
 		return nil, fmt.Errorf("agent claim: %w", err)
 	}
-	return &ClaimRequest{Registration: reg, Scopes: c.Scopes, ExpiresAt: c.ExpiresAt, TriesLeft: max(ClaimMaxTries-c.Tries, 0)}, nil
+	return &ClaimRequest{Registration: reg, Scopes: c.Scopes, ExpiresAt: c.ExpiresAt, TriesLeft: s.codes.TriesLeft(claimState(c))}, nil
 }
 
 // DecideClaim records the owner's decision on a claim link: approval
-// needs the six-digit code (AgentClaimMaxTries wrong codes end the attempt)
-// and may narrow the requested scopes, never widen them.
+// needs the six-digit code (ClaimMaxTries wrong codes end the attempt)
+// and may narrow the requested scopes, never widen them (the
+// code-confirmed approval of package approvals).
 func (s *Service) DecideClaim(ctx context.Context, ownerID, attemptToken, userCode string, approve bool, scopes []string) error {
 	c, err := s.ownClaim(ctx, ownerID, attemptToken)
 	if err != nil {
 		return err
 	}
-	tooMany := core.Errorf(core.KindForbidden, CodeClaimTooManyTries, "too many wrong codes; the agent has to start a new claim attempt")
-	if approve {
-		if c.Tries >= ClaimMaxTries {
-			return tooMany
-		}
-		if subtle.ConstantTimeCompare([]byte(core.HashSecret(userCode)), []byte(c.UserCodeHash)) != 1 {
-			tries, err := s.d.Store.AddAgentClaimTry(ctx, core.HashSecret(attemptToken))
-			if err != nil {
-				return fmt.Errorf("agent claim: %w", err)
-			}
-			if tries >= ClaimMaxTries {
-				return tooMany
-			}
-			return core.Errorf(core.KindInvalid, CodeClaimWrongCode, "the code does not match; %d tries left", ClaimMaxTries-tries)
-		}
-		if scopes, err = core.NarrowScopes(c.Scopes, scopes, func(sc string) *core.Error {
-			return core.Errorf(core.KindForbidden, CodeClaimScopeWiden, "the scope %s was not permitted by the enrollment; scopes can only be narrowed", sc)
-		}); err != nil {
-			return err
-		}
-		scopes = slices.Sorted(slices.Values(scopes))
-	} else {
-		scopes = c.Scopes
-	}
-	if err := s.d.Store.DecideAgentClaim(ctx, c.RegistrationID, approve, scopes, s.now()); errors.Is(err, core.ErrConflict) {
-		return core.Errorf(core.KindConflict, CodeClaimDecided, "this claim was decided already or expired")
-	} else if err != nil {
-		return fmt.Errorf("decide agent claim: %w", err)
-	}
-	// The inbox item follows the decision.
-	if c.ApprovalID != "" {
-		if _, err := s.approvals.Decide(ctx, ownerID, c.ApprovalID, approvals.Decision{Approve: approve,
-			BindingHash: approvals.BindingHash(c.RegistrationID), Data: map[string]any{"scopes": scopes}}); err != nil {
-			s.d.Logger.WarnContext(ctx, "agent claim: decide inbox approval", "approval_id", c.ApprovalID, "err", err)
-		}
-	}
-	return nil
+	_, err = s.codes.Decide(ctx, claimState(c), claimPort{s: s, c: c, attemptToken: attemptToken},
+		approvals.CodeDecision[string]{Approve: approve, Code: userCode, Grant: scopes})
+	return err
 }
 
 // DeclineClaim declines the owner's pending claim of a registration

@@ -7,6 +7,7 @@ import (
 
 	"github.com/faxhub/faxhub/core"
 	"github.com/faxhub/faxhub/core/agents"
+	"github.com/faxhub/faxhub/core/approvals"
 	"github.com/faxhub/faxhub/core/services"
 	"github.com/faxhub/faxhub/internal/testenv"
 )
@@ -265,6 +266,38 @@ func TestAgentClaimDeclineAndExpiry(t *testing.T) {
 	testenv.WantCode(t, err, agents.CodeExpiredToken)
 	_, err = e.Svc.Agents.PollClaim(ctx, expiring.ClaimToken, "")
 	testenv.WantCode(t, err, agents.CodeExpiredToken)
+}
+
+func TestAgentClaimInInbox(t *testing.T) {
+	e, _ := testenv.Clocked(t)
+	reg := registerService(t, e, nil)
+	pend, err := e.Svc.Approvals.ListPending(ctx, e.OwnerA.ID)
+	if err != nil || len(pend) != 1 || pend[0].Kind != approvals.KindAgentClaim {
+		t.Fatalf("inbox = %+v, %v", pend, err)
+	}
+	a := pend[0]
+	// Approving the inbox item alone is refused: the code is at the link.
+	_, err = e.Svc.Approvals.Decide(ctx, e.OwnerA.ID, a.ID, approvals.Decision{Approve: true, BindingHash: a.BindingHash})
+	testenv.WantCode(t, err, core.CodeInvalidRequest)
+	// A new attempt retires the old inbox item.
+	att, err := e.Svc.Agents.StartClaim(ctx, reg.ClaimToken, e.OwnerA.Email)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if old, _ := e.Svc.Approvals.Get(ctx, e.OwnerA.ID, a.ID); old.Status != approvals.Expired {
+		t.Fatalf("superseded inbox item %s", old.Status)
+	}
+	pend, err = e.Svc.Approvals.ListPending(ctx, e.OwnerA.ID)
+	if err != nil || len(pend) != 1 {
+		t.Fatalf("inbox = %+v, %v", pend, err)
+	}
+	// Declining it declines the claim.
+	if _, err := e.Svc.Approvals.Decide(ctx, e.OwnerA.ID, pend[0].ID, approvals.Decision{BindingHash: pend[0].BindingHash}); err != nil {
+		t.Fatal(err)
+	}
+	_, err = e.Svc.Agents.PollClaim(ctx, reg.ClaimToken, "")
+	testenv.WantCode(t, err, agents.CodeAccessDenied)
+	testenv.WantCode(t, e.Svc.Agents.DecideClaim(ctx, e.OwnerA.ID, attemptToken(t, att), att.UserCode, true, nil), agents.CodeClaimLinkInvalid)
 }
 
 func TestAgentRevocation(t *testing.T) {

@@ -3,7 +3,9 @@
 // sends, AP2 charges), each bound to the exact thing it approves, some
 // needing the owner's passkey with user verification. The feature that
 // asked for an approval records or acts on the decision through its
-// Handler.
+// Handler. It also owns the one code-confirmed approval (CodeApproval,
+// codes.go) behind agent claims and device approvals: the user code, its
+// tries and expiry, narrow-never-widen, and the inbox copy.
 package approvals
 
 import (

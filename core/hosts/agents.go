@@ -2,12 +2,9 @@ package hosts
 
 import (
 	"context"
-	"crypto/rand"
-	"crypto/subtle"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"math/big"
 	"net/url"
 	"slices"
 	"strings"
@@ -17,41 +14,6 @@ import (
 	"github.com/faxhub/faxhub/core/agents"
 	"github.com/faxhub/faxhub/core/approvals"
 )
-
-// userCodeAlphabet has no vowels (no words) and no look-alikes (RFC 8628
-// §6.1); eight of them are about 34 bits, and DeviceMaxTries wrong codes
-// end a code.
-const (
-	userCodeAlphabet = "BCDFGHJKLMNPQRSTVWXZ"
-	userCodeLen      = 8
-)
-
-// newDeviceUserCode returns a user code as shown: XXXX-XXXX.
-func newDeviceUserCode() string {
-	b := make([]byte, userCodeLen)
-	for i := range b {
-		n, err := rand.Int(rand.Reader, big.NewInt(int64(len(userCodeAlphabet))))
-		if err != nil {
-			panic(err)
-		}
-		b[i] = userCodeAlphabet[n.Int64()]
-	}
-	return string(b[:4]) + "-" + string(b[4:])
-}
-
-// normalizeUserCode is how a typed code is compared: case, dashes and
-// spaces do not matter.
-func normalizeUserCode(code string) string {
-	code = strings.ToUpper(code)
-	return strings.Map(func(r rune) rune {
-		if r == '-' || r == ' ' || r == '\t' {
-			return -1
-		}
-		return r
-	}, code)
-}
-
-func hashUserCode(code string) string { return core.HashSecret("device:" + normalizeUserCode(code)) }
 
 // effectiveStatus is the agent's status as callers see it: a pending agent
 // whose device code has lapsed reads as expired until re-issued.
@@ -76,20 +38,15 @@ type DeviceApprovalDetails struct {
 func (s *Service) verificationURI() string { return s.kernel.URL(core.LinkDevicePage, nil) }
 
 // newDeviceCode writes a new pending approval for a through q and returns
-// the code and the approval; the caller stores both on the agent.
-func (s *Service) newDeviceCode(ctx context.Context, q Tx, host *Host, a *Agent) (string, *approvals.Approval, error) {
-	code := newDeviceUserCode()
-	appr, err := s.approvals.RequestIn(ctx, q, approvals.Request{
-		OwnerID: a.OwnerID, Kind: approvals.KindDevice, Requester: a.Name + " on " + host.Name,
+// the code, its hash and the approval; the caller stores them on the agent.
+func (s *Service) newDeviceCode(ctx context.Context, q Tx, host *Host, a *Agent) (string, string, *approvals.Approval, error) {
+	return s.codes.Start(ctx, q, approvals.Request{
+		OwnerID: a.OwnerID, Requester: a.Name + " on " + host.Name,
 		Summary: "Agent " + a.Name + " on " + host.Name + " asks for: " + joinCapabilities(a.Requested),
 		Details: DeviceApprovalDetails{HostID: host.ID, HostName: host.Name, AgentID: a.ID, AgentName: a.Name,
 			Capabilities: a.Requested, VerificationURI: s.verificationURI() + "?agent_id=" + url.QueryEscape(a.ID)},
 		Binding: a.ID, TTL: DeviceApprovalTTL,
 	})
-	if err != nil {
-		return "", nil, err
-	}
-	return code, appr, nil
 }
 
 func (s *Service) deviceApproval(a *Agent, code string) *DeviceApproval {
@@ -182,10 +139,10 @@ func (s *Service) RegisterAgent(ctx context.Context, host *Host, r AgentRequest)
 		if !preApproved {
 			var appr *approvals.Approval
 			var err error
-			if code, appr, err = s.newDeviceCode(ctx, tx, host, a); err != nil {
+			if code, a.UserCodeHash, appr, err = s.newDeviceCode(ctx, tx, host, a); err != nil {
 				return err
 			}
-			a.UserCodeHash, a.ApprovalID = hashUserCode(code), appr.ID
+			a.ApprovalID = appr.ID
 		}
 		return tx.CreateDelegatedAgent(ctx, a, MaxAgentsPerHost)
 	})
@@ -228,22 +185,14 @@ func (s *Service) reissue(ctx context.Context, host *Host, a *Agent) (*AgentView
 		a.DeviceExpires, a.DeviceTries = now.Add(DeviceApprovalTTL), 0
 		var appr *approvals.Approval
 		var err error
-		if code, appr, err = s.newDeviceCode(ctx, tx, host, a); err != nil {
+		if code, a.UserCodeHash, appr, err = s.newDeviceCode(ctx, tx, host, a); err != nil {
 			return err
 		}
-		a.UserCodeHash, a.ApprovalID = hashUserCode(code), appr.ID
+		a.ApprovalID = appr.ID
 		if err := tx.ReissueDevice(ctx, a.ID, a.UserCodeHash, a.ApprovalID, a.DeviceExpires); err != nil {
 			return err
 		}
-		if oldApproval != "" {
-			// Pending and unexpired only; an old one that lapsed or was
-			// decided already stays as it is.
-			if err := tx.DecideApproval(ctx, a.OwnerID, oldApproval, approvals.Expired, nil, now); err != nil &&
-				!errors.Is(err, core.ErrConflict) && !errors.Is(err, core.ErrNoRows) {
-				return err
-			}
-		}
-		return nil
+		return s.codes.Retire(ctx, tx, a.OwnerID, oldApproval)
 	})
 	if errors.Is(err, core.ErrConflict) {
 		return nil, notPendingError(a.ID)
@@ -318,10 +267,9 @@ func (s *Service) RevokeAgent(ctx context.Context, ownerID, hostID, agentID stri
 	if err := s.d.Store.RevokeDelegatedAgent(ctx, a.ID, now); err != nil && !errors.Is(err, core.ErrConflict) {
 		return nil, fmt.Errorf("revoke agent: %w", err)
 	}
-	if a.Status == AgentPending && a.ApprovalID != "" {
+	if a.Status == AgentPending {
 		// Its device approval leaves the inbox.
-		if err := s.d.Store.DecideApproval(ctx, a.OwnerID, a.ApprovalID, approvals.Expired, nil, now); err != nil &&
-			!errors.Is(err, core.ErrConflict) && !errors.Is(err, core.ErrNoRows) {
+		if err := s.codes.Retire(ctx, nil, a.OwnerID, a.ApprovalID); err != nil {
 			s.d.Logger.WarnContext(ctx, "revoke agent: retire device approval", "approval_id", a.ApprovalID, "err", err)
 		}
 	}
@@ -499,7 +447,7 @@ func allowed(p core.Principal, a *Agent) []Capability {
 }
 
 // ownDevice reads the agent behind a device link for the signed-in owner
-// and checks it can still be decided.
+// (only the host's owner may see it).
 func (s *Service) ownDevice(ctx context.Context, ownerID, agentID string) (*Agent, *Host, error) {
 	if ownerID == "" || !core.HasPrefix(agentID, core.PrefixDelegatedAgent) || len(agentID) > 100 {
 		return nil, nil, agentNotFound()
@@ -517,12 +465,18 @@ func (s *Service) ownDevice(ctx context.Context, ownerID, agentID string) (*Agen
 	if h.OwnerID != ownerID {
 		return nil, nil, agentNotFound()
 	}
-	switch a.effectiveStatus(s.now()) {
-	case AgentPending:
-	case AgentExpired:
-		return nil, nil, core.Errorf(core.KindConflict, CodeDeviceExpired, "this device code expired; the host has to request a new one")
-	default:
-		return nil, nil, core.Errorf(core.KindConflict, CodeDeviceDecided, "this agent is %s already", a.Status)
+	return a, h, nil
+}
+
+// openDevice is ownDevice for an agent that can still be decided
+// (CodeDeviceExpired / CodeDeviceDecided otherwise).
+func (s *Service) openDevice(ctx context.Context, ownerID, agentID string) (*Agent, *Host, error) {
+	a, h, err := s.ownDevice(ctx, ownerID, agentID)
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := s.codes.Open(deviceState(a)); err != nil {
+		return nil, nil, err
 	}
 	return a, h, nil
 }
@@ -533,152 +487,60 @@ func (s *Service) ownDevice(ctx context.Context, ownerID, agentID string) (*Agen
 // life or an agent no longer pending). The user code is checked by
 // DecideDevice, not here.
 func (s *Service) DeviceRequestForOwner(ctx context.Context, ownerID, agentID string) (*DeviceRequest, error) {
-	a, h, err := s.ownDevice(ctx, ownerID, agentID)
+	a, h, err := s.openDevice(ctx, ownerID, agentID)
 	if err != nil {
 		return nil, err
 	}
-	return &DeviceRequest{Host: h, Agent: a, ExpiresAt: a.DeviceExpires, TriesLeft: max(DeviceMaxTries-a.DeviceTries, 0)}, nil
+	return &DeviceRequest{Host: h, Agent: a, ExpiresAt: a.DeviceExpires, TriesLeft: s.codes.TriesLeft(deviceState(a))}, nil
 }
 
 // DecideDevice records the owner's decision on a device code: approving
 // needs the user code (DeviceMaxTries wrong codes end it) and grants caps,
 // a non-empty subset of what the agent asked for (CodeCapabilityWiden
 // otherwise; nil means all of it); declining rejects the agent and needs
-// no code (the owner is signed in). The inbox approval follows.
+// no code (the owner is signed in). The inbox approval follows (the
+// code-confirmed approval of package approvals).
 func (s *Service) DecideDevice(ctx context.Context, ownerID, agentID, userCode string, approve bool, caps []Capability) (*Agent, error) {
-	a, _, err := s.ownDevice(ctx, ownerID, agentID)
+	a, _, err := s.openDevice(ctx, ownerID, agentID)
 	if err != nil {
 		return nil, err
 	}
-	tooMany := core.Errorf(core.KindForbidden, CodeDeviceTooManyTries, "too many wrong codes; the host has to request a new device code")
-	var granted []Capability
-	if approve {
-		if a.DeviceTries >= DeviceMaxTries {
-			return nil, tooMany
-		}
-		if len(userCode) > 64 || subtle.ConstantTimeCompare([]byte(hashUserCode(userCode)), []byte(a.UserCodeHash)) != 1 {
-			tries, err := s.d.Store.AddDeviceTry(ctx, a.ID)
-			if errors.Is(err, core.ErrNoRows) {
-				return nil, core.Errorf(core.KindConflict, CodeDeviceDecided, "this agent was decided already")
-			} else if err != nil {
-				return nil, fmt.Errorf("decide device: %w", err)
-			}
-			if tries >= DeviceMaxTries {
-				return nil, tooMany
-			}
-			return nil, core.Errorf(core.KindInvalid, CodeDeviceWrongCode, "the code does not match; %d tries left", DeviceMaxTries-tries).With("tries_left", DeviceMaxTries-tries)
-		}
-		if caps == nil {
-			caps = a.Requested
-		}
-		if len(caps) == 0 {
-			return nil, core.Errorf(core.KindInvalid, core.CodeInvalidRequest, "approve at least one capability, or decline the agent")
-		}
-		if len(caps) > 4*len(capabilityOps) {
-			return nil, core.Errorf(core.KindInvalid, core.CodeInvalidRequest, "too many capabilities")
-		}
-		if caps, err = core.NarrowScopes(a.Requested, caps, func(c Capability) *core.Error {
-			return core.Errorf(core.KindForbidden, CodeCapabilityWiden, "the agent did not ask for %s; capabilities can only be narrowed", core.CutUTF8(string(c), 64))
-		}); err != nil {
-			return nil, err
-		}
-		if granted, err = normalizeCapabilities(caps); err != nil {
-			return nil, err
-		}
-	}
-	if err := s.decideDevice(ctx, a, approve, granted); err != nil {
+	if _, err := s.codes.Decide(ctx, deviceState(a), devicePort{s: s, a: a},
+		approvals.CodeDecision[Capability]{Approve: approve, Code: userCode, Grant: caps}); err != nil {
 		return nil, err
 	}
 	return s.d.Store.GetDelegatedAgent(ctx, a.ID)
 }
 
-// decideDevice moves the agent (compare-and-set), then its inbox approval.
-func (s *Service) decideDevice(ctx context.Context, a *Agent, approve bool, granted []Capability) error {
-	// Approval is bound to the code the owner entered (a.UserCodeHash, as
-	// read when it was checked): a code re-issued meanwhile makes it fail.
-	codeHash := ""
-	if approve {
-		codeHash = a.UserCodeHash
-	}
-	if err := s.d.Store.DecideDelegatedAgent(ctx, a.ID, codeHash, approve, granted, s.now()); errors.Is(err, core.ErrConflict) {
-		if cur, err := s.d.Store.GetDelegatedAgent(ctx, a.ID); err == nil && cur.Status == AgentPending {
-			return core.Errorf(core.KindConflict, CodeDeviceExpired, "the host asked for a new code for this agent meanwhile; open the new link it shows")
-		}
-		return core.Errorf(core.KindConflict, CodeDeviceDecided, "this agent was decided already")
-	} else if err != nil {
-		return fmt.Errorf("decide device: %w", err)
-	}
-	if a.ApprovalID != "" {
-		if _, err := s.approvals.Decide(ctx, a.OwnerID, a.ApprovalID, approvals.Decision{Approve: approve,
-			BindingHash: approvals.BindingHash(a.ID), Data: map[string]any{"capabilities": agents.NonNil(granted)}}); err != nil && core.ErrorKind(err) != core.KindConflict {
-			s.d.Logger.WarnContext(ctx, "device approval: decide inbox approval", "approval_id", a.ApprovalID, "err", err)
-		}
-	}
-	return nil
-}
-
 // DeclineDevice is the approval inbox's Decline of a device approval: the
-// agent is rejected. Another owner's or an unknown agent is
-// CodeAgentNotFound; an agent no longer pending is left as it is.
+// agent is rejected, even past its code's expiry. Another owner's or an
+// unknown agent is CodeAgentNotFound; an agent no longer pending is left as
+// it is.
 func (s *Service) DeclineDevice(ctx context.Context, ownerID, agentID string) error {
 	a, _, err := s.ownDevice(ctx, ownerID, agentID)
 	if err != nil {
-		if c := core.AsError(err).Code; c == CodeDeviceDecided || c == CodeDeviceExpired {
-			if c == CodeDeviceExpired {
-				// An expired-pending agent can still be turned down.
-				if a, gerr := s.d.Store.GetDelegatedAgent(ctx, agentID); gerr == nil {
-					if err := s.decideDevice(ctx, a, false, nil); err != nil && core.AsError(err).Code != CodeDeviceDecided {
-						return err
-					}
-				}
-			}
-			return nil
-		}
 		return err
 	}
-	if err := s.decideDevice(ctx, a, false, nil); err != nil && core.AsError(err).Code != CodeDeviceDecided {
+	if err := s.codes.Decline(ctx, deviceState(a), devicePort{s: s, a: a}); err != nil && core.AsError(err).Code != CodeDeviceDecided {
 		return err
-	}
-	return nil
-}
-
-// deviceAgentID is the agent a device_authorization approval is about.
-func deviceAgentID(a *approvals.Approval) string {
-	var d DeviceApprovalDetails
-	if json.Unmarshal(a.Details, &d) != nil {
-		return ""
-	}
-	return d.AgentID
-}
-
-// DeviceApprovedOnPage keeps the inbox honest: a device approval is
-// approved only through DecideDevice (the user code on the device page),
-// which moves the agent first; approving the inbox item alone is refused.
-func (s *Service) DeviceApprovedOnPage(ctx context.Context, a *approvals.Approval) error {
-	refuse := core.Errorf(core.KindInvalid, core.CodeInvalidRequest, "to approve an agent, open the link its host shows and enter the code it gives you")
-	id := deviceAgentID(a)
-	if id == "" {
-		return refuse
-	}
-	ag, err := s.d.Store.GetDelegatedAgent(ctx, id)
-	if err != nil || ag.OwnerID != a.OwnerID || ag.Status != AgentActive || ag.ApprovalID != a.ID {
-		return refuse
 	}
 	return nil
 }
 
 // RejectDeviceAgent rejects the pending agent of a device approval the
-// owner declined in the inbox (nothing if it is no longer pending).
-func (s *Service) RejectDeviceAgent(ctx context.Context, a *approvals.Approval) {
-	id := deviceAgentID(a)
-	if id == "" {
-		return
+// owner declined in the inbox (nothing if it is no longer pending, or the
+// approval is not its current one).
+func (s *Service) RejectDeviceAgent(ctx context.Context, appr *approvals.Approval) error {
+	var d DeviceApprovalDetails
+	if json.Unmarshal(appr.Details, &d) != nil || d.AgentID == "" {
+		return nil
 	}
-	ag, err := s.d.Store.GetDelegatedAgent(ctx, id)
-	if err != nil || ag.OwnerID != a.OwnerID || ag.ApprovalID != a.ID {
-		return
+	a, err := s.d.Store.GetDelegatedAgent(ctx, d.AgentID)
+	if err != nil || a.OwnerID != appr.OwnerID || a.ApprovalID != appr.ID {
+		return nil
 	}
-	if err := s.d.Store.DecideDelegatedAgent(ctx, id, "", false, nil, s.now()); err != nil && !errors.Is(err, core.ErrConflict) {
-		s.d.Logger.WarnContext(ctx, "device approval declined: reject agent", "agent_id", id, "err", err)
+	if err := s.codes.Decline(ctx, deviceState(a), devicePort{s: s, a: a}); err != nil && core.AsError(err).Code != CodeDeviceDecided {
+		return fmt.Errorf("reject device agent %s: %w", a.ID, err)
 	}
+	return nil
 }

@@ -425,6 +425,7 @@ type Service struct {
 	d         Deps
 	kernel    *core.Kernel
 	approvals *approvals.Service
+	codes     *approvals.CodeApproval[Capability]
 	credits   *credits.Service
 	faxes     *faxes.Service
 	documents *documents.Service
@@ -439,7 +440,8 @@ func New(cfg core.Config, d Deps) *Service {
 	if d.Prices == nil {
 		d.Prices = core.DefaultPriceTable()
 	}
-	return &Service{cfg: cfg, d: d, kernel: d.Kernel, faxes: d.Faxes, credits: d.Credits, approvals: d.Approvals, documents: d.Documents}
+	return &Service{cfg: cfg, d: d, kernel: d.Kernel, faxes: d.Faxes, credits: d.Credits, approvals: d.Approvals, documents: d.Documents,
+		codes: approvals.NewCodeApproval(d.Approvals, deviceRules())}
 }
 
 func (s *Service) now() time.Time { return core.Clock(s.cfg.Now).Now() }

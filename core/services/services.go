@@ -195,15 +195,6 @@ func New(cfg Config, deps Deps) (*Set, error) {
 		approvals.KindCreditPurchase: {Decided: func(ctx context.Context, a *approvals.Approval, _ bool) error {
 			return set.Tasks.FinishPurchase(ctx, a.ID)
 		}},
-		approvals.KindDevice: {
-			Check: func(ctx context.Context, a *approvals.Approval) error { return set.Hosts.DeviceApprovedOnPage(ctx, a) },
-			Decided: func(ctx context.Context, a *approvals.Approval, approved bool) error {
-				if !approved {
-					set.Hosts.RejectDeviceAgent(ctx, a)
-				}
-				return nil
-			},
-		},
 		approvals.KindFaxSend: {Approve: func(ctx context.Context, ownerID string, a *approvals.Approval, data []byte) error {
 			return set.Hosts.ApproveSend(ctx, ownerID, a, data)
 		}},
@@ -279,5 +270,11 @@ func New(cfg Config, deps Deps) (*Set, error) {
 			Logger: deps.Logger, Kernel: c, Approvals: approvalInbox, Credits: creds, Faxes: fx, Numbers: nums,
 		}),
 	}
+	// Agent claims and device approvals are code-confirmed: approved on
+	// their own page with the code, declined there or in the inbox. Their
+	// handlers come from the features, built after the inbox that holds
+	// this map.
+	handlers[approvals.KindAgentClaim] = set.Agents.InboxHandler()
+	handlers[approvals.KindDevice] = set.Hosts.InboxHandler()
 	return set, nil
 }
