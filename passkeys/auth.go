@@ -7,7 +7,6 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
-	"time"
 
 	"github.com/go-webauthn/webauthn/protocol"
 	"github.com/go-webauthn/webauthn/webauthn"
@@ -15,14 +14,6 @@ import (
 	"github.com/faxhub/faxhub/core"
 	"github.com/faxhub/faxhub/core/accounts"
 	"github.com/faxhub/faxhub/core/authstate"
-)
-
-// mailRate bounds verification and recovery mails per address: three at
-// once, then one every ten minutes (GCRA in the database, so every replica
-// counts the same).
-const (
-	mailInterval = 10 * time.Minute
-	mailBurst    = 3
 )
 
 type emailForm struct {
@@ -107,7 +98,7 @@ func (c *Console) recover(w http.ResponseWriter, r *http.Request) {
 }
 
 func (c *Console) allowMail(ctx context.Context, email string) error {
-	err := c.svc.Kernel.Allow(ctx, "console-mail:"+core.HashSecret(email), mailInterval, mailBurst)
+	err := c.svc.Kernel.Allow(ctx, core.LimitConsoleMail, core.HashSecret(email))
 	if e := core.AsError(err); err != nil && e.Kind == core.KindRateLimited {
 		return core.Errorf(core.KindRateLimited, core.CodeRateLimited, "we sent several mails to this address recently; wait %d minutes and try again", e.RetryAfterSeconds/60+1)
 	}

@@ -446,10 +446,6 @@ type Config struct {
 	MaxAttempts  int           // default 3
 	RetryBackoff time.Duration // default 30 s; 0 is allowed via NoRetryDelay
 	NoRetryDelay bool
-	// The send rate limits fax creation per owner and mode: SendBurst at
-	// once, one more every SendInterval.
-	SendInterval time.Duration // default 100 ms (10/s sustained)
-	SendBurst    int           // default 20
 }
 
 // SetDefaults fills zero values with the defaults.
@@ -459,8 +455,6 @@ func (c *Config) SetDefaults() {
 	if c.RetryBackoff == 0 && !c.NoRetryDelay {
 		c.RetryBackoff = 30 * time.Second
 	}
-	c.SendInterval = cmp.Or(c.SendInterval, 100*time.Millisecond)
-	c.SendBurst = cmp.Or(c.SendBurst, 20)
 }
 
 // Deps are the ports fax sending drives.

@@ -226,7 +226,7 @@ func (s *Service) Fax(ctx context.Context, r FaxRequest) (*FaxResult, error) {
 	if err := s.machineOn(); err != nil {
 		return nil, err
 	}
-	if err := s.kernel.AllowPublic(ctx, "machine-fax", r.ClientIP); err != nil {
+	if err := s.kernel.Allow(ctx, core.LimitMachineFax, r.ClientIP); err != nil {
 		return nil, err
 	}
 	if !validRequestID(r.RequestID) {
