@@ -24,7 +24,7 @@ type writerStats interface {
 // The writer is held while thirty sends queue, so they are one batch; on
 // PostgreSQL (no batches) the same sends simply race.
 func TestBatchedSendsKeepMoneyGuarantees(t *testing.T) {
-	e := testenv.New(t, testenv.WithoutCredits(), testenv.WithoutWorkers(), testenv.WithConfig(func(c *services.Config) { c.Faxes.SendBurst = 1000 }))
+	e := testenv.New(t, testenv.WithoutCredits(), testenv.WithoutWorkers(), testenv.WithConfig(func(c *services.Config) { c.SetLimit(core.LimitSend, core.Rate{Burst: 1000}) }))
 	p := e.Principal(t, e.KeyATest)
 	if _, err := e.Svc.Credits.Grant(ctx, p.OwnerID, core.ModeTest, 500_000, "five faxes"); err != nil {
 		t.Fatal(err)

@@ -26,6 +26,11 @@ type Config struct {
 	// their own mode and owners pick theirs on each page. Default live.
 	AgentMode Mode
 
+	// Limits overrides rates of the limits table (core/limits.go); a zero
+	// field keeps the default. Operators and tests tune limits here, never
+	// at the door that charges them.
+	Limits map[Limit]Rate
+
 	// Now is the clock; tests replace it.
 	Now func() time.Time
 }
@@ -64,6 +69,9 @@ type Deps struct {
 type Kernel struct {
 	cfg Config
 	d   Deps
+	// limits is the effective rate of every limit: the table's defaults
+	// with cfg.Limits applied.
+	limits map[Limit]Rate
 }
 
 // New checks deps and returns a Service.
@@ -81,7 +89,11 @@ func NewKernel(cfg Config, deps Deps) (*Kernel, error) {
 	if deps.Logger == nil {
 		deps.Logger = slog.New(slog.DiscardHandler)
 	}
-	return &Kernel{cfg: cfg, d: deps}, nil
+	limits, err := resolveLimits(cfg.Limits)
+	if err != nil {
+		return nil, err
+	}
+	return &Kernel{cfg: cfg, d: deps, limits: limits}, nil
 }
 
 // Config returns the effective configuration (defaults applied).
@@ -100,28 +112,6 @@ func (s *Kernel) ResourceA2A() string { return s.cfg.BaseURL + "/a2a" }
 // Secret returns the named server secret, shared by every replica.
 func (s *Kernel) Secret(ctx context.Context, name string) ([]byte, error) {
 	return s.d.Store.Secret(ctx, name)
-}
-
-// Allow charges one event to the shared limiter under key: burst at once,
-// one more every interval. A refusal is a KindRateLimited *Error with
-// RetryAfterSeconds.
-func (s *Kernel) Allow(ctx context.Context, key string, interval time.Duration, burst int) error {
-	return s.AllowIn(ctx, s.d.Store, key, interval, burst)
-}
-
-// Unauthenticated endpoints that do work (pricing a machine fax) are
-// bounded per client address: a burst of publicBurst, then one request per
-// publicInterval.
-const (
-	publicBurst    = 60
-	publicInterval = time.Second
-)
-
-// AllowPublic charges one request of an unauthenticated endpoint to the
-// client address ip (web.ClientIP); KindRateLimited with a retry time when
-// it is spent.
-func (s *Kernel) AllowPublic(ctx context.Context, endpoint, ip string) error {
-	return s.AllowIn(ctx, s.d.Store, "public:"+endpoint+":"+ip, publicInterval, publicBurst)
 }
 
 // now is the service clock in UTC at the stores' microsecond precision, so a

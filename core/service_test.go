@@ -111,7 +111,7 @@ func TestDeliveryOutcomes(t *testing.T) {
 
 // Fifty concurrent requests with one key make one fax and one hold.
 func TestIdempotentConcurrentSend(t *testing.T) {
-	e := testenv.New(t, testenv.WithoutWorkers(), testenv.WithConfig(func(c *services.Config) { c.Faxes.SendBurst = 1000 }))
+	e := testenv.New(t, testenv.WithoutWorkers(), testenv.WithConfig(func(c *services.Config) { c.SetLimit(core.LimitSend, core.Rate{Burst: 1000}) }))
 	p := e.Principal(t, e.KeyATest)
 	req := faxes.SendRequest{To: "+12125550100", UploadToken: e.Upload(t, p, 1)}
 	var wg sync.WaitGroup
@@ -152,7 +152,7 @@ func TestIdempotentConcurrentSend(t *testing.T) {
 }
 
 func TestSendFaxErrors(t *testing.T) {
-	e := testenv.New(t, testenv.WithoutWorkers(), testenv.WithConfig(func(c *services.Config) { c.Faxes.SendBurst = 1000 }))
+	e := testenv.New(t, testenv.WithoutWorkers(), testenv.WithConfig(func(c *services.Config) { c.SetLimit(core.LimitSend, core.Rate{Burst: 1000}) }))
 	p := e.Principal(t, e.KeyATest)
 	tok := e.Upload(t, p, 1)
 	noSend := p
@@ -215,7 +215,7 @@ func TestInsufficientCreditsStoresNothing(t *testing.T) {
 
 func TestSendRateLimit(t *testing.T) {
 	e := testenv.New(t, testenv.WithoutWorkers(), testenv.WithConfig(func(c *services.Config) {
-		c.Faxes.SendBurst, c.Faxes.SendInterval = 3, time.Hour
+		c.SetLimit(core.LimitSend, core.Rate{Interval: time.Hour, Burst: 3})
 	}))
 	p := e.Principal(t, e.KeyATest)
 	tok := e.Upload(t, p, 1)
@@ -363,7 +363,7 @@ func TestOwnersAndModesAreIsolated(t *testing.T) {
 }
 
 func TestListFaxesPagination(t *testing.T) {
-	e := testenv.New(t, testenv.WithoutWorkers(), testenv.WithConfig(func(c *services.Config) { c.Faxes.SendBurst = 100 }))
+	e := testenv.New(t, testenv.WithoutWorkers(), testenv.WithConfig(func(c *services.Config) { c.SetLimit(core.LimitSend, core.Rate{Burst: 100}) }))
 	p := e.Principal(t, e.KeyATest)
 	tok := e.Upload(t, p, 1)
 	var ids []string
@@ -750,7 +750,7 @@ func TestDeliveryEdges(t *testing.T) {
 // would be refused on its own.
 func TestReplayAnswersWhateverChangedSince(t *testing.T) {
 	e := testenv.New(t, testenv.WithoutCredits(), testenv.WithoutWorkers(), testenv.WithConfig(func(c *services.Config) {
-		c.Faxes.SendBurst, c.Faxes.SendInterval = 2, time.Hour
+		c.SetLimit(core.LimitSend, core.Rate{Interval: time.Hour, Burst: 2})
 	}))
 	p := e.Principal(t, e.KeyATest)
 	if _, err := e.Svc.Credits.Grant(ctx, p.OwnerID, core.ModeTest, 100_000, "one fax"); err != nil {

@@ -6,7 +6,7 @@ import (
 )
 
 // StorageConfig bounds what owners keep on faxhub and for how long: upload
-// leases, the upload rate, the storage quota of unsent documents, and the
+// leases, the storage quota of unsent documents, and the
 // retention the garbage collector (Service.Purge) enforces. docs/design.md
 // (Limits, Retention) documents every value; zero values take the defaults.
 type StorageConfig struct {
@@ -14,16 +14,6 @@ type StorageConfig struct {
 	// renews every third of it. A PUT whose process died frees its token
 	// this long after its last renewal. Default 60 s.
 	UploadLease time.Duration
-
-	// Upload capabilities per owner and mode (GCRA): a burst, then one per
-	// interval. Test mode is stricter: test keys are handed around in
-	// scripts and CI, and test uploads cost nothing. Every fax needs an
-	// upload, so neither is stricter than the send rate. Defaults: live 100
-	// at once then 20/s; test 50 at once then 10/s.
-	UploadInterval     time.Duration
-	UploadBurst        int
-	TestUploadInterval time.Duration
-	TestUploadBurst    int
 
 	// QuotaBytes bounds the bytes of an owner's unsent documents per mode
 	// (originals plus converted PDFs not yet used by a fax). Default 1 GiB;
@@ -56,10 +46,6 @@ type StorageConfig struct {
 // SetDefaults fills zero values with the defaults.
 func (c *StorageConfig) SetDefaults() {
 	c.UploadLease = cmp.Or(c.UploadLease, time.Minute)
-	c.UploadInterval = cmp.Or(c.UploadInterval, 50*time.Millisecond)
-	c.UploadBurst = cmp.Or(c.UploadBurst, 100)
-	c.TestUploadInterval = cmp.Or(c.TestUploadInterval, 100*time.Millisecond)
-	c.TestUploadBurst = cmp.Or(c.TestUploadBurst, 50)
 	c.QuotaBytes = cmp.Or(c.QuotaBytes, 1<<30)
 	c.UnsentRetention = cmp.Or(c.UnsentRetention, 7*24*time.Hour)
 	c.SentRetention = cmp.Or(c.SentRetention, 7*24*time.Hour)

@@ -18,9 +18,9 @@ func (h *Handler) verifyHost(r *http.Request, limited bool) (*VerifiedHost, erro
 	if err != nil {
 		return nil, err
 	}
-	var limit *hosts.RateLimit
+	var limit core.Limit
 	if limited {
-		limit = &hosts.RateLimit{Key: "hostagent:register:", Interval: h.opts.RegisterInterval, Burst: h.opts.RegisterBurst}
+		limit = core.LimitHostRegister
 	}
 	return h.verify.Host(r.Context(), raw, limit)
 }
@@ -32,9 +32,9 @@ func (h *Handler) verifyAgent(r *http.Request, limited bool) (*VerifiedAgent, er
 	if err != nil {
 		return nil, err
 	}
-	var limit *hosts.RateLimit
+	var limit core.Limit
 	if limited {
-		limit = &hosts.RateLimit{Key: "hostagent:execute:", Interval: h.opts.ExecuteInterval, Burst: h.opts.ExecuteBurst}
+		limit = core.LimitAgentExecute
 	}
 	return h.verify.Agent(r.Context(), raw, limit)
 }

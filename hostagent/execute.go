@@ -204,13 +204,7 @@ func (h *Handler) validateFax(ctx context.Context, p core.Principal, a *validate
 	if err := required("to", a.To); err != nil {
 		return nil, err
 	}
-	pages := 1
-	if a.Pages != nil {
-		pages = *a.Pages
-		if pages < 1 || pages > h.svc.Config().Documents.MaxPages {
-			return nil, core.Errorf(core.KindInvalid, core.CodeInvalidRequest, "pages must be between 1 and %d", h.svc.Config().Documents.MaxPages).With("field", "pages")
-		}
-	}
+	pages := a.Pages
 	if a.DocumentID != "" {
 		if a.Pages != nil {
 			return nil, core.Errorf(core.KindInvalid, core.CodeInvalidRequest, "give pages or document_id, not both").With("field", "pages")
@@ -219,9 +213,9 @@ func (h *Handler) validateFax(ctx context.Context, p core.Principal, a *validate
 		if err != nil {
 			return nil, err
 		}
-		pages = doc.Pages
+		pages = &doc.Pages
 	}
-	q, err := h.svc.Faxes.Quote(ctx, faxes.QuoteRequest{To: a.To, Pages: pages, Cover: a.Cover})
+	q, err := h.svc.Faxes.Quote(ctx, p, faxes.QuoteRequest{To: a.To, Pages: pages, Cover: a.Cover})
 	if err != nil {
 		return nil, err
 	}

@@ -21,8 +21,8 @@ func FuzzVerifier(f *testing.F) {
 		d := &fakeDeps{now: now, jtis: map[string]bool{}, hosts: map[string]*hosts.Host{"hst_1": {ID: "hst_1", PublicKey: &hk.jwk, Thumbprint: &hk.tp, Status: hosts.Active}}}
 		v := newVerifier(d, testAPI)
 		for _, check := range []func() error{
-			func() error { _, err := v.Host(t.Context(), raw, nil); return err },
-			func() error { _, err := v.Agent(t.Context(), raw, nil); return err },
+			func() error { _, err := v.Host(t.Context(), raw, ""); return err },
+			func() error { _, err := v.Agent(t.Context(), raw, ""); return err },
 		} {
 			if err := check(); err != nil && core.ErrorKind(err) == core.KindInternal {
 				t.Fatalf("internal error for %q: %v", raw, err)

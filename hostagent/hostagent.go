@@ -7,11 +7,9 @@
 package hostagent
 
 import (
-	"cmp"
 	"errors"
 	"log/slog"
 	"net/http"
-	"time"
 
 	"github.com/faxhub/faxhub/core"
 	"github.com/faxhub/faxhub/core/services"
@@ -38,16 +36,6 @@ const (
 	maxExecuteBytes = 512 << 10
 )
 
-// Default rate limits (shared across replicas through core's limiter):
-// agent registration and device codes per host, capability calls per
-// agent. Options override them (benchmarks).
-const (
-	DefaultRegisterBurst    = 20
-	DefaultRegisterInterval = 6 * time.Second
-	DefaultExecuteBurst     = 120
-	DefaultExecuteInterval  = 500 * time.Millisecond // 120 a minute
-)
-
 // Paths lists every path the adapter serves.
 func Paths() []string {
 	return []string{PathConfiguration, PathHostCreate, PathHostEnroll, PathRegister, PathStatus, PathDeviceCode, PathRevoke, PathExecute, PathCapabilityStat}
@@ -60,12 +48,7 @@ type Options struct {
 	BaseURL, APIURL string
 	// ProviderName and Description fill discovery (defaults: faxhub).
 	ProviderName, Description string
-	// RegisterBurst/RegisterInterval bound register and device/code per
-	// host, ExecuteBurst/ExecuteInterval capability calls per agent; zero
-	// takes the defaults above.
-	RegisterBurst, ExecuteBurst       int
-	RegisterInterval, ExecuteInterval time.Duration
-	Logger                            *slog.Logger
+	Logger                    *slog.Logger
 }
 
 // Handler serves the delegated endpoints.
@@ -88,10 +71,6 @@ func New(svc *services.Set, opts Options) *Handler {
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
-	opts.RegisterBurst = cmp.Or(opts.RegisterBurst, DefaultRegisterBurst)
-	opts.RegisterInterval = cmp.Or(opts.RegisterInterval, DefaultRegisterInterval)
-	opts.ExecuteBurst = cmp.Or(opts.ExecuteBurst, DefaultExecuteBurst)
-	opts.ExecuteInterval = cmp.Or(opts.ExecuteInterval, DefaultExecuteInterval)
 	if opts.ProviderName == "" {
 		opts.ProviderName = "faxhub"
 	}

@@ -78,7 +78,7 @@ func (h *Handler) hostCreate(w http.ResponseWriter, r *http.Request) {
 // client address.
 func (h *Handler) hostEnroll(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
-	if err := h.svc.Kernel.AllowPublic(ctx, "host_enroll", web.ClientIP(r)); err != nil {
+	if err := h.svc.Kernel.Allow(ctx, core.LimitHostEnroll, web.ClientIP(r)); err != nil {
 		h.writeError(w, r, err)
 		return
 	}

@@ -4,6 +4,7 @@ import (
 	"net/http"
 	"testing"
 
+	"github.com/faxhub/faxhub/core"
 	"github.com/faxhub/faxhub/hostagent"
 )
 
@@ -15,14 +16,14 @@ func TestRateLimits(t *testing.T) {
 	h := w.createHost()
 	ag := w.activeAgent(h, "get_credits") // one registration of the burst
 	var r reply
-	for range hostagent.DefaultRegisterBurst {
+	for range e.a.Svc.Kernel.Rate(core.LimitHostRegister).Burst {
 		r = call(t, nil, http.MethodPost, e.api+hostagent.PathDeviceCode, map[string]any{"agent_id": "dag_nothing"}, bearer(h.jwt(nil)))
 	}
 	wantError(t, "register burst", r, 429, "rate_limited")
 	if r.header.Get("Retry-After") == "" {
 		t.Fatal("no Retry-After")
 	}
-	for range hostagent.DefaultExecuteBurst {
+	for range e.a.Svc.Kernel.Rate(core.LimitAgentExecute).Burst {
 		if r = ag.execute("get_credits", nil); r.status != 200 {
 			t.Fatalf("within the burst: %d %s", r.status, r.raw)
 		}

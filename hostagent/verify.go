@@ -215,21 +215,10 @@ func (v *verifier) times(c *jwtClaims) error {
 }
 
 // accept records the jti in the shared store (every replica) until exp +
-// skew, charges limit and updates last use, in one commit; a replay is
-// invalid_jwt.
-//
-// limit's key is completed with the id of the credential it limits: the
-// agent's for an agent JWT, the host's for a host JWT.
-func (v *verifier) accept(ctx context.Context, h *hosts.Host, a *hosts.Agent, c *jwtClaims, limit *hosts.RateLimit) error {
-	if limit != nil {
-		l := *limit
-		if a != nil {
-			l.Key += a.ID
-		} else {
-			l.Key += h.ID
-		}
-		limit = &l
-	}
+// skew, charges limit (when not empty; core counts it for the agent of an
+// agent JWT, the host of a host JWT) and updates last use, in one commit; a
+// replay is invalid_jwt.
+func (v *verifier) accept(ctx context.Context, h *hosts.Host, a *hosts.Agent, c *jwtClaims, limit core.Limit) error {
 	err := v.deps.AcceptJWT(ctx, hosts.JWTUse{Host: h, Agent: a, JTI: c.ID, Expires: c.Expiry.Time().Add(hosts.JWTSkew), Limit: limit})
 	if core.AsError(err).Code == hosts.CodeJWTReplayed {
 		return core.Errorf(core.KindUnauthenticated, hosts.CodeInvalidJWT, "this jti was used before; every JWT needs a fresh jti").With("reason", hosts.CodeJWTReplayed)
@@ -241,7 +230,7 @@ func (v *verifier) accept(ctx context.Context, h *hosts.Host, a *hosts.Agent, c 
 // names (active, enrolled), the signature with the host's key, the
 // host_public_key claim if sent, the times, and last the jti (recorded only
 // once the signature has checked, so a forger cannot use up jtis).
-func (v *verifier) Host(ctx context.Context, raw string, limit *hosts.RateLimit) (*VerifiedHost, error) {
+func (v *verifier) Host(ctx context.Context, raw string, limit core.Limit) (*VerifiedHost, error) {
 	tok, c, err := parse(raw, typHostJWT)
 	if err != nil {
 		return nil, err
@@ -281,7 +270,7 @@ func (v *verifier) Host(ctx context.Context, raw string, limit *hosts.RateLimit)
 // Agent verifies an agent JWT: typ agent+jwt, aud, iss = its host, sub =
 // an active agent of that host, the signature with the AGENT's key (never
 // the host's), the times and the jti.
-func (v *verifier) Agent(ctx context.Context, raw string, limit *hosts.RateLimit) (*VerifiedAgent, error) {
+func (v *verifier) Agent(ctx context.Context, raw string, limit core.Limit) (*VerifiedAgent, error) {
 	tok, c, err := parse(raw, typAgentJWT)
 	if err != nil {
 		return nil, err

@@ -290,9 +290,9 @@ func TestVerifier(t *testing.T) {
 			raw := r.jwt(d)
 			var err error
 			if r.agent {
-				_, err = v.Agent(t.Context(), raw, nil)
+				_, err = v.Agent(t.Context(), raw, "")
 			} else {
-				_, err = v.Host(t.Context(), raw, nil)
+				_, err = v.Host(t.Context(), raw, "")
 			}
 			if r.code == "" {
 				if err != nil {
@@ -322,10 +322,10 @@ func TestVerifierForgedJWTDoesNotBurnJTI(t *testing.T) {
 	d := &fakeDeps{now: now, jtis: map[string]bool{}, hosts: map[string]*hosts.Host{"hst_1": {ID: "hst_1", PublicKey: &hk.jwk, Thumbprint: &hk.tp, Status: hosts.Active}}}
 	v := newVerifier(d, testAPI)
 	c := map[string]any{"iss": "hst_1", "aud": testAPI, "iat": now.Unix(), "exp": now.Add(time.Minute).Unix(), "jti": "j1"}
-	if _, err := v.Host(t.Context(), sign(t, forger.priv, jose.EdDSA, typHostJWT, c, nil), nil); err == nil {
+	if _, err := v.Host(t.Context(), sign(t, forger.priv, jose.EdDSA, typHostJWT, c, nil), ""); err == nil {
 		t.Fatal("forged JWT accepted")
 	}
-	if _, err := v.Host(t.Context(), sign(t, hk.priv, jose.EdDSA, typHostJWT, c, nil), nil); err != nil {
+	if _, err := v.Host(t.Context(), sign(t, hk.priv, jose.EdDSA, typHostJWT, c, nil), ""); err != nil {
 		t.Fatalf("real JWT with the same jti refused: %v", err)
 	}
 }

@@ -13,8 +13,8 @@ import (
 // Client ID metadata documents are fetched from URLs anyone can name in an
 // authorization request, so fetching is bounded twice: a failed fetch is
 // remembered (negative cache) and not retried for MetadataFailureTTL, and
-// fetches are rate-limited per client IP (MetadataFetchInterval and
-// MetadataFetchBurst, the shared GCRA limiter, so across replicas).
+// fetches are rate-limited per client IP (core.LimitOAuthMetadataFetch, the
+// shared GCRA limiter, so across replicas).
 
 // maxFailedDocuments bounds the negative cache; when full, expired entries
 // go first, then arbitrary ones (it is a cache: losing an entry costs one
@@ -86,7 +86,7 @@ func clientIPFrom(ctx context.Context) string {
 
 // allowFetch charges one metadata document fetch to the requesting IP.
 func (s *Server) allowFetch(ctx context.Context) error {
-	return s.svc.Kernel.Allow(ctx, "oauth-cimd-fetch:"+clientIPFrom(ctx), s.opts.MetadataFetchInterval, s.opts.MetadataFetchBurst)
+	return s.svc.Kernel.Allow(ctx, core.LimitOAuthMetadataFetch, clientIPFrom(ctx))
 }
 
 // errFetchRateLimited is the answer when the IP may not fetch now: 429

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/faxhub/faxhub/core"
 	"github.com/faxhub/faxhub/core/services"
 	"github.com/faxhub/faxhub/internal/testenv"
 	"github.com/faxhub/faxhub/oauth"
@@ -46,14 +47,14 @@ func (d *docServer) count(path string) int {
 	return d.hits[path]
 }
 
-func newCIMDHarness(t *testing.T, d *docServer, mod func(*oauth.Options)) *agentHarness {
+func newCIMDHarness(t *testing.T, d *docServer, mod func(*oauth.Options), envOpts ...testenv.Option) *agentHarness {
 	c := &clock{t: time.Now().UTC()}
 	h := newHarness(t, func(o *oauth.Options) {
 		o.Now, o.HTTPClient = c.now, d.Client()
 		if mod != nil {
 			mod(o)
 		}
-	}, testenv.WithConfig(func(cfg *services.Config) { cfg.Now = c.now }))
+	}, append([]testenv.Option{testenv.WithConfig(func(cfg *services.Config) { cfg.Now = c.now })}, envOpts...)...)
 	return &agentHarness{harness: h, clock: c}
 }
 
@@ -139,7 +140,9 @@ func TestMetadataDocumentFetchRateLimit(t *testing.T) {
 // document fetched before (older than the cache TTL) is still used.
 func TestMetadataDocumentStaleWhileLimited(t *testing.T) {
 	d := newDocServer(t)
-	h := newCIMDHarness(t, d, func(o *oauth.Options) { o.MetadataFetchBurst, o.MetadataFetchInterval = 2, time.Hour })
+	h := newCIMDHarness(t, d, nil, testenv.WithConfig(func(c *services.Config) {
+		c.SetLimit(core.LimitOAuthMetadataFetch, core.Rate{Interval: time.Hour, Burst: 2})
+	}))
 	ok := d.URL + "/ok.json"
 	if code, _, body := h.authorizeWith(ok); code != http.StatusSeeOther {
 		t.Fatalf("first: %d %s", code, body)

@@ -313,7 +313,7 @@ func (s *Server) register(w http.ResponseWriter, r *http.Request) {
 		web.WriteOAuthError(w, http.StatusBadRequest, "invalid_client_metadata", "the registration request must be application/json")
 		return
 	}
-	if err := s.svc.Kernel.Allow(ctx, "oauth-register:"+web.ClientIP(r), s.opts.RegisterInterval, s.opts.RegisterBurst); err != nil {
+	if err := s.svc.Kernel.Allow(ctx, core.LimitOAuthRegister, web.ClientIP(r)); err != nil {
 		if e := core.AsError(err); e.Kind == core.KindRateLimited {
 			w.Header().Set("Retry-After", strconv.Itoa(e.RetryAfterSeconds))
 			web.WriteOAuthError(w, http.StatusTooManyRequests, "rate_limited", "too many client registrations from this address; retry later")

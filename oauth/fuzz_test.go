@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/faxhub/faxhub/core"
+	"github.com/faxhub/faxhub/core/services"
 	"github.com/faxhub/faxhub/internal/testenv"
 	"github.com/faxhub/faxhub/oauth"
 )
@@ -21,8 +23,10 @@ import (
 // fuzzServer is an OAuth server without network, registration unlimited.
 func fuzzServer(f *testing.F) (*testenv.Env, http.Handler) {
 	f.Helper()
-	env := testenv.New(f, testenv.WithoutWorkers())
-	srv, err := oauth.New(env.Svc, env.DB, oauth.Options{BaseURL: "http://faxhub.test", MCPOAuth: true, RegisterBurst: 1 << 30,
+	env := testenv.New(f, testenv.WithoutWorkers(), testenv.WithConfig(func(c *services.Config) {
+		c.SetLimit(core.LimitOAuthRegister, core.Rate{Burst: 1 << 30})
+	}))
+	srv, err := oauth.New(env.Svc, env.DB, oauth.Options{BaseURL: "http://faxhub.test", MCPOAuth: true,
 		// Metadata document client_ids are never fetched from the network.
 		HTTPClient: &http.Client{Transport: noNetwork{}}})
 	if err != nil {

@@ -71,9 +71,12 @@ func newHarness(t *testing.T, mod func(*oauth.Options), envOpts ...testenv.Optio
 	t.Cleanup(ts.Close)
 	// The service and the server share the origins (the MCP resource, claim
 	// links).
-	envOpts = append([]testenv.Option{testenv.WithoutWorkers(), testenv.WithConfig(func(c *services.Config) { c.BaseURL, c.APIURL = ts.URL, ts.URL })}, envOpts...)
+	envOpts = append([]testenv.Option{testenv.WithoutWorkers(), testenv.WithConfig(func(c *services.Config) {
+		c.BaseURL, c.APIURL = ts.URL, ts.URL
+		c.SetLimit(core.LimitOAuthRegister, core.Rate{Burst: 100})
+	})}, envOpts...)
 	env := testenv.New(t, envOpts...)
-	opts := oauth.Options{BaseURL: ts.URL, APIURL: ts.URL, MCPOAuth: true, RegisterBurst: 100}
+	opts := oauth.Options{BaseURL: ts.URL, APIURL: ts.URL, MCPOAuth: true}
 	if mod != nil {
 		mod(&opts)
 	}
@@ -667,7 +670,9 @@ func keyAlgs(set jose.JSONWebKeySet) []string {
 }
 
 func TestRegistration(t *testing.T) {
-	h := newHarness(t, func(o *oauth.Options) { o.RegisterBurst = 2; o.RegisterInterval = time.Hour })
+	h := newHarness(t, nil, testenv.WithConfig(func(c *services.Config) {
+		c.SetLimit(core.LimitOAuthRegister, core.Rate{Interval: time.Hour, Burst: 2})
+	}))
 	meta := map[string]any{"client_name": "App", "redirect_uris": []string{"https://app.example/cb", "http://localhost:1234/cb", "http://[::1]:9/cb"}}
 	b, _ := json.Marshal(meta)
 	code, m := h.post(oauth.PathRegister, "application/json", string(b))

@@ -82,11 +82,6 @@ type Options struct {
 	HTTPClient *http.Client
 	// AccessTokenLifespan is at most one hour (the default).
 	AccessTokenLifespan time.Duration
-	// RegisterInterval and RegisterBurst rate-limit dynamic registration
-	// per client IP: RegisterBurst at once, one more every
-	// RegisterInterval (defaults 10 and 6 minutes: 10 per hour).
-	RegisterInterval time.Duration
-	RegisterBurst    int
 	// MetadataCacheTTL is how long a fetched client metadata document is
 	// used before it is fetched again (default 5 minutes).
 	MetadataCacheTTL time.Duration
@@ -94,11 +89,6 @@ type Options struct {
 	// remembered, per replica, before the URL is fetched again (default 5
 	// minutes).
 	MetadataFailureTTL time.Duration
-	// MetadataFetchInterval and MetadataFetchBurst rate-limit metadata
-	// document fetches per client IP: MetadataFetchBurst at once, one more
-	// every MetadataFetchInterval (defaults 10 and 6 s: 10 a minute).
-	MetadataFetchInterval time.Duration
-	MetadataFetchBurst    int
 	// Now is the clock (tests); defaults to time.Now.
 	Now func() time.Time
 }
@@ -150,12 +140,8 @@ func New(svc *services.Set, store authstate.OAuthStore, opts Options) (*Server, 
 	if opts.AccessTokenLifespan > time.Hour {
 		return nil, errors.New("oauth: access tokens live at most one hour")
 	}
-	opts.RegisterInterval = cmp.Or(opts.RegisterInterval, 6*time.Minute)
-	opts.RegisterBurst = cmp.Or(opts.RegisterBurst, 10)
 	opts.MetadataCacheTTL = cmp.Or(opts.MetadataCacheTTL, 5*time.Minute)
 	opts.MetadataFailureTTL = cmp.Or(opts.MetadataFailureTTL, 5*time.Minute)
-	opts.MetadataFetchInterval = cmp.Or(opts.MetadataFetchInterval, 6*time.Second)
-	opts.MetadataFetchBurst = cmp.Or(opts.MetadataFetchBurst, 10)
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}

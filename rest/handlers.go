@@ -169,28 +169,22 @@ func (a *api) createCheckout(w http.ResponseWriter, r *http.Request, p core.Prin
 	return nil
 }
 
-// quoteBody is the JSON form of core.QuoteRequest, which has no JSON tags.
+// quoteBody is the JSON form of faxes.QuoteRequest, which has no JSON
+// tags. Pages stays a pointer: core tells an absent count from a 0.
 type quoteBody struct {
 	To    string `json:"to"`
-	Pages int    `json:"pages"`
+	Pages *int   `json:"pages"`
 	Cover bool   `json:"cover"`
 }
 
-func (a *api) decodeQuote(w http.ResponseWriter, r *http.Request) (core.Quote, error) {
+// quote is the authenticated twin of the machine validate endpoint; core
+// checks the scope and the pages.
+func (a *api) quote(w http.ResponseWriter, r *http.Request, p core.Principal) error {
 	var body quoteBody
 	if err := web.DecodeJSON(w, r, &body, false); err != nil {
-		return core.Quote{}, err
-	}
-	return a.svc.Faxes.Quote(r.Context(), faxes.QuoteRequest{To: body.To, Pages: body.Pages, Cover: body.Cover})
-}
-
-// quote is the authenticated twin of the machine validate endpoint: core's
-// Quote is principal-free, so the scope check happens here.
-func (a *api) quote(w http.ResponseWriter, r *http.Request, p core.Principal) error {
-	if err := core.Authorize(p, core.OpQuote); err != nil {
 		return err
 	}
-	q, err := a.decodeQuote(w, r)
+	q, err := a.svc.Faxes.Quote(r.Context(), p, faxes.QuoteRequest{To: body.To, Pages: body.Pages, Cover: body.Cover})
 	if err != nil {
 		return err
 	}

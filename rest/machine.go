@@ -142,7 +142,7 @@ func (a *api) validateMachineFax(w http.ResponseWriter, r *http.Request) error {
 	}
 	// Before the body is read: a page count of a base64 PDF is work, and
 	// anyone may ask for it.
-	if err := a.svc.Kernel.AllowPublic(r.Context(), "machine-validate", web.ClientIP(r)); err != nil {
+	if err := a.svc.Kernel.Allow(r.Context(), core.LimitMachineValidate, web.ClientIP(r)); err != nil {
 		return err
 	}
 	var body machineValidateBody

@@ -461,9 +461,9 @@ func openAPIDocument(opts Options, cfg services.Config, machine machineLimits) o
 			"expiresAt": dateTime, "amount": str("decimal USD"), "amountCents": obj{"type": "integer"},
 			"currency": obj{"type": "string", "enum": []string{core.Currency}}, "packId": obj{"type": "string"}, "credit": str("decimal USD credited when paid"),
 		}),
-		"QuoteRequest": obj{"type": "object", "additionalProperties": false, "required": []string{"to", "pages"}, "properties": obj{
+		"QuoteRequest": obj{"type": "object", "additionalProperties": false, "required": []string{"to"}, "properties": obj{
 			"to":    str("destination fax number, E.164"),
-			"pages": obj{"type": "integer", "minimum": 1, "maximum": cfg.Documents.MaxPages},
+			"pages": obj{"type": "integer", "minimum": 1, "maximum": cfg.Documents.MaxPages, "default": 1, "description": "pages to price; absent means 1"},
 			"cover": obj{"type": "boolean", "default": false},
 		}},
 		"Quote": object([]string{"to", "country", "pages", "cover", "billedPages", "currency", "amount", "amountCents", "tariff"}, obj{

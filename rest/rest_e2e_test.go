@@ -372,7 +372,7 @@ func TestE2EInsufficientCredits(t *testing.T) {
 }
 
 func TestE2ERateLimited(t *testing.T) {
-	h := newHarness(t, testenv.WithConfig(func(c *services.Config) { c.Faxes.SendBurst, c.Faxes.SendInterval = 3, time.Hour }))
+	h := newHarness(t, testenv.WithConfig(func(c *services.Config) { c.SetLimit(core.LimitSend, core.Rate{Interval: time.Hour, Burst: 3}) }))
 	key := h.env.KeyATest
 	doc := h.upload(key, testenv.MinimalPDF(1)).Document
 	// The limit counts faxes created (it is charged in the fax's

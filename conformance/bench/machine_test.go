@@ -69,8 +69,7 @@ func benchMachine(t *testing.T, rep *report) {
 			// The credit send path's per-key limit would stop the run
 			// (benchEnv lifts it the same way); the machine path keeps
 			// its per-address limit (see machineAddrs).
-			c.Faxes.SendBurst = 1 << 30
-			c.Faxes.SendInterval = time.Microsecond
+			c.SetLimit(core.LimitSend, core.Rate{Interval: time.Microsecond, Burst: 1 << 30})
 		}})
 	if err != nil {
 		t.Fatal(err)

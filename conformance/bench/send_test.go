@@ -54,8 +54,7 @@ func newUpload(ctx context.Context, c *http.Client, srv *httptest.Server, key st
 // a rate limit that never refuses, and a million USD of test credits.
 func benchEnv(t *testing.T, postgres string, cfg func(*services.Config)) *testenv.Env {
 	env := testenv.New(t, testenv.WithPostgres(postgres), testenv.WithoutWorkers(), testenv.WithConfig(func(c *services.Config) {
-		c.Faxes.SendBurst = 1 << 30
-		c.Faxes.SendInterval = time.Microsecond
+		c.SetLimit(core.LimitSend, core.Rate{Interval: time.Microsecond, Burst: 1 << 30})
 		if cfg != nil {
 			cfg(c)
 		}

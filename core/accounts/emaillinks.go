@@ -20,14 +20,6 @@ import (
 // EmailLinkTTL is how long a sign-up or recovery link works.
 const EmailLinkTTL = 30 * time.Minute
 
-// Mail to one address is bounded: three at once, then one every ten
-// minutes (GCRA in the database, so every replica counts the same). Sign-up
-// and recovery share the bucket: either can be used to mail a stranger.
-const (
-	mailInterval = 10 * time.Minute
-	mailBurst    = 3
-)
-
 // nameMax bounds the name given at sign-up (CreateOwner's limit).
 const nameMax = 200
 
@@ -110,10 +102,11 @@ func (s *Service) StartRecovery(ctx context.Context, email string) (*EmailLink, 
 	return nil, fmt.Errorf("recovery: %w", err)
 }
 
-// allowMail counts a mail to email, keyed by its hash (the bucket's key is
-// stored; the address need not be).
+// allowMail counts a mail to email (core.LimitConsoleMail), keyed by its
+// hash (the bucket's key is stored; the address need not be). Sign-up and
+// recovery share the bucket: either can be used to mail a stranger.
 func (s *Service) allowMail(ctx context.Context, email string) error {
-	err := s.kernel.Allow(ctx, "console-mail:"+core.HashSecret(email), mailInterval, mailBurst)
+	err := s.kernel.Allow(ctx, core.LimitConsoleMail, core.HashSecret(email))
 	if e := core.AsError(err); err != nil && e.Kind == core.KindRateLimited {
 		return core.Errorf(core.KindRateLimited, core.CodeRateLimited, "we sent several mails to this address recently; wait %d minutes and try again", e.RetryAfterSeconds/60+1).
 			WithRetryAfter(e.RetryAfterSeconds)

@@ -13,12 +13,8 @@ import (
 	"github.com/faxhub/faxhub/core/approvals"
 )
 
-// Enrollment issuance is limited per owner, across replicas.
-const (
-	agentEnrollInterval = 30 * time.Second
-	agentEnrollBurst    = 10
-	AgentNameMax        = 100
-)
+// AgentNameMax bounds an agent's name.
+const AgentNameMax = 100
 
 // DefaultScopes are granted when an enrollment names none: read-only.
 func DefaultScopes() []string {
@@ -61,7 +57,7 @@ func (s *Service) CreateEnrollment(ctx context.Context, ownerID, name string, sc
 	if err != nil {
 		return nil, err
 	}
-	if err := s.kernel.AllowIn(ctx, s.d.Store, "agent-enroll:"+ownerID, agentEnrollInterval, agentEnrollBurst); err != nil {
+	if err := s.kernel.Allow(ctx, core.LimitAgentEnroll, ownerID); err != nil {
 		if e := core.AsError(err); e.Kind == core.KindRateLimited {
 			return nil, core.Errorf(core.KindRateLimited, core.CodeRateLimited, "too many enrollment tokens; retry in %d s", e.RetryAfterSeconds).WithRetryAfter(e.RetryAfterSeconds)
 		}
@@ -265,18 +261,11 @@ func (s *Service) StartClaim(ctx context.Context, claimToken, email string) (*Cl
 	// Each attempt puts an item in the owner's inbox (superseding the last)
 	// and mails nothing, but it is still the owner's attention: bounded
 	// per registration.
-	if err := s.kernel.AllowIn(ctx, s.d.Store, "agent-claim-attempt:"+c.RegistrationID, agentClaimAttemptInterval, agentClaimAttemptBurst); err != nil {
+	if err := s.kernel.Allow(ctx, core.LimitAgentClaimAttempt, c.RegistrationID); err != nil {
 		return nil, err
 	}
 	return s.startClaimAttempt(ctx, c, reg)
 }
-
-// New claim attempts per registration: a burst of agentClaimAttemptBurst,
-// then one per agentClaimAttemptInterval.
-const (
-	agentClaimAttemptBurst    = 5
-	agentClaimAttemptInterval = 30 * time.Second
-)
 
 // Tokens is what the claim and jwt-bearer grants hand out: an opaque
 // access token (shown once) for Resource with Scopes. For a grant that

@@ -7,23 +7,16 @@ import (
 	"github.com/faxhub/faxhub/core"
 )
 
-// uploadRateKey names the shared limiter of an owner's upload capabilities
-// in one mode.
-func uploadRateKey(ownerID string, mode core.Mode) string {
-	return "upload:" + ownerID + ":" + string(mode)
-}
-
-// allowUpload charges one upload capability to the owner's upload rate:
-// Storage.UploadBurst/UploadInterval in live mode, the stricter
-// TestUploadBurst/TestUploadInterval in test mode. Refused: 429
-// rate_limited with Retry-After.
+// allowUpload charges one upload capability to the owner's upload rate in
+// its mode: core.LimitUpload in live mode, the stricter
+// core.LimitTestUpload in test mode. Refused: 429 rate_limited with
+// Retry-After.
 func (s *Service) allowUpload(ctx context.Context, p core.Principal) error {
-	c := s.st
-	interval, burst := c.UploadInterval, c.UploadBurst
+	limit := core.LimitUpload
 	if p.Mode == core.ModeTest {
-		interval, burst = c.TestUploadInterval, c.TestUploadBurst
+		limit = core.LimitTestUpload
 	}
-	return s.kernel.AllowIn(ctx, s.d.Store, uploadRateKey(p.OwnerID, p.Mode), interval, burst)
+	return s.kernel.Allow(ctx, limit, p.OwnerID+":"+string(p.Mode))
 }
 
 // checkQuota refuses adding bytes to the owner's unsent documents in mode

@@ -19,8 +19,8 @@ func TestUploadRateLimit(t *testing.T) {
 	clock := testenv.NewClock()
 	e := testenv.New(t, testenv.WithConfig(func(c *services.Config) {
 		c.Now = clock.Now
-		c.Storage.UploadBurst, c.Storage.UploadInterval = 5, time.Second
-		c.Storage.TestUploadBurst, c.Storage.TestUploadInterval = 3, 10*time.Second
+		c.SetLimit(core.LimitUpload, core.Rate{Interval: time.Second, Burst: 5})
+		c.SetLimit(core.LimitTestUpload, core.Rate{Interval: 10 * time.Second, Burst: 3})
 	}))
 	for _, tc := range []struct {
 		name  string
@@ -59,13 +59,13 @@ func TestUploadRateLimit(t *testing.T) {
 // stricter than the send rate (every fax needs an upload).
 func TestUploadRateDefaults(t *testing.T) {
 	e := testenv.New(t)
-	c := e.Svc.Config()
-	s := c.Storage
-	if s.TestUploadBurst >= s.UploadBurst || s.TestUploadInterval <= s.UploadInterval {
-		t.Fatalf("test mode (%d, %v) is not stricter than live (%d, %v)", s.TestUploadBurst, s.TestUploadInterval, s.UploadBurst, s.UploadInterval)
+	k := e.Svc.Kernel
+	live, test, send := k.Rate(core.LimitUpload), k.Rate(core.LimitTestUpload), k.Rate(core.LimitSend)
+	if test.Burst >= live.Burst || test.Interval <= live.Interval {
+		t.Fatalf("test mode (%d, %v) is not stricter than live (%d, %v)", test.Burst, test.Interval, live.Burst, live.Interval)
 	}
-	if s.TestUploadBurst < c.Faxes.SendBurst || s.TestUploadInterval > c.Faxes.SendInterval {
-		t.Fatalf("test upload rate (%d, %v) is stricter than the send rate (%d, %v)", s.TestUploadBurst, s.TestUploadInterval, c.Faxes.SendBurst, c.Faxes.SendInterval)
+	if test.Burst < send.Burst || test.Interval > send.Interval {
+		t.Fatalf("test upload rate (%d, %v) is stricter than the send rate (%d, %v)", test.Burst, test.Interval, send.Burst, send.Interval)
 	}
 }
 

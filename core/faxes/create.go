@@ -53,7 +53,7 @@ func (s *Service) CreateFax(ctx context.Context, tx Tx, n NewFax) error {
 	// would keep the money), and every machine shares one owner: paying
 	// machines are bounded per client address before they pay instead.
 	if f.PaymentMethod != PayMachine {
-		if err := s.kernel.AllowIn(ctx, tx, sendRateKey(f.OwnerID, f.Mode), s.fc.SendInterval, s.fc.SendBurst); err != nil {
+		if err := s.kernel.AllowIn(ctx, tx, core.LimitSend, f.OwnerID+":"+string(f.Mode)); err != nil {
 			return err
 		}
 	}
@@ -96,8 +96,4 @@ func cmpReason(reason, def string) string {
 		return def
 	}
 	return reason
-}
-
-func sendRateKey(ownerID string, mode core.Mode) string {
-	return "send:" + ownerID + ":" + string(mode)
 }

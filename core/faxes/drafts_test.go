@@ -97,7 +97,7 @@ func TestSendDraft(t *testing.T) {
 
 // Twenty concurrent sends of one draft: one fax, one hold.
 func TestSendDraftConcurrent(t *testing.T) {
-	e := testenv.New(t, testenv.WithoutWorkers(), testenv.WithConfig(func(c *services.Config) { c.Faxes.SendBurst = 1000 }))
+	e := testenv.New(t, testenv.WithoutWorkers(), testenv.WithConfig(func(c *services.Config) { c.SetLimit(core.LimitSend, core.Rate{Burst: 1000}) }))
 	p := e.Principal(t, e.KeyATest)
 	d := newDraft(t, e, p, 1)
 	var wg sync.WaitGroup
@@ -171,7 +171,7 @@ func TestCheckoutOfDraftSentWithCredits(t *testing.T) {
 // Paying a draft at checkout is rate limited like the other two ways of
 // sending: it shares the owner's send allowance.
 func TestCheckoutSharesTheSendRate(t *testing.T) {
-	e := testenv.New(t, testenv.WithoutWorkers(), testenv.WithConfig(func(c *services.Config) { c.Faxes.SendBurst, c.Faxes.SendInterval = 1, time.Hour }))
+	e := testenv.New(t, testenv.WithoutWorkers(), testenv.WithConfig(func(c *services.Config) { c.SetLimit(core.LimitSend, core.Rate{Interval: time.Hour, Burst: 1}) }))
 	p := e.Principal(t, e.KeyATest)
 	d1, d2 := newDraft(t, e, p, 1), newDraft(t, e, p, 1)
 	cs, err := e.Svc.Checkout.StartDraft(ctx, p, d2.ID)

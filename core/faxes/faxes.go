@@ -40,22 +40,61 @@ const MaxCoverText = 2000
 
 // QuoteRequest prices a fax without side effects.
 type QuoteRequest struct {
-	To    string
-	Pages int
+	To string
+	// Pages is the page count to price; nil (the caller gave none) means
+	// one page. See QuotePages for the rule.
+	Pages *int
 	Cover bool
 }
 
-// Quote checks a destination and prices pages to it. It needs no principal
-// (the machine validate endpoint is public).
-func (s *Service) Quote(ctx context.Context, r QuoteRequest) (core.Quote, error) {
-	e164, country, err := s.d.Destination.Check(r.To)
+// Quote prices a fax for p (scope fax:draft): it checks the destination
+// and prices the pages to it. Every door (REST, MCP, A2A, the delegated
+// agents) quotes through it, so the scope and the pages rule are decided
+// once, here.
+func (s *Service) Quote(ctx context.Context, p core.Principal, r QuoteRequest) (core.Quote, error) {
+	if err := core.Authorize(p, core.OpQuote); err != nil {
+		return core.Quote{}, err
+	}
+	pages, err := s.QuotePages(r.Pages)
 	if err != nil {
 		return core.Quote{}, err
 	}
-	if r.Pages > s.documents.MaxPages() {
+	return s.Price(r.To, pages, r.Cover)
+}
+
+// QuotePages is the one rule for a page count given to price a fax (every
+// door's validate_fax and POST /quote): absent means one page, the
+// smallest fax, so an agent can price a destination before it has a
+// document; given, it must be 1 to MaxPages. Zero or negative is
+// invalid_request (field pages): a client that says 0 pages made a
+// mistake, and pricing it as 1 would hide it. Too many is too_many_pages,
+// as for a document.
+func (s *Service) QuotePages(pages *int) (int, error) {
+	switch {
+	case pages == nil:
+		return 1, nil
+	case *pages < 1:
+		return 0, core.Errorf(core.KindInvalid, core.CodeInvalidRequest, "pages must be at least 1").With("field", "pages")
+	case *pages > s.documents.MaxPages():
+		return 0, core.Errorf(core.KindUnprocessable, documents.CodeTooManyPages, "at most %d pages can be sent", s.documents.MaxPages()).
+			With("pages", *pages).With("limit", s.documents.MaxPages())
+	}
+	return *pages, nil
+}
+
+// Price checks a destination and prices pages to it, without a principal:
+// it is what Quote does after its checks, and what the machine payment
+// door (unauthenticated, paying per request) prices with. Adapters quote
+// through Quote.
+func (s *Service) Price(to string, pages int, cover bool) (core.Quote, error) {
+	e164, country, err := s.d.Destination.Check(to)
+	if err != nil {
+		return core.Quote{}, err
+	}
+	if pages > s.documents.MaxPages() {
 		return core.Quote{}, core.Errorf(core.KindUnprocessable, documents.CodeTooManyPages, "at most %d pages can be sent", s.documents.MaxPages())
 	}
-	return s.d.Prices.Quote(e164, country, r.Pages, r.Cover)
+	return s.d.Prices.Quote(e164, country, pages, cover)
 }
 
 func (s *Service) ResolveDocument(ctx context.Context, p core.Principal, uploadToken, documentID string) (*documents.Document, error) {
@@ -446,10 +485,6 @@ type Config struct {
 	MaxAttempts  int           // default 3
 	RetryBackoff time.Duration // default 30 s; 0 is allowed via NoRetryDelay
 	NoRetryDelay bool
-	// The send rate limits fax creation per owner and mode: SendBurst at
-	// once, one more every SendInterval.
-	SendInterval time.Duration // default 100 ms (10/s sustained)
-	SendBurst    int           // default 20
 }
 
 // SetDefaults fills zero values with the defaults.
@@ -459,8 +494,6 @@ func (c *Config) SetDefaults() {
 	if c.RetryBackoff == 0 && !c.NoRetryDelay {
 		c.RetryBackoff = 30 * time.Second
 	}
-	c.SendInterval = cmp.Or(c.SendInterval, 100*time.Millisecond)
-	c.SendBurst = cmp.Or(c.SendBurst, 20)
 }
 
 // Deps are the ports fax sending drives.

@@ -21,10 +21,6 @@ const (
 	maxPublicJWKBytes = 2 << 10
 	hostNameMax       = 100
 	maxJTILength      = 255
-	// Host creation is limited per owner across replicas (the same shape
-	// as agent enrollment tokens).
-	hostCreateInterval = 30 * time.Second
-	hostCreateBurst    = 10
 )
 
 func invalidPublicKey(msg string) error {
@@ -159,7 +155,7 @@ func (s *Service) Create(ctx context.Context, ownerID string, r CreateRequest) (
 			return nil, err
 		}
 	}
-	if err := s.kernel.AllowIn(ctx, s.d.Store, "host-create:"+ownerID, hostCreateInterval, hostCreateBurst); err != nil {
+	if err := s.kernel.Allow(ctx, core.LimitHostCreate, ownerID); err != nil {
 		if e := core.AsError(err); e.Kind == core.KindRateLimited {
 			return nil, core.Errorf(core.KindRateLimited, core.CodeRateLimited, "too many hosts created; retry in %d s", e.RetryAfterSeconds).WithRetryAfter(e.RetryAfterSeconds)
 		}
@@ -307,15 +303,6 @@ func (s *Service) HostForJWT(ctx context.Context, iss string) (*Host, error) {
 	return h, nil
 }
 
-// RateLimit is a shared-limiter charge (core's GCRA limiter, every
-// replica): one event admitted if fewer than Burst are outstanding, one
-// draining every Interval.
-type RateLimit struct {
-	Key      string
-	Interval time.Duration
-	Burst    int
-}
-
 // JWTUse is a host or agent JWT whose signature and times checked out.
 type JWTUse struct {
 	Host  *Host
@@ -323,9 +310,10 @@ type JWTUse struct {
 	// JTI is remembered until Expires (exp + DelegatedJWTSkew).
 	JTI     string
 	Expires time.Time
-	// Limit, when set, is charged in the same commit: a refused call
-	// leaves the jti unused.
-	Limit *RateLimit
+	// Limit, when set, is charged in the same commit (a refused call
+	// leaves the jti unused), to the agent for an agent JWT, else to the
+	// host.
+	Limit core.Limit
 }
 
 // AcceptJWT accepts a verified host or agent JWT in one commit:
@@ -343,8 +331,12 @@ func (s *Service) AcceptJWT(ctx context.Context, u JWTUse) error {
 	}
 	now := s.now()
 	err := s.inTx(ctx, func(tx Tx) error {
-		if l := u.Limit; l != nil {
-			if err := s.kernel.AllowIn(ctx, tx, l.Key, l.Interval, l.Burst); err != nil {
+		if u.Limit != "" {
+			subject := u.Host.ID
+			if u.Agent != nil {
+				subject = u.Agent.ID
+			}
+			if err := s.kernel.AllowIn(ctx, tx, u.Limit, subject); err != nil {
 				return err
 			}
 		}

@@ -10,6 +10,7 @@ import (
 	"github.com/faxhub/faxhub/core"
 	"github.com/faxhub/faxhub/core/agents"
 	"github.com/faxhub/faxhub/core/hosts"
+	"github.com/faxhub/faxhub/core/services"
 	"github.com/faxhub/faxhub/internal/testenv"
 )
 
@@ -198,7 +199,9 @@ func TestHostsListRevokeAndJWTIDs(t *testing.T) {
 // looking a host or agent up (before any signature is checked) writes
 // nothing.
 func TestAcceptJWT(t *testing.T) {
-	e, clk := testenv.Clocked(t)
+	e, clk := testenv.Clocked(t, testenv.WithConfig(func(c *services.Config) {
+		c.SetLimit(core.LimitAgentExecute, core.Rate{Interval: time.Hour, Burst: 1})
+	}))
 	h := newHost(t, e)
 	a := approveAgent(t, e, h, hosts.CapGetCredits)
 	lastUsed := func() (*time.Time, *time.Time) {
@@ -220,7 +223,7 @@ func TestAcceptJWT(t *testing.T) {
 		t.Fatalf("a lookup touched last use: host %v agent %v", hu, au)
 	}
 	exp := clk.Now().Add(time.Minute)
-	limit := &hosts.RateLimit{Key: "test:" + a.ID, Interval: time.Hour, Burst: 1}
+	limit := core.LimitAgentExecute
 	if err := e.Svc.Hosts.AcceptJWT(ctx, hosts.JWTUse{Host: h, Agent: a, JTI: "j1", Expires: exp, Limit: limit}); err != nil {
 		t.Fatal(err)
 	}

@@ -24,9 +24,6 @@ const (
 	maxCallerID = 64
 	// textTimeout bounds reading one received fax's text.
 	textTimeout = 3 * time.Minute
-	// An owner simulates a burst of 20 received faxes, then one a second.
-	simulateInterval = time.Second
-	simulateBurst    = 20
 )
 
 // ReceiveFax records a fax a provider reports it received on one of the
@@ -372,7 +369,7 @@ func (s *Service) Simulate(ctx context.Context, p core.Principal, t TestInboundF
 		return nil, core.Errorf(core.KindForbidden, CodeTestModeOnly, "only test mode can simulate a received fax; live faxes arrive from the provider")
 	}
 	// Each one is read (pdftotext, maybe OCR): bounded per owner.
-	if err := s.kernel.AllowIn(ctx, s.d.Store, "simulate-inbound:"+p.OwnerID, simulateInterval, simulateBurst); err != nil {
+	if err := s.kernel.Allow(ctx, core.LimitSimulateInbound, p.OwnerID); err != nil {
 		os.Remove(t.Path)
 		return nil, err
 	}

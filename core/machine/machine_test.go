@@ -191,7 +191,7 @@ func TestMachineUnpaidChallenges(t *testing.T) {
 	if len(chs) != 2 || chs[0].Method != "stripe" || chs[1].Method != "tempo" {
 		t.Fatalf("challenges, in the server's order: %+v", chs)
 	}
-	q, err := m.svc.Faxes.Quote(ctx, faxes.QuoteRequest{To: deliverable, Pages: 3})
+	q, err := m.svc.Faxes.Price(deliverable, 3, false)
 	if err != nil {
 		t.Fatal(err)
 	}

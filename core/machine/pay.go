@@ -138,7 +138,7 @@ func (s *Service) Quote(ctx context.Context, r QuoteRequest) (*Quote, error) {
 	if pages < 1 {
 		return nil, core.Errorf(core.KindInvalid, core.CodeInvalidRequest, "give the document (base64) or its page count (pages ≥ 1)")
 	}
-	q, err := s.faxes.Quote(ctx, faxes.QuoteRequest{To: r.To, Pages: pages, Cover: r.Cover})
+	q, err := s.faxes.Price(r.To, pages, r.Cover)
 	if err != nil {
 		return nil, err
 	}
@@ -226,7 +226,7 @@ func (s *Service) Fax(ctx context.Context, r FaxRequest) (*FaxResult, error) {
 	if err := s.machineOn(); err != nil {
 		return nil, err
 	}
-	if err := s.kernel.AllowPublic(ctx, "machine-fax", r.ClientIP); err != nil {
+	if err := s.kernel.Allow(ctx, core.LimitMachineFax, r.ClientIP); err != nil {
 		return nil, err
 	}
 	if !validRequestID(r.RequestID) {
@@ -315,7 +315,7 @@ func (s *Service) newMachineRequest(ctx context.Context, r FaxRequest, secret []
 	if err != nil {
 		return nil, err
 	}
-	q, err := s.faxes.Quote(ctx, faxes.QuoteRequest{To: e164, Pages: pages, Cover: r.Cover})
+	q, err := s.faxes.Price(e164, pages, r.Cover)
 	if err != nil {
 		return nil, err
 	}

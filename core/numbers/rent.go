@@ -14,13 +14,6 @@ import (
 	"github.com/faxhub/faxhub/core/credits"
 )
 
-// How often one owner may ask a provider for numbers: a search is a call
-// to the provider's API.
-const (
-	numberSearchInterval = 500 * time.Millisecond
-	numberSearchBurst    = 10
-)
-
 var (
 	countryCode = regexp.MustCompile(`^[A-Z]{2}$`)
 	areaCode    = regexp.MustCompile(`^[0-9]{1,6}$`)
@@ -122,7 +115,7 @@ func (s *Service) askProvider(ctx context.Context, p core.Principal, q Search, w
 	if err != nil {
 		return 0, nil, err
 	}
-	if err := s.kernel.AllowIn(ctx, s.d.Store, "number-search:"+p.OwnerID+":"+string(p.Mode), numberSearchInterval, numberSearchBurst); err != nil {
+	if err := s.kernel.Allow(ctx, core.LimitNumberSearch, p.OwnerID+":"+string(p.Mode)); err != nil {
 		return 0, nil, err
 	}
 	found, err := np.SearchNumbers(ctx, q)

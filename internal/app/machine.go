@@ -174,7 +174,7 @@ func machineOffers(svc *services.Set) []rest.MachineOffer {
 func (a *App) stripeTestMint() http.Handler {
 	mint := http.StripPrefix(StripeTestPrefix, a.stripeTest)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if err := a.Svc.Kernel.AllowPublic(r.Context(), "stripe-test-mint", web.ClientIP(r)); err != nil {
+		if err := a.Svc.Kernel.Allow(r.Context(), core.LimitStripeTestMint, web.ClientIP(r)); err != nil {
 			web.WriteError(w, r, a.Logger, err)
 			return
 		}

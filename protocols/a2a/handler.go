@@ -166,17 +166,7 @@ func (rh *requestHandler) runSkill(ctx context.Context, p core.Principal, msg *a
 	svc := rh.h.svc
 	switch a := args.(type) {
 	case *validateFaxArgs:
-		if err := core.Authorize(p, core.OpQuote); err != nil {
-			return nil, rh.fail(ctx, s.ID, err, targetSkill)
-		}
-		pages := 1
-		if a.Pages != nil {
-			pages = *a.Pages
-		}
-		if pages < 1 {
-			return nil, invalidParams("pages must be at least 1", map[string]any{"skill": s.ID, "field": "pages"})
-		}
-		q, err := svc.Faxes.Quote(ctx, faxes.QuoteRequest{To: a.To, Pages: pages, Cover: a.Cover})
+		q, err := svc.Faxes.Quote(ctx, p, faxes.QuoteRequest{To: a.To, Pages: a.Pages, Cover: a.Cover})
 		if err != nil {
 			return nil, rh.fail(ctx, s.ID, err, targetSkill)
 		}

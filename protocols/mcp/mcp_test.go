@@ -336,6 +336,13 @@ func TestToolsAndJourney(t *testing.T) {
 		t.Fatalf("quote = %+v", q)
 	}
 	wantErr(t, "validate_fax", call(t, cs, "validate_fax", map[string]any{"to": "nope"}, nil), "destination")
+	// core's pages rule: absent prices one page, 0 and negative are refused.
+	mustOK(t, "validate_fax", call(t, cs, "validate_fax", map[string]any{"to": "+12125550100"}, &q))
+	if q.Pages != 1 {
+		t.Fatalf("quote without pages = %+v", q)
+	}
+	wantErr(t, "validate_fax 0 pages", call(t, cs, "validate_fax", map[string]any{"to": "+12125550100", "pages": 0}, nil), "invalid_request")
+	wantErr(t, "validate_fax -1 pages", call(t, cs, "validate_fax", map[string]any{"to": "+12125550100", "pages": -1}, nil), "invalid_request")
 
 	var d draftOut
 	mustOK(t, "create_fax_draft", call(t, cs, "create_fax_draft", map[string]any{"to": "+12125550100", "uploadToken": up.UploadToken}, &d))

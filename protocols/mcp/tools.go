@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/base64"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -93,11 +94,21 @@ type createDraftIn struct {
 	From        string `json:"from,omitempty" jsonschema:"optional sender: one of the owner's active fax numbers (E.164 or its id, see list_numbers); omit for the default sender"`
 }
 
+// validateIn is validate_fax's input. Pages is a pointer so that core
+// tells an absent count (one page) from a 0 (refused); its schema is
+// validateSchema, written out because the SDK would infer a nullable
+// integer from the pointer, which the tool never accepted.
 type validateIn struct {
-	To    string `json:"to" jsonschema:"destination fax number in international format"`
-	Pages int    `json:"pages,omitempty" jsonschema:"number of pages to price (default 1)"`
-	Cover bool   `json:"cover,omitempty" jsonschema:"add a cover page"`
+	To    string `json:"to"`
+	Pages *int   `json:"pages,omitempty"`
+	Cover bool   `json:"cover,omitempty"`
 }
+
+const validateSchema = `{"type":"object","properties":{` +
+	`"to":{"type":"string","description":"destination fax number in international format"},` +
+	`"pages":{"type":"integer","description":"number of pages to price (default 1)"},` +
+	`"cover":{"type":"boolean","description":"add a cover page"}},` +
+	`"required":["to"],"additionalProperties":false}`
 
 type sendIn struct {
 	DraftID string `json:"draftId" jsonschema:"the draftId from create_fax_draft"`
@@ -152,7 +163,8 @@ func (h *Handler) addTools(s *mcp.Server) {
 		Description: "Price a fax of an uploaded document to a destination, without paying. Returns the draft, its quote and checkoutUrl, a page where the signed-in owner reviews destination, pages and price and pays for exactly this fax. Alternatively send_fax pays the draft with account credits." + scopeNote("create_fax_draft") + phiWarning},
 		h.createDraft)
 	mcp.AddTool(s, &mcp.Tool{Name: "validate_fax", Annotations: ann("Check a destination and price", true, false, true, false),
-		Description: "Check that a fax number can be reached and price a number of pages to it. No side effects." + scopeNote("validate_fax") + phiWarning},
+		Description: "Check that a fax number can be reached and price a number of pages to it. No side effects." + scopeNote("validate_fax") + phiWarning,
+		InputSchema: json.RawMessage(validateSchema)},
 		h.validate)
 	mcp.AddTool(s, &mcp.Tool{Name: "send_fax", Annotations: ann("Send a drafted fax with credits", false, true, true, true),
 		Description: "Send a draft now, paying with the owner's account credits, and queue it for delivery. Spends money: confirm with the user first. Calling again for the same draft never charges twice (it returns the existing fax). If the credits do not cover the price the call fails with insufficient_credits; then give the user the draft's checkoutUrl, or a credit pack from create_credit_checkout. The fax goes from the number chosen as from on create_fax_draft, if any." + scopeNote("send_fax") + phiWarning},
@@ -276,19 +288,10 @@ func (h *Handler) createDraft(ctx context.Context, _ *mcp.CallToolRequest, in cr
 func (h *Handler) validate(ctx context.Context, _ *mcp.CallToolRequest, in validateIn) (*mcp.CallToolResult, core.Quote, error) {
 	const tool = "validate_fax"
 	p, err := principal(ctx)
-	if err == nil {
-		err = core.Authorize(p, core.OpQuote)
-	}
 	if err != nil {
 		return nil, core.Quote{}, h.toolError(ctx, tool, err)
 	}
-	if in.Pages == 0 {
-		in.Pages = 1
-	}
-	if in.Pages < 0 {
-		return nil, core.Quote{}, errors.New("invalid_request: pages must be positive")
-	}
-	q, err := h.svc.Faxes.Quote(ctx, faxes.QuoteRequest{To: in.To, Pages: in.Pages, Cover: in.Cover})
+	q, err := h.svc.Faxes.Quote(ctx, p, faxes.QuoteRequest{To: in.To, Pages: in.Pages, Cover: in.Cover})
 	if err != nil {
 		return nil, core.Quote{}, h.toolError(ctx, tool, err)
 	}
