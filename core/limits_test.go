@@ -111,31 +111,31 @@ func TestAllow(t *testing.T) {
 	}))
 	k := e.Svc.Kernel
 	for i := range 2 {
-		if err := k.Allow(ctx, core.LimitHostCreate, "own_a"); err != nil {
+		if err := k.Allow(t.Context(), core.LimitHostCreate, "own_a"); err != nil {
 			t.Fatalf("event %d of the burst: %v", i+1, err)
 		}
 	}
-	err := k.Allow(ctx, core.LimitHostCreate, "own_a")
+	err := k.Allow(t.Context(), core.LimitHostCreate, "own_a")
 	if e := core.AsError(err); err == nil || e.Kind != core.KindRateLimited || e.Code != core.CodeRateLimited || e.RetryAfterSeconds != 10 {
 		t.Fatalf("over the burst: %v (kind %v, code %q, retry %d)", err, e.Kind, e.Code, e.RetryAfterSeconds)
 	}
 	// The bucket is stored under the limit's key for that subject.
-	if ok, _, err := e.Store.AllowRate(ctx, "host-create:own_a", clk.Now(), 10*time.Second, 2); err != nil || ok {
+	if ok, _, err := e.Store.AllowRate(t.Context(), "host-create:own_a", clk.Now(), 10*time.Second, 2); err != nil || ok {
 		t.Fatalf("key host-create:own_a not spent: ok %v, %v", ok, err)
 	}
 	// Another subject, and another limit for the same subject, count apart.
-	if err := k.Allow(ctx, core.LimitHostCreate, "own_b"); err != nil {
+	if err := k.Allow(t.Context(), core.LimitHostCreate, "own_b"); err != nil {
 		t.Fatalf("another subject: %v", err)
 	}
-	if err := k.Allow(ctx, core.LimitAgentEnroll, "own_a"); err != nil {
+	if err := k.Allow(t.Context(), core.LimitAgentEnroll, "own_a"); err != nil {
 		t.Fatalf("another limit: %v", err)
 	}
 	clk.Advance(10 * time.Second)
-	if err := k.Allow(ctx, core.LimitHostCreate, "own_a"); err != nil {
+	if err := k.Allow(t.Context(), core.LimitHostCreate, "own_a"); err != nil {
 		t.Fatalf("after the interval: %v", err)
 	}
 	// A limit missing from the table is never let through.
-	if err := k.Allow(ctx, "nope", "own_a"); err == nil || core.ErrorKind(err) != core.KindInternal {
+	if err := k.Allow(t.Context(), "nope", "own_a"); err == nil || core.ErrorKind(err) != core.KindInternal {
 		t.Fatalf("unknown limit: %v", err)
 	}
 }

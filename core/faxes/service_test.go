@@ -1,8 +1,6 @@
-package core_test
+package faxes_test
 
 import (
-	"bytes"
-	"context"
 	"database/sql"
 	"errors"
 	"fmt"
@@ -12,9 +10,6 @@ import (
 	"time"
 
 	"github.com/faxhub/faxhub/core"
-	"github.com/faxhub/faxhub/core/accounts"
-	"github.com/faxhub/faxhub/core/approvals"
-	"github.com/faxhub/faxhub/core/checkout"
 	"github.com/faxhub/faxhub/core/credits"
 	"github.com/faxhub/faxhub/core/documents"
 	"github.com/faxhub/faxhub/core/faxes"
@@ -22,8 +17,6 @@ import (
 	"github.com/faxhub/faxhub/core/services"
 	"github.com/faxhub/faxhub/internal/testenv"
 )
-
-var ctx = context.Background()
 
 func TestSendFaxIsDeliveredAndCaptured(t *testing.T) {
 	e := testenv.New(t)
@@ -236,98 +229,6 @@ func TestSendRateLimit(t *testing.T) {
 	}
 }
 
-func TestUploadErrors(t *testing.T) {
-	now := time.Now()
-	clock := func() time.Time { return now }
-	e := testenv.New(t, testenv.WithConfig(func(c *services.Config) { c.Now = func() time.Time { return clock() }; c.Documents.MaxPages = 5 }))
-	p := e.Principal(t, e.KeyATest)
-	newCap := func(ct string, max int64) *documents.Capability {
-		c, err := e.Svc.Documents.CreateUpload(ctx, p, ct, max)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return c
-	}
-	put := func(token string, body []byte) error {
-		_, err := e.Svc.Documents.ReceiveUpload(ctx, token, bytes.NewReader(body))
-		return err
-	}
-
-	t.Run("single use", func(t *testing.T) {
-		c := newCap("", 0)
-		if err := put(c.UploadToken, testenv.MinimalPDF(1)); err != nil {
-			t.Fatal(err)
-		}
-		testenv.WantCode(t, put(c.UploadToken, testenv.MinimalPDF(1)), documents.CodeUploadUsed)
-	})
-	t.Run("failed put leaves token usable", func(t *testing.T) {
-		c := newCap("", 0)
-		testenv.WantCode(t, put(c.UploadToken, []byte("%PDF-1.4 truncated")), documents.CodeCorruptDocument)
-		if err := put(c.UploadToken, testenv.MinimalPDF(2)); err != nil {
-			t.Fatalf("retry after a failed PUT: %v", err)
-		}
-	})
-	t.Run("too large for maxBytes", func(t *testing.T) {
-		c := newCap("", 100)
-		testenv.WantCode(t, put(c.UploadToken, testenv.MinimalPDF(1)), documents.CodeFileTooLarge)
-	})
-	t.Run("maxBytes above server limit", func(t *testing.T) {
-		_, err := e.Svc.Documents.CreateUpload(ctx, p, "", 51<<20)
-		testenv.WantCode(t, err, documents.CodeFileTooLarge)
-	})
-	t.Run("too many pages", func(t *testing.T) {
-		testenv.WantCode(t, put(newCap("", 0).UploadToken, testenv.MinimalPDF(6)), documents.CodeTooManyPages)
-	})
-	t.Run("empty", func(t *testing.T) {
-		testenv.WantCode(t, put(newCap("", 0).UploadToken, nil), documents.CodeEmptyFile)
-	})
-	t.Run("unsupported", func(t *testing.T) {
-		testenv.WantCode(t, put(newCap("", 0).UploadToken, []byte("just some text, not a document")), documents.CodeUnsupportedType)
-	})
-	t.Run("content type mismatch", func(t *testing.T) {
-		testenv.WantCode(t, put(newCap("image/png", 0).UploadToken, testenv.MinimalPDF(1)), documents.CodeContentTypeMismatch)
-	})
-	t.Run("unsupported declared type", func(t *testing.T) {
-		_, err := e.Svc.Documents.CreateUpload(ctx, p, "text/plain", 0)
-		testenv.WantCode(t, err, documents.CodeUnsupportedType)
-	})
-	t.Run("forged", func(t *testing.T) {
-		c := newCap("", 0)
-		testenv.WantCode(t, put(strings.Replace(c.UploadToken, ".", ".x", 1), testenv.MinimalPDF(1)), documents.CodeUploadInvalid)
-	})
-	t.Run("expired", func(t *testing.T) {
-		c := newCap("", 0)
-		clock = func() time.Time { return now.Add(2 * time.Hour) }
-		defer func() { clock = func() time.Time { return now } }()
-		testenv.WantCode(t, put(c.UploadToken, testenv.MinimalPDF(1)), documents.CodeUploadExpired)
-	})
-	t.Run("concurrent puts store one document", func(t *testing.T) {
-		c := newCap("", 0)
-		var wg sync.WaitGroup
-		var mu sync.Mutex
-		ok, used := 0, 0
-		for range 10 {
-			wg.Go(func() {
-				err := put(c.UploadToken, testenv.MinimalPDF(1))
-				mu.Lock()
-				defer mu.Unlock()
-				switch {
-				case err == nil:
-					ok++
-				case core.ErrorCode(err) == documents.CodeUploadUsed:
-					used++
-				default:
-					t.Error(err)
-				}
-			})
-		}
-		wg.Wait()
-		if ok != 1 || used != 9 {
-			t.Fatalf("ok=%d used=%d", ok, used)
-		}
-	})
-}
-
 func TestOwnersAndModesAreIsolated(t *testing.T) {
 	e := testenv.New(t, testenv.WithoutWorkers())
 	a := e.Principal(t, e.KeyATest)
@@ -473,142 +374,6 @@ func TestDraftCheckoutQueuesExactlyOneFax(t *testing.T) {
 	}
 	_, err = e.Svc.Checkout.StartDraft(ctx, p, d.ID)
 	testenv.WantCode(t, err, faxes.CodeDraftState)
-}
-
-func TestCreditPackCheckout(t *testing.T) {
-	e := testenv.New(t, testenv.WithoutCredits())
-	p := e.Principal(t, e.KeyATest)
-	_, err := e.Svc.Checkout.StartCreditPack(ctx, p, "pack_1000000")
-	testenv.WantCode(t, err, credits.CodeUnknownPack)
-	cs, err := e.Svc.Checkout.StartCreditPack(ctx, p, "pack_100")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if cs.Amount != "100.00" || cs.Credit != "105.00" {
-		t.Fatalf("pack checkout: %+v", cs)
-	}
-	for range 3 {
-		if _, err := e.Svc.Checkout.Complete(ctx, cs.ID); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if c := e.Credits(t, p); c.Available != "105.00" || len(c.Ledger) != 1 || c.Ledger[0].Kind != credits.LedgerPurchase {
-		t.Fatalf("after purchase: %+v", c)
-	}
-	_, err = e.Svc.Checkout.StartCreditPack(ctx, e.Principal(t, e.KeyALive), "pack_10")
-	testenv.WantCode(t, err, checkout.CodeCheckoutUnavailable)
-}
-
-func TestApprovals(t *testing.T) {
-	e := testenv.New(t, testenv.WithoutWorkers())
-	binding := map[string]any{"to": "+12125550100", "pages": 2}
-	newApproval := func(uv bool) *approvals.Approval {
-		a, err := e.Svc.Approvals.Request(ctx, approvals.Request{
-			OwnerID: e.OwnerA.ID, Kind: approvals.KindVerifiedAction, Requester: "agent x",
-			Summary: "send a fax", Details: binding, Binding: binding, RequiresUV: uv,
-		})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return a
-	}
-	a := newApproval(true)
-	pending, err := e.Svc.Approvals.ListPending(ctx, e.OwnerA.ID)
-	if err != nil || len(pending) != 1 {
-		t.Fatalf("pending: %d %v", len(pending), err)
-	}
-	if other, _ := e.Svc.Approvals.ListPending(ctx, e.OwnerB.ID); len(other) != 0 {
-		t.Fatal("owner B sees owner A's approvals")
-	}
-	_, err = e.Svc.Approvals.Decide(ctx, e.OwnerB.ID, a.ID, approvals.Decision{Approve: true, BindingHash: a.BindingHash, UserVerified: true})
-	testenv.WantCode(t, err, core.CodeNotFound)
-	_, err = e.Svc.Approvals.Decide(ctx, e.OwnerA.ID, a.ID, approvals.Decision{Approve: true, BindingHash: approvals.BindingHash(map[string]any{"to": "+12125550101"}), UserVerified: true})
-	testenv.WantCode(t, err, approvals.CodeApprovalBinding)
-	_, err = e.Svc.Approvals.Decide(ctx, e.OwnerA.ID, a.ID, approvals.Decision{Approve: true, BindingHash: a.BindingHash})
-	testenv.WantCode(t, err, approvals.CodeUserVerification)
-
-	var wg sync.WaitGroup
-	var mu sync.Mutex
-	wins := 0
-	for range 20 {
-		wg.Go(func() {
-			_, err := e.Svc.Approvals.Decide(ctx, e.OwnerA.ID, a.ID, approvals.Decision{Approve: true, BindingHash: a.BindingHash, UserVerified: true})
-			if err == nil {
-				mu.Lock()
-				wins++
-				mu.Unlock()
-			} else if core.ErrorCode(err) != approvals.CodeApprovalState {
-				t.Error(err)
-			}
-		})
-	}
-	wg.Wait()
-	if wins != 1 {
-		t.Fatalf("%d decisions won, want 1", wins)
-	}
-	got, err := e.Svc.Approvals.Get(ctx, e.OwnerA.ID, a.ID)
-	if err != nil || got.Status != approvals.Approved || got.DecidedAt == nil {
-		t.Fatalf("after approval: %+v %v", got, err)
-	}
-	// Declining never needs user verification.
-	d := newApproval(true)
-	if got, err := e.Svc.Approvals.Decide(ctx, e.OwnerA.ID, d.ID, approvals.Decision{Approve: false, BindingHash: d.BindingHash}); err != nil || got.Status != approvals.Declined {
-		t.Fatalf("decline: %+v %v", got, err)
-	}
-}
-
-func TestAPIKeys(t *testing.T) {
-	e := testenv.New(t, testenv.WithoutWorkers())
-	secret, k, err := e.Svc.Accounts.CreateAPIKey(ctx, e.OwnerA.ID, core.ModeTest, "ci")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !strings.HasPrefix(secret, "fxk_test_") || k.Hash == secret || strings.Contains(k.Hint, secret[9:len(secret)-4]) {
-		t.Fatalf("key %s stored as %+v", secret, k)
-	}
-	p, err := e.Svc.Accounts.AuthenticateAPIKey(ctx, secret)
-	if err != nil || p.OwnerID != e.OwnerA.ID || p.Mode != core.ModeTest || len(p.Scopes) != 6 {
-		t.Fatalf("principal %+v %v", p, err)
-	}
-	for _, bad := range []string{"", "fxk_test_nope", "fxk_live_" + secret[9:], "Bearer " + secret} {
-		_, err := e.Svc.Accounts.AuthenticateAPIKey(ctx, bad)
-		testenv.WantCode(t, err, accounts.CodeInvalidAPIKey)
-	}
-	keys, _ := e.Svc.Accounts.ListAPIKeys(ctx, e.OwnerA.ID)
-	var found *accounts.APIKey
-	for i := range keys {
-		if keys[i].ID == k.ID {
-			found = &keys[i]
-		}
-	}
-	if found == nil || found.LastUsedAt == nil {
-		t.Fatalf("last used not recorded: %+v", found)
-	}
-	testenv.WantCode(t, e.Svc.Accounts.RevokeAPIKey(ctx, e.OwnerB.ID, k.ID), core.CodeNotFound)
-	if err := e.Svc.Accounts.RevokeAPIKey(ctx, e.OwnerA.ID, k.ID); err != nil {
-		t.Fatal(err)
-	}
-	_, err = e.Svc.Accounts.AuthenticateAPIKey(ctx, secret)
-	testenv.WantCode(t, err, accounts.CodeInvalidAPIKey)
-}
-
-func TestSessions(t *testing.T) {
-	e := testenv.New(t, testenv.WithoutWorkers())
-	secret, s, err := e.Svc.Accounts.CreateSession(ctx, e.OwnerA.ID, "test")
-	if err != nil {
-		t.Fatal(err)
-	}
-	got, err := e.Svc.Accounts.AuthenticateSession(ctx, secret)
-	if err != nil || got.ID != s.ID || got.OwnerID != e.OwnerA.ID {
-		t.Fatalf("session: %+v %v", got, err)
-	}
-	if err := e.Svc.Accounts.EndAllSessions(ctx, e.OwnerA.ID); err != nil {
-		t.Fatal(err)
-	}
-	_, err = e.Svc.Accounts.AuthenticateSession(ctx, secret)
-	if core.ErrorCode(err) != core.CodeUnauthenticated {
-		t.Fatalf("ended session still valid: %v", err)
-	}
 }
 
 func TestDeliveryEdges(t *testing.T) {
