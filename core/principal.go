@@ -134,6 +134,11 @@ const (
 	OpSimulateInbound      Operation = "simulate_inbound_fax"
 	OpGetCredits           Operation = "get_credits"
 	OpCreditCheckout       Operation = "create_credit_checkout"
+	// Agent tasks (A2A): reading and canceling one, buying credits under
+	// an AP2 mandate.
+	OpGetTask    Operation = "get_task"
+	OpCancelTask Operation = "cancel_task"
+	OpBuyCredits Operation = "buy_credits"
 )
 
 // scopeFor is the one table that says which scope gates which operation.

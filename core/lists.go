@@ -9,7 +9,7 @@ import (
 // MaxIdempotencyKey bounds Idempotency-Key values.
 const MaxIdempotencyKey = 255
 
-// hashRequest fingerprints a request for idempotency comparison.
+// HashRequest fingerprints a request for idempotency comparison.
 func HashRequest(v any) string {
 	b, _ := json.Marshal(v)
 	sum := sha256.Sum256(b)
