@@ -189,7 +189,7 @@ func approve(uv bool, a *approvals.Approval) approvals.Decision {
 // exactly as received.
 func verifyCart(t *testing.T, m *tasks.CartMandate, pub ed25519.PublicKey, cartID string, exp time.Time) {
 	t.Helper()
-	obj, err := jose.ParseSigned(m.MerchantAuthorization, []jose.SignatureAlgorithm{jose.EdDSA})
+	obj, err := jose.ParseSignedCompact(m.MerchantAuthorization, []jose.SignatureAlgorithm{jose.EdDSA})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -560,7 +560,7 @@ func TestCreditPurchaseProductionWiring(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	obj, err := jose.ParseSigned(v.CartMandate.MerchantAuthorization, []jose.SignatureAlgorithm{jose.EdDSA})
+	obj, err := jose.ParseSignedCompact(v.CartMandate.MerchantAuthorization, []jose.SignatureAlgorithm{jose.EdDSA})
 	if err != nil || obj.Signatures[0].Header.KeyID == "" || obj.Signatures[0].Header.Algorithm != "EdDSA" || v.ContextID != "ctx-1" {
 		t.Fatalf("cart mandate %q: %v", v.CartMandate.MerchantAuthorization, err)
 	}
