@@ -150,11 +150,11 @@ func (h *Handler) run(ctx context.Context, p core.Principal, c hosts.Capability,
 		}
 		faxes := make([]map[string]any, 0, len(page.Data))
 		for i := range page.Data {
-			f := &page.Data[i]
-			faxes = append(faxes, map[string]any{
-				"id": f.ID, "number_id": f.NumberID, "from": f.From, "to": f.To, "pages": f.Pages, "status": f.Status,
-				"text_status": f.TextStatus, "text_preview": f.TextPreview, "received_at": rfc3339(f.ReceivedAt),
-			})
+			item, err := inboxItemData(&page.Data[i])
+			if err != nil {
+				return nil, err
+			}
+			faxes = append(faxes, item)
 		}
 		out := map[string]any{"faxes": faxes, "has_more": page.HasMore}
 		if page.Next != "" {
@@ -170,19 +170,13 @@ func (h *Handler) run(ctx context.Context, p core.Principal, c hosts.Capability,
 		if err != nil {
 			return nil, err
 		}
-		out := map[string]any{
-			"id": f.ID, "number_id": f.NumberID, "from": f.From, "to": f.To, "pages": f.Pages, "status": f.Status,
-			"received_at": rfc3339(f.ReceivedAt), "text": f.Text, "text_status": f.TextStatus, "text_method": f.TextMethod,
-			"text_note": f.ReadingNote(),
-		}
+		var link *inbox.Link
 		if f.Status == inbox.Received {
-			link, err := h.svc.Inbox.Download(ctx, p, f.ID)
-			if err != nil {
+			if link, err = h.svc.Inbox.Download(ctx, p, f.ID); err != nil {
 				return nil, err
 			}
-			out["download_url"], out["download_expires_at"] = link.URL, rfc3339(link.ExpiresAt)
 		}
-		return out, nil
+		return inboxFaxData(f, link)
 	case hosts.CapCreateCreditCheckout:
 		a := args.(*checkoutArgs)
 		if err := required("pack", a.Pack); err != nil {

@@ -8,6 +8,7 @@ import (
 	"unicode"
 
 	"github.com/faxhub/faxhub/core/faxes"
+	"github.com/faxhub/faxhub/core/inbox"
 )
 
 // Hostagent shows a fax and a quote exactly as the other agent doors do —
@@ -79,5 +80,27 @@ func faxData(f *faxes.Fax) (map[string]any, error) {
 	if f.FailureCode != "" {
 		out["failure_reason"] = f.FailureReason
 	}
+	return out, nil
+}
+
+// inboxItemData is a received fax as list_inbox shows it: inbox.ItemView
+// in snake_case. text_status has always been sent, even empty.
+func inboxItemData(f *inbox.InboundFax) (map[string]any, error) {
+	out, err := snakeCase(inbox.PresentItem(f))
+	if err != nil {
+		return nil, err
+	}
+	out["text_status"] = string(f.TextStatus)
+	return out, nil
+}
+
+// inboxFaxData is a received fax as read_inbox_fax shows it: inbox.FaxView
+// in snake_case, with text_status and text_note always present as before.
+func inboxFaxData(f *inbox.InboundFax, link *inbox.Link) (map[string]any, error) {
+	out, err := snakeCase(inbox.PresentFax(f, link))
+	if err != nil {
+		return nil, err
+	}
+	out["text_status"], out["text_note"] = string(f.TextStatus), f.ReadingNote()
 	return out, nil
 }

@@ -273,9 +273,9 @@ func (rh *requestHandler) runSkill(ctx context.Context, p core.Principal, msg *a
 		if err != nil {
 			return nil, rh.fail(ctx, s.ID, err, targetSkill)
 		}
-		faxes := make([]inboxItemOut, 0, len(page.Data))
+		faxes := make([]inbox.ItemView, 0, len(page.Data))
 		for i := range page.Data {
-			faxes = append(faxes, inboxItem(&page.Data[i]))
+			faxes = append(faxes, inbox.PresentItem(&page.Data[i]))
 		}
 		out := map[string]any{"faxes": faxes, "hasMore": page.HasMore}
 		if page.Next != "" {
@@ -287,15 +287,13 @@ func (rh *requestHandler) runSkill(ctx context.Context, p core.Principal, msg *a
 		if err != nil {
 			return nil, rh.fail(ctx, s.ID, err, targetSkill)
 		}
-		out := inboxFaxOut{inboxItemOut: inboxItem(f), Text: f.Text, TextMethod: f.TextMethod, TextNote: f.ReadingNote()}
+		var link *inbox.Link
 		if f.Status == inbox.Received {
-			link, err := svc.Inbox.Download(ctx, p, f.ID)
-			if err != nil {
+			if link, err = svc.Inbox.Download(ctx, p, f.ID); err != nil {
 				return nil, rh.fail(ctx, s.ID, err, targetSkill)
 			}
-			out.DownloadURL, out.DownloadExpiresAt = link.URL, rfc3339(link.ExpiresAt)
 		}
-		return reply(msg, out), nil
+		return reply(msg, inbox.PresentFax(f, link)), nil
 	}
 	return nil, a2a.NewError(a2a.ErrInternalError, internalErrorMessage)
 }
