@@ -95,12 +95,13 @@ func inboxItemData(f *inbox.InboundFax) (map[string]any, error) {
 }
 
 // inboxFaxData is a received fax as read_inbox_fax shows it: inbox.FaxView
-// in snake_case, with text_status and text_note always present as before.
+// in snake_case, with text_status, text_method and text_note always
+// present, as before.
 func inboxFaxData(f *inbox.InboundFax, link *inbox.Link) (map[string]any, error) {
 	out, err := snakeCase(inbox.PresentFax(f, link))
 	if err != nil {
 		return nil, err
 	}
-	out["text_status"], out["text_note"] = string(f.TextStatus), f.ReadingNote()
+	out["text_status"], out["text_method"], out["text_note"] = string(f.TextStatus), f.TextMethod, f.ReadingNote()
 	return out, nil
 }
