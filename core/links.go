@@ -27,12 +27,15 @@ const (
 	LinkApprovalPage  Link = "passkeys.approval"
 	LinkDraftPage     Link = "passkeys.draft"
 	LinkNumberPage    Link = "passkeys.number"
+	LinkDashboard     Link = "passkeys.dashboard"
+	// LinkTestCheckout is the test-mode checkout page (internal/testcheckout).
+	LinkTestCheckout Link = "testcheckout.page"
 )
 
 // AllLinks lists every Link, for the test that finds each on the router.
 func AllLinks() []Link {
 	return []Link{LinkUpload, LinkMachineStatus, LinkInboxFile, LinkProviderMedia, LinkClaimPage,
-		LinkDevicePage, LinkApprovalPage, LinkDraftPage, LinkNumberPage}
+		LinkDevicePage, LinkApprovalPage, LinkDraftPage, LinkNumberPage, LinkDashboard, LinkTestCheckout}
 }
 
 // Path is the route template (gorilla/mux syntax) the link's adapter
@@ -57,6 +60,10 @@ func (l Link) Path() string {
 		return "/console/drafts/{id}"
 	case LinkNumberPage:
 		return "/console/numbers/{id}"
+	case LinkDashboard:
+		return "/console"
+	case LinkTestCheckout:
+		return "/checkout/test/{id}"
 	}
 	return ""
 }
@@ -81,23 +88,34 @@ type Links interface {
 // and, if query is not nil, its query string. The router builds it when
 // one is wired; otherwise the link's template is expanded here.
 func (s *Kernel) URL(link Link, query url.Values, pairs ...string) string {
-	u, err := s.linkURL(link, pairs)
+	u, err := LinkURL(s.d.Links, s.cfg, link, query, pairs...)
 	if err != nil {
 		// Every link is registered (internal/app's TestCoreLinksAreRoutes):
 		// a failure is a programming error, never a client's.
 		panic(fmt.Sprintf("core: link %s: %v", link, err))
 	}
-	if len(query) > 0 {
-		u += "?" + query.Encode()
-	}
 	return u
 }
 
-func (s *Kernel) linkURL(link Link, pairs []string) (string, error) {
-	if s.d.Links != nil {
-		return s.d.Links.URL(string(link), pairs...)
+// LinkURL is link's absolute URL built by links (the router) or, when
+// links is nil, from its template and cfg's origins; query, if not empty,
+// is its query string. Port adapters built before the kernel (the checkout
+// gateways) use it with the same router.
+func LinkURL(links Links, cfg Config, link Link, query url.Values, pairs ...string) (string, error) {
+	var u string
+	var err error
+	if links != nil {
+		u, err = links.URL(string(link), pairs...)
+	} else {
+		u, err = ExpandLink(cfg, link, pairs...)
 	}
-	return ExpandLink(s.cfg, link, pairs...)
+	if err != nil {
+		return "", err
+	}
+	if len(query) > 0 {
+		u += "?" + query.Encode()
+	}
+	return u, nil
 }
 
 // ExpandLink builds link's URL from its template and the configured

@@ -150,10 +150,10 @@ func WriteProblem(w http.ResponseWriter, p Problem) {
 
 // secretPaths are path prefixes whose rest is a secret: upload
 // capabilities, the claim-attempt token of an agent claim link, the test
-// checkout page's id (testcheckout.TestCheckoutPath: whoever has the link
+// checkout page's id (core.LinkTestCheckout: whoever has the link
 // can pay the checkout, so it is a capability too) and the status link of
 // a machine-paid fax (the token is the payer's only credential).
-var secretPaths = [...]string{"/uploads/", core.LinkClaimPage.PathPrefix(), "/checkout/test/", "/machine/faxes/status/"}
+var secretPaths = [...]string{"/uploads/", core.LinkClaimPage.PathPrefix(), core.LinkTestCheckout.PathPrefix(), "/machine/faxes/status/"}
 
 // MaxLoggedPath bounds a path in the logs: a 100 KB path is an attack or a
 // mistake, and either way its first bytes say enough.

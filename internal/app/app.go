@@ -278,8 +278,12 @@ func (a *App) wire(ctx context.Context) error {
 		return fmt.Errorf("job queue: %w", err)
 	}
 
-	checkouts := map[core.Mode]checkout.Gateway{core.ModeTest: testcheckout.NewTestGateway(o.BaseURL)}
-	live, err := liveCheckout(o)
+	// The router exists before the services and the checkout gateways so
+	// that the URLs they hand out are built from its route names; the
+	// adapters register on it once the services exist (buildRouter).
+	a.router = web.NewRouter(web.Origins{web.OriginBase: o.BaseURL, web.OriginAPI: cmp.Or(o.APIURL, o.BaseURL)})
+	checkouts := map[core.Mode]checkout.Gateway{core.ModeTest: testcheckout.NewTestGateway(o.BaseURL, a.router)}
+	live, err := liveCheckout(o, a.router)
 	if err != nil {
 		return err
 	}
@@ -339,10 +343,6 @@ func (a *App) wire(ctx context.Context) error {
 	if err := a.wireTelnyx(&deps); err != nil {
 		return err
 	}
-	// The router exists before the services so that the URLs core hands
-	// out are built from its route names; the adapters register on it once
-	// the services exist (buildRouter).
-	a.router = web.NewRouter(web.Origins{web.OriginBase: o.BaseURL, web.OriginAPI: cmp.Or(o.APIURL, o.BaseURL)})
 	deps.Links = a.router
 	if svc, err = services.New(cfg, deps); err != nil {
 		return err
@@ -363,7 +363,7 @@ func (a *App) wire(ctx context.Context) error {
 // take payments that faxhub never learns of, so live checkouts keep
 // answering checkout_not_configured and the log says why. A signing secret
 // without a key is a mistake and refused.
-func liveCheckout(o Options) (checkout.Gateway, error) {
+func liveCheckout(o Options, links core.Links) (checkout.Gateway, error) {
 	st := o.Stripe
 	switch {
 	case st.SecretKey == "" && st.WebhookSecret == "":
@@ -377,7 +377,7 @@ func liveCheckout(o Options) (checkout.Gateway, error) {
 		return nil, nil
 	}
 	gw, err := stripecheckout.New(stripecheckout.Options{
-		SecretKey: st.SecretKey, BaseURL: o.BaseURL, APIURL: st.APIURL, HTTPClient: st.HTTPClient,
+		SecretKey: st.SecretKey, BaseURL: o.BaseURL, Links: links, APIURL: st.APIURL, HTTPClient: st.HTTPClient,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("app: %w", err)

@@ -17,7 +17,6 @@ import (
 	"time"
 
 	"github.com/faxhub/faxhub/core"
-	"github.com/faxhub/faxhub/core/payments/testcheckout"
 	"github.com/faxhub/faxhub/core/web"
 	"github.com/faxhub/faxhub/internal/app"
 )
@@ -248,7 +247,7 @@ func TestAccessLogPaths(t *testing.T) {
 		o.Logger = slog.New(slog.NewJSONHandler(&logs, nil))
 	})
 	long := "/api/v1/faxes/" + strings.Repeat("a", 100_000)
-	checkout := testcheckout.TestCheckoutPath + "chk_secretsecret"
+	checkout := core.LinkTestCheckout.PathPrefix() + "chk_secretsecret"
 	for _, p := range []string{long, checkout} {
 		res, err := http.Get(e.base + p)
 		if err != nil {

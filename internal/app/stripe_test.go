@@ -18,7 +18,7 @@ func TestLiveCheckoutNeedsBothStripeSecrets(t *testing.T) {
 		{"webhook secret without key", StripeOptions{WebhookSecret: "whsec_x"}, "FAXHUB_STRIPE_SECRET_KEY", false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			gw, err := liveCheckout(Options{BaseURL: "http://faxhub.test", Stripe: tc.st})
+			gw, err := liveCheckout(Options{BaseURL: "http://faxhub.test", Stripe: tc.st}, nil)
 			if tc.wantErr == "" && err != nil || tc.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tc.wantErr)) {
 				t.Fatalf("err = %v, want one naming %q", err, tc.wantErr)
 			}

@@ -57,9 +57,9 @@ func (pg *Page) Register(r *web.Router) {
 			Message: "This payment was submitted from another site, so it was not processed. Open the checkout link again and pay from this page."})
 	}))
 	g := r.Group("testcheckout", web.OriginBase, cop.Handler)
-	g.HandleFunc(web.Route{Name: "testcheckout.page", Methods: "GET", Path: testcheckout.TestCheckoutPath + "{id}", Auth: web.AuthCapability}, h.show)
-	g.HandleFunc(web.Route{Name: "testcheckout.pay", Methods: "POST", Path: testcheckout.TestCheckoutPath + "{id}", Auth: web.AuthCapability}, h.pay)
-	g.Fallback(testcheckout.TestCheckoutPath, nil)
+	g.HandleFunc(web.Route{Name: "testcheckout.page", Methods: "GET", Path: core.LinkTestCheckout.Path(), Auth: web.AuthCapability}, h.show)
+	g.HandleFunc(web.Route{Name: "testcheckout.pay", Methods: "POST", Path: core.LinkTestCheckout.Path(), Auth: web.AuthCapability}, h.pay)
+	g.Fallback(core.LinkTestCheckout.PathPrefix(), nil)
 }
 
 type checkoutPage struct {

@@ -15,7 +15,6 @@ import (
 	"github.com/faxhub/faxhub/core"
 	"github.com/faxhub/faxhub/core/checkout"
 	"github.com/faxhub/faxhub/core/faxes"
-	"github.com/faxhub/faxhub/core/payments/testcheckout"
 	"github.com/faxhub/faxhub/core/web"
 	checkoutpage "github.com/faxhub/faxhub/internal/testcheckout"
 )
@@ -142,7 +141,7 @@ func do(t *testing.T, srv *httptest.Server, req *http.Request) page {
 
 func get(t *testing.T, srv *httptest.Server, id string) page {
 	t.Helper()
-	req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, srv.URL+testcheckout.TestCheckoutPath+id, nil)
+	req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, srv.URL+core.LinkTestCheckout.PathPrefix()+id, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -156,7 +155,7 @@ func testCardForm() url.Values {
 // post submits the form as a same-origin browser would.
 func post(t *testing.T, srv *httptest.Server, id string, form url.Values) page {
 	t.Helper()
-	req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, srv.URL+testcheckout.TestCheckoutPath+id, strings.NewReader(form.Encode()))
+	req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, srv.URL+core.LinkTestCheckout.PathPrefix()+id, strings.NewReader(form.Encode()))
 	if err != nil {
 		t.Fatal(err)
 	}

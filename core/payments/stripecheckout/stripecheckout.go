@@ -40,6 +40,9 @@ type Options struct {
 	SecretKey string
 	// BaseURL is faxhub's public origin: where the payer comes back to.
 	BaseURL string
+	// Links builds the console pages' URLs from their route names (the
+	// router); nil: from the links' templates on BaseURL.
+	Links core.Links
 	// APIURL is Stripe's API origin; empty: https://api.stripe.com. Tests
 	// point it at stripe-mock.
 	APIURL string
@@ -53,6 +56,7 @@ type Options struct {
 type Gateway struct {
 	sc      *stripe.Client
 	baseURL string
+	links   core.Links
 	now     func() time.Time
 }
 
@@ -88,7 +92,7 @@ func New(o Options) (*Gateway, error) {
 	if now == nil {
 		now = time.Now
 	}
-	return &Gateway{sc: sc, baseURL: strings.TrimRight(o.BaseURL, "/"), now: now}, nil
+	return &Gateway{sc: sc, baseURL: strings.TrimRight(o.BaseURL, "/"), links: o.Links, now: now}, nil
 }
 
 // IdempotencyKey is the key a checkout's session is created with: a retry
@@ -118,7 +122,10 @@ func (g *Gateway) Start(ctx context.Context, c *checkout.Checkout, description s
 	if c.Mode != core.ModeLive {
 		return "", "", fmt.Errorf("start stripe checkout %s: Stripe Checkout takes live-mode checkouts only, not %s", c.ID, c.Mode)
 	}
-	back := g.returnURL(c)
+	back, err := g.returnURL(c)
+	if err != nil {
+		return "", "", fmt.Errorf("start stripe checkout %s: return page: %w", c.ID, err)
+	}
 	meta := map[string]string{"checkout_id": c.ID}
 	params := &stripe.CheckoutSessionCreateParams{
 		Mode: stripe.String(string(stripe.CheckoutSessionModePayment)),
@@ -151,14 +158,16 @@ func (g *Gateway) Start(ctx context.Context, c *checkout.Checkout, description s
 // returnURL is the console page the payer comes back to: the draft's page
 // for a draft (it shows the fax once paid), the number's page for a number
 // (it shows provisioning), the dashboard for a pack (it shows the balance).
-func (g *Gateway) returnURL(c *checkout.Checkout) string {
-	if c.Kind == checkout.KindDraft && c.DraftID != nil {
-		return g.baseURL + "/console/drafts/" + url.PathEscape(*c.DraftID) + "?mode=" + string(c.Mode)
+func (g *Gateway) returnURL(c *checkout.Checkout) (string, error) {
+	link, pairs := core.LinkDashboard, []string(nil)
+	switch {
+	case c.Kind == checkout.KindDraft && c.DraftID != nil:
+		link, pairs = core.LinkDraftPage, []string{"id", *c.DraftID}
+	case c.Kind == checkout.KindNumber && c.NumberID != nil:
+		link, pairs = core.LinkNumberPage, []string{"id", *c.NumberID}
 	}
-	if c.Kind == checkout.KindNumber && c.NumberID != nil {
-		return g.baseURL + "/console/numbers/" + url.PathEscape(*c.NumberID) + "?mode=" + string(c.Mode)
-	}
-	return g.baseURL + "/console?mode=" + string(c.Mode)
+	cfg := core.Config{BaseURL: g.baseURL, APIURL: g.baseURL}
+	return core.LinkURL(g.links, cfg, link, url.Values{"mode": {string(c.Mode)}}, pairs...)
 }
 
 func addQuery(u, k, v string) string {

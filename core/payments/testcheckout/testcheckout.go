@@ -7,7 +7,6 @@ package testcheckout
 import (
 	"context"
 	"fmt"
-	"net/url"
 	"strings"
 
 	"github.com/faxhub/faxhub/core"
@@ -21,20 +20,19 @@ const (
 	TestCardDecline = "4000000000000002"
 )
 
-// TestCheckoutPath is where the test checkout page is served (the
-// checkout's id follows).
-const TestCheckoutPath = "/checkout/test/"
-
 // TestGateway is the test-mode checkout.Gateway.
 type TestGateway struct {
 	baseURL string
+	links   core.Links
 }
 
 var _ checkout.Gateway = (*TestGateway)(nil)
 
-// NewTestGateway sends payers to the test checkout page under baseURL.
-func NewTestGateway(baseURL string) *TestGateway {
-	return &TestGateway{baseURL: strings.TrimRight(baseURL, "/")}
+// NewTestGateway sends payers to the test checkout page
+// (core.LinkTestCheckout), built by links (the router) or, when links is
+// nil, from the link's template under baseURL.
+func NewTestGateway(baseURL string, links core.Links) *TestGateway {
+	return &TestGateway{baseURL: strings.TrimRight(baseURL, "/"), links: links}
 }
 
 // Start returns the test page's URL for c; there is no external id.
@@ -42,5 +40,9 @@ func (g *TestGateway) Start(ctx context.Context, c *checkout.Checkout, descripti
 	if c.Mode != core.ModeTest {
 		return "", "", fmt.Errorf("start test checkout %s: the test gateway takes test-mode checkouts only, not %s", c.ID, c.Mode)
 	}
-	return g.baseURL + TestCheckoutPath + url.PathEscape(c.ID), "", nil
+	u, err := core.LinkURL(g.links, core.Config{BaseURL: g.baseURL, APIURL: g.baseURL}, core.LinkTestCheckout, nil, "id", c.ID)
+	if err != nil {
+		return "", "", fmt.Errorf("start test checkout %s: %w", c.ID, err)
+	}
+	return u, "", nil
 }

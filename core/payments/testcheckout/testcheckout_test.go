@@ -18,7 +18,7 @@ func packCheckout(id string) *checkout.Checkout {
 }
 
 func TestGateway(t *testing.T) {
-	g := testcheckout.NewTestGateway("https://fax.example/")
+	g := testcheckout.NewTestGateway("https://fax.example/", nil)
 	u, ext, err := g.Start(t.Context(), packCheckout("chk_abc"), "25 USD of fax credits")
 	if err != nil {
 		t.Fatal(err)
