@@ -12,7 +12,7 @@ import (
 	"github.com/faxhub/faxhub/core/payments"
 )
 
-// Config holds the service's tunables; zero values take the defaults below.
+// Config holds the kernel's tunables; zero values take the defaults below.
 type Config struct {
 	// BaseURL is the main origin; APIURL serves /api/v1 too (defaults to
 	// BaseURL). Both without a trailing slash.
@@ -44,7 +44,7 @@ func (c *Config) setDefaults() {
 	c.AgentMode = cmp.Or(c.AgentMode, ModeLive)
 }
 
-// Deps are the ports the service drives.
+// Deps are the ports the kernel drives.
 type Deps struct {
 	Store       Store
 	Blobs       BlobStore
@@ -64,8 +64,9 @@ type Deps struct {
 	Links Links
 }
 
-// Service is faxhub's core: every adapter calls it with a Principal. Its
-// ports stay inside: adapters ask the service, never the store.
+// Kernel is what every feature service shares (rate limits, secrets,
+// signed links, the clock, Config). Its ports stay inside: adapters ask the
+// feature services, never the store.
 type Kernel struct {
 	cfg Config
 	d   Deps
@@ -74,7 +75,7 @@ type Kernel struct {
 	limits map[Limit]Rate
 }
 
-// New checks deps and returns a Service.
+// NewKernel checks deps and returns a Kernel.
 func NewKernel(cfg Config, deps Deps) (*Kernel, error) {
 	cfg.setDefaults()
 	switch {

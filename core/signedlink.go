@@ -18,7 +18,7 @@ import (
 // every replica verifies it; it works until it expires. The inbox's
 // download links and the media links providers fetch are signed links.
 //
-// (Machine status links, core/machinestatus.go, predate this and keep
+// (Machine status links, core/machine/status.go, predate this and keep
 // their own format so links already handed out keep working.)
 
 const (

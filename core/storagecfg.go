@@ -7,7 +7,7 @@ import (
 
 // StorageConfig bounds what owners keep on faxhub and for how long: upload
 // leases, the storage quota of unsent documents, and the
-// retention the garbage collector (Service.Purge) enforces. docs/design.md
+// retention the garbage collector (retention.Service.Purge) enforces. docs/design.md
 // (Limits, Retention) documents every value; zero values take the defaults.
 type StorageConfig struct {
 	// UploadLease is how long a PUT holds its upload without renewing; it

@@ -3,7 +3,7 @@
 // discovery, host create/enroll, agent registration with device approval,
 // status, revoke, and capability execution. It verifies host and agent JWTs
 // (verify.go) and turns HTTP into core calls; every rule about hosts,
-// agents, grants, approvals and money is core's (core/delegated.go).
+// agents, grants, approvals and money is core's (core/hosts).
 package hostagent
 
 import (

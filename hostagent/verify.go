@@ -38,7 +38,7 @@ const (
 // HS256 with the public key as an HMAC secret, RS256 …) while parsing.
 var allowedAlgs = []jose.SignatureAlgorithm{jose.EdDSA}
 
-// verifierDeps is what the verifier needs of core (core.Service): the
+// verifierDeps is what the verifier needs of core (hosts.Service): the
 // clock, the host and agent a JWT names, and the shared jti store.
 type verifierDeps interface {
 	Now() time.Time

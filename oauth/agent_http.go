@@ -17,7 +17,7 @@ import (
 )
 
 // The HTTP endpoints of agent registration (spec, Authentication section
-// 3; docs/agents.md): JSON in, JSON out, every rule in core (agentreg.go).
+// 3; docs/agents.md): JSON in, JSON out, every rule in core (core/agents/registration.go).
 // The claim and jwt-bearer grants are grants of the token endpoint
 // (grant_claim.go, grant_jwtbearer.go).
 const (

@@ -6,7 +6,7 @@ import (
 )
 
 // claimGrant is urn:faxhub:agent-auth:grant-type:claim: an agent polls
-// with its claim token until the owner decides (core.PollAgentClaim); on
+// with its claim token until the owner decides (agents.Service.PollClaim); on
 // approval it gets an access token and a new identity assertion.
 type claimGrant struct{ s *Server }
 

@@ -20,8 +20,8 @@ func invalidToken(msg string) error {
 
 // VerifyAccessToken implements core.TokenVerifier: the one path by which a
 // bearer token presented to a resource becomes a Principal. Agent access
-// tokens are core's (core.Service.AgentTokenPrincipal); chat-app tokens are
-// fosite's, and core builds their principal (core.Service.GrantPrincipal),
+// tokens are core's (agents.Service.TokenPrincipal); chat-app tokens are
+// fosite's, and core builds their principal (core.Kernel.GrantPrincipal),
 // deciding its mode there.
 func (s *Server) VerifyAccessToken(ctx context.Context, token, audience string) (core.Principal, error) {
 	if token == "" {

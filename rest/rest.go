@@ -1,6 +1,6 @@
 // Package rest is faxhub's REST adapter: /api/v1 for backends holding an API
 // key, the machine-payment endpoints, /openapi.json and /llms.txt. It turns
-// HTTP into calls on core.Service with a core.Principal and decides nothing
+// HTTP into calls on core's feature services with a core.Principal and decides nothing
 // about faxes, money or permissions itself.
 //
 // Every error under /api/v1 is RFC 9457 problem+json with a stable `code`
@@ -29,7 +29,7 @@ type Options struct {
 	APIURL  string
 	// MachineOffers are the payment methods machine payments offer, in
 	// the server's order, for the x-payment-info of /openapi.json. Whether
-	// machine payments are on is core's (Service.MachineEnabled).
+	// machine payments are on is core's (machine.Service.Enabled).
 	MachineOffers []MachineOffer
 	// StripeTestMintPath, when the built-in Stripe test backend is in use,
 	// is the path (on both origins) of its public test SPT mint, which

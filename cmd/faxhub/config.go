@@ -55,10 +55,10 @@ type config struct {
 	// only (FAXHUB_TELNYX_*, docs/providers.md).
 	Telnyx app.TelnyxOptions
 	// MachineSweep is how often interrupted machine payments are finished
-	// and due refunds performed (core.Service.SweepMachinePayments).
+	// and due refunds performed (machine.Service.Sweep).
 	MachineSweep time.Duration
 	// NumberSweep is how often number reservations, renewals and
-	// releases are acted on (core.Service.SweepNumbers).
+	// releases are acted on (numbers.Service.Sweep).
 	NumberSweep time.Duration
 	// Storage: quota, retention and garbage collection (core.StorageConfig).
 	StorageQuotaMB int64

@@ -55,7 +55,7 @@ func benchDeliveryPostgres(t *testing.T, rep *report) {
 	}
 }
 
-// deliveryRate creates deliveryFaxes faxes with Service.SendFax (not
+// deliveryRate creates deliveryFaxes faxes with faxes.Service.Send (not
 // timed), then starts a queue with workers on the same database and times
 // until every fax is delivered: no River job pending and every fax in
 // status delivered.

@@ -26,7 +26,7 @@ import (
 // delivered for it (docs/payments.md).
 const CodePaymentMismatch = "checkout_payment_mismatch"
 
-// Queries keeps hosted checkouts; part of core.Store.
+// Queries keeps hosted checkouts; part of services.Store.
 type Queries interface {
 	CreateCheckout(ctx context.Context, c *Checkout) error
 	GetCheckout(ctx context.Context, id string) (*Checkout, error)

@@ -41,7 +41,7 @@ type Options struct {
 	TempDir string
 }
 
-// Converter implements core.Converter.
+// Converter implements documents.Converter.
 type Converter struct {
 	opts Options
 	// office and images are the slots of LibreOffice runs and of image and
@@ -80,14 +80,14 @@ func New(opts Options) *Converter {
 	}
 }
 
-// ToPDF implements core.Converter.
+// ToPDF implements documents.Converter.
 func (c *Converter) ToPDF(ctx context.Context, req documents.ConvertRequest) (int, error) {
 	var pages int
 	var err error
 	switch req.Kind {
 	case documents.FilePDF:
 		// Validated in place: the original is the fax document, and a copy
-		// of up to 50 MB would only cost a write (core.Converter's contract).
+		// of up to 50 MB would only cost a write (documents.Converter's contract).
 		err = c.withSlot(ctx, c.images, req.OwnerID, func(ctx context.Context) (err error) {
 			pages, err = pdfPagesLimit(ctx, req.Src, req.MaxPages)
 			return err

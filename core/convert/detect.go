@@ -37,7 +37,7 @@ func unsupported(format string, args ...any) *core.Error {
 		With("supported", types)
 }
 
-// Detect implements core.Converter. It trusts only the file's content: names
+// Detect implements documents.Converter. It trusts only the file's content: names
 // and declared types are whatever the client says.
 func (c *Converter) Detect(ctx context.Context, path string) (documents.FileKind, error) {
 	f, err := os.Open(path)

@@ -37,7 +37,7 @@ type TextOptions struct {
 	MaxConcurrent int
 }
 
-// TextReader implements core.TextExtractor with poppler's pdftotext for the
+// TextReader implements inbox.TextExtractor with poppler's pdftotext for the
 // text layer and tesseract for pages that have none (scans, fax images).
 type TextReader struct {
 	opts TextOptions
@@ -91,7 +91,7 @@ func lookTool(configured, name string) (string, error) {
 	return exec.LookPath(name)
 }
 
-// Extract implements core.TextExtractor. Every problem with the document or
+// Extract implements inbox.TextExtractor. Every problem with the document or
 // the tools, running out of time included, is reported in the result
 // (TextFailed and a note) so the fax is still received; the error is only
 // the caller's context being cancelled, when the work should be retried.
@@ -406,7 +406,7 @@ func nonSpace(s string) int {
 }
 
 // summarise joins doc's pages with form feeds, cuts the text at
-// core.MaxInboxText, and says how it was read.
+// inbox.MaxText, and says how it was read.
 func summarise(doc []page) inbox.ExtractedText {
 	texts := make([]string, len(doc))
 	layer, ocr := false, false

@@ -57,7 +57,7 @@ type Charge struct {
 	RefundLeaseUntil *time.Time `db:"refund_lease_until" json:"-"`
 }
 
-// ChargeStore persists charges; part of core.Store. Errors follow Store.
+// ChargeStore persists charges; part of services.Store. Errors follow core.Store.
 type ChargeStore interface {
 	// CreateCharge records a charge; ErrExists if its idempotency key is
 	// recorded already, or its (method, reference) when the reference is

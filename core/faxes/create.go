@@ -81,7 +81,7 @@ func (s *Service) CreateFax(ctx context.Context, tx Tx, n NewFax) error {
 		// Paid at the checkout the caller marks paid in this transaction.
 	case PayMachine:
 		// Paid by the machine's charge the caller records in this
-		// transaction (core/machinepay.go).
+		// transaction (core/machine/pay.go).
 	default:
 		return fmt.Errorf("create fax: payment method %q has no payment entry", f.PaymentMethod)
 	}

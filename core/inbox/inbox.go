@@ -166,7 +166,7 @@ type ExtractedText struct {
 	Note string
 }
 
-// Queries persists received faxes; part of core.Store.
+// Queries persists received faxes; part of services.Store.
 type Queries interface {
 	// CreateInboundFax inserts f; ErrExists when (provider, provider_ref)
 	// is recorded already.

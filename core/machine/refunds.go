@@ -23,7 +23,7 @@ const (
 )
 
 // Payers records what machine-paid faxes owe their payers back
-// (core.PayerRefunds), in the transaction that ends a fax: a failed or
+// (faxes.PayerRefunds), in the transaction that ends a fax: a failed or
 // canceled fax its whole charge, a partial one the unsent pages' share (in
 // the method's units, rounded down). Where the method cannot refund (a
 // pushed transfer) it records not_refundable. SweepMachinePayments performs

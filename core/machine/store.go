@@ -101,8 +101,8 @@ const (
 	RefundNotRefundable = "not_refundable"
 )
 
-// Queries persists machine payments; part of core.Store. Errors follow
-// Store.
+// Queries persists machine payments; part of services.Store. Errors follow
+// core.Store.
 type Queries interface {
 	// CreateMachineRequest records a new request_id; ErrExists if taken.
 	CreateMachineRequest(ctx context.Context, r *Request) error

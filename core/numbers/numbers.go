@@ -227,7 +227,7 @@ type Provider interface {
 	ReleaseNumber(ctx context.Context, n *Number) error
 }
 
-// Queries persists numbers; part of core.Store.
+// Queries persists numbers; part of services.Store.
 type Queries interface {
 	// CreateNumber inserts n; ErrExists when someone holds n.E164 in n.Mode.
 	CreateNumber(ctx context.Context, n *Number) error

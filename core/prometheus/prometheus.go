@@ -1,7 +1,7 @@
 // Package prometheus is faxhub's monitoring on Prometheus
-// (client_golang): it implements core.Metrics (delivery attempts, finished
+// (client_golang): it implements services.Metrics (delivery attempts, finished
 // faxes, conversions), counts the HTTP requests it is told of by route,
-// and reads the database-wide gauges (core.Snapshot) at scrape time, in a
+// and reads the database-wide gauges (faxes.Snapshot) at scrape time, in a
 // registry with the Go runtime and process metrics. Nothing here speaks
 // HTTP: internal/httpmetrics instruments the router and serves the
 // registry at /metrics. The metric names and how to read them are in
@@ -22,7 +22,7 @@ import (
 
 // Options configure Metrics.
 type Options struct {
-	// Snapshot reads the database-wide gauges (core.Service.Snapshot);
+	// Snapshot reads the database-wide gauges (faxes.Service.Snapshot);
 	// nil leaves them out.
 	Snapshot func(ctx context.Context) (*faxes.Snapshot, error)
 	// SnapshotTimeout bounds Snapshot at each scrape (default 2 s): a slow
@@ -192,21 +192,21 @@ func (m *Metrics) ObserveHTTP(route, method, status string, took time.Duration) 
 	m.httpDuration.WithLabelValues(route, method).Observe(took.Seconds())
 }
 
-// AttemptEnded implements core.Metrics.
+// AttemptEnded implements faxes.DeliveryMetrics.
 func (m *Metrics) AttemptEnded(provider string, outcome faxes.AttemptStatus, took time.Duration) {
 	s := m.attemptSeries.get(attemptKey{provider, outcome})
 	s.count.Inc()
 	s.time.Observe(took.Seconds())
 }
 
-// FaxEnded implements core.Metrics.
+// FaxEnded implements faxes.DeliveryMetrics.
 func (m *Metrics) FaxEnded(state faxes.Status, took time.Duration) {
 	s := m.faxSeries.get(state)
 	s.count.Inc()
 	s.time.Observe(took.Seconds())
 }
 
-// Converted implements core.Metrics.
+// Converted implements documents.ConversionMetrics.
 func (m *Metrics) Converted(kind documents.FileKind, ok bool, took time.Duration) {
 	s := m.conversionSeries.get(conversionKey{kind, ok})
 	s.count.Inc()

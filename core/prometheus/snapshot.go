@@ -11,7 +11,7 @@ import (
 	"github.com/faxhub/faxhub/core/faxes"
 )
 
-// snapshotCollector reads core.Snapshot at each scrape, bounded by a
+// snapshotCollector reads faxes.Snapshot at each scrape, bounded by a
 // timeout. Every replica reads the same database: aggregate these gauges
 // across replicas with max, never sum.
 type snapshotCollector struct {

@@ -15,15 +15,15 @@ import (
 // Job kinds of numbers and the inbox. Stored in job rows: never change them.
 const (
 	// KindOrderNumber orders a paid number at its provider
-	// (core.Service.OrderNumber).
+	// (numbers.Service.PlaceOrder).
 	KindOrderNumber = "order_number"
 	// KindNumberOutcome records a provider's answer to a number order that
 	// the simulator scheduled for later (numbers.Service.RecordOrder).
 	KindNumberOutcome = "number_outcome"
 	// KindProcessInbound fetches, stores and reads a received fax
-	// (core.Service.ProcessInboundFax).
+	// (inbox.Service.Process).
 	KindProcessInbound = "process_inbound"
-	// KindSweepNumbers runs core.Service.SweepNumbers (reservations,
+	// KindSweepNumbers runs numbers.Service.Sweep (reservations,
 	// renewals, releases) every ScheduleNumberSweep interval.
 	KindSweepNumbers = "sweep_numbers"
 )

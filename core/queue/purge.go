@@ -9,12 +9,12 @@ import (
 	"github.com/riverqueue/river"
 )
 
-// KindPurge runs the garbage collector (core.Service.Purge) once. River's
+// KindPurge runs the garbage collector (retention.Service.Purge) once. River's
 // leader inserts one every SchedulePurge interval; whichever replica
 // fetches it runs it.
 const KindPurge = "purge"
 
-// KindSweepMachinePayments runs core.Service.SweepMachinePayments once
+// KindSweepMachinePayments runs machine.Service.Sweep once
 // (interrupted machine payments and due refunds), every
 // ScheduleMachineSweep interval, the same way.
 const KindSweepMachinePayments = "sweep_machine_payments"

@@ -107,14 +107,14 @@ type Options struct {
 	StatsDB *sql.DB
 }
 
-// Queue implements core.Queue on River.
+// Queue implements services.Queue on River.
 type Queue struct {
 	client     *river.Client[*sql.Tx]
 	insertOnly bool
 	logger     *slog.Logger
 	purge      *periodicWorker[purgeArgs]
 	sweep      *periodicWorker[sweepArgs]
-	// numberSweep runs core.Service.SweepNumbers.
+	// numberSweep runs numbers.Service.Sweep.
 	numberSweep *periodicWorker[numberSweepArgs]
 	// statsDB and dialect serve JobStats (stats.go).
 	statsDB *sql.DB
@@ -136,7 +136,7 @@ type SQLTxer interface {
 	SQLTx() *sql.Tx
 }
 
-// Handlers are what the jobs call (core.Service's Deliver and
+// Handlers are what the jobs call (faxes.Service's Deliver and
 // RecordProviderOutcome). An insert-only queue needs none.
 type Handlers struct {
 	Deliver func(ctx context.Context, faxID string) error
@@ -305,7 +305,7 @@ func (q *Queue) EnqueueDelivery(ctx context.Context, tx core.Tx, faxID string, a
 	}
 	// A job due later is due at at rounded up to the millisecond (SQLite
 	// keeps milliseconds and would round to the nearest one): it never comes
-	// due before the fax's next_attempt_at, which core.Deliver would read
+	// due before the fax's next_attempt_at, which faxes.Service.Deliver would read
 	// as a stale job.
 	if err := q.insertDelivery(ctx, sqlTx, faxID, at); err != nil {
 		return fmt.Errorf("enqueue delivery of %s: %w", faxID, err)

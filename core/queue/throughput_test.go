@@ -15,7 +15,7 @@ import (
 	"github.com/faxhub/faxhub/core/queue"
 )
 
-// storeLoad imitates what core.Service.Deliver does to the database for one
+// storeLoad imitates what faxes.Service.Deliver does to the database for one
 // delivered fax with an instant provider: one transaction that reads the
 // fax, moves it to sending and opens an attempt, then one that closes the
 // attempt, completes the fax and writes a ledger line. It lets the

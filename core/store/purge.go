@@ -11,7 +11,7 @@ import (
 	"github.com/faxhub/faxhub/core/tasks"
 )
 
-// The garbage collector's deletions (core.PurgeStore). Each is one
+// The garbage collector's deletions (retention.Store). Each is one
 // statement, safe to run on several replicas at once: a row deleted twice
 // is counted once.
 

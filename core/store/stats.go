@@ -18,7 +18,7 @@ var _ faxes.StatsStore = (*DB)(nil)
 // writes.
 func (db *DB) Reader() *sql.DB { return db.r.DB }
 
-// Stats counts what core.Snapshot reports. Each query reads a partial
+// Stats counts what faxes.Snapshot reports. Each query reads a partial
 // index (faxes_unfinished, approvals_pending: migration 00014) or
 // credit_balances, which has a row per owner and mode, not per event.
 func (db *DB) Stats(ctx context.Context, now time.Time) (*faxes.Snapshot, error) {

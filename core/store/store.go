@@ -1,4 +1,4 @@
-// Package store is faxhub's one implementation of core.Store, on SQLite
+// Package store is faxhub's one implementation of services.Store, on SQLite
 // (modernc.org/sqlite, the embedded default) and PostgreSQL (pgx through
 // database/sql, for many replicas). Both dialects run the same queries
 // except where SQL differs (GREATEST versus max, column types in the
@@ -51,7 +51,7 @@ const pgMaxConns = 10
 // write lock (a CLI next to the server) before failing with SQLITE_BUSY.
 const sqliteBusyTimeout = "10000"
 
-// DB is a core.Store.
+// DB is a services.Store (the kernel's core.Store and every feature's queries).
 //
 // On SQLite it holds two pools: a writer with a single connection, through
 // which every write and every transaction goes, so writers queue in Go

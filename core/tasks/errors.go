@@ -1,7 +1,7 @@
 package tasks
 
-// Error codes of agent tasks (core/tasks.go) and AP2 credit purchases
-// (core/ap2.go).
+// Error codes of agent tasks (tasks.go) and AP2 credit purchases
+// (ap2.go).
 const (
 	CodeNotCancelable = "task_not_cancelable"
 	// CodeCartMismatch: a payment mandate names another cart, amount or

@@ -98,7 +98,7 @@ type View struct {
 	Number *numbers.Number
 }
 
-// Queries persists tasks and credit purchases; part of core.Store.
+// Queries persists tasks and credit purchases; part of services.Store.
 type Queries interface {
 	CreateAgentTask(ctx context.Context, t *Task) error
 	// GetAgentTask reads one of the owner's tasks; ErrNoRows for another

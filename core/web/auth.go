@@ -14,7 +14,7 @@ import (
 // prints one for scripts.
 const SessionCookieName = "faxhub_session"
 
-// Sessions authenticates session secrets (core.Service does).
+// Sessions authenticates session secrets (accounts.Service does).
 type Sessions interface {
 	AuthenticateSession(ctx context.Context, secret string) (*accounts.Session, error)
 }

@@ -22,7 +22,7 @@ import (
 	"github.com/faxhub/faxhub/core/web"
 )
 
-// CheckoutService is what the page needs from core (*core.Service has it).
+// CheckoutService is what the page needs from core (*checkout.Service has it).
 type CheckoutService interface {
 	Get(ctx context.Context, id string) (*checkout.Checkout, error)
 	Payable(ctx context.Context, c *checkout.Checkout) error

@@ -3,7 +3,7 @@
 // dispatched by method name), with OAuth bearer tokens verified by the core
 // TokenVerifier and a hand-written A2A 1.0 agent card. Tasks live in core
 // (their state is derived on every read), so any replica answers; this
-// package parses a message, calls one core.Service method and renders the
+// package parses a message, calls one core feature method and renders the
 // result. See docs/a2a.md.
 package a2a
 

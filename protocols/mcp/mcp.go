@@ -1,7 +1,7 @@
 // Package mcp is faxhub's MCP server: Streamable HTTP at {base}/mcp on the
 // official go-sdk, stateless (any replica answers any request), with OAuth
 // bearer tokens verified by the core TokenVerifier. It is a thin mapping of
-// tools onto core.Service; every authorization goes through core.Authorize.
+// tools onto core's feature services; every authorization goes through core.Authorize.
 // See docs/mcp.md.
 package mcp
 

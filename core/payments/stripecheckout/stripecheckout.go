@@ -2,7 +2,7 @@
 // checkout.Gateway that opens a Stripe Checkout Session for a credit
 // pack or a draft. Stripe reports the session's outcome through a signed
 // webhook, received by rest/webhooks/stripe; core decides what a payment,
-// an expiry or a refund does (core/checkouts.go, docs/payments.md).
+// an expiry or a refund does (core/checkout/checkouts.go, docs/payments.md).
 package stripecheckout
 
 import (

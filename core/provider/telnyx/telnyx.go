@@ -1,7 +1,7 @@
 // Package telnyx is the fax provider of live mode: Telnyx Programmable Fax
 // and its number inventory, over Telnyx's REST API v2 with plain net/http,
 // and the signed webhook through which Telnyx reports what happened
-// (webhook.go).
+// (rest/webhooks/telnyx/webhook.go).
 //
 // Sending is asynchronous: Send hands Telnyx a media_url where faxhub
 // serves the document (Telnyx fetches it itself, refusing redirects) and

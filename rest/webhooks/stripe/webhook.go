@@ -59,7 +59,7 @@ func Register(r *web.Router, h http.Handler) {
 	}, h)
 }
 
-// Service is what the webhook needs from core (*core.Service has it).
+// Service is what the webhook needs from core (*checkout.Service has it).
 type Service interface {
 	CompletePaid(ctx context.Context, id string, ref checkout.PaymentRef) (*checkout.Checkout, error)
 	End(ctx context.Context, id, session string, status checkout.Status) (*checkout.Checkout, error)

@@ -34,7 +34,7 @@ var ctx = context.Background()
 // fakeStripe answers POST /v1/checkout/sessions like Stripe (the fields
 // the gateway reads), so the webhook tests run without stripe-mock; the
 // gateway's request itself is proven against stripe-mock in
-// gateway_test.go.
+// core/payments/stripecheckout/gateway_test.go.
 type fakeStripe struct{ n atomic.Int64 }
 
 func (f *fakeStripe) ServeHTTP(w http.ResponseWriter, r *http.Request) {

@@ -1,4 +1,4 @@
--- Agent registration with owner approval (oauth/agents*.go). Every secret
+-- Agent registration with owner approval (core/agents, oauth/agent_http.go). Every secret
 -- (enrollment, claim, attempt and access tokens, user codes) is a SHA-256 hash.
 
 -- +goose Up

@@ -1,5 +1,5 @@
 -- Upload leases, document retention and the indexes the garbage collector
--- (core/purge.go) deletes by.
+-- (core/retention/purge.go) deletes by.
 --
 -- An upload's PUT holds a lease: claim_id names the PUT that holds it and
 -- lease_until is when it lapses unless renewed, so a PUT whose process died

@@ -1,5 +1,5 @@
 -- Charges: money taken through a payment method (core/payments), recorded
--- in the transaction that delivers what it paid for (core/charges.go).
+-- in the transaction that delivers what it paid for (core/credits/charges.go).
 
 -- +goose Up
 CREATE TABLE charges (

@@ -1,4 +1,4 @@
--- Agent tasks (core/agenttasks.go): a task row stores only what it follows
+-- Agent tasks (core/tasks): a task row stores only what it follows
 -- (its subject: a draft, a credit purchase); its state is derived from that
 -- subject on every read. credit_purchases are AP2 purchases of a credit
 -- pack: a payment mandate is honoured once (payment_mandate_id is unique).

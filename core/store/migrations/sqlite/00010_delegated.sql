@@ -1,4 +1,4 @@
--- Delegated hosts and agents (core/delegated.go, Agent Auth Protocol).
+-- Delegated hosts and agents (core/hosts, Agent Auth Protocol).
 -- Capability lists (default_capabilities, requested, granted) are stored
 -- space-joined, like agent scopes: capability names have no spaces.
 -- Public keys are canonical Ed25519 public JWKs; a thumbprint (RFC 7638) is

@@ -1,4 +1,4 @@
--- Machine payments (core/machine.go, core/machinepay.go): a machine with no
+-- Machine payments (core/machine/machine.go, core/machine/pay.go): a machine with no
 -- account pays for one fax per request over HTTP 402.
 --
 -- owners: the reserved owner of every machine's documents and faxes. Its

@@ -1,4 +1,4 @@
--- Fax numbers and the inbox (core/numbers.go, core/inbox.go).
+-- Fax numbers and the inbox (core/numbers, core/inbox).
 --
 -- numbers: one row per number an owner rents or tried to rent. A number is
 -- held (awaiting_payment, pending, active, past_due) by one owner at a time

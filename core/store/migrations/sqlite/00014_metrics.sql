@@ -1,4 +1,4 @@
--- Indexes for the gauges monitoring reads at every scrape (core.Snapshot,
+-- Indexes for the gauges monitoring reads at every scrape (faxes.Snapshot,
 -- docs/operations.md "Metrics"): both are partial, so they hold only the
 -- rows a gauge counts (faxes not yet final, pending approvals) and a scrape
 -- reads those rows, never the whole table.

@@ -1,4 +1,4 @@
--- The built-in Stripe test backend's state (core/payments/stripetest with
+-- The built-in Stripe test backend's state (internal/stripetest with
 -- WithDatabase), shared by every replica on this database so a test token
 -- minted on one settles on another (docs/operations.md "Many replicas").
 -- Nothing in faxhub reads these tables but the stand-in.
