@@ -108,13 +108,14 @@ const (
 	notAFaxTime   = 35 * time.Second // T.30 timer T1 runs out
 	apiErrorTime  = 500 * time.Millisecond
 	hangupTime    = 2 * time.Second
-	// slowAPIPerPage is how long OutcomeSlowAPI's API takes to answer, per
-	// page: a 10-page fax holds Send 20 s, under the queue's 30 s job
-	// timeout at real time; a longer one times out and the retried job
-	// resends the attempt, which answers at once.
-	slowAPIPerPage = 2 * time.Second
 	pdfHeaderSize = 5
 )
+
+// slowAPIPerPage is how long OutcomeSlowAPI's API takes to answer, per
+// page: a 10-page fax holds Send 20 s, under the queue's 30 s job timeout
+// at real time; a longer one times out and the retried job resends the
+// attempt, which answers at once.
+const slowAPIPerPage = 2 * time.Second
 
 // Options tune the simulation.
 type Options struct {
