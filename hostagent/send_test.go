@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/faxhub/faxhub/core"
 	"github.com/faxhub/faxhub/core/approvals"
@@ -193,4 +194,42 @@ func TestSendFaxInlineNeedsUpload(t *testing.T) {
 	w := e.owner("inline@example.com")
 	ag := w.activeAgent(w.createHost(), "send_fax")
 	wantError(t, "inline without create_upload", ag.execute("send_fax", map[string]any{"to": "+14155550123", "content_base64": inlinePDF()}), 403, hosts.CodeCapabilityNotGranted)
+}
+
+// A send approval lives 15 minutes (hosts.SendTTL), driven by the injected
+// clock: approved through the console a nanosecond before it ends, it
+// sends; at the instant it ends it reads expired and approving it is
+// refused, with nothing charged.
+func TestSendApprovalExpiry(t *testing.T) {
+	e, w, ag := sendEnv(t)
+	inTime := ag.execute("send_fax", map[string]any{"to": "+14155550123", "content_base64": inlinePDF()})
+	late := ag.execute("send_fax", map[string]any{"to": "+14155550123", "content_base64": inlinePDF()})
+	if inTime.status != http.StatusAccepted || late.status != http.StatusAccepted {
+		t.Fatalf("send_fax: %d %s; %d %s", inTime.status, inTime.raw, late.status, late.raw)
+	}
+	e.clock.Advance(hosts.SendTTL - time.Nanosecond)
+	if st := ag.sendStatus(t, late.str("status_url")); st.str("status") != "pending" {
+		t.Fatalf("a nanosecond before its expiry: %s", st.raw)
+	}
+	if res := w.Approve(t, inTime.str("approval_id"), true); res.Status != 200 {
+		t.Fatalf("approve a nanosecond before the expiry: %d %s", res.Status, res.Body)
+	}
+	if st := ag.sendStatus(t, inTime.str("status_url")); st.str("status") != "sent" {
+		t.Fatalf("approved in time: %s", st.raw)
+	}
+	before := ag.balanceCents(t)
+
+	e.clock.Advance(time.Nanosecond)
+	if st := ag.sendStatus(t, late.str("status_url")); st.str("status") != "expired" {
+		t.Fatalf("at its expiry: %s", st.raw)
+	}
+	if res := w.Approve(t, late.str("approval_id"), true); res.Status == 200 {
+		t.Fatalf("approved at its expiry: %s", res.Body)
+	}
+	if st := ag.sendStatus(t, late.str("status_url")); st.str("status") != "expired" {
+		t.Fatalf("after a refused late approval: %s", st.raw)
+	}
+	if ag.balanceCents(t) != before {
+		t.Fatal("the expired send was charged")
+	}
 }

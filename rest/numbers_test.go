@@ -242,6 +242,17 @@ func TestE2ENumbersAndInbox(t *testing.T) {
 	for _, bad := range []string{token + "x", strings.Replace(token, "inb_", "fax_", 1), "inb_x.1.y", strings.Repeat("a", 300)} {
 		h.do("", "GET", core.LinkInboxFile.PathPrefix()+bad, nil, nil).problem(404, inbox.CodeDownloadLink)
 	}
+	// 5 minutes: served a second before, refused a second after (this
+	// clock runs with the wall clock; core pins the exact instant).
+	if left := link.ExpiresAt.Sub(clk.Now()); left <= inbox.DownloadTTL-2*time.Second || left > inbox.DownloadTTL {
+		t.Fatalf("link lives %s, want 5 minutes", left)
+	}
+	clk.Advance(link.ExpiresAt.Sub(clk.Now()) - time.Second)
+	if res := h.do("", "GET", path, nil, nil); res.code != http.StatusOK {
+		t.Fatalf("download just before the link expires: %d %s", res.code, res.body)
+	}
+	clk.Advance(2 * time.Second)
+	h.do("", "GET", path, nil, nil).problem(404, inbox.CodeDownloadLink)
 	clk.Advance(inbox.DownloadTTL + time.Second)
 	h.do("", "GET", path, nil, nil).problem(404, inbox.CodeDownloadLink)
 

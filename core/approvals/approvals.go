@@ -69,13 +69,15 @@ func (s *Service) RequestIn(ctx context.Context, q Queries, r Request) (*Approva
 }
 
 // Get returns one of the owner's approvals; expired pending ones
-// read as expired.
+// read as expired. ExpiresAt is the first instant it is expired, as the
+// inbox, Decide's store update and CodeApproval.Open have it: reading it
+// pending at that instant would show a decision that cannot be made.
 func (s *Service) Get(ctx context.Context, ownerID, id string) (*Approval, error) {
 	a, err := s.d.Store.GetApproval(ctx, ownerID, id)
 	if err != nil {
 		return nil, core.StoreErr(err, "approval")
 	}
-	if a.Status == Pending && s.now().After(a.ExpiresAt) {
+	if a.Status == Pending && !s.now().Before(a.ExpiresAt) {
 		a.Status = Expired
 	}
 	return a, nil

@@ -69,6 +69,21 @@ func TestInboxEndToEnd(t *testing.T) {
 			t.Errorf("open %q: %v", bad, err)
 		}
 	}
+	// The link lives 5 minutes (to the second): it works a nanosecond
+	// before its expiry and is refused at it.
+	if want := clk.Now().Add(inbox.DownloadTTL).Truncate(time.Second); !link.ExpiresAt.Equal(want) {
+		t.Fatalf("link expires %v, want %v", link.ExpiresAt, want)
+	}
+	clk.Advance(link.ExpiresAt.Sub(clk.Now()) - time.Nanosecond)
+	if rc, _, err := e.Svc.Inbox.OpenDownload(ctx, token); err != nil {
+		t.Fatalf("link just before its expiry: %v", err)
+	} else {
+		rc.Close()
+	}
+	clk.Advance(time.Nanosecond)
+	if _, _, err := e.Svc.Inbox.OpenDownload(ctx, token); core.ErrorCode(err) != inbox.CodeDownloadLink {
+		t.Fatalf("link at its expiry: %v", err)
+	}
 	clk.Advance(inbox.DownloadTTL + time.Second)
 	if _, _, err := e.Svc.Inbox.OpenDownload(ctx, token); core.ErrorCode(err) != inbox.CodeDownloadLink {
 		t.Fatalf("expired link: %v", err)

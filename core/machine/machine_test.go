@@ -1025,3 +1025,32 @@ func TestMachineReceiptAsBefore(t *testing.T) {
 		t.Fatalf("replayed receipt without reference\n got %s\nwant %s", got, want)
 	}
 }
+
+// A challenge lives 5 minutes (ChallengeTTL, to the second), driven by the
+// injected clock: paid a nanosecond before its expiry it is charged and the
+// fax is ordered; presented at its expiry it is refused payment-expired
+// with fresh challenges, and nothing is charged or claimed for it.
+func TestMachineChallengeExpiry(t *testing.T) {
+	m := newMachineEnv(t)
+	inTime, late := machineBody(deliverable, "req-in-time", 1), machineBody(deliverable, "req-late", 2)
+	chIn, chLate := challenge(t, m.fax(t, inTime), "stripe"), challenge(t, m.fax(t, late), "stripe")
+	if want := m.clk.Now().Add(5 * time.Minute).Truncate(time.Second); !chIn.Expires.Equal(want) || !chLate.Expires.Equal(want) {
+		t.Fatalf("challenges expire %v and %v, want %v", chIn.Expires, chLate.Expires, want)
+	}
+	inTime.Credential, late.Credential = credential(chIn, m.spt(t, "pm_card_visa")), credential(chLate, m.spt(t, "pm_card_visa"))
+
+	m.clk.Advance(chIn.Expires.Sub(m.clk.Now()) - time.Nanosecond)
+	if out := m.fax(t, inTime); out.Order == nil || out.Receipt == nil || out.Receipt.ChallengeID != chIn.ID {
+		t.Fatalf("paid a nanosecond before the expiry: %+v", out.Refusal)
+	}
+
+	m.clk.Advance(time.Nanosecond)
+	out := m.fax(t, late)
+	wantRefusal(t, out, machine.PaymentExpired)
+	if fresh := challenge(t, out, "stripe"); fresh.ID == chLate.ID || !fresh.Expires.After(m.clk.Now()) {
+		t.Fatalf("payment-expired without a fresh challenge: %+v", fresh)
+	}
+	if m.stripe.Charges() != 1 || m.count(t, "SELECT count(*) FROM machine_claims WHERE challenge_id = ?", chLate.ID) != 0 {
+		t.Fatal("the expired challenge was charged or claimed")
+	}
+}

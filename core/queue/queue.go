@@ -314,16 +314,22 @@ func (q *Queue) EnqueueDelivery(ctx context.Context, tx core.Tx, faxID string, a
 }
 
 // ScheduleOutcome inserts a provider_outcome job due at at: the outcome of
-// an accepted attempt, recorded then by whichever process runs it.
-func (q *Queue) ScheduleOutcome(ctx context.Context, at time.Time, faxID, attemptID string, res faxes.ProviderResult) error {
-	opts := &river.InsertOpts{}
+// an accepted attempt, recorded then by whichever process runs it. It is
+// the simulated provider's durable record of an idempotency key: one job
+// per attempt (River's unique insert on fax and attempt id, across every
+// state but cancelled and discarded, until the completed job is cleaned
+// out after an hour), so placed is false for an attempt sent again after a
+// crash and no second call is scheduled.
+func (q *Queue) ScheduleOutcome(ctx context.Context, at time.Time, faxID, attemptID string, res faxes.ProviderResult) (placed bool, err error) {
+	opts := &river.InsertOpts{UniqueOpts: river.UniqueOpts{ByArgs: true}}
 	if at.After(time.Now()) {
 		opts.ScheduledAt = ceilMillisecond(at)
 	}
-	if _, err := q.client.Insert(ctx, outcomeArgs{FaxID: faxID, AttemptID: attemptID, Result: res}, opts); err != nil {
-		return fmt.Errorf("schedule outcome of %s: %w", attemptID, err)
+	ins, err := q.client.Insert(ctx, outcomeArgs{FaxID: faxID, AttemptID: attemptID, Result: res}, opts)
+	if err != nil {
+		return false, fmt.Errorf("schedule outcome of %s: %w", attemptID, err)
 	}
-	return nil
+	return !ins.UniqueSkippedAsDuplicate, nil
 }
 
 func ceilMillisecond(t time.Time) time.Time {
@@ -396,8 +402,10 @@ func (w *deliverWorker) Work(ctx context.Context, job *river.Job[deliverArgs]) e
 
 // outcomeArgs are a provider_outcome job's arguments.
 type outcomeArgs struct {
-	FaxID     string               `json:"fax_id"`
-	AttemptID string               `json:"attempt_id"`
+	// The unique tags make ScheduleOutcome's unique insert compare these
+	// two only: a resend's result may differ (its duration).
+	FaxID     string               `json:"fax_id" river:"unique"`
+	AttemptID string               `json:"attempt_id" river:"unique"`
 	Result    faxes.ProviderResult `json:"result"`
 }
 

@@ -552,8 +552,17 @@ func TestScheduleOutcome(t *testing.T) {
 			t.Fatal(err)
 		}
 		due := time.Now().Add(300 * time.Millisecond)
-		if err := q.ScheduleOutcome(t.Context(), due, "fax_1", "att_1", faxes.ProviderResult{Status: faxes.AttemptDelivered, PagesSent: 3, Duration: 2 * time.Second, ProviderRef: "simfax_1"}); err != nil {
-			t.Fatal(err)
+		if placed, err := q.ScheduleOutcome(t.Context(), due, "fax_1", "att_1", faxes.ProviderResult{Status: faxes.AttemptDelivered, PagesSent: 3, Duration: 2 * time.Second, ProviderRef: "simfax_1"}); err != nil || !placed {
+			t.Fatalf("placed %v, err %v", placed, err)
+		}
+		// The same attempt sent again (a delivery resumed after a crash):
+		// the simulator's idempotency key finds the call already placed.
+		if placed, err := q.ScheduleOutcome(t.Context(), due.Add(time.Second), "fax_1", "att_1", faxes.ProviderResult{Status: faxes.AttemptDelivered, PagesSent: 3, Duration: 3 * time.Second, ProviderRef: "simfax_1"}); err != nil || placed {
+			t.Fatalf("resend: placed %v, err %v", placed, err)
+		}
+		var n int
+		if err := db.QueryRowContext(t.Context(), "SELECT count(*) FROM river_job WHERE kind = 'provider_outcome'").Scan(&n); err != nil || n != 1 {
+			t.Fatalf("%d provider_outcome jobs for one attempt (%v)", n, err)
 		}
 		if err := q.Start(t.Context()); err != nil {
 			t.Fatal(err)

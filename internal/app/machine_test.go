@@ -586,3 +586,33 @@ func TestStripeTestBackendShared(t *testing.T) {
 		t.Fatalf("%d charges in the shared backend, want 1", n)
 	}
 }
+
+// TestMachineChallengeExpiryOverHTTP: a challenge is paid a nanosecond
+// before its 5 minutes end (200 with a receipt); another presented at the
+// instant they end is a 402 payment-expired with fresh challenges. The
+// server's clock is the injected one.
+func TestMachineChallengeExpiryOverHTTP(t *testing.T) {
+	clk := testenv.NewClockAt(time.Now().Truncate(time.Second))
+	m := newMachine(t, func(o *app.Options) {
+		base := o.Core
+		o.Core = func(c *services.Config) { base(c); c.Now = clk.Now }
+	})
+	inTime, late := faxBody(t, deliverable, testenv.MinimalPDF(1), "req-in-time"), faxBody(t, deliverable, testenv.MinimalPDF(2), "req-late")
+	chIn := m.do("POST", "/api/v1/machine/faxes", inTime, nil).challenged(t, http.StatusPaymentRequired, mpp.ProblemPaymentRequired, "stripe", "tempo")[0]
+	chLate := m.do("POST", "/api/v1/machine/faxes", late, nil).challenged(t, http.StatusPaymentRequired, mpp.ProblemPaymentRequired, "stripe", "tempo")[0]
+	if want := clk.Now().Add(5 * time.Minute); !chIn.Expires.Equal(want) || !chLate.Expires.Equal(want) {
+		t.Fatalf("challenges expire %v and %v, want %v", chIn.Expires, chLate.Expires, want)
+	}
+	credIn := credential(t, chIn, map[string]string{"spt": m.mint("pm_card_visa", chIn)})
+	credLate := credential(t, chLate, map[string]string{"spt": m.mint("pm_card_visa", chLate)})
+
+	clk.Advance(5*time.Minute - time.Nanosecond)
+	if ok := m.do("POST", "/api/v1/machine/faxes", inTime, paid(credIn)); ok.status != http.StatusOK || ok.header.Get(mpp.ReceiptHeader) == "" {
+		t.Fatalf("paid a nanosecond before the expiry: %d %s", ok.status, ok.body)
+	}
+	clk.Advance(time.Nanosecond)
+	fresh := m.do("POST", "/api/v1/machine/faxes", late, paid(credLate)).challenged(t, http.StatusPaymentRequired, mpp.ProblemPaymentExpired, "stripe", "tempo")
+	if fresh[0].ID == chLate.ID || !fresh[0].Expires.After(clk.Now()) {
+		t.Fatalf("payment-expired without fresh challenges: %+v", fresh[0])
+	}
+}

@@ -11,7 +11,11 @@
 // runs it. A call of zero duration (TimeScale 0) reports its outcome as
 // Send's result. The attempt id is the idempotency key of a call: sending
 // the same attempt again (a delivery resumed after a crash) accepts it
-// under the same reference, as a real provider's idempotency key would.
+// under the same reference and places no second call, as a real
+// provider's idempotency key would. The simulator's record of the keys it
+// has seen is the durable outcome it scheduled (Options.Report says when
+// one already exists), so it survives the crash of the process that made
+// the first call.
 package simulated
 
 import (
@@ -51,6 +55,12 @@ const (
 	// OutcomeProviderError: the provider's API fails on every attempt, so
 	// the fax fails once its attempts are used up.
 	OutcomeProviderError Outcome = "provider_error"
+	// OutcomeSlowAPI: the provider's API is slow to answer a send (it
+	// takes the document at slowAPIPerPage); the call is placed as the
+	// request arrives and every page is delivered. It holds a delivery
+	// mid-attempt, with the call placed but its reference not yet
+	// recorded: the window a crash must not turn into a second call.
+	OutcomeSlowAPI Outcome = "slow_api"
 )
 
 // TestNumber is one documented destination with a fixed outcome.
@@ -71,6 +81,7 @@ var testNumbers = [...]TestNumber{
 	{"+12125550104", OutcomePartial, "The call drops half way: half the pages (rounded down, at least one of two or more) are sent; the fax ends partial with failure code call_dropped."},
 	{"+12125550105", OutcomeProviderErrorOnce, "The provider's API errors on the first attempt; the retry is delivered."},
 	{"+12125550106", OutcomeProviderError, "The provider's API errors on every attempt; the fax fails after its last retry."},
+	{"+12125550107", OutcomeSlowAPI, "The provider's API takes 2 s a page to answer a send (the call is placed at once; a send of the same attempt again answers at once); every page arrives."},
 }
 
 // TestNumbers returns the documented test destinations, in number fax.
@@ -100,16 +111,23 @@ const (
 	pdfHeaderSize = 5
 )
 
+// slowAPIPerPage is how long OutcomeSlowAPI's API takes to answer, per
+// page: a 10-page fax holds Send 20 s, under the queue's 30 s job timeout
+// at real time; a longer one times out and the retried job resends the
+// attempt, which answers at once.
+const slowAPIPerPage = 2 * time.Second
+
 // Options tune the simulation.
 type Options struct {
 	// TimeScale multiplies real-world durations: 1 is real time (a 3-page
 	// fax takes about 1m45s), 0.01 makes it about a second, 0 is instant.
 	TimeScale float64
 	// Report schedules the outcome of an accepted call for the moment the
-	// call ends. It must be durable; reporting one attempt twice is
-	// harmless (core ignores a duplicate report). Needed when TimeScale is
-	// above 0.
-	Report func(ctx context.Context, at time.Time, faxID, attemptID string, res faxes.ProviderResult) error
+	// call ends. It must be durable, and idempotent per attempt: placed is
+	// false when an outcome of attemptID is already scheduled (or was
+	// recorded), which means the call was placed before, and nothing new
+	// is scheduled. Needed when TimeScale is above 0.
+	Report func(ctx context.Context, at time.Time, faxID, attemptID string, res faxes.ProviderResult) (placed bool, err error)
 	// ReportNumber schedules the answer to a number order for the moment
 	// provisioning ends; durable like Report. Needed when TimeScale is
 	// above 0 and numbers are ordered.
@@ -121,7 +139,7 @@ type Options struct {
 // Provider is the simulated fax provider.
 type Provider struct {
 	scale        float64
-	report       func(ctx context.Context, at time.Time, faxID, attemptID string, res faxes.ProviderResult) error
+	report       func(ctx context.Context, at time.Time, faxID, attemptID string, res faxes.ProviderResult) (bool, error)
 	reportNumber func(ctx context.Context, at time.Time, provider, orderRef string, res numbers.OrderResult) error
 	now          func() time.Time
 }
@@ -186,10 +204,38 @@ func (p *Provider) Send(ctx context.Context, req faxes.ProviderRequest) (faxes.P
 	if p.report == nil {
 		return faxes.ProviderResult{}, errors.New("simulated provider: no Report function to deliver outcomes with")
 	}
-	if err := p.report(ctx, p.now().Add(res.Duration), req.FaxID, req.AttemptID, res); err != nil {
+	placed, err := p.report(ctx, p.now().Add(res.Duration), req.FaxID, req.AttemptID, res)
+	if err != nil {
 		return faxes.ProviderResult{}, fmt.Errorf("simulated fax to %s: schedule its outcome: %w", req.To, err)
 	}
-	return faxes.ProviderResult{Status: faxes.AttemptSending, ProviderRef: res.ProviderRef}, nil
+	accepted := faxes.ProviderResult{Status: faxes.AttemptSending, ProviderRef: res.ProviderRef}
+	if !placed {
+		// A resend of an attempt whose call is under way or over: the
+		// idempotency key answers with the first call, at once.
+		return accepted, nil
+	}
+	if outcome == OutcomeSlowAPI {
+		// The call is placed; the answer that says so is slow.
+		if err := p.wait(ctx, p.scaled(time.Duration(pages)*slowAPIPerPage)); err != nil {
+			return faxes.ProviderResult{}, fmt.Errorf("simulated fax to %s: waiting for the provider's answer: %w", req.To, err)
+		}
+	}
+	return accepted, nil
+}
+
+// wait sleeps for d unless ctx ends first.
+func (p *Provider) wait(ctx context.Context, d time.Duration) error {
+	if d <= 0 {
+		return nil
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
 }
 
 // Ref is the simulated provider's reference of the call of an attempt:

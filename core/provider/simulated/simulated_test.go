@@ -7,6 +7,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/nyaruka/phonenumbers"
@@ -158,14 +159,20 @@ type reports struct {
 	fail error
 }
 
-func (r *reports) report(_ context.Context, at time.Time, faxID, attemptID string, res faxes.ProviderResult) error {
+// report is idempotent per attempt, as the queue's unique insert is.
+func (r *reports) report(_ context.Context, at time.Time, faxID, attemptID string, res faxes.ProviderResult) (bool, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.fail != nil {
-		return r.fail
+		return false, r.fail
+	}
+	for _, id := range r.ids {
+		if id == faxID+"/"+attemptID {
+			return false, nil
+		}
 	}
 	r.at, r.ids, r.res = append(r.at, at), append(r.ids, faxID+"/"+attemptID), append(r.res, res)
-	return nil
+	return true, nil
 }
 
 // Above scale 0 a call is accepted at once and its outcome scheduled for
@@ -218,12 +225,56 @@ func TestAttemptIsIdempotencyKey(t *testing.T) {
 	if err != nil || a.ProviderRef != b.ProviderRef {
 		t.Fatalf("resent attempt: %v %v %v", a, b, err)
 	}
+	if len(r.ids) != 1 {
+		t.Fatalf("a resent attempt placed a second call: %v", r.ids)
+	}
 	other := request("+12125550100", 1, 2, &doc{body: minimalPDF})
 	other.AttemptID = "att_2"
 	c, _ := p.Send(t.Context(), other)
 	if c.ProviderRef == a.ProviderRef {
 		t.Fatal("two attempts share a reference")
 	}
+	if len(r.ids) != 2 {
+		t.Fatalf("another attempt is another call: %v", r.ids)
+	}
+}
+
+// The slow number places its call at once and answers after 2 s a page
+// (scaled): a delivery is held mid-attempt with its call placed. Sending
+// the same attempt again answers at once, placing no second call; a send
+// whose context ends while waiting returns the context's error.
+func TestSlowAPI(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		r := &reports{}
+		p := simulated.New(simulated.Options{TimeScale: 0.5, Report: r.report})
+		start := time.Now()
+		res, err := p.Send(t.Context(), request("+12125550107", 4, 1, &doc{body: minimalPDF}))
+		if err != nil || res.Status != faxes.AttemptSending || res.ProviderRef != simulated.Ref("att_1") {
+			t.Fatalf("slow send: %+v %v", res, err)
+		}
+		if took := time.Since(start); took != 4*time.Second {
+			t.Fatalf("the slow API answered after %s, want 4 pages × 2 s × 0.5 = 4s", took)
+		}
+		if len(r.res) != 1 || r.res[0].Status != faxes.AttemptDelivered || r.res[0].PagesSent != 4 {
+			t.Fatalf("scheduled %+v", r.res)
+		}
+		start = time.Now()
+		again, err := p.Send(t.Context(), request("+12125550107", 4, 1, &doc{body: minimalPDF}))
+		if err != nil || again != res || time.Since(start) != 0 || len(r.ids) != 1 {
+			t.Fatalf("resend: %+v %v after %s; calls %v", again, err, time.Since(start), r.ids)
+		}
+
+		ctx, cancel := context.WithTimeout(t.Context(), time.Second)
+		defer cancel()
+		other := request("+12125550107", 4, 2, &doc{body: minimalPDF})
+		other.AttemptID = "att_2"
+		if _, err := p.Send(ctx, other); !errors.Is(err, context.DeadlineExceeded) {
+			t.Fatalf("send cut short: err = %v", err)
+		}
+		if len(r.ids) != 2 {
+			t.Fatalf("the cut-short call was placed: %v", r.ids)
+		}
+	})
 }
 
 // A call that cannot be scheduled is not accepted.
