@@ -22,8 +22,18 @@ const (
 	maxProviderRef = 200
 	// maxCallerID bounds the sender a network reports.
 	maxCallerID = 64
-	// textTimeout bounds reading one received fax's text.
+	// textTimeout bounds reading one received fax's text (the reader
+	// bounds itself too: convert.TextOptions.Timeout, 2 minutes).
 	textTimeout = 3 * time.Minute
+	// writeTimeout bounds the writes that record a step. Each step ends
+	// this long before its job's deadline, and the writes run on a context
+	// of their own, so the work of a step that used all its time is kept.
+	writeTimeout = 10 * time.Second
+	// minTextTime: after storing a document, its text is read in the same
+	// run only if at least this much of the run is left; otherwise the job
+	// runs again at once (ContinueError) and reads it with a whole run's
+	// time.
+	minTextTime = 60 * time.Second
 )
 
 // ReceiveFax records a fax a provider reports it received on one of the
@@ -109,12 +119,23 @@ func cleanCallerID(s string) string {
 	return core.CutUTF8(s, maxCallerID)
 }
 
-// Process fetches a received fax's document (bounded like an
-// upload), checks it and counts its pages, keeps it as a PDF in the blob
-// store, reads its text, and marks it received; the process_inbound job
-// runs it. Trouble that may pass (the provider's media link, the blob
-// store) returns an error so the job is retried; on the last attempt, or
-// for a document that cannot be read at all, the fax is marked failed.
+// Process reads a received fax in two steps, each of which a later run
+// resumes after rather than redoes; the process_inbound job runs it.
+//
+//  1. Store: fetch the document (bounded like an upload), check it and
+//     count its pages with the converter (TIFF and images become a PDF),
+//     keep the PDF in the blob store and record it (pages, size, key).
+//  2. Read: extract its text with what is left of the job's time, and mark
+//     the fax received with the text read so far; textStatus and textNote
+//     say what was not read.
+//
+// A run whose deadline leaves too little time to read after storing
+// returns a *ContinueError: the job runs again at once, with a time of its
+// own for the text. Trouble that may pass (the provider's media link, the
+// blob store, a busy reader) returns an error so the job is retried; on
+// the last attempt, or for a document that cannot be read at all, the fax
+// is marked failed. Writes after a step run on a context detached from the
+// job's, so a step that used up the job's time does not lose its work.
 func (s *Service) Process(ctx context.Context, id string, lastAttempt bool) error {
 	f, err := s.d.Store.GetInboundFaxByID(ctx, id)
 	if err != nil {
@@ -125,13 +146,20 @@ func (s *Service) Process(ctx context.Context, id string, lastAttempt bool) erro
 	}
 	err = s.processInbound(ctx, f, lastAttempt)
 	var e *core.Error
+	var later *ContinueError
 	switch {
 	case err == nil:
 		return nil
+	case errors.As(err, &later):
+		return err
 	case errors.As(err, &e) && e.Kind != core.KindUnavailable && e.Kind != core.KindRateLimited:
 		return s.failInbound(ctx, f, e.Message)
 	case lastAttempt:
-		if ferr := s.failInbound(ctx, f, "the document could not be fetched from the provider"); ferr != nil {
+		reason := "the document could not be fetched from the provider"
+		if f.DocumentKey == storedKey(f.ID) {
+			reason = "the stored document could not be read back"
+		}
+		if ferr := s.failInbound(ctx, f, reason); ferr != nil {
 			return ferr
 		}
 		return err
@@ -139,10 +167,42 @@ func (s *Service) Process(ctx context.Context, id string, lastAttempt bool) erro
 	return err
 }
 
+// ContinueError is Process's answer when a fax's document is stored but too
+// little of the job's time is left to read its text: the job should run
+// again at once (not as a failed attempt), and that run starts at the
+// text.
+type ContinueError struct {
+	ID string
+}
+
+func (e *ContinueError) Error() string {
+	return "received fax " + e.ID + " is stored; its text is read on the next run"
+}
+
+// storedKey is where a received fax's PDF is kept once stored: the row's
+// document key equal to it is what says the store step is done.
+func storedKey(id string) string { return "inbox/" + id + ".pdf" }
+
+// writeReserve is how long before a job's deadline its steps end, so that
+// their records are written before River cancels the job: writeTimeout,
+// or a quarter of the time left when a job is shorter than that allows.
+func writeReserve(deadline time.Time) time.Duration {
+	return max(min(writeTimeout, time.Until(deadline)/4), 0)
+}
+
+// writeContext is for the writes that record a step: detached from the
+// job's context (whose deadline the step may have used up) and bounded on
+// its own.
+func writeContext(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.WithoutCancel(ctx), writeTimeout)
+}
+
 func (s *Service) failInbound(ctx context.Context, f *InboundFax, reason string) error {
+	wctx, cancel := writeContext(ctx)
+	defer cancel()
 	now := s.now()
 	f.Status, f.FailureReason, f.UpdatedAt, f.ProcessedAt = Failed, core.CutUTF8(reason, 500), now, &now
-	if err := s.d.Store.UpdateInboundFax(ctx, f, Receiving); err != nil && !errors.Is(err, core.ErrConflict) {
+	if err := s.d.Store.UpdateInboundFax(wctx, f, Receiving); err != nil && !errors.Is(err, core.ErrConflict) {
 		return err
 	}
 	s.d.Logger.WarnContext(ctx, "received fax could not be read", "inbound_id", f.ID, "owner_id", f.OwnerID, "reason", f.FailureReason)
@@ -155,66 +215,142 @@ func (s *Service) processInbound(ctx context.Context, f *InboundFax, lastAttempt
 		return fmt.Errorf("spool inbound fax: %w", err)
 	}
 	defer os.RemoveAll(dir)
+	// Each step ends writeTimeout before the job does, so its record is
+	// written (on its own context) before River cancels or rescues the job.
+	job := ctx
+	if deadline, bounded := job.Deadline(); bounded {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithDeadline(ctx, deadline.Add(-writeReserve(deadline)))
+		defer cancel()
+	}
+	var pdf string
+	if f.DocumentKey != storedKey(f.ID) {
+		if pdf, err = s.storeInbound(ctx, f, dir); err != nil {
+			return err
+		}
+		if deadline, bounded := job.Deadline(); bounded && time.Until(deadline)-writeReserve(deadline) < minTextTime {
+			return &ContinueError{ID: f.ID}
+		}
+	}
+	if pdf == "" {
+		// Stored by an earlier run: read it back, do not convert it again.
+		pdf = filepath.Join(dir, "stored.pdf")
+		if err := s.fetchStored(ctx, f, pdf); err != nil {
+			return err
+		}
+	}
+	text, err := s.readText(ctx, f, pdf, lastAttempt)
+	if err != nil {
+		return err
+	}
+	wctx, cancel := writeContext(ctx)
+	defer cancel()
+	now := s.now()
+	f.Status, f.Text, f.TextStatus, f.TextMethod, f.TextNote = Received, text.Text, text.Status, text.Method, core.CutUTF8(text.Note, 500)
+	f.UpdatedAt, f.ProcessedAt = now, &now
+	if err := s.d.Store.UpdateInboundFax(wctx, f, Receiving); err != nil {
+		if errors.Is(err, core.ErrConflict) {
+			return nil // processed concurrently
+		}
+		return fmt.Errorf("record received fax %s: %w", f.ID, err)
+	}
+	s.d.Logger.InfoContext(ctx, "received fax read", "inbound_id", f.ID, "pages", f.Pages, "text_status", f.TextStatus)
+	return nil
+}
+
+// storeInbound is the store step: it fetches f's document into dir,
+// converts and counts it, keeps the PDF in the blob store and records
+// pages, size and key on f's row (still receiving). It returns a local
+// copy of the PDF, or "" when there is none and the PDF must be read back
+// from the blob store.
+func (s *Service) storeInbound(ctx context.Context, f *InboundFax, dir string) (string, error) {
 	src := filepath.Join(dir, "source")
 	if err := s.fetchInbound(ctx, f, src); err != nil {
-		return err
+		return "", err
 	}
 	kind, err := s.d.Converter.Detect(ctx, src)
 	if err != nil {
-		return err
+		return "", err
 	}
 	pdf := filepath.Join(dir, "document.pdf")
 	pages, err := s.d.Converter.ToPDF(ctx, documents.ConvertRequest{Src: src, Kind: kind, Dst: pdf, OwnerID: f.OwnerID, MaxPages: s.documents.MaxPages()})
 	if err != nil {
-		return err
+		return "", err
 	}
 	if pages < 1 {
-		return core.Errorf(core.KindUnprocessable, documents.CodeCorruptDocument, "the received document has no pages")
+		return "", core.Errorf(core.KindUnprocessable, documents.CodeCorruptDocument, "the received document has no pages")
 	}
 	if kind == documents.FilePDF {
 		pdf = src
 	}
-	text := ExtractedText{Status: TextFailed, Method: "none", Note: "no text reader is configured"}
-	if s.d.Text != nil {
-		tctx, cancel := context.WithTimeout(ctx, textTimeout)
-		text, err = s.d.Text.Extract(tctx, pdf, pages)
-		cancel()
-		if err != nil {
-			// No reader was free in time (a burst of faxes): try again
-			// later rather than record an unread fax for good, unless
-			// this is the last try.
-			if !lastAttempt {
-				return core.WrapErr(core.Errorf(core.KindUnavailable, core.CodeRateLimited, "no text reader was free; the fax is read on a later try"), err)
-			}
-			text = ExtractedText{Status: TextFailed, Method: "none", Note: "the text could not be read: the server was too busy"}
-			s.d.Logger.WarnContext(ctx, "reading a received fax failed", "inbound_id", f.ID, "error", err)
+	// PutFile consumes the file (a move into a file blob store); a second
+	// name keeps it for reading its text in this run. Without one the text
+	// is read back from the blob store.
+	keep := filepath.Join(dir, "read.pdf")
+	if err := os.Link(pdf, keep); err != nil {
+		keep = ""
+	}
+	wctx, cancel := writeContext(ctx)
+	defer cancel()
+	key := storedKey(f.ID)
+	size, err := s.documents.PutFile(wctx, key, pdf, string(documents.FilePDF))
+	if err != nil {
+		return "", core.WrapErr(core.Errorf(core.KindUnavailable, core.CodeInternal, "storing the received fax failed"), err)
+	}
+	old := f.DocumentKey
+	f.Pages, f.DocumentKey, f.Bytes, f.MediaURL, f.UpdatedAt = pages, key, size, "", s.now()
+	if err := s.d.Store.UpdateInboundFax(wctx, f, Receiving); err != nil {
+		// Processed concurrently (ErrConflict) or not recorded: either way
+		// this run stops; a retry finds the row as it is.
+		return "", core.WrapErr(core.Errorf(core.KindUnavailable, core.CodeInternal, "recording the stored fax failed"), err)
+	}
+	if old != "" && old != key {
+		if err := s.d.Blobs.Delete(wctx, old); err != nil {
+			s.d.Logger.WarnContext(ctx, "removing a received fax's original failed", "inbound_id", f.ID, "error", err)
 		}
+	}
+	s.d.Logger.InfoContext(ctx, "received fax stored", "inbound_id", f.ID, "pages", pages, "bytes", size)
+	return keep, nil
+}
+
+// readText is the read step: the text of the stored PDF with what is left
+// of ctx (at most textTimeout). A reader that gives up part way keeps what
+// it read and says what not (TextFailed, TextTruncated); one that found no
+// free slot is an error to retry, except on the last attempt.
+func (s *Service) readText(ctx context.Context, f *InboundFax, pdf string, lastAttempt bool) (ExtractedText, error) {
+	if s.d.Text == nil {
+		return ExtractedText{Status: TextFailed, Method: "none", Note: "no text reader is configured"}, nil
+	}
+	tctx, cancel := context.WithTimeout(ctx, textTimeout)
+	text, err := s.d.Text.Extract(tctx, pdf, f.Pages)
+	cancel()
+	if err != nil {
+		// No reader was free in time (a burst of faxes) or the process is
+		// stopping: try again later rather than record an unread fax for
+		// good, unless this is the last try.
+		if !lastAttempt {
+			return text, core.WrapErr(core.Errorf(core.KindUnavailable, core.CodeRateLimited, "no text reader was free; the fax is read on a later try"), err)
+		}
+		s.d.Logger.WarnContext(ctx, "reading a received fax failed", "inbound_id", f.ID, "error", err)
+		text = ExtractedText{Status: TextFailed, Method: "none", Note: "the text could not be read: the server was too busy"}
 	}
 	if len(text.Text) > MaxText {
 		text.Text, text.Status = core.CutUTF8(text.Text, MaxText), TextTruncated
 	}
-	key := "inbox/" + f.ID + ".pdf"
-	size, err := s.documents.PutFile(ctx, key, pdf, string(documents.FilePDF))
+	return text, nil
+}
+
+// fetchStored spools the PDF an earlier run stored for f to dst.
+func (s *Service) fetchStored(ctx context.Context, f *InboundFax, dst string) error {
+	r, err := s.d.Blobs.Open(ctx, f.DocumentKey)
 	if err != nil {
-		return core.WrapErr(core.Errorf(core.KindUnavailable, core.CodeInternal, "storing the received fax failed"), err)
+		return core.WrapErr(core.Errorf(core.KindUnavailable, core.CodeInternal, "opening the stored fax failed"), err)
 	}
-	old := f.DocumentKey
-	now := s.now()
-	f.Status, f.Pages, f.DocumentKey, f.Bytes, f.MediaURL = Received, pages, key, size, ""
-	f.Text, f.TextStatus, f.TextMethod, f.TextNote = text.Text, text.Status, text.Method, core.CutUTF8(text.Note, 500)
-	f.UpdatedAt, f.ProcessedAt = now, &now
-	if err := s.d.Store.UpdateInboundFax(ctx, f, Receiving); err != nil {
-		if errors.Is(err, core.ErrConflict) {
-			return nil // processed concurrently
-		}
-		return err
+	defer r.Close()
+	// Its size was recorded when it was stored.
+	if _, _, err := documents.Spool(dst, r, max(f.Bytes, 1)); err != nil {
+		return core.WrapErr(core.Errorf(core.KindUnavailable, core.CodeInternal, "reading the stored fax failed"), err)
 	}
-	if old != "" && old != key {
-		if err := s.d.Blobs.Delete(ctx, old); err != nil {
-			s.d.Logger.WarnContext(ctx, "removing a received fax's original failed", "inbound_id", f.ID, "error", err)
-		}
-	}
-	s.d.Logger.InfoContext(ctx, "received fax read", "inbound_id", f.ID, "pages", pages, "text_status", f.TextStatus)
 	return nil
 }
 

@@ -7,8 +7,10 @@ import (
 	"time"
 
 	"github.com/riverqueue/river"
+	"github.com/riverqueue/river/rivertype"
 
 	"github.com/faxhub/faxhub/core"
+	"github.com/faxhub/faxhub/core/inbox"
 	"github.com/faxhub/faxhub/core/numbers"
 )
 
@@ -30,8 +32,24 @@ const (
 
 // inboundMaxAttempts: fetching a received fax is retried with River's
 // backoff (attempt⁴ seconds) for about a day before the fax is marked
-// failed by its handler (core decides on the last attempt).
+// failed by its handler (core decides on the last attempt). Only trouble
+// that may pass (the provider's media link, the blob store, a busy text
+// reader) is retried: a document too slow to convert fails at once (the
+// converter's own timeout), and one too slow to read is received with the
+// text read so far.
 const inboundMaxAttempts = 14
+
+// defaultInboundJobTimeout is one run of a process_inbound job: fetching a
+// document of up to 50 MB and 350 pages, converting it (at most the
+// converter's 60 s once it has a slot) and reading its text (at most the
+// reader's 2 minutes, OCR of at most 50 pages), with time kept back to
+// record each step. A run that stores the document with less than a minute
+// left reads its text in a second run (inbox.ContinueError), so a fax
+// ends within two runs unless something transient fails. River's rescuer
+// honours a kind's own timeout, so a crashed process's inbound job runs
+// again about this long after it started (at the rescuer's next pass, every
+// 30 s), while deliveries keep the client's shorter timeout.
+const defaultInboundJobTimeout = 3 * time.Minute
 
 type orderNumberArgs struct {
 	NumberID string `json:"number_id"`
@@ -80,7 +98,12 @@ func (numberSweepArgs) InsertOpts() river.InsertOpts {
 type funcWorker[T river.JobArgs] struct {
 	river.WorkerDefaults[T]
 	run func(ctx context.Context, job *river.Job[T]) error
+	// timeout is the kind's own job timeout; 0 takes the client's.
+	timeout time.Duration
 }
+
+// Timeout implements river.Worker.
+func (w *funcWorker[T]) Timeout(*river.Job[T]) time.Duration { return w.timeout }
 
 func (w *funcWorker[T]) Work(ctx context.Context, job *river.Job[T]) error {
 	if w.run == nil {
@@ -92,7 +115,7 @@ func (w *funcWorker[T]) Work(ctx context.Context, job *river.Job[T]) error {
 	return w.run(ctx, job)
 }
 
-func addNumberWorkers(workers *river.Workers, h Handlers, sweep *periodicWorker[numberSweepArgs]) error {
+func addNumberWorkers(workers *river.Workers, h Handlers, sweep *periodicWorker[numberSweepArgs], inboundTimeout time.Duration) error {
 	order := &funcWorker[orderNumberArgs]{}
 	if h.OrderNumber != nil {
 		order.run = func(ctx context.Context, job *river.Job[orderNumberArgs]) error {
@@ -112,13 +135,27 @@ func addNumberWorkers(workers *river.Workers, h Handlers, sweep *periodicWorker[
 			return h.NumberOutcome(ctx, job.Args.Provider, job.Args.OrderRef, job.Args.Result)
 		}
 	}
-	inbound := &funcWorker[inboundArgs]{}
+	inbound := &funcWorker[inboundArgs]{timeout: inboundTimeout}
 	if h.ProcessInbound != nil {
 		inbound.run = func(ctx context.Context, job *river.Job[inboundArgs]) error {
 			if job.Args.InboundID == "" {
 				return river.JobCancel(errors.New("process_inbound job without an inbound_id"))
 			}
-			return h.ProcessInbound(ctx, job.Args.InboundID, job.Attempt >= job.MaxAttempts)
+			err := h.ProcessInbound(ctx, job.Args.InboundID, job.Attempt >= job.MaxAttempts)
+			var later *inbox.ContinueError
+			switch {
+			case err == nil:
+				return nil
+			case errors.As(err, &later):
+				// The document is stored; its text is read in a run of
+				// its own, at once. A snooze uses up no attempt.
+				return river.JobSnooze(0)
+			case errors.Is(err, context.Canceled) && ctx.Err() != nil && !errors.Is(context.Cause(ctx), rivertype.ErrJobCancelledRemotely):
+				// Shutdown interrupted it: not a failure. The next start
+				// resumes after the last step it recorded.
+				return river.JobSnooze(time.Second)
+			}
+			return fmt.Errorf("process inbound fax %s: %w", job.Args.InboundID, err)
 		}
 	}
 	for _, add := range []func() error{

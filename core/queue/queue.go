@@ -99,6 +99,10 @@ type Options struct {
 	// A job left running by a crashed process is run again 10 s after its
 	// timeout, at the rescuer's next pass.
 	JobTimeout time.Duration
+	// InboundJobTimeout is one run of a process_inbound job (default
+	// 3 min): received faxes are converted and read as text, which takes
+	// longer than a delivery.
+	InboundJobTimeout time.Duration
 	// InsertOnly builds a queue that only enqueues (for `faxhub migrate` and
 	// admin commands): Start and Stop do nothing and deliver may be nil.
 	InsertOnly bool
@@ -187,7 +191,7 @@ func New(db *sql.DB, dialect string, h Handlers, opts Options, logger *slog.Logg
 		return nil, fmt.Errorf("new queue: register worker: %w", err)
 	}
 	numberSweep := &periodicWorker[numberSweepArgs]{}
-	if err := addNumberWorkers(workers, h, numberSweep); err != nil {
+	if err := addNumberWorkers(workers, h, numberSweep, opts.InboundJobTimeout); err != nil {
 		return nil, fmt.Errorf("new queue: %w", err)
 	}
 	cfg := &river.Config{
@@ -252,6 +256,9 @@ func withDefaults(o Options, dialect string) Options {
 	}
 	if o.JobTimeout <= 0 {
 		o.JobTimeout = defaultJobTimeout
+	}
+	if o.InboundJobTimeout <= 0 {
+		o.InboundJobTimeout = defaultInboundJobTimeout
 	}
 	return o
 }

@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -21,6 +22,7 @@ import (
 
 	"github.com/faxhub/faxhub/core"
 	"github.com/faxhub/faxhub/core/faxes"
+	"github.com/faxhub/faxhub/core/inbox"
 	"github.com/faxhub/faxhub/core/queue"
 	"github.com/faxhub/faxhub/internal/require"
 )
@@ -606,5 +608,79 @@ func TestOrphanedJobIsRescued(t *testing.T) {
 		startQueue(t, db, dialect, r.deliver, queue.Options{})
 		r.waitFor(t, "fax_orphan", 40*time.Second)
 		t.Logf("rescued and run %s after the restart", time.Since(start).Round(100*time.Millisecond))
+	})
+}
+
+// A process_inbound job runs with a timeout of its own, longer than a
+// delivery's (a received fax is converted and read), and one whose handler
+// stored the document but left its text for another run
+// (inbox.ContinueError) runs again at once without using up an attempt.
+func TestInboundJobContinuesWithItsOwnTimeout(t *testing.T) {
+	forEach(t, func(t *testing.T, db *sql.DB, dialect string) {
+		type call struct {
+			left time.Duration
+			last bool
+		}
+		calls := make(chan call, 10)
+		var runs atomic.Int32
+		process := func(ctx context.Context, id string, last bool) error {
+			d, _ := ctx.Deadline()
+			calls <- call{time.Until(d), last}
+			if runs.Add(1) == 1 {
+				return &inbox.ContinueError{ID: id}
+			}
+			return nil
+		}
+		q, err := queue.New(db, dialect, queue.Handlers{Deliver: newRecorder().deliver, Outcome: ignoreOutcome, ProcessInbound: process},
+			queue.Options{InboundJobTimeout: 2 * time.Minute}, testLogger(t))
+		if err != nil {
+			t.Fatal(err)
+		}
+		tx, err := db.BeginTx(t.Context(), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := q.EnqueueInbound(t.Context(), sqlTx{tx: tx}, "inb_large"); err != nil {
+			t.Fatal(err)
+		}
+		if err := tx.Commit(); err != nil {
+			t.Fatal(err)
+		}
+		if err := q.Start(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() {
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			_ = q.Stop(ctx)
+		})
+		for i := range 2 {
+			select {
+			case c := <-calls:
+				if c.left < time.Minute || c.left > 2*time.Minute || c.last {
+					t.Fatalf("run %d: %s left of the job, last attempt %v; want the inbound timeout (2 min) and not the last attempt", i+1, c.left, c.last)
+				}
+			case <-time.After(15 * time.Second):
+				t.Fatalf("run %d of the inbound job did not happen", i+1)
+			}
+		}
+		deadline := time.Now().Add(5 * time.Second)
+		for {
+			var state string
+			var attempt int
+			if err := db.QueryRowContext(t.Context(), "SELECT state, attempt FROM river_job WHERE kind = 'process_inbound'").Scan(&state, &attempt); err != nil {
+				t.Fatal(err)
+			}
+			if state == "completed" {
+				if attempt != 1 {
+					t.Fatalf("attempt = %d after a continuation, want 1", attempt)
+				}
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("inbound job %s after its second run", state)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
 	})
 }
