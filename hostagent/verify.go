@@ -29,8 +29,9 @@ const (
 	// maxJWTBytes bounds a JWT before it is parsed: an Ed25519 JWT with
 	// two public JWKs in its claims is well under 1 KiB.
 	maxJWTBytes = 8 << 10
-	// maxJTIBytes bounds a jti (it becomes a stored row).
-	maxJTIBytes = 256
+	// maxJTIBytes bounds a jti (it becomes a stored row): core's bound
+	// (core/hosts maxJTILength), checked here first so the answer says it.
+	maxJTIBytes = 255
 )
 
 // allowedAlgs is the algorithm allow-list: Ed25519 keys sign with EdDSA,

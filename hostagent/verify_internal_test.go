@@ -329,3 +329,26 @@ func TestVerifierForgedJWTDoesNotBurnJTI(t *testing.T) {
 		t.Fatalf("real JWT with the same jti refused: %v", err)
 	}
 }
+
+// TestParseJTIBound: the adapter bounds a jti where core does, at 255
+// bytes, and says so (issue 26: the adapter let 256 through, docs said
+// 256, core refused it).
+func TestParseJTIBound(t *testing.T) {
+	k := newTestKey(t)
+	now := time.Now()
+	for _, tc := range []struct {
+		n  int
+		ok bool
+	}{{255, true}, {256, false}} {
+		raw := sign(t, k.priv, jose.EdDSA, typHostJWT, map[string]any{
+			"iss": "hst_1", "aud": "x", "iat": now.Unix(), "exp": now.Add(time.Minute).Unix(), "jti": strings.Repeat("j", tc.n),
+		}, nil)
+		_, _, err := parse(raw, typHostJWT)
+		if (err == nil) != tc.ok {
+			t.Fatalf("jti of %d bytes: err = %v", tc.n, err)
+		}
+		if err != nil && !strings.Contains(err.Error(), "at most 255 bytes") {
+			t.Fatalf("jti of %d bytes: %v", tc.n, err)
+		}
+	}
+}

@@ -9,6 +9,7 @@ import (
 	"io"
 	"mime"
 	"net/http"
+	"os"
 	"path"
 	"strconv"
 	"strings"
@@ -63,7 +64,13 @@ type machineValidateBody struct {
 // service's limit for a base64 document (a declared oversize body is
 // refused before a byte is read), and decodes it strictly into v. The raw
 // bytes are returned because the challenge binds their digest.
-func (a *api) readMachineBody(w http.ResponseWriter, r *http.Request, v any) ([]byte, error) {
+//
+// The body is spooled to a file as it arrives, so a slow client holds a
+// file, not memory; only then is room reserved for decoding it
+// (machine.Service.ReserveDocumentRead), which bounds the memory every
+// request's decoding holds at once. The caller calls release once the
+// request is answered (the decoded document lives until then).
+func (a *api) readMachineBody(w http.ResponseWriter, r *http.Request, v any) (body []byte, release func(), err error) {
 	limit := a.svc.Machine.MaxBodyBytes()
 	tooLarge := func() error {
 		return core.Errorf(core.KindTooLarge, documents.CodeFileTooLarge,
@@ -75,28 +82,53 @@ func (a *api) readMachineBody(w http.ResponseWriter, r *http.Request, v any) ([]
 		// at all: otherwise net/http drains up to 256 KiB of it before it
 		// writes the 413, and a client sending its body first waits.
 		w.Header().Set("Connection", "close")
-		return nil, tooLarge()
+		return nil, nil, tooLarge()
 	}
 	if ct := r.Header.Get("Content-Type"); ct != "" {
 		mt, _, err := mime.ParseMediaType(ct)
 		if err != nil || (mt != "application/json" && !strings.HasSuffix(mt, "+json")) {
-			return nil, core.Errorf(core.KindUnsupportedMedia, core.CodeUnsupportedContentType, "send the body as application/json")
+			return nil, nil, core.Errorf(core.KindUnsupportedMedia, core.CodeUnsupportedContentType, "send the body as application/json")
 		}
 	}
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, limit))
+	spool, err := os.CreateTemp(a.svc.Config().TempDir, "faxhub-machine-body-")
+	if err != nil {
+		return nil, nil, fmt.Errorf("spool machine body: %w", err)
+	}
+	defer func() {
+		spool.Close()
+		os.Remove(spool.Name())
+	}()
+	n, err := io.Copy(spool, http.MaxBytesReader(w, r.Body, limit))
 	if err != nil {
 		if _, ok := errors.AsType[*http.MaxBytesError](err); ok {
-			return nil, tooLarge()
+			return nil, nil, tooLarge()
 		}
-		return nil, core.Errorf(core.KindInvalid, core.CodeInvalidRequest, "the JSON body could not be read: %v", err)
+		if _, ok := errors.AsType[*core.Error](err); ok {
+			return nil, nil, err // the body deadline's own answer
+		}
+		if _, ok := errors.AsType[*os.PathError](err); ok {
+			return nil, nil, fmt.Errorf("spool machine body: %w", err)
+		}
+		return nil, nil, core.Errorf(core.KindInvalid, core.CodeInvalidRequest, "the JSON body could not be read: %v", err)
+	}
+	release, err = a.svc.Machine.ReserveDocumentRead(r.Context(), n)
+	if err != nil {
+		return nil, nil, err
+	}
+	body = make([]byte, n)
+	if _, err := spool.ReadAt(body, 0); err != nil && !(errors.Is(err, io.EOF) && n == 0) {
+		release()
+		return nil, nil, fmt.Errorf("read spooled machine body: %w", err)
 	}
 	if len(bytes.TrimSpace(body)) == 0 {
-		return nil, core.Errorf(core.KindInvalid, core.CodeInvalidRequest, "a JSON body is required")
+		release()
+		return nil, nil, core.Errorf(core.KindInvalid, core.CodeInvalidRequest, "a JSON body is required")
 	}
 	if err := web.DecodeStrictJSON(body, v); err != nil {
-		return nil, err
+		release()
+		return nil, nil, err
 	}
-	return body, nil
+	return body, release, nil
 }
 
 // decodeDocument decodes the base64 member: standard base64 (RFC 4648
@@ -146,9 +178,11 @@ func (a *api) validateMachineFax(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	var body machineValidateBody
-	if _, err := a.readMachineBody(w, r, &body); err != nil {
+	_, release, err := a.readMachineBody(w, r, &body)
+	if err != nil {
 		return err
 	}
+	defer release()
 	if err := required("to", body.To); err != nil {
 		return err
 	}
@@ -183,10 +217,11 @@ func (a *api) createMachineFax(w http.ResponseWriter, r *http.Request) error {
 		return a.machinePaymentsOff()
 	}
 	var body machineFaxBody
-	raw, err := a.readMachineBody(w, r, &body)
+	raw, release, err := a.readMachineBody(w, r, &body)
 	if err != nil {
 		return err
 	}
+	defer release()
 	for _, f := range [...]struct{ name, value string }{{"to", body.To}, {"request_id", body.RequestID}} {
 		if err := required(f.name, f.value); err != nil {
 			return err

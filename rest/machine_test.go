@@ -241,6 +241,9 @@ func TestReadCredential(t *testing.T) {
 		{"no payload", []string{"Payment " + base64.RawURLEncoding.EncodeToString([]byte(`{"challenge":{}}`))}, machine.MalformedCredential, "credential has no payload object"},
 		{"empty", []string{"Payment "}, machine.MalformedCredential, "empty Payment credential"},
 		{"echo is no challenge", []string{encode(badEcho)}, machine.InvalidChallenge, "request is not base64url"},
+		// Issue 26, defect 7: two tokens after one scheme paid with the first.
+		{"token list", []string{good + ", " + strings.TrimPrefix(good, "Payment ")}, machine.MalformedCredential,
+			"the Payment credential is followed by a comma and another token: send one credential (base64url, which has no commas)"},
 	} {
 		var r machine.FaxRequest
 		readCredential(tc.values, &r)

@@ -67,6 +67,7 @@ func problemDetails() map[string]string {
 		machine.CodePaymentInProgress:           "a request with this credential is being settled; retry in 1 s to get its answer",
 		machine.CodePaymentProcessorUnavailable: "the payment processor did not answer; retry the same request with the same credential",
 		machine.CodeStatusToken:                 "this status link is not valid or has expired",
+		machine.CodeMachineBusy:                 "other machine payment documents are being read; retry in a few seconds",
 	}
 	maps.Copy(m, machinePaymentCodes())
 	maps.Copy(m, numberCodes())

@@ -106,7 +106,7 @@ func (s *specBuilder) machinePaths(opts Options, lim machineLimits, quote obj) o
 	}
 	machineQuote["offers"] = offers
 
-	off := e(503, machine.CodeMachinePaymentsOff, machine.CodeMachinePaymentsMissing)
+	off := e(503, machine.CodeMachinePaymentsOff, machine.CodeMachinePaymentsMissing, machine.CodeMachineBusy)
 	docErrs := []errs{
 		e(400, documents.CodeEmptyFile, CodeInvalidBase64), e(413, documents.CodeFileTooLarge),
 		e(415, core.CodeUnsupportedContentType, documents.CodeUnsupportedType),

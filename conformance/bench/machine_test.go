@@ -199,14 +199,19 @@ func challenge(ctx context.Context, c *http.Client, url string, body []byte, ip 
 // the client address ip.
 func mint(ctx context.Context, c *http.Client, base string, ch mpp.Challenge, ip string) (string, error) {
 	var r struct {
-		Amount   string `json:"amount"`
-		Currency string `json:"currency"`
+		Amount        string `json:"amount"`
+		Currency      string `json:"currency"`
+		MethodDetails struct {
+			NetworkID string `json:"networkId"`
+		} `json:"methodDetails"`
 	}
 	if err := json.Unmarshal(ch.Request, &r); err != nil {
 		return "", fmt.Errorf("challenge request: %w", err)
 	}
+	// The token is granted to the seller's profile, as mppx grants it: the
+	// backend settles no other (docs/payments.md).
 	form := url.Values{"payment_method": {"pm_card_visa"}, "usage_limits[currency]": {r.Currency}, "usage_limits[max_amount]": {r.Amount},
-		"usage_limits[expires_at]": {fmt.Sprint(time.Now().Add(10 * time.Minute).Unix())}}
+		"usage_limits[expires_at]": {fmt.Sprint(time.Now().Add(10 * time.Minute).Unix())}, "seller_details[network_id]": {r.MethodDetails.NetworkID}}
 	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, base+pathTestMint, strings.NewReader(form.Encode()))
 	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
 	req.SetBasicAuth("sk_test_bench", "")

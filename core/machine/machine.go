@@ -38,7 +38,10 @@ import (
 	"cmp"
 	"context"
 	"log/slog"
+	"sync"
 	"time"
+
+	"golang.org/x/sync/semaphore"
 
 	"github.com/faxhub/faxhub/core"
 	"github.com/faxhub/faxhub/core/documents"
@@ -61,6 +64,10 @@ const (
 	// CodeStatusToken: a status link that is malformed, forged or
 	// expired.
 	CodeStatusToken = "status_token_invalid"
+	// CodeMachineBusy: the documents of other machine requests fill the
+	// memory set aside for reading them, longer than a request waits
+	// (503 with Retry-After).
+	CodeMachineBusy = "machine_payments_busy"
 )
 
 // Method is one way a paying machine can pay, with the offer it
@@ -113,6 +120,16 @@ type Config struct {
 	// MaxPDFBytes bounds the decoded document (default 10 MiB); the
 	// adapter bounds the body at MaxBodyBytes() accordingly.
 	MaxPDFBytes int64
+	// DocumentReadBytes bounds, per process, the bodies whose base64
+	// document is being decoded, checked and priced at once, in body bytes
+	// (default 32 MiB: two maximal bodies). Decoding a body holds about
+	// four times its size (the body, the JSON decoder's copy of the
+	// string, the string, the document), so this bounds that memory
+	// whatever the number of requests (ReserveDocumentRead).
+	DocumentReadBytes int64
+	// DocumentReadWait is how long a request waits for room among them
+	// before it is refused with 503 machine_payments_busy (default 30 s).
+	DocumentReadWait time.Duration
 }
 
 // Offer is one method on offer as discovery lists it; it has
@@ -233,6 +250,8 @@ func (c *Config) SetDefaults() {
 	c.SettleLease = cmp.Or(c.SettleLease, 2*time.Minute)
 	c.StatusTTL = cmp.Or(c.StatusTTL, 30*24*time.Hour)
 	c.MaxPDFBytes = cmp.Or(c.MaxPDFBytes, 10<<20)
+	c.DocumentReadBytes = cmp.Or(c.DocumentReadBytes, 32<<20)
+	c.DocumentReadWait = cmp.Or(c.DocumentReadWait, 30*time.Second)
 }
 
 // Store is what machine payments keep: their requests, claims and
@@ -282,6 +301,9 @@ type Service struct {
 	kernel    *core.Kernel
 	documents *documents.Service
 	faxes     *faxes.Service
+	// reads weighs the bodies being decoded, in bytes, against
+	// cfg.DocumentReadBytes.
+	reads *semaphore.Weighted
 }
 
 // New returns machine payments; kc is the kernel's configuration (origins,
@@ -291,7 +313,30 @@ func New(cfg Config, kc core.Config, d Deps) *Service {
 	if d.Logger == nil {
 		d.Logger = slog.New(slog.DiscardHandler)
 	}
-	return &Service{cfg: cfg, kc: kc, d: d, kernel: d.Kernel, faxes: d.Faxes, documents: d.Documents}
+	return &Service{cfg: cfg, kc: kc, d: d, kernel: d.Kernel, faxes: d.Faxes, documents: d.Documents,
+		reads: semaphore.NewWeighted(cfg.DocumentReadBytes)}
+}
+
+// machineBusyRetryAfter is the Retry-After of machine_payments_busy.
+const machineBusyRetryAfter = 5
+
+// ReserveDocumentRead reserves room for decoding a machine request body of
+// bodyBytes (the adapter calls it once the body has arrived, before it
+// reads it into memory, and calls release when the request is answered).
+// Each body's decoding holds about four times its size, and the per-address
+// rate limit alone let every address hold that sixty times over (issue
+// 26): this bounds it for the whole process. Requests wait their turn in
+// order, at most DocumentReadWait, then get 503 machine_payments_busy.
+func (s *Service) ReserveDocumentRead(ctx context.Context, bodyBytes int64) (release func(), err error) {
+	n := min(max(bodyBytes, 1), s.cfg.DocumentReadBytes)
+	wait, cancel := context.WithTimeout(ctx, s.cfg.DocumentReadWait)
+	defer cancel()
+	if err := s.reads.Acquire(wait, n); err != nil {
+		return nil, core.Errorf(core.KindUnavailable, CodeMachineBusy,
+			"other machine payment documents are being read; retry in a few seconds").WithRetryAfter(machineBusyRetryAfter)
+	}
+	var once sync.Once
+	return func() { once.Do(func() { s.reads.Release(n) }) }, nil
 }
 
 func (s *Service) now() time.Time { return core.Clock(s.kc.Now).Now() }

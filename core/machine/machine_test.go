@@ -303,10 +303,12 @@ func TestMachinePaid(t *testing.T) {
 		t.Fatalf("replay charged again: %d", m.stripe.Charges())
 	}
 
-	// The same credential on another request_id is refused.
+	// The same credential on another request_id is refused: the challenge
+	// is not one of that request's (invalid-challenge, as docs/payments.md
+	// says; issue 26 found verification-failed).
 	r2 := machineBody(deliverable, "req-other", 2)
 	r2.Credential = credential(ch, m.spt(t, "pm_card_visa"))
-	wantRefusal(t, m.fax(t, r2), machine.VerificationFailed)
+	wantRefusal(t, m.fax(t, r2), machine.InvalidChallenge)
 	if m.stripe.Charges() != 1 {
 		t.Fatal("charged for a foreign challenge")
 	}
@@ -384,7 +386,7 @@ func TestMachineCredentialProblems(t *testing.T) {
 		{"request no object", credential(unbindable, visa), machine.InvalidChallenge},
 		{"unknown method", credential(unknown, visa), machine.MethodUnsupported},
 		{"wrong digest", credential(digest, visa), machine.VerificationFailed},
-		{"other request_id", credential(otherID, visa), machine.VerificationFailed},
+		{"other request_id", credential(otherID, visa), machine.InvalidChallenge},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r := r

@@ -490,11 +490,15 @@ func (s *Service) checkCredential(ch Challenge, r FaxRequest, secret []byte) (Me
 	if !ok || ch.Intent != m.intent() {
 		return Method{}, &Refusal{MethodUnsupported, fmt.Sprintf("the method %q is not offered here", ch.Method)}
 	}
+	// A challenge issued for another request_id is not one outstanding for
+	// this request: invalid-challenge, as the MPP draft names an unknown or
+	// used challenge (docs/payments.md). Checked before the digest, which
+	// differs too whenever the request_id does (it is in the body).
+	if ch.Opaque["request_id"] != r.RequestID {
+		return m, &Refusal{InvalidChallenge, "the challenge was issued for another request_id; pay one of this request's challenges"}
+	}
 	if ch.Digest != r.BodyDigest {
 		return m, &Refusal{VerificationFailed, "the body differs from the one the challenge was issued for"}
-	}
-	if ch.Opaque["request_id"] != r.RequestID {
-		return m, &Refusal{VerificationFailed, "the challenge was issued for another request_id"}
 	}
 	// Last, so that a caller may let an expired but claimed challenge
 	// through knowing everything else holds.

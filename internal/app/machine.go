@@ -94,7 +94,9 @@ func stripeMethod(o MachineOptions, builtinOpts ...stripetest.Option) (machine.M
 		if network != "" || apiURL != "" {
 			return machine.Method{}, nil, errors.New("machine payments: FAXHUB_STRIPE_NETWORK_ID and FAXHUB_STRIPE_API_URL need FAXHUB_STRIPE_SECRET_KEY; without a key the built-in test backend is used")
 		}
-		builtin = stripetest.New(builtinOpts...)
+		// The backend's seller account has the profile the offers name, so
+		// it settles the tokens granted to it and no others, as Stripe does.
+		builtin = stripetest.New(append(builtinOpts, stripetest.WithProfile(builtinStripeNetwork))...)
 		key, network, apiURL = builtinStripeKey, builtinStripeNetwork, builtinStripeOrigin
 		client.Transport = builtin.Transport()
 		mode = core.ModeTest

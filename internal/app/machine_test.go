@@ -616,3 +616,85 @@ func TestMachineChallengeExpiryOverHTTP(t *testing.T) {
 		t.Fatalf("payment-expired without fresh challenges: %+v", fresh[0])
 	}
 }
+
+// mintFor mints a test SPT through the public mint with form's
+// seller_details[network_id] set to network (left out when empty) and
+// answers the status and the token id.
+func (m *machine) mintFor(network, ip string, c mpp.Challenge) (int, string) {
+	m.t.Helper()
+	r := requestOf(m.t, c)
+	form := url.Values{"payment_method": {"pm_card_visa"}, "usage_limits[currency]": {r.Currency}, "usage_limits[max_amount]": {r.Amount}}
+	if network != "" {
+		form.Set("seller_details[network_id]", network)
+	}
+	req, _ := http.NewRequest(http.MethodPost, m.base+app.StripeTestMintPath, strings.NewReader(form.Encode()))
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	req.SetBasicAuth("sk_test_client", "")
+	if ip != "" {
+		req.Header.Set("X-Forwarded-For", ip)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		m.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var spt struct{ ID string }
+	b, _ := io.ReadAll(resp.Body)
+	_ = json.Unmarshal(b, &spt)
+	return resp.StatusCode, spt.ID
+}
+
+// TestStripeTestTokenBoundToProfile: the built-in backend settles only
+// tokens granted to the server's profile (profile_test_faxhub), as Stripe
+// settles only a seller's own; one minted for another profile, or for
+// none, is refused (verification-failed) and charges nothing (issue 26,
+// defect 9).
+func TestStripeTestTokenBoundToProfile(t *testing.T) {
+	m := newMachine(t)
+	body := faxBody(t, deliverable, testenv.MinimalPDF(1), "req-profile")
+	stripe := m.do("POST", "/api/v1/machine/faxes", body, nil).challenged(t, http.StatusPaymentRequired, mpp.ProblemPaymentRequired, "stripe", "tempo")[0]
+	for _, network := range []string{"profile_someone_else", ""} {
+		status, spt := m.mintFor(network, "", stripe)
+		if status != http.StatusOK || spt == "" {
+			t.Fatalf("mint for %q: %d", network, status)
+		}
+		m.do("POST", "/api/v1/machine/faxes", body, paid(credential(t, stripe, map[string]string{"spt": spt}))).
+			challenged(t, http.StatusPaymentRequired, mpp.ProblemVerificationFailed, "stripe", "tempo")
+	}
+	if n := count(t, m, "SELECT count(*) FROM stripe_standin_objects WHERE kind = 'charge'"); n != 0 {
+		t.Fatalf("%d charges for tokens of other profiles", n)
+	}
+	if ok := m.do("POST", "/api/v1/machine/faxes", body, paid(credential(t, stripe, map[string]string{"spt": m.mint("pm_card_visa", stripe)}))); ok.status != http.StatusOK {
+		t.Fatalf("a token for the server's profile: %d %s", ok.status, ok.body)
+	}
+}
+
+// TestStripeTestMintRateLimited: the public mint is limited per client
+// address as docs/limits.md says (core.LimitStripeTestMint: a burst of 60;
+// its refill is slowed here so the count is exact), and one address's
+// refusals leave another's allowance alone.
+func TestStripeTestMintRateLimited(t *testing.T) {
+	m := newMachine(t, func(o *app.Options) {
+		o.TrustedProxies = "127.0.0.0/8"
+		prev := o.Core
+		o.Core = func(c *services.Config) {
+			prev(c)
+			c.SetLimit(core.LimitStripeTestMint, core.Rate{Interval: time.Hour})
+		}
+	})
+	body := faxBody(t, deliverable, testenv.MinimalPDF(1), "req-mint-limit")
+	stripe := m.do("POST", "/api/v1/machine/faxes", body, nil).challenged(t, http.StatusPaymentRequired, mpp.ProblemPaymentRequired, "stripe", "tempo")[0]
+	burst := core.Limits()[core.LimitStripeTestMint].Rate.Burst
+	for i := range burst {
+		if status, _ := m.mintFor("profile_test_faxhub", "203.0.113.7", stripe); status != http.StatusOK {
+			t.Fatalf("mint %d of the burst of %d: %d", i+1, burst, status)
+		}
+	}
+	status, _ := m.mintFor("profile_test_faxhub", "203.0.113.7", stripe)
+	if status != http.StatusTooManyRequests {
+		t.Fatalf("mint %d: %d, want 429", burst+1, status)
+	}
+	if status, _ := m.mintFor("profile_test_faxhub", "203.0.113.8", stripe); status != http.StatusOK {
+		t.Fatalf("another address: %d", status)
+	}
+}

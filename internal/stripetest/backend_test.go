@@ -80,7 +80,7 @@ func TestReplicas(t *testing.T) {
 			}
 			a, b := replica(), replica()
 
-			mint := do(t, a, "POST", "/v1/test_helpers/shared_payment/granted_tokens", "", url.Values{"payment_method": {"pm_card_visa"}, "usage_limits[currency]": {"usd"}, "usage_limits[max_amount]": {"500"}}, nil)
+			mint := do(t, a, "POST", "/v1/test_helpers/shared_payment/granted_tokens", "", url.Values{"payment_method": {"pm_card_visa"}, "usage_limits[currency]": {"usd"}, "usage_limits[max_amount]": {"500"}, "seller_details[network_id]": {stripetest.DefaultProfile}}, nil)
 			if mint.status != 200 {
 				t.Fatalf("mint on A: %v", mint.body)
 			}

@@ -13,7 +13,10 @@
 // with Idempotent-Replayed: true; same key + other parameters → 400
 // idempotency_error; answers are saved only once an endpoint executed, i.e.
 // 200 and 402, as Stripe documents), an SPT's usage limits (currency,
-// max_amount, expires_at) and single use.
+// max_amount, expires_at), single use, and its seller: a token settles only
+// for the account whose network business profile it was granted to
+// (seller_details[network_id]; WithProfile), never for another or when it
+// was granted to none (resource_missing, as for another account's object).
 //
 // A usd PaymentIntent under 50 cents is refused (amount_too_small), as
 // Stripe refuses it; other currencies' minimums are not modelled.
@@ -82,6 +85,16 @@ type Option func(*Server)
 // age of idempotency records.
 func WithClock(now func() time.Time) Option { return func(s *Server) { s.now = now } }
 
+// DefaultProfile is the network business profile of the stand-in's seller
+// account unless WithProfile names another.
+const DefaultProfile = "profile_test_stripetest"
+
+// WithProfile sets the network business profile (profile_…) of the seller
+// account every accepted key acts as: the one profile whose shared payment
+// tokens (minted with seller_details[network_id] set to it) this account
+// may settle, as at Stripe, where a token is granted to one seller.
+func WithProfile(profile string) Option { return func(s *Server) { s.profile = profile } }
+
 // WithDatabase keeps the state in db's stripe_standin_objects and
 // stripe_standin_idempotency tables (faxhub's migration 00015) instead of
 // in memory, so every Server on one database is one stand-in. dialect is
@@ -95,6 +108,9 @@ func WithDatabase(db *sql.DB, dialect string) Option {
 type Server struct {
 	now func() time.Time
 	st  state
+	// profile is the seller account's network business profile: only
+	// tokens granted to it settle (WithProfile).
+	profile string
 }
 
 type token struct {
@@ -125,7 +141,7 @@ type charge struct {
 // New returns a stand-in with an empty state in memory, or the state
 // WithDatabase names.
 func New(opts ...Option) *Server {
-	s := &Server{now: time.Now}
+	s := &Server{now: time.Now, profile: DefaultProfile}
 	for _, o := range opts {
 		o(s)
 	}
@@ -158,12 +174,13 @@ func (s *Server) count(kind string) int {
 
 // Mint mints a test SPT for tests in Go, as the test helper endpoint does:
 // paymentMethod is one of the pm_card_… test methods, max and currency
-// its usage limits; it expires in an hour.
+// its usage limits; it expires in an hour and is granted to the server's
+// own profile (WithProfile), so it settles here.
 func (s *Server) Mint(paymentMethod string, max int64, currency string) (string, error) {
 	var id string
 	var e *apiError
 	err := s.st.do(context.Background(), func(tx stateTx) error {
-		t, ae, err := s.mint(tx, paymentMethod, currency, "", max, s.now().Add(time.Hour).Unix())
+		t, ae, err := s.mint(tx, paymentMethod, currency, s.profile, max, s.now().Add(time.Hour).Unix())
 		if t != nil {
 			id = t.ID
 		}
@@ -457,10 +474,15 @@ func (s *Server) postIntent(tx stateTx, r *http.Request, f url.Values) (int, any
 	}
 	id := f.Get("shared_payment_granted_token")
 	var t token
-	if ok, err := tx.get(kindToken, id, &t); err != nil || !ok {
-		if err != nil {
-			return 0, nil, nil, err
-		}
+	ok, err := tx.get(kindToken, id, &t)
+	if err != nil {
+		return 0, nil, nil, err
+	}
+	// A token is granted to one seller, by its network business profile:
+	// to any other account (and a token granted to no one, to every
+	// account) it does not exist, as Stripe answers for another account's
+	// object.
+	if !ok || t.NetworkID != s.profile {
 		return 0, nil, invalid(http.StatusBadRequest, "resource_missing", "shared_payment_granted_token", fmt.Sprintf("No such shared_payment_granted_token: '%s'", id)), nil
 	}
 	now := s.now().Unix()

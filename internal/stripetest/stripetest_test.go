@@ -258,3 +258,50 @@ func testRefundsAndRetrieve(t *testing.T, open opener) {
 		t.Errorf("unknown URL: %v", a.body)
 	}
 }
+
+// TestTokenBoundToProfile: a shared payment token is granted to one
+// seller, named by its network business profile (seller_details[network_id]),
+// and only that seller's account can settle it, as at Stripe; a token
+// granted to another profile, or to none, is unknown to this account
+// (issue 26, defect 9: the stand-in settled both).
+func TestTokenBoundToProfile(t *testing.T) { eachBackend(t, testTokenBoundToProfile) }
+
+func testTokenBoundToProfile(t *testing.T, open opener) {
+	s := open(t, stripetest.WithProfile("profile_seller"))
+	mint := func(network string) string {
+		t.Helper()
+		form := url.Values{"payment_method": {"pm_card_visa"}, "usage_limits[currency]": {"usd"}, "usage_limits[max_amount]": {"100"}}
+		if network != "" {
+			form.Set("seller_details[network_id]", network)
+		}
+		a := do(t, s, "POST", "/v1/test_helpers/shared_payment/granted_tokens", "", form, nil)
+		if a.status != 200 {
+			t.Fatalf("mint for %q: %v", network, a.body)
+		}
+		return a.body["id"].(string)
+	}
+	for name, network := range map[string]string{"another profile": "profile_other", "no profile": ""} {
+		t.Run(name, func(t *testing.T) {
+			spt := mint(network)
+			a := do(t, s, "POST", "/v1/payment_intents", "k-"+spt, piForm(spt, "100"), nil)
+			if a.status != 400 || a.errField("type") != "invalid_request_error" || a.errField("code") != "resource_missing" || a.errField("param") != "shared_payment_granted_token" {
+				t.Fatalf("settled a token granted to %q: %d %v", network, a.status, a.body)
+			}
+		})
+	}
+	if s.Charges() != 0 {
+		t.Fatalf("charges = %d", s.Charges())
+	}
+	spt := mint("profile_seller")
+	if a := do(t, s, "POST", "/v1/payment_intents", "k-mine", piForm(spt, "100"), nil); a.status != 200 || a.body["status"] != "succeeded" {
+		t.Fatalf("own token: %d %v", a.status, a.body)
+	}
+	// Mint (for Go tests) grants to the server's own profile.
+	own, err := s.Mint("pm_card_visa", 100, "usd")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a := do(t, s, "POST", "/v1/payment_intents", "k-own", piForm(own, "100"), nil); a.status != 200 {
+		t.Fatalf("Mint's token: %d %v", a.status, a.body)
+	}
+}

@@ -172,6 +172,10 @@ func (rh *requestHandler) runSkill(ctx context.Context, p core.Principal, msg *a
 		}
 		return reply(msg, q), nil
 	case *createUploadArgs:
+		if len(a.FileName) > MaxFileNameBytes {
+			return nil, invalidParams(fmt.Sprintf("the argument \"fileName\" of %s may be at most %d bytes (it has %d)", s.ID, MaxFileNameBytes, len(a.FileName)),
+				map[string]any{"skill": s.ID, "field": "fileName", "limit": MaxFileNameBytes})
+		}
 		c, err := svc.Documents.CreateUpload(ctx, p, a.ContentType, 0)
 		if err != nil {
 			return nil, rh.fail(ctx, s.ID, err, targetSkill)

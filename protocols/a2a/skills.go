@@ -30,6 +30,13 @@ type skill struct {
 	newArgs func() any
 }
 
+// MaxFileNameBytes bounds create_upload's fileName. The name is never a
+// path nor stored (it is only for the agent's user), but every input is
+// bounded; 255 bytes is the longest file name common file systems allow.
+// A longer one is refused (-32602 naming the field) rather than cut, so
+// the agent learns its input was wrong instead of seeing another name.
+const MaxFileNameBytes = 255
+
 // Argument structs: the JSON names must be exactly the schema's
 // properties (a test checks it).
 type (
@@ -130,7 +137,8 @@ func skillTable(packs []core.CreditPack) []skill {
 			Examples:    []string{`{"skill":"create_upload","arguments":{}}`, `{"skill":"create_upload","arguments":{"contentType":"application/pdf"}}`},
 			Schema: object(nil, map[string]any{
 				"contentType": str("optional media type the file must have, e.g. application/pdf; omit to accept any supported type"),
-				"fileName":    str("optional file name, only shown to the user"),
+				"fileName": map[string]any{"type": "string", "maxLength": MaxFileNameBytes,
+					"description": fmt.Sprintf("optional file name, only shown to the user (at most %d bytes)", MaxFileNameBytes)},
 			}),
 			newArgs: func() any { return &createUploadArgs{} },
 		},

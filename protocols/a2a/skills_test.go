@@ -41,6 +41,16 @@ func TestImmediateSkills(t *testing.T) {
 	}
 	_, err = c.SendMessage(t.Context(), skillMsg("create_upload", map[string]any{"contentType": "application/x-nope"}))
 	a2aErr(t, "create_upload bad type", err, a2a.ErrUnsupportedContentType, "unsupported_file_type")
+	// fileName is only shown, never a path, but bounded like every input
+	// (issue 26: 5,000 characters were taken): 255 bytes, else -32602
+	// naming the field.
+	if up := call(t, c, skillMsg("create_upload", map[string]any{"fileName": "../../etc/" + strings.Repeat("é", 122) + "x"})); up["uploadToken"] == "" {
+		t.Fatalf("create_upload with a 255-byte fileName = %v", up)
+	}
+	_, err = c.SendMessage(t.Context(), skillMsg("create_upload", map[string]any{"fileName": "../../etc/passwd" + strings.Repeat("a", 4984)}))
+	if d := a2aErr(t, "create_upload long fileName", err, a2a.ErrInvalidParams, "fileName"); d["field"] != "fileName" || d["limit"] != float64(255) {
+		t.Fatalf("details %v", d)
+	}
 
 	cr := call(t, c, skillMsg("get_credits", nil))
 	if cr["balance"] != "0.00" || cr["held"] != "0.00" || !strings.EqualFold(cr["currency"].(string), "usd") || len(cr["packs"].([]any)) != len(e.a.Svc.Credits.Packs()) {

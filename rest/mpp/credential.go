@@ -60,18 +60,31 @@ func (c *Credential) Challenge() (Challenge, error) {
 // the credential.
 func ParseAuthorization(values []string) (*Credential, error) {
 	var token string
-	found := 0
+	found, listed := 0, false
 	for _, v := range values {
 		// A credential is "Payment <token68>"; proxies may join several
 		// Authorization lines with commas, and token68 has no commas.
+		// So a part after a Payment credential that is a lone token (no
+		// scheme before it) continues that credential: "Payment <a>, <b>"
+		// is one malformed credential, not <a> beside a scheme named <b>.
+		// Empty list elements are skipped, as RFC 9110 §5.6.1 asks.
+		inPayment := false
 		for part := range strings.SplitSeq(v, ",") {
 			part = strings.TrimSpace(part)
-			scheme, rest, _ := strings.Cut(part, " ")
+			if part == "" {
+				continue
+			}
+			scheme, rest, spaced := strings.Cut(part, " ")
 			if !strings.EqualFold(scheme, Scheme) {
+				if inPayment && !spaced {
+					listed = true
+				}
+				inPayment = false
 				continue
 			}
 			found++
 			token = strings.TrimSpace(rest)
+			inPayment = true
 		}
 	}
 	switch {
@@ -79,6 +92,8 @@ func ParseAuthorization(values []string) (*Credential, error) {
 		return nil, ErrNoCredential
 	case found > 1:
 		return nil, ErrMultipleCredentials
+	case listed:
+		return nil, malformed("the Payment credential is followed by a comma and another token: send one credential (base64url, which has no commas)", nil)
 	}
 	if token == "" {
 		return nil, malformed("empty Payment credential", nil)

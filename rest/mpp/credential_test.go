@@ -154,6 +154,60 @@ func TestParseAuthorizationRefusals(t *testing.T) {
 	}
 }
 
+// TestParseAuthorizationTokenList: one Payment scheme followed by a
+// comma-separated list of tokens is one credential with a comma in it, which
+// token68 cannot hold, so it is malformed; before issue 26 (defect 7) the
+// tokens after the first read as other schemes and were skipped, so
+// "Payment <cred>, <cred>" paid.
+func TestParseAuthorizationTokenList(t *testing.T) {
+	c := sample()
+	if err := c.Bind(secret); err != nil {
+		t.Fatal(err)
+	}
+	cred := credentialFor(t, c)
+	h, err := cred.Encode()
+	if err != nil {
+		t.Fatal(err)
+	}
+	token := strings.TrimPrefix(h, "Payment ")
+	other := credentialFor(t, c)
+	other.Payload = json.RawMessage(`{"spt":"spt_test_other"}`)
+	h2, _ := other.Encode()
+	for name, values := range map[string][]string{
+		"the same token twice":             {h + ", " + token},
+		"two tokens":                       {h + ", " + strings.TrimPrefix(h2, "Payment ")},
+		"no space after the comma":         {h + "," + token},
+		"beside a Bearer":                  {"Bearer abc, " + h + ", " + token},
+		"in a second header":               {"Bearer abc", h + ", " + token},
+		"a token68 with padding after one": {h + ", abc=="},
+	} {
+		t.Run(name, func(t *testing.T) {
+			got, err := ParseAuthorization(values)
+			if err == nil {
+				t.Fatalf("accepted %+v", got)
+			}
+			if ProblemOf(err) != ProblemMalformedCredential {
+				t.Fatalf("problem = %q, want %q (%v)", ProblemOf(err), ProblemMalformedCredential, err)
+			}
+			if strings.Contains(err.Error(), token) {
+				t.Fatal("error text leaks the credential")
+			}
+		})
+	}
+	// Another scheme's credentials after the Payment one are still
+	// skipped, as a proxy joining Authorization lines writes them.
+	for name, values := range map[string][]string{
+		"Payment then Bearer": {h + ", Bearer abc"},
+		"Bearer then Payment": {"Bearer abc, " + h},
+	} {
+		t.Run(name, func(t *testing.T) {
+			if _, err := ParseAuthorization(values); err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+}
+
 func TestCredentialUnknownEchoParamsIgnored(t *testing.T) {
 	h := enc(`{"challenge":{"id":"x","realm":"r","method":"tempo","intent":"charge","request":"e30","future":"y"},"payload":{"type":"hash","hash":"0x1"}}`)
 	got, err := ParseAuthorization([]string{h})
