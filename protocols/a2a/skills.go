@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/faxhub/faxhub/core"
+	"github.com/faxhub/faxhub/core/documents"
 	"github.com/faxhub/faxhub/core/numbers"
 )
 
@@ -30,12 +31,8 @@ type skill struct {
 	newArgs func() any
 }
 
-// MaxFileNameBytes bounds create_upload's fileName. The name is never a
-// path nor stored (it is only for the agent's user), but every input is
-// bounded; 255 bytes is the longest file name common file systems allow.
-// A longer one is refused (-32602 naming the field) rather than cut, so
-// the agent learns its input was wrong instead of seeing another name.
-const MaxFileNameBytes = 255
+// MaxFileNameBytes bounds create_upload's fileName (documents.MaxFileNameBytes).
+const MaxFileNameBytes = documents.MaxFileNameBytes
 
 // Argument structs: the JSON names must be exactly the schema's
 // properties (a test checks it).

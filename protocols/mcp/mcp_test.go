@@ -296,6 +296,11 @@ func TestToolsAndJourney(t *testing.T) {
 	// create_upload, then PUT the file with no OAuth header.
 	var up uploadOut
 	mustOK(t, "create_upload", call(t, cs, "create_upload", map[string]any{}, &up))
+	// A file name is bounded (documents.MaxFileNameBytes), as over A2A.
+	if msg := call(t, cs, "create_upload", map[string]any{"fileName": "../../" + strings.Repeat("a", 250)}, nil); !strings.HasPrefix(msg, "invalid_request") {
+		t.Fatalf("a 256-byte fileName: %q", msg)
+	}
+	mustOK(t, "create_upload", call(t, cs, "create_upload", map[string]any{"fileName": strings.Repeat("a", 255)}, nil))
 	if !strings.HasPrefix(up.UploadPageURL, e.base+"/upload#") || up.UploadToken == "" || up.MaxBytes == 0 {
 		t.Fatalf("upload = %+v", up)
 	}

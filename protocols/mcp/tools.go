@@ -14,6 +14,7 @@ import (
 
 	"github.com/faxhub/faxhub/core"
 	"github.com/faxhub/faxhub/core/credits"
+	"github.com/faxhub/faxhub/core/documents"
 	"github.com/faxhub/faxhub/core/faxes"
 	"github.com/faxhub/faxhub/core/numbers"
 )
@@ -71,7 +72,7 @@ func scopeNote(tool string) string {
 
 type createUploadIn struct {
 	ContentType   string `json:"contentType,omitempty" jsonschema:"optional media type the file must have, e.g. application/pdf; omit to accept any supported document or image"`
-	FileName      string `json:"fileName,omitempty" jsonschema:"optional file name, only shown to the user"`
+	FileName      string `json:"fileName,omitempty" jsonschema:"optional file name, only shown to the user (at most 255 bytes)"`
 	ContentBase64 string `json:"contentBase64,omitempty" jsonschema:"optional: the whole file base64-encoded, for tiny files only (at most 256 KB decoded); larger files must be PUT to uploadUrl"`
 }
 
@@ -232,6 +233,9 @@ func (h *Handler) createUpload(ctx context.Context, _ *mcp.CallToolRequest, in c
 	const tool = "create_upload"
 	p, err := principal(ctx)
 	if err != nil {
+		return nil, uploadOut{}, h.toolError(ctx, tool, err)
+	}
+	if err := documents.CheckFileName(in.FileName); err != nil {
 		return nil, uploadOut{}, h.toolError(ctx, tool, err)
 	}
 	var data []byte
