@@ -88,6 +88,9 @@ func (a *api) readMachineBody(w http.ResponseWriter, r *http.Request, v any) ([]
 		if _, ok := errors.AsType[*http.MaxBytesError](err); ok {
 			return nil, tooLarge()
 		}
+		if web.IsBodyTimeout(err) {
+			return nil, web.BodyTimeoutError(err)
+		}
 		return nil, core.Errorf(core.KindInvalid, core.CodeInvalidRequest, "the JSON body could not be read: %v", err)
 	}
 	if len(bytes.TrimSpace(body)) == 0 {
