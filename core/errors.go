@@ -23,6 +23,9 @@ const (
 	KindUnprocessable
 	KindUnavailable
 	KindGone
+	// KindTimeout is a request that did not arrive in time (its body
+	// missed the read deadline): HTTP 408, the client's to resend.
+	KindTimeout
 )
 
 // Stable, machine-readable error codes. They are part of the public API:
@@ -45,6 +48,9 @@ const (
 	CodeUnsupportedContentType = "unsupported_content_type"
 	CodeMethodNotAllowed       = "method_not_allowed"
 	CodeNotReady               = "not_ready"
+	// CodeRequestTimeout is a request body that did not arrive within its
+	// read deadline (KindTimeout).
+	CodeRequestTimeout = "request_timeout"
 )
 
 // CodeNumbersNotOffered: the price table sells no numbers in that

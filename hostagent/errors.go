@@ -96,3 +96,11 @@ func IsPath(p string) bool { return slices.Contains(Paths(), p) }
 func WriteInvalidRequest(w http.ResponseWriter, message string) {
 	writeJSON(w, http.StatusBadRequest, map[string]any{"error": core.CodeInvalidRequest, "message": message})
 }
+
+// WriteRefusal writes a refusal made before the adapter runs (invalid
+// text: 400 invalid_request; a body that did not arrive in time: 408
+// request_timeout) in the protocol's {error, message} shape.
+func WriteRefusal(w http.ResponseWriter, err error) {
+	status, code, msg, _ := protocolError(err)
+	writeJSON(w, status, map[string]any{"error": code, "message": msg})
+}

@@ -15,6 +15,15 @@ func FuzzVerifier(f *testing.F) {
 	hk := newTestKey(f)
 	f.Add(sign(f, hk.priv, "EdDSA", typHostJWT, map[string]any{"iss": "hst_1", "aud": testAPI, "iat": now.Unix(), "exp": now.Add(time.Minute).Unix(), "jti": "a"}, nil))
 	f.Add(unsigned(typHostJWT, map[string]any{"iss": "hst_1"}))
+	// A NUL in iss or sub (the fake's lookups fail on it as PostgreSQL
+	// does, SQLSTATE 22021), signed and unsigned: refused before any lookup.
+	claims := func(iss, sub string) map[string]any {
+		return map[string]any{"iss": iss, "sub": sub, "aud": testAPI, "iat": now.Unix(), "exp": now.Add(time.Minute).Unix(), "jti": "a"}
+	}
+	f.Add(sign(f, hk.priv, "EdDSA", typHostJWT, claims("hst_\x00", ""), nil))
+	f.Add(sign(f, hk.priv, "EdDSA", typAgentJWT, claims("hst_1", "dag_\x00"), nil))
+	f.Add(sign(f, hk.priv, "EdDSA", typAgentJWT, claims("\x00", "\x00"), nil))
+	f.Add(unsigned(typAgentJWT, claims("hst_1\x00", "dag_1")))
 	f.Add("a.b.c")
 	f.Add("")
 	f.Fuzz(func(t *testing.T, raw string) {

@@ -134,6 +134,15 @@ func parse(raw, typ string) (*jwt.JSONWebToken, *jwtClaims, error) {
 	if c.Issuer == "" {
 		return nil, nil, invalidJWT("the JWT has no iss (the host id or its key's RFC 7638 thumbprint)")
 	}
+	// The claims are not trusted yet: an iss or sub that cannot be one of
+	// ours (a NUL, control characters, the wrong shape) is refused here,
+	// before any lookup hands it to the database.
+	if !hosts.WellFormedIssuer(c.Issuer) {
+		return nil, nil, invalidJWT("the JWT iss must be a host id (hst_…) or its key's RFC 7638 thumbprint (43 base64url characters)")
+	}
+	if c.Subject != "" && typ == typAgentJWT && !hosts.WellFormedAgentID(c.Subject) {
+		return nil, nil, invalidJWT("the agent JWT sub must be an agent id (dag_…)")
+	}
 	if c.ID == "" {
 		return nil, nil, invalidJWT("the JWT has no jti")
 	}

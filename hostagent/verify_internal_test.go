@@ -7,9 +7,11 @@ import (
 	"crypto/rand"
 	"encoding/base64"
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/go-jose/go-jose/v4"
 
@@ -81,7 +83,22 @@ type fakeDeps struct {
 
 func (f *fakeDeps) Now() time.Time { return f.now }
 
+// pgText fails like PostgreSQL does for a NUL or invalid UTF-8 in a text
+// parameter (SQLSTATE 22021): the fake's lookups are as strict as the
+// real store's, so the verifier must refuse such claims before any.
+func pgText(ss ...string) error {
+	for _, s := range ss {
+		if !utf8.ValidString(s) || strings.IndexByte(s, 0) >= 0 {
+			return fmt.Errorf("look up %q: ERROR: invalid byte sequence for encoding \"UTF8\": 0x00 (SQLSTATE 22021)", s)
+		}
+	}
+	return nil
+}
+
 func (f *fakeDeps) HostForJWT(_ context.Context, iss string) (*hosts.Host, error) {
+	if err := pgText(iss); err != nil {
+		return nil, err
+	}
 	for _, h := range f.hosts {
 		if h.ID == iss || (h.Thumbprint != nil && *h.Thumbprint == iss) {
 			switch h.Status {
@@ -97,6 +114,9 @@ func (f *fakeDeps) HostForJWT(_ context.Context, iss string) (*hosts.Host, error
 }
 
 func (f *fakeDeps) AgentForJWT(ctx context.Context, iss, sub string) (*hosts.Host, *hosts.Agent, error) {
+	if err := pgText(iss, sub); err != nil {
+		return nil, nil, err
+	}
 	h, err := f.HostForJWT(ctx, iss)
 	if err != nil {
 		return nil, nil, err
@@ -239,6 +259,11 @@ func TestVerifier(t *testing.T) {
 			return hostJWT(set("jti", "seen"))
 		}},
 		{name: "unknown host", code: hosts.CodeInvalidJWT, jwt: func(*fakeDeps) string { return hostJWT(set("iss", "hst_nobody")) }},
+		{name: "NUL in iss", code: hosts.CodeInvalidJWT, msg: "iss", jwt: func(*fakeDeps) string { return hostJWT(set("iss", "hst_1\x00")) }},
+		{name: "iss neither id nor thumbprint", code: hosts.CodeInvalidJWT, msg: "iss", jwt: func(*fakeDeps) string { return hostJWT(set("iss", "own_1")) }},
+		{name: "agent NUL in iss", agent: true, code: hosts.CodeInvalidJWT, msg: "iss", jwt: func(*fakeDeps) string { return agentJWT(set("iss", "\x00")) }},
+		{name: "agent NUL in sub", agent: true, code: hosts.CodeInvalidJWT, msg: "sub", jwt: func(*fakeDeps) string { return agentJWT(set("sub", "dag_1\x00")) }},
+		{name: "agent control character in sub", agent: true, code: hosts.CodeInvalidJWT, msg: "sub", jwt: func(*fakeDeps) string { return agentJWT(set("sub", "dag_\n1")) }},
 		{name: "pending-enrollment host", code: hosts.CodeInvalidJWT, jwt: func(*fakeDeps) string { return hostJWT(set("iss", "hst_pending")) }},
 		{name: "revoked host", code: hosts.CodeHostRevoked, jwt: func(*fakeDeps) string {
 			return sign(t, pk.priv, jose.EdDSA, typHostJWT, hostClaims(set("iss", "hst_revoked")), nil)

@@ -2,6 +2,7 @@ package oauth_test
 
 import (
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"net/http"
@@ -99,6 +100,8 @@ func FuzzRegister(f *testing.F) {
 		`{"redirect_uris":["https://app.example/cb"],"redirect_uris":[]}`,
 		`{"client_name":"a\u0000\u202e","redirect_uris":["https://a.example/\u0007"],"contacts":[1]}`,
 		`[{"redirect_uris":null}]`,
+		// Lone surrogates (PostgreSQL's jsonb refused them: a 500).
+		`{"client_name":"\ud800","software_id":"\udfff","contacts":["a\ud800@example.com"],"redirect_uris":["http://127.0.0.1:53682/callback"]}`,
 	} {
 		f.Add(s)
 	}
@@ -135,6 +138,9 @@ func FuzzAssertion(f *testing.F) {
 	f.Add(reg.Assertion)
 	f.Add(head + ".e30." + rest[strings.Index(rest, ".")+1:])
 	f.Add("eyJhbGciOiJub25lIiwidHlwIjoib2F1dGgtaWQtamFnK2p3dCJ9.e30.")
+	// The real assertion's header and signature around claims with a NUL
+	// and a lone surrogate in iss and sub.
+	f.Add(head + "." + base64.RawURLEncoding.EncodeToString([]byte(`{"iss":"agr_\u0000","sub":"\ud800","aud":"x","exp":9999999999}`)) + "." + rest[strings.Index(rest, ".")+1:])
 	f.Add("not-a-jwt")
 	f.Fuzz(func(t *testing.T, assertion string) {
 		v := url.Values{"grant_type": {oauth.GrantTypeJWTBearer}, "assertion": {assertion}, "resource": {"http://faxhub.test/mcp"}}

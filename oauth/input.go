@@ -13,6 +13,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/faxhub/faxhub/core"
 	"github.com/faxhub/faxhub/core/web"
 )
 
@@ -68,7 +69,15 @@ func jsonProblem(body []byte) (string, error) {
 	if err != nil {
 		return "", errJSONSyntax
 	}
-	return p, nil
+	if p != "" {
+		return p, nil
+	}
+	// A lone surrogate escape (\ud800) decodes to U+FFFD, so only the raw
+	// bytes show it; the shared rule refuses it (PostgreSQL's jsonb would).
+	if err := web.CheckJSONText(body); err != nil {
+		return core.AsError(err).Message, nil
+	}
+	return "", nil
 }
 
 // walkJSON reads one value; path names it in messages.

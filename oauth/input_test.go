@@ -130,6 +130,11 @@ func TestRegistrationBounds(t *testing.T) {
 		{"newline in client_name", `{"client_name":"a\nb","redirect_uris":["` + redirectURI + `"]}`, "invalid_client_metadata"},
 		{"101-char client_name", `{"client_name":"` + strings.Repeat("é", 101) + `","redirect_uris":["` + redirectURI + `"]}`, "invalid_client_metadata"},
 		{"NUL in software_id", `{"software_id":"\u0000","redirect_uris":["` + redirectURI + `"]}`, "invalid_client_metadata"},
+		// Lone surrogates decode to U+FFFD; PostgreSQL's jsonb refused them
+		// (a 500 there): refused on the raw bytes.
+		{"lone surrogate in client_name", `{"client_name":"a\ud800","redirect_uris":["` + redirectURI + `"]}`, "invalid_client_metadata"},
+		{"lone surrogate in software_id", `{"software_id":"\udfff","redirect_uris":["` + redirectURI + `"]}`, "invalid_client_metadata"},
+		{"lone surrogate in contacts", `{"contacts":["a\ud800@example.com"],"redirect_uris":["` + redirectURI + `"]}`, "invalid_client_metadata"},
 		{"long software_version", `{"software_version":"` + strings.Repeat("1", 201) + `","redirect_uris":["` + redirectURI + `"]}`, "invalid_client_metadata"},
 		{"NUL in contacts", `{"contacts":["a\u0000@example.com"],"redirect_uris":["` + redirectURI + `"]}`, "invalid_client_metadata"},
 		{"11 contacts", `{"contacts":[` + strings.TrimSuffix(strings.Repeat(`"a@example.com",`, 11), ",") + `],"redirect_uris":["` + redirectURI + `"]}`, "invalid_client_metadata"},

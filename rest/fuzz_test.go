@@ -37,6 +37,8 @@ func FuzzSendFax(f *testing.F) {
 		{`{"to":"+19005550100","documentId":"doc_x"}`, ""},
 		{`{"to":"x","to":"y"}`, "k\xff"},
 		{`{"coverText":"\u0000"}`, "k-4"},
+		{`{"to":"` + deliverable + `","documentId":"` + doc.ID + `","cover":true,"coverText":"\ud800"}`, "k-5"},
+		{`{"to":"` + deliverable + `","documentId":"doc_\udc00"}`, "k-6"},
 	} {
 		f.Add([]byte(s.body), s.key)
 	}
@@ -80,6 +82,7 @@ func FuzzMachineFax(f *testing.F) {
 		{`{"to":"+1555","base64":"%%%","request_id":""}`, "Bearer x", "*/*;q=2"},
 		{`{"to":"` + deliverable + `","pages":3}`, "", ""},
 		{`{"to":"x","to":"y","base64":1}`, "Payment \xff", "\x00"},
+		{`{"to":"` + deliverable + `","pages":1,"request_id":"\ud800"}`, "", ""},
 	} {
 		f.Add([]byte(s.body), s.authz, s.accept)
 	}
@@ -118,6 +121,7 @@ func FuzzBuyNumber(f *testing.F) {
 		{`{"number":1}`, "limit=-1&all=true"},
 		{`{"number":"+12125550142","number":"+12125550143"}`, "startingAfter=inb_x&numberId=num_x"},
 		{`[]`, "%zz"},
+		{`{"number":"+1212555014\ud800"}`, "locality=%ED%A0%80"},
 	} {
 		f.Add([]byte(s.body), s.query)
 	}

@@ -103,6 +103,9 @@ func (a *api) readMachineBody(w http.ResponseWriter, r *http.Request, v any) (bo
 		if _, ok := errors.AsType[*http.MaxBytesError](err); ok {
 			return nil, nil, tooLarge()
 		}
+		if web.IsBodyTimeout(err) {
+			return nil, nil, web.BodyTimeoutError(err)
+		}
 		if _, ok := errors.AsType[*core.Error](err); ok {
 			return nil, nil, err // the body deadline's own answer
 		}

@@ -34,6 +34,7 @@ func problemDetails() map[string]string {
 		core.CodeNotFound:                       "fax not found",
 		core.CodeMethodNotAllowed:               "DELETE is not allowed here; use GET, HEAD",
 		core.CodeUnsupportedContentType:         "send the body as application/json",
+		core.CodeRequestTimeout:                 "the request body did not arrive in time (1 bytes in 30s); send it without pauses",
 		core.CodeIdempotencyKeyRequired:         "the Idempotency-Key header is required; use a fresh random value per fax",
 		core.CodeIdempotencyConflict:            "this Idempotency-Key was already used with a different request",
 		credits.CodeInsufficientCredits:         "this fax costs 0.14 USD but only 0.05 USD of test credits are available",

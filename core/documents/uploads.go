@@ -261,6 +261,11 @@ func Spool(path string, r io.Reader, max int64) (int64, string, error) {
 	defer f.Close()
 	h := sha256.New()
 	n, err := io.Copy(io.MultiWriter(f, h), io.LimitReader(r, max+1))
+	if core.ErrorKind(err) == core.KindTimeout {
+		// The body missed its read deadline (the HTTP edge's): the
+		// client's 408, as it says.
+		return 0, "", err
+	}
 	if err != nil {
 		return 0, "", core.Errorf(core.KindInvalid, core.CodeInvalidRequest, "reading the upload body failed: %v", err)
 	}

@@ -307,10 +307,10 @@ func (s *Service) DelegatedAgentForJWT(ctx context.Context, host *Host, agentID 
 // thumbprint). It is what the verifier of agent JWTs uses; the signature
 // is checked by the caller with the agent's key.
 func (s *Service) AgentForJWT(ctx context.Context, iss, sub string) (*Host, *Agent, error) {
-	if iss == "" || len(iss) > 200 {
+	if !WellFormedIssuer(iss) {
 		return nil, nil, invalidJWT("iss must name a registered host (its host id or its key's thumbprint)")
 	}
-	if !core.HasPrefix(sub, core.PrefixDelegatedAgent) || len(sub) > 100 {
+	if !WellFormedAgentID(sub) {
 		return nil, nil, invalidJWT("sub names no agent of this host")
 	}
 	a, h, err := s.d.Store.GetDelegatedAgentWithHost(ctx, sub)

@@ -273,6 +273,37 @@ func (s *Service) Revoke(ctx context.Context, ownerID, hostID string) error {
 	return nil
 }
 
+// thumbprintLen is the length of an RFC 7638 SHA-256 thumbprint in
+// unpadded base64url (32 bytes).
+const thumbprintLen = 43
+
+// WellFormedIssuer reports whether iss could name a host: a host id
+// (hst_ and our id alphabet) or a key's thumbprint (43 base64url
+// characters). Anything else (a NUL, control characters, other text) is
+// refused before it reaches a query: PostgreSQL refuses a NUL in a text
+// parameter (SQLSTATE 22021), which made a forged JWT a 500 there.
+func WellFormedIssuer(iss string) bool {
+	if core.HasPrefix(iss, core.PrefixHost) {
+		return core.WellFormedID(iss)
+	}
+	if len(iss) != thumbprintLen {
+		return false
+	}
+	for i := 0; i < len(iss); i++ {
+		c := iss[i]
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-' || c == '_') {
+			return false
+		}
+	}
+	return true
+}
+
+// WellFormedAgentID reports whether sub could name a delegated agent
+// (dag_ and our id alphabet), for the same reason.
+func WellFormedAgentID(sub string) bool {
+	return core.HasPrefix(sub, core.PrefixDelegatedAgent) && core.WellFormedID(sub)
+}
+
 func invalidJWT(msg string) error {
 	return core.Errorf(core.KindUnauthenticated, CodeInvalidJWT, "%s", msg)
 }
@@ -282,7 +313,7 @@ func invalidJWT(msg string) error {
 // unknown and pending_enrollment hosts are CodeInvalidJWT (KindUnauthenticated),
 // a revoked one CodeHostRevoked (KindForbidden).
 func (s *Service) HostForJWT(ctx context.Context, iss string) (*Host, error) {
-	if iss == "" || len(iss) > 200 {
+	if !WellFormedIssuer(iss) {
 		return nil, invalidJWT("iss must name a registered host (its host id or its key's thumbprint)")
 	}
 	var h *Host

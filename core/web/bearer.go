@@ -1,6 +1,7 @@
 package web
 
 import (
+	"fmt"
 	"net/http"
 	"strings"
 
@@ -22,10 +23,11 @@ type BearerResource struct {
 }
 
 // BearerRefusal is why a request's token was not accepted. Status is 400,
-// 401 or 503; Error is the RFC 6750 error code ("" when no credential was
-// sent at all, invalid_request, invalid_token); Description is for the
+// 401, 408 or 503; Error is the RFC 6750 error code ("" when no credential
+// was sent at all, invalid_request, invalid_token), or request_timeout
+// (408) when the request ended before the check; Description is for the
 // client. Err is set when the token could not be checked (the verifier
-// failed, not the token): log it, never show it.
+// failed, not the token): log it unless the request ended, never show it.
 type BearerRefusal struct {
 	Status      int
 	Error       string
@@ -58,6 +60,16 @@ func AuthenticateBearer(r *http.Request, v core.TokenVerifier, res BearerResourc
 	p, err := v.VerifyAccessToken(r.Context(), tok, res.URL)
 	if err == nil {
 		return p, nil
+	}
+	if ctxErr := r.Context().Err(); ctxErr != nil {
+		// The request ended under the check (the client hung up, or its
+		// body missed its read deadline and the server cancelled the
+		// request): whatever the verifier made of that, it says nothing
+		// about the token, and an invalid_token would make the client
+		// throw a good one away.
+		return core.Principal{}, &BearerRefusal{Status: http.StatusRequestTimeout, Error: core.CodeRequestTimeout,
+			Description: "the request ended before its access token could be checked (the connection closed or the body did not arrive in time); send it again",
+			Err:         fmt.Errorf("verify access token: %w", ctxErr)}
 	}
 	if core.ErrorKind(err) != core.KindUnauthenticated {
 		return core.Principal{}, &BearerRefusal{Status: http.StatusServiceUnavailable, Error: core.CodeInternal,

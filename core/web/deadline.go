@@ -50,8 +50,9 @@ func (d BodyDeadlines) withDefaults() BodyDeadlines {
 }
 
 // ReadDeadlines sets a read deadline on the connection of every request
-// with a body, per BodyDeadlines. A body that misses it fails to read (the
-// handler answers 400 invalid_request if it still can) and the server
+// with a body, per BodyDeadlines. A body that misses it fails to read with
+// a KindTimeout error (408 request_timeout; RefuseInvalidText answers it
+// for the bodies it reads ahead, the handler for streamed ones) and the server
 // closes the connection. Once the body has been read to its end the
 // server lifts the deadline itself (net/http clears it when it starts
 // watching the connection for the next request), so a handler working on
@@ -98,8 +99,10 @@ func (b *deadlineBody) Read(p []byte) (int, error) {
 	b.received += int64(n)
 	switch {
 	case isTimeout(err):
-		return n, core.Errorf(core.KindInvalid, core.CodeInvalidRequest,
+		e := core.Errorf(core.KindTimeout, core.CodeRequestTimeout,
 			"the request body did not arrive in time (%d bytes in %s); send it without pauses", b.received, time.Since(b.start).Round(time.Millisecond))
+		e.Err = err
+		return n, e
 	case err == nil && b.rate > 0:
 		next := b.start.Add(b.grace + time.Duration(float64(b.received)/float64(b.rate)*float64(time.Second)))
 		if next.After(b.deadline) {
@@ -108,6 +111,26 @@ func (b *deadlineBody) Read(p []byte) (int, error) {
 		}
 	}
 	return n, err
+}
+
+// IsBodyTimeout reports a body read that failed because the body did not
+// arrive in time: the error deadlineBody returns, or a bare read deadline
+// (a connection without ReadDeadlines). It is the one test every reader of
+// a body uses, so a slow body is a 408 on every route, never a 500 or an
+// authentication failure.
+func IsBodyTimeout(err error) bool {
+	return core.ErrorKind(err) == core.KindTimeout || isTimeout(err)
+}
+
+// BodyTimeoutError is the KindTimeout error (HTTP 408, request_timeout)
+// of a body read that IsBodyTimeout reports.
+func BodyTimeoutError(err error) error {
+	if core.ErrorKind(err) == core.KindTimeout {
+		return err
+	}
+	e := core.Errorf(core.KindTimeout, core.CodeRequestTimeout, "the request body did not arrive in time; send it without pauses")
+	e.Err = err
+	return e
 }
 
 func isTimeout(err error) bool {

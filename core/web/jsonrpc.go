@@ -4,10 +4,28 @@ import (
 	"bytes"
 	"encoding/json"
 	"net/http"
+
+	"github.com/faxhub/faxhub/core"
 )
 
-// JSONRPCInvalidParams is JSON-RPC 2.0's "invalid params" error code.
-const JSONRPCInvalidParams = -32602
+// JSON-RPC 2.0's error codes for a request refused before a handler
+// read it.
+const (
+	JSONRPCInvalidRequest = -32600
+	JSONRPCInvalidParams  = -32602
+)
+
+// WriteJSONRPCRefusal refuses a JSON-RPC request (MCP, A2A) that
+// RefuseInvalidText stopped: a body that did not arrive in time is HTTP
+// 408 with -32600 (the request never arrived whole), text that cannot be
+// used is 400 with -32602 (invalid params).
+func WriteJSONRPCRefusal(w http.ResponseWriter, body []byte, err error) {
+	if core.ErrorKind(err) == core.KindTimeout {
+		writeJSONRPCError(w, http.StatusRequestTimeout, nil, JSONRPCInvalidRequest, core.AsError(err).Message)
+		return
+	}
+	WriteJSONRPCInvalidParams(w, body, core.AsError(err).Message)
+}
 
 // WriteJSONRPCInvalidParams refuses a JSON-RPC request (MCP, A2A) whose
 // text cannot be used (RefuseInvalidText) with JSON-RPC's invalid params.
@@ -19,6 +37,10 @@ func WriteJSONRPCInvalidParams(w http.ResponseWriter, body []byte, msg string) {
 // with HTTP 400 and the error code, answering the request's id when body is
 // one message with a usable id (a number or a valid string), else null.
 func WriteJSONRPCError(w http.ResponseWriter, body []byte, code int, msg string) {
+	writeJSONRPCError(w, http.StatusBadRequest, body, code, msg)
+}
+
+func writeJSONRPCError(w http.ResponseWriter, status int, body []byte, code int, msg string) {
 	var env struct {
 		ID json.RawMessage `json:"id"`
 	}
@@ -29,7 +51,7 @@ func WriteJSONRPCError(w http.ResponseWriter, body []byte, code int, msg string)
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Cache-Control", "no-store")
-	w.WriteHeader(http.StatusBadRequest)
+	w.WriteHeader(status)
 	_ = json.NewEncoder(w).Encode(map[string]any{"jsonrpc": "2.0", "id": id,
 		"error": map[string]any{"code": code, "message": msg}})
 }

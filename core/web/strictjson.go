@@ -29,6 +29,16 @@ func checkJSONNames(body []byte, t reflect.Type) error {
 	return nil
 }
 
+// CheckJSONDuplicates refuses a JSON document that names a member twice in
+// any of its objects, naming the member by its path. It is the strict
+// decoder's rule for bodies that a library decodes (JSON-RPC requests to
+// MCP and A2A): encoding/json and the SDKs keep the last of duplicates, so
+// a skill argument given twice would silently mean its second value.
+// Malformed JSON is left to the decoder.
+func CheckJSONDuplicates(body []byte) error {
+	return checkJSONNames(body, nil)
+}
+
 // errMalformed stops the walk at the first syntax error (the decoder's
 // More keeps answering true after a failed Token, so the walk must not go
 // on); checkJSONNames leaves the error to the decoder.

@@ -16,8 +16,10 @@ import (
 // Text that reaches the service must be valid UTF-8 without NUL bytes:
 // PostgreSQL refuses both in text columns (SQLSTATE 22021 and "invalid
 // byte sequence"), which would turn a client's mistake into a 500 there
-// while SQLite quietly stores it. The edges refuse such text, so the
-// stores never see it.
+// while SQLite quietly stores it. JSON can also spell a lone surrogate
+// (\ud800), which PostgreSQL's jsonb refuses (22P02) and encoding/json
+// turns into U+FFFD: that is refused too, one rule at every door. The
+// edges refuse such text, so the stores never see it.
 
 // ValidText returns an invalid_request error naming what when s is not
 // valid UTF-8 or contains a NUL byte.
@@ -56,29 +58,81 @@ func CheckValues(what string, v url.Values) error {
 
 // CheckJSONText checks a JSON document's text: the whole document must be
 // UTF-8 (RFC 8259 §8.1; encoding/json would silently replace bad bytes
-// with U+FFFD) and no string, name or value, may decode to a NUL. It does
-// not check that the document is well-formed beyond what it needs to find
-// its strings: decoding reports that.
+// with U+FFFD), no string, name or value, may decode to a NUL, and no
+// \u escape may be half of a surrogate pair without its other half (RFC
+// 8259 §8.2 leaves such strings' meaning undefined: encoding/json turns
+// them into U+FFFD, PostgreSQL's jsonb refuses them with SQLSTATE 22P02).
+// It does not check that the document is well-formed beyond what it needs
+// to find its escapes: decoding reports that.
 func CheckJSONText(body []byte) error {
 	if !utf8.Valid(body) {
 		return textError("the JSON body", "is not valid UTF-8")
 	}
-	// A NUL can only appear in a decoded string as the escape \u0000 (a raw
-	// NUL byte is not valid JSON): look for the escape before paying for a
-	// token pass.
-	if !bytes.Contains(body, []byte(`\u0000`)) {
+	// Both problems are \u escapes: look for one before a byte pass.
+	if !bytes.Contains(body, []byte(`\u`)) {
 		return nil
 	}
-	dec := json.NewDecoder(bytes.NewReader(body))
-	for {
-		tok, err := dec.Token()
-		if err != nil {
-			return nil // end of input, or malformed: the decoder says so later
+	return checkJSONEscapes(body)
+}
+
+// checkJSONEscapes walks the escapes of body. A backslash only appears in
+// valid JSON inside a string, where it starts an escape, so the walk needs
+// no string state: \\ and the other two-byte escapes are skipped whole
+// (the "\\u0000" of a string holding a backslash is not a NUL), \uXXXX is
+// read. Malformed escapes are the decoder's to report.
+func checkJSONEscapes(body []byte) error {
+	for i := 0; i < len(body); i++ {
+		if body[i] != '\\' {
+			continue
 		}
-		if s, ok := tok.(string); ok && strings.IndexByte(s, 0) >= 0 {
+		if i+1 >= len(body) || body[i+1] != 'u' {
+			i++ // a two-byte escape (or a stray backslash at the end)
+			continue
+		}
+		r, ok := hex4(body, i+2)
+		if !ok {
+			i++
+			continue
+		}
+		i += 5 // at the escape's last hex digit
+		switch {
+		case r == 0:
 			return textError("a string in the JSON body", "contains a NUL character (\\u0000)")
+		case r >= 0xdc00 && r <= 0xdfff:
+			return textError("a string in the JSON body", fmt.Sprintf("contains an unpaired surrogate (\\u%04x)", r))
+		case r >= 0xd800 && r <= 0xdbff:
+			// A high surrogate needs a low one right after it.
+			if i+2 < len(body) && body[i+1] == '\\' && body[i+2] == 'u' {
+				if lo, ok := hex4(body, i+3); ok && lo >= 0xdc00 && lo <= 0xdfff {
+					i += 6
+					continue
+				}
+			}
+			return textError("a string in the JSON body", fmt.Sprintf("contains an unpaired surrogate (\\u%04x)", r))
 		}
 	}
+	return nil
+}
+
+// hex4 reads the four hex digits of a \u escape at body[at:].
+func hex4(body []byte, at int) (rune, bool) {
+	if at+4 > len(body) {
+		return 0, false
+	}
+	var r rune
+	for _, c := range body[at : at+4] {
+		switch {
+		case c >= '0' && c <= '9':
+			r = r<<4 | rune(c-'0')
+		case c >= 'a' && c <= 'f':
+			r = r<<4 | rune(c-'a'+10)
+		case c >= 'A' && c <= 'F':
+			r = r<<4 | rune(c-'A'+10)
+		default:
+			return 0, false
+		}
+	}
+	return r, true
 }
 
 // dataHeaders are the request headers whose values become data (keys,
@@ -127,9 +181,16 @@ func CheckBody(r *http.Request) ([]byte, error) {
 	body, err := io.ReadAll(io.LimitReader(r.Body, MaxCheckedBody+1))
 	rest := r.Body
 	r.Body = readCloser{io.MultiReader(bytes.NewReader(body), errReader{err}, rest), rest}
+	if IsBodyTimeout(err) {
+		// The body missed its read deadline: refused here, in the route's
+		// shape, as 408. Handed on, the handler would meet a context the
+		// server has cancelled (a 500 from the first store call, an
+		// invalid_token from a token check).
+		return body, BodyTimeoutError(err)
+	}
 	if err != nil || len(body) > MaxCheckedBody {
-		// A failed read (the client went away, a read deadline) or an
-		// oversize body is the handler's to report.
+		// A failed read (the client went away) or an oversize body is the
+		// handler's to report.
 		return body, nil
 	}
 	if kind == "auto" {
@@ -187,7 +248,9 @@ func (e errReader) Read([]byte) (int, error) {
 type Refuser func(w http.ResponseWriter, r *http.Request, body []byte, err error)
 
 // RefuseInvalidText refuses requests whose path, query, data headers or
-// JSON/form body carry invalid UTF-8 or NUL, before any handler sees them.
+// JSON/form body carry invalid UTF-8, NUL or (JSON) an unpaired surrogate
+// escape, and requests whose body does not arrive in time (KindTimeout),
+// before any handler sees them.
 // The bodies of requests files reports (uploads: bytes, whatever their
 // declared Content-Type) are not read.
 func RefuseInvalidText(next http.Handler, refuse Refuser, files func(*http.Request) bool) http.Handler {

@@ -189,3 +189,44 @@ func TestDisplayTextProblem(t *testing.T) {
 		}
 	}
 }
+
+// A JSON-escaped lone surrogate decodes to U+FFFD in encoding/json but is
+// refused by PostgreSQL's jsonb (SQLSTATE 22P02): one rule, refused
+// everywhere. A pair is a character; an escaped backslash is not an escape.
+func TestCheckJSONTextSurrogates(t *testing.T) {
+	for body, bad := range map[string]bool{
+		`{"a":"\ud800"}`:             true,
+		`{"a":"\uDBFF"}`:             true,
+		`{"a":"\udc00"}`:             true,
+		`{"a":"x\ud800y"}`:           true,
+		`{"a":"\ud800\u0041"}`:       true,
+		`{"a":"\ud800\ud800"}`:       true,
+		`{"a":"\udc00\ud800"}`:       true,
+		`{"\ud800":1}`:               true,
+		`["ok","\ud83d"]`:            true,
+		`{"a":"\ud83d\ude00"}`:       false, // 😀 as a pair
+		`{"a":"\uD83D\uDE00\u00e9"}`: false,
+		`{"a":"\\ud800"}`:            false, // a backslash, then text
+		`{"a":"\\\ud83d\ude00"}`:     false,
+		`{"a":"\\\\ud800"}`:          false,
+		`{"a":"\\\ud800"}`:           true,
+		`{"a":"\u0000"}`:             true,
+		`{"a":"\\u0000"}`:            false,
+		`{"a":"\u00"}`:               false, // malformed: the decoder's to report
+		`{"a":"é \u00e9 \u2028"}`:    false,
+		`{"a":"\ud800\u`:             true,
+	} {
+		err := web.CheckJSONText([]byte(body))
+		if (err != nil) != bad {
+			t.Errorf("CheckJSONText(%s) = %v, want refused %v", body, err, bad)
+		}
+		if err != nil && core.ErrorCode(err) != core.CodeInvalidRequest {
+			t.Errorf("CheckJSONText(%s): code %q", body, core.ErrorCode(err))
+		}
+	}
+	// The strict decoder refuses it with the others.
+	var v struct{ A string }
+	if err := web.DecodeStrictJSON([]byte(`{"A":"\ud800"}`), &v); core.ErrorKind(err) != core.KindInvalid {
+		t.Fatalf("DecodeStrictJSON: %v (decoded %q)", err, v.A)
+	}
+}

@@ -48,6 +48,8 @@ func Status(k core.Kind) int {
 		return http.StatusServiceUnavailable
 	case core.KindGone:
 		return http.StatusGone
+	case core.KindTimeout:
+		return http.StatusRequestTimeout
 	}
 	return http.StatusInternalServerError
 }
@@ -222,6 +224,9 @@ func DecodeJSONLimit(w http.ResponseWriter, r *http.Request, v any, limit int64,
 		var mbe *http.MaxBytesError
 		if errors.As(err, &mbe) {
 			return core.Errorf(core.KindTooLarge, core.CodeInvalidRequest, "the JSON body is larger than %d bytes", limit)
+		}
+		if IsBodyTimeout(err) {
+			return BodyTimeoutError(err)
 		}
 		return core.Errorf(core.KindInvalid, core.CodeInvalidRequest, "the JSON body could not be read: %v", err)
 	}

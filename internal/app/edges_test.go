@@ -1,6 +1,7 @@
 package app_test
 
 import (
+	"bufio"
 	"bytes"
 	"encoding/json"
 	"errors"
@@ -53,6 +54,7 @@ func TestInvalidTextRefusedAtEveryEdge(t *testing.T) {
 		oauthErr               // {"error": "invalid_request"}
 		jsonRPC                // JSON-RPC error -32602 answering id 7
 		agentAuth              // {"error": "invalid_request", "message": …}
+		dcrErr                 // RFC 7591 {"error": "invalid_client_metadata"}
 	)
 	for _, bad := range []struct {
 		name string
@@ -61,6 +63,10 @@ func TestInvalidTextRefusedAtEveryEdge(t *testing.T) {
 	}{
 		{"NUL", "%00", `\u0000`},
 		{"invalid UTF-8", "%FF", "\xff\xfe"},
+		// A lone surrogate: JSON can escape one (encoding/json made it
+		// U+FFFD; PostgreSQL's jsonb refused it, a 500 at registration);
+		// in a URL its UTF-8 form is invalid UTF-8.
+		{"lone surrogate", "%ED%A0%80", `\ud800`},
 	} {
 		j := bad.raw
 		cases := []struct {
@@ -81,7 +87,9 @@ func TestInvalidTextRefusedAtEveryEdge(t *testing.T) {
 			{"upload content type", "POST", "/api/v1/uploads", "application/json", `{"contentType":"application/pdf` + j + `"}`, bearer, problem},
 			{"checkout pack", "POST", "/api/v1/credits/checkout", "application/json", `{"packId":"pack_` + j + `"}`, bearer, problem},
 			{"machine quote", "POST", "/api/v1/machine/faxes/validate", "application/json", `{"to":"+1212555010` + j + `","pages":1}`, nil, problem},
-			{"DCR metadata", "POST", "/api/auth/oauth2/register", "application/json", `{"client_name":"x` + j + `","redirect_uris":["http://127.0.0.1:5000/cb"],"token_endpoint_auth_method":"none"}`, nil, oauthErr},
+			{"DCR metadata", "POST", "/api/auth/oauth2/register", "application/json", `{"client_name":"x` + j + `","redirect_uris":["http://127.0.0.1:5000/cb"],"token_endpoint_auth_method":"none"}`, nil, dcrErr},
+			{"DCR software_id", "POST", "/api/auth/oauth2/register", "application/json", `{"software_id":"x` + j + `","redirect_uris":["http://127.0.0.1:5000/cb"],"token_endpoint_auth_method":"none"}`, nil, dcrErr},
+			{"DCR contacts", "POST", "/api/auth/oauth2/register", "application/json", `{"contacts":["a` + j + `@example.com"],"redirect_uris":["http://127.0.0.1:5000/cb"],"token_endpoint_auth_method":"none"}`, nil, dcrErr},
 			{"enrollment name", "POST", "/api/auth/agent/identity/manage", "application/json", `{"action":"enroll","name":"bot` + j + `","scopes":["fax:read"]}`, cookie, oauthErr},
 			{"agent identity", "POST", "/api/auth/agent/identity", "application/json", `{"type":"anonymous","enrollment_token":"fxe_` + j + `"}`, nil, oauthErr},
 			{"agent claim", "POST", "/api/auth/agent/identity/claim", "application/json", `{"claim_token":"x` + j + `","email":"text@example.com"}`, nil, oauthErr},
@@ -140,6 +148,12 @@ func TestInvalidTextRefusedAtEveryEdge(t *testing.T) {
 				case oauthErr:
 					if m["error"] != "invalid_request" || m["error_description"] == "" {
 						t.Fatalf("want OAuth invalid_request, got %s", raw)
+					}
+				case dcrErr:
+					// RFC 7591 §3.2.2: registration refuses bad metadata
+					// with invalid_client_metadata, as oauth's own checks do.
+					if m["error"] != "invalid_client_metadata" || m["error_description"] == "" {
+						t.Fatalf("want invalid_client_metadata, got %s", raw)
 					}
 				case agentAuth:
 					if m["error"] != "invalid_request" || m["message"] == "" || res.Header.Get("Cache-Control") != "no-store" {
@@ -347,5 +361,113 @@ func TestRequestIDsReachLogsAndProblems(t *testing.T) {
 	}
 	if !found {
 		t.Fatalf("no access log line with request_id %s:\n%.2000s", id, logs.String())
+	}
+}
+
+// TestSlowBodiesAre408 sends part of a body to each kind of door and then
+// stalls past a short body deadline. Each must answer 408 in its own error
+// shape: host enrollment used to answer 500 ("it has been logged": the
+// server had cancelled the request, and the rate limit read failed), /a2a
+// 401 invalid_token (the token check met the cancelled context), others
+// 400.
+func TestSlowBodiesAre408(t *testing.T) {
+	e := newE2E(t, func(o *app.Options) {
+		o.MachinePayments = true
+		o.Body = web.BodyDeadlines{Body: 300 * time.Millisecond, StreamGrace: 300 * time.Millisecond, StreamMinRate: 1 << 20}
+	})
+	ctx := t.Context()
+	o, err := e.a.Svc.Accounts.CreateOwner(ctx, "slow@example.com", "Slow", true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	key, _, err := e.a.Svc.Accounts.CreateAPIKey(ctx, o.ID, core.ModeTest, "slow")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A real upload capability, so the PUT reads its (streamed) body.
+	req, _ := http.NewRequest(http.MethodPost, e.base+"/api/v1/uploads", strings.NewReader(`{"contentType":"application/pdf"}`))
+	req.Header.Set("Authorization", "Bearer "+key)
+	req.Header.Set("Content-Type", "application/json")
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var up struct{ UploadURL string }
+	_ = json.NewDecoder(res.Body).Decode(&up)
+	res.Body.Close()
+	upPath := strings.TrimPrefix(up.UploadURL, e.base)
+	if !strings.HasPrefix(upPath, "/api/v1/uploads/") {
+		t.Fatalf("upload: %d %q", res.StatusCode, up.UploadURL)
+	}
+
+	type shape int
+	const (
+		problem   shape = iota // problem+json request_timeout
+		oauthErr               // {"error":"invalid_request"}
+		agentAuth              // {"error":"request_timeout","message":…}
+		jsonRPC                // JSON-RPC -32600
+	)
+	addr := strings.TrimPrefix(e.base, "http://")
+	for _, c := range []struct {
+		method, path, ctype, auth string
+		want                      shape
+	}{
+		{"POST", "/api/auth/host/enroll", "application/json", "", agentAuth},
+		{"POST", "/api/auth/agent/register", "application/json", "", agentAuth},
+		{"POST", "/api/auth/oauth2/token", "application/x-www-form-urlencoded", "", oauthErr},
+		{"POST", "/api/auth/oauth2/register", "application/json", "", oauthErr},
+		{"POST", "/api/auth/agent/identity", "application/json", "", oauthErr},
+		{"POST", "/mcp", "application/json", "", jsonRPC},
+		{"POST", "/a2a", "application/json", "", jsonRPC},
+		{"POST", "/api/v1/faxes", "application/json", "Bearer " + key, problem},
+		{"POST", "/api/v1/machine/faxes/validate", "application/json", "", problem},
+		{"PUT", upPath, "application/pdf", "", problem},
+	} {
+		t.Run(c.path, func(t *testing.T) {
+			conn, err := net.Dial("tcp", addr)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer conn.Close()
+			auth := ""
+			if c.auth != "" {
+				auth = "Authorization: " + c.auth + "\r\nIdempotency-Key: slow-1\r\n"
+			}
+			fmt.Fprintf(conn, "%s %s HTTP/1.1\r\nHost: %s\r\nContent-Type: %s\r\nAccept: application/json, text/event-stream\r\n%sContent-Length: 1000\r\n\r\n{",
+				c.method, c.path, addr, c.ctype, auth)
+			_ = conn.SetReadDeadline(time.Now().Add(10 * time.Second))
+			res, err := http.ReadResponse(bufio.NewReader(conn), nil)
+			if err != nil {
+				t.Fatalf("no answer to a stalled body: %v", err)
+			}
+			raw, _ := io.ReadAll(res.Body)
+			res.Body.Close()
+			if res.StatusCode != http.StatusRequestTimeout {
+				t.Fatalf("status %d, want 408: %s", res.StatusCode, raw)
+			}
+			var m map[string]any
+			if err := json.Unmarshal(raw, &m); err != nil {
+				t.Fatalf("not JSON: %s", raw)
+			}
+			switch c.want {
+			case problem:
+				if res.Header.Get("Content-Type") != "application/problem+json" || m["code"] != core.CodeRequestTimeout {
+					t.Fatalf("want problem+json request_timeout, got %s", raw)
+				}
+			case oauthErr:
+				if m["error"] != core.CodeInvalidRequest || m["error_description"] == "" {
+					t.Fatalf("want OAuth invalid_request, got %s", raw)
+				}
+			case agentAuth:
+				if m["error"] != core.CodeRequestTimeout || m["message"] == "" {
+					t.Fatalf("want Agent Auth request_timeout, got %s", raw)
+				}
+			case jsonRPC:
+				rpcErr, _ := m["error"].(map[string]any)
+				if m["jsonrpc"] != "2.0" || rpcErr == nil || rpcErr["code"] != float64(-32600) {
+					t.Fatalf("want JSON-RPC -32600, got %s", raw)
+				}
+			}
+		})
 	}
 }

@@ -171,6 +171,10 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxRequestBytes))
+	if web.IsBodyTimeout(err) {
+		writeRPCError(w, http.StatusRequestTimeout, nil, a2a.ErrInvalidRequest, core.AsError(web.BodyTimeoutError(err)).Message, map[string]any{"code": core.CodeRequestTimeout})
+		return
+	}
 	if err != nil {
 		writeRPCError(w, http.StatusRequestEntityTooLarge, nil, a2a.ErrInvalidRequest,
 			fmt.Sprintf("the request is larger than %d bytes; files never travel through A2A: use create_upload's uploadUrl", MaxRequestBytes), nil)
@@ -195,6 +199,17 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	id := rpcID(peek.ID)
+	// Strict JSON, as at every other door: a2a-go decodes the request into
+	// maps, where a lone surrogate escape becomes U+FFFD and a duplicate
+	// name keeps its last value, so both are refused on the raw bytes.
+	if err := web.CheckJSONText(body); err != nil {
+		writeRPCError(w, http.StatusBadRequest, id, a2a.ErrInvalidParams, core.AsError(err).Message, map[string]any{"code": core.CodeInvalidRequest})
+		return
+	}
+	if err := web.CheckJSONDuplicates(body); err != nil {
+		writeRPCError(w, http.StatusBadRequest, id, a2a.ErrInvalidParams, core.AsError(err).Message, map[string]any{"code": core.CodeInvalidRequest})
+		return
+	}
 	if v := r.Header.Values(HeaderVersion); !versionSupported(v) {
 		writeRPCError(w, http.StatusBadRequest, id, a2a.ErrVersionNotSupported,
 			fmt.Sprintf("A2A-Version %q is not supported; send 1.0 (or 0.3, or no header for 0.3)", strings.Join(v, ",")),
@@ -290,6 +305,11 @@ func (h *Handler) authenticate(w http.ResponseWriter, r *http.Request) (core.Pri
 	})
 	if refusal == nil {
 		return p, true
+	}
+	if refusal.Status == http.StatusRequestTimeout {
+		// The request ended under the check: not a token problem.
+		writeRPCError(w, refusal.Status, nil, a2a.ErrInvalidRequest, refusal.Description, map[string]any{"code": core.CodeRequestTimeout})
+		return core.Principal{}, false
 	}
 	if refusal.Err != nil {
 		h.opts.Logger.ErrorContext(r.Context(), "a2a: verify token", "err", refusal.Err)

@@ -18,6 +18,7 @@ import (
 var rpcCodes = map[error]int{
 	a2a.ErrParseError:           -32700,
 	a2a.ErrInvalidRequest:       -32600,
+	a2a.ErrInvalidParams:        -32602,
 	a2a.ErrMethodNotFound:       -32601,
 	a2a.ErrInternalError:        -32603,
 	a2a.ErrUnsupportedOperation: -32004,

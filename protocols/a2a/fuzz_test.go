@@ -60,6 +60,10 @@ func FuzzA2ARequest(f *testing.F) {
 		`{"jsonrpc":"2.0","id":{"x":1},"method":"GetTask"}`,
 		`{"jsonrpc":"1.0","id":null}`,
 		`[]`,
+		// A lone surrogate and a duplicate name in skill arguments: refused
+		// as invalid params, like every other door.
+		`{"jsonrpc":"2.0","id":1,"method":"SendMessage","params":{"message":{"messageId":"m","role":"ROLE_USER","parts":[{"data":{"skill":"get_fax","arguments":{"faxId":"fax_\ud800"}}}]}}}`,
+		`{"jsonrpc":"2.0","id":1,"method":"SendMessage","params":{"message":{"messageId":"m","role":"ROLE_USER","parts":[{"data":{"skill":"get_fax","arguments":{"faxId":"fax_x","faxId":"fax_y"}}}]}}}`,
 	} {
 		f.Add([]byte(s))
 	}

@@ -47,6 +47,8 @@ func FuzzMCPRequest(f *testing.F) {
 		`[{"jsonrpc":"2.0","id":6,"method":"tools/list"},{"jsonrpc":"2.0","method":"notifications/initialized"}]`,
 		`{"jsonrpc":"2.0","id":{"x":1},"method":"server/discover"}`,
 		`{"jsonrpc":"1.0","id":null}`,
+		`{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"get_fax","arguments":{"faxId":"fax_\udc00"}}}`,
+		`{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"get_fax","arguments":{"faxId":"fax_x","faxId":"fax_y"}}}`,
 	} {
 		f.Add([]byte(s))
 	}

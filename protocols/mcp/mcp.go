@@ -158,6 +158,10 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	var peek rpcPeek
 	if r.Method == http.MethodPost {
 		body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxRequestBytes))
+		if web.IsBodyTimeout(err) {
+			h.problem(w, http.StatusRequestTimeout, core.CodeRequestTimeout, core.AsError(web.BodyTimeoutError(err)).Message, "")
+			return
+		}
 		if err != nil {
 			h.problem(w, http.StatusRequestEntityTooLarge, core.CodeInvalidRequest,
 				fmt.Sprintf("the request is larger than %d bytes; upload files with create_upload's uploadUrl instead of inline", MaxRequestBytes), "")
@@ -166,6 +170,12 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		r.Body = io.NopCloser(bytes.NewReader(body))
 		if n, ok := batchLen(body); ok && n > MaxBatch {
 			web.WriteJSONRPCError(w, nil, -32600, fmt.Sprintf("a JSON-RPC batch may hold at most %d messages (this one has %d); send them separately, or use protocol 2025-06-18 or later, which has no batches", MaxBatch, n))
+			return
+		}
+		// Strict JSON, as at every other door: the SDK keeps the last of
+		// duplicate names (a tool argument given twice).
+		if err := web.CheckJSONDuplicates(body); err != nil {
+			web.WriteJSONRPCInvalidParams(w, body, core.AsError(err).Message)
 			return
 		}
 		// A batch (an array) never counts as discovery.
@@ -187,7 +197,9 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	})
 	if refusal != nil {
 		if refusal.Err != nil {
-			h.opts.Logger.ErrorContext(r.Context(), "mcp: verify token", "err", refusal.Err)
+			if refusal.Status != http.StatusRequestTimeout { // else the request ended: nothing to log
+				h.opts.Logger.ErrorContext(r.Context(), "mcp: verify token", "err", refusal.Err)
+			}
 			h.problem(w, refusal.Status, refusal.Error, refusal.Description, "")
 			return
 		}
