@@ -75,8 +75,8 @@ check: deps tidy-check vet lint fmt-check
 	$(CHECK_ENV) $(GO) test -race -count=1 -timeout 20m -json ./... > $(OUT)/test-sqlite.json || status=1; \
 	$(CHECK_ENV) FAXHUB_TESTENV_POSTGRES='$(PG_URL)' $(GO) test -race -count=1 -timeout 20m -json $(CORE_PG_PACKAGES) ./rest/ ./cmd/... ./oauth/ ./passkeys/ ./internal/app/ ./protocols/... > $(OUT)/test-postgres.json || status=1; \
 	$(CHECK_ENV) $(GO) test -count=1 -timeout 10m -json -run 'Memory|Throughput$$' ./core/convert/ ./core/queue/ ./internal/app/ > $(OUT)/test-memory.json || status=1; \
-	$(CHECK_ENV) FAXHUB_CRASH_TEST=1 $(GO) test -count=1 -timeout 10m -json -run 'CrashRecovery' ./cmd/faxhub/ > $(OUT)/test-crash-sqlite.json || status=1; \
-	$(CHECK_ENV) FAXHUB_CRASH_TEST=1 FAXHUB_TESTENV_POSTGRES='$(PG_URL)' $(GO) test -count=1 -timeout 10m -json -run 'CrashRecovery' ./cmd/faxhub/ > $(OUT)/test-crash-postgres.json || status=1; \
+	$(CHECK_ENV) FAXHUB_CRASH_TEST=1 $(GO) test -count=1 -timeout 15m -json -run 'CrashRecovery' ./cmd/faxhub/ > $(OUT)/test-crash-sqlite.json || status=1; \
+	$(CHECK_ENV) FAXHUB_CRASH_TEST=1 FAXHUB_TESTENV_POSTGRES='$(PG_URL)' $(GO) test -count=1 -timeout 15m -json -run 'CrashRecovery' ./cmd/faxhub/ > $(OUT)/test-crash-postgres.json || status=1; \
 	$(CHECK_ENV) GO='$(GO)' FUZZTIME=$(FUZZTIME) ./conformance/fuzz.sh $(OUT)/fuzz.tap || status=1; \
 	$(CHECK_ENV) GO='$(GO)' FUZZTIME=$(FUZZTIME) FAXHUB_TESTENV_POSTGRES='$(PG_URL)' ./conformance/fuzz.sh $(OUT)/fuzz-postgres.tap '$(FUZZ_HANDLERS)' || status=1; \
 	GO='$(GO)' ./conformance/run-suites.sh $(SUITES) || status=1; \
