@@ -65,8 +65,9 @@ type machineValidateBody struct {
 // refused before a byte is read), and decodes it strictly into v. The raw
 // bytes are returned because the challenge binds their digest.
 //
-// The body is spooled to a file as it arrives, so a slow client holds a
-// file, not memory; only then is room reserved for decoding it
+// A body over smallMachineBody is spooled to a file as it arrives, so a
+// slow client holds a file, not memory; only then is room reserved for
+// decoding it
 // (machine.Service.ReserveDocumentRead), which bounds the memory every
 // request's decoding holds at once. The caller calls release once the
 // request is answered (the decoded document lives until then).
@@ -90,38 +91,38 @@ func (a *api) readMachineBody(w http.ResponseWriter, r *http.Request, v any) (bo
 			return nil, nil, core.Errorf(core.KindUnsupportedMedia, core.CodeUnsupportedContentType, "send the body as application/json")
 		}
 	}
-	spool, err := os.CreateTemp(a.svc.Config().TempDir, "faxhub-machine-body-")
-	if err != nil {
-		return nil, nil, fmt.Errorf("spool machine body: %w", err)
-	}
-	defer func() {
-		spool.Close()
-		os.Remove(spool.Name())
-	}()
-	n, err := io.Copy(spool, http.MaxBytesReader(w, r.Body, limit))
-	if err != nil {
+	readErr := func(err error) error {
 		if _, ok := errors.AsType[*http.MaxBytesError](err); ok {
-			return nil, nil, tooLarge()
+			return tooLarge()
 		}
 		if web.IsBodyTimeout(err) {
-			return nil, nil, web.BodyTimeoutError(err)
+			return web.BodyTimeoutError(err)
 		}
 		if _, ok := errors.AsType[*core.Error](err); ok {
-			return nil, nil, err // the body deadline's own answer
+			return err
 		}
 		if _, ok := errors.AsType[*os.PathError](err); ok {
-			return nil, nil, fmt.Errorf("spool machine body: %w", err)
+			return fmt.Errorf("spool machine body: %w", err)
 		}
-		return nil, nil, core.Errorf(core.KindInvalid, core.CodeInvalidRequest, "the JSON body could not be read: %v", err)
+		return core.Errorf(core.KindInvalid, core.CodeInvalidRequest, "the JSON body could not be read: %v", err)
 	}
-	release, err = a.svc.Machine.ReserveDocumentRead(r.Context(), n)
-	if err != nil {
-		return nil, nil, err
-	}
-	body = make([]byte, n)
-	if _, err := spool.ReadAt(body, 0); err != nil && !(errors.Is(err, io.EOF) && n == 0) {
-		release()
-		return nil, nil, fmt.Errorf("read spooled machine body: %w", err)
+	in := http.MaxBytesReader(w, r.Body, limit)
+	// A small body (a page count, a short PDF) is read into memory: what
+	// it holds is small beside the decoding room, and it spares a file.
+	head := make([]byte, smallMachineBody+1)
+	hn, err := io.ReadFull(in, head)
+	switch {
+	case errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF):
+		if release, err = a.svc.Machine.ReserveDocumentRead(r.Context(), int64(hn)); err != nil {
+			return nil, nil, err
+		}
+		body = head[:hn]
+	case err != nil:
+		return nil, nil, readErr(err)
+	default:
+		if body, release, err = a.spoolMachineBody(r, head, in); err != nil {
+			return nil, nil, readErr(err)
+		}
 	}
 	if len(bytes.TrimSpace(body)) == 0 {
 		release()
@@ -130,6 +131,41 @@ func (a *api) readMachineBody(w http.ResponseWriter, r *http.Request, v any) (bo
 	if err := web.DecodeStrictJSON(body, v); err != nil {
 		release()
 		return nil, nil, err
+	}
+	return body, release, nil
+}
+
+// smallMachineBody is the most of a machine body read into memory before
+// room is reserved for it; a larger one is spooled to a file first.
+const smallMachineBody = 64 << 10
+
+// spoolMachineBody writes head and the rest of in to a temporary file as
+// they arrive, so a slow client holds a file, not memory, then reserves
+// room for decoding the body and reads it back.
+func (a *api) spoolMachineBody(r *http.Request, head []byte, in io.Reader) (body []byte, release func(), err error) {
+	spool, err := os.CreateTemp(a.svc.Config().TempDir, "faxhub-machine-body-")
+	if err != nil {
+		return nil, nil, fmt.Errorf("spool machine body: %w", err)
+	}
+	defer func() {
+		spool.Close()
+		os.Remove(spool.Name())
+	}()
+	if _, err := spool.Write(head); err != nil {
+		return nil, nil, fmt.Errorf("spool machine body: %w", err)
+	}
+	rest, err := io.Copy(spool, in)
+	if err != nil {
+		return nil, nil, err
+	}
+	n := int64(len(head)) + rest
+	if release, err = a.svc.Machine.ReserveDocumentRead(r.Context(), n); err != nil {
+		return nil, nil, err
+	}
+	body = make([]byte, n)
+	if _, err := spool.ReadAt(body, 0); err != nil {
+		release()
+		return nil, nil, fmt.Errorf("read spooled machine body: %w", err)
 	}
 	return body, release, nil
 }
