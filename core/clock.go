@@ -19,3 +19,7 @@ func (c Clock) Now() time.Time {
 // registrations, hosts and their agents) to one per minute per
 // credential.
 const TouchEvery = time.Minute
+
+// RFC3339 is how every agent door shows an instant: RFC 3339 in UTC, to
+// the second.
+func RFC3339(t time.Time) string { return t.UTC().Format(time.RFC3339) }

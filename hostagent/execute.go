@@ -10,7 +10,6 @@ import (
 	"net/http"
 	"net/url"
 	"reflect"
-	"time"
 
 	"github.com/faxhub/faxhub/core"
 	"github.com/faxhub/faxhub/core/documents"
@@ -18,8 +17,6 @@ import (
 	"github.com/faxhub/faxhub/core/hosts"
 	"github.com/faxhub/faxhub/core/inbox"
 )
-
-func rfc3339(t time.Time) string { return t.UTC().Format(time.RFC3339) }
 
 // readExecute reads POST …/capability/execute strictly: the capability
 // name first (to know its argument struct), then the whole body again with
@@ -121,7 +118,7 @@ func (h *Handler) run(ctx context.Context, p core.Principal, c hosts.Capability,
 		if err != nil {
 			return nil, err
 		}
-		out := map[string]any{"upload_url": u.UploadURL, "upload_token": u.UploadToken, "method": u.Method, "expires_at": rfc3339(u.ExpiresAt), "max_bytes": u.MaxBytes}
+		out := map[string]any{"upload_url": u.UploadURL, "upload_token": u.UploadToken, "method": u.Method, "expires_at": core.RFC3339(u.ExpiresAt), "max_bytes": u.MaxBytes}
 		if u.ContentType != "" {
 			out["content_type"] = u.ContentType
 		}
@@ -186,7 +183,7 @@ func (h *Handler) run(ctx context.Context, p core.Principal, c hosts.Capability,
 		if err != nil {
 			return nil, err
 		}
-		return map[string]any{"checkout_url": cs.CheckoutURL, "pack": cs.PackID, "amount": cs.Amount, "credit": cs.Credit, "currency": cs.Currency, "expires_at": rfc3339(cs.ExpiresAt)}, nil
+		return map[string]any{"checkout_url": cs.CheckoutURL, "pack": cs.PackID, "amount": cs.Amount, "credit": cs.Credit, "currency": cs.Currency, "expires_at": core.RFC3339(cs.ExpiresAt)}, nil
 	}
 	return nil, core.Errorf(core.KindNotFound, codeCapabilityNotFound, "capability %q cannot be executed", c)
 }
@@ -297,7 +294,7 @@ func (h *Handler) sendFax(w http.ResponseWriter, r *http.Request, p core.Princip
 	}
 	w.Header().Set("Location", su)
 	writeJSON(w, http.StatusAccepted, map[string]any{
-		"status": "pending", "status_url": su, "id": ds.ID, "approval_id": ds.ApprovalID, "expires_at": rfc3339(ds.ExpiresAt),
+		"status": "pending", "status_url": su, "id": ds.ID, "approval_id": ds.ApprovalID, "expires_at": core.RFC3339(ds.ExpiresAt),
 		"approval_url": approval,
 		"send":         sendJSON(ds),
 	})
@@ -307,7 +304,7 @@ func (h *Handler) sendFax(w http.ResponseWriter, r *http.Request, p core.Princip
 func sendJSON(ds *hosts.Send) map[string]any {
 	return map[string]any{"id": ds.ID, "to": ds.To, "country": ds.Country, "pages": ds.Pages, "cover": ds.Cover,
 		"document_id": ds.DocumentID, "document_sha256": ds.DocumentSHA, "price": ds.Price, "currency": ds.Currency,
-		"created_at": rfc3339(ds.CreatedAt), "expires_at": rfc3339(ds.ExpiresAt)}
+		"created_at": core.RFC3339(ds.CreatedAt), "expires_at": core.RFC3339(ds.ExpiresAt)}
 }
 
 // sendStatus is GET /api/auth/capability/status?id=dsn_… with a fresh

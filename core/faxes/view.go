@@ -1,8 +1,6 @@
 package faxes
 
 import (
-	"time"
-
 	"github.com/faxhub/faxhub/core"
 )
 
@@ -60,19 +58,19 @@ func Present(f *Fax) View {
 	v := View{
 		FaxID: f.ID, Status: string(f.Status), To: f.To, From: f.From, Pages: f.Pages, PagesSent: f.PagesSent, Price: f.Price,
 		Currency: f.Currency, PaymentMethod: string(f.PaymentMethod), Attempts: f.Attempts,
-		FailureCode: f.FailureCode, FailureReason: f.FailureReason, CreatedAt: rfc3339(f.CreatedAt),
+		FailureCode: f.FailureCode, FailureReason: f.FailureReason, CreatedAt: core.RFC3339(f.CreatedAt),
 	}
 	if f.DraftID != nil {
 		v.DraftID = *f.DraftID
 	}
 	if f.CompletedAt != nil {
-		v.CompletedAt = rfc3339(*f.CompletedAt)
+		v.CompletedAt = core.RFC3339(*f.CompletedAt)
 	}
 	if a := f.LatestAttempt; a != nil {
 		v.LatestAttempt = &AttemptView{Number: a.Number, Status: string(a.Status), PagesSent: a.PagesSent,
-			FailureCode: a.FailureCode, FailureReason: a.FailureReason, StartedAt: rfc3339(a.StartedAt)}
+			FailureCode: a.FailureCode, FailureReason: a.FailureReason, StartedAt: core.RFC3339(a.StartedAt)}
 		if a.FinishedAt != nil {
-			v.LatestAttempt.FinishedAt = rfc3339(*a.FinishedAt)
+			v.LatestAttempt.FinishedAt = core.RFC3339(*a.FinishedAt)
 		}
 	}
 	return v
@@ -101,10 +99,9 @@ type DraftPresentation struct {
 func PresentDraft(d *DraftView, checkoutURL string) DraftPresentation {
 	return DraftPresentation{
 		DraftID: d.ID, Mode: string(d.Mode), Status: string(d.Status), To: d.To, From: d.From, Pages: d.Pages, Cover: d.Cover,
-		Quote: d.Quote, CheckoutURL: checkoutURL, ExpiresAt: rfc3339(d.ExpiresAt),
+		Quote: d.Quote, CheckoutURL: checkoutURL, ExpiresAt: core.RFC3339(d.ExpiresAt),
 	}
 }
 
 // rfc3339 is the one time format of the agent views: RFC 3339, UTC, whole
 // seconds (the stored times carry sub-second precision agents do not need).
-func rfc3339(t time.Time) string { return t.UTC().Format(time.RFC3339) }

@@ -1,6 +1,6 @@
 package inbox
 
-import "time"
+import "github.com/faxhub/faxhub/core"
 
 // ItemView is how the agent doors (MCP list_inbox, A2A list_inbox,
 // hostagent list_inbox) show a received fax in a list: one presentation,
@@ -38,7 +38,7 @@ func PresentItem(f *InboundFax) ItemView {
 	return ItemView{
 		ID: f.ID, NumberID: f.NumberID, From: f.From, To: f.To, Pages: f.Pages, Status: string(f.Status),
 		TextStatus: string(f.TextStatus), TextPreview: f.TextPreview, FailureReason: f.FailureReason,
-		ReceivedAt: rfc3339(f.ReceivedAt),
+		ReceivedAt: core.RFC3339(f.ReceivedAt),
 	}
 }
 
@@ -47,9 +47,7 @@ func PresentItem(f *InboundFax) ItemView {
 func PresentFax(f *InboundFax, link *Link) FaxView {
 	v := FaxView{ItemView: PresentItem(f), Text: f.Text, TextMethod: f.TextMethod, TextNote: f.ReadingNote()}
 	if link != nil {
-		v.DownloadURL, v.DownloadExpiresAt = link.URL, rfc3339(link.ExpiresAt)
+		v.DownloadURL, v.DownloadExpiresAt = link.URL, core.RFC3339(link.ExpiresAt)
 	}
 	return v
 }
-
-func rfc3339(t time.Time) string { return t.UTC().Format(time.RFC3339) }

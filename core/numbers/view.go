@@ -1,6 +1,6 @@
 package numbers
 
-import "time"
+import "github.com/faxhub/faxhub/core"
 
 // View is how the agent doors (MCP tools, A2A skills and task artifacts)
 // show one of the owner's numbers: one presentation, so no door can drift.
@@ -36,20 +36,19 @@ func Present(n *Number) View {
 	v := View{
 		ID: n.ID, Number: n.E164, Mode: string(n.Mode), Status: string(n.Status), Country: n.Country, Region: n.Region, Locality: n.Locality,
 		MonthlyPrice: n.MonthlyPrice, MonthlyCents: n.MonthlyCents, Currency: n.Currency, CheckoutURL: n.CheckoutURL,
-		FailureCode: n.FailureCode, FailureReason: n.FailureReason, CreatedAt: rfc3339(n.CreatedAt),
+		FailureCode: n.FailureCode, FailureReason: n.FailureReason, CreatedAt: core.RFC3339(n.CreatedAt),
 	}
 	if n.Status == AwaitingPayment && n.ReservedUntil != nil {
-		v.ReservedUntil = rfc3339(*n.ReservedUntil)
+		v.ReservedUntil = core.RFC3339(*n.ReservedUntil)
 	}
 	if n.PaidThrough != nil {
-		v.PaidThrough = rfc3339(*n.PaidThrough)
+		v.PaidThrough = core.RFC3339(*n.PaidThrough)
 	}
 	if n.ActivatedAt != nil {
-		v.ActivatedAt = rfc3339(*n.ActivatedAt)
+		v.ActivatedAt = core.RFC3339(*n.ActivatedAt)
 	}
 	return v
 }
 
 // rfc3339 is the one time format of the agent views: RFC 3339, UTC, whole
 // seconds.
-func rfc3339(t time.Time) string { return t.UTC().Format(time.RFC3339) }

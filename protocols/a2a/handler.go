@@ -188,7 +188,7 @@ func (rh *requestHandler) runSkill(ctx context.Context, p core.Principal, msg *a
 		}
 		return reply(msg, map[string]any{"uploadUrl": c.UploadURL, "uploadToken": c.UploadToken,
 			"uploadPageUrl": page + "#" + c.UploadToken, "method": c.Method,
-			"expiresAt": rfc3339(c.ExpiresAt), "maxBytes": c.MaxBytes}), nil
+			"expiresAt": core.RFC3339(c.ExpiresAt), "maxBytes": c.MaxBytes}), nil
 	case *createFaxArgs:
 		tv, err := svc.Tasks.StartFaxTask(ctx, p, s.ID, msg.ContextID, faxes.CreateDraftRequest{To: a.To, UploadToken: a.UploadToken, Cover: a.Cover, CoverText: a.CoverText, From: a.From})
 		if err != nil {
@@ -231,7 +231,7 @@ func (rh *requestHandler) runSkill(ctx context.Context, p core.Principal, msg *a
 			return nil, rh.fail(ctx, s.ID, err, targetSkill)
 		}
 		return reply(msg, map[string]any{"checkoutUrl": cs.CheckoutURL, "packId": cs.PackID, "amount": cs.Amount,
-			"credit": cs.Credit, "currency": cs.Currency, "expiresAt": rfc3339(cs.ExpiresAt)}), nil
+			"credit": cs.Credit, "currency": cs.Currency, "expiresAt": core.RFC3339(cs.ExpiresAt)}), nil
 	case *buyCreditsArgs:
 		switch {
 		case a.PackID != "" && len(a.PaymentMandate) > 0:

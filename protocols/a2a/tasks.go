@@ -2,10 +2,10 @@ package a2a
 
 import (
 	"encoding/json"
-	"time"
 
 	"github.com/a2aproject/a2a-go/v2/a2a"
 
+	"github.com/faxhub/faxhub/core"
 	"github.com/faxhub/faxhub/core/faxes"
 	"github.com/faxhub/faxhub/core/numbers"
 	"github.com/faxhub/faxhub/core/tasks"
@@ -50,8 +50,6 @@ type (
 		FailureReason string `json:"failureReason,omitempty"`
 	}
 )
-
-func rfc3339(t time.Time) string { return t.UTC().Format(time.RFC3339) }
 
 // renderTask maps a core task onto an A2A task: the status message says
 // in words and data where the task stands (the draft and its checkout, the
@@ -99,7 +97,7 @@ func renderTask(tv *tasks.View) *a2a.Task {
 		}
 		// Waiting for the owner's approval, or approved and being charged.
 		if tv.ApprovalURL != "" && tv.Purchase != nil && tv.Purchase.Status == tasks.PurchaseAwaitingApproval {
-			current = approvalOut{CartID: tv.Purchase.ID, PackID: tv.Purchase.PackID, ApprovalURL: tv.ApprovalURL, ExpiresAt: rfc3339(tv.Purchase.ExpiresAt)}
+			current = approvalOut{CartID: tv.Purchase.ID, PackID: tv.Purchase.PackID, ApprovalURL: tv.ApprovalURL, ExpiresAt: core.RFC3339(tv.Purchase.ExpiresAt)}
 		}
 		if tv.Receipt != nil {
 			t.Artifacts = append(t.Artifacts, artifact(artifactReceipt, "the receipt of the charge; the credits are in the balance", tv.Receipt))

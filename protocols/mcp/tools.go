@@ -8,7 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -227,8 +226,6 @@ func (h *Handler) toolError(ctx context.Context, tool string, err error) error {
 	return errors.New(msg)
 }
 
-func rfc3339(t time.Time) string { return t.UTC().Format(time.RFC3339) }
-
 func (h *Handler) createUpload(ctx context.Context, _ *mcp.CallToolRequest, in createUploadIn) (*mcp.CallToolResult, uploadOut, error) {
 	const tool = "create_upload"
 	p, err := principal(ctx)
@@ -261,7 +258,7 @@ func (h *Handler) createUpload(ctx context.Context, _ *mcp.CallToolRequest, in c
 	}
 	out := uploadOut{
 		UploadURL: c.UploadURL, UploadToken: c.UploadToken, UploadPageURL: page + "#" + c.UploadToken,
-		Method: c.Method, ExpiresAt: rfc3339(c.ExpiresAt), MaxBytes: c.MaxBytes,
+		Method: c.Method, ExpiresAt: core.RFC3339(c.ExpiresAt), MaxBytes: c.MaxBytes,
 	}
 	if data != nil {
 		doc, err := h.svc.Documents.ReceiveUpload(ctx, c.UploadToken, bytes.NewReader(data))
@@ -373,5 +370,5 @@ func (h *Handler) creditCheckout(ctx context.Context, _ *mcp.CallToolRequest, in
 	if err != nil {
 		return nil, checkoutOut{}, h.toolError(ctx, tool, err)
 	}
-	return nil, checkoutOut{CheckoutURL: cs.CheckoutURL, PackID: cs.PackID, Amount: cs.Amount, Credit: cs.Credit, Currency: cs.Currency, ExpiresAt: rfc3339(cs.ExpiresAt)}, nil
+	return nil, checkoutOut{CheckoutURL: cs.CheckoutURL, PackID: cs.PackID, Amount: cs.Amount, Credit: cs.Credit, Currency: cs.Currency, ExpiresAt: core.RFC3339(cs.ExpiresAt)}, nil
 }
