@@ -79,9 +79,11 @@ func (l Link) PathPrefix() string {
 // the others are on the base origin (BaseURL).
 func (l Link) OnAPI() bool { return strings.HasPrefix(l.Path(), "/api/") }
 
-// Links builds absolute URLs from route names: the router implements it.
+// Links builds absolute URLs, and paths alone, from route names: the
+// router implements it.
 type Links interface {
 	URL(name string, pairs ...string) (string, error)
+	Path(name string, pairs ...string) (string, error)
 }
 
 // URL is the absolute URL of link with its variables (name, value pairs)
@@ -121,6 +123,18 @@ func LinkURL(links Links, cfg Config, link Link, query url.Values, pairs ...stri
 // ExpandLink builds link's URL from its template and the configured
 // origins, as the router does; each value is escaped as one path segment.
 func ExpandLink(cfg Config, link Link, pairs ...string) (string, error) {
+	p, err := expandLinkPath(link, pairs)
+	if err != nil {
+		return "", err
+	}
+	origin := cfg.BaseURL
+	if link.OnAPI() {
+		origin = cfg.APIURL
+	}
+	return origin + p, nil
+}
+
+func expandLinkPath(link Link, pairs []string) (string, error) {
 	p := link.Path()
 	if p == "" {
 		return "", fmt.Errorf("unknown link %q", link)
@@ -138,19 +152,21 @@ func ExpandLink(cfg Config, link Link, pairs ...string) (string, error) {
 	if strings.Contains(p, "{") {
 		return "", fmt.Errorf("link %s: a variable has no value in %s", link, p)
 	}
-	origin := cfg.BaseURL
-	if link.OnAPI() {
-		origin = cfg.APIURL
-	}
-	return origin + p, nil
+	return p, nil
 }
 
 // LinkPath is link's path alone, for a link shown relative to the origin
 // the client already talks to.
 func (s *Kernel) LinkPath(link Link, pairs ...string) string {
-	u, err := url.Parse(s.URL(link, nil, pairs...))
+	var p string
+	var err error
+	if s.d.Links != nil {
+		p, err = s.d.Links.Path(string(link), pairs...)
+	} else {
+		p, err = expandLinkPath(link, pairs)
+	}
 	if err != nil {
 		panic(fmt.Sprintf("core: link %s: %v", link, err))
 	}
-	return u.EscapedPath()
+	return p
 }
