@@ -2,7 +2,6 @@ package approvals_test
 
 import (
 	"context"
-	"sync"
 	"testing"
 	"time"
 
@@ -41,22 +40,7 @@ func TestApprovals(t *testing.T) {
 	_, err = e.Svc.Approvals.Decide(ctx, e.OwnerA.ID, a.ID, approvals.Decision{Approve: true, BindingHash: a.BindingHash})
 	testenv.WantCode(t, err, approvals.CodeUserVerification)
 
-	var wg sync.WaitGroup
-	var mu sync.Mutex
-	wins := 0
-	for range 20 {
-		wg.Go(func() {
-			_, err := e.Svc.Approvals.Decide(ctx, e.OwnerA.ID, a.ID, approvals.Decision{Approve: true, BindingHash: a.BindingHash, UserVerified: true})
-			if err == nil {
-				mu.Lock()
-				wins++
-				mu.Unlock()
-			} else if core.ErrorCode(err) != approvals.CodeApprovalState {
-				t.Error(err)
-			}
-		})
-	}
-	wg.Wait()
+	wins := e.RaceApprovals(t, e.OwnerA.ID, a, 20)
 	if wins != 1 {
 		t.Fatalf("%d decisions won, want 1", wins)
 	}

@@ -1,7 +1,6 @@
 package hosts_test
 
 import (
-	"sync"
 	"testing"
 	"time"
 
@@ -81,22 +80,7 @@ func TestDelegatedSendApproval(t *testing.T) {
 	_, err = e.Svc.Approvals.Decide(ctx, e.OwnerA.ID, appr.ID, approvals.Decision{Approve: true, BindingHash: appr.BindingHash})
 	testenv.WantCode(t, err, approvals.CodeUserVerification)
 	// Concurrent approvals with UV: exactly one fax and one hold.
-	var wg sync.WaitGroup
-	var mu sync.Mutex
-	wins := 0
-	for range 10 {
-		wg.Go(func() {
-			_, err := e.Svc.Approvals.Decide(ctx, e.OwnerA.ID, appr.ID, approvals.Decision{Approve: true, BindingHash: appr.BindingHash, UserVerified: true})
-			if err == nil {
-				mu.Lock()
-				wins++
-				mu.Unlock()
-			} else if core.ErrorCode(err) != approvals.CodeApprovalState {
-				t.Error(err)
-			}
-		})
-	}
-	wg.Wait()
+	wins := e.RaceApprovals(t, e.OwnerA.ID, appr, 10)
 	if wins != 1 || faxCount(t, e) != 1 {
 		t.Fatalf("%d approvals won, %d faxes", wins, faxCount(t, e))
 	}
