@@ -13,6 +13,7 @@ import (
 
 	"github.com/faxhub/faxhub/core"
 	"github.com/faxhub/faxhub/core/documents"
+	"github.com/faxhub/faxhub/internal/fixtures"
 )
 
 func wantCode(t *testing.T, err error, kind core.Kind, code string) {
@@ -126,7 +127,7 @@ func TestToPDF(t *testing.T) {
 		{"jpeg", jpegBytes(t), documents.FileJPEG, 1, ""},
 		{"gif", gifBytes(t), documents.FileGIF, 1, ""},
 		{"tiff", tiffBytes(t), documents.FileTIFF, 1, ""},
-		{"multi-page tiff", multiPageTIFF(3, 40, 60), documents.FileTIFF, 3, ""},
+		{"multi-page tiff", fixtures.MultiPageTIFF(3, 40, 60), documents.FileTIFF, 3, ""},
 		{"truncated png", pngBytes(t)[:60], documents.FilePNG, 0, documents.CodeCorruptDocument},
 		{"truncated jpeg", jpegBytes(t)[:100], documents.FileJPEG, 0, documents.CodeCorruptDocument},
 		{"png header only", []byte("\x89PNG\r\n\x1a\n"), documents.FilePNG, 0, documents.CodeCorruptDocument},
@@ -185,7 +186,7 @@ func TestImageTooLarge(t *testing.T) {
 // dimensions must be refused before anything is decoded.
 func TestTIFFLaterPageTooLarge(t *testing.T) {
 	t.Parallel()
-	src := writeTemp(t, "pages.tif", multiPageTIFF(3, 40, 60, 30000, 30000))
+	src := writeTemp(t, "pages.tif", fixtures.MultiPageTIFF(3, 40, 60, 30000, 30000))
 	_, err := New(Options{}).ToPDF(context.Background(), documents.ConvertRequest{Src: src, Kind: documents.FileTIFF, Dst: filepath.Join(t.TempDir(), "out.pdf")})
 	wantCode(t, err, core.KindUnprocessable, documents.CodeConversionFailed)
 }

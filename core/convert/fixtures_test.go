@@ -234,53 +234,6 @@ func tiffBytes(t testing.TB) []byte {
 	return b.Bytes()
 }
 
-// multiPageTIFF builds an uncompressed 8-bit grey TIFF with one IFD per page,
-// which is how fax and scanner TIFFs carry several pages. If lastClaims is
-// given, the last page's directory claims those dimensions instead.
-func multiPageTIFF(pages, w, h int, lastClaims ...int) []byte {
-	le := binary.LittleEndian
-	var b []byte
-	b = append(b, 'I', 'I', 42, 0, 0, 0, 0, 0)
-	ifdPtr := 4 // where the offset of the next IFD goes
-	for p := 0; p < pages; p++ {
-		pix := len(b)
-		for i := 0; i < w*h; i++ {
-			b = append(b, byte(p*80+i))
-		}
-		if len(b)%2 == 1 {
-			b = append(b, 0)
-		}
-		le.PutUint32(b[ifdPtr:], uint32(len(b)))
-		type tag struct {
-			id, typ uint16
-			val     uint32
-		}
-		cw, ch := w, h
-		if p == pages-1 && len(lastClaims) == 2 {
-			cw, ch = lastClaims[0], lastClaims[1]
-		}
-		tags := []tag{
-			{256, 4, uint32(cw)}, {257, 4, uint32(ch)}, {258, 3, 8}, {259, 3, 1}, {262, 3, 1},
-			{273, 4, uint32(pix)}, {277, 3, 1}, {278, 4, uint32(h)}, {279, 4, uint32(w * h)},
-		}
-		b = le.AppendUint16(b, uint16(len(tags)))
-		for _, tg := range tags {
-			b = le.AppendUint16(b, tg.id)
-			b = le.AppendUint16(b, tg.typ)
-			b = le.AppendUint32(b, 1)
-			if tg.typ == 3 {
-				b = le.AppendUint16(b, uint16(tg.val))
-				b = le.AppendUint16(b, 0)
-			} else {
-				b = le.AppendUint32(b, tg.val)
-			}
-		}
-		ifdPtr = len(b)
-		b = le.AppendUint32(b, 0)
-	}
-	return b
-}
-
 type zipEntry struct{ name, body string }
 
 func zipBytes(t testing.TB, entries ...zipEntry) []byte {

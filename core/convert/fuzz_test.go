@@ -10,6 +10,7 @@ import (
 
 	"github.com/faxhub/faxhub/core"
 	"github.com/faxhub/faxhub/core/documents"
+	"github.com/faxhub/faxhub/internal/fixtures"
 )
 
 // FuzzDetect: whatever the bytes, Detect names a supported kind or answers
@@ -49,8 +50,8 @@ func FuzzDetect(f *testing.F) {
 // go test -fuzz=FuzzTIFF ./core/convert
 func FuzzTIFF(f *testing.F) {
 	f.Add(tiffBytes(f))
-	f.Add(multiPageTIFF(3, 4, 6))
-	f.Add(multiPageTIFF(2, 4, 6, 30000, 30000))
+	f.Add(fixtures.MultiPageTIFF(3, 4, 6))
+	f.Add(fixtures.MultiPageTIFF(2, 4, 6, 30000, 30000))
 	f.Add(deflateTIFF(f, 2, 16, 16, 5, false))
 	f.Add(deflateTIFF(f, 1, 9, 7, 7, true))
 	c := New(Options{})

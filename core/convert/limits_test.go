@@ -15,6 +15,7 @@ import (
 
 	"github.com/faxhub/faxhub/core"
 	"github.com/faxhub/faxhub/core/documents"
+	"github.com/faxhub/faxhub/internal/fixtures"
 )
 
 // Every bound on image conversions answers before decoding, with the code
@@ -30,8 +31,8 @@ func TestImageLimits(t *testing.T) {
 		pages    int
 		code     string
 	}{
-		{"TIFF at the page limit", multiPageTIFF(5, 8, 8), documents.FileTIFF, 5, 0, 5, ""},
-		{"TIFF past the page limit", multiPageTIFF(6, 8, 8), documents.FileTIFF, 5, 0, 0, documents.CodeTooManyPages},
+		{"TIFF at the page limit", fixtures.MultiPageTIFF(5, 8, 8), documents.FileTIFF, 5, 0, 5, ""},
+		{"TIFF past the page limit", fixtures.MultiPageTIFF(6, 8, 8), documents.FileTIFF, 5, 0, 0, documents.CodeTooManyPages},
 		{"TIFF past the walk's own bound", deflateTIFF(t, maxTIFFPages+1, 8, 8, 8, false), documents.FileTIFF, 0, 0, 0, documents.CodeTooManyPages},
 		// 200 pages of 23 MP: each page is within bounds, together 4.6
 		// gigapixels (minutes of CPU) are not.
@@ -44,8 +45,8 @@ func TestImageLimits(t *testing.T) {
 		{"GIF over the decode bound", withGIFSize(gifBytes(t), 6500, 6500), documents.FileGIF, 0, 0, 0, documents.CodeConversionFailed},
 		// The directory walk once read LONGs as signed and masked them: this
 		// page looked 1 pixel wide and the decoder allocated 2 GB for it.
-		{"TIFF width above 2^31", multiPageTIFF(1, 4, 6, 0x80000001, 1), documents.FileTIFF, 0, 0, 0, documents.CodeConversionFailed},
-		{"TIFF sides whose product overflows", multiPageTIFF(1, 4, 6, 0xffffffff, 0xffffffff), documents.FileTIFF, 0, 0, 0, documents.CodeConversionFailed},
+		{"TIFF width above 2^31", fixtures.MultiPageTIFF(1, 4, 6, 0x80000001, 1), documents.FileTIFF, 0, 0, 0, documents.CodeConversionFailed},
+		{"TIFF sides whose product overflows", fixtures.MultiPageTIFF(1, 4, 6, 0xffffffff, 0xffffffff), documents.FileTIFF, 0, 0, 0, documents.CodeConversionFailed},
 		{"PNG width above 2^31", withPNGSize(pngBytes(t), 0x80000001, 1), documents.FilePNG, 0, 0, 0, documents.CodeConversionFailed},
 		{"TIFF strips that inflate past their rows", deflateTIFF(t, 1, 2000, 2000, 2000, false, 8), documents.FileTIFF, 0, 0, 0, documents.CodeConversionFailed},
 		{"TIFF strips that inflate a little (the decoder ignores the rest)", deflateTIFF(t, 1, 300, 300, 100, false, 2), documents.FileTIFF, 0, 0, 1, ""},

@@ -2,7 +2,6 @@ package inbox_test
 
 import (
 	"context"
-	"encoding/binary"
 	"fmt"
 	"os"
 	"os/exec"
@@ -20,6 +19,7 @@ import (
 	"github.com/faxhub/faxhub/core/documents"
 	"github.com/faxhub/faxhub/core/inbox"
 	"github.com/faxhub/faxhub/core/numbers"
+	"github.com/faxhub/faxhub/internal/fixtures"
 	"github.com/faxhub/faxhub/internal/require"
 	"github.com/faxhub/faxhub/internal/testenv"
 )
@@ -159,7 +159,7 @@ func TestLargeInboundFaxIsReceivedWhenReadingRunsOutOfTime(t *testing.T) {
 	p := e.Principal(t, e.KeyATest)
 	n := receivingNumber(t, e, p, "+12125550170")
 	const pages = 120
-	f := simulate(t, e, p, n.E164, multiPageTIFF(pages, 48, 64))
+	f := simulate(t, e, p, n.E164, fixtures.MultiPageTIFF(pages, 48, 64))
 
 	job := newJobCtx()
 	var textDeadline time.Time
@@ -265,41 +265,4 @@ func TestInboundFaxResumesAfterTheStoredStep(t *testing.T) {
 			}
 		})
 	}
-}
-
-// multiPageTIFF builds an uncompressed 8-bit grey TIFF with one directory
-// per page, as fax TIFFs carry their pages.
-func multiPageTIFF(pages, w, h int) []byte {
-	le := binary.LittleEndian
-	b := []byte{'I', 'I', 42, 0, 0, 0, 0, 0}
-	next := 4 // where the offset of the next directory goes
-	for p := 0; p < pages; p++ {
-		pix := len(b)
-		for i := 0; i < w*h; i++ {
-			b = append(b, byte(p*80+i))
-		}
-		if len(b)%2 == 1 {
-			b = append(b, 0)
-		}
-		le.PutUint32(b[next:], uint32(len(b)))
-		tags := [][3]uint32{
-			{256, 4, uint32(w)}, {257, 4, uint32(h)}, {258, 3, 8}, {259, 3, 1}, {262, 3, 1},
-			{273, 4, uint32(pix)}, {277, 3, 1}, {278, 4, uint32(h)}, {279, 4, uint32(w * h)},
-		}
-		b = le.AppendUint16(b, uint16(len(tags)))
-		for _, tg := range tags {
-			b = le.AppendUint16(b, uint16(tg[0]))
-			b = le.AppendUint16(b, uint16(tg[1]))
-			b = le.AppendUint32(b, 1)
-			if tg[1] == 3 {
-				b = le.AppendUint16(b, uint16(tg[2]))
-				b = le.AppendUint16(b, 0)
-			} else {
-				b = le.AppendUint32(b, tg[2])
-			}
-		}
-		next = len(b)
-		b = le.AppendUint32(b, 0)
-	}
-	return b
 }
