@@ -54,6 +54,12 @@ const (
 	PrefixRequest           = "req_"
 	PrefixSimulated         = "sim_"
 	PrefixMachineSettlement = "mpp_"
+	// Events (core/events) and where they go: webhook endpoints, their
+	// deliveries, and A2A push notification configs.
+	PrefixEvent           = "evt_"
+	PrefixWebhookEndpoint = "we_"
+	PrefixWebhookDelivery = "whd_"
+	PrefixPushConfig      = "pnc_"
 )
 
 // Secret prefixes: a bearer secret says what it is, so a leaked one can be
@@ -85,7 +91,7 @@ var idEncoding = base32.NewEncoding("0123456789abcdefghjkmnpqrstvwxyz").WithPadd
 // random bits.
 func NewID(prefix string) string {
 	switch prefix {
-	case PrefixFax, PrefixAttempt, PrefixLedger:
+	case PrefixFax, PrefixAttempt, PrefixLedger, PrefixEvent, PrefixWebhookDelivery:
 		return prefix + orderedID(time.Now())
 	}
 	return prefix + RandomString(16)

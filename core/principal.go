@@ -139,6 +139,19 @@ const (
 	OpGetTask    Operation = "get_task"
 	OpCancelTask Operation = "cancel_task"
 	OpBuyCredits Operation = "buy_credits"
+	// Events: reading the log needs any product scope (each event type is
+	// then filtered by its own, events.Readable); webhook endpoints are the
+	// account's settings, managed with an API key or in the console only.
+	OpListEvents     Operation = "list_events"
+	OpManageWebhooks Operation = "manage_webhooks"
+)
+
+// Scopes that are not product scopes, used only in scopeFor: scopeAny is
+// met by any product scope, scopeAccount only by the account's own
+// credentials (an API key, the owner's console session).
+const (
+	scopeAny     Scope = "*"
+	scopeAccount Scope = "account"
 )
 
 // scopeFor is the one table that says which scope gates which operation.
@@ -172,10 +185,19 @@ var scopeFor = map[Operation]Scope{
 	OpGetTask:         ScopeFaxRead,
 	OpCancelTask:      ScopeFaxDraft,
 	OpBuyCredits:      ScopeCreditsCheckout,
+	OpListEvents:      scopeAny,
+	OpManageWebhooks:  scopeAccount,
 }
 
 // ScopeFor returns the scope that gates op ("" for an unknown operation).
-func ScopeFor(op Operation) Scope { return scopeFor[op] }
+// Operations met by any scope, or by the account's own credentials only,
+// answer "".
+func ScopeFor(op Operation) Scope {
+	if s := scopeFor[op]; s != scopeAny && s != scopeAccount {
+		return s
+	}
+	return ""
+}
 
 // Authorize checks that p may perform op. It is the only authorization check
 // in faxhub.
@@ -190,8 +212,19 @@ func Authorize(p Principal, op Operation) error {
 	if p.Operations != nil && !slices.Contains(p.Operations, op) {
 		return Errorf(KindForbidden, CodeInsufficientScope, "this credential may not %s", strings.ReplaceAll(string(op), "_", " ")).With("operation", string(op))
 	}
-	if !p.Has(need) {
-		return Errorf(KindForbidden, CodeInsufficientScope, "this credential lacks the %s scope", need).With("required_scope", string(need))
+	switch need {
+	case scopeAny:
+		if len(p.Scopes) == 0 {
+			return Errorf(KindForbidden, CodeInsufficientScope, "this credential holds no scope")
+		}
+	case scopeAccount:
+		if p.Kind != PrincipalAPIKey && p.Kind != PrincipalOwnerSession {
+			return Errorf(KindForbidden, CodeInsufficientScope, "only the account's API keys and its owner in the console may %s", strings.ReplaceAll(string(op), "_", " ")).With("operation", string(op))
+		}
+	default:
+		if !p.Has(need) {
+			return Errorf(KindForbidden, CodeInsufficientScope, "this credential lacks the %s scope", need).With("required_scope", string(need))
+		}
 	}
 	return nil
 }

@@ -88,7 +88,7 @@ func (s *Service) CreateFax(ctx context.Context, tx Tx, n NewFax) error {
 	if err := s.d.Queue.EnqueueDelivery(ctx, tx, f.ID, f.CreatedAt); err != nil {
 		return fmt.Errorf("enqueue delivery: %w", err)
 	}
-	return nil
+	return s.faxEvent(ctx, tx, f, nil, "")
 }
 
 func cmpReason(reason, def string) string {

@@ -108,7 +108,7 @@ func (s *Service) startAttempt(ctx context.Context, faxID string) (*Fax, *Attemp
 				// back rather than leave it sending forever.
 				o.Status, o.CompletedAt = Failed, &now
 				o.FailureCode, o.FailureReason, o.UpdatedAt = "interrupted", "delivery was interrupted on the last attempt", now
-				if err := tx.UpdateFax(ctx, o, Sending); err != nil {
+				if err := s.saveFax(ctx, tx, o, last, Sending); err != nil {
 					return err
 				}
 				ended.seen(nil, o)
@@ -128,6 +128,9 @@ func (s *Service) startAttempt(ctx context.Context, faxID string) (*Fax, *Attemp
 		}
 		a := &Attempt{ID: core.NewID(core.PrefixAttempt), FaxID: o.ID, Number: o.Attempts, Provider: s.ProviderName(o.Mode), Status: AttemptSending, StartedAt: now}
 		if err := tx.CreateAttempt(ctx, a); err != nil {
+			return err
+		}
+		if err := s.faxEvent(ctx, tx, o, a, from); err != nil {
 			return err
 		}
 		fax, attempt = o, a
@@ -192,7 +195,7 @@ func (s *Service) recordOutcome(ctx context.Context, faxID, attemptID string, re
 			// Compare-and-set on the fax even though only the attempt
 			// changes: on PostgreSQL a concurrent report that ended the
 			// fax makes this one stale, and its attempt update rolls back.
-			if err := tx.UpdateFax(ctx, o, Sending); errors.Is(err, core.ErrConflict) {
+			if err := tx.UpdateFax(ctx, o, Sending); errors.Is(err, core.ErrConflict) { // no status change: no event
 				return errStaleOutcome
 			} else if err != nil {
 				return err
@@ -201,7 +204,7 @@ func (s *Service) recordOutcome(ctx context.Context, faxID, attemptID string, re
 		case AttemptDelivered:
 			o.Status, o.PagesSent, o.CompletedAt = Delivered, o.Pages, &now
 			o.FailureCode, o.FailureReason = "", ""
-			if err := tx.UpdateFax(ctx, o, Sending); err != nil {
+			if err := s.saveFax(ctx, tx, o, a, Sending); err != nil {
 				return err
 			}
 			return s.settle(ctx, tx, o, credits.LedgerCapture)
@@ -214,14 +217,14 @@ func (s *Service) recordOutcome(ctx context.Context, faxID, attemptID string, re
 				}
 				o.Status, o.CompletedAt = Failed, &now
 				o.FailureCode, o.FailureReason = a.FailureCode, a.FailureReason
-				if err := tx.UpdateFax(ctx, o, Sending); err != nil {
+				if err := s.saveFax(ctx, tx, o, a, Sending); err != nil {
 					return err
 				}
 				return s.settle(ctx, tx, o, credits.LedgerRelease)
 			}
 			o.Status, o.PagesSent, o.CompletedAt = Partial, res.PagesSent, &now
 			o.FailureCode, o.FailureReason = a.FailureCode, a.FailureReason
-			if err := tx.UpdateFax(ctx, o, Sending); err != nil {
+			if err := s.saveFax(ctx, tx, o, a, Sending); err != nil {
 				return err
 			}
 			if err := s.settle(ctx, tx, o, credits.LedgerCapture); err != nil {
@@ -233,7 +236,7 @@ func (s *Service) recordOutcome(ctx context.Context, faxID, attemptID string, re
 				at := now.Add(s.backoff(o.Attempts))
 				o.Status, o.NextAttemptAt = Queued, &at
 				o.FailureCode, o.FailureReason = a.FailureCode, a.FailureReason
-				if err := tx.UpdateFax(ctx, o, Sending); err != nil {
+				if err := s.saveFax(ctx, tx, o, a, Sending); err != nil {
 					return err
 				}
 				return s.d.Queue.EnqueueDelivery(ctx, tx, o.ID, at)
@@ -244,7 +247,7 @@ func (s *Service) recordOutcome(ctx context.Context, faxID, attemptID string, re
 				o.Status = Canceled
 			}
 			o.FailureCode, o.FailureReason = a.FailureCode, a.FailureReason
-			if err := tx.UpdateFax(ctx, o, Sending); err != nil {
+			if err := s.saveFax(ctx, tx, o, a, Sending); err != nil {
 				return err
 			}
 			return s.settle(ctx, tx, o, credits.LedgerRelease)

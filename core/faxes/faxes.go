@@ -19,6 +19,7 @@ import (
 	"github.com/faxhub/faxhub/core"
 	"github.com/faxhub/faxhub/core/credits"
 	"github.com/faxhub/faxhub/core/documents"
+	"github.com/faxhub/faxhub/core/events"
 	"github.com/faxhub/faxhub/core/numbers"
 )
 
@@ -417,7 +418,7 @@ func (s *Service) CancelQueued(ctx context.Context, p core.Principal, id string)
 		now := s.now()
 		o.Status, o.UpdatedAt, o.CompletedAt, o.NextAttemptAt = Canceled, now, &now, nil
 		o.FailureCode, o.FailureReason = "canceled", "canceled by the owner"
-		if err := tx.UpdateFax(ctx, o, Queued); err != nil {
+		if err := s.saveFax(ctx, tx, o, nil, Queued); err != nil {
 			if errors.Is(err, core.ErrConflict) {
 				return core.Errorf(core.KindConflict, CodeFaxNotCancelable, "the fax started sending and can no longer be canceled")
 			}
@@ -474,6 +475,7 @@ type Tx interface {
 	core.Tx
 	credits.Tx
 	documents.Tx
+	events.Queries
 	Queries
 }
 

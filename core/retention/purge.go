@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"time"
 
 	"github.com/faxhub/faxhub/core"
@@ -139,6 +141,9 @@ func (s *Service) Purge(ctx context.Context) ([]PurgeCount, error) {
 	step("machine_requests", func() (int64, error) { return st.PurgeMachineRequests(ctx, now.Add(-machineRequestRetention)) })
 	step("machine_claims", func() (int64, error) { return st.PurgeMachineClaims(ctx, now.Add(-failedClaimRetention)) })
 	step("inbound_faxes", func() (int64, error) { return s.purgeInbound(ctx, now.Add(-c.InboxRetention)) })
+	for _, name := range slices.Sorted(maps.Keys(s.d.Purgers)) {
+		step(name, func() (int64, error) { return s.d.Purgers[name](ctx) })
+	}
 
 	attrs := make([]any, 0, 2*len(out)+2)
 	for _, pc := range out {

@@ -34,7 +34,10 @@ type Deps struct {
 	// AuthState, when the authorization server keeps its state in the same
 	// database, is purged too.
 	AuthState AuthStatePurger
-	Logger    *slog.Logger
+	// Purgers are the features that keep their own retention (the event
+	// log, webhook deliveries), each run by name in every purge.
+	Purgers map[string]func(context.Context) (int64, error)
+	Logger  *slog.Logger
 }
 
 // Service runs the garbage collector.

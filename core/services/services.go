@@ -17,6 +17,7 @@ import (
 	"github.com/faxhub/faxhub/core/checkout"
 	"github.com/faxhub/faxhub/core/credits"
 	"github.com/faxhub/faxhub/core/documents"
+	"github.com/faxhub/faxhub/core/events"
 	"github.com/faxhub/faxhub/core/faxes"
 	"github.com/faxhub/faxhub/core/hosts"
 	"github.com/faxhub/faxhub/core/inbox"
@@ -31,6 +32,7 @@ import (
 // implementation, core/store, on SQLite and PostgreSQL).
 type Store interface {
 	core.Store
+	events.Store
 	faxes.Queries
 	retention.Store
 	machine.Queries
@@ -51,6 +53,7 @@ type Store interface {
 // store's transaction implements it; each feature asserts its own part).
 type Tx interface {
 	core.Tx
+	events.Queries
 	faxes.Tx
 	machine.Tx
 	tasks.Tx
@@ -149,6 +152,7 @@ type Config struct {
 // Set is every feature service of one process.
 type Set struct {
 	Kernel    *core.Kernel
+	Events    *events.Service
 	Accounts  *accounts.Service
 	Approvals *approvals.Service
 	Credits   *credits.Service
@@ -238,9 +242,11 @@ func New(cfg Config, deps Deps) (*Set, error) {
 	if err != nil {
 		return nil, err
 	}
+	evs := events.New(deps.Store, core.Clock(cfg.Now).Now)
 	*set = Set{
 		cfg:       cfg,
 		Kernel:    c,
+		Events:    evs,
 		Accounts:  accts,
 		Approvals: approvalInbox,
 		Credits:   creds,
@@ -253,6 +259,7 @@ func New(cfg Config, deps Deps) (*Set, error) {
 		}),
 		Retention: retention.New(cfg.Storage, core.Clock(cfg.Now), retention.Deps{
 			Store: deps.Store, Blobs: deps.Blobs, Documents: docs, AuthState: deps.AuthState, Logger: deps.Logger,
+			Purgers: map[string]func(context.Context) (int64, error){"events": evs.Purge},
 		}),
 		Checkout: checkout.New(kc, cfg.Checkout, checkout.Deps{
 			Store: deps.Store, Gateways: deps.Checkout, Prices: deps.Prices, Logger: deps.Logger, Kernel: c, Credits: creds, Faxes: fx, Numbers: nums,

@@ -1,0 +1,64 @@
+package faxes
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/faxhub/faxhub/core/events"
+)
+
+// eventFor is the event a fax's move from prev to its status means ("" for
+// none: an attempt's progress while sending changes no status).
+func eventFor(prev, now Status) events.Type {
+	if prev == now {
+		return ""
+	}
+	switch now {
+	case Queued:
+		if prev == Sending {
+			return events.FaxRetrying // an attempt failed and another is due
+		}
+		return events.FaxQueued
+	case Sending:
+		return events.FaxSending
+	case Delivered:
+		return events.FaxDelivered
+	case Partial:
+		return events.FaxPartial
+	case Failed:
+		return events.FaxFailed
+	case Canceled:
+		return events.FaxCanceled
+	}
+	return ""
+}
+
+// saveFax writes o if its stored status is from (UpdateFax) and appends, in
+// the same transaction, the event its new status means. latest is the
+// attempt the event shows (nil: none yet).
+func (s *Service) saveFax(ctx context.Context, tx Tx, o *Fax, latest *Attempt, from Status) error {
+	if err := tx.UpdateFax(ctx, o, from); err != nil {
+		return err
+	}
+	return s.faxEvent(ctx, tx, o, latest, from)
+}
+
+// faxEvent appends the event of o's move from prev. The event's data is the
+// fax as GET /api/v1/faxes/{id} shows it at that moment. A fax paid by a
+// machine belongs to no account, so it has no one to tell.
+func (s *Service) faxEvent(ctx context.Context, tx Tx, o *Fax, latest *Attempt, prev Status) error {
+	t := eventFor(prev, o.Status)
+	if t == "" || o.PaymentMethod == PayMachine {
+		return nil
+	}
+	view := *o
+	s.Present(&view, latest)
+	at := o.UpdatedAt
+	if at.IsZero() {
+		at = o.CreatedAt
+	}
+	if err := events.Append(ctx, tx, o.OwnerID, o.Mode, t, o.ID, &view, at); err != nil {
+		return fmt.Errorf("fax %s: %w", o.ID, err)
+	}
+	return nil
+}
