@@ -147,6 +147,8 @@ type Config struct {
 	Machine machine.Config
 	// Numbers: renting fax numbers.
 	Numbers numbers.Config
+	// Tasks: the streams that follow agent tasks.
+	Tasks tasks.Config
 }
 
 // Set is every feature service of one process.
@@ -231,6 +233,7 @@ func New(cfg Config, deps Deps) (*Set, error) {
 		return nil, err
 	}
 	cfg.Numbers.SetDefaults()
+	cfg.Tasks.SetDefaults()
 	nums := numbers.New(kc, cfg.Numbers, numbers.Deps{
 		Store: deps.Store, Queue: deps.Queue, Providers: deps.Numbers, Destination: deps.Destination,
 		Prices: deps.Prices, Logger: deps.Logger, Kernel: c,
@@ -272,9 +275,9 @@ func New(cfg Config, deps Deps) (*Set, error) {
 			Store: deps.Store, Queue: deps.Queue, Blobs: deps.Blobs, Converter: deps.Converter, Destination: deps.Destination,
 			Providers: deps.Providers, Text: deps.Text, Logger: deps.Logger, Kernel: c, Faxes: fx, Documents: docs, Numbers: nums,
 		}),
-		Tasks: tasks.New(kc, tasks.Deps{
+		Tasks: tasks.New(kc, cfg.Tasks, tasks.Deps{
 			Store: deps.Store, Signer: deps.Signer, PaymentMethods: deps.PaymentMethods, Prices: deps.Prices,
-			Logger: deps.Logger, Kernel: c, Approvals: approvalInbox, Credits: creds, Faxes: fx, Numbers: nums,
+			Logger: deps.Logger, Kernel: c, Approvals: approvalInbox, Credits: creds, Faxes: fx, Numbers: nums, Events: evs,
 		}),
 	}
 	// Agent claims and device approvals are code-confirmed: approved on

@@ -15,6 +15,7 @@ import (
 	"github.com/faxhub/faxhub/core"
 	"github.com/faxhub/faxhub/core/approvals"
 	"github.com/faxhub/faxhub/core/credits"
+	"github.com/faxhub/faxhub/core/events"
 	"github.com/faxhub/faxhub/core/faxes"
 	"github.com/faxhub/faxhub/core/numbers"
 	"github.com/faxhub/faxhub/core/payments"
@@ -239,29 +240,35 @@ type Deps struct {
 	Numbers *numbers.Service
 	// Faxes creates, prices and reads faxes and drafts.
 	Faxes *faxes.Service
+	// Events is the owners' event log, which task streams follow.
+	Events *events.Service
 }
 
 // Service runs agent tasks.
 type Service struct {
 	cfg       core.Config
+	conf      Config
 	d         Deps
 	kernel    *core.Kernel
 	approvals *approvals.Service
 	credits   *credits.Service
 	numbers   *numbers.Service
 	faxes     *faxes.Service
+	streams   *streams
 }
 
 // New returns the task service; cfg is the kernel's configuration
-// (origins, clock) with its defaults applied.
-func New(cfg core.Config, d Deps) *Service {
+// (origins, clock) with its defaults applied, conf the feature's own.
+func New(cfg core.Config, conf Config, d Deps) *Service {
 	if d.Logger == nil {
 		d.Logger = slog.New(slog.DiscardHandler)
 	}
 	if d.Prices == nil {
 		d.Prices = core.DefaultPriceTable()
 	}
-	return &Service{cfg: cfg, d: d, kernel: d.Kernel, faxes: d.Faxes, numbers: d.Numbers, credits: d.Credits, approvals: d.Approvals}
+	conf.SetDefaults()
+	return &Service{cfg: cfg, conf: conf, d: d, kernel: d.Kernel, faxes: d.Faxes, numbers: d.Numbers, credits: d.Credits,
+		approvals: d.Approvals, streams: newStreams()}
 }
 
 func (s *Service) now() time.Time { return core.Clock(s.cfg.Now).Now() }

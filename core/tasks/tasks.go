@@ -70,6 +70,11 @@ func (s *Service) Get(ctx context.Context, p core.Principal, id string) (*View, 
 	if err != nil {
 		return nil, err
 	}
+	return s.view(ctx, p, t)
+}
+
+// view derives t as of now from its subject.
+func (s *Service) view(ctx context.Context, p core.Principal, t *Task) (*View, error) {
 	switch t.Kind {
 	case KindFax:
 		return s.faxTaskView(ctx, p, t)
