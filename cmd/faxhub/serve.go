@@ -69,6 +69,10 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		// app.Handler): 30 s for a JSON or form body, uploads at 64 KiB/s
 		// on average after 30 s.
 	}
+	// Streams (A2A task streams) last up to an hour: at shutdown they end
+	// at once, their clients subscribe again to another replica, and
+	// Shutdown waits only for the requests that finish by themselves.
+	srv.RegisterOnShutdown(a.Svc.Tasks.CloseStreams)
 	purge := func(ctx context.Context) error { _, err := a.Svc.Retention.Purge(ctx); return err }
 	if err := a.Queue.SchedulePurge(purge, a.Svc.Config().Storage.GCInterval); err != nil {
 		return err

@@ -229,12 +229,14 @@ func (st *Stream) Follow(ctx context.Context, first *View) iter.Seq2[*View, erro
 			yield(nil, fmt.Errorf("follow task %s: not a task of the stream's principal", first.ID))
 			return
 		}
+		// first was derived about now: the next refresh is due Refresh
+		// after this, however long the client takes to read it.
+		last, derived, failures := first, s.now(), 0
 		if !yield(first, nil) || first.State.Terminal() {
 			return
 		}
 		ticks, stop := conf.Ticker(conf.Poll)
 		defer stop()
-		last, derived, failures := first, s.now(), 0
 		for {
 			select {
 			case <-ctx.Done():

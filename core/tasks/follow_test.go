@@ -46,7 +46,10 @@ type follower struct {
 	done  chan struct{}
 }
 
-func follow(ctx context.Context, st *tasks.Stream, first *tasks.View, ticks chan time.Time) *follower {
+func follow(t *testing.T, ctx context.Context, st *tasks.Stream, first *tasks.View, ticks chan time.Time) *follower {
+	// A test that fails leaves no follower behind for the next one.
+	ctx, cancel := context.WithCancel(ctx)
+	t.Cleanup(cancel)
 	f := &follower{ticks: ticks, views: make(chan *tasks.View), errs: make(chan error, 1), done: make(chan struct{})}
 	go func() {
 		defer close(f.done)
@@ -97,18 +100,60 @@ func (f *follower) tick(t *testing.T) {
 	}
 }
 
-// quiet asserts that a poll yields nothing: the next tick is taken.
+// quiet asserts that a poll yields nothing: the next tick is taken. (The
+// follower is then busy with that next tick, which sees what the test
+// does meanwhile: step and end allow for it.)
 func (f *follower) quiet(t *testing.T) {
 	t.Helper()
 	f.tick(t)
 	f.tick(t)
 }
 
-// step makes the follower poll once and returns what it yields.
+// step returns what the follower yields at its next poll, or at the poll
+// it is busy with.
 func (f *follower) step(t *testing.T) *tasks.View {
 	t.Helper()
-	f.tick(t)
-	return f.next(t)
+	select {
+	case f.ticks <- time.Time{}:
+		return f.next(t)
+	case v := <-f.views:
+		return v
+	case <-f.done:
+		t.Fatal("the stream ended; a view was expected")
+	case <-time.After(patience):
+		t.Fatal("the follower took no tick")
+	}
+	return nil
+}
+
+// delivered steps until the fax task completes: a poll may fall inside
+// the attempt and see the fax sending first.
+func (f *follower) delivered(t *testing.T) *tasks.View {
+	t.Helper()
+	for {
+		v := f.step(t)
+		if v.State == tasks.Completed {
+			return v
+		}
+		if v.State != tasks.Working || v.Fax == nil || v.Fax.Status != faxes.Sending {
+			t.Fatalf("before delivery: %s %q", v.State, v.Message)
+		}
+	}
+}
+
+// end makes the follower poll, unless the poll it is busy with ended the
+// stream already, and asserts that the stream ended.
+func (f *follower) end(t *testing.T) {
+	t.Helper()
+	select {
+	case f.ticks <- time.Time{}:
+	case <-f.done:
+	case v := <-f.views:
+		t.Fatalf("an unexpected view: %s %q", v.State, v.Message)
+	case <-time.After(patience):
+		t.Fatal("the follower took no tick")
+	}
+	f.ended(t)
 }
 
 // ended asserts that the stream ended without an error.
@@ -149,7 +194,7 @@ func TestFollowFaxTask(t *testing.T) {
 	}
 	// Created after the stream's mark: its events are the stream's.
 	v := startFaxTask(t, e, p, "+12125550105", 2) // the first attempt fails, the retry is delivered
-	f := follow(ctx, st, v, ticks)
+	f := follow(t, ctx, st, v, ticks)
 	wantState(t, "first", f.next(t), tasks.InputRequired, "")
 	if n := e.Svc.Tasks.OpenStreams(p.OwnerID); n != 1 {
 		t.Fatalf("open streams %d", n)
@@ -168,16 +213,22 @@ func TestFollowFaxTask(t *testing.T) {
 	if err := e.Svc.Faxes.Deliver(ctx, faxID); err != nil {
 		t.Fatal(err)
 	}
-	retry := f.step(t)
-	wantState(t, "retry", retry, tasks.Working, "")
-	if !strings.Contains(retry.Message, "retry") {
-		t.Fatalf("retry message %q", retry.Message)
+	// The poll may fall between the attempt's start and its end: the
+	// fax is seen sending, then queued for its retry.
+	for {
+		retry := f.step(t)
+		wantState(t, "retry", retry, tasks.Working, "")
+		if strings.Contains(retry.Message, "retry") {
+			break
+		}
+		if retry.Fax.Status != faxes.Sending {
+			t.Fatalf("before the retry: %s %q", retry.Fax.Status, retry.Message)
+		}
 	}
 	if err := e.Svc.Faxes.Deliver(ctx, faxID); err != nil {
 		t.Fatal(err)
 	}
-	done := f.step(t)
-	wantState(t, "delivered", done, tasks.Completed, "")
+	done := f.delivered(t)
 	if done.Fax.Status != faxes.Delivered {
 		t.Fatalf("fax %s", done.Fax.Status)
 	}
@@ -199,7 +250,7 @@ func TestSubscribeTask(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	f := follow(ctx, st, got, ticks)
+	f := follow(t, ctx, st, got, ticks)
 	wantState(t, "subscribed", f.next(t), tasks.InputRequired, "")
 	if _, err := e.Svc.Tasks.Cancel(ctx, p, v.ID); err != nil {
 		t.Fatal(err)
@@ -215,7 +266,7 @@ func TestSubscribeTask(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	f = follow(ctx, st, got, ticks)
+	f = follow(t, ctx, st, got, ticks)
 	wantState(t, "final", f.next(t), tasks.Canceled, "canceled")
 	f.ended(t)
 
@@ -268,7 +319,7 @@ func TestFollowIgnoresUnrelatedEvents(t *testing.T) {
 		t.Fatal(err)
 	}
 	v := startFaxTask(t, e, p, "+12125550100", 1)
-	f := follow(ctx, st, v, ticks)
+	f := follow(t, ctx, st, v, ticks)
 	f.next(t)
 	appendEvents(t, e, p, 250)
 	f.quiet(t)
@@ -286,7 +337,7 @@ func TestFollowIgnoresUnrelatedEvents(t *testing.T) {
 	if err := e.Svc.Faxes.Deliver(ctx, faxOfTask(t, getTask(t, e, p, v.ID))); err != nil {
 		t.Fatal(err)
 	}
-	wantState(t, "delivered", f.step(t), tasks.Completed, "")
+	f.delivered(t)
 	f.ended(t)
 }
 
@@ -301,7 +352,7 @@ func TestFollowRefreshes(t *testing.T) {
 		t.Fatal(err)
 	}
 	v := startFaxTask(t, e, p, "+12125550100", 1)
-	f := follow(ctx, st, v, ticks)
+	f := follow(t, ctx, st, v, ticks)
 	f.next(t)
 	// Canceled behind the stream's back: no event, no refresh due yet.
 	if _, err := e.Svc.Tasks.Cancel(ctx, p, v.ID); err != nil {
@@ -317,7 +368,7 @@ func TestFollowRefreshes(t *testing.T) {
 		t.Fatal(err)
 	}
 	v = startFaxTask(t, e, p, "+12125550100", 1)
-	f = follow(ctx, st, v, ticks)
+	f = follow(t, ctx, st, v, ticks)
 	f.next(t)
 	clk.Advance(v.Draft.ExpiresAt.Sub(clk.Now()) + time.Second)
 	wantState(t, "expired", f.step(t), tasks.Failed, "draft_expired")
@@ -336,7 +387,7 @@ func TestFollowNumberTask(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	f := follow(ctx, st, v, ticks)
+	f := follow(t, ctx, st, v, ticks)
 	wantState(t, "reserved", f.next(t), tasks.InputRequired, "")
 	cs, err := e.Svc.Checkout.StartNumber(ctx, p, v.SubjectID)
 	if err != nil {
@@ -415,51 +466,55 @@ func TestStreamBounds(t *testing.T) {
 		t.Fatal(err)
 	}
 	v := startFaxTask(t, e, p, "+12125550100", 1)
-	f := follow(ctx, st, v, ticks)
+	f := follow(t, ctx, st, v, ticks)
 	f.next(t)
 	f.quiet(t)
 	clk.Advance(tasks.DefaultStreamMaxDuration)
-	f.tick(t)
-	f.ended(t)
+	f.end(t)
 
 	// Shutdown ends every stream.
 	st, v2, err := e.Svc.Tasks.Subscribe(ctx, p, v.ID)
 	if err != nil {
 		t.Fatal(err)
 	}
-	f = follow(ctx, st, v2, ticks)
+	f = follow(t, ctx, st, v2, ticks)
 	f.next(t)
-	before := runtime.NumGoroutine()
 	cctx, cancel := context.WithCancel(ctx)
 	st2, v3, err := e.Svc.Tasks.Subscribe(cctx, pb, startFaxTask(t, e, pb, "+12125550100", 1).ID)
 	if err != nil {
 		t.Fatal(err)
 	}
-	g := follow(cctx, st2, v3, ticks)
+	g := follow(t, cctx, st2, v3, ticks)
 	g.next(t)
 	// The client goes away: its stream ends and gives its slot back, and
 	// the follower's goroutine is gone.
 	cancel()
 	g.ended(t)
-	waitGoroutines(t, before)
+	if n := e.Svc.Tasks.OpenStreams(pb.OwnerID); n != 0 {
+		t.Fatalf("the gone client's stream holds its slot (%d)", n)
+	}
 	e.Svc.Tasks.CloseStreams()
 	f.ended(t)
+	waitNoFollowers(t)
 	if n := e.Svc.Tasks.OpenStreams(""); n != 0 {
 		t.Fatalf("open streams after shutdown: %d", n)
 	}
 }
 
-// waitGoroutines waits until no more goroutines run than n (a goroutine
-// that ends is gone a moment after).
-func waitGoroutines(t *testing.T, n int) {
+// waitNoFollowers waits until no goroutine is in Stream.Follow (one that
+// ends is gone a moment after its stream says so).
+func waitNoFollowers(t *testing.T) {
 	t.Helper()
 	deadline := time.Now().Add(patience)
-	for runtime.NumGoroutine() > n {
-		if time.Now().After(deadline) {
-			buf := make([]byte, 1<<20)
-			t.Fatalf("%d goroutines, want at most %d:\n%s", runtime.NumGoroutine(), n, buf[:runtime.Stack(buf, true)])
+	buf := make([]byte, 8<<20)
+	for {
+		stacks := string(buf[:runtime.Stack(buf, true)])
+		if !strings.Contains(stacks, "(*Stream).Follow") {
+			return
 		}
-		runtime.Gosched()
+		if time.Now().After(deadline) {
+			t.Fatalf("a follower outlived its stream:\n%s", stacks)
+		}
 		time.Sleep(time.Millisecond)
 	}
 }

@@ -111,6 +111,10 @@ type Options struct {
 	// off, and nothing is counted.
 	MetricsAddr string
 
+	// A2AKeepAlive is how often an idle A2A stream sends an SSE comment
+	// (zero: a2a.DefaultKeepAlive, 15 s). Tests shorten it.
+	A2AKeepAlive time.Duration
+
 	// Core adjusts the service configuration last (tests: clocks, limits).
 	Core   func(*services.Config)
 	Logger *slog.Logger
@@ -419,7 +423,7 @@ func (a *App) wireOwners() error {
 	a.MCP = mcpserver.New(a.Svc, srv, mcpserver.Options{BaseURL: o.BaseURL, Enabled: o.MCPOAuth, Logger: o.Logger})
 	// The agent card names the authorization server's endpoints: the
 	// router builds them from their routes' names.
-	a.A2A = a2aserver.New(a.Svc, srv, a2aserver.Options{BaseURL: o.BaseURL, Logger: o.Logger})
+	a.A2A = a2aserver.New(a.Svc, srv, a2aserver.Options{BaseURL: o.BaseURL, KeepAlive: o.A2AKeepAlive, Logger: o.Logger})
 	a.HostAgent = hostagent.New(a.Svc, hostagent.Options{BaseURL: o.BaseURL, APIURL: a.Svc.Config().APIURL, Logger: o.Logger})
 	a.buildRouter()
 	return nil

@@ -145,6 +145,10 @@ type statusRecorder struct {
 func (s *statusRecorder) WriteHeader(code int)        { s.status = code; s.ResponseWriter.WriteHeader(code) }
 func (s *statusRecorder) Unwrap() http.ResponseWriter { return s.ResponseWriter }
 
+// Flush lets a handler stream through the access log (A2A's server-sent
+// events): the writer it wraps is flushed.
+func (s *statusRecorder) Flush() { _ = http.NewResponseController(s.ResponseWriter).Flush() }
+
 // accessLog logs method, path (capability tokens redacted, cut at
 // web.MaxLoggedPath bytes), the client address (web.ClientIP), status and
 // duration; never headers or bodies,

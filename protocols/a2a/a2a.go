@@ -2,9 +2,10 @@
 // a2a-go's JSON-RPC transports (the 1.0 method names and the 0.3 ones,
 // dispatched by method name), with OAuth bearer tokens verified by the core
 // TokenVerifier and a hand-written A2A 1.0 agent card. Tasks live in core
-// (their state is derived on every read), so any replica answers; this
-// package parses a message, calls one core feature method and renders the
-// result. See docs/a2a.md.
+// (their state is derived on every read, and streams follow them from the
+// owner's event log), so any replica answers; this package parses a
+// message, calls one core feature method and renders the result. See
+// docs/a2a.md.
 package a2a
 
 import (
@@ -19,6 +20,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/a2aproject/a2a-go/v2/a2a"
 	"github.com/a2aproject/a2a-go/v2/a2acompat/a2av0"
@@ -66,7 +68,10 @@ type Options struct {
 	BaseURL string
 	// Version is the agent card's version.
 	Version string
-	Logger  *slog.Logger
+	// KeepAlive is how often an idle stream sends an SSE comment;
+	// DefaultKeepAlive when zero, none when negative.
+	KeepAlive time.Duration
+	Logger    *slog.Logger
 }
 
 // Handler is the A2A endpoint (POST {base}/a2a) and the agent card.
@@ -94,10 +99,15 @@ func New(svc *services.Set, verifier core.TokenVerifier, opts Options) *Handler 
 	if opts.Version == "" {
 		opts.Version = "1.0.0"
 	}
+	if opts.KeepAlive == 0 {
+		opts.KeepAlive = DefaultKeepAlive
+	}
 	h := &Handler{svc: svc, verifier: verifier, opts: opts, skills: skillTable(svc.Credits.Packs())}
 	rh := &requestHandler{h: h}
-	h.v1 = a2asrv.NewJSONRPCHandler(rh)
-	h.v03 = a2av0.NewJSONRPCHandler(rh)
+	// a2a-go sends no keep-alive unless asked (a negative interval is none).
+	keepAlive := a2asrv.WithTransportKeepAlive(opts.KeepAlive)
+	h.v1 = a2asrv.NewJSONRPCHandler(rh, keepAlive)
+	h.v03 = a2av0.NewJSONRPCHandler(rh, keepAlive)
 	return h
 }
 
@@ -136,14 +146,13 @@ func (h *Handler) resourceMetadataURL() string {
 
 func (h *Handler) skillArgumentsURI() string { return h.opts.BaseURL + ExtensionSkillArgumentsPath }
 
-// The JSON-RPC method names of each protocol version. Streaming and
-// resubscription are answered here (UnsupportedOperation) so no SSE stream
-// is ever opened.
+// The JSON-RPC method names of each protocol version, and those answered
+// with a stream of server-sent events.
 var (
-	methodsV1 = []string{"SendMessage", "GetTask", "CancelTask", "ListTasks",
+	methodsV1 = []string{"SendMessage", "SendStreamingMessage", "GetTask", "SubscribeToTask", "CancelTask", "ListTasks",
 		"GetTaskPushNotificationConfig", "CreateTaskPushNotificationConfig", "ListTaskPushNotificationConfigs",
 		"DeleteTaskPushNotificationConfig", "GetExtendedAgentCard"}
-	methodsV03 = []string{"message/send", "tasks/get", "tasks/cancel",
+	methodsV03 = []string{"message/send", "message/stream", "tasks/get", "tasks/resubscribe", "tasks/cancel",
 		"tasks/pushNotificationConfig/get", "tasks/pushNotificationConfig/set", "tasks/pushNotificationConfig/list",
 		"tasks/pushNotificationConfig/delete", "agent/getAuthenticatedExtendedCard"}
 	methodsStreaming = []string{"SendStreamingMessage", "SubscribeToTask", "message/stream", "tasks/resubscribe"}
@@ -221,21 +230,25 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		// Written before a2a-go writes the body.
 		w.Header().Set(HeaderExtensions, strings.Join(active, ", "))
 	}
-	ctx := withCall(r.Context(), callInfo{extensions: active})
-	r = r.WithContext(core.WithPrincipal(ctx, p))
-	r.Body = io.NopCloser(bytes.NewReader(body))
+	var next http.Handler
 	switch {
 	case slices.Contains(methodsV1, peek.Method):
-		h.v1.ServeHTTP(w, r)
+		next = h.v1
 	case slices.Contains(methodsV03, peek.Method):
-		h.v03.ServeHTTP(w, r)
-	case slices.Contains(methodsStreaming, peek.Method):
-		writeRPCError(w, http.StatusOK, id, a2a.ErrUnsupportedOperation,
-			"streaming is not offered (capabilities.streaming is false); send SendMessage and poll GetTask", nil)
+		next = h.v03
 	default:
 		writeRPCError(w, http.StatusOK, id, a2a.ErrMethodNotFound,
-			fmt.Sprintf("unknown method %q; this agent answers SendMessage, GetTask and CancelTask (0.3: message/send, tasks/get, tasks/cancel)", peek.Method), nil)
+			fmt.Sprintf("unknown method %q; this agent answers SendMessage, SendStreamingMessage, GetTask, SubscribeToTask and CancelTask "+
+				"(0.3: message/send, message/stream, tasks/get, tasks/resubscribe, tasks/cancel)", peek.Method), nil)
+		return
 	}
+	ctx := withCall(r.Context(), callInfo{extensions: active, v03: next == h.v03})
+	r = r.WithContext(core.WithPrincipal(ctx, p))
+	r.Body = io.NopCloser(bytes.NewReader(body))
+	if slices.Contains(methodsStreaming, peek.Method) {
+		w = flushWriter{w}
+	}
+	next.ServeHTTP(w, r)
 }
 
 // versionSupported reads A2A-Version: absent or empty means 0.3 (A2A 1.0
@@ -276,6 +289,8 @@ func (h *Handler) activeExtensions(r *http.Request) []string {
 // handler needs.
 type callInfo struct {
 	extensions []string
+	// v03: the request used a 0.3 method name (its answer has 0.3 shapes).
+	v03 bool
 }
 
 type callKey struct{}

@@ -154,7 +154,8 @@ func (h *Handler) Card() (AgentCard, error) {
 	return AgentCard{
 		Name: "faxhub",
 		Description: "Sends faxes for the signed-in owner. Send one data part {\"skill\": <id>, \"arguments\": {…}} (free text is not interpreted): " +
-			"create_upload, then create_fax, which answers a task waiting for the owner to pay at checkoutUrl; poll GetTask until the fax is delivered. " +
+			"create_upload, then create_fax, which answers a task waiting for the owner to pay at checkoutUrl; follow it until the fax is delivered " +
+			"(SendStreamingMessage or SubscribeToTask stream its changes; or poll GetTask). " +
 			"A2A never spends account credits. Credits can be bought under AP2 (buy_credits). Never send protected health information through A2A.",
 		Version:          h.opts.Version,
 		Provider:         CardProvider{Organization: "faxhub", URL: base},
@@ -163,7 +164,9 @@ func (h *Handler) Card() (AgentCard, error) {
 			{URL: urls["a2a.endpoint"], ProtocolBinding: "JSONRPC", ProtocolVersion: "1.0"},
 			{URL: urls["a2a.endpoint"], ProtocolBinding: "JSONRPC", ProtocolVersion: "0.3"},
 		},
-		Capabilities: CardCapabilities{Extensions: []CardExtension{
+		// Streaming: SendStreamingMessage and SubscribeToTask (stream.go);
+		// no push notifications yet.
+		Capabilities: CardCapabilities{Streaming: true, Extensions: []CardExtension{
 			{URI: ExtensionAP2, Required: false, Params: map[string]any{"roles": []string{"merchant"}},
 				Description: "AP2 v0.1 payments: faxhub is the merchant of credit packs (skill buy_credits). Activate it with the A2A-Extensions header; " + ExtensionAP2Sample + " is accepted too."},
 			{URI: h.skillArgumentsURI(), Required: false, Params: map[string]any{"schemas": schemas},

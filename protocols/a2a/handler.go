@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"iter"
 	"slices"
 	"sort"
 	"strings"
@@ -44,15 +43,34 @@ func (rh *requestHandler) fail(ctx context.Context, what string, err error, targ
 	return e
 }
 
+// result is what a message produced: an immediate answer, or a task as
+// core derived it.
+type result struct {
+	msg  *a2a.Message
+	task *tasks.View
+}
+
 // SendMessage runs a skill, starts an AP2 purchase from an IntentMandate
 // or continues one with a PaymentMandate.
 func (rh *requestHandler) SendMessage(ctx context.Context, req *a2a.SendMessageRequest) (a2a.SendMessageResult, error) {
+	r, err := rh.send(ctx, req)
+	switch {
+	case err != nil:
+		return nil, err
+	case r.task != nil:
+		return renderTask(r.task), nil
+	}
+	return r.msg, nil
+}
+
+// send is SendMessage with the task as core derived it.
+func (rh *requestHandler) send(ctx context.Context, req *a2a.SendMessageRequest) (result, error) {
 	p, err := principal(ctx)
 	if err != nil {
-		return nil, err
+		return result{}, err
 	}
 	if req.Config != nil && req.Config.PushConfig != nil {
-		return nil, a2a.NewError(a2a.ErrPushNotificationNotSupported, "push notifications are not offered; poll GetTask")
+		return result{}, a2a.NewError(a2a.ErrPushNotificationNotSupported, "push notifications are not offered; poll GetTask")
 	}
 	msg := req.Message
 	expected := `send exactly one data part {"skill": <skill id>, "arguments": {…}} (skills: ` + strings.Join(rh.h.skillIDs(), ", ") +
@@ -62,31 +80,31 @@ func (rh *requestHandler) SendMessage(ctx context.Context, req *a2a.SendMessageR
 		if msg != nil {
 			n = len(msg.Parts)
 		}
-		return nil, invalidParams(fmt.Sprintf("the message has %d parts: %s", n, expected), map[string]any{"skills": rh.h.skillIDs(), "parts": n})
+		return result{}, invalidParams(fmt.Sprintf("the message has %d parts: %s", n, expected), map[string]any{"skills": rh.h.skillIDs(), "parts": n})
 	}
 	if msg.Parts[0] == nil {
-		return nil, invalidParams("the message's part is null: "+expected, map[string]any{"skills": rh.h.skillIDs()})
+		return result{}, invalidParams("the message's part is null: "+expected, map[string]any{"skills": rh.h.skillIDs()})
 	}
 	data, ok := msg.Parts[0].Content.(a2a.Data)
 	if !ok {
-		return nil, invalidParams(fmt.Sprintf("the message's part is %s, not data: %s", partKind(msg.Parts[0]), expected), map[string]any{"skills": rh.h.skillIDs(), "part": partKind(msg.Parts[0])})
+		return result{}, invalidParams(fmt.Sprintf("the message's part is %s, not data: %s", partKind(msg.Parts[0]), expected), map[string]any{"skills": rh.h.skillIDs(), "part": partKind(msg.Parts[0])})
 	}
 	obj, ok := data.Value.(map[string]any)
 	if !ok {
-		return nil, invalidParams("the data part must hold a JSON object: "+expected, map[string]any{"skills": rh.h.skillIDs()})
+		return result{}, invalidParams("the data part must hold a JSON object: "+expected, map[string]any{"skills": rh.h.skillIDs()})
 	}
 	switch {
 	case has(obj, keyIntentMandate):
 		return rh.intentMandate(ctx, p, msg, obj)
 	case has(obj, keyPaymentMandate):
 		if err := onlyKeys(obj, keyPaymentMandate); err != nil {
-			return nil, err
+			return result{}, err
 		}
 		return rh.paymentMandate(ctx, p, msg, obj[keyPaymentMandate])
 	case has(obj, "skill"):
 		return rh.runSkill(ctx, p, msg, obj)
 	}
-	return nil, invalidParams(`the data part has no "skill": `+expected, map[string]any{"skills": rh.h.skillIDs()})
+	return result{}, invalidParams(`the data part has no "skill": `+expected, map[string]any{"skills": rh.h.skillIDs()})
 }
 
 func has(m map[string]any, k string) bool { _, ok := m[k]; return ok }
@@ -140,71 +158,71 @@ func requireAP2(ctx context.Context, what string) error {
 		WithDetails(map[string]any{"extension": ExtensionAP2})
 }
 
-func (rh *requestHandler) runSkill(ctx context.Context, p core.Principal, msg *a2a.Message, obj map[string]any) (a2a.SendMessageResult, error) {
+func (rh *requestHandler) runSkill(ctx context.Context, p core.Principal, msg *a2a.Message, obj map[string]any) (result, error) {
 	if err := onlyKeys(obj, "skill", "arguments"); err != nil {
-		return nil, err
+		return result{}, err
 	}
 	id, _ := obj["skill"].(string)
 	s, ok := rh.h.skill(id)
 	if !ok {
-		return nil, invalidParams(fmt.Sprintf("unknown skill %q; the skills are: %s", id, strings.Join(rh.h.skillIDs(), ", ")),
+		return result{}, invalidParams(fmt.Sprintf("unknown skill %q; the skills are: %s", id, strings.Join(rh.h.skillIDs(), ", ")),
 			map[string]any{"field": "skill", "skills": rh.h.skillIDs()})
 	}
 	if msg.TaskID != "" && s.ID != "buy_credits" {
-		return nil, invalidParams(fmt.Sprintf("%s does not continue a task (message.taskId is set): send it without taskId; a fax or number task waits for the owner at its checkoutUrl, poll it with GetTask", s.ID),
+		return result{}, invalidParams(fmt.Sprintf("%s does not continue a task (message.taskId is set): send it without taskId; a fax or number task waits for the owner at its checkoutUrl, poll it with GetTask", s.ID),
 			map[string]any{"field": "taskId", "skill": s.ID})
 	}
 	if s.AP2 {
 		if err := requireAP2(ctx, "the skill "+s.ID); err != nil {
-			return nil, err
+			return result{}, err
 		}
 	}
 	args, err := decodeArgs(s, obj["arguments"])
 	if err != nil {
-		return nil, err
+		return result{}, err
 	}
 	svc := rh.h.svc
 	switch a := args.(type) {
 	case *validateFaxArgs:
 		q, err := svc.Faxes.Quote(ctx, p, faxes.QuoteRequest{To: a.To, Pages: a.Pages, Cover: a.Cover})
 		if err != nil {
-			return nil, rh.fail(ctx, s.ID, err, targetSkill)
+			return result{}, rh.fail(ctx, s.ID, err, targetSkill)
 		}
-		return reply(msg, q), nil
+		return result{msg: reply(msg, q)}, nil
 	case *createUploadArgs:
 		if len(a.FileName) > MaxFileNameBytes {
-			return nil, invalidParams(fmt.Sprintf("the argument \"fileName\" of %s may be at most %d bytes (it has %d)", s.ID, MaxFileNameBytes, len(a.FileName)),
+			return result{}, invalidParams(fmt.Sprintf("the argument \"fileName\" of %s may be at most %d bytes (it has %d)", s.ID, MaxFileNameBytes, len(a.FileName)),
 				map[string]any{"skill": s.ID, "field": "fileName", "limit": MaxFileNameBytes})
 		}
 		c, err := svc.Documents.CreateUpload(ctx, p, a.ContentType, 0)
 		if err != nil {
-			return nil, rh.fail(ctx, s.ID, err, targetSkill)
+			return result{}, rh.fail(ctx, s.ID, err, targetSkill)
 		}
 		// The page where a person picks a file for an agent (protocols/mcp
 		// serves it; the token goes in the fragment).
 		page, err := rh.h.url("mcp.uploadPage")
 		if err != nil {
-			return nil, rh.fail(ctx, s.ID, err, targetSkill)
+			return result{}, rh.fail(ctx, s.ID, err, targetSkill)
 		}
-		return reply(msg, map[string]any{"uploadUrl": c.UploadURL, "uploadToken": c.UploadToken,
+		return result{msg: reply(msg, map[string]any{"uploadUrl": c.UploadURL, "uploadToken": c.UploadToken,
 			"uploadPageUrl": page + "#" + c.UploadToken, "method": c.Method,
-			"expiresAt": core.RFC3339(c.ExpiresAt), "maxBytes": c.MaxBytes}), nil
+			"expiresAt": core.RFC3339(c.ExpiresAt), "maxBytes": c.MaxBytes})}, nil
 	case *createFaxArgs:
 		tv, err := svc.Tasks.StartFaxTask(ctx, p, s.ID, msg.ContextID, faxes.CreateDraftRequest{To: a.To, UploadToken: a.UploadToken, Cover: a.Cover, CoverText: a.CoverText, From: a.From})
 		if err != nil {
-			return nil, rh.fail(ctx, s.ID, err, targetSkill)
+			return result{}, rh.fail(ctx, s.ID, err, targetSkill)
 		}
-		return renderTask(tv), nil
+		return result{task: tv}, nil
 	case *getFaxArgs:
 		f, err := svc.Faxes.Get(ctx, p, a.FaxID)
 		if err != nil {
-			return nil, rh.fail(ctx, s.ID, err, targetSkill)
+			return result{}, rh.fail(ctx, s.ID, err, targetSkill)
 		}
-		return reply(msg, faxes.Present(f)), nil
+		return result{msg: reply(msg, faxes.Present(f))}, nil
 	case *listFaxesArgs:
 		page, err := svc.Faxes.List(ctx, p, a.Status, a.StartingAfter, a.Limit)
 		if err != nil {
-			return nil, rh.fail(ctx, s.ID, err, targetSkill)
+			return result{}, rh.fail(ctx, s.ID, err, targetSkill)
 		}
 		views := make([]faxes.View, 0, len(page.Data))
 		for i := range page.Data {
@@ -214,68 +232,68 @@ func (rh *requestHandler) runSkill(ctx context.Context, p core.Principal, msg *a
 		if page.Next != "" {
 			out["nextCursor"] = page.Next
 		}
-		return reply(msg, out), nil
+		return result{msg: reply(msg, out)}, nil
 	case *noArgs: // get_credits
 		c, err := svc.Credits.Get(ctx, p, "", 1)
 		if err != nil {
-			return nil, rh.fail(ctx, s.ID, err, targetSkill)
+			return result{}, rh.fail(ctx, s.ID, err, targetSkill)
 		}
 		packs := make([]map[string]string, 0, len(svc.Credits.Packs()))
 		for _, pk := range svc.Credits.Packs() {
 			packs = append(packs, map[string]string{"id": pk.ID, "name": pk.Name, "price": pk.Price, "credit": pk.Credit})
 		}
-		return reply(msg, map[string]any{"mode": string(p.Mode), "balance": c.Available, "held": c.Held, "currency": c.Currency, "packs": packs}), nil
+		return result{msg: reply(msg, map[string]any{"mode": string(p.Mode), "balance": c.Available, "held": c.Held, "currency": c.Currency, "packs": packs})}, nil
 	case *packArgs: // create_credit_checkout
 		cs, err := svc.Checkout.StartCreditPack(ctx, p, a.PackID)
 		if err != nil {
-			return nil, rh.fail(ctx, s.ID, err, targetSkill)
+			return result{}, rh.fail(ctx, s.ID, err, targetSkill)
 		}
-		return reply(msg, map[string]any{"checkoutUrl": cs.CheckoutURL, "packId": cs.PackID, "amount": cs.Amount,
-			"credit": cs.Credit, "currency": cs.Currency, "expiresAt": core.RFC3339(cs.ExpiresAt)}), nil
+		return result{msg: reply(msg, map[string]any{"checkoutUrl": cs.CheckoutURL, "packId": cs.PackID, "amount": cs.Amount,
+			"credit": cs.Credit, "currency": cs.Currency, "expiresAt": core.RFC3339(cs.ExpiresAt)})}, nil
 	case *buyCreditsArgs:
 		switch {
 		case a.PackID != "" && len(a.PaymentMandate) > 0:
-			return nil, invalidParams("buy_credits takes packId (to start a purchase) or paymentMandate (to pay for its cart), not both",
+			return result{}, invalidParams("buy_credits takes packId (to start a purchase) or paymentMandate (to pay for its cart), not both",
 				map[string]any{"skill": s.ID, "field": "paymentMandate"})
 		case len(a.PaymentMandate) > 0:
 			var v any
 			_ = json.Unmarshal(a.PaymentMandate, &v)
 			return rh.paymentMandate(ctx, p, msg, v)
 		case a.PackID == "":
-			return nil, invalidParams("buy_credits needs packId (or, on its task, paymentMandate)", map[string]any{"skill": s.ID, "field": "packId"})
+			return result{}, invalidParams("buy_credits needs packId (or, on its task, paymentMandate)", map[string]any{"skill": s.ID, "field": "packId"})
 		case msg.TaskID != "":
-			return nil, invalidParams("a new purchase starts without message.taskId; answer an existing one with paymentMandate", map[string]any{"skill": s.ID, "field": "taskId"})
+			return result{}, invalidParams("a new purchase starts without message.taskId; answer an existing one with paymentMandate", map[string]any{"skill": s.ID, "field": "taskId"})
 		}
 		return rh.startPurchase(ctx, p, msg, a.PackID)
 	case *searchNumbersArgs:
 		found, err := svc.Numbers.Search(ctx, p, numbers.Search{Country: a.Country, AreaCode: a.AreaCode, Locality: a.Locality, Limit: a.Limit})
 		if err != nil {
-			return nil, rh.fail(ctx, s.ID, err, targetSkill)
+			return result{}, rh.fail(ctx, s.ID, err, targetSkill)
 		}
 		if found == nil {
 			found = []numbers.AvailableNumber{} // an empty list, never null
 		}
-		return reply(msg, map[string]any{"numbers": found}), nil
+		return result{msg: reply(msg, map[string]any{"numbers": found})}, nil
 	case *buyNumberArgs:
 		tv, err := svc.Tasks.StartNumberTask(ctx, p, s.ID, msg.ContextID, numbers.BuyRequest{Number: a.Number})
 		if err != nil {
-			return nil, rh.fail(ctx, s.ID, err, targetSkill)
+			return result{}, rh.fail(ctx, s.ID, err, targetSkill)
 		}
-		return renderTask(tv), nil
+		return result{task: tv}, nil
 	case *listNumbersArgs:
 		ns, err := svc.Numbers.List(ctx, p, a.All)
 		if err != nil {
-			return nil, rh.fail(ctx, s.ID, err, targetSkill)
+			return result{}, rh.fail(ctx, s.ID, err, targetSkill)
 		}
 		out := make([]numbers.View, 0, len(ns))
 		for i := range ns {
 			out = append(out, numbers.Present(&ns[i]))
 		}
-		return reply(msg, map[string]any{"numbers": out}), nil
+		return result{msg: reply(msg, map[string]any{"numbers": out})}, nil
 	case *listInboxArgs:
 		page, err := svc.Inbox.List(ctx, p, inbox.Query{NumberID: a.NumberID, StartingAfter: a.StartingAfter, Limit: a.Limit})
 		if err != nil {
-			return nil, rh.fail(ctx, s.ID, err, targetSkill)
+			return result{}, rh.fail(ctx, s.ID, err, targetSkill)
 		}
 		faxes := make([]inbox.ItemView, 0, len(page.Data))
 		for i := range page.Data {
@@ -285,42 +303,42 @@ func (rh *requestHandler) runSkill(ctx context.Context, p core.Principal, msg *a
 		if page.Next != "" {
 			out["nextCursor"] = page.Next
 		}
-		return reply(msg, out), nil
+		return result{msg: reply(msg, out)}, nil
 	case *readInboxArgs:
 		f, err := svc.Inbox.Get(ctx, p, a.ID)
 		if err != nil {
-			return nil, rh.fail(ctx, s.ID, err, targetSkill)
+			return result{}, rh.fail(ctx, s.ID, err, targetSkill)
 		}
 		var link *inbox.Link
 		if f.Status == inbox.Received {
 			if link, err = svc.Inbox.Download(ctx, p, f.ID); err != nil {
-				return nil, rh.fail(ctx, s.ID, err, targetSkill)
+				return result{}, rh.fail(ctx, s.ID, err, targetSkill)
 			}
 		}
-		return reply(msg, inbox.PresentFax(f, link)), nil
+		return result{msg: reply(msg, inbox.PresentFax(f, link))}, nil
 	}
-	return nil, a2a.NewError(a2a.ErrInternalError, internalErrorMessage)
+	return result{}, a2a.NewError(a2a.ErrInternalError, internalErrorMessage)
 }
 
-func (rh *requestHandler) startPurchase(ctx context.Context, p core.Principal, msg *a2a.Message, packID string) (a2a.SendMessageResult, error) {
+func (rh *requestHandler) startPurchase(ctx context.Context, p core.Principal, msg *a2a.Message, packID string) (result, error) {
 	tv, err := rh.h.svc.Tasks.StartCreditPurchase(ctx, p, "buy_credits", msg.ContextID, packID)
 	if err != nil {
-		return nil, rh.fail(ctx, "buy_credits", err, targetSkill)
+		return result{}, rh.fail(ctx, "buy_credits", err, targetSkill)
 	}
-	return renderTask(tv), nil
+	return result{task: tv}, nil
 }
 
 // intentMandate starts buy_credits from an AP2 IntentMandate: its first
 // SKU is the pack.
-func (rh *requestHandler) intentMandate(ctx context.Context, p core.Principal, msg *a2a.Message, obj map[string]any) (a2a.SendMessageResult, error) {
+func (rh *requestHandler) intentMandate(ctx context.Context, p core.Principal, msg *a2a.Message, obj map[string]any) (result, error) {
 	if err := onlyKeys(obj, keyIntentMandate); err != nil {
-		return nil, err
+		return result{}, err
 	}
 	if err := requireAP2(ctx, "an "+keyIntentMandate); err != nil {
-		return nil, err
+		return result{}, err
 	}
 	if msg.TaskID != "" {
-		return nil, invalidParams("an IntentMandate starts a new purchase: send it without message.taskId", map[string]any{"field": "taskId"})
+		return result{}, invalidParams("an IntentMandate starts a new purchase: send it without message.taskId", map[string]any{"field": "taskId"})
 	}
 	im, _ := obj[keyIntentMandate].(map[string]any)
 	skus, _ := im["skus"].([]any)
@@ -329,7 +347,7 @@ func (rh *requestHandler) intentMandate(ctx context.Context, p core.Principal, m
 		pack, _ = skus[0].(string)
 	}
 	if pack == "" {
-		return nil, invalidParams(keyIntentMandate+".skus[0] must name the credit pack to buy", map[string]any{"field": "skus"})
+		return result{}, invalidParams(keyIntentMandate+".skus[0] must name the credit pack to buy", map[string]any{"field": "skus"})
 	}
 	return rh.startPurchase(ctx, p, msg, pack)
 }
@@ -356,22 +374,22 @@ type ap2PaymentMandate struct {
 
 // paymentMandate continues the buy_credits task message.taskId with the
 // agent's PaymentMandate.
-func (rh *requestHandler) paymentMandate(ctx context.Context, p core.Principal, msg *a2a.Message, raw any) (a2a.SendMessageResult, error) {
+func (rh *requestHandler) paymentMandate(ctx context.Context, p core.Principal, msg *a2a.Message, raw any) (result, error) {
 	if err := requireAP2(ctx, "a "+keyPaymentMandate); err != nil {
-		return nil, err
+		return result{}, err
 	}
 	if msg.TaskID == "" {
-		return nil, invalidParams("a PaymentMandate pays for the cart of a buy_credits task: set message.taskId to that task's id", map[string]any{"field": "taskId"})
+		return result{}, invalidParams("a PaymentMandate pays for the cart of a buy_credits task: set message.taskId to that task's id", map[string]any{"field": "taskId"})
 	}
 	b, err := json.Marshal(raw)
 	if _, isObj := raw.(map[string]any); err != nil || !isObj {
-		return nil, invalidParams("the PaymentMandate must be a JSON object (AP2 v0.1 ap2.mandates.PaymentMandate)", map[string]any{"field": "paymentMandate"})
+		return result{}, invalidParams("the PaymentMandate must be a JSON object (AP2 v0.1 ap2.mandates.PaymentMandate)", map[string]any{"field": "paymentMandate"})
 	}
 	var pm ap2PaymentMandate
 	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.UseNumber()
 	if err := dec.Decode(&pm); err != nil {
-		return nil, invalidParams("the PaymentMandate is not an AP2 v0.1 PaymentMandate: "+err.Error(), map[string]any{"field": "paymentMandate"})
+		return result{}, invalidParams("the PaymentMandate is not an AP2 v0.1 PaymentMandate: "+err.Error(), map[string]any{"field": "paymentMandate"})
 	}
 	c := pm.Contents
 	for _, f := range []struct{ name, value string }{
@@ -382,7 +400,7 @@ func (rh *requestHandler) paymentMandate(ctx context.Context, p core.Principal, 
 		{"payment_mandate_contents.payment_response.details", string(c.Response.Details)},
 	} {
 		if f.value == "" || f.value == "null" {
-			return nil, invalidParams("the PaymentMandate lacks "+f.name, map[string]any{"field": f.name})
+			return result{}, invalidParams("the PaymentMandate lacks "+f.name, map[string]any{"field": f.name})
 		}
 	}
 	tv, err := rh.h.svc.Tasks.SubmitPaymentMandate(ctx, p, string(msg.TaskID), tasks.PaymentMandate{
@@ -390,9 +408,9 @@ func (rh *requestHandler) paymentMandate(ctx context.Context, p core.Principal, 
 		MethodName: c.Response.MethodName, Details: c.Response.Details, UserAuthorization: pm.UserAuthorization,
 	})
 	if err != nil {
-		return nil, rh.fail(ctx, "payment mandate", err, targetTask)
+		return result{}, rh.fail(ctx, "payment mandate", err, targetTask)
 	}
-	return renderTask(tv), nil
+	return result{task: tv}, nil
 }
 
 // GetTask reads a task from core (history is not kept: historyLength is
@@ -422,23 +440,9 @@ func (rh *requestHandler) CancelTask(ctx context.Context, req *a2a.CancelTaskReq
 	return renderTask(tv), nil
 }
 
-func errNoStreaming() error {
-	return a2a.NewError(a2a.ErrUnsupportedOperation, "streaming is not offered (capabilities.streaming is false); send SendMessage and poll GetTask")
-}
-
 // ListTasks is not offered.
 func (rh *requestHandler) ListTasks(context.Context, *a2a.ListTasksRequest) (*a2a.ListTasksResponse, error) {
 	return nil, a2a.NewError(a2a.ErrUnsupportedOperation, "ListTasks is not offered; keep the ids of the tasks you start and read them with GetTask")
-}
-
-// SendStreamingMessage is not offered.
-func (rh *requestHandler) SendStreamingMessage(context.Context, *a2a.SendMessageRequest) iter.Seq2[a2a.Event, error] {
-	return func(yield func(a2a.Event, error) bool) { yield(nil, errNoStreaming()) }
-}
-
-// SubscribeToTask is not offered.
-func (rh *requestHandler) SubscribeToTask(context.Context, *a2a.SubscribeToTaskRequest) iter.Seq2[a2a.Event, error] {
-	return func(yield func(a2a.Event, error) bool) { yield(nil, errNoStreaming()) }
 }
 
 func errNoPush() error {

@@ -141,7 +141,7 @@ func skillTable(packs []core.CreditPack) []skill {
 		},
 		{
 			ID: "create_fax", Name: "Draft a fax for the owner to pay", Op: core.OpCreateDraft, Task: true,
-			Description: "Draft a fax of an uploaded document to a destination. Answers a task in TASK_STATE_INPUT_REQUIRED whose artifact fax-draft carries the quote and checkoutUrl: the owner reviews and pays for exactly this fax there (A2A never spends account credits). Poll GetTask: it becomes WORKING when paid and COMPLETED when delivered, with the fax as artifact." + phiNote,
+			Description: "Draft a fax of an uploaded document to a destination. Answers a task in TASK_STATE_INPUT_REQUIRED whose artifact fax-draft carries the quote and checkoutUrl: the owner reviews and pays for exactly this fax there (A2A never spends account credits). Follow it (SendStreamingMessage, SubscribeToTask, or poll GetTask): it becomes WORKING when paid and COMPLETED when delivered, with the fax as artifact." + phiNote,
 			Tags:        []string{"fax", "send", "checkout"},
 			Examples:    []string{`{"skill":"create_fax","arguments":{"to":"+14155550123","uploadToken":"<uploadToken from create_upload>"}}`},
 			Schema: object([]string{"to", "uploadToken"}, map[string]any{
@@ -219,7 +219,7 @@ func skillTable(packs []core.CreditPack) []skill {
 		},
 		{
 			ID: "buy_number", Name: "Reserve a fax number for the owner to pay", Op: core.OpBuyNumber, Task: true,
-			Description: "Reserve a number from search_numbers for the owner. Answers a task in TASK_STATE_INPUT_REQUIRED whose status data carries the number and checkoutUrl: the owner pays the first month there (A2A never spends account credits; the reservation lapses at reservedUntil). Poll GetTask: WORKING while the provider provisions it, COMPLETED when it is active, with the number as artifact. CancelTask before payment gives the reservation back.",
+			Description: "Reserve a number from search_numbers for the owner. Answers a task in TASK_STATE_INPUT_REQUIRED whose status data carries the number and checkoutUrl: the owner pays the first month there (A2A never spends account credits; the reservation lapses at reservedUntil). Follow it (SendStreamingMessage, SubscribeToTask, or poll GetTask): WORKING while the provider provisions it, COMPLETED when it is active, with the number as artifact. CancelTask before payment gives the reservation back.",
 			Tags:        []string{"numbers", "buy", "checkout"},
 			Examples:    []string{`{"skill":"buy_number","arguments":{"number":"+14155550100"}}`},
 			Schema:      object([]string{"number"}, map[string]any{"number": str("the number to rent, in E.164, from search_numbers")}),
