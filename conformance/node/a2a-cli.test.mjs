@@ -2,8 +2,8 @@
 // cmd/a2a v2.4.0, a go tool of this module: `go tool a2a`, run from the
 // repository root) against a real `faxhub serve --dev`: discover the card,
 // send the data parts of the fax task with a bearer token from the real
-// OAuth flow, get the task until COMPLETED after the owner pays, cancel,
-// and refusals. Tests run in order and share state.
+// OAuth flow, get the task until COMPLETED after the owner pays, follow one
+// with subscribe (server-sent events), cancel, and refusals. Tests run in order and share state.
 //
 // a2a-go v2.4.0 cannot parse a spec-shaped (ProtoJSON) agent card
 // (securityRequirements {"name": {"list": [...]}}: a2aproject/a2a-go#430), so
@@ -12,7 +12,7 @@
 // the CLI offers to skip card resolution.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { execFile } from 'node:child_process';
+import { execFile, spawn } from 'node:child_process';
 import { A2A, BASE } from './lib.mjs';
 import { AP2, FAX_TO, SKILLS, a2aClient, a2aToken, artifactData, dataOf, payDraft, until, uploadSample } from './a2a-lib.mjs';
 
@@ -27,6 +27,18 @@ function a2a(...args) {
     execFile(GO, ['tool', 'a2a', ...args], { cwd: ROOT, timeout: 90000, maxBuffer: 8 << 20 }, (err, stdout, stderr) => {
       resolve({ code: err ? (err.code ?? 1) : 0, stdout, stderr });
     });
+  });
+}
+// a2aStream runs `go tool a2a args…` whose output is a stream of events;
+// onEvents is called with the events printed so far each time more
+// arrive (the CLI prints each as it comes). Resolves {code, stdout, stderr}.
+function a2aStream(onEvents, ...args) {
+  return new Promise((resolve) => {
+    const p = spawn(GO, ['tool', 'a2a', ...args], { cwd: ROOT, timeout: 90000 });
+    let stdout = '', stderr = '', acting = Promise.resolve();
+    p.stdout.on('data', (b) => { stdout += b; const evs = jsonSeq(stdout); acting = acting.then(() => onEvents(evs)); });
+    p.stderr.on('data', (b) => { stderr += b; });
+    p.on('close', async (code) => { await acting; resolve({ code, stdout, stderr }); });
   });
 }
 async function a2aJSON(...args) {
@@ -79,6 +91,56 @@ test('get task until COMPLETED after the owner pays', async () => {
     (t) => ['TASK_STATE_COMPLETED', 'TASK_STATE_FAILED'].includes(t.status?.state), { tries: 60, every: 250 });
   assert.equal(done.status.state, 'TASK_STATE_COMPLETED', JSON.stringify(done.status));
   assert.equal(artifactData(done, 'fax')?.status, 'delivered', JSON.stringify(done.artifacts));
+});
+
+// jsonSeq splits the CLI's -o json output of a stream (one JSON object per
+// event, indented) into the objects.
+function jsonSeq(text) {
+  const out = [];
+  let depth = 0, start = -1, inString = false, escaped = false;
+  for (let i = 0; i < text.length; i++) {
+    const c = text[i];
+    if (inString) {
+      if (escaped) escaped = false;
+      else if (c === '\\') escaped = true;
+      else if (c === '"') inString = false;
+      continue;
+    }
+    if (c === '"') inString = true;
+    else if (c === '{') { if (depth++ === 0) start = i; }
+    else if (c === '}' && --depth === 0) out.push(JSON.parse(text.slice(start, i + 1)));
+  }
+  return out;
+}
+
+test('subscribe (SubscribeToTask, server-sent events) follows a fax task to COMPLETED as the owner pays; a final task answers itself and the stream ends', async (t) => {
+  const task = await newFaxTask();
+  // The owner pays once the CLI has printed the task: the rest arrives
+  // over the open stream.
+  let paid = false;
+  const r = await a2aStream(async (evs) => {
+    if (evs.length > 0 && !paid) {
+      paid = true;
+      await payDraft(artifactData(task, 'fax-draft').checkoutUrl);
+    }
+  }, 'subscribe', A2A, task.id, ...JSONRPC, '--auth', `Bearer ${s.token}`, '-o', 'json');
+  assert.equal(r.code, 0, `subscribe: exit ${r.code}\n${r.stderr}${r.stdout}`);
+  const events = jsonSeq(r.stdout);
+  t.diagnostic(`events: ${events.map((e) => Object.keys(e)[0]).join(', ')}`);
+  assert.ok(events[0]?.task, `the first event is the task: ${r.stdout.slice(0, 500)}`);
+  assert.equal(events[0].task.id, task.id);
+  assert.equal(events[0].task.status.state, 'TASK_STATE_INPUT_REQUIRED');
+  assert.ok(events.length > 1, 'updates followed the task');
+  const last = events[events.length - 1];
+  const state = last.statusUpdate?.status?.state ?? last.task?.status?.state;
+  assert.equal(state, 'TASK_STATE_COMPLETED', `the stream ends COMPLETED: ${JSON.stringify(last).slice(0, 500)}`);
+
+  const again = await a2a('subscribe', A2A, task.id, ...JSONRPC, '--auth', `Bearer ${s.token}`, '-o', 'json');
+  assert.equal(again.code, 0, again.stderr);
+  const final = jsonSeq(again.stdout);
+  assert.equal(final.length, 1, again.stdout.slice(0, 500));
+  assert.equal(final[0].task?.status?.state, 'TASK_STATE_COMPLETED');
+  assert.equal(artifactData(final[0].task, 'fax')?.status, 'delivered');
 });
 
 test('cancel an unpaid fax task: CANCELED', async () => {
