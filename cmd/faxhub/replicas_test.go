@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"crypto/rand"
@@ -729,7 +730,9 @@ func (rs *replicaSet) testMCP(t *testing.T) {
 }
 
 // testA2A: a fax task created on A, read on B, canceled on C, read
-// canceled on A.
+// canceled on A; another followed by a stream on B (SubscribeToTask) while
+// it is paid on C (the card on A) and delivered by whichever replica's
+// worker takes it.
 func (rs *replicaSet) testA2A(t *testing.T) {
 	o := rs.newOwner(t, "5")
 	c := rs.register(t, repC, "http://127.0.0.1:53692/callback")
@@ -772,6 +775,124 @@ func (rs *replicaSet) testA2A(t *testing.T) {
 	if got := rpc(repA, "GetTask", map[string]any{"id": id}); taskState(got) != "TASK_STATE_CANCELED" {
 		t.Fatalf("GetTask on A after the cancel on C: %v", got)
 	}
+
+	created = rpc(repA, "SendMessage", message("create_fax", map[string]any{"to": "+12125550100", "uploadToken": data["uploadToken"]}))
+	task, _ = created["task"].(map[string]any)
+	if task == nil {
+		t.Fatalf("create_fax on A: %v", created)
+	}
+	events, first := rs.stream(repB, token, map[string]any{"jsonrpc": "2.0", "id": 2, "method": "SubscribeToTask", "params": map[string]any{"id": task["id"]}})
+	select {
+	case <-first:
+	case <-time.After(20 * time.Second):
+		t.Fatal("no first event from the stream on B")
+	}
+	rs.payDraft(repC, repA, o, taskArtifact(task, "fax-draft")["checkoutUrl"].(string))
+	var got streamed
+	select {
+	case got = <-events:
+	case <-time.After(60 * time.Second):
+		t.Fatal("the stream on B did not end")
+	}
+	n := len(got.results)
+	if got.err != nil || n < 3 {
+		t.Fatalf("stream on B: %v %v", got.err, got.results)
+	}
+	if st, _ := got.results[0]["task"].(map[string]any); taskState(st) != "TASK_STATE_INPUT_REQUIRED" {
+		t.Fatalf("the stream's first event: %v", got.results[0])
+	}
+	art, _ := got.results[n-2]["artifactUpdate"].(map[string]any)
+	last, _ := got.results[n-1]["statusUpdate"].(map[string]any)
+	if a, _ := art["artifact"].(map[string]any); a["name"] != "fax" || taskState(last) != "TASK_STATE_COMPLETED" {
+		t.Fatalf("the stream's end: %v", got.results[n-2:])
+	}
+}
+
+// streamed is what a stream carried: the JSON-RPC result of each event,
+// and how it ended (nil: the server ended it).
+type streamed struct {
+	results []map[string]any
+	err     error
+}
+
+// stream posts a streaming JSON-RPC request to /a2a on replica i and reads
+// its server-sent events in a goroutine: first is closed at the first
+// event, the whole stream arrives on the channel when it ends.
+func (rs *replicaSet) stream(i int, token string, body map[string]any) (<-chan streamed, <-chan struct{}) {
+	out, first := make(chan streamed, 1), make(chan struct{})
+	b, err := json.Marshal(body)
+	if err != nil {
+		rs.t.Fatal(err)
+	}
+	go func() {
+		var s streamed
+		defer func() { out <- s }()
+		req, _ := http.NewRequest(http.MethodPost, rs.base+"/a2a", bytes.NewReader(b))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Authorization", "Bearer "+token)
+		req.Header.Set("A2A-Version", "1.0")
+		resp, err := rs.clients[i].Do(req)
+		if err != nil {
+			s.err = err
+			return
+		}
+		defer resp.Body.Close()
+		sc := bufio.NewScanner(resp.Body)
+		sc.Buffer(make([]byte, 0, 64<<10), 4<<20)
+		for sc.Scan() {
+			line, ok := strings.CutPrefix(sc.Text(), "data: ")
+			if !ok {
+				continue
+			}
+			var m map[string]any
+			if err := json.Unmarshal([]byte(line), &m); err != nil || m["result"] == nil {
+				s.err = fmt.Errorf("event %s: %v", line, err)
+				return
+			}
+			s.results = append(s.results, m["result"].(map[string]any))
+			if len(s.results) == 1 {
+				close(first)
+			}
+		}
+		s.err = sc.Err()
+	}()
+	return out, first
+}
+
+// payDraft pays a draft as its owner: the console's draft page and its
+// "pay" form on replica i, the test card on replica j.
+func (rs *replicaSet) payDraft(i, j int, o owner, checkoutURL string) {
+	rs.t.Helper()
+	page := rs.do(i, "GET", checkoutURL, nil, "Cookie", o.cookie)
+	csrf := regexp.MustCompile(`name="csrf" value="([^"]+)"`).FindStringSubmatch(string(page.raw))
+	action := regexp.MustCompile(`action="(/console/drafts/[^"]+/pay[^"]*)"`).FindStringSubmatch(string(page.raw))
+	if page.code != 200 || csrf == nil || action == nil {
+		rs.t.Fatalf("draft page on %s: %d", name(i), page.code)
+	}
+	r := rs.do(i, "POST", strings.ReplaceAll(action[1], "&amp;", "&"), url.Values{"csrf": {csrf[1]}}, rs.sameOrigin(o.cookie)...)
+	loc := r.hdr.Get("Location")
+	if r.code != http.StatusSeeOther || !strings.Contains(loc, "/checkout/test/") {
+		rs.t.Fatalf("pay on %s: %d %q", name(i), r.code, loc)
+	}
+	r = rs.do(j, "POST", rs.abs(loc), url.Values{"card_number": {"4242 4242 4242 4242"}, "expiry": {"12/40"}, "cvc": {"123"}}, rs.sameOrigin(o.cookie)...)
+	if r.code != http.StatusSeeOther {
+		rs.t.Fatalf("test card on %s: %d %s", name(j), r.code, r.raw)
+	}
+}
+
+// taskArtifact is the data of a task's artifact named name (JSON).
+func taskArtifact(task map[string]any, name string) map[string]any {
+	arts, _ := task["artifacts"].([]any)
+	for _, a := range arts {
+		if m, _ := a.(map[string]any); m["name"] == name {
+			parts, _ := m["parts"].([]any)
+			if len(parts) > 0 {
+				d, _ := parts[0].(map[string]any)["data"].(map[string]any)
+				return d
+			}
+		}
+	}
+	return nil
 }
 
 func taskState(task map[string]any) string {
