@@ -66,11 +66,13 @@ Send from one of your numbers with "from": "<E.164 or num_… id>" in the body.
 %[4]s
 ## A2A agents
 
-- Card: %[1]s/.well-known/agent-card.json. JSON-RPC at %[1]s/a2a (SendMessage, GetTask, CancelTask; 0.3 names too),
+- Card: %[1]s/.well-known/agent-card.json. JSON-RPC at %[1]s/a2a (SendMessage, SendStreamingMessage, GetTask, SubscribeToTask,
+  CancelTask; 0.3 names too),
   with an OAuth token for the resource %[1]s/a2a (see auth.md) and "A2A-Version: 1.0".
 - Send one data part {"skill": <id>, "arguments": {…}}; free text is not interpreted. create_upload, PUT the file,
   then create_fax {"to", "uploadToken"}: a task in TASK_STATE_INPUT_REQUIRED whose checkoutUrl the owner pays at
-  (A2A never spends account credits). Poll GetTask until COMPLETED (the fax artifact) or FAILED.
+  (A2A never spends account credits). Follow it until COMPLETED (the fax artifact) or FAILED: SendStreamingMessage or
+  SubscribeToTask stream its changes (server-sent events), or poll GetTask.
 - buy_credits buys a credit pack under AP2 (extension https://github.com/google-agentic-commerce/ap2/tree/v0.1);
   the owner approves each charge with a passkey.
 
