@@ -2,6 +2,7 @@ package a2a_test
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"log/slog"
 	"net/http"
@@ -10,6 +11,7 @@ import (
 	"os"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/faxhub/faxhub/conformance/storetest"
 	"github.com/faxhub/faxhub/core"
@@ -22,7 +24,8 @@ import (
 // PostgreSQL when FAXHUB_TESTENV_POSTGRES is set) with any body and a
 // valid token holding every scope, AP2 activated: broken envelopes, parts
 // and arguments of either protocol version are never a 5xx and always a
-// JSON-RPC answer.
+// JSON-RPC answer (each event of a stream one; a stream that follows a
+// task is cut after a few seconds).
 func FuzzA2ARequest(f *testing.F) {
 	dsn := ""
 	if pg := os.Getenv(testenv.EnvPostgres); pg != "" {
@@ -64,6 +67,12 @@ func FuzzA2ARequest(f *testing.F) {
 		// as invalid params, like every other door.
 		`{"jsonrpc":"2.0","id":1,"method":"SendMessage","params":{"message":{"messageId":"m","role":"ROLE_USER","parts":[{"data":{"skill":"get_fax","arguments":{"faxId":"fax_\ud800"}}}]}}}`,
 		`{"jsonrpc":"2.0","id":1,"method":"SendMessage","params":{"message":{"messageId":"m","role":"ROLE_USER","parts":[{"data":{"skill":"get_fax","arguments":{"faxId":"fax_x","faxId":"fax_y"}}}]}}}`,
+		`{"jsonrpc":"2.0","id":1,"method":"SendStreamingMessage","params":{"message":{"messageId":"m","role":"ROLE_USER","parts":[{"data":{"skill":"get_credits","arguments":{}}}]}}}`,
+		`{"jsonrpc":"2.0","id":1,"method":"SendStreamingMessage","params":{"message":{"messageId":"m","role":"ROLE_USER","parts":[{"data":{"skill":"create_fax","arguments":{"to":"+12125550100","uploadToken":"x"}}}]}}}`,
+		`{"jsonrpc":"2.0","id":1,"method":"SubscribeToTask","params":{"id":"tsk_x"}}`,
+		`{"jsonrpc":"2.0","id":1,"method":"SubscribeToTask","params":null}`,
+		`{"jsonrpc":"2.0","id":2,"method":"tasks/resubscribe","params":{"id":""}}`,
+		`{"jsonrpc":"2.0","id":2,"method":"message/stream","params":{"message":{"kind":"message","messageId":"m","role":"user","parts":[{"kind":"data","data":{"skill":"buy_credits","arguments":{"packId":"pack_10"}}}]}}}`,
 	} {
 		f.Add([]byte(s))
 	}
@@ -72,14 +81,33 @@ func FuzzA2ARequest(f *testing.F) {
 		req.Header.Set("Content-Type", "application/json")
 		req.Header.Set("Authorization", "Bearer "+tok)
 		req.Header.Set("A2A-Extensions", "https://github.com/google-agentic-commerce/ap2/tree/v0.1")
+		// A stream that follows a task (a credit purchase waits 15 minutes
+		// for its mandate) ends when the request does.
+		ctx, cancel := context.WithTimeout(req.Context(), 3*time.Second)
+		defer cancel()
+		req = req.WithContext(ctx)
 		rec := httptest.NewRecorder()
 		h.ServeHTTP(rec, req)
 		if rec.Code >= 500 {
 			t.Fatalf("%d for %q: %s", rec.Code, body, rec.Body)
 		}
-		var m map[string]any
-		if err := json.Unmarshal(rec.Body.Bytes(), &m); err != nil || m["jsonrpc"] != "2.0" {
-			t.Fatalf("not a JSON-RPC answer (%d) for %q: %s", rec.Code, body, rec.Body)
+		answers := [][]byte{rec.Body.Bytes()}
+		if strings.HasPrefix(rec.Header().Get("Content-Type"), "text/event-stream") {
+			answers = nil
+			for _, line := range strings.Split(rec.Body.String(), "\n") {
+				if data, ok := strings.CutPrefix(line, "data: "); ok {
+					answers = append(answers, []byte(data))
+				}
+			}
+			if len(answers) == 0 {
+				t.Fatalf("a stream without an event for %q: %s", body, rec.Body)
+			}
+		}
+		for _, a := range answers {
+			var m map[string]any
+			if err := json.Unmarshal(a, &m); err != nil || m["jsonrpc"] != "2.0" {
+				t.Fatalf("not a JSON-RPC answer (%d) for %q: %s", rec.Code, body, rec.Body)
+			}
 		}
 	})
 }
