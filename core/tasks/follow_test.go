@@ -518,3 +518,38 @@ func waitNoFollowers(t *testing.T) {
 		time.Sleep(time.Millisecond)
 	}
 }
+
+// A credit purchase streams its cart, then, after the agent's mandate,
+// the owner's approval page (the same state, other words), then its
+// receipt. The approval and the charge write no event here: the refresh
+// brings them (the ticker is a real one; the clock moves the refreshes).
+func TestFollowCreditPurchase(t *testing.T) {
+	e := newAP2Env(t)
+	st, err := e.svc.Tasks.OpenStream(ctx, e.p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	v := e.start(t, "pack_10")
+	f := follow(t, ctx, st, v, nil)
+	wantState(t, "cart", f.next(t), tasks.InputRequired, "")
+	_, a := e.submit(t, v, mandateFor(v, "pm_follow", "tok_visa"))
+	e.clk.Advance(tasks.DefaultStreamRefresh)
+	approval := f.next(t)
+	wantState(t, "approval", approval, tasks.InputRequired, "")
+	if approval.ApprovalURL == "" || !strings.Contains(approval.Message, approval.ApprovalURL) {
+		t.Fatalf("approval view %q %q", approval.ApprovalURL, approval.Message)
+	}
+	if _, err := e.svc.Approvals.Decide(ctx, e.OwnerA.ID, a.ID, approve(true, a)); err != nil {
+		t.Fatal(err)
+	}
+	e.clk.Advance(tasks.DefaultStreamRefresh)
+	done := f.next(t)
+	if done.State == tasks.Working { // seen between the approval and the charge
+		done = f.next(t)
+	}
+	wantState(t, "paid", done, tasks.Completed, "")
+	if done.Receipt == nil || done.Receipt.PackID != "pack_10" {
+		t.Fatalf("receipt %+v", done.Receipt)
+	}
+	f.ended(t)
+}
