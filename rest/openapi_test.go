@@ -209,6 +209,7 @@ func TestProblemCodesCoverCore(t *testing.T) {
 		"claim_too_many_tries":          "agent claims are decided in the owner console",
 		"claim_scope_not_permitted":     "agent claims are decided in the owner console",
 		"task_not_cancelable":           "agent tasks are A2A's (/a2a tasks/cancel), not /api/v1's",
+		"too_many_streams":              "task streams are A2A's (SendStreamingMessage, SubscribeToTask), not /api/v1's",
 		"payment_mandate_mismatch":      "AP2 purchases are made over A2A, not /api/v1",
 		"payment_mandate_replayed":      "AP2 purchases are made over A2A, not /api/v1",
 		"cart_expired":                  "AP2 purchases are made over A2A, not /api/v1",
