@@ -2,12 +2,14 @@ package rest
 
 import (
 	"encoding/json"
+	"fmt"
 	"go/ast"
 	"go/parser"
 	"go/token"
 	"maps"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -513,3 +515,50 @@ var SchemaOf = schemaOf
 
 // EventSchemaName is eventSchemaName for the end-to-end tests.
 var EventSchemaName = eventSchemaName
+
+// TestEventsDoc: docs/events.md has a section for every event type, and
+// the example of each validates against the schema /openapi.json declares
+// for it, so the page cannot drift from the document or the code.
+func TestEventsDoc(t *testing.T) {
+	doc := servedOpenAPI(t, newUnitAPI(t, false))
+	page, err := os.ReadFile("../docs/events.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sections := strings.Split(string(page), "\n### `")
+	found := map[events.Type]bool{}
+	for _, sec := range sections[1:] {
+		name, body, _ := strings.Cut(sec, "`")
+		typ := events.Type(name)
+		if !events.Known(typ) {
+			t.Errorf("docs/events.md documents %q, which is not an event type", name)
+			continue
+		}
+		found[typ] = true
+		_, block, ok := strings.Cut(body, "```json\n")
+		block, _, _ = strings.Cut(block, "```")
+		if !ok {
+			t.Errorf("docs/events.md: %s has no JSON example", typ)
+			continue
+		}
+		var ex map[string]any
+		if err := json.Unmarshal([]byte(block), &ex); err != nil {
+			t.Errorf("docs/events.md: the example of %s is not JSON: %v", typ, err)
+			continue
+		}
+		if ex["type"] != name {
+			t.Errorf("docs/events.md: the example of %s is a %v", typ, ex["type"])
+		}
+		if err := schemaOf(t, doc, "#/components/schemas/"+eventSchemaName(typ)).Validate(ex); err != nil {
+			t.Errorf("docs/events.md: the example of %s does not validate: %v", typ, err)
+		}
+	}
+	for _, typ := range events.Types() {
+		if !found[typ] {
+			t.Errorf("docs/events.md has no section for %s", typ)
+		}
+	}
+	if !strings.Contains(string(page), fmt.Sprintf("**%d days**", int(events.Retention.Hours()/24))) {
+		t.Error("docs/events.md does not state the retention events.Retention sets")
+	}
+}
