@@ -1,6 +1,11 @@
 package approvals_test
 
 import (
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"io/fs"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -100,5 +105,49 @@ func TestApprovalEvents(t *testing.T) {
 	}
 	if _, err := e.Svc.Events.List(ctx, agent, []events.Type{events.ApprovalDecided}, "", 10); core.ErrorCode(err) != core.CodeInsufficientScope {
 		t.Fatalf("an agent asks for approval events: %v", err)
+	}
+}
+
+// Every approval is created and decided through this package (Create,
+// Record), so none misses its event: outside core/approvals and the store,
+// no code calls the store's CreateApproval or DecideApproval.
+func TestApprovalWritesGoThroughApprovals(t *testing.T) {
+	root := "../.."
+	checked := 0
+	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(root, path)
+		if d.IsDir() {
+			switch rel {
+			case "core/approvals", "core/store", "conformance", ".git":
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
+			return nil
+		}
+		f, err := parser.ParseFile(token.NewFileSet(), path, nil, 0)
+		if err != nil {
+			return err
+		}
+		checked++
+		ast.Inspect(f, func(n ast.Node) bool {
+			if call, ok := n.(*ast.CallExpr); ok {
+				if sel, ok := call.Fun.(*ast.SelectorExpr); ok && (sel.Sel.Name == "CreateApproval" || sel.Sel.Name == "DecideApproval") {
+					t.Errorf("%s calls %s directly; use approvals.Create or approvals.Record", rel, sel.Sel.Name)
+				}
+			}
+			return true
+		})
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if checked < 100 {
+		t.Fatalf("checked only %d files", checked)
 	}
 }
