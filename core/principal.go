@@ -144,6 +144,9 @@ const (
 	// account's settings, managed with an API key or in the console only.
 	OpListEvents     Operation = "list_events"
 	OpManageWebhooks Operation = "manage_webhooks"
+	// OpSetCreditAlert sets the low-balance threshold: the account's
+	// setting, like its webhooks.
+	OpSetCreditAlert Operation = "set_credit_alert"
 )
 
 // Scopes that are not product scopes, used only in scopeFor: scopeAny is
@@ -187,6 +190,7 @@ var scopeFor = map[Operation]Scope{
 	OpBuyCredits:      ScopeCreditsCheckout,
 	OpListEvents:      scopeAny,
 	OpManageWebhooks:  scopeAccount,
+	OpSetCreditAlert:  scopeAccount,
 }
 
 // ScopeFor returns the scope that gates op ("" for an unknown operation).

@@ -178,6 +178,7 @@ func (c *Console) Register(r *web.Router) {
 	page("dashboard", "GET", "/console", session, c.withOwner(c.dashboard))
 	page("dashboardSlash", "GET", "/console/", session, c.withOwner(c.dashboard))
 	page("buyCredits", "POST", "/console/credits", session, c.withOwner(c.buyCredits))
+	page("setCreditAlert", "POST", "/console/credits/alert", session, c.withOwner(c.setCreditAlert))
 	page("keys", "GET", "/console/keys", session, c.withOwner(c.keysPage))
 	page("createKey", "POST", "/console/keys", session, c.withOwner(c.createKey))
 	page("revokeKey", "POST", "/console/keys/{id}/revoke", session, c.withOwner(c.revokeKey))

@@ -24,10 +24,13 @@ type dashboardBody struct {
 	Faxes    []faxes.Fax
 	Pending  int
 	Packs    []core.CreditPack
+	// Alert is the low-balance alert of Mode; Threshold what the form
+	// shows in its field (what the owner typed, after a refusal).
+	Alert     *credits.Alert
+	Threshold string
 }
 
 func (c *Console) dashboard(w http.ResponseWriter, r *http.Request, s *signedIn) {
-	ctx := r.Context()
 	mode := core.ModeTest
 	if m := r.URL.Query().Get("mode"); m != "" {
 		pm, err := core.ParseMode(m)
@@ -37,7 +40,26 @@ func (c *Console) dashboard(w http.ResponseWriter, r *http.Request, s *signedIn)
 		}
 		mode = pm
 	}
+	c.showDashboard(w, r, s, mode, http.StatusOK, "", "", nil)
+}
+
+// showDashboard renders the dashboard of mode; typed, when set, is the
+// threshold the owner typed into a form that was refused.
+func (c *Console) showDashboard(w http.ResponseWriter, r *http.Request, s *signedIn, mode core.Mode, status int, notice, errMsg string, typed *string) {
+	ctx := r.Context()
 	b := dashboardBody{Mode: mode, Packs: c.svc.Credits.Packs()}
+	alert, err := c.svc.Credits.Alert(ctx, core.OwnerPrincipal(s.owner.ID, mode))
+	if err != nil {
+		c.fail(w, r, err)
+		return
+	}
+	b.Alert = alert
+	if alert.Threshold != nil {
+		b.Threshold = *alert.Threshold
+	}
+	if typed != nil {
+		b.Threshold = *typed
+	}
 	for _, m := range []core.Mode{core.ModeTest, core.ModeLive} {
 		bal, err := c.svc.Credits.Balance(ctx, s.owner.ID, m)
 		if err != nil {
@@ -60,7 +82,39 @@ func (c *Console) dashboard(w http.ResponseWriter, r *http.Request, s *signedIn)
 	b.Pending = len(pending)
 	d := c.page(s, "Dashboard", "dashboard", b)
 	d.Pending = b.Pending
-	c.render(w, r, http.StatusOK, "dashboard", d)
+	d.Notice, d.Error = notice, errMsg
+	c.render(w, r, status, "dashboard", d)
+}
+
+// setCreditAlert sets (or, with an empty field, turns off) the
+// low-balance alert of the form's mode: the same rule as PUT
+// /api/v1/credits/alert (credits.Service.SetAlert). A refused threshold
+// shows the dashboard again with what was typed and why.
+func (c *Console) setCreditAlert(w http.ResponseWriter, r *http.Request, s *signedIn) {
+	mode, err := core.ParseMode(r.PostFormValue("mode"))
+	if err != nil {
+		c.fail(w, r, err)
+		return
+	}
+	typed := strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(r.PostFormValue("threshold")), "$"))
+	var threshold *string
+	if typed != "" {
+		threshold = &typed
+	}
+	a, err := c.svc.Credits.SetAlert(r.Context(), core.OwnerPrincipal(s.owner.ID, mode), threshold)
+	if err != nil {
+		if e := core.AsError(err); e.Kind != core.KindInternal {
+			c.showDashboard(w, r, s, mode, statusOf(e.Kind), "", e.Message, &typed)
+			return
+		}
+		c.fail(w, r, err)
+		return
+	}
+	notice := "Low-balance alert turned off for " + string(mode) + " mode."
+	if a.Threshold != nil {
+		notice = "You will be told (credits.low) when the " + string(mode) + " balance falls below $" + *a.Threshold + "."
+	}
+	c.showDashboard(w, r, s, mode, http.StatusOK, notice, "", nil)
 }
 
 // buyCredits starts a hosted checkout for a credit pack in the chosen

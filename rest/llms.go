@@ -3,6 +3,8 @@ package rest
 import (
 	"fmt"
 	"strings"
+
+	"github.com/faxhub/faxhub/core/events"
 )
 
 // llmsText is /llms.txt (llmstxt.org): a short orientation for LLM agents
@@ -47,6 +49,12 @@ Everything below is described precisely in the OpenAPI 3.1 document: %[1]s/opena
 
 Price first without sending: POST /api/v1/quote {"to", "pages", "cover"}. Balance and ledger: GET /api/v1/credits.
 Send from one of your numbers with "from": "<E.164 or num_… id>" in the body.
+
+Instead of polling: GET /api/v1/events?type=fax.*&starting_after=&limit= lists what happened, newest first
+(fax.queued, fax.sending, fax.retrying, fax.delivered, fax.partial, fax.failed, fax.canceled; inbound_fax.*,
+number.*, credits.purchased, credits.low, approval.*, agent.*), each {id, type, timestamp, mode, data} with data
+the resource as the API shows it; kept %[5]d days. Webhooks deliver the same events (dedupe on webhook-id = event id).
+Low-balance alert: PUT /api/v1/credits/alert {"threshold": "5.00"} (null: off) writes credits.low on each fall below it.
 
 ## Fax numbers and the inbox
 
@@ -95,7 +103,7 @@ valid number is delivered:
 - Authentication for agents: %[1]s/auth.md
 - A2A agent card: %[1]s/.well-known/agent-card.json
 - Delegated hosts and agents: %[2]s/.well-known/agent-configuration
-`, base, apiURL, testNumberLines(opts.TestNumbers), machineSection(opts))
+`, base, apiURL, testNumberLines(opts.TestNumbers), machineSection(opts), int(events.Retention.Hours()/24))
 	return []byte(b.String())
 }
 

@@ -343,6 +343,7 @@ func openAPIDocument(opts Options, cfg services.Config, machine machineLimits) o
 	}
 	maps.Copy(paths, s.machinePaths(opts, machine, quote))
 	maps.Copy(paths, s.numberPaths(opts, cfg, limit))
+	maps.Copy(paths, s.eventPaths(limit))
 
 	str := func(desc string) obj { return obj{"type": "string", "description": desc} }
 	dateTime := obj{"type": "string", "format": "date-time"}
@@ -477,6 +478,7 @@ func openAPIDocument(opts Options, cfg services.Config, machine machineLimits) o
 
 	maps.Copy(schemas, machineSchemas())
 	maps.Copy(schemas, numberSchemas())
+	maps.Copy(schemas, eventSchemas())
 
 	return obj{
 		"openapi": "3.1.0",
@@ -496,10 +498,13 @@ func openAPIDocument(opts Options, cfg services.Config, machine machineLimits) o
 			obj{"name": "credits", "description": "prepaid balance, ledger and credit-pack checkout"},
 			obj{"name": "numbers", "description": "renting fax numbers to receive on and send from"},
 			obj{"name": "inbox", "description": "faxes received on your numbers, their text and their PDFs"},
+			obj{"name": "events", "description": "the event log: what happened to your faxes, numbers, credits, approvals and agents, listed and delivered to webhooks"},
 			obj{"name": "machine", "description": "per-request payment for machines without an account"},
 			obj{"name": "meta", "description": "descriptions of this API"},
 		},
 		"paths": paths,
+		// OpenAPI 3.1: what faxhub posts to webhook endpoints (rest/openapi_events.go).
+		"webhooks": eventWebhooks(),
 		"components": obj{
 			"securitySchemes": obj{"apiKey": obj{
 				"type": "http", "scheme": "bearer", "bearerFormat": "API key (fxk_live_… / fxk_test_…)",

@@ -272,6 +272,7 @@ func numberSchemas() obj {
 			"textNote":      str("what could not be read, for people"),
 			"failureReason": obj{"type": "string"},
 			"receivedAt":    dateTime, "createdAt": dateTime, "updatedAt": dateTime, "processedAt": dateTime,
+			"readAt": obj{"type": "string", "format": "date-time", "description": "when the owner or an agent first read it whole"},
 		}),
 		"InboundFaxList": object([]string{"data", "hasMore"}, obj{
 			"data":       obj{"type": "array", "items": ref("InboundFax")},

@@ -2,18 +2,23 @@ package rest
 
 import (
 	"encoding/json"
+	"fmt"
 	"go/ast"
 	"go/parser"
 	"go/token"
+	"maps"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
 	"testing"
 
+	"github.com/faxhub/faxhub/core/events"
 	"github.com/faxhub/faxhub/core/web"
+	"github.com/google/jsonschema-go/jsonschema"
 )
 
 func servedOpenAPI(t *testing.T, a *api) map[string]any {
@@ -391,5 +396,170 @@ func TestOpenAPINumberScopes(t *testing.T) {
 		if schemas[schema].(map[string]any)["properties"].(map[string]any)[field] == nil {
 			t.Errorf("%s has no %s", schema, field)
 		}
+	}
+}
+
+// schemaOf is the components schema named by ref ("#/components/schemas/X")
+// with every $ref in it replaced by what it names, as a validator.
+func schemaOf(t *testing.T, doc map[string]any, ref string) *jsonschema.Resolved {
+	t.Helper()
+	schemas := doc["components"].(map[string]any)["schemas"].(map[string]any)
+	var inline func(v any, depth int) any
+	inline = func(v any, depth int) any {
+		if depth > 20 {
+			t.Fatalf("%s: $ref nesting deeper than 20", ref)
+		}
+		switch v := v.(type) {
+		case map[string]any:
+			if r, ok := v["$ref"].(string); ok {
+				target, ok := schemas[strings.TrimPrefix(r, "#/components/schemas/")]
+				if !ok {
+					t.Fatalf("unresolved $ref %s", r)
+				}
+				return inline(target, depth+1)
+			}
+			out := map[string]any{}
+			for k, x := range v {
+				out[k] = inline(x, depth)
+			}
+			return out
+		case []any:
+			out := make([]any, len(v))
+			for i, x := range v {
+				out[i] = inline(x, depth)
+			}
+			return out
+		}
+		return v
+	}
+	b, err := json.Marshal(inline(map[string]any{"$ref": ref}, 0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var s jsonschema.Schema
+	if err := json.Unmarshal(b, &s); err != nil {
+		t.Fatalf("%s is not a JSON Schema: %v", ref, err)
+	}
+	rs, err := s.Resolve(nil)
+	if err != nil {
+		t.Fatalf("%s: %v", ref, err)
+	}
+	return rs
+}
+
+// TestOpenAPIWebhooks: every event type is declared under the top-level
+// webhooks map (OpenAPI 3.1) as a POST of its envelope with the Standard
+// Webhooks headers, and every example there and in the events operations
+// validates against its schema; a wrong example does not.
+func TestOpenAPIWebhooks(t *testing.T) {
+	doc := servedOpenAPI(t, newUnitAPI(t, false))
+	hooks, _ := doc["webhooks"].(map[string]any)
+	declared := slices.Sorted(maps.Keys(hooks))
+	var want []string
+	for _, et := range events.Types() {
+		want = append(want, string(et))
+	}
+	if !slices.Equal(declared, want) {
+		t.Fatalf("webhooks %v, want every event type %v", declared, want)
+	}
+	for _, name := range declared {
+		post := hooks[name].(map[string]any)["post"].(map[string]any)
+		var headers []string
+		for _, p := range post["parameters"].([]any) {
+			if p.(map[string]any)["in"] == "header" && p.(map[string]any)["required"] == true {
+				headers = append(headers, p.(map[string]any)["name"].(string))
+			}
+		}
+		if !slices.Equal(headers, []string{"webhook-id", "webhook-timestamp", "webhook-signature"}) {
+			t.Errorf("%s: headers %v", name, headers)
+		}
+		content := post["requestBody"].(map[string]any)["content"].(map[string]any)["application/json"].(map[string]any)
+		rs := schemaOf(t, doc, content["schema"].(map[string]any)["$ref"].(string))
+		example := content["example"].(map[string]any)
+		if example["type"] != name {
+			t.Errorf("%s: example of type %v", name, example["type"])
+		}
+		if err := rs.Validate(example); err != nil {
+			t.Errorf("%s: the example does not validate: %v", name, err)
+		}
+		// The schema is strict enough to catch a wrong example.
+		wrong := maps.Clone(example)
+		wrong["type"] = "fax.nope"
+		if rs.Validate(wrong) == nil {
+			t.Errorf("%s: an example of another type validates", name)
+		}
+		if _, ok := post["responses"].(map[string]any)["410"]; !ok {
+			t.Errorf("%s: 410 (disable) is not described", name)
+		}
+	}
+	paths := doc["paths"].(map[string]any)
+	for _, c := range []struct{ path, method, status string }{
+		{"/api/v1/events", "get", "200"}, {"/api/v1/events/{id}", "get", "200"},
+		{"/api/v1/credits/alert", "get", "200"}, {"/api/v1/credits/alert", "put", "200"},
+	} {
+		op := paths[c.path].(map[string]any)[c.method].(map[string]any)
+		content := op["responses"].(map[string]any)[c.status].(map[string]any)["content"].(map[string]any)["application/json"].(map[string]any)
+		if err := schemaOf(t, doc, content["schema"].(map[string]any)["$ref"].(string)).Validate(content["example"]); err != nil {
+			t.Errorf("%s %s: the example does not validate: %v", c.method, c.path, err)
+		}
+		if body, ok := op["requestBody"].(map[string]any); ok {
+			bc := body["content"].(map[string]any)["application/json"].(map[string]any)
+			if err := schemaOf(t, doc, bc["schema"].(map[string]any)["$ref"].(string)).Validate(bc["example"]); err != nil {
+				t.Errorf("%s %s: the request example does not validate: %v", c.method, c.path, err)
+			}
+		}
+	}
+}
+
+// SchemaOf is schemaOf for the end-to-end tests (package rest_test).
+var SchemaOf = schemaOf
+
+// EventSchemaName is eventSchemaName for the end-to-end tests.
+var EventSchemaName = eventSchemaName
+
+// TestEventsDoc: docs/events.md has a section for every event type, and
+// the example of each validates against the schema /openapi.json declares
+// for it, so the page cannot drift from the document or the code.
+func TestEventsDoc(t *testing.T) {
+	doc := servedOpenAPI(t, newUnitAPI(t, false))
+	page, err := os.ReadFile("../docs/events.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sections := strings.Split(string(page), "\n### `")
+	found := map[events.Type]bool{}
+	for _, sec := range sections[1:] {
+		name, body, _ := strings.Cut(sec, "`")
+		typ := events.Type(name)
+		if !events.Known(typ) {
+			t.Errorf("docs/events.md documents %q, which is not an event type", name)
+			continue
+		}
+		found[typ] = true
+		_, block, ok := strings.Cut(body, "```json\n")
+		block, _, _ = strings.Cut(block, "```")
+		if !ok {
+			t.Errorf("docs/events.md: %s has no JSON example", typ)
+			continue
+		}
+		var ex map[string]any
+		if err := json.Unmarshal([]byte(block), &ex); err != nil {
+			t.Errorf("docs/events.md: the example of %s is not JSON: %v", typ, err)
+			continue
+		}
+		if ex["type"] != name {
+			t.Errorf("docs/events.md: the example of %s is a %v", typ, ex["type"])
+		}
+		if err := schemaOf(t, doc, "#/components/schemas/"+eventSchemaName(typ)).Validate(ex); err != nil {
+			t.Errorf("docs/events.md: the example of %s does not validate: %v", typ, err)
+		}
+	}
+	for _, typ := range events.Types() {
+		if !found[typ] {
+			t.Errorf("docs/events.md has no section for %s", typ)
+		}
+	}
+	if !strings.Contains(string(page), fmt.Sprintf("**%d days**", int(events.Retention.Hours()/24))) {
+		t.Error("docs/events.md does not state the retention events.Retention sets")
 	}
 }

@@ -151,6 +151,10 @@ func (a *api) routeTable() []route {
 		{"getInboxFile", "GET", core.LinkInboxFile.Path(), capability, a.public(a.inboxFile)},
 		{"simulateInboundFax", "POST", "/api/v1/inbox/simulate", key, a.authed(a.simulateInbound)},
 		{"getProviderMedia", "GET", core.LinkProviderMedia.Path(), capability, a.public(a.providerMedia)},
+		{"getCreditAlert", "GET", "/api/v1/credits/alert", key, a.authed(a.getCreditAlert)},
+		{"setCreditAlert", "PUT", "/api/v1/credits/alert", key, a.authed(a.setCreditAlert)},
+		{"listEvents", "GET", "/api/v1/events", key, a.authed(a.listEvents)},
+		{"getEvent", "GET", "/api/v1/events/{id}", key, a.authed(a.getEvent)},
 		{"getOpenAPI", "GET", "/openapi.json", none, http.HandlerFunc(a.serveOpenAPI)},
 		{"getLLMsTxt", "GET", "/llms.txt", none, http.HandlerFunc(a.serveLLMs)},
 	}

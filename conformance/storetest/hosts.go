@@ -231,7 +231,7 @@ func newDelegatedSend(t *testing.T, s services.Store, o *accounts.Owner, sec int
 	t.Helper()
 	ctx := t.Context()
 	doc := newDocument(t, s, o, core.ModeTest)
-	appr := &approvals.Approval{ID: core.NewID(core.PrefixApproval), OwnerID: o.ID, Kind: approvals.KindFaxSend, BindingHash: "h",
+	appr := &approvals.Approval{ID: core.NewID(core.PrefixApproval), OwnerID: o.ID, Mode: core.ModeTest, Kind: approvals.KindFaxSend, BindingHash: "h",
 		RequiresUV: true, Status: approvals.Pending, CreatedAt: at(sec), ExpiresAt: at(sec).Add(hosts.SendTTL)}
 	must(t, s.CreateApproval(ctx, appr))
 	d := &hosts.Send{ID: core.NewID(core.PrefixDelegatedSend), OwnerID: o.ID, Mode: core.ModeTest, HostID: "hst_x", AgentID: "dag_x",

@@ -108,7 +108,7 @@ func wantApproval(t *testing.T, what string, got, want *approvals.Approval) {
 func newApproval(t *testing.T, s services.Store, o *accounts.Owner, created, expires int) *approvals.Approval {
 	t.Helper()
 	a := &approvals.Approval{
-		ID: core.NewID(core.PrefixApproval), OwnerID: o.ID, Kind: approvals.KindOAuthConsent, Requester: "Claude",
+		ID: core.NewID(core.PrefixApproval), OwnerID: o.ID, Mode: core.ModeTest, Kind: approvals.KindOAuthConsent, Requester: "Claude",
 		Summary: "Claude wants to send faxes", Details: json.RawMessage(`{"scopes": ["fax:send", "fax:read"], "client": {"name": "Claude"}}`),
 		BindingHash: approvals.BindingHash(created), RequiresUV: true, Status: approvals.Pending,
 		CreatedAt: at(created), ExpiresAt: at(expires),
@@ -122,7 +122,7 @@ func testApprovals(t *testing.T, s services.Store) {
 	o, other := newOwner(t, s), newOwner(t, s)
 	a1, a2, a3 := newApproval(t, s, o, 0, 600), newApproval(t, s, o, 10, 600), newApproval(t, s, o, 20, 30)
 	newApproval(t, s, other, 5, 600)
-	noDetails := &approvals.Approval{ID: core.NewID(core.PrefixApproval), OwnerID: o.ID, Kind: approvals.KindDevice, BindingHash: "h", Status: approvals.Pending, CreatedAt: at(1), ExpiresAt: at(600)}
+	noDetails := &approvals.Approval{ID: core.NewID(core.PrefixApproval), OwnerID: o.ID, Mode: core.ModeTest, Kind: approvals.KindDevice, BindingHash: "h", Status: approvals.Pending, CreatedAt: at(1), ExpiresAt: at(600)}
 	must(t, s.CreateApproval(ctx, noDetails))
 	wantErr(t, "approval with a taken id", s.CreateApproval(ctx, a1), core.ErrExists)
 

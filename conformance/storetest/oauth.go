@@ -246,7 +246,7 @@ func testOAuthConsents(t *testing.T, st services.Store) {
 	ctx, s := t.Context(), oauthStore(t, st)
 	a, b := newOwner(t, st), newOwner(t, st)
 	ap := &approvals.Approval{
-		ID: core.NewID(core.PrefixApproval), OwnerID: a.ID, Kind: approvals.KindOAuthConsent, BindingHash: "h",
+		ID: core.NewID(core.PrefixApproval), OwnerID: a.ID, Mode: core.ModeTest, Kind: approvals.KindOAuthConsent, BindingHash: "h",
 		Status: approvals.Pending, CreatedAt: at(0), ExpiresAt: at(600),
 	}
 	must(t, st.CreateApproval(ctx, ap))

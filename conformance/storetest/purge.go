@@ -34,6 +34,7 @@ var purgeTests = []struct {
 	{"PurgeJWTIDs", testPurgeJWTIDs},
 	{"PurgeDelegatedSends", testPurgeDelegatedSends},
 	{"PurgeUnenrolledHosts", testPurgeUnenrolledHosts},
+	{"PurgeEvents", testPurgeEvents},
 }
 
 func wantPurged(t *testing.T, what string, n int64, err error, want int64) {

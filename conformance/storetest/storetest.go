@@ -76,6 +76,9 @@ func RunTests(t *testing.T, newStore func(t *testing.T) services.Store) {
 	} {
 		t.Run(tc.name, func(t *testing.T) { tc.run(t, newStore(t)) })
 	}
+	for _, tc := range eventTests {
+		t.Run(tc.name, func(t *testing.T) { tc.run(t, newStore(t)) })
+	}
 	for _, tc := range purgeTests {
 		t.Run(tc.name, func(t *testing.T) { tc.run(t, newStore(t)) })
 	}

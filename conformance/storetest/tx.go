@@ -76,7 +76,7 @@ func testTimeRoundTrip(t *testing.T, s services.Store) {
 	}
 
 	ap := &approvals.Approval{
-		ID: core.NewID(core.PrefixApproval), OwnerID: o.ID, Kind: approvals.KindDevice, BindingHash: "h",
+		ID: core.NewID(core.PrefixApproval), OwnerID: o.ID, Mode: core.ModeTest, Kind: approvals.KindDevice, BindingHash: "h",
 		Status: approvals.Pending, CreatedAt: noon.In(west), ExpiresAt: noon.In(west),
 	}
 	must(t, s.CreateApproval(ctx, ap))

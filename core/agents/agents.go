@@ -15,6 +15,7 @@ import (
 	"github.com/faxhub/faxhub/core"
 	"github.com/faxhub/faxhub/core/accounts"
 	"github.com/faxhub/faxhub/core/approvals"
+	"github.com/faxhub/faxhub/core/events"
 )
 
 // Limits of agent registration.
@@ -182,6 +183,7 @@ type Store interface {
 type Tx interface {
 	core.Tx
 	approvals.Tx
+	events.Queries
 	Queries
 }
 

@@ -106,8 +106,12 @@ func (s *Service) ListRegistrations(ctx context.Context, ownerID string) ([]Regi
 // owner's when ownerID is empty: the agent revoking itself with a verified
 // assertion): its access tokens and further assertion exchanges stop.
 func (s *Service) RevokeRegistration(ctx context.Context, ownerID, id string) error {
-	err := s.d.Store.RevokeAgentRegistration(ctx, ownerID, id, s.now())
-	if errors.Is(err, core.ErrNoRows) {
+	by := RevokedByOwner
+	if ownerID == "" {
+		by = RevokedByAgent
+	}
+	err := s.revoke(ctx, ownerID, id, by)
+	if isNotActive(err) {
 		return core.Errorf(core.KindNotFound, core.CodeNotFound, "no active agent registration with that id")
 	}
 	return err
@@ -169,7 +173,7 @@ func (s *Service) Register(ctx context.Context, r RegisterRequest) (*Registered,
 		Status: Active, CreatedAt: now}
 	c := &Claim{RegistrationID: reg.ID, OwnerID: e.OwnerID, TokenHash: core.HashSecret(claimToken), Scopes: e.Scopes,
 		Status: ClaimPending, CreatedAt: now, ExpiresAt: now.Add(ClaimTTL), Interval: ClaimInterval}
-	if err := s.d.Store.RegisterAgent(ctx, e.ID, reg, c); errors.Is(err, core.ErrConflict) {
+	if err := s.register(ctx, e.ID, reg, c); errors.Is(err, core.ErrConflict) {
 		return nil, invalid
 	} else if err != nil {
 		return nil, fmt.Errorf("agent registration: %w", err)
@@ -402,7 +406,7 @@ func (s *Service) RevokeByAssertion(ctx context.Context, registrationID, jti str
 	if err != nil {
 		return nil, err
 	}
-	if err := s.d.Store.RevokeAgentRegistration(ctx, "", reg.ID, s.now()); err != nil && !errors.Is(err, core.ErrNoRows) {
+	if err := s.revoke(ctx, "", reg.ID, RevokedByAgent); err != nil && !isNotActive(err) {
 		return nil, fmt.Errorf("revoke agent registration: %w", err)
 	}
 	return reg, nil

@@ -9,6 +9,7 @@
 package approvals
 
 import (
+	"cmp"
 	"context"
 	"crypto/subtle"
 	"encoding/json"
@@ -18,6 +19,7 @@ import (
 	"time"
 
 	"github.com/faxhub/faxhub/core"
+	"github.com/faxhub/faxhub/core/events"
 )
 
 // KindFaxSend is a delegated agent's send_fax waiting for the owner's
@@ -26,7 +28,10 @@ const KindFaxSend Kind = "fax_send"
 
 // Request asks an owner to decide something.
 type Request struct {
-	OwnerID   string
+	OwnerID string
+	// Mode is the mode the requester acts in (default the agents' mode,
+	// core.Config.AgentMode: every approval is asked for by an agent).
+	Mode      core.Mode
 	Kind      Kind
 	Requester string // who asks: client name, agent name, host name
 	Summary   string // one line shown in the inbox
@@ -43,12 +48,13 @@ func BindingHash(v any) string { return core.HashRequest(v) }
 
 // Request records a pending approval for the owner's inbox.
 func (s *Service) Request(ctx context.Context, r Request) (*Approval, error) {
-	return s.RequestIn(ctx, s.d.Store, r)
+	return s.RequestIn(ctx, nil, r)
 }
 
-// requestApproval records a pending approval through q (the store or a
-// transaction that writes it together with what it approves).
-func (s *Service) RequestIn(ctx context.Context, q Queries, r Request) (*Approval, error) {
+// RequestIn records a pending approval, and approval.requested, in tx (a
+// transaction that writes it together with what it approves; nil: one of
+// its own).
+func (s *Service) RequestIn(ctx context.Context, tx Tx, r Request) (*Approval, error) {
 	details, err := json.Marshal(r.Details)
 	if err != nil {
 		return nil, fmt.Errorf("encode approval details: %w", err)
@@ -58,12 +64,12 @@ func (s *Service) RequestIn(ctx context.Context, q Queries, r Request) (*Approva
 	}
 	now := s.now()
 	a := &Approval{
-		ID: core.NewID(core.PrefixApproval), OwnerID: r.OwnerID, Kind: r.Kind, Requester: core.CutUTF8(r.Requester, 200),
+		ID: core.NewID(core.PrefixApproval), OwnerID: r.OwnerID, Mode: cmp.Or(r.Mode, s.cfg.AgentMode, core.ModeLive), Kind: r.Kind, Requester: core.CutUTF8(r.Requester, 200),
 		Summary: core.CutUTF8(r.Summary, 500), Details: details, BindingHash: BindingHash(r.Binding),
 		RequiresUV: r.RequiresUV, Status: Pending, CreatedAt: now, ExpiresAt: now.Add(r.TTL),
 	}
-	if err := q.CreateApproval(ctx, a); err != nil {
-		return nil, fmt.Errorf("create approval: %w", err)
+	if err := s.in(ctx, tx, func(tx Tx) error { return Create(ctx, tx, a) }); err != nil {
+		return nil, err
 	}
 	return a, nil
 }
@@ -153,7 +159,7 @@ func (s *Service) Decide(ctx context.Context, ownerID, id string, d Decision) (*
 		}
 		return s.Get(ctx, ownerID, id)
 	}
-	if err := s.d.Store.DecideApproval(ctx, ownerID, id, status, data, s.now()); err != nil {
+	if err := s.RecordIn(ctx, nil, ownerID, id, status, data); err != nil {
 		if errors.Is(err, core.ErrConflict) {
 			return nil, core.Errorf(core.KindConflict, CodeApprovalState, "this request was decided already or expired")
 		}
@@ -187,11 +193,14 @@ type Handler struct {
 // Store keeps approvals.
 type Store interface {
 	Tx
+	core.Transactor
 }
 
-// Tx is a transaction that writes approvals with what they approve.
+// Tx is a transaction that writes approvals with what they approve, and
+// their events.
 type Tx interface {
 	core.Tx
+	events.Queries
 	Queries
 }
 

@@ -167,31 +167,25 @@ func NewCodeApproval[T ~string](inbox *Service, rules CodeRules[T]) *CodeApprova
 }
 
 // Start issues a fresh code and the request's inbox copy (r.Kind is set),
-// written through q: the store, or the feature's transaction that stores
-// the code's hash with the copy's id. Nil q writes through the inbox's
-// store.
-func (m *CodeApproval[T]) Start(ctx context.Context, q Queries, r Request) (code, hash string, a *Approval, err error) {
-	if q == nil {
-		q = m.inbox.d.Store
-	}
+// written in tx: the feature's transaction that stores the code's hash with
+// the copy's id, or, when nil, a transaction of its own.
+func (m *CodeApproval[T]) Start(ctx context.Context, tx Tx, r Request) (code, hash string, a *Approval, err error) {
 	r.Kind = m.rules.Kind
 	code, hash = m.rules.Format.New()
-	if a, err = m.inbox.RequestIn(ctx, q, r); err != nil {
+	if a, err = m.inbox.RequestIn(ctx, tx, r); err != nil {
 		return "", "", nil, err
 	}
 	return code, hash, a, nil
 }
 
 // Retire takes a superseded or withdrawn request's inbox copy out of the
-// inbox (expired); one decided or lapsed already stays as it is.
-func (m *CodeApproval[T]) Retire(ctx context.Context, q Queries, ownerID, approvalID string) error {
+// inbox (expired), in tx (nil: a transaction of its own); one decided or
+// lapsed already stays as it is.
+func (m *CodeApproval[T]) Retire(ctx context.Context, tx Tx, ownerID, approvalID string) error {
 	if approvalID == "" {
 		return nil
 	}
-	if q == nil {
-		q = m.inbox.d.Store
-	}
-	err := q.DecideApproval(ctx, ownerID, approvalID, Expired, nil, m.inbox.now())
+	err := m.inbox.RecordIn(ctx, tx, ownerID, approvalID, Expired, nil)
 	if err != nil && !errors.Is(err, core.ErrConflict) && !errors.Is(err, core.ErrNoRows) {
 		return fmt.Errorf("retire approval: %w", err)
 	}
@@ -317,7 +311,7 @@ func (m *CodeApproval[T]) recordCopy(ctx context.Context, ownerID, approvalID st
 	}
 	data, err := json.Marshal(map[string][]T{m.rules.GrantKey: granted})
 	if err == nil {
-		err = m.inbox.d.Store.DecideApproval(ctx, ownerID, approvalID, status, data, m.inbox.now())
+		err = m.inbox.RecordIn(ctx, nil, ownerID, approvalID, status, data)
 	}
 	if err != nil && !errors.Is(err, core.ErrConflict) && !errors.Is(err, core.ErrNoRows) {
 		m.inbox.d.Logger.WarnContext(ctx, "code-confirmed approval: decide the inbox copy", "kind", m.rules.Kind, "approval_id", approvalID, "err", err)

@@ -11,14 +11,24 @@ import (
 
 	"github.com/faxhub/faxhub/core"
 	"github.com/faxhub/faxhub/core/approvals"
+	"github.com/faxhub/faxhub/core/events"
 	"github.com/faxhub/faxhub/internal/testenv"
 )
 
 // memInbox keeps approvals in memory: the code-confirmed mechanism needs
-// nothing else of a store. The embedded core.Tx is never called.
+// nothing else of a store. The embedded core.Tx is never called; its
+// transactions are the store itself, and its events a list.
 type memInbox struct {
 	core.Tx
-	rows map[string]*approvals.Approval
+	rows   map[string]*approvals.Approval
+	events []events.Type
+}
+
+func (m *memInbox) InTx(ctx context.Context, fn func(core.Tx) error) error { return fn(m) }
+
+func (m *memInbox) AppendEvent(_ context.Context, e *events.Event) error {
+	m.events = append(m.events, e.Type)
+	return nil
 }
 
 func (m *memInbox) CreateApproval(_ context.Context, a *approvals.Approval) error {

@@ -3,6 +3,8 @@ package approvals
 import (
 	"encoding/json"
 	"time"
+
+	"github.com/faxhub/faxhub/core"
 )
 
 // Kind names what an owner is asked to decide.
@@ -28,8 +30,11 @@ const (
 // Approval is a pending owner decision. BindingHash commits to the exact
 // thing approved: a decision on a different hash is refused.
 type Approval struct {
-	ID          string          `json:"id" db:"id"`
-	OwnerID     string          `json:"-" db:"owner_id"`
+	ID      string `json:"id" db:"id"`
+	OwnerID string `json:"-" db:"owner_id"`
+	// Mode is the mode the requester acts in: its approval events are in
+	// that mode's log.
+	Mode        core.Mode       `json:"mode" db:"mode"`
 	Kind        Kind            `json:"kind" db:"kind"`
 	Requester   string          `json:"requester" db:"requester"`
 	Summary     string          `json:"summary" db:"summary"`

@@ -167,10 +167,10 @@ func (s *Service) Complete(ctx context.Context, id string) (*Checkout, error) {
 // grantPack adds a paid pack's credits, inside the transaction that marks
 // its checkout paid.
 func grantPack(ctx context.Context, tx Tx, c *Checkout, now time.Time) error {
-	return tx.AppendLedger(ctx, &credits.LedgerEntry{
+	return credits.GrantPurchase(ctx, tx, &credits.LedgerEntry{
 		ID: core.NewID(core.PrefixLedger), OwnerID: c.OwnerID, Mode: c.Mode, Kind: credits.LedgerPurchase, AmountMicros: c.CreditMicros,
 		Reason: "credit pack " + c.PackID + " (checkout " + c.ID + ")", CreatedAt: now,
-	})
+	}, credits.Purchase{PackID: c.PackID, PriceMicros: c.AmountMicros, CheckoutID: c.ID})
 }
 
 // PaymentRef is what a verified processor event says was paid for a
@@ -317,7 +317,7 @@ func (s *Service) Refund(ctx context.Context, paymentIntent string, refundedCent
 		if c.Kind == KindCreditPack {
 			due := c.CreditMicros*refundedCents/paid - c.CreditMicros*c.RefundedCents/paid
 			if due > 0 {
-				reversed, err = tx.ReverseCredits(ctx, &credits.LedgerEntry{
+				reversed, err = credits.Reverse(ctx, tx, &credits.LedgerEntry{
 					ID: core.NewID(core.PrefixLedger), OwnerID: c.OwnerID, Mode: c.Mode, Kind: credits.LedgerReversal, AmountMicros: -due,
 					Reason: "credit pack " + c.PackID + " refunded (checkout " + c.ID + ")", CreatedAt: now,
 				})

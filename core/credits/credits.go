@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/faxhub/faxhub/core"
+	"github.com/faxhub/faxhub/core/events"
 )
 
 // Grant adds credits to an owner's account by an operator, with a
@@ -133,6 +134,7 @@ type Tx interface {
 	core.Tx
 	LedgerStore
 	ChargeStore
+	events.Queries
 }
 
 // Deps are the ports credits drive.

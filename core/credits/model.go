@@ -45,6 +45,19 @@ type LedgerEntry struct {
 
 	Amount      string `json:"amount" db:"-"`
 	AmountCents int64  `json:"amountCents" db:"-"`
+
+	// After is set by the store on an entry that lowered the available
+	// balance (a hold, a reversal): the balance it left and the owner's
+	// low-balance threshold, read by the statement that wrote the entry.
+	After *Position `json:"-" db:"-"`
+}
+
+// Position is an account's balance right after one ledger entry, with its
+// low-balance threshold at that moment (nil: no alert).
+type Position struct {
+	AvailableMicros int64
+	HeldMicros      int64
+	ThresholdMicros *int64
 }
 
 // Balance is an owner's credit position in one mode.
@@ -60,4 +73,6 @@ type Balance struct {
 	AvailableCents int64  `json:"balanceCents"`
 	Held           string `json:"held"`
 	HeldCents      int64  `json:"heldCents"`
+	// ThresholdMicros is the low-balance alert of the mode (nil: off).
+	ThresholdMicros *int64 `json:"-"`
 }

@@ -13,7 +13,9 @@ type LedgerStore interface {
 	// release. Holds go through PlaceHold.
 	AppendLedger(ctx context.Context, e *LedgerEntry) error
 	// PlaceHold appends a hold entry (negative amount) only if the available
-	// balance covers it, atomically; ErrInsufficientFunds otherwise.
+	// balance covers it, atomically; ErrInsufficientFunds otherwise. It sets
+	// e.After. Features place holds with credits.PlaceHold, which writes
+	// credits.low when the hold crosses the owner's threshold.
 	PlaceHold(ctx context.Context, e *LedgerEntry) error
 	// SettleHold appends a capture or release for the fax's open hold, once:
 	// ErrConflict if the hold is already settled, ErrNoRows if none exists.
@@ -23,9 +25,13 @@ type LedgerStore interface {
 
 	// ReverseCredits takes back up to -e.AmountMicros (e is a reversal,
 	// negative) of the available balance, never below zero, and appends
-	// e with what it took; it returns that (positive) amount, 0 (and no
-	// entry) when nothing was available.
+	// e with what it took (setting e.After); it returns that (positive)
+	// amount, 0 (and no entry) when nothing was available. Features reverse
+	// with credits.Reverse.
 	ReverseCredits(ctx context.Context, e *LedgerEntry) (int64, error)
+	// SetLowBalanceThreshold sets (nil: clears) the low-balance alert of
+	// an owner's mode.
+	SetLowBalanceThreshold(ctx context.Context, ownerID string, mode core.Mode, thresholdMicros *int64) error
 }
 
 // LedgerFilter selects ledger entries, newest first.

@@ -56,7 +56,11 @@ func (s *Service) List(ctx context.Context, p core.Principal, types []Type, star
 		f.Types = readable
 	}
 	if startingAfter != "" {
-		e, err := s.store.GetEvent(ctx, p.OwnerID, p.Mode, startingAfter)
+		var e *Event
+		err := core.ErrNoRows // a cursor that cannot be an id is asked of no database
+		if core.WellFormedID(startingAfter) {
+			e, err = s.store.GetEvent(ctx, p.OwnerID, p.Mode, startingAfter)
+		}
 		if errors.Is(err, core.ErrNoRows) {
 			return nil, core.Errorf(core.KindInvalid, core.CodeInvalidRequest, "starting_after names no event of yours (events are kept %d days)", int(Retention.Hours()/24)).With("parameter", "starting_after")
 		} else if err != nil {
@@ -84,6 +88,9 @@ func (s *Service) List(ctx context.Context, p core.Principal, types []Type, star
 func (s *Service) Get(ctx context.Context, p core.Principal, id string) (*Event, error) {
 	if err := core.Authorize(p, core.OpListEvents); err != nil {
 		return nil, err
+	}
+	if !core.WellFormedID(id) {
+		return nil, core.Errorf(core.KindNotFound, core.CodeNotFound, "no event %q", core.CutUTF8(id, core.MaxIDLen))
 	}
 	e, err := s.store.GetEvent(ctx, p.OwnerID, p.Mode, id)
 	if errors.Is(err, core.ErrNoRows) || (err == nil && !Readable(p, e.Type)) {

@@ -74,7 +74,7 @@ func (s *Service) CreateFax(ctx context.Context, tx Tx, n NewFax) error {
 			ID: core.NewID(core.PrefixLedger), OwnerID: f.OwnerID, Mode: f.Mode, Kind: credits.LedgerHold,
 			AmountMicros: -f.PriceMicros, FaxID: &f.ID, Reason: cmpReason(n.HoldReason, "hold for fax "+f.ID+" to "+f.To), CreatedAt: f.CreatedAt,
 		}
-		if err := tx.PlaceHold(ctx, hold); err != nil {
+		if err := credits.PlaceHold(ctx, tx, hold); err != nil {
 			return err
 		}
 	case PayCheckout:

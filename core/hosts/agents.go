@@ -13,6 +13,7 @@ import (
 	"github.com/faxhub/faxhub/core"
 	"github.com/faxhub/faxhub/core/agents"
 	"github.com/faxhub/faxhub/core/approvals"
+	"github.com/faxhub/faxhub/core/events"
 )
 
 // effectiveStatus is the agent's status as callers see it: a pending agent
@@ -144,7 +145,10 @@ func (s *Service) RegisterAgent(ctx context.Context, host *Host, r AgentRequest)
 			}
 			a.ApprovalID = appr.ID
 		}
-		return tx.CreateDelegatedAgent(ctx, a, MaxAgentsPerHost)
+		if err := tx.CreateDelegatedAgent(ctx, a, MaxAgentsPerHost); err != nil {
+			return err
+		}
+		return agents.AppendEvent(ctx, tx, a.OwnerID, s.cfg.AgentMode, events.AgentRegistered, agentEvent(a, host.Name, ""), now)
 	})
 	switch {
 	case errors.Is(err, core.ErrConflict):
@@ -263,8 +267,11 @@ func (s *Service) RevokeAgent(ctx context.Context, ownerID, hostID, agentID stri
 	} else if err != nil {
 		return nil, fmt.Errorf("revoke agent: %w", err)
 	}
-	now := s.now()
-	if err := s.d.Store.RevokeDelegatedAgent(ctx, a.ID, now); err != nil && !errors.Is(err, core.ErrConflict) {
+	by := agents.RevokedByHost
+	if ownerID != "" {
+		by = agents.RevokedByOwner
+	}
+	if err := s.revokeAgent(ctx, a, by); err != nil && !errors.Is(err, core.ErrConflict) {
 		return nil, fmt.Errorf("revoke agent: %w", err)
 	}
 	if a.Status == AgentPending {

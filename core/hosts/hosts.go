@@ -259,7 +259,7 @@ func (s *Service) List(ctx context.Context, ownerID string) ([]WithAgents, error
 // Revoke revokes one of the owner's hosts and every agent it
 // registered, at once and for every replica.
 func (s *Service) Revoke(ctx context.Context, ownerID, hostID string) error {
-	err := s.d.Store.RevokeHost(ctx, ownerID, hostID, s.now())
+	err := s.revokeHost(ctx, ownerID, hostID)
 	if errors.Is(err, core.ErrNoRows) {
 		h, gerr := s.d.Store.GetHost(ctx, hostID)
 		if gerr == nil && h.OwnerID == ownerID && h.Status == Revoked {

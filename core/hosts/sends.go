@@ -125,7 +125,7 @@ func (s *Service) RequestSend(ctx context.Context, p core.Principal, a *Agent, r
 	}
 	err = s.inTx(ctx, func(tx Tx) error {
 		appr, err := s.approvals.RequestIn(ctx, tx, approvals.Request{
-			OwnerID: p.OwnerID, Kind: approvals.KindFaxSend, Requester: requester, RequiresUV: true, TTL: SendTTL,
+			OwnerID: p.OwnerID, Mode: p.Mode, Kind: approvals.KindFaxSend, Requester: requester, RequiresUV: true, TTL: SendTTL,
 			Summary: fmt.Sprintf("Send a %d-page fax to %s for $%s", billed, e164, d.Price),
 			Details: SendDetails{SendID: d.ID, HostID: host.ID, HostName: host.Name, AgentID: a.ID, AgentName: a.Name,
 				To: e164, Country: country, Pages: d.Pages, Cover: d.Cover, CoverText: d.CoverText, Price: d.Price, Currency: d.Currency,
@@ -205,7 +205,7 @@ func (s *Service) ApproveSend(ctx context.Context, ownerID string, a *approvals.
 		if send.OwnerID != ownerID {
 			return core.NotFound("send request")
 		}
-		if err := tx.DecideApproval(ctx, ownerID, a.ID, approvals.Approved, data, now); errors.Is(err, core.ErrConflict) {
+		if err := approvals.Record(ctx, tx, ownerID, a.ID, approvals.Approved, data, now); errors.Is(err, core.ErrConflict) {
 			return core.Errorf(core.KindConflict, approvals.CodeApprovalState, "this request was decided already or expired")
 		} else if err != nil {
 			return core.StoreErr(err, "approval")

@@ -13,6 +13,7 @@ import (
 
 	"github.com/faxhub/faxhub/core"
 	"github.com/faxhub/faxhub/core/documents"
+	"github.com/faxhub/faxhub/core/events"
 	"github.com/faxhub/faxhub/core/faxes"
 	"github.com/faxhub/faxhub/core/numbers"
 )
@@ -95,6 +96,9 @@ type InboundFax struct {
 	CreatedAt     time.Time  `json:"createdAt" db:"created_at"`
 	UpdatedAt     time.Time  `json:"updatedAt" db:"updated_at"`
 	ProcessedAt   *time.Time `json:"processedAt,omitempty" db:"processed_at"`
+	// ReadAt is when the owner or an agent first read the fax whole
+	// (inbound_fax.read).
+	ReadAt *time.Time `json:"readAt,omitempty" db:"read_at"`
 
 	// Filled by the service for lists, not stored.
 	TextPreview string `json:"textPreview,omitempty" db:"-"`
@@ -181,6 +185,10 @@ type Queries interface {
 	// UpdateInboundFax writes f's mutable fields if the stored status is
 	// one of from; ErrConflict otherwise.
 	UpdateInboundFax(ctx context.Context, f *InboundFax, from ...Status) error
+	// MarkInboundFaxRead sets read_at of a received fax that has none, once:
+	// ErrConflict when it is read already or not received (ErrNoRows when
+	// there is no such fax).
+	MarkInboundFaxRead(ctx context.Context, id string, at time.Time) error
 }
 
 // Filter selects received faxes.
@@ -212,6 +220,7 @@ type Store interface {
 // Tx is a transaction of the inbox.
 type Tx interface {
 	core.Tx
+	events.Queries
 	Queries
 }
 

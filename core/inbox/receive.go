@@ -202,7 +202,7 @@ func (s *Service) failInbound(ctx context.Context, f *InboundFax, reason string)
 	defer cancel()
 	now := s.now()
 	f.Status, f.FailureReason, f.UpdatedAt, f.ProcessedAt = Failed, core.CutUTF8(reason, 500), now, &now
-	if err := s.d.Store.UpdateInboundFax(wctx, f, Receiving); err != nil && !errors.Is(err, core.ErrConflict) {
+	if err := s.finishInbound(wctx, f); err != nil && !errors.Is(err, core.ErrConflict) {
 		return err
 	}
 	s.d.Logger.WarnContext(ctx, "received fax could not be read", "inbound_id", f.ID, "owner_id", f.OwnerID, "reason", f.FailureReason)
@@ -248,7 +248,7 @@ func (s *Service) processInbound(ctx context.Context, f *InboundFax, lastAttempt
 	now := s.now()
 	f.Status, f.Text, f.TextStatus, f.TextMethod, f.TextNote = Received, text.Text, text.Status, text.Method, core.CutUTF8(text.Note, 500)
 	f.UpdatedAt, f.ProcessedAt = now, &now
-	if err := s.d.Store.UpdateInboundFax(wctx, f, Receiving); err != nil {
+	if err := s.finishInbound(wctx, f); err != nil {
 		if errors.Is(err, core.ErrConflict) {
 			return nil // processed concurrently
 		}
@@ -433,7 +433,9 @@ func (s *Service) List(ctx context.Context, p core.Principal, q Query) (*core.Pa
 	return page, nil
 }
 
-// Get reads one of p's received faxes with its whole text.
+// Get reads one of p's received faxes with its whole text. The first read
+// of a received fax (by the owner or any agent, through any door) is
+// recorded: readAt, and inbound_fax.read.
 func (s *Service) Get(ctx context.Context, p core.Principal, id string) (*InboundFax, error) {
 	if err := core.Authorize(p, core.OpReadInbox); err != nil {
 		return nil, err
@@ -442,7 +444,13 @@ func (s *Service) Get(ctx context.Context, p core.Principal, id string) (*Inboun
 		return nil, core.NotFound("received fax")
 	}
 	f, err := s.d.Store.GetInboundFax(ctx, p.OwnerID, p.Mode, id)
-	return f, core.StoreErr(err, "received fax")
+	if err != nil {
+		return nil, core.StoreErr(err, "received fax")
+	}
+	if err := s.markRead(ctx, p, f); err != nil {
+		return nil, err
+	}
+	return f, nil
 }
 
 // Link is a short-lived link to a received fax's PDF.

@@ -28,6 +28,7 @@ import (
 
 	"github.com/faxhub/faxhub/core"
 	"github.com/faxhub/faxhub/core/credits"
+	"github.com/faxhub/faxhub/core/events"
 )
 
 // Status is where a rented number stands.
@@ -265,6 +266,7 @@ type Store interface {
 type Tx interface {
 	core.Tx
 	credits.Tx
+	events.Queries
 	Queries
 }
 

@@ -12,6 +12,7 @@ import (
 
 	"github.com/faxhub/faxhub/core"
 	"github.com/faxhub/faxhub/core/credits"
+	"github.com/faxhub/faxhub/core/events"
 )
 
 var (
@@ -364,7 +365,7 @@ func (s *Service) chargeMonth(ctx context.Context, tx Tx, n *Number, holdReason,
 		ID: core.NewID(core.PrefixLedger), OwnerID: n.OwnerID, Mode: n.Mode, Kind: credits.LedgerHold, AmountMicros: -n.MonthlyMicros,
 		Reason: holdReason, CreatedAt: now,
 	}
-	if err := tx.PlaceHold(ctx, hold); err != nil {
+	if err := credits.PlaceHold(ctx, tx, hold); err != nil {
 		return err
 	}
 	return tx.AppendLedger(ctx, &credits.LedgerEntry{
@@ -465,11 +466,11 @@ func (s *Service) applyNumberOrder(ctx context.Context, numberID string, res Ord
 				n.ProviderRef = res.ProviderRef
 			}
 			s.d.Logger.InfoContext(ctx, "number active", "number_id", n.ID, "owner_id", n.OwnerID, "mode", n.Mode)
-			return tx.UpdateNumber(ctx, n, Pending)
+			return s.saveNumber(ctx, tx, n, events.NumberActive, Pending)
 		}
 		n.Status, n.PaidThrough = Failed, nil
 		n.FailureCode, n.FailureReason = "provisioning_failed", core.CutUTF8(cmpOr(res.FailureReason, "the provider could not provision the number"), 500)
-		if err := tx.UpdateNumber(ctx, n, Pending); err != nil {
+		if err := s.saveNumber(ctx, tx, n, events.NumberFailed, Pending); err != nil {
 			return err
 		}
 		s.d.Logger.WarnContext(ctx, "number provisioning failed; the month returns as credits", "number_id", n.ID, "owner_id", n.OwnerID)
@@ -537,7 +538,7 @@ func (s *Service) releaseNumber(ctx context.Context, n *Number, code, reason str
 	from := n.Status
 	n.Status, n.ReleasedAt, n.UpdatedAt = Released, &now, now
 	n.FailureCode, n.FailureReason = code, reason
-	if err := s.d.Store.UpdateNumber(ctx, n, from); err != nil {
+	if err := s.inTx(ctx, func(tx Tx) error { return s.saveNumber(ctx, tx, n, events.NumberReleased, from) }); err != nil {
 		if errors.Is(err, core.ErrConflict) {
 			return nil, core.Errorf(core.KindConflict, CodeNumberState, "this number changed meanwhile; read it again")
 		}
@@ -663,7 +664,7 @@ func (s *Service) renewNumber(ctx context.Context, n *Number) (bool, error) {
 			n.FailureReason = fmt.Sprintf("the month from %s (%s) could not be paid: the %s balance is too low; add credits before %s or the number is released",
 				n.PaidThrough.Format(time.DateOnly), core.FormatUSD(n.MonthlyMicros), n.Mode, n.PaidThrough.Add(s.nc.Grace).Format(time.DateOnly))
 			s.d.Logger.WarnContext(ctx, "number renewal failed: insufficient credits", "number_id", n.ID, "owner_id", n.OwnerID)
-			return tx.UpdateNumber(ctx, n, Active)
+			return s.saveNumber(ctx, tx, n, events.NumberRenewalFailed, Active)
 		}
 		if err != nil {
 			return err
@@ -671,7 +672,13 @@ func (s *Service) renewNumber(ctx context.Context, n *Number) (bool, error) {
 		from := n.Status
 		n.Status, n.PaidThrough, n.UpdatedAt, n.FailureCode, n.FailureReason = Active, &through, now, "", ""
 		paid = true
-		return tx.UpdateNumber(ctx, n, from)
+		// A past_due number paid at last is active again: number.active
+		// says so. A renewal of an active number changes no status.
+		t := events.Type("")
+		if from == PastDue {
+			t = events.NumberActive
+		}
+		return s.saveNumber(ctx, tx, n, t, from)
 	})
 	return paid, err
 }

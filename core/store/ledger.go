@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"time"
@@ -64,9 +65,26 @@ func (x q) AppendLedger(ctx context.Context, e *credits.LedgerEntry) error {
 	return nil
 }
 
+// position is a balance row as a statement that changed it returns it.
+type position struct {
+	Available int64         `db:"available_micros"`
+	Held      int64         `db:"held_micros"`
+	Threshold sql.NullInt64 `db:"low_threshold_micros"`
+}
+
+func (p position) position() *credits.Position {
+	out := &credits.Position{AvailableMicros: p.Available, HeldMicros: p.Held}
+	if p.Threshold.Valid {
+		out.ThresholdMicros = &p.Threshold.Int64
+	}
+	return out
+}
+
 // PlaceHold reserves -e.AmountMicros of the available balance. The
 // conditional UPDATE is the check: it matches only while the balance covers
-// the hold, so concurrent holds cannot overdraw on either database.
+// the hold, so concurrent holds cannot overdraw on either database. It
+// returns the row it left (e.After), so the low-balance rule sees exactly
+// this hold's before and after, whatever else commits around it.
 //
 // It is on every send's path, so inside a transaction it runs without a
 // savepoint of its own (three statements fewer) and still leaves nothing
@@ -86,17 +104,20 @@ func (x q) PlaceHold(ctx context.Context, e *credits.LedgerEntry) error {
 		if err := x.insertEntry(ctx, e); err != nil {
 			return err
 		}
-		n, err := x.exec(ctx, `UPDATE credit_balances SET available_micros = available_micros - ?, held_micros = held_micros + ?
-			WHERE owner_id = ? AND mode = ? AND available_micros >= ?`, amount, amount, e.OwnerID, e.Mode, amount)
-		if err != nil {
-			return err
-		}
-		if n == 0 {
+		var after position
+		err := x.get(ctx, x.reader(), &after, `UPDATE credit_balances SET available_micros = available_micros - ?, held_micros = held_micros + ?
+			WHERE owner_id = ? AND mode = ? AND available_micros >= ?
+			RETURNING available_micros, held_micros, low_threshold_micros`, amount, amount, e.OwnerID, e.Mode, amount)
+		if errors.Is(err, core.ErrNoRows) {
 			if _, err := x.exec(ctx, "DELETE FROM ledger_entries WHERE id = ?", e.ID); err != nil {
 				return fmt.Errorf("take back the refused entry: %w", err)
 			}
 			return core.ErrInsufficientFunds
 		}
+		if err != nil {
+			return err
+		}
+		e.After = after.position()
 		return nil
 	})
 	if err != nil {
@@ -128,20 +149,23 @@ func (x q) ReverseCredits(ctx context.Context, e *credits.LedgerEntry) (int64, e
 			if amount <= 0 {
 				return nil
 			}
-			n, err := x.exec(ctx, "UPDATE credit_balances SET available_micros = available_micros - ? WHERE owner_id = ? AND mode = ? AND available_micros = ?",
-				amount, e.OwnerID, e.Mode, avail)
+			var after position
+			err = x.get(ctx, x.reader(), &after, `UPDATE credit_balances SET available_micros = available_micros - ?
+				WHERE owner_id = ? AND mode = ? AND available_micros = ?
+				RETURNING available_micros, held_micros, low_threshold_micros`, amount, e.OwnerID, e.Mode, avail)
+			if errors.Is(err, core.ErrNoRows) {
+				continue
+			}
 			if err != nil {
 				return err
 			}
-			if n == 1 {
-				entry := *e
-				entry.AmountMicros = -amount
-				if err := x.insertEntry(ctx, &entry); err != nil {
-					return err
-				}
-				took, *e = amount, entry
-				return nil
+			entry := *e
+			entry.AmountMicros, entry.After = -amount, after.position()
+			if err := x.insertEntry(ctx, &entry); err != nil {
+				return err
 			}
+			took, *e = amount, entry
+			return nil
 		}
 		return errors.New("the balance kept changing")
 	})
@@ -228,15 +252,24 @@ func (x q) settle(ctx context.Context, hold, e *credits.LedgerEntry) error {
 }
 
 func (x q) GetBalance(ctx context.Context, ownerID string, mode core.Mode) (*credits.Balance, error) {
-	var row struct {
-		Available int64 `db:"available_micros"`
-		Held      int64 `db:"held_micros"`
-	}
-	err := x.get(ctx, x.reader(), &row, "SELECT available_micros, held_micros FROM credit_balances WHERE owner_id = ? AND mode = ?", ownerID, mode)
+	var row position
+	err := x.get(ctx, x.reader(), &row, "SELECT available_micros, held_micros, low_threshold_micros FROM credit_balances WHERE owner_id = ? AND mode = ?", ownerID, mode)
 	if err != nil && !errors.Is(err, core.ErrNoRows) {
 		return nil, fmt.Errorf("get balance: %w", err)
 	}
-	return &credits.Balance{Mode: mode, Currency: core.Currency, AvailableMicros: row.Available, HeldMicros: row.Held}, nil
+	return &credits.Balance{Mode: mode, Currency: core.Currency, AvailableMicros: row.Available, HeldMicros: row.Held,
+		ThresholdMicros: row.position().ThresholdMicros}, nil
+}
+
+// SetLowBalanceThreshold sets the alert on the balance row, creating an
+// empty row for an account that has never had credits.
+func (x q) SetLowBalanceThreshold(ctx context.Context, ownerID string, mode core.Mode, threshold *int64) error {
+	_, err := x.exec(ctx, `INSERT INTO credit_balances (owner_id, mode, available_micros, held_micros, low_threshold_micros) VALUES (?, ?, 0, 0, ?)
+		ON CONFLICT (owner_id, mode) DO UPDATE SET low_threshold_micros = excluded.low_threshold_micros`, ownerID, mode, threshold)
+	if err != nil {
+		return fmt.Errorf("set low-balance threshold: %w", err)
+	}
+	return nil
 }
 
 // ListLedger lists newest first; StartingAfter must name an entry of the

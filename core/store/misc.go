@@ -45,13 +45,13 @@ func (r *approvalRow) approval() approvals.Approval {
 	return a
 }
 
-const approvalSelect = `SELECT id, owner_id, kind, requester, summary, details AS raw_details, binding_hash, requires_uv,
+const approvalSelect = `SELECT id, owner_id, mode, kind, requester, summary, details AS raw_details, binding_hash, requires_uv,
 	status, decision AS raw_decision, created_at, expires_at, decided_at FROM approvals`
 
 func (x q) CreateApproval(ctx context.Context, a *approvals.Approval) error {
-	err := x.insert(ctx, `INSERT INTO approvals (id, owner_id, kind, requester, summary, details, binding_hash, requires_uv,
+	err := x.insert(ctx, `INSERT INTO approvals (id, owner_id, mode, kind, requester, summary, details, binding_hash, requires_uv,
 			status, decision, created_at, expires_at, decided_at)
-		VALUES (:id, :owner_id, :kind, :requester, :summary, :details, :binding_hash, :requires_uv, :status, :decision,
+		VALUES (:id, :owner_id, :mode, :kind, :requester, :summary, :details, :binding_hash, :requires_uv, :status, :decision,
 			:created_at, :expires_at, :decided_at)
 		ON CONFLICT DO NOTHING`, a)
 	if err != nil {

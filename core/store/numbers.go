@@ -148,13 +148,14 @@ func (x q) DueNumbers(ctx context.Context, now, stalePending time.Time, afterID 
 }
 
 const inboundCols = `id, owner_id, mode, number_id, from_number, to_number, pages, status, provider, provider_ref, media_url,
-	document_key, bytes, text, text_status, text_method, text_note, failure_reason, received_at, created_at, updated_at, processed_at`
+	document_key, bytes, text, text_status, text_method, text_note, failure_reason, received_at, created_at, updated_at, processed_at,
+	read_at`
 
 func (x q) CreateInboundFax(ctx context.Context, f *inbox.InboundFax) error {
 	err := x.insert(ctx, `INSERT INTO inbound_faxes (`+inboundCols+`)
 		VALUES (:id, :owner_id, :mode, :number_id, :from_number, :to_number, :pages, :status, :provider, :provider_ref, :media_url,
 			:document_key, :bytes, :text, :text_status, :text_method, :text_note, :failure_reason, :received_at, :created_at,
-			:updated_at, :processed_at)
+			:updated_at, :processed_at, :read_at)
 		ON CONFLICT DO NOTHING`, f)
 	if err != nil {
 		return fmt.Errorf("create inbound fax: %w", err)
@@ -202,7 +203,7 @@ func (x q) ListInboundFaxes(ctx context.Context, f inbox.Filter) ([]inbox.Inboun
 	// A list carries a preview of the text, not all of it.
 	cols := `id, owner_id, mode, number_id, from_number, to_number, pages, status, provider, provider_ref, '' AS media_url,
 		document_key, bytes, SUBSTR(text, 1, ?) AS text, text_status, text_method, text_note, failure_reason, received_at,
-		created_at, updated_at, processed_at`
+		created_at, updated_at, processed_at, read_at`
 	var out []inbox.InboundFax
 	if err := x.sel(ctx, &out, "SELECT "+cols+" FROM inbound_faxes WHERE "+where+" ORDER BY created_at DESC, id DESC"+limit(f.Limit),
 		append([]any{inbox.PreviewChars}, args...)...); err != nil {
@@ -229,6 +230,18 @@ func (x q) DeleteInboundFax(ctx context.Context, id string) error {
 	}
 	if err != nil {
 		return fmt.Errorf("delete inbound fax %s: %w", id, err)
+	}
+	return nil
+}
+
+// MarkInboundFaxRead sets read_at once, on a received fax.
+func (x q) MarkInboundFaxRead(ctx context.Context, id string, at time.Time) error {
+	n, err := x.exec(ctx, "UPDATE inbound_faxes SET read_at = ? WHERE id = ? AND status = ? AND read_at IS NULL", at, id, inbox.Received)
+	if err == nil && n == 0 {
+		err = x.missingOrConflict(ctx, "inbound_faxes", "id = ?", id)
+	}
+	if err != nil {
+		return fmt.Errorf("mark inbound fax %s read: %w", id, err)
 	}
 	return nil
 }

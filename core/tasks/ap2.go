@@ -278,7 +278,7 @@ func (s *Service) SubmitPaymentMandate(ctx context.Context, p core.Principal, ta
 	}
 	now := s.now()
 	a := &approvals.Approval{
-		ID: core.NewID(core.PrefixApproval), OwnerID: c.OwnerID, Kind: approvals.KindCreditPurchase, Requester: core.CutUTF8(requester, 200),
+		ID: core.NewID(core.PrefixApproval), OwnerID: c.OwnerID, Mode: c.Mode, Kind: approvals.KindCreditPurchase, Requester: core.CutUTF8(requester, 200),
 		Summary: core.CutUTF8(fmt.Sprintf("Buy %s for $%s", cmp.Or(pack.Name, c.PackID+" credits"), core.FormatUSD(c.AmountMicros)), 500),
 		Details: detailsJSON, BindingHash: approvals.BindingHash(purchaseBinding(c, m.ID)), RequiresUV: true,
 		Status: approvals.Pending, CreatedAt: now, ExpiresAt: now.Add(PurchaseApprovalTTL),
@@ -287,7 +287,7 @@ func (s *Service) SubmitPaymentMandate(ctx context.Context, p core.Principal, ta
 	next.Status, next.PaymentMandateID, next.PaymentMethod = PurchaseAwaitingApproval, &m.ID, method.Name()
 	next.Credential, next.ApprovalID, next.UpdatedAt = sealed, &a.ID, now
 	err = s.inTx(ctx, func(tx Tx) error {
-		if err := tx.CreateApproval(ctx, a); err != nil {
+		if err := approvals.Create(ctx, tx, a); err != nil {
 			return fmt.Errorf("create purchase approval: %w", err)
 		}
 		return tx.UpdateCreditPurchase(ctx, &next, PurchaseCartOffered)
@@ -548,11 +548,11 @@ func (s *Service) FinishPurchase(ctx context.Context, approvalID string) error {
 		} else if err != nil {
 			return fmt.Errorf("record charge: %w", err)
 		}
-		if err := tx.AppendLedger(ctx, &credits.LedgerEntry{
+		if err := credits.GrantPurchase(ctx, tx, &credits.LedgerEntry{
 			ID: core.NewID(core.PrefixLedger), OwnerID: c.OwnerID, Mode: c.Mode, Kind: credits.LedgerPurchase, AmountMicros: c.CreditMicros,
 			Reason: "credit pack " + c.PackID + " (AP2 cart " + c.ID + ", charge " + ch.ID + ")", CreatedAt: now,
-		}); err != nil {
-			return fmt.Errorf("grant purchased credits: %w", err)
+		}, credits.Purchase{PackID: c.PackID, PriceMicros: c.AmountMicros, CartID: c.ID}); err != nil {
+			return err
 		}
 		if err := tx.UpdateCreditPurchase(ctx, &done, PurchaseAwaitingApproval); errors.Is(err, core.ErrConflict) {
 			return errEnded
@@ -622,7 +622,7 @@ func (s *Service) cancelPurchaseTask(ctx context.Context, p core.Principal, t *T
 	if c.ApprovalID != nil {
 		// Take the request out of the owner's inbox; approving it later
 		// would charge nothing anyway.
-		err := s.d.Store.DecideApproval(ctx, c.OwnerID, *c.ApprovalID, approvals.Declined, []byte(`{"canceledBy":"agent"}`), s.now())
+		err := s.approvals.RecordIn(ctx, nil, c.OwnerID, *c.ApprovalID, approvals.Declined, []byte(`{"canceledBy":"agent"}`))
 		if err != nil && !errors.Is(err, core.ErrConflict) {
 			s.d.Logger.Error("close the approval of a canceled purchase", "cart", c.ID, "err", err)
 		}

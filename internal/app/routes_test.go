@@ -67,6 +67,7 @@ var undiscovered = map[string]string{
 	"passkeys.dashboard":             consolePage,
 	"passkeys.dashboardSlash":        consolePage,
 	"passkeys.buyCredits":            consoleForm,
+	"passkeys.setCreditAlert":        consoleForm,
 	"passkeys.keys":                  consolePage,
 	"passkeys.createKey":             consoleForm,
 	"passkeys.revokeKey":             consoleForm,
