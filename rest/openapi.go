@@ -72,6 +72,7 @@ func problemDetails() map[string]string {
 	}
 	maps.Copy(m, machinePaymentCodes())
 	maps.Copy(m, numberCodes())
+	maps.Copy(m, webhookCodes())
 	return m
 }
 
@@ -343,6 +344,7 @@ func openAPIDocument(opts Options, cfg services.Config, machine machineLimits) o
 	}
 	maps.Copy(paths, s.machinePaths(opts, machine, quote))
 	maps.Copy(paths, s.numberPaths(opts, cfg, limit))
+	maps.Copy(paths, s.webhookPaths(opts, cfg, limit))
 
 	str := func(desc string) obj { return obj{"type": "string", "description": desc} }
 	dateTime := obj{"type": "string", "format": "date-time"}
@@ -477,6 +479,7 @@ func openAPIDocument(opts Options, cfg services.Config, machine machineLimits) o
 
 	maps.Copy(schemas, machineSchemas())
 	maps.Copy(schemas, numberSchemas())
+	maps.Copy(schemas, webhookSchemas())
 
 	return obj{
 		"openapi": "3.1.0",
@@ -496,6 +499,7 @@ func openAPIDocument(opts Options, cfg services.Config, machine machineLimits) o
 			obj{"name": "credits", "description": "prepaid balance, ledger and credit-pack checkout"},
 			obj{"name": "numbers", "description": "renting fax numbers to receive on and send from"},
 			obj{"name": "inbox", "description": "faxes received on your numbers, their text and their PDFs"},
+			obj{"name": "webhooks", "description": "endpoints that receive your events as they happen, signed as Standard Webhooks says; their delivery logs"},
 			obj{"name": "machine", "description": "per-request payment for machines without an account"},
 			obj{"name": "meta", "description": "descriptions of this API"},
 		},
