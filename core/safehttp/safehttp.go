@@ -143,8 +143,12 @@ type Options struct {
 	// Resolver resolves names (default net.DefaultResolver); tests point
 	// it at their own DNS server.
 	Resolver *net.Resolver
-	// MaxConnsPerHost bounds connections to one host (0: unbounded).
-	MaxConnsPerHost int
+	// MaxConnsPerHost bounds connections to one host (0: unbounded);
+	// MaxIdleConnsPerHost how many are kept open for the next request
+	// (default 4): a sender with many requests in flight to one host keeps
+	// as many, rather than dialing again each time.
+	MaxConnsPerHost     int
+	MaxIdleConnsPerHost int
 }
 
 // NewClient returns an http.Client that dials only what o.Policy allows
@@ -152,6 +156,9 @@ type Options struct {
 func NewClient(o Options) *http.Client {
 	if o.MaxResponseHeaderBytes <= 0 {
 		o.MaxResponseHeaderBytes = 16 << 10
+	}
+	if o.MaxIdleConnsPerHost <= 0 {
+		o.MaxIdleConnsPerHost = 4
 	}
 	policy := o.Policy
 	d := &net.Dialer{
@@ -175,7 +182,8 @@ func NewClient(o Options) *http.Client {
 			TLSHandshakeTimeout:    o.Timeout,
 			ResponseHeaderTimeout:  o.Timeout,
 			MaxResponseHeaderBytes: o.MaxResponseHeaderBytes,
-			MaxIdleConnsPerHost:    4,
+			MaxIdleConns:           256,
+			MaxIdleConnsPerHost:    o.MaxIdleConnsPerHost,
 			MaxConnsPerHost:        o.MaxConnsPerHost,
 			IdleConnTimeout:        90 * time.Second,
 		},

@@ -287,7 +287,11 @@ func (x q) InsertWebhookDelivery(ctx context.Context, d *webhooks.Delivery) erro
 
 func (x q) GetWebhookDelivery(ctx context.Context, id string) (*webhooks.Delivery, error) {
 	var r webhookDeliveryRow
-	if err := x.get(ctx, x.reader(), &r, "SELECT "+webhookDeliveryCols+" FROM webhook_deliveries WHERE id = ?"+x.forUpdate(), id); err != nil {
+	lock := ""
+	if x.tx != nil {
+		lock = x.forUpdate()
+	}
+	if err := x.get(ctx, x.reader(), &r, "SELECT "+webhookDeliveryCols+" FROM webhook_deliveries WHERE id = ?"+lock, id); err != nil {
 		return nil, fmt.Errorf("get webhook delivery %s: %w", id, err)
 	}
 	d := r.delivery()
@@ -443,10 +447,13 @@ func (x q) WebhookAttemptsInFlight(ctx context.Context, ownerID, targetID string
 		Owner  int `db:"owner"`
 		Target int `db:"target"`
 	}
+	// The status is a literal, not a parameter: only then may either
+	// database use the partial indexes of attempts in flight, which hold a
+	// few rows, instead of every attempt of the owner.
 	err := x.get(ctx, x.reader(), &n, `SELECT
-		(SELECT count(*) FROM webhook_attempts WHERE owner_id = ? AND status = ? AND started_at > ?) AS owner,
-		(SELECT count(*) FROM webhook_attempts WHERE target_id = ? AND status = ? AND started_at > ?) AS target`,
-		ownerID, webhooks.AttemptSending, since, targetID, webhooks.AttemptSending, since)
+		(SELECT count(*) FROM webhook_attempts WHERE owner_id = ? AND status = 'sending' AND started_at > ?) AS owner,
+		(SELECT count(*) FROM webhook_attempts WHERE target_id = ? AND status = 'sending' AND started_at > ?) AS target`,
+		ownerID, since, targetID, since)
 	if err != nil {
 		return 0, 0, fmt.Errorf("attempts in flight: %w", err)
 	}

@@ -139,7 +139,7 @@ func (s *Service) retryAt(at time.Time, n int) time.Time {
 // first, doubling with its job's runs up to 30 s, so a backlog behind a
 // slow endpoint polls less and less.
 func (s *Service) busyWait(run int) time.Duration {
-	w := min(250*time.Millisecond<<min(max(run, 1), 7), 30*time.Second)
+	w := min(500*time.Millisecond<<min(max(run, 1), 6), 30*time.Second)
 	return time.Duration(float64(w) * (0.8 + 0.4*rand.Float64()))
 }
 
@@ -215,22 +215,44 @@ func (s *Service) Deliver(ctx context.Context, id string, run int) error {
 
 // claim writes d's next attempt (status sending) and builds its request,
 // in one transaction; nil when there is nothing to send (the delivery
-// ended, or is gone), or a wait.
+// ended, or is gone), or a wait. What can be decided without writing is
+// read first, outside any transaction: a run that is early or finds its
+// target busy takes no write lock (on SQLite, the one writer every send
+// needs), and the event's body is read beside the writer.
 func (s *Service) claim(ctx context.Context, id string, run int) (*claim, *WaitError, error) {
+	d, err := s.d.Store.GetWebhookDelivery(ctx, id)
+	if errors.Is(err, core.ErrNoRows) {
+		return nil, nil, nil // purged
+	}
+	if err != nil || d.Status != DeliveryPending {
+		return nil, nil, err
+	}
+	if w := s.notDue(d); w != nil {
+		return nil, w, nil
+	}
+	if d.Attempts < s.maxAttempts(d) {
+		owner, target, err := s.d.Store.WebhookAttemptsInFlight(ctx, d.OwnerID, d.TargetID, s.now().Add(-s.wc.AttemptLease))
+		if err != nil {
+			return nil, nil, err
+		}
+		if s.busy(owner, target) {
+			return nil, &WaitError{After: s.busyWait(run), Why: "the endpoint or its owner has the most attempts in flight"}, nil
+		}
+	}
+	b, berr := body(ctx, s.d.Store, d)
 	var c *claim
 	var wait *WaitError
-	err := s.inTx(ctx, func(tx Tx) error {
+	err = s.inTx(ctx, func(tx Tx) error {
 		c, wait = nil, nil
 		d, err := tx.GetWebhookDelivery(ctx, id)
 		if errors.Is(err, core.ErrNoRows) {
-			return nil // purged
+			return nil
 		}
 		if err != nil || d.Status != DeliveryPending {
 			return err
 		}
 		now := s.now()
-		if d.NextAttemptAt != nil && now.Before(*d.NextAttemptAt) {
-			wait = &WaitError{After: d.NextAttemptAt.Sub(now), Why: "the next attempt is not due"}
+		if wait = s.notDue(d); wait != nil {
 			return nil
 		}
 		dest := s.dests[d.TargetKind]
@@ -262,11 +284,12 @@ func (s *Service) claim(ctx context.Context, id string, run int) (*claim, *WaitE
 		if d.Attempts >= s.maxAttempts(d) {
 			return s.end(ctx, tx, d, stored, now, cmpOr(d.LastError, "no attempt is left"))
 		}
+		// Again under the owner's lock: the caps hold across replicas.
 		owner, target, err := tx.WebhookAttemptsInFlight(ctx, d.OwnerID, d.TargetID, now.Add(-s.wc.AttemptLease))
 		if err != nil {
 			return err
 		}
-		if owner >= s.wc.MaxInFlightPerOwner || target >= s.wc.MaxInFlightPerEndpoint {
+		if s.busy(owner, target) {
 			wait = &WaitError{After: s.busyWait(run), Why: "the endpoint or its owner has the most attempts in flight"}
 			if interrupted {
 				d.UpdatedAt = now
@@ -274,13 +297,12 @@ func (s *Service) claim(ctx context.Context, id string, run int) (*claim, *WaitE
 			}
 			return nil
 		}
-		b, err := body(ctx, tx, d)
 		var refused *Refusal
-		if errors.As(err, &refused) {
+		if errors.As(berr, &refused) {
 			return s.end(ctx, tx, d, stored, now, refused.Reason)
 		}
-		if err != nil {
-			return err
+		if berr != nil {
+			return berr
 		}
 		req, err := dest.Request(ctx, tx, d, b, now)
 		if errors.As(err, &refused) {
@@ -306,6 +328,20 @@ func (s *Service) claim(ctx context.Context, id string, run int) (*claim, *WaitE
 		return nil, &WaitError{After: s.busyWait(run), Why: "another run claimed the attempt"}, nil
 	}
 	return c, wait, err
+}
+
+// notDue is the wait of a delivery whose next attempt is later.
+func (s *Service) notDue(d *Delivery) *WaitError {
+	if now := s.now(); d.NextAttemptAt != nil && now.Before(*d.NextAttemptAt) {
+		return &WaitError{After: d.NextAttemptAt.Sub(now), Why: "the next attempt is not due"}
+	}
+	return nil
+}
+
+// busy reports whether an owner or a target has its most attempts in
+// flight.
+func (s *Service) busy(owner, target int) bool {
+	return owner >= s.wc.MaxInFlightPerOwner || target >= s.wc.MaxInFlightPerEndpoint
 }
 
 func cmpOr(a, b string) string {

@@ -460,8 +460,9 @@ type Config struct {
 	// the new one (default 24 h).
 	RotationOverlap time.Duration
 	// MaxInFlightPerEndpoint and MaxInFlightPerOwner bound the attempts
-	// sending at once (defaults 8 and 16, across every replica); a
-	// delivery over a cap waits its turn.
+	// sending at once (defaults 16 and 32, across every replica): a slow
+	// endpoint holds at most that many of the webhook workers (64 per
+	// process), and a delivery over a cap waits its turn.
 	MaxInFlightPerEndpoint int
 	MaxInFlightPerOwner    int
 	// AttemptLease is how old an attempt still sending must be to be
@@ -499,8 +500,8 @@ func (c *Config) SetDefaults() {
 	}
 	c.DisableAfter = cmp.Or(c.DisableAfter, 72*time.Hour)
 	c.RotationOverlap = cmp.Or(c.RotationOverlap, 24*time.Hour)
-	c.MaxInFlightPerEndpoint = cmp.Or(c.MaxInFlightPerEndpoint, 8)
-	c.MaxInFlightPerOwner = cmp.Or(c.MaxInFlightPerOwner, 16)
+	c.MaxInFlightPerEndpoint = cmp.Or(c.MaxInFlightPerEndpoint, 16)
+	c.MaxInFlightPerOwner = cmp.Or(c.MaxInFlightPerOwner, 32)
 	c.AttemptLease = cmp.Or(c.AttemptLease, 60*time.Second)
 	c.PollInterval = cmp.Or(c.PollInterval, 200*time.Millisecond)
 	c.DispatchBatch = cmp.Or(c.DispatchBatch, 200)

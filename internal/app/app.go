@@ -485,6 +485,7 @@ func webhookSender(custom webhooks.Sender, c webhooks.Config) webhooks.Sender {
 	c.SetDefaults()
 	return httpsender.New(httpsender.Options{
 		Policy: safehttp.Policy{AllowLoopback: c.AllowLoopback, AllowPrivate: c.AllowPrivate}, Timeout: c.AttemptTimeout,
+		MaxIdleConnsPerHost: c.MaxInFlightPerEndpoint,
 	})
 }
 

@@ -37,6 +37,10 @@ type Options struct {
 	Resolver *net.Resolver
 	// TLS replaces the system roots (tests: an httptest TLS server's).
 	TLS *tls.Config
+	// MaxIdleConnsPerHost keeps connections to an endpoint open between
+	// attempts (webhooks.Config.MaxInFlightPerEndpoint: as many as may be
+	// in flight to it).
+	MaxIdleConnsPerHost int
 }
 
 // Sender posts attempts.
@@ -48,7 +52,7 @@ var _ webhooks.Sender = (*Sender)(nil)
 
 // New returns a sender.
 func New(o Options) *Sender {
-	c := safehttp.NewClient(safehttp.Options{Policy: o.Policy, Timeout: o.Timeout, Resolver: o.Resolver})
+	c := safehttp.NewClient(safehttp.Options{Policy: o.Policy, Timeout: o.Timeout, Resolver: o.Resolver, MaxIdleConnsPerHost: o.MaxIdleConnsPerHost})
 	if o.TLS != nil {
 		c.Transport.(*http.Transport).TLSClientConfig = o.TLS
 	}
