@@ -90,7 +90,7 @@ func TestSlowEndpointDoesNotDelayOthers(t *testing.T) {
 	start := time.Now()
 	appendEvents(t, e, b, events.FaxDelivered, 1)
 	fast.waitFor(t, "the other owner's event", func(ds []delivery) bool { return len(ds) == 1 })
-	if waited := time.Since(start); waited > time.Second {
+	if waited := time.Since(start); waited > 3*time.Second {
 		t.Errorf("the other owner's event took %v behind a hanging endpoint", waited)
 	}
 	// Over a few of the slow endpoint's timeouts, never more than its cap.

@@ -23,8 +23,8 @@ const (
 	HeaderTimestamp = "webhook-timestamp"
 	HeaderSignature = "webhook-signature"
 	// SecretPrefix starts a v1 secret, PublicKeyPrefix the v1a public key.
-	SecretPrefix    = "whsec_"
-	PublicKeyPrefix = "whpk_"
+	SecretPrefix    = core.SecretWebhook
+	PublicKeyPrefix = core.PublicWebhookKey
 )
 
 // secretBytes is a v1 secret's length: 32 random bytes, as HMAC-SHA256's
