@@ -157,9 +157,9 @@ type Handlers struct {
 	NumberOutcome     func(ctx context.Context, provider, orderRef string, res numbers.OrderResult) error
 	ProcessInbound    func(ctx context.Context, inboundID string, lastAttempt bool) error
 	// Webhooks (optional, like numbers): a delivery's attempts
-	// (webhooks.Service.Deliver; run counts the job's runs) and the mail
-	// that an endpoint was disabled.
-	DeliverWebhook func(ctx context.Context, deliveryID string, run int) error
+	// (webhooks.Service.Deliver) and the mail that an endpoint was
+	// disabled.
+	DeliverWebhook func(ctx context.Context, deliveryID string) error
 	WebhookNotice  func(ctx context.Context, endpointID string) error
 }
 

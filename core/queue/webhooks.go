@@ -61,7 +61,7 @@ func (webhookNoticeArgs) InsertOpts() river.InsertOpts {
 // job's attempts; an error is infrastructure trouble, retried by River.
 type deliverWebhookWorker struct {
 	river.WorkerDefaults[deliverWebhookArgs]
-	deliver func(ctx context.Context, deliveryID string, run int) error
+	deliver func(ctx context.Context, deliveryID string) error
 }
 
 func (w *deliverWebhookWorker) Work(ctx context.Context, job *river.Job[deliverWebhookArgs]) error {
@@ -71,7 +71,7 @@ func (w *deliverWebhookWorker) Work(ctx context.Context, job *river.Job[deliverW
 	if job.Args.DeliveryID == "" {
 		return river.JobCancel(errors.New("deliver_webhook job without a delivery_id"))
 	}
-	err := w.deliver(ctx, job.Args.DeliveryID, job.Attempt)
+	err := w.deliver(ctx, job.Args.DeliveryID)
 	var wait *webhooks.WaitError
 	switch {
 	case err == nil:

@@ -105,8 +105,15 @@ func (x q) getEndpoint(ctx context.Context, what, where string, args ...any) (*w
 	return r.endpoint()
 }
 
+// GetWebhookEndpoint locks the row inside a transaction on PostgreSQL: an
+// owner's update writes what it read, and must not undo a disabling the
+// engine committed in between.
 func (x q) GetWebhookEndpoint(ctx context.Context, ownerID string, mode core.Mode, id string) (*webhooks.Endpoint, error) {
-	return x.getEndpoint(ctx, id, "id = ? AND owner_id = ? AND mode = ?", id, ownerID, mode)
+	lock := ""
+	if x.tx != nil {
+		lock = x.forUpdate()
+	}
+	return x.getEndpoint(ctx, id, "id = ? AND owner_id = ? AND mode = ?"+lock, id, ownerID, mode)
 }
 
 func (x q) GetWebhookEndpointByID(ctx context.Context, id string) (*webhooks.Endpoint, error) {

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"math/rand/v2"
 	"slices"
 	"strings"
@@ -135,11 +136,17 @@ func (s *Service) retryAt(at time.Time, n int) time.Time {
 	return at.Add(w)
 }
 
-// busyWait is how long a delivery over an in-flight cap waits: short at
-// first, doubling with its job's runs up to 30 s, so a backlog behind a
-// slow endpoint polls less and less.
-func (s *Service) busyWait(run int) time.Duration {
-	w := min(500*time.Millisecond<<min(max(run, 1), 6), 30*time.Second)
+// busyWait is how long a delivery over an in-flight cap waits for its
+// turn: a quarter of how long it has waited already, from one to thirty
+// seconds (±20%), so a backlog behind a slow endpoint polls less and less
+// while a short burst to a fast one is sent within a second or two. It
+// needs no state of its own: River does not count snoozes.
+func (s *Service) busyWait(d *Delivery) time.Duration {
+	since := d.CreatedAt
+	if d.NextAttemptAt != nil && d.NextAttemptAt.After(since) {
+		since = *d.NextAttemptAt
+	}
+	w := min(max(s.now().Sub(since)/4, time.Second), 30*time.Second)
 	return time.Duration(float64(w) * (0.8 + 0.4*rand.Float64()))
 }
 
@@ -168,13 +175,13 @@ type claim struct {
 
 // Deliver makes delivery id's next attempt if one is due: the job of each
 // delivery calls it, and its *WaitError says when to call again (the next
-// attempt's time, or a turn when the target is busy). run counts the
-// job's runs. An attempt is written (claimed) before it is sent and its
+// attempt's time, or a turn when the target is busy). An attempt is
+// written (claimed) before it is sent and its
 // outcome after, each in a transaction: a crash in between leaves it
 // sending, and the next run, once AttemptLease has passed, closes it as
 // interrupted and makes the next attempt. Every attempt is sent at most
 // once.
-func (s *Service) Deliver(ctx context.Context, id string, run int) error {
+func (s *Service) Deliver(ctx context.Context, id string) error {
 	// Read before any transaction (SQLite: they may write through the
 	// writer the transaction would hold).
 	if err := s.sealKey(ctx); err != nil {
@@ -183,7 +190,7 @@ func (s *Service) Deliver(ctx context.Context, id string, run int) error {
 	if _, err := s.signingKey(ctx); err != nil {
 		return fmt.Errorf("deliver webhook %s: %w", id, err)
 	}
-	c, wait, err := s.claim(ctx, id, run)
+	c, wait, err := s.claim(ctx, id)
 	if err != nil {
 		return fmt.Errorf("deliver webhook %s: claim an attempt: %w", id, err)
 	}
@@ -219,7 +226,7 @@ func (s *Service) Deliver(ctx context.Context, id string, run int) error {
 // read first, outside any transaction: a run that is early or finds its
 // target busy takes no write lock (on SQLite, the one writer every send
 // needs), and the event's body is read beside the writer.
-func (s *Service) claim(ctx context.Context, id string, run int) (*claim, *WaitError, error) {
+func (s *Service) claim(ctx context.Context, id string) (*claim, *WaitError, error) {
 	d, err := s.d.Store.GetWebhookDelivery(ctx, id)
 	if errors.Is(err, core.ErrNoRows) {
 		return nil, nil, nil // purged
@@ -236,7 +243,7 @@ func (s *Service) claim(ctx context.Context, id string, run int) (*claim, *WaitE
 			return nil, nil, err
 		}
 		if s.busy(owner, target) {
-			return nil, &WaitError{After: s.busyWait(run), Why: "the endpoint or its owner has the most attempts in flight"}, nil
+			return nil, &WaitError{After: s.busyWait(d), Why: "the endpoint or its owner has the most attempts in flight"}, nil
 		}
 	}
 	b, berr := body(ctx, s.d.Store, d)
@@ -290,7 +297,7 @@ func (s *Service) claim(ctx context.Context, id string, run int) (*claim, *WaitE
 			return err
 		}
 		if s.busy(owner, target) {
-			wait = &WaitError{After: s.busyWait(run), Why: "the endpoint or its owner has the most attempts in flight"}
+			wait = &WaitError{After: s.busyWait(d), Why: "the endpoint or its owner has the most attempts in flight"}
 			if interrupted {
 				d.UpdatedAt = now
 				return tx.UpdateWebhookDelivery(ctx, d, stored)
@@ -325,7 +332,7 @@ func (s *Service) claim(ctx context.Context, id string, run int) (*claim, *WaitE
 	if errors.Is(err, core.ErrConflict) {
 		// Another run claimed it between our read and write: its run
 		// sends, this one looks again later.
-		return nil, &WaitError{After: s.busyWait(run), Why: "another run claimed the attempt"}, nil
+		return nil, &WaitError{After: time.Second, Why: "another run claimed the attempt"}, nil
 	}
 	return c, wait, err
 }
@@ -400,8 +407,10 @@ func (s *Service) outcome(c *claim, resp *Response, sendErr error, at time.Time)
 // wait), and the target's health.
 func (s *Service) record(ctx context.Context, c *claim, resp *Response, sendErr error) (time.Duration, error) {
 	var next time.Duration
+	var logged *Delivery
+	var loggedAttempt *Attempt
 	err := s.inTx(ctx, func(tx Tx) error {
-		next = 0
+		next, logged = 0, nil
 		now := s.now()
 		o := s.outcome(c, resp, sendErr, now)
 		a, d := *c.a, *c.d
@@ -435,7 +444,26 @@ func (s *Service) record(ctx context.Context, c *claim, resp *Response, sendErr 
 		if err := tx.UpdateWebhookDelivery(ctx, &d, c.a.Number); err != nil {
 			return err
 		}
-		return s.dests[d.TargetKind].Attempted(ctx, tx, &d, o)
+		if err := s.dests[d.TargetKind].Attempted(ctx, tx, &d, o); err != nil {
+			return err
+		}
+		logged, loggedAttempt = &d, &a
+		return nil
 	})
+	if err == nil && logged != nil {
+		s.logAttempt(ctx, logged, loggedAttempt)
+	}
 	return next, err
+}
+
+// logAttempt writes an attempt to the server's log (the owner's delivery
+// log has it too): failures at info, successes at debug. Never the URL,
+// whose path or query may hold a receiver's token, nor a header.
+func (s *Service) logAttempt(ctx context.Context, d *Delivery, a *Attempt) {
+	level := slog.LevelDebug
+	if a.Status != AttemptSucceeded {
+		level = slog.LevelInfo
+	}
+	s.d.Logger.Log(ctx, level, "webhook attempt", "target", d.TargetID, "delivery", d.ID, "event", d.EventID, "type", d.EventType,
+		"attempt", a.Number, "status", a.Status, "code", a.StatusCode, "ms", a.DurationMS, "error", a.Error)
 }

@@ -68,7 +68,7 @@ func logOf(t *testing.T, e *testenv.Env, p core.Principal, endpointID string) []
 // deliver runs a delivery's job once and returns its wait (nil: done).
 func deliver(t *testing.T, e *testenv.Env, id string) *webhooks.WaitError {
 	t.Helper()
-	err := e.Svc.Webhooks.Deliver(ctx, id, 1)
+	err := e.Svc.Webhooks.Deliver(ctx, id)
 	var w *webhooks.WaitError
 	if errors.As(err, &w) {
 		return w
@@ -526,15 +526,15 @@ func TestCrashSafety(t *testing.T) {
 	})
 	id := list[0].ID
 	first := make(chan error, 1)
-	go func() { first <- svc.Deliver(ctx, id, 1) }()
+	go func() { first <- svc.Deliver(ctx, id) }()
 	<-s.sent
-	err = svc.Deliver(ctx, id, 2)
+	err = svc.Deliver(ctx, id)
 	var w *webhooks.WaitError
 	if !errors.As(err, &w) || w.After != time.Minute {
 		t.Fatalf("a second run while the first sends: %v, want to wait the attempt's lease", err)
 	}
 	clk.Advance(time.Minute)
-	if err := svc.Deliver(ctx, id, 3); err != nil {
+	if err := svc.Deliver(ctx, id); err != nil {
 		t.Fatalf("the run after the lease: %v", err)
 	}
 	close(s.release)

@@ -304,7 +304,7 @@ func (a *App) wire(ctx context.Context) error {
 		ProcessInbound: func(ctx context.Context, id string, last bool) error {
 			return svc.Inbox.Process(ctx, id, last)
 		},
-		DeliverWebhook: func(ctx context.Context, id string, run int) error { return svc.Webhooks.Deliver(ctx, id, run) },
+		DeliverWebhook: func(ctx context.Context, id string) error { return svc.Webhooks.Deliver(ctx, id) },
 		WebhookNotice:  func(ctx context.Context, id string) error { return svc.Webhooks.NotifyDisabled(ctx, id) },
 	}, queue.Options{
 		Workers: o.Workers, PollInterval: o.PollInterval, InsertOnly: o.InsertOnly, StatsDB: a.DB.Reader(),
