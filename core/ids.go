@@ -76,6 +76,11 @@ const (
 	SecretEmailLink = "fxm_"
 	// SecretHostEnrollment prefixes a host enrollment token.
 	SecretHostEnrollment = "fxh_"
+	// SecretWebhook prefixes a webhook endpoint's v1 signing secret and
+	// PublicWebhookKey faxhub's v1a public key, as Standard Webhooks
+	// spells them (receivers' libraries expect them).
+	SecretWebhook    = "whsec_"
+	PublicWebhookKey = "whpk_"
 )
 
 var idEncoding = base32.NewEncoding("0123456789abcdefghjkmnpqrstvwxyz").WithPadding(base32.NoPadding)

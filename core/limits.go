@@ -43,6 +43,9 @@ const (
 	LimitHostRegister Limit = "hostagent:register"
 	// LimitAgentExecute: capability calls; delegated agent.
 	LimitAgentExecute Limit = "hostagent:execute"
+	// LimitWebhookManual: test events and redeliveries an owner asks
+	// for, each an outbound request; owner.
+	LimitWebhookManual Limit = "webhook-manual"
 	// LimitConsoleMail: verification and recovery mails; the address's
 	// hash (HashSecret), never the address itself.
 	LimitConsoleMail Limit = "console-mail"
@@ -107,6 +110,7 @@ func Limits() map[Limit]LimitInfo {
 		LimitHostRegister:      subject(Rate{6 * time.Second, 20}, "host"),
 		LimitAgentExecute:      subject(Rate{500 * time.Millisecond, 120}, "delegated agent"),
 		LimitConsoleMail:       subject(Rate{10 * time.Minute, 3}, "email address"),
+		LimitWebhookManual:     subject(Rate{3 * time.Second, 20}, "owner"),
 		// Registration and metadata fetches are counted per client
 		// address too, but with their own, slower allowances.
 		LimitOAuthRegister:      client(Rate{6 * time.Minute, 10}),

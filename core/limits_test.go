@@ -31,6 +31,7 @@ func TestLimitsTable(t *testing.T) {
 		{core.LimitHostRegister, "hostagent:register", core.Rate{Interval: 6 * time.Second, Burst: 20}, false},
 		{core.LimitAgentExecute, "hostagent:execute", core.Rate{Interval: 500 * time.Millisecond, Burst: 120}, false},
 		{core.LimitConsoleMail, "console-mail", core.Rate{Interval: 10 * time.Minute, Burst: 3}, false},
+		{core.LimitWebhookManual, "webhook-manual", core.Rate{Interval: 3 * time.Second, Burst: 20}, false},
 		{core.LimitOAuthRegister, "oauth-register", core.Rate{Interval: 6 * time.Minute, Burst: 10}, true},
 		{core.LimitOAuthMetadataFetch, "oauth-cimd-fetch", core.Rate{Interval: 6 * time.Second, Burst: 10}, true},
 		{core.LimitMachineValidate, "public:machine-validate", core.Rate{Interval: time.Second, Burst: 60}, true},
@@ -55,7 +56,7 @@ func TestLimitsTable(t *testing.T) {
 			}
 		})
 	}
-	if n := len(core.Limits()); n != 17 {
+	if n := len(core.Limits()); n != 18 {
 		t.Errorf("%d limits in the table; add the new ones to this test", n)
 	}
 	// The table is a fresh copy: a caller cannot change the defaults.

@@ -28,6 +28,9 @@ const (
 	LinkDraftPage     Link = "passkeys.draft"
 	LinkNumberPage    Link = "passkeys.number"
 	LinkDashboard     Link = "passkeys.dashboard"
+	// LinkWebhookPage is one webhook endpoint's console page (its
+	// delivery log), named in the mail that says it was disabled.
+	LinkWebhookPage Link = "passkeys.webhook"
 	// LinkTestCheckout is the test-mode checkout page (internal/testcheckout).
 	LinkTestCheckout Link = "testcheckout.page"
 )
@@ -35,7 +38,7 @@ const (
 // AllLinks lists every Link, for the test that finds each on the router.
 func AllLinks() []Link {
 	return []Link{LinkUpload, LinkMachineStatus, LinkInboxFile, LinkProviderMedia, LinkClaimPage,
-		LinkDevicePage, LinkApprovalPage, LinkDraftPage, LinkNumberPage, LinkDashboard, LinkTestCheckout}
+		LinkDevicePage, LinkApprovalPage, LinkDraftPage, LinkNumberPage, LinkDashboard, LinkWebhookPage, LinkTestCheckout}
 }
 
 // Path is the route template (gorilla/mux syntax) the link's adapter
@@ -62,6 +65,8 @@ func (l Link) Path() string {
 		return "/console/numbers/{id}"
 	case LinkDashboard:
 		return "/console"
+	case LinkWebhookPage:
+		return "/console/webhooks/{id}"
 	case LinkTestCheckout:
 		return "/checkout/test/{id}"
 	}

@@ -7,14 +7,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
-	"net/netip"
 	"net/url"
 	"slices"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 	"unicode/utf8"
 
@@ -22,6 +19,7 @@ import (
 
 	"github.com/faxhub/faxhub/core"
 	"github.com/faxhub/faxhub/core/authstate"
+	"github.com/faxhub/faxhub/core/safehttp"
 	"github.com/faxhub/faxhub/core/web"
 )
 
@@ -479,49 +477,10 @@ func (s *Server) fetchMetadataDocument(ctx context.Context, id string) (*clientM
 // newMetadataClient fetches metadata documents without following
 // redirects and refuses to connect to anything but public unicast
 // addresses, checked after DNS resolution on the address actually dialed
-// (so DNS rebinding cannot reach internal services).
+// (so DNS rebinding cannot reach internal services): core/safehttp, the
+// client webhooks deliver with too.
 func newMetadataClient() *http.Client {
-	d := &net.Dialer{
-		Timeout: metadataTimeout,
-		Control: func(network, address string, _ syscall.RawConn) error {
-			ap, err := netip.ParseAddrPort(address)
-			if err != nil {
-				return fmt.Errorf("refusing to dial %s: %w", address, err)
-			}
-			if !publicAddr(ap.Addr()) {
-				return fmt.Errorf("refusing to dial non-public address %s", ap.Addr())
-			}
-			return nil
-		},
-	}
-	return &http.Client{
-		Timeout: metadataTimeout,
-		Transport: &http.Transport{
-			Proxy:                  nil,
-			DialContext:            d.DialContext,
-			TLSHandshakeTimeout:    metadataTimeout,
-			ResponseHeaderTimeout:  metadataTimeout,
-			MaxResponseHeaderBytes: 16 << 10,
-		},
-		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
-	}
-}
-
-// publicAddr reports whether a is a global unicast address outside the
-// private, loopback, link-local, CGNAT, unique-local and documentation
-// ranges.
-func publicAddr(a netip.Addr) bool {
-	a = a.Unmap()
-	if !a.IsGlobalUnicast() || a.IsPrivate() || a.IsLoopback() || a.IsLinkLocalUnicast() || a.IsUnspecified() {
-		return false
-	}
-	for _, p := range []string{"100.64.0.0/10", "192.0.0.0/24", "192.0.2.0/24", "198.18.0.0/15", "198.51.100.0/24",
-		"203.0.113.0/24", "240.0.0.0/4", "64:ff9b::/96", "2001:db8::/32", "fc00::/7"} {
-		if netip.MustParsePrefix(p).Contains(a) {
-			return false
-		}
-	}
-	return true
+	return safehttp.NewClient(safehttp.Options{Timeout: metadataTimeout})
 }
 
 // fositeClient is a client as fosite sees it: public, PKCE, allowed every

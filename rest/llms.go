@@ -91,6 +91,14 @@ Low-balance alert: PUT /api/v1/credits/alert {"threshold": "5.00"} (null: off) w
   agents register with a signed host+jwt, the owner approves by device code, capabilities run with agent+jwt
   at %[2]s/api/auth/capability/execute. send_fax always waits for the owner's passkey (202 pending).
 
+## Webhooks
+
+- With an API key: POST /api/v1/webhook-endpoints {"url": "https://…", "eventTypes": ["fax.*"]} -> the endpoint with its
+  secret (whsec_…), shown once. Events of the key's mode are POSTed there, signed as Standard Webhooks says
+  (webhook-id, webhook-timestamp, webhook-signature v1; v1a with the key at GET /api/v1/webhooks/signing-key).
+  Drop duplicates by webhook-id; failed deliveries are retried for about three days.
+- GET /api/v1/webhook-endpoints/{id}/deliveries is the delivery log; POST …/redeliver {"eventId"} and POST …/test.
+
 ## Testing
 
 With a test key nothing is really sent. The destination number chooses the simulated outcome; any other

@@ -72,6 +72,7 @@ func problemDetails() map[string]string {
 	}
 	maps.Copy(m, machinePaymentCodes())
 	maps.Copy(m, numberCodes())
+	maps.Copy(m, webhookCodes())
 	return m
 }
 
@@ -344,6 +345,7 @@ func openAPIDocument(opts Options, cfg services.Config, machine machineLimits) o
 	maps.Copy(paths, s.machinePaths(opts, machine, quote))
 	maps.Copy(paths, s.numberPaths(opts, cfg, limit))
 	maps.Copy(paths, s.eventPaths(limit))
+	maps.Copy(paths, s.webhookPaths(opts, cfg, limit))
 
 	str := func(desc string) obj { return obj{"type": "string", "description": desc} }
 	dateTime := obj{"type": "string", "format": "date-time"}
@@ -479,6 +481,7 @@ func openAPIDocument(opts Options, cfg services.Config, machine machineLimits) o
 	maps.Copy(schemas, machineSchemas())
 	maps.Copy(schemas, numberSchemas())
 	maps.Copy(schemas, eventSchemas())
+	maps.Copy(schemas, webhookSchemas())
 
 	return obj{
 		"openapi": "3.1.0",
@@ -499,6 +502,7 @@ func openAPIDocument(opts Options, cfg services.Config, machine machineLimits) o
 			obj{"name": "numbers", "description": "renting fax numbers to receive on and send from"},
 			obj{"name": "inbox", "description": "faxes received on your numbers, their text and their PDFs"},
 			obj{"name": "events", "description": "the event log: what happened to your faxes, numbers, credits, approvals and agents, listed and delivered to webhooks"},
+			obj{"name": "webhooks", "description": "endpoints that receive your events as they happen, signed as Standard Webhooks says; their delivery logs"},
 			obj{"name": "machine", "description": "per-request payment for machines without an account"},
 			obj{"name": "meta", "description": "descriptions of this API"},
 		},

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -17,6 +18,7 @@ import (
 	"github.com/faxhub/faxhub/core/machine"
 	"github.com/faxhub/faxhub/core/services"
 	"github.com/faxhub/faxhub/core/web"
+	"github.com/faxhub/faxhub/core/webhooks"
 )
 
 // keyStore knows API keys and nothing else: the embedded nil Store makes
@@ -34,6 +36,12 @@ func (s *keyStore) GetAPIKeyByHash(_ context.Context, hash string) (*accounts.AP
 }
 
 func (s *keyStore) TouchAPIKey(context.Context, string, time.Time) error { return nil }
+
+// GetWebhookSigningKey fails: the public key is served from a real store
+// in the end-to-end tests (core/webhooks, internal/app).
+func (s *keyStore) GetWebhookSigningKey(context.Context, string) (*webhooks.SigningKey, error) {
+	return nil, errors.New("the unit tests' store keeps no webhook signing key")
+}
 
 // AllowRate never limits: the rate limits are tested end to end on real stores.
 func (s *keyStore) AllowRate(context.Context, string, time.Time, time.Duration, int) (bool, time.Duration, error) {

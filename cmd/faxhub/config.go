@@ -60,6 +60,9 @@ type config struct {
 	// NumberSweep is how often number reservations, renewals and
 	// releases are acted on (numbers.Service.Sweep).
 	NumberSweep time.Duration
+	// Webhooks: the address policy, workers, dispatcher poll and disabling
+	// of owner webhooks (docs/webhooks.md).
+	Webhooks app.WebhookOptions
 	// Storage: quota, retention and garbage collection (core.StorageConfig).
 	StorageQuotaMB int64
 	Retention      time.Duration
@@ -152,7 +155,20 @@ func serverFlags(name string, c *config, stderr io.Writer) *flag.FlagSet {
 	fs.StringVar(&c.TrustedProxies, "trusted-proxies", os.Getenv("FAXHUB_TRUSTED_PROXIES"), "comma-separated CIDRs of reverse proxies whose X-Forwarded-For names the client (rate limits and logs key on that address) [FAXHUB_TRUSTED_PROXIES] (default: none, the direct peer is the client)")
 	fs.StringVar(&c.MetricsAddr, "metrics-addr", os.Getenv("FAXHUB_METRICS_ADDR"), "address of a separate listener serving Prometheus metrics at /metrics, e.g. 127.0.0.1:9464 (never on the public address) [FAXHUB_METRICS_ADDR] (default: off)")
 	fs.StringVar(&c.SMTPURL, "smtp", os.Getenv("FAXHUB_SMTP_URL"), "owner mail over SMTP: smtp://user:pass@host:587?from=… [FAXHUB_SMTP_URL] (default: dev mailbox and log)")
+	webhookFlags(fs, c)
 	return fs
+}
+
+// webhookFlags set owner webhooks' operator settings (docs/webhooks.md).
+func webhookFlags(fs *flag.FlagSet, c *config) {
+	fs.BoolVar(&c.Webhooks.AllowPrivate, "webhooks-allow-private", envBool("FAXHUB_WEBHOOKS_ALLOW_PRIVATE", false),
+		"deliver webhooks to private, loopback, link-local and CGNAT addresses too (receivers on an internal network), and accept http:// endpoints on loopback hosts; cloud metadata addresses stay refused [FAXHUB_WEBHOOKS_ALLOW_PRIVATE] (default: public addresses only; --dev allows loopback)")
+	workers, _ := strconv.Atoi(env("FAXHUB_WEBHOOK_WORKERS", "0"))
+	fs.IntVar(&c.Webhooks.Workers, "webhook-workers", workers, "webhook attempts sent at once per process, in their own job queue [FAXHUB_WEBHOOK_WORKERS] (0: 64)")
+	poll, _ := time.ParseDuration(env("FAXHUB_WEBHOOK_POLL_INTERVAL", "200ms"))
+	fs.DurationVar(&c.Webhooks.PollInterval, "webhook-poll-interval", poll, "how often each process looks for new events to fan out to webhook endpoints [FAXHUB_WEBHOOK_POLL_INTERVAL]")
+	disable, _ := time.ParseDuration(env("FAXHUB_WEBHOOK_DISABLE_AFTER", "72h"))
+	fs.DurationVar(&c.Webhooks.DisableAfter, "webhook-disable-after", disable, "an endpoint whose every attempt failed for this long is disabled and its owner told [FAXHUB_WEBHOOK_DISABLE_AFTER]")
 }
 
 // machineFlags register the payment methods of machine payments. The
@@ -236,6 +252,9 @@ func (c *config) finish() error {
 	}
 	if c.BlobURL == "" {
 		c.BlobURL = "file://" + filepath.ToSlash(filepath.Join(c.DataDir, "blobs"))
+	}
+	if w := c.Webhooks; w.Workers < 0 || (w.PollInterval != 0 && w.PollInterval < 10*time.Millisecond) || (w.DisableAfter != 0 && w.DisableAfter < time.Hour) {
+		return usageError{"--webhook-workers must not be negative, --webhook-poll-interval must be at least 10ms and --webhook-disable-after at least 1h"}
 	}
 	return nil
 }

@@ -89,7 +89,8 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if err := a.Queue.ScheduleNumberSweep(a.Svc.Numbers.Sweep, c.NumberSweep); err != nil {
 		return err
 	}
-	if err := a.Queue.Start(ctx); err != nil {
+	// The job queue's workers and the webhook dispatcher.
+	if err := a.Start(ctx); err != nil {
 		return fmt.Errorf("start job queue: %w", err)
 	}
 	if c.MetricsAddr != "" {
@@ -123,7 +124,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	sctx, cancel := context.WithTimeout(context.Background(), shutdownGrace)
 	defer cancel()
 	err = srv.Shutdown(sctx)
-	if qerr := a.Queue.Stop(sctx); qerr != nil {
+	if qerr := a.Stop(sctx); qerr != nil {
 		log.Warn("stop job queue", "err", qerr)
 	}
 	return err

@@ -45,6 +45,7 @@ func build(ctx context.Context, c config, log *slog.Logger, workers bool) (*app.
 		Convert:     c.Convert,
 		Core:        func(cfg *services.Config) { c.storage(&cfg.Storage) },
 		MetricsAddr: c.MetricsAddr,
+		Webhooks:    c.Webhooks,
 		Logger:      log,
 	})
 }

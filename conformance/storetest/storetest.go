@@ -73,6 +73,11 @@ func RunTests(t *testing.T, newStore func(t *testing.T) services.Store) {
 		{"Passkeys", RunPasskeyTests},
 		{"Agents", RunAgentTests},
 		{"Hosts", RunHostTests},
+		{"WebhookEndpoints", testWebhookEndpoints},
+		{"WebhookDispatch", testWebhookDispatch},
+		{"WebhookDeliveries", testWebhookDeliveries},
+		{"WebhookAttempts", testWebhookAttempts},
+		{"WebhookSigningKey", testWebhookSigningKey},
 	} {
 		t.Run(tc.name, func(t *testing.T) { tc.run(t, newStore(t)) })
 	}

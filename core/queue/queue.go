@@ -103,6 +103,10 @@ type Options struct {
 	// 3 min): received faxes are converted and read as text, which takes
 	// longer than a delivery.
 	InboundJobTimeout time.Duration
+	// WebhookWorkers is how many webhook attempts this process runs at
+	// once, in the webhooks River queue beside the deliveries' (default
+	// 64).
+	WebhookWorkers int
 	// InsertOnly builds a queue that only enqueues (for `faxhub migrate` and
 	// admin commands): Start and Stop do nothing and deliver may be nil.
 	InsertOnly bool
@@ -152,6 +156,11 @@ type Handlers struct {
 	GiveUpNumberOrder func(ctx context.Context, numberID string, cause error) error
 	NumberOutcome     func(ctx context.Context, provider, orderRef string, res numbers.OrderResult) error
 	ProcessInbound    func(ctx context.Context, inboundID string, lastAttempt bool) error
+	// Webhooks (optional, like numbers): a delivery's attempts
+	// (webhooks.Service.Deliver) and the mail that an endpoint was
+	// disabled.
+	DeliverWebhook func(ctx context.Context, deliveryID string) error
+	WebhookNotice  func(ctx context.Context, endpointID string) error
 }
 
 // New builds a queue on db. River's tables must exist (Migrate). On SQLite
@@ -194,6 +203,9 @@ func New(db *sql.DB, dialect string, h Handlers, opts Options, logger *slog.Logg
 	if err := addNumberWorkers(workers, h, numberSweep, opts.InboundJobTimeout); err != nil {
 		return nil, fmt.Errorf("new queue: %w", err)
 	}
+	if err := addWebhookWorkers(workers, h); err != nil {
+		return nil, fmt.Errorf("new queue: %w", err)
+	}
 	cfg := &river.Config{
 		Logger:        logger.With("component", "river"),
 		Workers:       workers,
@@ -211,7 +223,7 @@ func New(db *sql.DB, dialect string, h Handlers, opts Options, logger *slog.Logg
 		Middleware:                  []rivertype.Middleware{river.JobInsertMiddlewareFunc(availableSoon)},
 	}
 	if !opts.InsertOnly {
-		cfg.Queues = map[string]river.QueueConfig{river.QueueDefault: {MaxWorkers: opts.Workers}}
+		cfg.Queues = map[string]river.QueueConfig{river.QueueDefault: {MaxWorkers: opts.Workers}, QueueWebhooks: {MaxWorkers: opts.WebhookWorkers}}
 	}
 	client, err := river.NewClient(driver, cfg)
 	if err != nil {
@@ -253,6 +265,9 @@ func withDefaults(o Options, dialect string) Options {
 	}
 	if o.MaxAttempts <= 0 {
 		o.MaxAttempts = defaultMaxAttempts
+	}
+	if o.WebhookWorkers <= 0 {
+		o.WebhookWorkers = defaultWebhookWorkers
 	}
 	if o.JobTimeout <= 0 {
 		o.JobTimeout = defaultJobTimeout

@@ -26,6 +26,7 @@ import (
 	"github.com/faxhub/faxhub/core/payments"
 	"github.com/faxhub/faxhub/core/retention"
 	"github.com/faxhub/faxhub/core/tasks"
+	"github.com/faxhub/faxhub/core/webhooks"
 )
 
 // Store is the database: the kernel's queries and every feature's (one
@@ -47,6 +48,7 @@ type Store interface {
 	credits.ChargeStore
 	approvals.Queries
 	accounts.Queries
+	webhooks.Queries
 }
 
 // Tx is a transaction of the database with every feature's queries (the
@@ -66,6 +68,7 @@ type Tx interface {
 	credits.Tx
 	approvals.Tx
 	accounts.Queries
+	webhooks.Queries
 }
 
 // Metrics counts what the features observe (core/prometheus): attempts and
@@ -81,6 +84,7 @@ type Queue interface {
 	numbers.Queue
 	faxes.DeliveryQueue
 	inbox.Queue
+	webhooks.Queue
 }
 
 // Deps are the ports the features drive.
@@ -127,6 +131,12 @@ type Deps struct {
 	// MachineBinder computes the ids of machine payment challenges on the
 	// protocol's wire slots (rest/mpp.Binder); required with Machine.
 	MachineBinder machine.Binder
+	// Webhooks sends webhook attempts (core/webhooks/httpsender, with
+	// the address policy of Config.Webhooks); without it nothing is sent.
+	Webhooks webhooks.Sender
+	// Mailer tells owners what they must know (a webhook endpoint
+	// disabled); nil: only the log says it.
+	Mailer core.Mailer
 }
 
 // Config is the configuration of every feature: the kernel's (origins,
@@ -149,6 +159,9 @@ type Config struct {
 	Numbers numbers.Config
 	// Tasks: the streams that follow agent tasks.
 	Tasks tasks.Config
+	// Webhooks: the address policy, retries, caps and retention of
+	// webhook deliveries.
+	Webhooks webhooks.Config
 }
 
 // Set is every feature service of one process.
@@ -168,6 +181,7 @@ type Set struct {
 	Machine   *machine.Service
 	Retention *retention.Service
 	Tasks     *tasks.Service
+	Webhooks  *webhooks.Service
 
 	cfg Config
 }
@@ -246,10 +260,15 @@ func New(cfg Config, deps Deps) (*Set, error) {
 		return nil, err
 	}
 	evs := events.New(deps.Store, core.Clock(cfg.Now).Now)
+	cfg.Webhooks.SetDefaults()
+	hooks := webhooks.New(kc, cfg.Webhooks, webhooks.Deps{
+		Store: deps.Store, Queue: deps.Queue, Sender: deps.Webhooks, Mailer: deps.Mailer, Logger: deps.Logger, Kernel: c, Accounts: accts,
+	})
 	*set = Set{
 		cfg:       cfg,
 		Kernel:    c,
 		Events:    evs,
+		Webhooks:  hooks,
 		Accounts:  accts,
 		Approvals: approvalInbox,
 		Credits:   creds,
@@ -262,7 +281,7 @@ func New(cfg Config, deps Deps) (*Set, error) {
 		}),
 		Retention: retention.New(cfg.Storage, core.Clock(cfg.Now), retention.Deps{
 			Store: deps.Store, Blobs: deps.Blobs, Documents: docs, AuthState: deps.AuthState, Logger: deps.Logger,
-			Purgers: map[string]func(context.Context) (int64, error){"events": evs.Purge},
+			Purgers: map[string]func(context.Context) (int64, error){"events": evs.Purge, "webhook_deliveries": hooks.Purge},
 		}),
 		Checkout: checkout.New(kc, cfg.Checkout, checkout.Deps{
 			Store: deps.Store, Gateways: deps.Checkout, Prices: deps.Prices, Logger: deps.Logger, Kernel: c, Credits: creds, Faxes: fx, Numbers: nums,

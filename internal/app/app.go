@@ -34,9 +34,12 @@ import (
 	"github.com/faxhub/faxhub/core/prometheus"
 	"github.com/faxhub/faxhub/core/provider/simulated"
 	"github.com/faxhub/faxhub/core/queue"
+	"github.com/faxhub/faxhub/core/safehttp"
 	"github.com/faxhub/faxhub/core/services"
 	"github.com/faxhub/faxhub/core/store"
 	"github.com/faxhub/faxhub/core/web"
+	"github.com/faxhub/faxhub/core/webhooks"
+	"github.com/faxhub/faxhub/core/webhooks/httpsender"
 	"github.com/faxhub/faxhub/hostagent"
 	"github.com/faxhub/faxhub/internal/stripetest"
 	"github.com/faxhub/faxhub/oauth"
@@ -89,6 +92,11 @@ type Options struct {
 	// empty keeps mail in the dev mailbox and the log.
 	SMTPURL string
 
+	// Webhooks configures owner webhooks (docs/webhooks.md): the address
+	// policy, the workers, the dispatcher's poll and when a failing
+	// endpoint is disabled. Dev mode allows loopback endpoints.
+	Webhooks WebhookOptions
+
 	// Body bounds how long request bodies may take to arrive (zero values:
 	// web's defaults, 30 s for a whole JSON or form body, uploads at
 	// 64 KiB/s on average after 30 s). Tests shorten it.
@@ -118,6 +126,24 @@ type Options struct {
 	// Core adjusts the service configuration last (tests: clocks, limits).
 	Core   func(*services.Config)
 	Logger *slog.Logger
+}
+
+// WebhookOptions are the operator's webhook settings (serve's
+// --webhooks-* flags); zero values take webhooks.Config's defaults.
+type WebhookOptions struct {
+	// AllowPrivate delivers to private, loopback and link-local
+	// addresses (receivers on an internal network); never to cloud
+	// metadata services.
+	AllowPrivate bool
+	// Workers is how many attempts this process sends at once.
+	Workers int
+	// PollInterval is how often the dispatcher looks for new events.
+	PollInterval time.Duration
+	// DisableAfter disables an endpoint failing continuously this long.
+	DisableAfter time.Duration
+	// Sender replaces the HTTP sender (tests: a resolver or TLS roots of
+	// their own, through httpsender.New).
+	Sender webhooks.Sender
 }
 
 // StripeOptions configure Stripe (docs/payments.md). With SecretKey and
@@ -162,6 +188,13 @@ type App struct {
 	signer *issuerSigner
 	// metrics records the metrics; nil without MetricsAddr.
 	metrics *prometheus.Metrics
+	// Mailer sends owner mail: SMTP when configured, else a dev mailbox
+	// (*mail.Mailbox, which tests read).
+	Mailer core.Mailer
+	// dispatch stops the webhook dispatcher Start began; done is closed
+	// when it has returned.
+	dispatch     context.CancelFunc
+	dispatchDone chan struct{}
 	// router is the public HTTP surface's one router, handler the router
 	// in its middleware (buildRouter); metricsRouter the metrics
 	// listener's, nil without MetricsAddr.
@@ -275,8 +308,11 @@ func (a *App) wire(ctx context.Context) error {
 		ProcessInbound: func(ctx context.Context, id string, last bool) error {
 			return svc.Inbox.Process(ctx, id, last)
 		},
+		DeliverWebhook: func(ctx context.Context, id string) error { return svc.Webhooks.Deliver(ctx, id) },
+		WebhookNotice:  func(ctx context.Context, id string) error { return svc.Webhooks.NotifyDisabled(ctx, id) },
 	}, queue.Options{
 		Workers: o.Workers, PollInterval: o.PollInterval, InsertOnly: o.InsertOnly, StatsDB: a.DB.Reader(),
+		WebhookWorkers: o.Webhooks.Workers,
 	}, o.Logger)
 	if err != nil {
 		return fmt.Errorf("job queue: %w", err)
@@ -312,8 +348,15 @@ func (a *App) wire(ctx context.Context) error {
 	if cfg.AgentMode == "" && o.Dev {
 		cfg.AgentMode = core.ModeTest
 	}
+	cfg.Webhooks = webhooks.Config{
+		AllowLoopback: o.Dev, AllowPrivate: o.Webhooks.AllowPrivate,
+		PollInterval: o.Webhooks.PollInterval, DisableAfter: o.Webhooks.DisableAfter,
+	}
 	if o.Core != nil {
 		o.Core(&cfg)
+	}
+	if a.Mailer, err = newMailer(o); err != nil {
+		return err
 	}
 	a.signer = &issuerSigner{}
 	sim := simulated.New(simulated.Options{TimeScale: o.SimTimeScale, Report: q.ScheduleOutcome, ReportNumber: q.ScheduleNumberOutcome})
@@ -332,6 +375,8 @@ func (a *App) wire(ctx context.Context) error {
 		PaymentMethods: map[core.Mode]payments.PaymentMethod{core.ModeTest: testcard.New()},
 		Signer:         a.signer,
 		Prices:         o.Prices,
+		Webhooks:       webhookSender(o.Webhooks.Sender, cfg.Webhooks),
+		Mailer:         a.Mailer,
 		Logger:         o.Logger}
 	if o.MetricsAddr != "" {
 		mo := prometheus.Options{
@@ -399,18 +444,8 @@ func (a *App) wireOwners() error {
 	if err != nil {
 		return fmt.Errorf("oauth server: %w", err)
 	}
-	var mailer core.Mailer = mail.NewMailbox(o.Logger, 50)
-	if o.SMTPURL != "" {
-		cfg, err := mail.ParseSMTPURL(o.SMTPURL)
-		if err != nil {
-			return fmt.Errorf("smtp: %w", err)
-		}
-		mailer = mail.NewSMTP(cfg, o.Logger)
-	} else if !o.Dev {
-		o.Logger.Warn("no SMTP configured (FAXHUB_SMTP_URL): sign-up and recovery mails are only logged, without their links")
-	}
 	con := passkeys.New(a.Svc, a.DB, passkeys.Options{
-		BaseURL: o.BaseURL, DevMailbox: o.Dev, Mailer: mailer, Grants: srv, Logger: o.Logger,
+		BaseURL: o.BaseURL, DevMailbox: o.Dev, Mailer: a.Mailer, Grants: srv, Logger: o.Logger,
 	})
 	if err := con.Err(); err != nil {
 		// The API still serves; the console pages say they are
@@ -427,6 +462,68 @@ func (a *App) wireOwners() error {
 	a.HostAgent = hostagent.New(a.Svc, hostagent.Options{BaseURL: o.BaseURL, APIURL: a.Svc.Config().APIURL, Logger: o.Logger})
 	a.buildRouter()
 	return nil
+}
+
+// newMailer is SMTP when configured, else the dev mailbox (kept in
+// memory: the console's mailbox page in dev mode, and the log).
+func newMailer(o Options) (core.Mailer, error) {
+	if o.SMTPURL != "" {
+		cfg, err := mail.ParseSMTPURL(o.SMTPURL)
+		if err != nil {
+			return nil, fmt.Errorf("smtp: %w", err)
+		}
+		return mail.NewSMTP(cfg, o.Logger), nil
+	}
+	if !o.Dev {
+		o.Logger.Warn("no SMTP configured (FAXHUB_SMTP_URL): sign-up and recovery mails, and notices of disabled webhook endpoints, are only logged, without their links")
+	}
+	return mail.NewMailbox(o.Logger, 50), nil
+}
+
+// webhookSender is the HTTP sender of webhook attempts under the
+// configured address policy, unless the options bring their own.
+func webhookSender(custom webhooks.Sender, c webhooks.Config) webhooks.Sender {
+	if custom != nil {
+		return custom
+	}
+	c.SetDefaults()
+	return httpsender.New(httpsender.Options{
+		Policy: safehttp.Policy{AllowLoopback: c.AllowLoopback, AllowPrivate: c.AllowPrivate}, Timeout: c.AttemptTimeout,
+		MaxIdleConnsPerHost: c.MaxInFlightPerEndpoint,
+	})
+}
+
+// Start runs what a serving process runs besides its HTTP handler: the
+// job queue's workers and the webhook dispatcher. An insert-only process
+// runs neither (it neither delivers nor dispatches).
+func (a *App) Start(ctx context.Context) error {
+	if a.InsertOnly {
+		return nil
+	}
+	if err := a.Queue.Start(ctx); err != nil {
+		return err
+	}
+	dctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	a.dispatch, a.dispatchDone = cancel, make(chan struct{})
+	go func() {
+		defer close(a.dispatchDone)
+		a.Svc.Webhooks.RunDispatcher(dctx)
+	}()
+	return nil
+}
+
+// Stop stops the dispatcher, then the queue (which waits for running jobs
+// until ctx ends).
+func (a *App) Stop(ctx context.Context) error {
+	if a.dispatch != nil {
+		a.dispatch()
+		<-a.dispatchDone
+		a.dispatch = nil
+	}
+	if a.InsertOnly {
+		return nil
+	}
+	return a.Queue.Stop(ctx)
 }
 
 // Ready reports whether the database is reachable and every migration of

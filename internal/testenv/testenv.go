@@ -54,6 +54,7 @@ type options struct {
 	stripe   app.StripeOptions
 	telnyx   app.TelnyxOptions
 	metrics  bool
+	webhooks app.WebhookOptions
 }
 
 // Option changes how New builds the environment.
@@ -85,6 +86,10 @@ func WithStripe(st app.StripeOptions) Option { return func(o *options) { o.strip
 // WithTelnyx configures Telnyx as live mode's provider, usually against
 // the stand-in (internal/telnyxstandin).
 func WithTelnyx(tx app.TelnyxOptions) Option { return func(o *options) { o.telnyx = tx } }
+
+// WithWebhooks sets the operator's webhook options (a sender of the
+// test's own, private addresses allowed, the dispatcher's poll).
+func WithWebhooks(w app.WebhookOptions) Option { return func(o *options) { o.webhooks = w } }
 
 // WithoutWorkers builds an insert-only queue: jobs wait until the test
 // delivers them with DeliverAll.
@@ -125,17 +130,20 @@ func New(t testing.TB, opts ...Option) *Env {
 		},
 		Stripe:      o.stripe,
 		Telnyx:      o.telnyx,
+		Webhooks:    o.webhooks,
 		MetricsAddr: metricsAddr(o.metrics),
 		Logger:      log,
 	})
 	must(t, err)
 	t.Cleanup(func() { a.Close() })
 	if o.workers {
-		must(t, a.Queue.Start(ctx))
+		// The queue's workers and the webhook dispatcher, as serve runs
+		// them.
+		must(t, a.Start(ctx))
 		t.Cleanup(func() {
 			sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 			defer cancel()
-			_ = a.Queue.Stop(sctx)
+			_ = a.Stop(sctx)
 		})
 	}
 	db, q, svc := a.DB, a.Queue, a.Svc
