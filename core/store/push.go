@@ -114,3 +114,13 @@ func (x q) PurgePushConfigs(ctx context.Context, before time.Time) (int64, error
 	}
 	return n, nil
 }
+
+// PushConfigsOfOwner lists an owner's configs in every mode (tests and
+// operators' tooling).
+func (x q) PushConfigsOfOwner(ctx context.Context, ownerID string) ([]tasks.PushConfig, error) {
+	var out []tasks.PushConfig
+	if err := x.sel(ctx, &out, "SELECT "+pushConfigCols+" FROM a2a_push_configs WHERE owner_id = ? ORDER BY created_at, id", ownerID); err != nil {
+		return nil, fmt.Errorf("push configs of owner: %w", err)
+	}
+	return out, nil
+}
