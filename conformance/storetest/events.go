@@ -15,6 +15,7 @@ import (
 	"github.com/faxhub/faxhub/core/inbox"
 	"github.com/faxhub/faxhub/core/numbers"
 	"github.com/faxhub/faxhub/core/services"
+	"github.com/faxhub/faxhub/core/tasks"
 )
 
 // eventTests are the event log's queries (core/events) and what the
@@ -81,8 +82,8 @@ func testEventDispatch(t *testing.T, s services.Store) {
 		{"a disabled endpoint", func() { endpoint(o, core.ModeTest, false) }, map[core.Mode]bool{core.ModeTest: false, core.ModeLive: false}},
 		{"an enabled live endpoint", func() { endpoint(o, core.ModeLive, true) }, map[core.Mode]bool{core.ModeTest: false, core.ModeLive: true}},
 		{"a test push config", func() {
-			execSQL(t, s, fmt.Sprintf(`INSERT INTO a2a_push_configs (id, owner_id, mode, task_id, url, created_at)
-				VALUES ('%s', '%s', 'test', 'tsk_x', 'https://push.example/x', CURRENT_TIMESTAMP)`, core.NewID(core.PrefixPushConfig), o.ID))
+			must(t, s.CreatePushConfig(t.Context(), &tasks.PushConfig{ID: core.NewID(core.PrefixPushConfig), OwnerID: o.ID, Mode: core.ModeTest,
+				TaskID: "tsk_x", ConfigID: "tsk_x", URL: "https://push.example/x", CreatedAt: at(0)}))
 		}, map[core.Mode]bool{core.ModeTest: true, core.ModeLive: true}},
 	}
 	for _, st := range steps {

@@ -78,6 +78,7 @@ func RunTests(t *testing.T, newStore func(t *testing.T) services.Store) {
 		{"WebhookDeliveries", testWebhookDeliveries},
 		{"WebhookAttempts", testWebhookAttempts},
 		{"WebhookSigningKey", testWebhookSigningKey},
+		{"PushConfigs", testPushConfigs},
 	} {
 		t.Run(tc.name, func(t *testing.T) { tc.run(t, newStore(t)) })
 	}

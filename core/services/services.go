@@ -137,6 +137,10 @@ type Deps struct {
 	// Mailer tells owners what they must know (a webhook endpoint
 	// disabled); nil: only the log says it.
 	Mailer core.Mailer
+	// A2APush renders a task as an A2A push notification's body
+	// (protocols/a2a.PushBody); with Signer and Webhooks, agents may set
+	// push notification configs on their tasks.
+	A2APush tasks.PushRenderer
 }
 
 // Config is the configuration of every feature: the kernel's (origins,
@@ -281,7 +285,8 @@ func New(cfg Config, deps Deps) (*Set, error) {
 		}),
 		Retention: retention.New(cfg.Storage, core.Clock(cfg.Now), retention.Deps{
 			Store: deps.Store, Blobs: deps.Blobs, Documents: docs, AuthState: deps.AuthState, Logger: deps.Logger,
-			Purgers: map[string]func(context.Context) (int64, error){"events": evs.Purge, "webhook_deliveries": hooks.Purge},
+			Purgers: map[string]func(context.Context) (int64, error){"events": evs.Purge, "webhook_deliveries": hooks.Purge,
+				"a2a_push_configs": func(ctx context.Context) (int64, error) { return set.Tasks.PurgePushConfigs(ctx) }},
 		}),
 		Checkout: checkout.New(kc, cfg.Checkout, checkout.Deps{
 			Store: deps.Store, Gateways: deps.Checkout, Prices: deps.Prices, Logger: deps.Logger, Kernel: c, Credits: creds, Faxes: fx, Numbers: nums,
@@ -297,8 +302,11 @@ func New(cfg Config, deps Deps) (*Set, error) {
 		Tasks: tasks.New(kc, cfg.Tasks, tasks.Deps{
 			Store: deps.Store, Signer: deps.Signer, PaymentMethods: deps.PaymentMethods, Prices: deps.Prices,
 			Logger: deps.Logger, Kernel: c, Approvals: approvalInbox, Credits: creds, Faxes: fx, Numbers: nums, Events: evs,
+			Webhooks: hooks, PushBody: deps.A2APush,
 		}),
 	}
+	// Push notification configs are a destination of the webhook engine.
+	hooks.Register(set.Tasks.PushDestination())
 	// Agent claims and device approvals are code-confirmed: approved on
 	// their own page with the code, declined there or in the inbox. Their
 	// handlers come from the features, built after the inbox that holds

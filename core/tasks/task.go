@@ -19,6 +19,7 @@ import (
 	"github.com/faxhub/faxhub/core/faxes"
 	"github.com/faxhub/faxhub/core/numbers"
 	"github.com/faxhub/faxhub/core/payments"
+	"github.com/faxhub/faxhub/core/webhooks"
 )
 
 // Kind says what a task follows.
@@ -116,6 +117,8 @@ type Queries interface {
 
 	// CancelDraft moves an open draft to canceled; ErrConflict otherwise.
 	CancelDraft(ctx context.Context, ownerID string, mode core.Mode, id string) error
+
+	PushQueries
 }
 
 // PurchaseStatus is where an AP2 credit purchase stands.
@@ -242,6 +245,11 @@ type Deps struct {
 	Faxes *faxes.Service
 	// Events is the owners' event log, which task streams follow.
 	Events *events.Service
+	// Webhooks checks push notification URLs and delivers them; with
+	// PushBody (the protocol's rendering of a task) and Signer, tasks take
+	// push notification configs.
+	Webhooks *webhooks.Service
+	PushBody PushRenderer
 }
 
 // Service runs agent tasks.

@@ -201,7 +201,14 @@ func (s *Service) Deliver(ctx context.Context, id string) error {
 		return nil
 	}
 	sctx, cancel := context.WithTimeout(ctx, s.wc.AttemptTimeout)
-	resp, sendErr := s.d.Sender.Send(sctx, c.req)
+	var resp *Response
+	var sendErr error
+	if f, ok := s.dests[c.d.TargetKind].(Finisher); ok {
+		sendErr = f.Finish(sctx, c.d, c.req, c.a.StartedAt)
+	}
+	if sendErr == nil {
+		resp, sendErr = s.d.Sender.Send(sctx, c.req)
+	}
 	cancel()
 	if ctx.Err() != nil && sendErr != nil {
 		// Shutdown cut the attempt short: record it as such, so the
@@ -242,7 +249,7 @@ func (s *Service) claim(ctx context.Context, id string) (*claim, *WaitError, err
 		if err != nil {
 			return nil, nil, err
 		}
-		if s.busy(owner, target) {
+		if s.busy(d, owner, target) {
 			return nil, &WaitError{After: s.busyWait(d), Why: "the endpoint or its owner has the most attempts in flight"}, nil
 		}
 	}
@@ -296,7 +303,7 @@ func (s *Service) claim(ctx context.Context, id string) (*claim, *WaitError, err
 		if err != nil {
 			return err
 		}
-		if s.busy(owner, target) {
+		if s.busy(d, owner, target) {
 			wait = &WaitError{After: s.busyWait(d), Why: "the endpoint or its owner has the most attempts in flight"}
 			if interrupted {
 				d.UpdatedAt = now
@@ -345,10 +352,14 @@ func (s *Service) notDue(d *Delivery) *WaitError {
 	return nil
 }
 
-// busy reports whether an owner or a target has its most attempts in
-// flight.
-func (s *Service) busy(owner, target int) bool {
-	return owner >= s.wc.MaxInFlightPerOwner || target >= s.wc.MaxInFlightPerEndpoint
+// busy reports whether an owner or d's target has its most attempts in
+// flight: one for a SerialDestination's.
+func (s *Service) busy(d *Delivery, owner, target int) bool {
+	perTarget := s.wc.MaxInFlightPerEndpoint
+	if _, ok := s.dests[d.TargetKind].(SerialDestination); ok {
+		perTarget = 1
+	}
+	return owner >= s.wc.MaxInFlightPerOwner || target >= perTarget
 }
 
 func cmpOr(a, b string) string {

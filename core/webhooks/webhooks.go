@@ -303,6 +303,27 @@ type Destination interface {
 	Attempted(ctx context.Context, tx Tx, d *Delivery, o *Outcome) error
 }
 
+// SerialDestination is a Destination whose targets take one attempt at a
+// time (instead of Config.MaxInFlightPerEndpoint): A2A push notifications,
+// whose bodies say how a task stands when they are sent, so that one sent
+// later is never overtaken by an earlier one.
+type SerialDestination interface {
+	Destination
+	Serial()
+}
+
+// Finisher is a Destination whose requests are completed after their
+// attempt is claimed, outside the claim's transaction: what reads or
+// writes through other connections (rendering the current state of a
+// task, signing with a key that may be created on first use) must not run
+// while the claim holds SQLite's one writer. A Finish error fails the
+// attempt (it is retried on schedule); its text goes to the owner's
+// delivery log, so it must carry no secret.
+type Finisher interface {
+	Destination
+	Finish(ctx context.Context, d *Delivery, r *Request, at time.Time) error
+}
+
 // Refusal ends a delivery without an attempt (its target is gone or
 // disabled); Reason is for the log.
 type Refusal struct{ Reason string }
@@ -543,6 +564,13 @@ func New(cfg core.Config, wc Config, d Deps) *Service {
 	s := &Service{cfg: cfg, wc: wc, d: d}
 	s.dests = map[TargetKind]Destination{TargetWebhook: &endpoints{s: s}}
 	return s
+}
+
+// Register adds a kind of destination (A2A push notification configs,
+// core/tasks): the dispatcher matches every event against it too. Call it
+// while the services are built, before the dispatcher and the workers run.
+func (s *Service) Register(d Destination) {
+	s.dests[d.Kind()] = d
 }
 
 // Config returns the effective configuration.

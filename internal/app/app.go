@@ -377,6 +377,7 @@ func (a *App) wire(ctx context.Context) error {
 		Prices:         o.Prices,
 		Webhooks:       webhookSender(o.Webhooks.Sender, cfg.Webhooks),
 		Mailer:         a.Mailer,
+		A2APush:        a2aserver.PushBody,
 		Logger:         o.Logger}
 	if o.MetricsAddr != "" {
 		mo := prometheus.Options{

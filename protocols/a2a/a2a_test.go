@@ -68,7 +68,7 @@ func TestCard(t *testing.T) {
 		}
 	}
 	caps := card["capabilities"].(map[string]any)
-	if caps["streaming"] != true || caps["pushNotifications"] != false {
+	if caps["streaming"] != true || caps["pushNotifications"] != true {
 		t.Fatalf("capabilities %v", caps)
 	}
 	exts := caps["extensions"].([]any)

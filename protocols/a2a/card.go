@@ -165,8 +165,8 @@ func (h *Handler) Card() (AgentCard, error) {
 			{URL: urls["a2a.endpoint"], ProtocolBinding: "JSONRPC", ProtocolVersion: "0.3"},
 		},
 		// Streaming: SendStreamingMessage and SubscribeToTask (stream.go);
-		// no push notifications yet.
-		Capabilities: CardCapabilities{Streaming: true, Extensions: []CardExtension{
+		// push notifications (push.go) where the server sends them.
+		Capabilities: CardCapabilities{Streaming: true, PushNotifications: h.svc.Tasks.PushAvailable(), Extensions: []CardExtension{
 			{URI: ExtensionAP2, Required: false, Params: map[string]any{"roles": []string{"merchant"}},
 				Description: "AP2 v0.1 payments: faxhub is the merchant of credit packs (skill buy_credits). Activate it with the A2A-Extensions header; " + ExtensionAP2Sample + " is accepted too."},
 			{URI: h.skillArgumentsURI(), Required: false, Params: map[string]any{"schemas": schemas},

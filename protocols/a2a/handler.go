@@ -63,15 +63,37 @@ func (rh *requestHandler) SendMessage(ctx context.Context, req *a2a.SendMessageR
 	return r.msg, nil
 }
 
-// send is SendMessage with the task as core derived it.
+// send is SendMessage with the task as core derived it. A push
+// notification config in the request's configuration is set on the task
+// the message starts or continues; it is checked (as
+// CreateTaskPushNotificationConfig checks it) before the message is
+// acted on, so a bad one changes nothing.
 func (rh *requestHandler) send(ctx context.Context, req *a2a.SendMessageRequest) (result, error) {
 	p, err := principal(ctx)
 	if err != nil {
 		return result{}, err
 	}
-	if req.Config != nil && req.Config.PushConfig != nil {
-		return result{}, a2a.NewError(a2a.ErrPushNotificationNotSupported, "push notifications are not offered; poll GetTask")
+	var push *a2a.PushConfig
+	if req != nil && req.Config != nil && req.Config.PushConfig != nil {
+		push = req.Config.PushConfig
+		if !rh.startsTask(req) {
+			return result{}, invalidParams("configuration.taskPushNotificationConfig needs a message that starts or continues a task (create_fax, buy_number, buy_credits)", map[string]any{"field": "configuration.taskPushNotificationConfig"})
+		}
+		if err := rh.h.svc.Tasks.CheckPushConfig(ctx, p, pushRequest("", push)); err != nil {
+			return result{}, rh.fail(ctx, "check push config", err, targetSkill)
+		}
 	}
+	r, err := rh.sendMessage(ctx, p, req)
+	if err != nil || push == nil || r.task == nil {
+		return r, err
+	}
+	if _, err := rh.h.svc.Tasks.SetPushConfig(ctx, p, pushRequest(a2a.TaskID(r.task.ID), push)); err != nil {
+		return result{}, rh.pushFail(ctx, "set push config", err)
+	}
+	return r, nil
+}
+
+func (rh *requestHandler) sendMessage(ctx context.Context, p core.Principal, req *a2a.SendMessageRequest) (result, error) {
 	msg := req.Message
 	expected := `send exactly one data part {"skill": <skill id>, "arguments": {…}} (skills: ` + strings.Join(rh.h.skillIDs(), ", ") +
 		`); free text and files are not interpreted. Upload files with create_upload`
@@ -443,30 +465,6 @@ func (rh *requestHandler) CancelTask(ctx context.Context, req *a2a.CancelTaskReq
 // ListTasks is not offered.
 func (rh *requestHandler) ListTasks(context.Context, *a2a.ListTasksRequest) (*a2a.ListTasksResponse, error) {
 	return nil, a2a.NewError(a2a.ErrUnsupportedOperation, "ListTasks is not offered; keep the ids of the tasks you start and read them with GetTask")
-}
-
-func errNoPush() error {
-	return a2a.NewError(a2a.ErrPushNotificationNotSupported, "push notifications are not offered; poll GetTask")
-}
-
-// GetTaskPushConfig is not offered.
-func (rh *requestHandler) GetTaskPushConfig(context.Context, *a2a.GetTaskPushConfigRequest) (*a2a.PushConfig, error) {
-	return nil, errNoPush()
-}
-
-// ListTaskPushConfigs is not offered.
-func (rh *requestHandler) ListTaskPushConfigs(context.Context, *a2a.ListTaskPushConfigRequest) (*a2a.ListTaskPushConfigResponse, error) {
-	return nil, errNoPush()
-}
-
-// CreateTaskPushConfig is not offered.
-func (rh *requestHandler) CreateTaskPushConfig(context.Context, *a2a.PushConfig) (*a2a.PushConfig, error) {
-	return nil, errNoPush()
-}
-
-// DeleteTaskPushConfig is not offered.
-func (rh *requestHandler) DeleteTaskPushConfig(context.Context, *a2a.DeleteTaskPushConfigRequest) error {
-	return errNoPush()
 }
 
 // GetExtendedAgentCard is not offered: the public card is the whole card.

@@ -69,11 +69,11 @@ func TestTransport(t *testing.T) {
 		{"not a request object", `{"jsonrpc":"2.0","id":1,"method":5}`, 400, -32600, "request object"},
 		{"a JSON string", `"SendMessage"`, 400, -32600, "request object"},
 		{"ListTasks", `{"jsonrpc":"2.0","id":1,"method":"ListTasks","params":{}}`, 200, -32004, "ListTasks"},
-		{"push config", `{"jsonrpc":"2.0","id":1,"method":"GetTaskPushNotificationConfig","params":{"taskId":"tsk_x","id":"c"}}`, 200, -32003, "push"},
-		{"push config (0.3)", `{"jsonrpc":"2.0","id":1,"method":"tasks/pushNotificationConfig/set","params":{"taskId":"tsk_x","pushNotificationConfig":{"url":"https://x.example"}}}`, 200, -32003, "push"},
+		{"push config", `{"jsonrpc":"2.0","id":1,"method":"GetTaskPushNotificationConfig","params":{"taskId":"tsk_x","id":"c"}}`, 200, -31403, "fax:read"},
+		{"push config (0.3)", `{"jsonrpc":"2.0","id":1,"method":"tasks/pushNotificationConfig/set","params":{"taskId":"tsk_x","pushNotificationConfig":{"url":"https://x.example"}}}`, 200, -31403, "fax:read"},
 		{"extended card", `{"jsonrpc":"2.0","id":1,"method":"GetExtendedAgentCard","params":{}}`, 200, -32007, "extended card"},
 		{"an unknown method", `{"jsonrpc":"2.0","id":1,"method":"tasks/list","params":{}}`, 200, -32601, "SendMessage"},
-		{"a push config in SendMessage", strings.Replace(credits, `"params":{`, `"params":{"configuration":{"taskPushNotificationConfig":{"url":"https://x.example"}},`, 1), 200, -32003, "push"},
+		{"a push config in SendMessage", strings.Replace(credits, `"params":{`, `"params":{"configuration":{"taskPushNotificationConfig":{"url":"https://x.example"}},`, 1), 200, -32602, "starts or continues a task"},
 	} {
 		status, _, body := e.rpc(auth, http.Header{"A2A-Version": {"1.0"}}, c.body)
 		code, msg, _ := rpcError(t, body)
