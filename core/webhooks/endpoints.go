@@ -13,8 +13,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/faxhub/faxhub/core"
+	"github.com/faxhub/faxhub/core/egress"
 	"github.com/faxhub/faxhub/core/events"
-	"github.com/faxhub/faxhub/core/safehttp"
 )
 
 // CreateRequest registers an endpoint.
@@ -42,8 +42,8 @@ type UpdateRequest struct {
 
 // policy is the address policy of deliveries, for URLs whose host is an
 // address literal.
-func (s *Service) policy() safehttp.Policy {
-	return safehttp.Policy{AllowLoopback: s.wc.AllowLoopback, AllowPrivate: s.wc.AllowPrivate}
+func (s *Service) policy() egress.Policy {
+	return egress.Policy{AllowLoopback: s.wc.AllowLoopback, AllowPrivate: s.wc.AllowPrivate}
 }
 
 func badURL(format string, args ...any) error {
@@ -111,7 +111,7 @@ func (s *Service) CheckURL(raw string) error {
 	}
 	if literal {
 		if err := s.policy().Check(addr); err != nil {
-			return badURL("points at an address this server does not deliver to (%s)", strings.TrimPrefix(err.Error(), safehttp.ErrForbiddenAddress.Error()+": "))
+			return badURL("points at an address this server does not deliver to (%s)", strings.TrimPrefix(err.Error(), egress.ErrForbiddenAddress.Error()+": "))
 		}
 	}
 	return nil

@@ -13,8 +13,8 @@ import (
 	"time"
 
 	"github.com/faxhub/faxhub/core"
+	"github.com/faxhub/faxhub/core/egress"
 	"github.com/faxhub/faxhub/core/events"
-	"github.com/faxhub/faxhub/core/safehttp"
 	"github.com/faxhub/faxhub/core/services"
 	"github.com/faxhub/faxhub/core/webhooks"
 	"github.com/faxhub/faxhub/core/webhooks/httpsender"
@@ -229,7 +229,7 @@ func TestPrivateAddressesRefusedAtDialTime(t *testing.T) {
 	defer local.Close()
 	_, port, _ := net.SplitHostPort(local.Listener.Addr().String())
 	dns := dnstest.New(t, map[string][]string{"receiver.example": {"127.0.0.1"}, "metadata.example": {"169.254.169.254"}})
-	sender := httpsender.New(httpsender.Options{Policy: safehttp.Policy{}, Timeout: 2 * time.Second, Resolver: dns.Resolver()})
+	sender := httpsender.New(httpsender.Options{Policy: egress.Policy{}, Timeout: 2 * time.Second, Resolver: dns.Resolver()})
 	e := testenv.New(t, testenv.WithoutWorkers(), testenv.WithWebhooks(app.WebhookOptions{Sender: sender}))
 	p := e.Principal(t, e.KeyATest)
 	for _, tc := range []struct{ host, kind string }{{"receiver.example", "loopback"}, {"metadata.example", "metadata"}} {

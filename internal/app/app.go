@@ -22,6 +22,7 @@ import (
 	"github.com/faxhub/faxhub/core/checkout"
 	"github.com/faxhub/faxhub/core/convert"
 	"github.com/faxhub/faxhub/core/documents"
+	"github.com/faxhub/faxhub/core/egress"
 	"github.com/faxhub/faxhub/core/faxes"
 	"github.com/faxhub/faxhub/core/machine"
 	"github.com/faxhub/faxhub/core/mail"
@@ -34,7 +35,6 @@ import (
 	"github.com/faxhub/faxhub/core/prometheus"
 	"github.com/faxhub/faxhub/core/provider/simulated"
 	"github.com/faxhub/faxhub/core/queue"
-	"github.com/faxhub/faxhub/core/safehttp"
 	"github.com/faxhub/faxhub/core/services"
 	"github.com/faxhub/faxhub/core/store"
 	"github.com/faxhub/faxhub/core/web"
@@ -489,7 +489,7 @@ func webhookSender(custom webhooks.Sender, c webhooks.Config) webhooks.Sender {
 	}
 	c.SetDefaults()
 	return httpsender.New(httpsender.Options{
-		Policy: safehttp.Policy{AllowLoopback: c.AllowLoopback, AllowPrivate: c.AllowPrivate}, Timeout: c.AttemptTimeout,
+		Policy: egress.Policy{AllowLoopback: c.AllowLoopback, AllowPrivate: c.AllowPrivate}, Timeout: c.AttemptTimeout,
 		MaxIdleConnsPerHost: c.MaxInFlightPerEndpoint,
 	})
 }

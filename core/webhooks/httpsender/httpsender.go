@@ -20,6 +20,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/faxhub/faxhub/core/egress"
 	"github.com/faxhub/faxhub/core/safehttp"
 	"github.com/faxhub/faxhub/core/webhooks"
 )
@@ -30,7 +31,7 @@ const MaxRead = 4 << 10
 
 // Options configure the sender.
 type Options struct {
-	Policy safehttp.Policy
+	Policy egress.Policy
 	// Timeout bounds one attempt (webhooks.Config.AttemptTimeout).
 	Timeout time.Duration
 	// Resolver resolves endpoint hosts (tests: internal/dnstest).
@@ -97,7 +98,7 @@ func describe(err error) error {
 	var hostErr x509.HostnameError
 	var invalid x509.CertificateInvalidError
 	switch {
-	case errors.Is(err, safehttp.ErrForbiddenAddress):
+	case errors.Is(err, egress.ErrForbiddenAddress):
 		var oe *net.OpError
 		if errors.As(err, &oe) && oe.Err != nil {
 			err = oe.Err
@@ -126,7 +127,7 @@ func describe(err error) error {
 
 func trimForbidden(err error) string {
 	msg := err.Error()
-	prefix := safehttp.ErrForbiddenAddress.Error() + ": "
+	prefix := egress.ErrForbiddenAddress.Error() + ": "
 	if len(msg) > len(prefix) && msg[:len(prefix)] == prefix {
 		return msg[len(prefix):]
 	}
