@@ -107,6 +107,9 @@ if [ -z "$REPLICAS" ]; then make_owner; fi
 # The machine-payments sweep runs every 2 s here, so the mpp suite can wait
 # (with a deadline) for a failed fax's refund instead of a minute.
 export FAXHUB_MACHINE_SWEEP_INTERVAL=2s FAXHUB_MPP_REFUND_DEADLINE_MS=30000
+# A busy number's fax retries after 1 s, then 4 s (the webhooks suite follows it
+# to fax.failed), not 30 s and 2 min.
+export FAXHUB_FAX_RETRY_BACKOFF=1s
 SERVE_ARGS=(--dev --sim-timescale 0 --log-level warn)
 if [ -n "$REPLICAS" ]; then
   # The replicas start at the same moment on the fresh schema: their
