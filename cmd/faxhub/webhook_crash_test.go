@@ -27,8 +27,8 @@ import (
 type crashReceiver struct {
 	mu       sync.Mutex
 	wh       map[string]*standardwebhooks.Webhook // endpoint path → its verifier
-	got      map[string]int                      // webhook-id → deliveries
-	bad      []string                            // what failed to verify
+	got      map[string]int                       // webhook-id → deliveries
+	bad      []string                             // what failed to verify
 	received int
 }
 
