@@ -49,16 +49,16 @@ deps:
 # failures in conformance/baseline.yml), on SQLite, on PostgreSQL and across
 # three replicas. Ends with a table and
 # "N passed, N failed".
-SUITES := oauth browser mcp mcp-inspector mcp-conformance agents a2a a2a-cli hostagent mpp
+SUITES := oauth browser mcp mcp-inspector mcp-conformance agents a2a a2a-cli hostagent mpp webhooks
 # The protocol suites run a second time against a serve on PostgreSQL
 # (results named <suite>-postgres).
-PG_SUITES := oauth mcp agents a2a a2a-cli hostagent mpp
+PG_SUITES := oauth mcp agents a2a a2a-cli hostagent mpp webhooks
 # The protocol suites run a third time against three serves on one
 # PostgreSQL schema behind a round-robin front (conformance/replicas), so
 # consecutive steps of a journey land on different replicas (results named
 # <suite>-replicas). cmd/faxhub's TestReplicas (the PostgreSQL pass) names
 # the replica of every step.
-REPLICA_SUITES := oauth browser mcp agents a2a hostagent mpp
+REPLICA_SUITES := oauth browser mcp agents a2a hostagent mpp webhooks
 # Every Go fuzz target runs FUZZTIME in make check (conformance/fuzz.sh);
 # those that drive HTTP handlers on a database run again on PostgreSQL.
 FUZZTIME ?= 15s

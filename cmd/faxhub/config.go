@@ -60,6 +60,9 @@ type config struct {
 	// NumberSweep is how often number reservations, renewals and
 	// releases are acted on (numbers.Service.Sweep).
 	NumberSweep time.Duration
+	// FaxRetryBackoff is the wait after a fax's first failed attempt (4×
+	// after the second…); tests shorten it, operators rarely need to.
+	FaxRetryBackoff time.Duration
 	// Webhooks: the address policy, workers, dispatcher poll and disabling
 	// of owner webhooks (docs/webhooks.md).
 	Webhooks app.WebhookOptions
@@ -156,6 +159,8 @@ func serverFlags(name string, c *config, stderr io.Writer) *flag.FlagSet {
 	fs.StringVar(&c.MetricsAddr, "metrics-addr", os.Getenv("FAXHUB_METRICS_ADDR"), "address of a separate listener serving Prometheus metrics at /metrics, e.g. 127.0.0.1:9464 (never on the public address) [FAXHUB_METRICS_ADDR] (default: off)")
 	fs.StringVar(&c.SMTPURL, "smtp", os.Getenv("FAXHUB_SMTP_URL"), "owner mail over SMTP: smtp://user:pass@host:587?from=… [FAXHUB_SMTP_URL] (default: dev mailbox and log)")
 	webhookFlags(fs, c)
+	retry, _ := time.ParseDuration(env("FAXHUB_FAX_RETRY_BACKOFF", "30s"))
+	fs.DurationVar(&c.FaxRetryBackoff, "fax-retry-backoff", retry, "wait after a fax's first failed attempt (busy, no answer); each later wait is 4 times the one before [FAXHUB_FAX_RETRY_BACKOFF]")
 	return fs
 }
 
@@ -252,6 +257,9 @@ func (c *config) finish() error {
 	}
 	if c.BlobURL == "" {
 		c.BlobURL = "file://" + filepath.ToSlash(filepath.Join(c.DataDir, "blobs"))
+	}
+	if c.FaxRetryBackoff != 0 && c.FaxRetryBackoff < time.Second {
+		return usageError{"--fax-retry-backoff must be at least 1s"}
 	}
 	if w := c.Webhooks; w.Workers < 0 || (w.PollInterval != 0 && w.PollInterval < 10*time.Millisecond) || (w.DisableAfter != 0 && w.DisableAfter < time.Hour) {
 		return usageError{"--webhook-workers must not be negative, --webhook-poll-interval must be at least 10ms and --webhook-disable-after at least 1h"}

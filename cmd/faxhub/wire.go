@@ -39,11 +39,16 @@ func build(ctx context.Context, c config, log *slog.Logger, workers bool) (*app.
 		Prices: prices, MaxUploadBytes: c.MaxUploadMB << 20, MaxPages: c.MaxPages,
 		SimTimeScale: c.SimTimeScale, Soffice: c.Soffice, Workers: c.Workers, InsertOnly: !workers,
 		MachinePayments: c.MachinePayments, Machine: c.Machine, MCPOAuth: c.MCPOAuth, Dev: c.Dev, SMTPURL: c.SMTPURL, TrustedProxies: c.TrustedProxies,
-		AgentMode:   core.Mode(c.AgentMode),
-		Stripe:      app.StripeOptions{SecretKey: c.Machine.StripeSecretKey, WebhookSecret: c.StripeWebhookSecret, APIURL: c.Machine.StripeAPIURL},
-		Telnyx:      c.Telnyx,
-		Convert:     c.Convert,
-		Core:        func(cfg *services.Config) { c.storage(&cfg.Storage) },
+		AgentMode: core.Mode(c.AgentMode),
+		Stripe:    app.StripeOptions{SecretKey: c.Machine.StripeSecretKey, WebhookSecret: c.StripeWebhookSecret, APIURL: c.Machine.StripeAPIURL},
+		Telnyx:    c.Telnyx,
+		Convert:   c.Convert,
+		Core: func(cfg *services.Config) {
+			c.storage(&cfg.Storage)
+			if c.FaxRetryBackoff != 0 { // admin commands do not register the flag
+				cfg.Faxes.RetryBackoff = c.FaxRetryBackoff
+			}
+		},
 		MetricsAddr: c.MetricsAddr,
 		Webhooks:    c.Webhooks,
 		Logger:      log,

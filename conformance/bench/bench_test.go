@@ -139,6 +139,7 @@ func TestBench(t *testing.T) {
 	run("machine", benchMachine)
 	run("inbound", benchInbound)
 	run("telnyx", benchTelnyxWebhooks)
+	run("webhooks", benchWebhooks)
 	run("soak", benchSoak)
 
 	table := rep.render(time.Since(started))
