@@ -143,15 +143,6 @@ func raise(top *atomic.Int32, n int32) {
 	}
 }
 
-func listFirst(t *testing.T, e *testenv.Env, p core.Principal) string {
-	t.Helper()
-	list, err := e.Svc.Webhooks.List(ctx, p)
-	if err != nil || len(list) == 0 {
-		t.Fatalf("endpoints: %v, %v", list, err)
-	}
-	return list[0].ID
-}
-
 // TestHostileAnswers: a huge answer is read only so far (the log keeps
 // its first KiB); a redirect, here to another local server, is a failed
 // attempt and never followed.
