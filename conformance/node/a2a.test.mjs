@@ -3,12 +3,18 @@
 // `faxhub serve --dev`: the agent card through the SDK's resolver, the fax
 // task from upload to delivery (the owner pays at the draft's checkout),
 // followed by polling, by a stream (sendMessageStream) and by
-// resubscribing (resubscribeTask), cancel, and the refusals. What an SDK would never send (no token, DPoP,
+// resubscribing (resubscribeTask) and by push notifications to a loopback
+// receiver (configs through the SDK's push config calls and on sendMessage;
+// every push's JWT verified with jose against the JWKS), cancel, and the
+// refusals. What an SDK would never send (no token, DPoP,
 // raw 0.3 calls, an unknown A2A-Version) goes over plain fetch. The access
 // tokens come from the real OAuth flow with the owner's consent in the
 // console. Tests run in order and share state.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
+import { createHash } from 'node:crypto';
+import http from 'node:http';
+import { createRemoteJWKSet, jwtVerify } from 'jose';
 import { ClientFactory } from '@a2a-js/sdk/client';
 import { Role, TaskState } from '@a2a-js/sdk';
 import { A2A, BASE, ISSUER, payNumber, simulateInbound, testAPIKey } from './lib.mjs';
@@ -93,7 +99,7 @@ test('the agent card through the SDK resolver (ClientFactory.createFromUrl)', as
   for (const id of SKILLS) assert.ok(ids.includes(id), `skill ${id} missing from ${ids}`);
   for (const k of card.skills) assert.ok(k.id && k.name && k.description, `skill ${JSON.stringify(k)}`);
   assert.equal(card.capabilities?.streaming, true, 'streaming is offered');
-  assert.equal(card.capabilities?.pushNotifications ?? false, false, 'push notifications are not offered');
+  assert.equal(card.capabilities?.pushNotifications, true, 'push notifications are offered');
   const ap2 = (card.capabilities?.extensions ?? []).find((e) => e.uri === AP2);
   assert.ok(ap2, `the AP2 extension is declared: ${JSON.stringify(card.capabilities?.extensions)}`);
   assert.equal(ap2.required, false);
@@ -248,6 +254,127 @@ test('resubscribeTask: a task created without a stream, followed by a client tha
   assert.equal(again[0].value.status.state, TaskState.TASK_STATE_COMPLETED);
   await assert.rejects(readStream((o) => s.client.resubscribeTask({ tenant: '', id: 'tsk_doesnotexist' }, o)),
     (err) => (err.cause?.envelopeCode ?? err.envelopeCode) === -32001 || assert.fail(`${err}`));
+});
+
+// pushReceiver is an agent's push notification endpoint: node http on
+// loopback (serve runs with --dev, which delivers to loopback over http),
+// keeping each push's headers and exact body bytes, answering 200.
+async function pushReceiver() {
+  const got = [];
+  const server = http.createServer((req, res) => {
+    const chunks = [];
+    req.on('data', (c) => chunks.push(c));
+    req.on('end', () => {
+      got.push({ path: req.url, headers: req.headers, body: Buffer.concat(chunks) });
+      res.writeHead(200).end();
+    });
+  });
+  await new Promise((r) => server.listen(0, '127.0.0.1', r));
+  return { got, base: `http://127.0.0.1:${server.address().port}`, close: () => new Promise((r) => server.close(r)) };
+}
+
+// verifyPushes checks every push a config got as its receiver would: the
+// A2A-Notification-Token, the Authorization Bearer JWT against the
+// issuer's JWKS (EdDSA, iss, aud = the config's URL, exp), the body's
+// SHA-256 in request_body_sha256, the task in task_id; then the bodies, A2A
+// 1.0 StreamResponses: statusUpdates in order, no push repeating the one
+// before, the last the COMPLETED task with its delivered fax.
+async function verifyPushes(pushes, url, taskId, token) {
+  const keys = createRemoteJWKSet(new URL(`${ISSUER}/jwks`));
+  const rank = { TASK_STATE_SUBMITTED: 0, TASK_STATE_WORKING: 1, TASK_STATE_INPUT_REQUIRED: 1, TASK_STATE_COMPLETED: 2 };
+  let last = -1;
+  let prev;
+  for (const [i, p] of pushes.entries()) {
+    assert.equal(p.headers['content-type'], 'application/json', `push ${i}`);
+    assert.equal(p.headers['a2a-notification-token'], token, `push ${i}: the token`);
+    const bearer = /^Bearer (\S+)$/.exec(p.headers.authorization ?? '');
+    assert.ok(bearer, `push ${i}: Authorization ${p.headers.authorization}`);
+    const { payload, protectedHeader } = await jwtVerify(bearer[1], keys, { issuer: ISSUER, audience: url, algorithms: ['EdDSA'], clockTolerance: 60 });
+    assert.ok(protectedHeader.kid, `push ${i}: the JWT names its key`);
+    assert.equal(payload.request_body_sha256, createHash('sha256').update(p.body).digest('hex'), `push ${i}: the body hash`);
+    assert.equal(payload.task_id, taskId, `push ${i}: task_id`);
+    assert.ok(payload.jti && payload.exp > payload.iat, `push ${i}: ${JSON.stringify(payload)}`);
+    const text = p.body.toString('utf8');
+    assert.notEqual(text, prev, `push ${i} repeats the push before it: ${text.slice(0, 300)}`);
+    prev = text;
+    const body = JSON.parse(text);
+    const t = body.task ?? body.statusUpdate;
+    assert.ok(t, `push ${i}: a StreamResponse with task or statusUpdate: ${text.slice(0, 300)}`);
+    assert.equal(body.task ? body.task.id : t.taskId, taskId, `push ${i}`);
+    const r = rank[t.status?.state];
+    assert.ok(r !== undefined && r >= last, `push ${i}: ${t.status?.state} after a later state`);
+    last = r;
+  }
+  const final = JSON.parse(pushes.at(-1).body.toString('utf8'));
+  assert.equal(final.task?.status?.state, 'TASK_STATE_COMPLETED', `the last push: ${JSON.stringify(final).slice(0, 500)}`);
+  assert.equal(artifactData(final.task, 'fax')?.status, 'delivered', `the last push carries the fax: ${JSON.stringify(final.task.artifacts)}`);
+}
+
+// completedPush waits for a receiver's pushes on path to end in the
+// completed task (the webhook engine delivers them in the background).
+async function completedPush(rx, path) {
+  const of = () => rx.got.filter((p) => p.path === path);
+  return until(`a COMPLETED push to ${path}`, async () => of(), (ps) => ps.length > 0 && JSON.parse(ps.at(-1).body).task?.status?.state === 'TASK_STATE_COMPLETED',
+    { tries: 300 });
+}
+
+test('push notifications through the SDK: create, get, list (the token reads ********), delete; the paid fax task\'s updates reach a loopback receiver to COMPLETED, each with the token and a JWT verified against the JWKS and binding the body', async (t) => {
+  assert.ok(s.client, 'no client');
+  const rx = await pushReceiver();
+  t.after(rx.close);
+  const task = await newFaxTask();
+  const url = `${rx.base}/push/main`;
+  const cfg = await s.client.createTaskPushNotificationConfig({ tenant: '', id: 'main', taskId: task.id, url, token: 'tok-main-1', authentication: undefined }, auth());
+  assert.equal(cfg.id, 'main');
+  assert.equal(cfg.taskId, task.id);
+  assert.equal(cfg.url, url);
+  assert.equal(cfg.token, '********', 'a set token is answered redacted, and the SDK takes it');
+  const other = await s.client.createTaskPushNotificationConfig({ tenant: '', id: 'other', taskId: task.id, url: `${rx.base}/push/other`, token: '',
+    authentication: { scheme: 'Bearer', credentials: 'receiver-secret' } }, auth());
+  assert.deepEqual(other.authentication, { scheme: 'Bearer', credentials: '********' });
+  assert.equal(other.token, '', 'no token: none is answered');
+  const got = await s.client.getTaskPushNotificationConfig({ tenant: '', taskId: task.id, id: 'main' }, auth());
+  assert.deepEqual({ id: got.id, url: got.url, token: got.token }, { id: 'main', url, token: '********' });
+  const list = await s.client.listTaskPushNotificationConfig({ tenant: '', taskId: task.id, pageSize: 0, pageToken: '' }, auth());
+  assert.deepEqual(list.configs.map((c) => c.id), ['main', 'other']);
+  await s.client.deleteTaskPushNotificationConfig({ tenant: '', taskId: task.id, id: 'other' }, auth());
+  await assert.rejects(s.client.getTaskPushNotificationConfig({ tenant: '', taskId: task.id, id: 'other' }, auth()),
+    (err) => (err.cause?.envelopeCode ?? err.envelopeCode) === -32602 || assert.fail(`get a deleted config: ${err}`));
+  await assert.rejects(s.client.createTaskPushNotificationConfig({ tenant: '', id: 'x', taskId: task.id, url: 'http://169.254.169.254/latest', token: '', authentication: undefined }, auth()),
+    (err) => (err.cause?.envelopeCode ?? err.envelopeCode) === -32602 || assert.fail(`cloud metadata: ${err}`));
+  await assert.rejects(s.client.createTaskPushNotificationConfig({ tenant: '', id: 'x', taskId: 'tsk_doesnotexist', url, token: '', authentication: undefined }, auth()),
+    (err) => (err.cause?.envelopeCode ?? err.envelopeCode) === -32001 || assert.fail(`an unknown task: ${err}`));
+
+  await payDraft(artifactData(task, 'fax-draft').checkoutUrl);
+  const pushes = await completedPush(rx, '/push/main');
+  t.diagnostic(`pushes: ${pushes.map((p) => { const b = JSON.parse(p.body); return (b.task ?? b.statusUpdate).status.state; }).join(' → ')}`);
+  await verifyPushes(pushes, url, task.id, 'tok-main-1');
+  assert.equal(rx.got.filter((p) => p.path === '/push/other').length, 0, 'a deleted config gets nothing');
+});
+
+test('push notifications set with the message: configuration.taskPushNotificationConfig on sendMessage (create_fax) is stored on the new task and gets its updates to COMPLETED', async (t) => {
+  assert.ok(s.client, 'no client');
+  const rx = await pushReceiver();
+  t.after(rx.close);
+  const up = await send('create_upload', { contentType: 'application/pdf', fileName: 'sample-letter.pdf' });
+  const u = dataOf(up.parts);
+  await uploadSample(u);
+  const url = `${rx.base}/push/send`;
+  const task = await s.client.sendMessage({
+    tenant: '', message: sdkMessage('create_fax', { to: FAX_TO, uploadToken: u.uploadToken }), metadata: undefined,
+    configuration: { acceptedOutputModes: [], taskPushNotificationConfig: { tenant: '', id: '', taskId: '', url, token: 'tok-send', authentication: undefined } },
+  }, auth());
+  assert.ok(isTask(task), `create_fax answers with a task: ${JSON.stringify(task)}`);
+  const list = await s.client.listTaskPushNotificationConfig({ tenant: '', taskId: task.id, pageSize: 0, pageToken: '' }, auth());
+  assert.equal(list.configs.length, 1, JSON.stringify(list));
+  assert.deepEqual({ id: list.configs[0].id, url: list.configs[0].url, token: list.configs[0].token }, { id: task.id, url, token: '********' },
+    'a config sent without an id is named by its task');
+  await payDraft(artifactData(task, 'fax-draft').checkoutUrl);
+  const pushes = await completedPush(rx, '/push/send');
+  await verifyPushes(pushes, url, task.id, 'tok-send');
+  await s.client.deleteTaskPushNotificationConfig({ tenant: '', taskId: task.id, id: '' }, auth());
+  const after = await s.client.listTaskPushNotificationConfig({ tenant: '', taskId: task.id, pageSize: 0, pageToken: '' }, auth());
+  assert.equal(after.configs.length, 0, 'deleted by the empty id (the task\'s own config)');
 });
 
 test('CancelTask on an unpaid fax task: CANCELED; a final task is not cancelable', async () => {

@@ -33,6 +33,12 @@ func testPushConfigs(t *testing.T, s services.Store) {
 	}
 	a, b := cfg(paidTask, "a", 1), cfg(paidTask, "b", 2)
 	c := cfg(openTask, openTask.ID, 3)
+	// What was last pushed is kept per config, and forgotten when its URL
+	// (maybe another receiver) is replaced.
+	must(t, s.SetPushConfigPushed(ctx, a.ID, "a1"))
+	a.LastPushed = "a1"
+	must(t, s.SetPushConfigPushed(ctx, c.ID, "c1"))
+	wantErr(t, "SetPushConfigPushed of no config", s.SetPushConfigPushed(ctx, "pnc_missing", "x"), core.ErrNoRows)
 	c.Token, c.Credentials, c.AuthScheme = nil, nil, ""
 	c.URL = "https://push.example/changed"
 	must(t, s.UpdatePushConfig(ctx, c))

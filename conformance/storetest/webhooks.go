@@ -314,6 +314,21 @@ func testWebhookAttempts(t *testing.T, s services.Store) {
 		return q.LockWebhookOwner(ctx, o.ID) // again in the same transaction
 	}))
 
+	// A skipped attempt ends its delivery skipped (an A2A push whose body
+	// its receiver already has).
+	a3 := attempt(d2, 2, 30)
+	skipAt := at(31)
+	a3.Status, a3.Error, a3.FinishedAt = webhooks.AttemptSkipped, "not sent: the same body", &skipAt
+	must(t, s.FinishWebhookAttempt(ctx, a3))
+	d2.Status, d2.Attempts, d2.CompletedAt, d2.LastError, d2.UpdatedAt = webhooks.DeliverySkipped, 2, &skipAt, a3.Error, skipAt
+	must(t, s.UpdateWebhookDelivery(ctx, d2, 0))
+	gotD2, err := s.GetWebhookDelivery(ctx, d2.ID)
+	must(t, err)
+	wantEqual(t, "a skipped delivery", gotD2, d2)
+	gotA3, err := s.GetWebhookAttempt(ctx, d2.ID, 2)
+	must(t, err)
+	wantEqual(t, "a skipped attempt", gotA3, a3)
+
 	// Purged: d and d2 (created at 10 s) but not a newer one; their
 	// attempts go with them.
 	newer := newDelivery(o, ep, "evt_2", webhooks.OriginEvent, 1000)

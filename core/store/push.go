@@ -11,11 +11,11 @@ import (
 
 var _ tasks.PushQueries = (*DB)(nil)
 
-const pushConfigCols = `id, owner_id, mode, task_id, config_id, url, token, auth_scheme, credentials, created_at`
+const pushConfigCols = `id, owner_id, mode, task_id, config_id, url, token, auth_scheme, credentials, created_at, last_pushed`
 
 func (x q) CreatePushConfig(ctx context.Context, c *tasks.PushConfig) error {
 	err := x.insert(ctx, `INSERT INTO a2a_push_configs (`+pushConfigCols+`)
-		VALUES (:id, :owner_id, :mode, :task_id, :config_id, :url, :token, :auth_scheme, :credentials, :created_at)
+		VALUES (:id, :owner_id, :mode, :task_id, :config_id, :url, :token, :auth_scheme, :credentials, :created_at, :last_pushed)
 		ON CONFLICT DO NOTHING`, c)
 	if err != nil {
 		return fmt.Errorf("create push config: %w", err)
@@ -24,13 +24,24 @@ func (x q) CreatePushConfig(ctx context.Context, c *tasks.PushConfig) error {
 }
 
 func (x q) UpdatePushConfig(ctx context.Context, c *tasks.PushConfig) error {
-	n, err := x.exec(ctx, "UPDATE a2a_push_configs SET url = ?, token = ?, auth_scheme = ?, credentials = ? WHERE id = ?",
+	n, err := x.exec(ctx, "UPDATE a2a_push_configs SET url = ?, token = ?, auth_scheme = ?, credentials = ?, last_pushed = '' WHERE id = ?",
 		c.URL, c.Token, c.AuthScheme, c.Credentials, c.ID)
 	if err != nil {
 		return fmt.Errorf("update push config: %w", err)
 	}
 	if n == 0 {
 		return fmt.Errorf("update push config %s: %w", c.ID, core.ErrNoRows)
+	}
+	return nil
+}
+
+func (x q) SetPushConfigPushed(ctx context.Context, id, digest string) error {
+	n, err := x.exec(ctx, "UPDATE a2a_push_configs SET last_pushed = ? WHERE id = ?", digest, id)
+	if err != nil {
+		return fmt.Errorf("set push config pushed: %w", err)
+	}
+	if n == 0 {
+		return fmt.Errorf("set push config pushed %s: %w", id, core.ErrNoRows)
 	}
 	return nil
 }

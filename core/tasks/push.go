@@ -78,6 +78,10 @@ type PushConfig struct {
 	AuthScheme  string    `db:"auth_scheme"`
 	Credentials []byte    `db:"credentials"`
 	CreatedAt   time.Time `db:"created_at"`
+	// LastPushed is the hex SHA-256 of the last body its receiver
+	// acknowledged (empty: none yet): a notification that would send the
+	// same body again is skipped.
+	LastPushed string `db:"last_pushed"`
 }
 
 // PushConfigRequest sets a push notification config on a task.
@@ -115,8 +119,12 @@ type PushQueries interface {
 	// CreatePushConfig inserts c; ErrExists when the task already has
 	// its config id.
 	CreatePushConfig(ctx context.Context, c *PushConfig) error
-	// UpdatePushConfig writes c's url and secrets.
+	// UpdatePushConfig writes c's url and secrets, and forgets what was
+	// last pushed (the URL may name another receiver).
 	UpdatePushConfig(ctx context.Context, c *PushConfig) error
+	// SetPushConfigPushed records the digest of the body the config's
+	// receiver acknowledged last; ErrNoRows when the config is gone.
+	SetPushConfigPushed(ctx context.Context, id, digest string) error
 	GetPushConfig(ctx context.Context, ownerID, taskID, configID string) (*PushConfig, error)
 	// GetPushConfigByID reads a config for the delivery engine (no owner).
 	GetPushConfigByID(ctx context.Context, id string) (*PushConfig, error)
@@ -463,7 +471,10 @@ var errNotPrepared = errors.New("the notification could not be prepared on faxhu
 // the receiver asked for its own credentials there. The event itself is
 // not sent: the task is.
 func (x *pushDest) Finish(ctx context.Context, d *webhooks.Delivery, r *webhooks.Request, at time.Time) error {
-	if err := x.finish(ctx, d, r, at); err != nil {
+	var skip *webhooks.Skip
+	if err := x.finish(ctx, d, r, at); errors.As(err, &skip) {
+		return err
+	} else if err != nil {
 		x.s.d.Logger.ErrorContext(ctx, "push notification not prepared", "delivery", d.ID, "config", d.TargetID, "err", err)
 		return errNotPrepared
 	}
@@ -489,6 +500,13 @@ func (x *pushDest) finish(ctx context.Context, d *webhooks.Delivery, r *webhooks
 	if err != nil {
 		return fmt.Errorf("render push notification: %w", err)
 	}
+	sum := sha256.Sum256(body)
+	digest := hex.EncodeToString(sum[:])
+	if digest == c.LastPushed {
+		// Events that change nothing the task shows (after it is final,
+		// every later event of its fax) would push the same task again.
+		return &webhooks.Skip{Reason: "not sent: the receiver already acknowledged the task as it stands (the same body)"}
+	}
 	secret, err := s.pushSecret(ctx)
 	if err != nil {
 		return err
@@ -501,10 +519,9 @@ func (x *pushDest) finish(ctx context.Context, d *webhooks.Delivery, r *webhooks
 	if err != nil {
 		return err
 	}
-	sum := sha256.Sum256(body)
 	jwt, err := s.d.Signer.SignJWT(ctx, PushJWTType, pushClaims{
 		Iss: s.merchantIssuer(), Aud: c.URL, IAT: at.Unix(), Exp: at.Add(PushJWTLifetime).Unix(), JTI: core.NewID(core.PrefixJWTID),
-		TaskID: t.ID, BodySHA256: hex.EncodeToString(sum[:]),
+		TaskID: t.ID, BodySHA256: digest,
 	})
 	if err != nil {
 		return fmt.Errorf("sign push notification: %w", err)
@@ -523,14 +540,23 @@ func (x *pushDest) finish(ctx context.Context, d *webhooks.Delivery, r *webhooks
 	return nil
 }
 
-// Attempted deletes a config whose receiver answered 410 Gone: it wants
-// no more.
+// Attempted remembers the body a receiver acknowledged (so that the same
+// is not pushed again), and deletes a config whose receiver answered 410
+// Gone: it wants no more.
 func (x *pushDest) Attempted(ctx context.Context, tx webhooks.Tx, d *webhooks.Delivery, o *webhooks.Outcome) error {
-	if !o.Gone || o.Test {
+	q, ok := tx.(PushQueries)
+	if !ok || o.Test {
 		return nil
 	}
-	q, ok := tx.(PushQueries)
-	if !ok {
+	if o.Delivered {
+		sum := sha256.Sum256(o.Body)
+		err := q.SetPushConfigPushed(ctx, d.TargetID, hex.EncodeToString(sum[:]))
+		if err != nil && !errors.Is(err, core.ErrNoRows) {
+			return err
+		}
+		return nil
+	}
+	if !o.Gone {
 		return nil
 	}
 	err := q.DeletePushConfigByID(ctx, d.TargetID)

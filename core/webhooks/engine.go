@@ -171,6 +171,8 @@ type claim struct {
 	d   *Delivery
 	a   *Attempt
 	req *Request
+	// skip: the destination's Finish found nothing to send.
+	skip *Skip
 }
 
 // Deliver makes delivery id's next attempt if one is due: the job of each
@@ -206,11 +208,14 @@ func (s *Service) Deliver(ctx context.Context, id string) error {
 	if f, ok := s.dests[c.d.TargetKind].(Finisher); ok {
 		sendErr = f.Finish(sctx, c.d, c.req, c.a.StartedAt)
 	}
-	if sendErr == nil {
+	var skip *Skip
+	if errors.As(sendErr, &skip) {
+		c.skip = skip
+	} else if sendErr == nil {
 		resp, sendErr = s.d.Sender.Send(sctx, c.req)
 	}
 	cancel()
-	if ctx.Err() != nil && sendErr != nil {
+	if ctx.Err() != nil && sendErr != nil && c.skip == nil {
 		// Shutdown cut the attempt short: record it as such, so the
 		// log is true and the next attempt keeps to the schedule.
 		sendErr = errors.New("interrupted by a shutdown of the sending process")
@@ -395,6 +400,9 @@ const maxErrorBytes = 500
 func (s *Service) outcome(c *claim, resp *Response, sendErr error, at time.Time) *Outcome {
 	o := &Outcome{At: at, Number: c.a.Number, Test: c.d.Origin == OriginTest}
 	switch {
+	case c.skip != nil:
+		o.Skipped, o.Err, o.Final = true, core.CutUTF8(c.skip.Reason, maxErrorBytes), true
+		return o
 	case sendErr != nil:
 		o.Err = core.CutUTF8(strings.ToValidUTF8(sendErr.Error(), "?"), maxErrorBytes)
 	case resp.StatusCode >= 200 && resp.StatusCode < 300:
@@ -407,7 +415,7 @@ func (s *Service) outcome(c *claim, resp *Response, sendErr error, at time.Time)
 		o.Err = fmt.Sprintf("the endpoint answered %d", resp.StatusCode)
 	}
 	if resp != nil {
-		o.StatusCode = resp.StatusCode
+		o.StatusCode, o.Body = resp.StatusCode, c.req.Body
 	}
 	o.Final = o.Delivered || (o.Gone && !o.Test) || c.a.Number >= s.maxAttempts(c.d)
 	return o
@@ -427,8 +435,11 @@ func (s *Service) record(ctx context.Context, c *claim, resp *Response, sendErr 
 		a, d := *c.a, *c.d
 		a.FinishedAt, a.StatusCode, a.Error = &now, o.StatusCode, o.Err
 		a.Status = AttemptFailed
-		if o.Delivered {
+		switch {
+		case o.Delivered:
 			a.Status = AttemptSucceeded
+		case o.Skipped:
+			a.Status = AttemptSkipped
 		}
 		if resp != nil {
 			a.Response, a.DurationMS = excerpt(resp.Body), resp.Duration.Milliseconds()
@@ -445,6 +456,8 @@ func (s *Service) record(ctx context.Context, c *claim, resp *Response, sendErr 
 		switch {
 		case o.Delivered:
 			d.Status, d.CompletedAt = DeliveryDelivered, &now
+		case o.Skipped:
+			d.Status, d.CompletedAt = DeliverySkipped, &now
 		case o.Final:
 			d.Status, d.CompletedAt = DeliveryFailed, &now
 		default:
@@ -472,7 +485,7 @@ func (s *Service) record(ctx context.Context, c *claim, resp *Response, sendErr 
 // whose path or query may hold a receiver's token, nor a header.
 func (s *Service) logAttempt(ctx context.Context, d *Delivery, a *Attempt) {
 	level := slog.LevelDebug
-	if a.Status != AttemptSucceeded {
+	if a.Status != AttemptSucceeded && a.Status != AttemptSkipped {
 		level = slog.LevelInfo
 	}
 	s.d.Logger.Log(ctx, level, "webhook attempt", "target", d.TargetID, "delivery", d.ID, "event", d.EventID, "type", d.EventType,

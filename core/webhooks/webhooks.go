@@ -174,6 +174,10 @@ const (
 	// DeliveryFailed: no attempt is left (the schedule ran out, the
 	// endpoint answered 410, was disabled or deleted).
 	DeliveryFailed DeliveryStatus = "failed"
+	// DeliverySkipped: its destination found nothing new to send (an A2A
+	// push whose body the receiver already acknowledged); webhook
+	// endpoints never skip.
+	DeliverySkipped DeliveryStatus = "skipped"
 )
 
 // Delivery is one event on its way to one target, over its attempts.
@@ -219,6 +223,9 @@ const (
 	// answer; whether the endpoint received it is unknown (it may have:
 	// receivers drop duplicates by webhook-id).
 	AttemptInterrupted AttemptStatus = "interrupted"
+	// AttemptSkipped: claimed but not sent, its destination having
+	// nothing new to say (Skip); its error says why.
+	AttemptSkipped AttemptStatus = "skipped"
 )
 
 // Attempt is one POST of a delivery, in the delivery log.
@@ -284,6 +291,11 @@ type Outcome struct {
 	Final bool
 	// Test: a test delivery, which says nothing of the target's health.
 	Test bool
+	// Skipped: the attempt was not sent (its Finisher said Skip).
+	Skipped bool
+	// Body is what the attempt sent (nil when skipped or not prepared),
+	// for a destination that remembers what its target has.
+	Body []byte
 }
 
 // Destination is a kind of place events go. The engine (dispatch, claims,
@@ -317,12 +329,20 @@ type SerialDestination interface {
 // writes through other connections (rendering the current state of a
 // task, signing with a key that may be created on first use) must not run
 // while the claim holds SQLite's one writer. A Finish error fails the
-// attempt (it is retried on schedule); its text goes to the owner's
-// delivery log, so it must carry no secret.
+// attempt (it is retried on schedule), except a *Skip, which ends the
+// delivery unsent; its text goes to the owner's delivery log, so it must
+// carry no secret.
 type Finisher interface {
 	Destination
 	Finish(ctx context.Context, d *Delivery, r *Request, at time.Time) error
 }
+
+// Skip, from Finisher.Finish, ends a delivery without sending its claimed
+// attempt: the target already has what it would carry. The attempt and
+// the delivery are logged skipped, with Reason.
+type Skip struct{ Reason string }
+
+func (s *Skip) Error() string { return s.Reason }
 
 // Refusal ends a delivery without an attempt (its target is gone or
 // disabled); Reason is for the log.

@@ -1,9 +1,11 @@
 package a2a_test
 
 import (
+	"cmp"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -14,18 +16,24 @@ import (
 	"time"
 
 	"github.com/a2aproject/a2a-go/v2/a2a"
+	"github.com/a2aproject/a2a-go/v2/a2aclient"
 	"github.com/go-jose/go-jose/v4"
 	"github.com/go-jose/go-jose/v4/jwt"
 
+	"github.com/faxhub/faxhub/core"
+	coreevents "github.com/faxhub/faxhub/core/events"
 	"github.com/faxhub/faxhub/core/tasks"
 	"github.com/faxhub/faxhub/core/webhooks"
+	"github.com/faxhub/faxhub/internal/consoletest"
 )
 
-// pushReceiver records the notifications it gets.
+// pushReceiver records the notifications it gets and answers status
+// (200 when unset).
 type pushReceiver struct {
 	*httptest.Server
-	mu  sync.Mutex
-	got []pushCall
+	mu     sync.Mutex
+	got    []pushCall
+	status int
 }
 
 type pushCall struct {
@@ -39,7 +47,9 @@ func newPushReceiver(t *testing.T) *pushReceiver {
 		b, _ := io.ReadAll(req.Body)
 		r.mu.Lock()
 		r.got = append(r.got, pushCall{header: req.Header.Clone(), body: b})
+		status := cmp.Or(r.status, http.StatusOK)
 		r.mu.Unlock()
+		w.WriteHeader(status)
 	}))
 	t.Cleanup(r.Close)
 	return r
@@ -264,5 +274,235 @@ func TestPushNotifications(t *testing.T) {
 	_ = json.Unmarshal(calls[len(calls)-1].body, &final)
 	if _, isTask := final.Event.(*a2a.Task); last != 2 || !isTask {
 		t.Fatalf("the last notification is not completed: %s", calls[len(calls)-1].body)
+	}
+}
+
+// payAndDeliver pays a fax task's draft as its owner, lets the simulator
+// fail the first attempt and deliver the retry, and makes every push
+// notification on the way.
+func payAndDeliver(t *testing.T, e *env, w *consoletest.Owner, c *a2aclient.Client, task *a2a.Task) {
+	t.Helper()
+	pay(t, w, artifactData(task, "fax-draft")["checkoutUrl"].(string))
+	pump(t, e, w.Account.ID)
+	faxID := faxIDOf(t, c, task.ID)
+	for range 2 {
+		if err := e.a.Svc.Faxes.Deliver(t.Context(), faxID); err != nil {
+			t.Fatal(err)
+		}
+		pump(t, e, w.Account.ID)
+	}
+}
+
+// pushDeliveries lists a config's deliveries with their attempts, oldest
+// first.
+func pushDeliveries(t *testing.T, e *env, ownerID string, cfg *tasks.PushConfig) []webhooks.Delivery {
+	t.Helper()
+	ds, err := e.a.DB.ListWebhookDeliveries(t.Context(), webhooks.DeliveryFilter{OwnerID: ownerID, Mode: cfg.Mode, TargetKind: tasks.TargetA2APush,
+		TargetID: cfg.ID, Limit: 100})
+	if err != nil {
+		t.Fatal(err)
+	}
+	slices.Reverse(ds)
+	for i := range ds {
+		if ds[i].AttemptLog, err = e.a.DB.ListWebhookAttempts(t.Context(), []string{ds[i].ID}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return ds
+}
+
+// onlyPushConfig reads the owner's one push config as stored.
+func onlyPushConfig(t *testing.T, e *env, ownerID string) *tasks.PushConfig {
+	t.Helper()
+	cfgs, err := e.a.DB.PushConfigsOfOwner(t.Context(), ownerID)
+	if err != nil || len(cfgs) != 1 {
+		t.Fatalf("push configs: %+v %v", cfgs, err)
+	}
+	return &cfgs[0]
+}
+
+// TestPushNotRepeated: a notification whose body its receiver already
+// acknowledged is not sent again (events that change nothing the task
+// shows, and every event after the task is final): its delivery and its
+// attempt are logged skipped, and the receiver gets each body once, the
+// completed task last.
+func TestPushNotRepeated(t *testing.T) {
+	e := newStreamEnv(t, nil)
+	w := e.owner("push-once@example.com")
+	c := e.client(w.Token(t, allScopes, e.base+"/a2a"))
+	tok := upload(t, c, 1)
+	res, err := c.SendMessage(t.Context(), skillMsg("create_fax", map[string]any{"to": "+12125550100", "uploadToken": tok}))
+	task := asTask(t, res, err)
+	r := newPushReceiver(t)
+	if _, err := c.CreateTaskPushConfig(t.Context(), &a2a.PushConfig{TaskID: task.ID, URL: r.URL + "/push"}); err != nil {
+		t.Fatal(err)
+	}
+	payAndDeliver(t, e, w, c, task)
+	// One more event of the fax once the task is final: it would push the
+	// same completed task.
+	faxID := faxIDOf(t, c, task.ID)
+	if err := e.a.DB.InTx(t.Context(), func(tx core.Tx) error {
+		return coreevents.Append(t.Context(), tx.(coreevents.Queries), w.Account.ID, core.ModeTest, coreevents.FaxDelivered, faxID, map[string]any{"id": faxID}, time.Now())
+	}); err != nil {
+		t.Fatal(err)
+	}
+	pump(t, e, w.Account.ID)
+
+	calls := r.calls()
+	finals := 0
+	for i, call := range calls {
+		if i > 0 && string(call.body) == string(calls[i-1].body) {
+			t.Errorf("notification %d repeats the one before: %s", i, call.body)
+		}
+		if strings.HasPrefix(string(call.body), `{"task":`) {
+			finals++
+		}
+	}
+	if finals != 1 {
+		t.Errorf("%d notifications of the final task, want 1: %d notifications", finals, len(calls))
+	}
+	cfg := onlyPushConfig(t, e, w.Account.ID)
+	ds := pushDeliveries(t, e, w.Account.ID, cfg)
+	sent, skipped := 0, 0
+	for _, d := range ds {
+		switch d.Status {
+		case webhooks.DeliveryDelivered:
+			sent++
+		case webhooks.DeliverySkipped:
+			skipped++
+			if len(d.AttemptLog) != 1 || d.AttemptLog[0].Status != webhooks.AttemptSkipped || !strings.Contains(d.AttemptLog[0].Error, "not sent") ||
+				d.AttemptLog[0].StatusCode != 0 || d.CompletedAt == nil {
+				t.Errorf("skipped delivery %s (%s): %+v", d.ID, d.EventType, d.AttemptLog)
+			}
+		default:
+			t.Errorf("delivery %s (%s) is %s", d.ID, d.EventType, d.Status)
+		}
+	}
+	if last := ds[len(ds)-1]; last.EventType != coreevents.FaxDelivered || last.Status != webhooks.DeliverySkipped {
+		t.Errorf("the event after the final one: %s %s", last.EventType, last.Status)
+	}
+	if sent != len(calls) || skipped == 0 {
+		t.Errorf("%d deliveries sent, %d skipped; the receiver got %d", sent, skipped, len(calls))
+	}
+	sum := sha256.Sum256(calls[len(calls)-1].body)
+	if cfg.LastPushed != hex.EncodeToString(sum[:]) {
+		t.Errorf("last pushed %q, want the digest of the last body", cfg.LastPushed)
+	}
+
+	// A config set again (a new URL: maybe another receiver) forgets what
+	// was pushed: the next event sends the task.
+	if _, err := c.CreateTaskPushConfig(t.Context(), &a2a.PushConfig{TaskID: task.ID, URL: r.URL + "/moved"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.a.DB.InTx(t.Context(), func(tx core.Tx) error {
+		return coreevents.Append(t.Context(), tx.(coreevents.Queries), w.Account.ID, core.ModeTest, coreevents.FaxDelivered, faxID, map[string]any{"id": faxID}, time.Now())
+	}); err != nil {
+		t.Fatal(err)
+	}
+	pump(t, e, w.Account.ID)
+	if got := r.calls(); len(got) != len(calls)+1 || string(got[len(got)-1].body) != string(calls[len(calls)-1].body) {
+		t.Errorf("after the config was set again: %d notifications (had %d)", len(got), len(calls))
+	}
+}
+
+// TestPushGone: a receiver that answers 410 Gone has its config deleted
+// at once: the attempt is not retried, later changes of the task make no
+// delivery, and the config is gone for the agent too.
+func TestPushGone(t *testing.T) {
+	e := newStreamEnv(t, nil)
+	w := e.owner("push-gone@example.com")
+	c := e.client(w.Token(t, allScopes, e.base+"/a2a"))
+	tok := upload(t, c, 1)
+	res, err := c.SendMessage(t.Context(), skillMsg("create_fax", map[string]any{"to": "+12125550100", "uploadToken": tok}))
+	task := asTask(t, res, err)
+	r := newPushReceiver(t)
+	r.status = http.StatusGone
+	if _, err := c.CreateTaskPushConfig(t.Context(), &a2a.PushConfig{TaskID: task.ID, ID: "gone", URL: r.URL + "/push"}); err != nil {
+		t.Fatal(err)
+	}
+	cfg := onlyPushConfig(t, e, w.Account.ID)
+	payAndDeliver(t, e, w, c, task)
+
+	if n := len(r.calls()); n != 1 {
+		t.Errorf("the receiver got %d notifications after answering 410, want 1", n)
+	}
+	_, err = c.GetTaskPushConfig(t.Context(), &a2a.GetTaskPushConfigRequest{TaskID: task.ID, ID: "gone"})
+	a2aErr(t, "a config whose receiver answered 410", err, a2a.ErrInvalidParams, tasks.CodePushConfigNotFound)
+	ds := pushDeliveries(t, e, w.Account.ID, cfg)
+	if len(ds) != 1 || ds[0].Status != webhooks.DeliveryFailed || ds[0].Attempts != 1 || ds[0].LastStatusCode != http.StatusGone {
+		t.Fatalf("deliveries of the gone config: %+v", ds)
+	}
+}
+
+// TestPushConfigOnSendMessage: a config given with the message that starts
+// a task (configuration.taskPushNotificationConfig, on SendMessage and on
+// SendStreamingMessage) is stored on the new task, named by it, and gets
+// its updates to the completed task; a bad one is refused before any task
+// starts.
+func TestPushConfigOnSendMessage(t *testing.T) {
+	e := newStreamEnv(t, nil)
+	for _, tc := range []struct {
+		name   string
+		stream bool
+	}{{"SendMessage", false}, {"SendStreamingMessage", true}} {
+		t.Run(tc.name, func(t *testing.T) {
+			w := e.owner("push-send-" + strings.ToLower(tc.name) + "@example.com")
+			c := e.client(w.Token(t, allScopes, e.base+"/a2a"))
+			r := newPushReceiver(t)
+			url := r.URL + "/" + tc.name
+			send := func(cfg *a2a.PushConfig) (*a2a.Task, error) {
+				req := skillMsg("create_fax", map[string]any{"to": "+12125550100", "uploadToken": upload(t, c, 1)})
+				req.Config = &a2a.SendMessageConfig{PushConfig: cfg}
+				if !tc.stream {
+					res, err := c.SendMessage(t.Context(), req)
+					if err != nil {
+						return nil, err
+					}
+					return asTask(t, res, nil), nil
+				}
+				for ev, err := range c.SendStreamingMessage(t.Context(), req) {
+					if err != nil {
+						return nil, err
+					}
+					if task, ok := ev.(*a2a.Task); ok {
+						return task, nil
+					}
+					t.Fatalf("the stream's first event %T", ev)
+				}
+				return nil, errors.New("the stream ended without a task")
+			}
+
+			_, err := send(&a2a.PushConfig{URL: "http://169.254.169.254/latest"})
+			a2aErr(t, "a config to cloud metadata", err, a2a.ErrInvalidParams, "url")
+			if cfgs, err := e.a.DB.PushConfigsOfOwner(t.Context(), w.Account.ID); err != nil || len(cfgs) != 0 {
+				t.Fatalf("a refused config is stored: %+v %v", cfgs, err)
+			}
+
+			task, err := send(&a2a.PushConfig{URL: url, Token: "tok-" + tc.name})
+			if err != nil {
+				t.Fatal(err)
+			}
+			list, err := c.ListTaskPushConfigs(t.Context(), &a2a.ListTaskPushConfigRequest{TaskID: task.ID})
+			if err != nil || len(list) != 1 || list[0].ID != string(task.ID) || list[0].URL != url || list[0].Token != "********" {
+				t.Fatalf("the task's configs: %+v %v", list, err)
+			}
+			payAndDeliver(t, e, w, c, task)
+			calls := r.calls()
+			if len(calls) == 0 {
+				t.Fatal("no notification")
+			}
+			for i, call := range calls {
+				if call.header.Get(tasks.HeaderNotificationToken) != "tok-"+tc.name {
+					t.Errorf("notification %d: token %q", i, call.header.Get(tasks.HeaderNotificationToken))
+				}
+			}
+			var final a2a.StreamResponse
+			if err := json.Unmarshal(calls[len(calls)-1].body, &final); err != nil {
+				t.Fatal(err)
+			}
+			if ft, ok := final.Event.(*a2a.Task); !ok || ft.ID != task.ID || ft.Status.State != a2a.TaskStateCompleted {
+				t.Fatalf("the last notification: %s", calls[len(calls)-1].body)
+			}
+		})
 	}
 }
