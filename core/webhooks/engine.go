@@ -393,6 +393,14 @@ func excerpt(b []byte) string {
 // maxErrorBytes bounds an attempt's error in the log.
 const maxErrorBytes = 500
 
+// goneMeans says what a 410 does to a target of kind k, for the log.
+func (s *Service) goneMeans(k TargetKind) string {
+	if k == TargetWebhook {
+		return " (the endpoint is disabled until it is enabled again)"
+	}
+	return " (its " + string(k) + " target is removed)"
+}
+
 // outcome classifies an answer: 2xx delivered; 410 gone (no retry, and
 // the endpoint is disabled); a redirect is a failure (redirects are never
 // followed); anything else, or no answer, fails and is retried while the
@@ -408,7 +416,7 @@ func (s *Service) outcome(c *claim, resp *Response, sendErr error, at time.Time)
 	case resp.StatusCode >= 200 && resp.StatusCode < 300:
 		o.Delivered = true
 	case resp.StatusCode == 410:
-		o.Gone, o.Err = true, "the endpoint answered 410 Gone: it is disabled and gets nothing more until it is enabled again"
+		o.Gone, o.Err = true, "the receiver answered 410 Gone: it gets nothing more"+s.goneMeans(c.d.TargetKind)
 	case resp.StatusCode >= 300 && resp.StatusCode < 400:
 		o.Err = core.CutUTF8("redirects are not followed (Location: "+strings.ToValidUTF8(resp.Location, "?")+"); give the endpoint's final URL", maxErrorBytes)
 	default:
