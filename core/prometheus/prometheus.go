@@ -18,6 +18,7 @@ import (
 
 	"github.com/faxhub/faxhub/core/documents"
 	"github.com/faxhub/faxhub/core/faxes"
+	"github.com/faxhub/faxhub/core/webhooks"
 )
 
 // Options configure Metrics.
@@ -55,18 +56,27 @@ type Metrics struct {
 	deliveryTime    *prometheus.HistogramVec
 	conversions     *prometheus.CounterVec
 	conversionTime  *prometheus.HistogramVec
+	webhookAttempts *prometheus.CounterVec
+	webhookTime     *prometheus.HistogramVec
 
 	// Children of the vectors above, looked up once per label set so the
 	// delivery and upload paths do not build label slices per event.
 	attemptSeries    seriesCache[attemptKey]
 	faxSeries        seriesCache[faxes.Status]
 	conversionSeries seriesCache[conversionKey]
+	webhookSeries    seriesCache[webhookKey]
 }
 
 var (
 	_ faxes.DeliveryMetrics       = (*Metrics)(nil)
 	_ documents.ConversionMetrics = (*Metrics)(nil)
+	_ webhooks.Metrics            = (*Metrics)(nil)
 )
+
+type webhookKey struct {
+	kind    webhooks.TargetKind
+	outcome string
+}
 
 type attemptKey struct {
 	provider string
@@ -122,12 +132,24 @@ func New(o Options) *Metrics {
 			Help:    "Time of one conversion, waiting for a slot included, by source type.",
 			Buckets: []float64{0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120},
 		}, []string{"type"}),
+		webhookAttempts: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "faxhub_webhook_attempts_total",
+			Help: "Webhook and A2A push attempts that ended, by kind of target (webhook, a2a_push) and outcome (delivered, failed, gone, skipped).",
+		}, []string{"kind", "outcome"}),
+		webhookTime: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "faxhub_webhook_attempt_duration_seconds",
+			Help:    "Time from a webhook attempt's request to its answer (0 without one), by kind of target.",
+			Buckets: []float64{0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 15},
+		}, []string{"kind"}),
 	}
 	m.attemptSeries.build = func(k attemptKey) series {
 		return series{m.attempts.WithLabelValues(k.provider, string(k.outcome)), m.attemptDuration.WithLabelValues(k.provider)}
 	}
 	m.faxSeries.build = func(s faxes.Status) series {
 		return series{m.faxesEnded.WithLabelValues(string(s)), m.deliveryTime.WithLabelValues(string(s))}
+	}
+	m.webhookSeries.build = func(k webhookKey) series {
+		return series{m.webhookAttempts.WithLabelValues(string(k.kind), k.outcome), m.webhookTime.WithLabelValues(string(k.kind))}
 	}
 	m.conversionSeries.build = func(k conversionKey) series {
 		t, outcome := fileType(k.kind), "error"
@@ -141,6 +163,7 @@ func New(o Options) *Metrics {
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		m.httpRequests, m.httpDuration,
 		m.attempts, m.attemptDuration, m.faxesEnded, m.deliveryTime, m.conversions, m.conversionTime,
+		m.webhookAttempts, m.webhookTime,
 	)
 	if o.Snapshot != nil {
 		m.reg.MustRegister(newSnapshotCollector(o.Snapshot, o.SnapshotTimeout))
@@ -190,6 +213,13 @@ func (m *Metrics) Registry() *prometheus.Registry { return m.reg }
 func (m *Metrics) ObserveHTTP(route, method, status string, took time.Duration) {
 	m.httpRequests.WithLabelValues(route, method, status).Inc()
 	m.httpDuration.WithLabelValues(route, method).Observe(took.Seconds())
+}
+
+// WebhookAttemptEnded implements webhooks.Metrics.
+func (m *Metrics) WebhookAttemptEnded(kind webhooks.TargetKind, outcome string, took time.Duration) {
+	s := m.webhookSeries.get(webhookKey{kind, outcome})
+	s.count.Inc()
+	s.time.Observe(took.Seconds())
 }
 
 // AttemptEnded implements faxes.DeliveryMetrics.

@@ -9,6 +9,7 @@ import (
 
 	"github.com/faxhub/faxhub/core/documents"
 	"github.com/faxhub/faxhub/core/faxes"
+	"github.com/faxhub/faxhub/core/webhooks"
 )
 
 // TestEventsDoNotAllocate: once a label set has been seen, recording an
@@ -18,10 +19,12 @@ func TestEventsDoNotAllocate(t *testing.T) {
 	m.AttemptEnded("simulated", faxes.AttemptDelivered, time.Second)
 	m.FaxEnded(faxes.Delivered, time.Minute)
 	m.Converted(documents.FilePDF, true, time.Millisecond)
+	m.WebhookAttemptEnded(webhooks.TargetWebhook, webhooks.OutcomeDelivered, time.Millisecond)
 	if n := testing.AllocsPerRun(100, func() {
 		m.AttemptEnded("simulated", faxes.AttemptDelivered, time.Second)
 		m.FaxEnded(faxes.Delivered, time.Minute)
 		m.Converted(documents.FilePDF, true, time.Millisecond)
+		m.WebhookAttemptEnded(webhooks.TargetWebhook, webhooks.OutcomeDelivered, time.Millisecond)
 	}); n != 0 {
 		t.Errorf("%v allocations per event, want 0", n)
 	}

@@ -72,10 +72,11 @@ type Tx interface {
 }
 
 // Metrics counts what the features observe (core/prometheus): attempts and
-// faxes that end, and conversions.
+// faxes that end, conversions, and webhook attempts.
 type Metrics interface {
 	faxes.DeliveryMetrics
 	documents.ConversionMetrics
+	webhooks.Metrics
 }
 
 // Queue is the job queue (core/queue): deliveries, number orders and
@@ -267,6 +268,7 @@ func New(cfg Config, deps Deps) (*Set, error) {
 	cfg.Webhooks.SetDefaults()
 	hooks := webhooks.New(kc, cfg.Webhooks, webhooks.Deps{
 		Store: deps.Store, Queue: deps.Queue, Sender: deps.Webhooks, Mailer: deps.Mailer, Logger: deps.Logger, Kernel: c, Accounts: accts,
+		Metrics: deps.Metrics,
 	})
 	*set = Set{
 		cfg:       cfg,

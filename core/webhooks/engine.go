@@ -436,10 +436,12 @@ func (s *Service) record(ctx context.Context, c *claim, resp *Response, sendErr 
 	var next time.Duration
 	var logged *Delivery
 	var loggedAttempt *Attempt
+	var loggedOutcome *Outcome
 	err := s.inTx(ctx, func(tx Tx) error {
 		next, logged = 0, nil
 		now := s.now()
 		o := s.outcome(c, resp, sendErr, now)
+		loggedOutcome = o
 		a, d := *c.a, *c.d
 		a.FinishedAt, a.StatusCode, a.Error = &now, o.StatusCode, o.Err
 		a.Status = AttemptFailed
@@ -484,6 +486,9 @@ func (s *Service) record(ctx context.Context, c *claim, resp *Response, sendErr 
 	})
 	if err == nil && logged != nil {
 		s.logAttempt(ctx, logged, loggedAttempt)
+		if m := s.d.Metrics; m != nil {
+			m.WebhookAttemptEnded(logged.TargetKind, metricOutcome(loggedOutcome), time.Duration(loggedAttempt.DurationMS)*time.Millisecond)
+		}
 	}
 	return next, err
 }

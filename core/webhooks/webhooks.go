@@ -560,6 +560,8 @@ type Deps struct {
 	// Kernel: server secrets, rate limits, links, the clock.
 	Kernel   *core.Kernel
 	Accounts *accounts.Service
+	// Metrics counts attempts that ended; nil counts nothing.
+	Metrics Metrics
 }
 
 // Service manages endpoints and runs the delivery engine.

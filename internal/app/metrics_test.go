@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -20,6 +21,8 @@ import (
 	"github.com/faxhub/faxhub/core/documents"
 	"github.com/faxhub/faxhub/core/faxes"
 	"github.com/faxhub/faxhub/core/provider/simulated"
+	"github.com/faxhub/faxhub/core/services"
+	"github.com/faxhub/faxhub/core/webhooks"
 	"github.com/faxhub/faxhub/internal/testenv"
 )
 
@@ -472,5 +475,37 @@ func TestMetricsDeliveryOutcomes(t *testing.T) {
 		if got := s.value(c.name, c.labels); got != c.want {
 			t.Errorf("%s%v = %v, want %v", c.name, c.labels, got, c.want)
 		}
+	}
+}
+
+// TestMetricsWebhookAttempts: each webhook attempt that ends is counted by
+// kind of target and outcome.
+func TestMetricsWebhookAttempts(t *testing.T) {
+	m := newMetricsEnv(t, testenv.WithConfig(func(c *services.Config) { c.Webhooks.AllowPrivate = true }))
+	ctx := t.Context()
+	p := m.Principal(t, m.KeyATest)
+	for _, status := range []int{http.StatusNoContent, http.StatusGone, http.StatusInternalServerError} {
+		rcv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(status) }))
+		t.Cleanup(rcv.Close)
+		ep, err := m.Svc.Webhooks.Create(ctx, p, webhooks.CreateRequest{URL: rcv.URL})
+		if err != nil {
+			t.Fatal(err)
+		}
+		d, err := m.Svc.Webhooks.SendTest(ctx, p, ep.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := m.Svc.Webhooks.Deliver(ctx, d.ID); err != nil {
+			t.Fatalf("deliver to a %d receiver: %v", status, err)
+		}
+	}
+	s := m.scrape()
+	for outcome, want := range map[string]float64{webhooks.OutcomeDelivered: 1, webhooks.OutcomeGone: 1, webhooks.OutcomeFailed: 1} {
+		if got := s.value("faxhub_webhook_attempts_total", map[string]string{"kind": string(webhooks.TargetWebhook), "outcome": outcome}); got != want {
+			t.Errorf("faxhub_webhook_attempts_total{outcome=%s} = %v, want %v", outcome, got, want)
+		}
+	}
+	if got := s.value("faxhub_webhook_attempt_duration_seconds", map[string]string{"kind": string(webhooks.TargetWebhook)}); got != 3 {
+		t.Errorf("faxhub_webhook_attempt_duration_seconds count = %v, want 3", got)
 	}
 }
