@@ -207,16 +207,22 @@ func (x q) DisableWebhookEndpoint(ctx context.Context, id string, reason webhook
 	return n == 1, nil
 }
 
+// forUpdateSkipLocked, in a transaction on PostgreSQL, locks the selected
+// rows and skips those another transaction holds, so replicas share work
+// out instead of queueing behind one another (SQLite has one writer).
+func (x q) forUpdateSkipLocked() string {
+	if x.tx != nil && x.db.dialect == DialectPostgres {
+		return " FOR UPDATE SKIP LOCKED"
+	}
+	return ""
+}
+
 // EventsToDispatch locks what it returns on PostgreSQL inside a
 // transaction and skips rows another dispatcher holds, so replicas share
 // the marked events out instead of queueing behind one another.
 func (x q) EventsToDispatch(ctx context.Context, n int) ([]events.Event, error) {
-	lock := ""
-	if x.tx != nil && x.db.dialect == DialectPostgres {
-		lock = " FOR UPDATE SKIP LOCKED"
-	}
 	var rows []eventRow
-	if err := x.sel(ctx, &rows, eventSelect+" WHERE dispatch ORDER BY seq"+limit(n)+lock); err != nil {
+	if err := x.sel(ctx, &rows, eventSelect+" WHERE dispatch ORDER BY seq"+limit(n)+x.forUpdateSkipLocked()); err != nil {
 		return nil, fmt.Errorf("events to dispatch: %w", err)
 	}
 	return eventsOf(rows), nil
@@ -505,4 +511,27 @@ func (x q) PurgeWebhookDeliveries(ctx context.Context, before time.Time) (int64,
 		return 0, fmt.Errorf("purge webhook deliveries: %w", err)
 	}
 	return n, nil
+}
+
+// StalledWebhookDeliveries returns up to limit pending deliveries that have
+// not moved since before and were due by then (or never attempted), and
+// marks them moved at now, so that a sweep on another replica leaves them
+// for the next hour. Run it in a transaction with the jobs it enqueues.
+func (x q) StalledWebhookDeliveries(ctx context.Context, before, now time.Time, n int) ([]string, error) {
+	var ids []string
+	if err := x.sel(ctx, &ids, `SELECT id FROM webhook_deliveries WHERE status = 'pending' AND updated_at < ?
+		AND (next_attempt_at IS NULL OR next_attempt_at < ?) ORDER BY updated_at`+limit(n)+x.forUpdateSkipLocked(), before, before); err != nil {
+		return nil, fmt.Errorf("stalled webhook deliveries: %w", err)
+	}
+	if len(ids) == 0 {
+		return nil, nil
+	}
+	args := []any{now}
+	for _, id := range ids {
+		args = append(args, id)
+	}
+	if _, err := x.exec(ctx, "UPDATE webhook_deliveries SET updated_at = ? WHERE status = 'pending' AND id IN ("+placeholders(len(ids))+")", args...); err != nil {
+		return nil, fmt.Errorf("stalled webhook deliveries: %w", err)
+	}
+	return ids, nil
 }

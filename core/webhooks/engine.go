@@ -83,19 +83,57 @@ func (s *Service) Dispatch(ctx context.Context) (int, error) {
 	return n, nil
 }
 
+// rescueBatch bounds one rescue pass.
+const rescueBatch = 500
+
+// Rescue gives a new job to each delivery that stalled: pending, due more
+// than StallAfter ago (or never attempted for that long) and not moved
+// since. Its job was lost (River discards a job after repeated
+// infrastructure errors), so without this it would wait for the purge. A
+// job that was only late finds the delivery claimed or not due and ends:
+// a second job never sends an attempt twice (claim's compare-and-set).
+func (s *Service) Rescue(ctx context.Context) (int, error) {
+	var ids []string
+	err := s.inTx(ctx, func(tx Tx) error {
+		now := s.now()
+		var err error
+		ids, err = tx.StalledWebhookDeliveries(ctx, now.Add(-s.wc.StallAfter), now, rescueBatch)
+		if err != nil || len(ids) == 0 {
+			return err
+		}
+		return s.d.Queue.EnqueueWebhookDeliveries(ctx, tx, ids)
+	})
+	if err != nil {
+		return 0, fmt.Errorf("rescue webhook deliveries: %w", err)
+	}
+	if len(ids) > 0 {
+		s.d.Logger.WarnContext(ctx, "webhook deliveries had lost their jobs: enqueued again", "deliveries", len(ids))
+	}
+	return len(ids), nil
+}
+
 // RunDispatcher dispatches until ctx ends: a full batch is followed by the
 // next at once, otherwise it waits PollInterval; failures back off up to
-// ten seconds. Every replica runs one (the store's row locks share the
+// ten seconds. Every RescueEvery it also runs Rescue. Every replica runs one (the store's row locks share the
 // work out on PostgreSQL).
 func (s *Service) RunDispatcher(ctx context.Context) {
 	t := time.NewTimer(0)
 	defer t.Stop()
 	failures := 0
+	// The first sweep waits a round: a process starting after a crash
+	// leaves the jobs River rescues itself their minute.
+	nextRescue := s.now().Add(s.wc.RescueEvery)
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-t.C:
+		}
+		if now := s.now(); !now.Before(nextRescue) {
+			nextRescue = now.Add(s.wc.RescueEvery)
+			if _, err := s.Rescue(ctx); err != nil && ctx.Err() == nil {
+				s.d.Logger.ErrorContext(ctx, "webhook rescue", "err", err)
+			}
 		}
 		n, err := s.Dispatch(ctx)
 		switch {

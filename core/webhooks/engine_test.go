@@ -594,3 +594,59 @@ func (s *stallingSender) Send(ctx context.Context, r *webhooks.Request) (*webhoo
 	}
 	return &webhooks.Response{StatusCode: 200, Body: []byte("ok")}, nil
 }
+
+// deliveryJobs counts the jobs the queue holds for delivery id.
+func deliveryJobs(t *testing.T, e *testenv.Env, id string) int {
+	t.Helper()
+	var n int
+	if err := e.DB.SQL().QueryRowContext(ctx, "SELECT count(*) FROM river_job WHERE kind = 'deliver_webhook' AND CAST(args AS TEXT) LIKE '%"+id+"%'").Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+// TestRescueStalledDeliveries: a pending delivery that has not moved for
+// StallAfter past its due time (its job lost) gets a new job, once per
+// StallAfter; one that moves, or ended, gets none.
+func TestRescueStalledDeliveries(t *testing.T) {
+	e, clk := clocked(t)
+	p := e.Principal(t, e.KeyATest)
+	r := newReceiver(t)
+	ep := endpoint(t, e, p, webhooks.CreateRequest{URL: r.URL})
+	r.trust(ep.Secret)
+	sendFax(t, e, p, "k1")
+	dispatchAll(t, e)
+	d := logOf(t, e, p, ep.ID)[0]
+	rescue := func() int {
+		t.Helper()
+		n, err := e.Svc.Webhooks.Rescue(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	if n := rescue(); n != 0 || deliveryJobs(t, e, d.ID) != 1 {
+		t.Fatalf("a fresh delivery was rescued (%d) or has %d jobs", n, deliveryJobs(t, e, d.ID))
+	}
+	clk.Advance(59 * time.Minute)
+	if n := rescue(); n != 0 {
+		t.Fatalf("rescued %d before an hour", n)
+	}
+	clk.Advance(2 * time.Minute)
+	if n := rescue(); n != 1 || deliveryJobs(t, e, d.ID) != 2 {
+		t.Fatalf("rescued %d; the delivery has %d jobs, want 2", n, deliveryJobs(t, e, d.ID))
+	}
+	if n := rescue(); n != 0 {
+		t.Fatalf("rescued %d again at once", n)
+	}
+	// Both jobs run: one attempt is sent.
+	deliver(t, e, d.ID)
+	deliver(t, e, d.ID)
+	if got := r.deliveries(); len(got) != 1 {
+		t.Fatalf("the receiver got %d requests", len(got))
+	}
+	clk.Advance(3 * time.Hour)
+	if n := rescue(); n != 0 {
+		t.Fatalf("a delivered delivery was rescued (%d)", n)
+	}
+}

@@ -420,6 +420,10 @@ type Queries interface {
 	// delivery of origin event to the target.
 	InsertWebhookDelivery(ctx context.Context, d *Delivery) error
 	GetWebhookDelivery(ctx context.Context, id string) (*Delivery, error)
+	// StalledWebhookDeliveries returns up to limit pending deliveries that
+	// have not moved since before and were due by then, marking them moved
+	// at now (Rescue).
+	StalledWebhookDeliveries(ctx context.Context, before, now time.Time, limit int) ([]string, error)
 	// UpdateWebhookDelivery writes d's mutable fields if the stored delivery is
 	// pending with attempts attempts; ErrConflict otherwise.
 	UpdateWebhookDelivery(ctx context.Context, d *Delivery, attempts int) error
@@ -514,6 +518,14 @@ type Config struct {
 	// (default 200 ms); DispatchBatch how many it takes at once (200).
 	PollInterval  time.Duration
 	DispatchBatch int
+	// StallAfter is how long a pending delivery may go without moving past
+	// its due time before Rescue gives it a new job (default 1 h: a live
+	// job runs a due delivery within minutes, so one that has not moved
+	// for an hour lost its job, e.g. River discarded it after repeated
+	// infrastructure errors); RescueEvery is how often the dispatcher
+	// sweeps (default 10 min).
+	StallAfter  time.Duration
+	RescueEvery time.Duration
 	// Retention is how long deliveries and their attempts are kept
 	// (default 30 days, the event log's).
 	Retention time.Duration
@@ -546,6 +558,8 @@ func (c *Config) SetDefaults() {
 	c.AttemptLease = cmp.Or(c.AttemptLease, 60*time.Second)
 	c.PollInterval = cmp.Or(c.PollInterval, 200*time.Millisecond)
 	c.DispatchBatch = cmp.Or(c.DispatchBatch, 200)
+	c.StallAfter = cmp.Or(c.StallAfter, time.Hour)
+	c.RescueEvery = cmp.Or(c.RescueEvery, 10*time.Minute)
 	c.Retention = cmp.Or(c.Retention, 30*24*time.Hour)
 }
 
