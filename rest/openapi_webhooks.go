@@ -3,6 +3,7 @@ package rest
 import (
 	"fmt"
 	"maps"
+	"slices"
 
 	"github.com/faxhub/faxhub/core"
 	"github.com/faxhub/faxhub/core/events"
@@ -181,7 +182,7 @@ func webhookSchemas() obj {
 	endpointProps := obj{
 		"id": str("we_…"), "mode": modeSchema, "url": obj{"type": "string", "format": "uri", "maxLength": webhooks.MaxURLBytes},
 		"description": obj{"type": "string", "maxLength": webhooks.MaxDescriptionRunes},
-		"eventTypes":  obj{"type": "array", "items": obj{"type": "string", "enum": types}, "description": "empty: every type"},
+		"eventTypes":  obj{"type": "array", "items": obj{"type": "string", "enum": append(slices.Clone(types), events.Wildcards()...)}, "description": "empty: every type; a resource's wildcard (fax.*) also takes that resource's types added later"},
 		"signing":     signing, "enabled": obj{"type": "boolean"},
 		"disabledReason": obj{"type": "string", "enum": []string{string(webhooks.DisabledByOwner), string(webhooks.DisabledGone), string(webhooks.DisabledFailing)},
 			"description": "why a disabled endpoint is: owner (you), gone (it answered 410), failing (every attempt failed for too long)"},

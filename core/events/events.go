@@ -237,3 +237,57 @@ func ParseTypes(values []string) ([]Type, error) {
 	}
 	return out, nil
 }
+
+// ParseFilter reads a filter as ParseTypes does but keeps each resource
+// wildcard ("fax.*") as it is, so that a filter saved today also takes the
+// types of that resource added later (Match). The result has no
+// duplicates and is sorted.
+func ParseFilter(values []string) ([]Type, error) {
+	var out []Type
+	for _, v := range values {
+		for _, tok := range strings.Split(v, ",") {
+			tok = strings.TrimSpace(tok)
+			if tok == "" {
+				continue
+			}
+			if _, err := ParseTypes([]string{tok}); err != nil {
+				return nil, err
+			}
+			if !slices.Contains(out, Type(tok)) {
+				out = append(out, Type(tok))
+			}
+		}
+	}
+	slices.Sort(out)
+	return out, nil
+}
+
+// Match reports whether filter (from ParseFilter) takes t: an empty filter
+// takes every type; "fax.*" every fax type.
+func Match(filter []Type, t Type) bool {
+	if len(filter) == 0 {
+		return true
+	}
+	for _, f := range filter {
+		if f == t {
+			return true
+		}
+		if prefix, ok := strings.CutSuffix(string(f), "*"); ok && strings.HasPrefix(string(t), prefix) {
+			return true
+		}
+	}
+	return false
+}
+
+// Wildcards returns each resource's wildcard ("agent.*", "fax.*", …),
+// sorted.
+func Wildcards() []string {
+	var out []string
+	for _, t := range Types() {
+		w := string(t)[:strings.IndexByte(string(t), '.')] + ".*"
+		if !slices.Contains(out, w) {
+			out = append(out, w)
+		}
+	}
+	return out
+}

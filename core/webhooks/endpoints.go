@@ -139,20 +139,20 @@ func checkDescription(d string) error {
 	return nil
 }
 
-// parseEventTypes reads an endpoint's filter with the log's own parser;
-// the result is sorted, so two filters that say the same compare equal.
+// parseEventTypes reads an endpoint's filter with the log's own parser,
+// wildcards kept; the result is sorted, so two filters that say the same
+// compare equal.
 func parseEventTypes(values []string) ([]events.Type, error) {
 	if len(values) > 64 {
 		return nil, core.Errorf(core.KindInvalid, core.CodeInvalidRequest, "at most 64 eventTypes").With("parameter", "eventTypes")
 	}
-	types, err := events.ParseTypes(values)
+	types, err := events.ParseFilter(values)
 	if err != nil {
 		if e := core.AsError(err); e.Kind == core.KindInvalid {
 			return nil, e.With("parameter", "eventTypes")
 		}
 		return nil, err
 	}
-	slices.Sort(types)
 	if types == nil {
 		types = []events.Type{}
 	}

@@ -367,9 +367,15 @@ func TestEndpointRules(t *testing.T) {
 	} {
 		testenv.WantCode(t, errOf(e.Svc.Webhooks.Create(ctx, b, tc.r)), tc.code)
 	}
-	ep := endpoint(t, e, b, webhooks.CreateRequest{URL: "https://example.com/b", EventTypes: []string{"fax.*"}, Signing: []string{"v1a", "v1", "v1a"}})
-	if len(ep.Signing) != 2 || ep.Signing[0] != webhooks.SchemeV1 || len(ep.EventTypes) != 7 || !ep.Enabled {
+	ep := endpoint(t, e, b, webhooks.CreateRequest{URL: "https://example.com/b", EventTypes: []string{"fax.*", "number.active,fax.*"}, Signing: []string{"v1a", "v1", "v1a"}})
+	if len(ep.Signing) != 2 || ep.Signing[0] != webhooks.SchemeV1 || fmt.Sprint(ep.EventTypes) != "[fax.* number.active]" || !ep.Enabled {
 		t.Fatalf("created %+v", ep.Endpoint)
+	}
+	// The wildcard is kept: it takes every fax type, today's and later ones.
+	for typ, want := range map[events.Type]bool{events.FaxDelivered: true, "fax.added_later": true, events.NumberActive: true, events.NumberReleased: false, "faxes.x": false} {
+		if got := ep.Matches(typ); got != want {
+			t.Errorf("Matches(%s) = %v, want %v", typ, got, want)
+		}
 	}
 	url, desc, types := "https://example.org/new", "new", []string{}
 	got, err := e.Svc.Webhooks.Update(ctx, b, ep.ID, webhooks.UpdateRequest{URL: &url, Description: &desc, EventTypes: &types})

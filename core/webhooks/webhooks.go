@@ -86,7 +86,9 @@ type Endpoint struct {
 	Mode        core.Mode `json:"mode"`
 	URL         string    `json:"url"`
 	Description string    `json:"description"`
-	// EventTypes are the types delivered; empty means every type.
+	// EventTypes are the types delivered, and resource wildcards ("fax.*",
+	// which take types of that resource added later); empty means every
+	// type.
 	EventTypes []events.Type `json:"eventTypes"`
 	// Signing are the schemes each delivery is signed with.
 	Signing []Scheme `json:"signing"`
@@ -110,17 +112,7 @@ type Endpoint struct {
 }
 
 // Matches reports whether the endpoint takes events of type t.
-func (e *Endpoint) Matches(t events.Type) bool {
-	if len(e.EventTypes) == 0 {
-		return true
-	}
-	for _, want := range e.EventTypes {
-		if want == t {
-			return true
-		}
-	}
-	return false
-}
+func (e *Endpoint) Matches(t events.Type) bool { return events.Match(e.EventTypes, t) }
 
 // Signs reports whether the endpoint's deliveries carry sc.
 func (e *Endpoint) Signs(sc Scheme) bool {
