@@ -5,16 +5,11 @@ import (
 	"database/sql"
 	"encoding/json"
 	"fmt"
-	"io"
 	"math/big"
-	"net"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -44,94 +39,19 @@ func TestCrashRecovery(t *testing.T) {
 	if os.Getenv(EnvCrashTest) == "" {
 		t.Skipf("set %s=1 to run the crash test (make check does)", EnvCrashTest)
 	}
-	bin := filepath.Join(t.TempDir(), "faxhub")
-	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		t.Fatalf("build: %v\n%s", err, out)
-	}
-	data := filepath.Join(t.TempDir(), "data")
-	args := []string{"--data", data}
-	if pg := os.Getenv(testenv.EnvPostgres); pg != "" {
-		args = append(args, "--database", testenvSchema(t, pg))
-	}
-	admin := func(a ...string) string {
-		t.Helper()
-		out, err := exec.Command(bin, append(a, args...)...).Output()
-		if err != nil {
-			t.Fatalf("faxhub %s: %v", strings.Join(a, " "), err)
-		}
-		return strings.TrimSpace(string(out))
-	}
+	r := newCrashRig(t)
 	const owners = 4
 	keys := make([]string, owners)
 	for i := range keys {
-		email := fmt.Sprintf("crash%d@example.com", i)
-		admin("admin", "owner", "create", "--email", email)
-		keys[i] = admin("admin", "apikey", "create", "--owner", email, "--mode", "test")
-		admin("admin", "credits", "grant", "--owner", email, "--mode", "test", "--usd", "500", "--reason", "crash test")
+		keys[i] = r.owner(fmt.Sprintf("crash%d@example.com", i), "crash test")
 	}
+	srv := r.start()
+	client, call, args, start := r.client, r.call, r.args, r.start
 
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
-	base := "http://" + addr
-	start := func() *exec.Cmd {
-		t.Helper()
-		// A 1-page fax's simulated call takes about a second.
-		cmd := exec.Command(bin, append([]string{"serve", "--addr", addr, "--base-url", "http://localhost:" + strings.Split(addr, ":")[1], "--sim-timescale", "0.02"}, args...)...)
-		cmd.Stdout, cmd.Stderr = io.Discard, io.Discard
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { _ = cmd.Process.Kill(); _, _ = cmd.Process.Wait() })
-		waitReady(t, base)
-		return cmd
-	}
-	srv := start()
-
-	client := &http.Client{Timeout: 10 * time.Second}
-	call := func(method, path, key string, body []byte, hdr map[string]string) (int, map[string]any, error) {
-		req, err := http.NewRequest(method, base+path, bytes.NewReader(body))
-		if err != nil {
-			return 0, nil, err
-		}
-		req.Header.Set("Authorization", "Bearer "+key)
-		if body != nil {
-			req.Header.Set("Content-Type", "application/json")
-		}
-		for k, v := range hdr {
-			req.Header.Set(k, v)
-		}
-		resp, err := client.Do(req)
-		if err != nil {
-			return 0, nil, err
-		}
-		defer resp.Body.Close()
-		var m map[string]any
-		_ = json.NewDecoder(resp.Body).Decode(&m)
-		return resp.StatusCode, m, nil
-	}
 	// One document per owner, sent many times.
 	docs := make([]string, owners)
 	for i, key := range keys {
-		code, up, err := call(http.MethodPost, "/api/v1/uploads", key, nil, nil)
-		if err != nil || code != 200 {
-			t.Fatalf("upload capability: %d %v %v", code, up, err)
-		}
-		req, _ := http.NewRequest(http.MethodPut, up["uploadUrl"].(string), bytes.NewReader(testenv.MinimalPDF(1)))
-		resp, err := client.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var put map[string]any
-		_ = json.NewDecoder(resp.Body).Decode(&put)
-		resp.Body.Close()
-		if resp.StatusCode != 200 {
-			t.Fatalf("PUT: %d %v", resp.StatusCode, put)
-		}
-		docs[i] = put["document"].(map[string]any)["id"].(string)
+		docs[i] = upload(t, client, call, key, testenv.MinimalPDF(1))
 	}
 	slowDoc := upload(t, client, call, keys[0], testenv.MinimalPDF(slowPages))
 
@@ -167,10 +87,7 @@ func TestCrashRecovery(t *testing.T) {
 	}
 	time.Sleep(1000 * time.Millisecond) // let sends and deliveries pile up
 	slow := holdMidAttempt(t, call, keys[0], slowDoc)
-	if err := srv.Process.Signal(syscall.SIGKILL); err != nil {
-		t.Fatal(err)
-	}
-	_, _ = srv.Process.Wait()
+	r.kill(srv)
 	killedAt := time.Now()
 	// The call was placed before the kill: its outcome is in the queue.
 	if n := outcomeJobs(t, args, slow.attempt); n != 1 {

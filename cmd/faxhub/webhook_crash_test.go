@@ -1,20 +1,14 @@
 package main
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
 	"os"
-	"os/exec"
-	"path/filepath"
-	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -81,80 +75,21 @@ func TestWebhookCrashRecovery(t *testing.T) {
 	if os.Getenv(EnvCrashTest) == "" {
 		t.Skipf("set %s=1 to run the crash test (make check does)", EnvCrashTest)
 	}
-	bin := filepath.Join(t.TempDir(), "faxhub")
-	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		t.Fatalf("build: %v\n%s", err, out)
-	}
-	args := []string{"--data", filepath.Join(t.TempDir(), "data")}
-	if pg := os.Getenv(testenv.EnvPostgres); pg != "" {
-		args = append(args, "--database", testenvSchema(t, pg))
-	}
-	admin := func(a ...string) string {
-		t.Helper()
-		out, err := exec.Command(bin, append(a, args...)...).Output()
-		if err != nil {
-			t.Fatalf("faxhub %s: %v", strings.Join(a, " "), err)
-		}
-		return strings.TrimSpace(string(out))
-	}
+	// Loopback receivers allowed; the dispatcher's default 200 ms poll,
+	// so committed events wait for it: the window the kill lands in.
+	r := newCrashRig(t, "--webhooks-allow-private")
 	const owners = 2
 	keys := make([]string, owners)
 	for i := range keys {
-		email := fmt.Sprintf("hooks%d@example.com", i)
-		admin("admin", "owner", "create", "--email", email)
-		keys[i] = admin("admin", "apikey", "create", "--owner", email, "--mode", "test")
-		admin("admin", "credits", "grant", "--owner", email, "--mode", "test", "--usd", "500", "--reason", "webhook crash test")
+		keys[i] = r.owner(fmt.Sprintf("hooks%d@example.com", i), "webhook crash test")
 	}
 
 	rc := &crashReceiver{wh: map[string]*standardwebhooks.Webhook{}, got: map[string]int{}}
 	rcv := httptest.NewServer(rc)
 	defer rcv.Close()
 
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
-	base := "http://" + addr
-	start := func() *exec.Cmd {
-		t.Helper()
-		// Loopback receivers allowed; the dispatcher's default 200 ms poll,
-		// so committed events wait for it: the window the kill lands in.
-		cmd := exec.Command(bin, append([]string{"serve", "--addr", addr, "--base-url", "http://localhost:" + strings.Split(addr, ":")[1],
-			"--sim-timescale", "0.02", "--webhooks-allow-private"}, args...)...)
-		cmd.Stdout, cmd.Stderr = io.Discard, io.Discard
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { _ = cmd.Process.Kill(); _, _ = cmd.Process.Wait() })
-		waitReady(t, base)
-		return cmd
-	}
-	srv := start()
-
-	client := &http.Client{Timeout: 10 * time.Second}
-	call := func(method, path, key string, body []byte, hdr map[string]string) (int, map[string]any, error) {
-		req, err := http.NewRequest(method, base+path, bytes.NewReader(body))
-		if err != nil {
-			return 0, nil, err
-		}
-		req.Header.Set("Authorization", "Bearer "+key)
-		if body != nil {
-			req.Header.Set("Content-Type", "application/json")
-		}
-		for k, v := range hdr {
-			req.Header.Set(k, v)
-		}
-		resp, err := client.Do(req)
-		if err != nil {
-			return 0, nil, err
-		}
-		defer resp.Body.Close()
-		var m map[string]any
-		_ = json.NewDecoder(resp.Body).Decode(&m)
-		return resp.StatusCode, m, nil
-	}
+	srv := r.start()
+	client, call, start := r.client, r.call, r.start
 	docs := make([]string, owners)
 	for i, key := range keys {
 		path := fmt.Sprintf("/owner%d", i)
@@ -204,10 +139,7 @@ func TestWebhookCrashRecovery(t *testing.T) {
 		})
 	}
 	time.Sleep(1500 * time.Millisecond) // let sends, events and deliveries pile up
-	if err := srv.Process.Signal(syscall.SIGKILL); err != nil {
-		t.Fatal(err)
-	}
-	_, _ = srv.Process.Wait()
+	r.kill(srv)
 	killedAt := time.Now()
 	atKill := rc.snapshot()
 	time.Sleep(300 * time.Millisecond)
