@@ -19,19 +19,7 @@ import (
 // "now" for a job due now.
 func TestDirectInsertMatchesRiver(t *testing.T) {
 	ctx := t.Context()
-	db, err := sql.Open("sqlite", "file:"+filepath.Join(t.TempDir(), "q.db")+"?_pragma=journal_mode(WAL)&_pragma=busy_timeout(10000)&_txlock=immediate")
-	if err != nil {
-		t.Fatal(err)
-	}
-	db.SetMaxOpenConns(1)
-	t.Cleanup(func() { db.Close() })
-	if err := Migrate(ctx, db, DialectSQLite); err != nil {
-		t.Fatal(err)
-	}
-	q, err := New(db, DialectSQLite, Handlers{}, Options{InsertOnly: true, MaxAttempts: 7}, slog.New(slog.DiscardHandler))
-	if err != nil {
-		t.Fatal(err)
-	}
+	db, q := insertOnlySQLite(t)
 	const columns = `quote(args), typeof(args), attempt, quote(attempted_at), quote(attempted_by), typeof(created_at), length(created_at),
 		quote(errors), quote(finalized_at), quote(kind), max_attempts, quote(metadata), typeof(metadata), priority, quote(queue), quote(state),
 		typeof(scheduled_at), quote(tags), typeof(tags), quote(unique_key), quote(unique_states)`
@@ -113,4 +101,25 @@ func TestDirectInsertMatchesRiver(t *testing.T) {
 			}
 		})
 	}
+}
+
+// insertOnlySQLite is an insert-only queue (MaxAttempts 7) on a fresh
+// SQLite file with River's tables, the settings the store uses and one
+// connection, as River advises.
+func insertOnlySQLite(t *testing.T) (*sql.DB, *Queue) {
+	t.Helper()
+	db, err := sql.Open("sqlite", "file:"+filepath.Join(t.TempDir(), "q.db")+"?_pragma=journal_mode(WAL)&_pragma=busy_timeout(10000)&_txlock=immediate")
+	if err != nil {
+		t.Fatal(err)
+	}
+	db.SetMaxOpenConns(1)
+	t.Cleanup(func() { db.Close() })
+	if err := Migrate(t.Context(), db, DialectSQLite); err != nil {
+		t.Fatal(err)
+	}
+	q, err := New(db, DialectSQLite, Handlers{}, Options{InsertOnly: true, MaxAttempts: 7}, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return db, q
 }

@@ -3,8 +3,6 @@ package queue
 import (
 	"database/sql"
 	"fmt"
-	"log/slog"
-	"path/filepath"
 	"testing"
 
 	"github.com/riverqueue/river"
@@ -20,19 +18,7 @@ func (t sqlTx) SQLTx() *sql.Tx { return t.tx }
 // queue, column by column; only the ids and the database's "now" differ.
 func TestDirectWebhookInsertMatchesRiver(t *testing.T) {
 	ctx := t.Context()
-	db, err := sql.Open("sqlite", "file:"+filepath.Join(t.TempDir(), "q.db")+"?_pragma=journal_mode(WAL)&_pragma=busy_timeout(10000)&_txlock=immediate")
-	if err != nil {
-		t.Fatal(err)
-	}
-	db.SetMaxOpenConns(1)
-	t.Cleanup(func() { db.Close() })
-	if err := Migrate(ctx, db, DialectSQLite); err != nil {
-		t.Fatal(err)
-	}
-	q, err := New(db, DialectSQLite, Handlers{}, Options{InsertOnly: true, MaxAttempts: 7}, slog.New(slog.DiscardHandler))
-	if err != nil {
-		t.Fatal(err)
-	}
+	db, q := insertOnlySQLite(t)
 	tx, err := db.BeginTx(ctx, nil)
 	if err != nil {
 		t.Fatal(err)
