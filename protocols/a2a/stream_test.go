@@ -96,6 +96,13 @@ func (s *events) fails(t *testing.T) error {
 	case ev := <-s.ch:
 		t.Fatalf("an event instead of an error: %T %+v", ev, ev)
 	case <-s.done:
+		// The collector sends the error, then closes done: both may be
+		// ready when this select runs, and select picks at random.
+		select {
+		case err := <-s.err:
+			return err
+		default:
+		}
 		t.Fatal("the stream ended without an error")
 	case <-time.After(patience):
 		t.Fatal("no error")
