@@ -25,6 +25,7 @@ type Type string
 
 // The event types, in documentation order.
 const (
+	FaxScheduled Type = "fax.scheduled"
 	FaxQueued    Type = "fax.queued"
 	FaxSending   Type = "fax.sending"
 	FaxRetrying  Type = "fax.retrying"
@@ -66,7 +67,7 @@ type kind struct {
 // are fax:read, received faxes inbox:read, credits credits:read; approvals
 // and agents are the account's business.
 var catalog = map[Type]kind{
-	FaxQueued: {core.ScopeFaxRead}, FaxSending: {core.ScopeFaxRead}, FaxRetrying: {core.ScopeFaxRead},
+	FaxScheduled: {core.ScopeFaxRead}, FaxQueued: {core.ScopeFaxRead}, FaxSending: {core.ScopeFaxRead}, FaxRetrying: {core.ScopeFaxRead},
 	FaxDelivered: {core.ScopeFaxRead}, FaxPartial: {core.ScopeFaxRead}, FaxFailed: {core.ScopeFaxRead},
 	FaxCanceled:     {core.ScopeFaxRead},
 	InboundReceived: {core.ScopeInboxRead}, InboundRead: {core.ScopeInboxRead},

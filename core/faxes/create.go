@@ -85,7 +85,11 @@ func (s *Service) CreateFax(ctx context.Context, tx Tx, n NewFax) error {
 	default:
 		return fmt.Errorf("create fax: payment method %q has no payment entry", f.PaymentMethod)
 	}
-	if err := s.d.Queue.EnqueueDelivery(ctx, tx, f.ID, f.CreatedAt); err != nil {
+	at := f.CreatedAt
+	if f.Status == Scheduled {
+		at = *f.NextAttemptAt
+	}
+	if err := s.d.Queue.EnqueueDelivery(ctx, tx, f.ID, at); err != nil {
 		return fmt.Errorf("enqueue delivery: %w", err)
 	}
 	return s.faxEvent(ctx, tx, f, nil, "")

@@ -35,15 +35,28 @@ func (s *Service) Deliver(ctx context.Context, faxID string) error {
 	if err != nil {
 		return fmt.Errorf("load document of %s: %w", o.ID, err)
 	}
+	key, pages, err := s.faxedDocument(ctx, o, doc, attempt.StartedAt)
+	if err != nil {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		var bad *unfaxableError
+		if !errors.As(err, &bad) {
+			return err // the store or the blobs failed: the job retries
+		}
+		res := ProviderResult{Status: AttemptFailed, FailureCode: FailureMedia, FailureReason: bad.Error()}
+		return s.recordOutcome(context.WithoutCancel(ctx), o.ID, attempt.ID, res)
+	}
 	media, err := s.providerMediaURL(ctx, o.ID)
 	if err != nil {
 		return err
 	}
 	started := s.now()
 	res, sendErr := provider.Send(ctx, ProviderRequest{
-		FaxID: o.ID, AttemptID: attempt.ID, Attempt: attempt.Number, To: o.To, From: o.From, Pages: o.Pages,
-		PDF:      func(ctx context.Context) (io.ReadCloser, error) { return s.d.Blobs.Open(ctx, doc.PDFKey) },
-		MediaURL: media,
+		FaxID: o.ID, AttemptID: attempt.ID, Attempt: attempt.Number, To: o.To, From: o.From, Pages: pages,
+		PDF:        func(ctx context.Context) (io.ReadCloser, error) { return s.d.Blobs.Open(ctx, key) },
+		MediaURL:   media,
+		Resolution: o.Options.resolution(), Header: o.Options.Header,
 	})
 	if sendErr != nil {
 		if ctx.Err() != nil {
@@ -75,7 +88,7 @@ func (s *Service) startAttempt(ctx context.Context, faxID string) (*Fax, *Attemp
 		}
 		now := s.now()
 		switch o.Status {
-		case Queued:
+		case Queued, Scheduled:
 			if o.NextAttemptAt != nil && now.Before(*o.NextAttemptAt) {
 				// Early (clock skew between replicas): ask the queue to run
 				// the job again at the scheduled time rather than drop it.
@@ -102,7 +115,7 @@ func (s *Service) startAttempt(ctx context.Context, faxID string) (*Fax, *Attemp
 				}
 				ended.seen(last, nil)
 			}
-			if o.Attempts >= s.fc.MaxAttempts {
+			if o.Attempts >= s.maxAttempts(o) {
 				// Interrupted on its last attempt (a crash loop, or a
 				// provider that never answers): fail it and give the money
 				// back rather than leave it sending forever.
@@ -209,7 +222,10 @@ func (s *Service) recordOutcome(ctx context.Context, faxID, attemptID string, re
 			}
 			return s.settle(ctx, tx, o, credits.LedgerCapture)
 		case AttemptPartial:
-			if res.PagesSent <= 0 {
+			// The provider counts the pages transmitted, the cover page
+			// among them; the fax counts its document's pages.
+			docSent := max(0, res.PagesSent-max(0, o.FaxedPages-o.Pages))
+			if docSent <= 0 {
 				// Nothing arrived: that is a failure, not a partial fax.
 				res.Status, a.Status = AttemptFailed, AttemptFailed
 				if err := tx.UpdateAttempt(ctx, a); err != nil {
@@ -222,7 +238,7 @@ func (s *Service) recordOutcome(ctx context.Context, faxID, attemptID string, re
 				}
 				return s.settle(ctx, tx, o, credits.LedgerRelease)
 			}
-			o.Status, o.PagesSent, o.CompletedAt = Partial, res.PagesSent, &now
+			o.Status, o.PagesSent, o.CompletedAt = Partial, docSent, &now
 			o.FailureCode, o.FailureReason = a.FailureCode, a.FailureReason
 			if err := s.saveFax(ctx, tx, o, a, Sending); err != nil {
 				return err
@@ -232,8 +248,8 @@ func (s *Service) recordOutcome(ctx context.Context, faxID, attemptID string, re
 			}
 			return s.refundUnsentPages(ctx, tx, o)
 		case AttemptFailed:
-			if a.Retryable && a.FailureCode != FailureCanceled && o.Attempts < s.fc.MaxAttempts {
-				at := now.Add(s.backoff(o.Attempts))
+			if delay, again := s.retryDelay(o, a); again {
+				at := now.Add(delay)
 				o.Status, o.NextAttemptAt = Queued, &at
 				o.FailureCode, o.FailureReason = a.FailureCode, a.FailureReason
 				if err := s.saveFax(ctx, tx, o, a, Sending); err != nil {

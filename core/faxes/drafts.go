@@ -19,6 +19,7 @@ type CreateDraftRequest struct {
 	// From is the sender: one of the owner's active numbers; empty for
 	// the provider's default.
 	From string `json:"from,omitempty"`
+	Options
 }
 
 // DraftView is a draft with its quote.
@@ -33,20 +34,21 @@ func (s *Service) CreateDraft(ctx context.Context, p core.Principal, r CreateDra
 	if err := core.Authorize(p, core.OpCreateDraft); err != nil {
 		return nil, err
 	}
-	if err := CheckCover(r.Cover, r.CoverText); err != nil {
-		return nil, err
-	}
 	if err := s.CheckProvider(p.Mode); err != nil {
 		return nil, err
 	}
-	q, err := s.quoteRequest(ctx, p, SendRequest(r))
+	opts, err := s.prepareOptions(ctx, p, SendRequest(r))
+	if err != nil {
+		return nil, err
+	}
+	q, err := s.quoteRequest(ctx, p, SendRequest(r), opts.cover())
 	if err != nil {
 		return nil, err
 	}
 	now := s.now()
 	d := &Draft{
 		ID: core.NewID(core.PrefixDraft), OwnerID: p.OwnerID, Mode: p.Mode, DocumentID: q.doc.ID, To: q.to, From: q.from, Country: q.country,
-		Cover: r.Cover, CoverText: r.CoverText, Pages: q.doc.Pages, PriceMicros: q.quote.AmountMicros,
+		Cover: opts.cover(), CoverText: opts.coverText(), Options: opts, Pages: q.doc.Pages, PriceMicros: q.quote.AmountMicros,
 		Status: DraftOpen, CreatedAt: now, ExpiresAt: now.Add(s.fc.DraftTTL),
 	}
 	err = s.inTx(ctx, func(tx Tx) error {
@@ -172,12 +174,14 @@ func (s *Service) SendDraft(ctx context.Context, p core.Principal, draftID strin
 // faxOfDraft is the fax a draft becomes when paid by method.
 func (s *Service) faxOfDraft(d *Draft, method PaymentMethod) *Fax {
 	now := s.now()
-	return &Fax{
+	f := &Fax{
 		ID: core.NewID(core.PrefixFax), OwnerID: d.OwnerID, Mode: d.Mode, Status: Queued, To: d.To, From: d.From,
-		DocumentID: d.DocumentID, Pages: d.Pages, Cover: d.Cover, CoverText: d.CoverText,
+		DocumentID: d.DocumentID, Pages: d.Pages, Cover: d.Cover, CoverText: d.CoverText, Options: d.Options,
 		PriceMicros: d.PriceMicros, Currency: core.Currency, PaymentMethod: method, DraftID: &d.ID,
 		CreatedAt: now, UpdatedAt: now,
 	}
+	s.schedule(f)
+	return f
 }
 
 // draftFax returns the fax of an already paid draft.

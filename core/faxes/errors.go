@@ -5,4 +5,7 @@ const (
 	CodeDraftState          = "draft_not_payable"
 	CodeFaxNotCancelable    = "fax_not_cancelable"
 	CodeProviderUnavailable = "provider_not_configured"
+	// CodeUndrawableCharacter: a cover page or header field holds a
+	// character the fax font has no glyph for.
+	CodeUndrawableCharacter = "undrawable_character"
 )

@@ -14,6 +14,8 @@ func eventFor(prev, now Status) events.Type {
 		return ""
 	}
 	switch now {
+	case Scheduled:
+		return events.FaxScheduled
 	case Queued:
 		if prev == Sending {
 			return events.FaxRetrying // an attempt failed and another is due

@@ -34,6 +34,7 @@ type SendRequest struct {
 	// From is the sender: one of the owner's active numbers (E.164 or its
 	// id); empty for the provider's default.
 	From string `json:"from,omitempty"`
+	Options
 }
 
 // MaxCoverText bounds the cover page note.
@@ -186,22 +187,33 @@ func (s *Service) Send(ctx context.Context, p core.Principal, idemKey string, r 
 // newCreditFax checks a send request and builds its fax, priced and ready
 // to be created; it writes nothing.
 func (s *Service) newCreditFax(ctx context.Context, p core.Principal, r SendRequest) (*Fax, error) {
-	if err := CheckCover(r.Cover, r.CoverText); err != nil {
+	opts, err := s.prepareOptions(ctx, p, r)
+	if err != nil {
 		return nil, err
 	}
-	q, err := s.quoteRequest(ctx, p, r)
+	q, err := s.quoteRequest(ctx, p, r, opts.cover())
 	if err != nil {
 		return nil, err
 	}
 	now := s.now()
 	f := &Fax{
 		ID: core.NewID(core.PrefixFax), OwnerID: p.OwnerID, Mode: p.Mode, Status: Queued, To: q.to, From: q.from,
-		DocumentID: q.doc.ID, Pages: q.doc.Pages, Cover: r.Cover, CoverText: r.CoverText,
+		DocumentID: q.doc.ID, Pages: q.doc.Pages, Cover: opts.cover(), CoverText: opts.coverText(), Options: opts,
 		PriceMicros: q.quote.AmountMicros, Currency: core.Currency, PaymentMethod: PayCredits,
 		CreatedAt: now, UpdatedAt: now,
 	}
+	s.schedule(f)
 	s.Present(f, nil)
 	return f, nil
+}
+
+// schedule makes a fax whose sendAt is ahead scheduled until then; one
+// whose time has come (a draft paid late) is queued now.
+func (s *Service) schedule(f *Fax) {
+	if f.Options.SendAt != nil && f.Options.SendAt.After(f.CreatedAt) {
+		at := *f.Options.SendAt
+		f.Status, f.NextAttemptAt = Scheduled, &at
+	}
 }
 
 // quoted is a send or draft request checked and priced: what its fax or
@@ -213,8 +225,9 @@ type quoted struct {
 }
 
 // quoteRequest checks a request's destination, sender and document and
-// prices it; it writes nothing. The caller checks the cover first.
-func (s *Service) quoteRequest(ctx context.Context, p core.Principal, r SendRequest) (quoted, error) {
+// prices it (with a cover page if cover); it writes nothing. The caller
+// checks the options first.
+func (s *Service) quoteRequest(ctx context.Context, p core.Principal, r SendRequest, cover bool) (quoted, error) {
 	e164, country, err := s.d.Destination.Check(r.To)
 	if err != nil {
 		return quoted{}, err
@@ -227,7 +240,7 @@ func (s *Service) quoteRequest(ctx context.Context, p core.Principal, r SendRequ
 	if err != nil {
 		return quoted{}, err
 	}
-	q, err := s.d.Prices.Quote(e164, country, doc.Pages, r.Cover)
+	q, err := s.d.Prices.Quote(e164, country, doc.Pages, cover)
 	if err != nil {
 		return quoted{}, err
 	}
@@ -266,6 +279,7 @@ func (s *Service) replay(ctx context.Context, scope, key, reqHash string) (*Fax,
 // present fills a fax's response-only fields.
 func (s *Service) Present(o *Fax, latest *Attempt) {
 	o.Price, o.PriceCents, o.LatestAttempt = core.FormatUSD(o.PriceMicros), core.CentsUp(o.PriceMicros), latest
+	o.Options.Resolution = o.Options.resolution()
 }
 
 // Get returns one of the principal's faxes with its latest attempt.
@@ -412,13 +426,13 @@ func (s *Service) CancelQueued(ctx context.Context, p core.Principal, id string)
 		if err != nil {
 			return core.StoreErr(err, "fax")
 		}
-		if o.Status != Queued {
+		if o.Status != Queued && o.Status != Scheduled {
 			return core.Errorf(core.KindConflict, CodeFaxNotCancelable, "a fax that is %s can no longer be canceled", o.Status)
 		}
-		now := s.now()
+		now, from := s.now(), o.Status
 		o.Status, o.UpdatedAt, o.CompletedAt, o.NextAttemptAt = Canceled, now, &now, nil
 		o.FailureCode, o.FailureReason = "canceled", "canceled by the owner"
-		if err := s.saveFax(ctx, tx, o, nil, Queued); err != nil {
+		if err := s.saveFax(ctx, tx, o, nil, from); err != nil {
 			if errors.Is(err, core.ErrConflict) {
 				return core.Errorf(core.KindConflict, CodeFaxNotCancelable, "the fax started sending and can no longer be canceled")
 			}
@@ -523,6 +537,11 @@ type Deps struct {
 	Documents *documents.Service
 	// Numbers reads and pays the numbers it acts on.
 	Numbers *numbers.Service
+	// Composer renders the document as faxed (cover page, header line)
+	// and its previews; nil faxes documents as uploaded.
+	Composer Composer
+	// Receipts signs delivery receipts; nil refuses to issue them.
+	Receipts ReceiptSigner
 }
 
 // Service sends faxes.

@@ -28,6 +28,8 @@ type Draft struct {
 	Country     string      `json:"-" db:"country"`
 	Cover       bool        `json:"cover" db:"cover"`
 	CoverText   string      `json:"coverText,omitempty" db:"cover_text"`
+	// Options are shown at the top level of the draft's JSON (jsonOptions).
+	Options Options `json:"-" db:"options"`
 	Pages       int         `json:"pages" db:"pages"`
 	PriceMicros int64       `json:"-" db:"price_micros"`
 	Status      DraftStatus `json:"status" db:"status"`
@@ -39,10 +41,12 @@ type Draft struct {
 // Status is the state of a fax.
 //
 //	queued → sending → delivered | partial | failed
-//	queued → canceled; sending → queued (retryable failure, retry scheduled)
+//	scheduled (sendAt) → sending when its time comes
+//	scheduled | queued → canceled; sending → queued (retryable failure, retry scheduled)
 type Status string
 
 const (
+	Scheduled Status = "scheduled"
 	Queued    Status = "queued"
 	Sending   Status = "sending"
 	Delivered Status = "delivered"
@@ -61,7 +65,7 @@ func (s Status) Terminal() bool {
 }
 
 // Statuses lists every state, for validation of filters.
-var Statuses = []Status{Queued, Sending, Delivered, Partial, Failed, Canceled}
+var Statuses = []Status{Scheduled, Queued, Sending, Delivered, Partial, Failed, Canceled}
 
 // PaymentMethod says how a fax was paid.
 type PaymentMethod string
@@ -86,6 +90,8 @@ type Fax struct {
 	Pages         int           `json:"pages" db:"pages"`
 	Cover         bool          `json:"cover" db:"cover"`
 	CoverText     string        `json:"coverText,omitempty" db:"cover_text"`
+	// Options are shown at the top level of the fax's JSON (jsonOptions).
+	Options Options `json:"-" db:"options"`
 	PriceMicros   int64         `json:"-" db:"price_micros"`
 	Currency      string        `json:"currency" db:"currency"`
 	PaymentMethod PaymentMethod `json:"paymentMethod" db:"payment_method"`
@@ -98,6 +104,13 @@ type Fax struct {
 	UpdatedAt     time.Time     `json:"updatedAt" db:"updated_at"`
 	CompletedAt   *time.Time    `json:"completedAt,omitempty" db:"completed_at"`
 	NextAttemptAt *time.Time    `json:"nextAttemptAt,omitempty" db:"next_attempt_at"`
+	// BatchID names the broadcast the fax is one recipient of.
+	BatchID *string `json:"batchId,omitempty" db:"batch_id"`
+	// FaxedSHA256 and FaxedPages describe the document as faxed (cover
+	// page and header line included), composed at the first attempt;
+	// empty before.
+	FaxedSHA256 string `json:"faxedSha256,omitempty" db:"faxed_sha256"`
+	FaxedPages  int    `json:"faxedPages,omitempty" db:"faxed_pages"`
 
 	// Filled by the service for responses, not stored on the row.
 	Price         string   `json:"price" db:"-"`

@@ -36,6 +36,11 @@ type ProviderRequest struct {
 	// MediaURL is a signed, short-lived URL where faxhub serves the same
 	// document (no redirects), for providers that fetch it themselves.
 	MediaURL string
+	// Resolution is the resolution to transmit at.
+	Resolution Resolution
+	// Header is the header line's text (rendered into the PDF already),
+	// for providers that also show a sender name of their own.
+	Header string
 }
 
 // Canceler is a FaxProvider that can call back a fax it is sending.

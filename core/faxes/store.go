@@ -2,6 +2,7 @@ package faxes
 
 import (
 	"context"
+	"time"
 
 	"github.com/faxhub/faxhub/core"
 )
@@ -21,6 +22,14 @@ type Queries interface {
 	// UpdateFax writes o's mutable fields if the stored status is one of
 	// from; ErrConflict otherwise.
 	UpdateFax(ctx context.Context, o *Fax, from ...Status) error
+	// SetFaxedDocument records the document as faxed of a fax that has
+	// none yet (a fax keeps the first one).
+	SetFaxedDocument(ctx context.Context, faxID, sha256 string, pages int) error
+
+	// GetFaxSettings reads an owner's fax defaults; ErrNoRows when they
+	// set none.
+	GetFaxSettings(ctx context.Context, ownerID string) (*Settings, error)
+	PutFaxSettings(ctx context.Context, ownerID string, st Settings, at time.Time) error
 
 	CreateAttempt(ctx context.Context, a *Attempt) error
 	UpdateAttempt(ctx context.Context, a *Attempt) error

@@ -12,13 +12,13 @@ import (
 
 const faxCols = `id, owner_id, mode, status, destination, document_id, pages, cover, cover_text, price_micros, currency,
 	payment_method, pages_sent, attempts, failure_code, failure_reason, draft_id, created_at, updated_at, completed_at,
-	next_attempt_at, from_number`
+	next_attempt_at, from_number, options, batch_id, faxed_sha256, faxed_pages`
 
 func (x q) CreateFax(ctx context.Context, o *faxes.Fax) error {
 	err := x.insert(ctx, `INSERT INTO faxes (`+faxCols+`)
 		VALUES (:id, :owner_id, :mode, :status, :destination, :document_id, :pages, :cover, :cover_text, :price_micros,
 			:currency, :payment_method, :pages_sent, :attempts, :failure_code, :failure_reason, :draft_id, :created_at,
-			:updated_at, :completed_at, :next_attempt_at, :from_number)
+			:updated_at, :completed_at, :next_attempt_at, :from_number, :options, :batch_id, :faxed_sha256, :faxed_pages)
 		ON CONFLICT DO NOTHING`, o)
 	if err != nil {
 		return fmt.Errorf("create fax: %w", err)
@@ -90,6 +90,29 @@ func (x q) UpdateFax(ctx context.Context, o *faxes.Fax, from ...faxes.Status) er
 	}
 	if err != nil {
 		return fmt.Errorf("update fax: %w", err)
+	}
+	return nil
+}
+
+func (x q) SetFaxedDocument(ctx context.Context, faxID, sha256 string, pages int) error {
+	if _, err := x.exec(ctx, `UPDATE faxes SET faxed_sha256 = ?, faxed_pages = ? WHERE id = ? AND faxed_sha256 = ''`, sha256, pages, faxID); err != nil {
+		return fmt.Errorf("set faxed document: %w", err)
+	}
+	return nil
+}
+
+func (x q) GetFaxSettings(ctx context.Context, ownerID string) (*faxes.Settings, error) {
+	var st faxes.Settings
+	if err := x.get(ctx, x.reader(), &st, "SELECT settings FROM fax_settings WHERE owner_id = ?", ownerID); err != nil {
+		return nil, fmt.Errorf("get fax settings: %w", err)
+	}
+	return &st, nil
+}
+
+func (x q) PutFaxSettings(ctx context.Context, ownerID string, st faxes.Settings, at time.Time) error {
+	if _, err := x.exec(ctx, `INSERT INTO fax_settings (owner_id, settings, updated_at) VALUES (?, ?, ?)
+		ON CONFLICT (owner_id) DO UPDATE SET settings = excluded.settings, updated_at = excluded.updated_at`, ownerID, st, at); err != nil {
+		return fmt.Errorf("put fax settings: %w", err)
 	}
 	return nil
 }

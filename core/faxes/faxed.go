@@ -1,0 +1,131 @@
+package faxes
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"time"
+
+	"github.com/faxhub/faxhub/core"
+	"github.com/faxhub/faxhub/core/documents"
+)
+
+// FaxedKey is the blob key of f's document as faxed: beside its document's
+// blobs, so it is kept and purged with them.
+func FaxedKey(f *Fax) string {
+	return fmt.Sprintf("%s/%s/%s/faxed-%s.pdf", f.OwnerID, f.Mode, f.DocumentID, f.ID)
+}
+
+// unfaxableError is a document the composer cannot fax: the attempt fails
+// with media_error instead of retrying what will fail again.
+type unfaxableError struct{ err error }
+
+func (e *unfaxableError) Error() string {
+	return "the document could not be prepared for faxing: " + e.err.Error()
+}
+func (e *unfaxableError) Unwrap() error { return e.err }
+
+// faxedDocument returns the blob key and page count of o's document as
+// faxed, composing it (cover page, header line with the time at) on the
+// first attempt and reusing it on every later one, so a retry transmits
+// the same bytes and the receipt's hash holds for all of them. Without a
+// composer the uploaded document is faxed as it is.
+//
+// The blob is written before the row names it: a crash in between leaves a
+// blob the next attempt overwrites, never a row naming a missing blob.
+func (s *Service) faxedDocument(ctx context.Context, o *Fax, doc *documents.Document, at time.Time) (string, int, error) {
+	if s.d.Composer == nil {
+		return doc.PDFKey, o.Pages, nil
+	}
+	key := FaxedKey(o)
+	if o.FaxedSHA256 != "" {
+		return key, o.FaxedPages, nil
+	}
+	st, err := s.Settings(ctx, o.OwnerID)
+	if err != nil {
+		return "", 0, err
+	}
+	cover := o.Options.CoverPage
+	if cover == nil && o.Cover {
+		// A fax made before cover pages had fields, or by a door that
+		// gives only the boolean: the owner's sender defaults and the note.
+		cover = &CoverPage{Message: o.CoverText, SenderName: st.Sender.Name, SenderCompany: st.Sender.Company,
+			SenderPhone: st.Sender.Phone, SenderFax: st.Sender.Fax}
+	}
+	sum, pages, err := s.compose(ctx, doc, key, Composition{
+		Cover: cover, Header: cmpText(o.Options.Header, cmpText(st.Header, st.Sender.Name)), From: o.From, To: o.To,
+		At: at.In(st.Location()), Resolution: o.Options.resolution(),
+	})
+	if err != nil {
+		return "", 0, err
+	}
+	if err := s.d.Store.SetFaxedDocument(ctx, o.ID, sum, pages); err != nil {
+		return "", 0, fmt.Errorf("record the document as faxed of %s: %w", o.ID, err)
+	}
+	o.FaxedSHA256, o.FaxedPages = sum, pages
+	return key, pages, nil
+}
+
+// compose renders doc as c says into the blob at key and returns its
+// SHA-256 (hex) and pages. The source is spooled to a private temporary
+// file (the composer reads it at random), the result too (the blob store
+// takes a stream).
+func (s *Service) compose(ctx context.Context, doc *documents.Document, key string, c Composition) (string, int, error) {
+	dir, err := os.MkdirTemp("", "faxhub-compose-")
+	if err != nil {
+		return "", 0, fmt.Errorf("compose: %w", err)
+	}
+	defer os.RemoveAll(dir)
+	src, err := os.Create(dir + "/source.pdf")
+	if err != nil {
+		return "", 0, fmt.Errorf("compose: %w", err)
+	}
+	defer src.Close()
+	rc, err := s.d.Blobs.Open(ctx, doc.PDFKey)
+	if err != nil {
+		return "", 0, fmt.Errorf("open document %s: %w", doc.ID, err)
+	}
+	_, err = io.Copy(src, rc)
+	rc.Close()
+	if err != nil {
+		return "", 0, fmt.Errorf("spool document %s: %w", doc.ID, err)
+	}
+	if _, err := src.Seek(0, io.SeekStart); err != nil {
+		return "", 0, fmt.Errorf("compose: %w", err)
+	}
+	out, err := os.Create(dir + "/faxed.pdf")
+	if err != nil {
+		return "", 0, fmt.Errorf("compose: %w", err)
+	}
+	defer out.Close()
+	h := sha256.New()
+	pages, err := s.d.Composer.Compose(ctx, io.MultiWriter(out, h), src, c)
+	if err != nil {
+		if ctx.Err() != nil {
+			return "", 0, ctx.Err()
+		}
+		return "", 0, &unfaxableError{err}
+	}
+	if _, err := out.Seek(0, io.SeekStart); err != nil {
+		return "", 0, fmt.Errorf("compose: %w", err)
+	}
+	if _, err := s.d.Blobs.Put(ctx, key, out, string(documents.FilePDF)); err != nil {
+		return "", 0, fmt.Errorf("store the document as faxed: %w", err)
+	}
+	return hex.EncodeToString(h.Sum(nil)), pages, nil
+}
+
+// Settings returns an owner's fax defaults (zero when they set none).
+func (s *Service) Settings(ctx context.Context, ownerID string) (Settings, error) {
+	st, err := s.d.Store.GetFaxSettings(ctx, ownerID)
+	if errors.Is(err, core.ErrNoRows) {
+		return Settings{}, nil
+	} else if err != nil {
+		return Settings{}, fmt.Errorf("read fax settings: %w", err)
+	}
+	return *st, nil
+}
