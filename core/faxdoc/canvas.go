@@ -6,6 +6,8 @@ import (
 	"strconv"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/pdfcpu/pdfcpu/pkg/pdfcpu/types"
 )
 
 // canvas builds one content stream. Coordinates are PDF points, origin at
@@ -20,6 +22,7 @@ type canvas struct {
 // source page's own.
 type drawing struct {
 	regular, bold *fontUse
+	open          *types.IndirectRef // the shared "q" content stream
 }
 
 const (

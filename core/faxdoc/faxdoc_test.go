@@ -247,3 +247,25 @@ func reportImages(t *testing.T, pdf []byte) int {
 	}
 	return len(xo)
 }
+
+// TestConcurrentCompositions shares one Composer (its fonts) between
+// goroutines; run with -race.
+func TestConcurrentCompositions(t *testing.T) {
+	c := New(Options{MaxConcurrent: 4})
+	pdf := fixturePDF(letter, a4Landscape)
+	errs := make(chan error, 8)
+	for i := range 8 {
+		go func() {
+			var out bytes.Buffer
+			_, err := c.Compose(context.Background(), &out, bytes.NewReader(pdf), faxes.Composition{
+				Header: "Parallel", At: time.Date(2026, 1, 2, 3, 4, 0, 0, time.UTC), Cover: &faxes.CoverPage{Subject: strings.Repeat("s", i)},
+			})
+			errs <- err
+		}()
+	}
+	for range 8 {
+		if err := <-errs; err != nil {
+			t.Error(err)
+		}
+	}
+}

@@ -87,7 +87,7 @@ func stampPage(xt *model.XRefTable, d *drawing, i int, line headerLine) error {
 			contents = append(contents, obj)
 		}
 	}
-	open, err := contentStream(xt, []byte("q\n"))
+	open, err := d.openStream(xt)
 	if err != nil {
 		return err
 	}
@@ -105,11 +105,30 @@ func stampPage(xt *model.XRefTable, d *drawing, i int, line headerLine) error {
 	return nil
 }
 
-// contentStream adds a Flate-compressed content stream.
+// openStream returns the content stream "q" every stamped page starts
+// with, one object for the whole document.
+func (d *drawing) openStream(xt *model.XRefTable) (types.IndirectRef, error) {
+	if d.open == nil {
+		ref, err := contentStream(xt, []byte("q\n"))
+		if err != nil {
+			return types.IndirectRef{}, err
+		}
+		d.open = &ref
+	}
+	return *d.open, nil
+}
+
+// contentStream adds a content stream, Flate-compressed unless it is
+// small: a header line's few hundred bytes gain little from compression,
+// and a compressor's state costs ~1 MB to set up, per stream.
 func contentStream(xt *model.XRefTable, b []byte) (types.IndirectRef, error) {
 	sd, err := xt.NewStreamDictForBuf(b)
 	if err != nil {
 		return types.IndirectRef{}, err
+	}
+	if len(b) < 1024 {
+		sd.FilterPipeline = nil
+		sd.Delete("Filter")
 	}
 	if err := sd.Encode(); err != nil {
 		return types.IndirectRef{}, fmt.Errorf("encode content: %w", err)
