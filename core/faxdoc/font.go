@@ -1,0 +1,293 @@
+package faxdoc
+
+import (
+	"bytes"
+	"compress/zlib"
+	"fmt"
+	"sort"
+	"strings"
+	"unicode"
+	"unicode/utf16"
+
+	"github.com/pdfcpu/pdfcpu/pkg/pdfcpu/model"
+	"github.com/pdfcpu/pdfcpu/pkg/pdfcpu/types"
+	"golang.org/x/image/font"
+	"golang.org/x/image/font/sfnt"
+	"golang.org/x/image/math/fixed"
+)
+
+// face is one embedded TrueType font, parsed once (New) and read-only
+// afterwards, so any number of compositions share it.
+type face struct {
+	name string // PostScript name, the PDF BaseFont
+	// glyphs maps the Basic Multilingual Plane's runes to glyph ids; the
+	// Go fonts draw nothing outside it.
+	glyphs map[rune]uint16
+	// advance is each glyph's advance width in thousandths of an em, the
+	// unit of PDF text space and of a CIDFont's W array.
+	advance                    []int
+	ascent, descent, capHeight int // thousandths of an em
+	bbox                       [4]int
+	file                       []byte // the TrueType file, zlib-compressed
+	fileLen                    int    // its uncompressed length (Length1)
+	space, question            uint16
+}
+
+// parseFace reads a TrueType font and precomputes everything a
+// composition needs from it.
+func parseFace(ttf []byte) (*face, error) {
+	f, err := sfnt.Parse(ttf)
+	if err != nil {
+		return nil, fmt.Errorf("parse font: %w", err)
+	}
+	var buf sfnt.Buffer
+	name, err := f.Name(&buf, sfnt.NameIDPostScript)
+	if err != nil {
+		return nil, fmt.Errorf("read font name: %w", err)
+	}
+	upem := fixed.Int26_6(f.UnitsPerEm())
+	per1000 := func(v fixed.Int26_6) int { return int(int64(v) * 1000 / int64(upem)) }
+	fc := &face{name: strings.Map(pdfNameRune, name), glyphs: make(map[rune]uint16, 1024), fileLen: len(ttf)}
+	for r := rune(0); r <= 0xFFFF; r++ {
+		if g, err := f.GlyphIndex(&buf, r); err == nil && g != 0 {
+			fc.glyphs[r] = uint16(g)
+		}
+	}
+	fc.advance = make([]int, f.NumGlyphs())
+	for g := range fc.advance {
+		// ppem = units per em gives advances in font units.
+		a, err := f.GlyphAdvance(&buf, sfnt.GlyphIndex(g), upem, font.HintingNone)
+		if err != nil {
+			return nil, fmt.Errorf("read glyph %d advance: %w", g, err)
+		}
+		fc.advance[g] = per1000(a)
+	}
+	m, err := f.Metrics(&buf, upem, font.HintingNone)
+	if err != nil {
+		return nil, fmt.Errorf("read font metrics: %w", err)
+	}
+	fc.ascent, fc.descent, fc.capHeight = per1000(m.Ascent), -per1000(m.Descent), per1000(m.CapHeight)
+	b, err := f.Bounds(&buf, upem, font.HintingNone)
+	if err != nil {
+		return nil, fmt.Errorf("read font bounds: %w", err)
+	}
+	// sfnt's y axis points down; PDF's up.
+	fc.bbox = [4]int{per1000(b.Min.X), -per1000(b.Max.Y), per1000(b.Max.X), -per1000(b.Min.Y)}
+	fc.space, fc.question = fc.glyphs[' '], fc.glyphs['?']
+	var z bytes.Buffer
+	zw, _ := zlib.NewWriterLevel(&z, zlib.BestCompression)
+	if _, err := zw.Write(ttf); err != nil {
+		return nil, fmt.Errorf("compress font: %w", err)
+	}
+	if err := zw.Close(); err != nil {
+		return nil, fmt.Errorf("compress font: %w", err)
+	}
+	fc.file = z.Bytes()
+	return fc, nil
+}
+
+func pdfNameRune(r rune) rune {
+	if r <= ' ' || r > '~' || strings.ContainsRune("()<>[]{}/%#", r) {
+		return -1
+	}
+	return r
+}
+
+// undrawable returns the first rune of s the face has no glyph for;
+// whitespace never counts (it is laid out, not drawn).
+func (f *face) undrawable(s string) (rune, bool) {
+	for _, r := range s {
+		if unicode.IsSpace(r) {
+			continue
+		}
+		if _, ok := f.glyphs[r]; !ok {
+			return r, true
+		}
+	}
+	return 0, false
+}
+
+// glyph returns r's glyph and the rune it stands for: a space for any
+// whitespace, '?' for a rune the face cannot draw (core refuses those
+// before composing; this only keeps stray text such as a provider's reason
+// drawable).
+func (f *face) glyph(r rune) (uint16, rune) {
+	if g, ok := f.glyphs[r]; ok {
+		return g, r
+	}
+	if unicode.IsSpace(r) {
+		return f.space, ' '
+	}
+	return f.question, '?'
+}
+
+// width is s's advance width at size points.
+func (f *face) width(s string, size float64) float64 {
+	w := 0
+	for _, r := range s {
+		g, _ := f.glyph(r)
+		w += f.advance[g]
+	}
+	return float64(w) * size / 1000
+}
+
+// fontUse is one document's use of one face: the glyphs its text used (and
+// which rune each stands for), from which its W array and ToUnicode map
+// are written once the document is drawn.
+type fontUse struct {
+	face *face
+	used map[uint16]rune
+	ref  *types.IndirectRef // the Type0 font dict
+	dict types.Dict
+}
+
+func newFontUse(f *face) *fontUse {
+	return &fontUse{face: f, used: make(map[uint16]rune)}
+}
+
+// encode returns s as an Identity-H hex string of glyph ids, recording the
+// glyphs used.
+func (u *fontUse) encode(s string) string {
+	var b strings.Builder
+	b.Grow(2 + 4*len(s))
+	b.WriteByte('<')
+	for _, r := range s {
+		g, r := u.face.glyph(r)
+		if _, ok := u.used[g]; !ok {
+			u.used[g] = r
+		}
+		fmt.Fprintf(&b, "%04X", g)
+	}
+	b.WriteByte('>')
+	return b.String()
+}
+
+// reference returns the indirect reference of the document's Type0 font
+// dict for this face, creating it (empty until finish) on first use.
+func (u *fontUse) reference(xt *model.XRefTable) (types.IndirectRef, error) {
+	if u.ref != nil {
+		return *u.ref, nil
+	}
+	u.dict = types.Dict{}
+	ref, err := xt.IndRefForNewObject(u.dict)
+	if err != nil {
+		return types.IndirectRef{}, fmt.Errorf("add font %s: %w", u.face.name, err)
+	}
+	u.ref = ref
+	return *ref, nil
+}
+
+// finish fills in the Type0 font: a CIDFontType2 descendant with the whole
+// TrueType file embedded (FontFile2), CID = glyph id (Identity-H encoding,
+// Identity CIDToGIDMap), widths of the glyphs used and a ToUnicode map so
+// that text extraction (pdftotext, copy and paste, search) reads the
+// characters drawn, Greek and Cyrillic included.
+func (u *fontUse) finish(xt *model.XRefTable) error {
+	if u.ref == nil {
+		return nil
+	}
+	f := u.face
+	gids := make([]int, 0, len(u.used))
+	for g := range u.used {
+		gids = append(gids, int(g))
+	}
+	sort.Ints(gids)
+
+	file := types.StreamDict{
+		Dict: types.Dict{
+			"Filter":  types.Name("FlateDecode"),
+			"Length":  types.Integer(len(f.file)),
+			"Length1": types.Integer(f.fileLen),
+		},
+		FilterPipeline: []types.PDFFilter{{Name: "FlateDecode"}},
+		// Shared by every composition and never modified: pdfcpu
+		// replaces Raw rather than writing into it.
+		Raw: f.file,
+	}
+	l := int64(len(f.file))
+	file.StreamLength = &l
+	fileRef, err := xt.IndRefForNewObject(file)
+	if err != nil {
+		return fmt.Errorf("add font file: %w", err)
+	}
+	desc := types.Dict{
+		"Type":        types.Name("FontDescriptor"),
+		"FontName":    types.Name(f.name),
+		"Flags":       types.Integer(32), // nonsymbolic
+		"FontBBox":    types.Array{types.Integer(f.bbox[0]), types.Integer(f.bbox[1]), types.Integer(f.bbox[2]), types.Integer(f.bbox[3])},
+		"ItalicAngle": types.Integer(0),
+		"Ascent":      types.Integer(f.ascent),
+		"Descent":     types.Integer(f.descent),
+		"CapHeight":   types.Integer(f.capHeight),
+		"StemV":       types.Integer(80),
+		"FontFile2":   *fileRef,
+	}
+	descRef, err := xt.IndRefForNewObject(desc)
+	if err != nil {
+		return fmt.Errorf("add font descriptor: %w", err)
+	}
+	w := types.Array{}
+	for _, g := range gids {
+		w = append(w, types.Integer(g), types.Array{types.Integer(f.advance[g])})
+	}
+	cid := types.Dict{
+		"Type":     types.Name("Font"),
+		"Subtype":  types.Name("CIDFontType2"),
+		"BaseFont": types.Name(f.name),
+		"CIDSystemInfo": types.Dict{
+			"Registry":   types.StringLiteral("Adobe"),
+			"Ordering":   types.StringLiteral("Identity"),
+			"Supplement": types.Integer(0),
+		},
+		"FontDescriptor": *descRef,
+		"DW":             types.Integer(1000),
+		"W":              w,
+		"CIDToGIDMap":    types.Name("Identity"),
+	}
+	cidRef, err := xt.IndRefForNewObject(cid)
+	if err != nil {
+		return fmt.Errorf("add CID font: %w", err)
+	}
+	toUni, err := xt.NewStreamDictForBuf(u.toUnicode(gids))
+	if err != nil {
+		return err
+	}
+	if err := toUni.Encode(); err != nil {
+		return fmt.Errorf("encode ToUnicode map: %w", err)
+	}
+	toUniRef, err := xt.IndRefForNewObject(*toUni)
+	if err != nil {
+		return fmt.Errorf("add ToUnicode map: %w", err)
+	}
+	u.dict["Type"] = types.Name("Font")
+	u.dict["Subtype"] = types.Name("Type0")
+	u.dict["BaseFont"] = types.Name(f.name)
+	u.dict["Encoding"] = types.Name("Identity-H")
+	u.dict["DescendantFonts"] = types.Array{*cidRef}
+	u.dict["ToUnicode"] = *toUniRef
+	return nil
+}
+
+// toUnicode writes the ToUnicode CMap of gids (sorted).
+func (u *fontUse) toUnicode(gids []int) []byte {
+	var b bytes.Buffer
+	b.WriteString("/CIDInit /ProcSet findresource begin\n12 dict begin\nbegincmap\n" +
+		"/CIDSystemInfo << /Registry (Adobe) /Ordering (UCS) /Supplement 0 >> def\n" +
+		"/CMapName /Adobe-Identity-UCS def\n/CMapType 2 def\n" +
+		"1 begincodespacerange\n<0000> <FFFF>\nendcodespacerange\n")
+	for len(gids) > 0 {
+		n := min(len(gids), 100) // at most 100 entries a block
+		fmt.Fprintf(&b, "%d beginbfchar\n", n)
+		for _, g := range gids[:n] {
+			fmt.Fprintf(&b, "<%04X> <", g)
+			for _, c := range utf16.Encode([]rune{u.used[uint16(g)]}) {
+				fmt.Fprintf(&b, "%04X", c)
+			}
+			b.WriteString(">\n")
+		}
+		b.WriteString("endbfchar\n")
+		gids = gids[n:]
+	}
+	b.WriteString("endcmap\nCMapName currentdict /CMap defineresource pop\nend\nend\n")
+	return b.Bytes()
+}
