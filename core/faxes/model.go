@@ -25,11 +25,11 @@ type Draft struct {
 	To         string    `json:"to" db:"destination"`
 	From       string    `json:"from,omitempty" db:"from_number"`
 	// Country is the ISO region the destination was priced in.
-	Country     string      `json:"-" db:"country"`
-	Cover       bool        `json:"cover" db:"cover"`
-	CoverText   string      `json:"coverText,omitempty" db:"cover_text"`
+	Country   string `json:"-" db:"country"`
+	Cover     bool   `json:"cover" db:"cover"`
+	CoverText string `json:"coverText,omitempty" db:"cover_text"`
 	// Options are shown at the top level of the draft's JSON (jsonOptions).
-	Options Options `json:"-" db:"options"`
+	Options     Options     `json:"-" db:"options"`
 	Pages       int         `json:"pages" db:"pages"`
 	PriceMicros int64       `json:"-" db:"price_micros"`
 	Status      DraftStatus `json:"status" db:"status"`
@@ -85,13 +85,13 @@ type Fax struct {
 	To      string    `json:"to" db:"destination"`
 	// From is the sender number (one of the owner's numbers), or empty
 	// for the provider's default.
-	From          string        `json:"from,omitempty" db:"from_number"`
-	DocumentID    string        `json:"documentId" db:"document_id"`
-	Pages         int           `json:"pages" db:"pages"`
-	Cover         bool          `json:"cover" db:"cover"`
-	CoverText     string        `json:"coverText,omitempty" db:"cover_text"`
+	From       string `json:"from,omitempty" db:"from_number"`
+	DocumentID string `json:"documentId" db:"document_id"`
+	Pages      int    `json:"pages" db:"pages"`
+	Cover      bool   `json:"cover" db:"cover"`
+	CoverText  string `json:"coverText,omitempty" db:"cover_text"`
 	// Options are shown at the top level of the fax's JSON (jsonOptions).
-	Options Options `json:"-" db:"options"`
+	Options       Options       `json:"-" db:"options"`
 	PriceMicros   int64         `json:"-" db:"price_micros"`
 	Currency      string        `json:"currency" db:"currency"`
 	PaymentMethod PaymentMethod `json:"paymentMethod" db:"payment_method"`
