@@ -126,6 +126,11 @@ type Deps struct {
 	Checkout map[core.Mode]checkout.Gateway
 	// Text reads received faxes for agents (pdftotext, tesseract).
 	Text inbox.TextExtractor
+	// Composer renders faxes as transmitted (cover page, header line) and
+	// their previews (core/faxdoc); nil faxes documents as uploaded.
+	Composer faxes.Composer
+	// Receipts signs delivery receipts (the OAuth keyring); nil issues none.
+	Receipts faxes.ReceiptSigner
 	// Machine lists the methods paying machines can use, in the order they
 	// are offered (core/machine).
 	Machine []machine.Method
@@ -260,6 +265,7 @@ func New(cfg Config, deps Deps) (*Set, error) {
 	fx, err := faxes.New(kc, cfg.Faxes, faxes.Deps{
 		Store: deps.Store, Blobs: deps.Blobs, Destination: deps.Destination, Queue: deps.Queue, Providers: deps.Providers,
 		PayerRefunds: machine.NewPayers(deps.Machine), Metrics: delivery, Prices: deps.Prices, Logger: deps.Logger, Kernel: c, Credits: creds, Numbers: nums, Documents: docs,
+		Composer: deps.Composer, Receipts: deps.Receipts,
 	})
 	if err != nil {
 		return nil, err

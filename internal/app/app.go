@@ -23,6 +23,7 @@ import (
 	"github.com/faxhub/faxhub/core/convert"
 	"github.com/faxhub/faxhub/core/documents"
 	"github.com/faxhub/faxhub/core/egress"
+	"github.com/faxhub/faxhub/core/faxdoc"
 	"github.com/faxhub/faxhub/core/faxes"
 	"github.com/faxhub/faxhub/core/machine"
 	"github.com/faxhub/faxhub/core/mail"
@@ -361,7 +362,8 @@ func (a *App) wire(ctx context.Context) error {
 	a.signer = &issuerSigner{}
 	sim := simulated.New(simulated.Options{TimeScale: o.SimTimeScale, Report: q.ScheduleOutcome, ReportNumber: q.ScheduleNumberOutcome})
 	deps := services.Deps{Store: a.DB, Queue: q, AuthState: a.DB, Machine: machine, Checkout: checkouts, MachineBinder: mpp.Binder{},
-		Text: convert.NewTextReader(convert.TextOptions{}),
+		Text:     convert.NewTextReader(convert.TextOptions{}),
+		Composer: faxdoc.New(faxdoc.Options{}),
 		// Live faxing needs a real provider account: wireTelnyx adds it
 		// when configured; until then live sends answer
 		// provider_not_configured.
