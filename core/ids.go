@@ -37,6 +37,8 @@ const (
 	PrefixNumber  = "num_"
 	// PrefixInbound names a received fax.
 	PrefixInbound = "inb_"
+	// PrefixPreview names a fax's pages composed before it is sent.
+	PrefixPreview = "prv_"
 	// PrefixTask names an agent task; PrefixCart a credit purchase (its id
 	// is the AP2 cart id); PrefixContext a conversation (A2A contextId)
 	// that faxhub started because the agent sent none.

@@ -46,6 +46,11 @@ const (
 	// LimitWebhookManual: test events and redeliveries an owner asks
 	// for, each an outbound request; owner.
 	LimitWebhookManual Limit = "webhook-manual"
+	// LimitPreview: previews composed (a PDF composition each); owner.
+	LimitPreview Limit = "preview"
+	// LimitPageImage: page images and transmission reports rendered
+	// (a rasterization each) for signed links; owner.
+	LimitPageImage Limit = "page-image"
 	// LimitConsoleMail: verification and recovery mails; the address's
 	// hash (HashSecret), never the address itself.
 	LimitConsoleMail Limit = "console-mail"
@@ -111,6 +116,8 @@ func Limits() map[Limit]LimitInfo {
 		LimitAgentExecute:      subject(Rate{500 * time.Millisecond, 120}, "delegated agent"),
 		LimitConsoleMail:       subject(Rate{10 * time.Minute, 3}, "email address"),
 		LimitWebhookManual:     subject(Rate{3 * time.Second, 20}, "owner"),
+		LimitPreview:           subject(Rate{time.Second, 20}, "owner"),
+		LimitPageImage:         subject(Rate{100 * time.Millisecond, 100}, "owner"),
 		// Registration and metadata fetches are counted per client
 		// address too, but with their own, slower allowances.
 		LimitOAuthRegister:      client(Rate{6 * time.Minute, 10}),

@@ -33,12 +33,21 @@ const (
 	LinkWebhookPage Link = "passkeys.webhook"
 	// LinkTestCheckout is the test-mode checkout page (internal/testcheckout).
 	LinkTestCheckout Link = "testcheckout.page"
+	// LinkPreviewFile and LinkFaxFile are a preview's PDF and a fax's
+	// document as faxed; each has a ...Page link to one page as an image.
+	// LinkFaxReport is a fax's transmission report.
+	LinkPreviewFile     Link = "rest.getPreviewFile"
+	LinkPreviewFilePage Link = "rest.getPreviewFilePage"
+	LinkFaxFile         Link = "rest.getFaxFile"
+	LinkFaxFilePage     Link = "rest.getFaxFilePage"
+	LinkFaxReport       Link = "rest.getFaxReport"
 )
 
 // AllLinks lists every Link, for the test that finds each on the router.
 func AllLinks() []Link {
 	return []Link{LinkUpload, LinkMachineStatus, LinkInboxFile, LinkProviderMedia, LinkClaimPage,
-		LinkDevicePage, LinkApprovalPage, LinkDraftPage, LinkNumberPage, LinkDashboard, LinkWebhookPage, LinkTestCheckout}
+		LinkDevicePage, LinkApprovalPage, LinkDraftPage, LinkNumberPage, LinkDashboard, LinkWebhookPage, LinkTestCheckout,
+		LinkPreviewFile, LinkPreviewFilePage, LinkFaxFile, LinkFaxFilePage, LinkFaxReport}
 }
 
 // Path is the route template (gorilla/mux syntax) the link's adapter
@@ -69,6 +78,16 @@ func (l Link) Path() string {
 		return "/console/webhooks/{id}"
 	case LinkTestCheckout:
 		return "/checkout/test/{id}"
+	case LinkPreviewFile:
+		return "/api/v1/preview-files/{token}"
+	case LinkPreviewFilePage:
+		return "/api/v1/preview-files/{token}/pages/{page}"
+	case LinkFaxFile:
+		return "/api/v1/fax-files/{token}"
+	case LinkFaxFilePage:
+		return "/api/v1/fax-files/{token}/pages/{page}"
+	case LinkFaxReport:
+		return "/api/v1/fax-reports/{token}"
 	}
 	return ""
 }

@@ -147,6 +147,9 @@ const (
 	// OpSetCreditAlert sets the low-balance threshold: the account's
 	// setting, like its webhooks.
 	OpSetCreditAlert Operation = "set_credit_alert"
+	// OpManageFaxSettings reads and sets the account's fax defaults (time
+	// zone, header text, cover page sender): the account's setting.
+	OpManageFaxSettings Operation = "manage_fax_settings"
 )
 
 // Scopes that are not product scopes, used only in scopeFor: scopeAny is
@@ -182,15 +185,16 @@ var scopeFor = map[Operation]Scope{
 	OpBuyNumberWithCredits: ScopeFaxSend,
 	OpReleaseNumber:        ScopeFaxSend,
 	// Test mode only: the simulator delivers a fax to the owner's number.
-	OpSimulateInbound: ScopeFaxSend,
-	OpGetCredits:      ScopeCreditsRead,
-	OpCreditCheckout:  ScopeCreditsCheckout,
-	OpGetTask:         ScopeFaxRead,
-	OpCancelTask:      ScopeFaxDraft,
-	OpBuyCredits:      ScopeCreditsCheckout,
-	OpListEvents:      scopeAny,
-	OpManageWebhooks:  scopeAccount,
-	OpSetCreditAlert:  scopeAccount,
+	OpSimulateInbound:   ScopeFaxSend,
+	OpGetCredits:        ScopeCreditsRead,
+	OpCreditCheckout:    ScopeCreditsCheckout,
+	OpGetTask:           ScopeFaxRead,
+	OpCancelTask:        ScopeFaxDraft,
+	OpBuyCredits:        ScopeCreditsCheckout,
+	OpListEvents:        scopeAny,
+	OpManageWebhooks:    scopeAccount,
+	OpSetCreditAlert:    scopeAccount,
+	OpManageFaxSettings: scopeAccount,
 }
 
 // ScopeFor returns the scope that gates op ("" for an unknown operation).

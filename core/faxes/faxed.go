@@ -49,17 +49,7 @@ func (s *Service) faxedDocument(ctx context.Context, o *Fax, doc *documents.Docu
 	if err != nil {
 		return "", 0, err
 	}
-	cover := o.Options.CoverPage
-	if cover == nil && o.Cover {
-		// A fax made before cover pages had fields, or by a door that
-		// gives only the boolean: the owner's sender defaults and the note.
-		cover = &CoverPage{Message: o.CoverText, SenderName: st.Sender.Name, SenderCompany: st.Sender.Company,
-			SenderPhone: st.Sender.Phone, SenderFax: st.Sender.Fax}
-	}
-	sum, pages, err := s.compose(ctx, doc, key, Composition{
-		Cover: cover, Header: cmpText(o.Options.Header, cmpText(st.Header, st.Sender.Name)), From: o.From, To: o.To,
-		At: at.In(st.Location()), Resolution: o.Options.resolution(),
-	})
+	sum, pages, err := s.compose(ctx, doc, key, composition(o, st, at))
 	if err != nil {
 		return "", 0, err
 	}
@@ -128,4 +118,21 @@ func (s *Service) Settings(ctx context.Context, ownerID string) (Settings, error
 		return Settings{}, fmt.Errorf("read fax settings: %w", err)
 	}
 	return *st, nil
+}
+
+// DeleteBlobs deletes a purged document's blobs and the documents as
+// faxed made of it, which live and die with it (the garbage collector's
+// retention.Documents).
+func (s *Service) DeleteBlobs(ctx context.Context, d *documents.Document) error {
+	faxed, err := s.d.Store.FaxedOfDocument(ctx, d.ID)
+	if err != nil {
+		return err
+	}
+	var errs []error
+	for i := range faxed {
+		if err := s.d.Blobs.Delete(ctx, FaxedKey(&faxed[i])); err != nil {
+			errs = append(errs, fmt.Errorf("delete document as faxed of %s: %w", faxed[i].ID, err))
+		}
+	}
+	return errors.Join(append(errs, s.documents.DeleteBlobs(ctx, d))...)
 }

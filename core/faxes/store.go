@@ -31,6 +31,11 @@ type Queries interface {
 	GetFaxSettings(ctx context.Context, ownerID string) (*Settings, error)
 	PutFaxSettings(ctx context.Context, ownerID string, st Settings, at time.Time) error
 
+	PreviewQueries
+	// FaxedOfDocument lists a document's faxes that have a document as
+	// faxed.
+	FaxedOfDocument(ctx context.Context, documentID string) ([]Fax, error)
+
 	CreateAttempt(ctx context.Context, a *Attempt) error
 	UpdateAttempt(ctx context.Context, a *Attempt) error
 	LatestAttempt(ctx context.Context, faxID string) (*Attempt, error)

@@ -292,8 +292,8 @@ func New(cfg Config, deps Deps) (*Set, error) {
 			Providers: deps.Providers, Logger: deps.Logger, Kernel: c, Faxes: fx, Documents: docs, Binder: deps.MachineBinder,
 		}),
 		Retention: retention.New(cfg.Storage, core.Clock(cfg.Now), retention.Deps{
-			Store: deps.Store, Blobs: deps.Blobs, Documents: docs, AuthState: deps.AuthState, Logger: deps.Logger,
-			Purgers: map[string]func(context.Context) (int64, error){"events": evs.Purge, "webhook_deliveries": hooks.Purge,
+			Store: deps.Store, Blobs: deps.Blobs, Documents: fx, AuthState: deps.AuthState, Logger: deps.Logger,
+			Purgers: map[string]func(context.Context) (int64, error){"events": evs.Purge, "webhook_deliveries": hooks.Purge, "previews": fx.PurgePreviews,
 				"a2a_push_configs": func(ctx context.Context) (int64, error) { return set.Tasks.PurgePushConfigs(ctx) }},
 		}),
 		Checkout: checkout.New(kc, cfg.Checkout, checkout.Deps{

@@ -161,3 +161,46 @@ func (x q) ListAttempts(ctx context.Context, faxID string) ([]faxes.Attempt, err
 	}
 	return out, nil
 }
+
+const previewCols = "id, owner_id, mode, document_id, pages, sha256, resolution, created_at, expires_at"
+
+func (x q) CreatePreview(ctx context.Context, p *faxes.Preview) error {
+	if err := x.insert(ctx, `INSERT INTO previews (`+previewCols+`)
+		VALUES (:id, :owner_id, :mode, :document_id, :pages, :sha256, :resolution, :created_at, :expires_at)`, p); err != nil {
+		return fmt.Errorf("create preview: %w", err)
+	}
+	return nil
+}
+
+func (x q) GetPreview(ctx context.Context, id string) (*faxes.Preview, error) {
+	var p faxes.Preview
+	if err := x.get(ctx, x.reader(), &p, "SELECT "+previewCols+" FROM previews WHERE id = ?", id); err != nil {
+		return nil, fmt.Errorf("get preview: %w", err)
+	}
+	return &p, nil
+}
+
+func (x q) ExpiredPreviews(ctx context.Context, t time.Time, n int) ([]faxes.Preview, error) {
+	var out []faxes.Preview
+	if err := x.sel(ctx, &out, "SELECT "+previewCols+" FROM previews WHERE expires_at < ? ORDER BY expires_at"+limit(n), t); err != nil {
+		return nil, fmt.Errorf("expired previews: %w", err)
+	}
+	return out, nil
+}
+
+func (x q) DeletePreview(ctx context.Context, id string) error {
+	if _, err := x.exec(ctx, "DELETE FROM previews WHERE id = ?", id); err != nil {
+		return fmt.Errorf("delete preview: %w", err)
+	}
+	return nil
+}
+
+// FaxedOfDocument lists the faxes of a document that have a document as
+// faxed, for the purge of the document's blobs.
+func (x q) FaxedOfDocument(ctx context.Context, documentID string) ([]faxes.Fax, error) {
+	var out []faxes.Fax
+	if err := x.sel(ctx, &out, "SELECT "+faxCols+" FROM faxes WHERE document_id = ? AND faxed_sha256 <> ''", documentID); err != nil {
+		return nil, fmt.Errorf("faxes of document: %w", err)
+	}
+	return out, nil
+}
