@@ -77,7 +77,7 @@ type keyring struct {
 
 	mu       sync.Mutex
 	loadedAt time.Time
-	forcedAt time.Time                   // last reload forced by an unknown kid
+	forcedAt time.Time                    // last reload forced by an unknown kid
 	active   map[keyRole]*jose.JSONWebKey // role → newest private key
 	public   jose.JSONWebKeySet           // every published key, all purposes
 	tokens   jose.JSONWebKeySet           // the published token keys: what faxhub's own tokens may be verified with
