@@ -300,3 +300,9 @@ func (k *keyring) reloadForUnknownKid(ctx context.Context) (jose.JSONWebKeySet, 
 	k.mu.Unlock()
 	return k.tokenKeys(ctx)
 }
+
+// JWKS returns the published public keys of every purpose, as served at
+// PathJWKS: what verifies identity assertions, id_tokens and receipts.
+func (s *Server) JWKS(ctx context.Context) (jose.JSONWebKeySet, error) {
+	return s.keys.jwks(ctx)
+}
