@@ -49,7 +49,7 @@ var _ core.Signer = (*Server)(nil)
 
 // SignJWT implements core.Signer with the current EdDSA key.
 func (s *Server) SignJWT(ctx context.Context, typ string, claims any) (string, error) {
-	key, err := s.keys.signingKey(ctx, AlgEdDSA)
+	key, err := s.keys.signingKey(ctx, tokenEdDSA)
 	if err != nil {
 		return "", err
 	}
@@ -91,7 +91,7 @@ func (s *Server) verifyAssertion(ctx context.Context, assertion string) (verifie
 	if h.Algorithm != string(jose.EdDSA) || h.ExtraHeaders["typ"] != AssertionType {
 		return verifiedAssertion{}, agents.ErrAssertion
 	}
-	set, err := s.keys.jwks(ctx)
+	set, err := s.keys.tokenKeys(ctx)
 	if err != nil {
 		return verifiedAssertion{}, err
 	}

@@ -24,7 +24,7 @@ func raw(key any) *jwt.DefaultSigner {
 }
 
 func (f *fositeSigner) current(ctx context.Context) (*jwt.DefaultSigner, string, error) {
-	key, err := f.keys.signingKey(ctx, AlgRS256)
+	key, err := f.keys.signingKey(ctx, tokenRS256)
 	if err != nil {
 		return nil, "", err
 	}

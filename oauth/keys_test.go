@@ -62,7 +62,7 @@ func TestKeyRotationOverlap(t *testing.T) {
 		t.Fatalf("exchange on replica 2 before rotation: %d %v", code, m)
 	}
 	rotated, err := h.srv.RotateSigningKeys(ctx)
-	if err != nil || len(rotated) != 2 || rotated[0].Alg != oauth.AlgEdDSA || rotated[0].KeyID == oldKid {
+	if err != nil || len(rotated) != 3 || rotated[0].Alg != oauth.AlgEdDSA || rotated[0].KeyID == oldKid {
 		t.Fatalf("rotate: %+v %v", rotated, err)
 	}
 	newKid := rotated[0].KeyID
@@ -145,8 +145,8 @@ func (s *firstKeyStore) CreateOAuthKey(ctx context.Context, k *authstate.OAuthKe
 	return nil
 }
 
-func (s *firstKeyStore) ListOAuthKeys(ctx context.Context, retiredAfter time.Time) ([]authstate.OAuthKey, error) {
-	keys, err := s.OAuthStore.ListOAuthKeys(ctx, retiredAfter)
+func (s *firstKeyStore) ListOAuthKeys(ctx context.Context, purpose authstate.KeyPurpose, retiredAfter time.Time) ([]authstate.OAuthKey, error) {
+	keys, err := s.OAuthStore.ListOAuthKeys(ctx, purpose, retiredAfter)
 	if err != nil {
 		return nil, err
 	}

@@ -287,11 +287,13 @@ func adminPurge(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	})
 }
 
-// adminKeysRotate is `faxhub admin keys rotate`: new EdDSA and RS256
-// signing keys of the OAuth server become the active ones at once (on other
-// replicas within a minute). The old keys stay in the JWKS and keep
-// verifying what they signed for 31 days (docs/oauth.md, "Signing keys").
-// It prints one "alg kid" line per new key.
+// adminKeysRotate is `faxhub admin keys rotate`: new signing keys of the
+// OAuth server — token EdDSA and RS256, receipt EdDSA — become the active
+// ones at once (on other replicas within a minute). The old token keys stay
+// in the JWKS and keep verifying what they signed for 31 days; the old
+// receipt key stays in it for good, so receipts it signed keep verifying
+// (docs/oauth.md, "Signing keys"). It prints one "alg kid purpose" line per
+// new key.
 func adminKeysRotate(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	return withApp(ctx, "admin keys rotate", args, stderr, nil, func(a *app.App) error {
 		keys, err := a.OAuth.RotateSigningKeys(ctx)
@@ -299,9 +301,9 @@ func adminKeysRotate(ctx context.Context, args []string, stdout, stderr io.Write
 			return err
 		}
 		for _, k := range keys {
-			fmt.Fprintf(stdout, "%s %s\n", k.Alg, k.KeyID)
+			fmt.Fprintf(stdout, "%s %s %s\n", k.Alg, k.KeyID, k.Purpose)
 		}
-		fmt.Fprintln(stderr, "new signing keys are active; the previous keys stay published and accepted for 31 days")
+		fmt.Fprintln(stderr, "new signing keys are active; the previous token keys stay published and accepted for 31 days, the previous receipt key for good")
 		return nil
 	})
 }

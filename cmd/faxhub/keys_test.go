@@ -5,7 +5,8 @@ import (
 	"testing"
 )
 
-// TestAdminKeysRotate: each rotation prints a new EdDSA and RS256 kid.
+// TestAdminKeysRotate: each rotation prints a new token EdDSA, token RS256
+// and receipt EdDSA kid.
 func TestAdminKeysRotate(t *testing.T) {
 	d := dataArgs(t)
 	var kids []string
@@ -15,7 +16,8 @@ func TestAdminKeysRotate(t *testing.T) {
 			t.Fatal(err)
 		}
 		lines := strings.Split(strings.TrimSpace(out), "\n")
-		if len(lines) != 2 || !strings.HasPrefix(lines[0], "EdDSA ") || !strings.HasPrefix(lines[1], "RS256 ") {
+		if len(lines) != 3 || !strings.HasPrefix(lines[0], "EdDSA ") || !strings.HasSuffix(lines[0], " token") ||
+			!strings.HasPrefix(lines[1], "RS256 ") || !strings.HasPrefix(lines[2], "EdDSA ") || !strings.HasSuffix(lines[2], " receipt") {
 			t.Fatalf("keys rotate printed %q", out)
 		}
 		for _, l := range lines {

@@ -26,6 +26,9 @@ Usage:
   faxhub admin session create --owner E
   faxhub admin demo                      create a demo owner with a test key and test credits
   faxhub admin purge [--retention D]     delete what outlived its retention, once; prints counts
+  faxhub admin keys rotate               new signing keys (tokens and receipts); prints "alg kid purpose" each
+  faxhub receipt verify FILE|- [--jwks FILE_OR_URL] [--issuer URL] [--json]
+                                         verify a signed delivery receipt (docs/receipts.md); no database
 
 Common flags (environment variable in brackets):
   --data DIR          data directory [FAXHUB_DATA] (default ./faxhub-data)
@@ -67,6 +70,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return routes(ctx, args[1:], stdout, stderr)
 	case "admin":
 		return admin(ctx, args[1:], stdout, stderr)
+	case "receipt":
+		return receiptCmd(ctx, args[1:], os.Stdin, stdout, stderr)
 	case "help", "-h", "--help":
 		fmt.Fprint(stdout, usage)
 		return nil

@@ -3,6 +3,7 @@ package storetest
 import (
 	"encoding/json"
 	"testing"
+	"time"
 
 	"github.com/faxhub/faxhub/core"
 	"github.com/faxhub/faxhub/core/accounts"
@@ -266,22 +267,38 @@ func testOAuthConsents(t *testing.T, st services.Store) {
 
 func testOAuthKeys(t *testing.T, st services.Store) {
 	ctx, s := t.Context(), oauthStore(t, st)
-	mk := func(id, alg string, sec int) *authstate.OAuthKey {
-		k := &authstate.OAuthKey{ID: id, Alg: alg, PublicJWK: []byte(`{"kid":"` + id + `"}`), Sealed: []byte{0, 1, 2, 0xff}, CreatedAt: at(sec)}
+	mk := func(id string, purpose authstate.KeyPurpose, alg string, sec int) *authstate.OAuthKey {
+		k := &authstate.OAuthKey{ID: id, Purpose: purpose, Alg: alg, PublicJWK: []byte(`{"kid":"` + id + `"}`), Sealed: []byte{0, 1, 2, 0xff}, CreatedAt: at(sec)}
 		must(t, s.CreateOAuthKey(ctx, k))
 		return k
 	}
-	e1 := mk("e1", "EdDSA", 0)
-	r1 := mk("r1", "RS256", 1)
+	token, receipt := authstate.KeyPurposeToken, authstate.KeyPurposeReceipt
+	e1 := mk("e1", token, "EdDSA", 0)
+	r1 := mk("r1", token, "RS256", 1)
 	wantErr(t, "CreateOAuthKey twice", s.CreateOAuthKey(ctx, e1), core.ErrExists)
-	e2 := mk("e2", "EdDSA", 2)
-	must(t, s.RetireOAuthKeys(ctx, "EdDSA", e2.ID, at(3)))
+	x1 := mk("x1", receipt, "EdDSA", 1)
+	e2 := mk("e2", token, "EdDSA", 2)
+	must(t, s.RetireOAuthKeys(ctx, token, "EdDSA", e2.ID, at(3)))
 
-	keys, err := s.ListOAuthKeys(ctx, at(0))
+	keys, err := s.ListOAuthKeys(ctx, token, at(0))
 	must(t, err)
 	e1.RetiredAt = ptr(at(3))
 	wantEqual(t, "keys published", keys, []authstate.OAuthKey{*e2, *r1, *e1})
-	keys, err = s.ListOAuthKeys(ctx, at(3))
+	keys, err = s.ListOAuthKeys(ctx, token, at(3))
 	must(t, err)
 	wantEqual(t, "keys after the retired key's window", keys, []authstate.OAuthKey{*e2, *r1})
+
+	// Retiring the token keys left the receipt key of the same alg alone.
+	keys, err = s.ListOAuthKeys(ctx, receipt, at(3))
+	must(t, err)
+	wantEqual(t, "receipt keys", keys, []authstate.OAuthKey{*x1})
+	x2 := mk("x2", receipt, "EdDSA", 4)
+	must(t, s.RetireOAuthKeys(ctx, receipt, "EdDSA", x2.ID, at(5)))
+	keys, err = s.ListOAuthKeys(ctx, receipt, time.Time{})
+	must(t, err)
+	x1.RetiredAt = ptr(at(5))
+	wantEqual(t, "every receipt key", keys, []authstate.OAuthKey{*x2, *x1})
+	keys, err = s.ListOAuthKeys(ctx, token, time.Time{})
+	must(t, err)
+	wantEqual(t, "token keys untouched by a receipt rotation", keys, []authstate.OAuthKey{*e2, *r1, *e1})
 }

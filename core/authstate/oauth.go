@@ -89,11 +89,13 @@ type OAuthStore interface {
 	DeleteOAuthConsent(ctx context.Context, ownerID, approvalID string) error
 
 	CreateOAuthKey(ctx context.Context, k *OAuthKey) error
-	// ListOAuthKeys lists keys that are active or were retired after
-	// retiredAfter, newest first.
-	ListOAuthKeys(ctx context.Context, retiredAfter time.Time) ([]OAuthKey, error)
-	// RetireOAuthKeys retires every active key of alg except keepID.
-	RetireOAuthKeys(ctx context.Context, alg, keepID string, at time.Time) error
+	// ListOAuthKeys lists the keys of purpose that are active or were
+	// retired after retiredAfter (the zero time: every key of purpose),
+	// newest first.
+	ListOAuthKeys(ctx context.Context, purpose KeyPurpose, retiredAfter time.Time) ([]OAuthKey, error)
+	// RetireOAuthKeys retires every active key of purpose and alg except
+	// keepID.
+	RetireOAuthKeys(ctx context.Context, purpose KeyPurpose, alg, keepID string, at time.Time) error
 }
 
 // OAuthClientKind says where a client's metadata comes from.
@@ -183,10 +185,23 @@ type OAuthConsent struct {
 	ExpiresAt  time.Time `db:"expires_at"`
 }
 
+// KeyPurpose is what a signing key signs; each purpose has its own active
+// key per alg and its own publication rule.
+type KeyPurpose string
+
+const (
+	// KeyPurposeToken keys sign what the OAuth server issues (identity
+	// assertions, id_tokens).
+	KeyPurposeToken KeyPurpose = "token"
+	// KeyPurposeReceipt keys sign delivery receipts.
+	KeyPurposeReceipt KeyPurpose = "receipt"
+)
+
 // OAuthKey is a signing key of the OAuth server. The private key is sealed
 // by the caller; the store keeps bytes.
 type OAuthKey struct {
 	ID        string     `db:"id"` // the JWK kid
+	Purpose   KeyPurpose `db:"purpose"`
 	Alg       string     `db:"alg"`
 	PublicJWK []byte     `db:"public_jwk"`
 	Sealed    []byte     `db:"sealed_private"`

@@ -333,11 +333,11 @@ type oauthKeyRow struct {
 	RawPublicJWK string `db:"raw_public_jwk"`
 }
 
-const oauthKeySelect = "SELECT id, alg, public_jwk AS raw_public_jwk, sealed_private, created_at, retired_at FROM oauth_keys"
+const oauthKeySelect = "SELECT id, purpose, alg, public_jwk AS raw_public_jwk, sealed_private, created_at, retired_at FROM oauth_keys"
 
 func (x q) CreateOAuthKey(ctx context.Context, k *authstate.OAuthKey) error {
-	n, err := x.exec(ctx, `INSERT INTO oauth_keys (id, alg, public_jwk, sealed_private, created_at, retired_at)
-		VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`, k.ID, k.Alg, string(k.PublicJWK), k.Sealed, k.CreatedAt, k.RetiredAt)
+	n, err := x.exec(ctx, `INSERT INTO oauth_keys (id, purpose, alg, public_jwk, sealed_private, created_at, retired_at)
+		VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`, k.ID, k.Purpose, k.Alg, string(k.PublicJWK), k.Sealed, k.CreatedAt, k.RetiredAt)
 	if err == nil && n == 0 {
 		err = core.ErrExists
 	}
@@ -347,9 +347,9 @@ func (x q) CreateOAuthKey(ctx context.Context, k *authstate.OAuthKey) error {
 	return nil
 }
 
-func (x q) ListOAuthKeys(ctx context.Context, retiredAfter time.Time) ([]authstate.OAuthKey, error) {
+func (x q) ListOAuthKeys(ctx context.Context, purpose authstate.KeyPurpose, retiredAfter time.Time) ([]authstate.OAuthKey, error) {
 	var rows []oauthKeyRow
-	if err := x.sel(ctx, &rows, oauthKeySelect+" WHERE retired_at IS NULL OR retired_at > ? ORDER BY created_at DESC, id DESC", retiredAfter); err != nil {
+	if err := x.sel(ctx, &rows, oauthKeySelect+" WHERE purpose = ? AND (retired_at IS NULL OR retired_at > ?) ORDER BY created_at DESC, id DESC", purpose, retiredAfter); err != nil {
 		return nil, fmt.Errorf("list oauth keys: %w", err)
 	}
 	out := make([]authstate.OAuthKey, len(rows))
@@ -360,8 +360,8 @@ func (x q) ListOAuthKeys(ctx context.Context, retiredAfter time.Time) ([]authsta
 	return out, nil
 }
 
-func (x q) RetireOAuthKeys(ctx context.Context, alg, keepID string, at time.Time) error {
-	if _, err := x.exec(ctx, "UPDATE oauth_keys SET retired_at = ? WHERE alg = ? AND id <> ? AND retired_at IS NULL", at, alg, keepID); err != nil {
+func (x q) RetireOAuthKeys(ctx context.Context, purpose authstate.KeyPurpose, alg, keepID string, at time.Time) error {
+	if _, err := x.exec(ctx, "UPDATE oauth_keys SET retired_at = ? WHERE purpose = ? AND alg = ? AND id <> ? AND retired_at IS NULL", at, purpose, alg, keepID); err != nil {
 		return fmt.Errorf("retire oauth keys: %w", err)
 	}
 	return nil
