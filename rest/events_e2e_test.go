@@ -104,6 +104,11 @@ func makeEveryEvent(t *testing.T, h *harness, clk interface{ Advance(time.Durati
 	if _, err := e.Svc.Numbers.Release(ctx, p, gone.ID); err != nil {
 		t.Fatal(err)
 	}
+	// After the last DrainQueue: its job waits for its time.
+	later := e.Svc.Kernel.Now().Add(time.Hour)
+	if _, _, err := e.Svc.Faxes.Send(ctx, p, "ev-scheduled", faxes.SendRequest{To: deliverable, UploadToken: e.Upload(t, p, 1), Options: faxes.Options{SendAt: &later}}); err != nil {
+		t.Fatal(err)
+	}
 	// A month later with nothing left: the renewal fails.
 	c := e.Credits(t, p)
 	if err := e.Store.InTx(ctx, func(tx core.Tx) error {

@@ -73,6 +73,7 @@ func problemDetails() map[string]string {
 	maps.Copy(m, machinePaymentCodes())
 	maps.Copy(m, numberCodes())
 	maps.Copy(m, webhookCodes())
+	maps.Copy(m, faxProofCodes())
 	return m
 }
 
@@ -346,6 +347,7 @@ func openAPIDocument(opts Options, cfg services.Config, machine machineLimits) o
 	maps.Copy(paths, s.numberPaths(opts, cfg, limit))
 	maps.Copy(paths, s.eventPaths(limit))
 	maps.Copy(paths, s.webhookPaths(opts, cfg, limit))
+	maps.Copy(paths, s.faxProofPaths(opts, cfg))
 
 	str := func(desc string) obj { return obj{"type": "string", "description": desc} }
 	dateTime := obj{"type": "string", "format": "date-time"}
@@ -403,18 +405,22 @@ func openAPIDocument(opts Options, cfg services.Config, machine machineLimits) o
 		"SendFaxRequest": obj{
 			"type": "object", "additionalProperties": false, "required": []string{"to"},
 			"oneOf": []any{obj{"required": []string{"uploadToken"}}, obj{"required": []string{"documentId"}}},
-			"properties": obj{
-				"to":          str("destination fax number in E.164 form, e.g. +12125550100"),
-				"uploadToken": str("the token of a completed upload"),
-				"documentId":  str("the id of a stored document"),
-				"cover":       obj{"type": "boolean", "default": false, "description": "add a cover page (billed as one page)"},
-				"coverText":   obj{"type": "string", "maxLength": faxes.MaxCoverText, "description": "note on the cover page; needs cover: true"},
-				"from":        str("the sender: one of your active fax numbers in the key's mode (E.164 or its num_… id); default the provider's"),
-			},
+			"properties": func() obj {
+				p := obj{
+					"to":          str("destination fax number in E.164 form, e.g. +12125550100"),
+					"uploadToken": str("the token of a completed upload"),
+					"documentId":  str("the id of a stored document"),
+					"cover":       obj{"type": "boolean", "default": false, "description": "add a cover page (billed as one page) with your fax settings' sender; coverPage implies it"},
+					"coverText":   obj{"type": "string", "maxLength": faxes.MaxCoverText, "description": "note on the cover page (coverPage.message); needs cover: true"},
+					"from":        str("the sender: one of your active fax numbers in the key's mode (E.164 or its num_… id); default the provider's"),
+				}
+				maps.Copy(p, faxOptionProps())
+				return p
+			}(),
 		},
 		"Fax": object([]string{"id", "mode", "status", "to", "documentId", "pages", "cover", "currency", "paymentMethod", "pagesSent", "attemptCount", "createdAt", "updatedAt", "price", "priceCents", "latestAttempt"}, obj{
 			"id": str("fax_…"), "mode": modeSchema,
-			"status":        obj{"type": "string", "enum": statuses, "description": "queued → sending → delivered | partial | failed; queued → canceled"},
+			"status":        obj{"type": "string", "enum": statuses, "description": "queued → sending → delivered | partial | failed; scheduled (sendAt) → sending; scheduled | queued → canceled"},
 			"to":            str("E.164 destination"),
 			"from":          str("the sender number (E.164), when the fax was sent from one of your numbers"),
 			"documentId":    str("the document sent"),
@@ -432,6 +438,12 @@ func openAPIDocument(opts Options, cfg services.Config, machine machineLimits) o
 			"nextAttemptAt": obj{"type": "string", "format": "date-time", "description": "when a retry is scheduled"},
 			"price":         str("decimal USD"), "priceCents": obj{"type": "integer"},
 			"latestAttempt": obj{"anyOf": []any{ref("Attempt"), obj{"type": "null"}}, "description": "set by getFax, cancelFax and sendFax once an attempt exists; null in lists"},
+			"coverPage":     faxOptionProps()["coverPage"], "header": faxOptionProps()["header"], "resolution": faxOptionProps()["resolution"],
+			"sendAt": faxOptionProps()["sendAt"], "retry": faxOptionProps()["retry"],
+			"resendOf":    str("the fax whose document this one resends"),
+			"batchId":     str("the broadcast (bat_…) this fax is one recipient of"),
+			"faxedSha256": str("hex SHA-256 of the document as faxed (cover page and header line included), once the first attempt composed it"),
+			"faxedPages":  integer("pages of the document as faxed, the cover page included"),
 		}),
 		"Attempt": object([]string{"id", "number", "provider", "status", "retryable", "pagesSent", "durationMs", "startedAt"}, obj{
 			"id": str("att_…"), "number": integer("1 for the first try"), "provider": obj{"type": "string"}, "providerRef": obj{"type": "string"},
@@ -482,6 +494,7 @@ func openAPIDocument(opts Options, cfg services.Config, machine machineLimits) o
 	maps.Copy(schemas, numberSchemas())
 	maps.Copy(schemas, eventSchemas())
 	maps.Copy(schemas, webhookSchemas())
+	maps.Copy(schemas, faxProofSchemas())
 
 	return obj{
 		"openapi": "3.1.0",

@@ -110,6 +110,8 @@ func eventDocs() []eventDoc {
 		return a
 	}
 	return []eventDoc{
+		{events.FaxScheduled, "a fax was created with a sendAt ahead: its price is held now, and it stays scheduled until then (cancel releases the hold)", "Fax",
+			fax("scheduled", obj{"sendAt": "2026-01-03T09:00:00Z", "nextAttemptAt": "2026-01-03T09:00:00Z"})},
 		{events.FaxQueued, "a fax was created (sent with credits, paid at its checkout, approved by the owner for a delegated agent); its credit hold is placed in the same transaction", "Fax",
 			fax("queued", nil)},
 		{events.FaxSending, "an attempt started: the provider is dialing", "Fax",

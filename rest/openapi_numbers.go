@@ -88,10 +88,6 @@ func (s *specBuilder) numberPaths(opts Options, cfg services.Config, limit obj) 
 	numberIDParam := pathParam("id", "the number id (num_…)")
 	inboxIDParam := pathParam("id", "the received fax id (inb_…)")
 	notFound := e(404, core.CodeNotFound)
-	pdfResponse := func(desc string, headers obj) obj {
-		return obj{"description": desc, "headers": headers,
-			"content": obj{"application/pdf": obj{"schema": obj{"type": "string", "contentMediaType": "application/pdf"}}}}
-	}
 	release := func(id string) obj {
 		return withScope(core.OpReleaseNumber, obj{
 			"operationId": id, "tags": []string{"numbers"},

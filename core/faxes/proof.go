@@ -410,7 +410,7 @@ type SignedReceipt struct {
 
 // Receipt signs a delivery receipt of one of p's finished faxes: a JWS
 // anyone can verify offline with faxhub's JWKS (docs/receipts.md).
-func (s *Service) Receipt(ctx context.Context, p core.Principal, id string, jwksURI string) (*SignedReceipt, error) {
+func (s *Service) Receipt(ctx context.Context, p core.Principal, id string) (*SignedReceipt, error) {
 	f, err := s.Get(ctx, p, id)
 	if err != nil {
 		return nil, err
@@ -444,7 +444,7 @@ func (s *Service) Receipt(ctx context.Context, p core.Principal, id string, jwks
 	if err != nil {
 		return nil, fmt.Errorf("sign receipt of %s: %w", f.ID, err)
 	}
-	return &SignedReceipt{Receipt: jws, JWKSURI: jwksURI}, nil
+	return &SignedReceipt{Receipt: jws, JWKSURI: s.d.Receipts.JWKSURL()}, nil
 }
 
 // GetSettings returns the account's fax defaults.

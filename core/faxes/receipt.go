@@ -40,4 +40,6 @@ type Receipt struct {
 // it signed may be verified (the oauth adapter's keyring).
 type ReceiptSigner interface {
 	SignReceipt(ctx context.Context, r Receipt) (string, error)
+	// JWKSURL is where the keys that verify receipts are published.
+	JWKSURL() string
 }

@@ -217,6 +217,14 @@ func (s *issuerSigner) SignJWT(ctx context.Context, typ string, claims any) (str
 	return s.srv.SignJWT(ctx, typ, claims)
 }
 
+// SignReceipt is faxes.Deps.Receipts: the OAuth keyring's receipt key.
+func (s *issuerSigner) SignReceipt(ctx context.Context, r faxes.Receipt) (string, error) {
+	if s.srv == nil {
+		return "", errors.New("app: the OAuth server is not wired yet")
+	}
+	return s.srv.SignReceipt(ctx, r)
+}
+
 func (s *issuerSigner) JWKSURL() string {
 	if s.srv == nil {
 		return ""
@@ -364,6 +372,7 @@ func (a *App) wire(ctx context.Context) error {
 	deps := services.Deps{Store: a.DB, Queue: q, AuthState: a.DB, Machine: machine, Checkout: checkouts, MachineBinder: mpp.Binder{},
 		Text:     convert.NewTextReader(convert.TextOptions{}),
 		Composer: faxdoc.New(faxdoc.Options{}),
+		Receipts: a.signer,
 		// Live faxing needs a real provider account: wireTelnyx adds it
 		// when configured; until then live sends answer
 		// provider_not_configured.
