@@ -230,7 +230,7 @@ func (s *Service) checkOptions(r SendRequest) (o Options, cover bool, err error)
 		return Options{}, false, invalidField("resolution", "resolution must be standard or fine")
 	}
 	if o.SendAt != nil {
-		at := o.SendAt.UTC()
+		at := o.SendAt.UTC().Truncate(time.Microsecond) // as stored
 		switch {
 		case at.Before(now):
 			return Options{}, false, invalidField("sendAt", "sendAt %s is in the past", at.Format(time.RFC3339))
