@@ -140,3 +140,43 @@ func TestAllow(t *testing.T) {
 		t.Fatalf("unknown limit: %v", err)
 	}
 }
+
+// TestAllowN: a batch of n is n events of the same bucket, admitted
+// together or not at all; one larger than the burst needs the bucket
+// empty and leaves the owner's next sends waiting.
+func TestAllowN(t *testing.T) {
+	e, clk := testenv.Clocked(t, testenv.WithConfig(func(c *services.Config) {
+		c.SetLimit(core.LimitSend, core.Rate{Interval: time.Second, Burst: 10})
+	}))
+	k, ctx := e.Svc.Kernel, t.Context()
+	for _, tc := range []struct {
+		name    string
+		advance time.Duration
+		n       int
+		ok      bool
+	}{
+		{"3 of 10", 0, 3, true},
+		{"3 more", 0, 3, true},
+		{"3 more: 9 of 10", 0, 3, true},
+		{"3 more would be 12", 0, 3, false},
+		{"one alone fits", 0, 1, true},
+		{"bucket full", 0, 1, false},
+		{"drained", 10 * time.Second, 0, true},
+		{"over the burst, empty bucket", 0, 25, true},
+		{"a single send waits for the batch", 0, 1, false},
+		{"paid back but one", 15 * time.Second, 1, false},
+		{"paid back", time.Second, 1, true},
+	} {
+		clk.Advance(tc.advance)
+		if tc.n == 0 {
+			continue
+		}
+		err := k.AllowNIn(ctx, e.Store, core.LimitSend, "own_a:test", tc.n)
+		if (err == nil) != tc.ok {
+			t.Fatalf("%s: %v, want ok %v", tc.name, err, tc.ok)
+		}
+		if err != nil && core.ErrorCode(err) != core.CodeRateLimited {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+	}
+}

@@ -149,6 +149,17 @@ const (
 	OpSetCreditAlert Operation = "set_credit_alert"
 )
 
+// Broadcasts: one request makes up to 100 faxes, so sending one is an
+// operation of its own (a delegated agent allowed send_fax is not allowed
+// a hundred at once); reading them is reading faxes, canceling them is
+// canceling faxes.
+const (
+	OpSendBatch   Operation = "send_batch"
+	OpGetBatch    Operation = "get_batch"
+	OpListBatches Operation = "list_batches"
+	OpCancelBatch Operation = "cancel_batch"
+)
+
 // Scopes that are not product scopes, used only in scopeFor: scopeAny is
 // met by any product scope, scopeAccount only by the account's own
 // credentials (an API key, the owner's console session).
@@ -191,6 +202,11 @@ var scopeFor = map[Operation]Scope{
 	OpListEvents:      scopeAny,
 	OpManageWebhooks:  scopeAccount,
 	OpSetCreditAlert:  scopeAccount,
+
+	OpSendBatch:   ScopeFaxSend,
+	OpGetBatch:    ScopeFaxRead,
+	OpListBatches: ScopeFaxRead,
+	OpCancelBatch: ScopeFaxSend,
 }
 
 // ScopeFor returns the scope that gates op ("" for an unknown operation).
