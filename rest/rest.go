@@ -92,6 +92,7 @@ func newAPI(svc *services.Set, opts Options, logger *slog.Logger) *api {
 	}
 	a := &api{svc: svc, opts: opts, log: logger}
 	a.routes = append(a.routeTable(), a.webhookRoutes()...)
+	a.routes = append(a.routes, a.batchRoutes()...)
 
 	doc, err := json.Marshal(openAPIDocument(opts, cfg, machineLimits{
 		maxPDF: cfg.Machine.MaxPDFBytes, maxBody: svc.Machine.MaxBodyBytes(), maxPages: cfg.Documents.MaxPages,

@@ -13,4 +13,3 @@ const (
 // CodeDocumentPurged: a resend of a fax whose document is no longer
 // retained (core/retention purged its blobs); upload it again and send.
 const CodeDocumentPurged = "document_purged"
-
