@@ -62,6 +62,9 @@ const (
 	PrefixWebhookEndpoint = "we_"
 	PrefixWebhookDelivery = "whd_"
 	PrefixPushConfig      = "pnc_"
+	// PrefixBatch names a broadcast: one document to many recipients,
+	// each a fax of its own (core/faxes).
+	PrefixBatch = "bat_"
 )
 
 // Secret prefixes: a bearer secret says what it is, so a leaked one can be

@@ -201,3 +201,34 @@ func (s *Kernel) AllowIn(ctx context.Context, q Queries, l Limit, subject string
 	}
 	return nil
 }
+
+// AllowNIn charges n events of limit to subject at once, in q: a broadcast
+// of n faxes is n sends, so no batch gets past the owner's send bound.
+//
+// The rule, on the same bucket single events use: n events are admitted
+// together when the bucket has room for all of them, and a batch larger
+// than the burst only when the bucket is empty (it then owes n intervals,
+// so the owner's later sends wait until those are paid back). It is
+// GCRA with one event of n intervals and a burst of max(burst, n)/n such
+// events, rounded down: never more generous than n single events would be.
+func (s *Kernel) AllowNIn(ctx context.Context, q Queries, l Limit, subject string, n int) error {
+	if n <= 1 {
+		return s.AllowIn(ctx, q, l, subject)
+	}
+	r, ok := s.limits[l]
+	if !ok {
+		return fmt.Errorf("rate limit: unknown limit %q", l)
+	}
+	key := LimitKey(l, subject)
+	ok, wait, err := q.AllowRate(ctx, key, s.now(), time.Duration(n)*r.Interval, max(r.Burst, n)/n)
+	if err != nil {
+		return fmt.Errorf("rate limit %s: %w", key, err)
+	}
+	if !ok {
+		secs := max(int((wait+time.Second-1)/time.Second), 1)
+		e := Errorf(KindRateLimited, CodeRateLimited, "too many faxes at once: this batch of %d counts as %d sends; retry in %d s", n, n, secs).With("recipients", n)
+		e.RetryAfterSeconds = secs
+		return e
+	}
+	return nil
+}

@@ -32,6 +32,8 @@ func TestLimitsTable(t *testing.T) {
 		{core.LimitAgentExecute, "hostagent:execute", core.Rate{Interval: 500 * time.Millisecond, Burst: 120}, false},
 		{core.LimitConsoleMail, "console-mail", core.Rate{Interval: 10 * time.Minute, Burst: 3}, false},
 		{core.LimitWebhookManual, "webhook-manual", core.Rate{Interval: 3 * time.Second, Burst: 20}, false},
+		{core.LimitPreview, "preview", core.Rate{Interval: time.Second, Burst: 20}, false},
+		{core.LimitPageImage, "page-image", core.Rate{Interval: 100 * time.Millisecond, Burst: 100}, false},
 		{core.LimitOAuthRegister, "oauth-register", core.Rate{Interval: 6 * time.Minute, Burst: 10}, true},
 		{core.LimitOAuthMetadataFetch, "oauth-cimd-fetch", core.Rate{Interval: 6 * time.Second, Burst: 10}, true},
 		{core.LimitMachineValidate, "public:machine-validate", core.Rate{Interval: time.Second, Burst: 60}, true},
@@ -56,7 +58,7 @@ func TestLimitsTable(t *testing.T) {
 			}
 		})
 	}
-	if n := len(core.Limits()); n != 18 {
+	if n := len(core.Limits()); n != 20 {
 		t.Errorf("%d limits in the table; add the new ones to this test", n)
 	}
 	// The table is a fresh copy: a caller cannot change the defaults.
@@ -138,5 +140,45 @@ func TestAllow(t *testing.T) {
 	// A limit missing from the table is never let through.
 	if err := k.Allow(t.Context(), "nope", "own_a"); err == nil || core.ErrorKind(err) != core.KindInternal {
 		t.Fatalf("unknown limit: %v", err)
+	}
+}
+
+// TestAllowN: a batch of n is n events of the same bucket, admitted
+// together or not at all; one larger than the burst needs the bucket
+// empty and leaves the owner's next sends waiting.
+func TestAllowN(t *testing.T) {
+	e, clk := testenv.Clocked(t, testenv.WithConfig(func(c *services.Config) {
+		c.SetLimit(core.LimitSend, core.Rate{Interval: time.Second, Burst: 10})
+	}))
+	k, ctx := e.Svc.Kernel, t.Context()
+	for _, tc := range []struct {
+		name    string
+		advance time.Duration
+		n       int
+		ok      bool
+	}{
+		{"3 of 10", 0, 3, true},
+		{"3 more", 0, 3, true},
+		{"3 more: 9 of 10", 0, 3, true},
+		{"3 more would be 12", 0, 3, false},
+		{"one alone fits", 0, 1, true},
+		{"bucket full", 0, 1, false},
+		{"drained", 10 * time.Second, 0, true},
+		{"over the burst, empty bucket", 0, 25, true},
+		{"a single send waits for the batch", 0, 1, false},
+		{"paid back but one", 15 * time.Second, 1, false},
+		{"paid back", time.Second, 1, true},
+	} {
+		clk.Advance(tc.advance)
+		if tc.n == 0 {
+			continue
+		}
+		err := k.AllowNIn(ctx, e.Store, core.LimitSend, "own_a:test", tc.n)
+		if (err == nil) != tc.ok {
+			t.Fatalf("%s: %v, want ok %v", tc.name, err, tc.ok)
+		}
+		if err != nil && core.ErrorCode(err) != core.CodeRateLimited {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
 	}
 }

@@ -152,6 +152,17 @@ const (
 	OpManageFaxSettings Operation = "manage_fax_settings"
 )
 
+// Broadcasts: one request makes up to 100 faxes, so sending one is an
+// operation of its own (a delegated agent allowed send_fax is not allowed
+// a hundred at once); reading them is reading faxes, canceling them is
+// canceling faxes.
+const (
+	OpSendBatch   Operation = "send_batch"
+	OpGetBatch    Operation = "get_batch"
+	OpListBatches Operation = "list_batches"
+	OpCancelBatch Operation = "cancel_batch"
+)
+
 // Scopes that are not product scopes, used only in scopeFor: scopeAny is
 // met by any product scope, scopeAccount only by the account's own
 // credentials (an API key, the owner's console session).
@@ -195,6 +206,11 @@ var scopeFor = map[Operation]Scope{
 	OpManageWebhooks:    scopeAccount,
 	OpSetCreditAlert:    scopeAccount,
 	OpManageFaxSettings: scopeAccount,
+
+	OpSendBatch:   ScopeFaxSend,
+	OpGetBatch:    ScopeFaxRead,
+	OpListBatches: ScopeFaxRead,
+	OpCancelBatch: ScopeFaxSend,
 }
 
 // ScopeFor returns the scope that gates op ("" for an unknown operation).

@@ -74,6 +74,11 @@ func makeEveryEvent(t *testing.T, h *harness, clk interface{ Advance(time.Durati
 			t.Fatal(err)
 		}
 	}
+	// A batch whose faxes end: batch.completed.
+	if _, _, err := e.Svc.Faxes.SendBatch(ctx, p, "ev-batch", faxes.BatchRequest{UploadToken: e.Upload(t, p, 1),
+		Recipients: []faxes.BatchRecipient{{To: deliverable}, {To: "+12125550103"}}}); err != nil {
+		t.Fatal(err)
+	}
 	// A worker may start a fax before it is canceled: try until one is.
 	for i := 0; ; i++ {
 		f, _, err := e.Svc.Faxes.Send(ctx, p, fmt.Sprint("ev-cancel-", i), faxes.SendRequest{To: deliverable, UploadToken: e.Upload(t, p, 1)})

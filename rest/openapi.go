@@ -74,6 +74,7 @@ func problemDetails() map[string]string {
 	maps.Copy(m, numberCodes())
 	maps.Copy(m, webhookCodes())
 	maps.Copy(m, faxProofCodes())
+	maps.Copy(m, batchCodes())
 	return m
 }
 
@@ -348,6 +349,7 @@ func openAPIDocument(opts Options, cfg services.Config, machine machineLimits) o
 	maps.Copy(paths, s.eventPaths(limit))
 	maps.Copy(paths, s.webhookPaths(opts, cfg, limit))
 	maps.Copy(paths, s.faxProofPaths(opts, cfg))
+	maps.Copy(paths, s.batchPaths(limit, batchSendErrs()))
 
 	str := func(desc string) obj { return obj{"type": "string", "description": desc} }
 	dateTime := obj{"type": "string", "format": "date-time"}
@@ -495,6 +497,7 @@ func openAPIDocument(opts Options, cfg services.Config, machine machineLimits) o
 	maps.Copy(schemas, eventSchemas())
 	maps.Copy(schemas, webhookSchemas())
 	maps.Copy(schemas, faxProofSchemas())
+	maps.Copy(schemas, batchSchemas())
 
 	return obj{
 		"openapi": "3.1.0",
@@ -511,6 +514,7 @@ func openAPIDocument(opts Options, cfg services.Config, machine machineLimits) o
 		"tags": []any{
 			obj{"name": "uploads", "description": "getting a document in: an upload capability, then a PUT of the bytes"},
 			obj{"name": "faxes", "description": "sending, pricing, following and canceling faxes"},
+			obj{"name": "batches", "description": "broadcasts: one document to up to 100 recipients, each a fax of its own"},
 			obj{"name": "credits", "description": "prepaid balance, ledger and credit-pack checkout"},
 			obj{"name": "numbers", "description": "renting fax numbers to receive on and send from"},
 			obj{"name": "inbox", "description": "faxes received on your numbers, their text and their PDFs"},

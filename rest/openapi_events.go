@@ -129,6 +129,9 @@ func eventDocs() []eventDoc {
 		{events.FaxCanceled, "the owner canceled a queued fax; the credit hold is released", "Fax",
 			fax("canceled", obj{"completedAt": evTS, "failureCode": "canceled", "failureReason": "canceled by the owner"})},
 
+		{events.BatchCompleted, "the last fax of a batch ended (each fax has its own fax.* events); once per batch, written by the transaction that ended that fax. The data is the batch's summary as getBatch shows it", "Batch",
+			batchExample("delivered", obj{"completedAt": ended, "counts": obj{"scheduled": 0, "queued": 0, "sending": 0, "delivered": 2, "partial": 0, "failed": 0, "canceled": 0}})},
+
 		{events.InboundReceived, "a fax that arrived on one of your numbers was processed: status received (its text and PDF can be read at path) or failed (failureReason says why; the sender did reach you). One per fax", "InboundFaxEventData",
 			inbound(nil)},
 		{events.InboundRead, "the first time the owner or an agent read the received fax whole (getInboxFax, download, an agent's read_inbox_fax); once per fax", "InboundFaxEventData",

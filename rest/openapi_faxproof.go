@@ -20,7 +20,6 @@ func faxProofCodes() map[string]string {
 		faxes.CodeUndrawableCharacter: `coverPage.subject holds "漢" (U+6F22), a character the fax font cannot draw`,
 		faxes.CodeNotYetFaxed:         "this fax is queued and has not been faxed yet; POST /api/v1/previews shows its pages as they will be faxed",
 		faxes.CodeFaxNotFinished:      "this fax is sending; its report is made when it finishes",
-		faxes.CodeDocumentPurged:      "the document of fax_5v2k8m0q3r7t9w1y4z6b8d0f2h is past its retention and was deleted",
 		faxes.CodeFileLink:            "this file link is for a preview that expired",
 		faxes.CodeReceiptsUnavailable: "this server signs no delivery receipts",
 		faxes.CodePageOutOfRange:      "the document has 3 pages",

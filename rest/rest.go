@@ -91,7 +91,9 @@ func newAPI(svc *services.Set, opts Options, logger *slog.Logger) *api {
 		logger = slog.New(slog.DiscardHandler)
 	}
 	a := &api{svc: svc, opts: opts, log: logger}
-	a.routes = append(append(a.routeTable(), a.webhookRoutes()...), a.faxProofRoutes()...)
+	a.routes = append(a.routeTable(), a.webhookRoutes()...)
+	a.routes = append(a.routes, a.faxProofRoutes()...)
+	a.routes = append(a.routes, a.batchRoutes()...)
 
 	doc, err := json.Marshal(openAPIDocument(opts, cfg, machineLimits{
 		maxPDF: cfg.Machine.MaxPDFBytes, maxBody: svc.Machine.MaxBodyBytes(), maxPages: cfg.Documents.MaxPages,

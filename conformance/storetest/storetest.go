@@ -48,6 +48,8 @@ func RunTests(t *testing.T, newStore func(t *testing.T) services.Store) {
 		{"CreditPurchases", testCreditPurchases},
 		{"CancelDraft", testCancelDraft},
 		{"ListFaxes", testListFaxes},
+		{"Batches", testBatches},
+		{"BatchesConcurrent", testBatchesConcurrent},
 		{"Attempts", testAttempts},
 		{"Ledger", testLedger},
 		{"ListLedger", testListLedger},

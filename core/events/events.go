@@ -34,6 +34,10 @@ const (
 	FaxFailed    Type = "fax.failed"
 	FaxCanceled  Type = "fax.canceled"
 
+	// BatchCompleted: the last fax of a broadcast ended (each fax has its
+	// own fax.* events); written once, by the transaction that ended it.
+	BatchCompleted Type = "batch.completed"
+
 	InboundReceived Type = "inbound_fax.received"
 	InboundRead     Type = "inbound_fax.read"
 
@@ -70,6 +74,7 @@ var catalog = map[Type]kind{
 	FaxScheduled: {core.ScopeFaxRead}, FaxQueued: {core.ScopeFaxRead}, FaxSending: {core.ScopeFaxRead}, FaxRetrying: {core.ScopeFaxRead},
 	FaxDelivered: {core.ScopeFaxRead}, FaxPartial: {core.ScopeFaxRead}, FaxFailed: {core.ScopeFaxRead},
 	FaxCanceled:     {core.ScopeFaxRead},
+	BatchCompleted:  {core.ScopeFaxRead},
 	InboundReceived: {core.ScopeInboxRead}, InboundRead: {core.ScopeInboxRead},
 	NumberActive: {core.ScopeFaxRead}, NumberFailed: {core.ScopeFaxRead}, NumberRenewalFailed: {core.ScopeFaxRead},
 	NumberReleased:   {core.ScopeFaxRead},

@@ -24,6 +24,9 @@ type NewFax struct {
 	Idempotency *core.IdempotencyRecord
 	// HoldReason describes a credit hold in the ledger.
 	HoldReason string
+	// RateCharged: the caller charged the send rate for this fax already
+	// in tx (a batch charges all of its faxes at once: AllowNIn).
+	RateCharged bool
 }
 
 // createFax is the one step that creates a fax, inside tx: it stores its
@@ -52,7 +55,7 @@ func (s *Service) CreateFax(ctx context.Context, tx Tx, n NewFax) error {
 	// machine's fax is paid already when it is created (refusing it now
 	// would keep the money), and every machine shares one owner: paying
 	// machines are bounded per client address before they pay instead.
-	if f.PaymentMethod != PayMachine {
+	if f.PaymentMethod != PayMachine && !n.RateCharged {
 		if err := s.kernel.AllowIn(ctx, tx, core.LimitSend, f.OwnerID+":"+string(f.Mode)); err != nil {
 			return err
 		}

@@ -9,3 +9,7 @@ const (
 	// character the fax font has no glyph for.
 	CodeUndrawableCharacter = "undrawable_character"
 )
+
+// CodeDocumentPurged: a resend of a fax whose document is no longer
+// retained (core/retention purged its blobs); upload it again and send.
+const CodeDocumentPurged = "document_purged"

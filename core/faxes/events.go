@@ -42,7 +42,13 @@ func (s *Service) saveFax(ctx context.Context, tx Tx, o *Fax, latest *Attempt, f
 	if err := tx.UpdateFax(ctx, o, from); err != nil {
 		return err
 	}
-	return s.faxEvent(ctx, tx, o, latest, from)
+	if err := s.faxEvent(ctx, tx, o, latest, from); err != nil {
+		return err
+	}
+	if o.BatchID != nil && o.Status.Terminal() && !from.Terminal() {
+		return s.batchFaxEnded(ctx, tx, o)
+	}
+	return nil
 }
 
 // faxEvent appends the event of o's move from prev. The event's data is the

@@ -136,21 +136,41 @@ func CheckCover(cover bool, text string) error {
 // before it charges anything, and a request refused before its transaction
 // looks for an earlier one before it answers.
 func (s *Service) Send(ctx context.Context, p core.Principal, idemKey string, r SendRequest) (fax *Fax, replayed bool, err error) {
-	if err := core.Authorize(p, core.OpSendFax); err != nil {
+	if err := s.checkSend(p, core.OpSendFax, idemKey); err != nil {
 		return nil, false, err
+	}
+	return s.sendWithCredits(ctx, p, idemKey, core.HashRequest(r), func() (*Fax, error) {
+		return s.newCreditFax(ctx, p, r)
+	})
+}
+
+// checkSend is what every request that spends credits on faxes checks
+// before anything else: the operation's scope, the Idempotency-Key, and a
+// provider for the mode.
+func (s *Service) checkSend(p core.Principal, op core.Operation, idemKey string) error {
+	if err := core.Authorize(p, op); err != nil {
+		return err
 	}
 	if idemKey == "" {
-		return nil, false, core.Errorf(core.KindInvalid, core.CodeIdempotencyKeyRequired, "the Idempotency-Key header is required; use a fresh random value per fax")
+		return core.Errorf(core.KindInvalid, core.CodeIdempotencyKeyRequired, "the Idempotency-Key header is required; use a fresh random value per fax")
 	}
 	if len(idemKey) > core.MaxIdempotencyKey {
-		return nil, false, core.Errorf(core.KindInvalid, core.CodeInvalidRequest, "Idempotency-Key is longer than %d characters", core.MaxIdempotencyKey)
+		return core.Errorf(core.KindInvalid, core.CodeInvalidRequest, "Idempotency-Key is longer than %d characters", core.MaxIdempotencyKey)
 	}
-	if err := s.CheckProvider(p.Mode); err != nil {
-		return nil, false, err
-	}
-	scope := fmt.Sprintf("%s:%s:send_fax", p.OwnerID, p.Mode)
-	reqHash := core.HashRequest(r)
-	f, err := s.newCreditFax(ctx, p, r)
+	return s.CheckProvider(p.Mode)
+}
+
+// sendScope is the idempotency scope of the requests that make one fax
+// paid with credits (a send, a resend): one namespace of keys, so a key
+// used for one cannot make another.
+func sendScope(p core.Principal) string { return fmt.Sprintf("%s:%s:send_fax", p.OwnerID, p.Mode) }
+
+// sendWithCredits is the way of Send and Resend: build checks the request
+// and builds its fax (writing nothing); the fax is then created with its
+// idempotency record, hold and job in one transaction (CreateFax).
+func (s *Service) sendWithCredits(ctx context.Context, p core.Principal, idemKey, reqHash string, build func() (*Fax, error)) (*Fax, bool, error) {
+	scope := sendScope(p)
+	f, err := build()
 	if err != nil {
 		if o, ok, rerr := s.replay(ctx, scope, idemKey, reqHash); ok || rerr != nil {
 			return o, ok, rerr
@@ -195,6 +215,12 @@ func (s *Service) newCreditFax(ctx context.Context, p core.Principal, r SendRequ
 	if err != nil {
 		return nil, err
 	}
+	return s.creditFax(p, q, opts), nil
+}
+
+// creditFax is the fax of a checked and priced request, paid with
+// credits.
+func (s *Service) creditFax(p core.Principal, q quoted, opts Options) *Fax {
 	now := s.now()
 	f := &Fax{
 		ID: core.NewID(core.PrefixFax), OwnerID: p.OwnerID, Mode: p.Mode, Status: Queued, To: q.to, From: q.from,
@@ -204,7 +230,7 @@ func (s *Service) newCreditFax(ctx context.Context, p core.Principal, r SendRequ
 	}
 	s.schedule(f)
 	s.Present(f, nil)
-	return f, nil
+	return f
 }
 
 // schedule makes a fax whose sendAt is ahead scheduled until then; one
@@ -240,6 +266,11 @@ func (s *Service) quoteRequest(ctx context.Context, p core.Principal, r SendRequ
 	if err != nil {
 		return quoted{}, err
 	}
+	return s.quoteDocument(e164, country, from, doc, cover)
+}
+
+// quoteDocument prices doc to a checked destination.
+func (s *Service) quoteDocument(e164, country, from string, doc *documents.Document, cover bool) (quoted, error) {
 	q, err := s.d.Prices.Quote(e164, country, doc.Pages, cover)
 	if err != nil {
 		return quoted{}, err

@@ -27,8 +27,6 @@ const (
 	CodeNotYetFaxed = "fax_not_yet_faxed"
 	// CodeFaxNotFinished: a report or a receipt is for a finished fax.
 	CodeFaxNotFinished = "fax_not_finished"
-	// CodeDocumentPurged: the document is past its retention.
-	CodeDocumentPurged = "document_purged"
 	// CodeFileLink: a file link that is malformed, forged or expired.
 	CodeFileLink = "file_link_invalid"
 	// CodeReceiptsUnavailable: this server signs no receipts.

@@ -40,6 +40,8 @@ type Queries interface {
 	UpdateAttempt(ctx context.Context, a *Attempt) error
 	LatestAttempt(ctx context.Context, faxID string) (*Attempt, error)
 	ListAttempts(ctx context.Context, faxID string) ([]Attempt, error)
+
+	BatchQueries
 }
 
 // Filter selects faxes for listing, newest first, with cursor
