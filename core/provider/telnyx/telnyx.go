@@ -29,6 +29,7 @@ import (
 	"net/url"
 	"strings"
 	"time"
+	"unicode"
 
 	"github.com/faxhub/faxhub/core"
 	"github.com/faxhub/faxhub/core/faxes"
@@ -273,7 +274,12 @@ func (p *Provider) Send(ctx context.Context, req faxes.ProviderRequest) (faxes.P
 		"from":          from,
 		"media_url":     req.MediaURL,
 		"client_state":  ClientState(req.FaxID, req.AttemptID),
-		"quality":       p.cfg.Quality,
+		"quality":       p.quality(req.Resolution),
+	}
+	// The header line is in the PDF already; Telnyx's own equivalent is
+	// the caller name the receiving side may show.
+	if name := displayName(req.Header); name != "" {
+		body["from_display_name"] = name
 	}
 	var out struct {
 		Data struct {
@@ -536,4 +542,29 @@ func unwrapURLError(err error) error {
 		return ue.Err
 	}
 	return err
+}
+
+// quality is Telnyx's name for a fax's resolution: normal is standard
+// (204×98), high is fine (204×196); a fax that names none gets the
+// configured default.
+func (p *Provider) quality(r faxes.Resolution) string {
+	switch r {
+	case faxes.ResolutionStandard:
+		return "normal"
+	case faxes.ResolutionFine:
+		return "high"
+	}
+	return p.cfg.Quality
+}
+
+// displayName keeps what Telnyx accepts in from_display_name (letters,
+// digits, spaces and -_~!.+, at most 128): the header text, cleaned.
+func displayName(header string) string {
+	var b strings.Builder
+	for _, c := range header {
+		if unicode.IsLetter(c) && c < unicode.MaxASCII || unicode.IsDigit(c) && c < unicode.MaxASCII || strings.ContainsRune(" -_~!.+", c) {
+			b.WriteRune(c)
+		}
+	}
+	return strings.TrimSpace(core.CutUTF8(b.String(), 128))
 }

@@ -133,6 +133,24 @@ func TestSendRequestShape(t *testing.T) {
 	if got := api.requests()[1].Body["from"]; got != "+12125550142" {
 		t.Errorf("from = %v", got)
 	}
+	// A fax's resolution and header line: Telnyx's quality and caller name.
+	for i, c := range []struct {
+		res           faxes.Resolution
+		header        string
+		quality, name any
+	}{
+		{faxes.ResolutionStandard, "ACME Legal, Inc. — Zürich", "normal", "ACME Legal Inc.  Zrich"},
+		{faxes.ResolutionFine, "", "high", nil},
+	} {
+		req := sendRequest()
+		req.Resolution, req.Header = c.res, c.header
+		if _, err := p.Send(context.Background(), req); err != nil {
+			t.Fatal(err)
+		}
+		if b := api.requests()[2+i].Body; b["quality"] != c.quality || b["from_display_name"] != c.name {
+			t.Errorf("%s %q: quality %v, from_display_name %v", c.res, c.header, b["quality"], b["from_display_name"])
+		}
+	}
 	if strings.Contains(logs.String(), apiKey) || strings.Contains(logs.String(), "SECRETTOKEN") {
 		t.Errorf("the log carries a secret: %s", logs)
 	}
