@@ -36,7 +36,8 @@ func (b *recordingBlobs) Delete(_ context.Context, key string) error {
 }
 
 // TestPurgeRetention: unsent documents lose their blobs 7 days after
-// upload, sent ones 7 days after their fax ended; the fax record stays,
+// upload, sent ones (and what was faxed of them) 7 days after their fax
+// ended; the fax record stays,
 // the document and its upload token are gone. Injected clock.
 func TestPurgeRetention(t *testing.T) {
 	clock := testenv.NewClock()
@@ -87,7 +88,8 @@ func TestPurgeRetention(t *testing.T) {
 		t.Fatalf("after 7 days: %v, want 2 documents and their 2 uploads", c)
 	}
 	slices.Sort(blobs.deleted)
-	want := []string{unsent.SourceKey, sent.SourceKey}
+	// The document as faxed goes with its document.
+	want := []string{unsent.SourceKey, sent.SourceKey, faxes.FaxedKey(fax)}
 	slices.Sort(want)
 	if !slices.Equal(blobs.deleted, want) {
 		t.Fatalf("deleted blobs %v, want %v", blobs.deleted, want)
