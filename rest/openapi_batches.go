@@ -2,6 +2,7 @@ package rest
 
 import (
 	"fmt"
+	"maps"
 
 	"github.com/faxhub/faxhub/core"
 	"github.com/faxhub/faxhub/core/credits"
@@ -116,15 +117,12 @@ func batchSchemas() obj {
 	dateTime := obj{"type": "string", "format": "date-time"}
 	count := obj{"type": "integer", "minimum": 0}
 	options := obj{
-		"cover":      obj{"type": "boolean", "default": false, "description": "add a cover page (billed as one page) with the owner's sender fields"},
-		"coverText":  obj{"type": "string", "maxLength": faxes.MaxCoverText, "description": "the cover page's message"},
-		"from":       str("the sender: one of your active fax numbers in the key's mode (E.164 or its num_… id)"),
-		"coverPage":  obj{"type": "object", "description": "the cover page's fields (as in sendFax)", "additionalProperties": true},
-		"header":     obj{"type": "string", "maxLength": faxes.MaxHeader, "description": "the header line's text"},
-		"resolution": obj{"type": "string", "enum": []string{string(faxes.ResolutionStandard), string(faxes.ResolutionFine)}},
-		"sendAt":     obj{"type": "string", "format": "date-time", "description": "when to send, up to 30 days ahead"},
-		"retry":      obj{"type": "object", "description": "retry policy of busy and unanswered calls (as in sendFax)", "additionalProperties": true},
+		"cover":     obj{"type": "boolean", "default": false, "description": "add a cover page (billed as one page) with the owner's sender fields"},
+		"coverText": obj{"type": "string", "maxLength": faxes.MaxCoverText, "description": "the cover page's message"},
+		"from":      str("the sender: one of your active fax numbers in the key's mode (E.164 or its num_… id)"),
 	}
+	// The send options, as sendFax takes them.
+	maps.Copy(options, faxOptionProps())
 	props := func(extra obj) obj {
 		out := obj{}
 		for k, v := range options {
