@@ -16,10 +16,10 @@ import (
 // optionsFax is a fax or draft as the tools show it, with its options.
 type optionsFax struct {
 	FaxID, DraftID, Status, Header, Resolution, SendAt string
-	Cover                                               bool
-	CoverPage                                           *struct{ RecipientName, Subject, Message, SenderName string }
-	Retry                                               *struct{ Attempts, DelayMinutes int }
-	Quote                                               struct{ Cover bool }
+	Cover                                              bool
+	CoverPage                                          *struct{ RecipientName, Subject, Message, SenderName string }
+	Retry                                              *struct{ Attempts, DelayMinutes int }
+	Quote                                              struct{ Cover bool }
 }
 
 // TestSendOptions: create_fax_draft takes every send option; the draft,
