@@ -4,8 +4,10 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/faxhub/faxhub/core"
+	"github.com/faxhub/faxhub/core/faxes"
 	"github.com/faxhub/faxhub/core/hosts"
 )
 
@@ -44,6 +46,28 @@ type (
 		ContentBase64 string `json:"content_base64"`
 		Cover         bool   `json:"cover"`
 		CoverText     string `json:"cover_text"`
+		// The send options, snake_case (faxes.OptionsSchema(true));
+		// core checks them. SendAt is text so that a malformed time is
+		// refused naming the field.
+		CoverPage  *coverPageArgs `json:"cover_page"`
+		Header     string         `json:"header"`
+		Resolution string         `json:"resolution"`
+		SendAt     string         `json:"send_at"`
+		Retry      *retryArgs     `json:"retry"`
+	}
+	coverPageArgs struct {
+		RecipientName    string `json:"recipient_name"`
+		RecipientCompany string `json:"recipient_company"`
+		SenderName       string `json:"sender_name"`
+		SenderCompany    string `json:"sender_company"`
+		SenderPhone      string `json:"sender_phone"`
+		SenderFax        string `json:"sender_fax"`
+		Subject          string `json:"subject"`
+		Message          string `json:"message"`
+	}
+	retryArgs struct {
+		Attempts     int `json:"attempts"`
+		DelayMinutes int `json:"delay_minutes"`
 	}
 	getFaxStatusArgs struct {
 		FaxID string `json:"fax_id"`
@@ -72,6 +96,35 @@ func object(required []string, props map[string]any) map[string]any {
 	return s
 }
 
+// withOptions adds the send options (core's schema in snake_case, bounds
+// included) to a capability's input properties.
+func withOptions(props map[string]any) map[string]any {
+	for k, v := range faxes.OptionsSchema(true) {
+		props[k] = v
+	}
+	return props
+}
+
+// options is the arguments' send options for core.
+func (a *sendFaxArgs) options() (faxes.Options, error) {
+	o := faxes.Options{Header: a.Header, Resolution: faxes.Resolution(a.Resolution)}
+	if c := a.CoverPage; c != nil {
+		o.CoverPage = &faxes.CoverPage{RecipientName: c.RecipientName, RecipientCompany: c.RecipientCompany, SenderName: c.SenderName,
+			SenderCompany: c.SenderCompany, SenderPhone: c.SenderPhone, SenderFax: c.SenderFax, Subject: c.Subject, Message: c.Message}
+	}
+	if r := a.Retry; r != nil {
+		o.Retry = &faxes.RetryPolicy{Attempts: r.Attempts, DelayMinutes: r.DelayMinutes}
+	}
+	if a.SendAt != "" {
+		at, err := time.Parse(time.RFC3339, a.SendAt)
+		if err != nil {
+			return faxes.Options{}, core.Errorf(core.KindInvalid, core.CodeInvalidRequest, "send_at must be an RFC 3339 time, such as 2026-05-01T09:00:00Z").With("field", "send_at")
+		}
+		o.SendAt = &at
+	}
+	return o, nil
+}
+
 func outObject(props map[string]any) map[string]any {
 	return map[string]any{"type": "object", "properties": props}
 }
@@ -97,11 +150,14 @@ func capabilityTable(packs []core.CreditPack) []capability {
 		"amount": str("price in USD, decimal"), "amount_cents": map[string]any{"type": "integer"}, "currency": str("USD"), "tariff": str("tariff name"),
 	})
 	fax := outObject(map[string]any{
-		"fax_id": str("fax id"), "status": map[string]any{"type": "string", "enum": []string{"queued", "sending", "delivered", "partial", "failed", "canceled"}},
+		"fax_id": str("fax id"), "status": map[string]any{"type": "string", "enum": []string{"scheduled", "queued", "sending", "delivered", "partial", "failed", "canceled"}},
 		"to": str("destination"), "pages": map[string]any{"type": "integer"}, "pages_sent": map[string]any{"type": "integer"},
 		"price": str("USD, decimal"), "currency": str("USD"), "attempts": map[string]any{"type": "integer"},
 		"failure_code": str("why it failed, when it did"), "failure_reason": str("human-readable failure"),
 		"created_at": str("RFC 3339"), "completed_at": str("RFC 3339, when finished"),
+		"cover_page": map[string]any{"type": "object", "description": "the cover page's fields, when it has one"}, "header": str("the header line's text, when given"),
+		"resolution": str("standard or fine"), "send_at": str("RFC 3339: when a scheduled fax goes out"),
+		"retry": map[string]any{"type": "object", "description": "attempts and delay_minutes, when given"},
 	})
 	return []capability{
 		{
@@ -132,20 +188,21 @@ func capabilityTable(packs []core.CreditPack) []capability {
 		},
 		{
 			Name: hosts.CapSendFax, Async: true,
-			Description: "Ask the owner to send a fax. Never autonomous: every call creates an approval bound to this exact fax (document, destination, pages, cover, price) that the owner answers with a passkey. Answers 202 pending with status_url (poll it with a fresh agent JWT): sent (with the fax), declined or expired. Paid with the owner's credits only when approved; declined or expired sends charge nothing. Give exactly one of document_id, upload_token (a completed upload) or content_base64 (a tiny file, at most 256 KiB decoded; needs the create_upload capability too)." + phiNote,
-			Input: object([]string{"to"}, map[string]any{
+			Description: "Ask the owner to send a fax. Never autonomous: every call creates an approval bound to this exact fax (document, destination, pages, cover page, header, resolution, send_at, retry, price) that the owner answers with a passkey. Answers 202 pending with status_url (poll it with a fresh agent JWT): sent (with the fax), declined or expired. Paid with the owner's credits only when approved; declined or expired sends charge nothing. Give exactly one of document_id, upload_token (a completed upload) or content_base64 (a tiny file, at most 256 KiB decoded; needs the create_upload capability too). " +
+				"Send options: cover_page (recipient_name, recipient_company, sender_name, sender_company, sender_phone, sender_fax, subject, message; priced as one more page), header (at most 50 characters), resolution (standard or fine, same price), send_at (RFC 3339, at most 30 days ahead: once approved the fax is scheduled until then; approved later, it goes at once), retry ({attempts 1-5, delay_minutes 1-30} for busy and unanswered calls). A mistake in any is a 400 naming the field." + phiNote,
+			Input: object([]string{"to"}, withOptions(map[string]any{
 				"to":             to,
 				"document_id":    docID,
 				"upload_token":   str("the upload_token of a completed upload (create_upload, then PUT)"),
 				"content_base64": map[string]any{"type": "string", "contentEncoding": "base64", "description": fmt.Sprintf("the whole file, standard base64, at most %d bytes decoded", hosts.MaxInlineDocumentBytes)},
 				"cover":          cover,
 				"cover_text":     coverText,
-			}),
+			})),
 			Output: outObject(map[string]any{
 				"status": map[string]any{"type": "string", "enum": []string{"pending"}}, "status_url": str("poll with a fresh agent JWT"),
 				"id": str("the send request id (dsn_…)"), "approval_id": str("the owner's approval"), "expires_at": str("RFC 3339: the owner must decide before"),
 				"approval_url": str("the owner's page of the approval (their inbox lists it too): show it to the owner"),
-				"send":         map[string]any{"type": "object", "description": "what the owner is asked to approve: id, to, country, pages, cover, document_id, document_sha256, price, currency, created_at, expires_at"},
+				"send":         map[string]any{"type": "object", "description": "what the owner is asked to approve: id, to, country, pages, cover, document_id, document_sha256, price, currency, created_at, expires_at, and the send options as checked (cover_page with the owner's sender fields, header, resolution, send_at, retry)"},
 			}),
 			newArgs: func() any { return &sendFaxArgs{} },
 		},

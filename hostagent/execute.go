@@ -10,12 +10,14 @@ import (
 	"net/http"
 	"net/url"
 	"reflect"
+	"strings"
 
 	"github.com/faxhub/faxhub/core"
 	"github.com/faxhub/faxhub/core/documents"
 	"github.com/faxhub/faxhub/core/faxes"
 	"github.com/faxhub/faxhub/core/hosts"
 	"github.com/faxhub/faxhub/core/inbox"
+	"github.com/faxhub/faxhub/core/web"
 )
 
 // readExecute reads POST …/capability/execute strictly: the capability
@@ -55,6 +57,16 @@ func (h *Handler) readExecute(w http.ResponseWriter, r *http.Request) (capabilit
 		return capability{}, nil, core.Errorf(core.KindNotFound, codeCapabilityNotFound, "faxhub has no capability %q (see discovery)", peek.Capability)
 	}
 	args := c.newArgs()
+	// A nested member unknown to the arguments (cover_page.fax_number) is
+	// named by its path; the strict decoder would name it without one.
+	var raw struct {
+		Arguments json.RawMessage `json:"arguments"`
+	}
+	if json.Unmarshal(body, &raw) == nil && len(raw.Arguments) > 0 {
+		if p := web.UnknownMember(raw.Arguments, args); p != "" {
+			return capability{}, nil, core.Errorf(core.KindInvalid, core.CodeInvalidRequest, "%s has no argument %s", c.Name, p).With("field", p)
+		}
+	}
 	env := reflect.New(reflect.StructOf([]reflect.StructField{
 		{Name: "Capability", Type: reflect.TypeFor[string](), Tag: `json:"capability"`},
 		{Name: "Arguments", Type: reflect.TypeOf(args), Tag: `json:"arguments"`},
@@ -268,6 +280,12 @@ func (h *Handler) sendFax(w http.ResponseWriter, r *http.Request, p core.Princip
 		h.writeError(w, r, core.Errorf(core.KindInvalid, core.CodeInvalidRequest, "give exactly one of document_id, upload_token or content_base64"))
 		return
 	}
+	// The options' form first: a malformed send_at is refused before an
+	// inline file is stored.
+	if _, err := a.options(); err != nil {
+		h.writeError(w, r, err)
+		return
+	}
 	docID := a.DocumentID
 	if a.ContentBase64 != "" {
 		var err error
@@ -276,9 +294,14 @@ func (h *Handler) sendFax(w http.ResponseWriter, r *http.Request, p core.Princip
 			return
 		}
 	}
-	ds, err := h.svc.Hosts.RequestSend(ctx, p, agent, hosts.SendRequest{To: a.To, DocumentID: docID, UploadToken: a.UploadToken, Cover: a.Cover, CoverText: a.CoverText})
+	opts, err := a.options()
 	if err != nil {
 		h.writeError(w, r, err)
+		return
+	}
+	ds, err := h.svc.Hosts.RequestSend(ctx, p, agent, hosts.SendRequest{To: a.To, DocumentID: docID, UploadToken: a.UploadToken, Cover: a.Cover, CoverText: a.CoverText, Options: opts})
+	if err != nil {
+		h.writeError(w, r, snakeField(err))
 		return
 	}
 	su, err := h.statusURL(ds.ID)
@@ -292,19 +315,33 @@ func (h *Handler) sendFax(w http.ResponseWriter, r *http.Request, p core.Princip
 		h.writeError(w, r, err)
 		return
 	}
+	send, err := sendJSON(ds)
+	if err != nil {
+		h.writeError(w, r, err)
+		return
+	}
 	w.Header().Set("Location", su)
 	writeJSON(w, http.StatusAccepted, map[string]any{
 		"status": "pending", "status_url": su, "id": ds.ID, "approval_id": ds.ApprovalID, "expires_at": core.RFC3339(ds.ExpiresAt),
 		"approval_url": approval,
-		"send":         sendJSON(ds),
+		"send":         send,
 	})
 }
 
-// sendJSON is what the owner is asked to approve, as the agent sees it.
-func sendJSON(ds *hosts.Send) map[string]any {
-	return map[string]any{"id": ds.ID, "to": ds.To, "country": ds.Country, "pages": ds.Pages, "cover": ds.Cover,
+// sendJSON is what the owner is asked to approve, as the agent sees it:
+// the send options as checked (the owner's sender fields filled in) at
+// its top level, snake_case.
+func sendJSON(ds *hosts.Send) (map[string]any, error) {
+	out, err := snakeCase(ds.Options)
+	if err != nil {
+		return nil, err
+	}
+	for k, v := range map[string]any{"id": ds.ID, "to": ds.To, "country": ds.Country, "pages": ds.Pages, "cover": ds.Cover,
 		"document_id": ds.DocumentID, "document_sha256": ds.DocumentSHA, "price": ds.Price, "currency": ds.Currency,
-		"created_at": core.RFC3339(ds.CreatedAt), "expires_at": core.RFC3339(ds.ExpiresAt)}
+		"created_at": core.RFC3339(ds.CreatedAt), "expires_at": core.RFC3339(ds.ExpiresAt)} {
+		out[k] = v
+	}
+	return out, nil
 }
 
 // sendStatus is GET /api/auth/capability/status?id=dsn_… with a fresh
@@ -328,7 +365,12 @@ func (h *Handler) sendStatus(w http.ResponseWriter, r *http.Request) {
 		h.writeError(w, r, err)
 		return
 	}
-	out := map[string]any{"status": ds.Status, "id": ds.ID, "send": sendJSON(ds)}
+	send, err := sendJSON(ds)
+	if err != nil {
+		h.writeError(w, r, err)
+		return
+	}
+	out := map[string]any{"status": ds.Status, "id": ds.ID, "send": send}
 	if ds.Status == hosts.SendPending {
 		if out["status_url"], err = h.statusURL(ds.ID); err != nil {
 			h.writeError(w, r, err)
@@ -342,4 +384,30 @@ func (h *Handler) sendStatus(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	writeJSON(w, http.StatusOK, out)
+}
+
+// snakeField names the field of a core error as this door names its
+// arguments: core says coverPage.subject, retry.delayMinutes and sendAt
+// (REST's names), the agent sent cover_page.subject, retry.delay_minutes
+// and send_at.
+func snakeField(err error) error {
+	e, ok := errors.AsType[*core.Error](err)
+	if !ok {
+		return err
+	}
+	f, ok := e.Fields["field"].(string)
+	if !ok || f == "" {
+		return err
+	}
+	parts := strings.Split(f, ".")
+	for i := range parts {
+		parts[i] = snakeName(parts[i])
+	}
+	snake := strings.Join(parts, ".")
+	if snake == f {
+		return err
+	}
+	out := e.With("field", snake)
+	out.Message = strings.ReplaceAll(out.Message, f, snake)
+	return out
 }

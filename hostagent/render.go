@@ -71,7 +71,7 @@ func snakeName(s string) string {
 // faxData is the fax as get_fax_status and a sent send_fax's status show
 // it.
 func faxData(f *faxes.Fax) (map[string]any, error) {
-	out, err := snakeCase(faxes.Present(f))
+	out, err := snakeCase(faxes.PresentFax(f))
 	if err != nil {
 		return nil, err
 	}

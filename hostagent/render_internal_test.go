@@ -35,7 +35,7 @@ func TestFaxDataAndQuote(t *testing.T) {
 	b, _ := json.Marshal(got)
 	const want = `{"attempts":1,"created_at":"2026-11-01T12:00:00Z","currency":"usd","failure_code":"busy","failure_reason":"","fax_id":"fax_1",` +
 		`"latest_attempt":{"failure_code":"busy","number":1,"pages_sent":0,"started_at":"2026-11-01T12:00:00Z","status":"failed"},` +
-		`"pages":2,"pages_sent":0,"payment_method":"credits","price":"0.14","status":"failed","to":"+12125550100"}`
+		`"pages":2,"pages_sent":0,"payment_method":"credits","price":"0.14","resolution":"standard","status":"failed","to":"+12125550100"}`
 	if string(b) != want {
 		t.Errorf("fax\n got %s\nwant %s", b, want)
 	}

@@ -39,6 +39,7 @@ var faxSendOrder = []faxSendFact{
 	{"Country", []string{"country"}},
 	{"Pages", []string{"pages"}},
 	{"Price", []string{"price"}},
+	{"Send at", []string{"sendAt", "send_at"}},
 	{"Agent", []string{"agent_name", "agent", "agentName"}},
 	{"Agent id", []string{"agent_id", "agentId"}},
 	{"On host", []string{"host_name", "host", "hostName"}},
@@ -48,7 +49,12 @@ var faxSendOrder = []faxSendFact{
 	{"Document size", []string{"document_bytes", "bytes"}},
 	{"Document SHA-256", []string{"document_sha256", "documentSha256", "sha256"}},
 	{"Cover page", []string{"cover"}},
+	{"Cover to", []string{"coverRecipient", "cover_recipient"}},
+	{"Cover subject", []string{"coverSubject", "cover_subject"}},
 	{"Cover text", []string{"cover_text", "coverText"}},
+	{"Header line", []string{"header"}},
+	{"Resolution", []string{"resolution"}},
+	{"Retries", []string{"retry"}},
 	{"Request id", []string{"send_id", "sendId"}},
 }
 

@@ -13,9 +13,11 @@ import (
 	"path"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/faxhub/faxhub/core"
 	"github.com/faxhub/faxhub/core/documents"
+	"github.com/faxhub/faxhub/core/faxes"
 	"github.com/faxhub/faxhub/core/machine"
 	"github.com/faxhub/faxhub/core/web"
 	"github.com/faxhub/faxhub/rest/mpp"
@@ -43,21 +45,48 @@ type MachineOffer struct {
 	Currency string // "usd", or a token address
 }
 
-// machineFaxBody is the JSON body of POST /api/v1/machine/faxes.
+// machineFaxBody is the JSON body of POST /api/v1/machine/faxes. The send
+// options carry REST's names (docs/api.md) and are core's to check; the
+// body's digest, which the challenges bind, covers them.
 type machineFaxBody struct {
 	To        string `json:"to"`
 	Base64    string `json:"base64"`
 	RequestID string `json:"request_id"`
 	Cover     bool   `json:"cover"`
+	machineOptions
+}
+
+// machineOptions are the send options of a machine body. SendAt is read
+// only to be refused by core by name (machine faxes go out when paid).
+type machineOptions struct {
+	CoverPage  *faxes.CoverPage   `json:"coverPage"`
+	Header     string             `json:"header"`
+	Resolution faxes.Resolution   `json:"resolution"`
+	Retry      *faxes.RetryPolicy `json:"retry"`
+	SendAt     *string            `json:"sendAt"`
+}
+
+func (m machineOptions) options() (faxes.Options, error) {
+	o := faxes.Options{CoverPage: m.CoverPage, Header: m.Header, Resolution: m.Resolution, Retry: m.Retry}
+	if m.SendAt != nil {
+		at, err := time.Parse(time.RFC3339, *m.SendAt)
+		if err != nil {
+			return faxes.Options{}, core.Errorf(core.KindInvalid, core.CodeInvalidRequest, "sendAt must be an RFC 3339 time").With("field", "sendAt")
+		}
+		o.SendAt = &at
+	}
+	return o, nil
 }
 
 // machineValidateBody is the JSON body of the validate endpoint: the
-// document itself (base64) or just its page count (pages).
+// document itself (base64) or just its page count (pages), and the send
+// options a fax request would carry (a coverPage is priced).
 type machineValidateBody struct {
 	To     string  `json:"to"`
 	Base64 *string `json:"base64"`
 	Pages  *int    `json:"pages"`
 	Cover  bool    `json:"cover"`
+	machineOptions
 }
 
 // readMachineBody reads the raw body of a machine request, bounded by the
@@ -225,7 +254,11 @@ func (a *api) validateMachineFax(w http.ResponseWriter, r *http.Request) error {
 	if err := required("to", body.To); err != nil {
 		return err
 	}
-	req := machine.QuoteRequest{To: body.To, Cover: body.Cover, ClientIP: web.ClientIP(r)}
+	opts, err := body.options()
+	if err != nil {
+		return err
+	}
+	req := machine.QuoteRequest{To: body.To, Cover: body.Cover, Options: opts, ClientIP: web.ClientIP(r)}
 	switch {
 	case (body.Base64 == nil) == (body.Pages == nil):
 		return core.Errorf(core.KindInvalid, core.CodeInvalidRequest, "give exactly one of base64 (the PDF) and pages (its page count)")
@@ -270,8 +303,12 @@ func (a *api) createMachineFax(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
+	opts, err := body.options()
+	if err != nil {
+		return err
+	}
 	req := machine.FaxRequest{
-		To: body.To, PDF: pdf, RequestID: body.RequestID, Cover: body.Cover,
+		To: body.To, PDF: pdf, RequestID: body.RequestID, Cover: body.Cover, Options: opts,
 		BodyDigest: mpp.ContentDigest(raw), ClientIP: web.ClientIP(r),
 	}
 	readCredential(r.Header.Values("Authorization"), &req)

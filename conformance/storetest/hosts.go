@@ -7,6 +7,7 @@ import (
 	"github.com/faxhub/faxhub/core"
 	"github.com/faxhub/faxhub/core/accounts"
 	"github.com/faxhub/faxhub/core/approvals"
+	"github.com/faxhub/faxhub/core/faxes"
 	"github.com/faxhub/faxhub/core/hosts"
 	"github.com/faxhub/faxhub/core/services"
 )
@@ -237,6 +238,10 @@ func newDelegatedSend(t *testing.T, s services.Store, o *accounts.Owner, sec int
 	d := &hosts.Send{ID: core.NewID(core.PrefixDelegatedSend), OwnerID: o.ID, Mode: core.ModeTest, HostID: "hst_x", AgentID: "dag_x",
 		ApprovalID: appr.ID, DocumentID: doc.ID, DocumentSHA: doc.SHA256, To: "+14155550123", Country: "US", Pages: 3, Cover: true,
 		CoverText: "hi", PriceMicros: 210_000, Currency: core.Currency, CreatedAt: at(sec), ExpiresAt: appr.ExpiresAt}
+	// The send options round-trip (the fax created on approval gets them).
+	sendAt := at(sec).Add(48 * time.Hour)
+	d.Options = faxes.Options{CoverPage: &faxes.CoverPage{RecipientName: "Ada", Subject: "Referral", Message: "hi"}, Header: "Acme",
+		Resolution: faxes.ResolutionFine, SendAt: &sendAt, Retry: &faxes.RetryPolicy{Attempts: 4, DelayMinutes: 10}}
 	must(t, s.CreateDelegatedSend(ctx, d))
 	return d
 }

@@ -282,6 +282,9 @@ type SendRequest struct {
 	UploadToken string
 	Cover       bool
 	CoverText   string
+	// Options are the send options (cover page, header, resolution,
+	// sendAt, retry), checked by core/faxes as for any send.
+	Options faxes.Options
 }
 
 // MaxInlineDocumentBytes bounds a document passed inline (base64) to a
@@ -305,27 +308,30 @@ const (
 // price). The fax is created only when the owner approves with a passkey
 // and user verification, in the approval's transaction.
 type Send struct {
-	ID           string     `db:"id" json:"id"`
-	OwnerID      string     `db:"owner_id" json:"-"`
-	Mode         core.Mode  `db:"mode" json:"mode"`
-	HostID       string     `db:"host_id" json:"-"`
-	AgentID      string     `db:"agent_id" json:"agent_id"`
-	ApprovalID   string     `db:"approval_id" json:"-"`
-	DocumentID   string     `db:"document_id" json:"document_id"`
-	DocumentSHA  string     `db:"document_sha256" json:"document_sha256"`
-	To           string     `db:"to_number" json:"to"`
-	Country      string     `db:"country" json:"country"`
-	Pages        int        `db:"pages" json:"pages"`
-	Cover        bool       `db:"cover" json:"cover"`
-	CoverText    string     `db:"cover_text" json:"-"`
-	PriceMicros  int64      `db:"price_micros" json:"-"`
-	Price        string     `db:"-" json:"price"`
-	Currency     string     `db:"currency" json:"currency"`
-	FaxID        *string    `db:"fax_id" json:"fax_id,omitempty"`
-	Status       SendStatus `db:"-" json:"status"`
-	CreatedAt    time.Time  `db:"created_at" json:"created_at"`
-	ExpiresAt    time.Time  `db:"expires_at" json:"expires_at"`
-	ApprovalPath string     `db:"-" json:"-"` // the owner's inbox page of it
+	ID          string    `db:"id" json:"id"`
+	OwnerID     string    `db:"owner_id" json:"-"`
+	Mode        core.Mode `db:"mode" json:"mode"`
+	HostID      string    `db:"host_id" json:"-"`
+	AgentID     string    `db:"agent_id" json:"agent_id"`
+	ApprovalID  string    `db:"approval_id" json:"-"`
+	DocumentID  string    `db:"document_id" json:"document_id"`
+	DocumentSHA string    `db:"document_sha256" json:"document_sha256"`
+	To          string    `db:"to_number" json:"to"`
+	Country     string    `db:"country" json:"country"`
+	Pages       int       `db:"pages" json:"pages"`
+	Cover       bool      `db:"cover" json:"cover"`
+	CoverText   string    `db:"cover_text" json:"-"`
+	// Options are the send options as checked (owner defaults filled in);
+	// the fax created on approval gets them.
+	Options      faxes.Options `db:"options" json:"-"`
+	PriceMicros  int64         `db:"price_micros" json:"-"`
+	Price        string        `db:"-" json:"price"`
+	Currency     string        `db:"currency" json:"currency"`
+	FaxID        *string       `db:"fax_id" json:"fax_id,omitempty"`
+	Status       SendStatus    `db:"-" json:"status"`
+	CreatedAt    time.Time     `db:"created_at" json:"created_at"`
+	ExpiresAt    time.Time     `db:"expires_at" json:"expires_at"`
+	ApprovalPath string        `db:"-" json:"-"` // the owner's inbox page of it
 }
 
 // Queries is the persistence of hosts, delegated agents, their send

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 
 	"github.com/faxhub/faxhub/core"
 	"github.com/faxhub/faxhub/core/approvals"
@@ -19,19 +20,28 @@ const maxPendingSendsPerAgent = 20
 
 // SendDetails is what a fax_send approval shows (Approval.Details).
 type SendDetails struct {
-	SendID    string       `json:"sendId"`
-	HostID    string       `json:"hostId"`
-	HostName  string       `json:"hostName"`
-	AgentID   string       `json:"agentId"`
-	AgentName string       `json:"agentName"`
-	To        string       `json:"to"`
-	Country   string       `json:"country"`
-	Pages     int          `json:"pages"`
-	Cover     bool         `json:"cover"`
-	CoverText string       `json:"coverText,omitempty"`
-	Price     string       `json:"price"`
-	Currency  string       `json:"currency"`
-	Document  SendDocument `json:"document"`
+	SendID    string `json:"sendId"`
+	HostID    string `json:"hostId"`
+	HostName  string `json:"hostName"`
+	AgentID   string `json:"agentId"`
+	AgentName string `json:"agentName"`
+	To        string `json:"to"`
+	Country   string `json:"country"`
+	Pages     int    `json:"pages"`
+	Cover     bool   `json:"cover"`
+	CoverText string `json:"coverText,omitempty"`
+	// What the send options change, for the owner to see (the approval
+	// page lists them): the cover page's subject and recipient, the
+	// header line, the resolution, when it goes out, the retry policy.
+	CoverSubject   string       `json:"coverSubject,omitempty"`
+	CoverRecipient string       `json:"coverRecipient,omitempty"`
+	Header         string       `json:"header,omitempty"`
+	Resolution     string       `json:"resolution,omitempty"`
+	SendAt         string       `json:"sendAt,omitempty"`
+	Retry          string       `json:"retry,omitempty"`
+	Price          string       `json:"price"`
+	Currency       string       `json:"currency"`
+	Document       SendDocument `json:"document"`
 }
 
 // SendDocument describes the document of a send for the owner.
@@ -54,11 +64,30 @@ type delegatedSendBinding struct {
 	CoverText   string `json:"coverText"`
 	PriceMicros int64  `json:"priceMicros"`
 	Currency    string `json:"currency"`
+	// Options: the owner approves the cover page, header, resolution,
+	// schedule and retry policy too.
+	Options faxes.Options `json:"options"`
 }
 
 func (d *Send) binding() delegatedSendBinding {
 	return delegatedSendBinding{SendID: d.ID, DocumentID: d.DocumentID, DocumentSHA: d.DocumentSHA, To: d.To, Pages: d.Pages,
-		Cover: d.Cover, CoverText: d.CoverText, PriceMicros: d.PriceMicros, Currency: d.Currency}
+		Cover: d.Cover, CoverText: d.CoverText, PriceMicros: d.PriceMicros, Currency: d.Currency, Options: d.Options}
+}
+
+// optionDetails puts what the send options change into the approval's
+// details, in words.
+func optionDetails(sd *SendDetails, o faxes.Options) {
+	if cp := o.CoverPage; cp != nil {
+		sd.CoverSubject = cp.Subject
+		sd.CoverRecipient = strings.TrimSpace(strings.Join(slices.DeleteFunc([]string{cp.RecipientName, cp.RecipientCompany}, func(s string) bool { return s == "" }), ", "))
+	}
+	sd.Header, sd.Resolution = o.Header, string(o.Resolution)
+	if o.SendAt != nil {
+		sd.SendAt = core.RFC3339(*o.SendAt)
+	}
+	if r := o.Retry; r != nil {
+		sd.Retry = fmt.Sprintf("%d calls in all, %d minutes apart, when busy or unanswered", r.Attempts, r.DelayMinutes)
+	}
 }
 
 // approvalPagePath is the owner's inbox page of an approval.
@@ -87,7 +116,11 @@ func (s *Service) RequestSend(ctx context.Context, p core.Principal, a *Agent, r
 	if err := s.faxes.CheckProvider(p.Mode); err != nil {
 		return nil, err
 	}
-	if err := faxes.CheckCover(r.Cover, r.CoverText); err != nil {
+	// The options are checked (and the owner's sender defaults filled
+	// in) now, as for any send: the owner approves them as they will be
+	// faxed.
+	opts, err := s.faxes.PrepareOptions(ctx, p, faxes.SendRequest{To: r.To, Cover: r.Cover, CoverText: r.CoverText, Options: r.Options})
+	if err != nil {
 		return nil, err
 	}
 	e164, country, err := s.d.Destination.Check(r.To)
@@ -101,7 +134,7 @@ func (s *Service) RequestSend(ctx context.Context, p core.Principal, a *Agent, r
 	if doc.Pages > s.documents.MaxPages() {
 		return nil, core.Errorf(core.KindUnprocessable, documents.CodeTooManyPages, "at most %d pages can be sent", s.documents.MaxPages())
 	}
-	q, err := s.d.Prices.Quote(e164, country, doc.Pages, r.Cover)
+	q, err := s.d.Prices.Quote(e164, country, doc.Pages, opts.HasCover())
 	if err != nil {
 		return nil, err
 	}
@@ -114,8 +147,8 @@ func (s *Service) RequestSend(ctx context.Context, p core.Principal, a *Agent, r
 	}
 	d := &Send{
 		ID: core.NewID(core.PrefixDelegatedSend), OwnerID: p.OwnerID, Mode: p.Mode, HostID: host.ID, AgentID: a.ID,
-		DocumentID: doc.ID, DocumentSHA: doc.SHA256, To: e164, Country: country, Pages: doc.Pages, Cover: r.Cover,
-		CoverText: r.CoverText, PriceMicros: q.AmountMicros, Price: core.FormatUSD(q.AmountMicros), Currency: core.Currency,
+		DocumentID: doc.ID, DocumentSHA: doc.SHA256, To: e164, Country: country, Pages: doc.Pages, Cover: opts.HasCover(),
+		CoverText: opts.CoverMessage(), Options: opts, PriceMicros: q.AmountMicros, Price: core.FormatUSD(q.AmountMicros), Currency: core.Currency,
 		Status: SendPending, CreatedAt: now, ExpiresAt: now.Add(SendTTL),
 	}
 	requester := a.Name + " on " + host.Name
@@ -123,13 +156,18 @@ func (s *Service) RequestSend(ctx context.Context, p core.Principal, a *Agent, r
 	if d.Cover {
 		billed++
 	}
+	details := SendDetails{SendID: d.ID, HostID: host.ID, HostName: host.Name, AgentID: a.ID, AgentName: a.Name,
+		To: e164, Country: country, Pages: d.Pages, Cover: d.Cover, CoverText: d.CoverText, Price: d.Price, Currency: d.Currency,
+		Document: SendDocument{ID: doc.ID, SHA256: doc.SHA256, SourceType: doc.SourceType, Bytes: doc.SourceBytes}}
+	optionDetails(&details, opts)
+	summary := fmt.Sprintf("Send a %d-page fax to %s for $%s", billed, e164, d.Price)
+	if opts.SendAt != nil {
+		summary += " at " + core.RFC3339(*opts.SendAt)
+	}
 	err = s.inTx(ctx, func(tx Tx) error {
 		appr, err := s.approvals.RequestIn(ctx, tx, approvals.Request{
 			OwnerID: p.OwnerID, Mode: p.Mode, Kind: approvals.KindFaxSend, Requester: requester, RequiresUV: true, TTL: SendTTL,
-			Summary: fmt.Sprintf("Send a %d-page fax to %s for $%s", billed, e164, d.Price),
-			Details: SendDetails{SendID: d.ID, HostID: host.ID, HostName: host.Name, AgentID: a.ID, AgentName: a.Name,
-				To: e164, Country: country, Pages: d.Pages, Cover: d.Cover, CoverText: d.CoverText, Price: d.Price, Currency: d.Currency,
-				Document: SendDocument{ID: doc.ID, SHA256: doc.SHA256, SourceType: doc.SourceType, Bytes: doc.SourceBytes}},
+			Summary: summary, Details: details,
 			Binding: d.binding(),
 		})
 		if err != nil {
@@ -238,9 +276,11 @@ func (s *Service) ApproveSend(ctx context.Context, ownerID string, a *approvals.
 		}
 		f = &faxes.Fax{
 			ID: core.NewID(core.PrefixFax), OwnerID: ownerID, Mode: send.Mode, Status: faxes.Queued, To: send.To,
-			DocumentID: send.DocumentID, Pages: send.Pages, Cover: send.Cover, CoverText: send.CoverText,
+			DocumentID: send.DocumentID, Pages: send.Pages, Cover: send.Cover, CoverText: send.CoverText, Options: send.Options,
 			PriceMicros: send.PriceMicros, Currency: send.Currency, PaymentMethod: faxes.PayCredits, CreatedAt: now, UpdatedAt: now,
 		}
+		// Scheduled until its sendAt; approved after it, it goes now.
+		s.faxes.Schedule(f)
 		s.faxes.Present(f, nil)
 		if err := s.faxes.CreateFax(ctx, tx, faxes.NewFax{Fax: f,
 			HoldReason: "hold for fax " + f.ID + " to " + f.To + " sent by " + agent.Name + " on " + host.Name}); err != nil {

@@ -147,6 +147,9 @@ type QuoteRequest struct {
 	PDF   []byte // decoded; when nil, Pages is used
 	Pages int
 	Cover bool
+	// Options are the send options a fax request would carry: a coverPage
+	// is priced; all are checked as the fax request checks them.
+	Options faxes.Options
 	// ClientIP (web.ClientIP) queues the PDF's page count fairly among
 	// clients.
 	ClientIP string
@@ -179,6 +182,10 @@ type FaxRequest struct {
 	PDF       []byte
 	RequestID string
 	Cover     bool
+	// Options are the send options of the body (cover page, header,
+	// resolution, retry); core checks them. SendAt is refused
+	// (CheckOptions).
+	Options faxes.Options
 	// BodyDigest is the RFC 9530 Content-Digest of the raw body bytes
 	// (rest/mpp.ContentDigest); the challenges bind it.
 	BodyDigest string
@@ -218,6 +225,9 @@ type Order struct {
 	Pages  int          `json:"pages"`
 	Cover  bool         `json:"cover"`
 	Mode   core.Mode    `json:"mode"`
+	// Options are the fax's send options, at the top level of the order's
+	// JSON (coverPage, header, resolution, retry).
+	faxes.Options
 	// Amount is what was charged, in the method's base units, with its
 	// currency; Price is the fax's price in USD ("0.21").
 	Amount    string `json:"amount"`

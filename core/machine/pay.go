@@ -127,6 +127,13 @@ func (s *Service) Quote(ctx context.Context, r QuoteRequest) (*Quote, error) {
 	if err := s.machineOn(); err != nil {
 		return nil, err
 	}
+	if err := checkMachineOptions(r.Options); err != nil {
+		return nil, err
+	}
+	opts, err := s.faxes.PrepareOptions(ctx, core.Principal{OwnerID: core.MachineOwnerID}, faxes.SendRequest{To: r.To, Cover: r.Cover, Options: r.Options})
+	if err != nil {
+		return nil, err
+	}
 	pages := r.Pages
 	if r.PDF != nil {
 		n, err := s.machinePages(ctx, r.PDF, r.ClientIP, nil)
@@ -138,7 +145,7 @@ func (s *Service) Quote(ctx context.Context, r QuoteRequest) (*Quote, error) {
 	if pages < 1 {
 		return nil, core.Errorf(core.KindInvalid, core.CodeInvalidRequest, "give the document (base64) or its page count (pages ≥ 1)")
 	}
-	q, err := s.faxes.Price(r.To, pages, r.Cover)
+	q, err := s.faxes.Price(r.To, pages, opts.HasCover())
 	if err != nil {
 		return nil, err
 	}
@@ -238,6 +245,9 @@ func (s *Service) Fax(ctx context.Context, r FaxRequest) (*FaxResult, error) {
 	if r.MultipleCredentials {
 		return nil, core.Errorf(core.KindInvalid, CodeMultipleCredentials, "send exactly one Authorization: Payment credential")
 	}
+	if err := checkMachineOptions(r.Options); err != nil {
+		return nil, err
+	}
 	secret, err := s.d.Store.Secret(ctx, machineChallengeSecret)
 	if err != nil {
 		return nil, fmt.Errorf("challenge secret: %w", err)
@@ -306,8 +316,30 @@ func (s *Service) machineRequest(ctx context.Context, r FaxRequest, secret []byt
 	return nil, fmt.Errorf("machine request %q: changed concurrently three times", r.RequestID)
 }
 
+// checkMachineOptions refuses what a machine fax cannot have: a sendAt.
+// A machine pays when it asks and has no account: nothing can be held
+// until the fax goes out, and it has no way to cancel a fax before then
+// (its status link only reads), so a scheduled machine fax would be money
+// taken now for a fax that cannot be called back, and a push transfer
+// (tempo) cannot even be refunded. Machine faxes go out when paid.
+func checkMachineOptions(o faxes.Options) error {
+	if o.SendAt != nil {
+		return core.Errorf(core.KindInvalid, core.CodeInvalidRequest,
+			"sendAt is not offered to machine payments: a machine fax is paid when asked and goes out then (there is no account to hold the price, and no way to cancel it before a later time); send the request when the fax should go").
+			With("field", "sendAt")
+	}
+	return nil
+}
+
 func (s *Service) newMachineRequest(ctx context.Context, r FaxRequest, secret []byte) (*Request, error) {
 	e164, country, err := s.d.Destination.Check(r.To)
+	if err != nil {
+		return nil, err
+	}
+	// The options are core's to check (faxes.PrepareOptions), before the
+	// document is read; a machine has no fax settings of its own, so empty
+	// sender fields stay empty.
+	opts, err := s.faxes.PrepareOptions(ctx, core.Principal{OwnerID: core.MachineOwnerID}, faxes.SendRequest{To: r.To, Cover: r.Cover, Options: r.Options})
 	if err != nil {
 		return nil, err
 	}
@@ -315,14 +347,16 @@ func (s *Service) newMachineRequest(ctx context.Context, r FaxRequest, secret []
 	if err != nil {
 		return nil, err
 	}
-	q, err := s.faxes.Price(e164, pages, r.Cover)
+	// A cover page (cover or coverPage) is priced: it is in the amount of
+	// every challenge.
+	q, err := s.faxes.Price(e164, pages, opts.HasCover())
 	if err != nil {
 		return nil, err
 	}
 	now := s.now()
 	req := &Request{
-		RequestID: r.RequestID, BodyDigest: r.BodyDigest, Destination: e164, Country: country, Pages: pages, Cover: r.Cover,
-		PriceMicros: q.AmountMicros, Status: RequestOpen, CreatedAt: now, UpdatedAt: now,
+		RequestID: r.RequestID, BodyDigest: r.BodyDigest, Destination: e164, Country: country, Pages: pages, Cover: opts.HasCover(),
+		Options: opts, PriceMicros: q.AmountMicros, Status: RequestOpen, CreatedAt: now, UpdatedAt: now,
 	}
 	if _, err := s.issueChallenges(req, secret); err != nil {
 		return nil, err
@@ -815,7 +849,8 @@ func (s *Service) finishPaid(ctx context.Context, claim *Claim, m Method, res pa
 		now := s.now()
 		f := &faxes.Fax{
 			ID: core.NewID(core.PrefixFax), OwnerID: core.MachineOwnerID, Mode: claim.Mode, Status: faxes.Queued, To: req.Destination,
-			DocumentID: claim.DocumentID, Pages: req.Pages, Cover: req.Cover, PriceMicros: req.PriceMicros, Currency: core.Currency,
+			DocumentID: claim.DocumentID, Pages: req.Pages, Cover: req.Cover, CoverText: req.Options.CoverMessage(), Options: req.Options,
+			PriceMicros: req.PriceMicros, Currency: core.Currency,
 			PaymentMethod: faxes.PayMachine, CreatedAt: now, UpdatedAt: now,
 		}
 		if err := s.faxes.CreateFax(ctx, tx, faxes.NewFax{Fax: f}); err != nil {
@@ -915,7 +950,7 @@ func recordMachineCharge(ctx context.Context, tx Tx, c *credits.Charge) error {
 // machineOrder is the payer's view of a paid machine fax.
 func (s *Service) machineOrder(f *faxes.Fax, req *Request, c *credits.Charge, method string) Order {
 	return Order{
-		ID: f.ID, Status: f.Status, To: f.To, Pages: f.Pages, Cover: f.Cover, Mode: f.Mode,
+		ID: f.ID, Status: f.Status, To: f.To, Pages: f.Pages, Cover: f.Cover, Mode: f.Mode, Options: f.Options,
 		Amount: strconv.FormatInt(c.AmountUnits, 10), Currency: c.Currency, Price: core.FormatUSD(f.PriceMicros), Method: method,
 		RequestID: req.RequestID, StatusURL: "", PagesSent: f.PagesSent, FailureCode: f.FailureCode, FailureReason: f.FailureReason,
 		Refund: c.RefundState, CreatedAt: f.CreatedAt, CompletedAt: f.CompletedAt,

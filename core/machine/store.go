@@ -6,6 +6,7 @@ import (
 
 	"github.com/faxhub/faxhub/core"
 	"github.com/faxhub/faxhub/core/credits"
+	"github.com/faxhub/faxhub/core/faxes"
 )
 
 // RequestStatus is where a machine request stands: open until one
@@ -27,7 +28,11 @@ type Request struct {
 	Country     string `db:"country"`
 	Pages       int    `db:"pages"`
 	Cover       bool   `db:"cover"`
-	PriceMicros int64  `db:"price_micros"`
+	// Options are the request's send options as checked (cover page,
+	// header, resolution, retry); the fax created when it is paid gets
+	// them. The body digest the challenges bind covers them.
+	Options     faxes.Options `db:"options"`
+	PriceMicros int64         `db:"price_micros"`
 	// Challenges are every offered challenge, unfiltered, in the server's
 	// order: JSON of []Challenge (the adapter filters and orders them per
 	// response by Accept-Payment). A row of an earlier version holds

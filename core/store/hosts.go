@@ -328,12 +328,12 @@ func (x q) TouchDelegatedAgent(ctx context.Context, id string, at time.Time) err
 }
 
 const delegatedSendCols = `id, owner_id, mode, host_id, agent_id, approval_id, document_id, document_sha256, to_number,
-	country, pages, cover, cover_text, price_micros, currency, fax_id, created_at, expires_at`
+	country, pages, cover, cover_text, options, price_micros, currency, fax_id, created_at, expires_at`
 
 func (x q) CreateDelegatedSend(ctx context.Context, d *hosts.Send) error {
 	err := x.insert(ctx, `INSERT INTO delegated_sends (`+delegatedSendCols+`)
 		VALUES (:id, :owner_id, :mode, :host_id, :agent_id, :approval_id, :document_id, :document_sha256, :to_number,
-			:country, :pages, :cover, :cover_text, :price_micros, :currency, :fax_id, :created_at, :expires_at)
+			:country, :pages, :cover, :cover_text, :options, :price_micros, :currency, :fax_id, :created_at, :expires_at)
 		ON CONFLICT DO NOTHING`, d)
 	if err != nil {
 		return fmt.Errorf("create delegated send: %w", err)

@@ -13,7 +13,7 @@ import (
 
 var _ machine.Queries = (*DB)(nil)
 
-const machineRequestCols = `request_id, body_digest, destination, country, pages, cover, price_micros, challenges,
+const machineRequestCols = `request_id, body_digest, destination, country, pages, cover, options, price_micros, challenges,
 	challenges_expire_at, generation, status, fax_id, response, receipt, created_at, updated_at`
 
 const machineClaimCols = `challenge_id, request_id, method, mode, idempotency_key, amount, currency, credential, state,
@@ -21,7 +21,7 @@ const machineClaimCols = `challenge_id, request_id, method, mode, idempotency_ke
 
 func (x q) CreateMachineRequest(ctx context.Context, r *machine.Request) error {
 	err := x.insert(ctx, `INSERT INTO machine_requests (`+machineRequestCols+`)
-		VALUES (:request_id, :body_digest, :destination, :country, :pages, :cover, :price_micros, :challenges,
+		VALUES (:request_id, :body_digest, :destination, :country, :pages, :cover, :options, :price_micros, :challenges,
 			:challenges_expire_at, :generation, :status, :fax_id, :response, :receipt, :created_at, :updated_at)
 		ON CONFLICT DO NOTHING`, r)
 	if err != nil && !errors.Is(err, core.ErrExists) {

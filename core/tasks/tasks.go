@@ -211,6 +211,9 @@ func faxTaskState(v *View, f *faxes.Fax) {
 		if f.Attempts > 0 {
 			v.Message = fmt.Sprintf("The fax %s to %s is paid; attempt %d did not get through and a retry is scheduled. Poll GetTask to follow it.", f.ID, f.To, f.Attempts)
 		}
+	case faxes.Scheduled:
+		v.State = Working
+		v.Message = fmt.Sprintf("The fax %s to %s is paid and scheduled to be sent at %s (its sendAt); CancelTask before then cancels it and returns what was paid. Poll GetTask to follow it.", f.ID, f.To, core.RFC3339(*f.Options.SendAt))
 	case faxes.Sending:
 		v.State = Working
 		v.Message = fmt.Sprintf("The fax %s to %s is being sent. Poll GetTask to follow it.", f.ID, f.To)

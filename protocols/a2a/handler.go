@@ -230,7 +230,11 @@ func (rh *requestHandler) runSkill(ctx context.Context, p core.Principal, msg *a
 			"uploadPageUrl": page + "#" + c.UploadToken, "method": c.Method,
 			"expiresAt": core.RFC3339(c.ExpiresAt), "maxBytes": c.MaxBytes})}, nil
 	case *createFaxArgs:
-		tv, err := svc.Tasks.StartFaxTask(ctx, p, s.ID, msg.ContextID, faxes.CreateDraftRequest{To: a.To, UploadToken: a.UploadToken, Cover: a.Cover, CoverText: a.CoverText, From: a.From})
+		opts, err := a.options()
+		if err != nil {
+			return result{}, err
+		}
+		tv, err := svc.Tasks.StartFaxTask(ctx, p, s.ID, msg.ContextID, faxes.CreateDraftRequest{To: a.To, UploadToken: a.UploadToken, Cover: a.Cover, CoverText: a.CoverText, From: a.From, Options: opts})
 		if err != nil {
 			return result{}, rh.fail(ctx, s.ID, err, targetSkill)
 		}
@@ -240,15 +244,15 @@ func (rh *requestHandler) runSkill(ctx context.Context, p core.Principal, msg *a
 		if err != nil {
 			return result{}, rh.fail(ctx, s.ID, err, targetSkill)
 		}
-		return result{msg: reply(msg, faxes.Present(f))}, nil
+		return result{msg: reply(msg, faxes.PresentFax(f))}, nil
 	case *listFaxesArgs:
 		page, err := svc.Faxes.List(ctx, p, a.Status, a.StartingAfter, a.Limit)
 		if err != nil {
 			return result{}, rh.fail(ctx, s.ID, err, targetSkill)
 		}
-		views := make([]faxes.View, 0, len(page.Data))
+		views := make([]faxes.FaxView, 0, len(page.Data))
 		for i := range page.Data {
-			views = append(views, faxes.Present(&page.Data[i]))
+			views = append(views, faxes.PresentFax(&page.Data[i]))
 		}
 		out := map[string]any{"faxes": views, "hasMore": page.HasMore}
 		if page.Next != "" {

@@ -8,10 +8,13 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/faxhub/faxhub/core"
 	"github.com/faxhub/faxhub/core/documents"
+	"github.com/faxhub/faxhub/core/faxes"
 	"github.com/faxhub/faxhub/core/numbers"
+	"github.com/faxhub/faxhub/core/web"
 )
 
 // skill is one entry of the card's skill table: what an agent sends as
@@ -46,12 +49,20 @@ type (
 		ContentType string `json:"contentType"`
 		FileName    string `json:"fileName"`
 	}
+	// createFaxArgs: the draft and its send options (faxes.Options but
+	// resendOf), under REST's names; core checks them all. SendAt is text
+	// so that a malformed time is refused naming the field.
 	createFaxArgs struct {
-		To          string `json:"to"`
-		UploadToken string `json:"uploadToken"`
-		Cover       bool   `json:"cover"`
-		CoverText   string `json:"coverText"`
-		From        string `json:"from"`
+		To          string             `json:"to"`
+		UploadToken string             `json:"uploadToken"`
+		Cover       bool               `json:"cover"`
+		CoverText   string             `json:"coverText"`
+		From        string             `json:"from"`
+		CoverPage   *faxes.CoverPage   `json:"coverPage"`
+		Header      string             `json:"header"`
+		Resolution  faxes.Resolution   `json:"resolution"`
+		SendAt      string             `json:"sendAt"`
+		Retry       *faxes.RetryPolicy `json:"retry"`
 	}
 	getFaxArgs struct {
 		FaxID string `json:"faxId"`
@@ -141,21 +152,23 @@ func skillTable(packs []core.CreditPack) []skill {
 		},
 		{
 			ID: "create_fax", Name: "Draft a fax for the owner to pay", Op: core.OpCreateDraft, Task: true,
-			Description: "Draft a fax of an uploaded document to a destination. Answers a task in TASK_STATE_INPUT_REQUIRED whose artifact fax-draft carries the quote and checkoutUrl: the owner reviews and pays for exactly this fax there (A2A never spends account credits). Follow it (SendStreamingMessage, SubscribeToTask, or poll GetTask): it becomes WORKING when paid and COMPLETED when delivered, with the fax as artifact." + phiNote,
-			Tags:        []string{"fax", "send", "checkout"},
-			Examples:    []string{`{"skill":"create_fax","arguments":{"to":"+14155550123","uploadToken":"<uploadToken from create_upload>"}}`},
-			Schema: object([]string{"to", "uploadToken"}, map[string]any{
+			Description: "Draft a fax of an uploaded document to a destination. Answers a task in TASK_STATE_INPUT_REQUIRED whose artifact fax-draft carries the quote and checkoutUrl: the owner reviews and pays for exactly this fax there (A2A never spends account credits). Follow it (SendStreamingMessage, SubscribeToTask, or poll GetTask): it becomes WORKING when paid and COMPLETED when delivered, with the fax as artifact. " +
+				"Send options: coverPage (recipientName, recipientCompany, senderName, senderCompany, senderPhone, senderFax, subject, message; priced as one more page), header (the line at the top of every page, at most 50 characters), resolution (standard or fine, same price), sendAt (RFC 3339, at most 30 days ahead: once paid the fax is scheduled until then, and CancelTask before it starts cancels it), retry ({attempts 1-5, delayMinutes 1-30} for busy and unanswered calls). A mistake in any is invalid params naming the field." + phiNote,
+			Tags: []string{"fax", "send", "checkout", "cover page", "schedule"},
+			Examples: []string{`{"skill":"create_fax","arguments":{"to":"+14155550123","uploadToken":"<uploadToken from create_upload>"}}`,
+				`{"skill":"create_fax","arguments":{"to":"+14155550123","uploadToken":"<uploadToken>","coverPage":{"recipientName":"Dr. Ada","subject":"Referral"},"header":"Acme Clinic","resolution":"fine","sendAt":"2026-05-01T09:00:00Z","retry":{"attempts":3,"delayMinutes":10}}}`},
+			Schema: object([]string{"to", "uploadToken"}, withOptions(map[string]any{
 				"to":          to,
 				"uploadToken": str("the uploadToken of a completed upload (create_upload)"),
-				"cover":       map[string]any{"type": "boolean", "default": false, "description": "add a cover page"},
-				"coverText":   str("short note for the cover page (needs cover true); never PHI"),
+				"cover":       map[string]any{"type": "boolean", "default": false, "description": "add a cover page (with the owner's sender fields); coverPage implies it"},
+				"coverText":   map[string]any{"type": "string", "maxLength": faxes.MaxCoverText, "description": "short note for the cover page (needs cover true; or coverPage.message); never PHI"},
 				"from":        str("optional sender: one of the owner's active fax numbers (E.164 or its id, see list_numbers); omit for the default sender"),
-			}),
+			})),
 			newArgs: func() any { return &createFaxArgs{} },
 		},
 		{
 			ID: "get_fax", Name: "Get a fax's status", Op: core.OpGetFax,
-			Description: "Get one fax: status (queued, sending, delivered, partial, failed, canceled), pages sent, price and the latest delivery attempt.",
+			Description: "Get one fax: status (scheduled, queued, sending, delivered, partial, failed, canceled), pages sent, price, the latest delivery attempt and the send options (coverPage, header, resolution, sendAt, retry).",
 			Tags:        []string{"fax", "status"},
 			Examples:    []string{`{"skill":"get_fax","arguments":{"faxId":"fax_..."}}`},
 			Schema:      object([]string{"faxId"}, map[string]any{"faxId": str("the fax id (a task's fax artifact, list_faxes)")}),
@@ -167,7 +180,7 @@ func skillTable(packs []core.CreditPack) []skill {
 			Tags:        []string{"fax", "list", "history"},
 			Examples:    []string{`{"skill":"list_faxes","arguments":{"limit":10}}`, `{"skill":"list_faxes","arguments":{"status":"delivered"}}`},
 			Schema: object(nil, map[string]any{
-				"status":        map[string]any{"type": "string", "enum": []string{"queued", "sending", "delivered", "partial", "failed", "canceled"}, "description": "only faxes in this status"},
+				"status":        map[string]any{"type": "string", "enum": []string{"scheduled", "queued", "sending", "delivered", "partial", "failed", "canceled"}, "description": "only faxes in this status"},
 				"startingAfter": str("nextCursor of the previous page"),
 				"limit":         map[string]any{"type": "integer", "minimum": 1, "maximum": 100, "default": 20, "description": "page size"},
 			}),
@@ -256,6 +269,29 @@ func skillTable(packs []core.CreditPack) []skill {
 	}
 }
 
+// withOptions adds the send options (core's schema, bounds included) to
+// a skill's properties.
+func withOptions(props map[string]any) map[string]any {
+	for k, v := range faxes.OptionsSchema(false) {
+		props[k] = v
+	}
+	return props
+}
+
+// options is the arguments' send options for core.
+func (a *createFaxArgs) options() (faxes.Options, error) {
+	o := faxes.Options{CoverPage: a.CoverPage, Header: a.Header, Resolution: a.Resolution, Retry: a.Retry}
+	if a.SendAt != "" {
+		at, err := time.Parse(time.RFC3339, a.SendAt)
+		if err != nil {
+			return faxes.Options{}, invalidParams("the argument \"sendAt\" of create_fax must be an RFC 3339 time, such as 2026-05-01T09:00:00Z",
+				map[string]any{"skill": "create_fax", "field": "sendAt"})
+		}
+		o.SendAt = &at
+	}
+	return o, nil
+}
+
 func first(s []string) string {
 	if len(s) == 0 {
 		return ""
@@ -320,6 +356,11 @@ func decodeArgs(s skill, raw any) (any, error) {
 		return nil, invalidParams("arguments could not be read: "+err.Error(), map[string]any{"skill": s.ID})
 	}
 	out := s.newArgs()
+	// A nested member unknown to the struct (coverPage.faxNumber) is
+	// named by its path; the decoder would name it without one.
+	if p := web.UnknownMember(b, out); p != "" {
+		return nil, invalidParams(fmt.Sprintf("%s has no argument %s", s.ID, p), map[string]any{"skill": s.ID, "field": p})
+	}
 	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(out); err != nil {

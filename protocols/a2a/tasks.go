@@ -66,12 +66,12 @@ func renderTask(tv *tasks.View) *a2a.Task {
 	switch tv.Kind {
 	case tasks.KindFax:
 		if d := tv.Draft; d != nil {
-			draft := faxes.PresentDraft(d, tv.CheckoutURL)
+			draft := faxes.PresentDraftOptions(d, tv.CheckoutURL)
 			t.Artifacts = append(t.Artifacts, artifact(artifactFaxDraft, "the drafted fax, its price and the page where the owner pays for it", draft))
 			current = draft
 		}
 		if tv.Fax != nil {
-			fax := faxes.Present(tv.Fax)
+			fax := faxes.PresentFax(tv.Fax)
 			if tv.State == tasks.Completed {
 				desc := "the fax as delivered"
 				if tv.Fax.Status == faxes.Partial {

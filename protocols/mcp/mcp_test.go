@@ -239,7 +239,7 @@ func TestAudienceAndScopes(t *testing.T) {
 		names = append(names, tl.Name)
 	}
 	slices.Sort(names)
-	want := []string{"buy_number", "create_credit_checkout", "create_fax_draft", "create_upload", "get_credits", "get_fax_status",
+	want := []string{"buy_number", "cancel_fax", "create_credit_checkout", "create_fax_draft", "create_upload", "get_credits", "get_fax_status",
 		"list_faxes", "list_inbox", "list_numbers", "read_inbox_fax", "search_numbers", "send_fax", "validate_fax"}
 	if !slices.Equal(names, want) {
 		t.Fatalf("tools %v, want %v", names, want)

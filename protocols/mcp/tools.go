@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -43,6 +44,7 @@ var toolOps = map[string]core.Operation{
 	"validate_fax":           core.OpQuote,
 	"send_fax":               core.OpSendFax,
 	"get_fax_status":         core.OpGetFax,
+	"cancel_fax":             core.OpCancelFax,
 	"list_faxes":             core.OpListFaxes,
 	"get_credits":            core.OpGetCredits,
 	"create_credit_checkout": core.OpCreditCheckout,
@@ -86,12 +88,49 @@ type uploadOut struct {
 	Pages         int    `json:"pages,omitempty" jsonschema:"pages of the stored document, when uploaded"`
 }
 
+// createDraftIn is create_fax_draft's input: the draft and its send
+// options, as REST's draft body names them. Its schema is
+// createDraftSchema (the options' bounds are core's: faxes.OptionsSchema);
+// the arguments are decoded strictly (decodeArguments) and every rule is
+// checked by core, whose errors name the field.
 type createDraftIn struct {
-	To          string `json:"to" jsonschema:"destination fax number in international format, e.g. +14155550123"`
-	UploadToken string `json:"uploadToken" jsonschema:"the uploadToken of a completed upload"`
-	Cover       bool   `json:"cover,omitempty" jsonschema:"add a cover page"`
-	CoverText   string `json:"coverText,omitempty" jsonschema:"short note for the cover page (needs cover true); never PHI"`
-	From        string `json:"from,omitempty" jsonschema:"optional sender: one of the owner's active fax numbers (E.164 or its id, see list_numbers); omit for the default sender"`
+	To          string `json:"to"`
+	UploadToken string `json:"uploadToken"`
+	Cover       bool   `json:"cover,omitempty"`
+	CoverText   string `json:"coverText,omitempty"`
+	From        string `json:"from,omitempty"`
+	// The send options (faxes.Options but resendOf, which only resending
+	// sets). SendAt is text so that a malformed time is refused naming
+	// the field.
+	CoverPage  *faxes.CoverPage   `json:"coverPage,omitempty"`
+	Header     string             `json:"header,omitempty"`
+	Resolution faxes.Resolution   `json:"resolution,omitempty"`
+	SendAt     string             `json:"sendAt,omitempty"`
+	Retry      *faxes.RetryPolicy `json:"retry,omitempty"`
+}
+
+// createDraftSchema is create_fax_draft's input schema.
+func createDraftSchema() map[string]any {
+	props := faxes.OptionsSchema(false)
+	props["to"] = map[string]any{"type": "string", "description": "destination fax number in international format, e.g. +14155550123"}
+	props["uploadToken"] = map[string]any{"type": "string", "description": "the uploadToken of a completed upload"}
+	props["cover"] = map[string]any{"type": "boolean", "description": "add a cover page (with the owner's sender fields); coverPage implies it"}
+	props["coverText"] = map[string]any{"type": "string", "maxLength": faxes.MaxCoverText, "description": "short note for the cover page (needs cover true; or coverPage.message); never PHI"}
+	props["from"] = map[string]any{"type": "string", "description": "optional sender: one of the owner's active fax numbers (E.164 or its id, see list_numbers); omit for the default sender"}
+	return map[string]any{"type": "object", "properties": props, "required": []string{"to", "uploadToken"}, "additionalProperties": false}
+}
+
+// options is the input's send options for core.
+func (in createDraftIn) options() (faxes.Options, error) {
+	o := faxes.Options{CoverPage: in.CoverPage, Header: in.Header, Resolution: in.Resolution, Retry: in.Retry}
+	if in.SendAt != "" {
+		at, err := time.Parse(time.RFC3339, in.SendAt)
+		if err != nil {
+			return faxes.Options{}, core.Errorf(core.KindInvalid, core.CodeInvalidRequest, "sendAt must be an RFC 3339 time, such as 2026-05-01T09:00:00Z").With("field", "sendAt")
+		}
+		o.SendAt = &at
+	}
+	return o, nil
 }
 
 // validateIn is validate_fax's input. Pages is a pointer so that core
@@ -118,6 +157,10 @@ type getFaxIn struct {
 	FaxID string `json:"faxId" jsonschema:"the faxId returned by send_fax or list_faxes"`
 }
 
+type cancelFaxIn struct {
+	FaxID string `json:"faxId" jsonschema:"the faxId of a scheduled or queued fax"`
+}
+
 type listFaxesIn struct {
 	Status        string `json:"status,omitempty" jsonschema:"only faxes in this status"`
 	StartingAfter string `json:"startingAfter,omitempty" jsonschema:"nextCursor of the previous page"`
@@ -125,9 +168,9 @@ type listFaxesIn struct {
 }
 
 type listFaxesOut struct {
-	Faxes      []faxes.View `json:"faxes"`
-	HasMore    bool         `json:"hasMore"`
-	NextCursor string       `json:"nextCursor,omitempty"`
+	Faxes      []faxes.FaxView `json:"faxes"`
+	HasMore    bool            `json:"hasMore"`
+	NextCursor string          `json:"nextCursor,omitempty"`
 }
 
 type empty struct{}
@@ -159,8 +202,10 @@ func (h *Handler) addTools(s *mcp.Server) {
 	mcp.AddTool(s, &mcp.Tool{Name: "create_upload", Annotations: ann("Create an upload", false, false, false, false),
 		Description: "Start uploading a document to fax (PDF, image or office file). Returns uploadPageUrl — give it to the user so they can pick the file in their browser — and uploadUrl, where a client can PUT the raw bytes itself without any Authorization header. Tiny files (at most 256 KB) may be passed inline as contentBase64 instead; the result then says uploaded: true. Then call create_fax_draft with the uploadToken." + scopeNote("create_upload") + phiWarning},
 		h.createUpload)
-	mcp.AddTool(s, &mcp.Tool{Name: "create_fax_draft", Annotations: ann("Draft a fax", false, false, false, false),
-		Description: "Price a fax of an uploaded document to a destination, without paying. Returns the draft, its quote and checkoutUrl, a page where the signed-in owner reviews destination, pages and price and pays for exactly this fax. Alternatively send_fax pays the draft with account credits." + scopeNote("create_fax_draft") + phiWarning},
+	addStrictTool(s, &mcp.Tool{Name: "create_fax_draft", Annotations: ann("Draft a fax", false, false, false, false),
+		Description: "Price a fax of an uploaded document to a destination, without paying. Returns the draft, its quote and checkoutUrl, a page where the signed-in owner reviews destination, pages and price and pays for exactly this fax. Alternatively send_fax pays the draft with account credits. " +
+			"Send options: coverPage (cover page fields: recipientName, recipientCompany, senderName, senderCompany, senderPhone, senderFax, subject, message; priced as one more page), header (the line printed at the top of every page, at most 50 characters), resolution (standard or fine, same price), sendAt (RFC 3339, at most 30 days ahead: the fax is scheduled until then and can be canceled with cancel_fax), retry ({attempts 1-5, delayMinutes 1-30} for busy and unanswered calls). A mistake in any of them is an invalid_request error naming the field." + scopeNote("create_fax_draft") + phiWarning,
+		InputSchema: createDraftSchema()},
 		h.createDraft)
 	mcp.AddTool(s, &mcp.Tool{Name: "validate_fax", Annotations: ann("Check a destination and price", true, false, true, false),
 		Description: "Check that a fax number can be reached and price a number of pages to it. No side effects." + scopeNote("validate_fax") + phiWarning,
@@ -169,8 +214,11 @@ func (h *Handler) addTools(s *mcp.Server) {
 	mcp.AddTool(s, &mcp.Tool{Name: "send_fax", Annotations: ann("Send a drafted fax with credits", false, true, true, true),
 		Description: "Send a draft now, paying with the owner's account credits, and queue it for delivery. Spends money: confirm with the user first. Calling again for the same draft never charges twice (it returns the existing fax). If the credits do not cover the price the call fails with insufficient_credits; then give the user the draft's checkoutUrl, or a credit pack from create_credit_checkout. The fax goes from the number chosen as from on create_fax_draft, if any." + scopeNote("send_fax") + phiWarning},
 		h.sendFax)
+	mcp.AddTool(s, &mcp.Tool{Name: "cancel_fax", Annotations: ann("Cancel a fax", false, true, true, false),
+		Description: "Cancel a fax that has not started sending (status scheduled or queued): it will not be sent and what was paid returns to the owner (credits held are released; a fax paid at checkout is refunded as credits). A fax being sent is called back where the provider can; it then ends canceled or, if too late, delivered. Confirm with the user first." + scopeNote("cancel_fax") + phiWarning},
+		h.cancelFax)
 	mcp.AddTool(s, &mcp.Tool{Name: "get_fax_status", Annotations: ann("Get a fax's status", true, false, true, false),
-		Description: "Get one fax's delivery status (queued, sending, delivered, partial, failed, canceled), pages sent and failure reason." + scopeNote("get_fax_status") + phiWarning},
+		Description: "Get one fax's delivery status (scheduled, queued, sending, delivered, partial, failed, canceled), pages sent, failure reason and the options it is sent with (coverPage, header, resolution, sendAt, retry)." + scopeNote("get_fax_status") + phiWarning},
 		h.getFax)
 	mcp.AddTool(s, &mcp.Tool{Name: "list_faxes", Annotations: ann("List sent faxes", true, false, true, false),
 		Description: "List the owner's sent faxes, newest first, optionally by status; page with startingAfter = nextCursor." + scopeNote("list_faxes") + phiWarning},
@@ -206,6 +254,9 @@ func (h *Handler) toolError(ctx context.Context, tool string, err error) error {
 		return errors.New("internal_error: something went wrong on faxhub's side; try again in a moment")
 	}
 	msg := e.Code + ": " + e.Message
+	if f, ok := e.Fields["field"].(string); ok && f != "" {
+		msg += " (field: " + f + ")"
+	}
 	switch e.Code {
 	case core.CodeInsufficientScope:
 		msg += fmt.Sprintf(". The tool %s needs the %s scope; the owner must authorize this app again with it.", tool, core.ScopeFor(toolOps[tool]))
@@ -270,20 +321,24 @@ func (h *Handler) createUpload(ctx context.Context, _ *mcp.CallToolRequest, in c
 	return nil, out, nil
 }
 
-func (h *Handler) createDraft(ctx context.Context, _ *mcp.CallToolRequest, in createDraftIn) (*mcp.CallToolResult, faxes.DraftPresentation, error) {
+func (h *Handler) createDraft(ctx context.Context, _ *mcp.CallToolRequest, in createDraftIn) (*mcp.CallToolResult, faxes.DraftOptionsView, error) {
 	const tool = "create_fax_draft"
 	p, err := principal(ctx)
 	if err != nil {
-		return nil, faxes.DraftPresentation{}, h.toolError(ctx, tool, err)
+		return nil, faxes.DraftOptionsView{}, h.toolError(ctx, tool, err)
 	}
 	if in.UploadToken == "" {
-		return nil, faxes.DraftPresentation{}, errors.New("invalid_request: uploadToken is required; call create_upload first and upload the file")
+		return nil, faxes.DraftOptionsView{}, errors.New("invalid_request: uploadToken is required; call create_upload first and upload the file (field: uploadToken)")
 	}
-	d, err := h.svc.Faxes.CreateDraft(ctx, p, faxes.CreateDraftRequest{To: in.To, UploadToken: in.UploadToken, Cover: in.Cover, CoverText: in.CoverText, From: in.From})
+	opts, err := in.options()
 	if err != nil {
-		return nil, faxes.DraftPresentation{}, h.toolError(ctx, tool, err)
+		return nil, faxes.DraftOptionsView{}, h.toolError(ctx, tool, err)
 	}
-	return nil, faxes.PresentDraft(d, h.svc.Tasks.DraftCheckoutURL(&d.Draft)), nil
+	d, err := h.svc.Faxes.CreateDraft(ctx, p, faxes.CreateDraftRequest{To: in.To, UploadToken: in.UploadToken, Cover: in.Cover, CoverText: in.CoverText, From: in.From, Options: opts})
+	if err != nil {
+		return nil, faxes.DraftOptionsView{}, h.toolError(ctx, tool, err)
+	}
+	return nil, faxes.PresentDraftOptions(d, h.svc.Tasks.DraftCheckoutURL(&d.Draft)), nil
 }
 
 func (h *Handler) validate(ctx context.Context, _ *mcp.CallToolRequest, in validateIn) (*mcp.CallToolResult, core.Quote, error) {
@@ -299,35 +354,52 @@ func (h *Handler) validate(ctx context.Context, _ *mcp.CallToolRequest, in valid
 	return nil, q, nil
 }
 
-func (h *Handler) sendFax(ctx context.Context, _ *mcp.CallToolRequest, in sendIn) (*mcp.CallToolResult, faxes.View, error) {
+func (h *Handler) sendFax(ctx context.Context, _ *mcp.CallToolRequest, in sendIn) (*mcp.CallToolResult, faxes.FaxView, error) {
 	const tool = "send_fax"
 	p, err := principal(ctx)
 	if err != nil {
-		return nil, faxes.View{}, h.toolError(ctx, tool, err)
+		return nil, faxes.FaxView{}, h.toolError(ctx, tool, err)
 	}
 	if in.DraftID == "" {
-		return nil, faxes.View{}, errors.New("invalid_request: draftId is required; call create_fax_draft first")
+		return nil, faxes.FaxView{}, errors.New("invalid_request: draftId is required; call create_fax_draft first")
 	}
 	o, replayed, err := h.svc.Faxes.SendDraft(ctx, p, in.DraftID)
 	if err != nil {
-		return nil, faxes.View{}, h.toolError(ctx, tool, err)
+		return nil, faxes.FaxView{}, h.toolError(ctx, tool, err)
 	}
-	out := faxes.Present(o)
+	out := faxes.PresentFax(o)
 	out.AlreadyPaid = replayed
 	return nil, out, nil
 }
 
-func (h *Handler) getFax(ctx context.Context, _ *mcp.CallToolRequest, in getFaxIn) (*mcp.CallToolResult, faxes.View, error) {
+func (h *Handler) getFax(ctx context.Context, _ *mcp.CallToolRequest, in getFaxIn) (*mcp.CallToolResult, faxes.FaxView, error) {
 	const tool = "get_fax_status"
 	p, err := principal(ctx)
 	if err != nil {
-		return nil, faxes.View{}, h.toolError(ctx, tool, err)
+		return nil, faxes.FaxView{}, h.toolError(ctx, tool, err)
 	}
 	o, err := h.svc.Faxes.Get(ctx, p, in.FaxID)
 	if err != nil {
-		return nil, faxes.View{}, h.toolError(ctx, tool, err)
+		return nil, faxes.FaxView{}, h.toolError(ctx, tool, err)
 	}
-	return nil, faxes.Present(o), nil
+	return nil, faxes.PresentFax(o), nil
+}
+
+// cancelFax cancels through core's one cancel rule (faxes.Cancel).
+func (h *Handler) cancelFax(ctx context.Context, _ *mcp.CallToolRequest, in cancelFaxIn) (*mcp.CallToolResult, faxes.FaxView, error) {
+	const tool = "cancel_fax"
+	p, err := principal(ctx)
+	if err != nil {
+		return nil, faxes.FaxView{}, h.toolError(ctx, tool, err)
+	}
+	if in.FaxID == "" {
+		return nil, faxes.FaxView{}, errors.New("invalid_request: faxId is required (field: faxId)")
+	}
+	o, err := h.svc.Faxes.Cancel(ctx, p, in.FaxID)
+	if err != nil {
+		return nil, faxes.FaxView{}, h.toolError(ctx, tool, err)
+	}
+	return nil, faxes.PresentFax(o), nil
 }
 
 func (h *Handler) listFaxes(ctx context.Context, _ *mcp.CallToolRequest, in listFaxesIn) (*mcp.CallToolResult, listFaxesOut, error) {
@@ -340,9 +412,9 @@ func (h *Handler) listFaxes(ctx context.Context, _ *mcp.CallToolRequest, in list
 	if err != nil {
 		return nil, listFaxesOut{}, h.toolError(ctx, tool, err)
 	}
-	out := listFaxesOut{Faxes: make([]faxes.View, 0, len(page.Data)), HasMore: page.HasMore, NextCursor: page.Next}
+	out := listFaxesOut{Faxes: make([]faxes.FaxView, 0, len(page.Data)), HasMore: page.HasMore, NextCursor: page.Next}
 	for i := range page.Data {
-		out.Faxes = append(out.Faxes, faxes.Present(&page.Data[i]))
+		out.Faxes = append(out.Faxes, faxes.PresentFax(&page.Data[i]))
 	}
 	return nil, out, nil
 }
