@@ -46,7 +46,7 @@ func TestParseFilterKeepsWildcards(t *testing.T) {
 			t.Errorf("Match(%v, %s) = %v", tc.filter, tc.t, got)
 		}
 	}
-	if w := events.Wildcards(); fmt.Sprint(w) != "[agent.* approval.* credits.* fax.* inbound_fax.* number.*]" {
+	if w := events.Wildcards(); fmt.Sprint(w) != "[agent.* approval.* batch.* credits.* fax.* inbound_fax.* number.*]" {
 		t.Errorf("Wildcards() = %v", w)
 	}
 }

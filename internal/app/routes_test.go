@@ -272,7 +272,7 @@ func TestCoreLinksAreRoutes(t *testing.T) {
 	cfg := core.Config{BaseURL: base, APIURL: api}
 	for _, link := range core.AllLinks() {
 		var pairs []string
-		for _, v := range []string{"token", "id"} {
+		for _, v := range []string{"token", "id", "page"} {
 			if strings.Contains(link.Path(), "{"+v+"}") {
 				pairs = append(pairs, v, "x_"+v)
 			}
