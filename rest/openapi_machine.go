@@ -2,6 +2,7 @@ package rest
 
 import (
 	"fmt"
+	"maps"
 	"net/http"
 	"slices"
 
@@ -180,21 +181,21 @@ func machineSchemas() obj {
 	}
 	slices.Sort(payCodes)
 	return obj{
-		"MachineFaxRequest": obj{"type": "object", "additionalProperties": false, "required": []string{"to", "base64", "request_id"}, "properties": obj{
+		"MachineFaxRequest": obj{"type": "object", "additionalProperties": false, "required": []string{"to", "base64", "request_id"}, "properties": withProps(obj{
 			"to":         str("destination fax number, E.164"),
 			"base64":     str("the PDF, standard base64 (padding optional, line breaks ignored)"),
 			"request_id": obj{"type": "string", "minLength": 1, "maxLength": 200, "description": "client idempotency key covering the challenge and the charge; a fresh UUID per fax"},
 			"cover":      obj{"type": "boolean", "default": false, "description": "add a cover page (billed as one page)"},
-		}},
+		}, machineOptionProps())},
 		"MachineValidateRequest": obj{
 			"type": "object", "additionalProperties": false, "required": []string{"to"},
 			"oneOf": []any{obj{"required": []string{"base64"}}, obj{"required": []string{"pages"}}},
-			"properties": obj{
+			"properties": withProps(obj{
 				"to":     str("destination fax number, E.164"),
 				"base64": str("the PDF, as for createMachineFax"),
 				"pages":  obj{"type": "integer", "minimum": 1},
 				"cover":  obj{"type": "boolean", "default": false},
-			},
+			}, machineOptionProps()),
 		},
 		"MachineQuote": obj{"allOf": []any{ref("Quote"), obj{"type": "object", "required": []string{"offers"}, "properties": obj{
 			"offers": obj{"type": "array", "items": obj{"type": "object", "required": []string{"method", "intent", "amount", "currency", "mode", "refundsFailedFaxes"}, "properties": obj{
@@ -206,7 +207,7 @@ func machineSchemas() obj {
 				"refundsFailedFaxes": obj{"type": "boolean", "description": "a fax that fails is refunded through this method"},
 			}}},
 		}}}},
-		"MachineOrder": obj{"type": "object", "required": []string{"id", "status", "to", "pages", "cover", "mode", "amount", "currency", "price", "method", "requestId", "statusUrl", "pagesSent", "createdAt"}, "properties": obj{
+		"MachineOrder": obj{"type": "object", "required": []string{"id", "status", "to", "pages", "cover", "mode", "amount", "currency", "price", "method", "requestId", "statusUrl", "pagesSent", "createdAt"}, "properties": withProps(obj{
 			"id": str("fax_…"), "status": obj{"type": "string", "enum": statuses}, "to": str("E.164 destination"),
 			"pages": obj{"type": "integer"}, "cover": obj{"type": "boolean"}, "mode": obj{"type": "string", "enum": []string{"live", "test"}},
 			"amount": str("what was charged, in the method's base units"), "currency": str("usd, or the token address"),
@@ -215,7 +216,7 @@ func machineSchemas() obj {
 			"pagesSent": obj{"type": "integer"}, "failureCode": obj{"type": "string"}, "failureReason": obj{"type": "string"},
 			"refund":    obj{"type": "string", "enum": []string{"due", "refunded", "not_refundable"}, "description": "set when the fax failed or arrived in part"},
 			"createdAt": dateTime, "completedAt": dateTime,
-		}},
+		}, machineOptionProps())},
 		"PaymentProblem": obj{
 			"type": "object", "description": "RFC 9457 problem details of the payment protocol (draft-ryan-httpauth-payment) plus faxhub's code, the type's last segment.",
 			"required": []string{"type", "title", "status", "code"}, "additionalProperties": true,
@@ -230,4 +231,19 @@ func machineSchemas() obj {
 			},
 		},
 	}
+}
+
+// machineOptionProps are the send options a machine's fax takes (and its order
+// shows): sendFax's but sendAt, which a machine cannot use (it pays up
+// front, with no account to hold money against: docs/payments.md).
+func machineOptionProps() obj {
+	o := faxOptionProps()
+	delete(o, "sendAt")
+	return o
+}
+
+// withProps adds props to an object schema's properties.
+func withProps(props, more obj) obj {
+	maps.Copy(props, more)
+	return props
 }
