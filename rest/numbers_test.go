@@ -6,6 +6,7 @@ import (
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/base64"
+	"encoding/hex"
 	"io"
 	"mime/multipart"
 	"net/http"
@@ -351,6 +352,20 @@ func TestE2EProviderMedia(t *testing.T) {
 	h.do("", "GET", core.LinkProviderMedia.PathPrefix()+mediaToken(t, h.env, fax.ID, time.Now().Add(-time.Second)), nil, nil).problem(404, faxes.CodeMediaLinkInvalid)
 	h.do(key, "POST", "/api/v1/faxes/"+fax.ID+"/cancel", nil, nil).status(http.StatusOK)
 	h.do("", "GET", core.LinkProviderMedia.PathPrefix()+token, nil, nil).problem(404, faxes.CodeMediaLinkInvalid)
+
+	// Once an attempt composed the document as faxed (cover page, header
+	// line), the link serves that: the bytes the receipt attests. (A busy
+	// line: the fax waits for its retry, composed.)
+	sending := h.sendOK(key, map[string]any{"to": "+12125550101", "documentId": doc.ID, "cover": true})
+	if err := h.env.Svc.Faxes.Deliver(t.Context(), sending.ID); err != nil {
+		t.Fatal(err)
+	}
+	var got faxes.Fax
+	h.do(key, "GET", "/api/v1/faxes/"+sending.ID, nil, nil).status(http.StatusOK).decode(&got)
+	res = h.do("", "GET", core.LinkProviderMedia.PathPrefix()+mediaToken(t, h.env, sending.ID, time.Now().Add(time.Hour)), nil, nil).status(http.StatusOK)
+	if sum := sha256.Sum256(res.body); got.FaxedSHA256 == "" || hex.EncodeToString(sum[:]) != got.FaxedSHA256 || res.header.Get("Content-Length") != strconv.Itoa(len(res.body)) {
+		t.Fatalf("media of a composed fax (%s): %d bytes, want the document as faxed %s", got.Status, len(res.body), got.FaxedSHA256)
+	}
 }
 
 func mediaToken(t *testing.T, env *testenv.Env, faxID string, exp time.Time) string {

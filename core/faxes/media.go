@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"time"
 
 	"github.com/faxhub/faxhub/core"
@@ -54,9 +55,39 @@ func (s *Service) OpenProviderMedia(ctx context.Context, token string) (io.ReadC
 	} else if err != nil {
 		return nil, 0, fmt.Errorf("read document of %s: %w", faxID, err)
 	}
+	if f.FaxedSHA256 != "" {
+		// The document as faxed (cover page, header line): what the
+		// provider transmits. Its size is read from the blob itself.
+		return s.openSized(ctx, FaxedKey(f))
+	}
 	rc, err := s.d.Blobs.Open(ctx, doc.PDFKey)
 	if err != nil {
 		return nil, 0, fmt.Errorf("open document of %s: %w", faxID, err)
 	}
 	return rc, doc.PDFBytes, nil
+}
+
+// openSized opens a blob with its size, spooled to a temporary file (a
+// provider's download needs its Content-Length, and the blob port has no
+// size of its own). The file is removed when the reader is closed.
+func (s *Service) openSized(ctx context.Context, key string) (io.ReadCloser, int64, error) {
+	rc, err := s.d.Blobs.Open(ctx, key)
+	if err != nil {
+		return nil, 0, fmt.Errorf("open %s: %w", key, err)
+	}
+	defer rc.Close()
+	tmp, err := os.CreateTemp("", "faxhub-media-*.pdf")
+	if err != nil {
+		return nil, 0, fmt.Errorf("spool %s: %w", key, err)
+	}
+	os.Remove(tmp.Name()) // unlinked: gone once closed, whatever happens
+	n, err := io.Copy(tmp, rc)
+	if err == nil {
+		_, err = tmp.Seek(0, io.SeekStart)
+	}
+	if err != nil {
+		tmp.Close()
+		return nil, 0, fmt.Errorf("spool %s: %w", key, err)
+	}
+	return tmp, n, nil
 }

@@ -128,21 +128,26 @@ func (s *Service) Preview(ctx context.Context, p core.Principal, r SendRequest) 
 	if err != nil {
 		return nil, err
 	}
-	doc, err := s.ResolveDocument(ctx, p, r.UploadToken, r.DocumentID)
-	if err != nil {
-		return nil, err
-	}
-	f := &Fax{OwnerID: p.OwnerID, Mode: p.Mode, DocumentID: doc.ID, Pages: doc.Pages, Cover: opts.cover(), CoverText: opts.coverText(), Options: opts}
-	var quote *core.Quote
+	var (
+		q     quoted
+		quote *core.Quote
+	)
 	if r.To != "" {
-		q, err := s.quoteRequest(ctx, p, r, opts.cover())
-		if err != nil {
+		if q, err = s.quoteRequest(ctx, p, r, opts.cover()); err != nil {
 			return nil, err
 		}
-		f.To, f.From, quote = q.to, q.from, &q.quote
-	} else if f.From, err = s.senderNumber(ctx, p, r.From); err != nil {
-		return nil, err
+		quote = &q.quote
+	} else {
+		if q.from, err = s.senderNumber(ctx, p, r.From); err != nil {
+			return nil, err
+		}
+		if q.doc, err = s.ResolveDocument(ctx, p, r.UploadToken, r.DocumentID); err != nil {
+			return nil, err
+		}
 	}
+	doc := q.doc
+	f := &Fax{OwnerID: p.OwnerID, Mode: p.Mode, To: q.to, From: q.from, DocumentID: doc.ID, Pages: doc.Pages,
+		Cover: opts.cover(), CoverText: opts.coverText(), Options: opts}
 	if err := s.kernel.Allow(ctx, core.LimitPreview, p.OwnerID); err != nil {
 		return nil, err
 	}
