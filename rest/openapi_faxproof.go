@@ -26,39 +26,9 @@ func faxProofCodes() map[string]string {
 	}
 }
 
-// faxOptionProps are the options a send takes and a fax shows.
-func faxOptionProps() obj {
-	text := func(desc string) obj {
-		return obj{"type": "string", "maxLength": faxes.MaxCoverField, "description": desc}
-	}
-	return obj{
-		"coverPage": obj{
-			"type": "object", "additionalProperties": false,
-			"description": "a cover page, faxed as page 1 (billed as one page, like cover: true): every field is optional UTF-8 text; the sender fields default to your fax settings, the page count is filled in. A character the fax font cannot draw is a 400 undrawable_character naming the field",
-			"properties": obj{
-				"recipientName": text("the person the fax is for"), "recipientCompany": text("their company"),
-				"senderName": text("default: fax settings sender.name"), "senderCompany": text("default: fax settings sender.company"),
-				"senderPhone": text("default: fax settings sender.phone"), "senderFax": text("default: fax settings sender.fax"),
-				"subject": text("the subject line"),
-				"message": obj{"type": "string", "maxLength": faxes.MaxCoverText, "description": "the note, paragraphs kept (coverText is the same field)"},
-			},
-		},
-		"header": obj{"type": "string", "maxLength": faxes.MaxHeader,
-			"description": "the header line's text, printed at the top of every page with the date and time (your fax settings' time zone), the sending number and page n/N; default your fax settings' header, else sender.name"},
-		"resolution": obj{"type": "string", "enum": []string{string(faxes.ResolutionStandard), string(faxes.ResolutionFine)}, "default": string(faxes.ResolutionStandard),
-			"description": "standard: 204×98 dpi; fine: 204×196 dpi, sharper small print, about twice the line time. Both cost the same"},
-		"sendAt": obj{"type": "string", "format": "date-time",
-			"description": "send later: at most 30 days ahead, not in the past. The price is held now; the fax is scheduled until then, can be canceled (the hold is released), and goes out on time from any replica, after restarts too"},
-		"retry": obj{
-			"type": "object", "additionalProperties": false, "required": []string{"attempts", "delayMinutes"},
-			"description": "how busy and unanswered calls are retried (other retryable failures follow the default: 3 attempts, backoff from 30 s)",
-			"properties": obj{
-				"attempts":     obj{"type": "integer", "minimum": faxes.MinRetryAttempts, "maximum": faxes.MaxRetryAttempts, "description": "calls in all, the first included"},
-				"delayMinutes": obj{"type": "integer", "minimum": faxes.MinRetryDelay, "maximum": faxes.MaxRetryDelay, "description": "wait before each retry"},
-			},
-		},
-	}
-}
+// faxOptionProps are the options a send takes and a fax shows: core's
+// schema of them, the one every door publishes.
+func faxOptionProps() obj { return obj(faxes.OptionsSchema(false)) }
 
 func faxProofSchemas() obj {
 	str := func(desc string) obj { return obj{"type": "string", "description": desc} }

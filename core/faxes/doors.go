@@ -95,17 +95,17 @@ func OptionsSchema(snake bool) map[string]any {
 	} {
 		cover[name(f.name)] = text(f.desc, MaxCoverField)
 	}
-	cover["message"] = text("the message (newlines allowed); never PHI", MaxCoverText)
+	cover["message"] = text("the message, paragraphs kept (coverText is the same field)", MaxCoverText)
 	return map[string]any{
 		name("coverPage"): map[string]any{"type": "object", "additionalProperties": false, "properties": cover,
-			"description": "a cover page as page 1 (priced as one more page), with these fields; every field is optional UTF-8 text the fax font can draw. Implies cover."},
-		"header": text("the header line printed at the top of every page (default: the owner's header text)", MaxHeader),
+			"description": "a cover page as page 1 (priced as one more page), with these fields; every field is optional UTF-8 text; the sender fields default to the owner's fax settings and the page count is filled in. A character the fax font cannot draw (CJK, emoji) is refused with undrawable_character naming the field. Implies cover."},
+		"header": text("the header line's text, printed at the top of every page with the date and time (the owner's time zone), the sending number and page n/N; default the owner's header text, else their sender name", MaxHeader),
 		"resolution": map[string]any{"type": "string", "enum": []string{string(ResolutionStandard), string(ResolutionFine)}, "default": string(ResolutionStandard),
 			"description": "standard (204×98 dpi) or fine (204×196 dpi, about twice the line time); both cost the same"},
 		name("sendAt"): map[string]any{"type": "string", "format": "date-time",
-			"description": "RFC 3339 time to send it, at most 30 days ahead; the fax is scheduled (the price held) until then and can be canceled before"},
+			"description": "RFC 3339 time to send it, not in the past, at most 30 days ahead; the fax is scheduled (the price held) until then, can be canceled before (the hold is released), and goes out on time from any replica, after restarts too"},
 		"retry": map[string]any{"type": "object", "additionalProperties": false, "required": []string{"attempts", name("delayMinutes")},
-			"description": "how busy and unanswered calls are retried (default: the server's rule)",
+			"description": "how busy and unanswered calls are retried (other retryable failures, and faxes without a policy, follow the default: 3 attempts, backoff from 30 s)",
 			"properties": map[string]any{
 				"attempts":           map[string]any{"type": "integer", "minimum": MinRetryAttempts, "maximum": MaxRetryAttempts, "description": "calls in all, the first included"},
 				name("delayMinutes"): map[string]any{"type": "integer", "minimum": MinRetryDelay, "maximum": MaxRetryDelay, "description": "minutes between calls"},
