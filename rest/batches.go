@@ -24,23 +24,9 @@ func (a *api) batchRoutes() []route {
 }
 
 func (a *api) sendBatch(w http.ResponseWriter, r *http.Request, p core.Principal) error {
-	key, err := web.SingleHeader(r, "Idempotency-Key")
-	if err != nil {
-		return err
-	}
-	var req faxes.BatchRequest
-	if err := web.DecodeJSON(w, r, &req, false); err != nil {
-		return err
-	}
-	batch, replayed, err := a.svc.Faxes.SendBatch(r.Context(), p, key, req)
-	if err != nil {
-		return err
-	}
-	if replayed {
-		w.Header().Set("Idempotent-Replayed", "true")
-	}
-	web.WriteJSON(w, http.StatusOK, batch)
-	return nil
+	return idempotent(w, r, false, func(key string, req faxes.BatchRequest) (*faxes.BatchView, bool, error) {
+		return a.svc.Faxes.SendBatch(r.Context(), p, key, req)
+	})
 }
 
 func (a *api) listBatches(w http.ResponseWriter, r *http.Request, p core.Principal) error {
@@ -75,21 +61,7 @@ func (a *api) cancelBatch(w http.ResponseWriter, r *http.Request, p core.Princip
 }
 
 func (a *api) resendFax(w http.ResponseWriter, r *http.Request, p core.Principal) error {
-	key, err := web.SingleHeader(r, "Idempotency-Key")
-	if err != nil {
-		return err
-	}
-	var req faxes.ResendRequest
-	if err := web.DecodeJSON(w, r, &req, true); err != nil {
-		return err
-	}
-	fax, replayed, err := a.svc.Faxes.Resend(r.Context(), p, key, r.PathValue("id"), req)
-	if err != nil {
-		return err
-	}
-	if replayed {
-		w.Header().Set("Idempotent-Replayed", "true")
-	}
-	web.WriteJSON(w, http.StatusOK, fax)
-	return nil
+	return idempotent(w, r, true, func(key string, req faxes.ResendRequest) (*faxes.Fax, bool, error) {
+		return a.svc.Faxes.Resend(r.Context(), p, key, r.PathValue("id"), req)
+	})
 }

@@ -59,22 +59,31 @@ func (a *api) putUpload(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (a *api) sendFax(w http.ResponseWriter, r *http.Request, p core.Principal) error {
+	return idempotent(w, r, false, func(key string, req faxes.SendRequest) (*faxes.Fax, bool, error) {
+		return a.svc.Faxes.Send(r.Context(), p, key, req)
+	})
+}
+
+// idempotent answers a creation that takes an Idempotency-Key (a send, a
+// broadcast, a resend): the header once, the body strictly (optional when
+// emptyOK), and Idempotent-Replayed on the answer of a key used before.
+func idempotent[Req, Resp any](w http.ResponseWriter, r *http.Request, emptyOK bool, create func(key string, req Req) (Resp, bool, error)) error {
 	key, err := web.SingleHeader(r, "Idempotency-Key")
 	if err != nil {
 		return err
 	}
-	var req faxes.SendRequest
-	if err := web.DecodeJSON(w, r, &req, false); err != nil {
+	var req Req
+	if err := web.DecodeJSON(w, r, &req, emptyOK); err != nil {
 		return err
 	}
-	fax, replayed, err := a.svc.Faxes.Send(r.Context(), p, key, req)
+	out, replayed, err := create(key, req)
 	if err != nil {
 		return err
 	}
 	if replayed {
 		w.Header().Set("Idempotent-Replayed", "true")
 	}
-	web.WriteJSON(w, http.StatusOK, fax)
+	web.WriteJSON(w, http.StatusOK, out)
 	return nil
 }
 

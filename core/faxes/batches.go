@@ -268,20 +268,7 @@ func (s *Service) recipientFax(ctx context.Context, p core.Principal, shared Sen
 // replayBatch answers from a stored idempotency record of a batch, as
 // replay does for a fax.
 func (s *Service) replayBatch(ctx context.Context, scope, key, reqHash string) (*BatchView, bool, error) {
-	rec, err := s.d.Store.GetIdempotency(ctx, scope, key)
-	if errors.Is(err, core.ErrNoRows) {
-		return nil, false, nil
-	} else if err != nil {
-		return nil, false, fmt.Errorf("read idempotency record: %w", err)
-	}
-	if rec.RequestHash != reqHash {
-		return nil, false, core.Errorf(core.KindConflict, core.CodeIdempotencyConflict, "this Idempotency-Key was already used with a different request")
-	}
-	var v BatchView
-	if err := json.Unmarshal(rec.Response, &v); err != nil {
-		return nil, false, fmt.Errorf("decode stored response: %w", err)
-	}
-	return &v, true, nil
+	return replayAs[BatchView](ctx, s, scope, key, reqHash)
 }
 
 // batchView is b's summary with the given counts and faxes.

@@ -291,6 +291,11 @@ func (s *Service) CheckProvider(m core.Mode) error {
 // record exists and matches; a different request under the same key is a
 // conflict.
 func (s *Service) replay(ctx context.Context, scope, key, reqHash string) (*Fax, bool, error) {
+	return replayAs[Fax](ctx, s, scope, key, reqHash)
+}
+
+// replayAs is replay for any stored response (a fax, a batch's summary).
+func replayAs[T any](ctx context.Context, s *Service, scope, key, reqHash string) (*T, bool, error) {
 	rec, err := s.d.Store.GetIdempotency(ctx, scope, key)
 	if errors.Is(err, core.ErrNoRows) {
 		return nil, false, nil
@@ -300,7 +305,7 @@ func (s *Service) replay(ctx context.Context, scope, key, reqHash string) (*Fax,
 	if rec.RequestHash != reqHash {
 		return nil, false, core.Errorf(core.KindConflict, core.CodeIdempotencyConflict, "this Idempotency-Key was already used with a different request")
 	}
-	var o Fax
+	var o T
 	if err := json.Unmarshal(rec.Response, &o); err != nil {
 		return nil, false, fmt.Errorf("decode stored response: %w", err)
 	}
