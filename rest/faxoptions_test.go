@@ -13,10 +13,9 @@ import (
 	"testing"
 	"time"
 
-	jose "github.com/go-jose/go-jose/v4"
-
 	"github.com/faxhub/faxhub/core"
 	"github.com/faxhub/faxhub/core/faxes"
+	"github.com/faxhub/faxhub/internal/testenv"
 	"github.com/faxhub/faxhub/oauth/receipts"
 )
 
@@ -129,7 +128,15 @@ func TestFaxOptionsOverREST(t *testing.T) {
 		claims.Pages != 3 || claims.PagesSent != 3 || claims.Resolution != "fine" || claims.Mode != "test" || sr.JWKSURI == "" {
 		t.Fatalf("receipt claims %+v (%s)", claims, sr.JWKSURI)
 	}
-	verifyWithNodeJose(t, sr.Receipt, jwks, h.env.App.OAuth.Issuer())
+	set, err := json.Marshal(jwks)
+	if err != nil {
+		t.Fatal(err)
+	}
+	jwksFile := filepath.Join(t.TempDir(), "jwks.json")
+	if err := os.WriteFile(jwksFile, set, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	testenv.VerifyReceiptWithNodeJose(t, sr.Receipt, jwksFile, h.env.App.OAuth.Issuer())
 	parts := strings.Split(sr.Receipt, ".")
 	payload := []byte(parts[1])
 	payload[10] ^= 1
@@ -265,43 +272,5 @@ func TestPreviewOverREST(t *testing.T) {
 	h.do(key, "POST", "/api/v1/previews", map[string]any{"uploadToken": h.env.Upload(t, p, 1)}, nil).status(http.StatusOK).decode(&bare)
 	if bare.Quote != nil || bare.Files.Pages != 1 {
 		t.Fatalf("preview without to %+v", bare)
-	}
-}
-
-// verifyWithNodeJose verifies a receipt independently, with the jose
-// library in Node (conformance/node/receipt.mjs, which also checks that a
-// receipt changed by a byte fails).
-func verifyWithNodeJose(t *testing.T, jws string, jwks jose.JSONWebKeySet, issuer string) {
-	t.Helper()
-	root, err := filepath.Abs("..")
-	if err != nil {
-		t.Fatal(err)
-	}
-	node, err := exec.LookPath("node")
-	if err == nil {
-		_, err = os.Stat(filepath.Join(root, "conformance/node_modules/jose/package.json"))
-	}
-	if err != nil {
-		if os.Getenv("FAXHUB_REQUIRE_ALL") != "" {
-			t.Fatalf("node and conformance/node_modules/jose (make deps): %v", err)
-		}
-		t.Logf("receipt not checked with Node's jose: %v", err)
-		return
-	}
-	dir := t.TempDir()
-	set, err := json.Marshal(jwks)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(dir, "r.jws"), []byte(jws), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(dir, "jwks.json"), set, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	cmd := exec.CommandContext(t.Context(), node, "--test-reporter=tap", filepath.Join(root, "conformance/node/receipt.mjs"))
-	cmd.Env = append(os.Environ(), "FAXHUB_RECEIPT="+filepath.Join(dir, "r.jws"), "FAXHUB_RECEIPT_JWKS="+filepath.Join(dir, "jwks.json"), "FAXHUB_RECEIPT_ISSUER="+issuer)
-	if out, err := cmd.CombinedOutput(); err != nil || !strings.Contains(string(out), "# fail 0") {
-		t.Fatalf("receipt.mjs: %v\n%s", err, out)
 	}
 }
