@@ -188,7 +188,13 @@ func TestBatchTools(t *testing.T) {
 	bad := map[string]any{"uploadToken": uploadPDF(t, cs, 1), "recipients": []any{
 		map[string]any{"to": "+12125550100"}, map[string]any{"to": "+19005550100"},
 	}}
+	var before, after struct{ Balance, Held string }
+	mustOK(t, "get_credits", call(t, cs, "get_credits", map[string]any{}, &before))
 	msg := call(t, cs, "send_fax_batch", bad, nil)
+	mustOK(t, "get_credits", call(t, cs, "get_credits", map[string]any{}, &after))
+	if before != after {
+		t.Errorf("a refused broadcast charged: %+v, then %+v", before, after)
+	}
 	for _, want := range []string{core.CodePremiumDestination, "recipient: 1", "+19005550100"} {
 		if !strings.Contains(msg, want) {
 			t.Errorf("a +1900 recipient: %q lacks %q", msg, want)
