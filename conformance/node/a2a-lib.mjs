@@ -12,7 +12,8 @@ export { until };
 // AP2 is the AP2 extension URI faxhub declares (docs/a2a-design: v0.1).
 export const AP2 = 'https://github.com/google-agentic-commerce/ap2/tree/v0.1';
 export const SKILLS = ['validate_fax', 'create_upload', 'create_fax', 'get_fax', 'list_faxes', 'get_credits',
-  'create_credit_checkout', 'buy_credits', 'search_numbers', 'buy_number', 'list_numbers', 'list_inbox', 'read_inbox_fax'];
+  'create_credit_checkout', 'buy_credits', 'search_numbers', 'buy_number', 'list_numbers', 'list_inbox', 'read_inbox_fax',
+  'preview_fax', 'get_fax_document', 'get_fax_report', 'get_fax_receipt', 'get_fax_batch', 'cancel_fax_batch'];
 export const FAX_TO = '+12125550100';
 export const SAMPLE_PDF = new URL('../../docs/sample-letter.pdf', import.meta.url).pathname;
 

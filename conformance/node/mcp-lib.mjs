@@ -62,8 +62,9 @@ export function minimalPDF(pages = 1) {
   return Buffer.from(b, 'latin1');
 }
 
-export const TOOLS = ['create_upload', 'create_fax_draft', 'validate_fax', 'send_fax', 'get_fax_status',
-  'list_faxes', 'get_credits', 'create_credit_checkout', 'list_inbox', 'read_inbox_fax', 'search_numbers', 'buy_number', 'list_numbers'];
+export const TOOLS = ['create_upload', 'create_fax_draft', 'validate_fax', 'send_fax', 'get_fax_status', 'cancel_fax',
+  'list_faxes', 'get_credits', 'create_credit_checkout', 'list_inbox', 'read_inbox_fax', 'search_numbers', 'buy_number', 'list_numbers',
+  'preview_fax', 'get_fax_document', 'get_fax_report', 'get_fax_receipt', 'send_fax_batch', 'get_fax_batch', 'cancel_fax_batch'];
 export const FAX_TO = '+12125550100';
 
 // oauthToken gets an access token for /mcp with @modelcontextprotocol/sdk's

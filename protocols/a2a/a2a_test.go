@@ -114,8 +114,9 @@ func TestCard(t *testing.T) {
 			}
 		}
 	}
-	want := []string{"validate_fax", "create_upload", "create_fax", "get_fax", "list_faxes", "get_credits", "create_credit_checkout", "buy_credits",
-		"search_numbers", "buy_number", "list_numbers", "list_inbox", "read_inbox_fax"}
+	want := []string{"validate_fax", "create_upload", "create_fax", "get_fax", "list_faxes",
+		"preview_fax", "get_fax_document", "get_fax_report", "get_fax_receipt", "get_fax_batch", "cancel_fax_batch",
+		"get_credits", "create_credit_checkout", "buy_credits", "search_numbers", "buy_number", "list_numbers", "list_inbox", "read_inbox_fax"}
 	if !slices.Equal(ids, want) {
 		t.Fatalf("skills %v, want %v", ids, want)
 	}

@@ -203,6 +203,12 @@ func (rh *requestHandler) runSkill(ctx context.Context, p core.Principal, msg *a
 	if err != nil {
 		return result{}, err
 	}
+	if v, ok, err := rh.proofSkill(ctx, p, s, args); ok {
+		if err != nil {
+			return result{}, err
+		}
+		return result{msg: reply(msg, v)}, nil
+	}
 	svc := rh.h.svc
 	switch a := args.(type) {
 	case *validateFaxArgs:
@@ -230,7 +236,7 @@ func (rh *requestHandler) runSkill(ctx context.Context, p core.Principal, msg *a
 			"uploadPageUrl": page + "#" + c.UploadToken, "method": c.Method,
 			"expiresAt": core.RFC3339(c.ExpiresAt), "maxBytes": c.MaxBytes})}, nil
 	case *createFaxArgs:
-		opts, err := a.options()
+		opts, err := a.options(s.ID)
 		if err != nil {
 			return result{}, err
 		}

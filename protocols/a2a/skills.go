@@ -125,7 +125,7 @@ func skillTable(packs []core.CreditPack) []skill {
 	}
 	packProp := map[string]any{"type": "string", "enum": packIDs, "description": "the credit pack: " + strings.Join(packList, "; ")}
 	to := str("destination fax number in international (E.164) format, e.g. +14155550123")
-	return []skill{
+	table := []skill{
 		{
 			ID: "validate_fax", Name: "Check a destination and price a fax", Op: core.OpQuote,
 			Description: "Check that a fax number can be reached and price a number of pages to it. No side effects. Answers a message with the quote (amount in USD, billed pages, tariff)." + phiNote,
@@ -267,6 +267,8 @@ func skillTable(packs []core.CreditPack) []skill {
 			newArgs:     func() any { return &readInboxArgs{} },
 		},
 	}
+	i := slices.IndexFunc(table, func(s skill) bool { return s.ID == "list_faxes" })
+	return slices.Insert(table, i+1, proofSkills()...)
 }
 
 // withOptions adds the send options (core's schema, bounds included) to
@@ -279,13 +281,13 @@ func withOptions(props map[string]any) map[string]any {
 }
 
 // options is the arguments' send options for core.
-func (a *createFaxArgs) options() (faxes.Options, error) {
+func (a *createFaxArgs) options(skill string) (faxes.Options, error) {
 	o := faxes.Options{CoverPage: a.CoverPage, Header: a.Header, Resolution: a.Resolution, Retry: a.Retry}
 	if a.SendAt != "" {
 		at, err := time.Parse(time.RFC3339, a.SendAt)
 		if err != nil {
-			return faxes.Options{}, invalidParams("the argument \"sendAt\" of create_fax must be an RFC 3339 time, such as 2026-05-01T09:00:00Z",
-				map[string]any{"skill": "create_fax", "field": "sendAt"})
+			return faxes.Options{}, invalidParams("the argument \"sendAt\" of "+skill+" must be an RFC 3339 time, such as 2026-05-01T09:00:00Z",
+				map[string]any{"skill": skill, "field": "sendAt"})
 		}
 		o.SendAt = &at
 	}

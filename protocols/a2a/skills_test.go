@@ -161,7 +161,7 @@ func TestRefusedMessages(t *testing.T) {
 		_, err := c.SendMessage(t.Context(), c2.req)
 		d := a2aErr(t, c2.name, err, a2a.ErrInvalidParams, c2.want)
 		if c2.field == "" {
-			if sk, ok := d["skills"].([]any); !ok || len(sk) != 13 {
+			if sk, ok := d["skills"].([]any); !ok || len(sk) != 19 {
 				t.Errorf("%s: details do not list the skills: %v", c2.name, d)
 			}
 		} else if d["field"] != c2.field {

@@ -239,8 +239,9 @@ func TestAudienceAndScopes(t *testing.T) {
 		names = append(names, tl.Name)
 	}
 	slices.Sort(names)
-	want := []string{"buy_number", "cancel_fax", "create_credit_checkout", "create_fax_draft", "create_upload", "get_credits", "get_fax_status",
-		"list_faxes", "list_inbox", "list_numbers", "read_inbox_fax", "search_numbers", "send_fax", "validate_fax"}
+	want := []string{"buy_number", "cancel_fax", "cancel_fax_batch", "create_credit_checkout", "create_fax_draft", "create_upload", "get_credits",
+		"get_fax_batch", "get_fax_document", "get_fax_receipt", "get_fax_report", "get_fax_status", "list_faxes", "list_inbox", "list_numbers",
+		"preview_fax", "read_inbox_fax", "search_numbers", "send_fax", "send_fax_batch", "validate_fax"}
 	if !slices.Equal(names, want) {
 		t.Fatalf("tools %v, want %v", names, want)
 	}

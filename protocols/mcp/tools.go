@@ -31,6 +31,8 @@ const Instructions = `faxhub sends faxes for the signed-in owner. Typical flow:
 2. create_fax_draft {to, uploadToken} → a priced draft and a checkoutUrl where the owner can review and pay for exactly this fax.
 3. Either the owner pays at checkoutUrl, or send_fax {draftId} pays with account credits (needs fax:send).
 4. get_fax_status {faxId} until the status is delivered, partial or failed.
+preview_fax takes create_fax_draft's arguments and returns links to the pages as they will be faxed (cover page and header included), without sending. Once faxed: get_fax_document (the PDF as transmitted), get_fax_report (the transmission report) and get_fax_receipt (a signed delivery receipt).
+send_fax_batch sends one document to up to 100 numbers with credits (get_fax_batch, cancel_fax_batch follow it).
 validate_fax prices a destination without side effects; get_credits shows the balance; create_credit_checkout sells credit packs.
 Fax numbers: search_numbers → buy_number {number} reserves one and returns a checkoutUrl where the owner pays the first month (buying never spends credits); list_numbers shows them; an active number can be the from of create_fax_draft.
 Received faxes: list_inbox lists them with a preview of their text; read_inbox_fax {id} gives the whole text and a short-lived download link for the PDF.
@@ -53,6 +55,13 @@ var toolOps = map[string]core.Operation{
 	"search_numbers":         core.OpSearchNumbers,
 	"buy_number":             core.OpBuyNumber,
 	"list_numbers":           core.OpListNumbers,
+	"preview_fax":            core.OpQuote,
+	"get_fax_document":       core.OpGetFax,
+	"get_fax_report":         core.OpGetFax,
+	"get_fax_receipt":        core.OpGetFax,
+	"send_fax_batch":         core.OpSendBatch,
+	"get_fax_batch":          core.OpGetBatch,
+	"cancel_fax_batch":       core.OpCancelBatch,
 }
 
 func boolp(b bool) *bool { return &b }
@@ -204,7 +213,7 @@ func (h *Handler) addTools(s *mcp.Server) {
 		h.createUpload)
 	addStrictTool(s, &mcp.Tool{Name: "create_fax_draft", Annotations: ann("Draft a fax", false, false, false, false),
 		Description: "Price a fax of an uploaded document to a destination, without paying. Returns the draft, its quote and checkoutUrl, a page where the signed-in owner reviews destination, pages and price and pays for exactly this fax. Alternatively send_fax pays the draft with account credits. " +
-			"Send options: coverPage (cover page fields: recipientName, recipientCompany, senderName, senderCompany, senderPhone, senderFax, subject, message; priced as one more page), header (the line printed at the top of every page, at most 50 characters), resolution (standard or fine, same price), sendAt (RFC 3339, at most 30 days ahead: the fax is scheduled until then and can be canceled with cancel_fax), retry ({attempts 1-5, delayMinutes 1-30} for busy and unanswered calls). A mistake in any of them is an invalid_request error naming the field." + scopeNote("create_fax_draft") + phiWarning,
+			"Send options: coverPage (cover page fields: recipientName, recipientCompany, senderName, senderCompany, senderPhone, senderFax, subject, message; priced as one more page), header (the line printed at the top of every page, at most 50 characters), resolution (standard or fine, same price), sendAt (RFC 3339, at most 30 days ahead: the fax is scheduled until then and can be canceled with cancel_fax), retry ({attempts 1-5, delayMinutes 1-30} for busy and unanswered calls). A mistake in any of them is an invalid_request error naming the field. preview_fax shows the pages as they will be faxed before paying." + scopeNote("create_fax_draft") + phiWarning,
 		InputSchema: createDraftSchema()},
 		h.createDraft)
 	mcp.AddTool(s, &mcp.Tool{Name: "validate_fax", Annotations: ann("Check a destination and price", true, false, true, false),
@@ -235,6 +244,7 @@ func (h *Handler) addTools(s *mcp.Server) {
 		h.creditCheckout)
 	h.addNumberTools(s)
 	h.addInboxTools(s)
+	h.addProofTools(s)
 }
 
 func principal(ctx context.Context) (core.Principal, error) {
@@ -256,6 +266,10 @@ func (h *Handler) toolError(ctx context.Context, tool string, err error) error {
 	msg := e.Code + ": " + e.Message
 	if f, ok := e.Fields["field"].(string); ok && f != "" {
 		msg += " (field: " + f + ")"
+	}
+	if i, ok := e.Fields["recipient"].(int); ok {
+		// A broadcast refused for one recipient names it.
+		msg += fmt.Sprintf(" (recipient: %d, to: %v)", i, e.Fields["to"])
 	}
 	switch e.Code {
 	case core.CodeInsufficientScope:
