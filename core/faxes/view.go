@@ -18,7 +18,7 @@ import (
 // tools' output schemas, which the SDK infers from this type.
 type View struct {
 	FaxID         string       `json:"faxId"`
-	Status        string       `json:"status" jsonschema:"queued, sending, delivered, partial, failed or canceled"`
+	Status        string       `json:"status" jsonschema:"scheduled, queued, sending, delivered, partial, failed or canceled"`
 	To            string       `json:"to"`
 	From          string       `json:"from,omitempty" jsonschema:"the sender number, when one was chosen"`
 	Pages         int          `json:"pages"`
@@ -33,6 +33,9 @@ type View struct {
 	CreatedAt     string       `json:"createdAt"`
 	CompletedAt   string       `json:"completedAt,omitempty"`
 	LatestAttempt *AttemptView `json:"latestAttempt,omitempty" jsonschema:"the latest delivery attempt, when the fax has one"`
+	BatchID       string       `json:"batchId,omitempty" jsonschema:"the broadcast the fax is one recipient of"`
+	FaxedSHA256   string       `json:"faxedSha256,omitempty" jsonschema:"hex SHA-256 of the document as faxed (cover page and header line included), once the first attempt composed it; the receipt attests it"`
+	FaxedPages    int          `json:"faxedPages,omitempty" jsonschema:"pages of the document as faxed, the cover page included"`
 	// AlreadyPaid is set by the door that sent the fax (MCP send_fax) when
 	// the draft had been paid before: nothing new was charged. Never set
 	// by Present.
@@ -72,6 +75,10 @@ func Present(f *Fax) View {
 		if a.FinishedAt != nil {
 			v.LatestAttempt.FinishedAt = core.RFC3339(*a.FinishedAt)
 		}
+	}
+	v.FaxedSHA256, v.FaxedPages = f.FaxedSHA256, f.FaxedPages
+	if f.BatchID != nil {
+		v.BatchID = *f.BatchID
 	}
 	return v
 }
