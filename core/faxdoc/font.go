@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"sync"
 	"unicode"
 	"unicode/utf16"
 
@@ -178,7 +179,7 @@ func (u *fontUse) reference(xt *model.XRefTable) (types.IndirectRef, error) {
 // Identity CIDToGIDMap), widths of the glyphs used and a ToUnicode map so
 // that text extraction (pdftotext, copy and paste, search) reads the
 // characters drawn, Greek and Cyrillic included.
-func (u *fontUse) finish(xt *model.XRefTable) error {
+func (u *fontUse) finish(xt *model.XRefTable, zlibs *sync.Pool) error {
 	if u.ref == nil {
 		return nil
 	}
@@ -192,25 +193,11 @@ func (u *fontUse) finish(xt *model.XRefTable) error {
 	name := subsetTag(gids) + "+" + f.name
 
 	ttf := f.sfnt.subset(gids)
-	var z bytes.Buffer
-	zw, _ := zlib.NewWriterLevel(&z, zlib.BestCompression)
-	if _, err := zw.Write(ttf); err != nil {
+	file, err := flateStream(zlibs, ttf)
+	if err != nil {
 		return fmt.Errorf("compress font %s: %w", name, err)
 	}
-	if err := zw.Close(); err != nil {
-		return fmt.Errorf("compress font %s: %w", name, err)
-	}
-	file := types.StreamDict{
-		Dict: types.Dict{
-			"Filter":  types.Name("FlateDecode"),
-			"Length":  types.Integer(z.Len()),
-			"Length1": types.Integer(len(ttf)),
-		},
-		FilterPipeline: []types.PDFFilter{{Name: "FlateDecode"}},
-		Raw:            z.Bytes(),
-	}
-	l := int64(z.Len())
-	file.StreamLength = &l
+	file.Dict["Length1"] = types.Integer(len(ttf))
 	fileRef, err := xt.IndRefForNewObject(file)
 	if err != nil {
 		return fmt.Errorf("add font file: %w", err)
@@ -253,14 +240,11 @@ func (u *fontUse) finish(xt *model.XRefTable) error {
 	if err != nil {
 		return fmt.Errorf("add CID font: %w", err)
 	}
-	toUni, err := xt.NewStreamDictForBuf(u.toUnicode(gids))
+	toUni, err := flateStream(zlibs, u.toUnicode(gids))
 	if err != nil {
-		return err
+		return fmt.Errorf("compress ToUnicode map: %w", err)
 	}
-	if err := toUni.Encode(); err != nil {
-		return fmt.Errorf("encode ToUnicode map: %w", err)
-	}
-	toUniRef, err := xt.IndRefForNewObject(*toUni)
+	toUniRef, err := xt.IndRefForNewObject(toUni)
 	if err != nil {
 		return fmt.Errorf("add ToUnicode map: %w", err)
 	}
@@ -271,6 +255,32 @@ func (u *fontUse) finish(xt *model.XRefTable) error {
 	u.dict["DescendantFonts"] = types.Array{*cidRef}
 	u.dict["ToUnicode"] = *toUniRef
 	return nil
+}
+
+// flateStream returns a stream of data, compressed with one of zlibs'
+// *zlib.Writer (rather than by pdfcpu's StreamDict.Encode, which makes a
+// new ~800 KB compressor for each stream).
+func flateStream(zlibs *sync.Pool, data []byte) (types.StreamDict, error) {
+	var z bytes.Buffer
+	zw := zlibs.Get().(*zlib.Writer)
+	zw.Reset(&z)
+	if _, err := zw.Write(data); err != nil {
+		return types.StreamDict{}, err
+	}
+	if err := zw.Close(); err != nil {
+		return types.StreamDict{}, err
+	}
+	zlibs.Put(zw)
+	l := int64(z.Len())
+	return types.StreamDict{
+		Dict: types.Dict{
+			"Filter": types.Name("FlateDecode"),
+			"Length": types.Integer(l),
+		},
+		StreamLength:   &l,
+		FilterPipeline: []types.PDFFilter{{Name: "FlateDecode"}},
+		Raw:            z.Bytes(),
+	}, nil
 }
 
 // toUnicode writes the ToUnicode CMap of gids (sorted).
