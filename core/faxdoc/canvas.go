@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"sync"
 	"unicode/utf8"
 
 	"github.com/pdfcpu/pdfcpu/pkg/pdfcpu/types"
@@ -23,6 +24,7 @@ type canvas struct {
 type drawing struct {
 	regular, bold *fontUse
 	open          *types.IndirectRef // the shared "q" content stream
+	zlibs         *sync.Pool         // the Composer's *zlib.Writer
 }
 
 const (

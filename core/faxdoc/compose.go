@@ -1,12 +1,14 @@
 package faxdoc
 
 import (
+	"compress/zlib"
 	"context"
 	"errors"
 	"fmt"
 	"io"
 	"regexp"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/faxhub/faxhub/core/faxes"
@@ -42,11 +44,15 @@ const (
 )
 
 // Composer implements faxes.Composer with pdfcpu and the Go fonts. It holds
-// no mutable state but its slots: the fonts are parsed once, in New.
+// no mutable state but its slots and its pool of compressors: the fonts are
+// parsed once, in New.
 type Composer struct {
 	opts          Options
 	regular, bold *face
 	slots         chan struct{}
+	// zlibs holds *zlib.Writer for the font streams: a new one allocates
+	// ~800 KB, more than the rest of a one-page composition.
+	zlibs sync.Pool
 }
 
 var _ faxes.Composer = (*Composer)(nil)
@@ -69,7 +75,17 @@ func New(opts Options) *Composer {
 	if err != nil {
 		panic(fmt.Sprintf("faxdoc: the embedded Go Bold font: %v", err))
 	}
-	return &Composer{opts: opts, regular: regular, bold: bold, slots: make(chan struct{}, opts.MaxConcurrent)}
+	c := &Composer{opts: opts, regular: regular, bold: bold, slots: make(chan struct{}, opts.MaxConcurrent)}
+	c.zlibs.New = func() any {
+		zw, _ := zlib.NewWriterLevel(nil, zlib.DefaultCompression) // a valid level: no error; BestCompression saves a few bytes of ~10 KB
+		return zw
+	}
+	return c
+}
+
+// drawing starts one output document's drawing.
+func (c *Composer) drawing() *drawing {
+	return &drawing{regular: newFontUse(c.regular), bold: newFontUse(c.bold), zlibs: &c.zlibs}
 }
 
 // Undrawable implements faxes.Composer. Bold and regular cover the same
@@ -149,7 +165,7 @@ func (c *Composer) Compose(ctx context.Context, w io.Writer, src io.ReadSeeker, 
 		return 0, fmt.Errorf("%w: %d pages, more than %d", ErrSource, pctx.PageCount, MaxPages)
 	}
 	xt := pctx.XRefTable
-	d := &drawing{regular: newFontUse(c.regular), bold: newFontUse(c.bold)}
+	d := c.drawing()
 	total := pctx.PageCount
 	if comp.Cover != nil {
 		total++
@@ -190,10 +206,10 @@ func (c *Composer) Compose(ctx context.Context, w io.Writer, src io.ReadSeeker, 
 }
 
 func (d *drawing) finish(xt *model.XRefTable) error {
-	if err := d.regular.finish(xt); err != nil {
+	if err := d.regular.finish(xt, d.zlibs); err != nil {
 		return err
 	}
-	return d.bold.finish(xt)
+	return d.bold.finish(xt, d.zlibs)
 }
 
 // readPDF reads and validates src with pdfcpu. pdfcpu panics on some

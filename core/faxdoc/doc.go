@@ -14,10 +14,16 @@
 // Fonts are written by hand, not with pdfcpu's user fonts, which pdfcpu
 // installs into a process-wide directory (package-level state). The Go
 // fonts (goregular, gobold) are parsed once in New; each document embeds
-// the whole TrueType file of each face it uses (precompressed once, ~70 KB
-// per face; not subset) as a Type 0 font with a CIDFontType2 descendant,
-// Identity-H encoding (CID = glyph id), the widths of the glyphs used and a
-// ToUnicode map of them, so pdftotext reads back every character drawn.
+// a subset of each face it uses as a Type 0 font with a CIDFontType2
+// descendant, Identity-H encoding (CID = glyph id), the widths of the
+// glyphs used and a ToUnicode map of them, so pdftotext reads back every
+// character drawn. The subsetter is this package's own (subset.go; pdfcpu's
+// reads fonts from its process-wide font directory): it keeps the glyph id
+// space whole and empties every glyph the document does not draw,
+// rebuilding glyf and loca (composite glyphs keep their components) and
+// head's checksum, so CID = glyph id still holds; the font's name gets its
+// subset tag ("ABCDEF+GoRegular"). The font streams are compressed with the
+// Composer's pool of zlib writers.
 //
 // Rasterize runs poppler's pdftoppm; Report builds a new one-page document
 // the same way as the cover page.

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"sync"
 	"unicode"
 	"unicode/utf16"
 
@@ -28,9 +29,10 @@ type face struct {
 	advance                    []int
 	ascent, descent, capHeight int // thousandths of an em
 	bbox                       [4]int
-	file                       []byte // the TrueType file, zlib-compressed
-	fileLen                    int    // its uncompressed length (Length1)
-	space, question            uint16
+	// sfnt is the TrueType file's tables, which each document embeds a
+	// subset of: the glyphs it draws.
+	sfnt            *sfntTables
+	space, question uint16
 }
 
 // parseFace reads a TrueType font and precomputes everything a
@@ -47,7 +49,7 @@ func parseFace(ttf []byte) (*face, error) {
 	}
 	upem := fixed.Int26_6(f.UnitsPerEm())
 	per1000 := func(v fixed.Int26_6) int { return int(int64(v) * 1000 / int64(upem)) }
-	fc := &face{name: strings.Map(pdfNameRune, name), glyphs: make(map[rune]uint16, 1024), fileLen: len(ttf)}
+	fc := &face{name: strings.Map(pdfNameRune, name), glyphs: make(map[rune]uint16, 1024)}
 	for r := rune(0); r <= 0xFFFF; r++ {
 		if g, err := f.GlyphIndex(&buf, r); err == nil && g != 0 {
 			fc.glyphs[r] = uint16(g)
@@ -74,15 +76,9 @@ func parseFace(ttf []byte) (*face, error) {
 	// sfnt's y axis points down; PDF's up.
 	fc.bbox = [4]int{per1000(b.Min.X), -per1000(b.Max.Y), per1000(b.Max.X), -per1000(b.Min.Y)}
 	fc.space, fc.question = fc.glyphs[' '], fc.glyphs['?']
-	var z bytes.Buffer
-	zw, _ := zlib.NewWriterLevel(&z, zlib.BestCompression)
-	if _, err := zw.Write(ttf); err != nil {
-		return nil, fmt.Errorf("compress font: %w", err)
+	if fc.sfnt, err = parseSFNT(ttf); err != nil {
+		return nil, fmt.Errorf("read font tables: %w", err)
 	}
-	if err := zw.Close(); err != nil {
-		return nil, fmt.Errorf("compress font: %w", err)
-	}
-	fc.file = z.Bytes()
 	return fc, nil
 }
 
@@ -177,12 +173,13 @@ func (u *fontUse) reference(xt *model.XRefTable) (types.IndirectRef, error) {
 	return *ref, nil
 }
 
-// finish fills in the Type0 font: a CIDFontType2 descendant with the whole
-// TrueType file embedded (FontFile2), CID = glyph id (Identity-H encoding,
+// finish fills in the Type0 font: a CIDFontType2 descendant with a subset
+// of the TrueType file embedded (FontFile2: only the glyphs drawn have
+// outlines, see subset.go), CID = glyph id (Identity-H encoding,
 // Identity CIDToGIDMap), widths of the glyphs used and a ToUnicode map so
 // that text extraction (pdftotext, copy and paste, search) reads the
 // characters drawn, Greek and Cyrillic included.
-func (u *fontUse) finish(xt *model.XRefTable) error {
+func (u *fontUse) finish(xt *model.XRefTable, zlibs *sync.Pool) error {
 	if u.ref == nil {
 		return nil
 	}
@@ -192,27 +189,22 @@ func (u *fontUse) finish(xt *model.XRefTable) error {
 		gids = append(gids, int(g))
 	}
 	sort.Ints(gids)
+	// A subset font's name is prefixed with a tag (PDF 32000-1 9.6.4).
+	name := subsetTag(gids) + "+" + f.name
 
-	file := types.StreamDict{
-		Dict: types.Dict{
-			"Filter":  types.Name("FlateDecode"),
-			"Length":  types.Integer(len(f.file)),
-			"Length1": types.Integer(f.fileLen),
-		},
-		FilterPipeline: []types.PDFFilter{{Name: "FlateDecode"}},
-		// Shared by every composition and never modified: pdfcpu
-		// replaces Raw rather than writing into it.
-		Raw: f.file,
+	ttf := f.sfnt.subset(gids)
+	file, err := flateStream(zlibs, ttf)
+	if err != nil {
+		return fmt.Errorf("compress font %s: %w", name, err)
 	}
-	l := int64(len(f.file))
-	file.StreamLength = &l
+	file.Dict["Length1"] = types.Integer(len(ttf))
 	fileRef, err := xt.IndRefForNewObject(file)
 	if err != nil {
 		return fmt.Errorf("add font file: %w", err)
 	}
 	desc := types.Dict{
 		"Type":        types.Name("FontDescriptor"),
-		"FontName":    types.Name(f.name),
+		"FontName":    types.Name(name),
 		"Flags":       types.Integer(32), // nonsymbolic
 		"FontBBox":    types.Array{types.Integer(f.bbox[0]), types.Integer(f.bbox[1]), types.Integer(f.bbox[2]), types.Integer(f.bbox[3])},
 		"ItalicAngle": types.Integer(0),
@@ -233,7 +225,7 @@ func (u *fontUse) finish(xt *model.XRefTable) error {
 	cid := types.Dict{
 		"Type":     types.Name("Font"),
 		"Subtype":  types.Name("CIDFontType2"),
-		"BaseFont": types.Name(f.name),
+		"BaseFont": types.Name(name),
 		"CIDSystemInfo": types.Dict{
 			"Registry":   types.StringLiteral("Adobe"),
 			"Ordering":   types.StringLiteral("Identity"),
@@ -248,24 +240,47 @@ func (u *fontUse) finish(xt *model.XRefTable) error {
 	if err != nil {
 		return fmt.Errorf("add CID font: %w", err)
 	}
-	toUni, err := xt.NewStreamDictForBuf(u.toUnicode(gids))
+	toUni, err := flateStream(zlibs, u.toUnicode(gids))
 	if err != nil {
-		return err
+		return fmt.Errorf("compress ToUnicode map: %w", err)
 	}
-	if err := toUni.Encode(); err != nil {
-		return fmt.Errorf("encode ToUnicode map: %w", err)
-	}
-	toUniRef, err := xt.IndRefForNewObject(*toUni)
+	toUniRef, err := xt.IndRefForNewObject(toUni)
 	if err != nil {
 		return fmt.Errorf("add ToUnicode map: %w", err)
 	}
 	u.dict["Type"] = types.Name("Font")
 	u.dict["Subtype"] = types.Name("Type0")
-	u.dict["BaseFont"] = types.Name(f.name)
+	u.dict["BaseFont"] = types.Name(name)
 	u.dict["Encoding"] = types.Name("Identity-H")
 	u.dict["DescendantFonts"] = types.Array{*cidRef}
 	u.dict["ToUnicode"] = *toUniRef
 	return nil
+}
+
+// flateStream returns a stream of data, compressed with one of zlibs'
+// *zlib.Writer (rather than by pdfcpu's StreamDict.Encode, which makes a
+// new ~800 KB compressor for each stream).
+func flateStream(zlibs *sync.Pool, data []byte) (types.StreamDict, error) {
+	var z bytes.Buffer
+	zw := zlibs.Get().(*zlib.Writer)
+	zw.Reset(&z)
+	if _, err := zw.Write(data); err != nil {
+		return types.StreamDict{}, err
+	}
+	if err := zw.Close(); err != nil {
+		return types.StreamDict{}, err
+	}
+	zlibs.Put(zw)
+	l := int64(z.Len())
+	return types.StreamDict{
+		Dict: types.Dict{
+			"Filter": types.Name("FlateDecode"),
+			"Length": types.Integer(l),
+		},
+		StreamLength:   &l,
+		FilterPipeline: []types.PDFFilter{{Name: "FlateDecode"}},
+		Raw:            z.Bytes(),
+	}, nil
 }
 
 // toUnicode writes the ToUnicode CMap of gids (sorted).

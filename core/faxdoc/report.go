@@ -43,7 +43,7 @@ func (c *Composer) Report(ctx context.Context, w io.Writer, r faxes.Transmission
 		return fmt.Errorf("transmission report: %w", err)
 	}
 	xt := pctx.XRefTable
-	d := &drawing{regular: newFontUse(c.regular), bold: newFontUse(c.bold)}
+	d := c.drawing()
 	cv := &canvas{doc: d}
 	reg := c.regular
 
