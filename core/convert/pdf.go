@@ -8,38 +8,17 @@ import (
 	"os"
 	"strings"
 
+	"github.com/faxhub/faxhub/core/pdfconf"
+
 	"github.com/faxhub/faxhub/core"
 	"github.com/faxhub/faxhub/core/documents"
 	"github.com/pdfcpu/pdfcpu/pkg/pdfcpu"
 	"github.com/pdfcpu/pdfcpu/pkg/pdfcpu/model"
-	"github.com/pdfcpu/pdfcpu/pkg/pdfcpu/types"
 	"github.com/pdfcpu/pdfcpu/pkg/pdfcpu/validate"
 )
 
-// pdfConfig is pdfcpu's configuration for everything here. It is built by
-// hand because model.NewDefaultConfiguration creates and reads a config
-// directory under the user's home (package-level state, racy across
-// goroutines); nothing we do needs user fonts or certificates.
-func pdfConfig(cmd model.CommandMode) *model.Configuration {
-	return &model.Configuration{
-		Version:  model.VersionStr,
-		Reader15: true,
-		// Relaxed is pdfcpu's own default: it accepts the small spec
-		// violations most real-world writers commit.
-		ValidationMode:            model.ValidationRelaxed,
-		UnsupportedResourcePolicy: model.UnsupportedResourceSkip,
-		Eol:                       types.EolLF,
-		WriteObjectStream:         true,
-		WriteXRefStream:           true,
-		EncryptUsingAES:           true,
-		EncryptKeyLength:          256,
-		TimestampFormat:           "2006-01-02 15:04",
-		DateFormat:                "2006-01-02",
-		Offline:                   true,
-		Cmd:                       cmd,
-		Limits:                    model.DefaultResourceLimits(),
-	}
-}
+// pdfConfig is pdfcpu's configuration (core/pdfconf).
+func pdfConfig(cmd model.CommandMode) *model.Configuration { return pdfconf.New(cmd) }
 
 // maxDecodeBytes bounds one decoded object stream or XMP packet during
 // validation. Writers put a few hundred objects in an object stream, a few

@@ -11,12 +11,13 @@ import (
 	"sync"
 	"time"
 
+	"github.com/faxhub/faxhub/core/pdfconf"
+
 	"github.com/faxhub/faxhub/core/faxes"
 	"github.com/nyaruka/phonenumbers"
 	"github.com/pdfcpu/pdfcpu/pkg/api"
 	"github.com/pdfcpu/pdfcpu/pkg/pdfcpu"
 	"github.com/pdfcpu/pdfcpu/pkg/pdfcpu/model"
-	"github.com/pdfcpu/pdfcpu/pkg/pdfcpu/types"
 	"github.com/pdfcpu/pdfcpu/pkg/pdfcpu/validate"
 	"golang.org/x/image/font/gofont/gobold"
 	"golang.org/x/image/font/gofont/goregular"
@@ -109,28 +110,8 @@ func (c *Composer) slot(ctx context.Context, what string) (context.Context, func
 	return tctx, func() { cancel(); <-c.slots }, nil
 }
 
-// pdfConfig is pdfcpu's configuration, built by hand because
-// model.NewDefaultConfiguration creates and reads a config directory under
-// the user's home (package-level state, racy across goroutines); nothing
-// here needs pdfcpu's user fonts: the fonts are written by this package.
-func pdfConfig(cmd model.CommandMode) *model.Configuration {
-	return &model.Configuration{
-		Version:                   model.VersionStr,
-		Reader15:                  true,
-		ValidationMode:            model.ValidationRelaxed,
-		UnsupportedResourcePolicy: model.UnsupportedResourceSkip,
-		Eol:                       types.EolLF,
-		WriteObjectStream:         true,
-		WriteXRefStream:           true,
-		EncryptUsingAES:           true,
-		EncryptKeyLength:          256,
-		TimestampFormat:           "2006-01-02 15:04",
-		DateFormat:                "2006-01-02",
-		Offline:                   true,
-		Cmd:                       cmd,
-		Limits:                    model.DefaultResourceLimits(),
-	}
-}
+// pdfConfig is pdfcpu's configuration (core/pdfconf).
+func pdfConfig(cmd model.CommandMode) *model.Configuration { return pdfconf.New(cmd) }
 
 // ErrSource wraps every refusal of a source document (too big, too many
 // pages, unreadable). Upload validation refuses such documents first, so
