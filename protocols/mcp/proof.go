@@ -116,23 +116,23 @@ func (h *Handler) addProofTools(s *mcp.Server) {
 		h.previewFax)
 	mcp.AddTool(s, &mcp.Tool{Name: "get_fax_document", Annotations: ann("Get the document as faxed", true, false, true, false),
 		Description: "Get links to a fax's document exactly as it was transmitted (cover page and header line included): url (the PDF), pageImages (a PNG of each page), pages, sha256 (equal to the fax's faxedSha256) and expiresAt. Before the first attempt the error is fax_not_yet_faxed (preview_fax shows the pages before sending); past retention document_purged." + scopeNote("get_fax_document") + phiWarning},
-		h.getFaxDocument)
+		byFaxID(h, "get_fax_document", h.svc.Faxes.FaxedDocument))
 	mcp.AddTool(s, &mcp.Tool{Name: "get_fax_report", Annotations: ann("Get a fax's transmission report", true, false, true, false),
 		Description: "Get a link (url, expiresAt) to a finished fax's transmission report, a PDF like a fax machine's confirmation page: date and time, destination, pages sent, duration, result, a reduced page 1 and the document's sha256. A fax still in progress is fax_not_finished." + scopeNote("get_fax_report") + phiWarning},
-		h.getFaxReport)
+		byFaxID(h, "get_fax_report", h.svc.Faxes.Report))
 	mcp.AddTool(s, &mcp.Tool{Name: "get_fax_receipt", Annotations: ann("Get a fax's signed delivery receipt", true, false, false, false),
 		Description: "Get a finished fax's signed delivery receipt: receipt, a JWS (EdDSA) over the fax id, destination, pages, the sha256 of the document as faxed, the outcome and times, verifiable offline by anyone with the key at jwksUri. A fax still in progress is fax_not_finished." + scopeNote("get_fax_receipt") + phiWarning},
-		h.getFaxReceipt)
+		byFaxID(h, "get_fax_receipt", h.svc.Faxes.Receipt))
 	addStrictTool(s, &mcp.Tool{Name: "send_fax_batch", Annotations: ann("Broadcast a fax with credits", false, true, true, true),
 		Description: fmt.Sprintf("Send one document (uploadToken or documentId) to up to %d recipients at once, paying with the owner's account credits: each recipient is a fax of its own, priced and sent on its own. Spends money: confirm the recipients and the total with the user first. All or nothing: a number that cannot be faxed refuses the whole broadcast, naming the recipient, and nothing is charged; too few credits is insufficient_credits. Takes create_fax_draft's send options for every fax, and per recipient coverPage {recipientName, recipientCompany}. Calling again with the same arguments never charges twice (idempotencyKey: give a fresh one to broadcast the same again). Returns the batch summary (id, counts by status, price, faxes); follow it with get_fax_batch.", faxes.MaxBatchRecipients) + scopeNote("send_fax_batch") + phiWarning,
 		InputSchema: batchSchema()},
 		h.sendBatch)
 	mcp.AddTool(s, &mcp.Tool{Name: "get_fax_batch", Annotations: ann("Get a broadcast's status", true, false, true, false),
 		Description: "Get a broadcast's summary: its faxes with their status, counts by status (scheduled, queued, sending, delivered, partial, failed, canceled), total and price; completedAt once every fax ended." + scopeNote("get_fax_batch") + phiWarning},
-		h.getBatch)
+		byBatchID(h, "get_fax_batch", h.svc.Faxes.GetBatch))
 	mcp.AddTool(s, &mcp.Tool{Name: "cancel_fax_batch", Annotations: ann("Cancel a broadcast", false, true, true, false),
 		Description: "Cancel every fax of a broadcast that has not started (scheduled or queued): their held credits are released. Faxes already sending or finished go on. Returns the summary. Confirm with the user first." + scopeNote("cancel_fax_batch") + phiWarning},
-		h.cancelBatch)
+		byBatchID(h, "cancel_fax_batch", h.svc.Faxes.CancelBatch))
 }
 
 func (h *Handler) previewFax(ctx context.Context, _ *mcp.CallToolRequest, in createDraftIn) (*mcp.CallToolResult, previewOut, error) {
@@ -155,52 +155,35 @@ func (h *Handler) previewFax(ctx context.Context, _ *mcp.CallToolRequest, in cre
 	return nil, previewOut{PreviewID: pv.ID, DocumentID: pv.DocumentID, Files: pv.Files, Resolution: pv.Resolution, Quote: pv.Quote}, nil
 }
 
-func (h *Handler) getFaxDocument(ctx context.Context, _ *mcp.CallToolRequest, in faxIDIn) (*mcp.CallToolResult, faxes.Files, error) {
-	const tool = "get_fax_document"
-	p, err := principal(ctx)
-	if err != nil {
-		return nil, faxes.Files{}, h.toolError(ctx, tool, err)
+// byFaxID is a tool that takes a fax id and answers what get returns for
+// it; byBatchID the same for a batch id.
+func byFaxID[T any](h *Handler, tool string, get func(context.Context, core.Principal, string) (*T, error)) mcp.ToolHandlerFor[faxIDIn, T] {
+	return func(ctx context.Context, _ *mcp.CallToolRequest, in faxIDIn) (*mcp.CallToolResult, T, error) {
+		return byID(ctx, h, tool, "faxId", in.FaxID, get)
 	}
-	if in.FaxID == "" {
-		return nil, faxes.Files{}, errors.New("invalid_request: faxId is required (field: faxId)")
-	}
-	f, err := h.svc.Faxes.FaxedDocument(ctx, p, in.FaxID)
-	if err != nil {
-		return nil, faxes.Files{}, h.toolError(ctx, tool, err)
-	}
-	return nil, *f, nil
 }
 
-func (h *Handler) getFaxReport(ctx context.Context, _ *mcp.CallToolRequest, in faxIDIn) (*mcp.CallToolResult, faxes.ReportLink, error) {
-	const tool = "get_fax_report"
-	p, err := principal(ctx)
-	if err != nil {
-		return nil, faxes.ReportLink{}, h.toolError(ctx, tool, err)
+func byBatchID[T any](h *Handler, tool string, get func(context.Context, core.Principal, string) (*T, error)) mcp.ToolHandlerFor[batchIDIn, T] {
+	return func(ctx context.Context, _ *mcp.CallToolRequest, in batchIDIn) (*mcp.CallToolResult, T, error) {
+		return byID(ctx, h, tool, "batchId", in.BatchID, get)
 	}
-	if in.FaxID == "" {
-		return nil, faxes.ReportLink{}, errors.New("invalid_request: faxId is required (field: faxId)")
-	}
-	r, err := h.svc.Faxes.Report(ctx, p, in.FaxID)
-	if err != nil {
-		return nil, faxes.ReportLink{}, h.toolError(ctx, tool, err)
-	}
-	return nil, *r, nil
 }
 
-func (h *Handler) getFaxReceipt(ctx context.Context, _ *mcp.CallToolRequest, in faxIDIn) (*mcp.CallToolResult, faxes.SignedReceipt, error) {
-	const tool = "get_fax_receipt"
+// byID is one place for a by-id tool's principal, missing id and error.
+func byID[T any](ctx context.Context, h *Handler, tool, field, id string, get func(context.Context, core.Principal, string) (*T, error)) (*mcp.CallToolResult, T, error) {
+	var zero T
 	p, err := principal(ctx)
 	if err != nil {
-		return nil, faxes.SignedReceipt{}, h.toolError(ctx, tool, err)
+		return nil, zero, h.toolError(ctx, tool, err)
 	}
-	if in.FaxID == "" {
-		return nil, faxes.SignedReceipt{}, errors.New("invalid_request: faxId is required (field: faxId)")
+	if id == "" {
+		return nil, zero, fmt.Errorf("invalid_request: %s is required (field: %s)", field, field)
 	}
-	r, err := h.svc.Faxes.Receipt(ctx, p, in.FaxID)
+	out, err := get(ctx, p, id)
 	if err != nil {
-		return nil, faxes.SignedReceipt{}, h.toolError(ctx, tool, err)
+		return nil, zero, h.toolError(ctx, tool, err)
 	}
-	return nil, *r, nil
+	return nil, *out, nil
 }
 
 func (h *Handler) sendBatch(ctx context.Context, _ *mcp.CallToolRequest, in batchIn) (*mcp.CallToolResult, batchOut, error) {
@@ -221,36 +204,4 @@ func (h *Handler) sendBatch(ctx context.Context, _ *mcp.CallToolRequest, in batc
 		return nil, batchOut{}, h.toolError(ctx, tool, err)
 	}
 	return nil, batchOut{BatchView: *v, AlreadyPaid: replayed}, nil
-}
-
-func (h *Handler) getBatch(ctx context.Context, _ *mcp.CallToolRequest, in batchIDIn) (*mcp.CallToolResult, faxes.BatchView, error) {
-	const tool = "get_fax_batch"
-	p, err := principal(ctx)
-	if err != nil {
-		return nil, faxes.BatchView{}, h.toolError(ctx, tool, err)
-	}
-	if in.BatchID == "" {
-		return nil, faxes.BatchView{}, errors.New("invalid_request: batchId is required (field: batchId)")
-	}
-	v, err := h.svc.Faxes.GetBatch(ctx, p, in.BatchID)
-	if err != nil {
-		return nil, faxes.BatchView{}, h.toolError(ctx, tool, err)
-	}
-	return nil, *v, nil
-}
-
-func (h *Handler) cancelBatch(ctx context.Context, _ *mcp.CallToolRequest, in batchIDIn) (*mcp.CallToolResult, faxes.BatchView, error) {
-	const tool = "cancel_fax_batch"
-	p, err := principal(ctx)
-	if err != nil {
-		return nil, faxes.BatchView{}, h.toolError(ctx, tool, err)
-	}
-	if in.BatchID == "" {
-		return nil, faxes.BatchView{}, errors.New("invalid_request: batchId is required (field: batchId)")
-	}
-	v, err := h.svc.Faxes.CancelBatch(ctx, p, in.BatchID)
-	if err != nil {
-		return nil, faxes.BatchView{}, h.toolError(ctx, tool, err)
-	}
-	return nil, *v, nil
 }
