@@ -49,10 +49,19 @@ Everything below is described precisely in the OpenAPI 3.1 document: %[1]s/opena
 
 Price first without sending: POST /api/v1/quote {"to", "pages", "cover"}. Balance and ledger: GET /api/v1/credits.
 Send from one of your numbers with "from": "<E.164 or num_… id>" in the body.
+Options (POST /api/v1/faxes, /previews, /batches): "coverPage": {recipientName, recipientCompany, senderName,
+senderCompany, senderPhone, senderFax, subject, message}, "header" (≤50 chars, printed on every page with the date,
+number and page n/N), "resolution": standard|fine, "sendAt" (RFC 3339, ≤30 days; status scheduled, cancelable),
+"retry": {attempts 1-5, delayMinutes 1-30}. Each bad one is 400 naming its field.
+See the pages first: POST /api/v1/previews (a send body, "to" optional) -> {files: {url, pageImages[]}, quote}.
+Broadcast: POST /api/v1/batches {uploadToken, recipients: [{to}…≤100], …options} with an Idempotency-Key;
+GET /api/v1/batches/{id}. Resend: POST /api/v1/faxes/{id}/resend {"to"?}.
+Proof, once finished: GET /api/v1/faxes/{id}/document (the PDF as faxed), /report (transmission report),
+/receipt (a JWS anyone verifies with the JWKS; faxhub receipt verify FILE).
 
 Instead of polling: GET /api/v1/events?type=fax.*&starting_after=&limit= lists what happened, newest first
-(fax.queued, fax.sending, fax.retrying, fax.delivered, fax.partial, fax.failed, fax.canceled; inbound_fax.*,
-number.*, credits.purchased, credits.low, approval.*, agent.*), each {id, type, timestamp, mode, data} with data
+(fax.scheduled, fax.queued, fax.sending, fax.retrying, fax.delivered, fax.partial, fax.failed, fax.canceled; inbound_fax.*,
+number.*, credits.purchased, credits.low, approval.*, agent.*, batch.completed), each {id, type, timestamp, mode, data} with data
 the resource as the API shows it; kept %[5]d days. Webhooks deliver the same events (dedupe on webhook-id = event id).
 Low-balance alert: PUT /api/v1/credits/alert {"threshold": "5.00"} (null: off) writes credits.low on each fall below it.
 
