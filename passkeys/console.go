@@ -1,7 +1,7 @@
 // Package passkeys is the owner's side of faxhub in a browser: sign-up with
 // email verification and a passkey, discoverable passkey sign-in, account
 // recovery, server-side sessions, and the owner console (dashboard, API
-// keys, connected apps, agent access, delegated hosts and their agents'
+// keys, fax settings, connected apps, agent access, delegated hosts and their agents'
 // device page, the approval inbox with passkey-verified approvals, fax
 // numbers and received faxes, account). Pages are server-rendered; JavaScript runs only the
 // WebAuthn ceremonies. See docs/console.md.
@@ -179,6 +179,8 @@ func (c *Console) Register(r *web.Router) {
 	page("dashboardSlash", "GET", "/console/", session, c.withOwner(c.dashboard))
 	page("buyCredits", "POST", "/console/credits", session, c.withOwner(c.buyCredits))
 	page("setCreditAlert", "POST", "/console/credits/alert", session, c.withOwner(c.setCreditAlert))
+	page("faxSettings", "GET", "/console/fax-settings", session, c.withOwner(c.faxSettingsPage))
+	page("saveFaxSettings", "POST", "/console/fax-settings", session, c.withOwner(c.saveFaxSettings))
 	page("keys", "GET", "/console/keys", session, c.withOwner(c.keysPage))
 	page("createKey", "POST", "/console/keys", session, c.withOwner(c.createKey))
 	page("revokeKey", "POST", "/console/keys/{id}/revoke", session, c.withOwner(c.revokeKey))

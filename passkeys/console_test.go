@@ -983,7 +983,7 @@ func TestAppsPage(t *testing.T) {
 func TestPagesAreAccessibleAndSafe(t *testing.T) {
 	h := newHarness(t)
 	b, _ := h.signUp("ada@example.com", "Ada")
-	for _, p := range []string{"/console", "/console/keys", "/console/apps", "/console/approvals", "/console/account", "/console/hosts", "/console/device", "/console/numbers", "/console/inbox"} {
+	for _, p := range []string{"/console", "/console/keys", "/console/apps", "/console/approvals", "/console/account", "/console/hosts", "/console/device", "/console/numbers", "/console/inbox", "/console/fax-settings"} {
 		r := b.get(p)
 		wantStatus(t, p, r, 200)
 		for _, want := range []string{`<html lang="en">`, `name="viewport"`, "<h1", `<main id="main"`, `aria-current="page"`} {

@@ -28,7 +28,7 @@ type pageData struct {
 	Body       any
 }
 
-var pageNames = []string{"error", "signup", "recover", "verify", "signin", "mailbox", "dashboard", "keys", "apps", "approvals", "approval", "account", "draft", "agents", "agentclaim", "hosts", "device", "numbers", "number", "inbox", "inboxfax", "webhooks", "webhook"}
+var pageNames = []string{"error", "signup", "recover", "verify", "signin", "mailbox", "dashboard", "keys", "apps", "approvals", "approval", "account", "draft", "agents", "agentclaim", "hosts", "device", "numbers", "number", "inbox", "inboxfax", "webhooks", "webhook", "faxsettings"}
 
 func parsePages() (map[string]*template.Template, error) {
 	funcs := template.FuncMap{"iso": isoTime, "when": humanTime, "linkify": linkify}
