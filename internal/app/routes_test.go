@@ -68,6 +68,8 @@ var undiscovered = map[string]string{
 	"passkeys.dashboardSlash":        consolePage,
 	"passkeys.buyCredits":            consoleForm,
 	"passkeys.setCreditAlert":        consoleForm,
+	"passkeys.faxSettings":           consolePage,
+	"passkeys.saveFaxSettings":       consoleForm,
 	"passkeys.keys":                  consolePage,
 	"passkeys.createKey":             consoleForm,
 	"passkeys.revokeKey":             consoleForm,
