@@ -33,6 +33,10 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/faxhub/faxhub/core/pdfconf"
+	"github.com/pdfcpu/pdfcpu/pkg/api"
+	"github.com/pdfcpu/pdfcpu/pkg/pdfcpu/model"
 )
 
 // TestNumbers maps destinations to what the stand-in's network does with
@@ -436,6 +440,17 @@ func (s *Server) call(f *fax) {
 
 var pageRE = regexp.MustCompile(`/Type\s*/Page[^s]`)
 
+// pageCount counts a PDF's pages as Telnyx does, reading its page tree
+// (pdfcpu): a scan for /Type /Page misses pages whose objects sit in
+// compressed object streams, as in every document faxhub composes. A PDF
+// pdfcpu cannot read falls back to the scan.
+func pageCount(b []byte) int {
+	if n, err := api.PageCount(bytes.NewReader(b), pdfconf.New(model.VALIDATE)); err == nil && n > 0 {
+		return n
+	}
+	return max(len(pageRE.FindAll(b, -1)), 1)
+}
+
 // fetchMedia downloads a media_url as Telnyx does: 2xx only, no
 // redirects, a PDF; it returns the page count.
 func (s *Server) fetchMedia(u string) (int, error) {
@@ -458,7 +473,7 @@ func (s *Server) fetchMedia(u string) (int, error) {
 	if !bytes.HasPrefix(b, []byte("%PDF-")) {
 		return 0, errors.New("the media is not a PDF")
 	}
-	return max(len(pageRE.FindAll(b, -1)), 1), nil
+	return pageCount(b), nil
 }
 
 // post records an event and delivers it, retrying in the background.
@@ -744,7 +759,7 @@ func (s *Server) inbound(w http.ResponseWriter, r *http.Request) {
 	id := s.newID("tx_in_")
 	s.mu.Lock()
 	s.media[id] = req.PDF
-	s.faxes[id] = &fax{ID: id, To: req.To, From: req.From, Status: "received", Direction: "inbound", Pages: max(len(pageRE.FindAll(req.PDF, -1)), 1), canceled: make(chan struct{})}
+	s.faxes[id] = &fax{ID: id, To: req.To, From: req.From, Status: "received", Direction: "inbound", Pages: pageCount(req.PDF), canceled: make(chan struct{})}
 	pages := s.faxes[id].Pages
 	s.mu.Unlock()
 	ev := s.post("fax.received", map[string]any{
