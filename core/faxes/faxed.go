@@ -1,6 +1,7 @@
 package faxes
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -61,37 +62,15 @@ func (s *Service) faxedDocument(ctx context.Context, o *Fax, doc *documents.Docu
 }
 
 // compose renders doc as c says into the blob at key and returns its
-// SHA-256 (hex) and pages. The source is spooled to a private temporary
-// file (the composer reads it at random), the result too (the blob store
-// takes a stream).
+// SHA-256 (hex) and pages. The composer reads the source at random and the
+// blob store takes a stream: both sit in memory for a small document, in a
+// private temporary directory for a large one.
 func (s *Service) compose(ctx context.Context, doc *documents.Document, key string, c Composition) (string, int, error) {
-	dir, err := os.MkdirTemp("", "faxhub-compose-")
+	src, out, done, err := s.composeBuffers(ctx, doc)
 	if err != nil {
-		return "", 0, fmt.Errorf("compose: %w", err)
+		return "", 0, err
 	}
-	defer os.RemoveAll(dir)
-	src, err := os.Create(dir + "/source.pdf")
-	if err != nil {
-		return "", 0, fmt.Errorf("compose: %w", err)
-	}
-	defer src.Close()
-	rc, err := s.d.Blobs.Open(ctx, doc.PDFKey)
-	if err != nil {
-		return "", 0, fmt.Errorf("open document %s: %w", doc.ID, err)
-	}
-	_, err = io.Copy(src, rc)
-	rc.Close()
-	if err != nil {
-		return "", 0, fmt.Errorf("spool document %s: %w", doc.ID, err)
-	}
-	if _, err := src.Seek(0, io.SeekStart); err != nil {
-		return "", 0, fmt.Errorf("compose: %w", err)
-	}
-	out, err := os.Create(dir + "/faxed.pdf")
-	if err != nil {
-		return "", 0, fmt.Errorf("compose: %w", err)
-	}
-	defer out.Close()
+	defer done()
 	h := sha256.New()
 	pages, err := s.d.Composer.Compose(ctx, io.MultiWriter(out, h), src, c)
 	if err != nil {
@@ -100,13 +79,74 @@ func (s *Service) compose(ctx context.Context, doc *documents.Document, key stri
 		}
 		return "", 0, &unfaxableError{err}
 	}
-	if _, err := out.Seek(0, io.SeekStart); err != nil {
+	body, err := out.reader()
+	if err != nil {
 		return "", 0, fmt.Errorf("compose: %w", err)
 	}
-	if _, err := s.d.Blobs.Put(ctx, key, out, string(documents.FilePDF)); err != nil {
+	if _, err := s.d.Blobs.Put(ctx, key, body, string(documents.FilePDF)); err != nil {
 		return "", 0, fmt.Errorf("store the document as faxed: %w", err)
 	}
 	return hex.EncodeToString(h.Sum(nil)), pages, nil
+}
+
+// composeOut is where a composition is written, then read back from.
+type composeOut interface {
+	io.Writer
+	reader() (io.Reader, error)
+}
+
+type memOut struct{ bytes.Buffer }
+
+func (m *memOut) reader() (io.Reader, error) { return &m.Buffer, nil }
+
+type fileOut struct{ *os.File }
+
+func (f fileOut) reader() (io.Reader, error) {
+	_, err := f.Seek(0, io.SeekStart)
+	return f.File, err
+}
+
+// composeBuffers returns doc's PDF to read from and where to write its
+// composition, with done to release them.
+func (s *Service) composeBuffers(ctx context.Context, doc *documents.Document) (io.ReadSeeker, composeOut, func(), error) {
+	rc, err := s.d.Blobs.Open(ctx, doc.PDFKey)
+	if err != nil {
+		return nil, nil, nil, fmt.Errorf("open document %s: %w", doc.ID, err)
+	}
+	defer rc.Close()
+	if limit := s.fc.ComposeInMemoryBytes; doc.PDFBytes > 0 && doc.PDFBytes <= limit {
+		b, err := io.ReadAll(io.LimitReader(rc, limit+1))
+		if err != nil {
+			return nil, nil, nil, fmt.Errorf("read document %s: %w", doc.ID, err)
+		}
+		out := &memOut{}
+		out.Grow(len(b) + 64<<10)
+		return bytes.NewReader(b), out, func() {}, nil
+	}
+	dir, err := os.MkdirTemp("", "faxhub-compose-")
+	if err != nil {
+		return nil, nil, nil, fmt.Errorf("compose: %w", err)
+	}
+	cleanup := func() { os.RemoveAll(dir) }
+	src, err := os.Create(dir + "/source.pdf")
+	if err == nil {
+		_, err = io.Copy(src, rc)
+	}
+	if err == nil {
+		_, err = src.Seek(0, io.SeekStart)
+	}
+	var out *os.File
+	if err == nil {
+		out, err = os.Create(dir + "/faxed.pdf")
+	}
+	if err != nil {
+		if src != nil {
+			src.Close()
+		}
+		cleanup()
+		return nil, nil, nil, fmt.Errorf("spool document %s: %w", doc.ID, err)
+	}
+	return src, fileOut{out}, func() { src.Close(); out.Close(); cleanup() }, nil
 }
 
 // Settings returns an owner's fax defaults (zero when they set none).

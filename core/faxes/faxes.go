@@ -537,12 +537,19 @@ type Config struct {
 	MaxAttempts  int           // default 3
 	RetryBackoff time.Duration // default 30 s; 0 is allowed via NoRetryDelay
 	NoRetryDelay bool
+	// ComposeInMemoryBytes bounds the documents composed in memory
+	// (default 4 MiB): most faxes are a few pages, and files cost a
+	// delivery more than its composition; a larger document is spooled to
+	// private temporary files, so concurrent deliveries of big documents
+	// never hold them whole.
+	ComposeInMemoryBytes int64
 }
 
 // SetDefaults fills zero values with the defaults.
 func (c *Config) SetDefaults() {
 	c.DraftTTL = cmp.Or(c.DraftTTL, 24*time.Hour)
 	c.MaxAttempts = cmp.Or(c.MaxAttempts, 3)
+	c.ComposeInMemoryBytes = cmp.Or(c.ComposeInMemoryBytes, 4<<20)
 	if c.RetryBackoff == 0 && !c.NoRetryDelay {
 		c.RetryBackoff = 30 * time.Second
 	}

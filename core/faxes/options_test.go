@@ -122,3 +122,23 @@ func TestCoverDefaults(t *testing.T) {
 		t.Fatal("an agent read the fax settings")
 	}
 }
+
+// TestComposeSpooledToFiles: a document above the in-memory bound is
+// composed through temporary files, with the same result.
+func TestComposeSpooledToFiles(t *testing.T) {
+	for _, limit := range []int64{1, 0} { // 1 byte: every document spooled; 0: the default, in memory
+		e := testenv.New(t, testenv.WithoutWorkers(), testenv.WithConfig(func(c *services.Config) { c.Faxes.ComposeInMemoryBytes = limit }))
+		p := e.Principal(t, e.KeyATest)
+		o, _, err := e.Svc.Faxes.Send(ctx, p, "spool", faxes.SendRequest{To: "+12125550100", UploadToken: e.Upload(t, p, 2), Cover: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := e.Svc.Faxes.Deliver(ctx, o.ID); err != nil {
+			t.Fatal(err)
+		}
+		doc, err := e.Svc.Faxes.FaxedDocument(ctx, p, o.ID)
+		if err != nil || doc.Pages != 3 || len(doc.SHA256) != 64 {
+			t.Fatalf("limit %d: %+v %v", limit, doc, err)
+		}
+	}
+}
