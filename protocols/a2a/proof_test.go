@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
-	"io"
 	"net/http"
 	"strings"
 	"testing"
@@ -15,23 +14,6 @@ import (
 	"github.com/faxhub/faxhub/core/faxes"
 	"github.com/faxhub/faxhub/internal/testenv"
 )
-
-type fetched struct {
-	code  int
-	ctype string
-	body  []byte
-}
-
-func fetch(t *testing.T, url string) fetched {
-	t.Helper()
-	resp, err := http.Get(url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	return fetched{resp.StatusCode, resp.Header.Get("Content-Type"), b}
-}
 
 func strs(v any) []string {
 	l, _ := v.([]any)
@@ -61,8 +43,8 @@ func TestProofSkills(t *testing.T) {
 	if pv["previewId"] == "" || pv["pages"] != float64(2) || len(imgs) != 2 || len(pv["sha256"].(string)) != 64 || pv["url"] == "" || quote == nil || quote["cover"] != true {
 		t.Fatalf("preview_fax = %v", pv)
 	}
-	if r := fetch(t, imgs[1]); r.code != http.StatusOK || r.ctype != "image/png" {
-		t.Fatalf("page image: %d %s %s", r.code, r.ctype, r.body)
+	if r := testenv.Fetch(t, imgs[1]); r.Code != http.StatusOK || r.ContentType != "image/png" {
+		t.Fatalf("page image: %d %s %s", r.Code, r.ContentType, r.Body)
 	}
 	if bare := call(t, c, skillMsg("preview_fax", map[string]any{"uploadToken": tok})); bare["quote"] != nil || bare["pages"] != float64(1) {
 		t.Fatalf("preview_fax without to = %v", bare)
@@ -104,14 +86,14 @@ func TestProofSkills(t *testing.T) {
 	if doc["sha256"] != stored.FaxedSHA256 || len(strs(doc["pageImages"])) != stored.FaxedPages {
 		t.Fatalf("get_fax_document = %v, faxedSha256 %s", doc, stored.FaxedSHA256)
 	}
-	pdf := fetch(t, doc["url"].(string))
-	sum := sha256.Sum256(pdf.body)
-	if pdf.code != http.StatusOK || pdf.ctype != "application/pdf" || hex.EncodeToString(sum[:]) != stored.FaxedSHA256 {
-		t.Fatalf("the document as faxed: %d %s, sha256 %x, want %s", pdf.code, pdf.ctype, sum, stored.FaxedSHA256)
+	pdf := testenv.Fetch(t, doc["url"].(string))
+	sum := sha256.Sum256(pdf.Body)
+	if pdf.Code != http.StatusOK || pdf.ContentType != "application/pdf" || hex.EncodeToString(sum[:]) != stored.FaxedSHA256 {
+		t.Fatalf("the document as faxed: %d %s, sha256 %x, want %s", pdf.Code, pdf.ContentType, sum, stored.FaxedSHA256)
 	}
 	rep := call(t, c, skillMsg("get_fax_report", map[string]any{"faxId": f.ID}))
-	if r := fetch(t, rep["url"].(string)); r.code != http.StatusOK || r.ctype != "application/pdf" || !bytes.HasPrefix(r.body, []byte("%PDF")) {
-		t.Fatalf("report: %d %s", r.code, r.ctype)
+	if r := testenv.Fetch(t, rep["url"].(string)); r.Code != http.StatusOK || r.ContentType != "application/pdf" || !bytes.HasPrefix(r.Body, []byte("%PDF")) {
+		t.Fatalf("report: %d %s", r.Code, r.ContentType)
 	}
 	rc := call(t, c, skillMsg("get_fax_receipt", map[string]any{"faxId": f.ID}))
 	if parts := strings.Split(rc["receipt"].(string), "."); len(parts) != 3 || parts[1] == "" || parts[2] == "" || rc["jwksUri"] == "" {

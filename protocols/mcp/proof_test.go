@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
-	"io"
 	"net/http"
 	"strings"
 	"testing"
@@ -15,24 +14,6 @@ import (
 	"github.com/faxhub/faxhub/core/faxes"
 	"github.com/faxhub/faxhub/internal/testenv"
 )
-
-// fetched is a GET of a signed link.
-type fetched struct {
-	code  int
-	ctype string
-	body  []byte
-}
-
-func fetch(t *testing.T, url string) fetched {
-	t.Helper()
-	resp, err := http.Get(url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	return fetched{resp.StatusCode, resp.Header.Get("Content-Type"), b}
-}
 
 // uploadPDF uploads a PDF of pages pages through create_upload and
 // returns its token.
@@ -93,8 +74,8 @@ func TestProofTools(t *testing.T) {
 		pv.Quote == nil || !pv.Quote.Cover {
 		t.Fatalf("preview_fax = %+v", pv)
 	}
-	if r := fetch(t, pv.PageImages[1]); r.code != http.StatusOK || r.ctype != "image/png" {
-		t.Fatalf("page image: %d %s %s", r.code, r.ctype, r.body)
+	if r := testenv.Fetch(t, pv.PageImages[1]); r.Code != http.StatusOK || r.ContentType != "image/png" {
+		t.Fatalf("page image: %d %s %s", r.Code, r.ContentType, r.Body)
 	}
 	var bare filesOut
 	mustOK(t, "preview_fax without to", call(t, cs, "preview_fax", map[string]any{"uploadToken": tok}, &bare))
@@ -126,19 +107,19 @@ func TestProofTools(t *testing.T) {
 	if doc.SHA256 != stored.FaxedSHA256 || doc.Pages != 2 || len(doc.PageImages) != 2 {
 		t.Fatalf("get_fax_document = %+v, faxedSha256 %s", doc, stored.FaxedSHA256)
 	}
-	pdf := fetch(t, doc.URL)
-	sum := sha256.Sum256(pdf.body)
-	if pdf.code != http.StatusOK || pdf.ctype != "application/pdf" || hex.EncodeToString(sum[:]) != stored.FaxedSHA256 {
-		t.Fatalf("the document as faxed: %d %s, sha256 %x, want %s", pdf.code, pdf.ctype, sum, stored.FaxedSHA256)
+	pdf := testenv.Fetch(t, doc.URL)
+	sum := sha256.Sum256(pdf.Body)
+	if pdf.Code != http.StatusOK || pdf.ContentType != "application/pdf" || hex.EncodeToString(sum[:]) != stored.FaxedSHA256 {
+		t.Fatalf("the document as faxed: %d %s, sha256 %x, want %s", pdf.Code, pdf.ContentType, sum, stored.FaxedSHA256)
 	}
-	if r := fetch(t, doc.PageImages[0]); r.code != http.StatusOK || r.ctype != "image/png" {
-		t.Fatalf("faxed page image: %d %s", r.code, r.ctype)
+	if r := testenv.Fetch(t, doc.PageImages[0]); r.Code != http.StatusOK || r.ContentType != "image/png" {
+		t.Fatalf("faxed page image: %d %s", r.Code, r.ContentType)
 	}
 
 	var rep struct{ URL, ExpiresAt string }
 	mustOK(t, "get_fax_report", call(t, cs, "get_fax_report", map[string]any{"faxId": f.FaxID}, &rep))
-	if r := fetch(t, rep.URL); r.code != http.StatusOK || r.ctype != "application/pdf" || !bytes.HasPrefix(r.body, []byte("%PDF")) {
-		t.Fatalf("report: %d %s", r.code, r.ctype)
+	if r := testenv.Fetch(t, rep.URL); r.Code != http.StatusOK || r.ContentType != "application/pdf" || !bytes.HasPrefix(r.Body, []byte("%PDF")) {
+		t.Fatalf("report: %d %s", r.Code, r.ContentType)
 	}
 	var rc struct{ Receipt, JWKSURI string }
 	mustOK(t, "get_fax_receipt", call(t, cs, "get_fax_receipt", map[string]any{"faxId": f.FaxID}, &rc))
