@@ -251,7 +251,7 @@ func openAPIDocument(opts Options, cfg services.Config, machine machineLimits) o
 			"post": obj{
 				"operationId": "sendFax", "tags": []string{"faxes"},
 				"summary":     "Send a fax, paid with prepaid credits",
-				"description": "Queues a fax of an uploaded document (uploadToken after its PUT, or documentId) and places a hold on credits for its price; the hold is captured when the fax is delivered and released if it fails or is canceled. Idempotency-Key is required: repeating a request with the same key and body returns the original fax with Idempotent-Replayed: true instead of sending again; the same key with a different body is a 409.",
+				"description": "Queues a fax of an uploaded document (uploadToken after its PUT, or documentId) and places a hold on credits for its price; the hold is captured when the fax is delivered and released if it fails or is canceled. The send options (coverPage, header, resolution, sendAt, retry: docs/api.md#send-options) are checked here, each bad one a 400 naming its field; with sendAt the fax is scheduled until then. createPreview shows the pages first. Idempotency-Key is required: repeating a request with the same key and body returns the original fax with Idempotent-Replayed: true instead of sending again; the same key with a different body is a 409.",
 				"parameters":  []any{idempotencyKey},
 				"requestBody": jsonRequest("SendFaxRequest", true, obj{"to": number, "uploadToken": token}),
 				"responses": func() obj {
