@@ -250,7 +250,7 @@ func (s *Service) recipientFax(ctx context.Context, p core.Principal, shared Sen
 		cp.RecipientName, cp.RecipientCompany = cmpText(rc.CoverPage.RecipientName, cp.RecipientName), cmpText(rc.CoverPage.RecipientCompany, cp.RecipientCompany)
 		r.CoverPage = &cp
 	}
-	opts, err := s.prepareOptions(ctx, p, r)
+	opts, err := s.PrepareOptions(ctx, p, r)
 	if err != nil {
 		return nil, err
 	}
@@ -258,7 +258,7 @@ func (s *Service) recipientFax(ctx context.Context, p core.Principal, shared Sen
 	if err != nil {
 		return nil, err
 	}
-	q, err := s.quoteDocument(e164, country, from, doc, opts.cover())
+	q, err := s.quoteDocument(e164, country, from, doc, opts.HasCover())
 	if err != nil {
 		return nil, err
 	}

@@ -1,11 +1,8 @@
 package faxes
 
 import (
-	"context"
 	"strings"
 	"unicode"
-
-	"github.com/faxhub/faxhub/core"
 )
 
 // What the agent doors (MCP, A2A, the delegated agents' send_fax) and the
@@ -15,26 +12,6 @@ import (
 // options beside the agent view of a fax or draft, and the JSON Schema of
 // the options with their bounds, so every door's input schema says what
 // core enforces and none re-states a bound of its own.
-
-// PrepareOptions checks a request's options and fills in the owner's
-// defaults exactly as Send and CreateDraft do (the legacy cover and
-// coverText included). Doors that create a fax through another path
-// (core/hosts, core/machine) call it so that the rules are core's.
-func (s *Service) PrepareOptions(ctx context.Context, p core.Principal, r SendRequest) (Options, error) {
-	return s.prepareOptions(ctx, p, r)
-}
-
-// HasCover reports whether the options have a cover page (it is priced).
-func (o Options) HasCover() bool { return o.cover() }
-
-// CoverMessage is the cover page's message, what a fax's coverText shows.
-func (o Options) CoverMessage() string { return o.coverText() }
-
-// Schedule makes f scheduled until its sendAt when that is ahead of its
-// creation; a fax whose time has come (approved or paid late) stays
-// queued. The caller creates f with CreateFax, which enqueues its delivery
-// at that time.
-func (s *Service) Schedule(f *Fax) { s.schedule(f) }
 
 // FaxView is a fax as the agent doors show it: the View and, beside it at
 // the top level, the options it is sent with (as Fax's JSON shows them).

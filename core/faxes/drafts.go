@@ -37,18 +37,18 @@ func (s *Service) CreateDraft(ctx context.Context, p core.Principal, r CreateDra
 	if err := s.CheckProvider(p.Mode); err != nil {
 		return nil, err
 	}
-	opts, err := s.prepareOptions(ctx, p, SendRequest(r))
+	opts, err := s.PrepareOptions(ctx, p, SendRequest(r))
 	if err != nil {
 		return nil, err
 	}
-	q, err := s.quoteRequest(ctx, p, SendRequest(r), opts.cover())
+	q, err := s.quoteRequest(ctx, p, SendRequest(r), opts.HasCover())
 	if err != nil {
 		return nil, err
 	}
 	now := s.now()
 	d := &Draft{
 		ID: core.NewID(core.PrefixDraft), OwnerID: p.OwnerID, Mode: p.Mode, DocumentID: q.doc.ID, To: q.to, From: q.from, Country: q.country,
-		Cover: opts.cover(), CoverText: opts.coverText(), Options: opts, Pages: q.doc.Pages, PriceMicros: q.quote.AmountMicros,
+		Cover: opts.HasCover(), CoverText: opts.CoverMessage(), Options: opts, Pages: q.doc.Pages, PriceMicros: q.quote.AmountMicros,
 		Status: DraftOpen, CreatedAt: now, ExpiresAt: now.Add(s.fc.DraftTTL),
 	}
 	err = s.inTx(ctx, func(tx Tx) error {
@@ -180,7 +180,7 @@ func (s *Service) faxOfDraft(d *Draft, method PaymentMethod) *Fax {
 		PriceMicros: d.PriceMicros, Currency: core.Currency, PaymentMethod: method, DraftID: &d.ID,
 		CreatedAt: now, UpdatedAt: now,
 	}
-	s.schedule(f)
+	s.Schedule(f)
 	return f
 }
 

@@ -109,12 +109,12 @@ func (f fileOut) reader() (io.Reader, error) {
 // composeBuffers returns doc's PDF to read from and where to write its
 // composition, with done to release them.
 func (s *Service) composeBuffers(ctx context.Context, doc *documents.Document) (io.ReadSeeker, composeOut, func(), error) {
-	rc, err := s.d.Blobs.Open(ctx, doc.PDFKey)
-	if err != nil {
-		return nil, nil, nil, fmt.Errorf("open document %s: %w", doc.ID, err)
-	}
-	defer rc.Close()
 	if limit := s.fc.ComposeInMemoryBytes; doc.PDFBytes > 0 && doc.PDFBytes <= limit {
+		rc, err := s.d.Blobs.Open(ctx, doc.PDFKey)
+		if err != nil {
+			return nil, nil, nil, fmt.Errorf("open document %s: %w", doc.ID, err)
+		}
+		defer rc.Close()
 		b, err := io.ReadAll(io.LimitReader(rc, limit+1))
 		if err != nil {
 			return nil, nil, nil, fmt.Errorf("read document %s: %w", doc.ID, err)
@@ -123,30 +123,16 @@ func (s *Service) composeBuffers(ctx context.Context, doc *documents.Document) (
 		out.Grow(len(b) + 64<<10)
 		return bytes.NewReader(b), out, func() {}, nil
 	}
-	dir, err := os.MkdirTemp("", "faxhub-compose-")
+	src, _, err := s.spool(ctx, doc.PDFKey)
 	if err != nil {
+		return nil, nil, nil, err
+	}
+	out, err := unlinkedTemp()
+	if err != nil {
+		src.Close()
 		return nil, nil, nil, fmt.Errorf("compose: %w", err)
 	}
-	cleanup := func() { os.RemoveAll(dir) }
-	src, err := os.Create(dir + "/source.pdf")
-	if err == nil {
-		_, err = io.Copy(src, rc)
-	}
-	if err == nil {
-		_, err = src.Seek(0, io.SeekStart)
-	}
-	var out *os.File
-	if err == nil {
-		out, err = os.Create(dir + "/faxed.pdf")
-	}
-	if err != nil {
-		if src != nil {
-			src.Close()
-		}
-		cleanup()
-		return nil, nil, nil, fmt.Errorf("spool document %s: %w", doc.ID, err)
-	}
-	return src, fileOut{out}, func() { src.Close(); out.Close(); cleanup() }, nil
+	return src, fileOut{out}, func() { src.Close(); out.Close() }, nil
 }
 
 // Settings returns an owner's fax defaults (zero when they set none).

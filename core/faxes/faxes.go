@@ -207,11 +207,11 @@ func (s *Service) sendWithCredits(ctx context.Context, p core.Principal, idemKey
 // newCreditFax checks a send request and builds its fax, priced and ready
 // to be created; it writes nothing.
 func (s *Service) newCreditFax(ctx context.Context, p core.Principal, r SendRequest) (*Fax, error) {
-	opts, err := s.prepareOptions(ctx, p, r)
+	opts, err := s.PrepareOptions(ctx, p, r)
 	if err != nil {
 		return nil, err
 	}
-	q, err := s.quoteRequest(ctx, p, r, opts.cover())
+	q, err := s.quoteRequest(ctx, p, r, opts.HasCover())
 	if err != nil {
 		return nil, err
 	}
@@ -224,18 +224,20 @@ func (s *Service) creditFax(p core.Principal, q quoted, opts Options) *Fax {
 	now := s.now()
 	f := &Fax{
 		ID: core.NewID(core.PrefixFax), OwnerID: p.OwnerID, Mode: p.Mode, Status: Queued, To: q.to, From: q.from,
-		DocumentID: q.doc.ID, Pages: q.doc.Pages, Cover: opts.cover(), CoverText: opts.coverText(), Options: opts,
+		DocumentID: q.doc.ID, Pages: q.doc.Pages, Cover: opts.HasCover(), CoverText: opts.CoverMessage(), Options: opts,
 		PriceMicros: q.quote.AmountMicros, Currency: core.Currency, PaymentMethod: PayCredits,
 		CreatedAt: now, UpdatedAt: now,
 	}
-	s.schedule(f)
+	s.Schedule(f)
 	s.Present(f, nil)
 	return f
 }
 
-// schedule makes a fax whose sendAt is ahead scheduled until then; one
-// whose time has come (a draft paid late) is queued now.
-func (s *Service) schedule(f *Fax) {
+// Schedule makes a fax whose sendAt is ahead scheduled until then; one
+// whose time has come (a draft paid or a delegated send approved late) is
+// queued now. The caller creates f with CreateFax, which enqueues its
+// delivery at that time.
+func (s *Service) Schedule(f *Fax) {
 	if f.Options.SendAt != nil && f.Options.SendAt.After(f.CreatedAt) {
 		at := *f.Options.SendAt
 		f.Status, f.NextAttemptAt = Scheduled, &at

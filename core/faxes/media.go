@@ -58,7 +58,7 @@ func (s *Service) OpenProviderMedia(ctx context.Context, token string) (io.ReadC
 	if f.FaxedSHA256 != "" {
 		// The document as faxed (cover page, header line): what the
 		// provider transmits. Its size is read from the blob itself.
-		return s.openSized(ctx, FaxedKey(f))
+		return s.spool(ctx, FaxedKey(f))
 	}
 	rc, err := s.d.Blobs.Open(ctx, doc.PDFKey)
 	if err != nil {
@@ -67,20 +67,21 @@ func (s *Service) OpenProviderMedia(ctx context.Context, token string) (io.ReadC
 	return rc, doc.PDFBytes, nil
 }
 
-// openSized opens a blob with its size, spooled to a temporary file (a
-// provider's download needs its Content-Length, and the blob port has no
-// size of its own). The file is removed when the reader is closed.
-func (s *Service) openSized(ctx context.Context, key string) (io.ReadCloser, int64, error) {
+// spool copies the blob at key to a private temporary file, for readers
+// that read it at random or need its size first (the blob port streams and
+// has no size of its own): a provider's download (its Content-Length), the
+// composer and the rasterizer. The file is unlinked at once, so it is gone
+// once closed, whatever happens.
+func (s *Service) spool(ctx context.Context, key string) (*os.File, int64, error) {
 	rc, err := s.d.Blobs.Open(ctx, key)
 	if err != nil {
 		return nil, 0, fmt.Errorf("open %s: %w", key, err)
 	}
 	defer rc.Close()
-	tmp, err := os.CreateTemp("", "faxhub-media-*.pdf")
+	tmp, err := unlinkedTemp()
 	if err != nil {
 		return nil, 0, fmt.Errorf("spool %s: %w", key, err)
 	}
-	os.Remove(tmp.Name()) // unlinked: gone once closed, whatever happens
 	n, err := io.Copy(tmp, rc)
 	if err == nil {
 		_, err = tmp.Seek(0, io.SeekStart)
@@ -90,4 +91,18 @@ func (s *Service) openSized(ctx context.Context, key string) (io.ReadCloser, int
 		return nil, 0, fmt.Errorf("spool %s: %w", key, err)
 	}
 	return tmp, n, nil
+}
+
+// unlinkedTemp is a private temporary file no other process can open by
+// name, removed with its last close.
+func unlinkedTemp() (*os.File, error) {
+	f, err := os.CreateTemp("", "faxhub-fax-*.pdf")
+	if err != nil {
+		return nil, err
+	}
+	if err := os.Remove(f.Name()); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return f, nil
 }

@@ -183,12 +183,14 @@ func invalidField(field, format string, args ...any) *core.Error {
 	return core.Errorf(core.KindInvalid, core.CodeInvalidRequest, format, args...).With("field", field)
 }
 
-// prepareOptions checks a send's options and fills in the owner's
+// PrepareOptions checks a send's options and fills in the owner's
 // defaults: the cover page (cover: true, a coverText, or coverPage fields)
 // gets the owner's sender fields where the request left them empty. An
 // empty header is left empty and takes the owner's header text when the
 // fax is composed, so a send without a cover page reads no settings.
-func (s *Service) prepareOptions(ctx context.Context, p core.Principal, r SendRequest) (Options, error) {
+// Every door's options go through it: Send and CreateDraft, and the doors
+// that create a fax through another path (core/hosts, core/machine).
+func (s *Service) PrepareOptions(ctx context.Context, p core.Principal, r SendRequest) (Options, error) {
 	o, cover, err := s.checkOptions(r)
 	if err != nil || !cover {
 		return o, err
@@ -205,11 +207,11 @@ func (s *Service) prepareOptions(ctx context.Context, p core.Principal, r SendRe
 	return o, s.checkCoverPage(cp)
 }
 
-// cover reports whether the options have a cover page.
-func (o Options) cover() bool { return o.CoverPage != nil }
+// HasCover reports whether the options have a cover page (it is priced).
+func (o Options) HasCover() bool { return o.CoverPage != nil }
 
-// coverText is the cover page's message, what the fax's coverText shows.
-func (o Options) coverText() string {
+// CoverMessage is the cover page's message, what a fax's coverText shows.
+func (o Options) CoverMessage() string {
 	if o.CoverPage == nil {
 		return ""
 	}

@@ -8,7 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"time"
 
 	"github.com/faxhub/faxhub/core"
@@ -124,7 +123,7 @@ func (s *Service) Preview(ctx context.Context, p core.Principal, r SendRequest) 
 	if s.d.Composer == nil {
 		return nil, core.Errorf(core.KindUnavailable, CodeProviderUnavailable, "previews are not available on this server")
 	}
-	opts, err := s.prepareOptions(ctx, p, r)
+	opts, err := s.PrepareOptions(ctx, p, r)
 	if err != nil {
 		return nil, err
 	}
@@ -133,7 +132,7 @@ func (s *Service) Preview(ctx context.Context, p core.Principal, r SendRequest) 
 		quote *core.Quote
 	)
 	if r.To != "" {
-		if q, err = s.quoteRequest(ctx, p, r, opts.cover()); err != nil {
+		if q, err = s.quoteRequest(ctx, p, r, opts.HasCover()); err != nil {
 			return nil, err
 		}
 		quote = &q.quote
@@ -147,7 +146,7 @@ func (s *Service) Preview(ctx context.Context, p core.Principal, r SendRequest) 
 	}
 	doc := q.doc
 	f := &Fax{OwnerID: p.OwnerID, Mode: p.Mode, To: q.to, From: q.from, DocumentID: doc.ID, Pages: doc.Pages,
-		Cover: opts.cover(), CoverText: opts.coverText(), Options: opts}
+		Cover: opts.HasCover(), CoverText: opts.CoverMessage(), Options: opts}
 	if err := s.kernel.Allow(ctx, core.LimitPreview, p.OwnerID); err != nil {
 		return nil, err
 	}
@@ -278,25 +277,15 @@ func (s *Service) PageImage(ctx context.Context, link core.Link, token string, p
 	return s.rasterize(ctx, ref.key, page, ref.res, PageImageWidth)
 }
 
-// rasterize renders page of the blob at key, spooled to a private
-// temporary file (the rasterizer reads it at random).
+// rasterize renders page of the blob at key, spooled (the rasterizer
+// reads it at random).
 func (s *Service) rasterize(ctx context.Context, key string, page int, res Resolution, width int) ([]byte, error) {
-	tmp, err := os.CreateTemp("", "faxhub-page-*.pdf")
+	f, n, err := s.spool(ctx, key)
 	if err != nil {
-		return nil, fmt.Errorf("page image: %w", err)
+		return nil, err
 	}
-	defer os.Remove(tmp.Name())
-	defer tmp.Close()
-	rc, err := s.d.Blobs.Open(ctx, key)
-	if err != nil {
-		return nil, fmt.Errorf("open %s: %w", key, err)
-	}
-	n, err := io.Copy(tmp, rc)
-	rc.Close()
-	if err != nil {
-		return nil, fmt.Errorf("spool %s: %w", key, err)
-	}
-	return s.d.Composer.Rasterize(ctx, tmp, n, page, res, width)
+	defer f.Close()
+	return s.d.Composer.Rasterize(ctx, f, n, page, res, width)
 }
 
 // FaxedDocument returns links to one of p's faxes as it was faxed: the
