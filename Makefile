@@ -3,13 +3,24 @@ GO        ?= go
 PG_URL    ?= postgres://postgres@127.0.0.1:5432/test?sslmode=disable
 OUT       := conformance/out
 
-.PHONY: run build test check deps bench vet lint tidy-check fmt-check clean
+.PHONY: run build image test check deps bench vet lint tidy-check fmt-check clean
 
 run:
 	$(GO) run ./cmd/faxhub serve --dev --sim-timescale 0.1
 
 build:
 	$(GO) build -o bin/faxhub ./cmd/faxhub
+
+# The container image (Containerfile, docs/operations.md#containers): a
+# static binary built here, copied into Debian with LibreOffice, poppler and
+# tesseract. Without a container registry, build the Debian base from
+# Debian's archive first: conformance/container/debian-base.sh, then
+# make image DEBIAN_IMAGE=localhost/faxhub-debian:bookworm.
+IMAGE        ?= localhost/faxhub:latest
+DEBIAN_IMAGE ?= docker.io/library/debian:bookworm-slim
+image:
+	CGO_ENABLED=0 GOOS=linux $(GO) build -trimpath -ldflags="-s -w" -o bin/container/faxhub ./cmd/faxhub
+	podman build --format docker --build-arg DEBIAN_IMAGE=$(DEBIAN_IMAGE) -t $(IMAGE) -f Containerfile .
 
 # Every Go test on the embedded SQLite default. PostgreSQL and LibreOffice
 # tests skip here (they say so); `make check` requires them.
