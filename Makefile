@@ -58,8 +58,10 @@ deps:
 # serve` mid-burst, on SQLite and on PostgreSQL), then the third-party-client and browser
 # suites against a real `faxhub serve` (conformance/run-suites.sh; known
 # failures in conformance/baseline.yml), on SQLite, on PostgreSQL and across
-# three replicas. Ends with a table and
-# "N passed, N failed".
+# three replicas; then the container image and the compose stack with podman
+# (conformance/container.sh: a fax through the image on SQLite, and one
+# through nginx to each of three replicas on PostgreSQL). Ends with a table
+# and "N passed, N failed".
 SUITES := oauth browser mcp mcp-inspector mcp-conformance agents a2a a2a-cli hostagent mpp webhooks
 # The protocol suites run a second time against a serve on PostgreSQL
 # (results named <suite>-postgres).
@@ -93,7 +95,8 @@ check: deps tidy-check vet lint fmt-check
 	GO='$(GO)' ./conformance/run-suites.sh $(SUITES) || status=1; \
 	FAXHUB_SUITES_POSTGRES='$(PG_URL)' GO='$(GO)' ./conformance/run-suites.sh $(PG_SUITES) || status=1; \
 	FAXHUB_SUITES_POSTGRES='$(PG_URL)' FAXHUB_SUITES_REPLICAS=3 GO='$(GO)' ./conformance/run-suites.sh $(REPLICA_SUITES) || status=1; \
-	$(GO) run ./conformance/summarize -baseline conformance/baseline.yml all=$(OUT)/test-sqlite.json postgres=$(OUT)/test-postgres.json no-race=$(OUT)/test-memory.json crash-sqlite=$(OUT)/test-crash-sqlite.json crash-postgres=$(OUT)/test-crash-postgres.json fuzz=$(OUT)/fuzz.tap fuzz-postgres=$(OUT)/fuzz-postgres.tap $(foreach s,$(SUITES),$(s)=$(OUT)/$(s).tap) $(foreach s,$(PG_SUITES),$(s)-postgres=$(OUT)/$(s)-postgres.tap) $(foreach s,$(REPLICA_SUITES),$(s)-replicas=$(OUT)/$(s)-replicas.tap) || status=1; \
+	GO='$(GO)' ./conformance/container.sh || status=1; \
+	$(GO) run ./conformance/summarize -baseline conformance/baseline.yml all=$(OUT)/test-sqlite.json postgres=$(OUT)/test-postgres.json no-race=$(OUT)/test-memory.json crash-sqlite=$(OUT)/test-crash-sqlite.json crash-postgres=$(OUT)/test-crash-postgres.json fuzz=$(OUT)/fuzz.tap fuzz-postgres=$(OUT)/fuzz-postgres.tap $(foreach s,$(SUITES),$(s)=$(OUT)/$(s).tap) $(foreach s,$(PG_SUITES),$(s)-postgres=$(OUT)/$(s)-postgres.tap) $(foreach s,$(REPLICA_SUITES),$(s)-replicas=$(OUT)/$(s)-replicas.tap) container=$(OUT)/container.tap || status=1; \
 	exit $$status
 
 # Throughput, memory and start-up figures against baselines measured in the

@@ -15,6 +15,15 @@ command -v tesseract >/dev/null 2>&1 || need_pkgs+=(tesseract-ocr)
 command -v node >/dev/null 2>&1 || need_pkgs+=(nodejs)
 command -v npm >/dev/null 2>&1 || need_pkgs+=(npm)
 [ -x "${FAXHUB_CHROMIUM:-/usr/bin/chromium}" ] || need_pkgs+=(chromium)
+# The container image and compose stack (conformance/container.sh): podman
+# with runc (crun refuses the cgroup setup of these machines), podman-compose,
+# the CNI plugin that lets compose services find each other by name, and
+# debootstrap for the Debian base image (no container registry is reachable).
+command -v podman >/dev/null 2>&1 || need_pkgs+=(podman)
+command -v runc >/dev/null 2>&1 || need_pkgs+=(runc)
+command -v podman-compose >/dev/null 2>&1 || need_pkgs+=(podman-compose)
+[ -e /usr/lib/cni/dnsname ] || need_pkgs+=(golang-github-containernetworking-plugin-dnsname)
+command -v debootstrap >/dev/null 2>&1 || [ -x /usr/sbin/debootstrap ] || need_pkgs+=(debootstrap)
 
 if [ ${#need_pkgs[@]} -gt 0 ]; then
   if [ "$(id -u)" -ne 0 ]; then
