@@ -211,10 +211,16 @@ func TestScheduledFaxCancel(t *testing.T) {
 	if f.Status != "scheduled" {
 		t.Fatalf("scheduled send: %+v", f)
 	}
-	var again fax
-	r.run("fax", "send", writePDF(t, 1), "--to", deliverable, "--at", at, "--json", "--idempotency-key", "k-1").ok(t).json(t, &again)
-	if again.ID != f.ID {
-		t.Errorf("a retried send with the same --idempotency-key made fax %s beside %s", again.ID, f.ID)
+	// A retry uploads again, so it is a different request under the same
+	// key: refused, never a second fax.
+	again := r.run("fax", "send", writePDF(t, 1), "--to", deliverable, "--at", at, "--idempotency-key", "k-1")
+	if again.code != cli.ExitRefused || !strings.Contains(again.stderr, "idempotency_conflict") {
+		t.Errorf("retried send: exit %d %q", again.code, again.stderr)
+	}
+	var list struct{ Data []fax }
+	r.run("fax", "list", "--json").ok(t).json(t, &list)
+	if len(list.Data) != 1 {
+		t.Errorf("%d faxes after a retried send, want 1", len(list.Data))
 	}
 	var canceled fax
 	r.run("fax", "cancel", f.ID, "--json").ok(t).json(t, &canceled)

@@ -46,7 +46,8 @@ func (s *state) faxSendCmd() *cobra.Command {
 		Short: "upload a document and send it as a fax",
 		Long: `send uploads FILE (PDF, image, Word, Excel…; several PDFs are joined into one) and sends it to
 --to (E.164, e.g. +12125550100). Sending spends credits of the key's mode; each send carries an
-Idempotency-Key (--idempotency-key to choose it, so a retried command never sends twice).
+Idempotency-Key (--idempotency-key to choose it: a retried command with the same key never sends
+twice; it is refused with idempotency_conflict when the first try got through).
 --watch follows the fax until it is delivered or fails; it exits 4 when it ends undelivered.`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, files []string) error {
