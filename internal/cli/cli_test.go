@@ -35,6 +35,7 @@ type rig struct {
 	config string
 	http   *http.Client
 	after  func(time.Duration) <-chan time.Time
+	stdin  string
 }
 
 func newRig(t *testing.T, opts ...testenv.Option) *rig {
@@ -91,7 +92,7 @@ func (r *rig) runCtx(ctx context.Context, stdout io.Writer, args ...string) resu
 		stdout = &out
 	}
 	code := cli.Run(ctx, args, cli.Env{
-		Stdin: strings.NewReader(""), Stdout: stdout, Stderr: &errb,
+		Stdin: strings.NewReader(r.stdin), Stdout: stdout, Stderr: &errb,
 		Getenv:    func(k string) string { return r.vars[k] },
 		ConfigDir: func() (string, error) { return r.config, nil },
 		HTTP:      r.http,
@@ -291,7 +292,11 @@ func TestLoginWithAPIKey(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(r.config, "faxhub", "config.json")); err == nil {
 		t.Fatal("a refused key was stored")
 	}
-	r.run("login", "--api-key", key, "--profile", "work").ok(t)
+	r.stdin = key + "\n"
+	login := r.run("login", "--profile", "work").ok(t)
+	if !strings.Contains(login.stderr, "/console/keys") || !strings.Contains(login.stdout, "Logged in") {
+		t.Errorf("interactive login: %q %q", login.stdout, login.stderr)
+	}
 	st, err := os.Stat(filepath.Join(r.config, "faxhub", "config.json"))
 	if err != nil || st.Mode().Perm() != 0o600 {
 		t.Fatalf("config file: %v %v", err, st)
@@ -303,6 +308,13 @@ func TestLoginWithAPIKey(t *testing.T) {
 	}
 	r.vars["FAXHUB_PROFILE"] = "work"
 	r.run("credits").ok(t)
+	// --api-key - reads the key from stdin into another profile.
+	r.run("login", "--api-key", "-", "--profile", "other").ok(t)
+	r.run("credits", "--profile", "other").ok(t)
+	r.stdin = ""
+	if res := r.run("login", "--profile", "third"); res.code != cli.ExitUsage {
+		t.Errorf("login with nothing pasted: exit %d", res.code)
+	}
 	r.run("logout").ok(t)
 	if res := r.run("credits"); res.code != cli.ExitAuth {
 		t.Errorf("after logout: exit %d", res.code)

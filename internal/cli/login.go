@@ -13,18 +13,27 @@ import (
 )
 
 func (s *state) loginCmd() *cobra.Command {
-	var key string
+	var key, consoleURL string
 	c := &cobra.Command{
-		Use:   "login --api-key KEY|-",
+		Use:   "login [--api-key KEY|-]",
 		Short: "check an API key and store it in the profile (0600 in the user's config directory)",
 		Long: `login checks an API key against the API (--api-url, FAXHUB_API_URL, or the default) and stores
 the key and the URL in the profile (--profile, default "default") of
 $XDG_CONFIG_HOME/faxhub/config.json, mode 0600. "--api-key -" reads the key from stdin, which keeps
-it out of the shell's history and the process list. FAXHUB_API_KEY works without a login.`,
+it out of the shell's history and the process list. Without --api-key, login names the console's
+API keys page (--console-url, default the API URL) and reads the key you paste. FAXHUB_API_KEY
+works without a login.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			apiURL, _, err := s.resolve()
+			if err != nil {
+				return err
+			}
 			if key == "" {
-				return usagef("give the key: --api-key KEY, or --api-key - to read it from stdin (docs/cli.md: the REST API accepts API keys)")
+				// Interactive: the owner creates a key in the console
+				// (passkey sign-in) and pastes it.
+				fmt.Fprintf(s.env.Stderr, "Create an API key at %s/console/keys (sign in with your passkey), then paste it here: ", cmpOr(consoleURL, apiURL))
+				key = "-"
 			}
 			if key == "-" {
 				line, err := bufio.NewReader(io.LimitReader(s.env.Stdin, 4096)).ReadString('\n')
@@ -32,16 +41,15 @@ it out of the shell's history and the process list. FAXHUB_API_KEY works without
 					return err
 				}
 				key = strings.TrimSpace(line)
+				if key == "" {
+					return usagef("no API key was given")
+				}
 			}
 			cf, err := s.loadConfig()
 			if err != nil {
 				return err
 			}
 			name := s.profileName()
-			apiURL, _, err := s.resolve()
-			if err != nil {
-				return err
-			}
 			c, err := s.newClient(apiURL, client.StaticToken(key))
 			if err != nil {
 				return err
@@ -72,6 +80,7 @@ it out of the shell's history and the process list. FAXHUB_API_KEY works without
 		},
 	}
 	c.Flags().StringVar(&key, "api-key", "", `the API key (fxk_test_… or fxk_live_…); "-" reads it from stdin`)
+	c.Flags().StringVar(&consoleURL, "console-url", "", "the console's origin, when it differs from the API URL")
 	return c
 }
 
