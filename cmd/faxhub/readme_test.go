@@ -20,26 +20,7 @@ import (
 // newcomer pastes exactly this, so it must work on a machine with nothing
 // but Go, sh, curl and sed.
 func TestReadmeRecipe(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds and runs faxhub")
-	}
-	for _, tool := range []string{"sh", "curl", "sed", "go"} {
-		if _, err := exec.LookPath(tool); err != nil {
-			if os.Getenv("FAXHUB_REQUIRE_ALL") != "" {
-				t.Fatalf("the README recipe needs %s: %v", tool, err)
-			}
-			t.Skipf("the README recipe needs %s", tool)
-		}
-	}
-	root, err := filepath.Abs("../..")
-	if err != nil {
-		t.Fatal(err)
-	}
-	readme, err := os.ReadFile(filepath.Join(root, "README.md"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	block := shellBlockAfter(t, string(readme), "## Send a test fax in four requests")
+	root, block := readmeBlock(t, "## Send a test fax in four requests", "sh", "curl", "sed", "go")
 	base, env, _ := readmeServer(t)
 	block = strings.ReplaceAll(block, "http://localhost:8080", base)
 
@@ -59,23 +40,7 @@ func TestReadmeRecipe(t *testing.T) {
 // TestReadmeCLIRecipe runs the README's command-line block, as written,
 // with the binary `make run` builds, against a real `faxhub serve`.
 func TestReadmeCLIRecipe(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds and runs faxhub")
-	}
-	for _, tool := range []string{"sh", "sed", "go"} {
-		if _, err := exec.LookPath(tool); err != nil {
-			t.Skipf("the README recipe needs %s", tool)
-		}
-	}
-	root, err := filepath.Abs("../..")
-	if err != nil {
-		t.Fatal(err)
-	}
-	readme, err := os.ReadFile(filepath.Join(root, "README.md"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	block := shellBlockAfter(t, string(readme), "## Send a test fax from the command line")
+	root, block := readmeBlock(t, "## Send a test fax from the command line", "sh", "sed", "go")
 	base, env, bin := readmeServer(t)
 	block = strings.ReplaceAll(block, "bin/faxhub", bin)
 	// The client finds the server through FAXHUB_API_URL (the default is
@@ -92,6 +57,32 @@ func TestReadmeCLIRecipe(t *testing.T) {
 			t.Errorf("recipe output lacks %q:\n%s", want, out)
 		}
 	}
+}
+
+// readmeBlock is the repository root and the README's sh block after
+// heading; the test skips (fails under FAXHUB_REQUIRE_ALL) without tools.
+func readmeBlock(t *testing.T, heading string, tools ...string) (root, block string) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("builds and runs faxhub")
+	}
+	for _, tool := range tools {
+		if _, err := exec.LookPath(tool); err != nil {
+			if os.Getenv("FAXHUB_REQUIRE_ALL") != "" {
+				t.Fatalf("the README recipe needs %s: %v", tool, err)
+			}
+			t.Skipf("the README recipe needs %s", tool)
+		}
+	}
+	root, err := filepath.Abs("../..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	readme, err := os.ReadFile(filepath.Join(root, "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return root, shellBlockAfter(t, string(readme), heading)
 }
 
 // readmeServer builds faxhub and starts `faxhub serve` as `make run` does,

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -13,6 +14,30 @@ import (
 
 // maxDownloadBytes bounds a downloaded PDF (a received fax or a report).
 const maxDownloadBytes = 200 << 20
+
+// saveLink reads the answer of a call that returns a signed link to a PDF
+// ({url, expiresAt}: a report, a received fax) and downloads it to out.
+func (s *state) saveLink(ctx context.Context, res *http.Response, err error, out string) error {
+	if err != nil {
+		return err
+	}
+	defer res.Body.Close()
+	body, err := io.ReadAll(io.LimitReader(res.Body, 64<<10))
+	if err != nil {
+		return err
+	}
+	if err := client.Check(res, body); err != nil {
+		return err
+	}
+	var link struct {
+		URL       string    `json:"url"`
+		ExpiresAt time.Time `json:"expiresAt"`
+	}
+	if err := json.Unmarshal(body, &link); err != nil || link.URL == "" {
+		return fmt.Errorf("the API's link answer is not understood: %.200s", body)
+	}
+	return s.download(ctx, link.URL, link.ExpiresAt, out)
+}
 
 // download GETs a signed link (its own credential: no Authorization) and
 // writes the PDF to out ("-": stdout). With --json it prints where it went.

@@ -9,7 +9,6 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/faxhub/faxhub/rest/client"
 	"github.com/faxhub/faxhub/rest/client/api"
 )
 
@@ -187,14 +186,8 @@ func (s *state) faxReportCmd() *cobra.Command {
 				return err
 			}
 			ctx := ctxOf(cmd.Context())
-			res, err := sdk.API().GetFaxReportLinkWithResponse(ctx, args[0])
-			if err != nil {
-				return err
-			}
-			if err := client.Check(res.HTTPResponse, res.Body); err != nil {
-				return err
-			}
-			return s.download(ctx, res.JSON200.Url, res.JSON200.ExpiresAt, cmpOr(out, args[0]+"-report.pdf"))
+			res, err := sdk.API().GetFaxReportLink(ctx, args[0])
+			return s.saveLink(ctx, res, err, cmpOr(out, args[0]+"-report.pdf"))
 		},
 	}
 	c.Flags().StringVarP(&out, "output", "o", "", `where to write the PDF ("-": stdout; default FAX_ID-report.pdf)`)

@@ -8,7 +8,6 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/faxhub/faxhub/rest/client"
 	"github.com/faxhub/faxhub/rest/client/api"
 )
 
@@ -90,14 +89,8 @@ func (s *state) inboxCmd() *cobra.Command {
 				return err
 			}
 			ctx := ctxOf(cmd.Context())
-			res, err := sdk.API().DownloadInboxFaxWithResponse(ctx, args[0])
-			if err != nil {
-				return err
-			}
-			if err := client.Check(res.HTTPResponse, res.Body); err != nil {
-				return err
-			}
-			return s.download(ctx, res.JSON200.Url, res.JSON200.ExpiresAt, cmpOr(out, args[0]+".pdf"))
+			res, err := sdk.API().DownloadInboxFax(ctx, args[0])
+			return s.saveLink(ctx, res, err, cmpOr(out, args[0]+".pdf"))
 		},
 	}
 	download.Flags().StringVarP(&out, "output", "o", "", `where to write the PDF ("-": stdout; default INBOUND_ID.pdf)`)

@@ -71,3 +71,15 @@ func Check(res *http.Response, body []byte) error {
 	e.Detail = strings.TrimSpace(string(body[:min(len(body), 200)]))
 	return e
 }
+
+// answer is the decoded success of a generated call, or its refusal as an
+// *Error; op names the call in other errors.
+func answer[T any](op string, res *http.Response, body []byte, ok *T) (*T, error) {
+	if err := Check(res, body); err != nil {
+		return nil, err
+	}
+	if ok == nil {
+		return nil, fmt.Errorf("%s: unexpected answer %s", op, res.Status)
+	}
+	return ok, nil
+}

@@ -24,13 +24,7 @@ func (c *Client) SendFax(ctx context.Context, key string, req api.SendFaxRequest
 	if err != nil {
 		return nil, fmt.Errorf("send fax: %w", err)
 	}
-	if err := Check(res.HTTPResponse, res.Body); err != nil {
-		return nil, err
-	}
-	if res.JSON200 == nil {
-		return nil, fmt.Errorf("send fax: unexpected answer %s", res.HTTPResponse.Status)
-	}
-	return res.JSON200, nil
+	return answer("send fax", res.HTTPResponse, res.Body, res.JSON200)
 }
 
 // GetFax returns a fax by id (GET /api/v1/faxes/{id}).
@@ -39,11 +33,5 @@ func (c *Client) GetFax(ctx context.Context, id string) (*api.Fax, error) {
 	if err != nil {
 		return nil, fmt.Errorf("get fax: %w", err)
 	}
-	if err := Check(res.HTTPResponse, res.Body); err != nil {
-		return nil, err
-	}
-	if res.JSON200 == nil {
-		return nil, fmt.Errorf("get fax: unexpected answer %s", res.HTTPResponse.Status)
-	}
-	return res.JSON200, nil
+	return answer("get fax", res.HTTPResponse, res.Body, res.JSON200)
 }

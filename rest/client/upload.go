@@ -25,13 +25,10 @@ func (c *Client) Upload(ctx context.Context, r io.Reader, size int64, progress P
 	if err != nil {
 		return nil, fmt.Errorf("create upload: %w", err)
 	}
-	if err := Check(created.HTTPResponse, created.Body); err != nil {
+	capability, err := answer("create upload", created.HTTPResponse, created.Body, created.JSON200)
+	if err != nil {
 		return nil, err
 	}
-	if created.JSON200 == nil {
-		return nil, fmt.Errorf("create upload: unexpected answer %s", created.HTTPResponse.Status)
-	}
-	capability := created.JSON200
 	if progress != nil {
 		r = &countingReader{r: r, total: size, progress: progress}
 	}
