@@ -36,6 +36,7 @@ type rig struct {
 	http   *http.Client
 	after  func(time.Duration) <-chan time.Time
 	stdin  string
+	tty    bool
 }
 
 func newRig(t *testing.T, opts ...testenv.Option) *rig {
@@ -96,7 +97,7 @@ func (r *rig) runCtx(ctx context.Context, stdout io.Writer, args ...string) resu
 		Getenv:    func(k string) string { return r.vars[k] },
 		ConfigDir: func() (string, error) { return r.config, nil },
 		HTTP:      r.http,
-		Terminal:  func(io.Writer) bool { return false },
+		Terminal:  func(io.Writer) bool { return r.tty },
 		After:     r.after,
 	})
 	return result{code, out.String(), errb.String()}
@@ -369,5 +370,19 @@ func TestWebhooksListenForwardsSigned(t *testing.T) {
 	cancel()
 	if res := <-done; res.code != 0 {
 		t.Fatalf("listen: exit %d %q", res.code, res.stderr)
+	}
+}
+
+// On a terminal, send draws an upload progress bar on stderr and a live
+// status line (rewritten in place) on stdout.
+func TestSendOnTerminal(t *testing.T) {
+	r := newRig(t)
+	r.tty = true
+	res := r.run("fax", "send", writePDF(t, 3), "--to", deliverable, "--watch").ok(t)
+	if !strings.Contains(res.stderr, "uploading") {
+		t.Errorf("no progress bar on stderr: %q", res.stderr)
+	}
+	if !strings.Contains(res.stdout, "\r\033[K") || !strings.HasSuffix(strings.TrimSpace(res.stdout), "attempt 1") || !strings.Contains(res.stdout, "delivered") {
+		t.Errorf("live status line: %q", res.stdout)
 	}
 }

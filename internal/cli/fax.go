@@ -124,9 +124,7 @@ func (s *state) faxListCmd() *cobra.Command {
 					rows = append(rows, []string{f.Id, string(f.Status), f.To, strconv.Itoa(f.Pages), f.Price + " " + strings.ToUpper(string(f.Currency)), f.CreatedAt.UTC().Format(time.RFC3339)})
 				}
 				table(w, []string{"ID", "STATUS", "TO", "PAGES", "PRICE", "CREATED"}, rows)
-				if res.JSON200.HasMore && res.JSON200.NextCursor != nil {
-					fmt.Fprintf(w, "more: --starting-after %s\n", *res.JSON200.NextCursor)
-				}
+				more(w, res.JSON200.HasMore, res.JSON200.NextCursor)
 			})
 		},
 	}

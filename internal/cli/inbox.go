@@ -45,9 +45,7 @@ func (s *state) inboxCmd() *cobra.Command {
 					rows = append(rows, []string{f.Id, string(f.Status), read, f.From, f.To, strconv.Itoa(f.Pages), f.ReceivedAt.UTC().Format(time.RFC3339)})
 				}
 				table(w, []string{"ID", "STATUS", "READ", "FROM", "TO", "PAGES", "RECEIVED"}, rows)
-				if res.JSON200.HasMore && res.JSON200.NextCursor != nil {
-					fmt.Fprintf(w, "more: --starting-after %s\n", *res.JSON200.NextCursor)
-				}
+				more(w, res.JSON200.HasMore, res.JSON200.NextCursor)
 			})
 		},
 	}

@@ -64,6 +64,13 @@ func table(w io.Writer, header []string, rows [][]string) {
 	_ = tw.Flush()
 }
 
+// more tells how to get the next page of a list.
+func more(w io.Writer, hasMore bool, cursor *string) {
+	if hasMore && cursor != nil {
+		fmt.Fprintf(w, "more: --starting-after %s\n", *cursor)
+	}
+}
+
 func str(p *string) string {
 	if p == nil {
 		return ""

@@ -163,7 +163,7 @@ func (s *state) progress(size int64) (client.Progress, func()) {
 	}
 	bar := progressbar.NewOptions64(size, progressbar.OptionSetWriter(s.env.Stderr),
 		progressbar.OptionSetDescription("uploading"), progressbar.OptionShowBytes(true),
-		progressbar.OptionClearOnFinish())
+		progressbar.OptionClearOnFinish(), progressbar.OptionSetRenderBlankState(true))
 	return func(sent, _ int64) { _ = bar.Set64(sent) }, func() { _ = bar.Finish() }
 }
 
