@@ -103,9 +103,8 @@ func (s *state) root() *cobra.Command {
 		Short:         "faxhub's command-line client",
 		SilenceUsage:  true,
 		SilenceErrors: true,
-		// Unknown flags and wrong argument counts are usage errors.
-		PersistentPreRunE: func(*cobra.Command, []string) error { return nil },
 	}
+	// Unknown flags and wrong argument counts are usage errors (exit 2).
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageErr{err} })
 	pf := root.PersistentFlags()
 	pf.StringVar(&s.apiURL, "api-url", "", "faxhub's API URL [FAXHUB_API_URL] (default: the profile's, else "+client.DefaultURL+")")
