@@ -5,8 +5,10 @@ OUT       := conformance/out
 
 .PHONY: run build image test check deps bench vet lint tidy-check fmt-check clean
 
-run:
-	$(GO) run ./cmd/faxhub serve --dev --sim-timescale 0.1
+# run builds bin/faxhub first (not `go run`) so that the commands the
+# first start prints (bin/faxhub admin demo, …) name a binary that exists.
+run: build
+	./bin/faxhub serve --dev --sim-timescale 0.1
 
 build:
 	$(GO) build -o bin/faxhub ./cmd/faxhub

@@ -1,5 +1,6 @@
 // Command faxhub is the whole product in one binary: the server (serve), the
-// migration runner (migrate) and the operator commands (admin …). It only
+// migration runner (migrate), the operator commands (admin …) and the
+// command-line client (login, fax, inbox, … in internal/cli). It only
 // parses configuration and wires packages together; every decision lives in
 // core and its adapters.
 package main
@@ -11,7 +12,10 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"slices"
 	"syscall"
+
+	"github.com/faxhub/faxhub/internal/cli"
 )
 
 const usage = `faxhub — fax sending for agents and backends
@@ -30,6 +34,15 @@ Usage:
   faxhub receipt verify FILE|- [--jwks FILE_OR_URL] [--issuer URL] [--json]
                                          verify a signed delivery receipt (docs/receipts.md); no database
 
+Client commands (docs/cli.md; "faxhub <command> -h" for each):
+  faxhub login --api-key KEY|-           store an API key in a profile (or set FAXHUB_API_KEY)
+  faxhub fax send FILE… --to N [--watch] upload and send; fax status|list|cancel|receipt|report
+  faxhub inbox list|read|download        received faxes
+  faxhub numbers search|buy|list|release fax numbers
+  faxhub credits                         the credit balance and ledger
+  faxhub webhooks listen --forward URL   relay your events to a local receiver, signed
+  faxhub completion bash|zsh|fish|powershell
+
 Common flags (environment variable in brackets):
   --data DIR          data directory [FAXHUB_DATA] (default ./faxhub-data)
   --database URL      postgres://… or a SQLite path [FAXHUB_DATABASE_URL] (default SQLite in the data dir)
@@ -41,6 +54,11 @@ func main() {
 	err := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
 	stop()
 	if err != nil {
+		var ce clientExit
+		if errors.As(err, &ce) {
+			// The client command printed its error already.
+			os.Exit(int(ce))
+		}
 		var ue usageError
 		if errors.As(err, &ue) {
 			fmt.Fprintln(os.Stderr, "faxhub:", err)
@@ -56,10 +74,23 @@ type usageError struct{ msg string }
 
 func (e usageError) Error() string { return e.msg }
 
+// clientExit is a client command's non-zero exit status (docs/cli.md).
+type clientExit int
+
+func (e clientExit) Error() string { return fmt.Sprintf("exit status %d", int(e)) }
+
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if len(args) == 0 {
 		fmt.Fprint(stderr, usage)
 		return usageError{"a command is required"}
+	}
+	if slices.Contains(cli.Commands, args[0]) {
+		env := cli.SystemEnv()
+		env.Stdout, env.Stderr = stdout, stderr
+		if code := cli.Run(ctx, args, env); code != cli.ExitOK {
+			return clientExit(code)
+		}
+		return nil
 	}
 	switch args[0] {
 	case "serve":

@@ -15,6 +15,8 @@ func TestCommandName(t *testing.T) {
 	tmp := filepath.FromSlash("/tmp")
 	for _, tc := range []struct{ arg0, want string }{
 		{"/tmp/go-build3349/b001/exe/faxhub", "go run ./cmd/faxhub"},
+		{"/home/me/gotmp/go-build77/b001/exe/faxhub", "go run ./cmd/faxhub"}, // GOTMPDIR elsewhere
+		{"./bin/faxhub", mustAbs(t, "bin/faxhub")},                           // make run
 		{"faxhub", "faxhub"},
 		{"/usr/local/bin/faxhub", "/usr/local/bin/faxhub"},
 		{"", "faxhub"},
@@ -27,6 +29,15 @@ func TestCommandName(t *testing.T) {
 	if got, want := c.dataFlag(), `--data '/srv/fax data/it'\''s'`; got != want {
 		t.Errorf("dataFlag = %s, want %s", got, want)
 	}
+}
+
+func mustAbs(t *testing.T, p string) string {
+	t.Helper()
+	abs, err := filepath.Abs(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return abs
 }
 
 // --dev keeps recovery links in a mailbox page and offers a demo owner: it

@@ -20,10 +20,53 @@ import (
 // newcomer pastes exactly this, so it must work on a machine with nothing
 // but Go, sh, curl and sed.
 func TestReadmeRecipe(t *testing.T) {
+	root, block := readmeBlock(t, "## Send a test fax in four requests", "sh", "curl", "sed", "go")
+	base, env, _ := readmeServer(t)
+	block = strings.ReplaceAll(block, "http://localhost:8080", base)
+
+	sh := exec.Command("sh", "-e", "-c", block)
+	sh.Dir, sh.Env = root, env
+	out, err := sh.CombinedOutput()
+	if err != nil {
+		t.Fatalf("the README recipe failed: %v\n%s", err, out)
+	}
+	for _, want := range []string{`"stored":true`, "sent fax_", `"to":"+12125550100"`, `"balance"`} {
+		if !bytes.Contains(out, []byte(want)) {
+			t.Errorf("recipe output lacks %s:\n%s", want, out)
+		}
+	}
+}
+
+// TestReadmeCLIRecipe runs the README's command-line block, as written,
+// with the binary `make run` builds, against a real `faxhub serve`.
+func TestReadmeCLIRecipe(t *testing.T) {
+	root, block := readmeBlock(t, "## Send a test fax from the command line", "sh", "sed", "go")
+	base, env, bin := readmeServer(t)
+	block = strings.ReplaceAll(block, "bin/faxhub", bin)
+	// The client finds the server through FAXHUB_API_URL (the default is
+	// :8080) and keeps its profile in a private config directory.
+	env = append(env, "FAXHUB_API_URL="+base, "XDG_CONFIG_HOME="+t.TempDir())
+	sh := exec.Command("sh", "-e", "-c", block)
+	sh.Dir, sh.Env = root, env
+	out, err := sh.CombinedOutput()
+	if err != nil {
+		t.Fatalf("the README CLI recipe failed: %v\n%s", err, out)
+	}
+	for _, want := range []string{"Logged in to " + base, "delivered", "USD available"} {
+		if !bytes.Contains(out, []byte(want)) {
+			t.Errorf("recipe output lacks %q:\n%s", want, out)
+		}
+	}
+}
+
+// readmeBlock is the repository root and the README's sh block after
+// heading; the test skips (fails under FAXHUB_REQUIRE_ALL) without tools.
+func readmeBlock(t *testing.T, heading string, tools ...string) (root, block string) {
+	t.Helper()
 	if testing.Short() {
 		t.Skip("builds and runs faxhub")
 	}
-	for _, tool := range []string{"sh", "curl", "sed", "go"} {
+	for _, tool := range tools {
 		if _, err := exec.LookPath(tool); err != nil {
 			if os.Getenv("FAXHUB_REQUIRE_ALL") != "" {
 				t.Fatalf("the README recipe needs %s: %v", tool, err)
@@ -39,25 +82,30 @@ func TestReadmeRecipe(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	block := shellBlockAfter(t, string(readme), "## Send a test fax")
+	return root, shellBlockAfter(t, string(readme), heading)
+}
 
+// readmeServer builds faxhub and starts `faxhub serve` as `make run` does,
+// on a free port; it returns the base URL, the environment a second
+// terminal shares with it (its data), and the binary.
+func readmeServer(t *testing.T) (base string, env []string, bin string) {
+	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
 	addr := ln.Addr().String()
 	ln.Close()
-	base := "http://localhost:" + addr[strings.LastIndexByte(addr, ':')+1:]
-	block = strings.ReplaceAll(block, "http://localhost:8080", base)
+	base = "http://localhost:" + addr[strings.LastIndexByte(addr, ':')+1:]
 
-	// The recipe's `go run ./cmd/faxhub admin demo` and the server share
-	// their data through the environment, as `make run` and a second
-	// terminal in the same checkout do through ./faxhub-data.
-	env := append(os.Environ(), "FAXHUB_DATA="+filepath.Join(t.TempDir(), "data"))
+	// The recipe's admin command and the server share their data through
+	// the environment, as `make run` and a second terminal in the same
+	// checkout do through ./faxhub-data.
+	env = append(os.Environ(), "FAXHUB_DATA="+filepath.Join(t.TempDir(), "data"))
 	if pg := os.Getenv(testenv.EnvPostgres); pg != "" {
 		env = append(env, "FAXHUB_DATABASE_URL="+testenvSchema(t, pg))
 	}
-	bin := filepath.Join(t.TempDir(), "faxhub")
+	bin = filepath.Join(t.TempDir(), "faxhub")
 	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
 		t.Fatalf("go build: %v\n%s", err, out)
 	}
@@ -70,20 +118,15 @@ func TestReadmeRecipe(t *testing.T) {
 	if err := srv.Start(); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { cancel(); _ = srv.Wait() })
-	waitReady(t, base)
-
-	sh := exec.Command("sh", "-e", "-c", block)
-	sh.Dir, sh.Env = root, env
-	out, err := sh.CombinedOutput()
-	if err != nil {
-		t.Fatalf("the README recipe failed: %v\n%s\nserver:\n%s", err, out, srvOut.String())
-	}
-	for _, want := range []string{`"stored":true`, "sent fax_", `"to":"+12125550100"`, `"balance"`} {
-		if !bytes.Contains(out, []byte(want)) {
-			t.Errorf("recipe output lacks %s:\n%s", want, out)
+	t.Cleanup(func() {
+		cancel()
+		_ = srv.Wait()
+		if t.Failed() {
+			t.Logf("server:\n%s", srvOut.String())
 		}
-	}
+	})
+	waitReady(t, base)
+	return base, env, bin
 }
 
 // shellBlockAfter is the first ```sh block after a heading.

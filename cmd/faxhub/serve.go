@@ -173,7 +173,10 @@ func commandName(arg0, tmp string) string {
 	switch {
 	case arg0 == "":
 		return "faxhub"
-	case strings.Contains(arg0, string(filepath.Separator)+"go-build") && strings.HasPrefix(arg0, tmp):
+	case strings.Contains(arg0, string(filepath.Separator)+"go-build") &&
+		(strings.HasPrefix(arg0, tmp) || strings.Contains(arg0, filepath.FromSlash("/exe/"))):
+		// A `go run` build: under the temporary directory, or wherever
+		// GOTMPDIR (or the build cache) put it.
 		return "go run ./cmd/faxhub"
 	case !strings.ContainsRune(arg0, filepath.Separator):
 		// Found on PATH: the name alone works.
