@@ -59,7 +59,7 @@ func TestLimitsTable(t *testing.T) {
 			}
 		})
 	}
-	if n := len(core.Limits()); n != 20 {
+	if n := len(core.Limits()); n != 21 {
 		t.Errorf("%d limits in the table; add the new ones to this test", n)
 	}
 	// The table is a fresh copy: a caller cannot change the defaults.

@@ -179,6 +179,12 @@ func (c *Console) Register(r *web.Router) {
 	page("dashboardSlash", "GET", "/console/", session, c.withOwner(c.dashboard))
 	page("buyCredits", "POST", "/console/credits", session, c.withOwner(c.buyCredits))
 	page("setCreditAlert", "POST", "/console/credits/alert", session, c.withOwner(c.setCreditAlert))
+	page("send", "GET", "/console/send", session, c.withOwner(c.sendPage))
+	page("sendFax", "POST", "/console/send", session, c.withOwner(c.sendFax))
+	page("sendUpload", "POST", "/console/send/upload", session, c.uploadDocument)
+	page("sendCheck", "GET", "/console/send/check", session, c.withOwner(c.checkNumber))
+	page("sendPreview", "POST", "/console/send/preview", session, c.withOwner(c.previewSend))
+	page("sendPreviewPage", "GET", "/console/send/previews/{token}/pages/{page}", session, c.withOwner(c.previewPage))
 	page("faxSettings", "GET", "/console/fax-settings", session, c.withOwner(c.faxSettingsPage))
 	page("saveFaxSettings", "POST", "/console/fax-settings", session, c.withOwner(c.saveFaxSettings))
 	page("keys", "GET", "/console/keys", session, c.withOwner(c.keysPage))
@@ -332,7 +338,7 @@ func (c *Console) currentSession(r *http.Request) (*signedIn, error) {
 type ownerHandler func(w http.ResponseWriter, r *http.Request, s *signedIn)
 
 // withOwner requires a session. Pages send a signed-out browser to sign in
-// and back; other requests get 401. Every unsafe request must also carry
+// and back; other requests (and scripts' GETs) get 401. Every unsafe request must also carry
 // the session's form token (a form field, or X-CSRF-Token from scripts).
 func (c *Console) withOwner(h ownerHandler) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
@@ -342,7 +348,7 @@ func (c *Console) withOwner(h ownerHandler) http.HandlerFunc {
 			return
 		}
 		if s == nil {
-			if r.Method == http.MethodGet || r.Method == http.MethodHead {
+			if (r.Method == http.MethodGet || r.Method == http.MethodHead) && !wantsJSON(r) {
 				http.Redirect(w, r, "/signin?next="+url.QueryEscape(r.URL.RequestURI()), http.StatusSeeOther)
 				return
 			}
