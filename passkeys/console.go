@@ -3,8 +3,9 @@
 // recovery, server-side sessions, and the owner console (dashboard, API
 // keys, fax settings, connected apps, agent access, delegated hosts and their agents'
 // device page, the approval inbox with passkey-verified approvals, fax
-// numbers and received faxes, account). Pages are server-rendered; JavaScript runs only the
-// WebAuthn ceremonies. See docs/console.md.
+// numbers and received faxes, sending a fax, account). Pages are server-rendered;
+// JavaScript runs the WebAuthn ceremonies and enhances the send page (upload
+// progress, the number checked as typed). See docs/console.md.
 package passkeys
 
 import (

@@ -341,6 +341,9 @@ func (c *Console) renderSend(w http.ResponseWriter, r *http.Request, s *signedIn
 		if h, _ := e.Fields["hint"].(string); h != "" {
 			msg += " (" + h + ")"
 		}
+		if isDestinationRefusal(e.Code) {
+			msg = destinationRefusal(e)
+		}
 		if e.Code == credits.CodeInsufficientCredits {
 			b.Short = true
 		}

@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/faxhub/faxhub/core"
-	"github.com/faxhub/faxhub/core/credits"
 	"github.com/faxhub/faxhub/core/documents"
 	"github.com/faxhub/faxhub/core/faxes"
 	"github.com/faxhub/faxhub/internal/testenv"
@@ -217,7 +216,7 @@ func TestSendPageRefusals(t *testing.T) {
 	r = ada.form("/console/send/preview", v)
 	wantStatus(t, "premium preview", r, http.StatusUnprocessableEntity)
 	body := html.UnescapeString(r.body)
-	if !strings.Contains(body, "premium-rate number in US") || !strings.Contains(body, `aria-invalid="true"`) || !strings.Contains(body, `value="+19005550123"`) {
+	if !strings.Contains(body, "premium-rate number in US") || !strings.Contains(body, "before anything is charged") || !strings.Contains(body, `aria-invalid="true"`) || !strings.Contains(body, `value="+19005550123"`) {
 		t.Fatalf("premium refusal not on the form:\n%s", r.body)
 	}
 	r = ada.form("/console/send/preview", sendValues(t, page, csrf, docID, "12125550100"))
@@ -254,7 +253,6 @@ func TestSendPageRefusals(t *testing.T) {
 	if h.available(owner) != 0 {
 		t.Fatalf("balance moved: %d", h.available(owner))
 	}
-	_ = credits.CodeInsufficientCredits
 }
 
 // TestSendPageSchedulesInTheOwnersZone: a datetime-local is read in the
