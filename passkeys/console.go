@@ -338,6 +338,21 @@ func (c *Console) currentSession(r *http.Request) (*signedIn, error) {
 
 type ownerHandler func(w http.ResponseWriter, r *http.Request, s *signedIn)
 
+// bodySession is the session of a request whose body a handler bounds
+// before withOwner would read its form token (the multipart uploads);
+// nil, with the answer written, when there is none.
+func (c *Console) bodySession(w http.ResponseWriter, r *http.Request) *signedIn {
+	s, err := c.currentSession(r)
+	if err == nil && s == nil {
+		err = core.Errorf(core.KindUnauthenticated, core.CodeUnauthenticated, "you are signed out; sign in and try again")
+	}
+	if err != nil {
+		c.fail(w, r, err)
+		return nil
+	}
+	return s
+}
+
 // withOwner requires a session. Pages send a signed-out browser to sign in
 // and back; other requests (and scripts' GETs) get 401. Every unsafe request must also carry
 // the session's form token (a form field, or X-CSRF-Token from scripts).

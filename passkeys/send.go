@@ -212,24 +212,27 @@ func (c *Console) previewSend(w http.ResponseWriter, r *http.Request, s *signedI
 	c.preview(w, r, s, readSendForm(r, mode), "")
 }
 
-func (c *Console) preview(w http.ResponseWriter, r *http.Request, s *signedIn, f sendForm, why string) {
-	ctx := r.Context()
-	p := sendPrincipal(s, f.Mode)
-	st, err := c.svc.Faxes.GetSettings(ctx, p)
+// formRequest is the core request of the form, its sendAt read in the
+// owner's time zone.
+func (c *Console) formRequest(r *http.Request, s *signedIn, f sendForm) (faxes.SendRequest, error) {
+	st, err := c.svc.Faxes.GetSettings(r.Context(), sendPrincipal(s, f.Mode))
 	if err != nil {
-		c.fail(w, r, err)
-		return
+		return faxes.SendRequest{}, err
 	}
+	return f.request(st.Location())
+}
+
+func (c *Console) preview(w http.ResponseWriter, r *http.Request, s *signedIn, f sendForm, why string) {
 	if f.Idem == "" {
 		f.Idem = newIdempotencyKey()
 	}
-	req, err := f.request(st.Location())
+	req, err := c.formRequest(r, s, f)
 	if err == nil && f.DocumentID == "" {
 		err = core.Errorf(core.KindInvalid, core.CodeInvalidRequest, "upload the document to fax first").With("field", "document")
 	}
 	var pv *faxes.Preview
 	if err == nil {
-		pv, err = c.svc.Faxes.Preview(ctx, p, req)
+		pv, err = c.svc.Faxes.Preview(r.Context(), sendPrincipal(s, f.Mode), req)
 	}
 	if err != nil {
 		c.showSend(w, r, s, statusOf(core.AsError(err).Kind), f, err, "")
@@ -250,19 +253,16 @@ func (c *Console) sendFax(w http.ResponseWriter, r *http.Request, s *signedIn) {
 		return
 	}
 	f := readSendForm(r, mode)
-	ctx := r.Context()
-	p := sendPrincipal(s, mode)
-	st, err := c.svc.Faxes.GetSettings(ctx, p)
-	if err != nil {
+	req, err := c.formRequest(r, s, f)
+	if err != nil && core.ErrorKind(err) == core.KindInternal {
 		c.fail(w, r, err)
 		return
 	}
-	req, err := f.request(st.Location())
 	if err != nil || f.Idem == "" || f.Previewed != core.HashRequest(req) {
 		c.preview(w, r, s, f, "The fax changed since its preview, or was not previewed: check its pages and price below, then send.")
 		return
 	}
-	fax, _, err := c.svc.Faxes.Send(ctx, p, f.Idem, req)
+	fax, _, err := c.svc.Faxes.Send(r.Context(), sendPrincipal(s, mode), f.Idem, req)
 	if err != nil {
 		if core.AsError(err).Code == core.CodeIdempotencyConflict {
 			// This form sent a different fax already: a fresh form sends

@@ -161,11 +161,26 @@ func TestSendPage(t *testing.T) {
 	if h.faxCount(owner) != 1 || before-h.available(owner) != f.PriceMicros || f.Price != "0.21" {
 		t.Fatalf("%d faxes, charged %d for a fax of %d", h.faxCount(owner), before-h.available(owner), f.PriceMicros)
 	}
-	// The same form changed after the send: not a second fax under its key.
+	// The same form changed after the send: previewed again, and its key
+	// (which sent the first fax) makes no second fax; the page then gives
+	// a fresh key, with which the changed fax is sent.
 	sv.Set("to", "+12125550101")
 	r = ada.form("/console/send", sv)
-	if h.faxCount(owner) != 1 || r.status >= 500 {
+	if h.faxCount(owner) != 1 || r.status != 200 || !strings.Contains(r.body, "changed since its preview") {
 		t.Fatalf("a changed resubmit: %d, %d faxes", r.status, h.faxCount(owner))
+	}
+	sv = sendValues(t, r, csrf, docID, "+12125550101")
+	sv.Set("cover", "on")
+	sv.Set("subject", "Two pages")
+	r = ada.form("/console/send", sv)
+	wantStatus(t, "a used key", r, http.StatusConflict)
+	if !strings.Contains(r.body, "this form has sent a fax already") || h.faxCount(owner) != 1 {
+		t.Fatalf("a used key: %d faxes\n%s", h.faxCount(owner), r.body)
+	}
+	r = ada.form("/console/send/preview", sendValues(t, r, csrf, docID, "+12125550101"))
+	wantRedirect(t, "send with the fresh key", ada.form("/console/send", sendValues(t, r, csrf, docID, "+12125550101")), "/console/faxes/fax_")
+	if h.faxCount(owner) != 2 {
+		t.Fatalf("%d faxes, want 2", h.faxCount(owner))
 	}
 }
 

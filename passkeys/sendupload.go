@@ -42,13 +42,8 @@ const maxUploadField = 1 << 10
 // page gets a redirect back to the form with the document (PRG); send.js
 // (Accept: application/json) gets the document.
 func (c *Console) uploadDocument(w http.ResponseWriter, r *http.Request) {
-	s, err := c.currentSession(r)
-	if err != nil {
-		c.fail(w, r, err)
-		return
-	}
+	s := c.bodySession(w, r)
 	if s == nil {
-		c.fail(w, r, core.Errorf(core.KindUnauthenticated, core.CodeUnauthenticated, "you are signed out; sign in and try again"))
 		return
 	}
 	mode, err := pageMode(r)
