@@ -48,6 +48,9 @@ const (
 	LimitWebhookManual Limit = "webhook-manual"
 	// LimitPreview: previews composed (a PDF composition each); owner.
 	LimitPreview Limit = "preview"
+	// LimitDestinationCheck: destination numbers checked as they are
+	// typed (the console's send page); owner.
+	LimitDestinationCheck Limit = "destination-check"
 	// LimitPageImage: page images and transmission reports rendered
 	// (a rasterization each) for signed links; owner.
 	LimitPageImage Limit = "page-image"
@@ -118,6 +121,7 @@ func Limits() map[Limit]LimitInfo {
 		LimitWebhookManual:     subject(Rate{3 * time.Second, 20}, "owner"),
 		LimitPreview:           subject(Rate{time.Second, 20}, "owner"),
 		LimitPageImage:         subject(Rate{100 * time.Millisecond, 100}, "owner"),
+		LimitDestinationCheck:  subject(Rate{200 * time.Millisecond, 30}, "owner"),
 		// Registration and metadata fetches are counted per client
 		// address too, but with their own, slower allowances.
 		LimitOAuthRegister:      client(Rate{6 * time.Minute, 10}),

@@ -34,6 +34,7 @@ func TestLimitsTable(t *testing.T) {
 		{core.LimitWebhookManual, "webhook-manual", core.Rate{Interval: 3 * time.Second, Burst: 20}, false},
 		{core.LimitPreview, "preview", core.Rate{Interval: time.Second, Burst: 20}, false},
 		{core.LimitPageImage, "page-image", core.Rate{Interval: 100 * time.Millisecond, Burst: 100}, false},
+		{core.LimitDestinationCheck, "destination-check", core.Rate{Interval: 200 * time.Millisecond, Burst: 30}, false},
 		{core.LimitOAuthRegister, "oauth-register", core.Rate{Interval: 6 * time.Minute, Burst: 10}, true},
 		{core.LimitOAuthMetadataFetch, "oauth-cimd-fetch", core.Rate{Interval: 6 * time.Second, Burst: 10}, true},
 		{core.LimitMachineValidate, "public:machine-validate", core.Rate{Interval: time.Second, Burst: 60}, true},
@@ -58,7 +59,7 @@ func TestLimitsTable(t *testing.T) {
 			}
 		})
 	}
-	if n := len(core.Limits()); n != 20 {
+	if n := len(core.Limits()); n != 21 {
 		t.Errorf("%d limits in the table; add the new ones to this test", n)
 	}
 	// The table is a fresh copy: a caller cannot change the defaults.

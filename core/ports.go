@@ -28,4 +28,16 @@ type DestinationChecker interface {
 	// country; *Error with CodeInvalidDestination, CodePremiumDestination or
 	// CodeUnsupportedDestination otherwise.
 	Check(number string) (e164, country string, err error)
+	// Describe is Check with the number type too, for a form that checks a
+	// number as it is typed (the owner console's send page).
+	Describe(number string) (Destination, error)
+}
+
+// Destination is a checked destination number: E.164, its ISO 3166
+// country, and its type as libphonenumber classifies the number range
+// (fixed_line, mobile, fixed_line_or_mobile, toll_free, voip, uan).
+type Destination struct {
+	E164    string `json:"e164"`
+	Country string `json:"country"`
+	Type    string `json:"numberType"`
 }

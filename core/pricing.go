@@ -123,6 +123,15 @@ func (t *PriceTable) Quote(e164, country string, pages int, cover bool) (Quote, 
 	}, nil
 }
 
+// TariffFor is the tariff of country, if faxhub sends there.
+func (t *PriceTable) TariffFor(country string) (Tariff, bool) {
+	tr, ok := t.byCountry[country]
+	if !ok {
+		return Tariff{}, false
+	}
+	return *tr, true
+}
+
 // NumberMonthly is the monthly price of a number in country, or a
 // numbers_not_offered *Error.
 func (t *PriceTable) NumberMonthly(country string) (int64, error) {

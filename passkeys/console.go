@@ -3,8 +3,9 @@
 // recovery, server-side sessions, and the owner console (dashboard, API
 // keys, fax settings, connected apps, agent access, delegated hosts and their agents'
 // device page, the approval inbox with passkey-verified approvals, fax
-// numbers and received faxes, account). Pages are server-rendered; JavaScript runs only the
-// WebAuthn ceremonies. See docs/console.md.
+// numbers and received faxes, sending a fax, account). Pages are server-rendered;
+// JavaScript runs the WebAuthn ceremonies and enhances the send page (upload
+// progress, the number checked as typed). See docs/console.md.
 package passkeys
 
 import (
@@ -179,6 +180,12 @@ func (c *Console) Register(r *web.Router) {
 	page("dashboardSlash", "GET", "/console/", session, c.withOwner(c.dashboard))
 	page("buyCredits", "POST", "/console/credits", session, c.withOwner(c.buyCredits))
 	page("setCreditAlert", "POST", "/console/credits/alert", session, c.withOwner(c.setCreditAlert))
+	page("send", "GET", "/console/send", session, c.withOwner(c.sendPage))
+	page("sendFax", "POST", "/console/send", session, c.withOwner(c.sendFax))
+	page("sendUpload", "POST", "/console/send/upload", session, c.uploadDocument)
+	page("sendCheck", "GET", "/console/send/check", session, c.withOwner(c.checkNumber))
+	page("sendPreview", "POST", "/console/send/preview", session, c.withOwner(c.previewSend))
+	page("sendPreviewPage", "GET", "/console/send/previews/{token}/pages/{page}", session, c.withOwner(c.previewPage))
 	page("faxSettings", "GET", "/console/fax-settings", session, c.withOwner(c.faxSettingsPage))
 	page("saveFaxSettings", "POST", "/console/fax-settings", session, c.withOwner(c.saveFaxSettings))
 	page("keys", "GET", "/console/keys", session, c.withOwner(c.keysPage))
@@ -331,8 +338,23 @@ func (c *Console) currentSession(r *http.Request) (*signedIn, error) {
 
 type ownerHandler func(w http.ResponseWriter, r *http.Request, s *signedIn)
 
+// bodySession is the session of a request whose body a handler bounds
+// before withOwner would read its form token (the multipart uploads);
+// nil, with the answer written, when there is none.
+func (c *Console) bodySession(w http.ResponseWriter, r *http.Request) *signedIn {
+	s, err := c.currentSession(r)
+	if err == nil && s == nil {
+		err = core.Errorf(core.KindUnauthenticated, core.CodeUnauthenticated, "you are signed out; sign in and try again")
+	}
+	if err != nil {
+		c.fail(w, r, err)
+		return nil
+	}
+	return s
+}
+
 // withOwner requires a session. Pages send a signed-out browser to sign in
-// and back; other requests get 401. Every unsafe request must also carry
+// and back; other requests (and scripts' GETs) get 401. Every unsafe request must also carry
 // the session's form token (a form field, or X-CSRF-Token from scripts).
 func (c *Console) withOwner(h ownerHandler) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
@@ -342,7 +364,7 @@ func (c *Console) withOwner(h ownerHandler) http.HandlerFunc {
 			return
 		}
 		if s == nil {
-			if r.Method == http.MethodGet || r.Method == http.MethodHead {
+			if (r.Method == http.MethodGet || r.Method == http.MethodHead) && !wantsJSON(r) {
 				http.Redirect(w, r, "/signin?next="+url.QueryEscape(r.URL.RequestURI()), http.StatusSeeOther)
 				return
 			}

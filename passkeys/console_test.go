@@ -983,7 +983,7 @@ func TestAppsPage(t *testing.T) {
 func TestPagesAreAccessibleAndSafe(t *testing.T) {
 	h := newHarness(t)
 	b, _ := h.signUp("ada@example.com", "Ada")
-	for _, p := range []string{"/console", "/console/keys", "/console/apps", "/console/approvals", "/console/account", "/console/hosts", "/console/device", "/console/numbers", "/console/inbox", "/console/fax-settings"} {
+	for _, p := range []string{"/console", "/console/keys", "/console/apps", "/console/approvals", "/console/account", "/console/hosts", "/console/device", "/console/numbers", "/console/inbox", "/console/fax-settings", "/console/send"} {
 		r := b.get(p)
 		wantStatus(t, p, r, 200)
 		for _, want := range []string{`<html lang="en">`, `name="viewport"`, "<h1", `<main id="main"`, `aria-current="page"`} {
@@ -996,7 +996,7 @@ func TestPagesAreAccessibleAndSafe(t *testing.T) {
 		}
 	}
 	anon := h.browser()
-	for _, p := range []string{"/signin", "/signup", "/recover", "/console/static/console.css", "/console/static/webauthn.js"} {
+	for _, p := range []string{"/signin", "/signup", "/recover", "/console/static/console.css", "/console/static/webauthn.js", "/console/static/send.js"} {
 		wantStatus(t, p, anon.get(p), 200)
 	}
 	wantStatus(t, "unknown page", anon.get("/console/nope"), http.StatusNotFound)

@@ -289,13 +289,7 @@ const (
 // token from the parsed form), then delivers it. Only a signed-in
 // browser's body is read.
 func (c *Console) simulateInbound(w http.ResponseWriter, r *http.Request) {
-	s, err := c.currentSession(r)
-	if err != nil {
-		c.fail(w, r, err)
-		return
-	}
-	if s == nil {
-		c.fail(w, r, core.Errorf(core.KindUnauthenticated, core.CodeUnauthenticated, "you are signed out; sign in and try again"))
+	if c.bodySession(w, r) == nil {
 		return
 	}
 	maxFile := c.svc.Config().Documents.MaxUploadBytes

@@ -62,6 +62,11 @@ func (destinations) Check(n string) (string, string, error) {
 	return "", "", core.Errorf(core.KindUnprocessable, core.CodeInvalidDestination, "%q is not a valid fax number", n)
 }
 
+func (d destinations) Describe(n string) (core.Destination, error) {
+	e164, country, err := d.Check(n)
+	return core.Destination{E164: e164, Country: country, Type: "fixed_line"}, err
+}
+
 const (
 	testKey    = "fxk_test_unitunitunitunitunitunit"
 	revokedKey = "fxk_test_revokedrevokedrevoked"

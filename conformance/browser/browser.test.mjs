@@ -11,6 +11,7 @@ import * as oauth from 'oauth4webapi';
 import { BASE, ISSUER, MCP, OUT, env, registerClient } from '../node/lib.mjs';
 import { AP2, a2aToken, artifactData, dataOf, paymentMandate, rpc, skillPart, textOf, until, userMessage } from '../node/a2a-lib.mjs';
 import { agentStatus, checkApproval, execute, faxArgs, granted, keyPair, register, sendStatus } from '../node/hostagent-lib.mjs';
+import { minimalPDF } from '../node/mcp-lib.mjs';
 
 const CHROMIUM = env('FAXHUB_CHROMIUM');
 const EMAIL = 'grace@example.com';
@@ -474,4 +475,114 @@ test('delegated: the Hosts page lists the agent with its grants; revoking the ho
   assert.ok(['host_revoked', 'agent_revoked'].includes(r.body.error), r.text);
   const st = await agentStatus(dh.host, dh.agent.id);
   assert.equal(st.body.error, 'host_revoked', `host JWT after revocation: ${st.text}`);
+});
+
+// The Send a fax page (/console/send): the owner faxes from the console
+// with test credits; the number is checked as it is typed; the pages and
+// the price are shown before anything is sent or charged.
+const sendKey = {};
+async function testBalance() {
+  if (!sendKey.secret) {
+    await page.goto(`${BASE}/console/keys`);
+    await page.fill('#key-name', 'send page suite');
+    await page.check('input[name=mode][value=test]');
+    await page.click('button:has-text("Create key")');
+    sendKey.secret = await page.locator('#secret').inputValue();
+  }
+  const res = await fetch(`${BASE}/api/v1/credits`, { headers: { authorization: `Bearer ${sendKey.secret}` } });
+  assert.equal(res.status, 200, `GET /api/v1/credits: ${res.status}`);
+  const b = await res.json();
+  return Number(b.balance);
+}
+
+test('send page: test credits bought on the dashboard when the balance is short', async () => {
+  if (await testBalance() >= 1) return;
+  await page.goto(`${BASE}/console?mode=test`);
+  await page.click('button:has-text("Buy credits")');
+  await page.waitForURL(/\/checkout\/test\//);
+  const year = String((new Date().getUTCFullYear() + 3) % 100).padStart(2, '0');
+  await page.fill('#card', '4242 4242 4242 4242');
+  await page.fill('#exp', `12/${year}`);
+  await page.fill('#cvc', '123');
+  await page.click('button[type=submit]');
+  await page.waitForLoadState();
+  await until('test credits', () => testBalance(), (b) => b >= 1);
+});
+
+test('send page: upload a two-page PDF (with progress), the number checked as typed, previews (cover + 2 pages) and price, send', async () => {
+  const before = await testBalance();
+  await page.goto(`${BASE}/console`);
+  await page.click('nav[aria-label=Console] a:has-text("Send a fax")');
+  await page.waitForURL(`${BASE}/console/send`);
+  await page.waitForSelector('h1:has-text("Send a fax")');
+  await screenshot('send-form');
+
+  await page.setInputFiles('#send-file', { name: 'two-pages.pdf', mimeType: 'application/pdf', buffer: minimalPDF(2) });
+  await page.click('[data-send-upload] button[type=submit]');
+  await page.locator('[data-send-upload-status].ok').waitFor();
+  assert.equal(await page.locator('[data-send-progress]').evaluate((e) => e.value), 100, 'the progress bar reached 100');
+  assert.match(await page.locator('[data-send-doc-summary]').textContent(), /2 pages, PDF/);
+  assert.match(page.url(), /\/console\/send\?mode=test&document=doc_/, 'the URL keeps the document');
+  const doc = await page.locator('[data-send-document]').inputValue();
+  assert.match(doc, /^doc_/);
+  await screenshot('send-uploaded');
+
+  await page.fill('#send-to', '+12125550100');
+  const check = page.locator('#send-to-check.ok');
+  await check.waitFor();
+  assert.match(await check.textContent(), /United States \(US\).*\$0\.07 a page/);
+  await page.check('input[name=cover]');
+  await page.fill('#send-recipientName', 'Dr. Ada Lovelace');
+  await page.fill('#send-subject', 'Two pages from the console');
+  await page.fill('#send-message', 'Sent from the faxhub console by the browser suite.');
+  await screenshot('send-number-checked');
+
+  await page.click('button:has-text("Preview pages and price")');
+  await page.waitForSelector('#send-preview');
+  const imgs = page.locator('#send-preview img');
+  assert.equal(await imgs.count(), 3, 'a cover page and two pages');
+  for (let i = 0; i < 3; i++) {
+    await imgs.nth(i).scrollIntoViewIfNeeded();
+    await page.waitForFunction((el) => el.complete && el.naturalWidth > 0, await imgs.nth(i).elementHandle());
+  }
+  const price = await page.locator('[data-send-price]').textContent();
+  assert.match(price, /^\$0\.21 USD from your test credits$/, `price: ${price}`);
+  await screenshot('send-preview');
+
+  await page.click('[data-send-submit]');
+  await page.waitForURL(/\/console\/faxes\/fax_[a-z0-9]+\?mode=test$/);
+  const id = new URL(page.url()).pathname.split('/').pop();
+  await screenshot('send-sent');
+  const res = await fetch(`${BASE}/api/v1/faxes/${id}`, { headers: { authorization: `Bearer ${sendKey.secret}` } });
+  assert.equal(res.status, 200, `GET /api/v1/faxes/${id}: ${res.status}`);
+  const fax = await res.json();
+  assert.equal(fax.to, '+12125550100');
+  assert.equal(fax.documentId, doc);
+  assert.equal(fax.cover, true);
+  assert.equal(fax.price, '0.21');
+  const done = await until(`fax ${id} delivered`, async () => (await fetch(`${BASE}/api/v1/faxes/${id}`, { headers: { authorization: `Bearer ${sendKey.secret}` } })).json(), (f) => f.status === 'delivered');
+  assert.equal(done.pages, 2);
+  assert.ok(Math.abs(before - 0.21 - await testBalance()) < 1e-9, 'charged once, the price');
+});
+
+test('send page: a premium-rate number is refused with its explanation before anything is charged', async () => {
+  const before = await testBalance();
+  await page.goto(`${BASE}/console/send?mode=test`);
+  await page.setInputFiles('#send-file', { name: 'one-page.pdf', mimeType: 'application/pdf', buffer: minimalPDF(1) });
+  await page.click('[data-send-upload] button[type=submit]');
+  await page.locator('[data-send-upload-status].ok').waitFor();
+  await page.fill('#send-to', '+19005550123');
+  const check = page.locator('#send-to-check.error');
+  await check.waitFor();
+  assert.match(await check.textContent(), /premium-rate number in US.*before anything is charged/);
+  assert.equal(await page.locator('#send-to').getAttribute('aria-invalid'), 'true');
+  await screenshot('send-premium-typed');
+  await page.click('button:has-text("Preview pages and price")');
+  await page.waitForLoadState();
+  await page.locator('.alert.error:has-text("Nothing was sent")').waitFor();
+  assert.match(await page.locator('#send-to-check').textContent(), /premium-rate/);
+  assert.equal(await page.locator('#send-to').inputValue(), '+19005550123', 'the form keeps the number');
+  assert.equal(await page.locator('#send-preview').count(), 0, 'no preview, no send button');
+  await screenshot('send-premium-refused');
+  assert.equal(await testBalance(), before, 'the balance did not move');
 });

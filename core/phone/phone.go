@@ -86,10 +86,17 @@ const (
 //   - invalid_destination: anything the metadata does not recognise as a
 //     valid, assigned range, including type UNKNOWN.
 func (c *Checker) Check(number string) (string, string, error) {
+	d, err := c.Describe(number)
+	return d.E164, d.Country, err
+}
+
+// Describe implements core.DestinationChecker: Check's verdict with the
+// number type of an accepted number.
+func (c *Checker) Describe(number string) (core.Destination, error) {
 	if !e164.MatchString(number) {
 		// Not cached: the key space of malformed input is unbounded, and
 		// refusing it costs one regular expression.
-		return "", "", notE164(number)
+		return core.Destination{}, notE164(number)
 	}
 	var v verdict
 	if c.verdicts == nil {
@@ -129,29 +136,30 @@ func classify(number string) verdict {
 	return v
 }
 
-// result turns a verdict into Check's answer, with a new error each time.
-func (v verdict) result(number string) (string, string, error) {
+// result turns a verdict into Describe's answer, with a new error each
+// time.
+func (v verdict) result(number string) (core.Destination, error) {
 	switch v.outcome {
 	case accepted:
-		return v.normalized, v.region, nil
+		return core.Destination{E164: v.normalized, Country: v.region, Type: typeName(v.typ)}, nil
 	case unparsable:
-		return "", "", invalid(number, "it cannot be parsed as a phone number (%s)", v.parseErr)
+		return core.Destination{}, invalid(number, "it cannot be parsed as a phone number (%s)", v.parseErr)
 	case unassigned:
-		return "", "", invalid(number, "no country has assigned this number range; check the country code and the number of digits")
+		return core.Destination{}, invalid(number, "no country has assigned this number range; check the country code and the number of digits")
 	case nonGeographic:
-		return "", "", core.Errorf(core.KindUnprocessable, core.CodeUnsupportedDestination,
+		return core.Destination{}, core.Errorf(core.KindUnprocessable, core.CodeUnsupportedDestination,
 			"%s is a non-geographic number (international freephone, satellite or network service); we do not send faxes to these", number).
 			With("number", v.normalized)
 	case premium:
-		return "", "", core.Errorf(core.KindUnprocessable, core.CodePremiumDestination,
+		return core.Destination{}, core.Errorf(core.KindUnprocessable, core.CodePremiumDestination,
 			"%s is a %s number in %s; faxes to numbers that charge the caller extra are not allowed", number, typeName(v.typ), v.region).
 			With("number", v.normalized).With("numberType", typeName(v.typ)).With("country", v.region)
 	case cannotReceive:
-		return "", "", core.Errorf(core.KindUnprocessable, core.CodeUnsupportedDestination,
+		return core.Destination{}, core.Errorf(core.KindUnprocessable, core.CodeUnsupportedDestination,
 			"%s is a %s number in %s, which cannot receive a fax", number, typeName(v.typ), v.region).
 			With("number", v.normalized).With("numberType", typeName(v.typ)).With("country", v.region)
 	default: // unknownType
-		return "", "", invalid(number, "it is not in any known number range for %s", v.region)
+		return core.Destination{}, invalid(number, "it is not in any known number range for %s", v.region)
 	}
 }
 
@@ -198,6 +206,18 @@ func typeName(t phonenumbers.PhoneNumberType) string {
 		return "pager"
 	case phonenumbers.VOICEMAIL:
 		return "voicemail"
+	case phonenumbers.FIXED_LINE:
+		return "fixed_line"
+	case phonenumbers.MOBILE:
+		return "mobile"
+	case phonenumbers.FIXED_LINE_OR_MOBILE:
+		return "fixed_line_or_mobile"
+	case phonenumbers.TOLL_FREE:
+		return "toll_free"
+	case phonenumbers.VOIP:
+		return "voip"
+	case phonenumbers.UAN:
+		return "uan"
 	}
 	return "other"
 }

@@ -226,3 +226,30 @@ func BenchmarkCheck(b *testing.B) {
 		}
 	}
 }
+
+// TestDescribeNamesTheNumberType: the type an accepted number is of, as
+// the console's send page shows it while the number is typed.
+func TestDescribeNamesTheNumberType(t *testing.T) {
+	t.Parallel()
+	c := New()
+	for _, tt := range []struct {
+		number, country, typ string
+	}{
+		{example(t, "GB", phonenumbers.FIXED_LINE), "GB", "fixed_line"},
+		{example(t, "GB", phonenumbers.MOBILE), "GB", "mobile"},
+		{"+12125550100", "US", "fixed_line_or_mobile"},
+		{example(t, "US", phonenumbers.TOLL_FREE), "US", "toll_free"},
+		{example(t, "GB", phonenumbers.VOIP), "GB", "voip"},
+		{example(t, "GB", phonenumbers.UAN), "GB", "uan"},
+	} {
+		d, err := c.Describe(tt.number)
+		if err != nil || d != (core.Destination{E164: tt.number, Country: tt.country, Type: tt.typ}) {
+			t.Errorf("Describe(%s) = %+v, %v; want %s %s", tt.number, d, err, tt.country, tt.typ)
+		}
+	}
+	d, err := c.Describe("+19005550123")
+	var ce *core.Error
+	if !errors.As(err, &ce) || ce.Code != core.CodePremiumDestination || ce.Fields["numberType"] != "premium-rate" || d != (core.Destination{}) {
+		t.Errorf("premium: %+v %v", d, err)
+	}
+}

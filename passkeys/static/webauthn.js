@@ -1,6 +1,7 @@
-// The only script of the owner console: it runs the WebAuthn ceremonies
+// The console's ceremony script: it runs the WebAuthn ceremonies
 // (navigator.credentials.create / get) between the server's begin and
-// finish endpoints. Everything else works without JavaScript.
+// finish endpoints. Everything else works without JavaScript (send.js
+// only enhances the send page).
 (function () {
   "use strict";
 
