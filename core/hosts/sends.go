@@ -278,6 +278,7 @@ func (s *Service) ApproveSend(ctx context.Context, ownerID string, a *approvals.
 			ID: core.NewID(core.PrefixFax), OwnerID: ownerID, Mode: send.Mode, Status: faxes.Queued, To: send.To,
 			DocumentID: send.DocumentID, Pages: send.Pages, Cover: send.Cover, CoverText: send.CoverText, Options: send.Options,
 			PriceMicros: send.PriceMicros, Currency: send.Currency, PaymentMethod: faxes.PayCredits, CreatedAt: now, UpdatedAt: now,
+			SentBy: faxes.SentByAgent(agent.ID, agent.Name, host.Name),
 		}
 		// Scheduled until its sendAt; approved after it, it goes now.
 		s.faxes.Schedule(f)

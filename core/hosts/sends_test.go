@@ -88,6 +88,10 @@ func TestDelegatedSendApproval(t *testing.T) {
 	if st != hosts.SendSent || f == nil || f.To != d.To || f.Pages != 2 || f.PriceMicros != d.PriceMicros {
 		t.Fatalf("status %s, fax %+v", st, f)
 	}
+	// The fax names the agent that asked, and its host, as its door.
+	if f.SentBy.Kind != core.PrincipalDelegated || f.SentBy.ID != a.ID || f.SentBy.Name != p.ClientName {
+		t.Fatalf("sent by %+v, want the agent %s (%s)", f.SentBy, a.ID, p.ClientName)
+	}
 	if got := e.Credits(t, e.Principal(t, e.KeyATest)).AvailableMicros; got != before-d.PriceMicros {
 		t.Fatalf("balance %d, want %d", got, before-d.PriceMicros)
 	}
