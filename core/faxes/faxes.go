@@ -291,7 +291,12 @@ func (s *Service) CheckProvider(m core.Mode) error {
 // record exists and matches; a different request under the same key is a
 // conflict.
 func (s *Service) replay(ctx context.Context, scope, key, reqHash string) (*Fax, bool, error) {
-	return replayAs[Fax](ctx, s, scope, key, reqHash)
+	f, ok, err := replayAs[Fax](ctx, s, scope, key, reqHash)
+	if f != nil {
+		// A response stored before faxes recorded their door.
+		f.SentBy = f.SentBy.orUnknown()
+	}
+	return f, ok, err
 }
 
 // replayAs is replay for any stored response (a fax, a batch's summary).
