@@ -50,22 +50,3 @@ func (s SentBy) orUnknown() SentBy {
 	}
 	return s
 }
-
-// Label is how the console names a door.
-func (s SentBy) Label() string {
-	switch s.Kind {
-	case core.PrincipalAPIKey:
-		return "API key"
-	case core.PrincipalOAuthGrant:
-		return "Chat app"
-	case core.PrincipalAgent:
-		return "Agent"
-	case core.PrincipalDelegated:
-		return "Delegated agent"
-	case core.PrincipalMachinePayer:
-		return "Machine payment"
-	case core.PrincipalOwnerSession:
-		return "Console"
-	}
-	return "Unknown"
-}
