@@ -191,12 +191,7 @@ func (c *Console) cancelFax(w http.ResponseWriter, r *http.Request, s *signedIn)
 	}
 	got, err := c.svc.Faxes.Cancel(r.Context(), core.OwnerPrincipal(s.owner.ID, f.Mode), f.ID)
 	if err != nil {
-		if e := core.AsError(err); e.Kind != core.KindInternal {
-			// Too late (it started sending, or finished): the page, with why.
-			c.showFax(w, r, s, f, statusOf(e.Kind), "", e.Message)
-			return
-		}
-		c.fail(w, r, err)
+		c.refused(w, r, s, f, err)
 		return
 	}
 	done := "canceled"
@@ -204,6 +199,18 @@ func (c *Console) cancelFax(w http.ResponseWriter, r *http.Request, s *signedIn)
 		done = "cancel-requested"
 	}
 	http.Redirect(w, r, faxPath(got)+"&done="+done, http.StatusSeeOther)
+}
+
+// refused shows f's page again with why core refused what the owner
+// asked (too late to cancel, too few credits, a purged document); an
+// internal failure is the error page.
+func (c *Console) refused(w http.ResponseWriter, r *http.Request, s *signedIn, f *faxes.Fax, err error) {
+	e := core.AsError(err)
+	if e.Kind == core.KindInternal {
+		c.fail(w, r, err)
+		return
+	}
+	c.showFax(w, r, s, f, statusOf(e.Kind), "", e.Message)
 }
 
 // maxFormKey bounds the resend form's key.
@@ -222,11 +229,7 @@ func (c *Console) resendFax(w http.ResponseWriter, r *http.Request, s *signedIn)
 	}
 	nf, _, err := c.svc.Faxes.Resend(r.Context(), core.OwnerPrincipal(s.owner.ID, f.Mode), "console-resend:"+key, f.ID, faxes.ResendRequest{})
 	if err != nil {
-		if e := core.AsError(err); e.Kind != core.KindInternal {
-			c.showFax(w, r, s, f, statusOf(e.Kind), "", e.Message)
-			return
-		}
-		c.fail(w, r, err)
+		c.refused(w, r, s, f, err)
 		return
 	}
 	http.Redirect(w, r, faxPath(nf)+"&done=resent", http.StatusSeeOther)
