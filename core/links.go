@@ -41,13 +41,17 @@ const (
 	LinkFaxFile         Link = "rest.getFaxFile"
 	LinkFaxFilePage     Link = "rest.getFaxFilePage"
 	LinkFaxReport       Link = "rest.getFaxReport"
+	// LinkFaxPage is one sent fax's console page (its attempts, its pages
+	// as faxed, its report and receipt): where the send page and any
+	// door's owner-facing link to a fax lead.
+	LinkFaxPage Link = "passkeys.fax"
 )
 
 // AllLinks lists every Link, for the test that finds each on the router.
 func AllLinks() []Link {
 	return []Link{LinkUpload, LinkMachineStatus, LinkInboxFile, LinkProviderMedia, LinkClaimPage,
 		LinkDevicePage, LinkApprovalPage, LinkDraftPage, LinkNumberPage, LinkDashboard, LinkWebhookPage, LinkTestCheckout,
-		LinkPreviewFile, LinkPreviewFilePage, LinkFaxFile, LinkFaxFilePage, LinkFaxReport}
+		LinkPreviewFile, LinkPreviewFilePage, LinkFaxFile, LinkFaxFilePage, LinkFaxReport, LinkFaxPage}
 }
 
 // Path is the route template (gorilla/mux syntax) the link's adapter
@@ -88,6 +92,8 @@ func (l Link) Path() string {
 		return "/api/v1/fax-files/{token}/pages/{page}"
 	case LinkFaxReport:
 		return "/api/v1/fax-reports/{token}"
+	case LinkFaxPage:
+		return "/console/faxes/{id}"
 	}
 	return ""
 }

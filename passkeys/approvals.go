@@ -31,6 +31,10 @@ type approvalView struct {
 	// FaxSend is set on a delegated agent's send_fax: approved only with
 	// the passkey, and paid from credits then.
 	FaxSend *faxSendView
+	// Pages are a pending fax's pages as they will be faxed, on the
+	// approval's own page (previewing every card of the inbox would
+	// compose each fax on every visit); the inbox card links there.
+	Pages *pagesView
 }
 
 type consentView struct {
@@ -172,8 +176,14 @@ func (c *Console) approvalPage(w http.ResponseWriter, r *http.Request, s *signed
 		c.fail(w, r, err)
 		return
 	}
-	c.render(w, r, http.StatusOK, "approval", c.page(s, "Approval request", "approvals",
-		struct{ Approval approvalView }{c.view(*a, s.csrf, approvalReturn(r.URL.Query().Get("return")))}))
+	v := c.view(*a, s.csrf, approvalReturn(r.URL.Query().Get("return")))
+	if a.Kind == approvals.KindFaxSend && a.Status == approvals.Pending {
+		// The pages the passkey approves, beside the facts. A preview that
+		// cannot be made says why and never blocks the decision.
+		pv, err := c.svc.Hosts.PreviewSend(r.Context(), s.owner.ID, a.ID)
+		v.Pages = previewPages(pv, err)
+	}
+	c.render(w, r, http.StatusOK, "approval", c.page(s, "Approval request", "approvals", struct{ Approval approvalView }{v}))
 }
 
 // decisionData is what the owner granted. For a consent it is the scopes

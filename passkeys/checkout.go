@@ -20,6 +20,9 @@ type draftBody struct {
 	Draft   *faxes.DraftView
 	Price   string
 	Payable bool
+	// Pages are the draft's pages as they will be faxed (a preview), or
+	// why they cannot be shown; shown while it can still be paid.
+	Pages *pagesView
 }
 
 // ownerDraft finds one of the owner's drafts in the mode the link names, or
@@ -54,6 +57,10 @@ func (c *Console) draftPage(w http.ResponseWriter, r *http.Request, s *signedIn)
 		return
 	}
 	b := draftBody{Draft: d, Price: "$" + d.Quote.Amount + " " + strings.ToUpper(d.Quote.Currency), Payable: d.Status == faxes.DraftOpen}
+	if b.Payable {
+		pv, err := c.svc.Faxes.PreviewDraft(r.Context(), core.OwnerPrincipal(s.owner.ID, d.Mode), d.ID)
+		b.Pages = previewPages(pv, err)
+	}
 	c.render(w, r, http.StatusOK, "draft", c.page(s, "Pay for a fax", "", b))
 }
 

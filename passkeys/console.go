@@ -212,6 +212,11 @@ func (c *Console) Register(r *web.Router) {
 	page("approvalPasskeyFinish", "POST", "/console/approvals/{id}/passkey/finish", session, c.withOwner(c.approvalFinish))
 	page("draft", "GET", core.LinkDraftPage.Path(), session, c.withOwner(c.draftPage))
 	page("payDraft", "POST", "/console/drafts/{id}/pay", session, c.withOwner(c.payDraft))
+	page("faxes", "GET", "/console/faxes", session, c.withOwner(c.faxesPage))
+	page("fax", "GET", core.LinkFaxPage.Path(), session, c.withOwner(c.faxPage))
+	page("cancelFax", "POST", "/console/faxes/{id}/cancel", session, c.withOwner(c.cancelFax))
+	page("resendFax", "POST", "/console/faxes/{id}/resend", session, c.withOwner(c.resendFax))
+	page("faxReceipt", "GET", "/console/faxes/{id}/receipt", session, c.withOwner(c.receiptDownload))
 	page("numbers", "GET", "/console/numbers", session, c.withOwner(c.numbersPage))
 	page("buyNumber", "POST", "/console/numbers", session, c.withOwner(c.buyNumber))
 	page("number", "GET", core.LinkNumberPage.Path(), session, c.withOwner(c.numberPage))
@@ -272,7 +277,20 @@ func (c *Console) guard() web.Middleware {
 	cop.SetDenyHandler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		c.fail(w, r, core.Errorf(core.KindForbidden, codeCSRF, "cross-origin requests to the console are refused"))
 	}))
-	return func(next http.Handler) http.Handler { return securityHeaders(cop.Handler(next)) }
+	csp := consoleCSP(c.svc.Config().APIURL)
+	return func(next http.Handler) http.Handler { return securityHeaders(csp, cop.Handler(next)) }
+}
+
+// consoleCSP is the console's Content-Security-Policy: everything from
+// its own origin, and images from faxhub's API origin too when that is
+// another one (the pages of a fax and of a preview are served there by
+// signed links). No script or style from anywhere else.
+func consoleCSP(apiURL string) string {
+	img := "'self' data:"
+	if u, err := url.Parse(apiURL); err == nil && (u.Scheme == "https" || u.Scheme == "http") && u.Host != "" {
+		img += " " + u.Scheme + "://" + u.Host
+	}
+	return "default-src 'self'; script-src 'self'; style-src 'self'; img-src " + img + "; object-src 'none'; base-uri 'none'; frame-ancestors 'none'"
 }
 
 // codeCSRF is the error code of a refused cross-site request.
@@ -289,10 +307,10 @@ func staticHandler(fsys fs.FS) http.Handler {
 // securityHeaders keeps the pages from being framed, sniffed, or leaking
 // one-time links in Referer headers. No form-action: consent forms end in
 // a redirect to the OAuth client, which form-action would block.
-func securityHeaders(next http.Handler) http.Handler {
+func securityHeaders(csp string, next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		h := w.Header()
-		h.Set("Content-Security-Policy", "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; object-src 'none'; base-uri 'none'; frame-ancestors 'none'")
+		h.Set("Content-Security-Policy", csp)
 		h.Set("X-Content-Type-Options", "nosniff")
 		h.Set("Referrer-Policy", "no-referrer")
 		h.Set("X-Frame-Options", "DENY")

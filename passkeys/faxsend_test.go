@@ -12,6 +12,7 @@ import (
 	"github.com/faxhub/faxhub/core/approvals"
 	"github.com/faxhub/faxhub/core/credits"
 	"github.com/faxhub/faxhub/core/documents"
+	"github.com/faxhub/faxhub/core/faxes"
 	"github.com/faxhub/faxhub/core/hosts"
 	"github.com/faxhub/faxhub/core/services"
 	"github.com/faxhub/faxhub/internal/testenv"
@@ -123,7 +124,7 @@ func TestFaxSendApproval(t *testing.T) {
 	if r.status < 400 {
 		t.Fatalf("replayed approval: %d", r.status)
 	}
-	page, err := h.env.Svc.Faxes.List(t.Context(), core.OwnerPrincipal(owner, p.Mode), "", "", 10)
+	page, err := h.env.Svc.Faxes.List(t.Context(), core.OwnerPrincipal(owner, p.Mode), faxes.ListRequest{Limit: 10})
 	if err != nil || len(page.Data) != 1 {
 		t.Fatalf("faxes after replay: %d %v", len(page.Data), err)
 	}
@@ -135,7 +136,7 @@ func TestFaxSendApproval(t *testing.T) {
 	if err != nil || got.Status != hosts.SendDeclined || fax != nil || got.FaxID != nil {
 		t.Fatalf("declined send %+v fax %+v err %v", got, fax, err)
 	}
-	if page, _ := h.env.Svc.Faxes.List(t.Context(), core.OwnerPrincipal(owner, p.Mode), "", "", 10); len(page.Data) != 1 {
+	if page, _ := h.env.Svc.Faxes.List(t.Context(), core.OwnerPrincipal(owner, p.Mode), faxes.ListRequest{Limit: 10}); len(page.Data) != 1 {
 		t.Fatalf("a declined send created a fax: %d faxes", len(page.Data))
 	}
 }

@@ -68,7 +68,7 @@ func (c *Console) showDashboard(w http.ResponseWriter, r *http.Request, s *signe
 		}
 		b.Balances = append(b.Balances, *bal)
 	}
-	page, err := c.svc.Faxes.List(ctx, core.OwnerPrincipal(s.owner.ID, mode), "", "", 20)
+	page, err := c.svc.Faxes.List(ctx, core.OwnerPrincipal(s.owner.ID, mode), faxes.ListRequest{Limit: 20})
 	if err != nil {
 		c.fail(w, r, err)
 		return

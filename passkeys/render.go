@@ -28,14 +28,14 @@ type pageData struct {
 	Body       any
 }
 
-var pageNames = []string{"error", "signup", "recover", "verify", "signin", "mailbox", "dashboard", "keys", "apps", "approvals", "approval", "account", "draft", "agents", "agentclaim", "hosts", "device", "numbers", "number", "inbox", "inboxfax", "webhooks", "webhook", "faxsettings", "send"}
+var pageNames = []string{"error", "signup", "recover", "verify", "signin", "mailbox", "dashboard", "keys", "apps", "approvals", "approval", "account", "draft", "agents", "agentclaim", "hosts", "device", "numbers", "number", "inbox", "inboxfax", "webhooks", "webhook", "faxsettings", "send", "faxes", "fax"}
 
 func parsePages() (map[string]*template.Template, error) {
-	funcs := template.FuncMap{"iso": isoTime, "when": humanTime, "linkify": linkify,
+	funcs := template.FuncMap{"iso": isoTime, "when": humanTime, "linkify": linkify, "door": doorLabel,
 		"docSummary": documentSummary, "textField": textField, "upper": strings.ToUpper, "inc": func(i int) int { return i + 1 }}
 	pages := make(map[string]*template.Template, len(pageNames))
 	for _, name := range pageNames {
-		t, err := template.New(name).Funcs(funcs).ParseFS(templateFS, "templates/layout.html", "templates/_approval.html", "templates/_webhook.html", "templates/"+name+".html")
+		t, err := template.New(name).Funcs(funcs).ParseFS(templateFS, "templates/layout.html", "templates/_approval.html", "templates/_webhook.html", "templates/_pages.html", "templates/"+name+".html")
 		if err != nil {
 			return nil, fmt.Errorf("passkeys: parse template %s: %w", name, err)
 		}

@@ -4,7 +4,6 @@ import (
 	"crypto/rand"
 	"encoding/base64"
 	"net/http"
-	"net/url"
 	"strings"
 	"time"
 
@@ -273,7 +272,7 @@ func (c *Console) sendFax(w http.ResponseWriter, r *http.Request, s *signedIn) {
 		c.showSend(w, r, s, statusOf(core.AsError(err).Kind), f, err, "")
 		return
 	}
-	http.Redirect(w, r, "/console/faxes/"+url.PathEscape(fax.ID)+"?mode="+string(mode), http.StatusSeeOther)
+	http.Redirect(w, r, faxPath(fax), http.StatusSeeOther)
 }
 
 // showSendPreview shows the form with pv's pages and price.

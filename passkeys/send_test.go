@@ -59,7 +59,7 @@ func sendValues(t *testing.T, page reply, csrf, doc, to string) url.Values {
 
 func (h *harness) faxCount(owner string) int {
 	h.t.Helper()
-	page, err := h.env.Svc.Faxes.List(h.t.Context(), core.OwnerPrincipal(owner, core.ModeTest), "", "", 100)
+	page, err := h.env.Svc.Faxes.List(h.t.Context(), core.OwnerPrincipal(owner, core.ModeTest), faxes.ListRequest{Limit: 100})
 	if err != nil {
 		h.t.Fatal(err)
 	}

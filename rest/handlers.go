@@ -88,11 +88,12 @@ func idempotent[Req, Resp any](w http.ResponseWriter, r *http.Request, emptyOK b
 }
 
 func (a *api) listFaxes(w http.ResponseWriter, r *http.Request, p core.Principal) error {
-	q, limit, err := listQuery(r, "status")
+	q, limit, err := listQuery(r, "status", "created_from", "created_to")
 	if err != nil {
 		return err
 	}
-	page, err := a.svc.Faxes.List(r.Context(), p, q.Get("status"), q.Get("starting_after"), limit)
+	page, err := a.svc.Faxes.List(r.Context(), p, faxes.ListRequest{Status: q.Get("status"), CreatedFrom: q.Get("created_from"),
+		CreatedTo: q.Get("created_to"), StartingAfter: q.Get("starting_after"), Limit: limit})
 	if err != nil {
 		return err
 	}

@@ -194,7 +194,8 @@ func openAPIDocument(opts Options, cfg services.Config, machine machineLimits) o
 		"status": "delivered", "retryable": false, "pagesSent": 2, "durationMs": 41000, "startedAt": ts, "finishedAt": "2026-01-02T15:04:46Z"}
 	queued := obj{"id": faxID, "mode": "test", "status": "queued", "to": number, "documentId": docID, "pages": 2,
 		"cover": false, "currency": "usd", "paymentMethod": "credits", "pagesSent": 0, "attemptCount": 0,
-		"createdAt": ts, "updatedAt": ts, "price": "0.14", "priceCents": 14, "latestAttempt": nil}
+		"createdAt": ts, "updatedAt": ts, "price": "0.14", "priceCents": 14, "latestAttempt": nil,
+		"sentBy": obj{"kind": "api_key", "id": "key_01kb2m4p6r8t0v2x4z6b8d0f2h", "name": "billing backend"}}
 	delivered := maps.Clone(queued)
 	delivered["status"], delivered["pagesSent"], delivered["attemptCount"] = "delivered", 2, 1
 	delivered["completedAt"], delivered["updatedAt"], delivered["latestAttempt"] = "2026-01-02T15:04:46Z", "2026-01-02T15:04:46Z", attempt
@@ -269,12 +270,14 @@ func openAPIDocument(opts Options, cfg services.Config, machine machineLimits) o
 			"get": obj{
 				"operationId": "listFaxes", "tags": []string{"faxes"},
 				"summary":     "List faxes, newest first",
-				"description": "Cursor pagination: pass nextCursor as starting_after to get the next page. Faxes in lists have latestAttempt null; use getFax for it. Only the caller's own faxes in the key's mode (test or live) are listed.",
+				"description": "Cursor pagination: pass nextCursor as starting_after to get the next page (with the same filters). Faxes in lists have latestAttempt null; use getFax for it. Only the caller's own faxes in the key's mode (test or live) are listed. created_from and created_to select a period: a date (2026-11-29, a whole day in UTC) or an RFC 3339 time; from is inclusive, to exclusive for a time and inclusive of its day for a date; a bound that is neither, outside 2000–9999, or a period that ends before it starts is 400 invalid_period naming the field.",
 				"parameters": []any{limit,
 					queryParam("starting_after", "the id of the last fax of the previous page (its nextCursor)", obj{"type": "string"}),
 					queryParam("status", "only faxes in this status", obj{"type": "string", "enum": statuses}),
+					queryParam("created_from", "only faxes created at or after this time, or on or after this date (UTC)", obj{"type": "string", "maxLength": 40, "examples": []any{"2026-11-01", "2026-11-01T09:00:00Z"}}),
+					queryParam("created_to", "only faxes created before this time, or on or before this date (UTC)", obj{"type": "string", "maxLength": 40, "examples": []any{"2026-11-30"}}),
 				},
-				"responses": s.responses(s.jsonResponse("a page of faxes", "FaxList", obj{"data": []any{queued}, "hasMore": true, "nextCursor": faxID}), authErrs()),
+				"responses": s.responses(s.jsonResponse("a page of faxes", "FaxList", obj{"data": []any{queued}, "hasMore": true, "nextCursor": faxID}), authErrs(), []errs{e(400, faxes.CodeInvalidPeriod)}),
 			},
 		},
 		"/api/v1/faxes/{id}": obj{"get": obj{
@@ -446,6 +449,12 @@ func openAPIDocument(opts Options, cfg services.Config, machine machineLimits) o
 			"batchId":     str("the broadcast (bat_…) this fax is one recipient of"),
 			"faxedSha256": str("hex SHA-256 of the document as faxed (cover page and header line included), once the first attempt composed it"),
 			"faxedPages":  integer("pages of the document as faxed, the cover page included"),
+			"sentBy":      obj{"allOf": []any{ref("SentBy")}, "description": "the door the fax came in by; on every fax answered, absent only in events emitted before faxhub recorded it"},
+		}),
+		"SentBy": object([]string{"kind"}, obj{
+			"kind": obj{"type": "string", "enum": sentByKinds(), "description": "the door the fax came in by: an API key, a chat app (OAuth grant), an agent registration, a delegated agent, a paying machine, the owner in the console; unknown for faxes made before faxes recorded it"},
+			"id":   str("the credential's id (key_…, the grant's, the registration's or the delegated agent's id); absent for the console and machines. Never a secret"),
+			"name": str("how the owner knows it: the key's or agent's name, the app's client_name; a machine's payment method"),
 		}),
 		"Attempt": object([]string{"id", "number", "provider", "status", "retryable", "pagesSent", "durationMs", "startedAt"}, obj{
 			"id": str("att_…"), "number": integer("1 for the first try"), "provider": obj{"type": "string"}, "providerRef": obj{"type": "string"},
@@ -540,4 +549,10 @@ func openAPIDocument(opts Options, cfg services.Config, machine machineLimits) o
 			"examples": s.examples,
 		},
 	}
+}
+
+// sentByKinds are the values of a fax's sentBy.kind.
+func sentByKinds() []string {
+	return []string{string(core.PrincipalAPIKey), string(core.PrincipalOAuthGrant), string(core.PrincipalAgent), string(core.PrincipalDelegated),
+		string(core.PrincipalMachinePayer), string(core.PrincipalOwnerSession), string(faxes.SentByUnknown)}
 }

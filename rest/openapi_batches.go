@@ -13,10 +13,12 @@ import (
 
 // Broadcasts (batches) and resends in /openapi.json.
 
-// batchCodes are the problem codes only these operations return.
+// batchCodes are the problem codes only these operations (and listFaxes'
+// period) return.
 func batchCodes() map[string]string {
 	return map[string]string{
 		faxes.CodeDocumentPurged: "the document of fax fax_5v2k8m0q3r7t9w1y4z6b8d0f2h is no longer kept; upload it again and send it",
+		faxes.CodeInvalidPeriod:  "created_from must be a date (2026-11-29) or an RFC 3339 time (2026-11-29T13:00:00Z) between 2000 and 9999",
 	}
 }
 

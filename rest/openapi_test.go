@@ -189,6 +189,7 @@ func TestProblemCodesCoverCore(t *testing.T) {
 		"checkout_not_payable":          "paying a checkout happens on the checkout page, not in /api/v1",
 		"draft_not_payable":             "drafts are made by MCP/A2A, not by /api/v1",
 		"approval_not_pending":          "approvals are decided in the owner console",
+		"document_changed":              "previews of pending faxes (approvals, drafts) are shown in the owner console",
 		"approval_binding_mismatch":     "approvals are decided in the owner console",
 		"owner_exists":                  "owners are created by the operator command and the console sign-up",
 		"link_invalid":                  "sign-up and recovery links are opened in the owner console",

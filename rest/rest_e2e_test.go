@@ -529,6 +529,37 @@ func TestE2EListFaxes(t *testing.T) {
 	h.do(key, "GET", "/api/v1/faxes?starting_after=fax_nope", nil, nil).problem(http.StatusBadRequest, core.CodeInvalidRequest)
 	h.do(key, "GET", "/api/v1/faxes?limit=500", nil, nil).problem(http.StatusBadRequest, core.CodeInvalidRequest)
 
+	// A period: the day the faxes were made (UTC), and none before 2020;
+	// bad bounds are 400 invalid_period naming the parameter.
+	day := h.list(key, "?limit=1").Data[0].CreatedAt.UTC().Format(time.DateOnly)
+	if p := h.list(key, "?created_from="+day+"&created_to="+day+"&status=delivered"); len(p.Data) != 5 {
+		t.Fatalf("%d faxes made today", len(p.Data))
+	}
+	if p := h.list(key, "?created_to=2020-01-01"); len(p.Data) != 0 {
+		t.Fatalf("%d faxes before 2020", len(p.Data))
+	}
+	for q, field := range map[string]string{
+		"created_from=yesterday":                        "created_from",
+		"created_to=2026-02-30":                         "created_to",
+		"created_from=2026-11-02&created_to=2026-11-01": "created_from",
+		"created_from=" + strings.Repeat("9", 60):       "created_from",
+		"created_from=2026-11-01T25:00:00Z":             "created_from",
+	} {
+		if pb := h.do(key, "GET", "/api/v1/faxes?"+q, nil, nil).problem(http.StatusBadRequest, faxes.CodeInvalidPeriod); pb["field"] != field {
+			t.Errorf("%s: field %v, want %s", q, pb["field"], field)
+		}
+	}
+	// Each fax names the door it came in by: this API key, by id and name,
+	// never its secret.
+	f := h.list(key, "?limit=1").Data[0]
+	if f.SentBy.Kind != core.PrincipalAPIKey || !strings.HasPrefix(f.SentBy.ID, "key_") || f.SentBy.Name != "test" {
+		t.Fatalf("sentBy %+v", f.SentBy)
+	}
+	raw := h.do(key, "GET", "/api/v1/faxes/"+f.ID, nil, nil).status(http.StatusOK)
+	if b := string(raw.body); !strings.Contains(b, `"sentBy":{"kind":"api_key","id":"`+f.SentBy.ID+`","name":"test"}`) || strings.Contains(b, key) {
+		t.Fatalf("fax JSON %s", b)
+	}
+
 	// The ledger pages the same way.
 	c := h.credits(key, "?limit=1")
 	if len(c.Ledger) != 1 || !c.HasMore {

@@ -19,6 +19,8 @@ const REDIRECT = 'http://127.0.0.1:53683/callback';
 const insecure = { [oauth.allowInsecureRequests]: true };
 
 let browser, context, page, cdp, authenticatorId, profile;
+// apiKey is the test-mode API key the suite creates on /console/keys.
+let apiKey;
 let shot = 0;
 
 async function screenshot(name) {
@@ -106,6 +108,7 @@ test('create an API key; it works on the API', async () => {
   const secret = await page.locator('#secret').inputValue();
   await screenshot('api-key');
   assert.match(secret, /^fxk_test_[A-Za-z0-9_]+$/);
+  apiKey = secret;
   const res = await fetch(`${BASE}/api/v1/credits`, { headers: { authorization: `Bearer ${secret}` } });
   assert.equal(res.status, 200, `GET /api/v1/credits with the new key: ${res.status}`);
   await page.goto(`${BASE}/console/keys`);
@@ -345,6 +348,23 @@ test('AP2: a declined test card (tok_chargeDeclined), approved with the passkey:
   assert.equal(await balance(), before, 'nothing was credited');
 });
 
+// pagesLoaded checks the page images inside scope (a fax's pages as
+// faxed, an approval's preview): alt "Page n of N", each one loaded
+// (naturalWidth > 0); it returns how many there are.
+async function pagesLoaded(scope) {
+  const imgs = scope.locator('.fax-pages img');
+  await imgs.first().waitFor();
+  const n = await imgs.count();
+  assert.ok(n >= 1, 'page images are shown');
+  for (let i = 0; i < n; i++) {
+    const img = imgs.nth(i);
+    assert.equal(await img.getAttribute('alt'), `Page ${i + 1} of ${n}`);
+    await img.scrollIntoViewIfNeeded();
+    await page.waitForFunction((el) => el.complete && el.naturalWidth > 0, await img.elementHandle(), { timeout: 20000 });
+  }
+  return n;
+}
+
 // Delegated hosts and agents (docs/hostagent.md): the owner provisions a
 // host on /console/hosts by pasting the public JWK a host client (this test
 // process, jose) generated; the host registers an agent; Chromium opens the
@@ -416,6 +436,8 @@ test('delegated: send_fax → 202; approved in the inbox with the passkey (UV) �
   await page.goto(r.body.approval_url);
   const card = page.locator('article.approval', { hasText: 'Fax to send' });
   await card.locator('button[data-webauthn="approve"]').waitFor();
+  // The pages the passkey approves, beside the facts, loaded.
+  await pagesLoaded(card);
   await screenshot('fax-send-approval');
   const here = page.url();
   await card.locator('button[data-webauthn="approve"]').click();
@@ -480,16 +502,9 @@ test('delegated: the Hosts page lists the agent with its grants; revoking the ho
 // The Send a fax page (/console/send): the owner faxes from the console
 // with test credits; the number is checked as it is typed; the pages and
 // the price are shown before anything is sent or charged.
-const sendKey = {};
 async function testBalance() {
-  if (!sendKey.secret) {
-    await page.goto(`${BASE}/console/keys`);
-    await page.fill('#key-name', 'send page suite');
-    await page.check('input[name=mode][value=test]');
-    await page.click('button:has-text("Create key")');
-    sendKey.secret = await page.locator('#secret').inputValue();
-  }
-  const res = await fetch(`${BASE}/api/v1/credits`, { headers: { authorization: `Bearer ${sendKey.secret}` } });
+  assert.ok(apiKey, 'the API key of the earlier test');
+  const res = await fetch(`${BASE}/api/v1/credits`, { headers: { authorization: `Bearer ${apiKey}` } });
   assert.equal(res.status, 200, `GET /api/v1/credits: ${res.status}`);
   const b = await res.json();
   return Number(b.balance);
@@ -553,15 +568,30 @@ test('send page: upload a two-page PDF (with progress), the number checked as ty
   await page.waitForURL(/\/console\/faxes\/fax_[a-z0-9]+\?mode=test$/);
   const id = new URL(page.url()).pathname.split('/').pop();
   await screenshot('send-sent');
-  const res = await fetch(`${BASE}/api/v1/faxes/${id}`, { headers: { authorization: `Bearer ${sendKey.secret}` } });
+  const res = await fetch(`${BASE}/api/v1/faxes/${id}`, { headers: { authorization: `Bearer ${apiKey}` } });
   assert.equal(res.status, 200, `GET /api/v1/faxes/${id}: ${res.status}`);
   const fax = await res.json();
   assert.equal(fax.to, '+12125550100');
   assert.equal(fax.documentId, doc);
   assert.equal(fax.cover, true);
   assert.equal(fax.price, '0.21');
-  const done = await until(`fax ${id} delivered`, async () => (await fetch(`${BASE}/api/v1/faxes/${id}`, { headers: { authorization: `Bearer ${sendKey.secret}` } })).json(), (f) => f.status === 'delivered');
-  assert.equal(done.pages, 2);
+  // The fax's own page: reloaded until it says delivered, as an owner
+  // would; then its report and its receipt.
+  await until(`fax ${id} delivered on its page`, async () => {
+    await page.reload();
+    return page.locator('.facts').textContent();
+  }, (t) => /delivered/.test(t));
+  await screenshot('send-delivered');
+  const faxed = page.locator('section[aria-labelledby="faxed-h"]');
+  assert.equal(await pagesLoaded(faxed), 3, 'the pages as faxed: the cover page and two pages');
+  const rep = await fetch(await page.locator('#report-link').getAttribute('href'));
+  assert.equal(rep.status, 200, `report: ${rep.status}`);
+  assert.match(rep.headers.get('content-type') ?? '', /^application\/pdf/);
+  const jws = (await page.locator('#receipt').textContent()).trim();
+  const claims = JSON.parse(Buffer.from(jws.split('.')[1], 'base64url').toString());
+  assert.equal(claims.sub, id, `receipt claims: ${JSON.stringify(claims)}`);
+  assert.match(await page.locator('.facts').textContent(), /console/i, 'the door: the console');
+  await screenshot('send-delivered-receipt');
   assert.ok(Math.abs(before - 0.21 - await testBalance()) < 1e-9, 'charged once, the price');
 });
 
@@ -585,4 +615,82 @@ test('send page: a premium-rate number is refused with its explanation before an
   assert.equal(await page.locator('#send-preview').count(), 0, 'no preview, no send button');
   await screenshot('send-premium-refused');
   assert.equal(await testBalance(), before, 'the balance did not move');
+});
+
+// The owner's faxes (docs/console.md#faxes): a fax sent through the API
+// key the suite created reaches delivered, /console/faxes lists it with
+// its door, and its page shows its attempts, its pages as faxed, its
+// transmission report and its signed receipt.
+const fx = {};
+async function api(method, path, body, headers = {}) {
+  const res = await fetch(`${BASE}${path}`, {
+    method, headers: { authorization: `Bearer ${apiKey}`, ...(body ? { 'content-type': 'application/json' } : {}), ...headers },
+    body: body ? JSON.stringify(body) : undefined,
+  });
+  const text = await res.text();
+  return { status: res.status, text, body: text ? JSON.parse(text) : undefined };
+}
+
+test('faxes: a fax sent with the suite\'s API key reaches delivered; /console/faxes lists it with the door "API key"', async () => {
+  assert.ok(apiKey, 'the API key of the earlier test');
+  const up = await api('POST', '/api/v1/uploads', {});
+  assert.ok([200, 201].includes(up.status), `upload: ${up.status} ${up.text}`);
+  const put = await fetch(up.body.uploadUrl, { method: 'PUT', body: fs.readFileSync(new URL('../../docs/sample-letter.pdf', import.meta.url)) });
+  assert.ok([200, 201].includes(put.status), `PUT the document: ${put.status} ${await put.text()}`);
+  const sent = await api('POST', '/api/v1/faxes', { to: '+12125550100', uploadToken: up.body.uploadToken, cover: true, coverText: 'From the browser suite' },
+    { 'idempotency-key': `browser-faxes-${Date.now()}` });
+  assert.equal(sent.status, 200, `send: ${sent.status} ${sent.text}`);
+  assert.equal(sent.body.sentBy?.kind, 'api_key', `sentBy: ${sent.text}`);
+  assert.equal(sent.body.sentBy?.name, 'browser suite');
+  fx.id = sent.body.id;
+  const done = await until(`fax ${fx.id} delivered`, () => api('GET', `/api/v1/faxes/${fx.id}`), (r) => r.body?.status !== 'queued' && r.body?.status !== 'sending', { tries: 300 });
+  assert.equal(done.body.status, 'delivered', done.text);
+  fx.faxedPages = done.body.faxedPages;
+
+  await page.goto(`${BASE}/console`);
+  await page.click('nav[aria-label="Console"] a:has-text("Faxes")');
+  await page.waitForSelector('h1:has-text("Faxes")');
+  const row = page.locator('tbody tr', { has: page.locator(`a[href^="/console/faxes/${fx.id}"]`) });
+  await row.waitFor();
+  const text = await row.textContent();
+  assert.match(text, /delivered/);
+  assert.match(text, /API key/);
+  assert.match(text, /browser suite/);
+  await screenshot('faxes-list');
+  // The filters: delivered today lists it; failed does not.
+  await page.selectOption('#f-status', 'failed');
+  await page.click('button:has-text("Filter")');
+  await page.waitForLoadState();
+  assert.equal(await page.locator(`a[href^="/console/faxes/${fx.id}"]`).count(), 0, 'a failed-only list lists the delivered fax');
+  await page.selectOption('#f-status', 'delivered');
+  await page.click('button:has-text("Filter")');
+  await page.locator(`a[href^="/console/faxes/${fx.id}"]`).waitFor();
+  await screenshot('faxes-filtered');
+});
+
+test('faxes: its page shows the attempts, the pages as faxed, the report (PDF) and the signed receipt', async () => {
+  assert.ok(fx.id, 'the fax of the earlier test');
+  await page.click(`a[href^="/console/faxes/${fx.id}"]`);
+  await page.waitForSelector('h1:has-text("Fax to")');
+  assert.match(await page.locator('.facts').textContent(), /delivered/);
+  assert.match(await page.locator('.facts').textContent(), /API key · browser suite/);
+  const attempt = page.locator('section[aria-labelledby="attempts-h"] tbody tr').first();
+  assert.match(await attempt.textContent(), /delivered/);
+  const faxed = page.locator('section[aria-labelledby="faxed-h"]');
+  assert.equal(await pagesLoaded(faxed), fx.faxedPages, 'every page as faxed, the cover page included');
+  const report = await page.locator('#report-link').getAttribute('href');
+  const rep = await fetch(report);
+  assert.equal(rep.status, 200, `report: ${rep.status}`);
+  assert.match(rep.headers.get('content-type') ?? '', /^application\/pdf/);
+  assert.equal(Buffer.from(await rep.arrayBuffer()).subarray(0, 5).toString(), '%PDF-');
+  const jws = (await page.locator('#receipt').textContent()).trim();
+  assert.match(jws, /^[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+$/, 'a compact JWS');
+  const claims = JSON.parse(Buffer.from(jws.split('.')[1], 'base64url').toString());
+  assert.equal(claims.sub, fx.id, `receipt claims: ${JSON.stringify(claims)}`);
+  const dl = await page.request.get(`${BASE}/console/faxes/${fx.id}/receipt?mode=test`);
+  assert.equal(dl.status(), 200);
+  assert.match(dl.headers()['content-disposition'] ?? '', /attachment/);
+  await screenshot('faxes-fax');
+  await page.locator('#report-link').scrollIntoViewIfNeeded();
+  await screenshot('faxes-fax-report');
 });

@@ -135,7 +135,7 @@ func newDraft(t *testing.T, s services.Store, doc *documents.Document) *faxes.Dr
 	d := &faxes.Draft{
 		ID: core.NewID(core.PrefixDraft), OwnerID: doc.OwnerID, Mode: doc.Mode, DocumentID: doc.ID, To: "+14155550123", Country: "US",
 		Cover: true, CoverText: "Attn: Billing", Pages: doc.Pages, PriceMicros: 280_000, Status: faxes.DraftOpen,
-		CreatedAt: at(0), ExpiresAt: at(86400),
+		CreatedAt: at(0), ExpiresAt: at(86400), SentBy: faxes.SentBy{Kind: core.PrincipalAgent, ID: "reg_01", Name: "billing agent"},
 	}
 	must(t, s.CreateDraft(t.Context(), d))
 	return d

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/faxhub/faxhub/core"
 	"github.com/faxhub/faxhub/core/faxes"
@@ -16,6 +17,8 @@ func testFaxes(t *testing.T, s services.Store) {
 	doc := newDocument(t, s, o, core.ModeLive)
 	fax := faxOf(doc, at(2))
 	fax.Cover, fax.CoverText = true, "Attn: Claims"
+	// The door it came in by is kept as written, names in any script.
+	fax.SentBy = faxes.SentBy{Kind: core.PrincipalOAuthGrant, ID: "grant_01", Name: "Claude — ファックス"}
 	must(t, s.CreateFax(ctx, fax))
 	wantErr(t, "fax with a taken id", s.CreateFax(ctx, fax), core.ErrExists)
 
@@ -88,17 +91,31 @@ func testListFaxes(t *testing.T, s services.Store) {
 	})
 	delivered := slices.DeleteFunc(slices.Clone(mine), func(o faxes.Fax) bool { return o.Status != faxes.Delivered })
 
+	// A period: created_at in [from, to) (mine[i] were made at 100+i/3
+	// seconds; from 103 to 106 holds the faxes of 103, 104 and 105).
+	from, to := at(103), at(106)
+	period := slices.DeleteFunc(slices.Clone(mine), func(o faxes.Fax) bool { return o.CreatedAt.Before(from) || !o.CreatedAt.Before(to) })
+	deliveredInPeriod := slices.DeleteFunc(slices.Clone(period), func(o faxes.Fax) bool { return o.Status != faxes.Delivered })
+	if len(period) != 9 || len(deliveredInPeriod) == 0 {
+		t.Fatalf("fixture: %d faxes in the period, %d delivered", len(period), len(deliveredInPeriod))
+	}
 	for _, tc := range []struct {
-		name   string
-		status faxes.Status
-		limit  int
-		want   []faxes.Fax
+		name     string
+		status   faxes.Status
+		from, to *time.Time
+		limit    int
+		want     []faxes.Fax
 	}{
-		{"all, pages of 7", "", 7, mine},
-		{"all, pages of 1", "", 1, mine},
-		{"all, one page", "", 0, mine},
-		{"delivered, pages of 2", faxes.Delivered, 2, delivered},
-		{"failed, none", faxes.Failed, 5, nil},
+		{"all, pages of 7", "", nil, nil, 7, mine},
+		{"all, pages of 1", "", nil, nil, 1, mine},
+		{"all, one page", "", nil, nil, 0, mine},
+		{"delivered, pages of 2", faxes.Delivered, nil, nil, 2, delivered},
+		{"failed, none", faxes.Failed, nil, nil, 5, nil},
+		{"a period, pages of 4", "", &from, &to, 4, period},
+		{"a period, delivered", faxes.Delivered, &from, &to, 2, deliveredInPeriod},
+		{"from only", "", &to, nil, 0, slices.DeleteFunc(slices.Clone(mine), func(o faxes.Fax) bool { return o.CreatedAt.Before(to) })},
+		{"to only", "", nil, &from, 0, slices.DeleteFunc(slices.Clone(mine), func(o faxes.Fax) bool { return !o.CreatedAt.Before(from) })},
+		{"an empty period", "", &to, &to, 5, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var got []faxes.Fax
@@ -107,7 +124,8 @@ func testListFaxes(t *testing.T, s services.Store) {
 				if page > len(mine)+1 {
 					t.Fatal("pagination does not end")
 				}
-				p, err := s.ListFaxes(ctx, faxes.Filter{OwnerID: o.ID, Mode: core.ModeLive, Status: tc.status, StartingAfter: after, Limit: tc.limit})
+				p, err := s.ListFaxes(ctx, faxes.Filter{OwnerID: o.ID, Mode: core.ModeLive, Status: tc.status, CreatedFrom: tc.from, CreatedTo: tc.to,
+					StartingAfter: after, Limit: tc.limit})
 				must(t, err)
 				if tc.limit > 0 && len(p) > tc.limit {
 					t.Fatalf("page of %d faxes with limit %d", len(p), tc.limit)

@@ -139,7 +139,10 @@ func (s *Service) AuthenticateAPIKey(ctx context.Context, secret string) (core.P
 			s.d.Logger.WarnContext(ctx, "touch api key", "key_id", k.ID, "err", err)
 		}
 	}
-	return s.kernel.NewPrincipal(core.PrincipalAPIKey, k.OwnerID, core.FaxScopes(), k.ID, "", "", k.Mode), nil
+	p := s.kernel.NewPrincipal(core.PrincipalAPIKey, k.OwnerID, core.FaxScopes(), k.ID, "", "", k.Mode)
+	// The key's name, for what it did (the door of a fax): never its secret.
+	p.ClientName = k.Name
+	return p, nil
 }
 
 // CreateSession signs an owner in and returns the cookie secret.

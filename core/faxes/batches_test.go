@@ -99,7 +99,7 @@ func TestBatchRefusedWhole(t *testing.T) {
 	if after.AvailableMicros != before.AvailableMicros || after.HeldMicros != 0 {
 		t.Fatalf("credits moved: %s held %s", after.Available, after.Held)
 	}
-	if page, err := e.Svc.Faxes.List(ctx, p, "", "", 0); err != nil || len(page.Data) != 0 {
+	if page, err := e.Svc.Faxes.List(ctx, p, faxes.ListRequest{}); err != nil || len(page.Data) != 0 {
 		t.Fatalf("faxes after refusals: %v %d", err, len(page.Data))
 	}
 	if page, err := e.Svc.Faxes.ListBatches(ctx, p, "", 0); err != nil || len(page.Data) != 0 {

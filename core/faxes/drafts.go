@@ -49,7 +49,7 @@ func (s *Service) CreateDraft(ctx context.Context, p core.Principal, r CreateDra
 	d := &Draft{
 		ID: core.NewID(core.PrefixDraft), OwnerID: p.OwnerID, Mode: p.Mode, DocumentID: q.doc.ID, To: q.to, From: q.from, Country: q.country,
 		Cover: opts.HasCover(), CoverText: opts.CoverMessage(), Options: opts, Pages: q.doc.Pages, PriceMicros: q.quote.AmountMicros,
-		Status: DraftOpen, CreatedAt: now, ExpiresAt: now.Add(s.fc.DraftTTL),
+		Status: DraftOpen, CreatedAt: now, ExpiresAt: now.Add(s.fc.DraftTTL), SentBy: SentByPrincipal(p),
 	}
 	err = s.inTx(ctx, func(tx Tx) error {
 		if err := tx.UseDocument(ctx, d.DocumentID, now); err != nil {
@@ -146,6 +146,9 @@ func (s *Service) SendDraft(ctx context.Context, p core.Principal, draftID strin
 		return nil, false, err
 	}
 	f := s.faxOfDraft(d, PayCredits)
+	// Paid with p's credits, the fax came in by p's door, whoever made
+	// the draft.
+	f.SentBy = SentByPrincipal(p)
 	err = s.inTx(ctx, func(tx Tx) error {
 		return s.CreateFax(ctx, tx, NewFax{Fax: f, Draft: d})
 	})
@@ -178,7 +181,7 @@ func (s *Service) faxOfDraft(d *Draft, method PaymentMethod) *Fax {
 		ID: core.NewID(core.PrefixFax), OwnerID: d.OwnerID, Mode: d.Mode, Status: Queued, To: d.To, From: d.From,
 		DocumentID: d.DocumentID, Pages: d.Pages, Cover: d.Cover, CoverText: d.CoverText, Options: d.Options,
 		PriceMicros: d.PriceMicros, Currency: core.Currency, PaymentMethod: method, DraftID: &d.ID,
-		CreatedAt: now, UpdatedAt: now,
+		CreatedAt: now, UpdatedAt: now, SentBy: d.SentBy.orUnknown(),
 	}
 	s.Schedule(f)
 	return f

@@ -118,7 +118,7 @@ func TestSendDraftConcurrent(t *testing.T) {
 			t.Fatalf("two faxes: %v", ids)
 		}
 	}
-	page, err := e.Svc.Faxes.List(ctx, p, "", "", 100)
+	page, err := e.Svc.Faxes.List(ctx, p, faxes.ListRequest{Limit: 100})
 	if err != nil || len(page.Data) != 1 {
 		t.Fatalf("want one fax, got %d (%v)", len(page.Data), err)
 	}
@@ -162,7 +162,7 @@ func TestCheckoutOfDraftSentWithCredits(t *testing.T) {
 	if c.Status != checkout.Open {
 		t.Fatalf("checkout marked %s", c.Status)
 	}
-	page, _ := e.Svc.Faxes.List(ctx, p, "", "", 10)
+	page, _ := e.Svc.Faxes.List(ctx, p, faxes.ListRequest{Limit: 10})
 	if len(page.Data) != 1 || page.Data[0].ID != f.ID {
 		t.Fatalf("faxes: %+v", page.Data)
 	}

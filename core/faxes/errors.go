@@ -13,3 +13,11 @@ const (
 // CodeDocumentPurged: a resend of a fax whose document is no longer
 // retained (core/retention purged its blobs); upload it again and send.
 const CodeDocumentPurged = "document_purged"
+
+// CodeInvalidPeriod: a list's created_from or created_to is not a date or
+// an RFC 3339 time, or the period is empty.
+const CodeInvalidPeriod = "invalid_period"
+
+// CodeDocumentChanged: the document of a pending fax is not the one asked
+// about (its SHA-256 differs), so its pages are not shown.
+const CodeDocumentChanged = "document_changed"

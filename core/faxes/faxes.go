@@ -12,8 +12,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"slices"
-	"strings"
 	"time"
 
 	"github.com/faxhub/faxhub/core"
@@ -226,7 +224,7 @@ func (s *Service) creditFax(p core.Principal, q quoted, opts Options) *Fax {
 		ID: core.NewID(core.PrefixFax), OwnerID: p.OwnerID, Mode: p.Mode, Status: Queued, To: q.to, From: q.from,
 		DocumentID: q.doc.ID, Pages: q.doc.Pages, Cover: opts.HasCover(), CoverText: opts.CoverMessage(), Options: opts,
 		PriceMicros: q.quote.AmountMicros, Currency: core.Currency, PaymentMethod: PayCredits,
-		CreatedAt: now, UpdatedAt: now,
+		CreatedAt: now, UpdatedAt: now, SentBy: SentByPrincipal(p),
 	}
 	s.Schedule(f)
 	s.Present(f, nil)
@@ -293,7 +291,12 @@ func (s *Service) CheckProvider(m core.Mode) error {
 // record exists and matches; a different request under the same key is a
 // conflict.
 func (s *Service) replay(ctx context.Context, scope, key, reqHash string) (*Fax, bool, error) {
-	return replayAs[Fax](ctx, s, scope, key, reqHash)
+	f, ok, err := replayAs[Fax](ctx, s, scope, key, reqHash)
+	if f != nil {
+		// A response stored before faxes recorded their door.
+		f.SentBy = f.SentBy.orUnknown()
+	}
+	return f, ok, err
 }
 
 // replayAs is replay for any stored response (a fax, a batch's summary).
@@ -318,6 +321,7 @@ func replayAs[T any](ctx context.Context, s *Service, scope, key, reqHash string
 func (s *Service) Present(o *Fax, latest *Attempt) {
 	o.Price, o.PriceCents, o.LatestAttempt = core.FormatUSD(o.PriceMicros), core.CentsUp(o.PriceMicros), latest
 	o.Options.Resolution = o.Options.resolution()
+	o.SentBy = o.SentBy.orUnknown()
 }
 
 // Get returns one of the principal's faxes with its latest attempt.
@@ -355,53 +359,6 @@ func (s *Service) Attempts(ctx context.Context, p core.Principal, id string) ([]
 		return nil, err
 	}
 	return s.d.Store.ListAttempts(ctx, id)
-}
-
-// List lists the principal's faxes, newest first. The latest attempt
-// is not included in lists (use GetFax).
-func (s *Service) List(ctx context.Context, p core.Principal, status string, startingAfter string, limit int) (*core.Page[Fax], error) {
-	if err := core.Authorize(p, core.OpListFaxes); err != nil {
-		return nil, err
-	}
-	limit, err := core.CheckLimit(limit)
-	if err != nil {
-		return nil, err
-	}
-	if status != "" && !slices.Contains(Statuses, Status(status)) {
-		return nil, core.Errorf(core.KindInvalid, core.CodeInvalidRequest, "status must be one of %s", joinStatuses())
-	}
-	if startingAfter != "" {
-		if _, err := s.d.Store.GetFax(ctx, p.OwnerID, p.Mode, startingAfter); err != nil {
-			if errors.Is(err, core.ErrNoRows) {
-				return nil, core.Errorf(core.KindInvalid, core.CodeInvalidRequest, "starting_after names no fax of yours")
-			}
-			return nil, err
-		}
-	}
-	faxes, err := s.d.Store.ListFaxes(ctx, Filter{OwnerID: p.OwnerID, Mode: p.Mode, Status: Status(status), StartingAfter: startingAfter, Limit: limit + 1})
-	if err != nil {
-		return nil, fmt.Errorf("list faxes: %w", err)
-	}
-	page := &core.Page[Fax]{Data: faxes}
-	if len(faxes) > limit {
-		page.Data, page.HasMore = faxes[:limit], true
-		page.Next = page.Data[limit-1].ID
-	}
-	for i := range page.Data {
-		s.Present(&page.Data[i], nil)
-	}
-	if page.Data == nil {
-		page.Data = []Fax{}
-	}
-	return page, nil
-}
-
-func joinStatuses() string {
-	parts := make([]string, len(Statuses))
-	for i, st := range Statuses {
-		parts[i] = string(st)
-	}
-	return strings.Join(parts, ", ")
 }
 
 // Cancel cancels a queued fax and releases its hold. A fax being sent

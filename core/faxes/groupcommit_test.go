@@ -84,12 +84,12 @@ func TestBatchedSendsKeepMoneyGuarantees(t *testing.T) {
 			t.Fatalf("writer ran %d transactions in %d batches, want %d in 1", txs-txs0, batches-batches0, len(results))
 		}
 	}
-	faxes := map[string]bool{}
+	queued := map[string]bool{}
 	var sameFax string
 	for i, r := range results {
 		switch {
 		case r.err == nil:
-			faxes[r.fax.ID] = true
+			queued[r.fax.ID] = true
 		case core.ErrorCode(r.err) != credits.CodeInsufficientCredits:
 			t.Fatalf("request %d (%s): %v, want a fax or insufficient_credits", i, r.key, r.err)
 		}
@@ -105,15 +105,15 @@ func TestBatchedSendsKeepMoneyGuarantees(t *testing.T) {
 			}
 		}
 	}
-	page, err := e.Svc.Faxes.List(ctx, p, "", "", 100)
+	page, err := e.Svc.Faxes.List(ctx, p, faxes.ListRequest{Limit: 100})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(faxes) != 5 || len(page.Data) != 5 {
-		t.Fatalf("%d faxes answered, %d stored; want 5 of each (the balance pays for five)", len(faxes), len(page.Data))
+	if len(queued) != 5 || len(page.Data) != 5 {
+		t.Fatalf("%d faxes answered, %d stored; want 5 of each (the balance pays for five)", len(queued), len(page.Data))
 	}
 	for _, f := range page.Data {
-		if !faxes[f.ID] {
+		if !queued[f.ID] {
 			t.Fatalf("fax %s is stored but was never answered", f.ID)
 		}
 	}

@@ -36,6 +36,9 @@ type Draft struct {
 	FaxID       *string     `json:"faxId,omitempty" db:"fax_id"`
 	CreatedAt   time.Time   `json:"createdAt" db:"created_at"`
 	ExpiresAt   time.Time   `json:"expiresAt" db:"expires_at"`
+	// SentBy is who made the draft: the door of the fax it becomes when
+	// paid at its checkout.
+	SentBy `json:"-"`
 }
 
 // Status is the state of a fax.
@@ -111,6 +114,8 @@ type Fax struct {
 	// empty before.
 	FaxedSHA256 string `json:"faxedSha256,omitempty" db:"faxed_sha256"`
 	FaxedPages  int    `json:"faxedPages,omitempty" db:"faxed_pages"`
+	// SentBy is the door the fax came in by (its columns sent_by_*).
+	SentBy `json:"sentBy"`
 
 	// Filled by the service for responses, not stored on the row.
 	Price         string   `json:"price" db:"-"`

@@ -147,6 +147,18 @@ func (s *Service) Preview(ctx context.Context, p core.Principal, r SendRequest) 
 	doc := q.doc
 	f := &Fax{OwnerID: p.OwnerID, Mode: p.Mode, To: q.to, From: q.from, DocumentID: doc.ID, Pages: doc.Pages,
 		Cover: opts.HasCover(), CoverText: opts.CoverMessage(), Options: opts}
+	pv, err := s.previewOf(ctx, p, f, doc)
+	if err != nil {
+		return nil, err
+	}
+	pv.Quote = quote
+	return pv, nil
+}
+
+// previewOf composes f, checked already, as it will be faxed (at its
+// sendAt, or now), bounded by the owner's preview limit, and signs links
+// to its pages.
+func (s *Service) previewOf(ctx context.Context, p core.Principal, f *Fax, doc *documents.Document) (*Preview, error) {
 	if err := s.kernel.Allow(ctx, core.LimitPreview, p.OwnerID); err != nil {
 		return nil, err
 	}
@@ -155,11 +167,11 @@ func (s *Service) Preview(ctx context.Context, p core.Principal, r SendRequest) 
 		return nil, err
 	}
 	at := s.now()
-	if opts.SendAt != nil {
-		at = *opts.SendAt
+	if f.Options.SendAt != nil && f.Options.SendAt.After(at) {
+		at = *f.Options.SendAt
 	}
 	pv := &Preview{ID: core.NewID(core.PrefixPreview), OwnerID: p.OwnerID, Mode: p.Mode, DocumentID: doc.ID,
-		Resolution: opts.resolution(), CreatedAt: s.now(), ExpiresAt: s.now().Add(PreviewTTL)}
+		Resolution: f.Options.resolution(), CreatedAt: s.now(), ExpiresAt: s.now().Add(PreviewTTL)}
 	if pv.SHA256, pv.Pages, err = s.compose(ctx, doc, previewKey(pv), composition(f, st, at)); err != nil {
 		var bad *unfaxableError
 		if errors.As(err, &bad) {
@@ -173,8 +185,48 @@ func (s *Service) Preview(ctx context.Context, p core.Principal, r SendRequest) 
 	if pv.Files, err = s.files(ctx, purposePrev, pv.ID, pv.Pages, pv.SHA256, core.LinkPreviewFile); err != nil {
 		return nil, err
 	}
-	pv.Quote = quote
 	return pv, nil
+}
+
+// PreviewPending composes the pages of a fax that waits for its owner's
+// decision (a delegated agent's send, a chat app's draft) exactly as it
+// will be faxed if approved: its stored, checked options (cover page,
+// header line, resolution), at its sendAt or now. The document must be
+// the one asked about: a document gone is document_purged, one whose
+// SHA-256 is not wantSHA256 (when given) document_changed, so the owner
+// never sees other pages than they approve. Each call composes anew, bounded by the owner's preview limit
+// (core.LimitPreview, shared with POST /previews): the console shows why
+// when it is used up.
+func (s *Service) PreviewPending(ctx context.Context, p core.Principal, f *Fax, wantSHA256 string) (*Preview, error) {
+	if err := core.Authorize(p, core.OpQuote); err != nil {
+		return nil, err
+	}
+	if s.d.Composer == nil {
+		return nil, core.Errorf(core.KindUnavailable, CodeProviderUnavailable, "previews are not available on this server")
+	}
+	doc, err := s.d.Store.GetDocument(ctx, p.OwnerID, p.Mode, f.DocumentID)
+	if errors.Is(err, core.ErrNoRows) {
+		return nil, core.Errorf(core.KindGone, CodeDocumentPurged, "the document of this fax is no longer kept, so its pages cannot be shown").With("documentId", f.DocumentID)
+	} else if err != nil {
+		return nil, fmt.Errorf("read document %s: %w", f.DocumentID, err)
+	}
+	if wantSHA256 != "" && doc.SHA256 != wantSHA256 {
+		return nil, core.Errorf(core.KindConflict, CodeDocumentChanged, "the document changed since this fax was asked for; its pages cannot be shown")
+	}
+	return s.previewOf(ctx, p, f, doc)
+}
+
+// PreviewDraft is PreviewPending of one of p's drafts: its pages as the
+// fax it becomes when paid.
+func (s *Service) PreviewDraft(ctx context.Context, p core.Principal, id string) (*Preview, error) {
+	if err := core.Authorize(p, core.OpGetDraft); err != nil {
+		return nil, err
+	}
+	d, err := s.d.Store.GetDraft(ctx, p.OwnerID, p.Mode, id)
+	if err != nil {
+		return nil, core.StoreErr(err, "draft")
+	}
+	return s.PreviewPending(ctx, p, s.faxOfDraft(d, PayCredits), "")
 }
 
 // pageLink is the link to one page of each file link's PDF.

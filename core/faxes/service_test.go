@@ -128,7 +128,7 @@ func TestIdempotentConcurrentSend(t *testing.T) {
 			t.Fatalf("request %d got fax %s, request 0 got %s", i, ids[i], ids[0])
 		}
 	}
-	page, err := e.Svc.Faxes.List(ctx, p, "", "", 100)
+	page, err := e.Svc.Faxes.List(ctx, p, faxes.ListRequest{Limit: 100})
 	if err != nil || len(page.Data) != 1 {
 		t.Fatalf("want exactly one fax, got %d (%v)", len(page.Data), err)
 	}
@@ -194,7 +194,7 @@ func TestInsufficientCreditsStoresNothing(t *testing.T) {
 	if ce := core.AsError(err); ce.Kind != core.KindPaymentRequired || ce.Fields["price"] != "0.10" {
 		t.Fatalf("error details: %+v", ce)
 	}
-	page, _ := e.Svc.Faxes.List(ctx, p, "", "", 10)
+	page, _ := e.Svc.Faxes.List(ctx, p, faxes.ListRequest{Limit: 10})
 	if len(page.Data) != 0 {
 		t.Fatalf("a refused send left %d faxes", len(page.Data))
 	}
@@ -245,7 +245,7 @@ func TestOwnersAndModesAreIsolated(t *testing.T) {
 			testenv.WantCode(t, err, core.CodeNotFound)
 			_, err = e.Svc.Faxes.Cancel(ctx, p, o.ID)
 			testenv.WantCode(t, err, core.CodeNotFound)
-			page, err := e.Svc.Faxes.List(ctx, p, "", "", 10)
+			page, err := e.Svc.Faxes.List(ctx, p, faxes.ListRequest{Limit: 10})
 			if err != nil || len(page.Data) != 0 {
 				t.Fatalf("listed %d foreign faxes (%v)", len(page.Data), err)
 			}
@@ -278,7 +278,7 @@ func TestListFaxesPagination(t *testing.T) {
 	var got []string
 	cursor := ""
 	for {
-		page, err := e.Svc.Faxes.List(ctx, p, "", cursor, 2)
+		page, err := e.Svc.Faxes.List(ctx, p, faxes.ListRequest{StartingAfter: cursor, Limit: 2})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -296,15 +296,15 @@ func TestListFaxesPagination(t *testing.T) {
 	if _, err := e.Svc.Faxes.Cancel(ctx, p, ids[0]); err != nil {
 		t.Fatal(err)
 	}
-	page, err := e.Svc.Faxes.List(ctx, p, "canceled", "", 10)
+	page, err := e.Svc.Faxes.List(ctx, p, faxes.ListRequest{Status: "canceled", Limit: 10})
 	if err != nil || len(page.Data) != 1 || page.Data[0].ID != ids[0] {
 		t.Fatalf("status filter: %+v %v", page, err)
 	}
-	_, err = e.Svc.Faxes.List(ctx, p, "lost", "", 10)
+	_, err = e.Svc.Faxes.List(ctx, p, faxes.ListRequest{Status: "lost", Limit: 10})
 	testenv.WantCode(t, err, core.CodeInvalidRequest)
-	_, err = e.Svc.Faxes.List(ctx, p, "", "", 101)
+	_, err = e.Svc.Faxes.List(ctx, p, faxes.ListRequest{Limit: 101})
 	testenv.WantCode(t, err, core.CodeInvalidRequest)
-	_, err = e.Svc.Faxes.List(ctx, e.Principal(t, e.KeyBTest), "", ids[0], 10)
+	_, err = e.Svc.Faxes.List(ctx, e.Principal(t, e.KeyBTest), faxes.ListRequest{StartingAfter: ids[0], Limit: 10})
 	testenv.WantCode(t, err, core.CodeInvalidRequest)
 }
 
@@ -361,7 +361,7 @@ func TestDraftCheckoutQueuesExactlyOneFax(t *testing.T) {
 	}
 	wg.Wait()
 	e.DrainQueue(t)
-	page, err := e.Svc.Faxes.List(ctx, p, "", "", 10)
+	page, err := e.Svc.Faxes.List(ctx, p, faxes.ListRequest{Limit: 10})
 	if err != nil || len(page.Data) != 1 {
 		t.Fatalf("want one fax, got %d (%v)", len(page.Data), err)
 	}
@@ -562,7 +562,7 @@ func TestReplayAnswersWhateverChangedSince(t *testing.T) {
 	_, _, err = e.Svc.Faxes.Send(ctx, p, "k4", faxes.SendRequest{To: "+12125550100", DocumentID: first.DocumentID})
 	testenv.WantCode(t, err, core.CodeNotFound)
 	replay("with the document purged")
-	page, err := e.Svc.Faxes.List(ctx, p, "", "", 100)
+	page, err := e.Svc.Faxes.List(ctx, p, faxes.ListRequest{Limit: 100})
 	if err != nil || len(page.Data) != 2 {
 		t.Fatalf("want the two faxes sent, got %d (%v)", len(page.Data), err)
 	}

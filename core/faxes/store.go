@@ -47,9 +47,12 @@ type Queries interface {
 // Filter selects faxes for listing, newest first, with cursor
 // pagination by id.
 type Filter struct {
-	OwnerID       string
-	Mode          core.Mode
-	Status        Status // empty: any
-	StartingAfter string // fax id; list continues after it
-	Limit         int
+	OwnerID string
+	Mode    core.Mode
+	Status  Status // empty: any
+	// CreatedFrom (inclusive) and CreatedTo (exclusive) bound the period;
+	// nil: unbounded.
+	CreatedFrom, CreatedTo *time.Time
+	StartingAfter          string // fax id; list continues after it
+	Limit                  int
 }

@@ -278,6 +278,7 @@ func (s *Service) ApproveSend(ctx context.Context, ownerID string, a *approvals.
 			ID: core.NewID(core.PrefixFax), OwnerID: ownerID, Mode: send.Mode, Status: faxes.Queued, To: send.To,
 			DocumentID: send.DocumentID, Pages: send.Pages, Cover: send.Cover, CoverText: send.CoverText, Options: send.Options,
 			PriceMicros: send.PriceMicros, Currency: send.Currency, PaymentMethod: faxes.PayCredits, CreatedAt: now, UpdatedAt: now,
+			SentBy: faxes.SentByAgent(agent.ID, agent.Name, host.Name),
 		}
 		// Scheduled until its sendAt; approved after it, it goes now.
 		s.faxes.Schedule(f)
@@ -302,4 +303,21 @@ func (s *Service) ApproveSend(ctx context.Context, ownerID string, a *approvals.
 	}
 	s.d.Logger.InfoContext(ctx, "delegated fax queued", "fax_id", f.ID, "send_id", send.ID, "owner_id", ownerID, "mode", f.Mode)
 	return nil
+}
+
+// PreviewSend composes the pages of the delegated send an owner's fax_send
+// approval asks about, as they will be faxed if approved (the console
+// shows them beside the facts); the document must be the one the agent
+// asked with (its SHA-256). Another owner's approval is not found.
+func (s *Service) PreviewSend(ctx context.Context, ownerID, approvalID string) (*faxes.Preview, error) {
+	send, err := s.d.Store.GetDelegatedSendByApproval(ctx, approvalID)
+	if err != nil || send.OwnerID != ownerID {
+		if err == nil || errors.Is(err, core.ErrNoRows) {
+			return nil, core.NotFound("fax request")
+		}
+		return nil, fmt.Errorf("read send of approval %s: %w", approvalID, err)
+	}
+	f := &faxes.Fax{OwnerID: ownerID, Mode: send.Mode, To: send.To, DocumentID: send.DocumentID, Pages: send.Pages,
+		Cover: send.Cover, CoverText: send.CoverText, Options: send.Options}
+	return s.faxes.PreviewPending(ctx, core.OwnerPrincipal(ownerID, send.Mode), f, send.DocumentSHA)
 }

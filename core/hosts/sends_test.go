@@ -88,6 +88,10 @@ func TestDelegatedSendApproval(t *testing.T) {
 	if st != hosts.SendSent || f == nil || f.To != d.To || f.Pages != 2 || f.PriceMicros != d.PriceMicros {
 		t.Fatalf("status %s, fax %+v", st, f)
 	}
+	// The fax names the agent that asked, and its host, as its door.
+	if f.SentBy.Kind != core.PrincipalDelegated || f.SentBy.ID != a.ID || f.SentBy.Name != p.ClientName {
+		t.Fatalf("sent by %+v, want the agent %s (%s)", f.SentBy, a.ID, p.ClientName)
+	}
 	if got := e.Credits(t, e.Principal(t, e.KeyATest)).AvailableMicros; got != before-d.PriceMicros {
 		t.Fatalf("balance %d, want %d", got, before-d.PriceMicros)
 	}
@@ -221,4 +225,28 @@ func TestDelegatedSendPendingLimit(t *testing.T) {
 	if _, err := e.Svc.Hosts.RequestSend(ctx, p, a, hosts.SendRequest{To: "+12125550100", DocumentID: first.DocumentID}); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// PreviewSend composes the pending send the owner's approval is about, as
+// it will be faxed (its cover page included); another owner's approval is
+// not found, and a document gone is said, not shown.
+func TestPreviewSend(t *testing.T) {
+	e, _ := delegatedEnv(t)
+	_, a, p := sender(t, e)
+	d := requestSend(t, e, p, a)
+	pv, err := e.Svc.Hosts.PreviewSend(ctx, e.OwnerA.ID, d.ApprovalID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if pv.Files.Pages != d.Pages+1 || len(pv.Files.PageImages) != d.Pages+1 || pv.DocumentID != d.DocumentID {
+		t.Fatalf("preview of a %d-page send with a cover page: %+v", d.Pages, pv.Files)
+	}
+	_, err = e.Svc.Hosts.PreviewSend(ctx, e.OwnerB.ID, d.ApprovalID)
+	testenv.WantCode(t, err, core.CodeNotFound)
+	far := time.Now().Add(365 * 24 * time.Hour)
+	if err := e.Store.MarkDocumentPurged(ctx, d.DocumentID, far, far, far); err != nil {
+		t.Fatal(err)
+	}
+	_, err = e.Svc.Hosts.PreviewSend(ctx, e.OwnerA.ID, d.ApprovalID)
+	testenv.WantCode(t, err, faxes.CodeDocumentPurged)
 }

@@ -288,6 +288,9 @@ func TestMachinePaid(t *testing.T) {
 	if err != nil || f.OwnerID != core.MachineOwnerID || f.PaymentMethod != faxes.PayMachine {
 		t.Fatalf("fax: %+v %v", f, err)
 	}
+	if want := (faxes.SentBy{Kind: core.PrincipalMachinePayer, Name: "stripe"}); f.SentBy != want {
+		t.Fatalf("sent by %+v, want %+v", f.SentBy, want)
+	}
 
 	// A replay (with or without the credential) answers the same 200 and
 	// the same receipt, later too.

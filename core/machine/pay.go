@@ -851,7 +851,7 @@ func (s *Service) finishPaid(ctx context.Context, claim *Claim, m Method, res pa
 			ID: core.NewID(core.PrefixFax), OwnerID: core.MachineOwnerID, Mode: claim.Mode, Status: faxes.Queued, To: req.Destination,
 			DocumentID: claim.DocumentID, Pages: req.Pages, Cover: req.Cover, CoverText: req.Options.CoverMessage(), Options: req.Options,
 			PriceMicros: req.PriceMicros, Currency: core.Currency,
-			PaymentMethod: faxes.PayMachine, CreatedAt: now, UpdatedAt: now,
+			PaymentMethod: faxes.PayMachine, CreatedAt: now, UpdatedAt: now, SentBy: faxes.SentByMachine(string(claim.Method)),
 		}
 		if err := s.faxes.CreateFax(ctx, tx, faxes.NewFax{Fax: f}); err != nil {
 			return err

@@ -132,7 +132,7 @@ func (x q) DocumentUsage(ctx context.Context, ownerID string, mode core.Mode) (i
 	return n, nil
 }
 
-const draftCols = "id, owner_id, mode, document_id, destination, country, cover, cover_text, pages, price_micros, status, fax_id, created_at, expires_at, from_number, options"
+const draftCols = "id, owner_id, mode, document_id, destination, country, cover, cover_text, pages, price_micros, status, fax_id, created_at, expires_at, from_number, options, sent_by_kind, sent_by_id, sent_by_name"
 
 func (x q) UseDocument(ctx context.Context, id string, at time.Time) error {
 	n, err := x.exec(ctx, "UPDATE documents SET used_at = ? WHERE id = ? AND purged_at IS NULL", at, id)
@@ -147,7 +147,7 @@ func (x q) UseDocument(ctx context.Context, id string, at time.Time) error {
 
 func (x q) CreateDraft(ctx context.Context, d *faxes.Draft) error {
 	err := x.insert(ctx, `INSERT INTO drafts (`+draftCols+`)
-		VALUES (:id, :owner_id, :mode, :document_id, :destination, :country, :cover, :cover_text, :pages, :price_micros, :status, :fax_id, :created_at, :expires_at, :from_number, :options)
+		VALUES (:id, :owner_id, :mode, :document_id, :destination, :country, :cover, :cover_text, :pages, :price_micros, :status, :fax_id, :created_at, :expires_at, :from_number, :options, :sent_by_kind, :sent_by_id, :sent_by_name)
 		ON CONFLICT DO NOTHING`, d)
 	if err != nil {
 		return fmt.Errorf("create draft: %w", err)

@@ -12,13 +12,14 @@ import (
 
 const faxCols = `id, owner_id, mode, status, destination, document_id, pages, cover, cover_text, price_micros, currency,
 	payment_method, pages_sent, attempts, failure_code, failure_reason, draft_id, created_at, updated_at, completed_at,
-	next_attempt_at, from_number, options, batch_id, faxed_sha256, faxed_pages`
+	next_attempt_at, from_number, options, batch_id, faxed_sha256, faxed_pages, sent_by_kind, sent_by_id, sent_by_name`
 
 func (x q) CreateFax(ctx context.Context, o *faxes.Fax) error {
 	err := x.insert(ctx, `INSERT INTO faxes (`+faxCols+`)
 		VALUES (:id, :owner_id, :mode, :status, :destination, :document_id, :pages, :cover, :cover_text, :price_micros,
 			:currency, :payment_method, :pages_sent, :attempts, :failure_code, :failure_reason, :draft_id, :created_at,
-			:updated_at, :completed_at, :next_attempt_at, :from_number, :options, :batch_id, :faxed_sha256, :faxed_pages)
+			:updated_at, :completed_at, :next_attempt_at, :from_number, :options, :batch_id, :faxed_sha256, :faxed_pages,
+			:sent_by_kind, :sent_by_id, :sent_by_name)
 		ON CONFLICT DO NOTHING`, o)
 	if err != nil {
 		return fmt.Errorf("create fax: %w", err)
@@ -56,6 +57,14 @@ func (x q) ListFaxes(ctx context.Context, f faxes.Filter) ([]faxes.Fax, error) {
 	if f.Status != "" {
 		where += " AND status = ?"
 		args = append(args, f.Status)
+	}
+	if f.CreatedFrom != nil {
+		where += " AND created_at >= ?"
+		args = append(args, *f.CreatedFrom)
+	}
+	if f.CreatedTo != nil {
+		where += " AND created_at < ?"
+		args = append(args, *f.CreatedTo)
 	}
 	if f.StartingAfter != "" {
 		var c cursor

@@ -422,7 +422,7 @@ func (h *Handler) listFaxes(ctx context.Context, _ *mcp.CallToolRequest, in list
 	if err != nil {
 		return nil, listFaxesOut{}, h.toolError(ctx, tool, err)
 	}
-	page, err := h.svc.Faxes.List(ctx, p, in.Status, in.StartingAfter, in.Limit)
+	page, err := h.svc.Faxes.List(ctx, p, faxes.ListRequest{Status: in.Status, StartingAfter: in.StartingAfter, Limit: in.Limit})
 	if err != nil {
 		return nil, listFaxesOut{}, h.toolError(ctx, tool, err)
 	}
