@@ -1241,25 +1241,25 @@ func (e InboundFaxEventDataMode) Valid() bool {
 
 // Defines values for InboundFaxEventDataReadByKind.
 const (
-	AgentRegistration InboundFaxEventDataReadByKind = "agent_registration"
-	ApiKey            InboundFaxEventDataReadByKind = "api_key"
-	DelegatedAgent    InboundFaxEventDataReadByKind = "delegated_agent"
-	OauthGrant        InboundFaxEventDataReadByKind = "oauth_grant"
-	OwnerSession      InboundFaxEventDataReadByKind = "owner_session"
+	InboundFaxEventDataReadByKindAgentRegistration InboundFaxEventDataReadByKind = "agent_registration"
+	InboundFaxEventDataReadByKindApiKey            InboundFaxEventDataReadByKind = "api_key"
+	InboundFaxEventDataReadByKindDelegatedAgent    InboundFaxEventDataReadByKind = "delegated_agent"
+	InboundFaxEventDataReadByKindOauthGrant        InboundFaxEventDataReadByKind = "oauth_grant"
+	InboundFaxEventDataReadByKindOwnerSession      InboundFaxEventDataReadByKind = "owner_session"
 )
 
 // Valid indicates whether the value is a known member of the InboundFaxEventDataReadByKind enum.
 func (e InboundFaxEventDataReadByKind) Valid() bool {
 	switch e {
-	case AgentRegistration:
+	case InboundFaxEventDataReadByKindAgentRegistration:
 		return true
-	case ApiKey:
+	case InboundFaxEventDataReadByKindApiKey:
 		return true
-	case DelegatedAgent:
+	case InboundFaxEventDataReadByKindDelegatedAgent:
 		return true
-	case OauthGrant:
+	case InboundFaxEventDataReadByKindOauthGrant:
 		return true
-	case OwnerSession:
+	case InboundFaxEventDataReadByKindOwnerSession:
 		return true
 	default:
 		return false
@@ -1928,6 +1928,7 @@ const (
 	ProblemCodeInvalidBase64                   ProblemCode = "invalid_base64"
 	ProblemCodeInvalidChallenge                ProblemCode = "invalid-challenge"
 	ProblemCodeInvalidDestination              ProblemCode = "invalid_destination"
+	ProblemCodeInvalidPeriod                   ProblemCode = "invalid_period"
 	ProblemCodeInvalidRequest                  ProblemCode = "invalid_request"
 	ProblemCodeInvalidWebhookUrl               ProblemCode = "invalid_webhook_url"
 	ProblemCodeMachinePaymentsBusy             ProblemCode = "machine_payments_busy"
@@ -2028,6 +2029,8 @@ func (e ProblemCode) Valid() bool {
 	case ProblemCodeInvalidChallenge:
 		return true
 	case ProblemCodeInvalidDestination:
+		return true
+	case ProblemCodeInvalidPeriod:
 		return true
 	case ProblemCodeInvalidRequest:
 		return true
@@ -2193,6 +2196,39 @@ func (e SendFaxRequestResolution) Valid() bool {
 	case SendFaxRequestResolutionFine:
 		return true
 	case SendFaxRequestResolutionStandard:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for SentByKind.
+const (
+	SentByKindAgentRegistration SentByKind = "agent_registration"
+	SentByKindApiKey            SentByKind = "api_key"
+	SentByKindDelegatedAgent    SentByKind = "delegated_agent"
+	SentByKindMachinePayer      SentByKind = "machine_payer"
+	SentByKindOauthGrant        SentByKind = "oauth_grant"
+	SentByKindOwnerSession      SentByKind = "owner_session"
+	SentByKindUnknown           SentByKind = "unknown"
+)
+
+// Valid indicates whether the value is a known member of the SentByKind enum.
+func (e SentByKind) Valid() bool {
+	switch e {
+	case SentByKindAgentRegistration:
+		return true
+	case SentByKindApiKey:
+		return true
+	case SentByKindDelegatedAgent:
+		return true
+	case SentByKindMachinePayer:
+		return true
+	case SentByKindOauthGrant:
+		return true
+	case SentByKindOwnerSession:
+		return true
+	case SentByKindUnknown:
 		return true
 	default:
 		return false
@@ -3365,6 +3401,9 @@ type Fax struct {
 	// SendAt RFC 3339 time to send it, not in the past, at most 30 days ahead; the fax is scheduled (the price held) until then, can be canceled before (the hold is released), and goes out on time from any replica, after restarts too
 	SendAt *time.Time `json:"sendAt,omitempty"`
 
+	// SentBy the door the fax came in by; on every fax answered, absent only in events emitted before faxhub recorded it
+	SentBy *SentBy `json:"sentBy,omitempty"`
+
 	// Status queued → sending → delivered | partial | failed; scheduled (sendAt) → sending; scheduled | queued → canceled
 	Status FaxStatus `json:"status"`
 
@@ -4508,6 +4547,21 @@ type SendFaxRequest0 = interface{}
 // SendFaxRequest1 defines model for SendFaxRequest.1.
 type SendFaxRequest1 = interface{}
 
+// SentBy defines model for SentBy.
+type SentBy struct {
+	// Id the credential's id (key_…, the grant's, the registration's or the delegated agent's id); absent for the console and machines. Never a secret
+	Id *string `json:"id,omitempty"`
+
+	// Kind the door the fax came in by: an API key, a chat app (OAuth grant), an agent registration, a delegated agent, a paying machine, the owner in the console; unknown for faxes made before faxes recorded it
+	Kind SentByKind `json:"kind"`
+
+	// Name how the owner knows it: the key's or agent's name, the app's client_name; a machine's payment method
+	Name *string `json:"name,omitempty"`
+}
+
+// SentByKind the door the fax came in by: an API key, a chat app (OAuth grant), an agent registration, a delegated agent, a paying machine, the owner in the console; unknown for faxes made before faxes recorded it
+type SentByKind string
+
 // SetCreditAlertRequest defines model for SetCreditAlertRequest.
 type SetCreditAlertRequest struct {
 	// Threshold decimal USD to the cent, e.g. "5.00"; null turns the alert off
@@ -4815,6 +4869,12 @@ type ListFaxesParams struct {
 
 	// Status only faxes in this status
 	Status *ListFaxesParamsStatus `form:"status,omitempty" json:"status,omitempty"`
+
+	// CreatedFrom only faxes created at or after this time, or on or after this date (UTC)
+	CreatedFrom *string `form:"created_from,omitempty" json:"created_from,omitempty"`
+
+	// CreatedTo only faxes created before this time, or on or before this date (UTC)
+	CreatedTo *string `form:"created_to,omitempty" json:"created_to,omitempty"`
 }
 
 // ListFaxesParamsStatus defines parameters for ListFaxes.
@@ -6206,7 +6266,7 @@ type ClientInterface interface {
 
 	// ListFaxes List faxes, newest first
 	//
-	// Cursor pagination: pass nextCursor as starting_after to get the next page. Faxes in lists have latestAttempt null; use getFax for it. Only the caller's own faxes in the key's mode (test or live) are listed.
+	// Cursor pagination: pass nextCursor as starting_after to get the next page (with the same filters). Faxes in lists have latestAttempt null; use getFax for it. Only the caller's own faxes in the key's mode (test or live) are listed. created_from and created_to select a period: a date (2026-11-29, a whole day in UTC) or an RFC 3339 time; from is inclusive, to exclusive for a time and inclusive of its day for a date; a bound that is neither, outside 2000–9999, or a period that ends before it starts is 400 invalid_period naming the field.
 	//
 	// Corresponds with GET /api/v1/faxes (the `ListFaxes` operationId).
 	ListFaxes(ctx context.Context, params *ListFaxesParams, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -6981,7 +7041,7 @@ func (c *Client) PutFaxSettings(ctx context.Context, body PutFaxSettingsJSONRequ
 
 // ListFaxes List faxes, newest first
 //
-// Cursor pagination: pass nextCursor as starting_after to get the next page. Faxes in lists have latestAttempt null; use getFax for it. Only the caller's own faxes in the key's mode (test or live) are listed.
+// Cursor pagination: pass nextCursor as starting_after to get the next page (with the same filters). Faxes in lists have latestAttempt null; use getFax for it. Only the caller's own faxes in the key's mode (test or live) are listed. created_from and created_to select a period: a date (2026-11-29, a whole day in UTC) or an RFC 3339 time; from is inclusive, to exclusive for a time and inclusive of its day for a date; a bound that is neither, outside 2000–9999, or a period that ends before it starts is 400 invalid_period naming the field.
 //
 // Corresponds with GET /api/v1/faxes (the `ListFaxes` operationId).
 func (c *Client) ListFaxes(ctx context.Context, params *ListFaxesParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -8669,6 +8729,30 @@ func NewListFaxesRequest(server string, params *ListFaxesParams) (*http.Request,
 		if params.Status != nil {
 
 			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "status", *params.Status, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.CreatedFrom != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "created_from", *params.CreatedFrom, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.CreatedTo != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "created_to", *params.CreatedTo, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
 				return nil, err
 			} else {
 				for _, qp := range strings.Split(queryFrag, "&") {
@@ -10619,7 +10703,7 @@ type ClientWithResponsesInterface interface {
 
 	// ListFaxesWithResponse List faxes, newest first
 	//
-	// Cursor pagination: pass nextCursor as starting_after to get the next page. Faxes in lists have latestAttempt null; use getFax for it. Only the caller's own faxes in the key's mode (test or live) are listed.
+	// Cursor pagination: pass nextCursor as starting_after to get the next page (with the same filters). Faxes in lists have latestAttempt null; use getFax for it. Only the caller's own faxes in the key's mode (test or live) are listed. created_from and created_to select a period: a date (2026-11-29, a whole day in UTC) or an RFC 3339 time; from is inclusive, to exclusive for a time and inclusive of its day for a date; a bound that is neither, outside 2000–9999, or a period that ends before it starts is 400 invalid_period naming the field.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -16589,7 +16673,7 @@ func (c *ClientWithResponses) PutFaxSettingsWithResponse(ctx context.Context, bo
 
 // ListFaxesWithResponse List faxes, newest first
 //
-// Cursor pagination: pass nextCursor as starting_after to get the next page. Faxes in lists have latestAttempt null; use getFax for it. Only the caller's own faxes in the key's mode (test or live) are listed.
+// Cursor pagination: pass nextCursor as starting_after to get the next page (with the same filters). Faxes in lists have latestAttempt null; use getFax for it. Only the caller's own faxes in the key's mode (test or live) are listed. created_from and created_to select a period: a date (2026-11-29, a whole day in UTC) or an RFC 3339 time; from is inclusive, to exclusive for a time and inclusive of its day for a date; a bound that is neither, outside 2000–9999, or a period that ends before it starts is 400 invalid_period naming the field.
 //
 // Returns a wrapper object for the known response body format(s).
 //
