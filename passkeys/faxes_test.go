@@ -15,7 +15,7 @@ import (
 	"github.com/faxhub/faxhub/internal/testenv"
 )
 
-var resendKey = regexp.MustCompile(`name="key" value="([0-9a-f]+)"`)
+var resendKey = regexp.MustCompile(`name="key" value="([A-Za-z0-9_-]+)"`)
 
 // The faxes pages: the list with the door and its filters, a fax's page,
 // another owner's fax not found, cancel (form token required) and an
