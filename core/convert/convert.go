@@ -1,6 +1,8 @@
 // Package convert turns uploads into fax-ready PDFs: it recognises files by
 // their content, validates PDFs and counts their pages with pdfcpu, lays
-// images out on US Letter pages, and runs LibreOffice for office documents.
+// images out on US Letter pages, and runs LibreOffice for office documents:
+// on warm LibreOffice processes kept per slot (officeworker.go), because a
+// cold start costs about ten times a warm conversion (docs/conversion.md).
 // TextReader (text.go) reads received faxes back as text, with poppler's
 // pdftotext and tesseract OCR.
 package convert
