@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/faxhub/faxhub/conformance/storetest"
+	"github.com/faxhub/faxhub/core"
 	"github.com/faxhub/faxhub/core/faxes"
 	"github.com/faxhub/faxhub/core/queue"
 	"github.com/faxhub/faxhub/internal/testenv"
@@ -38,19 +39,53 @@ func benchQueueLatency(t *testing.T, rep *report) {
 	}
 }
 
+// queueLatencyOwners is how many owners the sends go round robin over: a
+// real server lets one owner send 10 faxes a second, and one owner's
+// sends and deliveries all update its balance row and its rate-limit row,
+// which on PostgreSQL makes every one wait for the one before.
+const queueLatencyOwners = 100
+
+type latencySender struct {
+	p   core.Principal
+	doc string
+}
+
+// queueLatencySenders creates the owners, each with credits, a test API
+// key and a one-page document.
+func queueLatencySenders(t *testing.T, env *testenv.Env) []latencySender {
+	ctx := t.Context()
+	var out []latencySender
+	for i := range queueLatencyOwners {
+		o, err := env.Svc.Accounts.CreateOwner(ctx, fmt.Sprintf("latency-%d@example.com", i), "Bench", true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := env.Svc.Credits.Grant(ctx, o.ID, core.ModeTest, 100_000*core.MicrosPerDollar, "benchmark"); err != nil {
+			t.Fatal(err)
+		}
+		key, _, err := env.Svc.Accounts.CreateAPIKey(ctx, o.ID, core.ModeTest, "bench")
+		if err != nil {
+			t.Fatal(err)
+		}
+		p := env.Principal(t, key)
+		up, err := env.Svc.Documents.CreateUpload(ctx, p, "", 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		doc, err := env.Svc.Documents.ReceiveUpload(ctx, up.UploadToken, bytes.NewReader(testenv.MinimalPDF(1)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, latencySender{p: p, doc: doc.ID})
+	}
+	return out
+}
+
 func queueLatency(t *testing.T, rep *report, dbName, postgres string) {
 	ctx := t.Context()
 	env := benchEnv(t, postgres, nil)
 	db := env.DB.SQL()
-	p := env.Principal(t, env.KeyATest)
-	up, err := env.Svc.Documents.CreateUpload(ctx, p, "", 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	doc, err := env.Svc.Documents.ReceiveUpload(ctx, up.UploadToken, bytes.NewReader(testenv.MinimalPDF(1)))
-	if err != nil {
-		t.Fatal(err)
-	}
+	senders := queueLatencySenders(t, env)
 
 	var mu sync.Mutex
 	committed, started := map[string]time.Time{}, map[string]time.Time{}
@@ -90,10 +125,11 @@ func queueLatency(t *testing.T, rep *report, dbName, postgres string) {
 			}
 			seq++
 			key := fmt.Sprintf("latency-%d", seq)
+			s := senders[seq%len(senders)]
 			// One goroutine a send keeps the pace when a send is slower
 			// than the interval.
 			wg.Go(func() {
-				fax, _, err := env.Svc.Faxes.Send(ctx, p, key, faxes.SendRequest{To: "+12125550100", DocumentID: doc.ID})
+				fax, _, err := env.Svc.Faxes.Send(ctx, s.p, key, faxes.SendRequest{To: "+12125550100", DocumentID: s.doc})
 				at := time.Now()
 				if err != nil {
 					t.Errorf("send: %v", err)
@@ -135,7 +171,7 @@ func queueLatency(t *testing.T, rep *report, dbName, postgres string) {
 		note := ""
 		if ph.rate == 1 {
 			note = fmt.Sprintf("queue latency (%s): from SendFax's return (its transaction committed) to the delivery handler's start, sends paced by a ticker, "+
-				"a queue with default options (idle workers poll every 50 ms on SQLite, 100 ms on PostgreSQL).", dbName)
+				"a queue with default options (idle workers poll every 50 ms on SQLite, 100 ms on PostgreSQL); the sends go round robin over %d owners (one each a second at 100/s).", dbName, queueLatencyOwners)
 		}
 		for _, qq := range []struct {
 			name string
@@ -144,6 +180,9 @@ func queueLatency(t *testing.T, rep *report, dbName, postgres string) {
 		}{{"p50", 0.5, noTarget()}, {"p99", 0.99, noTarget()}} {
 			if ph.rate == 100 && qq.name == "p99" {
 				qq.g = atMost(1000, "ms")
+				// On a machine too busy to keep the pace the backlog, not
+				// the queue, sets the figure: say how close the pace was.
+				note = fmt.Sprintf("%s at 100/s: %d sends made in %s (%.0f/s).", dbName, len(sent), ph.d, float64(len(sent))/ph.d.Seconds())
 			}
 			rep.add(fmt.Sprintf("queue    send committed → delivery started, %s, %d/s, %s", dbName, ph.rate, qq.name), "ms",
 				ms(durationPercentile(lat, qq.q)), nan, qq.g, 1, note)
