@@ -44,6 +44,7 @@ type officePool struct {
 }
 
 func newOfficePool(workers, recycleAfter int, maxRSS int64, tempDir string) *officePool {
+	reapStaleOffices(tempDir)
 	p := &officePool{idle: make(chan *officeWorker, workers), tempDir: tempDir, recycleAfter: recycleAfter, maxRSS: maxRSS}
 	for range workers {
 		p.idle <- &officeWorker{}

@@ -3,8 +3,10 @@ package convert
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io/fs"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -277,5 +279,34 @@ func TestOfficeWarmConcurrentConversionsAreIsolated(t *testing.T) {
 	})
 	if err != nil {
 		t.Fatal(err)
+	}
+}
+
+// A warm LibreOffice left behind by a faxhub that died without Close is
+// killed, and its directory removed, by the next converter on the same
+// directory.
+func TestOfficeWarmReapsAnotherProcessesLeftovers(t *testing.T) {
+	t.Parallel()
+	c := warmConverter(t, Options{MaxConcurrent: 1})
+	if err := convertDOCX(t, context.Background(), c, 1); err != nil {
+		t.Fatal(err)
+	}
+	pid := runningServer(t, c)
+	w := <-c.pool.idle
+	dir := w.dir
+	c.pool.put(w)
+	// Its faxhub, as far as the directory says, is a process that has
+	// exited.
+	dead := exec.Command("true")
+	if err := dead.Run(); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, ownerFile), fmt.Appendf(nil, "%d %d\n", dead.Process.Pid, pid), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	New(Options{MaxConcurrent: 1, TempDir: c.opts.TempDir})
+	waitGone(t, pid)
+	if _, err := os.Stat(dir); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("the dead worker's directory is still there: %v", err)
 	}
 }

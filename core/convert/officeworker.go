@@ -103,6 +103,12 @@ func (w *officeWorker) start(ctx context.Context, bin, tempDir string) error {
 		cmd.Wait()
 		close(exited)
 	}(w.exited)
+	// A faxhub that dies without Close leaves the server running; the next
+	// one on this directory reaps it (officestale.go).
+	if err := writeOwner(dir, cmd.Process.Pid); err != nil {
+		w.stop()
+		return err
+	}
 	if err := w.waitReady(ctx); err != nil {
 		w.stop()
 		return err
