@@ -3,7 +3,6 @@
 package bench
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"os"
@@ -14,7 +13,6 @@ import (
 	"github.com/faxhub/faxhub/conformance/storetest"
 	"github.com/faxhub/faxhub/core"
 	"github.com/faxhub/faxhub/core/faxes"
-	"github.com/faxhub/faxhub/core/queue"
 	"github.com/faxhub/faxhub/internal/testenv"
 )
 
@@ -68,15 +66,7 @@ func queueLatencySenders(t *testing.T, env *testenv.Env) []latencySender {
 			t.Fatal(err)
 		}
 		p := env.Principal(t, key)
-		up, err := env.Svc.Documents.CreateUpload(ctx, p, "", 0)
-		if err != nil {
-			t.Fatal(err)
-		}
-		doc, err := env.Svc.Documents.ReceiveUpload(ctx, up.UploadToken, bytes.NewReader(testenv.MinimalPDF(1)))
-		if err != nil {
-			t.Fatal(err)
-		}
-		out = append(out, latencySender{p: p, doc: doc.ID})
+		out = append(out, latencySender{p: p, doc: benchDocument(t, env, p)})
 	}
 	return out
 }
@@ -84,7 +74,6 @@ func queueLatencySenders(t *testing.T, env *testenv.Env) []latencySender {
 func queueLatency(t *testing.T, rep *report, dbName, postgres string) {
 	ctx := t.Context()
 	env := benchEnv(t, postgres, nil)
-	db := env.DB.SQL()
 	senders := queueLatencySenders(t, env)
 
 	var mu sync.Mutex
@@ -98,20 +87,7 @@ func queueLatency(t *testing.T, rep *report, dbName, postgres string) {
 		mu.Unlock()
 		return env.Svc.Faxes.Deliver(ctx, faxID)
 	}
-	q, err := queue.New(db, env.DB.Dialect(), queue.Handlers{Deliver: deliver, Outcome: env.Svc.Faxes.RecordProviderOutcome}, queue.Options{}, testLogger(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := q.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	defer func() {
-		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
-		defer cancel()
-		if err := q.Stop(sctx); err != nil {
-			t.Errorf("stop queue: %v", err)
-		}
-	}()
+	defer startQueue(t, ctx, env, deliver)()
 
 	seq := 0
 	for _, ph := range queueLatencyPhases {

@@ -8,7 +8,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -28,6 +27,17 @@ func warmConverter(t *testing.T, opts Options) *Converter {
 	c := New(opts)
 	t.Cleanup(func() { c.Close() })
 	return c
+}
+
+// warmedUp is a warm converter that has converted once, and its running
+// LibreOffice server.
+func warmedUp(t *testing.T, opts Options) (*Converter, int) {
+	t.Helper()
+	c := warmConverter(t, opts)
+	if err := convertDOCX(t, context.Background(), c, 1); err != nil {
+		t.Fatal(err)
+	}
+	return c, runningServer(t, c)
 }
 
 // convertDOCX converts a DOCX of pages pages and checks the result.
@@ -79,6 +89,14 @@ func runningServer(t *testing.T, c *Converter) int {
 	return pid
 }
 
+// wantNewServer checks that the pool's one server runs and is not old.
+func wantNewServer(t *testing.T, c *Converter, old int) {
+	t.Helper()
+	if got := onlyServer(t, c); got == 0 || got == old {
+		t.Fatalf("server %d, want a new one (the old one was %d)", got, old)
+	}
+}
+
 // waitGone waits (a few seconds at most) for process group pgid to die:
 // SIGKILLed processes are reaped by init, not by us.
 func waitGone(t *testing.T, pgid int) {
@@ -95,13 +113,8 @@ func waitGone(t *testing.T, pgid int) {
 // groupGone reports whether process group pgid has no live member left
 // (zombies awaiting their reaper count as gone).
 func groupGone(pgid int) bool {
-	entries, _ := os.ReadDir("/proc")
-	for _, e := range entries {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		if g, err := syscall.Getpgid(pid); err == nil && g == pgid && !isZombie(pid) {
+	for _, pid := range groupPIDs(pgid) {
+		if !isZombie(pid) {
 			return false
 		}
 	}
@@ -112,12 +125,8 @@ func groupGone(pgid int) bool {
 // them; Close stops it.
 func TestOfficeWarmReusesOneLibreOffice(t *testing.T) {
 	t.Parallel()
-	c := warmConverter(t, Options{MaxConcurrent: 1})
+	c, pid := warmedUp(t, Options{MaxConcurrent: 1})
 	ctx := context.Background()
-	if err := convertDOCX(t, ctx, c, 1); err != nil {
-		t.Fatal(err)
-	}
-	pid := runningServer(t, c)
 	if rss := c.OfficeRSS(); rss <= 0 {
 		t.Errorf("pool RSS %d", rss)
 	}
@@ -140,12 +149,8 @@ func TestOfficeWarmReusesOneLibreOffice(t *testing.T) {
 // A worker is restarted after OfficeRecycleAfter conversions.
 func TestOfficeWarmRestartsAfterN(t *testing.T) {
 	t.Parallel()
-	c := warmConverter(t, Options{MaxConcurrent: 1, OfficeRecycleAfter: 2})
+	c, first := warmedUp(t, Options{MaxConcurrent: 1, OfficeRecycleAfter: 2})
 	ctx := context.Background()
-	if err := convertDOCX(t, ctx, c, 1); err != nil {
-		t.Fatal(err)
-	}
-	first := runningServer(t, c)
 	if err := convertDOCX(t, ctx, c, 1); err != nil {
 		t.Fatal(err)
 	}
@@ -156,21 +161,15 @@ func TestOfficeWarmRestartsAfterN(t *testing.T) {
 	if err := convertDOCX(t, ctx, c, 2); err != nil {
 		t.Fatal(err)
 	}
-	if got := onlyServer(t, c); got == 0 || got == first {
-		t.Fatalf("server %d after the restart, want a new one (first %d)", got, first)
-	}
+	wantNewServer(t, c, first)
 }
 
 // A worker that crashed between conversions is replaced: the conversions
 // after it succeed, and a new LibreOffice serves them.
 func TestOfficeWarmConvertsAfterACrash(t *testing.T) {
 	t.Parallel()
-	c := warmConverter(t, Options{MaxConcurrent: 1})
+	c, pid := warmedUp(t, Options{MaxConcurrent: 1})
 	ctx := context.Background()
-	if err := convertDOCX(t, ctx, c, 1); err != nil {
-		t.Fatal(err)
-	}
-	pid := runningServer(t, c)
 	if err := syscall.Kill(-pid, syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
@@ -182,9 +181,7 @@ func TestOfficeWarmConvertsAfterACrash(t *testing.T) {
 	if err := convertDOCX(t, ctx, c, 3); err != nil {
 		t.Fatalf("second conversion after a crash: %v", err)
 	}
-	if got := onlyServer(t, c); got == 0 || got == pid {
-		t.Fatalf("server %d after the crash, want a new one (crashed %d)", got, pid)
-	}
+	wantNewServer(t, c, pid)
 }
 
 // A hung LibreOffice is killed, process group and all, when the conversion's
@@ -219,9 +216,7 @@ func TestOfficeWarmHangIsKilled(t *testing.T) {
 	if err := convertDOCX(t, ctx, c, 2); err != nil {
 		t.Fatalf("conversion after a hang: %v", err)
 	}
-	if got := onlyServer(t, c); got == 0 || got == pid {
-		t.Fatalf("server %d after the hang, want a new one (hung %d)", got, pid)
-	}
+	wantNewServer(t, c, pid)
 }
 
 // Two conversions at once run on two LibreOffices and each gets its own
@@ -287,11 +282,7 @@ func TestOfficeWarmConcurrentConversionsAreIsolated(t *testing.T) {
 // directory.
 func TestOfficeWarmReapsAnotherProcessesLeftovers(t *testing.T) {
 	t.Parallel()
-	c := warmConverter(t, Options{MaxConcurrent: 1})
-	if err := convertDOCX(t, context.Background(), c, 1); err != nil {
-		t.Fatal(err)
-	}
-	pid := runningServer(t, c)
+	c, pid := warmedUp(t, Options{MaxConcurrent: 1})
 	w := <-c.pool.idle
 	dir := w.dir
 	c.pool.put(w)

@@ -51,19 +51,8 @@ func reapStaleOffices(tempDir string) {
 // groupRuns reports whether a process of group pgid has mark on its
 // command line.
 func groupRuns(pgid int, mark string) bool {
-	entries, err := os.ReadDir("/proc")
-	if err != nil {
-		return false
-	}
-	for _, e := range entries {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		if g, err := syscall.Getpgid(pid); err != nil || g != pgid {
-			continue
-		}
-		cmdline, _ := os.ReadFile("/proc/" + e.Name() + "/cmdline")
+	for _, pid := range groupPIDs(pgid) {
+		cmdline, _ := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/cmdline")
 		if strings.Contains(string(bytes.ReplaceAll(cmdline, []byte{0}, []byte{' '})), mark) {
 			return true
 		}

@@ -194,22 +194,31 @@ func officePipePath(profileURL string) string {
 // groupRSS sums VmRSS over the processes of process group pgid (Linux /proc;
 // 0 elsewhere).
 func groupRSS(pgid int) int64 {
+	var total int64
+	for _, pid := range groupPIDs(pgid) {
+		total += procRSS(pid)
+	}
+	return total
+}
+
+// groupPIDs lists the processes of group pgid (Linux /proc; none
+// elsewhere).
+func groupPIDs(pgid int) []int {
 	entries, err := os.ReadDir("/proc")
 	if err != nil {
-		return 0
+		return nil
 	}
-	var total int64
+	var pids []int
 	for _, e := range entries {
 		pid, err := strconv.Atoi(e.Name())
 		if err != nil {
 			continue
 		}
-		if g, err := syscall.Getpgid(pid); err != nil || g != pgid {
-			continue
+		if g, err := syscall.Getpgid(pid); err == nil && g == pgid {
+			pids = append(pids, pid)
 		}
-		total += procRSS(pid)
 	}
-	return total
+	return pids
 }
 
 func procRSS(pid int) int64 {
