@@ -301,3 +301,12 @@ func TestOfficeWarmReapsAnotherProcessesLeftovers(t *testing.T) {
 		t.Errorf("the dead worker's directory is still there: %v", err)
 	}
 }
+
+// newConverter is New with the converter closed when the test ends, so that
+// no warm LibreOffice outlives it.
+func newConverter(t testing.TB, opts Options) *Converter {
+	t.Helper()
+	c := New(opts)
+	t.Cleanup(func() { c.Close() })
+	return c
+}
