@@ -106,7 +106,7 @@ check: deps tidy-check vet lint fmt-check
 # Slowness never fails it, errors do. The delivery figure is also taken on
 # PostgreSQL at FAXHUB_TEST_POSTGRES_URL (default PG_URL; set it empty to skip),
 # and so are sends with one and three replicas. It ends with a 10-minute soak
-# (FAXHUB_SOAK=1m shortens it): about 13 minutes in all, 30 allowed.
+# (FAXHUB_SOAK=1m shortens it): about 17 minutes in all, 30 allowed.
 bench:
 	@mkdir -p $(OUT)
 	FAXHUB_TEST_POSTGRES_URL="$${FAXHUB_TEST_POSTGRES_URL-$(PG_URL)}" $(GO) test -tags bench -run TestBench -count=1 -timeout 30m -v ./conformance/bench/

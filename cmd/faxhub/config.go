@@ -214,7 +214,21 @@ func convertFlags(fs *flag.FlagSet, c *config) {
 	timeout, _ := time.ParseDuration(env("FAXHUB_CONVERT_TIMEOUT", "60s"))
 	fs.DurationVar(&c.Convert.Timeout, "convert-timeout", timeout, "work one conversion may take (LibreOffice, images, PDF checks) [FAXHUB_CONVERT_TIMEOUT]")
 	slots, _ := strconv.Atoi(env("FAXHUB_CONVERT_SLOTS", "2"))
-	fs.IntVar(&c.Convert.MaxConcurrent, "convert-slots", slots, "LibreOffice conversions at once per process; an owner gets at most half while others wait [FAXHUB_CONVERT_SLOTS]")
+	fs.IntVar(&c.Convert.MaxConcurrent, "convert-slots", slots, "LibreOffice conversions at once per process, and warm LibreOffice processes kept; an owner gets at most half while others wait [FAXHUB_CONVERT_SLOTS]")
+	cold, _ := strconv.ParseBool(env("FAXHUB_CONVERT_COLD", "false"))
+	fs.BoolVar(&c.Convert.ColdOffice, "convert-cold", cold, "start a LibreOffice for every conversion instead of keeping warm ones [FAXHUB_CONVERT_COLD]")
+	recycle, _ := strconv.Atoi(env("FAXHUB_CONVERT_RECYCLE_AFTER", "100"))
+	fs.IntVar(&c.Convert.OfficeRecycleAfter, "convert-recycle-after", recycle, "restart a warm LibreOffice after this many conversions [FAXHUB_CONVERT_RECYCLE_AFTER]")
+	rssMB, _ := strconv.ParseInt(env("FAXHUB_CONVERT_MAX_RSS_MB", "768"), 10, 64)
+	fs.Func("convert-max-rss-mb", "restart a warm LibreOffice holding more than this many MiB after a conversion (default "+strconv.FormatInt(rssMB, 10)+") [FAXHUB_CONVERT_MAX_RSS_MB]", func(v string) error {
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil || n <= 0 {
+			return fmt.Errorf("want a positive number of MiB")
+		}
+		c.Convert.OfficeMaxRSS = n << 20
+		return nil
+	})
+	c.Convert.OfficeMaxRSS = rssMB << 20
 	images, _ := strconv.Atoi(env("FAXHUB_CONVERT_IMAGE_SLOTS", "4"))
 	fs.IntVar(&c.Convert.MaxConcurrentImages, "convert-image-slots", images, "image conversions and PDF checks at once per process [FAXHUB_CONVERT_IMAGE_SLOTS]")
 	queued, _ := strconv.Atoi(env("FAXHUB_CONVERT_QUEUE_PER_OWNER", "4"))

@@ -172,13 +172,18 @@ func TestConfigFromEnvironment(t *testing.T) {
 	t.Setenv("FAXHUB_BASE_URL", "https://fax.example.com/")
 	t.Setenv("FAXHUB_MACHINE_PAYMENTS", "off")
 	t.Setenv("FAXHUB_CONVERT_SLOTS", "3")
+	t.Setenv("FAXHUB_CONVERT_RECYCLE_AFTER", "7")
 	var c config
 	fs := serveFlags(&c, &bytes.Buffer{})
-	if err := fs.Parse([]string{"--mcp-oauth", "off", "--convert-timeout", "90s"}); err != nil {
+	if err := fs.Parse([]string{"--mcp-oauth", "off", "--convert-timeout", "90s", "--convert-max-rss-mb", "512"}); err != nil {
 		t.Fatal(err)
 	}
-	if cv := c.Convert; cv.MaxConcurrent != 3 || cv.Timeout != 90*time.Second || cv.MaxConcurrentImages != 4 || cv.MaxQueuedPerOwner != 4 {
+	if cv := c.Convert; cv.MaxConcurrent != 3 || cv.Timeout != 90*time.Second || cv.MaxConcurrentImages != 4 || cv.MaxQueuedPerOwner != 4 ||
+		cv.ColdOffice || cv.OfficeRecycleAfter != 7 || cv.OfficeMaxRSS != 512<<20 {
 		t.Fatalf("conversion bounds: %+v", cv)
+	}
+	if err := fs.Parse([]string{"--convert-max-rss-mb", "0"}); err == nil {
+		t.Fatal("--convert-max-rss-mb accepted 0")
 	}
 	if err := c.finish(); err != nil {
 		t.Fatal(err)

@@ -47,7 +47,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	defer a.Close()
 
-	if bin, err := convert.New(convert.Options{SofficePath: c.Soffice}).OfficePath(); err != nil {
+	if bin, err := convert.New(convert.Options{SofficePath: c.Soffice, ColdOffice: true}).OfficePath(); err != nil {
 		log.Warn("LibreOffice not found: Word, Excel, ODF and RTF uploads will be refused (415 converter_unavailable_libreoffice) until it is installed or --soffice names it", "err", err)
 	} else {
 		log.Debug("LibreOffice found", "path", bin)

@@ -49,6 +49,11 @@ func ratioAtLeast(x float64) goal {
 	return goal{fmt.Sprintf("ratio ≥ %g", x), func(r *result) bool { return r.Ratio != nil && *r.Ratio >= x }}
 }
 
+// ratioAtMost is for figures where less is better (latencies).
+func ratioAtMost(x float64) goal {
+	return goal{fmt.Sprintf("ratio ≤ %g", x), func(r *result) bool { return r.Ratio != nil && *r.Ratio <= x }}
+}
+
 func atLeast(x float64, unit string) goal {
 	return goal{fmt.Sprintf("≥ %s %s", group(x, 0), unit), func(r *result) bool { return r.Faxhub != nil && *r.Faxhub >= x }}
 }
@@ -130,6 +135,7 @@ func TestBench(t *testing.T) {
 	run("upload", benchUpload)
 	run("delivery-sqlite", benchDeliverySQLite)
 	run("delivery-postgres", benchDeliveryPostgres)
+	run("queue-latency", benchQueueLatency)
 	run("sendpg", benchSendPostgres)
 	run("start", benchStart)
 	run("mcp", benchMCP)
@@ -138,6 +144,7 @@ func TestBench(t *testing.T) {
 	run("hostagent", benchHostAgentExecute)
 	run("machine", benchMachine)
 	run("inbound", benchInbound)
+	run("office", benchOffice)
 	run("telnyx", benchTelnyxWebhooks)
 	run("webhooks", benchWebhooks)
 	run("soak", benchSoak)

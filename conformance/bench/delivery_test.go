@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/faxhub/faxhub/conformance/storetest"
+	"github.com/faxhub/faxhub/core"
 	"github.com/faxhub/faxhub/core/faxes"
 	"github.com/faxhub/faxhub/core/queue"
 	"github.com/faxhub/faxhub/internal/testenv"
@@ -64,14 +65,7 @@ func deliveryRate(t *testing.T, postgres string) (float64, string) {
 	env := benchEnv(t, postgres, nil)
 	db := env.DB.SQL()
 	p := env.Principal(t, env.KeyATest)
-	up, err := env.Svc.Documents.CreateUpload(ctx, p, "", 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	doc, err := env.Svc.Documents.ReceiveUpload(ctx, up.UploadToken, bytes.NewReader(testenv.MinimalPDF(1)))
-	if err != nil {
-		t.Fatal(err)
-	}
+	doc := benchDocument(t, env, p)
 
 	// The faxes, from a few goroutines (one per fax would only queue on
 	// the SQLite writer).
@@ -88,7 +82,7 @@ func deliveryRate(t *testing.T, postgres string) (float64, string) {
 				if i > deliveryFaxes {
 					return
 				}
-				if _, _, err := env.Svc.Faxes.Send(cctx, p, fmt.Sprintf("delivery-%d", i), faxes.SendRequest{To: "+12125550100", DocumentID: doc.ID}); err != nil {
+				if _, _, err := env.Svc.Faxes.Send(cctx, p, fmt.Sprintf("delivery-%d", i), faxes.SendRequest{To: "+12125550100", DocumentID: doc}); err != nil {
 					errs <- fmt.Errorf("create fax %d: %w", i, err)
 					return
 				}
@@ -121,23 +115,10 @@ func deliveryRate(t *testing.T, postgres string) (float64, string) {
 		}
 		return err
 	}
-	q, err := queue.New(db, env.DB.Dialect(), queue.Handlers{Deliver: deliver, Outcome: env.Svc.Faxes.RecordProviderOutcome}, queue.Options{}, testLogger(t))
-	if err != nil {
-		t.Fatal(err)
-	}
 	dctx, dcancel := context.WithTimeout(ctx, deliveryTimeout)
 	defer dcancel()
 	start = time.Now()
-	if err := q.Start(dctx); err != nil {
-		t.Fatal(err)
-	}
-	defer func() {
-		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
-		defer cancel()
-		if err := q.Stop(sctx); err != nil {
-			t.Errorf("stop queue: %v", err)
-		}
-	}()
+	defer startQueue(t, dctx, env, deliver)()
 	tick := time.NewTicker(2 * time.Millisecond)
 	defer tick.Stop()
 	wait := func(what string, done func() (bool, error)) {
@@ -176,6 +157,40 @@ func deliveryRate(t *testing.T, postgres string) (float64, string) {
 	return rate, fmt.Sprintf("delivery (%s): %s faxes delivered in %s by a queue with default options, timed until no River job is pending "+
 		"and every fax is delivered; creating them with SendFax took %s and is not counted.",
 		env.DB.Dialect(), group(deliveryFaxes, 0), elapsed.Round(time.Millisecond), created.Round(100*time.Millisecond))
+}
+
+// benchDocument uploads a one-page PDF for p and returns its document id.
+func benchDocument(t *testing.T, env *testenv.Env, p core.Principal) string {
+	t.Helper()
+	up, err := env.Svc.Documents.CreateUpload(t.Context(), p, "", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc, err := env.Svc.Documents.ReceiveUpload(t.Context(), up.UploadToken, bytes.NewReader(testenv.MinimalPDF(1)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return doc.ID
+}
+
+// startQueue starts a queue with default options on env's database, deliver
+// its delivery handler, until ctx ends; it returns the function that stops it.
+func startQueue(t *testing.T, ctx context.Context, env *testenv.Env, deliver func(context.Context, string) error) (stop func()) {
+	t.Helper()
+	q, err := queue.New(env.DB.SQL(), env.DB.Dialect(), queue.Handlers{Deliver: deliver, Outcome: env.Svc.Faxes.RecordProviderOutcome}, queue.Options{}, testLogger(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := q.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	return func() {
+		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+		defer cancel()
+		if err := q.Stop(sctx); err != nil {
+			t.Errorf("stop queue: %v", err)
+		}
+	}
 }
 
 // statusCounts lists how many faxes are in each status.

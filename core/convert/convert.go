@@ -1,6 +1,8 @@
 // Package convert turns uploads into fax-ready PDFs: it recognises files by
 // their content, validates PDFs and counts their pages with pdfcpu, lays
-// images out on US Letter pages, and runs LibreOffice for office documents.
+// images out on US Letter pages, and runs LibreOffice for office documents:
+// on warm LibreOffice processes kept per slot (officeworker.go), because a
+// cold start costs about ten times a warm conversion (docs/conversion.md).
 // TextReader (text.go) reads received faxes back as text, with poppler's
 // pdftotext and tesseract OCR.
 package convert
@@ -29,8 +31,19 @@ type Options struct {
 	// expires), an image conversion or a PDF validation.
 	Timeout time.Duration
 	// MaxConcurrent bounds simultaneous LibreOffice conversions (default 2):
-	// each one is a full office suite in memory.
+	// each one is a full office suite in memory. It is also the number of
+	// warm LibreOffice processes kept (see ColdOffice).
 	MaxConcurrent int
+	// ColdOffice starts a LibreOffice for every conversion, as faxhub did
+	// before issue 32, instead of handing documents to long-running ones
+	// (one per slot, started at the first office conversion).
+	ColdOffice bool
+	// OfficeRecycleAfter restarts a warm LibreOffice after this many
+	// conversions (default 100).
+	OfficeRecycleAfter int
+	// OfficeMaxRSS restarts a warm LibreOffice whose processes hold more
+	// than this many bytes after a conversion (default 768 MiB).
+	OfficeMaxRSS int64
 	// MaxConcurrentImages bounds simultaneous image conversions and PDF
 	// validations (default 4). Each stays within about 64 MB (docs/limits.md).
 	MaxConcurrentImages int
@@ -47,6 +60,8 @@ type Converter struct {
 	// office and images are the slots of LibreOffice runs and of image and
 	// PDF work, shared fairly between owners.
 	office, images *fairSlots
+	// pool holds the warm LibreOffice processes; nil with ColdOffice.
+	pool *officePool
 }
 
 var _ documents.Converter = (*Converter)(nil)
@@ -70,15 +85,36 @@ func New(opts Options) *Converter {
 	if opts.MaxQueuedPerOwner <= 0 {
 		opts.MaxQueuedPerOwner = 4
 	}
+	if opts.OfficeRecycleAfter <= 0 {
+		opts.OfficeRecycleAfter = defaultOfficeRecycleAfter
+	}
+	if opts.OfficeMaxRSS <= 0 {
+		opts.OfficeMaxRSS = defaultOfficeMaxRSS
+	}
 	// One owner gets at most half the slots (at least one), so another
 	// owner always finds one without waiting for the first owner's jobs.
 	perOwner := func(slots int) int { return max(1, slots/2) }
-	return &Converter{
+	c := &Converter{
 		opts:   opts,
 		office: newFairSlots(opts.MaxConcurrent, perOwner(opts.MaxConcurrent), opts.MaxQueuedPerOwner),
 		images: newFairSlots(opts.MaxConcurrentImages, perOwner(opts.MaxConcurrentImages), opts.MaxQueuedPerOwner),
 	}
+	if !opts.ColdOffice {
+		c.pool = newOfficePool(opts.MaxConcurrent, opts.OfficeRecycleAfter, opts.OfficeMaxRSS, opts.TempDir)
+	}
+	return c
 }
+
+// Close stops the warm LibreOffice processes, waiting for conversions in
+// progress to end. Conversions after Close run cold.
+func (c *Converter) Close() error {
+	c.pool.close()
+	return nil
+}
+
+// OfficeRSS is the resident memory of the idle warm LibreOffice processes,
+// in bytes (Linux; 0 elsewhere or when none runs).
+func (c *Converter) OfficeRSS() int64 { return c.pool.rss() }
 
 // ToPDF implements documents.Converter.
 func (c *Converter) ToPDF(ctx context.Context, req documents.ConvertRequest) (int, error) {

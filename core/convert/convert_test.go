@@ -74,7 +74,7 @@ func TestDetect(t *testing.T) {
 		{"html", []byte("<!doctype html><html></html>"), ""},
 		{"one byte", []byte{0x89}, ""},
 	}
-	c := New(Options{})
+	c := newConverter(t, Options{})
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
@@ -132,7 +132,7 @@ func TestToPDF(t *testing.T) {
 		{"truncated jpeg", jpegBytes(t)[:100], documents.FileJPEG, 0, documents.CodeCorruptDocument},
 		{"png header only", []byte("\x89PNG\r\n\x1a\n"), documents.FilePNG, 0, documents.CodeCorruptDocument},
 	}
-	c := New(Options{})
+	c := newConverter(t, Options{})
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
@@ -178,7 +178,7 @@ func TestImageTooLarge(t *testing.T) {
 	b[20], b[21], b[22], b[23] = 0, 0, 0x4e, 0x20
 	binary.BigEndian.PutUint32(b[29:], crc32.ChecksumIEEE(b[12:29]))
 	src := writeTemp(t, "big.png", b)
-	_, err := New(Options{}).ToPDF(context.Background(), documents.ConvertRequest{Src: src, Kind: documents.FilePNG, Dst: filepath.Join(t.TempDir(), "out.pdf")})
+	_, err := newConverter(t, Options{}).ToPDF(context.Background(), documents.ConvertRequest{Src: src, Kind: documents.FilePNG, Dst: filepath.Join(t.TempDir(), "out.pdf")})
 	wantCode(t, err, core.KindUnprocessable, documents.CodeConversionFailed)
 }
 
@@ -187,14 +187,14 @@ func TestImageTooLarge(t *testing.T) {
 func TestTIFFLaterPageTooLarge(t *testing.T) {
 	t.Parallel()
 	src := writeTemp(t, "pages.tif", fixtures.MultiPageTIFF(3, 40, 60, 30000, 30000))
-	_, err := New(Options{}).ToPDF(context.Background(), documents.ConvertRequest{Src: src, Kind: documents.FileTIFF, Dst: filepath.Join(t.TempDir(), "out.pdf")})
+	_, err := newConverter(t, Options{}).ToPDF(context.Background(), documents.ConvertRequest{Src: src, Kind: documents.FileTIFF, Dst: filepath.Join(t.TempDir(), "out.pdf")})
 	wantCode(t, err, core.KindUnprocessable, documents.CodeConversionFailed)
 }
 
 func TestUnsupportedKind(t *testing.T) {
 	t.Parallel()
 	src := writeTemp(t, "x", []byte("x"))
-	_, err := New(Options{}).ToPDF(context.Background(), documents.ConvertRequest{Src: src, Kind: documents.FileKind("text/plain"), Dst: filepath.Join(t.TempDir(), "out.pdf")})
+	_, err := newConverter(t, Options{}).ToPDF(context.Background(), documents.ConvertRequest{Src: src, Kind: documents.FileKind("text/plain"), Dst: filepath.Join(t.TempDir(), "out.pdf")})
 	wantCode(t, err, core.KindUnsupportedMedia, documents.CodeUnsupportedType)
 }
 
@@ -205,7 +205,7 @@ func TestPDFNeverPanics(t *testing.T) {
 	base := rewritePDF(t, pdfBytes(t, pdfSpec{pages: 3, imageBytes: 5000}))
 	classic := pdfBytes(t, pdfSpec{pages: 3, imageBytes: 5000, indirectLengths: true})
 	r := rand.New(rand.NewPCG(7, 11))
-	c := New(Options{})
+	c := newConverter(t, Options{})
 	for i := 0; i < 300; i++ {
 		src := base
 		if i%2 == 1 {

@@ -160,7 +160,7 @@ func TestFairSlotsQueueLimitAndCancel(t *testing.T) {
 // first owner's slot is held.
 func TestConverterQueuesPerOwner(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		c := New(Options{MaxConcurrentImages: 2, MaxQueuedPerOwner: 1})
+		c := newConverter(t, Options{MaxConcurrentImages: 2, MaxQueuedPerOwner: 1})
 		dir := t.TempDir()
 		src := writeTemp(t, "source", pngBytes(t))
 		req := func(owner, name string) documents.ConvertRequest {

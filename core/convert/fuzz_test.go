@@ -24,7 +24,7 @@ func FuzzDetect(f *testing.F) {
 	f.Add(odtBytes(f))
 	f.Add(cfbBytes([]string{"WordDocument"}, []string{"Workbook"}))
 	f.Add([]byte(`{\rtf1 x}`))
-	c := New(Options{})
+	c := newConverter(f, Options{})
 	f.Fuzz(func(t *testing.T, b []byte) {
 		p := filepath.Join(t.TempDir(), "upload")
 		if err := os.WriteFile(p, b, 0o600); err != nil {
@@ -54,7 +54,7 @@ func FuzzTIFF(f *testing.F) {
 	f.Add(fixtures.MultiPageTIFF(2, 4, 6, 30000, 30000))
 	f.Add(deflateTIFF(f, 2, 16, 16, 5, false))
 	f.Add(deflateTIFF(f, 1, 9, 7, 7, true))
-	c := New(Options{})
+	c := newConverter(f, Options{})
 	f.Fuzz(func(t *testing.T, b []byte) {
 		const limit = 5
 		pages, err := tiffPages(bytes.NewReader(b), limit)

@@ -57,7 +57,7 @@ func TestImageLimits(t *testing.T) {
 			t.Parallel()
 			src := writeTemp(t, "source", tt.data)
 			dst := filepath.Join(t.TempDir(), "out.pdf")
-			pages, err := New(Options{Timeout: tt.timeout}).ToPDF(context.Background(),
+			pages, err := newConverter(t, Options{Timeout: tt.timeout}).ToPDF(context.Background(),
 				documents.ConvertRequest{Src: src, Kind: tt.kind, Dst: dst, MaxPages: tt.maxPages})
 			if tt.code != "" {
 				wantCode(t, err, core.KindUnprocessable, tt.code)
@@ -101,7 +101,7 @@ func TestImageLayouts(t *testing.T) {
 			t.Parallel()
 			src := writeTemp(t, "source", tt.data)
 			dst := filepath.Join(t.TempDir(), "out.pdf")
-			pages, err := New(Options{}).ToPDF(context.Background(), documents.ConvertRequest{Src: src, Kind: tt.kind, Dst: dst})
+			pages, err := newConverter(t, Options{}).ToPDF(context.Background(), documents.ConvertRequest{Src: src, Kind: tt.kind, Dst: dst})
 			if err != nil || pages < 1 {
 				t.Fatalf("pages = %d, %v", pages, err)
 			}

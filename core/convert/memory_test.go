@@ -267,7 +267,7 @@ func TestMeasureConvertChild(t *testing.T) {
 		t.Skip("helper for TestConvertWorstCasesMemory")
 	}
 	before := peakRSSKB(t)
-	pages, err := New(Options{}).ToPDF(context.Background(), documents.ConvertRequest{
+	pages, err := newConverter(t, Options{}).ToPDF(context.Background(), documents.ConvertRequest{
 		Src: p, Kind: documents.FileKind(kind), Dst: p + ".out.pdf", OwnerID: "own_1", MaxPages: 350,
 	})
 	code := "-"

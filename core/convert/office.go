@@ -35,9 +35,11 @@ func (c *Converter) soffice() (string, error) {
 	return p, err
 }
 
-// officeToPDF converts an office document with LibreOffice in headless mode.
-// Each job gets its own profile directory: LibreOffice refuses to run twice on
-// one profile, and a shared profile would serialise every conversion.
+// officeToPDF converts an office document with LibreOffice in headless mode,
+// on a warm LibreOffice of the pool (officeworker.go) unless Options.ColdOffice
+// says otherwise or none could be started. A cold conversion gets its own
+// profile directory: LibreOffice runs once per profile, and a shared profile
+// would serialise every conversion.
 func (c *Converter) officeToPDF(ctx context.Context, req documents.ConvertRequest) (pages int, err error) {
 	bin, err := c.soffice()
 	if err != nil {
@@ -55,13 +57,15 @@ func (c *Converter) officeToPDF(ctx context.Context, req documents.ConvertReques
 
 // runOffice converts in a slot of its own.
 func (c *Converter) runOffice(ctx context.Context, bin, src string, kind documents.FileKind, dst string, maxPages int) (int, error) {
+	// Each conversion has its own input and output directories, removed
+	// when it ends, whichever LibreOffice reads them.
 	job, err := os.MkdirTemp(c.opts.TempDir, "faxhub-soffice-")
 	if err != nil {
 		return 0, fmt.Errorf("create conversion directory: %w", err)
 	}
 	defer os.RemoveAll(job)
-	profile, in, out := filepath.Join(job, "profile"), filepath.Join(job, "in"), filepath.Join(job, "out")
-	for _, d := range []string{profile, in, out} {
+	in, out := filepath.Join(job, "in"), filepath.Join(job, "out")
+	for _, d := range []string{in, out} {
 		if err := os.Mkdir(d, 0o700); err != nil {
 			return 0, fmt.Errorf("create conversion directory: %w", err)
 		}
@@ -71,7 +75,7 @@ func (c *Converter) runOffice(ctx context.Context, bin, src string, kind documen
 		return 0, fmt.Errorf("stage %s for conversion: %w", kindName(kind), err)
 	}
 
-	if err := c.runSoffice(ctx, bin, job, profile, out, input, kind); err != nil {
+	if err := c.convertOffice(ctx, bin, job, out, input, kind); err != nil {
 		return 0, err
 	}
 	result := filepath.Join(out, "document.pdf")
@@ -99,10 +103,29 @@ func (c *Converter) runOffice(ctx context.Context, bin, src string, kind documen
 	return pages, nil
 }
 
-func (c *Converter) runSoffice(ctx context.Context, bin, job, profile, out, input string, kind documents.FileKind) error {
+// convertOffice converts input into out on a warm LibreOffice, or on a cold
+// one of its own when there is no warm one.
+func (c *Converter) convertOffice(ctx context.Context, bin, job, out, input string, kind documents.FileKind) error {
+	if w := c.pool.get(); w != nil {
+		err := c.convertWarm(ctx, w, bin, job, out, input, kind)
+		c.pool.put(w)
+		if !errors.Is(err, errNoWarmOffice) {
+			return err
+		}
+	}
+	profile := filepath.Join(job, "profile")
+	if err := os.Mkdir(profile, 0o700); err != nil {
+		return fmt.Errorf("create conversion directory: %w", err)
+	}
+	return c.runSoffice(ctx, bin, job, (&url.URL{Scheme: "file", Path: profile}).String(), out, input, kind)
+}
+
+// runSoffice runs `soffice --convert-to pdf` on the profile at profileURL:
+// a conversion of its own when no LibreOffice runs on that profile, else a
+// client handing input to the one that does and waiting for it.
+func (c *Converter) runSoffice(ctx context.Context, bin, job, profileURL, out, input string, kind documents.FileKind) error {
 	tctx, cancel := context.WithTimeout(ctx, c.opts.Timeout)
 	defer cancel()
-	profileURL := (&url.URL{Scheme: "file", Path: profile}).String()
 	cmd := exec.CommandContext(tctx, bin,
 		"--headless", "--norestore", "--nologo", "--nodefault", "--nolockcheck",
 		"-env:UserInstallation="+profileURL,
@@ -122,7 +145,7 @@ func (c *Converter) runSoffice(ctx context.Context, bin, job, profile, out, inpu
 	err := cmd.Run()
 	switch {
 	case errors.Is(tctx.Err(), context.DeadlineExceeded):
-		return conversionFailed(tctx.Err(), "LibreOffice did not finish converting the %s document within %s", kindName(kind), c.opts.Timeout)
+		return c.officeTimeout(tctx, kind)
 	case ctx.Err() != nil:
 		return fmt.Errorf("convert %s: %w", kindName(kind), ctx.Err())
 	case err != nil:
@@ -131,6 +154,13 @@ func (c *Converter) runSoffice(ctx context.Context, bin, job, profile, out, inpu
 	}
 	return nil
 }
+
+// officeTimeout is the error of a LibreOffice conversion whose time ran out.
+func (c *Converter) officeTimeout(ctx context.Context, kind documents.FileKind) error {
+	return conversionFailed(ctx.Err(), "LibreOffice did not finish converting the %s document within %s", kindName(kind), c.opts.Timeout)
+}
+
+func isOfficeTimeout(err error) bool { return errors.Is(err, context.DeadlineExceeded) }
 
 // tailBuffer keeps the last few KB written to it: enough of LibreOffice's
 // output to explain a failure, without trusting it to be short.

@@ -68,7 +68,7 @@ func TestOfficeToPDF(t *testing.T) {
 		{"doc", func(t *testing.T) string { return sofficeConvert(t, bin, docx, "doc:MS Word 97") }, documents.FileDOC, 3},
 		{"xls", func(t *testing.T) string { return sofficeConvert(t, bin, xlsx, "xls:MS Excel 97") }, documents.FileXLS, 1},
 	}
-	c := New(Options{})
+	c := newConverter(t, Options{})
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
@@ -118,7 +118,7 @@ func TestOfficeBrokenDocument(t *testing.T) {
 		zipEntry{"word/document.xml", "\x00\x01 not xml"},
 	)
 	src := writeTemp(t, "source", b)
-	c := New(Options{})
+	c := newConverter(t, Options{})
 	kind, err := c.Detect(context.Background(), src)
 	if err != nil || kind != documents.FileDOCX {
 		t.Fatalf("Detect = %q, %v", kind, err)
@@ -132,7 +132,7 @@ func TestOfficeBrokenDocument(t *testing.T) {
 func TestOfficeConcurrent(t *testing.T) {
 	needSoffice(t)
 	t.Parallel()
-	c := New(Options{MaxConcurrent: 2})
+	c := newConverter(t, Options{MaxConcurrent: 2})
 	src := writeTemp(t, "source", docxBytes(t, 2))
 	var wg sync.WaitGroup
 	errs := make([]error, 4)
@@ -154,7 +154,7 @@ func TestOfficeConcurrent(t *testing.T) {
 
 func TestOfficeMissingLibreOffice(t *testing.T) {
 	t.Parallel()
-	c := New(Options{SofficePath: filepath.Join(t.TempDir(), "no", "soffice")})
+	c := newConverter(t, Options{SofficePath: filepath.Join(t.TempDir(), "no", "soffice")})
 	src := writeTemp(t, "source", docxBytes(t, 1))
 	_, err := c.ToPDF(context.Background(), documents.ConvertRequest{Src: src, Kind: documents.FileDOCX, Dst: filepath.Join(t.TempDir(), "out.pdf")})
 	wantCode(t, err, core.KindUnsupportedMedia, documents.CodeLibreOfficeMissing)
@@ -174,7 +174,7 @@ func TestOfficeTimeoutKillsProcessGroup(t *testing.T) {
 	if err := os.WriteFile(script, []byte("#!/bin/sh\nsleep 60 &\necho $! > "+pidFile+"\nwait\n"), 0o700); err != nil {
 		t.Fatal(err)
 	}
-	c := New(Options{SofficePath: script, Timeout: 500 * time.Millisecond})
+	c := newConverter(t, Options{SofficePath: script, Timeout: 500 * time.Millisecond})
 	src := writeTemp(t, "source", docxBytes(t, 1))
 	start := time.Now()
 	_, err := c.ToPDF(context.Background(), documents.ConvertRequest{Src: src, Kind: documents.FileDOCX, Dst: filepath.Join(t.TempDir(), "out.pdf")})
@@ -222,7 +222,7 @@ func TestOfficeCancelledWhileWaitingForASlot(t *testing.T) {
 	if err := os.WriteFile(script, []byte("#!/bin/sh\nsleep 60\n"), 0o700); err != nil {
 		t.Fatal(err)
 	}
-	c := New(Options{SofficePath: script, MaxConcurrent: 1, Timeout: 30 * time.Second})
+	c := newConverter(t, Options{SofficePath: script, MaxConcurrent: 1, Timeout: 30 * time.Second})
 	src := writeTemp(t, "source", docxBytes(t, 1))
 	ctx, cancel := context.WithCancel(context.Background())
 	first := make(chan error, 1)
@@ -264,7 +264,7 @@ func TestOfficeTooManyPages(t *testing.T) {
 	if err := os.WriteFile(script, []byte(body), 0o700); err != nil {
 		t.Fatal(err)
 	}
-	c := New(Options{SofficePath: script})
+	c := newConverter(t, Options{SofficePath: script})
 	src := writeTemp(t, "source", docxBytes(t, 1))
 	dst := filepath.Join(dir, "out.pdf")
 	_, err := c.ToPDF(context.Background(), documents.ConvertRequest{Src: src, Kind: documents.FileDOCX, Dst: dst, MaxPages: 30})

@@ -99,7 +99,7 @@ func TestLargeDamagedPDF(t *testing.T) {
 		t.Fatal(err)
 	}
 	f.Close()
-	_, err = New(Options{}).ToPDF(context.Background(), documents.ConvertRequest{Src: p, Kind: documents.FilePDF, Dst: p + ".out"})
+	_, err = newConverter(t, Options{}).ToPDF(context.Background(), documents.ConvertRequest{Src: p, Kind: documents.FilePDF, Dst: p + ".out"})
 	wantCode(t, err, core.KindUnprocessable, documents.CodeCorruptDocument)
 }
 
@@ -234,7 +234,7 @@ func TestPDFPageLimitBeforeValidation(t *testing.T) {
 				t.Errorf("page objects = %d, want %d", idx.pageObjects, tt.declared)
 			}
 			p := writeTemp(t, "doc.pdf", tt.data)
-			pages, err := New(Options{}).ToPDF(context.Background(), documents.ConvertRequest{Src: p, Kind: documents.FilePDF, Dst: p + ".out", MaxPages: 30})
+			pages, err := newConverter(t, Options{}).ToPDF(context.Background(), documents.ConvertRequest{Src: p, Kind: documents.FilePDF, Dst: p + ".out", MaxPages: 30})
 			if tt.code != "" {
 				wantCode(t, err, core.KindUnprocessable, tt.code)
 				return
@@ -252,6 +252,6 @@ func TestPDFPageLimitLyingCount(t *testing.T) {
 	t.Parallel()
 	b := bytes.Replace(pdfBytes(t, pdfSpec{pages: 40}), []byte("/Count 40"), []byte("/Count 1 "), 1)
 	p := writeTemp(t, "doc.pdf", b)
-	_, err := New(Options{}).ToPDF(context.Background(), documents.ConvertRequest{Src: p, Kind: documents.FilePDF, Dst: p + ".out", MaxPages: 30})
+	_, err := newConverter(t, Options{}).ToPDF(context.Background(), documents.ConvertRequest{Src: p, Kind: documents.FilePDF, Dst: p + ".out", MaxPages: 30})
 	wantCode(t, err, core.KindUnprocessable, documents.CodeTooManyPages)
 }

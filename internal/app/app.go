@@ -160,8 +160,8 @@ type StripeOptions struct {
 	HTTPClient *http.Client
 }
 
-// App is a wired process. Start runs the delivery workers; Close releases
-// the database.
+// App is a wired process. Start runs the delivery workers; Close stops the
+// warm LibreOffice processes and releases the database.
 type App struct {
 	Options
 	DB      *store.DB
@@ -189,6 +189,9 @@ type App struct {
 	signer *issuerSigner
 	// metrics records the metrics; nil without MetricsAddr.
 	metrics *prometheus.Metrics
+	// converter turns uploads into PDFs; Close stops its warm LibreOffice
+	// processes.
+	converter *convert.Converter
 	// Mailer sends owner mail: SMTP when configured, else a dev mailbox
 	// (*mail.Mailbox, which tests read).
 	Mailer core.Mailer
@@ -368,6 +371,7 @@ func (a *App) wire(ctx context.Context) error {
 		return err
 	}
 	a.signer = &issuerSigner{}
+	a.converter = convert.New(convertOptions(o.Convert, o.Soffice, tmp))
 	sim := simulated.New(simulated.Options{TimeScale: o.SimTimeScale, Report: q.ScheduleOutcome, ReportNumber: q.ScheduleNumberOutcome})
 	deps := services.Deps{Store: a.DB, Queue: q, AuthState: a.DB, Machine: machine, Checkout: checkouts, MachineBinder: mpp.Binder{},
 		Text:     convert.NewTextReader(convert.TextOptions{}),
@@ -378,7 +382,7 @@ func (a *App) wire(ctx context.Context) error {
 		// provider_not_configured.
 		Providers:   map[core.Mode]faxes.Provider{core.ModeTest: sim},
 		Blobs:       blobs,
-		Converter:   convert.New(convertOptions(o.Convert, o.Soffice, tmp)),
+		Converter:   a.converter,
 		Destination: phone.New(),
 		Numbers:     map[core.Mode]numbers.Provider{core.ModeTest: sim},
 		// AP2 credit purchases: the test card in test mode; live card
@@ -547,8 +551,13 @@ func (a *App) Ready(ctx context.Context) error {
 	return queue.Validate(ctx, a.DB.SQL(), a.DB.Dialect())
 }
 
-// Close releases the database.
-func (a *App) Close() error { return a.DB.Close() }
+// Close stops the warm LibreOffice processes and releases the database.
+func (a *App) Close() error {
+	if a.converter != nil {
+		a.converter.Close()
+	}
+	return a.DB.Close()
+}
 
 // convertOptions is the converter's configuration: the operator's bounds
 // with the binary and work directory this app decides.
