@@ -132,11 +132,21 @@ function faxArgs() {
 }
 
 function money(q) {
-  return (q.currency === "USD" ? "$" : "") + q.amount + (q.currency === "USD" ? "" : " " + q.currency);
+  const usd = String(q.currency).toLowerCase() === "usd";
+  return (usd ? "$" : "") + q.amount + (usd ? "" : " " + String(q.currency).toUpperCase());
 }
 
-$("fax-form").addEventListener("submit", async (e) => {
-  e.preventDefault();
+// No <form>: hosts sandbox the frame without allow-forms, where a submit
+// is blocked before any handler sees it. Enter in a field previews.
+$("fax-form").addEventListener("keydown", (e) => {
+  if (e.key === "Enter" && e.target.tagName === "INPUT" && !$("preview").disabled) {
+    e.preventDefault();
+    preview();
+  }
+});
+$("preview").addEventListener("click", () => preview());
+
+async function preview() {
   const args = faxArgs();
   if (!args.to) { notice("Enter the fax number to send to.", true); $("to").focus(); return; }
   $("preview").disabled = true;
@@ -149,7 +159,6 @@ $("fax-form").addEventListener("submit", async (e) => {
       const img = document.createElement("img");
       img.src = src;
       img.alt = "Page " + (i + 1) + " as it will be faxed";
-      img.loading = "lazy";
       pages.appendChild(img);
     });
     const q = p.quote;
@@ -163,7 +172,7 @@ $("fax-form").addEventListener("submit", async (e) => {
   } finally {
     $("preview").disabled = false;
   }
-});
+}
 
 // ---- 3. send (or hand the owner the draft's page)
 
