@@ -61,8 +61,6 @@ before(async () => {
   await startHost();
   browser = await chromium.launch({ executablePath: CHROMIUM, headless: true, timeout: 60000,
     args: ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'] });
-  page = await browser.newPage({ viewport: { width: 900, height: 1000 } });
-  page.setDefaultTimeout(30000);
 });
 
 after(async () => {
@@ -113,16 +111,28 @@ test('the upload tool links the app; the resource is the app with its CSP', asyn
   assert.match(s.upload.structuredContent.uploadPageUrl, /\/upload#/);
 });
 
+// openHost opens the test host in a new tab whose tool calls go through
+// client, and shows the app there next to toolResult.
+async function openHost(client, toolResult) {
+  const p = await browser.newPage({ viewport: { width: 900, height: 1000 } });
+  p.setDefaultTimeout(30000);
+  p.on('request', (r) => s.requests.push(r.url()));
+  p.on('console', (m) => { if (m.type() === 'error') s.consoleErrors.push(m.text()); });
+  // The host's side of tools/call: the MCP client (in Node, with the
+  // token); a refusal by faxhub (HTTP 403 insufficient_scope) reaches the
+  // app as a failed call.
+  await p.exposeFunction('hostCallTool', async (params) => client.callTool(params));
+  await p.goto(hostOrigin + '/');
+  await p.evaluate(({ html, meta, toolResult }) => window.showApp({ html, meta, toolResult }),
+    { html: s.app.text, meta: s.app._meta, toolResult });
+  await p.waitForFunction(() => window.appReady === true);
+  return p;
+}
+
 test('the host renders the app in a sandboxed frame; the app connects over the bridge', async () => {
   s.requests = [];
-  page.on('request', (r) => s.requests.push(r.url()));
   s.consoleErrors = [];
-  page.on('console', (m) => { if (m.type() === 'error') s.consoleErrors.push(m.text()); });
-  await page.exposeFunction('hostCallTool', async (params) => s.client.callTool(params));
-  await page.goto(hostOrigin + '/');
-  await page.evaluate(({ html, meta, toolResult }) => window.showApp({ html, meta, toolResult }),
-    { html: s.app.text, meta: s.app._meta, toolResult: s.upload });
-  await page.waitForFunction(() => window.appReady === true);
+  page = await openHost(s.client, s.upload);
   const app = page.frameLocator('#app');
   await app.locator('h1').waitFor();
   assert.equal(await app.locator('h1').textContent(), 'Send a fax');
@@ -185,6 +195,36 @@ test('send, and follow the fax until delivered, with its report and receipt link
   assert.equal(r.status, 200);
   assert.equal(r.headers.get('content-type'), 'application/pdf');
   await screenshot('delivered');
+});
+
+test('without fax:send the app drafts the fax and shows the owner its page; nothing is charged', async () => {
+  const token = await oauthToken('Conformance MCP App drafts', 'http://127.0.0.1:53684/mcp-app-drafts', { drop: ['fax:send'] });
+  const client = new v2.Client({ name: 'faxhub-test-host', version: '1.0.0' }, { versionNegotiation: { mode: { pin: '2026-07-28' } } });
+  await client.connect(new v2.StreamableHTTPClientTransport(new URL(MCP), { requestInit: { headers: { authorization: `Bearer ${token}` } } }));
+  try {
+    const before = await tool('get_credits', {});
+    page = await openHost(client);
+    const app = page.frameLocator('#app');
+    await app.locator('#file').setInputFiles({ name: 'memo.pdf', mimeType: 'application/pdf', buffer: minimalPDF(1) });
+    await app.locator('#file-state[data-uploaded="true"]').waitFor();
+    await app.locator('#to').fill(FAX_TO);
+    await app.locator('#to').press('Enter'); // Enter previews (no <form> in a sandboxed frame)
+    await app.locator('#pages img').first().waitFor();
+    await app.locator('#send').click();
+    await app.locator('#status[data-status="draft"]').waitFor();
+    assert.match(await app.locator('#status').textContent(), /insufficient_scope|fax:send|403/i);
+    const href = await app.locator('#checkout').getAttribute('href');
+    assert.match(href, new RegExp(`^${BASE}/console/drafts/[^/?]+\\?mode=test$`), `the owner's link: ${href}`);
+    await app.locator('#checkout').click();
+    await page.waitForFunction(() => window.openedLinks.length > 0);
+    assert.deepEqual(await page.evaluate(() => window.openedLinks), [href]);
+    const after = await tool('get_credits', {});
+    assert.equal(after.balanceCents, before.balanceCents, 'nothing charged');
+    assert.equal(after.held, before.held, 'nothing held');
+    await screenshot('draft-for-owner');
+  } finally {
+    await client.close().catch(() => {});
+  }
 });
 
 test('the app reached nothing but the host, faxhub and data: URLs, and logged no error', async () => {
