@@ -15,7 +15,7 @@ import path from 'node:path';
 import { createRequire } from 'node:module';
 import { chromium } from 'playwright-core';
 import * as v2 from '@modelcontextprotocol/client';
-import { BASE, MCP, OUT, env, until } from '../node/lib.mjs';
+import { BASE, MCP, OUT, env, payTestCard, until } from '../node/lib.mjs';
 import { FAX_TO, minimalPDF, oauthToken } from '../node/mcp-lib.mjs';
 import { build } from '../../protocols/mcp/app/build.mjs';
 
@@ -81,13 +81,7 @@ test('the chat app connects with its OAuth token and buys test credits', async (
   await s.client.connect(new v2.StreamableHTTPClientTransport(new URL(MCP), { requestInit: { headers: { authorization: `Bearer ${token}` } } }));
   s.token = token;
   const co = await tool('create_credit_checkout', { packId: 'pack_10' });
-  const year = String((new Date().getUTCFullYear() + 3) % 100).padStart(2, '0');
-  const paid = await fetch(co.checkoutUrl, {
-    method: 'POST', redirect: 'manual',
-    body: new URLSearchParams({ card_number: '4242 4242 4242 4242', expiry: `12/${year}`, cvc: '123' }),
-    headers: { origin: BASE, 'sec-fetch-site': 'same-origin', 'content-type': 'application/x-www-form-urlencoded' },
-  });
-  assert.equal(paid.status, 303, `test card: ${paid.status}`);
+  await payTestCard(co.checkoutUrl);
   const credits = await tool('get_credits', {});
   assert.ok(credits.balanceCents > 0, `credits: ${JSON.stringify(credits)}`);
 });
