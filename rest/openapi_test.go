@@ -132,7 +132,7 @@ func TestOpenAPIDocument(t *testing.T) {
 	for _, c := range components["schemas"].(map[string]any)["Problem"].(map[string]any)["properties"].(map[string]any)["code"].(map[string]any)["enum"].([]any) {
 		enum[c.(string)] = true
 	}
-	public := map[string]bool{"putUpload": true, "validateMachineFax": true, "createMachineFax": true, "getMachineFaxStatus": true, "getOpenAPI": true, "getLLMsTxt": true, "getInboxFile": true, "getProviderMedia": true, "getWebhookSigningKey": true,
+	public := map[string]bool{"putUpload": true, "preflightUpload": true, "validateMachineFax": true, "createMachineFax": true, "getMachineFaxStatus": true, "getOpenAPI": true, "getLLMsTxt": true, "getInboxFile": true, "getProviderMedia": true, "getWebhookSigningKey": true,
 		"getPreviewFile": true, "getPreviewFilePage": true, "getFaxFile": true, "getFaxFilePage": true, "getFaxReport": true}
 	ids := map[string]bool{}
 	for path, item := range doc["paths"].(map[string]any) {

@@ -127,7 +127,8 @@ func (a *api) routeTable() []route {
 	key, capability, payment, none := web.AuthAPIKey, web.AuthCapability, web.AuthPayment, web.AuthNone
 	return []route{
 		{"createUpload", "POST", "/api/v1/uploads", key, a.authed(a.createUpload)},
-		{"putUpload", "PUT", core.LinkUpload.Path(), capability, a.public(a.putUpload)},
+		{"putUpload", "PUT", core.LinkUpload.Path(), capability, uploadCORS(a.public(a.putUpload))},
+		{"preflightUpload", "OPTIONS", core.LinkUpload.Path(), none, uploadCORS(http.HandlerFunc(noContent))},
 		{"sendFax", "POST", "/api/v1/faxes", key, a.authed(a.sendFax)},
 		{"listFaxes", "GET", "/api/v1/faxes", key, a.authed(a.listFaxes)},
 		{"getFax", "GET", "/api/v1/faxes/{id}", key, a.authed(a.getFax)},

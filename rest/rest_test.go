@@ -273,7 +273,7 @@ func TestNotFoundAndMethodNotAllowed(t *testing.T) {
 		{"DELETE", "/api/v1/faxes", "GET, HEAD, POST"},
 		{"PUT", "/api/v1/faxes/fax_1", "GET, HEAD"},
 		{"GET", "/api/v1/uploads", "POST"},
-		{"GET", "/api/v1/uploads/u1.a.b", "PUT"},
+		{"GET", "/api/v1/uploads/u1.a.b", "PUT, OPTIONS"},
 		{"GET", "/api/v1/faxes/fax_1/cancel", "POST"},
 		{"GET", "/api/v1/machine/faxes", "POST"},
 		{"POST", "/api/v1/credits", "GET, HEAD"},

@@ -54,7 +54,7 @@ export async function registerClient(registrationEndpoint, name, redirectURI) {
 // return, ticked scopes, Origin) and the resume redirect. The page must name
 // the client and the resource the token is for. It returns the URL the
 // browser would land on at the client.
-export async function consent(authURL, clientName, redirectURI, { cookie = env('FAXHUB_SESSION_COOKIE'), resource = MCP } = {}) {
+export async function consent(authURL, clientName, redirectURI, { cookie = env('FAXHUB_SESSION_COOKIE'), resource = MCP, drop = [] } = {}) {
   let res = await fetch(authURL, { headers: { cookie }, redirect: 'manual' });
   assert.equal(res.status, 303, `authorize: ${res.status} ${await res.text()}`);
   const consentURL = new URL(res.headers.get('location'), BASE);
@@ -69,7 +69,8 @@ export async function consent(authURL, clientName, redirectURI, { cookie = env('
     csrf: hiddenField(page, 'csrf'), binding: hiddenField(page, 'binding'), return: hiddenField(page, 'return'),
     decision: 'approve',
   });
-  for (const m of page.matchAll(/name="scope" value="([^"]+)" checked/g)) form.append('scope', m[1]);
+  // The owner unticks the scopes in drop (a narrower grant).
+  for (const m of page.matchAll(/name="scope" value="([^"]+)" checked/g)) if (!drop.includes(m[1])) form.append('scope', m[1]);
   res = await fetch(new URL(consentURL.pathname, BASE), {
     method: 'POST', redirect: 'manual', body: form,
     headers: { cookie, origin: BASE, 'sec-fetch-site': 'same-origin', 'content-type': 'application/x-www-form-urlencoded' },
@@ -110,8 +111,14 @@ export async function payOnConsolePage(checkoutUrl, pagePath, what, formAction, 
   assert.equal(res.status, 303, `pay: ${res.status} ${await res.text()}`);
   const checkout = new URL(res.headers.get('location'), BASE);
   assert.match(checkout.pathname, /^\/checkout\/test\//, `pay redirects to ${checkout}`);
+  await payTestCard(checkout);
+}
+
+// payTestCard pays a test-mode checkout page (/checkout/test/{id}) with the
+// test card, as a person at that page does.
+export async function payTestCard(checkoutUrl) {
   const year = String((new Date().getUTCFullYear() + 3) % 100).padStart(2, '0');
-  res = await fetch(checkout, {
+  const res = await fetch(checkoutUrl, {
     method: 'POST', redirect: 'manual',
     body: new URLSearchParams({ card_number: '4242 4242 4242 4242', expiry: `12/${year}`, cvc: '123' }),
     headers: { origin: BASE, 'sec-fetch-site': 'same-origin', 'content-type': 'application/x-www-form-urlencoded' },

@@ -12,8 +12,9 @@ export const COOKIE = env('FAXHUB_SESSION_COOKIE');
 // registration, PKCE, the authorization URL and the token exchange itself;
 // redirectToAuthorization plays the owner's browser and keeps the callback.
 export class ConsoleOAuthProvider {
-  constructor(clientName, redirectURI) {
+  constructor(clientName, redirectURI, { drop = [] } = {}) {
     this.clientName = clientName;
+    this.drop = drop; // scopes the owner unticks at consent
     this.redirectURI = redirectURI;
     this.authorizationURL = undefined; // what the SDK sent the browser to
     this.callback = undefined; // where the browser landed
@@ -35,7 +36,7 @@ export class ConsoleOAuthProvider {
   codeVerifier() { return this._verifier; }
   async redirectToAuthorization(url) {
     this.authorizationURL = new URL(url);
-    this.callback = await consent(this.authorizationURL, this.clientName, this.redirectURI);
+    this.callback = await consent(this.authorizationURL, this.clientName, this.redirectURI, { drop: this.drop });
   }
 }
 
@@ -70,9 +71,9 @@ export const FAX_TO = '+12125550100';
 // oauthToken gets an access token for /mcp with @modelcontextprotocol/sdk's
 // auth() (discovery from the PRM, DCR, PKCE, resource) and the console
 // consent; used by the suites that drive a tool which takes a header.
-export async function oauthToken(clientName, redirectURI) {
+export async function oauthToken(clientName, redirectURI, { drop = [] } = {}) {
   const { auth } = await import('@modelcontextprotocol/sdk/client/auth.js');
-  const provider = new ConsoleOAuthProvider(clientName, redirectURI);
+  const provider = new ConsoleOAuthProvider(clientName, redirectURI, { drop });
   assert.equal(await auth(provider, { serverUrl: MCP }), 'REDIRECT');
   assert.equal(provider.callback.searchParams.get('iss'), new URL('/api/auth', BASE).href);
   assert.equal(await auth(provider, { serverUrl: MCP, authorizationCode: provider.callback.searchParams.get('code') }), 'AUTHORIZED');

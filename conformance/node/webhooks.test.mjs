@@ -16,7 +16,7 @@ import assert from 'node:assert/strict';
 import http from 'node:http';
 import { createPublicKey, verify as cryptoVerify } from 'node:crypto';
 import { Webhook } from 'standardwebhooks';
-import { BASE, simulateInbound, testAPIKey, until } from './lib.mjs';
+import { BASE, payTestCard, simulateInbound, testAPIKey, until } from './lib.mjs';
 import { minimalPDF } from './mcp-lib.mjs';
 
 const API = `${BASE}/api/v1`;
@@ -195,13 +195,7 @@ test('endpoints: one v1 (standardwebhooks) and one v1a (Ed25519) on a loopback r
   for (const ep of [s.v1, s.v1a]) assert.ok(listed.data.some((e) => e.id === ep.id), `listed: ${JSON.stringify(listed)}`);
   // Credits for the faxes and the number, bought as a person would.
   const co = await ok('POST', '/credits/checkout', { packId: 'pack_10' });
-  const year = String((new Date().getUTCFullYear() + 3) % 100).padStart(2, '0');
-  const paid = await fetch(co.checkoutUrl, {
-    method: 'POST', redirect: 'manual',
-    body: new URLSearchParams({ card_number: '4242 4242 4242 4242', expiry: `12/${year}`, cvc: '123' }),
-    headers: { origin: BASE, 'sec-fetch-site': 'same-origin', 'content-type': 'application/x-www-form-urlencoded' },
-  });
-  assert.equal(paid.status, 303, `test card: ${paid.status}`);
+  await payTestCard(co.checkoutUrl);
   for (const p of ['/v1', '/v1a']) {
     await until(`credits.purchased at ${p}`, async () => received(p, (b) => b.type === 'credits.purchased'), (l) => l.length > 0);
   }

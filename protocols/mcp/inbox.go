@@ -29,11 +29,11 @@ type readInboxIn struct {
 }
 
 func (h *Handler) addInboxTools(s *mcp.Server) {
-	mcp.AddTool(s, &mcp.Tool{Name: "list_inbox", Annotations: ann("List received faxes", true, false, true, false),
-		Description: "List faxes received on the owner's numbers (in the token's mode), newest first, each with a preview of its text; optionally only one number's (numberId); page with startingAfter = nextCursor. Read one whole with read_inbox_fax." + scopeNote("list_inbox") + phiWarning},
+	mcp.AddTool(s, tool(&mcp.Tool{Name: "list_inbox", Annotations: ann("List received faxes", true, false, true, false),
+		Description: "List faxes received on the owner's numbers (in the token's mode), newest first, each with a preview of its text; optionally only one number's (numberId); page with startingAfter = nextCursor. Read one whole with read_inbox_fax." + scopeNote("list_inbox") + phiWarning}),
 		h.listInbox)
-	mcp.AddTool(s, &mcp.Tool{Name: "read_inbox_fax", Annotations: ann("Read a received fax", true, false, true, false),
-		Description: "Read one received fax: sender, pages, its text (textStatus and textNote say plainly when some of it could not be read, e.g. scanned pages with OCR not installed) and downloadUrl, a link to the PDF that works for a few minutes — give it to the user to see the pages; the document itself is never returned." + scopeNote("read_inbox_fax") + phiWarning},
+	mcp.AddTool(s, tool(&mcp.Tool{Name: "read_inbox_fax", Annotations: ann("Read a received fax", true, false, true, false),
+		Description: "Read one received fax: sender, pages, its text (textStatus and textNote say plainly when some of it could not be read, e.g. scanned pages with OCR not installed) and downloadUrl, a link to the PDF that works for a few minutes — give it to the user to see the pages; the document itself is never returned." + scopeNote("read_inbox_fax") + phiWarning}),
 		h.readInbox)
 }
 

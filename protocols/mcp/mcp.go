@@ -91,6 +91,9 @@ func New(svc *services.Set, verifier core.TokenVerifier, opts Options) *Handler 
 				//lint:ignore SA1019 still part of the protocol versions faxhub serves
 				Logging: &mcp.LoggingCapabilities{},
 				Prompts: &mcp.PromptCapabilities{},
+				// The app's one resource (app.go); no list-changed or
+				// subscriptions on a stateless server.
+				Resources: &mcp.ResourceCapabilities{},
 			}})
 	h.addTools(h.server)
 	h.sdk = mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return h.server }, &mcp.StreamableHTTPOptions{
@@ -111,6 +114,7 @@ func (h *Handler) Register(r *web.Router) {
 	g := r.Group("mcp", web.OriginBase)
 	g.Handle(web.Route{Name: "mcp.endpoint", Methods: "POST", Path: Path, OwnMethods: true, Auth: web.AuthBearer}, h)
 	registerUploadPage(g, r.Origin(web.OriginAPI))
+	h.addApp(r.Origin(web.OriginAPI))
 }
 
 // Resource is the MCP resource identifier (the token audience).

@@ -96,6 +96,8 @@ func (b bearer) RoundTrip(r *http.Request) (*http.Response, error) {
 func (e *env) connect(tok string) *mcp.ClientSession {
 	e.t.Helper()
 	c := mcp.NewClient(&mcp.Implementation{Name: "test-chat", Version: "1"}, nil)
+	check := &outputCheck{t: e.t}
+	c.AddSendingMiddleware(check.middleware)
 	cs, err := c.Connect(e.t.Context(), &mcp.StreamableClientTransport{
 		Endpoint: e.base + "/mcp", HTTPClient: &http.Client{Transport: bearer{tok}}, DisableStandaloneSSE: true, MaxRetries: -1,
 	}, nil)
@@ -103,6 +105,7 @@ func (e *env) connect(tok string) *mcp.ClientSession {
 		e.t.Fatalf("connect: %v", err)
 	}
 	e.t.Cleanup(func() { cs.Close() })
+	check.load(cs)
 	return cs
 }
 

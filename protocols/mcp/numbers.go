@@ -37,14 +37,14 @@ type listNumbersOut struct {
 }
 
 func (h *Handler) addNumberTools(s *mcp.Server) {
-	mcp.AddTool(s, &mcp.Tool{Name: "search_numbers", Annotations: ann("Search fax numbers to rent", true, false, false, true),
-		Description: "Search fax numbers the owner can rent (in the token's mode), by country, area code or locality, each with its monthly price. No side effects; then buy_number with one of them." + scopeNote("search_numbers") + phiWarning},
+	mcp.AddTool(s, tool(&mcp.Tool{Name: "search_numbers", Annotations: ann("Search fax numbers to rent", true, false, false, true),
+		Description: "Search fax numbers the owner can rent (in the token's mode), by country, area code or locality, each with its monthly price. No side effects; then buy_number with one of them." + scopeNote("search_numbers") + phiWarning}),
 		h.searchNumbers)
-	mcp.AddTool(s, &mcp.Tool{Name: "buy_number", Annotations: ann("Reserve a fax number for the owner to pay", false, false, false, true),
-		Description: "Reserve a number from search_numbers for the owner. It never spends credits: the result is the number awaiting_payment with checkoutUrl — give that URL to the owner, who pays the first month there; the number is held until reservedUntil. Once paid it becomes pending, then active (check with list_numbers); an active number receives faxes (list_inbox) and can be the from of create_fax_draft. Months after the first renew from the account's credits." + scopeNote("buy_number") + phiWarning},
+	mcp.AddTool(s, tool(&mcp.Tool{Name: "buy_number", Annotations: ann("Reserve a fax number for the owner to pay", false, false, false, true),
+		Description: "Reserve a number from search_numbers for the owner. It never spends credits: the result is the number awaiting_payment with checkoutUrl — give that URL to the owner, who pays the first month there; the number is held until reservedUntil. Once paid it becomes pending, then active (check with list_numbers); an active number receives faxes (list_inbox) and can be the from of create_fax_draft. Months after the first renew from the account's credits." + scopeNote("buy_number") + phiWarning}),
 		h.buyNumber)
-	mcp.AddTool(s, &mcp.Tool{Name: "list_numbers", Annotations: ann("List the owner's fax numbers", true, false, true, false),
-		Description: "List the owner's fax numbers in the token's mode, newest first, with status (awaiting_payment with its checkoutUrl, pending, active, past_due), monthly price and paid-through date; all: true also lists released, failed and unpaid ones." + scopeNote("list_numbers") + phiWarning},
+	mcp.AddTool(s, tool(&mcp.Tool{Name: "list_numbers", Annotations: ann("List the owner's fax numbers", true, false, true, false),
+		Description: "List the owner's fax numbers in the token's mode, newest first, with status (awaiting_payment with its checkoutUrl, pending, active, past_due), monthly price and paid-through date; all: true also lists released, failed and unpaid ones." + scopeNote("list_numbers") + phiWarning}),
 		h.listNumbers)
 }
 

@@ -110,28 +110,28 @@ func (in batchIn) key() string {
 }
 
 func (h *Handler) addProofTools(s *mcp.Server) {
-	addStrictTool(s, &mcp.Tool{Name: "preview_fax", Annotations: ann("Preview a fax's pages", false, false, false, false),
+	addStrictTool(s, tool(&mcp.Tool{Name: "preview_fax", Annotations: ann("Preview a fax's pages", false, false, false, false),
 		Description: "Show the pages of a fax as they will be faxed, before sending: the document with its cover page and header line, at the fax resolution, in black and white. Takes create_fax_draft's arguments (to optional: given, the result carries the quote). Returns pageImages (a link to a PNG of each page), url (a link to the PDF), pages, sha256 and expiresAt (the links work about an hour): give the links to the user to look at. Nothing is sent or charged." + scopeNote("preview_fax") + phiWarning,
-		InputSchema: previewSchema()},
+		InputSchema: previewSchema()}),
 		h.previewFax)
-	mcp.AddTool(s, &mcp.Tool{Name: "get_fax_document", Annotations: ann("Get the document as faxed", true, false, true, false),
-		Description: "Get links to a fax's document exactly as it was transmitted (cover page and header line included): url (the PDF), pageImages (a PNG of each page), pages, sha256 (equal to the fax's faxedSha256) and expiresAt. Before the first attempt the error is fax_not_yet_faxed (preview_fax shows the pages before sending); past retention document_purged." + scopeNote("get_fax_document") + phiWarning},
+	mcp.AddTool(s, tool(&mcp.Tool{Name: "get_fax_document", Annotations: ann("Get the document as faxed", true, false, true, false),
+		Description: "Get links to a fax's document exactly as it was transmitted (cover page and header line included): url (the PDF), pageImages (a PNG of each page), pages, sha256 (equal to the fax's faxedSha256) and expiresAt. Before the first attempt the error is fax_not_yet_faxed (preview_fax shows the pages before sending); past retention document_purged." + scopeNote("get_fax_document") + phiWarning}),
 		byFaxID(h, "get_fax_document", h.svc.Faxes.FaxedDocument))
-	mcp.AddTool(s, &mcp.Tool{Name: "get_fax_report", Annotations: ann("Get a fax's transmission report", true, false, true, false),
-		Description: "Get a link (url, expiresAt) to a finished fax's transmission report, a PDF like a fax machine's confirmation page: date and time, destination, pages sent, duration, result, a reduced page 1 and the document's sha256. A fax still in progress is fax_not_finished." + scopeNote("get_fax_report") + phiWarning},
+	mcp.AddTool(s, tool(&mcp.Tool{Name: "get_fax_report", Annotations: ann("Get a fax's transmission report", true, false, true, false),
+		Description: "Get a link (url, expiresAt) to a finished fax's transmission report, a PDF like a fax machine's confirmation page: date and time, destination, pages sent, duration, result, a reduced page 1 and the document's sha256. A fax still in progress is fax_not_finished." + scopeNote("get_fax_report") + phiWarning}),
 		byFaxID(h, "get_fax_report", h.svc.Faxes.Report))
-	mcp.AddTool(s, &mcp.Tool{Name: "get_fax_receipt", Annotations: ann("Get a fax's signed delivery receipt", true, false, false, false),
-		Description: "Get a finished fax's signed delivery receipt: receipt, a JWS (EdDSA) over the fax id, destination, pages, the sha256 of the document as faxed, the outcome and times, verifiable offline by anyone with the key at jwksUri. A fax still in progress is fax_not_finished." + scopeNote("get_fax_receipt") + phiWarning},
+	mcp.AddTool(s, tool(&mcp.Tool{Name: "get_fax_receipt", Annotations: ann("Get a fax's signed delivery receipt", true, false, false, false),
+		Description: "Get a finished fax's signed delivery receipt: receipt, a JWS (EdDSA) over the fax id, destination, pages, the sha256 of the document as faxed, the outcome and times, verifiable offline by anyone with the key at jwksUri. A fax still in progress is fax_not_finished." + scopeNote("get_fax_receipt") + phiWarning}),
 		byFaxID(h, "get_fax_receipt", h.svc.Faxes.Receipt))
-	addStrictTool(s, &mcp.Tool{Name: "send_fax_batch", Annotations: ann("Broadcast a fax with credits", false, true, true, true),
+	addStrictTool(s, tool(&mcp.Tool{Name: "send_fax_batch", Annotations: ann("Broadcast a fax with credits", false, true, true, true),
 		Description: fmt.Sprintf("Send one document (uploadToken or documentId) to up to %d recipients at once, paying with the owner's account credits: each recipient is a fax of its own, priced and sent on its own. Spends money: confirm the recipients and the total with the user first. All or nothing: a number that cannot be faxed refuses the whole broadcast, naming the recipient, and nothing is charged; too few credits is insufficient_credits. Takes create_fax_draft's send options for every fax, and per recipient coverPage {recipientName, recipientCompany}. Calling again with the same arguments never charges twice (idempotencyKey: give a fresh one to broadcast the same again). Returns the batch summary (id, counts by status, price, faxes); follow it with get_fax_batch.", faxes.MaxBatchRecipients) + scopeNote("send_fax_batch") + phiWarning,
-		InputSchema: batchSchema()},
+		InputSchema: batchSchema()}),
 		h.sendBatch)
-	mcp.AddTool(s, &mcp.Tool{Name: "get_fax_batch", Annotations: ann("Get a broadcast's status", true, false, true, false),
-		Description: "Get a broadcast's summary: its faxes with their status, counts by status (scheduled, queued, sending, delivered, partial, failed, canceled), total and price; completedAt once every fax ended." + scopeNote("get_fax_batch") + phiWarning},
+	mcp.AddTool(s, tool(&mcp.Tool{Name: "get_fax_batch", Annotations: ann("Get a broadcast's status", true, false, true, false),
+		Description: "Get a broadcast's summary: its faxes with their status, counts by status (scheduled, queued, sending, delivered, partial, failed, canceled), total and price; completedAt once every fax ended." + scopeNote("get_fax_batch") + phiWarning}),
 		byBatchID(h, "get_fax_batch", h.svc.Faxes.GetBatch))
-	mcp.AddTool(s, &mcp.Tool{Name: "cancel_fax_batch", Annotations: ann("Cancel a broadcast", false, true, true, false),
-		Description: "Cancel every fax of a broadcast that has not started (scheduled or queued): their held credits are released. Faxes already sending or finished go on. Returns the summary. Confirm with the user first." + scopeNote("cancel_fax_batch") + phiWarning},
+	mcp.AddTool(s, tool(&mcp.Tool{Name: "cancel_fax_batch", Annotations: ann("Cancel a broadcast", false, true, true, false),
+		Description: "Cancel every fax of a broadcast that has not started (scheduled or queued): their held credits are released. Faxes already sending or finished go on. Returns the summary. Confirm with the user first." + scopeNote("cancel_fax_batch") + phiWarning}),
 		byBatchID(h, "cancel_fax_batch", h.svc.Faxes.CancelBatch))
 }
 

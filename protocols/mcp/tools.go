@@ -208,39 +208,39 @@ type checkoutOut struct {
 // ---- tools
 
 func (h *Handler) addTools(s *mcp.Server) {
-	mcp.AddTool(s, &mcp.Tool{Name: "create_upload", Annotations: ann("Create an upload", false, false, false, false),
-		Description: "Start uploading a document to fax (PDF, image or office file). Returns uploadPageUrl — give it to the user so they can pick the file in their browser — and uploadUrl, where a client can PUT the raw bytes itself without any Authorization header. Tiny files (at most 256 KB) may be passed inline as contentBase64 instead; the result then says uploaded: true. Then call create_fax_draft with the uploadToken." + scopeNote("create_upload") + phiWarning},
+	mcp.AddTool(s, tool(&mcp.Tool{Name: "create_upload", Annotations: ann("Create an upload", false, false, false, false),
+		Description: "Start uploading a document to fax (PDF, image or office file). Returns uploadPageUrl — give it to the user so they can pick the file in their browser — and uploadUrl, where a client can PUT the raw bytes itself without any Authorization header. Tiny files (at most 256 KB) may be passed inline as contentBase64 instead; the result then says uploaded: true. Then call create_fax_draft with the uploadToken." + scopeNote("create_upload") + phiWarning}),
 		h.createUpload)
-	addStrictTool(s, &mcp.Tool{Name: "create_fax_draft", Annotations: ann("Draft a fax", false, false, false, false),
+	addStrictTool(s, tool(&mcp.Tool{Name: "create_fax_draft", Annotations: ann("Draft a fax", false, false, false, false),
 		Description: "Price a fax of an uploaded document to a destination, without paying. Returns the draft, its quote and checkoutUrl, a page where the signed-in owner reviews destination, pages and price and pays for exactly this fax. Alternatively send_fax pays the draft with account credits. " +
 			"Send options: coverPage (cover page fields: recipientName, recipientCompany, senderName, senderCompany, senderPhone, senderFax, subject, message; priced as one more page), header (the line printed at the top of every page, at most 50 characters), resolution (standard or fine, same price), sendAt (RFC 3339, at most 30 days ahead: the fax is scheduled until then and can be canceled with cancel_fax), retry ({attempts 1-5, delayMinutes 1-30} for busy and unanswered calls). A mistake in any of them is an invalid_request error naming the field. preview_fax shows the pages as they will be faxed before paying." + scopeNote("create_fax_draft") + phiWarning,
-		InputSchema: createDraftSchema()},
+		InputSchema: createDraftSchema()}),
 		h.createDraft)
-	mcp.AddTool(s, &mcp.Tool{Name: "validate_fax", Annotations: ann("Check a destination and price", true, false, true, false),
+	mcp.AddTool(s, tool(&mcp.Tool{Name: "validate_fax", Annotations: ann("Check a destination and price", true, false, true, false),
 		Description: "Check that a fax number can be reached and price a number of pages to it. No side effects." + scopeNote("validate_fax") + phiWarning,
-		InputSchema: json.RawMessage(validateSchema)},
+		InputSchema: json.RawMessage(validateSchema)}),
 		h.validate)
-	mcp.AddTool(s, &mcp.Tool{Name: "send_fax", Annotations: ann("Send a drafted fax with credits", false, true, true, true),
-		Description: "Send a draft now, paying with the owner's account credits, and queue it for delivery. Spends money: confirm with the user first. Calling again for the same draft never charges twice (it returns the existing fax). If the credits do not cover the price the call fails with insufficient_credits; then give the user the draft's checkoutUrl, or a credit pack from create_credit_checkout. The fax goes from the number chosen as from on create_fax_draft, if any." + scopeNote("send_fax") + phiWarning},
+	mcp.AddTool(s, tool(&mcp.Tool{Name: "send_fax", Annotations: ann("Send a drafted fax with credits", false, true, true, true),
+		Description: "Send a draft now, paying with the owner's account credits, and queue it for delivery. Spends money: confirm with the user first. Calling again for the same draft never charges twice (it returns the existing fax). If the credits do not cover the price the call fails with insufficient_credits; then give the user the draft's checkoutUrl, or a credit pack from create_credit_checkout. The fax goes from the number chosen as from on create_fax_draft, if any." + scopeNote("send_fax") + phiWarning}),
 		h.sendFax)
-	mcp.AddTool(s, &mcp.Tool{Name: "cancel_fax", Annotations: ann("Cancel a fax", false, true, true, false),
-		Description: "Cancel a fax that has not started sending (status scheduled or queued): it will not be sent and what was paid returns to the owner (credits held are released; a fax paid at checkout is refunded as credits). A fax being sent is called back where the provider can; it then ends canceled or, if too late, delivered. Confirm with the user first." + scopeNote("cancel_fax") + phiWarning},
+	mcp.AddTool(s, tool(&mcp.Tool{Name: "cancel_fax", Annotations: ann("Cancel a fax", false, true, true, false),
+		Description: "Cancel a fax that has not started sending (status scheduled or queued): it will not be sent and what was paid returns to the owner (credits held are released; a fax paid at checkout is refunded as credits). A fax being sent is called back where the provider can; it then ends canceled or, if too late, delivered. Confirm with the user first." + scopeNote("cancel_fax") + phiWarning}),
 		h.cancelFax)
-	mcp.AddTool(s, &mcp.Tool{Name: "get_fax_status", Annotations: ann("Get a fax's status", true, false, true, false),
-		Description: "Get one fax's delivery status (scheduled, queued, sending, delivered, partial, failed, canceled), pages sent, failure reason and the options it is sent with (coverPage, header, resolution, sendAt, retry)." + scopeNote("get_fax_status") + phiWarning},
+	mcp.AddTool(s, tool(&mcp.Tool{Name: "get_fax_status", Annotations: ann("Get a fax's status", true, false, true, false),
+		Description: "Get one fax's delivery status (scheduled, queued, sending, delivered, partial, failed, canceled), pages sent, failure reason and the options it is sent with (coverPage, header, resolution, sendAt, retry)." + scopeNote("get_fax_status") + phiWarning}),
 		h.getFax)
-	mcp.AddTool(s, &mcp.Tool{Name: "list_faxes", Annotations: ann("List sent faxes", true, false, true, false),
-		Description: "List the owner's sent faxes, newest first, optionally by status; page with startingAfter = nextCursor." + scopeNote("list_faxes") + phiWarning},
+	mcp.AddTool(s, tool(&mcp.Tool{Name: "list_faxes", Annotations: ann("List sent faxes", true, false, true, false),
+		Description: "List the owner's sent faxes, newest first, optionally by status; page with startingAfter = nextCursor." + scopeNote("list_faxes") + phiWarning}),
 		h.listFaxes)
-	mcp.AddTool(s, &mcp.Tool{Name: "get_credits", Annotations: ann("Get the credit balance", true, false, true, false),
-		Description: "Get the owner's fax credit balance: USD that can be spent now (balance) and USD held for faxes in flight (held)." + scopeNote("get_credits") + phiWarning},
+	mcp.AddTool(s, tool(&mcp.Tool{Name: "get_credits", Annotations: ann("Get the credit balance", true, false, true, false),
+		Description: "Get the owner's fax credit balance: USD that can be spent now (balance) and USD held for faxes in flight (held)." + scopeNote("get_credits") + phiWarning}),
 		h.getCredits)
 	packs := make([]string, 0, len(h.svc.Credits.Packs()))
 	for _, p := range h.svc.Credits.Packs() {
 		packs = append(packs, fmt.Sprintf("%s (%s, $%s for $%s of credit)", p.ID, p.Name, core.FormatUSD(p.PriceMicros), core.FormatUSD(p.CreditMicros)))
 	}
-	mcp.AddTool(s, &mcp.Tool{Name: "create_credit_checkout", Annotations: ann("Buy credits", false, false, false, true),
-		Description: "Create a checkout page for a credit pack; give checkoutUrl to the owner, who pays there. Packs: " + strings.Join(packs, "; ") + "." + scopeNote("create_credit_checkout") + phiWarning},
+	mcp.AddTool(s, tool(&mcp.Tool{Name: "create_credit_checkout", Annotations: ann("Buy credits", false, false, false, true),
+		Description: "Create a checkout page for a credit pack; give checkoutUrl to the owner, who pays there. Packs: " + strings.Join(packs, "; ") + "." + scopeNote("create_credit_checkout") + phiWarning}),
 		h.creditCheckout)
 	h.addNumberTools(s)
 	h.addInboxTools(s)
