@@ -6562,6 +6562,13 @@ type ClientInterface interface {
 	// Corresponds with POST /api/v1/uploads (the `CreateUpload` operationId).
 	CreateUpload(ctx context.Context, body CreateUploadJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
+	// PreflightUpload CORS preflight of putUpload
+	//
+	// A browser page of any origin (the MCP App in a chat host's sandboxed frame) may PUT to an upload URL: the token in the path is the credential and no cookie or Authorization header is used. Answers 204 with Access-Control-Allow-Origin: *, Access-Control-Allow-Methods: PUT, Access-Control-Allow-Headers: Content-Type; putUpload's answers carry the same headers.
+	//
+	// Corresponds with OPTIONS /api/v1/uploads/{token} (the `PreflightUpload` operationId).
+	PreflightUpload(ctx context.Context, token string, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// PutUploadWithBody Upload the file of an upload capability
 	//
 	// Needs no Authorization header: the token in the path is the capability, and it can be used once. The body is the raw file bytes; any Content-Type header is accepted because the type is detected from the content (PDF, PNG, JPEG, TIFF, GIF, DOC, DOCX, XLS, XLSX, ODT, ODS, RTF). Office files and images are converted to PDF. A body whose Content-Length exceeds 52428800 bytes is refused before it is read; otherwise the token's maxBytes is enforced while streaming. Documents may have at most 350 pages. A failed PUT leaves the token usable until it expires. A PUT in progress holds the token (409 upload_token_used to a second PUT); if its connection or process dies the token is usable again within a minute. The body must arrive at 64 KiB/s on average after 30 s. Conversions are queued fairly per owner: more than 4 waiting for one owner answer 429 rate_limited with Retry-After.
@@ -7707,6 +7714,23 @@ func (c *Client) CreateUploadWithBody(ctx context.Context, contentType string, b
 // Corresponds with POST /api/v1/uploads (the `CreateUpload` operationId).
 func (c *Client) CreateUpload(ctx context.Context, body CreateUploadJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewCreateUploadRequest(c.Server, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// PreflightUpload CORS preflight of putUpload
+//
+// A browser page of any origin (the MCP App in a chat host's sandboxed frame) may PUT to an upload URL: the token in the path is the credential and no cookie or Authorization header is used. Answers 204 with Access-Control-Allow-Origin: *, Access-Control-Allow-Methods: PUT, Access-Control-Allow-Headers: Content-Type; putUpload's answers carry the same headers.
+//
+// Corresponds with OPTIONS /api/v1/uploads/{token} (the `PreflightUpload` operationId).
+func (c *Client) PreflightUpload(ctx context.Context, token string, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewPreflightUploadRequest(c.Server, token)
 	if err != nil {
 		return nil, err
 	}
@@ -9980,6 +10004,40 @@ func NewCreateUploadRequestWithBody(server string, contentType string, body io.R
 	return req, nil
 }
 
+// NewPreflightUploadRequest constructs an http.Request for the PreflightUpload method
+func NewPreflightUploadRequest(server string, token string) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "token", token, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/v1/uploads/%s", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodOptions, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
 // NewPutUploadRequestWithBody constructs an http.Request for the PutUpload method, with any body, and a specified content type
 func NewPutUploadRequestWithBody(server string, token string, contentType string, body io.Reader) (*http.Request, error) {
 	var err error
@@ -11040,6 +11098,15 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with POST /api/v1/uploads (the `CreateUpload` operationId).
 	CreateUploadWithResponse(ctx context.Context, body CreateUploadJSONRequestBody, reqEditors ...RequestEditorFn) (*CreateUploadResponse, error)
+
+	// PreflightUploadWithResponse CORS preflight of putUpload
+	//
+	// A browser page of any origin (the MCP App in a chat host's sandboxed frame) may PUT to an upload URL: the token in the path is the credential and no cookie or Authorization header is used. Answers 204 with Access-Control-Allow-Origin: *, Access-Control-Allow-Methods: PUT, Access-Control-Allow-Headers: Content-Type; putUpload's answers carry the same headers.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with OPTIONS /api/v1/uploads/{token} (the `PreflightUpload` operationId).
+	PreflightUploadWithResponse(ctx context.Context, token string, reqEditors ...RequestEditorFn) (*PreflightUploadResponse, error)
 
 	// PutUploadWithBodyWithResponse Upload the file of an upload capability
 	//
@@ -15336,6 +15403,40 @@ func (r CreateUploadResponse) ContentType() string {
 	return ""
 }
 
+type PreflightUploadResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+}
+
+// GetBody returns the raw response body bytes
+func (r PreflightUploadResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r PreflightUploadResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r PreflightUploadResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r PreflightUploadResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 // PutUploadResponse429Headers the declared response headers of an HTTP 429 response for PutUpload
 type PutUploadResponse429Headers struct {
 	RetryAfter *int
@@ -17237,6 +17338,21 @@ func (c *ClientWithResponses) CreateUploadWithResponse(ctx context.Context, body
 		return nil, err
 	}
 	return ParseCreateUploadResponse(rsp)
+}
+
+// PreflightUploadWithResponse CORS preflight of putUpload
+//
+// A browser page of any origin (the MCP App in a chat host's sandboxed frame) may PUT to an upload URL: the token in the path is the credential and no cookie or Authorization header is used. Answers 204 with Access-Control-Allow-Origin: *, Access-Control-Allow-Methods: PUT, Access-Control-Allow-Headers: Content-Type; putUpload's answers carry the same headers.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with OPTIONS /api/v1/uploads/{token} (the `PreflightUpload` operationId).
+func (c *ClientWithResponses) PreflightUploadWithResponse(ctx context.Context, token string, reqEditors ...RequestEditorFn) (*PreflightUploadResponse, error) {
+	rsp, err := c.PreflightUpload(ctx, token, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParsePreflightUploadResponse(rsp)
 }
 
 // PutUploadWithBodyWithResponse Upload the file of an upload capability
@@ -21297,6 +21413,22 @@ func ParseCreateUploadResponse(rsp *http.Response) (*CreateUploadResponse, error
 			headers.RetryAfter = &value
 		}
 		response.Headers429 = &headers
+	}
+
+	return response, nil
+}
+
+// ParsePreflightUploadResponse parses an HTTP response from a PreflightUploadWithResponse call
+func ParsePreflightUploadResponse(rsp *http.Response) (*PreflightUploadResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &PreflightUploadResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
 	}
 
 	return response, nil
