@@ -35,18 +35,18 @@ import (
 
 // Paths, relative to either origin. The issuer is {api_url}/api/auth.
 const (
-	IssuerPath                   = "/api/auth"
-	PathASMetadata               = "/.well-known/oauth-authorization-server"
-	PathASMetadataIssuer         = "/.well-known/oauth-authorization-server" + IssuerPath
-	PathOIDCMetadataIssuer       = "/.well-known/openid-configuration" + IssuerPath
-	PathOIDCMetadataAppended     = IssuerPath + "/.well-known/openid-configuration"
-	PathProtectedResource        = "/.well-known/oauth-protected-resource"
-	PathProtectedResourceMCP     = "/.well-known/oauth-protected-resource/mcp"
-	PathProtectedResourceA2A     = "/.well-known/oauth-protected-resource/a2a"
-	PathProtectedResourceAPI     = "/.well-known/oauth-protected-resource" + RESTResourcePath
+	IssuerPath               = "/api/auth"
+	PathASMetadata           = "/.well-known/oauth-authorization-server"
+	PathASMetadataIssuer     = "/.well-known/oauth-authorization-server" + IssuerPath
+	PathOIDCMetadataIssuer   = "/.well-known/openid-configuration" + IssuerPath
+	PathOIDCMetadataAppended = IssuerPath + "/.well-known/openid-configuration"
+	PathProtectedResource    = "/.well-known/oauth-protected-resource"
+	PathProtectedResourceMCP = "/.well-known/oauth-protected-resource/mcp"
+	PathProtectedResourceA2A = "/.well-known/oauth-protected-resource/a2a"
+	PathProtectedResourceAPI = "/.well-known/oauth-protected-resource" + RESTResourcePath
 	// RESTResourcePath is the REST API's path on the API origin: the
 	// resource {api_url}/api/v1 is the audience of tokens for it.
-	RESTResourcePath = "/api/v1"
+	RESTResourcePath             = "/api/v1"
 	PathRegister                 = IssuerPath + "/oauth2/register"
 	PathAuthorize                = IssuerPath + "/oauth2/authorize"
 	PathAuthorizeResume          = IssuerPath + "/oauth2/authorize/resume"
