@@ -1,6 +1,7 @@
 package cli_test
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"html"
@@ -251,4 +252,68 @@ func restStatus(t *testing.T, r *rig, tok string) int {
 		t.Errorf("401 without resource_metadata: %q", res.Header.Get("WWW-Authenticate"))
 	}
 	return res.StatusCode
+}
+
+// TestOAuthLoginNoBrowser: with --no-browser the user opens the printed
+// URL; a redirect to the listener without the login's state is refused
+// and does not end the wait.
+func TestOAuthLoginNoBrowser(t *testing.T) {
+	r := newRig(t, testenv.WithMCPOAuth())
+	delete(r.vars, "FAXHUB_API_KEY")
+	secret, _, err := r.env.Svc.Accounts.CreateSession(context.Background(), r.env.OwnerA.ID, "test browser")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := &browser{t: t, r: r, session: secret}
+	pr, pw := io.Pipe()
+	// giveUp ends the login's wait if the user below could not finish.
+	giveUp := make(chan time.Time)
+	user := make(chan struct{})
+	go func() {
+		defer close(user)
+		sc := bufio.NewScanner(pr)
+		done := false
+		for sc.Scan() {
+			line := strings.TrimSpace(sc.Text())
+			if done || !strings.HasPrefix(line, "http://") {
+				continue
+			}
+			done = true
+			u, err := url.Parse(line)
+			if err != nil {
+				t.Errorf("printed URL: %v", err)
+				close(giveUp)
+				continue
+			}
+			stray, err := http.Get(u.Query().Get("redirect_uri") + "?code=stolen&state=not-the-login")
+			if err != nil || stray.StatusCode != http.StatusBadRequest {
+				t.Errorf("a redirect with another state: %v %v, want 400", stray, err)
+			}
+			if stray != nil {
+				stray.Body.Close()
+			}
+			_ = b.open(line)
+		}
+		if !done {
+			close(giveUp)
+		}
+	}()
+	var out strings.Builder
+	code := cli.Run(context.Background(), []string{"login", "--no-browser", "--scopes", "fax:read"}, cli.Env{
+		Stdin: strings.NewReader(""), Stdout: &out, Stderr: pw,
+		Getenv:    func(k string) string { return r.vars[k] },
+		ConfigDir: func() (string, error) { return r.config, nil },
+		HTTP:      r.http, Terminal: func(io.Writer) bool { return false },
+		After:       func(time.Duration) <-chan time.Time { return giveUp },
+		OpenBrowser: func(string) error { t.Error("--no-browser opened the browser"); return nil },
+	})
+	pw.Close()
+	<-user
+	if code != cli.ExitOK || b.approvals != 1 {
+		t.Fatalf("login --no-browser: exit %d, approvals %d, stdout %q", code, b.approvals, out.String())
+	}
+	// Without offline_access there is no refresh token.
+	if p := r.profile(t); p.OAuth == nil || p.OAuth.RefreshToken != "" || p.OAuth.Scope != "fax:read" {
+		t.Fatalf("profile %+v", p.OAuth)
+	}
 }
