@@ -87,9 +87,18 @@ out of the shell's history and the process list. FAXHUB_API_KEY works without a 
 			if err != nil {
 				return err
 			}
+			old := cf.Profiles[name].OAuth
 			cf.Profiles[name] = prof
 			if err := s.saveConfig(cf); err != nil {
 				return err
+			}
+			if old != nil {
+				// The login this one replaces: its tokens would otherwise
+				// stay valid, stored nowhere (best effort; the new one is
+				// stored already).
+				if err := s.revoke(ctx, old); err != nil {
+					fmt.Fprintf(s.env.Stderr, "faxhub: the previous login of profile %q could not be revoked: %v\n", name, err)
+				}
 			}
 			path, _ := s.configPath()
 			what := "a " + mode + " key"

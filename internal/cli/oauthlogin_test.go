@@ -232,6 +232,12 @@ func TestOAuthLogin(t *testing.T) {
 	// A narrower login: what its scopes do not cover is 403
 	// insufficient_scope, an account setting is refused to any token.
 	r.runWith(now, b.open, "login", "--scopes", "fax:read offline_access").ok(t)
+	narrow := r.profile(t).OAuth.AccessToken
+	// A login over a login revokes the one it replaces.
+	r.runWith(now, b.open, "login", "--scopes", "fax:read offline_access").ok(t)
+	if code := restStatus(t, r, narrow); code != http.StatusUnauthorized {
+		t.Errorf("the replaced login's token: %d, want 401", code)
+	}
 	if res := r.runWith(now, nil, "credits"); res.code != cli.ExitRefused || !strings.Contains(res.stderr, "insufficient_scope") {
 		t.Errorf("credits with fax:read only: exit %d, %s", res.code, res.stderr)
 	}
