@@ -112,15 +112,18 @@ type ProtectedResourceMetadata struct {
 }
 
 // prmRoutes name the RFC 9728 document of each resource path.
-var prmRoutes = map[string]string{"": "oauth.protectedResource", "/mcp": "oauth.protectedResourceMCP", "/a2a": "oauth.protectedResourceA2A"}
+var prmRoutes = map[string]string{"": "oauth.protectedResource", "/mcp": "oauth.protectedResourceMCP", "/a2a": "oauth.protectedResourceA2A", RESTResourcePath: "oauth.protectedResourceAPI"}
 
 // ProtectedResource returns the metadata of the resource at BaseURL+path
-// ("" for the origin, "/mcp", "/a2a"). The resource is an identifier (the
+// ("" for the origin, "/mcp", "/a2a"), or APIURL+"/api/v1" for the REST
+// API (it lives on the API origin). The resource is an identifier (the
 // tokens' audience), BaseURL+path whatever the router says; the
 // documentation is the URL of the guide's route.
 func (s *Server) ProtectedResource(path string) (ProtectedResourceMetadata, error) {
-	name := "faxhub"
+	name, origin := "faxhub", s.opts.BaseURL
 	switch path {
+	case RESTResourcePath:
+		name, origin = "faxhub REST API", s.opts.APIURL
 	case "/mcp":
 		name = "faxhub MCP server"
 	case "/a2a":
@@ -131,7 +134,7 @@ func (s *Server) ProtectedResource(path string) (ProtectedResourceMetadata, erro
 		return ProtectedResourceMetadata{}, err
 	}
 	return ProtectedResourceMetadata{
-		Resource:               s.opts.BaseURL + path,
+		Resource:               origin + path,
 		AuthorizationServers:   []string{s.issuer},
 		ScopesSupported:        supportedScopes(),
 		BearerMethodsSupported: []string{"header"},

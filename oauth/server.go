@@ -35,14 +35,18 @@ import (
 
 // Paths, relative to either origin. The issuer is {api_url}/api/auth.
 const (
-	IssuerPath                   = "/api/auth"
-	PathASMetadata               = "/.well-known/oauth-authorization-server"
-	PathASMetadataIssuer         = "/.well-known/oauth-authorization-server" + IssuerPath
-	PathOIDCMetadataIssuer       = "/.well-known/openid-configuration" + IssuerPath
-	PathOIDCMetadataAppended     = IssuerPath + "/.well-known/openid-configuration"
-	PathProtectedResource        = "/.well-known/oauth-protected-resource"
-	PathProtectedResourceMCP     = "/.well-known/oauth-protected-resource/mcp"
-	PathProtectedResourceA2A     = "/.well-known/oauth-protected-resource/a2a"
+	IssuerPath               = "/api/auth"
+	PathASMetadata           = "/.well-known/oauth-authorization-server"
+	PathASMetadataIssuer     = "/.well-known/oauth-authorization-server" + IssuerPath
+	PathOIDCMetadataIssuer   = "/.well-known/openid-configuration" + IssuerPath
+	PathOIDCMetadataAppended = IssuerPath + "/.well-known/openid-configuration"
+	PathProtectedResource    = "/.well-known/oauth-protected-resource"
+	PathProtectedResourceMCP = "/.well-known/oauth-protected-resource/mcp"
+	PathProtectedResourceA2A = "/.well-known/oauth-protected-resource/a2a"
+	PathProtectedResourceAPI = "/.well-known/oauth-protected-resource" + RESTResourcePath
+	// RESTResourcePath is the REST API's path on the API origin: the
+	// resource {api_url}/api/v1 is the audience of tokens for it.
+	RESTResourcePath             = "/api/v1"
 	PathRegister                 = IssuerPath + "/oauth2/register"
 	PathAuthorize                = IssuerPath + "/oauth2/authorize"
 	PathAuthorizeResume          = IssuerPath + "/oauth2/authorize/resume"
@@ -108,7 +112,7 @@ type Server struct {
 	// failed remembers metadata document fetches that failed.
 	failed *failedDocuments
 	// resources are the protected resources a token may be issued for
-	// (RFC 8707): the MCP server and the A2A endpoint.
+	// (RFC 8707): the MCP server, the A2A endpoint and the REST API.
 	resources []string
 	// urls is the router the server's routes are on (Register): it builds
 	// the URLs the server hands out.
@@ -151,7 +155,7 @@ func New(svc *services.Set, store authstate.OAuthStore, opts Options) (*Server, 
 	s := &Server{
 		svc: svc, store: store, opts: opts, log: opts.Logger, issuer: opts.APIURL + IssuerPath,
 		http: cmp.Or(opts.HTTPClient, newMetadataClient()), failed: &failedDocuments{},
-		resources: []string{opts.BaseURL + "/mcp", opts.BaseURL + "/a2a"},
+		resources: []string{opts.BaseURL + "/mcp", opts.BaseURL + "/a2a", opts.APIURL + RESTResourcePath},
 	}
 	ctx := context.Background()
 	hmacSecret, err := svc.Kernel.Secret(ctx, "oauth-hmac")
@@ -164,6 +168,9 @@ func New(svc *services.Set, store authstate.OAuthStore, opts Options) (*Server, 
 		now:    opts.Now,
 	}
 	if err := s.keys.load(ctx); err != nil {
+		return nil, fmt.Errorf("oauth: %w", err)
+	}
+	if err := s.ensureCLIClient(ctx); err != nil {
 		return nil, fmt.Errorf("oauth: %w", err)
 	}
 	s.cfg = &fosite.Config{
@@ -235,6 +242,7 @@ func (s *Server) routes() []route {
 		{"oauth.protectedResource", PathProtectedResource, s.servePRM(""), true, get, none, base},
 		{"oauth.protectedResourceMCP", PathProtectedResourceMCP, s.servePRM("/mcp"), true, get, none, base},
 		{"oauth.protectedResourceA2A", PathProtectedResourceA2A, s.servePRM("/a2a"), true, get, none, base},
+		{"oauth.protectedResourceAPI", PathProtectedResourceAPI, s.servePRM(RESTResourcePath), true, get, none, api},
 		{"oauth.register", PathRegister, http.HandlerFunc(s.register), true, post, client, api},
 		{"oauth.authorize", PathAuthorize, http.HandlerFunc(s.authorize), false, []string{http.MethodGet, http.MethodPost}, session, api},
 		{"oauth.authorizeResume", PathAuthorizeResume, http.HandlerFunc(s.resume), false, get, session, api},

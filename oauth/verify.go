@@ -42,6 +42,11 @@ func (s *Server) VerifyAccessToken(ctx context.Context, token, audience string) 
 	if fs == nil || fs.GrantID == "" {
 		return core.Principal{}, invalidToken("the access token is not valid")
 	}
+	// fosite checks expiry against the wall clock; faxhub's clock (the
+	// one tests inject, the one every other expiry here uses) decides too.
+	if exp := ar.GetSession().GetExpiresAt(fosite.AccessToken); !exp.IsZero() && !s.now().Before(exp) {
+		return core.Principal{}, invalidToken("the access token is not valid, has expired or was revoked")
+	}
 	if audience == "" || !ar.GetGrantedAudience().Has(audience) {
 		return core.Principal{}, invalidToken("the access token was issued for another resource")
 	}

@@ -172,6 +172,40 @@ func queryParam(name, desc string, schema obj) obj {
 // noAuth marks an operation that needs no credential.
 func noAuth() []any { return []any{} }
 
+// oauthScheme is the OAuth 2 security scheme: faxhub's authorization
+// server (issuer {api_url}/api/auth, docs/oauth.md) issues access tokens
+// for the resource {api_url}/api/v1. The paths are the authorization
+// server's documented ones (rest does not import the oauth adapter).
+func oauthScheme(opts Options) obj {
+	issuer := opts.APIURL + "/api/auth"
+	scopes := obj{}
+	for _, sc := range core.FaxScopes() {
+		scopes[string(sc)] = scopeDescriptions[sc]
+	}
+	scopes["offline_access"] = "a refresh token, to stay signed in"
+	return obj{
+		"type": "oauth2",
+		"description": "An OAuth access token from faxhub's authorization server (issuer " + issuer + ", metadata at " +
+			opts.APIURL + "/.well-known/oauth-authorization-server/api/auth): authorization code with PKCE S256 (required) and resource=" +
+			opts.APIURL + apiPrefix + " (RFC 8707); the owner approves the app and its scopes. Tokens for other resources (/mcp, /a2a) are refused here, and the account's settings (webhook endpoints, the credit alert, fax settings) need an API key. The command-line client's public client id is faxhub-cli (loopback redirect http://127.0.0.1:<port>/callback).",
+		"flows": obj{"authorizationCode": obj{
+			"authorizationUrl": issuer + "/oauth2/authorize", "tokenUrl": issuer + "/oauth2/token", "refreshUrl": issuer + "/oauth2/token",
+			"scopes": scopes,
+		}},
+	}
+}
+
+// scopeDescriptions say what each product scope allows, for the OAuth
+// scheme.
+var scopeDescriptions = map[core.Scope]string{
+	core.ScopeFaxRead:         "read faxes and numbers",
+	core.ScopeFaxDraft:        "upload documents, quote and prepare faxes and numbers",
+	core.ScopeFaxSend:         "send and cancel faxes (spends credits), release numbers",
+	core.ScopeInboxRead:       "read received faxes",
+	core.ScopeCreditsRead:     "read the balance and ledger",
+	core.ScopeCreditsCheckout: "start a credit-pack checkout",
+}
+
 func openAPIDocument(opts Options, cfg services.Config, machine machineLimits) obj {
 	s := &specBuilder{details: problemDetails(), examples: obj{}}
 
@@ -523,10 +557,10 @@ func openAPIDocument(opts Options, cfg services.Config, machine machineLimits) o
 		}},
 		"info": obj{
 			"title": "faxhub API", "version": "1.0.0",
-			"description": "Send faxes paid with prepaid credits, or per request over HTTP 402 without an account (the machine operations). Authenticate with \"Authorization: Bearer <API key>\" (fxk_live_… or fxk_test_…; test keys use a simulated provider and test credits and never see live data). Errors are application/problem+json with a stable code. A guide for agents is at " + opts.BaseURL + "/llms.txt.",
+			"description": "Send faxes paid with prepaid credits, or per request over HTTP 402 without an account (the machine operations). Authenticate with \"Authorization: Bearer <API key>\" (fxk_live_… or fxk_test_…; test keys use a simulated provider and test credits and never see live data), or with an OAuth access token for the resource " + opts.APIURL + apiPrefix + " (the oauth2 scheme). Errors are application/problem+json with a stable code. A guide for agents is at " + opts.BaseURL + "/llms.txt.",
 		},
 		"servers":  servers,
-		"security": []any{obj{"apiKey": []string{}}},
+		"security": []any{obj{"apiKey": []string{}}, obj{"oauth2": []string{}}},
 		"tags": []any{
 			obj{"name": "uploads", "description": "getting a document in: an upload capability, then a PUT of the bytes"},
 			obj{"name": "faxes", "description": "sending, pricing, following and canceling faxes"},
@@ -546,7 +580,7 @@ func openAPIDocument(opts Options, cfg services.Config, machine machineLimits) o
 			"securitySchemes": obj{"apiKey": obj{
 				"type": "http", "scheme": "bearer", "bearerFormat": "API key (fxk_live_… / fxk_test_…)",
 				"description": "An API key created by the account owner. Never put it in a URL: query parameters api_key, key and access_token are refused.",
-			}},
+			}, "oauth2": oauthScheme(opts)},
 			"parameters": obj{"IdempotencyKey": obj{
 				"name": "Idempotency-Key", "in": "header", "required": true,
 				"description": "a fresh random value (e.g. a UUID) per fax; reuse it only to retry the same request",

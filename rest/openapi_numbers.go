@@ -35,10 +35,11 @@ func numberCodes() map[string]string {
 }
 
 // scoped is the security requirement and description sentence of an
-// operation that core gates with op's scope.
+// operation that core gates with op's scope: an API key (whose scopes are
+// all of them) or an OAuth access token granted that scope.
 func scoped(op core.Operation) ([]any, string) {
 	sc := string(core.ScopeFor(op))
-	return []any{obj{"apiKey": []string{sc}}}, " Needs the " + sc + " scope."
+	return []any{obj{"apiKey": []string{sc}}, obj{"oauth2": []string{sc}}}, " Needs the " + sc + " scope."
 }
 
 // withScope sets o's security and appends the scope to its description.

@@ -387,11 +387,14 @@ func TestOpenAPINumberScopes(t *testing.T) {
 	} {
 		op := paths[c.path].(map[string]any)[c.method].(map[string]any)
 		sec, _ := op["security"].([]any)
-		if len(sec) != 1 {
+		if len(sec) != 2 {
 			t.Errorf("%s %s: security %v", c.method, c.path, op["security"])
 			continue
 		}
 		got, _ := sec[0].(map[string]any)["apiKey"].([]any)
+		if oa, _ := sec[1].(map[string]any)["oauth2"].([]any); len(oa) != 1 || oa[0] != c.scope {
+			t.Errorf("%s %s: oauth2 scopes %v, want %s", c.method, c.path, oa, c.scope)
+		}
 		if len(got) != 1 || got[0] != c.scope || !strings.Contains(op["description"].(string), "Needs the "+c.scope+" scope.") {
 			t.Errorf("%s %s: scopes %v, want %s", c.method, c.path, got, c.scope)
 		}

@@ -38,6 +38,9 @@ type Options struct {
 	// TestNumbers are the simulated provider's documented destinations,
 	// listed in llms.txt.
 	TestNumbers []TestNumber
+	// Verifier checks OAuth access tokens presented instead of an API key
+	// (tokens for the resource {api_url}/api/v1); nil accepts API keys only.
+	Verifier core.TokenVerifier
 }
 
 const (
@@ -216,41 +219,6 @@ type authedFunc func(w http.ResponseWriter, r *http.Request, p core.Principal) e
 func (a *api) public(h handlerFunc) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if err := h(w, r); err != nil {
-			web.WriteError(w, r, a.log, err)
-		}
-	})
-}
-
-// wwwAuthenticate is the challenge of every 401 under /api/v1.
-const wwwAuthenticate = `Bearer realm="faxhub"`
-
-// authed authenticates the API key of the Authorization header and puts the
-// principal in the request context; scopes and ownership are then checked
-// by core for each operation.
-func (a *api) authed(h authedFunc) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		authz, err := web.ParseAuthorization(r)
-		if err != nil {
-			web.WriteError(w, r, a.log, err)
-			return
-		}
-		secret, ok := authz.Credentials, authz.IsBearer()
-		if !ok {
-			w.Header().Set("WWW-Authenticate", wwwAuthenticate)
-			web.WriteError(w, r, a.log, core.Errorf(core.KindUnauthenticated, core.CodeUnauthenticated,
-				"send your API key as \"Authorization: Bearer <API key>\""))
-			return
-		}
-		p, err := a.svc.Accounts.AuthenticateAPIKey(r.Context(), secret)
-		if err != nil {
-			if core.ErrorKind(err) == core.KindUnauthenticated {
-				w.Header().Set("WWW-Authenticate", wwwAuthenticate+`, error="invalid_token"`)
-			}
-			web.WriteError(w, r, a.log, err)
-			return
-		}
-		r = r.WithContext(core.WithPrincipal(r.Context(), p))
-		if err := h(w, r, p); err != nil {
 			web.WriteError(w, r, a.log, err)
 		}
 	})

@@ -598,6 +598,24 @@ func TestOwnerAndChatAppEndToEnd(t *testing.T) {
 	if _, err := e.a.OAuth.VerifyAccessToken(ctx, tok.AccessToken, e.base+"/a2a"); err == nil {
 		t.Fatal("the MCP token is accepted for the A2A resource")
 	}
+	// Nor by the REST API, whose 401 names its own resource metadata.
+	req, _ = http.NewRequest(http.MethodGet, e.base+"/api/v1/faxes", nil)
+	req.Header.Set("Authorization", "Bearer "+tok.AccessToken)
+	resp, err = http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, _ = io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if ch := resp.Header.Get("WWW-Authenticate"); resp.StatusCode != http.StatusUnauthorized ||
+		!strings.Contains(ch, `resource_metadata="`+e.base+oauth.PathProtectedResourceAPI+`"`) || !strings.Contains(string(raw), core.CodeInvalidToken) {
+		t.Fatalf("the MCP token on /api/v1: %d %q %s", resp.StatusCode, ch, raw)
+	}
+	var apiPRM oauth.ProtectedResourceMetadata
+	getJSON(t, e.base+oauth.PathProtectedResourceAPI, &apiPRM)
+	if apiPRM.Resource != e.base+"/api/v1" || !slices.Equal(apiPRM.AuthorizationServers, []string{issuer}) {
+		t.Fatalf("REST PRM = %+v", apiPRM)
+	}
 
 	// Refresh rotates.
 	st, m := refresh(tok.RefreshToken)

@@ -65,7 +65,7 @@ func (a *App) buildRouter() {
 	}
 	rest.New(a.Svc, rest.Options{
 		BaseURL: a.BaseURL, APIURL: a.Svc.Config().APIURL, MachineOffers: machineOffers(a.Svc), TestNumbers: numbers,
-		StripeTestMintPath: a.stripeTestMintPath(),
+		StripeTestMintPath: a.stripeTestMintPath(), Verifier: a.OAuth,
 	}, a.Logger).Register(r)
 	// Stripe's and Telnyx's signed events, or a 503 that says the
 	// provider is not configured.

@@ -136,7 +136,7 @@ var undiscovered = map[string]string{
 // the Agent Auth agent-configuration.
 var discoveryDocuments = []string{
 	"oauth.metadata", "oauth.metadataIssuer", "oauth.openidConfiguration", "oauth.openidConfigurationAppended",
-	"oauth.protectedResource", "oauth.protectedResourceMCP", "oauth.protectedResourceA2A",
+	"oauth.protectedResource", "oauth.protectedResourceMCP", "oauth.protectedResourceA2A", "oauth.protectedResourceAPI",
 	"a2a.card", "hostagent.configuration",
 }
 

@@ -43,12 +43,17 @@ type Env struct {
 	Terminal func(w io.Writer) bool
 	// After replaces time.After for polls (tests pass an instant one).
 	After func(time.Duration) <-chan time.Time
+	// Now is the clock that decides when an OAuth token needs refreshing.
+	Now func() time.Time
+	// OpenBrowser shows a URL to the user (login); tests play the browser.
+	OpenBrowser func(url string) error
 }
 
 // SystemEnv is the process's environment.
 func SystemEnv() Env {
 	return Env{Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr, Getenv: os.Getenv,
-		ConfigDir: os.UserConfigDir, HTTP: http.DefaultClient, Terminal: isTerminal, After: time.After}
+		ConfigDir: os.UserConfigDir, HTTP: http.DefaultClient, Terminal: isTerminal, After: time.After,
+		Now: time.Now, OpenBrowser: openBrowser}
 }
 
 // Commands are the names cmd/faxhub hands to Run.
@@ -73,6 +78,9 @@ func Run(ctx context.Context, args []string, env Env) int {
 	}
 	if env.After == nil {
 		env.After = sys.After
+	}
+	if env.Now == nil {
+		env.Now = sys.Now
 	}
 	st := &state{env: env}
 	root := st.root()

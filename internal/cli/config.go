@@ -13,10 +13,12 @@ import (
 	"github.com/faxhub/faxhub/rest/client"
 )
 
-// Profile is one stored credential: the API it is for and the API key.
+// Profile is one stored credential: the API it is for and either an API
+// key or an OAuth token (faxhub login).
 type Profile struct {
-	APIURL string `json:"apiUrl"`
-	APIKey string `json:"apiKey,omitempty"`
+	APIURL string      `json:"apiUrl"`
+	APIKey string      `json:"apiKey,omitempty"`
+	OAuth  *OAuthToken `json:"oauth,omitempty"`
 }
 
 // configFile is $XDG_CONFIG_HOME/faxhub/config.json (os.UserConfigDir),
@@ -125,10 +127,19 @@ func (s *state) client() (*client.Client, error) {
 	if err != nil {
 		return nil, err
 	}
+	tok := client.StaticToken(key)
 	if key == "" {
-		return nil, authErr{fmt.Sprintf("no API key for %s: run \"faxhub login --api-key KEY\" or set FAXHUB_API_KEY", apiURL)}
+		cf, err := s.loadConfig()
+		if err != nil {
+			return nil, err
+		}
+		name := s.profileName()
+		if p := cf.Profiles[name]; p.OAuth == nil || p.APIURL != apiURL {
+			return nil, authErr{fmt.Sprintf("no credential for %s: run \"faxhub login\" (or \"faxhub login --api-key KEY\") or set FAXHUB_API_KEY", apiURL)}
+		}
+		tok = s.oauthTokenSource(name)
 	}
-	c, err := s.newClient(apiURL, client.StaticToken(key))
+	c, err := s.newClient(apiURL, tok)
 	if err != nil {
 		return nil, err
 	}

@@ -13,89 +13,134 @@ import (
 )
 
 func (s *state) loginCmd() *cobra.Command {
-	var key, consoleURL string
+	var key, scopes string
+	var noBrowser bool
 	c := &cobra.Command{
-		Use:   "login [--api-key KEY|-]",
-		Short: "check an API key and store it in the profile (0600 in the user's config directory)",
-		Long: `login checks an API key against the API (--api-url, FAXHUB_API_URL, or the default) and stores
-the key and the URL in the profile (--profile, default "default") of
-$XDG_CONFIG_HOME/faxhub/config.json, mode 0600. "--api-key -" reads the key from stdin, which keeps
-it out of the shell's history and the process list. Without --api-key, login names the console's
-API keys page (--console-url, default the API URL) and reads the key you paste. FAXHUB_API_KEY
-works without a login.`,
+		Use:   "login [--scopes \"S …\"] [--no-browser] | login --api-key KEY|-",
+		Short: "sign in with OAuth in the browser (or store an API key) in the profile (0600 in the user's config directory)",
+		Long: `login signs the CLI in to the API (--api-url, FAXHUB_API_URL, or the default) and stores the
+credential in the profile (--profile, default "default") of $XDG_CONFIG_HOME/faxhub/config.json,
+mode 0600.
+
+Without --api-key it uses OAuth: it opens the browser (or prints the URL, --no-browser) at
+faxhub's authorization server, where you sign in with your passkey and approve the faxhub CLI
+(client id faxhub-cli) with the scopes asked (--scopes, default "` + defaultScopes + `"); the
+answer comes back to a listener on 127.0.0.1. The access token is refreshed when it expires;
+logout revokes it.
+
+With --api-key it checks the key and stores it; "--api-key -" reads it from stdin, which keeps it
+out of the shell's history and the process list. FAXHUB_API_KEY works without a login.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			apiURL, _, err := s.resolve()
 			if err != nil {
 				return err
 			}
+			ctx := ctxOf(cmd.Context())
+			name := s.profileName()
+			var prof Profile
+			tok := client.StaticToken("")
 			if key == "" {
-				// Interactive: the owner creates a key in the console
-				// (passkey sign-in) and pastes it.
-				fmt.Fprintf(s.env.Stderr, "Create an API key at %s/console/keys (sign in with your passkey), then paste it here: ", cmpOr(consoleURL, apiURL))
-				key = "-"
-			}
-			if key == "-" {
-				line, err := bufio.NewReader(io.LimitReader(s.env.Stdin, 4096)).ReadString('\n')
-				if err != nil && err != io.EOF {
+				if cmd.Flags().Changed("api-key") {
+					return usagef("no API key was given")
+				}
+				ot, err := s.oauthLogin(ctx, apiURL, scopes, !noBrowser)
+				if err != nil {
 					return err
 				}
-				key = strings.TrimSpace(line)
-				if key == "" {
-					return usagef("no API key was given")
+				prof = Profile{APIURL: apiURL, OAuth: ot}
+			} else {
+				if key == "-" {
+					line, err := bufio.NewReader(io.LimitReader(s.env.Stdin, 4096)).ReadString('\n')
+					if err != nil && err != io.EOF {
+						return err
+					}
+					key = strings.TrimSpace(line)
+					if key == "" {
+						return usagef("no API key was given")
+					}
+				}
+				prof = Profile{APIURL: apiURL, APIKey: key}
+				tok = client.StaticToken(key)
+			}
+			mode := ""
+			if prof.OAuth == nil {
+				// A key is checked before it is stored; a token was just
+				// issued by the server (and may not hold credits:read).
+				c, err := s.newClient(apiURL, tok)
+				if err != nil {
+					return err
+				}
+				limit := 1
+				res, err := c.API().GetCreditsWithResponse(ctx, &api.GetCreditsParams{Limit: &limit})
+				if err != nil {
+					return err
+				}
+				if err := client.Check(res.HTTPResponse, res.Body); err != nil {
+					return err
+				}
+				if res.JSON200 != nil {
+					mode = string(res.JSON200.Mode)
 				}
 			}
 			cf, err := s.loadConfig()
 			if err != nil {
 				return err
 			}
-			name := s.profileName()
-			c, err := s.newClient(apiURL, client.StaticToken(key))
-			if err != nil {
-				return err
-			}
-			limit := 1
-			res, err := c.API().GetCreditsWithResponse(ctxOf(cmd.Context()), &api.GetCreditsParams{Limit: &limit})
-			if err != nil {
-				return err
-			}
-			if err := client.Check(res.HTTPResponse, res.Body); err != nil {
-				return err
-			}
-			cf.Profiles[name] = Profile{APIURL: apiURL, APIKey: key}
+			old := cf.Profiles[name].OAuth
+			cf.Profiles[name] = prof
 			if err := s.saveConfig(cf); err != nil {
 				return err
 			}
+			if old != nil {
+				// The login this one replaces: its tokens would otherwise
+				// stay valid, stored nowhere (best effort; the new one is
+				// stored already).
+				if err := s.revoke(ctx, old); err != nil {
+					fmt.Fprintf(s.env.Stderr, "faxhub: the previous login of profile %q could not be revoked: %v\n", name, err)
+				}
+			}
 			path, _ := s.configPath()
-			mode := ""
-			if res.JSON200 != nil {
-				mode = string(res.JSON200.Mode)
+			what := "a " + mode + " key"
+			if prof.OAuth != nil {
+				what = "OAuth (" + prof.OAuth.Scope + ")"
 			}
 			if s.json {
-				writeJSON(s.env.Stdout, map[string]string{"profile": name, "apiUrl": apiURL, "mode": mode, "config": path})
+				out := map[string]string{"profile": name, "apiUrl": apiURL, "mode": mode, "config": path}
+				if prof.OAuth != nil {
+					out["scope"] = prof.OAuth.Scope
+				}
+				writeJSON(s.env.Stdout, out)
 				return nil
 			}
-			fmt.Fprintf(s.env.Stdout, "Logged in to %s with a %s key (profile %q, stored in %s).\n", apiURL, mode, name, path)
+			fmt.Fprintf(s.env.Stdout, "Logged in to %s with %s (profile %q, stored in %s).\n", apiURL, what, name, path)
 			return nil
 		},
 	}
-	c.Flags().StringVar(&key, "api-key", "", `the API key (fxk_test_… or fxk_live_…); "-" reads it from stdin`)
-	c.Flags().StringVar(&consoleURL, "console-url", "", "the console's origin, when it differs from the API URL")
+	c.Flags().StringVar(&key, "api-key", "", `an API key (fxk_test_… or fxk_live_…) instead of OAuth; "-" reads it from stdin`)
+	c.Flags().StringVar(&scopes, "scopes", defaultScopes, "the OAuth scopes to ask for, space-separated (offline_access: a refresh token)")
+	c.Flags().BoolVar(&noBrowser, "no-browser", false, "print the sign-in URL instead of opening the browser")
 	return c
 }
 
 func (s *state) logoutCmd() *cobra.Command {
 	return &cobra.Command{
 		Use:   "logout",
-		Short: "forget the profile's stored key",
+		Short: "revoke the profile's OAuth login (RFC 7009) and forget the profile",
 		Args:  cobra.NoArgs,
-		RunE: func(*cobra.Command, []string) error {
+		RunE: func(cmd *cobra.Command, _ []string) error {
 			cf, err := s.loadConfig()
 			if err != nil {
 				return err
 			}
 			name := s.profileName()
-			_, had := cf.Profiles[name]
+			p, had := cf.Profiles[name]
+			if p.OAuth != nil {
+				// Revoked first: a token that stays valid is not forgotten.
+				if err := s.revoke(ctxOf(cmd.Context()), p.OAuth); err != nil {
+					return fmt.Errorf("the login could not be revoked, so the profile is kept (run logout again): %w", err)
+				}
+			}
 			delete(cf.Profiles, name)
 			if err := s.saveConfig(cf); err != nil {
 				return err

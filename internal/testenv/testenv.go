@@ -55,10 +55,15 @@ type options struct {
 	telnyx   app.TelnyxOptions
 	metrics  bool
 	webhooks app.WebhookOptions
+	mcpOAuth bool
 }
 
 // Option changes how New builds the environment.
 type Option func(*options)
+
+// WithMCPOAuth turns on authorization for OAuth clients (--mcp-oauth on,
+// serve's default): chat apps and faxhub login.
+func WithMCPOAuth() Option { return func(o *options) { o.mcpOAuth = true } }
 
 // WithoutCredits leaves both owners with a zero balance.
 func WithoutCredits() Option { return func(o *options) { o.credits = false } }
@@ -121,7 +126,7 @@ func New(t testing.TB, opts ...Option) *Env {
 	log := slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	a, err := app.Open(ctx, app.Options{
 		BaseURL: "http://faxhub.test", DataDir: dir, Database: dsn,
-		SimTimeScale: 0, PollInterval: 20 * time.Millisecond, InsertOnly: !o.workers, MachinePayments: o.machine,
+		SimTimeScale: 0, PollInterval: 20 * time.Millisecond, InsertOnly: !o.workers, MachinePayments: o.machine, MCPOAuth: o.mcpOAuth,
 		Core: func(c *services.Config) {
 			c.Faxes.NoRetryDelay = true
 			if o.cfg != nil {
