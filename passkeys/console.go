@@ -185,7 +185,6 @@ func (c *Console) Register(r *web.Router) {
 	page("sendUpload", "POST", "/console/send/upload", session, c.uploadDocument)
 	page("sendCheck", "GET", "/console/send/check", session, c.withOwner(c.checkNumber))
 	page("sendPreview", "POST", "/console/send/preview", session, c.withOwner(c.previewSend))
-	page("sendPreviewPage", "GET", "/console/send/previews/{token}/pages/{page}", session, c.withOwner(c.previewPage))
 	page("faxSettings", "GET", "/console/fax-settings", session, c.withOwner(c.faxSettingsPage))
 	page("saveFaxSettings", "POST", "/console/fax-settings", session, c.withOwner(c.saveFaxSettings))
 	page("keys", "GET", "/console/keys", session, c.withOwner(c.keysPage))

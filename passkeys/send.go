@@ -151,8 +151,7 @@ type sendBody struct {
 // console's own route (the console's CSP allows images of its origin
 // only), the PDF by its signed link.
 type sendPreview struct {
-	Pages []string
-	PDF   string
+	Pages *pagesView
 	Quote *core.Quote
 }
 
@@ -277,10 +276,7 @@ func (c *Console) sendFax(w http.ResponseWriter, r *http.Request, s *signedIn) {
 
 // showSendPreview shows the form with pv's pages and price.
 func (c *Console) showSendPreview(w http.ResponseWriter, r *http.Request, s *signedIn, f sendForm, pv *faxes.Preview, why string) {
-	sp := &sendPreview{PDF: pv.Files.URL, Quote: pv.Quote}
-	for i := range pv.Files.Pages {
-		sp.Pages = append(sp.Pages, previewPagePath(pv.Files.URL, i+1))
-	}
+	sp := &sendPreview{Pages: previewPages(pv, nil), Quote: pv.Quote}
 	c.renderSend(w, r, s, http.StatusOK, f, nil, sp, why)
 }
 

@@ -257,39 +257,3 @@ func numberTypeText(t string) string {
 	}
 	return strings.ReplaceAll(t, "_", " ") + " number"
 }
-
-// previewPagePath is the console's path of page n of a preview whose PDF
-// link is pdfURL: the preview's signed token under the console's origin,
-// so the page's CSP (img-src 'self') lets it load wherever the API is
-// served.
-func previewPagePath(pdfURL string, n int) string {
-	u, err := url.Parse(pdfURL)
-	if err != nil {
-		return ""
-	}
-	token, ok := strings.CutPrefix(u.EscapedPath(), core.LinkPreviewFile.PathPrefix())
-	if !ok || token == "" || strings.Contains(token, "/") {
-		return ""
-	}
-	return "/console/send/previews/" + token + "/pages/" + strconv.Itoa(n)
-}
-
-// previewPage serves one page of a preview as a PNG (core checks the
-// signed token, the page and the per-owner rate of page images).
-func (c *Console) previewPage(w http.ResponseWriter, r *http.Request, s *signedIn) {
-	page, err := strconv.Atoi(r.PathValue("page"))
-	if err != nil {
-		c.fail(w, r, core.Errorf(core.KindNotFound, faxes.CodePageOutOfRange, "page must be a page number"))
-		return
-	}
-	img, err := c.svc.Faxes.PageImage(r.Context(), core.LinkPreviewFile, r.PathValue("token"), page)
-	if err != nil {
-		c.fail(w, r, err)
-		return
-	}
-	h := w.Header()
-	h.Set("Content-Type", "image/png")
-	h.Set("Content-Length", strconv.Itoa(len(img)))
-	h.Set("Cache-Control", "private, max-age=3600, immutable")
-	_, _ = w.Write(img)
-}

@@ -73,7 +73,6 @@ var undiscovered = map[string]string{
 	"passkeys.sendUpload":            consoleForm,
 	"passkeys.sendPreview":           consoleForm,
 	"passkeys.sendCheck":             "the send page's script checks the number as it is typed (docs/console.md)",
-	"passkeys.sendPreviewPage":       "the send page's preview images (docs/console.md)",
 	"passkeys.faxSettings":           consolePage,
 	"passkeys.saveFaxSettings":       consoleForm,
 	"passkeys.keys":                  consolePage,
