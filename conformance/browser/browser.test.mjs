@@ -581,9 +581,9 @@ test('send page: upload a two-page PDF (with progress), the number checked as ty
     await page.reload();
     return page.locator('.facts').textContent();
   }, (t) => /delivered/.test(t));
-  await screenshot('send-delivered');
   const faxed = page.locator('section[aria-labelledby="faxed-h"]');
   assert.equal(await pagesLoaded(faxed), 3, 'the pages as faxed: the cover page and two pages');
+  await screenshot('send-delivered');
   const rep = await fetch(await page.locator('#report-link').getAttribute('href'));
   assert.equal(rep.status, 200, `report: ${rep.status}`);
   assert.match(rep.headers.get('content-type') ?? '', /^application\/pdf/);
