@@ -169,6 +169,22 @@ func testApprovals(t *testing.T, s services.Store) {
 
 	list("approved", approvals.Approved, 10, a1)
 	list("any status", "", 0, a3, a2, noDetails, a1)
+
+	// FindApproval: the newest of the owner's approvals of a kind with a
+	// binding, in any status; never another owner's or another kind's.
+	again := *a1
+	again.ID, again.Status, again.Decision, again.DecidedAt, again.CreatedAt = core.NewID(core.PrefixApproval), approvals.Pending, nil, nil, at(40)
+	must(t, s.CreateApproval(ctx, &again))
+	found, err := s.FindApproval(ctx, o.ID, approvals.KindOAuthConsent, a1.BindingHash)
+	must(t, err)
+	wantApproval(t, "FindApproval: the newest with the binding", found, &again)
+	found, err = s.FindApproval(ctx, o.ID, approvals.KindOAuthConsent, a2.BindingHash)
+	must(t, err)
+	wantApproval(t, "FindApproval of a declined one", found, a2)
+	_, err = s.FindApproval(ctx, other.ID, approvals.KindOAuthConsent, a1.BindingHash)
+	wantErr(t, "FindApproval for another owner", err, core.ErrNoRows)
+	_, err = s.FindApproval(ctx, o.ID, approvals.KindDevice, a1.BindingHash)
+	wantErr(t, "FindApproval of another kind", err, core.ErrNoRows)
 }
 
 func newCheckout(t *testing.T, s services.Store, o *accounts.Owner, draftID *string) *checkout.Checkout {

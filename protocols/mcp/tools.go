@@ -160,6 +160,10 @@ const validateSchema = `{"type":"object","properties":{` +
 
 type sendIn struct {
 	DraftID string `json:"draftId" jsonschema:"the draftId from create_fax_draft"`
+	// ApprovalID names the owner's approval this retry follows (the
+	// elicitationId send_fax answered with); optional: the same draftId
+	// finds it too.
+	ApprovalID string `json:"approvalId,omitempty" jsonschema:"when send_fax asked for the owner's approval: its elicitationId (the approval id); optional, the same draftId finds it"`
 }
 
 type getFaxIn struct {
@@ -368,7 +372,7 @@ func (h *Handler) validate(ctx context.Context, _ *mcp.CallToolRequest, in valid
 	return nil, q, nil
 }
 
-func (h *Handler) sendFax(ctx context.Context, _ *mcp.CallToolRequest, in sendIn) (*mcp.CallToolResult, faxes.FaxView, error) {
+func (h *Handler) sendFax(ctx context.Context, req *mcp.CallToolRequest, in sendIn) (*mcp.CallToolResult, faxes.FaxView, error) {
 	const tool = "send_fax"
 	p, err := principal(ctx)
 	if err != nil {
@@ -377,12 +381,16 @@ func (h *Handler) sendFax(ctx context.Context, _ *mcp.CallToolRequest, in sendIn
 	if in.DraftID == "" {
 		return nil, faxes.FaxView{}, errors.New("invalid_request: draftId is required; call create_fax_draft first")
 	}
-	o, replayed, err := h.svc.Faxes.SendDraft(ctx, p, in.DraftID)
+	cs, err := h.svc.Faxes.SendChatDraft(ctx, p, in.DraftID, approvalRef(req, in))
 	if err != nil {
 		return nil, faxes.FaxView{}, h.toolError(ctx, tool, err)
 	}
-	out := faxes.PresentFax(o)
-	out.AlreadyPaid = replayed
+	if cs.Fax == nil {
+		res, err := h.askOwner(ctx, req, cs)
+		return res, faxes.FaxView{}, err
+	}
+	out := faxes.PresentFax(cs.Fax)
+	out.AlreadyPaid = cs.Replayed
 	return nil, out, nil
 }
 
