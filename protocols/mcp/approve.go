@@ -2,7 +2,10 @@ package mcp
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/faxhub/faxhub/core"
@@ -54,5 +57,13 @@ func (h *Handler) askOwner(ctx context.Context, req *mcp.CallToolRequest, cs *fa
 	if multiRoundTrip(req) {
 		return &mcp.CallToolResult{InputRequests: mcp.InputRequestMap{cs.Approval.ID: el}, RequestState: cs.Approval.ID}, nil
 	}
-	return nil, mcp.URLElicitationRequiredError([]*mcp.ElicitParams{el})
+	// The SDK's URLElicitationRequiredError, with the page in the message
+	// too: a host that relays only an error's message to an MCP App (or
+	// to the model) still carries the link.
+	data, err := json.Marshal(map[string]any{"elicitations": []*mcp.ElicitParams{el}})
+	if err != nil {
+		return nil, fmt.Errorf("encode elicitation: %w", err)
+	}
+	return nil, &jsonrpc.Error{Code: mcp.CodeURLElicitationRequired, Data: data,
+		Message: "URL elicitation required: the owner approves this fax at " + cs.ApprovalURL + " (approvalId " + cs.Approval.ID + ")"}
 }
