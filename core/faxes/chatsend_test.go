@@ -17,15 +17,6 @@ func chatApp(ownerID, client string, scopes ...core.Scope) core.Principal {
 		SubjectID: "grant_" + client, ClientID: "client_" + client, ClientName: "App " + client}
 }
 
-func chatDraft(t *testing.T, e *testenv.Env, p core.Principal, pages int) *faxes.DraftView {
-	t.Helper()
-	d, err := e.Svc.Faxes.CreateDraft(ctx, p, faxes.CreateDraftRequest{To: "+12125550100", UploadToken: e.Upload(t, p, pages)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return d
-}
-
 // ask sends d and wants the owner asked (no fax).
 func ask(t *testing.T, e *testenv.Env, p core.Principal, draftID, approvalID string) *approvals.Approval {
 	t.Helper()
@@ -55,7 +46,7 @@ func balance(t *testing.T, e *testenv.Env, p core.Principal) int64 {
 func TestChatSendApproved(t *testing.T) {
 	e, _ := testenv.Clocked(t)
 	p := chatApp(e.OwnerA.ID, "claude", core.ScopeFaxRead, core.ScopeFaxDraft)
-	d := chatDraft(t, e, p, 2)
+	d := newDraft(t, e, p, 2)
 	before := balance(t, e, p)
 
 	a := ask(t, e, p, d.ID, "")
@@ -133,7 +124,7 @@ func TestChatSendRefused(t *testing.T) {
 	}
 
 	t.Run("declined", func(t *testing.T) {
-		d := chatDraft(t, e, p, 1)
+		d := newDraft(t, e, p, 1)
 		a := ask(t, e, p, d.ID, "")
 		decide(t, e, e.OwnerA.ID, a, false)
 		for _, ref := range []string{"", a.ID} {
@@ -144,7 +135,7 @@ func TestChatSendRefused(t *testing.T) {
 	})
 
 	t.Run("expired", func(t *testing.T) {
-		d := chatDraft(t, e, p, 1)
+		d := newDraft(t, e, p, 1)
 		a := ask(t, e, p, d.ID, "")
 		clk.Advance(16 * time.Minute)
 		_, err := e.Svc.Faxes.SendChatDraft(ctx, p, d.ID, "")
@@ -157,7 +148,7 @@ func TestChatSendRefused(t *testing.T) {
 	})
 
 	t.Run("changed", func(t *testing.T) {
-		d := chatDraft(t, e, p, 1)
+		d := newDraft(t, e, p, 1)
 		a := ask(t, e, p, d.ID, "")
 		decide(t, e, e.OwnerA.ID, a, true)
 		// The approval names another fax (another draft: another document,
@@ -177,7 +168,7 @@ func TestChatSendRefused(t *testing.T) {
 		}
 		// Another owner's approval id is not found.
 		pb := chatApp(e.OwnerB.ID, "claude", core.ScopeFaxRead, core.ScopeFaxDraft)
-		db := chatDraft(t, e, pb, 1)
+		db := newDraft(t, e, pb, 1)
 		_, err = e.Svc.Faxes.SendChatDraft(ctx, pb, db.ID, a.ID)
 		if core.ErrorKind(err) != core.KindNotFound {
 			t.Fatalf("owner B names A's approval: %v", err)
@@ -209,19 +200,19 @@ func TestChatSendSetting(t *testing.T) {
 	owner := core.OwnerPrincipal(e.OwnerA.ID, core.ModeTest)
 
 	// Off (the default): a grant with fax:send sends at once.
-	cs, err := e.Svc.Faxes.SendChatDraft(ctx, full, chatDraft(t, e, full, 1).ID, "")
+	cs, err := e.Svc.Faxes.SendChatDraft(ctx, full, newDraft(t, e, full, 1).ID, "")
 	if err != nil || cs.Fax == nil {
 		t.Fatalf("send with the setting off = %+v %v", cs, err)
 	}
 	if _, err := e.Svc.Faxes.PutSettings(ctx, owner, faxes.Settings{ApproveChatSends: true}); err != nil {
 		t.Fatal(err)
 	}
-	ask(t, e, full, chatDraft(t, e, full, 1).ID, "")
+	ask(t, e, full, newDraft(t, e, full, 1).ID, "")
 	// An API key is not a chat app: it sends as before.
-	if f, _, err := e.Svc.Faxes.SendDraft(ctx, key, chatDraft(t, e, key, 1).ID); err != nil || f == nil {
+	if f, _, err := e.Svc.Faxes.SendDraft(ctx, key, newDraft(t, e, key, 1).ID); err != nil || f == nil {
 		t.Fatalf("API key send with the setting on: %v", err)
 	}
-	if cs, err := e.Svc.Faxes.SendChatDraft(ctx, key, chatDraft(t, e, key, 1).ID, ""); err != nil || cs.Fax == nil {
+	if cs, err := e.Svc.Faxes.SendChatDraft(ctx, key, newDraft(t, e, key, 1).ID, ""); err != nil || cs.Fax == nil {
 		t.Fatalf("API key through SendChatDraft: %+v %v", cs, err)
 	}
 	// Only the owner in the console turns it off: an API key or an app
@@ -241,7 +232,7 @@ func TestChatSendSetting(t *testing.T) {
 	if _, err := e.Svc.Faxes.PutSettings(ctx, owner, faxes.Settings{}); err != nil {
 		t.Fatal(err)
 	}
-	if cs, err := e.Svc.Faxes.SendChatDraft(ctx, full, chatDraft(t, e, full, 1).ID, ""); err != nil || cs.Fax == nil {
+	if cs, err := e.Svc.Faxes.SendChatDraft(ctx, full, newDraft(t, e, full, 1).ID, ""); err != nil || cs.Fax == nil {
 		t.Fatalf("send after the owner turned it off = %+v %v", cs, err)
 	}
 

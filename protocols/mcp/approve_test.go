@@ -23,14 +23,7 @@ func (e *env) connectAt(tok, version string) *mcp.ClientSession {
 	if version != "" {
 		opts = &mcp.ClientSessionOptions{ProtocolVersion: version}
 	}
-	cs, err := c.Connect(e.t.Context(), &mcp.StreamableClientTransport{
-		Endpoint: e.base + "/mcp", HTTPClient: &http.Client{Transport: bearer{tok}}, DisableStandaloneSSE: true, MaxRetries: -1,
-	}, opts)
-	if err != nil {
-		e.t.Fatalf("connect: %v", err)
-	}
-	e.t.Cleanup(func() { cs.Close() })
-	return cs
+	return e.connectClient(c, tok, opts)
 }
 
 // TestSendAsksTheOwner: a chat app holding fax:draft but not fax:send
