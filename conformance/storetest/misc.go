@@ -185,6 +185,23 @@ func testApprovals(t *testing.T, s services.Store) {
 	wantErr(t, "FindApproval for another owner", err, core.ErrNoRows)
 	_, err = s.FindApproval(ctx, o.ID, approvals.KindDevice, a1.BindingHash)
 	wantErr(t, "FindApproval of another kind", err, core.ErrNoRows)
+
+	// A chat_send binding is asked once per owner: a second approval of it
+	// is refused; another owner's, or another kind's, is not.
+	chat := again
+	chat.ID, chat.Kind, chat.BindingHash = core.NewID(core.PrefixApproval), approvals.KindChatSend, "chat-binding"
+	must(t, s.CreateApproval(ctx, &chat))
+	twice := chat
+	twice.ID = core.NewID(core.PrefixApproval)
+	wantErr(t, "a second chat_send approval of a binding", s.CreateApproval(ctx, &twice), core.ErrExists)
+	twice.OwnerID = other.ID
+	must(t, s.CreateApproval(ctx, &twice))
+	consent := chat
+	consent.ID, consent.Kind = core.NewID(core.PrefixApproval), approvals.KindOAuthConsent
+	must(t, s.CreateApproval(ctx, &consent))
+	found, err = s.FindApproval(ctx, o.ID, approvals.KindChatSend, "chat-binding")
+	must(t, err)
+	wantApproval(t, "FindApproval of a chat_send", found, &chat)
 }
 
 func newCheckout(t *testing.T, s services.Store, o *accounts.Owner, draftID *string) *checkout.Checkout {

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"time"
 
@@ -230,6 +231,13 @@ func (s *Service) askChatSend(ctx context.Context, p core.Principal, d *Draft, b
 		OwnerID: p.OwnerID, Mode: p.Mode, Kind: approvals.KindChatSend, Requester: app, Summary: summary,
 		Details: details, Binding: b, RequiresUV: true, TTL: ttl,
 	})
+	if errors.Is(err, core.ErrExists) {
+		// A concurrent call asked for this very fax first (one approval
+		// per binding, migration 00028): answer with that one.
+		if a, err = s.d.Approvals.FindByBinding(ctx, p.OwnerID, approvals.KindChatSend, b); err == nil && a != nil {
+			return a, nil
+		}
+	}
 	if err != nil {
 		return nil, fmt.Errorf("ask the owner to approve a chat send: %w", err)
 	}

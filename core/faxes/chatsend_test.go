@@ -2,6 +2,7 @@ package faxes_test
 
 import (
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -174,6 +175,25 @@ func TestChatSendRefused(t *testing.T) {
 			t.Fatalf("owner B names A's approval: %v", err)
 		}
 		nothingCharged(t)
+	})
+
+	t.Run("concurrent first calls ask once", func(t *testing.T) {
+		d := newDraft(t, e, p, 1)
+		ids := make([]string, 4)
+		var wg sync.WaitGroup
+		for i := range ids {
+			wg.Go(func() {
+				if cs, err := e.Svc.Faxes.SendChatDraft(ctx, p, d.ID, ""); err == nil && cs.Approval != nil {
+					ids[i] = cs.Approval.ID
+				}
+			})
+		}
+		wg.Wait()
+		for _, id := range ids {
+			if id == "" || id != ids[0] {
+				t.Fatalf("concurrent asks made approvals %v, want one", ids)
+			}
+		}
 	})
 
 	t.Run("bounded", func(t *testing.T) {
