@@ -50,6 +50,7 @@ var kindLabels = map[approvals.Kind]string{
 	approvals.KindAgentClaim:     "Agent claim",
 	approvals.KindDevice:         "Agent device approval",
 	approvals.KindFaxSend:        "Fax to send",
+	approvals.KindChatSend:       "Fax to send from a chat app",
 	approvals.KindVerifiedAction: "Action to confirm",
 	approvals.KindCreditPurchase: "Credit purchase",
 }
@@ -181,6 +182,10 @@ func (c *Console) approvalPage(w http.ResponseWriter, r *http.Request, s *signed
 		// The pages the passkey approves, beside the facts. A preview that
 		// cannot be made says why and never blocks the decision.
 		pv, err := c.svc.Hosts.PreviewSend(r.Context(), s.owner.ID, a.ID)
+		v.Pages = previewPages(pv, err)
+	}
+	if a.Kind == approvals.KindChatSend && a.Status == approvals.Pending {
+		pv, err := c.svc.Faxes.PreviewChatSend(r.Context(), s.owner.ID, a)
 		v.Pages = previewPages(pv, err)
 	}
 	c.render(w, r, http.StatusOK, "approval", c.page(s, "Approval request", "approvals", struct{ Approval approvalView }{v}))

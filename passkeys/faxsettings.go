@@ -35,7 +35,9 @@ type faxSettingsBody struct {
 	TimeZone settingsField
 	Header   settingsField
 	Sender   []settingsField
-	Zones    []string
+	// ApproveChatSends is the "approve every send from chat apps" box.
+	ApproveChatSends bool
+	Zones            []string
 	// Example is the start of a page's header line with the saved
 	// settings, now.
 	Example string
@@ -73,6 +75,7 @@ func (c *Console) saveFaxSettings(w http.ResponseWriter, r *http.Request, s *sig
 		Sender: faxes.Sender{
 			Name: v("sender.name"), Company: v("sender.company"), Phone: v("sender.phone"), Fax: v("sender.fax"),
 		},
+		ApproveChatSends: v("approveChatSends") == "on",
 	}
 	if _, err := c.svc.Faxes.PutSettings(r.Context(), settingsPrincipal(s), typed); err != nil {
 		e := core.AsError(err)
@@ -106,8 +109,9 @@ func (c *Console) showFaxSettings(w http.ResponseWriter, r *http.Request, s *sig
 			{Name: "sender.phone", ID: "fs-sender-phone", Label: "Phone", Value: form.Sender.Phone, Max: faxes.MaxCoverField},
 			{Name: "sender.fax", ID: "fs-sender-fax", Label: "Fax", Value: form.Sender.Fax, Max: faxes.MaxCoverField},
 		},
-		Zones:   commonZones,
-		Example: headerExample(saved, c.now()),
+		ApproveChatSends: form.ApproveChatSends,
+		Zones:            commonZones,
+		Example:          headerExample(saved, c.now()),
 	}
 	d := c.page(s, "Fax settings", "faxsettings", nil)
 	d.Notice = notice

@@ -33,6 +33,7 @@ func TestFaxSettingsPage(t *testing.T) {
 		`action="/console/fax-settings"`, `name="csrf"`, `<label for="fs-timezone">`, `list="fs-zones"`,
 		`<datalist id="fs-zones">`, `value="America/New_York"`, `<label for="fs-header">`, `name="sender.name"`,
 		`name="sender.company"`, `name="sender.phone"`, `name="sender.fax"`, `aria-current="page">Fax settings`,
+		`<label class="choice"><input id="fs-approve-chat" name="approveChatSends" type="checkbox" aria-describedby="fs-approve-chat-help">`,
 		" UTC   " + "+1 212-555-0100   Page 1/3",
 	} {
 		if !strings.Contains(html.UnescapeString(r.body), want) {
@@ -58,6 +59,20 @@ func TestFaxSettingsPage(t *testing.T) {
 		Sender: faxes.Sender{Name: "Ada Lovelace", Company: "ACME", Phone: "+1 212 555 0100", Fax: "+1 212 555 0101"}}
 	if got := settings(); got != want {
 		t.Fatalf("saved %+v, want %+v", got, want)
+	}
+	// The chat-app box: ticked it is saved and shown ticked; a save
+	// without it turns it off (only here: an API key keeps it on).
+	chat := url.Values{"csrf": {csrf}, "approveChatSends": {"on"}}
+	wantStatus(t, "tick approve chat sends", b.form("/console/fax-settings", chat), http.StatusSeeOther)
+	if !settings().ApproveChatSends {
+		t.Fatal("the ticked box was not saved")
+	}
+	if r := b.get("/console/fax-settings"); !strings.Contains(r.body, `name="approveChatSends" type="checkbox" checked`) {
+		t.Fatal("the saved box is not shown ticked")
+	}
+	wantStatus(t, "save", b.form("/console/fax-settings", good), http.StatusSeeOther)
+	if settings().ApproveChatSends {
+		t.Fatal("unticking the box in the console did not turn it off")
 	}
 	r = b.get("/console/fax-settings?saved=1")
 	for _, want := range []string{"Fax settings saved", `value="America/New_York"`, `value="ACME Legal"`, `value="Ada Lovelace"`, "ACME Legal   +1 212-555-0100"} {

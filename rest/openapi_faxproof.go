@@ -62,6 +62,7 @@ func faxProofSchemas() obj {
 				"name": obj{"type": "string", "maxLength": faxes.MaxCoverField}, "company": obj{"type": "string", "maxLength": faxes.MaxCoverField},
 				"phone": obj{"type": "string", "maxLength": faxes.MaxCoverField}, "fax": obj{"type": "string", "maxLength": faxes.MaxCoverField},
 			}},
+			"approveChatSends": obj{"type": "boolean", "description": "every send_fax of a chat app (an OAuth grant over MCP) waits for the owner's passkey approval (docs/mcp.md); set true here, turned off only by the owner in the console: a PUT with false keeps it on"},
 		}},
 	}
 }

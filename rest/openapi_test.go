@@ -191,6 +191,8 @@ func TestProblemCodesCoverCore(t *testing.T) {
 		"approval_not_pending":          "approvals are decided in the owner console",
 		"document_changed":              "previews of pending faxes (approvals, drafts) are shown in the owner console",
 		"approval_binding_mismatch":     "approvals are decided in the owner console",
+		"approval_declined":             "a chat app's send_fax the owner declined: an MCP tool error, not /api/v1",
+		"approval_expired":              "a chat app's send_fax the owner did not approve in time: an MCP tool error, not /api/v1",
 		"owner_exists":                  "owners are created by the operator command and the console sign-up",
 		"link_invalid":                  "sign-up and recovery links are opened in the owner console",
 		"user_verification_required":    "passkey approvals happen in the owner console",

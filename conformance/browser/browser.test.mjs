@@ -8,6 +8,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { chromium } from 'playwright-core';
 import * as oauth from 'oauth4webapi';
+import * as mcpClient from '@modelcontextprotocol/client';
 import { BASE, ISSUER, MCP, OUT, env, registerClient } from '../node/lib.mjs';
 import { AP2, a2aToken, artifactData, dataOf, paymentMandate, rpc, skillPart, textOf, until, userMessage } from '../node/a2a-lib.mjs';
 import { agentStatus, checkApproval, execute, faxArgs, granted, keyPair, register, sendStatus } from '../node/hostagent-lib.mjs';
@@ -477,6 +478,98 @@ test('delegated: a send_fax approval without UV is refused (stays pending), then
   const d = await sendStatus(dh.host, dh.agent, url);
   assert.equal(d.status, 'declined', JSON.stringify(d));
   assert.equal(d.data, undefined, 'no fax');
+});
+
+// A chat app allowed only to draft (fax:draft, no fax:send) calls send_fax
+// with the TypeScript MCP SDK client: the answer is the -32042 URL
+// elicitation of the approval page; the owner approves in Chromium with
+// the passkey (UV); the retry sends, once. A declined one sends nothing.
+const chat = {};
+
+async function chatCall(name, args) {
+  const r = await chat.client.callTool({ name, arguments: args });
+  assert.ok(!r.isError, `${name}: ${JSON.stringify(r.content)}`);
+  return r.structuredContent;
+}
+
+async function chatDraft() {
+  const up = await chatCall('create_upload', { fileName: 'chat.pdf' });
+  const put = await fetch(up.uploadUrl, { method: 'PUT', headers: { 'content-type': 'application/pdf' }, body: minimalPDF(1) });
+  assert.ok(put.ok, `upload: ${put.status}`);
+  return chatCall('create_fax_draft', { to: '+12125550100', uploadToken: up.uploadToken });
+}
+
+// askOwner calls send_fax and wants the URL elicitation (-32042).
+async function askOwner(draftId) {
+  const err = await chat.client.callTool({ name: 'send_fax', arguments: { draftId } }).then(
+    (r) => assert.fail(`send_fax sent without the owner: ${JSON.stringify(r)}`), (e) => e);
+  assert.equal(err.code, -32042, `send_fax: ${err}`);
+  const el = err.elicitations?.[0] ?? err.data?.elicitations?.[0];
+  assert.equal(el?.mode, 'url', `elicitation: ${JSON.stringify(err.data ?? err.elicitations)}`);
+  assert.equal(el.url, `${BASE}/console/approvals/${el.elicitationId}`);
+  return el;
+}
+
+async function chatBalance() {
+  const c = await chatCall('get_credits', {});
+  return c.balanceCents;
+}
+
+test('chat app: send_fax with a draft-only token → URL elicitation; the owner approves with the passkey (UV); the retry sends once', async () => {
+  assert.ok(client, 'no OAuth client from the consent tests');
+  const token = await a2aToken({ ...client, clientName: 'Conformance Browser App', redirect: REDIRECT }, {
+    scope: 'fax:read fax:draft credits:read', resource: MCP,
+    consentIn: async (u) => {
+      await page.goto(u.href);
+      await page.waitForURL(/\/console\/approvals\//);
+      await page.waitForSelector(`text=${MCP}`);
+      await page.click('button[name=decision][value=approve]');
+      await page.waitForURL((x) => x.href.startsWith(REDIRECT));
+      return new URL(page.url());
+    },
+  });
+  chat.client = new mcpClient.Client({ name: 'faxhub-chat', version: '1.0.0' }, { versionNegotiation: { mode: 'legacy' } });
+  await chat.client.connect(new mcpClient.StreamableHTTPClientTransport(new URL(MCP), { requestInit: { headers: { authorization: `Bearer ${token}` } } }));
+  const before = await chatBalance();
+  const draft = await chatDraft();
+  const el = await askOwner(draft.draftId);
+  assert.equal((await askOwner(draft.draftId)).elicitationId, el.elicitationId, 'the same arguments ask the same approval');
+
+  await page.goto(el.url);
+  const card = page.locator('article.approval', { hasText: 'Fax to send from a chat app' });
+  await card.locator('button[data-webauthn="approve"]').waitFor();
+  await pagesLoaded(card);
+  await screenshot('chat-send-approval');
+  const here = page.url();
+  await card.locator('button[data-webauthn="approve"]').click();
+  await page.waitForURL((u) => u.href !== here);
+  assert.equal(await chatBalance(), before, 'approving charges nothing: the retry sends');
+
+  const fax = await chatCall('send_fax', { draftId: draft.draftId, approvalId: el.elicitationId });
+  assert.match(fax.faxId, /^fax_/);
+  assert.equal(fax.alreadyPaid, undefined);
+  const again = await chatCall('send_fax', { draftId: draft.draftId });
+  assert.equal(again.faxId, fax.faxId);
+  assert.equal(again.alreadyPaid, true);
+  chat.spent = before - await chatBalance();
+  assert.ok(chat.spent > 0, `the fax was paid once: ${chat.spent}`);
+});
+
+test('chat app: a declined send_fax approval is a tool error; nothing is charged', async () => {
+  assert.ok(chat.client, 'no chat client from the previous test');
+  const before = await chatBalance();
+  const draft = await chatDraft();
+  const el = await askOwner(draft.draftId);
+  await page.goto(el.url);
+  const card = page.locator('article.approval', { hasText: 'Fax to send from a chat app' });
+  await card.locator('button[name=decision][value=decline]').click();
+  await page.waitForLoadState();
+  await screenshot('chat-send-declined');
+  const r = await chat.client.callTool({ name: 'send_fax', arguments: { draftId: draft.draftId, approvalId: el.elicitationId } });
+  assert.equal(r.isError, true, JSON.stringify(r));
+  assert.match(r.content?.[0]?.text ?? '', /^approval_declined: /);
+  assert.equal(await chatBalance(), before, 'nothing charged');
+  await chat.client.close();
 });
 
 test('delegated: the Hosts page lists the agent with its grants; revoking the host stops its agent', async () => {

@@ -191,9 +191,12 @@ test('send, and follow the fax until delivered, with its report and receipt link
   await screenshot('delivered');
 });
 
-test('without fax:send the app drafts the fax and shows the owner its page; nothing is charged', async () => {
+test('without fax:send the app shows the owner the approval page and keeps asking; nothing is charged', async () => {
   const token = await oauthToken('Conformance MCP App drafts', 'http://127.0.0.1:53684/mcp-app-drafts', { drop: ['fax:send'] });
-  const client = new v2.Client({ name: 'faxhub-test-host', version: '1.0.0' }, { versionNegotiation: { mode: { pin: '2026-07-28' } } });
+  // A 2025-11-25 host: send_fax's URL elicitation is the -32042 error,
+  // which this host relays to the app as a failed call (its message names
+  // the approval page).
+  const client = new v2.Client({ name: 'faxhub-test-host', version: '1.0.0' }, { versionNegotiation: { mode: 'legacy' } });
   await client.connect(new v2.StreamableHTTPClientTransport(new URL(MCP), { requestInit: { headers: { authorization: `Bearer ${token}` } } }));
   try {
     const before = await tool('get_credits', {});
@@ -205,18 +208,19 @@ test('without fax:send the app drafts the fax and shows the owner its page; noth
     await app.locator('#to').press('Enter'); // Enter previews (no <form> in a sandboxed frame)
     await app.locator('#pages img').first().waitFor();
     await app.locator('#send').click();
-    await app.locator('#status[data-status="draft"]').waitFor();
-    assert.match(await app.locator('#status').textContent(), /insufficient_scope|fax:send|403/i);
-    const href = await app.locator('#checkout').getAttribute('href');
-    assert.match(href, new RegExp(`^${BASE}/console/drafts/[^/?]+\\?mode=test$`), `the owner's link: ${href}`);
-    await app.locator('#checkout').click();
+    await app.locator('#status[data-status="approval"]').waitFor();
+    assert.match(await app.locator('#status').textContent(), /approve/i);
+    const href = await app.locator('#approve').getAttribute('href');
+    assert.match(href, new RegExp(`^${BASE}/console/approvals/apr_[A-Za-z0-9_-]+$`), `the owner's link: ${href}`);
+    await app.locator('#approve').click();
     await page.waitForFunction(() => window.openedLinks.length > 0);
     assert.deepEqual(await page.evaluate(() => window.openedLinks), [href]);
     const after = await tool('get_credits', {});
     assert.equal(after.balanceCents, before.balanceCents, 'nothing charged');
     assert.equal(after.held, before.held, 'nothing held');
-    await screenshot('draft-for-owner');
+    await screenshot('approval-for-owner');
   } finally {
+    await page.close().catch(() => {});
     await client.close().catch(() => {});
   }
 });

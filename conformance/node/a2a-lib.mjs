@@ -40,7 +40,7 @@ export async function a2aClient(clientName, redirect) {
 // session unless cookie is given), and the code exchange. consentIn, when
 // given, plays the consent instead (the browser suite uses Chromium) and
 // returns the callback URL.
-export async function a2aToken(client, { scope, cookie, consentIn } = {}) {
+export async function a2aToken(client, { scope, cookie, consentIn, resource = A2A } = {}) {
   const as = await authorizationServer();
   const { clientName, redirect } = client;
   const verifier = oauth.generateRandomCodeVerifier();
@@ -48,12 +48,12 @@ export async function a2aToken(client, { scope, cookie, consentIn } = {}) {
   const u = new URL(as.authorization_endpoint);
   for (const [k, v] of Object.entries({
     response_type: 'code', client_id: client.client_id, redirect_uri: redirect, scope, state,
-    code_challenge: await oauth.calculatePKCECodeChallenge(verifier), code_challenge_method: 'S256', resource: A2A,
+    code_challenge: await oauth.calculatePKCECodeChallenge(verifier), code_challenge_method: 'S256', resource,
   })) u.searchParams.set(k, v);
-  const cb = consentIn ? await consentIn(u) : await consent(u, clientName, redirect, { cookie: cookie ?? env('FAXHUB_SESSION_COOKIE'), resource: A2A });
+  const cb = consentIn ? await consentIn(u) : await consent(u, clientName, redirect, { cookie: cookie ?? env('FAXHUB_SESSION_COOKIE'), resource });
   const params = oauth.validateAuthResponse(as, client, cb, state); // iss (RFC 9207) and state
   const res = await oauth.authorizationCodeGrantRequest(as, client, oauth.None(), params, redirect, verifier,
-    { additionalParameters: { resource: A2A }, ...insecure });
+    { additionalParameters: { resource }, ...insecure });
   const tok = await oauth.processAuthorizationCodeResponse(as, client, res);
   assert.equal(tok.token_type.toLowerCase(), 'bearer');
   assert.deepEqual(new Set(tok.scope.split(' ')), new Set(scope.split(' ')), 'the granted scope is the requested one');

@@ -169,6 +169,39 @@ func testApprovals(t *testing.T, s services.Store) {
 
 	list("approved", approvals.Approved, 10, a1)
 	list("any status", "", 0, a3, a2, noDetails, a1)
+
+	// FindApproval: the newest of the owner's approvals of a kind with a
+	// binding, in any status; never another owner's or another kind's.
+	again := *a1
+	again.ID, again.Status, again.Decision, again.DecidedAt, again.CreatedAt = core.NewID(core.PrefixApproval), approvals.Pending, nil, nil, at(40)
+	must(t, s.CreateApproval(ctx, &again))
+	found, err := s.FindApproval(ctx, o.ID, approvals.KindOAuthConsent, a1.BindingHash)
+	must(t, err)
+	wantApproval(t, "FindApproval: the newest with the binding", found, &again)
+	found, err = s.FindApproval(ctx, o.ID, approvals.KindOAuthConsent, a2.BindingHash)
+	must(t, err)
+	wantApproval(t, "FindApproval of a declined one", found, a2)
+	_, err = s.FindApproval(ctx, other.ID, approvals.KindOAuthConsent, a1.BindingHash)
+	wantErr(t, "FindApproval for another owner", err, core.ErrNoRows)
+	_, err = s.FindApproval(ctx, o.ID, approvals.KindDevice, a1.BindingHash)
+	wantErr(t, "FindApproval of another kind", err, core.ErrNoRows)
+
+	// A chat_send binding is asked once per owner: a second approval of it
+	// is refused; another owner's, or another kind's, is not.
+	chat := again
+	chat.ID, chat.Kind, chat.BindingHash = core.NewID(core.PrefixApproval), approvals.KindChatSend, "chat-binding"
+	must(t, s.CreateApproval(ctx, &chat))
+	twice := chat
+	twice.ID = core.NewID(core.PrefixApproval)
+	wantErr(t, "a second chat_send approval of a binding", s.CreateApproval(ctx, &twice), core.ErrExists)
+	twice.OwnerID = other.ID
+	must(t, s.CreateApproval(ctx, &twice))
+	consent := chat
+	consent.ID, consent.Kind = core.NewID(core.PrefixApproval), approvals.KindOAuthConsent
+	must(t, s.CreateApproval(ctx, &consent))
+	found, err = s.FindApproval(ctx, o.ID, approvals.KindChatSend, "chat-binding")
+	must(t, err)
+	wantApproval(t, "FindApproval of a chat_send", found, &chat)
 }
 
 func newCheckout(t *testing.T, s services.Store, o *accounts.Owner, draftID *string) *checkout.Checkout {

@@ -26,6 +26,12 @@ import (
 // passkey (requires_uv, binding = the exact fax).
 const KindFaxSend Kind = "fax_send"
 
+// KindChatSend is a chat app's send_fax (an OAuth grant without fax:send,
+// or any chat app when the owner asks to approve every send) waiting for
+// the owner's passkey: requires_uv, binding = the client and the exact fax
+// of one draft. The inbox records the decision; the app's retry sends.
+const KindChatSend Kind = "chat_send"
+
 // Request asks an owner to decide something.
 type Request struct {
 	OwnerID string
@@ -82,6 +88,23 @@ func (s *Service) Get(ctx context.Context, ownerID, id string) (*Approval, error
 	a, err := s.d.Store.GetApproval(ctx, ownerID, id)
 	if err != nil {
 		return nil, core.StoreErr(err, "approval")
+	}
+	if a.Status == Pending && !s.now().Before(a.ExpiresAt) {
+		a.Status = Expired
+	}
+	return a, nil
+}
+
+// FindByBinding returns the owner's newest approval of kind bound to
+// binding (expired pending ones read as expired), or nil when there is
+// none: a requester asking again for exactly the same thing finds its
+// earlier request.
+func (s *Service) FindByBinding(ctx context.Context, ownerID string, kind Kind, binding any) (*Approval, error) {
+	a, err := s.d.Store.FindApproval(ctx, ownerID, kind, BindingHash(binding))
+	if errors.Is(err, core.ErrNoRows) {
+		return nil, nil
+	} else if err != nil {
+		return nil, fmt.Errorf("find approval: %w", err)
 	}
 	if a.Status == Pending && !s.now().Before(a.ExpiresAt) {
 		a.Status = Expired

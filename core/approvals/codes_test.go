@@ -50,6 +50,10 @@ func (m *memInbox) ListApprovals(context.Context, string, approvals.Status, int)
 	return nil, errors.New("not used")
 }
 
+func (m *memInbox) FindApproval(context.Context, string, approvals.Kind, string) (*approvals.Approval, error) {
+	return nil, errors.New("not used")
+}
+
 func (m *memInbox) DecideApproval(_ context.Context, ownerID, id string, status approvals.Status, decision []byte, at time.Time) error {
 	a, ok := m.rows[id]
 	if !ok || a.OwnerID != ownerID {

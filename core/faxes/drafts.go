@@ -139,6 +139,13 @@ func (s *Service) SendDraft(ctx context.Context, p core.Principal, draftID strin
 	if err != nil {
 		return nil, false, core.StoreErr(err, "draft")
 	}
+	return s.payDraft(ctx, p, d)
+}
+
+// payDraft pays the draft d with p's credits, once: an already paid draft
+// returns its fax with replayed true. The caller authorized p to spend.
+func (s *Service) payDraft(ctx context.Context, p core.Principal, d *Draft) (fax *Fax, replayed bool, err error) {
+	draftID := d.ID
 	if f, ok, err := s.draftFax(ctx, p, d); ok || err != nil {
 		return f, ok, err
 	}

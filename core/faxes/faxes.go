@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/faxhub/faxhub/core"
+	"github.com/faxhub/faxhub/core/approvals"
 	"github.com/faxhub/faxhub/core/credits"
 	"github.com/faxhub/faxhub/core/documents"
 	"github.com/faxhub/faxhub/core/events"
@@ -544,6 +545,9 @@ type Deps struct {
 	Composer Composer
 	// Receipts signs delivery receipts; nil refuses to issue them.
 	Receipts ReceiptSigner
+	// Approvals asks the owner to approve a chat app's sends (chatsend.go);
+	// nil: a chat app without fax:send is refused (insufficient_scope).
+	Approvals *approvals.Service
 }
 
 // Service sends faxes.

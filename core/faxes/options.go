@@ -99,6 +99,10 @@ type Settings struct {
 	TimeZone string `json:"timeZone"`
 	Header   string `json:"header"`
 	Sender   Sender `json:"sender"`
+	// ApproveChatSends: every send_fax of a chat app (an OAuth grant),
+	// even one holding fax:send, waits for the owner's passkey approval
+	// (chatsend.go).
+	ApproveChatSends bool `json:"approveChatSends"`
 }
 
 // Sender is the sender block of a cover page.

@@ -507,6 +507,15 @@ func (s *Service) PutSettings(ctx context.Context, p core.Principal, st Settings
 	if err := s.CheckSettings(st); err != nil {
 		return Settings{}, err
 	}
+	if p.Kind != core.PrincipalOwnerSession && !st.ApproveChatSends {
+		// Only the owner, signed in to the console, turns off "approve
+		// every send from chat apps": an app must not lift its own check.
+		cur, err := s.Settings(ctx, p.OwnerID)
+		if err != nil {
+			return Settings{}, err
+		}
+		st.ApproveChatSends = cur.ApproveChatSends
+	}
 	if err := s.d.Store.PutFaxSettings(ctx, p.OwnerID, st, s.now()); err != nil {
 		return Settings{}, err
 	}

@@ -265,7 +265,7 @@ func New(cfg Config, deps Deps) (*Set, error) {
 	fx, err := faxes.New(kc, cfg.Faxes, faxes.Deps{
 		Store: deps.Store, Blobs: deps.Blobs, Destination: deps.Destination, Queue: deps.Queue, Providers: deps.Providers,
 		PayerRefunds: machine.NewPayers(deps.Machine), Metrics: delivery, Prices: deps.Prices, Logger: deps.Logger, Kernel: c, Credits: creds, Numbers: nums, Documents: docs,
-		Composer: deps.Composer, Receipts: deps.Receipts,
+		Composer: deps.Composer, Receipts: deps.Receipts, Approvals: approvalInbox,
 	})
 	if err != nil {
 		return nil, err

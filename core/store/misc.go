@@ -69,6 +69,16 @@ func (x q) GetApproval(ctx context.Context, ownerID, id string) (*approvals.Appr
 	return &a, nil
 }
 
+func (x q) FindApproval(ctx context.Context, ownerID string, kind approvals.Kind, bindingHash string) (*approvals.Approval, error) {
+	var r approvalRow
+	if err := x.get(ctx, x.reader(), &r, approvalSelect+` WHERE owner_id = ? AND kind = ? AND binding_hash = ?
+		ORDER BY created_at DESC, id DESC LIMIT 1`, ownerID, kind, bindingHash); err != nil {
+		return nil, fmt.Errorf("find approval: %w", err)
+	}
+	a := r.approval()
+	return &a, nil
+}
+
 // ListApprovals lists the owner's approvals in status (any if empty), newest
 // first; limit <= 0 means all.
 func (x q) ListApprovals(ctx context.Context, ownerID string, status approvals.Status, n int) ([]approvals.Approval, error) {

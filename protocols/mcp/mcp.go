@@ -7,6 +7,7 @@ package mcp
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -215,7 +216,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	// can step up their authorization; the tool itself checks again.
 	if peek.Method == "tools/call" {
 		if op, ok := toolOps[peek.Params.Name]; ok {
-			if err := core.Authorize(p, op); err != nil && core.ErrorKind(err) == core.KindForbidden {
+			if err := core.Authorize(p, op); err != nil && core.ErrorKind(err) == core.KindForbidden && !h.ownerApproves(r.Context(), peek.Params.Name, p) {
 				need := string(core.ScopeFor(op))
 				h.challenge(w, http.StatusForbidden, "insufficient_scope",
 					fmt.Sprintf("the tool %s needs the %s scope, which this token lacks; ask the owner to authorize it", peek.Params.Name, need), need)
@@ -224,6 +225,20 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	h.sdk.ServeHTTP(&cappedWriter{ResponseWriter: w, left: MaxResponseBytes}, r.WithContext(core.WithPrincipal(r.Context(), p)))
+}
+
+// ownerApproves reports whether the tool asks the owner's approval instead
+// of needing the scope p lacks: send_fax of a chat app that may draft
+// answers with the approval page, not with a step-up (docs/mcp.md).
+func (h *Handler) ownerApproves(ctx context.Context, tool string, p core.Principal) bool {
+	if tool != "send_fax" {
+		return false
+	}
+	need, err := h.svc.Faxes.NeedsOwnerApproval(ctx, p)
+	if err != nil {
+		h.opts.Logger.ErrorContext(ctx, "mcp: read whether sends need approval", "err", err)
+	}
+	return need
 }
 
 // batchLen counts the messages of a JSON-RPC batch without decoding them;

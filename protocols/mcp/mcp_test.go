@@ -98,14 +98,21 @@ func (e *env) connect(tok string) *mcp.ClientSession {
 	c := mcp.NewClient(&mcp.Implementation{Name: "test-chat", Version: "1"}, nil)
 	check := &outputCheck{t: e.t}
 	c.AddSendingMiddleware(check.middleware)
+	cs := e.connectClient(c, tok, nil)
+	check.load(cs)
+	return cs
+}
+
+// connectClient connects c to /mcp with the bearer token tok.
+func (e *env) connectClient(c *mcp.Client, tok string, opts *mcp.ClientSessionOptions) *mcp.ClientSession {
+	e.t.Helper()
 	cs, err := c.Connect(e.t.Context(), &mcp.StreamableClientTransport{
 		Endpoint: e.base + "/mcp", HTTPClient: &http.Client{Transport: bearer{tok}}, DisableStandaloneSSE: true, MaxRetries: -1,
-	}, nil)
+	}, opts)
 	if err != nil {
 		e.t.Fatalf("connect: %v", err)
 	}
 	e.t.Cleanup(func() { cs.Close() })
-	check.load(cs)
 	return cs
 }
 

@@ -160,6 +160,10 @@ const validateSchema = `{"type":"object","properties":{` +
 
 type sendIn struct {
 	DraftID string `json:"draftId" jsonschema:"the draftId from create_fax_draft"`
+	// ApprovalID names the owner's approval this retry follows (the
+	// elicitationId send_fax answered with); optional: the same draftId
+	// finds it too.
+	ApprovalID string `json:"approvalId,omitempty" jsonschema:"when send_fax asked for the owner's approval: its elicitationId (the approval id); optional, the same draftId finds it"`
 }
 
 type getFaxIn struct {
@@ -221,7 +225,7 @@ func (h *Handler) addTools(s *mcp.Server) {
 		InputSchema: json.RawMessage(validateSchema)}),
 		h.validate)
 	mcp.AddTool(s, tool(&mcp.Tool{Name: "send_fax", Annotations: ann("Send a drafted fax with credits", false, true, true, true),
-		Description: "Send a draft now, paying with the owner's account credits, and queue it for delivery. Spends money: confirm with the user first. Calling again for the same draft never charges twice (it returns the existing fax). If the credits do not cover the price the call fails with insufficient_credits; then give the user the draft's checkoutUrl, or a credit pack from create_credit_checkout. The fax goes from the number chosen as from on create_fax_draft, if any." + scopeNote("send_fax") + phiWarning}),
+		Description: "Send a draft now, paying with the owner's account credits, and queue it for delivery. Spends money: confirm with the user first. Calling again for the same draft never charges twice (it returns the existing fax). If the credits do not cover the price the call fails with insufficient_credits; then give the user the draft's checkoutUrl, or a credit pack from create_credit_checkout. The fax goes from the number chosen as from on create_fax_draft, if any. When the owner must approve the fax (this app may only draft, or the owner asks to approve every send from chat apps) the call answers with a URL elicitation of the owner's approval page and sends nothing: give the user the link, and once the owner approved with their passkey call send_fax again with the same draftId (and approvalId, the elicitationId); declined or expired approvals charge nothing." + scopeNote("send_fax") + " With only fax:draft the owner approves each fax." + phiWarning}),
 		h.sendFax)
 	mcp.AddTool(s, tool(&mcp.Tool{Name: "cancel_fax", Annotations: ann("Cancel a fax", false, true, true, false),
 		Description: "Cancel a fax that has not started sending (status scheduled or queued): it will not be sent and what was paid returns to the owner (credits held are released; a fax paid at checkout is refunded as credits). A fax being sent is called back where the provider can; it then ends canceled or, if too late, delivered. Confirm with the user first." + scopeNote("cancel_fax") + phiWarning}),
@@ -368,7 +372,7 @@ func (h *Handler) validate(ctx context.Context, _ *mcp.CallToolRequest, in valid
 	return nil, q, nil
 }
 
-func (h *Handler) sendFax(ctx context.Context, _ *mcp.CallToolRequest, in sendIn) (*mcp.CallToolResult, faxes.FaxView, error) {
+func (h *Handler) sendFax(ctx context.Context, req *mcp.CallToolRequest, in sendIn) (*mcp.CallToolResult, faxes.FaxView, error) {
 	const tool = "send_fax"
 	p, err := principal(ctx)
 	if err != nil {
@@ -377,12 +381,16 @@ func (h *Handler) sendFax(ctx context.Context, _ *mcp.CallToolRequest, in sendIn
 	if in.DraftID == "" {
 		return nil, faxes.FaxView{}, errors.New("invalid_request: draftId is required; call create_fax_draft first")
 	}
-	o, replayed, err := h.svc.Faxes.SendDraft(ctx, p, in.DraftID)
+	cs, err := h.svc.Faxes.SendChatDraft(ctx, p, in.DraftID, approvalRef(req, in))
 	if err != nil {
 		return nil, faxes.FaxView{}, h.toolError(ctx, tool, err)
 	}
-	out := faxes.PresentFax(o)
-	out.AlreadyPaid = replayed
+	if cs.Fax == nil {
+		res, err := h.askOwner(ctx, req, cs)
+		return res, faxes.FaxView{}, err
+	}
+	out := faxes.PresentFax(cs.Fax)
+	out.AlreadyPaid = cs.Replayed
 	return nil, out, nil
 }
 

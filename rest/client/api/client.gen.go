@@ -3607,6 +3607,9 @@ type FaxSendingEventType string
 
 // FaxSettings defines model for FaxSettings.
 type FaxSettings struct {
+	// ApproveChatSends every send_fax of a chat app (an OAuth grant over MCP) waits for the owner's passkey approval (docs/mcp.md); set true here, turned off only by the owner in the console: a PUT with false keeps it on
+	ApproveChatSends *bool `json:"approveChatSends,omitempty"`
+
 	// Header default header text
 	Header *string `json:"header,omitempty"`
 

@@ -189,7 +189,7 @@ $("send").addEventListener("click", async () => {
     return;
   }
   try {
-    const fax = await call("send_fax", { draftId: draft.draftId });
+    const fax = await sendFax(draft.draftId);
     notice("");
     follow(fax);
   } catch (err) {
@@ -202,6 +202,54 @@ $("send").addEventListener("click", async () => {
     notice("The draft is ready; the owner can send it from its page.", false);
   }
 });
+
+// ---- 3b. the owner's approval
+
+const APPROVAL_POLL_MS = 3000;
+const APPROVAL_PAGE = /(https?:\/\/[^\s"'<>]+\/console\/approvals\/(apr_[A-Za-z0-9_-]+))/;
+
+// approvalOf is the approval page send_fax pointed the owner at: a URL
+// elicitation in an input-required result (2026-07-28 hosts) or in a
+// -32042 error's data, else the link in the error's message (a host that
+// relays only the message); null when send_fax did not ask.
+function approvalOf(x) {
+  // inputRequests' entries are embedded requests: {method, params}.
+  const els = x?.data?.elicitations || Object.values(x?.inputRequests || {}).map((r) => r?.params || r);
+  const el = els.find((e) => e && e.mode === "url" && e.url);
+  if (el) return { id: el.elicitationId, url: el.url };
+  const m = APPROVAL_PAGE.exec(String(x?.message || ""));
+  return m ? { id: m[2], url: m[1] } : null;
+}
+
+// sendFax sends the draft; when faxhub asks the owner's approval first, it
+// shows the approval page's link and calls send_fax again with the
+// approval id until the owner decides (approved: the fax; declined or
+// expired: a tool error, nothing charged).
+async function sendFax(draftId) {
+  let approvalId = "";
+  for (;;) {
+    let asked;
+    try {
+      const r = await app.callServerTool({ name: "send_fax", arguments: approvalId ? { draftId, approvalId } : { draftId } });
+      asked = approvalOf(r);
+      if (!asked) {
+        if (r.isError) throw new Error((r.content || []).map((c) => c.text || "").join(" ").trim() || "send_fax failed");
+        return r.structuredContent || JSON.parse((r.content || [])[0]?.text || "{}");
+      }
+    } catch (err) {
+      asked = approvalOf(err);
+      if (!asked) throw err;
+    }
+    if (!approvalId) {
+      $("step-follow").hidden = false;
+      $("status").textContent = "Waiting for the owner to approve this fax with their passkey. Nothing is sent or charged until then.";
+      $("status").dataset.status = "approval";
+      link("Approve this fax (owner)", asked.url).id = "approve";
+    }
+    approvalId = asked.id;
+    await new Promise((r) => setTimeout(r, APPROVAL_POLL_MS));
+  }
+}
 
 // ---- 4. follow the fax until it is final
 
