@@ -178,10 +178,19 @@ type callback struct{ code, err string }
 
 // callbackHandler takes the first redirect carrying our state (and the
 // issuer we asked, RFC 9207: a mix-up defence) and answers the browser.
-// Anything else gets a 400 and is not taken.
+// Anything else gets a 400 and is not taken. The loopback listener has one
+// path, so it is one handler, not a route table.
 func callbackHandler(state, issuer string, got chan<- callback) http.Handler {
-	mux := http.NewServeMux()
-	mux.HandleFunc("GET /callback", func(w http.ResponseWriter, r *http.Request) {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/callback" {
+			http.NotFound(w, r)
+			return
+		}
+		if r.Method != http.MethodGet && r.Method != http.MethodHead {
+			w.Header().Set("Allow", "GET, HEAD")
+			http.Error(w, "Method Not Allowed", http.StatusMethodNotAllowed)
+			return
+		}
 		q := r.URL.Query()
 		if subtle.ConstantTimeCompare([]byte(q.Get("state")), []byte(state)) != 1 {
 			http.Error(w, "This is not the sign-in faxhub login is waiting for.", http.StatusBadRequest)
@@ -206,7 +215,6 @@ func callbackHandler(state, issuer string, got chan<- callback) http.Handler {
 		}
 		fmt.Fprintln(w, "faxhub login is approved; you can close this tab and return to the terminal.")
 	})
-	return mux
 }
 
 func randomString() string {
