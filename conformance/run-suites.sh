@@ -64,6 +64,15 @@ export FAXHUB_CHROMIUM=${FAXHUB_CHROMIUM:-/usr/bin/chromium}
 GO=${GO:-go}
 BIN=$OUT/faxhub
 $GO build -o "$BIN" ./cmd/faxhub
+# The a2a-cli suite runs a2a-go's CLI (a go tool of this module), built
+# here once with no time limit: the first `go tool a2a` of a fresh cache
+# compiles it, which took longer than a test's timeout on a loaded CI machine.
+for s in "${ORDER[@]}"; do
+  if [ "$s" = a2a-cli ]; then
+    $GO build -o "$OUT/a2a" github.com/a2aproject/a2a-go/v2/cmd/a2a
+    export FAXHUB_A2A_CLI=$OUT/a2a
+  fi
+done
 REPLICAS=${FAXHUB_SUITES_REPLICAS:-}
 if [ -n "$REPLICAS" ]; then
   [ -n "${FAXHUB_SUITES_POSTGRES:-}" ] || { echo "run-suites: FAXHUB_SUITES_REPLICAS needs FAXHUB_SUITES_POSTGRES (replicas share one PostgreSQL database)" >&2; exit 2; }

@@ -17,14 +17,16 @@ import { A2A, BASE } from './lib.mjs';
 import { AP2, FAX_TO, SKILLS, a2aClient, a2aToken, artifactData, dataOf, payDraft, until, uploadSample } from './a2a-lib.mjs';
 
 const ROOT = new URL('../..', import.meta.url).pathname;
-const GO = process.env.GO || 'go';
+// The CLI binary run-suites.sh built (FAXHUB_A2A_CLI); `go tool a2a` when
+// the suite is run by hand.
+const CLI = process.env.FAXHUB_A2A_CLI ? [process.env.FAXHUB_A2A_CLI] : [process.env.GO || 'go', 'tool', 'a2a'];
 const REDIRECT = 'http://127.0.0.1:53684/a2a-cli';
 const s = {};
 
 // a2a runs `go tool a2a args…` and resolves {code, stdout, stderr}.
 function a2a(...args) {
   return new Promise((resolve) => {
-    execFile(GO, ['tool', 'a2a', ...args], { cwd: ROOT, timeout: 90000, maxBuffer: 8 << 20 }, (err, stdout, stderr) => {
+    execFile(CLI[0], [...CLI.slice(1), ...args], { cwd: ROOT, timeout: 90000, maxBuffer: 8 << 20 }, (err, stdout, stderr) => {
       resolve({ code: err ? (err.code ?? 1) : 0, stdout, stderr });
     });
   });
@@ -34,7 +36,7 @@ function a2a(...args) {
 // arrive (the CLI prints each as it comes). Resolves {code, stdout, stderr}.
 function a2aStream(onEvents, ...args) {
   return new Promise((resolve) => {
-    const p = spawn(GO, ['tool', 'a2a', ...args], { cwd: ROOT, timeout: 90000 });
+    const p = spawn(CLI[0], [...CLI.slice(1), ...args], { cwd: ROOT, timeout: 90000 });
     let stdout = '', stderr = '', acting = Promise.resolve();
     p.stdout.on('data', (b) => { stdout += b; const evs = jsonSeq(stdout); acting = acting.then(() => onEvents(evs)); });
     p.stderr.on('data', (b) => { stderr += b; });

@@ -481,7 +481,10 @@ func TestMetricsDeliveryOutcomes(t *testing.T) {
 // TestMetricsWebhookAttempts: each webhook attempt that ends is counted by
 // kind of target and outcome.
 func TestMetricsWebhookAttempts(t *testing.T) {
-	m := newMetricsEnv(t, testenv.WithConfig(func(c *services.Config) { c.Webhooks.AllowPrivate = true }))
+	// No workers: the test delivers each attempt itself. With River's
+	// worker running, it could claim the delivery first, so Deliver
+	// returned before the attempt was counted and the scrape raced it.
+	m := newMetricsEnv(t, testenv.WithoutWorkers(), testenv.WithConfig(func(c *services.Config) { c.Webhooks.AllowPrivate = true }))
 	ctx := t.Context()
 	p := m.Principal(t, m.KeyATest)
 	for _, status := range []int{http.StatusNoContent, http.StatusGone, http.StatusInternalServerError} {
