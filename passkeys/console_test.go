@@ -996,7 +996,7 @@ func TestPagesAreAccessibleAndSafe(t *testing.T) {
 		}
 	}
 	anon := h.browser()
-	for _, p := range []string{"/signin", "/signup", "/recover", "/console/static/console.css", "/console/static/webauthn.js", "/console/static/send.js"} {
+	for _, p := range []string{"/signin", "/signup", "/recover", "/console/static/console.css", "/console/static/webauthn.js", "/console/static/send.js", "/console/static/fax.js"} {
 		wantStatus(t, p, anon.get(p), 200)
 	}
 	wantStatus(t, "unknown page", anon.get("/console/nope"), http.StatusNotFound)

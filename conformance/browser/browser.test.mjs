@@ -668,12 +668,11 @@ test('send page: upload a two-page PDF (with progress), the number checked as ty
   assert.equal(fax.documentId, doc);
   assert.equal(fax.cover, true);
   assert.equal(fax.price, '0.21');
-  // The fax's own page: reloaded until it says delivered, as an owner
-  // would; then its report and its receipt.
-  await until(`fax ${id} delivered on its page`, async () => {
-    await page.reload();
-    return page.locator('.facts').textContent();
-  }, (t) => /delivered/.test(t));
+  // The fax's own page follows the fax by itself (fax.js asks for the page
+  // again and swaps it in): no reload here; then its report and receipt.
+  await until(`fax ${id} delivered on its page, without a reload`, () => page.locator('.facts').textContent(),
+    (t) => /delivered/.test(t), { tries: 300 });
+  assert.equal(new URL(page.url()).pathname, `/console/faxes/${id}`);
   const faxed = page.locator('section[aria-labelledby="faxed-h"]');
   assert.equal(await pagesLoaded(faxed), 3, 'the pages as faxed: the cover page and two pages');
   await screenshot('send-delivered');
