@@ -18,6 +18,7 @@ import (
 	"github.com/faxhub/faxhub/core/accounts"
 	"github.com/faxhub/faxhub/core/documents"
 	"github.com/faxhub/faxhub/core/faxes"
+	"github.com/faxhub/faxhub/core/hosts"
 	"github.com/faxhub/faxhub/internal/require"
 )
 
@@ -303,6 +304,80 @@ func TestMigrateDownUp(t *testing.T) {
 			}
 			if err := db.Ready(ctx); err != nil {
 				t.Fatal(err)
+			}
+		})
+	}
+}
+
+// TestMigrateSentByBackfill checks what migration 00027 says of the faxes
+// made before it: a machine payment's fax and a delegated agent's approved
+// send are known from their tables (the agent's id and name); every other
+// fax is "unknown". The rows are made on the full schema, the migration
+// taken down and up again, as an upgrade from 00026 would meet them.
+func TestMigrateSentByBackfill(t *testing.T) {
+	dsns := map[string]string{DialectSQLite: filepath.Join(t.TempDir(), "faxhub.db")}
+	if u := os.Getenv(storetest.EnvPostgresURL); u != "" {
+		dsns[DialectPostgres] = storetest.OpenPostgresSchema(t, u)
+	}
+	for dialect, dsn := range dsns {
+		t.Run(dialect, func(t *testing.T) {
+			ctx := context.Background()
+			db, err := Open(ctx, dsn)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer db.Close()
+			if err := db.Migrate(ctx); err != nil {
+				t.Fatal(err)
+			}
+			now := time.Now().UTC().Truncate(time.Second)
+			o := &accounts.Owner{ID: "own_1", Email: "a@example.com", CreatedAt: now}
+			d := &documents.Document{ID: "doc_1", OwnerID: o.ID, Mode: core.ModeTest, CreatedAt: now}
+			pk, tp := "{}", "host-thumbprint"
+			h := &hosts.Host{ID: "hst_1", OwnerID: o.ID, Name: "laptop", PublicKey: &pk, Thumbprint: &tp, Status: hosts.Active, CreatedAt: now}
+			a := &hosts.Agent{ID: "dag_1", HostID: h.ID, OwnerID: o.ID, Name: "Claude on laptop", PublicKey: "{}", Thumbprint: "agent-thumbprint",
+				Status: hosts.AgentActive, DeviceExpires: now, CreatedAt: now}
+			s := &hosts.Send{ID: "dsd_1", OwnerID: o.ID, Mode: core.ModeTest, HostID: h.ID, AgentID: a.ID, ApprovalID: "apr_1", DocumentID: d.ID,
+				DocumentSHA: "00", To: "+14155550123", Pages: 1, PriceMicros: 70000, Currency: "usd", CreatedAt: now, ExpiresAt: now.Add(time.Hour)}
+			fax := func(id string, pay faxes.PaymentMethod) *faxes.Fax {
+				return &faxes.Fax{ID: id, OwnerID: o.ID, Mode: core.ModeTest, DocumentID: d.ID, Status: faxes.Queued, PaymentMethod: pay,
+					SentBy: faxes.SentBy{Kind: core.PrincipalAPIKey, ID: "key_1", Name: "made after 00027"}, CreatedAt: now}
+			}
+			plain, machine, delegated := fax("fax_plain", faxes.PayCredits), fax("fax_machine", faxes.PayMachine), fax("fax_delegated", faxes.PayCredits)
+			for _, err := range []error{
+				db.CreateOwner(ctx, o), db.CreateDocument(ctx, d), db.CreateHost(ctx, h, 10), db.CreateDelegatedAgent(ctx, a, 10),
+				db.CreateDelegatedSend(ctx, s), db.CreateFax(ctx, plain), db.CreateFax(ctx, machine), db.CreateFax(ctx, delegated),
+				db.MarkDelegatedSendSent(ctx, s.ID, delegated.ID),
+			} {
+				if err != nil {
+					t.Fatal(err)
+				}
+			}
+			p, err := db.provider(db.w.DB, true)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := p.DownTo(ctx, 26); err != nil {
+				t.Fatalf("down to 00026: %v", err)
+			}
+			if _, err := p.UpTo(ctx, 27); err != nil {
+				t.Fatalf("up to 00027: %v", err)
+			}
+			for id, want := range map[string]faxes.SentBy{
+				plain.ID:     {Kind: faxes.SentByUnknown},
+				machine.ID:   {Kind: core.PrincipalMachinePayer},
+				delegated.ID: {Kind: core.PrincipalDelegated, ID: a.ID, Name: a.Name},
+			} {
+				f, err := db.GetFax(ctx, o.ID, core.ModeTest, id)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if f.SentBy != want {
+					t.Errorf("%s after 00027: sentBy %+v, want %+v", id, f.SentBy, want)
+				}
+			}
+			if err := db.Migrate(ctx); err != nil {
+				t.Fatalf("the rest of the migrations: %v", err)
 			}
 		})
 	}
