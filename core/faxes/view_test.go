@@ -41,8 +41,10 @@ func TestPresentFax(t *testing.T) {
 
 	base := func() *faxes.Fax {
 		return &faxes.Fax{ID: "fax_1", Mode: core.ModeTest, Status: faxes.Queued, To: "+12125550100", Pages: 2,
-			Price: "0.14", PriceCents: 14, Currency: "usd", PaymentMethod: faxes.PayCredits, CreatedAt: created}
+			Price: "0.14", PriceCents: 14, Currency: "usd", PaymentMethod: faxes.PayCredits, CreatedAt: created,
+			SentBy: faxes.SentBy{Kind: core.PrincipalAPIKey, ID: "key_1", Name: "billing backend"}}
 	}
+	sentBy := map[string]any{"kind": "api_key", "id": "key_1", "name": "billing backend"}
 	tests := []struct {
 		name string
 		fax  func() *faxes.Fax
@@ -52,7 +54,7 @@ func TestPresentFax(t *testing.T) {
 			name: "queued, no draft, no failure",
 			fax:  base,
 			want: map[string]any{"faxId": "fax_1", "status": "queued", "to": "+12125550100", "pages": 2.0, "pagesSent": 0.0,
-				"price": "0.14", "currency": "usd", "paymentMethod": "credits", "attempts": 0.0, "createdAt": "2026-11-01T12:00:00Z"},
+				"price": "0.14", "currency": "usd", "paymentMethod": "credits", "sentBy": sentBy, "attempts": 0.0, "createdAt": "2026-11-01T12:00:00Z"},
 		},
 		{
 			name: "delivered from a draft, with a sender and its attempt",
@@ -64,7 +66,7 @@ func TestPresentFax(t *testing.T) {
 				return f
 			},
 			want: map[string]any{"faxId": "fax_1", "status": "delivered", "to": "+12125550100", "from": "+14155550100", "pages": 2.0, "pagesSent": 2.0,
-				"price": "0.14", "currency": "usd", "paymentMethod": "credits", "draftId": "drf_1", "attempts": 1.0,
+				"price": "0.14", "currency": "usd", "paymentMethod": "credits", "sentBy": sentBy, "draftId": "drf_1", "attempts": 1.0,
 				"createdAt": "2026-11-01T12:00:00Z", "completedAt": "2026-11-01T12:01:30Z",
 				"latestAttempt": map[string]any{"number": 1.0, "status": "delivered", "pagesSent": 2.0,
 					"startedAt": "2026-11-01T12:00:00Z", "finishedAt": "2026-11-01T12:01:30Z"}},
@@ -78,7 +80,7 @@ func TestPresentFax(t *testing.T) {
 				return f
 			},
 			want: map[string]any{"faxId": "fax_1", "status": "failed", "to": "+12125550100", "pages": 2.0, "pagesSent": 0.0,
-				"price": "0.14", "currency": "usd", "paymentMethod": "credits", "attempts": 3.0,
+				"price": "0.14", "currency": "usd", "paymentMethod": "credits", "sentBy": sentBy, "attempts": 3.0,
 				"failureCode": "busy", "failureReason": "the line was busy",
 				"createdAt": "2026-11-01T12:00:00Z", "completedAt": "2026-11-01T12:01:30Z",
 				"latestAttempt": map[string]any{"number": 3.0, "status": "failed", "pagesSent": 0.0, "failureCode": "busy",

@@ -252,7 +252,8 @@ func (rh *requestHandler) runSkill(ctx context.Context, p core.Principal, msg *a
 		}
 		return result{msg: reply(msg, faxes.PresentFax(f))}, nil
 	case *listFaxesArgs:
-		page, err := svc.Faxes.List(ctx, p, faxes.ListRequest{Status: a.Status, StartingAfter: a.StartingAfter, Limit: a.Limit})
+		page, err := svc.Faxes.List(ctx, p, faxes.ListRequest{Status: a.Status, CreatedFrom: a.CreatedFrom, CreatedTo: a.CreatedTo,
+			StartingAfter: a.StartingAfter, Limit: a.Limit})
 		if err != nil {
 			return result{}, rh.fail(ctx, s.ID, err, targetSkill)
 		}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/a2aproject/a2a-go/v2/a2a"
 
+	"github.com/faxhub/faxhub/core"
 	"github.com/faxhub/faxhub/core/faxes"
 )
 
@@ -63,6 +64,23 @@ func TestFaxOptions(t *testing.T) {
 	list := call(t, c, skillMsg("list_faxes", map[string]any{"status": "scheduled"}))
 	if fx, _ := list["faxes"].([]any); len(fx) != 1 {
 		t.Fatalf("list_faxes scheduled = %v", list)
+	}
+	// The door: an A2A fax is paid at the draft's checkout; its maker is
+	// the agent's OAuth grant.
+	if sb, _ := fax["sentBy"].(map[string]any); sb["kind"] != string(core.PrincipalOAuthGrant) || sb["id"] == "" {
+		t.Errorf("get_fax sentBy = %v", fax["sentBy"])
+	}
+	// By period: today has it, a day long gone does not; a bad bound is
+	// refused with the period's code.
+	today := time.Now().UTC().Format(time.DateOnly)
+	for args, want := range map[[2]string]int{{today, today}: 1, {"2001-01-01", "2001-01-02"}: 0} {
+		l := call(t, c, skillMsg("list_faxes", map[string]any{"createdFrom": args[0], "createdTo": args[1]}))
+		if fx, _ := l["faxes"].([]any); len(fx) != want {
+			t.Errorf("list_faxes from %s to %s: %d faxes, want %d", args[0], args[1], len(fx), want)
+		}
+	}
+	if _, err := c.SendMessage(t.Context(), skillMsg("list_faxes", map[string]any{"createdFrom": "yesterday"})); err == nil || !strings.Contains(err.Error(), "created_from") {
+		t.Errorf("list_faxes with a bad createdFrom: %v", err)
 	}
 	canceled, err := c.CancelTask(t.Context(), &a2a.CancelTaskRequest{ID: task.ID})
 	if err != nil || canceled.Status.State != a2a.TaskStateCanceled {

@@ -69,6 +69,8 @@ type (
 	}
 	listFaxesArgs struct {
 		Status        string `json:"status"`
+		CreatedFrom   string `json:"createdFrom"`
+		CreatedTo     string `json:"createdTo"`
 		StartingAfter string `json:"startingAfter"`
 		Limit         int    `json:"limit"`
 	}
@@ -176,11 +178,13 @@ func skillTable(packs []core.CreditPack) []skill {
 		},
 		{
 			ID: "list_faxes", Name: "List sent faxes", Op: core.OpListFaxes,
-			Description: "List the owner's sent faxes, newest first, optionally by status; page with startingAfter = nextCursor.",
+			Description: "List the owner's sent faxes, newest first, optionally by status and by the period they were created in (createdFrom, createdTo); page with startingAfter = nextCursor.",
 			Tags:        []string{"fax", "list", "history"},
 			Examples:    []string{`{"skill":"list_faxes","arguments":{"limit":10}}`, `{"skill":"list_faxes","arguments":{"status":"delivered"}}`},
 			Schema: object(nil, map[string]any{
 				"status":        map[string]any{"type": "string", "enum": []string{"scheduled", "queued", "sending", "delivered", "partial", "failed", "canceled"}, "description": "only faxes in this status"},
+				"createdFrom":   str("only faxes created at or after this: a date (2026-11-29, from its start in UTC) or an RFC 3339 time"),
+				"createdTo":     str("only faxes created before this: a date (2026-11-29, that whole day in UTC included) or an RFC 3339 time"),
 				"startingAfter": str("nextCursor of the previous page"),
 				"limit":         map[string]any{"type": "integer", "minimum": 1, "maximum": 100, "default": 20, "description": "page size"},
 			}),

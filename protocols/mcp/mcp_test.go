@@ -14,6 +14,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -442,6 +443,27 @@ func TestToolsAndJourney(t *testing.T) {
 		t.Fatalf("list = %+v", lf)
 	}
 	wantErr(t, "list_faxes", call(t, cs, "list_faxes", map[string]any{"status": "weird"}, nil), "invalid_request")
+	// By period: today has both, a day long gone none; a bad bound is
+	// refused with the period's code.
+	today := time.Now().UTC().Format(time.DateOnly)
+	mustOK(t, "list_faxes", call(t, cs, "list_faxes", map[string]any{"createdFrom": today, "createdTo": today}, &lf))
+	if len(lf.Faxes) != 2 {
+		t.Fatalf("list today = %+v", lf)
+	}
+	mustOK(t, "list_faxes", call(t, cs, "list_faxes", map[string]any{"createdFrom": "2001-01-01", "createdTo": "2001-01-02"}, &lf))
+	if len(lf.Faxes) != 0 {
+		t.Fatalf("list of 2001 = %+v", lf)
+	}
+	wantErr(t, "list_faxes", call(t, cs, "list_faxes", map[string]any{"createdTo": "soon"}, nil), "invalid_period")
+	// The door: a chat app's fax is sent by its OAuth grant, named as the
+	// owner knows the app.
+	var sb struct {
+		SentBy struct{ Kind, ID, Name string }
+	}
+	mustOK(t, "get_fax_status", call(t, cs, "get_fax_status", map[string]any{"faxId": f1.FaxID}, &sb))
+	if sb.SentBy.Kind != string(core.PrincipalOAuthGrant) || sb.SentBy.ID == "" || sb.SentBy.Name == "" {
+		t.Errorf("get_fax_status sentBy = %+v", sb.SentBy)
+	}
 
 	var co struct{ CheckoutURL, PackID string }
 	pack := e.a.Svc.Credits.Packs()[0].ID

@@ -176,6 +176,8 @@ type cancelFaxIn struct {
 
 type listFaxesIn struct {
 	Status        string `json:"status,omitempty" jsonschema:"only faxes in this status"`
+	CreatedFrom   string `json:"createdFrom,omitempty" jsonschema:"only faxes created at or after this: a date (2026-11-29, from its start in UTC) or an RFC 3339 time"`
+	CreatedTo     string `json:"createdTo,omitempty" jsonschema:"only faxes created before this: a date (2026-11-29, that whole day in UTC included) or an RFC 3339 time"`
 	StartingAfter string `json:"startingAfter,omitempty" jsonschema:"nextCursor of the previous page"`
 	Limit         int    `json:"limit,omitempty" jsonschema:"page size, 1 to 100 (default 20)"`
 }
@@ -234,7 +236,7 @@ func (h *Handler) addTools(s *mcp.Server) {
 		Description: "Get one fax's delivery status (scheduled, queued, sending, delivered, partial, failed, canceled), pages sent, failure reason and the options it is sent with (coverPage, header, resolution, sendAt, retry)." + scopeNote("get_fax_status") + phiWarning}),
 		h.getFax)
 	mcp.AddTool(s, tool(&mcp.Tool{Name: "list_faxes", Annotations: ann("List sent faxes", true, false, true, false),
-		Description: "List the owner's sent faxes, newest first, optionally by status; page with startingAfter = nextCursor." + scopeNote("list_faxes") + phiWarning}),
+		Description: "List the owner's sent faxes, newest first, optionally by status and by the period they were created in (createdFrom, createdTo); page with startingAfter = nextCursor." + scopeNote("list_faxes") + phiWarning}),
 		h.listFaxes)
 	mcp.AddTool(s, tool(&mcp.Tool{Name: "get_credits", Annotations: ann("Get the credit balance", true, false, true, false),
 		Description: "Get the owner's fax credit balance: USD that can be spent now (balance) and USD held for faxes in flight (held)." + scopeNote("get_credits") + phiWarning}),
@@ -430,7 +432,8 @@ func (h *Handler) listFaxes(ctx context.Context, _ *mcp.CallToolRequest, in list
 	if err != nil {
 		return nil, listFaxesOut{}, h.toolError(ctx, tool, err)
 	}
-	page, err := h.svc.Faxes.List(ctx, p, faxes.ListRequest{Status: in.Status, StartingAfter: in.StartingAfter, Limit: in.Limit})
+	page, err := h.svc.Faxes.List(ctx, p, faxes.ListRequest{Status: in.Status, CreatedFrom: in.CreatedFrom, CreatedTo: in.CreatedTo,
+		StartingAfter: in.StartingAfter, Limit: in.Limit})
 	if err != nil {
 		return nil, listFaxesOut{}, h.toolError(ctx, tool, err)
 	}
