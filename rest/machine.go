@@ -138,7 +138,14 @@ func (a *api) readMachineBody(w http.ResponseWriter, r *http.Request, v any) (bo
 	in := http.MaxBytesReader(w, r.Body, limit)
 	// A small body (a page count, a short PDF) is read into memory: what
 	// it holds is small beside the decoding room, and it spares a file.
-	head := make([]byte, smallMachineBody+1)
+	// A declared length sizes the buffer (net/http delivers no more than
+	// it declares): a 402's body of a few KiB should not cost a zeroed
+	// 64 KiB allocation per request.
+	size := smallMachineBody + 1
+	if r.ContentLength >= 0 && r.ContentLength < int64(size) {
+		size = int(r.ContentLength) + 1
+	}
+	head := make([]byte, size)
 	hn, err := io.ReadFull(in, head)
 	switch {
 	case errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF):

@@ -111,7 +111,7 @@ func benchMachine(t *testing.T, rep *report) {
 	rep.add(fmt.Sprintf("machine  402 for POST %s, 1-page PDF, SQLite, %d clients, %s", pathMachineFax, machineClients, machineDuration), "req/s",
 		fx.perSecond(), blr.perSecond(), ratioAtLeast(0.5), 0,
 		"machine 402: faxhub limits the request per client address, decodes the body strictly, checks and page-counts the PDF "+
-			"(a temp file, the structure index and pdfcpu), prices it per destination, binds and stores the challenges of the "+
+			"where it is in memory (the structure index and pdfcpu), prices it per destination, binds and stores the challenges of the "+
 			"request_id (one row) and answers the 402. Baseline: strict JSON, base64 decode, pdfcpu page count in memory, one "+
 			"HMAC-bound challenge, the 402; no database.")
 

@@ -8,6 +8,7 @@
 package convert
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -145,6 +146,31 @@ func (c *Converter) ToPDF(ctx context.Context, req documents.ConvertRequest) (in
 		if req.Kind != documents.FilePDF {
 			os.Remove(req.Dst)
 		}
+		return 0, tooManyPages(pages, req.MaxPages)
+	}
+	return pages, nil
+}
+
+// CountPDF implements documents.Converter: the checks of ToPDF for a PDF
+// (its content, then the structure index and pdfcpu, in a slot of the
+// same pool), on bytes already in memory, so nothing is written to disk.
+func (c *Converter) CountPDF(ctx context.Context, req documents.CountRequest) (pages int, err error) {
+	r := bytes.NewReader(req.PDF)
+	kind, err := detectAt(r, r.Size())
+	if err != nil {
+		return 0, err
+	}
+	if kind != documents.FilePDF {
+		return 0, unsupported("the document is %s, not a PDF", kind)
+	}
+	err = c.withSlot(ctx, c.images, req.OwnerID, func(ctx context.Context) (err error) {
+		pages, err = pdfPagesAt(ctx, r, r.Size(), req.MaxPages)
+		return err
+	})
+	if err != nil {
+		return 0, err
+	}
+	if req.MaxPages > 0 && pages > req.MaxPages {
 		return 0, tooManyPages(pages, req.MaxPages)
 	}
 	return pages, nil

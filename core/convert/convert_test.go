@@ -79,6 +79,10 @@ func TestDetect(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			got, err := c.Detect(context.Background(), writeTemp(t, "upload", tt.data))
+			// The bytes in memory are told apart as the file is (CountPDF).
+			if mem, merr := detectAt(bytes.NewReader(tt.data), int64(len(tt.data))); mem != got || core.ErrorCode(merr) != core.ErrorCode(err) {
+				t.Errorf("detectAt = %q, %v; Detect = %q, %v", mem, merr, got, err)
+			}
 			if tt.want == "" {
 				wantCode(t, err, core.KindUnsupportedMedia, documents.CodeUnsupportedType)
 				var ce *core.Error
@@ -142,6 +146,15 @@ func TestToPDF(t *testing.T) {
 			}
 			dst := filepath.Join(t.TempDir(), "document.pdf")
 			pages, err := c.ToPDF(context.Background(), documents.ConvertRequest{Src: src, Kind: tt.kind, Dst: dst})
+			// CountPDF answers what ToPDF answers for a PDF, on the bytes in
+			// memory, and refuses anything else as no PDF.
+			counted, cerr := c.CountPDF(context.Background(), documents.CountRequest{PDF: tt.data})
+			switch {
+			case tt.kind != documents.FilePDF:
+				wantCode(t, cerr, core.KindUnsupportedMedia, documents.CodeUnsupportedType)
+			case core.ErrorCode(cerr) != core.ErrorCode(err) || counted != pages:
+				t.Errorf("CountPDF = %d, %v; ToPDF = %d, %v", counted, cerr, pages, err)
+			}
 			if tt.code != "" {
 				wantCode(t, err, core.KindUnprocessable, tt.code)
 				if _, err := os.Stat(dst); !os.IsNotExist(err) {

@@ -45,9 +45,19 @@ func (c *Converter) Detect(ctx context.Context, path string) (documents.FileKind
 		return "", fmt.Errorf("detect file type: %w", err)
 	}
 	defer f.Close()
-	head := make([]byte, 4096)
-	n, err := io.ReadFull(f, head)
-	if err != nil && !errors.Is(err, io.ErrUnexpectedEOF) && !errors.Is(err, io.EOF) {
+	st, err := f.Stat()
+	if err != nil {
+		return "", fmt.Errorf("detect file type: %w", err)
+	}
+	return detectAt(f, st.Size())
+}
+
+// detectAt is Detect on the size bytes of r: a file, or a document held in
+// memory (CountPDF).
+func detectAt(r io.ReaderAt, size int64) (documents.FileKind, error) {
+	head := make([]byte, min(size, 4096))
+	n, err := r.ReadAt(head, 0)
+	if err != nil && !errors.Is(err, io.EOF) {
 		return "", fmt.Errorf("detect file type: %w", err)
 	}
 	head = head[:n]
@@ -63,9 +73,9 @@ func (c *Converter) Detect(ctx context.Context, path string) (documents.FileKind
 	case bytes.HasPrefix(head, []byte(`{\rtf`)):
 		return documents.FileRTF, nil
 	case bytes.HasPrefix(head, cfbMagic):
-		return detectCFB(f)
+		return detectCFB(r)
 	case bytes.HasPrefix(head, []byte("PK\x03\x04")):
-		return detectZip(f)
+		return detectZip(r, size)
 	case bytes.Contains(head[:min(len(head), 1024)], []byte("%PDF-")):
 		// Readers accept the header anywhere in the first 1024 bytes, and
 		// some mail gateways and scanners do put junk before it.
@@ -76,12 +86,8 @@ func (c *Converter) Detect(ctx context.Context, path string) (documents.FileKind
 
 // detectZip tells OOXML and OpenDocument files apart from other ZIP archives
 // by their entries.
-func detectZip(f *os.File) (documents.FileKind, error) {
-	st, err := f.Stat()
-	if err != nil {
-		return "", fmt.Errorf("detect file type: %w", err)
-	}
-	zr, err := zip.NewReader(f, st.Size())
+func detectZip(r io.ReaderAt, size int64) (documents.FileKind, error) {
+	zr, err := zip.NewReader(r, size)
 	if err != nil {
 		return "", unsupported("the file looks like a ZIP archive but cannot be read as one (%v)", err)
 	}
@@ -146,8 +152,8 @@ const (
 // streams directly under the root storage: Word keeps its text in
 // "WordDocument", Excel in "Workbook" (BIFF8) or "Book" (BIFF5). Only the
 // root counts, because documents embed one another in sub-storages.
-func detectCFB(f *os.File) (documents.FileKind, error) {
-	names, err := cfbRootNames(f)
+func detectCFB(r io.ReaderAt) (documents.FileKind, error) {
+	names, err := cfbRootNames(r)
 	if err != nil {
 		return "", unsupported("the file is an OLE2 compound document that cannot be read (%v)", err)
 	}

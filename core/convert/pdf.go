@@ -44,7 +44,13 @@ func pdfPagesLimit(ctx context.Context, path string, maxPages int) (int, error) 
 	if err != nil {
 		return 0, fmt.Errorf("stat pdf: %w", err)
 	}
-	if st.Size() == 0 {
+	return pdfPagesAt(ctx, f, st.Size(), maxPages)
+}
+
+// pdfPagesAt is pdfPagesLimit on the size bytes of r: a file, or a
+// document held in memory (CountPDF).
+func pdfPagesAt(ctx context.Context, r io.ReaderAt, size int64, maxPages int) (int, error) {
+	if size == 0 {
 		return 0, corrupt(errors.New("empty file"), "the PDF is empty")
 	}
 	// A file the index cannot read is refused even where pdfcpu could repair
@@ -52,7 +58,7 @@ func pdfPagesLimit(ctx context.Context, path string, maxPages int) (int, error) 
 	// could make it allocate its own size once per stream. A damaged PDF is
 	// also one a fax back end may render badly, so asking for a re-save is
 	// the better answer anyway.
-	idx, err := indexPDF(ctx, f, st.Size())
+	idx, err := indexPDF(ctx, r, size)
 	switch {
 	case err != nil && ctx.Err() != nil:
 		return 0, fmt.Errorf("index pdf: %w", ctx.Err())
@@ -63,7 +69,7 @@ func pdfPagesLimit(ctx context.Context, path string, maxPages int) (int, error) 
 	case maxPages > 0 && max(idx.declaredPages, idx.pageObjects) > maxPages:
 		return 0, tooManyPages(max(idx.declaredPages, idx.pageObjects), maxPages)
 	}
-	return validateWithPDFCPU(ctx, &patchedReader{r: f, size: st.Size(), patches: idx.patches}, st.Size())
+	return validateWithPDFCPU(ctx, &patchedReader{r: r, size: size, patches: idx.patches}, size)
 }
 
 // validateWithPDFCPU reads and validates rs with pdfcpu. pdfcpu panics on some

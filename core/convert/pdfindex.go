@@ -320,7 +320,10 @@ func (ix *indexer) define(nr, offset int64) error {
 // it. Entries are read as whitespace-separated words because real files get
 // the fixed 20-byte layout wrong in every possible way.
 func (ix *indexer) readXRefTable(off int64) (pdfVal, error) {
-	br := bufio.NewReaderSize(io.NewSectionReader(ix.r, off, ix.size-off), 64<<10)
+	// The buffer is no larger than what is left of the file: a small PDF
+	// (a machine request's, checked on every 402) should not cost a
+	// 64 KiB allocation.
+	br := bufio.NewReaderSize(io.NewSectionReader(ix.r, off, ix.size-off), int(min(64<<10, ix.size-off)))
 	pos := off
 	word := func() (string, int64, error) {
 		var b []byte

@@ -234,7 +234,11 @@ func TestPDFPageLimitBeforeValidation(t *testing.T) {
 				t.Errorf("page objects = %d, want %d", idx.pageObjects, tt.declared)
 			}
 			p := writeTemp(t, "doc.pdf", tt.data)
-			pages, err := newConverter(t, Options{}).ToPDF(context.Background(), documents.ConvertRequest{Src: p, Kind: documents.FilePDF, Dst: p + ".out", MaxPages: 30})
+			c := newConverter(t, Options{})
+			pages, err := c.ToPDF(context.Background(), documents.ConvertRequest{Src: p, Kind: documents.FilePDF, Dst: p + ".out", MaxPages: 30})
+			if counted, cerr := c.CountPDF(context.Background(), documents.CountRequest{PDF: tt.data, MaxPages: 30}); counted != pages || core.ErrorCode(cerr) != core.ErrorCode(err) {
+				t.Errorf("CountPDF = %d, %v; ToPDF = %d, %v", counted, cerr, pages, err)
+			}
 			if tt.code != "" {
 				wantCode(t, err, core.KindUnprocessable, tt.code)
 				return

@@ -9,7 +9,7 @@ import (
 // (core/prometheus) counts them. Implementations must be cheap and safe for
 // concurrent use.
 type ConversionMetrics interface {
-	// Converted is one Converter.ToPDF call: the kind of file, whether it
+	// Converted is one Converter.ToPDF or CountPDF call: the kind of file, whether it
 	// succeeded, and how long it took (waiting for a slot included).
 	Converted(kind FileKind, ok bool, took time.Duration)
 }
@@ -34,5 +34,12 @@ func (c observedConverter) ToPDF(ctx context.Context, req ConvertRequest) (int, 
 	start := c.now()
 	pages, err := c.Converter.ToPDF(ctx, req)
 	c.m.Converted(req.Kind, err == nil, c.now().Sub(start))
+	return pages, err
+}
+
+func (c observedConverter) CountPDF(ctx context.Context, req CountRequest) (int, error) {
+	start := c.now()
+	pages, err := c.Converter.CountPDF(ctx, req)
+	c.m.Converted(FilePDF, err == nil, c.now().Sub(start))
 	return pages, err
 }

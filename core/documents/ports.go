@@ -23,7 +23,8 @@ const (
 )
 
 // Converter turns an uploaded file into a fax-ready PDF and counts its pages.
-// It works on files on local disk because LibreOffice and pdfcpu do.
+// It works on files on local disk because LibreOffice does; a PDF already
+// held in memory can be checked and counted where it is (CountPDF).
 type Converter interface {
 	// Detect names the kind of the file at path by its content; an
 	// unsupported file is a *Error with CodeUnsupportedType.
@@ -35,6 +36,22 @@ type Converter interface {
 	// CodeTooManyPages, CodeLibreOfficeMissing or (too many conversions of
 	// one owner waiting) CodeRateLimited.
 	ToPDF(ctx context.Context, req ConvertRequest) (pages int, err error)
+	// CountPDF checks a document held in memory as ToPDF checks a PDF
+	// file, in the same slots (queued fairly per req.OwnerID), and returns
+	// its page count; nothing is written. A document that Detect would not
+	// call a PDF is a *Error with CodeUnsupportedType; the other errors
+	// are ToPDF's for a PDF.
+	CountPDF(ctx context.Context, req CountRequest) (pages int, err error)
+}
+
+// CountRequest is one check of a PDF held in memory, for
+// Converter.CountPDF: a machine request's decoded document, which would
+// otherwise be written to a file only to be read back (issue 32).
+type CountRequest struct {
+	PDF []byte
+	// OwnerID and MaxPages are ConvertRequest's.
+	OwnerID  string
+	MaxPages int
 }
 
 // ConvertRequest is one conversion for Converter.ToPDF.

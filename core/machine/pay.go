@@ -136,7 +136,7 @@ func (s *Service) Quote(ctx context.Context, r QuoteRequest) (*Quote, error) {
 	}
 	pages := r.Pages
 	if r.PDF != nil {
-		n, err := s.machinePages(ctx, r.PDF, r.ClientIP, nil)
+		n, err := s.machinePages(ctx, r.PDF, r.ClientIP)
 		if err != nil {
 			return nil, err
 		}
@@ -157,9 +157,8 @@ func (s *Service) Quote(ctx context.Context, r QuoteRequest) (*Quote, error) {
 }
 
 // machinePages checks that pdf is a PDF within the limits and counts its
-// pages. With keep set, the checked file stays at *keep (the caller
-// removes its directory); otherwise it is removed.
-func (s *Service) machinePages(ctx context.Context, pdf []byte, clientIP string, keep *string) (int, error) {
+// pages, where it is in memory: a 402 writes no file (issue 32).
+func (s *Service) machinePages(ctx context.Context, pdf []byte, clientIP string) (int, error) {
 	if len(pdf) == 0 {
 		return 0, core.Errorf(core.KindInvalid, documents.CodeEmptyFile, "the document is empty")
 	}
@@ -167,46 +166,19 @@ func (s *Service) machinePages(ctx context.Context, pdf []byte, clientIP string,
 		return 0, core.Errorf(core.KindTooLarge, documents.CodeFileTooLarge, "the document may be at most %d bytes", s.cfg.MaxPDFBytes).
 			With("limit", s.cfg.MaxPDFBytes)
 	}
-	dir, err := os.MkdirTemp(s.kc.TempDir, "faxhub-machine-")
+	pages, err := s.d.Converter.CountPDF(ctx, documents.CountRequest{PDF: pdf, OwnerID: "machine:" + clientIP, MaxPages: s.documents.MaxPages()})
+	if core.ErrorCode(err) == documents.CodeUnsupportedType {
+		return 0, core.Errorf(core.KindUnsupportedMedia, documents.CodeUnsupportedType, "the machine endpoint takes a PDF").With("supported", []documents.FileKind{documents.FilePDF})
+	}
 	if err != nil {
-		return 0, fmt.Errorf("spool machine document: %w", err)
-	}
-	if keep == nil {
-		defer os.RemoveAll(dir)
-	}
-	src := filepath.Join(dir, "document.pdf")
-	if err := os.WriteFile(src, pdf, 0o600); err != nil {
-		os.RemoveAll(dir)
-		return 0, fmt.Errorf("spool machine document: %w", err)
-	}
-	fail := func(err error) (int, error) {
-		if keep != nil {
-			os.RemoveAll(dir)
-		}
 		return 0, err
-	}
-	kind, err := s.d.Converter.Detect(ctx, src)
-	if err != nil && core.ErrorCode(err) != documents.CodeUnsupportedType {
-		return fail(err)
-	}
-	if err != nil || kind != documents.FilePDF {
-		return fail(core.Errorf(core.KindUnsupportedMedia, documents.CodeUnsupportedType, "the machine endpoint takes a PDF").With("supported", []documents.FileKind{documents.FilePDF}))
-	}
-	pages, err := s.d.Converter.ToPDF(ctx, documents.ConvertRequest{
-		Src: src, Kind: documents.FilePDF, Dst: filepath.Join(dir, "converted.pdf"), OwnerID: "machine:" + clientIP, MaxPages: s.documents.MaxPages(),
-	})
-	if err != nil {
-		return fail(err)
 	}
 	switch {
 	case pages > s.documents.MaxPages():
-		return fail(core.Errorf(core.KindUnprocessable, documents.CodeTooManyPages, "the document has %d pages; the limit is %d", pages, s.documents.MaxPages()).
-			With("pages", pages).With("limit", s.documents.MaxPages()))
+		return 0, core.Errorf(core.KindUnprocessable, documents.CodeTooManyPages, "the document has %d pages; the limit is %d", pages, s.documents.MaxPages()).
+			With("pages", pages).With("limit", s.documents.MaxPages())
 	case pages < 1:
-		return fail(core.Errorf(core.KindUnprocessable, documents.CodeCorruptDocument, "the document has no pages"))
-	}
-	if keep != nil {
-		*keep = src
+		return 0, core.Errorf(core.KindUnprocessable, documents.CodeCorruptDocument, "the document has no pages")
 	}
 	return pages, nil
 }
@@ -343,7 +315,7 @@ func (s *Service) newMachineRequest(ctx context.Context, r FaxRequest, secret []
 	if err != nil {
 		return nil, err
 	}
-	pages, err := s.machinePages(ctx, r.PDF, r.ClientIP, nil)
+	pages, err := s.machinePages(ctx, r.PDF, r.ClientIP)
 	if err != nil {
 		return nil, err
 	}
