@@ -16,13 +16,14 @@ const decodedCacheSize = 4096
 
 // decodedRequests keeps the decoded JSON of access-token rows. Every
 // resource request (MCP, A2A, REST with an OAuth token) reads its token's
-// row; decoding the row's stored request and session was about 40% of that
-// verification. The row is still read every time (it says whether the token
-// is active and carries its grant, so revocation and expiry are decided on
-// the database as before); only the decoding is skipped, and only when the
-// row's request bytes are exactly those the entry was decoded from. A
-// token's stored request never changes, so nothing needs invalidating: a
-// row that did change would miss and be decoded again.
+// row; decoding the row's stored request and session cost as much as
+// reading the row (issue 32's profile of A2A GetTask). The row is still
+// read every time (it says whether the token is active and carries its
+// grant, so revocation and expiry are decided on the database as before,
+// on every replica); only the decoding is skipped, and only when the row's
+// request bytes are exactly those the entry was decoded from. A token's
+// stored request never changes, so nothing needs invalidating: a row that
+// did change would miss and be decoded again.
 type decodedRequests struct {
 	c *lru.Cache[string, *decodedRequest]
 }
