@@ -34,8 +34,11 @@ func (h *Handler) readExecute(w http.ResponseWriter, r *http.Request) (capabilit
 		}
 		return capability{}, nil, core.Errorf(core.KindInvalid, core.CodeInvalidRequest, "the body could not be read")
 	}
+	// One pass reads the capability and keeps its arguments' bytes for
+	// the unknown-member check below.
 	var peek struct {
-		Capability string `json:"capability"`
+		Capability string          `json:"capability"`
+		Arguments  json.RawMessage `json:"arguments"`
 	}
 	if err := json.Unmarshal(body, &peek); err != nil {
 		// Not a JSON object with a string capability: the strict decoder
@@ -59,11 +62,8 @@ func (h *Handler) readExecute(w http.ResponseWriter, r *http.Request) (capabilit
 	args := c.newArgs()
 	// A nested member unknown to the arguments (cover_page.fax_number) is
 	// named by its path; the strict decoder would name it without one.
-	var raw struct {
-		Arguments json.RawMessage `json:"arguments"`
-	}
-	if json.Unmarshal(body, &raw) == nil && len(raw.Arguments) > 0 {
-		if p := web.UnknownMember(raw.Arguments, args); p != "" {
+	if len(peek.Arguments) > 0 {
+		if p := web.UnknownMember(peek.Arguments, args); p != "" {
 			return capability{}, nil, core.Errorf(core.KindInvalid, core.CodeInvalidRequest, "%s has no argument %s", c.Name, p).With("field", p)
 		}
 	}

@@ -111,6 +111,8 @@ type Server struct {
 	http     *http.Client
 	// failed remembers metadata document fetches that failed.
 	failed *failedDocuments
+	// decoded keeps access-token rows' decoded requests (tokencache.go).
+	decoded *decodedRequests
 	// resources are the protected resources a token may be issued for
 	// (RFC 8707): the MCP server, the A2A endpoint and the REST API.
 	resources []string
@@ -155,6 +157,7 @@ func New(svc *services.Set, store authstate.OAuthStore, opts Options) (*Server, 
 	s := &Server{
 		svc: svc, store: store, opts: opts, log: opts.Logger, issuer: opts.APIURL + IssuerPath,
 		http: cmp.Or(opts.HTTPClient, newMetadataClient()), failed: &failedDocuments{},
+		decoded:   newDecodedRequests(),
 		resources: []string{opts.BaseURL + "/mcp", opts.BaseURL + "/a2a", opts.APIURL + RESTResourcePath},
 	}
 	ctx := context.Background()

@@ -157,27 +157,46 @@ func (st storage) get(ctx context.Context, kind authstate.OAuthTokenKind, key st
 		grant *authstate.OAuthGrant
 		err   error
 	)
+	hashed := hashKey(key)
 	if kind == authstate.OAuthAccessToken {
-		t, grant, err = st.s.store.GetOAuthAccessToken(ctx, hashKey(key))
+		t, grant, err = st.s.store.GetOAuthAccessToken(ctx, hashed)
 	} else {
-		t, err = st.s.store.GetOAuthToken(ctx, kind, hashKey(key))
+		t, err = st.s.store.GetOAuthToken(ctx, kind, hashed)
 	}
 	if errors.Is(err, core.ErrNoRows) {
 		return nil, false, fosite.ErrNotFound
 	} else if err != nil {
 		return nil, false, err
 	}
-	var sr storedRequest
-	if err := json.Unmarshal(t.Request, &sr); err != nil {
-		return nil, false, fmt.Errorf("decode oauth request: %w", err)
-	}
 	if sess == nil {
 		sess = newSession()
 	}
-	if err := json.Unmarshal(sr.Session, sess); err != nil {
-		return nil, false, fmt.Errorf("decode oauth session: %w", err)
+	fs, _ := sess.(*session)
+	// Only access-token rows are read on every request, and only their
+	// decoding is cached (tokencache.go).
+	cacheable := kind == authstate.OAuthAccessToken && fs != nil
+	var (
+		sr  storedRequest
+		hit bool
+	)
+	if cacheable {
+		var cs *session
+		if sr, cs, hit = st.s.decoded.get(hashed, t.Request); hit {
+			*fs = *cs
+		}
 	}
-	if fs, ok := sess.(*session); ok {
+	if !hit {
+		if err := json.Unmarshal(t.Request, &sr); err != nil {
+			return nil, false, fmt.Errorf("decode oauth request: %w", err)
+		}
+		if err := json.Unmarshal(sr.Session, sess); err != nil {
+			return nil, false, fmt.Errorf("decode oauth session: %w", err)
+		}
+		if cacheable {
+			st.s.decoded.add(hashed, t.Request, sr, fs)
+		}
+	}
+	if fs != nil {
 		fs.grant = grant
 	}
 	// The stored row stands for the client as it was: no metadata

@@ -199,11 +199,13 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		ID     json.RawMessage `json:"id"`
 		Method string          `json:"method"`
 	}
-	if !json.Valid(body) {
-		writeRPCError(w, http.StatusBadRequest, nil, a2a.ErrParseError, "the body is not JSON; send one JSON-RPC 2.0 request object", nil)
-		return
-	}
+	// Unmarshal checks the whole body is JSON before it decodes anything
+	// (a *json.SyntaxError): one pass, not json.Valid's and then its own.
 	if err := json.Unmarshal(body, &peek); err != nil {
+		if _, ok := errors.AsType[*json.SyntaxError](err); ok {
+			writeRPCError(w, http.StatusBadRequest, nil, a2a.ErrParseError, "the body is not JSON; send one JSON-RPC 2.0 request object", nil)
+			return
+		}
 		writeRPCError(w, http.StatusBadRequest, nil, a2a.ErrInvalidRequest, "the body is not a JSON-RPC 2.0 request object (method must be a string)", nil)
 		return
 	}

@@ -62,13 +62,23 @@ func renderTask(tv *tasks.View) *a2a.Task {
 	}
 	t := &a2a.Task{ID: a2a.TaskID(tv.ID), ContextID: tv.ContextID, Metadata: map[string]any{"skill": tv.Skill}}
 
-	var current any
+	// current is what the status message's data part shows; when it is
+	// what an artifact shows too, currentPart is that artifact's part,
+	// rendered once (rendering is a JSON round trip).
+	var (
+		current     any
+		currentPart *a2a.Part
+	)
+	// show adds an artifact of data and makes data the current value.
+	show := func(name, desc string, data any) {
+		a := artifact(name, desc, data)
+		t.Artifacts = append(t.Artifacts, a)
+		current, currentPart = data, a.Parts[0]
+	}
 	switch tv.Kind {
 	case tasks.KindFax:
 		if d := tv.Draft; d != nil {
-			draft := faxes.PresentDraftOptions(d, tv.CheckoutURL)
-			t.Artifacts = append(t.Artifacts, artifact(artifactFaxDraft, "the drafted fax, its price and the page where the owner pays for it", draft))
-			current = draft
+			show(artifactFaxDraft, "the drafted fax, its price and the page where the owner pays for it", faxes.PresentDraftOptions(d, tv.CheckoutURL))
 		}
 		if tv.Fax != nil {
 			fax := faxes.PresentFax(tv.Fax)
@@ -77,31 +87,31 @@ func renderTask(tv *tasks.View) *a2a.Task {
 				if tv.Fax.Status == faxes.Partial {
 					desc = "the fax, partly delivered: see pagesSent"
 				}
-				t.Artifacts = append(t.Artifacts, artifact(artifactFax, desc, fax))
+				show(artifactFax, desc, fax)
+			} else {
+				current, currentPart = fax, nil
 			}
-			current = fax
 		}
 	case tasks.KindNumber:
 		if tv.Number != nil {
 			num := numbers.Present(tv.Number)
 			if tv.State == tasks.Completed {
-				t.Artifacts = append(t.Artifacts, artifact(artifactNumber, "the fax number, now the owner's: faxes to it arrive in the inbox", num))
+				show(artifactNumber, "the fax number, now the owner's: faxes to it arrive in the inbox", num)
+			} else {
+				current, currentPart = num, nil
 			}
-			current = num
 		}
 	case tasks.KindCreditPurchase:
 		if tv.CartMandate != nil {
-			t.Artifacts = append(t.Artifacts, artifact(artifactCart, "the cart faxhub offers, signed by faxhub (verify merchant_authorization at the issuer's JWKS)",
-				map[string]any{keyCartMandate: tv.CartMandate}))
-			current = map[string]any{keyCartMandate: tv.CartMandate}
+			show(artifactCart, "the cart faxhub offers, signed by faxhub (verify merchant_authorization at the issuer's JWKS)",
+				map[string]any{keyCartMandate: tv.CartMandate})
 		}
 		// Waiting for the owner's approval, or approved and being charged.
 		if tv.ApprovalURL != "" && tv.Purchase != nil && tv.Purchase.Status == tasks.PurchaseAwaitingApproval {
-			current = approvalOut{CartID: tv.Purchase.ID, PackID: tv.Purchase.PackID, ApprovalURL: tv.ApprovalURL, ExpiresAt: core.RFC3339(tv.Purchase.ExpiresAt)}
+			current, currentPart = approvalOut{CartID: tv.Purchase.ID, PackID: tv.Purchase.PackID, ApprovalURL: tv.ApprovalURL, ExpiresAt: core.RFC3339(tv.Purchase.ExpiresAt)}, nil
 		}
 		if tv.Receipt != nil {
-			t.Artifacts = append(t.Artifacts, artifact(artifactReceipt, "the receipt of the charge; the credits are in the balance", tv.Receipt))
-			current = tv.Receipt
+			show(artifactReceipt, "the receipt of the charge; the credits are in the balance", tv.Receipt)
 		}
 	}
 	if tv.FailureCode != "" && (tv.State == tasks.Failed || tv.State == tasks.Canceled || tv.State == tasks.Rejected) {
@@ -114,15 +124,18 @@ func renderTask(tv *tasks.View) *a2a.Task {
 		case tv.Number != nil:
 			f.FailureReason = tv.Number.FailureReason
 		}
-		current = f
+		current, currentPart = f, nil
 	}
 
 	msg := &a2a.Message{ID: tv.ID + "-" + string(tv.State), Role: a2a.MessageRoleAgent, TaskID: t.ID, ContextID: tv.ContextID}
 	if tv.Message != "" {
 		msg.Parts = append(msg.Parts, a2a.NewTextPart(tv.Message))
 	}
-	if current != nil {
-		msg.Parts = append(msg.Parts, dataPart(current))
+	if currentPart == nil && current != nil {
+		currentPart = dataPart(current)
+	}
+	if currentPart != nil {
+		msg.Parts = append(msg.Parts, currentPart)
 	}
 	ts := tv.UpdatedAt
 	if ts.IsZero() {
