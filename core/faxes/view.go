@@ -36,7 +36,7 @@ type View struct {
 	BatchID       string       `json:"batchId,omitempty" jsonschema:"the broadcast the fax is one recipient of"`
 	FaxedSHA256   string       `json:"faxedSha256,omitempty" jsonschema:"hex SHA-256 of the document as faxed (cover page and header line included), once the first attempt composed it; the receipt attests it"`
 	FaxedPages    int          `json:"faxedPages,omitempty" jsonschema:"pages of the document as faxed, the cover page included"`
-	SentBy        SentBy       `json:"sentBy" jsonschema:"the door the fax came in by: kind (api_key, oauth_grant, agent_registration, delegated_agent, machine_payer, owner_session; unknown for faxes older than the record), the credential's id and the name the owner knows it by"`
+	SentBy        *SentBy      `json:"sentBy,omitempty" jsonschema:"the door the fax came in by: kind (api_key, oauth_grant, agent_registration, delegated_agent, machine_payer, owner_session; unknown for faxes older than the record), the credential's id and the name the owner knows it by"`
 	// AlreadyPaid is set by the door that sent the fax (MCP send_fax) when
 	// the draft had been paid before: nothing new was charged. Never set
 	// by Present.
@@ -77,7 +77,11 @@ func Present(f *Fax) View {
 			v.LatestAttempt.FinishedAt = core.RFC3339(*a.FinishedAt)
 		}
 	}
-	v.FaxedSHA256, v.FaxedPages, v.SentBy = f.FaxedSHA256, f.FaxedPages, f.SentBy
+	v.FaxedSHA256, v.FaxedPages = f.FaxedSHA256, f.FaxedPages
+	if f.SentBy.Kind != "" { // every stored fax has one ("unknown" at worst)
+		sb := f.SentBy
+		v.SentBy = &sb
+	}
 	if f.BatchID != nil {
 		v.BatchID = *f.BatchID
 	}
