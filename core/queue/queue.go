@@ -244,10 +244,27 @@ func newDriver(db *sql.DB, dialect string) (riverdriver.Driver[*sql.Tx], error) 
 	case DialectSQLite:
 		return riversqlite.New(db), nil
 	case DialectPostgres:
-		return riverdatabasesql.New(db), nil
+		return pgDriver{riverdatabasesql.New(db)}, nil
 	}
 	return nil, fmt.Errorf("unknown dialect %q (want %q or %q)", dialect, DialectSQLite, DialectPostgres)
 }
+
+// pgDriver is River's database/sql driver for PostgreSQL without its
+// NOTIFY on insert. River sends pg_notify in the inserting transaction
+// whenever its driver can, for clients that LISTEN; riverdatabasesql
+// (v0.31.0) cannot LISTEN, and every faxhub replica uses it, so the
+// notification reached nobody and cost a send one round trip in most
+// transactions (River limits it to one per queue per fetch cooldown, 5 ms).
+// Workers find jobs by polling either way; an insert outside a transaction
+// (a provider outcome) still wakes this process's own workers, which River
+// does without a notification when its driver has no listener.
+type pgDriver struct {
+	*riverdatabasesql.Driver
+}
+
+// SupportsListenNotify reports false so that River sends no NOTIFY (see
+// pgDriver).
+func (pgDriver) SupportsListenNotify() bool { return false }
 
 func withDefaults(o Options, dialect string) Options {
 	workers, poll, cooldown := defaultWorkersPostgres, defaultPollIntervalPostgres, defaultFetchCooldownPostgres
