@@ -163,7 +163,12 @@ type Handlers struct {
 	WebhookNotice  func(ctx context.Context, endpointID string) error
 }
 
-// New builds a queue on db. River's tables must exist (Migrate). On SQLite
+// New builds a queue on db, the pool River's own statements use (its
+// fetches, completions, polls and maintenance): on PostgreSQL a pool of
+// its own (store.DB.QueuePool), so that they never wait behind the
+// workers' store transactions; a delivery job is inserted in the store's
+// transaction all the same (EnqueueDelivery). River's tables must exist
+// (Migrate). On SQLite
 // the DSN must set WAL, a busy_timeout and _txlock=immediate; River advises
 // a single open connection (db.SetMaxOpenConns(1)), and with that DSN more
 // connections also work, because no transaction ever upgrades a read lock.
