@@ -137,6 +137,8 @@ func TestBench(t *testing.T) {
 	run("delivery-postgres", benchDeliveryPostgres)
 	run("queue-latency", benchQueueLatency)
 	run("sendpg", benchSendPostgres)
+	run("sendpg-floor", benchSendFloorPostgres)
+	run("pg-count", benchPGCount)
 	run("start", benchStart)
 	run("mcp", benchMCP)
 	run("agents", benchAgentExchange)

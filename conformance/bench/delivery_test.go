@@ -177,7 +177,7 @@ func benchDocument(t *testing.T, env *testenv.Env, p core.Principal) string {
 // its delivery handler, until ctx ends; it returns the function that stops it.
 func startQueue(t *testing.T, ctx context.Context, env *testenv.Env, deliver func(context.Context, string) error) (stop func()) {
 	t.Helper()
-	q, err := queue.New(env.DB.SQL(), env.DB.Dialect(), queue.Handlers{Deliver: deliver, Outcome: env.Svc.Faxes.RecordProviderOutcome}, queue.Options{}, testLogger(t))
+	q, err := queue.New(env.DB.QueuePool(), env.DB.Dialect(), queue.Handlers{Deliver: deliver, Outcome: env.Svc.Faxes.RecordProviderOutcome}, queue.Options{}, testLogger(t))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -4,6 +4,7 @@
 package storetest
 
 import (
+	"database/sql"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -29,6 +30,7 @@ func RunTests(t *testing.T, newStore func(t *testing.T) services.Store) {
 		run  func(t *testing.T, s services.Store)
 	}{
 		{"PingReady", testPingReady},
+		{"QueuePool", testQueuePool},
 		{"Owners", testOwners},
 		{"APIKeys", testAPIKeys},
 		{"Sessions", testSessions},
@@ -175,6 +177,29 @@ func testPingReady(t *testing.T, s services.Store) {
 	ctx := t.Context()
 	must(t, s.Ping(ctx))
 	must(t, s.Ready(ctx))
+}
+
+// testQueuePool: the job queue's pool (River's own statements; on
+// PostgreSQL a pool apart from the store's) reaches the same database and
+// schema as the store: a row the store committed is there.
+func testQueuePool(t *testing.T, s services.Store) {
+	qp, ok := s.(interface {
+		QueuePool() *sql.DB
+		Dialect() string
+	})
+	if !ok {
+		t.Skipf("%T has no queue pool", s)
+	}
+	o := newOwner(t, s)
+	q := "SELECT count(*) FROM owners WHERE id = ?"
+	if qp.Dialect() == "postgres" {
+		q = "SELECT count(*) FROM owners WHERE id = $1"
+	}
+	var n int
+	must(t, qp.QueuePool().QueryRowContext(t.Context(), q, o.ID).Scan(&n))
+	if n != 1 {
+		t.Fatalf("owner %s seen %d times through the queue pool, want 1", o.ID, n)
+	}
 }
 
 // ---- fixtures

@@ -163,7 +163,12 @@ type Handlers struct {
 	WebhookNotice  func(ctx context.Context, endpointID string) error
 }
 
-// New builds a queue on db. River's tables must exist (Migrate). On SQLite
+// New builds a queue on db, the pool River's own statements use (its
+// fetches, completions, polls and maintenance): on PostgreSQL a pool of
+// its own (store.DB.QueuePool), so that they never wait behind the
+// workers' store transactions; a delivery job is inserted in the store's
+// transaction all the same (EnqueueDelivery). River's tables must exist
+// (Migrate). On SQLite
 // the DSN must set WAL, a busy_timeout and _txlock=immediate; River advises
 // a single open connection (db.SetMaxOpenConns(1)), and with that DSN more
 // connections also work, because no transaction ever upgrades a read lock.
@@ -244,10 +249,27 @@ func newDriver(db *sql.DB, dialect string) (riverdriver.Driver[*sql.Tx], error) 
 	case DialectSQLite:
 		return riversqlite.New(db), nil
 	case DialectPostgres:
-		return riverdatabasesql.New(db), nil
+		return pgDriver{riverdatabasesql.New(db)}, nil
 	}
 	return nil, fmt.Errorf("unknown dialect %q (want %q or %q)", dialect, DialectSQLite, DialectPostgres)
 }
+
+// pgDriver is River's database/sql driver for PostgreSQL without its
+// NOTIFY on insert. River sends pg_notify in the inserting transaction
+// whenever its driver can, for clients that LISTEN; riverdatabasesql
+// (v0.31.0) cannot LISTEN, and every faxhub replica uses it, so the
+// notification reached nobody and cost a send one round trip in most
+// transactions (River limits it to one per queue per fetch cooldown, 5 ms).
+// Workers find jobs by polling either way; an insert outside a transaction
+// (a provider outcome) still wakes this process's own workers, which River
+// does without a notification when its driver has no listener.
+type pgDriver struct {
+	*riverdatabasesql.Driver
+}
+
+// SupportsListenNotify reports false so that River sends no NOTIFY (see
+// pgDriver).
+func (pgDriver) SupportsListenNotify() bool { return false }
 
 func withDefaults(o Options, dialect string) Options {
 	workers, poll, cooldown := defaultWorkersPostgres, defaultPollIntervalPostgres, defaultFetchCooldownPostgres

@@ -47,6 +47,11 @@ var migrations embed.FS
 // DSN parameter pool_max_conns (as pgxpool spells it) overrides it.
 const pgMaxConns = 10
 
+// pgQueueConns bounds the job queue's own pool on PostgreSQL (QueuePool):
+// River's fetches, completions, polls and maintenance, two producers (the
+// deliveries' queue and the webhooks') and a leader's services at once.
+const pgQueueConns = 4
+
 // sqliteBusyTimeout is how long a statement waits for another process's
 // write lock (a CLI next to the server) before failing with SQLITE_BUSY.
 const sqliteBusyTimeout = "10000"
@@ -73,6 +78,9 @@ type DB struct {
 	// ckpt checkpoints SQLite's WAL in the background (nil in memory and
 	// on PostgreSQL).
 	ckpt *checkpointer
+	// queue is the job queue's own small pool on PostgreSQL (QueuePool);
+	// nil on SQLite.
+	queue *sql.DB
 	// lockID is the PostgreSQL advisory lock migrations hold; it is derived
 	// from the database and schema so that separate schemas (tests, tenants)
 	// migrate independently while replicas of one schema exclude each other.
@@ -136,7 +144,13 @@ func openPostgres(ctx context.Context, dsn string) (*DB, error) {
 	}
 	h := fnv.New64a()
 	fmt.Fprintf(h, "faxhub-migrate\x00%s\x00%s", database.String, schema.String)
-	out := &DB{dialect: DialectPostgres, w: db, r: db, lockID: int64(h.Sum64()), named: newNamedCache(db.Mapper)}
+	// Connections open on first use, so a process without workers (a CLI)
+	// opens none of the queue's.
+	queue := stdlib.OpenDB(*cfg, utc)
+	queue.SetMaxOpenConns(pgQueueConns)
+	queue.SetMaxIdleConns(pgQueueConns)
+	queue.SetConnMaxIdleTime(5 * time.Minute)
+	out := &DB{dialect: DialectPostgres, w: db, r: db, queue: queue, lockID: int64(h.Sum64()), named: newNamedCache(db.Mapper)}
 	out.q = q{db: out}
 	return out, nil
 }
@@ -260,6 +274,22 @@ func (db *DB) Dialect() string { return db.dialect }
 // a single connection: do not hold it across a call into the store.
 func (db *DB) SQL() *sql.DB { return db.w.DB }
 
+// QueuePool is the pool for the job queue's own statements (River's
+// fetches, completions, polls and maintenance; a job inserted with a fax
+// still goes through the store's transaction). On SQLite it is SQL(): the
+// one writer. On PostgreSQL it is a second pool of a few connections, so
+// that the queue's fetch never waits behind the workers' own store
+// transactions: database/sql hands a freed connection to a random waiter,
+// and with every connection of SQL() busy with deliveries a fetch waited
+// a random turn among dozens, which was the tail of the latency from a
+// send's commit to its delivery's start.
+func (db *DB) QueuePool() *sql.DB {
+	if db.queue != nil {
+		return db.queue
+	}
+	return db.w.DB
+}
+
 // Close closes both pools.
 func (db *DB) Close() error {
 	if db.gw != nil {
@@ -271,6 +301,9 @@ func (db *DB) Close() error {
 	err := db.w.Close()
 	if db.r != db.w {
 		err = errors.Join(err, db.r.Close())
+	}
+	if db.queue != nil {
+		err = errors.Join(err, db.queue.Close())
 	}
 	return err
 }

@@ -305,7 +305,7 @@ func (a *App) wire(ctx context.Context) error {
 
 	// The queue calls the service and the service enqueues on the queue.
 	var svc *services.Set
-	q, err := queue.New(a.DB.SQL(), a.DB.Dialect(), queue.Handlers{
+	q, err := queue.New(a.DB.QueuePool(), a.DB.Dialect(), queue.Handlers{
 		Deliver: func(ctx context.Context, faxID string) error { return svc.Faxes.Deliver(ctx, faxID) },
 		Outcome: func(ctx context.Context, faxID, attemptID string, res faxes.ProviderResult) error {
 			return svc.Faxes.RecordProviderOutcome(ctx, faxID, attemptID, res)
