@@ -40,12 +40,16 @@ func (s *Service) CreateFax(ctx context.Context, tx Tx, n NewFax) error {
 	if n.Idempotency != nil {
 		// First, so that a request whose key was used stops here (ErrExists)
 		// before it charges the rate limit or the balance. The response is
-		// the fax as created: nothing below changes it.
-		resp, err := json.Marshal(f)
-		if err != nil {
-			return fmt.Errorf("encode fax: %w", err)
+		// the fax as created: nothing below changes it, so a caller may
+		// encode it before the transaction (sendWithCredits does: on
+		// SQLite this function runs on the one writer).
+		if n.Idempotency.Response == nil {
+			resp, err := json.Marshal(f)
+			if err != nil {
+				return fmt.Errorf("encode fax: %w", err)
+			}
+			n.Idempotency.Response = resp
 		}
-		n.Idempotency.Response = resp
 		if err := tx.InsertIdempotency(ctx, n.Idempotency); err != nil {
 			return err
 		}
