@@ -27,6 +27,10 @@ type NewFax struct {
 	// RateCharged: the caller charged the send rate for this fax already
 	// in tx (a batch charges all of its faxes at once: AllowNIn).
 	RateCharged bool
+	// Presented, when set, is Fax as presented (Present with no attempt)
+	// and encoded: its created event's data, then encoded once instead of
+	// twice (sendWithCredits has it as the idempotent response).
+	Presented json.RawMessage
 }
 
 // createFax is the one step that creates a fax, inside tx: it stores its
@@ -98,6 +102,9 @@ func (s *Service) CreateFax(ctx context.Context, tx Tx, n NewFax) error {
 	}
 	if err := s.d.Queue.EnqueueDelivery(ctx, tx, f.ID, at); err != nil {
 		return fmt.Errorf("enqueue delivery: %w", err)
+	}
+	if n.Presented != nil {
+		return s.faxEventData(ctx, tx, f, "", n.Presented)
 	}
 	return s.faxEvent(ctx, tx, f, nil, "")
 }
