@@ -10,6 +10,10 @@ import (
 type BlobStore interface {
 	// Put streams r to key; it never buffers the whole body in memory.
 	Put(ctx context.Context, key string, r io.Reader, contentType string) (int64, error)
+	// Create is Put for a key that must not exist yet: when it does, it
+	// writes nothing and returns an error matching ErrExists. A blob only
+	// ever created is one whose every reader sees the same bytes.
+	Create(ctx context.Context, key string, r io.Reader, contentType string) (int64, error)
 	Open(ctx context.Context, key string) (io.ReadCloser, error)
 	Delete(ctx context.Context, key string) error
 }

@@ -63,6 +63,28 @@ func testFaxes(t *testing.T, s services.Store) {
 	missing := next
 	missing.ID = "fax_missing"
 	wantErr(t, "UpdateFax of a missing fax", s.UpdateFax(ctx, &missing, faxes.Delivered), core.ErrNoRows)
+
+	// The document as faxed: a fax keeps the first one recorded.
+	must(t, s.SetFaxedDocument(ctx, fax.ID, "aa", 4))
+	must(t, s.SetFaxedDocument(ctx, fax.ID, "bb", 5))
+	next.FaxedSHA256, next.FaxedPages = "aa", 4
+	get("fax with its document as faxed", &next)
+	// Every fax of a document is listed for its purge, with a document as
+	// faxed recorded or not (its blob may be there without a row naming
+	// it); another document's are not.
+	unfaxed := faxOf(doc, at(60))
+	must(t, s.CreateFax(ctx, unfaxed))
+	must(t, s.CreateFax(ctx, faxOf(newDocument(t, s, o, core.ModeLive), at(61))))
+	ofDoc, err := s.FaxedOfDocument(ctx, doc.ID)
+	must(t, err)
+	ids := []string{}
+	for _, f := range ofDoc {
+		ids = append(ids, f.ID)
+	}
+	slices.Sort(ids)
+	want := []string{fax.ID, unfaxed.ID}
+	slices.Sort(want)
+	wantEqual(t, "FaxedOfDocument", ids, want)
 }
 
 func testListFaxes(t *testing.T, s services.Store) {

@@ -95,6 +95,17 @@ func redact(u *url.URL) string {
 // Put implements core.BlobStore. It streams r into the bucket; on any error
 // the partial object is discarded.
 func (b *Bucket) Put(ctx context.Context, key string, r io.Reader, contentType string) (int64, error) {
+	return b.write(ctx, key, r, contentType, false)
+}
+
+// Create implements core.BlobStore: gocloud's conditional write, which a
+// file:// bucket checks and renames under one lock (so within one process)
+// and S3 with If-None-Match.
+func (b *Bucket) Create(ctx context.Context, key string, r io.Reader, contentType string) (int64, error) {
+	return b.write(ctx, key, r, contentType, true)
+}
+
+func (b *Bucket) write(ctx context.Context, key string, r io.Reader, contentType string, ifNotExist bool) (int64, error) {
 	// Cancelling the writer's context before Close aborts the write, which
 	// is how gocloud discards a partial upload.
 	wctx, cancel := context.WithCancel(ctx)
@@ -102,20 +113,29 @@ func (b *Bucket) Put(ctx context.Context, key string, r io.Reader, contentType s
 	w, err := b.b.NewWriter(wctx, key, &gblob.WriterOptions{
 		ContentType:                 contentType,
 		DisableContentTypeDetection: contentType == "",
+		IfNotExist:                  ifNotExist,
 	})
 	if err != nil {
-		return 0, fmt.Errorf("put blob %s: %w", key, err)
+		return 0, fmt.Errorf("put blob %s: %w", key, existed(err))
 	}
 	n, err := io.Copy(w, r)
 	if err != nil {
 		cancel()
 		_ = w.Close()
-		return 0, fmt.Errorf("put blob %s: %w", key, err)
+		return 0, fmt.Errorf("put blob %s: %w", key, existed(err))
 	}
 	if err := w.Close(); err != nil {
-		return 0, fmt.Errorf("put blob %s: %w", key, err)
+		return 0, fmt.Errorf("put blob %s: %w", key, existed(err))
 	}
 	return n, nil
+}
+
+// existed makes a conditional write's refusal match core.ErrExists.
+func existed(err error) error {
+	if gcerrors.Code(err) == gcerrors.FailedPrecondition {
+		return errors.Join(core.ErrExists, err)
+	}
+	return err
 }
 
 // Open implements core.BlobStore. A missing key is an error that matches

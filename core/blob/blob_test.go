@@ -12,6 +12,8 @@ import (
 	"runtime"
 	"strings"
 	"testing"
+
+	"github.com/faxhub/faxhub/core"
 )
 
 func openTemp(t *testing.T) (*Bucket, string) {
@@ -266,5 +268,32 @@ func TestPutFileMovesIntoFileBucket(t *testing.T) {
 				t.Fatal("content differs after PutFile")
 			}
 		})
+	}
+}
+
+// TestCreateNeverReplaces: Create writes a new key and refuses an existing
+// one with core.ErrExists, leaving its bytes as they were.
+func TestCreateNeverReplaces(t *testing.T) {
+	t.Parallel()
+	b, dir := openTemp(t)
+	ctx := context.Background()
+	key := "own_1/live/doc_1/faxed-fax_1.pdf"
+	if _, err := b.Create(ctx, key, strings.NewReader("first"), "application/pdf"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.Create(ctx, key, strings.NewReader("second"), "application/pdf"); !errors.Is(err, core.ErrExists) {
+		t.Fatalf("second Create = %v, want core.ErrExists", err)
+	}
+	r, err := b.Open(ctx, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := io.ReadAll(r)
+	r.Close()
+	if err != nil || string(got) != "first" {
+		t.Fatalf("blob = %q, %v; want the first bytes", got, err)
+	}
+	if files := listFiles(t, dir); len(files) != 1 {
+		t.Fatalf("files after a refused Create: %v (no temporary left behind)", files)
 	}
 }

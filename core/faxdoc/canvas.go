@@ -25,6 +25,7 @@ type drawing struct {
 	regular, bold *fontUse
 	open          *types.IndirectRef // the shared "q" content stream
 	zlibs         *sync.Pool         // the Composer's *zlib.Writer
+	fonts         *fontFiles         // the Composer's font files
 }
 
 const (

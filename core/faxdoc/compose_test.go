@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -116,5 +117,39 @@ func TestComposeReadsBack(t *testing.T) {
 				t.Errorf("page 2 is not source page 1:\n%s", pages[1])
 			}
 		})
+	}
+}
+
+// TestKeptFontFiles: a glyph set drawn again gets the font file kept for
+// it, the bytes a fresh subset gives; another set (or the same glyphs
+// standing for other characters) gets its own.
+func TestKeptFontFiles(t *testing.T) {
+	c := New(Options{})
+	files := func(text string, fs *fontFiles) fontFile {
+		u := newFontUse(c.regular)
+		u.encode(text)
+		gids := make([]int, 0, len(u.used))
+		for g := range u.used {
+			gids = append(gids, int(g))
+		}
+		slices.Sort(gids)
+		ff, err := fs.get(u, gids, &c.zlibs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ff
+	}
+	line := "2026-11-29 10:04 CET   ACME Legal   Page 1/3"
+	first := files(line, c.fonts)
+	again := files("Page 3/3 ACME Legal 2026-11-29 10:04 CET", c.fonts) // the same glyphs
+	fresh := files(line, newFontFiles())
+	if c.fonts.cache.Len() != 1 || &first.file[0] != &again.file[0] {
+		t.Fatalf("the same glyph set was not served from the cache (%d kept)", c.fonts.cache.Len())
+	}
+	if !bytes.Equal(first.file, fresh.file) || !bytes.Equal(first.toUnicode, fresh.toUnicode) || first.length1 != fresh.length1 {
+		t.Fatal("a kept font file differs from a fresh subset of the same glyphs")
+	}
+	if other := files("Ελληνικά", c.fonts); bytes.Equal(other.file, first.file) || c.fonts.cache.Len() != 2 {
+		t.Fatalf("another glyph set shares a font file (%d kept)", c.fonts.cache.Len())
 	}
 }

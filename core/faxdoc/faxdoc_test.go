@@ -6,6 +6,7 @@ import (
 	"errors"
 	"image"
 	"image/png"
+	"os"
 	"os/exec"
 	"strings"
 	"testing"
@@ -267,5 +268,35 @@ func TestConcurrentCompositions(t *testing.T) {
 		if err := <-errs; err != nil {
 			t.Error(err)
 		}
+	}
+}
+
+// TestRasterizeFromFile: a document already in a file (the spool of a
+// blob, unlinked) is read by pdftoppm through its descriptor, not copied
+// again, and renders the same page as from memory.
+func TestRasterizeFromFile(t *testing.T) {
+	needPdftoppm(t)
+	pdf := fixturePDF(letter, a4Landscape)
+	f, err := os.CreateTemp(t.TempDir(), "spool-*.pdf")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if _, err := f.Write(pdf); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Remove(f.Name()); err != nil { // as the spool leaves it
+		t.Fatal(err)
+	}
+	want, err := testComposer.Rasterize(context.Background(), bytes.NewReader(pdf), int64(len(pdf)), 2, faxes.ResolutionFine, 300)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := testComposer.Rasterize(context.Background(), f, int64(len(pdf)), 2, faxes.ResolutionFine, 300)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Fatalf("page from the file (%d bytes) differs from the page from memory (%d bytes)", len(got), len(want))
 	}
 }

@@ -3,6 +3,7 @@ package faxdoc
 import (
 	"bytes"
 	"compress/zlib"
+	"encoding/binary"
 	"fmt"
 	"sort"
 	"strings"
@@ -10,6 +11,7 @@ import (
 	"unicode"
 	"unicode/utf16"
 
+	lru "github.com/hashicorp/golang-lru/v2"
 	"github.com/pdfcpu/pdfcpu/pkg/pdfcpu/model"
 	"github.com/pdfcpu/pdfcpu/pkg/pdfcpu/types"
 	"golang.org/x/image/font"
@@ -179,7 +181,7 @@ func (u *fontUse) reference(xt *model.XRefTable) (types.IndirectRef, error) {
 // Identity CIDToGIDMap), widths of the glyphs used and a ToUnicode map so
 // that text extraction (pdftotext, copy and paste, search) reads the
 // characters drawn, Greek and Cyrillic included.
-func (u *fontUse) finish(xt *model.XRefTable, zlibs *sync.Pool) error {
+func (u *fontUse) finish(xt *model.XRefTable, zlibs *sync.Pool, files *fontFiles) error {
 	if u.ref == nil {
 		return nil
 	}
@@ -192,12 +194,12 @@ func (u *fontUse) finish(xt *model.XRefTable, zlibs *sync.Pool) error {
 	// A subset font's name is prefixed with a tag (PDF 32000-1 9.6.4).
 	name := subsetTag(gids) + "+" + f.name
 
-	ttf := f.sfnt.subset(gids)
-	file, err := flateStream(zlibs, ttf)
+	ff, err := files.get(u, gids, zlibs)
 	if err != nil {
-		return fmt.Errorf("compress font %s: %w", name, err)
+		return fmt.Errorf("font %s: %w", name, err)
 	}
-	file.Dict["Length1"] = types.Integer(len(ttf))
+	file := ff.file.stream()
+	file.Dict["Length1"] = types.Integer(ff.length1)
 	fileRef, err := xt.IndRefForNewObject(file)
 	if err != nil {
 		return fmt.Errorf("add font file: %w", err)
@@ -240,11 +242,7 @@ func (u *fontUse) finish(xt *model.XRefTable, zlibs *sync.Pool) error {
 	if err != nil {
 		return fmt.Errorf("add CID font: %w", err)
 	}
-	toUni, err := flateStream(zlibs, u.toUnicode(gids))
-	if err != nil {
-		return fmt.Errorf("compress ToUnicode map: %w", err)
-	}
-	toUniRef, err := xt.IndRefForNewObject(toUni)
+	toUniRef, err := xt.IndRefForNewObject(ff.toUnicode.stream())
 	if err != nil {
 		return fmt.Errorf("add ToUnicode map: %w", err)
 	}
@@ -257,21 +255,31 @@ func (u *fontUse) finish(xt *model.XRefTable, zlibs *sync.Pool) error {
 	return nil
 }
 
-// flateStream returns a stream of data, compressed with one of zlibs'
-// *zlib.Writer (rather than by pdfcpu's StreamDict.Encode, which makes a
-// new ~800 KB compressor for each stream).
-func flateStream(zlibs *sync.Pool, data []byte) (types.StreamDict, error) {
+// flated is data compressed with FlateDecode, ready to be a stream.
+type flated []byte
+
+// flate compresses data with one of zlibs' *zlib.Writer (rather than by
+// pdfcpu's StreamDict.Encode, which makes a new ~800 KB compressor for
+// each stream).
+func flate(zlibs *sync.Pool, data []byte) (flated, error) {
 	var z bytes.Buffer
 	zw := zlibs.Get().(*zlib.Writer)
 	zw.Reset(&z)
 	if _, err := zw.Write(data); err != nil {
-		return types.StreamDict{}, err
+		return nil, err
 	}
 	if err := zw.Close(); err != nil {
-		return types.StreamDict{}, err
+		return nil, err
 	}
 	zlibs.Put(zw)
-	l := int64(z.Len())
+	return flated(z.Bytes()), nil
+}
+
+// stream returns a new stream dict of z. The bytes are shared (a cached
+// font file serves many documents): pdfcpu writes Raw as it is and never
+// changes it.
+func (z flated) stream() types.StreamDict {
+	l := int64(len(z))
 	return types.StreamDict{
 		Dict: types.Dict{
 			"Filter": types.Name("FlateDecode"),
@@ -279,8 +287,82 @@ func flateStream(zlibs *sync.Pool, data []byte) (types.StreamDict, error) {
 		},
 		StreamLength:   &l,
 		FilterPipeline: []types.PDFFilter{{Name: "FlateDecode"}},
-		Raw:            z.Bytes(),
-	}, nil
+		Raw:            z,
+	}
+}
+
+// flateStream returns a stream of data, compressed (see flate).
+func flateStream(zlibs *sync.Pool, data []byte) (types.StreamDict, error) {
+	z, err := flate(zlibs, data)
+	if err != nil {
+		return types.StreamDict{}, err
+	}
+	return z.stream(), nil
+}
+
+// fontFile is what a document embeds of a face for the glyphs it drew:
+// the compressed subset font program and its ToUnicode map. It depends on
+// nothing else, so documents that draw the same glyphs share one.
+type fontFile struct {
+	file, toUnicode flated
+	length1         int // the uncompressed font program's size
+}
+
+// fontFiles keeps the font files of the glyph sets drawn most recently:
+// most documents as faxed draw the same few (the header line's digits,
+// letters and punctuation; a cover page's labels), and subsetting and
+// compressing a face costs ~0.3 ms a document. Bounded by count and by
+// the size of what it keeps.
+type fontFiles struct {
+	cache *lru.Cache[string, fontFile]
+}
+
+const (
+	// fontFilesCached bounds the glyph sets kept; each costs ~6–15 KB.
+	fontFilesCached = 128
+	// fontFileCachedMax is the largest font file kept: a document drawing
+	// much of a face (a long cover message in many scripts) is rare and is
+	// subset afresh.
+	fontFileCachedMax = 64 << 10
+)
+
+func newFontFiles() *fontFiles {
+	c, err := lru.New[string, fontFile](fontFilesCached)
+	if err != nil {
+		panic(fmt.Sprintf("faxdoc: font file cache: %v", err)) // only for a size ≤ 0
+	}
+	return &fontFiles{cache: c}
+}
+
+// get returns the font file of u's glyphs gids (sorted), from the cache or
+// made and kept.
+func (fs *fontFiles) get(u *fontUse, gids []int, zlibs *sync.Pool) (fontFile, error) {
+	// The key names the face and every glyph with the rune it stands for
+	// (the ToUnicode map says which).
+	key := make([]byte, 0, len(u.face.name)+1+8*len(gids))
+	key = append(key, u.face.name...)
+	key = append(key, 0)
+	for _, g := range gids {
+		key = binary.BigEndian.AppendUint16(key, uint16(g))
+		key = binary.BigEndian.AppendUint32(key, uint32(u.used[uint16(g)]))
+	}
+	if ff, ok := fs.cache.Get(string(key)); ok {
+		return ff, nil
+	}
+	ttf := u.face.sfnt.subset(gids)
+	file, err := flate(zlibs, ttf)
+	if err != nil {
+		return fontFile{}, fmt.Errorf("compress the font: %w", err)
+	}
+	toUni, err := flate(zlibs, u.toUnicode(gids))
+	if err != nil {
+		return fontFile{}, fmt.Errorf("compress the ToUnicode map: %w", err)
+	}
+	ff := fontFile{file: file, toUnicode: toUni, length1: len(ttf)}
+	if len(file)+len(toUni) <= fontFileCachedMax {
+		fs.cache.Add(string(key), ff)
+	}
+	return ff, nil
 }
 
 // toUnicode writes the ToUnicode CMap of gids (sorted).

@@ -14,6 +14,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"syscall"
 	"time"
@@ -85,22 +86,18 @@ func (c *Composer) Rasterize(ctx context.Context, pdf io.ReaderAt, size int64, p
 	pw, ph := box.seen()
 	w, h := pixels(pw, ph, dpy)
 
-	dir, err := os.MkdirTemp("", "faxhub-faxdoc-")
+	in, extra, done, err := toolInput(pdf, size)
 	if err != nil {
-		return nil, fmt.Errorf("rasterize: %w", err)
-	}
-	defer os.RemoveAll(dir)
-	in := filepath.Join(dir, "doc.pdf")
-	if err := writeFile(in, io.NewSectionReader(pdf, 0, size)); err != nil {
 		return nil, fmt.Errorf("rasterize: stage the document: %w", err)
 	}
+	defer done()
 	pn := strconv.Itoa(page)
 	args := []string{"-f", pn, "-l", pn, "-mono", "-rx", strconv.Itoa(faxDPIX), "-ry", strconv.Itoa(dpy)}
 	// -scale-to-x/-y set the exact size (they override -rx/-ry): the
 	// size computed above is the fax's, and it bounds the pixels whatever
 	// size the page claims.
 	args = append(args, "-scale-to-x", strconv.Itoa(w), "-scale-to-y", strconv.Itoa(h), in)
-	out, err := runTool(ctx, bin, int64(w/8+8)*int64(h)+64, args...)
+	out, err := runTool(ctx, bin, int64(w/8+8)*int64(h)+64, extra, args...)
 	if err != nil {
 		return nil, fmt.Errorf("rasterize page %d: %w", page, err)
 	}
@@ -146,8 +143,9 @@ func pixels(pw, ph float64, dpy int) (w, h int) {
 
 // runTool runs bin with args in its own process group, killed with it when
 // ctx ends, and returns its standard output, refused beyond limit bytes.
-func runTool(ctx context.Context, bin string, limit int64, args ...string) ([]byte, error) {
+func runTool(ctx context.Context, bin string, limit int64, extra []*os.File, args ...string) ([]byte, error) {
 	cmd := exec.CommandContext(ctx, bin, args...)
+	cmd.ExtraFiles = extra
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
 	cmd.WaitDelay = toolWaitDelay
@@ -181,6 +179,31 @@ func (l *limitedBuffer) Write(p []byte) (int, error) {
 		return len(p), nil
 	}
 	return l.b.Write(p)
+}
+
+// toolInput returns the path pdftoppm reads pdf (size bytes) from, the
+// files it must inherit for that, and the function that releases what it
+// made. A whole file (the caller's spool of a blob, already on disk) is
+// handed to the child as its descriptor 3 and read as /dev/fd/3 on Linux,
+// where opening that reopens the file itself, unlinked or not: no second
+// copy of the document. Anything else is copied to a private temporary
+// directory.
+func toolInput(pdf io.ReaderAt, size int64) (string, []*os.File, func(), error) {
+	if f, ok := pdf.(*os.File); ok && runtime.GOOS == "linux" {
+		if st, err := f.Stat(); err == nil && st.Mode().IsRegular() && st.Size() == size {
+			return "/dev/fd/3", []*os.File{f}, func() {}, nil
+		}
+	}
+	dir, err := os.MkdirTemp("", "faxhub-faxdoc-")
+	if err != nil {
+		return "", nil, nil, err
+	}
+	in := filepath.Join(dir, "doc.pdf")
+	if err := writeFile(in, io.NewSectionReader(pdf, 0, size)); err != nil {
+		os.RemoveAll(dir)
+		return "", nil, nil, err
+	}
+	return in, nil, func() { os.RemoveAll(dir) }, nil
 }
 
 func writeFile(path string, r io.Reader) error {

@@ -91,7 +91,7 @@ func stampPage(xt *model.XRefTable, d *drawing, i int, line headerLine) error {
 	if err != nil {
 		return err
 	}
-	stamp, err := contentStream(xt, c.b.Bytes())
+	stamp, err := d.contentStream(xt, c.b.Bytes())
 	if err != nil {
 		return err
 	}
@@ -109,7 +109,7 @@ func stampPage(xt *model.XRefTable, d *drawing, i int, line headerLine) error {
 // with, one object for the whole document.
 func (d *drawing) openStream(xt *model.XRefTable) (types.IndirectRef, error) {
 	if d.open == nil {
-		ref, err := contentStream(xt, []byte("q\n"))
+		ref, err := d.contentStream(xt, []byte("q\n"))
 		if err != nil {
 			return types.IndirectRef{}, err
 		}
@@ -119,21 +119,23 @@ func (d *drawing) openStream(xt *model.XRefTable) (types.IndirectRef, error) {
 }
 
 // contentStream adds a content stream, Flate-compressed unless it is
-// small: a header line's few hundred bytes gain little from compression,
-// and a compressor's state costs ~1 MB to set up, per stream.
-func contentStream(xt *model.XRefTable, b []byte) (types.IndirectRef, error) {
-	sd, err := xt.NewStreamDictForBuf(b)
-	if err != nil {
-		return types.IndirectRef{}, err
-	}
+// small: a header line's few hundred bytes gain little from compression.
+// A larger one (a cover page's) is compressed with the Composer's pooled
+// compressors, not pdfcpu's StreamDict.Encode, whose compressor costs
+// ~1 MB to set up, per stream.
+func (d *drawing) contentStream(xt *model.XRefTable, b []byte) (types.IndirectRef, error) {
+	var sd types.StreamDict
 	if len(b) < 1024 {
-		sd.FilterPipeline = nil
-		sd.Delete("Filter")
+		l := int64(len(b))
+		sd = types.StreamDict{Dict: types.Dict{"Length": types.Integer(l)}, StreamLength: &l, Content: b, Raw: b}
+	} else {
+		var err error
+		if sd, err = flateStream(d.zlibs, b); err != nil {
+			return types.IndirectRef{}, fmt.Errorf("encode content: %w", err)
+		}
+		sd.Content = b
 	}
-	if err := sd.Encode(); err != nil {
-		return types.IndirectRef{}, fmt.Errorf("encode content: %w", err)
-	}
-	ref, err := xt.IndRefForNewObject(*sd)
+	ref, err := xt.IndRefForNewObject(sd)
 	if err != nil {
 		return types.IndirectRef{}, fmt.Errorf("add content: %w", err)
 	}
@@ -191,7 +193,7 @@ func addPage(xt *model.XRefTable, d *drawing, content []byte, first bool, extra 
 	if err != nil || root == nil {
 		return fmt.Errorf("read page tree: %v", err)
 	}
-	stream, err := contentStream(xt, content)
+	stream, err := d.contentStream(xt, content)
 	if err != nil {
 		return err
 	}

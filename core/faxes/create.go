@@ -27,6 +27,10 @@ type NewFax struct {
 	// RateCharged: the caller charged the send rate for this fax already
 	// in tx (a batch charges all of its faxes at once: AllowNIn).
 	RateCharged bool
+	// Presented, when set, is Fax as presented (Present with no attempt)
+	// and encoded: its created event's data, then encoded once instead of
+	// twice (sendWithCredits has it as the idempotent response).
+	Presented json.RawMessage
 }
 
 // createFax is the one step that creates a fax, inside tx: it stores its
@@ -40,12 +44,16 @@ func (s *Service) CreateFax(ctx context.Context, tx Tx, n NewFax) error {
 	if n.Idempotency != nil {
 		// First, so that a request whose key was used stops here (ErrExists)
 		// before it charges the rate limit or the balance. The response is
-		// the fax as created: nothing below changes it.
-		resp, err := json.Marshal(f)
-		if err != nil {
-			return fmt.Errorf("encode fax: %w", err)
+		// the fax as created: nothing below changes it, so a caller may
+		// encode it before the transaction (sendWithCredits does: on
+		// SQLite this function runs on the one writer).
+		if n.Idempotency.Response == nil {
+			resp, err := json.Marshal(f)
+			if err != nil {
+				return fmt.Errorf("encode fax: %w", err)
+			}
+			n.Idempotency.Response = resp
 		}
-		n.Idempotency.Response = resp
 		if err := tx.InsertIdempotency(ctx, n.Idempotency); err != nil {
 			return err
 		}
@@ -94,6 +102,9 @@ func (s *Service) CreateFax(ctx context.Context, tx Tx, n NewFax) error {
 	}
 	if err := s.d.Queue.EnqueueDelivery(ctx, tx, f.ID, at); err != nil {
 		return fmt.Errorf("enqueue delivery: %w", err)
+	}
+	if n.Presented != nil {
+		return s.faxEventData(ctx, tx, f, "", n.Presented)
 	}
 	return s.faxEvent(ctx, tx, f, nil, "")
 }

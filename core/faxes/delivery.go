@@ -23,7 +23,11 @@ import (
 // Retryable failures schedule a new delivery job (with backoff) in the same
 // transaction that records them, so a retry is never lost or doubled.
 func (s *Service) Deliver(ctx context.Context, faxID string) error {
-	o, attempt, err := s.startAttempt(ctx, faxID)
+	prep, err := s.prepareFaxed(ctx, faxID)
+	if err != nil {
+		return err
+	}
+	o, attempt, err := s.startAttempt(ctx, faxID, prep)
 	if err != nil || attempt == nil {
 		return err
 	}
@@ -31,11 +35,7 @@ func (s *Service) Deliver(ctx context.Context, faxID string) error {
 	if provider == nil {
 		return fmt.Errorf("no fax provider for mode %s", o.Mode)
 	}
-	doc, err := s.d.Store.GetDocument(ctx, o.OwnerID, o.Mode, o.DocumentID)
-	if err != nil {
-		return fmt.Errorf("load document of %s: %w", o.ID, err)
-	}
-	key, pages, err := s.faxedDocument(ctx, o, doc, attempt.StartedAt)
+	key, pages, err := s.faxedDocument(ctx, o, prep, attempt.StartedAt)
 	if err != nil {
 		if ctx.Err() != nil {
 			return ctx.Err()
@@ -73,8 +73,11 @@ func (s *Service) Deliver(ctx context.Context, faxID string) error {
 }
 
 // startAttempt moves a queued fax to sending and opens an attempt. It
-// returns a nil attempt when there is nothing to do.
-func (s *Service) startAttempt(ctx context.Context, faxID string) (*Fax, *Attempt, error) {
+// returns a nil attempt when there is nothing to do. The attempt that goes
+// ahead (a new one or one resumed) records prep, the document as faxed
+// composed for it, if the fax has none yet: in this transaction, so before
+// any byte leaves.
+func (s *Service) startAttempt(ctx context.Context, faxID string, prep *faxedPrep) (*Fax, *Attempt, error) {
 	var (
 		fax     *Fax
 		attempt *Attempt
@@ -85,6 +88,19 @@ func (s *Service) startAttempt(ctx context.Context, faxID string) (*Fax, *Attemp
 		o, err := tx.GetFaxByID(ctx, faxID)
 		if err != nil {
 			return fmt.Errorf("load fax %s: %w", faxID, err)
+		}
+		record := func() error {
+			if prep == nil || prep.err != nil || o.FaxedSHA256 != "" {
+				return nil
+			}
+			// A fax keeps its first document as faxed (the update matches
+			// only a fax without one); any other recorded is of the same
+			// blob, which is only ever created, never replaced.
+			if err := tx.SetFaxedDocument(ctx, o.ID, prep.sum, prep.pages); err != nil {
+				return fmt.Errorf("record the document as faxed of %s: %w", o.ID, err)
+			}
+			o.FaxedSHA256, o.FaxedPages = prep.sum, prep.pages
+			return nil
 		}
 		now := s.now()
 		switch o.Status {
@@ -105,7 +121,7 @@ func (s *Service) startAttempt(ctx context.Context, faxID string) (*Fax, *Attemp
 				}
 				if now.Sub(last.StartedAt) < ResumeWindow {
 					fax, attempt = o, last
-					return nil
+					return record()
 				}
 				fin := now
 				last.Status, last.FailureCode, last.FailureReason, last.FinishedAt = AttemptFailed, "interrupted", "the worker stopped before the provider answered", &fin
@@ -141,6 +157,9 @@ func (s *Service) startAttempt(ctx context.Context, faxID string) (*Fax, *Attemp
 		}
 		a := &Attempt{ID: core.NewID(core.PrefixAttempt), FaxID: o.ID, Number: o.Attempts, Provider: s.ProviderName(o.Mode), Status: AttemptSending, StartedAt: now}
 		if err := tx.CreateAttempt(ctx, a); err != nil {
+			return err
+		}
+		if err := record(); err != nil {
 			return err
 		}
 		if err := s.faxEvent(ctx, tx, o, a, from); err != nil {

@@ -61,11 +61,21 @@ func (s *Service) faxEvent(ctx context.Context, tx Tx, o *Fax, latest *Attempt, 
 	}
 	view := *o
 	s.Present(&view, latest)
+	return s.faxEventData(ctx, tx, o, prev, &view)
+}
+
+// faxEventData is faxEvent with the event's data given: o presented, as a
+// value or already encoded.
+func (s *Service) faxEventData(ctx context.Context, tx Tx, o *Fax, prev Status, data any) error {
+	t := eventFor(prev, o.Status)
+	if t == "" || o.PaymentMethod == PayMachine {
+		return nil
+	}
 	at := o.UpdatedAt
 	if at.IsZero() {
 		at = o.CreatedAt
 	}
-	if err := events.Append(ctx, tx, o.OwnerID, o.Mode, t, o.ID, &view, at); err != nil {
+	if err := events.Append(ctx, tx, o.OwnerID, o.Mode, t, o.ID, data, at); err != nil {
 		return fmt.Errorf("fax %s: %w", o.ID, err)
 	}
 	return nil

@@ -30,27 +30,88 @@ func (e *unfaxableError) Error() string {
 }
 func (e *unfaxableError) Unwrap() error { return e.err }
 
-// faxedDocument returns the blob key and page count of o's document as
-// faxed, composing it (cover page, header line with the time at) on the
-// first attempt and reusing it on every later one, so a retry transmits
-// the same bytes and the receipt's hash holds for all of them. Without a
-// composer the uploaded document is faxed as it is.
-//
-// The blob is written before the row names it: a crash in between leaves a
-// blob the next attempt overwrites, never a row naming a missing blob.
-func (s *Service) faxedDocument(ctx context.Context, o *Fax, doc *documents.Document, at time.Time) (string, int, error) {
+// faxedPrep is a fax's document as faxed, composed before its attempt
+// starts (prepareFaxed) so that the attempt's transaction records it.
+type faxedPrep struct {
+	sum   string // hex SHA-256 of the blob at FaxedKey
+	pages int
+	// err is an *unfaxableError: the attempt opens and fails with
+	// media_error, as when composing after it opened.
+	err error
+}
+
+// prepareFaxed composes the document as faxed of a fax whose attempt is
+// about to start and has none yet, before the attempt's transaction, so
+// that the transaction records it instead of a second one after it (the
+// SQLite writer's time is what a delivery is short of). It returns nil
+// when there is nothing to prepare (no composer, a fax already composed,
+// terminal or early) and when preparing failed: the attempt then opens
+// and faxedDocument composes after it as it always did, failing the same
+// way (a document gone, a store down) with the same consequences.
+func (s *Service) prepareFaxed(ctx context.Context, faxID string) (*faxedPrep, error) {
 	if s.d.Composer == nil {
+		return nil, nil
+	}
+	o, err := s.d.Store.GetFaxByID(ctx, faxID)
+	if err != nil {
+		return nil, nil // startAttempt reads it again and says why
+	}
+	switch {
+	case o.FaxedSHA256 != "":
+		return nil, nil
+	case o.Status != Queued && o.Status != Scheduled && o.Status != Sending:
+		return nil, nil
+	case o.NextAttemptAt != nil && s.now().Before(*o.NextAttemptAt):
+		return nil, nil
+	}
+	doc, err := s.d.Store.GetDocument(ctx, o.OwnerID, o.Mode, o.DocumentID)
+	if err != nil {
+		return nil, nil
+	}
+	// The header shows the time composed, a moment before the attempt
+	// that records it starts.
+	sum, pages, err := s.composeFaxed(ctx, o, doc, s.now())
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		var bad *unfaxableError
+		if errors.As(err, &bad) {
+			return &faxedPrep{err: err}, nil
+		}
+		s.d.Logger.WarnContext(ctx, "composing before the attempt failed; composing after it", "fax_id", o.ID, "err", err)
+		return nil, nil
+	}
+	return &faxedPrep{sum: sum, pages: pages}, nil
+}
+
+// faxedDocument returns the blob key and page count of o's document as
+// faxed: the one recorded (prep's, recorded as the attempt started, or an
+// earlier attempt's), so a retry transmits the same bytes and the
+// receipt's hash holds for all of them. A fax without one (its attempt
+// opened without prep) has it composed now, with the time at, and
+// recorded before it is sent. Without a composer the uploaded document is
+// faxed as it is.
+func (s *Service) faxedDocument(ctx context.Context, o *Fax, prep *faxedPrep, at time.Time) (string, int, error) {
+	if s.d.Composer == nil {
+		doc, err := s.d.Store.GetDocument(ctx, o.OwnerID, o.Mode, o.DocumentID)
+		if err != nil {
+			return "", 0, fmt.Errorf("load document of %s: %w", o.ID, err)
+		}
 		return doc.PDFKey, o.Pages, nil
 	}
 	key := FaxedKey(o)
 	if o.FaxedSHA256 != "" {
 		return key, o.FaxedPages, nil
 	}
-	st, err := s.Settings(ctx, o.OwnerID)
-	if err != nil {
-		return "", 0, err
+	if prep != nil && prep.err != nil {
+		return "", 0, prep.err
 	}
-	sum, pages, err := s.compose(ctx, doc, key, composition(o, st, at))
+	doc, err := s.d.Store.GetDocument(ctx, o.OwnerID, o.Mode, o.DocumentID)
+	if err != nil {
+		return "", 0, fmt.Errorf("load document of %s: %w", o.ID, err)
+	}
+	sum, pages, err := s.composeFaxed(ctx, o, doc, at)
 	if err != nil {
 		return "", 0, err
 	}
@@ -61,11 +122,55 @@ func (s *Service) faxedDocument(ctx context.Context, o *Fax, doc *documents.Docu
 	return key, pages, nil
 }
 
-// compose renders doc as c says into the blob at key and returns its
-// SHA-256 (hex) and pages. The composer reads the source at random and the
-// blob store takes a stream: both sit in memory for a small document, in a
-// private temporary directory for a large one.
-func (s *Service) compose(ctx context.Context, doc *documents.Document, key string, c Composition) (string, int, error) {
+// composeFaxed composes o's document as faxed with the time at into its
+// blob and returns the blob's SHA-256 (hex) and pages.
+//
+// The blob is created, never replaced, and written before any row names
+// it: two workers composing the same fax at once (a job rescued while its
+// first run is still going) cannot swap the bytes under a recorded hash,
+// and a crash between the blob and its row leaves a blob no row names.
+// Finding the blob there, the composer's output is dropped and the blob's
+// own hash is returned: whoever records first, every recorded hash is
+// that blob's. Its pages are this composition's: the source document's and
+// the cover page the fax asked for, the same for every composition of it.
+func (s *Service) composeFaxed(ctx context.Context, o *Fax, doc *documents.Document, at time.Time) (string, int, error) {
+	st, err := s.Settings(ctx, o.OwnerID)
+	if err != nil {
+		return "", 0, err
+	}
+	key := FaxedKey(o)
+	sum, pages, err := s.compose(ctx, doc, key, composition(o, st, at), s.d.Blobs.Create)
+	if !errors.Is(err, core.ErrExists) {
+		return sum, pages, err
+	}
+	if sum, err = s.blobSHA256(ctx, key); err != nil {
+		return "", 0, err
+	}
+	return sum, pages, nil
+}
+
+// blobSHA256 hashes the blob at key.
+func (s *Service) blobSHA256(ctx context.Context, key string) (string, error) {
+	rc, err := s.d.Blobs.Open(ctx, key)
+	if err != nil {
+		return "", fmt.Errorf("read the document as faxed: %w", err)
+	}
+	defer rc.Close()
+	h := sha256.New()
+	if _, err := io.Copy(h, rc); err != nil {
+		return "", fmt.Errorf("read the document as faxed: %w", err)
+	}
+	return hex.EncodeToString(h.Sum(nil)), nil
+}
+
+// compose renders doc as c says into the blob at key, written with put
+// (the blob store's Put or Create), and returns its SHA-256 (hex) and
+// pages; with an error matching core.ErrExists (and the pages) when Create
+// finds the blob there already. The composer reads the source at random
+// and the blob store takes a stream: both sit in memory for a small
+// document, in a private temporary directory for a large one.
+func (s *Service) compose(ctx context.Context, doc *documents.Document, key string, c Composition,
+	put func(ctx context.Context, key string, r io.Reader, contentType string) (int64, error)) (string, int, error) {
 	src, out, done, err := s.composeBuffers(ctx, doc)
 	if err != nil {
 		return "", 0, err
@@ -83,7 +188,9 @@ func (s *Service) compose(ctx context.Context, doc *documents.Document, key stri
 	if err != nil {
 		return "", 0, fmt.Errorf("compose: %w", err)
 	}
-	if _, err := s.d.Blobs.Put(ctx, key, body, string(documents.FilePDF)); err != nil {
+	if _, err := put(ctx, key, body, string(documents.FilePDF)); errors.Is(err, core.ErrExists) {
+		return "", pages, err
+	} else if err != nil {
 		return "", 0, fmt.Errorf("store the document as faxed: %w", err)
 	}
 	return hex.EncodeToString(h.Sum(nil)), pages, nil
@@ -148,7 +255,8 @@ func (s *Service) Settings(ctx context.Context, ownerID string) (Settings, error
 
 // DeleteBlobs deletes a purged document's blobs and the documents as
 // faxed made of it, which live and die with it (the garbage collector's
-// retention.Documents).
+// retention.Documents): at the key of every fax of it, since a blob may be
+// there that no row names (deleting a missing blob succeeds).
 func (s *Service) DeleteBlobs(ctx context.Context, d *documents.Document) error {
 	faxed, err := s.d.Store.FaxedOfDocument(ctx, d.ID)
 	if err != nil {

@@ -176,9 +176,16 @@ func (s *Service) sendWithCredits(ctx context.Context, p core.Principal, idemKey
 		}
 		return nil, false, err
 	}
+	// The fax is encoded once, here rather than in the transaction (on
+	// SQLite the writer every send waits for): build presented it, so the
+	// idempotent response and the created event's data are the same text.
+	resp, err := json.Marshal(f)
+	if err != nil {
+		return nil, false, fmt.Errorf("encode fax: %w", err)
+	}
 	err = s.inTx(ctx, func(tx Tx) error {
-		return s.CreateFax(ctx, tx, NewFax{Fax: f, Idempotency: &core.IdempotencyRecord{
-			Scope: scope, Key: idemKey, RequestHash: reqHash, ResponseCode: 200, CreatedAt: f.CreatedAt,
+		return s.CreateFax(ctx, tx, NewFax{Fax: f, Presented: resp, Idempotency: &core.IdempotencyRecord{
+			Scope: scope, Key: idemKey, RequestHash: reqHash, ResponseCode: 200, CreatedAt: f.CreatedAt, Response: resp,
 		}})
 	})
 	switch {

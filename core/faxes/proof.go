@@ -172,7 +172,7 @@ func (s *Service) previewOf(ctx context.Context, p core.Principal, f *Fax, doc *
 	}
 	pv := &Preview{ID: core.NewID(core.PrefixPreview), OwnerID: p.OwnerID, Mode: p.Mode, DocumentID: doc.ID,
 		Resolution: f.Options.resolution(), CreatedAt: s.now(), ExpiresAt: s.now().Add(PreviewTTL)}
-	if pv.SHA256, pv.Pages, err = s.compose(ctx, doc, previewKey(pv), composition(f, st, at)); err != nil {
+	if pv.SHA256, pv.Pages, err = s.compose(ctx, doc, previewKey(pv), composition(f, st, at), s.d.Blobs.Put); err != nil {
 		var bad *unfaxableError
 		if errors.As(err, &bad) {
 			return nil, core.WrapErr(core.Errorf(core.KindUnprocessable, documents.CodeCorruptDocument, "%s", bad.Error()), err)

@@ -32,8 +32,9 @@ type Queries interface {
 	PutFaxSettings(ctx context.Context, ownerID string, st Settings, at time.Time) error
 
 	PreviewQueries
-	// FaxedOfDocument lists a document's faxes that have a document as
-	// faxed.
+	// FaxedOfDocument lists a document's faxes: any may have a document
+	// as faxed, named by its row or not (created by a delivery that never
+	// recorded it: the fax canceled meanwhile, a crash).
 	FaxedOfDocument(ctx context.Context, documentID string) ([]Fax, error)
 
 	CreateAttempt(ctx context.Context, a *Attempt) error

@@ -25,6 +25,9 @@ type recordingBlobs struct {
 func (b *recordingBlobs) Put(context.Context, string, io.Reader, string) (int64, error) {
 	return 0, nil
 }
+func (b *recordingBlobs) Create(context.Context, string, io.Reader, string) (int64, error) {
+	return 0, nil
+}
 func (b *recordingBlobs) Open(context.Context, string) (io.ReadCloser, error) {
 	return nil, core.ErrNoRows
 }

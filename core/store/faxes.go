@@ -204,11 +204,11 @@ func (x q) DeletePreview(ctx context.Context, id string) error {
 	return nil
 }
 
-// FaxedOfDocument lists the faxes of a document that have a document as
-// faxed, for the purge of the document's blobs.
+// FaxedOfDocument lists the faxes of a document, any of which may have a
+// document as faxed, for the purge of the document's blobs.
 func (x q) FaxedOfDocument(ctx context.Context, documentID string) ([]faxes.Fax, error) {
 	var out []faxes.Fax
-	if err := x.sel(ctx, &out, "SELECT "+faxCols+" FROM faxes WHERE document_id = ? AND faxed_sha256 <> ''", documentID); err != nil {
+	if err := x.sel(ctx, &out, "SELECT "+faxCols+" FROM faxes WHERE document_id = ?", documentID); err != nil {
 		return nil, fmt.Errorf("faxes of document: %w", err)
 	}
 	return out, nil

@@ -38,6 +38,9 @@ type Env struct {
 	DB     *store.DB
 	Queue  *queue.Queue
 	Server *httptest.Server
+	// DataDir is the process's data directory (its file blobs under
+	// blobs/).
+	DataDir string
 
 	OwnerA, OwnerB               *accounts.Owner
 	KeyATest, KeyALive, KeyBTest string
@@ -153,7 +156,7 @@ func New(t testing.TB, opts ...Option) *Env {
 	}
 	db, q, svc := a.DB, a.Queue, a.Svc
 
-	e := &Env{App: a, Svc: svc, Store: db, DB: db, Queue: q, t: t}
+	e := &Env{App: a, Svc: svc, Store: db, DB: db, Queue: q, DataDir: dir, t: t}
 	e.OwnerA, e.KeyATest, e.KeyALive = e.owner(t, "a@example.com", o.credits)
 	e.OwnerB, e.KeyBTest, _ = e.owner(t, "b@example.com", o.credits)
 	return e
