@@ -43,6 +43,7 @@ func RunTests(t *testing.T, newStore func(t *testing.T) services.Store) {
 		{"Charges", testCharges},
 		{"Machine", testMachine},
 		{"AgentTasks", testAgentTasks},
+		{"AgentTaskDraft", testAgentTaskDraft},
 		{"EventsFollow", testEventsFollow},
 		{"Numbers", testNumbers},
 		{"NumbersConcurrent", testNumbersConcurrent},

@@ -34,6 +34,59 @@ func testAgentTasks(t *testing.T, s services.Store) {
 	wantErr(t, "task of a refused create", err, core.ErrNoRows)
 }
 
+// testAgentTaskDraft: GetAgentTaskDraft reads a task as GetAgentTask does
+// and a fax task's draft as GetDraft reads it with the task's owner and
+// mode; no draft for another kind of task, for a subject that is another
+// owner's or the other mode's draft, or for one that is gone.
+func testAgentTaskDraft(t *testing.T, s services.Store) {
+	ctx := t.Context()
+	o, other := newOwner(t, s), newOwner(t, s)
+	d := newDraft(t, s, newDocument(t, s, o, core.ModeTest))
+	wantDraft, err := s.GetDraft(ctx, o.ID, core.ModeTest, d.ID)
+	must(t, err)
+	newTask := func(owner string, mode core.Mode, kind tasks.Kind, subject string) *tasks.Task {
+		t.Helper()
+		task := &tasks.Task{ID: core.NewID(core.PrefixTask), OwnerID: owner, Mode: mode, Kind: kind,
+			Skill: "create_fax", ContextID: "ctx_1", SubjectID: subject, CreatedAt: at(3)}
+		must(t, s.CreateAgentTask(ctx, task))
+		return task
+	}
+
+	task := newTask(o.ID, core.ModeTest, tasks.KindFax, d.ID)
+	gotTask, gotDraft, err := s.GetAgentTaskDraft(ctx, o.ID, task.ID)
+	must(t, err)
+	wantEqual(t, "GetAgentTaskDraft task", gotTask, task)
+	wantEqual(t, "GetAgentTaskDraft draft", gotDraft, wantDraft)
+	// A draft with options and a sending number reads back as GetDraft reads it.
+	d2 := *d
+	d2.ID, d2.From, d2.Options = core.NewID(core.PrefixDraft), "+12125550100", faxes.Options{Header: "Billing dept."}
+	must(t, s.CreateDraft(ctx, &d2))
+	wantDraft2, err := s.GetDraft(ctx, o.ID, core.ModeTest, d2.ID)
+	must(t, err)
+	_, gotDraft, err = s.GetAgentTaskDraft(ctx, o.ID, newTask(o.ID, core.ModeTest, tasks.KindFax, d2.ID).ID)
+	must(t, err)
+	wantEqual(t, "GetAgentTaskDraft draft with options", gotDraft, wantDraft2)
+
+	_, _, err = s.GetAgentTaskDraft(ctx, other.ID, task.ID)
+	wantErr(t, "GetAgentTaskDraft of another owner", err, core.ErrNoRows)
+	_, _, err = s.GetAgentTaskDraft(ctx, o.ID, "tsk_missing")
+	wantErr(t, "GetAgentTaskDraft of an unknown id", err, core.ErrNoRows)
+
+	for name, task := range map[string]*tasks.Task{
+		"another owner's draft":     newTask(other.ID, core.ModeTest, tasks.KindFax, d.ID),
+		"the other mode's draft":    newTask(o.ID, core.ModeLive, tasks.KindFax, d.ID),
+		"a credit purchase":         newTask(o.ID, core.ModeTest, tasks.KindCreditPurchase, d.ID),
+		"a draft that is not there": newTask(o.ID, core.ModeTest, tasks.KindFax, "drf_missing"),
+	} {
+		gotTask, gotDraft, err := s.GetAgentTaskDraft(ctx, task.OwnerID, task.ID)
+		must(t, err)
+		wantEqual(t, "GetAgentTaskDraft task, "+name, gotTask, task)
+		if gotDraft != nil {
+			t.Errorf("GetAgentTaskDraft, %s: draft %s, want none", name, gotDraft.ID)
+		}
+	}
+}
+
 // newPurchase stores a purchase of owner o offered at sec.
 func newPurchase(t *testing.T, s services.Store, o *accounts.Owner, sec int) *tasks.CreditPurchase {
 	t.Helper()

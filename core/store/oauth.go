@@ -367,13 +367,8 @@ func (x q) RetireOAuthKeys(ctx context.Context, purpose authstate.KeyPurpose, al
 	return nil
 }
 
-// oauthAccessRow is an access token with its grant (and the grant's client
-// name), read in one query: the grant's columns are aliased "g.<column>".
-type oauthAccessRow struct {
-	authstate.OAuthToken
-	Grant oauthGrantRow `db:"g"`
-}
-
+// oauthAccessSelect reads an access token with its grant (and the grant's
+// client name) in one query; GetOAuthAccessToken scans its columns in order.
 var oauthAccessSelect = func() string {
 	cols := strings.Split(strings.Join(strings.Fields(oauthTokenCols), ""), ",")
 	for i, c := range cols {
@@ -387,11 +382,25 @@ var oauthAccessSelect = func() string {
 	WHERE t.kind = ? AND t.signature = ?`
 }()
 
+// GetOAuthAccessToken reads the row every OAuth-authenticated request
+// reads (A2A, MCP, REST with an OAuth token), so it is scanned column by
+// column rather than through sqlx's per-call reflection over the nested
+// struct (about a tenth of the read's CPU in a profile of A2A GetTask).
 func (x q) GetOAuthAccessToken(ctx context.Context, signature string) (*authstate.OAuthToken, *authstate.OAuthGrant, error) {
-	var r oauthAccessRow
-	if err := x.get(ctx, x.reader(), &r, oauthAccessSelect, authstate.OAuthAccessToken, signature); err != nil {
-		return nil, nil, fmt.Errorf("get oauth access token: %w", err)
+	var (
+		t authstate.OAuthToken
+		r oauthGrantRow
+	)
+	g := &r.OAuthGrant
+	// Column order: oauthTokenCols, then the grant's as in oauthAccessSelect.
+	err := x.reader().QueryRowxContext(ctx, x.db.w.Rebind(oauthAccessSelect), x.db.args([]any{authstate.OAuthAccessToken, signature})...).Scan(
+		&t.Kind, &t.Signature, &t.RequestID, &t.GrantID, &t.ClientID, &t.OwnerID, &t.Active, &t.AccessSignature, &t.Request,
+		&t.CreatedAt, &t.ExpiresAt,
+		&g.ID, &g.OwnerID, &g.ClientID, &r.RawScopes, &g.Resource, &g.CreatedAt, &g.UpdatedAt, &g.LastUsedAt, &g.RevokedAt,
+		&g.ClientName, &g.ClientURI)
+	if err != nil {
+		return nil, nil, fmt.Errorf("get oauth access token: %w", dbErr(err))
 	}
-	g := r.Grant.grant()
-	return &r.OAuthToken, &g, nil
+	grant := r.grant()
+	return &t, &grant, nil
 }

@@ -2,7 +2,10 @@ package store
 
 import (
 	"context"
+	"database/sql"
 	"fmt"
+	"strings"
+	"time"
 
 	"github.com/faxhub/faxhub/core"
 	"github.com/faxhub/faxhub/core/faxes"
@@ -101,4 +104,55 @@ func (x q) CancelDraft(ctx context.Context, ownerID string, mode core.Mode, id s
 		return fmt.Errorf("cancel draft: %w", err)
 	}
 	return nil
+}
+
+// agentTaskDraftSelect reads a task and, for a fax task, its draft (the
+// draft of the task's owner and mode, as GetDraft reads it) in one query:
+// GetTask reads both on every call. The draft's columns are NULL when the
+// task is of another kind or its draft is gone.
+var agentTaskDraftSelect = func() string {
+	pre := func(p, cols string) string {
+		cs := strings.Split(strings.Join(strings.Fields(cols), ""), ",")
+		for i, c := range cs {
+			cs[i] = p + c
+		}
+		return strings.Join(cs, ", ")
+	}
+	return "SELECT " + pre("t.", agentTaskCols) + ", " + pre("d.", draftCols) + `
+	FROM agent_tasks t LEFT JOIN drafts d
+		ON t.kind = '` + string(tasks.KindFax) + `' AND d.id = t.subject_id AND d.owner_id = t.owner_id AND d.mode = t.mode
+	WHERE t.id = ? AND t.owner_id = ?`
+}()
+
+// GetAgentTaskDraft reads one of the owner's tasks as GetAgentTask does
+// and, for a fax task, its draft (nil when the task is of another kind or
+// its draft is gone). The row is scanned column by column: sqlx's
+// reflection was a tenth of the time of these reads on GetTask's path.
+func (x q) GetAgentTaskDraft(ctx context.Context, ownerID, id string) (*tasks.Task, *faxes.Draft, error) {
+	var (
+		t tasks.Task
+		d faxes.Draft
+
+		dID, dOwner, dMode, dDoc, dTo, dCountry, dCoverText, dStatus, dFrom, dKind, dSentID, dSentName sql.Null[string]
+		dCover                                                                                         sql.Null[bool]
+		dPages                                                                                         sql.Null[int]
+		dPrice                                                                                         sql.Null[int64]
+		dCreated, dExpires                                                                             sql.Null[time.Time]
+	)
+	// Column order: agentTaskCols, then draftCols.
+	err := x.reader().QueryRowxContext(ctx, x.db.w.Rebind(agentTaskDraftSelect), id, ownerID).Scan(
+		&t.ID, &t.OwnerID, &t.Mode, &t.Kind, &t.Skill, &t.ContextID, &t.SubjectID, &t.CreatedAt,
+		&dID, &dOwner, &dMode, &dDoc, &dTo, &dCountry, &dCover, &dCoverText, &dPages, &dPrice, &dStatus,
+		&d.FaxID, &dCreated, &dExpires, &dFrom, &d.Options, &dKind, &dSentID, &dSentName)
+	if err != nil {
+		return nil, nil, fmt.Errorf("get agent task with its draft: %w", dbErr(err))
+	}
+	if !dID.Valid {
+		return &t, nil, nil
+	}
+	d.ID, d.OwnerID, d.Mode, d.DocumentID, d.To, d.Country = dID.V, dOwner.V, core.Mode(dMode.V), dDoc.V, dTo.V, dCountry.V
+	d.Cover, d.CoverText, d.Pages, d.PriceMicros, d.Status = dCover.V, dCoverText.V, dPages.V, dPrice.V, faxes.DraftStatus(dStatus.V)
+	d.CreatedAt, d.ExpiresAt, d.From = dCreated.V, dExpires.V, dFrom.V
+	d.SentBy = faxes.SentBy{Kind: core.PrincipalKind(dKind.V), ID: dSentID.V, Name: dSentName.V}
+	return &t, &d, nil
 }

@@ -106,6 +106,11 @@ type Queries interface {
 	// GetAgentTask reads one of the owner's tasks; ErrNoRows for another
 	// owner's task exactly as for an unknown id.
 	GetAgentTask(ctx context.Context, ownerID, id string) (*Task, error)
+	// GetAgentTaskDraft reads a task as GetAgentTask does and, for a fax
+	// task, its draft as GetDraft reads it with the task's owner and mode
+	// (nil when the task is of another kind or its draft is gone), in one
+	// read: GetTask needs both on every call.
+	GetAgentTaskDraft(ctx context.Context, ownerID, id string) (*Task, *faxes.Draft, error)
 
 	CreateCreditPurchase(ctx context.Context, c *CreditPurchase) error
 	GetCreditPurchase(ctx context.Context, ownerID, id string) (*CreditPurchase, error)

@@ -66,9 +66,16 @@ func (s *Service) Get(ctx context.Context, p core.Principal, id string) (*View, 
 	if err := core.Authorize(p, core.OpGetTask); err != nil {
 		return nil, err
 	}
-	t, err := s.agentTask(ctx, p, id)
+	// The task and a fax task's draft in one read: every poll reads both.
+	t, d, err := s.d.Store.GetAgentTaskDraft(ctx, p.OwnerID, id)
 	if err != nil {
-		return nil, err
+		return nil, core.StoreErr(err, "task")
+	}
+	if t.Mode != p.Mode {
+		return nil, core.NotFound("task")
+	}
+	if t.Kind == KindFax {
+		return s.faxDraftView(ctx, p, t, d)
 	}
 	return s.view(ctx, p, t)
 }
@@ -162,6 +169,12 @@ func (s *Service) faxTaskView(ctx context.Context, p core.Principal, t *Task) (*
 	if err != nil {
 		return nil, err
 	}
+	return s.faxDraftView(ctx, p, t, d)
+}
+
+// faxDraftView is faxTaskView with the draft already read (nil when it is
+// gone).
+func (s *Service) faxDraftView(ctx context.Context, p core.Principal, t *Task, d *faxes.Draft) (*View, error) {
 	v := &View{Task: *t, UpdatedAt: t.CreatedAt}
 	if d == nil {
 		v.State, v.FailureCode = Failed, "draft_expired"
