@@ -260,6 +260,44 @@ func TestPoolSize(t *testing.T) {
 // cleanly (on PostgreSQL too when it is configured), so a release can be
 // rolled back.
 func TestMigrateDownUp(t *testing.T) {
+	eachMigratedDB(t, func(t *testing.T, db *DB) {
+		ctx := context.Background()
+		// Rows with every foreign key in place, including the cycle
+		// between drafts and faxes.
+		o := &accounts.Owner{ID: "own_1", Email: "a@example.com", CreatedAt: time.Now()}
+		d := &documents.Document{ID: "doc_1", OwnerID: o.ID, Mode: core.ModeTest, CreatedAt: time.Now()}
+		dr := &faxes.Draft{ID: "drf_1", OwnerID: o.ID, Mode: core.ModeTest, DocumentID: d.ID, Status: faxes.DraftOpen}
+		ord := &faxes.Fax{ID: "fax_1", OwnerID: o.ID, Mode: core.ModeTest, DocumentID: d.ID, Status: faxes.Queued, DraftID: &dr.ID}
+		for _, err := range []error{
+			db.CreateOwner(ctx, o), db.CreateDocument(ctx, d), db.CreateDraft(ctx, dr), db.CreateFax(ctx, ord),
+			db.MarkDraftPaid(ctx, dr.ID, ord.ID),
+		} {
+			if err != nil {
+				t.Fatal(err)
+			}
+		}
+		p, err := db.provider(db.w.DB, true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := p.DownTo(ctx, 0); err != nil {
+			t.Fatalf("down: %v", err)
+		}
+		if err := db.Ready(ctx); err == nil {
+			t.Fatal("Ready after migrating down: want an error")
+		}
+		if err := db.Migrate(ctx); err != nil {
+			t.Fatalf("up again: %v", err)
+		}
+		if err := db.Ready(ctx); err != nil {
+			t.Fatal(err)
+		}
+	})
+}
+
+// eachMigratedDB runs fn on a fresh, migrated database of each dialect:
+// SQLite, and PostgreSQL when it is configured.
+func eachMigratedDB(t *testing.T, fn func(t *testing.T, db *DB)) {
 	dsns := map[string]string{DialectSQLite: filepath.Join(t.TempDir(), "faxhub.db")}
 	if u := os.Getenv(storetest.EnvPostgresURL); u != "" {
 		dsns[DialectPostgres] = storetest.OpenPostgresSchema(t, u)
@@ -275,36 +313,7 @@ func TestMigrateDownUp(t *testing.T) {
 			if err := db.Migrate(ctx); err != nil {
 				t.Fatal(err)
 			}
-			// Rows with every foreign key in place, including the cycle
-			// between drafts and faxes.
-			o := &accounts.Owner{ID: "own_1", Email: "a@example.com", CreatedAt: time.Now()}
-			d := &documents.Document{ID: "doc_1", OwnerID: o.ID, Mode: core.ModeTest, CreatedAt: time.Now()}
-			dr := &faxes.Draft{ID: "drf_1", OwnerID: o.ID, Mode: core.ModeTest, DocumentID: d.ID, Status: faxes.DraftOpen}
-			ord := &faxes.Fax{ID: "fax_1", OwnerID: o.ID, Mode: core.ModeTest, DocumentID: d.ID, Status: faxes.Queued, DraftID: &dr.ID}
-			for _, err := range []error{
-				db.CreateOwner(ctx, o), db.CreateDocument(ctx, d), db.CreateDraft(ctx, dr), db.CreateFax(ctx, ord),
-				db.MarkDraftPaid(ctx, dr.ID, ord.ID),
-			} {
-				if err != nil {
-					t.Fatal(err)
-				}
-			}
-			p, err := db.provider(db.w.DB, true)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if _, err := p.DownTo(ctx, 0); err != nil {
-				t.Fatalf("down: %v", err)
-			}
-			if err := db.Ready(ctx); err == nil {
-				t.Fatal("Ready after migrating down: want an error")
-			}
-			if err := db.Migrate(ctx); err != nil {
-				t.Fatalf("up again: %v", err)
-			}
-			if err := db.Ready(ctx); err != nil {
-				t.Fatal(err)
-			}
+			fn(t, db)
 		})
 	}
 }
@@ -315,70 +324,56 @@ func TestMigrateDownUp(t *testing.T) {
 // fax is "unknown". The rows are made on the full schema, the migration
 // taken down and up again, as an upgrade from 00026 would meet them.
 func TestMigrateSentByBackfill(t *testing.T) {
-	dsns := map[string]string{DialectSQLite: filepath.Join(t.TempDir(), "faxhub.db")}
-	if u := os.Getenv(storetest.EnvPostgresURL); u != "" {
-		dsns[DialectPostgres] = storetest.OpenPostgresSchema(t, u)
-	}
-	for dialect, dsn := range dsns {
-		t.Run(dialect, func(t *testing.T) {
-			ctx := context.Background()
-			db, err := Open(ctx, dsn)
+	eachMigratedDB(t, func(t *testing.T, db *DB) {
+		ctx := context.Background()
+		now := time.Now().UTC().Truncate(time.Second)
+		o := &accounts.Owner{ID: "own_1", Email: "a@example.com", CreatedAt: now}
+		d := &documents.Document{ID: "doc_1", OwnerID: o.ID, Mode: core.ModeTest, CreatedAt: now}
+		pk, tp := "{}", "host-thumbprint"
+		h := &hosts.Host{ID: "hst_1", OwnerID: o.ID, Name: "laptop", PublicKey: &pk, Thumbprint: &tp, Status: hosts.Active, CreatedAt: now}
+		a := &hosts.Agent{ID: "dag_1", HostID: h.ID, OwnerID: o.ID, Name: "Claude on laptop", PublicKey: "{}", Thumbprint: "agent-thumbprint",
+			Status: hosts.AgentActive, DeviceExpires: now, CreatedAt: now}
+		s := &hosts.Send{ID: "dsd_1", OwnerID: o.ID, Mode: core.ModeTest, HostID: h.ID, AgentID: a.ID, ApprovalID: "apr_1", DocumentID: d.ID,
+			DocumentSHA: "00", To: "+14155550123", Pages: 1, PriceMicros: 70000, Currency: "usd", CreatedAt: now, ExpiresAt: now.Add(time.Hour)}
+		fax := func(id string, pay faxes.PaymentMethod) *faxes.Fax {
+			return &faxes.Fax{ID: id, OwnerID: o.ID, Mode: core.ModeTest, DocumentID: d.ID, Status: faxes.Queued, PaymentMethod: pay,
+				SentBy: faxes.SentBy{Kind: core.PrincipalAPIKey, ID: "key_1", Name: "made after 00027"}, CreatedAt: now}
+		}
+		plain, machine, delegated := fax("fax_plain", faxes.PayCredits), fax("fax_machine", faxes.PayMachine), fax("fax_delegated", faxes.PayCredits)
+		for _, err := range []error{
+			db.CreateOwner(ctx, o), db.CreateDocument(ctx, d), db.CreateHost(ctx, h, 10), db.CreateDelegatedAgent(ctx, a, 10),
+			db.CreateDelegatedSend(ctx, s), db.CreateFax(ctx, plain), db.CreateFax(ctx, machine), db.CreateFax(ctx, delegated),
+			db.MarkDelegatedSendSent(ctx, s.ID, delegated.ID),
+		} {
 			if err != nil {
 				t.Fatal(err)
 			}
-			defer db.Close()
-			if err := db.Migrate(ctx); err != nil {
-				t.Fatal(err)
-			}
-			now := time.Now().UTC().Truncate(time.Second)
-			o := &accounts.Owner{ID: "own_1", Email: "a@example.com", CreatedAt: now}
-			d := &documents.Document{ID: "doc_1", OwnerID: o.ID, Mode: core.ModeTest, CreatedAt: now}
-			pk, tp := "{}", "host-thumbprint"
-			h := &hosts.Host{ID: "hst_1", OwnerID: o.ID, Name: "laptop", PublicKey: &pk, Thumbprint: &tp, Status: hosts.Active, CreatedAt: now}
-			a := &hosts.Agent{ID: "dag_1", HostID: h.ID, OwnerID: o.ID, Name: "Claude on laptop", PublicKey: "{}", Thumbprint: "agent-thumbprint",
-				Status: hosts.AgentActive, DeviceExpires: now, CreatedAt: now}
-			s := &hosts.Send{ID: "dsd_1", OwnerID: o.ID, Mode: core.ModeTest, HostID: h.ID, AgentID: a.ID, ApprovalID: "apr_1", DocumentID: d.ID,
-				DocumentSHA: "00", To: "+14155550123", Pages: 1, PriceMicros: 70000, Currency: "usd", CreatedAt: now, ExpiresAt: now.Add(time.Hour)}
-			fax := func(id string, pay faxes.PaymentMethod) *faxes.Fax {
-				return &faxes.Fax{ID: id, OwnerID: o.ID, Mode: core.ModeTest, DocumentID: d.ID, Status: faxes.Queued, PaymentMethod: pay,
-					SentBy: faxes.SentBy{Kind: core.PrincipalAPIKey, ID: "key_1", Name: "made after 00027"}, CreatedAt: now}
-			}
-			plain, machine, delegated := fax("fax_plain", faxes.PayCredits), fax("fax_machine", faxes.PayMachine), fax("fax_delegated", faxes.PayCredits)
-			for _, err := range []error{
-				db.CreateOwner(ctx, o), db.CreateDocument(ctx, d), db.CreateHost(ctx, h, 10), db.CreateDelegatedAgent(ctx, a, 10),
-				db.CreateDelegatedSend(ctx, s), db.CreateFax(ctx, plain), db.CreateFax(ctx, machine), db.CreateFax(ctx, delegated),
-				db.MarkDelegatedSendSent(ctx, s.ID, delegated.ID),
-			} {
-				if err != nil {
-					t.Fatal(err)
-				}
-			}
-			p, err := db.provider(db.w.DB, true)
+		}
+		p, err := db.provider(db.w.DB, true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := p.DownTo(ctx, 26); err != nil {
+			t.Fatalf("down to 00026: %v", err)
+		}
+		if _, err := p.UpTo(ctx, 27); err != nil {
+			t.Fatalf("up to 00027: %v", err)
+		}
+		for id, want := range map[string]faxes.SentBy{
+			plain.ID:     {Kind: faxes.SentByUnknown},
+			machine.ID:   {Kind: core.PrincipalMachinePayer},
+			delegated.ID: {Kind: core.PrincipalDelegated, ID: a.ID, Name: a.Name},
+		} {
+			f, err := db.GetFax(ctx, o.ID, core.ModeTest, id)
 			if err != nil {
 				t.Fatal(err)
 			}
-			if _, err := p.DownTo(ctx, 26); err != nil {
-				t.Fatalf("down to 00026: %v", err)
+			if f.SentBy != want {
+				t.Errorf("%s after 00027: sentBy %+v, want %+v", id, f.SentBy, want)
 			}
-			if _, err := p.UpTo(ctx, 27); err != nil {
-				t.Fatalf("up to 00027: %v", err)
-			}
-			for id, want := range map[string]faxes.SentBy{
-				plain.ID:     {Kind: faxes.SentByUnknown},
-				machine.ID:   {Kind: core.PrincipalMachinePayer},
-				delegated.ID: {Kind: core.PrincipalDelegated, ID: a.ID, Name: a.Name},
-			} {
-				f, err := db.GetFax(ctx, o.ID, core.ModeTest, id)
-				if err != nil {
-					t.Fatal(err)
-				}
-				if f.SentBy != want {
-					t.Errorf("%s after 00027: sentBy %+v, want %+v", id, f.SentBy, want)
-				}
-			}
-			if err := db.Migrate(ctx); err != nil {
-				t.Fatalf("the rest of the migrations: %v", err)
-			}
-		})
-	}
+		}
+		if err := db.Migrate(ctx); err != nil {
+			t.Fatalf("the rest of the migrations: %v", err)
+		}
+	})
 }
