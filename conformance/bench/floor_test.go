@@ -37,10 +37,13 @@ type sendFloor struct {
 	db *store.DB
 }
 
-func newSendFloor(t *testing.T) *sendFloor {
+// openFloorDB opens a floor's database at dsn with faxhub's schema and
+// River's: the same tables, indexes, checks and foreign keys a send
+// writes through.
+func openFloorDB(t *testing.T, dsn string) *store.DB {
 	t.Helper()
 	ctx := t.Context()
-	db, err := store.Open(ctx, filepath.Join(t.TempDir(), "floor.db"))
+	db, err := store.Open(ctx, dsn)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -51,6 +54,13 @@ func newSendFloor(t *testing.T) *sendFloor {
 	if err := queue.Migrate(ctx, db.SQL(), db.Dialect()); err != nil {
 		t.Fatal(err)
 	}
+	return db
+}
+
+func newSendFloor(t *testing.T) *sendFloor {
+	t.Helper()
+	ctx := t.Context()
+	db := openFloorDB(t, filepath.Join(t.TempDir(), "floor.db"))
 	now := floorTime(time.Now())
 	for _, q := range []string{
 		`INSERT INTO owners (id, email, created_at) VALUES ('own_floor', 'floor@example.com', '` + now + `')`,

@@ -17,7 +17,6 @@ import (
 
 	"github.com/faxhub/faxhub/conformance/storetest"
 	"github.com/faxhub/faxhub/core"
-	"github.com/faxhub/faxhub/core/queue"
 	"github.com/faxhub/faxhub/core/store"
 	"github.com/faxhub/faxhub/internal/testenv"
 )
@@ -44,17 +43,7 @@ type sendFloorPG struct {
 func newSendFloorPG(t *testing.T, pgURL string) *sendFloorPG {
 	t.Helper()
 	ctx := t.Context()
-	db, err := store.Open(ctx, storetest.OpenPostgresSchema(t, pgURL))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { db.Close() })
-	if err := db.Migrate(ctx); err != nil {
-		t.Fatal(err)
-	}
-	if err := queue.Migrate(ctx, db.SQL(), db.Dialect()); err != nil {
-		t.Fatal(err)
-	}
+	db := openFloorDB(t, storetest.OpenPostgresSchema(t, pgURL))
 	now := time.Now()
 	for i := range floorPGOwners {
 		own, doc := fmt.Sprintf("own_floor%d", i), fmt.Sprintf("doc_floor%d", i)
@@ -192,17 +181,7 @@ func benchSendFloorPostgres(t *testing.T, rep *report) {
 	var bodies [][]byte
 	pdf := testenv.MinimalPDF(1)
 	for i := range floorPGOwners {
-		o, err := env.Svc.Accounts.CreateOwner(ctx, fmt.Sprintf("floorpg-%d@example.com", i), "Bench", true)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := env.Svc.Credits.Grant(ctx, o.ID, core.ModeTest, 100_000*core.MicrosPerDollar, "benchmark"); err != nil {
-			t.Fatal(err)
-		}
-		key, _, err := env.Svc.Accounts.CreateAPIKey(ctx, o.ID, core.ModeTest, "bench")
-		if err != nil {
-			t.Fatal(err)
-		}
+		_, key := benchOwner(ctx, t, env.Svc, fmt.Sprintf("floorpg-%d@example.com", i))
 		token, err := newUploadAt(ctx, client, srv.URL, key)
 		if err != nil {
 			t.Fatal(err)

@@ -54,17 +54,7 @@ func queueLatencySenders(t *testing.T, env *testenv.Env) []latencySender {
 	ctx := t.Context()
 	var out []latencySender
 	for i := range queueLatencyOwners {
-		o, err := env.Svc.Accounts.CreateOwner(ctx, fmt.Sprintf("latency-%d@example.com", i), "Bench", true)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := env.Svc.Credits.Grant(ctx, o.ID, core.ModeTest, 100_000*core.MicrosPerDollar, "benchmark"); err != nil {
-			t.Fatal(err)
-		}
-		key, _, err := env.Svc.Accounts.CreateAPIKey(ctx, o.ID, core.ModeTest, "bench")
-		if err != nil {
-			t.Fatal(err)
-		}
+		_, key := benchOwner(ctx, t, env.Svc, fmt.Sprintf("latency-%d@example.com", i))
 		p := env.Principal(t, key)
 		out = append(out, latencySender{p: p, doc: benchDocument(t, env, p)})
 	}

@@ -52,6 +52,24 @@ func newUpload(ctx context.Context, c *http.Client, srv *httptest.Server, key st
 // benchEnv is a service for the HTTP benchmarks: SQLite whatever
 // FAXHUB_TESTENV_POSTGRES says, no delivery workers (faxes stay queued),
 // a rate limit that never refuses, and a million USD of test credits.
+// benchOwner makes an owner with test credits to spend for a whole run
+// and a test API key; it returns the owner's id and the key.
+func benchOwner(ctx context.Context, t *testing.T, svc *services.Set, email string) (string, string) {
+	t.Helper()
+	o, err := svc.Accounts.CreateOwner(ctx, email, "Bench", true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := svc.Credits.Grant(ctx, o.ID, core.ModeTest, 100_000*core.MicrosPerDollar, "benchmark"); err != nil {
+		t.Fatal(err)
+	}
+	key, _, err := svc.Accounts.CreateAPIKey(ctx, o.ID, core.ModeTest, "bench")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return o.ID, key
+}
+
 func benchEnv(t *testing.T, postgres string, cfg func(*services.Config)) *testenv.Env {
 	env := testenv.New(t, testenv.WithPostgres(postgres), testenv.WithoutWorkers(), testenv.WithConfig(func(c *services.Config) {
 		c.SetLimit(core.LimitSend, core.Rate{Interval: time.Microsecond, Burst: 1 << 30})

@@ -18,7 +18,6 @@ import (
 	"time"
 
 	"github.com/faxhub/faxhub/conformance/storetest"
-	"github.com/faxhub/faxhub/core"
 	"github.com/faxhub/faxhub/internal/app"
 	"github.com/faxhub/faxhub/internal/testenv"
 )
@@ -182,17 +181,7 @@ func sendPGSetup(t *testing.T, base, dsn, blobs string, client *http.Client) (ke
 	}
 	defer a.Close()
 	for i := range sendPGOwners {
-		o, err := a.Svc.Accounts.CreateOwner(ctx, fmt.Sprintf("sendpg-%d@example.com", i), "Bench", true)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := a.Svc.Credits.Grant(ctx, o.ID, core.ModeTest, 100_000*core.MicrosPerDollar, "benchmark"); err != nil {
-			t.Fatal(err)
-		}
-		key, _, err := a.Svc.Accounts.CreateAPIKey(ctx, o.ID, core.ModeTest, "bench")
-		if err != nil {
-			t.Fatal(err)
-		}
+		_, key := benchOwner(ctx, t, a.Svc, fmt.Sprintf("sendpg-%d@example.com", i))
 		keys = append(keys, key)
 	}
 	pdf := testenv.MinimalPDF(1)
