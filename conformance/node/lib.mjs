@@ -30,11 +30,16 @@ export function hiddenField(html, name) {
   return unescapeHTML(m[1]);
 }
 
+// This suite's client address (TEST-NET-3), named to the server through
+// X-Forwarded-For (run-suites.sh trusts loopback): registrations are
+// limited per address, and every suite runs from 127.0.0.1.
+const SUITE_ADDRESS = `203.0.113.${1 + Math.floor(Math.random() * 254)}`;
+
 // A public client registered by RFC 7591 dynamic client registration.
 export async function registerClient(registrationEndpoint, name, redirectURI) {
   const res = await fetch(registrationEndpoint, {
     method: 'POST',
-    headers: { 'content-type': 'application/json', accept: 'application/json' },
+    headers: { 'content-type': 'application/json', accept: 'application/json', 'x-forwarded-for': SUITE_ADDRESS },
     body: JSON.stringify({
       client_name: name, redirect_uris: [redirectURI], token_endpoint_auth_method: 'none',
       grant_types: ['authorization_code', 'refresh_token'], response_types: ['code'],
