@@ -211,16 +211,7 @@ func benchSendFloorPostgres(t *testing.T, rep *report) {
 			req.Header.Set("Content-Type", "application/json")
 			req.Header.Set("Idempotency-Key", fmt.Sprintf("floorpg-%d", n))
 			req.Header.Set("X-Floor-Owner", strconv.Itoa(o))
-			var out struct {
-				ID string `json:"id"`
-			}
-			if err := call(client, req, &out); err != nil {
-				return err
-			}
-			if out.ID == "" {
-				return fmt.Errorf("POST %s answered 200 without an id", req.URL.Path)
-			}
-			return nil
+			return postForID(client, req)
 		}
 	}
 	fx, err := hammer(ctx, httpClients, warmUp, sendDuration, post(srv.URL+"/api/v1/faxes"))

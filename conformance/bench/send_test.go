@@ -52,6 +52,20 @@ func newUpload(ctx context.Context, c *http.Client, srv *httptest.Server, key st
 // benchEnv is a service for the HTTP benchmarks: SQLite whatever
 // FAXHUB_TESTENV_POSTGRES says, no delivery workers (faxes stay queued),
 // a rate limit that never refuses, and a million USD of test credits.
+// postForID makes a send request and checks that its 200 names the fax.
+func postForID(client *http.Client, req *http.Request) error {
+	var out struct {
+		ID string `json:"id"`
+	}
+	if err := call(client, req, &out); err != nil {
+		return err
+	}
+	if out.ID == "" {
+		return fmt.Errorf("POST %s answered 200 without an id", req.URL.Path)
+	}
+	return nil
+}
+
 // benchOwner makes an owner with test credits to spend for a whole run
 // and a test API key; it returns the owner's id and the key.
 func benchOwner(ctx context.Context, t *testing.T, svc *services.Set, email string) (string, string) {

@@ -98,16 +98,7 @@ func sendPostgresRate(t *testing.T, bin, pgURL string, replicas int) (float64, c
 		req.Header.Set("Authorization", "Bearer "+keys[o])
 		req.Header.Set("Content-Type", "application/json")
 		req.Header.Set("Idempotency-Key", fmt.Sprintf("sendpg-%d", n))
-		var out struct {
-			ID string `json:"id"`
-		}
-		if err := call(client, req, &out); err != nil {
-			return err
-		}
-		if out.ID == "" {
-			return fmt.Errorf("POST %s answered 200 without an id", req.URL.Path)
-		}
-		return nil
+		return postForID(client, req)
 	}
 	var pids []int
 	for _, p := range procs {
