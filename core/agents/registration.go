@@ -432,9 +432,7 @@ func (s *Service) issueAgentTokens(ctx context.Context, reg *Registration, scope
 		Scopes: scopes, Resource: resource, CreatedAt: now, ExpiresAt: now.Add(AccessTokenTTL)}); err != nil {
 		return nil, fmt.Errorf("create agent token: %w", err)
 	}
-	if err := s.d.Store.TouchAgentRegistration(ctx, reg.ID, now); err != nil {
-		s.d.Logger.WarnContext(ctx, "touch agent registration", "registration_id", reg.ID, "err", err)
-	}
+	s.touch(ctx, reg, now)
 	return &Tokens{Registration: reg, AccessToken: token, ExpiresIn: AccessTokenTTL, Scopes: NonNil(scopes), NewAssertion: newAssertion}, nil
 }
 
@@ -478,14 +476,23 @@ func (s *Service) TokenPrincipal(ctx context.Context, token, audience string) (c
 			scopes = append(scopes, core.Scope(sc))
 		}
 	}
-	if reg.LastUsedAt == nil || now.Sub(*reg.LastUsedAt) > core.TouchEvery {
-		if err := s.d.Store.TouchAgentRegistration(ctx, reg.ID, now); err != nil {
-			s.d.Logger.WarnContext(ctx, "touch agent registration", "registration_id", reg.ID, "err", err)
-		}
-	}
+	s.touch(ctx, reg, now)
 	p := s.kernel.NewPrincipal(core.PrincipalAgent, t.OwnerID, scopes, reg.ID, reg.Name, audience, "")
 	p.ClientName = reg.Name
 	return p, nil
+}
+
+// touch records that the registration was used, at most once per
+// core.TouchEvery: an exchange or a token's use is otherwise a read, and an
+// unconditional write would be a second writer transaction on each.
+// Best effort: a failed last-used write must not fail the request.
+func (s *Service) touch(ctx context.Context, reg *Registration, now time.Time) {
+	if reg.LastUsedAt != nil && now.Sub(*reg.LastUsedAt) <= core.TouchEvery {
+		return
+	}
+	if err := s.d.Store.TouchAgentRegistration(ctx, reg.ID, now); err != nil {
+		s.d.Logger.WarnContext(ctx, "touch agent registration", "registration_id", reg.ID, "err", err)
+	}
 }
 
 func invalidToken(msg string) error {

@@ -371,3 +371,51 @@ func TestPrincipalModes(t *testing.T) {
 		})
 	}
 }
+
+// An exchange and a token's use record last_used_at at most once per
+// core.TouchEvery: each is otherwise a read (and the exchange one insert),
+// and an unconditional write would be a second writer transaction on each.
+func TestAgentLastUsedBounded(t *testing.T) {
+	e, clk := testenv.Clocked(t)
+	en, _ := e.Svc.Agents.CreateEnrollment(ctx, e.OwnerA.ID, "Anon", []string{"fax:read"})
+	anon, err := e.Svc.Agents.Register(ctx, agents.RegisterRequest{Type: agents.TypeAnonymous, EnrollmentToken: en.EnrollmentToken})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := e.Svc.Agents.RecordAssertion(ctx, anon.Registration.ID, "jti_1"); err != nil {
+		t.Fatal(err)
+	}
+	lastUsed := func() time.Time {
+		t.Helper()
+		r, err := e.Store.GetAgentRegistration(ctx, anon.Registration.ID)
+		if err != nil || r.LastUsedAt == nil {
+			t.Fatalf("registration = %+v, %v", r, err)
+		}
+		return *r.LastUsedAt
+	}
+	exchange := func() string {
+		t.Helper()
+		tok, err := e.Svc.Agents.ExchangeAssertion(ctx, anon.Registration.ID, "jti_1", "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return tok.AccessToken
+	}
+	exchange()
+	first := lastUsed()
+	for _, step := range []time.Duration{20 * time.Second, 20 * time.Second, 20 * time.Second} {
+		clk.Advance(step)
+		tok := exchange()
+		if _, err := e.Svc.Agents.TokenPrincipal(ctx, tok, e.Svc.Kernel.ResourceMCP()); err != nil {
+			t.Fatal(err)
+		}
+		if got := lastUsed(); !got.Equal(first) {
+			t.Fatalf("%s after the first use: last_used_at moved to %s (first %s)", clk.Now().Sub(first), got, first)
+		}
+	}
+	clk.Advance(time.Second) // past core.TouchEvery since the last write
+	exchange()
+	if got := lastUsed(); !got.Equal(clk.Now()) {
+		t.Fatalf("past core.TouchEvery: last_used_at = %s, want %s", got, clk.Now())
+	}
+}
