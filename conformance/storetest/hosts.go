@@ -218,6 +218,23 @@ func testDelegatedAgents(t *testing.T, s services.Store) {
 	must(t, s.TouchDelegatedAgent(ctx, a.ID, at(12)))
 	must(t, s.RevokeDelegatedAgent(ctx, a.ID, at(13)))
 	wantErr(t, "revoke twice", s.RevokeDelegatedAgent(ctx, a.ID, at(14)), core.ErrConflict)
+	// The joined read again, now that the agent's activation, use and
+	// revocation times are all set.
+	must(t, s.TouchHost(ctx, h.ID, at(12)))
+	got, gotHost, err = s.GetDelegatedAgentWithHost(ctx, a.ID)
+	must(t, err)
+	want, err := s.GetDelegatedAgent(ctx, a.ID)
+	must(t, err)
+	if want.ActivatedAt == nil || want.LastUsedAt == nil || want.RevokedAt == nil {
+		t.Fatalf("revoked agent: %s", dump(want))
+	}
+	wantEqual(t, "GetDelegatedAgentWithHost revoked agent", got, want)
+	wantHost, err = s.GetHost(ctx, h.ID)
+	must(t, err)
+	if wantHost.LastUsedAt == nil {
+		t.Fatalf("touched host: %s", dump(wantHost))
+	}
+	wantEqual(t, "GetDelegatedAgentWithHost touched host", gotHost, wantHost)
 	wantErr(t, "revoke rejected", s.RevokeDelegatedAgent(ctx, b.ID, at(14)), core.ErrConflict)
 	wantErr(t, "revoke unknown", s.RevokeDelegatedAgent(ctx, "dag_nope", at(14)), core.ErrNoRows)
 	wantErr(t, "decide unknown", s.DecideDelegatedAgent(ctx, "dag_nope", "", true, grant, at(14)), core.ErrNoRows)

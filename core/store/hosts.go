@@ -433,10 +433,21 @@ const agentHostSelect = `SELECT a.id AS "a.id", a.host_id AS "a.host_id", a.owne
 	h.revoked_at AS "h.revoked_at", h.last_used_at AS "h.last_used_at"
 	FROM delegated_agents a JOIN hosts h ON h.id = a.host_id`
 
+// GetDelegatedAgentWithHost is read on every agent JWT (each capability
+// call), so its row is scanned column by column: sqlx's reflection over
+// the two nested structs was about a third of the read.
 func (x q) GetDelegatedAgentWithHost(ctx context.Context, agentID string) (*hosts.Agent, *hosts.Host, error) {
 	var r agentHostRow
-	if err := x.get(ctx, x.reader(), &r, agentHostSelect+" WHERE a.id = ?", agentID); err != nil {
-		return nil, nil, fmt.Errorf("get delegated agent with host: %w", err)
+	a, h := &r.Agent, &r.Host
+	// Column order: agentHostSelect's.
+	err := x.reader().QueryRowxContext(ctx, x.db.w.Rebind(agentHostSelect+" WHERE a.id = ?"), agentID).Scan(
+		&a.ID, &a.HostID, &a.OwnerID, &a.Name, &a.PublicKey, &a.Thumbprint, &a.RawRequested, &a.RawGranted,
+		&a.Status, &a.UserCodeHash, &a.DeviceExpires, &a.DeviceTries, &a.ApprovalID, &a.CreatedAt,
+		&a.ActivatedAt, &a.RevokedAt, &a.LastUsedAt,
+		&h.ID, &h.OwnerID, &h.Name, &h.PublicKey, &h.Thumbprint, &h.RawCaps, &h.Status, &h.EnrollmentHash,
+		&h.EnrollmentExpiresAt, &h.CreatedAt, &h.EnrolledAt, &h.RevokedAt, &h.LastUsedAt)
+	if err != nil {
+		return nil, nil, fmt.Errorf("get delegated agent with host: %w", dbErr(err))
 	}
 	return r.Agent.agent(), r.Host.host(), nil
 }
