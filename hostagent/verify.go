@@ -190,16 +190,17 @@ func sameKey(raw json.RawMessage, pub ed25519.PublicKey) bool {
 
 // signature verifies the JWT with pub and the kid rule: a kid, when sent,
 // must be the key's RFC 7638 thumbprint (keys are stored canonical,
-// without a kid of their own).
-func signature(tok *jwt.JSONWebToken, pub ed25519.PublicKey, thumbprint string, c *jwtClaims) error {
+// without a kid of their own). The claims parse read before the key was
+// known become trusted here without a second decoding: go-jose verifies
+// the signature over the very payload bytes UnsafeClaimsWithoutVerification
+// decoded (JSONWebSignature.Verify returns that same payload).
+func signature(tok *jwt.JSONWebToken, pub ed25519.PublicKey, thumbprint string) error {
 	if kid := tok.Headers[0].KeyID; kid != "" && kid != thumbprint {
 		return invalidJWT("the JWT header kid does not name the signing key (its RFC 7638 thumbprint)")
 	}
-	var verified jwtClaims
-	if err := tok.Claims(pub, &verified); err != nil {
+	if err := tok.Claims(pub); err != nil {
 		return invalidJWT("the JWT signature does not verify with the registered key")
 	}
-	*c = verified
 	return nil
 }
 
@@ -259,7 +260,7 @@ func (v *verifier) Host(ctx context.Context, raw string, limit core.Limit) (*Ver
 	if err != nil {
 		return nil, core.Errorf(core.KindInternal, core.CodeInternal, "stored host key: %v", err)
 	}
-	if err := signature(tok, pub, *h.Thumbprint, c); err != nil {
+	if err := signature(tok, pub, *h.Thumbprint); err != nil {
 		return nil, err
 	}
 	if len(c.HostPublicKey) > 0 && !sameKey(c.HostPublicKey, pub) {
@@ -299,7 +300,7 @@ func (v *verifier) Agent(ctx context.Context, raw string, limit core.Limit) (*Ve
 	if err != nil {
 		return nil, core.Errorf(core.KindInternal, core.CodeInternal, "stored agent key: %v", err)
 	}
-	if err := signature(tok, pub, a.Thumbprint, c); err != nil {
+	if err := signature(tok, pub, a.Thumbprint); err != nil {
 		return nil, err
 	}
 	if err := v.times(c); err != nil {
