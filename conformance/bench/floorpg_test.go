@@ -211,7 +211,8 @@ func benchSendFloorPostgres(t *testing.T, rep *report) {
 			req.Header.Set("Content-Type", "application/json")
 			req.Header.Set("Idempotency-Key", fmt.Sprintf("floorpg-%d", n))
 			req.Header.Set("X-Floor-Owner", strconv.Itoa(o))
-			return postForID(client, req)
+			_, err = postForID(client, req)
+			return err
 		}
 	}
 	fx, err := hammer(ctx, httpClients, warmUp, sendDuration, post(srv.URL+"/api/v1/faxes"))

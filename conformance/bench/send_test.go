@@ -49,21 +49,19 @@ func newUpload(ctx context.Context, c *http.Client, srv *httptest.Server, key st
 	return newUploadAt(ctx, c, srv.URL, key)
 }
 
-// benchEnv is a service for the HTTP benchmarks: SQLite whatever
-// FAXHUB_TESTENV_POSTGRES says, no delivery workers (faxes stay queued),
-// a rate limit that never refuses, and a million USD of test credits.
-// postForID makes a send request and checks that its 200 names the fax.
-func postForID(client *http.Client, req *http.Request) error {
+// postForID makes a send request, checks that its 200 names the fax and
+// returns the fax's id.
+func postForID(client *http.Client, req *http.Request) (string, error) {
 	var out struct {
 		ID string `json:"id"`
 	}
 	if err := call(client, req, &out); err != nil {
-		return err
+		return "", err
 	}
 	if out.ID == "" {
-		return fmt.Errorf("POST %s answered 200 without an id", req.URL.Path)
+		return "", fmt.Errorf("POST %s answered 200 without an id", req.URL.Path)
 	}
-	return nil
+	return out.ID, nil
 }
 
 // benchOwner makes an owner with test credits to spend for a whole run
@@ -84,6 +82,9 @@ func benchOwner(ctx context.Context, t *testing.T, svc *services.Set, email stri
 	return o.ID, key
 }
 
+// benchEnv is a service for the HTTP benchmarks: SQLite whatever
+// FAXHUB_TESTENV_POSTGRES says, no delivery workers (faxes stay queued),
+// a rate limit that never refuses, and a million USD of test credits.
 func benchEnv(t *testing.T, postgres string, cfg func(*services.Config)) *testenv.Env {
 	env := testenv.New(t, testenv.WithPostgres(postgres), testenv.WithoutWorkers(), testenv.WithConfig(func(c *services.Config) {
 		c.SetLimit(core.LimitSend, core.Rate{Interval: time.Microsecond, Burst: 1 << 30})
@@ -131,16 +132,11 @@ func benchSendAndGet(t *testing.T, rep *report) {
 			req.Header.Set("Authorization", "Bearer "+env.KeyATest)
 			req.Header.Set("Content-Type", "application/json")
 			req.Header.Set("Idempotency-Key", fmt.Sprintf("bench-%d", seq.Add(1)))
-			var out struct {
-				ID string `json:"id"`
-			}
-			if err := call(client, req, &out); err != nil {
+			id, err := postForID(client, req)
+			if err != nil {
 				return err
 			}
-			if out.ID == "" {
-				return fmt.Errorf("POST %s answered 200 without an id", req.URL.Path)
-			}
-			ids.add(out.ID)
+			ids.add(id)
 			return nil
 		}
 	}

@@ -98,7 +98,8 @@ func sendPostgresRate(t *testing.T, bin, pgURL string, replicas int) (float64, c
 		req.Header.Set("Authorization", "Bearer "+keys[o])
 		req.Header.Set("Content-Type", "application/json")
 		req.Header.Set("Idempotency-Key", fmt.Sprintf("sendpg-%d", n))
-		return postForID(client, req)
+		_, err = postForID(client, req)
+		return err
 	}
 	var pids []int
 	for _, p := range procs {
