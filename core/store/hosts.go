@@ -440,7 +440,11 @@ func (x q) GetDelegatedAgentWithHost(ctx context.Context, agentID string) (*host
 	var r agentHostRow
 	a, h := &r.Agent, &r.Host
 	// Column order: agentHostSelect's.
-	err := x.reader().QueryRowxContext(ctx, x.db.w.Rebind(agentHostSelect+" WHERE a.id = ?"), agentID).Scan(
+	rctx, err := x.rowCtx(ctx, x.reader())
+	if err != nil {
+		return nil, nil, err
+	}
+	err = x.reader().QueryRowxContext(rctx, x.db.w.Rebind(agentHostSelect+" WHERE a.id = ?"), agentID).Scan(
 		&a.ID, &a.HostID, &a.OwnerID, &a.Name, &a.PublicKey, &a.Thumbprint, &a.RawRequested, &a.RawGranted,
 		&a.Status, &a.UserCodeHash, &a.DeviceExpires, &a.DeviceTries, &a.ApprovalID, &a.CreatedAt,
 		&a.ActivatedAt, &a.RevokedAt, &a.LastUsedAt,

@@ -393,7 +393,11 @@ func (x q) GetOAuthAccessToken(ctx context.Context, signature string) (*authstat
 	)
 	g := &r.OAuthGrant
 	// Column order: oauthTokenCols, then the grant's as in oauthAccessSelect.
-	err := x.reader().QueryRowxContext(ctx, x.db.w.Rebind(oauthAccessSelect), x.db.args([]any{authstate.OAuthAccessToken, signature})...).Scan(
+	rctx, err := x.rowCtx(ctx, x.reader())
+	if err != nil {
+		return nil, nil, err
+	}
+	err = x.reader().QueryRowxContext(rctx, x.db.w.Rebind(oauthAccessSelect), x.db.args([]any{authstate.OAuthAccessToken, signature})...).Scan(
 		&t.Kind, &t.Signature, &t.RequestID, &t.GrantID, &t.ClientID, &t.OwnerID, &t.Active, &t.AccessSignature, &t.Request,
 		&t.CreatedAt, &t.ExpiresAt,
 		&g.ID, &g.OwnerID, &g.ClientID, &r.RawScopes, &g.Resource, &g.CreatedAt, &g.UpdatedAt, &g.LastUsedAt, &g.RevokedAt,

@@ -108,7 +108,30 @@ func (x q) insert(ctx context.Context, query string, arg any) error {
 }
 
 func (x q) get(ctx context.Context, on sqlx.QueryerContext, dest any, query string, args ...any) error {
+	ctx, err := x.rowCtx(ctx, on)
+	if err != nil {
+		return err
+	}
 	return dbErr(sqlx.GetContext(ctx, on, dest, x.db.w.Rebind(query), x.db.args(args)...))
+}
+
+// rowCtx is the context of a read of one row on on. On SQLite's read pool
+// it no longer carries ctx's cancellation: database/sql and the driver each
+// start a goroutine per query to watch a context that can end, and for a
+// read that answers one row (a lookup by key, a count or sum over indexed
+// rows: microseconds to a few milliseconds, in process, never waiting on
+// the writer under WAL) those two goroutines cost as much as the read
+// itself. A context that has already ended still fails the read. Other
+// reads (lists, and everything on PostgreSQL, where a query waits on the
+// network) keep their cancellation.
+func (x q) rowCtx(ctx context.Context, on sqlx.QueryerContext) (context.Context, error) {
+	if x.db.dialect != DialectSQLite || x.db.r == x.db.w || on != sqlx.QueryerContext(x.db.r) {
+		return ctx, nil
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	return context.WithoutCancel(ctx), nil
 }
 
 func (x q) sel(ctx context.Context, dest any, query string, args ...any) error {

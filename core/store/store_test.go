@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jmoiron/sqlx"
+
 	"github.com/faxhub/faxhub/conformance/storetest"
 	"github.com/faxhub/faxhub/core"
 	"github.com/faxhub/faxhub/core/accounts"
@@ -116,6 +118,12 @@ func TestOpenSQLite(t *testing.T) {
 	if err := db.r.QueryRowContext(ctx, "PRAGMA foreign_keys").Scan(&fk); err != nil || fk != 1 {
 		t.Errorf("reader foreign_keys = %d, %v; want 1", fk, err)
 	}
+	for name, pool := range map[string]*sqlx.DB{"reader": db.r, "writer": db.w} {
+		var mmap int64
+		if err := pool.QueryRowContext(ctx, "PRAGMA mmap_size").Scan(&mmap); err != nil || mmap != sqliteMmapBytes {
+			t.Errorf("%s mmap_size = %d, %v; want %d", name, mmap, err, sqliteMmapBytes)
+		}
+	}
 	if _, err := db.r.ExecContext(ctx, "DELETE FROM secrets"); err == nil {
 		t.Error("a write on the read pool succeeded; want it refused")
 	}
@@ -124,6 +132,33 @@ func TestOpenSQLite(t *testing.T) {
 // TestSQLiteWritersQueue checks that concurrent transactions, each reading
 // then writing, wait for the single writer instead of failing with
 // SQLITE_BUSY, and that they really are serialized (no lost update).
+// TestSQLiteRowReadContext checks that a read of one row on SQLite's read
+// pool, which does not carry its context's cancellation into the driver
+// (rowCtx), still fails at once when its context has already ended, and
+// answers as before when it has not.
+func TestSQLiteRowReadContext(t *testing.T) {
+	ctx := context.Background()
+	db, err := Open(ctx, filepath.Join(t.TempDir(), "faxhub.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if err := db.Migrate(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.GetOwner(ctx, "own_missing"); !errors.Is(err, core.ErrNoRows) {
+		t.Errorf("GetOwner of a missing owner: %v; want ErrNoRows", err)
+	}
+	ended, cancel := context.WithCancel(ctx)
+	cancel()
+	if _, err := db.GetOwner(ended, "own_missing"); !errors.Is(err, context.Canceled) {
+		t.Errorf("GetOwner with an ended context: %v; want context.Canceled", err)
+	}
+	if _, _, err := db.GetDelegatedAgentWithHost(ended, "agt_missing"); !errors.Is(err, context.Canceled) {
+		t.Errorf("GetDelegatedAgentWithHost with an ended context: %v; want context.Canceled", err)
+	}
+}
+
 func TestSQLiteWritersQueue(t *testing.T) {
 	ctx := context.Background()
 	db, err := Open(ctx, filepath.Join(t.TempDir(), "faxhub.db"))

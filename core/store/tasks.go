@@ -140,7 +140,11 @@ func (x q) GetAgentTaskDraft(ctx context.Context, ownerID, id string) (*tasks.Ta
 		dCreated, dExpires                                                                             sql.Null[time.Time]
 	)
 	// Column order: agentTaskCols, then draftCols.
-	err := x.reader().QueryRowxContext(ctx, x.db.w.Rebind(agentTaskDraftSelect), id, ownerID).Scan(
+	rctx, err := x.rowCtx(ctx, x.reader())
+	if err != nil {
+		return nil, nil, err
+	}
+	err = x.reader().QueryRowxContext(rctx, x.db.w.Rebind(agentTaskDraftSelect), id, ownerID).Scan(
 		&t.ID, &t.OwnerID, &t.Mode, &t.Kind, &t.Skill, &t.ContextID, &t.SubjectID, &t.CreatedAt,
 		&dID, &dOwner, &dMode, &dDoc, &dTo, &dCountry, &dCover, &dCoverText, &dPages, &dPrice, &dStatus,
 		&d.FaxID, &dCreated, &dExpires, &dFrom, &d.Options, &dKind, &dSentID, &dSentName)
