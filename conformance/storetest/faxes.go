@@ -74,6 +74,31 @@ func testFaxes(t *testing.T, s services.Store) {
 	// it); another document's are not.
 	unfaxed := faxOf(doc, at(60))
 	must(t, s.CreateFax(ctx, unfaxed))
+	// UpdateFax records the document as faxed as SetFaxedDocument does:
+	// on a fax without one, keeping the first.
+	for _, tc := range []struct {
+		name         string
+		sha          string
+		pages        int
+		wantSHA      string
+		wantPages    int
+		from, status faxes.Status
+	}{
+		{"without a document as faxed", "", 7, "", 0, faxes.Queued, faxes.Sending},
+		{"recording the first", "cc", 6, "cc", 6, faxes.Sending, faxes.Queued},
+		{"with another", "dd", 8, "cc", 6, faxes.Queued, faxes.Sending},
+		{"with none given", "", 0, "cc", 6, faxes.Sending, faxes.Queued},
+	} {
+		u := *unfaxed
+		u.Status, u.FaxedSHA256, u.FaxedPages = tc.status, tc.sha, tc.pages
+		must(t, s.UpdateFax(ctx, &u, tc.from))
+		got, err := s.GetFaxByID(ctx, unfaxed.ID)
+		must(t, err)
+		if got.Status != tc.status || got.FaxedSHA256 != tc.wantSHA || got.FaxedPages != tc.wantPages {
+			t.Fatalf("UpdateFax %s: status %s, document as faxed %q of %d pages; want %s, %q of %d",
+				tc.name, got.Status, got.FaxedSHA256, got.FaxedPages, tc.status, tc.wantSHA, tc.wantPages)
+		}
+	}
 	must(t, s.CreateFax(ctx, faxOf(newDocument(t, s, o, core.ModeLive), at(61))))
 	ofDoc, err := s.FaxedOfDocument(ctx, doc.ID)
 	must(t, err)

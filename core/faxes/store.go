@@ -20,7 +20,9 @@ type Queries interface {
 	GetFaxByID(ctx context.Context, id string) (*Fax, error)
 	ListFaxes(ctx context.Context, f Filter) ([]Fax, error)
 	// UpdateFax writes o's mutable fields if the stored status is one of
-	// from; ErrConflict otherwise.
+	// from; ErrConflict otherwise. o's document as faxed (FaxedSHA256 and
+	// FaxedPages) is recorded as SetFaxedDocument records it: only if the
+	// fax has none yet.
 	UpdateFax(ctx context.Context, o *Fax, from ...Status) error
 	// SetFaxedDocument records the document as faxed of a fax that has
 	// none yet (a fax keeps the first one).

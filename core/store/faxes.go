@@ -83,17 +83,26 @@ func (x q) ListFaxes(ctx context.Context, f faxes.Filter) ([]faxes.Fax, error) {
 }
 
 // UpdateFax writes o's mutable fields if the stored status is one of from:
-// ErrConflict if it is not, ErrNoRows if there is no such fax.
+// ErrConflict if it is not, ErrNoRows if there is no such fax. o's
+// document as faxed is written only to a fax that has none, as
+// SetFaxedDocument does: the delivery records it with the move to sending,
+// one statement instead of two on the delivery's path.
 func (x q) UpdateFax(ctx context.Context, o *faxes.Fax, from ...faxes.Status) error {
 	if len(from) == 0 {
 		return errors.New("update fax: no expected status given")
 	}
-	args := []any{o.Status, o.PagesSent, o.Attempts, o.FailureCode, o.FailureReason, o.UpdatedAt, o.CompletedAt, o.NextAttemptAt, o.ID}
+	args := []any{o.Status, o.PagesSent, o.Attempts, o.FailureCode, o.FailureReason, o.UpdatedAt, o.CompletedAt, o.NextAttemptAt,
+		o.FaxedSHA256, o.FaxedPages, o.FaxedSHA256, o.ID}
 	for _, s := range from {
 		args = append(args, s)
 	}
+	// Both CASEs test the stored faxed_sha256 as it was before the
+	// UPDATE (SET's expressions read the old row on both databases).
 	n, err := x.exec(ctx, `UPDATE faxes SET status = ?, pages_sent = ?, attempts = ?, failure_code = ?, failure_reason = ?,
-		updated_at = ?, completed_at = ?, next_attempt_at = ? WHERE id = ? AND status IN (`+placeholders(len(from))+`)`, args...)
+		updated_at = ?, completed_at = ?, next_attempt_at = ?,
+		faxed_pages = CASE WHEN faxed_sha256 = '' AND ? <> '' THEN ? ELSE faxed_pages END,
+		faxed_sha256 = CASE WHEN faxed_sha256 = '' THEN ? ELSE faxed_sha256 END
+		WHERE id = ? AND status IN (`+placeholders(len(from))+`)`, args...)
 	if err == nil && n == 0 {
 		err = x.missingOrConflict(ctx, "faxes", "id = ?", o.ID)
 	}
