@@ -203,8 +203,33 @@ func testAttempts(t *testing.T, s services.Store) {
 	o := newOwner(t, s)
 	fax := newFax(t, s, newDocument(t, s, o, core.ModeTest))
 
+	// FaxWithLatestAttempt reads what GetFaxByID and LatestAttempt read,
+	// outside a transaction and in one.
+	withLatest := func(what string, want *faxes.Attempt) {
+		t.Helper()
+		for _, q := range []struct {
+			name string
+			run  func(func(services.Tx) error) error
+		}{
+			{"", func(fn func(services.Tx) error) error { return fn(s) }},
+			{" in a transaction", func(fn func(services.Tx) error) error { return inTx(ctx, s, fn) }},
+		} {
+			must(t, q.run(func(tx services.Tx) error {
+				got, a, err := tx.FaxWithLatestAttempt(ctx, fax.ID)
+				must(t, err)
+				wantEqual(t, "FaxWithLatestAttempt's fax "+what+q.name, got, fax)
+				wantEqual(t, "FaxWithLatestAttempt's attempt "+what+q.name, a, want)
+				return nil
+			}))
+		}
+	}
+
 	_, err := s.LatestAttempt(ctx, fax.ID)
 	wantErr(t, "LatestAttempt without attempts", err, core.ErrNoRows)
+	_, _, err = s.FaxWithLatestAttempt(ctx, fax.ID)
+	wantErr(t, "FaxWithLatestAttempt without attempts", err, core.ErrNoRows)
+	_, _, err = s.FaxWithLatestAttempt(ctx, "fax_missing")
+	wantErr(t, "FaxWithLatestAttempt of a missing fax", err, core.ErrNoRows)
 	list, err := s.ListAttempts(ctx, fax.ID)
 	must(t, err)
 	if len(list) != 0 {
@@ -216,6 +241,7 @@ func testAttempts(t *testing.T, s services.Store) {
 	latest, err := s.LatestAttempt(ctx, fax.ID)
 	must(t, err)
 	wantEqual(t, "LatestAttempt", latest, a1)
+	withLatest("with one attempt", a1)
 
 	a1.Status, a1.ProviderRef, a1.FailureCode, a1.FailureReason = faxes.AttemptFailed, "sim_123", "busy", "line busy"
 	a1.Retryable, a1.PagesSent, a1.DurationMS, a1.FinishedAt = true, 1, 4200, ptr(at(15))
@@ -226,6 +252,7 @@ func testAttempts(t *testing.T, s services.Store) {
 	latest, err = s.LatestAttempt(ctx, fax.ID)
 	must(t, err)
 	wantEqual(t, "LatestAttempt after a retry", latest, a2)
+	withLatest("after a retry", a2)
 	list, err = s.ListAttempts(ctx, fax.ID)
 	must(t, err)
 	wantEqual(t, "ListAttempts, first first", list, []faxes.Attempt{*a1, *a2})

@@ -200,13 +200,9 @@ func (s *Service) recordOutcome(ctx context.Context, faxID, attemptID string, re
 	var ended outcomeEvents
 	err := s.inTx(ctx, func(tx Tx) error {
 		ended = outcomeEvents{}
-		o, err := tx.GetFaxByID(ctx, faxID)
+		o, a, err := tx.FaxWithLatestAttempt(ctx, faxID)
 		if err != nil {
-			return fmt.Errorf("load fax %s: %w", faxID, err)
-		}
-		a, err := tx.LatestAttempt(ctx, faxID)
-		if err != nil {
-			return fmt.Errorf("load attempt of %s: %w", faxID, err)
+			return fmt.Errorf("load fax %s and its attempt: %w", faxID, err)
 		}
 		if a.ID != attemptID || a.Status != AttemptSending || o.Status != Sending {
 			return nil // stale or duplicate report

@@ -42,6 +42,10 @@ type Queries interface {
 	CreateAttempt(ctx context.Context, a *Attempt) error
 	UpdateAttempt(ctx context.Context, a *Attempt) error
 	LatestAttempt(ctx context.Context, faxID string) (*Attempt, error)
+	// FaxWithLatestAttempt reads a fax and its latest attempt together
+	// (GetFaxByID and LatestAttempt in one statement); ErrNoRows if there
+	// is no such fax or it has no attempt.
+	FaxWithLatestAttempt(ctx context.Context, faxID string) (*Fax, *Attempt, error)
 	ListAttempts(ctx context.Context, faxID string) ([]Attempt, error)
 
 	BatchQueries

@@ -171,6 +171,28 @@ func (x q) LatestAttempt(ctx context.Context, faxID string) (*faxes.Attempt, err
 	return &a, nil
 }
 
+// faxAttemptRow is a fax and its latest attempt, read together.
+type faxAttemptRow struct {
+	faxes.Fax
+	Attempt faxes.Attempt `db:"a"`
+}
+
+// faxWithLatestAttempt selects a fax's columns as they are named and its
+// latest attempt's as a.<column>, for faxAttemptRow.
+var faxWithLatestAttempt = "SELECT " + prefixed("f.", faxCols) + ", " + nestedCols("a", attemptCols) +
+	" FROM faxes f JOIN attempts a ON a.fax_id = f.id WHERE f.id = ? ORDER BY a.number DESC LIMIT 1"
+
+// FaxWithLatestAttempt reads a fax and its latest attempt in one statement:
+// a delivery's outcome needs both, and on PostgreSQL every statement is a
+// round trip.
+func (x q) FaxWithLatestAttempt(ctx context.Context, faxID string) (*faxes.Fax, *faxes.Attempt, error) {
+	var r faxAttemptRow
+	if err := x.get(ctx, x.reader(), &r, faxWithLatestAttempt, faxID); err != nil {
+		return nil, nil, fmt.Errorf("fax with latest attempt: %w", err)
+	}
+	return &r.Fax, &r.Attempt, nil
+}
+
 // ListAttempts lists a fax's attempts, first first.
 func (x q) ListAttempts(ctx context.Context, faxID string) ([]faxes.Attempt, error) {
 	var out []faxes.Attempt
