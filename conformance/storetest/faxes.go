@@ -112,6 +112,56 @@ func testFaxes(t *testing.T, s services.Store) {
 	wantEqual(t, "FaxedOfDocument", ids, want)
 }
 
+// testFaxWithDocument reads a fax with what composing it needs: its
+// document and its owner's settings (zero without), in and outside a
+// transaction; a fax whose document is purged reads as missing.
+func testFaxWithDocument(t *testing.T, s services.Store) {
+	ctx := t.Context()
+	o, other := newOwner(t, s), newOwner(t, s)
+	doc := newDocument(t, s, o, core.ModeTest)
+	fax := newFax(t, s, doc)
+	mine := faxes.Settings{TimeZone: "Europe/Paris", Header: "Cabinet Martin", Sender: faxes.Sender{Name: "Anne Martin", Fax: "+33142685300"}}
+
+	for _, tc := range []struct {
+		name  string
+		setup func()
+		want  faxes.Settings
+	}{
+		{"without settings", func() {}, faxes.Settings{}},
+		{"without settings, another owner's set", func() {
+			must(t, s.PutFaxSettings(ctx, other.ID, faxes.Settings{Header: "not mine"}, at(3)))
+		}, faxes.Settings{}},
+		{"with settings", func() { must(t, s.PutFaxSettings(ctx, o.ID, mine, at(4))) }, mine},
+	} {
+		tc.setup()
+		for _, q := range []struct {
+			name string
+			run  func(func(services.Tx) error) error
+		}{
+			{"", func(fn func(services.Tx) error) error { return fn(s) }},
+			{" in a transaction", func(fn func(services.Tx) error) error { return inTx(ctx, s, fn) }},
+		} {
+			must(t, q.run(func(tx services.Tx) error {
+				gotFax, gotDoc, gotSettings, err := tx.FaxWithDocument(ctx, fax.ID)
+				must(t, err)
+				wantEqual(t, "FaxWithDocument's fax "+tc.name+q.name, gotFax, fax)
+				wantEqual(t, "FaxWithDocument's document "+tc.name+q.name, gotDoc, doc)
+				wantEqual(t, "FaxWithDocument's settings "+tc.name+q.name, gotSettings, tc.want)
+				return nil
+			}))
+		}
+	}
+
+	_, _, _, err := s.FaxWithDocument(ctx, "fax_missing")
+	wantErr(t, "FaxWithDocument of a missing fax", err, core.ErrNoRows)
+	done := *fax
+	done.Status, done.CompletedAt, done.UpdatedAt = faxes.Delivered, ptr(at(5)), at(5)
+	must(t, s.UpdateFax(ctx, &done, faxes.Queued))
+	must(t, s.MarkDocumentPurged(ctx, doc.ID, at(1_000_000), at(1_000_000), at(1_000_000)))
+	_, _, _, err = s.FaxWithDocument(ctx, fax.ID)
+	wantErr(t, "FaxWithDocument of a fax whose document is purged", err, core.ErrNoRows)
+}
+
 func testListFaxes(t *testing.T, s services.Store) {
 	ctx := t.Context()
 	o, other := newOwner(t, s), newOwner(t, s)

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/faxhub/faxhub/core"
+	"github.com/faxhub/faxhub/core/documents"
 )
 
 // Queries keeps drafts, faxes and their attempts.
@@ -32,6 +33,11 @@ type Queries interface {
 	// set none.
 	GetFaxSettings(ctx context.Context, ownerID string) (*Settings, error)
 	PutFaxSettings(ctx context.Context, ownerID string, st Settings, at time.Time) error
+	// FaxWithDocument reads a fax, its document (as GetDocument, purged
+	// excluded) and its owner's fax settings (zero when they set none)
+	// together; ErrNoRows if there is no such fax or its document is
+	// gone.
+	FaxWithDocument(ctx context.Context, faxID string) (*Fax, *documents.Document, Settings, error)
 
 	PreviewQueries
 	// FaxedOfDocument lists a document's faxes: any may have a document

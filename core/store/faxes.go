@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/faxhub/faxhub/core"
+	"github.com/faxhub/faxhub/core/documents"
 	"github.com/faxhub/faxhub/core/faxes"
 )
 
@@ -117,6 +118,35 @@ func (x q) SetFaxedDocument(ctx context.Context, faxID, sha256 string, pages int
 		return fmt.Errorf("set faxed document: %w", err)
 	}
 	return nil
+}
+
+// faxDocumentRow is a fax, its document and its owner's fax settings,
+// read together.
+type faxDocumentRow struct {
+	faxes.Fax
+	Document documents.Document `db:"d"`
+	// Settings is nil when the owner set none.
+	Settings *faxes.Settings `db:"owner_settings"`
+}
+
+var faxWithDocument = "SELECT " + prefixed("f.", faxCols) + ", " + nestedCols("d", documentCols) +
+	`, (SELECT settings FROM fax_settings s WHERE s.owner_id = f.owner_id) AS owner_settings
+	FROM faxes f JOIN documents d ON d.id = f.document_id AND d.owner_id = f.owner_id AND d.mode = f.mode AND d.purged_at IS NULL
+	WHERE f.id = ?`
+
+// FaxWithDocument reads what composing a fax's document as faxed needs in
+// one statement: a delivery does it before its attempt, and on PostgreSQL
+// every statement is a round trip.
+func (x q) FaxWithDocument(ctx context.Context, faxID string) (*faxes.Fax, *documents.Document, faxes.Settings, error) {
+	var r faxDocumentRow
+	if err := x.get(ctx, x.reader(), &r, faxWithDocument, faxID); err != nil {
+		return nil, nil, faxes.Settings{}, fmt.Errorf("fax with document: %w", err)
+	}
+	var st faxes.Settings
+	if r.Settings != nil {
+		st = *r.Settings
+	}
+	return &r.Fax, &r.Document, st, nil
 }
 
 func (x q) GetFaxSettings(ctx context.Context, ownerID string) (*faxes.Settings, error) {
