@@ -74,6 +74,31 @@ func testFaxes(t *testing.T, s services.Store) {
 	// it); another document's are not.
 	unfaxed := faxOf(doc, at(60))
 	must(t, s.CreateFax(ctx, unfaxed))
+	// UpdateFax records the document as faxed as SetFaxedDocument does:
+	// on a fax without one, keeping the first.
+	for _, tc := range []struct {
+		name         string
+		sha          string
+		pages        int
+		wantSHA      string
+		wantPages    int
+		from, status faxes.Status
+	}{
+		{"without a document as faxed", "", 7, "", 0, faxes.Queued, faxes.Sending},
+		{"recording the first", "cc", 6, "cc", 6, faxes.Sending, faxes.Queued},
+		{"with another", "dd", 8, "cc", 6, faxes.Queued, faxes.Sending},
+		{"with none given", "", 0, "cc", 6, faxes.Sending, faxes.Queued},
+	} {
+		u := *unfaxed
+		u.Status, u.FaxedSHA256, u.FaxedPages = tc.status, tc.sha, tc.pages
+		must(t, s.UpdateFax(ctx, &u, tc.from))
+		got, err := s.GetFaxByID(ctx, unfaxed.ID)
+		must(t, err)
+		if got.Status != tc.status || got.FaxedSHA256 != tc.wantSHA || got.FaxedPages != tc.wantPages {
+			t.Fatalf("UpdateFax %s: status %s, document as faxed %q of %d pages; want %s, %q of %d",
+				tc.name, got.Status, got.FaxedSHA256, got.FaxedPages, tc.status, tc.wantSHA, tc.wantPages)
+		}
+	}
 	must(t, s.CreateFax(ctx, faxOf(newDocument(t, s, o, core.ModeLive), at(61))))
 	ofDoc, err := s.FaxedOfDocument(ctx, doc.ID)
 	must(t, err)
@@ -85,6 +110,56 @@ func testFaxes(t *testing.T, s services.Store) {
 	want := []string{fax.ID, unfaxed.ID}
 	slices.Sort(want)
 	wantEqual(t, "FaxedOfDocument", ids, want)
+}
+
+// testFaxWithDocument reads a fax with what composing it needs: its
+// document and its owner's settings (zero without), in and outside a
+// transaction; a fax whose document is purged reads as missing.
+func testFaxWithDocument(t *testing.T, s services.Store) {
+	ctx := t.Context()
+	o, other := newOwner(t, s), newOwner(t, s)
+	doc := newDocument(t, s, o, core.ModeTest)
+	fax := newFax(t, s, doc)
+	mine := faxes.Settings{TimeZone: "Europe/Paris", Header: "Cabinet Martin", Sender: faxes.Sender{Name: "Anne Martin", Fax: "+33142685300"}}
+
+	for _, tc := range []struct {
+		name  string
+		setup func()
+		want  faxes.Settings
+	}{
+		{"without settings", func() {}, faxes.Settings{}},
+		{"without settings, another owner's set", func() {
+			must(t, s.PutFaxSettings(ctx, other.ID, faxes.Settings{Header: "not mine"}, at(3)))
+		}, faxes.Settings{}},
+		{"with settings", func() { must(t, s.PutFaxSettings(ctx, o.ID, mine, at(4))) }, mine},
+	} {
+		tc.setup()
+		for _, q := range []struct {
+			name string
+			run  func(func(services.Tx) error) error
+		}{
+			{"", func(fn func(services.Tx) error) error { return fn(s) }},
+			{" in a transaction", func(fn func(services.Tx) error) error { return inTx(ctx, s, fn) }},
+		} {
+			must(t, q.run(func(tx services.Tx) error {
+				gotFax, gotDoc, gotSettings, err := tx.FaxWithDocument(ctx, fax.ID)
+				must(t, err)
+				wantEqual(t, "FaxWithDocument's fax "+tc.name+q.name, gotFax, fax)
+				wantEqual(t, "FaxWithDocument's document "+tc.name+q.name, gotDoc, doc)
+				wantEqual(t, "FaxWithDocument's settings "+tc.name+q.name, gotSettings, tc.want)
+				return nil
+			}))
+		}
+	}
+
+	_, _, _, err := s.FaxWithDocument(ctx, "fax_missing")
+	wantErr(t, "FaxWithDocument of a missing fax", err, core.ErrNoRows)
+	done := *fax
+	done.Status, done.CompletedAt, done.UpdatedAt = faxes.Delivered, ptr(at(5)), at(5)
+	must(t, s.UpdateFax(ctx, &done, faxes.Queued))
+	must(t, s.MarkDocumentPurged(ctx, doc.ID, at(1_000_000), at(1_000_000), at(1_000_000)))
+	_, _, _, err = s.FaxWithDocument(ctx, fax.ID)
+	wantErr(t, "FaxWithDocument of a fax whose document is purged", err, core.ErrNoRows)
 }
 
 func testListFaxes(t *testing.T, s services.Store) {
@@ -178,8 +253,33 @@ func testAttempts(t *testing.T, s services.Store) {
 	o := newOwner(t, s)
 	fax := newFax(t, s, newDocument(t, s, o, core.ModeTest))
 
+	// FaxWithLatestAttempt reads what GetFaxByID and LatestAttempt read,
+	// outside a transaction and in one.
+	withLatest := func(what string, want *faxes.Attempt) {
+		t.Helper()
+		for _, q := range []struct {
+			name string
+			run  func(func(services.Tx) error) error
+		}{
+			{"", func(fn func(services.Tx) error) error { return fn(s) }},
+			{" in a transaction", func(fn func(services.Tx) error) error { return inTx(ctx, s, fn) }},
+		} {
+			must(t, q.run(func(tx services.Tx) error {
+				got, a, err := tx.FaxWithLatestAttempt(ctx, fax.ID)
+				must(t, err)
+				wantEqual(t, "FaxWithLatestAttempt's fax "+what+q.name, got, fax)
+				wantEqual(t, "FaxWithLatestAttempt's attempt "+what+q.name, a, want)
+				return nil
+			}))
+		}
+	}
+
 	_, err := s.LatestAttempt(ctx, fax.ID)
 	wantErr(t, "LatestAttempt without attempts", err, core.ErrNoRows)
+	_, _, err = s.FaxWithLatestAttempt(ctx, fax.ID)
+	wantErr(t, "FaxWithLatestAttempt without attempts", err, core.ErrNoRows)
+	_, _, err = s.FaxWithLatestAttempt(ctx, "fax_missing")
+	wantErr(t, "FaxWithLatestAttempt of a missing fax", err, core.ErrNoRows)
 	list, err := s.ListAttempts(ctx, fax.ID)
 	must(t, err)
 	if len(list) != 0 {
@@ -191,6 +291,7 @@ func testAttempts(t *testing.T, s services.Store) {
 	latest, err := s.LatestAttempt(ctx, fax.ID)
 	must(t, err)
 	wantEqual(t, "LatestAttempt", latest, a1)
+	withLatest("with one attempt", a1)
 
 	a1.Status, a1.ProviderRef, a1.FailureCode, a1.FailureReason = faxes.AttemptFailed, "sim_123", "busy", "line busy"
 	a1.Retryable, a1.PagesSent, a1.DurationMS, a1.FinishedAt = true, 1, 4200, ptr(at(15))
@@ -201,6 +302,7 @@ func testAttempts(t *testing.T, s services.Store) {
 	latest, err = s.LatestAttempt(ctx, fax.ID)
 	must(t, err)
 	wantEqual(t, "LatestAttempt after a retry", latest, a2)
+	withLatest("after a retry", a2)
 	list, err = s.ListAttempts(ctx, fax.ID)
 	must(t, err)
 	wantEqual(t, "ListAttempts, first first", list, []faxes.Attempt{*a1, *a2})

@@ -89,13 +89,14 @@ func (s *Service) startAttempt(ctx context.Context, faxID string, prep *faxedPre
 		if err != nil {
 			return fmt.Errorf("load fax %s: %w", faxID, err)
 		}
+		// A fax keeps its first document as faxed (the store writes it
+		// only to a fax without one); any other recorded is of the same
+		// blob, which is only ever created, never replaced.
+		fresh := prep != nil && prep.err == nil && o.FaxedSHA256 == ""
 		record := func() error {
-			if prep == nil || prep.err != nil || o.FaxedSHA256 != "" {
+			if !fresh {
 				return nil
 			}
-			// A fax keeps its first document as faxed (the update matches
-			// only a fax without one); any other recorded is of the same
-			// blob, which is only ever created, never replaced.
 			if err := tx.SetFaxedDocument(ctx, o.ID, prep.sum, prep.pages); err != nil {
 				return fmt.Errorf("record the document as faxed of %s: %w", o.ID, err)
 			}
@@ -149,6 +150,11 @@ func (s *Service) startAttempt(ctx context.Context, faxID string, prep *faxedPre
 		from := o.Status
 		o.Attempts++
 		o.Status, o.UpdatedAt, o.NextAttemptAt = Sending, now, nil
+		if fresh {
+			// Recorded by the move to sending itself (UpdateFax), not by
+			// a statement of its own.
+			o.FaxedSHA256, o.FaxedPages = prep.sum, prep.pages
+		}
 		if err := tx.UpdateFax(ctx, o, from); err != nil {
 			if errors.Is(err, core.ErrConflict) {
 				return nil // another worker took it
@@ -157,9 +163,6 @@ func (s *Service) startAttempt(ctx context.Context, faxID string, prep *faxedPre
 		}
 		a := &Attempt{ID: core.NewID(core.PrefixAttempt), FaxID: o.ID, Number: o.Attempts, Provider: s.ProviderName(o.Mode), Status: AttemptSending, StartedAt: now}
 		if err := tx.CreateAttempt(ctx, a); err != nil {
-			return err
-		}
-		if err := record(); err != nil {
 			return err
 		}
 		if err := s.faxEvent(ctx, tx, o, a, from); err != nil {
@@ -197,13 +200,9 @@ func (s *Service) recordOutcome(ctx context.Context, faxID, attemptID string, re
 	var ended outcomeEvents
 	err := s.inTx(ctx, func(tx Tx) error {
 		ended = outcomeEvents{}
-		o, err := tx.GetFaxByID(ctx, faxID)
+		o, a, err := tx.FaxWithLatestAttempt(ctx, faxID)
 		if err != nil {
-			return fmt.Errorf("load fax %s: %w", faxID, err)
-		}
-		a, err := tx.LatestAttempt(ctx, faxID)
-		if err != nil {
-			return fmt.Errorf("load attempt of %s: %w", faxID, err)
+			return fmt.Errorf("load fax %s and its attempt: %w", faxID, err)
 		}
 		if a.ID != attemptID || a.Status != AttemptSending || o.Status != Sending {
 			return nil // stale or duplicate report

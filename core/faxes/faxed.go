@@ -52,9 +52,12 @@ func (s *Service) prepareFaxed(ctx context.Context, faxID string) (*faxedPrep, e
 	if s.d.Composer == nil {
 		return nil, nil
 	}
-	o, err := s.d.Store.GetFaxByID(ctx, faxID)
+	// One statement for the fax, its document and the owner's settings
+	// (they were three); a fax or document it cannot read is left to
+	// startAttempt and faxedDocument, which read them again and say why.
+	o, doc, st, err := s.d.Store.FaxWithDocument(ctx, faxID)
 	if err != nil {
-		return nil, nil // startAttempt reads it again and says why
+		return nil, nil
 	}
 	switch {
 	case o.FaxedSHA256 != "":
@@ -64,13 +67,9 @@ func (s *Service) prepareFaxed(ctx context.Context, faxID string) (*faxedPrep, e
 	case o.NextAttemptAt != nil && s.now().Before(*o.NextAttemptAt):
 		return nil, nil
 	}
-	doc, err := s.d.Store.GetDocument(ctx, o.OwnerID, o.Mode, o.DocumentID)
-	if err != nil {
-		return nil, nil
-	}
 	// The header shows the time composed, a moment before the attempt
 	// that records it starts.
-	sum, pages, err := s.composeFaxed(ctx, o, doc, s.now())
+	sum, pages, err := s.composeFaxed(ctx, o, doc, st, s.now())
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
@@ -111,7 +110,11 @@ func (s *Service) faxedDocument(ctx context.Context, o *Fax, prep *faxedPrep, at
 	if err != nil {
 		return "", 0, fmt.Errorf("load document of %s: %w", o.ID, err)
 	}
-	sum, pages, err := s.composeFaxed(ctx, o, doc, at)
+	st, err := s.Settings(ctx, o.OwnerID)
+	if err != nil {
+		return "", 0, err
+	}
+	sum, pages, err := s.composeFaxed(ctx, o, doc, st, at)
 	if err != nil {
 		return "", 0, err
 	}
@@ -122,8 +125,9 @@ func (s *Service) faxedDocument(ctx context.Context, o *Fax, prep *faxedPrep, at
 	return key, pages, nil
 }
 
-// composeFaxed composes o's document as faxed with the time at into its
-// blob and returns the blob's SHA-256 (hex) and pages.
+// composeFaxed composes o's document as faxed with its owner's settings st
+// and the time at into its blob and returns the blob's SHA-256 (hex) and
+// pages.
 //
 // The blob is created, never replaced, and written before any row names
 // it: two workers composing the same fax at once (a job rescued while its
@@ -133,11 +137,7 @@ func (s *Service) faxedDocument(ctx context.Context, o *Fax, prep *faxedPrep, at
 // own hash is returned: whoever records first, every recorded hash is
 // that blob's. Its pages are this composition's: the source document's and
 // the cover page the fax asked for, the same for every composition of it.
-func (s *Service) composeFaxed(ctx context.Context, o *Fax, doc *documents.Document, at time.Time) (string, int, error) {
-	st, err := s.Settings(ctx, o.OwnerID)
-	if err != nil {
-		return "", 0, err
-	}
+func (s *Service) composeFaxed(ctx context.Context, o *Fax, doc *documents.Document, st Settings, at time.Time) (string, int, error) {
 	key := FaxedKey(o)
 	sum, pages, err := s.compose(ctx, doc, key, composition(o, st, at), s.d.Blobs.Create)
 	if !errors.Is(err, core.ErrExists) {

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/faxhub/faxhub/core"
+	"github.com/faxhub/faxhub/core/documents"
 )
 
 // Queries keeps drafts, faxes and their attempts.
@@ -20,7 +21,9 @@ type Queries interface {
 	GetFaxByID(ctx context.Context, id string) (*Fax, error)
 	ListFaxes(ctx context.Context, f Filter) ([]Fax, error)
 	// UpdateFax writes o's mutable fields if the stored status is one of
-	// from; ErrConflict otherwise.
+	// from; ErrConflict otherwise. o's document as faxed (FaxedSHA256 and
+	// FaxedPages) is recorded as SetFaxedDocument records it: only if the
+	// fax has none yet.
 	UpdateFax(ctx context.Context, o *Fax, from ...Status) error
 	// SetFaxedDocument records the document as faxed of a fax that has
 	// none yet (a fax keeps the first one).
@@ -30,6 +33,11 @@ type Queries interface {
 	// set none.
 	GetFaxSettings(ctx context.Context, ownerID string) (*Settings, error)
 	PutFaxSettings(ctx context.Context, ownerID string, st Settings, at time.Time) error
+	// FaxWithDocument reads a fax, its document (as GetDocument, purged
+	// excluded) and its owner's fax settings (zero when they set none)
+	// together; ErrNoRows if there is no such fax or its document is
+	// gone.
+	FaxWithDocument(ctx context.Context, faxID string) (*Fax, *documents.Document, Settings, error)
 
 	PreviewQueries
 	// FaxedOfDocument lists a document's faxes: any may have a document
@@ -40,6 +48,10 @@ type Queries interface {
 	CreateAttempt(ctx context.Context, a *Attempt) error
 	UpdateAttempt(ctx context.Context, a *Attempt) error
 	LatestAttempt(ctx context.Context, faxID string) (*Attempt, error)
+	// FaxWithLatestAttempt reads a fax and its latest attempt together
+	// (GetFaxByID and LatestAttempt in one statement); ErrNoRows if there
+	// is no such fax or it has no attempt.
+	FaxWithLatestAttempt(ctx context.Context, faxID string) (*Fax, *Attempt, error)
 	ListAttempts(ctx context.Context, faxID string) ([]Attempt, error)
 
 	BatchQueries

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/faxhub/faxhub/core"
+	"github.com/faxhub/faxhub/core/documents"
 	"github.com/faxhub/faxhub/core/faxes"
 )
 
@@ -83,17 +84,26 @@ func (x q) ListFaxes(ctx context.Context, f faxes.Filter) ([]faxes.Fax, error) {
 }
 
 // UpdateFax writes o's mutable fields if the stored status is one of from:
-// ErrConflict if it is not, ErrNoRows if there is no such fax.
+// ErrConflict if it is not, ErrNoRows if there is no such fax. o's
+// document as faxed is written only to a fax that has none, as
+// SetFaxedDocument does: the delivery records it with the move to sending,
+// one statement instead of two on the delivery's path.
 func (x q) UpdateFax(ctx context.Context, o *faxes.Fax, from ...faxes.Status) error {
 	if len(from) == 0 {
 		return errors.New("update fax: no expected status given")
 	}
-	args := []any{o.Status, o.PagesSent, o.Attempts, o.FailureCode, o.FailureReason, o.UpdatedAt, o.CompletedAt, o.NextAttemptAt, o.ID}
+	args := []any{o.Status, o.PagesSent, o.Attempts, o.FailureCode, o.FailureReason, o.UpdatedAt, o.CompletedAt, o.NextAttemptAt,
+		o.FaxedSHA256, o.FaxedPages, o.FaxedSHA256, o.ID}
 	for _, s := range from {
 		args = append(args, s)
 	}
+	// Both CASEs test the stored faxed_sha256 as it was before the
+	// UPDATE (SET's expressions read the old row on both databases).
 	n, err := x.exec(ctx, `UPDATE faxes SET status = ?, pages_sent = ?, attempts = ?, failure_code = ?, failure_reason = ?,
-		updated_at = ?, completed_at = ?, next_attempt_at = ? WHERE id = ? AND status IN (`+placeholders(len(from))+`)`, args...)
+		updated_at = ?, completed_at = ?, next_attempt_at = ?,
+		faxed_pages = CASE WHEN faxed_sha256 = '' AND ? <> '' THEN ? ELSE faxed_pages END,
+		faxed_sha256 = CASE WHEN faxed_sha256 = '' THEN ? ELSE faxed_sha256 END
+		WHERE id = ? AND status IN (`+placeholders(len(from))+`)`, args...)
 	if err == nil && n == 0 {
 		err = x.missingOrConflict(ctx, "faxes", "id = ?", o.ID)
 	}
@@ -108,6 +118,35 @@ func (x q) SetFaxedDocument(ctx context.Context, faxID, sha256 string, pages int
 		return fmt.Errorf("set faxed document: %w", err)
 	}
 	return nil
+}
+
+// faxDocumentRow is a fax, its document and its owner's fax settings,
+// read together.
+type faxDocumentRow struct {
+	faxes.Fax
+	Document documents.Document `db:"d"`
+	// Settings is nil when the owner set none.
+	Settings *faxes.Settings `db:"owner_settings"`
+}
+
+var faxWithDocument = "SELECT " + prefixed("f.", faxCols) + ", " + nestedCols("d", documentCols) +
+	`, (SELECT settings FROM fax_settings s WHERE s.owner_id = f.owner_id) AS owner_settings
+	FROM faxes f JOIN documents d ON d.id = f.document_id AND d.owner_id = f.owner_id AND d.mode = f.mode AND d.purged_at IS NULL
+	WHERE f.id = ?`
+
+// FaxWithDocument reads what composing a fax's document as faxed needs in
+// one statement: a delivery does it before its attempt, and on PostgreSQL
+// every statement is a round trip.
+func (x q) FaxWithDocument(ctx context.Context, faxID string) (*faxes.Fax, *documents.Document, faxes.Settings, error) {
+	var r faxDocumentRow
+	if err := x.get(ctx, x.reader(), &r, faxWithDocument, faxID); err != nil {
+		return nil, nil, faxes.Settings{}, fmt.Errorf("fax with document: %w", err)
+	}
+	var st faxes.Settings
+	if r.Settings != nil {
+		st = *r.Settings
+	}
+	return &r.Fax, &r.Document, st, nil
 }
 
 func (x q) GetFaxSettings(ctx context.Context, ownerID string) (*faxes.Settings, error) {
@@ -160,6 +199,28 @@ func (x q) LatestAttempt(ctx context.Context, faxID string) (*faxes.Attempt, err
 		return nil, fmt.Errorf("latest attempt: %w", err)
 	}
 	return &a, nil
+}
+
+// faxAttemptRow is a fax and its latest attempt, read together.
+type faxAttemptRow struct {
+	faxes.Fax
+	Attempt faxes.Attempt `db:"a"`
+}
+
+// faxWithLatestAttempt selects a fax's columns as they are named and its
+// latest attempt's as a.<column>, for faxAttemptRow.
+var faxWithLatestAttempt = "SELECT " + prefixed("f.", faxCols) + ", " + nestedCols("a", attemptCols) +
+	" FROM faxes f JOIN attempts a ON a.fax_id = f.id WHERE f.id = ? ORDER BY a.number DESC LIMIT 1"
+
+// FaxWithLatestAttempt reads a fax and its latest attempt in one statement:
+// a delivery's outcome needs both, and on PostgreSQL every statement is a
+// round trip.
+func (x q) FaxWithLatestAttempt(ctx context.Context, faxID string) (*faxes.Fax, *faxes.Attempt, error) {
+	var r faxAttemptRow
+	if err := x.get(ctx, x.reader(), &r, faxWithLatestAttempt, faxID); err != nil {
+		return nil, nil, fmt.Errorf("fax with latest attempt: %w", err)
+	}
+	return &r.Fax, &r.Attempt, nil
 }
 
 // ListAttempts lists a fax's attempts, first first.

@@ -182,6 +182,11 @@ func (x q) ReverseCredits(ctx context.Context, e *credits.LedgerEntry) (int64, e
 func (x q) SettleHold(ctx context.Context, faxID string, kind credits.LedgerKind, at time.Time) (*credits.LedgerEntry, error) {
 	var e *credits.LedgerEntry
 	err := x.ownTx(ctx, func(x q) error {
+		if x.db.dialect == DialectPostgres {
+			var err error
+			e, err = x.settleHoldPG(ctx, faxID, kind, at)
+			return err
+		}
 		var hold credits.LedgerEntry
 		if err := x.get(ctx, x.reader(), &hold, "SELECT "+ledgerCols+" FROM ledger_entries WHERE fax_id = ? AND kind = ?", faxID, credits.LedgerHold); err != nil {
 			return err
@@ -197,6 +202,74 @@ func (x q) SettleHold(ctx context.Context, faxID string, kind credits.LedgerKind
 		return nil, fmt.Errorf("settle hold of %s: %w", faxID, err)
 	}
 	e.CreatedAt = e.CreatedAt.UTC().Truncate(time.Microsecond)
+	return e, nil
+}
+
+// settleHoldPG is SettleHold on PostgreSQL, where each statement is a round
+// trip: the hold's lookup, the entry and the balance's update are one
+// statement (three in settle), with settle's outcomes. A conflict (the
+// hold settled already, or a taken id) inserts nothing and so updates
+// nothing; an entry whose balance row is missing is taken back. x is a
+// transaction (SettleHold's ownTx), so that taking back is atomic.
+func (x q) settleHoldPG(ctx context.Context, faxID string, kind credits.LedgerKind, at time.Time) (*credits.LedgerEntry, error) {
+	// back is the share of the hold that returns to available: all of it
+	// for a release, none for a capture.
+	var back int64
+	switch kind {
+	case credits.LedgerCapture:
+	case credits.LedgerRelease:
+		back = 1
+	default:
+		return nil, fmt.Errorf("a hold is settled by %s or %s, not %q", credits.LedgerCapture, credits.LedgerRelease, kind)
+	}
+	e := &credits.LedgerEntry{ID: core.NewID(core.PrefixLedger), Kind: kind, Reason: fmt.Sprintf("%s of the hold for fax %s", kind, faxID), CreatedAt: at}
+	var row struct {
+		HoldID   string    `db:"id"`
+		OwnerID  string    `db:"owner_id"`
+		Mode     core.Mode `db:"mode"`
+		Amount   int64     `db:"amount_micros"`
+		FaxID    *string   `db:"fax_id"`
+		Inserted int       `db:"inserted"`
+		Updated  int       `db:"updated"`
+	}
+	// A hold's amount is negative: the held amount is -amount_micros.
+	err := x.get(ctx, x.reader(), &row, `WITH hold AS (
+			SELECT id, owner_id, mode, amount_micros, fax_id FROM ledger_entries WHERE fax_id = ? AND kind = ?
+		), ins AS (
+			INSERT INTO ledger_entries (`+ledgerCols+`)
+			SELECT ?, owner_id, mode, ?, -amount_micros * ?, fax_id, id, ?, ? FROM hold
+			ON CONFLICT DO NOTHING
+			RETURNING owner_id, mode
+		), upd AS (
+			UPDATE credit_balances b SET held_micros = b.held_micros + hold.amount_micros,
+				available_micros = b.available_micros - hold.amount_micros * ?
+			FROM ins, hold WHERE b.owner_id = ins.owner_id AND b.mode = ins.mode
+			RETURNING 1
+		)
+		SELECT id, owner_id, mode, amount_micros, fax_id,
+			(SELECT count(*) FROM ins) AS inserted, (SELECT count(*) FROM upd) AS updated FROM hold`,
+		faxID, credits.LedgerHold, e.ID, kind, back, e.Reason, at, back)
+	if err != nil {
+		return nil, err
+	}
+	e.OwnerID, e.Mode, e.AmountMicros, e.FaxID, e.HoldID = row.OwnerID, row.Mode, -row.Amount*back, row.FaxID, &row.HoldID
+	switch {
+	case row.Inserted == 0:
+		var n int
+		if err := x.get(ctx, x.reader(), &n, "SELECT count(*) FROM ledger_entries WHERE hold_id = ? AND kind IN (?, ?)",
+			row.HoldID, credits.LedgerCapture, credits.LedgerRelease); err != nil {
+			return nil, err
+		}
+		if n > 0 {
+			return nil, fmt.Errorf("hold %s is already settled: %w", row.HoldID, core.ErrConflict)
+		}
+		return nil, core.ErrExists
+	case row.Updated != 1:
+		if _, err := x.exec(ctx, "DELETE FROM ledger_entries WHERE id = ?", e.ID); err != nil {
+			return nil, fmt.Errorf("no balance row for the account of hold %s, and taking back its %s: %w", row.HoldID, kind, err)
+		}
+		return nil, fmt.Errorf("no balance row for the account of hold %s", row.HoldID)
+	}
 	return e, nil
 }
 

@@ -274,6 +274,18 @@ func limit(n int) string {
 	return fmt.Sprintf(" LIMIT %d", n)
 }
 
+// nestedCols qualifies each column of a comma-separated list with the
+// table alias a and names it "a.column": the fields of the nested struct
+// tagged a, for sqlx, when the query reads another table's columns of the
+// same names.
+func nestedCols(a, cols string) string {
+	parts := fields(strings.ReplaceAll(cols, ",", " "))
+	for i, c := range parts {
+		parts[i] = a + "." + c + ` AS "` + a + "." + c + `"`
+	}
+	return strings.Join(parts, ", ")
+}
+
 // placeholders renders n comma-separated ? placeholders.
 func placeholders(n int) string {
 	return strings.TrimSuffix(strings.Repeat("?, ", n), ", ")

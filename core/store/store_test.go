@@ -18,6 +18,7 @@ import (
 	"github.com/faxhub/faxhub/conformance/storetest"
 	"github.com/faxhub/faxhub/core"
 	"github.com/faxhub/faxhub/core/accounts"
+	"github.com/faxhub/faxhub/core/credits"
 	"github.com/faxhub/faxhub/core/documents"
 	"github.com/faxhub/faxhub/core/faxes"
 	"github.com/faxhub/faxhub/core/hosts"
@@ -409,6 +410,59 @@ func TestMigrateSentByBackfill(t *testing.T) {
 		}
 		if err := db.Migrate(ctx); err != nil {
 			t.Fatalf("the rest of the migrations: %v", err)
+		}
+	})
+}
+
+// TestSettleHoldWithoutBalanceRow checks SettleHold's one refusal that
+// comes after its entry is written (its PostgreSQL statement writes it
+// with the balance's update): a hold whose balance row is gone, which only
+// a hand-edited database has. The entry is taken back, outside a
+// transaction and in one, and the hold stays unsettled.
+func TestSettleHoldWithoutBalanceRow(t *testing.T) {
+	eachMigratedDB(t, func(t *testing.T, db *DB) {
+		ctx := context.Background()
+		now := time.Now().UTC().Truncate(time.Second)
+		o := &accounts.Owner{ID: "own_1", Email: "a@example.com", CreatedAt: now}
+		d := &documents.Document{ID: "doc_1", OwnerID: o.ID, Mode: core.ModeTest, CreatedAt: now}
+		f := &faxes.Fax{ID: "fax_1", OwnerID: o.ID, Mode: core.ModeTest, DocumentID: d.ID, Status: faxes.Sending, PaymentMethod: faxes.PayCredits, CreatedAt: now}
+		for _, err := range []error{
+			db.CreateOwner(ctx, o), db.CreateDocument(ctx, d), db.CreateFax(ctx, f),
+			db.AppendLedger(ctx, &credits.LedgerEntry{ID: "led_grant", OwnerID: o.ID, Mode: core.ModeTest, Kind: credits.LedgerGrant, AmountMicros: 5_000_000, CreatedAt: now}),
+			db.PlaceHold(ctx, &credits.LedgerEntry{ID: "led_hold", OwnerID: o.ID, Mode: core.ModeTest, AmountMicros: -1_000_000, FaxID: &f.ID, CreatedAt: now}),
+		} {
+			if err != nil {
+				t.Fatal(err)
+			}
+		}
+		if _, err := db.SQL().ExecContext(ctx, "DELETE FROM credit_balances"); err != nil {
+			t.Fatal(err)
+		}
+		for _, tc := range []struct {
+			name string
+			run  func(func(faxes.Tx) error) error
+		}{
+			{"outside a transaction", func(fn func(faxes.Tx) error) error { return fn(db) }},
+			{"in a transaction", func(fn func(faxes.Tx) error) error {
+				return db.InTx(ctx, func(tx core.Tx) error { return fn(tx.(faxes.Tx)) })
+			}},
+		} {
+			for _, kind := range []credits.LedgerKind{credits.LedgerCapture, credits.LedgerRelease} {
+				err := tc.run(func(tx faxes.Tx) error {
+					_, err := tx.SettleHold(ctx, f.ID, kind, now)
+					return err
+				})
+				if err == nil || !strings.Contains(err.Error(), "no balance row") {
+					t.Fatalf("%s %s without a balance row: %v, want no balance row", kind, tc.name, err)
+				}
+				var n int
+				if err := db.SQL().QueryRowContext(ctx, "SELECT count(*) FROM ledger_entries").Scan(&n); err != nil {
+					t.Fatal(err)
+				}
+				if n != 2 {
+					t.Fatalf("%s %s without a balance row: %d ledger entries, want the grant and the hold", kind, tc.name, n)
+				}
+			}
 		}
 	})
 }
