@@ -366,6 +366,7 @@ func (s *Service) issueChallenges(req *Request, secret []byte) ([]Challenge, err
 		opaque["generation"] = strconv.Itoa(req.Generation)
 	}
 	var out []Challenge
+	rendered := map[string]string{}
 	for _, m := range s.machineOffers() {
 		units, _ := m.amount(req.PriceMicros)
 		request := map[string]any{
@@ -386,8 +387,12 @@ func (s *Service) issueChallenges(req *Request, secret []byte) ([]Challenge, err
 			Realm: realm, Method: m.Method.Name(), Intent: m.intent(), Request: raw, Expires: expires,
 			Digest: req.BodyDigest, Opaque: opaque,
 		}
-		if c.ID, err = s.d.Binder.Bind(secret, c); err != nil {
+		var wire string
+		if c.ID, wire, err = s.d.Binder.Issue(secret, c); err != nil {
 			return nil, fmt.Errorf("bind %s challenge: %w", m.Method.Name(), err)
+		}
+		if wire != "" {
+			rendered[c.ID] = wire
 		}
 		out = append(out, c)
 	}
@@ -395,7 +400,7 @@ func (s *Service) issueChallenges(req *Request, secret []byte) ([]Challenge, err
 	if err != nil {
 		return nil, fmt.Errorf("encode challenges: %w", err)
 	}
-	req.Challenges, req.ChallengesExpireAt = raw, expires
+	req.Challenges, req.ChallengesExpireAt, req.issued, req.rendered = raw, expires, out, rendered
 	return out, nil
 }
 
@@ -471,12 +476,15 @@ func (s *Service) machineRealm() string {
 // challengeResult refuses with why and req's challenges, every one on
 // offer in the server's order.
 func (s *Service) challengeResult(ctx context.Context, req *Request, why Refusal, retryAfter int) (*FaxResult, error) {
+	if why.Kind == 0 {
+		why.Kind = MalformedCredential
+	}
+	if req.issued != nil {
+		return &FaxResult{Refusal: &why, Challenges: req.issued, Rendered: req.rendered, RetryAfter: retryAfter}, nil
+	}
 	chs, err := s.offered(ctx, req)
 	if err != nil {
 		return nil, err
-	}
-	if why.Kind == 0 {
-		why.Kind = MalformedCredential
 	}
 	return &FaxResult{Refusal: &why, Challenges: chs, RetryAfter: retryAfter}, nil
 }
