@@ -259,9 +259,28 @@ func (s *Service) Fax(ctx context.Context, r FaxRequest) (*FaxResult, error) {
 // row (with challenges re-issued when they expired), another body a 409,
 // a new id a quote and fresh challenges.
 func (s *Service) machineRequest(ctx context.Context, r FaxRequest, secret []byte) (*Request, error) {
+	// A request without a credential is nearly always a request_id's first
+	// one, so it is recorded without reading the row first (issue 32). What
+	// it answers stays what reading first answers: when it cannot be
+	// recorded, for whatever reason, the row is read, and a row that is
+	// there is answered as before (409 for another body, its challenges or
+	// stored 200 for this one) ahead of the error that stopped the
+	// recording; only with no row is that error the answer, as it was.
+	var freshErr error
+	if r.Credential == nil && r.Unreadable == nil {
+		req, err := s.newMachineRequest(ctx, r, secret)
+		if err == nil {
+			return req, nil
+		}
+		if !errors.Is(err, core.ErrExists) {
+			freshErr = err
+		}
+	}
 	for range 3 {
 		req, err := s.d.Store.GetMachineRequest(ctx, r.RequestID)
 		switch {
+		case errors.Is(err, core.ErrNoRows) && freshErr != nil:
+			return nil, freshErr
 		case errors.Is(err, core.ErrNoRows):
 			req, err = s.newMachineRequest(ctx, r, secret)
 			if errors.Is(err, core.ErrExists) {
