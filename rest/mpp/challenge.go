@@ -60,7 +60,7 @@ func (c *Challenge) OpaqueB64() (string, error) {
 	if c.Opaque == nil {
 		return "", nil
 	}
-	canon, err := jcs.Marshal(c.Opaque)
+	canon, err := jcs.MarshalStrings(c.Opaque)
 	if err != nil {
 		return "", invalidChallenge("opaque", err)
 	}
