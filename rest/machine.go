@@ -446,6 +446,11 @@ func writeMachineResult(w http.ResponseWriter, r *http.Request, res *machine.Fax
 		chs := orderChallenges(res.Challenges, r.Header.Values(mpp.AcceptHeader))
 		values := make([]string, len(chs))
 		for i, c := range chs {
+			if v, ok := res.Rendered[c.ID]; ok {
+				// Rendered by mpp.Binder as core bound it.
+				values[i] = v
+				continue
+			}
 			wc := mpp.FromMachine(c)
 			v, err := wc.Header()
 			if err != nil {

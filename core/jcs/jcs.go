@@ -13,6 +13,7 @@ import (
 	"math"
 	"slices"
 	"strconv"
+	"strings"
 	"unicode/utf16"
 	"unicode/utf8"
 )
@@ -24,6 +25,37 @@ func Marshal(v any) ([]byte, error) {
 		return nil, fmt.Errorf("jcs: encode: %w", err)
 	}
 	return Canonicalize(raw)
+}
+
+// MarshalStrings is Marshal of an object of strings, written directly
+// instead of through encoding/json and back: an MPP challenge's opaque is
+// one, put in canonical form for each challenge a 402 offers (issue 32).
+// The bytes are Marshal's; a string that is not valid UTF-8, which
+// encoding/json replaces, goes through Marshal.
+func MarshalStrings(m map[string]string) ([]byte, error) {
+	if m == nil {
+		return []byte("null"), nil
+	}
+	keys := make([]string, 0, len(m))
+	for k, v := range m {
+		if !utf8.ValidString(k) || !utf8.ValidString(v) {
+			return Marshal(m)
+		}
+		keys = append(keys, k)
+	}
+	slices.SortFunc(keys, compareUTF16)
+	var b bytes.Buffer
+	b.WriteByte('{')
+	for i, k := range keys {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		writeString(&b, k)
+		b.WriteByte(':')
+		writeString(&b, m[k])
+	}
+	b.WriteByte('}')
+	return b.Bytes(), nil
 }
 
 // Canonicalize returns the canonical form of one JSON text. Invalid JSON,
@@ -154,6 +186,23 @@ func writeString(b *bytes.Buffer, s string) {
 // differs from Go's byte order only between supplementary-plane characters
 // and U+E000..U+FFFF.
 func compareUTF16(a, b string) int {
+	// UTF-8's byte order is code point order, which is UTF-16's for
+	// strings with nothing from U+E000 up (no byte 0xEE or above): most
+	// keys, compared without converting them.
+	if belowE000(a) && belowE000(b) {
+		return strings.Compare(a, b)
+	}
 	ua, ub := utf16.Encode([]rune(a)), utf16.Encode([]rune(b))
 	return slices.Compare(ua, ub)
+}
+
+// belowE000 reports whether s, valid UTF-8, has no code point from U+E000
+// up: no byte 0xEE or above, which only their encodings start with.
+func belowE000(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] >= 0xee {
+			return false
+		}
+	}
+	return true
 }

@@ -212,6 +212,11 @@ type FaxResult struct {
 	Receipt    *Receipt
 	Refusal    *Refusal
 	Challenges []Challenge
+	// Rendered maps the id of a challenge the Binder rendered as it issued
+	// it for this answer (Binder.Issue) to that rendering, so that a 402
+	// encodes each challenge it offers once; a challenge read back from the
+	// store is not in it, and the adapter renders it itself.
+	Rendered map[string]string
 	// RetryAfter, in seconds, when the payer should retry the same
 	// credential (a transfer not mined yet).
 	RetryAfter int

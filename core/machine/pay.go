@@ -259,9 +259,28 @@ func (s *Service) Fax(ctx context.Context, r FaxRequest) (*FaxResult, error) {
 // row (with challenges re-issued when they expired), another body a 409,
 // a new id a quote and fresh challenges.
 func (s *Service) machineRequest(ctx context.Context, r FaxRequest, secret []byte) (*Request, error) {
+	// A request without a credential is nearly always a request_id's first
+	// one, so it is recorded without reading the row first (issue 32). What
+	// it answers stays what reading first answers: when it cannot be
+	// recorded, for whatever reason, the row is read, and a row that is
+	// there is answered as before (409 for another body, its challenges or
+	// stored 200 for this one) ahead of the error that stopped the
+	// recording; only with no row is that error the answer, as it was.
+	var freshErr error
+	if r.Credential == nil && r.Unreadable == nil {
+		req, err := s.newMachineRequest(ctx, r, secret)
+		if err == nil {
+			return req, nil
+		}
+		if !errors.Is(err, core.ErrExists) {
+			freshErr = err
+		}
+	}
 	for range 3 {
 		req, err := s.d.Store.GetMachineRequest(ctx, r.RequestID)
 		switch {
+		case errors.Is(err, core.ErrNoRows) && freshErr != nil:
+			return nil, freshErr
 		case errors.Is(err, core.ErrNoRows):
 			req, err = s.newMachineRequest(ctx, r, secret)
 			if errors.Is(err, core.ErrExists) {
@@ -366,6 +385,7 @@ func (s *Service) issueChallenges(req *Request, secret []byte) ([]Challenge, err
 		opaque["generation"] = strconv.Itoa(req.Generation)
 	}
 	var out []Challenge
+	rendered := map[string]string{}
 	for _, m := range s.machineOffers() {
 		units, _ := m.amount(req.PriceMicros)
 		request := map[string]any{
@@ -386,8 +406,12 @@ func (s *Service) issueChallenges(req *Request, secret []byte) ([]Challenge, err
 			Realm: realm, Method: m.Method.Name(), Intent: m.intent(), Request: raw, Expires: expires,
 			Digest: req.BodyDigest, Opaque: opaque,
 		}
-		if c.ID, err = s.d.Binder.Bind(secret, c); err != nil {
+		var wire string
+		if c.ID, wire, err = s.d.Binder.Issue(secret, c); err != nil {
 			return nil, fmt.Errorf("bind %s challenge: %w", m.Method.Name(), err)
+		}
+		if wire != "" {
+			rendered[c.ID] = wire
 		}
 		out = append(out, c)
 	}
@@ -395,7 +419,7 @@ func (s *Service) issueChallenges(req *Request, secret []byte) ([]Challenge, err
 	if err != nil {
 		return nil, fmt.Errorf("encode challenges: %w", err)
 	}
-	req.Challenges, req.ChallengesExpireAt = raw, expires
+	req.Challenges, req.ChallengesExpireAt, req.issued, req.rendered = raw, expires, out, rendered
 	return out, nil
 }
 
@@ -471,12 +495,15 @@ func (s *Service) machineRealm() string {
 // challengeResult refuses with why and req's challenges, every one on
 // offer in the server's order.
 func (s *Service) challengeResult(ctx context.Context, req *Request, why Refusal, retryAfter int) (*FaxResult, error) {
+	if why.Kind == 0 {
+		why.Kind = MalformedCredential
+	}
+	if req.issued != nil {
+		return &FaxResult{Refusal: &why, Challenges: req.issued, Rendered: req.rendered, RetryAfter: retryAfter}, nil
+	}
 	chs, err := s.offered(ctx, req)
 	if err != nil {
 		return nil, err
-	}
-	if why.Kind == 0 {
-		why.Kind = MalformedCredential
 	}
 	return &FaxResult{Refusal: &why, Challenges: chs, RetryAfter: retryAfter}, nil
 }

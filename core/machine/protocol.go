@@ -53,6 +53,10 @@ func (c Challenge) Expired(now time.Time) bool {
 // comparing.
 type Binder interface {
 	Bind(secret []byte, c Challenge) (id string, err error)
+	// Issue binds c as Bind does and also renders it as the adapter sends
+	// it (FaxResult.Rendered), from the encoding it bound; rendered is ""
+	// when the adapter could not send it, which its answer then reports.
+	Issue(secret []byte, c Challenge) (id, rendered string, err error)
 }
 
 // Credential is a payer's Payment credential as the adapter read it: the

@@ -55,6 +55,13 @@ type Request struct {
 	Receipt   string    `db:"receipt"`
 	CreatedAt time.Time `db:"created_at"`
 	UpdatedAt time.Time `db:"updated_at"`
+	// issued are the challenges this process just issued for the request
+	// (issueChallenges), the ones Challenges encodes, and rendered their
+	// wire forms by id (FaxResult.Rendered): the answer offers them as they
+	// are instead of decoding what was just encoded and rendering it
+	// again. nil for a row read from the store.
+	issued   []Challenge       `db:"-"`
+	rendered map[string]string `db:"-"`
 }
 
 // ClaimState is where a claimed challenge stands.

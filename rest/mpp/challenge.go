@@ -60,7 +60,7 @@ func (c *Challenge) OpaqueB64() (string, error) {
 	if c.Opaque == nil {
 		return "", nil
 	}
-	canon, err := jcs.Marshal(c.Opaque)
+	canon, err := jcs.MarshalStrings(c.Opaque)
 	if err != nil {
 		return "", invalidChallenge("opaque", err)
 	}
@@ -139,19 +139,25 @@ func (c *Challenge) bindingID(secret []byte, request, opaque string) string {
 // secret, which makes the server stateless about what it offered: a
 // credential echoing the challenge proves the offer by re-binding.
 func (c *Challenge) Bind(secret []byte) error {
+	_, _, err := c.bind(secret)
+	return err
+}
+
+// bind is Bind, returning the encoded slots it bound so that a caller
+// rendering the challenge next (Binder.Issue) does not encode them again.
+func (c *Challenge) bind(secret []byte) (request, opaque string, err error) {
 	if len(secret) == 0 {
-		return errors.New("mpp: bind: empty secret")
+		return "", "", errors.New("mpp: bind: empty secret")
 	}
 	c.ID = ""
 	if err := c.validateFields(); err != nil {
-		return err
+		return "", "", err
 	}
-	req, opaque, err := c.encodedSlots()
-	if err != nil {
-		return err
+	if request, opaque, err = c.encodedSlots(); err != nil {
+		return "", "", err
 	}
-	c.ID = c.bindingID(secret, req, opaque)
-	return nil
+	c.ID = c.bindingID(secret, request, opaque)
+	return request, opaque, nil
 }
 
 // Verify reports whether ID is the binding of the other fields under
@@ -182,6 +188,12 @@ func (c *Challenge) Header() (string, error) {
 	if err != nil {
 		return "", err
 	}
+	return c.render(req, opaque)
+}
+
+// render writes the header value of a challenge whose fields are valid,
+// from its encoded request and opaque slots.
+func (c *Challenge) render(req, opaque string) (string, error) {
 	var b strings.Builder
 	b.WriteString(Scheme)
 	b.WriteByte(' ')

@@ -7,7 +7,7 @@
 // It is only the format, on the adapter's side: core/machine works on typed
 // values (machine.Challenge, machine.Credential, machine.Receipt) and this
 // package renders and reads them (machine.go), and computes challenge ids
-// for core (Binder, machine.Binder). It stores nothing (single use of a
+// for core, rendering a challenge as it binds it (Binder, machine.Binder). It stores nothing (single use of a
 // challenge, request ids and charges are core's job), settles nothing (the
 // stripe and tempo methods are core/payments' PaymentMethod
 // implementations), decides no refusal (rest maps core's refusal kinds to

@@ -57,3 +57,21 @@ func (Binder) Bind(secret []byte, c machine.Challenge) (string, error) {
 	}
 	return w.ID, nil
 }
+
+// Issue binds c as Bind does and renders it from the same encoding, so a
+// challenge offered in a 402 has its request and opaque put in JCS form
+// once, not once to bind it and again to render it (issue 32). The header
+// is what Header renders for c with its id; it is "" when Header would fail
+// (a challenge over MaxChallengeBytes), so that the answer renders it and
+// fails as it did before.
+func (Binder) Issue(secret []byte, c machine.Challenge) (id, header string, err error) {
+	w := FromMachine(c)
+	req, opaque, err := w.bind(secret)
+	if err != nil {
+		return "", "", err
+	}
+	if header, err = w.render(req, opaque); err != nil {
+		header = ""
+	}
+	return w.ID, header, nil
+}
