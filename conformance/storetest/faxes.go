@@ -134,13 +134,7 @@ func testFaxWithDocument(t *testing.T, s services.Store) {
 		{"with settings", func() { must(t, s.PutFaxSettings(ctx, o.ID, mine, at(4))) }, mine},
 	} {
 		tc.setup()
-		for _, q := range []struct {
-			name string
-			run  func(func(services.Tx) error) error
-		}{
-			{"", func(fn func(services.Tx) error) error { return fn(s) }},
-			{" in a transaction", func(fn func(services.Tx) error) error { return inTx(ctx, s, fn) }},
-		} {
+		for _, q := range outsideAndInTx(ctx, s) {
 			must(t, q.run(func(tx services.Tx) error {
 				gotFax, gotDoc, gotSettings, err := tx.FaxWithDocument(ctx, fax.ID)
 				must(t, err)
@@ -257,13 +251,7 @@ func testAttempts(t *testing.T, s services.Store) {
 	// outside a transaction and in one.
 	withLatest := func(what string, want *faxes.Attempt) {
 		t.Helper()
-		for _, q := range []struct {
-			name string
-			run  func(func(services.Tx) error) error
-		}{
-			{"", func(fn func(services.Tx) error) error { return fn(s) }},
-			{" in a transaction", func(fn func(services.Tx) error) error { return inTx(ctx, s, fn) }},
-		} {
+		for _, q := range outsideAndInTx(ctx, s) {
 			must(t, q.run(func(tx services.Tx) error {
 				got, a, err := tx.FaxWithLatestAttempt(ctx, fax.ID)
 				must(t, err)

@@ -331,3 +331,19 @@ func testInTxConcurrent(t *testing.T, s services.Store) {
 func inTx(ctx context.Context, s services.Store, fn func(tx services.Tx) error) error {
 	return s.InTx(ctx, func(tx core.Tx) error { return fn(tx.(services.Tx)) })
 }
+
+// readWay runs a read on the store itself or inside a transaction; name is
+// "" or " in a transaction", to append to a check's description.
+type readWay struct {
+	name string
+	run  func(func(services.Tx) error) error
+}
+
+// outsideAndInTx are the two ways a read is checked: outside a transaction
+// (SQLite's read pool) and in one (its writer).
+func outsideAndInTx(ctx context.Context, s services.Store) []readWay {
+	return []readWay{
+		{"", func(fn func(services.Tx) error) error { return fn(s) }},
+		{" in a transaction", func(fn func(services.Tx) error) error { return inTx(ctx, s, fn) }},
+	}
+}

@@ -130,23 +130,28 @@ func TestOpenSQLite(t *testing.T) {
 	}
 }
 
-// TestSQLiteWritersQueue checks that concurrent transactions, each reading
-// then writing, wait for the single writer instead of failing with
-// SQLITE_BUSY, and that they really are serialized (no lost update).
+// openMigratedSQLite opens a migrated SQLite store in a file of the test's
+// own, closed at cleanup.
+func openMigratedSQLite(t *testing.T) *DB {
+	t.Helper()
+	db, err := Open(t.Context(), filepath.Join(t.TempDir(), "faxhub.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	if err := db.Migrate(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	return db
+}
+
 // TestSQLiteRowReadContext checks that a read of one row on SQLite's read
 // pool, which does not carry its context's cancellation into the driver
 // (rowCtx), still fails at once when its context has already ended, and
 // answers as before when it has not.
 func TestSQLiteRowReadContext(t *testing.T) {
 	ctx := context.Background()
-	db, err := Open(ctx, filepath.Join(t.TempDir(), "faxhub.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	if err := db.Migrate(ctx); err != nil {
-		t.Fatal(err)
-	}
+	db := openMigratedSQLite(t)
 	if _, err := db.GetOwner(ctx, "own_missing"); !errors.Is(err, core.ErrNoRows) {
 		t.Errorf("GetOwner of a missing owner: %v; want ErrNoRows", err)
 	}
@@ -160,16 +165,12 @@ func TestSQLiteRowReadContext(t *testing.T) {
 	}
 }
 
+// TestSQLiteWritersQueue checks that concurrent transactions, each reading
+// then writing, wait for the single writer instead of failing with
+// SQLITE_BUSY, and that they really are serialized (no lost update).
 func TestSQLiteWritersQueue(t *testing.T) {
 	ctx := context.Background()
-	db, err := Open(ctx, filepath.Join(t.TempDir(), "faxhub.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	if err := db.Migrate(ctx); err != nil {
-		t.Fatal(err)
-	}
+	db := openMigratedSQLite(t)
 	const n = 50
 	var wg sync.WaitGroup
 	errs := make(chan error, n)
