@@ -255,15 +255,7 @@ func (x q) settleHoldPG(ctx context.Context, faxID string, kind credits.LedgerKi
 	e.OwnerID, e.Mode, e.AmountMicros, e.FaxID, e.HoldID = row.OwnerID, row.Mode, -row.Amount*back, row.FaxID, &row.HoldID
 	switch {
 	case row.Inserted == 0:
-		var n int
-		if err := x.get(ctx, x.reader(), &n, "SELECT count(*) FROM ledger_entries WHERE hold_id = ? AND kind IN (?, ?)",
-			row.HoldID, credits.LedgerCapture, credits.LedgerRelease); err != nil {
-			return nil, err
-		}
-		if n > 0 {
-			return nil, fmt.Errorf("hold %s is already settled: %w", row.HoldID, core.ErrConflict)
-		}
-		return nil, core.ErrExists
+		return nil, x.whySettleRefused(ctx, row.HoldID)
 	case row.Updated != 1:
 		if _, err := x.exec(ctx, "DELETE FROM ledger_entries WHERE id = ?", e.ID); err != nil {
 			return nil, fmt.Errorf("no balance row for the account of hold %s, and taking back its %s: %w", row.HoldID, kind, err)
@@ -271,6 +263,21 @@ func (x q) settleHoldPG(ctx context.Context, faxID string, kind credits.LedgerKi
 		return nil, fmt.Errorf("no balance row for the account of hold %s", row.HoldID)
 	}
 	return e, nil
+}
+
+// whySettleRefused explains a settlement of hold whose entry was not
+// inserted: ErrConflict if the hold is settled already, else ErrExists
+// (the entry's id was taken).
+func (x q) whySettleRefused(ctx context.Context, holdID string) error {
+	var n int
+	if err := x.get(ctx, x.reader(), &n, "SELECT count(*) FROM ledger_entries WHERE hold_id = ? AND kind IN (?, ?)",
+		holdID, credits.LedgerCapture, credits.LedgerRelease); err != nil {
+		return err
+	}
+	if n > 0 {
+		return fmt.Errorf("hold %s is already settled: %w", holdID, core.ErrConflict)
+	}
+	return core.ErrExists
 }
 
 // settle appends e, the capture or release of hold, and moves the amount out
@@ -300,15 +307,7 @@ func (x q) settle(ctx context.Context, hold, e *credits.LedgerEntry) error {
 		if !errors.Is(err, core.ErrExists) {
 			return err
 		}
-		var n int
-		if err := x.get(ctx, x.reader(), &n, "SELECT count(*) FROM ledger_entries WHERE hold_id = ? AND kind IN (?, ?)",
-			hold.ID, credits.LedgerCapture, credits.LedgerRelease); err != nil {
-			return err
-		}
-		if n > 0 {
-			return fmt.Errorf("hold %s is already settled: %w", hold.ID, core.ErrConflict)
-		}
-		return err
+		return x.whySettleRefused(ctx, hold.ID)
 	}
 	n, err := x.exec(ctx, `UPDATE credit_balances SET held_micros = held_micros - ?, available_micros = available_micros + ?
 		WHERE owner_id = ? AND mode = ?`, amount, back, hold.OwnerID, hold.Mode)
