@@ -56,10 +56,6 @@ const pgQueueConns = 4
 // write lock (a CLI next to the server) before failing with SQLITE_BUSY.
 const sqliteBusyTimeout = "10000"
 
-// sqliteMmapBytes is how much of a SQLite database file its connections
-// read through a memory map instead of read calls (PRAGMA mmap_size).
-const sqliteMmapBytes = 256 << 20
-
 // DB is a services.Store (the kernel's core.Store and every feature's queries).
 //
 // On SQLite it holds two pools: a writer with a single connection, through
@@ -260,9 +256,6 @@ func sqliteDSN(dsn string, readOnly bool) (string, error) {
 		v.Set("_query_only", "1")
 	} else if !inMemory(dsn) {
 		v.Set("_journal_mode", "WAL")
-	}
-	if !inMemory(dsn) {
-		v.Add("_pragma", fmt.Sprintf("mmap_size(%d)", sqliteMmapBytes))
 	}
 	if !readOnly {
 		// Savepoints (every transaction of a group commit has one) journal
