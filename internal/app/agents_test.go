@@ -86,7 +86,7 @@ func TestAgentRegistrationTwoReplicas(t *testing.T) {
 // outside it is refused with insufficient_scope.
 func TestAgentTokenAtMCP(t *testing.T) {
 	a, err := app.Open(t.Context(), app.Options{
-		BaseURL: "http://faxhub.test", DataDir: t.TempDir(), MCPOAuth: true, SimTimeScale: 0, InsertOnly: true,
+		BaseURL: "http://faxhub.test", DataDir: testenv.MigratedDataDir(t), MCPOAuth: true, SimTimeScale: 0, InsertOnly: true,
 		Logger: slog.New(slog.NewTextHandler(testLog{t}, &slog.HandlerOptions{Level: slog.LevelWarn})),
 	})
 	if err != nil {

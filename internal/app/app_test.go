@@ -52,7 +52,7 @@ func newE2E(t *testing.T, opts ...func(*app.Options)) *e2e {
 	}
 	log := slog.New(slog.NewTextHandler(testLog{t}, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	o := app.Options{
-		BaseURL: base, DataDir: t.TempDir(), Database: dsn,
+		BaseURL: base, DataDir: testenv.DataDirFor(t, dsn), Database: dsn,
 		Dev: true, MCPOAuth: true, SimTimeScale: 0, InsertOnly: true, Logger: log,
 	}
 	for _, f := range opts {

@@ -69,7 +69,7 @@ func newMachine(t *testing.T, opts ...func(*app.Options)) *machine {
 	t.Cleanup(rpc.Close)
 	logs := &lockedBuffer{}
 	o := app.Options{
-		BaseURL: base, DataDir: t.TempDir(), Database: dsn, SimTimeScale: 0, PollInterval: 20 * time.Millisecond,
+		BaseURL: base, DataDir: testenv.DataDirFor(t, dsn), Database: dsn, SimTimeScale: 0, PollInterval: 20 * time.Millisecond,
 		MachinePayments: true,
 		Machine:         app.MachineOptions{TempoRPCURL: rpc.URL, TempoRecipient: tempoRecipient, TempoToken: tempoToken},
 		Core:            func(c *services.Config) { c.Faxes.NoRetryDelay = true; c.Machine.MaxPDFBytes = 64 << 10 },

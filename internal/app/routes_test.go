@@ -14,6 +14,7 @@ import (
 	"github.com/faxhub/faxhub/core"
 	"github.com/faxhub/faxhub/core/web"
 	"github.com/faxhub/faxhub/internal/app"
+	"github.com/faxhub/faxhub/internal/testenv"
 )
 
 // Reasons a route is on neither /openapi.json nor a discovery document.
@@ -149,7 +150,7 @@ var methods = []string{"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS
 func TestEveryRouteIsDocumented(t *testing.T) {
 	const base, api = "http://faxhub.test", "https://api.faxhub.test"
 	a, err := app.Open(t.Context(), app.Options{
-		BaseURL: base, APIURL: api, DataDir: t.TempDir(), Dev: true, MCPOAuth: true, MachinePayments: true,
+		BaseURL: base, APIURL: api, DataDir: testenv.MigratedDataDir(t), Dev: true, MCPOAuth: true, MachinePayments: true,
 		MetricsAddr: "127.0.0.1:0", InsertOnly: true, Logger: slog.New(slog.DiscardHandler),
 	})
 	if err != nil {
@@ -274,7 +275,7 @@ func TestEveryRouteIsDocumented(t *testing.T) {
 func TestCoreLinksAreRoutes(t *testing.T) {
 	const base, api = "http://faxhub.test", "https://api.faxhub.test"
 	a, err := app.Open(t.Context(), app.Options{
-		BaseURL: base, APIURL: api, DataDir: t.TempDir(), Dev: true, MCPOAuth: true, MachinePayments: true,
+		BaseURL: base, APIURL: api, DataDir: testenv.MigratedDataDir(t), Dev: true, MCPOAuth: true, MachinePayments: true,
 		InsertOnly: true, Logger: slog.New(slog.DiscardHandler),
 	})
 	if err != nil {

@@ -34,7 +34,7 @@ func webhookSite(t *testing.T) *consoletest.Site {
 	}
 	site := consoletest.Start(t, func(base, _ string) app.Options {
 		return app.Options{
-			BaseURL: base, DataDir: t.TempDir(), Database: dsn, Dev: true, SimTimeScale: 0, PollInterval: 20 * time.Millisecond,
+			BaseURL: base, DataDir: testenv.DataDirFor(t, dsn), Database: dsn, Dev: true, SimTimeScale: 0, PollInterval: 20 * time.Millisecond,
 			Webhooks: app.WebhookOptions{AllowPrivate: true, PollInterval: 20 * time.Millisecond},
 			Logger:   slog.New(slog.NewTextHandler(testLog{t}, &slog.HandlerOptions{Level: slog.LevelWarn})),
 		}

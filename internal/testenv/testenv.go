@@ -14,6 +14,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -112,6 +113,38 @@ func WithMachinePayments() Option { return func(o *options) { o.machine = true }
 // serves them.
 func WithMetrics() Option { return func(o *options) { o.metrics = true } }
 
+// migrated is the SQLite database every env on SQLite starts from: faxhub's
+// and River's migrations applied once per test binary (app.OpenDB), then
+// copied. It is the one package-level variable here, because tests that
+// never meet share it; see storetest.SQLiteTemplate for why it exists.
+var migrated = storetest.SQLiteTemplate{Make: func(ctx context.Context, path string) error {
+	db, err := app.OpenDB(ctx, filepath.Dir(path), path)
+	if err != nil {
+		return err
+	}
+	return db.Close()
+}}
+
+// MigratedDataDir returns a new data dir (removed when t ends) holding a
+// migrated SQLite database where app.Open looks for it when
+// Options.Database is empty.
+func MigratedDataDir(t testing.TB) string {
+	t.Helper()
+	dir := t.TempDir()
+	migrated.CopyTo(t, filepath.Join(dir, "faxhub.db"))
+	return dir
+}
+
+// DataDirFor is the data dir of an app.Options whose Database is dsn: a
+// MigratedDataDir on SQLite (dsn empty), else an empty new one.
+func DataDirFor(t testing.TB, dsn string) string {
+	t.Helper()
+	if dsn == "" {
+		return MigratedDataDir(t)
+	}
+	return t.TempDir()
+}
+
 // New builds and starts the environment; everything stops at test cleanup.
 func New(t testing.TB, opts ...Option) *Env {
 	// FAXHUB_TESTENV_POSTGRES runs every testenv-based suite on PostgreSQL;
@@ -121,10 +154,11 @@ func New(t testing.TB, opts ...Option) *Env {
 		f(&o)
 	}
 	ctx := context.Background()
-	dir := t.TempDir()
-	dsn := ""
+	var dir, dsn string
 	if o.postgres != "" {
-		dsn = storetest.OpenPostgresSchema(t, o.postgres)
+		dir, dsn = t.TempDir(), storetest.OpenPostgresSchema(t, o.postgres)
+	} else {
+		dir = MigratedDataDir(t)
 	}
 	log := slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	a, err := app.Open(ctx, app.Options{

@@ -28,7 +28,7 @@ func FuzzMCPRequest(f *testing.F) {
 		dsn = storetest.OpenPostgresSchema(f, pg)
 	}
 	a, err := app.Open(f.Context(), app.Options{
-		BaseURL: "http://faxhub.test", DataDir: f.TempDir(), Database: dsn, MCPOAuth: true, SimTimeScale: 0, InsertOnly: true,
+		BaseURL: "http://faxhub.test", DataDir: testenv.DataDirFor(f, dsn), Database: dsn, MCPOAuth: true, SimTimeScale: 0, InsertOnly: true,
 		Logger: slog.New(slog.DiscardHandler),
 	})
 	if err != nil {
