@@ -14,6 +14,7 @@ import (
 	"github.com/faxhub/faxhub/core/store"
 	"github.com/faxhub/faxhub/internal/require"
 	"github.com/faxhub/faxhub/internal/stripetest"
+	"github.com/faxhub/faxhub/internal/testenv"
 )
 
 // opener makes a stand-in on a fresh state of the backend under test.
@@ -36,11 +37,12 @@ func eachBackend(t *testing.T, test func(*testing.T, opener)) {
 	}
 }
 
-// freshDSN is an empty database of dialect.
+// freshDSN is a new database of dialect: on SQLite a copy of one already
+// migrated (testenv.MigratedDataDir), whose Migrate then finds nothing to do.
 func freshDSN(t *testing.T, dialect string) string {
 	t.Helper()
 	if dialect == store.DialectSQLite {
-		return filepath.Join(t.TempDir(), "faxhub.db")
+		return filepath.Join(testenv.MigratedDataDir(t), "faxhub.db")
 	}
 	pg := os.Getenv(storetest.EnvPostgresURL)
 	if pg == "" {
