@@ -57,7 +57,8 @@ deps:
 # suite on PostgreSQL, the service and REST suites a second time on
 # PostgreSQL, the memory and throughput measurements without the race
 # detector (it distorts both), the crash test (kill -9 of a real `faxhub
-# serve` mid-burst, on SQLite and on PostgreSQL), then the third-party-client and browser
+# serve` mid-burst, on SQLite and on PostgreSQL at the same time: each
+# mostly waits for its recovery deadlines), then the third-party-client and browser
 # suites against a real `faxhub serve` (conformance/run-suites.sh; known
 # failures in conformance/baseline.yml), on SQLite, on PostgreSQL and across
 # three replicas; then the container image and the compose stack with podman
@@ -90,8 +91,9 @@ check: deps tidy-check vet lint fmt-check
 	$(CHECK_ENV) $(GO) test -race -count=1 -timeout 20m -json ./... > $(OUT)/test-sqlite.json || status=1; \
 	$(CHECK_ENV) FAXHUB_TESTENV_POSTGRES='$(PG_URL)' $(GO) test -race -count=1 -timeout 20m -json $(CORE_PG_PACKAGES) ./rest/ ./cmd/... ./oauth/ ./passkeys/ ./internal/app/ ./protocols/... > $(OUT)/test-postgres.json || status=1; \
 	$(CHECK_ENV) $(GO) test -count=1 -timeout 10m -json -run 'Memory|Throughput$$' ./core/convert/ ./core/queue/ ./internal/app/ > $(OUT)/test-memory.json || status=1; \
-	$(CHECK_ENV) FAXHUB_CRASH_TEST=1 $(GO) test -count=1 -timeout 15m -json -run 'CrashRecovery' ./cmd/faxhub/ > $(OUT)/test-crash-sqlite.json || status=1; \
+	$(CHECK_ENV) FAXHUB_CRASH_TEST=1 $(GO) test -count=1 -timeout 15m -json -run 'CrashRecovery' ./cmd/faxhub/ > $(OUT)/test-crash-sqlite.json & crash=$$!; \
 	$(CHECK_ENV) FAXHUB_CRASH_TEST=1 FAXHUB_TESTENV_POSTGRES='$(PG_URL)' $(GO) test -count=1 -timeout 15m -json -run 'CrashRecovery' ./cmd/faxhub/ > $(OUT)/test-crash-postgres.json || status=1; \
+	wait $$crash || status=1; \
 	$(CHECK_ENV) GO='$(GO)' FUZZTIME=$(FUZZTIME) ./conformance/fuzz.sh $(OUT)/fuzz.tap || status=1; \
 	$(CHECK_ENV) GO='$(GO)' FUZZTIME=$(FUZZTIME) FAXHUB_TESTENV_POSTGRES='$(PG_URL)' ./conformance/fuzz.sh $(OUT)/fuzz-postgres.tap '$(FUZZ_HANDLERS)' || status=1; \
 	GO='$(GO)' ./conformance/run-suites.sh $(SUITES) || status=1; \
