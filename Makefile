@@ -61,10 +61,13 @@ deps:
 # mostly waits for its recovery deadlines), then the third-party-client and browser
 # suites against a real `faxhub serve` (conformance/run-suites.sh; known
 # failures in conformance/baseline.yml), on SQLite, on PostgreSQL and across
-# three replicas; then the container image and the compose stack with podman
+# three replicas. The container image and the compose stack with podman
 # (conformance/container.sh: a fax through the image on SQLite, and one
-# through nginx to each of three replicas on PostgreSQL). Ends with a table
-# and "N passed, N failed".
+# through nginx to each of three replicas on PostgreSQL) are built and
+# checked while the fuzzers run: a fuzz target runs for FUZZTIME whatever
+# else the machine does, and the container checks wait with deadlines of
+# minutes (its output is printed when both are done). Ends with a table and
+# "N passed, N failed".
 SUITES := oauth browser mcp-app mcp mcp-inspector mcp-conformance agents a2a a2a-cli hostagent mpp webhooks
 # The protocol suites run a second time against a serve on PostgreSQL
 # (results named <suite>-postgres).
@@ -77,7 +80,7 @@ PG_SUITES := oauth mcp-app mcp agents a2a a2a-cli hostagent mpp webhooks
 REPLICA_SUITES := oauth browser mcp agents a2a hostagent mpp webhooks
 # Every Go fuzz target runs FUZZTIME in make check (conformance/fuzz.sh);
 # those that drive HTTP handlers on a database run again on PostgreSQL.
-FUZZTIME ?= 15s
+FUZZTIME ?= 10s
 FUZZ_HANDLERS := rest|oauth|protocols|internal/app|passkeys
 # FAXHUB_STRIPE_MOCK=1: the Stripe Checkout tests start stripe-mock (a go.mod
 # tool) and fail, never skip, when it cannot run.
@@ -94,12 +97,13 @@ check: deps tidy-check vet lint fmt-check
 	$(CHECK_ENV) FAXHUB_CRASH_TEST=1 $(GO) test -count=1 -timeout 15m -json -run 'CrashRecovery' ./cmd/faxhub/ > $(OUT)/test-crash-sqlite.json & crash=$$!; \
 	$(CHECK_ENV) FAXHUB_CRASH_TEST=1 FAXHUB_TESTENV_POSTGRES='$(PG_URL)' $(GO) test -count=1 -timeout 15m -json -run 'CrashRecovery' ./cmd/faxhub/ > $(OUT)/test-crash-postgres.json || status=1; \
 	wait $$crash || status=1; \
+	GO='$(GO)' ./conformance/container.sh > $(OUT)/container.out 2>&1 & container=$$!; \
 	$(CHECK_ENV) GO='$(GO)' FUZZTIME=$(FUZZTIME) ./conformance/fuzz.sh $(OUT)/fuzz.tap || status=1; \
 	$(CHECK_ENV) GO='$(GO)' FUZZTIME=$(FUZZTIME) FAXHUB_TESTENV_POSTGRES='$(PG_URL)' ./conformance/fuzz.sh $(OUT)/fuzz-postgres.tap '$(FUZZ_HANDLERS)' || status=1; \
+	wait $$container || status=1; cat $(OUT)/container.out; \
 	GO='$(GO)' ./conformance/run-suites.sh $(SUITES) || status=1; \
 	FAXHUB_SUITES_POSTGRES='$(PG_URL)' GO='$(GO)' ./conformance/run-suites.sh $(PG_SUITES) || status=1; \
 	FAXHUB_SUITES_POSTGRES='$(PG_URL)' FAXHUB_SUITES_REPLICAS=3 GO='$(GO)' ./conformance/run-suites.sh $(REPLICA_SUITES) || status=1; \
-	GO='$(GO)' ./conformance/container.sh || status=1; \
 	$(GO) run ./conformance/summarize -baseline conformance/baseline.yml all=$(OUT)/test-sqlite.json postgres=$(OUT)/test-postgres.json no-race=$(OUT)/test-memory.json crash-sqlite=$(OUT)/test-crash-sqlite.json crash-postgres=$(OUT)/test-crash-postgres.json fuzz=$(OUT)/fuzz.tap fuzz-postgres=$(OUT)/fuzz-postgres.tap $(foreach s,$(SUITES),$(s)=$(OUT)/$(s).tap) $(foreach s,$(PG_SUITES),$(s)-postgres=$(OUT)/$(s)-postgres.tap) $(foreach s,$(REPLICA_SUITES),$(s)-replicas=$(OUT)/$(s)-replicas.tap) container=$(OUT)/container.tap || status=1; \
 	exit $$status
 
