@@ -43,16 +43,16 @@ func (tp *SQLiteTemplate) CopyTo(t testing.TB, path string) {
 	}
 }
 
-// makeTemplate runs make in a temporary directory and keeps the database
+// makeTemplate runs build in a temporary directory and keeps the database
 // file's bytes; nothing is left on disk.
-func makeTemplate(make func(ctx context.Context, path string) error) ([]byte, error) {
+func makeTemplate(build func(ctx context.Context, path string) error) ([]byte, error) {
 	dir, err := os.MkdirTemp("", "faxhub-sqlite-template-")
 	if err != nil {
 		return nil, err
 	}
 	defer os.RemoveAll(dir)
 	path := filepath.Join(dir, "faxhub.db")
-	if err := make(context.Background(), path); err != nil {
+	if err := build(context.Background(), path); err != nil {
 		return nil, err
 	}
 	// Closing the last connection checkpoints the WAL into the file and
