@@ -27,8 +27,10 @@ fuzz_one() { # dir name log
 # Go 1.26's fuzzing coordinator can fail a target with a bare "context
 # deadline exceeded" as -fuzztime ends, having found nothing and written no
 # failing input (go.dev/issue/75804, fixed in Go 1.27). Such a run is tried
-# once more; a written failing input, a 5xx or any other failure is never
-# retried.
+# up to twice more (rest's FuzzMachineFax, whose executions stall for
+# seconds early in a run under coverage, an open lead in
+# docs/conformance.md, met it twice in a row once); a written failing
+# input, a 5xx or any other failure is never retried.
 coordinator_race() { # log
   grep -q '^    context deadline exceeded$' "$1" && ! grep -q 'Failing input written to' "$1"
 }
@@ -41,8 +43,8 @@ while IFS= read -r file; do
     log=$(mktemp)
     if fuzz_one "$dir" "$name" "$log"; then
       echo "ok $n - ${dir#./} $name" >> "$out"
-    elif coordinator_race "$log" && fuzz_one "$dir" "$name" "$log"; then
-      { echo "ok $n - ${dir#./} $name"; echo "# $name retried once: bare deadline at -fuzztime's end (go.dev/issue/75804)"; } >> "$out"
+    elif coordinator_race "$log" && { fuzz_one "$dir" "$name" "$log" || { coordinator_race "$log" && fuzz_one "$dir" "$name" "$log"; }; }; then
+      { echo "ok $n - ${dir#./} $name"; echo "# $name retried: bare deadline at -fuzztime's end (go.dev/issue/75804)"; } >> "$out"
     else
       echo "not ok $n - ${dir#./} $name" >> "$out"
       sed 's/^/# /' "$log" | tail -n 40 >> "$out"
