@@ -154,12 +154,11 @@ func New(t testing.TB, opts ...Option) *Env {
 		f(&o)
 	}
 	ctx := context.Background()
-	var dir, dsn string
+	dsn := ""
 	if o.postgres != "" {
-		dir, dsn = t.TempDir(), storetest.OpenPostgresSchema(t, o.postgres)
-	} else {
-		dir = MigratedDataDir(t)
+		dsn = storetest.OpenPostgresSchema(t, o.postgres)
 	}
+	dir := DataDirFor(t, dsn)
 	log := slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	a, err := app.Open(ctx, app.Options{
 		BaseURL: "http://faxhub.test", DataDir: dir, Database: dsn,
