@@ -1,6 +1,7 @@
 package storetest
 
 import (
+	"errors"
 	"testing"
 
 	"github.com/faxhub/faxhub/core"
@@ -68,6 +69,13 @@ func testAPIKeys(t *testing.T, s services.Store) {
 	dup.ID = core.NewID(core.PrefixAPIKey)
 	wantErr(t, "key with a taken hash", s.CreateAPIKey(ctx, &dup), core.ErrExists)
 
+	// Each key is read before it changes, so that a store which keeps
+	// what it read (SQLite's key cache) is seen to answer the change.
+	for _, k := range []*accounts.APIKey{k1, k3} {
+		got, err = s.GetAPIKeyByHash(ctx, k.Hash)
+		must(t, err)
+		wantEqual(t, "GetAPIKeyByHash before a change", got, k)
+	}
 	must(t, s.TouchAPIKey(ctx, k1.ID, at(10)))
 	k1.LastUsedAt = ptr(at(10))
 	got, err = s.GetAPIKeyByHash(ctx, k1.Hash)
@@ -83,6 +91,25 @@ func testAPIKeys(t *testing.T, s services.Store) {
 	got, err = s.GetAPIKeyByHash(ctx, k1.Hash)
 	must(t, err)
 	wantEqual(t, "key after RevokeAPIKey (first revocation time kept)", got, k1)
+
+	// A revocation inside a transaction is seen once it commits, and not
+	// at all if it rolls back.
+	errRollback := errors.New("roll back")
+	err = inTx(ctx, s, func(tx services.Tx) error {
+		if err := tx.RevokeAPIKey(ctx, a.ID, k3.ID, at(13)); err != nil {
+			return err
+		}
+		return errRollback
+	})
+	wantErr(t, "InTx that revokes and rolls back", err, errRollback)
+	got, err = s.GetAPIKeyByHash(ctx, k3.Hash)
+	must(t, err)
+	wantEqual(t, "key after a revocation rolled back", got, k3)
+	must(t, inTx(ctx, s, func(tx services.Tx) error { return tx.RevokeAPIKey(ctx, a.ID, k3.ID, at(13)) }))
+	k3.RevokedAt = ptr(at(13))
+	got, err = s.GetAPIKeyByHash(ctx, k3.Hash)
+	must(t, err)
+	wantEqual(t, "key after a revocation in a transaction", got, k3)
 }
 
 func testSessions(t *testing.T, s services.Store) {

@@ -52,6 +52,11 @@ type groupWriter struct {
 	once   sync.Once
 	// committed, when set, is called after each successful COMMIT.
 	committed func()
+	// ended, when set, is called when a batch's transaction has ended
+	// (committed or not), before any of its callers is answered: what
+	// caches rows (apiKeyCache) learns of a change before anyone can act
+	// on its having been made.
+	ended func()
 	// batches and txs count what was committed (or tried), waiting the
 	// transactions not yet taken, for WriterStats.
 	batches, txs, waiting atomic.Int64
@@ -232,6 +237,9 @@ func (g *groupWriter) commit(batch []*txRequest) {
 	// (a refusal earlier in it may have been caused by writes that are now
 	// gone, so its own error would mislead), or each one's own result.
 	answer := func(err error) {
+		if g.ended != nil {
+			g.ended()
+		}
 		for i, r := range batch {
 			if err != nil && !results[i].didPanic {
 				results[i].err = err

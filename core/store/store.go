@@ -75,6 +75,9 @@ type DB struct {
 	named *namedCache
 	// secrets caches Secret's values (name → []byte): they never change.
 	secrets sync.Map
+	// keys caches api_keys rows on SQLite (apikeycache.go); nil on
+	// PostgreSQL.
+	keys *apiKeyCache
 	// ckpt checkpoints SQLite's WAL in the background (nil in memory and
 	// on PostgreSQL).
 	ckpt *checkpointer
@@ -193,7 +196,8 @@ func openSQLite(ctx context.Context, dsn string) (*DB, error) {
 		w.Close()
 		return nil, fmt.Errorf("open sqlite: %w", err)
 	}
-	db := &DB{dialect: DialectSQLite, w: w, r: w, gw: newGroupWriter(w), named: newNamedCache(w.Mapper)}
+	db := &DB{dialect: DialectSQLite, w: w, r: w, gw: newGroupWriter(w), named: newNamedCache(w.Mapper), keys: newAPIKeyCache()}
+	db.gw.ended = db.keys.ended
 	db.q = q{db: db}
 	if inMemory(dsn) {
 		// Every connection would get its own in-memory database.
