@@ -203,7 +203,6 @@ func TestAPIKeyCacheBounded(t *testing.T) {
 	}
 }
 
-
 // TestAPIKeyCacheInvalidatedBeforeAnswer checks the writer ends a batch's
 // cache generation before it answers the batch's callers: a revoker that
 // got its answer, and anyone it told, can rely on the revocation.
