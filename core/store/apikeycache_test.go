@@ -188,10 +188,9 @@ func TestAPIKeyCacheWriteInvalidates(t *testing.T) {
 // keys, and forgets the ids of those it drops.
 func TestAPIKeyCacheBounded(t *testing.T) {
 	c := newAPIKeyCache()
-	for i := range apiKeyCacheSize + 10 {
+	for range apiKeyCacheSize + 10 {
 		id := core.NewID(core.PrefixAPIKey)
 		c.add(&accounts.APIKey{ID: id, Hash: id + "h"}, c.generation())
-		_ = i
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
