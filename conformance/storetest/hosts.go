@@ -102,6 +102,10 @@ func testHosts(t *testing.T, s services.Store) {
 	for _, a := range []*hosts.Agent{pa, aa, ra} {
 		must(t, s.CreateDelegatedAgent(ctx, a, 10))
 	}
+	// Read through the joined row first: a store that keeps it (SQLite)
+	// must learn of the revocation.
+	_, _, err = s.GetDelegatedAgentWithHost(ctx, aa.ID)
+	must(t, err)
 	other := newOwner(t, s)
 	wantErr(t, "revoke another owner's host", s.RevokeHost(ctx, other.ID, h.ID, at(11)), core.ErrNoRows)
 	must(t, s.RevokeHost(ctx, o.ID, h.ID, at(11)))
@@ -112,6 +116,11 @@ func testHosts(t *testing.T, s services.Store) {
 		if got.Status != want {
 			t.Fatalf("agent %s after host revocation: %s, want %s", a.Status, got.Status, want)
 		}
+	}
+	gotA, gotH, err := s.GetDelegatedAgentWithHost(ctx, aa.ID)
+	must(t, err)
+	if gotA.Status != hosts.AgentRevoked || gotH.Status != hosts.Revoked {
+		t.Fatalf("joined read after the host's revocation: agent %s, host %s", gotA.Status, gotH.Status)
 	}
 	must(t, s.TouchHost(ctx, h.ID, at(13)))
 	hosts, err := s.ListHosts(ctx, o.ID)
@@ -164,6 +173,20 @@ func testDelegatedAgents(t *testing.T, s services.Store) {
 	wantEqual(t, "GetDelegatedAgentWithHost host", gotHost, wantHost)
 	_, _, err = s.GetDelegatedAgentWithHost(ctx, "dag_nope")
 	wantErr(t, "agent with host, unknown", err, core.ErrNoRows)
+	// joined reads the agent with its host after each change below, and
+	// wants what the plain reads say: a store that keeps the joined row
+	// (SQLite, core/store/rowcache.go) must have learnt of every change.
+	joined := func(step string) {
+		t.Helper()
+		gotA, gotH, err := s.GetDelegatedAgentWithHost(ctx, a.ID)
+		must(t, err)
+		wantA, err := s.GetDelegatedAgent(ctx, a.ID)
+		must(t, err)
+		wantH, err := s.GetHost(ctx, h.ID)
+		must(t, err)
+		wantEqual(t, "GetDelegatedAgentWithHost agent after "+step, gotA, wantA)
+		wantEqual(t, "GetDelegatedAgentWithHost host after "+step, gotH, wantH)
+	}
 	dup := newDelegatedAgent(h, 3, hosts.AgentPending)
 	dup.Thumbprint = a.Thumbprint
 	wantErr(t, "taken thumbprint", s.CreateDelegatedAgent(ctx, dup, 10), core.ErrExists)
@@ -184,8 +207,10 @@ func testDelegatedAgents(t *testing.T, s services.Store) {
 		if n != want {
 			t.Fatalf("tries = %d, want %d", n, want)
 		}
+		joined("a wrong try")
 	}
 	must(t, s.ReissueDevice(ctx, a.ID, "uc2", "apr_2", at(900)))
+	joined("a re-issue")
 	got, err = s.GetDelegatedAgent(ctx, a.ID)
 	must(t, err)
 	if got.DeviceTries != 0 || got.UserCodeHash != "uc2" || got.ApprovalID != "apr_2" || !got.DeviceExpires.Equal(at(900)) {
@@ -199,6 +224,7 @@ func testDelegatedAgents(t *testing.T, s services.Store) {
 	if ok, _ := countErrs(t, "concurrent decide", errs, core.ErrConflict); ok != 1 {
 		t.Fatalf("%d decisions won", ok)
 	}
+	joined("the approval")
 	got, err = s.GetDelegatedAgent(ctx, a.ID)
 	must(t, err)
 	if got.Status != hosts.AgentActive || !got.ActivatedAt.Equal(at(10)) {
@@ -216,7 +242,9 @@ func testDelegatedAgents(t *testing.T, s services.Store) {
 	}
 	// Revoke: pending or active, once.
 	must(t, s.TouchDelegatedAgent(ctx, a.ID, at(12)))
+	joined("the agent's use")
 	must(t, s.RevokeDelegatedAgent(ctx, a.ID, at(13)))
+	joined("the agent's revocation")
 	wantErr(t, "revoke twice", s.RevokeDelegatedAgent(ctx, a.ID, at(14)), core.ErrConflict)
 	// The joined read again, now that the agent's activation, use and
 	// revocation times are all set.

@@ -136,6 +136,27 @@ func testOAuthGrants(t *testing.T, st services.Store) {
 	_, _, err = s.GetOAuthAccessToken(ctx, refresh.Signature)
 	wantErr(t, "GetOAuthAccessToken of a refresh token", err, core.ErrNoRows)
 
+	// After each change to the grant or its client, the joined read says
+	// what the plain reads say: a store that keeps it (SQLite,
+	// core/store/rowcache.go) must have learnt of the change.
+	joined := func(step string) {
+		t.Helper()
+		gotTok, gotGrant, err := s.GetOAuthAccessToken(ctx, access.Signature)
+		must(t, err)
+		wantEqual(t, "GetOAuthAccessToken token after "+step, gotTok, access)
+		wantGrant, err := s.GetOAuthGrant(ctx, g.ID)
+		must(t, err)
+		wantEqual(t, "GetOAuthAccessToken grant after "+step, gotGrant, wantGrant)
+	}
+	must(t, s.UpdateOAuthGrantScopes(ctx, g.ID, []string{"fax:read", "fax:send"}, at(12)))
+	joined("a change of scopes")
+	must(t, s.TouchOAuthGrant(ctx, g.ID, at(13)))
+	joined("a use")
+	renamed := *c
+	renamed.Name, renamed.UpdatedAt = "Renamed client", at(14)
+	must(t, s.PutOAuthClient(ctx, &renamed))
+	joined("the client's new name")
+
 	// Owner B cannot revoke A's grant.
 	wantErr(t, "RevokeOAuthGrant by another owner", s.RevokeOAuthGrant(ctx, b.ID, g.ID, at(20)), core.ErrNoRows)
 	must(t, s.RevokeOAuthGrant(ctx, a.ID, g.ID, at(20)))
@@ -188,11 +209,21 @@ func testOAuthTokens(t *testing.T, st services.Store) {
 	a2 := newToken(t, s, authstate.OAuthAccessToken, "req-1", g)
 	r1 := newToken(t, s, authstate.OAuthRefreshToken, "req-1", g)
 	keep := newToken(t, s, authstate.OAuthAccessToken, "req-2", g)
+	// Each access token is read (joined with its grant) before it goes: a
+	// store that keeps the joined read (SQLite) must learn of it.
+	accessRead := func(tok *authstate.OAuthToken) error {
+		_, _, err := s.GetOAuthAccessToken(ctx, tok.Signature)
+		return err
+	}
+	for _, tok := range []*authstate.OAuthToken{a1, a2, keep} {
+		must(t, accessRead(tok))
+	}
 	must(t, s.RevokeOAuthRequest(ctx, "req-1"))
 	must(t, s.RevokeOAuthRequest(ctx, "req-1"))
 	for _, tok := range []*authstate.OAuthToken{a1, a2} {
 		_, err = s.GetOAuthToken(ctx, tok.Kind, tok.Signature)
 		wantErr(t, "access token of a revoked request", err, core.ErrNoRows)
+		wantErr(t, "GetOAuthAccessToken of a revoked request", accessRead(tok), core.ErrNoRows)
 	}
 	got, err = s.GetOAuthToken(ctx, r1.Kind, r1.Signature)
 	must(t, err)
@@ -204,13 +235,17 @@ func testOAuthTokens(t *testing.T, st services.Store) {
 	// access tokens go; a second rotation with the same token conflicts.
 	a3 := newToken(t, s, authstate.OAuthAccessToken, "req-3", g)
 	r3 := newToken(t, s, authstate.OAuthRefreshToken, "req-3", g)
+	must(t, accessRead(a3))
 	must(t, s.RotateOAuthRefresh(ctx, "req-3", r3.Signature))
 	_, err = s.GetOAuthToken(ctx, a3.Kind, a3.Signature)
 	wantErr(t, "access token after rotation", err, core.ErrNoRows)
+	wantErr(t, "GetOAuthAccessToken after rotation", accessRead(a3), core.ErrNoRows)
 	wantErr(t, "RotateOAuthRefresh twice", s.RotateOAuthRefresh(ctx, "req-3", r3.Signature), core.ErrConflict)
 	wantErr(t, "RotateOAuthRefresh of another request", s.RotateOAuthRefresh(ctx, "req-2", r3.Signature), core.ErrNoRows)
 
+	must(t, accessRead(keep))
 	must(t, s.DeleteOAuthToken(ctx, keep.Kind, keep.Signature))
+	wantErr(t, "GetOAuthAccessToken of a deleted token", accessRead(keep), core.ErrNoRows)
 	must(t, s.DeleteOAuthToken(ctx, keep.Kind, keep.Signature))
 	_, err = s.GetOAuthToken(ctx, keep.Kind, keep.Signature)
 	wantErr(t, "deleted token", err, core.ErrNoRows)
@@ -219,6 +254,10 @@ func testOAuthTokens(t *testing.T, st services.Store) {
 	old := &authstate.OAuthToken{Kind: authstate.OAuthPKCE, Signature: "old", RequestID: "req-4", ClientID: g.ClientID, Active: true,
 		Request: []byte("{}"), CreatedAt: at(0), ExpiresAt: at(5)}
 	must(t, s.CreateOAuthToken(ctx, old))
+	oldAccess := &authstate.OAuthToken{Kind: authstate.OAuthAccessToken, Signature: "old-access", RequestID: "req-5", GrantID: g.ID,
+		ClientID: g.ClientID, OwnerID: o.ID, Active: true, Request: []byte("{}"), CreatedAt: at(0), ExpiresAt: at(5)}
+	must(t, s.CreateOAuthToken(ctx, oldAccess))
+	must(t, accessRead(oldAccess))
 	n, err := s.DeleteExpiredOAuth(ctx, at(100))
 	must(t, err)
 	if n < 1 {
@@ -226,6 +265,7 @@ func testOAuthTokens(t *testing.T, st services.Store) {
 	}
 	_, err = s.GetOAuthToken(ctx, old.Kind, old.Signature)
 	wantErr(t, "expired token", err, core.ErrNoRows)
+	wantErr(t, "GetOAuthAccessToken of an expired token swept", accessRead(oldAccess), core.ErrNoRows)
 	_, err = s.GetOAuthToken(ctx, r3.Kind, r3.Signature)
 	must(t, err)
 }

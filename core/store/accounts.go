@@ -38,15 +38,9 @@ func (x q) GetOwnerByEmail(ctx context.Context, email string) (*accounts.Owner, 
 
 const apiKeyCols = "id, owner_id, mode, name, hash, hint, created_at, last_used_at, revoked_at"
 
-// Every statement that writes api_keys runs inside the writer's batch
-// (x.write) and marks the SQLite key cache there (apikeycache.go).
-
 func (x q) CreateAPIKey(ctx context.Context, k *accounts.APIKey) error {
-	err := x.write(ctx, func(x q) error {
-		x.db.keys.changed()
-		return x.insert(ctx, `INSERT INTO api_keys (`+apiKeyCols+`)
-			VALUES (:id, :owner_id, :mode, :name, :hash, :hint, :created_at, :last_used_at, :revoked_at) ON CONFLICT DO NOTHING`, k)
-	})
+	err := x.insert(ctx, `INSERT INTO api_keys (`+apiKeyCols+`)
+		VALUES (:id, :owner_id, :mode, :name, :hash, :hint, :created_at, :last_used_at, :revoked_at) ON CONFLICT DO NOTHING`, k)
 	if err != nil {
 		return fmt.Errorf("create api key: %w", err)
 	}
@@ -54,25 +48,13 @@ func (x q) CreateAPIKey(ctx context.Context, k *accounts.APIKey) error {
 }
 
 func (x q) GetAPIKeyByHash(ctx context.Context, hash string) (*accounts.APIKey, error) {
-	cache := x.db.keys
-	if x.tx != nil {
-		cache = nil // a transaction reads its own view
-	}
-	var gen uint64
-	if cache != nil {
-		if k, ok := cache.get(hash); ok {
-			return k, nil
+	return cachedRead(x, x.db.caches.apiKeyCache(), hash, func() (*accounts.APIKey, error) {
+		var k accounts.APIKey
+		if err := x.get(ctx, x.reader(), &k, "SELECT "+apiKeyCols+" FROM api_keys WHERE hash = ?", hash); err != nil {
+			return nil, fmt.Errorf("get api key: %w", err)
 		}
-		gen = cache.generation()
-	}
-	var k accounts.APIKey
-	if err := x.get(ctx, x.reader(), &k, "SELECT "+apiKeyCols+" FROM api_keys WHERE hash = ?", hash); err != nil {
-		return nil, fmt.Errorf("get api key: %w", err)
-	}
-	if cache != nil {
-		cache.add(&k, gen)
-	}
-	return &k, nil
+		return &k, nil
+	})
 }
 
 // ListAPIKeys lists every key of the owner, revoked ones included, newest
@@ -88,7 +70,7 @@ func (x q) ListAPIKeys(ctx context.Context, ownerID string) ([]accounts.APIKey, 
 func (x q) RevokeAPIKey(ctx context.Context, ownerID, id string, at time.Time) error {
 	var n int64
 	err := x.write(ctx, func(x q) (err error) {
-		x.db.keys.changed()
+		x.db.caches.apiKeyCache().changed() // rowcache.go: in the writer's batch
 		n, err = x.exec(ctx, "UPDATE api_keys SET revoked_at = ? WHERE id = ? AND owner_id = ? AND revoked_at IS NULL", at, id, ownerID)
 		return err
 	})
@@ -102,10 +84,6 @@ func (x q) RevokeAPIKey(ctx context.Context, ownerID, id string, at time.Time) e
 }
 
 func (x q) TouchAPIKey(ctx context.Context, id string, at time.Time) error {
-	// A last use is not marked as a change (changed): it would empty the
-	// cache once a minute per key in use. The entry is updated once the
-	// write is done, outside a transaction; inside one, not at all (an
-	// extra touch later, nothing worse).
 	n, err := x.exec(ctx, "UPDATE api_keys SET last_used_at = ? WHERE id = ?", at, id)
 	if err != nil {
 		return fmt.Errorf("touch api key: %w", err)
@@ -113,9 +91,16 @@ func (x q) TouchAPIKey(ctx context.Context, id string, at time.Time) error {
 	if n == 0 {
 		return fmt.Errorf("touch api key: %w", core.ErrNoRows)
 	}
-	if x.tx == nil {
-		x.db.keys.touched(id, at)
-	}
+	// A last use is not a revocation (rowcache.go).
+	x.db.caches.apiKeyCache().update(func(k **accounts.APIKey) bool {
+		if (*k).ID != id {
+			return false
+		}
+		c := cloneAPIKey(*k)
+		c.LastUsedAt = usedAt(at)
+		*k = c
+		return true
+	})
 	return nil
 }
 

@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -118,6 +119,7 @@ func (x q) GetHostByEnrollment(ctx context.Context, tokenHash string) (*hosts.Ho
 func (x q) EnrollHost(ctx context.Context, tokenHash string, name, publicKey, thumbprint string, at time.Time) (*hosts.Host, error) {
 	var h *hosts.Host
 	err := x.atomic(ctx, func(x q) error {
+		x.db.caches.agentCache().changed() // rowcache.go: in the writer's batch
 		n, err := x.exec(ctx, `UPDATE hosts SET public_key = ?, thumbprint = ?, name = COALESCE(NULLIF(?, ''), name),
 			status = ?, enrolled_at = ?, enrollment_hash = NULL
 			WHERE enrollment_hash = ? AND status = ? AND enrollment_expires_at > ?`,
@@ -157,6 +159,7 @@ func (x q) ListHosts(ctx context.Context, ownerID string) ([]hosts.Host, error) 
 // and active agents: no replica can see a live agent of a revoked host.
 func (x q) RevokeHost(ctx context.Context, ownerID, id string, at time.Time) error {
 	err := x.atomic(ctx, func(x q) error {
+		x.db.caches.agentCache().changed() // rowcache.go: in the writer's batch
 		n, err := x.exec(ctx, "UPDATE hosts SET status = ?, revoked_at = ? WHERE id = ? AND owner_id = ? AND status <> ?",
 			hosts.Revoked, at, id, ownerID, hosts.Revoked)
 		if err != nil {
@@ -179,6 +182,15 @@ func (x q) TouchHost(ctx context.Context, id string, at time.Time) error {
 	if _, err := x.exec(ctx, "UPDATE hosts SET last_used_at = ? WHERE id = ?", at, id); err != nil {
 		return fmt.Errorf("touch host: %w", err)
 	}
+	// A last use is not a revocation (rowcache.go).
+	x.db.caches.agentCache().update(func(r *agentWithHost) bool {
+		if r.h.ID != id {
+			return false
+		}
+		*r = r.clone()
+		r.h.LastUsedAt = usedAt(at)
+		return true
+	})
 	return nil
 }
 
@@ -260,11 +272,14 @@ func (x q) ListDelegatedAgents(ctx context.Context, ownerID string) ([]hosts.Age
 }
 
 func (x q) ReissueDevice(ctx context.Context, id, userCodeHash, approvalID string, expires time.Time) error {
-	n, err := x.exec(ctx, `UPDATE delegated_agents SET user_code_hash = ?, approval_id = ?, device_expires_at = ?,
-		device_tries = 0 WHERE id = ? AND status = ?`, userCodeHash, approvalID, expires, id, hosts.AgentPending)
-	if err == nil && n == 0 {
-		err = x.missingOrConflict(ctx, "delegated_agents", "id = ?", id)
-	}
+	err := x.changing(ctx, x.db.caches.agentCache(), func(x q) error {
+		n, err := x.exec(ctx, `UPDATE delegated_agents SET user_code_hash = ?, approval_id = ?, device_expires_at = ?,
+			device_tries = 0 WHERE id = ? AND status = ?`, userCodeHash, approvalID, expires, id, hosts.AgentPending)
+		if err == nil && n == 0 {
+			err = x.missingOrConflict(ctx, "delegated_agents", "id = ?", id)
+		}
+		return err
+	})
 	if err != nil {
 		return fmt.Errorf("reissue device code: %w", err)
 	}
@@ -275,7 +290,7 @@ func (x q) ReissueDevice(ctx context.Context, id, userCodeHash, approvalID strin
 // counted.
 func (x q) AddDeviceTry(ctx context.Context, id string) (int, error) {
 	var n int
-	err := x.write(ctx, func(x q) error {
+	err := x.changing(ctx, x.db.caches.agentCache(), func(x q) error {
 		return x.get(ctx, x.writer(), &n, `UPDATE delegated_agents SET device_tries = device_tries + 1
 			WHERE id = ? AND status = ? RETURNING device_tries`, id, hosts.AgentPending)
 	})
@@ -298,10 +313,13 @@ func (x q) DecideDelegatedAgent(ctx context.Context, id, codeHash string, approv
 		query += " AND user_code_hash = ?"
 		args = append(args, codeHash)
 	}
-	n, err := x.exec(ctx, query, args...)
-	if err == nil && n == 0 {
-		err = x.missingOrConflict(ctx, "delegated_agents", "id = ?", id)
-	}
+	err := x.changing(ctx, x.db.caches.agentCache(), func(x q) error {
+		n, err := x.exec(ctx, query, args...)
+		if err == nil && n == 0 {
+			err = x.missingOrConflict(ctx, "delegated_agents", "id = ?", id)
+		}
+		return err
+	})
 	if err != nil {
 		return fmt.Errorf("decide delegated agent: %w", err)
 	}
@@ -309,11 +327,14 @@ func (x q) DecideDelegatedAgent(ctx context.Context, id, codeHash string, approv
 }
 
 func (x q) RevokeDelegatedAgent(ctx context.Context, id string, at time.Time) error {
-	n, err := x.exec(ctx, "UPDATE delegated_agents SET status = ?, revoked_at = ? WHERE id = ? AND status IN (?, ?)",
-		hosts.AgentRevoked, at, id, hosts.AgentPending, hosts.AgentActive)
-	if err == nil && n == 0 {
-		err = x.missingOrConflict(ctx, "delegated_agents", "id = ?", id)
-	}
+	err := x.changing(ctx, x.db.caches.agentCache(), func(x q) error {
+		n, err := x.exec(ctx, "UPDATE delegated_agents SET status = ?, revoked_at = ? WHERE id = ? AND status IN (?, ?)",
+			hosts.AgentRevoked, at, id, hosts.AgentPending, hosts.AgentActive)
+		if err == nil && n == 0 {
+			err = x.missingOrConflict(ctx, "delegated_agents", "id = ?", id)
+		}
+		return err
+	})
 	if err != nil {
 		return fmt.Errorf("revoke delegated agent: %w", err)
 	}
@@ -324,6 +345,15 @@ func (x q) TouchDelegatedAgent(ctx context.Context, id string, at time.Time) err
 	if _, err := x.exec(ctx, "UPDATE delegated_agents SET last_used_at = ? WHERE id = ?", at, id); err != nil {
 		return fmt.Errorf("touch delegated agent: %w", err)
 	}
+	// A last use is not a revocation (rowcache.go).
+	x.db.caches.agentCache().update(func(r *agentWithHost) bool {
+		if r.a.ID != id {
+			return false
+		}
+		*r = r.clone()
+		r.a.LastUsedAt = usedAt(at)
+		return true
+	})
 	return nil
 }
 
@@ -412,6 +442,8 @@ func (x q) PurgeDelegatedSends(ctx context.Context, before time.Time) (int64, er
 // PurgeUnenrolledHosts deletes hosts still waiting for enrollment whose
 // token expired before before.
 func (x q) PurgeUnenrolledHosts(ctx context.Context, before time.Time) (int64, error) {
+	// Not marked for the agents' cache (rowcache.go): it keeps agents with
+	// their host, and a host waiting for enrollment has no agent.
 	return x.purge(ctx, "unenrolled hosts", "DELETE FROM hosts WHERE status = ? AND enrollment_expires_at < ?", hosts.PendingEnrollment, before)
 }
 
@@ -433,25 +465,50 @@ const agentHostSelect = `SELECT a.id AS "a.id", a.host_id AS "a.host_id", a.owne
 	h.revoked_at AS "h.revoked_at", h.last_used_at AS "h.last_used_at"
 	FROM delegated_agents a JOIN hosts h ON h.id = a.host_id`
 
+// agentWithHost is what GetDelegatedAgentWithHost answers, as the agents'
+// cache keeps it (rowcache.go).
+type agentWithHost struct {
+	a *hosts.Agent
+	h *hosts.Host
+}
+
+func (r agentWithHost) clone() agentWithHost {
+	a, h := *r.a, *r.h
+	a.Requested, a.Granted = slices.Clone(a.Requested), slices.Clone(a.Granted)
+	a.ActivatedAt, a.RevokedAt, a.LastUsedAt = cloneTime(a.ActivatedAt), cloneTime(a.RevokedAt), cloneTime(a.LastUsedAt)
+	h.PublicKey, h.Thumbprint, h.EnrollmentHash = cloneString(h.PublicKey), cloneString(h.Thumbprint), cloneString(h.EnrollmentHash)
+	h.DefaultCapabilities = slices.Clone(h.DefaultCapabilities)
+	h.EnrollmentExpiresAt, h.EnrolledAt = cloneTime(h.EnrollmentExpiresAt), cloneTime(h.EnrolledAt)
+	h.RevokedAt, h.LastUsedAt = cloneTime(h.RevokedAt), cloneTime(h.LastUsedAt)
+	return agentWithHost{&a, &h}
+}
+
 // GetDelegatedAgentWithHost is read on every agent JWT (each capability
-// call), so its row is scanned column by column: sqlx's reflection over
-// the two nested structs was about a third of the read.
+// call), so its row is scanned column by column (sqlx's reflection over
+// the two nested structs was about a third of the read), and on SQLite
+// kept (rowcache.go).
 func (x q) GetDelegatedAgentWithHost(ctx context.Context, agentID string) (*hosts.Agent, *hosts.Host, error) {
-	var r agentHostRow
-	a, h := &r.Agent, &r.Host
-	// Column order: agentHostSelect's.
-	rctx, err := x.rowCtx(ctx, x.reader())
+	r, err := cachedRead(x, x.db.caches.agentCache(), agentID, func() (agentWithHost, error) {
+		var r agentHostRow
+		a, h := &r.Agent, &r.Host
+		// Column order: agentHostSelect's.
+		rctx, err := x.rowCtx(ctx, x.reader())
+		if err != nil {
+			return agentWithHost{}, err
+		}
+		err = x.reader().QueryRowxContext(rctx, x.db.w.Rebind(agentHostSelect+" WHERE a.id = ?"), agentID).Scan(
+			&a.ID, &a.HostID, &a.OwnerID, &a.Name, &a.PublicKey, &a.Thumbprint, &a.RawRequested, &a.RawGranted,
+			&a.Status, &a.UserCodeHash, &a.DeviceExpires, &a.DeviceTries, &a.ApprovalID, &a.CreatedAt,
+			&a.ActivatedAt, &a.RevokedAt, &a.LastUsedAt,
+			&h.ID, &h.OwnerID, &h.Name, &h.PublicKey, &h.Thumbprint, &h.RawCaps, &h.Status, &h.EnrollmentHash,
+			&h.EnrollmentExpiresAt, &h.CreatedAt, &h.EnrolledAt, &h.RevokedAt, &h.LastUsedAt)
+		if err != nil {
+			return agentWithHost{}, fmt.Errorf("get delegated agent with host: %w", dbErr(err))
+		}
+		return agentWithHost{r.Agent.agent(), r.Host.host()}, nil
+	})
 	if err != nil {
 		return nil, nil, err
 	}
-	err = x.reader().QueryRowxContext(rctx, x.db.w.Rebind(agentHostSelect+" WHERE a.id = ?"), agentID).Scan(
-		&a.ID, &a.HostID, &a.OwnerID, &a.Name, &a.PublicKey, &a.Thumbprint, &a.RawRequested, &a.RawGranted,
-		&a.Status, &a.UserCodeHash, &a.DeviceExpires, &a.DeviceTries, &a.ApprovalID, &a.CreatedAt,
-		&a.ActivatedAt, &a.RevokedAt, &a.LastUsedAt,
-		&h.ID, &h.OwnerID, &h.Name, &h.PublicKey, &h.Thumbprint, &h.RawCaps, &h.Status, &h.EnrollmentHash,
-		&h.EnrollmentExpiresAt, &h.CreatedAt, &h.EnrolledAt, &h.RevokedAt, &h.LastUsedAt)
-	if err != nil {
-		return nil, nil, fmt.Errorf("get delegated agent with host: %w", dbErr(err))
-	}
-	return r.Agent.agent(), r.Host.host(), nil
+	return r.a, r.h, nil
 }

@@ -1,9 +1,11 @@
 package store
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -85,10 +87,13 @@ func (x q) PutOAuthClient(ctx context.Context, c *authstate.OAuthClient) error {
 	if err != nil {
 		return fmt.Errorf("put oauth client: %w", err)
 	}
-	_, err = x.exec(ctx, oauthClientInsert+` ON CONFLICT (id) DO UPDATE SET kind = excluded.kind, name = excluded.name,
-		uri = excluded.uri, logo_uri = excluded.logo_uri, redirect_uris = excluded.redirect_uris,
-		grant_types = excluded.grant_types, response_types = excluded.response_types, scope = excluded.scope,
-		metadata = excluded.metadata, updated_at = excluded.updated_at`, args...)
+	err = x.changing(ctx, x.db.caches.accessTokenCache(), func(x q) error {
+		_, err := x.exec(ctx, oauthClientInsert+` ON CONFLICT (id) DO UPDATE SET kind = excluded.kind, name = excluded.name,
+			uri = excluded.uri, logo_uri = excluded.logo_uri, redirect_uris = excluded.redirect_uris,
+			grant_types = excluded.grant_types, response_types = excluded.response_types, scope = excluded.scope,
+			metadata = excluded.metadata, updated_at = excluded.updated_at`, args...)
+		return err
+	})
 	if err != nil {
 		return fmt.Errorf("put oauth client: %w", err)
 	}
@@ -160,11 +165,14 @@ func (x q) FindOAuthGrant(ctx context.Context, ownerID, clientID, resource strin
 }
 
 func (x q) UpdateOAuthGrantScopes(ctx context.Context, id string, scopes []string, at time.Time) error {
-	n, err := x.exec(ctx, "UPDATE oauth_grants SET scopes = ?, updated_at = ? WHERE id = ? AND revoked_at IS NULL",
-		strings.Join(scopes, " "), at, id)
-	if err == nil && n == 0 {
-		err = core.ErrNoRows
-	}
+	err := x.changing(ctx, x.db.caches.accessTokenCache(), func(x q) error {
+		n, err := x.exec(ctx, "UPDATE oauth_grants SET scopes = ?, updated_at = ? WHERE id = ? AND revoked_at IS NULL",
+			strings.Join(scopes, " "), at, id)
+		if err == nil && n == 0 {
+			err = core.ErrNoRows
+		}
+		return err
+	})
 	if err != nil {
 		return fmt.Errorf("update oauth grant: %w", err)
 	}
@@ -187,11 +195,21 @@ func (x q) TouchOAuthGrant(ctx context.Context, id string, at time.Time) error {
 	if _, err := x.exec(ctx, "UPDATE oauth_grants SET last_used_at = ? WHERE id = ?", at, id); err != nil {
 		return fmt.Errorf("touch oauth grant: %w", err)
 	}
+	// A last use is not a revocation (rowcache.go).
+	x.db.caches.accessTokenCache().update(func(r *accessTokenRow) bool {
+		if r.g.ID != id {
+			return false
+		}
+		*r = r.clone()
+		r.g.LastUsedAt = usedAt(at)
+		return true
+	})
 	return nil
 }
 
 func (x q) RevokeOAuthGrant(ctx context.Context, ownerID, id string, at time.Time) error {
 	err := x.atomic(ctx, func(x q) error {
+		x.db.caches.accessTokenCache().changed() // rowcache.go: in the writer's batch
 		n, err := x.exec(ctx, "UPDATE oauth_grants SET revoked_at = ? WHERE id = ? AND owner_id = ? AND revoked_at IS NULL", at, id, ownerID)
 		if err != nil {
 			return err
@@ -229,17 +247,24 @@ func (x q) GetOAuthToken(ctx context.Context, kind authstate.OAuthTokenKind, sig
 }
 
 func (x q) DeleteOAuthToken(ctx context.Context, kind authstate.OAuthTokenKind, signature string) error {
-	if _, err := x.exec(ctx, "DELETE FROM oauth_tokens WHERE kind = ? AND signature = ?", kind, signature); err != nil {
+	err := x.changing(ctx, x.db.caches.accessTokenCache(), func(x q) error {
+		_, err := x.exec(ctx, "DELETE FROM oauth_tokens WHERE kind = ? AND signature = ?", kind, signature)
+		return err
+	})
+	if err != nil {
 		return fmt.Errorf("delete oauth %s: %w", kind, err)
 	}
 	return nil
 }
 
 func (x q) DeactivateOAuthToken(ctx context.Context, kind authstate.OAuthTokenKind, signature string) error {
-	n, err := x.exec(ctx, "UPDATE oauth_tokens SET active = FALSE WHERE kind = ? AND signature = ? AND active", kind, signature)
-	if err == nil && n == 0 {
-		err = x.missingOrConflict(ctx, "oauth_tokens", "kind = ? AND signature = ?", kind, signature)
-	}
+	err := x.changing(ctx, x.db.caches.accessTokenCache(), func(x q) error {
+		n, err := x.exec(ctx, "UPDATE oauth_tokens SET active = FALSE WHERE kind = ? AND signature = ? AND active", kind, signature)
+		if err == nil && n == 0 {
+			err = x.missingOrConflict(ctx, "oauth_tokens", "kind = ? AND signature = ?", kind, signature)
+		}
+		return err
+	})
 	if err != nil {
 		return fmt.Errorf("deactivate oauth %s: %w", kind, err)
 	}
@@ -247,6 +272,7 @@ func (x q) DeactivateOAuthToken(ctx context.Context, kind authstate.OAuthTokenKi
 }
 
 func (x q) revokeRequest(ctx context.Context, requestID string) error {
+	x.db.caches.accessTokenCache().changed() // rowcache.go: always inside atomic, in the writer's batch
 	if _, err := x.exec(ctx, "DELETE FROM oauth_tokens WHERE request_id = ? AND kind = ?", requestID, authstate.OAuthAccessToken); err != nil {
 		return err
 	}
@@ -271,7 +297,7 @@ func (x q) RotateOAuthRefresh(ctx context.Context, requestID, signature string) 
 		if n == 0 {
 			return x.missingOrConflict(ctx, "oauth_tokens", "kind = ? AND signature = ? AND request_id = ?", authstate.OAuthRefreshToken, signature, requestID)
 		}
-		return x.revokeRequest(ctx, requestID)
+		return x.revokeRequest(ctx, requestID) // which marks the access tokens' cache (rowcache.go)
 	})
 	if err != nil {
 		return fmt.Errorf("rotate oauth refresh token: %w", err)
@@ -282,6 +308,7 @@ func (x q) RotateOAuthRefresh(ctx context.Context, requestID, signature string) 
 func (x q) DeleteExpiredOAuth(ctx context.Context, t time.Time) (int64, error) {
 	var total int64
 	err := x.atomic(ctx, func(x q) error {
+		x.db.caches.accessTokenCache().changed() // rowcache.go: in the writer's batch
 		total = 0
 		for _, table := range []string{"oauth_tokens", "oauth_consents"} {
 			n, err := x.exec(ctx, "DELETE FROM "+table+" WHERE expires_at < ?", t)
@@ -382,29 +409,51 @@ var oauthAccessSelect = func() string {
 	WHERE t.kind = ? AND t.signature = ?`
 }()
 
+// accessTokenRow is what GetOAuthAccessToken answers, as the access
+// tokens' cache keeps it (rowcache.go).
+type accessTokenRow struct {
+	t *authstate.OAuthToken
+	g *authstate.OAuthGrant
+}
+
+func (r accessTokenRow) clone() accessTokenRow {
+	t, g := *r.t, *r.g
+	t.Request = bytes.Clone(t.Request)
+	g.Scopes = slices.Clone(g.Scopes)
+	g.LastUsedAt, g.RevokedAt = cloneTime(g.LastUsedAt), cloneTime(g.RevokedAt)
+	return accessTokenRow{&t, &g}
+}
+
 // GetOAuthAccessToken reads the row every OAuth-authenticated request
 // reads (A2A, MCP, REST with an OAuth token), so it is scanned column by
 // column rather than through sqlx's per-call reflection over the nested
-// struct (about a tenth of the read's CPU in a profile of A2A GetTask).
+// struct (about a tenth of the read's CPU in a profile of A2A GetTask),
+// and on SQLite kept (rowcache.go).
 func (x q) GetOAuthAccessToken(ctx context.Context, signature string) (*authstate.OAuthToken, *authstate.OAuthGrant, error) {
-	var (
-		t authstate.OAuthToken
-		r oauthGrantRow
-	)
-	g := &r.OAuthGrant
-	// Column order: oauthTokenCols, then the grant's as in oauthAccessSelect.
-	rctx, err := x.rowCtx(ctx, x.reader())
+	r, err := cachedRead(x, x.db.caches.accessTokenCache(), signature, func() (accessTokenRow, error) {
+		var (
+			t authstate.OAuthToken
+			r oauthGrantRow
+		)
+		g := &r.OAuthGrant
+		// Column order: oauthTokenCols, then the grant's as in oauthAccessSelect.
+		rctx, err := x.rowCtx(ctx, x.reader())
+		if err != nil {
+			return accessTokenRow{}, err
+		}
+		err = x.reader().QueryRowxContext(rctx, x.db.w.Rebind(oauthAccessSelect), x.db.args([]any{authstate.OAuthAccessToken, signature})...).Scan(
+			&t.Kind, &t.Signature, &t.RequestID, &t.GrantID, &t.ClientID, &t.OwnerID, &t.Active, &t.AccessSignature, &t.Request,
+			&t.CreatedAt, &t.ExpiresAt,
+			&g.ID, &g.OwnerID, &g.ClientID, &r.RawScopes, &g.Resource, &g.CreatedAt, &g.UpdatedAt, &g.LastUsedAt, &g.RevokedAt,
+			&g.ClientName, &g.ClientURI)
+		if err != nil {
+			return accessTokenRow{}, fmt.Errorf("get oauth access token: %w", dbErr(err))
+		}
+		grant := r.grant()
+		return accessTokenRow{&t, &grant}, nil
+	})
 	if err != nil {
 		return nil, nil, err
 	}
-	err = x.reader().QueryRowxContext(rctx, x.db.w.Rebind(oauthAccessSelect), x.db.args([]any{authstate.OAuthAccessToken, signature})...).Scan(
-		&t.Kind, &t.Signature, &t.RequestID, &t.GrantID, &t.ClientID, &t.OwnerID, &t.Active, &t.AccessSignature, &t.Request,
-		&t.CreatedAt, &t.ExpiresAt,
-		&g.ID, &g.OwnerID, &g.ClientID, &r.RawScopes, &g.Resource, &g.CreatedAt, &g.UpdatedAt, &g.LastUsedAt, &g.RevokedAt,
-		&g.ClientName, &g.ClientURI)
-	if err != nil {
-		return nil, nil, fmt.Errorf("get oauth access token: %w", dbErr(err))
-	}
-	grant := r.grant()
-	return &t, &grant, nil
+	return r.t, r.g, nil
 }

@@ -75,9 +75,9 @@ type DB struct {
 	named *namedCache
 	// secrets caches Secret's values (name → []byte): they never change.
 	secrets sync.Map
-	// keys caches api_keys rows on SQLite (apikeycache.go); nil on
-	// PostgreSQL.
-	keys *apiKeyCache
+	// caches keep the rows credentials are checked against, on SQLite
+	// (rowcache.go); nil on PostgreSQL.
+	caches *rowCaches
 	// ckpt checkpoints SQLite's WAL in the background (nil in memory and
 	// on PostgreSQL).
 	ckpt *checkpointer
@@ -196,8 +196,8 @@ func openSQLite(ctx context.Context, dsn string) (*DB, error) {
 		w.Close()
 		return nil, fmt.Errorf("open sqlite: %w", err)
 	}
-	db := &DB{dialect: DialectSQLite, w: w, r: w, gw: newGroupWriter(w), named: newNamedCache(w.Mapper), keys: newAPIKeyCache()}
-	db.gw.ended = db.keys.ended
+	db := &DB{dialect: DialectSQLite, w: w, r: w, gw: newGroupWriter(w), named: newNamedCache(w.Mapper), caches: newRowCaches()}
+	db.gw.ended = db.caches.ended
 	db.q = q{db: db}
 	if inMemory(dsn) {
 		// Every connection would get its own in-memory database.

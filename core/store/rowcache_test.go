@@ -37,13 +37,13 @@ func TestAPIKeyCacheServesReads(t *testing.T) {
 	if _, err := db.GetAPIKeyByHash(t.Context(), k.Hash); err != nil {
 		t.Fatal(err)
 	}
-	got, ok := db.keys.get(k.Hash)
+	got, ok := db.caches.apiKeys.peek(k.Hash)
 	if !ok || got.ID != k.ID {
 		t.Fatalf("after a lookup, the cache holds %v, %v; want the key", got, ok)
 	}
 	// What it hands out is a copy.
 	got.RevokedAt = &k.CreatedAt
-	if again, _ := db.keys.get(k.Hash); again.RevokedAt != nil {
+	if again, _ := db.caches.apiKeys.peek(k.Hash); again.RevokedAt != nil {
 		t.Error("changing a key the cache handed out changed the cache")
 	}
 }
@@ -114,12 +114,12 @@ func TestAPIKeyCacheTouch(t *testing.T) {
 	if err := db.TouchAPIKey(ctx, k.ID, at); err != nil {
 		t.Fatal(err)
 	}
-	got, ok := db.keys.get(k.Hash)
+	got, ok := db.caches.apiKeys.peek(k.Hash)
 	want := at.UTC().Truncate(time.Microsecond)
 	if !ok || got.LastUsedAt == nil || !got.LastUsedAt.Equal(want) {
 		t.Fatalf("cached key after a touch: %v, %v; want last used %v", got, ok, want)
 	}
-	if _, ok := db.keys.get(other.Hash); !ok {
+	if _, ok := db.caches.apiKeys.peek(other.Hash); !ok {
 		t.Error("a touch emptied the cache")
 	}
 	read, err := db.GetAPIKeyByHash(ctx, k.Hash)
@@ -128,9 +128,9 @@ func TestAPIKeyCacheTouch(t *testing.T) {
 	}
 }
 
-// TestAPIKeyCacheWriteInvalidates checks that each statement that writes
-// api_keys other than a touch empties the cache once its transaction
-// ends, and that a lookup inside a transaction reads its own view.
+// TestAPIKeyCacheWriteInvalidates checks that a revocation empties the
+// cache once its transaction ends, even rolled back, and an insert does
+// not; and that a lookup inside a transaction reads its own view.
 func TestAPIKeyCacheWriteInvalidates(t *testing.T) {
 	ctx := t.Context()
 	db := openMigratedSQLite(t)
@@ -139,18 +139,15 @@ func TestAPIKeyCacheWriteInvalidates(t *testing.T) {
 		if _, err := db.GetAPIKeyByHash(ctx, k.Hash); err != nil {
 			t.Fatal(err)
 		}
-		_, ok := db.keys.get(k.Hash)
+		_, ok := db.caches.apiKeys.peek(k.Hash)
 		return ok
 	}
 	if !cached() {
 		t.Fatal("a lookup was not cached")
 	}
-	newCachedKey(t, db) // CreateAPIKey
-	if _, ok := db.keys.get(k.Hash); ok {
-		t.Error("a key created left the cache as it was")
-	}
-	if !cached() {
-		t.Fatal("a lookup was not cached")
+	newCachedKey(t, db) // CreateAPIKey: an insert changes no kept row
+	if _, ok := db.caches.apiKeys.peek(k.Hash); !ok {
+		t.Error("a key created emptied the cache")
 	}
 	errBack := errors.New("back")
 	err := db.InTx(ctx, func(raw core.Tx) error {
@@ -176,7 +173,7 @@ func TestAPIKeyCacheWriteInvalidates(t *testing.T) {
 	if !errors.Is(err, errBack) {
 		t.Fatal(err)
 	}
-	if _, ok := db.keys.get(k.Hash); ok {
+	if _, ok := db.caches.apiKeys.peek(k.Hash); ok {
 		t.Error("a revocation rolled back left the cache as it was; want it emptied (harmless either way, but the rule is any write)")
 	}
 	if got, err := db.GetAPIKeyByHash(ctx, k.Hash); err != nil || got.RevokedAt != nil {
@@ -184,21 +181,16 @@ func TestAPIKeyCacheWriteInvalidates(t *testing.T) {
 	}
 }
 
-// TestAPIKeyCacheBounded checks the cache keeps at most apiKeyCacheSize
-// keys, and forgets the ids of those it drops.
-func TestAPIKeyCacheBounded(t *testing.T) {
-	c := newAPIKeyCache()
-	for range apiKeyCacheSize + 10 {
+// TestRowCacheBounded checks a cache keeps at most rowCacheSize rows.
+func TestRowCacheBounded(t *testing.T) {
+	c := newRowCache(cloneAPIKey)
+	for range rowCacheSize + 10 {
 		id := core.NewID(core.PrefixAPIKey)
-		c.add(&accounts.APIKey{ID: id, Hash: id + "h"}, c.generation())
+		_, gen, _ := c.lookup(id)
+		c.add(id, &accounts.APIKey{ID: id}, gen)
 	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if n := c.entries.Len(); n != apiKeyCacheSize {
-		t.Errorf("%d entries; want %d", n, apiKeyCacheSize)
-	}
-	if n := len(c.hashes); n != apiKeyCacheSize {
-		t.Errorf("%d ids; want %d", n, apiKeyCacheSize)
+	if n := c.entries.Len(); n != rowCacheSize {
+		t.Errorf("%d entries; want %d", n, rowCacheSize)
 	}
 }
 
@@ -235,4 +227,10 @@ func TestAPIKeyCacheInvalidatedBeforeAnswer(t *testing.T) {
 			t.Fatal(err)
 		}
 	})
+}
+
+// peek is an entry as the cache holds it, without reading through.
+func (c *rowCache[V]) peek(key string) (V, bool) {
+	v, _, ok := c.lookup(key)
+	return v, ok
 }
