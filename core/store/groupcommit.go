@@ -54,7 +54,7 @@ type groupWriter struct {
 	committed func()
 	// ended, when set, is called when a batch's transaction has ended
 	// (committed or not), before any of its callers is answered: what
-	// caches rows (apiKeyCache) learns of a change before anyone can act
+	// caches rows (rowCache) learns of a change before anyone can act
 	// on its having been made.
 	ended func()
 	// batches and txs count what was committed (or tried), waiting the

@@ -17,10 +17,11 @@ const rowCacheSize = 4096
 // rowCache keeps rows that nearly every request of one kind reads, on
 // SQLite, so that a request whose credential was seen reads no row to
 // authenticate (issue 32: the credential's row was one of getFax's two
-// reads and about a quarter of A2A GetTask's and hostagent's handlers, and
-// on SQLite every read after a write reads its pages from the file again). Three are kept (rowCaches): API
-// keys by hash, delegated agents with their host by agent id, and OAuth
-// access tokens with their grant by signature.
+// reads and about a quarter of A2A GetTask's and hostagent's handlers,
+// and on SQLite every read after a write reads its pages from the file
+// again). Three are kept (rowCaches): API keys by hash, delegated agents
+// with their host by agent id, and OAuth access tokens with their grant by
+// signature.
 //
 // Only on SQLite, where one process owns the database (docs/operations.md):
 // every write to these tables goes through this process's writer, so a
