@@ -14,9 +14,10 @@ import (
 )
 
 func TestUploadErrors(t *testing.T) {
-	now := time.Now()
-	clock := func() time.Time { return now }
-	e := testenv.New(t, testenv.WithConfig(func(c *services.Config) { c.Now = func() time.Time { return clock() }; c.Documents.MaxPages = 5 }))
+	// The app's own goroutines (the webhook dispatcher) read the clock while
+	// a subtest moves it: an injected clock safe for concurrent use.
+	clock := testenv.NewClock()
+	e := testenv.New(t, testenv.WithConfig(func(c *services.Config) { c.Now = clock.Now; c.Documents.MaxPages = 5 }))
 	p := e.Principal(t, e.KeyATest)
 	newCap := func(ct string, max int64) *documents.Capability {
 		c, err := e.Svc.Documents.CreateUpload(ctx, p, ct, max)
@@ -74,8 +75,8 @@ func TestUploadErrors(t *testing.T) {
 	})
 	t.Run("expired", func(t *testing.T) {
 		c := newCap("", 0)
-		clock = func() time.Time { return now.Add(2 * time.Hour) }
-		defer func() { clock = func() time.Time { return now } }()
+		clock.Advance(2 * time.Hour)
+		defer clock.Advance(-2 * time.Hour)
 		testenv.WantCode(t, put(c.UploadToken, testenv.MinimalPDF(1)), documents.CodeUploadExpired)
 	})
 	t.Run("concurrent puts store one document", func(t *testing.T) {
