@@ -50,7 +50,7 @@ func TestAPIKeyCacheServesReads(t *testing.T) {
 
 // TestAPIKeyCacheRevocationRace revokes a key while readers look it up
 // without pause: no lookup that starts after RevokeAPIKey returned may
-// see the key unrevoked (the rule in apikeycache.go).
+// see the key unrevoked (the rule in rowcache.go).
 func TestAPIKeyCacheRevocationRace(t *testing.T) {
 	ctx := t.Context()
 	db := openMigratedSQLite(t)
