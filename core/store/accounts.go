@@ -48,7 +48,7 @@ func (x q) CreateAPIKey(ctx context.Context, k *accounts.APIKey) error {
 }
 
 func (x q) GetAPIKeyByHash(ctx context.Context, hash string) (*accounts.APIKey, error) {
-	return cachedRead(x, x.db.caches.apiKeyCache(), hash, func() (*accounts.APIKey, error) {
+	return cachedRead(x, x.db.caches.apiKeys, hash, func() (*accounts.APIKey, error) {
 		var k accounts.APIKey
 		if err := x.get(ctx, x.reader(), &k, "SELECT "+apiKeyCols+" FROM api_keys WHERE hash = ?", hash); err != nil {
 			return nil, fmt.Errorf("get api key: %w", err)
@@ -69,8 +69,7 @@ func (x q) ListAPIKeys(ctx context.Context, ownerID string) ([]accounts.APIKey, 
 
 func (x q) RevokeAPIKey(ctx context.Context, ownerID, id string, at time.Time) error {
 	var n int64
-	err := x.write(ctx, func(x q) (err error) {
-		x.db.caches.apiKeyCache().changed() // rowcache.go: in the writer's batch
+	err := x.changing(ctx, x.db.caches.apiKeys, func(x q) (err error) {
 		n, err = x.exec(ctx, "UPDATE api_keys SET revoked_at = ? WHERE id = ? AND owner_id = ? AND revoked_at IS NULL", at, id, ownerID)
 		return err
 	})
@@ -92,7 +91,7 @@ func (x q) TouchAPIKey(ctx context.Context, id string, at time.Time) error {
 		return fmt.Errorf("touch api key: %w", core.ErrNoRows)
 	}
 	// A last use is not a revocation (rowcache.go).
-	x.db.caches.apiKeyCache().update(func(k **accounts.APIKey) bool {
+	x.db.caches.apiKeys.update(func(k **accounts.APIKey) bool {
 		if (*k).ID != id {
 			return false
 		}

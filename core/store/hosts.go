@@ -119,7 +119,7 @@ func (x q) GetHostByEnrollment(ctx context.Context, tokenHash string) (*hosts.Ho
 func (x q) EnrollHost(ctx context.Context, tokenHash string, name, publicKey, thumbprint string, at time.Time) (*hosts.Host, error) {
 	var h *hosts.Host
 	err := x.atomic(ctx, func(x q) error {
-		x.db.caches.agentCache().changed() // rowcache.go: in the writer's batch
+		x.db.caches.agents.changed() // rowcache.go: in the writer's batch
 		n, err := x.exec(ctx, `UPDATE hosts SET public_key = ?, thumbprint = ?, name = COALESCE(NULLIF(?, ''), name),
 			status = ?, enrolled_at = ?, enrollment_hash = NULL
 			WHERE enrollment_hash = ? AND status = ? AND enrollment_expires_at > ?`,
@@ -159,7 +159,7 @@ func (x q) ListHosts(ctx context.Context, ownerID string) ([]hosts.Host, error) 
 // and active agents: no replica can see a live agent of a revoked host.
 func (x q) RevokeHost(ctx context.Context, ownerID, id string, at time.Time) error {
 	err := x.atomic(ctx, func(x q) error {
-		x.db.caches.agentCache().changed() // rowcache.go: in the writer's batch
+		x.db.caches.agents.changed() // rowcache.go: in the writer's batch
 		n, err := x.exec(ctx, "UPDATE hosts SET status = ?, revoked_at = ? WHERE id = ? AND owner_id = ? AND status <> ?",
 			hosts.Revoked, at, id, ownerID, hosts.Revoked)
 		if err != nil {
@@ -183,7 +183,7 @@ func (x q) TouchHost(ctx context.Context, id string, at time.Time) error {
 		return fmt.Errorf("touch host: %w", err)
 	}
 	// A last use is not a revocation (rowcache.go).
-	x.db.caches.agentCache().update(func(r *agentWithHost) bool {
+	x.db.caches.agents.update(func(r *agentWithHost) bool {
 		if r.h.ID != id {
 			return false
 		}
@@ -272,7 +272,7 @@ func (x q) ListDelegatedAgents(ctx context.Context, ownerID string) ([]hosts.Age
 }
 
 func (x q) ReissueDevice(ctx context.Context, id, userCodeHash, approvalID string, expires time.Time) error {
-	err := x.changing(ctx, x.db.caches.agentCache(), func(x q) error {
+	err := x.changing(ctx, x.db.caches.agents, func(x q) error {
 		n, err := x.exec(ctx, `UPDATE delegated_agents SET user_code_hash = ?, approval_id = ?, device_expires_at = ?,
 			device_tries = 0 WHERE id = ? AND status = ?`, userCodeHash, approvalID, expires, id, hosts.AgentPending)
 		if err == nil && n == 0 {
@@ -290,7 +290,7 @@ func (x q) ReissueDevice(ctx context.Context, id, userCodeHash, approvalID strin
 // counted.
 func (x q) AddDeviceTry(ctx context.Context, id string) (int, error) {
 	var n int
-	err := x.changing(ctx, x.db.caches.agentCache(), func(x q) error {
+	err := x.changing(ctx, x.db.caches.agents, func(x q) error {
 		return x.get(ctx, x.writer(), &n, `UPDATE delegated_agents SET device_tries = device_tries + 1
 			WHERE id = ? AND status = ? RETURNING device_tries`, id, hosts.AgentPending)
 	})
@@ -313,7 +313,7 @@ func (x q) DecideDelegatedAgent(ctx context.Context, id, codeHash string, approv
 		query += " AND user_code_hash = ?"
 		args = append(args, codeHash)
 	}
-	err := x.changing(ctx, x.db.caches.agentCache(), func(x q) error {
+	err := x.changing(ctx, x.db.caches.agents, func(x q) error {
 		n, err := x.exec(ctx, query, args...)
 		if err == nil && n == 0 {
 			err = x.missingOrConflict(ctx, "delegated_agents", "id = ?", id)
@@ -327,7 +327,7 @@ func (x q) DecideDelegatedAgent(ctx context.Context, id, codeHash string, approv
 }
 
 func (x q) RevokeDelegatedAgent(ctx context.Context, id string, at time.Time) error {
-	err := x.changing(ctx, x.db.caches.agentCache(), func(x q) error {
+	err := x.changing(ctx, x.db.caches.agents, func(x q) error {
 		n, err := x.exec(ctx, "UPDATE delegated_agents SET status = ?, revoked_at = ? WHERE id = ? AND status IN (?, ?)",
 			hosts.AgentRevoked, at, id, hosts.AgentPending, hosts.AgentActive)
 		if err == nil && n == 0 {
@@ -346,7 +346,7 @@ func (x q) TouchDelegatedAgent(ctx context.Context, id string, at time.Time) err
 		return fmt.Errorf("touch delegated agent: %w", err)
 	}
 	// A last use is not a revocation (rowcache.go).
-	x.db.caches.agentCache().update(func(r *agentWithHost) bool {
+	x.db.caches.agents.update(func(r *agentWithHost) bool {
 		if r.a.ID != id {
 			return false
 		}
@@ -488,7 +488,7 @@ func (r agentWithHost) clone() agentWithHost {
 // the two nested structs was about a third of the read), and on SQLite
 // kept (rowcache.go).
 func (x q) GetDelegatedAgentWithHost(ctx context.Context, agentID string) (*hosts.Agent, *hosts.Host, error) {
-	r, err := cachedRead(x, x.db.caches.agentCache(), agentID, func() (agentWithHost, error) {
+	r, err := cachedRead(x, x.db.caches.agents, agentID, func() (agentWithHost, error) {
 		var r agentHostRow
 		a, h := &r.Agent, &r.Host
 		// Column order: agentHostSelect's.

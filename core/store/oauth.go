@@ -87,7 +87,7 @@ func (x q) PutOAuthClient(ctx context.Context, c *authstate.OAuthClient) error {
 	if err != nil {
 		return fmt.Errorf("put oauth client: %w", err)
 	}
-	err = x.changing(ctx, x.db.caches.accessTokenCache(), func(x q) error {
+	err = x.changing(ctx, x.db.caches.accessTokens, func(x q) error {
 		_, err := x.exec(ctx, oauthClientInsert+` ON CONFLICT (id) DO UPDATE SET kind = excluded.kind, name = excluded.name,
 			uri = excluded.uri, logo_uri = excluded.logo_uri, redirect_uris = excluded.redirect_uris,
 			grant_types = excluded.grant_types, response_types = excluded.response_types, scope = excluded.scope,
@@ -165,7 +165,7 @@ func (x q) FindOAuthGrant(ctx context.Context, ownerID, clientID, resource strin
 }
 
 func (x q) UpdateOAuthGrantScopes(ctx context.Context, id string, scopes []string, at time.Time) error {
-	err := x.changing(ctx, x.db.caches.accessTokenCache(), func(x q) error {
+	err := x.changing(ctx, x.db.caches.accessTokens, func(x q) error {
 		n, err := x.exec(ctx, "UPDATE oauth_grants SET scopes = ?, updated_at = ? WHERE id = ? AND revoked_at IS NULL",
 			strings.Join(scopes, " "), at, id)
 		if err == nil && n == 0 {
@@ -196,7 +196,7 @@ func (x q) TouchOAuthGrant(ctx context.Context, id string, at time.Time) error {
 		return fmt.Errorf("touch oauth grant: %w", err)
 	}
 	// A last use is not a revocation (rowcache.go).
-	x.db.caches.accessTokenCache().update(func(r *accessTokenRow) bool {
+	x.db.caches.accessTokens.update(func(r *accessTokenRow) bool {
 		if r.g.ID != id {
 			return false
 		}
@@ -209,7 +209,7 @@ func (x q) TouchOAuthGrant(ctx context.Context, id string, at time.Time) error {
 
 func (x q) RevokeOAuthGrant(ctx context.Context, ownerID, id string, at time.Time) error {
 	err := x.atomic(ctx, func(x q) error {
-		x.db.caches.accessTokenCache().changed() // rowcache.go: in the writer's batch
+		x.db.caches.accessTokens.changed() // rowcache.go: in the writer's batch
 		n, err := x.exec(ctx, "UPDATE oauth_grants SET revoked_at = ? WHERE id = ? AND owner_id = ? AND revoked_at IS NULL", at, id, ownerID)
 		if err != nil {
 			return err
@@ -247,7 +247,7 @@ func (x q) GetOAuthToken(ctx context.Context, kind authstate.OAuthTokenKind, sig
 }
 
 func (x q) DeleteOAuthToken(ctx context.Context, kind authstate.OAuthTokenKind, signature string) error {
-	err := x.changing(ctx, x.db.caches.accessTokenCache(), func(x q) error {
+	err := x.changing(ctx, x.db.caches.accessTokens, func(x q) error {
 		_, err := x.exec(ctx, "DELETE FROM oauth_tokens WHERE kind = ? AND signature = ?", kind, signature)
 		return err
 	})
@@ -258,7 +258,7 @@ func (x q) DeleteOAuthToken(ctx context.Context, kind authstate.OAuthTokenKind, 
 }
 
 func (x q) DeactivateOAuthToken(ctx context.Context, kind authstate.OAuthTokenKind, signature string) error {
-	err := x.changing(ctx, x.db.caches.accessTokenCache(), func(x q) error {
+	err := x.changing(ctx, x.db.caches.accessTokens, func(x q) error {
 		n, err := x.exec(ctx, "UPDATE oauth_tokens SET active = FALSE WHERE kind = ? AND signature = ? AND active", kind, signature)
 		if err == nil && n == 0 {
 			err = x.missingOrConflict(ctx, "oauth_tokens", "kind = ? AND signature = ?", kind, signature)
@@ -272,7 +272,7 @@ func (x q) DeactivateOAuthToken(ctx context.Context, kind authstate.OAuthTokenKi
 }
 
 func (x q) revokeRequest(ctx context.Context, requestID string) error {
-	x.db.caches.accessTokenCache().changed() // rowcache.go: always inside atomic, in the writer's batch
+	x.db.caches.accessTokens.changed() // rowcache.go: always inside atomic, in the writer's batch
 	if _, err := x.exec(ctx, "DELETE FROM oauth_tokens WHERE request_id = ? AND kind = ?", requestID, authstate.OAuthAccessToken); err != nil {
 		return err
 	}
@@ -308,7 +308,7 @@ func (x q) RotateOAuthRefresh(ctx context.Context, requestID, signature string) 
 func (x q) DeleteExpiredOAuth(ctx context.Context, t time.Time) (int64, error) {
 	var total int64
 	err := x.atomic(ctx, func(x q) error {
-		x.db.caches.accessTokenCache().changed() // rowcache.go: in the writer's batch
+		x.db.caches.accessTokens.changed() // rowcache.go: in the writer's batch
 		total = 0
 		for _, table := range []string{"oauth_tokens", "oauth_consents"} {
 			n, err := x.exec(ctx, "DELETE FROM "+table+" WHERE expires_at < ?", t)
@@ -430,7 +430,7 @@ func (r accessTokenRow) clone() accessTokenRow {
 // struct (about a tenth of the read's CPU in a profile of A2A GetTask),
 // and on SQLite kept (rowcache.go).
 func (x q) GetOAuthAccessToken(ctx context.Context, signature string) (*authstate.OAuthToken, *authstate.OAuthGrant, error) {
-	r, err := cachedRead(x, x.db.caches.accessTokenCache(), signature, func() (accessTokenRow, error) {
+	r, err := cachedRead(x, x.db.caches.accessTokens, signature, func() (accessTokenRow, error) {
 		var (
 			t authstate.OAuthToken
 			r oauthGrantRow

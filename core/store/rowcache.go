@@ -152,8 +152,9 @@ func cachedRead[V any](x q, c *rowCache[V], key string, read func() (V, error)) 
 	return v, err
 }
 
-// rowCaches are the store's caches on SQLite; nil on PostgreSQL, where
-// every field reads as a nil cache (no caching).
+// rowCaches are the store's caches: made on SQLite; on PostgreSQL every
+// field is nil, and a nil rowCache keeps nothing (cachedRead reads,
+// changed and update do nothing).
 type rowCaches struct {
 	apiKeys      *rowCache[*accounts.APIKey]
 	agents       *rowCache[agentWithHost]
@@ -173,27 +174,6 @@ func (c *rowCaches) ended() {
 	c.apiKeys.ended()
 	c.agents.ended()
 	c.accessTokens.ended()
-}
-
-func (c *rowCaches) apiKeyCache() *rowCache[*accounts.APIKey] {
-	if c == nil {
-		return nil
-	}
-	return c.apiKeys
-}
-
-func (c *rowCaches) agentCache() *rowCache[agentWithHost] {
-	if c == nil {
-		return nil
-	}
-	return c.agents
-}
-
-func (c *rowCaches) accessTokenCache() *rowCache[accessTokenRow] {
-	if c == nil {
-		return nil
-	}
-	return c.accessTokens
 }
 
 // cloneTime copies what t points to.

@@ -76,7 +76,8 @@ type DB struct {
 	// secrets caches Secret's values (name → []byte): they never change.
 	secrets sync.Map
 	// caches keep the rows credentials are checked against, on SQLite
-	// (rowcache.go); nil on PostgreSQL.
+	// (rowcache.go); on PostgreSQL each of its caches is nil, which keeps
+	// nothing.
 	caches *rowCaches
 	// ckpt checkpoints SQLite's WAL in the background (nil in memory and
 	// on PostgreSQL).
@@ -153,7 +154,8 @@ func openPostgres(ctx context.Context, dsn string) (*DB, error) {
 	queue.SetMaxOpenConns(pgQueueConns)
 	queue.SetMaxIdleConns(pgQueueConns)
 	queue.SetConnMaxIdleTime(5 * time.Minute)
-	out := &DB{dialect: DialectPostgres, w: db, r: db, queue: queue, lockID: int64(h.Sum64()), named: newNamedCache(db.Mapper)}
+	out := &DB{dialect: DialectPostgres, w: db, r: db, queue: queue, lockID: int64(h.Sum64()), named: newNamedCache(db.Mapper),
+		caches: &rowCaches{}}
 	out.q = q{db: out}
 	return out, nil
 }
