@@ -14,6 +14,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/faxhub/faxhub/core"
 	"github.com/faxhub/faxhub/core/authstate"
 	"github.com/faxhub/faxhub/core/seal"
 	jose "github.com/go-jose/go-jose/v4"
@@ -65,6 +66,19 @@ const keyCacheTTL = time.Minute
 // keyReloadInterval spaces the reloads an unknown kid forces.
 const keyReloadInterval = 5 * time.Second
 
+// jwksMaxAge is how long a verifier may keep the JWKS it fetched
+// (Cache-Control on /jwks).
+const jwksMaxAge = 5 * time.Minute
+
+// keyPrepublish is how long a rotation's new key is published before it
+// signs: long enough for every replica's key cache to hold it, with a
+// minute to spare for clocks that disagree, and for every verifier's
+// cached JWKS to have expired. Until then the key it replaces keeps
+// signing (its retirement is set that far ahead), so nothing is ever
+// signed with a key some replica does not publish, or some verifier has
+// not had the chance to fetch.
+const keyPrepublish = 2*keyCacheTTL + jwksMaxAge
+
 // sealInfo separates the sealing key from any other use of the secret.
 const sealInfo = "faxhub oauth signing keys v1"
 
@@ -77,10 +91,42 @@ type keyring struct {
 
 	mu       sync.Mutex
 	loadedAt time.Time
-	forcedAt time.Time                    // last reload forced by an unknown kid
-	active   map[keyRole]*jose.JSONWebKey // role → newest private key
-	public   jose.JSONWebKeySet           // every published key, all purposes
-	tokens   jose.JSONWebKeySet           // the published token keys: what faxhub's own tokens may be verified with
+	forcedAt time.Time             // last reload forced by an unknown kid
+	live     map[keyRole][]liveKey // role → its keys not retired when loaded
+	public   jose.JSONWebKeySet    // every published key, all purposes
+	tokens   jose.JSONWebKeySet    // the published token keys: what faxhub's own tokens may be verified with
+}
+
+// liveKey is a private key that was not retired when the keys were loaded:
+// the role's active key, or one a rotation retires at retiredAt (ahead).
+type liveKey struct {
+	jwk       *jose.JSONWebKey
+	retiredAt *time.Time
+}
+
+// signer returns the key that signs at now. A rotation retires the key it
+// replaces keyPrepublish ahead, so that key signs until its successor has
+// been published that long: of the keys not yet retired, the one that
+// retires first signs, and the active key (retired never) once none is
+// left. Two rotations within keyPrepublish hand over in turn. Retirement
+// times, not creation times, order them: they come from one replica's
+// clock per rotation, where creation times of first keys and rotations
+// may come from replicas whose clocks disagree.
+func signer(keys []liveKey, now time.Time) *jose.JSONWebKey {
+	var best *liveKey
+	for i := range keys {
+		k := &keys[i]
+		switch {
+		case k.retiredAt != nil && !k.retiredAt.After(now):
+			// retired since the keys were loaded
+		case best == nil, best.retiredAt == nil, k.retiredAt != nil && k.retiredAt.Before(*best.retiredAt):
+			best = k
+		}
+	}
+	if best == nil {
+		return nil
+	}
+	return best.jwk
 }
 
 // seal encrypts a PKCS#8 private key; kid, alg and purpose are
@@ -102,10 +148,13 @@ func (k *keyring) open(ctx context.Context, role keyRole, kid string, sealed []b
 	return seal.Open(secret, sealInfo, role.aad(kid), sealed)
 }
 
-// create generates, seals and stores a key of role and, when retire is set
-// (a rotation), retires the others of that role (they stay published for
-// keyPublishWindow, receipt keys for good). It returns the new key's kid.
-func (k *keyring) create(ctx context.Context, role keyRole, retire bool) (string, error) {
+// create generates, seals and stores a key of role: the role's first key
+// (core.ErrExists when it has an active key, another replica's first key
+// having won), which signs at once, or, when rotate is set, a rotation's,
+// which signs from keyPrepublish on, when the key it replaces retires
+// (published for keyPublishWindow after, receipt keys for good). It
+// returns the new key's row.
+func (k *keyring) create(ctx context.Context, role keyRole, rotate bool) (*authstate.OAuthKey, error) {
 	alg := role.alg
 	var priv crypto.Signer
 	var err error
@@ -115,42 +164,42 @@ func (k *keyring) create(ctx context.Context, role keyRole, retire bool) (string
 	case AlgRS256:
 		priv, err = rsa.GenerateKey(rand.Reader, 2048)
 	default:
-		return "", fmt.Errorf("unknown signing algorithm %q", alg)
+		return nil, fmt.Errorf("unknown signing algorithm %q", alg)
 	}
 	if err != nil {
-		return "", fmt.Errorf("generate %s key: %w", alg, err)
+		return nil, fmt.Errorf("generate %s key: %w", alg, err)
 	}
 	pub := jose.JSONWebKey{Key: priv.Public(), Algorithm: alg, Use: "sig"}
 	tp, err := pub.Thumbprint(crypto.SHA256)
 	if err != nil {
-		return "", fmt.Errorf("thumbprint: %w", err)
+		return nil, fmt.Errorf("thumbprint: %w", err)
 	}
 	pub.KeyID = base64.RawURLEncoding.EncodeToString(tp)
 	pubJSON, err := json.Marshal(pub)
 	if err != nil {
-		return "", fmt.Errorf("encode public key: %w", err)
+		return nil, fmt.Errorf("encode public key: %w", err)
 	}
 	der, err := x509.MarshalPKCS8PrivateKey(priv)
 	if err != nil {
-		return "", fmt.Errorf("encode private key: %w", err)
+		return nil, fmt.Errorf("encode private key: %w", err)
 	}
 	sealed, err := k.seal(ctx, role, pub.KeyID, der)
 	if err != nil {
-		return "", fmt.Errorf("seal private key: %w", err)
+		return nil, fmt.Errorf("seal private key: %w", err)
 	}
-	now := k.now().UTC().Truncate(time.Microsecond)
-	if err := k.store.CreateOAuthKey(ctx, &authstate.OAuthKey{ID: pub.KeyID, Purpose: role.purpose, Alg: alg, PublicJWK: pubJSON, Sealed: sealed, CreatedAt: now}); err != nil {
-		return "", fmt.Errorf("store %s %s key: %w", role.purpose, alg, err)
+	row := &authstate.OAuthKey{ID: pub.KeyID, Purpose: role.purpose, Alg: alg, PublicJWK: pubJSON, Sealed: sealed, CreatedAt: k.now().UTC().Truncate(time.Microsecond)}
+	if rotate {
+		err = k.store.RotateOAuthKey(ctx, row, row.CreatedAt.Add(keyPrepublish))
+	} else {
+		err = k.store.CreateOAuthKey(ctx, row)
 	}
-	if retire {
-		if err := k.store.RetireOAuthKeys(ctx, role.purpose, alg, pub.KeyID, now); err != nil {
-			return "", fmt.Errorf("retire older %s %s keys: %w", role.purpose, alg, err)
-		}
+	if err != nil {
+		return nil, fmt.Errorf("store %s %s key: %w", role.purpose, alg, err)
 	}
 	k.mu.Lock()
 	k.loadedAt = time.Time{}
 	k.mu.Unlock()
-	return pub.KeyID, nil
+	return row, nil
 }
 
 // load refreshes the cache when it is older than keyCacheTTL, creating
@@ -172,7 +221,8 @@ func (k *keyring) load(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		active := map[keyRole]*jose.JSONWebKey{}
+		now := k.now()
+		live := map[keyRole][]liveKey{}
 		var set, tokens jose.JSONWebKeySet
 		for _, row := range append(tokenKeys, receiptKeys...) {
 			var pub jose.JSONWebKey
@@ -183,11 +233,11 @@ func (k *keyring) load(ctx context.Context) error {
 			if row.Purpose == authstate.KeyPurposeToken {
 				tokens.Keys = append(tokens.Keys, pub)
 			}
-			// Keys are newest first: the first unretired key of a role
-			// signs. Two replicas creating a first key at once leave two
-			// active ones; the newer wins everywhere.
+			// A role has one active key (the database holds it so:
+			// CreateOAuthKey) and, after a rotation, for keyPrepublish,
+			// the key it replaces.
 			role := keyRole{row.Purpose, row.Alg}
-			if row.RetiredAt != nil || active[role] != nil {
+			if row.RetiredAt != nil && !row.RetiredAt.After(now) {
 				continue
 			}
 			der, err := k.open(ctx, role, row.ID, row.Sealed)
@@ -198,16 +248,17 @@ func (k *keyring) load(ctx context.Context) error {
 			if err != nil {
 				return fmt.Errorf("parse private key %s: %w", row.ID, err)
 			}
-			active[role] = &jose.JSONWebKey{Key: priv, KeyID: row.ID, Algorithm: row.Alg, Use: "sig"}
+			live[role] = append(live[role], liveKey{&jose.JSONWebKey{Key: priv, KeyID: row.ID, Algorithm: row.Alg, Use: "sig"}, row.RetiredAt})
 		}
 		var missing bool
 		for _, role := range keyRoles {
-			if active[role] == nil {
+			if len(live[role]) == 0 {
 				missing = true
-				// A first key retires nothing: replicas starting at once
-				// each create one, and retiring the others' would retire
-				// them all (each keeps only its own).
-				if _, err := k.create(ctx, role, false); err != nil {
+				// Of replicas starting at once on a database without
+				// keys, one creates the role's first key; the others find
+				// theirs refused (ErrExists) and read the winner's on the
+				// next pass, so all sign with and publish the same key.
+				if _, err := k.create(ctx, role, false); err != nil && !errors.Is(err, core.ErrExists) {
 					return err
 				}
 			}
@@ -216,7 +267,7 @@ func (k *keyring) load(ctx context.Context) error {
 			continue
 		}
 		k.mu.Lock()
-		k.active, k.public, k.tokens, k.loadedAt = active, set, tokens, k.now()
+		k.live, k.public, k.tokens, k.loadedAt = live, set, tokens, now
 		k.mu.Unlock()
 		return nil
 	}
@@ -230,7 +281,7 @@ func (k *keyring) signingKey(ctx context.Context, role keyRole) (*jose.JSONWebKe
 	}
 	k.mu.Lock()
 	defer k.mu.Unlock()
-	key := k.active[role]
+	key := signer(k.live[role], k.now())
 	if key == nil {
 		return nil, fmt.Errorf("no %s %s signing key", role.purpose, role.alg)
 	}
@@ -260,14 +311,17 @@ func (k *keyring) tokenKeys(ctx context.Context) (jose.JSONWebKeySet, error) {
 
 // SigningKey names one signing key.
 type SigningKey struct {
-	Purpose authstate.KeyPurpose
-	Alg     string
-	KeyID   string
+	Purpose   authstate.KeyPurpose
+	Alg       string
+	KeyID     string
+	SignsFrom time.Time // published at once, signing from then (keyPrepublish on)
 }
 
 // RotateSigningKeys creates a new key of each role (token EdDSA, token
-// RS256, receipt EdDSA) and returns them. The old ones stop signing at once
-// on this replica (within keyCacheTTL, a minute, on others). Old token keys
+// RS256, receipt EdDSA) and returns them. Each is published at once and
+// signs from keyPrepublish (seven minutes) on, on every replica, the old
+// one signing until then: by that time every replica publishes the new
+// key and every verifier's cached JWKS has expired. Old token keys
 // stay in the JWKS, and accepted for verification, for keyPublishWindow
 // (31 days: longer than the longest lifetime of what they signed, a 30-day
 // identity assertion); old receipt keys stay in the JWKS for good, since
@@ -275,11 +329,11 @@ type SigningKey struct {
 func (s *Server) RotateSigningKeys(ctx context.Context) ([]SigningKey, error) {
 	var out []SigningKey
 	for _, role := range keyRoles {
-		kid, err := s.keys.create(ctx, role, true)
+		row, err := s.keys.create(ctx, role, true)
 		if err != nil {
 			return out, fmt.Errorf("rotate signing keys: %w", err)
 		}
-		out = append(out, SigningKey{Purpose: role.purpose, Alg: role.alg, KeyID: kid})
+		out = append(out, SigningKey{Purpose: role.purpose, Alg: role.alg, KeyID: row.ID, SignsFrom: row.CreatedAt.Add(keyPrepublish)})
 	}
 	return out, nil
 }

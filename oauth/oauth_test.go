@@ -948,7 +948,8 @@ func TestKeyRotationAndStorage(t *testing.T) {
 	ctx := context.Background()
 	var before jose.JSONWebKeySet
 	h.getJSON(h.base+oauth.PathJWKS, &before)
-	if _, err := h.srv.RotateSigningKeys(ctx); err != nil {
+	rotated, err := h.srv.RotateSigningKeys(ctx)
+	if err != nil {
 		t.Fatal(err)
 	}
 	var after jose.JSONWebKeySet
@@ -962,7 +963,9 @@ func TestKeyRotationAndStorage(t *testing.T) {
 			t.Fatalf("old key %s not published after rotation", k.KeyID)
 		}
 	}
-	// A new id_token is signed with the new RS256 key.
+	// An id_token made right after is signed with the old RS256 key: the
+	// new one is published first and signs from SignsFrom on
+	// (TestKeyRotationOverlap follows a rotation through).
 	clientID := h.registerDefault()
 	a := h.authRequest(clientID, []string{"openid", "email"})
 	tok := h.exchange(a, h.authorize(a, h.env.OwnerA, nil))
@@ -970,8 +973,8 @@ func TestKeyRotationAndStorage(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if kid := parsed.Headers[0].KeyID; len(before.Key(kid)) != 0 || len(after.Key(kid)) != 1 {
-		t.Fatalf("id_token signed with %s, want the new key", kid)
+	if kid := parsed.Headers[0].KeyID; len(before.Key(kid)) != 1 || kid == rotated[1].KeyID {
+		t.Fatalf("id_token signed with %s right after the rotation, want the old key until %v", kid, rotated[1].SignsFrom)
 	}
 
 	// Nothing secret is stored in the clear: private keys are sealed and

@@ -158,6 +158,7 @@ func TestReceiptKeysOutliveRotation(t *testing.T) {
 	if err != nil || len(rotated) != 3 || rotated[2].Purpose != "receipt" || rotated[2].Alg != oauth.AlgEdDSA {
 		t.Fatalf("rotate: %+v %v", rotated, err)
 	}
+	h.clock.add(rotated[2].SignsFrom.Sub(h.clock.now()))
 	fresh, err := h.srv.SignReceipt(ctx, testReceipt())
 	if err != nil {
 		t.Fatal(err)

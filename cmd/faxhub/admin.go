@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"time"
 
 	"github.com/faxhub/faxhub/core"
 	"github.com/faxhub/faxhub/core/accounts"
@@ -288,12 +289,13 @@ func adminPurge(ctx context.Context, args []string, stdout, stderr io.Writer) er
 }
 
 // adminKeysRotate is `faxhub admin keys rotate`: new signing keys of the
-// OAuth server — token EdDSA and RS256, receipt EdDSA — become the active
-// ones at once (on other replicas within a minute). The old token keys stay
-// in the JWKS and keep verifying what they signed for 31 days; the old
-// receipt key stays in it for good, so receipts it signed keep verifying
-// (docs/oauth.md, "Signing keys"). It prints one "alg kid purpose" line per
-// new key.
+// OAuth server — token EdDSA and RS256, receipt EdDSA — are published at
+// once and sign from seven minutes on (every replica's key cache and every
+// verifier's cached JWKS hold them by then), the old ones signing until
+// then. The old token keys stay in the JWKS and keep verifying what they
+// signed for 31 days; the old receipt key stays in it for good, so
+// receipts it signed keep verifying (docs/oauth.md, "Signing keys"). It
+// prints one "alg kid purpose" line per new key.
 func adminKeysRotate(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	return withApp(ctx, "admin keys rotate", args, stderr, nil, func(a *app.App) error {
 		keys, err := a.OAuth.RotateSigningKeys(ctx)
@@ -303,7 +305,10 @@ func adminKeysRotate(ctx context.Context, args []string, stdout, stderr io.Write
 		for _, k := range keys {
 			fmt.Fprintf(stdout, "%s %s %s\n", k.Alg, k.KeyID, k.Purpose)
 		}
-		fmt.Fprintln(stderr, "new signing keys are active; the previous token keys stay published and accepted for 31 days, the previous receipt key for good")
+		if len(keys) > 0 {
+			fmt.Fprintf(stderr, "new signing keys are published and sign from %s; the previous ones sign until then, then the token keys stay published and accepted for 31 days, the receipt key for good\n",
+				keys[0].SignsFrom.UTC().Format(time.RFC3339))
+		}
 		return nil
 	})
 }

@@ -1,7 +1,10 @@
 package storetest
 
 import (
+	"context"
 	"encoding/json"
+	"fmt"
+	"sync"
 	"testing"
 	"time"
 
@@ -307,18 +310,28 @@ func testOAuthConsents(t *testing.T, st services.Store) {
 
 func testOAuthKeys(t *testing.T, st services.Store) {
 	ctx, s := t.Context(), oauthStore(t, st)
+	key := func(id string, purpose authstate.KeyPurpose, alg string, sec int) *authstate.OAuthKey {
+		return &authstate.OAuthKey{ID: id, Purpose: purpose, Alg: alg, PublicJWK: []byte(`{"kid":"` + id + `"}`), Sealed: []byte{0, 1, 2, 0xff}, CreatedAt: at(sec)}
+	}
 	mk := func(id string, purpose authstate.KeyPurpose, alg string, sec int) *authstate.OAuthKey {
-		k := &authstate.OAuthKey{ID: id, Purpose: purpose, Alg: alg, PublicJWK: []byte(`{"kid":"` + id + `"}`), Sealed: []byte{0, 1, 2, 0xff}, CreatedAt: at(sec)}
+		k := key(id, purpose, alg, sec)
 		must(t, s.CreateOAuthKey(ctx, k))
+		return k
+	}
+	rotate := func(id string, purpose authstate.KeyPurpose, alg string, sec int) *authstate.OAuthKey {
+		k := key(id, purpose, alg, sec)
+		must(t, s.RotateOAuthKey(ctx, k, k.CreatedAt))
 		return k
 	}
 	token, receipt := authstate.KeyPurposeToken, authstate.KeyPurposeReceipt
 	e1 := mk("e1", token, "EdDSA", 0)
 	r1 := mk("r1", token, "RS256", 1)
 	wantErr(t, "CreateOAuthKey twice", s.CreateOAuthKey(ctx, e1), core.ErrExists)
+	// One active key per role: a second first key is refused, as another
+	// replica's would be.
+	wantErr(t, "CreateOAuthKey of a role with an active key", s.CreateOAuthKey(ctx, key("e1b", token, "EdDSA", 0)), core.ErrExists)
 	x1 := mk("x1", receipt, "EdDSA", 1)
-	e2 := mk("e2", token, "EdDSA", 2)
-	must(t, s.RetireOAuthKeys(ctx, token, "EdDSA", e2.ID, at(3)))
+	e2 := rotate("e2", token, "EdDSA", 3)
 
 	keys, err := s.ListOAuthKeys(ctx, token, at(0))
 	must(t, err)
@@ -328,12 +341,11 @@ func testOAuthKeys(t *testing.T, st services.Store) {
 	must(t, err)
 	wantEqual(t, "keys after the retired key's window", keys, []authstate.OAuthKey{*e2, *r1})
 
-	// Retiring the token keys left the receipt key of the same alg alone.
+	// Rotating the token keys left the receipt key of the same alg alone.
 	keys, err = s.ListOAuthKeys(ctx, receipt, at(3))
 	must(t, err)
 	wantEqual(t, "receipt keys", keys, []authstate.OAuthKey{*x1})
-	x2 := mk("x2", receipt, "EdDSA", 4)
-	must(t, s.RetireOAuthKeys(ctx, receipt, "EdDSA", x2.ID, at(5)))
+	x2 := rotate("x2", receipt, "EdDSA", 5)
 	keys, err = s.ListOAuthKeys(ctx, receipt, time.Time{})
 	must(t, err)
 	x1.RetiredAt = ptr(at(5))
@@ -341,4 +353,50 @@ func testOAuthKeys(t *testing.T, st services.Store) {
 	keys, err = s.ListOAuthKeys(ctx, token, time.Time{})
 	must(t, err)
 	wantEqual(t, "token keys untouched by a receipt rotation", keys, []authstate.OAuthKey{*e2, *r1, *e1})
+	wantErr(t, "RotateOAuthKey to a kid that exists", s.RotateOAuthKey(ctx, key("e1", token, "EdDSA", 6), at(6)), core.ErrExists)
+	keys, err = s.ListOAuthKeys(ctx, token, at(3))
+	must(t, err)
+	wantEqual(t, "a refused rotation retired nothing", keys, []authstate.OAuthKey{*e2, *r1})
+
+	// Replicas starting at once on a database without keys: of the first
+	// keys of a role made at once, one is stored; then rotations at once
+	// leave one active key. (receipt RS256 is a role faxhub does not use,
+	// free here.)
+	const racers = 8
+	race := func(what string, store func(context.Context, *authstate.OAuthKey) error, sec int) int {
+		t.Helper()
+		errs := make([]error, racers)
+		var wg sync.WaitGroup
+		for i := range racers {
+			wg.Go(func() { errs[i] = store(ctx, key(fmt.Sprintf("%s-%d", what, i), receipt, "RS256", sec)) })
+		}
+		wg.Wait()
+		won := 0
+		for _, err := range errs {
+			if err == nil {
+				won++
+			} else {
+				wantErr(t, what+" at once", err, core.ErrExists)
+			}
+		}
+		keys, err := s.ListOAuthKeys(ctx, receipt, at(sec))
+		must(t, err)
+		active := 0
+		for _, k := range keys {
+			if k.Alg == "RS256" && k.RetiredAt == nil {
+				active++
+			}
+		}
+		if active != 1 {
+			t.Fatalf("%s at once: %d active keys of the role, want 1 (%d stored)", what, active, won)
+		}
+		return won
+	}
+	if won := race("first", s.CreateOAuthKey, 7); won != 1 {
+		t.Fatalf("%d first keys of one role stored by %d replicas at once, want 1", won, racers)
+	}
+	rotateAt := func(ctx context.Context, k *authstate.OAuthKey) error { return s.RotateOAuthKey(ctx, k, k.CreatedAt) }
+	if won := race("rotated", rotateAt, 8); won < 1 {
+		t.Fatal("no rotation of the ones made at once was stored")
+	}
 }

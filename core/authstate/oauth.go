@@ -88,14 +88,19 @@ type OAuthStore interface {
 	// consumed already, so one decision yields one authorization code.
 	DeleteOAuthConsent(ctx context.Context, ownerID, approvalID string) error
 
+	// CreateOAuthKey stores k, the first key of its role: ErrExists when
+	// the role has an active key already (one is active at a time; of
+	// replicas creating a first key at once, one insert wins).
 	CreateOAuthKey(ctx context.Context, k *OAuthKey) error
 	// ListOAuthKeys lists the keys of purpose that are active or were
 	// retired after retiredAfter (the zero time: every key of purpose),
 	// newest first.
 	ListOAuthKeys(ctx context.Context, purpose KeyPurpose, retiredAfter time.Time) ([]OAuthKey, error)
-	// RetireOAuthKeys retires every active key of purpose and alg except
-	// keepID.
-	RetireOAuthKeys(ctx context.Context, purpose KeyPurpose, alg, keepID string, at time.Time) error
+	// RotateOAuthKey sets the retirement of the active key of k's role to
+	// retireAt (ahead: it signs until then) and stores k as the role's
+	// active key, in one transaction. ErrExists when another rotation of
+	// the role won at the same moment.
+	RotateOAuthKey(ctx context.Context, k *OAuthKey, retireAt time.Time) error
 }
 
 // OAuthClientKind says where a client's metadata comes from.

@@ -387,9 +387,17 @@ func (x q) ListOAuthKeys(ctx context.Context, purpose authstate.KeyPurpose, reti
 	return out, nil
 }
 
-func (x q) RetireOAuthKeys(ctx context.Context, purpose authstate.KeyPurpose, alg, keepID string, at time.Time) error {
-	if _, err := x.exec(ctx, "UPDATE oauth_keys SET retired_at = ? WHERE purpose = ? AND alg = ? AND id <> ? AND retired_at IS NULL", at, purpose, alg, keepID); err != nil {
-		return fmt.Errorf("retire oauth keys: %w", err)
+func (x q) RotateOAuthKey(ctx context.Context, k *authstate.OAuthKey, retireAt time.Time) error {
+	err := x.atomic(ctx, func(x q) error {
+		// Retired first: the role's one active key (the partial unique
+		// index oauth_keys_active) is then free for its successor.
+		if _, err := x.exec(ctx, "UPDATE oauth_keys SET retired_at = ? WHERE purpose = ? AND alg = ? AND retired_at IS NULL", retireAt, k.Purpose, k.Alg); err != nil {
+			return fmt.Errorf("retire the active key: %w", err)
+		}
+		return x.CreateOAuthKey(ctx, k)
+	})
+	if err != nil {
+		return fmt.Errorf("rotate oauth key: %w", err)
 	}
 	return nil
 }

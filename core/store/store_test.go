@@ -18,6 +18,7 @@ import (
 	"github.com/faxhub/faxhub/conformance/storetest"
 	"github.com/faxhub/faxhub/core"
 	"github.com/faxhub/faxhub/core/accounts"
+	"github.com/faxhub/faxhub/core/authstate"
 	"github.com/faxhub/faxhub/core/credits"
 	"github.com/faxhub/faxhub/core/documents"
 	"github.com/faxhub/faxhub/core/faxes"
@@ -411,6 +412,63 @@ func TestMigrateSentByBackfill(t *testing.T) {
 			if f.SentBy != want {
 				t.Errorf("%s after 00027: sentBy %+v, want %+v", id, f.SentBy, want)
 			}
+		}
+		if err := db.Migrate(ctx); err != nil {
+			t.Fatalf("the rest of the migrations: %v", err)
+		}
+	})
+}
+
+// TestMigrateOneActiveKey checks what migration 00029 does to a database
+// that met the first-keys race before it: of a role's active keys all but
+// the newest are retired at the newest's creation (still published, no
+// longer signing), an already retired key and the other roles are left
+// alone, and after it a second active key of a role is refused.
+func TestMigrateOneActiveKey(t *testing.T) {
+	eachMigratedDB(t, func(t *testing.T, db *DB) {
+		ctx := context.Background()
+		p, err := db.provider(db.w.DB, true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := p.DownTo(ctx, 28); err != nil {
+			t.Fatalf("down to 00028: %v", err)
+		}
+		t0 := time.Now().UTC().Truncate(time.Second)
+		key := func(id, alg string, sec int, retired *time.Time) *authstate.OAuthKey {
+			return &authstate.OAuthKey{ID: id, Purpose: authstate.KeyPurposeToken, Alg: alg, PublicJWK: []byte(`{}`), Sealed: []byte{1},
+				CreatedAt: t0.Add(time.Duration(sec) * time.Second), RetiredAt: retired}
+		}
+		old := t0.Add(-time.Hour)
+		keys := []*authstate.OAuthKey{
+			key("e0", "EdDSA", -7200, &old), key("e1", "EdDSA", 0, nil), key("e2", "EdDSA", 1, nil), key("e3", "EdDSA", 2, nil),
+			key("r1", "RS256", 0, nil),
+		}
+		for _, k := range keys {
+			if err := db.CreateOAuthKey(ctx, k); err != nil {
+				t.Fatalf("before 00029, key %s: %v", k.ID, err)
+			}
+		}
+		if _, err := p.UpTo(ctx, 29); err != nil {
+			t.Fatalf("up to 00029: %v", err)
+		}
+		got, err := db.ListOAuthKeys(ctx, authstate.KeyPurposeToken, time.Time{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		retired := map[string]*time.Time{}
+		for _, k := range got {
+			retired[k.ID] = k.RetiredAt
+		}
+		newest := keys[3].CreatedAt
+		for id, want := range map[string]*time.Time{"e0": &old, "e1": &newest, "e2": &newest, "e3": nil, "r1": nil} {
+			switch r := retired[id]; {
+			case want == nil && r != nil, want != nil && (r == nil || !r.Equal(*want)):
+				t.Errorf("%s after 00029: retired at %v, want %v", id, r, want)
+			}
+		}
+		if err := db.CreateOAuthKey(ctx, key("e4", "EdDSA", 3, nil)); !errors.Is(err, core.ErrExists) {
+			t.Errorf("a second active EdDSA key after 00029: %v, want ErrExists", err)
 		}
 		if err := db.Migrate(ctx); err != nil {
 			t.Fatalf("the rest of the migrations: %v", err)
