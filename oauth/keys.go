@@ -66,8 +66,8 @@ const keyCacheTTL = time.Minute
 // keyReloadInterval spaces the reloads an unknown kid forces.
 const keyReloadInterval = 5 * time.Second
 
-// jwksMaxAge is how long a verifier may keep the JWKS it fetched
-// (Cache-Control on /jwks).
+// jwksMaxAge is how long a verifier may keep the JWKS it fetched, and the
+// metadata documents (writePublic's Cache-Control).
 const jwksMaxAge = 5 * time.Minute
 
 // keyPrepublish is how long a rotation's new key is published before it

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"strconv"
 	"strings"
 
 	"github.com/faxhub/faxhub/core/web"
@@ -22,7 +23,7 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 // writePublic writes a public document: cacheable for a few minutes.
 func writePublic(w http.ResponseWriter, contentType string, body []byte) {
 	w.Header().Set("Content-Type", contentType)
-	w.Header().Set("Cache-Control", "public, max-age=300")
+	w.Header().Set("Cache-Control", "public, max-age="+strconv.Itoa(int(jwksMaxAge.Seconds())))
 	_, _ = w.Write(body)
 }
 
