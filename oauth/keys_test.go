@@ -59,11 +59,9 @@ func TestKeyRotationOverlap(t *testing.T) {
 	exchangeAt := func(base, assertion string) (int, map[string]any) {
 		return h.post2(base, url.Values{"grant_type": {oauth.GrantTypeJWTBearer}, "assertion": {assertion}, "resource": {h.mcp()}})
 	}
-	jwksAt := func(base string) jose.JSONWebKeySet {
-		saved := h.base
-		h.base = base
-		defer func() { h.base = saved }()
-		return h.jwks()
+	jwksAt := func(base string) (set jose.JSONWebKeySet) {
+		h.at(base, func() { set = h.jwks() })
+		return set
 	}
 
 	before, oldKid := h.anonymousAssertion()
@@ -160,13 +158,19 @@ func TestRotationsWithinPrepublish(t *testing.T) {
 	}
 }
 
-// post2 posts a form to another origin (a second replica).
-func (h *agentHarness) post2(base string, v url.Values) (int, map[string]any) {
-	h.t.Helper()
+// at runs fn with the harness's requests going to base (another replica).
+func (h *agentHarness) at(base string, fn func()) {
 	saved := h.base
 	h.base = base
 	defer func() { h.base = saved }()
-	return h.form(oauth.PathToken, v)
+	fn()
+}
+
+// post2 posts a form to another origin (a second replica).
+func (h *agentHarness) post2(base string, v url.Values) (code int, m map[string]any) {
+	h.t.Helper()
+	h.at(base, func() { code, m = h.form(oauth.PathToken, v) })
+	return code, m
 }
 
 // startingAtOnce holds each replica's first read of the token keys until
@@ -254,20 +258,18 @@ func TestFirstKeysOfReplicasStartingAtOnce(t *testing.T) {
 	if len(want) != 3 {
 		t.Fatalf("%d keys stored by %d replicas starting at once, want one per role (3)", len(want), replicas)
 	}
-	saved := h.base
-	defer func() { h.base = saved }()
 	for i, srv := range servers {
-		h.base = h.env.Serve(routed(srv, h.env, saved)).URL
-		set := h.jwks()
-		got := map[string]bool{}
-		for _, k := range set.Keys {
-			got[k.KeyID] = true
-		}
-		if !maps.Equal(got, want) {
-			t.Errorf("replica %d publishes %v, want the stored keys %v", i, got, want)
-		}
-		if _, kid := h.anonymousAssertion(); kid != active {
-			t.Errorf("replica %d signs with %s, want the one active key %s", i, kid, active)
-		}
+		h.at(h.env.Serve(routed(srv, h.env, h.base)).URL, func() {
+			got := map[string]bool{}
+			for _, k := range h.jwks().Keys {
+				got[k.KeyID] = true
+			}
+			if !maps.Equal(got, want) {
+				t.Errorf("replica %d publishes %v, want the stored keys %v", i, got, want)
+			}
+			if _, kid := h.anonymousAssertion(); kid != active {
+				t.Errorf("replica %d signs with %s, want the one active key %s", i, kid, active)
+			}
+		})
 	}
 }
