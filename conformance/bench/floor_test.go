@@ -23,7 +23,8 @@ import (
 // else. It answers POST /floor/faxes by writing, in one transaction, the
 // idempotency record (with the response), the rate limiter's charge, the
 // document's use, the fax, its credit hold and the balance it comes out
-// of, and the delivery job: the statements faxhub's store runs for a send,
+// of, the delivery job and the fax.queued event: the statements faxhub's
+// store runs for a send,
 // on faxhub's own schema (its migrations, so the same tables, indexes,
 // checks and foreign keys), through the same group writer (store.DB.InTx),
 // so concurrent requests commit together as faxhub's do.
@@ -76,8 +77,9 @@ func newSendFloor(t *testing.T) *sendFloor {
 }
 
 // The store's statements for a send (core/store: InsertIdempotency,
-// AllowRate, UseDocument, CreateFax, PlaceHold) and the queue's delivery
-// insert (core/queue/insert.go), with their parameters written out.
+// AllowRate, UseDocument, CreateFax, PlaceHold, AppendEvent) and the
+// queue's delivery insert (core/queue/insert.go), with their parameters
+// written out.
 const (
 	floorIdempotency = `INSERT INTO idempotency_records (scope, key, request_hash, response_code, response, created_at)
 		VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`
@@ -92,9 +94,14 @@ const (
 	floorHold = `INSERT INTO ledger_entries (id, owner_id, mode, kind, amount_micros, fax_id, hold_id, reason, created_at)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`
 	floorBalance = `UPDATE credit_balances SET available_micros = available_micros - ?, held_micros = held_micros + ?
-		WHERE owner_id = ? AND mode = ? AND available_micros >= ?`
+		WHERE owner_id = ? AND mode = ? AND available_micros >= ?
+		RETURNING available_micros, held_micros, low_threshold_micros`
 	floorJob = `INSERT INTO river_job (args, created_at, kind, max_attempts, metadata, priority, queue, scheduled_at, state, tags)
 		VALUES (?, datetime('now', 'subsec'), 'deliver_fax', 25, '{}', 1, 'default', datetime('now', 'subsec'), 'available', '[]')`
+	floorEvent = `INSERT INTO events (id, owner_id, mode, type, subject_id, data, created_at, dispatch)
+		SELECT ?, ?, ?, ?, ?, ?, ?,
+			EXISTS (SELECT 1 FROM webhook_endpoints WHERE owner_id = ? AND mode = ? AND enabled)
+			OR EXISTS (SELECT 1 FROM a2a_push_configs WHERE owner_id = ? AND mode = ?)`
 )
 
 func floorTime(t time.Time) string { return t.UTC().Format("2006-01-02 15:04:05.000000Z") }
@@ -145,12 +152,22 @@ func (f *sendFloor) write(ctx context.Context, tx *sql.Tx, faxID, key string, re
 			"USD", "credits", 0, 0, "", "", nil, ts, ts, nil, nil, ""}},
 		{"hold", floorHold, []any{core.NewID(core.PrefixLedger), "own_floor", "test", "hold", -price, faxID, nil,
 			"hold for fax " + faxID + " to +12125550100", ts}},
-		{"balance", floorBalance, []any{price, price, "own_floor", "test", price}},
-		{"job", floorJob, []any{[]byte(`{"fax_id":"` + faxID + `"}`)}},
 	} {
 		if _, err := tx.ExecContext(ctx, s.query, s.args...); err != nil {
 			return fmt.Errorf("%s: %w", s.what, err)
 		}
+	}
+	var avail, held, low sql.NullInt64
+	if err := tx.QueryRowContext(ctx, floorBalance, price, price, "own_floor", "test", price).Scan(&avail, &held, &low); err != nil {
+		return fmt.Errorf("balance: %w", err)
+	}
+	if _, err := tx.ExecContext(ctx, floorJob, []byte(`{"fax_id":"`+faxID+`"}`)); err != nil {
+		return fmt.Errorf("job: %w", err)
+	}
+	data := `{"id":"` + faxID + `","status":"queued"}`
+	if _, err := tx.ExecContext(ctx, floorEvent, core.NewID(core.PrefixEvent), "own_floor", "test", "fax.queued", faxID, data, ts,
+		"own_floor", "test", "own_floor", "test"); err != nil {
+		return fmt.Errorf("event: %w", err)
 	}
 	return nil
 }

@@ -174,14 +174,14 @@ func benchSendAndGet(t *testing.T, rep *report) {
 	addSendRows(rep, httpClients, sendDuration, fx, bl, ratioAtLeast(0.5),
 		fmt.Sprintf("sendFax: API-key lookup, strict JSON, destination check, the upload's document (one read), "+
 			"then one transaction writing the idempotency record, charging the rate limiter, marking the document used and writing the fax, "+
-			"credit hold and balance and delivery job; "+
+			"credit hold and balance, delivery job and fax.queued event; "+
 			"concurrent sends share SQLite's writer and commit together (%.1f sends per commit in this phase). "+
 			"Baseline: one INSERT in an immediate transaction, one commit each. Clients share the 2 CPUs with the servers, equally for both.",
 			float64(writes-writes0)/float64(max(batches-batches0, 1))))
 	rep.add(fmt.Sprintf("sendFax  floor: its writes alone, SQLite, %d clients, %s", httpClients, sendDuration), "req/s",
 		fl.perSecond(), bl.perSecond(), noTarget(), 0,
 		"Send floor: an HTTP handler that commits exactly the rows a credit send commits (idempotency record, rate-limit charge, document use, "+
-			"fax, credit hold and balance, delivery job) with the store's statements on faxhub's own schema, through the same group writer, "+
+			"fax, credit hold and balance, delivery job, fax.queued event) with the store's statements on faxhub's own schema, through the same group writer, "+
 			"and does nothing else (no API key, no reads, no validation). Its ratio is the most any sendFax could read against the one-INSERT baseline.")
 	rep.add(fmt.Sprintf("sendFax  against its floor (faxhub / floor), %d clients", httpClients), "req/s", fx.perSecond(), fl.perSecond(), ratioAtLeast(0.85), 0, "")
 
