@@ -2,14 +2,92 @@ package storetest
 
 import (
 	"cmp"
+	"fmt"
 	"slices"
 	"testing"
 	"time"
 
 	"github.com/faxhub/faxhub/core"
+	"github.com/faxhub/faxhub/core/events"
 	"github.com/faxhub/faxhub/core/faxes"
 	"github.com/faxhub/faxhub/core/services"
 )
+
+// testUpdateFaxWithEvent: the fax's update and its event are written
+// together or not at all (one statement on PostgreSQL), in a transaction
+// and outside one, and the event is marked for dispatch as AppendEvent
+// marks it.
+func testUpdateFaxWithEvent(t *testing.T, s services.Store) {
+	ctx := t.Context()
+	o := newOwner(t, s)
+	execSQL(t, s, fmt.Sprintf(`INSERT INTO webhook_endpoints (id, owner_id, mode, url, enabled, created_at, updated_at)
+		VALUES ('%s', '%s', 'live', 'https://hooks.example/x', true, CURRENT_TIMESTAMP, CURRENT_TIMESTAMP)`,
+		core.NewID(core.PrefixWebhookEndpoint), o.ID))
+	doc := newDocument(t, s, o, core.ModeLive)
+	event := func(f *faxes.Fax, typ events.Type, sec int) *events.Event {
+		e, err := events.NewEvent(o.ID, core.ModeLive, typ, f.ID, map[string]any{"id": f.ID, "status": f.Status}, at(sec))
+		must(t, err)
+		return e
+	}
+	wantEvent := func(what string, e *events.Event, written bool) {
+		t.Helper()
+		got, err := s.GetEvent(ctx, o.ID, core.ModeLive, e.ID)
+		if !written {
+			wantErr(t, what+": the event", err, core.ErrNoRows)
+			return
+		}
+		must(t, err)
+		if got.Type != e.Type || got.SubjectID != e.SubjectID || string(got.Data) != string(e.Data) || !got.CreatedAt.Equal(e.CreatedAt) || !got.Dispatch {
+			t.Errorf("%s: event %+v, want %+v marked for dispatch", what, got, e)
+		}
+	}
+	wantFax := func(what string, want *faxes.Fax) {
+		t.Helper()
+		got, err := s.GetFaxByID(ctx, want.ID)
+		must(t, err)
+		wantEqual(t, what, got, want)
+	}
+	for _, how := range []struct {
+		name string
+		run  func(fn func(faxes.Queries) error) error
+	}{
+		{"outside a transaction", func(fn func(faxes.Queries) error) error { return fn(s) }},
+		{"in a transaction", func(fn func(faxes.Queries) error) error {
+			return inTx(ctx, s, func(tx services.Tx) error { return fn(tx) })
+		}},
+	} {
+		fax := newFax(t, s, doc)
+		sending := *fax
+		sending.Status, sending.Attempts, sending.UpdatedAt, sending.FaxedSHA256, sending.FaxedPages = faxes.Sending, 1, at(10), "ab", 4
+		e := event(&sending, events.FaxSending, 10)
+		must(t, how.run(func(q faxes.Queries) error {
+			return q.UpdateFaxWithEvent(ctx, &sending, e, faxes.Queued, faxes.Scheduled)
+		}))
+		wantFax(how.name+": moved to sending", &sending)
+		wantEvent(how.name+": moved to sending", e, true)
+
+		stale := sending
+		stale.Status, stale.UpdatedAt = faxes.Delivered, at(20)
+		late := event(&stale, events.FaxDelivered, 20)
+		err := how.run(func(q faxes.Queries) error { return q.UpdateFaxWithEvent(ctx, &stale, late, faxes.Queued) })
+		wantErr(t, how.name+": from a status it is not in", err, core.ErrConflict)
+		wantFax(how.name+": after the refused update", &sending)
+		wantEvent(how.name+": refused update", late, false)
+
+		missing := stale
+		missing.ID = "fax_missing"
+		lost := event(&missing, events.FaxDelivered, 21)
+		err = how.run(func(q faxes.Queries) error { return q.UpdateFaxWithEvent(ctx, &missing, lost, faxes.Sending) })
+		wantErr(t, how.name+": a missing fax", err, core.ErrNoRows)
+		wantEvent(how.name+": a missing fax", lost, false)
+
+		// No event: UpdateFax.
+		done := sending
+		done.Status, done.PagesSent, done.CompletedAt, done.UpdatedAt = faxes.Delivered, 4, ptr(at(30)), at(30)
+		must(t, how.run(func(q faxes.Queries) error { return q.UpdateFaxWithEvent(ctx, &done, nil, faxes.Sending) }))
+		wantFax(how.name+": delivered without an event", &done)
+	}
+}
 
 func testFaxes(t *testing.T, s services.Store) {
 	ctx := t.Context()

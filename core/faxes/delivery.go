@@ -155,17 +155,20 @@ func (s *Service) startAttempt(ctx context.Context, faxID string, prep *faxedPre
 			// a statement of its own.
 			o.FaxedSHA256, o.FaxedPages = prep.sum, prep.pages
 		}
-		if err := tx.UpdateFax(ctx, o, from); err != nil {
+		a := &Attempt{ID: core.NewID(core.PrefixAttempt), FaxID: o.ID, Number: o.Attempts, Provider: s.ProviderName(o.Mode), Status: AttemptSending, StartedAt: now}
+		// The fax.sending event shows the attempt; it is written with the
+		// move to sending (one statement on PostgreSQL), the attempt after.
+		e, err := s.faxEventOf(o, a, from)
+		if err != nil {
+			return err
+		}
+		if err := tx.UpdateFaxWithEvent(ctx, o, e, from); err != nil {
 			if errors.Is(err, core.ErrConflict) {
 				return nil // another worker took it
 			}
 			return err
 		}
-		a := &Attempt{ID: core.NewID(core.PrefixAttempt), FaxID: o.ID, Number: o.Attempts, Provider: s.ProviderName(o.Mode), Status: AttemptSending, StartedAt: now}
 		if err := tx.CreateAttempt(ctx, a); err != nil {
-			return err
-		}
-		if err := s.faxEvent(ctx, tx, o, a, from); err != nil {
 			return err
 		}
 		fax, attempt = o, a

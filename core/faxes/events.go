@@ -39,10 +39,11 @@ func eventFor(prev, now Status) events.Type {
 // the same transaction, the event its new status means. latest is the
 // attempt the event shows (nil: none yet).
 func (s *Service) saveFax(ctx context.Context, tx Tx, o *Fax, latest *Attempt, from Status) error {
-	if err := tx.UpdateFax(ctx, o, from); err != nil {
+	e, err := s.faxEventOf(o, latest, from)
+	if err != nil {
 		return err
 	}
-	if err := s.faxEvent(ctx, tx, o, latest, from); err != nil {
+	if err := tx.UpdateFaxWithEvent(ctx, o, e, from); err != nil {
 		return err
 	}
 	if o.BatchID != nil && o.Status.Terminal() && !from.Terminal() {
@@ -55,13 +56,35 @@ func (s *Service) saveFax(ctx context.Context, tx Tx, o *Fax, latest *Attempt, f
 // fax as GET /api/v1/faxes/{id} shows it at that moment. A fax paid by a
 // machine belongs to no account, so it has no one to tell.
 func (s *Service) faxEvent(ctx context.Context, tx Tx, o *Fax, latest *Attempt, prev Status) error {
+	e, err := s.faxEventOf(o, latest, prev)
+	if err != nil || e == nil {
+		return err
+	}
+	if err := tx.AppendEvent(ctx, e); err != nil {
+		return fmt.Errorf("fax %s: append event %s: %w", o.ID, e.Type, err)
+	}
+	return nil
+}
+
+// faxEventOf is faxEvent's event, not yet written: nil when the move means
+// none or the fax has no one to tell. Built before the fax's update, so
+// that the store can write both in one statement (UpdateFaxWithEvent).
+func (s *Service) faxEventOf(o *Fax, latest *Attempt, prev Status) (*events.Event, error) {
 	t := eventFor(prev, o.Status)
-	if t == "" || o.PaymentMethod == PayMachine {
-		return nil
+	if t == "" || o.PaymentMethod == PayMachine || o.OwnerID == "" {
+		return nil, nil
 	}
 	view := *o
 	s.Present(&view, latest)
-	return s.faxEventData(ctx, tx, o, prev, &view)
+	at := o.UpdatedAt
+	if at.IsZero() {
+		at = o.CreatedAt
+	}
+	e, err := events.NewEvent(o.OwnerID, o.Mode, t, o.ID, &view, at)
+	if err != nil {
+		return nil, fmt.Errorf("fax %s: %w", o.ID, err)
+	}
+	return e, nil
 }
 
 // faxEventData is faxEvent with the event's data given: o presented, as a

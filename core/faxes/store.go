@@ -6,6 +6,7 @@ import (
 
 	"github.com/faxhub/faxhub/core"
 	"github.com/faxhub/faxhub/core/documents"
+	"github.com/faxhub/faxhub/core/events"
 )
 
 // Queries keeps drafts, faxes and their attempts.
@@ -25,6 +26,9 @@ type Queries interface {
 	// FaxedPages) is recorded as SetFaxedDocument records it: only if the
 	// fax has none yet.
 	UpdateFax(ctx context.Context, o *Fax, from ...Status) error
+	// UpdateFaxWithEvent is UpdateFax and, only if it wrote, AppendEvent
+	// of e (nil: none), in one statement where the database can.
+	UpdateFaxWithEvent(ctx context.Context, o *Fax, e *events.Event, from ...Status) error
 	// SetFaxedDocument records the document as faxed of a fax that has
 	// none yet (a fax keeps the first one).
 	SetFaxedDocument(ctx context.Context, faxID, sha256 string, pages int) error

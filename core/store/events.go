@@ -31,16 +31,23 @@ func eventsOf(rows []eventRow) []events.Event {
 // enabled webhook endpoint or an A2A push config in its mode: an event with
 // nowhere to go costs its insert and nothing more.
 func (x q) AppendEvent(ctx context.Context, e *events.Event) error {
-	_, err := x.exec(ctx, `INSERT INTO events (id, owner_id, mode, type, subject_id, data, created_at, dispatch)
-		SELECT ?, ?, ?, ?, ?, ?, ?,
-			EXISTS (SELECT 1 FROM webhook_endpoints WHERE owner_id = ? AND mode = ? AND enabled)
-			OR EXISTS (SELECT 1 FROM a2a_push_configs WHERE owner_id = ? AND mode = ?)`,
-		e.ID, e.OwnerID, e.Mode, e.Type, e.SubjectID, string(e.Data), e.CreatedAt,
-		e.OwnerID, e.Mode, e.OwnerID, e.Mode)
-	if err != nil {
+	if _, err := x.exec(ctx, appendEventSQL(""), appendEventArgs(e)...); err != nil {
 		return fmt.Errorf("append event: %w", err)
 	}
 	return nil
+}
+
+// appendEventSQL is AppendEvent's statement; from, when not empty, is the
+// FROM clause of a CTE whose rows the INSERT takes (UpdateFaxWithEvent).
+func appendEventSQL(from string) string {
+	return `INSERT INTO events (id, owner_id, mode, type, subject_id, data, created_at, dispatch)
+		SELECT ?, ?, ?, ?, ?, ?, ?,
+			EXISTS (SELECT 1 FROM webhook_endpoints WHERE owner_id = ? AND mode = ? AND enabled)
+			OR EXISTS (SELECT 1 FROM a2a_push_configs WHERE owner_id = ? AND mode = ?)` + from
+}
+
+func appendEventArgs(e *events.Event) []any {
+	return []any{e.ID, e.OwnerID, e.Mode, e.Type, e.SubjectID, string(e.Data), e.CreatedAt, e.OwnerID, e.Mode, e.OwnerID, e.Mode}
 }
 
 func (x q) ListEvents(ctx context.Context, f events.Filter) ([]events.Event, error) {

@@ -8,6 +8,7 @@ import (
 
 	"github.com/faxhub/faxhub/core"
 	"github.com/faxhub/faxhub/core/documents"
+	"github.com/faxhub/faxhub/core/events"
 	"github.com/faxhub/faxhub/core/faxes"
 )
 
@@ -89,28 +90,67 @@ func (x q) ListFaxes(ctx context.Context, f faxes.Filter) ([]faxes.Fax, error) {
 // SetFaxedDocument does: the delivery records it with the move to sending,
 // one statement instead of two on the delivery's path.
 func (x q) UpdateFax(ctx context.Context, o *faxes.Fax, from ...faxes.Status) error {
-	if len(from) == 0 {
-		return errors.New("update fax: no expected status given")
-	}
+	return x.UpdateFaxWithEvent(ctx, o, nil, from...)
+}
+
+// updateFaxSQL is UpdateFax's statement for n expected statuses, and
+// updateFaxArgs its arguments. Both CASEs test the stored faxed_sha256 as
+// it was before the UPDATE (SET's expressions read the old row on both
+// databases).
+func updateFaxSQL(n int) string {
+	return `UPDATE faxes SET status = ?, pages_sent = ?, attempts = ?, failure_code = ?, failure_reason = ?,
+		updated_at = ?, completed_at = ?, next_attempt_at = ?,
+		faxed_pages = CASE WHEN faxed_sha256 = '' AND ? <> '' THEN ? ELSE faxed_pages END,
+		faxed_sha256 = CASE WHEN faxed_sha256 = '' THEN ? ELSE faxed_sha256 END
+		WHERE id = ? AND status IN (` + placeholders(n) + `)`
+}
+
+func updateFaxArgs(o *faxes.Fax, from []faxes.Status) []any {
 	args := []any{o.Status, o.PagesSent, o.Attempts, o.FailureCode, o.FailureReason, o.UpdatedAt, o.CompletedAt, o.NextAttemptAt,
 		o.FaxedSHA256, o.FaxedPages, o.FaxedSHA256, o.ID}
 	for _, s := range from {
 		args = append(args, s)
 	}
-	// Both CASEs test the stored faxed_sha256 as it was before the
-	// UPDATE (SET's expressions read the old row on both databases).
-	n, err := x.exec(ctx, `UPDATE faxes SET status = ?, pages_sent = ?, attempts = ?, failure_code = ?, failure_reason = ?,
-		updated_at = ?, completed_at = ?, next_attempt_at = ?,
-		faxed_pages = CASE WHEN faxed_sha256 = '' AND ? <> '' THEN ? ELSE faxed_pages END,
-		faxed_sha256 = CASE WHEN faxed_sha256 = '' THEN ? ELSE faxed_sha256 END
-		WHERE id = ? AND status IN (`+placeholders(len(from))+`)`, args...)
-	if err == nil && n == 0 {
-		err = x.missingOrConflict(ctx, "faxes", "id = ?", o.ID)
+	return args
+}
+
+// UpdateFaxWithEvent is UpdateFax followed, if it wrote, by AppendEvent
+// of e (nil: none). On PostgreSQL the two are one statement, a
+// data-modifying CTE whose INSERT takes its one row from the UPDATE's, so
+// a fax not in a from status writes neither: one round trip on the
+// delivery's path instead of two. SQLite runs them one after the other,
+// in-process calls there.
+func (x q) UpdateFaxWithEvent(ctx context.Context, o *faxes.Fax, e *events.Event, from ...faxes.Status) error {
+	if len(from) == 0 {
+		return errors.New("update fax: no expected status given")
 	}
-	if err != nil {
-		return fmt.Errorf("update fax: %w", err)
+	query, args := updateFaxSQL(len(from)), updateFaxArgs(o, from)
+	update := func(x q) error {
+		n, err := x.exec(ctx, query, args...)
+		if err == nil && n == 0 {
+			err = x.missingOrConflict(ctx, "faxes", "id = ?", o.ID)
+		}
+		if err != nil {
+			return fmt.Errorf("update fax: %w", err)
+		}
+		return nil
 	}
-	return nil
+	switch {
+	case e == nil:
+		return update(x)
+	case x.db.dialect == DialectPostgres:
+		query = "WITH f AS (" + query + " RETURNING id) " + appendEventSQL(" FROM f")
+		args = append(args, appendEventArgs(e)...)
+		return update(x)
+	}
+	// A refused update writes nothing, so only the event's failure needs
+	// the transaction (the caller's, or one of its own).
+	return x.ownTx(ctx, func(x q) error {
+		if err := update(x); err != nil {
+			return err
+		}
+		return x.AppendEvent(ctx, e)
+	})
 }
 
 func (x q) SetFaxedDocument(ctx context.Context, faxID, sha256 string, pages int) error {
