@@ -15,6 +15,7 @@ import (
 
 	"github.com/faxhub/faxhub/core"
 	"github.com/faxhub/faxhub/core/faxes"
+	"github.com/faxhub/faxhub/internal/require"
 	"github.com/faxhub/faxhub/internal/testenv"
 	"github.com/faxhub/faxhub/oauth/receipts"
 )
@@ -24,7 +25,7 @@ import (
 func pdfText(t *testing.T, pdf []byte) string {
 	t.Helper()
 	if _, err := exec.LookPath("pdftotext"); err != nil {
-		t.Fatal("pdftotext (poppler-utils) is needed: make deps installs it")
+		require.Missing(t, "pdftotext", "apt-get install poppler-utils, or make deps")
 	}
 	cmd := exec.Command("pdftotext", "-layout", "-", "-")
 	cmd.Stdin = bytes.NewReader(pdf)

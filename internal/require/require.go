@@ -6,6 +6,7 @@ package require
 
 import (
 	"os"
+	"os/exec"
 	"testing"
 )
 
@@ -19,4 +20,19 @@ func Missing(t testing.TB, what, hint string) {
 		t.Fatalf("%s is required by make check but missing: %s", what, hint)
 	}
 	t.Skipf("%s is missing, skipping (%s)", what, hint)
+}
+
+// Tool reports whether the program name is on PATH. Without it the
+// caller leaves out the part of its test that needs it, which is logged
+// here; under make check its absence fails the test instead.
+func Tool(t testing.TB, name, hint string) bool {
+	t.Helper()
+	if _, err := exec.LookPath(name); err == nil {
+		return true
+	}
+	if os.Getenv(EnvRequireAll) == "1" {
+		t.Fatalf("%s is required by make check but missing: %s", name, hint)
+	}
+	t.Logf("%s is missing, leaving out what needs it (%s)", name, hint)
+	return false
 }
