@@ -24,8 +24,9 @@ image:
 	CGO_ENABLED=0 GOOS=linux $(GO) build -trimpath -ldflags="-s -w" -o bin/container/faxhub ./cmd/faxhub
 	podman build --format docker --build-arg DEBIAN_IMAGE=$(DEBIAN_IMAGE) -t $(IMAGE) -f Containerfile .
 
-# Every Go test on the embedded SQLite default. PostgreSQL and LibreOffice
-# tests skip here (they say so); `make check` requires them.
+# Every Go test on the embedded SQLite default. What needs PostgreSQL,
+# LibreOffice or poppler-utils skips here (the log says so); `make check`
+# requires them.
 test:
 	$(GO) test -count=1 ./...
 
