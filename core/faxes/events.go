@@ -60,46 +60,52 @@ func (s *Service) faxEvent(ctx context.Context, tx Tx, o *Fax, latest *Attempt, 
 	if err != nil || e == nil {
 		return err
 	}
-	if err := tx.AppendEvent(ctx, e); err != nil {
-		return fmt.Errorf("fax %s: append event %s: %w", o.ID, e.Type, err)
-	}
-	return nil
+	return appendFaxEvent(ctx, tx, o, e)
 }
 
 // faxEventOf is faxEvent's event, not yet written: nil when the move means
 // none or the fax has no one to tell. Built before the fax's update, so
 // that the store can write both in one statement (UpdateFaxWithEvent).
 func (s *Service) faxEventOf(o *Fax, latest *Attempt, prev Status) (*events.Event, error) {
-	t := eventFor(prev, o.Status)
-	if t == "" || o.PaymentMethod == PayMachine || o.OwnerID == "" {
+	if eventFor(prev, o.Status) == "" {
 		return nil, nil
 	}
 	view := *o
 	s.Present(&view, latest)
+	return newFaxEvent(o, prev, &view)
+}
+
+// faxEventData is faxEvent with the event's data given: o presented, as a
+// value or already encoded.
+func (s *Service) faxEventData(ctx context.Context, tx Tx, o *Fax, prev Status, data any) error {
+	e, err := newFaxEvent(o, prev, data)
+	if err != nil || e == nil {
+		return err
+	}
+	return appendFaxEvent(ctx, tx, o, e)
+}
+
+// newFaxEvent is the event of o's move from prev with data, nil when there
+// is none to write.
+func newFaxEvent(o *Fax, prev Status, data any) (*events.Event, error) {
+	t := eventFor(prev, o.Status)
+	if t == "" || o.PaymentMethod == PayMachine || o.OwnerID == "" {
+		return nil, nil
+	}
 	at := o.UpdatedAt
 	if at.IsZero() {
 		at = o.CreatedAt
 	}
-	e, err := events.NewEvent(o.OwnerID, o.Mode, t, o.ID, &view, at)
+	e, err := events.NewEvent(o.OwnerID, o.Mode, t, o.ID, data, at)
 	if err != nil {
 		return nil, fmt.Errorf("fax %s: %w", o.ID, err)
 	}
 	return e, nil
 }
 
-// faxEventData is faxEvent with the event's data given: o presented, as a
-// value or already encoded.
-func (s *Service) faxEventData(ctx context.Context, tx Tx, o *Fax, prev Status, data any) error {
-	t := eventFor(prev, o.Status)
-	if t == "" || o.PaymentMethod == PayMachine {
-		return nil
-	}
-	at := o.UpdatedAt
-	if at.IsZero() {
-		at = o.CreatedAt
-	}
-	if err := events.Append(ctx, tx, o.OwnerID, o.Mode, t, o.ID, data, at); err != nil {
-		return fmt.Errorf("fax %s: %w", o.ID, err)
+func appendFaxEvent(ctx context.Context, tx Tx, o *Fax, e *events.Event) error {
+	if err := tx.AppendEvent(ctx, e); err != nil {
+		return fmt.Errorf("fax %s: append event %s: %w", o.ID, e.Type, err)
 	}
 	return nil
 }
