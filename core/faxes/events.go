@@ -67,31 +67,40 @@ func (s *Service) faxEvent(ctx context.Context, tx Tx, o *Fax, latest *Attempt, 
 // none or the fax has no one to tell. Built before the fax's update, so
 // that the store can write both in one statement (UpdateFaxWithEvent).
 func (s *Service) faxEventOf(o *Fax, latest *Attempt, prev Status) (*events.Event, error) {
-	if eventFor(prev, o.Status) == "" {
+	t := faxEventType(o, prev)
+	if t == "" {
 		return nil, nil
 	}
 	view := *o
 	s.Present(&view, latest)
-	return newFaxEvent(o, prev, &view)
+	return newFaxEvent(o, t, &view)
 }
 
 // faxEventData is faxEvent with the event's data given: o presented, as a
 // value or already encoded.
 func (s *Service) faxEventData(ctx context.Context, tx Tx, o *Fax, prev Status, data any) error {
-	e, err := newFaxEvent(o, prev, data)
-	if err != nil || e == nil {
+	t := faxEventType(o, prev)
+	if t == "" {
+		return nil
+	}
+	e, err := newFaxEvent(o, t, data)
+	if err != nil {
 		return err
 	}
 	return appendFaxEvent(ctx, tx, o, e)
 }
 
-// newFaxEvent is the event of o's move from prev with data, nil when there
-// is none to write.
-func newFaxEvent(o *Fax, prev Status, data any) (*events.Event, error) {
-	t := eventFor(prev, o.Status)
-	if t == "" || o.PaymentMethod == PayMachine || o.OwnerID == "" {
-		return nil, nil
+// faxEventType is the event o's move from prev writes: "" when the move
+// means none, or the fax has no account to tell (a machine's).
+func faxEventType(o *Fax, prev Status) events.Type {
+	if o.PaymentMethod == PayMachine || o.OwnerID == "" {
+		return ""
 	}
+	return eventFor(prev, o.Status)
+}
+
+// newFaxEvent is o's event of type t with data, at o's last change.
+func newFaxEvent(o *Fax, t events.Type, data any) (*events.Event, error) {
 	at := o.UpdatedAt
 	if at.IsZero() {
 		at = o.CreatedAt
