@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"sync"
 	"time"
 )
 
@@ -193,17 +194,88 @@ func (s *Kernel) AllowIn(ctx context.Context, q Queries, l Limit, subject string
 		return fmt.Errorf("rate limit: unknown limit %q", l)
 	}
 	key := LimitKey(l, subject)
-	ok, wait, err := q.AllowRate(ctx, key, s.now(), r.Interval, r.Burst)
+	now := s.now()
+	ok, wait, err := q.AllowRate(ctx, key, now, r.Interval, r.Burst)
 	if err != nil {
 		return fmt.Errorf("rate limit %s: %w", key, err)
 	}
 	if !ok {
-		secs := max(int((wait+time.Second-1)/time.Second), 1)
-		e := Errorf(KindRateLimited, CodeRateLimited, "too many requests; retry in %d s", secs)
-		e.RetryAfterSeconds = secs
-		return e
+		s.refused.note(key, now, wait)
+		return rateLimited(wait)
 	}
 	return nil
+}
+
+// Peek answers what Allow would answer now, as far as this process has
+// seen, without charging the event or reading anything: a subject the
+// limiter refused (here, for a single event) is refused until the wait it
+// was given has passed; any other is admitted. It is for a request that
+// charges its event later, with AllowIn in the transaction that records
+// what it asked for (one write instead of two, issue 32), and wants a
+// subject past its limit refused before its request costs anything.
+// Peek never refuses what Allow would admit (an event's wait only grows
+// with later events); what it admits the later charge decides, so a
+// subject past its limit costs this process at most one such request per
+// wait it is given, and those racing it.
+func (s *Kernel) Peek(_ context.Context, l Limit, subject string) error {
+	if _, ok := s.limits[l]; !ok {
+		return fmt.Errorf("rate limit: unknown limit %q", l)
+	}
+	if wait := s.refused.wait(LimitKey(l, subject), s.now()); wait > 0 {
+		return rateLimited(wait)
+	}
+	return nil
+}
+
+// maxRefusals bounds the refusals a Kernel remembers; when it is full of
+// waits that have not passed, new ones are not remembered (Peek then
+// admits, and the charge refuses).
+const maxRefusals = 4096
+
+// refusals maps limiter keys to the instant their last refusal's wait
+// ends.
+type refusals struct {
+	mu    sync.Mutex
+	until map[string]time.Time
+}
+
+func (r *refusals) note(key string, now time.Time, wait time.Duration) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if _, ok := r.until[key]; !ok && len(r.until) >= maxRefusals {
+		for k, u := range r.until {
+			if !u.After(now) {
+				delete(r.until, k)
+			}
+		}
+		if len(r.until) >= maxRefusals {
+			return
+		}
+	}
+	r.until[key] = now.Add(wait)
+}
+
+// wait is how long key's last refusal still holds at now; 0 when none.
+func (r *refusals) wait(key string, now time.Time) time.Duration {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	u, ok := r.until[key]
+	switch {
+	case !ok:
+		return 0
+	case !u.After(now):
+		delete(r.until, key)
+		return 0
+	}
+	return u.Sub(now)
+}
+
+// rateLimited is the refusal of an event that may come after wait.
+func rateLimited(wait time.Duration) *Error {
+	secs := max(int((wait+time.Second-1)/time.Second), 1)
+	e := Errorf(KindRateLimited, CodeRateLimited, "too many requests; retry in %d s", secs)
+	e.RetryAfterSeconds = secs
+	return e
 }
 
 // AllowNIn charges n events of limit to subject at once, in q: a broadcast

@@ -144,6 +144,49 @@ func TestAllow(t *testing.T) {
 	}
 }
 
+// TestPeek: Peek answers from the refusals this process has seen, charges
+// nothing, and never refuses what Allow would admit.
+func TestPeek(t *testing.T) {
+	e, clk := testenv.Clocked(t, testenv.WithConfig(func(c *services.Config) {
+		c.SetLimit(core.LimitHostCreate, core.Rate{Interval: 10 * time.Second, Burst: 2})
+	}))
+	k := e.Svc.Kernel
+	peek := func(subject string, wantRetry int) {
+		t.Helper()
+		for range 2 { // charging nothing, it answers the same twice
+			err := k.Peek(t.Context(), core.LimitHostCreate, subject)
+			switch {
+			case wantRetry == 0 && err != nil:
+				t.Fatalf("Peek(%s) = %v, want nil", subject, err)
+			case wantRetry > 0 && (core.ErrorCode(err) != core.CodeRateLimited || core.AsError(err).RetryAfterSeconds != wantRetry):
+				t.Fatalf("Peek(%s) = %v, want rate_limited, retry in %d s", subject, err, wantRetry)
+			}
+		}
+	}
+	peek("own_a", 0)
+	for range 2 {
+		if err := k.Allow(t.Context(), core.LimitHostCreate, "own_a"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	peek("own_a", 0) // spent, but no refusal seen yet: the charge decides
+	if err := k.Allow(t.Context(), core.LimitHostCreate, "own_a"); core.ErrorCode(err) != core.CodeRateLimited {
+		t.Fatalf("over the burst: %v", err)
+	}
+	peek("own_a", 10)
+	peek("own_b", 0)
+	clk.Advance(4 * time.Second)
+	peek("own_a", 6)
+	clk.Advance(6 * time.Second)
+	peek("own_a", 0)
+	if err := k.Allow(t.Context(), core.LimitHostCreate, "own_a"); err != nil {
+		t.Fatalf("after the wait Peek gave: %v", err)
+	}
+	if err := k.Peek(t.Context(), "nope", "own_a"); err == nil || core.ErrorKind(err) != core.KindInternal {
+		t.Fatalf("unknown limit: %v", err)
+	}
+}
+
 // TestAllowN: a batch of n is n events of the same bucket, admitted
 // together or not at all; one larger than the burst needs the bucket
 // empty and leaves the owner's next sends waiting.

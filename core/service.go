@@ -73,6 +73,8 @@ type Kernel struct {
 	// limits is the effective rate of every limit: the table's defaults
 	// with cfg.Limits applied.
 	limits map[Limit]Rate
+	// refused remembers the limiter's recent refusals, for Peek.
+	refused *refusals
 }
 
 // NewKernel checks deps and returns a Kernel.
@@ -94,7 +96,7 @@ func NewKernel(cfg Config, deps Deps) (*Kernel, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Kernel{cfg: cfg, d: deps, limits: limits}, nil
+	return &Kernel{cfg: cfg, d: deps, limits: limits, refused: &refusals{until: map[string]time.Time{}}}, nil
 }
 
 // Config returns the effective configuration (defaults applied).

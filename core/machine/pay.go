@@ -205,9 +205,40 @@ func (s *Service) Fax(ctx context.Context, r FaxRequest) (*FaxResult, error) {
 	if err := s.machineOn(); err != nil {
 		return nil, err
 	}
-	if err := s.kernel.Allow(ctx, core.LimitMachineFax, r.ClientIP); err != nil {
+	// Every request counts against its address's limit, refused or not,
+	// and the limit's refusal comes before any other answer. A request
+	// without a credential (nearly always a request_id's first) is charged
+	// in the transaction that records its request_id, one write instead of
+	// two (issue 32); an address refused already is refused here, before
+	// its document is read. Whatever stops it before that transaction, it
+	// is charged on the way out.
+	c := &rateCharge{deferred: r.Credential == nil && r.Unreadable == nil}
+	check := s.kernel.Allow
+	if c.deferred {
+		check = s.kernel.Peek
+	}
+	if err := check(ctx, core.LimitMachineFax, r.ClientIP); err != nil {
 		return nil, err
 	}
+	res, err := s.fax(ctx, r, c)
+	if c.deferred && !c.charged {
+		if lerr := s.kernel.Allow(ctx, core.LimitMachineFax, r.ClientIP); lerr != nil {
+			return nil, lerr
+		}
+	}
+	return res, err
+}
+
+// rateCharge tracks a request's charge to LimitMachineFax when it is
+// deferred to the transaction that records the request_id.
+type rateCharge struct {
+	deferred bool
+	// charged: that transaction decided the charge (admitted and
+	// committed, or refused).
+	charged bool
+}
+
+func (s *Service) fax(ctx context.Context, r FaxRequest, c *rateCharge) (*FaxResult, error) {
 	if !validRequestID(r.RequestID) {
 		return nil, core.Errorf(core.KindInvalid, core.CodeInvalidRequest, "request_id must be 1-%d printable ASCII characters without spaces", maxRequestIDLen)
 	}
@@ -225,7 +256,7 @@ func (s *Service) Fax(ctx context.Context, r FaxRequest) (*FaxResult, error) {
 		return nil, fmt.Errorf("challenge secret: %w", err)
 	}
 
-	req, err := s.machineRequest(ctx, r, secret)
+	req, err := s.machineRequest(ctx, r, secret, c)
 	if err != nil {
 		return nil, err
 	}
@@ -258,7 +289,7 @@ func (s *Service) Fax(ctx context.Context, r FaxRequest) (*FaxResult, error) {
 // machineRequest finds or records the request_id: the same body gets its
 // row (with challenges re-issued when they expired), another body a 409,
 // a new id a quote and fresh challenges.
-func (s *Service) machineRequest(ctx context.Context, r FaxRequest, secret []byte) (*Request, error) {
+func (s *Service) machineRequest(ctx context.Context, r FaxRequest, secret []byte, c *rateCharge) (*Request, error) {
 	// A request without a credential is nearly always a request_id's first
 	// one, so it is recorded without reading the row first (issue 32). What
 	// it answers stays what reading first answers: when it cannot be
@@ -268,11 +299,13 @@ func (s *Service) machineRequest(ctx context.Context, r FaxRequest, secret []byt
 	// recording; only with no row is that error the answer, as it was.
 	var freshErr error
 	if r.Credential == nil && r.Unreadable == nil {
-		req, err := s.newMachineRequest(ctx, r, secret)
-		if err == nil {
+		req, err := s.newMachineRequest(ctx, r, secret, c)
+		switch {
+		case err == nil:
 			return req, nil
-		}
-		if !errors.Is(err, core.ErrExists) {
+		case core.ErrorKind(err) == core.KindRateLimited:
+			return nil, err // the limit's refusal comes first
+		case !errors.Is(err, core.ErrExists):
 			freshErr = err
 		}
 	}
@@ -282,7 +315,7 @@ func (s *Service) machineRequest(ctx context.Context, r FaxRequest, secret []byt
 		case errors.Is(err, core.ErrNoRows) && freshErr != nil:
 			return nil, freshErr
 		case errors.Is(err, core.ErrNoRows):
-			req, err = s.newMachineRequest(ctx, r, secret)
+			req, err = s.newMachineRequest(ctx, r, secret, c)
 			if errors.Is(err, core.ErrExists) {
 				continue // a concurrent request recorded it: read it
 			}
@@ -322,7 +355,10 @@ func checkMachineOptions(o faxes.Options) error {
 	return nil
 }
 
-func (s *Service) newMachineRequest(ctx context.Context, r FaxRequest, secret []byte) (*Request, error) {
+// newMachineRequest records a new request_id, charging c's deferred
+// event in the same transaction; ErrExists when the request_id is taken
+// (the charge then stands).
+func (s *Service) newMachineRequest(ctx context.Context, r FaxRequest, secret []byte, c *rateCharge) (*Request, error) {
 	e164, country, err := s.d.Destination.Check(r.To)
 	if err != nil {
 		return nil, err
@@ -352,8 +388,29 @@ func (s *Service) newMachineRequest(ctx context.Context, r FaxRequest, secret []
 	if _, err := s.issueChallenges(req, secret); err != nil {
 		return nil, err
 	}
-	if err := s.d.Store.CreateMachineRequest(ctx, req); err != nil {
+	if !c.deferred || c.charged {
+		if err := s.d.Store.CreateMachineRequest(ctx, req); err != nil {
+			return nil, err
+		}
+		return req, nil
+	}
+	var exists bool
+	err = s.inTx(ctx, func(tx Tx) error {
+		if err := s.kernel.AllowIn(ctx, tx, core.LimitMachineFax, r.ClientIP); err != nil {
+			return err
+		}
+		err := tx.CreateMachineRequest(ctx, req)
+		if exists = errors.Is(err, core.ErrExists); exists {
+			return nil // the charge stands; the request_id's row answers
+		}
+		return err
+	})
+	c.charged = err == nil || core.ErrorKind(err) == core.KindRateLimited
+	switch {
+	case err != nil:
 		return nil, err
+	case exists:
+		return nil, core.ErrExists
 	}
 	return req, nil
 }
