@@ -288,3 +288,23 @@ func TestPreviewOverREST(t *testing.T) {
 		t.Fatalf("preview without to %+v", bare)
 	}
 }
+
+// TestPageImageWithoutRenderer: a server without poppler's pdftoppm still
+// serves the PDF, and answers a page image with 503
+// page_images_unavailable (its lack, not the caller's mistake), never a
+// 500.
+func TestPageImageWithoutRenderer(t *testing.T) {
+	h := newHarness(t)
+	key := h.env.KeyATest
+	var f faxes.Fax
+	h.do(key, "POST", "/api/v1/faxes", map[string]any{"to": deliverable, "uploadToken": h.env.Upload(t, h.env.Principal(t, key), 1)},
+		map[string]string{"Idempotency-Key": "no-renderer"}).status(http.StatusOK).decode(&f)
+	h.env.DrainQueue(t)
+	var doc faxes.Files
+	h.do(key, "GET", "/api/v1/faxes/"+f.ID+"/document", nil, nil).status(http.StatusOK).decode(&doc)
+	t.Setenv("PATH", t.TempDir()) // the renderer is looked up per page
+	h.fetch(doc.PageImages[0]).problem(http.StatusServiceUnavailable, faxes.CodePageImagesUnavailable)
+	if pdf := h.fetch(doc.URL); pdf.code != http.StatusOK {
+		t.Fatalf("the PDF without the renderer: %d %s", pdf.code, pdf.body)
+	}
+}

@@ -17,12 +17,13 @@ import (
 
 func faxProofCodes() map[string]string {
 	return map[string]string{
-		faxes.CodeUndrawableCharacter: `coverPage.subject holds "漢" (U+6F22), a character the fax font cannot draw`,
-		faxes.CodeNotYetFaxed:         "this fax is queued and has not been faxed yet; POST /api/v1/previews shows its pages as they will be faxed",
-		faxes.CodeFaxNotFinished:      "this fax is sending; its report is made when it finishes",
-		faxes.CodeFileLink:            "this file link is for a preview that expired",
-		faxes.CodeReceiptsUnavailable: "this server signs no delivery receipts",
-		faxes.CodePageOutOfRange:      "the document has 3 pages",
+		faxes.CodeUndrawableCharacter:   `coverPage.subject holds "漢" (U+6F22), a character the fax font cannot draw`,
+		faxes.CodeNotYetFaxed:           "this fax is queued and has not been faxed yet; POST /api/v1/previews shows its pages as they will be faxed",
+		faxes.CodeFaxNotFinished:        "this fax is sending; its report is made when it finishes",
+		faxes.CodeFileLink:              "this file link is for a preview that expired",
+		faxes.CodeReceiptsUnavailable:   "this server signs no delivery receipts",
+		faxes.CodePageImagesUnavailable: "page images are not available on this server (its page renderer is not installed); download the PDF instead",
+		faxes.CodePageOutOfRange:        "the document has 3 pages",
 	}
 }
 
@@ -110,7 +111,7 @@ func (s *specBuilder) faxProofPaths(opts Options, cfg services.Config) obj {
 				"description": fmt.Sprintf("Black and white at the fax's resolution, %d pixels wide. Rendered on request: at most 100 at once then 10 a second per owner (429 rate_limited).", faxes.PageImageWidth),
 				"security":    noAuth(),
 				"parameters":  []any{pathParam("token", "the token of the signed link"), obj{"name": "page", "in": "path", "required": true, "description": "1 for the first page", "schema": obj{"type": "integer", "minimum": 1}}},
-				"responses":   s.responses(pngResponse, commonErrs(), []errs{e(404, faxes.CodeFileLink, faxes.CodePageOutOfRange), e(429, core.CodeRateLimited)}),
+				"responses":   s.responses(pngResponse, commonErrs(), []errs{e(404, faxes.CodeFileLink, faxes.CodePageOutOfRange), e(429, core.CodeRateLimited), e(503, faxes.CodePageImagesUnavailable)}),
 			}},
 		}
 	}

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/faxhub/faxhub/core"
 	"github.com/faxhub/faxhub/core/faxes"
 	"github.com/pdfcpu/pdfcpu/pkg/api"
 )
@@ -173,8 +174,9 @@ func TestRasterize(t *testing.T) {
 		t.Error("page 0 rasterized")
 	}
 	missing := New(Options{PdftoppmPath: "/nonexistent/pdftoppm"})
-	if _, err := missing.Rasterize(context.Background(), bytes.NewReader(pdf), int64(len(pdf)), 1, faxes.ResolutionFine, 0); !errors.Is(err, ErrRasterizerMissing) {
-		t.Errorf("without pdftoppm: err = %v", err)
+	if _, err := missing.Rasterize(context.Background(), bytes.NewReader(pdf), int64(len(pdf)), 1, faxes.ResolutionFine, 0); !errors.Is(err, ErrRasterizerMissing) ||
+		core.ErrorKind(err) != core.KindUnavailable || core.ErrorCode(err) != faxes.CodePageImagesUnavailable {
+		t.Errorf("without pdftoppm: err = %v (kind %v, code %q), want unavailable %s", err, core.ErrorKind(err), core.ErrorCode(err), faxes.CodePageImagesUnavailable)
 	}
 }
 

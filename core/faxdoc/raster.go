@@ -19,6 +19,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/faxhub/faxhub/core"
 	"github.com/faxhub/faxhub/core/faxes"
 	"golang.org/x/image/draw"
 )
@@ -60,7 +61,12 @@ func (c *Composer) Rasterize(ctx context.Context, pdf io.ReaderAt, size int64, p
 	}
 	bin, err := c.pdftoppm()
 	if err != nil {
-		return nil, fmt.Errorf("rasterize: %w: %v", ErrRasterizerMissing, err)
+		// The server's lack, not the caller's mistake: a 503 with a code,
+		// never a 500.
+		e := core.Errorf(core.KindUnavailable, faxes.CodePageImagesUnavailable,
+			"page images are not available on this server (its page renderer is not installed); download the PDF instead")
+		e.Err = fmt.Errorf("rasterize: %w: %v", ErrRasterizerMissing, err)
+		return nil, e
 	}
 	ctx, release, err := c.slot(ctx, "rasterize")
 	if err != nil {

@@ -8,6 +8,10 @@ const (
 	// CodeUndrawableCharacter: a cover page or header field holds a
 	// character the fax font has no glyph for.
 	CodeUndrawableCharacter = "undrawable_character"
+	// CodePageImagesUnavailable: this server cannot render page images
+	// (its renderer, poppler's pdftoppm, is not installed); the PDF
+	// links still work.
+	CodePageImagesUnavailable = "page_images_unavailable"
 )
 
 // CodeDocumentPurged: a resend of a fax whose document is no longer

@@ -321,7 +321,7 @@ func (s *Service) PageImage(ctx context.Context, link core.Link, token string, p
 		return nil, core.Errorf(core.KindNotFound, CodePageOutOfRange, "the document has %d pages", ref.pages).With("pages", ref.pages)
 	}
 	if s.d.Composer == nil {
-		return nil, core.Errorf(core.KindUnavailable, CodeProviderUnavailable, "page images are not available on this server")
+		return nil, core.Errorf(core.KindUnavailable, CodePageImagesUnavailable, "page images are not available on this server; download the PDF instead")
 	}
 	if err := s.kernel.Allow(ctx, core.LimitPageImage, ref.ownerID); err != nil {
 		return nil, err

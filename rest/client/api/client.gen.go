@@ -1945,6 +1945,7 @@ const (
 	ProblemCodeNumberUnavailable               ProblemCode = "number_unavailable"
 	ProblemCodeNumbersNotConfigured            ProblemCode = "numbers_not_configured"
 	ProblemCodeNumbersNotOffered               ProblemCode = "numbers_not_offered"
+	ProblemCodePageImagesUnavailable           ProblemCode = "page_images_unavailable"
 	ProblemCodePageOutOfRange                  ProblemCode = "page_out_of_range"
 	ProblemCodePaymentActionRequired           ProblemCode = "payment-action-required"
 	ProblemCodePaymentExpired                  ProblemCode = "payment-expired"
@@ -2063,6 +2064,8 @@ func (e ProblemCode) Valid() bool {
 	case ProblemCodeNumbersNotConfigured:
 		return true
 	case ProblemCodeNumbersNotOffered:
+		return true
+	case ProblemCodePageImagesUnavailable:
 		return true
 	case ProblemCodePageOutOfRange:
 		return true
@@ -12277,6 +12280,8 @@ type GetFaxFilePageResponse struct {
 	ApplicationproblemJSON429 *Problem
 	// ApplicationproblemJSON500 the response for an HTTP 500 `application/problem+json` response
 	ApplicationproblemJSON500 *Problem
+	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationproblemJSON503 *Problem
 	// Headers200 the parsed response headers for an HTTP 200 response
 	Headers200 *GetFaxFilePageResponse200Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
@@ -12301,6 +12306,11 @@ func (r GetFaxFilePageResponse) GetApplicationproblemJSON429() *Problem {
 // GetApplicationproblemJSON500 returns the response for an HTTP 500 `application/problem+json` response
 func (r GetFaxFilePageResponse) GetApplicationproblemJSON500() *Problem {
 	return r.ApplicationproblemJSON500
+}
+
+// GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r GetFaxFilePageResponse) GetApplicationproblemJSON503() *Problem {
+	return r.ApplicationproblemJSON503
 }
 
 // GetBody returns the raw response body bytes
@@ -14976,6 +14986,8 @@ type GetPreviewFilePageResponse struct {
 	ApplicationproblemJSON429 *Problem
 	// ApplicationproblemJSON500 the response for an HTTP 500 `application/problem+json` response
 	ApplicationproblemJSON500 *Problem
+	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationproblemJSON503 *Problem
 	// Headers200 the parsed response headers for an HTTP 200 response
 	Headers200 *GetPreviewFilePageResponse200Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
@@ -15000,6 +15012,11 @@ func (r GetPreviewFilePageResponse) GetApplicationproblemJSON429() *Problem {
 // GetApplicationproblemJSON500 returns the response for an HTTP 500 `application/problem+json` response
 func (r GetPreviewFilePageResponse) GetApplicationproblemJSON500() *Problem {
 	return r.ApplicationproblemJSON500
+}
+
+// GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r GetPreviewFilePageResponse) GetApplicationproblemJSON503() *Problem {
+	return r.ApplicationproblemJSON503
 }
 
 // GetBody returns the raw response body bytes
@@ -18544,6 +18561,13 @@ func ParseGetFaxFilePageResponse(rsp *http.Response) (*GetFaxFilePageResponse, e
 		}
 		response.ApplicationproblemJSON500 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON503 = &dest
+
 	}
 
 	switch {
@@ -21041,6 +21065,13 @@ func ParseGetPreviewFilePageResponse(rsp *http.Response) (*GetPreviewFilePageRes
 			return nil, err
 		}
 		response.ApplicationproblemJSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON503 = &dest
 
 	}
 
