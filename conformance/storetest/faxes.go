@@ -2,8 +2,10 @@ package storetest
 
 import (
 	"cmp"
+	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -13,11 +15,11 @@ import (
 	"github.com/faxhub/faxhub/core/services"
 )
 
-// testUpdateFaxWithEvent: the fax's update and its event are written
-// together or not at all (one statement on PostgreSQL), in a transaction
-// and outside one, and the event is marked for dispatch as AppendEvent
-// marks it.
-func testUpdateFaxWithEvent(t *testing.T, s services.Store) {
+// testMoveFax: a fax's move and what goes with it (its event, the attempt
+// it starts, the attempt whose outcome it writes) are written together or
+// not at all (one statement on PostgreSQL), in a transaction and outside
+// one, and the event is marked for dispatch as AppendEvent marks it.
+func testMoveFax(t *testing.T, s services.Store) {
 	ctx := t.Context()
 	o := newOwner(t, s)
 	execSQL(t, s, fmt.Sprintf(`INSERT INTO webhook_endpoints (id, owner_id, mode, url, enabled, created_at, updated_at)
@@ -47,6 +49,12 @@ func testUpdateFaxWithEvent(t *testing.T, s services.Store) {
 		must(t, err)
 		wantEqual(t, what, got, want)
 	}
+	wantAttempts := func(what string, faxID string, want ...faxes.Attempt) {
+		t.Helper()
+		got, err := s.ListAttempts(ctx, faxID)
+		must(t, err)
+		wantEqual(t, what+": attempts", got, append([]faxes.Attempt{}, want...))
+	}
 	for _, how := range []struct {
 		name string
 		run  func(fn func(faxes.Queries) error) error
@@ -55,37 +63,78 @@ func testUpdateFaxWithEvent(t *testing.T, s services.Store) {
 		{"in a transaction", func(fn func(faxes.Queries) error) error {
 			return inTx(ctx, s, func(tx services.Tx) error { return fn(tx) })
 		}},
+		// A caller may handle a refused move and commit the rest of its
+		// transaction (a delivery that finds its fax taken by another
+		// worker): the refused move must have written nothing.
+		{"in a transaction that commits after the error", func(fn func(faxes.Queries) error) (err error) {
+			txErr := inTx(ctx, s, func(tx services.Tx) error {
+				err = fn(tx)
+				if errors.Is(err, core.ErrConflict) || errors.Is(err, core.ErrNoRows) && strings.HasPrefix(err.Error(), "update fax") {
+					return nil
+				}
+				return err
+			})
+			return cmp.Or(err, txErr)
+		}},
 	} {
+		move := func(m faxes.Move) error { return how.run(func(q faxes.Queries) error { return q.MoveFax(ctx, m) }) }
 		fax := newFax(t, s, doc)
 		sending := *fax
 		sending.Status, sending.Attempts, sending.UpdatedAt, sending.FaxedSHA256, sending.FaxedPages = faxes.Sending, 1, at(10), "ab", 4
 		e := event(&sending, events.FaxSending, 10)
-		must(t, how.run(func(q faxes.Queries) error {
-			return q.UpdateFaxWithEvent(ctx, &sending, e, faxes.Queued, faxes.Scheduled)
-		}))
+		first := faxes.Attempt{ID: core.NewID(core.PrefixAttempt), FaxID: fax.ID, Number: 1, Provider: "simulated", Status: faxes.AttemptSending, StartedAt: at(10)}
+		must(t, move(faxes.Move{Fax: &sending, From: []faxes.Status{faxes.Queued, faxes.Scheduled}, Event: e, Started: &first}))
 		wantFax(how.name+": moved to sending", &sending)
 		wantEvent(how.name+": moved to sending", e, true)
+		wantAttempts(how.name+": moved to sending", fax.ID, first)
 
+		// Refused: a fax not in a From status, or missing, writes nothing.
 		stale := sending
 		stale.Status, stale.UpdatedAt = faxes.Delivered, at(20)
 		late := event(&stale, events.FaxDelivered, 20)
-		err := how.run(func(q faxes.Queries) error { return q.UpdateFaxWithEvent(ctx, &stale, late, faxes.Queued) })
+		report := first
+		report.Status, report.ProviderRef, report.PagesSent, report.DurationMS, report.FinishedAt = faxes.AttemptDelivered, "ref-1", 4, 900, ptr(at(20))
+		second := faxes.Attempt{ID: core.NewID(core.PrefixAttempt), FaxID: fax.ID, Number: 2, Provider: "simulated", Status: faxes.AttemptSending, StartedAt: at(20)}
+		err := move(faxes.Move{Fax: &stale, From: []faxes.Status{faxes.Queued}, Event: late, Started: &second, Updated: &report})
 		wantErr(t, how.name+": from a status it is not in", err, core.ErrConflict)
-		wantFax(how.name+": after the refused update", &sending)
-		wantEvent(how.name+": refused update", late, false)
+		wantFax(how.name+": after the refused move", &sending)
+		wantEvent(how.name+": refused move", late, false)
+		wantAttempts(how.name+": refused move", fax.ID, first)
 
 		missing := stale
 		missing.ID = "fax_missing"
 		lost := event(&missing, events.FaxDelivered, 21)
-		err = how.run(func(q faxes.Queries) error { return q.UpdateFaxWithEvent(ctx, &missing, lost, faxes.Sending) })
+		err = move(faxes.Move{Fax: &missing, From: []faxes.Status{faxes.Sending}, Event: lost})
 		wantErr(t, how.name+": a missing fax", err, core.ErrNoRows)
 		wantEvent(how.name+": a missing fax", lost, false)
 
-		// No event: UpdateFax.
+		// What goes with a move failing takes the move back: an attempt id
+		// taken, an updated attempt missing.
+		taken := first
+		err = move(faxes.Move{Fax: &stale, From: []faxes.Status{faxes.Sending}, Event: late, Started: &taken})
+		wantErr(t, how.name+": an attempt id taken", err, core.ErrExists)
+		gone := report
+		gone.ID = "att_missing"
+		err = move(faxes.Move{Fax: &stale, From: []faxes.Status{faxes.Sending}, Event: late, Updated: &gone})
+		wantErr(t, how.name+": an updated attempt missing", err, core.ErrNoRows)
+		wantFax(how.name+": after the failed moves", &sending)
+		wantEvent(how.name+": failed moves", late, false)
+		wantAttempts(how.name+": failed moves", fax.ID, first)
+
+		// The outcome: the fax, its event and the attempt's report.
 		done := sending
 		done.Status, done.PagesSent, done.CompletedAt, done.UpdatedAt = faxes.Delivered, 4, ptr(at(30)), at(30)
-		must(t, how.run(func(q faxes.Queries) error { return q.UpdateFaxWithEvent(ctx, &done, nil, faxes.Sending) }))
-		wantFax(how.name+": delivered without an event", &done)
+		delivered := event(&done, events.FaxDelivered, 30)
+		must(t, move(faxes.Move{Fax: &done, From: []faxes.Status{faxes.Sending}, Event: delivered, Updated: &report}))
+		wantFax(how.name+": delivered", &done)
+		wantEvent(how.name+": delivered", delivered, true)
+		wantAttempts(how.name+": delivered", fax.ID, report)
+
+		// Nothing with it: UpdateFax.
+		again := done
+		again.UpdatedAt = at(40)
+		must(t, move(faxes.Move{Fax: &again, From: []faxes.Status{faxes.Delivered}}))
+		wantFax(how.name+": updated alone", &again)
 	}
 }
 

@@ -40,7 +40,7 @@ func RunTests(t *testing.T, newStore func(t *testing.T) services.Store) {
 		{"DocumentUsage", testDocumentUsage},
 		{"Drafts", testDrafts},
 		{"Faxes", testFaxes},
-		{"UpdateFaxWithEvent", testUpdateFaxWithEvent},
+		{"MoveFax", testMoveFax},
 		{"FaxWithDocument", testFaxWithDocument},
 		{"Charges", testCharges},
 		{"Machine", testMachine},

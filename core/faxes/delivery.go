@@ -156,19 +156,16 @@ func (s *Service) startAttempt(ctx context.Context, faxID string, prep *faxedPre
 			o.FaxedSHA256, o.FaxedPages = prep.sum, prep.pages
 		}
 		a := &Attempt{ID: core.NewID(core.PrefixAttempt), FaxID: o.ID, Number: o.Attempts, Provider: s.ProviderName(o.Mode), Status: AttemptSending, StartedAt: now}
-		// The fax.sending event shows the attempt; it is written with the
-		// move to sending (one statement on PostgreSQL), the attempt after.
+		// The attempt and the fax.sending event showing it are written
+		// with the move to sending (one statement on PostgreSQL).
 		e, err := s.faxEventOf(o, a, from)
 		if err != nil {
 			return err
 		}
-		if err := tx.UpdateFaxWithEvent(ctx, o, e, from); err != nil {
+		if err := tx.MoveFax(ctx, Move{Fax: o, From: []Status{from}, Event: e, Started: a}); err != nil {
 			if errors.Is(err, core.ErrConflict) {
 				return nil // another worker took it
 			}
-			return err
-		}
-		if err := tx.CreateAttempt(ctx, a); err != nil {
 			return err
 		}
 		fax, attempt = o, a
@@ -217,19 +214,18 @@ func (s *Service) recordOutcome(ctx context.Context, faxID, attemptID string, re
 		if res.Status != AttemptSending {
 			a.FinishedAt = &now
 		}
-		if err := tx.UpdateAttempt(ctx, a); err != nil {
-			return err
-		}
-		// The final states below are read after the switch (the attempt's
-		// status may turn from partial to failed, the fax's is set there).
+		// The attempt's outcome is written with the fax's move below (one
+		// statement on PostgreSQL). The final states are read after the
+		// switch (the attempt's status may turn from partial to failed,
+		// the fax's is set there).
 		defer ended.seen(a, o)
 		o.UpdatedAt = now
 		switch res.Status {
 		case AttemptSending:
 			// Compare-and-set on the fax even though only the attempt
 			// changes: on PostgreSQL a concurrent report that ended the
-			// fax makes this one stale, and its attempt update rolls back.
-			if err := tx.UpdateFax(ctx, o, Sending); errors.Is(err, core.ErrConflict) { // no status change: no event
+			// fax makes this one stale, and its attempt is not written.
+			if err := tx.MoveFax(ctx, Move{Fax: o, From: []Status{Sending}, Updated: a}); errors.Is(err, core.ErrConflict) { // no status change: no event
 				return errStaleOutcome
 			} else if err != nil {
 				return err
@@ -238,7 +234,7 @@ func (s *Service) recordOutcome(ctx context.Context, faxID, attemptID string, re
 		case AttemptDelivered:
 			o.Status, o.PagesSent, o.CompletedAt = Delivered, o.Pages, &now
 			o.FailureCode, o.FailureReason = "", ""
-			if err := s.saveFax(ctx, tx, o, a, Sending); err != nil {
+			if err := s.endAttempt(ctx, tx, o, a); err != nil {
 				return err
 			}
 			return s.settle(ctx, tx, o, credits.LedgerCapture)
@@ -249,19 +245,16 @@ func (s *Service) recordOutcome(ctx context.Context, faxID, attemptID string, re
 			if docSent <= 0 {
 				// Nothing arrived: that is a failure, not a partial fax.
 				res.Status, a.Status = AttemptFailed, AttemptFailed
-				if err := tx.UpdateAttempt(ctx, a); err != nil {
-					return err
-				}
 				o.Status, o.CompletedAt = Failed, &now
 				o.FailureCode, o.FailureReason = a.FailureCode, a.FailureReason
-				if err := s.saveFax(ctx, tx, o, a, Sending); err != nil {
+				if err := s.endAttempt(ctx, tx, o, a); err != nil {
 					return err
 				}
 				return s.settle(ctx, tx, o, credits.LedgerRelease)
 			}
 			o.Status, o.PagesSent, o.CompletedAt = Partial, docSent, &now
 			o.FailureCode, o.FailureReason = a.FailureCode, a.FailureReason
-			if err := s.saveFax(ctx, tx, o, a, Sending); err != nil {
+			if err := s.endAttempt(ctx, tx, o, a); err != nil {
 				return err
 			}
 			if err := s.settle(ctx, tx, o, credits.LedgerCapture); err != nil {
@@ -273,7 +266,7 @@ func (s *Service) recordOutcome(ctx context.Context, faxID, attemptID string, re
 				at := now.Add(delay)
 				o.Status, o.NextAttemptAt = Queued, &at
 				o.FailureCode, o.FailureReason = a.FailureCode, a.FailureReason
-				if err := s.saveFax(ctx, tx, o, a, Sending); err != nil {
+				if err := s.endAttempt(ctx, tx, o, a); err != nil {
 					return err
 				}
 				return s.d.Queue.EnqueueDelivery(ctx, tx, o.ID, at)
@@ -284,7 +277,7 @@ func (s *Service) recordOutcome(ctx context.Context, faxID, attemptID string, re
 				o.Status = Canceled
 			}
 			o.FailureCode, o.FailureReason = a.FailureCode, a.FailureReason
-			if err := s.saveFax(ctx, tx, o, a, Sending); err != nil {
+			if err := s.endAttempt(ctx, tx, o, a); err != nil {
 				return err
 			}
 			return s.settle(ctx, tx, o, credits.LedgerRelease)

@@ -39,11 +39,26 @@ func eventFor(prev, now Status) events.Type {
 // the same transaction, the event its new status means. latest is the
 // attempt the event shows (nil: none yet).
 func (s *Service) saveFax(ctx context.Context, tx Tx, o *Fax, latest *Attempt, from Status) error {
+	return s.moveFax(ctx, tx, Move{Fax: o, From: []Status{from}}, latest)
+}
+
+// endAttempt is saveFax of o from sending that writes a's outcome with
+// it: a provider's report and the fax's move are one statement on
+// PostgreSQL.
+func (s *Service) endAttempt(ctx context.Context, tx Tx, o *Fax, a *Attempt) error {
+	return s.moveFax(ctx, tx, Move{Fax: o, From: []Status{Sending}, Updated: a}, a)
+}
+
+// moveFax writes m with the event its fax's new status means (see
+// saveFax).
+func (s *Service) moveFax(ctx context.Context, tx Tx, m Move, latest *Attempt) error {
+	o, from := m.Fax, m.From[0]
 	e, err := s.faxEventOf(o, latest, from)
 	if err != nil {
 		return err
 	}
-	if err := tx.UpdateFaxWithEvent(ctx, o, e, from); err != nil {
+	m.Event = e
+	if err := tx.MoveFax(ctx, m); err != nil {
 		return err
 	}
 	if o.BatchID != nil && o.Status.Terminal() && !from.Terminal() {
@@ -65,7 +80,7 @@ func (s *Service) faxEvent(ctx context.Context, tx Tx, o *Fax, latest *Attempt, 
 
 // faxEventOf is faxEvent's event, not yet written: nil when the move means
 // none or the fax has no one to tell. Built before the fax's update, so
-// that the store can write both in one statement (UpdateFaxWithEvent).
+// that the store can write both in one statement (MoveFax).
 func (s *Service) faxEventOf(o *Fax, latest *Attempt, prev Status) (*events.Event, error) {
 	t := faxEventType(o, prev)
 	if t == "" {

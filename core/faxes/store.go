@@ -26,9 +26,9 @@ type Queries interface {
 	// FaxedPages) is recorded as SetFaxedDocument records it: only if the
 	// fax has none yet.
 	UpdateFax(ctx context.Context, o *Fax, from ...Status) error
-	// UpdateFaxWithEvent is UpdateFax and, only if it wrote, AppendEvent
-	// of e (nil: none), in one statement where the database can.
-	UpdateFaxWithEvent(ctx context.Context, o *Fax, e *events.Event, from ...Status) error
+	// MoveFax is UpdateFax of m's fax and, only if it wrote, what goes
+	// with the move (see Move), in one statement where the database can.
+	MoveFax(ctx context.Context, m Move) error
 	// SetFaxedDocument records the document as faxed of a fax that has
 	// none yet (a fax keeps the first one).
 	SetFaxedDocument(ctx context.Context, faxID, sha256 string, pages int) error
@@ -59,6 +59,20 @@ type Queries interface {
 	ListAttempts(ctx context.Context, faxID string) ([]Attempt, error)
 
 	BatchQueries
+}
+
+// Move is one change of a fax as the store writes it (MoveFax): the fax,
+// if its stored status is one of From, and only then the rest.
+type Move struct {
+	Fax  *Fax
+	From []Status
+	// Event is appended with the move (nil: none).
+	Event *events.Event
+	// Started is the attempt the move begins, inserted (nil: none).
+	Started *Attempt
+	// Updated is an attempt whose outcome fields (UpdateAttempt) are
+	// written with the move (nil: none).
+	Updated *Attempt
 }
 
 // Filter selects faxes for listing, newest first, with cursor

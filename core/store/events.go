@@ -38,7 +38,7 @@ func (x q) AppendEvent(ctx context.Context, e *events.Event) error {
 }
 
 // appendEventSQL is AppendEvent's statement; from, when not empty, is the
-// FROM clause of a CTE whose rows the INSERT takes (UpdateFaxWithEvent).
+// FROM clause of a CTE whose rows the INSERT takes (MoveFax).
 func appendEventSQL(from string) string {
 	return `INSERT INTO events (id, owner_id, mode, type, subject_id, data, created_at, dispatch)
 		SELECT ?, ?, ?, ?, ?, ?, ?,

@@ -8,7 +8,6 @@ import (
 
 	"github.com/faxhub/faxhub/core"
 	"github.com/faxhub/faxhub/core/documents"
-	"github.com/faxhub/faxhub/core/events"
 	"github.com/faxhub/faxhub/core/faxes"
 )
 
@@ -90,7 +89,7 @@ func (x q) ListFaxes(ctx context.Context, f faxes.Filter) ([]faxes.Fax, error) {
 // SetFaxedDocument does: the delivery records it with the move to sending,
 // one statement instead of two on the delivery's path.
 func (x q) UpdateFax(ctx context.Context, o *faxes.Fax, from ...faxes.Status) error {
-	return x.UpdateFaxWithEvent(ctx, o, nil, from...)
+	return x.MoveFax(ctx, faxes.Move{Fax: o, From: from})
 }
 
 // updateFaxSQL is UpdateFax's statement for n expected statuses, and
@@ -114,43 +113,97 @@ func updateFaxArgs(o *faxes.Fax, from []faxes.Status) []any {
 	return args
 }
 
-// UpdateFaxWithEvent is UpdateFax followed, if it wrote, by AppendEvent
-// of e (nil: none). On PostgreSQL the two are one statement, a
-// data-modifying CTE whose INSERT takes its one row from the UPDATE's, so
-// a fax not in a from status writes neither: one round trip on the
-// delivery's path instead of two. SQLite runs them one after the other,
-// in-process calls there.
-func (x q) UpdateFaxWithEvent(ctx context.Context, o *faxes.Fax, e *events.Event, from ...faxes.Status) error {
-	if len(from) == 0 {
-		return errors.New("update fax: no expected status given")
+// MoveFax writes m.Fax if its stored status is one of m.From (UpdateFax),
+// and only then m's event (AppendEvent), started attempt (CreateAttempt)
+// and updated attempt (UpdateAttempt). On PostgreSQL they are one
+// statement, data-modifying CTEs that each take their row from the fax's
+// UPDATE … RETURNING: the delivery's move to sending and each outcome are
+// one round trip instead of up to three. SQLite runs them one after the
+// other, in-process calls there. A fax not in a From status writes nothing
+// (ErrConflict; ErrNoRows when there is no such fax); an attempt id taken
+// (ErrExists) or an updated attempt missing (ErrNoRows) fails the move,
+// whose writes the transaction then takes back (one of its own when the
+// caller has none).
+func (x q) MoveFax(ctx context.Context, m faxes.Move) error {
+	if len(m.From) == 0 {
+		return errors.New("move fax: no expected status given")
 	}
-	query, args := updateFaxSQL(len(from)), updateFaxArgs(o, from)
-	update := func(x q) error {
-		n, err := x.exec(ctx, query, args...)
-		if err == nil && n == 0 {
-			err = x.missingOrConflict(ctx, "faxes", "id = ?", o.ID)
-		}
-		if err != nil {
-			return fmt.Errorf("update fax: %w", err)
+	o := m.Fax
+	query, args := updateFaxSQL(len(m.From)), updateFaxArgs(o, m.From)
+	if m.Event == nil && m.Started == nil && m.Updated == nil {
+		return x.updateFax(ctx, o.ID, query, args)
+	}
+	if x.db.dialect != DialectPostgres {
+		return x.ownTx(ctx, func(x q) error {
+			if err := x.updateFax(ctx, o.ID, query, args); err != nil {
+				return err
+			}
+			if m.Event != nil {
+				if err := x.AppendEvent(ctx, m.Event); err != nil {
+					return err
+				}
+			}
+			if m.Started != nil {
+				if err := x.CreateAttempt(ctx, m.Started); err != nil {
+					return err
+				}
+			}
+			if m.Updated != nil {
+				return x.UpdateAttempt(ctx, m.Updated)
+			}
+			return nil
+		})
+	}
+	query = "WITH f AS (" + query + " RETURNING id)"
+	counts := "SELECT (SELECT count(*) FROM f)"
+	if m.Event != nil {
+		query += ", e AS (" + appendEventSQL(" FROM f") + ")"
+		args = append(args, appendEventArgs(m.Event)...)
+	}
+	if a := m.Started; a != nil {
+		query += ", s AS (INSERT INTO attempts (" + attemptCols + `)
+			SELECT ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ? FROM f ON CONFLICT DO NOTHING RETURNING 1)`
+		args = append(args, a.ID, a.FaxID, a.Number, a.Provider, a.ProviderRef, a.Status, a.FailureCode, a.FailureReason,
+			a.Retryable, a.PagesSent, a.DurationMS, a.StartedAt, a.FinishedAt)
+		counts += ", (SELECT count(*) FROM s)"
+	} else {
+		counts += ", 1"
+	}
+	if a := m.Updated; a != nil {
+		query += ", u AS (UPDATE attempts SET " + updateAttemptSet + " FROM f WHERE attempts.id = ? RETURNING 1)"
+		args = append(args, updateAttemptArgs(a)...)
+		counts += ", (SELECT count(*) FROM u)"
+	} else {
+		counts += ", 1"
+	}
+	return x.ownTx(ctx, func(x q) error {
+		var faxed, started, updated int
+		err := x.writer().QueryRowxContext(ctx, x.db.w.Rebind(query+" "+counts), x.db.args(args)...).Scan(&faxed, &started, &updated)
+		switch {
+		case err != nil:
+			return fmt.Errorf("move fax: %w", dbErr(err))
+		case faxed == 0:
+			return fmt.Errorf("update fax: %w", x.missingOrConflict(ctx, "faxes", "id = ?", o.ID))
+		case started == 0:
+			return fmt.Errorf("create attempt: %w", core.ErrExists)
+		case updated == 0:
+			return fmt.Errorf("update attempt: %w", core.ErrNoRows)
 		}
 		return nil
-	}
-	switch {
-	case e == nil:
-		return update(x)
-	case x.db.dialect == DialectPostgres:
-		query = "WITH f AS (" + query + " RETURNING id) " + appendEventSQL(" FROM f")
-		args = append(args, appendEventArgs(e)...)
-		return update(x)
-	}
-	// A refused update writes nothing, so only the event's failure needs
-	// the transaction (the caller's, or one of its own).
-	return x.ownTx(ctx, func(x q) error {
-		if err := update(x); err != nil {
-			return err
-		}
-		return x.AppendEvent(ctx, e)
 	})
+}
+
+// updateFax runs UpdateFax's statement, explaining one that matched
+// nothing.
+func (x q) updateFax(ctx context.Context, id, query string, args []any) error {
+	n, err := x.exec(ctx, query, args...)
+	if err == nil && n == 0 {
+		err = x.missingOrConflict(ctx, "faxes", "id = ?", id)
+	}
+	if err != nil {
+		return fmt.Errorf("update fax: %w", err)
+	}
+	return nil
 }
 
 func (x q) SetFaxedDocument(ctx context.Context, faxID, sha256 string, pages int) error {
@@ -219,11 +272,18 @@ func (x q) CreateAttempt(ctx context.Context, a *faxes.Attempt) error {
 	return nil
 }
 
+// updateAttemptSet and updateAttemptArgs are UpdateAttempt's (and
+// MoveFax's) SET clause and its arguments, the attempt's id last.
+const updateAttemptSet = `provider_ref = ?, status = ?, failure_code = ?, failure_reason = ?,
+	retryable = ?, pages_sent = ?, duration_ms = ?, finished_at = ?`
+
+func updateAttemptArgs(a *faxes.Attempt) []any {
+	return []any{a.ProviderRef, a.Status, a.FailureCode, a.FailureReason, a.Retryable, a.PagesSent, a.DurationMS, a.FinishedAt, a.ID}
+}
+
 // UpdateAttempt writes the outcome fields of an attempt.
 func (x q) UpdateAttempt(ctx context.Context, a *faxes.Attempt) error {
-	n, err := x.exec(ctx, `UPDATE attempts SET provider_ref = ?, status = ?, failure_code = ?, failure_reason = ?,
-		retryable = ?, pages_sent = ?, duration_ms = ?, finished_at = ? WHERE id = ?`,
-		a.ProviderRef, a.Status, a.FailureCode, a.FailureReason, a.Retryable, a.PagesSent, a.DurationMS, a.FinishedAt, a.ID)
+	n, err := x.exec(ctx, "UPDATE attempts SET "+updateAttemptSet+" WHERE id = ?", updateAttemptArgs(a)...)
 	if err != nil {
 		return fmt.Errorf("update attempt: %w", err)
 	}
