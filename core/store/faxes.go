@@ -161,10 +161,9 @@ func (x q) MoveFax(ctx context.Context, m faxes.Move) error {
 		args = append(args, appendEventArgs(m.Event)...)
 	}
 	if a := m.Started; a != nil {
-		query += ", s AS (INSERT INTO attempts (" + attemptCols + `)
-			SELECT ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ? FROM f ON CONFLICT DO NOTHING RETURNING 1)`
-		args = append(args, a.ID, a.FaxID, a.Number, a.Provider, a.ProviderRef, a.Status, a.FailureCode, a.FailureReason,
-			a.Retryable, a.PagesSent, a.DurationMS, a.StartedAt, a.FinishedAt)
+		values := attemptArgs(a)
+		query += ", s AS (INSERT INTO attempts (" + attemptCols + ") SELECT " + placeholders(len(values)) + " FROM f ON CONFLICT DO NOTHING RETURNING 1)"
+		args = append(args, values...)
 		counts += ", (SELECT count(*) FROM s)"
 	} else {
 		counts += ", 1"
@@ -261,11 +260,19 @@ func (x q) PutFaxSettings(ctx context.Context, ownerID string, st faxes.Settings
 const attemptCols = `id, fax_id, number, provider, provider_ref, status, failure_code, failure_reason, retryable,
 	pages_sent, duration_ms, started_at, finished_at`
 
+// attemptArgs are an attempt's values in attemptCols' order, for
+// CreateAttempt and MoveFax's insert.
+func attemptArgs(a *faxes.Attempt) []any {
+	return []any{a.ID, a.FaxID, a.Number, a.Provider, a.ProviderRef, a.Status, a.FailureCode, a.FailureReason,
+		a.Retryable, a.PagesSent, a.DurationMS, a.StartedAt, a.FinishedAt}
+}
+
 func (x q) CreateAttempt(ctx context.Context, a *faxes.Attempt) error {
-	err := x.insert(ctx, `INSERT INTO attempts (`+attemptCols+`)
-		VALUES (:id, :fax_id, :number, :provider, :provider_ref, :status, :failure_code, :failure_reason, :retryable,
-			:pages_sent, :duration_ms, :started_at, :finished_at)
-		ON CONFLICT DO NOTHING`, a)
+	args := attemptArgs(a)
+	n, err := x.exec(ctx, "INSERT INTO attempts ("+attemptCols+") VALUES ("+placeholders(len(args))+") ON CONFLICT DO NOTHING", args...)
+	if err == nil && n == 0 {
+		err = core.ErrExists
+	}
 	if err != nil {
 		return fmt.Errorf("create attempt: %w", err)
 	}
