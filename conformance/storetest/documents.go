@@ -67,6 +67,13 @@ func testUploads(t *testing.T, s services.Store) {
 	got, err := s.GetUploadDocument(ctx, u.ID, o.ID, core.ModeTest)
 	must(t, err)
 	wantEqual(t, "GetUploadDocument", got, doc)
+	// Read again (on SQLite from the kept row, rowcache.go), after a send
+	// marked it used and after the first reader changed its copy.
+	got.Pages = 99
+	must(t, s.UseDocument(ctx, doc.ID, at(20)))
+	got, err = s.GetUploadDocument(ctx, u.ID, o.ID, core.ModeTest)
+	must(t, err)
+	wantEqual(t, "GetUploadDocument again, used", got, doc)
 	other := newOwner(t, s)
 	_, err = s.GetUploadDocument(ctx, u.ID, other.ID, core.ModeTest)
 	wantErr(t, "GetUploadDocument of another owner", err, core.ErrNoRows)

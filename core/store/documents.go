@@ -34,6 +34,8 @@ func (x q) GetUpload(ctx context.Context, id string) (*documents.Upload, error) 
 // It succeeds when nobody holds the upload or the last lease lapsed at or
 // before at (its PUT died); the condition and the write are one statement,
 // so of concurrent claimers exactly one wins.
+// It changes only an upload without a document, which no kept upload
+// document is (rowcache.go).
 func (x q) ClaimUpload(ctx context.Context, id, claimID string, at, until time.Time) error {
 	n, err := x.exec(ctx, `UPDATE uploads SET claimed_at = ?, claim_id = ?, lease_until = ?
 		WHERE id = ? AND document_id IS NULL AND (claimed_at IS NULL OR lease_until IS NULL OR lease_until <= ?)`,
@@ -49,6 +51,8 @@ func (x q) ClaimUpload(ctx context.Context, id, claimID string, at, until time.T
 
 // RenewUpload moves claimID's lease to until; ErrConflict once another
 // claim took the upload over or it is complete.
+// It changes only an upload without a document, which no kept upload
+// document is (rowcache.go).
 func (x q) RenewUpload(ctx context.Context, id, claimID string, until time.Time) error {
 	n, err := x.exec(ctx, "UPDATE uploads SET lease_until = ? WHERE id = ? AND claim_id = ? AND claimed_at IS NOT NULL AND document_id IS NULL",
 		until, id, claimID)
@@ -63,6 +67,8 @@ func (x q) RenewUpload(ctx context.Context, id, claimID string, until time.Time)
 
 // ReleaseUpload clears claimID's claim of an upload that has no document
 // yet; ErrConflict once it is completed or claimed by another PUT.
+// It changes only an upload without a document, which no kept upload
+// document is (rowcache.go).
 func (x q) ReleaseUpload(ctx context.Context, id, claimID string) error {
 	n, err := x.exec(ctx, `UPDATE uploads SET claimed_at = NULL, claim_id = '', lease_until = NULL
 		WHERE id = ? AND claim_id = ? AND document_id IS NULL`, id, claimID)
@@ -78,6 +84,8 @@ func (x q) ReleaseUpload(ctx context.Context, id, claimID string) error {
 // CompleteUpload records the document of an upload claimed by claimID;
 // ErrConflict if it is not claimed, claimed by another PUT (this one's
 // lease lapsed and was taken over) or already completed.
+// It changes only an upload without a document, which no kept upload
+// document is (rowcache.go).
 func (x q) CompleteUpload(ctx context.Context, id, claimID, documentID string) error {
 	n, err := x.exec(ctx, `UPDATE uploads SET document_id = ?, lease_until = NULL
 		WHERE id = ? AND claim_id = ? AND claimed_at IS NOT NULL AND document_id IS NULL`, documentID, id, claimID)
@@ -102,13 +110,18 @@ func (x q) CreateDocument(ctx context.Context, d *documents.Document) error {
 	return nil
 }
 
+// GetUploadDocument is the document an upload completed with, if it is
+// ownerID's in mode and not purged. On SQLite it is kept (rowcache.go): a
+// send by upload token reads it, and nothing but a purge changes it.
 func (x q) GetUploadDocument(ctx context.Context, uploadID, ownerID string, mode core.Mode) (*documents.Document, error) {
-	var d documents.Document
-	if err := x.get(ctx, x.reader(), &d, "SELECT "+documentCols+` FROM documents
-		WHERE id = (SELECT document_id FROM uploads WHERE id = ?) AND owner_id = ? AND mode = ? AND purged_at IS NULL`, uploadID, ownerID, mode); err != nil {
-		return nil, fmt.Errorf("get uploaded document: %w", err)
-	}
-	return &d, nil
+	return cachedRead(x, x.db.caches.uploadDocs, uploadID+"\x00"+ownerID+"\x00"+string(mode), func() (*documents.Document, error) {
+		var d documents.Document
+		if err := x.get(ctx, x.reader(), &d, "SELECT "+documentCols+` FROM documents
+			WHERE id = (SELECT document_id FROM uploads WHERE id = ?) AND owner_id = ? AND mode = ? AND purged_at IS NULL`, uploadID, ownerID, mode); err != nil {
+			return nil, fmt.Errorf("get uploaded document: %w", err)
+		}
+		return &d, nil
+	})
 }
 
 // GetDocument reads a document whose blobs are still there: a purged one
@@ -134,6 +147,9 @@ func (x q) DocumentUsage(ctx context.Context, ownerID string, mode core.Mode) (i
 
 const draftCols = "id, owner_id, mode, document_id, destination, country, cover, cover_text, pages, price_micros, status, fax_id, created_at, expires_at, from_number, options, sent_by_kind, sent_by_id, sent_by_name"
 
+// UseDocument records a document's use. It leaves the upload documents
+// kept on SQLite as they are (rowcache.go): used_at is neither a field
+// they keep nor a condition of their read.
 func (x q) UseDocument(ctx context.Context, id string, at time.Time) error {
 	n, err := x.exec(ctx, "UPDATE documents SET used_at = ? WHERE id = ? AND purged_at IS NULL", at, id)
 	if err == nil && n == 0 {

@@ -42,10 +42,15 @@ func (x q) PurgeApprovals(ctx context.Context, expiredBefore, decidedBefore time
 
 // PurgeUploads deletes capabilities that expired unused (and whose last
 // PUT's lease is over), and those whose document's blobs were purged.
-func (x q) PurgeUploads(ctx context.Context, now time.Time) (int64, error) {
-	return x.purge(ctx, "uploads", `DELETE FROM uploads
-		WHERE (document_id IS NULL AND expires_at < ? AND (lease_until IS NULL OR lease_until < ?))
-		OR document_id IN (SELECT id FROM documents WHERE purged_at IS NOT NULL)`, now, now)
+// The kept upload documents (rowcache.go) are told.
+func (x q) PurgeUploads(ctx context.Context, now time.Time) (n int64, err error) {
+	err = x.changing(ctx, x.db.caches.uploadDocs, func(x q) error {
+		n, err = x.purge(ctx, "uploads", `DELETE FROM uploads
+			WHERE (document_id IS NULL AND expires_at < ? AND (lease_until IS NULL OR lease_until < ?))
+			OR document_id IN (SELECT id FROM documents WHERE purged_at IS NOT NULL)`, now, now)
+		return err
+	})
+	return n, err
 }
 
 // PurgeCheckouts deletes checkouts that expired unpaid before before; paid
@@ -122,12 +127,17 @@ func (x q) PurgeableDocuments(ctx context.Context, now, unsentBefore, sentBefore
 // MarkDocumentPurged sets purged_at if the document is still purgeable
 // (checked in the same statement); ErrConflict if it is not any more (a fax
 // started using it meanwhile).
+// The kept upload documents (rowcache.go) are told: a purged document is
+// no upload's any more.
 func (x q) MarkDocumentPurged(ctx context.Context, id string, now, unsentBefore, sentBefore time.Time) error {
-	n, err := x.exec(ctx, "UPDATE documents SET purged_at = ? WHERE id = ? AND EXISTS (SELECT 1 FROM documents d WHERE d.id = documents.id AND "+purgeableDocument+")",
-		now, id, unsentBefore, unsentBefore, now, sentBefore, sentBefore)
-	if err == nil && n == 0 {
-		err = x.missingOrConflict(ctx, "documents", "id = ?", id)
-	}
+	err := x.changing(ctx, x.db.caches.uploadDocs, func(x q) error {
+		n, err := x.exec(ctx, "UPDATE documents SET purged_at = ? WHERE id = ? AND EXISTS (SELECT 1 FROM documents d WHERE d.id = documents.id AND "+purgeableDocument+")",
+			now, id, unsentBefore, unsentBefore, now, sentBefore, sentBefore)
+		if err == nil && n == 0 {
+			err = x.missingOrConflict(ctx, "documents", "id = ?", id)
+		}
+		return err
+	})
 	if err != nil {
 		return fmt.Errorf("mark document purged: %w", err)
 	}

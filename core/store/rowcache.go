@@ -8,6 +8,7 @@ import (
 	lru "github.com/hashicorp/golang-lru/v2"
 
 	"github.com/faxhub/faxhub/core/accounts"
+	"github.com/faxhub/faxhub/core/documents"
 )
 
 // rowCacheSize bounds the rows each cache keeps: an entry is a few
@@ -19,9 +20,13 @@ const rowCacheSize = 4096
 // authenticate (issue 32: the credential's row was one of getFax's two
 // reads and about a quarter of A2A GetTask's and hostagent's handlers,
 // and on SQLite every read after a write reads its pages from the file
-// again). Three are kept (rowCaches): API keys by hash, delegated agents
-// with their host by agent id, and OAuth access tokens with their grant by
-// signature.
+// again). Four are kept (rowCaches): API keys by hash, delegated agents
+// with their host by agent id, OAuth access tokens with their grant by
+// signature, and an upload's document by upload, owner and mode (every
+// send by upload token reads it; the document's fields never change once
+// it is written, and its use, used_at, is neither a field of the row nor
+// a condition of the read, so a send marking its document used changes
+// nothing kept; a purge is a change).
 //
 // Only on SQLite, where one process owns the database (docs/operations.md):
 // every write to these tables goes through this process's writer, so a
@@ -159,6 +164,7 @@ type rowCaches struct {
 	apiKeys      *rowCache[*accounts.APIKey]
 	agents       *rowCache[agentWithHost]
 	accessTokens *rowCache[accessTokenRow]
+	uploadDocs   *rowCache[*documents.Document]
 }
 
 func newRowCaches() *rowCaches {
@@ -166,6 +172,7 @@ func newRowCaches() *rowCaches {
 		apiKeys:      newRowCache(cloneAPIKey),
 		agents:       newRowCache(agentWithHost.clone),
 		accessTokens: newRowCache(accessTokenRow.clone),
+		uploadDocs:   newRowCache(cloneDocument),
 	}
 }
 
@@ -174,6 +181,7 @@ func (c *rowCaches) ended() {
 	c.apiKeys.ended()
 	c.agents.ended()
 	c.accessTokens.ended()
+	c.uploadDocs.ended()
 }
 
 // cloneTime copies what t points to.
@@ -197,6 +205,12 @@ func cloneString(s *string) *string {
 func cloneAPIKey(k *accounts.APIKey) *accounts.APIKey {
 	c := *k
 	c.LastUsedAt, c.RevokedAt = cloneTime(k.LastUsedAt), cloneTime(k.RevokedAt)
+	return &c
+}
+
+// cloneDocument copies a document: its fields are values.
+func cloneDocument(d *documents.Document) *documents.Document {
+	c := *d
 	return &c
 }
 

@@ -14,7 +14,7 @@ import (
 // keptTableWrite matches a statement that changes a row the caches keep
 // (rowcache.go): an UPDATE or DELETE of their tables, or an upsert of a
 // client. Inserts are not changes of kept rows.
-var keptTableWrite = regexp.MustCompile(`(?is)(UPDATE|DELETE FROM)\s+(api_keys|hosts|delegated_agents|oauth_tokens|oauth_grants|oauth_clients)\b|INSERT INTO oauth_clients\b.*DO UPDATE|oauthClientInsert\s*\+\s*` + "`" + `\s*ON CONFLICT \(id\) DO UPDATE`)
+var keptTableWrite = regexp.MustCompile(`(?is)(UPDATE|DELETE FROM)\s+(api_keys|hosts|delegated_agents|oauth_tokens|oauth_grants|oauth_clients|documents|uploads)\b|INSERT INTO oauth_clients\b.*DO UPDATE|oauthClientInsert\s*\+\s*` + "`" + `\s*ON CONFLICT \(id\) DO UPDATE`)
 
 // TestKeptTablesWritesMarkTheirCache reads the store's source: every
 // function whose SQL changes a table a cache keeps must mark it (changed,
