@@ -122,7 +122,7 @@ func indexPDF(ctx context.Context, r io.ReaderAt, size int64) (*pdfIndex, error)
 // maxXRefStreamBytes, encoded and decoded.
 func (ix *indexer) objectStreamData(o object) ([]byte, bool) {
 	length, ok := o.val.int("Length")
-	if lv := o.val.dict["Length"]; lv.kind == valRef {
+	if lv := o.val.field("Length"); lv.kind == valRef {
 		if loff, found := ix.entries[lv.num]; found && loff != inObjectStream {
 			if lo, err := ix.lookup(loff); err == nil && lo.val.kind == valInt {
 				length, ok = lo.val.num, true
@@ -158,10 +158,10 @@ func (ix *indexer) countPagesInObjectStream(o object) int {
 // declaredPages resolves /Root /Pages /Count, or returns -1.
 func (ix *indexer) declaredPages() int {
 	catalog, ok := ix.resolve(ix.root)
-	if !ok || catalog.kind != valDict || catalog.dict["Pages"].kind != valRef {
+	if !ok || catalog.kind != valDict || catalog.field("Pages").kind != valRef {
 		return -1
 	}
-	pages, ok := ix.resolve(catalog.dict["Pages"].num)
+	pages, ok := ix.resolve(catalog.field("Pages").num)
 	if !ok || pages.kind != valDict {
 		return -1
 	}
@@ -272,10 +272,10 @@ func (ix *indexer) readXRefChain(ctx context.Context, start int64) error {
 		if err != nil {
 			return fmt.Errorf("cross-reference section at %d: %w", off, err)
 		}
-		if r := trailer.dict["Root"]; r.kind == valRef && ix.root == 0 {
+		if r := trailer.field("Root"); r.kind == valRef && ix.root == 0 {
 			ix.root = r.num
 		}
-		if _, ok := trailer.dict["Encrypt"]; ok {
+		if _, ok := trailer.get("Encrypt"); ok {
 			ix.idx.encrypted = true
 			return nil
 		}
@@ -518,7 +518,7 @@ func (ix *indexer) readXRefStream(off int64) (pdfVal, error) {
 	if err != nil {
 		return pdfVal{}, fmt.Errorf("decode xref stream: %w", err)
 	}
-	wv := d.dict["W"]
+	wv := d.field("W")
 	if wv.kind != valArray || len(wv.arr) != 3 {
 		return pdfVal{}, errors.New("xref stream /W is not an array of three widths")
 	}
@@ -535,7 +535,7 @@ func (ix *indexer) readXRefStream(off int64) (pdfVal, error) {
 	}
 	size, _ := d.int("Size")
 	index := []int64{0, size}
-	if iv, ok := d.dict["Index"]; ok {
+	if iv, ok := d.get("Index"); ok {
 		if iv.kind != valArray || len(iv.arr)%2 != 0 {
 			return pdfVal{}, errors.New("xref stream /Index is malformed")
 		}
@@ -599,13 +599,13 @@ func (ix *indexer) readXRefStream(off int64) (pdfVal, error) {
 func decodeStream(d pdfVal, raw []byte) ([]byte, error) {
 	var names []string
 	var parms []pdfVal
-	switch f := d.dict["Filter"]; f.kind {
+	switch f := d.field("Filter"); f.kind {
 	case 0:
 	case valName:
 		names = []string{f.str}
-		parms = []pdfVal{d.dict["DecodeParms"]}
+		parms = []pdfVal{d.field("DecodeParms")}
 	case valArray:
-		dp := d.dict["DecodeParms"]
+		dp := d.field("DecodeParms")
 		for i, x := range f.arr {
 			if x.kind != valName {
 				return nil, errors.New("bad /Filter")
@@ -624,9 +624,9 @@ func decodeStream(d pdfVal, raw []byte) ([]byte, error) {
 	for i, name := range names {
 		pm := map[string]int{}
 		if parms[i].kind == valDict {
-			for k, v := range parms[i].dict {
-				if v.kind == valInt {
-					pm[k] = int(v.num)
+			for _, e := range parms[i].dict {
+				if e.val.kind == valInt {
+					pm[e.key] = int(e.val.num)
 				}
 			}
 		}
@@ -699,7 +699,7 @@ func (ix *indexer) scanStreams(ctx context.Context) error {
 }
 
 func (ix *indexer) checkStream(nr int64, o object) error {
-	lv, ok := o.val.dict["Length"]
+	lv, ok := o.val.get("Length")
 	if !ok {
 		return fmt.Errorf("stream object %d has no /Length", nr)
 	}

@@ -36,7 +36,7 @@ type pdfVal struct {
 	gen   int64 // valRef
 	str   string
 	arr   []pdfVal
-	dict  map[string]pdfVal
+	dict  []pdfEntry
 	start int // span in the window
 	end   int
 }
@@ -181,7 +181,7 @@ func (l *lexer) value(depth int) (pdfVal, error) {
 	v := pdfVal{start: start}
 	switch {
 	case tok == "<<":
-		v.kind, v.dict = valDict, map[string]pdfVal{}
+		v.kind = valDict
 		for {
 			save := l.pos
 			key, _, err := l.token()
@@ -199,7 +199,7 @@ func (l *lexer) value(depth int) (pdfVal, error) {
 			if err != nil {
 				return pdfVal{}, err
 			}
-			v.dict[key[1:]] = val
+			v.dict = append(v.dict, pdfEntry{key[1:], val})
 		}
 	case tok == "[":
 		v.kind = valArray
@@ -265,15 +265,41 @@ func (l *lexer) refTail() (int64, bool) {
 	return gen, true
 }
 
+// pdfEntry is a dictionary's key and value. A dictionary is a slice of
+// them, not a map: a PDF's dictionaries have a handful of keys and are
+// read a few keys each, and a map per dictionary was a tenth of what an
+// unauthenticated 402 allocated.
+type pdfEntry struct {
+	key string
+	val pdfVal
+}
+
+// get is the value of key in dictionary v. A key given twice takes its
+// last value, as a map built in order would.
+func (v pdfVal) get(key string) (pdfVal, bool) {
+	for i := len(v.dict) - 1; i >= 0; i-- {
+		if v.dict[i].key == key {
+			return v.dict[i].val, true
+		}
+	}
+	return pdfVal{}, false
+}
+
+// field is get without the presence flag: a missing key is the zero value.
+func (v pdfVal) field(key string) pdfVal {
+	x, _ := v.get(key)
+	return x
+}
+
 func (v pdfVal) name(key string) string {
-	if x, ok := v.dict[key]; ok && x.kind == valName {
+	if x, ok := v.get(key); ok && x.kind == valName {
 		return x.str
 	}
 	return ""
 }
 
 func (v pdfVal) int(key string) (int64, bool) {
-	if x, ok := v.dict[key]; ok && x.kind == valInt {
+	if x, ok := v.get(key); ok && x.kind == valInt {
 		return x.num, true
 	}
 	return 0, false
