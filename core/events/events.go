@@ -10,6 +10,7 @@
 package events
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -180,11 +181,19 @@ type Filter struct {
 }
 
 // NewEvent builds an event with a fresh id. data is marshalled now, so the
-// event says what was true in the transaction that wrote it.
+// event says what was true in the transaction that wrote it; data that is
+// a json.RawMessage was encoded by its caller (a send encodes its fax once,
+// before its transaction) and is copied as it is, not checked and
+// compacted again inside the transaction.
 func NewEvent(ownerID string, mode core.Mode, t Type, subjectID string, data any, at time.Time) (*Event, error) {
-	b, err := json.Marshal(data)
-	if err != nil {
-		return nil, fmt.Errorf("event %s: encode data: %w", t, err)
+	var b []byte
+	if raw, ok := data.(json.RawMessage); ok && len(raw) > 0 {
+		b = bytes.Clone(raw)
+	} else {
+		var err error
+		if b, err = json.Marshal(data); err != nil {
+			return nil, fmt.Errorf("event %s: encode data: %w", t, err)
+		}
 	}
 	return &Event{ID: core.NewID(core.PrefixEvent), OwnerID: ownerID, Mode: mode, Type: t, SubjectID: subjectID,
 		Data: b, CreatedAt: at.UTC()}, nil

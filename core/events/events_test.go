@@ -103,4 +103,14 @@ func TestAppendAndEnvelope(t *testing.T) {
 	if _, err := events.NewEvent("own_1", core.ModeTest, events.FaxQueued, "x", func() {}, at); err == nil {
 		t.Fatal("data that cannot be JSON was accepted")
 	}
+	// Data encoded by the caller is taken as it is, in a copy of its own.
+	raw := json.RawMessage(`{"id":"fax_2"}`)
+	e2, err := events.NewEvent("own_1", core.ModeTest, events.FaxQueued, "fax_2", raw, at)
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw[2] = 'X'
+	if string(e2.Data) != `{"id":"fax_2"}` {
+		t.Fatalf("data of an encoded value: %s", e2.Data)
+	}
 }

@@ -104,10 +104,12 @@ func (x q) PlaceHold(ctx context.Context, e *credits.LedgerEntry) error {
 		if err := x.insertEntry(ctx, e); err != nil {
 			return err
 		}
+		// Scanned directly, as AllowRate's: every credit send runs this in
+		// SQLite's one writer, where sqlx's reflection is its own cost.
 		var after position
-		err := x.get(ctx, x.reader(), &after, `UPDATE credit_balances SET available_micros = available_micros - ?, held_micros = held_micros + ?
+		err := dbErr(x.writer().QueryRowxContext(ctx, x.db.w.Rebind(`UPDATE credit_balances SET available_micros = available_micros - ?, held_micros = held_micros + ?
 			WHERE owner_id = ? AND mode = ? AND available_micros >= ?
-			RETURNING available_micros, held_micros, low_threshold_micros`, amount, amount, e.OwnerID, e.Mode, amount)
+			RETURNING available_micros, held_micros, low_threshold_micros`), amount, amount, e.OwnerID, e.Mode, amount).Scan(&after.Available, &after.Held, &after.Threshold))
 		if errors.Is(err, core.ErrNoRows) {
 			if _, err := x.exec(ctx, "DELETE FROM ledger_entries WHERE id = ?", e.ID); err != nil {
 				return fmt.Errorf("take back the refused entry: %w", err)
