@@ -46,7 +46,7 @@ func newSendFloorPG(t *testing.T, pgURL string) *sendFloorPG {
 	db := openFloorDB(t, storetest.OpenPostgresSchema(t, pgURL))
 	now := time.Now()
 	for i := range floorPGOwners {
-		own, doc := fmt.Sprintf("own_floor%d", i), fmt.Sprintf("doc_floor%d", i)
+		own, doc := floorID("own", i), floorID("doc", i)
 		for _, q := range []struct {
 			query string
 			args  []any
@@ -61,6 +61,7 @@ func newSendFloorPG(t *testing.T, pgURL string) *sendFloorPG {
 			}
 		}
 	}
+	checkFloorFaxCols(t, db)
 	return &sendFloorPG{db: db}
 }
 
@@ -75,10 +76,9 @@ const (
 		WHERE GREATEST(rate_limits.tat, CAST($5 AS BIGINT)) + CAST($6 AS BIGINT) - CAST($7 AS BIGINT) <= CAST($8 AS BIGINT)
 		RETURNING tat`
 	floorPGDocument = `UPDATE documents SET used_at = $1 WHERE id = $2 AND purged_at IS NULL`
-	floorPGFax      = `INSERT INTO faxes (id, owner_id, mode, status, destination, document_id, pages, cover, cover_text, price_micros,
-		currency, payment_method, pages_sent, attempts, failure_code, failure_reason, draft_id, created_at, updated_at, completed_at,
-		next_attempt_at, from_number) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22)
-		ON CONFLICT DO NOTHING`
+	floorPGFax      = `INSERT INTO faxes (` + floorFaxCols + `)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23, $24, $25, $26, $27,
+		$28, $29) ON CONFLICT DO NOTHING`
 	floorPGHold = `INSERT INTO ledger_entries (id, owner_id, mode, kind, amount_micros, fax_id, hold_id, reason, created_at)
 		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) ON CONFLICT DO NOTHING`
 	floorPGBalance = `UPDATE credit_balances SET available_micros = available_micros - $1, held_micros = held_micros + $2
@@ -95,8 +95,9 @@ const (
 func (f *sendFloorPG) handler(log func(ctx context.Context, err error)) http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /floor/faxes", func(w http.ResponseWriter, r *http.Request) {
-		body, err := io.ReadAll(io.LimitReader(r.Body, 1<<20))
-		if err != nil {
+		// The request is read, as a send's is; what the floor writes is
+		// faxhub's answer to it (floorPresented).
+		if _, err := io.Copy(io.Discard, io.LimitReader(r.Body, 1<<20)); err != nil {
 			log(r.Context(), err)
 			http.Error(w, err.Error(), http.StatusInternalServerError)
 			return
@@ -108,7 +109,7 @@ func (f *sendFloorPG) handler(log func(ctx context.Context, err error)) http.Han
 		}
 		now := time.Now()
 		faxID := core.NewID(core.PrefixFax)
-		resp := []byte(`{"id":"` + faxID + `","status":"queued","request":` + strconv.Quote(string(body)) + `}`)
+		resp := floorPresented(faxID, floorID("doc", n), now)
 		err = f.db.InTx(r.Context(), func(tx core.Tx) error {
 			return f.write(r.Context(), tx.(interface{ SQLTx() *sql.Tx }).SQLTx(), n, faxID, r.Header.Get("Idempotency-Key"), resp, now)
 		})
@@ -125,7 +126,7 @@ func (f *sendFloorPG) handler(log func(ctx context.Context, err error)) http.Han
 
 // write runs a send's statements for owner n in tx.
 func (f *sendFloorPG) write(ctx context.Context, tx *sql.Tx, n int, faxID, key string, resp []byte, now time.Time) error {
-	own, doc := fmt.Sprintf("own_floor%d", n), fmt.Sprintf("doc_floor%d", n)
+	own, doc := floorID("own", n), floorID("doc", n)
 	us := now.UnixMicro()
 	const price = 100_000
 	if _, err := tx.ExecContext(ctx, floorPGIdempotency, own+":test:send_fax", key, "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef", 200, resp, now); err != nil {
@@ -138,8 +139,7 @@ func (f *sendFloorPG) write(ctx context.Context, tx *sql.Tx, n int, faxID, key s
 	if _, err := tx.ExecContext(ctx, floorPGDocument, now, doc); err != nil {
 		return fmt.Errorf("document: %w", err)
 	}
-	if _, err := tx.ExecContext(ctx, floorPGFax, faxID, own, "test", "queued", "+12125550100", doc, 1, false, "", price,
-		"USD", "credits", 0, 0, "", "", nil, now, now, nil, nil, ""); err != nil {
+	if _, err := tx.ExecContext(ctx, floorPGFax, floorFaxArgs(faxID, own, doc, price, now)...); err != nil {
 		return fmt.Errorf("fax: %w", err)
 	}
 	if _, err := tx.ExecContext(ctx, floorPGHold, core.NewID(core.PrefixLedger), own, "test", "hold", -price, faxID, nil,
@@ -153,8 +153,7 @@ func (f *sendFloorPG) write(ctx context.Context, tx *sql.Tx, n int, faxID, key s
 	if _, err := tx.ExecContext(ctx, floorPGJob, []byte(`{"fax_id":"`+faxID+`"}`)); err != nil {
 		return fmt.Errorf("job: %w", err)
 	}
-	data := `{"id":"` + faxID + `","status":"queued"}`
-	if _, err := tx.ExecContext(ctx, floorPGEvent, core.NewID(core.PrefixEvent), own, "test", "fax.queued", faxID, data, now,
+	if _, err := tx.ExecContext(ctx, floorPGEvent, core.NewID(core.PrefixEvent), own, "test", "fax.queued", faxID, resp, now,
 		own, "test", own, "test"); err != nil {
 		return fmt.Errorf("event: %w", err)
 	}
