@@ -131,6 +131,7 @@ func TestBench(t *testing.T) {
 			rep.failed(name)
 		}
 	}
+	run("disk", benchDisk)
 	run("send", benchSendAndGet)
 	run("upload", benchUpload)
 	run("delivery-sqlite", benchDeliverySQLite)
