@@ -293,7 +293,14 @@ func (s *Service) PutFile(ctx context.Context, key, path, contentType string) (i
 		return 0, fmt.Errorf("open %s: %w", filepath.Base(path), err)
 	}
 	defer f.Close()
-	n, err := s.d.Blobs.Put(ctx, key, f, contentType)
+	return s.Put(ctx, key, f, contentType)
+}
+
+// Put stores what r holds under key and reports its size: for a document
+// already in memory (a machine fax's PDF), which a spooled file would only
+// cost a directory and a file more.
+func (s *Service) Put(ctx context.Context, key string, r io.Reader, contentType string) (int64, error) {
+	n, err := s.d.Blobs.Put(ctx, key, r, contentType)
 	if err != nil {
 		return 0, fmt.Errorf("store blob %s: %w", key, err)
 	}

@@ -3,10 +3,13 @@ package machine_test
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
 	"encoding/base64"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"math/big"
 	"net/http"
 	"path/filepath"
@@ -51,6 +54,7 @@ type machineEnv struct {
 	stripe *stripetest.Server
 	tempo  *tempotest.Server
 	secret []byte
+	blobs  core.BlobStore
 }
 
 type machineOption func(*services.Config, *services.Deps)
@@ -73,6 +77,7 @@ func newMachineEnv(t *testing.T, opts ...machineOption) *machineEnv {
 	if err != nil {
 		t.Fatal(err)
 	}
+	me.blobs = blobs
 	cfg := services.Config{
 		Config:    core.Config{BaseURL: "http://faxhub.test", APIURL: "https://api.faxhub.test", TempDir: t.TempDir(), Now: clk.Now},
 		Documents: documents.Config{UploadSecret: bytes.Repeat([]byte{7}, 32)},
@@ -290,6 +295,24 @@ func TestMachinePaid(t *testing.T) {
 	}
 	if want := (faxes.SentBy{Kind: core.PrincipalMachinePayer, Name: "stripe"}); f.SentBy != want {
 		t.Fatalf("sent by %+v, want %+v", f.SentBy, want)
+	}
+	// The document is the PDF sent, stored whole under its key.
+	doc, err := m.Store.GetDocument(ctx, core.MachineOwnerID, core.ModeTest, f.DocumentID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum := sha256.Sum256(r.PDF)
+	if doc.Pages != 2 || doc.PDFBytes != int64(len(r.PDF)) || doc.SourceBytes != int64(len(r.PDF)) || doc.SHA256 != hex.EncodeToString(sum[:]) {
+		t.Fatalf("document: %+v", doc)
+	}
+	rc2, err := m.blobs.Open(ctx, doc.PDFKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stored, err := io.ReadAll(rc2)
+	rc2.Close()
+	if err != nil || !bytes.Equal(stored, r.PDF) {
+		t.Fatalf("stored blob: %d bytes (%v), want the %d sent", len(stored), err, len(r.PDF))
 	}
 
 	// A replay (with or without the credential) answers the same 200 and

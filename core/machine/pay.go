@@ -1,6 +1,7 @@
 package machine
 
 import (
+	"bytes"
 	"cmp"
 	"context"
 	"crypto/hmac"
@@ -10,8 +11,6 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
-	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
@@ -759,17 +758,9 @@ func (s *Service) existingClaim(ctx context.Context, prev *Claim, r FaxRequest, 
 }
 
 // machineDocument stores the PDF's blob and returns its document row, for
-// the claim's transaction to insert.
+// the claim's transaction to insert. The PDF is in memory (the body was
+// read whole): it is written to the blob store from there.
 func (s *Service) machineDocument(ctx context.Context, r FaxRequest, mode core.Mode, pages int) (*documents.Document, error) {
-	dir, err := os.MkdirTemp(s.kc.TempDir, "faxhub-machine-")
-	if err != nil {
-		return nil, fmt.Errorf("spool machine document: %w", err)
-	}
-	defer os.RemoveAll(dir)
-	src := filepath.Join(dir, "document.pdf")
-	if err := os.WriteFile(src, r.PDF, 0o600); err != nil {
-		return nil, fmt.Errorf("spool machine document: %w", err)
-	}
 	sum := sha256.Sum256(r.PDF)
 	doc := &documents.Document{
 		ID: core.NewID(core.PrefixDocument), OwnerID: core.MachineOwnerID, Mode: mode, SourceType: string(documents.FilePDF),
@@ -777,7 +768,8 @@ func (s *Service) machineDocument(ctx context.Context, r FaxRequest, mode core.M
 	}
 	doc.SourceKey = fmt.Sprintf("%s/%s/%s/source", core.MachineOwnerID, mode, doc.ID)
 	doc.PDFKey = doc.SourceKey
-	if doc.PDFBytes, err = s.documents.PutFile(ctx, doc.SourceKey, src, string(documents.FilePDF)); err != nil {
+	var err error
+	if doc.PDFBytes, err = s.documents.Put(ctx, doc.SourceKey, bytes.NewReader(r.PDF), string(documents.FilePDF)); err != nil {
 		return nil, err
 	}
 	return doc, nil
