@@ -236,7 +236,7 @@ func (x q) settleHoldPG(ctx context.Context, faxID string, kind credits.LedgerKi
 	}
 	// A hold's amount is negative: the held amount is -amount_micros.
 	err := x.get(ctx, x.reader(), &row, `WITH hold AS (
-			SELECT id, owner_id, mode, amount_micros, fax_id FROM ledger_entries WHERE fax_id = ? AND kind = ?
+			SELECT id, owner_id, mode, amount_micros, fax_id FROM ledger_entries WHERE fax_id = ? AND kind = '`+string(credits.LedgerHold)+`'
 		), ins AS (
 			INSERT INTO ledger_entries (`+ledgerCols+`)
 			SELECT ?, owner_id, mode, ?, -amount_micros * ?, fax_id, id, ?, ? FROM hold
@@ -250,7 +250,7 @@ func (x q) settleHoldPG(ctx context.Context, faxID string, kind credits.LedgerKi
 		)
 		SELECT id, owner_id, mode, amount_micros, fax_id,
 			(SELECT count(*) FROM ins) AS inserted, (SELECT count(*) FROM upd) AS updated FROM hold`,
-		faxID, credits.LedgerHold, e.ID, kind, back, e.Reason, at, back)
+		faxID, e.ID, kind, back, e.Reason, at, back)
 	if err != nil {
 		return nil, err
 	}
