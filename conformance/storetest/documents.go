@@ -83,9 +83,29 @@ func testUploads(t *testing.T, s services.Store) {
 	wantErr(t, "GetUploadDocument of an upload without a document", err, core.ErrNoRows)
 	_, err = s.GetUploadDocument(ctx, "upl_missing", o.ID, core.ModeTest)
 	wantErr(t, "GetUploadDocument of a missing upload", err, core.ErrNoRows)
+	// UploadDocumentToUse answers as GetUploadDocument, the second time
+	// from memory, and never another owner's or mode's.
+	for _, read := range []string{"first", "second"} {
+		got, err = s.UploadDocumentToUse(ctx, u.ID, o.ID, core.ModeTest)
+		must(t, err)
+		wantEqual(t, "UploadDocumentToUse, "+read+" read", got, doc)
+	}
+	got.Pages = 99
+	got, err = s.UploadDocumentToUse(ctx, u.ID, o.ID, core.ModeTest)
+	must(t, err)
+	wantEqual(t, "UploadDocumentToUse after its caller changed its copy", got, doc)
+	_, err = s.UploadDocumentToUse(ctx, u.ID, other.ID, core.ModeTest)
+	wantErr(t, "UploadDocumentToUse of another owner", err, core.ErrNoRows)
+	_, err = s.UploadDocumentToUse(ctx, u.ID, o.ID, core.ModeLive)
+	wantErr(t, "UploadDocumentToUse in the other mode", err, core.ErrNoRows)
+	_, err = s.UploadDocumentToUse(ctx, "upl_missing", o.ID, core.ModeTest)
+	wantErr(t, "UploadDocumentToUse of a missing upload", err, core.ErrNoRows)
 	must(t, s.MarkDocumentPurged(ctx, doc.ID, at(1_000_000), at(1_000_000), at(1_000_000)))
 	_, err = s.GetUploadDocument(ctx, u.ID, o.ID, core.ModeTest)
 	wantErr(t, "GetUploadDocument of a purged document", err, core.ErrNoRows)
+	// A purge by this process drops what UploadDocumentToUse kept.
+	_, err = s.UploadDocumentToUse(ctx, u.ID, o.ID, core.ModeTest)
+	wantErr(t, "UploadDocumentToUse of a document purged here", err, core.ErrNoRows)
 
 	_, err = s.GetUpload(ctx, "upl_missing")
 	wantErr(t, "GetUpload of a missing upload", err, core.ErrNoRows)
@@ -135,6 +155,24 @@ func testDocuments(t *testing.T, s services.Store) {
 	_, err = s.GetDocument(ctx, o.ID, core.ModeLive, "doc_missing")
 	wantErr(t, "GetDocument of a missing document", err, core.ErrNoRows)
 	wantErr(t, "document with a taken id", s.CreateDocument(ctx, d), core.ErrExists)
+
+	// DocumentToUse answers as GetDocument, the second time from memory,
+	// and never another owner's or mode's.
+	for _, read := range []string{"first", "second"} {
+		got, err = s.DocumentToUse(ctx, o.ID, core.ModeLive, d.ID)
+		must(t, err)
+		wantEqual(t, "DocumentToUse, "+read+" read", got, d)
+	}
+	got.Pages++
+	got, err = s.DocumentToUse(ctx, o.ID, core.ModeLive, d.ID)
+	must(t, err)
+	wantEqual(t, "DocumentToUse after its caller changed its copy", got, d)
+	_, err = s.DocumentToUse(ctx, o.ID, core.ModeTest, d.ID)
+	wantErr(t, "DocumentToUse in the other mode", err, core.ErrNoRows)
+	_, err = s.DocumentToUse(ctx, other.ID, core.ModeLive, d.ID)
+	wantErr(t, "DocumentToUse of another owner", err, core.ErrNoRows)
+	_, err = s.DocumentToUse(ctx, o.ID, core.ModeLive, "doc_missing")
+	wantErr(t, "DocumentToUse of a missing document", err, core.ErrNoRows)
 }
 
 func newDraft(t *testing.T, s services.Store, doc *documents.Document) *faxes.Draft {

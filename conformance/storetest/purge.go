@@ -246,9 +246,16 @@ func testPurgeDocuments(t *testing.T, s services.Store) {
 	must(t, err)
 	wantEqual(t, "limit", len(got), 2)
 
+	_, err = s.DocumentToUse(ctx, o.ID, core.ModeTest, unsent.ID)
+	must(t, err)
 	must(t, s.MarkDocumentPurged(ctx, unsent.ID, now, at(1000), at(1000)))
 	_, err = s.GetDocument(ctx, o.ID, core.ModeTest, unsent.ID)
 	wantErr(t, "GetDocument of a purged document", err, core.ErrNoRows)
+	// A purge by this process drops the document DocumentToUse kept; one
+	// it did not see is refused where the document would be used.
+	_, err = s.DocumentToUse(ctx, o.ID, core.ModeTest, unsent.ID)
+	wantErr(t, "DocumentToUse of a document purged here", err, core.ErrNoRows)
+	wantErr(t, "UseDocument of a purged document", s.UseDocument(ctx, unsent.ID, now), core.ErrNoRows)
 	wantErr(t, "MarkDocumentPurged twice", s.MarkDocumentPurged(ctx, unsent.ID, now, at(1000), at(1000)), core.ErrConflict)
 	wantErr(t, "MarkDocumentPurged of a document in use", s.MarkDocumentPurged(ctx, queued.ID, now, at(1000), at(1000)), core.ErrConflict)
 	wantErr(t, "MarkDocumentPurged of a missing document", s.MarkDocumentPurged(ctx, "doc_missing", now, at(1000), at(1000)), core.ErrNoRows)

@@ -15,6 +15,11 @@ type Queries interface {
 	// ownerID's in mode and not purged, in one read; ErrNoRows otherwise
 	// (GetUpload then tells a missing upload from an empty one).
 	GetUploadDocument(ctx context.Context, uploadID, ownerID string, mode core.Mode) (*Document, error)
+	// UploadDocumentToUse is GetUploadDocument for a caller that goes on
+	// to use the document through UseDocument in a transaction: as
+	// DocumentToUse, it may answer from memory, and so answer a document
+	// purged since, which that UseDocument refuses.
+	UploadDocumentToUse(ctx context.Context, uploadID, ownerID string, mode core.Mode) (*Document, error)
 	// ClaimUpload leases an upload for one PUT, named by claimID, until
 	// until. It succeeds when the upload has no document and nobody holds
 	// it, or its last lease lapsed at or before at (the PUT's process died);
@@ -32,6 +37,11 @@ type Queries interface {
 
 	CreateDocument(ctx context.Context, d *Document) error
 	GetDocument(ctx context.Context, ownerID string, mode core.Mode, id string) (*Document, error)
+	// DocumentToUse is GetDocument for a caller that goes on to use the
+	// document through UseDocument in a transaction (a send, a draft): it
+	// may answer from memory, and so may answer a document purged since,
+	// which that UseDocument refuses.
+	DocumentToUse(ctx context.Context, ownerID string, mode core.Mode, id string) (*Document, error)
 	// UseDocument records that a fax or draft is being made from the
 	// document, in that fax's or draft's transaction; ErrNoRows if the
 	// document has been purged. Writing the row is what keeps the garbage

@@ -307,9 +307,22 @@ func (s *Service) Put(ctx context.Context, key string, r io.Reader, contentType 
 	return n, nil
 }
 
-// documentFromToken resolves an upload token to its completed document, for
+// FromToken resolves an upload token to its completed document, for
 // sending by uploadToken. The token's PUT window does not limit this.
 func (s *Service) FromToken(ctx context.Context, p core.Principal, token string) (*Document, error) {
+	return s.fromToken(ctx, p, token, s.d.Store.GetUploadDocument)
+}
+
+// FromTokenToUse is FromToken for a caller whose transaction goes on to
+// use the document (UseDocument): it may answer from memory, and so answer
+// a document purged since, which that UseDocument refuses
+// (Store.UploadDocumentToUse).
+func (s *Service) FromTokenToUse(ctx context.Context, p core.Principal, token string) (*Document, error) {
+	return s.fromToken(ctx, p, token, s.d.Store.UploadDocumentToUse)
+}
+
+func (s *Service) fromToken(ctx context.Context, p core.Principal, token string,
+	get func(ctx context.Context, uploadID, ownerID string, mode core.Mode) (*Document, error)) (*Document, error) {
 	c, err := verifyUploadToken(s.dc.UploadSecret, token)
 	if err != nil {
 		return nil, err
@@ -319,7 +332,7 @@ func (s *Service) FromToken(ctx context.Context, p core.Principal, token string)
 	}
 	// One read on the way every send takes; only a refusal reads the upload
 	// to say why.
-	d, err := s.d.Store.GetUploadDocument(ctx, c.UploadID, p.OwnerID, p.Mode)
+	d, err := get(ctx, c.UploadID, p.OwnerID, p.Mode)
 	if !errors.Is(err, core.ErrNoRows) {
 		return d, core.StoreErr(err, "document")
 	}

@@ -41,7 +41,7 @@ func (s *Service) CreateDraft(ctx context.Context, p core.Principal, r CreateDra
 	if err != nil {
 		return nil, err
 	}
-	q, err := s.quoteRequest(ctx, p, SendRequest(r), opts.HasCover())
+	q, err := s.quoteRequest(ctx, p, SendRequest(r), opts.HasCover(), true)
 	if err != nil {
 		return nil, err
 	}

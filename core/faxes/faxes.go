@@ -99,13 +99,26 @@ func (s *Service) Price(to string, pages int, cover bool) (core.Quote, error) {
 }
 
 func (s *Service) ResolveDocument(ctx context.Context, p core.Principal, uploadToken, documentID string) (*documents.Document, error) {
+	return s.resolveDocument(ctx, p, uploadToken, documentID, false)
+}
+
+// resolveDocument is ResolveDocument; toUse says the request's transaction
+// will use the document (UseDocument refuses one purged since it was
+// read), so it may come from memory (DocumentToUse, FromTokenToUse).
+func (s *Service) resolveDocument(ctx context.Context, p core.Principal, uploadToken, documentID string, toUse bool) (*documents.Document, error) {
 	switch {
 	case uploadToken != "" && documentID != "":
 		return nil, core.Errorf(core.KindInvalid, core.CodeInvalidRequest, "give uploadToken or documentId, not both")
+	case uploadToken != "" && toUse:
+		return s.documents.FromTokenToUse(ctx, p, uploadToken)
 	case uploadToken != "":
 		return s.documents.FromToken(ctx, p, uploadToken)
 	case documentID != "":
-		d, err := s.d.Store.GetDocument(ctx, p.OwnerID, p.Mode, documentID)
+		get := s.d.Store.GetDocument
+		if toUse {
+			get = s.d.Store.DocumentToUse
+		}
+		d, err := get(ctx, p.OwnerID, p.Mode, documentID)
 		return d, core.StoreErr(err, "document")
 	}
 	return nil, core.Errorf(core.KindInvalid, core.CodeInvalidRequest, "uploadToken or documentId is required")
@@ -217,7 +230,7 @@ func (s *Service) newCreditFax(ctx context.Context, p core.Principal, r SendRequ
 	if err != nil {
 		return nil, err
 	}
-	q, err := s.quoteRequest(ctx, p, r, opts.HasCover())
+	q, err := s.quoteRequest(ctx, p, r, opts.HasCover(), true)
 	if err != nil {
 		return nil, err
 	}
@@ -260,8 +273,10 @@ type quoted struct {
 
 // quoteRequest checks a request's destination, sender and document and
 // prices it (with a cover page if cover); it writes nothing. The caller
-// checks the options first.
-func (s *Service) quoteRequest(ctx context.Context, p core.Principal, r SendRequest, cover bool) (quoted, error) {
+// checks the options first. toUse says the caller's transaction will use
+// the document (UseDocument: a send, a draft), so it may come from
+// memory (resolveDocument).
+func (s *Service) quoteRequest(ctx context.Context, p core.Principal, r SendRequest, cover, toUse bool) (quoted, error) {
 	e164, country, err := s.d.Destination.Check(r.To)
 	if err != nil {
 		return quoted{}, err
@@ -270,7 +285,7 @@ func (s *Service) quoteRequest(ctx context.Context, p core.Principal, r SendRequ
 	if err != nil {
 		return quoted{}, err
 	}
-	doc, err := s.ResolveDocument(ctx, p, r.UploadToken, r.DocumentID)
+	doc, err := s.resolveDocument(ctx, p, r.UploadToken, r.DocumentID, toUse)
 	if err != nil {
 		return quoted{}, err
 	}

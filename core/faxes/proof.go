@@ -132,7 +132,7 @@ func (s *Service) Preview(ctx context.Context, p core.Principal, r SendRequest) 
 		quote *core.Quote
 	)
 	if r.To != "" {
-		if q, err = s.quoteRequest(ctx, p, r, opts.HasCover()); err != nil {
+		if q, err = s.quoteRequest(ctx, p, r, opts.HasCover(), false); err != nil {
 			return nil, err
 		}
 		quote = &q.quote

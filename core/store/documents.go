@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"time"
 
+	lru "github.com/hashicorp/golang-lru/v2"
+
 	"github.com/faxhub/faxhub/core"
 	"github.com/faxhub/faxhub/core/documents"
 	"github.com/faxhub/faxhub/core/faxes"
@@ -122,6 +124,82 @@ func (x q) GetUploadDocument(ctx context.Context, uploadID, ownerID string, mode
 		}
 		return &d, nil
 	})
+}
+
+// DocumentToUse implements documents.Store: GetDocument from this
+// process's memory when it read the document before. A document's fields
+// never change once it is written, so a kept one is exact but for one
+// thing: it may have been purged since (by another replica, or by this
+// one's janitor between a read and its keeping). That never reaches a fax
+// or a draft: the transaction that uses the document calls UseDocument,
+// which refuses a purged one with the same not-found answer. A purge by
+// this process drops the entry, so here a purged document is answered at
+// most by a lookup that raced with it. On PostgreSQL this is one round
+// trip of a send's twelve; on SQLite a read from the pool.
+func (x q) DocumentToUse(ctx context.Context, ownerID string, mode core.Mode, id string) (*documents.Document, error) {
+	if x.tx != nil {
+		return x.GetDocument(ctx, ownerID, mode, id)
+	}
+	return x.docToUse(docByID+id, ownerID, mode, func() (*documents.Document, error) {
+		return x.GetDocument(ctx, ownerID, mode, id)
+	})
+}
+
+// UploadDocumentToUse implements documents.Store: GetUploadDocument kept
+// as DocumentToUse keeps documents (an upload's document, once recorded,
+// is never replaced). On SQLite GetUploadDocument keeps it already, told
+// of every purge (rowcache.go).
+func (x q) UploadDocumentToUse(ctx context.Context, uploadID, ownerID string, mode core.Mode) (*documents.Document, error) {
+	if x.tx != nil || x.db.caches.uploadDocs != nil {
+		return x.GetUploadDocument(ctx, uploadID, ownerID, mode)
+	}
+	return x.docToUse(docByUpload+uploadID, ownerID, mode, func() (*documents.Document, error) {
+		return x.GetUploadDocument(ctx, uploadID, ownerID, mode)
+	})
+}
+
+// The keys of docsToUse: a document by its id, or by its upload's.
+const (
+	docByID     = "d\x00"
+	docByUpload = "u\x00"
+)
+
+// docToUse is the document kept under key if it is ownerID's in mode
+// (another owner's or mode's request reads, and finds nothing), or else
+// read's, kept.
+func (x q) docToUse(key, ownerID string, mode core.Mode, read func() (*documents.Document, error)) (*documents.Document, error) {
+	if d, ok := x.db.docsToUse.Get(key); ok && d.OwnerID == ownerID && d.Mode == mode {
+		return cloneDocument(d), nil
+	}
+	d, err := read()
+	if err != nil {
+		return nil, err
+	}
+	x.db.docsToUse.Add(key, cloneDocument(d))
+	return d, nil
+}
+
+// forgetDocument drops document id from docsToUse, under its id and under
+// any upload's: a purge here is then never answered from memory. Purges
+// are few and the cache small, so it looks at every entry.
+func (db *DB) forgetDocument(id string) {
+	db.docsToUse.Remove(docByID + id)
+	for _, k := range db.docsToUse.Keys() {
+		if d, ok := db.docsToUse.Peek(k); ok && d.ID == id {
+			db.docsToUse.Remove(k)
+		}
+	}
+}
+
+// newDocsToUse makes DocumentToUse's cache: an entry is a few hundred
+// bytes, so it holds at most about a megabyte.
+func newDocsToUse() *lru.Cache[string, *documents.Document] {
+	c, err := lru.New[string, *documents.Document](rowCacheSize)
+	if err != nil {
+		// Only a non-positive size fails.
+		panic(err)
+	}
+	return c
 }
 
 // GetDocument reads a document whose blobs are still there: a purged one

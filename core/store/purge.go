@@ -141,6 +141,7 @@ func (x q) MarkDocumentPurged(ctx context.Context, id string, now, unsentBefore,
 	if err != nil {
 		return fmt.Errorf("mark document purged: %w", err)
 	}
+	x.db.forgetDocument(id)
 	return nil
 }
 

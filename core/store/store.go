@@ -22,6 +22,7 @@ import (
 	"sync"
 	"time"
 
+	lru "github.com/hashicorp/golang-lru/v2"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgtype"
 	"github.com/jackc/pgx/v5/stdlib"
@@ -31,6 +32,7 @@ import (
 	_ "modernc.org/sqlite" // registers the "sqlite" driver
 
 	"github.com/faxhub/faxhub/core"
+	"github.com/faxhub/faxhub/core/documents"
 )
 
 // Dialects, as reported by DB.Dialect.
@@ -79,6 +81,9 @@ type DB struct {
 	// (rowcache.go); on PostgreSQL each of its caches is nil, which keeps
 	// nothing.
 	caches *rowCaches
+	// docsToUse keeps documents for DocumentToUse (documents.go), on either
+	// database.
+	docsToUse *lru.Cache[string, *documents.Document]
 	// ckpt checkpoints SQLite's WAL in the background (nil in memory and
 	// on PostgreSQL).
 	ckpt *checkpointer
@@ -155,7 +160,7 @@ func openPostgres(ctx context.Context, dsn string) (*DB, error) {
 	queue.SetMaxIdleConns(pgQueueConns)
 	queue.SetConnMaxIdleTime(5 * time.Minute)
 	out := &DB{dialect: DialectPostgres, w: db, r: db, queue: queue, lockID: int64(h.Sum64()), named: newNamedCache(db.Mapper),
-		caches: &rowCaches{}}
+		caches: &rowCaches{}, docsToUse: newDocsToUse()}
 	out.q = q{db: out}
 	return out, nil
 }
@@ -198,7 +203,8 @@ func openSQLite(ctx context.Context, dsn string) (*DB, error) {
 		w.Close()
 		return nil, fmt.Errorf("open sqlite: %w", err)
 	}
-	db := &DB{dialect: DialectSQLite, w: w, r: w, gw: newGroupWriter(w), named: newNamedCache(w.Mapper), caches: newRowCaches()}
+	db := &DB{dialect: DialectSQLite, w: w, r: w, gw: newGroupWriter(w), named: newNamedCache(w.Mapper), caches: newRowCaches(),
+		docsToUse: newDocsToUse()}
 	db.gw.ended = db.caches.ended
 	db.q = q{db: db}
 	if inMemory(dsn) {
