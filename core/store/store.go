@@ -138,7 +138,7 @@ func openPostgres(ctx context.Context, dsn string) (*DB, error) {
 		})
 		return nil
 	})
-	db := sqlx.NewDb(stdlib.OpenDB(*cfg, utc), "pgx")
+	db := sqlx.NewDb(sql.OpenDB(textArrayConnector{stdlib.GetConnector(*cfg, utc)}), "pgx")
 	db.SetMaxOpenConns(maxConns)
 	db.SetMaxIdleConns(maxConns)
 	db.SetConnMaxIdleTime(5 * time.Minute)
@@ -155,7 +155,7 @@ func openPostgres(ctx context.Context, dsn string) (*DB, error) {
 	fmt.Fprintf(h, "faxhub-migrate\x00%s\x00%s", database.String, schema.String)
 	// Connections open on first use, so a process without workers (a CLI)
 	// opens none of the queue's.
-	queue := stdlib.OpenDB(*cfg, utc)
+	queue := sql.OpenDB(textArrayConnector{stdlib.GetConnector(*cfg, utc)})
 	queue.SetMaxOpenConns(pgQueueConns)
 	queue.SetMaxIdleConns(pgQueueConns)
 	queue.SetConnMaxIdleTime(5 * time.Minute)
