@@ -10,10 +10,11 @@ import (
 	"github.com/faxhub/faxhub/internal/testenv"
 )
 
-// A send by document id or upload token may take the document from this process's memory
-// (DocumentToUse). One purged since by another process, which could not
-// tell this one, is refused by the send's own transaction with the answer
-// a fresh read gives, and the refused send leaves nothing: no fax, no hold.
+// A send by document id or upload token may take the document from this
+// process's memory (DocumentToUse, UploadDocumentToUse). One purged since
+// by another process, which could not tell this one, is refused by the
+// send's own transaction with the answer a fresh read gives, and the
+// refused send leaves nothing: no fax, no hold.
 func TestSendRefusesADocumentPurgedByAnotherProcess(t *testing.T) {
 	e := testenv.New(t, testenv.WithoutWorkers(), testenv.WithConfig(func(c *services.Config) { c.SetLimit(core.LimitSend, core.Rate{Burst: 1000}) }))
 	p := e.Principal(t, e.KeyATest)

@@ -134,8 +134,8 @@ func (x q) GetUploadDocument(ctx context.Context, uploadID, ownerID string, mode
 // or a draft: the transaction that uses the document calls UseDocument,
 // which refuses a purged one with the same not-found answer. A purge by
 // this process drops the entry, so here a purged document is answered at
-// most by a lookup that raced with it. On PostgreSQL this is one round
-// trip of a send's twelve; on SQLite a read from the pool.
+// most by a lookup that raced with it. A send saves a round trip on
+// PostgreSQL, a read from the pool on SQLite.
 func (x q) DocumentToUse(ctx context.Context, ownerID string, mode core.Mode, id string) (*documents.Document, error) {
 	if x.tx != nil {
 		return x.GetDocument(ctx, ownerID, mode, id)
