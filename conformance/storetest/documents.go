@@ -1,6 +1,7 @@
 package storetest
 
 import (
+	"context"
 	"testing"
 
 	"github.com/faxhub/faxhub/core"
@@ -63,45 +64,34 @@ func testUploads(t *testing.T, s services.Store) {
 	get("completed upload after refused changes", u)
 
 	// The document uploaded with the token, in one read: only its owner's,
-	// in its mode, and never one that is purged.
-	got, err := s.GetUploadDocument(ctx, u.ID, o.ID, core.ModeTest)
-	must(t, err)
-	wantEqual(t, "GetUploadDocument", got, doc)
-	// Read again (on SQLite from the kept row, rowcache.go), after a send
-	// marked it used and after the first reader changed its copy.
-	got.Pages = 99
-	must(t, s.UseDocument(ctx, doc.ID, at(20)))
-	got, err = s.GetUploadDocument(ctx, u.ID, o.ID, core.ModeTest)
-	must(t, err)
-	wantEqual(t, "GetUploadDocument again, used", got, doc)
+	// in its mode, and never one that is purged. Read again (on SQLite from
+	// the kept row, rowcache.go; by UploadDocumentToUse from memory), after
+	// a send marked it used and after a reader changed its copy.
 	other := newOwner(t, s)
-	_, err = s.GetUploadDocument(ctx, u.ID, other.ID, core.ModeTest)
-	wantErr(t, "GetUploadDocument of another owner", err, core.ErrNoRows)
-	_, err = s.GetUploadDocument(ctx, u.ID, o.ID, core.ModeLive)
-	wantErr(t, "GetUploadDocument in the other mode", err, core.ErrNoRows)
-	_, err = s.GetUploadDocument(ctx, newUpload(t, s, o).ID, o.ID, core.ModeTest)
-	wantErr(t, "GetUploadDocument of an upload without a document", err, core.ErrNoRows)
-	_, err = s.GetUploadDocument(ctx, "upl_missing", o.ID, core.ModeTest)
-	wantErr(t, "GetUploadDocument of a missing upload", err, core.ErrNoRows)
-	// UploadDocumentToUse answers as GetUploadDocument, the second time
-	// from memory, and never another owner's or mode's.
-	for _, read := range []string{"first", "second"} {
-		got, err = s.UploadDocumentToUse(ctx, u.ID, o.ID, core.ModeTest)
-		must(t, err)
-		wantEqual(t, "UploadDocumentToUse, "+read+" read", got, doc)
+	for i, r := range []struct {
+		name string
+		read func(ctx context.Context, uploadID, ownerID string, mode core.Mode) (*documents.Document, error)
+	}{{"GetUploadDocument", s.GetUploadDocument}, {"UploadDocumentToUse", s.UploadDocumentToUse}} {
+		for _, read := range []string{"first", "second", "third"} {
+			got, err := r.read(ctx, u.ID, o.ID, core.ModeTest)
+			must(t, err)
+			wantEqual(t, r.name+", "+read+" read", got, doc)
+			got.Pages = 99 // the caller's copy
+			if i == 0 && read == "first" {
+				must(t, s.UseDocument(ctx, doc.ID, at(20)))
+			}
+		}
+		_, err := r.read(ctx, u.ID, other.ID, core.ModeTest)
+		wantErr(t, r.name+" of another owner", err, core.ErrNoRows)
+		_, err = r.read(ctx, u.ID, o.ID, core.ModeLive)
+		wantErr(t, r.name+" in the other mode", err, core.ErrNoRows)
+		_, err = r.read(ctx, newUpload(t, s, o).ID, o.ID, core.ModeTest)
+		wantErr(t, r.name+" of an upload without a document", err, core.ErrNoRows)
+		_, err = r.read(ctx, "upl_missing", o.ID, core.ModeTest)
+		wantErr(t, r.name+" of a missing upload", err, core.ErrNoRows)
 	}
-	got.Pages = 99
-	got, err = s.UploadDocumentToUse(ctx, u.ID, o.ID, core.ModeTest)
-	must(t, err)
-	wantEqual(t, "UploadDocumentToUse after its caller changed its copy", got, doc)
-	_, err = s.UploadDocumentToUse(ctx, u.ID, other.ID, core.ModeTest)
-	wantErr(t, "UploadDocumentToUse of another owner", err, core.ErrNoRows)
-	_, err = s.UploadDocumentToUse(ctx, u.ID, o.ID, core.ModeLive)
-	wantErr(t, "UploadDocumentToUse in the other mode", err, core.ErrNoRows)
-	_, err = s.UploadDocumentToUse(ctx, "upl_missing", o.ID, core.ModeTest)
-	wantErr(t, "UploadDocumentToUse of a missing upload", err, core.ErrNoRows)
 	must(t, s.MarkDocumentPurged(ctx, doc.ID, at(1_000_000), at(1_000_000), at(1_000_000)))
-	_, err = s.GetUploadDocument(ctx, u.ID, o.ID, core.ModeTest)
+	_, err := s.GetUploadDocument(ctx, u.ID, o.ID, core.ModeTest)
 	wantErr(t, "GetUploadDocument of a purged document", err, core.ErrNoRows)
 	// A purge by this process drops what UploadDocumentToUse kept.
 	_, err = s.UploadDocumentToUse(ctx, u.ID, o.ID, core.ModeTest)
@@ -144,35 +134,28 @@ func testDocuments(t *testing.T, s services.Store) {
 	ctx := t.Context()
 	o, other := newOwner(t, s), newOwner(t, s)
 	d := newDocument(t, s, o, core.ModeLive)
-	got, err := s.GetDocument(ctx, o.ID, core.ModeLive, d.ID)
-	must(t, err)
-	wantEqual(t, "GetDocument", got, d)
-
-	_, err = s.GetDocument(ctx, o.ID, core.ModeTest, d.ID)
-	wantErr(t, "GetDocument in the other mode", err, core.ErrNoRows)
-	_, err = s.GetDocument(ctx, other.ID, core.ModeLive, d.ID)
-	wantErr(t, "GetDocument of another owner", err, core.ErrNoRows)
-	_, err = s.GetDocument(ctx, o.ID, core.ModeLive, "doc_missing")
-	wantErr(t, "GetDocument of a missing document", err, core.ErrNoRows)
 	wantErr(t, "document with a taken id", s.CreateDocument(ctx, d), core.ErrExists)
 
-	// DocumentToUse answers as GetDocument, the second time from memory,
-	// and never another owner's or mode's.
-	for _, read := range []string{"first", "second"} {
-		got, err = s.DocumentToUse(ctx, o.ID, core.ModeLive, d.ID)
-		must(t, err)
-		wantEqual(t, "DocumentToUse, "+read+" read", got, d)
+	// DocumentToUse answers as GetDocument (the second time and after from
+	// memory, a copy its caller may change), and never another owner's or
+	// mode's.
+	for _, r := range []struct {
+		name string
+		read func(ctx context.Context, ownerID string, mode core.Mode, id string) (*documents.Document, error)
+	}{{"GetDocument", s.GetDocument}, {"DocumentToUse", s.DocumentToUse}} {
+		for _, read := range []string{"first", "second", "third"} {
+			got, err := r.read(ctx, o.ID, core.ModeLive, d.ID)
+			must(t, err)
+			wantEqual(t, r.name+", "+read+" read", got, d)
+			got.Pages++ // the caller's copy
+		}
+		_, err := r.read(ctx, o.ID, core.ModeTest, d.ID)
+		wantErr(t, r.name+" in the other mode", err, core.ErrNoRows)
+		_, err = r.read(ctx, other.ID, core.ModeLive, d.ID)
+		wantErr(t, r.name+" of another owner", err, core.ErrNoRows)
+		_, err = r.read(ctx, o.ID, core.ModeLive, "doc_missing")
+		wantErr(t, r.name+" of a missing document", err, core.ErrNoRows)
 	}
-	got.Pages++
-	got, err = s.DocumentToUse(ctx, o.ID, core.ModeLive, d.ID)
-	must(t, err)
-	wantEqual(t, "DocumentToUse after its caller changed its copy", got, d)
-	_, err = s.DocumentToUse(ctx, o.ID, core.ModeTest, d.ID)
-	wantErr(t, "DocumentToUse in the other mode", err, core.ErrNoRows)
-	_, err = s.DocumentToUse(ctx, other.ID, core.ModeLive, d.ID)
-	wantErr(t, "DocumentToUse of another owner", err, core.ErrNoRows)
-	_, err = s.DocumentToUse(ctx, o.ID, core.ModeLive, "doc_missing")
-	wantErr(t, "DocumentToUse of a missing document", err, core.ErrNoRows)
 }
 
 func newDraft(t *testing.T, s services.Store, doc *documents.Document) *faxes.Draft {
