@@ -3,7 +3,6 @@ package store
 import (
 	"database/sql"
 	"database/sql/driver"
-	"os"
 	"testing"
 	"time"
 
@@ -44,11 +43,7 @@ func TestTextArrayConnCheckNamedValue(t *testing.T) {
 // On PostgreSQL, arrays of the kinds River's database/sql driver passes come
 // out as they went in when sent as text.
 func TestTextArraysOnPostgres(t *testing.T) {
-	url := os.Getenv("FAXHUB_TEST_POSTGRES_URL")
-	if url == "" {
-		t.Skip("FAXHUB_TEST_POSTGRES_URL is not set")
-	}
-	cfg, err := pgx.ParseConfig(url)
+	cfg, err := pgx.ParseConfig(postgresURL(t))
 	if err != nil {
 		t.Fatal(err)
 	}
