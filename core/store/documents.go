@@ -147,10 +147,9 @@ func (x q) DocumentToUse(ctx context.Context, ownerID string, mode core.Mode, id
 
 // UploadDocumentToUse implements documents.Store: GetUploadDocument kept
 // as DocumentToUse keeps documents (an upload's document, once recorded,
-// is never replaced). On SQLite GetUploadDocument keeps it already, told
-// of every purge (rowcache.go).
+// is never replaced).
 func (x q) UploadDocumentToUse(ctx context.Context, uploadID, ownerID string, mode core.Mode) (*documents.Document, error) {
-	if x.tx != nil || x.db.caches.uploadDocs != nil {
+	if x.tx != nil {
 		return x.GetUploadDocument(ctx, uploadID, ownerID, mode)
 	}
 	return x.docToUse(docByUpload+uploadID, ownerID, mode, func() (*documents.Document, error) {
