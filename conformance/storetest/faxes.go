@@ -83,7 +83,23 @@ func testMoveFax(t *testing.T, s services.Store) {
 		sending.Status, sending.Attempts, sending.UpdatedAt, sending.FaxedSHA256, sending.FaxedPages = faxes.Sending, 1, at(10), "ab", 4
 		e := event(&sending, events.FaxSending, 10)
 		first := faxes.Attempt{ID: core.NewID(core.PrefixAttempt), FaxID: fax.ID, Number: 1, Provider: "simulated", Status: faxes.AttemptSending, StartedAt: at(10)}
-		must(t, move(faxes.Move{Fax: &sending, From: []faxes.Status{faxes.Queued, faxes.Scheduled}, Event: e, Started: &first}))
+		// Refused: a fax no longer as the caller read it (Move.Read), by
+		// its attempts or by when it last moved, writes nothing.
+		for _, changed := range []func(f *faxes.Fax){
+			func(f *faxes.Fax) { f.Attempts++ },
+			func(f *faxes.Fax) { f.UpdatedAt = f.UpdatedAt.Add(time.Microsecond) },
+		} {
+			read := *fax
+			changed(&read)
+			err := move(faxes.Move{Fax: &sending, From: []faxes.Status{faxes.Queued}, Event: e, Started: &first, Read: &read})
+			wantErr(t, how.name+": a fax not as read", err, core.ErrConflict)
+			wantFax(how.name+": a fax not as read", fax)
+			wantEvent(how.name+": a fax not as read", e, false)
+			if got, err := s.ListAttempts(ctx, fax.ID); err != nil || len(got) != 0 {
+				t.Errorf("%s: a fax not as read: attempts %+v, %v; want none", how.name, got, err)
+			}
+		}
+		must(t, move(faxes.Move{Fax: &sending, From: []faxes.Status{faxes.Queued, faxes.Scheduled}, Event: e, Started: &first, Read: fax}))
 		wantFax(how.name+": moved to sending", &sending)
 		wantEvent(how.name+": moved to sending", e, true)
 		wantAttempts(how.name+": moved to sending", fax.ID, first)
@@ -125,7 +141,7 @@ func testMoveFax(t *testing.T, s services.Store) {
 		done := sending
 		done.Status, done.PagesSent, done.CompletedAt, done.UpdatedAt = faxes.Delivered, 4, ptr(at(30)), at(30)
 		delivered := event(&done, events.FaxDelivered, 30)
-		must(t, move(faxes.Move{Fax: &done, From: []faxes.Status{faxes.Sending}, Event: delivered, Updated: &report}))
+		must(t, move(faxes.Move{Fax: &done, From: []faxes.Status{faxes.Sending}, Event: delivered, Updated: &report, Read: &sending}))
 		wantFax(how.name+": delivered", &done)
 		wantEvent(how.name+": delivered", delivered, true)
 		wantAttempts(how.name+": delivered", fax.ID, report)

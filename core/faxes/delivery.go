@@ -45,13 +45,13 @@ func (s *Service) Deliver(ctx context.Context, faxID string) error {
 			return err // the store or the blobs failed: the job retries
 		}
 		res := ProviderResult{Status: AttemptFailed, FailureCode: FailureMedia, FailureReason: bad.Error()}
-		return s.recordOutcome(context.WithoutCancel(ctx), o.ID, attempt.ID, res)
+		return s.recordOutcome(context.WithoutCancel(ctx), o.ID, attempt.ID, res, &started{o, attempt})
 	}
 	media, err := s.providerMediaURL(ctx, o.ID)
 	if err != nil {
 		return err
 	}
-	started := s.now()
+	sentAt := s.now()
 	res, sendErr := provider.Send(ctx, ProviderRequest{
 		FaxID: o.ID, AttemptID: attempt.ID, Attempt: attempt.Number, To: o.To, From: o.From, Pages: pages,
 		PDF:        func(ctx context.Context) (io.ReadCloser, error) { return s.d.Blobs.Open(ctx, key) },
@@ -67,17 +67,27 @@ func (s *Service) Deliver(ctx context.Context, faxID string) error {
 		res = ProviderResult{Status: AttemptFailed, FailureCode: FailureProvider, FailureReason: sendErr.Error(), Retryable: true}
 	}
 	if res.Duration == 0 {
-		res.Duration = s.now().Sub(started)
+		res.Duration = s.now().Sub(sentAt)
 	}
-	return s.recordOutcome(context.WithoutCancel(ctx), o.ID, attempt.ID, res)
+	return s.recordOutcome(context.WithoutCancel(ctx), o.ID, attempt.ID, res, &started{o, attempt})
 }
 
 // startAttempt moves a queued fax to sending and opens an attempt. It
 // returns a nil attempt when there is nothing to do. The attempt that goes
 // ahead (a new one or one resumed) records prep, the document as faxed
-// composed for it, if the fax has none yet: in this transaction, so before
-// any byte leaves.
+// composed for it, if the fax has none yet: with the move, so before any
+// byte leaves. A fax prep read queued and due, still as read, starts
+// without being read again (startAsRead); any other is read and decided
+// on in a transaction.
 func (s *Service) startAttempt(ctx context.Context, faxID string, prep *faxedPrep) (*Fax, *Attempt, error) {
+	if prep != nil {
+		o, a, err := s.startAsRead(ctx, prep)
+		if !errors.Is(err, core.ErrConflict) {
+			return o, a, err
+		}
+		// The fax moved since prep read it, or as read it was not one to
+		// start now: decide on it as it is now.
+	}
 	var (
 		fax     *Fax
 		attempt *Attempt
@@ -147,22 +157,11 @@ func (s *Service) startAttempt(ctx context.Context, faxID string, prep *faxedPre
 		default:
 			return nil // terminal
 		}
-		from := o.Status
-		o.Attempts++
-		o.Status, o.UpdatedAt, o.NextAttemptAt = Sending, now, nil
-		if fresh {
-			// Recorded by the move to sending itself (UpdateFax), not by
-			// a statement of its own.
-			o.FaxedSHA256, o.FaxedPages = prep.sum, prep.pages
-		}
-		a := &Attempt{ID: core.NewID(core.PrefixAttempt), FaxID: o.ID, Number: o.Attempts, Provider: s.ProviderName(o.Mode), Status: AttemptSending, StartedAt: now}
-		// The attempt and the fax.sending event showing it are written
-		// with the move to sending (one statement on PostgreSQL).
-		e, err := s.faxEventOf(o, a, from)
+		m, a, err := s.openAttempt(o, prep, now)
 		if err != nil {
 			return err
 		}
-		if err := tx.MoveFax(ctx, Move{Fax: o, From: []Status{from}, Event: e, Started: a}); err != nil {
+		if err := tx.MoveFax(ctx, m); err != nil {
 			if errors.Is(err, core.ErrConflict) {
 				return nil // another worker took it
 			}
@@ -177,6 +176,50 @@ func (s *Service) startAttempt(ctx context.Context, faxID string, prep *faxedPre
 	return fax, attempt, err
 }
 
+// startAsRead opens the first attempt of the fax prep read without reading
+// it again or a transaction: on PostgreSQL one statement, one round trip
+// where the transaction takes four, that writes only if the fax is still
+// as prep read it (Move.Read). ErrConflict if it is not, or if as read it
+// is not a fax to start now (early, sending, ended): startAttempt's
+// transaction decides on those.
+func (s *Service) startAsRead(ctx context.Context, prep *faxedPrep) (*Fax, *Attempt, error) {
+	read, now := prep.fax, s.now()
+	if read.Status != Queued && read.Status != Scheduled || read.NextAttemptAt != nil && now.Before(*read.NextAttemptAt) {
+		return nil, nil, core.ErrConflict
+	}
+	o := *read
+	m, a, err := s.openAttempt(&o, prep, now)
+	if err != nil {
+		return nil, nil, err
+	}
+	m.Read = read
+	if err := s.d.Store.MoveFax(ctx, m); err != nil {
+		return nil, nil, err
+	}
+	return &o, a, nil
+}
+
+// openAttempt moves o, queued or scheduled, to sending with a new attempt
+// and, if o has none yet, the document as faxed prep composed; it returns
+// the move that writes them, with the fax.sending event showing the
+// attempt (one statement on PostgreSQL), and the attempt.
+func (s *Service) openAttempt(o *Fax, prep *faxedPrep, now time.Time) (Move, *Attempt, error) {
+	from := o.Status
+	o.Attempts++
+	o.Status, o.UpdatedAt, o.NextAttemptAt = Sending, now, nil
+	if prep != nil && prep.err == nil && o.FaxedSHA256 == "" {
+		// Recorded by the move to sending itself, not by a statement of
+		// its own.
+		o.FaxedSHA256, o.FaxedPages = prep.sum, prep.pages
+	}
+	a := &Attempt{ID: core.NewID(core.PrefixAttempt), FaxID: o.ID, Number: o.Attempts, Provider: s.ProviderName(o.Mode), Status: AttemptSending, StartedAt: now}
+	e, err := s.faxEventOf(o, a, from)
+	if err != nil {
+		return Move{}, nil, err
+	}
+	return Move{Fax: o, From: []Status{from}, Event: e, Started: a}, a, nil
+}
+
 func (s *Service) ProviderName(m core.Mode) string {
 	if p := s.d.Providers[m]; p != nil {
 		return p.Name()
@@ -187,7 +230,7 @@ func (s *Service) ProviderName(m core.Mode) string {
 // RecordProviderOutcome records the end of an attempt reported
 // asynchronously by a provider (a signed webhook).
 func (s *Service) RecordProviderOutcome(ctx context.Context, faxID, attemptID string, res ProviderResult) error {
-	return s.recordOutcome(ctx, faxID, attemptID, res)
+	return s.recordOutcome(ctx, faxID, attemptID, res, nil)
 }
 
 // errStaleOutcome rolls back a report that lost a race with another report
@@ -195,17 +238,51 @@ func (s *Service) RecordProviderOutcome(ctx context.Context, faxID, attemptID st
 // answer is recorded).
 var errStaleOutcome = errors.New("stale provider outcome")
 
-func (s *Service) recordOutcome(ctx context.Context, faxID, attemptID string, res ProviderResult) error {
+// errMovedSinceStart rolls back an outcome recorded on the fax as its
+// attempt's start left it when the fax has moved since (see started).
+var errMovedSinceStart = errors.New("the fax moved since its attempt started")
+
+// started is a fax as the start of its attempt left it, and the attempt:
+// what Deliver knows when it records the provider's answer, so the
+// outcome's transaction need not read them again. Its moves then write
+// only if the fax is still as started (Move.Read); if it moved (a
+// webhook, a cancel at the provider), the outcome is recorded again on
+// the fax as read.
+type started struct {
+	fax     *Fax
+	attempt *Attempt
+}
+
+func (s *Service) recordOutcome(ctx context.Context, faxID, attemptID string, res ProviderResult, known *started) error {
+	err := s.recordOutcomeOn(ctx, faxID, attemptID, res, known)
+	if errors.Is(err, errMovedSinceStart) {
+		err = s.recordOutcomeOn(ctx, faxID, attemptID, res, nil)
+	}
+	return err
+}
+
+// recordOutcomeOn records res on the fax and attempt known, or, if nil, on
+// them as read in the transaction.
+func (s *Service) recordOutcomeOn(ctx context.Context, faxID, attemptID string, res ProviderResult, known *started) error {
 	// What ended, for Metrics once the transaction has committed.
 	var ended outcomeEvents
-	err := s.inTx(ctx, func(tx Tx) error {
+	err := s.inTx(ctx, func(tx Tx) (err error) {
 		ended = outcomeEvents{}
-		o, a, err := tx.FaxWithLatestAttempt(ctx, faxID)
+		o, a, read, err := s.outcomeSubject(ctx, tx, faxID, known)
 		if err != nil {
-			return fmt.Errorf("load fax %s and its attempt: %w", faxID, err)
+			return err
 		}
 		if a.ID != attemptID || a.Status != AttemptSending || o.Status != Sending {
 			return nil // stale or duplicate report
+		}
+		if read != nil {
+			// A move refused is the fax moved since its start, not a
+			// stale report: say so, to record it again on the fax as read.
+			defer func() {
+				if errors.Is(err, core.ErrConflict) || errors.Is(err, errStaleOutcome) {
+					err = errMovedSinceStart
+				}
+			}()
 		}
 		now := s.now()
 		a.Status, a.ProviderRef, a.PagesSent = res.Status, res.ProviderRef, res.PagesSent
@@ -225,7 +302,7 @@ func (s *Service) recordOutcome(ctx context.Context, faxID, attemptID string, re
 			// Compare-and-set on the fax even though only the attempt
 			// changes: on PostgreSQL a concurrent report that ended the
 			// fax makes this one stale, and its attempt is not written.
-			if err := tx.MoveFax(ctx, Move{Fax: o, From: []Status{Sending}, Updated: a}); errors.Is(err, core.ErrConflict) { // no status change: no event
+			if err := tx.MoveFax(ctx, Move{Fax: o, From: []Status{Sending}, Updated: a, Read: read}); errors.Is(err, core.ErrConflict) { // no status change: no event
 				return errStaleOutcome
 			} else if err != nil {
 				return err
@@ -234,7 +311,7 @@ func (s *Service) recordOutcome(ctx context.Context, faxID, attemptID string, re
 		case AttemptDelivered:
 			o.Status, o.PagesSent, o.CompletedAt = Delivered, o.Pages, &now
 			o.FailureCode, o.FailureReason = "", ""
-			if err := s.endAttempt(ctx, tx, o, a); err != nil {
+			if err := s.endAttempt(ctx, tx, o, a, read); err != nil {
 				return err
 			}
 			return s.settle(ctx, tx, o, credits.LedgerCapture)
@@ -247,14 +324,14 @@ func (s *Service) recordOutcome(ctx context.Context, faxID, attemptID string, re
 				res.Status, a.Status = AttemptFailed, AttemptFailed
 				o.Status, o.CompletedAt = Failed, &now
 				o.FailureCode, o.FailureReason = a.FailureCode, a.FailureReason
-				if err := s.endAttempt(ctx, tx, o, a); err != nil {
+				if err := s.endAttempt(ctx, tx, o, a, read); err != nil {
 					return err
 				}
 				return s.settle(ctx, tx, o, credits.LedgerRelease)
 			}
 			o.Status, o.PagesSent, o.CompletedAt = Partial, docSent, &now
 			o.FailureCode, o.FailureReason = a.FailureCode, a.FailureReason
-			if err := s.endAttempt(ctx, tx, o, a); err != nil {
+			if err := s.endAttempt(ctx, tx, o, a, read); err != nil {
 				return err
 			}
 			if err := s.settle(ctx, tx, o, credits.LedgerCapture); err != nil {
@@ -266,7 +343,7 @@ func (s *Service) recordOutcome(ctx context.Context, faxID, attemptID string, re
 				at := now.Add(delay)
 				o.Status, o.NextAttemptAt = Queued, &at
 				o.FailureCode, o.FailureReason = a.FailureCode, a.FailureReason
-				if err := s.endAttempt(ctx, tx, o, a); err != nil {
+				if err := s.endAttempt(ctx, tx, o, a, read); err != nil {
 					return err
 				}
 				return s.d.Queue.EnqueueDelivery(ctx, tx, o.ID, at)
@@ -277,7 +354,7 @@ func (s *Service) recordOutcome(ctx context.Context, faxID, attemptID string, re
 				o.Status = Canceled
 			}
 			o.FailureCode, o.FailureReason = a.FailureCode, a.FailureReason
-			if err := s.endAttempt(ctx, tx, o, a); err != nil {
+			if err := s.endAttempt(ctx, tx, o, a, read); err != nil {
 				return err
 			}
 			return s.settle(ctx, tx, o, credits.LedgerRelease)
@@ -291,6 +368,21 @@ func (s *Service) recordOutcome(ctx context.Context, faxID, attemptID string, re
 		ended.report(s.d.Metrics)
 	}
 	return err
+}
+
+// outcomeSubject is the fax and latest attempt an outcome is recorded on:
+// known's (copies, the fax also returned as the moves' Move.Read) or, if
+// known is nil, as read in tx.
+func (s *Service) outcomeSubject(ctx context.Context, tx Tx, faxID string, known *started) (o *Fax, a *Attempt, read *Fax, err error) {
+	if known != nil {
+		fax, attempt := *known.fax, *known.attempt
+		return &fax, &attempt, known.fax, nil
+	}
+	o, a, err = tx.FaxWithLatestAttempt(ctx, faxID)
+	if err != nil {
+		return nil, nil, nil, fmt.Errorf("load fax %s and its attempt: %w", faxID, err)
+	}
+	return o, a, nil, nil
 }
 
 // outcomeEvents is what one transaction of the delivery ended: an attempt,

@@ -44,9 +44,10 @@ func (s *Service) saveFax(ctx context.Context, tx Tx, o *Fax, latest *Attempt, f
 
 // endAttempt is saveFax of o from sending that writes a's outcome with
 // it: a provider's report and the fax's move are one statement on
-// PostgreSQL.
-func (s *Service) endAttempt(ctx context.Context, tx Tx, o *Fax, a *Attempt) error {
-	return s.moveFax(ctx, tx, Move{Fax: o, From: []Status{Sending}, Updated: a}, a)
+// PostgreSQL. read, if not nil, is o as its attempt's start left it
+// (Move.Read).
+func (s *Service) endAttempt(ctx context.Context, tx Tx, o *Fax, a *Attempt, read *Fax) error {
+	return s.moveFax(ctx, tx, Move{Fax: o, From: []Status{Sending}, Updated: a, Read: read}, a)
 }
 
 // moveFax writes m with the event its fax's new status means (see

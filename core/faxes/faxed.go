@@ -33,6 +33,9 @@ func (e *unfaxableError) Unwrap() error { return e.err }
 // faxedPrep is a fax's document as faxed, composed before its attempt
 // starts (prepareFaxed) so that the attempt's transaction records it.
 type faxedPrep struct {
+	// fax is the fax as read for composing it, which the attempt's move
+	// to sending takes as its Move.Read.
+	fax   *Fax
 	sum   string // hex SHA-256 of the blob at FaxedKey
 	pages int
 	// err is an *unfaxableError: the attempt opens and fails with
@@ -76,12 +79,12 @@ func (s *Service) prepareFaxed(ctx context.Context, faxID string) (*faxedPrep, e
 		}
 		var bad *unfaxableError
 		if errors.As(err, &bad) {
-			return &faxedPrep{err: err}, nil
+			return &faxedPrep{fax: o, err: err}, nil
 		}
 		s.d.Logger.WarnContext(ctx, "composing before the attempt failed; composing after it", "fax_id", o.ID, "err", err)
 		return nil, nil
 	}
-	return &faxedPrep{sum: sum, pages: pages}, nil
+	return &faxedPrep{fax: o, sum: sum, pages: pages}, nil
 }
 
 // faxedDocument returns the blob key and page count of o's document as

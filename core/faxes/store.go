@@ -73,6 +73,13 @@ type Move struct {
 	// Updated is an attempt whose outcome fields (UpdateAttempt) are
 	// written with the move (nil: none).
 	Updated *Attempt
+	// Read, if not nil, is the fax as the caller read or wrote it before
+	// this move, outside its transaction: the move writes only if the
+	// stored fax is still as read (ErrConflict otherwise). Every move
+	// writes updated_at and every start counts an attempt, so the two
+	// together say whether the fax moved since. A delivery moves a fax it
+	// knows this way without reading it again.
+	Read *Fax
 }
 
 // Filter selects faxes for listing, newest first, with cursor

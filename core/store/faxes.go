@@ -95,20 +95,30 @@ func (x q) UpdateFax(ctx context.Context, o *faxes.Fax, from ...faxes.Status) er
 // updateFaxSQL is UpdateFax's statement for n expected statuses, and
 // updateFaxArgs its arguments. Both CASEs test the stored faxed_sha256 as
 // it was before the UPDATE (SET's expressions read the old row on both
-// databases).
-func updateFaxSQL(n int) string {
-	return `UPDATE faxes SET status = ?, pages_sent = ?, attempts = ?, failure_code = ?, failure_reason = ?,
+// databases). With read (Move.Read) the fax must also still have read's
+// attempts and updated_at: timestamps are written truncated to the
+// microsecond (timeArg), so a time read back, or the one just written,
+// compares equal to the stored one on both databases.
+func updateFaxSQL(n int, read bool) string {
+	query := `UPDATE faxes SET status = ?, pages_sent = ?, attempts = ?, failure_code = ?, failure_reason = ?,
 		updated_at = ?, completed_at = ?, next_attempt_at = ?,
 		faxed_pages = CASE WHEN faxed_sha256 = '' AND ? <> '' THEN ? ELSE faxed_pages END,
 		faxed_sha256 = CASE WHEN faxed_sha256 = '' THEN ? ELSE faxed_sha256 END
 		WHERE id = ? AND status IN (` + placeholders(n) + `)`
+	if read {
+		query += " AND attempts = ? AND updated_at = ?"
+	}
+	return query
 }
 
-func updateFaxArgs(o *faxes.Fax, from []faxes.Status) []any {
+func updateFaxArgs(o *faxes.Fax, from []faxes.Status, read *faxes.Fax) []any {
 	args := []any{o.Status, o.PagesSent, o.Attempts, o.FailureCode, o.FailureReason, o.UpdatedAt, o.CompletedAt, o.NextAttemptAt,
 		o.FaxedSHA256, o.FaxedPages, o.FaxedSHA256, o.ID}
 	for _, s := range from {
 		args = append(args, s)
+	}
+	if read != nil {
+		args = append(args, read.Attempts, read.UpdatedAt)
 	}
 	return args
 }
@@ -129,7 +139,7 @@ func (x q) MoveFax(ctx context.Context, m faxes.Move) error {
 		return errors.New("move fax: no expected status given")
 	}
 	o := m.Fax
-	query, args := updateFaxSQL(len(m.From)), updateFaxArgs(o, m.From)
+	query, args := updateFaxSQL(len(m.From), m.Read != nil), updateFaxArgs(o, m.From, m.Read)
 	if m.Event == nil && m.Started == nil && m.Updated == nil {
 		return x.updateFax(ctx, o.ID, query, args)
 	}
@@ -162,7 +172,10 @@ func (x q) MoveFax(ctx context.Context, m faxes.Move) error {
 	}
 	if a := m.Started; a != nil {
 		values := attemptArgs(a)
-		query += ", s AS (INSERT INTO attempts (" + attemptCols + ") SELECT " + placeholders(len(values)) + " FROM f ON CONFLICT DO NOTHING RETURNING 1)"
+		// No ON CONFLICT: a taken id fails the statement, and with it the
+		// fax's UPDATE, so a move with no attempt to update needs no
+		// transaction around it (below).
+		query += ", s AS (INSERT INTO attempts (" + attemptCols + ") SELECT " + placeholders(len(values)) + " FROM f RETURNING 1)"
 		args = append(args, values...)
 		counts += ", (SELECT count(*) FROM s)"
 	} else {
@@ -175,7 +188,7 @@ func (x q) MoveFax(ctx context.Context, m faxes.Move) error {
 	} else {
 		counts += ", 1"
 	}
-	return x.ownTx(ctx, func(x q) error {
+	move := func(x q) error {
 		var faxed, started, updated int
 		err := x.writer().QueryRowxContext(ctx, x.db.w.Rebind(query+" "+counts), x.db.args(args)...).Scan(&faxed, &started, &updated)
 		switch {
@@ -189,7 +202,16 @@ func (x q) MoveFax(ctx context.Context, m faxes.Move) error {
 			return fmt.Errorf("update attempt: %w", core.ErrNoRows)
 		}
 		return nil
-	})
+	}
+	if m.Updated == nil {
+		// The statement writes all of it or, failing, nothing: outside a
+		// transaction it is one round trip, not three (a delivery's move
+		// to sending).
+		return move(x)
+	}
+	// An attempt to update that is missing leaves the statement's other
+	// writes done: a transaction takes them back.
+	return x.ownTx(ctx, move)
 }
 
 // updateFax runs UpdateFax's statement, explaining one that matched
