@@ -31,7 +31,7 @@ func (e *unfaxableError) Error() string {
 func (e *unfaxableError) Unwrap() error { return e.err }
 
 // faxedPrep is a fax's document as faxed, composed before its attempt
-// starts (prepareFaxed) so that the attempt's transaction records it.
+// starts (prepareFaxed) so that the attempt's move to sending records it.
 type faxedPrep struct {
 	// fax is the fax as read for composing it, which the attempt's move
 	// to sending takes as its Move.Read.
@@ -44,9 +44,10 @@ type faxedPrep struct {
 }
 
 // prepareFaxed composes the document as faxed of a fax whose attempt is
-// about to start and has none yet, before the attempt's transaction, so
-// that the transaction records it instead of a second one after it (the
-// SQLite writer's time is what a delivery is short of). It returns nil
+// about to start and has none yet, before the attempt starts, so that the
+// move to sending records it instead of a second write after it (the
+// SQLite writer's time is what a delivery is short of); the move also
+// takes its read of the fax (startAsRead). It returns nil
 // when there is nothing to prepare (no composer, a fax already composed,
 // terminal or early) and when preparing failed: the attempt then opens
 // and faxedDocument composes after it as it always did, failing the same

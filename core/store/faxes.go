@@ -129,11 +129,13 @@ func updateFaxArgs(o *faxes.Fax, from []faxes.Status, read *faxes.Fax) []any {
 // statement, data-modifying CTEs that each take their row from the fax's
 // UPDATE … RETURNING: the delivery's move to sending and each outcome are
 // one round trip instead of up to three. SQLite runs them one after the
-// other, in-process calls there. A fax not in a From status writes nothing
-// (ErrConflict; ErrNoRows when there is no such fax); an attempt id taken
-// (ErrExists) or an updated attempt missing (ErrNoRows) fails the move,
-// whose writes the transaction then takes back (one of its own when the
-// caller has none).
+// other, in-process calls there. A fax not in a From status, or not as
+// m.Read, writes nothing (ErrConflict; ErrNoRows when there is no such
+// fax); an attempt id taken (ErrExists) or an updated attempt missing
+// (ErrNoRows) fails the move, whose writes the transaction then takes
+// back: the caller's, or one of the move's own when the caller has none
+// and the move could half-succeed (on PostgreSQL only an updated attempt
+// missing can: a taken id fails the statement itself).
 func (x q) MoveFax(ctx context.Context, m faxes.Move) error {
 	if len(m.From) == 0 {
 		return errors.New("move fax: no expected status given")
