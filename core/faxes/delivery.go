@@ -99,10 +99,7 @@ func (s *Service) startAttempt(ctx context.Context, faxID string, prep *faxedPre
 		if err != nil {
 			return fmt.Errorf("load fax %s: %w", faxID, err)
 		}
-		// A fax keeps its first document as faxed (the store writes it
-		// only to a fax without one); any other recorded is of the same
-		// blob, which is only ever created, never replaced.
-		fresh := prep != nil && prep.err == nil && o.FaxedSHA256 == ""
+		fresh := prep.recordsOn(o)
 		record := func() error {
 			if !fresh {
 				return nil
@@ -207,7 +204,7 @@ func (s *Service) openAttempt(o *Fax, prep *faxedPrep, now time.Time) (Move, *At
 	from := o.Status
 	o.Attempts++
 	o.Status, o.UpdatedAt, o.NextAttemptAt = Sending, now, nil
-	if prep != nil && prep.err == nil && o.FaxedSHA256 == "" {
+	if prep.recordsOn(o) {
 		// Recorded by the move to sending itself, not by a statement of
 		// its own.
 		o.FaxedSHA256, o.FaxedPages = prep.sum, prep.pages

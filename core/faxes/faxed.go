@@ -43,6 +43,14 @@ type faxedPrep struct {
 	err error
 }
 
+// recordsOn reports whether p (nil: nothing prepared) is the document as
+// faxed to record on o. A fax keeps its first document as faxed (the store
+// writes it only to a fax without one); any other recorded is of the same
+// blob, which is only ever created, never replaced.
+func (p *faxedPrep) recordsOn(o *Fax) bool {
+	return p != nil && p.err == nil && o.FaxedSHA256 == ""
+}
+
 // prepareFaxed composes the document as faxed of a fax whose attempt is
 // about to start and has none yet, before the attempt starts, so that the
 // move to sending records it instead of a second write after it (the
