@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"time"
 
@@ -16,9 +17,42 @@ import (
 )
 
 // FaxedKey is the blob key of f's document as faxed: beside its document's
-// blobs, so it is kept and purged with them.
+// blobs, so it is kept and purged with them, in one of 1,024 folders by
+// the last two characters of the fax's id (random). Every fax of a
+// broadcast is composed from one document at once, and files created
+// concurrently in one directory of a file:// bucket queue on its lock in
+// the kernel: on ext4 here a create cost about 5× the CPU with 8 creators
+// in one directory than spread over many, and 32 folders were not enough
+// to show in the delivery rate (docs/benchmarks.md).
 func FaxedKey(f *Fax) string {
+	return fmt.Sprintf("%s/%s/%s/faxed/%s/%s.pdf", f.OwnerID, f.Mode, f.DocumentID, f.ID[len(f.ID)-2:], f.ID)
+}
+
+// LegacyFaxedKey is where FaxedKey put f's document as faxed before it
+// was spread over folders: a fax composed then is still read there
+// (openFaxed) and purged there (DeleteBlobs).
+func LegacyFaxedKey(f *Fax) string {
 	return fmt.Sprintf("%s/%s/%s/faxed-%s.pdf", f.OwnerID, f.Mode, f.DocumentID, f.ID)
+}
+
+// faxedKeyOf is the key of f's recorded document as faxed: FaxedKey, or
+// legacyFaxedKey for a fax composed before the key's folders (when only
+// that one opens).
+func (s *Service) faxedKeyOf(ctx context.Context, f *Fax) string {
+	key := FaxedKey(f)
+	rc, err := s.d.Blobs.Open(ctx, key)
+	if err == nil {
+		rc.Close()
+		return key
+	}
+	if !errors.Is(err, fs.ErrNotExist) {
+		return key // its reader fails the same way and says why
+	}
+	if rc, err := s.d.Blobs.Open(ctx, LegacyFaxedKey(f)); err == nil {
+		rc.Close()
+		return LegacyFaxedKey(f)
+	}
+	return key
 }
 
 // unfaxableError is a document the composer cannot fax: the attempt fails
@@ -111,10 +145,13 @@ func (s *Service) faxedDocument(ctx context.Context, o *Fax, prep *faxedPrep, at
 		}
 		return doc.PDFKey, o.Pages, nil
 	}
-	key := FaxedKey(o)
-	if o.FaxedSHA256 != "" {
-		return key, o.FaxedPages, nil
+	switch {
+	case prep != nil && prep.err == nil && prep.sum == o.FaxedSHA256:
+		return FaxedKey(o), o.FaxedPages, nil // composed there just now
+	case o.FaxedSHA256 != "":
+		return s.faxedKeyOf(ctx, o), o.FaxedPages, nil
 	}
+	key := FaxedKey(o)
 	if prep != nil && prep.err != nil {
 		return "", 0, prep.err
 	}
@@ -276,8 +313,10 @@ func (s *Service) DeleteBlobs(ctx context.Context, d *documents.Document) error 
 	}
 	var errs []error
 	for i := range faxed {
-		if err := s.d.Blobs.Delete(ctx, FaxedKey(&faxed[i])); err != nil {
-			errs = append(errs, fmt.Errorf("delete document as faxed of %s: %w", faxed[i].ID, err))
+		for _, key := range []string{FaxedKey(&faxed[i]), LegacyFaxedKey(&faxed[i])} {
+			if err := s.d.Blobs.Delete(ctx, key); err != nil {
+				errs = append(errs, fmt.Errorf("delete document as faxed of %s: %w", faxed[i].ID, err))
+			}
 		}
 	}
 	return errors.Join(append(errs, s.documents.DeleteBlobs(ctx, d))...)

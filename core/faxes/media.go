@@ -58,7 +58,7 @@ func (s *Service) OpenProviderMedia(ctx context.Context, token string) (io.ReadC
 	if f.FaxedSHA256 != "" {
 		// The document as faxed (cover page, header line): what the
 		// provider transmits. Its size is read from the blob itself.
-		return s.spool(ctx, FaxedKey(f))
+		return s.spool(ctx, s.faxedKeyOf(ctx, f))
 	}
 	rc, err := s.d.Blobs.Open(ctx, doc.PDFKey)
 	if err != nil {

@@ -292,7 +292,7 @@ func (s *Service) fileOf(ctx context.Context, link core.Link, token string) (fil
 		if _, err := s.d.Store.GetDocument(ctx, f.OwnerID, f.Mode, f.DocumentID); err != nil {
 			return fileRef{}, badFileLink("for a document no longer retained")
 		}
-		return fileRef{key: FaxedKey(f), name: f.ID + ".pdf", ownerID: f.OwnerID, pages: f.FaxedPages, res: f.Options.resolution()}, nil
+		return fileRef{key: s.faxedKeyOf(ctx, f), name: f.ID + ".pdf", ownerID: f.OwnerID, pages: f.FaxedPages, res: f.Options.resolution()}, nil
 	}
 	return fileRef{}, fmt.Errorf("no file link %s", link)
 }
@@ -432,7 +432,7 @@ func (s *Service) RenderReport(ctx context.Context, token string, w io.Writer) e
 	if f.FaxedSHA256 != "" && s.retained(ctx, f) == nil {
 		// The reduced page 1 is a courtesy: a report without it is still
 		// the report.
-		if img, err := s.rasterize(ctx, FaxedKey(f), 1, ResolutionStandard, reportThumbWidth); err == nil {
+		if img, err := s.rasterize(ctx, s.faxedKeyOf(ctx, f), 1, ResolutionStandard, reportThumbWidth); err == nil {
 			r.FirstPage = img
 		} else if ctx.Err() == nil {
 			s.d.Logger.WarnContext(ctx, "report: page 1 image", "fax_id", f.ID, "err", err)

@@ -91,8 +91,9 @@ func TestPurgeRetention(t *testing.T) {
 		t.Fatalf("after 7 days: %v, want 2 documents and their 2 uploads", c)
 	}
 	slices.Sort(blobs.deleted)
-	// The document as faxed goes with its document.
-	want := []string{unsent.SourceKey, sent.SourceKey, faxes.FaxedKey(fax)}
+	// The document as faxed goes with its document, at its key and at the
+	// key of a fax composed before FaxedKey's folders.
+	want := []string{unsent.SourceKey, sent.SourceKey, faxes.FaxedKey(fax), faxes.LegacyFaxedKey(fax)}
 	slices.Sort(want)
 	if !slices.Equal(blobs.deleted, want) {
 		t.Fatalf("deleted blobs %v, want %v", blobs.deleted, want)
