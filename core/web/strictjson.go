@@ -166,17 +166,45 @@ func (s *nameScanner) name() ([]byte, error) {
 	return []byte(name), nil
 }
 
-func (s *nameScanner) enter() error {
+// enter steps into the object or array at s.i, which ends at close, and
+// reports whether it has members (then the path has a step for them).
+func (s *nameScanner) enter(close byte) (bool, error) {
 	if len(s.path) >= maxJSONDepth {
-		return errMalformed
+		return false, errMalformed
 	}
 	s.i++ // the opening bracket
 	s.space()
-	return nil
+	if s.i < len(s.b) && s.b[s.i] == close {
+		s.i++
+		return false, nil
+	}
+	s.path = append(s.path, nil)
+	return true, nil
+}
+
+// more reads what follows a member or an element: true after a comma
+// (another comes), false at close (the container ends; its step leaves
+// the path).
+func (s *nameScanner) more(close byte) (bool, error) {
+	s.space()
+	if s.i >= len(s.b) {
+		return false, errMalformed
+	}
+	switch s.b[s.i] {
+	case ',':
+		s.i++
+		return true, nil
+	case close:
+		s.i++
+		s.path = s.path[:len(s.path)-1]
+		return false, nil
+	}
+	return false, errMalformed
 }
 
 func (s *nameScanner) object(t reflect.Type) error {
-	if err := s.enter(); err != nil {
+	members, err := s.enter('}')
+	if err != nil || !members {
 		return err
 	}
 	var fields map[string]reflect.Type
@@ -192,12 +220,7 @@ func (s *nameScanner) object(t reflect.Type) error {
 	var few [smallObject][]byte
 	seen := few[:0]
 	var many map[string]bool
-	if s.i < len(s.b) && s.b[s.i] == '}' {
-		s.i++
-		return nil
-	}
-	s.path = append(s.path, nil)
-	for {
+	for more := true; more; {
 		s.space()
 		name, err := s.name()
 		if err != nil {
@@ -245,21 +268,11 @@ func (s *nameScanner) object(t reflect.Type) error {
 		if err := s.value(next); err != nil {
 			return err
 		}
-		s.space()
-		if s.i >= len(s.b) {
-			return errMalformed
-		}
-		switch s.b[s.i] {
-		case ',':
-			s.i++
-		case '}':
-			s.i++
-			s.path = s.path[:len(s.path)-1]
-			return nil
-		default:
-			return errMalformed
+		if more, err = s.more('}'); err != nil {
+			return err
 		}
 	}
+	return nil
 }
 
 func duplicateName(at string) error {
@@ -267,37 +280,23 @@ func duplicateName(at string) error {
 }
 
 func (s *nameScanner) array(t reflect.Type) error {
-	if err := s.enter(); err != nil {
+	elements, err := s.enter(']')
+	if err != nil || !elements {
 		return err
 	}
 	var elem reflect.Type
 	if t != nil && (t.Kind() == reflect.Slice || t.Kind() == reflect.Array) {
 		elem = t.Elem()
 	}
-	if s.i < len(s.b) && s.b[s.i] == ']' {
-		s.i++
-		return nil
-	}
-	s.path = append(s.path, nil)
-	for {
+	for more := true; more; {
 		if err := s.value(elem); err != nil {
 			return err
 		}
-		s.space()
-		if s.i >= len(s.b) {
-			return errMalformed
-		}
-		switch s.b[s.i] {
-		case ',':
-			s.i++
-		case ']':
-			s.i++
-			s.path = s.path[:len(s.path)-1]
-			return nil
-		default:
-			return errMalformed
+		if more, err = s.more(']'); err != nil {
+			return err
 		}
 	}
+	return nil
 }
 
 // jsonTarget is the type a JSON value decodes into, or nil when the names
