@@ -15,6 +15,8 @@ type BlobStore interface {
 	// ever created is one whose every reader sees the same bytes.
 	Create(ctx context.Context, key string, r io.Reader, contentType string) (int64, error)
 	Open(ctx context.Context, key string) (io.ReadCloser, error)
+	// Exists reports whether a blob is at key, without reading it.
+	Exists(ctx context.Context, key string) (bool, error)
 	Delete(ctx context.Context, key string) error
 }
 

@@ -151,6 +151,16 @@ func (b *Bucket) Open(ctx context.Context, key string) (io.ReadCloser, error) {
 	return r, nil
 }
 
+// Exists implements core.BlobStore: a stat on a file:// bucket, a HEAD on
+// S3.
+func (b *Bucket) Exists(ctx context.Context, key string) (bool, error) {
+	ok, err := b.b.Exists(ctx, key)
+	if err != nil {
+		return false, fmt.Errorf("look for blob %s: %w", key, err)
+	}
+	return ok, nil
+}
+
 // Delete implements core.BlobStore. Deleting a missing key succeeds, so
 // cleanup can be retried.
 func (b *Bucket) Delete(ctx context.Context, key string) error {

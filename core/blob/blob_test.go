@@ -79,11 +79,19 @@ func TestRoundTrip(t *testing.T) {
 	if files := listFiles(t, dir); len(files) != 1 || files[0] != filepath.FromSlash(key) {
 		t.Errorf("files on disk: %v", files)
 	}
+	for _, k := range []string{key, "own_1/live/doc_1", "own_1/live/doc_1/other.pdf"} {
+		if ok, err := b.Exists(ctx, k); ok != (k == key) || err != nil {
+			t.Errorf("Exists(%s) = %v, %v", k, ok, err)
+		}
+	}
 	if err := b.Delete(ctx, key); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := b.Open(ctx, key); !errors.Is(err, fs.ErrNotExist) {
 		t.Errorf("Open after Delete: %v, want fs.ErrNotExist", err)
+	}
+	if ok, err := b.Exists(ctx, key); ok || err != nil {
+		t.Errorf("Exists after Delete = %v, %v", ok, err)
 	}
 	// Deleting again, or something never stored, is fine.
 	if err := b.Delete(ctx, key); err != nil {

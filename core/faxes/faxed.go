@@ -8,7 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"os"
 	"time"
 
@@ -30,26 +29,21 @@ func FaxedKey(f *Fax) string {
 
 // LegacyFaxedKey is where FaxedKey put f's document as faxed before it
 // was spread over folders: a fax composed then is still read there
-// (openFaxed) and purged there (DeleteBlobs).
+// (faxedKeyOf) and purged there (DeleteBlobs).
 func LegacyFaxedKey(f *Fax) string {
 	return fmt.Sprintf("%s/%s/%s/faxed-%s.pdf", f.OwnerID, f.Mode, f.DocumentID, f.ID)
 }
 
 // faxedKeyOf is the key of f's recorded document as faxed: FaxedKey, or
-// legacyFaxedKey for a fax composed before the key's folders (when only
-// that one opens).
+// LegacyFaxedKey for a fax composed before the key's folders when the blob
+// is there and not at FaxedKey. A store that cannot tell is read at
+// FaxedKey, whose reader then fails and says why.
 func (s *Service) faxedKeyOf(ctx context.Context, f *Fax) string {
 	key := FaxedKey(f)
-	rc, err := s.d.Blobs.Open(ctx, key)
-	if err == nil {
-		rc.Close()
+	if ok, err := s.d.Blobs.Exists(ctx, key); ok || err != nil {
 		return key
 	}
-	if !errors.Is(err, fs.ErrNotExist) {
-		return key // its reader fails the same way and says why
-	}
-	if rc, err := s.d.Blobs.Open(ctx, LegacyFaxedKey(f)); err == nil {
-		rc.Close()
+	if ok, _ := s.d.Blobs.Exists(ctx, LegacyFaxedKey(f)); ok {
 		return LegacyFaxedKey(f)
 	}
 	return key

@@ -31,6 +31,9 @@ func (b *recordingBlobs) Create(context.Context, string, io.Reader, string) (int
 func (b *recordingBlobs) Open(context.Context, string) (io.ReadCloser, error) {
 	return nil, core.ErrNoRows
 }
+func (b *recordingBlobs) Exists(context.Context, string) (bool, error) {
+	return false, nil
+}
 func (b *recordingBlobs) Delete(_ context.Context, key string) error {
 	b.mu.Lock()
 	defer b.mu.Unlock()
