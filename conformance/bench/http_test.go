@@ -60,6 +60,43 @@ func hammer(ctx context.Context, clients int, warm, d time.Duration, do func(ctx
 	return phase(ctx, clients, d, do)
 }
 
+// compareRounds is how many turns each side of a compared pair gets
+// (interleaved).
+const compareRounds = 5
+
+// interleaved runs the loads in turns (A, B, C, A, B, C, …), each for d
+// split over compareRounds turns, after a warm-up of each, and returns each
+// load's turns summed. A ratio of two loads measured one after the other
+// also measures what this machine did in between: a disk that slows for a
+// few seconds (fsync times here move by 2× within a minute), writeback of
+// an earlier row's files, a neighbour on the host. In turns, a drift lands
+// on every side alike, so the ratio keeps to what the two sides cost.
+func interleaved(ctx context.Context, clients int, warm, d time.Duration, loads ...func(ctx context.Context, client int) error) ([]loadResult, error) {
+	if warm > 0 {
+		for i, do := range loads {
+			if _, err := phase(ctx, clients, warm, do); err != nil {
+				return nil, fmt.Errorf("load %d: warm-up: %w", i, err)
+			}
+		}
+	}
+	out := make([]loadResult, len(loads))
+	for range compareRounds {
+		for i, do := range loads {
+			r, err := phase(ctx, clients, d/compareRounds, do)
+			if err != nil {
+				return nil, fmt.Errorf("load %d: %w", i, err)
+			}
+			out[i].requests += r.requests
+			out[i].elapsed += r.elapsed
+			out[i].latencies = append(out[i].latencies, r.latencies...)
+		}
+	}
+	for i := range out {
+		slices.Sort(out[i].latencies)
+	}
+	return out, nil
+}
+
 func phase(ctx context.Context, clients int, d time.Duration, do func(ctx context.Context, client int) error) (loadResult, error) {
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)

@@ -96,24 +96,21 @@ func benchMachine(t *testing.T, rep *report) {
 			return err
 		}
 	}
-	fx, err := hammer(ctx, machineClients, time.Second, machineDuration, unpaid(base+pathMachineFax))
-	if err != nil {
-		t.Fatalf("faxhub 402: %v", err)
-	}
 	bl := newChallengeBaseline()
 	bsrv := httptest.NewServer(bl)
 	defer bsrv.Close()
-	blr, err := hammer(ctx, machineClients, time.Second, machineDuration, unpaid(bsrv.URL+pathMachineFax))
+	rs, err := interleaved(ctx, machineClients, time.Second, machineDuration, unpaid(base+pathMachineFax), unpaid(bsrv.URL+pathMachineFax))
 	if err != nil {
-		t.Fatalf("baseline 402: %v", err)
+		t.Fatalf("faxhub's 402 (load 0) and the baseline's (load 1): %v", err)
 	}
+	fx, blr := rs[0], rs[1]
 	t.Logf("machine 402: faxhub %d requests in %s, baseline %d in %s", fx.requests, fx.elapsed.Round(time.Millisecond), blr.requests, blr.elapsed.Round(time.Millisecond))
 	rep.add(fmt.Sprintf("machine  402 for POST %s, 1-page PDF, SQLite, %d clients, %s", pathMachineFax, machineClients, machineDuration), "req/s",
 		fx.perSecond(), blr.perSecond(), ratioAtLeast(0.5), 0,
-		"machine 402: faxhub limits the request per client address, decodes the body strictly, checks and page-counts the PDF "+
+		fmt.Sprintf("machine 402: faxhub limits the request per client address, decodes the body strictly, checks and page-counts the PDF "+
 			"where it is in memory (the structure index and pdfcpu), prices it per destination, binds and stores the challenges of the "+
 			"request_id (one row) and answers the 402. Baseline: strict JSON, base64 decode, pdfcpu page count in memory, one "+
-			"HMAC-bound challenge, the 402; no database.")
+			"HMAC-bound challenge, the 402; no database. The two take turns (%d of %s each, after a warm-up of each).", compareRounds, machineDuration/compareRounds))
 
 	// Paid faxes: 402 → mint → paid retry, against the credit send path.
 	paid := func(ctx context.Context, c int) error {
