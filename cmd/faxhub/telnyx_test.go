@@ -578,9 +578,15 @@ func TestTelnyxCrashRecovery(t *testing.T) {
 		t.Fatalf("hold: %d %v", code, m)
 	}
 	id := r.send("+12125550100", doc)
+	// On the line means at the stand-in too: its call fetches the media
+	// from faxhub after faxhub has its reference, and a kill before that
+	// fetch fails the fax (file_download_failed), as Telnyx would.
 	r.waitFax(id, "on the line", func(f map[string]any) bool {
 		atts := r.attempts(id)
-		return f["status"] == "sending" && len(atts) == 1 && atts[0]["providerRef"] != nil
+		if f["status"] != "sending" || len(atts) != 1 || atts[0]["providerRef"] == nil {
+			return false
+		}
+		return r.standinFax(atts[0]["providerRef"].(string))["status"] == "sending"
 	})
 	ref := r.attempts(id)[0]["providerRef"].(string)
 	r.kill()
@@ -590,7 +596,8 @@ func TestTelnyxCrashRecovery(t *testing.T) {
 	deadline := time.Now().Add(30 * time.Second)
 	for !failedDelivery(r.standinState(), "fax.delivered") {
 		if time.Now().After(deadline) {
-			t.Fatal("the stand-in never tried to deliver fax.delivered while faxhub was down")
+			t.Fatalf("the stand-in never tried to deliver fax.delivered while faxhub was down; its call: %v; its webhooks: %v",
+				r.standinFax(ref), r.standinState()["deliveries"])
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
