@@ -224,8 +224,8 @@ func benchSendFloorPostgres(t *testing.T, rep *report) {
 	rep.add(fmt.Sprintf("sendFax  floor: its writes alone, PostgreSQL, %d clients, %s", httpClients, sendDuration), "req/s", fl.perSecond(), nan, noTarget(), 0,
 		fmt.Sprintf("Send floor on PostgreSQL: the SQLite floor's handler with the statements faxhub's store and River run on PostgreSQL (and the fax.queued event, "+
 			"which a send also commits), on a fresh schema with faxhub's and River's migrations, through store.DB.InTx; nothing else. "+
-			"It and faxhub's sendFax (in process, workers off, as the SQLite row) take turns (%d of %s each, after a warm-up of each), so that a drift "+
+			"It and faxhub's sendFax (in process, workers off, as the SQLite row) %s, so that a drift "+
 			"of the machine lands on both, and go round robin over %d owners: with one, each send waits for the one before on the owner's "+
-			"rate-limit and balance rows.", compareRounds, sendDuration/compareRounds, floorPGOwners))
+			"rate-limit and balance rows.", inTurns(sendDuration), floorPGOwners))
 	rep.add(name, "req/s", fx.perSecond(), fl.perSecond(), ratioAtLeast(0.8), 0, "")
 }

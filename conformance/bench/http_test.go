@@ -71,6 +71,12 @@ const compareRounds = 5
 // few seconds (fsync times here move by 2× within a minute), writeback of
 // an earlier row's files, a neighbour on the host. In turns, a drift lands
 // on every side alike, so the ratio keeps to what the two sides cost.
+// inTurns says, for a row's note, how interleaved ran a comparison of d
+// per side.
+func inTurns(d time.Duration) string {
+	return fmt.Sprintf("take turns (%d of %s each, after a warm-up of each)", compareRounds, d/compareRounds)
+}
+
 func interleaved(ctx context.Context, clients int, warm, d time.Duration, loads ...func(ctx context.Context, client int) error) ([]loadResult, error) {
 	if warm > 0 {
 		for i, do := range loads {

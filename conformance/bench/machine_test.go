@@ -110,7 +110,7 @@ func benchMachine(t *testing.T, rep *report) {
 		fmt.Sprintf("machine 402: faxhub limits the request per client address, decodes the body strictly, checks and page-counts the PDF "+
 			"where it is in memory (the structure index and pdfcpu), prices it per destination, binds and stores the challenges of the "+
 			"request_id (one row) and answers the 402. Baseline: strict JSON, base64 decode, pdfcpu page count in memory, one "+
-			"HMAC-bound challenge, the 402; no database. The two take turns (%d of %s each, after a warm-up of each).", compareRounds, machineDuration/compareRounds))
+			"HMAC-bound challenge, the 402; no database. The two %s.", inTurns(machineDuration)))
 
 	// Paid faxes: 402 → mint → paid retry, against the credit send path.
 	paid := func(ctx context.Context, c int) error {

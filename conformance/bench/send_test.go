@@ -188,8 +188,8 @@ func benchSendAndGet(t *testing.T, rep *report) {
 			"credit hold and balance, delivery job and fax.queued event; "+
 			"concurrent sends share SQLite's writer and commit together (%.1f sends per commit in this phase). "+
 			"Baseline: one INSERT in an immediate transaction, one commit each. Clients share the 2 CPUs with the servers, equally for both. "+
-			"faxhub, the baseline and the floor take turns (%d of %s each, after a warm-up of each), so that a drift of the disk lands on all three.",
-			float64(writes-writes0)/float64(max(batches-batches0, 1)), compareRounds, sendDuration/compareRounds))
+			"faxhub, the baseline and the floor %s, so that a drift of the disk lands on all three.",
+			float64(writes-writes0)/float64(max(batches-batches0, 1)), inTurns(sendDuration)))
 	rep.add(fmt.Sprintf("sendFax  floor: its writes alone, SQLite, %d clients, %s", httpClients, sendDuration), "req/s",
 		fl.perSecond(), bl.perSecond(), noTarget(), 0,
 		"Send floor: an HTTP handler that commits exactly the rows a credit send commits (idempotency record, rate-limit charge, document use, "+
