@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/faxhub/faxhub/core"
+	"github.com/faxhub/faxhub/core/credits"
 	"github.com/faxhub/faxhub/core/events"
 	"github.com/faxhub/faxhub/core/faxes"
 	"github.com/faxhub/faxhub/core/services"
@@ -151,6 +152,124 @@ func testMoveFax(t *testing.T, s services.Store) {
 		again.UpdatedAt = at(40)
 		must(t, move(faxes.Move{Fax: &again, From: []faxes.Status{faxes.Delivered}}))
 		wantFax(how.name+": updated alone", &again)
+	}
+}
+
+// testMoveFaxSettles checks a move that settles its fax's credit hold
+// (Move.Settle): the move, its attempt's outcome and the ledger entry are
+// written together or not at all, whether the move or the settlement is
+// what fails, outside a transaction and in one.
+func testMoveFaxSettles(t *testing.T, s services.Store) {
+	ctx := t.Context()
+	o := newOwner(t, s)
+	doc := newDocument(t, s, o, core.ModeLive)
+	grant(t, s, o, core.ModeLive, 10_000_000)
+	for _, how := range []struct {
+		name string
+		run  func(fn func(faxes.Queries) error) error
+	}{
+		{"outside a transaction", func(fn func(faxes.Queries) error) error { return fn(s) }},
+		{"in a transaction", func(fn func(faxes.Queries) error) error {
+			return inTx(ctx, s, func(tx services.Tx) error { return fn(tx) })
+		}},
+	} {
+		move := func(m faxes.Move) error { return how.run(func(q faxes.Queries) error { return q.MoveFax(ctx, m) }) }
+		// sending returns a fax sending its first attempt, with a hold
+		// of 1 credit (hold: false, none), and that attempt.
+		sending := func(hold bool) (*faxes.Fax, *faxes.Attempt) {
+			fax := newFax(t, s, doc)
+			if hold {
+				must(t, s.PlaceHold(ctx, holdFor(fax, 1_000_000)))
+			}
+			started := *fax
+			started.Status, started.Attempts, started.UpdatedAt = faxes.Sending, 1, at(10)
+			a := &faxes.Attempt{ID: core.NewID(core.PrefixAttempt), FaxID: fax.ID, Number: 1, Provider: "simulated", Status: faxes.AttemptSending, StartedAt: at(10)}
+			must(t, s.MoveFax(ctx, faxes.Move{Fax: &started, From: []faxes.Status{faxes.Queued}, Started: a, Read: fax}))
+			return &started, a
+		}
+		// ended is the move of fax, sending, to status with its attempt
+		// ended and the hold settled by kind.
+		ended := func(fax *faxes.Fax, a *faxes.Attempt, status faxes.Status, kind credits.LedgerKind) (faxes.Move, *faxes.Fax, *faxes.Attempt) {
+			done, report := *fax, *a
+			done.Status, done.CompletedAt, done.UpdatedAt = status, ptr(at(30)), at(30)
+			report.Status, report.FinishedAt = faxes.AttemptDelivered, ptr(at(30))
+			if status != faxes.Delivered {
+				report.Status, report.FailureCode = faxes.AttemptFailed, "busy"
+			}
+			e, err := events.NewEvent(o.ID, core.ModeLive, events.FaxDelivered, fax.ID, map[string]any{"id": fax.ID, "status": status}, at(30))
+			must(t, err)
+			return faxes.Move{Fax: &done, From: []faxes.Status{faxes.Sending}, Event: e, Updated: &report, Read: fax, Settle: kind}, &done, &report
+		}
+		unchanged := func(what string, m faxes.Move, fax *faxes.Fax, a *faxes.Attempt, available, held int64) {
+			t.Helper()
+			got, err := s.GetFaxByID(ctx, fax.ID)
+			must(t, err)
+			wantEqual(t, how.name+": "+what+": the fax", got, fax)
+			_, err = s.GetEvent(ctx, o.ID, core.ModeLive, m.Event.ID)
+			wantErr(t, how.name+": "+what+": the event", err, core.ErrNoRows)
+			attempts, err := s.ListAttempts(ctx, fax.ID)
+			must(t, err)
+			wantEqual(t, how.name+": "+what+": the attempts", attempts, []faxes.Attempt{*a})
+			wantBalance(t, s, o, core.ModeLive, available, held)
+		}
+		b := consistentBalance(t, s, o, core.ModeLive)
+		available, held := b.AvailableMicros, b.HeldMicros
+
+		// Delivered: captured with the move.
+		fax, a := sending(true)
+		held += 1_000_000
+		available -= 1_000_000
+		m, done, report := ended(fax, a, faxes.Delivered, credits.LedgerCapture)
+		must(t, move(m))
+		got, err := s.GetFaxByID(ctx, fax.ID)
+		must(t, err)
+		wantEqual(t, how.name+": delivered", got, done)
+		attempts, err := s.ListAttempts(ctx, fax.ID)
+		must(t, err)
+		wantEqual(t, how.name+": delivered: the attempts", attempts, []faxes.Attempt{*report})
+		held -= 1_000_000
+		wantBalance(t, s, o, core.ModeLive, available, held)
+		entries, err := s.ListLedger(ctx, credits.LedgerFilter{OwnerID: o.ID, Mode: core.ModeLive})
+		must(t, err)
+		captured := slices.ContainsFunc(entries, func(e credits.LedgerEntry) bool {
+			return e.Kind == credits.LedgerCapture && e.FaxID != nil && *e.FaxID == fax.ID && e.CreatedAt.Equal(at(30))
+		})
+		if !captured {
+			t.Errorf("%s: delivered: no capture of fax %s dated its move in %+v", how.name, fax.ID, entries)
+		}
+		// Settled already: the move is refused whole.
+		again, _, _ := ended(done, report, faxes.Failed, credits.LedgerRelease)
+		again.From, again.Read = []faxes.Status{faxes.Delivered}, done
+		wantErr(t, how.name+": a hold settled already", move(again), faxes.ErrHoldNotSettled)
+		got, err = s.GetFaxByID(ctx, fax.ID)
+		must(t, err)
+		wantEqual(t, how.name+": after a hold settled already", got, done)
+		wantBalance(t, s, o, core.ModeLive, available, held)
+
+		// Failed: released with the move.
+		fax, a = sending(true)
+		m, _, _ = ended(fax, a, faxes.Failed, credits.LedgerRelease)
+		must(t, move(m))
+		wantBalance(t, s, o, core.ModeLive, available, held)
+
+		// Refused by the fax's status or as read: nothing settled.
+		fax, a = sending(true)
+		held += 1_000_000
+		available -= 1_000_000
+		m, _, _ = ended(fax, a, faxes.Delivered, credits.LedgerCapture)
+		m.From = []faxes.Status{faxes.Queued}
+		wantErr(t, how.name+": from a status it is not in", move(m), core.ErrConflict)
+		unchanged("from a status it is not in", m, fax, a, available, held)
+		m.From, m.Read = []faxes.Status{faxes.Sending}, done
+		wantErr(t, how.name+": not as read", move(m), core.ErrConflict)
+		unchanged("not as read", m, fax, a, available, held)
+
+		// No hold: the move, its event and its attempt's outcome are
+		// taken back.
+		fax, a = sending(false)
+		m, _, _ = ended(fax, a, faxes.Delivered, credits.LedgerCapture)
+		wantErr(t, how.name+": no hold", move(m), faxes.ErrHoldNotSettled)
+		unchanged("no hold", m, fax, a, available, held)
 	}
 }
 

@@ -41,6 +41,7 @@ func RunTests(t *testing.T, newStore func(t *testing.T) services.Store) {
 		{"Drafts", testDrafts},
 		{"Faxes", testFaxes},
 		{"MoveFax", testMoveFax},
+		{"MoveFaxSettles", testMoveFaxSettles},
 		{"FaxWithDocument", testFaxWithDocument},
 		{"Charges", testCharges},
 		{"Machine", testMachine},

@@ -2,9 +2,11 @@ package faxes
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	"github.com/faxhub/faxhub/core"
+	"github.com/faxhub/faxhub/core/credits"
 	"github.com/faxhub/faxhub/core/documents"
 	"github.com/faxhub/faxhub/core/events"
 )
@@ -80,7 +82,22 @@ type Move struct {
 	// together say whether the fax moved since. A delivery moves a fax it
 	// knows this way without reading it again.
 	Read *Fax
+	// Settle, if not empty, is the capture or release of the fax's credit
+	// hold, settled with the move (credits.Tx.SettleHold, dated the fax's
+	// UpdatedAt): a delivery's end is then its move, its attempt's outcome
+	// and its ledger entry together, one statement on PostgreSQL that
+	// needs no transaction around it. A hold that cannot be settled (none,
+	// settled already, no balance row) fails the move with
+	// ErrHoldNotSettled.
+	Settle credits.LedgerKind
 }
+
+// ErrHoldNotSettled fails a move whose credit hold could not be settled
+// with it (Move.Settle): the fax's status and its ledger disagree. It is
+// neither ErrConflict nor ErrNoRows, so no caller takes it for a refused
+// move; what the move wrote is taken back (by the caller's transaction
+// inside one).
+var ErrHoldNotSettled = errors.New("the fax's credit hold could not be settled with its move")
 
 // Filter selects faxes for listing, newest first, with cursor
 // pagination by id.

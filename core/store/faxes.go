@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/jackc/pgx/v5/pgconn"
 	"time"
 
 	"github.com/faxhub/faxhub/core"
@@ -124,25 +125,26 @@ func updateFaxArgs(o *faxes.Fax, from []faxes.Status, read *faxes.Fax) []any {
 }
 
 // MoveFax writes m.Fax if its stored status is one of m.From (UpdateFax),
-// and only then m's event (AppendEvent), started attempt (CreateAttempt)
-// and updated attempt (UpdateAttempt). On PostgreSQL they are one
-// statement, data-modifying CTEs that each take their row from the fax's
-// UPDATE … RETURNING: the delivery's move to sending and each outcome are
-// one round trip instead of up to three. SQLite runs them one after the
-// other, in-process calls there. A fax not in a From status, or not as
-// m.Read, writes nothing (ErrConflict; ErrNoRows when there is no such
-// fax); an attempt id taken (ErrExists) or an updated attempt missing
-// (ErrNoRows) fails the move, whose writes the transaction then takes
-// back: the caller's, or one of the move's own when the caller has none
-// and the move could half-succeed (on PostgreSQL only an updated attempt
-// missing can: a taken id fails the statement itself).
+// and only then m's event (AppendEvent), started attempt (CreateAttempt),
+// updated attempt (UpdateAttempt) and settlement (SettleHold). On
+// PostgreSQL they are one statement, data-modifying CTEs that each take
+// their row from the fax's UPDATE … RETURNING: the delivery's move to
+// sending and each outcome are one round trip instead of up to six, and
+// need no transaction around them. SQLite runs them one after the other,
+// in-process calls there, in a transaction. A fax not in a From status, or
+// not as m.Read, writes nothing (ErrConflict; ErrNoRows when there is no
+// such fax); an attempt id taken (ErrExists), an updated attempt missing
+// (ErrNoRows) or a hold not settled (faxes.ErrHoldNotSettled) fails the
+// move, whose writes are taken back: on PostgreSQL by the statement
+// failing (faxhub_refuse, migration 00030), on SQLite by the move's own
+// transaction, or inside the caller's by the caller's.
 func (x q) MoveFax(ctx context.Context, m faxes.Move) error {
 	if len(m.From) == 0 {
 		return errors.New("move fax: no expected status given")
 	}
 	o := m.Fax
 	query, args := updateFaxSQL(len(m.From), m.Read != nil), updateFaxArgs(o, m.From, m.Read)
-	if m.Event == nil && m.Started == nil && m.Updated == nil {
+	if m.Event == nil && m.Started == nil && m.Updated == nil && m.Settle == "" {
 		return x.updateFax(ctx, o.ID, query, args)
 	}
 	if x.db.dialect != DialectPostgres {
@@ -161,60 +163,75 @@ func (x q) MoveFax(ctx context.Context, m faxes.Move) error {
 				}
 			}
 			if m.Updated != nil {
-				return x.UpdateAttempt(ctx, m.Updated)
+				if err := x.UpdateAttempt(ctx, m.Updated); err != nil {
+					return err
+				}
+			}
+			if m.Settle != "" {
+				if _, err := x.SettleHold(ctx, o.ID, m.Settle, o.UpdatedAt); err != nil {
+					return fmt.Errorf("move fax %s: %w (%v)", o.ID, faxes.ErrHoldNotSettled, err)
+				}
 			}
 			return nil
 		})
 	}
 	query = "WITH f AS (" + query + " RETURNING id)"
-	counts := "SELECT (SELECT count(*) FROM f)"
+	// refusals are the CASE arms that fail the statement when the fax
+	// moved and a part that goes with it wrote nothing.
+	var refusals string
 	if m.Event != nil {
 		query += ", e AS (" + appendEventSQL(" FROM f") + ")"
 		args = append(args, appendEventArgs(m.Event)...)
 	}
 	if a := m.Started; a != nil {
 		values := attemptArgs(a)
-		// No ON CONFLICT: a taken id fails the statement, and with it the
-		// fax's UPDATE, so a move with no attempt to update needs no
-		// transaction around it (below).
-		query += ", s AS (INSERT INTO attempts (" + attemptCols + ") SELECT " + placeholders(len(values)) + " FROM f RETURNING 1)"
+		// No ON CONFLICT: a taken id fails the statement itself.
+		query += ", s AS (INSERT INTO attempts (" + attemptCols + ") SELECT " + placeholders(len(values)) + " FROM f)"
 		args = append(args, values...)
-		counts += ", (SELECT count(*) FROM s)"
-	} else {
-		counts += ", 1"
 	}
 	if a := m.Updated; a != nil {
 		query += ", u AS (UPDATE attempts SET " + updateAttemptSet + " FROM f WHERE attempts.id = ? RETURNING 1)"
 		args = append(args, updateAttemptArgs(a)...)
-		counts += ", (SELECT count(*) FROM u)"
-	} else {
-		counts += ", 1"
+		refusals += " WHEN NOT EXISTS (SELECT 1 FROM u) THEN faxhub_refuse('" + refuseAttempt + "')"
 	}
-	move := func(x q) error {
-		var faxed, started, updated int
-		err := x.writer().QueryRowxContext(ctx, x.db.w.Rebind(query+" "+counts), x.db.args(args)...).Scan(&faxed, &started, &updated)
-		switch {
-		case err != nil:
-			return fmt.Errorf("move fax: %w", dbErr(err))
-		case faxed == 0:
-			return fmt.Errorf("update fax: %w", x.missingOrConflict(ctx, "faxes", "id = ?", o.ID))
-		case started == 0:
-			return fmt.Errorf("create attempt: %w", core.ErrExists)
-		case updated == 0:
-			return fmt.Errorf("update attempt: %w", core.ErrNoRows)
+	if m.Settle != "" {
+		ctes, settleArgs, _, err := settleHoldCTEs(o.ID, m.Settle, o.UpdatedAt, "EXISTS (SELECT 1 FROM f)")
+		if err != nil {
+			return fmt.Errorf("move fax: %w", err)
 		}
-		return nil
+		query += ", " + ctes
+		args = append(args, settleArgs...)
+		refusals += " WHEN NOT EXISTS (SELECT 1 FROM hold) THEN faxhub_refuse('" + refuseNoHold + "')" +
+			" WHEN NOT EXISTS (SELECT 1 FROM ins) THEN faxhub_refuse('" + refuseSettled + "')" +
+			" WHEN NOT EXISTS (SELECT 1 FROM upd) THEN faxhub_refuse('" + refuseNoBalance + "')"
 	}
-	if m.Updated == nil {
-		// The statement writes all of it or, failing, nothing: outside a
-		// transaction it is one round trip, not three (a delivery's move
-		// to sending).
-		return move(x)
+	var faxed int
+	err := x.writer().QueryRowxContext(ctx, x.db.w.Rebind(query+" SELECT CASE WHEN NOT EXISTS (SELECT 1 FROM f) THEN 0"+refusals+" ELSE 1 END"),
+		x.db.args(args)...).Scan(&faxed)
+	var refused *pgconn.PgError
+	switch {
+	case errors.As(err, &refused) && refused.Code == refuseCode && refused.Message == refuseAttempt:
+		return fmt.Errorf("update attempt: %w", core.ErrNoRows)
+	case errors.As(err, &refused) && refused.Code == refuseCode:
+		return fmt.Errorf("move fax %s: %w (%s)", o.ID, faxes.ErrHoldNotSettled, refused.Message)
+	case err != nil:
+		return fmt.Errorf("move fax: %w", dbErr(err))
+	case faxed == 0:
+		return fmt.Errorf("update fax: %w", x.missingOrConflict(ctx, "faxes", "id = ?", o.ID))
 	}
-	// An attempt to update that is missing leaves the statement's other
-	// writes done: a transaction takes them back.
-	return x.ownTx(ctx, move)
+	return nil
 }
+
+// The refusals of MoveFax's statement on PostgreSQL: faxhub_refuse's
+// SQLSTATE and the reasons it is given (written into the statement as
+// literals: no quotes in them).
+const (
+	refuseCode      = "FX001"
+	refuseAttempt   = "the updated attempt is missing"
+	refuseNoHold    = "the fax has no credit hold"
+	refuseSettled   = "the hold is settled already"
+	refuseNoBalance = "no balance row for the account of the hold"
+)
 
 // updateFax runs UpdateFax's statement, explaining one that matched
 // nothing.

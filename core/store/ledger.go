@@ -214,17 +214,10 @@ func (x q) SettleHold(ctx context.Context, faxID string, kind credits.LedgerKind
 // nothing; an entry whose balance row is missing is taken back. x is a
 // transaction (SettleHold's ownTx), so that taking back is atomic.
 func (x q) settleHoldPG(ctx context.Context, faxID string, kind credits.LedgerKind, at time.Time) (*credits.LedgerEntry, error) {
-	// back is the share of the hold that returns to available: all of it
-	// for a release, none for a capture.
-	var back int64
-	switch kind {
-	case credits.LedgerCapture:
-	case credits.LedgerRelease:
-		back = 1
-	default:
-		return nil, fmt.Errorf("a hold is settled by %s or %s, not %q", credits.LedgerCapture, credits.LedgerRelease, kind)
+	ctes, args, e, err := settleHoldCTEs(faxID, kind, at, "")
+	if err != nil {
+		return nil, err
 	}
-	e := &credits.LedgerEntry{ID: core.NewID(core.PrefixLedger), Kind: kind, Reason: fmt.Sprintf("%s of the hold for fax %s", kind, faxID), CreatedAt: at}
 	var row struct {
 		HoldID   string    `db:"id"`
 		OwnerID  string    `db:"owner_id"`
@@ -234,25 +227,15 @@ func (x q) settleHoldPG(ctx context.Context, faxID string, kind credits.LedgerKi
 		Inserted int       `db:"inserted"`
 		Updated  int       `db:"updated"`
 	}
-	// A hold's amount is negative: the held amount is -amount_micros.
-	err := x.get(ctx, x.reader(), &row, `WITH hold AS (
-			SELECT id, owner_id, mode, amount_micros, fax_id FROM ledger_entries WHERE fax_id = ? AND kind = '`+string(credits.LedgerHold)+`'
-		), ins AS (
-			INSERT INTO ledger_entries (`+ledgerCols+`)
-			SELECT ?, owner_id, mode, ?, -amount_micros * ?, fax_id, id, ?, ? FROM hold
-			ON CONFLICT DO NOTHING
-			RETURNING owner_id, mode
-		), upd AS (
-			UPDATE credit_balances b SET held_micros = b.held_micros + hold.amount_micros,
-				available_micros = b.available_micros - hold.amount_micros * ?
-			FROM ins, hold WHERE b.owner_id = ins.owner_id AND b.mode = ins.mode
-			RETURNING 1
-		)
+	err = x.get(ctx, x.reader(), &row, `WITH `+ctes+`
 		SELECT id, owner_id, mode, amount_micros, fax_id,
-			(SELECT count(*) FROM ins) AS inserted, (SELECT count(*) FROM upd) AS updated FROM hold`,
-		faxID, e.ID, kind, back, e.Reason, at, back)
+			(SELECT count(*) FROM ins) AS inserted, (SELECT count(*) FROM upd) AS updated FROM hold`, args...)
 	if err != nil {
 		return nil, err
+	}
+	back := int64(0)
+	if kind == credits.LedgerRelease {
+		back = 1
 	}
 	e.OwnerID, e.Mode, e.AmountMicros, e.FaxID, e.HoldID = row.OwnerID, row.Mode, -row.Amount*back, row.FaxID, &row.HoldID
 	switch {
@@ -265,6 +248,45 @@ func (x q) settleHoldPG(ctx context.Context, faxID string, kind credits.LedgerKi
 		return nil, fmt.Errorf("no balance row for the account of hold %s", row.HoldID)
 	}
 	return e, nil
+}
+
+// settleHoldCTEs are the common table expressions that settle faxID's
+// hold on PostgreSQL: hold (the hold, a row or none), ins (the capture or
+// release, a row unless the hold is settled already) and upd (the balance
+// row's update, a row if ins has one and the row exists); their arguments
+// in order; and the entry they insert, its account and amount still to be
+// read. onlyIf, if not empty, is a condition the entry's insert also needs
+// (a fax's move, MoveFax).
+func settleHoldCTEs(faxID string, kind credits.LedgerKind, at time.Time, onlyIf string) (string, []any, *credits.LedgerEntry, error) {
+	// back is the share of the hold that returns to available: all of it
+	// for a release, none for a capture.
+	var back int64
+	switch kind {
+	case credits.LedgerCapture:
+	case credits.LedgerRelease:
+		back = 1
+	default:
+		return "", nil, nil, fmt.Errorf("a hold is settled by %s or %s, not %q", credits.LedgerCapture, credits.LedgerRelease, kind)
+	}
+	e := &credits.LedgerEntry{ID: core.NewID(core.PrefixLedger), Kind: kind, Reason: fmt.Sprintf("%s of the hold for fax %s", kind, faxID), CreatedAt: at}
+	where := ""
+	if onlyIf != "" {
+		where = " WHERE " + onlyIf
+	}
+	// A hold's amount is negative: the held amount is -amount_micros.
+	return `hold AS (
+			SELECT id, owner_id, mode, amount_micros, fax_id FROM ledger_entries WHERE fax_id = ? AND kind = '` + string(credits.LedgerHold) + `'
+		), ins AS (
+			INSERT INTO ledger_entries (` + ledgerCols + `)
+			SELECT ?, owner_id, mode, ?, -amount_micros * ?, fax_id, id, ?, ? FROM hold` + where + `
+			ON CONFLICT DO NOTHING
+			RETURNING owner_id, mode
+		), upd AS (
+			UPDATE credit_balances b SET held_micros = b.held_micros + hold.amount_micros,
+				available_micros = b.available_micros - hold.amount_micros * ?
+			FROM ins, hold WHERE b.owner_id = ins.owner_id AND b.mode = ins.mode
+			RETURNING 1
+		)`, []any{faxID, e.ID, kind, back, e.Reason, at, back}, e, nil
 }
 
 // whySettleRefused explains a settlement of hold whose entry was not
