@@ -261,6 +261,32 @@ func (s *Service) recordOutcome(ctx context.Context, faxID, attemptID string, re
 // recordOutcomeOn records res on the fax and attempt known, or, if nil, on
 // them as read in the transaction.
 func (s *Service) recordOutcomeOn(ctx context.Context, faxID, attemptID string, res ProviderResult, known *started) error {
+	if known != nil {
+		fax, attempt := *known.fax, *known.attempt
+		if stale(&fax, &attempt, attemptID) {
+			return nil
+		}
+		w, err := s.outcomeOf(&fax, &attempt, res, known.fax)
+		if err != nil {
+			return err
+		}
+		if w.alone() {
+			// Nothing but the move and what goes with it: the store writes
+			// it atomically by itself (one statement on PostgreSQL), so
+			// the most common end of a delivery needs no transaction.
+			err := s.writeOutcome(ctx, s.d.Store, w)
+			switch {
+			case errors.Is(err, core.ErrConflict) || errors.Is(err, errStaleOutcome):
+				return errMovedSinceStart
+			case err != nil:
+				return err
+			}
+			var ended outcomeEvents
+			ended.seen(w.move.Updated, w.move.Fax)
+			ended.report(s.d.Metrics)
+			return nil
+		}
+	}
 	// What ended, for Metrics once the transaction has committed.
 	var ended outcomeEvents
 	err := s.inTx(ctx, func(tx Tx) (err error) {
@@ -269,94 +295,21 @@ func (s *Service) recordOutcomeOn(ctx context.Context, faxID, attemptID string, 
 		if err != nil {
 			return err
 		}
-		if a.ID != attemptID || a.Status != AttemptSending || o.Status != Sending {
-			return nil // stale or duplicate report
+		if stale(o, a, attemptID) {
+			return nil
 		}
-		if read != nil {
+		w, err := s.outcomeOf(o, a, res, read)
+		if err != nil {
+			return err
+		}
+		ended.seen(a, o)
+		err = s.writeOutcome(ctx, tx, w)
+		if read != nil && (errors.Is(err, core.ErrConflict) || errors.Is(err, errStaleOutcome)) {
 			// A move refused is the fax moved since its start, not a
 			// stale report: say so, to record it again on the fax as read.
-			defer func() {
-				if errors.Is(err, core.ErrConflict) || errors.Is(err, errStaleOutcome) {
-					err = errMovedSinceStart
-				}
-			}()
+			return errMovedSinceStart
 		}
-		now := s.now()
-		a.Status, a.ProviderRef, a.PagesSent = res.Status, res.ProviderRef, res.PagesSent
-		a.FailureCode, a.FailureReason, a.Retryable = res.FailureCode, core.CutUTF8(res.FailureReason, 500), res.Retryable
-		a.DurationMS = res.Duration.Milliseconds()
-		if res.Status != AttemptSending {
-			a.FinishedAt = &now
-		}
-		// The attempt's outcome is written with the fax's move below (one
-		// statement on PostgreSQL). The final states are read after the
-		// switch (the attempt's status may turn from partial to failed,
-		// the fax's is set there).
-		defer ended.seen(a, o)
-		o.UpdatedAt = now
-		switch res.Status {
-		case AttemptSending:
-			// Compare-and-set on the fax even though only the attempt
-			// changes: on PostgreSQL a concurrent report that ended the
-			// fax makes this one stale, and its attempt is not written.
-			if err := tx.MoveFax(ctx, Move{Fax: o, From: []Status{Sending}, Updated: a, Read: read}); errors.Is(err, core.ErrConflict) { // no status change: no event
-				return errStaleOutcome
-			} else if err != nil {
-				return err
-			}
-			return nil
-		case AttemptDelivered:
-			o.Status, o.PagesSent, o.CompletedAt = Delivered, o.Pages, &now
-			o.FailureCode, o.FailureReason = "", ""
-			if err := s.endAttempt(ctx, tx, o, a, read); err != nil {
-				return err
-			}
-			return s.settle(ctx, tx, o, credits.LedgerCapture)
-		case AttemptPartial:
-			// The provider counts the pages transmitted, the cover page
-			// among them; the fax counts its document's pages.
-			docSent := max(0, res.PagesSent-max(0, o.FaxedPages-o.Pages))
-			if docSent <= 0 {
-				// Nothing arrived: that is a failure, not a partial fax.
-				res.Status, a.Status = AttemptFailed, AttemptFailed
-				o.Status, o.CompletedAt = Failed, &now
-				o.FailureCode, o.FailureReason = a.FailureCode, a.FailureReason
-				if err := s.endAttempt(ctx, tx, o, a, read); err != nil {
-					return err
-				}
-				return s.settle(ctx, tx, o, credits.LedgerRelease)
-			}
-			o.Status, o.PagesSent, o.CompletedAt = Partial, docSent, &now
-			o.FailureCode, o.FailureReason = a.FailureCode, a.FailureReason
-			if err := s.endAttempt(ctx, tx, o, a, read); err != nil {
-				return err
-			}
-			if err := s.settle(ctx, tx, o, credits.LedgerCapture); err != nil {
-				return err
-			}
-			return s.refundUnsentPages(ctx, tx, o)
-		case AttemptFailed:
-			if delay, again := s.retryDelay(o, a); again {
-				at := now.Add(delay)
-				o.Status, o.NextAttemptAt = Queued, &at
-				o.FailureCode, o.FailureReason = a.FailureCode, a.FailureReason
-				if err := s.endAttempt(ctx, tx, o, a, read); err != nil {
-					return err
-				}
-				return s.d.Queue.EnqueueDelivery(ctx, tx, o.ID, at)
-			}
-			o.Status, o.CompletedAt = Failed, &now
-			if a.FailureCode == FailureCanceled {
-				// Called back while sending (CancelFax): nothing arrived.
-				o.Status = Canceled
-			}
-			o.FailureCode, o.FailureReason = a.FailureCode, a.FailureReason
-			if err := s.endAttempt(ctx, tx, o, a, read); err != nil {
-				return err
-			}
-			return s.settle(ctx, tx, o, credits.LedgerRelease)
-		}
-		return fmt.Errorf("provider reported unknown status %q", res.Status)
+		return err
 	})
 	if errors.Is(err, errStaleOutcome) {
 		return nil
@@ -365,6 +318,120 @@ func (s *Service) recordOutcomeOn(ctx context.Context, faxID, attemptID string, 
 		ended.report(s.d.Metrics)
 	}
 	return err
+}
+
+// stale reports whether a report of attemptID comes too late for o and
+// its latest attempt a: another attempt, or one that ended already.
+func stale(o *Fax, a *Attempt, attemptID string) bool {
+	return a.ID != attemptID || a.Status != AttemptSending || o.Status != Sending
+}
+
+// outcome is what recording a provider's report writes: the fax's move
+// with its attempt's outcome, and what the fax's new status asks for.
+type outcome struct {
+	move Move
+	// settle is how the fax's payment is settled: "" while the fax is not
+	// done (still sending, or to be retried).
+	settle credits.LedgerKind
+	// refund: the unsent pages' share goes back (a partial fax).
+	refund bool
+	// retryAt is when the next attempt's delivery job runs (nil: none).
+	retryAt *time.Time
+}
+
+// outcomeOf applies res to o and a, the fax sending and its attempt (the
+// caller's to change), and returns what records it. read, if not nil, is
+// o as its attempt's start left it (Move.Read). It writes nothing.
+func (s *Service) outcomeOf(o *Fax, a *Attempt, res ProviderResult, read *Fax) (outcome, error) {
+	now := s.now()
+	a.Status, a.ProviderRef, a.PagesSent = res.Status, res.ProviderRef, res.PagesSent
+	a.FailureCode, a.FailureReason, a.Retryable = res.FailureCode, core.CutUTF8(res.FailureReason, 500), res.Retryable
+	a.DurationMS = res.Duration.Milliseconds()
+	if res.Status != AttemptSending {
+		a.FinishedAt = &now
+	}
+	o.UpdatedAt = now
+	w := outcome{move: Move{Fax: o, From: []Status{Sending}, Updated: a, Read: read}}
+	switch res.Status {
+	case AttemptSending:
+		// The move changes no status (no event) but is a compare-and-set
+		// on the fax all the same: on PostgreSQL a concurrent report that
+		// ended the fax makes this one stale, and its attempt is not
+		// written (writeOutcome).
+	case AttemptDelivered:
+		o.Status, o.PagesSent, o.CompletedAt = Delivered, o.Pages, &now
+		o.FailureCode, o.FailureReason = "", ""
+		w.settle = credits.LedgerCapture
+	case AttemptPartial:
+		// The provider counts the pages transmitted, the cover page
+		// among them; the fax counts its document's pages.
+		docSent := max(0, res.PagesSent-max(0, o.FaxedPages-o.Pages))
+		o.FailureCode, o.FailureReason, o.CompletedAt = a.FailureCode, a.FailureReason, &now
+		if docSent <= 0 {
+			// Nothing arrived: that is a failure, not a partial fax.
+			a.Status, o.Status = AttemptFailed, Failed
+			w.settle = credits.LedgerRelease
+			break
+		}
+		o.Status, o.PagesSent = Partial, docSent
+		w.settle, w.refund = credits.LedgerCapture, true
+	case AttemptFailed:
+		o.FailureCode, o.FailureReason = a.FailureCode, a.FailureReason
+		if delay, again := s.retryDelay(o, a); again {
+			at := now.Add(delay)
+			o.Status, o.NextAttemptAt, w.retryAt = Queued, &at, &at
+			break
+		}
+		o.Status, o.CompletedAt = Failed, &now
+		if a.FailureCode == FailureCanceled {
+			// Called back while sending (CancelFax): nothing arrived.
+			o.Status = Canceled
+		}
+		w.settle = credits.LedgerRelease
+	default:
+		return outcome{}, fmt.Errorf("provider reported unknown status %q", res.Status)
+	}
+	return w, nil
+}
+
+// alone reports whether w writes nothing but its move (with the credit
+// hold's settlement, Move.Settle): no refund, no retry, no batch's count,
+// no refund owed through a payment method.
+func (w outcome) alone() bool {
+	o := w.move.Fax
+	return !w.refund && w.retryAt == nil && (o.BatchID == nil || !o.Status.Terminal()) &&
+		(w.settle == "" || o.PaymentMethod == PayCredits || w.settle == credits.LedgerCapture)
+}
+
+// writeOutcome writes w in tx: the move with the fax's event and its
+// attempt's outcome, and the credit hold's settlement with it; then any
+// other settlement, the refund and the retry. A report that changes no
+// status refused by the fax's compare-and-set is errStaleOutcome.
+func (s *Service) writeOutcome(ctx context.Context, tx Tx, w outcome) error {
+	o := w.move.Fax
+	if o.PaymentMethod == PayCredits {
+		w.move.Settle = w.settle
+	}
+	if err := s.moveFax(ctx, tx, w.move, w.move.Updated); err != nil {
+		if o.Status == Sending && errors.Is(err, core.ErrConflict) {
+			return errStaleOutcome
+		}
+		return err
+	}
+	if w.settle != "" && w.move.Settle == "" {
+		if err := s.settle(ctx, tx, o, w.settle); err != nil {
+			return err
+		}
+	}
+	if w.refund {
+		if err := s.refundUnsentPages(ctx, tx, o); err != nil {
+			return err
+		}
+	}
+	if w.retryAt != nil {
+		return s.d.Queue.EnqueueDelivery(ctx, tx, o.ID, *w.retryAt)
+	}
+	return nil
 }
 
 // outcomeSubject is the fax and latest attempt an outcome is recorded on:

@@ -42,14 +42,6 @@ func (s *Service) saveFax(ctx context.Context, tx Tx, o *Fax, latest *Attempt, f
 	return s.moveFax(ctx, tx, Move{Fax: o, From: []Status{from}}, latest)
 }
 
-// endAttempt is saveFax of o from sending that writes a's outcome with
-// it: a provider's report and the fax's move are one statement on
-// PostgreSQL. read, if not nil, is o as its attempt's start left it
-// (Move.Read).
-func (s *Service) endAttempt(ctx context.Context, tx Tx, o *Fax, a *Attempt, read *Fax) error {
-	return s.moveFax(ctx, tx, Move{Fax: o, From: []Status{Sending}, Updated: a, Read: read}, a)
-}
-
 // moveFax writes m with the event its fax's new status means (see
 // saveFax).
 func (s *Service) moveFax(ctx context.Context, tx Tx, m Move, latest *Attempt) error {

@@ -12,6 +12,7 @@ import (
 	"github.com/faxhub/faxhub/core"
 	"github.com/faxhub/faxhub/core/credits"
 	"github.com/faxhub/faxhub/core/documents"
+	"github.com/faxhub/faxhub/core/events"
 	"github.com/faxhub/faxhub/core/faxes"
 	"github.com/faxhub/faxhub/core/provider/simulated"
 	"github.com/faxhub/faxhub/core/services"
@@ -400,6 +401,36 @@ func TestDeliveryEdges(t *testing.T) {
 		}
 		if c := e.Credits(t, p); c.AvailableMicros != full || c.HeldMicros != 0 {
 			t.Fatalf("money not returned: %s held %s", c.Available, c.Held)
+		}
+	})
+
+	// A delivery's end moves the fax and settles its hold together (one
+	// statement on PostgreSQL, no transaction around it): a hold that
+	// cannot be settled leaves the fax sending, its attempt open and no
+	// event, for the job to try again; never delivered and not charged.
+	t.Run("a hold that cannot be settled leaves the fax sending", func(t *testing.T) {
+		o := send("+12125550100", 1)
+		if _, err := e.Store.SettleHold(ctx, o.ID, credits.LedgerRelease, time.Now()); err != nil {
+			t.Fatal(err)
+		}
+		if err := e.Svc.Faxes.Deliver(ctx, o.ID); !errors.Is(err, faxes.ErrHoldNotSettled) {
+			t.Fatalf("Deliver: %v, want ErrHoldNotSettled", err)
+		}
+		got, _ := e.Svc.Faxes.Get(ctx, p, o.ID)
+		if got.Status != faxes.Sending || got.LatestAttempt == nil || got.LatestAttempt.Status != faxes.AttemptSending || got.CompletedAt != nil {
+			t.Fatalf("got %+v / %+v, want sending with its attempt open", got, got.LatestAttempt)
+		}
+		evs, err := e.Store.ListEvents(ctx, events.Filter{OwnerID: o.OwnerID, Mode: o.Mode})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, ev := range evs {
+			if ev.SubjectID == o.ID && ev.Type != events.FaxQueued && ev.Type != events.FaxSending {
+				t.Errorf("event %s of fax %s, want none after sending", ev.Type, o.ID)
+			}
+		}
+		if c := e.Credits(t, p); c.AvailableMicros != full || c.HeldMicros != 0 {
+			t.Fatalf("the release out of band is all that moved: %s held %s", c.Available, c.Held)
 		}
 	})
 
