@@ -2,6 +2,7 @@ package storetest
 
 import (
 	"cmp"
+	"context"
 	"errors"
 	"fmt"
 	"slices"
@@ -20,6 +21,36 @@ import (
 // it starts, the attempt whose outcome it writes) are written together or
 // not at all (one statement on PostgreSQL), in a transaction and outside
 // one, and the event is marked for dispatch as AppendEvent marks it.
+// moveWay runs a fax's move (fn) one way: outside a transaction or in one.
+type moveWay struct {
+	name string
+	run  func(fn func(faxes.Queries) error) error
+}
+
+// moveWays are the ways a move is checked: outside a transaction, in one,
+// and in one that commits after a refused move.
+func moveWays(ctx context.Context, s services.Store) []moveWay {
+	return []moveWay{
+		{"outside a transaction", func(fn func(faxes.Queries) error) error { return fn(s) }},
+		{"in a transaction", func(fn func(faxes.Queries) error) error {
+			return inTx(ctx, s, func(tx services.Tx) error { return fn(tx) })
+		}},
+		// A caller may handle a refused move and commit the rest of its
+		// transaction (a delivery that finds its fax taken by another
+		// worker): the refused move must have written nothing.
+		{"in a transaction that commits after the error", func(fn func(faxes.Queries) error) (err error) {
+			txErr := inTx(ctx, s, func(tx services.Tx) error {
+				err = fn(tx)
+				if errors.Is(err, core.ErrConflict) || errors.Is(err, core.ErrNoRows) && strings.HasPrefix(err.Error(), "update fax") {
+					return nil
+				}
+				return err
+			})
+			return cmp.Or(err, txErr)
+		}},
+	}
+}
+
 func testMoveFax(t *testing.T, s services.Store) {
 	ctx := t.Context()
 	o := newOwner(t, s)
@@ -56,28 +87,7 @@ func testMoveFax(t *testing.T, s services.Store) {
 		must(t, err)
 		wantEqual(t, what+": attempts", got, append([]faxes.Attempt{}, want...))
 	}
-	for _, how := range []struct {
-		name string
-		run  func(fn func(faxes.Queries) error) error
-	}{
-		{"outside a transaction", func(fn func(faxes.Queries) error) error { return fn(s) }},
-		{"in a transaction", func(fn func(faxes.Queries) error) error {
-			return inTx(ctx, s, func(tx services.Tx) error { return fn(tx) })
-		}},
-		// A caller may handle a refused move and commit the rest of its
-		// transaction (a delivery that finds its fax taken by another
-		// worker): the refused move must have written nothing.
-		{"in a transaction that commits after the error", func(fn func(faxes.Queries) error) (err error) {
-			txErr := inTx(ctx, s, func(tx services.Tx) error {
-				err = fn(tx)
-				if errors.Is(err, core.ErrConflict) || errors.Is(err, core.ErrNoRows) && strings.HasPrefix(err.Error(), "update fax") {
-					return nil
-				}
-				return err
-			})
-			return cmp.Or(err, txErr)
-		}},
-	} {
+	for _, how := range moveWays(ctx, s) {
 		move := func(m faxes.Move) error { return how.run(func(q faxes.Queries) error { return q.MoveFax(ctx, m) }) }
 		fax := newFax(t, s, doc)
 		sending := *fax
@@ -158,21 +168,13 @@ func testMoveFax(t *testing.T, s services.Store) {
 // testMoveFaxSettles checks a move that settles its fax's credit hold
 // (Move.Settle): the move, its attempt's outcome and the ledger entry are
 // written together or not at all, whether the move or the settlement is
-// what fails, outside a transaction and in one.
+// what fails, each way of moveWays.
 func testMoveFaxSettles(t *testing.T, s services.Store) {
 	ctx := t.Context()
 	o := newOwner(t, s)
 	doc := newDocument(t, s, o, core.ModeLive)
 	grant(t, s, o, core.ModeLive, 10_000_000)
-	for _, how := range []struct {
-		name string
-		run  func(fn func(faxes.Queries) error) error
-	}{
-		{"outside a transaction", func(fn func(faxes.Queries) error) error { return fn(s) }},
-		{"in a transaction", func(fn func(faxes.Queries) error) error {
-			return inTx(ctx, s, func(tx services.Tx) error { return fn(tx) })
-		}},
-	} {
+	for _, how := range moveWays(ctx, s) {
 		move := func(m faxes.Move) error { return how.run(func(q faxes.Queries) error { return q.MoveFax(ctx, m) }) }
 		// sending returns a fax sending its first attempt, with a hold
 		// of 1 credit (hold: false, none), and that attempt.
