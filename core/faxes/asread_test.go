@@ -56,6 +56,9 @@ func TestDeliveryOnAFaxThatMovedSinceItWasRead(t *testing.T) {
 		return n
 	}
 	delivered := faxes.ProviderResult{Status: faxes.AttemptDelivered, PagesSent: 1, Duration: time.Second}
+	// held and captured are what the subtests leave of their faxes' prices:
+	// held while a fax is sending or queued again, captured once delivered.
+	var held, captured int64
 
 	t.Run("canceled after the read: not started", func(t *testing.T) {
 		o := send(t)
@@ -90,6 +93,7 @@ func TestDeliveryOnAFaxThatMovedSinceItWasRead(t *testing.T) {
 		if atts := attempts(t, o); len(atts) != 1 || ours == nil || ours.ID != theirs.ID {
 			t.Fatalf("attempts %+v; ours %+v, theirs %+v: want one, the same", atts, ours, theirs)
 		}
+		held += o.PriceMicros
 	})
 
 	t.Run("failed and queued for a retry after the read: not started early", func(t *testing.T) {
@@ -111,6 +115,7 @@ func TestDeliveryOnAFaxThatMovedSinceItWasRead(t *testing.T) {
 		if now, _ := e.Svc.Faxes.Get(ctx, p, o.ID); now.Status != faxes.Queued || now.Attempts != 1 || len(attempts(t, o)) != 1 {
 			t.Fatalf("fax %s after %d attempts (%d rows), want queued after one", now.Status, now.Attempts, len(attempts(t, o)))
 		}
+		held += o.PriceMicros
 	})
 
 	t.Run("ended by the provider's report after the start: recorded once", func(t *testing.T) {
@@ -129,6 +134,7 @@ func TestDeliveryOnAFaxThatMovedSinceItWasRead(t *testing.T) {
 		if now, _ := e.Svc.Faxes.Get(ctx, p, o.ID); now.Status != faxes.Delivered || now.LatestAttempt.Status != faxes.AttemptDelivered || settlements(t, o) != 1 {
 			t.Fatalf("fax %s, attempt %s, %d settlements: want the first report's, once", now.Status, now.LatestAttempt.Status, settlements(t, o))
 		}
+		captured += o.PriceMicros
 	})
 
 	t.Run("accepted by the provider's report after the start: recorded on the fax as it is", func(t *testing.T) {
@@ -147,9 +153,12 @@ func TestDeliveryOnAFaxThatMovedSinceItWasRead(t *testing.T) {
 		if now, _ := e.Svc.Faxes.Get(ctx, p, o.ID); now.Status != faxes.Delivered || settlements(t, o) != 1 {
 			t.Fatalf("fax %s with %d settlements, want delivered, captured once", now.Status, settlements(t, o))
 		}
+		captured += o.PriceMicros
 	})
 
-	if c := e.Credits(t, p); c.HeldMicros != 0 && c.AvailableMicros+c.HeldMicros > full {
-		t.Fatalf("credits: available %s, held %s", c.Available, c.Held)
+	// Nothing charged or given back twice: the balance is exactly what
+	// the faxes' ends say.
+	if c := e.Credits(t, p); c.HeldMicros != held || c.AvailableMicros != full-held-captured {
+		t.Fatalf("credits: available %d, held %d; want %d and %d", c.AvailableMicros, c.HeldMicros, full-held-captured, held)
 	}
 }
