@@ -24,7 +24,10 @@ import (
 // in one directory than spread over many, and 32 folders were not enough
 // to show in the delivery rate (docs/benchmarks.md).
 func FaxedKey(f *Fax) string {
-	return fmt.Sprintf("%s/%s/%s/faxed/%s/%s.pdf", f.OwnerID, f.Mode, f.DocumentID, f.ID[len(f.ID)-2:], f.ID)
+	// Every stored fax's id is a prefix and 26 characters; a shorter one
+	// (none is stored) is its own folder rather than a panic.
+	folder := f.ID[max(0, len(f.ID)-2):]
+	return fmt.Sprintf("%s/%s/%s/faxed/%s/%s.pdf", f.OwnerID, f.Mode, f.DocumentID, folder, f.ID)
 }
 
 // LegacyFaxedKey is where FaxedKey put f's document as faxed before it

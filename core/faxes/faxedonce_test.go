@@ -135,3 +135,17 @@ func deliverAndGet(t *testing.T, e *testenv.Env, p core.Principal, id string) *f
 	}
 	return got
 }
+
+// FaxedKey's folder is the id's last two characters; an id too short for
+// that is its own folder, not a panic.
+func TestFaxedKeyFolders(t *testing.T) {
+	for _, tc := range []struct{ id, want string }{
+		{"fax_06h3cawfsqxd7cgt4zgp570100", "own_1/test/doc_1/faxed/00/fax_06h3cawfsqxd7cgt4zgp570100.pdf"},
+		{"x", "own_1/test/doc_1/faxed/x/x.pdf"},
+		{"", "own_1/test/doc_1/faxed//.pdf"},
+	} {
+		if got := faxes.FaxedKey(&faxes.Fax{ID: tc.id, OwnerID: "own_1", Mode: core.ModeTest, DocumentID: "doc_1"}); got != tc.want {
+			t.Errorf("FaxedKey of %q: %s, want %s", tc.id, got, tc.want)
+		}
+	}
+}
