@@ -261,6 +261,8 @@ func (s *Service) recordOutcome(ctx context.Context, faxID, attemptID string, re
 // recordOutcomeOn records res on the fax and attempt known, or, if nil, on
 // them as read in the transaction.
 func (s *Service) recordOutcomeOn(ctx context.Context, faxID, attemptID string, res ProviderResult, known *started) error {
+	// known's outcome is decided once, on copies, before any transaction.
+	var decided *outcome
 	if known != nil {
 		fax, attempt := *known.fax, *known.attempt
 		if stale(&fax, &attempt, attemptID) {
@@ -274,11 +276,7 @@ func (s *Service) recordOutcomeOn(ctx context.Context, faxID, attemptID string, 
 			// Nothing but the move and what goes with it: the store writes
 			// it atomically by itself (one statement on PostgreSQL), so
 			// the most common end of a delivery needs no transaction.
-			err := s.writeOutcome(ctx, s.d.Store, w)
-			switch {
-			case errors.Is(err, core.ErrConflict) || errors.Is(err, errStaleOutcome):
-				return errMovedSinceStart
-			case err != nil:
+			if err := refusedAsStarted(w, s.writeOutcome(ctx, s.d.Store, w)); err != nil {
 				return err
 			}
 			var ended outcomeEvents
@@ -286,36 +284,46 @@ func (s *Service) recordOutcomeOn(ctx context.Context, faxID, attemptID string, 
 			ended.report(s.d.Metrics)
 			return nil
 		}
+		decided = &w
 	}
 	// What ended, for Metrics once the transaction has committed.
 	var ended outcomeEvents
-	err := s.inTx(ctx, func(tx Tx) (err error) {
+	err := s.inTx(ctx, func(tx Tx) error {
 		ended = outcomeEvents{}
-		o, a, read, err := s.outcomeSubject(ctx, tx, faxID, known)
-		if err != nil {
-			return err
+		w := decided
+		if w == nil {
+			o, a, err := tx.FaxWithLatestAttempt(ctx, faxID)
+			if err != nil {
+				return fmt.Errorf("load fax %s and its attempt: %w", faxID, err)
+			}
+			if stale(o, a, attemptID) {
+				return nil
+			}
+			read, err := s.outcomeOf(o, a, res, nil)
+			if err != nil {
+				return err
+			}
+			w = &read
 		}
-		if stale(o, a, attemptID) {
-			return nil
-		}
-		w, err := s.outcomeOf(o, a, res, read)
-		if err != nil {
-			return err
-		}
-		ended.seen(a, o)
-		err = s.writeOutcome(ctx, tx, w)
-		if read != nil && (errors.Is(err, core.ErrConflict) || errors.Is(err, errStaleOutcome)) {
-			// A move refused is the fax moved since its start, not a
-			// stale report: say so, to record it again on the fax as read.
-			return errMovedSinceStart
-		}
-		return err
+		ended.seen(w.move.Updated, w.move.Fax)
+		return refusedAsStarted(*w, s.writeOutcome(ctx, tx, *w))
 	})
 	if errors.Is(err, errStaleOutcome) {
 		return nil
 	}
 	if err == nil {
 		ended.report(s.d.Metrics)
+	}
+	return err
+}
+
+// refusedAsStarted is err of writing w, except that a move refused on the
+// fax as its attempt's start left it (w's Move.Read) is the fax moved
+// since, not a stale report: errMovedSinceStart, to record the report
+// again on the fax as read.
+func refusedAsStarted(w outcome, err error) error {
+	if w.move.Read != nil && (errors.Is(err, core.ErrConflict) || errors.Is(err, errStaleOutcome)) {
+		return errMovedSinceStart
 	}
 	return err
 }
@@ -432,21 +440,6 @@ func (s *Service) writeOutcome(ctx context.Context, tx Tx, w outcome) error {
 		return s.d.Queue.EnqueueDelivery(ctx, tx, o.ID, *w.retryAt)
 	}
 	return nil
-}
-
-// outcomeSubject is the fax and latest attempt an outcome is recorded on:
-// known's (copies, the fax also returned as the moves' Move.Read) or, if
-// known is nil, as read in tx.
-func (s *Service) outcomeSubject(ctx context.Context, tx Tx, faxID string, known *started) (o *Fax, a *Attempt, read *Fax, err error) {
-	if known != nil {
-		fax, attempt := *known.fax, *known.attempt
-		return &fax, &attempt, known.fax, nil
-	}
-	o, a, err = tx.FaxWithLatestAttempt(ctx, faxID)
-	if err != nil {
-		return nil, nil, nil, fmt.Errorf("load fax %s and its attempt: %w", faxID, err)
-	}
-	return o, a, nil, nil
 }
 
 // outcomeEvents is what one transaction of the delivery ended: an attempt,
