@@ -222,22 +222,18 @@ func (x q) settleHoldPG(ctx context.Context, faxID string, kind credits.LedgerKi
 		HoldID   string    `db:"id"`
 		OwnerID  string    `db:"owner_id"`
 		Mode     core.Mode `db:"mode"`
-		Amount   int64     `db:"amount_micros"`
 		FaxID    *string   `db:"fax_id"`
+		Settled  int64     `db:"settled"`
 		Inserted int       `db:"inserted"`
 		Updated  int       `db:"updated"`
 	}
 	err = x.get(ctx, x.reader(), &row, `WITH `+ctes+`
-		SELECT id, owner_id, mode, amount_micros, fax_id,
+		SELECT id, owner_id, mode, fax_id, coalesce((SELECT amount_micros FROM ins), 0) AS settled,
 			(SELECT count(*) FROM ins) AS inserted, (SELECT count(*) FROM upd) AS updated FROM hold`, args...)
 	if err != nil {
 		return nil, err
 	}
-	back := int64(0)
-	if kind == credits.LedgerRelease {
-		back = 1
-	}
-	e.OwnerID, e.Mode, e.AmountMicros, e.FaxID, e.HoldID = row.OwnerID, row.Mode, -row.Amount*back, row.FaxID, &row.HoldID
+	e.OwnerID, e.Mode, e.AmountMicros, e.FaxID, e.HoldID = row.OwnerID, row.Mode, row.Settled, row.FaxID, &row.HoldID
 	switch {
 	case row.Inserted == 0:
 		return nil, x.whySettleRefused(ctx, row.HoldID)
@@ -255,7 +251,7 @@ func (x q) settleHoldPG(ctx context.Context, faxID string, kind credits.LedgerKi
 // release, a row unless the hold is settled already) and upd (the balance
 // row's update, a row if ins has one and the row exists); their arguments
 // in order; and the entry they insert, its account and amount still to be
-// read. onlyIf, if not empty, is a condition the entry's insert also needs
+// read (ins returns them). onlyIf, if not empty, is a condition the entry's insert also needs
 // (a fax's move, MoveFax).
 func settleHoldCTEs(faxID string, kind credits.LedgerKind, at time.Time, onlyIf string) (string, []any, *credits.LedgerEntry, error) {
 	// back is the share of the hold that returns to available: all of it
@@ -280,7 +276,7 @@ func settleHoldCTEs(faxID string, kind credits.LedgerKind, at time.Time, onlyIf 
 			INSERT INTO ledger_entries (` + ledgerCols + `)
 			SELECT ?, owner_id, mode, ?, -amount_micros * ?, fax_id, id, ?, ? FROM hold` + where + `
 			ON CONFLICT DO NOTHING
-			RETURNING owner_id, mode
+			RETURNING owner_id, mode, amount_micros
 		), upd AS (
 			UPDATE credit_balances b SET held_micros = b.held_micros + hold.amount_micros,
 				available_micros = b.available_micros - hold.amount_micros * ?
