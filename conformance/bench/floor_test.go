@@ -129,9 +129,9 @@ const (
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`
 	floorHold = `INSERT INTO ledger_entries (id, owner_id, mode, kind, amount_micros, fax_id, hold_id, reason, created_at)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`
-	floorBalance = `UPDATE credit_balances SET available_micros = available_micros - ?, held_micros = held_micros + ?
+	floorBalance = `UPDATE credit_balances SET available_micros = available_micros - ?
 		WHERE owner_id = ? AND mode = ? AND available_micros >= ?
-		RETURNING available_micros, held_micros, low_threshold_micros`
+		RETURNING available_micros, low_threshold_micros`
 	floorJob = `INSERT INTO river_job (args, created_at, kind, max_attempts, metadata, priority, queue, scheduled_at, state, tags)
 		VALUES (?, datetime('now', 'subsec'), 'deliver_fax', 25, '{}', 1, 'default', datetime('now', 'subsec'), 'available', '[]')`
 	floorEvent = `INSERT INTO events (id, owner_id, mode, type, subject_id, data, created_at, dispatch)
@@ -233,8 +233,8 @@ func (f *sendFloor) write(ctx context.Context, tx *sql.Tx, faxID, key string, re
 			return fmt.Errorf("%s: %w", s.what, err)
 		}
 	}
-	var avail, held, low sql.NullInt64
-	if err := tx.QueryRowContext(ctx, floorBalance, price, price, floorOwner, "test", price).Scan(&avail, &held, &low); err != nil {
+	var avail, low sql.NullInt64
+	if err := tx.QueryRowContext(ctx, floorBalance, price, floorOwner, "test", price).Scan(&avail, &low); err != nil {
 		return fmt.Errorf("balance: %w", err)
 	}
 	if _, err := tx.ExecContext(ctx, floorJob, []byte(`{"fax_id":"`+faxID+`"}`)); err != nil {

@@ -81,9 +81,9 @@ const (
 		$28, $29) ON CONFLICT DO NOTHING`
 	floorPGHold = `INSERT INTO ledger_entries (id, owner_id, mode, kind, amount_micros, fax_id, hold_id, reason, created_at)
 		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) ON CONFLICT DO NOTHING`
-	floorPGBalance = `UPDATE credit_balances SET available_micros = available_micros - $1, held_micros = held_micros + $2
-		WHERE owner_id = $3 AND mode = $4 AND available_micros >= $5
-		RETURNING available_micros, held_micros, low_threshold_micros`
+	floorPGBalance = `UPDATE credit_balances SET available_micros = available_micros - $1
+		WHERE owner_id = $2 AND mode = $3 AND available_micros >= $4
+		RETURNING available_micros, low_threshold_micros`
 	floorPGJob = `INSERT INTO river_job (args, kind, max_attempts, metadata, priority, queue, scheduled_at, state, tags)
 		VALUES ($1, 'deliver_fax', 25, '{}', 1, 'default', now(), 'available', '{}')`
 	floorPGEvent = `INSERT INTO events (id, owner_id, mode, type, subject_id, data, created_at, dispatch)
@@ -146,8 +146,8 @@ func (f *sendFloorPG) write(ctx context.Context, tx *sql.Tx, n int, faxID, key s
 		"hold for fax "+faxID+" to +12125550100", now); err != nil {
 		return fmt.Errorf("hold: %w", err)
 	}
-	var avail, held, low sql.NullInt64
-	if err := tx.QueryRowContext(ctx, floorPGBalance, price, price, own, "test", price).Scan(&avail, &held, &low); err != nil {
+	var avail, low sql.NullInt64
+	if err := tx.QueryRowContext(ctx, floorPGBalance, price, own, "test", price).Scan(&avail, &low); err != nil {
 		return fmt.Errorf("balance: %w", err)
 	}
 	if _, err := tx.ExecContext(ctx, floorPGJob, []byte(`{"fax_id":"`+faxID+`"}`)); err != nil {

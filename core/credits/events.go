@@ -49,8 +49,9 @@ type LowBalance struct {
 
 // noteLow writes credits.low for e, an entry that lowered the balance, if
 // it crossed: e.After is what the store read in the entry's own statement,
-// so of concurrent entries exactly the one that crossed writes it.
-func noteLow(ctx context.Context, tx events.Queries, e *LedgerEntry) error {
+// so of concurrent entries exactly the one that crossed writes it. The
+// amount held it shows is read in tx after e, only when e crossed.
+func noteLow(ctx context.Context, tx Tx, e *LedgerEntry) error {
 	if e.After == nil {
 		return fmt.Errorf("credits: ledger entry %s has no balance after it", e.ID)
 	}
@@ -58,7 +59,11 @@ func noteLow(ctx context.Context, tx events.Queries, e *LedgerEntry) error {
 	if !Crossed(after-e.AmountMicros, after, e.After.ThresholdMicros) {
 		return nil
 	}
-	b := Balance{Mode: e.Mode, AvailableMicros: after, HeldMicros: e.After.HeldMicros}
+	now, err := tx.GetBalance(ctx, e.OwnerID, e.Mode)
+	if err != nil {
+		return fmt.Errorf("credits: the amount held after %s: %w", e.ID, err)
+	}
+	b := Balance{Mode: e.Mode, AvailableMicros: after, HeldMicros: now.HeldMicros}
 	presentBalance(&b)
 	entry := *e
 	presentEntry(&entry)

@@ -52,11 +52,12 @@ type LedgerEntry struct {
 	After *Position `json:"-" db:"-"`
 }
 
-// Position is an account's balance right after one ledger entry, with its
-// low-balance threshold at that moment (nil: no alert).
+// Position is an account's available balance right after one ledger
+// entry, with its low-balance threshold at that moment (nil: no alert):
+// what the balance row held then. The amount held is not on that row (it
+// is the sum of the open holds); credits.low reads it when it is written.
 type Position struct {
 	AvailableMicros int64
-	HeldMicros      int64
 	ThresholdMicros *int64
 }
 

@@ -196,15 +196,14 @@ func (x q) MoveFax(ctx context.Context, m faxes.Move) error {
 		refusals += " WHEN NOT EXISTS (SELECT 1 FROM u) THEN faxhub_refuse('" + refuseAttempt + "')"
 	}
 	if m.Settle != "" {
-		ctes, settleArgs, _, err := settleHoldCTEs(o.ID, m.Settle, o.UpdatedAt, "EXISTS (SELECT 1 FROM f)")
+		st, err := settleHoldCTEs(o.ID, m.Settle, o.UpdatedAt, "EXISTS (SELECT 1 FROM f)")
 		if err != nil {
 			return fmt.Errorf("move fax: %w", err)
 		}
-		query += ", " + ctes
-		args = append(args, settleArgs...)
+		query += ", " + st.ctes
+		args = append(args, st.args...)
 		refusals += " WHEN NOT EXISTS (SELECT 1 FROM hold) THEN faxhub_refuse('" + refuseNoHold + "')" +
-			" WHEN NOT EXISTS (SELECT 1 FROM ins) THEN faxhub_refuse('" + refuseSettled + "')" +
-			" WHEN NOT EXISTS (SELECT 1 FROM upd) THEN faxhub_refuse('" + refuseNoBalance + "')"
+			" WHEN NOT EXISTS (SELECT 1 FROM ins) THEN faxhub_refuse('" + refuseSettled + "')" + st.refusals()
 	}
 	var faxed int
 	err := x.writer().QueryRowxContext(ctx, x.db.w.Rebind(query+" SELECT CASE WHEN NOT EXISTS (SELECT 1 FROM f) THEN 0"+refusals+" ELSE 1 END"),
@@ -223,15 +222,17 @@ func (x q) MoveFax(ctx context.Context, m faxes.Move) error {
 	return nil
 }
 
-// The refusals of MoveFax's statement on PostgreSQL: faxhub_refuse's
-// SQLSTATE and the reasons it is given (written into the statement as
-// literals: no quotes in them).
+// The refusals of the statements that move a fax or settle a hold on
+// PostgreSQL (MoveFax, SettleHold): faxhub_refuse's SQLSTATE and the
+// reasons it is given (written into the statements as literals: no quotes
+// in them). SQLite's settle gives the same reasons.
 const (
 	refuseCode      = "FX001"
 	refuseAttempt   = "the updated attempt is missing"
 	refuseNoHold    = "the fax has no credit hold"
 	refuseSettled   = "the hold is settled already"
 	refuseNoBalance = "no balance row for the account of the hold"
+	refuseUnmarked  = "the hold was marked settled without its settlement"
 )
 
 // updateFax runs UpdateFax's statement, explaining one that matched

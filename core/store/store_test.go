@@ -476,11 +476,82 @@ func TestMigrateOneActiveKey(t *testing.T) {
 	})
 }
 
-// TestSettleHoldWithoutBalanceRow checks SettleHold's one refusal that
-// comes after its entry is written (its PostgreSQL statement writes it
-// with the balance's update): a hold whose balance row is gone, which only
-// a hand-edited database has. The entry is taken back, outside a
-// transaction and in one, and the hold stays unsettled.
+// TestMigrateOpenHolds checks what migration 00031 does to a ledger kept
+// before it: the holds with a capture or a release are marked settled, the
+// open one is not, and the amount held (no longer on the balance row) is
+// the open hold's; its Down puts that amount back on the balance row.
+func TestMigrateOpenHolds(t *testing.T) {
+	eachMigratedDB(t, func(t *testing.T, db *DB) {
+		ctx := context.Background()
+		p, err := db.provider(db.w.DB, true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := p.DownTo(ctx, 30); err != nil {
+			t.Fatalf("down to 00030: %v", err)
+		}
+		now := time.Now().UTC().Truncate(time.Second)
+		if err := db.CreateOwner(ctx, &accounts.Owner{ID: "own_1", Email: "a@example.com", CreatedAt: now}); err != nil {
+			t.Fatal(err)
+		}
+		exec := func(query string, args ...any) {
+			t.Helper()
+			if _, err := db.SQL().ExecContext(ctx, db.w.Rebind(query), args...); err != nil {
+				t.Fatal(err)
+			}
+		}
+		entry := func(id string, kind credits.LedgerKind, amount int64, hold any) {
+			exec(`INSERT INTO ledger_entries (id, owner_id, mode, kind, amount_micros, hold_id, reason, created_at)
+				VALUES (?, 'own_1', 'test', ?, ?, ?, '', ?)`, id, kind, amount, hold, now)
+		}
+		entry("led_grant", credits.LedgerGrant, 10_000_000, nil)
+		entry("led_h1", credits.LedgerHold, -2_000_000, nil)
+		entry("led_c1", credits.LedgerCapture, 0, "led_h1")
+		entry("led_h2", credits.LedgerHold, -3_000_000, nil)
+		entry("led_r2", credits.LedgerRelease, 3_000_000, "led_h2")
+		entry("led_h3", credits.LedgerHold, -4_000_000, nil)
+		exec(`INSERT INTO credit_balances (owner_id, mode, available_micros, held_micros) VALUES ('own_1', 'test', 4000000, 4000000)`)
+		if _, err := p.UpTo(ctx, 31); err != nil {
+			t.Fatalf("up to 00031: %v", err)
+		}
+		for id, want := range map[string]bool{"led_grant": false, "led_h1": true, "led_c1": false, "led_h2": true, "led_r2": false, "led_h3": false} {
+			var settled bool
+			if err := db.SQL().QueryRowContext(ctx, db.w.Rebind("SELECT settled FROM ledger_entries WHERE id = ?"), id).Scan(&settled); err != nil {
+				t.Fatal(err)
+			}
+			if settled != want {
+				t.Errorf("%s after 00031: settled %v, want %v", id, settled, want)
+			}
+		}
+		b, err := db.GetBalance(ctx, "own_1", core.ModeTest)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if b.AvailableMicros != 4_000_000 || b.HeldMicros != 4_000_000 {
+			t.Errorf("after 00031: available %d, held %d; want 4000000 and 4000000", b.AvailableMicros, b.HeldMicros)
+		}
+		if _, err := p.DownTo(ctx, 30); err != nil {
+			t.Fatalf("00031 down: %v", err)
+		}
+		var held int64
+		if err := db.SQL().QueryRowContext(ctx, "SELECT held_micros FROM credit_balances").Scan(&held); err != nil {
+			t.Fatal(err)
+		}
+		if held != 4_000_000 {
+			t.Errorf("after 00031's down: held_micros %d, want 4000000", held)
+		}
+		if err := db.Migrate(ctx); err != nil {
+			t.Fatalf("the migrations again: %v", err)
+		}
+	})
+}
+
+// TestSettleHoldWithoutBalanceRow checks SettleHold's refusal that comes
+// after its entry is written: a release whose hold's balance row is gone,
+// which only a hand-edited database has (its PostgreSQL statement writes
+// the entry, the hold's mark and the balance's update at once). The entry
+// is taken back and the hold stays open, outside a transaction and in
+// one. A capture, which leaves the balance row alone, still settles.
 func TestSettleHoldWithoutBalanceRow(t *testing.T) {
 	eachMigratedDB(t, func(t *testing.T, db *DB) {
 		ctx := context.Background()
@@ -500,6 +571,16 @@ func TestSettleHoldWithoutBalanceRow(t *testing.T) {
 		if _, err := db.SQL().ExecContext(ctx, "DELETE FROM credit_balances"); err != nil {
 			t.Fatal(err)
 		}
+		state := func() (entries int, held int64) {
+			t.Helper()
+			if err := db.SQL().QueryRowContext(ctx, "SELECT count(*) FROM ledger_entries").Scan(&entries); err != nil {
+				t.Fatal(err)
+			}
+			if err := db.SQL().QueryRowContext(ctx, strings.Replace(strings.Replace(openHoldsSQL, "?", "'"+o.ID+"'", 1), "?", "'test'", 1)).Scan(&held); err != nil {
+				t.Fatal(err)
+			}
+			return entries, held
+		}
 		for _, tc := range []struct {
 			name string
 			run  func(func(faxes.Tx) error) error
@@ -509,22 +590,22 @@ func TestSettleHoldWithoutBalanceRow(t *testing.T) {
 				return db.InTx(ctx, func(tx core.Tx) error { return fn(tx.(faxes.Tx)) })
 			}},
 		} {
-			for _, kind := range []credits.LedgerKind{credits.LedgerCapture, credits.LedgerRelease} {
-				err := tc.run(func(tx faxes.Tx) error {
-					_, err := tx.SettleHold(ctx, f.ID, kind, now)
-					return err
-				})
-				if err == nil || !strings.Contains(err.Error(), "no balance row") {
-					t.Fatalf("%s %s without a balance row: %v, want no balance row", kind, tc.name, err)
-				}
-				var n int
-				if err := db.SQL().QueryRowContext(ctx, "SELECT count(*) FROM ledger_entries").Scan(&n); err != nil {
-					t.Fatal(err)
-				}
-				if n != 2 {
-					t.Fatalf("%s %s without a balance row: %d ledger entries, want the grant and the hold", kind, tc.name, n)
-				}
+			err := tc.run(func(tx faxes.Tx) error {
+				_, err := tx.SettleHold(ctx, f.ID, credits.LedgerRelease, now)
+				return err
+			})
+			if err == nil || !strings.Contains(err.Error(), refuseNoBalance) {
+				t.Fatalf("release %s without a balance row: %v, want %q", tc.name, err, refuseNoBalance)
 			}
+			if n, held := state(); n != 2 || held != 1_000_000 {
+				t.Fatalf("release %s without a balance row: %d ledger entries, %d held; want the grant and the hold, still open", tc.name, n, held)
+			}
+		}
+		if _, err := db.SettleHold(ctx, f.ID, credits.LedgerCapture, now); err != nil {
+			t.Fatalf("capture without a balance row: %v", err)
+		}
+		if n, held := state(); n != 3 || held != 0 {
+			t.Fatalf("capture without a balance row: %d ledger entries, %d held; want the capture too, and the hold settled", n, held)
 		}
 	})
 }
