@@ -19,8 +19,8 @@ var _ faxes.StatsStore = (*DB)(nil)
 func (db *DB) Reader() *sql.DB { return db.r.DB }
 
 // Stats counts what faxes.Snapshot reports. Each query reads a partial
-// index (faxes_unfinished, approvals_pending: migration 00014) or
-// credit_balances, which has a row per owner and mode, not per event.
+// index that holds only what is not yet finished: faxes_unfinished,
+// approvals_pending (migration 00014), ledger_entries_open_holds (00031).
 func (db *DB) Stats(ctx context.Context, now time.Time) (*faxes.Snapshot, error) {
 	x := db.q
 	snap := &faxes.Snapshot{ApprovalsPending: map[approvals.Kind]int64{}, Holds: map[core.Mode]faxes.HoldTotal{}}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"fmt"
 	"io/fs"
 	"net/url"
 	"os"
@@ -542,6 +543,63 @@ func TestMigrateOpenHolds(t *testing.T) {
 		}
 		if err := db.Migrate(ctx); err != nil {
 			t.Fatalf("the migrations again: %v", err)
+		}
+	})
+}
+
+// TestCaptureLeavesBalanceRowAlone checks what migration 00031 is for: a
+// capture (a delivered fax's end) writes no row that the owner's other
+// faxes share, so it completes while another transaction holds the
+// owner's balance row (a concurrent send's hold, say), where before it
+// waited for that transaction to end. PostgreSQL only: SQLite has no row
+// locks, only its one writer.
+func TestCaptureLeavesBalanceRowAlone(t *testing.T) {
+	eachMigratedDB(t, func(t *testing.T, db *DB) {
+		if db.Dialect() != DialectPostgres {
+			return
+		}
+		ctx := context.Background()
+		now := time.Now().UTC().Truncate(time.Second)
+		o := &accounts.Owner{ID: "own_1", Email: "a@example.com", CreatedAt: now}
+		d := &documents.Document{ID: "doc_1", OwnerID: o.ID, Mode: core.ModeTest, CreatedAt: now}
+		errs := []error{db.CreateOwner(ctx, o), db.CreateDocument(ctx, d),
+			db.AppendLedger(ctx, &credits.LedgerEntry{ID: "led_grant", OwnerID: o.ID, Mode: core.ModeTest, Kind: credits.LedgerGrant, AmountMicros: 5_000_000, CreatedAt: now})}
+		for i, id := range []string{"fax_1", "fax_2"} {
+			f := &faxes.Fax{ID: id, OwnerID: o.ID, Mode: core.ModeTest, DocumentID: d.ID, Status: faxes.Sending, PaymentMethod: faxes.PayCredits, CreatedAt: now}
+			errs = append(errs, db.CreateFax(ctx, f),
+				db.PlaceHold(ctx, &credits.LedgerEntry{ID: fmt.Sprintf("led_hold%d", i), OwnerID: o.ID, Mode: core.ModeTest, AmountMicros: -1_000_000, FaxID: &f.ID, CreatedAt: now}))
+		}
+		for _, err := range errs {
+			if err != nil {
+				t.Fatal(err)
+			}
+		}
+		locker, err := db.SQL().BeginTx(ctx, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer func() { _ = locker.Rollback() }() // rolled back below; this is for a test that fails first
+		if _, err := locker.ExecContext(ctx, "SELECT 1 FROM credit_balances WHERE owner_id = $1 FOR UPDATE", o.ID); err != nil {
+			t.Fatal(err)
+		}
+		// Regressed, the capture waits for the lock until this deadline.
+		cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+		defer cancel()
+		if _, err := db.SettleHold(cctx, "fax_1", credits.LedgerCapture, now); err != nil {
+			t.Fatalf("a capture while the balance row is locked: %v", err)
+		}
+		if err := locker.Rollback(); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := db.SettleHold(ctx, "fax_2", credits.LedgerRelease, now); err != nil {
+			t.Fatal(err)
+		}
+		b, err := db.GetBalance(ctx, o.ID, core.ModeTest)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if b.AvailableMicros != 4_000_000 || b.HeldMicros != 0 {
+			t.Fatalf("after one capture and one release: available %d, held %d; want 4000000 and 0", b.AvailableMicros, b.HeldMicros)
 		}
 	})
 }
