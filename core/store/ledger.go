@@ -238,7 +238,8 @@ func (x q) settleHoldPG(ctx context.Context, faxID string, kind credits.LedgerKi
 		FaxID    *string   `db:"fax_id"`
 		Settled  int64     `db:"settled"`
 		Inserted int       `db:"inserted"`
-		Written  int       `db:"written"`
+		// Written is not read: it is the CASE whose arms refuse.
+		Written int `db:"written"`
 	}
 	err = x.get(ctx, x.reader(), &row, `WITH `+st.ctes+`
 		SELECT id, owner_id, mode, fax_id, coalesce((SELECT amount_micros FROM ins), 0) AS settled,
@@ -434,11 +435,14 @@ func (x q) GetBalance(ctx context.Context, ownerID string, mode core.Mode) (*cre
 		ThresholdMicros: row.position.position().ThresholdMicros}, nil
 }
 
+// openHolds is ledger_entries_open_holds' predicate (migration 00031),
+// written as the index has it so that the planners read that index.
+const openHolds = "kind = 'hold' AND NOT settled"
+
 // openHoldsSQL sums an owner's open holds in a mode (its two arguments),
-// as a positive amount; its WHERE is ledger_entries_open_holds' predicate,
-// so that the planners read that index.
+// as a positive amount.
 const openHoldsSQL = `SELECT coalesce(sum(-amount_micros), 0) FROM ledger_entries
-	WHERE owner_id = ? AND mode = ? AND kind = 'hold' AND NOT settled`
+	WHERE owner_id = ? AND mode = ? AND ` + openHolds
 
 // SetLowBalanceThreshold sets the alert on the balance row, creating an
 // empty row for an account that has never had credits.

@@ -56,7 +56,7 @@ func (db *DB) Stats(ctx context.Context, now time.Time) (*faxes.Snapshot, error)
 		Micros   int64     `db:"micros"`
 	}
 	if err := x.sel(ctx, &holds, `SELECT mode, count(DISTINCT owner_id) AS balances, coalesce(sum(-amount_micros), 0) AS micros
-		FROM ledger_entries WHERE kind = 'hold' AND NOT settled GROUP BY mode`); err != nil {
+		FROM ledger_entries WHERE `+openHolds+` GROUP BY mode`); err != nil {
 		return nil, fmt.Errorf("sum held credits: %w", err)
 	}
 	for _, h := range holds {

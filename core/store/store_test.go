@@ -634,7 +634,7 @@ func TestSettleHoldWithoutBalanceRow(t *testing.T) {
 			if err := db.SQL().QueryRowContext(ctx, "SELECT count(*) FROM ledger_entries").Scan(&entries); err != nil {
 				t.Fatal(err)
 			}
-			if err := db.SQL().QueryRowContext(ctx, strings.Replace(strings.Replace(openHoldsSQL, "?", "'"+o.ID+"'", 1), "?", "'test'", 1)).Scan(&held); err != nil {
+			if err := db.SQL().QueryRowContext(ctx, db.w.Rebind(openHoldsSQL), o.ID, core.ModeTest).Scan(&held); err != nil {
 				t.Fatal(err)
 			}
 			return entries, held
