@@ -58,17 +58,17 @@ deps:
 # suite on PostgreSQL, the service and REST suites a second time on
 # PostgreSQL, the memory and throughput measurements without the race
 # detector (it distorts both), the crash test (kill -9 of a real `faxhub
-# serve` mid-burst, on SQLite and on PostgreSQL at the same time: each
-# mostly waits for its recovery deadlines), then the third-party-client and browser
-# suites against a real `faxhub serve` (conformance/run-suites.sh; known
-# failures in conformance/baseline.yml), on SQLite, on PostgreSQL and across
-# three replicas. The container image and the compose stack with podman
+# serve` mid-burst, on SQLite and on PostgreSQL at the same time), the
+# fuzzers, the container image and the compose stack with podman
 # (conformance/container.sh: a fax through the image on SQLite, and one
-# through nginx to each of three replicas on PostgreSQL) are built and
-# checked while the fuzzers run: a fuzz target runs for FUZZTIME whatever
-# else the machine does, and the container checks wait with deadlines of
-# minutes (its output is printed when both are done). Ends with a table and
-# "N passed, N failed".
+# through nginx to each of three replicas on PostgreSQL), then the
+# third-party-client and browser suites against a real `faxhub serve`
+# (conformance/run-suites.sh; known failures in conformance/baseline.yml),
+# on SQLite, on PostgreSQL and across three replicas. The crash suites and
+# the container checks run beside the fuzzers: both mostly wait out
+# deadlines of minutes (recovery, podman), and a fuzz target runs for
+# FUZZTIME whatever else the machine does (the container's output is
+# printed when all are done). Ends with a table and "N passed, N failed".
 SUITES := oauth browser mcp-app mcp mcp-inspector mcp-conformance agents a2a a2a-cli hostagent mpp webhooks
 # The protocol suites run a second time against a serve on PostgreSQL
 # (results named <suite>-postgres).
@@ -96,11 +96,11 @@ check: deps tidy-check vet lint fmt-check
 	$(CHECK_ENV) FAXHUB_TESTENV_POSTGRES='$(PG_URL)' $(GO) test -race -count=1 -timeout 20m -json $(CORE_PG_PACKAGES) ./rest/ ./cmd/... ./oauth/ ./passkeys/ ./internal/app/ ./protocols/... > $(OUT)/test-postgres.json || status=1; \
 	$(CHECK_ENV) $(GO) test -count=1 -timeout 10m -json -run 'Memory|Throughput$$' ./core/convert/ ./core/queue/ ./internal/app/ > $(OUT)/test-memory.json || status=1; \
 	$(CHECK_ENV) FAXHUB_CRASH_TEST=1 $(GO) test -count=1 -timeout 15m -json -run 'CrashRecovery' ./cmd/faxhub/ > $(OUT)/test-crash-sqlite.json & crash=$$!; \
-	$(CHECK_ENV) FAXHUB_CRASH_TEST=1 FAXHUB_TESTENV_POSTGRES='$(PG_URL)' $(GO) test -count=1 -timeout 15m -json -run 'CrashRecovery' ./cmd/faxhub/ > $(OUT)/test-crash-postgres.json || status=1; \
-	wait $$crash || status=1; \
+	$(CHECK_ENV) FAXHUB_CRASH_TEST=1 FAXHUB_TESTENV_POSTGRES='$(PG_URL)' $(GO) test -count=1 -timeout 15m -json -run 'CrashRecovery' ./cmd/faxhub/ > $(OUT)/test-crash-postgres.json & crashpg=$$!; \
 	GO='$(GO)' ./conformance/container.sh > $(OUT)/container.out 2>&1 & container=$$!; \
 	$(CHECK_ENV) GO='$(GO)' FUZZTIME=$(FUZZTIME) ./conformance/fuzz.sh $(OUT)/fuzz.tap || status=1; \
 	$(CHECK_ENV) GO='$(GO)' FUZZTIME=$(FUZZTIME) FAXHUB_TESTENV_POSTGRES='$(PG_URL)' ./conformance/fuzz.sh $(OUT)/fuzz-postgres.tap '$(FUZZ_HANDLERS)' || status=1; \
+	wait $$crash || status=1; wait $$crashpg || status=1; \
 	wait $$container || status=1; cat $(OUT)/container.out; \
 	GO='$(GO)' ./conformance/run-suites.sh $(SUITES) || status=1; \
 	FAXHUB_SUITES_POSTGRES='$(PG_URL)' GO='$(GO)' ./conformance/run-suites.sh $(PG_SUITES) || status=1; \
